@@ -1,0 +1,155 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+
+export type AppMode = 'monotonic' | 'trend' | 'snowflake';
+
+/** A registered entity, as cached in process (the hot path reads no SQL). */
+export interface AppConfig {
+  readonly key: string;
+  readonly name: string;
+  readonly mode: AppMode;
+  readonly startOffset: bigint;
+  readonly step: number;
+  readonly maxSizePerTimes: number;
+  readonly maxSizePerSecond: number;
+  readonly minSizePercent: number;
+  readonly maxPoolSize: number;
+  readonly interval: number;
+  readonly secretHash: string;
+  readonly createTime: number;
+  readonly updateTime: number;
+}
+
+export const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+// Bounds chosen so one refill (≤ maxPoolSize ids, ~12 bytes each in Redis)
+// stays under ~60 MB and one Lua push never blocks Redis for long.
+export const LIMITS = {
+  step: 1_000_000,
+  maxSizePerTimes: 100_000,
+  maxSizePerSecond: 10_000_000,
+  maxPoolSize: 5_000_000,
+  /** Offsets stay below 2^62 so `current_offset + k·step` cannot overflow BIGINT. */
+  startOffset: 2n ** 62n,
+} as const;
+
+/** Default pool: a minute of ids at the per-second limit (DESIGN.md "Data model"). */
+const SECONDS_OF_POOL = 60;
+const DEFAULT_POOL_WHEN_UNLIMITED = 300_000;
+
+const int = (min: number, max: number) => z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+
+const offset = z
+  .union([z.number().int().nonnegative(), z.string().regex(/^\d{1,19}$/)], { error: 'must be a non-negative integer (a decimal string for values above 2^53)' })
+  .transform((v) => BigInt(v))
+  .refine((v) => v < LIMITS.startOffset, { message: 'must be below 2^62' });
+
+const tunables = {
+  name: z.string().min(1).max(128),
+  step: int(1, LIMITS.step),
+  maxSizePerTimes: int(1, LIMITS.maxSizePerTimes),
+  maxSizePerSecond: int(0, LIMITS.maxSizePerSecond),
+  minSizePercent: int(1, 99),
+  maxPoolSize: int(1, LIMITS.maxPoolSize),
+  interval: int(10, 60_000),
+};
+
+export const registerSchema = z.strictObject({
+  key: z.string().regex(KEY_PATTERN, 'must be 1-64 of A-Z a-z 0-9 _ - .'),
+  mode: z.enum(['monotonic', 'trend', 'snowflake']).default('monotonic'),
+  startOffset: offset.optional(),
+  ...Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])),
+} as {
+  key: z.ZodString;
+  mode: z.ZodDefault<z.ZodEnum<{ monotonic: 'monotonic'; trend: 'trend'; snowflake: 'snowflake' }>>;
+  startOffset: z.ZodOptional<typeof offset>;
+} & { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> });
+
+export const updateSchema = z.strictObject(
+  Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> },
+);
+
+export type RegisterInput = z.infer<typeof registerSchema>;
+export type UpdateInput = z.infer<typeof updateSchema>;
+
+export type Tunables = Pick<AppConfig, 'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'>;
+
+/** Fills defaults for a registration (DESIGN.md "Data model"). */
+export function withDefaults(input: RegisterInput): Tunables & { key: string; mode: AppMode; startOffset: bigint } {
+  const step = input.step ?? 1000;
+  const minSizePercent = input.minSizePercent ?? 80;
+  const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
+  const maxSizePerSecond = input.maxSizePerSecond ?? 5000;
+  let maxPoolSize = input.maxPoolSize;
+  if (maxPoolSize === undefined) {
+    const wanted = maxSizePerSecond > 0 ? SECONDS_OF_POOL * maxSizePerSecond : DEFAULT_POOL_WHEN_UNLIMITED;
+    const needed = Math.max(Math.ceil((step * 100) / (100 - minSizePercent)), maxSizePerTimes);
+    maxPoolSize = Math.min(Math.max(wanted, needed), LIMITS.maxPoolSize);
+  }
+  return {
+    key: input.key,
+    mode: input.mode,
+    startOffset: input.startOffset ?? 0n,
+    name: input.name ?? input.key,
+    step,
+    maxSizePerTimes,
+    maxSizePerSecond,
+    minSizePercent,
+    maxPoolSize,
+    interval: input.interval ?? 100,
+  };
+}
+
+/**
+ * The rules between fields; returns the first broken one, or null.
+ * A refill tops the pool up in whole steps, so the room above the low
+ * watermark must hold at least one step.
+ */
+export function checkRules(t: Tunables): string | null {
+  if (t.maxPoolSize * (100 - t.minSizePercent) < t.step * 100) {
+    return `maxPoolSize · (1 − minSizePercent/100) must be at least step (${t.maxPoolSize} · ${(100 - t.minSizePercent) / 100} < ${t.step})`;
+  }
+  if (t.maxPoolSize < t.maxSizePerTimes) return `maxPoolSize (${t.maxPoolSize}) must be at least maxSizePerTimes (${t.maxSizePerTimes})`;
+  if (t.maxSizePerSecond > 0 && t.maxSizePerSecond < t.maxSizePerTimes) {
+    return `maxSizePerSecond (${t.maxSizePerSecond}) must be 0 (unlimited) or at least maxSizePerTimes (${t.maxSizePerTimes})`;
+  }
+  return null;
+}
+
+export function lowWatermark(app: Pick<AppConfig, 'maxPoolSize' | 'minSizePercent'>): number {
+  return Math.floor((app.maxPoolSize * app.minSizePercent) / 100);
+}
+
+/** A new app secret: 32 random bytes, base64url. Shown once, stored hashed. */
+export function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** Secrets are 256 random bits, so a fast hash is enough (no password stretching needed). */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+export function secretMatches(secret: string, hash: string): boolean {
+  const given = Buffer.from(hashSecret(secret), 'hex');
+  const stored = Buffer.from(hash, 'hex');
+  return given.length === stored.length && timingSafeEqual(given, stored);
+}
+
+/** The public view of an app (never the secret or its hash). */
+export function describeApp(app: AppConfig) {
+  return {
+    key: app.key,
+    name: app.name,
+    mode: app.mode,
+    startOffset: app.startOffset.toString(),
+    step: app.step,
+    maxSizePerTimes: app.maxSizePerTimes,
+    maxSizePerSecond: app.maxSizePerSecond,
+    minSizePercent: app.minSizePercent,
+    maxPoolSize: app.maxPoolSize,
+    interval: app.interval,
+    createTime: new Date(app.createTime).toISOString(),
+    updateTime: new Date(app.updateTime).toISOString(),
+  };
+}

@@ -1,0 +1,151 @@
+import type { Clock } from '../clock';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../errors';
+import { type AppConfig, type RegisterInput, type UpdateInput, checkRules, hashSecret, newSecret, withDefaults } from './app';
+import type { AppStore } from './app-store';
+
+/** What the pool side needs to know about entities (narrow on purpose). */
+export interface AppCatalog {
+  /** Cached config of a live entity; no I/O. */
+  get(key: string): AppConfig | undefined;
+  /** Keys of every live entity whose ids come from segments. */
+  segmentKeys(): string[];
+}
+
+export interface AppChangeListener {
+  onRetired?(key: string): void | Promise<void>;
+  onRegistered?(app: AppConfig): void | Promise<void>;
+}
+
+/**
+ * Registered entities: validation, secrets, and the in-process cache that
+ * keeps SQL off the hot path. The cache is refreshed at once by changes made
+ * through this instance and by {@link refresh} (every second) for changes
+ * made through others.
+ */
+export class AppRegistry implements AppCatalog {
+  private readonly cache = new Map<string, AppConfig>();
+  /** Keys looked up and not found, with when: a burst of unknown keys costs one query a second. */
+  private readonly misses = new Map<string, number>();
+  private lastRefresh = 0;
+
+  constructor(
+    private readonly store: AppStore,
+    private readonly clock: Clock,
+    private readonly listener: AppChangeListener = {},
+  ) {}
+
+  async load(): Promise<void> {
+    const now = this.clock.now();
+    const apps = await this.store.listLive();
+    this.cache.clear();
+    for (const app of apps) this.cache.set(app.key, app);
+    this.lastRefresh = now;
+  }
+
+  // Rows updated by another instance whose clock runs a little behind ours
+  // must still be seen: look back this far (ms) on every refresh.
+  private static readonly SKEW_MARGIN_MS = 5000;
+
+  /** Picks up registrations, updates and retirements made through other instances. */
+  async refresh(): Promise<void> {
+    const now = this.clock.now();
+    const changed = await this.store.changedSince(this.lastRefresh - AppRegistry.SKEW_MARGIN_MS);
+    this.lastRefresh = now;
+    for (const { app, retired } of changed) {
+      const known = this.cache.get(app.key);
+      if (retired) {
+        if (known) {
+          this.cache.delete(app.key);
+          await this.listener.onRetired?.(app.key);
+        }
+      } else if (!known || known.updateTime !== app.updateTime || known.secretHash !== app.secretHash) {
+        this.cache.set(app.key, app);
+        this.misses.delete(app.key);
+        if (!known) await this.listener.onRegistered?.(app);
+      }
+    }
+  }
+
+  get(key: string): AppConfig | undefined {
+    return this.cache.get(key);
+  }
+
+  /** Cached config, or one SQL lookup for a key registered elsewhere in the last second. */
+  async find(key: string): Promise<AppConfig | undefined> {
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    const now = this.clock.now();
+    const missedAt = this.misses.get(key);
+    if (missedAt !== undefined && now - missedAt < 1000) return undefined;
+    const app = await this.store.findLive(key);
+    if (app) {
+      this.cache.set(key, app);
+      this.misses.delete(key);
+      await this.listener.onRegistered?.(app);
+    } else {
+      if (this.misses.size > 10_000) this.misses.clear();
+      this.misses.set(key, now);
+    }
+    return app;
+  }
+
+  async require(key: string): Promise<AppConfig> {
+    const app = await this.find(key);
+    if (!app) throw new NotFoundError(`no entity with key "${key}"`);
+    return app;
+  }
+
+  list(): AppConfig[] {
+    return [...this.cache.values()].sort((a, b) => (a.key < b.key ? -1 : 1));
+  }
+
+  segmentKeys(): string[] {
+    const keys: string[] = [];
+    for (const app of this.cache.values()) if (app.mode !== 'snowflake') keys.push(app.key);
+    return keys;
+  }
+
+  async register(input: RegisterInput): Promise<{ app: AppConfig; secret: string }> {
+    const values = withDefaults(input);
+    const broken = checkRules(values);
+    if (broken) throw new InvalidRequestError(broken);
+    const secret = newSecret();
+    const now = this.clock.now();
+    const app: AppConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
+    if (!(await this.store.insert(app))) throw new ConflictError(`key "${app.key}" is already registered (retired keys are never reused)`);
+    this.cache.set(app.key, app);
+    this.misses.delete(app.key);
+    await this.listener.onRegistered?.(app);
+    return { app, secret };
+  }
+
+  async update(key: string, patch: UpdateInput): Promise<AppConfig> {
+    const current = await this.require(key);
+    const next: AppConfig = { ...current, ...stripUndefined(patch), updateTime: Math.max(this.clock.now(), current.updateTime + 1) };
+    const broken = checkRules(next);
+    if (broken) throw new InvalidRequestError(broken);
+    if (!(await this.store.update(key, next, next.updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
+    this.cache.set(key, next);
+    return next;
+  }
+
+  async rotateSecret(key: string): Promise<string> {
+    const current = await this.require(key);
+    const secret = newSecret();
+    const updateTime = Math.max(this.clock.now(), current.updateTime + 1);
+    if (!(await this.store.setSecretHash(key, hashSecret(secret), updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
+    this.cache.set(key, { ...current, secretHash: hashSecret(secret), updateTime });
+    return secret;
+  }
+
+  async retire(key: string): Promise<void> {
+    await this.require(key);
+    if (!(await this.store.retire(key, this.clock.now()))) throw new NotFoundError(`no entity with key "${key}"`);
+    this.cache.delete(key);
+    await this.listener.onRetired?.(key);
+  }
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,95 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { migrations } from '../../migrations';
+
+export type Dialect = 'mysql' | 'sqlite';
+
+/**
+ * The relational store behind idpool: a TypeORM DataSource plus the few
+ * dialect differences the SQL needs. BIGINT values cross this boundary as
+ * decimal strings (never JS numbers) so offsets above 2^53 stay exact.
+ */
+export interface Database {
+  readonly dialect: Dialect;
+  readonly dataSource: DataSource;
+  /** Where the data lives, for the start-up log (path or host/db, no password). */
+  readonly description: string;
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** Runs a statement and returns its affected-row count. */
+  execute(sql: string, params?: unknown[]): Promise<{ affectedRows: number; insertId?: string }>;
+  /** SQL expression selecting a BIGINT column as text. */
+  bigText(column: string): string;
+  /** SQL expression for the database's own clock, in Unix milliseconds. */
+  readonly nowMs: string;
+  close(): Promise<void>;
+}
+
+export function dataSourceOptions(url: string): DataSourceOptions {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length) || './idpool.db';
+    return { type: 'better-sqlite3', database: path, migrations, migrationsRun: false, logging: false };
+  }
+  return {
+    type: 'mysql',
+    url: url.replace(/^mariadb:/, 'mysql:'),
+    migrations,
+    logging: false,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    // 2 cores here; a handful of connections keeps reservations and admin
+    // queries from queueing behind each other without flooding the server.
+    poolSize: 10,
+  };
+}
+
+function describe(url: string): string {
+  if (url.startsWith('sqlite:')) return `sqlite file ${resolve(url.slice('sqlite:'.length) || './idpool.db')}`;
+  const u = new URL(url);
+  return `mysql ${u.hostname}:${u.port || 3306}${u.pathname}`;
+}
+
+/** Opens the database, creating the SQLite folder or MySQL schema if needed, and runs migrations. */
+export async function openDatabase(url: string, options: { migrate?: boolean } = {}): Promise<Database> {
+  const opts = dataSourceOptions(url);
+  if (opts.type === 'better-sqlite3' && opts.database !== ':memory:') {
+    mkdirSync(dirname(resolve(opts.database)), { recursive: true });
+  }
+  const dataSource = new DataSource(opts);
+  await dataSource.initialize();
+  const dialect: Dialect = opts.type === 'mysql' ? 'mysql' : 'sqlite';
+  if (dialect === 'sqlite') {
+    // WAL lets readers run beside the single writer; busy_timeout makes a
+    // second process wait for the write lock instead of failing at once.
+    await dataSource.query('PRAGMA journal_mode = WAL');
+    await dataSource.query('PRAGMA busy_timeout = 5000');
+    await dataSource.query('PRAGMA synchronous = FULL');
+  }
+  if (options.migrate !== false) await dataSource.runMigrations({ transaction: 'each' });
+  return wrap(dataSource, dialect, describe(url));
+}
+
+function wrap(dataSource: DataSource, dialect: Dialect, description: string): Database {
+  return {
+    dialect,
+    dataSource,
+    description,
+    query: (sql, params) => dataSource.query(sql, params),
+    async execute(sql, params) {
+      if (dialect === 'mysql') {
+        const raw = await dataSource.query(sql, params);
+        return { affectedRows: raw.affectedRows, insertId: raw.insertId === undefined ? undefined : String(raw.insertId) };
+      }
+      const runner = dataSource.createQueryRunner();
+      try {
+        const result = await runner.query(sql, params, true);
+        return { affectedRows: result.affected ?? 0 };
+      } finally {
+        await runner.release();
+      }
+    },
+    bigText: (column) => (dialect === 'mysql' ? `CAST(${column} AS CHAR)` : `CAST(${column} AS TEXT)`),
+    nowMs: dialect === 'mysql' ? 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)' : "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    close: () => dataSource.destroy(),
+  };
+}

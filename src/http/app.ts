@@ -1,0 +1,175 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { type AppConfig, KEY_PATTERN, describeApp, lowWatermark, registerSchema, secretMatches, updateSchema } from '../apps/app';
+import type { AppRegistry } from '../apps/registry';
+import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
+import type { Logger } from '../logger';
+import { bearerToken, tokensEqual } from './auth';
+import { errorHandler } from './errors';
+import { parseBody } from './validate';
+
+/** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
+export interface SnowflakeIssuer {
+  take(entityKey: string, count: number): string[];
+  /** Explains one id; throws InvalidRequestError when it is not one of this layout's. */
+  decode(id: string): Record<string, unknown>;
+}
+
+export interface ReadinessReport {
+  ready: boolean;
+  checks: Record<string, string>;
+}
+
+export interface HttpDeps {
+  registry: Pick<AppRegistry, 'find' | 'require' | 'list' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  dispatcher: { take(app: AppConfig, count: number): Promise<string[]> };
+  pools: { size(entityKey: string): Promise<number> };
+  offsets: { currentOffset(entityKey: string): Promise<bigint | undefined> };
+  adminToken: string;
+  snowflake?: SnowflakeIssuer;
+  workers?: { list(): Promise<unknown[]> };
+  readiness(): Promise<ReadinessReport>;
+  metrics?(): Promise<{ contentType: string; body: string }>;
+  log: Logger;
+}
+
+/** Largest JSON body accepted; registrations and counts are far smaller. */
+const BODY_LIMIT = '16kb';
+
+function entityKeyParam(req: Request): string {
+  const key = req.params.key as string;
+  if (!KEY_PATTERN.test(key)) throw new InvalidRequestError('key must be 1-64 of A-Z a-z 0-9 _ - .');
+  return key;
+}
+
+/** `count` from the JSON body or `?count=`; default 1; an integer in 1..max. */
+function requestedCount(req: Request, max: number): number {
+  const body: unknown = req.body;
+  let count: unknown = 1;
+  if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body))) {
+    throw new InvalidRequestError('request body must be a JSON object like {"count": 10}');
+  }
+  const fields = body ? Object.keys(body) : [];
+  const unknownField = fields.find((f) => f !== 'count');
+  if (unknownField) throw new InvalidRequestError(`unknown field "${unknownField}"; only "count" is accepted`);
+  if (body && 'count' in body) count = (body as { count: unknown }).count;
+  else if (req.query.count !== undefined) {
+    const raw = req.query.count;
+    if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
+    count = Number(raw);
+  }
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > max) {
+    throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
+  }
+  return count;
+}
+
+export function createHttpApp(deps: HttpDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(express.json({ limit: BODY_LIMIT, strict: false }));
+
+  const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
+    if (!tokensEqual(bearerToken(req), deps.adminToken)) throw new UnauthorizedError('invalid admin token');
+    next();
+  };
+
+  /** The app named in the path, authenticated by its secret. */
+  async function authenticatedApp(req: Request): Promise<AppConfig> {
+    const key = entityKeyParam(req);
+    const token = bearerToken(req);
+    const found = await deps.registry.find(key);
+    if (!found) throw new NotFoundError(`no entity with key "${key}"`);
+    if (!secretMatches(token, found.secretHash)) throw new UnauthorizedError(`invalid secret for entity "${key}"`);
+    return found;
+  }
+
+  app.post('/apps/:key/ids', async (req, res) => {
+    const entity = await authenticatedApp(req);
+    const count = requestedCount(req, entity.maxSizePerTimes);
+    if (entity.mode === 'snowflake') {
+      if (!deps.snowflake) throw new NotFoundError('snowflake ids are not enabled on this instance');
+      res.json({ ids: deps.snowflake.take(entity.key, count) });
+      return;
+    }
+    res.json({ ids: await deps.dispatcher.take(entity, count) });
+  });
+
+  app.get('/apps/:key/ids/:id', async (req, res) => {
+    const entity = await authenticatedApp(req);
+    if (entity.mode !== 'snowflake' || !deps.snowflake) throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
+    res.json(deps.snowflake.decode(req.params.id as string));
+  });
+
+  const admin = express.Router();
+  admin.use(requireAdmin);
+
+  const withPool = async (entity: AppConfig) => {
+    const view: Record<string, unknown> = { ...describeApp(entity) };
+    const currentOffset = await deps.offsets.currentOffset(entity.key);
+    view.currentOffset = currentOffset?.toString() ?? null;
+    if (entity.mode !== 'snowflake') {
+      view.pool = { size: await deps.pools.size(entity.key), max: entity.maxPoolSize, lowWatermark: lowWatermark(entity) };
+    }
+    return view;
+  };
+
+  admin.post('/apps', async (req, res) => {
+    const input = parseBody(registerSchema, req.body);
+    const { app: created, secret } = await deps.registry.register(input);
+    res.status(201).json({ ...(await withPool(created)), secret });
+  });
+
+  admin.get('/apps', async (_req, res) => {
+    const apps = await Promise.all(deps.registry.list().map(withPool));
+    res.json({ apps });
+  });
+
+  admin.get('/apps/:key', async (req, res) => {
+    res.json(await withPool(await deps.registry.require(entityKeyParam(req))));
+  });
+
+  admin.patch('/apps/:key', async (req, res) => {
+    const key = entityKeyParam(req);
+    const patch = parseBody(updateSchema, req.body);
+    res.json(await withPool(await deps.registry.update(key, patch)));
+  });
+
+  admin.delete('/apps/:key', async (req, res) => {
+    await deps.registry.retire(entityKeyParam(req));
+    res.status(204).end();
+  });
+
+  admin.post('/apps/:key/secret', async (req, res) => {
+    res.json({ secret: await deps.registry.rotateSecret(entityKeyParam(req)) });
+  });
+
+  admin.get('/workers', async (_req, res) => {
+    res.json({ workers: deps.workers ? await deps.workers.list() : [] });
+  });
+
+  app.use('/admin', admin);
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  app.get('/readyz', async (_req, res) => {
+    const report = await deps.readiness();
+    if (!report.ready) res.setHeader('Retry-After', '1');
+    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not_ready', checks: report.checks });
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    if (!deps.metrics) throw new NotFoundError('metrics are not enabled');
+    const { contentType, body } = await deps.metrics();
+    res.setHeader('Content-Type', contentType);
+    res.send(body);
+  });
+
+  app.use((req, _res) => {
+    throw new NotFoundError(`no route ${req.method} ${req.path}`);
+  });
+  app.use(errorHandler(deps.log));
+  return app;
+}

@@ -1,0 +1,54 @@
+import 'dotenv/config';
+import pino from 'pino';
+import { ConfigError, loadConfig } from './config/config';
+import { createService } from './service';
+
+/** `npm start`: reads the environment, starts the service, stops cleanly on SIGTERM/SIGINT. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = pino({ level: process.env.IDPOOL_LOG_LEVEL || 'info', base: { service: 'idpool' } });
+  let service;
+  try {
+    service = await createService(config, { log });
+  } catch (err) {
+    process.stderr.write(`idpool: cannot start: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  const port = await service.listen(config.port);
+  log.info({ port, database: service.db.description, pool: service.store.kind === 'redis' ? `redis ${config.redisUrl}` : 'in-process' }, 'idpool listening');
+  if (config.adminTokenGenerated) {
+    process.stderr.write(`idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    // Bounded: a stuck dependency must not keep the process alive forever.
+    const force = setTimeout(() => {
+      log.error({}, 'shutdown took longer than 10 s; exiting');
+      process.exit(1);
+    }, 10_000);
+    force.unref();
+    service
+      .stop()
+      .then(() => process.exit(0))
+      .catch((err) => {
+        log.error({ err: String(err) }, 'error while stopping');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+void main();

@@ -1,0 +1,45 @@
+--[[
+  Appends one segment of ids to an entity's pool, but only if the segment
+  starts above every id ever pushed for the entity (the fence). A refiller
+  that stalled past its lock TTL and pushes an older segment is refused, so
+  the pool never goes out of order and never holds an id twice.
+
+  Input:
+    KEYS[1] ids list
+    KEYS[2] fence (highest id ever pushed, decimal)
+    KEYS[3] server marker
+    ARGV[1] lowest id of the segment (decimal)
+    ARGV[2] highest id of the segment (decimal)
+    ARGV[3..n] the ids, in pop order
+
+  Output:
+    size of the pool after the push
+    -2  server changed: the pool must be reset before anything is pushed
+    -4  refused by the fence: a newer segment was pushed already
+]]
+local rcall = redis.call
+
+-- Ids may exceed 2^53, so they stay decimal strings: longer is larger.
+local function greater(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+
+local runId = string.match(rcall('INFO', 'server'), 'run_id:(%x+)')
+if rcall('GET', KEYS[3]) ~= runId then
+  return -2
+end
+
+local fence = rcall('GET', KEYS[2])
+if fence and not greater(ARGV[1], fence) then
+  return -4
+end
+
+-- unpack() fails near 8,000 values (Lua C stack), so push in chunks of 1,000.
+local size = 0
+local n = #ARGV
+for i = 3, n, 1000 do
+  size = rcall('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, n)))
+end
+rcall('SET', KEYS[2], ARGV[2])
+return size

@@ -1,0 +1,30 @@
+/**
+ * Every Redis key idpool uses, built here and nowhere else (DESIGN.md
+ * "Redis keys"). `{entityKey}` is a hash tag, so all keys of one entity live
+ * on one cluster slot and one Lua script may touch them together.
+ */
+export interface EntityKeys {
+  /** Ready ids, head = next. Trusted consumers may LPOP it directly. */
+  readonly ids: string;
+  /** Highest id ever pushed (decimal). */
+  readonly fence: string;
+  /** Refill lock (redlock). */
+  readonly lock: string;
+  /** Prefix of the per-second counters; the second is appended inside Lua. */
+  readonly ratePrefix: string;
+  /** `run_id` of the Redis server this entity's pool was filled on. */
+  readonly server: string;
+}
+
+export const DEFAULT_PREFIX = 'idpool';
+
+export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKeys {
+  const base = `${prefix}:{${entityKey}}`;
+  return {
+    ids: `${base}:ids`,
+    fence: `${base}:fence`,
+    lock: `${base}:lock`,
+    ratePrefix: `${base}:rate:`,
+    server: `${base}:server`,
+  };
+}

@@ -1,0 +1,116 @@
+import type { Clock } from '../clock';
+import type { HeldLock, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
+
+/** One entity's ready ids: pushed segments in order, consumed from the head. */
+class EntityPool {
+  readonly chunks: string[][] = [];
+  head = 0;
+  size = 0;
+  fence: bigint | null = null;
+  rateSecond = 0;
+  rateUsed = 0;
+
+  take(count: number): string[] {
+    const out: string[] = [];
+    while (out.length < count) {
+      const chunk = this.chunks[0];
+      const n = Math.min(count - out.length, chunk.length - this.head);
+      for (let i = 0; i < n; i++) out.push(chunk[this.head + i]);
+      this.head += n;
+      if (this.head === chunk.length) {
+        this.chunks.shift();
+        this.head = 0;
+      }
+    }
+    this.size -= count;
+    return out;
+  }
+}
+
+/**
+ * In-process pool for embedded mode and single-node use. Same rules as the
+ * Redis store (all-or-nothing pops, fence, per-second limit); the server never
+ * changes, because the pool dies with the process.
+ */
+export class MemoryPoolStore implements PoolStore {
+  readonly kind = 'memory' as const;
+  private readonly pools = new Map<string, EntityPool>();
+
+  constructor(private readonly clock: Clock) {}
+
+  private pool(entityKey: string): EntityPool {
+    let pool = this.pools.get(entityKey);
+    if (!pool) {
+      pool = new EntityPool();
+      this.pools.set(entityKey, pool);
+    }
+    return pool;
+  }
+
+  async pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult> {
+    const pool = this.pool(entityKey);
+    if (maxPerSecond > 0) {
+      const now = this.clock.now();
+      const second = Math.floor(now / 1000);
+      if (pool.rateSecond !== second) {
+        pool.rateSecond = second;
+        pool.rateUsed = 0;
+      }
+      if (pool.rateUsed + count > maxPerSecond) return { kind: 'rate_limited', retryAfterMs: 1000 - (now % 1000) };
+    }
+    if (pool.size < count) return { kind: 'short', size: pool.size };
+    if (maxPerSecond > 0) pool.rateUsed += count;
+    const ids = pool.take(count);
+    return { kind: 'ok', ids, remaining: pool.size };
+  }
+
+  async push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult> {
+    const pool = this.pool(entityKey);
+    if (pool.fence !== null && lowest <= pool.fence) return { kind: 'fenced' };
+    pool.chunks.push(ids);
+    pool.size += ids.length;
+    pool.fence = highest;
+    return { kind: 'ok', size: pool.size };
+  }
+
+  async size(entityKey: string): Promise<number> {
+    return this.pools.get(entityKey)?.size ?? 0;
+  }
+
+  async sizes(entityKeys: readonly string[]): Promise<number[]> {
+    return entityKeys.map((key) => this.pools.get(key)?.size ?? 0);
+  }
+
+  async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
+    // First sight of the entity in this process: nothing is pooled yet, but
+    // the fence still starts at what the database says may be issued.
+    const pool = this.pool(entityKey);
+    if (pool.fence === null || issuedUpTo > pool.fence) pool.fence = issuedUpTo >= 0n ? issuedUpTo : null;
+    return false;
+  }
+
+  async discard(entityKey: string): Promise<void> {
+    const pool = this.pools.get(entityKey);
+    if (!pool) return;
+    pool.chunks.length = 0;
+    pool.head = 0;
+    pool.size = 0;
+  }
+
+  async serverId(): Promise<string> {
+    return 'memory';
+  }
+
+  async ping(): Promise<void> {}
+}
+
+/** In-process refill lock: one refill per entity at a time within this process. */
+export class MemoryRefillLock implements RefillLock {
+  private readonly held = new Set<string>();
+
+  async acquire(entityKey: string): Promise<HeldLock | null> {
+    if (this.held.has(entityKey)) return null;
+    this.held.add(entityKey);
+    return { release: async () => void this.held.delete(entityKey) };
+  }
+}

@@ -1,0 +1,52 @@
+/** Outcome of taking ids from a pool. */
+export type PopResult =
+  | { readonly kind: 'ok'; readonly ids: string[]; readonly remaining: number }
+  /** Fewer than `count` ready; nothing was taken. */
+  | { readonly kind: 'short'; readonly size: number }
+  /** The pool was filled on another Redis server and must be reset first. */
+  | { readonly kind: 'server_changed' }
+  | { readonly kind: 'rate_limited'; readonly retryAfterMs: number };
+
+export type PushResult =
+  | { readonly kind: 'ok'; readonly size: number }
+  /** Refused: the segment does not start above the fence. */
+  | { readonly kind: 'fenced' }
+  | { readonly kind: 'server_changed' };
+
+/**
+ * Ready ids of every entity. Ids are decimal strings at this boundary: that
+ * is what Redis stores and what the wire carries.
+ */
+export interface PoolStore {
+  /** Short name for logs and health: `redis` or `memory`. */
+  readonly kind: 'redis' | 'memory';
+  /** Takes `count` ids, all or nothing, within `maxPerSecond` (0 = unlimited). */
+  pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult>;
+  /** Appends ids (in pop order) whose lowest and highest are given, if above the fence. */
+  push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult>;
+  size(entityKey: string): Promise<number>;
+  /** Sizes of many pools in one round trip. */
+  sizes(entityKeys: readonly string[]): Promise<number[]>;
+  /**
+   * Discards a pool filled on another server and raises its fence to
+   * `issuedUpTo` (every id at or below may have been handed out).
+   * Returns false when the pool already belonged to this server.
+   */
+  reset(entityKey: string, issuedUpTo: bigint): Promise<boolean>;
+  /** Drops a retired entity's ready ids (its fence stays). */
+  discard(entityKey: string): Promise<void>;
+  /** Identity of the server answering now; changes on restart or failover. */
+  serverId(): Promise<string>;
+  /** Answers when the store is usable (readiness). */
+  ping(): Promise<void>;
+}
+
+/** A held refill lock. */
+export interface HeldLock {
+  release(): Promise<void>;
+}
+
+/** Per-entity refill lock; `acquire` returns null when someone else holds it. */
+export interface RefillLock {
+  acquire(entityKey: string, ttlMs: number): Promise<HeldLock | null>;
+}

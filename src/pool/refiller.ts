@@ -1,0 +1,229 @@
+import { randomFillSync } from 'node:crypto';
+import { type AppConfig, lowWatermark } from '../apps/app';
+import type { AppCatalog } from '../apps/registry';
+import type { Clock } from '../clock';
+import type { Logger } from '../logger';
+import type { Segment, SegmentAllocator } from '../segment/allocator';
+import type { ClusterMap } from '../segment/cluster';
+import type { PoolStore, RefillLock } from './pool-store';
+
+export interface RefillerOptions {
+  apps: AppCatalog;
+  allocator: SegmentAllocator;
+  store: PoolStore;
+  lock: RefillLock;
+  cluster: ClusterMap;
+  clock: Clock;
+  log: Logger;
+  /** Refill tick (IDPOOL_REFILL_INTERVAL_MS). */
+  intervalMs: number;
+  /** Slow sweep over every entity, for pools drained by direct LPOP. */
+  sweepMs?: number;
+  /**
+   * Refill lock TTL. A refill of the largest pool (5M ids) pushes in well
+   * under a second here; 10 s leaves room for a slow database without
+   * letting a dead refiller block an entity for long.
+   */
+  lockTtlMs?: number;
+  /** Test seam: runs after a segment is reserved and before it is pushed. */
+  beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+}
+
+/** Ids per push script call: bounds how long one call blocks Redis (~2 ms here). */
+const PUSH_IDS_PER_CALL = 10_000;
+
+export interface RefillStats {
+  refills: number;
+  segmentsReserved: number;
+  idsPushed: number;
+  fenceRefusals: number;
+  poolsReset: number;
+}
+
+/**
+ * Keeps every segment entity's pool between its low watermark and
+ * `maxPoolSize`. Each tick refills only the entities marked low (by the pop
+ * path or the slow sweep), so an idle entity costs nothing per tick.
+ */
+export class Refiller {
+  private readonly low = new Set<string>();
+  private readonly needsReset = new Set<string>();
+  private readonly inflight = new Map<string, Promise<void>>();
+  private tickTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private lastServerId: string | undefined;
+  private running = false;
+  private lastErrorLog = 0;
+  readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
+
+  constructor(private readonly o: RefillerOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.sweep();
+    const tick = () => {
+      if (!this.running) return;
+      this.tick();
+      this.tickTimer = setTimeout(tick, this.o.intervalMs);
+    };
+    this.tickTimer = setTimeout(tick, this.o.intervalMs);
+    const sweep = async () => {
+      if (!this.running) return;
+      await this.sweep();
+      if (this.running) this.sweepTimer = setTimeout(sweep, this.o.sweepMs ?? 1000);
+    };
+    this.sweepTimer = setTimeout(sweep, this.o.sweepMs ?? 1000);
+  }
+
+  /** Stops ticking and waits for refills under way. */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.tickTimer);
+    clearTimeout(this.sweepTimer);
+    await Promise.allSettled([...this.inflight.values()]);
+  }
+
+  /** The pop path saw the pool go below its watermark. */
+  markLow(entityKey: string): void {
+    this.low.add(entityKey);
+  }
+
+  /** The pool was filled on another Redis server: discard it before refilling. */
+  markReset(entityKey: string): void {
+    this.needsReset.add(entityKey);
+    this.low.add(entityKey);
+  }
+
+  /**
+   * Refills one entity now unless another refill of it is under way here,
+   * in which case that one is returned. Refills when the pool is below its
+   * watermark or below `atLeast`.
+   */
+  refill(entityKey: string, atLeast = 0): Promise<void> {
+    const current = this.inflight.get(entityKey);
+    if (current) return current;
+    const run = this.refillOnce(entityKey, atLeast)
+      .catch((err) => this.logError(entityKey, err))
+      .finally(() => this.inflight.delete(entityKey));
+    this.inflight.set(entityKey, run);
+    return run;
+  }
+
+  private tick(): void {
+    if (this.low.size === 0) return;
+    const keys = [...this.low];
+    this.low.clear();
+    for (const key of keys) void this.refill(key);
+  }
+
+  /** Checks every entity's pool size in one round trip, and whether the Redis server changed. */
+  async sweep(): Promise<void> {
+    try {
+      const serverId = await this.o.store.serverId();
+      const keys = this.o.apps.segmentKeys();
+      if (serverId !== this.lastServerId) {
+        // First sweep: claim every pool for this server (a no-op where it
+        // already belongs to it) before the first push would be refused.
+        if (this.lastServerId !== undefined) {
+          this.o.log.warn({ alarm: 'redis_server_changed', from: this.lastServerId, to: serverId }, 'Redis server changed: every pool is discarded and refilled from the database');
+        }
+        for (const key of keys) this.markReset(key);
+      }
+      this.lastServerId = serverId;
+      const sizes = await this.o.store.sizes(keys);
+      keys.forEach((key, i) => {
+        const app = this.o.apps.get(key);
+        if (app && sizes[i] < lowWatermark(app)) this.low.add(key);
+      });
+    } catch (err) {
+      this.logError('*', err);
+    }
+  }
+
+  private async refillOnce(entityKey: string, atLeast: number): Promise<void> {
+    const app = this.o.apps.get(entityKey);
+    if (!app || app.mode === 'snowflake') return;
+    const held = await this.o.lock.acquire(entityKey, this.o.lockTtlMs ?? 10_000);
+    if (!held) return;
+    try {
+      // Two rounds at most: a push refused because the Redis server changed
+      // resets the pool, and the second round reserves above the new fence.
+      for (let round = 0; round < 2; round++) {
+        if (this.needsReset.has(entityKey)) await this.reset(entityKey);
+        const size = await this.o.store.size(entityKey);
+        if (size >= lowWatermark(app) && size >= atLeast) return;
+        const steps = Math.max(1, Math.floor((app.maxPoolSize - size) / app.step));
+        const segment = await this.o.allocator.reserve(entityKey, steps * app.step);
+        this.stats.segmentsReserved += steps;
+        await this.o.beforePush?.(entityKey, segment);
+        const outcome = await this.push(app, segment);
+        this.stats.refills++;
+        if (outcome !== 'server_changed') return;
+        this.needsReset.add(entityKey);
+      }
+    } finally {
+      await held.release();
+    }
+  }
+
+  /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
+  private async reset(entityKey: string): Promise<void> {
+    const next = await this.o.allocator.peek(entityKey);
+    const issuedUpTo = next > 0n ? this.o.cluster.toId(next - 1n) : -1n;
+    if (await this.o.store.reset(entityKey, issuedUpTo)) {
+      this.stats.poolsReset++;
+      this.o.log.warn({ alarm: 'pool_discarded', entityKey, fence: issuedUpTo.toString() }, 'pool discarded after a Redis server change');
+    }
+    this.needsReset.delete(entityKey);
+  }
+
+  /**
+   * Pushes a reserved segment step by step, in order. `trend` entities
+   * shuffle each step so ids are not guessable but still grow step by step;
+   * a push call holds whole steps so its lowest id is its first step's start.
+   */
+  private async push(app: AppConfig, segment: Segment): Promise<'ok' | 'fenced' | 'server_changed'> {
+    const step = BigInt(app.step);
+    const stepsPerCall = BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / app.step)));
+    const { cluster, store } = this.o;
+    for (let from = segment.start; from < segment.end; from += step * stepsPerCall) {
+      const to = from + step * stepsPerCall < segment.end ? from + step * stepsPerCall : segment.end;
+      const ids: string[] = [];
+      for (let s = from; s < to; s += step) {
+        const part = cluster.ids(s, s + step < to ? s + step : to).map(String);
+        if (app.mode === 'trend') shuffle(part);
+        for (const id of part) ids.push(id);
+      }
+      const result = await store.push(app.key, ids, cluster.toId(from), cluster.toId(to - 1n));
+      if (result.kind === 'fenced') {
+        this.stats.fenceRefusals++;
+        this.o.log.warn({ alarm: 'fence_refused', entityKey: app.key, start: from.toString(), end: to.toString() }, 'segment refused by the fence (a newer one was pushed); dropped');
+        return 'fenced';
+      }
+      if (result.kind === 'server_changed') return 'server_changed';
+      this.stats.idsPushed += ids.length;
+    }
+    return 'ok';
+  }
+
+  private logError(entityKey: string, err: unknown): void {
+    // A dependency that is down fails every tick: say so once a second at most.
+    const now = this.o.clock.monotonic();
+    if (now - this.lastErrorLog < 1000) return;
+    this.lastErrorLog = now;
+    this.o.log.error({ entityKey, err: String((err as Error)?.message ?? err) }, 'refill failed');
+  }
+}
+
+/** Fisher–Yates with crypto randomness (trend ids must not be guessable). */
+export function shuffle<T>(items: T[]): void {
+  const random = new Uint32Array(items.length);
+  randomFillSync(random);
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = random[i] % (i + 1);
+    const t = items[i];
+    items[i] = items[j];
+    items[j] = t;
+  }
+}

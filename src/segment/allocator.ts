@@ -1,0 +1,75 @@
+import type { Database } from '../db/database';
+import { NotFoundError, UnavailableError } from '../errors';
+
+/** A reserved stretch `[start, end)` of an entity's number line. */
+export interface Segment {
+  readonly start: bigint;
+  readonly end: bigint;
+}
+
+/**
+ * The only code that advances `current_offset`. A segment is returned only
+ * after the database has committed it, so a crash wastes ids, never repeats them.
+ */
+export interface SegmentAllocator {
+  /** Reserves the next `size` numbers of `entityKey` (a live entity). */
+  reserve(entityKey: string, size: number): Promise<Segment>;
+  /** The next unreserved number (`current_offset`): every number below it may have been issued. */
+  peek(entityKey: string): Promise<bigint>;
+}
+
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+/**
+ * Reserves with one SQL round trip: on MySQL/MariaDB the UPDATE stores the
+ * new offset through `LAST_INSERT_ID(expr)`, which the server returns in the
+ * statement's own OK packet (no second query, nothing read before commit);
+ * on SQLite `UPDATE … RETURNING` does the same under SQLite's single writer.
+ */
+export class SqlSegmentAllocator implements SegmentAllocator {
+  constructor(private readonly db: Database) {}
+
+  async reserve(entityKey: string, size: number): Promise<Segment> {
+    if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`segment size must be a positive integer, got ${size}`);
+    let end: bigint;
+    try {
+      end = this.db.dialect === 'mysql' ? await this.reserveMysql(entityKey, size) : await this.reserveSqlite(entityKey, size);
+    } catch (err) {
+      if (err instanceof NotFoundError) throw err;
+      if (/out of range|overflow/i.test(String((err as Error).message))) {
+        throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
+      }
+      throw err;
+    }
+    return { start: end - BigInt(size), end };
+  }
+
+  private async reserveMysql(entityKey: string, size: number): Promise<bigint> {
+    const result = await this.db.execute(
+      'UPDATE application SET current_offset = LAST_INSERT_ID(current_offset + ?) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ?',
+      [size, entityKey, 'segment'],
+    );
+    if (result.affectedRows !== 1 || result.insertId === undefined) throw new NotFoundError(`no live segment entity ${entityKey}`);
+    return BigInt(result.insertId);
+  }
+
+  private async reserveSqlite(entityKey: string, size: number): Promise<bigint> {
+    const rows = await this.db.query<{ end_offset: string }>(
+      `UPDATE application SET current_offset = current_offset + ? WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? RETURNING ${this.db.bigText('current_offset')} AS end_offset`,
+      [size, entityKey, 'segment'],
+    );
+    if (rows.length !== 1) throw new NotFoundError(`no live segment entity ${entityKey}`);
+    const end = BigInt(rows[0].end_offset);
+    if (end > MAX_BIGINT) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
+    return end;
+  }
+
+  async peek(entityKey: string): Promise<bigint> {
+    const rows = await this.db.query<{ current: string }>(
+      `SELECT ${this.db.bigText('current_offset')} AS current FROM application WHERE entity_key = ?`,
+      [entityKey],
+    );
+    if (rows.length !== 1) throw new NotFoundError(`no entity ${entityKey}`);
+    return BigInt(rows[0].current);
+  }
+}

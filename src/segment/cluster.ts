@@ -1,0 +1,28 @@
+/**
+ * Independent deployments issue disjoint ids: with `count = c` and
+ * `index = i`, the n-th number of the line becomes the id `n·c + i`
+ * (DESIGN.md, IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX). Increasing in n,
+ * so segment order and fences carry over unchanged.
+ */
+export class ClusterMap {
+  private readonly c: bigint;
+  private readonly i: bigint;
+
+  constructor(count = 1, index = 0) {
+    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cluster count must be >= 1, got ${count}`);
+    if (!Number.isSafeInteger(index) || index < 0 || index >= count) throw new RangeError(`cluster index must be in 0..${count - 1}, got ${index}`);
+    this.c = BigInt(count);
+    this.i = BigInt(index);
+  }
+
+  toId(n: bigint): bigint {
+    return this.c === 1n ? n : n * this.c + this.i;
+  }
+
+  /** Every id of `[start, end)`, in order. */
+  ids(start: bigint, end: bigint): bigint[] {
+    const out: bigint[] = [];
+    for (let n = start; n < end; n++) out.push(this.toId(n));
+    return out;
+  }
+}

@@ -1,0 +1,172 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Redis from 'ioredis';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Express } from 'express';
+import type { AppConfig } from './apps/app';
+import { AppStore } from './apps/app-store';
+import { AppRegistry } from './apps/registry';
+import { type Clock, systemClock } from './clock';
+import type { Config } from './config/config';
+import { type Database, openDatabase } from './db/database';
+import { createHttpApp, type ReadinessReport, type SnowflakeIssuer } from './http/app';
+import { type Logger, silentLogger } from './logger';
+import { Dispatcher } from './pool/dispatcher';
+import { DEFAULT_PREFIX } from './pool/keys';
+import { MemoryPoolStore, MemoryRefillLock } from './pool/memory-pool-store';
+import type { PoolStore, RefillLock } from './pool/pool-store';
+import { RedisPoolStore, RedisRefillLock, loadConsumerFunctions } from './pool/redis-pool-store';
+import { Refiller } from './pool/refiller';
+import { type Segment, SqlSegmentAllocator } from './segment/allocator';
+import { ClusterMap } from './segment/cluster';
+
+export interface ServiceOptions {
+  clock?: Clock;
+  log?: Logger;
+  /** Prefix of every Redis key (tests use their own). */
+  redisPrefix?: string;
+  /** Test seam: runs between reserving a segment and pushing it. */
+  beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+}
+
+export interface Service {
+  readonly app: Express;
+  readonly db: Database;
+  readonly redis: Redis | undefined;
+  readonly store: PoolStore;
+  readonly registry: AppRegistry;
+  readonly refiller: Refiller;
+  readonly dispatcher: Dispatcher;
+  /** Starts refilling and listens on `port` (0 = any); resolves to the port. */
+  listen(port: number): Promise<number>;
+  /** Stops accepting, finishes in-flight requests, stops refilling, closes connections. */
+  stop(): Promise<void>;
+}
+
+/** Connects to Redis, failing fast while it is down instead of queueing requests. */
+export async function connectRedis(url: string): Promise<Redis> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    // A request must not hang on a Redis that is down: no offline queue,
+    // and one retry at most; the HTTP layer answers 503 with Retry-After.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 2000,
+    // Many concurrent requests share one connection: batch their commands.
+    enableAutoPipelining: true,
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+  });
+  redis.on('error', () => undefined);
+  await redis.connect();
+  return redis;
+}
+
+/**
+ * The composition root: config → database → stores → services → HTTP app.
+ * Everything is built here and handed down; nothing is a module singleton.
+ */
+export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? silentLogger;
+  const db = await openDatabase(config.databaseUrl);
+  let redis: Redis | undefined;
+  try {
+    redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
+    if (redis) await loadConsumerFunctions(redis);
+  } catch (err) {
+    redis?.disconnect();
+    await db.close();
+    throw err;
+  }
+
+  const prefix = options.redisPrefix ?? DEFAULT_PREFIX;
+  const store: PoolStore = redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock);
+  const lock: RefillLock = redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock();
+  const allocator = new SqlSegmentAllocator(db);
+  const cluster = new ClusterMap(config.clusterCount, config.clusterIndex);
+  const appStore = new AppStore(db);
+
+  let refiller: Refiller | undefined;
+  const registry = new AppRegistry(appStore, clock, {
+    onRegistered: (app: AppConfig) => {
+      if (app.mode !== 'snowflake') refiller?.markReset(app.key);
+    },
+    onRetired: (key: string) => store.discard(key),
+  });
+  refiller = new Refiller({
+    apps: registry,
+    allocator,
+    store,
+    lock,
+    cluster,
+    clock,
+    log: log.child({ component: 'refiller' }),
+    intervalMs: config.refillIntervalMs,
+    beforePush: options.beforePush,
+  });
+  const dispatcher = new Dispatcher({ store, refiller, clock, log: log.child({ component: 'dispatcher' }) });
+  await registry.load();
+
+  const snowflake: SnowflakeIssuer | undefined = undefined;
+
+  const readiness = async (): Promise<ReadinessReport> => {
+    const checks: Record<string, string> = {};
+    const probe = async (name: string, fn: () => Promise<unknown>) => {
+      try {
+        await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
+        checks[name] = 'ok';
+      } catch (err) {
+        checks[name] = String((err as Error).message ?? err);
+      }
+    };
+    await Promise.all([probe('database', () => db.query('SELECT 1')), probe(store.kind === 'redis' ? 'redis' : 'pool', () => store.ping())]);
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+  };
+
+  const app = createHttpApp({
+    registry,
+    dispatcher,
+    pools: store,
+    offsets: appStore,
+    adminToken: config.adminToken,
+    snowflake,
+    readiness,
+    log: log.child({ component: 'http' }),
+  });
+
+  let server: Server | undefined;
+  let refresh: ScheduledTask | undefined;
+  const refreshRegistry = () =>
+    registry.refresh().catch((err) => log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration'));
+
+  return {
+    app,
+    db,
+    redis,
+    store,
+    registry,
+    refiller,
+    dispatcher,
+    async listen(port) {
+      refiller!.start();
+      // Entity changes made through other instances: picked up within a second.
+      refresh = cron.schedule('* * * * * *', refreshRegistry, { noOverlap: true });
+      server = await new Promise<Server>((resolve, reject) => {
+        const s = app.listen(port, (err?: Error) => (err ? reject(err) : resolve(s)));
+      });
+      server.keepAliveTimeout = 65_000;
+      return (server.address() as AddressInfo).port;
+    },
+    async stop() {
+      if (server) {
+        const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
+        server.closeIdleConnections();
+        await closed;
+      }
+      await refresh?.destroy();
+      await refiller!.stop();
+      if (redis) await redis.quit().catch(() => redis!.disconnect());
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+
+const ROOT = join(__dirname, '..', '..');
+
+/** A free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Instance {
+  readonly port: number;
+  readonly url: string;
+  readonly proc: ChildProcess;
+  readonly output: () => string;
+  /** SIGKILL and wait for exit. */
+  kill9(): Promise<void>;
+  /** SIGTERM and wait; resolves to the exit code. */
+  stop(): Promise<number | null>;
+}
+
+function waitExit(proc: ChildProcess): Promise<number | null> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
+  return new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+}
+
+/** Starts `src/main.ts` as a real process and waits until it listens. */
+export async function startInstance(env: Record<string, string>, timeoutMs = 30_000): Promise<Instance> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_LOG_LEVEL: 'info', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`instance did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const onData = () => {
+      const m = /"port":(\d+)[^\n]*"msg":"idpool listening"/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        proc.stdout!.off('data', onData);
+        resolve(Number(m[1]));
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`instance exited with ${code} before listening:\n${out}`));
+    });
+  });
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    proc,
+    output: () => out,
+    async kill9() {
+      proc.kill('SIGKILL');
+      await waitExit(proc);
+    },
+    async stop() {
+      proc.kill('SIGTERM');
+      return waitExit(proc);
+    },
+  };
+}
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** kill -9 the server (data on disk stays). */
+  kill9(): Promise<void>;
+  /** Starts it again on the same port and directory. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A redis-server of the test's own on a spare port (never the shared one). */
+export async function startRedisServer(persistence: 'aof' | 'rdb' | 'none'): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'idpool-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no'];
+  if (persistence === 'aof') args.push('--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '');
+  else if (persistence === 'rdb') args.push('--appendonly', 'no', '--save', '1 1');
+  else args.push('--appendonly', 'no', '--save', '');
+  let proc: ChildProcess;
+  const start = async () => {
+    proc = spawn('redis-server', args, { stdio: 'ignore' });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        await probe.ping();
+        probe.disconnect();
+        return;
+      } catch {
+        probe.disconnect();
+        if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not start`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}/0`,
+    async kill9() {
+      proc.kill('SIGKILL');
+      await waitExit(proc);
+    },
+    restart: start,
+    async stop() {
+      proc.kill('SIGKILL');
+      await waitExit(proc);
+    },
+  };
+}

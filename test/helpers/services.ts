@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import { createConnection } from 'mysql2/promise';
+import Redis from 'ioredis';
+
+/** MariaDB/MySQL the integration tests use (DESIGN.md "Commands"). */
+export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
+export const REDIS_URL = process.env.IDPOOL_TEST_REDIS_URL || 'redis://127.0.0.1:6379/15';
+const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
+
+async function reachable(check: () => Promise<void>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function mysqlReachable(): Promise<boolean> {
+  return reachable(async () => {
+    const c = await createConnection({ uri: serverUrl(MYSQL_URL), connectTimeout: 2000 });
+    await c.end();
+  });
+}
+
+export async function redisReachable(): Promise<boolean> {
+  return reachable(async () => {
+    const r = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    r.on('error', () => undefined);
+    try {
+      await r.connect();
+      await r.ping();
+    } finally {
+      r.disconnect();
+    }
+  });
+}
+
+/**
+ * Whether the services a test file needs are up. When they are not, the file
+ * is skipped with a loud line, unless IDPOOL_REQUIRE_SERVICES=1 (CI), where
+ * that is a failure.
+ */
+export async function servicesAvailable(needs: { mysql?: boolean; redis?: boolean }): Promise<boolean> {
+  const missing: string[] = [];
+  if (needs.mysql && !(await mysqlReachable())) missing.push(`MariaDB/MySQL at ${MYSQL_URL}`);
+  if (needs.redis && !(await redisReachable())) missing.push(`Redis at ${REDIS_URL}`);
+  if (missing.length === 0) return true;
+  const line = `!!! ${missing.join(' and ')} unreachable`;
+  if (REQUIRED) throw new Error(`${line} and IDPOOL_REQUIRE_SERVICES=1`);
+  process.stderr.write(`\n${line}: SKIPPING these integration tests\n\n`);
+  return false;
+}
+
+function serverUrl(url: string): string {
+  const u = new URL(url);
+  u.pathname = '/';
+  return u.toString();
+}
+
+/** A fresh schema of its own for one test; drop it when done. */
+export async function createTestSchema(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  const name = `idpool_t_${randomBytes(5).toString('hex')}`;
+  const admin = await createConnection({ uri: serverUrl(MYSQL_URL) });
+  await admin.query(`CREATE DATABASE \`${name}\``);
+  await admin.end();
+  const u = new URL(MYSQL_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    name,
+    async drop() {
+      const c = await createConnection({ uri: serverUrl(MYSQL_URL) });
+      await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      await c.end();
+    },
+  };
+}
+
+/** A Redis key prefix of its own for one test. */
+export function testPrefix(): string {
+  return `idpool-t-${randomBytes(4).toString('hex')}`;
+}
+
+/** Deletes every key under a prefix. */
+export async function clearPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+}
