@@ -27,6 +27,8 @@ export interface ServiceOptions {
   redisPrefix?: string;
   /** Test seam: runs between reserving a segment and pushing it. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+  /** Refill lock TTL in ms (tests shorten it to exercise the fence). */
+  lockTtlMs?: number;
 }
 
 export interface Service {
@@ -103,6 +105,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     log: log.child({ component: 'refiller' }),
     intervalMs: config.refillIntervalMs,
     beforePush: options.beforePush,
+    lockTtlMs: options.lockTtlMs,
   });
   const dispatcher = new Dispatcher({ store, refiller, clock, log: log.child({ component: 'dispatcher' }) });
   await registry.load();
