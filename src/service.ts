@@ -10,6 +10,7 @@ import { type Clock, systemClock } from './clock';
 import type { Config } from './config/config';
 import { type Database, openDatabase } from './db/database';
 import { createHttpApp, type ReadinessReport, type SnowflakeIssuer } from './http/app';
+import { MemoryIdempotencyStore, RedisIdempotencyStore } from './http/idempotency';
 import { type Logger, silentLogger } from './logger';
 import { Dispatcher } from './pool/dispatcher';
 import { DEFAULT_PREFIX } from './pool/keys';
@@ -84,7 +85,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const prefix = options.redisPrefix ?? DEFAULT_PREFIX;
   const store: PoolStore = redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock);
   const lock: RefillLock = redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock();
-  const allocator = new SqlSegmentAllocator(db);
+  const allocator = new SqlSegmentAllocator(db, clock);
   const cluster = new ClusterMap(config.clusterCount, config.clusterIndex);
   const appStore = new AppStore(db);
 
@@ -134,6 +135,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     adminToken: config.adminToken,
     snowflake,
     readiness,
+    idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
     log: log.child({ component: 'http' }),
   });
 

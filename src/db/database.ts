@@ -5,6 +5,16 @@ import { migrations } from '../../migrations';
 
 export type Dialect = 'mysql' | 'sqlite';
 
+/** Longest the event loop may block on a locked SQLite file in one statement. */
+export const SQLITE_BUSY_TIMEOUT_MS = 20;
+
+/** SQLite's "another connection holds the lock": worth retrying after a moment. */
+export function isBusy(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
+  const code = e?.driverError?.code ?? e?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
+}
+
 /**
  * The relational store behind idpool: a TypeORM DataSource plus the few
  * dialect differences the SQL needs. BIGINT values cross this boundary as
@@ -59,10 +69,12 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
   await dataSource.initialize();
   const dialect: Dialect = opts.type === 'mysql' ? 'mysql' : 'sqlite';
   if (dialect === 'sqlite') {
-    // WAL lets readers run beside the single writer; busy_timeout makes a
-    // second process wait for the write lock instead of failing at once.
+    // WAL lets readers run beside the single writer. better-sqlite3 is
+    // synchronous, so busy_timeout blocks the whole event loop while another
+    // process holds the write lock: keep it short and retry asynchronously
+    // (see isBusy and SqlSegmentAllocator) instead.
     await dataSource.query('PRAGMA journal_mode = WAL');
-    await dataSource.query('PRAGMA busy_timeout = 5000');
+    await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await dataSource.query('PRAGMA synchronous = FULL');
   }
   if (options.migrate !== false) await dataSource.runMigrations({ transaction: 'each' });

@@ -1,4 +1,5 @@
-import type { Database } from '../db/database';
+import { type Clock, systemClock } from '../clock';
+import { type Database, isBusy } from '../db/database';
 import { NotFoundError, UnavailableError } from '../errors';
 
 /** A reserved stretch `[start, end)` of an entity's number line. */
@@ -27,7 +28,12 @@ const MAX_BIGINT = 2n ** 63n - 1n;
  * on SQLite `UPDATE … RETURNING` does the same under SQLite's single writer.
  */
 export class SqlSegmentAllocator implements SegmentAllocator {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock = systemClock,
+    /** How long a reservation waits for a SQLite write lock held by another process. */
+    private readonly busyWaitMs = 5000,
+  ) {}
 
   async reserve(entityKey: string, size: number): Promise<Segment> {
     if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`segment size must be a positive integer, got ${size}`);
@@ -54,10 +60,19 @@ export class SqlSegmentAllocator implements SegmentAllocator {
   }
 
   private async reserveSqlite(entityKey: string, size: number): Promise<bigint> {
-    const rows = await this.db.query<{ end_offset: string }>(
-      `UPDATE application SET current_offset = current_offset + ? WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? RETURNING ${this.db.bigText('current_offset')} AS end_offset`,
-      [size, entityKey, 'segment'],
-    );
+    const sql = `UPDATE application SET current_offset = current_offset + ? WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
+    const deadline = this.clock.monotonic() + this.busyWaitMs;
+    let rows: Array<{ end_offset: string }>;
+    for (;;) {
+      try {
+        rows = await this.db.query<{ end_offset: string }>(sql, [size, entityKey, 'segment']);
+        break;
+      } catch (err) {
+        if (!isBusy(err) || this.clock.monotonic() > deadline) throw err;
+        // Jitter so two processes waiting on each other do not retry in step.
+        await this.clock.sleep(2 + Math.random() * 8);
+      }
+    }
     if (rows.length !== 1) throw new NotFoundError(`no live segment entity ${entityKey}`);
     const end = BigInt(rows[0].end_offset);
     if (end > MAX_BIGINT) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
