@@ -16,6 +16,15 @@ export interface DispatcherOptions {
    * covers a refill another instance is running under the lock.
    */
   shortageWaitMs?: number;
+  /** Metrics and alarms (src/ops); without it exhaustion is only logged. */
+  events?: DispatchEvents;
+}
+
+/** What the dispatcher reports per request. */
+export interface DispatchEvents {
+  served(entityKey: string, count: number): void;
+  rateLimited(entityKey: string): void;
+  exhausted(entityKey: string, count: number): void;
 }
 
 export interface DispatchStats {
@@ -39,9 +48,11 @@ export class Dispatcher {
         case 'ok':
           if (result.remaining < lowWatermark(app)) refiller.markLow(app.key);
           this.stats.idsServed += result.ids.length;
+          this.o.events?.served(app.key, result.ids.length);
           return result.ids;
         case 'rate_limited':
           this.stats.rateLimited++;
+          this.o.events?.rateLimited(app.key);
           throw new RateLimitedError(`entity ${app.key} is limited to ${app.maxSizePerSecond} ids per second`, Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
         case 'server_changed':
           refiller.markReset(app.key);
@@ -53,7 +64,8 @@ export class Dispatcher {
       if (left <= 0) {
         if (result.kind === 'server_changed') throw new UnavailableError(`pool of ${app.key} is being rebuilt after a Redis server change`, 1);
         this.stats.exhausted++;
-        this.o.log.error({ alarm: 'pool_exhausted', entityKey: app.key, count }, 'pool exhausted: a request found too few ids after waiting for a refill');
+        if (this.o.events) this.o.events.exhausted(app.key, count);
+        else this.o.log.error({ alarm: 'pool_exhausted', entityKey: app.key, count }, 'pool exhausted: a request found too few ids after waiting for a refill');
         throw new PoolExhaustedError(`pool of ${app.key} has fewer than ${count} ids ready; retry shortly`, 1);
       }
       // Wait for our refill, but re-check the pool at least every 20 ms: the

@@ -27,6 +27,17 @@ export interface RefillerOptions {
   lockTtlMs?: number;
   /** Test seam: runs after a segment is reserved and before it is pushed. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+  /** Metrics and alarms (src/ops); without it the alarms below are only logged. */
+  events?: RefillEvents;
+}
+
+/** What the refiller reports as it works. */
+export interface RefillEvents {
+  /** A segment of `numbers` numbers (`steps` steps) was reserved and pushed in `seconds`. */
+  refilled(entityKey: string, seconds: number, steps: number, numbers: number): void;
+  fenceRefused(entityKey: string, start: bigint, end: bigint): void;
+  poolDiscarded(entityKey: string, fence: bigint): void;
+  serverChanged(from: string, to: string): void;
 }
 
 /** Ids per push script call: bounds how long one call blocks Redis (~2 ms here). */
@@ -126,7 +137,8 @@ export class Refiller {
         // First sweep: claim every pool for this server (a no-op where it
         // already belongs to it) before the first push would be refused.
         if (this.lastServerId !== undefined) {
-          this.o.log.warn({ alarm: 'redis_server_changed', from: this.lastServerId, to: serverId }, 'Redis server changed: every pool is discarded and refilled from the database');
+          if (this.o.events) this.o.events.serverChanged(this.lastServerId, serverId);
+          else this.o.log.warn({ alarm: 'redis_server_changed', from: this.lastServerId, to: serverId }, 'Redis server changed: every pool is discarded and refilled from the database');
         }
         for (const key of keys) this.markReset(key);
       }
@@ -154,11 +166,13 @@ export class Refiller {
         const size = await this.o.store.size(entityKey);
         if (size >= lowWatermark(app) && size >= atLeast) return;
         const steps = Math.max(1, Math.floor((app.maxPoolSize - size) / app.step));
+        const started = this.o.clock.monotonic();
         const segment = await this.o.allocator.reserve(entityKey, steps * app.step);
         this.stats.segmentsReserved += steps;
         await this.o.beforePush?.(entityKey, segment);
         const outcome = await this.push(app, segment);
         this.stats.refills++;
+        this.o.events?.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * app.step);
         if (outcome !== 'server_changed') return;
         this.needsReset.add(entityKey);
       }
@@ -173,7 +187,8 @@ export class Refiller {
     const issuedUpTo = next > 0n ? this.o.cluster.toId(next - 1n) : -1n;
     if (await this.o.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
-      this.o.log.warn({ alarm: 'pool_discarded', entityKey, fence: issuedUpTo.toString() }, 'pool discarded after a Redis server change');
+      if (this.o.events) this.o.events.poolDiscarded(entityKey, issuedUpTo);
+      else this.o.log.warn({ alarm: 'pool_discarded', entityKey, fence: issuedUpTo.toString() }, 'pool discarded after a Redis server change');
     }
     this.needsReset.delete(entityKey);
   }
@@ -198,7 +213,8 @@ export class Refiller {
       const result = await store.push(app.key, ids, cluster.toId(from), cluster.toId(to - 1n));
       if (result.kind === 'fenced') {
         this.stats.fenceRefusals++;
-        this.o.log.warn({ alarm: 'fence_refused', entityKey: app.key, start: from.toString(), end: to.toString() }, 'segment refused by the fence (a newer one was pushed); dropped');
+        if (this.o.events) this.o.events.fenceRefused(app.key, from, to);
+        else this.o.log.warn({ alarm: 'fence_refused', entityKey: app.key, start: from.toString(), end: to.toString() }, 'segment refused by the fence (a newer one was pushed); dropped');
         return 'fenced';
       }
       if (result.kind === 'server_changed') return 'server_changed';

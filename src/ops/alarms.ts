@@ -1,0 +1,223 @@
+import type { Clock } from '../clock';
+import type { Logger } from '../logger';
+import { Ring } from './forecast';
+
+export type AlarmSeverity = 'warning' | 'critical';
+
+/** Every alarm idpool raises; the name is stable (logs, webhook, metrics). */
+export type AlarmName =
+  | 'pool_low'
+  | 'pool_exhausted'
+  | 'fence_refused'
+  | 'pool_discarded'
+  | 'redis_server_changed'
+  | 'lease_lost'
+  | 'worker_range_nearly_full'
+  | 'forecast_pool_dry'
+  | 'forecast_js_safe_limit'
+  | 'forecast_int63_limit'
+  | 'forecast_snowflake_time_exhausted'
+  | 'forecast_snowflake_js_safe_limit';
+
+export interface AlarmInput {
+  readonly name: AlarmName;
+  readonly severity: AlarmSeverity;
+  /** The entity it concerns, if any (part of the de-duplication key). */
+  readonly entityKey?: string;
+  readonly message: string;
+  readonly details?: Record<string, unknown>;
+}
+
+export interface AlarmRecord extends AlarmInput {
+  /** ISO time it was raised. */
+  readonly at: string;
+  readonly status: 'firing' | 'resolved';
+  /** Whether this one was (or will be) posted to the webhook. */
+  readonly notified: boolean;
+}
+
+/** Where alarms are posted. */
+export interface AlarmSink {
+  send(payload: AlarmWebhookPayload): Promise<void>;
+}
+
+export interface AlarmWebhookPayload {
+  readonly alarm: AlarmName;
+  readonly status: 'firing' | 'resolved';
+  readonly severity: AlarmSeverity;
+  readonly entityKey: string | null;
+  readonly message: string;
+  readonly details: Record<string, unknown>;
+  readonly at: string;
+  readonly service: 'idpool';
+  readonly instance: string;
+}
+
+export interface AlarmsOptions {
+  clock: Clock;
+  log: Logger;
+  /** Where to POST (IDPOOL_ALERT_WEBHOOK_URL); none = log only. */
+  sink?: AlarmSink;
+  /**
+   * A key notified less than this long ago is not posted again, whether it
+   * stayed on or flapped off and on (IDPOOL_ALERT_DEDUPE_MS).
+   */
+  dedupeMs: number;
+  /** Names this instance in the payload (host:pid). */
+  instance: string;
+  /** Counts raised alarms (metrics). */
+  onRaised?(name: AlarmName, severity: AlarmSeverity): void;
+}
+
+/** How many recent alarms the dashboard can show. */
+const RECENT = 100;
+/** One log line a second per repeated event: enough to see it, not enough to flood. */
+const EVENT_LOG_INTERVAL_MS = 1000;
+
+/**
+ * Alarms: each becomes one structured log line (`warn` for warnings,
+ * `error` for critical) and, with a webhook configured, one JSON POST,
+ * de-duplicated per (name, entity) so a flapping condition does not flood.
+ *
+ * Two kinds of caller: conditions (`set`/`clear`, evaluated each sampler
+ * run: a pool low, a forecast inside its horizon) log when they turn on and
+ * off; events (`raise`: a fence refusal, a Redis server change) log each
+ * time, but post at most once per de-duplication window.
+ */
+export class Alarms {
+  private readonly active = new Map<string, AlarmInput>();
+  private readonly lastNotified = new Map<string, number>();
+  private readonly bursts = new Map<string, { at: number; folded: number }>();
+  private readonly recentRing = new Ring<AlarmRecord>(RECENT);
+  private delivery: Promise<void> = Promise.resolve();
+  private pending = 0;
+
+  constructor(private readonly o: AlarmsOptions) {}
+
+  /**
+   * An event happened. Logged each time, except that a burst of the same
+   * event (every request of an exhausted pool) is logged once a second with
+   * the count of the ones folded into it.
+   */
+  raise(alarm: AlarmInput): void {
+    const key = keyOf(alarm);
+    const now = this.o.clock.now();
+    const burst = this.bursts.get(key);
+    if (burst && now - burst.at < EVENT_LOG_INTERVAL_MS) {
+      burst.folded++;
+      return;
+    }
+    const folded = burst?.folded ?? 0;
+    if (this.bursts.size > 10_000) this.bursts.clear();
+    this.bursts.set(key, { at: now, folded: 0 });
+    this.fire(folded ? { ...alarm, details: { ...alarm.details, repeatsFolded: folded } } : alarm);
+  }
+
+  /** A condition holds now: raised when it was not already on. */
+  set(alarm: AlarmInput): void {
+    const key = keyOf(alarm);
+    if (this.active.has(key)) {
+      this.active.set(key, alarm);
+      return;
+    }
+    this.active.set(key, alarm);
+    this.fire(alarm);
+  }
+
+  /** A condition no longer holds. */
+  clear(name: AlarmName, entityKey?: string): void {
+    const key = keyOf({ name, entityKey });
+    const was = this.active.get(key);
+    if (!was) return;
+    this.active.delete(key);
+    this.o.log.info({ alarm: name, entityKey, status: 'resolved' }, `alarm resolved: ${name}`);
+    this.recentRing.push({ ...was, at: new Date(this.o.clock.now()).toISOString(), status: 'resolved', notified: false });
+  }
+
+  /** Conditions on now. */
+  activeAlarms(): AlarmInput[] {
+    return [...this.active.values()];
+  }
+
+  /** Newest first. */
+  recent(): AlarmRecord[] {
+    return [...this.recentRing.toArray()].reverse();
+  }
+
+  /** Resolves when every webhook POST queued so far has been attempted (tests, shutdown). */
+  async flush(): Promise<void> {
+    while (this.pending > 0) await this.delivery;
+  }
+
+  private fire(alarm: AlarmInput): void {
+    const now = this.o.clock.now();
+    const key = keyOf(alarm);
+    const last = this.lastNotified.get(key);
+    const notify = this.o.sink !== undefined && (last === undefined || now - last >= this.o.dedupeMs);
+    const at = new Date(now).toISOString();
+    const line = { alarm: alarm.name, severity: alarm.severity, entityKey: alarm.entityKey, ...alarm.details };
+    if (alarm.severity === 'critical') this.o.log.error(line, alarm.message);
+    else this.o.log.warn(line, alarm.message);
+    this.o.onRaised?.(alarm.name, alarm.severity);
+    this.recentRing.push({ ...alarm, at, status: 'firing', notified: notify });
+    if (!notify) return;
+    this.lastNotified.set(key, now);
+    const payload: AlarmWebhookPayload = {
+      alarm: alarm.name,
+      status: 'firing',
+      severity: alarm.severity,
+      entityKey: alarm.entityKey ?? null,
+      message: alarm.message,
+      details: alarm.details ?? {},
+      at,
+      service: 'idpool',
+      instance: this.o.instance,
+    };
+    // One POST at a time, in order; a slow receiver never blocks a request.
+    this.pending++;
+    this.delivery = this.delivery
+      .then(() => this.o.sink!.send(payload))
+      .catch((err) => this.o.log.warn({ alarm: alarm.name, err: String((err as Error)?.message ?? err) }, 'alarm webhook failed'))
+      .finally(() => this.pending--);
+  }
+}
+
+function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
+  return alarm.entityKey === undefined ? alarm.name : `${alarm.name}\u0000${alarm.entityKey}`;
+}
+
+/**
+ * Posts alarms as JSON with a timeout, retrying once on a network error or
+ * 5xx (a receiver restarting should not lose the alarm; more retries would
+ * only delay the ones behind it).
+ */
+export class WebhookSink implements AlarmSink {
+  constructor(
+    private readonly url: string,
+    private readonly timeoutMs = 5000,
+  ) {}
+
+  async send(payload: AlarmWebhookPayload): Promise<void> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const res = await fetch(this.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'user-agent': 'idpool-alarms' },
+          body: JSON.stringify(payload),
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+        await res.arrayBuffer().catch(() => undefined);
+        if (res.status < 500) {
+          if (res.status >= 400) throw new Error(`webhook answered ${res.status}`);
+          return;
+        }
+        lastError = new Error(`webhook answered ${res.status}`);
+      } catch (err) {
+        lastError = err;
+        if ((err as Error).message?.startsWith('webhook answered 4')) throw err;
+      }
+    }
+    throw lastError;
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Forecasts no other id service publishes: how long until a pool runs dry,
+ * and until an entity's ids pass 2^53 (the largest integer a JavaScript
+ * number holds exactly) or 2^63 (the end of a signed 64-bit id). Pure
+ * functions of samples; the sampler feeds them and metrics/alarms read them.
+ */
+
+/** Largest id + 1 that a JavaScript number represents exactly. */
+export const JS_SAFE_LIMIT = 2n ** 53n;
+/** Ids are signed 64-bit: the number line ends below this. */
+export const INT63_LIMIT = 2n ** 63n;
+
+/** One observation of an entity, from one sampler run. */
+export interface PoolSample {
+  /** Wall-clock ms. */
+  readonly at: number;
+  /** Ids ready in the pool. */
+  readonly size: number;
+  /** `current_offset`: every number below it has been reserved. */
+  readonly offset: bigint;
+}
+
+export interface Rates {
+  /** Ids taken per second by everyone (HTTP on any instance, direct LPOP). */
+  readonly takePerSecond: number;
+  /** Numbers reserved per second from the database (number-line units). */
+  readonly reservePerSecond: number;
+}
+
+/**
+ * Rates between the oldest sample within `windowMs` of the newest and the
+ * newest. Taken = reserved − growth of the pool: this counts every consumer
+ * of a shared Redis pool, not just this instance's requests. A refill caught
+ * between its reservation and its push skews one window end; the next
+ * sample corrects it, so the estimate is clamped at 0 rather than trusted
+ * below it.
+ */
+export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates {
+  if (samples.length < 2) return { takePerSecond: 0, reservePerSecond: 0 };
+  const last = samples[samples.length - 1];
+  let first = samples[samples.length - 2];
+  for (let i = samples.length - 2; i >= 0; i--) {
+    if (last.at - samples[i].at > windowMs) break;
+    first = samples[i];
+  }
+  const seconds = (last.at - first.at) / 1000;
+  if (seconds <= 0) return { takePerSecond: 0, reservePerSecond: 0 };
+  const reserved = Number(last.offset - first.offset);
+  const taken = reserved - (last.size - first.size);
+  return { takePerSecond: Math.max(0, taken / seconds), reservePerSecond: Math.max(0, reserved / seconds) };
+}
+
+/** Seconds until `size` ids are gone at `perSecond`, ignoring refills; +Inf when nothing is taken. */
+export function secondsUntilDry(size: number, perSecond: number): number {
+  if (size <= 0) return 0;
+  return perSecond > 0 ? size / perSecond : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Seconds until the highest reserved id reaches `limit` when ids grow by
+ * `idsPerSecond`: 0 when already there, +Inf when they do not grow.
+ */
+export function secondsUntilPass(highestId: bigint, limit: bigint, idsPerSecond: number): number {
+  if (highestId >= limit - 1n) return 0;
+  if (!(idsPerSecond > 0)) return Number.POSITIVE_INFINITY;
+  return Number(limit - 1n - highestId) / idsPerSecond;
+}
+
+/** Everything forecast for one segment entity. */
+export interface EntityForecast {
+  readonly takePerSecond: number;
+  readonly reservePerSecond: number;
+  readonly poolDrySeconds: number;
+  readonly jsSafeSeconds: number;
+  readonly int63Seconds: number;
+  /** Highest id reserved so far (`-1` before the first reservation). */
+  readonly highestId: bigint;
+}
+
+/**
+ * Forecast for one entity from its samples. `toId` maps a number of the line
+ * to its id (cluster mapping); `idsPerNumber` is how much an id grows per
+ * number (the cluster count).
+ *
+ * The limits are approached by the highest *reserved* id at the *take* rate:
+ * a pool is bounded, so over any long stretch the number line advances
+ * exactly as fast as ids are taken, while the raw reservation rate jumps
+ * with every refill (a fresh 300k-id pool filled in one second would
+ * forecast 2^53 300k times too early). Starting from the highest reserved id
+ * makes the forecast early by at most one pool's worth of ids.
+ */
+export function forecastEntity(
+  samples: readonly PoolSample[],
+  windowMs: number,
+  startOffset: bigint,
+  toId: (n: bigint) => bigint,
+  idsPerNumber: number,
+): EntityForecast | undefined {
+  const last = samples[samples.length - 1];
+  if (!last) return undefined;
+  const { takePerSecond, reservePerSecond } = ratesOf(samples, windowMs);
+  const highestId = last.offset > startOffset ? toId(last.offset - 1n) : -1n;
+  const idRate = takePerSecond * idsPerNumber;
+  return {
+    takePerSecond,
+    reservePerSecond,
+    poolDrySeconds: secondsUntilDry(last.size, takePerSecond),
+    jsSafeSeconds: secondsUntilPass(highestId, JS_SAFE_LIMIT, idRate),
+    int63Seconds: secondsUntilPass(highestId, INT63_LIMIT, idRate),
+    highestId,
+  };
+}
+
+/** Keeps the last `capacity` items, oldest first. */
+export class Ring<T> {
+  private readonly items: T[] = [];
+
+  constructor(private readonly capacity: number) {}
+
+  push(item: T): void {
+    this.items.push(item);
+    if (this.items.length > this.capacity) this.items.splice(0, this.items.length - this.capacity);
+  }
+
+  toArray(): readonly T[] {
+    return this.items;
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+}

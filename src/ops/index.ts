@@ -1,0 +1,175 @@
+import { hostname } from 'node:os';
+import type { AppConfig } from '../apps/app';
+import type { Clock } from '../clock';
+import type { Logger } from '../logger';
+import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
+import type { OpsConfig } from './config';
+import { OpsMetrics } from './metrics';
+import { type EntityOverview, type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
+
+export { loadOpsConfig, OPS_DEFAULTS, type OpsConfig } from './config';
+export { requestObserver } from './request-log';
+export type { LeaseView, SnowflakeForecast } from './sampler';
+
+/** What the refiller reports (the shape of `RefillEvents` in src/pool/refiller.ts). */
+export interface RefillObserver {
+  refilled(entityKey: string, seconds: number, steps: number, numbers: number): void;
+  fenceRefused(entityKey: string, start: bigint, end: bigint): void;
+  poolDiscarded(entityKey: string, fence: bigint): void;
+  serverChanged(from: string, to: string): void;
+}
+
+/** What the dispatcher reports (the shape of `DispatchEvents` in src/pool/dispatcher.ts). */
+export interface DispatchObserver {
+  served(entityKey: string, count: number): void;
+  rateLimited(entityKey: string): void;
+  exhausted(entityKey: string, count: number): void;
+}
+
+/** Everything the dashboard shows, in one JSON document (`GET /admin/ops`). */
+export interface OpsOverview {
+  at: string;
+  entities: EntityOverview[];
+  snowflake: { timeExhaustedAt: string; jsSafeLimitAt: string | null } | null;
+  workers: unknown[];
+  alarms: { active: number; recent: AlarmRecord[] };
+}
+
+export interface OpsDeps {
+  config: OpsConfig;
+  clock: Clock;
+  log: Logger;
+  apps: { list(): AppConfig[] };
+  pools: SamplerOptions['pools'];
+  offsets: SamplerOptions['offsets'];
+  cluster: SamplerOptions['cluster'];
+  snowflake?: SnowflakeForecast;
+  lease?: LeaseView;
+  workers?: { list(): Promise<unknown[]> };
+  /** Process metrics (CPU, heap, event loop); off in tests that build many services. */
+  defaultMetrics?: boolean;
+}
+
+export interface Ops {
+  readonly metrics: OpsMetrics;
+  readonly alarms: Alarms;
+  readonly sampler: OpsSampler;
+  readonly refillEvents: RefillObserver;
+  readonly dispatchEvents: DispatchObserver;
+  overview(): Promise<OpsOverview>;
+  start(): void;
+  /** Stops sampling and waits for webhook posts already queued. */
+  stop(): Promise<void>;
+}
+
+/** Builds metrics, alarms and the sampler, and the observers the pool code reports to. */
+export function createOps(deps: OpsDeps): Ops {
+  const { config, clock } = deps;
+  const log = deps.log.child({ component: 'alarms' });
+  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics });
+  const alarms = new Alarms({
+    clock,
+    log,
+    sink: config.alertWebhookUrl ? new WebhookSink(config.alertWebhookUrl) : undefined,
+    dedupeMs: config.alertDedupeMs,
+    instance: `${hostname()}:${process.pid}`,
+    onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
+  });
+  const sampler = new OpsSampler({
+    apps: deps.apps,
+    pools: deps.pools,
+    offsets: deps.offsets,
+    cluster: deps.cluster,
+    metrics,
+    alarms,
+    clock,
+    log,
+    snowflake: deps.snowflake,
+    lease: deps.lease,
+    sampleMs: config.sampleMs,
+    rateWindowMs: config.rateWindowMs,
+    // Five samples at least, so one refill does not make the chart jump.
+    chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
+    historyMs: config.historyMs,
+    horizonSeconds: config.alertHorizonDays * 86_400,
+    poolDrySeconds: config.alertPoolDrySeconds,
+    poolLowPercent: config.alertPoolLowPercent,
+    workerRangePercent: config.alertWorkerRangePercent,
+  });
+
+  const refillEvents: RefillObserver = {
+    refilled(entity, seconds, steps, numbers) {
+      metrics.refills.inc({ entity });
+      metrics.refillDuration.observe({ entity }, seconds);
+      metrics.segmentsReserved.inc({ entity }, steps);
+      metrics.numbersReserved.inc({ entity }, numbers);
+    },
+    fenceRefused(entity, start, end) {
+      metrics.fenceRefusals.inc({ entity });
+      alarms.raise({
+        name: 'fence_refused',
+        severity: 'warning',
+        entityKey: entity,
+        message: `segment [${start}, ${end}) of ${entity} refused by the fence (a newer one was pushed); dropped`,
+        details: { start: start.toString(), end: end.toString() },
+      });
+    },
+    poolDiscarded(entity, fence) {
+      metrics.poolsDiscarded.inc({ entity });
+      alarms.raise({
+        name: 'pool_discarded',
+        severity: 'warning',
+        entityKey: entity,
+        message: `pool of ${entity} discarded after a Redis server change; refilled from the database`,
+        details: { fence: fence.toString() },
+      });
+    },
+    serverChanged(from, to) {
+      metrics.redisServerChanges.inc();
+      alarms.raise({
+        name: 'redis_server_changed',
+        severity: 'critical',
+        message: 'Redis server changed (restart or failover): every pool is discarded and refilled from the database',
+        details: { from, to },
+      });
+    },
+  };
+
+  const dispatchEvents: DispatchObserver = {
+    served: (entity, count) => metrics.idsServed.inc({ entity }, count),
+    rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
+    exhausted(entity, count) {
+      metrics.exhausted.inc({ entity });
+      alarms.raise({
+        name: 'pool_exhausted',
+        severity: 'critical',
+        entityKey: entity,
+        message: `pool of ${entity} exhausted: a request for ${count} ids found too few after waiting for a refill`,
+        details: { count },
+      });
+    },
+  };
+
+  return {
+    metrics,
+    alarms,
+    sampler,
+    refillEvents,
+    dispatchEvents,
+    async overview() {
+      const sf = deps.snowflake;
+      return {
+        at: new Date(clock.now()).toISOString(),
+        entities: sampler.overview(),
+        snowflake: sf ? { timeExhaustedAt: new Date(sf.timeExhaustedAt).toISOString(), jsSafeLimitAt: sf.jsSafeLimitAt === undefined ? null : new Date(sf.jsSafeLimitAt).toISOString() } : null,
+        workers: deps.workers ? await deps.workers.list() : [],
+        alarms: { active: alarms.activeAlarms().length, recent: alarms.recent() },
+      };
+    },
+    start: () => sampler.start(),
+    async stop() {
+      await sampler.stop();
+      await alarms.flush();
+    },
+  };
+}

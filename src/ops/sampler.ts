@@ -1,0 +1,332 @@
+import { type AppConfig, lowWatermark } from '../apps/app';
+import type { Clock } from '../clock';
+import type { Database } from '../db/database';
+import type { Logger } from '../logger';
+import type { Alarms } from './alarms';
+import { type EntityForecast, JS_SAFE_LIMIT, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
+import type { OpsMetrics } from './metrics';
+
+/** This instance's worker lease as the ops side sees it (snowflake mode). */
+export interface LeaseView {
+  status(): { workerId: number | undefined; held: boolean; expiresAt?: number };
+  /** Worker ids of this deployment's range, and how many have a live lease. */
+  usage?(): Promise<{ inUse: number; total: number }>;
+}
+
+/** When the service-wide snowflake layout runs out, in Unix ms (undefined = never). */
+export interface SnowflakeForecast {
+  timeExhaustedAt: number;
+  jsSafeLimitAt: number | undefined;
+}
+
+export interface SamplerOptions {
+  apps: { list(): AppConfig[] };
+  pools: { sizes(keys: readonly string[]): Promise<number[]> };
+  offsets: { currentOffsets(): Promise<Map<string, bigint>> };
+  cluster: { toId(n: bigint): bigint; readonly count: number };
+  metrics: OpsMetrics;
+  alarms: Alarms;
+  clock: Clock;
+  log: Logger;
+  snowflake?: SnowflakeForecast;
+  lease?: LeaseView;
+  /** Sampling period (IDPOOL_OPS_SAMPLE_MS). */
+  sampleMs: number;
+  /** Rates behind forecasts are averaged over this long. */
+  rateWindowMs: number;
+  /** Chart rates are averaged over this long (short: the chart should move). */
+  chartRateWindowMs: number;
+  /** History kept for the dashboard charts. */
+  historyMs: number;
+  /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
+  horizonSeconds: number;
+  /** `forecast_pool_dry` below this many seconds. */
+  poolDrySeconds: number;
+  /** `pool_low` when a pool stays below this percent of its low watermark. */
+  poolLowPercent: number;
+  /** `worker_range_nearly_full` at or above this percent of the range in use. */
+  workerRangePercent: number;
+}
+
+export interface ChartPoint {
+  /** Unix ms. */
+  t: number;
+  size: number;
+  takePerSecond: number;
+}
+
+export interface EntityOverview {
+  key: string;
+  mode: AppConfig['mode'];
+  pool: { size: number; max: number; lowWatermark: number; fillPercent: number };
+  currentOffset: string;
+  highestId: string | null;
+  takePerSecond: number;
+  reservePerSecond: number;
+  forecast: { poolDrySeconds: number | null; jsSafeLimitSeconds: number | null; int63LimitSeconds: number | null };
+  history: ChartPoint[];
+}
+
+/** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
+const CONFIRM_SAMPLES = 2;
+
+/**
+ * Every `sampleMs`: reads all pool sizes (one Redis round trip) and all
+ * offsets (one SQL query), keeps a short history, sets the pool and forecast
+ * gauges and turns conditions into alarms. Costs two round trips however
+ * many requests arrive; nothing here is on the request path.
+ */
+export class OpsSampler {
+  private readonly samples = new Map<string, Ring<PoolSample>>();
+  private readonly charts = new Map<string, Ring<ChartPoint>>();
+  private readonly forecasts = new Map<string, EntityForecast>();
+  private readonly streaks = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private lastErrorAt = 0;
+
+  constructor(private readonly o: SamplerOptions) {
+    if (o.snowflake) {
+      o.metrics.snowflakeTimeExhausted.set(o.snowflake.timeExhaustedAt / 1000);
+      o.metrics.snowflakeJsSafe.set(o.snowflake.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : o.snowflake.jsSafeLimitAt / 1000);
+    }
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const loop = async () => {
+      if (this.stopped) return;
+      this.running = this.sampleOnce();
+      await this.running;
+      if (!this.stopped) this.timer = setTimeout(loop, this.o.sampleMs);
+    };
+    void loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One sampling run; errors are logged (at most once a minute) and never thrown. */
+  async sampleOnce(): Promise<void> {
+    try {
+      await this.sampleEntities();
+      await this.sampleLease();
+      this.checkSnowflake();
+    } catch (err) {
+      const now = this.o.clock.now();
+      if (now - this.lastErrorAt > 60_000) {
+        this.lastErrorAt = now;
+        this.o.log.warn({ err: String((err as Error)?.message ?? err) }, 'ops sampling failed');
+      }
+    }
+  }
+
+  private async sampleEntities(): Promise<void> {
+    const { metrics, alarms, cluster } = this.o;
+    const apps = this.o.apps.list().filter((a) => a.mode !== 'snowflake');
+    const keys = apps.map((a) => a.key);
+    const [offsets, sizes] = await Promise.all([this.o.offsets.currentOffsets(), this.o.pools.sizes(keys)]);
+    const at = this.o.clock.now();
+    const capacity = Math.max(2, Math.ceil(this.o.historyMs / this.o.sampleMs) + 1);
+    const seen = new Set<string>();
+    apps.forEach((app, i) => {
+      const offset = offsets.get(app.key);
+      if (offset === undefined) return;
+      seen.add(app.key);
+      let ring = this.samples.get(app.key);
+      if (!ring) this.samples.set(app.key, (ring = new Ring(capacity)));
+      ring.push({ at, size: sizes[i], offset });
+      const history = ring.toArray();
+      const f = forecastEntity(history, this.o.rateWindowMs, app.startOffset, (n) => cluster.toId(n), cluster.count);
+      if (!f) return;
+      this.forecasts.set(app.key, f);
+      let chart = this.charts.get(app.key);
+      if (!chart) this.charts.set(app.key, (chart = new Ring(capacity)));
+      chart.push({ t: at, size: sizes[i], takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond) });
+
+      const entity = app.key;
+      const watermark = lowWatermark(app);
+      metrics.poolSize.set({ entity }, sizes[i]);
+      metrics.poolLowWatermark.set({ entity }, watermark);
+      metrics.poolMax.set({ entity }, app.maxPoolSize);
+      metrics.currentOffset.set({ entity }, Number(offset));
+      metrics.takeRate.set({ entity }, f.takePerSecond);
+      metrics.reserveRate.set({ entity }, f.reservePerSecond);
+      metrics.forecastPoolDry.set({ entity }, f.poolDrySeconds);
+      metrics.forecastJsSafe.set({ entity }, f.jsSafeSeconds);
+      metrics.forecastInt63.set({ entity }, f.int63Seconds);
+
+      const horizonDays = round(this.o.horizonSeconds / 86_400);
+      this.condition(sizes[i] < (watermark * this.o.poolLowPercent) / 100, {
+        name: 'pool_low',
+        severity: 'warning',
+        entityKey: entity,
+        message: `pool of ${entity} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
+        details: { size: sizes[i], lowWatermark: watermark, max: app.maxPoolSize },
+      });
+      this.condition(f.poolDrySeconds < this.o.poolDrySeconds, {
+        name: 'forecast_pool_dry',
+        severity: 'warning',
+        entityKey: entity,
+        message: `pool of ${entity} runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
+        details: { seconds: round(f.poolDrySeconds), size: sizes[i], takePerSecond: round(f.takePerSecond) },
+      });
+      // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
+      this.condition(cluster.toId(app.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, {
+        name: 'forecast_js_safe_limit',
+        severity: 'warning',
+        entityKey: entity,
+        message: `ids of ${entity} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
+        details: { seconds: round(f.jsSafeSeconds), at: dateIn(at, f.jsSafeSeconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
+      });
+      this.condition(f.int63Seconds <= this.o.horizonSeconds, {
+        name: 'forecast_int63_limit',
+        severity: 'critical',
+        entityKey: entity,
+        message: `ids of ${entity} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
+        details: { seconds: round(f.int63Seconds), at: dateIn(at, f.int63Seconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
+      });
+    });
+    for (const key of [...this.samples.keys()]) {
+      if (seen.has(key)) continue;
+      this.samples.delete(key);
+      this.charts.delete(key);
+      this.forecasts.delete(key);
+      metrics.forgetEntity(key);
+      for (const name of ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const) {
+        this.streaks.delete(`${name}\u0000${key}`);
+        alarms.clear(name, key);
+      }
+    }
+  }
+
+  private async sampleLease(): Promise<void> {
+    const lease = this.o.lease;
+    if (!lease) return;
+    const { metrics, alarms } = this.o;
+    const status = lease.status();
+    const now = this.o.clock.now();
+    metrics.leaseHeld.set(status.held ? 1 : 0);
+    metrics.leaseWorkerId.set(status.workerId ?? -1);
+    metrics.leaseRemaining.set(status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0);
+    this.condition(!status.held, {
+      name: 'lease_lost',
+      severity: 'critical',
+      message: 'this instance holds no usable worker lease: it issues no snowflake ids',
+      details: { workerId: status.workerId ?? null },
+    }, 1);
+    if (lease.usage) {
+      const { inUse, total } = await lease.usage();
+      metrics.workersInUse.set(inUse);
+      metrics.workersAvailable.set(total);
+      this.condition(total > 0 && (inUse * 100) / total >= this.o.workerRangePercent, {
+        name: 'worker_range_nearly_full',
+        severity: 'warning',
+        message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
+        details: { inUse, total, percent: round((inUse * 100) / total) },
+      }, 1);
+    }
+  }
+
+  private checkSnowflake(): void {
+    const sf = this.o.snowflake;
+    if (!sf) return;
+    const now = this.o.clock.now();
+    const horizonMs = this.o.horizonSeconds * 1000;
+    this.condition(sf.timeExhaustedAt - now <= horizonMs, {
+      name: 'forecast_snowflake_time_exhausted',
+      severity: 'critical',
+      message: `the snowflake layout runs out of timestamp bits on ${new Date(sf.timeExhaustedAt).toISOString()}`,
+      details: { at: new Date(sf.timeExhaustedAt).toISOString() },
+    }, 1);
+    const js = sf.jsSafeLimitAt;
+    this.condition(js !== undefined && js > now && js - now <= horizonMs, {
+      name: 'forecast_snowflake_js_safe_limit',
+      severity: 'warning',
+      message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${js === undefined ? '' : new Date(js).toISOString()}`,
+      details: { at: js === undefined ? null : new Date(js).toISOString() },
+    }, 1);
+  }
+
+  /** Sets or clears a condition alarm once it has held `confirm` samples in a row. */
+  private condition(holds: boolean, alarm: Parameters<Alarms['set']>[0], confirm = CONFIRM_SAMPLES): void {
+    const key = `${alarm.name}\u0000${alarm.entityKey ?? ''}`;
+    if (!holds) {
+      this.streaks.delete(key);
+      this.o.alarms.clear(alarm.name, alarm.entityKey);
+      return;
+    }
+    const streak = (this.streaks.get(key) ?? 0) + 1;
+    this.streaks.set(key, streak);
+    if (streak >= confirm) this.o.alarms.set(alarm);
+  }
+
+  /** Entities with pool, rates, forecasts and chart history (dashboard). */
+  overview(): EntityOverview[] {
+    const out: EntityOverview[] = [];
+    for (const app of this.o.apps.list()) {
+      if (app.mode === 'snowflake') continue;
+      const last = this.samples.get(app.key)?.toArray().at(-1);
+      const f = this.forecasts.get(app.key);
+      const watermark = lowWatermark(app);
+      out.push({
+        key: app.key,
+        mode: app.mode,
+        pool: { size: last?.size ?? 0, max: app.maxPoolSize, lowWatermark: watermark, fillPercent: last ? round((last.size * 100) / app.maxPoolSize) : 0 },
+        currentOffset: (last?.offset ?? app.startOffset).toString(),
+        highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
+        takePerSecond: round(f?.takePerSecond ?? 0),
+        reservePerSecond: round(f?.reservePerSecond ?? 0),
+        forecast: {
+          poolDrySeconds: finite(f?.poolDrySeconds),
+          jsSafeLimitSeconds: finite(f?.jsSafeSeconds),
+          int63LimitSeconds: finite(f?.int63Seconds),
+        },
+        history: [...(this.charts.get(app.key)?.toArray() ?? [])],
+      });
+    }
+    return out;
+  }
+
+  /** The latest forecast of one entity (tests, CLI). */
+  forecast(entityKey: string): EntityForecast | undefined {
+    return this.forecasts.get(entityKey);
+  }
+}
+
+/** Reads every live segment entity's `current_offset` in one query. */
+export function sqlOffsets(db: Pick<Database, 'query' | 'bigText'>): SamplerOptions['offsets'] {
+  return {
+    async currentOffsets() {
+      const rows = await db.query<{ k: string; c: string }>(
+        `SELECT entity_key AS k, ${db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = 'segment'`,
+      );
+      return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
+    },
+  };
+}
+
+function round(n: number): number {
+  return Number.isFinite(n) ? Math.round(n * 100) / 100 : n;
+}
+
+/** JSON has no Infinity: "never" is null. */
+function finite(n: number | undefined): number | null {
+  return n === undefined || !Number.isFinite(n) ? null : round(n);
+}
+
+function dateIn(now: number, seconds: number): string | null {
+  return Number.isFinite(seconds) ? new Date(now + seconds * 1000).toISOString() : null;
+}
+
+export function describeSeconds(s: number): string {
+  if (s < 120) return `${Math.round(s)} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} days`;
+}
