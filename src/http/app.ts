@@ -5,6 +5,7 @@ import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors
 import type { Logger } from '../logger';
 import { bearerToken, tokensEqual } from './auth';
 import { errorHandler } from './errors';
+import { type IdempotencyStore, answerOnce } from './idempotency';
 import { parseBody } from './validate';
 
 /** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
@@ -27,6 +28,8 @@ export interface HttpDeps {
   adminToken: string;
   snowflake?: SnowflakeIssuer;
   workers?: { list(): Promise<unknown[]> };
+  /** Answers to `Idempotency-Key` requests; without it the header is validated and otherwise ignored. */
+  idempotency?: IdempotencyStore;
   readiness(): Promise<ReadinessReport>;
   metrics?(): Promise<{ contentType: string; body: string }>;
   log: Logger;
@@ -87,12 +90,14 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.post('/apps/:key/ids', async (req, res) => {
     const entity = await authenticatedApp(req);
     const count = requestedCount(req, entity.maxSizePerTimes);
-    if (entity.mode === 'snowflake') {
+    const take = async (): Promise<string[]> => {
+      if (entity.mode !== 'snowflake') return deps.dispatcher.take(entity, count);
       if (!deps.snowflake) throw new NotFoundError('snowflake ids are not enabled on this instance');
-      res.json({ ids: deps.snowflake.take(entity.key, count) });
-      return;
-    }
-    res.json({ ids: await deps.dispatcher.take(entity, count) });
+      return deps.snowflake.take(entity.key, count);
+    };
+    const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, take);
+    if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+    res.json({ ids });
   });
 
   app.get('/apps/:key/ids/:id', async (req, res) => {

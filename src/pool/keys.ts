@@ -28,3 +28,17 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
     server: `${base}:server`,
   };
 }
+
+/** Keys of one `Idempotency-Key` of one entity (see `http/idempotency.ts`). */
+export interface IdempotencyKeys {
+  /** Held (SET NX, short TTL) while the first request with this key runs. */
+  readonly claim: string;
+  /** The stored answer, JSON `{count, ids}`; the first one written wins. */
+  readonly answer: string;
+}
+
+/** `requestKey` is the client's header value (printable ASCII); it ends the key, so no two values collide. */
+export function idempotencyKeys(entityKey: string, requestKey: string, prefix = DEFAULT_PREFIX): IdempotencyKeys {
+  const base = `${prefix}:{${entityKey}}:idem`;
+  return { claim: `${base}:claim:${requestKey}`, answer: `${base}:answer:${requestKey}` };
+}

@@ -1,0 +1,195 @@
+import { describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/clock';
+import { ConflictError, InvalidRequestError, PoolExhaustedError, UnavailableError } from '../../src/errors';
+import {
+  ANSWER_TTL_MS,
+  CLAIM_TTL_MS,
+  type IdempotencyStore,
+  MemoryIdempotencyStore,
+  RedisIdempotencyStore,
+  answerOnce,
+  idempotencyKeyOf,
+} from '../../src/http/idempotency';
+import { idempotencyKeys } from '../../src/pool/keys';
+
+function fakeClock(): Clock & { advance(ms: number): void } {
+  let now = 1_700_000_000_000;
+  let mono = 0;
+  return {
+    now: () => now,
+    monotonic: () => mono,
+    // Time jumps at once, but other work gets its turn, as with a real sleep.
+    sleep: async (ms) => {
+      await new Promise((r) => setImmediate(r));
+      now += ms;
+      mono += ms;
+    },
+    advance: (ms) => {
+      now += ms;
+      mono += ms;
+    },
+  };
+}
+
+/** The three Redis commands the store uses, over a Map, with PX expiry on the fake clock. */
+function fakeRedis(clock: Clock) {
+  const data = new Map<string, { value: string; expiresAt: number }>();
+  const live = (key: string) => {
+    const e = data.get(key);
+    if (e && e.expiresAt <= clock.now()) data.delete(key);
+    return data.get(key);
+  };
+  return {
+    data,
+    async get(key: string) {
+      return live(key)?.value ?? null;
+    },
+    async set(key: string, value: string, _px: 'PX', ttl: number, _nx: 'NX') {
+      if (live(key)) return null;
+      data.set(key, { value, expiresAt: clock.now() + ttl });
+      return 'OK' as const;
+    },
+    async del(key: string) {
+      return data.delete(key) ? 1 : 0;
+    },
+  };
+}
+
+function batches() {
+  let next = 100;
+  let calls = 0;
+  return {
+    get calls() {
+      return calls;
+    },
+    produce: (count: number) => async () => {
+      calls++;
+      return Array.from({ length: count }, () => String(next++));
+    },
+  };
+}
+
+const stores: [string, (clock: ReturnType<typeof fakeClock>) => IdempotencyStore][] = [
+  ['memory', (clock) => new MemoryIdempotencyStore(clock)],
+  ['redis', (clock) => new RedisIdempotencyStore(fakeRedis(clock) as never, clock, 'idpool-t')],
+];
+
+describe.each(stores)('%s idempotency store', (_name, make) => {
+  it('answers the same key with the same ids, a new key with new ids', async () => {
+    const clock = fakeClock();
+    const store = make(clock);
+    const b = batches();
+    const first = await store.once('orders', 'k1', 3, b.produce(3));
+    const again = await store.once('orders', 'k1', 3, b.produce(3));
+    const other = await store.once('orders', 'k2', 3, b.produce(3));
+    expect(first).toEqual({ ids: ['100', '101', '102'], replayed: false });
+    expect(again).toEqual({ ids: ['100', '101', '102'], replayed: true });
+    expect(other.ids).toEqual(['103', '104', '105']);
+    expect(b.calls).toBe(2);
+  });
+
+  it('keeps keys of different entities apart', async () => {
+    const store = make(fakeClock());
+    const b = batches();
+    await store.once('orders', 'k', 1, b.produce(1));
+    const users = await store.once('users', 'k', 1, b.produce(1));
+    expect(users).toEqual({ ids: ['101'], replayed: false });
+  });
+
+  it('refuses the same key with another count', async () => {
+    const store = make(fakeClock());
+    const b = batches();
+    await store.once('orders', 'k', 3, b.produce(3));
+    await expect(store.once('orders', 'k', 4, b.produce(4))).rejects.toBeInstanceOf(ConflictError);
+    expect(b.calls).toBe(1);
+  });
+
+  it('forgets an answer after its TTL', async () => {
+    const clock = fakeClock();
+    const store = make(clock);
+    const b = batches();
+    await store.once('orders', 'k', 1, b.produce(1));
+    clock.advance(ANSWER_TTL_MS + 1);
+    expect(await store.once('orders', 'k', 1, b.produce(1))).toEqual({ ids: ['101'], replayed: false });
+  });
+
+  it('forgets a failed request so a retry runs again', async () => {
+    const store = make(fakeClock());
+    const b = batches();
+    await expect(
+      store.once('orders', 'k', 1, async () => {
+        throw new PoolExhaustedError('empty');
+      }),
+    ).rejects.toBeInstanceOf(PoolExhaustedError);
+    expect(await store.once('orders', 'k', 1, b.produce(1))).toEqual({ ids: ['100'], replayed: false });
+  });
+
+  it('lets a concurrent request with the same key wait for the first answer instead of taking a batch', async () => {
+    const store = make(fakeClock());
+    const b = batches();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow = store.once('orders', 'k', 2, async () => {
+      await gate;
+      return b.produce(2)();
+    });
+    const retry = store.once('orders', 'k', 2, b.produce(2));
+    await new Promise((r) => setImmediate(r));
+    release();
+    const [a, c] = await Promise.all([slow, retry]);
+    expect(c.ids).toEqual(a.ids);
+    expect(c.replayed).toBe(true);
+    expect(b.calls).toBe(1);
+  });
+});
+
+describe('redis idempotency store', () => {
+  it('answers 503 while another instance still holds the claim, and runs again once the claim expires', async () => {
+    const clock = fakeClock();
+    const redis = fakeRedis(clock);
+    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t');
+    const keys = idempotencyKeys('orders', 'k', 'idpool-t');
+    await redis.set(keys.claim, 'crashed-instance', 'PX', CLAIM_TTL_MS, 'NX');
+    const b = batches();
+    await expect(store.once('orders', 'k', 1, b.produce(1))).rejects.toBeInstanceOf(UnavailableError);
+    expect(b.calls).toBe(0);
+    clock.advance(CLAIM_TTL_MS);
+    expect(await store.once('orders', 'k', 1, b.produce(1))).toEqual({ ids: ['100'], replayed: false });
+  });
+
+  it('returns the answer stored first when its own claim expired while it ran (its batch is dropped)', async () => {
+    const clock = fakeClock();
+    const redis = fakeRedis(clock);
+    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t');
+    const keys = idempotencyKeys('orders', 'k', 'idpool-t');
+    const answer = await store.once('orders', 'k', 1, async () => {
+      // Meanwhile another instance answered the same key.
+      await redis.set(keys.answer, JSON.stringify({ count: 1, ids: ['7'] }), 'PX', ANSWER_TTL_MS, 'NX');
+      return ['8'];
+    });
+    expect(answer).toEqual({ ids: ['7'], replayed: true });
+  });
+});
+
+describe('Idempotency-Key header', () => {
+  const req = (value?: string) => ({ get: (name: string) => (name === 'idempotency-key' ? value : undefined) }) as never;
+
+  it('accepts 1-128 printable ASCII characters', () => {
+    expect(idempotencyKeyOf(req(undefined))).toBeUndefined();
+    expect(idempotencyKeyOf(req('a'))).toBe('a');
+    expect(idempotencyKeyOf(req('x'.repeat(128)))).toBe('x'.repeat(128));
+    expect(idempotencyKeyOf(req('order 17:retry {1}'))).toBe('order 17:retry {1}');
+  });
+
+  it.each([['x'.repeat(129)], [''], ['tab\there'], ['é']])('rejects %j with 400', (value) => {
+    expect(() => idempotencyKeyOf(req(value))).toThrow(InvalidRequestError);
+  });
+
+  it('runs the request plainly without a header or without a store', async () => {
+    const b = batches();
+    expect(await answerOnce(undefined, req('k'), 'orders', 1, b.produce(1))).toEqual({ ids: ['100'], replayed: false });
+    const store = new MemoryIdempotencyStore(fakeClock());
+    expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['101'], replayed: false });
+    expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['102'], replayed: false });
+  });
+});
