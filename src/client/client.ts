@@ -1,0 +1,194 @@
+import { IdpoolClientError } from './errors';
+import { type BufferOptions, TrendBuffer } from './trend-buffer';
+import { type ClientClock, Transport, defaultIdempotencyKey, systemClientClock } from './transport';
+
+export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
+
+/** One entity the client takes ids for. */
+export interface EntityOptions {
+  /** The entity's app secret (from `POST /admin/apps` or `idpool apps create`). */
+  secret: string;
+  /**
+   * The entity's mode, as registered. Default `monotonic`, the safe
+   * assumption: ids always come straight from the service's pool.
+   */
+  mode?: EntityMode;
+  /** A local buffer of prefetched ids; only for `trend` entities. */
+  buffer?: BufferOptions;
+}
+
+export interface IdpoolClientOptions {
+  /** Base URLs of idpool instances, e.g. `http://idpool-a:8080`; tried in turn on failure. */
+  endpoints: string | readonly string[];
+  /** Entities by key. */
+  entities: Record<string, EntityOptions>;
+  /** One attempt's time limit (ms). Default 2000. */
+  timeoutMs?: number;
+  /** Time limit (ms) of one call over all its attempts and waits. Default 15000. */
+  deadlineMs?: number;
+  /** Attempts per call, over all endpoints. Default max(4, 2 × endpoints). */
+  maxAttempts?: number;
+  /** How long (ms) an endpoint that failed with a network error or timeout is skipped while others are up. Default 1000. */
+  downForMs?: number;
+  /** Longest `Retry-After` (ms) obeyed; a longer one is cut to this. Default 30000. */
+  maxRetryAfterMs?: number;
+  /** Called when a background prefetch fails (the next `take` then asks the service itself). */
+  onPrefetchError?: (err: unknown, entityKey: string) => void;
+  /** Test seams. */
+  fetch?: typeof fetch;
+  clock?: ClientClock;
+  idempotencyKey?: () => string;
+}
+
+/** A snowflake id explained by the service. */
+export interface SnowflakeParts {
+  id: string;
+  timestamp: unknown;
+  worker: number;
+  timeBack: number;
+  sequence: number;
+  reserved: number;
+  [field: string]: unknown;
+}
+
+const DEFAULTS = {
+  timeoutMs: 2000,
+  deadlineMs: 15_000,
+  downForMs: 1000,
+  maxRetryAfterMs: 30_000,
+} as const;
+
+const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+const ID_PATTERN = /^\d{1,20}$/;
+
+interface Entity {
+  readonly key: string;
+  readonly options: EntityOptions;
+  readonly buffer?: TrendBuffer;
+}
+
+/**
+ * Takes ids from an idpool service.
+ *
+ * ```ts
+ * const client = new IdpoolClient({
+ *   endpoints: ['http://idpool-a:8080', 'http://idpool-b:8080'],
+ *   entities: { orders: { secret: process.env.ORDERS_SECRET!, mode: 'trend', buffer: { size: 2000 } } },
+ * });
+ * const id = await client.next('orders'); // "100217"
+ * ```
+ *
+ * Ids are decimal strings (they may exceed 2^53); use `BigInt(id)` for arithmetic.
+ */
+export class IdpoolClient {
+  private readonly transport: Transport;
+  private readonly entities = new Map<string, Entity>();
+  private closed = false;
+
+  constructor(options: IdpoolClientOptions) {
+    const endpoints = typeof options.endpoints === 'string' ? [options.endpoints] : [...options.endpoints];
+    if (endpoints.length === 0) throw new TypeError('IdpoolClient: endpoints must name at least one URL');
+    for (const url of endpoints) {
+      if (!/^https?:\/\/[^/]/.test(url)) throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
+    }
+    const positive = (name: keyof typeof DEFAULTS | 'maxAttempts', value: number | undefined, fallback: number) => {
+      if (value === undefined) return fallback;
+      if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1)) throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
+      return value;
+    };
+    this.transport = new Transport({
+      endpoints,
+      timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs),
+      deadlineMs: positive('deadlineMs', options.deadlineMs, DEFAULTS.deadlineMs),
+      maxAttempts: positive('maxAttempts', options.maxAttempts, Math.max(4, 2 * endpoints.length)),
+      downForMs: positive('downForMs', options.downForMs, DEFAULTS.downForMs),
+      maxRetryAfterMs: positive('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
+      fetch: options.fetch ?? globalThis.fetch,
+      clock: options.clock ?? systemClientClock,
+      newIdempotencyKey: options.idempotencyKey ?? defaultIdempotencyKey,
+    });
+    const onPrefetchError = options.onPrefetchError ?? (() => undefined);
+    for (const [key, entity] of Object.entries(options.entities)) {
+      this.entities.set(key, this.entity(key, entity, onPrefetchError));
+    }
+  }
+
+  private entity(key: string, options: EntityOptions, onPrefetchError: (err: unknown, entityKey: string) => void): Entity {
+    if (!KEY_PATTERN.test(key)) throw new TypeError(`IdpoolClient: entity key "${key}" must be 1-64 of A-Z a-z 0-9 _ - .`);
+    if (typeof options.secret !== 'string' || options.secret === '') throw new TypeError(`IdpoolClient: entity "${key}" needs its secret`);
+    const mode = options.mode ?? 'monotonic';
+    if (!['monotonic', 'trend', 'snowflake'].includes(mode)) throw new TypeError(`IdpoolClient: entity "${key}": mode must be monotonic, trend or snowflake`);
+    if (!options.buffer) return { key, options };
+    if (mode !== 'trend') {
+      throw new TypeError(`IdpoolClient: entity "${key}" is ${mode}: only trend entities may be buffered (a monotonic order must come from the service's pool)`);
+    }
+    const { size, batch, refillBelow } = options.buffer;
+    if (!Number.isInteger(size) || size < 1) throw new TypeError(`IdpoolClient: entity "${key}": buffer.size must be a positive integer`);
+    if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > size)) {
+      throw new TypeError(`IdpoolClient: entity "${key}": buffer.batch must be an integer from 1 to buffer.size`);
+    }
+    if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size)) {
+      throw new TypeError(`IdpoolClient: entity "${key}": buffer.refillBelow must be an integer from 0 to buffer.size`);
+    }
+    const buffer = new TrendBuffer((count) => this.request(key, options.secret, count), options.buffer, (err) => onPrefetchError(err, key));
+    return { key, options, buffer };
+  }
+
+  /** `count` new ids of an entity (from the local buffer for a buffered trend entity). */
+  async take(entityKey: string, count = 1): Promise<string[]> {
+    const entity = this.known(entityKey);
+    if (!Number.isInteger(count) || count < 1) throw new TypeError(`IdpoolClient: count must be a positive integer, got ${count}`);
+    if (entity.buffer) return entity.buffer.take(count);
+    return this.request(entityKey, entity.options.secret, count);
+  }
+
+  /** One new id. */
+  async next(entityKey: string): Promise<string> {
+    const [id] = await this.take(entityKey, 1);
+    return id;
+  }
+
+  /** Fills a buffered entity's buffer in the background (e.g. at start-up); no-op for others. */
+  prefetch(entityKey: string): void {
+    this.known(entityKey).buffer?.prefetch();
+  }
+
+  /** Ids ready in this process for a buffered entity (0 for others). */
+  buffered(entityKey: string): number {
+    return this.known(entityKey).buffer?.available ?? 0;
+  }
+
+  /** Explains a snowflake id of a `snowflake` entity. */
+  async decode(entityKey: string, id: string | bigint): Promise<SnowflakeParts> {
+    const entity = this.known(entityKey);
+    const text = String(id);
+    if (!ID_PATTERN.test(text)) throw new TypeError(`IdpoolClient: id must be a non-negative decimal integer, got "${text}"`);
+    return this.transport.send<SnowflakeParts>({ method: 'GET', path: `/apps/${encodeURIComponent(entityKey)}/ids/${text}`, secret: entity.options.secret });
+  }
+
+  /** Stops the client: later calls throw; ids still buffered are dropped (never handed out). */
+  close(): void {
+    this.closed = true;
+  }
+
+  private known(entityKey: string): Entity {
+    if (this.closed) throw new IdpoolClientError('IdpoolClient is closed');
+    const entity = this.entities.get(entityKey);
+    if (!entity) throw new TypeError(`IdpoolClient: entity "${entityKey}" was not configured (options.entities)`);
+    return entity;
+  }
+
+  private async request(entityKey: string, secret: string, count: number): Promise<string[]> {
+    const answer = await this.transport.send<{ ids?: unknown }>({
+      method: 'POST',
+      path: `/apps/${encodeURIComponent(entityKey)}/ids`,
+      secret,
+      body: { count },
+    });
+    const ids = answer?.ids;
+    if (!Array.isArray(ids) || ids.length !== count || !ids.every((id) => typeof id === 'string' && ID_PATTERN.test(id))) {
+      throw new IdpoolClientError(`idpool answered POST /apps/${entityKey}/ids without ${count} decimal ids`);
+    }
+    return ids as string[];
+  }
+}

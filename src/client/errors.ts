@@ -1,0 +1,101 @@
+/** Error codes the idpool service answers with (DESIGN.md "HTTP API"). */
+export type IdpoolErrorCode =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'pool_exhausted'
+  | 'unavailable'
+  | 'internal'
+  | (string & {});
+
+/** Base of every error the client throws. */
+export class IdpoolClientError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The service answered with an error status. */
+export class IdpoolHttpError extends IdpoolClientError {
+  constructor(
+    /** HTTP status. */
+    readonly status: number,
+    /** The service's stable error code, e.g. `invalid_request`. */
+    readonly code: IdpoolErrorCode,
+    message: string,
+    /** Base URL of the endpoint that answered. */
+    readonly endpoint: string,
+    /** From `Retry-After`, when the answer had one. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(`${endpoint}: ${status} ${code}: ${message}`);
+  }
+}
+
+/** 400: the request was malformed (bad count, bad entity key, bad Idempotency-Key). */
+export class IdpoolInvalidRequestError extends IdpoolHttpError {}
+/** 401: the entity's secret is wrong (or was rotated). */
+export class IdpoolUnauthorizedError extends IdpoolHttpError {}
+/** 404: no such entity (never registered, or retired). */
+export class IdpoolNotFoundError extends IdpoolHttpError {}
+/** 409: e.g. an Idempotency-Key reused with a different count. */
+export class IdpoolConflictError extends IdpoolHttpError {}
+/** 429: the entity's ids-per-second limit; `retryAfterMs` says when to try again. Not retried by the client. */
+export class IdpoolRateLimitedError extends IdpoolHttpError {}
+
+/** One attempt took longer than `timeoutMs`. */
+export class IdpoolTimeoutError extends IdpoolClientError {
+  constructor(
+    readonly endpoint: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`${endpoint}: no answer within ${timeoutMs} ms`);
+  }
+}
+
+/** An endpoint could not be reached or its answer could not be read. */
+export class IdpoolNetworkError extends IdpoolClientError {
+  constructor(
+    readonly endpoint: string,
+    detail: string,
+    cause?: unknown,
+  ) {
+    super(`${endpoint}: ${detail}`, { cause });
+  }
+}
+
+/**
+ * Every attempt failed (network errors, timeouts, 5xx) or the deadline came
+ * first. `attempts` holds each failure in order; `lastError` the final one.
+ */
+export class IdpoolUnavailableError extends IdpoolClientError {
+  constructor(
+    readonly attempts: readonly IdpoolClientError[],
+    reason: string,
+  ) {
+    const last = attempts[attempts.length - 1];
+    super(`idpool unavailable: ${reason}${last ? `; last error: ${last.message}` : ''}`, { cause: last });
+  }
+
+  get lastError(): IdpoolClientError | undefined {
+    return this.attempts[this.attempts.length - 1];
+  }
+}
+
+const BY_STATUS: Record<number, typeof IdpoolHttpError> = {
+  400: IdpoolInvalidRequestError,
+  401: IdpoolUnauthorizedError,
+  404: IdpoolNotFoundError,
+  409: IdpoolConflictError,
+  429: IdpoolRateLimitedError,
+};
+
+/** The typed error for an error answer. */
+export function httpError(status: number, code: string, message: string, endpoint: string, retryAfterMs?: number): IdpoolHttpError {
+  const Type = BY_STATUS[status] ?? IdpoolHttpError;
+  return new Type(status, code, message, endpoint, retryAfterMs);
+}

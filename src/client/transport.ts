@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import {
+  IdpoolClientError,
+  IdpoolHttpError,
+  IdpoolNetworkError,
+  IdpoolTimeoutError,
+  IdpoolUnavailableError,
+  httpError,
+} from './errors';
+
+/** Time as the client sees it; tests hand in a fake. */
+export interface ClientClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const systemClientClock: ClientClock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+export interface TransportOptions {
+  endpoints: readonly string[];
+  timeoutMs: number;
+  deadlineMs: number;
+  maxAttempts: number;
+  downForMs: number;
+  maxRetryAfterMs: number;
+  fetch: typeof fetch;
+  clock: ClientClock;
+  newIdempotencyKey: () => string;
+}
+
+export const defaultIdempotencyKey = (): string => randomUUID();
+
+export interface Request {
+  method: 'GET' | 'POST';
+  path: string;
+  secret: string;
+  body?: unknown;
+}
+
+interface Endpoint {
+  readonly url: string;
+  /** Not asked again before this time: from Retry-After, or after a network failure. */
+  notBefore: number;
+}
+
+/** Marks an error that must reach the caller without another attempt (4xx). */
+class Final {
+  constructor(readonly error: IdpoolClientError) {}
+}
+
+/**
+ * Sends one logical request with failover: network errors, timeouts and 5xx
+ * move on to the next endpoint (an endpoint that said `Retry-After` is not
+ * asked again before then), 4xx go straight back to the caller. Every attempt
+ * of one POST carries the same `Idempotency-Key`, so the service answers a
+ * retry with the ids it already handed out instead of another batch.
+ */
+export class Transport {
+  private readonly endpoints: Endpoint[];
+  /** Index of the endpoint that answered last; the next request starts there. */
+  private current = 0;
+
+  constructor(private readonly o: TransportOptions) {
+    this.endpoints = o.endpoints.map((url) => ({ url: url.replace(/\/+$/, ''), notBefore: 0 }));
+  }
+
+  async send<T>(req: Request): Promise<T> {
+    const { clock, maxAttempts } = this.o;
+    const deadline = clock.now() + this.o.deadlineMs;
+    const headers: Record<string, string> = { authorization: `Bearer ${req.secret}`, accept: 'application/json' };
+    let body: string | undefined;
+    if (req.body !== undefined) {
+      body = JSON.stringify(req.body);
+      headers['content-type'] = 'application/json';
+      headers['idempotency-key'] = this.o.newIdempotencyKey();
+    }
+    const failures: IdpoolClientError[] = [];
+    for (let attempt = 0; attempt < maxAttempts; attempt++) {
+      const index = this.pick();
+      const endpoint = this.endpoints[index];
+      const wait = endpoint.notBefore - clock.now();
+      if (wait > 0) {
+        if (clock.now() + wait >= deadline) {
+          throw new IdpoolUnavailableError(failures, `every endpoint asked to wait past the ${this.o.deadlineMs} ms deadline`);
+        }
+        await clock.sleep(wait);
+      }
+      const left = deadline - clock.now();
+      if (left <= 0) break;
+      try {
+        const result = await this.attempt<T>(endpoint, req, headers, body, Math.min(this.o.timeoutMs, left));
+        endpoint.notBefore = 0;
+        this.current = index;
+        return result;
+      } catch (err) {
+        if (err instanceof Final) throw err.error;
+        const failure = err as IdpoolClientError;
+        failures.push(failure);
+        const retryAfterMs = failure instanceof IdpoolHttpError ? failure.retryAfterMs : undefined;
+        endpoint.notBefore = clock.now() + (retryAfterMs ?? (failure instanceof IdpoolHttpError ? 0 : this.o.downForMs));
+        this.current = (index + 1) % this.endpoints.length;
+      }
+    }
+    throw new IdpoolUnavailableError(failures, failures.length >= maxAttempts ? `${failures.length} attempts failed` : `deadline of ${this.o.deadlineMs} ms passed`);
+  }
+
+  /**
+   * The endpoint to ask next: the first one, in turn from the current one,
+   * that may be asked now; if none may, the one free soonest.
+   */
+  private pick(): number {
+    const now = this.o.clock.now();
+    const n = this.endpoints.length;
+    let soonest = this.current;
+    for (let i = 0; i < n; i++) {
+      const index = (this.current + i) % n;
+      if (this.endpoints[index].notBefore <= now) return index;
+      if (this.endpoints[index].notBefore < this.endpoints[soonest].notBefore) soonest = index;
+    }
+    return soonest;
+  }
+
+  private async attempt<T>(endpoint: Endpoint, req: Request, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<T> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    let status: number;
+    let text: string;
+    let retryAfter: string | null;
+    try {
+      const res = await this.o.fetch(endpoint.url + req.path, { method: req.method, headers, body, signal: controller.signal });
+      status = res.status;
+      retryAfter = res.headers.get('retry-after');
+      text = await res.text();
+    } catch (err) {
+      if (timedOut) throw new IdpoolTimeoutError(endpoint.url, timeoutMs);
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new IdpoolNetworkError(endpoint.url, cause?.code ?? cause?.message ?? (err as Error).message ?? String(err), err);
+    } finally {
+      clearTimeout(timer);
+    }
+    const parsed = parseJson(text);
+    if (status >= 200 && status < 300) {
+      if (parsed === undefined) throw new IdpoolNetworkError(endpoint.url, `answer ${status} is not JSON`);
+      return parsed as T;
+    }
+    const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+    const code = typeof error?.code === 'string' ? error.code : `http_${status}`;
+    const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200) || 'no message';
+    const failure = httpError(status, code, message, endpoint.url, retryAfterMs(retryAfter, this.o.clock.now(), this.o.maxRetryAfterMs));
+    if (status < 500) throw new Final(failure);
+    throw failure;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP date; capped; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | null, now: number, cap: number): number | undefined {
+  if (value === null) return undefined;
+  const trimmed = value.trim();
+  let ms: number;
+  if (/^\d+$/.test(trimmed)) ms = Number(trimmed) * 1000;
+  else {
+    const date = Date.parse(trimmed);
+    if (Number.isNaN(date)) return undefined;
+    ms = date - now;
+  }
+  return Math.min(Math.max(ms, 0), cap);
+}

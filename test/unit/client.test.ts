@@ -1,0 +1,302 @@
+import { describe, expect, it } from 'vitest';
+import {
+  IdpoolClient,
+  IdpoolClientError,
+  IdpoolConflictError,
+  IdpoolHttpError,
+  IdpoolInvalidRequestError,
+  IdpoolNetworkError,
+  IdpoolRateLimitedError,
+  IdpoolTimeoutError,
+  IdpoolUnauthorizedError,
+  IdpoolUnavailableError,
+  type IdpoolClientOptions,
+} from '../../src/client';
+import { retryAfterMs } from '../../src/client/transport';
+
+const A = 'http://a.test:8080';
+const B = 'http://b.test:8080';
+
+/** A clock whose sleeps advance time at once and are recorded. */
+function fakeClock(start = 1_700_000_000_000) {
+  let now = start;
+  const sleeps: number[] = [];
+  return {
+    sleeps,
+    now: () => now,
+    sleep: async (ms: number) => {
+      sleeps.push(ms);
+      now += ms;
+    },
+    advance: (ms: number) => (now += ms),
+  };
+}
+
+interface Seen {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: any;
+}
+
+type Reply = Response | Error | 'hang';
+
+/**
+ * A fetch that answers from a script per endpoint and records every request.
+ * When an endpoint's script runs out, it hands out increasing ids.
+ */
+function fakeFetch(script: Record<string, Reply[]> = {}) {
+  const seen: Seen[] = [];
+  let nextId = 1000n;
+  const fn = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = String(input);
+    const headers = Object.fromEntries(Object.entries((init?.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
+    const body = init?.body ? JSON.parse(String(init.body)) : undefined;
+    seen.push({ url, method: init?.method ?? 'GET', headers, body });
+    const base = Object.keys(script).find((b) => url.startsWith(b));
+    const reply = base ? script[base].shift() : undefined;
+    if (reply === 'hang') {
+      return new Promise<Response>((_resolve, reject) => {
+        init?.signal?.addEventListener('abort', () => reject(new DOMException('aborted', 'AbortError')));
+      });
+    }
+    if (reply instanceof Error) throw reply;
+    if (reply) return reply;
+    const count: number = body?.count ?? 1;
+    const ids = Array.from({ length: count }, () => String(nextId++));
+    return json(200, { ids });
+  }) as typeof fetch;
+  return { fn, seen };
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+const refused = () => new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+
+function client(fetchFn: typeof fetch, clock: ReturnType<typeof fakeClock>, extra: Partial<IdpoolClientOptions> = {}) {
+  return new IdpoolClient({
+    endpoints: [A, B],
+    entities: { orders: { secret: 's3cret' }, trendy: { secret: 't3', mode: 'trend', buffer: { size: 10 } } },
+    fetch: fetchFn,
+    clock,
+    ...extra,
+  });
+}
+
+describe('IdpoolClient failover', () => {
+  it('moves to the next endpoint on a network error, with the same Idempotency-Key, and stays there', async () => {
+    const f = fakeFetch({ [A]: [refused()] });
+    const c = client(f.fn, fakeClock());
+    const ids = await c.take('orders', 3);
+    expect(ids).toEqual(['1000', '1001', '1002']);
+    expect(f.seen.map((s) => s.url)).toEqual([`${A}/apps/orders/ids`, `${B}/apps/orders/ids`]);
+    expect(f.seen[0].headers['idempotency-key']).toMatch(/^[\x20-\x7e]{1,128}$/);
+    expect(f.seen[1].headers['idempotency-key']).toBe(f.seen[0].headers['idempotency-key']);
+    expect(f.seen[1].headers.authorization).toBe('Bearer s3cret');
+    expect(f.seen[1].body).toEqual({ count: 3 });
+
+    await c.take('orders', 1);
+    expect(f.seen[2].url).toBe(`${B}/apps/orders/ids`);
+    expect(f.seen[2].headers['idempotency-key']).not.toBe(f.seen[0].headers['idempotency-key']);
+  });
+
+  it('moves on after a 5xx and after a timeout', async () => {
+    const f = fakeFetch({ [A]: [json(500, { error: { code: 'internal', message: 'internal error' } }), 'hang'], [B]: [refused()] });
+    const clock = fakeClock();
+    const c = client(f.fn, clock, { timeoutMs: 30, downForMs: 0 });
+    // A: 500 → B: refused → A: hangs until the 30 ms timeout → B: answers.
+    await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
+    expect(f.seen.map((s) => s.url.slice(0, A.length))).toEqual([A, B, A, B]);
+  });
+
+  it('honours Retry-After before asking the same endpoint again', async () => {
+    const f = fakeFetch({ [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '2' })] });
+    const clock = fakeClock();
+    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock });
+    const t0 = clock.now();
+    await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
+    expect(f.seen).toHaveLength(2);
+    expect(clock.sleeps).toEqual([2000]);
+    expect(clock.now() - t0).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('with two endpoints, asks the other one first and only then waits for the Retry-After', async () => {
+    const busy = () => json(503, { error: { code: 'unavailable', message: 'down' } }, { 'retry-after': '1' });
+    const f = fakeFetch({ [A]: [busy()], [B]: [busy()] });
+    const clock = fakeClock();
+    const c = client(f.fn, clock);
+    await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
+    expect(f.seen.map((s) => s.url.slice(0, A.length))).toEqual([A, B, A]);
+    expect(clock.sleeps).toEqual([1000]);
+  });
+
+  it('gives up with IdpoolUnavailableError listing every attempt', async () => {
+    const f = fakeFetch({ [A]: Array.from({ length: 5 }, refused), [B]: Array.from({ length: 5 }, refused) });
+    const c = client(f.fn, fakeClock(), { maxAttempts: 4, downForMs: 10 });
+    const err = await c.take('orders', 1).catch((e) => e);
+    expect(err).toBeInstanceOf(IdpoolUnavailableError);
+    expect(err.attempts).toHaveLength(4);
+    expect(err.attempts.every((a: unknown) => a instanceof IdpoolNetworkError)).toBe(true);
+    expect(err.lastError.message).toContain('ECONNREFUSED');
+    expect(f.seen).toHaveLength(4);
+  });
+
+  it('does not wait for a Retry-After that ends after the deadline', async () => {
+    const f = fakeFetch({ [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })] });
+    const clock = fakeClock();
+    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock, deadlineMs: 5000 });
+    const err = await c.take('orders', 1).catch((e) => e);
+    expect(err).toBeInstanceOf(IdpoolUnavailableError);
+    expect(err.lastError).toBeInstanceOf(IdpoolHttpError);
+    expect(err.lastError.code).toBe('pool_exhausted');
+    expect(clock.sleeps).toEqual([]);
+    expect(f.seen).toHaveLength(1);
+  });
+
+  it('records a timeout as IdpoolTimeoutError', async () => {
+    const f = fakeFetch({ [A]: ['hang', 'hang'] });
+    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock: fakeClock(), timeoutMs: 20, maxAttempts: 2, downForMs: 0 });
+    const err = await c.take('orders', 1).catch((e) => e);
+    expect(err).toBeInstanceOf(IdpoolUnavailableError);
+    expect(err.attempts.map((a: Error) => a.constructor)).toEqual([IdpoolTimeoutError, IdpoolTimeoutError]);
+  });
+});
+
+describe('IdpoolClient 4xx', () => {
+  it.each([
+    [400, 'invalid_request', IdpoolInvalidRequestError],
+    [401, 'unauthorized', IdpoolUnauthorizedError],
+    [409, 'conflict', IdpoolConflictError],
+  ])('never retries %i', async (status, code, Type) => {
+    const f = fakeFetch({ [A]: [json(status, { error: { code, message: 'no' } })] });
+    const c = client(f.fn, fakeClock());
+    const err = await c.take('orders', 1).catch((e) => e);
+    expect(err).toBeInstanceOf(Type);
+    expect(err).toBeInstanceOf(IdpoolHttpError);
+    expect(err.status).toBe(status);
+    expect(err.code).toBe(code);
+    expect(f.seen).toHaveLength(1);
+  });
+
+  it('never retries 429 but reports its Retry-After', async () => {
+    const f = fakeFetch({ [A]: [json(429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': '3' })] });
+    const clock = fakeClock();
+    const c = client(f.fn, clock);
+    const err = await c.take('orders', 1).catch((e) => e);
+    expect(err).toBeInstanceOf(IdpoolRateLimitedError);
+    expect(err.retryAfterMs).toBe(3000);
+    expect(f.seen).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('rejects an answer without the ids asked for, without retrying', async () => {
+    const f = fakeFetch({ [A]: [json(200, { ids: ['1'] })] });
+    const c = client(f.fn, fakeClock());
+    const err = await c.take('orders', 2).catch((e) => e);
+    expect(err).toBeInstanceOf(IdpoolClientError);
+    expect(err.message).toContain('without 2 decimal ids');
+    expect(f.seen).toHaveLength(1);
+  });
+});
+
+describe('IdpoolClient buffer', () => {
+  it('prefetches batches for a trend entity and serves takes locally', async () => {
+    const f = fakeFetch();
+    const c = client(f.fn, fakeClock());
+    expect(await c.take('trendy', 2)).toEqual(['1000', '1001']);
+    expect(f.seen).toHaveLength(1);
+    expect(f.seen[0].body).toEqual({ count: 10 });
+    expect(c.buffered('trendy')).toBe(8);
+    // 8 → 5 left: no fetch yet (refill starts below half of 10).
+    expect(await c.take('trendy', 3)).toEqual(['1002', '1003', '1004']);
+    expect(f.seen).toHaveLength(1);
+    // 5 → 4 left: a prefetch of 6 (up to size) starts in the background.
+    expect(await c.take('trendy', 1)).toEqual(['1005']);
+    expect(f.seen).toHaveLength(2);
+    expect(f.seen[1].body).toEqual({ count: 6 });
+    await new Promise((r) => setImmediate(r));
+    expect(c.buffered('trendy')).toBe(10);
+    const rest = await c.take('trendy', 10);
+    expect(rest).toEqual(Array.from({ length: 10 }, (_, i) => String(1006 + i)));
+  });
+
+  it('asks directly for a take larger than one batch', async () => {
+    const f = fakeFetch();
+    const c = client(f.fn, fakeClock());
+    expect(await c.take('trendy', 25)).toHaveLength(25);
+    expect(f.seen.map((s) => s.body)).toEqual([{ count: 25 }]);
+    expect(c.buffered('trendy')).toBe(0);
+  });
+
+  it('shares one fetch among concurrent takes and hands out each id once', async () => {
+    const f = fakeFetch();
+    const c = client(f.fn, fakeClock());
+    const batches = await Promise.all(Array.from({ length: 8 }, () => c.take('trendy', 3)));
+    const all = batches.flat();
+    expect(new Set(all).size).toBe(24);
+    expect(f.seen.every((s) => s.body.count <= 10)).toBe(true);
+  });
+
+  it('reports a failed background prefetch and lets the next take ask again', async () => {
+    const errors: unknown[] = [];
+    const f = fakeFetch({ [A]: [json(200, { ids: Array.from({ length: 10 }, (_, i) => String(i + 1)) }), json(400, { error: { code: 'invalid_request', message: 'count too large' } })] });
+    const c = client(f.fn, fakeClock(), { onPrefetchError: (err, key) => errors.push([key, err]) });
+    await c.take('trendy', 6);
+    await new Promise((r) => setImmediate(r));
+    expect(errors).toHaveLength(1);
+    expect((errors[0] as [string, unknown])[0]).toBe('trendy');
+    expect((errors[0] as [string, unknown])[1]).toBeInstanceOf(IdpoolInvalidRequestError);
+    expect(await c.take('trendy', 4)).toEqual(['7', '8', '9', '10']);
+  });
+
+  it('never buffers a monotonic entity: every take is one request for exactly that count', async () => {
+    const f = fakeFetch();
+    const c = client(f.fn, fakeClock());
+    await c.take('orders', 1);
+    await c.take('orders', 1);
+    await c.take('orders', 5);
+    expect(f.seen.map((s) => s.body.count)).toEqual([1, 1, 5]);
+    expect(c.buffered('orders')).toBe(0);
+    c.prefetch('orders');
+    expect(f.seen).toHaveLength(3);
+  });
+
+  it('refuses a buffer for monotonic and snowflake entities', () => {
+    for (const mode of ['monotonic', 'snowflake'] as const) {
+      expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', mode, buffer: { size: 10 } } } })).toThrow(/only trend entities may be buffered/);
+    }
+    // No mode given means monotonic: also refused.
+    expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', buffer: { size: 10 } } } })).toThrow(/is monotonic/);
+  });
+});
+
+describe('IdpoolClient options and helpers', () => {
+  it('validates its options', () => {
+    expect(() => new IdpoolClient({ endpoints: [], entities: {} })).toThrow(/at least one URL/);
+    expect(() => new IdpoolClient({ endpoints: 'idpool:8080', entities: {} })).toThrow(/http/);
+    expect(() => new IdpoolClient({ endpoints: A, entities: { 'bad key': { secret: 's' } } })).toThrow(/entity key/);
+    expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: '' } } })).toThrow(/secret/);
+    expect(() => new IdpoolClient({ endpoints: A, entities: {}, timeoutMs: 0 })).toThrow(/timeoutMs/);
+    expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', mode: 'trend', buffer: { size: 5, batch: 6 } } } })).toThrow(/batch/);
+  });
+
+  it('rejects unknown entities, bad counts and use after close', async () => {
+    const c = client(fakeFetch().fn, fakeClock());
+    await expect(c.take('nope')).rejects.toThrow(/not configured/);
+    await expect(c.take('orders', 0)).rejects.toThrow(/count/);
+    c.close();
+    await expect(c.take('orders')).rejects.toBeInstanceOf(IdpoolClientError);
+  });
+
+  it('reads Retry-After as seconds or an HTTP date, capped', () => {
+    const now = Date.parse('2025-01-01T00:00:00Z');
+    expect(retryAfterMs('3', now, 30_000)).toBe(3000);
+    expect(retryAfterMs('Wed, 01 Jan 2025 00:00:05 GMT', now, 30_000)).toBe(5000);
+    expect(retryAfterMs('Tue, 31 Dec 2024 23:59:00 GMT', now, 30_000)).toBe(0);
+    expect(retryAfterMs('3600', now, 30_000)).toBe(30_000);
+    expect(retryAfterMs('soon', now, 30_000)).toBeUndefined();
+    expect(retryAfterMs(null, now, 30_000)).toBeUndefined();
+  });
+});
