@@ -10,7 +10,8 @@ import { parseBody } from './validate';
 
 /** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
 export interface SnowflakeIssuer {
-  take(entityKey: string, count: number): string[];
+  /** May wait briefly (clock rollback, exhausted sequence), hence the promise. */
+  take(entityKey: string, count: number): string[] | Promise<string[]>;
   /** Explains one id; throws InvalidRequestError when it is not one of this layout's. */
   decode(id: string): Record<string, unknown>;
 }
