@@ -1,4 +1,5 @@
 import { CreateApplication1732060800000 } from './1732060800000-CreateApplication';
+import { CreateWorker1732147200000 } from './1732147200000-CreateWorker';
 
 /** Every schema migration, in order. Run at start-up and by `npm run migration:run`. */
-export const migrations = [CreateApplication1732060800000];
+export const migrations = [CreateApplication1732060800000, CreateWorker1732147200000];

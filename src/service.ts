@@ -20,6 +20,8 @@ import { RedisPoolStore, RedisRefillLock, loadConsumerFunctions } from './pool/r
 import { Refiller } from './pool/refiller';
 import { type Segment, SqlSegmentAllocator } from './segment/allocator';
 import { ClusterMap } from './segment/cluster';
+import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake/runtime';
+import type { SnowflakeRuntimeSettings } from './worker/settings';
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -30,6 +32,8 @@ export interface ServiceOptions {
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Refill lock TTL in ms (tests shorten it to exercise the fence). */
   lockTtlMs?: number;
+  /** Worker lease and snowflake wait settings, over those read from the environment. */
+  snowflake?: Partial<SnowflakeRuntimeSettings>;
 }
 
 export interface Service {
@@ -40,6 +44,8 @@ export interface Service {
   readonly registry: AppRegistry;
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
+  /** Snowflake generator and worker lease. */
+  readonly snowflake: SnowflakeRuntime;
   /** Starts refilling and listens on `port` (0 = any); resolves to the port. */
   listen(port: number): Promise<number>;
   /** Stops accepting, finishes in-flight requests, stops refilling, closes connections. */
@@ -111,7 +117,16 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const dispatcher = new Dispatcher({ store, refiller, clock, log: log.child({ component: 'dispatcher' }) });
   await registry.load();
 
-  const snowflake: SnowflakeIssuer | undefined = undefined;
+  let snowflakeRuntime: SnowflakeRuntime;
+  try {
+    snowflakeRuntime = await createSnowflakeRuntime({ config, db, clock, log: log.child({ component: 'snowflake' }), settings: options.snowflake });
+  } catch (err) {
+    redis?.disconnect();
+    await db.close();
+    throw err;
+  }
+  snowflakeRuntime.start();
+  const snowflake: SnowflakeIssuer = snowflakeRuntime.issuer;
 
   const readiness = async (): Promise<ReadinessReport> => {
     const checks: Record<string, string> = {};
@@ -124,6 +139,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       }
     };
     await Promise.all([probe('database', () => db.query('SELECT 1')), probe(store.kind === 'redis' ? 'redis' : 'pool', () => store.ping())]);
+    checks.lease = snowflakeRuntime.leaseCheck();
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
   };
 
@@ -134,6 +150,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     offsets: appStore,
     adminToken: config.adminToken,
     snowflake,
+    workers: snowflakeRuntime.workers,
     readiness,
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
     log: log.child({ component: 'http' }),
@@ -152,6 +169,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     registry,
     refiller,
     dispatcher,
+    snowflake: snowflakeRuntime,
     async listen(port) {
       refiller!.start();
       // Entity changes made through other instances: picked up within a second.
@@ -170,6 +188,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       }
       await refresh?.destroy();
       await refiller!.stop();
+      await snowflakeRuntime.stop();
       if (redis) await redis.quit().catch(() => redis!.disconnect());
       await db.close();
     },

@@ -1,0 +1,39 @@
+import { UnavailableError } from '../errors';
+
+/** Seconds for Retry-After: at least 1, rounded up. */
+function retryAfter(waitMs: number): number {
+  return Math.max(1, Math.ceil(waitMs / 1000));
+}
+
+/**
+ * The clock moved back into time this sequence has already used with both
+ * time-back values (a second rollback), or is behind the last timestamp
+ * recorded for the worker id, and the wait until ids are safe again is longer
+ * than the configured bound. Nothing was issued.
+ */
+export class ClockBehindError extends UnavailableError {
+  constructor(readonly waitMs: number, detail: string) {
+    super(`${detail}; ids are safe again in ${Math.ceil(waitMs)} ms, longer than the allowed wait`, retryAfter(waitMs));
+  }
+}
+
+/** Every sequence number of the current time unit is used and the next unit is further away than the allowed wait. */
+export class SequenceExhaustedError extends UnavailableError {
+  constructor(readonly waitMs: number, entityKey: string) {
+    super(`snowflake sequence${entityKey ? ` of "${entityKey}"` : ''} is exhausted for this time unit; the next unit starts in ${Math.ceil(waitMs)} ms`, retryAfter(waitMs));
+  }
+}
+
+/** The timestamp field has no room left: the layout has run out of time. */
+export class LayoutExhaustedError extends UnavailableError {
+  constructor(endMs: number) {
+    super(`the snowflake layout ran out of timestamps on ${new Date(endMs).toISOString()}; configure more timestamp bits or a later epoch`, 3600);
+  }
+}
+
+/** No valid worker lease: none acquired yet, every worker id taken, or the lease lapsed. */
+export class NoWorkerLeaseError extends UnavailableError {
+  constructor(detail: string, retryAfterSeconds = 1) {
+    super(`no snowflake worker lease: ${detail}`, retryAfterSeconds);
+  }
+}

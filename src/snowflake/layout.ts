@@ -1,0 +1,235 @@
+/**
+ * The snowflake bit layout (DESIGN.md "Snowflake layout"), most significant first:
+ *
+ * ```
+ * 0 | timestamp | worker | timeBack(1) | sequence | reserved
+ * ```
+ *
+ * - `timestamp`: time units (ms, s, min, h, d) since a configurable epoch;
+ *   its width is bounded per unit (ms 41–55, s 31–55, min 25–50, h 19–45, d 15–40).
+ * - `worker`: 3–10 bits, the leased (or fixed) worker id.
+ * - `timeBack`: one bit that flips when the clock moves back.
+ * - `sequence`: what remains of 63 bits; at least 1.
+ * - `reserved`: 0–5 bits holding a fixed value (e.g. to tell layouts or
+ *   generators apart after a change).
+ *
+ * A layout is validated once, in {@link SnowflakeLayout.create}; every
+ * violation is a {@link ConfigError} naming the environment variable.
+ */
+import { ConfigError, type SnowflakeSettings, type TimeUnit } from '../config/config';
+
+export type { SnowflakeSettings, TimeUnit };
+
+/** Milliseconds per time unit. */
+export const UNIT_MS: Readonly<Record<TimeUnit, number>> = { ms: 1, s: 1_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Allowed timestamp widths per unit (DESIGN.md table, from the raindrop design). */
+export const TIMESTAMP_BITS: Readonly<Record<TimeUnit, readonly [min: number, max: number]>> = {
+  ms: [41, 55],
+  s: [31, 55],
+  min: [25, 50],
+  h: [19, 45],
+  d: [15, 40],
+};
+export const WORKER_BITS = [3, 10] as const;
+export const RESERVED_BITS = [0, 5] as const;
+
+/** Sign bit + time-back bit. */
+const FIXED_BITS = 2;
+const TOTAL_BITS = 64;
+const MAX_ID = (1n << 63n) - 1n;
+const NUMBER_LIMIT = 2n ** 53n;
+
+/** The environment variable behind each setting, for error messages. */
+export const SETTING_VARIABLES: Readonly<Record<keyof SnowflakeSettings, string>> = {
+  timeUnit: 'IDPOOL_SNOWFLAKE_TIME_UNIT',
+  epochMs: 'IDPOOL_SNOWFLAKE_EPOCH',
+  timestampBits: 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS',
+  workerBits: 'IDPOOL_SNOWFLAKE_WORKER_BITS',
+  reservedBits: 'IDPOOL_SNOWFLAKE_RESERVED_BITS',
+  reservedValue: 'IDPOOL_SNOWFLAKE_RESERVED_VALUE',
+  timeBackInitial: 'IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL',
+};
+
+/** DESIGN.md defaults: 41-bit ms since 2024-01-01, 10 worker bits, no reserved bits. */
+export const DEFAULT_SETTINGS: Readonly<SnowflakeSettings> = {
+  timeUnit: 'ms',
+  epochMs: Date.UTC(2024, 0, 1),
+  timestampBits: 41,
+  workerBits: 10,
+  reservedBits: 0,
+  reservedValue: 0,
+  timeBackInitial: 0,
+};
+
+/** The fields of one id. `timestamp` is in layout units since the epoch. */
+export interface SnowflakeParts {
+  timestamp: number;
+  worker: number;
+  timeBack: 0 | 1;
+  sequence: number;
+  reserved: number;
+}
+
+function requireInt(name: keyof SnowflakeSettings, value: number, min: number, max: number, why = ''): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(SETTING_VARIABLES[name], `must be an integer from ${min} to ${max}${why}, got ${value}`);
+  }
+}
+
+export class SnowflakeLayout {
+  readonly settings: Readonly<SnowflakeSettings>;
+  readonly unitMs: number;
+  readonly sequenceBits: number;
+  /** Largest value of each field. */
+  readonly maxTimestamp: number;
+  readonly maxWorker: number;
+  readonly maxSequence: number;
+  /** Bit offsets (from the least significant bit). */
+  readonly timestampShift: number;
+  readonly workerShift: number;
+  readonly timeBackShift: number;
+  readonly sequenceShift: number;
+  /** Timestamps below this make ids below 2^53 (safe as JS numbers). */
+  readonly numberTimestampLimit: number;
+
+  private constructor(settings: SnowflakeSettings) {
+    this.settings = Object.freeze({ ...settings });
+    const { timeUnit, timestampBits, workerBits, reservedBits } = settings;
+    this.unitMs = UNIT_MS[timeUnit];
+    this.sequenceBits = TOTAL_BITS - FIXED_BITS - timestampBits - workerBits - reservedBits;
+    this.sequenceShift = reservedBits;
+    this.timeBackShift = reservedBits + this.sequenceBits;
+    this.workerShift = this.timeBackShift + 1;
+    this.timestampShift = this.workerShift + workerBits;
+    this.maxTimestamp = 2 ** timestampBits - 1;
+    this.maxWorker = 2 ** workerBits - 1;
+    this.maxSequence = 2 ** this.sequenceBits - 1;
+    this.numberTimestampLimit = 2 ** (53 - this.timestampShift);
+  }
+
+  /**
+   * Validates `settings` (partial: the rest are DESIGN.md defaults) against
+   * the bounds and against `nowMs`: an epoch in the future, or a layout whose
+   * timestamp field has already run out, is refused.
+   */
+  static create(settings: Partial<SnowflakeSettings> = {}, nowMs: number = Date.now()): SnowflakeLayout {
+    const s: SnowflakeSettings = { ...DEFAULT_SETTINGS, ...settings };
+    if (!(s.timeUnit in UNIT_MS)) {
+      throw new ConfigError(SETTING_VARIABLES.timeUnit, `must be one of ${Object.keys(UNIT_MS).join(', ')}, got "${s.timeUnit}"`);
+    }
+    const [tsMin, tsMax] = TIMESTAMP_BITS[s.timeUnit];
+    requireInt('timestampBits', s.timestampBits, tsMin, tsMax, ` for time unit ${s.timeUnit}`);
+    requireInt('workerBits', s.workerBits, WORKER_BITS[0], WORKER_BITS[1]);
+    requireInt('reservedBits', s.reservedBits, RESERVED_BITS[0], RESERVED_BITS[1]);
+    requireInt('reservedValue', s.reservedValue, 0, 2 ** s.reservedBits - 1, ` (it must fit ${s.reservedBits} reserved bits)`);
+    requireInt('timeBackInitial', s.timeBackInitial, 0, 1);
+    const sequenceBits = TOTAL_BITS - FIXED_BITS - s.timestampBits - s.workerBits - s.reservedBits;
+    if (sequenceBits < 1) {
+      const most = TOTAL_BITS - FIXED_BITS - 1 - s.workerBits - s.reservedBits;
+      throw new ConfigError(
+        SETTING_VARIABLES.timestampBits,
+        `leaves ${sequenceBits} sequence bits; timestamp + worker + reserved bits must be at most 61 (63 minus the time-back bit minus at least 1 sequence bit), so with ${s.workerBits} worker and ${s.reservedBits} reserved bits it must be at most ${most}, got ${s.timestampBits}`,
+      );
+    }
+    if (!Number.isSafeInteger(s.epochMs) || s.epochMs < 0) {
+      throw new ConfigError(SETTING_VARIABLES.epochMs, `must be a date at or after 1970-01-01, got ${s.epochMs}`);
+    }
+    if (s.epochMs > nowMs) {
+      throw new ConfigError(SETTING_VARIABLES.epochMs, `is in the future (${new Date(s.epochMs).toISOString()}; now is ${new Date(nowMs).toISOString()})`);
+    }
+    const layout = new SnowflakeLayout(s);
+    if (layout.timestampAt(nowMs) > layout.maxTimestamp) {
+      throw new ConfigError(
+        SETTING_VARIABLES.timestampBits,
+        `${s.timestampBits} bits of ${s.timeUnit} since ${new Date(s.epochMs).toISOString()} ran out on ${new Date(layout.endMs).toISOString()}; use more timestamp bits or a later epoch`,
+      );
+    }
+    return layout;
+  }
+
+  /** Timestamp field value (layout units since the epoch) at Unix time `ms`. */
+  timestampAt(ms: number): number {
+    return Math.floor((ms - this.settings.epochMs) / this.unitMs);
+  }
+
+  /** Unix ms at which timestamp `t` begins. */
+  unitStartMs(t: number): number {
+    return this.settings.epochMs + t * this.unitMs;
+  }
+
+  /** Unix ms after which no timestamp fits: the layout has run out. */
+  get endMs(): number {
+    return this.unitStartMs(this.maxTimestamp + 1);
+  }
+
+  /** Unix ms from which ids can be 2^53 or above (unsafe as JS numbers). */
+  get numberUnsafeFromMs(): number {
+    return this.unitStartMs(this.numberTimestampLimit);
+  }
+
+  /** Milliseconds left until this layout runs out of timestamps (0 if it has). */
+  timeLeftMs(nowMs: number = Date.now()): number {
+    return Math.max(0, this.endMs - nowMs);
+  }
+
+  /** Milliseconds left until new ids pass 2^53 - 1 and stop being safe JS numbers (0 if they have). */
+  numberSafeLeftMs(nowMs: number = Date.now()): number {
+    return Math.max(0, this.numberUnsafeFromMs - nowMs);
+  }
+
+  /** The id made of these fields; throws RangeError for a field out of range. */
+  compose(parts: Omit<SnowflakeParts, 'reserved'> & { reserved?: number }): bigint {
+    const reserved = parts.reserved ?? this.settings.reservedValue;
+    const check = (name: string, v: number, max: number) => {
+      if (!Number.isSafeInteger(v) || v < 0 || v > max) throw new RangeError(`${name} must be an integer from 0 to ${max}, got ${v}`);
+    };
+    check('timestamp', parts.timestamp, this.maxTimestamp);
+    check('worker', parts.worker, this.maxWorker);
+    check('timeBack', parts.timeBack, 1);
+    check('sequence', parts.sequence, this.maxSequence);
+    check('reserved', reserved, 2 ** this.settings.reservedBits - 1);
+    return (
+      (BigInt(parts.timestamp) << BigInt(this.timestampShift)) |
+      (BigInt(parts.worker) << BigInt(this.workerShift)) |
+      (BigInt(parts.timeBack) << BigInt(this.timeBackShift)) |
+      (BigInt(parts.sequence) << BigInt(this.sequenceShift)) |
+      BigInt(reserved)
+    );
+  }
+
+  /** The fields of `id`; throws RangeError when it is negative or above 63 bits. */
+  decompose(id: bigint | number | string): SnowflakeParts {
+    const v = BigInt(id);
+    if (v < 0n || v > MAX_ID) throw new RangeError(`a snowflake id is a 63-bit non-negative integer, got ${v}`);
+    const field = (shift: number, bits: number) => Number((v >> BigInt(shift)) & ((1n << BigInt(bits)) - 1n));
+    return {
+      timestamp: field(this.timestampShift, this.settings.timestampBits),
+      worker: field(this.workerShift, this.settings.workerBits),
+      timeBack: field(this.timeBackShift, 1) as 0 | 1,
+      sequence: field(this.sequenceShift, this.sequenceBits),
+      reserved: field(0, this.settings.reservedBits),
+    };
+  }
+
+  /** When `id` was made (the start of its time unit). */
+  toTime(id: bigint | number | string): Date {
+    return new Date(this.unitStartMs(this.decompose(id).timestamp));
+  }
+
+  /** Whether every id with timestamp below `t` is below 2^53. */
+  fitsNumberAt(t: number): boolean {
+    return t < this.numberTimestampLimit;
+  }
+
+  /** A one-line description for logs: `ms 41 | worker 10 | timeBack 1 | sequence 11 | reserved 0`. */
+  describe(): string {
+    const s = this.settings;
+    return `${s.timeUnit} ${s.timestampBits} | worker ${s.workerBits} | timeBack 1 | sequence ${this.sequenceBits} | reserved ${s.reservedBits}=${s.reservedValue} | epoch ${new Date(s.epochMs).toISOString()}`;
+  }
+}
+
+/** Whether `id` is below 2^53 (a safe JS number). */
+export function fitsNumber(id: bigint): boolean {
+  return id < NUMBER_LIMIT;
+}

@@ -1,0 +1,331 @@
+import { type Clock, systemClock } from '../clock';
+import { ConfigError, type SnowflakeSettings } from '../config/config';
+import { encodeId, type IdEncoding } from './encoding';
+import { ClockBehindError, LayoutExhaustedError, NoWorkerLeaseError, SequenceExhaustedError } from './errors';
+import { SnowflakeLayout, type SnowflakeParts } from './layout';
+import { type WorkerGrant, type WorkerSource, fixedWorker } from './worker-source';
+
+export interface SnowflakeOptions {
+  /** A validated layout, or settings for one (missing ones are DESIGN.md defaults). */
+  layout?: SnowflakeLayout | Partial<SnowflakeSettings>;
+  /** A fixed worker id (no lease). Give this or `worker`. */
+  workerId?: number;
+  /** Where the worker id comes from when it is leased (`WorkerLease`). */
+  worker?: WorkerSource;
+  clock?: Clock;
+  /**
+   * Longest wait, in ms, the async methods accept (a second clock rollback
+   * into used time, an exhausted sequence in a coarse unit) before failing
+   * with a 503-style error. Default 1000.
+   */
+  maxWaitMs?: number;
+  /** Longest busy-wait, in ms, of the sync methods before they fail instead. Default 10. */
+  maxSpinMs?: number;
+}
+
+const DEFAULTS = { maxWaitMs: 1000, maxSpinMs: 10 } as const;
+/** Key of the sequence used when no entity key is given. */
+const DEFAULT_SEQUENCE = '';
+
+/**
+ * One sequence: the time-back bit in use, and for each of its two values the
+ * last timestamp and sequence number used. `t`/`seq` belong to `bit`,
+ * `otherT`/`otherSeq` to the other value.
+ */
+interface SequenceState {
+  grant: WorkerGrant | undefined;
+  bit: number;
+  t: number;
+  seq: number;
+  otherT: number;
+  otherSeq: number;
+  /** The id of (t, worker, bit, sequence 0, reserved), both ways. */
+  baseNum: number;
+  baseBig: bigint;
+  /** Whether every id of `t` is below 2^53. */
+  numberSafe: boolean;
+  /** Time unit of the grant's floor: this one and earlier are never used. */
+  floorT: number;
+}
+
+type WaitReason = 'sequence' | 'clock' | 'floor' | 'ceiling';
+
+/**
+ * Snowflake id generator: `0 | timestamp | worker | timeBack | sequence | reserved`.
+ *
+ * Every entity key has its own sequence (entities never share state); all
+ * share one worker id. When the clock moves back, a sequence flips its
+ * time-back bit and carries on: each bit value keeps its own last timestamp,
+ * so one rollback is absorbed and a second one into already-used time waits
+ * (up to `maxWaitMs`) or fails with {@link ClockBehindError}. Ids are bigint;
+ * {@link nextNumber} returns JS numbers while the ids are below 2^53.
+ *
+ * ```ts
+ * const snowflake = new Snowflake({ workerId: 7 });
+ * snowflake.nextId();               // 1234567890123456n
+ * snowflake.nextId('orders');       // a sequence of its own
+ * snowflake.decompose(id);          // { timestamp, worker, timeBack, sequence, reserved }
+ * ```
+ */
+export class Snowflake {
+  readonly layout: SnowflakeLayout;
+  private readonly source: WorkerSource;
+  private readonly clock: Clock;
+  private readonly maxWaitMs: number;
+  private readonly maxSpinMs: number;
+  private readonly sequences = new Map<string, SequenceState>();
+  private readonly defaultState: SequenceState;
+  // Layout constants copied to fields: the hot path reads them on every id.
+  private readonly epochMs: number;
+  private readonly unitMs: number;
+  private readonly maxSequence: number;
+  private readonly seqMul: number;
+  private readonly initialBit: number;
+  /** Set by `step` when it returns -1. */
+  private waitMs = 0;
+  private waitReason: WaitReason = 'sequence';
+  private maxUnitUsed = -Infinity;
+
+  constructor(options: SnowflakeOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, this.clock.now());
+    if (options.worker && options.workerId !== undefined) throw new TypeError('give either workerId or worker, not both');
+    if (options.worker) this.source = options.worker;
+    else {
+      const id = options.workerId;
+      if (id === undefined) throw new TypeError('a Snowflake needs a worker id: { workerId } or a lease ({ worker }); see Snowflake.fromEnv and Snowflake.withLease');
+      if (!Number.isInteger(id) || id < 0 || id > this.layout.maxWorker) {
+        throw new ConfigError('IDPOOL_WORKER_ID', `must be an integer from 0 to ${this.layout.maxWorker} (${this.layout.settings.workerBits} worker bits), got ${id}`);
+      }
+      this.source = fixedWorker(id);
+    }
+    this.maxWaitMs = options.maxWaitMs ?? DEFAULTS.maxWaitMs;
+    this.maxSpinMs = options.maxSpinMs ?? DEFAULTS.maxSpinMs;
+    this.epochMs = this.layout.settings.epochMs;
+    this.unitMs = this.layout.unitMs;
+    this.maxSequence = this.layout.maxSequence;
+    this.seqMul = 2 ** this.layout.sequenceShift;
+    this.initialBit = this.layout.settings.timeBackInitial;
+    this.defaultState = this.newState();
+    this.sequences.set(DEFAULT_SEQUENCE, this.defaultState);
+  }
+
+  /** The next id of `entityKey`'s sequence (default: the unnamed one). Busy-waits up to `maxSpinMs`. */
+  nextId(entityKey?: string): bigint {
+    const s = entityKey === undefined ? this.defaultState : this.state(entityKey);
+    let seq = this.step(s);
+    if (seq < 0) seq = this.spin(s, entityKey);
+    return s.baseBig + BigInt(seq * this.seqMul);
+  }
+
+  /**
+   * The next id as a JS number. Throws RangeError once ids no longer fit
+   * 2^53 (see {@link SnowflakeLayout.numberSafeLeftMs}).
+   */
+  nextNumber(entityKey?: string): number {
+    const s = entityKey === undefined ? this.defaultState : this.state(entityKey);
+    let seq = this.step(s);
+    if (seq < 0) seq = this.spin(s, entityKey);
+    if (!s.numberSafe) {
+      throw new RangeError(`snowflake ids passed 2^53 on ${new Date(this.layout.numberUnsafeFromMs).toISOString()}; use nextId() (bigint) or a layout with more timestamp bits`);
+    }
+    return s.baseNum + seq * this.seqMul;
+  }
+
+  /** The next id as a string: decimal (default), base62, base36 or hex. */
+  nextString(encoding: IdEncoding = 'decimal', entityKey?: string): string {
+    return encodeId(this.nextId(entityKey), encoding);
+  }
+
+  /** `count` ids of `entityKey`, in order; sleeps (never busy-waits) up to `maxWaitMs` per wait. */
+  async take(entityKey: string, count: number): Promise<bigint[]> {
+    const s = this.state(entityKey);
+    const ids: bigint[] = new Array(count);
+    for (let i = 0; i < count; ) {
+      const seq = this.step(s);
+      if (seq < 0) {
+        await this.wait(entityKey);
+        continue;
+      }
+      ids[i++] = s.baseBig + BigInt(seq * this.seqMul);
+    }
+    return ids;
+  }
+
+  /** Like {@link take}, as decimal strings (the wire format). */
+  async takeStrings(entityKey: string, count: number): Promise<string[]> {
+    const s = this.state(entityKey);
+    const ids: string[] = new Array(count);
+    for (let i = 0; i < count; ) {
+      const seq = this.step(s);
+      if (seq < 0) {
+        await this.wait(entityKey);
+        continue;
+      }
+      // Number → string is several times faster than bigint → string, and exact below 2^53.
+      ids[i++] = s.numberSafe ? String(s.baseNum + seq * this.seqMul) : (s.baseBig + BigInt(seq * this.seqMul)).toString();
+    }
+    return ids;
+  }
+
+  compose(parts: Omit<SnowflakeParts, 'reserved'> & { reserved?: number }): bigint {
+    return this.layout.compose(parts);
+  }
+
+  decompose(id: bigint | number | string): SnowflakeParts {
+    return this.layout.decompose(id);
+  }
+
+  toTime(id: bigint | number | string): Date {
+    return this.layout.toTime(id);
+  }
+
+  /** Milliseconds until the layout runs out of timestamps. */
+  timeLeftMs(): number {
+    return this.layout.timeLeftMs(this.clock.now());
+  }
+
+  /** Milliseconds until new ids pass 2^53 (0 once they have). */
+  numberSafeLeftMs(): number {
+    return this.layout.numberSafeLeftMs(this.clock.now());
+  }
+
+  /** The worker id in use now (throws when a lease has lapsed). */
+  get workerId(): number {
+    return this.source.current().workerId;
+  }
+
+  /**
+   * Unix ms at which the latest time unit used by any sequence began, or
+   * undefined before the first id. A lease records it when released.
+   */
+  lastUsedMs(): number | undefined {
+    return this.maxUnitUsed === -Infinity ? undefined : this.layout.unitStartMs(this.maxUnitUsed);
+  }
+
+  private newState(): SequenceState {
+    return { grant: undefined, bit: this.initialBit, t: -Infinity, seq: 0, otherT: -Infinity, otherSeq: 0, baseNum: 0, baseBig: 0n, numberSafe: false, floorT: -Infinity };
+  }
+
+  private state(entityKey: string): SequenceState {
+    let s = this.sequences.get(entityKey);
+    if (!s) {
+      s = this.newState();
+      this.sequences.set(entityKey, s);
+    }
+    return s;
+  }
+
+  /**
+   * A new grant (first use, or a new lease): both time-back values start
+   * from the grant's floor with their sequences spent, so the first id uses
+   * a time unit after the floor.
+   */
+  private resetState(s: SequenceState, grant: WorkerGrant): void {
+    const floor = grant.floorMs === -Infinity ? -Infinity : this.layout.timestampAt(grant.floorMs);
+    s.grant = grant;
+    s.floorT = floor;
+    s.bit = this.initialBit;
+    s.t = s.otherT = floor;
+    s.seq = s.otherSeq = this.maxSequence;
+  }
+
+  private setBase(s: SequenceState): void {
+    const l = this.layout;
+    const worker = s.grant!.workerId;
+    const reserved = l.settings.reservedValue;
+    s.numberSafe = s.t < l.numberTimestampLimit;
+    s.baseNum = s.t * 2 ** l.timestampShift + worker * 2 ** l.workerShift + s.bit * 2 ** l.timeBackShift + reserved;
+    s.baseBig =
+      (BigInt(s.t) << BigInt(l.timestampShift)) | (BigInt(worker) << BigInt(l.workerShift)) | (BigInt(s.bit) << BigInt(l.timeBackShift)) | BigInt(reserved);
+    if (s.t > this.maxUnitUsed) this.maxUnitUsed = s.t;
+  }
+
+  /**
+   * Advances `s` by one id: returns its sequence number (the id is
+   * `s.base + seq · 2^reservedBits`), or -1 with `waitMs` set when no id
+   * can be made until the clock moves on.
+   */
+  private step(s: SequenceState): number {
+    const grant = this.source.current();
+    if (grant !== s.grant) this.resetState(s, grant);
+    const now = this.clock.now();
+    const t = Math.floor((now - this.epochMs) / this.unitMs);
+    if (t === s.t) {
+      if (s.seq < this.maxSequence) return ++s.seq;
+      return this.mustWait(now, t + 1, t <= s.floorT ? 'floor' : 'sequence');
+    }
+    if (t > s.t) return this.enter(s, t, now);
+    // The clock moved back. The other time-back value is safe if it has not
+    // used this time unit yet (or has sequence numbers left in it).
+    if (t > s.otherT || (t === s.otherT && s.otherSeq < this.maxSequence)) {
+      const { t: lastT, seq: lastSeq } = s;
+      s.bit ^= 1;
+      s.t = s.otherT;
+      s.seq = s.otherSeq;
+      s.otherT = lastT;
+      s.otherSeq = lastSeq;
+      if (t > s.t) return this.enter(s, t, now);
+      this.setBase(s);
+      return ++s.seq;
+    }
+    // A second rollback into time both values have used: wait for the
+    // earliest unit where either one can continue.
+    const mine = s.seq < this.maxSequence ? s.t : s.t + 1;
+    const other = s.otherSeq < this.maxSequence ? s.otherT : s.otherT + 1;
+    return this.mustWait(now, Math.min(mine, other), t <= s.floorT ? 'floor' : 'clock');
+  }
+
+  private enter(s: SequenceState, t: number, now: number): number {
+    if (t > this.layout.maxTimestamp) throw new LayoutExhaustedError(this.layout.endMs);
+    const start = this.epochMs + t * this.unitMs;
+    // Past what the lease has recorded (the clock jumped forward): only the
+    // next renewal can raise it, so fail now rather than wait on time.
+    if (start > this.source.ceilingMs) {
+      this.waitMs = Infinity;
+      this.waitReason = 'ceiling';
+      return -1;
+    }
+    s.t = t;
+    s.seq = 0;
+    this.setBase(s);
+    return 0;
+  }
+
+  private mustWait(now: number, unit: number, reason: WaitReason): number {
+    this.waitMs = Math.max(1, this.epochMs + unit * this.unitMs - now);
+    this.waitReason = reason;
+    return -1;
+  }
+
+  private tooLong(entityKey: string | undefined): Error {
+    switch (this.waitReason) {
+      case 'sequence':
+        return new SequenceExhaustedError(this.waitMs, entityKey ?? '');
+      case 'floor':
+        return new ClockBehindError(this.waitMs, 'the clock is at or behind the last timestamp recorded for this worker id (a restart after a clock rollback?)');
+      case 'ceiling':
+        return new NoWorkerLeaseError('the clock passed the time the lease has recorded; the next heartbeat extends it');
+      default:
+        return new ClockBehindError(this.waitMs, 'the clock moved back a second time into time already used with both time-back values');
+    }
+  }
+
+  /** Busy-waits (sync methods) until `s` can issue; the first wait decides whether that is allowed. */
+  private spin(s: SequenceState, entityKey: string | undefined): number {
+    if (this.waitMs > this.maxSpinMs) throw this.tooLong(entityKey);
+    // The deadline is on the injected monotonic clock, so a stuck clock cannot hang us forever.
+    const deadline = this.clock.monotonic() + this.maxSpinMs + 1;
+    for (;;) {
+      const seq = this.step(s);
+      if (seq >= 0) return seq;
+      if (this.waitMs > this.maxSpinMs || this.clock.monotonic() > deadline) throw this.tooLong(entityKey);
+    }
+  }
+
+  /** Sleeps (async methods) until the wait set by `step` is over, or fails when it is too long. */
+  private async wait(entityKey: string): Promise<void> {
+    if (this.waitMs > this.maxWaitMs) throw this.tooLong(entityKey);
+    await this.clock.sleep(this.waitMs);
+  }
+}

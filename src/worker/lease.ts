@@ -1,0 +1,228 @@
+import { networkInterfaces } from 'node:os';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Clock } from '../clock';
+import type { Logger } from '../logger';
+import { NoWorkerLeaseError } from '../snowflake/errors';
+import type { WorkerGrant, WorkerSource } from '../snowflake/worker-source';
+import type { LeaseSettings } from './settings';
+import type { WorkerRow, WorkerStore } from './worker-store';
+
+export interface WorkerLeaseOptions extends LeaseSettings {
+  store: WorkerStore;
+  clock: Clock;
+  log: Logger;
+  /** This deployment's worker ids (`IDPOOL_WORKER_MIN..MAX`). */
+  min: number;
+  max: number;
+  /** Take the row this `code` held last, when it is free (`IDPOOL_WORKER_PREFER_SAME_CODE`). */
+  preferSameCode: boolean;
+  /** `{ip}:{port}#{mac}` of this instance. */
+  code: string;
+}
+
+/** A lease as `GET /admin/workers` shows it. */
+export interface WorkerView {
+  workerId: number;
+  code: string;
+  leaseVersion: number;
+  heartbeatAt: string | null;
+  lastTimestamp: string | null;
+  live: boolean;
+  /** Held by the instance answering. */
+  self: boolean;
+}
+
+/** Thrown at start-up when the local clock and the database's disagree too much. */
+export class ClockSkewError extends Error {
+  constructor(readonly skewMs: number, maxMs: number) {
+    super(`the local clock is ${Math.round(skewMs)} ms ${skewMs > 0 ? 'behind' : 'ahead of'} the database's, more than IDPOOL_MAX_CLOCK_SKEW_MS=${maxMs}; fix time synchronisation (NTP) before starting`);
+    this.name = 'ClockSkewError';
+  }
+}
+
+interface Held extends WorkerGrant {
+  readonly version: number;
+}
+
+/** `{ip}:{port}#{mac}` of the first external IPv4 interface (loopback when there is none). */
+export function instanceCode(port: number): string {
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const a of addresses ?? []) {
+      if (a.family === 'IPv4' && !a.internal) return `${a.address}:${port}#${a.mac}`;
+    }
+  }
+  return `127.0.0.1:${port}#00:00:00:00:00:00`;
+}
+
+/**
+ * One worker id for this instance, leased from the `worker` table
+ * (DESIGN.md "WorkerLease", invariant 5).
+ *
+ * - Acquire: a conditional UPDATE that bumps `lease_version`, allowed only
+ *   when the row's heartbeat is older than the TTL by the database's clock.
+ * - Renew: every `heartbeatSeconds` (node-cron), only while the version is
+ *   still ours. Each acquire/renew first records a ceiling (`now + TTL`) in
+ *   `last_timestamp`, and ids are issued only up to it, so whatever happens
+ *   to this process, the next holder starts above every id it issued.
+ * - Fence: the lease is valid for `TTL − margin` after the last successful
+ *   renewal was sent, on the monotonic clock; past that {@link current}
+ *   throws and nothing is issued until a renewal or a new lease succeeds.
+ */
+export class WorkerLease implements WorkerSource {
+  private held: Held | undefined;
+  /** Monotonic ms until which `held` may be used. */
+  private validUntil = -Infinity;
+  private ceiling = -Infinity;
+  private problem = 'not started';
+  private task: ScheduledTask | undefined;
+  private stopped = false;
+  private lastUsed: () => number | undefined = () => undefined;
+
+  constructor(private readonly options: WorkerLeaseOptions) {}
+
+  /**
+   * Checks clock skew (throws {@link ClockSkewError}), creates missing rows
+   * and tries to acquire a worker id. Not finding a free one is not an
+   * error here: {@link status} says so and each heartbeat tries again.
+   */
+  async start(): Promise<void> {
+    const { store, clock, maxClockSkewMs, min, max } = this.options;
+    const before = clock.now();
+    const dbNow = await store.nowMs();
+    const after = clock.now();
+    const skew = dbNow - (before + after) / 2;
+    if (Math.abs(skew) > maxClockSkewMs + (after - before) / 2) throw new ClockSkewError(skew, maxClockSkewMs);
+    await store.ensureRows(min, max);
+    await this.acquire();
+  }
+
+  /** Tells the lease how to learn the last timestamp used, recorded when it is released. */
+  trackUsage(lastUsedMs: () => number | undefined): void {
+    this.lastUsed = lastUsedMs;
+  }
+
+  /** Renews on node-cron every `heartbeatSeconds`. */
+  startHeartbeat(): void {
+    if (this.task || this.stopped) return;
+    this.task = cron.schedule(`*/${this.options.heartbeatSeconds} * * * * *`, () => this.heartbeat(), { noOverlap: true, name: 'worker-lease-heartbeat' });
+  }
+
+  current(): WorkerGrant {
+    const held = this.held;
+    if (!held) throw new NoWorkerLeaseError(this.problem);
+    if (this.options.clock.monotonic() >= this.validUntil) {
+      throw new NoWorkerLeaseError(`the lease on worker id ${held.workerId} was not renewed within its TTL minus margin (${this.options.ttlMs - this.options.marginMs} ms); renewing`);
+    }
+    return held;
+  }
+
+  get ceilingMs(): number {
+    return this.ceiling;
+  }
+
+  /** Whether ids can be issued now, and if not, why (for `readyz`). */
+  status(): { ok: boolean; detail: string } {
+    try {
+      const grant = this.current();
+      return { ok: true, detail: `worker id ${grant.workerId}` };
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
+    }
+  }
+
+  /** The worker id held now, valid or not (for logs and tests). */
+  get workerId(): number | undefined {
+    return this.held?.workerId;
+  }
+
+  /** One heartbeat: renew the lease, or acquire one when there is none or it was taken over. */
+  async heartbeat(): Promise<void> {
+    if (this.stopped) return;
+    const { store, clock, log } = this.options;
+    try {
+      const held = this.held;
+      if (held) {
+        const sentAt = clock.monotonic();
+        const ceiling = clock.now() + this.options.ttlMs;
+        if (await store.renew(held.workerId, held.version, ceiling)) {
+          if (this.held === held) this.extend(sentAt, ceiling);
+          return;
+        }
+        // Another instance took the worker id after our lease lapsed.
+        log.warn({ workerId: held.workerId }, 'worker lease was taken over by another instance; acquiring a new one');
+        this.held = undefined;
+        this.validUntil = -Infinity;
+        this.ceiling = -Infinity;
+        this.problem = `lost worker id ${held.workerId} to another instance after the lease lapsed`;
+      }
+      await this.acquire();
+    } catch (err) {
+      log.warn({ err: String((err as Error)?.message ?? err) }, 'worker lease heartbeat failed');
+    }
+  }
+
+  /** Tries each expired row, best first; returns whether one was taken. */
+  async acquire(): Promise<boolean> {
+    const { store, clock, log, min, max, ttlMs, code, preferSameCode } = this.options;
+    const { rows, dbNowMs } = await store.rows(min, max);
+    const free = rows.filter((r) => r.heartbeatAt + ttlMs <= dbNowMs);
+    // Least recently used first: its recorded last timestamp is the oldest,
+    // so the new holder never waits for the clock to pass it.
+    free.sort((a, b) => Number(preferSameCode && b.code === code) - Number(preferSameCode && a.code === code) || a.lastTimestamp - b.lastTimestamp || a.workerId - b.workerId);
+    for (const row of free) {
+      if (this.stopped) return false;
+      const sentAt = clock.monotonic();
+      const ceiling = clock.now() + ttlMs;
+      if (await store.acquire(row, code, ttlMs, ceiling)) {
+        this.held = Object.freeze({ workerId: row.workerId, version: row.leaseVersion + 1, floorMs: row.lastTimestamp });
+        this.extend(sentAt, ceiling);
+        log.info({ workerId: row.workerId, code, lastTimestamp: row.lastTimestamp }, 'worker lease acquired');
+        return true;
+      }
+    }
+    this.problem = `every worker id in ${min}..${max} is leased by a live instance (${rows.length - free.length} live); widen IDPOOL_WORKER_MIN..IDPOOL_WORKER_MAX or stop an instance`;
+    log.error({ min, max }, this.problem);
+    return false;
+  }
+
+  private extend(sentAt: number, ceiling: number): void {
+    this.validUntil = sentAt + this.options.ttlMs - this.options.marginMs;
+    this.ceiling = Math.max(this.ceiling, ceiling);
+  }
+
+  /** Stops the heartbeat and frees the worker id, recording the last timestamp actually used. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.task?.destroy();
+    this.task = undefined;
+    const held = this.held;
+    this.held = undefined;
+    this.validUntil = -Infinity;
+    this.problem = 'stopped';
+    if (!held) return;
+    const used = this.lastUsed();
+    // Nothing above `used` was issued (the generator is stopped with the
+    // server), so the recorded value may come down to it; never below the floor.
+    const last = Math.max(held.floorMs, used ?? held.floorMs, 0);
+    try {
+      await this.options.store.release(held.workerId, held.version, last);
+    } catch (err) {
+      this.options.log.warn({ err: String((err as Error)?.message ?? err), workerId: held.workerId }, 'could not release the worker lease; it expires after its TTL');
+    }
+  }
+
+  /** Every row of the table, as `GET /admin/workers` shows it. */
+  async list(): Promise<WorkerView[]> {
+    const { rows, dbNowMs } = await this.options.store.rows(0, 2 ** 31 - 1);
+    const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
+    return rows.map((r: WorkerRow) => ({
+      workerId: r.workerId,
+      code: r.code,
+      leaseVersion: r.leaseVersion,
+      heartbeatAt: iso(r.heartbeatAt),
+      lastTimestamp: iso(r.lastTimestamp),
+      live: r.heartbeatAt + this.options.ttlMs > dbNowMs,
+      self: this.held !== undefined && this.held.workerId === r.workerId && this.held.version === r.leaseVersion,
+    }));
+  }
+}

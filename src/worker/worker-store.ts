@@ -1,0 +1,130 @@
+import type { Database } from '../db/database';
+
+/** One row of the `worker` table. Times are Unix ms (the database's clock for `heartbeatAt`). */
+export interface WorkerRow {
+  workerId: number;
+  code: string;
+  leaseVersion: number;
+  heartbeatAt: number;
+  lastTimestamp: number;
+  createTime: number;
+  updateTime: number;
+}
+
+/**
+ * What a {@link WorkerLease} needs from the database. Every lease decision
+ * is a conditional UPDATE judged by the database's clock, so instances with
+ * different clocks agree on who holds which worker id.
+ */
+export interface WorkerStore {
+  /** Creates the rows `min..max` that do not exist yet; concurrent callers never duplicate one. */
+  ensureRows(min: number, max: number): Promise<void>;
+  /** The database's clock, Unix ms. */
+  nowMs(): Promise<number>;
+  /** Rows `min..max`, with the database's clock at the time of reading. */
+  rows(min: number, max: number): Promise<{ rows: WorkerRow[]; dbNowMs: number }>;
+  /**
+   * Takes `row` if nobody changed it since it was read (`lease_version`) and
+   * its lease has expired by the database's clock: bumps the version, sets
+   * the code and heartbeat, and raises `last_timestamp` to at least `ceilingMs`.
+   */
+  acquire(row: WorkerRow, code: string, ttlMs: number, ceilingMs: number): Promise<boolean>;
+  /** Heartbeat: only while `version` is still the row's; raises `last_timestamp` to at least `ceilingMs`. */
+  renew(workerId: number, version: number, ceilingMs: number): Promise<boolean>;
+  /** Frees the row now and records the last timestamp actually used. */
+  release(workerId: number, version: number, lastTimestampMs: number): Promise<boolean>;
+}
+
+interface RawRow {
+  worker_id: number | string;
+  code: string;
+  lease_version: number | string;
+  heartbeat_at: number | string;
+  last_timestamp: number | string;
+  create_time: number | string;
+  update_time: number | string;
+}
+
+const toRow = (r: RawRow): WorkerRow => ({
+  workerId: Number(r.worker_id),
+  code: r.code,
+  leaseVersion: Number(r.lease_version),
+  heartbeatAt: Number(r.heartbeat_at),
+  lastTimestamp: Number(r.last_timestamp),
+  createTime: Number(r.create_time),
+  updateTime: Number(r.update_time),
+});
+
+/** Rows per INSERT when creating worker rows (at most 1024 exist). */
+const INSERT_BATCH = 256;
+
+/** The `worker` table on MySQL/MariaDB or SQLite. */
+export class SqlWorkerStore implements WorkerStore {
+  private readonly greatest: string;
+  private readonly insertIgnore: string;
+
+  constructor(private readonly db: Database) {
+    this.greatest = db.dialect === 'mysql' ? 'GREATEST' : 'MAX';
+    this.insertIgnore = db.dialect === 'mysql' ? 'INSERT IGNORE' : 'INSERT OR IGNORE';
+  }
+
+  async ensureRows(min: number, max: number): Promise<void> {
+    const existing = await this.db.query<{ n: number | string }>('SELECT COUNT(*) AS n FROM worker WHERE worker_id BETWEEN ? AND ?', [min, max]);
+    if (Number(existing[0]?.n ?? 0) === max - min + 1) return;
+    const now = await this.nowMs();
+    for (let from = min; from <= max; from += INSERT_BATCH) {
+      const ids: number[] = [];
+      for (let id = from; id <= Math.min(max, from + INSERT_BATCH - 1); id++) ids.push(id);
+      // The primary key makes concurrent first starts safe: a row another
+      // instance inserted first is skipped, never duplicated.
+      await this.db.execute(
+        `${this.insertIgnore} INTO worker (worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time) VALUES ${ids.map(() => "(?, '', 0, 0, 0, ?, ?)").join(', ')}`,
+        ids.flatMap((id) => [id, now, now]),
+      );
+    }
+  }
+
+  async nowMs(): Promise<number> {
+    const rows = await this.db.query<{ now_ms: number | string }>(`SELECT ${this.db.nowMs} AS now_ms`);
+    return Number(rows[0].now_ms);
+  }
+
+  async rows(min: number, max: number): Promise<{ rows: WorkerRow[]; dbNowMs: number }> {
+    const raw = await this.db.query<RawRow & { now_ms: number | string }>(
+      `SELECT worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time, ${this.db.nowMs} AS now_ms
+       FROM worker WHERE worker_id BETWEEN ? AND ? ORDER BY worker_id`,
+      [min, max],
+    );
+    const dbNowMs = raw.length ? Number(raw[0].now_ms) : await this.nowMs();
+    return { rows: raw.map(toRow), dbNowMs };
+  }
+
+  async acquire(row: WorkerRow, code: string, ttlMs: number, ceilingMs: number): Promise<boolean> {
+    const now = this.db.nowMs;
+    const result = await this.db.execute(
+      `UPDATE worker SET code = ?, lease_version = lease_version + 1, heartbeat_at = ${now},
+         last_timestamp = ${this.greatest}(last_timestamp, ?), update_time = ${now}
+       WHERE worker_id = ? AND lease_version = ? AND heartbeat_at + ? <= ${now}`,
+      [code, Math.floor(ceilingMs), row.workerId, row.leaseVersion, ttlMs],
+    );
+    return result.affectedRows === 1;
+  }
+
+  async renew(workerId: number, version: number, ceilingMs: number): Promise<boolean> {
+    const now = this.db.nowMs;
+    const result = await this.db.execute(
+      `UPDATE worker SET heartbeat_at = ${now}, last_timestamp = ${this.greatest}(last_timestamp, ?), update_time = ${now}
+       WHERE worker_id = ? AND lease_version = ?`,
+      [Math.floor(ceilingMs), workerId, version],
+    );
+    return result.affectedRows === 1;
+  }
+
+  async release(workerId: number, version: number, lastTimestampMs: number): Promise<boolean> {
+    const result = await this.db.execute(
+      `UPDATE worker SET heartbeat_at = 0, last_timestamp = ?, update_time = ${this.db.nowMs} WHERE worker_id = ? AND lease_version = ?`,
+      [Math.floor(lastTimestampMs), workerId, version],
+    );
+    return result.affectedRows === 1;
+  }
+}
