@@ -4,3 +4,5 @@ const { join } = require('node:path');
 
 const root = join(__dirname, '..');
 cpSync(join(root, 'src/pool/commands'), join(root, 'dist/src/pool/commands'), { recursive: true });
+// The dashboard page, script and style are read from disk beside the compiled router.
+cpSync(join(root, 'src/http/dashboard/assets'), join(root, 'dist/src/http/dashboard/assets'), { recursive: true });

@@ -1,10 +1,12 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AppConfig, KEY_PATTERN, describeApp, lowWatermark, registerSchema, secretMatches, updateSchema } from '../apps/app';
 import type { AppRegistry } from '../apps/registry';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
 import type { Logger } from '../logger';
 import { bearerToken, tokensEqual } from './auth';
+import { dashboardRouter } from './dashboard/router';
 import { errorHandler } from './errors';
+import { openApiDocument } from './openapi';
 import { type IdempotencyStore, answerOnce } from './idempotency';
 import { parseBody } from './validate';
 
@@ -19,6 +21,8 @@ export interface SnowflakeIssuer {
 export interface ReadinessReport {
   ready: boolean;
   checks: Record<string, string>;
+  /** Why not ready when it is not a failed check (shutting down). */
+  reason?: string;
 }
 
 export interface HttpDeps {
@@ -33,6 +37,12 @@ export interface HttpDeps {
   idempotency?: IdempotencyStore;
   readiness(): Promise<ReadinessReport>;
   metrics?(): Promise<{ contentType: string; body: string }>;
+  /** Runs first on every request: request log line, request id, duration histogram (src/ops). */
+  observe?: RequestHandler;
+  /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
+  draining?(): boolean;
+  /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
+  ops?: { overview(): Promise<unknown> };
   log: Logger;
 }
 
@@ -71,6 +81,14 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (deps.observe) app.use(deps.observe);
+  const draining = deps.draining;
+  if (draining) {
+    app.use((_req, res, next) => {
+      if (draining()) res.setHeader('Connection', 'close');
+      next();
+    });
+  }
   app.use(express.json({ limit: BODY_LIMIT, strict: false }));
 
   const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
@@ -154,6 +172,13 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.json({ workers: deps.workers ? await deps.workers.list() : [] });
   });
 
+  admin.get('/ops', async (_req, res) => {
+    if (!deps.ops) throw new NotFoundError('the ops overview is not enabled');
+    res.json(await deps.ops.overview());
+  });
+
+  // The dashboard page holds no data and is served without a token (see dashboard/router.ts).
+  app.use('/admin/ui', dashboardRouter());
   app.use('/admin', admin);
 
   app.get('/healthz', (_req, res) => {
@@ -163,7 +188,9 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.get('/readyz', async (_req, res) => {
     const report = await deps.readiness();
     if (!report.ready) res.setHeader('Retry-After', '1');
-    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not_ready', checks: report.checks });
+    const failed = Object.entries(report.checks).filter(([, v]) => v !== 'ok');
+    const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
+    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks: report.checks });
   });
 
   app.get('/metrics', async (_req, res) => {
@@ -171,6 +198,11 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     const { contentType, body } = await deps.metrics();
     res.setHeader('Content-Type', contentType);
     res.send(body);
+  });
+
+  const openapi = openApiDocument();
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
   });
 
   app.use((req, _res) => {

@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import express, { type Router } from 'express';
+import { NotFoundError } from '../../errors';
+
+const ASSETS: Record<string, string> = {
+  'dashboard.js': 'text/javascript; charset=utf-8',
+  'dashboard.css': 'text/css; charset=utf-8',
+};
+
+// Scripts and styles only from this origin, no inline code, data only from
+// this origin: an entity name can never become markup or script.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/**
+ * The dashboard at `/admin/ui`: a static page and its script. They hold no
+ * data, so they are served without a token; the page asks for the admin
+ * token and reads `GET /admin/ops` with it as a bearer header (a browser
+ * cannot send one on navigation, and a cookie would expose the admin API to
+ * cross-site requests).
+ */
+export function dashboardRouter(): Router {
+  const dir = join(__dirname, 'assets');
+  const files = new Map<string, string>();
+  for (const name of ['index.html', ...Object.keys(ASSETS)]) files.set(name, readFileSync(join(dir, name), 'utf8'));
+  const router = express.Router({ strict: false });
+  const security = (res: express.Response) => {
+    res.setHeader('Content-Security-Policy', CSP);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('Cache-Control', 'no-store');
+  };
+  router.get('/', (_req, res) => {
+    security(res);
+    res.type('html').send(files.get('index.html'));
+  });
+  router.get('/:asset', (req, res) => {
+    const asset = req.params.asset as string;
+    const type = ASSETS[asset];
+    if (!type) throw new NotFoundError(`no dashboard asset ${asset}`);
+    security(res);
+    res.setHeader('Content-Type', type);
+    res.send(files.get(asset));
+  });
+  return router;
+}
