@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { createConnection } from 'mysql2/promise';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { migrations } from '../../migrations';
 
@@ -65,6 +66,7 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
   if (opts.type === 'better-sqlite3' && opts.database !== ':memory:') {
     mkdirSync(dirname(resolve(opts.database)), { recursive: true });
   }
+  if (opts.type === 'mysql') await createSchemaIfMissing(url);
   const dataSource = new DataSource(opts);
   await dataSource.initialize();
   const dialect: Dialect = opts.type === 'mysql' ? 'mysql' : 'sqlite';
@@ -77,8 +79,46 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await dataSource.query('PRAGMA synchronous = FULL');
   }
-  if (options.migrate !== false) await dataSource.runMigrations({ transaction: 'each' });
+  if (options.migrate !== false) await migrate(dataSource, dialect);
   return wrap(dataSource, dialect, describe(url));
+}
+
+/** A fresh MySQL server has no idpool schema yet: create it, as migrations then create the tables. */
+async function createSchemaIfMissing(url: string): Promise<void> {
+  const u = new URL(url.replace(/^mariadb:/, 'mysql:'));
+  const schema = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!schema) return;
+  u.pathname = '/';
+  const connection = await createConnection({ uri: u.toString(), connectTimeout: 5000 });
+  try {
+    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${schema.replace(/`/g, '``')}\``);
+  } finally {
+    await connection.end();
+  }
+}
+
+/**
+ * Runs pending migrations. Several instances starting at once on a fresh
+ * MySQL schema would race to create the same tables, so they take turns
+ * under a named lock held by one dedicated connection.
+ */
+async function migrate(dataSource: DataSource, dialect: Dialect): Promise<void> {
+  if (dialect !== 'mysql') {
+    await dataSource.runMigrations({ transaction: 'each' });
+    return;
+  }
+  const runner = dataSource.createQueryRunner();
+  try {
+    const [{ locked }] = await runner.query("SELECT GET_LOCK('idpool_migrations', 60) AS locked");
+    if (Number(locked) !== 1) throw new Error('could not take the migration lock within 60 s');
+    try {
+      await dataSource.runMigrations({ transaction: 'each' });
+    } finally {
+      await runner.query("SELECT RELEASE_LOCK('idpool_migrations')");
+    }
+  } finally {
+    await runner.release();
+  }
 }
 
 function wrap(dataSource: DataSource, dialect: Dialect, description: string): Database {
