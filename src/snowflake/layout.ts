@@ -39,6 +39,8 @@ const FIXED_BITS = 2;
 const TOTAL_BITS = 64;
 const MAX_ID = (1n << 63n) - 1n;
 const NUMBER_LIMIT = 2n ** 53n;
+/** ECMAScript's largest Date (year 275760). */
+const MAX_DATE_MS = 8.64e15;
 
 /** The environment variable behind each setting, for error messages. */
 export const SETTING_VARIABLES: Readonly<Record<keyof SnowflakeSettings, string>> = {
@@ -81,7 +83,7 @@ export class SnowflakeLayout {
   readonly settings: Readonly<SnowflakeSettings>;
   readonly unitMs: number;
   readonly sequenceBits: number;
-  /** Largest value of each field. */
+  /** Largest value of each field (the timestamp capped at 2^53 - 1). */
   readonly maxTimestamp: number;
   readonly maxWorker: number;
   readonly maxSequence: number;
@@ -102,7 +104,9 @@ export class SnowflakeLayout {
     this.timeBackShift = reservedBits + this.sequenceBits;
     this.workerShift = this.timeBackShift + 1;
     this.timestampShift = this.workerShift + workerBits;
-    this.maxTimestamp = 2 ** timestampBits - 1;
+    // Above 53 bits the field's top is millions of years away: cap at the
+    // largest exact number so comparisons stay exact.
+    this.maxTimestamp = Math.min(2 ** timestampBits - 1, Number.MAX_SAFE_INTEGER);
     this.maxWorker = 2 ** workerBits - 1;
     this.maxSequence = 2 ** this.sequenceBits - 1;
     this.numberTimestampLimit = 2 ** (53 - this.timestampShift);
@@ -214,7 +218,9 @@ export class SnowflakeLayout {
 
   /** When `id` was made (the start of its time unit). */
   toTime(id: bigint | number | string): Date {
-    return new Date(this.unitStartMs(this.decompose(id).timestamp));
+    const ms = this.unitStartMs(this.decompose(id).timestamp);
+    if (ms > MAX_DATE_MS) throw new RangeError(`id ${id} decodes to ${ms} ms since 1970, beyond what a Date can hold (the far end of a wide layout)`);
+    return new Date(ms);
   }
 
   /** Whether every id with timestamp below `t` is below 2^53. */

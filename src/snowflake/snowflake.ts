@@ -293,7 +293,8 @@ export class Snowflake {
   }
 
   private mustWait(now: number, unit: number, reason: WaitReason): number {
-    this.waitMs = Math.max(1, this.epochMs + unit * this.unitMs - now);
+    // Positive: `unit` is always after the current one.
+    this.waitMs = this.epochMs + unit * this.unitMs - now;
     this.waitReason = reason;
     return -1;
   }
