@@ -1,0 +1,190 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppStore } from '../../src/apps/app-store';
+import { AppRegistry } from '../../src/apps/registry';
+import { systemClock } from '../../src/clock';
+import { type Database, openDatabase } from '../../src/db/database';
+import { createIdGenerator } from '../../src/library';
+import { register, takeIds } from '../helpers/http';
+import { startInstance } from '../helpers/processes';
+import { createTestSchema, servicesAvailable } from '../helpers/services';
+
+const WORKER = join(__dirname, 'fixtures', 'library-worker.ts');
+
+interface Worker {
+  proc: ChildProcess;
+  /** Ids printed so far (each line is one batch, complete lines only). */
+  ids: number[];
+  ready: Promise<void>;
+  exited: Promise<number | null>;
+  go(): void;
+  output(): string;
+}
+
+function startWorker(databaseUrl: string, entityKey: string, count: number, maxStep = 5000): Worker {
+  const proc = spawn(process.execPath, ['--import', 'tsx', WORKER, databaseUrl, entityKey, String(count), String(maxStep)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const ids: number[] = [];
+  let out = '';
+  let pending = '';
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  proc.stdout!.on('data', (chunk: Buffer) => {
+    pending += chunk.toString();
+    let nl: number;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      if (line === 'ready') markReady();
+      else if (line.startsWith('ids ')) for (const id of line.slice(4).split(',')) ids.push(Number(id));
+      else out += `${line}\n`;
+    }
+  });
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, ids, ready: Promise.race([ready, exited.then(() => Promise.reject(new Error(`worker exited before ready:\n${out}`)))]), exited, go: () => proc.stdin!.write('go\n'), output: () => out };
+}
+
+/** Runs `processes` workers on one entity at once (released together) and returns each one's ids. */
+async function drawFromProcesses(databaseUrl: string, entityKey: string, processes: number, count: number, maxStep?: number): Promise<number[][]> {
+  const workers = Array.from({ length: processes }, () => startWorker(databaseUrl, entityKey, count, maxStep));
+  await Promise.all(workers.map((w) => w.ready));
+  for (const w of workers) w.go();
+  const codes = await Promise.all(workers.map((w) => w.exited));
+  codes.forEach((code, i) => expect(code, workers[i].output()).toBe(0));
+  return workers.map((w) => w.ids);
+}
+
+function expectStrictlyIncreasing(ids: number[]) {
+  for (let i = 1; i < ids.length; i++) if (!(ids[i] > ids[i - 1])) throw new Error(`not increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
+}
+
+/** Every id once, and the processes really drew side by side (their ranges overlap). */
+function expectDisjointAndInterleaved(perProcess: number[][], count: number) {
+  for (const ids of perProcess) {
+    expect(ids).toHaveLength(count);
+    expectStrictlyIncreasing(ids);
+  }
+  const all = perProcess.flat();
+  expect(new Set(all).size).toBe(all.length);
+  const spans = perProcess.map((ids) => [ids[0], ids[ids.length - 1]]);
+  for (let i = 1; i < spans.length; i++) {
+    expect(spans[i][0] < spans[0][1] && spans[0][0] < spans[i][1], `process ${i} ran beside process 0`).toBe(true);
+  }
+}
+
+async function registerEntity(db: Database, key: string, extra: Record<string, unknown> = {}) {
+  await new AppRegistry(new AppStore(db), systemClock).register({ key, mode: 'monotonic', ...extra } as never);
+}
+
+describe('library: several processes on one entity', () => {
+  let mysql = false;
+  beforeAll(async () => {
+    mysql = await servicesAvailable({ mysql: true });
+  });
+
+  it('MariaDB: 4 processes draw disjoint ids, each in increasing order', async (ctx) => {
+    if (!mysql) return ctx.skip();
+    const schema = await createTestSchema();
+    try {
+      const db = await openDatabase(schema.url);
+      await registerEntity(db, 'orders', { step: 100 });
+      await db.close();
+      // 4 × 20 000 ids in segments of 100..1600: well over a hundred reservations racing.
+      const perProcess = await drawFromProcesses(schema.url, 'orders', 4, 20_000, 1600);
+      expectDisjointAndInterleaved(perProcess, 20_000);
+    } finally {
+      await schema.drop();
+    }
+  });
+
+  describe('SQLite', () => {
+    let dir: string;
+    beforeAll(() => {
+      dir = mkdtempSync(join(tmpdir(), 'idpool-lib-'));
+    });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('2 processes on one file draw disjoint ids, each in increasing order', async () => {
+      const url = `sqlite:${join(dir, 'two.db')}`;
+      const db = await openDatabase(url);
+      await registerEntity(db, 'orders', { step: 100 });
+      await db.close();
+      const perProcess = await drawFromProcesses(url, 'orders', 2, 30_000, 1600);
+      expectDisjointAndInterleaved(perProcess, 30_000);
+    });
+
+    it('a process killed with -9 and started again repeats no id', async () => {
+      const url = `sqlite:${join(dir, 'kill.db')}`;
+      const db = await openDatabase(url);
+      await registerEntity(db, 'orders', { step: 50 });
+      await db.close();
+      const seen: number[] = [];
+      for (let run = 0; run < 3; run++) {
+        const w = startWorker(url, 'orders', 1_000_000, 800);
+        await w.ready;
+        w.go();
+        // Kill mid-way, at a different point each run.
+        const target = 2000 + run * 3000;
+        const deadline = Date.now() + 30_000;
+        while (w.ids.length < target && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        w.proc.kill('SIGKILL');
+        await w.exited;
+        expect(w.ids.length, w.output()).toBeGreaterThanOrEqual(target);
+        expectStrictlyIncreasing(w.ids);
+        seen.push(...w.ids);
+      }
+      expect(new Set(seen).size).toBe(seen.length);
+    });
+  });
+});
+
+describe('library and the Redis service share an entity', () => {
+  let available = false;
+  beforeAll(async () => {
+    available = await servicesAvailable({ mysql: true, redis: true });
+  });
+
+  it('ids drawn by the library and through HTTP never collide', async (ctx) => {
+    if (!available) return ctx.skip();
+    const schema = await createTestSchema();
+    const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
+    const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: 'redis://127.0.0.1:6379/15', IDPOOL_REFILL_INTERVAL_MS: '20' });
+    const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
+    try {
+      // Small pool and step: the service reserves again and again while the library does too.
+      const secret = await register(instance.url, { key, mode: 'monotonic', step: 20, maxPoolSize: 100, minSizePercent: 50, maxSizePerTimes: 20, maxSizePerSecond: 0 });
+      const fromHttp: bigint[] = [];
+      const fromLibrary: bigint[] = [];
+      const httpSide = (async () => {
+        while (fromHttp.length < 3000) {
+          const res = await takeIds(instance.url, key, secret, 20);
+          if (res.status === 503) continue;
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+          for (const id of res.body.ids) fromHttp.push(BigInt(id));
+        }
+      })();
+      const librarySide = (async () => {
+        while (fromLibrary.length < 3000) {
+          fromLibrary.push(...(await gen.take(key, 7)));
+          fromLibrary.push(await gen.nextAsync(key));
+          await new Promise((r) => setTimeout(r, 0));
+        }
+      })();
+      await Promise.all([httpSide, librarySide]);
+      const all = [...fromHttp, ...fromLibrary].map(String);
+      expect(new Set(all).size).toBe(all.length);
+      for (let i = 1; i < fromLibrary.length; i++) expect(fromLibrary[i] > fromLibrary[i - 1]).toBe(true);
+      // Both sides reserved while the other did: their ranges overlap.
+      const lo = (ids: bigint[]) => ids.reduce((a, b) => (b < a ? b : a));
+      const hi = (ids: bigint[]) => ids.reduce((a, b) => (b > a ? b : a));
+      expect(lo(fromHttp) < hi(fromLibrary) && lo(fromLibrary) < hi(fromHttp)).toBe(true);
+    } finally {
+      await gen.close();
+      await instance.stop();
+      await schema.drop();
+    }
+  });
+});
