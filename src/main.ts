@@ -1,13 +1,16 @@
 import 'dotenv/config';
 import pino from 'pino';
 import { ConfigError, loadConfig } from './config/config';
+import { type OpsConfig, loadOpsConfig } from './ops';
 import { createService } from './service';
 
 /** `npm start`: reads the environment, starts the service, stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   let config;
+  let ops: OpsConfig;
   try {
     config = loadConfig();
+    ops = loadOpsConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
@@ -15,10 +18,25 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = pino({ level: process.env.IDPOOL_LOG_LEVEL || 'info', base: { service: 'idpool' } });
+  // Asynchronous writes: a request's log line never waits on the pipe.
+  // Flushed before every exit below. Tokens and secrets are never passed to
+  // the logger; the redaction is a second line of defence.
+  const destination = pino.destination({ dest: 1, sync: false });
+  const log = pino(
+    {
+      level: process.env.IDPOOL_LOG_LEVEL || 'info',
+      base: { service: 'idpool' },
+      redact: { paths: ['authorization', 'secret', 'token', 'adminToken', '*.authorization', '*.secret', '*.token'], censor: '[redacted]' },
+    },
+    destination,
+  );
+  const exit = (code: number) => {
+    destination.flushSync();
+    process.exit(code);
+  };
   let service;
   try {
-    service = await createService(config, { log });
+    service = await createService(config, { log, ops });
   } catch (err) {
     process.stderr.write(`idpool: cannot start: ${(err as Error).message}\n`);
     process.exit(1);
@@ -36,15 +54,18 @@ async function main(): Promise<void> {
     // Bounded: a stuck dependency must not keep the process alive forever.
     const force = setTimeout(() => {
       log.error({}, 'shutdown took longer than 10 s; exiting');
-      process.exit(1);
+      exit(1);
     }, 10_000);
     force.unref();
     service
       .stop()
-      .then(() => process.exit(0))
+      .then(() => {
+        log.info({ signal }, 'stopped');
+        exit(0);
+      })
       .catch((err) => {
         log.error({ err: String(err) }, 'error while stopping');
-        process.exit(1);
+        exit(1);
       });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));

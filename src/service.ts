@@ -20,8 +20,17 @@ import { RedisPoolStore, RedisRefillLock, loadConsumerFunctions } from './pool/r
 import { Refiller } from './pool/refiller';
 import { type Segment, SqlSegmentAllocator } from './segment/allocator';
 import { ClusterMap } from './segment/cluster';
+import { type Ops, type OpsConfig, OPS_DEFAULTS, createOps, requestObserver } from './ops';
+import { sqlOffsets } from './ops/sampler';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake/runtime';
 import type { SnowflakeRuntimeSettings } from './worker/settings';
+
+/**
+ * In-flight requests get this long to finish on stop. An id request takes
+ * milliseconds (250 ms at most waiting for a refill); 8 s stays inside
+ * main.ts's 10 s bound with room to close Redis and the database.
+ */
+const SHUTDOWN_GRACE_MS = 8000;
 
 export interface ServiceOptions {
   clock?: Clock;
@@ -34,6 +43,10 @@ export interface ServiceOptions {
   lockTtlMs?: number;
   /** Worker lease and snowflake wait settings, over those read from the environment. */
   snowflake?: Partial<SnowflakeRuntimeSettings>;
+  /** Metrics, forecasts, alarms and request logs (`loadOpsConfig()` in main); defaults in OPS_DEFAULTS. */
+  ops?: Partial<OpsConfig>;
+  /** How long `stop()` lets in-flight requests finish before closing their connections. */
+  shutdownGraceMs?: number;
 }
 
 export interface Service {
@@ -46,6 +59,8 @@ export interface Service {
   readonly dispatcher: Dispatcher;
   /** Snowflake generator and worker lease. */
   readonly snowflake: SnowflakeRuntime;
+  /** Metrics, forecasts and alarms. */
+  readonly ops: Ops;
   /** Starts refilling and listens on `port` (0 = any); resolves to the port. */
   listen(port: number): Promise<number>;
   /** Stops accepting, finishes in-flight requests, stops refilling, closes connections. */
@@ -102,6 +117,37 @@ export async function createService(config: Config, options: ServiceOptions = {}
     },
     onRetired: (key: string) => store.discard(key),
   });
+  // Ops reads the snowflake side lazily: it is built after the pool side.
+  let snowflakeRuntime: SnowflakeRuntime | undefined;
+  let stopping = false;
+  const opsConfig: OpsConfig = { ...OPS_DEFAULTS, ...options.ops };
+  const ops = createOps({
+    config: opsConfig,
+    clock,
+    log,
+    apps: registry,
+    pools: store,
+    offsets: sqlOffsets(db),
+    cluster: { toId: (n) => cluster.toId(n), count: config.clusterCount },
+    snowflake: () => {
+      const layout = snowflakeRuntime?.generator.layout;
+      return layout && { timeExhaustedAt: layout.endMs, jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined };
+    },
+    lease:
+      config.workerId === undefined
+        ? {
+            status: () => {
+              const lease = snowflakeRuntime?.lease;
+              return { workerId: lease?.workerId, held: lease?.status().ok ?? false, expiresAt: lease?.ceilingMs };
+            },
+            usage: async () => {
+              const rows = snowflakeRuntime ? await snowflakeRuntime.workers.list() : [];
+              return { inUse: rows.filter((r) => r.live).length, total: config.workerMax - config.workerMin + 1 };
+            },
+          }
+        : undefined,
+    workers: { list: async () => (snowflakeRuntime ? snowflakeRuntime.workers.list() : []) },
+  });
   refiller = new Refiller({
     apps: registry,
     allocator,
@@ -113,11 +159,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
     intervalMs: config.refillIntervalMs,
     beforePush: options.beforePush,
     lockTtlMs: options.lockTtlMs,
+    events: ops.refillEvents,
   });
-  const dispatcher = new Dispatcher({ store, refiller, clock, log: log.child({ component: 'dispatcher' }) });
+  const dispatcher = new Dispatcher({ store, refiller, clock, log: log.child({ component: 'dispatcher' }), events: ops.dispatchEvents });
   await registry.load();
 
-  let snowflakeRuntime: SnowflakeRuntime;
   try {
     snowflakeRuntime = await createSnowflakeRuntime({ config, db, clock, log: log.child({ component: 'snowflake' }), settings: options.snowflake });
   } catch (err) {
@@ -127,9 +173,12 @@ export async function createService(config: Config, options: ServiceOptions = {}
   }
   snowflakeRuntime.start();
   const snowflake: SnowflakeIssuer = snowflakeRuntime.issuer;
+  const runtime = snowflakeRuntime;
 
   const readiness = async (): Promise<ReadinessReport> => {
     const checks: Record<string, string> = {};
+    // Load balancers stop sending here first; the listener closes right after.
+    if (stopping) return { ready: false, checks, reason: 'shutting down' };
     const probe = async (name: string, fn: () => Promise<unknown>) => {
       try {
         await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
@@ -139,7 +188,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       }
     };
     await Promise.all([probe('database', () => db.query('SELECT 1')), probe(store.kind === 'redis' ? 'redis' : 'pool', () => store.ping())]);
-    checks.lease = snowflakeRuntime.leaseCheck();
+    checks.lease = runtime.leaseCheck();
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
   };
 
@@ -150,8 +199,12 @@ export async function createService(config: Config, options: ServiceOptions = {}
     offsets: appStore,
     adminToken: config.adminToken,
     snowflake,
-    workers: snowflakeRuntime.workers,
+    workers: runtime.workers,
     readiness,
+    metrics: () => ops.metrics.render(),
+    observe: requestObserver({ log: log.child({ component: 'http' }), logRequests: opsConfig.requestLog, duration: ops.metrics.httpDuration }),
+    draining: () => stopping,
+    ops,
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
     log: log.child({ component: 'http' }),
   });
@@ -169,9 +222,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
     registry,
     refiller,
     dispatcher,
-    snowflake: snowflakeRuntime,
+    snowflake: runtime,
+    ops,
     async listen(port) {
       refiller!.start();
+      ops.start();
       // Entity changes made through other instances: picked up within a second.
       refresh = cron.schedule('* * * * * *', refreshRegistry, { noOverlap: true });
       server = await new Promise<Server>((resolve, reject) => {
@@ -181,14 +236,22 @@ export async function createService(config: Config, options: ServiceOptions = {}
       return (server.address() as AddressInfo).port;
     },
     async stop() {
+      stopping = true;
       if (server) {
-        const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
-        server.closeIdleConnections();
+        // Stop accepting; idle keep-alive connections close now, busy ones
+        // after their response (it carries `Connection: close`). A request
+        // still running after the grace period loses its connection.
+        const s = server;
+        const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+        s.closeIdleConnections();
+        const grace = setTimeout(() => s.closeAllConnections(), options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
         await closed;
+        clearTimeout(grace);
       }
       await refresh?.destroy();
       await refiller!.stop();
-      await snowflakeRuntime.stop();
+      await ops.stop();
+      await runtime.stop();
       if (redis) await redis.quit().catch(() => redis!.disconnect());
       await db.close();
     },

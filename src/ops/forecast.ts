@@ -18,6 +18,8 @@ export interface PoolSample {
   readonly size: number;
   /** `current_offset`: every number below it has been reserved. */
   readonly offset: bigint;
+  /** Ids this instance has handed out so far (a counter; exact, but only ours). */
+  readonly served?: number;
 }
 
 export interface Rates {
@@ -30,10 +32,11 @@ export interface Rates {
 /**
  * Rates between the oldest sample within `windowMs` of the newest and the
  * newest. Taken = reserved − growth of the pool: this counts every consumer
- * of a shared Redis pool, not just this instance's requests. A refill caught
- * between its reservation and its push skews one window end; the next
- * sample corrects it, so the estimate is clamped at 0 rather than trusted
- * below it.
+ * of a shared Redis pool (other instances, direct LPOP), not just this
+ * instance's requests. A refill caught between its reservation and its push
+ * skews a window end by up to one refill, either way; so the take rate is
+ * never reported below what this instance alone served in the window (an
+ * exact count), and never below 0.
  */
 export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates {
   if (samples.length < 2) return { takePerSecond: 0, reservePerSecond: 0 };
@@ -47,7 +50,8 @@ export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates
   if (seconds <= 0) return { takePerSecond: 0, reservePerSecond: 0 };
   const reserved = Number(last.offset - first.offset);
   const taken = reserved - (last.size - first.size);
-  return { takePerSecond: Math.max(0, taken / seconds), reservePerSecond: Math.max(0, reserved / seconds) };
+  const servedHere = (last.served ?? 0) - (first.served ?? 0);
+  return { takePerSecond: Math.max(0, taken, servedHere) / seconds, reservePerSecond: Math.max(0, reserved / seconds) };
 }
 
 /** Seconds until `size` ids are gone at `perSecond`, ignoring refills; +Inf when nothing is taken. */

@@ -43,7 +43,7 @@ export interface OpsDeps {
   pools: SamplerOptions['pools'];
   offsets: SamplerOptions['offsets'];
   cluster: SamplerOptions['cluster'];
-  snowflake?: SnowflakeForecast;
+  snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
   workers?: { list(): Promise<unknown[]> };
   /** Process metrics (CPU, heap, event loop); off in tests that build many services. */
@@ -75,8 +75,10 @@ export function createOps(deps: OpsDeps): Ops {
     instance: `${hostname()}:${process.pid}`,
     onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
   });
+  const served = new Map<string, number>();
   const sampler = new OpsSampler({
     apps: deps.apps,
+    served: (key) => served.get(key) ?? 0,
     pools: deps.pools,
     offsets: deps.offsets,
     cluster: deps.cluster,
@@ -136,7 +138,10 @@ export function createOps(deps: OpsDeps): Ops {
   };
 
   const dispatchEvents: DispatchObserver = {
-    served: (entity, count) => metrics.idsServed.inc({ entity }, count),
+    served(entity, count) {
+      metrics.idsServed.inc({ entity }, count);
+      served.set(entity, (served.get(entity) ?? 0) + count);
+    },
     rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
     exhausted(entity, count) {
       metrics.exhausted.inc({ entity });
@@ -157,7 +162,7 @@ export function createOps(deps: OpsDeps): Ops {
     refillEvents,
     dispatchEvents,
     async overview() {
-      const sf = deps.snowflake;
+      const sf = deps.snowflake?.();
       return {
         at: new Date(clock.now()).toISOString(),
         entities: sampler.overview(),

@@ -23,12 +23,15 @@ export interface SamplerOptions {
   apps: { list(): AppConfig[] };
   pools: { sizes(keys: readonly string[]): Promise<number[]> };
   offsets: { currentOffsets(): Promise<Map<string, bigint>> };
+  /** Ids this instance has served per entity so far. */
+  served?: (entityKey: string) => number;
   cluster: { toId(n: bigint): bigint; readonly count: number };
   metrics: OpsMetrics;
   alarms: Alarms;
   clock: Clock;
   log: Logger;
-  snowflake?: SnowflakeForecast;
+  /** Read when first needed: the snowflake layout is built after the pool side. */
+  snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
   /** Sampling period (IDPOOL_OPS_SAMPLE_MS). */
   sampleMs: number;
@@ -69,6 +72,7 @@ export interface EntityOverview {
 
 /** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
 const CONFIRM_SAMPLES = 2;
+const USAGE_EVERY_MS = 10_000;
 
 /**
  * Every `sampleMs`: reads all pool sizes (one Redis round trip) and all
@@ -86,12 +90,9 @@ export class OpsSampler {
   private stopped = true;
   private lastErrorAt = 0;
 
-  constructor(private readonly o: SamplerOptions) {
-    if (o.snowflake) {
-      o.metrics.snowflakeTimeExhausted.set(o.snowflake.timeExhaustedAt / 1000);
-      o.metrics.snowflakeJsSafe.set(o.snowflake.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : o.snowflake.jsSafeLimitAt / 1000);
-    }
-  }
+  private lastUsageAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly o: SamplerOptions) {}
 
   start(): void {
     if (!this.stopped) return;
@@ -140,7 +141,7 @@ export class OpsSampler {
       seen.add(app.key);
       let ring = this.samples.get(app.key);
       if (!ring) this.samples.set(app.key, (ring = new Ring(capacity)));
-      ring.push({ at, size: sizes[i], offset });
+      ring.push({ at, size: sizes[i], offset, served: this.o.served?.(app.key) });
       const history = ring.toArray();
       const f = forecastEntity(history, this.o.rateWindowMs, app.startOffset, (n) => cluster.toId(n), cluster.count);
       if (!f) return;
@@ -220,7 +221,9 @@ export class OpsSampler {
       message: 'this instance holds no usable worker lease: it issues no snowflake ids',
       details: { workerId: status.workerId ?? null },
     }, 1);
-    if (lease.usage) {
+    // Usage reads every worker row: every 10 s is plenty for a range that fills over hours.
+    if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
+      this.lastUsageAt = now;
       const { inUse, total } = await lease.usage();
       metrics.workersInUse.set(inUse);
       metrics.workersAvailable.set(total);
@@ -234,8 +237,10 @@ export class OpsSampler {
   }
 
   private checkSnowflake(): void {
-    const sf = this.o.snowflake;
+    const sf = this.o.snowflake?.();
     if (!sf) return;
+    this.o.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
+    this.o.metrics.snowflakeJsSafe.set(sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000);
     const now = this.o.clock.now();
     const horizonMs = this.o.horizonSeconds * 1000;
     this.condition(sf.timeExhaustedAt - now <= horizonMs, {

@@ -19,6 +19,12 @@ describe('ratesOf', () => {
     expect(ratesOf(samples, 10_000).reservePerSecond).toBe(0);
   });
 
+  it('never reports less than this instance alone served (a refill mid-push hides takes from the estimate)', () => {
+    // First sample caught a 20000-number refill half pushed; 500 were taken since.
+    const samples = [{ at: 0, size: 10_000, offset: 20_000n, served: 0 }, { at: 1000, size: 19_500, offset: 20_000n, served: 500 }];
+    expect(ratesOf(samples, 60_000).takePerSecond).toBe(500);
+  });
+
   it('falls back to the last two samples when the window holds only one', () => {
     expect(ratesOf([sample(0, 100, 0n), sample(100_000, 0, 0n)], 1000).takePerSecond).toBe(1);
   });
