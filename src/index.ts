@@ -16,3 +16,9 @@ export {
   UnavailableError,
 } from './errors';
 export { entityKeys, type EntityKeys } from './pool/keys';
+export { Snowflake, type SnowflakeOptions, type SnowflakeLeaseOptions } from './snowflake/snowflake';
+export { SnowflakeLayout, type SnowflakeParts, type SnowflakeSettings, type TimeUnit, TIMESTAMP_BITS, UNIT_MS } from './snowflake/layout';
+export { encodeId, decodeId, type IdEncoding } from './snowflake/encoding';
+export { ClockBehindError, SequenceExhaustedError, LayoutExhaustedError, NoWorkerLeaseError } from './snowflake/errors';
+export { type WorkerGrant, type WorkerSource, fixedWorker } from './snowflake/worker-source';
+export { ClockSkewError } from './worker/lease';

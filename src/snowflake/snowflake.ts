@@ -1,5 +1,7 @@
 import { type Clock, systemClock } from '../clock';
-import { ConfigError, type SnowflakeSettings } from '../config/config';
+import { ConfigError, type SnowflakeSettings, loadConfig } from '../config/config';
+import { type Logger, silentLogger } from '../logger';
+import type { LeaseSettings } from '../worker/settings';
 import { encodeId, type IdEncoding } from './encoding';
 import { ClockBehindError, LayoutExhaustedError, NoWorkerLeaseError, SequenceExhaustedError } from './errors';
 import { SnowflakeLayout, type SnowflakeParts } from './layout';
@@ -23,6 +25,24 @@ export interface SnowflakeOptions {
   maxSpinMs?: number;
 }
 
+/** Options of {@link Snowflake.withLease}: where the `worker` table is, and how to lease from it. */
+export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker'> {
+  /** `mysql://user:pass@host:3306/db` or `sqlite:PATH` (the table is created by migration). */
+  databaseUrl: string;
+  /** Worker ids this deployment may lease; default 1..2^workerBits − 1. */
+  workerMin?: number;
+  workerMax?: number;
+  /** Take the row last held by the same `code` when it is free. */
+  preferSameCode?: boolean;
+  /** This instance's `{ip}:{port}#{mac}`; default from the first external interface, port 0. */
+  code?: string;
+  /** TTL, margin, heartbeat and skew; defaults as the service's. */
+  lease?: Partial<LeaseSettings>;
+  log?: Logger;
+}
+
+// 10 ms of busy-waiting covers an exhausted ms sequence and small NTP slews
+// without freezing the event loop noticeably; longer waits belong to the async API.
 const DEFAULTS = { maxWaitMs: 1000, maxSpinMs: 10 } as const;
 /** Key of the sequence used when no entity key is given. */
 const DEFAULT_SEQUENCE = '';
@@ -85,6 +105,7 @@ export class Snowflake {
   private waitMs = 0;
   private waitReason: WaitReason = 'sequence';
   private maxUnitUsed = -Infinity;
+  private readonly closers: Array<() => Promise<unknown>> = [];
 
   constructor(options: SnowflakeOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -108,6 +129,67 @@ export class Snowflake {
     this.initialBit = this.layout.settings.timeBackInitial;
     this.defaultState = this.newState();
     this.sequences.set(DEFAULT_SEQUENCE, this.defaultState);
+  }
+
+  /**
+   * A generator with the worker id in `IDPOOL_WORKER_ID` and the layout in
+   * the `IDPOOL_SNOWFLAKE_*` variables. Throws {@link ConfigError}.
+   */
+  static fromEnv(env: Record<string, string | undefined> = process.env, options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {}): Snowflake {
+    const config = loadConfig(env);
+    if (config.workerId === undefined) {
+      throw new ConfigError('IDPOOL_WORKER_ID', 'is not set; set it to this process\'s worker id, or use Snowflake.withLease() to lease one from the database');
+    }
+    return new Snowflake({ ...options, layout: config.snowflake, workerId: config.workerId });
+  }
+
+  /**
+   * A generator whose worker id is leased from the `worker` table and kept
+   * by heartbeat, like the service's. Throws NoWorkerLeaseError when every
+   * worker id is taken. Call {@link close} to free the worker id.
+   */
+  static async withLease(options: SnowflakeLeaseOptions): Promise<Snowflake> {
+    // Loaded here so that a fixed-worker Snowflake never pulls in TypeORM.
+    const [{ openDatabase }, { SqlWorkerStore }, { WorkerLease, instanceCode }, { DEFAULT_RUNTIME }, { NoWorkerLeaseError: NoLease }] = await Promise.all([
+      import('../db/database'),
+      import('../worker/worker-store'),
+      import('../worker/lease'),
+      import('../worker/settings'),
+      import('./errors'),
+    ]);
+    const clock = options.clock ?? systemClock;
+    const layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, clock.now());
+    const db = await openDatabase(options.databaseUrl);
+    const lease = new WorkerLease({
+      ...DEFAULT_RUNTIME,
+      ...options.lease,
+      store: new SqlWorkerStore(db),
+      clock,
+      log: options.log ?? silentLogger,
+      min: options.workerMin ?? 1,
+      max: options.workerMax ?? layout.maxWorker,
+      preferSameCode: options.preferSameCode ?? false,
+      code: options.code ?? instanceCode(0),
+    });
+    try {
+      await lease.start();
+      const status = lease.status();
+      if (!status.ok) throw new NoLease(status.detail);
+    } catch (err) {
+      await lease.stop();
+      await db.close();
+      throw err;
+    }
+    lease.startHeartbeat();
+    const snowflake = new Snowflake({ ...options, layout, worker: lease, clock });
+    lease.trackUsage(() => snowflake.lastUsedMs());
+    snowflake.closers.push(() => lease.stop(), () => db.close());
+    return snowflake;
+  }
+
+  /** Frees what this generator owns (a lease and its database connection); a no-op for a fixed worker id. */
+  async close(): Promise<void> {
+    for (const close of this.closers.splice(0)) await close();
   }
 
   /** The next id of `entityKey`'s sequence (default: the unnamed one). Busy-waits up to `maxSpinMs`. */
