@@ -129,6 +129,11 @@ interface Deps {
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
+/** Index of the id whose handing out uses up `prefetchAt` of a segment of `size`. */
+function loadPoint(size: number, prefetchAt: number): number {
+  return Math.max(0, Math.ceil(size * prefetchAt) - 1);
+}
+
 /**
  * The double buffers and their loading; subclasses add the hot path for
  * their id type (a `number` and a `bigint` copy keep each one monomorphic).
@@ -350,7 +355,7 @@ class NumberIdGenerator extends BufferedIdGenerator<number> {
     const max = this.d.cluster.toId(range.end);
     if (max > MAX_SAFE) throw new UnsafeNumberIdError(entityKey, this.d.cluster.toId(range.end - 1n));
     const value = Number(this.d.cluster.toId(range.start));
-    return new Segment(value, Number(max), size, value + Math.floor(size * this.d.settings.prefetchAt) * this.stride);
+    return new Segment(value, Number(max), size, value + loadPoint(size, this.d.settings.prefetchAt) * this.stride);
   }
 
   protected remaining(segment: Segment<number>): number {
@@ -397,7 +402,7 @@ class BigIntIdGenerator extends BufferedIdGenerator<bigint> {
 
   protected toSegment(_entityKey: string, range: ReservedRange, size: number): Segment<bigint> {
     const value = this.d.cluster.toId(range.start);
-    return new Segment(value, this.d.cluster.toId(range.end), size, value + BigInt(Math.floor(size * this.d.settings.prefetchAt)) * this.stride);
+    return new Segment(value, this.d.cluster.toId(range.end), size, value + BigInt(loadPoint(size, this.d.settings.prefetchAt)) * this.stride);
   }
 
   protected remaining(segment: Segment<bigint>): number {

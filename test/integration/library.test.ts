@@ -7,7 +7,8 @@ import { AppStore } from '../../src/apps/app-store';
 import { AppRegistry } from '../../src/apps/registry';
 import { systemClock } from '../../src/clock';
 import { type Database, openDatabase } from '../../src/db/database';
-import { createIdGenerator } from '../../src/library';
+import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
+import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
 import { register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
 import { createTestSchema, servicesAvailable } from '../helpers/services';
@@ -137,6 +138,40 @@ describe('library: several processes on one entity', () => {
         seen.push(...w.ids);
       }
       expect(new Set(seen).size).toBe(seen.length);
+    });
+
+    it('slow reservations on a real file: next() serves the prefetched segment, waiters get a typed error in time, nothing repeats', async () => {
+      const url = `sqlite:${join(dir, 'slow.db')}`;
+      const db = await openDatabase(url);
+      await registerEntity(db, 'orders', { step: 500 });
+      const sql = new SqlSegmentAllocator(db);
+      let delayMs = 0;
+      const slow: SegmentAllocator = {
+        async reserve(key: string, size: number): Promise<Segment> {
+          if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+          return sql.reserve(key, size);
+        },
+        peek: (key: string) => sql.peek(key),
+      };
+      const gen = await createIdGenerator({ database: db, allocator: slow, ids: 'number', maxStep: 500, waitMs: 100 });
+      await gen.open('orders');
+      const ids = await gen.take('orders', 60);
+      await new Promise((r) => setTimeout(r, 50)); // segment 2 prefetched at full speed
+      delayMs = 600;
+      const t0 = performance.now();
+      ids.push(...(await gen.take('orders', 940))); // rest of segment 1, all of segment 2 (segment 3 is slow)
+      expect(performance.now() - t0).toBeLessThan(300);
+      expect(() => gen.next('orders')).toThrow(SegmentsNotReadyError);
+      await expect(gen.nextAsync('orders')).rejects.toBeInstanceOf(SegmentsNotReadyError);
+      await new Promise((r) => setTimeout(r, 700));
+      delayMs = 0;
+      ids.push(...(await gen.take('orders', 1000)));
+      expect(new Set(ids).size).toBe(ids.length);
+      expectStrictlyIncreasing(ids);
+      // Every id handed out lies below what the file says was reserved.
+      expect(BigInt(ids[ids.length - 1]) < (await sql.peek('orders'))).toBe(true);
+      await gen.close();
+      await db.close();
     });
   });
 });

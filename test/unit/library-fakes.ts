@@ -1,0 +1,94 @@
+/** Fakes for the library's unit tests: no I/O, time under the test's control. */
+import type { AppMode } from '../../src/apps/app';
+import type { Clock } from '../../src/clock';
+import type { EntitySource } from '../../src/library';
+import type { Segment, SegmentAllocator } from '../../src/segment/allocator';
+
+/** A clock that moves only when told to. */
+export class FakeClock implements Clock {
+  private t = 0;
+  private sleepers: Array<{ at: number; wake: () => void }> = [];
+
+  now(): number {
+    return 1_700_000_000_000 + this.t;
+  }
+
+  monotonic(): number {
+    return this.t;
+  }
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((wake) => this.sleepers.push({ at: this.t + ms, wake }));
+  }
+
+  advance(ms: number): void {
+    this.t += ms;
+    const due = this.sleepers.filter((s) => s.at <= this.t);
+    this.sleepers = this.sleepers.filter((s) => s.at > this.t);
+    for (const s of due) s.wake();
+  }
+}
+
+/** One entity's number line in memory, reserved like `SqlSegmentAllocator` does. */
+export class MemoryAllocator implements SegmentAllocator {
+  readonly reservations: Array<{ entityKey: string; start: bigint; end: bigint; size: number }> = [];
+  /** When set, every reservation fails with it (a database that is down). */
+  failWith: Error | undefined;
+  /** Called inside every reservation (tests move a fake clock here). */
+  onReserve: (() => void) | undefined;
+
+  constructor(public offset = 0n) {}
+
+  async reserve(entityKey: string, size: number): Promise<Segment> {
+    this.onReserve?.();
+    if (this.failWith) throw this.failWith;
+    const start = this.offset;
+    this.offset += BigInt(size);
+    this.reservations.push({ entityKey, start, end: this.offset, size });
+    return { start, end: this.offset };
+  }
+
+  async peek(): Promise<bigint> {
+    return this.offset;
+  }
+
+  sizes(): number[] {
+    return this.reservations.map((r) => r.size);
+  }
+}
+
+/** Wraps an allocator and delays each reservation by `delayMs` of real time (a slow database). */
+export class SlowAllocator implements SegmentAllocator {
+  delayMs = 0;
+
+  constructor(private readonly inner: SegmentAllocator) {}
+
+  async reserve(entityKey: string, size: number): Promise<Segment> {
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    return this.inner.reserve(entityKey, size);
+  }
+
+  peek(entityKey: string): Promise<bigint> {
+    return this.inner.peek(entityKey);
+  }
+}
+
+/** Entity configuration in memory. */
+export class MemoryEntities implements EntitySource {
+  readonly apps = new Map<string, { mode: AppMode; step: number }>();
+  reads = 0;
+
+  constructor(entries: Record<string, { mode?: AppMode; step: number }> = {}) {
+    for (const [key, app] of Object.entries(entries)) this.apps.set(key, { mode: app.mode ?? 'monotonic', step: app.step });
+  }
+
+  async findLive(entityKey: string) {
+    this.reads++;
+    return this.apps.get(entityKey);
+  }
+}
+
+/** Lets queued setImmediate callbacks and promise continuations run. */
+export async function settle(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
+}

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock';
+import { UnavailableError } from '../../src/errors';
+import { SegmentReservationError, SegmentsNotReadyError, createIdGenerator } from '../../src/library';
+import { MemoryAllocator, MemoryEntities, SlowAllocator, settle } from './library-fakes';
+
+/**
+ * A slow database: reservations delayed by real time through a wrapping
+ * allocator. Real clock, no I/O. Bounds are loose enough for a loaded
+ * 2-core machine, and far from the injected delays. maxStep = the entity
+ * step pins every segment at 1000 ids.
+ */
+const DELAY_MS = 400;
+
+function setup() {
+  const memory = new MemoryAllocator();
+  const allocator = new SlowAllocator(memory);
+  const entities = new MemoryEntities({ orders: { step: 1000 } });
+  return { memory, allocator, entities };
+}
+
+function timed<T>(fn: () => T): { value: T; ms: number } {
+  const t0 = performance.now();
+  const value = fn();
+  return { value, ms: performance.now() - t0 };
+}
+
+describe('library on a slow database', () => {
+  it('next() does not wait while a prefetched segment remains', async () => {
+    const { memory, allocator, entities } = setup();
+    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock: systemClock, prefetchAt: 0.1, maxStep: 1000 });
+    await gen.open('orders');
+    const ids: number[] = [];
+    for (let i = 0; i < 100; i++) ids.push(gen.next('orders'));
+    await settle(); // the prefetch of [1000, 2000) runs on a fast database
+    expect(memory.reservations).toHaveLength(2);
+
+    allocator.delayMs = DELAY_MS;
+    const started = performance.now();
+    let slowest = 0;
+    // The rest of segment 1 and all of segment 2, yielding between batches as a
+    // server would, while the load of segment 3 sits in the slow database.
+    while (ids.length < 2000) {
+      for (let i = 0; i < 100; i++) {
+        const { value, ms } = timed(() => gen.next('orders'));
+        ids.push(value);
+        slowest = Math.max(slowest, ms);
+      }
+      await settle(1);
+    }
+    const elapsed = performance.now() - started;
+    expect(memory.reservations).toHaveLength(2); // segment 3 has not arrived…
+    expect(elapsed).toBeLessThan(DELAY_MS / 2); // …and nobody waited for it
+    expect(slowest).toBeLessThan(50);
+    expect(ids).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+
+    // Both spent: next() says so at once, nextAsync() waits for the slow segment.
+    const refused = timed(() => {
+      try {
+        gen.next('orders');
+        return undefined;
+      } catch (err) {
+        return err;
+      }
+    });
+    expect(refused.value).toBeInstanceOf(SegmentsNotReadyError);
+    expect(refused.ms).toBeLessThan(50);
+    const t0 = performance.now();
+    expect(await gen.nextAsync('orders')).toBe(2000);
+    expect(performance.now() - t0).toBeGreaterThan(DELAY_MS / 4);
+    await gen.close();
+  });
+
+  it('when both segments are spent the caller gets a typed error after waitMs, then ids resume with no repeat', async () => {
+    const { memory, allocator, entities } = setup();
+    const waitMs = 60;
+    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock: systemClock, waitMs, maxStep: 1000 });
+    await gen.open('orders');
+    const ids = await gen.take('orders', 100);
+    await settle(); // segment 2 is prefetched on a fast database
+    allocator.delayMs = DELAY_MS;
+    ids.push(...(await gen.take('orders', 1900))); // the rest of segments 1 and 2; segment 3 is slow
+
+    const t0 = performance.now();
+    await expect(gen.nextAsync('orders')).rejects.toBeInstanceOf(SegmentsNotReadyError);
+    const waited = performance.now() - t0;
+    expect(waited).toBeGreaterThanOrEqual(waitMs - 5);
+    expect(waited).toBeLessThan(DELAY_MS - 50);
+    // A take that cannot be completed in time fails the same way.
+    await expect(gen.take('orders', 10)).rejects.toBeInstanceOf(SegmentsNotReadyError);
+
+    // The slow segment lands; drawing goes on above everything handed out.
+    await new Promise((r) => setTimeout(r, DELAY_MS + 100));
+    allocator.delayMs = 0;
+    const after = [gen.next('orders'), ...(await gen.take('orders', 1500))];
+    expect(after[0]).toBeGreaterThan(ids[ids.length - 1]);
+    const all = [...ids, ...after];
+    for (let i = 1; i < all.length; i++) expect(all[i]).toBeGreaterThan(all[i - 1]);
+    for (const id of all) expect(memory.reservations.some((r) => BigInt(id) >= r.start && BigInt(id) < r.end)).toBe(true);
+    await gen.close();
+  });
+
+  it('a database that fails: typed error without waiting out waitMs, retried after retryDelayMs, no repeat after recovery', async () => {
+    const { memory, allocator, entities } = setup();
+    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock: systemClock, waitMs: 5000, retryDelayMs: 300, maxStep: 1000 });
+    await gen.open('orders');
+    memory.failWith = new Error('connect ECONNREFUSED 127.0.0.1:3306');
+    const ids = await gen.take('orders', 1000);
+    await settle();
+
+    const t0 = performance.now();
+    const err = await gen.nextAsync('orders').catch((e) => e);
+    expect(err).toBeInstanceOf(SegmentReservationError);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect(err.message).toContain('ECONNREFUSED');
+    expect(performance.now() - t0).toBeLessThan(1000);
+    // Within retryDelayMs the same error comes back without another attempt.
+    const reserved = memory.reservations.length;
+    expect(() => gen.next('orders')).toThrow(SegmentReservationError);
+
+    memory.failWith = undefined;
+    await new Promise((r) => setTimeout(r, 350));
+    const next = await gen.nextAsync('orders');
+    expect(next).toBeGreaterThan(ids[ids.length - 1]);
+    expect(memory.reservations.length).toBe(reserved + 1);
+    await gen.close();
+  });
+});
