@@ -402,7 +402,14 @@ export class Snowflake {
     for (;;) {
       const seq = this.step(s);
       if (seq >= 0) return seq;
-      if (this.waitMs > this.maxSpinMs || this.clock.monotonic() > deadline) throw this.tooLong(entityKey);
+      if (this.waitMs > this.maxSpinMs) throw this.tooLong(entityKey);
+      if (this.clock.monotonic() > deadline) {
+        // Past the deadline, perhaps only because this process was descheduled
+        // between two reads: one last look at the wall clock before giving up.
+        const last = this.step(s);
+        if (last >= 0) return last;
+        throw this.tooLong(entityKey);
+      }
     }
   }
 
