@@ -39,7 +39,7 @@ export interface OpsDeps {
   config: OpsConfig;
   clock: Clock;
   log: Logger;
-  apps: { list(): AppConfig[] };
+  apps: { list(): AppConfig[]; get(key: string): AppConfig | undefined };
   pools: SamplerOptions['pools'];
   offsets: SamplerOptions['offsets'];
   cluster: SamplerOptions['cluster'];
@@ -117,6 +117,11 @@ export function createOps(deps: OpsDeps): Ops {
       });
     },
     poolDiscarded(entity, fence) {
+      // The refiller also "resets" a pool no server has claimed yet (a new
+      // entity): with nothing ever reserved below the fence there was
+      // nothing to discard.
+      const app = deps.apps.get(entity);
+      if (app && fence < deps.cluster.toId(app.startOffset)) return;
       metrics.poolsDiscarded.inc({ entity });
       alarms.raise({
         name: 'pool_discarded',

@@ -85,6 +85,8 @@ export class OpsSampler {
   private readonly charts = new Map<string, Ring<ChartPoint>>();
   private readonly forecasts = new Map<string, EntityForecast>();
   private readonly streaks = new Map<string, number>();
+  /** Entities whose pool has reached its low watermark once: before that, an empty pool is just new. */
+  private readonly filledOnce = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = true;
@@ -139,8 +141,14 @@ export class OpsSampler {
       const offset = offsets.get(app.key);
       if (offset === undefined) return;
       seen.add(app.key);
+      const watermark = lowWatermark(app);
       let ring = this.samples.get(app.key);
-      if (!ring) this.samples.set(app.key, (ring = new Ring(capacity)));
+      // Until the pool first reaches its watermark, keep only the latest
+      // sample: the first fill reserves a whole pool and pushes it over many
+      // script calls, and a sample taken mid-push would read as a huge take
+      // rate. Rates start from the first filled sample.
+      if (!ring || !this.filledOnce.has(app.key)) this.samples.set(app.key, (ring = new Ring(capacity)));
+      if (sizes[i] >= watermark) this.filledOnce.add(app.key);
       ring.push({ at, size: sizes[i], offset, served: this.o.served?.(app.key) });
       const history = ring.toArray();
       const f = forecastEntity(history, this.o.rateWindowMs, app.startOffset, (n) => cluster.toId(n), cluster.count);
@@ -151,7 +159,6 @@ export class OpsSampler {
       chart.push({ t: at, size: sizes[i], takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond) });
 
       const entity = app.key;
-      const watermark = lowWatermark(app);
       metrics.poolSize.set({ entity }, sizes[i]);
       metrics.poolLowWatermark.set({ entity }, watermark);
       metrics.poolMax.set({ entity }, app.maxPoolSize);
@@ -163,14 +170,15 @@ export class OpsSampler {
       metrics.forecastInt63.set({ entity }, f.int63Seconds);
 
       const horizonDays = round(this.o.horizonSeconds / 86_400);
-      this.condition(sizes[i] < (watermark * this.o.poolLowPercent) / 100, {
+      const serving = this.filledOnce.has(entity);
+      this.condition(serving && sizes[i] < (watermark * this.o.poolLowPercent) / 100, {
         name: 'pool_low',
         severity: 'warning',
         entityKey: entity,
         message: `pool of ${entity} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
         details: { size: sizes[i], lowWatermark: watermark, max: app.maxPoolSize },
       });
-      this.condition(f.poolDrySeconds < this.o.poolDrySeconds, {
+      this.condition(serving && f.poolDrySeconds < this.o.poolDrySeconds, {
         name: 'forecast_pool_dry',
         severity: 'warning',
         entityKey: entity,
@@ -178,14 +186,14 @@ export class OpsSampler {
         details: { seconds: round(f.poolDrySeconds), size: sizes[i], takePerSecond: round(f.takePerSecond) },
       });
       // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
-      this.condition(cluster.toId(app.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, {
+      this.condition(serving && cluster.toId(app.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, {
         name: 'forecast_js_safe_limit',
         severity: 'warning',
         entityKey: entity,
         message: `ids of ${entity} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
         details: { seconds: round(f.jsSafeSeconds), at: dateIn(at, f.jsSafeSeconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
       });
-      this.condition(f.int63Seconds <= this.o.horizonSeconds, {
+      this.condition(serving && f.int63Seconds <= this.o.horizonSeconds, {
         name: 'forecast_int63_limit',
         severity: 'critical',
         entityKey: entity,
@@ -198,6 +206,7 @@ export class OpsSampler {
       this.samples.delete(key);
       this.charts.delete(key);
       this.forecasts.delete(key);
+      this.filledOnce.delete(key);
       metrics.forgetEntity(key);
       for (const name of ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const) {
         this.streaks.delete(`${name}\u0000${key}`);

@@ -1,0 +1,171 @@
+import Redis from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
+import { type Instance, startInstance } from '../helpers/processes';
+import { REDIS_URL, servicesAvailable } from '../helpers/services';
+
+/** Parses Prometheus text into `name{labels}` → value. */
+async function scrape(base: string): Promise<Map<string, number>> {
+  const res = await fetch(`${base}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  const out = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const i = line.lastIndexOf(' ');
+    const raw = line.slice(i + 1);
+    out.set(line.slice(0, i), raw === '+Inf' ? Number.POSITIVE_INFINITY : Number(raw));
+  }
+  return out;
+}
+
+const metric = (m: Map<string, number>, name: string, labels: string) => m.get(`${name}{${labels}}`);
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', () => {
+  let setup: StoreSetup;
+  let instance: Instance;
+  let base: string;
+  let available = false;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    available = await servicesAvailable({ mysql: true, redis: true });
+    if (!available) return;
+    setup = await mysqlRedisSetup();
+    instance = await startInstance({ ...setup.env, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
+    base = instance.url;
+    redis = new Redis(REDIS_URL);
+  });
+
+  afterAll(async () => {
+    if (!available) return;
+    redis?.disconnect();
+    await instance?.stop();
+    await setup?.cleanup();
+  });
+
+  it('moves served, pool, refill, HTTP and take-rate metrics as ids are taken', async (ctx) => {
+    if (!available) return ctx.skip();
+    const key = uniqueKey('metrics');
+    const e = `entity="${key}"`;
+    const secret = await register(base, { key, step: 500, maxPoolSize: 10_000, maxSizePerSecond: 0, minSizePercent: 50 });
+
+    const filled = await waitFor('pool gauges', async () => {
+      const m = await scrape(base);
+      return metric(m, 'idpool_pool_size', e) === 10_000 && m;
+    });
+    expect(metric(filled, 'idpool_pool_max', e)).toBe(10_000);
+    expect(metric(filled, 'idpool_pool_low_watermark', e)).toBe(5000);
+    expect(metric(filled, 'idpool_refills_total', e)).toBe(1);
+    expect(metric(filled, 'idpool_segments_reserved_total', e)).toBe(20);
+    expect(metric(filled, 'idpool_numbers_reserved_total', e)).toBe(10_000);
+    expect(metric(filled, 'idpool_refill_duration_seconds_count', e)).toBe(1);
+    expect(metric(filled, 'idpool_ids_served_total', e)).toBeUndefined();
+    expect(metric(filled, 'idpool_take_rate_ids_per_second', e)).toBe(0);
+    expect(metric(filled, 'idpool_forecast_pool_dry_seconds', e)).toBe(Number.POSITIVE_INFINITY);
+    expect(metric(filled, 'idpool_forecast_js_safe_limit_seconds', e)).toBe(Number.POSITIVE_INFINITY);
+    const idRoute = 'method="POST",route="/apps/:key/ids",status="200"';
+    const before = metric(filled, 'idpool_http_request_duration_seconds_count', idRoute) ?? 0;
+
+    // 30 requests of 100 over ~1.5 s: 3000 ids, below the watermark → a refill.
+    for (let i = 0; i < 30; i++) {
+      const res = await takeIds(base, key, secret, 100);
+      expect(res.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    for (let i = 0; i < 25; i++) expect((await takeIds(base, key, secret, 100)).status).toBe(200);
+
+    const after = await waitFor('take rate and refill', async () => {
+      const m = await scrape(base);
+      const settled = metric(m, 'idpool_current_offset', e) === metric(m, 'idpool_numbers_reserved_total', e);
+      return (metric(m, 'idpool_refills_total', e) ?? 0) >= 2 && (metric(m, 'idpool_take_rate_ids_per_second', e) ?? 0) > 0 && settled && m;
+    });
+    expect(metric(after, 'idpool_ids_served_total', e)).toBe(5500);
+    expect(metric(after, 'idpool_http_request_duration_seconds_count', idRoute)).toBe(before + 55);
+    expect(metric(after, 'idpool_numbers_reserved_total', e)).toBeGreaterThan(10_000);
+    const dry = metric(after, 'idpool_forecast_pool_dry_seconds', e)!;
+    expect(dry).toBeGreaterThan(0);
+    expect(Number.isFinite(dry)).toBe(true);
+    // ids near 0 and a rate of thousands a second: 2^53 is decades away, but no longer "never".
+    const js = metric(after, 'idpool_forecast_js_safe_limit_seconds', e)!;
+    expect(js).toBeGreaterThan(86_400 * 365);
+    expect(Number.isFinite(js)).toBe(true);
+    expect(metric(after, 'idpool_forecast_int63_limit_seconds', e)).toBeGreaterThan(js);
+
+    // A 400 and a 401 are counted under their own status.
+    expect((await takeIds(base, key, 'wrong-secret')).status).toBe(401);
+    const m = await scrape(base);
+    expect(metric(m, 'idpool_http_request_duration_seconds_count', 'method="POST",route="/apps/:key/ids",status="401"')).toBe(1);
+    // Snowflake layout forecasts and the worker lease.
+    expect(m.get('idpool_snowflake_time_exhausted_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000);
+    expect(m.get('idpool_worker_lease_held')).toBe(1);
+    expect(m.get('idpool_worker_lease_remaining_seconds')).toBeGreaterThan(0);
+    expect(m.get('idpool_worker_id')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counts ids popped straight from Redis by trusted consumers in the take rate', async (ctx) => {
+    if (!available) return ctx.skip();
+    const key = uniqueKey('direct');
+    const e = `entity="${key}"`;
+    await register(base, { key, step: 1000, maxPoolSize: 50_000, maxSizePerSecond: 0, minSizePercent: 10 });
+    await waitFor('pool filled', async () => metric(await scrape(base), 'idpool_pool_size', e) === 50_000);
+    // Trusted consumers LPOP the list directly: this instance serves nothing.
+    for (let i = 0; i < 10; i++) {
+      expect(await redis.lpop(`idpool:{${key}}:ids`, 1000)).toHaveLength(1000);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const m = await waitFor('take rate from direct pops', async () => {
+      const s = await scrape(base);
+      return (metric(s, 'idpool_take_rate_ids_per_second', e) ?? 0) > 1000 && s;
+    });
+    expect(metric(m, 'idpool_ids_served_total', e)).toBeUndefined();
+    expect(metric(m, 'idpool_pool_size', e)).toBeLessThan(50_000);
+  });
+
+  it('logs one JSON line per request with a request id, and never a secret or token', async (ctx) => {
+    if (!available) return ctx.skip();
+    const key = uniqueKey('logs');
+    const secret = await register(base, { key, maxPoolSize: 2000, step: 100, maxSizePerSecond: 0 });
+    const given = await call(`${base}/apps/${key}/ids?count=3`, { method: 'POST', token: secret, headers: { 'x-request-id': 'trace-abc.123' } });
+    expect(given.status).toBe(200);
+    expect(given.headers.get('x-request-id')).toBe('trace-abc.123');
+    // A request id that could forge log content is replaced by our own.
+    const forged = await call(`${base}/apps/${key}/ids`, { method: 'POST', token: secret, headers: { 'x-request-id': 'x"}\\n{"level":60' } });
+    const ownId = forged.headers.get('x-request-id')!;
+    expect(ownId).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
+    await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
+
+    const lines = await waitFor('log lines', async () => {
+      const parsed = instance
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.msg === 'request');
+      return parsed.some((l) => l.path === `/admin/apps/${key}`) && parsed;
+    });
+    const traced = lines.filter((l) => l.reqId === 'trace-abc.123');
+    expect(traced).toHaveLength(1);
+    expect(traced[0]).toMatchObject({ method: 'POST', route: '/apps/:key/ids', path: `/apps/${key}/ids`, status: 200, component: 'http' });
+    expect(typeof traced[0].ms).toBe('number');
+    expect(lines.filter((l) => l.reqId === ownId)).toHaveLength(1);
+    expect(lines.find((l) => l.path === `/admin/apps/${key}`)).toMatchObject({ route: '/admin/apps/:key', status: 200 });
+    const ids = new Set(lines.map((l) => l.reqId));
+    expect(ids.size).toBe(lines.length);
+    const all = instance.output();
+    expect(all).not.toContain(secret);
+    expect(all).not.toContain(ADMIN_TOKEN);
+    expect(all).not.toContain('count=3');
+  });
+});
