@@ -22,3 +22,12 @@ export { encodeId, decodeId, type IdEncoding } from './snowflake/encoding';
 export { ClockBehindError, SequenceExhaustedError, LayoutExhaustedError, NoWorkerLeaseError } from './snowflake/errors';
 export { type WorkerGrant, type WorkerSource, fixedWorker } from './snowflake/worker-source';
 export { ClockSkewError } from './worker/lease';
+export {
+  createIdGenerator,
+  type IdGenerator,
+  type IdGeneratorOptions,
+  SegmentsNotReadyError,
+  SegmentReservationError,
+  GeneratorClosedError,
+  UnsafeNumberIdError,
+} from './library';

@@ -129,6 +129,18 @@ interface Deps {
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
+/**
+ * A wait that can be called off. The system clock gets a real, cancellable
+ * timer so a finished wait leaves nothing behind to keep the process alive;
+ * an injected clock's `sleep` is used as it is (tests control its time).
+ */
+function timeout(clock: Clock, ms: number): { elapsed: Promise<void>; cancel(): void } {
+  if (clock !== systemClock) return { elapsed: clock.sleep(ms), cancel: () => undefined };
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return { elapsed, cancel: () => clearTimeout(timer) };
+}
+
 /** Index of the id whose handing out uses up `prefetchAt` of a segment of `size`. */
 function loadPoint(size: number, prefetchAt: number): number {
   return Math.max(0, Math.ceil(size * prefetchAt) - 1);
@@ -267,7 +279,9 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
       if (left <= 0) {
         throw new SegmentsNotReadyError(buffer.entityKey, `no ids ready for ${buffer.entityKey} after waiting ${this.d.settings.waitMs} ms for a segment`);
       }
-      const settled = await Promise.race([loading.then(() => true), clock.sleep(left).then(() => false)]);
+      const timer = timeout(clock, left);
+      const settled = await Promise.race([loading.then(() => true), timer.elapsed.then(() => false)]);
+      timer.cancel();
       // The load this caller waited for failed: report why, do not retry at once.
       if (settled && !buffer.nextReady && buffer.failure && !this.closed) throw buffer.failure;
     }
