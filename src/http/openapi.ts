@@ -65,10 +65,10 @@ const schemas: Record<string, Schema> = {
   },
   RegisterRequest: fromZod(registerSchema),
   UpdateRequest: fromZod(updateSchema),
-  App: {
+  AppFields: {
     type: 'object',
+    description: 'Fields shared by App and RegisteredApp (no additional-property rule here, so both can close it).',
     required: ['key', 'name', 'mode', 'startOffset', 'step', 'maxSizePerTimes', 'maxSizePerSecond', 'minSizePercent', 'maxPoolSize', 'interval', 'createTime', 'updateTime', 'currentOffset'],
-    additionalProperties: false,
     properties: {
       key: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
       name: { type: 'string' },
@@ -92,8 +92,9 @@ const schemas: Record<string, Schema> = {
       },
     },
   },
+  App: { allOf: [ref('AppFields')], unevaluatedProperties: false },
   RegisteredApp: {
-    allOf: [ref('App')],
+    allOf: [ref('AppFields')],
     required: ['secret'],
     properties: { secret: { type: 'string', description: 'Shown once; send as `Authorization: Bearer <secret>`.' } },
     unevaluatedProperties: false,
