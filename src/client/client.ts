@@ -26,9 +26,17 @@ export interface IdpoolClientOptions {
   timeoutMs?: number;
   /** Time limit (ms) of one call over all its attempts and waits. Default 15000. */
   deadlineMs?: number;
-  /** Attempts per call, over all endpoints. Default max(4, 2 × endpoints). */
+  /**
+   * Attempts per call, over all endpoints. Default 20: the deadline is what
+   * normally ends a call (a pool refilling after an instance died holding its
+   * refill lock answers 503 for up to the lock's 10 s).
+   */
   maxAttempts?: number;
-  /** How long (ms) an endpoint that failed with a network error or timeout is skipped while others are up. Default 1000. */
+  /**
+   * How long (ms) an endpoint that failed without a Retry-After (network error,
+   * timeout, 5xx) is skipped while others may answer; doubles with each failure
+   * in a row, up to 8 s. Default 1000.
+   */
   downForMs?: number;
   /** Longest `Retry-After` (ms) obeyed; a longer one is cut to this. Default 30000. */
   maxRetryAfterMs?: number;
@@ -54,6 +62,7 @@ export interface SnowflakeParts {
 const DEFAULTS = {
   timeoutMs: 2000,
   deadlineMs: 15_000,
+  maxAttempts: 20,
   downForMs: 1000,
   maxRetryAfterMs: 30_000,
 } as const;
@@ -91,7 +100,7 @@ export class IdpoolClient {
     for (const url of endpoints) {
       if (!/^https?:\/\/[^/]/.test(url)) throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
     }
-    const positive = (name: keyof typeof DEFAULTS | 'maxAttempts', value: number | undefined, fallback: number) => {
+    const positive = (name: keyof typeof DEFAULTS, value: number | undefined, fallback: number) => {
       if (value === undefined) return fallback;
       if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1)) throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
       return value;
@@ -100,7 +109,7 @@ export class IdpoolClient {
       endpoints,
       timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs),
       deadlineMs: positive('deadlineMs', options.deadlineMs, DEFAULTS.deadlineMs),
-      maxAttempts: positive('maxAttempts', options.maxAttempts, Math.max(4, 2 * endpoints.length)),
+      maxAttempts: positive('maxAttempts', options.maxAttempts, DEFAULTS.maxAttempts),
       downForMs: positive('downForMs', options.downForMs, DEFAULTS.downForMs),
       maxRetryAfterMs: positive('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
       fetch: options.fetch ?? globalThis.fetch,

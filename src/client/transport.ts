@@ -31,6 +31,9 @@ export interface TransportOptions {
   newIdempotencyKey: () => string;
 }
 
+/** Longest back-off of a failing endpoint: a dead one costs one connection attempt per 8 s. */
+const MAX_BACKOFF_MS = 8000;
+
 export const defaultIdempotencyKey = (): string => randomUUID();
 
 export interface Request {
@@ -42,8 +45,10 @@ export interface Request {
 
 interface Endpoint {
   readonly url: string;
-  /** Not asked again before this time: from Retry-After, or after a network failure. */
+  /** Not asked again before this time: from Retry-After, or backing off after failures. */
   notBefore: number;
+  /** Failures in a row, for the back-off. */
+  streak: number;
 }
 
 /** Marks an error that must reach the caller without another attempt (4xx). */
@@ -64,7 +69,7 @@ export class Transport {
   private current = 0;
 
   constructor(private readonly o: TransportOptions) {
-    this.endpoints = o.endpoints.map((url) => ({ url: url.replace(/\/+$/, ''), notBefore: 0 }));
+    this.endpoints = o.endpoints.map((url) => ({ url: url.replace(/\/+$/, ''), notBefore: 0, streak: 0 }));
   }
 
   async send<T>(req: Request): Promise<T> {
@@ -84,7 +89,7 @@ export class Transport {
       const wait = endpoint.notBefore - clock.now();
       if (wait > 0) {
         if (clock.now() + wait >= deadline) {
-          throw new IdpoolUnavailableError(failures, `every endpoint asked to wait past the ${this.o.deadlineMs} ms deadline`);
+          throw new IdpoolUnavailableError(failures, `no endpoint may be asked again within the ${this.o.deadlineMs} ms deadline`);
         }
         await clock.sleep(wait);
       }
@@ -93,14 +98,20 @@ export class Transport {
       try {
         const result = await this.attempt<T>(endpoint, req, headers, body, Math.min(this.o.timeoutMs, left));
         endpoint.notBefore = 0;
+        endpoint.streak = 0;
         this.current = index;
         return result;
       } catch (err) {
         if (err instanceof Final) throw err.error;
         const failure = err as IdpoolClientError;
         failures.push(failure);
+        endpoint.streak++;
+        // The server's Retry-After is obeyed as given; without one, an endpoint
+        // that keeps failing is skipped for longer each time (downForMs, ×2, up
+        // to MAX_BACKOFF_MS) while another one may answer.
         const retryAfterMs = failure instanceof IdpoolHttpError ? failure.retryAfterMs : undefined;
-        endpoint.notBefore = clock.now() + (retryAfterMs ?? (failure instanceof IdpoolHttpError ? 0 : this.o.downForMs));
+        const backoff = Math.min(this.o.downForMs * 2 ** (endpoint.streak - 1), MAX_BACKOFF_MS);
+        endpoint.notBefore = clock.now() + (retryAfterMs ?? backoff);
         this.current = (index + 1) % this.endpoints.length;
       }
     }

@@ -132,6 +132,19 @@ describe('IdpoolClient failover', () => {
     expect(clock.sleeps).toEqual([1000]);
   });
 
+  it('backs off from an endpoint that keeps failing: downForMs, doubling', async () => {
+    const f = fakeFetch({ [A]: [refused(), refused(), json(500, { error: { code: 'internal', message: 'bug' } })] });
+    const clock = fakeClock();
+    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock, downForMs: 100 });
+    await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
+    expect(clock.sleeps).toEqual([100, 200, 400]);
+    // A success resets the back-off.
+    f.seen.length = 0;
+    await c.take('orders', 1);
+    expect(f.seen).toHaveLength(1);
+    expect(clock.sleeps).toHaveLength(3);
+  });
+
   it('gives up with IdpoolUnavailableError listing every attempt', async () => {
     const f = fakeFetch({ [A]: Array.from({ length: 5 }, refused), [B]: Array.from({ length: 5 }, refused) });
     const c = client(f.fn, fakeClock(), { maxAttempts: 4, downForMs: 10 });
