@@ -189,7 +189,7 @@ const schemas: Record<string, Schema> = {
           { type: 'null' },
         ],
       },
-      workers: { type: 'array', items: ref('Worker') },
+      workers: { type: 'array', items: ref('Worker'), description: 'Live worker leases only.' },
       alarms: {
         type: 'object',
         required: ['active', 'recent'],

@@ -172,7 +172,8 @@ export function createOps(deps: OpsDeps): Ops {
         at: new Date(clock.now()).toISOString(),
         entities: sampler.overview(),
         snowflake: sf ? { timeExhaustedAt: new Date(sf.timeExhaustedAt).toISOString(), jsSafeLimitAt: sf.jsSafeLimitAt === undefined ? null : new Date(sf.jsSafeLimitAt).toISOString() } : null,
-        workers: deps.workers ? await deps.workers.list() : [],
+        // Live leases only: the worker table has a row per id of the range (up to 1023).
+        workers: deps.workers ? (await deps.workers.list()).filter((w) => (w as { live?: unknown }).live !== false) : [],
         alarms: { active: alarms.activeAlarms().length, recent: alarms.recent() },
       };
     },

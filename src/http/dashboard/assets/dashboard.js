@@ -113,7 +113,8 @@
 
   function renderSnowflake(sf) {
     $('snowflake').textContent = sf
-      ? 'Runs out of timestamp bits on ' + sf.timeExhaustedAt + '; ids pass 2^53 ' + (sf.jsSafeLimitAt ? 'on ' + sf.jsSafeLimitAt : 'never') + '.'
+      ? 'Runs out of timestamp bits on ' + sf.timeExhaustedAt + '; ' +
+        (!sf.jsSafeLimitAt ? 'ids never pass 2^53.' : Date.parse(sf.jsSafeLimitAt) <= Date.now() ? 'ids have been above 2^53 (unsafe as JavaScript numbers) since ' + sf.jsSafeLimitAt + '.' : 'ids pass 2^53 on ' + sf.jsSafeLimitAt + '.')
       : 'Snowflake ids are not enabled on this instance.';
   }
 

@@ -1,0 +1,123 @@
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
+import { ADMIN_TOKEN, register, takeIds } from '../helpers/http';
+import { type Instance, startInstance } from '../helpers/processes';
+import { servicesAvailable } from '../helpers/services';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(__dirname, '..', 'artifacts');
+
+describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real process)', () => {
+  let setup: StoreSetup;
+  let instance: Instance;
+  let browser: Browser;
+  let available = false;
+
+  beforeAll(async () => {
+    available = await servicesAvailable({ mysql: true, redis: true });
+    if (!available) return;
+    if (!existsSync(CHROMIUM)) {
+      // Not a service that may be down: CI installs it (.ci/run), so its absence is a failure.
+      throw new Error(`${CHROMIUM} not found: apt-get install -y chromium`);
+    }
+    setup = await mysqlRedisSetup();
+    instance = await startInstance({ ...setup.env, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+
+  afterAll(async () => {
+    if (!available) return;
+    await browser?.close();
+    await instance?.stop();
+    await setup?.cleanup();
+  });
+
+  it('asks for the token, then shows a new entity whose pool, take rate and charts change as ids are drawn', async (ctx) => {
+    if (!available) return ctx.skip();
+    const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(String(err)));
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') errors.push(msg.text());
+    });
+
+    const res = await page.goto(`${instance.url}/admin/ui`);
+    expect(res!.status()).toBe(200);
+    expect(res!.headers()['content-security-policy']).toContain("script-src 'self'");
+    await page.locator('#login').waitFor({ state: 'visible' });
+    expect(await page.locator('#main').isVisible()).toBe(false);
+
+    // A wrong token is refused and not kept.
+    await page.fill('#token', 'not-the-admin-token-at-all');
+    await page.click('#login button[type=submit]');
+    await expect.poll(() => page.textContent('#login-error')).toContain('refused');
+    expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBeNull();
+
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login button[type=submit]');
+    await page.locator('#main').waitFor({ state: 'visible' });
+    // The token lives in this tab's sessionStorage only: not in the URL, not in a cookie.
+    expect(page.url()).toBe(`${instance.url}/admin/ui`);
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBe(ADMIN_TOKEN);
+
+    // Register an entity through the API; the page picks it up on its own.
+    const key = uniqueKey('ui');
+    const secret = await register(instance.url, { key, step: 500, maxPoolSize: 20_000, maxSizePerSecond: 0, minSizePercent: 50 });
+    const row = page.locator(`tr[data-entity="${key}"]`);
+    await row.waitFor({ state: 'visible', timeout: 15_000 });
+    await expect.poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('20000 / 20000');
+    expect(await row.locator('[data-field=takeRate]').getAttribute('data-value')).toBe('0');
+    expect(await row.locator('[data-field=poolDry]').textContent()).toBe('never');
+
+    // Draw ids for ~2 s.
+    const deadline = Date.now() + 2000;
+    let drawn = 0;
+    while (Date.now() < deadline) {
+      const r = await takeIds(instance.url, key, secret, 200);
+      expect(r.status).toBe(200);
+      drawn += r.body.ids.length;
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    expect(drawn).toBeGreaterThan(2000);
+
+    await expect.poll(async () => Number(await row.locator('[data-field=takeRate]').getAttribute('data-value')), { timeout: 15_000 }).toBeGreaterThan(0);
+    expect(await row.locator('[data-field=poolSize]').textContent()).not.toBe('20000 / 20000');
+    expect(await row.locator('[data-field=poolDry]').textContent()).not.toBe('never');
+    expect(await row.locator('[data-field=jsSafe]').textContent()).toMatch(/days|years/);
+    expect(Number(await row.locator('[data-field=sizeChart] svg').getAttribute('data-points'))).toBeGreaterThan(5);
+    expect(await row.locator('[data-field=rateChart] svg polyline').count()).toBe(1);
+    expect(await page.textContent('#snowflake')).toContain('Runs out of timestamp bits on');
+    await page.locator('#workers tbody tr').first().waitFor({ state: 'visible' });
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = join(ARTIFACTS, 'dashboard.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(statSync(shot).size).toBeGreaterThan(10_000);
+
+    // Signing out forgets the token.
+    await page.click('#signout');
+    await page.locator('#login').waitFor({ state: 'visible' });
+    expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBeNull();
+    // The only console error allowed is the 401 of the refused token.
+    expect(errors.filter((e) => !/401/.test(e))).toEqual([]);
+    await page.close();
+  });
+
+  it('serves the data only with the admin token', async (ctx) => {
+    if (!available) return ctx.skip();
+    const res = await fetch(`${instance.url}/admin/ops`);
+    expect(res.status).toBe(401);
+    const page = await fetch(`${instance.url}/admin/ui`);
+    const html = await page.text();
+    // The page shell carries no data.
+    expect(html).not.toContain('data-entity=');
+    expect(page.headers.get('cache-control')).toBe('no-store');
+  });
+});
