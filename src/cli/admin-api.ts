@@ -1,0 +1,74 @@
+import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
+
+export interface AdminApiOptions {
+  /** Base URL of an idpool instance. */
+  url: string;
+  token: string;
+  timeoutMs: number;
+  fetch?: typeof fetch;
+}
+
+/**
+ * The admin HTTP API as the CLI uses it. The CLI goes through the service
+ * rather than the database so that one set of validation rules applies,
+ * the instance's caches and pools see the change at once, and the operator
+ * needs the admin token, not database credentials.
+ */
+export class AdminApi {
+  private readonly base: string;
+
+  constructor(private readonly o: AdminApiOptions) {
+    if (!/^https?:\/\/[^/]/.test(o.url)) throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${o.url}"`);
+    this.base = o.url.replace(/\/+$/, '');
+  }
+
+  get<T>(path: string): Promise<T> {
+    return this.send<T>('GET', path);
+  }
+
+  post<T>(path: string, body?: unknown): Promise<T> {
+    return this.send<T>('POST', path, body);
+  }
+
+  patch<T>(path: string, body: unknown): Promise<T> {
+    return this.send<T>('PATCH', path, body);
+  }
+
+  delete(path: string): Promise<void> {
+    return this.send<void>('DELETE', path);
+  }
+
+  private async send<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.o.token}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    let text: string;
+    try {
+      res = await (this.o.fetch ?? fetch)(this.base + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.o.timeoutMs),
+      });
+      text = await res.text();
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string; message?: string } };
+      const why = e.name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
+      throw new CliError(EXIT_FAILURE, `cannot reach idpool at ${this.base}: ${why} (set --url or IDPOOL_URL)`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (res.ok) return parsed as T;
+    const error = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
+    const code = error?.code ?? `http_${res.status}`;
+    const message = error?.message ?? (text.slice(0, 200).replace(/\s+/g, ' ') || res.statusText);
+    // The service rejected what was asked (bad field, bad value): a usage error.
+    const exit = res.status === 400 || res.status === 413 ? EXIT_USAGE : EXIT_FAILURE;
+    const hint = res.status === 401 ? ' (check IDPOOL_ADMIN_TOKEN)' : '';
+    throw new CliError(exit, `${code}: ${message}${hint}`);
+  }
+}

@@ -1,0 +1,25 @@
+/** Plain-text output of the CLI (`--json` prints the API's JSON instead). */
+
+/** `name  value` lines, nested objects flattened to `pool.size`. */
+export function fields(record: Record<string, unknown>): string {
+  const rows: [string, string][] = [];
+  const walk = (prefix: string, value: unknown) => {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [k, v] of Object.entries(value)) walk(prefix ? `${prefix}.${k}` : k, v);
+    } else rows.push([prefix, value === null || value === undefined ? '-' : String(value)]);
+  };
+  walk('', record);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
+}
+
+/** A table with a header row; every cell is text. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}

@@ -1,0 +1,273 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueKey } from '../helpers/configs';
+import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
+import { type Instance, freePort, startInstance } from '../helpers/processes';
+import { REDIS_URL, createTestSchema, servicesAvailable } from '../helpers/services';
+
+const ROOT = join(__dirname, '..', '..');
+const CLI = join(ROOT, 'src', 'cli', 'index.ts');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `idpool …` as its own process, as a user would. */
+function idpool(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, IDPOOL_URL: undefined, IDPOOL_ADMIN_TOKEN: undefined, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d) => (stdout += d));
+    proc.stderr.on('data', (d) => (stderr += d));
+    proc.once('error', reject);
+    proc.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A one-line error on stderr, nothing on stdout. */
+function expectOneLineError(run: Run, code: number, pattern: RegExp) {
+  expect(run.code, `${run.stdout}${run.stderr}`).toBe(code);
+  expect(run.stdout).toBe('');
+  expect(run.stderr.endsWith('\n')).toBe(true);
+  expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(run.stderr).toMatch(/^idpool: /);
+  expect(run.stderr).toMatch(pattern);
+}
+
+const json = (run: Run) => {
+  expect(run.code, run.stderr).toBe(0);
+  return JSON.parse(run.stdout);
+};
+
+describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
+  let available = false;
+  let schema: Awaited<ReturnType<typeof createTestSchema>>;
+  let instance: Instance;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    available = await servicesAvailable({ mysql: true, redis: true });
+    if (!available) return;
+    schema = await createTestSchema();
+    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
+    env = { IDPOOL_URL: instance.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };
+  });
+
+  afterAll(async () => {
+    if (!available) return;
+    await instance?.stop();
+    await schema?.drop();
+  });
+
+  it('creates, lists, shows, updates, rotates the secret of and retires an entity', async (ctx) => {
+    if (!available) return ctx.skip();
+    const key = uniqueKey('cli');
+
+    // create (JSON): the secret works for taking ids.
+    const created = json(await idpool(['apps', 'create', key, '--name', 'CLI orders', '--step', '100', '--max-pool-size', '2000', '--max-size-per-second', '0', '--start-offset', '5000', '--json'], env));
+    expect(created).toMatchObject({ key, name: 'CLI orders', mode: 'monotonic', step: 100, maxPoolSize: 2000, startOffset: '5000' });
+    const firstSecret: string = created.secret;
+    const taken = await takeIds(instance.url, key, firstSecret, 3);
+    expect(taken.status).toBe(200);
+    expect(taken.body.ids[0]).toBe('5000');
+
+    // create (text): the secret is printed once, with a warning.
+    const trendKey = uniqueKey('cli_trend');
+    const text = await idpool(['apps', 'create', trendKey, '--mode', 'trend', '--step', '100', '--max-pool-size', '1000', '--max-size-per-second', '0'], env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(new RegExp(`^key\\s+${trendKey}$`, 'm'));
+    expect(text.stdout).toMatch(/^mode\s+trend$/m);
+    expect(text.stdout).toMatch(/^secret: [A-Za-z0-9_-]{43}$/m);
+    expect(text.stdout).toContain('shown only now');
+
+    // list
+    const listed = json(await idpool(['apps', 'list', '--json'], env));
+    expect(listed.apps.map((a: { key: string }) => a.key)).toEqual(expect.arrayContaining([key, trendKey]));
+    const table = await idpool(['apps', 'list'], env);
+    expect(table.code).toBe(0);
+    expect(table.stdout.split('\n')[0]).toMatch(/^KEY\s+MODE\s+STEP\s+POOL\s+CURRENT OFFSET\s+NAME$/);
+    expect(table.stdout).toMatch(new RegExp(`^${key}\\s+monotonic\\s+100\\s+\\d+/2000\\s+\\d+\\s+CLI orders$`, 'm'));
+
+    // show
+    const shown = await idpool(['apps', 'show', key], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^step\s+100$/m);
+    expect(shown.stdout).toMatch(/^pool\.max\s+2000$/m);
+    expect(shown.stdout).not.toContain(firstSecret);
+    expect(json(await idpool(['apps', 'show', key, '--json'], env))).toMatchObject({ key, step: 100, pool: { max: 2000 } });
+
+    // update, and a refused update that changes nothing (exit 2, one line)
+    const updated = json(await idpool(['apps', 'update', key, '--step', '200', '--name', 'Orders', '--json'], env));
+    expect(updated).toMatchObject({ key, step: 200, name: 'Orders' });
+    expectOneLineError(await idpool(['apps', 'update', key, '--step', '0'], env), 2, /invalid_request: step: must be at least 1/);
+    expectOneLineError(await idpool(['apps', 'update', key, '--max-pool-size', '150'], env), 2, /maxPoolSize/);
+    expectOneLineError(await idpool(['apps', 'update', key], env), 2, /nothing to change/);
+    expect(json(await idpool(['apps', 'show', key, '--json'], env))).toMatchObject({ step: 200, maxPoolSize: 2000, name: 'Orders' });
+
+    // rotate-secret: the old secret stops working, the new one works
+    const rotated = json(await idpool(['apps', 'rotate-secret', key, '--json'], env));
+    expect(rotated.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(rotated.secret).not.toBe(firstSecret);
+    expect((await takeIds(instance.url, key, firstSecret, 1)).status).toBe(401);
+    expect((await takeIds(instance.url, key, rotated.secret, 1)).status).toBe(200);
+
+    // a second registration of the same key: the service says conflict (exit 1)
+    expectOneLineError(await idpool(['apps', 'create', key], env), 1, /conflict: key .* is already registered/);
+
+    // retire: needs --yes; afterwards the entity is gone
+    expectOneLineError(await idpool(['apps', 'retire', key], env), 2, /cannot be undone; run again with --yes/);
+    expect((await takeIds(instance.url, key, rotated.secret, 1)).status).toBe(200);
+    const retired = await idpool(['apps', 'retire', key, '--yes'], env);
+    expect(retired.code, retired.stderr).toBe(0);
+    expect(retired.stdout).toBe(`retired ${key}\n`);
+    expectOneLineError(await idpool(['apps', 'show', key], env), 1, /not_found: no entity with key/);
+    expect((await takeIds(instance.url, key, rotated.secret, 1)).status).toBe(404);
+    const after = json(await idpool(['apps', 'list', '--json'], env));
+    expect(after.apps.map((a: { key: string }) => a.key)).not.toContain(key);
+  });
+
+  it('shows worker leases and decodes a snowflake id as the service does', async (ctx) => {
+    if (!available) return ctx.skip();
+    const workers = json(await idpool(['workers', '--json'], env));
+    const self = workers.workers.find((w: { self: boolean }) => w.self);
+    expect(self).toMatchObject({ live: true });
+    expect(typeof self.workerId).toBe('number');
+    const text = await idpool(['workers'], env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout.split('\n')[0]).toMatch(/^WORKER\s+LIVE\s+HEARTBEAT\s+LAST TIMESTAMP\s+CODE$/);
+    expect(text.stdout).toMatch(new RegExp(`^${self.workerId}\\s+yes\\s+.*\\(answering instance\\)$`, 'm'));
+    expect(text.stdout).toMatch(/^\d+ live of \d+ worker ids$/m);
+
+    const key = uniqueKey('cli_sf');
+    const created = json(await idpool(['apps', 'create', key, '--mode', 'snowflake', '--json'], env));
+    const res = await takeIds(instance.url, key, created.secret, 1);
+    expect(res.status).toBe(200);
+    const id: string = res.body.ids[0];
+    const byService = await call(`${instance.url}/apps/${key}/ids/${id}`, { token: created.secret });
+    expect(byService.status).toBe(200);
+
+    const decoded = json(await idpool(['decode', id, '--json']));
+    expect(decoded).toEqual(byService.body);
+    expect(decoded.worker).toBe(self.workerId);
+    expect(Math.abs(Date.parse(decoded.timestamp) - Date.now())).toBeLessThan(60_000);
+    const decodedText = await idpool(['decode', id]);
+    expect(decodedText.code).toBe(0);
+    expect(decodedText.stdout).toMatch(new RegExp(`^worker\\s+${self.workerId}$`, 'm'));
+    expect(decodedText.stdout).toMatch(/^layout\s+ms 41 \| worker 10 \| timeBack 1 \| sequence 11 \| reserved 0=0/m);
+
+    // Another layout reads the same bits differently; a bad layout is a usage error.
+    const otherLayout = json(await idpool(['decode', id, '--worker-bits', '8', '--json']));
+    expect(otherLayout.worker).not.toBe(decoded.worker);
+    expectOneLineError(await idpool(['decode', id, '--worker-bits', '11']), 2, /IDPOOL_SNOWFLAKE_WORKER_BITS: must be an integer from 3 to 10/);
+    expectOneLineError(await idpool(['decode', 'not-an-id']), 2, /id must be a decimal integer/);
+  });
+
+  it('answers bad usage with exit 2 and one line', async (ctx) => {
+    if (!available) return ctx.skip();
+    const closed = await freePort();
+    // Independent runs: started together to keep the test short.
+    const cases: [string[], Record<string, string>, number, RegExp][] = [
+      [[], {}, 2, /a command is missing/],
+      [['apps'], {}, 2, /a command is missing/],
+      [['apps', 'lst'], env, 2, /unknown command 'lst'.*list/],
+      [['apps', 'create'], env, 2, /missing required argument 'key'/],
+      [['apps', 'create', 'k', '--step', 'abc'], env, 2, /--step.*'abc' is invalid/],
+      [['apps', 'create', 'k', '--mode', 'random'], env, 2, /--mode.*'random' is invalid.*monotonic, trend, snowflake/],
+      [['apps', 'create', 'bad key!'], env, 2, /invalid_request: key: must be 1-64/],
+      [['apps', 'list', '--bogus'], env, 2, /unknown option '--bogus'/],
+      [['apps', 'list'], { IDPOOL_URL: instance.url }, 2, /IDPOOL_ADMIN_TOKEN is not set/],
+      [['apps', 'list', '--url', 'localhost:8080'], env, 2, /--url must be an http/],
+      // Runtime failures: exit 1.
+      [['apps', 'list'], { ...env, IDPOOL_ADMIN_TOKEN: 'wrong-token-0123456789' }, 1, /unauthorized: .*check IDPOOL_ADMIN_TOKEN/],
+      [['workers', '--url', `http://127.0.0.1:${closed}`], env, 1, /cannot reach idpool at .*ECONNREFUSED/],
+    ];
+    const runs = await Promise.all(cases.map(([args, e]) => idpool(args, e)));
+    cases.forEach(([args, , code, pattern], i) => {
+      expect(args.join(' ') + ' → ' + runs[i].stderr).toMatch(pattern);
+      expectOneLineError(runs[i], code, pattern);
+    });
+
+    const help = await idpool(['apps', 'create', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: idpool apps create [options] <key>');
+    expect(help.stdout).toContain('--max-size-per-second <n>');
+    const top = await idpool(['--help']);
+    expect(top.code).toBe(0);
+    for (const command of ['serve', 'migrate', 'apps', 'workers', 'decode']) expect(top.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    expect(top.stdout).toContain('Exit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.');
+  });
+
+  it('migrates a database and says when it is up to date', async (ctx) => {
+    if (!available) return ctx.skip();
+    const fresh = await createTestSchema();
+    try {
+      const first = json(await idpool(['migrate', '--json'], { IDPOOL_DATABASE_URL: fresh.url }));
+      expect(first.applied.length).toBeGreaterThanOrEqual(2);
+      expect(first.applied.join(' ')).toMatch(/CreateApplication/);
+      const again = await idpool(['migrate'], { IDPOOL_DATABASE_URL: fresh.url });
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toMatch(/schema is up to date/);
+    } finally {
+      await fresh.drop();
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'idpool-cli-'));
+    try {
+      const sqlite = await idpool(['migrate', '--database-url', `sqlite:${join(dir, 'ids.db')}`]);
+      expect(sqlite.code, sqlite.stderr).toBe(0);
+      expect(sqlite.stdout).toMatch(/sqlite file .*ids\.db: applied /);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expectOneLineError(await idpool(['migrate', '--database-url', 'postgres://x/y']), 2, /invalid configuration: IDPOOL_DATABASE_URL/);
+    const closed = await freePort();
+    expectOneLineError(await idpool(['migrate', '--database-url', `mysql://root@127.0.0.1:${closed}/x`]), 1, /cannot open the database/);
+  });
+
+  it('serves like npm start and stops cleanly on SIGTERM', async (ctx) => {
+    if (!available) return ctx.skip();
+    const fresh = await createTestSchema();
+    let proc: ChildProcess | undefined;
+    try {
+      proc = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0'], {
+        cwd: ROOT,
+        env: { ...process.env, IDPOOL_DATABASE_URL: fresh.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, IDPOOL_PORT: '9' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      proc.stdout!.on('data', (d) => (out += d));
+      proc.stderr!.on('data', (d) => (out += d));
+      const port = await new Promise<number>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 30_000);
+        proc!.stdout!.on('data', () => {
+          const m = /"port":(\d+)[^\n]*"msg":"idpool listening"/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(Number(m[1]));
+          }
+        });
+      });
+      expect(port).toBeGreaterThan(0);
+      expect(port).not.toBe(9);
+      const health = await call(`http://127.0.0.1:${port}/healthz`);
+      expect(health.status).toBe(200);
+      const workers = json(await idpool(['workers', '--json'], { IDPOOL_URL: `http://127.0.0.1:${port}`, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN }));
+      expect(Array.isArray(workers.workers)).toBe(true);
+      const exited = new Promise<number | null>((resolve) => proc!.once('exit', (code) => resolve(code)));
+      proc.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      await fresh.drop();
+    }
+  });
+});
