@@ -162,19 +162,10 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   private closed = false;
   private closing: Promise<void> | undefined;
 
-  constructor(protected readonly d: Deps) {}
+  constructor(protected readonly deps: Deps) {}
 
   abstract next(entityKey: string): T;
 
-  protected find(entityKey: string): SegmentBuffer<T> | undefined {
-    if (entityKey === this.lastKey) return this.lastBuffer;
-    const buffer = this.buffers.get(entityKey);
-    if (buffer !== undefined) {
-      this.lastKey = entityKey;
-      this.lastBuffer = buffer;
-    }
-    return buffer;
-  }
   /** A segment with no ids left (the initial content of both slots). */
   protected abstract emptySegment(): Segment<T>;
   /** Maps a reserved range to ids, refusing what the id type cannot hold. */
@@ -184,11 +175,22 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   protected abstract drain(segment: Segment<T>, count: number, out: T[]): void;
   protected abstract reachedLoadPoint(segment: Segment<T>): boolean;
 
+  /** The entity's buffer, if it has one: the first step of every `next()`. */
+  protected find(entityKey: string): SegmentBuffer<T> | undefined {
+    if (entityKey === this.lastKey) return this.lastBuffer;
+    const buffer = this.buffers.get(entityKey);
+    if (buffer !== undefined) {
+      this.lastKey = entityKey;
+      this.lastBuffer = buffer;
+    }
+    return buffer;
+  }
+
   async open(...entityKeys: string[]): Promise<void> {
     await Promise.all(
       entityKeys.map(async (key) => {
         const buffer = this.bufferFor(key);
-        if (this.remaining(buffer.current()) === 0 && !buffer.nextReady) await this.awaitSegment(buffer, this.d.clock.monotonic() + this.d.settings.waitMs);
+        if (this.remaining(buffer.current()) === 0 && !buffer.nextReady) await this.awaitSegment(buffer, this.deps.clock.monotonic() + this.deps.settings.waitMs);
       }),
     );
   }
@@ -215,7 +217,7 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
       } else if (!buffer.switchToNext()) {
         // Ids already drawn by this call are dropped if the wait fails:
         // wasted, never handed out twice.
-        await this.awaitSegment(buffer, this.d.clock.monotonic() + this.d.settings.waitMs);
+        await this.awaitSegment(buffer, this.deps.clock.monotonic() + this.deps.settings.waitMs);
       }
     }
     return out;
@@ -230,7 +232,7 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
       this.lastKey = undefined;
       this.lastBuffer = undefined;
       await Promise.all(loads);
-      await this.d.release();
+      await this.deps.release();
     })();
     return this.closing;
   }
@@ -266,7 +268,7 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
 
   /** Waits until the buffer has a segment ready, or throws after `deadline` or on a failed load. */
   private async awaitSegment(buffer: SegmentBuffer<T>, deadline: number): Promise<void> {
-    const { clock } = this.d;
+    const { clock } = this.deps;
     for (;;) {
       if (this.closed) throw new GeneratorClosedError();
       if (buffer.nextReady) return;
@@ -277,7 +279,7 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
       const loading = buffer.loading!;
       const left = deadline - clock.monotonic();
       if (left <= 0) {
-        throw new SegmentsNotReadyError(buffer.entityKey, `no ids ready for ${buffer.entityKey} after waiting ${this.d.settings.waitMs} ms for a segment`);
+        throw new SegmentsNotReadyError(buffer.entityKey, `no ids ready for ${buffer.entityKey} after waiting ${this.deps.settings.waitMs} ms for a segment`);
       }
       const timer = timeout(clock, left);
       const settled = await Promise.race([loading.then(() => true), timer.elapsed.then(() => false)]);
@@ -288,7 +290,7 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   }
 
   private throwRecentFailure(buffer: SegmentBuffer<T>): void {
-    if (buffer.failure && this.d.clock.monotonic() - buffer.failedAt < this.d.settings.retryDelayMs) throw buffer.failure;
+    if (buffer.failure && this.deps.clock.monotonic() - buffer.failedAt < this.deps.settings.retryDelayMs) throw buffer.failure;
   }
 
   private startLoad(buffer: SegmentBuffer<T>): void {
@@ -302,7 +304,7 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     // better-sqlite3 runs SQL synchronously: start it from the event loop,
     // never inside the next() call that asked for it.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    const { allocator, clock, settings } = this.d;
+    const { allocator, clock, settings } = this.deps;
     const key = buffer.entityKey;
     try {
       if (this.closed) return;
@@ -321,28 +323,28 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     } catch (err) {
       buffer.failure = err instanceof IdpoolError ? err : new SegmentReservationError(key, err);
       buffer.failedAt = clock.monotonic();
-      this.d.log.warn({ entityKey: key, err: buffer.failure.message }, 'segment reservation failed');
+      this.deps.log.warn({ entityKey: key, err: buffer.failure.message }, 'segment reservation failed');
     }
   }
 
   private async readConfig(buffer: SegmentBuffer<T>): Promise<void> {
-    const app = await this.d.entities.findLive(buffer.entityKey);
+    const app = await this.deps.entities.findLive(buffer.entityKey);
     if (!app) throw new NotFoundError(`no entity with key "${buffer.entityKey}"`);
     if (app.mode === 'snowflake') throw new InvalidRequestError(`entity "${buffer.entityKey}" issues snowflake ids; the library hands out segment ids only`);
     if (app.mode === 'trend') {
       throw new InvalidRequestError(`entity "${buffer.entityKey}" is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)`);
     }
     buffer.minStep = app.step;
-    buffer.configReadAt = this.d.clock.monotonic();
+    buffer.configReadAt = this.deps.clock.monotonic();
   }
 }
 
 class NumberIdGenerator extends BufferedIdGenerator<number> {
   private readonly stride: number;
 
-  constructor(d: Deps) {
-    super(d);
-    this.stride = d.stride;
+  constructor(deps: Deps) {
+    super(deps);
+    this.stride = deps.stride;
   }
 
   // The hot path: a key compare, two id compares, one add. Everything else is nextSlow.
@@ -366,10 +368,10 @@ class NumberIdGenerator extends BufferedIdGenerator<number> {
 
   protected toSegment(entityKey: string, range: ReservedRange, size: number): Segment<number> {
     // The bound itself must be exact for `id < max` to be; that proves every id below 2^53.
-    const max = this.d.cluster.toId(range.end);
-    if (max > MAX_SAFE) throw new UnsafeNumberIdError(entityKey, this.d.cluster.toId(range.end - 1n));
-    const value = Number(this.d.cluster.toId(range.start));
-    return new Segment(value, Number(max), size, value + loadPoint(size, this.d.settings.prefetchAt) * this.stride);
+    const max = this.deps.cluster.toId(range.end);
+    if (max > MAX_SAFE) throw new UnsafeNumberIdError(entityKey, this.deps.cluster.toId(range.end - 1n));
+    const value = Number(this.deps.cluster.toId(range.start));
+    return new Segment(value, Number(max), size, value + loadPoint(size, this.deps.settings.prefetchAt) * this.stride);
   }
 
   protected remaining(segment: Segment<number>): number {
@@ -391,9 +393,9 @@ class NumberIdGenerator extends BufferedIdGenerator<number> {
 class BigIntIdGenerator extends BufferedIdGenerator<bigint> {
   private readonly stride: bigint;
 
-  constructor(d: Deps) {
-    super(d);
-    this.stride = BigInt(d.stride);
+  constructor(deps: Deps) {
+    super(deps);
+    this.stride = BigInt(deps.stride);
   }
 
   next(entityKey: string): bigint {
@@ -415,8 +417,8 @@ class BigIntIdGenerator extends BufferedIdGenerator<bigint> {
   }
 
   protected toSegment(_entityKey: string, range: ReservedRange, size: number): Segment<bigint> {
-    const value = this.d.cluster.toId(range.start);
-    return new Segment(value, this.d.cluster.toId(range.end), size, value + BigInt(loadPoint(size, this.d.settings.prefetchAt)) * this.stride);
+    const value = this.deps.cluster.toId(range.start);
+    return new Segment(value, this.deps.cluster.toId(range.end), size, value + BigInt(loadPoint(size, this.deps.settings.prefetchAt)) * this.stride);
   }
 
   protected remaining(segment: Segment<bigint>): number {
@@ -432,6 +434,18 @@ class BigIntIdGenerator extends BufferedIdGenerator<bigint> {
 
   protected reachedLoadPoint(segment: Segment<bigint>): boolean {
     return segment.value > segment.loadNextAt;
+  }
+}
+
+/** Without migrations, a database the service never ran on has no `application` table: say so plainly. */
+async function requireSchema(db: Database): Promise<void> {
+  try {
+    await db.query('SELECT 1 FROM application LIMIT 1');
+  } catch (err) {
+    await db.close();
+    throw new UnavailableError(
+      `${db.description} has no application table (${String((err as Error)?.message ?? err)}): start the idpool service on it once, run "npm run migration:run", or pass migrate: true`,
+    );
   }
 }
 
@@ -475,6 +489,7 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
     db = await openDatabase(options.databaseUrl ?? DEFAULT_OPTIONS.databaseUrl, { migrate: options.migrate ?? false });
     const opened = db;
     release = () => opened.close();
+    if (!(options.migrate ?? false)) await requireSchema(opened);
   }
   const deps: Deps = {
     allocator: options.allocator ?? new SqlSegmentAllocator(db!),

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppStore } from '../../src/apps/app-store';
 import { AppRegistry } from '../../src/apps/registry';
 import { systemClock } from '../../src/clock';
+import { NotFoundError, UnavailableError } from '../../src/errors';
 import { type Database, openDatabase } from '../../src/db/database';
 import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
@@ -44,7 +45,8 @@ function startWorker(databaseUrl: string, entityKey: string, count: number, maxS
     }
   });
   proc.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': only then has every line the process wrote been read.
+  const exited = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
   return { proc, ids, ready: Promise.race([ready, exited.then(() => Promise.reject(new Error(`worker exited before ready:\n${out}`)))]), exited, go: () => proc.stdin!.write('go\n'), output: () => out };
 }
 
@@ -173,6 +175,59 @@ describe('library: several processes on one entity', () => {
       await gen.close();
       await db.close();
     });
+  });
+});
+
+describe('library on the embedded default (SQLite file)', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'idpool-lib-embedded-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a file the service never ran on: a clear UnavailableError, or the schema with migrate: true', async () => {
+    const url = `sqlite:${join(dir, 'fresh.db')}`;
+    const err = await createIdGenerator({ databaseUrl: url }).catch((e) => e);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect(err.message).toContain('no application table');
+    const gen = await createIdGenerator({ databaseUrl: url, migrate: true });
+    await expect(gen.nextAsync('orders')).rejects.toBeInstanceOf(NotFoundError);
+    await gen.close();
+  });
+
+  it('the library and the embedded service (SQLite + in-process pool) share an entity without collisions', async () => {
+    const url = `sqlite:${join(dir, 'service.db')}`;
+    const instance = await startInstance({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: '', IDPOOL_REFILL_INTERVAL_MS: '20' });
+    try {
+      expect(instance.output()).toContain('in-process');
+      const secret = await register(instance.url, { key: 'orders', mode: 'monotonic', step: 20, maxPoolSize: 100, minSizePercent: 50, maxSizePerTimes: 20, maxSizePerSecond: 0 });
+      const gen = await createIdGenerator({ databaseUrl: url, ids: 'number', maxStep: 400, targetSegmentMs: 20 });
+      const fromHttp: number[] = [];
+      const fromLibrary: number[] = [];
+      await Promise.all([
+        (async () => {
+          while (fromHttp.length < 2000) {
+            const res = await takeIds(instance.url, 'orders', secret, 20);
+            if (res.status === 503) continue;
+            expect(res.status, JSON.stringify(res.body)).toBe(200);
+            for (const id of res.body.ids) fromHttp.push(Number(id));
+          }
+        })(),
+        (async () => {
+          while (fromLibrary.length < 2000) {
+            fromLibrary.push(...(await gen.take('orders', 9)));
+            await new Promise((r) => setTimeout(r, 0));
+          }
+        })(),
+      ]);
+      await gen.close();
+      const all = [...fromHttp, ...fromLibrary];
+      expect(new Set(all).size).toBe(all.length);
+      expectStrictlyIncreasing(fromLibrary);
+      expect(Math.min(...fromHttp) < Math.max(...fromLibrary) && Math.min(...fromLibrary) < Math.max(...fromHttp)).toBe(true);
+    } finally {
+      await instance.stop();
+    }
   });
 });
 
