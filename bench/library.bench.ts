@@ -35,6 +35,10 @@ const MIN_SWITCHES = 20;
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const cpuSeconds = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1e6;
+};
 const fmt = (perSecond: number) => `${(perSecond / 1e6).toFixed(1)}M/s`;
 
 /** Counts reservations and remembers where each segment starts (cluster count 1: the first id). */
@@ -65,6 +69,8 @@ class Bare {
 
 interface Run {
   perSecond: number;
+  /** Ids per second of CPU time this process got: what descheduling by other processes does not distort. */
+  perCpuSecond: number;
   notReady: number;
   sink: number;
 }
@@ -76,6 +82,7 @@ async function throughput(gen: IdGenerator<number>, key: string): Promise<Run> {
   let notReady = 0;
   let drawn = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   while (drawn < IDS_PER_RUN) {
     try {
       for (let i = 0; i < CHUNK; i++) sink += gen.next(key);
@@ -86,19 +93,20 @@ async function throughput(gen: IdGenerator<number>, key: string): Promise<Run> {
     }
     await turn();
   }
-  return { perSecond: drawn / ((performance.now() - t0) / 1000), notReady, sink };
+  return { perSecond: drawn / ((performance.now() - t0) / 1000), perCpuSecond: drawn / cpuSeconds(cpu0), notReady, sink };
 }
 
 async function throughputBare(bare: Bare, key: string): Promise<Run> {
   let sink = 0;
   let drawn = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   while (drawn < IDS_PER_RUN) {
     for (let i = 0; i < CHUNK; i++) sink += bare.next(key);
     drawn += CHUNK;
     await turn();
   }
-  return { perSecond: drawn / ((performance.now() - t0) / 1000), notReady: 0, sink };
+  return { perSecond: drawn / ((performance.now() - t0) / 1000), perCpuSecond: drawn / cpuSeconds(cpu0), notReady: 0, sink };
 }
 
 interface Latency {
@@ -164,20 +172,18 @@ async function benchOn(label: string, db: Database): Promise<void> {
 
   await throughput(gen, 'orders'); // warm-up: JIT, and the step grows to its working size
   await throughputBare(bare, 'orders');
-  const lib: number[] = [];
-  const ceiling: number[] = [];
-  let notReady = 0;
+  const lib: Run[] = [];
+  const ceiling: Run[] = [];
   for (let run = 0; run < RUNS; run++) {
-    const l = await throughput(gen, 'orders');
-    const b = await throughputBare(bare, 'orders');
-    lib.push(l.perSecond);
-    ceiling.push(b.perSecond);
-    notReady += l.notReady;
+    lib.push(await throughput(gen, 'orders'));
+    ceiling.push(await throughputBare(bare, 'orders'));
   }
-  const ratios = lib.map((l, i) => l / ceiling[i]);
-  console.log(`[${label}] next(), number ids, ${RUNS} runs of ${IDS_PER_RUN / 1e6}M: median ${fmt(median(lib))} (min ${fmt(Math.min(...lib))}, max ${fmt(Math.max(...lib))})`);
-  console.log(`[${label}] bare field bump, same loop: median ${fmt(median(ceiling))}; library/bare median ratio ${median(ratios).toFixed(2)}`);
-  console.log(`[${label}] "not ready" during throughput runs: ${notReady}; reservations so far: ${counter.reservations}`);
+  const wall = lib.map((r) => r.perSecond);
+  const cpu = lib.map((r) => r.perCpuSecond);
+  const ratios = lib.map((r, i) => r.perCpuSecond / ceiling[i].perCpuSecond);
+  console.log(`[${label}] next(), number ids, ${RUNS} runs of ${IDS_PER_RUN / 1e6}M: median ${fmt(median(wall))} wall clock (min ${fmt(Math.min(...wall))}, max ${fmt(Math.max(...wall))}); median ${fmt(median(cpu))} per CPU-second`);
+  console.log(`[${label}] bare field bump, same loop: median ${fmt(median(ceiling.map((r) => r.perSecond)))} wall, ${fmt(median(ceiling.map((r) => r.perCpuSecond)))} per CPU-second; library/bare median ratio ${median(ratios).toFixed(2)}`);
+  console.log(`[${label}] "not ready" during throughput runs: ${lib.reduce((n, r) => n + r.notReady, 0)}; reservations so far: ${counter.reservations}`);
 
   const switchy = await createIdGenerator({ database: db, allocator: counter, ids: 'number', maxStep: 1_000_000 });
   await switchy.open('switchy');
