@@ -78,6 +78,11 @@ export async function connectRedis(url: string): Promise<Redis> {
     commandTimeout: 2000,
     // Many concurrent requests share one connection: batch their commands.
     enableAutoPipelining: true,
+    // Redlock defines these on the connection at its first lock attempt; an
+    // auto-pipeline opened earlier in that tick lacks them, and queuing one
+    // there crashes the process (redis/ioredis#1931). Locks are rare: send
+    // them on their own.
+    autoPipeliningIgnoredCommands: ['acquireLock', 'extendLock', 'releaseLock'],
     retryStrategy: (times) => Math.min(50 * times, 1000),
   });
   redis.on('error', () => undefined);

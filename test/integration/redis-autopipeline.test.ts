@@ -1,0 +1,46 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { REDIS_URL, servicesAvailable } from '../helpers/services';
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * Redlock defines its Lua commands on the connection at the first lock
+ * attempt. With auto-pipelining, a command issued earlier in the same tick
+ * has already opened a pipeline that lacks them; queuing `acquireLock` into
+ * it throws, ioredis's callbacks fall out of step, and the process dies of
+ * an uncaught "results[i] is not iterable" (redis/ioredis#1931). Found by
+ * the client failover test: an instance died on its own under load.
+ *
+ * Runs in a child process because the failure is an uncaught exception.
+ */
+const SCRIPT = `
+const { connectRedis } = require('./src/service');
+const { RedisRefillLock } = require('./src/pool/redis-pool-store');
+process.on('uncaughtException', (err) => { console.log('UNCAUGHT ' + err.message); process.exit(3); });
+(async () => {
+  const redis = await connectRedis(process.env.URL);
+  const lock = new RedisRefillLock(redis, 'idpool-t-autopipeline-' + process.pid);
+  const size = redis.llen('idpool-t-autopipeline:' + process.pid);
+  const held = await lock.acquire('e', 1000);
+  await size;
+  await held?.release();
+  console.log(held ? 'LOCKED' : 'NOT LOCKED');
+  redis.disconnect();
+})().catch((err) => { console.log('REJECTED ' + err.message); process.exit(4); });
+`;
+
+describe('Redis connection of the service', () => {
+  let available = false;
+  beforeAll(async () => {
+    available = await servicesAvailable({ redis: true });
+  });
+
+  it('survives the first refill lock taken in the same tick as another command', (ctx) => {
+    if (!available) return ctx.skip();
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', SCRIPT], { cwd: ROOT, env: { ...process.env, URL: REDIS_URL }, encoding: 'utf8', timeout: 60_000 });
+    expect(run.stdout.trim(), run.stderr).toBe('LOCKED');
+    expect(run.status).toBe(0);
+  });
+});
