@@ -38,6 +38,11 @@ async function main(): Promise<void> {
   try {
     service = await createService(config, { log, ops });
   } catch (err) {
+    // Some settings (the snowflake layout) are only checked as a whole when built.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`idpool: cannot start: ${(err as Error).message}\n`);
     process.exit(1);
   }
