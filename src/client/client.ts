@@ -51,7 +51,9 @@ export interface IdpoolClientOptions {
 /** A snowflake id explained by the service. */
 export interface SnowflakeParts {
   id: string;
-  timestamp: unknown;
+  /** When the id was made (start of its time unit), ISO 8601. */
+  timestamp: string;
+  timestampMs: number;
   worker: number;
   timeBack: number;
   sequence: number;

@@ -57,7 +57,8 @@ describe('IdpoolClient failover: one of two instances killed (kill -9) mid-run',
     await Promise.all(Array.from({ length: 6 }, worker));
     await killed;
 
-    expect(a.proc.signalCode).toBe('SIGKILL');
+    // A must have died of our kill, not of something else on its own.
+    expect(a.proc.signalCode, `A exited with ${a.proc.exitCode}:\n${a.output().slice(-4000)}`).toBe('SIGKILL');
     expect(taken).toBeGreaterThanOrEqual(TARGET);
     expect(taken - takenAtKill).toBeGreaterThan(TARGET / 2);
     const all = batches.flat();

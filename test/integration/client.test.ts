@@ -168,6 +168,22 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     for (const r of f.requests) expect(r.status).toBe(200);
   });
 
+  it('takes and decodes snowflake ids', async (ctx) => {
+    if (!available) return ctx.skip();
+    const key = uniqueKey('sf');
+    const secret = await register(a.url, { key, mode: 'snowflake' });
+    const client = new IdpoolClient({ endpoints: [a.url, b.url], entities: { [key]: { secret, mode: 'snowflake' } } });
+    const ids = await client.take(key, 3);
+    expectIncreasing(ids);
+    const parts = await client.decode(key, ids[0]);
+    expect(parts.id).toBe(ids[0]);
+    expect(Math.abs(parts.timestampMs - Date.now())).toBeLessThan(60_000);
+    expect(parts.timestamp).toBe(new Date(parts.timestampMs).toISOString());
+    expect(typeof parts.worker).toBe('number');
+    const notOurs = await client.decode(key, (1n << 62n).toString()).catch((e) => e);
+    expect(notOurs).toBeInstanceOf(IdpoolInvalidRequestError);
+  });
+
   it('never buffers a monotonic entity: one request per take, in pool order', async (ctx) => {
     if (!available) return ctx.skip();
     const { key, secret } = await entity('monotonic');
