@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppStore } from '../../src/apps/app-store';
 import { AppRegistry } from '../../src/apps/registry';
@@ -12,7 +13,7 @@ import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
 import { register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { REDIS_URL, clearPrefix, createTestSchema, servicesAvailable } from '../helpers/services';
 
 const WORKER = join(__dirname, 'fixtures', 'library-worker.ts');
 
@@ -241,7 +242,7 @@ describe('library and the Redis service share an entity', () => {
     if (!available) return ctx.skip();
     const schema = await createTestSchema();
     const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
-    const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: 'redis://127.0.0.1:6379/15', IDPOOL_REFILL_INTERVAL_MS: '20' });
+    const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REFILL_INTERVAL_MS: '20' });
     const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
     try {
       // Small pool and step: the service reserves again and again while the library does too.
@@ -275,6 +276,9 @@ describe('library and the Redis service share an entity', () => {
       await gen.close();
       await instance.stop();
       await schema.drop();
+      const redis = new Redis(REDIS_URL);
+      await clearPrefix(redis, `idpool:{${key}}`);
+      redis.disconnect();
     }
   });
 });
