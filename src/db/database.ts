@@ -104,8 +104,20 @@ async function createSchemaIfMissing(url: string): Promise<void> {
  */
 async function migrate(dataSource: DataSource, dialect: Dialect): Promise<void> {
   if (dialect !== 'mysql') {
-    await dataSource.runMigrations({ transaction: 'each' });
-    return;
+    // Processes opening a fresh file at once race on CREATE TABLE: the loser
+    // gets SQLITE_BUSY or "already exists"; once the winner has committed, a
+    // retry finds every migration recorded and does nothing.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        await dataSource.runMigrations({ transaction: 'each' });
+        return;
+      } catch (err) {
+        const racing = isBusy(err) || /already exists/i.test(String((err as Error)?.message));
+        if (!racing || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
+      }
+    }
   }
   const runner = dataSource.createQueryRunner();
   try {
