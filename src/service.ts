@@ -76,8 +76,10 @@ export async function connectRedis(url: string): Promise<Redis> {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     commandTimeout: 2000,
-    // Many concurrent requests share one connection: batch their commands.
-    enableAutoPipelining: true,
+    // No enableAutoPipelining: it can throw an uncaught TypeError out of a
+    // callback and crash the process when a batch fails (ioredis#1931; seen
+    // here when the connection closed under load). Commands from concurrent
+    // requests still share the socket without waiting on each other.
     // Redlock defines these on the connection at its first lock attempt; an
     // auto-pipeline opened earlier in that tick lacks them, and queuing one
     // there crashes the process (redis/ioredis#1931). Locks are rare: send
