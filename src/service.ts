@@ -16,7 +16,7 @@ import { Dispatcher } from './pool/dispatcher';
 import { DEFAULT_PREFIX } from './pool/keys';
 import { MemoryPoolStore, MemoryRefillLock } from './pool/memory-pool-store';
 import type { PoolStore, RefillLock } from './pool/pool-store';
-import { RedisPoolStore, RedisRefillLock, loadConsumerFunctions } from './pool/redis-pool-store';
+import { RedisPoolStore, RedisRefillLock, loadFunctions } from './pool/redis-pool-store';
 import { Refiller } from './pool/refiller';
 import { type Segment, SqlSegmentAllocator } from './segment/allocator';
 import { ClusterMap } from './segment/cluster';
@@ -103,7 +103,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   let redis: Redis | undefined;
   try {
     redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
-    if (redis) await loadConsumerFunctions(redis);
+    if (redis) await loadFunctions(redis);
   } catch (err) {
     redis?.disconnect();
     await db.close();

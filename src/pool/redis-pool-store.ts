@@ -1,12 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Lock, Redlock } from '@sesamecare-oss/redlock';
 import type Redis from 'ioredis';
-import type { Result } from 'ioredis';
 import { entityKeys, DEFAULT_PREFIX } from './keys';
 import type { HeldLock, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
 
-/** Return codes of the Lua scripts in `commands/` (negative = refused). */
+/** Return codes of the Lua functions in `commands/` (negative = refused). */
 export enum ScriptCode {
   Ok = 0,
   Short = -1,
@@ -15,31 +14,22 @@ export enum ScriptCode {
   Fenced = -4,
 }
 
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    idpoolPop(ids: string, server: string, ratePrefix: string, count: number, maxPerSecond: number): Result<[number, number, string[]?], Context>;
-    idpoolPush(ids: string, fence: string, server: string, ...args: string[]): Result<number, Context>;
-    idpoolReset(ids: string, fence: string, server: string, issuedUpTo: string): Result<number, Context>;
-  }
-}
-
 const COMMANDS_DIR = join(__dirname, 'commands');
 
-export function readScript(file: string): string {
-  return readFileSync(join(COMMANDS_DIR, file), 'utf8');
+/**
+ * idpool's Redis function library: `_prelude.lua` followed by every
+ * `<name>-<numKeys>.lua` in `commands/` (each registers one function).
+ */
+export function functionLibrary(): string {
+  const files = readdirSync(COMMANDS_DIR)
+    .filter((f) => f.endsWith('.lua') && f !== '_prelude.lua')
+    .sort();
+  return [readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8'), ...files.map((f) => readFileSync(join(COMMANDS_DIR, f), 'utf8'))].join('\n');
 }
 
-/** Registers idpool's Lua scripts on a connection (EVALSHA with EVAL fallback). */
-export function defineCommands(redis: Redis): void {
-  if (typeof redis.idpoolPop === 'function') return;
-  redis.defineCommand('idpoolPop', { numberOfKeys: 3, lua: readScript('pop-3.lua') });
-  redis.defineCommand('idpoolPush', { numberOfKeys: 3, lua: readScript('push-3.lua') });
-  redis.defineCommand('idpoolReset', { numberOfKeys: 3, lua: readScript('reset-3.lua') });
-}
-
-/** Loads (or replaces) the `idpool_pop` function trusted consumers call with FCALL. */
-export async function loadConsumerFunctions(redis: Redis): Promise<void> {
-  await redis.call('FUNCTION', 'LOAD', 'REPLACE', readScript('idpool-functions.lua'));
+/** Loads (or replaces) idpool's functions: the service's own and `idpool_pop` for trusted consumers. */
+export async function loadFunctions(redis: Redis): Promise<void> {
+  await redis.call('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
 }
 
 /** Service-mode pool: one Redis list per entity, shared by every instance and direct consumers. */
@@ -49,13 +39,25 @@ export class RedisPoolStore implements PoolStore {
   constructor(
     private readonly redis: Redis,
     private readonly prefix = DEFAULT_PREFIX,
-  ) {
-    defineCommands(redis);
+  ) {}
+
+  /**
+   * FCALL, reloading the library once if it is missing (FUNCTION FLUSH, or a
+   * server that came up empty): the library is ours to restore.
+   */
+  private async fcall<T>(name: string, keys: string[], args: Array<string | number>): Promise<T> {
+    try {
+      return (await this.redis.fcall(name, keys.length, ...keys, ...args)) as T;
+    } catch (err) {
+      if (!/Function not found/i.test(String((err as Error)?.message))) throw err;
+      await loadFunctions(this.redis);
+      return (await this.redis.fcall(name, keys.length, ...keys, ...args)) as T;
+    }
   }
 
   async pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const [code, value, ids] = await this.redis.idpoolPop(k.ids, k.server, k.ratePrefix, count, maxPerSecond);
+    const [code, value, ids] = await this.fcall<[number, number, string[]?]>('idpool_take', [k.ids, k.server, k.ratePrefix], [count, maxPerSecond]);
     switch (code) {
       case ScriptCode.Ok:
         return { kind: 'ok', ids: ids ?? [], remaining: value };
@@ -66,13 +68,13 @@ export class RedisPoolStore implements PoolStore {
       case ScriptCode.RateLimited:
         return { kind: 'rate_limited', retryAfterMs: value };
       default:
-        throw new Error(`pop-3.lua returned unknown code ${code}`);
+        throw new Error(`idpool_take returned unknown code ${code}`);
     }
   }
 
   async push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const code = await this.redis.idpoolPush(k.ids, k.fence, k.server, lowest.toString(), highest.toString(), ...ids);
+    const code = await this.fcall<number>('idpool_push', [k.ids, k.fence, k.server], [lowest.toString(), highest.toString(), ...ids]);
     if (code === ScriptCode.ServerChanged) return { kind: 'server_changed' };
     if (code === ScriptCode.Fenced) return { kind: 'fenced' };
     return { kind: 'ok', size: code };
@@ -96,7 +98,7 @@ export class RedisPoolStore implements PoolStore {
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
     const fence = issuedUpTo >= 0n ? issuedUpTo.toString() : '';
-    return (await this.redis.idpoolReset(k.ids, k.fence, k.server, fence)) === 1;
+    return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.server], [fence])) === 1;
   }
 
   async discard(entityKey: string): Promise<void> {

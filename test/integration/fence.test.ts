@@ -12,7 +12,7 @@ describe('fence: a stale refiller cannot push an older segment', () => {
     available = await servicesAvailable({ mysql: true, redis: true });
   });
 
-  it('push-3.lua refuses a segment that does not start above the fence', async (ctx) => {
+  it('idpool_push refuses a segment that does not start above the fence', async (ctx) => {
     if (!available) return ctx.skip();
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
@@ -26,6 +26,26 @@ describe('fence: a stale refiller cannot push an older segment', () => {
       expect(await store.push('e', ['9007199254740993'], 9007199254740993n, 9007199254740993n)).toEqual({ kind: 'ok', size: 4 });
       expect(await store.push('e', ['9007199254740992'], 9007199254740992n, 9007199254740992n)).toEqual({ kind: 'fenced' });
       expect(await redis.lrange(`${prefix}:{e}:ids`, 0, -1)).toEqual(['10', '11', '12', '9007199254740993']);
+    } finally {
+      await clearPrefix(redis, prefix);
+      redis.disconnect();
+    }
+  });
+
+  it('restores its Redis functions when they are gone (FUNCTION FLUSH) and keeps the server check', async (ctx) => {
+    if (!available) return ctx.skip();
+    const redis = new Redis(REDIS_URL);
+    const prefix = testPrefix();
+    try {
+      const store = new RedisPoolStore(redis, prefix);
+      await store.reset('f', -1n);
+      await store.push('f', ['1', '2', '3'], 1n, 3n);
+      await redis.call('FUNCTION', 'DELETE', 'idpool');
+      expect(await store.pop('f', 2, 0)).toEqual({ kind: 'ok', ids: ['1', '2'], remaining: 1 });
+      // A marker from another server is refused by the reloaded library too.
+      await redis.set(`${prefix}:{f}:server`, 'another-server');
+      expect(await store.pop('f', 1, 0)).toEqual({ kind: 'server_changed' });
+      await expect(redis.call('FCALL', 'idpool_pop', 2, `${prefix}:{f}:ids`, `${prefix}:{f}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
     } finally {
       await clearPrefix(redis, prefix);
       redis.disconnect();

@@ -1,8 +1,8 @@
 --[[
-  Appends one segment of ids to an entity's pool, but only if the segment
-  starts above every id ever pushed for the entity (the fence). A refiller
-  that stalled past its lock TTL and pushes an older segment is refused, so
-  the pool never goes out of order and never holds an id twice.
+  idpool_push: appends one segment of ids to an entity's pool, but only if
+  the segment starts above every id ever pushed for the entity (the fence).
+  A refiller that stalled past its lock TTL and pushes an older segment is
+  refused, so the pool never goes out of order and never holds an id twice.
 
   Input:
     KEYS[1] ids list
@@ -17,29 +17,24 @@
     -2  server changed: the pool must be reset before anything is pushed
     -4  refused by the fence: a newer segment was pushed already
 ]]
-local rcall = redis.call
+local function push(KEYS, ARGV)
+  if rcall('GET', KEYS[3]) ~= runId() then
+    return -2
+  end
 
--- Ids may exceed 2^53, so they stay decimal strings: longer is larger.
-local function greater(a, b)
-  if #a ~= #b then return #a > #b end
-  return a > b
+  local fence = rcall('GET', KEYS[2])
+  if fence and not greater(ARGV[1], fence) then
+    return -4
+  end
+
+  -- unpack() fails near 8,000 values (Lua C stack), so push in chunks of 1,000.
+  local size = 0
+  local n = #ARGV
+  for i = 3, n, 1000 do
+    size = rcall('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, n)))
+  end
+  rcall('SET', KEYS[2], ARGV[2])
+  return size
 end
 
-local runId = string.match(rcall('INFO', 'server'), 'run_id:(%x+)')
-if rcall('GET', KEYS[3]) ~= runId then
-  return -2
-end
-
-local fence = rcall('GET', KEYS[2])
-if fence and not greater(ARGV[1], fence) then
-  return -4
-end
-
--- unpack() fails near 8,000 values (Lua C stack), so push in chunks of 1,000.
-local size = 0
-local n = #ARGV
-for i = 3, n, 1000 do
-  size = rcall('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, n)))
-end
-rcall('SET', KEYS[2], ARGV[2])
-return size
+redis.register_function('idpool_push', push)

@@ -1,8 +1,9 @@
 --[[
-  Claims an entity's pool for the Redis server answering now. If the pool
-  was filled on another server (restart with persistence, failover, or a
-  fresh empty server), its ids may have been handed out already: the list is
-  discarded and the fence raised to what the database says may be issued.
+  idpool_reset: claims an entity's pool for the Redis server answering now.
+  If the pool was filled on another server (restart with persistence,
+  failover, or a fresh empty server), its ids may have been handed out
+  already: the list is discarded and the fence raised to what the database
+  says may be issued.
 
   Input:
     KEYS[1] ids list
@@ -14,22 +15,18 @@
     1  pool discarded and claimed for this server
     0  pool already belongs to this server (another instance reset it)
 ]]
-local rcall = redis.call
+local function reset(KEYS, ARGV)
+  if rcall('GET', KEYS[3]) == runId() then
+    return 0
+  end
 
-local function greater(a, b)
-  if #a ~= #b then return #a > #b end
-  return a > b
+  rcall('DEL', KEYS[1])
+  local fence = rcall('GET', KEYS[2])
+  if ARGV[1] ~= '' and (not fence or greater(ARGV[1], fence)) then
+    rcall('SET', KEYS[2], ARGV[1])
+  end
+  rcall('SET', KEYS[3], runId())
+  return 1
 end
 
-local runId = string.match(rcall('INFO', 'server'), 'run_id:(%x+)')
-if rcall('GET', KEYS[3]) == runId then
-  return 0
-end
-
-rcall('DEL', KEYS[1])
-local fence = rcall('GET', KEYS[2])
-if ARGV[1] ~= '' and (not fence or greater(ARGV[1], fence)) then
-  rcall('SET', KEYS[2], ARGV[1])
-end
-rcall('SET', KEYS[3], runId)
-return 1
+redis.register_function('idpool_reset', reset)

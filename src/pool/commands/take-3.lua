@@ -1,0 +1,50 @@
+--[[
+  idpool_take: the service's pop. Takes `count` ids from the head of one
+  entity's pool, all or nothing, and counts them against the entity's
+  per-second limit (shared by every instance, timed by the Redis server's
+  clock).
+
+  Input:
+    KEYS[1] ids list
+    KEYS[2] server marker (run_id the pool was filled on)
+    KEYS[3] rate counter prefix (the current second is appended)
+    ARGV[1] count
+    ARGV[2] max ids per second, 0 = unlimited
+
+  Output:
+    {0, remaining, {id, ...}}  taken
+    {-1, size}                 short: fewer than count ids ready, nothing taken
+    {-2}                       server changed: pool must be discarded first
+    {-3, retryAfterMs}         rate limited, nothing taken
+]]
+local function take(KEYS, ARGV)
+  if rcall('GET', KEYS[2]) ~= runId() then
+    return {-2}
+  end
+
+  local count = tonumber(ARGV[1])
+  local limit = tonumber(ARGV[2])
+  local rateKey
+  if limit > 0 then
+    local now = rcall('TIME')
+    rateKey = KEYS[3] .. now[1]
+    local used = tonumber(rcall('GET', rateKey) or '0')
+    if used + count > limit then
+      return {-3, 1000 - math.floor(tonumber(now[2]) / 1000)}
+    end
+  end
+
+  local size = rcall('LLEN', KEYS[1])
+  if size < count then
+    return {-1, size}
+  end
+
+  local ids = rcall('LPOP', KEYS[1], count)
+  if rateKey then
+    rcall('INCRBY', rateKey, count)
+    rcall('PEXPIRE', rateKey, 2000)
+  end
+  return {0, size - count, ids}
+end
+
+redis.register_function('idpool_take', take)
