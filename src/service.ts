@@ -77,14 +77,11 @@ export async function connectRedis(url: string): Promise<Redis> {
     maxRetriesPerRequest: 1,
     commandTimeout: 2000,
     // No enableAutoPipelining: it can throw an uncaught TypeError out of a
-    // callback and crash the process when a batch fails (ioredis#1931; seen
-    // here when the connection closed under load). Commands from concurrent
-    // requests still share the socket without waiting on each other.
-    // Redlock defines these on the connection at its first lock attempt; an
-    // auto-pipeline opened earlier in that tick lacks them, and queuing one
-    // there crashes the process (redis/ioredis#1931). Locks are rare: send
-    // them on their own.
-    autoPipeliningIgnoredCommands: ['acquireLock', 'extendLock', 'releaseLock'],
+    // callback and crash the process (redis/ioredis#1931), seen here twice:
+    // when a batch failed as the connection closed, and when Redlock defined
+    // its scripts while an auto-pipeline was open (redis-autopipeline.test.ts).
+    // Commands from concurrent requests still share the socket without
+    // waiting on each other.
     retryStrategy: (times) => Math.min(50 * times, 1000),
   });
   redis.on('error', () => undefined);
