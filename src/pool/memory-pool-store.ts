@@ -1,4 +1,5 @@
 import type { Clock } from '../clock';
+import type { ClusterMap } from '../segment/cluster';
 import type { HeldLock, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
@@ -71,6 +72,10 @@ export class MemoryPoolStore implements PoolStore {
     pool.size += ids.length;
     pool.fence = highest;
     return { kind: 'ok', size: pool.size };
+  }
+
+  pushRange(entityKey: string, start: bigint, end: bigint, cluster: ClusterMap): Promise<PushResult> {
+    return this.push(entityKey, cluster.idStrings(start, end), cluster.toId(start), cluster.toId(end - 1n));
   }
 
   async size(entityKey: string): Promise<number> {

@@ -1,3 +1,5 @@
+import type { ClusterMap } from '../segment/cluster';
+
 /** Outcome of taking ids from a pool. */
 export type PopResult =
   | { readonly kind: 'ok'; readonly ids: string[]; readonly remaining: number }
@@ -24,6 +26,11 @@ export interface PoolStore {
   pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult>;
   /** Appends ids (in pop order) whose lowest and highest are given, if above the fence. */
   push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult>;
+  /**
+   * Appends the ids of numbers `[start, end)` in order, if above the fence;
+   * the store builds them (`cluster` maps numbers to ids). Only for ids below 2^53.
+   */
+  pushRange(entityKey: string, start: bigint, end: bigint, cluster: ClusterMap): Promise<PushResult>;
   size(entityKey: string): Promise<number>;
   /** Sizes of many pools in one round trip. */
   sizes(entityKeys: readonly string[]): Promise<number[]>;

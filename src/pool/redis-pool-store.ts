@@ -2,6 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Lock, Redlock } from '@sesamecare-oss/redlock';
 import type Redis from 'ioredis';
+import type { ClusterMap } from '../segment/cluster';
 import { entityKeys, DEFAULT_PREFIX } from './keys';
 import type { HeldLock, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
 
@@ -30,6 +31,12 @@ export function functionLibrary(): string {
 /** Loads (or replaces) idpool's functions: the service's own and `idpool_pop` for trusted consumers. */
 export async function loadFunctions(redis: Redis): Promise<void> {
   await redis.call('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+}
+
+function pushResult(code: number): PushResult {
+  if (code === ScriptCode.ServerChanged) return { kind: 'server_changed' };
+  if (code === ScriptCode.Fenced) return { kind: 'fenced' };
+  return { kind: 'ok', size: code };
 }
 
 /** Service-mode pool: one Redis list per entity, shared by every instance and direct consumers. */
@@ -74,10 +81,16 @@ export class RedisPoolStore implements PoolStore {
 
   async push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const code = await this.fcall<number>('idpool_push', [k.ids, k.fence, k.server], [lowest.toString(), highest.toString(), ...ids]);
-    if (code === ScriptCode.ServerChanged) return { kind: 'server_changed' };
-    if (code === ScriptCode.Fenced) return { kind: 'fenced' };
-    return { kind: 'ok', size: code };
+    return pushResult(await this.fcall<number>('idpool_push', [k.ids, k.fence, k.server], [lowest.toString(), highest.toString(), ...ids]));
+  }
+
+  async pushRange(entityKey: string, start: bigint, end: bigint, cluster: ClusterMap): Promise<PushResult> {
+    const k = entityKeys(entityKey, this.prefix);
+    const lowest = cluster.toId(start);
+    const highest = cluster.toId(end - 1n);
+    if (highest > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('pushRange is only for ids below 2^53');
+    const code = await this.fcall<number>('idpool_push_range', [k.ids, k.fence, k.server], [lowest.toString(), highest.toString(), start.toString(), Number(end - start), cluster.count, cluster.index]);
+    return pushResult(code);
   }
 
   size(entityKey: string): Promise<number> {

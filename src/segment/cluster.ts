@@ -8,7 +8,10 @@ export class ClusterMap {
   private readonly c: bigint;
   private readonly i: bigint;
 
-  constructor(count = 1, index = 0) {
+  constructor(
+    readonly count = 1,
+    readonly index = 0,
+  ) {
     if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cluster count must be >= 1, got ${count}`);
     if (!Number.isSafeInteger(index) || index < 0 || index >= count) throw new RangeError(`cluster index must be in 0..${count - 1}, got ${index}`);
     this.c = BigInt(count);

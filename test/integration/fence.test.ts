@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { ClusterMap } from '../../src/segment/cluster';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
 import { REDIS_URL, clearPrefix, createTestSchema, servicesAvailable, testPrefix } from '../helpers/services';
@@ -26,6 +27,27 @@ describe('fence: a stale refiller cannot push an older segment', () => {
       expect(await store.push('e', ['9007199254740993'], 9007199254740993n, 9007199254740993n)).toEqual({ kind: 'ok', size: 4 });
       expect(await store.push('e', ['9007199254740992'], 9007199254740992n, 9007199254740992n)).toEqual({ kind: 'fenced' });
       expect(await redis.lrange(`${prefix}:{e}:ids`, 0, -1)).toEqual(['10', '11', '12', '9007199254740993']);
+    } finally {
+      await clearPrefix(redis, prefix);
+      redis.disconnect();
+    }
+  });
+
+  it('idpool_push_range writes the ids itself, exact up to 2^53, and honours the fence and cluster mapping', async (ctx) => {
+    if (!available) return ctx.skip();
+    const redis = new Redis(REDIS_URL);
+    const prefix = testPrefix();
+    try {
+      const store = new RedisPoolStore(redis, prefix);
+      const cluster = new ClusterMap(3, 2);
+      await store.reset('r', -1n);
+      expect(await store.pushRange('r', 10n, 2510n, cluster)).toEqual({ kind: 'ok', size: 2500 });
+      expect(await redis.lrange(`${prefix}:{r}:ids`, 0, -1)).toEqual(cluster.idStrings(10n, 2510n));
+      expect(await store.pushRange('r', 2000n, 3000n, cluster)).toEqual({ kind: 'fenced' });
+      const top = 3_002_399_751_580_329n; // its id 3 * top + 2 = 2^53 - 2, the last exact one below
+      expect(await store.pushRange('r', top - 2n, top + 1n, cluster)).toEqual({ kind: 'ok', size: 2503 });
+      expect(await redis.lrange(`${prefix}:{r}:ids`, -3, -1)).toEqual(['9007199254740983', '9007199254740986', '9007199254740989']);
+      await expect(store.pushRange('r', top + 1n, top + 2n, cluster)).rejects.toThrow(/below 2\^53/);
     } finally {
       await clearPrefix(redis, prefix);
       redis.disconnect();
