@@ -64,10 +64,10 @@ export class RedisPoolStore implements PoolStore {
 
   async pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const [code, value, ids] = await this.fcall<[number, number, string[]?]>('idpool_take', [k.ids, k.server, k.ratePrefix], [count, maxPerSecond]);
+    const [code, value, joined] = await this.fcall<[number, number, string?]>('idpool_take', [k.ids, k.server, k.ratePrefix], [count, maxPerSecond]);
     switch (code) {
       case ScriptCode.Ok:
-        return { kind: 'ok', ids: ids ?? [], remaining: value };
+        return { kind: 'ok', ids: joined!.split(','), remaining: value };
       case ScriptCode.Short:
         return { kind: 'short', size: value };
       case ScriptCode.ServerChanged:

@@ -12,7 +12,9 @@
     ARGV[2] max ids per second, 0 = unlimited
 
   Output:
-    {0, remaining, {id, ...}}  taken
+    {0, remaining, 'id,id,...'} taken; the ids joined by commas, because one
+                               bulk string costs the client far less to
+                               parse than a thousand (measured here)
     {-1, size}                 short: fewer than count ids ready, nothing taken
     {-2}                       server changed: pool must be discarded first
     {-3, retryAfterMs}         rate limited, nothing taken
@@ -44,7 +46,7 @@ local function take(KEYS, ARGV)
     rcall('INCRBY', rateKey, count)
     rcall('PEXPIRE', rateKey, 2000)
   end
-  return {0, size - count, ids}
+  return {0, size - count, table.concat(ids, ',')}
 end
 
 redis.register_function('idpool_take', take)
