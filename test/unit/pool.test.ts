@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import type { AppConfig } from '../../src/apps/app';
+import { checkRules, lowWatermark, withDefaults } from '../../src/apps/app';
+import type { Clock } from '../../src/clock';
+import { PoolExhaustedError, RateLimitedError } from '../../src/errors';
+import { silentLogger } from '../../src/logger';
+import { Dispatcher } from '../../src/pool/dispatcher';
+import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import { Refiller } from '../../src/pool/refiller';
+import type { Segment, SegmentAllocator } from '../../src/segment/allocator';
+import { ClusterMap } from '../../src/segment/cluster';
+
+/** A clock that moves only when told; sleep advances it. */
+function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void } {
+  let now = start;
+  return {
+    now: () => now,
+    monotonic: () => now,
+    sleep: async (ms) => {
+      now += ms;
+    },
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+}
+
+/** An in-memory number line per entity, like the `application` table. */
+class FakeAllocator implements SegmentAllocator {
+  readonly offsets = new Map<string, bigint>();
+  reservations: Segment[] = [];
+  failing = false;
+  async reserve(key: string, size: number): Promise<Segment> {
+    if (this.failing) throw new Error('connect ECONNREFUSED');
+    const start = this.offsets.get(key) ?? 0n;
+    const segment = { start, end: start + BigInt(size) };
+    this.offsets.set(key, segment.end);
+    this.reservations.push(segment);
+    return segment;
+  }
+  async peek(key: string): Promise<bigint> {
+    return this.offsets.get(key) ?? 0n;
+  }
+}
+
+function app(overrides: Partial<AppConfig> = {}): AppConfig {
+  return { ...withDefaults({ key: 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 }), secretHash: '', createTime: 0, updateTime: 0, ...overrides };
+}
+
+function setup(config: AppConfig, cluster = new ClusterMap()) {
+  const clock = fakeClock();
+  const store = new MemoryPoolStore(clock);
+  const allocator = new FakeAllocator();
+  const apps = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
+  const refiller = new Refiller({ apps, allocator, store, lock: new MemoryRefillLock(), cluster, clock, log: silentLogger, intervalMs: 100 });
+  const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
+  return { clock, store, allocator, refiller, dispatcher };
+}
+
+describe('registration rules', () => {
+  it('fills defaults from DESIGN.md and keeps the pool rule', () => {
+    const d = withDefaults({ key: 'k', mode: 'monotonic' });
+    expect(d).toMatchObject({ step: 1000, maxSizePerTimes: 1000, maxSizePerSecond: 5000, minSizePercent: 80, maxPoolSize: 300_000, startOffset: 0n });
+    expect(checkRules(d)).toBeNull();
+    // A default pool is raised until a whole step fits above the watermark.
+    const big = withDefaults({ key: 'k', mode: 'monotonic', step: 100_000, maxSizePerSecond: 1000 });
+    expect(big.maxPoolSize).toBe(500_000);
+    expect(checkRules(big)).toBeNull();
+  });
+
+  it('names the broken rule', () => {
+    expect(checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), step: 1000, maxPoolSize: 4000 })).toMatch(/at least step/);
+    expect(checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), step: 100, maxPoolSize: 500, maxSizePerTimes: 1000 })).toMatch(/maxSizePerTimes/);
+    expect(checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), maxSizePerSecond: 10, maxSizePerTimes: 100 })).toMatch(/maxSizePerSecond/);
+  });
+});
+
+describe('refiller on the in-process pool', () => {
+  it('tops the pool up to maxPoolSize in whole steps with one reservation, and only below the watermark', async () => {
+    const { store, allocator, refiller } = setup(app());
+    await refiller.refill('orders');
+    expect(allocator.reservations).toEqual([{ start: 0n, end: 1000n }]);
+    expect(await store.size('orders')).toBe(1000);
+    await refiller.refill('orders'); // full: nothing reserved
+    expect(allocator.reservations).toHaveLength(1);
+    await store.pop('orders', 250, 0); // 750 left, below the 800 watermark
+    await refiller.refill('orders');
+    expect(allocator.reservations[1]).toEqual({ start: 1000n, end: 1200n }); // floor(250 / 100) steps
+    expect(await store.size('orders')).toBe(950);
+  });
+
+  it('shuffles each step of a trend entity and keeps steps in order', async () => {
+    const { store, refiller } = setup(app({ mode: 'trend' }));
+    await refiller.refill('orders');
+    const ids = (await store.pop('orders', 1000, 0)) as { ids: string[] };
+    for (let s = 0; s < 10; s++) {
+      const part = ids.ids.slice(s * 100, s * 100 + 100).map(Number);
+      expect([...part].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => s * 100 + i));
+      expect(part).not.toEqual([...part].sort((a, b) => a - b));
+    }
+  });
+
+  it('maps numbers to disjoint ids for each cluster index', async () => {
+    const a = setup(app(), new ClusterMap(3, 1));
+    await a.refiller.refill('orders');
+    const ids = ((await a.store.pop('orders', 5, 0)) as { ids: string[] }).ids;
+    expect(ids).toEqual(['1', '4', '7', '10', '13']);
+  });
+
+  it('a push below the fence is refused and dropped', async () => {
+    const { store } = setup(app());
+    expect(await store.push('orders', ['10', '11'], 10n, 11n)).toEqual({ kind: 'ok', size: 2 });
+    expect(await store.push('orders', ['5'], 5n, 5n)).toEqual({ kind: 'fenced' });
+    expect(await store.size('orders')).toBe(2);
+  });
+
+  it('a failing database is survived: nothing is pushed, the next refill works', async () => {
+    const { store, allocator, refiller } = setup(app());
+    allocator.failing = true;
+    await refiller.refill('orders');
+    expect(await store.size('orders')).toBe(0);
+    allocator.failing = false;
+    await refiller.refill('orders');
+    expect(await store.size('orders')).toBe(1000);
+  });
+});
+
+describe('dispatcher', () => {
+  it('takes all or nothing and marks the pool low', async () => {
+    const config = app();
+    const { store, refiller, dispatcher } = setup(config);
+    await refiller.refill('orders');
+    const taken = await dispatcher.take(config, 500);
+    expect(taken.map(Number)).toEqual(Array.from({ length: 500 }, (_, i) => i));
+    expect(await store.size('orders')).toBeLessThan(lowWatermark(config));
+  });
+
+  it('refills at once on shortage and serves, or answers 503 after its bounded wait', async () => {
+    const config = app();
+    const { allocator, dispatcher } = setup(config);
+    expect(await dispatcher.take(config, 10)).toHaveLength(10); // empty pool: refilled on demand
+    allocator.failing = true;
+    await dispatcher.take(config, 500);
+    await dispatcher.take(config, 490);
+    await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(PoolExhaustedError);
+    expect(dispatcher.stats.exhausted).toBe(1);
+  });
+
+  it('enforces max ids per second and says when to retry', async () => {
+    const config = app({ maxSizePerSecond: 600 });
+    const { clock, refiller, dispatcher } = setup(config);
+    await refiller.refill('orders');
+    await dispatcher.take(config, 500);
+    clock.advance(10);
+    const err = await dispatcher.take(config, 200).catch((e) => e);
+    expect(err).toBeInstanceOf(RateLimitedError);
+    expect(err.retryAfterSeconds).toBe(1);
+    clock.advance(1000);
+    expect(await dispatcher.take(config, 200)).toHaveLength(200);
+  });
+});
