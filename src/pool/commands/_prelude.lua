@@ -32,3 +32,16 @@ local function greater(a, b)
   if #a ~= #b then return #a > #b end
   return a > b
 end
+
+-- The checks every push makes before writing: the pool belongs to the server
+-- answering now (KEYS[3]), and the segment's lowest id is above the fence
+-- (KEYS[2]). Returns -2 (server changed) or -4 (fenced) when refused.
+local function refusePush(KEYS, lowest)
+  if rcall('GET', KEYS[3]) ~= runId() then
+    return -2
+  end
+  local fence = rcall('GET', KEYS[2])
+  if fence and not greater(lowest, fence) then
+    return -4
+  end
+end

@@ -18,13 +18,9 @@
     -4  refused by the fence: a newer segment was pushed already
 ]]
 local function push(KEYS, ARGV)
-  if rcall('GET', KEYS[3]) ~= runId() then
-    return -2
-  end
-
-  local fence = rcall('GET', KEYS[2])
-  if fence and not greater(ARGV[1], fence) then
-    return -4
+  local refused = refusePush(KEYS, ARGV[1])
+  if refused then
+    return refused
   end
 
   -- unpack() fails near 8,000 values (Lua C stack), so push in chunks of 1,000.

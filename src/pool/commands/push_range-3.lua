@@ -23,13 +23,9 @@
     -4  refused by the fence: a newer segment was pushed already
 ]]
 local function push_range(KEYS, ARGV)
-  if rcall('GET', KEYS[3]) ~= runId() then
-    return -2
-  end
-
-  local fence = rcall('GET', KEYS[2])
-  if fence and not greater(ARGV[1], fence) then
-    return -4
+  local refused = refusePush(KEYS, ARGV[1])
+  if refused then
+    return refused
   end
 
   local first, count = tonumber(ARGV[3]), tonumber(ARGV[4])
