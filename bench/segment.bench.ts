@@ -50,7 +50,7 @@ async function resetSchema(name: string): Promise<string> {
 async function startServer(args: string[], env: Record<string, string>): Promise<{ port: number; proc: ChildProcess }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: ROOT,
-    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_LOG_LEVEL: 'info', IDPOOL_REQUEST_LOG: 'false', ...env },
+    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
