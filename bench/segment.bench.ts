@@ -55,11 +55,17 @@ async function startServer(args: string[], env: Record<string, string>): Promise
   });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
-    proc.stdout!.on('data', (d) => {
+    const onData = (d: Buffer) => {
       out += d;
       const m = /"port":(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
+      if (!m) return;
+      // From here on the server's log is drained and dropped, as if it went
+      // to a file: reading it here would steal CPU from the load generator.
+      proc.stdout!.off('data', onData);
+      proc.stdout!.resume();
+      resolve(Number(m[1]));
+    };
+    proc.stdout!.on('data', onData);
     proc.once('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
   });
   return { port, proc };
