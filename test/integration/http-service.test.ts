@@ -122,7 +122,7 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
     expect(again.status).toBe(409); // retired keys are never reused, so their ids never repeat
   });
 
-  it('rejects 40 kinds of bad input with the right 4xx JSON error and changes nothing', async (ctx) => {
+  it('rejects 48 kinds of bad input with the right 4xx JSON error and changes nothing', async (ctx) => {
     if (!available) return ctx.skip();
     const key = uniqueKey('bad');
     const other = uniqueKey('other');
