@@ -200,7 +200,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     registry,
     dispatcher,
     pools: store,
-    offsets: appStore,
+    offsets: allocator,
     adminToken: config.adminToken,
     snowflake,
     workers: runtime.workers,

@@ -92,11 +92,6 @@ export class AppStore {
     return rows.map((row) => ({ app: toApp(row), retired: Number(row.deleted_at) !== 0 }));
   }
 
-  async currentOffset(key: string): Promise<bigint | undefined> {
-    const rows = await this.db.query<{ c: string }>(`SELECT ${this.db.bigText('current_offset')} AS c FROM application WHERE entity_key = ?`, [key]);
-    return rows[0] ? BigInt(rows[0].c) : undefined;
-  }
-
   /** Inserts a new entity; returns false when the key is taken (live or retired). */
   async insert(app: AppConfig): Promise<boolean> {
     try {

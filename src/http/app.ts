@@ -29,7 +29,8 @@ export interface HttpDeps {
   registry: Pick<AppRegistry, 'find' | 'require' | 'list' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
   dispatcher: { take(app: AppConfig, count: number): Promise<string[]> };
   pools: { size(entityKey: string): Promise<number> };
-  offsets: { currentOffset(entityKey: string): Promise<bigint | undefined> };
+  /** Reads `current_offset` (the allocator's `peek`). */
+  offsets: { peek(entityKey: string): Promise<bigint> };
   adminToken: string;
   snowflake?: SnowflakeIssuer;
   workers?: { list(): Promise<unknown[]> };
@@ -130,8 +131,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
 
   const withPool = async (entity: AppConfig) => {
     const view: Record<string, unknown> = { ...describeApp(entity) };
-    const currentOffset = await deps.offsets.currentOffset(entity.key);
-    view.currentOffset = currentOffset?.toString() ?? null;
+    view.currentOffset = (await deps.offsets.peek(entity.key)).toString();
     if (entity.mode !== 'snowflake') {
       view.pool = { size: await deps.pools.size(entity.key), max: entity.maxPoolSize, lowWatermark: lowWatermark(entity) };
     }

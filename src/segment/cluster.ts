@@ -22,13 +22,6 @@ export class ClusterMap {
     return this.c === 1n ? n : n * this.c + this.i;
   }
 
-  /** Every id of `[start, end)`, in order. */
-  ids(start: bigint, end: bigint): bigint[] {
-    const out: bigint[] = [];
-    for (let n = start; n < end; n++) out.push(this.toId(n));
-    return out;
-  }
-
   /**
    * Every id of `[start, end)` as decimal strings, in order. Uses number
    * arithmetic while the ids stay below 2^53 (about 5x faster than bigint,
