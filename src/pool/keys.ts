@@ -12,7 +12,7 @@ export interface EntityKeys {
   readonly lock: string;
   /** Prefix of the per-second counters; the second is appended inside Lua. */
   readonly ratePrefix: string;
-  /** `run_id` of the Redis server this entity's pool was filled on. */
+  /** Epoch (`run_id:master_replid`) of the Redis server this entity's pool was filled in. */
   readonly server: string;
 }
 

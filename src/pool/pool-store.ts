@@ -42,7 +42,7 @@ export interface PoolStore {
   reset(entityKey: string, issuedUpTo: bigint): Promise<boolean>;
   /** Drops a retired entity's ready ids (its fence stays). */
   discard(entityKey: string): Promise<void>;
-  /** Identity of the server answering now; changes on restart or failover. */
+  /** Epoch of the server answering now (`run_id:master_replid`); changes on restart, promotion and failback. */
   serverId(): Promise<string>;
   /** Answers when the store is usable (readiness). */
   ping(): Promise<void>;

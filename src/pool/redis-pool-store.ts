@@ -33,6 +33,17 @@ export async function loadFunctions(redis: Redis): Promise<void> {
   await redis.call('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
 }
 
+/**
+ * The epoch `run_id:master_replid` (DESIGN.md invariant 4) from the text of
+ * `INFO server replication`: the same string the Lua functions compare.
+ */
+export function epochOf(info: string): string {
+  const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1];
+  const replId = /master_replid:([0-9a-f]+)/.exec(info)?.[1];
+  if (!runId || !replId) throw new Error('INFO did not report run_id and master_replid');
+  return `${runId}:${replId}`;
+}
+
 function pushResult(code: number): PushResult {
   if (code === ScriptCode.ServerChanged) return { kind: 'server_changed' };
   if (code === ScriptCode.Fenced) return { kind: 'fenced' };
@@ -119,10 +130,7 @@ export class RedisPoolStore implements PoolStore {
   }
 
   async serverId(): Promise<string> {
-    const info = await this.redis.info('server');
-    const match = /run_id:([0-9a-f]+)/.exec(info);
-    if (!match) throw new Error('INFO server did not report a run_id');
-    return match[1];
+    return epochOf(await this.redis.info('server', 'replication'));
   }
 
   async ping(): Promise<void> {

@@ -80,6 +80,8 @@ export async function startInstance(env: Record<string, string>, timeoutMs = 30_
 export interface RedisServer {
   readonly port: number;
   readonly url: string;
+  /** The running process's id (SIGSTOP / SIGCONT in tests). */
+  readonly pid: number;
   /** kill -9 the server (data on disk stays). */
   kill9(): Promise<void>;
   /** Starts it again on the same port and directory. */
@@ -88,10 +90,10 @@ export interface RedisServer {
 }
 
 /** A redis-server of the test's own on a spare port (never the shared one). */
-export async function startRedisServer(persistence: 'aof' | 'rdb' | 'none'): Promise<RedisServer> {
+export async function startRedisServer(persistence: 'aof' | 'rdb' | 'none', extraArgs: string[] = []): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'idpool-redis-'));
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no'];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...extraArgs];
   if (persistence === 'aof') args.push('--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '');
   else if (persistence === 'rdb') args.push('--appendonly', 'no', '--save', '1 1');
   else args.push('--appendonly', 'no', '--save', '');
@@ -118,6 +120,9 @@ export async function startRedisServer(persistence: 'aof' | 'rdb' | 'none'): Pro
   return {
     port,
     url: `redis://127.0.0.1:${port}/0`,
+    get pid() {
+      return proc.pid!;
+    },
     async kill9() {
       proc.kill('SIGKILL');
       await waitExit(proc);

@@ -5,7 +5,7 @@
     FCALL idpool_pop 2 idpool:{KEY}:ids idpool:{KEY}:server COUNT
 
   Same rule as the service's own take: all or nothing, and nothing from a
-  pool filled on another Redis server (after a restart or failover the
+  pool filled in another Redis epoch (after a restart, failover or failback the
   service discards and refills it within a second).
 
   Input:
@@ -19,8 +19,8 @@
     error IDPOOL_SERVER_CHANGED  the pool is being rebuilt: retry shortly
 ]]
 local function pop(KEYS, ARGV)
-  if rcall('GET', KEYS[2]) ~= runId() then
-    return redis.error_reply('IDPOOL_SERVER_CHANGED pool filled on another Redis server; retry shortly')
+  if rcall('GET', KEYS[2]) ~= epoch() then
+    return redis.error_reply('IDPOOL_SERVER_CHANGED pool filled in another Redis epoch (restart or failover); retry shortly')
   end
   local count = tonumber(ARGV[1])
   if not count or count < 1 or count ~= math.floor(count) then

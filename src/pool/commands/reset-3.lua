@@ -16,7 +16,8 @@
     0  pool already belongs to this server (another instance reset it)
 ]]
 local function reset(KEYS, ARGV)
-  if rcall('GET', KEYS[3]) == runId() then
+  local now = epoch()
+  if rcall('GET', KEYS[3]) == now then
     return 0
   end
 
@@ -25,7 +26,7 @@ local function reset(KEYS, ARGV)
   if ARGV[1] ~= '' and (not fence or greater(ARGV[1], fence)) then
     rcall('SET', KEYS[2], ARGV[1])
   end
-  rcall('SET', KEYS[3], runId())
+  rcall('SET', KEYS[3], now)
   return 1
 end
 

@@ -6,7 +6,7 @@
 
   Input:
     KEYS[1] ids list
-    KEYS[2] server marker (run_id the pool was filled on)
+    KEYS[2] server marker (epoch `run_id:master_replid` the pool was filled in)
     KEYS[3] rate counter prefix (the current second is appended)
     ARGV[1] count
     ARGV[2] max ids per second, 0 = unlimited
@@ -20,7 +20,7 @@
     {-3, retryAfterMs}         rate limited, nothing taken
 ]]
 local function take(KEYS, ARGV)
-  if rcall('GET', KEYS[2]) ~= runId() then
+  if rcall('GET', KEYS[2]) ~= epoch() then
     return {-2}
   end
 
