@@ -46,6 +46,18 @@ async function main(): Promise<void> {
     destination.flushSync();
     process.exit(code);
   };
+  // Invariant 7: no dependency fault ends the process. Every promise idpool
+  // starts is awaited or handled; one that slips through (a bug, or a
+  // library's internal promise) is logged loudly as an alarm, not a crash
+  // that would take every entity down. An uncaught exception still exits:
+  // it was thrown out of a callback midway, so state is unknown.
+  process.on('unhandledRejection', (reason) => {
+    log.error({ alarm: 'unhandled_rejection', err: String((reason as Error)?.stack ?? reason) }, 'unhandled promise rejection (a bug); the process keeps running');
+  });
+  process.on('uncaughtException', (err) => {
+    log.fatal({ alarm: 'uncaught_exception', err: String(err?.stack ?? err) }, 'uncaught exception; exiting');
+    exit(1);
+  });
   let service;
   try {
     service = await createService(config, { log, ops });

@@ -222,27 +222,37 @@ export class Refiller {
       } else if (result.kind === 'server_changed') outcome = 'server_changed';
       else this.stats.idsPushed += count;
     };
-    for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
-      const to = from + perCall < segment.end ? from + perCall : segment.end;
-      let call: Promise<PushResult>;
-      if (app.mode === 'trend') {
-        const ids: string[] = [];
-        for (let s = from; s < to; s += step) {
-          const part = cluster.idStrings(s, s + step < to ? s + step : to);
-          shuffle(part);
-          for (const id of part) ids.push(id);
+    try {
+      for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
+        const to = from + perCall < segment.end ? from + perCall : segment.end;
+        let call: Promise<PushResult>;
+        if (app.mode === 'trend') {
+          const ids: string[] = [];
+          for (let s = from; s < to; s += step) {
+            const part = cluster.idStrings(s, s + step < to ? s + step : to);
+            shuffle(part);
+            for (const id of part) ids.push(id);
+          }
+          call = store.push(app.key, ids, cluster.toId(from), cluster.toId(to - 1n));
+        } else if (cluster.toId(to - 1n) <= MAX_SAFE) {
+          // The store writes the ids itself: nothing to build or send here.
+          call = store.pushRange(app.key, from, to, cluster);
+        } else {
+          call = store.push(app.key, cluster.idStrings(from, to), cluster.toId(from), cluster.toId(to - 1n));
         }
-        call = store.push(app.key, ids, cluster.toId(from), cluster.toId(to - 1n));
-      } else if (cluster.toId(to - 1n) <= MAX_SAFE) {
-        // The store writes the ids itself: nothing to build or send here.
-        call = store.pushRange(app.key, from, to, cluster);
-      } else {
-        call = store.push(app.key, cluster.idStrings(from, to), cluster.toId(from), cluster.toId(to - 1n));
+        // Handled now, awaited in order below: a call that fails while an
+        // earlier one is still awaited must not count as unhandled.
+        call.catch(() => undefined);
+        inFlight.push({ call, from, to, count: Number(to - from) });
+        if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
       }
-      inFlight.push({ call, from, to, count: Number(to - from) });
-      if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
+      while (inFlight.length) await settleOldest();
+    } catch (err) {
+      // Let the calls already sent settle before the lock is released, then
+      // report the first failure (the caller logs it; invariant 7).
+      await Promise.allSettled(inFlight.map((c) => c.call));
+      throw err;
     }
-    while (inFlight.length) await settleOldest();
     return outcome;
   }
 
