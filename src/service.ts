@@ -16,6 +16,7 @@ import { Dispatcher } from './pool/dispatcher';
 import { DEFAULT_PREFIX } from './pool/keys';
 import { MemoryPoolStore, MemoryRefillLock } from './pool/memory-pool-store';
 import type { PoolStore, RefillLock } from './pool/pool-store';
+import { connectRedis } from './pool/redis-connection';
 import { RedisPoolStore, RedisRefillLock, loadFunctions } from './pool/redis-pool-store';
 import { Refiller } from './pool/refiller';
 import { type Segment, SqlSegmentAllocator } from './segment/allocator';
@@ -67,28 +68,6 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** Connects to Redis, failing fast while it is down instead of queueing requests. */
-export async function connectRedis(url: string): Promise<Redis> {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    // A request must not hang on a Redis that is down: no offline queue,
-    // and one retry at most; the HTTP layer answers 503 with Retry-After.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    commandTimeout: 2000,
-    // No enableAutoPipelining: it can throw an uncaught TypeError out of a
-    // callback and crash the process (redis/ioredis#1931), seen here twice:
-    // when a batch failed as the connection closed, and when Redlock defined
-    // its scripts while an auto-pipeline was open (redis-autopipeline.test.ts).
-    // Commands from concurrent requests still share the socket without
-    // waiting on each other.
-    retryStrategy: (times) => Math.min(50 * times, 1000),
-  });
-  redis.on('error', () => undefined);
-  await redis.connect();
-  return redis;
-}
-
 /**
  * The composition root: config → database → stores → services → HTTP app.
  * Everything is built here and handed down; nothing is a module singleton.
@@ -99,7 +78,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const db = await openDatabase(config.databaseUrl);
   let redis: Redis | undefined;
   try {
-    redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
+    redis = config.redis ? await connectRedis(config.redis) : undefined;
     if (redis) await loadFunctions(redis);
   } catch (err) {
     redis?.disconnect();

@@ -21,10 +21,23 @@ export interface SnowflakeSettings {
   timeBackInitial: 0 | 1;
 }
 
+/** Where Redis is (DESIGN.md "Redis topologies"); Cluster comes later. */
+export type RedisTopology =
+  | { readonly kind: 'single'; readonly url: string }
+  | {
+      readonly kind: 'sentinel';
+      readonly sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+      /** The monitored master's name (`sentinel monitor <name> …`). */
+      readonly masterName: string;
+      /** Credentials for the Sentinels and the Redis nodes they point to. */
+      readonly username?: string;
+      readonly password?: string;
+    };
+
 export interface Config {
   databaseUrl: string;
   /** Unset means the in-process pool (embedded / single node). */
-  redisUrl: string | undefined;
+  redis: RedisTopology | undefined;
   port: number;
   adminToken: string;
   /** True when the admin token was generated at start-up (printed once). */
@@ -72,6 +85,35 @@ function epoch(env: Env, name: string, fallback: string): number {
   return ms;
 }
 
+/** `host:port` lists (IDPOOL_REDIS_SENTINELS, IDPOOL_REDIS_CLUSTER_NODES). */
+function hostPorts(name: string, raw: string): Array<{ host: string; port: number }> {
+  return raw.split(',').map((part) => {
+    const m = /^\s*([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})\s*$/.exec(part);
+    const port = Number(m?.[2]);
+    if (!m || port < 1 || port > 65535) throw new ConfigError(name, `must be host:port[,host:port...], got "${raw}"`);
+    return { host: m[1].replace(/^\[|\]$/g, ''), port };
+  });
+}
+
+/** IDPOOL_REDIS_URL, or IDPOOL_REDIS_SENTINELS (+ _SENTINEL_MASTER, _USERNAME, _PASSWORD); at most one topology. */
+function redisTopology(env: Env): RedisTopology | undefined {
+  const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter((name) => env[name]);
+  if (given.length > 1) throw new ConfigError(given[1], `set only one of ${given.join(', ')} (one Redis topology)`);
+  const url = env.IDPOOL_REDIS_URL;
+  if (url) {
+    if (!/^rediss?:\/\/[^/]/.test(url)) throw new ConfigError('IDPOOL_REDIS_URL', `must be redis://host:6379/0, got "${url}"`);
+    return { kind: 'single', url };
+  }
+  const sentinels = env.IDPOOL_REDIS_SENTINELS;
+  if (sentinels) {
+    const masterName = env.IDPOOL_REDIS_SENTINEL_MASTER || 'mymaster';
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(masterName)) throw new ConfigError('IDPOOL_REDIS_SENTINEL_MASTER', `must be 1-64 of A-Z a-z 0-9 _ - ., got "${masterName}"`);
+    return { kind: 'sentinel', sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels), masterName, username: env.IDPOOL_REDIS_USERNAME || undefined, password: env.IDPOOL_REDIS_PASSWORD || undefined };
+  }
+  if (env.IDPOOL_REDIS_CLUSTER_NODES) throw new ConfigError('IDPOOL_REDIS_CLUSTER_NODES', 'Redis Cluster is not supported yet; use IDPOOL_REDIS_URL or IDPOOL_REDIS_SENTINELS');
+  return undefined;
+}
+
 const TIME_UNITS: readonly TimeUnit[] = ['ms', 's', 'min', 'h', 'd'];
 
 /**
@@ -85,10 +127,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^(mysql|mariadb):\/\//.test(databaseUrl) && !databaseUrl.startsWith('sqlite:')) {
     throw new ConfigError('IDPOOL_DATABASE_URL', `must be mysql://user:pass@host:3306/db or sqlite:PATH, got "${databaseUrl}"`);
   }
-  const redisUrl = env.IDPOOL_REDIS_URL || undefined;
-  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
-    throw new ConfigError('IDPOOL_REDIS_URL', `must be redis://host:6379/0, got "${redisUrl}"`);
-  }
+  const redis = redisTopology(env);
   const timeUnit = (env.IDPOOL_SNOWFLAKE_TIME_UNIT || 'ms') as TimeUnit;
   if (!TIME_UNITS.includes(timeUnit)) {
     throw new ConfigError('IDPOOL_SNOWFLAKE_TIME_UNIT', `must be one of ${TIME_UNITS.join(', ')}, got "${timeUnit}"`);
@@ -106,7 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     databaseUrl,
-    redisUrl,
+    redis,
     port: integer(env, 'IDPOOL_PORT', 8080, 0, 65535),
     adminToken: adminTokenGiven || randomBytes(24).toString('base64url'),
     adminTokenGenerated: !adminTokenGiven,

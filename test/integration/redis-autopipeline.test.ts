@@ -16,11 +16,11 @@ const ROOT = join(__dirname, '..', '..');
  * Runs in a child process because the failure is an uncaught exception.
  */
 const SCRIPT = `
-const { connectRedis } = require('./src/service');
+const { connectRedis } = require('./src/pool/redis-connection');
 const { RedisRefillLock } = require('./src/pool/redis-pool-store');
 process.on('uncaughtException', (err) => { console.log('UNCAUGHT ' + err.message); process.exit(3); });
 (async () => {
-  const redis = await connectRedis(process.env.URL);
+  const redis = await connectRedis({ kind: 'single', url: process.env.URL });
   const lock = new RedisRefillLock(redis, 'idpool-t-autopipeline-' + process.pid);
   const size = redis.llen('idpool-t-autopipeline:' + process.pid);
   const held = await lock.acquire('e', 1000);

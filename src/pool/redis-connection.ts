@@ -1,0 +1,70 @@
+import Redis, { type RedisOptions } from 'ioredis';
+import type { RedisTopology } from '../config/config';
+
+/**
+ * How long one Redis command may take before it fails (then 503). A pop or a
+ * 10,000-id push takes a few ms here; 2 s is far above that and far below a
+ * client's patience.
+ */
+const COMMAND_TIMEOUT_MS = 2000;
+/** First TCP keep-alive probe after this much idle time: a half-open socket is found in seconds, not the kernel's two hours. */
+const KEEP_ALIVE_MS = 5000;
+
+/** Options every idpool Redis connection shares, whatever the topology. */
+const FAIL_FAST: RedisOptions = {
+  lazyConnect: true,
+  // A request must not hang on a Redis that is down: no offline queue,
+  // and one retry at most; the HTTP layer answers 503 with Retry-After.
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  commandTimeout: COMMAND_TIMEOUT_MS,
+  connectTimeout: COMMAND_TIMEOUT_MS,
+  keepAlive: KEEP_ALIVE_MS,
+  // No enableAutoPipelining: it can throw an uncaught TypeError out of a
+  // callback and crash the process (redis/ioredis#1931), seen here twice:
+  // when a batch failed as the connection closed, and when Redlock defined
+  // its scripts while an auto-pipeline was open (redis-autopipeline.test.ts).
+  // Commands from concurrent requests still share the socket without
+  // waiting on each other.
+  retryStrategy: (times) => Math.min(50 * times, 1000),
+};
+
+/** Options for a topology, without connecting (exported for tests). */
+export function redisOptions(topology: RedisTopology): RedisOptions {
+  if (topology.kind === 'single') return { ...FAIL_FAST };
+  return {
+    ...FAIL_FAST,
+    sentinels: topology.sentinels.map((s) => ({ host: s.host, port: s.port })),
+    name: topology.masterName,
+    role: 'master',
+    username: topology.username,
+    password: topology.password,
+    sentinelUsername: topology.username,
+    sentinelPassword: topology.password,
+    // Reconnect as soon as a Sentinel announces +switch-master, instead of
+    // waiting for the old master's socket to fail.
+    failoverDetector: true,
+    sentinelRetryStrategy: (times) => Math.min(100 * times, 1000),
+    // A demoted master answers READONLY: reconnect (ioredis asks the
+    // Sentinels for the master again) and resend; READONLY means the command
+    // did not run, so resending it cannot take ids twice.
+    reconnectOnError: (err) => (/^READONLY/.test(err.message) ? 2 : false),
+  };
+}
+
+/** Where Redis is, for logs: never a password. */
+export function describeRedis(topology: RedisTopology): string {
+  if (topology.kind === 'sentinel') return `redis sentinel ${topology.masterName} via ${topology.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  const u = new URL(topology.url);
+  return `redis ${u.protocol}//${u.host}${u.pathname}`;
+}
+
+/** Connects to Redis (one server or through Sentinel), failing fast while it is down instead of queueing requests. */
+export async function connectRedis(topology: RedisTopology): Promise<Redis> {
+  const options = redisOptions(topology);
+  const redis = topology.kind === 'single' ? new Redis(topology.url, options) : new Redis(options);
+  // Errors reach the callers of each command; the connection itself retries.
+  redis.on('error', () => undefined);
+  await redis.connect();
+  return redis;
+}
