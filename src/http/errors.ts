@@ -7,21 +7,59 @@ export function sendError(res: Response, err: IdpoolError): void {
   res.status(err.statusCode).json({ error: { code: err.code, message: err.message } });
 }
 
-// Failures that mean a dependency (MySQL/SQLite, Redis) is unreachable or
-// overloaded, not a fault in idpool: answered 503 with Retry-After.
-const DEPENDENCY_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR', 'SQLITE_BUSY', 'SQLITE_LOCKED', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK']);
-const DEPENDENCY_MESSAGES = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked/i;
+/**
+ * Redis error replies that mean "not now", never "bad request": the server
+ * is a replica (READONLY), still loading its data set (LOADING), full under
+ * noeviction (OOM), cluster or replication trouble (CLUSTERDOWN, TRYAGAIN,
+ * MASTERDOWN, NOREPLICAS when min-replicas-to-write is unmet), failing to
+ * persist (MISCONF) or busy running a long script (BUSY).
+ */
+const REDIS_REPLY = /^(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
+// Socket and driver codes of an unreachable, restarting or overloaded
+// dependency (Node, mysql2, better-sqlite3).
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED', 'ER_CONNECTION_KILLED', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK', 'SQLITE_BUSY', 'SQLITE_LOCKED']);
+const CONNECTION_MESSAGES = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked|Query inactivity timeout|All sentinels are unreachable|Failed to refresh slots cache|statement timed out/i;
 
-export function isDependencyFailure(err: unknown): boolean {
-  if (!err || typeof err !== 'object') return false;
-  const e = err as { code?: unknown; message?: unknown; driverError?: unknown; errno?: unknown };
-  if (typeof e.code === 'string' && DEPENDENCY_CODES.has(e.code)) return true;
-  if (typeof e.message === 'string' && DEPENDENCY_MESSAGES.test(e.message)) return true;
-  return e.driverError !== undefined && isDependencyFailure(e.driverError);
+/**
+ * What kind of dependency failure `err` is (`redis_readonly`, `redis_oom`,
+ * …, `connection`), or undefined when it is not one. These are answered
+ * 503 with Retry-After: a dependency is down or refusing writes for now.
+ */
+export function dependencyFailure(err: unknown): string | undefined {
+  if (!err || typeof err !== 'object') return undefined;
+  const e = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+  const message = typeof e.message === 'string' ? e.message : '';
+  const reply = REDIS_REPLY.exec(message);
+  if (reply) return `redis_${reply[1].toLowerCase()}`;
+  if (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) return 'connection';
+  if (CONNECTION_MESSAGES.test(message)) return 'connection';
+  if (e.driverError !== undefined) return dependencyFailure(e.driverError);
+  return e.cause !== undefined && e.cause !== err ? dependencyFailure(e.cause) : undefined;
 }
 
+export function isDependencyFailure(err: unknown): boolean {
+  return dependencyFailure(err) !== undefined;
+}
+
+/**
+ * A dependency that is down fails every request: one alarm line per kind
+ * every this many ms (with how many requests it covered), not one per request.
+ */
+const DEPENDENCY_ALARM_EVERY_MS = 10_000;
+
 /** Turns any error into the JSON error of DESIGN.md; logs only what is our fault or a dependency's. */
-export function errorHandler(log: Logger): ErrorRequestHandler {
+export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRequestHandler {
+  const alarms = new Map<string, { at: number; suppressed: number }>();
+  const dependencyAlarm = (kind: string, err: { message?: unknown }, path: string) => {
+    const t = now();
+    const last = alarms.get(kind);
+    if (last && t - last.at < DEPENDENCY_ALARM_EVERY_MS) {
+      last.suppressed++;
+      return;
+    }
+    alarms.set(kind, { at: t, suppressed: 0 });
+    log.error({ alarm: 'dependency_unavailable', kind, path, err: String(err.message ?? err), requestsSinceLastAlarm: (last?.suppressed ?? 0) + 1 }, 'a dependency (database or Redis) is unavailable; answering 503');
+  };
   return (err, req, res, _next) => {
     if (res.headersSent) return;
     if (err instanceof IdpoolError) {
@@ -34,8 +72,9 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) {
       return sendError(res, new InvalidRequestError(String(err.message ?? 'bad request')));
     }
-    if (isDependencyFailure(err)) {
-      log.error({ method: req.method, path: req.path, err: String(err.message ?? err) }, 'dependency unavailable');
+    const kind = dependencyFailure(err);
+    if (kind) {
+      dependencyAlarm(kind, err, req.path);
       return sendError(res, new UnavailableError('a dependency (database or Redis) is unavailable; retry shortly', 1));
     }
     log.error({ method: req.method, path: req.path, err: String(err?.stack ?? err) }, 'internal error');
