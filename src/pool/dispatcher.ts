@@ -7,7 +7,7 @@ import type { Refiller } from './refiller';
 
 export interface DispatcherOptions {
   store: PoolStore;
-  refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill'>;
+  refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill' | 'lastFailure'>;
   clock: Clock;
   log: Logger;
   /**
@@ -63,6 +63,10 @@ export class Dispatcher {
       const left = deadline - clock.monotonic();
       if (left <= 0) {
         if (result.kind === 'server_changed') throw new UnavailableError(`pool of ${app.key} is being rebuilt after a Redis server change`, 1);
+        // The refill failed (database or Redis down): that is the answer's
+        // cause, and the error handler turns it into 503 unavailable.
+        const failure = refiller.lastFailure(app.key);
+        if (failure !== undefined) throw failure;
         this.stats.exhausted++;
         if (this.o.events) this.o.events.exhausted(app.key, count);
         else this.o.log.error({ alarm: 'pool_exhausted', entityKey: app.key, count }, 'pool exhausted: a request found too few ids after waiting for a refill');

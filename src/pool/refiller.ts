@@ -63,6 +63,8 @@ export class Refiller {
   private readonly low = new Set<string>();
   private readonly needsReset = new Set<string>();
   private readonly inflight = new Map<string, Promise<void>>();
+  /** Why the last refill of an entity failed; cleared by the next one that completes. */
+  private readonly failures = new Map<string, unknown>();
   private tickTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private lastServerId: string | undefined;
@@ -118,10 +120,21 @@ export class Refiller {
     const current = this.inflight.get(entityKey);
     if (current) return current;
     const run = this.refillOnce(entityKey, atLeast)
-      .catch((err) => this.logError(entityKey, err))
+      .then(
+        () => void this.failures.delete(entityKey),
+        (err) => {
+          this.failures.set(entityKey, err);
+          this.logError(entityKey, err);
+        },
+      )
       .finally(() => this.inflight.delete(entityKey));
     this.inflight.set(entityKey, run);
     return run;
+  }
+
+  /** The error the last refill of `entityKey` failed with, if it failed (a database or Redis that is down). */
+  lastFailure(entityKey: string): unknown {
+    return this.failures.get(entityKey);
   }
 
   private tick(): void {

@@ -142,6 +142,20 @@ describe('dispatcher', () => {
     allocator.failing = true;
     await dispatcher.take(config, 500);
     await dispatcher.take(config, 490);
+    // The refill failed: the database's error is the answer (→ 503 unavailable), not "exhausted".
+    await expect(dispatcher.take(config, 1)).rejects.toThrow(/ECONNREFUSED/);
+    allocator.failing = false;
+    expect(await dispatcher.take(config, 1)).toHaveLength(1);
+  });
+
+  it('answers pool_exhausted when the refill does not come in time (another instance holds the lock)', async () => {
+    const config = app();
+    const { store, allocator, clock, cluster } = { ...setup(config), cluster: new ClusterMap() };
+    const lock = new MemoryRefillLock();
+    await lock.acquire('orders', 60_000);
+    const apps = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
+    const refiller = new Refiller({ apps, allocator, store, lock, cluster, clock, log: silentLogger, intervalMs: 100 });
+    const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
     await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(PoolExhaustedError);
     expect(dispatcher.stats.exhausted).toBe(1);
   });

@@ -1,0 +1,142 @@
+import Redis from 'ioredis';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueKey } from '../helpers/configs';
+import { call, ADMIN_TOKEN, register, takeIds } from '../helpers/http';
+import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { createTestSchema, servicesAvailable } from '../helpers/services';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sends `n` take requests; every one must answer 503 unavailable with Retry-After. */
+async function expectUnavailable(instance: Instance, key: string, secret: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const res = await takeIds(instance.url, key, secret, 5);
+    expect(res.status, JSON.stringify(res.body)).toBe(503);
+    expect(res.body.error.code).toBe('unavailable');
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+  }
+}
+
+/** Takes what the pool holds (5 at a time, as expectUnavailable asks) until it answers something else. */
+async function drainPool(instance: Instance, key: string, secret: string, into: string[]): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    const res = await takeIds(instance.url, key, secret, 5);
+    if (res.status !== 200) return;
+    into.push(...res.body.ids);
+  }
+  throw new Error('the pool never ran dry');
+}
+
+async function waitServing(instance: Instance, key: string, secret: string, into: string[]): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const res = await takeIds(instance.url, key, secret, 5);
+    if (res.status === 200) return void into.push(...res.body.ids);
+    if (Date.now() > deadline) throw new Error(`not serving again: ${res.status} ${JSON.stringify(res.body)}`);
+    await sleep(50);
+  }
+}
+
+/** Alarm lines of one kind in the instance's log. */
+const alarmLines = (instance: Instance, kind: string) => instance.output().split('\n').filter((l) => l.includes('"alarm":"dependency_unavailable"') && l.includes(`"kind":"${kind}"`));
+
+describe('dependency errors answer 503 unavailable, never 500 (invariant 7)', () => {
+  let available = false;
+  const redisServers: RedisServer[] = [];
+  let mariadb: PrivateMariadb | undefined;
+  let instance: Instance | undefined;
+  let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
+  const clients: Redis[] = [];
+
+  beforeAll(async () => {
+    available = await servicesAvailable({ mysql: true });
+  });
+
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.disconnect();
+    await instance?.stop();
+    for (const r of redisServers.splice(0)) await r.stop();
+    await mariadb?.destroy();
+    await schema?.drop();
+    instance = mariadb = schema = undefined;
+  });
+
+  async function start(redisArgs: string[] = []): Promise<{ redis: RedisServer; direct: Redis; key: string; secret: string }> {
+    schema = await createTestSchema();
+    const redis = await startRedisServer('none', redisArgs);
+    redisServers.push(redis);
+    const direct = new Redis(redis.url);
+    clients.push(direct);
+    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redis.url });
+    const key = uniqueKey('orders');
+    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 });
+    return { redis, direct, key, secret };
+  }
+
+  it('READONLY: the Redis server idpool talks to becomes a replica of another', async (ctx) => {
+    if (!available) return ctx.skip();
+    const { direct, key, secret } = await start();
+    const issued: string[] = [];
+    await waitServing(instance!, key, secret, issued);
+    const other = await startRedisServer('none');
+    redisServers.push(other);
+    await direct.call('REPLICAOF', '127.0.0.1', String(other.port));
+    await expectUnavailable(instance!, key, secret, 30);
+    expect(alarmLines(instance!, 'redis_readonly').length).toBe(1); // one alarm, not 30 lines
+    await direct.call('REPLICAOF', 'NO', 'ONE');
+    await waitServing(instance!, key, secret, issued);
+    expect(new Set(issued).size).toBe(issued.length);
+    expect(instance!.output()).not.toMatch(/"msg":"internal error"/);
+  }, 60_000);
+
+  it('OOM: a Redis server at maxmemory with noeviction', async (ctx) => {
+    if (!available) return ctx.skip();
+    const { direct, key, secret } = await start(['--maxmemory-policy', 'noeviction']);
+    const issued: string[] = [];
+    await waitServing(instance!, key, secret, issued);
+    // Fill it well past its limit (4 MB of other data, then maxmemory 1 MB):
+    // taking ids frees memory, so Redis still allows pops, but no pop brings
+    // it back under the limit; once the pool is empty the refill's push is
+    // refused with OOM.
+    await direct.set('filler', 'x'.repeat(4 * 1024 * 1024));
+    await direct.config('SET', 'maxmemory', '1mb');
+    await expect(direct.set('probe', '1')).rejects.toThrow(/^OOM/);
+    await drainPool(instance!, key, secret, issued);
+    await expectUnavailable(instance!, key, secret, 30);
+    expect(alarmLines(instance!, 'redis_oom').length).toBe(1);
+    await direct.del('filler');
+    await direct.config('SET', 'maxmemory', '0');
+    await waitServing(instance!, key, secret, issued);
+    expect(new Set(issued).size).toBe(issued.length);
+    expect(instance!.output()).not.toMatch(/"msg":"internal error"/);
+  }, 60_000);
+
+  it('a database that refuses connections (stopped private mariadbd)', async (ctx) => {
+    if (!available) return ctx.skip();
+    if (!privateMariadbPossible()) {
+      if (process.env.IDPOOL_REQUIRE_SERVICES === '1') throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
+      return ctx.skip();
+    }
+    mariadb = await startPrivateMariadb();
+    const redis = await startRedisServer('none');
+    redisServers.push(redis);
+    instance = await startInstance({ IDPOOL_DATABASE_URL: mariadb.url, IDPOOL_REDIS_URL: redis.url });
+    const key = uniqueKey('orders');
+    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 });
+    const issued: string[] = [];
+    await waitServing(instance, key, secret, issued);
+    await mariadb.kill9();
+    // Drain what the pool holds; then every request needs the database.
+    await drainPool(instance, key, secret, issued);
+    await expectUnavailable(instance, key, secret, 10);
+    const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
+    expect(admin.status).toBe(503);
+    expect(admin.body.error.code).toBe('unavailable');
+    expect(admin.headers.get('retry-after')).toMatch(/^\d+$/);
+    await mariadb.restart();
+    await waitServing(instance, key, secret, issued);
+    expect(new Set(issued).size).toBe(issued.length);
+    expect(instance.output()).not.toMatch(/"msg":"internal error"/);
+  }, 90_000);
+});
