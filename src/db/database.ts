@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { migrations } from '../../migrations';
+import { boundedMysqlDriver } from './mysql-driver';
 
 export type Dialect = 'mysql' | 'sqlite';
 
@@ -51,6 +52,12 @@ export function dataSourceOptions(url: string): DataSourceOptions {
     // 2 cores here; a handful of connections keeps reservations and admin
     // queries from queueing behind each other without flooding the server.
     poolSize: 10,
+    // Bounded waits (invariant 7): a statement timeout that drops the stuck
+    // connection (see mysql-driver.ts), a connect timeout, and TCP
+    // keep-alive probes after 5 s idle instead of the kernel's 2 h.
+    driver: boundedMysqlDriver(),
+    connectTimeout: 3000,
+    extra: { enableKeepAlive: true, keepAliveInitialDelay: 5000 },
   };
 }
 

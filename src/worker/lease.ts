@@ -155,14 +155,17 @@ export class WorkerLease implements WorkerSource {
         this.ceiling = -Infinity;
         this.problem = `lost worker id ${held.workerId} to another instance after the lease lapsed`;
       }
-      await this.acquire();
+      // Bounded: each statement has its own timeout (db/mysql-driver.ts),
+      // and trying row after row stops at the next heartbeat's time, so a
+      // slow database never makes node-cron skip heartbeats for long.
+      await this.acquire(clock.monotonic() + this.options.heartbeatSeconds * 1000);
     } catch (err) {
       log.warn({ err: String((err as Error)?.message ?? err) }, 'worker lease heartbeat failed');
     }
   }
 
-  /** Tries each expired row, best first; returns whether one was taken. */
-  async acquire(): Promise<boolean> {
+  /** Tries each expired row, best first, until `deadline` (monotonic ms); returns whether one was taken. */
+  async acquire(deadline = Infinity): Promise<boolean> {
     const { store, clock, log, min, max, ttlMs, code, preferSameCode } = this.options;
     const { rows, dbNowMs } = await store.rows(min, max);
     const free = rows.filter((r) => r.heartbeatAt + ttlMs <= dbNowMs);
@@ -170,7 +173,7 @@ export class WorkerLease implements WorkerSource {
     // so the new holder never waits for the clock to pass it.
     free.sort((a, b) => Number(preferSameCode && b.code === code) - Number(preferSameCode && a.code === code) || a.lastTimestamp - b.lastTimestamp || a.workerId - b.workerId);
     for (const row of free) {
-      if (this.stopped) return false;
+      if (this.stopped || clock.monotonic() > deadline) return false;
       const sentAt = clock.monotonic();
       const ceiling = clock.now() + ttlMs;
       if (await store.acquire(row, code, ttlMs, ceiling)) {
