@@ -1,6 +1,5 @@
 import { type AppConfig, lowWatermark } from '../apps/app';
 import type { Clock } from '../clock';
-import type { Database } from '../db/database';
 import type { Logger } from '../logger';
 import type { Alarms } from './alarms';
 import { type EntityForecast, JS_SAFE_LIMIT, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
@@ -22,7 +21,7 @@ export interface SnowflakeForecast {
 export interface SamplerOptions {
   apps: { list(): AppConfig[] };
   pools: { sizes(keys: readonly string[]): Promise<number[]> };
-  offsets: { currentOffsets(): Promise<Map<string, bigint>> };
+  offsets: { peekAll(): Promise<Map<string, bigint>> };
   /** Ids this instance has served per entity so far. */
   served?: (entityKey: string) => number;
   cluster: { toId(n: bigint): bigint; readonly count: number };
@@ -133,7 +132,7 @@ export class OpsSampler {
     const { metrics, alarms, cluster } = this.o;
     const apps = this.o.apps.list().filter((a) => a.mode !== 'snowflake');
     const keys = apps.map((a) => a.key);
-    const [offsets, sizes] = await Promise.all([this.o.offsets.currentOffsets(), this.o.pools.sizes(keys)]);
+    const [offsets, sizes] = await Promise.all([this.o.offsets.peekAll(), this.o.pools.sizes(keys)]);
     const at = this.o.clock.now();
     const capacity = Math.max(2, Math.ceil(this.o.historyMs / this.o.sampleMs) + 1);
     const seen = new Set<string>();
@@ -311,18 +310,6 @@ export class OpsSampler {
   forecast(entityKey: string): EntityForecast | undefined {
     return this.forecasts.get(entityKey);
   }
-}
-
-/** Reads every live segment entity's `current_offset` in one query. */
-export function sqlOffsets(db: Pick<Database, 'query' | 'bigText'>): SamplerOptions['offsets'] {
-  return {
-    async currentOffsets() {
-      const rows = await db.query<{ k: string; c: string }>(
-        `SELECT entity_key AS k, ${db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = 'segment'`,
-      );
-      return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
-    },
-  };
 }
 
 function round(n: number): number {

@@ -17,6 +17,8 @@ export interface SegmentAllocator {
   reserve(entityKey: string, size: number): Promise<Segment>;
   /** The next unreserved number (`current_offset`): every number below it may have been issued. */
   peek(entityKey: string): Promise<bigint>;
+  /** `current_offset` of every live segment entity, in one query (the ops sampler's forecasts). */
+  peekAll(): Promise<Map<string, bigint>>;
 }
 
 const MAX_BIGINT = 2n ** 63n - 1n;
@@ -86,5 +88,12 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     );
     if (rows.length !== 1) throw new NotFoundError(`no entity ${entityKey}`);
     return BigInt(rows[0].current);
+  }
+
+  async peekAll(): Promise<Map<string, bigint>> {
+    const rows = await this.db.query<{ k: string; c: string }>(
+      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = 'segment'`,
+    );
+    return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
   }
 }
