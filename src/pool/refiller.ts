@@ -6,6 +6,7 @@ import type { Logger } from '../logger';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { ClusterMap } from '../segment/cluster';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
+import { MAX_SAFE_ID } from '../limits';
 
 export interface RefillerOptions {
   apps: AppCatalog;
@@ -44,7 +45,6 @@ export interface RefillEvents {
 const PUSH_IDS_PER_CALL = 10_000;
 /** Push calls on the wire at once: overlaps building ids with Redis work (measured: 4 is past the knee). */
 const PUSHES_IN_FLIGHT = 4;
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 export interface RefillStats {
   refills: number;
@@ -233,7 +233,7 @@ export class Refiller {
           for (const id of part) ids.push(id);
         }
         call = store.push(app.key, ids, cluster.toId(from), cluster.toId(to - 1n));
-      } else if (cluster.toId(to - 1n) <= MAX_SAFE) {
+      } else if (cluster.toId(to - 1n) <= MAX_SAFE_ID) {
         // The store writes the ids itself: nothing to build or send here.
         call = store.pushRange(app.key, from, to, cluster);
       } else {

@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from '../clock';
 import { type Database, isBusy } from '../db/database';
 import { NotFoundError, UnavailableError } from '../errors';
+import { MAX_INT63 } from '../limits';
 
 /** A reserved stretch `[start, end)` of an entity's number line. */
 export interface Segment {
@@ -20,8 +21,6 @@ export interface SegmentAllocator {
   /** `current_offset` of every live segment entity, in one query (the ops sampler's forecasts). */
   peekAll(): Promise<Map<string, bigint>>;
 }
-
-const MAX_BIGINT = 2n ** 63n - 1n;
 
 /**
  * Reserves with one SQL round trip: on MySQL/MariaDB the UPDATE stores the
@@ -77,7 +76,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     }
     if (rows.length !== 1) throw new NotFoundError(`no live segment entity ${entityKey}`);
     const end = BigInt(rows[0].end_offset);
-    if (end > MAX_BIGINT) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
+    if (end > MAX_INT63) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
     return end;
   }
 

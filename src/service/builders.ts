@@ -17,7 +17,7 @@ import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-po
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { ClusterMap } from '../segment/cluster';
-import { type SnowflakeRuntime, createSnowflakeRuntime } from '../snowflake/runtime';
+import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import type { SnowflakeRuntimeSettings } from '../worker/settings';
 import type { Built } from './resources';
 

@@ -13,10 +13,10 @@ import { DEFAULT_PREFIX } from '../pool/keys';
 import type { PoolStore } from '../pool/pool-store';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
-import type { SnowflakeRuntime } from '../snowflake/runtime';
 import type { SnowflakeRuntimeSettings } from '../worker/settings';
 import { buildDatabase, buildHttp, buildOps, buildPools, buildRedis, buildRegistry, buildSnowflake, buildStores, readinessCheck } from './builders';
 import { Resources } from './resources';
+import type { SnowflakeRuntime } from './snowflake';
 
 export { connectRedis } from './builders';
 
