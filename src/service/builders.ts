@@ -4,12 +4,12 @@ import type { Express } from 'express';
 import { AppStore } from '../apps/app-store';
 import { AppRegistry } from '../apps/registry';
 import type { Clock } from '../clock';
-import type { Config } from '../config/config';
+import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
 import { type Database, openDatabase } from '../db/database';
 import { type ReadinessReport, createHttpApp } from '../http/app';
 import { type IdempotencyStore, MemoryIdempotencyStore, RedisIdempotencyStore } from '../http/idempotency';
 import type { Logger } from '../logger';
-import { type Ops, type OpsConfig, createOps, requestObserver } from '../ops';
+import { type Ops, createOps, requestObserver } from '../ops';
 import { Dispatcher } from '../pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
@@ -18,7 +18,6 @@ import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { ClusterMap } from '../segment/cluster';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
-import type { SnowflakeRuntimeSettings } from '../worker/settings';
 import type { Built } from './resources';
 
 /** Connects to Redis, failing fast while it is down instead of queueing requests. */

@@ -4,16 +4,15 @@ import type Redis from 'ioredis';
 import type { Express } from 'express';
 import type { AppRegistry } from '../apps/registry';
 import { type Clock, systemClock } from '../clock';
-import type { Config } from '../config/config';
+import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
 import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
-import { type Ops, type OpsConfig, OPS_DEFAULTS } from '../ops';
+import type { Ops } from '../ops';
 import type { Dispatcher } from '../pool/dispatcher';
 import { DEFAULT_PREFIX } from '../pool/keys';
 import type { PoolStore } from '../pool/pool-store';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
-import type { SnowflakeRuntimeSettings } from '../worker/settings';
 import { buildDatabase, buildHttp, buildOps, buildPools, buildRedis, buildRegistry, buildSnowflake, buildStores, readinessCheck } from './builders';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
@@ -36,9 +35,9 @@ export interface ServiceOptions {
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Refill lock TTL in ms (tests shorten it to exercise the fence). */
   lockTtlMs?: number;
-  /** Worker lease and snowflake wait settings, over those read from the environment. */
+  /** Worker lease and snowflake wait settings, over `config.lease`. */
   snowflake?: Partial<SnowflakeRuntimeSettings>;
-  /** Metrics, forecasts, alarms and request logs (`loadOpsConfig()` in main); defaults in OPS_DEFAULTS. */
+  /** Metrics, forecasts, alarms and request logs, over `config.ops`. */
   ops?: Partial<OpsConfig>;
   /** How long `stop()` lets in-flight requests finish before closing their connections. */
   shutdownGraceMs?: number;
@@ -71,7 +70,7 @@ export interface Service {
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? silentLogger;
-  const opsConfig: OpsConfig = { ...OPS_DEFAULTS, ...options.ops };
+  const opsConfig: OpsConfig = { ...config.ops, ...options.ops };
   const resources = new Resources(log);
   let stopping = false;
   try {

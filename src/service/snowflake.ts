@@ -1,5 +1,5 @@
 import type { Clock } from '../clock';
-import type { Config } from '../config/config';
+import type { Config, SnowflakeRuntimeSettings } from '../config/config';
 import type { Database } from '../db/database';
 import type { SnowflakeIssuer } from '../http/app';
 import type { Logger } from '../logger';
@@ -8,7 +8,6 @@ import { SnowflakeLayout } from '../snowflake/layout';
 import { Snowflake } from '../snowflake/snowflake';
 import { fixedWorker } from '../snowflake/worker-source';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
-import { type SnowflakeRuntimeSettings, runtimeSettingsFromEnv } from '../worker/settings';
 import { SqlWorkerStore } from '../worker/worker-store';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
@@ -31,9 +30,8 @@ export interface SnowflakeRuntimeDeps {
   db: Database;
   clock: Clock;
   log: Logger;
-  /** Overrides of the lease/wait settings read from the environment. */
+  /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
-  env?: Record<string, string | undefined>;
 }
 
 /**
@@ -43,7 +41,7 @@ export interface SnowflakeRuntimeDeps {
  */
 export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
   const { config, db, clock, log } = deps;
-  const settings = { ...runtimeSettingsFromEnv(deps.env ?? process.env), ...deps.settings };
+  const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   let lease: WorkerLease | undefined;
   if (config.workerId === undefined) {

@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { NoWorkerLeaseError } from '../snowflake/errors';
 import type { WorkerGrant, WorkerSource } from '../snowflake/worker-source';
-import type { LeaseSettings } from './settings';
+import type { LeaseSettings } from '../config/config';
 import type { WorkerRow, WorkerStore } from './worker-store';
 
 export interface WorkerLeaseOptions extends LeaseSettings {

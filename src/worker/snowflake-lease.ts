@@ -1,11 +1,11 @@
 import { systemClock } from '../clock';
+import { DEFAULTS, type LeaseSettings } from '../config/config';
 import { openDatabase } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import { NoWorkerLeaseError } from '../snowflake/errors';
 import { SnowflakeLayout } from '../snowflake/layout';
 import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
 import { WorkerLease, instanceCode } from './lease';
-import { DEFAULT_RUNTIME, type LeaseSettings } from './settings';
 import { SqlWorkerStore } from './worker-store';
 
 /** Options of {@link snowflakeWithLease}: where the `worker` table is, and how to lease from it. */
@@ -35,7 +35,7 @@ export async function snowflakeWithLease(options: SnowflakeLeaseOptions): Promis
   const layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, clock.now());
   const db = await openDatabase(options.databaseUrl);
   const lease = new WorkerLease({
-    ...DEFAULT_RUNTIME,
+    ...DEFAULTS.lease,
     ...options.lease,
     store: new SqlWorkerStore(db),
     clock,
