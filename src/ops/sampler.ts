@@ -1,6 +1,7 @@
 import { type AppConfig, lowWatermark } from '../apps/app';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
+import { type Periodic, every } from '../schedule';
 import type { Alarms } from './alarms';
 import { type EntityForecast, JS_SAFE_LIMIT, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
 import type { OpsMetrics } from './metrics';
@@ -86,31 +87,23 @@ export class OpsSampler {
   private readonly streaks = new Map<string, number>();
   /** Entities whose pool has reached its low watermark once: before that, an empty pool is just new. */
   private readonly filledOnce = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = true;
+  private readonly schedule: Periodic;
   private lastErrorAt = 0;
 
   private lastUsageAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly o: SamplerOptions) {}
-
-  start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    const loop = async () => {
-      if (this.stopped) return;
-      this.running = this.sampleOnce();
-      await this.running;
-      if (!this.stopped) this.timer = setTimeout(loop, this.o.sampleMs);
-    };
-    void loop();
+  constructor(private readonly o: SamplerOptions) {
+    this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce());
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  /** Samples now and then every `sampleMs`. */
+  start(): void {
+    this.schedule.start();
+    void this.schedule.runNow();
+  }
+
+  stop(): Promise<void> {
+    return this.schedule.stop();
   }
 
   /** One sampling run; errors are logged (at most once a minute) and never thrown. */

@@ -3,6 +3,7 @@ import { type AppConfig, lowWatermark } from '../apps/app';
 import type { AppCatalog } from '../apps/registry';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
+import { type Periodic, every } from '../schedule';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { ClusterMap } from '../segment/cluster';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
@@ -63,38 +64,27 @@ export class Refiller {
   private readonly low = new Set<string>();
   private readonly needsReset = new Set<string>();
   private readonly inflight = new Map<string, Promise<void>>();
-  private tickTimer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private readonly ticker: Periodic;
+  private readonly sweeper: Periodic;
   private lastServerId: string | undefined;
-  private running = false;
   private lastErrorLog = 0;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
-  constructor(private readonly o: RefillerOptions) {}
+  constructor(private readonly o: RefillerOptions) {
+    this.ticker = every('refill-tick', o.intervalMs, () => this.tick());
+    this.sweeper = every('refill-sweep', o.sweepMs ?? 1000, () => this.sweep());
+  }
 
+  /** Sweeps now, then ticks every `intervalMs` and sweeps every `sweepMs`. */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    void this.sweep();
-    const tick = () => {
-      if (!this.running) return;
-      this.tick();
-      this.tickTimer = setTimeout(tick, this.o.intervalMs);
-    };
-    this.tickTimer = setTimeout(tick, this.o.intervalMs);
-    const sweep = async () => {
-      if (!this.running) return;
-      await this.sweep();
-      if (this.running) this.sweepTimer = setTimeout(sweep, this.o.sweepMs ?? 1000);
-    };
-    this.sweepTimer = setTimeout(sweep, this.o.sweepMs ?? 1000);
+    this.ticker.start();
+    this.sweeper.start();
+    void this.sweeper.runNow();
   }
 
   /** Stops ticking and waits for refills under way. */
   async stop(): Promise<void> {
-    this.running = false;
-    clearTimeout(this.tickTimer);
-    clearTimeout(this.sweepTimer);
+    await Promise.all([this.ticker.stop(), this.sweeper.stop()]);
     await Promise.allSettled([...this.inflight.values()]);
   }
 

@@ -1,5 +1,4 @@
 import Redis from 'ioredis';
-import cron from 'node-cron';
 import type { Express } from 'express';
 import { AppStore } from '../apps/app-store';
 import { AppRegistry } from '../apps/registry';
@@ -14,6 +13,7 @@ import { Dispatcher } from '../pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-pool-store';
+import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { ClusterMap } from '../segment/cluster';
@@ -93,14 +93,10 @@ export function buildStores(deps: { config: Config; db: Database; redis: Redis |
 export async function buildRegistry(deps: { stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: AppRegistry; start(): void }>> {
   const registry = new AppRegistry(deps.stores.entities, deps.clock);
   await registry.load();
-  const refresh = () => registry.refresh().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration'));
-  let task: ReturnType<typeof cron.schedule> | undefined;
-  return {
-    value: { registry, start: () => void (task ??= cron.schedule('* * * * * *', refresh, { noOverlap: true, name: 'registry-refresh' })) },
-    close: async () => {
-      await task?.destroy();
-    },
-  };
+  const refresh = every('registry-refresh', 1000, () =>
+    registry.refresh().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+  );
+  return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
 }
 
 export async function buildSnowflake(deps: { config: Config; db: Database; clock: Clock; log: Logger; settings?: Partial<SnowflakeRuntimeSettings> }): Promise<Built<SnowflakeRuntime>> {
