@@ -1,5 +1,5 @@
 import type { AppConfig } from '../apps/app';
-import { AppStore } from '../apps/app-store';
+import { SqlAppStore } from '../apps/app-store';
 import { type Clock, systemClock } from '../clock';
 import { type Database, openDatabase } from '../db/database';
 import { IdpoolError, InvalidRequestError, NotFoundError, UnavailableError } from '../errors';
@@ -493,7 +493,7 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
   }
   const deps: Deps = {
     allocator: options.allocator ?? new SqlSegmentAllocator(db!),
-    entities: options.entities ?? new AppStore(db!),
+    entities: options.entities ?? new SqlAppStore(db!),
     cluster,
     stride,
     clock: options.clock ?? systemClock,

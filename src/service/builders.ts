@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import type { Express } from 'express';
-import { AppStore } from '../apps/app-store';
+import { type AppStore, SqlAppStore } from '../apps/app-store';
 import { AppRegistry } from '../apps/registry';
 import type { Clock } from '../clock';
 import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
@@ -80,7 +80,7 @@ export function buildStores(deps: { config: Config; db: Database; redis: Redis |
     pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
     lock: redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
-    entities: new AppStore(db),
+    entities: new SqlAppStore(db),
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
     cluster: new ClusterMap(config.clusterCount, config.clusterIndex),
   };
