@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
-import { AppStore } from '../src/apps/app-store';
+import { SqlAppStore } from '../src/apps/app-store';
 import { AppRegistry } from '../src/apps/registry';
 import { systemClock } from '../src/clock';
 import { type Database, openDatabase } from '../src/db/database';
@@ -159,7 +159,7 @@ async function longestCall(next: () => number, counter: CountingAllocator | unde
 }
 
 async function registerEntity(db: Database, key: string): Promise<void> {
-  await new AppRegistry(new AppStore(db), systemClock).register({ key, mode: 'monotonic' });
+  await new AppRegistry(new SqlAppStore(db), systemClock).register({ key, mode: 'monotonic' });
 }
 
 async function benchOn(label: string, db: Database): Promise<void> {

@@ -1,6 +1,19 @@
 /**
  * idpool's public surface. Anything not exported here is internal.
  */
+import { Snowflake as SnowflakeGenerator } from './snowflake/snowflake';
+import { snowflakeWithLease } from './worker/snowflake-lease';
+
+/**
+ * The snowflake generator, with `Snowflake.withLease(options)` to lease its
+ * worker id from the database. The lease lives in `worker/`, which depends on
+ * `snowflake/` and not the other way round; the static is attached here, on
+ * the public surface, so library users keep one name.
+ */
+export const Snowflake = Object.assign(SnowflakeGenerator, { withLease: snowflakeWithLease });
+export type Snowflake = SnowflakeGenerator;
+export type { SnowflakeOptions } from './snowflake/snowflake';
+export type { SnowflakeLeaseOptions } from './worker/snowflake-lease';
 export { loadConfig, ConfigError, type Config } from './config/config';
 export { createService, type Service, type ServiceOptions } from './service';
 export { type Clock, systemClock } from './clock';
@@ -16,7 +29,6 @@ export {
   UnavailableError,
 } from './errors';
 export { entityKeys, type EntityKeys } from './pool/keys';
-export { Snowflake, type SnowflakeOptions, type SnowflakeLeaseOptions } from './snowflake/snowflake';
 export { SnowflakeLayout, type SnowflakeParts, type SnowflakeSettings, type TimeUnit, TIMESTAMP_BITS, UNIT_MS } from './snowflake/layout';
 export { encodeId, decodeId, type IdEncoding } from './snowflake/encoding';
 export { ClockBehindError, SequenceExhaustedError, LayoutExhaustedError, NoWorkerLeaseError } from './snowflake/errors';

@@ -1,17 +1,14 @@
 import 'dotenv/config';
 import pino from 'pino';
-import { ConfigError, loadConfig } from './config/config';
-import { type OpsConfig, loadOpsConfig } from './ops';
+import { type Config, ConfigError, loadConfig } from './config/config';
 import { describeRedis } from './pool/redis-connection';
 import { createService } from './service';
 
 /** `npm start`: reads the environment, starts the service, stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
-  let config;
-  let ops: OpsConfig;
+  let config: Config;
   try {
     config = loadConfig();
-    ops = loadOpsConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
@@ -37,7 +34,7 @@ async function main(): Promise<void> {
           if (level >= WARN) destination.flush();
         },
       },
-      level: process.env.IDPOOL_LOG_LEVEL || 'info',
+      level: config.logLevel,
       base: { service: 'idpool' },
       redact: { paths: ['authorization', 'secret', 'token', 'adminToken', '*.authorization', '*.secret', '*.token'], censor: '[redacted]' },
     },
@@ -61,7 +58,7 @@ async function main(): Promise<void> {
   });
   let service;
   try {
-    service = await createService(config, { log, ops });
+    service = await createService(config, { log });
   } catch (err) {
     // Some settings (the snowflake layout) are only checked as a whole when built.
     if (err instanceof ConfigError) {

@@ -42,8 +42,23 @@ function toApp(row: Row): AppConfig {
   };
 }
 
+/** Entity configuration as stored: the `application` table, or a fake in unit tests. */
+export interface AppStore {
+  findLive(key: string): Promise<AppConfig | undefined>;
+  /** Whether the key was ever registered (live or retired): keys are never reused. */
+  exists(key: string): Promise<boolean>;
+  listLive(): Promise<AppConfig[]>;
+  /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
+  changedSince(sinceMs: number): Promise<Array<{ app: AppConfig; retired: boolean }>>;
+  /** Inserts a new entity; returns false when the key is taken (live or retired). */
+  insert(app: AppConfig): Promise<boolean>;
+  update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
+  setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean>;
+  retire(key: string, at: number): Promise<boolean>;
+}
+
 /** Rows of the `application` table. The only SQL about entity configuration. */
-export class AppStore {
+export class SqlAppStore implements AppStore {
   private readonly columns: string;
 
   constructor(private readonly db: Database) {

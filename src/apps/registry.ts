@@ -28,11 +28,25 @@ export class AppRegistry implements AppCatalog {
   private readonly misses = new Map<string, number>();
   private lastRefresh = 0;
 
+  private readonly listeners: AppChangeListener[] = [];
+
   constructor(
     private readonly store: AppStore,
     private readonly clock: Clock,
-    private readonly listener: AppChangeListener = {},
   ) {}
+
+  /** Tells `listener` of every registration and retirement seen from now on. */
+  subscribe(listener: AppChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  private async registered(app: AppConfig): Promise<void> {
+    for (const l of this.listeners) await l.onRegistered?.(app);
+  }
+
+  private async retired(key: string): Promise<void> {
+    for (const l of this.listeners) await l.onRetired?.(key);
+  }
 
   async load(): Promise<void> {
     const now = this.clock.now();
@@ -56,12 +70,12 @@ export class AppRegistry implements AppCatalog {
       if (retired) {
         if (known) {
           this.cache.delete(app.key);
-          await this.listener.onRetired?.(app.key);
+          await this.retired(app.key);
         }
       } else if (!known || known.updateTime !== app.updateTime || known.secretHash !== app.secretHash) {
         this.cache.set(app.key, app);
         this.misses.delete(app.key);
-        if (!known) await this.listener.onRegistered?.(app);
+        if (!known) await this.registered(app);
       }
     }
   }
@@ -81,7 +95,7 @@ export class AppRegistry implements AppCatalog {
     if (app) {
       this.cache.set(key, app);
       this.misses.delete(key);
-      await this.listener.onRegistered?.(app);
+      await this.registered(app);
     } else {
       if (this.misses.size > 10_000) this.misses.clear();
       this.misses.set(key, now);
@@ -115,7 +129,7 @@ export class AppRegistry implements AppCatalog {
     if (!(await this.store.insert(app))) throw new ConflictError(`key "${app.key}" is already registered (retired keys are never reused)`);
     this.cache.set(app.key, app);
     this.misses.delete(app.key);
-    await this.listener.onRegistered?.(app);
+    await this.registered(app);
     return { app, secret };
   }
 
@@ -142,7 +156,7 @@ export class AppRegistry implements AppCatalog {
     await this.require(key);
     if (!(await this.store.retire(key, this.clock.now()))) throw new NotFoundError(`no entity with key "${key}"`);
     this.cache.delete(key);
-    await this.listener.onRetired?.(key);
+    await this.retired(key);
   }
 }
 

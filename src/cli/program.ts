@@ -267,9 +267,14 @@ function buildProgram(io: CliIo): Command {
       // The same validation (and messages) as the service's start-up.
       const config = loadConfig({ ...io.env, ...overrides });
       const { SnowflakeLayout } = await import('../snowflake/layout');
-      const { decodeForHttp } = await import('../snowflake/runtime');
+      const { explainId, NotAnIdError } = await import('../snowflake/explain');
       const layout = SnowflakeLayout.create(config.snowflake, systemClock.now());
-      const parts = decodeForHttp(layout, systemClock, id);
+      let parts;
+      try {
+        parts = explainId(layout, systemClock.now(), id);
+      } catch (err) {
+        throw err instanceof NotAnIdError ? new CliError(EXIT_USAGE, err.message) : err;
+      }
       print(cmd, parts, () => fields({ ...parts, layout: layout.describe() }));
     });
 

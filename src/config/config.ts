@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
 
 /** Invalid configuration: start-up stops with this one line. */
 export class ConfigError extends Error {
@@ -9,6 +10,9 @@ export class ConfigError extends Error {
 }
 
 export type TimeUnit = 'ms' | 's' | 'min' | 'h' | 'd';
+const TIME_UNITS = ['ms', 's', 'min', 'h', 'd'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface SnowflakeSettings {
   timeUnit: TimeUnit;
@@ -19,6 +23,48 @@ export interface SnowflakeSettings {
   reservedBits: number;
   reservedValue: number;
   timeBackInitial: 0 | 1;
+}
+
+/** Timing of worker leases (`worker/lease.ts`). */
+export interface LeaseSettings {
+  /** A lease not renewed for this long (database clock) may be taken by another instance. */
+  ttlMs: number;
+  /** The holder stops issuing this long before the TTL (its own monotonic clock), to cover drift and slow renewals. */
+  marginMs: number;
+  /** Heartbeat (renewal) period, whole seconds (node-cron's finest unit). */
+  heartbeatSeconds: number;
+  /** Start-up is refused when the local clock and the database's differ by more than this. */
+  maxClockSkewMs: number;
+}
+
+/** Lease timing plus the snowflake generator's longest wait. */
+export interface SnowflakeRuntimeSettings extends LeaseSettings {
+  /** Longest wait for a request (second clock rollback, exhausted sequence) before 503 `unavailable`. */
+  maxWaitMs: number;
+}
+
+/** Metrics, forecasts, alarms and request logs (README "Alarms"). */
+export interface OpsConfig {
+  /** POST alarms here as JSON; unset = log only. */
+  alertWebhookUrl: string | undefined;
+  /** A given alarm is posted at most once per this many ms. */
+  alertDedupeMs: number;
+  /** Forecasts due within this many days alarm. */
+  alertHorizonDays: number;
+  /** `forecast_pool_dry` when a pool would be empty within this many seconds. */
+  alertPoolDrySeconds: number;
+  /** `pool_low` below this percent of the low watermark. */
+  alertPoolLowPercent: number;
+  /** `worker_range_nearly_full` at this percent of worker ids leased. */
+  alertWorkerRangePercent: number;
+  /** Sampling period of pool sizes and offsets. */
+  sampleMs: number;
+  /** Forecast rates are averaged over this long. */
+  rateWindowMs: number;
+  /** Dashboard chart history. */
+  historyMs: number;
+  /** One log line per HTTP request. */
+  requestLog: boolean;
 }
 
 /** Where Redis is (DESIGN.md "Redis topologies"); Cluster comes later. */
@@ -51,38 +97,168 @@ export interface Config {
   workerPreferSameCode: boolean;
   /** Fixed worker id: no lease. */
   workerId: number | undefined;
+  lease: SnowflakeRuntimeSettings;
+  ops: OpsConfig;
+  logLevel: LogLevel;
 }
+
+/**
+ * Every default in one place (DESIGN.md "Configuration"). Where a number is
+ * tuned, the comment says where it comes from.
+ */
+export const DEFAULTS = {
+  databaseUrl: 'sqlite:./idpool.db',
+  redisSentinelMaster: 'mymaster',
+  port: 8080,
+  refillIntervalMs: 100,
+  clusterCount: 1,
+  clusterIndex: 0,
+  snowflake: {
+    timeUnit: 'ms',
+    epoch: '2024-01-01T00:00:00Z',
+    timestampBits: 41,
+    workerBits: 10,
+    reservedBits: 0,
+    reservedValue: 0,
+    timeBackInitial: 0,
+  },
+  workerMin: 1,
+  workerPreferSameCode: false,
+  /**
+   * A 15 s TTL renewed every 3 s survives four missed heartbeats; stopping
+   * 3 s early leaves room for a slow UPDATE and clock drift. 1 s of skew is
+   * far above what NTP-synced hosts show (a few ms) and far below the TTL.
+   */
+  lease: { ttlMs: 15_000, marginMs: 3_000, heartbeatSeconds: 3, maxClockSkewMs: 1_000, maxWaitMs: 1_000 },
+  ops: {
+    alertWebhookUrl: undefined,
+    // Ten minutes: long enough that a flapping pool posts a handful of times
+    // an hour, short enough that a condition that persists is re-announced.
+    alertDedupeMs: 600_000,
+    // Thirty days: time to plan a migration (new entity, wider layout).
+    alertHorizonDays: 30,
+    // Ten seconds: a database hiccup that long would exhaust the pool.
+    alertPoolDrySeconds: 10,
+    // Half the low watermark: the refiller normally tops up at the watermark
+    // within one tick, so a pool this low means refills are failing or slow.
+    alertPoolLowPercent: 50,
+    alertWorkerRangePercent: 90,
+    // One second: one LLEN pipeline and one SQL query a second per instance.
+    sampleMs: 1000,
+    rateWindowMs: 60_000,
+    // Ten minutes of chart.
+    historyMs: 600_000,
+    requestLog: true,
+  } satisfies OpsConfig as OpsConfig,
+  logLevel: 'info',
+} as const;
 
 type Env = Record<string, string | undefined>;
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^-?\d+$/.test(raw.trim())) {
-    throw new ConfigError(name, `must be an integer from ${min} to ${max}, got "${raw}"`);
+/**
+ * Reads one variable at a time through a zod schema, so every value gets
+ * the same treatment and every error is one line naming its variable.
+ * Variables read later may depend on earlier ones (a range's bounds).
+ */
+class EnvReader {
+  constructor(private readonly env: Env) {}
+
+  /** The raw value, or undefined when unset or empty. */
+  raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
   }
-  const value = Number(raw.trim());
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ConfigError(name, `must be an integer from ${min} to ${max}, got "${raw}"`);
+
+  private parse<T>(name: string, schema: z.ZodType<T>, fallback: T, expected: string): T {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const result = schema.safeParse(raw.trim());
+    if (!result.success) throw new ConfigError(name, `must be ${expected}, got "${raw}"`);
+    return result.data;
   }
-  return value;
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const schema = z
+      .string()
+      .regex(/^-?\d+$/)
+      .transform(Number)
+      .pipe(z.number().int().min(min).max(max));
+    return this.parse(name, schema, fallback, `an integer from ${min} to ${max}`);
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const schema = z
+      .string()
+      .regex(/^(1|true|yes|on|0|false|no|off)$/i)
+      .transform((v) => /^(1|true|yes|on)$/i.test(v));
+    return this.parse(name, schema, fallback, 'true or false');
+  }
+
+  oneOf<T extends string>(name: string, values: readonly T[], fallback: T): T {
+    return this.parse(name, z.enum(values as [T, ...T[]]), fallback, `one of ${values.join(', ')}`);
+  }
+
+  /** An ISO date or Unix epoch milliseconds, as epoch ms. */
+  epochMs(name: string, fallback: string): number {
+    const schema = z
+      .string()
+      .transform((v) => (/^\d+$/.test(v) ? Number(v) : Date.parse(v)))
+      .pipe(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER));
+    return this.parse(name, schema, schema.parse(fallback), 'an ISO date or Unix epoch milliseconds');
+  }
+
+  /** A URL matching `pattern`; `expected` describes the form. */
+  url(name: string, pattern: RegExp, expected: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw !== undefined && !pattern.test(raw)) throw new ConfigError(name, `must be ${expected}, got "${raw}"`);
+    return raw;
+  }
 }
 
-function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ConfigError(name, `must be true or false, got "${raw}"`);
-}
-
-function epoch(env: Env, name: string, fallback: string): number {
-  const raw = env[name] || fallback;
-  const ms = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isSafeInteger(ms) || ms < 0) {
-    throw new ConfigError(name, `must be an ISO date or Unix epoch milliseconds, got "${raw}"`);
-  }
-  return ms;
+/**
+ * Reads idpool's whole configuration from the environment (DESIGN.md
+ * "Configuration"): every `IDPOOL_*` variable of the service, parsed and
+ * validated here and nowhere else. Throws {@link ConfigError} naming the
+ * variable. Layout bounds that depend on each other are checked by the
+ * snowflake layout itself, which also names the variable.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const r = new EnvReader(env);
+  const databaseUrl = r.url('IDPOOL_DATABASE_URL', /^(mysql|mariadb):\/\/|^sqlite:/, 'mysql://user:pass@host:3306/db or sqlite:PATH') ?? DEFAULTS.databaseUrl;
+  const redis = redisTopology(r);
+  const sf = DEFAULTS.snowflake;
+  const workerBits = r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits, 3, 10);
+  const workerCap = 2 ** workerBits - 1;
+  const clusterCount = r.int('IDPOOL_CLUSTER_COUNT', DEFAULTS.clusterCount, 1, 1024);
+  const workerMin = r.int('IDPOOL_WORKER_MIN', DEFAULTS.workerMin, 0, workerCap);
+  const adminToken = r.raw('IDPOOL_ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) throw new ConfigError('IDPOOL_ADMIN_TOKEN', 'must be at least 16 characters');
+  return {
+    databaseUrl,
+    redis,
+    port: r.int('IDPOOL_PORT', DEFAULTS.port, 0, 65535),
+    adminToken: adminToken ?? randomBytes(24).toString('base64url'),
+    adminTokenGenerated: adminToken === undefined,
+    refillIntervalMs: r.int('IDPOOL_REFILL_INTERVAL_MS', DEFAULTS.refillIntervalMs, 10, 60_000),
+    clusterCount,
+    clusterIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.clusterIndex, 0, clusterCount - 1),
+    snowflake: {
+      timeUnit: r.oneOf('IDPOOL_SNOWFLAKE_TIME_UNIT', TIME_UNITS, sf.timeUnit),
+      epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epoch),
+      timestampBits: r.int('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits, 15, 55),
+      workerBits,
+      reservedBits: r.int('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits, 0, 5),
+      reservedValue: r.int('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue, 0, 31),
+      timeBackInitial: r.int('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial, 0, 1) as 0 | 1,
+    },
+    workerMin,
+    workerMax: r.int('IDPOOL_WORKER_MAX', workerCap, workerMin, workerCap),
+    workerPreferSameCode: r.bool('IDPOOL_WORKER_PREFER_SAME_CODE', DEFAULTS.workerPreferSameCode),
+    workerId: r.raw('IDPOOL_WORKER_ID') === undefined ? undefined : r.int('IDPOOL_WORKER_ID', 0, 0, workerCap),
+    lease: leaseSettings(r),
+    ops: opsConfig(r),
+    logLevel: r.oneOf('IDPOOL_LOG_LEVEL', LOG_LEVELS, DEFAULTS.logLevel),
+  };
 }
 
 /** `host:port` lists (IDPOOL_REDIS_SENTINELS, IDPOOL_REDIS_CLUSTER_NODES). */
@@ -96,74 +272,55 @@ function hostPorts(name: string, raw: string): Array<{ host: string; port: numbe
 }
 
 /** IDPOOL_REDIS_URL, or IDPOOL_REDIS_SENTINELS (+ _SENTINEL_MASTER, _USERNAME, _PASSWORD); at most one topology. */
-function redisTopology(env: Env): RedisTopology | undefined {
-  const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter((name) => env[name]);
+function redisTopology(r: EnvReader): RedisTopology | undefined {
+  const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter((name) => r.raw(name) !== undefined);
   if (given.length > 1) throw new ConfigError(given[1], `set only one of ${given.join(', ')} (one Redis topology)`);
-  const url = env.IDPOOL_REDIS_URL;
-  if (url) {
-    if (!/^rediss?:\/\/[^/]/.test(url)) throw new ConfigError('IDPOOL_REDIS_URL', `must be redis://host:6379/0, got "${url}"`);
-    return { kind: 'single', url };
-  }
-  const sentinels = env.IDPOOL_REDIS_SENTINELS;
+  const url = r.url('IDPOOL_REDIS_URL', /^rediss?:\/\/[^/]/, 'redis://host:6379/0');
+  if (url) return { kind: 'single', url };
+  const sentinels = r.raw('IDPOOL_REDIS_SENTINELS');
   if (sentinels) {
-    const masterName = env.IDPOOL_REDIS_SENTINEL_MASTER || 'mymaster';
+    const masterName = r.raw('IDPOOL_REDIS_SENTINEL_MASTER') ?? DEFAULTS.redisSentinelMaster;
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(masterName)) throw new ConfigError('IDPOOL_REDIS_SENTINEL_MASTER', `must be 1-64 of A-Z a-z 0-9 _ - ., got "${masterName}"`);
-    return { kind: 'sentinel', sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels), masterName, username: env.IDPOOL_REDIS_USERNAME || undefined, password: env.IDPOOL_REDIS_PASSWORD || undefined };
+    const username = r.raw('IDPOOL_REDIS_USERNAME');
+    const password = r.raw('IDPOOL_REDIS_PASSWORD');
+    return { kind: 'sentinel', sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels), masterName, username, password };
   }
-  if (env.IDPOOL_REDIS_CLUSTER_NODES) throw new ConfigError('IDPOOL_REDIS_CLUSTER_NODES', 'Redis Cluster is not supported yet; use IDPOOL_REDIS_URL or IDPOOL_REDIS_SENTINELS');
+  if (r.raw('IDPOOL_REDIS_CLUSTER_NODES')) throw new ConfigError('IDPOOL_REDIS_CLUSTER_NODES', 'Redis Cluster is not supported yet; use IDPOOL_REDIS_URL or IDPOOL_REDIS_SENTINELS');
   return undefined;
 }
 
-const TIME_UNITS: readonly TimeUnit[] = ['ms', 's', 'min', 'h', 'd'];
+function leaseSettings(r: EnvReader): SnowflakeRuntimeSettings {
+  const d = DEFAULTS.lease;
+  const ttlMs = r.int('IDPOOL_WORKER_LEASE_TTL_MS', d.ttlMs, 3_000, 3_600_000);
+  const marginMs = r.int('IDPOOL_WORKER_LEASE_MARGIN_MS', Math.min(d.marginMs, Math.floor(ttlMs / 5)), 0, ttlMs - 2_000);
+  // At least two heartbeats must fit before the lease would lapse, so one slow or lost renewal is survived.
+  const heartbeatMax = Math.min(59, Math.floor((ttlMs - marginMs) / 2000));
+  return {
+    ttlMs,
+    marginMs,
+    heartbeatSeconds: r.int('IDPOOL_WORKER_HEARTBEAT_SECONDS', Math.min(d.heartbeatSeconds, heartbeatMax), 1, heartbeatMax),
+    maxClockSkewMs: r.int('IDPOOL_MAX_CLOCK_SKEW_MS', d.maxClockSkewMs, 0, 60_000),
+    maxWaitMs: r.int('IDPOOL_SNOWFLAKE_MAX_WAIT_MS', d.maxWaitMs, 0, 60_000),
+  };
+}
 
-/**
- * Reads idpool's configuration from the environment (DESIGN.md
- * "Configuration"). Throws {@link ConfigError} naming the variable.
- * Layout bounds that depend on each other are checked by the snowflake
- * layout itself, which also names the variable.
- */
-export function loadConfig(env: Env = process.env): Config {
-  const databaseUrl = env.IDPOOL_DATABASE_URL || 'sqlite:./idpool.db';
-  if (!/^(mysql|mariadb):\/\//.test(databaseUrl) && !databaseUrl.startsWith('sqlite:')) {
-    throw new ConfigError('IDPOOL_DATABASE_URL', `must be mysql://user:pass@host:3306/db or sqlite:PATH, got "${databaseUrl}"`);
-  }
-  const redis = redisTopology(env);
-  const timeUnit = (env.IDPOOL_SNOWFLAKE_TIME_UNIT || 'ms') as TimeUnit;
-  if (!TIME_UNITS.includes(timeUnit)) {
-    throw new ConfigError('IDPOOL_SNOWFLAKE_TIME_UNIT', `must be one of ${TIME_UNITS.join(', ')}, got "${timeUnit}"`);
-  }
-  const workerBits = integer(env, 'IDPOOL_SNOWFLAKE_WORKER_BITS', 10, 3, 10);
-  const workerCap = 2 ** workerBits - 1;
-  const clusterCount = integer(env, 'IDPOOL_CLUSTER_COUNT', 1, 1, 1024);
-  const clusterIndex = integer(env, 'IDPOOL_CLUSTER_INDEX', 0, 0, clusterCount - 1);
-  const workerMin = integer(env, 'IDPOOL_WORKER_MIN', 1, 0, workerCap);
-  const workerMax = integer(env, 'IDPOOL_WORKER_MAX', workerCap, workerMin, workerCap);
-  const fixedWorker = env.IDPOOL_WORKER_ID;
-  const adminTokenGiven = env.IDPOOL_ADMIN_TOKEN;
-  if (adminTokenGiven !== undefined && adminTokenGiven !== '' && adminTokenGiven.length < 16) {
-    throw new ConfigError('IDPOOL_ADMIN_TOKEN', 'must be at least 16 characters');
+function opsConfig(r: EnvReader): OpsConfig {
+  const d = DEFAULTS.ops;
+  const webhook = r.raw('IDPOOL_ALERT_WEBHOOK_URL');
+  // The URL may carry a token: never echo it.
+  if (webhook !== undefined && !(URL.canParse(webhook) && /^https?:$/.test(new URL(webhook).protocol))) {
+    throw new ConfigError('IDPOOL_ALERT_WEBHOOK_URL', 'must be an http:// or https:// URL');
   }
   return {
-    databaseUrl,
-    redis,
-    port: integer(env, 'IDPOOL_PORT', 8080, 0, 65535),
-    adminToken: adminTokenGiven || randomBytes(24).toString('base64url'),
-    adminTokenGenerated: !adminTokenGiven,
-    refillIntervalMs: integer(env, 'IDPOOL_REFILL_INTERVAL_MS', 100, 10, 60_000),
-    clusterCount,
-    clusterIndex,
-    snowflake: {
-      timeUnit,
-      epochMs: epoch(env, 'IDPOOL_SNOWFLAKE_EPOCH', '2024-01-01T00:00:00Z'),
-      timestampBits: integer(env, 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', 41, 15, 55),
-      workerBits,
-      reservedBits: integer(env, 'IDPOOL_SNOWFLAKE_RESERVED_BITS', 0, 0, 5),
-      reservedValue: integer(env, 'IDPOOL_SNOWFLAKE_RESERVED_VALUE', 0, 0, 31),
-      timeBackInitial: integer(env, 'IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', 0, 0, 1) as 0 | 1,
-    },
-    workerMin,
-    workerMax,
-    workerPreferSameCode: boolean(env, 'IDPOOL_WORKER_PREFER_SAME_CODE', false),
-    workerId: fixedWorker === undefined || fixedWorker === '' ? undefined : integer(env, 'IDPOOL_WORKER_ID', 0, 0, workerCap),
+    alertWebhookUrl: webhook,
+    alertDedupeMs: r.int('IDPOOL_ALERT_DEDUPE_MS', d.alertDedupeMs, 0, 7 * 86_400_000),
+    alertHorizonDays: r.int('IDPOOL_ALERT_HORIZON_DAYS', d.alertHorizonDays, 1, 36_500),
+    alertPoolDrySeconds: r.int('IDPOOL_ALERT_POOL_DRY_SECONDS', d.alertPoolDrySeconds, 0, 86_400),
+    alertPoolLowPercent: r.int('IDPOOL_ALERT_POOL_LOW_PERCENT', d.alertPoolLowPercent, 0, 100),
+    alertWorkerRangePercent: r.int('IDPOOL_ALERT_WORKER_RANGE_PERCENT', d.alertWorkerRangePercent, 1, 100),
+    sampleMs: r.int('IDPOOL_OPS_SAMPLE_MS', d.sampleMs, 50, 60_000),
+    rateWindowMs: r.int('IDPOOL_OPS_RATE_WINDOW_MS', d.rateWindowMs, 1000, 3_600_000),
+    historyMs: r.int('IDPOOL_OPS_HISTORY_MS', d.historyMs, 10_000, 3_600_000),
+    requestLog: r.bool('IDPOOL_REQUEST_LOG', d.requestLog),
   };
 }

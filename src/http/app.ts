@@ -3,6 +3,7 @@ import { type AppConfig, KEY_PATTERN, describeApp, lowWatermark, registerSchema,
 import type { AppRegistry } from '../apps/registry';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
 import type { Logger } from '../logger';
+import { type IdExplanation, NotAnIdError } from '../snowflake/explain';
 import { bearerToken, tokensEqual } from './auth';
 import { dashboardRouter } from './dashboard/router';
 import { errorHandler } from './errors';
@@ -14,8 +15,8 @@ import { parseBody } from './validate';
 export interface SnowflakeIssuer {
   /** May wait briefly (clock rollback, exhausted sequence), hence the promise. */
   take(entityKey: string, count: number): string[] | Promise<string[]>;
-  /** Explains one id; throws InvalidRequestError when it is not one of this layout's. */
-  decode(id: string): Record<string, unknown>;
+  /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
+  decode(id: string): IdExplanation;
 }
 
 export interface ReadinessReport {
@@ -45,6 +46,16 @@ export interface HttpDeps {
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(): Promise<unknown> };
   log: Logger;
+}
+
+/** An id that cannot be one of this layout's is the client's mistake: 400 with the reason. */
+function decodeOr400(snowflake: SnowflakeIssuer, id: string): IdExplanation {
+  try {
+    return snowflake.decode(id);
+  } catch (err) {
+    if (err instanceof NotAnIdError) throw new InvalidRequestError(err.message);
+    throw err;
+  }
 }
 
 /** Largest JSON body accepted; registrations and counts are far smaller. */
@@ -123,7 +134,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.get('/apps/:key/ids/:id', async (req, res) => {
     const entity = await authenticatedApp(req);
     if (entity.mode !== 'snowflake' || !deps.snowflake) throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
-    res.json(deps.snowflake.decode(req.params.id as string));
+    res.json(decodeOr400(deps.snowflake, req.params.id as string));
   });
 
   const admin = express.Router();

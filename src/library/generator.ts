@@ -1,5 +1,5 @@
 import type { AppConfig } from '../apps/app';
-import { AppStore } from '../apps/app-store';
+import { SqlAppStore } from '../apps/app-store';
 import { type Clock, systemClock } from '../clock';
 import { type Database, openDatabase } from '../db/database';
 import { IdpoolError, InvalidRequestError, NotFoundError, UnavailableError } from '../errors';
@@ -9,6 +9,7 @@ import { ClusterMap } from '../segment/cluster';
 import { nextStep } from './adaptive-step';
 import { GeneratorClosedError, SegmentsNotReadyError, UnsafeNumberIdError } from './errors';
 import { type Id, Segment, SegmentBuffer } from './segment-buffer';
+import { MAX_SAFE_ID } from '../limits';
 
 /** Where the library reads an entity's configuration (`AppStore` in production). */
 export interface EntitySource {
@@ -127,7 +128,6 @@ interface Deps {
   release: () => Promise<void>;
 }
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
  * A wait that can be called off. The system clock gets a real, cancellable
@@ -369,7 +369,7 @@ class NumberIdGenerator extends BufferedIdGenerator<number> {
   protected toSegment(entityKey: string, range: ReservedRange, size: number): Segment<number> {
     // The bound itself must be exact for `id < max` to be; that proves every id below 2^53.
     const max = this.deps.cluster.toId(range.end);
-    if (max > MAX_SAFE) throw new UnsafeNumberIdError(entityKey, this.deps.cluster.toId(range.end - 1n));
+    if (max > MAX_SAFE_ID) throw new UnsafeNumberIdError(entityKey, this.deps.cluster.toId(range.end - 1n));
     const value = Number(this.deps.cluster.toId(range.start));
     return new Segment(value, Number(max), size, value + loadPoint(size, this.deps.settings.prefetchAt) * this.stride);
   }
@@ -493,7 +493,7 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
   }
   const deps: Deps = {
     allocator: options.allocator ?? new SqlSegmentAllocator(db!),
-    entities: options.entities ?? new AppStore(db!),
+    entities: options.entities ?? new SqlAppStore(db!),
     cluster,
     stride,
     clock: options.clock ?? systemClock,

@@ -5,10 +5,9 @@
  * functions of samples; the sampler feeds them and metrics/alarms read them.
  */
 
-/** Largest id + 1 that a JavaScript number represents exactly. */
-export const JS_SAFE_LIMIT = 2n ** 53n;
-/** Ids are signed 64-bit: the number line ends below this. */
-export const INT63_LIMIT = 2n ** 63n;
+import { INT63_LIMIT, JS_SAFE_LIMIT } from '../limits';
+
+export { INT63_LIMIT, JS_SAFE_LIMIT };
 
 /** One observation of an entity, from one sampler run. */
 export interface PoolSample {

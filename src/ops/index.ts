@@ -3,11 +3,10 @@ import type { AppConfig } from '../apps/app';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
-import type { OpsConfig } from './config';
+import type { OpsConfig } from '../config/config';
 import { OpsMetrics } from './metrics';
 import { type EntityOverview, type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
 
-export { loadOpsConfig, OPS_DEFAULTS, type OpsConfig } from './config';
 export { requestObserver } from './request-log';
 export type { LeaseView, SnowflakeForecast } from './sampler';
 

@@ -1,7 +1,7 @@
 import { type AppConfig, lowWatermark } from '../apps/app';
 import type { Clock } from '../clock';
-import type { Database } from '../db/database';
 import type { Logger } from '../logger';
+import { type Periodic, every } from '../schedule';
 import type { Alarms } from './alarms';
 import { type EntityForecast, JS_SAFE_LIMIT, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
 import type { OpsMetrics } from './metrics';
@@ -22,7 +22,7 @@ export interface SnowflakeForecast {
 export interface SamplerOptions {
   apps: { list(): AppConfig[] };
   pools: { sizes(keys: readonly string[]): Promise<number[]> };
-  offsets: { currentOffsets(): Promise<Map<string, bigint>> };
+  offsets: { peekAll(): Promise<Map<string, bigint>> };
   /** Ids this instance has served per entity so far. */
   served?: (entityKey: string) => number;
   cluster: { toId(n: bigint): bigint; readonly count: number };
@@ -87,31 +87,23 @@ export class OpsSampler {
   private readonly streaks = new Map<string, number>();
   /** Entities whose pool has reached its low watermark once: before that, an empty pool is just new. */
   private readonly filledOnce = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = true;
+  private readonly schedule: Periodic;
   private lastErrorAt = 0;
 
   private lastUsageAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly o: SamplerOptions) {}
-
-  start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    const loop = async () => {
-      if (this.stopped) return;
-      this.running = this.sampleOnce();
-      await this.running;
-      if (!this.stopped) this.timer = setTimeout(loop, this.o.sampleMs);
-    };
-    void loop();
+  constructor(private readonly o: SamplerOptions) {
+    this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce());
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  /** Samples now and then every `sampleMs`. */
+  start(): void {
+    this.schedule.start();
+    void this.schedule.runNow();
+  }
+
+  stop(): Promise<void> {
+    return this.schedule.stop();
   }
 
   /** One sampling run; errors are logged (at most once a minute) and never thrown. */
@@ -133,7 +125,7 @@ export class OpsSampler {
     const { metrics, alarms, cluster } = this.o;
     const apps = this.o.apps.list().filter((a) => a.mode !== 'snowflake');
     const keys = apps.map((a) => a.key);
-    const [offsets, sizes] = await Promise.all([this.o.offsets.currentOffsets(), this.o.pools.sizes(keys)]);
+    const [offsets, sizes] = await Promise.all([this.o.offsets.peekAll(), this.o.pools.sizes(keys)]);
     const at = this.o.clock.now();
     const capacity = Math.max(2, Math.ceil(this.o.historyMs / this.o.sampleMs) + 1);
     const seen = new Set<string>();
@@ -311,18 +303,6 @@ export class OpsSampler {
   forecast(entityKey: string): EntityForecast | undefined {
     return this.forecasts.get(entityKey);
   }
-}
-
-/** Reads every live segment entity's `current_offset` in one query. */
-export function sqlOffsets(db: Pick<Database, 'query' | 'bigText'>): SamplerOptions['offsets'] {
-  return {
-    async currentOffsets() {
-      const rows = await db.query<{ k: string; c: string }>(
-        `SELECT entity_key AS k, ${db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = 'segment'`,
-      );
-      return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
-    },
-  };
 }
 
 function round(n: number): number {

@@ -5,6 +5,7 @@ import type Redis from 'ioredis';
 import type { ClusterMap } from '../segment/cluster';
 import { entityKeys, DEFAULT_PREFIX } from './keys';
 import type { HeldLock, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
+import { MAX_SAFE_ID } from '../limits';
 
 /** Return codes of the Lua functions in `commands/` (negative = refused). */
 export enum ScriptCode {
@@ -99,7 +100,7 @@ export class RedisPoolStore implements PoolStore {
     const k = entityKeys(entityKey, this.prefix);
     const lowest = cluster.toId(start);
     const highest = cluster.toId(end - 1n);
-    if (highest > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('pushRange is only for ids below 2^53');
+    if (highest > MAX_SAFE_ID) throw new RangeError('pushRange is only for ids below 2^53');
     const code = await this.fcall<number>('idpool_push_range', [k.ids, k.fence, k.server], [lowest.toString(), highest.toString(), start.toString(), Number(end - start), cluster.count, cluster.index]);
     return pushResult(code);
   }

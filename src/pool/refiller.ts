@@ -3,9 +3,11 @@ import { type AppConfig, lowWatermark } from '../apps/app';
 import type { AppCatalog } from '../apps/registry';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
+import { type Periodic, every } from '../schedule';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { ClusterMap } from '../segment/cluster';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
+import { MAX_SAFE_ID } from '../limits';
 
 export interface RefillerOptions {
   apps: AppCatalog;
@@ -44,7 +46,6 @@ export interface RefillEvents {
 const PUSH_IDS_PER_CALL = 10_000;
 /** Push calls on the wire at once: overlaps building ids with Redis work (measured: 4 is past the knee). */
 const PUSHES_IN_FLIGHT = 4;
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 export interface RefillStats {
   refills: number;
@@ -65,38 +66,27 @@ export class Refiller {
   private readonly inflight = new Map<string, Promise<void>>();
   /** Why the last refill of an entity failed; cleared by the next one that completes. */
   private readonly failures = new Map<string, unknown>();
-  private tickTimer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private readonly ticker: Periodic;
+  private readonly sweeper: Periodic;
   private lastServerId: string | undefined;
-  private running = false;
   private lastErrorLog = 0;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
-  constructor(private readonly o: RefillerOptions) {}
+  constructor(private readonly o: RefillerOptions) {
+    this.ticker = every('refill-tick', o.intervalMs, () => this.tick());
+    this.sweeper = every('refill-sweep', o.sweepMs ?? 1000, () => this.sweep());
+  }
 
+  /** Sweeps now, then ticks every `intervalMs` and sweeps every `sweepMs`. */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    void this.sweep();
-    const tick = () => {
-      if (!this.running) return;
-      this.tick();
-      this.tickTimer = setTimeout(tick, this.o.intervalMs);
-    };
-    this.tickTimer = setTimeout(tick, this.o.intervalMs);
-    const sweep = async () => {
-      if (!this.running) return;
-      await this.sweep();
-      if (this.running) this.sweepTimer = setTimeout(sweep, this.o.sweepMs ?? 1000);
-    };
-    this.sweepTimer = setTimeout(sweep, this.o.sweepMs ?? 1000);
+    this.ticker.start();
+    this.sweeper.start();
+    void this.sweeper.runNow();
   }
 
   /** Stops ticking and waits for refills under way. */
   async stop(): Promise<void> {
-    this.running = false;
-    clearTimeout(this.tickTimer);
-    clearTimeout(this.sweepTimer);
+    await Promise.all([this.ticker.stop(), this.sweeper.stop()]);
     await Promise.allSettled([...this.inflight.values()]);
   }
 
@@ -247,7 +237,7 @@ export class Refiller {
             for (const id of part) ids.push(id);
           }
           call = store.push(app.key, ids, cluster.toId(from), cluster.toId(to - 1n));
-        } else if (cluster.toId(to - 1n) <= MAX_SAFE) {
+        } else if (cluster.toId(to - 1n) <= MAX_SAFE_ID) {
           // The store writes the ids itself: nothing to build or send here.
           call = store.pushRange(app.key, from, to, cluster);
         } else {

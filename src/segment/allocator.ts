@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from '../clock';
 import { type Database, isBusy } from '../db/database';
 import { NotFoundError, UnavailableError } from '../errors';
+import { MAX_INT63 } from '../limits';
 
 /** A reserved stretch `[start, end)` of an entity's number line. */
 export interface Segment {
@@ -17,9 +18,9 @@ export interface SegmentAllocator {
   reserve(entityKey: string, size: number): Promise<Segment>;
   /** The next unreserved number (`current_offset`): every number below it may have been issued. */
   peek(entityKey: string): Promise<bigint>;
+  /** `current_offset` of every live segment entity, in one query (the ops sampler's forecasts). */
+  peekAll(): Promise<Map<string, bigint>>;
 }
-
-const MAX_BIGINT = 2n ** 63n - 1n;
 
 /**
  * Reserves with one SQL round trip: on MySQL/MariaDB the UPDATE stores the
@@ -75,7 +76,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     }
     if (rows.length !== 1) throw new NotFoundError(`no live segment entity ${entityKey}`);
     const end = BigInt(rows[0].end_offset);
-    if (end > MAX_BIGINT) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
+    if (end > MAX_INT63) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
     return end;
   }
 
@@ -86,5 +87,12 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     );
     if (rows.length !== 1) throw new NotFoundError(`no entity ${entityKey}`);
     return BigInt(rows[0].current);
+  }
+
+  async peekAll(): Promise<Map<string, bigint>> {
+    const rows = await this.db.query<{ k: string; c: string }>(
+      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = 'segment'`,
+    );
+    return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
   }
 }

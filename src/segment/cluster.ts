@@ -1,3 +1,5 @@
+import { MAX_SAFE_ID } from '../limits';
+
 /**
  * Independent deployments issue disjoint ids: with `count = c` and
  * `index = i`, the n-th number of the line becomes the id `n·c + i`
@@ -30,7 +32,7 @@ export class ClusterMap {
   idStrings(start: bigint, end: bigint): string[] {
     const out: string[] = [];
     if (end <= start) return out;
-    if (this.toId(end - 1n) <= BigInt(Number.MAX_SAFE_INTEGER)) {
+    if (this.toId(end - 1n) <= MAX_SAFE_ID) {
       const c = Number(this.c);
       const i = Number(this.i);
       for (let n = Number(start), last = Number(end); n < last; n++) out.push(String(n * c + i));

@@ -17,6 +17,7 @@
  * violation is a {@link ConfigError} naming the environment variable.
  */
 import { ConfigError, type SnowflakeSettings, type TimeUnit } from '../config/config';
+import { MAX_INT63 } from '../limits';
 
 export type { SnowflakeSettings, TimeUnit };
 
@@ -37,7 +38,6 @@ export const RESERVED_BITS = [0, 5] as const;
 /** Sign bit + time-back bit. */
 const FIXED_BITS = 2;
 const TOTAL_BITS = 64;
-const MAX_ID = (1n << 63n) - 1n;
 const NUMBER_LIMIT = 2n ** 53n;
 /** ECMAScript's largest Date (year 275760). */
 const MAX_DATE_MS = 8.64e15;
@@ -205,7 +205,7 @@ export class SnowflakeLayout {
   /** The fields of `id`; throws RangeError when it is negative or above 63 bits. */
   decompose(id: bigint | number | string): SnowflakeParts {
     const v = BigInt(id);
-    if (v < 0n || v > MAX_ID) throw new RangeError(`a snowflake id is a 63-bit non-negative integer, got ${v}`);
+    if (v < 0n || v > MAX_INT63) throw new RangeError(`a snowflake id is a 63-bit non-negative integer, got ${v}`);
     const field = (shift: number, bits: number) => Number((v >> BigInt(shift)) & ((1n << BigInt(bits)) - 1n));
     return {
       timestamp: field(this.timestampShift, this.settings.timestampBits),

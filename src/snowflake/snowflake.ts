@@ -1,7 +1,6 @@
 import { type Clock, systemClock } from '../clock';
 import { ConfigError, type SnowflakeSettings, loadConfig } from '../config/config';
 import { type Logger, silentLogger } from '../logger';
-import type { LeaseSettings } from '../worker/settings';
 import { encodeId, type IdEncoding } from './encoding';
 import { ClockBehindError, LayoutExhaustedError, NoWorkerLeaseError, SequenceExhaustedError } from './errors';
 import { SnowflakeLayout, type SnowflakeParts } from './layout';
@@ -23,22 +22,8 @@ export interface SnowflakeOptions {
   maxWaitMs?: number;
   /** Longest busy-wait, in ms, of the sync methods before they fail instead. Default 10. */
   maxSpinMs?: number;
-}
-
-/** Options of {@link Snowflake.withLease}: where the `worker` table is, and how to lease from it. */
-export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker'> {
-  /** `mysql://user:pass@host:3306/db` or `sqlite:PATH` (the table is created by migration). */
-  databaseUrl: string;
-  /** Worker ids this deployment may lease; default 1..2^workerBits − 1. */
-  workerMin?: number;
-  workerMax?: number;
-  /** Take the row last held by the same `code` when it is free. */
-  preferSameCode?: boolean;
-  /** This instance's `{ip}:{port}#{mac}`; default from the first external interface, port 0. */
-  code?: string;
-  /** TTL, margin, heartbeat and skew; defaults as the service's. */
-  lease?: Partial<LeaseSettings>;
-  log?: Logger;
+  /** Run once by {@link Snowflake.close}: frees what the generator was given (a lease, its database). */
+  onClose?: () => Promise<void>;
 }
 
 // 10 ms of busy-waiting covers an exhausted ms sequence and small NTP slews
@@ -105,7 +90,7 @@ export class Snowflake {
   private waitMs = 0;
   private waitReason: WaitReason = 'sequence';
   private maxUnitUsed = -Infinity;
-  private readonly closers: Array<() => Promise<unknown>> = [];
+  private onClose: (() => Promise<void>) | undefined;
 
   constructor(options: SnowflakeOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -122,6 +107,7 @@ export class Snowflake {
     }
     this.maxWaitMs = options.maxWaitMs ?? DEFAULTS.maxWaitMs;
     this.maxSpinMs = options.maxSpinMs ?? DEFAULTS.maxSpinMs;
+    this.onClose = options.onClose;
     this.epochMs = this.layout.settings.epochMs;
     this.unitMs = this.layout.unitMs;
     this.maxSequence = this.layout.maxSequence;
@@ -143,53 +129,11 @@ export class Snowflake {
     return new Snowflake({ ...options, layout: config.snowflake, workerId: config.workerId });
   }
 
-  /**
-   * A generator whose worker id is leased from the `worker` table and kept
-   * by heartbeat, like the service's. Throws NoWorkerLeaseError when every
-   * worker id is taken. Call {@link close} to free the worker id.
-   */
-  static async withLease(options: SnowflakeLeaseOptions): Promise<Snowflake> {
-    // Loaded here so that a fixed-worker Snowflake never pulls in TypeORM.
-    const [{ openDatabase }, { SqlWorkerStore }, { WorkerLease, instanceCode }, { DEFAULT_RUNTIME }, { NoWorkerLeaseError: NoLease }] = await Promise.all([
-      import('../db/database'),
-      import('../worker/worker-store'),
-      import('../worker/lease'),
-      import('../worker/settings'),
-      import('./errors'),
-    ]);
-    const clock = options.clock ?? systemClock;
-    const layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, clock.now());
-    const db = await openDatabase(options.databaseUrl);
-    const lease = new WorkerLease({
-      ...DEFAULT_RUNTIME,
-      ...options.lease,
-      store: new SqlWorkerStore(db),
-      clock,
-      log: options.log ?? silentLogger,
-      min: options.workerMin ?? 1,
-      max: options.workerMax ?? layout.maxWorker,
-      preferSameCode: options.preferSameCode ?? false,
-      code: options.code ?? instanceCode(0),
-    });
-    try {
-      await lease.start();
-      const status = lease.status();
-      if (!status.ok) throw new NoLease(status.detail);
-    } catch (err) {
-      await lease.stop();
-      await db.close();
-      throw err;
-    }
-    lease.startHeartbeat();
-    const snowflake = new Snowflake({ ...options, layout, worker: lease, clock });
-    lease.trackUsage(() => snowflake.lastUsedMs());
-    snowflake.closers.push(() => lease.stop(), () => db.close());
-    return snowflake;
-  }
-
-  /** Frees what this generator owns (a lease and its database connection); a no-op for a fixed worker id. */
+  /** Frees what this generator was given to own (`onClose`: a lease and its database connection); a no-op for a fixed worker id. */
   async close(): Promise<void> {
-    for (const close of this.closers.splice(0)) await close();
+    const onClose = this.onClose;
+    this.onClose = undefined;
+    await onClose?.();
   }
 
   /** The next id of `entityKey`'s sequence (default: the unnamed one). Busy-waits up to `maxSpinMs`. */

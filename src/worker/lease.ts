@@ -1,10 +1,10 @@
 import { networkInterfaces } from 'node:os';
-import cron, { type ScheduledTask } from 'node-cron';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
+import { type Periodic, every } from '../schedule';
 import { NoWorkerLeaseError } from '../snowflake/errors';
 import type { WorkerGrant, WorkerSource } from '../snowflake/worker-source';
-import type { LeaseSettings } from './settings';
+import type { LeaseSettings } from '../config/config';
 import type { WorkerRow, WorkerStore } from './worker-store';
 
 export interface WorkerLeaseOptions extends LeaseSettings {
@@ -60,7 +60,7 @@ export function instanceCode(port: number): string {
  *
  * - Acquire: a conditional UPDATE that bumps `lease_version`, allowed only
  *   when the row's heartbeat is older than the TTL by the database's clock.
- * - Renew: every `heartbeatSeconds` (node-cron), only while the version is
+ * - Renew: every `heartbeatSeconds`, only while the version is
  *   still ours. Each acquire/renew first records a ceiling (`now + TTL`) in
  *   `last_timestamp`, and ids are issued only up to it, so whatever happens
  *   to this process, the next holder starts above every id it issued.
@@ -74,7 +74,7 @@ export class WorkerLease implements WorkerSource {
   private validUntil = -Infinity;
   private ceiling = -Infinity;
   private problem = 'not started';
-  private task: ScheduledTask | undefined;
+  private task: Periodic | undefined;
   private stopped = false;
   private lastUsed: () => number | undefined = () => undefined;
 
@@ -101,10 +101,11 @@ export class WorkerLease implements WorkerSource {
     this.lastUsed = lastUsedMs;
   }
 
-  /** Renews on node-cron every `heartbeatSeconds`. */
+  /** Renews every `heartbeatSeconds`. */
   startHeartbeat(): void {
     if (this.task || this.stopped) return;
-    this.task = cron.schedule(`*/${this.options.heartbeatSeconds} * * * * *`, () => this.heartbeat(), { noOverlap: true, name: 'worker-lease-heartbeat' });
+    this.task = every('worker-lease-heartbeat', this.options.heartbeatSeconds * 1000, () => this.heartbeat());
+    this.task.start();
   }
 
   current(): WorkerGrant {
@@ -196,7 +197,7 @@ export class WorkerLease implements WorkerSource {
   /** Stops the heartbeat and frees the worker id, recording the last timestamp actually used. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.task?.destroy();
+    await this.task?.stop();
     this.task = undefined;
     const held = this.held;
     this.held = undefined;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppStore } from '../../src/apps/app-store';
+import { SqlAppStore } from '../../src/apps/app-store';
 import { AppRegistry } from '../../src/apps/registry';
 import { systemClock } from '../../src/clock';
 import { NotFoundError, UnavailableError } from '../../src/errors';
@@ -80,7 +80,7 @@ function expectDisjointAndInterleaved(perProcess: number[][], count: number) {
 }
 
 async function registerEntity(db: Database, key: string, extra: Record<string, unknown> = {}) {
-  await new AppRegistry(new AppStore(db), systemClock).register({ key, mode: 'monotonic', ...extra } as never);
+  await new AppRegistry(new SqlAppStore(db), systemClock).register({ key, mode: 'monotonic', ...extra } as never);
 }
 
 describe('library: several processes on one entity', () => {

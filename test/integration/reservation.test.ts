@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppStore } from '../../src/apps/app-store';
+import { SqlAppStore } from '../../src/apps/app-store';
 import { AppRegistry } from '../../src/apps/registry';
 import { systemClock } from '../../src/clock';
 import { openDatabase } from '../../src/db/database';
@@ -35,7 +35,7 @@ function expectTiled(segments: Array<[bigint, bigint]>, start: bigint, end: bigi
 
 async function registerEntity(url: string, key: string, startOffset: bigint) {
   const db = await openDatabase(url);
-  await new AppRegistry(new AppStore(db), systemClock).register({ key, mode: 'monotonic', startOffset });
+  await new AppRegistry(new SqlAppStore(db), systemClock).register({ key, mode: 'monotonic', startOffset });
   return db;
 }
 
@@ -80,7 +80,7 @@ describe('segment reservation under concurrency', () => {
     try {
       const allocator = new SqlSegmentAllocator(db);
       await expect(allocator.reserve('nobody', 10)).rejects.toThrow(/no live segment entity/);
-      await new AppRegistry(new AppStore(db), systemClock).retire('users');
+      await new AppRegistry(new SqlAppStore(db), systemClock).retire('users');
       await expect(allocator.reserve('users', 10)).rejects.toThrow(/no live segment entity/);
     } finally {
       await db.close();

@@ -29,33 +29,7 @@ export class FakeClock implements Clock {
   }
 }
 
-/** One entity's number line in memory, reserved like `SqlSegmentAllocator` does. */
-export class MemoryAllocator implements SegmentAllocator {
-  readonly reservations: Array<{ entityKey: string; start: bigint; end: bigint; size: number }> = [];
-  /** When set, every reservation fails with it (a database that is down). */
-  failWith: Error | undefined;
-  /** Called inside every reservation (tests move a fake clock here). */
-  onReserve: (() => void) | undefined;
-
-  constructor(public offset = 0n) {}
-
-  async reserve(entityKey: string, size: number): Promise<Segment> {
-    this.onReserve?.();
-    if (this.failWith) throw this.failWith;
-    const start = this.offset;
-    this.offset += BigInt(size);
-    this.reservations.push({ entityKey, start, end: this.offset, size });
-    return { start, end: this.offset };
-  }
-
-  async peek(): Promise<bigint> {
-    return this.offset;
-  }
-
-  sizes(): number[] {
-    return this.reservations.map((r) => r.size);
-  }
-}
+export { FakeSegmentAllocator as MemoryAllocator } from '../../src/segment/fake-allocator';
 
 /** Wraps an allocator and delays each reservation by `delayMs` of real time (a slow database). */
 export class SlowAllocator implements SegmentAllocator {
@@ -70,6 +44,10 @@ export class SlowAllocator implements SegmentAllocator {
 
   peek(entityKey: string): Promise<bigint> {
     return this.inner.peek(entityKey);
+  }
+
+  peekAll(): Promise<Map<string, bigint>> {
+    return this.inner.peekAll();
   }
 }
 

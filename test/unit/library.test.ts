@@ -106,11 +106,11 @@ describe('createIdGenerator: handing out', () => {
     const b = [gen.next('b')];
     a.push(gen.next('a'));
     expect(a[0] < a[1] && a[1] < a[2]).toBe(true);
-    for (const r of allocator.reservations) {
-      const owns = (id: number) => BigInt(id) >= r.start && BigInt(id) < r.end;
-      if (r.entityKey === 'a') expect(b.some(owns)).toBe(false);
-      else expect(a.some(owns)).toBe(false);
-    }
+    // Each entity's line starts at 0: every id lies in a reservation of its own entity.
+    const ownedBy = (key: string, id: number) => allocator.reservations.some((r) => r.entityKey === key && BigInt(id) >= r.start && BigInt(id) < r.end);
+    expect(a.every((id) => ownedBy('a', id))).toBe(true);
+    expect(b.every((id) => ownedBy('b', id))).toBe(true);
+    expect(new Set(allocator.reservations.map((r) => r.entityKey))).toEqual(new Set(['a', 'b']));
     await gen.close();
   });
 });
@@ -141,7 +141,7 @@ describe('createIdGenerator: errors', () => {
     const { allocator, entities, clock } = setup({ step: 10 });
     let finish!: () => void;
     const gate = new Promise<void>((r) => (finish = r));
-    const slow = { reserve: async (k: string, n: number) => (await gate, allocator.reserve(k, n)), peek: () => allocator.peek() };
+    const slow = { reserve: async (k: string, n: number) => (await gate, allocator.reserve(k, n)), peek: (k: string) => allocator.peek(k), peekAll: () => allocator.peekAll() };
     const gen = await createIdGenerator({ allocator: slow, entities, clock });
     const waiting = gen.nextAsync('orders');
     await settle();

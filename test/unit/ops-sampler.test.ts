@@ -40,7 +40,7 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const sampler = new OpsSampler({
     apps: { list: () => [...apps.values()] },
     pools: { sizes: async (keys) => keys.map((k) => sizes.get(k) ?? 0) },
-    offsets: { currentOffsets: async () => new Map(offsets) },
+    offsets: { peekAll: async () => new Map(offsets) },
     cluster: { toId: (n) => n, count: 1 },
     metrics,
     alarms,

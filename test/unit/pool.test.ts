@@ -7,8 +7,8 @@ import { silentLogger } from '../../src/logger';
 import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import { Refiller } from '../../src/pool/refiller';
-import type { Segment, SegmentAllocator } from '../../src/segment/allocator';
 import { ClusterMap } from '../../src/segment/cluster';
+import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 
 /** A clock that moves only when told; sleep advances it. */
 function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void } {
@@ -25,24 +25,6 @@ function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): vo
   };
 }
 
-/** An in-memory number line per entity, like the `application` table. */
-class FakeAllocator implements SegmentAllocator {
-  readonly offsets = new Map<string, bigint>();
-  reservations: Segment[] = [];
-  failing = false;
-  async reserve(key: string, size: number): Promise<Segment> {
-    if (this.failing) throw new Error('connect ECONNREFUSED');
-    const start = this.offsets.get(key) ?? 0n;
-    const segment = { start, end: start + BigInt(size) };
-    this.offsets.set(key, segment.end);
-    this.reservations.push(segment);
-    return segment;
-  }
-  async peek(key: string): Promise<bigint> {
-    return this.offsets.get(key) ?? 0n;
-  }
-}
-
 function app(overrides: Partial<AppConfig> = {}): AppConfig {
   return { ...withDefaults({ key: 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 }), secretHash: '', createTime: 0, updateTime: 0, ...overrides };
 }
@@ -50,7 +32,7 @@ function app(overrides: Partial<AppConfig> = {}): AppConfig {
 function setup(config: AppConfig, cluster = new ClusterMap()) {
   const clock = fakeClock();
   const store = new MemoryPoolStore(clock);
-  const allocator = new FakeAllocator();
+  const allocator = new FakeSegmentAllocator();
   const apps = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
   const refiller = new Refiller({ apps, allocator, store, lock: new MemoryRefillLock(), cluster, clock, log: silentLogger, intervalMs: 100 });
   const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
@@ -79,13 +61,13 @@ describe('refiller on the in-process pool', () => {
   it('tops the pool up to maxPoolSize in whole steps with one reservation, and only below the watermark', async () => {
     const { store, allocator, refiller } = setup(app());
     await refiller.refill('orders');
-    expect(allocator.reservations).toEqual([{ start: 0n, end: 1000n }]);
+    expect(allocator.reservations).toMatchObject([{ start: 0n, end: 1000n }]);
     expect(await store.size('orders')).toBe(1000);
     await refiller.refill('orders'); // full: nothing reserved
     expect(allocator.reservations).toHaveLength(1);
     await store.pop('orders', 250, 0); // 750 left, below the 800 watermark
     await refiller.refill('orders');
-    expect(allocator.reservations[1]).toEqual({ start: 1000n, end: 1200n }); // floor(250 / 100) steps
+    expect(allocator.reservations[1]).toMatchObject({ start: 1000n, end: 1200n }); // floor(250 / 100) steps
     expect(await store.size('orders')).toBe(950);
   });
 
@@ -116,10 +98,10 @@ describe('refiller on the in-process pool', () => {
 
   it('a failing database is survived: nothing is pushed, the next refill works', async () => {
     const { store, allocator, refiller } = setup(app());
-    allocator.failing = true;
+    allocator.failWith = new Error('connect ECONNREFUSED');
     await refiller.refill('orders');
     expect(await store.size('orders')).toBe(0);
-    allocator.failing = false;
+    allocator.failWith = undefined;
     await refiller.refill('orders');
     expect(await store.size('orders')).toBe(1000);
   });
@@ -139,12 +121,12 @@ describe('dispatcher', () => {
     const config = app();
     const { allocator, dispatcher } = setup(config);
     expect(await dispatcher.take(config, 10)).toHaveLength(10); // empty pool: refilled on demand
-    allocator.failing = true;
+    allocator.failWith = new Error('connect ECONNREFUSED');
     await dispatcher.take(config, 500);
     await dispatcher.take(config, 490);
     // The refill failed: the database's error is the answer (→ 503 unavailable), not "exhausted".
     await expect(dispatcher.take(config, 1)).rejects.toThrow(/ECONNREFUSED/);
-    allocator.failing = false;
+    allocator.failWith = undefined;
     expect(await dispatcher.take(config, 1)).toHaveLength(1);
   });
 

@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { decodeId, encodeId, type IdEncoding } from '../../src/snowflake/encoding';
 import { SnowflakeLayout, TIMESTAMP_BITS, type TimeUnit, UNIT_MS } from '../../src/snowflake/layout';
-import { runtimeSettingsFromEnv } from '../../src/worker/settings';
 
 const NOW = Date.UTC(2025, 5, 1);
 const UNITS = Object.keys(TIMESTAMP_BITS) as TimeUnit[];
@@ -86,7 +85,7 @@ describe('layout bounds (DESIGN.md table)', () => {
   });
 
   it('lease and wait settings out of range are refused naming the variable', () => {
-    expect(runtimeSettingsFromEnv({})).toEqual({ ttlMs: 15_000, marginMs: 3_000, heartbeatSeconds: 3, maxClockSkewMs: 1_000, maxWaitMs: 1_000 });
+    expect(loadConfig({}).lease).toEqual({ ttlMs: 15_000, marginMs: 3_000, heartbeatSeconds: 3, maxClockSkewMs: 1_000, maxWaitMs: 1_000 });
     const cases: Array<[Record<string, string>, string]> = [
       [{ IDPOOL_WORKER_LEASE_TTL_MS: 'soon' }, 'IDPOOL_WORKER_LEASE_TTL_MS'],
       [{ IDPOOL_WORKER_LEASE_TTL_MS: '999' }, 'IDPOOL_WORKER_LEASE_TTL_MS'],
@@ -96,8 +95,8 @@ describe('layout bounds (DESIGN.md table)', () => {
       [{ IDPOOL_MAX_CLOCK_SKEW_MS: '-1' }, 'IDPOOL_MAX_CLOCK_SKEW_MS'],
       [{ IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '1e3' }, 'IDPOOL_SNOWFLAKE_MAX_WAIT_MS'],
     ];
-    for (const [env, variable] of cases) expect(configError(() => runtimeSettingsFromEnv(env)).variable).toBe(variable);
-    expect(runtimeSettingsFromEnv({ IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000' }).heartbeatSeconds).toBe(1);
+    for (const [env, variable] of cases) expect(configError(() => loadConfig(env).lease).variable).toBe(variable);
+    expect(loadConfig({ IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000' }).lease.heartbeatSeconds).toBe(1);
   });
 });
 

@@ -1,15 +1,14 @@
 import type { Clock } from '../clock';
-import type { Config } from '../config/config';
+import type { Config, SnowflakeRuntimeSettings } from '../config/config';
 import type { Database } from '../db/database';
-import { InvalidRequestError } from '../errors';
 import type { SnowflakeIssuer } from '../http/app';
 import type { Logger } from '../logger';
+import { explainId } from '../snowflake/explain';
+import { SnowflakeLayout } from '../snowflake/layout';
+import { Snowflake } from '../snowflake/snowflake';
+import { fixedWorker } from '../snowflake/worker-source';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
-import { type SnowflakeRuntimeSettings, runtimeSettingsFromEnv } from '../worker/settings';
 import { SqlWorkerStore } from '../worker/worker-store';
-import { SnowflakeLayout } from './layout';
-import { Snowflake } from './snowflake';
-import { fixedWorker } from './worker-source';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
 export interface SnowflakeRuntime {
@@ -31,38 +30,8 @@ export interface SnowflakeRuntimeDeps {
   db: Database;
   clock: Clock;
   log: Logger;
-  /** Overrides of the lease/wait settings read from the environment. */
+  /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
-  env?: Record<string, string | undefined>;
-}
-
-/** Decimal string of at most 19 digits: anything else cannot be a 63-bit id. */
-const DECIMAL_ID = /^\d{1,19}$/;
-const MAX_ID = (1n << 63n) - 1n;
-
-/** `GET /apps/:key/ids/:id`: the fields of one id of this layout, or 400 when it cannot be one. */
-export function decodeForHttp(layout: SnowflakeLayout, clock: Clock, text: string): Record<string, unknown> {
-  if (!DECIMAL_ID.test(text)) throw new InvalidRequestError(`id must be a decimal integer (the form ids are issued in), got "${text.slice(0, 40)}"`);
-  const id = BigInt(text);
-  if (id > MAX_ID) throw new InvalidRequestError('id is above 2^63 - 1; snowflake ids are 63-bit');
-  const parts = layout.decompose(id);
-  const { reservedBits, reservedValue } = layout.settings;
-  if (parts.reserved !== reservedValue) {
-    throw new InvalidRequestError(`id ${text} is not from this layout: its ${reservedBits} reserved bits hold ${parts.reserved}, this layout sets ${reservedValue}`);
-  }
-  const madeAt = layout.unitStartMs(parts.timestamp);
-  if (parts.timestamp > layout.timestampAt(clock.now())) {
-    throw new InvalidRequestError(`id ${text} is not from this layout: its timestamp decodes to ${new Date(madeAt).toISOString()}, in the future`);
-  }
-  return {
-    id: text,
-    timestamp: new Date(madeAt).toISOString(),
-    timestampMs: madeAt,
-    worker: parts.worker,
-    timeBack: parts.timeBack,
-    sequence: parts.sequence,
-    reserved: parts.reserved,
-  };
 }
 
 /**
@@ -72,7 +41,7 @@ export function decodeForHttp(layout: SnowflakeLayout, clock: Clock, text: strin
  */
 export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
   const { config, db, clock, log } = deps;
-  const settings = { ...runtimeSettingsFromEnv(deps.env ?? process.env), ...deps.settings };
+  const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   let lease: WorkerLease | undefined;
   if (config.workerId === undefined) {
@@ -97,7 +66,7 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     lease,
     issuer: {
       take: (entityKey, count) => generator.takeStrings(entityKey, count),
-      decode: (id) => decodeForHttp(layout, clock, id),
+      decode: (id) => explainId(layout, clock.now(), id),
     },
     workers: {
       list: async () => (lease ? lease.list() : [{ workerId: config.workerId!, code: 'fixed (IDPOOL_WORKER_ID)', leaseVersion: 0, heartbeatAt: null, lastTimestamp: null, live: true, self: true }]),

@@ -1,0 +1,69 @@
+import type { AppConfig, Tunables } from './app';
+import type { AppStore } from './app-store';
+
+/** Entity configuration in memory, with the SQL store's rules: keys never reused, retired rows kept. */
+export class FakeAppStore implements AppStore {
+  private readonly rows = new Map<string, { app: AppConfig; deletedAt: number }>();
+  /** Calls made, by method name (tests count database round trips). */
+  readonly calls: Record<string, number> = {};
+
+  private count(method: string): void {
+    this.calls[method] = (this.calls[method] ?? 0) + 1;
+  }
+
+  async findLive(key: string): Promise<AppConfig | undefined> {
+    this.count('findLive');
+    const row = this.rows.get(key);
+    return row && row.deletedAt === 0 ? row.app : undefined;
+  }
+
+  async exists(key: string): Promise<boolean> {
+    this.count('exists');
+    return this.rows.has(key);
+  }
+
+  async listLive(): Promise<AppConfig[]> {
+    this.count('listLive');
+    return [...this.rows.values()]
+      .filter((r) => r.deletedAt === 0)
+      .map((r) => r.app)
+      .sort((a, b) => (a.key < b.key ? -1 : 1));
+  }
+
+  async changedSince(sinceMs: number): Promise<Array<{ app: AppConfig; retired: boolean }>> {
+    this.count('changedSince');
+    return [...this.rows.values()].filter((r) => r.app.updateTime >= sinceMs).map((r) => ({ app: r.app, retired: r.deletedAt !== 0 }));
+  }
+
+  async insert(app: AppConfig): Promise<boolean> {
+    this.count('insert');
+    if (this.rows.has(app.key)) return false;
+    this.rows.set(app.key, { app, deletedAt: 0 });
+    return true;
+  }
+
+  async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
+    this.count('update');
+    return this.change(key, (app) => ({ ...app, ...t, updateTime }));
+  }
+
+  async setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean> {
+    this.count('setSecretHash');
+    return this.change(key, (app) => ({ ...app, secretHash, updateTime }));
+  }
+
+  async retire(key: string, at: number): Promise<boolean> {
+    this.count('retire');
+    const row = this.rows.get(key);
+    if (!row || row.deletedAt !== 0) return false;
+    this.rows.set(key, { app: { ...row.app, updateTime: at }, deletedAt: at });
+    return true;
+  }
+
+  private change(key: string, next: (app: AppConfig) => AppConfig): boolean {
+    const row = this.rows.get(key);
+    if (!row || row.deletedAt !== 0) return false;
+    this.rows.set(key, { app: next(row.app), deletedAt: 0 });
+    return true;
+  }
+}

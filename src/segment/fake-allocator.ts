@@ -1,0 +1,37 @@
+import type { Segment, SegmentAllocator } from './allocator';
+
+/** Each entity's number line in memory, reserved as `SqlSegmentAllocator` does (unit tests). */
+export class FakeSegmentAllocator implements SegmentAllocator {
+  private readonly lines = new Map<string, bigint>();
+  readonly reservations: Array<{ entityKey: string; start: bigint; end: bigint; size: number }> = [];
+  /** When set, every reservation fails with it (a database that is down). */
+  failWith: Error | undefined;
+  /** Called inside every reservation (tests move a fake clock here). */
+  onReserve: (() => void) | undefined;
+
+  /** Every entity's line starts at `startOffset`. */
+  constructor(private readonly startOffset = 0n) {}
+
+  async reserve(entityKey: string, size: number): Promise<Segment> {
+    this.onReserve?.();
+    if (this.failWith) throw this.failWith;
+    const start = this.lines.get(entityKey) ?? this.startOffset;
+    const end = start + BigInt(size);
+    this.lines.set(entityKey, end);
+    this.reservations.push({ entityKey, start, end, size });
+    return { start, end };
+  }
+
+  async peek(entityKey: string): Promise<bigint> {
+    return this.lines.get(entityKey) ?? this.startOffset;
+  }
+
+  async peekAll(): Promise<Map<string, bigint>> {
+    return new Map(this.lines);
+  }
+
+  /** Sizes of the reservations made, in order. */
+  sizes(): number[] {
+    return this.reservations.map((r) => r.size);
+  }
+}

@@ -1,0 +1,202 @@
+import type Redis from 'ioredis';
+import type { Express } from 'express';
+import { type AppStore, SqlAppStore } from '../apps/app-store';
+import { AppRegistry } from '../apps/registry';
+import type { Clock } from '../clock';
+import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
+import { type Database, openDatabase } from '../db/database';
+import { type ReadinessReport, createHttpApp } from '../http/app';
+import { type IdempotencyStore, MemoryIdempotencyStore, RedisIdempotencyStore } from '../http/idempotency';
+import type { Logger } from '../logger';
+import { type Ops, createOps, requestObserver } from '../ops';
+import { Dispatcher } from '../pool/dispatcher';
+import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
+import type { PoolStore, RefillLock } from '../pool/pool-store';
+import { connectRedis } from '../pool/redis-connection';
+import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-pool-store';
+import { every } from '../schedule';
+import { Refiller } from '../pool/refiller';
+import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
+import { ClusterMap } from '../segment/cluster';
+import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
+import type { Built } from './resources';
+
+export async function buildDatabase(config: Config): Promise<Built<Database>> {
+  const db = await openDatabase(config.databaseUrl);
+  return { value: db, close: () => db.close() };
+}
+
+/** The shared Redis with idpool's function library loaded, or undefined for the in-process pool. */
+export async function buildRedis(config: Config): Promise<Built<Redis | undefined>> {
+  if (!config.redis) return { value: undefined };
+  const redis = await connectRedis(config.redis);
+  const close = () => redis.quit().then(
+    () => undefined,
+    () => redis.disconnect(),
+  );
+  try {
+    await loadFunctions(redis);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+  return { value: redis, close };
+}
+
+/** Everything that reads or writes state, over the connections: no timers, nothing to close. */
+export interface Stores {
+  readonly pools: PoolStore;
+  readonly lock: RefillLock;
+  readonly allocator: SqlSegmentAllocator;
+  readonly entities: AppStore;
+  readonly idempotency: IdempotencyStore;
+  readonly cluster: ClusterMap;
+}
+
+export function buildStores(deps: { config: Config; db: Database; redis: Redis | undefined; clock: Clock; prefix: string }): Stores {
+  const { config, db, redis, clock, prefix } = deps;
+  return {
+    pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
+    lock: redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock(),
+    allocator: new SqlSegmentAllocator(db, clock),
+    entities: new SqlAppStore(db),
+    idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
+    cluster: new ClusterMap(config.clusterCount, config.clusterIndex),
+  };
+}
+
+/**
+ * The entity cache, loaded now. Changes made through other instances are
+ * picked up within a second once started (closing stops that).
+ */
+export async function buildRegistry(deps: { stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: AppRegistry; start(): void }>> {
+  const registry = new AppRegistry(deps.stores.entities, deps.clock);
+  await registry.load();
+  const refresh = every('registry-refresh', 1000, () =>
+    registry.refresh().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+  );
+  return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
+}
+
+export async function buildSnowflake(deps: { config: Config; db: Database; clock: Clock; log: Logger; settings?: Partial<SnowflakeRuntimeSettings> }): Promise<Built<SnowflakeRuntime>> {
+  const runtime = await createSnowflakeRuntime({ ...deps, log: deps.log.child({ component: 'snowflake' }) });
+  runtime.start();
+  return { value: runtime, close: () => runtime.stop() };
+}
+
+export function buildOps(deps: { config: Config; opsConfig: OpsConfig; clock: Clock; log: Logger; stores: Stores; registry: AppRegistry; snowflake: SnowflakeRuntime }): Built<Ops> {
+  const { config, stores, snowflake } = deps;
+  const layout = snowflake.generator.layout;
+  const lease = snowflake.lease;
+  const ops = createOps({
+    config: deps.opsConfig,
+    clock: deps.clock,
+    log: deps.log,
+    apps: deps.registry,
+    pools: stores.pools,
+    offsets: stores.allocator,
+    cluster: { toId: (n) => stores.cluster.toId(n), count: config.clusterCount },
+    snowflake: () => ({ timeExhaustedAt: layout.endMs, jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined }),
+    lease: lease && {
+      status: () => ({ workerId: lease.workerId, held: lease.status().ok, expiresAt: lease.ceilingMs }),
+      usage: async () => {
+        const rows = await snowflake.workers.list();
+        return { inUse: rows.filter((r) => r.live).length, total: config.workerMax - config.workerMin + 1 };
+      },
+    },
+    workers: snowflake.workers,
+  });
+  return { value: ops, close: () => ops.stop() };
+}
+
+export interface Pools {
+  readonly refiller: Refiller;
+  readonly dispatcher: Dispatcher;
+}
+
+/** The refiller and the dispatcher; refilling starts with `refiller.start()` and stops on close. */
+export function buildPools(deps: {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  stores: Stores;
+  registry: AppRegistry;
+  ops: Ops;
+  lockTtlMs?: number;
+  beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+}): Built<Pools> {
+  const { stores, registry, clock, log } = deps;
+  const refiller = new Refiller({
+    apps: registry,
+    allocator: stores.allocator,
+    store: stores.pools,
+    lock: stores.lock,
+    cluster: stores.cluster,
+    clock,
+    log: log.child({ component: 'refiller' }),
+    intervalMs: deps.config.refillIntervalMs,
+    beforePush: deps.beforePush,
+    lockTtlMs: deps.lockTtlMs,
+    events: deps.ops.refillEvents,
+  });
+  registry.subscribe({
+    onRegistered: (entity) => {
+      if (entity.mode !== 'snowflake') refiller.markReset(entity.key);
+    },
+    onRetired: (key) => stores.pools.discard(key),
+  });
+  const dispatcher = new Dispatcher({ store: stores.pools, refiller, clock, log: log.child({ component: 'dispatcher' }), events: deps.ops.dispatchEvents });
+  return { value: { refiller, dispatcher }, close: () => refiller.stop() };
+}
+
+/** Readiness: the database and the pool answer within a second, and the lease is held. */
+export function readinessCheck(deps: { db: Database; pools: PoolStore; snowflake: SnowflakeRuntime; clock: Clock; stopping: () => boolean }): () => Promise<ReadinessReport> {
+  const { db, pools, snowflake, clock } = deps;
+  return async () => {
+    const checks: Record<string, string> = {};
+    // Load balancers stop sending here first; the listener closes right after.
+    if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
+    const probe = async (name: string, fn: () => Promise<unknown>) => {
+      try {
+        await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
+        checks[name] = 'ok';
+      } catch (err) {
+        checks[name] = String((err as Error).message ?? err);
+      }
+    };
+    await Promise.all([probe('database', () => db.query('SELECT 1')), probe(pools.kind === 'redis' ? 'redis' : 'pool', () => pools.ping())]);
+    checks.lease = snowflake.leaseCheck();
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+  };
+}
+
+export function buildHttp(deps: {
+  config: Config;
+  opsConfig: OpsConfig;
+  log: Logger;
+  stores: Stores;
+  registry: AppRegistry;
+  pools: Pools;
+  snowflake: SnowflakeRuntime;
+  ops: Ops;
+  readiness: () => Promise<ReadinessReport>;
+  draining: () => boolean;
+}): Express {
+  const { stores, ops, log } = deps;
+  return createHttpApp({
+    registry: deps.registry,
+    dispatcher: deps.pools.dispatcher,
+    pools: stores.pools,
+    offsets: stores.allocator,
+    adminToken: deps.config.adminToken,
+    snowflake: deps.snowflake.issuer,
+    workers: deps.snowflake.workers,
+    readiness: deps.readiness,
+    metrics: () => ops.metrics.render(),
+    observe: requestObserver({ log: log.child({ component: 'http' }), logRequests: deps.opsConfig.requestLog, duration: ops.metrics.httpDuration }),
+    draining: deps.draining,
+    ops,
+    idempotency: stores.idempotency,
+    log: log.child({ component: 'http' }),
+  });
+}

@@ -1,0 +1,135 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type Redis from 'ioredis';
+import type { Express } from 'express';
+import type { AppRegistry } from '../apps/registry';
+import { type Clock, systemClock } from '../clock';
+import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
+import type { Database } from '../db/database';
+import { type Logger, silentLogger } from '../logger';
+import type { Ops } from '../ops';
+import type { Dispatcher } from '../pool/dispatcher';
+import { DEFAULT_PREFIX } from '../pool/keys';
+import type { PoolStore } from '../pool/pool-store';
+import type { Refiller } from '../pool/refiller';
+import type { Segment } from '../segment/allocator';
+import { buildDatabase, buildHttp, buildOps, buildPools, buildRedis, buildRegistry, buildSnowflake, buildStores, readinessCheck } from './builders';
+import { Resources } from './resources';
+import type { SnowflakeRuntime } from './snowflake';
+
+/**
+ * In-flight requests get this long to finish on stop. An id request takes
+ * milliseconds (250 ms at most waiting for a refill); 8 s stays inside
+ * main.ts's 10 s bound with room to close Redis and the database.
+ */
+const SHUTDOWN_GRACE_MS = 8000;
+
+export interface ServiceOptions {
+  clock?: Clock;
+  log?: Logger;
+  /** Prefix of every Redis key (tests use their own). */
+  redisPrefix?: string;
+  /** Test seam: runs between reserving a segment and pushing it. */
+  beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+  /** Refill lock TTL in ms (tests shorten it to exercise the fence). */
+  lockTtlMs?: number;
+  /** Worker lease and snowflake wait settings, over `config.lease`. */
+  snowflake?: Partial<SnowflakeRuntimeSettings>;
+  /** Metrics, forecasts, alarms and request logs, over `config.ops`. */
+  ops?: Partial<OpsConfig>;
+  /** How long `stop()` lets in-flight requests finish before closing their connections. */
+  shutdownGraceMs?: number;
+}
+
+export interface Service {
+  readonly app: Express;
+  readonly db: Database;
+  readonly redis: Redis | undefined;
+  readonly store: PoolStore;
+  readonly registry: AppRegistry;
+  readonly refiller: Refiller;
+  readonly dispatcher: Dispatcher;
+  /** Snowflake generator and worker lease. */
+  readonly snowflake: SnowflakeRuntime;
+  /** Metrics, forecasts and alarms. */
+  readonly ops: Ops;
+  /** Starts refilling and listens on `port` (0 = any); resolves to the port. */
+  listen(port: number): Promise<number>;
+  /** Stops accepting, finishes in-flight requests, stops refilling, closes connections. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: config → connections → stores → entities →
+ * snowflake → ops → pools → HTTP. Each builder returns what it made and how
+ * to close it; everything closes in reverse order, also when start-up fails
+ * half way. Nothing is a module singleton.
+ */
+export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? silentLogger;
+  const opsConfig: OpsConfig = { ...config.ops, ...options.ops };
+  const resources = new Resources(log);
+  let stopping = false;
+  try {
+    const db = resources.add('database', await buildDatabase(config));
+    const redis = resources.add('redis', await buildRedis(config));
+    const stores = buildStores({ config, db, redis, clock, prefix: options.redisPrefix ?? DEFAULT_PREFIX });
+    const entities = resources.add('registry refresh', await buildRegistry({ stores, clock, log }));
+    const registry = entities.registry;
+    const snowflake = resources.add('snowflake', await buildSnowflake({ config, db, clock, log, settings: options.snowflake }));
+    const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
+    const pools = resources.add('refiller', buildPools({ config, clock, log, stores, registry, ops, lockTtlMs: options.lockTtlMs, beforePush: options.beforePush }));
+    const readiness = readinessCheck({ db, pools: stores.pools, snowflake, clock, stopping: () => stopping });
+    const app = buildHttp({ config, opsConfig, log, stores, registry, pools, snowflake, ops, readiness, draining: () => stopping });
+    let server: Server | undefined;
+    return {
+      app,
+      db,
+      redis,
+      registry,
+      snowflake,
+      ops,
+      store: stores.pools,
+      refiller: pools.refiller,
+      dispatcher: pools.dispatcher,
+      async listen(port) {
+        pools.refiller.start();
+        ops.start();
+        entities.start();
+        server = await listenOn(app, port);
+        return (server.address() as AddressInfo).port;
+      },
+      async stop() {
+        stopping = true;
+        if (server) await closeGracefully(server, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
+        await resources.closeAll();
+      },
+    };
+  } catch (err) {
+    await resources.closeAll();
+    throw err;
+  }
+}
+
+async function listenOn(app: Express, port: number): Promise<Server> {
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(port, (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  // Above the 60 s idle timeout of common load balancers, so they close first.
+  server.keepAliveTimeout = 65_000;
+  return server;
+}
+
+/**
+ * Stops accepting; idle keep-alive connections close now, busy ones after
+ * their response (it carries `Connection: close`). A request still running
+ * after the grace period loses its connection.
+ */
+async function closeGracefully(server: Server, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const grace = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearTimeout(grace);
+}

@@ -1,0 +1,35 @@
+import type { Logger } from '../logger';
+
+/** What a builder made, and how to close it (nothing to close: no `close`). */
+export interface Built<T> {
+  readonly value: T;
+  close?(): Promise<void> | void;
+}
+
+/**
+ * Everything the composition root opened, closed newest first: on `stop()`,
+ * and also when start-up fails half way, so a failing step never leaves a
+ * connection or a timer behind.
+ */
+export class Resources {
+  private readonly closers: Array<{ name: string; close: () => Promise<void> | void }> = [];
+
+  constructor(private readonly log: Logger) {}
+
+  /** Keeps what was built for closing later and returns it. */
+  add<T>(name: string, built: Built<T>): T {
+    if (built.close) this.closers.push({ name, close: built.close.bind(built) });
+    return built.value;
+  }
+
+  /** Closes everything added, newest first; a failing close is logged and the rest still close. */
+  async closeAll(): Promise<void> {
+    for (let next = this.closers.pop(); next; next = this.closers.pop()) {
+      try {
+        await next.close();
+      } catch (err) {
+        this.log.warn({ resource: next.name, err: String((err as Error)?.message ?? err) }, 'error while closing');
+      }
+    }
+  }
+}

@@ -1,0 +1,53 @@
+import { MAX_INT63 } from '../limits';
+import type { SnowflakeLayout } from './layout';
+
+/** Decimal string of at most 19 digits: anything else cannot be a 63-bit id. */
+const DECIMAL_ID = /^\d{1,19}$/;
+
+/** The text given cannot be an id of this layout; the message says why. */
+export class NotAnIdError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotAnIdError';
+  }
+}
+
+/** What one id is made of, with its timestamp as a date. */
+export interface IdExplanation {
+  id: string;
+  timestamp: string;
+  timestampMs: number;
+  worker: number;
+  timeBack: number;
+  sequence: number;
+  reserved: number;
+}
+
+/**
+ * The fields of one id of `layout`, given as the decimal text ids are issued
+ * in. Throws {@link NotAnIdError} when it cannot be one (not decimal, above
+ * 2^63 − 1, other reserved bits, a timestamp after `nowMs`).
+ */
+export function explainId(layout: SnowflakeLayout, nowMs: number, text: string): IdExplanation {
+  if (!DECIMAL_ID.test(text)) throw new NotAnIdError(`id must be a decimal integer (the form ids are issued in), got "${text.slice(0, 40)}"`);
+  const id = BigInt(text);
+  if (id > MAX_INT63) throw new NotAnIdError('id is above 2^63 - 1; snowflake ids are 63-bit');
+  const parts = layout.decompose(id);
+  const { reservedBits, reservedValue } = layout.settings;
+  if (parts.reserved !== reservedValue) {
+    throw new NotAnIdError(`id ${text} is not from this layout: its ${reservedBits} reserved bits hold ${parts.reserved}, this layout sets ${reservedValue}`);
+  }
+  const madeAt = layout.unitStartMs(parts.timestamp);
+  if (parts.timestamp > layout.timestampAt(nowMs)) {
+    throw new NotAnIdError(`id ${text} is not from this layout: its timestamp decodes to ${new Date(madeAt).toISOString()}, in the future`);
+  }
+  return {
+    id: text,
+    timestamp: new Date(madeAt).toISOString(),
+    timestampMs: madeAt,
+    worker: parts.worker,
+    timeBack: parts.timeBack,
+    sequence: parts.sequence,
+    reserved: parts.reserved,
+  };
+}

@@ -1,0 +1,70 @@
+import { systemClock } from '../clock';
+import { DEFAULTS, type LeaseSettings } from '../config/config';
+import { openDatabase } from '../db/database';
+import { type Logger, silentLogger } from '../logger';
+import { NoWorkerLeaseError } from '../snowflake/errors';
+import { SnowflakeLayout } from '../snowflake/layout';
+import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
+import { WorkerLease, instanceCode } from './lease';
+import { SqlWorkerStore } from './worker-store';
+
+/** Options of {@link snowflakeWithLease}: where the `worker` table is, and how to lease from it. */
+export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker' | 'onClose'> {
+  /** `mysql://user:pass@host:3306/db` or `sqlite:PATH` (the table is created by migration). */
+  databaseUrl: string;
+  /** Worker ids this deployment may lease; default 1..2^workerBits − 1. */
+  workerMin?: number;
+  workerMax?: number;
+  /** Take the row last held by the same `code` when it is free. */
+  preferSameCode?: boolean;
+  /** This instance's `{ip}:{port}#{mac}`; default from the first external interface, port 0. */
+  code?: string;
+  /** TTL, margin, heartbeat and skew; defaults as the service's. */
+  lease?: Partial<LeaseSettings>;
+  log?: Logger;
+}
+
+/**
+ * A generator whose worker id is leased from the `worker` table and kept by
+ * heartbeat, like the service's (`Snowflake.withLease` in the public API).
+ * Throws NoWorkerLeaseError when every worker id is taken. Its `close()`
+ * frees the worker id and closes the database connection.
+ */
+export async function snowflakeWithLease(options: SnowflakeLeaseOptions): Promise<Snowflake> {
+  const clock = options.clock ?? systemClock;
+  const layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, clock.now());
+  const db = await openDatabase(options.databaseUrl);
+  const lease = new WorkerLease({
+    ...DEFAULTS.lease,
+    ...options.lease,
+    store: new SqlWorkerStore(db),
+    clock,
+    log: options.log ?? silentLogger,
+    min: options.workerMin ?? 1,
+    max: options.workerMax ?? layout.maxWorker,
+    preferSameCode: options.preferSameCode ?? false,
+    code: options.code ?? instanceCode(0),
+  });
+  try {
+    await lease.start();
+    const status = lease.status();
+    if (!status.ok) throw new NoWorkerLeaseError(status.detail);
+  } catch (err) {
+    await lease.stop();
+    await db.close();
+    throw err;
+  }
+  lease.startHeartbeat();
+  const snowflake = new Snowflake({
+    ...options,
+    layout,
+    worker: lease,
+    clock,
+    onClose: async () => {
+      await lease.stop();
+      await db.close();
+    },
+  });
+  lease.trackUsage(() => snowflake.lastUsedMs());
+  return snowflake;
+}
