@@ -116,10 +116,6 @@ export function checkRules(t: Tunables): string | null {
   return null;
 }
 
-export function lowWatermark(app: Pick<AppConfig, 'maxPoolSize' | 'minSizePercent'>): number {
-  return Math.floor((app.maxPoolSize * app.minSizePercent) / 100);
-}
-
 /** A new app secret: 32 random bytes, base64url. Shown once, stored hashed. */
 export function newSecret(): string {
   return randomBytes(32).toString('base64url');

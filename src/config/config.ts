@@ -89,6 +89,8 @@ export interface Config {
   /** True when the admin token was generated at start-up (printed once). */
   adminTokenGenerated: boolean;
   refillIntervalMs: number;
+  /** Seconds of recent peak demand a pool holds (bounded by the entity's maxPoolSize). */
+  poolHorizonSeconds: number;
   clusterCount: number;
   clusterIndex: number;
   snowflake: SnowflakeSettings;
@@ -111,6 +113,8 @@ export const DEFAULTS = {
   redisSentinelMaster: 'mymaster',
   port: 8080,
   refillIntervalMs: 100,
+  // The seed design's "one minute of supply", at the recent peak rate.
+  poolHorizonSeconds: 60,
   clusterCount: 1,
   clusterIndex: 0,
   snowflake: {
@@ -240,6 +244,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: adminToken ?? randomBytes(24).toString('base64url'),
     adminTokenGenerated: adminToken === undefined,
     refillIntervalMs: r.int('IDPOOL_REFILL_INTERVAL_MS', DEFAULTS.refillIntervalMs, 10, 60_000),
+    poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
     clusterCount,
     clusterIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.clusterIndex, 0, clusterCount - 1),
     snowflake: {

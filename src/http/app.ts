@@ -1,8 +1,9 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { type AppConfig, KEY_PATTERN, describeApp, lowWatermark, registerSchema, secretMatches, updateSchema } from '../apps/app';
+import { type AppConfig, KEY_PATTERN, describeApp, registerSchema, secretMatches, updateSchema } from '../apps/app';
 import type { AppRegistry } from '../apps/registry';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
 import type { Logger } from '../logger';
+import type { PoolSizing } from '../pool/demand';
 import { type IdExplanation, NotAnIdError } from '../snowflake/explain';
 import { bearerToken, tokensEqual } from './auth';
 import { dashboardRouter } from './dashboard/router';
@@ -30,6 +31,8 @@ export interface HttpDeps {
   registry: Pick<AppRegistry, 'find' | 'require' | 'list' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
   dispatcher: { take(app: AppConfig, count: number): Promise<string[]> };
   pools: { size(entityKey: string): Promise<number> };
+  /** Target depth and watermark of each pool (they move with demand). */
+  sizing: PoolSizing;
   /** Reads `current_offset` (the allocator's `peek`). */
   offsets: { peek(entityKey: string): Promise<bigint> };
   adminToken: string;
@@ -144,7 +147,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     const view: Record<string, unknown> = { ...describeApp(entity) };
     view.currentOffset = (await deps.offsets.peek(entity.key)).toString();
     if (entity.mode !== 'snowflake') {
-      view.pool = { size: await deps.pools.size(entity.key), max: entity.maxPoolSize, lowWatermark: lowWatermark(entity) };
+      view.pool = { size: await deps.pools.size(entity.key), target: deps.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: deps.sizing.lowWatermark(entity) };
     }
     return view;
   };

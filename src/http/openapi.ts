@@ -86,9 +86,9 @@ const schemas: Record<string, Schema> = {
       pool: {
         type: 'object',
         description: 'Segment entities only.',
-        required: ['size', 'max', 'lowWatermark'],
+        required: ['size', 'target', 'max', 'lowWatermark'],
         additionalProperties: false,
-        properties: { size: { type: 'integer', minimum: 0 }, max: { type: 'integer' }, lowWatermark: { type: 'integer' } },
+        properties: { size: { type: 'integer', minimum: 0 }, target: { type: 'integer', minimum: 1 }, max: { type: 'integer' }, lowWatermark: { type: 'integer' } },
       },
     },
   },
@@ -145,9 +145,9 @@ const schemas: Record<string, Schema> = {
       mode: { type: 'string', enum: ['monotonic', 'trend'] },
       pool: {
         type: 'object',
-        required: ['size', 'max', 'lowWatermark', 'fillPercent'],
+        required: ['size', 'target', 'max', 'lowWatermark', 'fillPercent'],
         additionalProperties: false,
-        properties: { size: { type: 'integer' }, max: { type: 'integer' }, lowWatermark: { type: 'integer' }, fillPercent: { type: 'number' } },
+        properties: { size: { type: 'integer' }, target: { type: 'integer' }, max: { type: 'integer' }, lowWatermark: { type: 'integer' }, fillPercent: { type: 'number' } },
       },
       currentOffset: decimalId,
       highestId: { anyOf: [decimalId, { type: 'null' }] },

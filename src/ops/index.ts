@@ -40,6 +40,7 @@ export interface OpsDeps {
   log: Logger;
   apps: { list(): AppConfig[]; get(key: string): AppConfig | undefined };
   pools: SamplerOptions['pools'];
+  sizing: SamplerOptions['sizing'];
   offsets: SamplerOptions['offsets'];
   cluster: SamplerOptions['cluster'];
   snowflake?: () => SnowflakeForecast | undefined;
@@ -79,6 +80,7 @@ export function createOps(deps: OpsDeps): Ops {
     apps: deps.apps,
     served: (key) => served.get(key) ?? 0,
     pools: deps.pools,
+    sizing: deps.sizing,
     offsets: deps.offsets,
     cluster: deps.cluster,
     metrics,

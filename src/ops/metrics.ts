@@ -12,7 +12,8 @@ export class OpsMetrics {
   // Pools (set by the sampler).
   readonly poolSize = this.gauge('idpool_pool_size', 'Ids ready in the pool', ['entity']);
   readonly poolLowWatermark = this.gauge('idpool_pool_low_watermark', 'Pool size below which a refill starts', ['entity']);
-  readonly poolMax = this.gauge('idpool_pool_max', 'Pool size a refill tops up to (max_pool_size)', ['entity']);
+  readonly poolTarget = this.gauge('idpool_pool_target', 'Pool size a refill tops up to: recent peak demand times IDPOOL_POOL_HORIZON_S, within [floor, max]', ['entity']);
+  readonly poolMax = this.gauge('idpool_pool_max', 'Ceiling of the pool size (max_pool_size)', ['entity']);
   readonly currentOffset = this.gauge('idpool_current_offset', 'Next unreserved number of the entity (current_offset; exact below 2^53)', ['entity']);
   readonly takeRate = this.gauge('idpool_take_rate_ids_per_second', 'Ids taken per second by all consumers (estimated from reservations and pool size)', ['entity']);
   readonly reserveRate = this.gauge('idpool_reserve_rate_per_second', 'Numbers reserved per second from the database', ['entity']);
@@ -73,7 +74,7 @@ export class OpsMetrics {
 
   /** Forgets the per-entity series of a retired entity. */
   forgetEntity(entity: string): void {
-    for (const g of [this.poolSize, this.poolLowWatermark, this.poolMax, this.currentOffset, this.takeRate, this.reserveRate, this.forecastPoolDry, this.forecastJsSafe, this.forecastInt63]) {
+    for (const g of [this.poolSize, this.poolLowWatermark, this.poolTarget, this.poolMax, this.currentOffset, this.takeRate, this.reserveRate, this.forecastPoolDry, this.forecastJsSafe, this.forecastInt63]) {
       g.remove({ entity });
     }
   }

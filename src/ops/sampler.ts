@@ -1,4 +1,5 @@
-import { type AppConfig, lowWatermark } from '../apps/app';
+import type { AppConfig } from '../apps/app';
+import type { PoolSizing } from '../pool/demand';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
@@ -22,6 +23,8 @@ export interface SnowflakeForecast {
 export interface SamplerOptions {
   apps: { list(): AppConfig[] };
   pools: { sizes(keys: readonly string[]): Promise<number[]> };
+  /** Target depths and watermarks (they move with demand). */
+  sizing: PoolSizing;
   offsets: { peekAll(): Promise<Map<string, bigint>> };
   /** Ids this instance has served per entity so far. */
   served?: (entityKey: string) => number;
@@ -61,7 +64,7 @@ export interface ChartPoint {
 export interface EntityOverview {
   key: string;
   mode: AppConfig['mode'];
-  pool: { size: number; max: number; lowWatermark: number; fillPercent: number };
+  pool: { size: number; target: number; max: number; lowWatermark: number; fillPercent: number };
   currentOffset: string;
   highestId: string | null;
   takePerSecond: number;
@@ -133,7 +136,7 @@ export class OpsSampler {
       const offset = offsets.get(app.key);
       if (offset === undefined) return;
       seen.add(app.key);
-      const watermark = lowWatermark(app);
+      const watermark = this.o.sizing.lowWatermark(app);
       let ring = this.samples.get(app.key);
       // Until the pool first reaches its watermark, keep only the latest
       // sample: the first fill reserves a whole pool and pushes it over many
@@ -153,6 +156,7 @@ export class OpsSampler {
       const entity = app.key;
       metrics.poolSize.set({ entity }, sizes[i]);
       metrics.poolLowWatermark.set({ entity }, watermark);
+      metrics.poolTarget.set({ entity }, this.o.sizing.target(app));
       metrics.poolMax.set({ entity }, app.maxPoolSize);
       metrics.currentOffset.set({ entity }, Number(offset));
       metrics.takeRate.set({ entity }, f.takePerSecond);
@@ -279,11 +283,11 @@ export class OpsSampler {
       if (app.mode === 'snowflake') continue;
       const last = this.samples.get(app.key)?.toArray().at(-1);
       const f = this.forecasts.get(app.key);
-      const watermark = lowWatermark(app);
+      const watermark = this.o.sizing.lowWatermark(app);
       out.push({
         key: app.key,
         mode: app.mode,
-        pool: { size: last?.size ?? 0, max: app.maxPoolSize, lowWatermark: watermark, fillPercent: last ? round((last.size * 100) / app.maxPoolSize) : 0 },
+        pool: { size: last?.size ?? 0, target: this.o.sizing.target(app), max: app.maxPoolSize, lowWatermark: watermark, fillPercent: last ? round((last.size * 100) / app.maxPoolSize) : 0 },
         currentOffset: (last?.offset ?? app.startOffset).toString(),
         highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
         takePerSecond: round(f?.takePerSecond ?? 0),

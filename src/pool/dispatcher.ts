@@ -1,4 +1,4 @@
-import { type AppConfig, lowWatermark } from '../apps/app';
+import type { AppConfig } from '../apps/app';
 import type { Clock } from '../clock';
 import { PoolExhaustedError, RateLimitedError, UnavailableError } from '../errors';
 import type { Logger } from '../logger';
@@ -7,7 +7,7 @@ import type { Refiller } from './refiller';
 
 export interface DispatcherOptions {
   store: PoolStore;
-  refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill' | 'lastFailure'>;
+  refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill' | 'lastFailure' | 'lowWatermark'>;
   clock: Clock;
   log: Logger;
   /**
@@ -46,7 +46,7 @@ export class Dispatcher {
       const result = await store.pop(app.key, count, app.maxSizePerSecond);
       switch (result.kind) {
         case 'ok':
-          if (result.remaining < lowWatermark(app)) refiller.markLow(app.key);
+          if (result.remaining < refiller.lowWatermark(app)) refiller.markLow(app.key);
           this.stats.idsServed += result.ids.length;
           this.o.events?.served(app.key, result.ids.length);
           return result.ids;

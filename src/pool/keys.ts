@@ -14,6 +14,8 @@ export interface EntityKeys {
   readonly ratePrefix: string;
   /** Epoch (`run_id:master_replid`) of the Redis server this entity's pool was filled in. */
   readonly server: string;
+  /** Ids pushed into the pool since it was last reset: `pushed − LLEN` is what every pop took. */
+  readonly pushed: string;
 }
 
 export const DEFAULT_PREFIX = 'idpool';
@@ -26,6 +28,7 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
     lock: `${base}:lock`,
     ratePrefix: `${base}:rate:`,
     server: `${base}:server`,
+    pushed: `${base}:pushed`,
   };
 }
 

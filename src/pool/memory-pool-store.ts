@@ -1,12 +1,14 @@
 import type { Clock } from '../clock';
 import type { ClusterMap } from '../segment/cluster';
-import type { HeldLock, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
+import type { HeldLock, PoolLevel, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
 class EntityPool {
   readonly chunks: string[][] = [];
   head = 0;
   size = 0;
+  /** Ids ever taken (every pop), for the demand that sizes the pool. */
+  taken = 0;
   fence: bigint | null = null;
   rateSecond = 0;
   rateUsed = 0;
@@ -24,6 +26,7 @@ class EntityPool {
       }
     }
     this.size -= count;
+    this.taken += count;
     return out;
   }
 }
@@ -84,6 +87,13 @@ export class MemoryPoolStore implements PoolStore {
 
   async sizes(entityKeys: readonly string[]): Promise<number[]> {
     return entityKeys.map((key) => this.pools.get(key)?.size ?? 0);
+  }
+
+  async levels(entityKeys: readonly string[]): Promise<PoolLevel[]> {
+    return entityKeys.map((key) => {
+      const pool = this.pools.get(key);
+      return { size: pool?.size ?? 0, taken: pool?.taken ?? 0 };
+    });
   }
 
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {

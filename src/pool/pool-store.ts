@@ -15,6 +15,12 @@ export type PushResult =
   | { readonly kind: 'fenced' }
   | { readonly kind: 'server_changed' };
 
+/** How full a pool is, and how many ids were ever taken from it (by any pop) since it was last reset. */
+export interface PoolLevel {
+  readonly size: number;
+  readonly taken: number;
+}
+
 /**
  * Ready ids of every entity. Ids are decimal strings at this boundary: that
  * is what Redis stores and what the wire carries.
@@ -34,6 +40,8 @@ export interface PoolStore {
   size(entityKey: string): Promise<number>;
   /** Sizes of many pools in one round trip. */
   sizes(entityKeys: readonly string[]): Promise<number[]>;
+  /** Sizes and running take totals of many pools in one round trip (demand is measured from these). */
+  levels(entityKeys: readonly string[]): Promise<PoolLevel[]>;
   /**
    * Discards a pool filled on another server and raises its fence to
    * `issuedUpTo` (every id at or below may have been handed out).

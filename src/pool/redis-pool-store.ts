@@ -4,7 +4,7 @@ import { type Lock, Redlock } from '@sesamecare-oss/redlock';
 import type Redis from 'ioredis';
 import type { ClusterMap } from '../segment/cluster';
 import { entityKeys, DEFAULT_PREFIX } from './keys';
-import type { HeldLock, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
+import type { HeldLock, PoolLevel, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
 import { MAX_SAFE_ID } from '../limits';
 
 /** Return codes of the Lua functions in `commands/` (negative = refused). */
@@ -93,7 +93,7 @@ export class RedisPoolStore implements PoolStore {
 
   async push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
-    return pushResult(await this.fcall<number>('idpool_push', [k.ids, k.fence, k.server], [lowest.toString(), highest.toString(), ...ids]));
+    return pushResult(await this.fcall<number>('idpool_push', [k.ids, k.fence, k.server, k.pushed], [lowest.toString(), highest.toString(), ...ids]));
   }
 
   async pushRange(entityKey: string, start: bigint, end: bigint, cluster: ClusterMap): Promise<PushResult> {
@@ -101,7 +101,7 @@ export class RedisPoolStore implements PoolStore {
     const lowest = cluster.toId(start);
     const highest = cluster.toId(end - 1n);
     if (highest > MAX_SAFE_ID) throw new RangeError('pushRange is only for ids below 2^53');
-    const code = await this.fcall<number>('idpool_push_range', [k.ids, k.fence, k.server], [lowest.toString(), highest.toString(), start.toString(), Number(end - start), cluster.count, cluster.index]);
+    const code = await this.fcall<number>('idpool_push_range', [k.ids, k.fence, k.server, k.pushed], [lowest.toString(), highest.toString(), start.toString(), Number(end - start), cluster.count, cluster.index]);
     return pushResult(code);
   }
 
@@ -120,14 +120,31 @@ export class RedisPoolStore implements PoolStore {
     });
   }
 
+  async levels(keys: readonly string[]): Promise<PoolLevel[]> {
+    if (keys.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const key of keys) {
+      const k = entityKeys(key, this.prefix);
+      pipeline.llen(k.ids).get(k.pushed);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    return keys.map((_, i) => {
+      const [[sizeErr, size], [pushedErr, pushed]] = [results[2 * i], results[2 * i + 1]];
+      if (sizeErr) throw sizeErr;
+      if (pushedErr) throw pushedErr;
+      return { size: Number(size), taken: Math.max(0, Number(pushed ?? 0) - Number(size)) };
+    });
+  }
+
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
     const fence = issuedUpTo >= 0n ? issuedUpTo.toString() : '';
-    return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.server], [fence])) === 1;
+    return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.server, k.pushed], [fence])) === 1;
   }
 
   async discard(entityKey: string): Promise<void> {
-    await this.redis.del(entityKeys(entityKey, this.prefix).ids);
+    const k = entityKeys(entityKey, this.prefix);
+    await this.redis.del(k.ids, k.pushed);
   }
 
   async serverId(): Promise<string> {

@@ -1,11 +1,12 @@
 import { randomFillSync } from 'node:crypto';
-import { type AppConfig, lowWatermark } from '../apps/app';
+import type { AppConfig } from '../apps/app';
 import type { AppCatalog } from '../apps/registry';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { ClusterMap } from '../segment/cluster';
+import type { Demand, SizedEntity } from './demand';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
 import { MAX_SAFE_ID } from '../limits';
 
@@ -19,6 +20,8 @@ export interface RefillerOptions {
   log: Logger;
   /** Refill tick (IDPOOL_REFILL_INTERVAL_MS). */
   intervalMs: number;
+  /** Target depths and watermarks, from the take rates this refiller observes. */
+  demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
   /** Slow sweep over every entity, for pools drained by direct LPOP. */
   sweepMs?: number;
   /**
@@ -44,6 +47,20 @@ export interface RefillEvents {
 
 /** Ids per push call: bounds how long one call blocks Redis (~5 ms here). */
 const PUSH_IDS_PER_CALL = 10_000;
+/**
+ * Pools one sweep reads: one pipeline of 2,000 commands (LLEN + GET), a few
+ * ms of Redis. At 100,000 entities an instance passes over every pool in
+ * 100 s; the pop path marks a busy pool low at once, so the sweep only has
+ * to catch pools drained by direct pops.
+ */
+const SWEEP_BATCH = 1000;
+/**
+ * Refills running at once on one instance. After a Redis failover every pool
+ * is reset: 100,000 reservations at once would swamp the database; 32 keeps
+ * it busy without queueing (the pop path still refills a requested entity
+ * at once).
+ */
+const MAX_REFILLS_IN_FLIGHT = 32;
 /** Push calls on the wire at once: overlaps building ids with Redis work (measured: 4 is past the knee). */
 const PUSHES_IN_FLIGHT = 4;
 
@@ -69,6 +86,7 @@ export class Refiller {
   private readonly ticker: Periodic;
   private readonly sweeper: Periodic;
   private lastServerId: string | undefined;
+  private sweepCursor = 0;
   private lastErrorLog = 0;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
@@ -127,18 +145,40 @@ export class Refiller {
     return this.failures.get(entityKey);
   }
 
+  /** Refills the entities marked low, at most MAX_REFILLS_IN_FLIGHT at once; the rest wait for the next tick. */
   private tick(): void {
-    if (this.low.size === 0) return;
-    const keys = [...this.low];
-    this.low.clear();
-    for (const key of keys) void this.refill(key);
+    for (const key of this.low) {
+      if (this.inflight.size >= MAX_REFILLS_IN_FLIGHT) return;
+      this.low.delete(key);
+      void this.refill(key);
+    }
   }
 
-  /** Checks every entity's pool size in one round trip, and whether the Redis server changed. */
+  /** The next SWEEP_BATCH keys, going round: a sweep costs the same however many entities exist. */
+  private nextSweepBatch(all: string[]): string[] {
+    if (all.length <= SWEEP_BATCH) return all;
+    if (this.sweepCursor >= all.length) this.sweepCursor = 0;
+    const batch = all.slice(this.sweepCursor, this.sweepCursor + SWEEP_BATCH);
+    if (batch.length < SWEEP_BATCH) batch.push(...all.slice(0, SWEEP_BATCH - batch.length));
+    this.sweepCursor = (this.sweepCursor + SWEEP_BATCH) % all.length;
+    return batch;
+  }
+
+  /** Below this many ready ids the entity's pool is refilled (it moves with demand). */
+  lowWatermark(entity: SizedEntity): number {
+    return this.o.demand.lowWatermark(entity);
+  }
+
+  /**
+   * Whether the Redis server changed (every pool is then reset), and the
+   * levels of a batch of pools in one round trip: take rates for the demand,
+   * and pools below their watermark, drained by direct pops the pop path
+   * never saw.
+   */
   async sweep(): Promise<void> {
     try {
       const serverId = await this.o.store.serverId();
-      const keys = this.o.apps.segmentKeys();
+      const all = this.o.apps.segmentKeys();
       if (serverId !== this.lastServerId) {
         // First sweep: claim every pool for this server (a no-op where it
         // already belongs to it) before the first push would be refused.
@@ -146,13 +186,16 @@ export class Refiller {
           if (this.o.events) this.o.events.serverChanged(this.lastServerId, serverId);
           else this.o.log.warn({ alarm: 'redis_server_changed', from: this.lastServerId, to: serverId }, 'Redis server changed: every pool is discarded and refilled from the database');
         }
-        for (const key of keys) this.markReset(key);
+        for (const key of all) this.markReset(key);
       }
       this.lastServerId = serverId;
-      const sizes = await this.o.store.sizes(keys);
+      const keys = this.nextSweepBatch(all);
+      const levels = await this.o.store.levels(keys);
       keys.forEach((key, i) => {
         const app = this.o.apps.get(key);
-        if (app && sizes[i] < lowWatermark(app)) this.low.add(key);
+        if (!app) return;
+        this.o.demand.observe(key, levels[i].taken);
+        if (levels[i].size < this.o.demand.lowWatermark(app)) this.low.add(key);
       });
     } catch (err) {
       this.logError('*', err);
@@ -169,9 +212,10 @@ export class Refiller {
       // resets the pool, and the second round reserves above the new fence.
       for (let round = 0; round < 2; round++) {
         if (this.needsReset.has(entityKey)) await this.reset(entityKey);
-        const size = await this.o.store.size(entityKey);
-        if (size >= lowWatermark(app) && size >= atLeast) return;
-        const steps = Math.max(1, Math.floor((app.maxPoolSize - size) / app.step));
+        const [{ size, taken }] = await this.o.store.levels([entityKey]);
+        this.o.demand.observe(entityKey, taken);
+        if (size >= this.o.demand.lowWatermark(app) && size >= atLeast) return;
+        const steps = Math.max(1, Math.floor((this.o.demand.target(app) - size) / app.step), Math.ceil((atLeast - size) / app.step));
         const started = this.o.clock.monotonic();
         const segment = await this.o.allocator.reserve(entityKey, steps * app.step);
         this.stats.segmentsReserved += steps;

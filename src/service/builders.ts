@@ -9,6 +9,7 @@ import { type ReadinessReport, createHttpApp } from '../http/app';
 import { type IdempotencyStore, MemoryIdempotencyStore, RedisIdempotencyStore } from '../http/idempotency';
 import type { Logger } from '../logger';
 import { type Ops, createOps, requestObserver } from '../ops';
+import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
@@ -51,6 +52,8 @@ export interface Stores {
   readonly entities: AppStore;
   readonly idempotency: IdempotencyStore;
   readonly cluster: ClusterMap;
+  /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
+  readonly demand: Demand;
 }
 
 export function buildStores(deps: { config: Config; db: Database; redis: Redis | undefined; clock: Clock; prefix: string }): Stores {
@@ -62,6 +65,7 @@ export function buildStores(deps: { config: Config; db: Database; redis: Redis |
     entities: new SqlAppStore(db),
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
     cluster: new ClusterMap(config.clusterCount, config.clusterIndex),
+    demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
   };
 }
 
@@ -94,6 +98,7 @@ export function buildOps(deps: { config: Config; opsConfig: OpsConfig; clock: Cl
     log: deps.log,
     apps: deps.registry,
     pools: stores.pools,
+    sizing: stores.demand,
     offsets: stores.allocator,
     cluster: { toId: (n) => stores.cluster.toId(n), count: config.clusterCount },
     snowflake: () => ({ timeExhaustedAt: layout.endMs, jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined }),
@@ -126,7 +131,9 @@ export function buildPools(deps: {
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
 }): Built<Pools> {
   const { stores, registry, clock, log } = deps;
+  const { demand } = stores;
   const refiller = new Refiller({
+    demand,
     apps: registry,
     allocator: stores.allocator,
     store: stores.pools,
@@ -143,7 +150,10 @@ export function buildPools(deps: {
     onRegistered: (entity) => {
       if (entity.mode !== 'snowflake') refiller.markReset(entity.key);
     },
-    onRetired: (key) => stores.pools.discard(key),
+    onRetired: (key) => {
+      demand.forget(key);
+      return stores.pools.discard(key);
+    },
   });
   const dispatcher = new Dispatcher({ store: stores.pools, refiller, clock, log: log.child({ component: 'dispatcher' }), events: deps.ops.dispatchEvents });
   return { value: { refiller, dispatcher }, close: () => refiller.stop() };
@@ -187,6 +197,7 @@ export function buildHttp(deps: {
     registry: deps.registry,
     dispatcher: deps.pools.dispatcher,
     pools: stores.pools,
+    sizing: stores.demand,
     offsets: stores.allocator,
     adminToken: deps.config.adminToken,
     snowflake: deps.snowflake.issuer,

@@ -40,6 +40,8 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const sampler = new OpsSampler({
     apps: { list: () => [...apps.values()] },
     pools: { sizes: async (keys) => keys.map((k) => sizes.get(k) ?? 0) },
+    // The ceiling as target: these tests are about sampling, not demand.
+    sizing: { target: (app) => app.maxPoolSize, lowWatermark: (app) => Math.floor((app.maxPoolSize * app.minSizePercent) / 100) },
     offsets: { peekAll: async () => new Map(offsets) },
     cluster: { toId: (n) => n, count: 1 },
     metrics,

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../src/apps/app';
-import { checkRules, lowWatermark, withDefaults } from '../../src/apps/app';
+import { checkRules, withDefaults } from '../../src/apps/app';
 import type { Clock } from '../../src/clock';
 import { PoolExhaustedError, RateLimitedError } from '../../src/errors';
 import { silentLogger } from '../../src/logger';
+import { Demand } from '../../src/pool/demand';
 import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import { Refiller } from '../../src/pool/refiller';
@@ -34,9 +35,10 @@ function setup(config: AppConfig, cluster = new ClusterMap()) {
   const store = new MemoryPoolStore(clock);
   const allocator = new FakeSegmentAllocator();
   const apps = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
-  const refiller = new Refiller({ apps, allocator, store, lock: new MemoryRefillLock(), cluster, clock, log: silentLogger, intervalMs: 100 });
+  const demand = new Demand({ clock, horizonSeconds: 60 });
+  const refiller = new Refiller({ apps, allocator, store, lock: new MemoryRefillLock(), cluster, clock, log: silentLogger, intervalMs: 100, demand });
   const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
-  return { clock, store, allocator, refiller, dispatcher };
+  return { clock, store, allocator, refiller, dispatcher, demand };
 }
 
 describe('registration rules', () => {
@@ -58,21 +60,25 @@ describe('registration rules', () => {
 });
 
 describe('refiller on the in-process pool', () => {
-  it('tops the pool up to maxPoolSize in whole steps with one reservation, and only below the watermark', async () => {
-    const { store, allocator, refiller } = setup(app());
+  it('an idle entity holds one floor; demand raises the target in whole steps up to maxPoolSize, refilling only below the watermark', async () => {
+    const { store, allocator, refiller, clock, demand } = setup(app());
     await refiller.refill('orders');
-    expect(allocator.reservations).toMatchObject([{ start: 0n, end: 1000n }]);
-    expect(await store.size('orders')).toBe(1000);
-    await refiller.refill('orders'); // full: nothing reserved
+    // floor = max(step 100, maxSizePerTimes 500): one reservation of 5 steps.
+    expect(allocator.reservations).toMatchObject([{ start: 0n, end: 500n }]);
+    expect(await store.size('orders')).toBe(500);
+    await refiller.refill('orders'); // at its target: nothing reserved
     expect(allocator.reservations).toHaveLength(1);
-    await store.pop('orders', 250, 0); // 750 left, below the 800 watermark
+    clock.advance(1000);
+    await store.pop('orders', 200, 0); // 300 left, below the 400 watermark, after 200 ids in a second
     await refiller.refill('orders');
-    expect(allocator.reservations[1]).toMatchObject({ start: 1000n, end: 1200n }); // floor(250 / 100) steps
-    expect(await store.size('orders')).toBe(950);
+    // 200 ids/s × 60 s = 12,000, capped at maxPoolSize 1,000: floor((1000 − 300) / 100) steps.
+    expect(demand.target(app())).toBe(1000);
+    expect(allocator.reservations[1]).toMatchObject({ start: 500n, end: 1200n });
+    expect(await store.size('orders')).toBe(1000);
   });
 
   it('shuffles each step of a trend entity and keeps steps in order', async () => {
-    const { store, refiller } = setup(app({ mode: 'trend' }));
+    const { store, refiller } = setup(app({ mode: 'trend', maxSizePerTimes: 1000 }));
     await refiller.refill('orders');
     const ids = (await store.pop('orders', 1000, 0)) as { ids: string[] };
     for (let s = 0; s < 10; s++) {
@@ -103,7 +109,7 @@ describe('refiller on the in-process pool', () => {
     expect(await store.size('orders')).toBe(0);
     allocator.failWith = undefined;
     await refiller.refill('orders');
-    expect(await store.size('orders')).toBe(1000);
+    expect(await store.size('orders')).toBe(500); // one floor: nobody has taken anything yet
   });
 });
 
@@ -114,15 +120,14 @@ describe('dispatcher', () => {
     await refiller.refill('orders');
     const taken = await dispatcher.take(config, 500);
     expect(taken.map(Number)).toEqual(Array.from({ length: 500 }, (_, i) => i));
-    expect(await store.size('orders')).toBeLessThan(lowWatermark(config));
+    expect(await store.size('orders')).toBeLessThan(refiller.lowWatermark(config));
   });
 
   it('refills at once on shortage and serves, or answers 503 after its bounded wait', async () => {
     const config = app();
     const { allocator, dispatcher } = setup(config);
-    expect(await dispatcher.take(config, 10)).toHaveLength(10); // empty pool: refilled on demand
+    expect(await dispatcher.take(config, 10)).toHaveLength(10); // empty pool: refilled on demand (one floor, 500)
     allocator.failWith = new Error('connect ECONNREFUSED');
-    await dispatcher.take(config, 500);
     await dispatcher.take(config, 490);
     // The refill failed: the database's error is the answer (→ 503 unavailable), not "exhausted".
     await expect(dispatcher.take(config, 1)).rejects.toThrow(/ECONNREFUSED/);
@@ -136,7 +141,7 @@ describe('dispatcher', () => {
     const lock = new MemoryRefillLock();
     await lock.acquire('orders', 60_000);
     const apps = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
-    const refiller = new Refiller({ apps, allocator, store, lock, cluster, clock, log: silentLogger, intervalMs: 100 });
+    const refiller = new Refiller({ apps, allocator, store, lock, cluster, clock, log: silentLogger, intervalMs: 100, demand: new Demand({ clock, horizonSeconds: 60 }) });
     const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
     await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(PoolExhaustedError);
     expect(dispatcher.stats.exhausted).toBe(1);

@@ -8,6 +8,7 @@
     KEYS[1] ids list
     KEYS[2] fence (highest id ever pushed, decimal)
     KEYS[3] server marker
+    KEYS[4] pushed counter (ids pushed in this epoch; pushed - size = ids taken, by any pop)
     ARGV[1] lowest id of the segment (decimal)
     ARGV[2] highest id of the segment (decimal)
     ARGV[3..n] the ids, in pop order
@@ -30,6 +31,7 @@ local function push(KEYS, ARGV)
     size = rcall('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, n)))
   end
   rcall('SET', KEYS[2], ARGV[2])
+  rcall('INCRBY', KEYS[4], n - 2)
   return size
 end
 

@@ -10,6 +10,7 @@
     KEYS[1] ids list
     KEYS[2] fence (highest id ever pushed, decimal)
     KEYS[3] server marker
+    KEYS[4] pushed counter (ids pushed in this epoch; pushed - size = ids taken, by any pop)
     ARGV[1] lowest id (decimal)
     ARGV[2] highest id (decimal)
     ARGV[3] first number of the line
@@ -45,6 +46,7 @@ local function push_range(KEYS, ARGV)
     size = rcall('RPUSH', KEYS[1], unpack(chunk, 1, n))
   end
   rcall('SET', KEYS[2], ARGV[2])
+  rcall('INCRBY', KEYS[4], count)
   return size
 end
 

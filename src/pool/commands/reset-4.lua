@@ -9,6 +9,7 @@
     KEYS[1] ids list
     KEYS[2] fence
     KEYS[3] server marker
+    KEYS[4] pushed counter (starts again with the new pool)
     ARGV[1] database fence: highest id that may have been issued (decimal), or '' for none
 
   Output:
@@ -21,7 +22,7 @@ local function reset(KEYS, ARGV)
     return 0
   end
 
-  rcall('DEL', KEYS[1])
+  rcall('DEL', KEYS[1], KEYS[4])
   local fence = rcall('GET', KEYS[2])
   if ARGV[1] ~= '' and (not fence or greater(ARGV[1], fence)) then
     rcall('SET', KEYS[2], ARGV[1])

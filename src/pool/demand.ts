@@ -1,0 +1,109 @@
+import type { AppConfig } from '../apps/app';
+import type { Clock } from '../clock';
+
+/** What sizing a pool needs to know of its entity. */
+export type SizedEntity = Pick<AppConfig, 'key' | 'step' | 'maxSizePerTimes' | 'maxPoolSize' | 'minSizePercent'>;
+
+/** How deep an entity's pool should be, and when to refill it. */
+export interface PoolSizing {
+  /** Ids the pool should hold after a refill. */
+  target(entity: SizedEntity): number;
+  /** Below this many ready ids the pool is refilled (`target · minSizePercent / 100`). */
+  lowWatermark(entity: SizedEntity): number;
+}
+
+export interface DemandOptions {
+  clock: Clock;
+  /** Seconds of recent peak demand a pool holds (IDPOOL_POOL_HORIZON_S). */
+  horizonSeconds: number;
+  /**
+   * The peak halves in this long without new demand. Five minutes: a bursty
+   * entity keeps most of its depth between bursts minutes apart, and an
+   * entity that went quiet is back to its floor within the hour.
+   */
+  halfLifeMs?: number;
+}
+
+/**
+ * A rate is measured over at least this long: a shorter interval (two
+ * refills 10 ms apart) would turn one batch into a huge rate. 250 ms is
+ * two and a half refill ticks.
+ */
+const MIN_WINDOW_MS = 250;
+/**
+ * …and at most this long: an entity idle for minutes that suddenly drains
+ * its floor is measured as if it drained it within 10 s, an overestimate
+ * that errs towards a deeper pool (bounded by maxPoolSize, and decaying).
+ */
+const MAX_WINDOW_MS = 10_000;
+
+interface Seen {
+  /** Running total of ids taken, at `at` (monotonic ms). */
+  taken: number;
+  at: number;
+  /** Highest rate seen (ids/s), at `peakAt`; it decays from there. */
+  peak: number;
+  peakAt: number;
+}
+
+/**
+ * Pools sized by demand (DESIGN.md): an entity's target depth is
+ * `horizonSeconds × recent peak take rate`, never below one
+ * `floor = max(step, maxSizePerTimes)` and never above `maxPoolSize`. Take
+ * rates come from the pools' running take totals (`PoolStore.levels`, shared
+ * by every instance and counting direct pops), observed at each refill and
+ * sweep. An entity nobody draws from holds one floor of ids.
+ */
+export class Demand implements PoolSizing {
+  private readonly seen = new Map<string, Seen>();
+  private readonly halfLifeMs: number;
+
+  constructor(private readonly o: DemandOptions) {
+    this.halfLifeMs = o.halfLifeMs ?? 300_000;
+  }
+
+  /** Records an entity's running total of ids taken (a lower total means its pool was reset: a new baseline). */
+  observe(entityKey: string, taken: number): void {
+    const now = this.o.clock.monotonic();
+    const prev = this.seen.get(entityKey);
+    if (!prev || taken < prev.taken) {
+      this.seen.set(entityKey, { taken, at: now, peak: prev ? this.peakNow(prev, now) : 0, peakAt: now });
+      return;
+    }
+    const elapsed = now - prev.at;
+    const rate = ((taken - prev.taken) * 1000) / Math.min(MAX_WINDOW_MS, Math.max(MIN_WINDOW_MS, elapsed));
+    const peak = this.peakNow(prev, now);
+    const next: Seen = rate > peak ? { ...prev, peak: rate, peakAt: now } : prev;
+    // Keep the old baseline until a full window has passed, so short intervals add up instead of each being inflated.
+    if (elapsed >= MIN_WINDOW_MS) {
+      next.taken = taken;
+      next.at = now;
+    }
+    this.seen.set(entityKey, next);
+  }
+
+  /** Recent peak take rate of an entity, ids per second (decayed to now). */
+  peakRate(entityKey: string): number {
+    const seen = this.seen.get(entityKey);
+    return seen ? this.peakNow(seen, this.o.clock.monotonic()) : 0;
+  }
+
+  target(entity: SizedEntity): number {
+    const floor = Math.max(entity.step, entity.maxSizePerTimes);
+    const wanted = Math.ceil(this.o.horizonSeconds * this.peakRate(entity.key));
+    return Math.min(entity.maxPoolSize, Math.max(floor, wanted));
+  }
+
+  lowWatermark(entity: SizedEntity): number {
+    return Math.floor((this.target(entity) * entity.minSizePercent) / 100);
+  }
+
+  /** Drops what is known of a retired entity. */
+  forget(entityKey: string): void {
+    this.seen.delete(entityKey);
+  }
+
+  private peakNow(seen: Seen, now: number): number {
+    return seen.peak * 2 ** (-(now - seen.peakAt) / this.halfLifeMs);
+  }
+}
