@@ -174,11 +174,14 @@ export class OpsSampler {
         message: `pool of ${entity} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
         details: { size: sizes[i], lowWatermark: watermark, max: app.maxPoolSize },
       });
-      this.condition(serving && f.poolDrySeconds < this.o.poolDrySeconds, {
+      // Only below the watermark: a pool at its target is as deep as demand
+      // calls for (a small one right after demand starts is topped up at the
+      // watermark); below it, the refiller should already have acted.
+      this.condition(serving && sizes[i] < watermark && f.poolDrySeconds < this.o.poolDrySeconds, {
         name: 'forecast_pool_dry',
         severity: 'warning',
         entityKey: entity,
-        message: `pool of ${entity} runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
+        message: `pool of ${entity} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
         details: { seconds: round(f.poolDrySeconds), size: sizes[i], takePerSecond: round(f.takePerSecond) },
       });
       // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.

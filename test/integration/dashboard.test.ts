@@ -72,7 +72,7 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
     const secret = await register(instance.url, { key, step: 500, maxPoolSize: 20_000, maxSizePerSecond: 0, minSizePercent: 50 });
     const row = page.locator(`tr[data-entity="${key}"]`);
     await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await expect.poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('20000 / 20000');
+    await expect.poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('1000 / 1000'); // size / target: idle, one floor (max(step, maxSizePerTimes))
     expect(await row.locator('[data-field=takeRate]').getAttribute('data-value')).toBe('0');
     expect(await row.locator('[data-field=poolDry]').textContent()).toBe('never');
 
@@ -88,7 +88,7 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
     expect(drawn).toBeGreaterThan(2000);
 
     await expect.poll(async () => Number(await row.locator('[data-field=takeRate]').getAttribute('data-value')), { timeout: 15_000 }).toBeGreaterThan(0);
-    expect(await row.locator('[data-field=poolSize]').textContent()).not.toBe('20000 / 20000');
+    expect(await row.locator('[data-field=poolSize]').textContent()).not.toBe('1000 / 1000');
     expect(await row.locator('[data-field=poolDry]').textContent()).not.toBe('never');
     expect(await row.locator('[data-field=jsSafe]').textContent()).toMatch(/days|years/);
     expect(Number(await row.locator('[data-field=sizeChart] svg').getAttribute('data-points'))).toBeGreaterThan(5);

@@ -55,7 +55,8 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
     expect(res.body).toMatchObject({ key, mode: 'monotonic', step: 100, maxPoolSize: 2000, minSizePercent: 80, maxSizePerTimes: 1000, startOffset: '1000' });
     expect(res.body.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const secret = res.body.secret;
-    await waitFor('pool filled', async () => (await poolSize(base, key)) >= 1600);
+    expect(res.body.pool).toMatchObject({ target: 1000, max: 2000, lowWatermark: 800 }); // idle: one floor, max(step, maxSizePerTimes)
+    await waitFor('pool filled', async () => (await poolSize(base, key)) >= 1000);
 
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) {
@@ -200,7 +201,7 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
     if (!available) return ctx.skip();
     const key = uniqueKey('limited');
     const secret = await register(base, { key, step: 100, maxPoolSize: 2000, maxSizePerSecond: 1000, maxSizePerTimes: 1000 });
-    await waitFor('pool filled', async () => (await poolSize(base, key)) >= 1600);
+    await waitFor('pool filled', async () => (await poolSize(base, key)) >= 1000);
     let limited: Awaited<ReturnType<typeof takeIds>> | undefined;
     for (let attempt = 0; attempt < 3 && !limited; attempt++) {
       const first = await takeIds(base, key, secret, 1000);

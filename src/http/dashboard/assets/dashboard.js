@@ -69,7 +69,7 @@
       fill.appendChild(bar);
       fill.appendChild(document.createTextNode(' ' + e.pool.fillPercent + '%'));
       tr.appendChild(fill);
-      tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, e.pool.size + ' / ' + e.pool.max));
+      tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, e.pool.size + ' / ' + e.pool.target));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond) }, rate(e.takePerSecond)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'poolDry' }, duration(e.forecast.poolDrySeconds)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'jsSafe' }, duration(e.forecast.jsSafeLimitSeconds)));
