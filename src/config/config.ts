@@ -67,9 +67,17 @@ export interface OpsConfig {
   requestLog: boolean;
 }
 
-/** Where Redis is (DESIGN.md "Redis topologies"); Cluster comes later. */
+/** Where Redis is (DESIGN.md "Redis topologies"). */
 export type RedisTopology =
   | { readonly kind: 'single'; readonly url: string }
+  | {
+      readonly kind: 'cluster';
+      /** Seed nodes; the rest of the cluster is discovered from them. */
+      readonly nodes: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+      /** Credentials for every node. */
+      readonly username?: string;
+      readonly password?: string;
+    }
   | {
       readonly kind: 'sentinel';
       readonly sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>;
@@ -276,7 +284,7 @@ function hostPorts(name: string, raw: string): Array<{ host: string; port: numbe
   });
 }
 
-/** IDPOOL_REDIS_URL, or IDPOOL_REDIS_SENTINELS (+ _SENTINEL_MASTER, _USERNAME, _PASSWORD); at most one topology. */
+/** IDPOOL_REDIS_URL, IDPOOL_REDIS_SENTINELS (+ _SENTINEL_MASTER) or IDPOOL_REDIS_CLUSTER_NODES (+ _USERNAME, _PASSWORD): at most one topology. */
 function redisTopology(r: EnvReader): RedisTopology | undefined {
   const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter((name) => r.raw(name) !== undefined);
   if (given.length > 1) throw new ConfigError(given[1], `set only one of ${given.join(', ')} (one Redis topology)`);
@@ -290,7 +298,10 @@ function redisTopology(r: EnvReader): RedisTopology | undefined {
     const password = r.raw('IDPOOL_REDIS_PASSWORD');
     return { kind: 'sentinel', sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels), masterName, username, password };
   }
-  if (r.raw('IDPOOL_REDIS_CLUSTER_NODES')) throw new ConfigError('IDPOOL_REDIS_CLUSTER_NODES', 'Redis Cluster is not supported yet; use IDPOOL_REDIS_URL or IDPOOL_REDIS_SENTINELS');
+  const nodes = r.raw('IDPOOL_REDIS_CLUSTER_NODES');
+  if (nodes) {
+    return { kind: 'cluster', nodes: hostPorts('IDPOOL_REDIS_CLUSTER_NODES', nodes), username: r.raw('IDPOOL_REDIS_USERNAME'), password: r.raw('IDPOOL_REDIS_PASSWORD') };
+  }
   return undefined;
 }
 

@@ -15,10 +15,11 @@ export function sendError(res: Response, err: IdpoolError): void {
  * persist (MISCONF) or busy running a long script (BUSY).
  */
 const REDIS_REPLY = /^(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
+const CLUSTER_GAVE_UP = /^Too many Cluster redirections\. Last error: (?:ReplyError: )?(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
 // Socket and driver codes of an unreachable, restarting or overloaded
 // dependency (Node, mysql2, better-sqlite3).
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED', 'ER_CONNECTION_KILLED', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK', 'SQLITE_BUSY', 'SQLITE_LOCKED']);
-const CONNECTION_MESSAGES = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked|Query inactivity timeout|All sentinels are unreachable|Failed to refresh slots cache|statement timed out/i;
+const CONNECTION_MESSAGES = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked|Query inactivity timeout|All sentinels are unreachable|Failed to refresh slots cache|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|statement timed out/i;
 
 /**
  * What kind of dependency failure `err` is (`redis_readonly`, `redis_oom`,
@@ -29,7 +30,8 @@ export function dependencyFailure(err: unknown): string | undefined {
   if (!err || typeof err !== 'object') return undefined;
   const e = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
   const message = typeof e.message === 'string' ? e.message : '';
-  const reply = REDIS_REPLY.exec(message);
+  // ioredis gives up on a Cluster after too many redirections and names the last reply.
+  const reply = REDIS_REPLY.exec(message) ?? CLUSTER_GAVE_UP.exec(message);
   if (reply) return `redis_${reply[1].toLowerCase()}`;
   if (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) return 'connection';
   if (CONNECTION_MESSAGES.test(message)) return 'connection';

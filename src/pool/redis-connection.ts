@@ -1,4 +1,4 @@
-import Redis, { type RedisOptions } from 'ioredis';
+import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisTopology } from '../config/config';
 
 /**
@@ -29,8 +29,13 @@ const FAIL_FAST: RedisOptions = {
   retryStrategy: (times) => Math.min(50 * times, 1000),
 };
 
+/** A connection to one server (directly or through Sentinel) or to a Cluster. */
+export type RedisClient = Redis | Cluster;
+
+type SingleOrSentinel = Exclude<RedisTopology, { kind: 'cluster' }>;
+
 /** Options for a topology, without connecting (exported for tests). */
-export function redisOptions(topology: RedisTopology): RedisOptions {
+export function redisOptions(topology: SingleOrSentinel): RedisOptions {
   if (topology.kind === 'single') return { ...FAIL_FAST };
   return {
     ...FAIL_FAST,
@@ -52,17 +57,50 @@ export function redisOptions(topology: RedisTopology): RedisOptions {
   };
 }
 
+/** Options of a Cluster client, without connecting (exported for tests). */
+export function clusterOptions(topology: Extract<RedisTopology, { kind: 'cluster' }>): ClusterOptions {
+  const { lazyConnect: _lazy, retryStrategy: _retry, ...perNode } = FAIL_FAST;
+  return {
+    lazyConnect: true,
+    // As for one server: fail fast instead of queueing while the cluster
+    // has no master for a slot (503 with Retry-After instead).
+    enableOfflineQueue: false,
+    scaleReads: 'master',
+    redisOptions: { ...perNode, username: topology.username, password: topology.password },
+    clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
+    // A moved slot, a failover or a slot being migrated (TRYAGAIN) is
+    // retried after these delays within the command's timeout; ioredis
+    // follows MOVED and ASK redirections itself.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 50,
+    slotsRefreshTimeout: COMMAND_TIMEOUT_MS,
+    // Topology changes are also found by MOVED replies and failed
+    // connections; a periodic refresh catches a reshard that moved no key
+    // idpool touched yet.
+    slotsRefreshInterval: 5000,
+  };
+}
+
+/** The masters of a client: every master of a Cluster, or the one server. */
+export function mastersOf(client: RedisClient): Redis[] {
+  return client instanceof Cluster ? client.nodes('master') : [client];
+}
+
 /** Where Redis is, for logs: never a password. */
 export function describeRedis(topology: RedisTopology): string {
+  if (topology.kind === 'cluster') return `redis cluster via ${topology.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
   if (topology.kind === 'sentinel') return `redis sentinel ${topology.masterName} via ${topology.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
   const u = new URL(topology.url);
   return `redis ${u.protocol}//${u.host}${u.pathname}`;
 }
 
-/** Connects to Redis (one server or through Sentinel), failing fast while it is down instead of queueing requests. */
-export async function connectRedis(topology: RedisTopology): Promise<Redis> {
-  const options = redisOptions(topology);
-  const redis = topology.kind === 'single' ? new Redis(topology.url, options) : new Redis(options);
+/** Connects to Redis (one server, through Sentinel, or a Cluster), failing fast while it is down instead of queueing requests. */
+export async function connectRedis(topology: RedisTopology): Promise<RedisClient> {
+  let redis: RedisClient;
+  if (topology.kind === 'cluster') redis = new Cluster(topology.nodes.map((n) => ({ host: n.host, port: n.port })), clusterOptions(topology));
+  else if (topology.kind === 'single') redis = new Redis(topology.url, redisOptions(topology));
+  else redis = new Redis(redisOptions(topology));
   // Errors reach the callers of each command; the connection itself retries.
   redis.on('error', () => undefined);
   await redis.connect();

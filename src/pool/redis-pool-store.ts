@@ -1,7 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Lock, Redlock } from '@sesamecare-oss/redlock';
-import type Redis from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, type ChainableCommander } from 'ioredis';
+import { type RedisClient, mastersOf } from './redis-connection';
 import type { ClusterMap } from '../segment/cluster';
 import { entityKeys, DEFAULT_PREFIX } from './keys';
 import type { HeldLock, PoolLevel, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
@@ -29,9 +31,47 @@ export function functionLibrary(): string {
   return [readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8'), ...files.map((f) => readFileSync(join(COMMANDS_DIR, f), 'utf8'))].join('\n');
 }
 
-/** Loads (or replaces) idpool's functions: the service's own and `idpool_pop` for trusted consumers. */
-export async function loadFunctions(redis: Redis): Promise<void> {
-  await redis.call('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+/**
+ * Loads (or replaces) idpool's functions, the service's own and `idpool_pop`
+ * for trusted consumers, on every master (a Cluster's too: a function runs
+ * on the node that owns its keys; replicas get it by replication).
+ */
+export async function loadFunctions(redis: RedisClient): Promise<void> {
+  const library = functionLibrary();
+  await Promise.all(mastersOf(redis).map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', library)));
+}
+
+/**
+ * Queues `build(pipeline, i)` for every `i` of `slotKeys`, in one pipeline
+ * per node, sent in parallel; returns each `i`'s replies, in order. A Cluster
+ * refuses a pipeline whose keys live on different nodes, so the commands are
+ * grouped by the master that owns `slotKeys[i]`'s slot; one server takes them
+ * all in one pipeline.
+ */
+export async function pipelinePerNode(redis: RedisClient, slotKeys: readonly string[], build: (pipeline: ChainableCommander, i: number) => void): Promise<unknown[][]> {
+  const groups = new Map<string, number[]>();
+  slotKeys.forEach((key, i) => {
+    // ioredis accepts a pipeline whose keys' slots all map to one group of nodes (a master and its replicas).
+    const node = redis instanceof Cluster ? (redis.slots[calculateSlot(key)]?.join(',') ?? '?') : '';
+    const group = groups.get(node);
+    if (group) group.push(i);
+    else groups.set(node, [i]);
+  });
+  const out: unknown[][] = new Array(slotKeys.length);
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const pipeline = redis.pipeline();
+      for (const i of indexes) build(pipeline, i);
+      const results = (await pipeline.exec()) ?? [];
+      const perKey = results.length / indexes.length;
+      indexes.forEach((keyIndex, n) => {
+        const replies = results.slice(n * perKey, (n + 1) * perKey);
+        for (const [err] of replies) if (err) throw err;
+        out[keyIndex] = replies.map(([, value]) => value);
+      });
+    }),
+  );
+  return out;
 }
 
 /**
@@ -56,7 +96,7 @@ export class RedisPoolStore implements PoolStore {
   readonly kind = 'redis' as const;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix = DEFAULT_PREFIX,
   ) {}
 
@@ -110,30 +150,19 @@ export class RedisPoolStore implements PoolStore {
   }
 
   async sizes(keys: readonly string[]): Promise<number[]> {
-    if (keys.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const key of keys) pipeline.llen(entityKeys(key, this.prefix).ids);
-    const results = (await pipeline.exec()) ?? [];
-    return results.map(([err, n]) => {
-      if (err) throw err;
-      return Number(n);
-    });
+    const ids = keys.map((key) => entityKeys(key, this.prefix).ids);
+    const replies = await pipelinePerNode(this.redis, ids, (p, i) => p.llen(ids[i]));
+    return replies.map(([n]) => Number(n));
   }
 
   async levels(keys: readonly string[]): Promise<PoolLevel[]> {
-    if (keys.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const key of keys) {
-      const k = entityKeys(key, this.prefix);
-      pipeline.llen(k.ids).get(k.pushed);
-    }
-    const results = (await pipeline.exec()) ?? [];
-    return keys.map((_, i) => {
-      const [[sizeErr, size], [pushedErr, pushed]] = [results[2 * i], results[2 * i + 1]];
-      if (sizeErr) throw sizeErr;
-      if (pushedErr) throw pushedErr;
-      return { size: Number(size), taken: Math.max(0, Number(pushed ?? 0) - Number(size)) };
-    });
+    const all = keys.map((key) => entityKeys(key, this.prefix));
+    const replies = await pipelinePerNode(
+      this.redis,
+      all.map((k) => k.ids),
+      (p, i) => p.llen(all[i].ids).get(all[i].pushed),
+    );
+    return replies.map(([size, pushed]) => ({ size: Number(size), taken: Math.max(0, Number(pushed ?? 0) - Number(size)) }));
   }
 
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
@@ -147,8 +176,10 @@ export class RedisPoolStore implements PoolStore {
     await this.redis.del(k.ids, k.pushed);
   }
 
+  /** The epoch of the server, or of every master of a Cluster (sorted): it changes when any of them restarts or is promoted. */
   async serverId(): Promise<string> {
-    return epochOf(await this.redis.info('server', 'replication'));
+    const infos = await Promise.all(mastersOf(this.redis).map((node) => node.info('server', 'replication')));
+    return infos.map(epochOf).sort().join(',');
   }
 
   async ping(): Promise<void> {
@@ -156,12 +187,12 @@ export class RedisPoolStore implements PoolStore {
   }
 }
 
-/** Refill lock on Redis (redlock, single instance): skip rather than queue when held. */
+/** Refill lock on Redis (redlock on the node that owns the entity's slot): skip rather than queue when held. */
 export class RedisRefillLock implements RefillLock {
   private readonly redlock: Redlock;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix = DEFAULT_PREFIX,
   ) {
     this.redlock = new Redlock([redis], { retryCount: 0, automaticExtensionThreshold: 500 });

@@ -1,4 +1,3 @@
-import type Redis from 'ioredis';
 import type { Express } from 'express';
 import { type AppStore, SqlAppStore } from '../apps/app-store';
 import { AppRegistry } from '../apps/registry';
@@ -13,7 +12,7 @@ import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
-import { connectRedis } from '../pool/redis-connection';
+import { type RedisClient, connectRedis } from '../pool/redis-connection';
 import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-pool-store';
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
@@ -28,7 +27,7 @@ export async function buildDatabase(config: Config): Promise<Built<Database>> {
 }
 
 /** The shared Redis with idpool's function library loaded, or undefined for the in-process pool. */
-export async function buildRedis(config: Config): Promise<Built<Redis | undefined>> {
+export async function buildRedis(config: Config): Promise<Built<RedisClient | undefined>> {
   if (!config.redis) return { value: undefined };
   const redis = await connectRedis(config.redis);
   const close = () => redis.quit().then(
@@ -56,7 +55,7 @@ export interface Stores {
   readonly demand: Demand;
 }
 
-export function buildStores(deps: { config: Config; db: Database; redis: Redis | undefined; clock: Clock; prefix: string }): Stores {
+export function buildStores(deps: { config: Config; db: Database; redis: RedisClient | undefined; clock: Clock; prefix: string }): Stores {
   const { config, db, redis, clock, prefix } = deps;
   return {
     pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),

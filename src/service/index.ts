@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type Redis from 'ioredis';
 import type { Express } from 'express';
 import type { AppRegistry } from '../apps/registry';
 import { type Clock, systemClock } from '../clock';
@@ -11,6 +10,7 @@ import type { Ops } from '../ops';
 import type { Dispatcher } from '../pool/dispatcher';
 import { DEFAULT_PREFIX } from '../pool/keys';
 import type { PoolStore } from '../pool/pool-store';
+import type { RedisClient } from '../pool/redis-connection';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
 import { buildDatabase, buildHttp, buildOps, buildPools, buildRedis, buildRegistry, buildSnowflake, buildStores, readinessCheck } from './builders';
@@ -44,7 +44,7 @@ export interface ServiceOptions {
 export interface Service {
   readonly app: Express;
   readonly db: Database;
-  readonly redis: Redis | undefined;
+  readonly redis: RedisClient | undefined;
   readonly store: PoolStore;
   readonly registry: AppRegistry;
   readonly refiller: Refiller;

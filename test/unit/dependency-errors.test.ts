@@ -17,6 +17,8 @@ describe('dependency failure classifier', () => {
     ['NOREPLICAS Not enough good replicas to write.', 'redis_noreplicas'],
     ['MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk.', 'redis_misconf'],
     ['BUSY Redis is busy running a script.', 'redis_busy'],
+    ['Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down', 'redis_clusterdown'],
+    ['Too many Cluster redirections. Last error: TRYAGAIN Multiple keys request during rehashing of slot', 'redis_tryagain'],
   ])('Redis reply %s → %s', (message, kind) => {
     expect(dependencyFailure(reply(message))).toBe(kind);
   });
@@ -28,6 +30,9 @@ describe('dependency failure classifier', () => {
     [new Error('Connection is closed.')],
     [new Error('Command timed out')],
     [new Error('All sentinels are unreachable. Retrying from scratch after 10ms.')],
+    [new Error('Too many Cluster redirections. Last error: Error: Connection is closed.')],
+    [new Error("Cluster isn't ready and enableOfflineQueue options is false")],
+    [new Error('None of startup nodes is available')],
     // TypeORM wraps the driver's error.
     [Object.assign(new Error('Query failed'), { driverError: Object.assign(new Error('Query inactivity timeout'), { code: 'PROTOCOL_SEQUENCE_TIMEOUT' }) })],
     [Object.assign(new Error('Connection lost: The server closed the connection.'), { code: 'PROTOCOL_CONNECTION_LOST' })],

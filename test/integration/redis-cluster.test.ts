@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueKey } from '../helpers/configs';
+import { register, takeIds } from '../helpers/http';
+import { type Instance, startInstance } from '../helpers/processes';
+import { type RedisClusterTopology, entitySlot, startRedisCluster } from '../helpers/redis-cluster';
+import { until } from '../helpers/sentinel';
+import { createTestSchema, servicesAvailable } from '../helpers/services';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One sequential client of one entity, alternating between the instances. */
+interface Client {
+  readonly key: string;
+  readonly ids: bigint[];
+  /** Answers other than 200 and the 503/429 a fault may cause. */
+  readonly unexpected: string[];
+  /** Set when an id was not above the previous one. */
+  outOfOrder?: string;
+  lastOkAt: number;
+}
+
+function drive(instances: Instance[], client: Client, secret: string, stop: { now: boolean }): Promise<void> {
+  return (async () => {
+    for (let n = 0; !stop.now; n++) {
+      const res = await takeIds(instances[n % instances.length].url, client.key, secret, 1 + (n % 20)).catch((err) => ({ status: 0, body: { error: String(err) } }) as never);
+      if (res.status === 200) {
+        for (const text of res.body.ids) {
+          const id = BigInt(text);
+          const last = client.ids.at(-1);
+          if (last !== undefined && id <= last && !client.outOfOrder) client.outOfOrder = `${id} after ${last}`;
+          client.ids.push(id);
+        }
+        client.lastOkAt = Date.now();
+      } else {
+        if (res.status !== 503 && res.status !== 429) client.unexpected.push(`${res.status} ${JSON.stringify(res.body)}`);
+        await sleep(20);
+      }
+    }
+  })();
+}
+
+/**
+ * Redis Cluster (DESIGN.md "Redis topologies", invariant 4 per node): three
+ * masters with a replica each on spare ports, two idpool instances, twelve
+ * busy entities with a sequential client each. A live reshard of busy
+ * entities' slots, a CLUSTER FAILOVER and a kill -9 of a master: no id twice,
+ * monotonic per client, ids again after each fault.
+ */
+describe('Redis Cluster: two idpool instances over 3 masters + 3 replicas', () => {
+  let available = false;
+  let cluster: RedisClusterTopology | undefined;
+  let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
+  const instances: Instance[] = [];
+
+  beforeAll(async () => {
+    available = await servicesAvailable({ mysql: true });
+    if (!available) return;
+    [cluster, schema] = await Promise.all([startRedisCluster(), createTestSchema()]);
+    const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_CLUSTER_NODES: cluster.seedsEnv };
+    instances.push(await startInstance(env), await startInstance(env));
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(instances.map((i) => i.stop()));
+    await cluster?.stop();
+    await schema?.drop();
+  });
+
+  it('live reshard, CLUSTER FAILOVER and kill -9 of a master: no id twice, monotonic per entity, serving again after each', async (ctx) => {
+    if (!available) return ctx.skip();
+    const topo = cluster!;
+    const keys = Array.from({ length: 12 }, (_, i) => uniqueKey(`c${i}`));
+    const secrets = await Promise.all(keys.map((key) => register(instances[0].url, { key, step: 100, maxSizePerTimes: 50, maxSizePerSecond: 0 })));
+    const clients: Client[] = keys.map((key) => ({ key, ids: [], unexpected: [], lastOkAt: 0 }));
+    const stop = { now: false };
+    const running = clients.map((c, i) => drive(instances, c, secrets[i], stop));
+
+    /** Waits until every client has had ids after `since`, and returns how long that took. */
+    const recovered = async (what: string, since: number): Promise<number> => {
+      await until(`every entity served again after ${what}`, async () => clients.every((c) => c.lastOkAt > since), 30_000);
+      const ms = Math.max(...clients.map((c) => c.lastOkAt)) - since;
+      process.stdout.write(`cluster ${what}: every entity served again within ${ms} ms\n`);
+      return ms;
+    };
+
+    try {
+      await recovered('start', Date.now());
+      await sleep(1000);
+
+      // 1. A live reshard: the slots of three busy entities move to another master.
+      const { masters } = await topo.roles();
+      let at = Date.now();
+      for (const key of keys.slice(0, 3)) {
+        const slot = entitySlot(key);
+        const owner = await topo.ownerOf(slot);
+        await topo.migrateSlot(slot, masters.find((m) => m !== owner)!);
+        expect(await topo.ownerOf(slot)).not.toBe(owner);
+      }
+      await recovered('a live reshard of 3 busy entities', at);
+      await sleep(1000);
+
+      // 2. A planned failover: a replica of a master serving busy entities takes over.
+      const before = await topo.roles();
+      const victim = await topo.ownerOf(entitySlot(keys[3]));
+      const replica = before.replicasOf.get(victim)![0];
+      at = Date.now();
+      await topo.client(replica).call('CLUSTER', 'FAILOVER');
+      await until('the replica to be promoted', async () => /role:master/.test(await topo.client(replica).info('replication')), 20_000);
+      await topo.waitHealthy();
+      await recovered('CLUSTER FAILOVER', at);
+      await sleep(1000);
+
+      // 3. An unplanned failover: kill -9 the master of another busy entity.
+      const dead = await topo.ownerOf(entitySlot(keys[6]));
+      at = Date.now();
+      await topo.kill9(dead);
+      await until('a replica to replace the killed master', async () => (await topo.ownerOf(entitySlot(keys[6]))) !== dead, 30_000);
+      await topo.waitHealthy();
+      await recovered('kill -9 of a master', at);
+      await sleep(500);
+    } finally {
+      stop.now = true;
+      await Promise.all(running);
+    }
+
+    let total = 0;
+    for (const c of clients) {
+      expect(c.unexpected, c.key).toEqual([]);
+      expect(c.outOfOrder, c.key).toBeUndefined();
+      expect(new Set(c.ids).size, `${c.key}: ids handed out twice`).toBe(c.ids.length);
+      total += c.ids.length;
+    }
+    process.stdout.write(`cluster: ${total} ids over ${clients.length} entities, none twice\n`);
+    for (const i of instances) expect(i.proc.exitCode).toBeNull();
+  }, 240_000);
+});
