@@ -20,12 +20,20 @@ export interface SnowflakeForecast {
   jsSafeLimitAt: number | undefined;
 }
 
+/**
+ * Entities one sampling run reads: one pipeline of 1,000 LLEN and one SQL
+ * query for 1,000 offsets, a few ms. Beyond that many entities each is
+ * sampled every `entities / 1000` runs, so the cost per second stays the
+ * same however many entities exist.
+ */
+const SAMPLE_BATCH = 1000;
+
 export interface SamplerOptions {
   apps: { list(): AppConfig[] };
   pools: { sizes(keys: readonly string[]): Promise<number[]> };
   /** Target depths and watermarks (they move with demand). */
   sizing: PoolSizing;
-  offsets: { peekAll(): Promise<Map<string, bigint>> };
+  offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
   /** Ids this instance has served per entity so far. */
   served?: (entityKey: string) => number;
   cluster: { toId(n: bigint): bigint; readonly count: number };
@@ -94,6 +102,8 @@ export class OpsSampler {
   private lastErrorAt = 0;
 
   private lastUsageAt = Number.NEGATIVE_INFINITY;
+  /** Where the next run's batch starts in the list of entities. */
+  private cursor = 0;
 
   constructor(private readonly o: SamplerOptions) {
     this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce());
@@ -124,18 +134,29 @@ export class OpsSampler {
     }
   }
 
+  /** The next SAMPLE_BATCH segment entities, going round, and how many runs a full round takes. */
+  private nextBatch(): { apps: AppConfig[]; live: Set<string>; rounds: number } {
+    const all = this.o.apps.list().filter((a) => a.mode !== 'snowflake');
+    const live = new Set(all.map((a) => a.key));
+    if (all.length <= SAMPLE_BATCH) return { apps: all, live, rounds: 1 };
+    if (this.cursor >= all.length) this.cursor = 0;
+    const apps = all.slice(this.cursor, this.cursor + SAMPLE_BATCH);
+    this.cursor += SAMPLE_BATCH;
+    return { apps, live, rounds: Math.ceil(all.length / SAMPLE_BATCH) };
+  }
+
   private async sampleEntities(): Promise<void> {
     const { metrics, alarms, cluster } = this.o;
-    const apps = this.o.apps.list().filter((a) => a.mode !== 'snowflake');
+    const { apps, live, rounds } = this.nextBatch();
     const keys = apps.map((a) => a.key);
-    const [offsets, sizes] = await Promise.all([this.o.offsets.peekAll(), this.o.pools.sizes(keys)]);
+    const [offsets, sizes] = await Promise.all([this.o.offsets.peekMany(keys), this.o.pools.sizes(keys)]);
     const at = this.o.clock.now();
-    const capacity = Math.max(2, Math.ceil(this.o.historyMs / this.o.sampleMs) + 1);
-    const seen = new Set<string>();
+    // History covers historyMs whatever the round: an entity sampled every
+    // `rounds` runs keeps that many fewer samples.
+    const capacity = Math.max(2, Math.ceil(this.o.historyMs / (this.o.sampleMs * rounds)) + 1);
     apps.forEach((app, i) => {
       const offset = offsets.get(app.key);
       if (offset === undefined) return;
-      seen.add(app.key);
       const watermark = this.o.sizing.lowWatermark(app);
       let ring = this.samples.get(app.key);
       // Until the pool first reaches its watermark, keep only the latest
@@ -201,7 +222,7 @@ export class OpsSampler {
       });
     });
     for (const key of [...this.samples.keys()]) {
-      if (seen.has(key)) continue;
+      if (live.has(key)) continue;
       this.samples.delete(key);
       this.charts.delete(key);
       this.forecasts.delete(key);

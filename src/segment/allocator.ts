@@ -18,8 +18,8 @@ export interface SegmentAllocator {
   reserve(entityKey: string, size: number): Promise<Segment>;
   /** The next unreserved number (`current_offset`): every number below it may have been issued. */
   peek(entityKey: string): Promise<bigint>;
-  /** `current_offset` of every live segment entity, in one query (the ops sampler's forecasts). */
-  peekAll(): Promise<Map<string, bigint>>;
+  /** `current_offset` of the given entities in one query (a page of the admin list, a batch of the ops sampler); unknown keys are left out. */
+  peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>>;
 }
 
 /**
@@ -89,9 +89,12 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     return BigInt(rows[0].current);
   }
 
-  async peekAll(): Promise<Map<string, bigint>> {
+  /** `current_offset` of the given entities (a page of the admin list), in one query; unknown keys are left out. */
+  async peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
+    if (entityKeys.length === 0) return new Map();
     const rows = await this.db.query<{ k: string; c: string }>(
-      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = 'segment'`,
+      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE entity_key IN (${entityKeys.map(() => '?').join(', ')})`,
+      [...entityKeys],
     );
     return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
   }

@@ -26,8 +26,8 @@ export class FakeSegmentAllocator implements SegmentAllocator {
     return this.lines.get(entityKey) ?? this.startOffset;
   }
 
-  async peekAll(): Promise<Map<string, bigint>> {
-    return new Map(this.lines);
+  async peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
+    return new Map(entityKeys.map((key) => [key, this.lines.get(key) ?? this.startOffset]));
   }
 
   /** Sizes of the reservations made, in order. */

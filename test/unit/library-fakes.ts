@@ -46,8 +46,8 @@ export class SlowAllocator implements SegmentAllocator {
     return this.inner.peek(entityKey);
   }
 
-  peekAll(): Promise<Map<string, bigint>> {
-    return this.inner.peekAll();
+  peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
+    return this.inner.peekMany(entityKeys);
   }
 }
 

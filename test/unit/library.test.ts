@@ -141,7 +141,7 @@ describe('createIdGenerator: errors', () => {
     const { allocator, entities, clock } = setup({ step: 10 });
     let finish!: () => void;
     const gate = new Promise<void>((r) => (finish = r));
-    const slow = { reserve: async (k: string, n: number) => (await gate, allocator.reserve(k, n)), peek: (k: string) => allocator.peek(k), peekAll: () => allocator.peekAll() };
+    const slow = { reserve: async (k: string, n: number) => (await gate, allocator.reserve(k, n)), peek: (k: string) => allocator.peek(k), peekMany: (keys: readonly string[]) => allocator.peekMany(keys) };
     const gen = await createIdGenerator({ allocator: slow, entities, clock });
     const waiting = gen.nextAsync('orders');
     await settle();

@@ -37,12 +37,18 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const metrics = new OpsMetrics({ defaultMetrics: false });
   const alarms = new Alarms({ clock, log: silentLogger, dedupeMs: 600_000, instance: 't', sink: { send: async (p) => void sent.push(p) } });
   const lease = opts.lease;
+  const reads: number[] = [];
   const sampler = new OpsSampler({
     apps: { list: () => [...apps.values()] },
-    pools: { sizes: async (keys) => keys.map((k) => sizes.get(k) ?? 0) },
+    pools: {
+      sizes: async (keys) => {
+        reads.push(keys.length);
+        return keys.map((k) => sizes.get(k) ?? 0);
+      },
+    },
     // The ceiling as target: these tests are about sampling, not demand.
     sizing: { target: (app) => app.maxPoolSize, lowWatermark: (app) => Math.floor((app.maxPoolSize * app.minSizePercent) / 100) },
-    offsets: { peekAll: async () => new Map(offsets) },
+    offsets: { peekMany: async (keys) => new Map([...offsets].filter(([k]) => keys.includes(k))) },
     cluster: { toId: (n) => n, count: 1 },
     metrics,
     alarms,
@@ -64,7 +70,7 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
     await sampler.sampleOnce();
     await alarms.flush();
   };
-  return { clock, apps, sizes, offsets, sent, metrics, alarms, sampler, tick };
+  return { clock, apps, sizes, offsets, sent, metrics, alarms, sampler, tick, reads };
 }
 
 describe('OpsSampler conditions', () => {
@@ -132,5 +138,26 @@ describe('OpsSampler conditions', () => {
     const near = setup({ snowflakeEndsInDays: 20 });
     await near.tick();
     expect(near.sent.map((p) => p.alarm)).toEqual(['forecast_snowflake_time_exhausted']);
+  });
+});
+
+describe('OpsSampler cost', () => {
+  it('reads at most 1,000 pools per run however many entities exist, and covers them all in turn', async () => {
+    const s = setup();
+    for (let i = 0; i < 2500; i++) {
+      const key = `e${String(i).padStart(4, '0')}`;
+      s.apps.set(key, app(key));
+      s.offsets.set(key, 1000n);
+      s.sizes.set(key, 1000);
+    }
+    for (let run = 0; run < 3; run++) await s.tick();
+    expect(s.reads).toEqual([1000, 1000, 500]);
+    const overview = s.sampler.overview();
+    expect(overview).toHaveLength(2500);
+    expect(overview.every((e) => e.pool.size === 1000)).toBe(true);
+    // An entity retired while not in the current batch is forgotten all the same.
+    s.apps.delete('e0001');
+    await s.tick();
+    expect(s.sampler.overview().some((e) => e.key === 'e0001')).toBe(false);
   });
 });
