@@ -17,6 +17,7 @@ import { DEFAULT_PREFIX } from './pool/keys';
 import { MemoryPoolStore, MemoryRefillLock } from './pool/memory-pool-store';
 import type { PoolStore, RefillLock } from './pool/pool-store';
 import { connectRedis } from './pool/redis-connection';
+import { checkRedisMemory } from './pool/redis-memory';
 import { RedisPoolStore, RedisRefillLock, loadFunctions } from './pool/redis-pool-store';
 import { Refiller } from './pool/refiller';
 import { type Segment, SqlSegmentAllocator } from './segment/allocator';
@@ -146,6 +147,17 @@ export async function createService(config: Config, options: ServiceOptions = {}
   });
   const dispatcher = new Dispatcher({ store, refiller, clock, log: log.child({ component: 'dispatcher' }), events: ops.dispatchEvents });
   await registry.load();
+
+  try {
+    if (redis) {
+      const ceiling = registry.segmentKeys().reduce((sum, key) => sum + (registry.get(key)?.maxPoolSize ?? 0), 0);
+      await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
+    }
+  } catch (err) {
+    redis?.disconnect();
+    await db.close();
+    throw err;
+  }
 
   try {
     snowflakeRuntime = await createSnowflakeRuntime({ config, db, clock, log: log.child({ component: 'snowflake' }), settings: options.snowflake });

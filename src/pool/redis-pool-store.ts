@@ -30,7 +30,14 @@ export function functionLibrary(): string {
 
 /** Loads (or replaces) idpool's functions: the service's own and `idpool_pop` for trusted consumers. */
 export async function loadFunctions(redis: Redis): Promise<void> {
-  await redis.call('FUNCTION', 'LOAD', 'REPLACE', functionLibrary());
+  const library = functionLibrary();
+  // Already loaded (another instance, an earlier start): nothing to write.
+  // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
+  // instance from starting to serve what its pools hold.
+  const loaded = (await redis.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'idpool', 'WITHCODE')) as unknown[][];
+  const entry = loaded.find((l) => l[1] === 'idpool');
+  if (entry && entry[entry.indexOf('library_code') + 1] === library) return;
+  await redis.call('FUNCTION', 'LOAD', 'REPLACE', library);
 }
 
 /**
