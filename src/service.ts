@@ -153,13 +153,6 @@ export async function createService(config: Config, options: ServiceOptions = {}
       const ceiling = registry.segmentKeys().reduce((sum, key) => sum + (registry.get(key)?.maxPoolSize ?? 0), 0);
       await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
     }
-  } catch (err) {
-    redis?.disconnect();
-    await db.close();
-    throw err;
-  }
-
-  try {
     snowflakeRuntime = await createSnowflakeRuntime({ config, db, clock, log: log.child({ component: 'snowflake' }), settings: options.snowflake });
   } catch (err) {
     redis?.disconnect();
