@@ -100,4 +100,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-void main();
+// A failure to start (the port taken, say) must end the process, not become
+// an unhandled rejection that is logged while nothing listens.
+main().catch((err) => {
+  process.stderr.write(`idpool: cannot start: ${(err as Error)?.message ?? err}\n`);
+  process.exit(1);
+});

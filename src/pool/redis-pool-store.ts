@@ -38,7 +38,17 @@ export function functionLibrary(): string {
  */
 export async function loadFunctions(redis: RedisClient): Promise<void> {
   const library = functionLibrary();
-  await Promise.all(mastersOf(redis).map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', library)));
+  await Promise.all(
+    mastersOf(redis).map(async (node) => {
+      // Already loaded (another instance, an earlier start): nothing to write.
+      // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
+      // instance from starting to serve what its pools hold.
+      const loaded = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'idpool', 'WITHCODE')) as unknown[][];
+      const entry = loaded.find((l) => l[1] === 'idpool');
+      if (entry && entry[entry.indexOf('library_code') + 1] === library) return;
+      await node.call('FUNCTION', 'LOAD', 'REPLACE', library);
+    }),
+  );
 }
 
 /**

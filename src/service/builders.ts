@@ -13,6 +13,7 @@ import { Dispatcher } from '../pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import { type RedisClient, connectRedis } from '../pool/redis-connection';
+import { checkRedisMemory } from '../pool/redis-memory';
 import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-pool-store';
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
@@ -79,6 +80,16 @@ export async function buildRegistry(deps: { stores: Stores; clock: Clock; log: L
     registry.refresh().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
   );
   return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
+}
+
+/**
+ * Refuses a Redis whose eviction policy may drop idpool's keys, and warns
+ * when its maxmemory is below what full pools could take (`redis-memory.ts`).
+ */
+export async function checkPoolMemory(redis: RedisClient | undefined, registry: AppRegistry, log: Logger): Promise<void> {
+  if (!redis) return;
+  const ceiling = registry.segmentKeys().reduce((sum, key) => sum + (registry.get(key)?.maxPoolSize ?? 0), 0);
+  await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
 }
 
 export async function buildSnowflake(deps: { config: Config; db: Database; clock: Clock; log: Logger; settings?: Partial<SnowflakeRuntimeSettings> }): Promise<Built<SnowflakeRuntime>> {

@@ -13,7 +13,7 @@ import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
-import { buildDatabase, buildHttp, buildOps, buildPools, buildRedis, buildRegistry, buildSnowflake, buildStores, readinessCheck } from './builders';
+import { buildDatabase, buildHttp, checkPoolMemory, buildOps, buildPools, buildRedis, buildRegistry, buildSnowflake, buildStores, readinessCheck } from './builders';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
 
@@ -77,6 +77,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const stores = buildStores({ config, db, redis, clock, prefix: options.redisPrefix ?? DEFAULT_PREFIX });
     const entities = resources.add('registry refresh', await buildRegistry({ stores, clock, log }));
     const registry = entities.registry;
+    await checkPoolMemory(redis, registry, log);
     const snowflake = resources.add('snowflake', await buildSnowflake({ config, db, clock, log, settings: options.snowflake }));
     const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
     const pools = resources.add('refiller', buildPools({ config, clock, log, stores, registry, ops, lockTtlMs: options.lockTtlMs, beforePush: options.beforePush }));

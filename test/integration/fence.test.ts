@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
-import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { RedisPoolStore, loadFunctions } from '../../src/pool/redis-pool-store';
 import { ClusterMap } from '../../src/segment/cluster';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
@@ -18,6 +18,8 @@ describe('fence: a stale refiller cannot push an older segment', () => {
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
     try {
+      // This branch's library: the shared server may hold another version's.
+      await loadFunctions(redis);
       const store = new RedisPoolStore(redis, prefix);
       expect(await store.reset('e', -1n)).toBe(true);
       expect(await store.push('e', ['10', '11', '12'], 10n, 12n)).toEqual({ kind: 'ok', size: 3 });
@@ -38,6 +40,8 @@ describe('fence: a stale refiller cannot push an older segment', () => {
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
     try {
+      // This branch's library: the shared server may hold another version's.
+      await loadFunctions(redis);
       const store = new RedisPoolStore(redis, prefix);
       const cluster = new ClusterMap(3, 2);
       await store.reset('r', -1n);
@@ -59,6 +63,8 @@ describe('fence: a stale refiller cannot push an older segment', () => {
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
     try {
+      // This branch's library: the shared server may hold another version's.
+      await loadFunctions(redis);
       const store = new RedisPoolStore(redis, prefix);
       await store.reset('f', -1n);
       await store.push('f', ['1', '2', '3'], 1n, 3n);

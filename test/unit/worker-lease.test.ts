@@ -156,6 +156,23 @@ describe('WorkerLease', () => {
     expect(fine.status().ok).toBe(true);
   });
 
+  it('a heartbeat on a slow database stops trying rows at the next heartbeat time, so heartbeats are never skipped for long', async () => {
+    const { clock, store, lease } = setup();
+    let attempts = 0;
+    // Every conditional UPDATE takes 1.5 s and loses the race.
+    store.acquire = async () => {
+      attempts++;
+      clock.advance(1_500);
+      return false;
+    };
+    const l = lease({ max: 3 });
+    await store.ensureRows(1, 3);
+    await l.heartbeat();
+    // heartbeatSeconds 2: tries at +0 s and +1.5 s; the third row would start after the next heartbeat is due.
+    expect(attempts).toBe(2);
+    expect(l.workerId).toBeUndefined();
+  });
+
   it('a heartbeat that cannot reach the database keeps the lease until it lapses', async () => {
     const { clock, store, lease } = setup();
     const l = lease();
