@@ -82,8 +82,8 @@ const TIME_UNITS: readonly TimeUnit[] = ['ms', 's', 'min', 'h', 'd'];
  */
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.IDPOOL_DATABASE_URL || 'sqlite:./idpool.db';
-  if (!/^(mysql|mariadb):\/\//.test(databaseUrl) && !databaseUrl.startsWith('sqlite:')) {
-    throw new ConfigError('IDPOOL_DATABASE_URL', `must be mysql://user:pass@host:3306/db or sqlite:PATH, got "${databaseUrl}"`);
+  if (!/^(mysql|mariadb|postgres|postgresql):\/\//.test(databaseUrl) && !databaseUrl.startsWith('sqlite:')) {
+    throw new ConfigError('IDPOOL_DATABASE_URL', `must be mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite:PATH, got "${databaseUrl}"`);
   }
   const redisUrl = env.IDPOOL_REDIS_URL || undefined;
   if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
