@@ -121,8 +121,9 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
     await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await dataSource.query('PRAGMA synchronous = FULL');
   }
-  if (options.migrate !== false) await migrate(dataSource, dialect);
-  return wrap(dataSource, dialect, describe(url));
+  const db = wrap(dataSource, dialect, describe(url));
+  if (options.migrate !== false) await migrate(db);
+  return db;
 }
 
 /** A fresh MySQL server has no idpool schema yet: create it, as migrations then create the tables. */
@@ -187,8 +188,9 @@ async function createPostgresDatabaseIfMissing(url: string): Promise<void> {
  * so they take turns under a lock held by one dedicated connection (MySQL
  * `GET_LOCK`, PostgreSQL a session advisory lock).
  */
-async function migrate(dataSource: DataSource, dialect: Dialect): Promise<void> {
-  if (dialect === 'postgres') return migratePostgres(dataSource);
+export async function migrate({ dataSource, dialect }: Pick<Database, 'dataSource' | 'dialect'>): Promise<string[]> {
+  const run = async () => (await dataSource.runMigrations({ transaction: 'each' })).map((m) => m.name);
+  if (dialect === 'postgres') return migratePostgres(dataSource, run);
   if (dialect !== 'mysql') {
     // Processes opening a fresh file at once race on CREATE TABLE: the loser
     // gets SQLITE_BUSY or "already exists"; once the winner has committed, a
@@ -196,8 +198,7 @@ async function migrate(dataSource: DataSource, dialect: Dialect): Promise<void> 
     const deadline = Date.now() + 10_000;
     for (;;) {
       try {
-        await dataSource.runMigrations({ transaction: 'each' });
-        return;
+        return await run();
       } catch (err) {
         const racing = isBusy(err) || /already exists/i.test(String((err as Error)?.message));
         if (!racing || Date.now() > deadline) throw err;
@@ -210,7 +211,7 @@ async function migrate(dataSource: DataSource, dialect: Dialect): Promise<void> 
     const [{ locked }] = await runner.query("SELECT GET_LOCK('idpool_migrations', 60) AS locked");
     if (Number(locked) !== 1) throw new Error('could not take the migration lock within 60 s');
     try {
-      await dataSource.runMigrations({ transaction: 'each' });
+      return await run();
     } finally {
       await runner.query("SELECT RELEASE_LOCK('idpool_migrations')");
     }
@@ -219,7 +220,7 @@ async function migrate(dataSource: DataSource, dialect: Dialect): Promise<void> 
   }
 }
 
-async function migratePostgres(dataSource: DataSource): Promise<void> {
+async function migratePostgres(dataSource: DataSource, run: () => Promise<string[]>): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
   const lock = "hashtext('idpool_migrations')";
   try {
@@ -233,7 +234,7 @@ async function migratePostgres(dataSource: DataSource): Promise<void> {
       await new Promise((r) => setTimeout(r, 50 + Math.random() * 50));
     }
     try {
-      await dataSource.runMigrations({ transaction: 'each' });
+      return await run();
     } finally {
       await runner.query(`SELECT pg_advisory_unlock(${lock})`);
     }
