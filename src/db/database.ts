@@ -4,6 +4,7 @@ import { createConnection } from 'mysql2/promise';
 import { Client as PgClient, escapeIdentifier } from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { migrations } from '../../migrations';
+import { UnavailableError } from '../errors';
 
 export type Dialect = 'mysql' | 'postgres' | 'sqlite';
 
@@ -265,12 +266,39 @@ export function toPostgresPlaceholders(sql: string): string {
   return out;
 }
 
+/**
+ * PostgreSQL SQLSTATE classes and codes that mean the server is unreachable,
+ * shutting down, overloaded or timed out (statement_timeout is 57014), not
+ * that the statement was wrong: connection exception (08), insufficient
+ * resources (53), operator intervention (57), serialization failure and
+ * deadlock (40001, 40P01), lock not available (55P03).
+ */
+const PG_UNAVAILABLE = /^(08|53|57)|^(40001|40P01|55P03)$/;
+/** node-postgres's own messages for a lost connection or its query_timeout / connectionTimeoutMillis. */
+const PG_CLIENT_UNAVAILABLE = /Connection terminated|Query read timeout|timeout exceeded when trying to connect|not queryable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH/i;
+
+/**
+ * A PostgreSQL failure that is the database being unavailable becomes an
+ * UnavailableError (503 with Retry-After), like MySQL's and SQLite's
+ * connection and lock errors do in the HTTP error handler; anything else is
+ * passed on untouched.
+ */
+export function postgresUnavailable(err: unknown): unknown {
+  const e = err as { code?: unknown; message?: unknown; driverError?: { code?: unknown } } | undefined;
+  const code = e?.driverError?.code ?? e?.code;
+  if ((typeof code === 'string' && PG_UNAVAILABLE.test(code)) || PG_CLIENT_UNAVAILABLE.test(String(e?.message ?? ''))) {
+    return new UnavailableError(`the database is unavailable: ${String(e?.message ?? err)}`, 1);
+  }
+  return err;
+}
+
 function wrap(dataSource: DataSource, dialect: Dialect, description: string): Database {
   /** TypeORM's structured result: rows and affected count, the same shape on SQLite and PostgreSQL. */
   const structured = async (sql: string, params?: unknown[]) => {
     const runner = dataSource.createQueryRunner();
     try {
-      return await runner.query(dialect === 'postgres' ? toPostgresPlaceholders(sql) : sql, params, true);
+      if (dialect !== 'postgres') return await runner.query(sql, params, true);
+      return await runner.query(toPostgresPlaceholders(sql), params, true).catch((err) => Promise.reject(postgresUnavailable(err)));
     } finally {
       await runner.release();
     }
