@@ -27,7 +27,7 @@ export interface SnowflakeOptions {
 
 /** Options of {@link Snowflake.withLease}: where the `worker` table is, and how to lease from it. */
 export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker'> {
-  /** `mysql://user:pass@host:3306/db` or `sqlite:PATH` (the table is created by migration). */
+  /** `mysql://user:pass@host:3306/db`, `postgres://user:pass@host:5432/db` or `sqlite:PATH` (the table is created by migration). */
   databaseUrl: string;
   /** Worker ids this deployment may lease; default 1..2^workerBits − 1. */
   workerMin?: number;
