@@ -3,11 +3,13 @@
  * SQL_SERVERS): a database that does not exist yet is created once by
  * several processes starting at once, a user who may not create it is told
  * what to do, and a statement stuck behind a row lock ends within the
- * statement timeout as "unavailable" instead of hanging.
+ * statement timeout as "unavailable" instead of hanging, and a service whose
+ * PostgreSQL is killed or frozen answers 503 with Retry-After, never hangs,
+ * and serves again by itself when the server is back.
  */
 import { randomBytes } from 'node:crypto';
 import { Client, escapeIdentifier } from 'pg';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AppStore } from '../../src/apps/app-store';
 import { AppRegistry } from '../../src/apps/registry';
 import { systemClock } from '../../src/clock';
@@ -15,7 +17,8 @@ import { POSTGRES_STATEMENT_TIMEOUT_MS, openDatabase } from '../../src/db/databa
 import { NotFoundError, UnavailableError } from '../../src/errors';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
 import { migrations } from '../../migrations';
-import { register, takeIds } from '../helpers/http';
+import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
+import { type PostgresServer, startPostgresServer } from '../helpers/postgres-server';
 import { type Instance, startInstance } from '../helpers/processes';
 import { POSTGRES_URL, createTestSchema, servicesAvailable } from '../helpers/services';
 
@@ -142,5 +145,114 @@ describe.sequential('PostgreSQL specifics', () => {
     expect(await allocator.reserve('edge', 100)).toEqual({ start: 2n ** 63n - 150n, end: 2n ** 63n - 50n });
     await expect(allocator.reserve('edge', 100)).rejects.toThrow(/used up its 63-bit number line/);
     expect(await allocator.peek('edge')).toBe(2n ** 63n - 50n);
+  });
+});
+
+describe.sequential('a service whose PostgreSQL server dies or freezes (a private server)', () => {
+  let server: PostgresServer;
+  let instance: Instance;
+  let secret: string;
+  const key = 'orders';
+
+  beforeAll(async () => {
+    if (!available) return;
+    server = await startPostgresServer();
+    // In-process pool: what the service still holds is all it can serve while the database is gone.
+    instance = await startInstance({ IDPOOL_DATABASE_URL: server.url('idpool'), IDPOOL_REDIS_URL: '' });
+    secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 100 });
+  });
+
+  afterAll(async () => {
+    await instance?.stop();
+    await server?.stop();
+  });
+
+  /** Clients taking batches of 10 until `stop()`: every answer's status, Retry-After and time. */
+  function load(clients: number) {
+    let running = true;
+    const answers: Array<{ status: number; retryAfter: number; ms: number; at: number }> = [];
+    const ids: string[] = [];
+    const done = Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (running) {
+          const t0 = Date.now();
+          const res = await takeIds(instance.url, key, secret, 10);
+          answers.push({ status: res.status, retryAfter: Number(res.headers.get('retry-after')), ms: Date.now() - t0, at: t0 });
+          if (res.status === 200) ids.push(...res.body.ids);
+          else await new Promise((r) => setTimeout(r, 50));
+        }
+      }),
+    );
+    return {
+      answers,
+      ids,
+      stop: async () => {
+        running = false;
+        await done;
+      },
+    };
+  }
+
+  const waitForIds = async () => {
+    const deadline = Date.now() + 30_000;
+    while ((await takeIds(instance.url, key, secret, 10)).status !== 200) {
+      if (Date.now() > deadline) throw new Error(`no ids 30 s after the database came back:\n${instance.output().slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  it('kill -9 mid-load: ids from the pool, then 503 with Retry-After (never a 500 or a hang); after a restart it serves again, repeating nothing', async (ctx) => {
+    if (!available) return ctx.skip();
+    const run = load(4);
+    let killedAt = 0;
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      killedAt = Date.now();
+      await server.kill9();
+      await new Promise((r) => setTimeout(r, 4000));
+      const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
+      expect(admin.status).toBe(503);
+      expect(admin.body.error.code).toBe('unavailable');
+      await server.restart();
+      await waitForIds();
+      await new Promise((r) => setTimeout(r, 1000));
+    } finally {
+      await run.stop();
+    }
+
+    expect(instance.proc.exitCode).toBeNull();
+    expect(new Set(run.answers.map((a) => a.status))).toEqual(new Set([200, 503]));
+    for (const a of run.answers.filter((x) => x.status === 503)) expect(a.retryAfter).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...run.answers.map((a) => a.ms))).toBeLessThan(10_000);
+    expect(run.answers.some((a) => a.status === 503 && a.at > killedAt)).toBe(true);
+    expect(run.ids.length).toBeGreaterThan(1000); // more than one pool's worth: refills before and after the crash
+    expect(new Set(run.ids).size).toBe(run.ids.length);
+  });
+
+  it('frozen (SIGSTOP): requests and admin reads answer 503 within the query timeout, never hang; it serves again after SIGCONT', async (ctx) => {
+    if (!available) return ctx.skip();
+    const run = load(4);
+    try {
+      await new Promise((r) => setTimeout(r, 1000));
+      server.pause();
+      try {
+        const t0 = Date.now();
+        const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
+        const waited = Date.now() - t0;
+        expect(admin.status).toBe(503);
+        expect(Number(admin.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(waited).toBeLessThan(POSTGRES_STATEMENT_TIMEOUT_MS + 8000); // query_timeout is a second over; generous for the loaded machine
+        await new Promise((r) => setTimeout(r, 2000));
+      } finally {
+        server.resume();
+      }
+      await waitForIds();
+    } finally {
+      await run.stop();
+    }
+    expect(instance.proc.exitCode).toBeNull();
+    expect(new Set(run.answers.map((a) => a.status))).toEqual(new Set([200, 503]));
+    expect(Math.max(...run.answers.map((a) => a.ms))).toBeLessThan(POSTGRES_STATEMENT_TIMEOUT_MS + 8000);
+    expect(new Set(run.ids).size).toBe(run.ids.length);
   });
 });
