@@ -134,7 +134,7 @@ function buildProgram(io: CliIo): Command {
     .action(async (opts: { databaseUrl?: string }, cmd: Command) => {
       const config = loadConfig({ ...io.env, ...(opts.databaseUrl ? { IDPOOL_DATABASE_URL: opts.databaseUrl } : {}) });
       // Loaded here, not at start: TypeORM takes a while to load and only migrate needs it.
-      const { openDatabase } = await import('../db/database');
+      const { openDatabase, migrate } = await import('../db/database');
       let db;
       try {
         db = await openDatabase(config.databaseUrl, { migrate: false });
@@ -142,8 +142,8 @@ function buildProgram(io: CliIo): Command {
         throw new CliError(EXIT_FAILURE, `cannot open the database (${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}): ${(err as Error).message}`);
       }
       try {
-        const applied = await db.dataSource.runMigrations({ transaction: 'each' });
-        const names = applied.map((m) => m.name);
+        // The same locked run as a starting service, so `migrate` beside starting instances is safe.
+        const names = await migrate(db);
         print(cmd, { database: db.description, applied: names }, () =>
           names.length ? `${db.description}: applied ${names.join(', ')}\n` : `${db.description}: schema is up to date\n`,
         );

@@ -236,7 +236,8 @@ class EnvReader {
  */
 export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
-  const databaseUrl = r.url('IDPOOL_DATABASE_URL', /^(mysql|mariadb):\/\/|^sqlite:/, 'mysql://user:pass@host:3306/db or sqlite:PATH') ?? DEFAULTS.databaseUrl;
+  const databaseUrl =
+    r.url('IDPOOL_DATABASE_URL', /^(mysql|mariadb|postgres|postgresql):\/\/|^sqlite:/, 'mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite:PATH') ?? DEFAULTS.databaseUrl;
   const redis = redisTopology(r);
   const sf = DEFAULTS.snowflake;
   const workerBits = r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits, 3, 10);

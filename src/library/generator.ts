@@ -18,7 +18,7 @@ export interface EntitySource {
 
 export interface IdGeneratorOptions {
   /**
-   * `mysql://user:pass@host:3306/db` or `sqlite:PATH`: the database holding
+   * `mysql://user:pass@host:3306/db`, `postgres://user:pass@host:5432/db` or `sqlite:PATH`: the database holding
    * the `application` table the service uses. Ignored when `database` is given.
    */
   databaseUrl?: string;

@@ -26,7 +26,8 @@ export interface SegmentAllocator {
  * Reserves with one SQL round trip: on MySQL/MariaDB the UPDATE stores the
  * new offset through `LAST_INSERT_ID(expr)`, which the server returns in the
  * statement's own OK packet (no second query, nothing read before commit);
- * on SQLite `UPDATE … RETURNING` does the same under SQLite's single writer.
+ * on PostgreSQL and SQLite `UPDATE … RETURNING` does the same, under the
+ * row lock (PostgreSQL) or the single writer (SQLite).
  */
 export class SqlSegmentAllocator implements SegmentAllocator {
   constructor(
@@ -40,7 +41,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`segment size must be a positive integer, got ${size}`);
     let end: bigint;
     try {
-      end = this.db.dialect === 'mysql' ? await this.reserveMysql(entityKey, size) : await this.reserveSqlite(entityKey, size);
+      end = this.db.dialect === 'mysql' ? await this.reserveMysql(entityKey, size) : await this.reserveReturning(entityKey, size);
     } catch (err) {
       if (err instanceof NotFoundError) throw err;
       if (/out of range|overflow/i.test(String((err as Error).message))) {
@@ -60,7 +61,8 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     return BigInt(result.insertId);
   }
 
-  private async reserveSqlite(entityKey: string, size: number): Promise<bigint> {
+  /** PostgreSQL and SQLite. Only SQLite answers "busy"; PostgreSQL waits for the row lock itself (bounded by statement_timeout). */
+  private async reserveReturning(entityKey: string, size: number): Promise<bigint> {
     const sql = `UPDATE application SET current_offset = current_offset + ? WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
     const deadline = this.clock.monotonic() + this.busyWaitMs;
     let rows: Array<{ end_offset: string }>;

@@ -10,7 +10,7 @@ import { SqlWorkerStore } from './worker-store';
 
 /** Options of {@link snowflakeWithLease}: where the `worker` table is, and how to lease from it. */
 export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker' | 'onClose'> {
-  /** `mysql://user:pass@host:3306/db` or `sqlite:PATH` (the table is created by migration). */
+  /** `mysql://user:pass@host:3306/db`, `postgres://user:pass@host:5432/db` or `sqlite:PATH` (the table is created by migration). */
   databaseUrl: string;
   /** Worker ids this deployment may lease; default 1..2^workerBits − 1. */
   workerMin?: number;

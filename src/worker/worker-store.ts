@@ -58,14 +58,15 @@ const toRow = (r: RawRow): WorkerRow => ({
 /** Rows per INSERT when creating worker rows (at most 1024 exist). */
 const INSERT_BATCH = 256;
 
-/** The `worker` table on MySQL/MariaDB or SQLite. */
+/** The `worker` table on MySQL/MariaDB, PostgreSQL or SQLite. */
 export class SqlWorkerStore implements WorkerStore {
   private readonly greatest: string;
-  private readonly insertIgnore: string;
+  /** Around an INSERT: skip rows whose primary key exists (MySQL's own syntax; PostgreSQL and SQLite share the standard one). */
+  private readonly ignoreDuplicates: { before: string; after: string };
 
   constructor(private readonly db: Database) {
-    this.greatest = db.dialect === 'mysql' ? 'GREATEST' : 'MAX';
-    this.insertIgnore = db.dialect === 'mysql' ? 'INSERT IGNORE' : 'INSERT OR IGNORE';
+    this.greatest = db.dialect === 'sqlite' ? 'MAX' : 'GREATEST';
+    this.ignoreDuplicates = db.dialect === 'mysql' ? { before: 'INSERT IGNORE', after: '' } : { before: 'INSERT', after: ' ON CONFLICT DO NOTHING' };
   }
 
   async ensureRows(min: number, max: number): Promise<void> {
@@ -78,7 +79,7 @@ export class SqlWorkerStore implements WorkerStore {
       // The primary key makes concurrent first starts safe: a row another
       // instance inserted first is skipped, never duplicated.
       await this.db.execute(
-        `${this.insertIgnore} INTO worker (worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time) VALUES ${ids.map(() => "(?, '', 0, 0, 0, ?, ?)").join(', ')}`,
+        `${this.ignoreDuplicates.before} INTO worker (worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time) VALUES ${ids.map(() => "(?, '', 0, 0, 0, ?, ?)").join(', ')}${this.ignoreDuplicates.after}`,
         ids.flatMap((id) => [id, now, now]),
       );
     }

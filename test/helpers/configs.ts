@@ -4,17 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import Redis from 'ioredis';
-import { createConnection } from 'mysql2/promise';
-import { REDIS_URL, createTestSchema } from './services';
+import { openDatabase, toPostgresPlaceholders } from '../../src/db/database';
+import { REDIS_URL, type SqlServer, createTestSchema } from './services';
 
 /**
- * The two store configurations every core HTTP test runs against: the
- * production shape (MariaDB + Redis) and the embedded default (SQLite file +
- * in-process pool).
+ * The store configurations every core HTTP test runs against: the
+ * production shapes (MariaDB + Redis, PostgreSQL + Redis) and the embedded
+ * default (SQLite file + in-process pool).
  */
 export interface StoreSetup {
   readonly name: string;
-  readonly needs: { mysql?: boolean; redis?: boolean };
+  readonly needs: { mysql?: boolean; postgres?: boolean; redis?: boolean };
   readonly env: Record<string, string>;
   /** Rows of `application`, for "nothing changed" checks. */
   applicationRows(): Promise<unknown[]>;
@@ -31,18 +31,17 @@ export function uniqueKey(base: string): string {
   return `${base}_${randomBytes(3).toString('hex')}`;
 }
 
-export async function mysqlRedisSetup(): Promise<StoreSetup> {
-  const schema = await createTestSchema();
-  const sql = await createConnection({ uri: schema.url, supportBigNumbers: true, bigNumberStrings: true });
+/** A SQL server (a schema or database of the test's own) + the shared Redis; SQL through idpool's own Database wrapper. */
+export async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {
+  const schema = await createTestSchema(server);
+  const db = await openDatabase(schema.url);
   const redis = new Redis(REDIS_URL);
+  const name = `${server}+redis`;
   return {
-    name: 'mysql+redis',
-    needs: { mysql: true, redis: true },
+    name,
+    needs: { [server]: true, redis: true },
     env: { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL },
-    async applicationRows() {
-      const [rows] = await sql.query('SELECT * FROM application ORDER BY id');
-      return rows as unknown[];
-    },
+    applicationRows: () => db.query('SELECT * FROM application ORDER BY id'),
     async redisState(keys) {
       const state: Record<string, unknown> = {};
       for (const key of keys) {
@@ -54,25 +53,29 @@ export async function mysqlRedisSetup(): Promise<StoreSetup> {
       return state;
     },
     async stallDatabase(entityKey) {
-      const c = await createConnection({ uri: schema.url });
-      await c.query('BEGIN');
-      await c.query('SELECT current_offset FROM application WHERE entity_key = ? FOR UPDATE', [entityKey]);
+      // One connection of its own, holding the entity's row lock in an open transaction.
+      const runner = db.dataSource.createQueryRunner();
+      await runner.startTransaction();
+      const lock = 'SELECT current_offset FROM application WHERE entity_key = ? FOR UPDATE';
+      await runner.query(db.dialect === 'postgres' ? toPostgresPlaceholders(lock) : lock, [entityKey]);
       return async () => {
-        await c.query('ROLLBACK');
-        await c.end();
+        await runner.rollbackTransaction();
+        await runner.release();
       };
     },
     async currentOffset(entityKey) {
-      const [rows] = await sql.query('SELECT current_offset FROM application WHERE entity_key = ?', [entityKey]);
-      return BigInt((rows as Array<{ current_offset: string }>)[0].current_offset);
+      const [row] = await db.query<{ c: string }>(`SELECT ${db.bigText('current_offset')} AS c FROM application WHERE entity_key = ?`, [entityKey]);
+      return BigInt(row.c);
     },
     async cleanup() {
-      await sql.end();
+      await db.close();
       redis.disconnect();
       await schema.drop();
     },
   };
 }
+
+export const mysqlRedisSetup = () => serverRedisSetup('mysql');
 
 export async function sqliteMemorySetup(): Promise<StoreSetup> {
   const dir = mkdtempSync(join(tmpdir(), 'idpool-embedded-'));
@@ -121,7 +124,8 @@ export async function sqliteMemorySetup(): Promise<StoreSetup> {
   };
 }
 
-export const STORE_SETUPS: Array<{ name: string; needs: { mysql?: boolean; redis?: boolean }; create: () => Promise<StoreSetup> }> = [
+export const STORE_SETUPS: Array<{ name: string; needs: StoreSetup['needs']; create: () => Promise<StoreSetup> }> = [
   { name: 'mysql+redis', needs: { mysql: true, redis: true }, create: mysqlRedisSetup },
+  { name: 'postgres+redis', needs: { postgres: true, redis: true }, create: () => serverRedisSetup('postgres') },
   { name: 'sqlite+memory', needs: {}, create: sqliteMemorySetup },
 ];

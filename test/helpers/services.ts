@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
 import Redis from 'ioredis';
+import { Client as PgClient, escapeIdentifier } from 'pg';
 
 /** MariaDB/MySQL the integration tests use (DESIGN.md "Commands"). */
 export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
+/** PostgreSQL the integration tests use; its database is only where per-test databases are created from. */
+export const POSTGRES_URL = process.env.IDPOOL_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/idpool_test';
 export const REDIS_URL = process.env.IDPOOL_TEST_REDIS_URL || 'redis://127.0.0.1:6379/15';
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 
@@ -23,6 +26,30 @@ export async function mysqlReachable(): Promise<boolean> {
   });
 }
 
+export async function postgresReachable(): Promise<boolean> {
+  return reachable(async () => {
+    const c = new PgClient({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });
+    try {
+      await c.connect();
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  });
+}
+
+/** A SQL server the service can run on, besides SQLite (which needs no server). */
+export type SqlServer = 'mysql' | 'postgres';
+
+/**
+ * The SQL servers every invariant suite runs on, for `describe.each`:
+ * `name` titles the suite, `server` goes to {@link servicesAvailable} and
+ * {@link createTestSchema}.
+ */
+export const SQL_SERVERS: ReadonlyArray<{ name: string; server: SqlServer }> = [
+  { name: 'MariaDB', server: 'mysql' },
+  { name: 'PostgreSQL', server: 'postgres' },
+];
+
 export async function redisReachable(): Promise<boolean> {
   return reachable(async () => {
     const r = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -41,9 +68,10 @@ export async function redisReachable(): Promise<boolean> {
  * is skipped with a loud line, unless IDPOOL_REQUIRE_SERVICES=1 (CI), where
  * that is a failure.
  */
-export async function servicesAvailable(needs: { mysql?: boolean; redis?: boolean }): Promise<boolean> {
+export async function servicesAvailable(needs: { mysql?: boolean; postgres?: boolean; redis?: boolean }): Promise<boolean> {
   const missing: string[] = [];
   if (needs.mysql && !(await mysqlReachable())) missing.push(`MariaDB/MySQL at ${MYSQL_URL}`);
+  if (needs.postgres && !(await postgresReachable())) missing.push(`PostgreSQL at ${POSTGRES_URL}`);
   if (needs.redis && !(await redisReachable())) missing.push(`Redis at ${REDIS_URL}`);
   if (missing.length === 0) return true;
   const line = `!!! ${missing.join(' and ')} unreachable`;
@@ -58,9 +86,16 @@ function serverUrl(url: string): string {
   return u.toString();
 }
 
-/** A fresh schema of its own for one test; drop it when done. */
-export async function createTestSchema(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+export interface TestSchema {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh schema (MySQL) or database (PostgreSQL) of its own for one test; drop it when done. */
+export async function createTestSchema(server: SqlServer = 'mysql'): Promise<TestSchema> {
   const name = `idpool_t_${randomBytes(5).toString('hex')}`;
+  if (server === 'postgres') return createPostgresDatabase(name);
   const admin = await createConnection({ uri: serverUrl(MYSQL_URL) });
   await admin.query(`CREATE DATABASE \`${name}\``);
   await admin.end();
@@ -74,6 +109,28 @@ export async function createTestSchema(): Promise<{ url: string; name: string; d
       await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await c.end();
     },
+  };
+}
+
+async function onPostgres<T>(run: (c: PgClient) => Promise<T>): Promise<T> {
+  const c = new PgClient({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 });
+  await c.connect();
+  try {
+    return await run(c);
+  } finally {
+    await c.end();
+  }
+}
+
+async function createPostgresDatabase(name: string): Promise<TestSchema> {
+  await onPostgres((c) => c.query(`CREATE DATABASE ${escapeIdentifier(name)}`));
+  const u = new URL(POSTGRES_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    name,
+    // FORCE ends the sessions a killed service process may have left behind.
+    drop: () => onPostgres((c) => c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`)).then(() => undefined),
   };
 }
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
 import { type Instance, freePort, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema, servicesAvailable } from '../helpers/services';
+import { REDIS_URL, SQL_SERVERS, createTestSchema, servicesAvailable } from '../helpers/services';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'src', 'cli', 'index.ts');
@@ -207,9 +207,9 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     expect(top.stdout).toContain('Exit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.');
   });
 
-  it('migrates a database and says when it is up to date', async (ctx) => {
-    if (!available) return ctx.skip();
-    const fresh = await createTestSchema();
+  it.each(SQL_SERVERS)('migrates a $name database and says when it is up to date', async ({ server }, ctx) => {
+    if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
+    const fresh = await createTestSchema(server);
     try {
       const first = json(await idpool(['migrate', '--json'], { IDPOOL_DATABASE_URL: fresh.url }));
       expect(first.applied.length).toBeGreaterThanOrEqual(2);
@@ -220,6 +220,9 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     } finally {
       await fresh.drop();
     }
+  });
+
+  it('migrates a SQLite file; refuses an unknown URL and reports an unreachable server', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'idpool-cli-'));
     try {
       const sqlite = await idpool(['migrate', '--database-url', `sqlite:${join(dir, 'ids.db')}`]);
@@ -228,9 +231,10 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    expectOneLineError(await idpool(['migrate', '--database-url', 'postgres://x/y']), 2, /invalid configuration: IDPOOL_DATABASE_URL/);
+    expectOneLineError(await idpool(['migrate', '--database-url', 'oracle://x/y']), 2, /invalid configuration: IDPOOL_DATABASE_URL/);
     const closed = await freePort();
     expectOneLineError(await idpool(['migrate', '--database-url', `mysql://root@127.0.0.1:${closed}/x`]), 1, /cannot open the database/);
+    expectOneLineError(await idpool(['migrate', '--database-url', `postgres://postgres@127.0.0.1:${closed}/x`]), 1, /cannot open the database/);
   });
 
   it('serves like npm start and stops cleanly on SIGTERM', async (ctx) => {

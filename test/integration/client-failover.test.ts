@@ -3,18 +3,18 @@ import { IdpoolClient } from '../../src/client';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema, servicesAvailable } from '../helpers/services';
+import { REDIS_URL, SQL_SERVERS, type TestSchema, createTestSchema, servicesAvailable } from '../helpers/services';
 
-describe('IdpoolClient failover: one of two instances killed (kill -9) mid-run', () => {
+describe.each(SQL_SERVERS)('IdpoolClient failover: one of two instances killed (kill -9) mid-run ($name)', ({ server }) => {
   let available = false;
-  let schema: Awaited<ReturnType<typeof createTestSchema>>;
+  let schema: TestSchema;
   let a: Instance;
   let b: Instance;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
+    available = await servicesAvailable({ [server]: true, redis: true });
     if (!available) return;
-    schema = await createTestSchema();
+    schema = await createTestSchema(server);
     const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
     a = await startInstance(env);
     b = await startInstance(env);

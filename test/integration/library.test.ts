@@ -13,7 +13,7 @@ import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
 import { register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
-import { REDIS_URL, clearPrefix, createTestSchema, servicesAvailable } from '../helpers/services';
+import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema, servicesAvailable } from '../helpers/services';
 
 const WORKER = join(__dirname, 'fixtures', 'library-worker.ts');
 
@@ -83,15 +83,15 @@ async function registerEntity(db: Database, key: string, extra: Record<string, u
   await new AppRegistry(new SqlAppStore(db), systemClock).register({ key, mode: 'monotonic', ...extra } as never);
 }
 
-describe('library: several processes on one entity', () => {
-  let mysql = false;
+describe.each(SQL_SERVERS)('library: several processes on one entity ($name)', ({ server }) => {
+  let available = false;
   beforeAll(async () => {
-    mysql = await servicesAvailable({ mysql: true });
+    available = await servicesAvailable({ [server]: true });
   });
 
-  it('MariaDB: 4 processes draw disjoint ids, each in increasing order', async (ctx) => {
-    if (!mysql) return ctx.skip();
-    const schema = await createTestSchema();
+  it('4 processes draw disjoint ids, each in increasing order', async (ctx) => {
+    if (!available) return ctx.skip();
+    const schema = await createTestSchema(server);
     try {
       const db = await openDatabase(schema.url);
       await registerEntity(db, 'orders', { step: 100 });
@@ -103,7 +103,9 @@ describe('library: several processes on one entity', () => {
       await schema.drop();
     }
   });
+});
 
+describe('library: several processes on one entity', () => {
   describe('SQLite', () => {
     let dir: string;
     beforeAll(() => {
@@ -232,15 +234,15 @@ describe('library on the embedded default (SQLite file)', () => {
   });
 });
 
-describe('library and the Redis service share an entity', () => {
+describe.each(SQL_SERVERS)('library and the Redis service share an entity ($name)', ({ server }) => {
   let available = false;
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
+    available = await servicesAvailable({ [server]: true, redis: true });
   });
 
   it('ids drawn by the library and through HTTP never collide', async (ctx) => {
     if (!available) return ctx.skip();
-    const schema = await createTestSchema();
+    const schema = await createTestSchema(server);
     const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
     const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REFILL_INTERVAL_MS: '20' });
     const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });

@@ -3,22 +3,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema, servicesAvailable } from '../helpers/services';
+import { REDIS_URL, SQL_SERVERS, type TestSchema, createTestSchema, servicesAvailable } from '../helpers/services';
 
 const INSTANCES = 3;
 const CLIENTS = 200;
 const TARGET_IDS = 200_000;
 
-describe('three service instances on one database and Redis', () => {
+describe.each(SQL_SERVERS)('three service instances on one database and Redis ($name)', ({ server }) => {
   let available = false;
-  let schema: Awaited<ReturnType<typeof createTestSchema>>;
+  let schema: TestSchema;
   let instances: Instance[] = [];
   let redis: Redis;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
+    available = await servicesAvailable({ [server]: true, redis: true });
     if (!available) return;
-    schema = await createTestSchema();
+    schema = await createTestSchema(server);
     const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
     instances = await Promise.all(Array.from({ length: INSTANCES }, () => startInstance(env)));
     redis = new Redis(REDIS_URL);

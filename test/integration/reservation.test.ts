@@ -9,7 +9,7 @@ import { AppRegistry } from '../../src/apps/registry';
 import { systemClock } from '../../src/clock';
 import { openDatabase } from '../../src/db/database';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { SQL_SERVERS, createTestSchema, servicesAvailable } from '../helpers/services';
 
 const run = promisify(execFile);
 const FIXTURE = join(__dirname, 'fixtures', 'reserve-loop.ts');
@@ -39,15 +39,15 @@ async function registerEntity(url: string, key: string, startOffset: bigint) {
   return db;
 }
 
-describe('segment reservation under concurrency', () => {
+describe.each(SQL_SERVERS)('segment reservation under concurrency on $name', ({ server }) => {
   let available = false;
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
+    available = await servicesAvailable({ [server]: true });
   });
 
-  it('MariaDB: 2 processes x 8 connections reserve disjoint, gap-free segments', async (ctx) => {
+  it('2 processes x 8 connections reserve disjoint, gap-free segments', async (ctx) => {
     if (!available) return ctx.skip();
-    const schema = await createTestSchema();
+    const schema = await createTestSchema(server);
     try {
       const start = 2n ** 53n - 1000n; // straddles 2^53: offsets must stay exact
       const db = await registerEntity(schema.url, 'orders', start);
@@ -59,7 +59,9 @@ describe('segment reservation under concurrency', () => {
       await schema.drop();
     }
   });
+});
 
+describe('segment reservation under concurrency on SQLite', () => {
   it('SQLite: 2 processes x 8 loops on one file reserve disjoint, gap-free segments', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'idpool-sqlite-'));
     const url = `sqlite:${join(dir, 'idpool.db')}`;

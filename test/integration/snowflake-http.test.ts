@@ -14,7 +14,7 @@ import { type Service, createService } from '../../src/service';
 import { SnowflakeLayout } from '../../src/snowflake/layout';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from '../helpers/services';
 
 let available = false;
 const running: Service[] = [];
@@ -43,8 +43,8 @@ async function serve(env: Record<string, string>, clock?: Clock, snowflake?: Par
   return { service, url: `http://127.0.0.1:${port}` };
 }
 
-async function mysqlUrl(): Promise<string> {
-  const s = await createTestSchema();
+async function serverUrl(server: SqlServer = 'mysql'): Promise<string> {
+  const s = await createTestSchema(server);
   schemas.push(s);
   return s.url;
 }
@@ -59,7 +59,7 @@ describe.sequential('snowflake entities over HTTP', () => {
   for (const backend of ['mariadb', 'sqlite'] as const) {
     it(`${backend}: batches of unique, increasing ids; decode explains each; /admin/workers lists the lease`, async (ctx) => {
       if (backend === 'mariadb' && !available) return ctx.skip();
-      const dbUrl = backend === 'mariadb' ? await mysqlUrl() : sqliteUrl();
+      const dbUrl = backend === 'mariadb' ? await serverUrl() : sqliteUrl();
       const { url } = await serve({ IDPOOL_DATABASE_URL: dbUrl, ...RESERVED });
       const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 });
       const secret = await register(url, { key: 'orders', mode: 'snowflake', maxSizePerTimes: 5000 });
@@ -152,7 +152,7 @@ describe.sequential('snowflake entities over HTTP', () => {
 
   it('a restart with the clock set back (within the allowed skew) waits past the recorded last timestamp, never repeating', async (ctx) => {
     if (!available) return ctx.skip();
-    const dbUrl = await mysqlUrl();
+    const dbUrl = await serverUrl();
     const env = { IDPOOL_DATABASE_URL: dbUrl, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1' };
     const first = await serve(env);
     const secret = await register(first.url, { key: 'sf', mode: 'snowflake' });
@@ -179,9 +179,9 @@ describe.sequential('snowflake entities over HTTP', () => {
     expect(new Set([...before, ...after]).size).toBe(before.length + after.length);
   });
 
-  it('library: Snowflake.withLease leases distinct worker ids from the same table and frees them on close', async (ctx) => {
-    if (!available) return ctx.skip();
-    const databaseUrl = await mysqlUrl();
+  it.each(SQL_SERVERS)('library on $name: Snowflake.withLease leases distinct worker ids from the same table and frees them on close', async ({ server }, ctx) => {
+    if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
+    const databaseUrl = await serverUrl(server);
     const a = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
     const b = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
     try {

@@ -1,23 +1,18 @@
 /**
- * Worker leases across real service processes on one MariaDB schema
+ * Worker leases across real service processes on one MariaDB schema or PostgreSQL database
  * (DESIGN.md invariant 5): distinct worker ids at simultaneous start, rows
  * created once, lapse after SIGSTOP with takeover, restart behind the
  * recorded last timestamp, and every worker id taken.
  */
-import { createConnection } from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Database, openDatabase } from '../../src/db/database';
 import { SnowflakeLayout } from '../../src/snowflake/layout';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from '../helpers/services';
 
-let available = false;
 const started: Instance[] = [];
 const schemas: Array<{ drop(): Promise<void> }> = [];
-
-beforeAll(async () => {
-  available = await servicesAvailable({ mysql: true });
-});
 
 afterEach(async () => {
   for (const i of started.splice(0)) {
@@ -37,8 +32,8 @@ afterAll(async () => {
 /** Short lease timing so lapses happen within a test: TTL 3 s, stop issuing after 2 s, heartbeat every 1 s. */
 const FAST_LEASE = { IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000', IDPOOL_WORKER_HEARTBEAT_SECONDS: '1' };
 
-async function schema() {
-  const s = await createTestSchema();
+async function createSchema(server: SqlServer) {
+  const s = await createTestSchema(server);
   schemas.push(s);
   return s;
 }
@@ -55,13 +50,13 @@ async function selfWorker(i: Instance): Promise<number | undefined> {
   return res.body.workers.find((w: { self: boolean }) => w.self)?.workerId;
 }
 
-async function sql<T = any>(url: string, query: string, params: unknown[] = []): Promise<T[]> {
-  const c = await createConnection({ uri: url, supportBigNumbers: true, bigNumberStrings: true });
+/** One statement through idpool's own Database wrapper, so it reads the same on every SQL server. */
+async function sql<T = any>(url: string, query: string | ((db: Database) => string), params: unknown[] = []): Promise<T[]> {
+  const db = await openDatabase(url, { migrate: false });
   try {
-    const [rows] = await c.query(query, params);
-    return rows as T[];
+    return await db.query<T>(typeof query === 'function' ? query(db) : query, params);
   } finally {
-    await c.end();
+    await db.close();
   }
 }
 
@@ -85,7 +80,13 @@ async function takeWhenReady(i: Instance, key: string, secret: string, count: nu
 
 const layout = SnowflakeLayout.create({});
 
-describe.sequential('worker leases across processes (MariaDB)', () => {
+describe.sequential.each(SQL_SERVERS)('worker leases across processes ($name)', ({ server }) => {
+  let available = false;
+  beforeAll(async () => {
+    available = await servicesAvailable({ [server]: true });
+  });
+  const schema = () => createSchema(server);
+
   it('two, then four processes starting at the same moment get distinct worker ids; rows are created once', async (ctx) => {
     if (!available) return ctx.skip();
     for (const n of [2, 4]) {
@@ -186,7 +187,7 @@ describe.sequential('worker leases across processes (MariaDB)', () => {
     // The worker's recorded last timestamp is 10 s ahead of the clock: exactly
     // what a restart sees after the clock was set back 10 s. Free the row so
     // the restart can take it at once.
-    await sql(db.url, `UPDATE worker SET last_timestamp = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED) + 10000, heartbeat_at = 0 WHERE worker_id = 1`);
+    await sql(db.url, (d) => `UPDATE worker SET last_timestamp = ${d.nowMs} + 10000, heartbeat_at = 0 WHERE worker_id = 1`);
     const [{ last }] = await sql(db.url, 'SELECT last_timestamp AS last FROM worker WHERE worker_id = 1');
     const recorded = Number(last);
 
