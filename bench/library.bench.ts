@@ -55,6 +55,9 @@ class CountingAllocator implements SegmentAllocator {
   peek(key: string) {
     return this.inner.peek(key);
   }
+  peekMany(keys: readonly string[]) {
+    return this.inner.peekMany(keys);
+  }
 }
 
 /** The ceiling: the cheapest possible "next id" (a field bump behind a key check), same loop shape. */

@@ -157,6 +157,7 @@ describe('library: several processes on one entity', () => {
           return sql.reserve(key, size);
         },
         peek: (key: string) => sql.peek(key),
+        peekMany: (keys: readonly string[]) => sql.peekMany(keys),
       };
       const gen = await createIdGenerator({ database: db, allocator: slow, ids: 'number', maxStep: 500, waitMs: 100 });
       await gen.open('orders');

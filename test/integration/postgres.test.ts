@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, escapeIdentifier } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AppStore } from '../../src/apps/app-store';
+import { SqlAppStore } from '../../src/apps/app-store';
 import { AppRegistry } from '../../src/apps/registry';
 import { systemClock } from '../../src/clock';
 import { POSTGRES_STATEMENT_TIMEOUT_MS, openDatabase } from '../../src/db/database';
@@ -59,7 +59,7 @@ async function freshDatabase() {
   cleanups.push(() => schema.drop());
   const db = await openDatabase(schema.url);
   cleanups.push(() => db.close());
-  return { url: schema.url, registry: new AppRegistry(new AppStore(db), systemClock), allocator: new SqlSegmentAllocator(db) };
+  return { url: schema.url, registry: new AppRegistry(new SqlAppStore(db), systemClock), allocator: new SqlSegmentAllocator(db) };
 }
 
 describe.sequential('PostgreSQL specifics', () => {
