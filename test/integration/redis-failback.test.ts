@@ -70,6 +70,9 @@ describe('Redis failback (DESIGN.md invariant 4: the epoch is run_id:master_repl
     const secret = await register(instance.url, { key, step: 100, maxPoolSize: 3000, maxSizePerSecond: 0, maxSizePerTimes: 100 });
     const issued: string[] = [];
     await takeMany(instance, key, secret, 2000, issued);
+    // Pools are sized by demand: after 2,000 ids the refill tops this one up
+    // well above its floor; wait for it so Y's copy holds ids.
+    for (let i = 0; i < 100 && (await rx.llen(`idpool:{${key}}:ids`)) < 500; i++) await new Promise((r) => setTimeout(r, 50));
 
     // Y splits off with everything X wrote so far: X's pools as they are now.
     expect(Number(await rx.call('WAIT', '1', '5000'))).toBe(1);
