@@ -146,7 +146,6 @@ export class OpsSampler {
   }
 
   private async sampleEntities(): Promise<void> {
-    const { metrics, alarms, cluster } = this.o;
     const { apps, live, rounds } = this.nextBatch();
     const keys = apps.map((a) => a.key);
     const [offsets, sizes] = await Promise.all([this.o.offsets.peekMany(keys), this.o.pools.sizes(keys)]);
@@ -157,81 +156,101 @@ export class OpsSampler {
     apps.forEach((app, i) => {
       const offset = offsets.get(app.key);
       if (offset === undefined) return;
-      const watermark = this.o.sizing.lowWatermark(app);
-      let ring = this.samples.get(app.key);
-      // Until the pool first reaches its watermark, keep only the latest
-      // sample: the first fill reserves a whole pool and pushes it over many
-      // script calls, and a sample taken mid-push would read as a huge take
-      // rate. Rates start from the first filled sample.
-      if (!ring || !this.filledOnce.has(app.key)) this.samples.set(app.key, (ring = new Ring(capacity)));
-      if (sizes[i] >= watermark) this.filledOnce.add(app.key);
-      ring.push({ at, size: sizes[i], offset, served: this.o.served?.(app.key) });
-      const history = ring.toArray();
-      const f = forecastEntity(history, this.o.rateWindowMs, app.startOffset, (n) => cluster.toId(n), cluster.count);
+      const f = this.record(app, { at, size: sizes[i], offset }, capacity);
       if (!f) return;
-      this.forecasts.set(app.key, f);
-      let chart = this.charts.get(app.key);
-      if (!chart) this.charts.set(app.key, (chart = new Ring(capacity)));
-      chart.push({ t: at, size: sizes[i], takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond) });
-
-      const entity = app.key;
-      metrics.poolSize.set({ entity }, sizes[i]);
-      metrics.poolLowWatermark.set({ entity }, watermark);
-      metrics.poolTarget.set({ entity }, this.o.sizing.target(app));
-      metrics.poolMax.set({ entity }, app.maxPoolSize);
-      metrics.currentOffset.set({ entity }, Number(offset));
-      metrics.takeRate.set({ entity }, f.takePerSecond);
-      metrics.reserveRate.set({ entity }, f.reservePerSecond);
-      metrics.forecastPoolDry.set({ entity }, f.poolDrySeconds);
-      metrics.forecastJsSafe.set({ entity }, f.jsSafeSeconds);
-      metrics.forecastInt63.set({ entity }, f.int63Seconds);
-
-      const horizonDays = round(this.o.horizonSeconds / 86_400);
-      const serving = this.filledOnce.has(entity);
-      this.condition(serving && sizes[i] < (watermark * this.o.poolLowPercent) / 100, {
-        name: 'pool_low',
-        severity: 'warning',
-        entityKey: entity,
-        message: `pool of ${entity} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
-        details: { size: sizes[i], lowWatermark: watermark, max: app.maxPoolSize },
-      });
-      // Only below the watermark: a pool at its target is as deep as demand
-      // calls for (a small one right after demand starts is topped up at the
-      // watermark); below it, the refiller should already have acted.
-      this.condition(serving && sizes[i] < watermark && f.poolDrySeconds < this.o.poolDrySeconds, {
-        name: 'forecast_pool_dry',
-        severity: 'warning',
-        entityKey: entity,
-        message: `pool of ${entity} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
-        details: { seconds: round(f.poolDrySeconds), size: sizes[i], takePerSecond: round(f.takePerSecond) },
-      });
-      // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
-      this.condition(serving && cluster.toId(app.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, {
-        name: 'forecast_js_safe_limit',
-        severity: 'warning',
-        entityKey: entity,
-        message: `ids of ${entity} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
-        details: { seconds: round(f.jsSafeSeconds), at: dateIn(at, f.jsSafeSeconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
-      });
-      this.condition(serving && f.int63Seconds <= this.o.horizonSeconds, {
-        name: 'forecast_int63_limit',
-        severity: 'critical',
-        entityKey: entity,
-        message: `ids of ${entity} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
-        details: { seconds: round(f.int63Seconds), at: dateIn(at, f.int63Seconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
-      });
+      this.publish(app, sizes[i], offset, f);
+      this.check(app, sizes[i], at, f);
     });
-    for (const key of [...this.samples.keys()]) {
-      if (live.has(key)) continue;
-      this.samples.delete(key);
-      this.charts.delete(key);
-      this.forecasts.delete(key);
-      this.filledOnce.delete(key);
-      metrics.forgetEntity(key);
-      for (const name of ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const) {
-        this.streaks.delete(`${name}\u0000${key}`);
-        alarms.clear(name, key);
-      }
+    for (const key of [...this.samples.keys()]) if (!live.has(key)) this.forget(key);
+  }
+
+  /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
+  private record(app: AppConfig, sample: { at: number; size: number; offset: bigint }, capacity: number): EntityForecast | undefined {
+    const { cluster } = this.o;
+    let ring = this.samples.get(app.key);
+    // Until the pool first reaches its watermark, keep only the latest
+    // sample: the first fill reserves a whole pool and pushes it over many
+    // script calls, and a sample taken mid-push would read as a huge take
+    // rate. Rates start from the first filled sample.
+    if (!ring || !this.filledOnce.has(app.key)) this.samples.set(app.key, (ring = new Ring(capacity)));
+    if (sample.size >= this.o.sizing.lowWatermark(app)) this.filledOnce.add(app.key);
+    ring.push({ ...sample, served: this.o.served?.(app.key) });
+    const history = ring.toArray();
+    const f = forecastEntity(history, this.o.rateWindowMs, app.startOffset, (n) => cluster.toId(n), cluster.count);
+    if (!f) return undefined;
+    this.forecasts.set(app.key, f);
+    let chart = this.charts.get(app.key);
+    if (!chart) this.charts.set(app.key, (chart = new Ring(capacity)));
+    chart.push({ t: sample.at, size: sample.size, takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond) });
+    return f;
+  }
+
+  /** Sets the entity's pool and forecast gauges. */
+  private publish(app: AppConfig, size: number, offset: bigint, f: EntityForecast): void {
+    const { metrics } = this.o;
+    const entity = app.key;
+    metrics.poolSize.set({ entity }, size);
+    metrics.poolLowWatermark.set({ entity }, this.o.sizing.lowWatermark(app));
+    metrics.poolTarget.set({ entity }, this.o.sizing.target(app));
+    metrics.poolMax.set({ entity }, app.maxPoolSize);
+    metrics.currentOffset.set({ entity }, Number(offset));
+    metrics.takeRate.set({ entity }, f.takePerSecond);
+    metrics.reserveRate.set({ entity }, f.reservePerSecond);
+    metrics.forecastPoolDry.set({ entity }, f.poolDrySeconds);
+    metrics.forecastJsSafe.set({ entity }, f.jsSafeSeconds);
+    metrics.forecastInt63.set({ entity }, f.int63Seconds);
+  }
+
+  /** Raises or clears the entity's pool and forecast alarms. */
+  private check(app: AppConfig, size: number, at: number, f: EntityForecast): void {
+    const entity = app.key;
+    const watermark = this.o.sizing.lowWatermark(app);
+    const horizonDays = round(this.o.horizonSeconds / 86_400);
+    const serving = this.filledOnce.has(entity);
+    this.condition(serving && size < (watermark * this.o.poolLowPercent) / 100, {
+      name: 'pool_low',
+      severity: 'warning',
+      entityKey: entity,
+      message: `pool of ${entity} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
+      details: { size, lowWatermark: watermark, max: app.maxPoolSize },
+    });
+    // Only below the watermark: a pool at its target is as deep as demand
+    // calls for (a small one right after demand starts is topped up at the
+    // watermark); below it, the refiller should already have acted.
+    this.condition(serving && size < watermark && f.poolDrySeconds < this.o.poolDrySeconds, {
+      name: 'forecast_pool_dry',
+      severity: 'warning',
+      entityKey: entity,
+      message: `pool of ${entity} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
+      details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
+    });
+    // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
+    this.condition(serving && this.o.cluster.toId(app.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, {
+      name: 'forecast_js_safe_limit',
+      severity: 'warning',
+      entityKey: entity,
+      message: `ids of ${entity} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
+      details: { seconds: round(f.jsSafeSeconds), at: dateIn(at, f.jsSafeSeconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
+    });
+    this.condition(serving && f.int63Seconds <= this.o.horizonSeconds, {
+      name: 'forecast_int63_limit',
+      severity: 'critical',
+      entityKey: entity,
+      message: `ids of ${entity} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
+      details: { seconds: round(f.int63Seconds), at: dateIn(at, f.int63Seconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
+    });
+  }
+
+  /** Drops a retired entity's history, gauges and alarms. */
+  private forget(key: string): void {
+    this.samples.delete(key);
+    this.charts.delete(key);
+    this.forecasts.delete(key);
+    this.filledOnce.delete(key);
+    this.o.metrics.forgetEntity(key);
+    for (const name of ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const) {
+      this.streaks.delete(`${name}\u0000${key}`);
+      this.o.alarms.clear(name, key);
     }
   }
 
