@@ -27,11 +27,12 @@ export interface ReadinessReport {
 }
 
 export interface HttpDeps {
-  registry: Pick<AppRegistry, 'find' | 'require' | 'list' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  registry: Pick<AppRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
   dispatcher: { take(app: AppConfig, count: number): Promise<string[]> };
-  pools: { size(entityKey: string): Promise<number> };
-  /** Reads `current_offset` (the allocator's `peek`). */
-  offsets: { peek(entityKey: string): Promise<bigint> };
+  /** Pool sizes of a page of entities in one round trip. */
+  pools: { sizes(entityKeys: readonly string[]): Promise<number[]> };
+  /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
+  offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
   adminToken: string;
   snowflake?: SnowflakeIssuer;
   workers?: { list(): Promise<unknown[]> };
@@ -56,6 +57,26 @@ function decodeOr400(snowflake: SnowflakeIssuer, id: string): IdExplanation {
     if (err instanceof NotAnIdError) throw new InvalidRequestError(err.message);
     throw err;
   }
+}
+
+/** Page size of `GET /admin/apps` (DESIGN.md "HTTP API"): a page costs one Redis round trip and one query whatever its size. */
+const PAGE_DEFAULT = 100;
+const PAGE_MAX = 1000;
+
+/** `?limit=` and `?after=` of a paged list; anything else is a 400 that changes nothing. */
+function pageParams(req: Request): { after: string | undefined; limit: number } {
+  const { limit: rawLimit, after } = req.query;
+  let limit = PAGE_DEFAULT;
+  if (rawLimit !== undefined) {
+    if (typeof rawLimit !== 'string' || !/^\d{1,4}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > PAGE_MAX) {
+      throw new InvalidRequestError(`limit must be an integer from 1 to ${PAGE_MAX}`);
+    }
+    limit = Number(rawLimit);
+  }
+  if (after !== undefined && (typeof after !== 'string' || !KEY_PATTERN.test(after))) {
+    throw new InvalidRequestError('after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page');
+  }
+  return { after, limit };
 }
 
 /** Largest JSON body accepted; registrations and counts are far smaller. */
@@ -140,14 +161,21 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   const admin = express.Router();
   admin.use(requireAdmin);
 
-  const withPool = async (entity: AppConfig) => {
-    const view: Record<string, unknown> = { ...describeApp(entity) };
-    view.currentOffset = (await deps.offsets.peek(entity.key)).toString();
-    if (entity.mode !== 'snowflake') {
-      view.pool = { size: await deps.pools.size(entity.key), max: entity.maxPoolSize, lowWatermark: lowWatermark(entity) };
-    }
-    return view;
+  /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
+  const withPools = async (entities: readonly AppConfig[]) => {
+    const pooled = entities.filter((e) => e.mode !== 'snowflake');
+    const [offsets, sizes] = await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
+    const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
+    return entities.map((entity) => {
+      const view: Record<string, unknown> = { ...describeApp(entity) };
+      view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
+      if (entity.mode !== 'snowflake') {
+        view.pool = { size: sizeOf.get(entity.key) ?? 0, max: entity.maxPoolSize, lowWatermark: lowWatermark(entity) };
+      }
+      return view;
+    });
   };
+  const withPool = async (entity: AppConfig) => (await withPools([entity]))[0];
 
   admin.post('/apps', async (req, res) => {
     const input = parseBody(registerSchema, req.body);
@@ -155,9 +183,10 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.status(201).json({ ...(await withPool(created)), secret });
   });
 
-  admin.get('/apps', async (_req, res) => {
-    const apps = await Promise.all(deps.registry.list().map(withPool));
-    res.json({ apps });
+  admin.get('/apps', async (req, res) => {
+    const { after, limit } = pageParams(req);
+    const page = deps.registry.page(after, limit);
+    res.json({ apps: await withPools(page.apps), next: page.next });
   });
 
   admin.get('/apps/:key', async (req, res) => {

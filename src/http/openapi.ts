@@ -266,9 +266,27 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
           responses: { 201: { description: 'Registered; `secret` is shown only here.', content: json(ref('RegisteredApp')) }, 400: E[400], 401: E[401], 409: E[409], 413: E[413], 503: E[503] },
         },
         get: {
-          summary: 'List live entities',
+          summary: 'List live entities, a page at a time',
+          description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
           security: admin,
-          responses: { 200: { description: 'Every live entity.', content: json({ type: 'object', required: ['apps'], additionalProperties: false, properties: { apps: { type: 'array', items: ref('App') } } }) }, 401: E[401], 503: E[503] },
+          parameters: [
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, description: 'Entities per page.' },
+            { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' }, description: 'Start after this key: the `next` of the previous page.' },
+          ],
+          responses: {
+            200: {
+              description: 'One page of live entities.',
+              content: json({
+                type: 'object',
+                required: ['apps', 'next'],
+                additionalProperties: false,
+                properties: { apps: { type: 'array', maxItems: 1000, items: ref('App') }, next: { type: ['string', 'null'], description: 'Key to pass as `after` for the next page; null on the last page.' } },
+              }),
+            },
+            400: E[400],
+            401: E[401],
+            503: E[503],
+          },
         },
       },
       '/admin/apps/{key}': {

@@ -93,6 +93,15 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     // list
     const listed = json(await idpool(['apps', 'list', '--json'], env));
     expect(listed.apps.map((a: { key: string }) => a.key)).toEqual(expect.arrayContaining([key, trendKey]));
+    // One page with --limit; every page by default (and the same keys either way).
+    const first = json(await idpool(['apps', 'list', '--limit', '1', '--json'], env));
+    expect(first.apps).toHaveLength(1);
+    expect(first.next).toBe(first.apps[0].key);
+    const second = json(await idpool(['apps', 'list', '--limit', '1', '--after', first.next, '--json'], env));
+    expect(second.apps[0].key > first.next).toBe(true);
+    const onePage = await idpool(['apps', 'list', '--limit', '1'], env);
+    expect(onePage.stdout).toContain(`more after ${first.next} (add --after ${first.next})`);
+    expectOneLineError(await idpool(['apps', 'list', '--limit', '0'], env), 2, /limit must be an integer from 1 to 1000/);
     const table = await idpool(['apps', 'list'], env);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^KEY\s+MODE\s+STEP\s+POOL\s+CURRENT OFFSET\s+NAME$/);

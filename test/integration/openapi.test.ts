@@ -122,6 +122,8 @@ describe('GET /openapi.json describes every route, and real responses match it (
     conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { ...admin, rawBody: JSON.stringify({ key: 'x'.repeat(20_000) }) }));
 
     conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, admin));
+    conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=1&after=${key}`, admin));
+    conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));
     conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, { token: 'nope' }));
     conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, admin));
     conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${flake}`, admin));
