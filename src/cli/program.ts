@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from '../config/config';
 import { IdpoolError } from '../errors';
 import { AdminApi } from './admin-api';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
+import { importApps } from './import';
 import { fields, table } from './format';
 
 export interface CliIo {
@@ -203,6 +204,22 @@ function buildProgram(io: CliIo): Command {
           ) + more
         );
       });
+    });
+
+  apps
+    .command('import')
+    .description('register every entity of a JSON-lines file (one POST /admin/apps body per line); secrets go to --secrets')
+    .argument('<file>', 'JSON lines, e.g. {"key": "orders", "step": 1000}')
+    .requiredOption('--secrets <path>', 'file to create (mode 0600, never overwritten) with one {"key","secret"} line per registered entity')
+    .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
+    .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
+      const api = admin(cmd);
+      const result = await importApps(api, { file, secretsPath: opts.secrets, concurrency: opts.concurrency }, (f) => {
+        if (!globals(cmd).json) io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
+      });
+      const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
+      print(cmd, { registered: result.registered, lines: result.lines, secrets: opts.secrets, failures: result.failures.map(({ line, error }) => ({ line, error })) }, () => `${summary}\n`);
+      if (result.exitCode !== EXIT_OK) throw new CliError(result.exitCode as 1 | 2, `${result.failures.length} of ${result.lines} lines failed (listed above)`);
     });
 
   apps
