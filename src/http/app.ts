@@ -162,9 +162,9 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   admin.use(requireAdmin);
 
   /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
-  const withPools = async (entities: readonly AppConfig[]) => {
+  const withPools = async (entities: readonly AppConfig[], knownOffsets?: Map<string, bigint>) => {
     const pooled = entities.filter((e) => e.mode !== 'snowflake');
-    const [offsets, sizes] = await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
+    const [offsets, sizes] = await Promise.all([knownOffsets ?? deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
     const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
     return entities.map((entity) => {
       const view: Record<string, unknown> = { ...describeApp(entity) };
@@ -180,7 +180,9 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   admin.post('/apps', async (req, res) => {
     const input = parseBody(registerSchema, req.body);
     const { app: created, secret } = await deps.registry.register(input);
-    res.status(201).json({ ...(await withPool(created)), secret });
+    // Just inserted: current_offset is the start offset the INSERT wrote (no second query on the registration path).
+    const [view] = await withPools([created], new Map([[created.key, created.startOffset]]));
+    res.status(201).json({ ...view, secret });
   });
 
   admin.get('/apps', async (req, res) => {
