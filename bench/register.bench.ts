@@ -153,7 +153,9 @@ async function main() {
       // Warm-up: connections, JIT, the first migration-time caches.
       await registerMany(service.base, 'warm', 20, 4, shape.body);
       const one = await registerMany(service.base, 'c1', Math.min(shape.count, 1000), 1, shape.body);
+      process.stdout.write(`${shape.name}: 1 client ${fmt(one)} entities/s\n`);
       const eight = await registerMany(service.base, 'c8', shape.count, 8, shape.body);
+      process.stdout.write(`${shape.name}: 8 clients ${fmt(eight)} entities/s\n`);
       rows.push(`${`${shape.name}, ${fmt(shape.count)}`.padEnd(50)} 1 client ${fmt(one).padStart(6)} entities/s   8 clients ${fmt(eight).padStart(6)} entities/s`);
     } finally {
       service.proc.kill('SIGTERM');

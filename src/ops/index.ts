@@ -4,6 +4,7 @@ import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
 import type { OpsConfig } from '../config/config';
+import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
 import { type EntityOverview, type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
 
@@ -56,6 +57,8 @@ export interface Ops {
   readonly refillEvents: RefillObserver;
   readonly dispatchEvents: DispatchObserver;
   overview(): Promise<OpsOverview>;
+  /** `issuer`, reporting the ids it hands out as served (snowflake ids never pass the dispatcher). */
+  countServed<T extends { take(entityKey: string, count: number): string[] | Promise<string[]> }>(issuer: T): T;
   start(): void;
   /** Stops sampling and waits for webhook posts already queued. */
   stop(): Promise<void>;
@@ -65,7 +68,9 @@ export interface Ops {
 export function createOps(deps: OpsDeps): Ops {
   const { config, clock } = deps;
   const log = deps.log.child({ component: 'alarms' });
-  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics });
+  // "Recently" for ranking the busiest entities: the forecasts' rate window.
+  const recent = new RecentServed(clock, config.rateWindowMs);
+  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics, maxEntities: config.metricsMaxEntities, recentServed: () => recent.rates() });
   const alarms = new Alarms({
     clock,
     log,
@@ -145,6 +150,7 @@ export function createOps(deps: OpsDeps): Ops {
     served(entity, count) {
       metrics.idsServed.inc({ entity }, count);
       served.set(entity, (served.get(entity) ?? 0) + count);
+      recent.add(entity, count);
     },
     rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
     exhausted(entity, count) {
@@ -175,6 +181,21 @@ export function createOps(deps: OpsDeps): Ops {
         workers: deps.workers ? (await deps.workers.list()).filter((w) => (w as { live?: unknown }).live !== false) : [],
         alarms: { active: alarms.activeAlarms().length, recent: alarms.recent() },
       };
+    },
+    countServed(issuer) {
+      const counted = Object.create(issuer) as typeof issuer;
+      counted.take = (entityKey: string, count: number) => {
+        const ids = issuer.take(entityKey, count);
+        if (Array.isArray(ids)) {
+          dispatchEvents.served(entityKey, ids.length);
+          return ids;
+        }
+        return ids.then((taken) => {
+          dispatchEvents.served(entityKey, taken.length);
+          return taken;
+        });
+      };
+      return counted;
     },
     start: () => sampler.start(),
     async stop() {
