@@ -45,7 +45,7 @@ export interface HttpDeps {
   /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
   draining?(): boolean;
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
-  ops?: { overview(): Promise<unknown> };
+  ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
   log: Logger;
 }
 
@@ -65,19 +65,26 @@ const PAGE_MAX = 1000;
 
 /** `?limit=` and `?after=` of a paged list; anything else is a 400 that changes nothing. */
 function pageParams(req: Request): { after: string | undefined; limit: number } {
-  const { limit: rawLimit, after } = req.query;
-  let limit = PAGE_DEFAULT;
-  if (rawLimit !== undefined) {
-    if (typeof rawLimit !== 'string' || !/^\d{1,4}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > PAGE_MAX) {
-      throw new InvalidRequestError(`limit must be an integer from 1 to ${PAGE_MAX}`);
-    }
-    limit = Number(rawLimit);
-  }
+  const after = req.query.after;
+  const limit = limitParam(req, PAGE_DEFAULT);
   if (after !== undefined && (typeof after !== 'string' || !KEY_PATTERN.test(after))) {
     throw new InvalidRequestError('after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page');
   }
   return { after, limit };
 }
+
+/** `?limit=`: an integer from 1 to PAGE_MAX, `fallback` when absent. */
+function limitParam(req: Request, fallback: number): number {
+  const raw = req.query.limit;
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'string' || !/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > PAGE_MAX) {
+    throw new InvalidRequestError(`limit must be an integer from 1 to ${PAGE_MAX}`);
+  }
+  return Number(raw);
+}
+
+/** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
+const OPS_DEFAULT_ROWS = 50;
 
 /** Largest JSON body accepted; registrations and counts are far smaller. */
 const BODY_LIMIT = '16kb';
@@ -162,9 +169,12 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   admin.use(requireAdmin);
 
   /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
-  const withPools = async (entities: readonly AppConfig[], knownOffsets?: Map<string, bigint>) => {
+  const withPools = async (entities: readonly AppConfig[], fresh?: 'just registered') => {
     const pooled = entities.filter((e) => e.mode !== 'snowflake');
-    const [offsets, sizes] = await Promise.all([knownOffsets ?? deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
+    // A key is never registered twice, so a just-registered entity has reserved nothing and pooled nothing yet.
+    const [offsets, sizes] = fresh
+      ? [new Map(entities.map((e) => [e.key, e.startOffset])), pooled.map(() => 0)]
+      : await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
     const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
     return entities.map((entity) => {
       const view: Record<string, unknown> = { ...describeApp(entity) };
@@ -180,8 +190,8 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   admin.post('/apps', async (req, res) => {
     const input = parseBody(registerSchema, req.body);
     const { app: created, secret } = await deps.registry.register(input);
-    // Just inserted: current_offset is the start offset the INSERT wrote (no second query on the registration path).
-    const [view] = await withPools([created], new Map([[created.key, created.startOffset]]));
+    // Described as inserted: no SQL query or Redis round trip on the registration path.
+    const [view] = await withPools([created], 'just registered');
     res.status(201).json({ ...view, secret });
   });
 
@@ -214,9 +224,14 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.json({ workers: deps.workers ? await deps.workers.list() : [] });
   });
 
-  admin.get('/ops', async (_req, res) => {
+  admin.get('/ops', async (req, res) => {
     if (!deps.ops) throw new NotFoundError('the ops overview is not enabled');
-    res.json(await deps.ops.overview());
+    const q = req.query.q;
+    const limit = limitParam(req, OPS_DEFAULT_ROWS);
+    if (q !== undefined && (typeof q !== 'string' || (q !== '' && !KEY_PATTERN.test(q)))) {
+      throw new InvalidRequestError('q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .');
+    }
+    res.json(await deps.ops.overview({ limit, search: q || undefined }));
   });
 
   // The dashboard page holds no data and is served without a token (see dashboard/router.ts).

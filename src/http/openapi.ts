@@ -171,13 +171,25 @@ const schemas: Record<string, Schema> = {
       },
     },
   },
+  SnowflakeEntityOverview: {
+    type: 'object',
+    required: ['key', 'mode', 'takePerSecond'],
+    additionalProperties: false,
+    properties: {
+      key: { type: 'string' },
+      mode: { type: 'string', enum: ['snowflake'] },
+      takePerSecond: { type: 'number', minimum: 0, description: 'Ids per second served by the answering instance (each instance makes its own snowflake ids).' },
+    },
+  },
   OpsOverview: {
     type: 'object',
-    required: ['at', 'entities', 'snowflake', 'workers', 'alarms'],
+    required: ['at', 'entityCount', 'matching', 'entities', 'snowflake', 'workers', 'alarms'],
     additionalProperties: false,
     properties: {
       at: isoDate,
-      entities: { type: 'array', items: ref('EntityOverview') },
+      entityCount: { type: 'integer', minimum: 0, description: 'Live entities in all.' },
+      matching: { type: 'integer', minimum: 0, description: 'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.' },
+      entities: { type: 'array', items: { anyOf: [ref('EntityOverview'), ref('SnowflakeEntityOverview')] }, description: 'Busiest first (take rate), then by key.' },
       snowflake: {
         anyOf: [
           {
@@ -328,8 +340,13 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
       '/admin/ops': {
         get: {
           summary: 'Pools, take rates, forecasts, leases and recent alarms (what the dashboard shows)',
+          description: 'The busiest `limit` entities, or the busiest of those whose key contains `q`.',
           security: admin,
-          responses: { 200: { description: 'The overview.', content: json(ref('OpsOverview')) }, 401: E[401], 404: E[404] },
+          parameters: [
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 }, description: 'Entities to show.' },
+            { name: 'q', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,64}$' }, description: 'Show only entities whose key contains this.' },
+          ],
+          responses: { 200: { description: 'The overview.', content: json(ref('OpsOverview')) }, 400: E[400], 401: E[401], 404: E[404] },
         },
       },
       '/admin/ui': {
