@@ -167,6 +167,7 @@ async function main() {
       const one = await rawInserts(url, 1000, 1);
       const eight = await rawInserts(url, COUNT, 8);
       rows.push(`${'raw INSERT (mysql2, same row)'.padEnd(50)} 1 conn   ${fmt(one).padStart(6)} rows/s       8 conns   ${fmt(eight).padStart(6)} rows/s`);
+      process.stdout.write(`${rows.at(-1)}\n`);
     }
     await dropSchema(schemaName);
   }
