@@ -25,8 +25,8 @@ export interface OpsMetricsOptions {
  */
 export class OpsMetrics {
   readonly registry = new Registry();
-  /** Families labelled by `entity`, and how each is totalled over all entities. */
-  private readonly perEntity = new Map<string, Total>();
+  /** How each family labelled by `entity` is totalled over all entities (none when absent). */
+  private readonly totals = new Map<string, Total>();
 
   // Pools (set by the sampler).
   readonly poolSize = this.gauge('idpool_pool_size', 'Ids ready in the pool', ['entity'], 'sum');
@@ -90,7 +90,7 @@ export class OpsMetrics {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     // Counters and histograms labelled by entity: all add up.
     for (const m of [this.idsServed, this.rateLimited, this.exhausted, this.refills, this.refillDuration, this.segmentsReserved, this.numbersReserved, this.fenceRefusals, this.poolsDiscarded]) {
-      this.perEntity.set(nameOf(m), 'sum');
+      this.totals.set(nameOf(m), 'sum');
     }
   }
 
@@ -114,8 +114,9 @@ export class OpsMetrics {
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
     const read = new Map<string, MetricObjectWithValues<MetricValue<string>>>();
+    // Every family with an `entity` label is capped, also ones added later without a total rule.
     await Promise.all(
-      families.filter((m) => this.perEntity.has(nameOf(m))).map(async (m) => read.set(nameOf(m), (await m.get()) as MetricObjectWithValues<MetricValue<string>>)),
+      families.filter(hasEntityLabel).map(async (m) => read.set(nameOf(m), (await m.get()) as MetricObjectWithValues<MetricValue<string>>)),
     );
     const candidates = new Set<string>();
     for (const family of read.values()) for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));
@@ -132,20 +133,24 @@ export class OpsMetrics {
       }
       const kept = { ...family, values: family.values.filter((v) => v.labels.entity === undefined || shown.has(String(v.labels.entity))) };
       out.registerMetric(fixed(kept));
-      const total = this.perEntity.get(family.name);
+      const total = this.totals.get(family.name);
       if (total) out.registerMetric(fixed(totalOf(family, total)));
     }
     return { contentType: out.contentType, body: await out.metrics() };
   }
 
   private gauge<L extends string>(name: string, help: string, labelNames: L[], total?: Total): Gauge<L> {
-    if (total !== undefined) this.perEntity.set(name, total);
+    if (total !== undefined) this.totals.set(name, total);
     return new Gauge({ name, help, labelNames, registers: [this.registry] });
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
+}
+
+function hasEntityLabel(m: Metric): boolean {
+  return ((m as unknown as { labelNames?: string[] }).labelNames ?? []).includes('entity');
 }
 
 function nameOf(m: Metric): string {

@@ -1,3 +1,4 @@
+import { Gauge } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { RecentServed, busiest } from '../../src/ops/busiest';
 import { OpsMetrics } from '../../src/ops/metrics';
@@ -62,7 +63,12 @@ describe('/metrics per-entity series are capped to the busiest entities, with to
 
   it('fills the room left by busy entities with idle ones in key order, and shows all when under the cap', async () => {
     const metrics = new OpsMetrics({ defaultMetrics: false, maxEntities: 4, recentServed: () => new Map([['z', 1]]) });
-    for (const entity of ['d', 'a', 'z', 'c', 'b']) metrics.poolSize.set({ entity }, 1);
+    // A family added later with an `entity` label is capped as well.
+    const later = new Gauge({ name: 'idpool_later', help: 'added later', labelNames: ['entity'], registers: [metrics.registry] });
+    for (const entity of ['d', 'a', 'z', 'c', 'b']) {
+      metrics.poolSize.set({ entity }, 1);
+      later.set({ entity }, 1);
+    }
     expect(entities((await metrics.render()).body)).toEqual(new Set(['z', 'a', 'b', 'c']));
     expect(busiest(10, ['b', 'a'])).toEqual(new Set(['a', 'b']));
     expect(busiest(0, ['b', 'a'], new Map([['a', 5]]))).toEqual(new Set());
