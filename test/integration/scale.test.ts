@@ -109,6 +109,7 @@ describe(`${ENTITIES.toLocaleString('en-US')} entities on one deployment (MariaD
     for (const key of hot) expect(labels.has(key)).toBe(true);
     expect(Number(/^idpool_all_ids_served_total (\S+)$/m.exec(text)?.[1])).toBe(served);
     expect(metrics.ms).toBeLessThan(5000);
+    process.stdout.write(`slowest page of 1,000: ${Math.round(slowest)} ms; /metrics: ${Math.round(metrics.ms)} ms, ${labels.size} entities, ${text.length} bytes\n`);
 
     // 5. The dashboard's view: the busiest first, a search by key, both fast.
     const ops = await timed(() => call(`${base}/admin/ops`, admin));
@@ -123,5 +124,6 @@ describe(`${ENTITIES.toLocaleString('en-US')} entities on one deployment (MariaD
     expect(found.value.body.matching).toBe(1);
     expect(found.value.body.entities.map((e: { key: string }) => e.key)).toEqual([keyOf(5123)]);
     expect(found.ms).toBeLessThan(2000);
+    process.stdout.write(`/admin/ops: ${Math.round(ops.ms)} ms; search: ${Math.round(found.ms)} ms\n`);
   });
 });
