@@ -24,6 +24,8 @@ export interface AppChangeListener {
  */
 export class AppRegistry implements AppCatalog {
   private readonly cache = new Map<string, AppConfig>();
+  /** Keys of {@link cache} in order, rebuilt on the first page read after a change (pages are read far less often than entities change in a bulk import). */
+  private sortedKeys: string[] | undefined;
   /** Keys looked up and not found, with when: a burst of unknown keys costs one query a second. */
   private readonly misses = new Map<string, number>();
   private lastRefresh = 0;
@@ -53,6 +55,7 @@ export class AppRegistry implements AppCatalog {
     const apps = await this.store.listLive();
     this.cache.clear();
     for (const app of apps) this.cache.set(app.key, app);
+    this.sortedKeys = undefined;
     this.lastRefresh = now;
   }
 
@@ -69,12 +72,11 @@ export class AppRegistry implements AppCatalog {
       const known = this.cache.get(app.key);
       if (retired) {
         if (known) {
-          this.cache.delete(app.key);
+          this.forget(app.key);
           await this.retired(app.key);
         }
       } else if (!known || known.updateTime !== app.updateTime || known.secretHash !== app.secretHash) {
-        this.cache.set(app.key, app);
-        this.misses.delete(app.key);
+        this.remember(app);
         if (!known) await this.registered(app);
       }
     }
@@ -93,8 +95,7 @@ export class AppRegistry implements AppCatalog {
     if (missedAt !== undefined && now - missedAt < 1000) return undefined;
     const app = await this.store.findLive(key);
     if (app) {
-      this.cache.set(key, app);
-      this.misses.delete(key);
+      this.remember(app);
       await this.registered(app);
     } else {
       if (this.misses.size > 10_000) this.misses.clear();
@@ -110,7 +111,39 @@ export class AppRegistry implements AppCatalog {
   }
 
   list(): AppConfig[] {
-    return [...this.cache.values()].sort((a, b) => (a.key < b.key ? -1 : 1));
+    return this.keysInOrder().map((k) => this.cache.get(k)!);
+  }
+
+  /**
+   * Up to `limit` live entities in key order, starting after the key `after`
+   * (which need not exist); `next` is the key to continue after, or null at the end.
+   */
+  page(after: string | undefined, limit: number): { apps: AppConfig[]; next: string | null } {
+    const keys = this.keysInOrder();
+    let from = 0;
+    if (after !== undefined) {
+      // First key greater than `after` (binary search: keys are unique and ordered).
+      let hi = keys.length;
+      while (from < hi) {
+        const mid = (from + hi) >>> 1;
+        if (keys[mid] <= after) from = mid + 1;
+        else hi = mid;
+      }
+    }
+    const slice = keys.slice(from, from + limit);
+    const more = from + limit < keys.length;
+    return { apps: slice.map((k) => this.cache.get(k)!), next: more ? slice[slice.length - 1] : null };
+  }
+
+  /** Number of live entities. */
+  count(): number {
+    return this.cache.size;
+  }
+
+  private keysInOrder(): string[] {
+    // Plain `<` order: keys are ASCII, so this is also the byte order SQL uses.
+    this.sortedKeys ??= [...this.cache.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return this.sortedKeys;
   }
 
   segmentKeys(): string[] {
@@ -127,8 +160,7 @@ export class AppRegistry implements AppCatalog {
     const now = this.clock.now();
     const app: AppConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
     if (!(await this.store.insert(app))) throw new ConflictError(`key "${app.key}" is already registered (retired keys are never reused)`);
-    this.cache.set(app.key, app);
-    this.misses.delete(app.key);
+    this.remember(app);
     await this.registered(app);
     return { app, secret };
   }
@@ -155,8 +187,19 @@ export class AppRegistry implements AppCatalog {
   async retire(key: string): Promise<void> {
     await this.require(key);
     if (!(await this.store.retire(key, this.clock.now()))) throw new NotFoundError(`no entity with key "${key}"`);
-    this.cache.delete(key);
+    this.forget(key);
     await this.retired(key);
+  }
+
+  /** Caches a live entity (new or changed). */
+  private remember(app: AppConfig): void {
+    if (!this.cache.has(app.key)) this.sortedKeys = undefined;
+    this.cache.set(app.key, app);
+    this.misses.delete(app.key);
+  }
+
+  private forget(key: string): void {
+    if (this.cache.delete(key)) this.sortedKeys = undefined;
   }
 }
 

@@ -54,7 +54,7 @@ export class AdminApi {
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
       const why = e.name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
-      throw new CliError(EXIT_FAILURE, `cannot reach idpool at ${this.base}: ${why} (set --url or IDPOOL_URL)`);
+      throw new CliError(EXIT_FAILURE, `cannot reach idpool at ${this.base}: ${why} (set --url or IDPOOL_URL)`, true);
     }
     let parsed: unknown;
     try {

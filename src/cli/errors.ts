@@ -10,6 +10,8 @@ export class CliError extends Error {
   constructor(
     readonly exitCode: typeof EXIT_FAILURE | typeof EXIT_USAGE,
     message: string,
+    /** The service could not be reached at all (no answer, refused): retrying other requests is pointless. */
+    readonly unreachable = false,
   ) {
     super(message);
     this.name = 'CliError';

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from '../config/config';
 import { IdpoolError } from '../errors';
 import { AdminApi } from './admin-api';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
+import { importApps } from './import';
 import { fields, table } from './format';
 
 export interface CliIo {
@@ -31,6 +32,9 @@ const decimal = (value: string): string => {
   if (!/^\d{1,19}$/.test(value)) throw new InvalidArgumentError('must be a non-negative decimal integer.');
   return value;
 };
+
+/** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
+const LIST_PAGE = 1000;
 
 /** Options of `apps create` and `apps update`, as the admin API names the fields. */
 const TUNABLES: { flag: string; field: string; what: string }[] = [
@@ -173,17 +177,49 @@ function buildProgram(io: CliIo): Command {
 
   apps
     .command('list')
-    .description('list live entities with their pools')
-    .action(async (_opts: unknown, cmd: Command) => {
-      const { apps: list } = await admin(cmd).get<{ apps: Record<string, any>[] }>('/admin/apps');
-      print(cmd, { apps: list }, () =>
-        list.length === 0
-          ? 'no entities registered\n'
-          : table(
-              ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'NAME'],
-              list.map((a) => [a.key, a.mode, String(a.step), a.pool ? `${a.pool.size}/${a.pool.max}` : '-', a.currentOffset ?? '-', a.name]),
-            ),
-      );
+    .description('list live entities with their pools, in key order (every page unless --limit)')
+    .addOption(new Option('--limit <n>', 'one page of at most n entities (1-1000) instead of all').argParser(nonNegativeInt))
+    .option('--after <key>', 'start after this key (the "next" a page printed)')
+    .action(async (opts: { limit?: number; after?: string }, cmd: Command) => {
+      const api = admin(cmd);
+      const list: Record<string, any>[] = [];
+      let after = opts.after;
+      let next: string | null = null;
+      do {
+        const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
+        if (after !== undefined) query.set('after', after);
+        const page = await api.get<{ apps: Record<string, any>[]; next: string | null }>(`/admin/apps?${query}`);
+        list.push(...page.apps);
+        next = page.next;
+        after = next ?? undefined;
+      } while (next !== null && opts.limit === undefined);
+      const json = opts.limit === undefined ? { apps: list } : { apps: list, next };
+      print(cmd, json, () => {
+        const more = opts.limit !== undefined && next !== null ? `more after ${next} (add --after ${next})\n` : '';
+        if (list.length === 0) return `no entities registered${opts.after ? ` after ${opts.after}` : ''}\n`;
+        return (
+          table(
+            ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'NAME'],
+            list.map((a) => [a.key, a.mode, String(a.step), a.pool ? `${a.pool.size}/${a.pool.max}` : '-', a.currentOffset ?? '-', a.name]),
+          ) + more
+        );
+      });
+    });
+
+  apps
+    .command('import')
+    .description('register every entity of a JSON-lines file (one POST /admin/apps body per line); secrets go to --secrets')
+    .argument('<file>', 'JSON lines, e.g. {"key": "orders", "step": 1000}')
+    .requiredOption('--secrets <path>', 'file to create (mode 0600, never overwritten) with one {"key","secret"} line per registered entity')
+    .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
+    .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
+      const api = admin(cmd);
+      const result = await importApps(api, { file, secretsPath: opts.secrets, concurrency: opts.concurrency }, (f) => {
+        if (!globals(cmd).json) io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
+      });
+      const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
+      print(cmd, { registered: result.registered, lines: result.lines, secrets: opts.secrets, failures: result.failures.map(({ line, error }) => ({ line, error })) }, () => `${summary}\n`);
+      if (result.exitCode !== EXIT_OK) throw new CliError(result.exitCode as 1 | 2, `${result.failures.length} of ${result.lines} lines failed (listed above)`);
     });
 
   apps

@@ -65,6 +65,8 @@ export interface OpsConfig {
   historyMs: number;
   /** One log line per HTTP request. */
   requestLog: boolean;
+  /** `/metrics` has per-entity series for at most this many entities (the busiest), totals for all. */
+  metricsMaxEntities: number;
 }
 
 /** Where Redis is (DESIGN.md "Redis topologies"). */
@@ -161,6 +163,9 @@ export const DEFAULTS = {
     // Ten minutes of chart.
     historyMs: 600_000,
     requestLog: true,
+    // 200 entities × ~15 per-entity series ≈ 3,000 series per instance: a
+    // small share of what one Prometheus handles, whatever the entity count.
+    metricsMaxEntities: 200,
   } satisfies OpsConfig as OpsConfig,
   logLevel: 'info',
 } as const;
@@ -339,5 +344,6 @@ function opsConfig(r: EnvReader): OpsConfig {
     rateWindowMs: r.int('IDPOOL_OPS_RATE_WINDOW_MS', d.rateWindowMs, 1000, 3_600_000),
     historyMs: r.int('IDPOOL_OPS_HISTORY_MS', d.historyMs, 10_000, 3_600_000),
     requestLog: r.bool('IDPOOL_REQUEST_LOG', d.requestLog),
+    metricsMaxEntities: r.int('IDPOOL_METRICS_MAX_ENTITIES', d.metricsMaxEntities, 0, 100_000),
   };
 }

@@ -28,13 +28,14 @@ export interface ReadinessReport {
 }
 
 export interface HttpDeps {
-  registry: Pick<AppRegistry, 'find' | 'require' | 'list' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  registry: Pick<AppRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
   dispatcher: { take(app: AppConfig, count: number): Promise<string[]> };
-  pools: { size(entityKey: string): Promise<number> };
+  /** Pool sizes of a page of entities in one round trip. */
+  pools: { sizes(entityKeys: readonly string[]): Promise<number[]> };
+  /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
+  offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
   /** Target depth and watermark of each pool (they move with demand). */
   sizing: PoolSizing;
-  /** Reads `current_offset` (the allocator's `peek`). */
-  offsets: { peek(entityKey: string): Promise<bigint> };
   adminToken: string;
   snowflake?: SnowflakeIssuer;
   workers?: { list(): Promise<unknown[]> };
@@ -47,7 +48,7 @@ export interface HttpDeps {
   /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
   draining?(): boolean;
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
-  ops?: { overview(): Promise<unknown> };
+  ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
   log: Logger;
 }
 
@@ -60,6 +61,33 @@ function decodeOr400(snowflake: SnowflakeIssuer, id: string): IdExplanation {
     throw err;
   }
 }
+
+/** Page size of `GET /admin/apps` (DESIGN.md "HTTP API"): a page costs one Redis round trip and one query whatever its size. */
+const PAGE_DEFAULT = 100;
+const PAGE_MAX = 1000;
+
+/** `?limit=` and `?after=` of a paged list; anything else is a 400 that changes nothing. */
+function pageParams(req: Request): { after: string | undefined; limit: number } {
+  const after = req.query.after;
+  const limit = limitParam(req, PAGE_DEFAULT);
+  if (after !== undefined && (typeof after !== 'string' || !KEY_PATTERN.test(after))) {
+    throw new InvalidRequestError('after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page');
+  }
+  return { after, limit };
+}
+
+/** `?limit=`: an integer from 1 to PAGE_MAX, `fallback` when absent. */
+function limitParam(req: Request, fallback: number): number {
+  const raw = req.query.limit;
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'string' || !/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > PAGE_MAX) {
+    throw new InvalidRequestError(`limit must be an integer from 1 to ${PAGE_MAX}`);
+  }
+  return Number(raw);
+}
+
+/** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
+const OPS_DEFAULT_ROWS = 50;
 
 /** Largest JSON body accepted; registrations and counts are far smaller. */
 const BODY_LIMIT = '16kb';
@@ -143,24 +171,37 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   const admin = express.Router();
   admin.use(requireAdmin);
 
-  const withPool = async (entity: AppConfig) => {
-    const view: Record<string, unknown> = { ...describeApp(entity) };
-    view.currentOffset = (await deps.offsets.peek(entity.key)).toString();
-    if (entity.mode !== 'snowflake') {
-      view.pool = { size: await deps.pools.size(entity.key), target: deps.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: deps.sizing.lowWatermark(entity) };
-    }
-    return view;
+  /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
+  const withPools = async (entities: readonly AppConfig[], fresh?: 'just registered') => {
+    const pooled = entities.filter((e) => e.mode !== 'snowflake');
+    // A key is never registered twice, so a just-registered entity has reserved nothing and pooled nothing yet.
+    const [offsets, sizes] = fresh
+      ? [new Map(entities.map((e) => [e.key, e.startOffset])), pooled.map(() => 0)]
+      : await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
+    const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
+    return entities.map((entity) => {
+      const view: Record<string, unknown> = { ...describeApp(entity) };
+      view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
+      if (entity.mode !== 'snowflake') {
+        view.pool = { size: sizeOf.get(entity.key) ?? 0, target: deps.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: deps.sizing.lowWatermark(entity) };
+      }
+      return view;
+    });
   };
+  const withPool = async (entity: AppConfig) => (await withPools([entity]))[0];
 
   admin.post('/apps', async (req, res) => {
     const input = parseBody(registerSchema, req.body);
     const { app: created, secret } = await deps.registry.register(input);
-    res.status(201).json({ ...(await withPool(created)), secret });
+    // Described as inserted: no SQL query or Redis round trip on the registration path.
+    const [view] = await withPools([created], 'just registered');
+    res.status(201).json({ ...view, secret });
   });
 
-  admin.get('/apps', async (_req, res) => {
-    const apps = await Promise.all(deps.registry.list().map(withPool));
-    res.json({ apps });
+  admin.get('/apps', async (req, res) => {
+    const { after, limit } = pageParams(req);
+    const page = deps.registry.page(after, limit);
+    res.json({ apps: await withPools(page.apps), next: page.next });
   });
 
   admin.get('/apps/:key', async (req, res) => {
@@ -186,9 +227,14 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.json({ workers: deps.workers ? await deps.workers.list() : [] });
   });
 
-  admin.get('/ops', async (_req, res) => {
+  admin.get('/ops', async (req, res) => {
     if (!deps.ops) throw new NotFoundError('the ops overview is not enabled');
-    res.json(await deps.ops.overview());
+    const q = req.query.q;
+    const limit = limitParam(req, OPS_DEFAULT_ROWS);
+    if (q !== undefined && (typeof q !== 'string' || (q !== '' && !KEY_PATTERN.test(q)))) {
+      throw new InvalidRequestError('q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .');
+    }
+    res.json(await deps.ops.overview({ limit, search: q || undefined }));
   });
 
   // The dashboard page holds no data and is served without a token (see dashboard/router.ts).

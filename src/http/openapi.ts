@@ -171,13 +171,25 @@ const schemas: Record<string, Schema> = {
       },
     },
   },
+  SnowflakeEntityOverview: {
+    type: 'object',
+    required: ['key', 'mode', 'takePerSecond'],
+    additionalProperties: false,
+    properties: {
+      key: { type: 'string' },
+      mode: { type: 'string', enum: ['snowflake'] },
+      takePerSecond: { type: 'number', minimum: 0, description: 'Ids per second served by the answering instance (each instance makes its own snowflake ids).' },
+    },
+  },
   OpsOverview: {
     type: 'object',
-    required: ['at', 'entities', 'snowflake', 'workers', 'alarms'],
+    required: ['at', 'entityCount', 'matching', 'entities', 'snowflake', 'workers', 'alarms'],
     additionalProperties: false,
     properties: {
       at: isoDate,
-      entities: { type: 'array', items: ref('EntityOverview') },
+      entityCount: { type: 'integer', minimum: 0, description: 'Live entities in all.' },
+      matching: { type: 'integer', minimum: 0, description: 'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.' },
+      entities: { type: 'array', items: { anyOf: [ref('EntityOverview'), ref('SnowflakeEntityOverview')] }, description: 'Busiest first (take rate), then by key.' },
       snowflake: {
         anyOf: [
           {
@@ -266,9 +278,27 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
           responses: { 201: { description: 'Registered; `secret` is shown only here.', content: json(ref('RegisteredApp')) }, 400: E[400], 401: E[401], 409: E[409], 413: E[413], 503: E[503] },
         },
         get: {
-          summary: 'List live entities',
+          summary: 'List live entities, a page at a time',
+          description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
           security: admin,
-          responses: { 200: { description: 'Every live entity.', content: json({ type: 'object', required: ['apps'], additionalProperties: false, properties: { apps: { type: 'array', items: ref('App') } } }) }, 401: E[401], 503: E[503] },
+          parameters: [
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, description: 'Entities per page.' },
+            { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' }, description: 'Start after this key: the `next` of the previous page.' },
+          ],
+          responses: {
+            200: {
+              description: 'One page of live entities.',
+              content: json({
+                type: 'object',
+                required: ['apps', 'next'],
+                additionalProperties: false,
+                properties: { apps: { type: 'array', maxItems: 1000, items: ref('App') }, next: { type: ['string', 'null'], description: 'Key to pass as `after` for the next page; null on the last page.' } },
+              }),
+            },
+            400: E[400],
+            401: E[401],
+            503: E[503],
+          },
         },
       },
       '/admin/apps/{key}': {
@@ -310,8 +340,13 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
       '/admin/ops': {
         get: {
           summary: 'Pools, take rates, forecasts, leases and recent alarms (what the dashboard shows)',
+          description: 'The busiest `limit` entities, or the busiest of those whose key contains `q`.',
           security: admin,
-          responses: { 200: { description: 'The overview.', content: json(ref('OpsOverview')) }, 401: E[401], 404: E[404] },
+          parameters: [
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 }, description: 'Entities to show.' },
+            { name: 'q', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,64}$' }, description: 'Show only entities whose key contains this.' },
+          ],
+          responses: { 200: { description: 'The overview.', content: json(ref('OpsOverview')) }, 400: E[400], 401: E[401], 404: E[404] },
         },
       },
       '/admin/ui': {

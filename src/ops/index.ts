@@ -4,6 +4,7 @@ import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
 import type { OpsConfig } from '../config/config';
+import { RecentServed, busiest } from './busiest';
 import { OpsMetrics } from './metrics';
 import { type EntityOverview, type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
 
@@ -25,10 +26,28 @@ export interface DispatchObserver {
   exhausted(entityKey: string, count: number): void;
 }
 
+/** A snowflake entity on the dashboard: no pool, only how fast this instance hands out its ids. */
+export interface SnowflakeEntityOverview {
+  key: string;
+  mode: 'snowflake';
+  /** Ids per second served by this instance (snowflake ids are made locally; other instances count their own). */
+  takePerSecond: number;
+}
+
+/** Which entities `GET /admin/ops` shows: the busiest `limit`, of those whose key contains `search` when given. */
+export interface OverviewQuery {
+  limit: number;
+  search?: string;
+}
+
 /** Everything the dashboard shows, in one JSON document (`GET /admin/ops`). */
 export interface OpsOverview {
   at: string;
-  entities: EntityOverview[];
+  /** Live entities in all. */
+  entityCount: number;
+  /** Entities matching the search (all of them without one); `entities` holds the busiest of these. */
+  matching: number;
+  entities: Array<EntityOverview | SnowflakeEntityOverview>;
   snowflake: { timeExhaustedAt: string; jsSafeLimitAt: string | null } | null;
   workers: unknown[];
   alarms: { active: number; recent: AlarmRecord[] };
@@ -56,7 +75,9 @@ export interface Ops {
   readonly sampler: OpsSampler;
   readonly refillEvents: RefillObserver;
   readonly dispatchEvents: DispatchObserver;
-  overview(): Promise<OpsOverview>;
+  overview(query: OverviewQuery): Promise<OpsOverview>;
+  /** `issuer`, reporting the ids it hands out as served (snowflake ids never pass the dispatcher). */
+  countServed<T extends { take(entityKey: string, count: number): string[] | Promise<string[]> }>(issuer: T): T;
   start(): void;
   /** Stops sampling and waits for webhook posts already queued. */
   stop(): Promise<void>;
@@ -66,7 +87,9 @@ export interface Ops {
 export function createOps(deps: OpsDeps): Ops {
   const { config, clock } = deps;
   const log = deps.log.child({ component: 'alarms' });
-  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics });
+  // "Recently" for ranking the busiest entities: the forecasts' rate window.
+  const recent = new RecentServed(clock, config.rateWindowMs);
+  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics, maxEntities: config.metricsMaxEntities, recentServed: () => recent.rates() });
   const alarms = new Alarms({
     clock,
     log,
@@ -76,8 +99,15 @@ export function createOps(deps: OpsDeps): Ops {
     onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
   });
   const served = new Map<string, number>();
+  // The sampler's overview covers the entities of its `apps.list()`: the
+  // dashboard narrows that to the entities it shows for the length of one
+  // (synchronous) overview call, so a page costs its rows, not every entity.
+  let shownKeys: readonly string[] | undefined;
+  const samplerApps = {
+    list: () => (shownKeys ? shownKeys.map((k) => deps.apps.get(k)).filter((a): a is AppConfig => a !== undefined) : deps.apps.list()),
+  };
   const sampler = new OpsSampler({
-    apps: deps.apps,
+    apps: samplerApps,
     served: (key) => served.get(key) ?? 0,
     pools: deps.pools,
     sizing: deps.sizing,
@@ -147,6 +177,7 @@ export function createOps(deps: OpsDeps): Ops {
     served(entity, count) {
       metrics.idsServed.inc({ entity }, count);
       served.set(entity, (served.get(entity) ?? 0) + count);
+      recent.add(entity, count);
     },
     rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
     exhausted(entity, count) {
@@ -167,16 +198,50 @@ export function createOps(deps: OpsDeps): Ops {
     sampler,
     refillEvents,
     dispatchEvents,
-    async overview() {
+    async overview(query) {
       const sf = deps.snowflake?.();
+      const all = deps.apps.list();
+      const matching = query.search ? all.filter((a) => a.key.includes(query.search!)) : all;
+      const localRates = recent.rates();
+      const takeRates = new Map<string, number>();
+      for (const app of matching) if (app.mode !== 'snowflake') takeRates.set(app.key, sampler.forecast(app.key)?.takePerSecond ?? 0);
+      const chosen = busiest(query.limit, matching.map((a) => a.key), localRates, takeRates);
+      shownKeys = matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake').map((a) => a.key);
+      let pooled: EntityOverview[];
+      try {
+        pooled = sampler.overview();
+      } finally {
+        shownKeys = undefined;
+      }
+      const snowflakes: SnowflakeEntityOverview[] = matching
+        .filter((a) => chosen.has(a.key) && a.mode === 'snowflake')
+        .map((a) => ({ key: a.key, mode: 'snowflake', takePerSecond: Math.round((localRates.get(a.key) ?? 0) * 100) / 100 }));
+      const entities = [...pooled, ...snowflakes].sort((a, b) => b.takePerSecond - a.takePerSecond || (a.key < b.key ? -1 : 1));
       return {
         at: new Date(clock.now()).toISOString(),
-        entities: sampler.overview(),
+        entityCount: all.length,
+        matching: matching.length,
+        entities,
         snowflake: sf ? { timeExhaustedAt: new Date(sf.timeExhaustedAt).toISOString(), jsSafeLimitAt: sf.jsSafeLimitAt === undefined ? null : new Date(sf.jsSafeLimitAt).toISOString() } : null,
         // Live leases only: the worker table has a row per id of the range (up to 1023).
         workers: deps.workers ? (await deps.workers.list()).filter((w) => (w as { live?: unknown }).live !== false) : [],
         alarms: { active: alarms.activeAlarms().length, recent: alarms.recent() },
       };
+    },
+    countServed(issuer) {
+      const counted = Object.create(issuer) as typeof issuer;
+      counted.take = (entityKey: string, count: number) => {
+        const ids = issuer.take(entityKey, count);
+        if (Array.isArray(ids)) {
+          dispatchEvents.served(entityKey, ids.length);
+          return ids;
+        }
+        return ids.then((taken) => {
+          dispatchEvents.served(entityKey, taken.length);
+          return taken;
+        });
+      };
+      return counted;
     },
     start: () => sampler.start(),
     async stop() {

@@ -210,7 +210,7 @@ export function buildHttp(deps: {
     sizing: stores.demand,
     offsets: stores.allocator,
     adminToken: deps.config.adminToken,
-    snowflake: deps.snowflake.issuer,
+    snowflake: ops.countServed(deps.snowflake.issuer),
     workers: deps.snowflake.workers,
     readiness: deps.readiness,
     metrics: () => ops.metrics.render(),

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,6 +93,15 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     // list
     const listed = json(await idpool(['apps', 'list', '--json'], env));
     expect(listed.apps.map((a: { key: string }) => a.key)).toEqual(expect.arrayContaining([key, trendKey]));
+    // One page with --limit; every page by default (and the same keys either way).
+    const first = json(await idpool(['apps', 'list', '--limit', '1', '--json'], env));
+    expect(first.apps).toHaveLength(1);
+    expect(first.next).toBe(first.apps[0].key);
+    const second = json(await idpool(['apps', 'list', '--limit', '1', '--after', first.next, '--json'], env));
+    expect(second.apps[0].key > first.next).toBe(true);
+    const onePage = await idpool(['apps', 'list', '--limit', '1'], env);
+    expect(onePage.stdout).toContain(`more after ${first.next} (add --after ${first.next})`);
+    expectOneLineError(await idpool(['apps', 'list', '--limit', '0'], env), 2, /limit must be an integer from 1 to 1000/);
     const table = await idpool(['apps', 'list'], env);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^KEY\s+MODE\s+STEP\s+POOL\s+CURRENT OFFSET\s+NAME$/);
@@ -134,6 +143,72 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     expect((await takeIds(instance.url, key, rotated.secret, 1)).status).toBe(404);
     const after = json(await idpool(['apps', 'list', '--json'], env));
     expect(after.apps.map((a: { key: string }) => a.key)).not.toContain(key);
+  });
+
+  it('imports a JSON-lines file of entities: secrets to a 0600 file, a line per failure, exit 0/1/2', async (ctx) => {
+    if (!available) return ctx.skip();
+    const dir = mkdtempSync(join(tmpdir(), 'idpool-import-'));
+    try {
+      const base = uniqueKey('imp');
+      const good = Array.from({ length: 30 }, (_, i) => `${base}_${i}`);
+      const taken = uniqueKey('imp_taken');
+      expect(json(await idpool(['apps', 'create', taken, '--json'], env)).key).toBe(taken);
+      const lines = [
+        ...good.slice(0, 10).map((key) => JSON.stringify({ key, step: 10, maxPoolSize: 100, maxSizePerTimes: 50 })),
+        '',
+        '{"key": "broken",',
+        JSON.stringify({ key: `${base}_bad`, step: 0 }),
+        JSON.stringify({ key: taken }),
+        '[1, 2]',
+        ...good.slice(10).map((key) => JSON.stringify({ key, mode: 'snowflake' })),
+      ];
+      const file = join(dir, 'apps.jsonl');
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      const secrets = join(dir, 'secrets.jsonl');
+
+      const run = await idpool(['apps', 'import', file, '--secrets', secrets, '--concurrency', '4'], env);
+      // A conflict is a run-time failure (1), as for `apps create`.
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stdout).toBe(`registered 30 of 34 entities; secrets in ${secrets}\n`);
+      // Failures are written as they come back (requests run concurrently), the summary last.
+      const errors = run.stderr.trimEnd().split('\n');
+      const summaryLine = errors.pop();
+      errors.sort((a, b) => Number(/line (\d+)/.exec(a)![1]) - Number(/line (\d+)/.exec(b)![1]));
+      expect([...errors, summaryLine]).toEqual([
+        'idpool: line 12: not valid JSON',
+        expect.stringMatching(/^idpool: line 13: invalid_request: step: must be at least 1$/),
+        expect.stringMatching(/^idpool: line 14: conflict: key .* is already registered/),
+        'idpool: line 15: not a JSON object like {"key": "orders"}',
+        'idpool: 4 of 34 lines failed (listed above)',
+      ]);
+      expect(statSync(secrets).mode & 0o777).toBe(0o600);
+      const written = readFileSync(secrets, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { key: string; secret: string });
+      expect(written.map((w) => w.key).sort()).toEqual([...good].sort());
+      const monotonic = written.find((w) => w.key === good[0])!;
+      expect((await takeIds(instance.url, monotonic.key, monotonic.secret, 1)).status).toBe(200);
+      const flake = written.find((w) => w.key === good[29])!;
+      expect((await takeIds(instance.url, flake.key, flake.secret, 1)).status).toBe(200);
+
+      // The secrets file is never overwritten: nothing is registered, exit 2.
+      const fresh = uniqueKey('imp_fresh');
+      writeFileSync(file, `${JSON.stringify({ key: fresh })}\n`);
+      expectOneLineError(await idpool(['apps', 'import', file, '--secrets', secrets], env), 2, /secrets.jsonl exists; secrets are never overwritten/);
+      expect((await call(`${instance.url}/admin/apps/${fresh}`, { token: ADMIN_TOKEN })).status).toBe(404);
+      // Only invalid lines: exit 2. All good: exit 0 and --json.
+      writeFileSync(file, `${JSON.stringify({ key: fresh, maxSizePerTimes: 0 })}\n`);
+      const invalid = await idpool(['apps', 'import', file, '--secrets', join(dir, 's2')], env);
+      expect(invalid.code).toBe(2);
+      expect(invalid.stderr).toMatch(/^idpool: line 1: invalid_request: maxSizePerTimes/);
+      writeFileSync(file, `${JSON.stringify({ key: fresh })}\n`);
+      const ok = json(await idpool(['apps', 'import', file, '--secrets', join(dir, 's3'), '--json'], env));
+      expect(ok).toEqual({ registered: 1, lines: 1, secrets: join(dir, 's3'), failures: [] });
+      expectOneLineError(await idpool(['apps', 'import', join(dir, 'missing.jsonl'), '--secrets', join(dir, 's4')], env), 2, /cannot read .*missing.jsonl: ENOENT/);
+      expectOneLineError(await idpool(['apps', 'import', file], env), 2, /required option '--secrets <path>'/);
+      expectOneLineError(await idpool(['apps', 'import', file, '--secrets', join(dir, 's5'), '--url', 'http://127.0.0.1:1'], env), 1, /cannot reach idpool/);
+      expect(existsSync(join(dir, 's5'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('shows worker leases and decodes a snowflake id as the service does', async (ctx) => {

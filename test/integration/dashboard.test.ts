@@ -72,7 +72,7 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
     const secret = await register(instance.url, { key, step: 500, maxPoolSize: 20_000, maxSizePerSecond: 0, minSizePercent: 50 });
     const row = page.locator(`tr[data-entity="${key}"]`);
     await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await expect.poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('1000 / 1000'); // size / target: idle, one floor (max(step, maxSizePerTimes))
+    await expect.poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('1,000 / 1,000'); // size / target: idle, one floor (max(step, maxSizePerTimes))
     expect(await row.locator('[data-field=takeRate]').getAttribute('data-value')).toBe('0');
     expect(await row.locator('[data-field=poolDry]').textContent()).toBe('never');
 
@@ -88,11 +88,42 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
     expect(drawn).toBeGreaterThan(2000);
 
     await expect.poll(async () => Number(await row.locator('[data-field=takeRate]').getAttribute('data-value')), { timeout: 15_000 }).toBeGreaterThan(0);
-    expect(await row.locator('[data-field=poolSize]').textContent()).not.toBe('1000 / 1000');
+    expect(await row.locator('[data-field=poolSize]').textContent()).not.toBe('1,000 / 1,000');
     expect(await row.locator('[data-field=poolDry]').textContent()).not.toBe('never');
     expect(await row.locator('[data-field=jsSafe]').textContent()).toMatch(/days|years/);
     expect(Number(await row.locator('[data-field=sizeChart] svg').getAttribute('data-points'))).toBeGreaterThan(5);
     expect(await row.locator('[data-field=rateChart] svg polyline').count()).toBe(1);
+    // Each chart writes its scale: 0 at the bottom, the largest value shown (with separators) at the top.
+    const sizeChart = row.locator('[data-field=sizeChart] svg');
+    expect(await sizeChart.getAttribute('data-min')).toBe('0');
+    expect(Number(await sizeChart.getAttribute('data-max'))).toBe(20_000);
+    expect(await sizeChart.locator('text.max').textContent()).toBe('20,000');
+    expect(await sizeChart.locator('text.min').textContent()).toBe('0');
+    expect(Number(await row.locator('[data-field=rateChart] svg').getAttribute('data-max'))).toBeGreaterThan(0);
+
+    // A snowflake entity appears with its take rate (no pool).
+    const flake = uniqueKey('uiflake');
+    const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake' });
+    for (let i = 0; i < 20; i++) expect((await takeIds(instance.url, flake, flakeSecret, 100)).status).toBe(200);
+    const flakeRow = page.locator(`tr[data-entity="${flake}"]`);
+    await flakeRow.waitFor({ state: 'visible', timeout: 15_000 });
+    expect(await flakeRow.locator('[data-field=mode]').textContent()).toBe('snowflake');
+    expect(Number(await flakeRow.locator('[data-field=takeRate]').getAttribute('data-value'))).toBeGreaterThan(0);
+
+    // Many idle entities: the page shows the busiest 50 (busy ones first) and says how many there are.
+    const idle = uniqueKey('idle');
+    for (let i = 0; i < 60; i++) await register(instance.url, { key: `${idle}_${i}`, step: 10, maxPoolSize: 100, maxSizePerTimes: 10, maxSizePerSecond: 0 });
+    await expect.poll(() => page.textContent('#entity-count'), { timeout: 15_000 }).toMatch(/^6\d entities; the 50 busiest shown$/);
+    expect(await page.locator('#entities tbody tr').count()).toBe(50);
+    const firstTwo = await page.locator('#entities tbody tr').evaluateAll((rows) => rows.slice(0, 2).map((r) => r.getAttribute('data-entity')));
+    expect(firstTwo.sort()).toEqual([key, flake].sort());
+
+    // Searching by key asks the service: one idle entity found among all of them.
+    await page.fill('#search', `${idle}_42`);
+    await expect.poll(() => page.locator('#entities tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-entity'))), { timeout: 15_000 }).toEqual([`${idle}_42`]);
+    expect(await page.textContent('#entity-count')).toMatch(/^1 of 6\d entities match$/);
+    await page.fill('#search', '');
+    await expect.poll(() => page.locator('#entities tbody tr').count(), { timeout: 15_000 }).toBe(50);
     expect(await page.textContent('#snowflake')).toContain('Runs out of timestamp bits on');
     await page.locator('#workers tbody tr').first().waitFor({ state: 'visible' });
 

@@ -122,6 +122,8 @@ describe('GET /openapi.json describes every route, and real responses match it (
     conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { ...admin, rawBody: JSON.stringify({ key: 'x'.repeat(20_000) }) }));
 
     conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, admin));
+    conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=1&after=${key}`, admin));
+    conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));
     conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, { token: 'nope' }));
     conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, admin));
     conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${flake}`, admin));
@@ -171,6 +173,10 @@ describe('GET /openapi.json describes every route, and real responses match it (
     } while (!ops.body.entities?.some((e: any) => e.key === key && e.history.length >= 2));
     conforms('GET', '/admin/ops', ops);
     conforms('GET', '/admin/ops', await call(`${base}/admin/ops`));
+    const flakeOps = await call(`${base}/admin/ops?q=${flake}&limit=5`, admin);
+    expect(flakeOps.body.entities).toEqual([{ key: flake, mode: 'snowflake', takePerSecond: expect.any(Number) }]);
+    conforms('GET', '/admin/ops', flakeOps);
+    conforms('GET', '/admin/ops', await call(`${base}/admin/ops?limit=0`, admin));
 
     conforms('POST', '/admin/apps/{key}/secret', await call(`${base}/admin/apps/${key}/secret`, { ...admin, method: 'POST' }));
     conforms('POST', '/admin/apps/{key}/secret', await call(`${base}/admin/apps/missing_${key}/secret`, { ...admin, method: 'POST' }));

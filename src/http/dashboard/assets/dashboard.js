@@ -7,6 +7,8 @@
   var TOKEN_KEY = 'idpool.adminToken';
   var POLL_MS = 2000;
   var timer = null;
+  // Only the latest request may draw: a search typed while an older poll is under way wins.
+  var seq = 0;
 
   function $(id) { return document.getElementById(id); }
   function el(tag, attrs, text) {
@@ -23,44 +25,85 @@
     if (s < 120) return Math.round(s) + ' s';
     if (s < 7200) return Math.round(s / 60) + ' min';
     if (s < 172800) return Math.round(s / 3600) + ' h';
-    if (s < 3 * 365 * 86400) return Math.round(s / 86400) + ' days';
-    return Math.round(s / (365.25 * 86400)) + ' years';
+    if (s < 3 * 365 * 86400) return num(Math.round(s / 86400)) + ' days';
+    return num(Math.round(s / (365.25 * 86400))) + ' years';
   }
-  function rate(r) { return (r >= 100 ? Math.round(r) : Math.round(r * 10) / 10) + ' /s'; }
+  // Thousands separators, whatever the browser's locale: the numbers are ids and rates, not prose.
+  var NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
+  function num(n) { return NUMBER.format(n); }
+  function rate(r) { return num(r >= 100 ? Math.round(r) : r) + ' /s'; }
 
+  // A chart of the last minutes with its scale: the plot spans 0 to the
+  // largest value shown, both written on the y axis; the x axis is time.
+  var PLOT_LEFT = 46, WIDTH = 200, HEIGHT = 32;
   function sparkline(points, field, label) {
     var svg = document.createElementNS(SVG, 'svg');
     svg.setAttribute('class', 'spark');
-    svg.setAttribute('viewBox', '0 0 140 28');
+    svg.setAttribute('viewBox', '0 0 ' + WIDTH + ' ' + HEIGHT);
     svg.setAttribute('role', 'img');
-    svg.setAttribute('aria-label', label);
     svg.setAttribute('data-points', String(points.length));
-    if (points.length < 2) return svg;
+    if (points.length < 2) {
+      svg.setAttribute('aria-label', label + ': no data yet');
+      return svg;
+    }
     var t0 = points[0].t, t1 = points[points.length - 1].t;
     var max = 0;
     points.forEach(function (p) { if (p[field] > max) max = p[field]; });
+    svg.setAttribute('data-min', '0');
+    svg.setAttribute('data-max', String(max));
+    svg.setAttribute('aria-label', label + ', 0 to ' + num(max) + ' over ' + Math.round((t1 - t0) / 1000) + ' s');
+    function text(y, value, cls) {
+      var t = document.createElementNS(SVG, 'text');
+      t.setAttribute('x', String(PLOT_LEFT - 3));
+      t.setAttribute('y', String(y));
+      t.setAttribute('text-anchor', 'end');
+      t.setAttribute('class', cls);
+      t.textContent = value;
+      svg.appendChild(t);
+    }
+    text(8, num(max), 'max');
+    text(HEIGHT - 1, '0', 'min');
+    var axis = document.createElementNS(SVG, 'line');
+    axis.setAttribute('class', 'axis');
+    axis.setAttribute('x1', String(PLOT_LEFT)); axis.setAttribute('x2', String(PLOT_LEFT));
+    axis.setAttribute('y1', '1'); axis.setAttribute('y2', String(HEIGHT - 1));
+    svg.appendChild(axis);
+    var span = WIDTH - PLOT_LEFT - 2;
     var coords = points.map(function (p) {
-      var x = t1 === t0 ? 0 : ((p.t - t0) / (t1 - t0)) * 138 + 1;
-      var y = max === 0 ? 27 : 27 - (p[field] / max) * 25;
+      var x = PLOT_LEFT + 1 + (t1 === t0 ? 0 : ((p.t - t0) / (t1 - t0)) * span);
+      var y = max === 0 ? HEIGHT - 2 : HEIGHT - 2 - (p[field] / max) * (HEIGHT - 5);
       return x.toFixed(1) + ',' + y.toFixed(1);
     });
     var line = document.createElementNS(SVG, 'polyline');
     line.setAttribute('points', coords.join(' '));
     svg.appendChild(line);
     var title = document.createElementNS(SVG, 'title');
-    title.textContent = label + ': max ' + Math.round(max);
+    title.textContent = label + ': 0 to ' + num(max);
     svg.appendChild(title);
     return svg;
   }
 
-  function renderEntities(entities) {
+  function renderEntities(data) {
+    var entities = data.entities;
     var body = $('entities').querySelector('tbody');
     body.replaceChildren();
     $('no-entities').hidden = entities.length > 0;
+    var searched = $('search').value.trim();
+    $('entity-count').textContent = (searched ? num(data.matching) + ' of ' + num(data.entityCount) + ' entities match' : num(data.entityCount) + ' entities') +
+      (entities.length < data.matching ? '; the ' + num(entities.length) + ' busiest shown' : '');
     entities.forEach(function (e) {
       var tr = el('tr', { 'data-entity': e.key });
       tr.appendChild(el('td', { 'data-field': 'key' }, e.key));
       tr.appendChild(el('td', { 'data-field': 'mode' }, e.mode));
+      if (e.mode === 'snowflake') {
+        // No pool and no number line: ids are made on the spot, by each instance.
+        tr.appendChild(el('td', { 'data-field': 'fill', class: 'muted' }, 'no pool'));
+        tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, '-'));
+        tr.appendChild(el('td', { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond), title: 'served by this instance' }, rate(e.takePerSecond)));
+        for (var i = 0; i < 5; i++) tr.appendChild(el('td', { class: 'muted' }, '-'));
+        body.appendChild(tr);
+        return;
+      }
       var fill = el('td', { 'data-field': 'fill' });
       var bar = el('span', { class: 'bar' + (e.pool.size < e.pool.lowWatermark ? ' low' : ''), title: e.pool.fillPercent + '%' });
       var inner = el('span');
@@ -69,7 +112,7 @@
       fill.appendChild(bar);
       fill.appendChild(document.createTextNode(' ' + e.pool.fillPercent + '%'));
       tr.appendChild(fill);
-      tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, e.pool.size + ' / ' + e.pool.target));
+      tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, num(e.pool.size) + ' / ' + num(e.pool.target)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond) }, rate(e.takePerSecond)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'poolDry' }, duration(e.forecast.poolDrySeconds)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'jsSafe' }, duration(e.forecast.jsSafeLimitSeconds)));
@@ -130,7 +173,9 @@
   function poll() {
     var token = sessionStorage.getItem(TOKEN_KEY);
     if (!token) return showLogin();
-    fetch('/admin/ops', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
+    var q = $('search').value.trim();
+    var mine = ++seq;
+    fetch('/admin/ops' + (q ? '?q=' + encodeURIComponent(q) : ''), { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
       .then(function (res) {
         if (res.status === 401) {
           sessionStorage.removeItem(TOKEN_KEY);
@@ -141,11 +186,11 @@
         return res.json();
       })
       .then(function (data) {
-        if (!data) return;
+        if (!data || mine !== seq) return;
         $('login').hidden = true;
         $('main').hidden = false;
         $('signout').hidden = false;
-        renderEntities(data.entities);
+        renderEntities(data);
         renderWorkers(data.workers);
         renderAlarms(data.alarms);
         renderSnowflake(data.snowflake);
@@ -154,6 +199,7 @@
         timer = setTimeout(poll, POLL_MS);
       })
       .catch(function (err) {
+        if (mine !== seq) return;
         $('status').textContent = 'cannot reach the service (' + err.message + '); retrying';
         timer = setTimeout(poll, POLL_MS);
       });
@@ -165,6 +211,17 @@
     $('token').value = '';
     poll();
   });
+  // Searching asks the service (it holds every entity; the page holds only what it shows).
+  var searchTimer = null;
+  $('search').addEventListener('input', function () {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(function () {
+      if (!$('search').checkValidity()) return;
+      clearTimeout(timer);
+      poll();
+    }, 250);
+  });
+  $('search-form').addEventListener('submit', function (ev) { ev.preventDefault(); });
   $('signout').addEventListener('click', function () {
     sessionStorage.removeItem(TOKEN_KEY);
     showLogin();
