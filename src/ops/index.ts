@@ -99,15 +99,8 @@ export function createOps(deps: OpsDeps): Ops {
     onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
   });
   const served = new Map<string, number>();
-  // The sampler's overview covers the entities of its `apps.list()`: the
-  // dashboard narrows that to the entities it shows for the length of one
-  // (synchronous) overview call, so a page costs its rows, not every entity.
-  let shownKeys: readonly string[] | undefined;
-  const samplerApps = {
-    list: () => (shownKeys ? shownKeys.map((k) => deps.apps.get(k)).filter((a): a is AppConfig => a !== undefined) : deps.apps.list()),
-  };
   const sampler = new OpsSampler({
-    apps: samplerApps,
+    apps: deps.apps,
     served: (key) => served.get(key) ?? 0,
     pools: deps.pools,
     sizing: deps.sizing,
@@ -206,13 +199,8 @@ export function createOps(deps: OpsDeps): Ops {
       const takeRates = new Map<string, number>();
       for (const app of matching) if (app.mode !== 'snowflake') takeRates.set(app.key, sampler.forecast(app.key)?.takePerSecond ?? 0);
       const chosen = busiest(query.limit, matching.map((a) => a.key), localRates, takeRates);
-      shownKeys = matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake').map((a) => a.key);
-      let pooled: EntityOverview[];
-      try {
-        pooled = sampler.overview();
-      } finally {
-        shownKeys = undefined;
-      }
+      // A page costs its rows, not every entity.
+      const pooled = sampler.overview(matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake'));
       const snowflakes: SnowflakeEntityOverview[] = matching
         .filter((a) => chosen.has(a.key) && a.mode === 'snowflake')
         .map((a) => ({ key: a.key, mode: 'snowflake', takePerSecond: Math.round((localRates.get(a.key) ?? 0) * 100) / 100 }));

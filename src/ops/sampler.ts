@@ -319,10 +319,10 @@ export class OpsSampler {
     if (streak >= confirm) this.o.alarms.set(alarm);
   }
 
-  /** Entities with pool, rates, forecasts and chart history (dashboard). */
-  overview(): EntityOverview[] {
+  /** Pool, rates, forecasts and chart history of the given entities (the dashboard's page; default all). */
+  overview(entities: readonly AppConfig[] = this.o.apps.list()): EntityOverview[] {
     const out: EntityOverview[] = [];
-    for (const app of this.o.apps.list()) {
+    for (const app of entities) {
       if (app.mode === 'snowflake') continue;
       const last = this.samples.get(app.key)?.toArray().at(-1);
       const f = this.forecasts.get(app.key);

@@ -49,7 +49,8 @@ describe('GET /admin/apps is paged (MariaDB + Redis)', () => {
     const flake = seen.find((a) => a.key === 'page-03')!;
     expect(flake.pool).toBeUndefined();
     const pooled = seen.find((a) => a.key === 'page-00')!;
-    expect(pooled.pool).toMatchObject({ max: 100, lowWatermark: 80 });
+    // Idle: one floor, max(step 10, maxSizePerTimes 50), below the ceiling of 100.
+    expect(pooled.pool).toMatchObject({ target: 50, max: 100, lowWatermark: 40 });
     expect(typeof pooled.pool.size).toBe('number');
     expect(BigInt(pooled.currentOffset)).toBeGreaterThanOrEqual(500n);
 
