@@ -10,110 +10,11 @@
  * Beside them, the floor under the path: raw single-row INSERTs into the same
  * table from this process with 1 and 8 connections.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { createPool } from 'mysql2/promise';
-import { createConnection } from 'mysql2/promise';
-
-const ROOT = join(__dirname, '..');
-const MYSQL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
-const ADMIN = 'bench-admin-token-0123456789';
+import { dropSchema, fmt, freshSchema, registerMany, startRedis, startService } from './fixtures/deployment';
 /** Entities per measurement: enough for several seconds at the 500/s target. */
 const COUNT = Number(process.env.BENCH_REGISTER_COUNT || 3000);
-
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function freshSchema(name: string): Promise<string> {
-  const u = new URL(MYSQL);
-  u.pathname = '/';
-  const c = await createConnection({ uri: u.toString() });
-  await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
-  await c.query(`CREATE DATABASE \`${name}\``);
-  await c.end();
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function dropSchema(name: string): Promise<void> {
-  const u = new URL(MYSQL);
-  u.pathname = '/';
-  const c = await createConnection({ uri: u.toString() });
-  await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
-  await c.end();
-}
-
-async function startRedis(): Promise<{ url: string; proc: ChildProcess; dir: string }> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'idpool-bench-redis-'));
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const s = require('node:net').connect(port, '127.0.0.1');
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-    });
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url: `redis://127.0.0.1:${port}/0`, proc, dir };
-}
-
-async function startService(env: Record<string, string>): Promise<{ base: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      const m = /"port":(\d+)/.exec(out);
-      if (!m) return;
-      proc.stdout!.off('data', onData);
-      proc.stdout!.resume();
-      resolve(Number(m[1]));
-    };
-    proc.stdout!.on('data', onData);
-    proc.once('exit', (code) => reject(new Error(`service exited ${code}: ${out}`)));
-  });
-  return { base: `http://127.0.0.1:${port}`, proc };
-}
-
-/** Registers `count` entities with `clients` concurrent request loops; entities/s. */
-async function registerMany(base: string, prefix: string, count: number, clients: number, body: Record<string, unknown>): Promise<number> {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (next < count) {
-        const key = `${prefix}-${next++}`;
-        const res = await fetch(`${base}/admin/apps`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ key, ...body }),
-        });
-        if (res.status !== 201) throw new Error(`register ${key}: ${res.status} ${await res.text()}`);
-        await res.arrayBuffer();
-      }
-    }),
-  );
-  return count / ((performance.now() - started) / 1000);
-}
 
 /** Raw INSERTs of the same row shape: the database's own ceiling for this path. */
 async function rawInserts(url: string, count: number, connections: number): Promise<number> {

@@ -87,6 +87,8 @@ export class Refiller {
   private readonly sweeper: Periodic;
   private lastServerId: string | undefined;
   private sweepCursor = 0;
+  /** Between start() and stop(): a finished refill starts the next waiting one. */
+  private ticking = false;
   private lastErrorLog = 0;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
@@ -97,6 +99,7 @@ export class Refiller {
 
   /** Sweeps now, then ticks every `intervalMs` and sweeps every `sweepMs`. */
   start(): void {
+    this.ticking = true;
     this.ticker.start();
     this.sweeper.start();
     void this.sweeper.runNow();
@@ -104,6 +107,7 @@ export class Refiller {
 
   /** Stops ticking and waits for refills under way. */
   async stop(): Promise<void> {
+    this.ticking = false;
     await Promise.all([this.ticker.stop(), this.sweeper.stop()]);
     await Promise.allSettled([...this.inflight.values()]);
   }
@@ -135,7 +139,11 @@ export class Refiller {
           this.logError(entityKey, err);
         },
       )
-      .finally(() => this.inflight.delete(entityKey));
+      .finally(() => {
+        this.inflight.delete(entityKey);
+        // A slot is free: the next entity waiting starts now, not at the next tick.
+        if (this.ticking) this.tick();
+      });
     this.inflight.set(entityKey, run);
     return run;
   }
@@ -145,7 +153,7 @@ export class Refiller {
     return this.failures.get(entityKey);
   }
 
-  /** Refills the entities marked low, at most MAX_REFILLS_IN_FLIGHT at once; the rest wait for the next tick. */
+  /** Refills the entities marked low, at most MAX_REFILLS_IN_FLIGHT at once; the rest wait for a free slot. */
   private tick(): void {
     for (const key of this.low) {
       if (this.inflight.size >= MAX_REFILLS_IN_FLIGHT) return;
