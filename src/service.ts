@@ -209,7 +209,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     observe: requestObserver({ log: log.child({ component: 'http' }), logRequests: opsConfig.requestLog, duration: ops.metrics.httpDuration }),
     draining: () => stopping,
     ops,
-    idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
+    idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     log: log.child({ component: 'http' }),
   });
 

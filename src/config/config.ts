@@ -38,6 +38,9 @@ export interface Config {
   workerPreferSameCode: boolean;
   /** Fixed worker id: no lease. */
   workerId: number | undefined;
+  // Hardening (issue 11).
+  /** Bound of the in-process Idempotency-Key store, in bytes (IDPOOL_IDEMPOTENCY_MAX_MB). */
+  idempotencyMaxBytes: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -126,5 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerMax,
     workerPreferSameCode: boolean(env, 'IDPOOL_WORKER_PREFER_SAME_CODE', false),
     workerId: fixedWorker === undefined || fixedWorker === '' ? undefined : integer(env, 'IDPOOL_WORKER_ID', 0, 0, workerCap),
+    // Hardening (issue 11).
+    idempotencyMaxBytes: integer(env, 'IDPOOL_IDEMPOTENCY_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
   };
 }
