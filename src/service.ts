@@ -5,11 +5,13 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Express } from 'express';
 import type { AppConfig } from './apps/app';
 import { AppStore } from './apps/app-store';
+import { RedisRegistrationGeneration } from './apps/redis-registration-generation';
 import { AppRegistry } from './apps/registry';
 import { type Clock, systemClock } from './clock';
 import type { Config } from './config/config';
 import { type Database, openDatabase } from './db/database';
 import { createHttpApp, type ReadinessReport, type SnowflakeIssuer } from './http/app';
+import { AuthFailureLimiter } from './http/auth';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from './http/idempotency';
 import { type Logger, silentLogger } from './logger';
 import { Dispatcher } from './pool/dispatcher';
@@ -120,7 +122,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       if (app.mode !== 'snowflake') refiller?.markReset(app.key);
     },
     onRetired: (key: string) => store.discard(key),
-  });
+  }, redis ? new RedisRegistrationGeneration(redis, prefix) : undefined);
   // Ops reads the snowflake side lazily: it is built after the pool side.
   let snowflakeRuntime: SnowflakeRuntime | undefined;
   let stopping = false;
@@ -210,6 +212,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     draining: () => stopping,
     ops,
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
+    authFailures: new AuthFailureLimiter(clock),
     log: log.child({ component: 'http' }),
   });
 

@@ -1,9 +1,10 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AppConfig, KEY_PATTERN, describeApp, lowWatermark, registerSchema, secretMatches, updateSchema } from '../apps/app';
 import type { AppRegistry } from '../apps/registry';
+import { systemClock } from '../clock';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
 import type { Logger } from '../logger';
-import { bearerToken, tokensEqual } from './auth';
+import { AuthFailureLimiter, bearerToken, tokensEqual } from './auth';
 import { dashboardRouter } from './dashboard/router';
 import { errorHandler } from './errors';
 import { openApiDocument } from './openapi';
@@ -45,7 +46,12 @@ export interface HttpDeps {
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(): Promise<unknown> };
   log: Logger;
+  /** Failed authentications per client address (429 past its limit); one is made when absent. */
+  authFailures?: AuthFailureLimiter;
 }
+
+/** Compared against when the key is unknown, so both failures cost the same. */
+const UNKNOWN_KEY_HASH = '0'.repeat(64);
 
 /** Largest JSON body accepted; registrations and counts are far smaller. */
 const BODY_LIMIT = '16kb';
@@ -92,19 +98,30 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   }
   app.use(express.json({ limit: BODY_LIMIT, strict: false }));
 
-  const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
-    if (!tokensEqual(bearerToken(req), deps.adminToken)) throw new UnauthorizedError('invalid admin token');
+  const authFailures = deps.authFailures ?? new AuthFailureLimiter(systemClock);
+  const clientAddress = (req: Request) => req.socket.remoteAddress ?? 'unknown';
+
+  const requireAdmin = async (req: Request, _res: Response, next: NextFunction) => {
+    await authFailures.guard(clientAddress(req), () => {
+      if (!tokensEqual(bearerToken(req), deps.adminToken)) throw new UnauthorizedError('invalid admin token');
+    });
     next();
   };
 
-  /** The app named in the path, authenticated by its secret. */
+  /**
+   * The app named in the path, authenticated by its secret. An unknown key
+   * and a wrong secret get the same 401 (and take the same hash compare), so
+   * keys cannot be probed.
+   */
   async function authenticatedApp(req: Request): Promise<AppConfig> {
     const key = entityKeyParam(req);
-    const token = bearerToken(req);
-    const found = await deps.registry.find(key);
-    if (!found) throw new NotFoundError(`no entity with key "${key}"`);
-    if (!secretMatches(token, found.secretHash)) throw new UnauthorizedError(`invalid secret for entity "${key}"`);
-    return found;
+    return authFailures.guard(clientAddress(req), async () => {
+      const token = bearerToken(req);
+      const found = await deps.registry.find(key);
+      const matches = secretMatches(token, found?.secretHash ?? UNKNOWN_KEY_HASH);
+      if (!found || !matches) throw new UnauthorizedError('unknown entity key or invalid secret');
+      return found;
+    });
   }
 
   app.post('/apps/:key/ids', async (req, res) => {

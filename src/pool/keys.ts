@@ -46,3 +46,8 @@ export function idempotencyKeys(entityKey: string, requestKey: string, prefix = 
   const base = `${prefix}:{${entityKey}}:idem`;
   return { claim: `${base}:claim:${requestKey}`, answer: `${base}:answer:${requestKey}`, index: `${base}:index`, answerOf: (other) => `${base}:answer:${other}` };
 }
+
+/** Counter of entity registrations, bumped by every instance (see `apps/registry.ts`). */
+export function registrationsKey(prefix = DEFAULT_PREFIX): string {
+  return `${prefix}:registrations`;
+}

@@ -1,0 +1,23 @@
+import type Redis from 'ioredis';
+import { DEFAULT_PREFIX, registrationsKey } from '../pool/keys';
+import type { RegistrationGeneration } from './registry';
+
+/** The registration counter in Redis, shared by every instance on it. */
+export class RedisRegistrationGeneration implements RegistrationGeneration {
+  private readonly key: string;
+
+  constructor(
+    private readonly redis: Pick<Redis, 'get' | 'incr'>,
+    prefix = DEFAULT_PREFIX,
+  ) {
+    this.key = registrationsKey(prefix);
+  }
+
+  async current(): Promise<number> {
+    return Number((await this.redis.get(this.key)) ?? 0);
+  }
+
+  async bump(): Promise<void> {
+    await this.redis.incr(this.key);
+  }
+}
