@@ -14,3 +14,14 @@ export const silentLogger: Logger = {
   error: () => undefined,
   child: () => silentLogger,
 };
+
+/** A connection URL for logs: its password (and a user's) replaced, so `redis://:secret@host` never reaches a log. */
+export function maskUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '[unparseable url]';
+  }
+}

@@ -1,6 +1,7 @@
 import 'dotenv/config';
 import pino from 'pino';
 import { ConfigError, loadConfig } from './config/config';
+import { maskUrl } from './logger';
 import { type OpsConfig, loadOpsConfig } from './ops';
 import { createService } from './service';
 
@@ -59,7 +60,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const port = await service.listen(config.port);
-  log.info({ port, database: service.db.description, pool: service.store.kind === 'redis' ? `redis ${config.redisUrl}` : 'in-process' }, 'idpool listening');
+  log.info({ port, database: service.db.description, pool: service.store.kind === 'redis' ? `redis ${maskUrl(config.redisUrl!)}` : 'in-process' }, 'idpool listening');
   destination.flush(); // supervisors and tests wait for that line
   if (config.adminTokenGenerated) {
     process.stderr.write(`idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`);

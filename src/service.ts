@@ -213,6 +213,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     ops,
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     authFailures: new AuthFailureLimiter(clock),
+    metricsToken: config.metricsToken,
     log: log.child({ component: 'http' }),
   });
 

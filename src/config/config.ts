@@ -41,6 +41,8 @@ export interface Config {
   // Hardening (issue 11).
   /** Bound of the in-process Idempotency-Key store, in bytes (IDPOOL_IDEMPOTENCY_MAX_MB). */
   idempotencyMaxBytes: number;
+  /** Bearer token `/metrics` requires; unset = open (IDPOOL_METRICS_TOKEN). */
+  metricsToken: string | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -73,6 +75,14 @@ function epoch(env: Env, name: string, fallback: string): number {
     throw new ConfigError(name, `must be an ISO date or Unix epoch milliseconds, got "${raw}"`);
   }
   return ms;
+}
+
+/** An optional bearer token: at least 16 characters, printable without spaces (it travels in a header). */
+function token(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError(name, 'must be at least 16 printable characters without spaces');
+  return raw;
 }
 
 const TIME_UNITS: readonly TimeUnit[] = ['ms', 's', 'min', 'h', 'd'];
@@ -131,5 +141,6 @@ export function loadConfig(env: Env = process.env): Config {
     workerId: fixedWorker === undefined || fixedWorker === '' ? undefined : integer(env, 'IDPOOL_WORKER_ID', 0, 0, workerCap),
     // Hardening (issue 11).
     idempotencyMaxBytes: integer(env, 'IDPOOL_IDEMPOTENCY_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
+    metricsToken: token(env, 'IDPOOL_METRICS_TOKEN'),
   };
 }

@@ -9,6 +9,7 @@ import { dashboardRouter } from './dashboard/router';
 import { errorHandler } from './errors';
 import { openApiDocument } from './openapi';
 import { type IdempotencyStore, answerOnce } from './idempotency';
+import { publicCheck } from './readiness';
 import { parseBody } from './validate';
 
 /** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
@@ -46,6 +47,8 @@ export interface HttpDeps {
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(): Promise<unknown> };
   log: Logger;
+  /** Bearer token `/metrics` requires; open when undefined. */
+  metricsToken?: string;
   /** Failed authentications per client address (429 past its limit); one is made when absent. */
   authFailures?: AuthFailureLimiter;
 }
@@ -205,12 +208,19 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.get('/readyz', async (_req, res) => {
     const report = await deps.readiness();
     if (!report.ready) res.setHeader('Retry-After', '1');
-    const failed = Object.entries(report.checks).filter(([, v]) => v !== 'ok');
+    const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(k, v)]));
+    const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
     const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
-    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks: report.checks });
+    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks });
   });
 
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    const metricsToken = deps.metricsToken;
+    if (metricsToken !== undefined) {
+      await authFailures.guard(clientAddress(req), () => {
+        if (!tokensEqual(bearerToken(req), metricsToken)) throw new UnauthorizedError('invalid metrics token');
+      });
+    }
     if (!deps.metrics) throw new NotFoundError('metrics are not enabled');
     const { contentType, body } = await deps.metrics();
     res.setHeader('Content-Type', contentType);
