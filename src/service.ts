@@ -122,7 +122,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       if (app.mode !== 'snowflake') refiller?.markReset(app.key);
     },
     onRetired: (key: string) => store.discard(key),
-  }, redis ? new RedisRegistrationGeneration(redis, prefix) : undefined);
+  }, redis ? new RedisRegistrationGeneration(redis, prefix) : undefined, config.refillIntervalMs);
   // Ops reads the snowflake side lazily: it is built after the pool side.
   let snowflakeRuntime: SnowflakeRuntime | undefined;
   let stopping = false;

@@ -74,8 +74,12 @@ export type UpdateInput = z.infer<typeof updateSchema>;
 
 export type Tunables = Pick<AppConfig, 'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'>;
 
-/** Fills defaults for a registration (DESIGN.md "Data model"). */
-export function withDefaults(input: RegisterInput): Tunables & { key: string; mode: AppMode; startOffset: bigint } {
+/**
+ * Fills defaults for a registration (DESIGN.md "Data model"). `interval`
+ * (the least ms between two refill checks of the entity) defaults to the
+ * service's refill tick, IDPOOL_REFILL_INTERVAL_MS.
+ */
+export function withDefaults(input: RegisterInput, refillTickMs = 100): Tunables & { key: string; mode: AppMode; startOffset: bigint } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -96,7 +100,7 @@ export function withDefaults(input: RegisterInput): Tunables & { key: string; mo
     maxSizePerSecond,
     minSizePercent,
     maxPoolSize,
-    interval: input.interval ?? 100,
+    interval: input.interval ?? refillTickMs,
   };
 }
 

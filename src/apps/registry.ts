@@ -60,6 +60,8 @@ export class AppRegistry implements AppCatalog {
     private readonly clock: Clock,
     private readonly listener: AppChangeListener = {},
     private readonly generation: RegistrationGeneration = new LocalRegistrationGeneration(),
+    /** The service's refill tick: the default `interval` of a new entity. */
+    private readonly refillTickMs = 100,
   ) {}
 
   /** The generation now, or undefined when it cannot be read (then the cache is not trusted to be complete). */
@@ -151,7 +153,7 @@ export class AppRegistry implements AppCatalog {
   }
 
   async register(input: RegisterInput): Promise<{ app: AppConfig; secret: string }> {
-    const values = withDefaults(input);
+    const values = withDefaults(input, this.refillTickMs);
     const broken = checkRules(values);
     if (broken) throw new InvalidRequestError(broken);
     const secret = newSecret();

@@ -79,7 +79,7 @@ const schemas: Record<string, Schema> = {
       maxSizePerSecond: { type: 'integer', minimum: 0 },
       minSizePercent: { type: 'integer', minimum: 1, maximum: 99 },
       maxPoolSize: { type: 'integer', minimum: 1 },
-      interval: { type: 'integer' },
+      interval: { type: 'integer', description: 'least ms between two refill checks of this entity (default: the refill tick)' },
       createTime: isoDate,
       updateTime: isoDate,
       currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },

@@ -124,11 +124,22 @@ export class Refiller {
     return run;
   }
 
+  /** When each entity's pool was last checked by a tick (monotonic ms), for its `interval`. */
+  private readonly lastChecked = new Map<string, number>();
+
   private tick(): void {
     if (this.low.size === 0) return;
-    const keys = [...this.low];
-    this.low.clear();
-    for (const key of keys) void this.refill(key);
+    const now = this.o.clock.monotonic();
+    for (const key of [...this.low]) {
+      // An entity's `interval` is the least time between two of its refill
+      // checks; it stays marked low until then. A request short of ids still
+      // refills at once (refill() from the dispatcher is not paced).
+      const last = this.lastChecked.get(key);
+      if (last !== undefined && now - last < (this.o.apps.get(key)?.interval ?? 0)) continue;
+      this.low.delete(key);
+      this.lastChecked.set(key, now);
+      void this.refill(key);
+    }
   }
 
   /** Checks every entity's pool size in one round trip, and whether the Redis server changed. */
