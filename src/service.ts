@@ -5,6 +5,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Express } from 'express';
 import type { AppConfig } from './apps/app';
 import { AppStore } from './apps/app-store';
+import { MemoryEntityRateLimit, RedisEntityRateLimit } from './apps/rate-limit';
 import { RedisRegistrationGeneration } from './apps/redis-registration-generation';
 import { AppRegistry } from './apps/registry';
 import { type Clock, systemClock } from './clock';
@@ -214,6 +215,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     authFailures: new AuthFailureLimiter(clock),
     metricsToken: config.metricsToken,
+    snowflakeRate: redis ? new RedisEntityRateLimit(redis, clock, prefix) : new MemoryEntityRateLimit(clock),
     log: log.child({ component: 'http' }),
   });
 

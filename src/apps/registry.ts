@@ -153,6 +153,7 @@ export class AppRegistry implements AppCatalog {
   }
 
   async register(input: RegisterInput): Promise<{ app: AppConfig; secret: string }> {
+    if (input.mode === 'snowflake') refusePoolFields(input);
     const values = withDefaults(input, this.refillTickMs);
     const broken = checkRules(values);
     if (broken) throw new InvalidRequestError(broken);
@@ -169,6 +170,7 @@ export class AppRegistry implements AppCatalog {
 
   async update(key: string, patch: UpdateInput): Promise<AppConfig> {
     const current = await this.require(key);
+    if (current.mode === 'snowflake') refusePoolFields(patch);
     const next: AppConfig = { ...current, ...stripUndefined(patch), updateTime: Math.max(this.clock.now(), current.updateTime + 1) };
     const broken = checkRules(next);
     if (broken) throw new InvalidRequestError(broken);
@@ -192,6 +194,14 @@ export class AppRegistry implements AppCatalog {
     this.cache.delete(key);
     await this.listener.onRetired?.(key);
   }
+}
+
+/** Fields that shape a segment pool: a snowflake entity has none, so setting one is a mistake worth a 400. */
+const POOL_FIELDS = ['startOffset', 'step', 'maxPoolSize', 'minSizePercent', 'interval'] as const;
+
+function refusePoolFields(input: Partial<Record<(typeof POOL_FIELDS)[number], unknown>>): void {
+  const given = POOL_FIELDS.find((field) => input[field] !== undefined);
+  if (given) throw new InvalidRequestError(`${given}: not used by snowflake entities (their ids come from time, worker and sequence, not a pool)`);
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AppConfig, KEY_PATTERN, describeApp, lowWatermark, registerSchema, secretMatches, updateSchema } from '../apps/app';
+import type { EntityRateLimit } from '../apps/rate-limit';
 import type { AppRegistry } from '../apps/registry';
 import { systemClock } from '../clock';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
@@ -47,6 +48,8 @@ export interface HttpDeps {
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(): Promise<unknown> };
   log: Logger;
+  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's pop). */
+  snowflakeRate?: EntityRateLimit;
   /** Bearer token `/metrics` requires; open when undefined. */
   metricsToken?: string;
   /** Failed authentications per client address (429 past its limit); one is made when absent. */
@@ -133,6 +136,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     const take = async (): Promise<string[]> => {
       if (entity.mode !== 'snowflake') return deps.dispatcher.take(entity, count);
       if (!deps.snowflake) throw new NotFoundError('snowflake ids are not enabled on this instance');
+      await deps.snowflakeRate?.admit(entity.key, count, entity.maxSizePerSecond);
       return deps.snowflake.take(entity.key, count);
     };
     const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, take);
