@@ -11,6 +11,7 @@ import { AppRegistry } from './apps/registry';
 import { type Clock, systemClock } from './clock';
 import type { Config } from './config/config';
 import { type Database, openDatabase } from './db/database';
+import { checkClusterMapping } from './library/cluster-mapping';
 import { createHttpApp, type ReadinessReport, type SnowflakeIssuer } from './http/app';
 import { AuthFailureLimiter } from './http/auth';
 import { MemoryIdempotencyStore, RedisIdempotencyStore } from './http/idempotency';
@@ -102,6 +103,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const db = await openDatabase(config.databaseUrl);
   let redis: Redis | undefined;
   try {
+    await checkClusterMapping(db, config.clusterCount, config.clusterIndex, clock.now());
     redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
     if (redis) await loadFunctions(redis);
   } catch (err) {

@@ -77,6 +77,26 @@ export async function startInstance(env: Record<string, string>, timeoutMs = 30_
   };
 }
 
+/**
+ * Runs `src/main.ts` expecting it to stop by itself (bad configuration, a
+ * refused start); killed after `timeoutMs`. Resolves to its exit code and output.
+ */
+export async function runToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout!.on('data', (d) => (stdout += d));
+  proc.stderr!.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+  const code = await waitExit(proc);
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
 export interface RedisServer {
   readonly port: number;
   readonly url: string;
