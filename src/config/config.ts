@@ -117,7 +117,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminTokenGiven !== undefined && adminTokenGiven !== '' && adminTokenGiven.length < 16) {
     throw new ConfigError('IDPOOL_ADMIN_TOKEN', 'must be at least 16 characters');
   }
-  return {
+  const config: Config = {
     databaseUrl,
     redisUrl,
     port: integer(env, 'IDPOOL_PORT', 8080, 0, 65535),
@@ -143,4 +143,11 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyMaxBytes: integer(env, 'IDPOOL_IDEMPOTENCY_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
     metricsToken: token(env, 'IDPOOL_METRICS_TOKEN'),
   };
+  // Hardening (issue 11): a fixed worker id has no exclusivity and no floor
+  // from the lease, so two processes (or one restarted after a clock
+  // rollback) can repeat snowflake ids. Only on an explicit opt-in.
+  if (config.workerId !== undefined && !boolean(env, 'IDPOOL_WORKER_ID_UNSAFE', false)) {
+    throw new ConfigError('IDPOOL_WORKER_ID', 'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk');
+  }
+  return config;
 }

@@ -6,7 +6,7 @@ import type { SnowflakeIssuer } from '../http/app';
 import type { Logger } from '../logger';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
 import { type SnowflakeRuntimeSettings, runtimeSettingsFromEnv } from '../worker/settings';
-import { SqlWorkerStore } from '../worker/worker-store';
+import { SqlWorkerStore, type WorkerRow } from '../worker/worker-store';
 import { SnowflakeLayout } from './layout';
 import { Snowflake } from './snowflake';
 import { fixedWorker } from './worker-source';
@@ -34,6 +34,13 @@ export interface SnowflakeRuntimeDeps {
   /** Overrides of the lease/wait settings read from the environment. */
   settings?: Partial<SnowflakeRuntimeSettings>;
   env?: Record<string, string | undefined>;
+}
+
+/** The `worker` row of a fixed worker id (created if missing): its `last_timestamp` is the generator's floor. */
+async function fixedWorkerRow(store: SqlWorkerStore, workerId: number): Promise<WorkerRow> {
+  await store.ensureRows(workerId, workerId);
+  const { rows } = await store.rows(workerId, workerId);
+  return rows[0];
 }
 
 /** Decimal string of at most 19 digits: anything else cannot be a 63-bit id. */
@@ -88,7 +95,10 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     });
     await lease.start();
   }
-  const generator = new Snowflake({ layout, worker: lease ?? fixedWorker(config.workerId!), clock, maxWaitMs: settings.maxWaitMs });
+  // A fixed worker id (IDPOOL_WORKER_ID_UNSAFE=1) still starts above what
+  // its row records, and records its own last time unit on stop.
+  const fixed = config.workerId === undefined ? undefined : await fixedWorkerRow(new SqlWorkerStore(db), config.workerId);
+  const generator = new Snowflake({ layout, worker: lease ?? fixedWorker(config.workerId!, fixed!.lastTimestamp), clock, maxWaitMs: settings.maxWaitMs });
   lease?.trackUsage(() => generator.lastUsedMs());
   log.info({ layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` }, 'snowflake generator ready');
 
@@ -112,6 +122,10 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     },
     async stop() {
       await lease?.stop();
+      if (fixed) {
+        const used = Math.max(fixed.lastTimestamp, generator.lastUsedMs() ?? 0);
+        await new SqlWorkerStore(db).release(fixed.workerId, fixed.leaseVersion, used).catch((err) => log.warn({ err: String(err?.message ?? err) }, 'could not record the fixed worker id\'s last timestamp'));
+      }
     },
   };
 }
