@@ -37,7 +37,7 @@ async function main(): Promise<void> {
           if (level >= WARN) destination.flush();
         },
       },
-      level: process.env.IDPOOL_LOG_LEVEL || 'info',
+      level: config.logLevel,
       base: { service: 'idpool' },
       redact: { paths: ['authorization', 'secret', 'token', 'adminToken', '*.authorization', '*.secret', '*.token'], censor: '[redacted]' },
     },

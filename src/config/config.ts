@@ -43,7 +43,12 @@ export interface Config {
   idempotencyMaxBytes: number;
   /** Bearer token `/metrics` requires; unset = open (IDPOOL_METRICS_TOKEN). */
   metricsToken: string | undefined;
+  /** pino level (IDPOOL_LOG_LEVEL). */
+  logLevel: LogLevel;
 }
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 type Env = Record<string, string | undefined>;
 
@@ -83,6 +88,13 @@ function token(env: Env, name: string): string | undefined {
   if (raw === undefined || raw === '') return undefined;
   if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError(name, 'must be at least 16 printable characters without spaces');
   return raw;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 const TIME_UNITS: readonly TimeUnit[] = ['ms', 's', 'min', 'h', 'd'];
@@ -142,6 +154,7 @@ export function loadConfig(env: Env = process.env): Config {
     // Hardening (issue 11).
     idempotencyMaxBytes: integer(env, 'IDPOOL_IDEMPOTENCY_MAX_MB', 64, 1, 65_536) * 1024 * 1024,
     metricsToken: token(env, 'IDPOOL_METRICS_TOKEN'),
+    logLevel: oneOf(env, 'IDPOOL_LOG_LEVEL', LOG_LEVELS, 'info'),
   };
   // Hardening (issue 11): a fixed worker id has no exclusivity and no floor
   // from the lease, so two processes (or one restarted after a clock
