@@ -103,7 +103,7 @@ describe.sequential('worker leases across processes (MariaDB)', () => {
       expect(rows.filter((r) => Number(r.lease_version) > 0).length).toBe(n);
 
       // Their ids carry their own worker ids and never collide.
-      const secret = await register(instances[0].url, { key: 'sf', mode: 'snowflake' });
+      const secret = await register(instances[0].url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
       const batches = await Promise.all(instances.map((i) => takeWhenReady(i, 'sf', secret, 500)));
       batches.forEach((ids, k) => {
         for (const id of ids) expect(layout.decompose(id).worker).toBe(workers[k]);
@@ -124,7 +124,7 @@ describe.sequential('worker leases across processes (MariaDB)', () => {
     expect(ready.status).toBe(503);
     expect(ready.body.checks.lease).toMatch(/every worker id in 1\.\.2 is leased by a live instance/);
     expect(late.output()).toMatch(/every worker id in 1\.\.2 is leased/);
-    const secret = await register(late.url, { key: 'sf', mode: 'snowflake' });
+    const secret = await register(late.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
     const res = await takeIds(late.url, 'sf', secret, 1);
     expect(res.status).toBe(503);
     expect(res.body.error.code).toBe('unavailable');
@@ -143,7 +143,7 @@ describe.sequential('worker leases across processes (MariaDB)', () => {
     const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1' };
     const a = await start(env);
     expect(await selfWorker(a)).toBe(1);
-    const secret = await register(a.url, { key: 'sf', mode: 'snowflake' });
+    const secret = await register(a.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
     const idsA: string[] = [];
     for (let k = 0; k < 5; k++) idsA.push(...(await takeIds(a.url, 'sf', secret, 1000)).body.ids);
 
@@ -180,7 +180,7 @@ describe.sequential('worker leases across processes (MariaDB)', () => {
     const db = await schema();
     const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1', IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '200' };
     const first = await start(env);
-    const secret = await register(first.url, { key: 'sf', mode: 'snowflake' });
+    const secret = await register(first.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
     const before = (await takeIds(first.url, 'sf', secret, 1000)).body.ids as string[];
     await first.kill9();
     // The worker's recorded last timestamp is 10 s ahead of the clock: exactly
