@@ -119,8 +119,6 @@ export class RepeatLimiter {
   }
 }
 
-/** How long a warn/error line may wait in the buffer: alarms reach the log within this. */
-const WARN_FLUSH_MS = 100;
 /** Bytes buffered while stdout does not keep up; beyond it lines are dropped rather than growing the heap. */
 const MAX_BUFFER_BYTES = 16 * 1024 * 1024;
 const WARN = 40;
@@ -138,8 +136,8 @@ export interface ProcessLogger {
  * (one per request) are batched up to 4 KB per write(2): one syscall per
  * line cost the single-id route ~50 µs of CPU per request
  * (bench/request-log.bench.ts); they are flushed at least once a second.
- * Warnings and errors are flushed within {@link WARN_FLUSH_MS}, one flush
- * for however many arrive meanwhile, and repeated ones are counted
+ * Warnings and errors are flushed at the end of the event-loop turn, one
+ * flush for however many that turn wrote, and repeated ones are counted
  * ({@link RepeatLimiter}). The buffer is bounded ({@link MAX_BUFFER_BYTES}).
  * Tokens and secrets are never passed to the logger; the redaction is a
  * second line of defence.
@@ -147,12 +145,17 @@ export interface ProcessLogger {
 export function createProcessLogger(level: string, clock: { monotonic(): number }): ProcessLogger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFER_BYTES });
   setInterval(() => destination.flush(), 1000).unref();
-  let pending: NodeJS.Timeout | undefined;
+  // One flush at the end of the event-loop turn, however many warn/error
+  // lines that turn wrote: alarms reach the log at once, without a write(2)
+  // per line.
+  let pending = false;
   const soon = () => {
-    pending ??= setTimeout(() => {
-      pending = undefined;
+    if (pending) return;
+    pending = true;
+    setImmediate(() => {
+      pending = false;
       destination.flush();
-    }, WARN_FLUSH_MS).unref();
+    });
   };
   const root = pino(
     {

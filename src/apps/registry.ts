@@ -122,18 +122,21 @@ export class AppRegistry implements AppCatalog {
   async find(key: string): Promise<AppConfig | undefined> {
     const cached = this.cache.get(key);
     if (cached) return cached;
-    const generation = await this.readGeneration();
-    // Unreadable (Redis down): trust the cache; the periodic refresh still runs.
-    if (generation === undefined) return undefined;
-    // A refresh already under way may have read the generation before this
-    // registration: then a second one, started after it, is needed.
-    for (let attempt = 0; attempt < 2 && (this.syncedGeneration ?? -1) < generation; attempt++) {
-      this.syncing ??= this.refresh().finally(() => (this.syncing = undefined));
-      await this.syncing;
+    // Unreadable (Redis failing): a refresh decides, so a new entity still
+    // works; concurrent requests share it, and the per-address limit on
+    // failed authentications bounds how many a prober can cause.
+    const generation = (await this.readGeneration()) ?? Infinity;
+    // The cache is looked at again after every wait: a refresh that finished
+    // meanwhile may have added the key. A refresh already under way may have
+    // read the generation before this registration: then a second one,
+    // started after it, is needed.
+    for (let attempt = 0; ; attempt++) {
       const found = this.cache.get(key);
       if (found) return found;
+      if (attempt === 2 || (this.syncedGeneration ?? -1) >= generation) return undefined;
+      this.syncing ??= this.refresh().finally(() => (this.syncing = undefined));
+      await this.syncing;
     }
-    return undefined;
   }
 
   async require(key: string): Promise<AppConfig> {

@@ -53,4 +53,41 @@ describe('AppRegistry lookups of unknown keys', () => {
     for (let i = 0; i < 1000; i++) await here.find(`probe-${i}`);
     expect(store.calls.changedSince).toBe(1);
   });
+
+  it('when the generation cannot be read (Redis failing), a refresh decides, so a new entity still works', async () => {
+    const store = fakeStore();
+    const failing = { current: async (): Promise<number> => Promise.reject(new Error('Connection is closed.')), bump: async () => undefined };
+    const here = new AppRegistry(store, systemClock, {}, failing);
+    const there = new AppRegistry(store, systemClock, {}, failing);
+    await here.load();
+    await there.register({ key: 'during-outage', mode: 'monotonic' });
+    expect((await here.find('during-outage'))?.key).toBe('during-outage');
+    expect(await here.find('never')).toBeUndefined();
+  });
+
+  it('finds a key that a refresh added while it was reading the generation (200 concurrent first requests)', async () => {
+    const store = fakeStore();
+    let value = 0;
+    let hold: Promise<void> | undefined;
+    const generation = {
+      current: async () => {
+        if (hold) await hold;
+        return value;
+      },
+      bump: async () => {
+        value++;
+      },
+    };
+    const here = new AppRegistry(store, systemClock, {}, generation);
+    const there = new AppRegistry(store, systemClock, {}, generation);
+    await here.load();
+    await there.register({ key: 'x', mode: 'monotonic' });
+    let release!: () => void;
+    hold = new Promise((r) => (release = r));
+    const finding = here.find('x'); // waits on the generation
+    hold = undefined;
+    await here.refresh(); // the periodic refresh, meanwhile, adds x and records generation 1
+    release();
+    expect((await finding)?.key).toBe('x');
+  });
 });
