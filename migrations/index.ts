@@ -1,5 +1,6 @@
 import { CreateApplication1732060800000 } from './1732060800000-CreateApplication';
 import { CreateWorker1732147200000 } from './1732147200000-CreateWorker';
+import { CreateMeta1732320000000 } from './1732320000000-CreateMeta';
 
 /** Every schema migration, in order. Run at start-up and by `npm run migration:run`. */
-export const migrations = [CreateApplication1732060800000, CreateWorker1732147200000];
+export const migrations = [CreateApplication1732060800000, CreateWorker1732147200000, CreateMeta1732320000000];

@@ -1,3 +1,5 @@
+import pino from 'pino';
+
 /** The logging surface idpool's components need (pino's shape, so pino plugs in directly). */
 export interface Logger {
   debug(obj: object, msg?: string): void;
@@ -14,3 +16,168 @@ export const silentLogger: Logger = {
   error: () => undefined,
   child: () => silentLogger,
 };
+
+/** A connection URL for logs: its password (and a user's) replaced, so `redis://:secret@host` never reaches a log. */
+export function maskUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '[unparseable url]';
+  }
+}
+
+interface Repeats {
+  logger: Logger;
+  level: 'warn' | 'error';
+  msg: string | undefined;
+  /** The latest suppressed line's fields, written with the count. */
+  obj: object;
+  lastWritten: number;
+  suppressed: number;
+}
+
+/**
+ * Counts repeated warn/error lines instead of writing each: a distinct
+ * message (level, logger bindings, `msg`, and `code`/`alarm`/`entityKey`)
+ * is written at once, then at most once per `windowMs` with `repeated: N`
+ * (how many were held back). During an outage every failing request logs
+ * the same few lines; this keeps that to a few lines a second.
+ */
+export class RepeatLimiter {
+  private readonly seen = new Map<string, Repeats>();
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly clock: { monotonic(): number },
+    private readonly windowMs = 1000,
+    /** Distinct messages tracked; beyond it every count is written and the table starts over (bounded memory). */
+    private readonly maxMessages = 1000,
+    timers = true,
+  ) {
+    if (timers) this.timer = setInterval(() => this.tick(), windowMs).unref();
+  }
+
+  /** A logger whose warn/error lines go through this limiter; debug/info pass straight through. */
+  wrap(inner: Logger, scope = ''): Logger {
+    return {
+      debug: (obj, msg) => inner.debug(obj, msg),
+      info: (obj, msg) => inner.info(obj, msg),
+      warn: (obj, msg) => this.write(inner, scope, 'warn', obj, msg),
+      error: (obj, msg) => this.write(inner, scope, 'error', obj, msg),
+      child: (bindings) => this.wrap(inner.child(bindings), `${scope}${JSON.stringify(bindings)}`),
+    };
+  }
+
+  /** Writes the counts of messages held back for a whole window. Runs every `windowMs`. */
+  tick(): void {
+    const now = this.clock.monotonic();
+    for (const [key, r] of this.seen) {
+      if (now - r.lastWritten < this.windowMs) continue;
+      if (r.suppressed > 0) this.flushOne(r, now);
+      else this.seen.delete(key);
+    }
+  }
+
+  /** Writes every held-back count now (shutdown). */
+  flush(): void {
+    const now = this.clock.monotonic();
+    for (const r of this.seen.values()) if (r.suppressed > 0) this.flushOne(r, now);
+    this.seen.clear();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.flush();
+  }
+
+  private flushOne(r: Repeats, now: number): void {
+    r.logger[r.level]({ ...r.obj, repeated: r.suppressed }, r.msg);
+    r.suppressed = 0;
+    r.lastWritten = now;
+  }
+
+  private write(inner: Logger, scope: string, level: 'warn' | 'error', obj: object, msg?: string): void {
+    const o = obj as { code?: unknown; alarm?: unknown; entityKey?: unknown };
+    const key = `${level}\n${scope}\n${msg}\n${String(o.code ?? '')}\n${String(o.alarm ?? '')}\n${String(o.entityKey ?? '')}`;
+    const now = this.clock.monotonic();
+    const known = this.seen.get(key);
+    if (!known) {
+      if (this.seen.size >= this.maxMessages) this.flush();
+      this.seen.set(key, { logger: inner, level, msg, obj, lastWritten: now, suppressed: 0 });
+      inner[level](obj, msg);
+      return;
+    }
+    if (known.suppressed === 0 && now - known.lastWritten >= this.windowMs) {
+      known.lastWritten = now;
+      inner[level](obj, msg);
+      return;
+    }
+    known.suppressed++;
+    known.obj = obj;
+  }
+}
+
+/** Bytes buffered while stdout does not keep up; beyond it lines are dropped rather than growing the heap. */
+const MAX_BUFFER_BYTES = 16 * 1024 * 1024;
+const WARN = 40;
+
+export interface ProcessLogger {
+  readonly log: Logger;
+  /** Writes held-back counts and everything buffered, synchronously (before exit). */
+  flushSync(): void;
+  /** Starts writing what is buffered (the start-up line that supervisors wait for). */
+  flush(): void;
+}
+
+/**
+ * The service's logger on stdout: pino with asynchronous writes. Info lines
+ * (one per request) are batched up to 4 KB per write(2): one syscall per
+ * line cost the single-id route ~50 µs of CPU per request
+ * (bench/request-log.bench.ts); they are flushed at least once a second.
+ * Warnings and errors are flushed at the end of the event-loop turn, one
+ * flush for however many that turn wrote, and repeated ones are counted
+ * ({@link RepeatLimiter}). The buffer is bounded ({@link MAX_BUFFER_BYTES}).
+ * Tokens and secrets are never passed to the logger; the redaction is a
+ * second line of defence.
+ */
+export function createProcessLogger(level: string, clock: { monotonic(): number }): ProcessLogger {
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFER_BYTES });
+  setInterval(() => destination.flush(), 1000).unref();
+  // One flush at the end of the event-loop turn, however many warn/error
+  // lines that turn wrote: alarms reach the log at once, without a write(2)
+  // per line.
+  let pending = false;
+  const soon = () => {
+    if (pending) return;
+    pending = true;
+    setImmediate(() => {
+      pending = false;
+      destination.flush();
+    });
+  };
+  const root = pino(
+    {
+      hooks: {
+        logMethod(args, method, lineLevel) {
+          method.apply(this, args);
+          if (lineLevel >= WARN) soon();
+        },
+      },
+      level,
+      base: { service: 'idpool' },
+      redact: { paths: ['authorization', 'secret', 'token', 'adminToken', '*.authorization', '*.secret', '*.token'], censor: '[redacted]' },
+    },
+    destination,
+  );
+  const repeats = new RepeatLimiter(clock);
+  return {
+    log: repeats.wrap(root),
+    flush: () => destination.flush(),
+    flushSync() {
+      repeats.flush();
+      destination.flushSync();
+    },
+  };
+}

@@ -1,6 +1,7 @@
 import 'dotenv/config';
-import pino from 'pino';
+import { systemClock } from './clock';
 import { type Config, ConfigError, loadConfig } from './config/config';
+import { createProcessLogger } from './logger';
 import { describeRedis } from './pool/redis-connection';
 import { createService } from './service';
 
@@ -16,32 +17,10 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  // Asynchronous writes: a request's log line never waits on the pipe.
-  // Flushed before every exit below. Tokens and secrets are never passed to
-  // the logger; the redaction is a second line of defence.
-  // Info lines (one per request) are batched up to 4 KB per write(2): one
-  // syscall per line cost the single-id route ~50 µs of CPU per request
-  // (bench/request-log.bench.ts). They are flushed at least once a second;
-  // warnings and errors (alarms among them) are written at once.
-  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  setInterval(() => destination.flush(), 1000).unref();
-  const WARN = 40;
-  const log = pino(
-    {
-      hooks: {
-        logMethod(args, method, level) {
-          method.apply(this, args);
-          if (level >= WARN) destination.flush();
-        },
-      },
-      level: config.logLevel,
-      base: { service: 'idpool' },
-      redact: { paths: ['authorization', 'secret', 'token', 'adminToken', '*.authorization', '*.secret', '*.token'], censor: '[redacted]' },
-    },
-    destination,
-  );
+  // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
+  const { log, flush, flushSync } = createProcessLogger(config.logLevel, systemClock);
   const exit = (code: number) => {
-    destination.flushSync();
+    flushSync();
     process.exit(code);
   };
   // Invariant 7: no dependency fault ends the process. Every promise idpool
@@ -53,7 +32,7 @@ async function main(): Promise<void> {
     log.error({ alarm: 'unhandled_rejection', err: String((reason as Error)?.stack ?? reason) }, 'unhandled promise rejection (a bug); the process keeps running');
   });
   process.on('uncaughtException', (err) => {
-    log.fatal({ alarm: 'uncaught_exception', err: String(err?.stack ?? err) }, 'uncaught exception; exiting');
+    log.error({ alarm: 'uncaught_exception', err: String(err?.stack ?? err) }, 'uncaught exception; exiting');
     exit(1);
   });
   let service;
@@ -70,7 +49,7 @@ async function main(): Promise<void> {
   }
   const port = await service.listen(config.port);
   log.info({ port, database: service.db.description, pool: config.redis ? describeRedis(config.redis) : 'in-process' }, 'idpool listening');
-  destination.flush(); // supervisors and tests wait for that line
+  flush(); // supervisors and tests wait for that line
   if (config.adminTokenGenerated) {
     process.stderr.write(`idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`);
   }

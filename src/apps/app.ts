@@ -44,8 +44,25 @@ const offset = z
   .transform((v) => BigInt(v))
   .refine((v) => v < LIMITS.startOffset, { message: 'must be below 2^62' });
 
+/**
+ * Control characters (C0, DEL, C1) and the bidirectional overrides and
+ * isolates: printed raw by the CLI and the dashboard, they could rewrite a
+ * terminal or reorder what an operator reads. Joiners used by emoji stay.
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+/** A UTF-16 surrogate without its pair: not a character, and refused by MySQL's utf8mb4. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+const entityName = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((name) => !CONTROL.test(name), { message: 'must not contain control characters' })
+  .refine((name) => !LONE_SURROGATE.test(name), { message: 'must be well-formed Unicode (no lone surrogates)' });
+
 const tunables = {
-  name: z.string().min(1).max(128),
+  name: entityName,
   step: int(1, LIMITS.step),
   maxSizePerTimes: int(1, LIMITS.maxSizePerTimes),
   maxSizePerSecond: int(0, LIMITS.maxSizePerSecond),
@@ -74,8 +91,12 @@ export type UpdateInput = z.infer<typeof updateSchema>;
 
 export type Tunables = Pick<AppConfig, 'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'>;
 
-/** Fills defaults for a registration (DESIGN.md "Data model"). */
-export function withDefaults(input: RegisterInput): Tunables & { key: string; mode: AppMode; startOffset: bigint } {
+/**
+ * Fills defaults for a registration (DESIGN.md "Data model"). `interval`
+ * (the least ms between two refill checks of the entity) defaults to the
+ * service's refill tick, IDPOOL_REFILL_INTERVAL_MS.
+ */
+export function withDefaults(input: RegisterInput, refillTickMs = 100): Tunables & { key: string; mode: AppMode; startOffset: bigint } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -96,7 +117,7 @@ export function withDefaults(input: RegisterInput): Tunables & { key: string; mo
     maxSizePerSecond,
     minSizePercent,
     maxPoolSize,
-    interval: input.interval ?? 100,
+    interval: input.interval ?? refillTickMs,
   };
 }
 

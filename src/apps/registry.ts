@@ -11,6 +11,31 @@ export interface AppCatalog {
   segmentKeys(): string[];
 }
 
+/**
+ * A counter every registration bumps, readable by every instance (Redis in
+ * service mode). An instance whose cache was synced at generation g knows
+ * every entity registered before g, so while the generation is still g a key
+ * missing from its cache is unknown without asking the database; when it
+ * moved, one refresh (shared by concurrent requests) catches up. Unknown keys
+ * then cost no SQL however many are tried, and an entity registered on
+ * another instance works here at once.
+ */
+export interface RegistrationGeneration {
+  current(): Promise<number>;
+  bump(): Promise<void>;
+}
+
+/** Registrations through this process only (no Redis): others' show up with the next refresh (≤ 1 s). */
+export class LocalRegistrationGeneration implements RegistrationGeneration {
+  private value = 0;
+  async current(): Promise<number> {
+    return this.value;
+  }
+  async bump(): Promise<void> {
+    this.value++;
+  }
+}
+
 export interface AppChangeListener {
   onRetired?(key: string): void | Promise<void>;
   onRegistered?(app: AppConfig): void | Promise<void>;
@@ -26,15 +51,21 @@ export class AppRegistry implements AppCatalog {
   private readonly cache = new Map<string, AppConfig>();
   /** Keys of {@link cache} in order, rebuilt on the first page read after a change (pages are read far less often than entities change in a bulk import). */
   private sortedKeys: string[] | undefined;
-  /** Keys looked up and not found, with when: a burst of unknown keys costs one query a second. */
-  private readonly misses = new Map<string, number>();
   private lastRefresh = 0;
+  /** The registration generation the cache is known to include (undefined: not known). */
+  private syncedGeneration: number | undefined;
+  /** The refresh under way, shared by every request that needs one. */
+  private syncing: Promise<void> | undefined;
 
   private readonly listeners: AppChangeListener[] = [];
 
   constructor(
-    private readonly store: AppStore,
+    private readonly store: Pick<AppStore, 'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecretHash' | 'retire'>,
     private readonly clock: Clock,
+    /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
+    private readonly generation: RegistrationGeneration = new LocalRegistrationGeneration(),
+    /** The service's refill tick: the default `interval` of a new entity. */
+    private readonly refillTickMs = 100,
   ) {}
 
   /** Tells `listener` of every registration and retirement seen from now on. */
@@ -50,22 +81,35 @@ export class AppRegistry implements AppCatalog {
     for (const l of this.listeners) await l.onRetired?.(key);
   }
 
+  /** The generation now, or undefined when it cannot be read (then the cache is not trusted to be complete). */
+  private async readGeneration(): Promise<number | undefined> {
+    try {
+      return await this.generation.current();
+    } catch {
+      return undefined;
+    }
+  }
+
   async load(): Promise<void> {
     const now = this.clock.now();
+    const generation = await this.readGeneration();
     const apps = await this.store.listLive();
     this.cache.clear();
     for (const app of apps) this.cache.set(app.key, app);
     this.sortedKeys = undefined;
     this.lastRefresh = now;
+    this.syncedGeneration = generation;
   }
 
   // Rows updated by another instance whose clock runs a little behind ours
   // must still be seen: look back this far (ms) on every refresh.
   private static readonly SKEW_MARGIN_MS = 5000;
 
-  /** Picks up registrations, updates and retirements made through other instances. */
+  /** Picks up registrations, updates and retirements made through other instances (every second, and when the generation moved). */
   async refresh(): Promise<void> {
     const now = this.clock.now();
+    // Read before the query: a registration counted in it committed before the bump, so the query sees it.
+    const generation = await this.readGeneration();
     const changed = await this.store.changedSince(this.lastRefresh - AppRegistry.SKEW_MARGIN_MS);
     this.lastRefresh = now;
     for (const { app, retired } of changed) {
@@ -80,28 +124,37 @@ export class AppRegistry implements AppCatalog {
         if (!known) await this.registered(app);
       }
     }
+    this.syncedGeneration = generation;
   }
 
   get(key: string): AppConfig | undefined {
     return this.cache.get(key);
   }
 
-  /** Cached config, or one SQL lookup for a key registered elsewhere in the last second. */
+  /**
+   * Cached config of a live entity. A key not in the cache costs no SQL
+   * unless an entity was registered since the cache was synced (see
+   * {@link RegistrationGeneration}); then one refresh, shared by every
+   * request waiting for it, brings the cache up to date.
+   */
   async find(key: string): Promise<AppConfig | undefined> {
     const cached = this.cache.get(key);
     if (cached) return cached;
-    const now = this.clock.now();
-    const missedAt = this.misses.get(key);
-    if (missedAt !== undefined && now - missedAt < 1000) return undefined;
-    const app = await this.store.findLive(key);
-    if (app) {
-      this.remember(app);
-      await this.registered(app);
-    } else {
-      if (this.misses.size > 10_000) this.misses.clear();
-      this.misses.set(key, now);
+    // Unreadable (Redis failing): a refresh decides, so a new entity still
+    // works; concurrent requests share it, and the per-address limit on
+    // failed authentications bounds how many a prober can cause.
+    const generation = (await this.readGeneration()) ?? Infinity;
+    // The cache is looked at again after every wait: a refresh that finished
+    // meanwhile may have added the key. A refresh already under way may have
+    // read the generation before this registration: then a second one,
+    // started after it, is needed.
+    for (let attempt = 0; ; attempt++) {
+      const found = this.cache.get(key);
+      if (found) return found;
+      if (attempt === 2 || (this.syncedGeneration ?? -1) >= generation) return undefined;
+      this.syncing ??= this.refresh().finally(() => (this.syncing = undefined));
+      await this.syncing;
     }
-    return app;
   }
 
   async require(key: string): Promise<AppConfig> {
@@ -153,7 +206,8 @@ export class AppRegistry implements AppCatalog {
   }
 
   async register(input: RegisterInput): Promise<{ app: AppConfig; secret: string }> {
-    const values = withDefaults(input);
+    if (input.mode === 'snowflake') refusePoolFields(input);
+    const values = withDefaults(input, this.refillTickMs);
     const broken = checkRules(values);
     if (broken) throw new InvalidRequestError(broken);
     const secret = newSecret();
@@ -161,12 +215,15 @@ export class AppRegistry implements AppCatalog {
     const app: AppConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
     if (!(await this.store.insert(app))) throw new ConflictError(`key "${app.key}" is already registered (retired keys are never reused)`);
     this.remember(app);
+    // Other instances see the new entity at once; if Redis cannot count it, within their next refresh (≤ 1 s).
+    await this.generation.bump().catch(() => undefined);
     await this.registered(app);
     return { app, secret };
   }
 
   async update(key: string, patch: UpdateInput): Promise<AppConfig> {
     const current = await this.require(key);
+    if (current.mode === 'snowflake') refusePoolFields(patch);
     const next: AppConfig = { ...current, ...stripUndefined(patch), updateTime: Math.max(this.clock.now(), current.updateTime + 1) };
     const broken = checkRules(next);
     if (broken) throw new InvalidRequestError(broken);
@@ -195,12 +252,19 @@ export class AppRegistry implements AppCatalog {
   private remember(app: AppConfig): void {
     if (!this.cache.has(app.key)) this.sortedKeys = undefined;
     this.cache.set(app.key, app);
-    this.misses.delete(app.key);
   }
 
   private forget(key: string): void {
     if (this.cache.delete(key)) this.sortedKeys = undefined;
   }
+}
+
+/** Fields that shape a segment pool: a snowflake entity has none, so setting one is a mistake worth a 400. */
+const POOL_FIELDS = ['startOffset', 'step', 'maxPoolSize', 'minSizePercent', 'interval'] as const;
+
+function refusePoolFields(input: Partial<Record<(typeof POOL_FIELDS)[number], unknown>>): void {
+  const given = POOL_FIELDS.find((field) => input[field] !== undefined);
+  if (given) throw new InvalidRequestError(`${given}: not used by snowflake entities (their ids come from time, worker and sequence, not a pool)`);
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

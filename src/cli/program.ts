@@ -43,7 +43,7 @@ const TUNABLES: { flag: string; field: string; what: string }[] = [
   { flag: '--max-size-per-second <n>', field: 'maxSizePerSecond', what: 'ids per second over all callers; 0 = unlimited (default 5000)' },
   { flag: '--min-size-percent <n>', field: 'minSizePercent', what: 'refill when the pool falls below this % of its max (default 80)' },
   { flag: '--max-pool-size <n>', field: 'maxPoolSize', what: 'ids kept ready (default 60 × max-size-per-second)' },
-  { flag: '--interval <ms>', field: 'interval', what: 'refill check interval of this entity (default 100)' },
+  { flag: '--interval <ms>', field: 'interval', what: 'least ms between two refill checks of this entity (default: the service refill tick)' },
 ];
 
 function packageVersion(): string {

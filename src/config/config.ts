@@ -109,9 +109,15 @@ export interface Config {
   workerPreferSameCode: boolean;
   /** Fixed worker id: no lease. */
   workerId: number | undefined;
+  /** The service accepts a fixed worker id only with this set (IDPOOL_WORKER_ID_UNSAFE). */
+  workerIdUnsafe: boolean;
   lease: SnowflakeRuntimeSettings;
   ops: OpsConfig;
   logLevel: LogLevel;
+  /** Bound of the in-process Idempotency-Key store, in bytes. */
+  idempotencyMaxBytes: number;
+  /** Bearer token `/metrics` requires; unset = open. */
+  metricsToken: string | undefined;
 }
 
 /**
@@ -168,6 +174,8 @@ export const DEFAULTS = {
     metricsMaxEntities: 200,
   } satisfies OpsConfig as OpsConfig,
   logLevel: 'info',
+  // 64 MiB of stored answers: ~20,000 batches of 1,000 ids at ~3 KB each.
+  idempotencyMaxMb: 64,
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -224,6 +232,13 @@ class EnvReader {
     return this.parse(name, schema, schema.parse(fallback), 'an ISO date or Unix epoch milliseconds');
   }
 
+  /** An optional bearer token: at least 16 printable characters without spaces (it travels in a header). */
+  token(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw !== undefined && (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw))) throw new ConfigError(name, 'must be at least 16 printable characters without spaces');
+    return raw;
+  }
+
   /** A URL matching `pattern`; `expected` describes the form. */
   url(name: string, pattern: RegExp, expected: string): string | undefined {
     const raw = this.raw(name);
@@ -274,9 +289,12 @@ export function loadConfig(env: Env = process.env): Config {
     workerMax: r.int('IDPOOL_WORKER_MAX', workerCap, workerMin, workerCap),
     workerPreferSameCode: r.bool('IDPOOL_WORKER_PREFER_SAME_CODE', DEFAULTS.workerPreferSameCode),
     workerId: r.raw('IDPOOL_WORKER_ID') === undefined ? undefined : r.int('IDPOOL_WORKER_ID', 0, 0, workerCap),
+    workerIdUnsafe: r.bool('IDPOOL_WORKER_ID_UNSAFE', false),
     lease: leaseSettings(r),
     ops: opsConfig(r),
     logLevel: r.oneOf('IDPOOL_LOG_LEVEL', LOG_LEVELS, DEFAULTS.logLevel),
+    idempotencyMaxBytes: r.int('IDPOOL_IDEMPOTENCY_MAX_MB', DEFAULTS.idempotencyMaxMb, 1, 65_536) * 1024 * 1024,
+    metricsToken: r.token('IDPOOL_METRICS_TOKEN'),
   };
 }
 

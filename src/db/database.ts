@@ -142,7 +142,8 @@ async function createSchemaIfMissing(url: string): Promise<void> {
   u.pathname = '/';
   const connection = await createConnection({ uri: u.toString(), connectTimeout: 5000 });
   try {
-    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${schema.replace(/`/g, '``')}\``);
+    // utf8mb4 whatever the server's default (latin1 on older servers), so any printable entity name stores.
+    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${schema.replace(/`/g, '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
   } finally {
     await connection.end();
   }

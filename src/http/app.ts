@@ -1,15 +1,18 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AppConfig, KEY_PATTERN, describeApp, registerSchema, secretMatches, updateSchema } from '../apps/app';
+import type { EntityRateLimit } from '../pool/rate-limit';
 import type { AppRegistry } from '../apps/registry';
+import { systemClock } from '../clock';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
 import type { Logger } from '../logger';
 import type { PoolSizing } from '../pool/demand';
 import { type IdExplanation, NotAnIdError } from '../snowflake/explain';
-import { bearerToken, tokensEqual } from './auth';
+import { AuthFailureLimiter, bearerToken, tokensEqual } from './auth';
 import { dashboardRouter } from './dashboard/router';
 import { errorHandler } from './errors';
 import { openApiDocument } from './openapi';
 import { type IdempotencyStore, answerOnce } from './idempotency';
+import { publicCheck } from './readiness';
 import { parseBody } from './validate';
 
 /** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
@@ -50,6 +53,12 @@ export interface HttpDeps {
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
   log: Logger;
+  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's pop). */
+  snowflakeRate?: EntityRateLimit;
+  /** Bearer token `/metrics` requires; open when undefined. */
+  metricsToken?: string;
+  /** Failed authentications per client address (429 past its limit); one is made when absent. */
+  authFailures?: AuthFailureLimiter;
 }
 
 /** An id that cannot be one of this layout's is the client's mistake: 400 with the reason. */
@@ -88,6 +97,8 @@ function limitParam(req: Request, fallback: number): number {
 
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 const OPS_DEFAULT_ROWS = 50;
+/** Compared against when the key is unknown, so both failures cost the same. */
+const UNKNOWN_KEY_HASH = '0'.repeat(64);
 
 /** Largest JSON body accepted; registrations and counts are far smaller. */
 const BODY_LIMIT = '16kb';
@@ -134,19 +145,30 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   }
   app.use(express.json({ limit: BODY_LIMIT, strict: false }));
 
-  const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
-    if (!tokensEqual(bearerToken(req), deps.adminToken)) throw new UnauthorizedError('invalid admin token');
+  const authFailures = deps.authFailures ?? new AuthFailureLimiter(systemClock);
+  const clientAddress = (req: Request) => req.socket.remoteAddress ?? 'unknown';
+
+  const requireAdmin = async (req: Request, _res: Response, next: NextFunction) => {
+    await authFailures.guard(clientAddress(req), () => {
+      if (!tokensEqual(bearerToken(req), deps.adminToken)) throw new UnauthorizedError('invalid admin token');
+    });
     next();
   };
 
-  /** The app named in the path, authenticated by its secret. */
+  /**
+   * The app named in the path, authenticated by its secret. An unknown key
+   * and a wrong secret get the same 401 (and take the same hash compare), so
+   * keys cannot be probed.
+   */
   async function authenticatedApp(req: Request): Promise<AppConfig> {
     const key = entityKeyParam(req);
-    const token = bearerToken(req);
-    const found = await deps.registry.find(key);
-    if (!found) throw new NotFoundError(`no entity with key "${key}"`);
-    if (!secretMatches(token, found.secretHash)) throw new UnauthorizedError(`invalid secret for entity "${key}"`);
-    return found;
+    return authFailures.guard(clientAddress(req), async () => {
+      const token = bearerToken(req);
+      const found = await deps.registry.find(key);
+      const matches = secretMatches(token, found?.secretHash ?? UNKNOWN_KEY_HASH);
+      if (!found || !matches) throw new UnauthorizedError('unknown entity key or invalid secret');
+      return found;
+    });
   }
 
   app.post('/apps/:key/ids', async (req, res) => {
@@ -155,6 +177,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     const take = async (): Promise<string[]> => {
       if (entity.mode !== 'snowflake') return deps.dispatcher.take(entity, count);
       if (!deps.snowflake) throw new NotFoundError('snowflake ids are not enabled on this instance');
+      await deps.snowflakeRate?.admit(entity.key, count, entity.maxSizePerSecond);
       return deps.snowflake.take(entity.key, count);
     };
     const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, take);
@@ -248,12 +271,19 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.get('/readyz', async (_req, res) => {
     const report = await deps.readiness();
     if (!report.ready) res.setHeader('Retry-After', '1');
-    const failed = Object.entries(report.checks).filter(([, v]) => v !== 'ok');
+    const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(k, v)]));
+    const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
     const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
-    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks: report.checks });
+    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks });
   });
 
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    const metricsToken = deps.metricsToken;
+    if (metricsToken !== undefined) {
+      await authFailures.guard(clientAddress(req), () => {
+        if (!tokensEqual(bearerToken(req), metricsToken)) throw new UnauthorizedError('invalid metrics token');
+      });
+    }
     if (!deps.metrics) throw new NotFoundError('metrics are not enabled');
     const { contentType, body } = await deps.metrics();
     res.setHeader('Content-Type', contentType);

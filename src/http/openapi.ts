@@ -79,7 +79,7 @@ const schemas: Record<string, Schema> = {
       maxSizePerSecond: { type: 'integer', minimum: 0 },
       minSizePercent: { type: 'integer', minimum: 1, maximum: 99 },
       maxPoolSize: { type: 'integer', minimum: 1 },
-      interval: { type: 'integer' },
+      interval: { type: 'integer', description: 'least ms between two refill checks of this entity (default: the refill tick)' },
       createTime: isoDate,
       updateTime: isoDate,
       currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },
@@ -218,11 +218,11 @@ const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retry
 
 const E = {
   400: error('Invalid request (`invalid_request`): nothing was changed.'),
-  401: error('Missing or wrong bearer token (`unauthorized`).'),
+  401: error('Missing or wrong bearer token, or (on /apps) an unknown entity key: the two are not told apart (`unauthorized`).'),
   404: error('No such entity or route (`not_found`).'),
   409: error('Key already registered (`conflict`).'),
   413: error('Body larger than 16 kB (`payload_too_large`).'),
-  429: { ...error('Over the entity per-second limit (`rate_limited`).'), headers: retryAfter },
+  429: { ...error('Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).'), headers: retryAfter },
   503: { ...error('`pool_exhausted` or `unavailable` (a dependency is down).'), headers: retryAfter },
 };
 
@@ -379,7 +379,7 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
       '/metrics': {
         get: {
           summary: 'Prometheus metrics, forecasts included',
-          responses: { 200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } }, 404: E[404] },
+          responses: { 200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } }, 401: E[401], 404: E[404], 429: E[429] },
         },
       },
       '/openapi.json': {

@@ -6,6 +6,7 @@ import { IdpoolError, InvalidRequestError, NotFoundError, UnavailableError } fro
 import { type Logger, silentLogger } from '../logger';
 import { type Segment as ReservedRange, type SegmentAllocator, SqlSegmentAllocator } from '../segment/allocator';
 import { ClusterMap } from '../segment/cluster';
+import { checkClusterMapping } from '../segment/cluster-mapping';
 import { nextStep } from './adaptive-step';
 import { GeneratorClosedError, SegmentsNotReadyError, UnsafeNumberIdError } from './errors';
 import { type Id, Segment, SegmentBuffer } from './segment-buffer';
@@ -490,6 +491,14 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
     const opened = db;
     release = () => opened.close();
     if (!(options.migrate ?? false)) await requireSchema(opened);
+  }
+  if (db) {
+    try {
+      await checkClusterMapping(db, cluster.count, cluster.index, (options.clock ?? systemClock).now());
+    } catch (err) {
+      await release();
+      throw err;
+    }
   }
   const deps: Deps = {
     allocator: options.allocator ?? new SqlSegmentAllocator(db!),

@@ -82,7 +82,7 @@ export class OpsMetrics {
   readonly leaseRemaining = this.gauge('idpool_worker_lease_remaining_seconds', 'Seconds until the worker lease expires unless renewed', []);
   readonly leaseWorkerId = this.gauge('idpool_worker_id', 'Worker id this instance holds (-1 = none)', []);
   readonly workersInUse = this.gauge('idpool_worker_ids_in_use', 'Worker ids with a live lease in this deployment range', []);
-  readonly workersAvailable = this.gauge('idpool_worker_ids_total', 'Worker ids in this deployment range', []);
+  readonly workersAvailable = this.gauge('idpool_worker_ids_in_range', 'Worker ids in this deployment range (IDPOOL_WORKER_MIN..MAX)', []);
 
   // Alarms.
   readonly alarmsRaised = this.counter('idpool_alarms_total', 'Alarms raised', ['alarm', 'severity']);

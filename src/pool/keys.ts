@@ -38,10 +38,19 @@ export interface IdempotencyKeys {
   readonly claim: string;
   /** The stored answer, JSON `{count, ids}`; the first one written wins. */
   readonly answer: string;
+  /** Sorted set of this entity's stored answers by time, to cap how many are kept. */
+  readonly index: string;
+  /** The answer key of another request key of the same entity. */
+  answerOf(requestKey: string): string;
 }
 
 /** `requestKey` is the client's header value (printable ASCII); it ends the key, so no two values collide. */
 export function idempotencyKeys(entityKey: string, requestKey: string, prefix = DEFAULT_PREFIX): IdempotencyKeys {
   const base = `${prefix}:{${entityKey}}:idem`;
-  return { claim: `${base}:claim:${requestKey}`, answer: `${base}:answer:${requestKey}` };
+  return { claim: `${base}:claim:${requestKey}`, answer: `${base}:answer:${requestKey}`, index: `${base}:index`, answerOf: (other) => `${base}:answer:${other}` };
+}
+
+/** Counter of entity registrations, bumped by every instance (see `apps/registry.ts`). */
+export function registrationsKey(prefix = DEFAULT_PREFIX): string {
+  return `${prefix}:registrations`;
 }

@@ -87,6 +87,8 @@ export class Refiller {
   private readonly sweeper: Periodic;
   private lastServerId: string | undefined;
   private sweepCursor = 0;
+  /** When each entity's pool was last checked by a tick (monotonic ms), for its `interval`. */
+  private readonly lastChecked = new Map<string, number>();
   /** Between start() and stop(): a finished refill starts the next waiting one. */
   private ticking = false;
   private lastErrorLog = 0;
@@ -153,11 +155,22 @@ export class Refiller {
     return this.failures.get(entityKey);
   }
 
-  /** Refills the entities marked low, at most MAX_REFILLS_IN_FLIGHT at once; the rest wait for a free slot. */
+
+  /**
+   * Refills the entities marked low, at most MAX_REFILLS_IN_FLIGHT at once;
+   * the rest wait for a free slot. An entity's `interval` is the least time
+   * between two of its refill checks; it stays marked low until then. A
+   * request short of ids still refills at once (refill() from the dispatcher
+   * is not paced).
+   */
   private tick(): void {
+    const now = this.o.clock.monotonic();
     for (const key of this.low) {
       if (this.inflight.size >= MAX_REFILLS_IN_FLIGHT) return;
+      const last = this.lastChecked.get(key);
+      if (last !== undefined && now - last < (this.o.apps.get(key)?.interval ?? 0)) continue;
       this.low.delete(key);
+      this.lastChecked.set(key, now);
       void this.refill(key);
     }
   }

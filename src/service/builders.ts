@@ -1,15 +1,18 @@
 import type { Express } from 'express';
 import { type AppStore, SqlAppStore } from '../apps/app-store';
-import { AppRegistry } from '../apps/registry';
+import { AppRegistry, LocalRegistrationGeneration, type RegistrationGeneration } from '../apps/registry';
 import type { Clock } from '../clock';
 import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
 import { type Database, openDatabase } from '../db/database';
 import { type ReadinessReport, createHttpApp } from '../http/app';
+import { AuthFailureLimiter } from '../http/auth';
 import { type IdempotencyStore, MemoryIdempotencyStore, RedisIdempotencyStore } from '../http/idempotency';
 import type { Logger } from '../logger';
 import { type Ops, createOps, requestObserver } from '../ops';
 import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
+import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } from '../pool/rate-limit';
+import { RedisRegistrationGeneration } from '../pool/registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import { type RedisClient, connectRedis } from '../pool/redis-connection';
@@ -19,11 +22,19 @@ import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { ClusterMap } from '../segment/cluster';
+import { checkClusterMapping } from '../segment/cluster-mapping';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import type { Built } from './resources';
 
-export async function buildDatabase(config: Config): Promise<Built<Database>> {
+/** The database, migrated, with this deployment's cluster mapping checked against the one it recorded. */
+export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
   const db = await openDatabase(config.databaseUrl);
+  try {
+    await checkClusterMapping(db, config.clusterCount, config.clusterIndex, clock.now());
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   return { value: db, close: () => db.close() };
 }
 
@@ -51,6 +62,10 @@ export interface Stores {
   readonly allocator: SqlSegmentAllocator;
   readonly entities: AppStore;
   readonly idempotency: IdempotencyStore;
+  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's take). */
+  readonly snowflakeRate: EntityRateLimit;
+  /** Registrations counted across instances, so an unknown key costs no SQL until one happens. */
+  readonly registrations: RegistrationGeneration;
   readonly cluster: ClusterMap;
   /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
   readonly demand: Demand;
@@ -63,7 +78,9 @@ export function buildStores(deps: { config: Config; db: Database; redis: RedisCl
     lock: redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlAppStore(db),
-    idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock),
+    idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
+    snowflakeRate: redis ? new RedisEntityRateLimit(redis, clock, prefix) : new MemoryEntityRateLimit(clock),
+    registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
     cluster: new ClusterMap(config.clusterCount, config.clusterIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
   };
@@ -73,8 +90,8 @@ export function buildStores(deps: { config: Config; db: Database; redis: RedisCl
  * The entity cache, loaded now. Changes made through other instances are
  * picked up within a second once started (closing stops that).
  */
-export async function buildRegistry(deps: { stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: AppRegistry; start(): void }>> {
-  const registry = new AppRegistry(deps.stores.entities, deps.clock);
+export async function buildRegistry(deps: { config: Config; stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: AppRegistry; start(): void }>> {
+  const registry = new AppRegistry(deps.stores.entities, deps.clock, deps.stores.registrations, deps.config.refillIntervalMs);
   await registry.load();
   const refresh = every('registry-refresh', 1000, () =>
     registry.refresh().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
@@ -192,6 +209,7 @@ export function readinessCheck(deps: { db: Database; pools: PoolStore; snowflake
 
 export function buildHttp(deps: {
   config: Config;
+  clock: Clock;
   opsConfig: OpsConfig;
   log: Logger;
   stores: Stores;
@@ -218,6 +236,9 @@ export function buildHttp(deps: {
     draining: deps.draining,
     ops,
     idempotency: stores.idempotency,
+    snowflakeRate: stores.snowflakeRate,
+    authFailures: new AuthFailureLimiter(deps.clock),
+    metricsToken: deps.config.metricsToken,
     log: log.child({ component: 'http' }),
   });
 }

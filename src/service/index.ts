@@ -72,17 +72,17 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const resources = new Resources(log);
   let stopping = false;
   try {
-    const db = resources.add('database', await buildDatabase(config));
+    const db = resources.add('database', await buildDatabase(config, clock));
     const redis = resources.add('redis', await buildRedis(config));
     const stores = buildStores({ config, db, redis, clock, prefix: options.redisPrefix ?? DEFAULT_PREFIX });
-    const entities = resources.add('registry refresh', await buildRegistry({ stores, clock, log }));
+    const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
     await checkPoolMemory(redis, registry, log);
     const snowflake = resources.add('snowflake', await buildSnowflake({ config, db, clock, log, settings: options.snowflake }));
     const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
     const pools = resources.add('refiller', buildPools({ config, clock, log, stores, registry, ops, lockTtlMs: options.lockTtlMs, beforePush: options.beforePush }));
     const readiness = readinessCheck({ db, pools: stores.pools, snowflake, clock, stopping: () => stopping });
-    const app = buildHttp({ config, opsConfig, log, stores, registry, pools, snowflake, ops, readiness, draining: () => stopping });
+    const app = buildHttp({ config, clock, opsConfig, log, stores, registry, pools, snowflake, ops, readiness, draining: () => stopping });
     let server: Server | undefined;
     return {
       app,

@@ -1,12 +1,12 @@
 import type { Clock } from '../clock';
-import type { Config, SnowflakeRuntimeSettings } from '../config/config';
+import { type Config, ConfigError, type SnowflakeRuntimeSettings } from '../config/config';
 import type { Database } from '../db/database';
 import type { SnowflakeIssuer } from '../http/app';
 import type { Logger } from '../logger';
 import { explainId } from '../snowflake/explain';
 import { SnowflakeLayout } from '../snowflake/layout';
 import { Snowflake } from '../snowflake/snowflake';
-import { fixedWorker } from '../snowflake/worker-source';
+import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
 import { SqlWorkerStore } from '../worker/worker-store';
 
@@ -34,31 +34,68 @@ export interface SnowflakeRuntimeDeps {
   settings?: Partial<SnowflakeRuntimeSettings>;
 }
 
+/** Where the service's worker id comes from, and how to give it back on stop. */
+interface ServiceWorker {
+  readonly source: WorkerSource;
+  readonly lease: WorkerLease | undefined;
+  /** Tells the worker how to learn the last time unit the generator used. */
+  trackUsage(lastUsedMs: () => number | undefined): void;
+  stop(): Promise<void>;
+}
+
+/** A worker id leased from the `worker` table (checked for clock skew and acquired here). */
+async function leasedWorker(config: Config, db: Database, settings: SnowflakeRuntimeSettings, clock: Clock, log: Logger): Promise<ServiceWorker> {
+  const lease = new WorkerLease({
+    ...settings,
+    store: new SqlWorkerStore(db),
+    clock,
+    log: log.child({ component: 'worker-lease' }),
+    min: config.workerMin,
+    max: config.workerMax,
+    preferSameCode: config.workerPreferSameCode,
+    code: instanceCode(config.port),
+  });
+  await lease.start();
+  return { source: lease, lease, trackUsage: (used) => lease.trackUsage(used), stop: () => lease.stop() };
+}
+
 /**
- * Builds the generator on the service's worker id: a fixed
- * `IDPOOL_WORKER_ID`, or a lease from the `worker` table (checked for clock
- * skew and acquired here; throws {@link ConfigError} or ClockSkewError).
+ * A fixed `IDPOOL_WORKER_ID`: no exclusivity between processes, so the
+ * service takes it only with IDPOOL_WORKER_ID_UNSAFE=1, and even then starts
+ * above the `last_timestamp` its row records and records its own on stop.
+ */
+async function fixedServiceWorker(workerId: number, db: Database, log: Logger): Promise<ServiceWorker> {
+  const store = new SqlWorkerStore(db);
+  await store.ensureRows(workerId, workerId);
+  const [row] = (await store.rows(workerId, workerId)).rows;
+  let lastUsed: () => number | undefined = () => undefined;
+  return {
+    source: fixedWorker(workerId, row.lastTimestamp),
+    lease: undefined,
+    trackUsage: (used) => void (lastUsed = used),
+    async stop() {
+      const used = Math.max(row.lastTimestamp, lastUsed() ?? 0);
+      await store.release(workerId, row.leaseVersion, used).catch((err) => log.warn({ err: String(err?.message ?? err) }, "could not record the fixed worker id's last timestamp"));
+    },
+  };
+}
+
+/**
+ * Builds the generator on the service's worker id: a lease from the
+ * `worker` table, or a fixed `IDPOOL_WORKER_ID` when IDPOOL_WORKER_ID_UNSAFE
+ * allows it. Throws {@link ConfigError} or ClockSkewError.
  */
 export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
   const { config, db, clock, log } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
-  let lease: WorkerLease | undefined;
-  if (config.workerId === undefined) {
-    lease = new WorkerLease({
-      ...settings,
-      store: new SqlWorkerStore(db),
-      clock,
-      log: log.child({ component: 'worker-lease' }),
-      min: config.workerMin,
-      max: config.workerMax,
-      preferSameCode: config.workerPreferSameCode,
-      code: instanceCode(config.port),
-    });
-    await lease.start();
+  if (config.workerId !== undefined && !config.workerIdUnsafe) {
+    throw new ConfigError('IDPOOL_WORKER_ID', 'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk');
   }
-  const generator = new Snowflake({ layout, worker: lease ?? fixedWorker(config.workerId!), clock, maxWaitMs: settings.maxWaitMs });
-  lease?.trackUsage(() => generator.lastUsedMs());
+  const worker = config.workerId === undefined ? await leasedWorker(config, db, settings, clock, log) : await fixedServiceWorker(config.workerId, db, log);
+  const { lease } = worker;
+  const generator = new Snowflake({ layout, worker: worker.source, clock, maxWaitMs: settings.maxWaitMs });
+  worker.trackUsage(() => generator.lastUsedMs());
   log.info({ layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` }, 'snowflake generator ready');
 
   return {
@@ -79,8 +116,6 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     start() {
       lease?.startHeartbeat();
     },
-    async stop() {
-      await lease?.stop();
-    },
+    stop: () => worker.stop(),
   };
 }

@@ -24,8 +24,8 @@ export interface WorkerSource {
   readonly ceilingMs: number;
 }
 
-/** A worker id given explicitly: always valid, no floor, no ceiling. */
-export function fixedWorker(workerId: number): WorkerSource {
-  const grant: WorkerGrant = Object.freeze({ workerId, floorMs: -Infinity });
+/** A worker id given explicitly: always valid, no ceiling; ids start after `floorMs` (default: no floor). */
+export function fixedWorker(workerId: number, floorMs = -Infinity): WorkerSource {
+  const grant: WorkerGrant = Object.freeze({ workerId, floorMs });
   return { current: () => grant, ceilingMs: Infinity };
 }

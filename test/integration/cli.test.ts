@@ -140,7 +140,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     expect(retired.code, retired.stderr).toBe(0);
     expect(retired.stdout).toBe(`retired ${key}\n`);
     expectOneLineError(await idpool(['apps', 'show', key], env), 1, /not_found: no entity with key/);
-    expect((await takeIds(instance.url, key, rotated.secret, 1)).status).toBe(404);
+    expect((await takeIds(instance.url, key, rotated.secret, 1)).status).toBe(401);
     const after = json(await idpool(['apps', 'list', '--json'], env));
     expect(after.apps.map((a: { key: string }) => a.key)).not.toContain(key);
   });

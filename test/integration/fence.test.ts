@@ -91,7 +91,7 @@ describe('fence: a stale refiller cannot push an older segment', () => {
     if (!available) return ctx.skip();
     schema = await createTestSchema();
     const prefix = testPrefix();
-    const config = loadConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', IDPOOL_WORKER_ID: '1' });
+    const config = loadConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
     const LOCK_TTL = 300;
     let pauseOnce = true;
     let stalledSegment: Segment | undefined;

@@ -117,7 +117,7 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
     expect(taken.status).toBe(200);
 
     expect((await call(`${base}/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204);
-    expect((await takeIds(base, key, rotated.body.secret, 1)).status).toBe(404);
+    expect((await takeIds(base, key, rotated.body.secret, 1)).status).toBe(401);
     expect((await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN })).status).toBe(404);
     const again = await call(`${base}/admin/apps`, { token: ADMIN_TOKEN, body: { key } });
     expect(again.status).toBe(409); // retired keys are never reused, so their ids never repeat
@@ -152,7 +152,7 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
       ['JSON string body', () => call(ids, { token: secret, rawBody: '"hello"' }), 400, 'invalid_request'],
       ['unknown body field', () => call(ids, { token: secret, body: { count: 1, extra: true } }), 400, 'invalid_request'],
       ['oversized body', () => call(ids, { token: secret, rawBody: JSON.stringify({ count: 1, pad: 'x'.repeat(40_000) }) }), 413, 'payload_too_large'],
-      ['unknown key', () => call(`${base}/apps/${uniqueKey('nobody')}/ids`, { token: secret, body: { count: 1 } }), 404, 'not_found'],
+      ['unknown key', () => call(`${base}/apps/${uniqueKey('nobody')}/ids`, { token: secret, body: { count: 1 } }), 401, 'unauthorized'],
       ['key with illegal characters', () => call(`${base}/apps/bad$key!/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
       ['key longer than 64', () => call(`${base}/apps/${'k'.repeat(65)}/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
       ['missing secret', () => call(ids, { body: { count: 1 } }), 401, 'unauthorized'],

@@ -92,7 +92,7 @@ describe('graceful shutdown on SIGTERM under load (MariaDB + Redis, real process
     if (!available) return ctx.skip();
     const { createService } = await import('../../src/service');
     const { loadConfig } = await import('../../src/config/config');
-    const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', IDPOOL_WORKER_ID: '7' });
+    const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', IDPOOL_WORKER_ID: '7', IDPOOL_WORKER_ID_UNSAFE: '1' });
     const service = await createService(config, { ops: { requestLog: false }, redisPrefix: `idpool-t-${uniqueKey('p')}` });
     const port = await service.listen(0);
     const base = `http://127.0.0.1:${port}`;

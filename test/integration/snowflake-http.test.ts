@@ -62,7 +62,7 @@ describe.sequential('snowflake entities over HTTP', () => {
       const dbUrl = backend === 'mariadb' ? await serverUrl() : sqliteUrl();
       const { url } = await serve({ IDPOOL_DATABASE_URL: dbUrl, ...RESERVED });
       const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 });
-      const secret = await register(url, { key: 'orders', mode: 'snowflake', maxSizePerTimes: 5000 });
+      const secret = await register(url, { key: 'orders', mode: 'snowflake', maxSizePerTimes: 5000, maxSizePerSecond: 0 });
       const ids: string[] = [];
       for (let k = 0; k < 10; k++) {
         const res = await takeIds(url, 'orders', secret, 5000);

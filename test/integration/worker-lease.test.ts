@@ -104,7 +104,7 @@ describe.sequential.each(SQL_SERVERS)('worker leases across processes ($name)', 
       expect(rows.filter((r) => Number(r.lease_version) > 0).length).toBe(n);
 
       // Their ids carry their own worker ids and never collide.
-      const secret = await register(instances[0].url, { key: 'sf', mode: 'snowflake' });
+      const secret = await register(instances[0].url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
       const batches = await Promise.all(instances.map((i) => takeWhenReady(i, 'sf', secret, 500)));
       batches.forEach((ids, k) => {
         for (const id of ids) expect(layout.decompose(id).worker).toBe(workers[k]);
@@ -125,7 +125,7 @@ describe.sequential.each(SQL_SERVERS)('worker leases across processes ($name)', 
     expect(ready.status).toBe(503);
     expect(ready.body.checks.lease).toMatch(/every worker id in 1\.\.2 is leased by a live instance/);
     expect(late.output()).toMatch(/every worker id in 1\.\.2 is leased/);
-    const secret = await register(late.url, { key: 'sf', mode: 'snowflake' });
+    const secret = await register(late.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
     const res = await takeIds(late.url, 'sf', secret, 1);
     expect(res.status).toBe(503);
     expect(res.body.error.code).toBe('unavailable');
@@ -144,7 +144,7 @@ describe.sequential.each(SQL_SERVERS)('worker leases across processes ($name)', 
     const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1' };
     const a = await start(env);
     expect(await selfWorker(a)).toBe(1);
-    const secret = await register(a.url, { key: 'sf', mode: 'snowflake' });
+    const secret = await register(a.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
     const idsA: string[] = [];
     for (let k = 0; k < 5; k++) idsA.push(...(await takeIds(a.url, 'sf', secret, 1000)).body.ids);
 
@@ -181,7 +181,7 @@ describe.sequential.each(SQL_SERVERS)('worker leases across processes ($name)', 
     const db = await schema();
     const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1', IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '200' };
     const first = await start(env);
-    const secret = await register(first.url, { key: 'sf', mode: 'snowflake' });
+    const secret = await register(first.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
     const before = (await takeIds(first.url, 'sf', secret, 1000)).body.ids as string[];
     await first.kill9();
     // The worker's recorded last timestamp is 10 s ahead of the clock: exactly

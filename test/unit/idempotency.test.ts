@@ -8,6 +8,8 @@ import {
   MemoryIdempotencyStore,
   RedisIdempotencyStore,
   answerOnce,
+  decodeAnswer,
+  encodeAnswer,
   idempotencyKeyOf,
 } from '../../src/http/idempotency';
 import { idempotencyKeys } from '../../src/pool/keys';
@@ -51,6 +53,31 @@ function fakeRedis(clock: Clock) {
     },
     async del(key: string) {
       return data.delete(key) ? 1 : 0;
+    },
+    // The sorted-set commands of the per-entity cap, over a Map of member → score.
+    zsets: new Map<string, Map<string, number>>(),
+    zset(key: string) {
+      let z = this.zsets.get(key);
+      if (!z) this.zsets.set(key, (z = new Map()));
+      return z;
+    },
+    async zadd(key: string, score: number, member: string) {
+      this.zset(key).set(member, score);
+      return 1;
+    },
+    async zcard(key: string) {
+      return this.zset(key).size;
+    },
+    async zremrangebyscore(key: string, _min: '-inf', max: number) {
+      const z = this.zset(key);
+      for (const [m, sc] of z) if (sc <= max) z.delete(m);
+      return 0;
+    },
+    async zpopmin(key: string, count: number) {
+      const z = this.zset(key);
+      const out = [...z].sort((a, b) => a[1] - b[1]).slice(0, count);
+      for (const [m] of out) z.delete(m);
+      return out.flatMap(([m, sc]) => [m, String(sc)]);
     },
   };
 }
@@ -164,7 +191,7 @@ describe('redis idempotency store', () => {
     const keys = idempotencyKeys('orders', 'k', 'idpool-t');
     const answer = await store.once('orders', 'k', 1, async () => {
       // Meanwhile another instance answered the same key.
-      await redis.set(keys.answer, JSON.stringify({ count: 1, ids: ['7'] }), 'PX', ANSWER_TTL_MS, 'NX');
+      await redis.set(keys.answer, encodeAnswer(1, ['7']), 'PX', ANSWER_TTL_MS, 'NX');
       return ['8'];
     });
     expect(answer).toEqual({ ids: ['7'], replayed: true });
@@ -191,5 +218,46 @@ describe('Idempotency-Key header', () => {
     const store = new MemoryIdempotencyStore(fakeClock());
     expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['101'], replayed: false });
     expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['102'], replayed: false });
+  });
+});
+
+describe('bounds', () => {
+  it('encodes answers compactly and decodes them exactly (runs of equal spacing)', () => {
+    const monotonic = Array.from({ length: 1000 }, (_, i) => String(1_000_000_000_000n + BigInt(i * 3)));
+    const encoded = encodeAnswer(1000, monotonic);
+    expect(encoded.length).toBeLessThan(40);
+    expect(decodeAnswer(encoded)).toEqual({ count: 1000, ids: monotonic });
+    const shuffled = ['905', '17', '18', '19', '400', '3', '9223372036854775806', '9223372036854775807'];
+    expect(decodeAnswer(encodeAnswer(8, shuffled))).toEqual({ count: 8, ids: shuffled });
+    expect(decodeAnswer(encodeAnswer(1, ['42']))).toEqual({ count: 1, ids: ['42'] });
+  });
+
+  it('keeps at most the cap of answers per entity in Redis, dropping the oldest', async () => {
+    const clock = fakeClock();
+    const redis = fakeRedis(clock);
+    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t', 5);
+    const b = batches();
+    for (let i = 0; i < 12; i++) {
+      await store.once('orders', `k${i}`, 2, b.produce(2));
+      clock.advance(1);
+    }
+    const answers = [...redis.data.keys()].filter((k) => k.includes(':answer:'));
+    expect(answers.length).toBe(5);
+    expect(answers.every((k) => /:answer:k(7|8|9|10|11)$/.test(k))).toBe(true);
+    // The oldest key was forgotten: a retry with it (after its claim lapsed) gets a new batch (wasted ids, never repeated ones).
+    clock.advance(CLAIM_TTL_MS);
+    expect((await store.once('orders', 'k0', 2, b.produce(2))).replayed).toBe(false);
+    expect((await store.once('orders', 'k11', 2, b.produce(2))).replayed).toBe(true);
+  });
+
+  it('bounds the in-process store by bytes, evicting least recently used answers', async () => {
+    const clock = fakeClock();
+    const store = new MemoryIdempotencyStore(clock, 1024 * 1024);
+    const b = batches();
+    for (let i = 0; i < 200; i++) await store.once('orders', `k${i}`, 1000, b.produce(1000));
+    expect(store.sizeBytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(store.sizeBytes).toBeGreaterThan(512 * 1024);
+    expect((await store.once('orders', 'k199', 1000, b.produce(1000))).replayed).toBe(true);
+    expect((await store.once('orders', 'k0', 1000, b.produce(1000))).replayed).toBe(false);
   });
 });

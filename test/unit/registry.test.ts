@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { secretMatches } from '../../src/apps/app';
 import { FakeAppStore } from '../../src/apps/fake-app-store';
-import { AppRegistry } from '../../src/apps/registry';
-import type { Clock } from '../../src/clock';
+import { AppRegistry, LocalRegistrationGeneration } from '../../src/apps/registry';
+import { type Clock, systemClock } from '../../src/clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../src/errors';
 
 function clockAt(start: number): Clock & { advance(ms: number): void } {
@@ -36,15 +36,13 @@ describe('entity registry over the fake store (no I/O)', () => {
     await expect(registry.update('nobody', { step: 10 })).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  it('refresh picks up changes made through another instance, and unknown keys cost one lookup a second', async () => {
+  it('refresh picks up changes made through another instance', async () => {
     const store = new FakeAppStore();
     const clock = clockAt(1_000_000);
     const here = new AppRegistry(store, clock);
     const there = new AppRegistry(store, clock);
     await here.load();
     expect(await here.find('late')).toBeUndefined();
-    expect(await here.find('late')).toBeUndefined();
-    expect(store.calls.findLive).toBe(1);
     clock.advance(10);
     await there.register({ key: 'late', mode: 'trend' });
     await here.refresh();
@@ -53,5 +51,68 @@ describe('entity registry over the fake store (no I/O)', () => {
     clock.advance(10);
     await here.refresh();
     expect(here.get('late')?.step).toBe(500);
+  });
+});
+
+describe('AppRegistry lookups of unknown keys', () => {
+  it('answers 10,000 unknown keys from the cache while no entity was registered', async () => {
+    const store = new FakeAppStore();
+    const registry = new AppRegistry(store, systemClock);
+    await registry.load();
+    for (let i = 0; i < 10_000; i++) expect(await registry.find(`probe-${i}`)).toBeUndefined();
+    expect(store.calls).toEqual({ listLive: 1 }); // one load, no lookup per unknown key
+  });
+
+  it('refreshes once when another instance registered (the shared generation moved), then finds the entity', async () => {
+    const store = new FakeAppStore();
+    const generation = new LocalRegistrationGeneration(); // stands for the counter in Redis
+    const here = new AppRegistry(store, systemClock, generation);
+    const there = new AppRegistry(store, systemClock, generation);
+    await here.load();
+    await there.load();
+    expect(await here.find('late')).toBeUndefined();
+    await there.register({ key: 'late', mode: 'monotonic' });
+    const found = await Promise.all(Array.from({ length: 50 }, () => here.find('late')));
+    expect(found.every((app) => app?.key === 'late')).toBe(true);
+    expect(store.calls.changedSince).toBe(1);
+    for (let i = 0; i < 1000; i++) await here.find(`probe-${i}`);
+    expect(store.calls.changedSince).toBe(1);
+  });
+
+  it('when the generation cannot be read (Redis failing), a refresh decides, so a new entity still works', async () => {
+    const store = new FakeAppStore();
+    const failing = { current: async (): Promise<number> => Promise.reject(new Error('Connection is closed.')), bump: async () => undefined };
+    const here = new AppRegistry(store, systemClock, failing);
+    const there = new AppRegistry(store, systemClock, failing);
+    await here.load();
+    await there.register({ key: 'during-outage', mode: 'monotonic' });
+    expect((await here.find('during-outage'))?.key).toBe('during-outage');
+    expect(await here.find('never')).toBeUndefined();
+  });
+
+  it('finds a key that a refresh added while it was reading the generation (200 concurrent first requests)', async () => {
+    const store = new FakeAppStore();
+    let value = 0;
+    let hold: Promise<void> | undefined;
+    const generation = {
+      current: async () => {
+        if (hold) await hold;
+        return value;
+      },
+      bump: async () => {
+        value++;
+      },
+    };
+    const here = new AppRegistry(store, systemClock, generation);
+    const there = new AppRegistry(store, systemClock, generation);
+    await here.load();
+    await there.register({ key: 'x', mode: 'monotonic' });
+    let release!: () => void;
+    hold = new Promise((r) => (release = r));
+    const finding = here.find('x'); // waits on the generation
+    hold = undefined;
+    await here.refresh(); // the periodic refresh, meanwhile, adds x and records generation 1
+    release();
+    expect((await finding)?.key).toBe('x');
   });
 });

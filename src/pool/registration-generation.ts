@@ -1,0 +1,23 @@
+import type { RedisClient } from './redis-connection';
+import { DEFAULT_PREFIX, registrationsKey } from './keys';
+import type { RegistrationGeneration } from '../apps/registry';
+
+/** The registration counter in Redis, shared by every instance on it. */
+export class RedisRegistrationGeneration implements RegistrationGeneration {
+  private readonly key: string;
+
+  constructor(
+    private readonly redis: Pick<RedisClient, 'get' | 'incr'>,
+    prefix = DEFAULT_PREFIX,
+  ) {
+    this.key = registrationsKey(prefix);
+  }
+
+  async current(): Promise<number> {
+    return Number((await this.redis.get(this.key)) ?? 0);
+  }
+
+  async bump(): Promise<void> {
+    await this.redis.incr(this.key);
+  }
+}

@@ -1,0 +1,94 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runToExit } from '../helpers/processes';
+
+/** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
+const BAD: Array<[variable: string, env: Record<string, string>]> = [
+  ['IDPOOL_ADMIN_TOKEN', { IDPOOL_ADMIN_TOKEN: 'short' }],
+  ['IDPOOL_ALERT_DEDUPE_MS', { IDPOOL_ALERT_DEDUPE_MS: 'soon' }],
+  ['IDPOOL_ALERT_HORIZON_DAYS', { IDPOOL_ALERT_HORIZON_DAYS: '0' }],
+  ['IDPOOL_ALERT_POOL_DRY_SECONDS', { IDPOOL_ALERT_POOL_DRY_SECONDS: '-1' }],
+  ['IDPOOL_ALERT_POOL_LOW_PERCENT', { IDPOOL_ALERT_POOL_LOW_PERCENT: '101' }],
+  ['IDPOOL_ALERT_WEBHOOK_URL', { IDPOOL_ALERT_WEBHOOK_URL: 'ftp://alerts.example' }],
+  ['IDPOOL_ALERT_WORKER_RANGE_PERCENT', { IDPOOL_ALERT_WORKER_RANGE_PERCENT: '0' }],
+  ['IDPOOL_CLUSTER_COUNT', { IDPOOL_CLUSTER_COUNT: '0' }],
+  ['IDPOOL_CLUSTER_INDEX', { IDPOOL_CLUSTER_INDEX: '5' }],
+  ['IDPOOL_DATABASE_URL', { IDPOOL_DATABASE_URL: 'oracle://db.example/idpool' }],
+  ['IDPOOL_IDEMPOTENCY_MAX_MB', { IDPOOL_IDEMPOTENCY_MAX_MB: '0' }],
+  ['IDPOOL_LOG_LEVEL', { IDPOOL_LOG_LEVEL: 'loud' }],
+  ['IDPOOL_MAX_CLOCK_SKEW_MS', { IDPOOL_MAX_CLOCK_SKEW_MS: 'x' }],
+  ['IDPOOL_METRICS_TOKEN', { IDPOOL_METRICS_TOKEN: 'short' }],
+  ['IDPOOL_OPS_HISTORY_MS', { IDPOOL_OPS_HISTORY_MS: '1' }],
+  ['IDPOOL_OPS_RATE_WINDOW_MS', { IDPOOL_OPS_RATE_WINDOW_MS: '1' }],
+  ['IDPOOL_OPS_SAMPLE_MS', { IDPOOL_OPS_SAMPLE_MS: '1' }],
+  ['IDPOOL_PORT', { IDPOOL_PORT: '70000' }],
+  ['IDPOOL_REDIS_URL', { IDPOOL_REDIS_URL: 'http://redis.example' }],
+  ['IDPOOL_REFILL_INTERVAL_MS', { IDPOOL_REFILL_INTERVAL_MS: '1' }],
+  ['IDPOOL_REQUEST_LOG', { IDPOOL_REQUEST_LOG: 'maybe' }],
+  ['IDPOOL_SNOWFLAKE_EPOCH', { IDPOOL_SNOWFLAKE_EPOCH: 'yesterday' }],
+  ['IDPOOL_SNOWFLAKE_MAX_WAIT_MS', { IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '-5' }],
+  ['IDPOOL_SNOWFLAKE_RESERVED_BITS', { IDPOOL_SNOWFLAKE_RESERVED_BITS: '9' }],
+  ['IDPOOL_SNOWFLAKE_RESERVED_VALUE', { IDPOOL_SNOWFLAKE_RESERVED_VALUE: '99' }],
+  ['IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', { IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL: '2' }],
+  ['IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', { IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '99' }],
+  ['IDPOOL_SNOWFLAKE_TIME_UNIT', { IDPOOL_SNOWFLAKE_TIME_UNIT: 'week' }],
+  ['IDPOOL_SNOWFLAKE_WORKER_BITS', { IDPOOL_SNOWFLAKE_WORKER_BITS: '2' }],
+  ['IDPOOL_WORKER_HEARTBEAT_SECONDS', { IDPOOL_WORKER_HEARTBEAT_SECONDS: '0' }],
+  ['IDPOOL_WORKER_ID', { IDPOOL_WORKER_ID: 'abc', IDPOOL_WORKER_ID_UNSAFE: '1' }],
+  ['IDPOOL_WORKER_ID_UNSAFE', { IDPOOL_WORKER_ID: '3', IDPOOL_WORKER_ID_UNSAFE: 'perhaps' }],
+  ['IDPOOL_WORKER_LEASE_MARGIN_MS', { IDPOOL_WORKER_LEASE_MARGIN_MS: '-1' }],
+  ['IDPOOL_WORKER_LEASE_TTL_MS', { IDPOOL_WORKER_LEASE_TTL_MS: '5' }],
+  ['IDPOOL_WORKER_MAX', { IDPOOL_WORKER_MAX: '5000' }],
+  ['IDPOOL_WORKER_MIN', { IDPOOL_WORKER_MIN: '-1' }],
+  ['IDPOOL_WORKER_PREFER_SAME_CODE', { IDPOOL_WORKER_PREFER_SAME_CODE: 'sure' }],
+];
+
+/** Names of IDPOOL_* variables read by the service (not the CLI's IDPOOL_URL, not error codes). */
+function variablesInSource(): string[] {
+  const root = join(__dirname, '..', '..', 'src');
+  const found = new Set<string>();
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) {
+        if (!['cli', 'client'].includes(name)) walk(path);
+      } else if (/\.ts$/.test(name)) {
+        for (const m of readFileSync(path, 'utf8').matchAll(/['"`(](IDPOOL_[A-Z0-9_]*[A-Z0-9])['"`,)]/g)) found.add(m[1]);
+      }
+    }
+  };
+  walk(root);
+  for (const notAVariable of ['IDPOOL_SERVER_CHANGED', 'IDPOOL_BAD_COUNT', 'IDPOOL_URL']) found.delete(notAVariable);
+  return [...found].sort();
+}
+
+describe('bad configuration ends in one line naming the variable (exit 2)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idpool-bad-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('covers every IDPOOL_* variable the service reads', () => {
+    const covered = new Set(BAD.map(([v]) => v));
+    expect(variablesInSource().filter((v) => !covered.has(v))).toEqual([]);
+  });
+
+  it(`answers each of ${BAD.length} bad values with exit 2 and one line on stderr`, async () => {
+    const failures: string[] = [];
+    let next = 0;
+    // Four at a time: each case is a process start (~1 s of tsx).
+    const worker = async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= BAD.length) return;
+        const [variable, env] = BAD[i];
+        const run = await runToExit({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, `case-${i}.db`)}`, ...env }, 60_000);
+        const lines = run.stderr.trim().split('\n');
+        const ok = run.code === 2 && lines.length === 1 && lines[0].startsWith(`idpool: invalid configuration: ${variable}`) && !/\n\s+at /.test(run.stdout);
+        if (!ok) failures.push(`${variable}: exit ${run.code}, stderr ${JSON.stringify(run.stderr.slice(0, 300))}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, worker));
+    expect(failures).toEqual([]);
+  }, 300_000);
+});
