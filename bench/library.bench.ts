@@ -20,8 +20,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
-import { SqlAppStore } from '../src/apps/app-store';
-import { AppRegistry } from '../src/apps/registry';
+import { SqlEntityStore } from '../src/entities/entity-store';
+import { EntityRegistry } from '../src/entities/registry';
 import { systemClock } from '../src/clock';
 import { type Database, openDatabase } from '../src/db/database';
 import { type IdGenerator, SegmentsNotReadyError, createIdGenerator } from '../src/library';
@@ -162,7 +162,7 @@ async function longestCall(next: () => number, counter: CountingAllocator | unde
 }
 
 async function registerEntity(db: Database, key: string): Promise<void> {
-  await new AppRegistry(new SqlAppStore(db), systemClock).register({ key, mode: 'monotonic' });
+  await new EntityRegistry(new SqlEntityStore(db), systemClock).register({ key, mode: 'monotonic' });
 }
 
 async function benchOn(label: string, db: Database): Promise<void> {

@@ -22,8 +22,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { SqlAppStore } from '../src/apps/app-store';
-import { AppRegistry } from '../src/apps/registry';
+import { SqlEntityStore } from '../src/entities/entity-store';
+import { EntityRegistry } from '../src/entities/registry';
 import { systemClock } from '../src/clock';
 import { openDatabase } from '../src/db/database';
 import { SqlSegmentAllocator } from '../src/segment/allocator';
@@ -82,7 +82,7 @@ function p99(xs: number[]): number {
 
 async function prepare(url: string): Promise<void> {
   const db = await openDatabase(url);
-  await new AppRegistry(new SqlAppStore(db), systemClock).register({ key: KEY, mode: 'monotonic' });
+  await new EntityRegistry(new SqlEntityStore(db), systemClock).register({ key: KEY, mode: 'monotonic' });
   await db.close();
 }
 

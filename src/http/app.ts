@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { type AppConfig, KEY_PATTERN, describeApp, registerSchema, secretMatches, updateSchema } from '../apps/app';
+import { type EntityConfig, KEY_PATTERN, describeEntity, registerSchema, secretMatches, updateSchema } from '../entities/entity';
 import type { EntityRateLimit } from '../pool/rate-limit';
-import type { AppRegistry } from '../apps/registry';
+import type { EntityRegistry } from '../entities/registry';
 import { systemClock } from '../clock';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../errors';
 import type { Logger } from '../logger';
@@ -31,8 +31,8 @@ export interface ReadinessReport {
 }
 
 export interface HttpDeps {
-  registry: Pick<AppRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
-  dispatcher: { take(app: AppConfig, count: number): Promise<string[]> };
+  registry: Pick<EntityRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  dispatcher: { take(app: EntityConfig, count: number): Promise<string[]> };
   /** Pool sizes of a page of entities in one round trip. */
   pools: { sizes(entityKeys: readonly string[]): Promise<number[]> };
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
@@ -160,7 +160,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
    * and a wrong secret get the same 401 (and take the same hash compare), so
    * keys cannot be probed.
    */
-  async function authenticatedApp(req: Request): Promise<AppConfig> {
+  async function authenticatedApp(req: Request): Promise<EntityConfig> {
     const key = entityKeyParam(req);
     return authFailures.guard(clientAddress(req), async () => {
       const token = bearerToken(req);
@@ -171,7 +171,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     });
   }
 
-  app.post('/apps/:key/ids', async (req, res) => {
+  app.post('/entities/:key/ids', async (req, res) => {
     const entity = await authenticatedApp(req);
     const count = requestedCount(req, entity.maxSizePerTimes);
     const take = async (): Promise<string[]> => {
@@ -185,7 +185,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.json({ ids });
   });
 
-  app.get('/apps/:key/ids/:id', async (req, res) => {
+  app.get('/entities/:key/ids/:id', async (req, res) => {
     const entity = await authenticatedApp(req);
     if (entity.mode !== 'snowflake' || !deps.snowflake) throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
     res.json(decodeOr400(deps.snowflake, req.params.id as string));
@@ -195,7 +195,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   admin.use(requireAdmin);
 
   /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
-  const withPools = async (entities: readonly AppConfig[], fresh?: 'just registered') => {
+  const withPools = async (entities: readonly EntityConfig[], fresh?: 'just registered') => {
     const pooled = entities.filter((e) => e.mode !== 'snowflake');
     // A key is never registered twice, so a just-registered entity has reserved nothing and pooled nothing yet.
     const [offsets, sizes] = fresh
@@ -203,7 +203,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
       : await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
     const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
     return entities.map((entity) => {
-      const view: Record<string, unknown> = { ...describeApp(entity) };
+      const view: Record<string, unknown> = { ...describeEntity(entity) };
       view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
       if (entity.mode !== 'snowflake') {
         view.pool = { size: sizeOf.get(entity.key) ?? 0, target: deps.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: deps.sizing.lowWatermark(entity) };
@@ -211,7 +211,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
       return view;
     });
   };
-  const withPool = async (entity: AppConfig) => (await withPools([entity]))[0];
+  const withPool = async (entity: EntityConfig) => (await withPools([entity]))[0];
 
   admin.post('/apps', async (req, res) => {
     const input = parseBody(registerSchema, req.body);
@@ -227,22 +227,22 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.json({ apps: await withPools(page.apps), next: page.next });
   });
 
-  admin.get('/apps/:key', async (req, res) => {
+  admin.get('/entities/:key', async (req, res) => {
     res.json(await withPool(await deps.registry.require(entityKeyParam(req))));
   });
 
-  admin.patch('/apps/:key', async (req, res) => {
+  admin.patch('/entities/:key', async (req, res) => {
     const key = entityKeyParam(req);
     const patch = parseBody(updateSchema, req.body);
     res.json(await withPool(await deps.registry.update(key, patch)));
   });
 
-  admin.delete('/apps/:key', async (req, res) => {
+  admin.delete('/entities/:key', async (req, res) => {
     await deps.registry.retire(entityKeyParam(req));
     res.status(204).end();
   });
 
-  admin.post('/apps/:key/secret', async (req, res) => {
+  admin.post('/entities/:key/secret', async (req, res) => {
     res.json({ secret: await deps.registry.rotateSecret(entityKeyParam(req)) });
   });
 

@@ -1,20 +1,20 @@
-import type { AppConfig } from '../apps/app';
-import { SqlAppStore } from '../apps/app-store';
+import type { EntityConfig } from '../entities/entity';
+import { SqlEntityStore } from '../entities/entity-store';
 import { type Clock, systemClock } from '../clock';
 import { type Database, openDatabase } from '../db/database';
 import { IdpoolError, InvalidRequestError, NotFoundError, UnavailableError } from '../errors';
 import { type Logger, silentLogger } from '../logger';
-import { type Segment as ReservedRange, type SegmentAllocator, SqlSegmentAllocator } from '../segment/allocator';
+import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../segment/allocator';
 import { ClusterMap } from '../segment/cluster';
 import { checkClusterMapping } from '../segment/cluster-mapping';
 import { nextStep } from './adaptive-step';
 import { GeneratorClosedError, SegmentsNotReadyError, UnsafeNumberIdError } from './errors';
-import { type Id, Segment, SegmentBuffer } from './segment-buffer';
+import { BufferedSegment, type Id, SegmentBuffer } from './segment-buffer';
 import { MAX_SAFE_ID } from '../limits';
 
-/** Where the library reads an entity's configuration (`AppStore` in production). */
+/** Where the library reads an entity's configuration (`EntityStore` in production). */
 export interface EntitySource {
-  findLive(entityKey: string): Promise<Pick<AppConfig, 'mode' | 'step'> | undefined>;
+  findLive(entityKey: string): Promise<Pick<EntityConfig, 'mode' | 'step'> | undefined>;
 }
 
 export interface IdGeneratorOptions {
@@ -168,13 +168,13 @@ abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   abstract next(entityKey: string): T;
 
   /** A segment with no ids left (the initial content of both slots). */
-  protected abstract emptySegment(): Segment<T>;
+  protected abstract emptySegment(): BufferedSegment<T>;
   /** Maps a reserved range to ids, refusing what the id type cannot hold. */
-  protected abstract toSegment(entityKey: string, range: ReservedRange, size: number): Segment<T>;
-  protected abstract remaining(segment: Segment<T>): number;
+  protected abstract toSegment(entityKey: string, range: Segment, size: number): BufferedSegment<T>;
+  protected abstract remaining(segment: BufferedSegment<T>): number;
   /** Moves up to `count` ids from the segment into `out`. */
-  protected abstract drain(segment: Segment<T>, count: number, out: T[]): void;
-  protected abstract reachedLoadPoint(segment: Segment<T>): boolean;
+  protected abstract drain(segment: BufferedSegment<T>, count: number, out: T[]): void;
+  protected abstract reachedLoadPoint(segment: BufferedSegment<T>): boolean;
 
   /** The entity's buffer, if it has one: the first step of every `next()`. */
   protected find(entityKey: string): SegmentBuffer<T> | undefined {
@@ -363,30 +363,30 @@ class NumberIdGenerator extends BufferedIdGenerator<number> {
     return this.nextSlow(entityKey);
   }
 
-  protected emptySegment(): Segment<number> {
-    return new Segment(0, 0, 0, 0);
+  protected emptySegment(): BufferedSegment<number> {
+    return new BufferedSegment(0, 0, 0, 0);
   }
 
-  protected toSegment(entityKey: string, range: ReservedRange, size: number): Segment<number> {
+  protected toSegment(entityKey: string, range: Segment, size: number): BufferedSegment<number> {
     // The bound itself must be exact for `id < max` to be; that proves every id below 2^53.
     const max = this.deps.cluster.toId(range.end);
     if (max > MAX_SAFE_ID) throw new UnsafeNumberIdError(entityKey, this.deps.cluster.toId(range.end - 1n));
     const value = Number(this.deps.cluster.toId(range.start));
-    return new Segment(value, Number(max), size, value + loadPoint(size, this.deps.settings.prefetchAt) * this.stride);
+    return new BufferedSegment(value, Number(max), size, value + loadPoint(size, this.deps.settings.prefetchAt) * this.stride);
   }
 
-  protected remaining(segment: Segment<number>): number {
+  protected remaining(segment: BufferedSegment<number>): number {
     return segment.value < segment.max ? (segment.max - segment.value) / this.stride : 0;
   }
 
-  protected drain(segment: Segment<number>, count: number, out: number[]): void {
+  protected drain(segment: BufferedSegment<number>, count: number, out: number[]): void {
     const n = Math.min(count, this.remaining(segment));
     let id = segment.value;
     for (let i = 0; i < n; i++, id += this.stride) out.push(id);
     segment.value = id;
   }
 
-  protected reachedLoadPoint(segment: Segment<number>): boolean {
+  protected reachedLoadPoint(segment: BufferedSegment<number>): boolean {
     return segment.value > segment.loadNextAt;
   }
 }
@@ -413,27 +413,27 @@ class BigIntIdGenerator extends BufferedIdGenerator<bigint> {
     return this.nextSlow(entityKey);
   }
 
-  protected emptySegment(): Segment<bigint> {
-    return new Segment(0n, 0n, 0, 0n);
+  protected emptySegment(): BufferedSegment<bigint> {
+    return new BufferedSegment(0n, 0n, 0, 0n);
   }
 
-  protected toSegment(_entityKey: string, range: ReservedRange, size: number): Segment<bigint> {
+  protected toSegment(_entityKey: string, range: Segment, size: number): BufferedSegment<bigint> {
     const value = this.deps.cluster.toId(range.start);
-    return new Segment(value, this.deps.cluster.toId(range.end), size, value + BigInt(loadPoint(size, this.deps.settings.prefetchAt)) * this.stride);
+    return new BufferedSegment(value, this.deps.cluster.toId(range.end), size, value + BigInt(loadPoint(size, this.deps.settings.prefetchAt)) * this.stride);
   }
 
-  protected remaining(segment: Segment<bigint>): number {
+  protected remaining(segment: BufferedSegment<bigint>): number {
     return segment.value < segment.max ? Number((segment.max - segment.value) / this.stride) : 0;
   }
 
-  protected drain(segment: Segment<bigint>, count: number, out: bigint[]): void {
+  protected drain(segment: BufferedSegment<bigint>, count: number, out: bigint[]): void {
     const n = Math.min(count, this.remaining(segment));
     let id = segment.value;
     for (let i = 0; i < n; i++, id += this.stride) out.push(id);
     segment.value = id;
   }
 
-  protected reachedLoadPoint(segment: Segment<bigint>): boolean {
+  protected reachedLoadPoint(segment: BufferedSegment<bigint>): boolean {
     return segment.value > segment.loadNextAt;
   }
 }
@@ -502,7 +502,7 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
   }
   const deps: Deps = {
     allocator: options.allocator ?? new SqlSegmentAllocator(db!),
-    entities: options.entities ?? new SqlAppStore(db!),
+    entities: options.entities ?? new SqlEntityStore(db!),
     cluster,
     stride,
     clock: options.clock ?? systemClock,

@@ -6,7 +6,7 @@ export type Id = bigint | number;
  * `value + stride`, … while `value < max`. Fields are public and mutable
  * because `next()` reads and bumps them directly on its hot path.
  */
-export class Segment<T extends Id> {
+export class BufferedSegment<T extends Id> {
   constructor(
     /** The next id to hand out. */
     public value: T,
@@ -28,7 +28,7 @@ export class Segment<T extends Id> {
  * `nextReady` is set, the two swap.
  */
 export class SegmentBuffer<T extends Id> {
-  readonly segments: [Segment<T>, Segment<T>];
+  readonly segments: [BufferedSegment<T>, BufferedSegment<T>];
   currentPos = 0;
   /** The slot after `currentPos` holds a loaded, unused segment. */
   nextReady = false;
@@ -49,12 +49,12 @@ export class SegmentBuffer<T extends Id> {
 
   constructor(
     readonly entityKey: string,
-    empty: () => Segment<T>,
+    empty: () => BufferedSegment<T>,
   ) {
     this.segments = [empty(), empty()];
   }
 
-  current(): Segment<T> {
+  current(): BufferedSegment<T> {
     return this.segments[this.currentPos];
   }
 
@@ -67,7 +67,7 @@ export class SegmentBuffer<T extends Id> {
   }
 
   /** Puts a freshly reserved segment in the slot that is not current. */
-  install(segment: Segment<T>): void {
+  install(segment: BufferedSegment<T>): void {
     this.segments[this.currentPos ^ 1] = segment;
     this.nextReady = true;
     this.segmentsLoaded++;

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { AppConfig } from '../apps/app';
+import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
@@ -57,7 +57,7 @@ export interface OpsDeps {
   config: OpsConfig;
   clock: Clock;
   log: Logger;
-  apps: { list(): AppConfig[]; get(key: string): AppConfig | undefined };
+  apps: { list(): EntityConfig[]; get(key: string): EntityConfig | undefined };
   pools: SamplerOptions['pools'];
   sizing: SamplerOptions['sizing'];
   offsets: SamplerOptions['offsets'];

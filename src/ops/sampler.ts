@@ -1,4 +1,4 @@
-import type { AppConfig } from '../apps/app';
+import type { EntityConfig } from '../entities/entity';
 import type { PoolSizing } from '../pool/demand';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
@@ -29,7 +29,7 @@ export interface SnowflakeForecast {
 const SAMPLE_BATCH = 1000;
 
 export interface SamplerOptions {
-  apps: { list(): AppConfig[] };
+  apps: { list(): EntityConfig[] };
   pools: { sizes(keys: readonly string[]): Promise<number[]> };
   /** Target depths and watermarks (they move with demand). */
   sizing: PoolSizing;
@@ -71,7 +71,7 @@ export interface ChartPoint {
 
 export interface EntityOverview {
   key: string;
-  mode: AppConfig['mode'];
+  mode: EntityConfig['mode'];
   pool: { size: number; target: number; max: number; lowWatermark: number; fillPercent: number };
   currentOffset: string;
   highestId: string | null;
@@ -135,7 +135,7 @@ export class OpsSampler {
   }
 
   /** The next SAMPLE_BATCH segment entities, going round, and how many runs a full round takes. */
-  private nextBatch(): { apps: AppConfig[]; live: Set<string>; rounds: number } {
+  private nextBatch(): { apps: EntityConfig[]; live: Set<string>; rounds: number } {
     const all = this.o.apps.list().filter((a) => a.mode !== 'snowflake');
     const live = new Set(all.map((a) => a.key));
     if (all.length <= SAMPLE_BATCH) return { apps: all, live, rounds: 1 };
@@ -165,7 +165,7 @@ export class OpsSampler {
   }
 
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
-  private record(app: AppConfig, sample: { at: number; size: number; offset: bigint }, capacity: number): EntityForecast | undefined {
+  private record(app: EntityConfig, sample: { at: number; size: number; offset: bigint }, capacity: number): EntityForecast | undefined {
     const { cluster } = this.o;
     let ring = this.samples.get(app.key);
     // Until the pool first reaches its watermark, keep only the latest
@@ -186,7 +186,7 @@ export class OpsSampler {
   }
 
   /** Sets the entity's pool and forecast gauges. */
-  private publish(app: AppConfig, size: number, offset: bigint, f: EntityForecast): void {
+  private publish(app: EntityConfig, size: number, offset: bigint, f: EntityForecast): void {
     const { metrics } = this.o;
     const entity = app.key;
     metrics.poolSize.set({ entity }, size);
@@ -202,7 +202,7 @@ export class OpsSampler {
   }
 
   /** Raises or clears the entity's pool and forecast alarms. */
-  private check(app: AppConfig, size: number, at: number, f: EntityForecast): void {
+  private check(app: EntityConfig, size: number, at: number, f: EntityForecast): void {
     const entity = app.key;
     const watermark = this.o.sizing.lowWatermark(app);
     const horizonDays = round(this.o.horizonSeconds / 86_400);
@@ -320,7 +320,7 @@ export class OpsSampler {
   }
 
   /** Pool, rates, forecasts and chart history of the given entities (the dashboard's page; default all). */
-  overview(entities: readonly AppConfig[] = this.o.apps.list()): EntityOverview[] {
+  overview(entities: readonly EntityConfig[] = this.o.apps.list()): EntityOverview[] {
     const out: EntityOverview[] = [];
     for (const app of entities) {
       if (app.mode === 'snowflake') continue;

@@ -1,8 +1,8 @@
-import type { AppConfig } from '../apps/app';
+import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 
 /** What sizing a pool needs to know of its entity. */
-export type SizedEntity = Pick<AppConfig, 'key' | 'step' | 'maxSizePerTimes' | 'maxPoolSize' | 'minSizePercent'>;
+export type SizedEntity = Pick<EntityConfig, 'key' | 'step' | 'maxSizePerTimes' | 'maxPoolSize' | 'minSizePercent'>;
 
 /** How deep an entity's pool should be, and when to refill it. */
 export interface PoolSizing {

@@ -1,4 +1,4 @@
-import type { AppConfig } from '../apps/app';
+import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import { PoolExhaustedError, RateLimitedError, UnavailableError } from '../errors';
 import type { Logger } from '../logger';
@@ -39,11 +39,11 @@ export class Dispatcher {
 
   constructor(private readonly o: DispatcherOptions) {}
 
-  async take(app: AppConfig, count: number): Promise<string[]> {
+  async take(app: EntityConfig, count: number): Promise<string[]> {
     const { store, refiller, clock } = this.o;
     const deadline = clock.monotonic() + (this.o.shortageWaitMs ?? 250);
     for (;;) {
-      const result = await store.pop(app.key, count, app.maxSizePerSecond);
+      const result = await store.take(app.key, count, app.maxSizePerSecond);
       switch (result.kind) {
         case 'ok':
           if (result.remaining < refiller.lowWatermark(app)) refiller.markLow(app.key);

@@ -50,7 +50,7 @@ export function idempotencyKeys(entityKey: string, requestKey: string, prefix = 
   return { claim: `${base}:claim:${requestKey}`, answer: `${base}:answer:${requestKey}`, index: `${base}:index`, answerOf: (other) => `${base}:answer:${other}` };
 }
 
-/** Counter of entity registrations, bumped by every instance (see `apps/registry.ts`). */
+/** Counter of entity registrations, bumped by every instance (see `entities/registry.ts`). */
 export function registrationsKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:registrations`;
 }

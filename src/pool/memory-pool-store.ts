@@ -1,6 +1,6 @@
 import type { Clock } from '../clock';
 import type { ClusterMap } from '../segment/cluster';
-import type { HeldLock, PoolLevel, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
+import type { HeldLock, PoolLevel, PoolStore, TakeResult, PushResult, RefillLock } from './pool-store';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
 class EntityPool {
@@ -51,7 +51,7 @@ export class MemoryPoolStore implements PoolStore {
     return pool;
   }
 
-  async pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult> {
+  async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
     const pool = this.pool(entityKey);
     if (maxPerSecond > 0) {
       const now = this.clock.now();

@@ -1,7 +1,7 @@
 import type { ClusterMap } from '../segment/cluster';
 
 /** Outcome of taking ids from a pool. */
-export type PopResult =
+export type TakeResult =
   | { readonly kind: 'ok'; readonly ids: string[]; readonly remaining: number }
   /** Fewer than `count` ready; nothing was taken. */
   | { readonly kind: 'short'; readonly size: number }
@@ -29,7 +29,7 @@ export interface PoolStore {
   /** Short name for logs and health: `redis` or `memory`. */
   readonly kind: 'redis' | 'memory';
   /** Takes `count` ids, all or nothing, within `maxPerSecond` (0 = unlimited). */
-  pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult>;
+  take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult>;
   /** Appends ids (in pop order) whose lowest and highest are given, if above the fence. */
   push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult>;
   /**

@@ -6,7 +6,7 @@ import { Cluster, type ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
 import type { ClusterMap } from '../segment/cluster';
 import { entityKeys, DEFAULT_PREFIX } from './keys';
-import type { HeldLock, PoolLevel, PoolStore, PopResult, PushResult, RefillLock } from './pool-store';
+import type { HeldLock, PoolLevel, PoolStore, TakeResult, PushResult, RefillLock } from './pool-store';
 import { MAX_SAFE_ID } from '../limits';
 
 /** Return codes of the Lua functions in `commands/` (negative = refused). */
@@ -124,7 +124,7 @@ export class RedisPoolStore implements PoolStore {
     }
   }
 
-  async pop(entityKey: string, count: number, maxPerSecond: number): Promise<PopResult> {
+  async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
     const k = entityKeys(entityKey, this.prefix);
     const [code, value, joined] = await this.fcall<[number, number, string?]>('idpool_take', [k.ids, k.server, k.ratePrefix], [count, maxPerSecond]);
     switch (code) {

@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
-import type { AppConfig } from '../apps/app';
-import type { AppCatalog } from '../apps/registry';
+import type { EntityConfig } from '../entities/entity';
+import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
@@ -11,7 +11,7 @@ import type { PoolStore, PushResult, RefillLock } from './pool-store';
 import { MAX_SAFE_ID } from '../limits';
 
 export interface RefillerOptions {
-  apps: AppCatalog;
+  apps: EntityCatalog;
   allocator: SegmentAllocator;
   store: PoolStore;
   lock: RefillLock;
@@ -272,7 +272,7 @@ export class Refiller {
    * the one connection); once one is refused, every later one is refused
    * too (the fence or server marker that refused it only moves up).
    */
-  private async push(app: AppConfig, segment: Segment): Promise<'ok' | 'fenced' | 'server_changed'> {
+  private async push(app: EntityConfig, segment: Segment): Promise<'ok' | 'fenced' | 'server_changed'> {
     const step = BigInt(app.step);
     const perCall = step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / app.step)));
     const { cluster, store } = this.o;

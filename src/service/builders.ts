@@ -1,6 +1,6 @@
 import type { Express } from 'express';
-import { type AppStore, SqlAppStore } from '../apps/app-store';
-import { AppRegistry, LocalRegistrationGeneration, type RegistrationGeneration } from '../apps/registry';
+import { type EntityStore, SqlEntityStore } from '../entities/entity-store';
+import { EntityRegistry, LocalRegistrationGeneration, type RegistrationGeneration } from '../entities/registry';
 import type { Clock } from '../clock';
 import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
 import { type Database, openDatabase } from '../db/database';
@@ -60,7 +60,7 @@ export interface Stores {
   readonly pools: PoolStore;
   readonly lock: RefillLock;
   readonly allocator: SqlSegmentAllocator;
-  readonly entities: AppStore;
+  readonly entities: EntityStore;
   readonly idempotency: IdempotencyStore;
   /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's take). */
   readonly snowflakeRate: EntityRateLimit;
@@ -77,7 +77,7 @@ export function buildStores(deps: { config: Config; db: Database; redis: RedisCl
     pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
     lock: redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
-    entities: new SqlAppStore(db),
+    entities: new SqlEntityStore(db),
     idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     snowflakeRate: redis ? new RedisEntityRateLimit(redis, clock, prefix) : new MemoryEntityRateLimit(clock),
     registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
@@ -90,8 +90,8 @@ export function buildStores(deps: { config: Config; db: Database; redis: RedisCl
  * The entity cache, loaded now. Changes made through other instances are
  * picked up within a second once started (closing stops that).
  */
-export async function buildRegistry(deps: { config: Config; stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: AppRegistry; start(): void }>> {
-  const registry = new AppRegistry(deps.stores.entities, deps.clock, deps.stores.registrations, deps.config.refillIntervalMs);
+export async function buildRegistry(deps: { config: Config; stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: EntityRegistry; start(): void }>> {
+  const registry = new EntityRegistry(deps.stores.entities, deps.clock, deps.stores.registrations, deps.config.refillIntervalMs);
   await registry.load();
   const refresh = every('registry-refresh', 1000, () =>
     registry.refresh().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
@@ -103,7 +103,7 @@ export async function buildRegistry(deps: { config: Config; stores: Stores; cloc
  * Refuses a Redis whose eviction policy may drop idpool's keys, and warns
  * when its maxmemory is below what full pools could take (`redis-memory.ts`).
  */
-export async function checkPoolMemory(redis: RedisClient | undefined, registry: AppRegistry, log: Logger): Promise<void> {
+export async function checkPoolMemory(redis: RedisClient | undefined, registry: EntityRegistry, log: Logger): Promise<void> {
   if (!redis) return;
   const ceiling = registry.segmentKeys().reduce((sum, key) => sum + (registry.get(key)?.maxPoolSize ?? 0), 0);
   await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
@@ -115,7 +115,7 @@ export async function buildSnowflake(deps: { config: Config; db: Database; clock
   return { value: runtime, close: () => runtime.stop() };
 }
 
-export function buildOps(deps: { config: Config; opsConfig: OpsConfig; clock: Clock; log: Logger; stores: Stores; registry: AppRegistry; snowflake: SnowflakeRuntime }): Built<Ops> {
+export function buildOps(deps: { config: Config; opsConfig: OpsConfig; clock: Clock; log: Logger; stores: Stores; registry: EntityRegistry; snowflake: SnowflakeRuntime }): Built<Ops> {
   const { config, stores, snowflake } = deps;
   const layout = snowflake.generator.layout;
   const lease = snowflake.lease;
@@ -152,7 +152,7 @@ export function buildPools(deps: {
   clock: Clock;
   log: Logger;
   stores: Stores;
-  registry: AppRegistry;
+  registry: EntityRegistry;
   ops: Ops;
   lockTtlMs?: number;
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
@@ -213,7 +213,7 @@ export function buildHttp(deps: {
   opsConfig: OpsConfig;
   log: Logger;
   stores: Stores;
-  registry: AppRegistry;
+  registry: EntityRegistry;
   pools: Pools;
   snowflake: SnowflakeRuntime;
   ops: Ops;

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
-import type { AppRegistry } from '../apps/registry';
+import type { EntityRegistry } from '../entities/registry';
 import { type Clock, systemClock } from '../clock';
 import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
 import type { Database } from '../db/database';
@@ -46,7 +46,7 @@ export interface Service {
   readonly db: Database;
   readonly redis: RedisClient | undefined;
   readonly store: PoolStore;
-  readonly registry: AppRegistry;
+  readonly registry: EntityRegistry;
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
   /** Snowflake generator and worker lease. */

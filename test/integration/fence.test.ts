@@ -69,10 +69,10 @@ describe('fence: a stale refiller cannot push an older segment', () => {
       await store.reset('f', -1n);
       await store.push('f', ['1', '2', '3'], 1n, 3n);
       await redis.call('FUNCTION', 'DELETE', 'idpool');
-      expect(await store.pop('f', 2, 0)).toEqual({ kind: 'ok', ids: ['1', '2'], remaining: 1 });
+      expect(await store.take('f', 2, 0)).toEqual({ kind: 'ok', ids: ['1', '2'], remaining: 1 });
       // A marker from another server is refused by the reloaded library too.
       await redis.set(`${prefix}:{f}:server`, 'another-server');
-      expect(await store.pop('f', 1, 0)).toEqual({ kind: 'server_changed' });
+      expect(await store.take('f', 1, 0)).toEqual({ kind: 'server_changed' });
       await expect(redis.call('FCALL', 'idpool_pop', 2, `${prefix}:{f}:ids`, `${prefix}:{f}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
     } finally {
       await clearPrefix(redis, prefix);

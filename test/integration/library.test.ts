@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SqlAppStore } from '../../src/apps/app-store';
-import { AppRegistry } from '../../src/apps/registry';
+import { SqlEntityStore } from '../../src/entities/entity-store';
+import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { NotFoundError, UnavailableError } from '../../src/errors';
 import { type Database, openDatabase } from '../../src/db/database';
@@ -80,7 +80,7 @@ function expectDisjointAndInterleaved(perProcess: number[][], count: number) {
 }
 
 async function registerEntity(db: Database, key: string, extra: Record<string, unknown> = {}) {
-  await new AppRegistry(new SqlAppStore(db), systemClock).register({ key, mode: 'monotonic', ...extra } as never);
+  await new EntityRegistry(new SqlEntityStore(db), systemClock).register({ key, mode: 'monotonic', ...extra } as never);
 }
 
 describe.each(SQL_SERVERS)('library: several processes on one entity ($name)', ({ server }) => {

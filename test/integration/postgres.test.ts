@@ -10,8 +10,8 @@
 import { randomBytes } from 'node:crypto';
 import { Client, escapeIdentifier } from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SqlAppStore } from '../../src/apps/app-store';
-import { AppRegistry } from '../../src/apps/registry';
+import { SqlEntityStore } from '../../src/entities/entity-store';
+import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { POSTGRES_STATEMENT_TIMEOUT_MS, openDatabase } from '../../src/db/database';
 import { NotFoundError, UnavailableError } from '../../src/errors';
@@ -59,7 +59,7 @@ async function freshDatabase() {
   cleanups.push(() => schema.drop());
   const db = await openDatabase(schema.url);
   cleanups.push(() => db.close());
-  return { url: schema.url, registry: new AppRegistry(new SqlAppStore(db), systemClock), allocator: new SqlSegmentAllocator(db) };
+  return { url: schema.url, registry: new EntityRegistry(new SqlEntityStore(db), systemClock), allocator: new SqlSegmentAllocator(db) };
 }
 
 describe.sequential('PostgreSQL specifics', () => {
@@ -210,7 +210,7 @@ describe.sequential('a service whose PostgreSQL server dies or freezes (a privat
       killedAt = Date.now();
       await server.kill9();
       await new Promise((r) => setTimeout(r, 4000));
-      const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
+      const admin = await call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
       expect(admin.status).toBe(503);
       expect(admin.body.error.code).toBe('unavailable');
       await server.restart();
@@ -237,7 +237,7 @@ describe.sequential('a service whose PostgreSQL server dies or freezes (a privat
       server.pause();
       try {
         const t0 = Date.now();
-        const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
+        const admin = await call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
         const waited = Date.now() - t0;
         expect(admin.status).toBe(503);
         expect(Number(admin.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

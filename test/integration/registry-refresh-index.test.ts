@@ -1,6 +1,6 @@
 import { createConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppStore } from '../../src/apps/app-store';
+import { EntityStore } from '../../src/entities/entity-store';
 import { type Database, openDatabase } from '../../src/db/database';
 import { createTestSchema, servicesAvailable } from '../helpers/services';
 
@@ -38,10 +38,10 @@ describe('the registry refresh reads changed rows only (MariaDB)', () => {
       );
       await sql.query('ANALYZE TABLE application');
 
-      // The statement AppStore really sends, captured from the database wrapper.
+      // The statement EntityStore really sends, captured from the database wrapper.
       const sent: Array<{ sql: string; params: unknown[] }> = [];
       const spy: Database = { ...db, query: (q, p = []) => (sent.push({ sql: q, params: p }), db.query(q, p)) } as Database;
-      const changed = await new AppStore(spy).changedSince(now - 5000);
+      const changed = await new EntityStore(spy).changedSince(now - 5000);
       expect(changed.map((c) => c.app.key).sort()).toEqual(['e5000', 'e5001', 'e5002']);
       expect(sent).toHaveLength(1);
 

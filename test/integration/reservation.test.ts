@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SqlAppStore } from '../../src/apps/app-store';
-import { AppRegistry } from '../../src/apps/registry';
+import { SqlEntityStore } from '../../src/entities/entity-store';
+import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { openDatabase } from '../../src/db/database';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
@@ -35,7 +35,7 @@ function expectTiled(segments: Array<[bigint, bigint]>, start: bigint, end: bigi
 
 async function registerEntity(url: string, key: string, startOffset: bigint) {
   const db = await openDatabase(url);
-  await new AppRegistry(new SqlAppStore(db), systemClock).register({ key, mode: 'monotonic', startOffset });
+  await new EntityRegistry(new SqlEntityStore(db), systemClock).register({ key, mode: 'monotonic', startOffset });
   return db;
 }
 
@@ -82,7 +82,7 @@ describe('segment reservation under concurrency on SQLite', () => {
     try {
       const allocator = new SqlSegmentAllocator(db);
       await expect(allocator.reserve('nobody', 10)).rejects.toThrow(/no live segment entity/);
-      await new AppRegistry(new SqlAppStore(db), systemClock).retire('users');
+      await new EntityRegistry(new SqlEntityStore(db), systemClock).retire('users');
       await expect(allocator.reserve('users', 10)).rejects.toThrow(/no live segment entity/);
     } finally {
       await db.close();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withDefaults } from '../../src/apps/app';
+import { withDefaults } from '../../src/entities/entity';
 import type { Clock } from '../../src/clock';
 import { Demand } from '../../src/pool/demand';
 

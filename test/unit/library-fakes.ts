@@ -1,5 +1,5 @@
 /** Fakes for the library's unit tests: no I/O, time under the test's control. */
-import type { AppMode } from '../../src/apps/app';
+import type { EntityMode } from '../../src/entities/entity';
 import type { Clock } from '../../src/clock';
 import type { EntitySource } from '../../src/library';
 import type { Segment, SegmentAllocator } from '../../src/segment/allocator';
@@ -53,10 +53,10 @@ export class SlowAllocator implements SegmentAllocator {
 
 /** Entity configuration in memory. */
 export class MemoryEntities implements EntitySource {
-  readonly apps = new Map<string, { mode: AppMode; step: number }>();
+  readonly apps = new Map<string, { mode: EntityMode; step: number }>();
   reads = 0;
 
-  constructor(entries: Record<string, { mode?: AppMode; step: number }> = {}) {
+  constructor(entries: Record<string, { mode?: EntityMode; step: number }> = {}) {
     for (const [key, app] of Object.entries(entries)) this.apps.set(key, { mode: app.mode ?? 'monotonic', step: app.step });
   }
 

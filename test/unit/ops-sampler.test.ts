@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AppConfig } from '../../src/apps/app';
+import type { EntityConfig } from '../../src/entities/entity';
 import type { Clock } from '../../src/clock';
 import { type AlarmWebhookPayload, Alarms } from '../../src/ops/alarms';
 import { OpsMetrics } from '../../src/ops/metrics';
@@ -11,7 +11,7 @@ function fakeClock(): Clock & { advance(ms: number): void } {
   return { now: () => now, monotonic: () => now, sleep: async (ms) => void (now += ms), advance: (ms) => void (now += ms) };
 }
 
-const app = (key: string, over: Partial<AppConfig> = {}): AppConfig => ({
+const app = (key: string, over: Partial<EntityConfig> = {}): EntityConfig => ({
   key,
   name: key,
   mode: 'monotonic',
@@ -30,7 +30,7 @@ const app = (key: string, over: Partial<AppConfig> = {}): AppConfig => ({
 
 function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; snowflakeEndsInDays?: number } = {}) {
   const clock = fakeClock();
-  const apps = new Map<string, AppConfig>();
+  const apps = new Map<string, EntityConfig>();
   const sizes = new Map<string, number>();
   const offsets = new Map<string, bigint>();
   const sent: AlarmWebhookPayload[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { AppConfig } from '../../src/apps/app';
-import { checkRules, withDefaults } from '../../src/apps/app';
+import type { EntityConfig } from '../../src/entities/entity';
+import { checkRules, withDefaults } from '../../src/entities/entity';
 import type { Clock } from '../../src/clock';
 import { PoolExhaustedError, RateLimitedError } from '../../src/errors';
 import { silentLogger } from '../../src/logger';
@@ -26,11 +26,11 @@ function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): vo
   };
 }
 
-function app(overrides: Partial<AppConfig> = {}): AppConfig {
+function app(overrides: Partial<EntityConfig> = {}): EntityConfig {
   return { ...withDefaults({ key: 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 }), secretHash: '', createTime: 0, updateTime: 0, ...overrides };
 }
 
-function setup(config: AppConfig, cluster = new ClusterMap()) {
+function setup(config: EntityConfig, cluster = new ClusterMap()) {
   const clock = fakeClock();
   const store = new MemoryPoolStore(clock);
   const allocator = new FakeSegmentAllocator();
@@ -69,7 +69,7 @@ describe('refiller on the in-process pool', () => {
     await refiller.refill('orders'); // at its target: nothing reserved
     expect(allocator.reservations).toHaveLength(1);
     clock.advance(1000);
-    await store.pop('orders', 200, 0); // 300 left, below the 400 watermark, after 200 ids in a second
+    await store.take('orders', 200, 0); // 300 left, below the 400 watermark, after 200 ids in a second
     await refiller.refill('orders');
     // 200 ids/s × 60 s = 12,000, capped at maxPoolSize 1,000: floor((1000 − 300) / 100) steps.
     expect(demand.target(app())).toBe(1000);
@@ -80,7 +80,7 @@ describe('refiller on the in-process pool', () => {
   it('shuffles each step of a trend entity and keeps steps in order', async () => {
     const { store, refiller } = setup(app({ mode: 'trend', maxSizePerTimes: 1000 }));
     await refiller.refill('orders');
-    const ids = (await store.pop('orders', 1000, 0)) as { ids: string[] };
+    const ids = (await store.take('orders', 1000, 0)) as { ids: string[] };
     for (let s = 0; s < 10; s++) {
       const part = ids.ids.slice(s * 100, s * 100 + 100).map(Number);
       expect([...part].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => s * 100 + i));
@@ -91,7 +91,7 @@ describe('refiller on the in-process pool', () => {
   it('maps numbers to disjoint ids for each cluster index', async () => {
     const a = setup(app(), new ClusterMap(3, 1));
     await a.refiller.refill('orders');
-    const ids = ((await a.store.pop('orders', 5, 0)) as { ids: string[] }).ids;
+    const ids = ((await a.store.take('orders', 5, 0)) as { ids: string[] }).ids;
     expect(ids).toEqual(['1', '4', '7', '10', '13']);
   });
 

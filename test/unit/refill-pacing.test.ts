@@ -1,46 +1,33 @@
 import { describe, expect, it } from 'vitest';
-import { type AppConfig, withDefaults } from '../../src/apps/app';
+import { type EntityConfig, withDefaults } from '../../src/entities/entity';
 import { systemClock } from '../../src/clock';
 import { silentLogger } from '../../src/logger';
+import { Demand } from '../../src/pool/demand';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import { Refiller } from '../../src/pool/refiller';
-import type { SegmentAllocator } from '../../src/segment/allocator';
+import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { ClusterMap } from '../../src/segment/cluster';
 
-function app(key: string, interval: number): AppConfig {
+function app(key: string, interval: number): EntityConfig {
   return { ...withDefaults({ key, mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 }), interval, secretHash: '', createTime: 0, updateTime: 0 };
-}
-
-/** A number line per entity in memory. */
-function allocator(): SegmentAllocator {
-  const offsets = new Map<string, bigint>();
-  return {
-    async reserve(key, size) {
-      const start = offsets.get(key) ?? 0n;
-      offsets.set(key, start + BigInt(size));
-      return { start, end: start + BigInt(size) };
-    },
-    async peek(key) {
-      return offsets.get(key) ?? 0n;
-    },
-  };
 }
 
 describe('refill pacing by interval', () => {
   it('checks an entity at most once per its interval, however often it is marked low', async () => {
     const store = new MemoryPoolStore(systemClock);
     const checks = new Map<string, number>();
-    const size = store.size.bind(store);
-    store.size = async (key: string) => {
-      checks.set(key, (checks.get(key) ?? 0) + 1);
-      return size(key);
+    // A refill check reads the pool's level first.
+    const levels = store.levels.bind(store);
+    store.levels = async (keys: readonly string[]) => {
+      for (const key of keys) checks.set(key, (checks.get(key) ?? 0) + 1);
+      return levels(keys);
     };
     const entities = new Map([
       ['paced', app('paced', 400)],
       ['eager', app('eager', 10)],
     ]);
     const apps = { get: (key: string) => entities.get(key), segmentKeys: () => [] };
-    const refiller = new Refiller({ apps, allocator: allocator(), store, lock: new MemoryRefillLock(), cluster: new ClusterMap(), clock: systemClock, log: silentLogger, intervalMs: 10, sweepMs: 60_000 });
+    const refiller = new Refiller({ apps, allocator: new FakeSegmentAllocator(), demand: new Demand({ clock: systemClock, horizonSeconds: 60 }), store, lock: new MemoryRefillLock(), cluster: new ClusterMap(), clock: systemClock, log: silentLogger, intervalMs: 10, sweepMs: 60_000 });
     refiller.start();
     const marking = setInterval(() => {
       refiller.markLow('paced');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { secretMatches } from '../../src/apps/app';
-import { FakeAppStore } from '../../src/apps/fake-app-store';
-import { AppRegistry, LocalRegistrationGeneration } from '../../src/apps/registry';
+import { secretMatches } from '../../src/entities/entity';
+import { FakeEntityStore } from '../../src/entities/fake-entity-store';
+import { EntityRegistry, LocalRegistrationGeneration } from '../../src/entities/registry';
 import { type Clock, systemClock } from '../../src/clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../src/errors';
 
@@ -12,8 +12,8 @@ function clockAt(start: number): Clock & { advance(ms: number): void } {
 
 describe('entity registry over the fake store (no I/O)', () => {
   it('registers with defaults, keeps the secret only as a hash, tells subscribers', async () => {
-    const store = new FakeAppStore();
-    const registry = new AppRegistry(store, clockAt(1_000_000));
+    const store = new FakeEntityStore();
+    const registry = new EntityRegistry(store, clockAt(1_000_000));
     const seen: string[] = [];
     registry.subscribe({ onRegistered: (app) => void seen.push(`+${app.key}`), onRetired: (key) => void seen.push(`-${key}`) });
     const { app, secret } = await registry.register({ key: 'orders', mode: 'monotonic' });
@@ -26,8 +26,8 @@ describe('entity registry over the fake store (no I/O)', () => {
   });
 
   it('a retired key is never registered again; bad rules change nothing', async () => {
-    const store = new FakeAppStore();
-    const registry = new AppRegistry(store, clockAt(1_000_000));
+    const store = new FakeEntityStore();
+    const registry = new EntityRegistry(store, clockAt(1_000_000));
     await registry.register({ key: 'users', mode: 'monotonic' });
     await registry.retire('users');
     await expect(registry.register({ key: 'users', mode: 'monotonic' })).rejects.toBeInstanceOf(ConflictError);
@@ -37,10 +37,10 @@ describe('entity registry over the fake store (no I/O)', () => {
   });
 
   it('refresh picks up changes made through another instance', async () => {
-    const store = new FakeAppStore();
+    const store = new FakeEntityStore();
     const clock = clockAt(1_000_000);
-    const here = new AppRegistry(store, clock);
-    const there = new AppRegistry(store, clock);
+    const here = new EntityRegistry(store, clock);
+    const there = new EntityRegistry(store, clock);
     await here.load();
     expect(await here.find('late')).toBeUndefined();
     clock.advance(10);
@@ -54,20 +54,20 @@ describe('entity registry over the fake store (no I/O)', () => {
   });
 });
 
-describe('AppRegistry lookups of unknown keys', () => {
+describe('EntityRegistry lookups of unknown keys', () => {
   it('answers 10,000 unknown keys from the cache while no entity was registered', async () => {
-    const store = new FakeAppStore();
-    const registry = new AppRegistry(store, systemClock);
+    const store = new FakeEntityStore();
+    const registry = new EntityRegistry(store, systemClock);
     await registry.load();
     for (let i = 0; i < 10_000; i++) expect(await registry.find(`probe-${i}`)).toBeUndefined();
     expect(store.calls).toEqual({ listLive: 1 }); // one load, no lookup per unknown key
   });
 
   it('refreshes once when another instance registered (the shared generation moved), then finds the entity', async () => {
-    const store = new FakeAppStore();
+    const store = new FakeEntityStore();
     const generation = new LocalRegistrationGeneration(); // stands for the counter in Redis
-    const here = new AppRegistry(store, systemClock, generation);
-    const there = new AppRegistry(store, systemClock, generation);
+    const here = new EntityRegistry(store, systemClock, generation);
+    const there = new EntityRegistry(store, systemClock, generation);
     await here.load();
     await there.load();
     expect(await here.find('late')).toBeUndefined();
@@ -80,10 +80,10 @@ describe('AppRegistry lookups of unknown keys', () => {
   });
 
   it('when the generation cannot be read (Redis failing), a refresh decides, so a new entity still works', async () => {
-    const store = new FakeAppStore();
+    const store = new FakeEntityStore();
     const failing = { current: async (): Promise<number> => Promise.reject(new Error('Connection is closed.')), bump: async () => undefined };
-    const here = new AppRegistry(store, systemClock, failing);
-    const there = new AppRegistry(store, systemClock, failing);
+    const here = new EntityRegistry(store, systemClock, failing);
+    const there = new EntityRegistry(store, systemClock, failing);
     await here.load();
     await there.register({ key: 'during-outage', mode: 'monotonic' });
     expect((await here.find('during-outage'))?.key).toBe('during-outage');
@@ -91,7 +91,7 @@ describe('AppRegistry lookups of unknown keys', () => {
   });
 
   it('finds a key that a refresh added while it was reading the generation (200 concurrent first requests)', async () => {
-    const store = new FakeAppStore();
+    const store = new FakeEntityStore();
     let value = 0;
     let hold: Promise<void> | undefined;
     const generation = {
@@ -103,8 +103,8 @@ describe('AppRegistry lookups of unknown keys', () => {
         value++;
       },
     };
-    const here = new AppRegistry(store, systemClock, generation);
-    const there = new AppRegistry(store, systemClock, generation);
+    const here = new EntityRegistry(store, systemClock, generation);
+    const there = new EntityRegistry(store, systemClock, generation);
     await here.load();
     await there.register({ key: 'x', mode: 'monotonic' });
     let release!: () => void;

@@ -1,9 +1,9 @@
-import type { AppConfig, Tunables } from './app';
-import type { AppStore } from './app-store';
+import type { EntityConfig, Tunables } from './entity';
+import type { EntityStore } from './entity-store';
 
 /** Entity configuration in memory, with the SQL store's rules: keys never reused, retired rows kept. */
-export class FakeAppStore implements AppStore {
-  private readonly rows = new Map<string, { app: AppConfig; deletedAt: number }>();
+export class FakeEntityStore implements EntityStore {
+  private readonly rows = new Map<string, { app: EntityConfig; deletedAt: number }>();
   /** Calls made, by method name (tests count database round trips). */
   readonly calls: Record<string, number> = {};
 
@@ -11,7 +11,7 @@ export class FakeAppStore implements AppStore {
     this.calls[method] = (this.calls[method] ?? 0) + 1;
   }
 
-  async findLive(key: string): Promise<AppConfig | undefined> {
+  async findLive(key: string): Promise<EntityConfig | undefined> {
     this.count('findLive');
     const row = this.rows.get(key);
     return row && row.deletedAt === 0 ? row.app : undefined;
@@ -22,7 +22,7 @@ export class FakeAppStore implements AppStore {
     return this.rows.has(key);
   }
 
-  async listLive(): Promise<AppConfig[]> {
+  async listLive(): Promise<EntityConfig[]> {
     this.count('listLive');
     return [...this.rows.values()]
       .filter((r) => r.deletedAt === 0)
@@ -30,12 +30,12 @@ export class FakeAppStore implements AppStore {
       .sort((a, b) => (a.key < b.key ? -1 : 1));
   }
 
-  async changedSince(sinceMs: number): Promise<Array<{ app: AppConfig; retired: boolean }>> {
+  async changedSince(sinceMs: number): Promise<Array<{ app: EntityConfig; retired: boolean }>> {
     this.count('changedSince');
     return [...this.rows.values()].filter((r) => r.app.updateTime >= sinceMs).map((r) => ({ app: r.app, retired: r.deletedAt !== 0 }));
   }
 
-  async insert(app: AppConfig): Promise<boolean> {
+  async insert(app: EntityConfig): Promise<boolean> {
     this.count('insert');
     if (this.rows.has(app.key)) return false;
     this.rows.set(app.key, { app, deletedAt: 0 });
@@ -60,7 +60,7 @@ export class FakeAppStore implements AppStore {
     return true;
   }
 
-  private change(key: string, next: (app: AppConfig) => AppConfig): boolean {
+  private change(key: string, next: (app: EntityConfig) => EntityConfig): boolean {
     const row = this.rows.get(key);
     if (!row || row.deletedAt !== 0) return false;
     this.rows.set(key, { app: next(row.app), deletedAt: 0 });

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database';
-import type { AppConfig, AppMode, Tunables } from './app';
+import type { EntityConfig, EntityMode, Tunables } from './entity';
 
 interface Row {
   entity_key: string;
@@ -21,7 +21,7 @@ interface Row {
 }
 
 interface PendingInsert {
-  app: AppConfig;
+  app: EntityConfig;
   resolve(inserted: boolean): void;
   reject(err: unknown): void;
 }
@@ -33,8 +33,8 @@ function isDuplicate(err: unknown): boolean {
 const MONOTONIC = 1;
 const TREND = 2;
 
-function toApp(row: Row): AppConfig {
-  const mode: AppMode = row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
+function toEntity(row: Row): EntityConfig {
+  const mode: EntityMode = row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
   return {
     key: row.entity_key,
     name: row.entity_name,
@@ -53,22 +53,22 @@ function toApp(row: Row): AppConfig {
 }
 
 /** Entity configuration as stored: the `application` table, or a fake in unit tests. */
-export interface AppStore {
-  findLive(key: string): Promise<AppConfig | undefined>;
+export interface EntityStore {
+  findLive(key: string): Promise<EntityConfig | undefined>;
   /** Whether the key was ever registered (live or retired): keys are never reused. */
   exists(key: string): Promise<boolean>;
-  listLive(): Promise<AppConfig[]>;
+  listLive(): Promise<EntityConfig[]>;
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
-  changedSince(sinceMs: number): Promise<Array<{ app: AppConfig; retired: boolean }>>;
+  changedSince(sinceMs: number): Promise<Array<{ app: EntityConfig; retired: boolean }>>;
   /** Inserts a new entity; returns false when the key is taken (live or retired). */
-  insert(app: AppConfig): Promise<boolean>;
+  insert(app: EntityConfig): Promise<boolean>;
   update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
   setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean>;
   retire(key: string, at: number): Promise<boolean>;
 }
 
 /** Rows of the `application` table. The only SQL about entity configuration. */
-export class SqlAppStore implements AppStore {
+export class SqlEntityStore implements EntityStore {
   private readonly columns: string;
 
   constructor(private readonly db: Database) {
@@ -95,9 +95,9 @@ export class SqlAppStore implements AppStore {
 
   private readonly quote: (c: string) => string;
 
-  async findLive(key: string): Promise<AppConfig | undefined> {
+  async findLive(key: string): Promise<EntityConfig | undefined> {
     const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE entity_key = ? AND deleted_at = 0`, [key]);
-    return rows[0] ? toApp(rows[0]) : undefined;
+    return rows[0] ? toEntity(rows[0]) : undefined;
   }
 
   /** Whether the key was ever registered (live or retired): keys are never reused. */
@@ -106,15 +106,15 @@ export class SqlAppStore implements AppStore {
     return rows.length > 0;
   }
 
-  async listLive(): Promise<AppConfig[]> {
+  async listLive(): Promise<EntityConfig[]> {
     const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE deleted_at = 0 ORDER BY entity_key`);
-    return rows.map(toApp);
+    return rows.map(toEntity);
   }
 
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
-  async changedSince(sinceMs: number): Promise<Array<{ app: AppConfig; retired: boolean }>> {
+  async changedSince(sinceMs: number): Promise<Array<{ app: EntityConfig; retired: boolean }>> {
     const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE update_time >= ?`, [sinceMs]);
-    return rows.map((row) => ({ app: toApp(row), retired: Number(row.deleted_at) !== 0 }));
+    return rows.map((row) => ({ app: toEntity(row), retired: Number(row.deleted_at) !== 0 }));
   }
 
   /**
@@ -125,7 +125,7 @@ export class SqlAppStore implements AppStore {
    * tables) instead of one each, which is what bounded registrations per
    * second (bench/register.bench.ts).
    */
-  insert(app: AppConfig): Promise<boolean> {
+  insert(app: EntityConfig): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.pending.push({ app, resolve, reject });
       if (!this.flushing) void this.flush();
@@ -139,7 +139,7 @@ export class SqlAppStore implements AppStore {
     this.flushing = true;
     try {
       while (this.pending.length > 0) {
-        const batch = this.pending.splice(0, SqlAppStore.MAX_BATCH);
+        const batch = this.pending.splice(0, SqlEntityStore.MAX_BATCH);
         // A key asked for twice in one batch: the first goes in, the repeat waits for the next round (and conflicts there).
         const seen = new Set<string>();
         const distinct: typeof batch = [];
@@ -197,7 +197,7 @@ export class SqlAppStore implements AppStore {
   /** Rows per INSERT: 16 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
-  private async insertRows(apps: readonly AppConfig[]): Promise<void> {
+  private async insertRows(apps: readonly EntityConfig[]): Promise<void> {
     const row = `(${Array(15).fill('?').join(', ')}, 0)`;
     await this.db.execute(
       `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, create_time, update_time, deleted_at)

@@ -1,12 +1,12 @@
 import type { Clock } from '../clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../errors';
-import { type AppConfig, type RegisterInput, type UpdateInput, checkRules, hashSecret, newSecret, withDefaults } from './app';
-import type { AppStore } from './app-store';
+import { type EntityConfig, type RegisterInput, type UpdateInput, checkRules, hashSecret, newSecret, withDefaults } from './entity';
+import type { EntityStore } from './entity-store';
 
 /** What the pool side needs to know about entities (narrow on purpose). */
-export interface AppCatalog {
+export interface EntityCatalog {
   /** Cached config of a live entity; no I/O. */
-  get(key: string): AppConfig | undefined;
+  get(key: string): EntityConfig | undefined;
   /** Keys of every live entity whose ids come from segments. */
   segmentKeys(): string[];
 }
@@ -36,9 +36,9 @@ export class LocalRegistrationGeneration implements RegistrationGeneration {
   }
 }
 
-export interface AppChangeListener {
+export interface EntityChangeListener {
   onRetired?(key: string): void | Promise<void>;
-  onRegistered?(app: AppConfig): void | Promise<void>;
+  onRegistered?(app: EntityConfig): void | Promise<void>;
 }
 
 /**
@@ -47,8 +47,8 @@ export interface AppChangeListener {
  * through this instance and by {@link refresh} (every second) for changes
  * made through others.
  */
-export class AppRegistry implements AppCatalog {
-  private readonly cache = new Map<string, AppConfig>();
+export class EntityRegistry implements EntityCatalog {
+  private readonly cache = new Map<string, EntityConfig>();
   /** Keys of {@link cache} in order, rebuilt on the first page read after a change (pages are read far less often than entities change in a bulk import). */
   private sortedKeys: string[] | undefined;
   private lastRefresh = 0;
@@ -57,10 +57,10 @@ export class AppRegistry implements AppCatalog {
   /** The refresh under way, shared by every request that needs one. */
   private syncing: Promise<void> | undefined;
 
-  private readonly listeners: AppChangeListener[] = [];
+  private readonly listeners: EntityChangeListener[] = [];
 
   constructor(
-    private readonly store: Pick<AppStore, 'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecretHash' | 'retire'>,
+    private readonly store: Pick<EntityStore, 'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecretHash' | 'retire'>,
     private readonly clock: Clock,
     /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
     private readonly generation: RegistrationGeneration = new LocalRegistrationGeneration(),
@@ -69,11 +69,11 @@ export class AppRegistry implements AppCatalog {
   ) {}
 
   /** Tells `listener` of every registration and retirement seen from now on. */
-  subscribe(listener: AppChangeListener): void {
+  subscribe(listener: EntityChangeListener): void {
     this.listeners.push(listener);
   }
 
-  private async registered(app: AppConfig): Promise<void> {
+  private async registered(app: EntityConfig): Promise<void> {
     for (const l of this.listeners) await l.onRegistered?.(app);
   }
 
@@ -110,7 +110,7 @@ export class AppRegistry implements AppCatalog {
     const now = this.clock.now();
     // Read before the query: a registration counted in it committed before the bump, so the query sees it.
     const generation = await this.readGeneration();
-    const changed = await this.store.changedSince(this.lastRefresh - AppRegistry.SKEW_MARGIN_MS);
+    const changed = await this.store.changedSince(this.lastRefresh - EntityRegistry.SKEW_MARGIN_MS);
     this.lastRefresh = now;
     for (const { app, retired } of changed) {
       const known = this.cache.get(app.key);
@@ -127,7 +127,7 @@ export class AppRegistry implements AppCatalog {
     this.syncedGeneration = generation;
   }
 
-  get(key: string): AppConfig | undefined {
+  get(key: string): EntityConfig | undefined {
     return this.cache.get(key);
   }
 
@@ -137,7 +137,7 @@ export class AppRegistry implements AppCatalog {
    * {@link RegistrationGeneration}); then one refresh, shared by every
    * request waiting for it, brings the cache up to date.
    */
-  async find(key: string): Promise<AppConfig | undefined> {
+  async find(key: string): Promise<EntityConfig | undefined> {
     const cached = this.cache.get(key);
     if (cached) return cached;
     // Unreadable (Redis failing): a refresh decides, so a new entity still
@@ -157,13 +157,13 @@ export class AppRegistry implements AppCatalog {
     }
   }
 
-  async require(key: string): Promise<AppConfig> {
+  async require(key: string): Promise<EntityConfig> {
     const app = await this.find(key);
     if (!app) throw new NotFoundError(`no entity with key "${key}"`);
     return app;
   }
 
-  list(): AppConfig[] {
+  list(): EntityConfig[] {
     return this.keysInOrder().map((k) => this.cache.get(k)!);
   }
 
@@ -171,7 +171,7 @@ export class AppRegistry implements AppCatalog {
    * Up to `limit` live entities in key order, starting after the key `after`
    * (which need not exist); `next` is the key to continue after, or null at the end.
    */
-  page(after: string | undefined, limit: number): { apps: AppConfig[]; next: string | null } {
+  page(after: string | undefined, limit: number): { apps: EntityConfig[]; next: string | null } {
     const keys = this.keysInOrder();
     let from = 0;
     if (after !== undefined) {
@@ -205,14 +205,14 @@ export class AppRegistry implements AppCatalog {
     return keys;
   }
 
-  async register(input: RegisterInput): Promise<{ app: AppConfig; secret: string }> {
+  async register(input: RegisterInput): Promise<{ app: EntityConfig; secret: string }> {
     if (input.mode === 'snowflake') refusePoolFields(input);
     const values = withDefaults(input, this.refillTickMs);
     const broken = checkRules(values);
     if (broken) throw new InvalidRequestError(broken);
     const secret = newSecret();
     const now = this.clock.now();
-    const app: AppConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
+    const app: EntityConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
     if (!(await this.store.insert(app))) throw new ConflictError(`key "${app.key}" is already registered (retired keys are never reused)`);
     this.remember(app);
     // Other instances see the new entity at once; if Redis cannot count it, within their next refresh (≤ 1 s).
@@ -221,10 +221,10 @@ export class AppRegistry implements AppCatalog {
     return { app, secret };
   }
 
-  async update(key: string, patch: UpdateInput): Promise<AppConfig> {
+  async update(key: string, patch: UpdateInput): Promise<EntityConfig> {
     const current = await this.require(key);
     if (current.mode === 'snowflake') refusePoolFields(patch);
-    const next: AppConfig = { ...current, ...stripUndefined(patch), updateTime: Math.max(this.clock.now(), current.updateTime + 1) };
+    const next: EntityConfig = { ...current, ...stripUndefined(patch), updateTime: Math.max(this.clock.now(), current.updateTime + 1) };
     const broken = checkRules(next);
     if (broken) throw new InvalidRequestError(broken);
     if (!(await this.store.update(key, next, next.updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
@@ -249,7 +249,7 @@ export class AppRegistry implements AppCatalog {
   }
 
   /** Caches a live entity (new or changed). */
-  private remember(app: AppConfig): void {
+  private remember(app: EntityConfig): void {
     if (!this.cache.has(app.key)) this.sortedKeys = undefined;
     this.cache.set(app.key, app);
   }

@@ -1,13 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 
-export type AppMode = 'monotonic' | 'trend' | 'snowflake';
+export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 
 /** A registered entity, as cached in process (the hot path reads no SQL). */
-export interface AppConfig {
+export interface EntityConfig {
   readonly key: string;
   readonly name: string;
-  readonly mode: AppMode;
+  readonly mode: EntityMode;
   readonly startOffset: bigint;
   readonly step: number;
   readonly maxSizePerTimes: number;
@@ -89,14 +89,14 @@ export const updateSchema = z.strictObject(
 export type RegisterInput = z.infer<typeof registerSchema>;
 export type UpdateInput = z.infer<typeof updateSchema>;
 
-export type Tunables = Pick<AppConfig, 'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'>;
+export type Tunables = Pick<EntityConfig, 'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'>;
 
 /**
  * Fills defaults for a registration (DESIGN.md "Data model"). `interval`
  * (the least ms between two refill checks of the entity) defaults to the
  * service's refill tick, IDPOOL_REFILL_INTERVAL_MS.
  */
-export function withDefaults(input: RegisterInput, refillTickMs = 100): Tunables & { key: string; mode: AppMode; startOffset: bigint } {
+export function withDefaults(input: RegisterInput, refillTickMs = 100): Tunables & { key: string; mode: EntityMode; startOffset: bigint } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -154,7 +154,7 @@ export function secretMatches(secret: string, hash: string): boolean {
 }
 
 /** The public view of an app (never the secret or its hash). */
-export function describeApp(app: AppConfig) {
+export function describeEntity(app: EntityConfig) {
   return {
     key: app.key,
     name: app.name,
