@@ -8,6 +8,56 @@ import { busiest } from './busiest';
  */
 type Total = 'sum' | 'min' | null;
 
+/**
+ * A gauge with one value per entity, kept in a Map. The sampler sets ten of
+ * these for every entity it reads; prom-client's Gauge copies every label
+ * set on each read, which at 100,000 entities made a scrape take seconds.
+ * This one is read only for the entities a scrape shows, plus one total.
+ */
+export class EntityGauge {
+  readonly values = new Map<string, number>();
+  /** prom-client reads these two when the gauge sits in a Registry. */
+  readonly labelNames = ['entity'];
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly total: Total,
+  ) {}
+
+  set(labels: { entity: string }, value: number): void {
+    this.values.set(labels.entity, value);
+  }
+
+  remove(labels: { entity: string }): void {
+    this.values.delete(labels.entity);
+  }
+
+  /** The family with the given entities' values (default: every entity), as a Registry renders it. */
+  family(entities: Iterable<string> = this.values.keys()): MetricObjectWithValues<MetricValue<string>> {
+    const values: Array<MetricValue<string>> = [];
+    for (const entity of entities) {
+      const value = this.values.get(entity);
+      if (value !== undefined) values.push({ value, labels: { entity } });
+    }
+    return { name: this.name, help: this.help, type: 'gauge', values, aggregator: 'sum' } as unknown as MetricObjectWithValues<MetricValue<string>>;
+  }
+
+  /** `idpool_all_…`: the sum, or the soonest, over every entity. */
+  totalFamily(total: 'sum' | 'min'): MetricObjectWithValues<MetricValue<string>> {
+    let value = total === 'sum' ? 0 : Number.POSITIVE_INFINITY;
+    for (const v of this.values.values()) value = total === 'sum' ? value + v : Math.min(value, v);
+    const help = total === 'sum' ? `${this.help} (total over all entities)` : `${this.help} (the soonest over all entities)`;
+    const family = { name: this.name.replace(/^idpool_/, 'idpool_all_'), help, type: 'gauge', values: this.values.size ? [{ value, labels: {} }] : [], aggregator: 'sum' };
+    return family as unknown as MetricObjectWithValues<MetricValue<string>>;
+  }
+
+  /** What a Registry calls. */
+  async get(): Promise<MetricObjectWithValues<MetricValue<string>>> {
+    return this.family();
+  }
+}
+
 /** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
   defaultMetrics?: boolean;
@@ -29,18 +79,18 @@ export class OpsMetrics {
   private readonly totals = new Map<string, Total>();
 
   // Pools (set by the sampler).
-  readonly poolSize = this.gauge('idpool_pool_size', 'Ids ready in the pool', ['entity'], 'sum');
-  readonly poolLowWatermark = this.gauge('idpool_pool_low_watermark', 'Pool size below which a refill starts', ['entity'], null);
-  readonly poolTarget = this.gauge('idpool_pool_target', 'Pool size a refill tops up to: recent peak demand times IDPOOL_POOL_HORIZON_S, within [floor, max]', ['entity'], 'sum');
-  readonly poolMax = this.gauge('idpool_pool_max', 'Ceiling of the pool size (max_pool_size)', ['entity'], 'sum');
-  readonly currentOffset = this.gauge('idpool_current_offset', 'Next unreserved number of the entity (current_offset; exact below 2^53)', ['entity'], null);
-  readonly takeRate = this.gauge('idpool_take_rate_ids_per_second', 'Ids taken per second by all consumers (estimated from reservations and pool size)', ['entity'], 'sum');
-  readonly reserveRate = this.gauge('idpool_reserve_rate_per_second', 'Numbers reserved per second from the database', ['entity'], 'sum');
+  readonly poolSize = this.entityGauge('idpool_pool_size', 'Ids ready in the pool', 'sum');
+  readonly poolLowWatermark = this.entityGauge('idpool_pool_low_watermark', 'Pool size below which a refill starts', null);
+  readonly poolTarget = this.entityGauge('idpool_pool_target', 'Pool size a refill tops up to: recent peak demand times IDPOOL_POOL_HORIZON_S, within [floor, max]', 'sum');
+  readonly poolMax = this.entityGauge('idpool_pool_max', 'Ceiling of the pool size (max_pool_size)', 'sum');
+  readonly currentOffset = this.entityGauge('idpool_current_offset', 'Next unreserved number of the entity (current_offset; exact below 2^53)', null);
+  readonly takeRate = this.entityGauge('idpool_take_rate_ids_per_second', 'Ids taken per second by all consumers (estimated from reservations and pool size)', 'sum');
+  readonly reserveRate = this.entityGauge('idpool_reserve_rate_per_second', 'Numbers reserved per second from the database', 'sum');
 
   // Forecasts (set by the sampler; +Inf when the rate is 0).
-  readonly forecastPoolDry = this.gauge('idpool_forecast_pool_dry_seconds', 'Seconds until the pool is empty at the current take rate, without refills', ['entity'], 'min');
-  readonly forecastJsSafe = this.gauge('idpool_forecast_js_safe_limit_seconds', 'Seconds until the highest reserved id passes 2^53 at the current take rate (0 = already past)', ['entity'], 'min');
-  readonly forecastInt63 = this.gauge('idpool_forecast_int63_limit_seconds', 'Seconds until the highest reserved id passes 2^63 at the current take rate', ['entity'], 'min');
+  readonly forecastPoolDry = this.entityGauge('idpool_forecast_pool_dry_seconds', 'Seconds until the pool is empty at the current take rate, without refills', 'min');
+  readonly forecastJsSafe = this.entityGauge('idpool_forecast_js_safe_limit_seconds', 'Seconds until the highest reserved id passes 2^53 at the current take rate (0 = already past)', 'min');
+  readonly forecastInt63 = this.entityGauge('idpool_forecast_int63_limit_seconds', 'Seconds until the highest reserved id passes 2^63 at the current take rate', 'min');
   readonly snowflakeTimeExhausted = this.gauge('idpool_snowflake_time_exhausted_timestamp_seconds', 'Unix time at which the snowflake layout runs out of timestamp bits', []);
   readonly snowflakeJsSafe = this.gauge('idpool_snowflake_js_safe_limit_timestamp_seconds', 'Unix time from which snowflake ids pass 2^53', []);
 
@@ -114,19 +164,24 @@ export class OpsMetrics {
     const max = this.options.maxEntities;
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
+    // Per-entity counters and histograms hold only entities that had activity here: read them whole.
     const read = new Map<string, MetricObjectWithValues<MetricValue<string>>>();
-    // Every family with an `entity` label is capped, also ones added later without a total rule.
     await Promise.all(
-      families.filter(hasEntityLabel).map(async (m) => read.set(nameOf(m), (await m.get()) as MetricObjectWithValues<MetricValue<string>>)),
+      families
+        .filter((m) => hasEntityLabel(m) && !(m instanceof EntityGauge))
+        .map(async (m) => read.set(nameOf(m), (await m.get()) as MetricObjectWithValues<MetricValue<string>>)),
     );
-    const candidates = new Set<string>();
+    const candidates = new Set<string>(this.poolSize.values.keys());
     for (const family of read.values()) for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));
-    const takeRates = new Map<string, number>();
-    for (const v of read.get(nameOf(this.takeRate))?.values ?? []) if (Number.isFinite(v.value)) takeRates.set(String(v.labels.entity), v.value);
-    const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map(), takeRates);
+    const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map(), finiteValues(this.takeRate.values));
 
     const out = new Registry();
     for (const m of families) {
+      if (m instanceof EntityGauge) {
+        out.registerMetric(fixed(m.family(shown)));
+        if (m.total) out.registerMetric(fixed(m.totalFamily(m.total)));
+        continue;
+      }
       const family = read.get(nameOf(m));
       if (!family) {
         out.registerMetric(m);
@@ -140,6 +195,12 @@ export class OpsMetrics {
     return { contentType: out.contentType, body: await out.metrics() };
   }
 
+  private entityGauge(name: string, help: string, total: Total): EntityGauge {
+    const gauge = new EntityGauge(name, help, total);
+    this.registry.registerMetric(gauge as unknown as Metric);
+    return gauge;
+  }
+
   private gauge<L extends string>(name: string, help: string, labelNames: L[], total?: Total): Gauge<L> {
     if (total !== undefined) this.totals.set(name, total);
     return new Gauge({ name, help, labelNames, registers: [this.registry] });
@@ -148,6 +209,12 @@ export class OpsMetrics {
   private counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
+}
+
+function finiteValues(values: Map<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [k, v] of values) if (Number.isFinite(v)) out.set(k, v);
+  return out;
 }
 
 function hasEntityLabel(m: Metric): boolean {
