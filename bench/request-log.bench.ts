@@ -3,7 +3,7 @@
  * Throughput (autocannon, keep-alive, 50 connections, 10 s after a 3 s
  * warm-up) of:
  *   1. a bare express route that answers {"ids": ["1"]} with the same body parser;
- *   2. idpool's POST /entities/:key/ids?count=1 with IDPOOL_REQUEST_LOG=0 (histogram only);
+ *   2. idpool's POST /apps/:key/ids?count=1 with IDPOOL_REQUEST_LOG=0 (histogram only);
  *   3. the same with one pino line per request (the default).
  * Each server is its own process; logs go to /dev/null (a pipe or file costs
  * the same write(2) per batch). The target in issue 5 is (3) ≥ 0.8 × (1).
@@ -28,7 +28,7 @@ const app = express();
 app.disable('x-powered-by');
 app.set('etag', false);
 app.use(express.json({ limit: '16kb', strict: false }));
-app.post('/entities/:key/ids', (req, res) => res.json({ ids: ['1'] }));
+app.post('/apps/:key/ids', (req, res) => res.json({ ids: ['1'] }));
 const s = app.listen(0, () => console.log(JSON.stringify({ port: s.address().port, msg: 'idpool listening' })));
 `;
 
@@ -94,7 +94,7 @@ async function main(): Promise<void> {
   const results: Record<string, { rps: number; cpuUs: number }> = {};
   try {
     const bare = await start(['-e', BARE], {});
-    results.bare = await measure('bare express route', `http://127.0.0.1:${bare.port}/entities/x/ids`, bare.proc.pid!);
+    results.bare = await measure('bare express route', `http://127.0.0.1:${bare.port}/apps/x/ids`, bare.proc.pid!);
     await stop(bare.proc);
 
     for (const log of ['0', '1']) {
@@ -110,7 +110,7 @@ async function main(): Promise<void> {
       const { secret } = (await reg.json()) as { secret: string };
       // Let the first fill finish before measuring.
       await new Promise((r) => setTimeout(r, 3000));
-      results[log] = await measure(log === '1' ? 'idpool single id, request log on (default)' : 'idpool single id, request log off', `${base}/entities/${key}/ids`, svc.proc.pid!, { authorization: `Bearer ${secret}` });
+      results[log] = await measure(log === '1' ? 'idpool single id, request log on (default)' : 'idpool single id, request log off', `${base}/apps/${key}/ids`, svc.proc.pid!, { authorization: `Bearer ${secret}` });
       await stop(svc.proc);
     }
   } finally {

@@ -97,10 +97,10 @@ async function main() {
     const search = await timed(() => get(service.base, '/admin/ops?q=bulk-4242'));
     say(`GET /admin/ops (busiest 50): ${ops.ms.toFixed(0)} ms; search by key: ${search.ms.toFixed(0)} ms`);
 
-    const secret = JSON.parse(await fetch(`${service.base}/admin/entities/api-1/secret`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())).secret;
+    const secret = JSON.parse(await fetch(`${service.base}/admin/apps/api-1/secret`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())).secret;
     const takes: number[] = [];
     for (let i = 0; i < 2000; i++) {
-      const t = await timed(() => fetch(`${service.base}/entities/api-1/ids`, { method: 'POST', headers: { authorization: `Bearer ${secret}` } }).then((r) => r.arrayBuffer()));
+      const t = await timed(() => fetch(`${service.base}/apps/api-1/ids`, { method: 'POST', headers: { authorization: `Bearer ${secret}` } }).then((r) => r.arrayBuffer()));
       takes.push(t.ms);
     }
     takes.sort((a, b) => a - b);

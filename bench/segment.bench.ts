@@ -1,7 +1,7 @@
 /**
  * Segment pool benchmarks (issue 2), with the snowflake HTTP figures
  * (issue 3), side by side in one run on this machine:
- *  1. single-id POST /entities/:key/ids, 64 connections (idpool on MariaDB+Redis,
+ *  1. single-id POST /apps/:key/ids, 64 connections (idpool on MariaDB+Redis,
  *     idpool embedded on SQLite+memory) beside a bare express 5 route;
  *  2. batches of 1,000: ids/s beside raw ioredis `LPOP key 1000`;
  *  3. refill capacity of one refiller beside raw batched RPUSH, and a pool fed
@@ -84,7 +84,7 @@ async function registerApp(port: number, body: Record<string, unknown>): Promise
 
 async function waitPool(port: number, key: string, atLeast: number): Promise<void> {
   for (;;) {
-    const res = await fetch(`http://127.0.0.1:${port}/admin/entities/${key}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    const res = await fetch(`http://127.0.0.1:${port}/admin/apps/${key}`, { headers: { authorization: `Bearer ${ADMIN}` } });
     const json = (await res.json()) as { pool: { size: number } };
     if (json.pool.size >= atLeast) return;
     await new Promise((r) => setTimeout(r, 100));
@@ -202,12 +202,12 @@ async function main() {
     const lpop: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       results.bare.push(await load(`http://127.0.0.1:${bare.port}/ids`, { connections: 64, seconds: SECONDS }));
-      results.redisSingle.push(await load(`http://127.0.0.1:${svc.port}/entities/${key}/ids`, { connections: 64, seconds: SECONDS, token: svcSecret }));
-      results.embeddedSingle.push(await load(`http://127.0.0.1:${emb.port}/entities/${key}/ids`, { connections: 64, seconds: SECONDS, token: embSecret }));
-      results.snowflakeSingle.push(await load(`http://127.0.0.1:${svc.port}/entities/${sfKey}/ids`, { connections: 64, seconds: SECONDS, token: sfSecret }));
-      results.snowflakeBatch.push(await load(`http://127.0.0.1:${svc.port}/entities/${sfKey}/ids`, { connections: 16, seconds: SECONDS, token: sfSecret, body: '{"count":1000}' }));
-      results.redisBatch.push(await load(`http://127.0.0.1:${svc.port}/entities/${key}/ids`, { connections: 16, seconds: SECONDS, token: svcSecret, body: '{"count":1000}' }));
-      results.embeddedBatch.push(await load(`http://127.0.0.1:${emb.port}/entities/${key}/ids`, { connections: 16, seconds: SECONDS, token: embSecret, body: '{"count":1000}' }));
+      results.redisSingle.push(await load(`http://127.0.0.1:${svc.port}/apps/${key}/ids`, { connections: 64, seconds: SECONDS, token: svcSecret }));
+      results.embeddedSingle.push(await load(`http://127.0.0.1:${emb.port}/apps/${key}/ids`, { connections: 64, seconds: SECONDS, token: embSecret }));
+      results.snowflakeSingle.push(await load(`http://127.0.0.1:${svc.port}/apps/${sfKey}/ids`, { connections: 64, seconds: SECONDS, token: sfSecret }));
+      results.snowflakeBatch.push(await load(`http://127.0.0.1:${svc.port}/apps/${sfKey}/ids`, { connections: 16, seconds: SECONDS, token: sfSecret, body: '{"count":1000}' }));
+      results.redisBatch.push(await load(`http://127.0.0.1:${svc.port}/apps/${key}/ids`, { connections: 16, seconds: SECONDS, token: svcSecret, body: '{"count":1000}' }));
+      results.embeddedBatch.push(await load(`http://127.0.0.1:${emb.port}/apps/${key}/ids`, { connections: 16, seconds: SECONDS, token: embSecret, body: '{"count":1000}' }));
       lpop.push(await rawLpop(redis, SECONDS));
       process.stdout.write(`round ${round + 1}/${ROUNDS} done\n`);
     }
@@ -245,7 +245,7 @@ async function main() {
     const fed = await new Promise<{ ok: number; limited: number; dry: number }>((resolve, reject) => {
       const counts = { ok: 0, limited: 0, dry: 0 };
       const instance = autocannon(
-        { url: `http://127.0.0.1:${svc.port}/entities/${fedKey}/ids`, method: 'POST', connections: 16, duration: SECONDS * 2, headers: { 'content-type': 'application/json', authorization: `Bearer ${fedSecret}` }, body: '{"count":1000}' },
+        { url: `http://127.0.0.1:${svc.port}/apps/${fedKey}/ids`, method: 'POST', connections: 16, duration: SECONDS * 2, headers: { 'content-type': 'application/json', authorization: `Bearer ${fedSecret}` }, body: '{"count":1000}' },
         (err: Error | null) => (err ? reject(err) : resolve(counts)),
       );
       instance.on('response', (_c: unknown, status: number) => {

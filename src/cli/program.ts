@@ -101,7 +101,7 @@ function buildProgram(io: CliIo): Command {
     .addOption(new Option('--timeout <ms>', 'how long to wait for the service').argParser(nonNegativeInt).default(10_000))
     .addHelpText(
       'after',
-      '\nEnvironment:\n  IDPOOL_URL          instance for entities/workers (default http://127.0.0.1:$IDPOOL_PORT, port 8080)\n  IDPOOL_ADMIN_TOKEN  admin token for entities/workers\n  IDPOOL_*            service configuration for serve, migrate and decode (see the README)\n\nExit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.',
+      '\nEnvironment:\n  IDPOOL_URL          instance for apps/workers (default http://127.0.0.1:$IDPOOL_PORT, port 8080)\n  IDPOOL_ADMIN_TOKEN  admin token for apps/workers\n  IDPOOL_*            service configuration for serve, migrate and decode (see the README)\n\nExit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.',
     )
     .showSuggestionAfterError(true)
     .exitOverride()
@@ -227,7 +227,7 @@ function buildProgram(io: CliIo): Command {
     .description("show one entity's configuration and pool")
     .argument('<key>', 'entity key')
     .action(async (key: string, _opts: unknown, cmd: Command) => {
-      const app = await admin(cmd).get<Record<string, unknown>>(`/admin/entities/${encodeURIComponent(key)}`);
+      const app = await admin(cmd).get<Record<string, unknown>>(`/admin/apps/${encodeURIComponent(key)}`);
       print(cmd, app, () => fields(app));
     });
 
@@ -240,7 +240,7 @@ function buildProgram(io: CliIo): Command {
   update.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const patch = pickTunables(opts);
     if (Object.keys(patch).length === 0) throw new CliError(EXIT_USAGE, `nothing to change: give at least one of --name, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`);
-    const app = await admin(cmd).patch<Record<string, unknown>>(`/admin/entities/${encodeURIComponent(key)}`, patch);
+    const app = await admin(cmd).patch<Record<string, unknown>>(`/admin/apps/${encodeURIComponent(key)}`, patch);
     print(cmd, app, () => fields(app));
   });
 
@@ -251,7 +251,7 @@ function buildProgram(io: CliIo): Command {
     .option('--yes', 'confirm: retiring cannot be undone')
     .action(async (key: string, opts: { yes?: boolean }, cmd: Command) => {
       if (!opts.yes) throw new CliError(EXIT_USAGE, `retiring "${key}" cannot be undone; run again with --yes`);
-      await admin(cmd).delete(`/admin/entities/${encodeURIComponent(key)}`);
+      await admin(cmd).delete(`/admin/apps/${encodeURIComponent(key)}`);
       print(cmd, { key, retired: true }, () => `retired ${key}\n`);
     });
 
@@ -260,7 +260,7 @@ function buildProgram(io: CliIo): Command {
     .description("replace an entity's secret; the old one stops working at once")
     .argument('<key>', 'entity key')
     .action(async (key: string, _opts: unknown, cmd: Command) => {
-      const { secret } = await admin(cmd).post<{ secret: string }>(`/admin/entities/${encodeURIComponent(key)}/secret`);
+      const { secret } = await admin(cmd).post<{ secret: string }>(`/admin/apps/${encodeURIComponent(key)}/secret`);
       print(cmd, { key, secret }, () => `secret: ${secret}\nThe secret is shown only now; the old one no longer works.\n`);
     });
 

@@ -174,7 +174,7 @@ export class IdpoolClient {
     const entity = this.known(entityKey);
     const text = String(id);
     if (!ID_PATTERN.test(text)) throw new TypeError(`IdpoolClient: id must be a non-negative decimal integer, got "${text}"`);
-    return this.transport.send<SnowflakeParts>({ method: 'GET', path: `/entities/${encodeURIComponent(entityKey)}/ids/${text}`, secret: entity.options.secret });
+    return this.transport.send<SnowflakeParts>({ method: 'GET', path: `/apps/${encodeURIComponent(entityKey)}/ids/${text}`, secret: entity.options.secret });
   }
 
   /** Stops the client: later calls throw; ids still buffered are dropped (never handed out). */
@@ -192,13 +192,13 @@ export class IdpoolClient {
   private async request(entityKey: string, secret: string, count: number): Promise<string[]> {
     const answer = await this.transport.send<{ ids?: unknown }>({
       method: 'POST',
-      path: `/entities/${encodeURIComponent(entityKey)}/ids`,
+      path: `/apps/${encodeURIComponent(entityKey)}/ids`,
       secret,
       body: { count },
     });
     const ids = answer?.ids;
     if (!Array.isArray(ids) || ids.length !== count || !ids.every((id) => typeof id === 'string' && ID_PATTERN.test(id))) {
-      throw new IdpoolClientError(`idpool answered POST /entities/${entityKey}/ids without ${count} decimal ids`);
+      throw new IdpoolClientError(`idpool answered POST /apps/${entityKey}/ids without ${count} decimal ids`);
     }
     return ids as string[];
   }

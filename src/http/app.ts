@@ -171,7 +171,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     });
   }
 
-  app.post('/entities/:key/ids', async (req, res) => {
+  app.post('/apps/:key/ids', async (req, res) => {
     const entity = await authenticatedApp(req);
     const count = requestedCount(req, entity.maxSizePerTimes);
     const take = async (): Promise<string[]> => {
@@ -185,7 +185,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.json({ ids });
   });
 
-  app.get('/entities/:key/ids/:id', async (req, res) => {
+  app.get('/apps/:key/ids/:id', async (req, res) => {
     const entity = await authenticatedApp(req);
     if (entity.mode !== 'snowflake' || !deps.snowflake) throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
     res.json(decodeOr400(deps.snowflake, req.params.id as string));
@@ -227,22 +227,22 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     res.json({ apps: await withPools(page.apps), next: page.next });
   });
 
-  admin.get('/entities/:key', async (req, res) => {
+  admin.get('/apps/:key', async (req, res) => {
     res.json(await withPool(await deps.registry.require(entityKeyParam(req))));
   });
 
-  admin.patch('/entities/:key', async (req, res) => {
+  admin.patch('/apps/:key', async (req, res) => {
     const key = entityKeyParam(req);
     const patch = parseBody(updateSchema, req.body);
     res.json(await withPool(await deps.registry.update(key, patch)));
   });
 
-  admin.delete('/entities/:key', async (req, res) => {
+  admin.delete('/apps/:key', async (req, res) => {
     await deps.registry.retire(entityKeyParam(req));
     res.status(204).end();
   });
 
-  admin.post('/entities/:key/secret', async (req, res) => {
+  admin.post('/apps/:key/secret', async (req, res) => {
     res.json({ secret: await deps.registry.rotateSecret(entityKeyParam(req)) });
   });
 

@@ -6,7 +6,7 @@ import { ConflictError, InvalidRequestError, UnavailableError } from '../errors'
 import { DEFAULT_PREFIX, type IdempotencyKeys, idempotencyKeys } from '../pool/keys';
 
 /**
- * `Idempotency-Key` on `POST /entities/:key/ids`: a client that timed out and
+ * `Idempotency-Key` on `POST /apps/:key/ids`: a client that timed out and
  * sends the same request again (to this or another instance) gets the ids of
  * the first answer instead of a second batch, so a retry neither wastes nor
  * repeats ids.

@@ -248,7 +248,7 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
       },
     },
     paths: {
-      '/entities/{key}/ids': {
+      '/apps/{key}/ids': {
         post: {
           summary: 'Take ids',
           description: 'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing.',
@@ -262,7 +262,7 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
           responses: { 200: { description: 'The ids.', content: json(ref('Ids')) }, 400: E[400], 401: E[401], 404: E[404], 409: E[409], 413: E[413], 429: E[429], 503: E[503] },
         },
       },
-      '/entities/{key}/ids/{id}': {
+      '/apps/{key}/ids/{id}': {
         get: {
           summary: 'Explain a snowflake id',
           security: appSecret,
@@ -301,7 +301,7 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
           },
         },
       },
-      '/admin/entities/{key}': {
+      '/admin/apps/{key}': {
         get: {
           summary: 'Show an entity',
           security: admin,
@@ -322,7 +322,7 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
           responses: { 204: { description: 'Retired.' }, 400: E[400], 401: E[401], 404: E[404], 503: E[503] },
         },
       },
-      '/admin/entities/{key}/secret': {
+      '/admin/apps/{key}/secret': {
         post: {
           summary: 'Rotate the secret',
           security: admin,

@@ -78,7 +78,7 @@ function pathOnly(url: string): string {
 
 /**
  * The route template with the mount path of its router in front:
- * `/admin/entities/foo` matched by `/entities/:key` is `/admin/entities/:key`. Mount
+ * `/admin/apps/foo` matched by `/apps/:key` is `/admin/apps/:key`. Mount
  * paths here are static, so the leading segments the route did not match
  * are the mount path; computed once per route object.
  */

@@ -34,5 +34,5 @@ export async function register(baseUrl: string, app: Record<string, unknown>): P
 }
 
 export async function takeIds(baseUrl: string, key: string, secret: string, count = 1): Promise<JsonResponse<{ ids: string[] }>> {
-  return call(`${baseUrl}/entities/${key}/ids`, { token: secret, body: { count } });
+  return call(`${baseUrl}/apps/${key}/ids`, { token: secret, body: { count } });
 }

@@ -30,7 +30,7 @@ describe('GET /admin/apps is paged (MariaDB + Redis)', () => {
     // Registered out of order, one snowflake among them, one retired.
     const keys = Array.from({ length: 25 }, (_, i) => `page-${String((i * 7) % 25).padStart(2, '0')}`);
     for (const key of keys) await register(instance.url, { key, step: 10, maxPoolSize: 100, maxSizePerTimes: 50, maxSizePerSecond: 0, startOffset: 500, mode: key === 'page-03' ? 'snowflake' : 'monotonic' });
-    expect((await call(`${instance.url}/admin/entities/page-10`, { ...admin, method: 'DELETE' })).status).toBe(204);
+    expect((await call(`${instance.url}/admin/apps/page-10`, { ...admin, method: 'DELETE' })).status).toBe(204);
     const live = keys.filter((k) => k !== 'page-10').sort();
 
     const seen: Record<string, any>[] = [];

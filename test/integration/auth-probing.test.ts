@@ -54,9 +54,9 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
   it('an unknown key and a wrong secret get the same 401', async (ctx) => {
     if (!available) return ctx.skip();
     const secret = await register(a, { key: 'same401', maxSizePerSecond: 0 });
-    expect((await call(`${a}/entities/same401/ids`, { token: secret, body: { count: 1 } })).status).toBe(200);
-    const unknown = await call(`${a}/entities/never-registered/ids`, { token: secret, body: { count: 1 } });
-    const wrong = await call(`${a}/entities/same401/ids`, { token: `${secret}x`, body: { count: 1 } });
+    expect((await call(`${a}/apps/same401/ids`, { token: secret, body: { count: 1 } })).status).toBe(200);
+    const unknown = await call(`${a}/apps/never-registered/ids`, { token: secret, body: { count: 1 } });
+    const wrong = await call(`${a}/apps/same401/ids`, { token: `${secret}x`, body: { count: 1 } });
     expect(unknown.status).toBe(401);
     expect(wrong.status).toBe(401);
     expect(unknown.body).toEqual(wrong.body);
@@ -68,7 +68,7 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
     const secret = await register(a, { key: 'legit', maxSizePerSecond: 0 });
     const legit = async (): Promise<number> => {
       const started = performance.now();
-      const res = await call(`${a}/entities/legit/ids`, { token: secret, body: { count: 1 } });
+      const res = await call(`${a}/apps/legit/ids`, { token: secret, body: { count: 1 } });
       if (res.status !== 200) throw new Error(`legitimate request got ${res.status} ${JSON.stringify(res.body)}`);
       return performance.now() - started;
     };
@@ -83,7 +83,7 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
     const probe = async () => {
       while (probes < 10_000) {
         probes++;
-        const res = await call(`${a}/entities/k${randomBytes(8).toString('hex')}/ids`, { token: randomBytes(32).toString('base64url'), body: { count: 1 } });
+        const res = await call(`${a}/apps/k${randomBytes(8).toString('hex')}/ids`, { token: randomBytes(32).toString('base64url'), body: { count: 1 } });
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 429) retryAfter = res.headers.get('retry-after');
       }
@@ -116,11 +116,11 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
   it('an entity registered on B right after A saw its key as unknown works on A at once', async (ctx) => {
     if (!available) return ctx.skip();
     // A separate address budget is not needed: a valid secret passes even when the address is limited.
-    const before = await call(`${a}/entities/late-entity/ids`, { token: 'x'.repeat(43), body: { count: 1 } });
+    const before = await call(`${a}/apps/late-entity/ids`, { token: 'x'.repeat(43), body: { count: 1 } });
     expect([401, 429]).toContain(before.status);
     const res = await call(`${b}/admin/apps`, { token: ADMIN_TOKEN, body: { key: 'late-entity', maxSizePerSecond: 0 } });
     expect(res.status).toBe(201);
-    const after = await call(`${a}/entities/late-entity/ids`, { token: res.body.secret, body: { count: 1 } });
+    const after = await call(`${a}/apps/late-entity/ids`, { token: res.body.secret, body: { count: 1 } });
     expect(after.status).toBe(200);
     expect(after.body.ids).toHaveLength(1);
   });

@@ -193,7 +193,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
       const fresh = uniqueKey('imp_fresh');
       writeFileSync(file, `${JSON.stringify({ key: fresh })}\n`);
       expectOneLineError(await idpool(['apps', 'import', file, '--secrets', secrets], env), 2, /secrets.jsonl exists; secrets are never overwritten/);
-      expect((await call(`${instance.url}/admin/entities/${fresh}`, { token: ADMIN_TOKEN })).status).toBe(404);
+      expect((await call(`${instance.url}/admin/apps/${fresh}`, { token: ADMIN_TOKEN })).status).toBe(404);
       // Only invalid lines: exit 2. All good: exit 0 and --json.
       writeFileSync(file, `${JSON.stringify({ key: fresh, maxSizePerTimes: 0 })}\n`);
       const invalid = await idpool(['apps', 'import', file, '--secrets', join(dir, 's2')], env);
@@ -228,7 +228,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     const res = await takeIds(instance.url, key, created.secret, 1);
     expect(res.status).toBe(200);
     const id: string = res.body.ids[0];
-    const byService = await call(`${instance.url}/entities/${key}/ids/${id}`, { token: created.secret });
+    const byService = await call(`${instance.url}/apps/${key}/ids/${id}`, { token: created.secret });
     expect(byService.status).toBe(200);
 
     const decoded = json(await idpool(['decode', id, '--json']));

@@ -72,7 +72,7 @@ describe.each(SQL_SERVERS)('IdpoolClient failover: one of two instances killed (
     const highest = all.reduce((m, id) => (BigInt(id) > m ? BigInt(id) : m), 0n);
     const after = await client.take(key, 1);
     expect(BigInt(after[0])).toBeGreaterThan(highest);
-    const shown = await call(`${b.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+    const shown = await call(`${b.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
     expect(shown.status).toBe(200);
   });
 });

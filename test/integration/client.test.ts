@@ -63,7 +63,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
   it('answers a repeated Idempotency-Key with the same ids on either instance; a new key gets new ids', async (ctx) => {
     if (!available) return ctx.skip();
     const { key, secret } = await entity('monotonic');
-    const post = (base: string, idem: string, count = 5) => call(`${base}/entities/${key}/ids`, { token: secret, body: { count }, headers: { 'idempotency-key': idem } });
+    const post = (base: string, idem: string, count = 5) => call(`${base}/apps/${key}/ids`, { token: secret, body: { count }, headers: { 'idempotency-key': idem } });
 
     const first = await post(a.url, 'order-42/attempt');
     expect(first.status).toBe(200);
@@ -216,7 +216,7 @@ describe('Idempotency-Key on the embedded default (SQLite + in-process pool)', (
   it('answers the same key with the same ids and a new key with new ids', async () => {
     const key = uniqueKey('embedded');
     const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0 });
-    const post = (idem: string) => call(`${instance.url}/entities/${key}/ids`, { token: secret, body: { count: 3 }, headers: { 'idempotency-key': idem } });
+    const post = (idem: string) => call(`${instance.url}/apps/${key}/ids`, { token: secret, body: { count: 3 }, headers: { 'idempotency-key': idem } });
     const first = await post('k-1');
     const again = await post('k-1');
     const other = await post('k-2');
@@ -225,7 +225,7 @@ describe('Idempotency-Key on the embedded default (SQLite + in-process pool)', (
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(idsOf(other)).not.toEqual(idsOf(first));
     expect(BigInt(idsOf(other)[0])).toBeGreaterThan(BigInt(idsOf(first)[2]));
-    const admin = await call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+    const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
     expect(admin.status).toBe(200);
   });
 });

@@ -8,7 +8,7 @@ import { createTestSchema, servicesAvailable } from '../helpers/services';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function poolView(base: string, key: string): Promise<{ size: number; target: number; max: number; lowWatermark: number }> {
-  const res = await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+  const res = await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
   return res.body.pool;
 }
 

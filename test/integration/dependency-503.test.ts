@@ -130,7 +130,7 @@ describe('dependency errors answer 503 unavailable, never 500 (invariant 7)', ()
     // Drain what the pool holds; then every request needs the database.
     await drainPool(instance, key, secret, issued);
     await expectUnavailable(instance, key, secret, 10);
-    const admin = await call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+    const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
     expect(admin.status).toBe(503);
     expect(admin.body.error.code).toBe('unavailable');
     expect(admin.headers.get('retry-after')).toMatch(/^\d+$/);

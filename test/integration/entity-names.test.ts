@@ -30,10 +30,10 @@ describe('entity names', () => {
     for (const [i, name] of names.entries()) {
       const created = await call(`${instance.url}/admin/apps`, { token: ADMIN_TOKEN, body: { key: `names-${i}`, name } });
       expect(created.status, name).toBe(201);
-      const shown = await call(`${instance.url}/admin/entities/names-${i}`, { token: ADMIN_TOKEN });
+      const shown = await call(`${instance.url}/admin/apps/names-${i}`, { token: ADMIN_TOKEN });
       expect(shown.body.name).toBe(name);
     }
-    const renamed = await call(`${instance.url}/admin/entities/names-0`, { token: ADMIN_TOKEN, method: 'PATCH', body: { name: '🚀🚀 新しい名前' } });
+    const renamed = await call(`${instance.url}/admin/apps/names-0`, { token: ADMIN_TOKEN, method: 'PATCH', body: { name: '🚀🚀 新しい名前' } });
     expect(renamed.status).toBe(200);
     expect(renamed.body.name).toBe('🚀🚀 新しい名前');
   });
@@ -46,9 +46,9 @@ describe('entity names', () => {
       expect(res.status, JSON.stringify(name)).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.message).toMatch(/^name: must (not contain control characters|be well-formed Unicode)/);
-      expect((await call(`${instance.url}/admin/entities/bad-name-${i}`, { token: ADMIN_TOKEN })).status).toBe(404);
+      expect((await call(`${instance.url}/admin/apps/bad-name-${i}`, { token: ADMIN_TOKEN })).status).toBe(404);
     }
-    const patch = await call(`${instance.url}/admin/entities/names-1`, { token: ADMIN_TOKEN, method: 'PATCH', body: { name: 'x\u001by' } });
+    const patch = await call(`${instance.url}/admin/apps/names-1`, { token: ADMIN_TOKEN, method: 'PATCH', body: { name: 'x\u001by' } });
     expect(patch.status).toBe(400);
   });
 });

@@ -41,7 +41,7 @@ describe('IDPOOL_WORKER_ID in service mode', () => {
       res = await takeIds(second.url, 'sf', secret, 1);
     }
     expect(res.status).toBe(200);
-    const decoded = await call(`${second.url}/entities/sf/ids/${res.body.ids[0]}`, { token: secret });
+    const decoded = await call(`${second.url}/apps/sf/ids/${res.body.ids[0]}`, { token: secret });
     expect(decoded.body.worker).toBe(3);
     expect(decoded.body.timestampMs).toBeGreaterThan(ahead);
     await second.stop();

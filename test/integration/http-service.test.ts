@@ -13,7 +13,7 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
 }
 
 async function poolSize(base: string, key: string): Promise<number> {
-  const res = await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+  const res = await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
   return res.body.pool.size;
 }
 
@@ -69,14 +69,14 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
       expect(batch.body.ids).toHaveLength(250);
       ids.push(...batch.body.ids);
     }
-    const query = await call(`${base}/entities/${key}/ids?count=3`, { method: 'POST', token: secret });
+    const query = await call(`${base}/apps/${key}/ids?count=3`, { method: 'POST', token: secret });
     expect(query.status).toBe(200);
     ids.push(...query.body.ids);
     expect(ids[0]).toBe('1000');
     expectUnique(ids);
     expectIncreasing(ids);
 
-    const shown = await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+    const shown = await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
     expect(shown.status).toBe(200);
     expect(shown.body.secret).toBeUndefined();
     expect(shown.body.pool).toMatchObject({ max: 2000, lowWatermark: 1600 });
@@ -104,21 +104,21 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
     if (!available) return ctx.skip();
     const key = uniqueKey('pay');
     const secret = await register(base, { key, maxSizePerSecond: 0, step: 10, maxPoolSize: 100, maxSizePerTimes: 100 });
-    const patched = await call(`${base}/admin/entities/${key}`, { method: 'PATCH', token: ADMIN_TOKEN, body: { name: 'Payments', maxSizePerTimes: 50 } });
+    const patched = await call(`${base}/admin/apps/${key}`, { method: 'PATCH', token: ADMIN_TOKEN, body: { name: 'Payments', maxSizePerTimes: 50 } });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ name: 'Payments', maxSizePerTimes: 50 });
     expect((await takeIds(base, key, secret, 51)).status).toBe(400);
 
-    const rotated = await call(`${base}/admin/entities/${key}/secret`, { method: 'POST', token: ADMIN_TOKEN });
+    const rotated = await call(`${base}/admin/apps/${key}/secret`, { method: 'POST', token: ADMIN_TOKEN });
     expect(rotated.status).toBe(200);
     expect((await takeIds(base, key, secret, 1)).status).toBe(401);
     await waitFor('pool filled', async () => (await poolSize(base, key)) > 0);
     const taken = await takeIds(base, key, rotated.body.secret, 1);
     expect(taken.status).toBe(200);
 
-    expect((await call(`${base}/admin/entities/${key}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204);
+    expect((await call(`${base}/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204);
     expect((await takeIds(base, key, rotated.body.secret, 1)).status).toBe(401);
-    expect((await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN })).status).toBe(404);
+    expect((await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN })).status).toBe(404);
     const again = await call(`${base}/admin/apps`, { token: ADMIN_TOKEN, body: { key } });
     expect(again.status).toBe(409); // retired keys are never reused, so their ids never repeat
   });
@@ -134,7 +134,7 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
 
     const beforeSql = await setup.applicationRows();
     const beforeRedis = await setup.redisState([key, other]);
-    const ids = `${base}/entities/${key}/ids`;
+    const ids = `${base}/apps/${key}/ids`;
     const admin = { token: ADMIN_TOKEN };
     const cases: Array<[string, () => Promise<{ status: number; body: any; headers: Headers }>, number, string]> = [
       ['count 0', () => call(ids, { token: secret, body: { count: 0 } }), 400, 'invalid_request'],
@@ -152,9 +152,9 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
       ['JSON string body', () => call(ids, { token: secret, rawBody: '"hello"' }), 400, 'invalid_request'],
       ['unknown body field', () => call(ids, { token: secret, body: { count: 1, extra: true } }), 400, 'invalid_request'],
       ['oversized body', () => call(ids, { token: secret, rawBody: JSON.stringify({ count: 1, pad: 'x'.repeat(40_000) }) }), 413, 'payload_too_large'],
-      ['unknown key', () => call(`${base}/entities/${uniqueKey('nobody')}/ids`, { token: secret, body: { count: 1 } }), 401, 'unauthorized'],
-      ['key with illegal characters', () => call(`${base}/entities/bad$key!/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
-      ['key longer than 64', () => call(`${base}/entities/${'k'.repeat(65)}/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
+      ['unknown key', () => call(`${base}/apps/${uniqueKey('nobody')}/ids`, { token: secret, body: { count: 1 } }), 401, 'unauthorized'],
+      ['key with illegal characters', () => call(`${base}/apps/bad$key!/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
+      ['key longer than 64', () => call(`${base}/apps/${'k'.repeat(65)}/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
       ['missing secret', () => call(ids, { body: { count: 1 } }), 401, 'unauthorized'],
       ['wrong secret', () => call(ids, { token: 'not-the-secret', body: { count: 1 } }), 401, 'unauthorized'],
       ["another app's secret", () => call(ids, { token: otherSecret, body: { count: 1 } }), 401, 'unauthorized'],
@@ -179,12 +179,12 @@ describe.each(STORE_SETUPS)('HTTP service on $name', ({ needs, create }) => {
       ['register: negative startOffset', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), startOffset: -1 } }), 400, 'invalid_request'],
       ['register: startOffset beyond 2^62', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), startOffset: '9223372036854775807' } }), 400, 'invalid_request'],
       ['register: not JSON', () => call(`${base}/admin/apps`, { ...admin, rawBody: 'key=x', headers: { 'content-type': 'text/plain' } }), 400, 'invalid_request'],
-      ['patch: unknown entity', () => call(`${base}/admin/entities/${uniqueKey('nobody')}`, { ...admin, method: 'PATCH', body: { name: 'x' } }), 404, 'not_found'],
-      ['patch: immutable field', () => call(`${base}/admin/entities/${key}`, { ...admin, method: 'PATCH', body: { mode: 'trend' } }), 400, 'invalid_request'],
-      ['patch: breaks the pool rule', () => call(`${base}/admin/entities/${key}`, { ...admin, method: 'PATCH', body: { step: 900 } }), 400, 'invalid_request'],
-      ['delete: unknown entity', () => call(`${base}/admin/entities/${uniqueKey('nobody')}`, { ...admin, method: 'DELETE' }), 404, 'not_found'],
-      ['show: illegal key', () => call(`${base}/admin/entities/bad$key`, admin), 400, 'invalid_request'],
-      ['rotate: unknown entity', () => call(`${base}/admin/entities/${uniqueKey('nobody')}/secret`, { ...admin, method: 'POST' }), 404, 'not_found'],
+      ['patch: unknown entity', () => call(`${base}/admin/apps/${uniqueKey('nobody')}`, { ...admin, method: 'PATCH', body: { name: 'x' } }), 404, 'not_found'],
+      ['patch: immutable field', () => call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { mode: 'trend' } }), 400, 'invalid_request'],
+      ['patch: breaks the pool rule', () => call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { step: 900 } }), 400, 'invalid_request'],
+      ['delete: unknown entity', () => call(`${base}/admin/apps/${uniqueKey('nobody')}`, { ...admin, method: 'DELETE' }), 404, 'not_found'],
+      ['show: illegal key', () => call(`${base}/admin/apps/bad$key`, admin), 400, 'invalid_request'],
+      ['rotate: unknown entity', () => call(`${base}/admin/apps/${uniqueKey('nobody')}/secret`, { ...admin, method: 'POST' }), 404, 'not_found'],
       ['unknown route', () => call(`${base}/no/such/route`), 404, 'not_found'],
     ];
     expect(cases.length).toBeGreaterThanOrEqual(30);

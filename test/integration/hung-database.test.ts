@@ -40,7 +40,7 @@ describe('a hung database (SIGSTOPped mariadbd): bounded waits (invariant 7)', (
     const until = Date.now() + 3 * SQL_STATEMENT_TIMEOUT_MS;
     while (Date.now() < until) {
       const started = Date.now();
-      const [take, admin] = await Promise.all([takeIds(instance.url, key, secret, 5), call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN })]);
+      const [take, admin] = await Promise.all([takeIds(instance.url, key, secret, 5), call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN })]);
       slowest = Math.max(slowest, Date.now() - started);
       if (take.status === 200) issued.push(...take.body.ids);
       else {
@@ -74,7 +74,7 @@ describe('a hung database (SIGSTOPped mariadbd): bounded waits (invariant 7)', (
     }
     expect(issued.length).toBeGreaterThan(500);
     expect(new Set(issued).size).toBe(issued.length);
-    const admin = await call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+    const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
     expect(admin.status).toBe(200);
     ctx.annotate?.(`slowest answer while frozen: ${slowest} ms; first id ${Date.now() - thawedAt} ms after SIGCONT`);
   }, 90_000);

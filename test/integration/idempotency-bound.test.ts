@@ -52,7 +52,7 @@ describe('Idempotency-Key memory under distinct keys', () => {
         const i = next++;
         if (i >= REQUESTS) return;
         const started = performance.now();
-        const res = await fetch(`${instance.url}/entities/${key}/ids`, {
+        const res = await fetch(`${instance.url}/apps/${key}/ids`, {
           method: 'POST',
           headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'idempotency-key': `req-${i}` },
           body,

@@ -35,7 +35,7 @@ describe('log volume during a Redis outage under load', () => {
       while (Date.now() - started < 4000) {
         requests++;
         try {
-          const res = await fetch(`${instance.url}/entities/outage/ids`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: '{"count":1}' });
+          const res = await fetch(`${instance.url}/apps/outage/ids`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: '{"count":1}' });
           await res.arrayBuffer();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         } catch (err) {

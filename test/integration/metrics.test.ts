@@ -77,7 +77,7 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
     expect(metric(filled, 'idpool_take_rate_ids_per_second', e)).toBe(0);
     expect(metric(filled, 'idpool_forecast_pool_dry_seconds', e)).toBe(Number.POSITIVE_INFINITY);
     expect(metric(filled, 'idpool_forecast_js_safe_limit_seconds', e)).toBe(Number.POSITIVE_INFINITY);
-    const idRoute = 'method="POST",route="/entities/:key/ids",status="200"';
+    const idRoute = 'method="POST",route="/apps/:key/ids",status="200"';
     const before = metric(filled, 'idpool_http_request_duration_seconds_count', idRoute) ?? 0;
 
     // 30 requests of 100 over ~1.5 s: 3000 ids, below the watermark → a refill.
@@ -110,7 +110,7 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
     // A 400 and a 401 are counted under their own status.
     expect((await takeIds(base, key, 'wrong-secret')).status).toBe(401);
     const m = await scrape(base);
-    expect(metric(m, 'idpool_http_request_duration_seconds_count', 'method="POST",route="/entities/:key/ids",status="401"')).toBe(1);
+    expect(metric(m, 'idpool_http_request_duration_seconds_count', 'method="POST",route="/apps/:key/ids",status="401"')).toBe(1);
     // Snowflake layout forecasts and the worker lease.
     expect(m.get('idpool_snowflake_time_exhausted_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000);
     expect(m.get('idpool_worker_lease_held')).toBe(1);
@@ -144,14 +144,14 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
     if (!available) return ctx.skip();
     const key = uniqueKey('logs');
     const secret = await register(base, { key, maxPoolSize: 2000, step: 100, maxSizePerSecond: 0 });
-    const given = await call(`${base}/entities/${key}/ids?count=3`, { method: 'POST', token: secret, headers: { 'x-request-id': 'trace-abc.123' } });
+    const given = await call(`${base}/apps/${key}/ids?count=3`, { method: 'POST', token: secret, headers: { 'x-request-id': 'trace-abc.123' } });
     expect(given.status).toBe(200);
     expect(given.headers.get('x-request-id')).toBe('trace-abc.123');
     // A request id that could forge log content is replaced by our own.
-    const forged = await call(`${base}/entities/${key}/ids`, { method: 'POST', token: secret, headers: { 'x-request-id': 'x"}\\n{"level":60' } });
+    const forged = await call(`${base}/apps/${key}/ids`, { method: 'POST', token: secret, headers: { 'x-request-id': 'x"}\\n{"level":60' } });
     const ownId = forged.headers.get('x-request-id')!;
     expect(ownId).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
-    await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+    await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
 
     const lines = await waitFor('log lines', async () => {
       const parsed = instance
@@ -160,14 +160,14 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as Record<string, unknown>)
         .filter((l) => l.msg === 'request');
-      return parsed.some((l) => l.path === `/admin/entities/${key}`) && parsed;
+      return parsed.some((l) => l.path === `/admin/apps/${key}`) && parsed;
     });
     const traced = lines.filter((l) => l.reqId === 'trace-abc.123');
     expect(traced).toHaveLength(1);
-    expect(traced[0]).toMatchObject({ method: 'POST', route: '/entities/:key/ids', path: `/entities/${key}/ids`, status: 200, component: 'http' });
+    expect(traced[0]).toMatchObject({ method: 'POST', route: '/apps/:key/ids', path: `/apps/${key}/ids`, status: 200, component: 'http' });
     expect(typeof traced[0].ms).toBe('number');
     expect(lines.filter((l) => l.reqId === ownId)).toHaveLength(1);
-    expect(lines.find((l) => l.path === `/admin/entities/${key}`)).toMatchObject({ route: '/admin/entities/:key', status: 200 });
+    expect(lines.find((l) => l.path === `/admin/apps/${key}`)).toMatchObject({ route: '/admin/apps/:key', status: 200 });
     const ids = new Set(lines.map((l) => l.reqId));
     expect(ids.size).toBe(lines.length);
     const all = instance.output();

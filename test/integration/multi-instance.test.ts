@@ -124,7 +124,7 @@ describe.each(SQL_SERVERS)('three service instances on one database and Redis ($
       expect(part).not.toEqual(sorted);
       if (s > 0) expect(first).toBeGreaterThan(ids[s * step - 1]);
     }
-    const shown = await call(`${instances[0].url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+    const shown = await call(`${instances[0].url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
     expect(shown.body.mode).toBe('trend');
   });
 });

@@ -125,44 +125,44 @@ describe('GET /openapi.json describes every route, and real responses match it (
     conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=1&after=${key}`, admin));
     conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));
     conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, { token: 'nope' }));
-    conforms('GET', '/admin/entities/{key}', await call(`${base}/admin/entities/${key}`, admin));
-    conforms('GET', '/admin/entities/{key}', await call(`${base}/admin/entities/${flake}`, admin));
-    conforms('GET', '/admin/entities/{key}', await call(`${base}/admin/entities/missing_${key}`, admin));
-    conforms('GET', '/admin/entities/{key}', await call(`${base}/admin/entities/bad%20key`, admin));
-    conforms('PATCH', '/admin/entities/{key}', await call(`${base}/admin/entities/${key}`, { ...admin, method: 'PATCH', body: { name: 'Orders' } }));
-    conforms('PATCH', '/admin/entities/{key}', await call(`${base}/admin/entities/${key}`, { ...admin, method: 'PATCH', body: { step: -1 } }));
+    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, admin));
+    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${flake}`, admin));
+    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/missing_${key}`, admin));
+    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/bad%20key`, admin));
+    conforms('PATCH', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { name: 'Orders' } }));
+    conforms('PATCH', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { step: -1 } }));
 
     // Ids: batch, query count, too many, wrong secret, unknown entity, rate limit, snowflake.
     let ok: JsonResponse;
     for (;;) {
-      ok = await call(`${base}/entities/${key}/ids`, { token: secret, body: { count: 3 } });
+      ok = await call(`${base}/apps/${key}/ids`, { token: secret, body: { count: 3 } });
       if (ok.status === 200) break;
-      conforms('POST', '/entities/{key}/ids', ok);
+      conforms('POST', '/apps/{key}/ids', ok);
       await new Promise((r) => setTimeout(r, 50));
     }
-    conforms('POST', '/entities/{key}/ids', ok);
+    conforms('POST', '/apps/{key}/ids', ok);
     // Ids above 2^53 stay exact decimal strings.
     expect(BigInt(ok.body.ids[0]) >= 9007199254740000n).toBe(true);
-    conforms('POST', '/entities/{key}/ids', await call(`${base}/entities/${key}/ids?count=2`, { token: secret, method: 'POST' }));
-    conforms('POST', '/entities/{key}/ids', await call(`${base}/entities/${key}/ids`, { token: secret, body: { count: 100_000 } }));
-    conforms('POST', '/entities/{key}/ids', await call(`${base}/entities/${key}/ids`, { token: 'wrong', body: { count: 1 } }));
-    conforms('POST', '/entities/{key}/ids', await call(`${base}/entities/missing_${key}/ids`, { token: secret, body: { count: 1 } }));
+    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/${key}/ids?count=2`, { token: secret, method: 'POST' }));
+    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/${key}/ids`, { token: secret, body: { count: 100_000 } }));
+    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/${key}/ids`, { token: 'wrong', body: { count: 1 } }));
+    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/missing_${key}/ids`, { token: secret, body: { count: 1 } }));
     const limSecret = limRes.body.secret;
     let limited429: JsonResponse | undefined;
     for (let i = 0; i < 20 && !limited429; i++) {
-      const r = await call(`${base}/entities/${limited}/ids`, { token: limSecret, body: { count: 5 } });
-      conforms('POST', '/entities/{key}/ids', r);
+      const r = await call(`${base}/apps/${limited}/ids`, { token: limSecret, body: { count: 5 } });
+      conforms('POST', '/apps/{key}/ids', r);
       if (r.status === 429) limited429 = r;
     }
     expect(limited429).toBeDefined();
     const flakeSecret = flakeRes.body.secret;
-    const flakeIds = await call(`${base}/entities/${flake}/ids`, { token: flakeSecret, body: { count: 2 } });
-    conforms('POST', '/entities/{key}/ids', flakeIds);
+    const flakeIds = await call(`${base}/apps/${flake}/ids`, { token: flakeSecret, body: { count: 2 } });
+    conforms('POST', '/apps/{key}/ids', flakeIds);
     expect(flakeIds.status).toBe(200);
-    conforms('GET', '/entities/{key}/ids/{id}', await call(`${base}/entities/${flake}/ids/${flakeIds.body.ids[0]}`, { token: flakeSecret }));
-    conforms('GET', '/entities/{key}/ids/{id}', await call(`${base}/entities/${flake}/ids/not-a-number`, { token: flakeSecret }));
-    conforms('GET', '/entities/{key}/ids/{id}', await call(`${base}/entities/${key}/ids/123`, { token: secret }));
-    conforms('GET', '/entities/{key}/ids/{id}', await call(`${base}/entities/${flake}/ids/123`, { token: 'wrong' }));
+    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/${flakeIds.body.ids[0]}`, { token: flakeSecret }));
+    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/not-a-number`, { token: flakeSecret }));
+    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${key}/ids/123`, { token: secret }));
+    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/123`, { token: 'wrong' }));
 
     conforms('GET', '/admin/workers', await call(`${base}/admin/workers`, admin));
     // The ops overview once the sampler has seen the entity.
@@ -178,10 +178,10 @@ describe('GET /openapi.json describes every route, and real responses match it (
     conforms('GET', '/admin/ops', flakeOps);
     conforms('GET', '/admin/ops', await call(`${base}/admin/ops?limit=0`, admin));
 
-    conforms('POST', '/admin/entities/{key}/secret', await call(`${base}/admin/entities/${key}/secret`, { ...admin, method: 'POST' }));
-    conforms('POST', '/admin/entities/{key}/secret', await call(`${base}/admin/entities/missing_${key}/secret`, { ...admin, method: 'POST' }));
-    conforms('DELETE', '/admin/entities/{key}', await call(`${base}/admin/entities/${limited}`, { ...admin, method: 'DELETE' }));
-    conforms('DELETE', '/admin/entities/{key}', await call(`${base}/admin/entities/${limited}`, { ...admin, method: 'DELETE' }));
+    conforms('POST', '/admin/apps/{key}/secret', await call(`${base}/admin/apps/${key}/secret`, { ...admin, method: 'POST' }));
+    conforms('POST', '/admin/apps/{key}/secret', await call(`${base}/admin/apps/missing_${key}/secret`, { ...admin, method: 'POST' }));
+    conforms('DELETE', '/admin/apps/{key}', await call(`${base}/admin/apps/${limited}`, { ...admin, method: 'DELETE' }));
+    conforms('DELETE', '/admin/apps/{key}', await call(`${base}/admin/apps/${limited}`, { ...admin, method: 'DELETE' }));
 
     conforms('GET', '/admin/ui', await call(`${base}/admin/ui`));
     conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.js`));

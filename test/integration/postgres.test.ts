@@ -210,7 +210,7 @@ describe.sequential('a service whose PostgreSQL server dies or freezes (a privat
       killedAt = Date.now();
       await server.kill9();
       await new Promise((r) => setTimeout(r, 4000));
-      const admin = await call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+      const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
       expect(admin.status).toBe(503);
       expect(admin.body.error.code).toBe('unavailable');
       await server.restart();
@@ -237,7 +237,7 @@ describe.sequential('a service whose PostgreSQL server dies or freezes (a privat
       server.pause();
       try {
         const t0 = Date.now();
-        const admin = await call(`${instance.url}/admin/entities/${key}`, { token: ADMIN_TOKEN });
+        const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
         const waited = Date.now() - t0;
         expect(admin.status).toBe(503);
         expect(Number(admin.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

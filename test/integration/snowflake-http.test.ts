@@ -73,7 +73,7 @@ describe.sequential('snowflake entities over HTTP', () => {
       expect(ids.every((id) => typeof id === 'string' && /^\d+$/.test(id))).toBe(true);
       expect(new Set(ids).size).toBe(ids.length);
       for (let i = 1; i < ids.length; i++) expect(BigInt(ids[i]) > BigInt(ids[i - 1])).toBe(true);
-      const single = await call(`${url}/entities/orders/ids?count=1`, { method: 'POST', token: secret });
+      const single = await call(`${url}/apps/orders/ids?count=1`, { method: 'POST', token: secret });
       expect(single.body.ids).toHaveLength(1);
 
       const workers = await call(`${url}/admin/workers`, { token: ADMIN_TOKEN });
@@ -82,7 +82,7 @@ describe.sequential('snowflake entities over HTTP', () => {
       expect(workers.body.workers.length).toBe(1023);
 
       const id = ids[1234];
-      const decoded = await call(`${url}/entities/orders/ids/${id}`, { token: secret });
+      const decoded = await call(`${url}/apps/orders/ids/${id}`, { token: secret });
       expect(decoded.status).toBe(200);
       const parts = layout.decompose(id);
       expect(decoded.body).toMatchObject({ id, worker: mine.workerId, timeBack: parts.timeBack, sequence: parts.sequence, reserved: 1 });
@@ -113,18 +113,18 @@ describe.sequential('snowflake entities over HTTP', () => {
       [layout.compose({ timestamp: now + 86_400_000, worker: 1, timeBack: 0, sequence: 0 }).toString(), /in the future/],
     ];
     for (const [id, message] of cases) {
-      const res = await call(`${url}/entities/sf/ids/${encodeURIComponent(id)}`, { token: secret });
+      const res = await call(`${url}/apps/sf/ids/${encodeURIComponent(id)}`, { token: secret });
       expect(res.status, id).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.message).toMatch(message);
     }
-    const segment = await call(`${url}/entities/seg/ids/100`, { token: segmentSecret });
+    const segment = await call(`${url}/apps/seg/ids/100`, { token: segmentSecret });
     expect(segment.status).toBe(400);
     for (const body of [{ count: 0 }, { count: 101 }, { count: '5' }, { count: 1.5 }, { n: 1 }]) {
-      const res = await call(`${url}/entities/sf/ids`, { token: secret, body });
+      const res = await call(`${url}/apps/sf/ids`, { token: secret, body });
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
-    expect((await call(`${url}/entities/sf/ids/1`, { token: 'wrong' })).status).toBe(401);
+    expect((await call(`${url}/apps/sf/ids/1`, { token: 'wrong' })).status).toBe(401);
     const after = await takeIds(url, 'sf', secret, 3);
     expect(after.status).toBe(200);
     expect(after.body.ids.map((id: string) => layout.decompose(id).reserved)).toEqual([1, 1, 1]);

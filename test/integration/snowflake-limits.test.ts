@@ -32,14 +32,14 @@ describe.each(STORE_SETUPS)('snowflake entities on $name', ({ needs, create }) =
       expect(res.status, field).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.message).toMatch(new RegExp(`^${field}: not used by snowflake entities`));
-      expect((await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN })).status).toBe(404);
+      expect((await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN })).status).toBe(404);
     }
     const key = uniqueKey('sf');
     await register(base, { key, mode: 'snowflake', maxSizePerTimes: 10, maxSizePerSecond: 100 });
-    const patch = await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN, method: 'PATCH', body: { step: 5 } });
+    const patch = await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN, method: 'PATCH', body: { step: 5 } });
     expect(patch.status).toBe(400);
     expect(patch.body.error.message).toMatch(/^step: /);
-    expect((await call(`${base}/admin/entities/${key}`, { token: ADMIN_TOKEN, method: 'PATCH', body: { maxSizePerSecond: 200 } })).status).toBe(200);
+    expect((await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN, method: 'PATCH', body: { maxSizePerSecond: 200 } })).status).toBe(200);
   });
 
   it('enforces maxSizePerSecond: 429 with Retry-After once a second is spent', async (ctx) => {

@@ -91,14 +91,14 @@ describe('IdpoolClient failover', () => {
     const c = client(f.fn, fakeClock());
     const ids = await c.take('orders', 3);
     expect(ids).toEqual(['1000', '1001', '1002']);
-    expect(f.seen.map((s) => s.url)).toEqual([`${A}/entities/orders/ids`, `${B}/entities/orders/ids`]);
+    expect(f.seen.map((s) => s.url)).toEqual([`${A}/apps/orders/ids`, `${B}/apps/orders/ids`]);
     expect(f.seen[0].headers['idempotency-key']).toMatch(/^[\x20-\x7e]{1,128}$/);
     expect(f.seen[1].headers['idempotency-key']).toBe(f.seen[0].headers['idempotency-key']);
     expect(f.seen[1].headers.authorization).toBe('Bearer s3cret');
     expect(f.seen[1].body).toEqual({ count: 3 });
 
     await c.take('orders', 1);
-    expect(f.seen[2].url).toBe(`${B}/entities/orders/ids`);
+    expect(f.seen[2].url).toBe(`${B}/apps/orders/ids`);
     expect(f.seen[2].headers['idempotency-key']).not.toBe(f.seen[0].headers['idempotency-key']);
   });
 

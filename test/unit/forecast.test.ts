@@ -88,8 +88,8 @@ describe('Ring', () => {
 
 describe('mountedPath', () => {
   it('puts the mount path of a router in front of its route template', () => {
-    expect(mountedPath('/admin/entities/orders?x=1', '/entities/:key')).toBe('/admin/entities/:key');
-    expect(mountedPath('/entities/orders/ids', '/entities/:key/ids')).toBe('/entities/:key/ids');
+    expect(mountedPath('/admin/apps/orders?x=1', '/apps/:key')).toBe('/admin/apps/:key');
+    expect(mountedPath('/apps/orders/ids', '/apps/:key/ids')).toBe('/apps/:key/ids');
     expect(mountedPath('/admin/ui', '/')).toBe('/admin/ui');
     expect(mountedPath('/healthz', '/healthz')).toBe('/healthz');
   });
