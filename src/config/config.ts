@@ -313,7 +313,13 @@ function redisTopology(r: EnvReader): RedisTopology | undefined {
   const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter((name) => r.raw(name) !== undefined);
   if (given.length > 1) throw new ConfigError(given[1], `set only one of ${given.join(', ')} (one Redis topology)`);
   const url = r.url('IDPOOL_REDIS_URL', /^rediss?:\/\/[^/]/, 'redis://host:6379/0');
-  if (url) return { kind: 'single', url };
+  if (url) {
+    // A URL carries its own credentials; two places for one password is one too many.
+    for (const name of ['IDPOOL_REDIS_USERNAME', 'IDPOOL_REDIS_PASSWORD']) {
+      if (r.raw(name) !== undefined) throw new ConfigError(name, 'is for IDPOOL_REDIS_SENTINELS and IDPOOL_REDIS_CLUSTER_NODES; with IDPOOL_REDIS_URL put the credentials in the URL (redis://user:pass@host:6379/0)');
+    }
+    return { kind: 'single', url };
+  }
   const sentinels = r.raw('IDPOOL_REDIS_SENTINELS');
   if (sentinels) {
     const masterName = r.raw('IDPOOL_REDIS_SENTINEL_MASTER') ?? DEFAULTS.redisSentinelMaster;

@@ -1,5 +1,6 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisTopology } from '../config/config';
+import { maskUrl } from '../logger';
 
 /**
  * How long one Redis command may take before it fails (then 503). A pop or a
@@ -91,8 +92,7 @@ export function mastersOf(client: RedisClient): Redis[] {
 export function describeRedis(topology: RedisTopology): string {
   if (topology.kind === 'cluster') return `redis cluster via ${topology.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
   if (topology.kind === 'sentinel') return `redis sentinel ${topology.masterName} via ${topology.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
-  const u = new URL(topology.url);
-  return `redis ${u.protocol}//${u.host}${u.pathname}`;
+  return `redis ${maskUrl(topology.url)}`;
 }
 
 /** Connects to Redis (one server, through Sentinel, or a Cluster), failing fast while it is down instead of queueing requests. */

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EntityStore } from '../../src/entities/entity-store';
+import { SqlEntityStore } from '../../src/entities/entity-store';
 import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { type Database, openDatabase } from '../../src/db/database';
@@ -43,7 +43,7 @@ describe.each(SETUPS)('registrations arriving together are inserted in batches (
     if (!available) return ctx.skip();
     let inserts = 0;
     const counting: Database = { ...db, execute: (q, p) => (/^INSERT/.test(q) && inserts++, db.execute(q, p)) } as Database;
-    const registry = new EntityRegistry(new EntityStore(counting), systemClock);
+    const registry = new EntityRegistry(new SqlEntityStore(counting), systemClock);
     // 300 distinct keys, 20 of them asked for three times, all at once.
     const keys = Array.from({ length: 300 }, (_, i) => `batch-${i}`);
     const asked = [...keys, ...keys.slice(0, 20), ...keys.slice(0, 20)];

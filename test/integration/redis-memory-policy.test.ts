@@ -20,7 +20,7 @@ describe('Redis maxmemory-policy check at start (DESIGN.md "Redis keys")', () =>
 
   const env = () => {
     dir = mkdtempSync(join(tmpdir(), 'idpool-memory-'));
-    return { IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'idpool.db')}`, IDPOOL_REDIS_URL: redisServer!.url, IDPOOL_WORKER_ID: '1' };
+    return { IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'idpool.db')}`, IDPOOL_REDIS_URL: redisServer!.url, IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' };
   };
 
   it.each([

@@ -1,6 +1,6 @@
 import { createConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EntityStore } from '../../src/entities/entity-store';
+import { SqlEntityStore } from '../../src/entities/entity-store';
 import { type Database, openDatabase } from '../../src/db/database';
 import { createTestSchema, servicesAvailable } from '../helpers/services';
 
@@ -41,7 +41,7 @@ describe('the registry refresh reads changed rows only (MariaDB)', () => {
       // The statement EntityStore really sends, captured from the database wrapper.
       const sent: Array<{ sql: string; params: unknown[] }> = [];
       const spy: Database = { ...db, query: (q, p = []) => (sent.push({ sql: q, params: p }), db.query(q, p)) } as Database;
-      const changed = await new EntityStore(spy).changedSince(now - 5000);
+      const changed = await new SqlEntityStore(spy).changedSince(now - 5000);
       expect(changed.map((c) => c.app.key).sort()).toEqual(['e5000', 'e5001', 'e5002']);
       expect(sent).toHaveLength(1);
 

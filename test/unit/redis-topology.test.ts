@@ -57,7 +57,7 @@ describe('Redis topology configuration', () => {
   });
 
   it('logs describe where Redis is without the password', () => {
-    expect(describeRedis({ kind: 'single', url: 'redis://user:secret@h:6379/1' })).toBe('redis redis://h:6379/1');
+    expect(describeRedis({ kind: 'single', url: 'redis://user:secret@h:6379/1' })).toBe('redis redis://user:***@h:6379/1');
     expect(describeRedis({ kind: 'sentinel', sentinels: [{ host: 'a', port: 1 }], masterName: 'm', password: 'secret' })).toBe('redis sentinel m via a:1');
   });
 });
