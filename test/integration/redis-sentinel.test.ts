@@ -93,7 +93,10 @@ describe.concurrent('Redis Sentinel: two idpool instances follow a failover', ()
     else await masterServer.kill9();
     await until('the Sentinels to promote the replica', async () => (await topology.masterPort()) === replicaServer.port, 30_000);
     // Every client served again, then a little more traffic on the new master.
-    await until('every client to get ids after the failover', async () => runs.every((r) => r.client.okAt.some((t) => t > faultAt + 200)), 30_000);
+    await until('every client to get ids after the failover', async () => runs.every((r) => r.client.okAt.some((t) => t > faultAt + 200)), 30_000).catch((err) => {
+      // What the instances said is what explains a failover that did not recover.
+      throw new Error(`${(err as Error).message}\n--- instance a:\n${a.output().slice(-4000)}\n--- instance b:\n${b.output().slice(-4000)}`);
+    });
     await sleep(1000);
     stopped = true;
     await Promise.all(runs.map((r) => r.done));
