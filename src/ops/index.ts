@@ -126,7 +126,7 @@ export function createOps(deps: OpsDeps): Ops {
   const refillEvents: RefillObserver = {
     refilled(entity, seconds, steps, numbers) {
       metrics.refills.inc({ entity });
-      metrics.refillDuration.observe({ entity }, seconds);
+      metrics.refillDuration.observe(seconds);
       metrics.segmentsReserved.inc({ entity }, steps);
       metrics.numbersReserved.inc({ entity }, numbers);
     },

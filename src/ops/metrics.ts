@@ -9,12 +9,13 @@ import { busiest } from './busiest';
 type Total = 'sum' | 'min' | null;
 
 /**
- * A gauge with one value per entity, kept in a Map. The sampler sets ten of
- * these for every entity it reads; prom-client's Gauge copies every label
- * set on each read, which at 100,000 entities made a scrape take seconds.
- * This one is read only for the entities a scrape shows, plus one total.
+ * A gauge or counter with one value per entity, kept in a Map. The sampler
+ * sets ten gauges for every entity it reads and the refiller counts every
+ * entity it fills; prom-client's Gauge and Counter copy every label set on
+ * each read, which at 100,000 entities made a scrape take seconds. This one
+ * is read only for the entities a scrape shows, plus one total.
  */
-export class EntityGauge {
+export class EntitySeries {
   readonly values = new Map<string, number>();
   /** prom-client reads these two when the gauge sits in a Registry. */
   readonly labelNames = ['entity'];
@@ -23,10 +24,15 @@ export class EntityGauge {
     readonly name: string,
     readonly help: string,
     readonly total: Total,
+    readonly type: 'gauge' | 'counter' = 'gauge',
   ) {}
 
   set(labels: { entity: string }, value: number): void {
     this.values.set(labels.entity, value);
+  }
+
+  inc(labels: { entity: string }, by = 1): void {
+    this.values.set(labels.entity, (this.values.get(labels.entity) ?? 0) + by);
   }
 
   remove(labels: { entity: string }): void {
@@ -40,7 +46,7 @@ export class EntityGauge {
       const value = this.values.get(entity);
       if (value !== undefined) values.push({ value, labels: { entity } });
     }
-    return { name: this.name, help: this.help, type: 'gauge', values, aggregator: 'sum' } as unknown as MetricObjectWithValues<MetricValue<string>>;
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' } as unknown as MetricObjectWithValues<MetricValue<string>>;
   }
 
   /** `idpool_all_…`: the sum, or the soonest, over every entity. */
@@ -48,7 +54,7 @@ export class EntityGauge {
     let value = total === 'sum' ? 0 : Number.POSITIVE_INFINITY;
     for (const v of this.values.values()) value = total === 'sum' ? value + v : Math.min(value, v);
     const help = total === 'sum' ? `${this.help} (total over all entities)` : `${this.help} (the soonest over all entities)`;
-    const family = { name: this.name.replace(/^idpool_/, 'idpool_all_'), help, type: 'gauge', values: this.values.size ? [{ value, labels: {} }] : [], aggregator: 'sum' };
+    const family = { name: this.name.replace(/^idpool_/, 'idpool_all_'), help, type: this.type, values: this.values.size ? [{ value, labels: {} }] : [], aggregator: 'sum' };
     return family as unknown as MetricObjectWithValues<MetricValue<string>>;
   }
 
@@ -95,25 +101,28 @@ export class OpsMetrics {
   readonly snowflakeJsSafe = this.gauge('idpool_snowflake_js_safe_limit_timestamp_seconds', 'Unix time from which snowflake ids pass 2^53', []);
 
   // Hot-path counters.
-  readonly idsServed = this.counter('idpool_ids_served_total', 'Ids handed out by this instance', ['entity']);
-  readonly rateLimited = this.counter('idpool_rate_limited_total', 'Requests answered 429 rate_limited', ['entity']);
-  readonly exhausted = this.counter('idpool_pool_exhausted_total', 'Requests answered 503 pool_exhausted', ['entity']);
+  readonly idsServed = this.entityCounter('idpool_ids_served_total', 'Ids handed out by this instance');
+  readonly rateLimited = this.entityCounter('idpool_rate_limited_total', 'Requests answered 429 rate_limited');
+  readonly exhausted = this.entityCounter('idpool_pool_exhausted_total', 'Requests answered 503 pool_exhausted');
 
   // Refiller.
-  readonly refills = this.counter('idpool_refills_total', 'Refills that reserved and pushed a segment', ['entity']);
+  readonly refills = this.entityCounter('idpool_refills_total', 'Refills that reserved and pushed a segment');
+  // One histogram for every entity: per entity it was 14 series each, the
+  // largest part of a scrape at 100,000 entities; refills per entity are
+  // counted above.
   readonly refillDuration = new Histogram({
     name: 'idpool_refill_duration_seconds',
-    help: 'Time from reserving a segment to the end of its push',
-    labelNames: ['entity'],
+    help: 'Time from reserving a segment to the end of its push (all entities)',
+    labelNames: [],
     // A refill is one SQL round trip plus pushes of 10k ids (~2 ms each):
     // milliseconds normally, up to seconds for a 5M-id pool.
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
-  readonly segmentsReserved = this.counter('idpool_segments_reserved_total', 'Segments (steps) reserved from the database', ['entity']);
-  readonly numbersReserved = this.counter('idpool_numbers_reserved_total', 'Numbers reserved from the database', ['entity']);
-  readonly fenceRefusals = this.counter('idpool_fence_refusals_total', 'Segments refused by the fence and dropped', ['entity']);
-  readonly poolsDiscarded = this.counter('idpool_pools_discarded_total', 'Pools discarded because they were filled on another Redis server', ['entity']);
+  readonly segmentsReserved = this.entityCounter('idpool_segments_reserved_total', 'Segments (steps) reserved from the database');
+  readonly numbersReserved = this.entityCounter('idpool_numbers_reserved_total', 'Numbers reserved from the database');
+  readonly fenceRefusals = this.entityCounter('idpool_fence_refusals_total', 'Segments refused by the fence and dropped');
+  readonly poolsDiscarded = this.entityCounter('idpool_pools_discarded_total', 'Pools discarded because they were filled on another Redis server');
   readonly redisServerChanges = this.counter('idpool_redis_server_changes_total', 'Times the Redis server was seen to change (restart, failover)', []);
 
   // HTTP.
@@ -139,10 +148,6 @@ export class OpsMetrics {
 
   constructor(private readonly options: OpsMetricsOptions = {}) {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
-    // Counters and histograms labelled by entity: all add up.
-    for (const m of [this.idsServed, this.rateLimited, this.exhausted, this.refills, this.refillDuration, this.segmentsReserved, this.numbersReserved, this.fenceRefusals, this.poolsDiscarded]) {
-      this.totals.set(nameOf(m), 'sum');
-    }
   }
 
   /** Forgets the per-entity series of a retired entity. */
@@ -168,16 +173,18 @@ export class OpsMetrics {
     const read = new Map<string, MetricObjectWithValues<MetricValue<string>>>();
     await Promise.all(
       families
-        .filter((m) => hasEntityLabel(m) && !(m instanceof EntityGauge))
+        .filter((m) => hasEntityLabel(m) && !(m instanceof EntitySeries))
         .map(async (m) => read.set(nameOf(m), (await m.get()) as MetricObjectWithValues<MetricValue<string>>)),
     );
+    // Pooled entities, and snowflake ones that only have counts.
     const candidates = new Set<string>(this.poolSize.values.keys());
+    for (const counted of [this.idsServed, this.rateLimited, this.exhausted]) for (const key of counted.values.keys()) candidates.add(key);
     for (const family of read.values()) for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));
     const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map(), finiteValues(this.takeRate.values));
 
     const out = new Registry();
     for (const m of families) {
-      if (m instanceof EntityGauge) {
+      if (m instanceof EntitySeries) {
         out.registerMetric(fixed(m.family(shown)));
         if (m.total) out.registerMetric(fixed(m.totalFamily(m.total)));
         continue;
@@ -195,10 +202,17 @@ export class OpsMetrics {
     return { contentType: out.contentType, body: await out.metrics() };
   }
 
-  private entityGauge(name: string, help: string, total: Total): EntityGauge {
-    const gauge = new EntityGauge(name, help, total);
+  private entityGauge(name: string, help: string, total: Total): EntitySeries {
+    const gauge = new EntitySeries(name, help, total);
     this.registry.registerMetric(gauge as unknown as Metric);
     return gauge;
+  }
+
+  /** A per-entity counter: every entity's counts add up in its `idpool_all_…` total. */
+  private entityCounter(name: string, help: string): EntitySeries {
+    const counter = new EntitySeries(name, help, 'sum', 'counter');
+    this.registry.registerMetric(counter as unknown as Metric);
+    return counter;
   }
 
   private gauge<L extends string>(name: string, help: string, labelNames: L[], total?: Total): Gauge<L> {

@@ -26,7 +26,7 @@ describe('/metrics per-entity series are capped to the busiest entities, with to
       metrics.poolMax.set({ entity }, 1000);
       metrics.forecastPoolDry.set({ entity }, 1000 - i);
       metrics.idsServed.inc({ entity }, i);
-      metrics.refillDuration.observe({ entity }, 0.003);
+      metrics.refillDuration.observe(0.003);
     }
     recent = new Map([
       ['e40', 500],
@@ -43,8 +43,9 @@ describe('/metrics per-entity series are capped to the busiest entities, with to
     expect(value(text, 'idpool_all_pool_size')).toBe(50 * 100);
     expect(value(text, 'idpool_all_pool_max')).toBe(50 * 1000);
     expect(value(text, 'idpool_all_forecast_pool_dry_seconds')).toBe(1000 - 49);
-    expect(text).toMatch(/^idpool_all_refill_duration_seconds_count 50$/m);
-    expect(text).toMatch(/^idpool_all_refill_duration_seconds_bucket\{le="0.005"\} 50$/m);
+    // One refill-duration histogram for every entity (per entity it was 14 series each).
+    expect(text).toMatch(/^idpool_refill_duration_seconds_count 50$/m);
+    expect(text).toMatch(/^idpool_refill_duration_seconds_bucket\{le="0.005"\} 50$/m);
     // Offsets and watermarks have no total.
     expect(text).not.toContain('idpool_all_current_offset');
     expect(text).toMatch(/^# TYPE idpool_all_ids_served_total counter$/m);
