@@ -30,6 +30,7 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
     .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
 }
 
+/** `idpool decode <id>`: the layout from the environment with the options laid over it, then the id explained by it. */
 async function decode(ctx: CliContext, cmd: Command, id: string, opts: Record<string, string | undefined>): Promise<void> {
   const overrides: Record<string, string> = {};
   for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES)) if (opts[opt] !== undefined) overrides[variable] = opts[opt]!;
