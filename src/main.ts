@@ -1,33 +1,54 @@
 import 'dotenv/config';
 import { systemClock } from './clock';
 import { type Config, ConfigError, loadConfig } from './config/config';
-import { createProcessLogger } from './logger';
+import { type Logger, createProcessLogger } from './logger';
 import { describeRedis } from './pool/redis-connection';
-import { createService } from './service';
+import { type Service, createService } from './service';
 
 /** `npm start`: reads the environment, starts the service, stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = readConfig();
   // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
   const { log, flush, flushSync } = createProcessLogger(config.logLevel, systemClock);
   const exit = (code: number) => {
     flushSync();
     process.exit(code);
   };
-  // Invariant 7: no dependency fault ends the process. Every promise idpool
-  // starts is awaited or handled; one that slips through (a bug, or a
-  // library's internal promise) is logged loudly as an alarm, not a crash
-  // that would take every entity down. An uncaught exception still exits:
-  // it was thrown out of a callback midway, so state is unknown.
+  survivePromiseFaults(log, exit);
+  const service = await startService(config, log);
+  const port = await service.listen(config.port);
+  log.info({ port, database: service.db.description, pool: config.redis ? describeRedis(config.redis) : 'in-process' }, 'idpool listening');
+  flush(); // supervisors and tests wait for that line
+  if (config.adminTokenGenerated) {
+    process.stderr.write(`idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`);
+  }
+  stopOnSignals(service, log, exit);
+}
+
+/** The configuration of the environment; an invalid one ends the process with exit code 2 and one line. */
+function readConfig(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) exitInvalidConfig(err);
+    throw err;
+  }
+}
+
+/** Configuration errors end the process with exit code 2 (usage), as the CLI's. */
+function exitInvalidConfig(err: ConfigError): never {
+  process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
+  process.exit(2);
+}
+
+/**
+ * Invariant 7: no dependency fault ends the process. Every promise idpool
+ * starts is awaited or handled; one that slips through (a bug, or a
+ * library's internal promise) is logged loudly as an alarm, not a crash
+ * that would take every entity down. An uncaught exception still exits:
+ * it was thrown out of a callback midway, so state is unknown.
+ */
+function survivePromiseFaults(log: Logger, exit: (code: number) => void): void {
   process.on('unhandledRejection', (reason) => {
     log.error({ alarm: 'unhandled_rejection', err: String((reason as Error)?.stack ?? reason) }, 'unhandled promise rejection (a bug); the process keeps running');
   });
@@ -35,24 +56,22 @@ async function main(): Promise<void> {
     log.error({ alarm: 'uncaught_exception', err: String(err?.stack ?? err) }, 'uncaught exception; exiting');
     exit(1);
   });
-  let service;
+}
+
+/** The built service; a failure to build it ends the process (2 for configuration, 1 for anything else). */
+async function startService(config: Config, log: Logger): Promise<Service> {
   try {
-    service = await createService(config, { log });
+    return await createService(config, { log });
   } catch (err) {
     // Some settings (the snowflake layout) are only checked as a whole when built.
-    if (err instanceof ConfigError) {
-      process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
-      process.exit(2);
-    }
+    if (err instanceof ConfigError) exitInvalidConfig(err);
     process.stderr.write(`idpool: cannot start: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  const port = await service.listen(config.port);
-  log.info({ port, database: service.db.description, pool: config.redis ? describeRedis(config.redis) : 'in-process' }, 'idpool listening');
-  flush(); // supervisors and tests wait for that line
-  if (config.adminTokenGenerated) {
-    process.stderr.write(`idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`);
-  }
+}
+
+/** Stops the service on the first SIGTERM or SIGINT, within a bounded time, and exits 0 when it stopped cleanly. */
+function stopOnSignals(service: Service, log: Logger, exit: (code: number) => void): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

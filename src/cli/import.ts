@@ -25,6 +25,12 @@ export interface ImportResult {
   exitCode: number;
 }
 
+/** One non-blank line of the import file, with its 1-based number for error messages. */
+interface ImportLine {
+  number: number;
+  body: string;
+}
+
 /**
  * Registers every line of a file through the admin API, `concurrency`
  * requests at a time, and writes each secret the moment it is known (a run
@@ -32,69 +38,96 @@ export interface ImportResult {
  * file is created with mode 0600 and never overwritten: it is the only copy.
  */
 export async function importApps(api: Pick<AdminApi, 'post'>, o: ImportOptions, onFailure: (f: ImportFailure) => void): Promise<ImportResult> {
+  const lines = readLines(o.file);
+  const fd = createSecretsFile(o.secretsPath);
+  let run: ImportRun;
+  try {
+    run = await registerAll(api, lines, fd, o.concurrency, onFailure);
+  } finally {
+    closeSync(fd);
+  }
+  if (run.unreachable) {
+    // Nothing registered: leave no empty secrets file behind, so the same command can simply be run again.
+    if (run.registered === 0) unlinkSync(o.secretsPath);
+    throw run.unreachable;
+  }
+  const failures = run.failures.sort((a, b) => a.line - b.line);
+  const exitCode = failures.length === 0 ? EXIT_OK : failures.some((f) => f.exitCode === EXIT_FAILURE) ? EXIT_FAILURE : EXIT_USAGE;
+  return { lines: lines.length, registered: run.registered, failures, exitCode };
+}
+
+/** The non-blank lines of the import file; a file that cannot be read is a usage error. */
+function readLines(file: string): ImportLine[] {
   let text: string;
   try {
-    text = readFileSync(o.file, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CliError(EXIT_USAGE, `cannot read ${o.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CliError(EXIT_USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  const lines = text.split(/\r?\n/).map((body, i) => ({ number: i + 1, body })).filter((l) => l.body.trim() !== '');
-  let fd: number;
+  return text.split(/\r?\n/).map((body, i) => ({ number: i + 1, body })).filter((l) => l.body.trim() !== '');
+}
+
+/** Opens a new secrets file for writing: refuses one that exists, and is 0600 before anything is written. */
+function createSecretsFile(path: string): number {
   try {
     // O_EXCL: refuse to overwrite; 0600 before anything is written (umask can only narrow it).
-    fd = openSync(o.secretsPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     fchmodSync(fd, 0o600);
+    return fd;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new CliError(EXIT_USAGE, code === 'EEXIST' ? `${o.secretsPath} exists; secrets are never overwritten, choose a new --secrets path` : `cannot create ${o.secretsPath}: ${code ?? (err as Error).message}`);
+    throw new CliError(EXIT_USAGE, code === 'EEXIST' ? `${path} exists; secrets are never overwritten, choose a new --secrets path` : `cannot create ${path}: ${code ?? (err as Error).message}`);
   }
+}
 
-  const failures: ImportFailure[] = [];
-  let registered = 0;
-  let unreachable: CliError | undefined;
+/** What a run of the lines came to; `unreachable` when the service could not be reached (the run stopped there). */
+interface ImportRun {
+  registered: number;
+  failures: ImportFailure[];
+  unreachable?: CliError;
+}
+
+/** Posts each line, `concurrency` at a time, appending each secret to `fd` as it arrives. */
+async function registerAll(api: Pick<AdminApi, 'post'>, lines: ImportLine[], fd: number, concurrency: number, onFailure: (f: ImportFailure) => void): Promise<ImportRun> {
+  const run: ImportRun = { registered: 0, failures: [] };
   const fail = (line: number, error: string, exitCode: ImportFailure['exitCode']) => {
     const f = { line, error: oneLine(error), exitCode };
-    failures.push(f);
+    run.failures.push(f);
     onFailure(f);
   };
-  const registerLine = async (line: { number: number; body: string }) => {
-    let body: unknown;
-    try {
-      body = JSON.parse(line.body);
-    } catch {
-      return fail(line.number, 'not valid JSON', EXIT_USAGE);
-    }
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) return fail(line.number, 'not a JSON object like {"key": "orders"}', EXIT_USAGE);
+  const registerLine = async (line: ImportLine) => {
+    const body = parseLine(line);
+    if (typeof body === 'string') return fail(line.number, body, EXIT_USAGE);
     try {
       const created = await api.post<{ key: string; secret: string }>('/admin/apps', body);
       writeSync(fd, `${JSON.stringify({ key: created.key, secret: created.secret })}\n`);
-      registered++;
+      run.registered++;
     } catch (err) {
       if (!(err instanceof CliError)) throw err;
       if (err.unreachable) {
-        unreachable ??= err;
+        run.unreachable ??= err;
         return;
       }
       fail(line.number, err.message, err.exitCode);
     }
   };
+  let next = 0;
+  const worker = async () => {
+    // A service that cannot be reached fails every line the same way: stop at the first.
+    while (next < lines.length && !run.unreachable) await registerLine(lines[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
+  return run;
+}
 
+/** The line's JSON object, or why it is not one. */
+function parseLine(line: ImportLine): object | string {
+  let body: unknown;
   try {
-    let next = 0;
-    const worker = async () => {
-      // A service that cannot be reached fails every line the same way: stop at the first.
-      while (next < lines.length && !unreachable) await registerLine(lines[next++]);
-    };
-    await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, worker));
-  } finally {
-    closeSync(fd);
+    body = JSON.parse(line.body);
+  } catch {
+    return 'not valid JSON';
   }
-  if (unreachable) {
-    // Nothing registered: leave no empty secrets file behind, so the same command can simply be run again.
-    if (registered === 0) unlinkSync(o.secretsPath);
-    throw unreachable;
-  }
-  failures.sort((a, b) => a.line - b.line);
-  const exitCode = failures.length === 0 ? EXIT_OK : failures.some((f) => f.exitCode === EXIT_FAILURE) ? EXIT_FAILURE : EXIT_USAGE;
-  return { lines: lines.length, registered, failures, exitCode };
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'not a JSON object like {"key": "orders"}';
+  return body;
 }

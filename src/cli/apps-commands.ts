@@ -1,0 +1,174 @@
+import { type Command, Option } from 'commander';
+import { type CliContext, decimal, nonNegativeInt } from './context';
+import { CliError, EXIT_OK, EXIT_USAGE } from './errors';
+import { fields, table } from './format';
+import { importApps } from './import';
+
+/** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
+const LIST_PAGE = 1000;
+
+/** Options of `apps create` and `apps update`, as the admin API names the fields. */
+const TUNABLES: { flag: string; field: string; what: string }[] = [
+  { flag: '--step <n>', field: 'step', what: 'ids reserved per segment (default 1000)' },
+  { flag: '--max-size-per-times <n>', field: 'maxSizePerTimes', what: 'most ids per request (default 1000)' },
+  { flag: '--max-size-per-second <n>', field: 'maxSizePerSecond', what: 'ids per second over all callers; 0 = unlimited (default 5000)' },
+  { flag: '--min-size-percent <n>', field: 'minSizePercent', what: 'refill when the pool falls below this % of its max (default 80)' },
+  { flag: '--max-pool-size <n>', field: 'maxPoolSize', what: 'ids kept ready (default 60 × max-size-per-second)' },
+  { flag: '--interval <ms>', field: 'interval', what: 'least ms between two refill checks of this entity (default: the service refill tick)' },
+];
+
+/** The fields given on the command line (commander camel-cases `--max-pool-size` to `maxPoolSize`). */
+function pickTunables(opts: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (opts.name !== undefined) body.name = opts.name;
+  for (const { field } of TUNABLES) if (opts[field] !== undefined) body[field] = opts[field];
+  return body;
+}
+
+/** The admin API path of one entity. */
+const entityPath = (key: string) => `/admin/apps/${encodeURIComponent(key)}`;
+
+/** `apps …`: register and manage entities through the admin API, one function per command. */
+export function addAppsCommands(program: Command, ctx: CliContext): void {
+  const apps = program.command('apps').description('register and manage entities (through the admin API)');
+  addCreate(apps, ctx);
+  addList(apps, ctx);
+  addImport(apps, ctx);
+  addShow(apps, ctx);
+  addUpdate(apps, ctx);
+  addRetire(apps, ctx);
+  addRotateSecret(apps, ctx);
+}
+
+/** `apps create`: registers one entity and prints its secret, the only time it is shown. */
+function addCreate(apps: Command, ctx: CliContext): void {
+  const create = apps
+    .command('create')
+    .description('register an entity; prints its secret once')
+    .argument('<key>', 'entity key: 1-64 of A-Z a-z 0-9 _ - .')
+    .option('--name <name>', 'display name (default: the key)')
+    .addOption(new Option('--mode <mode>', 'how ids are made').choices(['monotonic', 'trend', 'snowflake']).default('monotonic'))
+    .addOption(new Option('--start-offset <n>', 'first id of the number line (default 0)').argParser(decimal));
+  for (const t of TUNABLES) create.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
+  create.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
+    const body = { key, mode: opts.mode, ...(opts.startOffset !== undefined ? { startOffset: opts.startOffset } : {}), ...pickTunables(opts) };
+    const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
+    ctx.print(cmd, created, () => {
+      const { secret, ...config } = created;
+      return `${fields(config)}\nsecret: ${secret}\nThe secret is shown only now; store it (rotate with: idpool apps rotate-secret ${key}).\n`;
+    });
+  });
+}
+
+/** `apps list`: every page in key order, or one page with `--limit`. */
+function addList(apps: Command, ctx: CliContext): void {
+  apps
+    .command('list')
+    .description('list live entities with their pools, in key order (every page unless --limit)')
+    .addOption(new Option('--limit <n>', 'one page of at most n entities (1-1000) instead of all').argParser(nonNegativeInt))
+    .option('--after <key>', 'start after this key (the "next" a page printed)')
+    .action(async (opts: { limit?: number; after?: string }, cmd: Command) => {
+      const { list, next } = await listPages(ctx, cmd, opts);
+      const json = opts.limit === undefined ? { apps: list } : { apps: list, next };
+      ctx.print(cmd, json, () => {
+        const more = opts.limit !== undefined && next !== null ? `more after ${next} (add --after ${next})\n` : '';
+        if (list.length === 0) return `no entities registered${opts.after ? ` after ${opts.after}` : ''}\n`;
+        return (
+          table(
+            ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'NAME'],
+            list.map((a) => [a.key, a.mode, String(a.step), a.pool ? `${a.pool.size}/${a.pool.max}` : '-', a.currentOffset ?? '-', a.name]),
+          ) + more
+        );
+      });
+    });
+}
+
+/** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
+async function listPages(ctx: CliContext, cmd: Command, opts: { limit?: number; after?: string }): Promise<{ list: Record<string, any>[]; next: string | null }> {
+  const api = ctx.admin(cmd);
+  const list: Record<string, any>[] = [];
+  let after = opts.after;
+  let next: string | null = null;
+  do {
+    const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
+    if (after !== undefined) query.set('after', after);
+    const page = await api.get<{ apps: Record<string, any>[]; next: string | null }>(`/admin/apps?${query}`);
+    list.push(...page.apps);
+    next = page.next;
+    after = next ?? undefined;
+  } while (next !== null && opts.limit === undefined);
+  return { list, next };
+}
+
+/** `apps import`: registers a JSON-lines file, failures on stderr as they happen, secrets to a new file. */
+function addImport(apps: Command, ctx: CliContext): void {
+  apps
+    .command('import')
+    .description('register every entity of a JSON-lines file (one POST /admin/apps body per line); secrets go to --secrets')
+    .argument('<file>', 'JSON lines, e.g. {"key": "orders", "step": 1000}')
+    .requiredOption('--secrets <path>', 'file to create (mode 0600, never overwritten) with one {"key","secret"} line per registered entity')
+    .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
+    .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
+      const api = ctx.admin(cmd);
+      const result = await importApps(api, { file, secretsPath: opts.secrets, concurrency: opts.concurrency }, (f) => {
+        if (!ctx.globals(cmd).json) ctx.io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
+      });
+      const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
+      ctx.print(cmd, { registered: result.registered, lines: result.lines, secrets: opts.secrets, failures: result.failures.map(({ line, error }) => ({ line, error })) }, () => `${summary}\n`);
+      if (result.exitCode !== EXIT_OK) throw new CliError(result.exitCode as 1 | 2, `${result.failures.length} of ${result.lines} lines failed (listed above)`);
+    });
+}
+
+/** `apps show`: one entity's configuration and pool. */
+function addShow(apps: Command, ctx: CliContext): void {
+  apps
+    .command('show')
+    .description("show one entity's configuration and pool")
+    .argument('<key>', 'entity key')
+    .action(async (key: string, _opts: unknown, cmd: Command) => {
+      const app = await ctx.admin(cmd).get<Record<string, unknown>>(entityPath(key));
+      ctx.print(cmd, app, () => fields(app));
+    });
+}
+
+/** `apps update`: changes the fields given, refusing a call that gives none. */
+function addUpdate(apps: Command, ctx: CliContext): void {
+  const update = apps
+    .command('update')
+    .description("change an entity's name, step, sizes or limits")
+    .argument('<key>', 'entity key')
+    .option('--name <name>', 'display name');
+  for (const t of TUNABLES) update.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
+  update.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
+    const patch = pickTunables(opts);
+    if (Object.keys(patch).length === 0) throw new CliError(EXIT_USAGE, `nothing to change: give at least one of --name, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`);
+    const app = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
+    ctx.print(cmd, app, () => fields(app));
+  });
+}
+
+/** `apps retire`: for good, so only with `--yes`. */
+function addRetire(apps: Command, ctx: CliContext): void {
+  apps
+    .command('retire')
+    .description('retire an entity for good: its ids are never issued again and its key is never reused')
+    .argument('<key>', 'entity key')
+    .option('--yes', 'confirm: retiring cannot be undone')
+    .action(async (key: string, opts: { yes?: boolean }, cmd: Command) => {
+      if (!opts.yes) throw new CliError(EXIT_USAGE, `retiring "${key}" cannot be undone; run again with --yes`);
+      await ctx.admin(cmd).delete(entityPath(key));
+      ctx.print(cmd, { key, retired: true }, () => `retired ${key}\n`);
+    });
+}
+
+/** `apps rotate-secret`: a new secret, printed once; the old one stops working at once. */
+function addRotateSecret(apps: Command, ctx: CliContext): void {
+  apps
+    .command('rotate-secret')
+    .description("replace an entity's secret; the old one stops working at once")
+    .argument('<key>', 'entity key')
+    .action(async (key: string, _opts: unknown, cmd: Command) => {
+      const { secret } = await ctx.admin(cmd).post<{ secret: string }>(`${entityPath(key)}/secret`);
+      ctx.print(cmd, { key, secret }, () => `secret: ${secret}\nThe secret is shown only now; the old one no longer works.\n`);
+    });
+}

@@ -1,0 +1,56 @@
+import { type Command, InvalidArgumentError } from 'commander';
+import { AdminApi } from './admin-api';
+import { CliError, EXIT_USAGE } from './errors';
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** Starts the service in this process (`idpool serve`); resolves once it was handed control. */
+  serve(): Promise<void>;
+}
+
+interface GlobalOptions {
+  url?: string;
+  json?: boolean;
+  timeout: number;
+}
+
+/** What every command group is built with: the process's io, and the global options read per command. */
+export interface CliContext {
+  io: CliIo;
+  /** The options given before the command (`--url`, `--json`, `--timeout`). */
+  globals(cmd: Command): GlobalOptions;
+  /** Prints `json` under `--json`, else the text. */
+  print(cmd: Command, json: unknown, text: () => string): void;
+  /** The admin API of the instance `--url` (or the environment) names, with IDPOOL_ADMIN_TOKEN. */
+  admin(cmd: Command): AdminApi;
+}
+
+export function cliContext(io: CliIo): CliContext {
+  const globals = (cmd: Command) => cmd.optsWithGlobals<GlobalOptions>();
+  return {
+    io,
+    globals,
+    print: (cmd, json, text) => io.stdout(globals(cmd).json ? `${JSON.stringify(json, null, 2)}\n` : text()),
+    admin(cmd) {
+      const token = io.env.IDPOOL_ADMIN_TOKEN;
+      if (!token) throw new CliError(EXIT_USAGE, 'IDPOOL_ADMIN_TOKEN is not set: export the admin token of the service');
+      const g = globals(cmd);
+      const url = g.url || io.env.IDPOOL_URL || `http://127.0.0.1:${io.env.IDPOOL_PORT || 8080}`;
+      return new AdminApi({ url, token, timeoutMs: g.timeout });
+    },
+  };
+}
+
+/** Argument parser: a non-negative integer that fits a JS number exactly. */
+export const nonNegativeInt = (value: string): number => {
+  if (!/^\d{1,15}$/.test(value)) throw new InvalidArgumentError('must be a non-negative integer.');
+  return Number(value);
+};
+
+/** Argument parser: a non-negative decimal up to 19 digits, kept as a string (an id offset may pass 2^53). */
+export const decimal = (value: string): string => {
+  if (!/^\d{1,19}$/.test(value)) throw new InvalidArgumentError('must be a non-negative decimal integer.');
+  return value;
+};

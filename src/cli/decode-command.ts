@@ -1,0 +1,49 @@
+import { type Command, Option } from 'commander';
+import { systemClock } from '../clock';
+import { loadConfig } from '../config/config';
+import type { CliContext } from './context';
+import { CliError, EXIT_USAGE } from './errors';
+import { fields } from './format';
+
+/** Each layout option of `decode` and the variable it stands in for. */
+const LAYOUT_VARIABLES: Record<string, string> = {
+  timeUnit: 'IDPOOL_SNOWFLAKE_TIME_UNIT',
+  epoch: 'IDPOOL_SNOWFLAKE_EPOCH',
+  timestampBits: 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS',
+  workerBits: 'IDPOOL_SNOWFLAKE_WORKER_BITS',
+  reservedBits: 'IDPOOL_SNOWFLAKE_RESERVED_BITS',
+  reservedValue: 'IDPOOL_SNOWFLAKE_RESERVED_VALUE',
+};
+
+/** `decode`: explains a snowflake id offline, with the layout of the environment or the options. */
+export function addDecodeCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('decode')
+    .description('explain a snowflake id with the layout of IDPOOL_SNOWFLAKE_* (or the options below); works offline')
+    .argument('<id>', 'a snowflake id (decimal)')
+    .addOption(new Option('--time-unit <unit>', 'IDPOOL_SNOWFLAKE_TIME_UNIT').choices(['ms', 's', 'min', 'h', 'd']))
+    .option('--epoch <date>', 'IDPOOL_SNOWFLAKE_EPOCH: ISO date or Unix ms')
+    .option('--timestamp-bits <n>', 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS')
+    .option('--worker-bits <n>', 'IDPOOL_SNOWFLAKE_WORKER_BITS')
+    .option('--reserved-bits <n>', 'IDPOOL_SNOWFLAKE_RESERVED_BITS')
+    .option('--reserved-value <n>', 'IDPOOL_SNOWFLAKE_RESERVED_VALUE')
+    .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
+}
+
+/** `idpool decode <id>`: the layout from the environment with the options laid over it, then the id explained by it. */
+async function decode(ctx: CliContext, cmd: Command, id: string, opts: Record<string, string | undefined>): Promise<void> {
+  const overrides: Record<string, string> = {};
+  for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES)) if (opts[opt] !== undefined) overrides[variable] = opts[opt]!;
+  // The same validation (and messages) as the service's start-up.
+  const config = loadConfig({ ...ctx.io.env, ...overrides });
+  const { SnowflakeLayout } = await import('../snowflake/layout');
+  const { explainId, NotAnIdError } = await import('../snowflake/explain');
+  const layout = SnowflakeLayout.create(config.snowflake, systemClock.now());
+  let parts;
+  try {
+    parts = explainId(layout, systemClock.now(), id);
+  } catch (err) {
+    throw err instanceof NotAnIdError ? new CliError(EXIT_USAGE, err.message) : err;
+  }
+  ctx.print(cmd, parts, () => fields({ ...parts, layout: layout.describe() }));
+}

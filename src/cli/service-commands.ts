@@ -1,0 +1,44 @@
+import { type Command, Option } from 'commander';
+import { loadConfig } from '../config/config';
+import { type CliContext, nonNegativeInt } from './context';
+import { CliError, EXIT_FAILURE } from './errors';
+
+/** `serve` and `migrate`: the commands that run against the service's own configuration, not its API. */
+export function addServiceCommands(program: Command, ctx: CliContext): void {
+  const { io } = ctx;
+  program
+    .command('serve')
+    .description('run the service (same as npm start); configured by IDPOOL_* variables')
+    .addOption(new Option('--port <port>', 'HTTP port (IDPOOL_PORT)').argParser(nonNegativeInt))
+    .action(async (opts: { port?: number }) => {
+      if (opts.port !== undefined) io.env.IDPOOL_PORT = String(opts.port);
+      await io.serve();
+    });
+
+  program
+    .command('migrate')
+    .description('create or upgrade the database schema of IDPOOL_DATABASE_URL')
+    .option('--database-url <url>', 'database to migrate (default IDPOOL_DATABASE_URL, else sqlite:./idpool.db)')
+    .action(async (opts: { databaseUrl?: string }, cmd: Command) => migrate(ctx, cmd, opts.databaseUrl));
+}
+
+/** `idpool migrate`: the same locked run as a starting service, so `migrate` beside starting instances is safe. */
+async function migrate(ctx: CliContext, cmd: Command, databaseUrl: string | undefined): Promise<void> {
+  const config = loadConfig({ ...ctx.io.env, ...(databaseUrl ? { IDPOOL_DATABASE_URL: databaseUrl } : {}) });
+  // Loaded here, not at start: TypeORM takes a while to load and only migrate needs it.
+  const { openDatabase, migrate: migrateDatabase } = await import('../db/database');
+  let db;
+  try {
+    db = await openDatabase(config.databaseUrl, { migrate: false });
+  } catch (err) {
+    throw new CliError(EXIT_FAILURE, `cannot open the database (${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}): ${(err as Error).message}`);
+  }
+  try {
+    const names = await migrateDatabase(db);
+    ctx.print(cmd, { database: db.description, applied: names }, () =>
+      names.length ? `${db.description}: applied ${names.join(', ')}\n` : `${db.description}: schema is up to date\n`,
+    );
+  } finally {
+    await db.close();
+  }
+}
