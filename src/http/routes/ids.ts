@@ -15,8 +15,8 @@ export type IdRouteDeps = Pick<HttpDeps, 'dispatcher' | 'snowflake' | 'snowflake
  * itself, not a sub-router, so an unrouted method (OPTIONS included) still
  * reaches the app's 404.
  */
-export function registerIdRoutes(router: IRouter, deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): void {
-  router.post('/entities/:key/ids', async (req, res) => {
+export function registerIdRoutes(app: IRouter, deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): void {
+  app.post('/entities/:key/ids', async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
     const count = requestedCount(req, entity.maxSizePerTimes);
     const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, () => takeIds(deps, entity, count));
@@ -24,7 +24,7 @@ export function registerIdRoutes(router: IRouter, deps: IdRouteDeps, guards: Pic
     res.json({ ids });
   });
 
-  router.get('/entities/:key/ids/:id', async (req, res) => {
+  app.get('/entities/:key/ids/:id', async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
     if (entity.mode !== 'snowflake' || !deps.snowflake) throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
     res.json(decodeOr400(deps.snowflake, req.params.id as string));

@@ -9,18 +9,18 @@ import { publicCheck } from '../readiness';
 export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToken'>;
 
 /** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` (on the app itself, as the id routes). */
-export function registerOpsRoutes(router: IRouter, deps: OpsRouteDeps, guards: Pick<Guards, 'requireToken'>): void {
-  router.get('/healthz', (_req, res) => {
+export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick<Guards, 'requireToken'>): void {
+  app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
 
-  router.get('/readyz', async (_req, res) => {
+  app.get('/readyz', async (_req, res) => {
     const report = await deps.readiness();
     if (!report.ready) res.setHeader('Retry-After', '1');
     res.status(report.ready ? 200 : 503).json(readinessBody(report));
   });
 
-  router.get('/metrics', async (req, res) => {
+  app.get('/metrics', async (req, res) => {
     if (deps.metricsToken !== undefined) await guards.requireToken(req, deps.metricsToken, 'invalid metrics token');
     if (!deps.metrics) throw new NotFoundError('metrics are not enabled');
     const { contentType, body } = await deps.metrics();
@@ -29,7 +29,7 @@ export function registerOpsRoutes(router: IRouter, deps: OpsRouteDeps, guards: P
   });
 
   const openapi = openApiDocument();
-  router.get('/openapi.json', (_req, res) => {
+  app.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
 }
