@@ -1,0 +1,60 @@
+import type { RequestHandler } from 'express';
+import type { EntityConfig } from '../entities/entity';
+import type { EntityRegistry } from '../entities/registry';
+import type { Logger } from '../logger';
+import type { PoolSizing } from '../pool/demand';
+import type { EntityRateLimit } from '../pool/rate-limit';
+import type { IdExplanation } from '../snowflake/explain';
+import type { AuthFailureLimiter } from './auth';
+import type { IdempotencyStore } from './idempotency';
+
+// What the HTTP app is built from, in a file of its own so the route modules
+// can take narrow slices of it without importing the app that mounts them.
+
+/** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
+export interface SnowflakeIssuer {
+  /** May wait briefly (clock rollback, exhausted sequence), hence the promise. */
+  take(entityKey: string, count: number): string[] | Promise<string[]>;
+  /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
+  decode(id: string): IdExplanation;
+}
+
+/** What `deps.readiness()` found; `/readyz` shows it with failures reduced to their kind. */
+export interface ReadinessReport {
+  ready: boolean;
+  checks: Record<string, string>;
+  /** Why not ready when it is not a failed check (shutting down). */
+  reason?: string;
+}
+
+/** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
+export interface HttpDeps {
+  registry: Pick<EntityRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  dispatcher: { take(app: EntityConfig, count: number): Promise<string[]> };
+  /** Pool sizes of a page of entities in one round trip. */
+  pools: { sizes(entityKeys: readonly string[]): Promise<number[]> };
+  /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
+  offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
+  /** Target depth and watermark of each pool (they move with demand). */
+  sizing: PoolSizing;
+  adminToken: string;
+  snowflake?: SnowflakeIssuer;
+  workers?: { list(): Promise<unknown[]> };
+  /** Answers to `Idempotency-Key` requests; without it the header is validated and otherwise ignored. */
+  idempotency?: IdempotencyStore;
+  readiness(): Promise<ReadinessReport>;
+  metrics?(): Promise<{ contentType: string; body: string }>;
+  /** Runs first on every request: request log line, request id, duration histogram (src/ops). */
+  observe?: RequestHandler;
+  /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
+  draining?(): boolean;
+  /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
+  ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
+  log: Logger;
+  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's pop). */
+  snowflakeRate?: EntityRateLimit;
+  /** Bearer token `/metrics` requires; open when undefined. */
+  metricsToken?: string;
+  /** Failed authentications per client address (429 past its limit); one is made when absent. */
+  authFailures?: AuthFailureLimiter;
+}

@@ -1,0 +1,32 @@
+import { apiPaths } from './paths';
+import { componentSchemas } from './schemas';
+
+/**
+ * The OpenAPI 3.1 document served at `GET /openapi.json`. Request bodies are
+ * generated from the same zod schemas that validate them (`z.toJSONSchema`),
+ * so they cannot drift; responses are written by hand (named schemas in
+ * schemas.ts, paths in paths.ts, what both use in parts.ts) and kept true by
+ * `test/integration/openapi.test.ts`, which checks real responses of every
+ * route against this document and fails on a route missing from it.
+ */
+
+/** The document; built once per process. */
+export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'idpool',
+      version,
+      description: 'Unique, increasing 64-bit ids for many services at once. Ids travel as decimal strings. Errors are `{"error": {"code", "message"}}`.',
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    components: {
+      schemas: componentSchemas(),
+      securitySchemes: {
+        adminToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_ADMIN_TOKEN' },
+        appSecret: { type: 'http', scheme: 'bearer', description: 'The secret returned when the entity was registered (or rotated).' },
+      },
+    },
+    paths: apiPaths(),
+  };
+}

@@ -1,0 +1,101 @@
+import express, { type IRouter, type Router } from 'express';
+import { type EntityConfig, KEY_PATTERN, describeEntity, registerSchema, updateSchema } from '../../entities/entity';
+import { InvalidRequestError, NotFoundError } from '../../errors';
+import { dashboardRouter } from '../dashboard/router';
+import type { HttpDeps } from '../deps';
+import type { Guards } from '../guards';
+import { entityKeyParam, limitParam, pageParams } from '../params';
+import { parseBody } from '../validate';
+
+/** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
+const OPS_DEFAULT_ROWS = 50;
+
+/** What the entity views read: offsets, pool sizes and pool sizing. */
+type ViewDeps = Pick<HttpDeps, 'offsets' | 'pools' | 'sizing'>;
+/** What the admin routes use of the app's dependencies. */
+export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops'>;
+
+/** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
+export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
+  // The dashboard page holds no data and is served without a token (see dashboard/router.ts),
+  // so it is mounted before the admin router's token check.
+  app.use('/admin/ui', dashboardRouter());
+  const router = express.Router();
+  router.use(guards.requireAdmin);
+  entityRoutes(router, deps);
+  operationRoutes(router, deps);
+  app.use('/admin', router);
+}
+
+/** Register, list, show, change and retire entities, and rotate their secrets. */
+function entityRoutes(router: Router, deps: AdminRouteDeps): void {
+  const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
+
+  router.post('/apps', async (req, res) => {
+    const input = parseBody(registerSchema, req.body);
+    const { app: created, secret } = await deps.registry.register(input);
+    // Described as inserted: no SQL query or Redis round trip on the registration path.
+    const [view] = await withPools(deps, [created], 'just registered');
+    res.status(201).json({ ...view, secret });
+  });
+
+  router.get('/apps', async (req, res) => {
+    const { after, limit } = pageParams(req);
+    const page = deps.registry.page(after, limit);
+    res.json({ apps: await withPools(deps, page.apps), next: page.next });
+  });
+
+  router.get('/apps/:key', async (req, res) => {
+    res.json(await withPool(await deps.registry.require(entityKeyParam(req))));
+  });
+
+  router.patch('/apps/:key', async (req, res) => {
+    const key = entityKeyParam(req);
+    const patch = parseBody(updateSchema, req.body);
+    res.json(await withPool(await deps.registry.update(key, patch)));
+  });
+
+  router.delete('/apps/:key', async (req, res) => {
+    await deps.registry.retire(entityKeyParam(req));
+    res.status(204).end();
+  });
+
+  router.post('/apps/:key/secret', async (req, res) => {
+    res.json({ secret: await deps.registry.rotateSecret(entityKeyParam(req)) });
+  });
+}
+
+/** Worker leases and the dashboard's overview of pools, forecasts and alarms. */
+function operationRoutes(router: Router, deps: AdminRouteDeps): void {
+  router.get('/workers', async (_req, res) => {
+    res.json({ workers: deps.workers ? await deps.workers.list() : [] });
+  });
+
+  router.get('/ops', async (req, res) => {
+    if (!deps.ops) throw new NotFoundError('the ops overview is not enabled');
+    const q = req.query.q;
+    const limit = limitParam(req, OPS_DEFAULT_ROWS);
+    if (q !== undefined && (typeof q !== 'string' || (q !== '' && !KEY_PATTERN.test(q)))) {
+      throw new InvalidRequestError('q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .');
+    }
+    res.json(await deps.ops.overview({ limit, search: q || undefined }));
+  });
+}
+
+/** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
+async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fresh?: 'just registered'): Promise<Record<string, unknown>[]> {
+  const pooled = entities.filter((e) => e.mode !== 'snowflake');
+  // A key is never registered twice, so a just-registered entity has reserved nothing and pooled nothing yet.
+  const [offsets, sizes] = fresh
+    ? [new Map(entities.map((e) => [e.key, e.startOffset])), pooled.map(() => 0)]
+    : await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
+  const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
+  return entities.map((entity) => {
+    const view: Record<string, unknown> = { ...describeEntity(entity) };
+    view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
+    if (entity.mode !== 'snowflake') {
+      view.pool = { size: sizeOf.get(entity.key) ?? 0, target: deps.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: deps.sizing.lowWatermark(entity) };
+    }
+    return view;
+  });
+}

@@ -1,0 +1,43 @@
+import type { IRouter } from 'express';
+import { NotFoundError } from '../../errors';
+import type { HttpDeps, ReadinessReport } from '../deps';
+import type { Guards } from '../guards';
+import { openApiDocument } from '../openapi';
+import { publicCheck } from '../readiness';
+
+/** What the operations routes use of the app's dependencies. */
+export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToken'>;
+
+/** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` (on the app itself, as the id routes). */
+export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick<Guards, 'requireToken'>): void {
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  app.get('/readyz', async (_req, res) => {
+    const report = await deps.readiness();
+    if (!report.ready) res.setHeader('Retry-After', '1');
+    res.status(report.ready ? 200 : 503).json(readinessBody(report));
+  });
+
+  app.get('/metrics', async (req, res) => {
+    if (deps.metricsToken !== undefined) await guards.requireToken(req, deps.metricsToken, 'invalid metrics token');
+    if (!deps.metrics) throw new NotFoundError('metrics are not enabled');
+    const { contentType, body } = await deps.metrics();
+    res.setHeader('Content-Type', contentType);
+    res.send(body);
+  });
+
+  const openapi = openApiDocument();
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+}
+
+/** The `/readyz` answer: each check as `publicCheck` shows it, and why when not ready. */
+function readinessBody(report: ReadinessReport): Record<string, unknown> {
+  const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(k, v)]));
+  const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
+  const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
+  return { status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks };
+}
