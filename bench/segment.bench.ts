@@ -9,7 +9,7 @@
  *  4. Redis memory per pooled id.
  * Load comes from autocannon in this process; each server is its own process.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import Redis from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { loadConfig } from '../src/config/config';
 import { createService } from '../src/service';
+import { startServer } from './fixtures/deployment';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon');
@@ -45,30 +46,6 @@ async function resetSchema(name: string): Promise<string> {
   await c.query(`CREATE DATABASE \`${name}\``);
   await c.end();
   return schemaUrl(name);
-}
-
-async function startServer(args: string[], env: Record<string, string>): Promise<{ port: number; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      const m = /"port":(\d+)/.exec(out);
-      if (!m) return;
-      // From here on the server's log is drained and dropped, as if it went
-      // to a file: reading it here would steal CPU from the load generator.
-      proc.stdout!.off('data', onData);
-      proc.stdout!.resume();
-      resolve(Number(m[1]));
-    };
-    proc.stdout!.on('data', onData);
-    proc.once('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
-  });
-  return { port, proc };
 }
 
 async function registerApp(port: number, body: Record<string, unknown>): Promise<string> {
