@@ -104,6 +104,11 @@ export class MemoryPoolStore implements PoolStore {
     return false;
   }
 
+  /** The in-process pool has no epochs: a lock never outlives its server. */
+  async unlockStale(): Promise<boolean> {
+    return false;
+  }
+
   async discard(entityKey: string): Promise<void> {
     const pool = this.pools.get(entityKey);
     if (!pool) return;

@@ -48,6 +48,11 @@ export interface PoolStore {
    * Returns false when the pool already belonged to this server.
    */
   reset(entityKey: string, issuedUpTo: bigint): Promise<boolean>;
+  /**
+   * Drops a refill lock left from before the Redis epoch changed (its holder
+   * talked to a server that is gone); true when one was dropped.
+   */
+  unlockStale(entityKey: string): Promise<boolean>;
   /** Drops a retired entity's ready ids (its fence stays). */
   discard(entityKey: string): Promise<void>;
   /** Epoch of the server answering now (`run_id:master_replid`); changes on restart, promotion and failback. */

@@ -181,6 +181,11 @@ export class RedisPoolStore implements PoolStore {
     return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.server, k.pushed], [fence])) === 1;
   }
 
+  async unlockStale(entityKey: string): Promise<boolean> {
+    const k = entityKeys(entityKey, this.prefix);
+    return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.server], [])) === 1;
+  }
+
   async discard(entityKey: string): Promise<void> {
     const k = entityKeys(entityKey, this.prefix);
     await this.redis.del(k.ids, k.pushed);

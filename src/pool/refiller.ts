@@ -226,7 +226,11 @@ export class Refiller {
   private async refillOnce(entityKey: string, atLeast: number): Promise<void> {
     const app = this.o.apps.get(entityKey);
     if (!app || app.mode === 'snowflake') return;
-    const held = await this.o.lock.acquire(entityKey, this.o.lockTtlMs ?? 10_000);
+    const ttl = this.o.lockTtlMs ?? 10_000;
+    let held = await this.o.lock.acquire(entityKey, ttl);
+    // After a failover the lock of a refill that was under way came over with
+    // replication and would block this entity for the rest of its TTL.
+    if (!held && this.needsReset.has(entityKey) && (await this.o.store.unlockStale(entityKey))) held = await this.o.lock.acquire(entityKey, ttl);
     if (!held) return;
     try {
       // Two rounds at most: a push refused because the Redis server changed
