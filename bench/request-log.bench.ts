@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     await stop(bare.proc);
 
     for (const log of ['0', '1']) {
-      const env = { IDPOOL_DATABASE_URL: u.toString(), IDPOOL_REDIS_URL: REDIS, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_REQUEST_LOG: log, IDPOOL_WORKER_ID: '1' };
+      const env = { IDPOOL_DATABASE_URL: u.toString(), IDPOOL_REDIS_URL: REDIS, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_REQUEST_LOG: log, IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' };
       const svc = await start(['--import', 'tsx', join(ROOT, 'src', 'main.ts')], env);
       const base = `http://127.0.0.1:${svc.port}`;
       const key = `bench_${log}_${Date.now()}`;

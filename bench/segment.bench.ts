@@ -14,39 +14,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { createConnection } from 'mysql2/promise';
 import { loadConfig } from '../src/config/config';
 import { createService } from '../src/service';
-import { startServer } from './fixtures/deployment';
+import { ADMIN, fmt, freshSchema, startServer } from './fixtures/deployment';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon');
 
 const ROOT = join(__dirname, '..');
-const MYSQL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
 const REDIS = process.env.IDPOOL_BENCH_REDIS_URL || 'redis://127.0.0.1:6379/14';
-const ADMIN = 'bench-admin-token-0123456789';
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-function schemaUrl(name: string): string {
-  const u = new URL(MYSQL);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function resetSchema(name: string): Promise<string> {
-  const u = new URL(MYSQL);
-  u.pathname = '/';
-  const c = await createConnection({ uri: u.toString() });
-  await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
-  await c.query(`CREATE DATABASE \`${name}\``);
-  await c.end();
-  return schemaUrl(name);
-}
 
 async function registerApp(port: number, body: Record<string, unknown>): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${port}/admin/apps`, {
@@ -129,13 +109,14 @@ async function rawRpush(redis: Redis, total: number): Promise<number> {
 }
 
 async function refillCapacity(redis: Redis, total: number): Promise<{ idsPerSecond: number; bytesPerIdSmall: number; bytesPerIdLarge: number }> {
-  const url = await resetSchema('idpool_bench_refill');
-  const config = loadConfig({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: REDIS, IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_WORKER_ID: '1' });
+  const url = await freshSchema('idpool_bench_refill');
+  const config = loadConfig({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: REDIS, IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
   const prefix = `idpool-bench-${Date.now()}`;
   const service = await createService(config, { redisPrefix: prefix });
   try {
     const run = async (key: string, startOffset: bigint) => {
-      await service.registry.register({ key, mode: 'monotonic', step: 100_000, maxPoolSize: total, minSizePercent: 50, maxSizePerSecond: 0, startOffset });
+      // Pools are sized by demand: an idle pool's first refill pushes one floor = one step, so one step is the refill measured.
+      await service.registry.register({ key, mode: 'monotonic', step: total / 2, maxPoolSize: total, minSizePercent: 50, maxSizePerSecond: 0, startOffset });
       service.refiller.markReset(key);
       const started = performance.now();
       await service.refiller.refill(key);
@@ -160,7 +141,7 @@ async function main() {
   try {
     const bare = await startServer([join(__dirname, 'fixtures', 'bare-express.ts')], {});
     servers.push(bare.proc);
-    const url = await resetSchema('idpool_bench');
+    const url = await freshSchema('idpool_bench');
     const svc = await startServer([join(ROOT, 'src', 'main.ts')], { IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: REDIS });
     servers.push(svc.proc);
     const emb = await startServer([join(ROOT, 'src', 'main.ts')], { IDPOOL_DATABASE_URL: `sqlite:${join(sqliteDir, 'idpool.db')}` });
@@ -170,10 +151,11 @@ async function main() {
     const app = { key, step: 10_000, maxPoolSize: 2_000_000, minSizePercent: 50, maxSizePerSecond: 0, maxSizePerTimes: 1000 };
     const svcSecret = await registerApp(svc.port, app);
     const sfKey = `sf_${Date.now()}`;
-    const sfSecret = await registerApp(svc.port, { key: sfKey, mode: 'snowflake' });
+    const sfSecret = await registerApp(svc.port, { key: sfKey, mode: 'snowflake', maxSizePerSecond: 0 }); // unlimited: the snowflake limit is enforced now
     const embSecret = await registerApp(emb.port, app);
-    await waitPool(svc.port, key, 1_000_000);
-    await waitPool(emb.port, key, 1_000_000);
+    // One floor (a step) each; the load itself deepens the pools (they are sized by demand).
+    await waitPool(svc.port, key, app.step);
+    await waitPool(emb.port, key, app.step);
 
     const results: Record<string, Load[]> = { bare: [], redisSingle: [], embeddedSingle: [], snowflakeSingle: [], redisBatch: [], embeddedBatch: [], snowflakeBatch: [] };
     const lpop: number[] = [];
@@ -218,7 +200,7 @@ async function main() {
     // A pool fed at max_size_per_second never runs dry: drain at the limit.
     const fedKey = `fed_${Date.now()}`;
     const fedSecret = await registerApp(svc.port, { key: fedKey, step: 10_000, maxSizePerSecond: 100_000, maxSizePerTimes: 1000, maxPoolSize: 200_000, minSizePercent: 50 });
-    await waitPool(svc.port, fedKey, 200_000);
+    await waitPool(svc.port, fedKey, 10_000); // its floor: the drain starts from an idle pool
     const fed = await new Promise<{ ok: number; limited: number; dry: number }>((resolve, reject) => {
       const counts = { ok: 0, limited: 0, dry: 0 };
       const instance = autocannon(
