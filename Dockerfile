@@ -2,7 +2,7 @@
 #
 # Build: compilers for better-sqlite3's native module, `npm ci` (which builds
 # the TypeScript through `prepare`), then production dependencies only.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ormconfig.ts ./
@@ -13,7 +13,7 @@ RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
 # Runtime: the built files and production node_modules only (no compiler),
 # run as the image's unprivileged `node` user.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     IDPOOL_PORT=8080 \
     IDPOOL_DATABASE_URL=sqlite:/data/idpool.db

@@ -19,8 +19,9 @@ import { register, takeIds } from '../test/helpers/http';
 import { type Instance, startInstance, startRedisServer } from '../test/helpers/processes';
 import { startSentinelTopology, until } from '../test/helpers/sentinel';
 import { createTestSchema } from '../test/helpers/services';
+import { entityKeys } from '../src/pool/keys';
+import { sleep } from '../test/support/wait';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ENTITY = { step: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 };
 
 interface Load {
@@ -67,7 +68,7 @@ async function wasted(schemaUrl: string, key: string, issued: number, redisPort:
   const [rows] = (await c.query('SELECT CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application WHERE entity_key = ?', [key])) as unknown as [Array<{ o: string; s: string }>];
   await c.end();
   const r = new Redis(redisPort, '127.0.0.1');
-  const ready = await r.llen(`idpool:{${key}}:ids`);
+  const ready = await r.llen(entityKeys(key).ids);
   r.disconnect();
   return Number(BigInt(rows[0].o) - BigInt(rows[0].s)) - issued - ready;
 }

@@ -19,7 +19,7 @@ import { createConnection } from 'mysql2/promise';
 const ROOT = join(__dirname, '..');
 const MYSQL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
 const REDIS = process.env.IDPOOL_TEST_REDIS_URL || 'redis://127.0.0.1:6379/15';
-const ADMIN = 'bench-admin-token-0123456789';
+const ADMIN = 'bench-admin-token-0123456789abcdef';
 const DURATION_S = Number(process.env.BENCH_DURATION_S || 10);
 
 const BARE = `

@@ -30,7 +30,7 @@ import { SqlSegmentAllocator } from '../src/segment/allocator';
 import { type SqlServer, type TestSchema, createTestSchema, mysqlReachable, postgresReachable } from '../test/helpers/services';
 
 const KEY = 'orders';
-/** One default step (DESIGN.md): what a refill of a default entity reserves at a time. */
+/** One default step (docs/design.md): what a refill of a default entity reserves at a time. */
 const SEGMENT = 1000;
 const WARMUP_MS = 1000;
 const MEASURE_MS = 4000;

@@ -13,12 +13,11 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import Redis from 'ioredis';
-import { createConnection } from 'mysql2/promise';
-import { ADMIN, dropSchema, fmt, freshSchema, registerMany, startRedis, startService } from './fixtures/deployment';
+import { ADMIN, bulkInsert, dropSchema, fmt, freshSchema, registerMany, startRedis, startService } from './fixtures/deployment';
+import { sleep } from '../test/support/wait';
 
 const COUNT = Number(process.env.BENCH_SCALE_ENTITIES || 100_000);
 const THROUGH_API = Math.min(5000, COUNT);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** CPU seconds a process has used (Linux /proc, user + system). */
 function cpuSeconds(pid: number): number {
@@ -34,24 +33,6 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const get = (base: string, path: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text());
-
-/** Inserts entities `from..to-1` as `bulk-<n>` rows in multi-row INSERTs (defaults, no secret anyone knows). */
-async function bulkInsert(url: string, from: number, to: number): Promise<void> {
-  const c = await createConnection({ uri: url });
-  try {
-    for (let start = from; start < to; start += 1000) {
-      const rows: unknown[] = [];
-      const now = Date.now();
-      for (let n = start; n < Math.min(to, start + 1000); n++) rows.push([`bulk-${n}`, `bulk-${n}`, 'segment', 1, 0, 1000, 0, 1000, 5000, 80, 100, 300_000, 'f'.repeat(64), now, now, 0]);
-      await c.query(
-        'INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, `interval`, max_pool_size, secret_hash, create_time, update_time, deleted_at) VALUES ?',
-        [rows],
-      );
-    }
-  } finally {
-    await c.end();
-  }
-}
 
 async function main() {
   const schemaName = `idpool_bench_scale_${process.pid}`;

@@ -16,7 +16,9 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { loadConfig } from '../src/config/config';
 import { createService } from '../src/service';
-import { ADMIN, fmt, freshSchema, startServer } from './fixtures/deployment';
+import { BARE_TOKEN } from './fixtures/bare-answer';
+import { ADMIN, fmt, freshSchema, registerEntity, startServer, waitPool } from './fixtures/deployment';
+import { entityKeys } from '../src/pool/keys';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon');
@@ -27,26 +29,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-async function registerApp(port: number, body: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${port}/admin/apps`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = (await res.json()) as { secret: string };
-  if (res.status !== 201) throw new Error(`register: ${res.status} ${JSON.stringify(json)}`);
-  return json.secret;
-}
-
-async function waitPool(port: number, key: string, atLeast: number): Promise<void> {
-  for (;;) {
-    const res = await fetch(`http://127.0.0.1:${port}/admin/apps/${key}`, { headers: { authorization: `Bearer ${ADMIN}` } });
-    const json = (await res.json()) as { pool: { size: number } };
-    if (json.pool.size >= atLeast) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface Load {
   rps: number;
@@ -122,7 +104,7 @@ async function refillCapacity(redis: Redis, total: number): Promise<{ idsPerSeco
       await service.refiller.refill(key);
       const seconds = (performance.now() - started) / 1000;
       const size = await service.store.size(key);
-      const bytes = Number(await redis.call('MEMORY', 'USAGE', `${prefix}:{${key}}:ids`, 'SAMPLES', '0'));
+      const bytes = Number(await redis.call('MEMORY', 'USAGE', entityKeys(key, prefix).ids, 'SAMPLES', '0'));
       return { idsPerSecond: size / seconds, bytesPerId: bytes / size };
     };
     const small = await run('small', 0n);
@@ -148,19 +130,19 @@ async function main() {
     servers.push(emb.proc);
 
     const key = `bench_${Date.now()}`;
-    const app = { key, step: 10_000, maxPoolSize: 2_000_000, minSizePercent: 50, maxSizePerSecond: 0, maxSizePerTimes: 1000 };
-    const svcSecret = await registerApp(svc.port, app);
+    const entity = { key, step: 10_000, maxPoolSize: 2_000_000, minSizePercent: 50, maxSizePerSecond: 0, maxSizePerTimes: 1000 };
+    const svcSecret = await registerEntity(svc.port, entity);
     const sfKey = `sf_${Date.now()}`;
-    const sfSecret = await registerApp(svc.port, { key: sfKey, mode: 'snowflake', maxSizePerSecond: 0 }); // unlimited: the snowflake limit is enforced now
-    const embSecret = await registerApp(emb.port, app);
+    const sfSecret = await registerEntity(svc.port, { key: sfKey, mode: 'snowflake', maxSizePerSecond: 0 }); // unlimited: the snowflake limit is enforced now
+    const embSecret = await registerEntity(emb.port, entity);
     // One floor (a step) each; the load itself deepens the pools (they are sized by demand).
-    await waitPool(svc.port, key, app.step);
-    await waitPool(emb.port, key, app.step);
+    await waitPool(svc.port, key, entity.step);
+    await waitPool(emb.port, key, entity.step);
 
     const results: Record<string, Load[]> = { bare: [], redisSingle: [], embeddedSingle: [], snowflakeSingle: [], redisBatch: [], embeddedBatch: [], snowflakeBatch: [] };
     const lpop: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      results.bare.push(await load(`http://127.0.0.1:${bare.port}/ids`, { connections: 64, seconds: SECONDS }));
+      results.bare.push(await load(`http://127.0.0.1:${bare.port}/ids`, { connections: 64, seconds: SECONDS, token: BARE_TOKEN }));
       results.redisSingle.push(await load(`http://127.0.0.1:${svc.port}/apps/${key}/ids`, { connections: 64, seconds: SECONDS, token: svcSecret }));
       results.embeddedSingle.push(await load(`http://127.0.0.1:${emb.port}/apps/${key}/ids`, { connections: 64, seconds: SECONDS, token: embSecret }));
       results.snowflakeSingle.push(await load(`http://127.0.0.1:${svc.port}/apps/${sfKey}/ids`, { connections: 64, seconds: SECONDS, token: sfSecret }));
@@ -199,7 +181,7 @@ async function main() {
 
     // A pool fed at max_size_per_second never runs dry: drain at the limit.
     const fedKey = `fed_${Date.now()}`;
-    const fedSecret = await registerApp(svc.port, { key: fedKey, step: 10_000, maxSizePerSecond: 100_000, maxSizePerTimes: 1000, maxPoolSize: 200_000, minSizePercent: 50 });
+    const fedSecret = await registerEntity(svc.port, { key: fedKey, step: 10_000, maxSizePerSecond: 100_000, maxSizePerTimes: 1000, maxPoolSize: 200_000, minSizePercent: 50 });
     await waitPool(svc.port, fedKey, 10_000); // its floor: the drain starts from an idle pool
     const fed = await new Promise<{ ok: number; limited: number; dry: number }>((resolve, reject) => {
       const counts = { ok: 0, limited: 0, dry: 0 };

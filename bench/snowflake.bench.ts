@@ -78,7 +78,7 @@ function compressedSecondsClock(perSecond: number): Clock {
 }
 
 function main(): void {
-  // 41 ms bits / 10 worker / time-back / 11 sequence: DESIGN.md's default layout, cap 2,048,000 ids/s.
+  // 41 ms bits / 10 worker / time-back / 11 sequence: docs/design.md's default layout, cap 2,048,000 ids/s.
   const idpoolDefault = new Snowflake({ workerId: 1 });
   // 41 ms bits / 9 worker / time-back / 12 sequence: 4,096 ids per ms, cap 4,096,000 ids/s.
   const idpool12 = new Snowflake({ workerId: 1, layout: { timestampBits: 41, workerBits: 9 } });

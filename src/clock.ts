@@ -7,12 +7,38 @@ export interface Clock {
   now(): number;
   /** Monotonic milliseconds from an arbitrary origin (never goes back). */
   monotonic(): number;
-  /** Resolves after `ms` of this clock's time. */
-  sleep(ms: number): Promise<void>;
+  /** Resolves after `ms` of this clock's time, or at once when `signal` aborts (nothing left pending). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  // A timer fires a millisecond or more late, however short the wait: a wait
+  // of up to 1 ms (a snowflake sequence spent until Date.now() turns) yields
+  // to the event loop until the clock has moved instead: a late timer leaves
+  // up to half of each ms of a spent 2,048-ids-per-ms sequence unused.
+  sleep: (ms, signal) => (ms > 1 ? timer(ms, signal) : untilNow(Date.now() + ms)),
 };
+
+/** Resolves once Date.now() reaches `at`, checking once per event-loop turn. */
+function untilNow(at: number): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => (Date.now() >= at ? resolve() : setImmediate(check));
+    check();
+  });
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts, clearing the timer so nothing holds the process. */
+function timer(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const pending = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(pending);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

@@ -1,6 +1,14 @@
+/** Invalid configuration: start-up stops with this one line, naming the variable. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, detail: string) {
+    super(`${variable}: ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
 /**
  * Errors that reach a client. Each carries the HTTP status and the stable
- * `code` of DESIGN.md; one handler in `http/errors.ts` turns them into
+ * `code` of docs/design.md; one handler in `http/errors.ts` turns them into
  * `{"error": {"code", "message"}}` and logs only the 5xx.
  */
 export class IdpoolError extends Error {
@@ -25,6 +33,13 @@ export class InvalidRequestError extends IdpoolError {
 export class UnauthorizedError extends IdpoolError {
   constructor(message = 'missing or invalid bearer token') {
     super(401, 'unauthorized', message);
+  }
+}
+
+/** Authenticated, but this credential may not do this (the ops token on a write). */
+export class ForbiddenError extends IdpoolError {
+  constructor(message: string) {
+    super(403, 'forbidden', message);
   }
 }
 
@@ -59,7 +74,12 @@ export class PoolExhaustedError extends IdpoolError {
 }
 
 export class UnavailableError extends IdpoolError {
-  constructor(message: string, retryAfterSeconds = 1) {
+  constructor(
+    message: string,
+    retryAfterSeconds = 1,
+    /** What failed, for the log only: drivers name hosts, ports and users (`connect ECONNREFUSED 10.0.0.5:5432`). */
+    readonly detail?: string,
+  ) {
     super(503, 'unavailable', message, retryAfterSeconds);
   }
 }

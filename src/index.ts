@@ -2,15 +2,18 @@
  * idpool's public surface. Anything not exported here is internal.
  */
 import { Snowflake as SnowflakeGenerator } from './snowflake/snowflake';
+import { snowflakeFromEnv } from './service/snowflake';
 import { snowflakeWithLease } from './worker/snowflake-lease';
 
 /**
  * The snowflake generator, with `Snowflake.withLease(options)` to lease its
- * worker id from the database. The lease lives in `worker/`, which depends on
- * `snowflake/` and not the other way round; the static is attached here, on
- * the public surface, so library users keep one name.
+ * worker id from the database and `Snowflake.fromEnv(env)` to read its worker
+ * id and layout from `IDPOOL_*` variables. The lease lives in `worker/` and
+ * the environment in `config/`, which depend on `snowflake/` and not the
+ * other way round; the statics are attached here, on the public surface, so
+ * library users keep one name.
  */
-export const Snowflake = Object.assign(SnowflakeGenerator, { withLease: snowflakeWithLease });
+export const Snowflake = Object.assign(SnowflakeGenerator, { withLease: snowflakeWithLease, fromEnv: snowflakeFromEnv });
 export type Snowflake = SnowflakeGenerator;
 export type { SnowflakeOptions } from './snowflake/snowflake';
 export type { SnowflakeLeaseOptions } from './worker/snowflake-lease';
@@ -42,4 +45,8 @@ export {
   SegmentReservationError,
   GeneratorClosedError,
   UnsafeNumberIdError,
+  InvalidOptionError,
+  InvalidCountError,
+  UnsupportedEntityError,
+  StrideMismatchError,
 } from './library';

@@ -6,7 +6,8 @@ export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
-  child(bindings: object): Logger;
+  /** `redact: []` drops the redaction pass for lines that never carry a secret (pino's child option). */
+  child(bindings: object, options?: { redact?: string[] }): Logger;
 }
 
 export const silentLogger: Logger = {
@@ -26,6 +27,24 @@ export function maskUrl(url: string): string {
   } catch {
     return '[unparseable url]';
   }
+}
+
+/**
+ * `text` with the credentials of every URL in it replaced by `***`: the
+ * whole user-info part up to the last `@` of the word, so a malformed URL
+ * (an unescaped `@` or `/` in its password) is masked too.
+ */
+export function maskUrls(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s"'<>]*@/gi, '$1***@');
+}
+
+/** A log line's fields with URLs masked in its string values (one level: idpool logs flat objects). */
+function maskFields(obj: unknown): unknown {
+  if (!obj || typeof obj !== 'object') return typeof obj === 'string' ? maskUrls(obj) : obj;
+  if (obj instanceof Error) return { err: maskUrls(String(obj.stack ?? obj.message)) };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'string' ? maskUrls(v) : v;
+  return out;
 }
 
 interface Repeats {
@@ -66,7 +85,7 @@ export class RepeatLimiter {
       info: (obj, msg) => inner.info(obj, msg),
       warn: (obj, msg) => this.write(inner, scope, 'warn', obj, msg),
       error: (obj, msg) => this.write(inner, scope, 'error', obj, msg),
-      child: (bindings) => this.wrap(inner.child(bindings), `${scope}${JSON.stringify(bindings)}`),
+      child: (bindings, options) => this.wrap(inner.child(bindings, options), `${scope}${JSON.stringify(bindings)}`),
     };
   }
 
@@ -119,6 +138,47 @@ export class RepeatLimiter {
   }
 }
 
+/**
+ * Decides which failures of a periodic loop over many entities are logged:
+ * each entity (or step) at most once per `perKeyMs`, and at most
+ * `perSecond` lines a second in all, so one entity failing every tick never
+ * hides another's first failure, and an outage failing every entity at once
+ * writes a few lines, not one per entity.
+ */
+export class FailureLogGate {
+  private readonly lastLogged = new Map<string, number>();
+  private second = Number.NEGATIVE_INFINITY;
+  private inSecond = 0;
+
+  constructor(
+    private readonly clock: { monotonic(): number },
+    private readonly perKeyMs = 60_000,
+    private readonly perSecond = 10,
+    /** Keys remembered; beyond it the table starts over (bounded memory at 100,000 entities). */
+    private readonly maxKeys = 10_000,
+  ) {}
+
+  /** Whether a failure of `key` is to be logged now (and, if so, counts it as logged). */
+  open(key: string): boolean {
+    const now = this.clock.monotonic();
+    if (now - (this.lastLogged.get(key) ?? Number.NEGATIVE_INFINITY) < this.perKeyMs) return false;
+    if (now - this.second >= 1000) {
+      this.second = now;
+      this.inSecond = 0;
+    }
+    if (this.inSecond >= this.perSecond) return false;
+    this.inSecond++;
+    if (this.lastLogged.size >= this.maxKeys) this.lastLogged.clear();
+    this.lastLogged.set(key, now);
+    return true;
+  }
+
+  /** Forgets a key (a retired entity). */
+  forget(key: string): void {
+    this.lastLogged.delete(key);
+  }
+}
+
 /** Bytes buffered while stdout does not keep up; beyond it lines are dropped rather than growing the heap. */
 const MAX_BUFFER_BYTES = 16 * 1024 * 1024;
 const WARN = 40;
@@ -161,8 +221,10 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     {
       hooks: {
         logMethod(args, method, lineLevel) {
-          method.apply(this, args);
-          if (lineLevel >= WARN) soon();
+          if (lineLevel < WARN) return method.apply(this, args);
+          // Errors quote drivers, which quote connection URLs: never with their passwords.
+          method.apply(this, args.map(maskFields) as typeof args);
+          soon();
         },
       },
       level,

@@ -1,7 +1,7 @@
 import 'dotenv/config';
 import { systemClock } from './clock';
 import { type Config, ConfigError, loadConfig } from './config/config';
-import { type Logger, createProcessLogger } from './logger';
+import { type Logger, createProcessLogger, maskUrls } from './logger';
 import { describeRedis } from './pool/redis-connection';
 import { type Service, createService } from './service';
 
@@ -37,7 +37,7 @@ function readConfig(): Config {
 
 /** Configuration errors end the process with exit code 2 (usage), as the CLI's. */
 function exitInvalidConfig(err: ConfigError): never {
-  process.stderr.write(`idpool: invalid configuration: ${err.message}\n`);
+  process.stderr.write(`idpool: invalid configuration: ${maskUrls(err.message)}\n`);
   process.exit(2);
 }
 
@@ -65,7 +65,7 @@ async function startService(config: Config, log: Logger): Promise<Service> {
   } catch (err) {
     // Some settings (the snowflake layout) are only checked as a whole when built.
     if (err instanceof ConfigError) exitInvalidConfig(err);
-    process.stderr.write(`idpool: cannot start: ${(err as Error).message}\n`);
+    process.stderr.write(`idpool: cannot start: ${maskUrls(String((err as Error)?.message ?? err))}\n`);
     process.exit(1);
   }
 }
@@ -101,6 +101,6 @@ function stopOnSignals(service: Service, log: Logger, exit: (code: number) => vo
 // A failure to start (the port taken, say) must end the process, not become
 // an unhandled rejection that is logged while nothing listens.
 main().catch((err) => {
-  process.stderr.write(`idpool: cannot start: ${(err as Error)?.message ?? err}\n`);
+  process.stderr.write(`idpool: cannot start: ${maskUrls(String((err as Error)?.message ?? err))}\n`);
   process.exit(1);
 });

@@ -1,4 +1,5 @@
 import cron from 'node-cron';
+import { type Clock, systemClock } from './clock';
 
 /** A task run on a schedule, never overlapping itself. */
 export interface Periodic {
@@ -11,14 +12,15 @@ export interface Periodic {
 }
 
 /**
- * Runs `task` every `ms`, never two runs at once: a run that takes longer
- * than the period delays the next. Whole seconds that divide a minute run on
- * node-cron, as a named schedule a person can read ("every 3 s" is a
- * seconds field of star-slash-3); sub-second ticks, which cron cannot
- * express, and other periods run on a timer chain. `task` handles its own
- * errors: a rejection here is dropped.
+ * Runs `task` every `ms` of `clock`, never two runs at once: a run that takes
+ * longer than the period delays the next. On the system clock, whole seconds
+ * that divide a minute run on node-cron, as a named schedule a person can
+ * read ("every 3 s" is a seconds field of star-slash-3); node-cron reads the
+ * process's own time, so sub-second ticks (which cron cannot express), other
+ * periods and any other clock (a test's fake one) run on a chain of
+ * `clock.sleep`. `task` handles its own errors: a rejection here is dropped.
  */
-export function every(name: string, ms: number, task: () => unknown): Periodic {
+export function every(name: string, ms: number, task: () => unknown, clock: Clock): Periodic {
   let running: Promise<unknown> | undefined;
   const run = async () => {
     if (running) return;
@@ -29,7 +31,7 @@ export function every(name: string, ms: number, task: () => unknown): Periodic {
     running = undefined;
   };
   const seconds = ms / 1000;
-  if (Number.isInteger(seconds) && seconds >= 1 && 60 % seconds === 0) {
+  if (clock === systemClock && Number.isInteger(seconds) && seconds >= 1 && 60 % seconds === 0) {
     let job: ReturnType<typeof cron.schedule> | undefined;
     return {
       runNow: run,
@@ -43,22 +45,27 @@ export function every(name: string, ms: number, task: () => unknown): Periodic {
       },
     };
   }
-  let timer: NodeJS.Timeout | undefined;
-  let started = false;
-  const loop = async () => {
-    await run();
-    if (started) timer = setTimeout(loop, ms);
+  // Aborting the chain's controller ends its pending sleep, so nothing holds the process after stop().
+  let chain: { abort: AbortController; done: Promise<void> } | undefined;
+  const loop = async (signal: AbortSignal) => {
+    for (;;) {
+      await clock.sleep(ms, signal);
+      if (signal.aborted) return;
+      await run();
+    }
   };
   return {
     runNow: run,
     start() {
-      if (started) return;
-      started = true;
-      timer = setTimeout(loop, ms);
+      if (chain) return;
+      const abort = new AbortController();
+      chain = { abort, done: loop(abort.signal) };
     },
     async stop() {
-      started = false;
-      clearTimeout(timer);
+      const stopping = chain;
+      chain = undefined;
+      stopping?.abort.abort();
+      await stopping?.done;
       await running;
     },
   };

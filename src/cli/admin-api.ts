@@ -1,3 +1,4 @@
+import { BlockList, isIP } from 'node:net';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
 
 export interface AdminApiOptions {
@@ -6,6 +7,24 @@ export interface AdminApiOptions {
   token: string;
   timeoutMs: number;
   fetch?: typeof fetch;
+  /** Told once, before any request, when the token is about to cross a network in clear text. */
+  warn?: (message: string) => void;
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/**
+ * Whether a URL's host is this machine by its spelling alone (127.0.0.0/8,
+ * ::1, localhost): a name that resolves to loopback is still warned about,
+ * since what it resolves to can change.
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  if (hostname === 'localhost') return true;
+  const address = hostname.replace(/^\[(.*)\]$/, '$1');
+  const family = isIP(address);
+  return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 /**
@@ -18,8 +37,17 @@ export class AdminApi {
   private readonly base: string;
 
   constructor(private readonly o: AdminApiOptions) {
-    if (!/^https?:\/\/[^/]/.test(o.url)) throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${o.url}"`);
+    let url: URL | undefined;
+    try {
+      url = new URL(o.url);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !/^https?:\/\/[^/]/.test(o.url)) throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${o.url}"`);
     this.base = o.url.replace(/\/+$/, '');
+    if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+      o.warn?.(`the admin token goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`);
+    }
   }
 
   get<T>(path: string): Promise<T> {
@@ -49,12 +77,19 @@ export class AdminApi {
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.o.timeoutMs),
+        // A redirect would resend the token to wherever the answer points.
+        redirect: 'manual',
       });
       text = await res.text();
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
       const why = e.name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
       throw new CliError(EXIT_FAILURE, `cannot reach idpool at ${this.base}: ${why} (set --url or IDPOOL_URL)`, true);
+    }
+    if (res.status >= 300 && res.status < 400) {
+      const location = res.headers.get('location');
+      const target = location === null ? 'nowhere (no Location header)' : new URL(location, this.base + path).href;
+      throw new CliError(EXIT_FAILURE, `idpool at ${this.base} answered ${res.status}, redirecting to ${target}; the CLI does not follow redirects (they would carry the admin token along): set --url or IDPOOL_URL to the address that answers`);
     }
     let parsed: unknown;
     try {

@@ -37,7 +37,7 @@ interface ImportLine {
  * stopped half way loses no secret of an entity it registered). The secrets
  * file is created with mode 0600 and never overwritten: it is the only copy.
  */
-export async function importApps(api: Pick<AdminApi, 'post'>, o: ImportOptions, onFailure: (f: ImportFailure) => void): Promise<ImportResult> {
+export async function importEntities(api: Pick<AdminApi, 'post'>, o: ImportOptions, onFailure: (f: ImportFailure) => void): Promise<ImportResult> {
   const lines = readLines(o.file);
   const fd = createSecretsFile(o.secretsPath);
   let run: ImportRun;

@@ -3,9 +3,10 @@ import { dirname, join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/config';
 import { IdpoolError } from '../errors';
-import { addAppsCommands } from './apps-commands';
+import { addEntityCommands } from './entity-commands';
 import { type CliIo, cliContext, nonNegativeInt } from './context';
 import { addDecodeCommand } from './decode-command';
+import { addRedisAclCommand } from './redis-acl-command';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
 import { addServiceCommands } from './service-commands';
 import { addWorkersCommand } from './workers-command';
@@ -53,7 +54,7 @@ function toCliError(err: unknown): CliError {
 function buildProgram(io: CliIo): Command {
   const program = new Command('idpool');
   program
-    .description('idpool: unique, increasing 64-bit ids over HTTP. Run the service, migrate its database, manage entities, decode snowflake ids.')
+    .description('idpool: unique, increasing 64-bit ids over HTTP. Run the service, migrate its database, manage entities, decode snowflake ids, print Redis ACL users.')
     .version(packageVersion(), '-V, --version')
     .option('--url <url>', 'base URL of an idpool instance, for apps and workers (IDPOOL_URL)')
     .option('--json', 'print the JSON the service answers instead of text')
@@ -73,8 +74,9 @@ function buildProgram(io: CliIo): Command {
 
   const ctx = cliContext(io);
   addServiceCommands(program, ctx);
-  addAppsCommands(program, ctx);
+  addEntityCommands(program, ctx);
   addWorkersCommand(program, ctx);
   addDecodeCommand(program, ctx);
+  addRedisAclCommand(program, ctx);
   return program;
 }

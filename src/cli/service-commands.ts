@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { loadConfig } from '../config/config';
 import { type CliContext, nonNegativeInt } from './context';
 import { CliError, EXIT_FAILURE } from './errors';
+import { DEFAULT_DATABASE_URL } from '../db/database-url';
 
 /** `serve` and `migrate`: the commands that run against the service's own configuration, not its API. */
 export function addServiceCommands(program: Command, ctx: CliContext): void {
@@ -18,7 +19,7 @@ export function addServiceCommands(program: Command, ctx: CliContext): void {
   program
     .command('migrate')
     .description('create or upgrade the database schema of IDPOOL_DATABASE_URL')
-    .option('--database-url <url>', 'database to migrate (default IDPOOL_DATABASE_URL, else sqlite:./idpool.db)')
+    .option('--database-url <url>', `database to migrate (default IDPOOL_DATABASE_URL, else ${DEFAULT_DATABASE_URL})`)
     .action(async (opts: { databaseUrl?: string }, cmd: Command) => migrate(ctx, cmd, opts.databaseUrl));
 }
 

@@ -1,4 +1,4 @@
-/** Error codes the idpool service answers with (DESIGN.md "HTTP API"). */
+/** Error codes the idpool service answers with (docs/design.md "HTTP API"). */
 export type IdpoolErrorCode =
   | 'invalid_request'
   | 'unauthorized'

@@ -1,99 +1,28 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { DEFAULT_DATABASE_URL } from '../db/database-url';
+import { ConfigError } from '../errors';
+import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../pool/redis-topology';
+import { DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS, type SnowflakeSettings, type TimeUnit, UNIT_MS } from '../snowflake/layout';
+import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
+import { DEFAULT_LEASE } from '../worker/lease';
+import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
+import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
+import { REDIS_SOCKET_TIMEOUT_MS } from '../pool/redis-connection';
+import { DEFAULT_HTTP_SERVER, type HttpServerSettings, SERVICE_TOKEN_MIN_LENGTH } from '../http/settings';
 
-/** Invalid configuration: start-up stops with this one line. */
-export class ConfigError extends Error {
-  constructor(readonly variable: string, detail: string) {
-    super(`${variable}: ${detail}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
+export type { OpsConfig, RedisTopology, SnowflakeRuntimeSettings, SnowflakeSettings };
 
-export type TimeUnit = 'ms' | 's' | 'min' | 'h' | 'd';
-const TIME_UNITS = ['ms', 's', 'min', 'h', 'd'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export interface SnowflakeSettings {
-  timeUnit: TimeUnit;
-  /** Epoch in Unix milliseconds. */
-  epochMs: number;
-  timestampBits: number;
-  workerBits: number;
-  reservedBits: number;
-  reservedValue: number;
-  timeBackInitial: 0 | 1;
-}
-
-/** Timing of worker leases (`worker/lease.ts`). */
-export interface LeaseSettings {
-  /** A lease not renewed for this long (database clock) may be taken by another instance. */
-  ttlMs: number;
-  /** The holder stops issuing this long before the TTL (its own monotonic clock), to cover drift and slow renewals. */
-  marginMs: number;
-  /** Heartbeat (renewal) period, whole seconds (node-cron's finest unit). */
-  heartbeatSeconds: number;
-  /** Start-up is refused when the local clock and the database's differ by more than this. */
-  maxClockSkewMs: number;
-}
-
-/** Lease timing plus the snowflake generator's longest wait. */
-export interface SnowflakeRuntimeSettings extends LeaseSettings {
-  /** Longest wait for a request (second clock rollback, exhausted sequence) before 503 `unavailable`. */
-  maxWaitMs: number;
-}
-
-/** Metrics, forecasts, alarms and request logs (README "Alarms"). */
-export interface OpsConfig {
-  /** POST alarms here as JSON; unset = log only. */
-  alertWebhookUrl: string | undefined;
-  /** A given alarm is posted at most once per this many ms. */
-  alertDedupeMs: number;
-  /** Forecasts due within this many days alarm. */
-  alertHorizonDays: number;
-  /** `forecast_pool_dry` when a pool would be empty within this many seconds. */
-  alertPoolDrySeconds: number;
-  /** `pool_low` below this percent of the low watermark. */
-  alertPoolLowPercent: number;
-  /** `worker_range_nearly_full` at this percent of worker ids leased. */
-  alertWorkerRangePercent: number;
-  /** Sampling period of pool sizes and offsets. */
-  sampleMs: number;
-  /** Forecast rates are averaged over this long. */
-  rateWindowMs: number;
-  /** Dashboard chart history. */
-  historyMs: number;
-  /** One log line per HTTP request. */
-  requestLog: boolean;
-  /** `/metrics` has per-entity series for at most this many entities (the busiest), totals for all. */
-  metricsMaxEntities: number;
-}
-
-/** Where Redis is (DESIGN.md "Redis topologies"). */
-export type RedisTopology =
-  | { readonly kind: 'single'; readonly url: string }
-  | {
-      readonly kind: 'cluster';
-      /** Seed nodes; the rest of the cluster is discovered from them. */
-      readonly nodes: ReadonlyArray<{ readonly host: string; readonly port: number }>;
-      /** Credentials for every node. */
-      readonly username?: string;
-      readonly password?: string;
-    }
-  | {
-      readonly kind: 'sentinel';
-      readonly sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>;
-      /** The monitored master's name (`sentinel monitor <name> …`). */
-      readonly masterName: string;
-      /** Credentials for the Sentinels and the Redis nodes they point to. */
-      readonly username?: string;
-      readonly password?: string;
-    };
 
 export interface Config {
   databaseUrl: string;
   /** Unset means the in-process pool (embedded / single node). */
   redis: RedisTopology | undefined;
+  /** A Redis connection with commands pending and no reply for this long is dropped and re-opened. */
+  redisSocketTimeoutMs: number;
   port: number;
   adminToken: string;
   /** True when the admin token was generated at start-up (printed once). */
@@ -114,71 +43,55 @@ export interface Config {
   lease: SnowflakeRuntimeSettings;
   ops: OpsConfig;
   logLevel: LogLevel;
-  /** Bound of the in-process Idempotency-Key store, in bytes. */
+  /** Bound of the stored Idempotency-Key answers (in process or in Redis), in bytes; a quarter of it per entity. */
   idempotencyMaxBytes: number;
   /** Bearer token `/metrics` requires; unset = open. */
   metricsToken: string | undefined;
+  /** Read-only operator token (dashboard, `GET /admin/*`, `/metrics`); unset = none. */
+  opsToken: string | undefined;
+  http: HttpServerSettings;
 }
 
 /**
- * Every default in one place (DESIGN.md "Configuration"). Where a number is
+ * Every default in one place (docs/design.md "Configuration"). Where a number is
  * tuned, the comment says where it comes from.
  */
 export const DEFAULTS = {
-  databaseUrl: 'sqlite:./idpool.db',
-  redisSentinelMaster: 'mymaster',
+  databaseUrl: DEFAULT_DATABASE_URL,
+  redisSentinelMaster: DEFAULT_SENTINEL_MASTER,
   port: 8080,
   refillIntervalMs: 100,
   // The seed design's "one minute of supply", at the recent peak rate.
   poolHorizonSeconds: 60,
   clusterCount: 1,
   clusterIndex: 0,
-  snowflake: {
-    timeUnit: 'ms',
-    epoch: '2024-01-01T00:00:00Z',
-    timestampBits: 41,
-    workerBits: 10,
-    reservedBits: 0,
-    reservedValue: 0,
-    timeBackInitial: 0,
-  },
+  snowflake: SNOWFLAKE_DEFAULTS,
   workerMin: 1,
   workerPreferSameCode: false,
-  /**
-   * A 15 s TTL renewed every 3 s survives four missed heartbeats; stopping
-   * 3 s early leaves room for a slow UPDATE and clock drift. 1 s of skew is
-   * far above what NTP-synced hosts show (a few ms) and far below the TTL.
-   */
-  lease: { ttlMs: 15_000, marginMs: 3_000, heartbeatSeconds: 3, maxClockSkewMs: 1_000, maxWaitMs: 1_000 },
-  ops: {
-    alertWebhookUrl: undefined,
-    // Ten minutes: long enough that a flapping pool posts a handful of times
-    // an hour, short enough that a condition that persists is re-announced.
-    alertDedupeMs: 600_000,
-    // Thirty days: time to plan a migration (new entity, wider layout).
-    alertHorizonDays: 30,
-    // Ten seconds: a database hiccup that long would exhaust the pool.
-    alertPoolDrySeconds: 10,
-    // Half the low watermark: the refiller normally tops up at the watermark
-    // within one tick, so a pool this low means refills are failing or slow.
-    alertPoolLowPercent: 50,
-    alertWorkerRangePercent: 90,
-    // One second: one LLEN pipeline and one SQL query a second per instance.
-    sampleMs: 1000,
-    rateWindowMs: 60_000,
-    // Ten minutes of chart.
-    historyMs: 600_000,
-    requestLog: true,
-    // 200 entities × ~15 per-entity series ≈ 3,000 series per instance: a
-    // small share of what one Prometheus handles, whatever the entity count.
-    metricsMaxEntities: 200,
-  } satisfies OpsConfig as OpsConfig,
+  lease: { ...DEFAULT_LEASE, maxWaitMs: DEFAULT_MAX_WAIT_MS } satisfies SnowflakeRuntimeSettings as SnowflakeRuntimeSettings,
+  ops: DEFAULT_OPS,
   logLevel: 'info',
   // 64 MiB of stored answers: ~20,000 batches of 1,000 ids at ~3 KB each.
   idempotencyMaxMb: 64,
+  adminTokenMinLength: SERVICE_TOKEN_MIN_LENGTH,
+  http: DEFAULT_HTTP_SERVER,
 } as const;
 
 type Env = Record<string, string | undefined>;
+
+const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = { all: 'all', errors: 'errors', off: 'off', '1': 'all', true: 'all', yes: 'all', on: 'all', '0': 'off', false: 'off', no: 'off' };
+
+/**
+ * A value as an error may quote it: everything before its last `@` masked,
+ * so a URL's password is never echoed, even when the URL is too malformed
+ * to be parsed (an unescaped `@`, a missing `//`).
+ */
+function quoted(raw: string): string {
+  const at = raw.lastIndexOf('@');
+  if (at === -1) return `"${raw}"`;
+  const scheme = /^[a-z][a-z0-9+.-]*:(\/\/)?/i.exec(raw)?.[0] ?? '';
+  return `"${scheme}***@${raw.slice(at + 1)}"`;
+}
 
 /**
  * Reads one variable at a time through a zod schema, so every value gets
@@ -198,7 +111,7 @@ class EnvReader {
     const raw = this.raw(name);
     if (raw === undefined) return fallback;
     const result = schema.safeParse(raw.trim());
-    if (!result.success) throw new ConfigError(name, `must be ${expected}, got "${raw}"`);
+    if (!result.success) throw new ConfigError(name, `must be ${expected}, got ${quoted(raw)}`);
     return result.data;
   }
 
@@ -219,36 +132,47 @@ class EnvReader {
     return this.parse(name, schema, fallback, 'true or false');
   }
 
+  /** A word of `words` (case-insensitive), read as its value; `expected` lists the documented ones. */
+  word<T>(name: string, words: Record<string, T>, fallback: T, expected: string): T {
+    const schema = z.string().transform((v, ctx) => {
+      const w = v.toLowerCase();
+      if (Object.hasOwn(words, w)) return words[w];
+      ctx.addIssue({ code: 'custom', message: expected });
+      return z.NEVER;
+    });
+    return this.parse(name, schema, fallback, expected);
+  }
+
   oneOf<T extends string>(name: string, values: readonly T[], fallback: T): T {
     return this.parse(name, z.enum(values as [T, ...T[]]), fallback, `one of ${values.join(', ')}`);
   }
 
   /** An ISO date or Unix epoch milliseconds, as epoch ms. */
-  epochMs(name: string, fallback: string): number {
+  epochMs(name: string, fallback: number): number {
     const schema = z
       .string()
       .transform((v) => (/^\d+$/.test(v) ? Number(v) : Date.parse(v)))
       .pipe(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER));
-    return this.parse(name, schema, schema.parse(fallback), 'an ISO date or Unix epoch milliseconds');
+    return this.parse(name, schema, fallback, 'an ISO date or Unix epoch milliseconds');
   }
 
-  /** An optional bearer token: at least 16 printable characters without spaces (it travels in a header). */
-  token(name: string): string | undefined {
+  /** An optional bearer token: at least `min` printable characters without spaces (it travels in a header). */
+  token(name: string, min = 16): string | undefined {
     const raw = this.raw(name);
-    if (raw !== undefined && (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw))) throw new ConfigError(name, 'must be at least 16 printable characters without spaces');
+    if (raw !== undefined && (raw.length < min || !/^[\x21-\x7e]+$/.test(raw))) throw new ConfigError(name, `must be at least ${min} printable characters without spaces (openssl rand -hex 24 makes one)`);
     return raw;
   }
 
   /** A URL matching `pattern`; `expected` describes the form. */
   url(name: string, pattern: RegExp, expected: string): string | undefined {
     const raw = this.raw(name);
-    if (raw !== undefined && !pattern.test(raw)) throw new ConfigError(name, `must be ${expected}, got "${raw}"`);
+    if (raw !== undefined && !pattern.test(raw)) throw new ConfigError(name, `must be ${expected}, got ${quoted(raw)}`);
     return raw;
   }
 }
 
 /**
- * Reads idpool's whole configuration from the environment (DESIGN.md
+ * Reads idpool's whole configuration from the environment (docs/design.md
  * "Configuration"): every `IDPOOL_*` variable of the service, parsed and
  * validated here and nowhere else. Throws {@link ConfigError} naming the
  * variable. Layout bounds that depend on each other are checked by the
@@ -264,21 +188,24 @@ export function loadConfig(env: Env = process.env): Config {
   const workerCap = 2 ** workerBits - 1;
   const clusterCount = r.int('IDPOOL_CLUSTER_COUNT', DEFAULTS.clusterCount, 1, 1024);
   const workerMin = r.int('IDPOOL_WORKER_MIN', DEFAULTS.workerMin, 0, workerCap);
-  const adminToken = r.raw('IDPOOL_ADMIN_TOKEN');
-  if (adminToken !== undefined && adminToken.length < 16) throw new ConfigError('IDPOOL_ADMIN_TOKEN', 'must be at least 16 characters');
+  const adminToken = r.token('IDPOOL_ADMIN_TOKEN', DEFAULTS.adminTokenMinLength);
+  const opsToken = r.token('IDPOOL_OPS_TOKEN', DEFAULTS.adminTokenMinLength);
+  if (opsToken !== undefined && opsToken === adminToken) throw new ConfigError('IDPOOL_OPS_TOKEN', 'must differ from IDPOOL_ADMIN_TOKEN (it is the read-only one)');
   return {
     databaseUrl,
     redis,
+    redisSocketTimeoutMs: r.int('IDPOOL_REDIS_SOCKET_TIMEOUT_MS', REDIS_SOCKET_TIMEOUT_MS, 100, 600_000),
     port: r.int('IDPOOL_PORT', DEFAULTS.port, 0, 65535),
-    adminToken: adminToken ?? randomBytes(24).toString('base64url'),
+    // 32 random bytes: 43 base64url characters.
+    adminToken: adminToken ?? randomBytes(32).toString('base64url'),
     adminTokenGenerated: adminToken === undefined,
     refillIntervalMs: r.int('IDPOOL_REFILL_INTERVAL_MS', DEFAULTS.refillIntervalMs, 10, 60_000),
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
     clusterCount,
     clusterIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.clusterIndex, 0, clusterCount - 1),
     snowflake: {
-      timeUnit: r.oneOf('IDPOOL_SNOWFLAKE_TIME_UNIT', TIME_UNITS, sf.timeUnit),
-      epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epoch),
+      timeUnit: r.oneOf('IDPOOL_SNOWFLAKE_TIME_UNIT', Object.keys(UNIT_MS) as TimeUnit[], sf.timeUnit),
+      epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),
       timestampBits: r.int('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits, 15, 55),
       workerBits,
       reservedBits: r.int('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits, 0, 5),
@@ -295,6 +222,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: r.oneOf('IDPOOL_LOG_LEVEL', LOG_LEVELS, DEFAULTS.logLevel),
     idempotencyMaxBytes: r.int('IDPOOL_IDEMPOTENCY_MAX_MB', DEFAULTS.idempotencyMaxMb, 1, 65_536) * 1024 * 1024,
     metricsToken: r.token('IDPOOL_METRICS_TOKEN'),
+    opsToken,
+    http: httpServerSettings(r),
   };
 }
 
@@ -303,7 +232,7 @@ function hostPorts(name: string, raw: string): Array<{ host: string; port: numbe
   return raw.split(',').map((part) => {
     const m = /^\s*([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})\s*$/.exec(part);
     const port = Number(m?.[2]);
-    if (!m || port < 1 || port > 65535) throw new ConfigError(name, `must be host:port[,host:port...], got "${raw}"`);
+    if (!m || port < 1 || port > 65535) throw new ConfigError(name, `must be host:port[,host:port...], got ${quoted(raw)}`);
     return { host: m[1].replace(/^\[|\]$/g, ''), port };
   });
 }
@@ -333,6 +262,17 @@ function redisTopology(r: EnvReader): RedisTopology | undefined {
     return { kind: 'cluster', nodes: hostPorts('IDPOOL_REDIS_CLUSTER_NODES', nodes), username: r.raw('IDPOOL_REDIS_USERNAME'), password: r.raw('IDPOOL_REDIS_PASSWORD') };
   }
   return undefined;
+}
+
+function httpServerSettings(r: EnvReader): HttpServerSettings {
+  const d = DEFAULTS.http;
+  const headersTimeoutMs = r.int('IDPOOL_HTTP_HEADERS_TIMEOUT_MS', d.headersTimeoutMs, 1000, 300_000);
+  return {
+    headersTimeoutMs,
+    // Node requires the headers' limit to be within the whole request's.
+    requestTimeoutMs: r.int('IDPOOL_HTTP_REQUEST_TIMEOUT_MS', Math.max(d.requestTimeoutMs, headersTimeoutMs), headersTimeoutMs, 600_000),
+    maxConnections: r.int('IDPOOL_HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1_000_000),
+  };
 }
 
 function leaseSettings(r: EnvReader): SnowflakeRuntimeSettings {
@@ -367,7 +307,9 @@ function opsConfig(r: EnvReader): OpsConfig {
     sampleMs: r.int('IDPOOL_OPS_SAMPLE_MS', d.sampleMs, 50, 60_000),
     rateWindowMs: r.int('IDPOOL_OPS_RATE_WINDOW_MS', d.rateWindowMs, 1000, 3_600_000),
     historyMs: r.int('IDPOOL_OPS_HISTORY_MS', d.historyMs, 10_000, 3_600_000),
-    requestLog: r.bool('IDPOOL_REQUEST_LOG', d.requestLog),
+    // The boolean words (1/true/yes/on, 0/false/no) read as all and off.
+    requestLog: r.word('IDPOOL_REQUEST_LOG', REQUEST_LOG_WORDS, d.requestLog, 'all, errors or off'),
+    requestLogSlowMs: r.int('IDPOOL_REQUEST_LOG_SLOW_MS', d.requestLogSlowMs, 0, 3_600_000),
     metricsMaxEntities: r.int('IDPOOL_METRICS_MAX_ENTITIES', d.metricsMaxEntities, 0, 100_000),
   };
 }

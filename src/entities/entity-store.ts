@@ -21,7 +21,7 @@ interface Row {
 }
 
 interface PendingInsert {
-  app: EntityConfig;
+  entity: EntityConfig;
   resolve(inserted: boolean): void;
   reject(err: unknown): void;
 }
@@ -59,9 +59,9 @@ export interface EntityStore {
   exists(key: string): Promise<boolean>;
   listLive(): Promise<EntityConfig[]>;
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
-  changedSince(sinceMs: number): Promise<Array<{ app: EntityConfig; retired: boolean }>>;
+  changedSince(sinceMs: number): Promise<Array<{ entity: EntityConfig; retired: boolean }>>;
   /** Inserts a new entity; returns false when the key is taken (live or retired). */
-  insert(app: EntityConfig): Promise<boolean>;
+  insert(entity: EntityConfig): Promise<boolean>;
   update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
   setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean>;
   retire(key: string, at: number): Promise<boolean>;
@@ -112,9 +112,9 @@ export class SqlEntityStore implements EntityStore {
   }
 
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
-  async changedSince(sinceMs: number): Promise<Array<{ app: EntityConfig; retired: boolean }>> {
+  async changedSince(sinceMs: number): Promise<Array<{ entity: EntityConfig; retired: boolean }>> {
     const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE update_time >= ?`, [sinceMs]);
-    return rows.map((row) => ({ app: toEntity(row), retired: Number(row.deleted_at) !== 0 }));
+    return rows.map((row) => ({ entity: toEntity(row), retired: Number(row.deleted_at) !== 0 }));
   }
 
   /**
@@ -125,9 +125,9 @@ export class SqlEntityStore implements EntityStore {
    * tables) instead of one each, which is what bounded registrations per
    * second (bench/register.bench.ts).
    */
-  insert(app: EntityConfig): Promise<boolean> {
+  insert(entity: EntityConfig): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ app, resolve, reject });
+      this.pending.push({ entity, resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -145,12 +145,12 @@ export class SqlEntityStore implements EntityStore {
         const distinct: typeof batch = [];
         const repeats: typeof batch = [];
         for (const b of batch) {
-          (seen.has(b.app.key) ? repeats : distinct).push(b);
-          seen.add(b.app.key);
+          (seen.has(b.entity.key) ? repeats : distinct).push(b);
+          seen.add(b.entity.key);
         }
         this.pending.unshift(...repeats);
         try {
-          await this.insertRows(distinct.map((b) => b.app));
+          await this.insertRows(distinct.map((b) => b.entity));
           for (const b of distinct) b.resolve(true);
         } catch (err) {
           if (!isDuplicate(err)) {
@@ -169,20 +169,20 @@ export class SqlEntityStore implements EntityStore {
   private async settleTaken(batch: PendingInsert[]): Promise<void> {
     let taken: Set<string>;
     try {
-      const keys = batch.map((b) => b.app.key);
+      const keys = batch.map((b) => b.entity.key);
       const rows = await this.db.query<{ k: string }>(`SELECT entity_key AS k FROM application WHERE entity_key IN (${keys.map(() => '?').join(', ')})`, keys);
       taken = new Set(rows.map((r) => r.k));
     } catch (err) {
       for (const b of batch) b.reject(err);
       return;
     }
-    const free = batch.filter((b) => !taken.has(b.app.key));
-    for (const b of batch) if (taken.has(b.app.key)) b.resolve(false);
+    const free = batch.filter((b) => !taken.has(b.entity.key));
+    for (const b of batch) if (taken.has(b.entity.key)) b.resolve(false);
     // None taken yet the INSERT said duplicate: should not happen; answer row by row rather than loop.
     if (free.length === batch.length) {
       for (const b of free) {
         try {
-          await this.insertRows([b.app]);
+          await this.insertRows([b.entity]);
           b.resolve(true);
         } catch (e) {
           if (isDuplicate(e)) b.resolve(false);
@@ -197,27 +197,27 @@ export class SqlEntityStore implements EntityStore {
   /** Rows per INSERT: 16 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
-  private async insertRows(apps: readonly EntityConfig[]): Promise<void> {
+  private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
     const row = `(${Array(15).fill('?').join(', ')}, 0)`;
     await this.db.execute(
       `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, create_time, update_time, deleted_at)
-       VALUES ${apps.map(() => row).join(', ')}`,
-      apps.flatMap((app) => [
-        app.key,
-        app.name,
-        app.mode === 'snowflake' ? 'snowflake' : 'segment',
-        app.mode === 'trend' ? TREND : MONOTONIC,
-        app.startOffset.toString(),
-        app.step,
-        app.startOffset.toString(),
-        app.maxSizePerTimes,
-        app.maxSizePerSecond,
-        app.minSizePercent,
-        app.interval,
-        app.maxPoolSize,
-        app.secretHash,
-        app.createTime,
-        app.updateTime,
+       VALUES ${entities.map(() => row).join(', ')}`,
+      entities.flatMap((entity) => [
+        entity.key,
+        entity.name,
+        entity.mode === 'snowflake' ? 'snowflake' : 'segment',
+        entity.mode === 'trend' ? TREND : MONOTONIC,
+        entity.startOffset.toString(),
+        entity.step,
+        entity.startOffset.toString(),
+        entity.maxSizePerTimes,
+        entity.maxSizePerSecond,
+        entity.minSizePercent,
+        entity.interval,
+        entity.maxPoolSize,
+        entity.secretHash,
+        entity.createTime,
+        entity.updateTime,
       ]),
     );
   }

@@ -33,7 +33,7 @@ export const LIMITS = {
   startOffset: 2n ** 62n,
 } as const;
 
-/** Default pool: a minute of ids at the per-second limit (DESIGN.md "Data model"). */
+/** Default pool: a minute of ids at the per-second limit (docs/design.md "Data model"). */
 const SECONDS_OF_POOL = 60;
 const DEFAULT_POOL_WHEN_UNLIMITED = 300_000;
 
@@ -92,7 +92,7 @@ export type UpdateInput = z.infer<typeof updateSchema>;
 export type Tunables = Pick<EntityConfig, 'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'>;
 
 /**
- * Fills defaults for a registration (DESIGN.md "Data model"). `interval`
+ * Fills defaults for a registration (docs/design.md "Data model"). `interval`
  * (the least ms between two refill checks of the entity) defaults to the
  * service's refill tick, IDPOOL_REFILL_INTERVAL_MS.
  */
@@ -137,7 +137,7 @@ export function checkRules(t: Tunables): string | null {
   return null;
 }
 
-/** A new app secret: 32 random bytes, base64url. Shown once, stored hashed. */
+/** A new entity secret: 32 random bytes, base64url. Shown once, stored hashed. */
 export function newSecret(): string {
   return randomBytes(32).toString('base64url');
 }
@@ -153,20 +153,20 @@ export function secretMatches(secret: string, hash: string): boolean {
   return given.length === stored.length && timingSafeEqual(given, stored);
 }
 
-/** The public view of an app (never the secret or its hash). */
-export function describeEntity(app: EntityConfig) {
+/** The public view of an entity (never the secret or its hash). */
+export function describeEntity(entity: EntityConfig) {
   return {
-    key: app.key,
-    name: app.name,
-    mode: app.mode,
-    startOffset: app.startOffset.toString(),
-    step: app.step,
-    maxSizePerTimes: app.maxSizePerTimes,
-    maxSizePerSecond: app.maxSizePerSecond,
-    minSizePercent: app.minSizePercent,
-    maxPoolSize: app.maxPoolSize,
-    interval: app.interval,
-    createTime: new Date(app.createTime).toISOString(),
-    updateTime: new Date(app.updateTime).toISOString(),
+    key: entity.key,
+    name: entity.name,
+    mode: entity.mode,
+    startOffset: entity.startOffset.toString(),
+    step: entity.step,
+    maxSizePerTimes: entity.maxSizePerTimes,
+    maxSizePerSecond: entity.maxSizePerSecond,
+    minSizePercent: entity.minSizePercent,
+    maxPoolSize: entity.maxPoolSize,
+    interval: entity.interval,
+    createTime: new Date(entity.createTime).toISOString(),
+    updateTime: new Date(entity.updateTime).toISOString(),
   };
 }

@@ -3,7 +3,7 @@ import type { EntityStore } from './entity-store';
 
 /** Entity configuration in memory, with the SQL store's rules: keys never reused, retired rows kept. */
 export class FakeEntityStore implements EntityStore {
-  private readonly rows = new Map<string, { app: EntityConfig; deletedAt: number }>();
+  private readonly rows = new Map<string, { entity: EntityConfig; deletedAt: number }>();
   /** Calls made, by method name (tests count database round trips). */
   readonly calls: Record<string, number> = {};
 
@@ -14,7 +14,7 @@ export class FakeEntityStore implements EntityStore {
   async findLive(key: string): Promise<EntityConfig | undefined> {
     this.count('findLive');
     const row = this.rows.get(key);
-    return row && row.deletedAt === 0 ? row.app : undefined;
+    return row && row.deletedAt === 0 ? row.entity : undefined;
   }
 
   async exists(key: string): Promise<boolean> {
@@ -26,44 +26,44 @@ export class FakeEntityStore implements EntityStore {
     this.count('listLive');
     return [...this.rows.values()]
       .filter((r) => r.deletedAt === 0)
-      .map((r) => r.app)
+      .map((r) => r.entity)
       .sort((a, b) => (a.key < b.key ? -1 : 1));
   }
 
-  async changedSince(sinceMs: number): Promise<Array<{ app: EntityConfig; retired: boolean }>> {
+  async changedSince(sinceMs: number): Promise<Array<{ entity: EntityConfig; retired: boolean }>> {
     this.count('changedSince');
-    return [...this.rows.values()].filter((r) => r.app.updateTime >= sinceMs).map((r) => ({ app: r.app, retired: r.deletedAt !== 0 }));
+    return [...this.rows.values()].filter((r) => r.entity.updateTime >= sinceMs).map((r) => ({ entity: r.entity, retired: r.deletedAt !== 0 }));
   }
 
-  async insert(app: EntityConfig): Promise<boolean> {
+  async insert(entity: EntityConfig): Promise<boolean> {
     this.count('insert');
-    if (this.rows.has(app.key)) return false;
-    this.rows.set(app.key, { app, deletedAt: 0 });
+    if (this.rows.has(entity.key)) return false;
+    this.rows.set(entity.key, { entity, deletedAt: 0 });
     return true;
   }
 
   async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
     this.count('update');
-    return this.change(key, (app) => ({ ...app, ...t, updateTime }));
+    return this.change(key, (entity) => ({ ...entity, ...t, updateTime }));
   }
 
   async setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean> {
     this.count('setSecretHash');
-    return this.change(key, (app) => ({ ...app, secretHash, updateTime }));
+    return this.change(key, (entity) => ({ ...entity, secretHash, updateTime }));
   }
 
   async retire(key: string, at: number): Promise<boolean> {
     this.count('retire');
     const row = this.rows.get(key);
     if (!row || row.deletedAt !== 0) return false;
-    this.rows.set(key, { app: { ...row.app, updateTime: at }, deletedAt: at });
+    this.rows.set(key, { entity: { ...row.entity, updateTime: at }, deletedAt: at });
     return true;
   }
 
-  private change(key: string, next: (app: EntityConfig) => EntityConfig): boolean {
+  private change(key: string, next: (entity: EntityConfig) => EntityConfig): boolean {
     const row = this.rows.get(key);
     if (!row || row.deletedAt !== 0) return false;
-    this.rows.set(key, { app: next(row.app), deletedAt: 0 });
+    this.rows.set(key, { entity: next(row.entity), deletedAt: 0 });
     return true;
   }
 }

@@ -12,9 +12,12 @@ export interface EntityCatalog {
 }
 
 /**
- * A counter every registration bumps, readable by every instance (Redis in
- * service mode). An instance whose cache was synced at generation g knows
- * every entity registered before g, so while the generation is still g a key
+ * A counter every registration, change, secret rotation and retirement
+ * bumps, readable by every instance (Redis in service mode). Instances read
+ * it often (one GET) and refresh when it moved, so a rotated secret or a
+ * retired key stops working everywhere at once, not at the next full
+ * refresh. An instance whose cache was synced at generation g knows every
+ * entity registered before g, so while the generation is still g a key
  * missing from its cache is unknown without asking the database; when it
  * moved, one refresh (shared by concurrent requests) catches up. Unknown keys
  * then cost no SQL however many are tried, and an entity registered on
@@ -38,7 +41,7 @@ export class LocalRegistrationGeneration implements RegistrationGeneration {
 
 export interface EntityChangeListener {
   onRetired?(key: string): void | Promise<void>;
-  onRegistered?(app: EntityConfig): void | Promise<void>;
+  onRegistered?(entity: EntityConfig): void | Promise<void>;
 }
 
 /**
@@ -52,6 +55,9 @@ export class EntityRegistry implements EntityCatalog {
   /** Keys of {@link cache} in order, rebuilt on the first page read after a change (pages are read far less often than entities change in a bulk import). */
   private sortedKeys: string[] | undefined;
   private lastRefresh = 0;
+  /** When {@link refreshIfStale} last refreshed, and whether that succeeded. */
+  private lastAttempt = 0;
+  private lastAttemptOk = true;
   /** The registration generation the cache is known to include (undefined: not known). */
   private syncedGeneration: number | undefined;
   /** The refresh under way, shared by every request that needs one. */
@@ -73,8 +79,8 @@ export class EntityRegistry implements EntityCatalog {
     this.listeners.push(listener);
   }
 
-  private async registered(app: EntityConfig): Promise<void> {
-    for (const l of this.listeners) await l.onRegistered?.(app);
+  private async registered(entity: EntityConfig): Promise<void> {
+    for (const l of this.listeners) await l.onRegistered?.(entity);
   }
 
   private async retired(key: string): Promise<void> {
@@ -93,9 +99,9 @@ export class EntityRegistry implements EntityCatalog {
   async load(): Promise<void> {
     const now = this.clock.now();
     const generation = await this.readGeneration();
-    const apps = await this.store.listLive();
+    const entities = await this.store.listLive();
     this.cache.clear();
-    for (const app of apps) this.cache.set(app.key, app);
+    for (const entity of entities) this.cache.set(entity.key, entity);
     this.sortedKeys = undefined;
     this.lastRefresh = now;
     this.syncedGeneration = generation;
@@ -105,6 +111,23 @@ export class EntityRegistry implements EntityCatalog {
   // must still be seen: look back this far (ms) on every refresh.
   private static readonly SKEW_MARGIN_MS = 5000;
 
+  /**
+   * Refreshes when the generation moved since the last sync (another
+   * instance changed an entity) or when the last refresh is `maxAgeMs` old;
+   * otherwise costs one read of the generation.
+   */
+  async refreshIfStale(maxAgeMs: number): Promise<void> {
+    const generation = await this.readGeneration();
+    const moved = generation !== undefined && generation !== this.syncedGeneration;
+    const now = this.clock.now();
+    // After a failed refresh (database down) only every `maxAgeMs`, however often the generation moves.
+    if (now - this.lastAttempt < maxAgeMs && !(moved && this.lastAttemptOk)) return;
+    this.lastAttempt = now;
+    this.lastAttemptOk = false;
+    await this.refresh();
+    this.lastAttemptOk = true;
+  }
+
   /** Picks up registrations, updates and retirements made through other instances (every second, and when the generation moved). */
   async refresh(): Promise<void> {
     const now = this.clock.now();
@@ -112,16 +135,16 @@ export class EntityRegistry implements EntityCatalog {
     const generation = await this.readGeneration();
     const changed = await this.store.changedSince(this.lastRefresh - EntityRegistry.SKEW_MARGIN_MS);
     this.lastRefresh = now;
-    for (const { app, retired } of changed) {
-      const known = this.cache.get(app.key);
+    for (const { entity, retired } of changed) {
+      const known = this.cache.get(entity.key);
       if (retired) {
         if (known) {
-          this.forget(app.key);
-          await this.retired(app.key);
+          this.forget(entity.key);
+          await this.retired(entity.key);
         }
-      } else if (!known || known.updateTime !== app.updateTime || known.secretHash !== app.secretHash) {
-        this.remember(app);
-        if (!known) await this.registered(app);
+      } else if (!known || known.updateTime !== entity.updateTime || known.secretHash !== entity.secretHash) {
+        this.remember(entity);
+        if (!known) await this.registered(entity);
       }
     }
     this.syncedGeneration = generation;
@@ -158,9 +181,9 @@ export class EntityRegistry implements EntityCatalog {
   }
 
   async require(key: string): Promise<EntityConfig> {
-    const app = await this.find(key);
-    if (!app) throw new NotFoundError(`no entity with key "${key}"`);
-    return app;
+    const entity = await this.find(key);
+    if (!entity) throw new NotFoundError(`no entity with key "${key}"`);
+    return entity;
   }
 
   list(): EntityConfig[] {
@@ -171,7 +194,7 @@ export class EntityRegistry implements EntityCatalog {
    * Up to `limit` live entities in key order, starting after the key `after`
    * (which need not exist); `next` is the key to continue after, or null at the end.
    */
-  page(after: string | undefined, limit: number): { apps: EntityConfig[]; next: string | null } {
+  page(after: string | undefined, limit: number): { entities: EntityConfig[]; next: string | null } {
     const keys = this.keysInOrder();
     let from = 0;
     if (after !== undefined) {
@@ -185,7 +208,7 @@ export class EntityRegistry implements EntityCatalog {
     }
     const slice = keys.slice(from, from + limit);
     const more = from + limit < keys.length;
-    return { apps: slice.map((k) => this.cache.get(k)!), next: more ? slice[slice.length - 1] : null };
+    return { entities: slice.map((k) => this.cache.get(k)!), next: more ? slice[slice.length - 1] : null };
   }
 
   /** Number of live entities. */
@@ -201,24 +224,24 @@ export class EntityRegistry implements EntityCatalog {
 
   segmentKeys(): string[] {
     const keys: string[] = [];
-    for (const app of this.cache.values()) if (app.mode !== 'snowflake') keys.push(app.key);
+    for (const entity of this.cache.values()) if (entity.mode !== 'snowflake') keys.push(entity.key);
     return keys;
   }
 
-  async register(input: RegisterInput): Promise<{ app: EntityConfig; secret: string }> {
+  async register(input: RegisterInput): Promise<{ entity: EntityConfig; secret: string }> {
     if (input.mode === 'snowflake') refusePoolFields(input);
     const values = withDefaults(input, this.refillTickMs);
     const broken = checkRules(values);
     if (broken) throw new InvalidRequestError(broken);
     const secret = newSecret();
     const now = this.clock.now();
-    const app: EntityConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
-    if (!(await this.store.insert(app))) throw new ConflictError(`key "${app.key}" is already registered (retired keys are never reused)`);
-    this.remember(app);
-    // Other instances see the new entity at once; if Redis cannot count it, within their next refresh (≤ 1 s).
-    await this.generation.bump().catch(() => undefined);
-    await this.registered(app);
-    return { app, secret };
+    const entity: EntityConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
+    if (!(await this.store.insert(entity))) throw new ConflictError(`key "${entity.key}" is already registered (retired keys are never reused)`);
+    this.remember(entity);
+    // Other instances see the new entity at once.
+    await this.announce();
+    await this.registered(entity);
+    return { entity, secret };
   }
 
   async update(key: string, patch: UpdateInput): Promise<EntityConfig> {
@@ -229,6 +252,7 @@ export class EntityRegistry implements EntityCatalog {
     if (broken) throw new InvalidRequestError(broken);
     if (!(await this.store.update(key, next, next.updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
     this.cache.set(key, next);
+    await this.announce();
     return next;
   }
 
@@ -238,6 +262,8 @@ export class EntityRegistry implements EntityCatalog {
     const updateTime = Math.max(this.clock.now(), current.updateTime + 1);
     if (!(await this.store.setSecretHash(key, hashSecret(secret), updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
     this.cache.set(key, { ...current, secretHash: hashSecret(secret), updateTime });
+    // The old secret must stop working on every instance now, not within a second.
+    await this.announce();
     return secret;
   }
 
@@ -245,13 +271,19 @@ export class EntityRegistry implements EntityCatalog {
     await this.require(key);
     if (!(await this.store.retire(key, this.clock.now()))) throw new NotFoundError(`no entity with key "${key}"`);
     this.forget(key);
+    await this.announce();
     await this.retired(key);
   }
 
+  /** Tells other instances an entity changed; if Redis cannot count it, they see it within their next refresh (≤ 1 s). */
+  private async announce(): Promise<void> {
+    await this.generation.bump().catch(() => undefined);
+  }
+
   /** Caches a live entity (new or changed). */
-  private remember(app: EntityConfig): void {
-    if (!this.cache.has(app.key)) this.sortedKeys = undefined;
-    this.cache.set(app.key, app);
+  private remember(entity: EntityConfig): void {
+    if (!this.cache.has(entity.key)) this.sortedKeys = undefined;
+    this.cache.set(entity.key, entity);
   }
 
   private forget(key: string): void {

@@ -1,7 +1,7 @@
 import express from 'express';
 import { systemClock } from '../clock';
 import { NotFoundError } from '../errors';
-import { AuthFailureLimiter } from './auth';
+import { AuthFailureLimiter, ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
 import { errorHandler } from './errors';
 import { createGuards } from './guards';
@@ -27,9 +27,16 @@ export function createHttpApp(deps: HttpDeps): express.Express {
       next();
     });
   }
+  app.use((_req, res, next) => {
+    // Answers carry secrets (register, rotate) and live state: no cache keeps them.
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
   app.use(express.json({ limit: BODY_LIMIT, strict: false }));
 
-  const guards = createGuards(deps, deps.authFailures ?? new AuthFailureLimiter(systemClock));
+  const tokens = new ServiceTokens({ admin: deps.adminToken, ops: deps.opsToken, metrics: deps.metricsToken });
+  const guards = createGuards(deps, tokens, deps.authFailures ?? new AuthFailureLimiter(deps.clock ?? systemClock), deps.log);
   registerIdRoutes(app, deps, guards);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIPv4 } from 'node:net';
 import type { Request } from 'express';
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
@@ -13,21 +14,89 @@ export function bearerToken(req: Request): string {
   return match[1];
 }
 
-/** Constant-time equality of two tokens of any length (compared as SHA-256 digests). */
-export function tokensEqual(a: string, b: string): boolean {
-  const da = createHash('sha256').update(a).digest();
-  const db = createHash('sha256').update(b).digest();
-  return timingSafeEqual(da, db);
+/** Tokens are compared as SHA-256 digests: equal lengths for timingSafeEqual, whatever was sent. */
+const digest = (token: string) => createHash('sha256').update(token).digest();
+
+/** Which credential a bearer token is: each opens a different set of routes (README "Security"). */
+export type TokenKind = 'admin' | 'ops' | 'metrics';
+
+/**
+ * The service's configured tokens, as digests. A presented token is
+ * compared with every one of them, so the time taken does not tell which
+ * kinds exist or how close a guess came.
+ */
+export class ServiceTokens {
+  private readonly digests: Array<[TokenKind, Buffer]>;
+
+  constructor(tokens: Partial<Record<TokenKind, string>>) {
+    this.digests = Object.entries(tokens)
+      .filter((entry): entry is [TokenKind, string] => entry[1] !== undefined)
+      .map(([kind, token]) => [kind, digest(token)]);
+  }
+
+  /** The kind of `token` among `accepted`, or undefined. */
+  kindOf(token: string, accepted: readonly TokenKind[]): TokenKind | undefined {
+    const presented = digest(token);
+    let found: TokenKind | undefined;
+    for (const [kind, expected] of this.digests) {
+      if (timingSafeEqual(presented, expected) && accepted.includes(kind)) found = kind;
+    }
+    return found;
+  }
 }
 
 /**
- * Failed authentications per client address, in fixed windows. Past the
- * limit, a request from that address that does not authenticate is answered
- * 429 (whatever was wrong with it), while one that does still passes: a
- * valid secret cannot be guessed, so legitimate clients behind the same
- * address are not locked out by a prober. 30 failures per 10 s lets a
- * misconfigured client retrying with back-off stay under it, and holds a
- * prober to 3 guesses a second. Addresses are the socket's (no `trust proxy`).
+ * The unit failed authentications are counted per: an IPv4 address, or the
+ * /64 of an IPv6 address (one subscriber's or host's network: a client given
+ * a /64 can use 2^64 addresses in it). IPv4-mapped IPv6 addresses
+ * (`::ffff:a.b.c.d`, a dual-stack socket's view of an IPv4 client) count as
+ * their IPv4 address.
+ */
+export function limiterKey(address: string): string {
+  if (isIPv4(address)) return address;
+  const hextets = expandIPv6(address);
+  if (!hextets) return address;
+  if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff) {
+    return [hextets[6] >> 8, hextets[6] & 0xff, hextets[7] >> 8, hextets[7] & 0xff].join('.');
+  }
+  return `${hextets
+    .slice(0, 4)
+    .map((h) => h.toString(16))
+    .join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (zone id dropped), or undefined when it is not one. */
+function expandIPv6(address: string): number[] | undefined {
+  let text = address.replace(/%.*$/, '').toLowerCase();
+  const v4 = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (v4) {
+    const b = v4.slice(1).map(Number);
+    if (b.some((n) => n > 255)) return undefined;
+    text = `${text.slice(0, v4.index)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return undefined;
+  const parse = (part: string) => (part === '' ? [] : part.split(':'));
+  const head = parse(halves[0]);
+  const tail = halves.length === 2 ? parse(halves[1]) : [];
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
+  const groups = [...head, ...Array<string>(missing).fill('0'), ...tail];
+  if (!groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return undefined;
+  return groups.map((g) => Number.parseInt(g, 16));
+}
+
+/**
+ * Failed authentications per client address ({@link limiterKey}), in fixed
+ * windows. 30 failures per 10 s lets a misconfigured client retrying with
+ * back-off stay under it, and holds a prober to 3 guesses a second.
+ * Addresses are the socket's (no `trust proxy`).
+ *
+ * Past the limit, service tokens (admin, ops, metrics) are refused with 429
+ * before they are compared, the right one too: an operator-chosen token
+ * could otherwise still be guessed at full speed, the wrong guesses merely
+ * answered 429. Entity secrets (256 random bits, not guessable) are still
+ * compared, so legitimate clients behind a prober's address keep working.
  */
 export class AuthFailureLimiter {
   private readonly windows: LRUCache<string, { start: number; failures: number }>;
@@ -44,7 +113,7 @@ export class AuthFailureLimiter {
 
   /** Seconds until `address` may fail again, or 0 when it is under the limit. */
   blockedFor(address: string): number {
-    const w = this.windows.get(address);
+    const w = this.windows.get(limiterKey(address));
     if (!w) return 0;
     const left = w.start + this.windowMs - this.clock.monotonic();
     if (left <= 0) return 0;
@@ -52,25 +121,41 @@ export class AuthFailureLimiter {
   }
 
   fail(address: string): void {
+    const key = limiterKey(address);
     const now = this.clock.monotonic();
-    const w = this.windows.get(address);
-    if (!w || now >= w.start + this.windowMs) this.windows.set(address, { start: now, failures: 1 });
+    const w = this.windows.get(key);
+    if (!w || now >= w.start + this.windowMs) this.windows.set(key, { start: now, failures: 1 });
     else w.failures++;
   }
 
+  /** A service token check: refused with 429 while `address` is blocked, without running `authenticate`. */
+  async guardToken<T>(address: string, authenticate: () => T | Promise<T>): Promise<T> {
+    this.refuseIfBlocked(address);
+    try {
+      return await authenticate();
+    } catch (err) {
+      if (err instanceof UnauthorizedError) this.fail(address);
+      throw err;
+    }
+  }
+
   /**
-   * Runs `authenticate`; a 401 it throws is counted against the address, and
-   * becomes 429 with Retry-After once the address is over the limit.
+   * An entity secret check: always runs `authenticate`; a 401 it throws is
+   * counted, and becomes 429 with Retry-After once the address is blocked.
    */
-  async guard<T>(address: string, authenticate: () => T | Promise<T>): Promise<T> {
+  async guardSecret<T>(address: string, authenticate: () => T | Promise<T>): Promise<T> {
     try {
       return await authenticate();
     } catch (err) {
       if (!(err instanceof UnauthorizedError)) throw err;
-      const blocked = this.blockedFor(address);
-      if (blocked > 0) throw new RateLimitedError('too many failed authentications from this address; retry later', blocked);
+      this.refuseIfBlocked(address);
       this.fail(address);
       throw err;
     }
+  }
+
+  private refuseIfBlocked(address: string): void {
+    const blocked = this.blockedFor(address);
+    if (blocked > 0) throw new RateLimitedError('too many failed authentications from this address; retry later', blocked);
   }
 }

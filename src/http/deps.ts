@@ -1,4 +1,6 @@
+import type { PoolStore } from '../pool/pool-store';
 import type { RequestHandler } from 'express';
+import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
@@ -6,7 +8,7 @@ import type { PoolSizing } from '../pool/demand';
 import type { EntityRateLimit } from '../pool/rate-limit';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
-import type { IdempotencyStore } from './idempotency';
+import type { IdempotencyStore } from '../idempotency/store';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
@@ -25,14 +27,21 @@ export interface ReadinessReport {
   checks: Record<string, string>;
   /** Why not ready when it is not a failed check (shutting down). */
   reason?: string;
+  /**
+   * How current the ops sampler's view (dashboard, pool gauges, pool
+   * alarms) is. Reported, but not part of `ready`: stale monitoring does not
+   * stop this instance from serving ids, and taking it out of rotation for
+   * that would turn a monitoring fault into an outage.
+   */
+  sampling?: { ok: boolean; oldestSampleAgeSeconds: number; roundSeconds: number; staleEntities: number };
 }
 
 /** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
 export interface HttpDeps {
   registry: Pick<EntityRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
-  dispatcher: { take(app: EntityConfig, count: number): Promise<string[]> };
+  dispatcher: { take(entity: EntityConfig, count: number): Promise<string[]> };
   /** Pool sizes of a page of entities in one round trip. */
-  pools: { sizes(entityKeys: readonly string[]): Promise<number[]> };
+  pools: Pick<PoolStore, 'sizes'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
   offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
   /** Target depth and watermark of each pool (they move with demand). */
@@ -51,10 +60,14 @@ export interface HttpDeps {
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
   log: Logger;
-  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's pop). */
+  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's take). */
   snowflakeRate?: EntityRateLimit;
-  /** Bearer token `/metrics` requires; open when undefined. */
+  /** Bearer token `/metrics` requires (the ops token is accepted too); open when undefined. */
   metricsToken?: string;
+  /** Read-only operator token: the dashboard, `GET /admin/*` and `/metrics`; no writes. */
+  opsToken?: string;
+  /** The clock of `/readyz`'s cache and the default failure limiter; the system's when absent. */
+  clock?: Pick<Clock, 'monotonic'>;
   /** Failed authentications per client address (429 past its limit); one is made when absent. */
   authFailures?: AuthFailureLimiter;
 }

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import { IdpoolError, InvalidRequestError, PayloadTooLargeError, UnavailableError } from '../errors';
 import type { Logger } from '../logger';
+import { scrub } from './readiness';
 
 export function sendError(res: Response, err: IdpoolError): void {
   if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
@@ -49,7 +50,7 @@ export function isDependencyFailure(err: unknown): boolean {
  */
 const DEPENDENCY_ALARM_EVERY_MS = 10_000;
 
-/** Turns any error into the JSON error of DESIGN.md; logs only what is our fault or a dependency's. */
+/** Turns any error into the JSON error of docs/design.md; logs only what is our fault or a dependency's. */
 export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRequestHandler {
   const alarms = new Map<string, { at: number; suppressed: number }>();
   const dependencyAlarm = (kind: string, err: { message?: unknown }, path: string) => {
@@ -65,8 +66,11 @@ export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRe
   return (err, req, res, _next) => {
     if (res.headersSent) return;
     if (err instanceof IdpoolError) {
-      if (err.statusCode >= 500) log.warn({ code: err.code, method: req.method, path: req.path, err: err.message }, 'request failed');
-      return sendError(res, err);
+      if (err.statusCode < 500) return sendError(res, err);
+      const detail = err instanceof UnavailableError ? err.detail : undefined;
+      log.warn({ code: err.code, method: req.method, path: req.path, err: err.message, detail }, 'request failed');
+      // The detail stays in the log; the message loses anything host-like (clients may be anyone who reaches the port).
+      return sendError(res, new IdpoolError(err.statusCode, err.code, scrub(err.message), err.retryAfterSeconds));
     }
     // body-parser marks its own errors with a 4xx status and a type.
     if (err?.type === 'entity.too.large') return sendError(res, new PayloadTooLargeError(`request body larger than ${err.limit} bytes`));

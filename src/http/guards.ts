@@ -1,16 +1,24 @@
-import type { Request, RequestHandler } from 'express';
-import { type EntityConfig, secretMatches } from '../entities/entity';
-import { UnauthorizedError } from '../errors';
-import { type AuthFailureLimiter, bearerToken, tokensEqual } from './auth';
+import type { Request, RequestHandler, Response } from 'express';
+import { type EntityConfig, KEY_PATTERN, secretMatches } from '../entities/entity';
+import { ForbiddenError, UnauthorizedError } from '../errors';
+import type { Logger } from '../logger';
+import { type AuthFailureLimiter, type ServiceTokens, type TokenKind, bearerToken } from './auth';
 import type { HttpDeps } from './deps';
 import { entityKeyParam } from './params';
 
 /** Compared against when the key is unknown, so both failures cost the same. */
 const UNKNOWN_KEY_HASH = '0'.repeat(64);
 
+/** Methods that change nothing: the ops token may use them on `/admin`. */
+const READS = new Set(['GET', 'HEAD']);
+
 /** The checks that stand in front of routes; every failure counts against the client address. */
 export interface Guards {
-  /** Middleware: the admin token or 401. */
+  /**
+   * Middleware for the admin API: the admin token, or the ops token on a
+   * read (403 on a write). Every write, refused or not, is logged as one
+   * audit line when its answer is sent.
+   */
   requireAdmin: RequestHandler;
   /**
    * The entity named in the path, authenticated by its secret. An unknown key
@@ -18,29 +26,81 @@ export interface Guards {
    * keys cannot be probed.
    */
   authenticatedEntity(req: Request): Promise<EntityConfig>;
-  /** The bearer token must equal `expected`, or 401 with `message`. */
-  requireToken(req: Request, expected: string, message: string): Promise<void>;
+  /** The bearer token must be one of the `accepted` kinds, or 401 with `message`; resolves to its kind. */
+  requireToken(req: Request, accepted: readonly TokenKind[], message: string): Promise<TokenKind>;
+}
+
+/** The admin API's writes, by method and path under `/admin`, as audit lines name them. */
+const ADMIN_WRITES: ReadonlyArray<[method: string, path: RegExp, action: string]> = [
+  ['POST', /^\/apps\/?$/, 'register'],
+  ['PATCH', /^\/apps\/([^/]+)\/?$/, 'update'],
+  ['DELETE', /^\/apps\/([^/]+)\/?$/, 'retire'],
+  ['POST', /^\/apps\/([^/]+)\/secret\/?$/, 'rotate_secret'],
+];
+
+/** What an admin write does and to which entity (a valid key only), for its audit line; named from the request, so refused writes are named too. */
+function adminWrite(req: Pick<Request, 'method' | 'path' | 'body'>): { action: string; entity?: string } {
+  for (const [method, path, action] of ADMIN_WRITES) {
+    const m = req.method === method ? path.exec(req.path) : null;
+    if (!m) continue;
+    const key: unknown = m[1] === undefined ? (req.body as { key?: unknown } | undefined)?.key : safeDecode(m[1]);
+    return { action, entity: typeof key === 'string' && KEY_PATTERN.test(key) ? key : undefined };
+  }
+  return { action: `${req.method} ${req.path.slice(0, 256)}` };
+}
+
+function safeDecode(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Builds the guards on one failure limiter, so probing any route slows every route down. */
-export function createGuards(deps: Pick<HttpDeps, 'registry' | 'adminToken'>, authFailures: AuthFailureLimiter): Guards {
+export function createGuards(deps: Pick<HttpDeps, 'registry'>, tokens: ServiceTokens, authFailures: AuthFailureLimiter, log: Logger): Guards {
   // The socket's address: no `trust proxy`, so a client cannot pick its own.
   const clientAddress = (req: Request) => req.socket.remoteAddress ?? 'unknown';
 
-  const requireToken = (req: Request, expected: string, message: string) =>
-    authFailures.guard(clientAddress(req), () => {
-      if (!tokensEqual(bearerToken(req), expected)) throw new UnauthorizedError(message);
+  const requireToken = (req: Request, accepted: readonly TokenKind[], message: string) =>
+    authFailures.guardToken(clientAddress(req), () => {
+      const kind = tokens.kindOf(bearerToken(req), accepted);
+      if (!kind) throw new UnauthorizedError(message);
+      return kind;
     });
+
+  // One line per admin write, when its answer is sent: who (tokenKind,
+  // address), what (action, entity), which request, how it ended. Never the
+  // body: a register or rotate answer carries a secret.
+  const auditLine = (req: Request, res: Response, token: TokenKind) => {
+    const { action, entity } = adminWrite(req);
+    res.once('close', () => {
+      log.info(
+        {
+          audit: action,
+          entity,
+          reqId: res.getHeader('X-Request-Id'),
+          address: clientAddress(req),
+          tokenKind: token,
+          status: res.writableFinished ? res.statusCode : 499,
+        },
+        'admin write',
+      );
+    });
+  };
 
   return {
     requireToken,
-    requireAdmin: async (req, _res, next) => {
-      await requireToken(req, deps.adminToken, 'invalid admin token');
+    requireAdmin: async (req, res, next) => {
+      const token = await requireToken(req, ['admin', 'ops'], 'invalid admin token');
+      if (READS.has(req.method)) return next();
+      auditLine(req, res, token);
+      if (token !== 'admin') throw new ForbiddenError('the ops token is read-only; this change needs the admin token');
       next();
     },
     async authenticatedEntity(req) {
       const key = entityKeyParam(req);
-      return authFailures.guard(clientAddress(req), async () => {
+      return authFailures.guardSecret(clientAddress(req), async () => {
         const token = bearerToken(req);
         const found = await deps.registry.find(key);
         const matches = secretMatches(token, found?.secretHash ?? UNKNOWN_KEY_HASH);

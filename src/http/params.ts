@@ -5,7 +5,7 @@ import { InvalidRequestError } from '../errors';
 // Path and query parameters shared by several routes; anything malformed is a
 // 400 that changes nothing.
 
-/** Page size of `GET /admin/apps` (DESIGN.md "HTTP API"): a page costs one Redis round trip and one query whatever its size. */
+/** Page size of `GET /admin/apps` (docs/design.md "HTTP API"): a page costs one Redis round trip and one query whatever its size. */
 const PAGE_DEFAULT = 100;
 const PAGE_MAX = 1000;
 

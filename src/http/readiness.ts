@@ -1,3 +1,5 @@
+import type { Clock } from '../clock';
+
 /**
  * `/readyz` is open to anyone who can reach the port, so a failed check is
  * reported as a kind of failure, never the driver's message: those name
@@ -31,4 +33,26 @@ export function scrub(message: string): string {
     .replace(/\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b/g, '[address]')
     .replace(/\b[0-9a-f]{0,4}(:[0-9a-f]{0,4}){2,7}\b/gi, '[address]')
     .replace(/\b[a-z0-9-]+(\.[a-z0-9-]+)*:\d{2,5}\b/gi, '[address]');
+}
+
+/**
+ * `check` shared by concurrent callers and its result reused for `ttlMs`
+ * after it settles: `/readyz` is unauthenticated, so a flood of probes costs
+ * one SQL query and one Redis round trip per `ttlMs`, not one per probe.
+ */
+export function sharedCheck<T>(check: () => Promise<T>, clock: Pick<Clock, 'monotonic'>, ttlMs: number): () => Promise<T> {
+  let last: { at: number; result: Promise<T> } | undefined;
+  let running: Promise<T> | undefined;
+  return () => {
+    if (running) return running;
+    if (last && clock.monotonic() - last.at < ttlMs) return last.result;
+    const result = check();
+    running = result;
+    const settled = () => {
+      running = undefined;
+      last = { at: clock.monotonic(), result };
+    };
+    result.then(settled, settled);
+    return result;
+  };
 }

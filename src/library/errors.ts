@@ -33,3 +33,48 @@ export class UnsafeNumberIdError extends IdpoolError {
     super(500, 'unsafe_number_id', `entity ${entityKey} has reached id ${lastId}, above Number.MAX_SAFE_INTEGER; create the generator with ids: 'bigint'`);
   }
 }
+
+/** A reservation that failed for a reason other than an idpool error (database down, …). */
+export class SegmentReservationError extends UnavailableError {
+  constructor(
+    readonly entityKey: string,
+    override readonly cause: unknown,
+  ) {
+    super(`could not reserve a segment for ${entityKey}: ${String((cause as Error)?.message ?? cause)}`);
+  }
+}
+
+/** An option of `createIdGenerator` out of range; `option` names it. Nothing was opened. */
+export class InvalidOptionError extends RangeError {
+  constructor(
+    readonly option: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'InvalidOptionError';
+  }
+}
+
+/** `take` was asked for a count outside 1..max. Nothing was handed out. */
+export class InvalidCountError extends RangeError {
+  constructor(
+    readonly count: number,
+    max: number,
+  ) {
+    super(`count must be an integer from 1 to ${max}, got ${count}`);
+    this.name = 'InvalidCountError';
+  }
+}
+
+/**
+ * The entity issues ids the library does not: snowflake ids, or shuffled
+ * (trend) segments. A 400 (`invalid_request`) should it reach an HTTP answer.
+ */
+export class UnsupportedEntityError extends IdpoolError {
+  constructor(
+    readonly entityKey: string,
+    reason: string,
+  ) {
+    super(400, 'invalid_request', `entity "${entityKey}" ${reason}`);
+  }
+}

@@ -1,5 +1,9 @@
 /** The in-process segment library: `createIdGenerator` and what it throws. */
-export { createIdGenerator, DEFAULT_OPTIONS, MAX_TAKE, SegmentReservationError, type EntitySource, type IdGenerator, type IdGeneratorOptions } from './generator';
-export { GeneratorClosedError, SegmentsNotReadyError, UnsafeNumberIdError } from './errors';
+export { createIdGenerator } from './generator';
+export { DEFAULT_OPTIONS, type EntitySource, type IdGeneratorOptions } from './options';
+export { MAX_TAKE, type IdGenerator } from './loader';
+export { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentReservationError, SegmentsNotReadyError, UnsafeNumberIdError, UnsupportedEntityError } from './errors';
 export type { Id } from './segment-buffer';
-export { ClusterMappingError } from '../segment/cluster-mapping';
+export { StrideMismatchError } from '../segment/stride-record';
+/** @deprecated Renamed {@link StrideMismatchError}. */
+export { StrideMismatchError as ClusterMappingError } from '../segment/stride-record';

@@ -82,8 +82,8 @@ export interface EntityForecast {
 
 /**
  * Forecast for one entity from its samples. `toId` maps a number of the line
- * to its id (cluster mapping); `idsPerNumber` is how much an id grows per
- * number (the cluster count).
+ * to its id (stride); `idsPerNumber` is how much an id grows per
+ * number (the stride count).
  *
  * The limits are approached by the highest *reserved* id at the *take* rate:
  * a pool is bounded, so over any long stretch the number line advances
@@ -118,7 +118,14 @@ export function forecastEntity(
 export class Ring<T> {
   private readonly items: T[] = [];
 
-  constructor(private readonly capacity: number) {}
+  constructor(readonly capacity: number) {}
+
+  /** A ring of `capacity` holding `ring`'s items (its latest ones when smaller). */
+  static from<T>(ring: Ring<T>, capacity: number): Ring<T> {
+    const bigger = new Ring<T>(capacity);
+    for (const item of ring.items) bigger.push(item);
+    return bigger;
+  }
 
   push(item: T): void {
     this.items.push(item);

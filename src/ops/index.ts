@@ -3,27 +3,28 @@ import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { Alarms, WebhookSink } from './alarms';
-import type { OpsConfig } from '../config/config';
+import type { OpsConfig } from './settings';
 import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
-import { type DispatchObserver, type Issuer, type RefillObserver, countingServed, dispatchObserver, refillObserver } from './observers';
+import type { DispatchEvents } from '../pool/dispatcher';
+import type { RefillEvents } from '../pool/refiller';
+import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import { type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
 
 export { requestObserver } from './request-log';
 export type { LeaseView, SnowflakeForecast } from './sampler';
-export type { DispatchObserver, RefillObserver } from './observers';
 export type { OpsOverview, OverviewQuery, SnowflakeEntityOverview } from './overview';
 
 export interface OpsDeps {
   config: OpsConfig;
   clock: Clock;
   log: Logger;
-  apps: { list(): EntityConfig[]; get(key: string): EntityConfig | undefined };
+  entities: { list(): EntityConfig[]; get(key: string): EntityConfig | undefined };
   pools: SamplerOptions['pools'];
   sizing: SamplerOptions['sizing'];
   offsets: SamplerOptions['offsets'];
-  cluster: SamplerOptions['cluster'];
+  stride: SamplerOptions['stride'];
   snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
   workers?: { list(): Promise<unknown[]> };
@@ -35,8 +36,8 @@ export interface Ops {
   readonly metrics: OpsMetrics;
   readonly alarms: Alarms;
   readonly sampler: OpsSampler;
-  readonly refillEvents: RefillObserver;
-  readonly dispatchEvents: DispatchObserver;
+  readonly refillEvents: RefillEvents;
+  readonly dispatchEvents: DispatchEvents;
   overview(query: OverviewQuery): Promise<OpsOverview>;
   /** `issuer`, reporting the ids it hands out as served (snowflake ids never pass the dispatcher). */
   countServed<T extends Issuer>(issuer: T): T;
@@ -51,17 +52,20 @@ export function createOps(deps: OpsDeps): Ops {
   const log = deps.log.child({ component: 'alarms' });
   // "Recently" for ranking the busiest entities: the forecasts' rate window.
   const recent = new RecentServed(clock, config.rateWindowMs);
-  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics, maxEntities: config.metricsMaxEntities, recentServed: () => recent.rates() });
+  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics, maxEntities: config.metricsMaxEntities, recentServed: () => recent.rates(), nowMs: () => clock.now() });
   const alarms = createAlarms(config, clock, log, metrics);
   // Ids this instance has served per entity so far: the sampler records them with each sample.
   const served = new Map<string, number>();
-  const sampler = createSampler(deps, log, metrics, alarms, (key) => served.get(key) ?? 0);
-  const refillEvents = refillObserver(metrics, alarms, deps.apps, deps.cluster);
-  const dispatchEvents = dispatchObserver(metrics, alarms, (entity, count) => {
+  // Takes refused for too few ids per entity so far: the sampler calls such a pool dry, whatever its take rate.
+  const refused = new Map<string, number>();
+  const sampler = createSampler(deps, log, metrics, alarms, (key) => served.get(key) ?? 0, (key) => refused.get(key) ?? 0);
+  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
+  const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity, count) => {
     served.set(entity, (served.get(entity) ?? 0) + count);
     recent.add(entity, count);
-  });
-  const sources = { clock, apps: deps.apps, sampler, localRates: () => recent.rates(), alarms, snowflake: deps.snowflake, workers: deps.workers };
+    sampler.touch(entity);
+  }, (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1));
+  const sources = { clock, entities: deps.entities, sampler, localRates: () => recent.rates(), alarms, snowflake: deps.snowflake, workers: deps.workers };
 
   return {
     metrics,
@@ -92,15 +96,16 @@ function createAlarms(config: OpsConfig, clock: Clock, log: Logger, metrics: Ops
 }
 
 /** The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds. */
-function createSampler(deps: OpsDeps, log: Logger, metrics: OpsMetrics, alarms: Alarms, served: (entityKey: string) => number): OpsSampler {
+function createSampler(deps: OpsDeps, log: Logger, metrics: OpsMetrics, alarms: Alarms, served: (entityKey: string) => number, refused: (entityKey: string) => number): OpsSampler {
   const { config } = deps;
   return new OpsSampler({
-    apps: deps.apps,
+    entities: deps.entities,
     served,
+    refused,
     pools: deps.pools,
     sizing: deps.sizing,
     offsets: deps.offsets,
-    cluster: deps.cluster,
+    stride: deps.stride,
     metrics,
     alarms,
     clock: deps.clock,

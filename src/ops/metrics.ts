@@ -64,6 +64,36 @@ export class EntitySeries {
   }
 }
 
+/**
+ * Seconds since each entity's last sample, worked out when read: the
+ * sampler stores the time of each sample, so an entity the sampler stopped
+ * reaching shows a growing age instead of its last, frozen values.
+ */
+export class EntitySampleAge extends EntitySeries {
+  constructor(private readonly nowMs: () => number) {
+    super('idpool_ops_sample_age_seconds', 'Seconds since the ops sampler last read the entity\'s pool (stale when above 2 × idpool_ops_sample_round_seconds)', null);
+  }
+
+  /** When the entity was last sampled, in Unix ms. */
+  sampled(entity: string, atMs: number): void {
+    this.values.set(entity, atMs);
+  }
+
+  /** The oldest sample's age over every sampled entity, in seconds (0 with none). */
+  maxAge(): number {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const at of this.values.values()) oldest = Math.min(oldest, at);
+    return Number.isFinite(oldest) ? Math.max(0, (this.nowMs() - oldest) / 1000) : 0;
+  }
+
+  override family(entities: Iterable<string> = this.values.keys()): MetricObjectWithValues<MetricValue<string>> {
+    const family = super.family(entities);
+    const now = this.nowMs();
+    for (const v of family.values) v.value = Math.max(0, (now - v.value) / 1000);
+    return family;
+  }
+}
+
 /** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
   defaultMetrics?: boolean;
@@ -71,6 +101,8 @@ export interface OpsMetricsOptions {
   maxEntities?: number;
   /** Ids per second each entity was served recently by this instance (ranks the busiest). */
   recentServed?: () => Map<string, number>;
+  /** Unix ms, for sample ages (the injected clock). */
+  nowMs?: () => number;
 }
 
 /**
@@ -97,6 +129,16 @@ export class OpsMetrics {
   readonly forecastPoolDry = this.entityGauge('idpool_forecast_pool_dry_seconds', 'Seconds until the pool is empty at the current take rate, without refills', 'min');
   readonly forecastJsSafe = this.entityGauge('idpool_forecast_js_safe_limit_seconds', 'Seconds until the highest reserved id passes 2^53 at the current take rate (0 = already past)', 'min');
   readonly forecastInt63 = this.entityGauge('idpool_forecast_int63_limit_seconds', 'Seconds until the highest reserved id passes 2^63 at the current take rate', 'min');
+  // Sampling freshness: an entity the sampler no longer reaches must not show frozen values as current.
+  readonly sampleAge: EntitySampleAge;
+  readonly sampleAgeMax: Gauge = new Gauge({
+    name: 'idpool_ops_sample_age_max_seconds',
+    help: 'Seconds since the least recently sampled entity was sampled (stale when above 2 × idpool_ops_sample_round_seconds)',
+    registers: [this.registry],
+    collect: (): void => this.sampleAgeMax.set(this.sampleAge.maxAge()),
+  });
+  readonly sampleRound = this.gauge('idpool_ops_sample_round_seconds', 'Seconds the ops sampler takes to read every entity once (entities are read 1,000 a run)', []);
+  readonly sampleFailures = this.entityCounter('idpool_ops_sample_failures_total', 'Samples of an entity that failed (a Redis or SQL error on its keys, a bad number); logged with the entity key');
   readonly snowflakeTimeExhausted = this.gauge('idpool_snowflake_time_exhausted_timestamp_seconds', 'Unix time at which the snowflake layout runs out of timestamp bits', []);
   readonly snowflakeJsSafe = this.gauge('idpool_snowflake_js_safe_limit_timestamp_seconds', 'Unix time from which snowflake ids pass 2^53', []);
 
@@ -122,8 +164,13 @@ export class OpsMetrics {
   readonly segmentsReserved = this.entityCounter('idpool_segments_reserved_total', 'Segments (steps) reserved from the database');
   readonly numbersReserved = this.entityCounter('idpool_numbers_reserved_total', 'Numbers reserved from the database');
   readonly fenceRefusals = this.entityCounter('idpool_fence_refusals_total', 'Segments refused by the fence and dropped');
-  readonly poolsDiscarded = this.entityCounter('idpool_pools_discarded_total', 'Pools discarded because they were filled on another Redis server');
-  readonly redisServerChanges = this.counter('idpool_redis_server_changes_total', 'Times the Redis server was seen to change (restart, failover)', []);
+  readonly poolsDiscarded = this.entityCounter('idpool_pools_discarded_total', 'Pools discarded because they were filled in another Redis epoch');
+  readonly redisEpochChanges = this.counter('idpool_redis_server_changes_total', 'Times the Redis epoch was seen to change (restart, failover, failback)', []);
+  // Not per entity: a failing dependency fails every entity's refill at once.
+  readonly refillFailures = this.counter('idpool_refill_failures_total', 'Refills and pool sweeps that failed (logged as "refill failed")', []);
+
+  // Dependencies (probed at each scrape, as /readyz probes them).
+  readonly dependencyUp = this.gauge('idpool_dependency_up', '1 when the dependency answered its readiness probe at this scrape, 0 when not', ['dependency']);
 
   // HTTP.
   readonly httpDuration = new Histogram({
@@ -147,12 +194,20 @@ export class OpsMetrics {
   readonly alarmsRaised = this.counter('idpool_alarms_total', 'Alarms raised', ['alarm', 'severity']);
 
   constructor(private readonly options: OpsMetricsOptions = {}) {
+    this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Sets `idpool_dependency_up` from a readiness report's checks (`database`, `redis`; 'ok' = up). */
+  recordDependencies(checks: Record<string, string>): void {
+    for (const dependency of ['database', 'redis']) {
+      if (checks[dependency] !== undefined) this.dependencyUp.set({ dependency }, checks[dependency] === 'ok' ? 1 : 0);
+    }
   }
 
   /** Forgets the per-entity series of a retired entity. */
   forgetEntity(entity: string): void {
-    for (const g of [this.poolSize, this.poolLowWatermark, this.poolTarget, this.poolMax, this.currentOffset, this.takeRate, this.reserveRate, this.forecastPoolDry, this.forecastJsSafe, this.forecastInt63]) {
+    for (const g of [this.poolSize, this.poolLowWatermark, this.poolTarget, this.poolMax, this.currentOffset, this.takeRate, this.reserveRate, this.forecastPoolDry, this.forecastJsSafe, this.forecastInt63, this.sampleAge]) {
       g.remove({ entity });
     }
   }
@@ -203,16 +258,17 @@ export class OpsMetrics {
   }
 
   private entityGauge(name: string, help: string, total: Total): EntitySeries {
-    const gauge = new EntitySeries(name, help, total);
-    this.registry.registerMetric(gauge as unknown as Metric);
-    return gauge;
+    return this.register(new EntitySeries(name, help, total));
+  }
+
+  private register<T extends EntitySeries>(series: T): T {
+    this.registry.registerMetric(series as unknown as Metric);
+    return series;
   }
 
   /** A per-entity counter: every entity's counts add up in its `idpool_all_…` total. */
   private entityCounter(name: string, help: string): EntitySeries {
-    const counter = new EntitySeries(name, help, 'sum', 'counter');
-    this.registry.registerMetric(counter as unknown as Metric);
-    return counter;
+    return this.register(new EntitySeries(name, help, 'sum', 'counter'));
   }
 
   private gauge<L extends string>(name: string, help: string, labelNames: L[], total?: Total): Gauge<L> {

@@ -1,22 +1,9 @@
 import type { EntityConfig } from '../entities/entity';
+import type { DispatchEvents } from '../pool/dispatcher';
+import type { RefillEvents } from '../pool/refiller';
 import type { Alarms } from './alarms';
 import type { OpsMetrics } from './metrics';
 import type { SamplerOptions } from './sampler';
-
-/** What the refiller reports (the shape of `RefillEvents` in src/pool/refiller.ts). */
-export interface RefillObserver {
-  refilled(entityKey: string, seconds: number, steps: number, numbers: number): void;
-  fenceRefused(entityKey: string, start: bigint, end: bigint): void;
-  poolDiscarded(entityKey: string, fence: bigint): void;
-  serverChanged(from: string, to: string): void;
-}
-
-/** What the dispatcher reports (the shape of `DispatchEvents` in src/pool/dispatcher.ts). */
-export interface DispatchObserver {
-  served(entityKey: string, count: number): void;
-  rateLimited(entityKey: string): void;
-  exhausted(entityKey: string, count: number): void;
-}
 
 /** Any issuer of ids: the dispatcher's take, or the snowflake generator's. */
 export interface Issuer {
@@ -24,12 +11,12 @@ export interface Issuer {
 }
 
 /** Turns the refiller's events into metrics and alarms. */
-export function refillObserver(
+export function opsRefillEvents(
   metrics: OpsMetrics,
   alarms: Alarms,
-  apps: { get(key: string): EntityConfig | undefined },
-  cluster: SamplerOptions['cluster'],
-): RefillObserver {
+  entities: { get(key: string): EntityConfig | undefined },
+  stride: SamplerOptions['stride'],
+): RefillEvents {
   return {
     refilled(entity, seconds, steps, numbers) {
       metrics.refills.inc({ entity });
@@ -48,11 +35,11 @@ export function refillObserver(
       });
     },
     poolDiscarded(entity, fence) {
-      // The refiller also "resets" a pool no server has claimed yet (a new
+      // The refiller also "resets" a pool no epoch has claimed yet (a new
       // entity): with nothing ever reserved below the fence there was
       // nothing to discard.
-      const app = apps.get(entity);
-      if (app && fence < cluster.toId(app.startOffset)) return;
+      const config = entities.get(entity);
+      if (config && fence < stride.toId(config.startOffset)) return;
       metrics.poolsDiscarded.inc({ entity });
       alarms.raise({
         name: 'pool_discarded',
@@ -62,8 +49,8 @@ export function refillObserver(
         details: { fence: fence.toString() },
       });
     },
-    serverChanged(from, to) {
-      metrics.redisServerChanges.inc();
+    epochChanged(from, to) {
+      metrics.redisEpochChanges.inc();
       alarms.raise({
         name: 'redis_server_changed',
         severity: 'critical',
@@ -71,17 +58,19 @@ export function refillObserver(
         details: { from, to },
       });
     },
+    failed: () => metrics.refillFailures.inc(),
   };
 }
 
-/** Turns the dispatcher's events into metrics and alarms; `onServed` counts what was handed out. */
-export function dispatchObserver(metrics: OpsMetrics, alarms: Alarms, onServed: (entityKey: string, count: number) => void): DispatchObserver {
+/** Turns the dispatcher's events into metrics and alarms; `onServed` counts what was handed out, `onRefused` the takes refused for too few ids. */
+export function opsDispatchEvents(metrics: OpsMetrics, alarms: Alarms, onServed: (entityKey: string, count: number) => void, onRefused: (entityKey: string) => void): DispatchEvents {
   return {
     served(entity, count) {
       metrics.idsServed.inc({ entity }, count);
       onServed(entity, count);
     },
     rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
+    refused: onRefused,
     exhausted(entity, count) {
       metrics.exhausted.inc({ entity });
       alarms.raise({
@@ -96,7 +85,7 @@ export function dispatchObserver(metrics: OpsMetrics, alarms: Alarms, onServed: 
 }
 
 /** `issuer`, reporting every id it hands out to `events.served`: snowflake ids never pass the dispatcher, which reports its own. */
-export function countingServed<T extends Issuer>(issuer: T, events: Pick<DispatchObserver, 'served'>): T {
+export function countingServed<T extends Issuer>(issuer: T, events: Pick<DispatchEvents, 'served'>): T {
   const counted = Object.create(issuer) as T;
   counted.take = (entityKey: string, count: number) => {
     const ids = issuer.take(entityKey, count);

@@ -2,7 +2,9 @@ import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import type { AlarmRecord, Alarms } from './alarms';
 import { busiest } from './busiest';
-import type { EntityOverview, OpsSampler, SnowflakeForecast } from './sampler';
+import type { EntityOverview } from './dashboard-rows';
+import { isoDate } from './format';
+import type { OpsSampler, SamplingHealth, SnowflakeForecast } from './sampler';
 
 /** A snowflake entity on the dashboard: no pool, only how fast this instance hands out its ids. */
 export interface SnowflakeEntityOverview {
@@ -26,7 +28,10 @@ export interface OpsOverview {
   /** Entities matching the search (all of them without one); `entities` holds the busiest of these. */
   matching: number;
   entities: Array<EntityOverview | SnowflakeEntityOverview>;
-  snowflake: { timeExhaustedAt: string; jsSafeLimitAt: string | null } | null;
+  /** Dates past year 275760 are null ("never"). */
+  snowflake: { timeExhaustedAt: string | null; jsSafeLimitAt: string | null } | null;
+  /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
+  sampling: SamplingHealth;
   workers: unknown[];
   alarms: { active: number; recent: AlarmRecord[] };
 }
@@ -34,8 +39,8 @@ export interface OpsOverview {
 /** What the overview reads: the registry, the sampler's forecasts, this instance's recent served rates, alarms. */
 export interface OverviewSources {
   clock: Clock;
-  apps: { list(): EntityConfig[] };
-  sampler: Pick<OpsSampler, 'forecast' | 'overview'>;
+  entities: { list(): EntityConfig[] };
+  sampler: Pick<OpsSampler, 'forecast' | 'overview' | 'health'>;
   /** Ids per second each entity was recently served by this instance. */
   localRates(): Map<string, number>;
   alarms: Pick<Alarms, 'activeAlarms' | 'recent'>;
@@ -46,7 +51,7 @@ export interface OverviewSources {
 /** The dashboard's document (`GET /admin/ops`): the busiest matching entities, the snowflake horizon, live leases, alarms. */
 export async function opsOverview(s: OverviewSources, query: OverviewQuery): Promise<OpsOverview> {
   const sf = s.snowflake?.();
-  const all = s.apps.list();
+  const all = s.entities.list();
   const matching = query.search ? all.filter((a) => a.key.includes(query.search!)) : all;
   const entities = busiestEntities(s, matching, query.limit);
   return {
@@ -54,7 +59,8 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
     entityCount: all.length,
     matching: matching.length,
     entities,
-    snowflake: sf ? { timeExhaustedAt: new Date(sf.timeExhaustedAt).toISOString(), jsSafeLimitAt: sf.jsSafeLimitAt === undefined ? null : new Date(sf.jsSafeLimitAt).toISOString() } : null,
+    snowflake: sf ? { timeExhaustedAt: isoDate(sf.timeExhaustedAt), jsSafeLimitAt: isoDate(sf.jsSafeLimitAt) } : null,
+    sampling: s.sampler.health(),
     // Live leases only: the worker table has a row per id of the range (up to 1023).
     workers: s.workers ? (await s.workers.list()).filter((w) => (w as { live?: unknown }).live !== false) : [],
     alarms: { active: s.alarms.activeAlarms().length, recent: s.alarms.recent() },
@@ -65,7 +71,7 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
 function busiestEntities(s: OverviewSources, matching: EntityConfig[], limit: number): Array<EntityOverview | SnowflakeEntityOverview> {
   const localRates = s.localRates();
   const takeRates = new Map<string, number>();
-  for (const app of matching) if (app.mode !== 'snowflake') takeRates.set(app.key, s.sampler.forecast(app.key)?.takePerSecond ?? 0);
+  for (const entity of matching) if (entity.mode !== 'snowflake') takeRates.set(entity.key, s.sampler.forecast(entity.key)?.takePerSecond ?? 0);
   const chosen = busiest(limit, matching.map((a) => a.key), localRates, takeRates);
   // A page costs its rows, not every entity.
   const pooled = s.sampler.overview(matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake'));

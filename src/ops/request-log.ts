@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Histogram } from 'prom-client';
+import type { RequestLogMode } from './settings';
 import type { Logger } from '../logger';
 
 export interface RequestObserverOptions {
   log: Logger;
-  /** Logs one line per request when true. */
-  logRequests: boolean;
+  /** `all`: a line per request; `errors`: non-2xx answers and requests of `slowMs` or more; `off`: none. */
+  mode: RequestLogMode;
+  /** Default 250. */
+  slowMs?: number;
   duration: Histogram<'method' | 'route' | 'status'>;
 }
 
@@ -17,8 +20,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 const MAX_SERIES = 2000;
 
 /**
- * One JSON log line and one histogram observation per request, written
- * when the response ends. Logs the method, route template, path (never the
+ * One histogram observation per request and, as `mode` says, one JSON log
+ * line, written when the response ends. Logs the method, route template, path (never the
  * query string, headers or body, so no token or secret can reach the log),
  * status, duration and a request id, which is also returned as
  * `X-Request-Id`. Kept cheap on purpose: the single-id route answers in
@@ -31,6 +34,7 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
   let counter = 0;
   const children = new Map<string, ReturnType<typeof o.duration.labels>>();
   const routeLabels = new WeakMap<object, string>();
+  const slowMs = o.slowMs ?? 250;
 
   const routeOf = (req: Request): string => {
     const route = req.route as { path?: unknown } | undefined;
@@ -60,7 +64,7 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
         children.set(key, child);
       }
       child.observe(ms / 1000);
-      if (!o.logRequests) return;
+      if (o.mode === 'off' || (o.mode === 'errors' && status >= 200 && status < 300 && ms < slowMs)) return;
       const line = { reqId, method: req.method, route, path: pathOnly(req.originalUrl), status, ms: Math.round(ms * 1000) / 1000 };
       if (status >= 500) o.log.warn(line, 'request');
       else o.log.info(line, 'request');

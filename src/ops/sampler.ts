@@ -1,11 +1,16 @@
 import type { EntityConfig } from '../entities/entity';
 import type { PoolSizing } from '../pool/demand';
 import type { Clock } from '../clock';
-import type { Logger } from '../logger';
+import { FailureLogGate, type Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
 import type { Alarms } from './alarms';
-import { type EntityForecast, JS_SAFE_LIMIT, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
+import { AlarmRules } from './alarm-rules';
+import { type ChartPoint, type EntityOverview, dashboardRows } from './dashboard-rows';
+import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
+import { round } from './format';
 import type { OpsMetrics } from './metrics';
+
+export type { ChartPoint, EntityOverview } from './dashboard-rows';
 
 /** This instance's worker lease as the ops side sees it (snowflake mode). */
 export interface LeaseView {
@@ -21,22 +26,33 @@ export interface SnowflakeForecast {
 }
 
 /**
- * Entities one sampling run reads: one pipeline of 1,000 LLEN and one SQL
- * query for 1,000 offsets, a few ms. Beyond that many entities each is
- * sampled every `entities / 1000` runs, so the cost per second stays the
- * same however many entities exist.
+ * Active entities one sampling run reads at most: one pipeline of 1,000
+ * LLEN and one SQL query for 1,000 offsets, a few ms.
  */
 const SAMPLE_BATCH = 1000;
+/**
+ * Idle entities one run reads, going round. Idle cost follows activity: 200
+ * a second is a round of 50 s at 10,000 entities and 500 s at 100,000 (an
+ * idle pool's figures do not move); reading 1,000 idle pools a second in
+ * the sampler and 1,000 in the refill sweep cost 6.6 % of a core at 10,000
+ * idle entities (bench/scale.bench.ts).
+ */
+const IDLE_BATCH = 200;
+/** An entity taken from is read every run for this long after. */
+const ACTIVE_MS = 60_000;
 
 export interface SamplerOptions {
-  apps: { list(): EntityConfig[] };
-  pools: { sizes(keys: readonly string[]): Promise<number[]> };
+  entities: { list(): EntityConfig[]; get?(entityKey: string): EntityConfig | undefined };
+  /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
+  pools: { sizes(keys: readonly string[]): Promise<Array<number | Error>> };
   /** Target depths and watermarks (they move with demand). */
   sizing: PoolSizing;
   offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
   /** Ids this instance has served per entity so far. */
   served?: (entityKey: string) => number;
-  cluster: { toId(n: bigint): bigint; readonly count: number };
+  /** Takes this instance refused per entity so far for too few ids ready (pool short, or its refill failing). */
+  refused?: (entityKey: string) => number;
+  stride: { toId(n: bigint): bigint; readonly count: number };
   metrics: OpsMetrics;
   alarms: Alarms;
   clock: Clock;
@@ -62,55 +78,68 @@ export interface SamplerOptions {
   workerRangePercent: number;
 }
 
-export interface ChartPoint {
-  /** Unix ms. */
-  t: number;
-  size: number;
-  takePerSecond: number;
+/** How current the sampler's view is, for `/readyz` and the dashboard. */
+export interface SamplingHealth {
+  /** Every entity sampled within two rounds. */
+  ok: boolean;
+  /** Seconds since the least recently sampled entity was sampled. */
+  oldestSampleAgeSeconds: number;
+  /** Seconds a round over every entity takes. */
+  roundSeconds: number;
+  /** Entities not sampled within two rounds. */
+  staleEntities: number;
 }
 
-export interface EntityOverview {
-  key: string;
-  mode: EntityConfig['mode'];
-  pool: { size: number; target: number; max: number; lowWatermark: number; fillPercent: number };
-  currentOffset: string;
-  highestId: string | null;
-  takePerSecond: number;
-  reservePerSecond: number;
-  forecast: { poolDrySeconds: number | null; jsSafeLimitSeconds: number | null; int63LimitSeconds: number | null };
-  history: ChartPoint[];
-}
-
-/** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
-const CONFIRM_SAMPLES = 2;
+/** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
 const USAGE_EVERY_MS = 10_000;
+/** A sample older than this many rounds is stale (one round late is load; two is a stopped sampler). */
+const STALE_ROUNDS = 2;
 
 /**
- * Every `sampleMs`: reads all pool sizes (one Redis round trip) and all
+ * Every `sampleMs`: reads the pool sizes (one Redis round trip) and the
  * offsets (one SQL query), keeps a short history, sets the pool and forecast
- * gauges and turns conditions into alarms. Costs two round trips however
- * many requests arrive; nothing here is on the request path.
+ * gauges and hands the conditions to {@link AlarmRules}; its view feeds the
+ * dashboard rows (`dashboard-rows.ts`). Costs two round trips however many
+ * requests arrive; nothing here is on the request path.
  */
 export class OpsSampler {
   private readonly samples = new Map<string, Ring<PoolSample>>();
   private readonly charts = new Map<string, Ring<ChartPoint>>();
   private readonly forecasts = new Map<string, EntityForecast>();
-  private readonly streaks = new Map<string, number>();
+  private readonly rules: AlarmRules;
   /** Entities whose pool has reached its low watermark once: before that, an empty pool is just new. */
   private readonly filledOnce = new Set<string>();
+  /** Per entity: the takes refused so far, and when that count last grew. */
+  private readonly refusals = new Map<string, { count: number; at: number }>();
   private readonly schedule: Periodic;
-  private lastErrorAt = 0;
+  private readonly failureLog: FailureLogGate;
+  /** Runs a round over every idle entity takes (1 up to IDLE_BATCH entities). */
+  private rounds = 1;
+  /** When sampling started: an entity never sampled since is stale after two rounds too. */
+  private startedAt: number | undefined;
 
   private lastUsageAt = Number.NEGATIVE_INFINITY;
-  /** Where the next run's batch starts in the list of entities. */
+  /** Where the next run's idle batch starts in `round`. */
   private cursor = 0;
+  /** The segment entities of the round under way, read from the registry when a round starts. */
+  private round: EntityConfig[] = [];
+  /** Entities read every run: key → when they were last seen taken from (clock ms). */
+  private readonly active = new Map<string, number>();
 
   constructor(private readonly o: SamplerOptions) {
-    this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce());
+    this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce(), o.clock);
+    this.failureLog = new FailureLogGate(o.clock);
+    this.rules = new AlarmRules(o);
+  }
+
+  /** Ids of the entity were served here: it is read every run from the next one on. */
+  touch(entityKey: string): void {
+    this.active.set(entityKey, this.o.clock.now());
   }
 
   /** Samples now and then every `sampleMs`. */
   start(): void {
+    this.startedAt = this.o.clock.now();
     this.schedule.start();
     void this.schedule.runNow();
   }
@@ -119,139 +148,161 @@ export class OpsSampler {
     return this.schedule.stop();
   }
 
-  /** One sampling run; errors are logged (at most once a minute) and never thrown. */
+  /**
+   * One sampling run. Its three steps run whatever the others do, and one
+   * entity's failure never stops the rest: each is logged (at most once a
+   * minute per step or entity) and never thrown.
+   */
   async sampleOnce(): Promise<void> {
+    await this.guard('entities', undefined, () => this.sampleEntities());
+    await this.guard('lease', undefined, () => this.sampleLease());
+    await this.guard('snowflake', undefined, () => this.checkSnowflake());
+  }
+
+  /** Runs `step`, logging a failure with the entity's key (if any) instead of throwing it. */
+  private async guard(step: string, entityKey: string | undefined, run: () => unknown): Promise<boolean> {
     try {
-      await this.sampleEntities();
-      await this.sampleLease();
-      this.checkSnowflake();
+      await run();
+      return true;
     } catch (err) {
-      const now = this.o.clock.now();
-      if (now - this.lastErrorAt > 60_000) {
-        this.lastErrorAt = now;
-        this.o.log.warn({ err: String((err as Error)?.message ?? err) }, 'ops sampling failed');
+      if (entityKey !== undefined) this.o.metrics.sampleFailures.inc({ entity: entityKey });
+      if (this.failureLog.open(entityKey ?? `\u0000${step}`)) {
+        const message = String((err as Error)?.message ?? err);
+        if (entityKey === undefined) this.o.log.warn({ step, err: message }, 'ops sampling failed');
+        else this.o.log.warn({ entity: entityKey, err: message }, 'ops sampling of an entity failed: the others go on');
       }
+      return false;
     }
   }
 
-  /** The next SAMPLE_BATCH segment entities, going round, and how many runs a full round takes. */
-  private nextBatch(): { apps: EntityConfig[]; live: Set<string>; rounds: number } {
-    const all = this.o.apps.list().filter((a) => a.mode !== 'snowflake');
-    const live = new Set(all.map((a) => a.key));
-    if (all.length <= SAMPLE_BATCH) return { apps: all, live, rounds: 1 };
-    if (this.cursor >= all.length) this.cursor = 0;
-    const apps = all.slice(this.cursor, this.cursor + SAMPLE_BATCH);
-    this.cursor += SAMPLE_BATCH;
-    return { apps, live, rounds: Math.ceil(all.length / SAMPLE_BATCH) };
+  /**
+   * This run's entities: the active ones (up to SAMPLE_BATCH) and the next
+   * IDLE_BATCH of the round; `rounds` is how many runs a round takes, and
+   * `live` is set when a round starts (the registry is listed once a round).
+   */
+  private nextBatch(): { entities: EntityConfig[]; live: Set<string> | undefined; rounds: number } {
+    let live: Set<string> | undefined;
+    if (this.cursor >= this.round.length) {
+      this.round = this.o.entities.list().filter((e) => e.mode !== 'snowflake');
+      this.cursor = 0;
+      live = new Set(this.round.map((e) => e.key));
+    }
+    const batch = new Map(this.round.slice(this.cursor, this.cursor + IDLE_BATCH).map((e) => [e.key, e]));
+    this.cursor += IDLE_BATCH;
+    const now = this.o.clock.now();
+    let taken = 0;
+    for (const [key, since] of this.active) {
+      const entity = this.o.entities.get?.(key) ?? this.round.find((e) => e.key === key);
+      if (now - since > ACTIVE_MS || !entity || entity.mode === 'snowflake') {
+        this.active.delete(key);
+        continue;
+      }
+      if (taken++ >= SAMPLE_BATCH) break;
+      batch.set(key, entity);
+    }
+    return { entities: [...batch.values()], live, rounds: Math.max(1, Math.ceil(this.round.length / IDLE_BATCH)) };
   }
 
   private async sampleEntities(): Promise<void> {
-    const { apps, live, rounds } = this.nextBatch();
-    const keys = apps.map((a) => a.key);
+    const { entities, live, rounds } = this.nextBatch();
+    const keys = entities.map((e) => e.key);
     const [offsets, sizes] = await Promise.all([this.o.offsets.peekMany(keys), this.o.pools.sizes(keys)]);
     const at = this.o.clock.now();
-    // History covers historyMs whatever the round: an entity sampled every
-    // `rounds` runs keeps that many fewer samples.
-    const capacity = Math.max(2, Math.ceil(this.o.historyMs / (this.o.sampleMs * rounds)) + 1);
-    apps.forEach((app, i) => {
-      const offset = offsets.get(app.key);
-      if (offset === undefined) return;
-      const f = this.record(app, { at, size: sizes[i], offset }, capacity);
-      if (!f) return;
-      this.publish(app, sizes[i], offset, f);
-      this.check(app, sizes[i], at, f);
-    });
+    // History covers historyMs whatever the round: an idle entity sampled
+    // every `rounds` runs keeps that many fewer samples, an active one all.
+    const idleCapacity = Math.max(2, Math.ceil(this.o.historyMs / (this.o.sampleMs * rounds)) + 1);
+    const activeCapacity = Math.max(2, Math.ceil(this.o.historyMs / this.o.sampleMs) + 1);
+    this.rounds = rounds;
+    this.o.metrics.sampleRound.set((this.o.sampleMs * rounds) / 1000);
+    for (const [i, entity] of entities.entries()) {
+      const capacity = this.active.has(entity.key) ? activeCapacity : idleCapacity;
+      await this.guard('entity', entity.key, () => this.sampleEntity(entity, sizes[i], offsets.get(entity.key), at, capacity));
+    }
+    if (!live) return;
     for (const key of [...this.samples.keys()]) if (!live.has(key)) this.forget(key);
+    // Entities retired before their first sample.
+    for (const key of [...this.o.metrics.sampleAge.values.keys()]) if (!live.has(key)) this.o.metrics.sampleAge.remove({ entity: key });
+  }
+
+  /** Records, publishes and checks one entity's sample. */
+  private sampleEntity(entity: EntityConfig, size: number | Error, offset: bigint | undefined, at: number, capacity: number): void {
+    if (size instanceof Error) throw size;
+    // No row: retired since the list was read, or not committed yet.
+    if (offset === undefined) return;
+    if (!Number.isFinite(size) || size < 0) throw new RangeError(`pool size ${size} is not a count`);
+    this.o.metrics.sampleAge.sampled(entity.key, at);
+    // Taken from since the last sample (by anyone: reserved beyond what the pool grew), or served here: active.
+    // A refill alone moves offset and size together and leaves an idle entity idle.
+    const last = this.samples.get(entity.key)?.toArray().at(-1);
+    if (last && (Number(offset - last.offset) - (size - last.size) > 0 || (last.served ?? 0) !== (this.o.served?.(entity.key) ?? 0))) this.active.set(entity.key, at);
+    const f = this.record(entity, { at, size, offset }, capacity);
+    if (!f) return;
+    this.publish(entity, size, offset, f);
+    this.rules.checkEntity(entity, size, at, f, this.filledOnce.has(entity.key));
   }
 
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
-  private record(app: EntityConfig, sample: { at: number; size: number; offset: bigint }, capacity: number): EntityForecast | undefined {
-    const { cluster } = this.o;
-    let ring = this.samples.get(app.key);
+  private record(entity: EntityConfig, sample: { at: number; size: number; offset: bigint }, capacity: number): EntityForecast | undefined {
+    const { stride } = this.o;
+    let ring = this.samples.get(entity.key);
     // Until the pool first reaches its watermark, keep only the latest
     // sample: the first fill reserves a whole pool and pushes it over many
     // script calls, and a sample taken mid-push would read as a huge take
     // rate. Rates start from the first filled sample.
-    if (!ring || !this.filledOnce.has(app.key)) this.samples.set(app.key, (ring = new Ring(capacity)));
-    if (sample.size >= this.o.sizing.lowWatermark(app)) this.filledOnce.add(app.key);
-    ring.push({ ...sample, served: this.o.served?.(app.key) });
+    if (!ring || !this.filledOnce.has(entity.key)) this.samples.set(entity.key, (ring = new Ring(capacity)));
+    else if (ring.capacity < capacity) this.samples.set(entity.key, (ring = Ring.from(ring, capacity)));
+    if (sample.size >= this.o.sizing.lowWatermark(entity)) this.filledOnce.add(entity.key);
+    ring.push({ ...sample, served: this.o.served?.(entity.key) });
     const history = ring.toArray();
-    const f = forecastEntity(history, this.o.rateWindowMs, app.startOffset, (n) => cluster.toId(n), cluster.count);
+    let f = forecastEntity(history, this.o.rateWindowMs, entity.startOffset, (n) => stride.toId(n), stride.count);
     if (!f) return undefined;
-    this.forecasts.set(app.key, f);
-    let chart = this.charts.get(app.key);
-    if (!chart) this.charts.set(app.key, (chart = new Ring(capacity)));
+    // Refused takes take nothing, so the take rate of a pool too short for its
+    // requests falls to 0 and its forecast to "never" while every request
+    // fails: a pool that refused takes within the rate window is dry now.
+    if (this.refusedRecently(entity.key, sample.at)) f = { ...f, poolDrySeconds: 0 };
+    this.forecasts.set(entity.key, f);
+    let chart = this.charts.get(entity.key);
+    if (!chart) this.charts.set(entity.key, (chart = new Ring(capacity)));
+    else if (chart.capacity < capacity) this.charts.set(entity.key, (chart = Ring.from(chart, capacity)));
     chart.push({ t: sample.at, size: sample.size, takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond) });
     return f;
   }
 
-  /** Sets the entity's pool and forecast gauges. */
-  private publish(app: EntityConfig, size: number, offset: bigint, f: EntityForecast): void {
-    const { metrics } = this.o;
-    const entity = app.key;
-    metrics.poolSize.set({ entity }, size);
-    metrics.poolLowWatermark.set({ entity }, this.o.sizing.lowWatermark(app));
-    metrics.poolTarget.set({ entity }, this.o.sizing.target(app));
-    metrics.poolMax.set({ entity }, app.maxPoolSize);
-    metrics.currentOffset.set({ entity }, Number(offset));
-    metrics.takeRate.set({ entity }, f.takePerSecond);
-    metrics.reserveRate.set({ entity }, f.reservePerSecond);
-    metrics.forecastPoolDry.set({ entity }, f.poolDrySeconds);
-    metrics.forecastJsSafe.set({ entity }, f.jsSafeSeconds);
-    metrics.forecastInt63.set({ entity }, f.int63Seconds);
+  /** Whether this instance refused a take of the entity for too few ids within the rate window. */
+  private refusedRecently(entityKey: string, at: number): boolean {
+    const count = this.o.refused?.(entityKey) ?? 0;
+    const last = this.refusals.get(entityKey) ?? { count: 0, at: Number.NEGATIVE_INFINITY };
+    const now = count > last.count ? { count, at } : last;
+    this.refusals.set(entityKey, now);
+    return at - now.at < this.o.rateWindowMs;
   }
 
-  /** Raises or clears the entity's pool and forecast alarms. */
-  private check(app: EntityConfig, size: number, at: number, f: EntityForecast): void {
-    const entity = app.key;
-    const watermark = this.o.sizing.lowWatermark(app);
-    const horizonDays = round(this.o.horizonSeconds / 86_400);
-    const serving = this.filledOnce.has(entity);
-    this.condition(serving && size < (watermark * this.o.poolLowPercent) / 100, {
-      name: 'pool_low',
-      severity: 'warning',
-      entityKey: entity,
-      message: `pool of ${entity} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
-      details: { size, lowWatermark: watermark, max: app.maxPoolSize },
-    });
-    // Only below the watermark: a pool at its target is as deep as demand
-    // calls for (a small one right after demand starts is topped up at the
-    // watermark); below it, the refiller should already have acted.
-    this.condition(serving && size < watermark && f.poolDrySeconds < this.o.poolDrySeconds, {
-      name: 'forecast_pool_dry',
-      severity: 'warning',
-      entityKey: entity,
-      message: `pool of ${entity} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
-      details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
-    });
-    // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
-    this.condition(serving && this.o.cluster.toId(app.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, {
-      name: 'forecast_js_safe_limit',
-      severity: 'warning',
-      entityKey: entity,
-      message: `ids of ${entity} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
-      details: { seconds: round(f.jsSafeSeconds), at: dateIn(at, f.jsSafeSeconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
-    });
-    this.condition(serving && f.int63Seconds <= this.o.horizonSeconds, {
-      name: 'forecast_int63_limit',
-      severity: 'critical',
-      entityKey: entity,
-      message: `ids of ${entity} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
-      details: { seconds: round(f.int63Seconds), at: dateIn(at, f.int63Seconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
-    });
+  /** Sets the entity's pool and forecast gauges. */
+  private publish(entity: EntityConfig, size: number, offset: bigint, f: EntityForecast): void {
+    const { metrics } = this.o;
+    const labels = { entity: entity.key };
+    metrics.poolSize.set(labels, size);
+    metrics.poolLowWatermark.set(labels, this.o.sizing.lowWatermark(entity));
+    metrics.poolTarget.set(labels, this.o.sizing.target(entity));
+    metrics.poolMax.set(labels, entity.maxPoolSize);
+    metrics.currentOffset.set(labels, Number(offset));
+    metrics.takeRate.set(labels, f.takePerSecond);
+    metrics.reserveRate.set(labels, f.reservePerSecond);
+    metrics.forecastPoolDry.set(labels, f.poolDrySeconds);
+    metrics.forecastJsSafe.set(labels, f.jsSafeSeconds);
+    metrics.forecastInt63.set(labels, f.int63Seconds);
   }
 
   /** Drops a retired entity's history, gauges and alarms. */
   private forget(key: string): void {
+    this.failureLog.forget(key);
     this.samples.delete(key);
     this.charts.delete(key);
     this.forecasts.delete(key);
     this.filledOnce.delete(key);
+    this.refusals.delete(key);
     this.o.metrics.forgetEntity(key);
-    for (const name of ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const) {
-      this.streaks.delete(`${name}\u0000${key}`);
-      this.o.alarms.clear(name, key);
-    }
+    this.rules.forgetEntity(key);
   }
 
   private async sampleLease(): Promise<void> {
@@ -263,24 +314,13 @@ export class OpsSampler {
     metrics.leaseHeld.set(status.held ? 1 : 0);
     metrics.leaseWorkerId.set(status.workerId ?? -1);
     metrics.leaseRemaining.set(status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0);
-    this.condition(!status.held, {
-      name: 'lease_lost',
-      severity: 'critical',
-      message: 'this instance holds no usable worker lease: it issues no snowflake ids',
-      details: { workerId: status.workerId ?? null },
-    }, 1);
-    // Usage reads every worker row: every 10 s is plenty for a range that fills over hours.
+    this.rules.checkLease(status);
     if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
       this.lastUsageAt = now;
       const { inUse, total } = await lease.usage();
       metrics.workersInUse.set(inUse);
       metrics.workersAvailable.set(total);
-      this.condition(total > 0 && (inUse * 100) / total >= this.o.workerRangePercent, {
-        name: 'worker_range_nearly_full',
-        severity: 'warning',
-        message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
-        details: { inUse, total, percent: round((inUse * 100) / total) },
-      }, 1);
+      this.rules.checkWorkerRange(inUse, total);
     }
   }
 
@@ -289,85 +329,51 @@ export class OpsSampler {
     if (!sf) return;
     this.o.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
     this.o.metrics.snowflakeJsSafe.set(sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000);
-    const now = this.o.clock.now();
-    const horizonMs = this.o.horizonSeconds * 1000;
-    this.condition(sf.timeExhaustedAt - now <= horizonMs, {
-      name: 'forecast_snowflake_time_exhausted',
-      severity: 'critical',
-      message: `the snowflake layout runs out of timestamp bits on ${new Date(sf.timeExhaustedAt).toISOString()}`,
-      details: { at: new Date(sf.timeExhaustedAt).toISOString() },
-    }, 1);
-    const js = sf.jsSafeLimitAt;
-    this.condition(js !== undefined && js > now && js - now <= horizonMs, {
-      name: 'forecast_snowflake_js_safe_limit',
-      severity: 'warning',
-      message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${js === undefined ? '' : new Date(js).toISOString()}`,
-      details: { at: js === undefined ? null : new Date(js).toISOString() },
-    }, 1);
-  }
-
-  /** Sets or clears a condition alarm once it has held `confirm` samples in a row. */
-  private condition(holds: boolean, alarm: Parameters<Alarms['set']>[0], confirm = CONFIRM_SAMPLES): void {
-    const key = `${alarm.name}\u0000${alarm.entityKey ?? ''}`;
-    if (!holds) {
-      this.streaks.delete(key);
-      this.o.alarms.clear(alarm.name, alarm.entityKey);
-      return;
-    }
-    const streak = (this.streaks.get(key) ?? 0) + 1;
-    this.streaks.set(key, streak);
-    if (streak >= confirm) this.o.alarms.set(alarm);
+    this.rules.checkSnowflake(sf, this.o.clock.now());
   }
 
   /** Pool, rates, forecasts and chart history of the given entities (the dashboard's page; default all). */
-  overview(entities: readonly EntityConfig[] = this.o.apps.list()): EntityOverview[] {
-    const out: EntityOverview[] = [];
-    for (const app of entities) {
-      if (app.mode === 'snowflake') continue;
-      const last = this.samples.get(app.key)?.toArray().at(-1);
-      const f = this.forecasts.get(app.key);
-      const watermark = this.o.sizing.lowWatermark(app);
-      out.push({
-        key: app.key,
-        mode: app.mode,
-        pool: { size: last?.size ?? 0, target: this.o.sizing.target(app), max: app.maxPoolSize, lowWatermark: watermark, fillPercent: last ? round((last.size * 100) / app.maxPoolSize) : 0 },
-        currentOffset: (last?.offset ?? app.startOffset).toString(),
-        highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
-        takePerSecond: round(f?.takePerSecond ?? 0),
-        reservePerSecond: round(f?.reservePerSecond ?? 0),
-        forecast: {
-          poolDrySeconds: finite(f?.poolDrySeconds),
-          jsSafeLimitSeconds: finite(f?.jsSafeSeconds),
-          int63LimitSeconds: finite(f?.int63Seconds),
-        },
-        history: [...(this.charts.get(app.key)?.toArray() ?? [])],
-      });
-    }
-    return out;
+  overview(entities: readonly EntityConfig[] = this.o.entities.list()): EntityOverview[] {
+    return dashboardRows(
+      entities,
+      {
+        sizing: this.o.sizing,
+        lastSample: (key) => this.samples.get(key)?.toArray().at(-1),
+        forecast: (key) => this.forecasts.get(key),
+        chart: (key) => this.charts.get(key)?.toArray() ?? [],
+        sampledAt: (key) => this.sampledAt(key),
+        isStale: (key, now) => this.isStale(key, now),
+      },
+      this.o.clock.now(),
+    );
+  }
+
+  /** When the entity was last sampled (Unix ms). */
+  private sampledAt(entityKey: string): number | undefined {
+    return this.o.metrics.sampleAge.values.get(entityKey);
+  }
+
+  /** Sampled over two rounds ago (or never, once the first round is over). */
+  private isStale(entityKey: string, now: number): boolean {
+    const at = this.sampledAt(entityKey) ?? this.startedAt;
+    return at !== undefined && now - at > this.staleAfterMs();
+  }
+
+  private staleAfterMs(): number {
+    return STALE_ROUNDS * this.rounds * this.o.sampleMs + this.o.sampleMs;
+  }
+
+  /** How current the sampled view is: `/readyz` and the dashboard report it. */
+  health(): SamplingHealth {
+    const now = this.o.clock.now();
+    let stale = 0;
+    for (const entity of this.o.entities.list()) if (entity.mode !== 'snowflake' && this.isStale(entity.key, now)) stale++;
+    const roundSeconds = (this.rounds * this.o.sampleMs) / 1000;
+    return { ok: stale === 0, oldestSampleAgeSeconds: round(this.o.metrics.sampleAge.maxAge()), roundSeconds, staleEntities: stale };
   }
 
   /** The latest forecast of one entity (tests, CLI). */
   forecast(entityKey: string): EntityForecast | undefined {
     return this.forecasts.get(entityKey);
   }
-}
-
-function round(n: number): number {
-  return Number.isFinite(n) ? Math.round(n * 100) / 100 : n;
-}
-
-/** JSON has no Infinity: "never" is null. */
-function finite(n: number | undefined): number | null {
-  return n === undefined || !Number.isFinite(n) ? null : round(n);
-}
-
-function dateIn(now: number, seconds: number): string | null {
-  return Number.isFinite(seconds) ? new Date(now + seconds * 1000).toISOString() : null;
-}
-
-export function describeSeconds(s: number): string {
-  if (s < 120) return `${Math.round(s)} s`;
-  if (s < 7200) return `${Math.round(s / 60)} min`;
-  if (s < 172_800) return `${Math.round(s / 3600)} h`;
-  return `${Math.round(s / 86_400)} days`;
 }

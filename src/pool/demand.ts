@@ -47,7 +47,7 @@ interface Seen {
 }
 
 /**
- * Pools sized by demand (DESIGN.md): an entity's target depth is
+ * Pools sized by demand (docs/design.md): an entity's target depth is
  * `horizonSeconds × recent peak take rate`, never below one
  * `floor = max(step, maxSizePerTimes)` and never above `maxPoolSize`. Take
  * rates come from the pools' running take totals (`PoolStore.levels`, shared

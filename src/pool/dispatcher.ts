@@ -2,12 +2,12 @@ import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import { PoolExhaustedError, RateLimitedError, UnavailableError } from '../errors';
 import type { Logger } from '../logger';
-import type { PoolStore } from './pool-store';
+import type { PoolStore, TakeResult } from './pool-store';
 import type { Refiller } from './refiller';
 
 export interface DispatcherOptions {
   store: PoolStore;
-  refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill' | 'lastFailure' | 'lowWatermark'>;
+  refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill' | 'lastFailure' | 'lowWatermark' | 'touch'>;
   clock: Clock;
   log: Logger;
   /**
@@ -18,6 +18,35 @@ export interface DispatcherOptions {
   shortageWaitMs?: number;
   /** Metrics and alarms (src/ops); without it exhaustion is only logged. */
   events?: DispatchEvents;
+  /**
+   * Whether takes for one entity arriving in the same event-loop turn share
+   * one store call. Default: for the Redis store, where each call is a
+   * round trip and a write; the in-process store answers without I/O, so
+   * there is nothing to share and the wait for the turn's end would only
+   * add latency.
+   */
+  coalesce?: boolean;
+}
+
+/**
+ * Most ids one shared store call takes: 64 requests of the largest batch
+ * (1,000) is one LPOP of 64,000 ids, a ~1 MB reply that holds the Redis
+ * thread for milliseconds; beyond this a new group starts.
+ */
+const MAX_COALESCED_IDS = 16_000;
+
+/** One request waiting in a group. */
+interface Waiter {
+  entity: EntityConfig;
+  count: number;
+  resolve(ids: string[]): void;
+  reject(err: unknown): void;
+}
+
+/** Takes for one entity collected during one event-loop turn. */
+interface Group {
+  waiters: Waiter[];
+  total: number;
 }
 
 /** What the dispatcher reports per request. */
@@ -25,6 +54,8 @@ export interface DispatchEvents {
   served(entityKey: string, count: number): void;
   rateLimited(entityKey: string): void;
   exhausted(entityKey: string, count: number): void;
+  /** A take answered 503 for too few ids ready: the pool ran short, or its refill failed. */
+  refused(entityKey: string): void;
 }
 
 export interface DispatchStats {
@@ -33,48 +64,115 @@ export interface DispatchStats {
   exhausted: number;
 }
 
-/** Hands out segment ids: all-or-nothing pops, with a short wait for a refill on shortage. */
+/**
+ * Hands out segment ids: all-or-nothing takes, with a short wait for a refill
+ * on shortage. Concurrent takes for one entity that arrive in the same
+ * event-loop turn share one store call for the sum of their counts; the ids
+ * are handed out in arrival order. The shared call is all or nothing for
+ * the sum and counts the sum against the per-second limit, so it succeeds
+ * only where every request, taken one after another, would have; otherwise
+ * (short, rate limited, epoch changed) each request is answered on its own.
+ */
 export class Dispatcher {
   readonly stats: DispatchStats = { idsServed: 0, rateLimited: 0, exhausted: 0 };
+  private readonly groups = new Map<string, Group>();
+  private readonly coalesce: boolean;
 
-  constructor(private readonly o: DispatcherOptions) {}
+  constructor(private readonly o: DispatcherOptions) {
+    this.coalesce = o.coalesce ?? o.store.kind === 'redis';
+  }
 
-  async take(app: EntityConfig, count: number): Promise<string[]> {
+  take(entity: EntityConfig, count: number): Promise<string[]> {
+    if (!this.coalesce) return this.takeAlone(entity, count);
+    return new Promise<string[]>((resolve, reject) => {
+      let group = this.groups.get(entity.key);
+      if (!group || group.total + count > MAX_COALESCED_IDS) {
+        // A full group keeps its place: its call was scheduled first, so its ids come first.
+        const fresh: Group = { waiters: [], total: 0 };
+        this.groups.set(entity.key, fresh);
+        // setImmediate runs after the poll phase: every request whose bytes arrived in this turn has called take by then.
+        setImmediate(() => {
+          if (this.groups.get(entity.key) === fresh) this.groups.delete(entity.key);
+          void this.takeGroup(fresh);
+        });
+        group = fresh;
+      }
+      group.waiters.push({ entity, count, resolve, reject });
+      group.total += count;
+    });
+  }
+
+  private async takeGroup(group: Group): Promise<void> {
+    const { waiters, total } = group;
+    if (waiters.length === 1) {
+      const [w] = waiters;
+      return this.takeAlone(w.entity, w.count).then(w.resolve, w.reject);
+    }
+    const entity = waiters[0].entity;
+    let result: TakeResult;
+    try {
+      result = await this.o.store.take(entity.key, total, entity.maxSizePerSecond);
+    } catch (err) {
+      for (const w of waiters) w.reject(err);
+      return;
+    }
+    if (result.kind !== 'ok') {
+      // Answer each on its own, in arrival order (one connection keeps the order of the calls).
+      for (const w of waiters) this.takeAlone(w.entity, w.count).then(w.resolve, w.reject);
+      return;
+    }
+    if (result.remaining < this.o.refiller.lowWatermark(entity)) this.o.refiller.markLow(entity.key);
+    let from = 0;
+    for (const w of waiters) {
+      const ids = result.ids.slice(from, from + w.count);
+      from += w.count;
+      this.served(entity.key, ids.length);
+      w.resolve(ids);
+    }
+  }
+
+  private served(entityKey: string, count: number): void {
+    this.o.refiller.touch(entityKey);
+    this.stats.idsServed += count;
+    this.o.events?.served(entityKey, count);
+  }
+
+  private async takeAlone(entity: EntityConfig, count: number): Promise<string[]> {
     const { store, refiller, clock } = this.o;
     const deadline = clock.monotonic() + (this.o.shortageWaitMs ?? 250);
     for (;;) {
-      const result = await store.take(app.key, count, app.maxSizePerSecond);
+      const result = await store.take(entity.key, count, entity.maxSizePerSecond);
       switch (result.kind) {
         case 'ok':
-          if (result.remaining < refiller.lowWatermark(app)) refiller.markLow(app.key);
-          this.stats.idsServed += result.ids.length;
-          this.o.events?.served(app.key, result.ids.length);
+          if (result.remaining < refiller.lowWatermark(entity)) refiller.markLow(entity.key);
+          this.served(entity.key, result.ids.length);
           return result.ids;
         case 'rate_limited':
           this.stats.rateLimited++;
-          this.o.events?.rateLimited(app.key);
-          throw new RateLimitedError(`entity ${app.key} is limited to ${app.maxSizePerSecond} ids per second`, Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
-        case 'server_changed':
-          refiller.markReset(app.key);
+          this.o.events?.rateLimited(entity.key);
+          throw new RateLimitedError(`entity ${entity.key} is limited to ${entity.maxSizePerSecond} ids per second`, Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+        case 'epoch_changed':
+          refiller.markReset(entity.key);
           break;
         case 'short':
           break;
       }
       const left = deadline - clock.monotonic();
       if (left <= 0) {
-        if (result.kind === 'server_changed') throw new UnavailableError(`pool of ${app.key} is being rebuilt after a Redis server change`, 1);
+        if (result.kind === 'epoch_changed') throw new UnavailableError(`pool of ${entity.key} is being rebuilt after a Redis server change`, 1);
         // The refill failed (database or Redis down): that is the answer's
         // cause, and the error handler turns it into 503 unavailable.
-        const failure = refiller.lastFailure(app.key);
+        this.o.events?.refused(entity.key);
+        const failure = refiller.lastFailure(entity.key);
         if (failure !== undefined) throw failure;
         this.stats.exhausted++;
-        if (this.o.events) this.o.events.exhausted(app.key, count);
-        else this.o.log.error({ alarm: 'pool_exhausted', entityKey: app.key, count }, 'pool exhausted: a request found too few ids after waiting for a refill');
-        throw new PoolExhaustedError(`pool of ${app.key} has fewer than ${count} ids ready; retry shortly`, 1);
+        if (this.o.events) this.o.events.exhausted(entity.key, count);
+        else this.o.log.error({ alarm: 'pool_exhausted', entityKey: entity.key, count }, 'pool exhausted: a request found too few ids after waiting for a refill');
+        throw new PoolExhaustedError(`pool of ${entity.key} has fewer than ${count} ids ready; retry shortly`, 1);
       }
       // Wait for our refill, but re-check the pool at least every 20 ms: the
       // refill may be running on another instance that holds the lock.
-      await Promise.race([refiller.refill(app.key, count), clock.sleep(Math.min(20, left))]);
+      await Promise.race([refiller.refill(entity.key, count), clock.sleep(Math.min(20, left))]);
     }
   }
 }

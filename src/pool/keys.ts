@@ -1,5 +1,5 @@
 /**
- * Every Redis key idpool uses, built here and nowhere else (DESIGN.md
+ * Every Redis key idpool uses, built here and nowhere else (docs/design.md
  * "Redis keys"). `{entityKey}` is a hash tag, so all keys of one entity live
  * on one cluster slot and one Lua script may touch them together.
  */
@@ -13,8 +13,8 @@ export interface EntityKeys {
   /** Prefix of the per-second counters; the second is appended inside Lua. */
   readonly ratePrefix: string;
   /** Epoch (`run_id:master_replid`) of the Redis server this entity's pool was filled in. */
-  readonly server: string;
-  /** Ids pushed into the pool since it was last reset: `pushed − LLEN` is what every pop took. */
+  readonly epoch: string;
+  /** Ids pushed into the pool since it was last reset: `pushed − LLEN` is what takes and direct pops took. */
   readonly pushed: string;
 }
 
@@ -27,27 +27,44 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
     fence: `${base}:fence`,
     lock: `${base}:lock`,
     ratePrefix: `${base}:rate:`,
-    server: `${base}:server`,
+    epoch: `${base}:server`,
     pushed: `${base}:pushed`,
   };
 }
 
-/** Keys of one `Idempotency-Key` of one entity (see `http/idempotency.ts`). */
+/** Keys of one `Idempotency-Key` of one entity (see `idempotency/redis-store.ts`). */
 export interface IdempotencyKeys {
   /** Held (SET NX, short TTL) while the first request with this key runs. */
   readonly claim: string;
   /** The stored answer, JSON `{count, ids}`; the first one written wins. */
   readonly answer: string;
-  /** Sorted set of this entity's stored answers by time, to cap how many are kept. */
+  /** Sorted set of this entity's stored answers (`requestKey\nbytes`) by time, to cap how many are kept. */
   readonly index: string;
+  /** Bytes of this entity's answers in {@link index}, to cap them. */
+  readonly bytes: string;
   /** The answer key of another request key of the same entity. */
   answerOf(requestKey: string): string;
+  /** `answerOf(k)` less `k`: what the store function prepends to a request key. */
+  readonly answerPrefix: string;
 }
 
 /** `requestKey` is the client's header value (printable ASCII); it ends the key, so no two values collide. */
 export function idempotencyKeys(entityKey: string, requestKey: string, prefix = DEFAULT_PREFIX): IdempotencyKeys {
   const base = `${prefix}:{${entityKey}}:idem`;
-  return { claim: `${base}:claim:${requestKey}`, answer: `${base}:answer:${requestKey}`, index: `${base}:index`, answerOf: (other) => `${base}:answer:${other}` };
+  const answerPrefix = `${base}:answer:`;
+  return {
+    claim: `${base}:claim:${requestKey}`,
+    answer: `${answerPrefix}${requestKey}`,
+    index: `${base}:index`,
+    bytes: `${base}:bytes`,
+    answerOf: (other) => `${answerPrefix}${other}`,
+    answerPrefix,
+  };
+}
+
+/** Bytes of answers stored by every instance during `minute` (Unix minutes); one hash tag, so one MGET reads the last few. */
+export function idempotencyBytesKey(minute: number, prefix = DEFAULT_PREFIX): string {
+  return `${prefix}:{idem-bytes}:${minute}`;
 }
 
 /** Counter of entity registrations, bumped by every instance (see `entities/registry.ts`). */

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock';
-import type { ClusterMap } from '../segment/cluster';
+import type { IdStride } from '../segment/stride';
 import type { HeldLock, PoolLevel, PoolStore, TakeResult, PushResult, RefillLock } from './pool-store';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
@@ -7,7 +7,7 @@ class EntityPool {
   readonly chunks: string[][] = [];
   head = 0;
   size = 0;
-  /** Ids ever taken (every pop), for the demand that sizes the pool. */
+  /** Ids ever taken (every take), for the demand that sizes the pool. */
   taken = 0;
   fence: bigint | null = null;
   rateSecond = 0;
@@ -33,7 +33,7 @@ class EntityPool {
 
 /**
  * In-process pool for embedded mode and single-node use. Same rules as the
- * Redis store (all-or-nothing pops, fence, per-second limit); the server never
+ * Redis store (all-or-nothing takes, fence, per-second limit); the server never
  * changes, because the pool dies with the process.
  */
 export class MemoryPoolStore implements PoolStore {
@@ -77,19 +77,19 @@ export class MemoryPoolStore implements PoolStore {
     return { kind: 'ok', size: pool.size };
   }
 
-  pushRange(entityKey: string, start: bigint, end: bigint, cluster: ClusterMap): Promise<PushResult> {
-    return this.push(entityKey, cluster.idStrings(start, end), cluster.toId(start), cluster.toId(end - 1n));
+  pushRange(entityKey: string, start: bigint, end: bigint, stride: IdStride): Promise<PushResult> {
+    return this.push(entityKey, stride.idStrings(start, end), stride.toId(start), stride.toId(end - 1n));
   }
 
   async size(entityKey: string): Promise<number> {
     return this.pools.get(entityKey)?.size ?? 0;
   }
 
-  async sizes(entityKeys: readonly string[]): Promise<number[]> {
+  async sizes(entityKeys: readonly string[]): Promise<Array<number | Error>> {
     return entityKeys.map((key) => this.pools.get(key)?.size ?? 0);
   }
 
-  async levels(entityKeys: readonly string[]): Promise<PoolLevel[]> {
+  async levels(entityKeys: readonly string[]): Promise<Array<PoolLevel | Error>> {
     return entityKeys.map((key) => {
       const pool = this.pools.get(key);
       return { size: pool?.size ?? 0, taken: pool?.taken ?? 0 };
@@ -117,7 +117,7 @@ export class MemoryPoolStore implements PoolStore {
     pool.size = 0;
   }
 
-  async serverId(): Promise<string> {
+  async epoch(): Promise<string> {
     return 'memory';
   }
 

@@ -1,21 +1,21 @@
-import type { ClusterMap } from '../segment/cluster';
+import type { IdStride } from '../segment/stride';
 
 /** Outcome of taking ids from a pool. */
 export type TakeResult =
   | { readonly kind: 'ok'; readonly ids: string[]; readonly remaining: number }
   /** Fewer than `count` ready; nothing was taken. */
   | { readonly kind: 'short'; readonly size: number }
-  /** The pool was filled on another Redis server and must be reset first. */
-  | { readonly kind: 'server_changed' }
+  /** The pool was filled in another Redis epoch and must be reset first. */
+  | { readonly kind: 'epoch_changed' }
   | { readonly kind: 'rate_limited'; readonly retryAfterMs: number };
 
 export type PushResult =
   | { readonly kind: 'ok'; readonly size: number }
   /** Refused: the segment does not start above the fence. */
   | { readonly kind: 'fenced' }
-  | { readonly kind: 'server_changed' };
+  | { readonly kind: 'epoch_changed' };
 
-/** How full a pool is, and how many ids were ever taken from it (by any pop) since it was last reset. */
+/** How full a pool is, and how many ids were ever taken from it (by takes and direct pops) since it was last reset. */
 export interface PoolLevel {
   readonly size: number;
   readonly taken: number;
@@ -30,22 +30,26 @@ export interface PoolStore {
   readonly kind: 'redis' | 'memory';
   /** Takes `count` ids, all or nothing, within `maxPerSecond` (0 = unlimited). */
   take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult>;
-  /** Appends ids (in pop order) whose lowest and highest are given, if above the fence. */
+  /** Appends ids (in take order) whose lowest and highest are given, if above the fence. */
   push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult>;
   /**
    * Appends the ids of numbers `[start, end)` in order, if above the fence;
-   * the store builds them (`cluster` maps numbers to ids). Only for ids below 2^53.
+   * the store builds them (`stride` maps numbers to ids). Only for ids below 2^53.
    */
-  pushRange(entityKey: string, start: bigint, end: bigint, cluster: ClusterMap): Promise<PushResult>;
+  pushRange(entityKey: string, start: bigint, end: bigint, stride: IdStride): Promise<PushResult>;
   size(entityKey: string): Promise<number>;
-  /** Sizes of many pools in one round trip. */
-  sizes(entityKeys: readonly string[]): Promise<number[]>;
-  /** Sizes and running take totals of many pools in one round trip (demand is measured from these). */
-  levels(entityKeys: readonly string[]): Promise<PoolLevel[]>;
   /**
-   * Discards a pool filled on another server and raises its fence to
+   * Sizes of many pools in one round trip. A pool whose keys answered an
+   * error (or whose Cluster node failed) has that Error in its place, so
+   * one entity's fault never hides the others; a lost connection rejects.
+   */
+  sizes(entityKeys: readonly string[]): Promise<Array<number | Error>>;
+  /** Sizes and running take totals of many pools in one round trip (demand is measured from these); errors as in `sizes`. */
+  levels(entityKeys: readonly string[]): Promise<Array<PoolLevel | Error>>;
+  /**
+   * Discards a pool filled in another Redis epoch and raises its fence to
    * `issuedUpTo` (every id at or below may have been handed out).
-   * Returns false when the pool already belonged to this server.
+   * Returns false when the pool already belonged to this epoch.
    */
   reset(entityKey: string, issuedUpTo: bigint): Promise<boolean>;
   /**
@@ -56,7 +60,7 @@ export interface PoolStore {
   /** Drops a retired entity's ready ids (its fence stays). */
   discard(entityKey: string): Promise<void>;
   /** Epoch of the server answering now (`run_id:master_replid`); changes on restart, promotion and failback. */
-  serverId(): Promise<string>;
+  epoch(): Promise<string>;
   /** Answers when the store is usable (readiness). */
   ping(): Promise<void>;
 }

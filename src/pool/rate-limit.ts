@@ -1,11 +1,12 @@
 import type { RedisClient } from './redis-connection';
+import { ScriptCode, callFunction } from './redis-pool-store';
 import type { Clock } from '../clock';
 import { RateLimitedError } from '../errors';
 import { DEFAULT_PREFIX, entityKeys } from './keys';
 
 /**
  * `maxSizePerSecond` for entities whose ids do not come from a pool
- * (snowflake): ids counted per wall-clock second, as the pool's pop does for
+ * (snowflake): ids counted per wall-clock second, as the pool's take does for
  * segment entities. A request that would pass the limit takes nothing.
  */
 export interface EntityRateLimit {
@@ -13,8 +14,8 @@ export interface EntityRateLimit {
   admit(entityKey: string, count: number, maxPerSecond: number): Promise<void>;
 }
 
-function limited(entityKey: string, maxPerSecond: number, now: number): RateLimitedError {
-  return new RateLimitedError(`entity ${entityKey} is limited to ${maxPerSecond} ids per second`, Math.max(1, Math.ceil((1000 - (now % 1000)) / 1000)));
+function limited(entityKey: string, maxPerSecond: number, retryAfterMs: number): RateLimitedError {
+  return new RateLimitedError(`entity ${entityKey} is limited to ${maxPerSecond} ids per second`, Math.max(1, Math.ceil(retryAfterMs / 1000)));
 }
 
 /** One process's count (no Redis): the limit holds per instance. */
@@ -29,29 +30,26 @@ export class MemoryEntityRateLimit implements EntityRateLimit {
     const second = Math.floor(now / 1000);
     let window = this.used.get(entityKey);
     if (!window || window.second !== second) this.used.set(entityKey, (window = { second, ids: 0 }));
-    if (window.ids + count > maxPerSecond) throw limited(entityKey, maxPerSecond, now);
+    if (window.ids + count > maxPerSecond) throw limited(entityKey, maxPerSecond, 1000 - (now % 1000));
     window.ids += count;
   }
 }
 
-/** Shared by every instance on one Redis: the same `idpool:{KEY}:rate:{second}` counter segment pops use. */
+/**
+ * Shared by every instance on one Redis: the same `idpool:{KEY}:rate:{second}`
+ * counter segment takes use, checked and counted in one call
+ * (`rate_limit-1.lua`) on the Redis server's clock.
+ */
 export class RedisEntityRateLimit implements EntityRateLimit {
   constructor(
-    private readonly redis: Pick<RedisClient, 'incrby' | 'decrby' | 'pexpire'>,
-    private readonly clock: Pick<Clock, 'now'>,
+    private readonly redis: RedisClient,
     private readonly prefix = DEFAULT_PREFIX,
   ) {}
 
   async admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> {
     if (maxPerSecond <= 0) return;
-    const now = this.clock.now();
-    const key = `${entityKeys(entityKey, this.prefix).ratePrefix}${Math.floor(now / 1000)}`;
-    const used = await this.redis.incrby(key, count);
-    // Two seconds: the counter outlives its second whatever the clock skew between instances.
-    if (used === count) await this.redis.pexpire(key, 2000);
-    if (used > maxPerSecond) {
-      await this.redis.decrby(key, count);
-      throw limited(entityKey, maxPerSecond, now);
-    }
+    const [code, retryAfterMs] = await callFunction<[number, number?]>(this.redis, 'idpool_rate_limit', [entityKeys(entityKey, this.prefix).ratePrefix], [count, maxPerSecond]);
+    if (code === ScriptCode.RateLimited) throw limited(entityKey, maxPerSecond, retryAfterMs ?? 1000);
+    if (code !== ScriptCode.Ok) throw new Error(`idpool_rate_limit returned unknown code ${code}`);
   }
 }

@@ -1,15 +1,38 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisTopology } from '../config/config';
 import { maskUrl } from '../logger';
+import type { RedisTopology } from './redis-topology';
+
+export type { RedisTopology } from './redis-topology';
 
 /**
- * How long one Redis command may take before it fails (then 503). A pop or a
+ * How long one Redis command may take before it fails (then 503). A take or a
  * 10,000-id push takes a few ms here; 2 s is far above that and far below a
  * client's patience.
  */
 const COMMAND_TIMEOUT_MS = 2000;
-/** First TCP keep-alive probe after this much idle time: a half-open socket is found in seconds, not the kernel's two hours. */
+/**
+ * Default of IDPOOL_REDIS_SOCKET_TIMEOUT_MS: a connection with commands
+ * pending and no byte back for this long is destroyed and re-opened. A
+ * command times out at 2 s; a second more tells a dead link from one slow
+ * command, and the partition suite (test/partition/) measured ids again
+ * within 3 s of the heal with it, whatever the length of the cut.
+ */
+export const REDIS_SOCKET_TIMEOUT_MS = 3000;
+/**
+ * First TCP keep-alive probe after this much idle time. Keep-alive only
+ * probes a socket with nothing unacknowledged, so it finds a half-open
+ * connection that is idle; one carrying commands is found by the socket
+ * timeout instead.
+ */
 const KEEP_ALIVE_MS = 5000;
+
+/** How connections notice that replies stopped (IDPOOL_REDIS_SOCKET_TIMEOUT_MS). */
+export interface RedisConnectionSettings {
+  /** A connection with commands pending and no reply for this long is dropped and re-opened. */
+  socketTimeoutMs: number;
+}
+
+const DEFAULT_SETTINGS: RedisConnectionSettings = { socketTimeoutMs: REDIS_SOCKET_TIMEOUT_MS };
 
 /** Options every idpool Redis connection shares, whatever the topology. */
 const FAIL_FAST: RedisOptions = {
@@ -21,14 +44,25 @@ const FAIL_FAST: RedisOptions = {
   commandTimeout: COMMAND_TIMEOUT_MS,
   connectTimeout: COMMAND_TIMEOUT_MS,
   keepAlive: KEEP_ALIVE_MS,
+  // Commands a dropped connection left unanswered already failed for their
+  // callers (commandTimeout): sending them again on the new connection would
+  // take ids nobody receives.
+  autoResendUnfulfilledCommands: false,
   // No enableAutoPipelining: it can throw an uncaught TypeError out of a
   // callback and crash the process (redis/ioredis#1931), seen here twice:
   // when a batch failed as the connection closed, and when Redlock defined
   // its scripts while an auto-pipeline was open (redis-autopipeline.test.ts).
   // Commands from concurrent requests still share the socket without
   // waiting on each other.
-  retryStrategy: (times) => Math.min(50 * times, 1000),
+  // Reconnect attempts at most 500 ms apart: after a network cut heals, the
+  // next attempt is at most connectTimeout + 500 ms away.
+  retryStrategy: (times) => Math.min(50 * times, 500),
 };
+
+/** FAIL_FAST with the settings' socket timeout (each connection gets its own copy). */
+function failFast(settings: RedisConnectionSettings): RedisOptions {
+  return { ...FAIL_FAST, socketTimeout: settings.socketTimeoutMs };
+}
 
 /** A connection to one server (directly or through Sentinel) or to a Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -36,10 +70,10 @@ export type RedisClient = Redis | Cluster;
 type SingleOrSentinel = Exclude<RedisTopology, { kind: 'cluster' }>;
 
 /** Options for a topology, without connecting (exported for tests). */
-export function redisOptions(topology: SingleOrSentinel): RedisOptions {
-  if (topology.kind === 'single') return { ...FAIL_FAST };
+export function redisOptions(topology: SingleOrSentinel, settings: RedisConnectionSettings = DEFAULT_SETTINGS): RedisOptions {
+  if (topology.kind === 'single') return failFast(settings);
   return {
-    ...FAIL_FAST,
+    ...failFast(settings),
     sentinels: topology.sentinels.map((s) => ({ host: s.host, port: s.port })),
     name: topology.masterName,
     role: 'master',
@@ -50,17 +84,23 @@ export function redisOptions(topology: SingleOrSentinel): RedisOptions {
     // Reconnect as soon as a Sentinel announces +switch-master, instead of
     // waiting for the old master's socket to fail.
     failoverDetector: true,
+    // A Sentinel behind a cut link must not hold the master lookup longer than a command.
+    sentinelCommandTimeout: COMMAND_TIMEOUT_MS,
     sentinelRetryStrategy: (times) => Math.min(100 * times, 1000),
     // A demoted master answers READONLY: reconnect (ioredis asks the
     // Sentinels for the master again) and resend; READONLY means the command
-    // did not run, so resending it cannot take ids twice.
-    reconnectOnError: (err) => (/^READONLY/.test(err.message) ? 2 : false),
+    // did not run, so resending it cannot take ids twice. A master that lost
+    // its replicas (NOREPLICAS, min-replicas-to-write) is most likely on the
+    // minority side of a split: ask the Sentinels again too, so idpool finds
+    // the promoted master as soon as the split heals instead of when the
+    // Sentinels get round to demoting the old one (seconds later).
+    reconnectOnError: (err) => (/^READONLY/.test(err.message) ? 2 : /^NOREPLICAS/.test(err.message) ? 1 : false),
   };
 }
 
 /** Options of a Cluster client, without connecting (exported for tests). */
-export function clusterOptions(topology: Extract<RedisTopology, { kind: 'cluster' }>): ClusterOptions {
-  const { lazyConnect: _lazy, retryStrategy: _retry, ...perNode } = FAIL_FAST;
+export function clusterOptions(topology: Extract<RedisTopology, { kind: 'cluster' }>, settings: RedisConnectionSettings = DEFAULT_SETTINGS): ClusterOptions {
+  const { lazyConnect: _lazy, retryStrategy: _retry, ...perNode } = failFast(settings);
   return {
     lazyConnect: true,
     // As for one server: fail fast instead of queueing while the cluster
@@ -95,14 +135,57 @@ export function describeRedis(topology: RedisTopology): string {
   return `redis ${maskUrl(topology.url)}`;
 }
 
-/** Connects to Redis (one server, through Sentinel, or a Cluster), failing fast while it is down instead of queueing requests. */
-export async function connectRedis(topology: RedisTopology): Promise<RedisClient> {
+/** Connections idpool closed itself: only these may stay ended. */
+const closedOnPurpose = new WeakSet<RedisClient>();
+
+/**
+ * After an end idpool did not ask for, the next connect is this far away:
+ * the same bound as the retry strategy's longest wait.
+ */
+const CONNECT_AFTER_END_MS = 500;
+
+/** Closes a connection for good: the only way an idpool connection stays ended. */
+export async function closeRedis(redis: RedisClient): Promise<void> {
+  closedOnPurpose.add(redis);
+  await redis.quit().then(
+    () => undefined,
+    () => redis.disconnect(),
+  );
+}
+
+/**
+ * ioredis can end a connection for good without being asked: when the
+ * Sentinel failover detector disconnects it while a reconnect is still
+ * asking the Sentinels for the master, that lookup throws "Connection is
+ * closed." and the client moves to status `end`, where it never reconnects
+ * (seen as one instance answering 503 for 30 s after a `kill -9` of the
+ * master while its twin served). An end idpool did not ask for is followed
+ * by a new connect.
+ */
+function reconnectAfterUnaskedEnd(redis: RedisClient): void {
+  redis.on('end', () => {
+    if (closedOnPurpose.has(redis)) return;
+    setTimeout(() => {
+      if (!closedOnPurpose.has(redis) && redis.status === 'end') redis.connect().catch(() => undefined);
+    }, CONNECT_AFTER_END_MS).unref();
+  });
+}
+
+/**
+ * Connects to Redis (one server, through Sentinel, or a Cluster), failing
+ * fast while it is down instead of queueing requests. A connection whose
+ * replies stop is dropped after `settings.socketTimeoutMs` and re-opened,
+ * resolving the host name again (net.connect looks it up on every attempt).
+ */
+export async function connectRedis(topology: RedisTopology, settings: RedisConnectionSettings = DEFAULT_SETTINGS): Promise<RedisClient> {
   let redis: RedisClient;
-  if (topology.kind === 'cluster') redis = new Cluster(topology.nodes.map((n) => ({ host: n.host, port: n.port })), clusterOptions(topology));
-  else if (topology.kind === 'single') redis = new Redis(topology.url, redisOptions(topology));
-  else redis = new Redis(redisOptions(topology));
+  if (topology.kind === 'cluster') redis = new Cluster(topology.nodes.map((n) => ({ host: n.host, port: n.port })), clusterOptions(topology, settings));
+  else if (topology.kind === 'single') redis = new Redis(topology.url, redisOptions(topology, settings));
+  else redis = new Redis(redisOptions(topology, settings));
   // Errors reach the callers of each command; the connection itself retries.
   redis.on('error', () => undefined);
   await redis.connect();
+  // Only once connected: a client whose first connect failed is dropped by the caller and must not retry forever.
+  reconnectAfterUnaskedEnd(redis);
   return redis;
 }

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
-import { ConfigError } from '../config/config';
+import { ConfigError } from '../errors';
 import type { Logger } from '../logger';
 
 /**
@@ -34,7 +34,7 @@ export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySett
 }
 
 /**
- * Start-up check (DESIGN.md "Redis keys") on every master: an `allkeys-*`
+ * Start-up check (docs/design.md "Redis keys") on every master: an `allkeys-*`
  * policy may evict a fence or an epoch marker, after which ids repeat, so
  * idpool refuses to start ({@link ConfigError}, exit code 2). Warns when
  * `maxmemory` is set below what every pool full to its `maxPoolSize` could

@@ -4,7 +4,7 @@ import { type Lock, Redlock } from '@sesamecare-oss/redlock';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
-import type { ClusterMap } from '../segment/cluster';
+import type { IdStride } from '../segment/stride';
 import { entityKeys, DEFAULT_PREFIX } from './keys';
 import type { HeldLock, PoolLevel, PoolStore, TakeResult, PushResult, RefillLock } from './pool-store';
 import { MAX_SAFE_ID } from '../limits';
@@ -13,7 +13,7 @@ import { MAX_SAFE_ID } from '../limits';
 export enum ScriptCode {
   Ok = 0,
   Short = -1,
-  ServerChanged = -2,
+  EpochChanged = -2,
   RateLimited = -3,
   Fenced = -4,
 }
@@ -52,13 +52,28 @@ export async function loadFunctions(redis: RedisClient): Promise<void> {
 }
 
 /**
+ * FCALL of one of idpool's functions, reloading the library once if it is
+ * missing (FUNCTION FLUSH, or a server that came up empty): the library is
+ * ours to restore.
+ */
+export async function callFunction<T>(redis: RedisClient, name: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<T> {
+  try {
+    return (await redis.fcall(name, keys.length, ...keys, ...args)) as T;
+  } catch (err) {
+    if (!/Function not found/i.test(String((err as Error)?.message))) throw err;
+    await loadFunctions(redis);
+    return (await redis.fcall(name, keys.length, ...keys, ...args)) as T;
+  }
+}
+
+/**
  * Queues `build(pipeline, i)` for every `i` of `slotKeys`, in one pipeline
  * per node, sent in parallel; returns each `i`'s replies, in order. A Cluster
  * refuses a pipeline whose keys live on different nodes, so the commands are
  * grouped by the master that owns `slotKeys[i]`'s slot; one server takes them
  * all in one pipeline.
  */
-export async function pipelinePerNode(redis: RedisClient, slotKeys: readonly string[], build: (pipeline: ChainableCommander, i: number) => void): Promise<unknown[][]> {
+export async function pipelinePerNode(redis: RedisClient, slotKeys: readonly string[], build: (pipeline: ChainableCommander, i: number) => void): Promise<Array<unknown[] | Error>> {
   const groups = new Map<string, number[]>();
   slotKeys.forEach((key, i) => {
     // ioredis accepts a pipeline whose keys' slots all map to one group of nodes (a master and its replicas).
@@ -67,25 +82,33 @@ export async function pipelinePerNode(redis: RedisClient, slotKeys: readonly str
     if (group) group.push(i);
     else groups.set(node, [i]);
   });
-  const out: unknown[][] = new Array(slotKeys.length);
-  await Promise.all(
+  const out: Array<unknown[] | Error> = new Array(slotKeys.length);
+  const settled = await Promise.allSettled(
     [...groups.values()].map(async (indexes) => {
       const pipeline = redis.pipeline();
       for (const i of indexes) build(pipeline, i);
-      const results = (await pipeline.exec()) ?? [];
-      const perKey = results.length / indexes.length;
-      indexes.forEach((keyIndex, n) => {
-        const replies = results.slice(n * perKey, (n + 1) * perKey);
-        for (const [err] of replies) if (err) throw err;
-        out[keyIndex] = replies.map(([, value]) => value);
-      });
+      try {
+        const results = (await pipeline.exec()) ?? [];
+        const perKey = results.length / indexes.length;
+        indexes.forEach((keyIndex, n) => {
+          const replies = results.slice(n * perKey, (n + 1) * perKey);
+          out[keyIndex] = replies.find(([err]) => err)?.[0] ?? replies.map(([, value]) => value);
+        });
+      } catch (err) {
+        // This node group failed (a Cluster node down): its keys carry the error, the other groups' keys their replies.
+        for (const i of indexes) out[i] = err instanceof Error ? err : new Error(String(err));
+        throw err;
+      }
     }),
   );
+  // With every group failed the connection itself is gone: that is the caller's failure, not one entity's.
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed && settled.every((r) => r.status === 'rejected')) throw (failed as PromiseRejectedResult).reason;
   return out;
 }
 
 /**
- * The epoch `run_id:master_replid` (DESIGN.md invariant 4) from the text of
+ * The epoch `run_id:master_replid` (docs/design.md invariant 4) from the text of
  * `INFO server replication`: the same string the Lua functions compare.
  */
 export function epochOf(info: string): string {
@@ -96,7 +119,7 @@ export function epochOf(info: string): string {
 }
 
 function pushResult(code: number): PushResult {
-  if (code === ScriptCode.ServerChanged) return { kind: 'server_changed' };
+  if (code === ScriptCode.EpochChanged) return { kind: 'epoch_changed' };
   if (code === ScriptCode.Fenced) return { kind: 'fenced' };
   return { kind: 'ok', size: code };
 }
@@ -110,30 +133,20 @@ export class RedisPoolStore implements PoolStore {
     private readonly prefix = DEFAULT_PREFIX,
   ) {}
 
-  /**
-   * FCALL, reloading the library once if it is missing (FUNCTION FLUSH, or a
-   * server that came up empty): the library is ours to restore.
-   */
-  private async fcall<T>(name: string, keys: string[], args: Array<string | number>): Promise<T> {
-    try {
-      return (await this.redis.fcall(name, keys.length, ...keys, ...args)) as T;
-    } catch (err) {
-      if (!/Function not found/i.test(String((err as Error)?.message))) throw err;
-      await loadFunctions(this.redis);
-      return (await this.redis.fcall(name, keys.length, ...keys, ...args)) as T;
-    }
+  private fcall<T>(name: string, keys: string[], args: Array<string | number>): Promise<T> {
+    return callFunction<T>(this.redis, name, keys, args);
   }
 
   async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const [code, value, joined] = await this.fcall<[number, number, string?]>('idpool_take', [k.ids, k.server, k.ratePrefix], [count, maxPerSecond]);
+    const [code, value, joined] = await this.fcall<[number, number, string?]>('idpool_take', [k.ids, k.epoch, k.ratePrefix], [count, maxPerSecond]);
     switch (code) {
       case ScriptCode.Ok:
         return { kind: 'ok', ids: joined!.split(','), remaining: value };
       case ScriptCode.Short:
         return { kind: 'short', size: value };
-      case ScriptCode.ServerChanged:
-        return { kind: 'server_changed' };
+      case ScriptCode.EpochChanged:
+        return { kind: 'epoch_changed' };
       case ScriptCode.RateLimited:
         return { kind: 'rate_limited', retryAfterMs: value };
       default:
@@ -143,15 +156,15 @@ export class RedisPoolStore implements PoolStore {
 
   async push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
-    return pushResult(await this.fcall<number>('idpool_push', [k.ids, k.fence, k.server, k.pushed], [lowest.toString(), highest.toString(), ...ids]));
+    return pushResult(await this.fcall<number>('idpool_push', [k.ids, k.fence, k.epoch, k.pushed], [lowest.toString(), highest.toString(), ...ids]));
   }
 
-  async pushRange(entityKey: string, start: bigint, end: bigint, cluster: ClusterMap): Promise<PushResult> {
+  async pushRange(entityKey: string, start: bigint, end: bigint, stride: IdStride): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const lowest = cluster.toId(start);
-    const highest = cluster.toId(end - 1n);
+    const lowest = stride.toId(start);
+    const highest = stride.toId(end - 1n);
     if (highest > MAX_SAFE_ID) throw new RangeError('pushRange is only for ids below 2^53');
-    const code = await this.fcall<number>('idpool_push_range', [k.ids, k.fence, k.server, k.pushed], [lowest.toString(), highest.toString(), start.toString(), Number(end - start), cluster.count, cluster.index]);
+    const code = await this.fcall<number>('idpool_push_range', [k.ids, k.fence, k.epoch, k.pushed], [lowest.toString(), highest.toString(), start.toString(), Number(end - start), stride.count, stride.index]);
     return pushResult(code);
   }
 
@@ -159,31 +172,31 @@ export class RedisPoolStore implements PoolStore {
     return this.redis.llen(entityKeys(entityKey, this.prefix).ids);
   }
 
-  async sizes(keys: readonly string[]): Promise<number[]> {
+  async sizes(keys: readonly string[]): Promise<Array<number | Error>> {
     const ids = keys.map((key) => entityKeys(key, this.prefix).ids);
     const replies = await pipelinePerNode(this.redis, ids, (p, i) => p.llen(ids[i]));
-    return replies.map(([n]) => Number(n));
+    return replies.map((r) => (r instanceof Error ? r : Number(r[0])));
   }
 
-  async levels(keys: readonly string[]): Promise<PoolLevel[]> {
+  async levels(keys: readonly string[]): Promise<Array<PoolLevel | Error>> {
     const all = keys.map((key) => entityKeys(key, this.prefix));
     const replies = await pipelinePerNode(
       this.redis,
       all.map((k) => k.ids),
       (p, i) => p.llen(all[i].ids).get(all[i].pushed),
     );
-    return replies.map(([size, pushed]) => ({ size: Number(size), taken: Math.max(0, Number(pushed ?? 0) - Number(size)) }));
+    return replies.map((r) => (r instanceof Error ? r : { size: Number(r[0]), taken: Math.max(0, Number(r[1] ?? 0) - Number(r[0])) }));
   }
 
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
     const fence = issuedUpTo >= 0n ? issuedUpTo.toString() : '';
-    return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.server, k.pushed], [fence])) === 1;
+    return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.epoch, k.pushed], [fence])) === 1;
   }
 
   async unlockStale(entityKey: string): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
-    return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.server], [])) === 1;
+    return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.epoch], [])) === 1;
   }
 
   async discard(entityKey: string): Promise<void> {
@@ -192,7 +205,7 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /** The epoch of the server, or of every master of a Cluster (sorted): it changes when any of them restarts or is promoted. */
-  async serverId(): Promise<string> {
+  async epoch(): Promise<string> {
     const infos = await Promise.all(mastersOf(this.redis).map((node) => node.info('server', 'replication')));
     return infos.map(epochOf).sort().join(',');
   }

@@ -12,7 +12,13 @@ export class FakeSegmentAllocator implements SegmentAllocator {
   /** Every entity's line starts at `startOffset`. */
   constructor(private readonly startOffset = 0n) {}
 
+  /** Starts `entityKey`'s line at `startOffset` (a registered entity's own start). */
+  addEntity(entityKey: string, startOffset: bigint): void {
+    this.lines.set(entityKey, startOffset);
+  }
+
   async reserve(entityKey: string, size: number): Promise<Segment> {
+    if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`segment size must be a positive integer, got ${size}`);
     this.onReserve?.();
     if (this.failWith) throw this.failWith;
     const start = this.lines.get(entityKey) ?? this.startOffset;

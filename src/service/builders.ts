@@ -2,11 +2,16 @@ import type { Express } from 'express';
 import { type EntityStore, SqlEntityStore } from '../entities/entity-store';
 import { EntityRegistry, LocalRegistrationGeneration, type RegistrationGeneration } from '../entities/registry';
 import type { Clock } from '../clock';
-import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
+import type { Config } from '../config/config';
+import type { OpsConfig } from '../ops/settings';
+import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { type Database, openDatabase } from '../db/database';
 import { type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
-import { type IdempotencyStore, MemoryIdempotencyStore, RedisIdempotencyStore } from '../http/idempotency';
+import { sharedCheck } from '../http/readiness';
+import { MemoryIdempotencyStore } from '../idempotency/memory-store';
+import { RedisIdempotencyStore, redisAnswerLimits } from '../idempotency/redis-store';
+import type { IdempotencyStore } from '../idempotency/store';
 import type { Logger } from '../logger';
 import { type Ops, createOps, requestObserver } from '../ops';
 import { Demand } from '../pool/demand';
@@ -15,22 +20,22 @@ import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } fro
 import { RedisRegistrationGeneration } from '../pool/registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
-import { type RedisClient, connectRedis } from '../pool/redis-connection';
+import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
 import { checkRedisMemory } from '../pool/redis-memory';
 import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-pool-store';
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
-import { ClusterMap } from '../segment/cluster';
-import { checkClusterMapping } from '../segment/cluster-mapping';
+import { IdStride } from '../segment/stride';
+import { checkStride } from '../segment/stride-record';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import type { Built } from './resources';
 
-/** The database, migrated, with this deployment's cluster mapping checked against the one it recorded. */
+/** The database, migrated, with this deployment's stride mapping checked against the one it recorded. */
 export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
   const db = await openDatabase(config.databaseUrl);
   try {
-    await checkClusterMapping(db, config.clusterCount, config.clusterIndex, clock.now());
+    await checkStride(db, config.clusterCount, config.clusterIndex, clock.now());
   } catch (err) {
     await db.close();
     throw err;
@@ -41,15 +46,12 @@ export async function buildDatabase(config: Config, clock: Clock): Promise<Built
 /** The shared Redis with idpool's function library loaded, or undefined for the in-process pool. */
 export async function buildRedis(config: Config): Promise<Built<RedisClient | undefined>> {
   if (!config.redis) return { value: undefined };
-  const redis = await connectRedis(config.redis);
-  const close = () => redis.quit().then(
-    () => undefined,
-    () => redis.disconnect(),
-  );
+  const redis = await connectRedis(config.redis, { socketTimeoutMs: config.redisSocketTimeoutMs });
+  const close = () => closeRedis(redis);
   try {
     await loadFunctions(redis);
   } catch (err) {
-    redis.disconnect();
+    await closeRedis(redis);
     throw err;
   }
   return { value: redis, close };
@@ -66,35 +68,44 @@ export interface Stores {
   readonly snowflakeRate: EntityRateLimit;
   /** Registrations counted across instances, so an unknown key costs no SQL until one happens. */
   readonly registrations: RegistrationGeneration;
-  readonly cluster: ClusterMap;
+  readonly stride: IdStride;
   /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
   readonly demand: Demand;
 }
 
-export function buildStores(deps: { config: Config; db: Database; redis: RedisClient | undefined; clock: Clock; prefix: string }): Stores {
+export function buildStores(deps: { config: Config; db: Database; redis: RedisClient | undefined; clock: Clock; prefix: string; log: Logger }): Stores {
   const { config, db, redis, clock, prefix } = deps;
   return {
     pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
     lock: redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlEntityStore(db),
-    idempotency: redis ? new RedisIdempotencyStore(redis, clock, prefix) : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
-    snowflakeRate: redis ? new RedisEntityRateLimit(redis, clock, prefix) : new MemoryEntityRateLimit(clock),
+    idempotency: redis
+      ? new RedisIdempotencyStore(redis, clock, prefix, redisAnswerLimits(config.idempotencyMaxBytes), deps.log.child({ component: 'idempotency' }))
+      : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
+    snowflakeRate: redis ? new RedisEntityRateLimit(redis, prefix) : new MemoryEntityRateLimit(clock),
     registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
-    cluster: new ClusterMap(config.clusterCount, config.clusterIndex),
+    stride: new IdStride(config.clusterCount, config.clusterIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
   };
 }
 
 /**
  * The entity cache, loaded now. Changes made through other instances are
- * picked up within a second once started (closing stops that).
+ * picked up within 100 ms once started while Redis counts them, within a
+ * second otherwise (closing stops that).
  */
 export async function buildRegistry(deps: { config: Config; stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: EntityRegistry; start(): void }>> {
   const registry = new EntityRegistry(deps.stores.entities, deps.clock, deps.stores.registrations, deps.config.refillIntervalMs);
   await registry.load();
-  const refresh = every('registry-refresh', 1000, () =>
-    registry.refresh().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+  // A GET of the registration generation every 100 ms (a secret rotated or a
+  // key retired elsewhere stops working here within that), a full refresh
+  // when it moved or at least every second.
+  const refresh = every(
+    'registry-refresh',
+    100,
+    () => registry.refreshIfStale(1000).catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+    deps.clock,
   );
   return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
 }
@@ -123,11 +134,11 @@ export function buildOps(deps: { config: Config; opsConfig: OpsConfig; clock: Cl
     config: deps.opsConfig,
     clock: deps.clock,
     log: deps.log,
-    apps: deps.registry,
+    entities: deps.registry,
     pools: stores.pools,
     sizing: stores.demand,
     offsets: stores.allocator,
-    cluster: { toId: (n) => stores.cluster.toId(n), count: config.clusterCount },
+    stride: { toId: (n) => stores.stride.toId(n), count: config.clusterCount },
     snowflake: () => ({ timeExhaustedAt: layout.endMs, jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined }),
     lease: lease && {
       status: () => ({ workerId: lease.workerId, held: lease.status().ok, expiresAt: lease.ceilingMs }),
@@ -161,11 +172,11 @@ export function buildPools(deps: {
   const { demand } = stores;
   const refiller = new Refiller({
     demand,
-    apps: registry,
+    entities: registry,
     allocator: stores.allocator,
     store: stores.pools,
     lock: stores.lock,
-    cluster: stores.cluster,
+    stride: stores.stride,
     clock,
     log: log.child({ component: 'refiller' }),
     intervalMs: deps.config.refillIntervalMs,
@@ -187,7 +198,7 @@ export function buildPools(deps: {
 }
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
-export function readinessCheck(deps: { db: Database; pools: PoolStore; snowflake: SnowflakeRuntime; clock: Clock; stopping: () => boolean }): () => Promise<ReadinessReport> {
+export function readinessCheck(deps: { db: Database; pools: PoolStore; snowflake: SnowflakeRuntime; clock: Clock; stopping: () => boolean; sampling?: () => ReadinessReport['sampling'] }): () => Promise<ReadinessReport> {
   const { db, pools, snowflake, clock } = deps;
   return async () => {
     const checks: Record<string, string> = {};
@@ -203,7 +214,7 @@ export function readinessCheck(deps: { db: Database; pools: PoolStore; snowflake
     };
     await Promise.all([probe('database', () => db.query('SELECT 1')), probe(pools.kind === 'redis' ? 'redis' : 'pool', () => pools.ping())]);
     checks.lease = snowflake.leaseCheck();
-    return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks, sampling: deps.sampling?.() };
   };
 }
 
@@ -221,6 +232,8 @@ export function buildHttp(deps: {
   draining: () => boolean;
 }): Express {
   const { stores, ops, log } = deps;
+  // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
+  const dependencyProbe = sharedCheck(deps.readiness, deps.clock, 1000);
   return createHttpApp({
     registry: deps.registry,
     dispatcher: deps.pools.dispatcher,
@@ -231,14 +244,20 @@ export function buildHttp(deps: {
     snowflake: ops.countServed(deps.snowflake.issuer),
     workers: deps.snowflake.workers,
     readiness: deps.readiness,
-    metrics: () => ops.metrics.render(),
-    observe: requestObserver({ log: log.child({ component: 'http' }), logRequests: deps.opsConfig.requestLog, duration: ops.metrics.httpDuration }),
+    metrics: async () => {
+      ops.metrics.recordDependencies((await dependencyProbe()).checks);
+      return ops.metrics.render();
+    },
+    // The request line is built from the method, route, path, status and time only: nothing to redact.
+    observe: requestObserver({ log: log.child({ component: 'http' }, { redact: [] }), mode: deps.opsConfig.requestLog, slowMs: deps.opsConfig.requestLogSlowMs, duration: ops.metrics.httpDuration }),
     draining: deps.draining,
     ops,
     idempotency: stores.idempotency,
     snowflakeRate: stores.snowflakeRate,
     authFailures: new AuthFailureLimiter(deps.clock),
     metricsToken: deps.config.metricsToken,
+    opsToken: deps.config.opsToken,
+    clock: deps.clock,
     log: log.child({ component: 'http' }),
   });
 }

@@ -1,9 +1,12 @@
-import type { Server } from 'node:http';
+import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { EntityRegistry } from '../entities/registry';
 import { type Clock, systemClock } from '../clock';
-import type { Config, OpsConfig, SnowflakeRuntimeSettings } from '../config/config';
+import type { Config } from '../config/config';
+import type { HttpServerSettings } from '../http/settings';
+import type { OpsConfig } from '../ops/settings';
+import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import type { Ops } from '../ops';
@@ -74,14 +77,14 @@ export async function createService(config: Config, options: ServiceOptions = {}
   try {
     const db = resources.add('database', await buildDatabase(config, clock));
     const redis = resources.add('redis', await buildRedis(config));
-    const stores = buildStores({ config, db, redis, clock, prefix: options.redisPrefix ?? DEFAULT_PREFIX });
+    const stores = buildStores({ config, db, redis, clock, prefix: options.redisPrefix ?? DEFAULT_PREFIX, log });
     const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
     await checkPoolMemory(redis, registry, log);
     const snowflake = resources.add('snowflake', await buildSnowflake({ config, db, clock, log, settings: options.snowflake }));
     const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
     const pools = resources.add('refiller', buildPools({ config, clock, log, stores, registry, ops, lockTtlMs: options.lockTtlMs, beforePush: options.beforePush }));
-    const readiness = readinessCheck({ db, pools: stores.pools, snowflake, clock, stopping: () => stopping });
+    const readiness = readinessCheck({ db, pools: stores.pools, snowflake, clock, stopping: () => stopping, sampling: () => ops.sampler.health() });
     const app = buildHttp({ config, clock, opsConfig, log, stores, registry, pools, snowflake, ops, readiness, draining: () => stopping });
     let server: Server | undefined;
     return {
@@ -98,7 +101,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
         pools.refiller.start();
         ops.start();
         entities.start();
-        server = await listenOn(app, port);
+        server = await listenOn(app, port, config.http);
         return (server.address() as AddressInfo).port;
       },
       async stop() {
@@ -113,12 +116,28 @@ export async function createService(config: Config, options: ServiceOptions = {}
   }
 }
 
-async function listenOn(app: Express, port: number): Promise<Server> {
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(port, (err?: Error) => (err ? reject(err) : resolve(s)));
-  });
+/**
+ * Node checks the headers and request timeouts on a timer (every 30 s by
+ * default): once a second keeps a slow client within a second of its limit.
+ */
+const TIMEOUT_CHECK_MS = 1000;
+
+/** The HTTP server with the slow-client limits of `settings` (README "Security"). */
+async function listenOn(app: Express, port: number, settings: HttpServerSettings): Promise<Server> {
+  const server = createServer(
+    { headersTimeout: settings.headersTimeoutMs, requestTimeout: settings.requestTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_MS },
+    app,
+  );
+  server.maxConnections = settings.maxConnections;
   // Above the 60 s idle timeout of common load balancers, so they close first.
   server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   return server;
 }
 

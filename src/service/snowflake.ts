@@ -1,13 +1,14 @@
 import type { Clock } from '../clock';
-import { type Config, ConfigError, type SnowflakeRuntimeSettings } from '../config/config';
+import { type Config, ConfigError, loadConfig } from '../config/config';
 import type { Database } from '../db/database';
 import type { SnowflakeIssuer } from '../http/app';
 import type { Logger } from '../logger';
 import { explainId } from '../snowflake/explain';
 import { SnowflakeLayout } from '../snowflake/layout';
-import { Snowflake } from '../snowflake/snowflake';
+import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
 import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
+import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { SqlWorkerStore } from '../worker/worker-store';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
@@ -118,4 +119,17 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     },
     stop: () => worker.stop(),
   };
+}
+
+/**
+ * A generator with the worker id in `IDPOOL_WORKER_ID` and the layout in the
+ * `IDPOOL_SNOWFLAKE_*` variables (`Snowflake.fromEnv` in the public API).
+ * Throws {@link ConfigError}.
+ */
+export function snowflakeFromEnv(env: Record<string, string | undefined> = process.env, options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {}): Snowflake {
+  const config = loadConfig(env);
+  if (config.workerId === undefined) {
+    throw new ConfigError('IDPOOL_WORKER_ID', "is not set; set it to this process's worker id, or use Snowflake.withLease() to lease one from the database");
+  }
+  return new Snowflake({ ...options, layout: config.snowflake, workerId: config.workerId });
 }

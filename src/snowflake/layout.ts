@@ -1,5 +1,5 @@
 /**
- * The snowflake bit layout (DESIGN.md "Snowflake layout"), most significant first:
+ * The snowflake bit layout (docs/design.md "Snowflake layout"), most significant first:
  *
  * ```
  * 0 | timestamp | worker | timeBack(1) | sequence | reserved
@@ -16,15 +16,27 @@
  * A layout is validated once, in {@link SnowflakeLayout.create}; every
  * violation is a {@link ConfigError} naming the environment variable.
  */
-import { ConfigError, type SnowflakeSettings, type TimeUnit } from '../config/config';
+import { ConfigError } from '../errors';
 import { MAX_INT63 } from '../limits';
 
-export type { SnowflakeSettings, TimeUnit };
+export type TimeUnit = 'ms' | 's' | 'min' | 'h' | 'd';
+
+/** A layout's settings; each maps onto one `IDPOOL_SNOWFLAKE_*` variable (see {@link SETTING_VARIABLES}). */
+export interface SnowflakeSettings {
+  timeUnit: TimeUnit;
+  /** Epoch in Unix milliseconds. */
+  epochMs: number;
+  timestampBits: number;
+  workerBits: number;
+  reservedBits: number;
+  reservedValue: number;
+  timeBackInitial: 0 | 1;
+}
 
 /** Milliseconds per time unit. */
 export const UNIT_MS: Readonly<Record<TimeUnit, number>> = { ms: 1, s: 1_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** Allowed timestamp widths per unit (DESIGN.md table, from the raindrop design). */
+/** Allowed timestamp widths per unit (docs/design.md table, from the raindrop design). */
 export const TIMESTAMP_BITS: Readonly<Record<TimeUnit, readonly [min: number, max: number]>> = {
   ms: [41, 55],
   s: [31, 55],
@@ -53,7 +65,7 @@ export const SETTING_VARIABLES: Readonly<Record<keyof SnowflakeSettings, string>
   timeBackInitial: 'IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL',
 };
 
-/** DESIGN.md defaults: 41-bit ms since 2024-01-01, 10 worker bits, no reserved bits. */
+/** docs/design.md defaults: 41-bit ms since 2024-01-01, 10 worker bits, no reserved bits. */
 export const DEFAULT_SETTINGS: Readonly<SnowflakeSettings> = {
   timeUnit: 'ms',
   epochMs: Date.UTC(2024, 0, 1),
@@ -113,7 +125,7 @@ export class SnowflakeLayout {
   }
 
   /**
-   * Validates `settings` (partial: the rest are DESIGN.md defaults) against
+   * Validates `settings` (partial: the rest are docs/design.md defaults) against
    * the bounds and against `nowMs`: an epoch in the future, or a layout whose
    * timestamp field has already run out, is refused.
    */

@@ -4,8 +4,26 @@ import type { Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
 import { NoWorkerLeaseError } from '../snowflake/errors';
 import type { WorkerGrant, WorkerSource } from '../snowflake/worker-source';
-import type { LeaseSettings } from '../config/config';
 import type { WorkerRow, WorkerStore } from './worker-store';
+
+/** Timing of worker leases. */
+export interface LeaseSettings {
+  /** A lease not renewed for this long (database clock) may be taken by another instance. */
+  ttlMs: number;
+  /** The holder stops issuing this long before the TTL (its own monotonic clock), to cover drift and slow renewals. */
+  marginMs: number;
+  /** Heartbeat (renewal) period, whole seconds (node-cron's finest unit). */
+  heartbeatSeconds: number;
+  /** Start-up is refused when the local clock and the database's differ by more than this. */
+  maxClockSkewMs: number;
+}
+
+/**
+ * A 15 s TTL renewed every 3 s survives four missed heartbeats; stopping
+ * 3 s early leaves room for a slow UPDATE and clock drift. 1 s of skew is
+ * far above what NTP-synced hosts show (a few ms) and far below the TTL.
+ */
+export const DEFAULT_LEASE: Readonly<LeaseSettings> = { ttlMs: 15_000, marginMs: 3_000, heartbeatSeconds: 3, maxClockSkewMs: 1_000 };
 
 export interface WorkerLeaseOptions extends LeaseSettings {
   store: WorkerStore;
@@ -56,7 +74,7 @@ export function instanceCode(port: number): string {
 
 /**
  * One worker id for this instance, leased from the `worker` table
- * (DESIGN.md "WorkerLease", invariant 5).
+ * (docs/design.md "WorkerLease", invariant 5).
  *
  * - Acquire: a conditional UPDATE that bumps `lease_version`, allowed only
  *   when the row's heartbeat is older than the TTL by the database's clock.
@@ -104,7 +122,7 @@ export class WorkerLease implements WorkerSource {
   /** Renews every `heartbeatSeconds`. */
   startHeartbeat(): void {
     if (this.task || this.stopped) return;
-    this.task = every('worker-lease-heartbeat', this.options.heartbeatSeconds * 1000, () => this.heartbeat());
+    this.task = every('worker-lease-heartbeat', this.options.heartbeatSeconds * 1000, () => this.heartbeat(), this.options.clock);
     this.task.start();
   }
 

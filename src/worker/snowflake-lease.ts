@@ -1,12 +1,17 @@
 import { systemClock } from '../clock';
-import { DEFAULTS, type LeaseSettings } from '../config/config';
 import { openDatabase } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import { NoWorkerLeaseError } from '../snowflake/errors';
 import { SnowflakeLayout } from '../snowflake/layout';
 import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
-import { WorkerLease, instanceCode } from './lease';
+import { DEFAULT_LEASE, type LeaseSettings, WorkerLease, instanceCode } from './lease';
 import { SqlWorkerStore } from './worker-store';
+
+/** Lease timing plus the snowflake generator's longest wait: what the service runs its generator with. */
+export interface SnowflakeRuntimeSettings extends LeaseSettings {
+  /** Longest wait for a request (second clock rollback, exhausted sequence) before 503 `unavailable`. */
+  maxWaitMs: number;
+}
 
 /** Options of {@link snowflakeWithLease}: where the `worker` table is, and how to lease from it. */
 export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker' | 'onClose'> {
@@ -35,7 +40,7 @@ export async function snowflakeWithLease(options: SnowflakeLeaseOptions): Promis
   const layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, clock.now());
   const db = await openDatabase(options.databaseUrl);
   const lease = new WorkerLease({
-    ...DEFAULTS.lease,
+    ...DEFAULT_LEASE,
     ...options.lease,
     store: new SqlWorkerStore(db),
     clock,

@@ -6,6 +6,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import Redis from 'ioredis';
 import { openDatabase, toPostgresPlaceholders } from '../../src/db/database';
 import { REDIS_URL, type SqlServer, createTestSchema } from './services';
+import { entityKeyBase } from '../support/keys';
 
 /**
  * The store configurations every core HTTP test runs against: the
@@ -45,7 +46,7 @@ export async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {
     async redisState(keys) {
       const state: Record<string, unknown> = {};
       for (const key of keys) {
-        for (const k of await redis.keys(`idpool:{${key}}:*`)) {
+        for (const k of await redis.keys(`${entityKeyBase(key)}:*`)) {
           const type = await redis.type(k);
           state[k] = type === 'list' ? await redis.lrange(k, 0, -1) : await redis.get(k);
         }

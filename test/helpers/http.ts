@@ -1,5 +1,5 @@
 /** Small fetch wrappers for tests. */
-export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
 export interface JsonResponse<T = any> {
   status: number;
@@ -27,12 +27,32 @@ export async function call<T = any>(url: string, init: { method?: string; token?
 }
 
 /** Registers an entity through the admin API; returns its secret. */
-export async function register(baseUrl: string, app: Record<string, unknown>): Promise<string> {
-  const res = await call(`${baseUrl}/admin/apps`, { token: ADMIN_TOKEN, body: app });
+export async function register(baseUrl: string, entity: Record<string, unknown>): Promise<string> {
+  const res = await call(`${baseUrl}/admin/apps`, { token: ADMIN_TOKEN, body: entity });
   if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.secret;
 }
 
-export async function takeIds(baseUrl: string, key: string, secret: string, count = 1): Promise<JsonResponse<{ ids: string[] }>> {
+/** The JSON body of every 4xx/5xx answer (src/http/errors.ts `sendError`). */
+export interface ErrorAnswer {
+  error: { code: string; message: string };
+}
+
+/** A take answer: ids on 200, `error` otherwise. */
+export type TakeAnswer = { ids: string[] } & Partial<ErrorAnswer>;
+
+export async function takeIds(baseUrl: string, key: string, secret: string, count = 1): Promise<JsonResponse<TakeAnswer>> {
   return call(`${baseUrl}/apps/${key}/ids`, { token: secret, body: { count } });
+}
+
+/** Prometheus text into `name{labels}` → value (`+Inf` as Infinity). */
+export function parseMetrics(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const i = line.lastIndexOf(' ');
+    const raw = line.slice(i + 1);
+    out.set(line.slice(0, i), raw === '+Inf' ? Number.POSITIVE_INFINITY : Number(raw));
+  }
+  return out;
 }

@@ -38,8 +38,12 @@ function waitExit(proc: ChildProcess): Promise<void> {
   return new Promise((resolve) => proc.once('exit', () => resolve()));
 }
 
-/** Creates a data directory (mariadb-install-db, ~3 s) and starts `mariadbd` on a spare port. */
-export async function startPrivateMariadb(): Promise<PrivateMariadb> {
+/**
+ * Creates a data directory (mariadb-install-db, ~3 s) and starts `mariadbd`
+ * on a spare port; on 127.0.0.1, or inside a network namespace on one of its
+ * addresses (`at`, the partition suite).
+ */
+export async function startPrivateMariadb(at: { netns: string; host: string } = { netns: '', host: '127.0.0.1' }): Promise<PrivateMariadb> {
   const dir = mkdtempSync(join(tmpdir(), 'idpool-mariadb-'));
   // mariadbd refuses to run as root; the directory must be the mysql user's.
   const id = (flag: string) => Number(spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' }).stdout.trim());
@@ -48,19 +52,22 @@ export async function startPrivateMariadb(): Promise<PrivateMariadb> {
   const install = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--user=mysql', '--skip-test-db'], { encoding: 'utf8' });
   if (install.status !== 0) throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
   const port = await freePort();
-  const url = `mysql://root@127.0.0.1:${port}/idpool`;
+  const url = `mysql://root@${at.host}:${port}/idpool`;
   let proc: ChildProcess;
   const start = async () => {
-    proc = spawn(
-      'mariadbd',
-      // Small buffers: several of these may run beside the shared server on 2 cores.
-      ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${join(dir, 's.sock')}`, '--user=mysql', '--skip-log-bin', '--innodb-buffer-pool-size=32M'],
-      { stdio: 'ignore' },
-    );
+    // Small buffers: several of these may run beside the shared server on 2 cores.
+    const args = ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--bind-address=${at.host}`, `--socket=${join(dir, 's.sock')}`, '--user=mysql', '--skip-log-bin', '--innodb-buffer-pool-size=32M'];
+    proc = at.netns ? spawn('ip', ['netns', 'exec', at.netns, 'mariadbd', ...args], { stdio: 'ignore' }) : spawn('mariadbd', args, { stdio: 'ignore' });
     const deadline = Date.now() + 30_000;
     for (;;) {
       try {
-        const c = await createConnection({ host: '127.0.0.1', port, user: 'root', connectTimeout: 1000 });
+        // The unix socket is a file, reachable from any namespace; root may
+        // come from anywhere on a lab's private addresses (never 127.0.0.1 there).
+        const c = await createConnection({ socketPath: join(dir, 's.sock'), user: 'root', connectTimeout: 1000 });
+        if (at.netns) {
+          await c.query("CREATE USER IF NOT EXISTS 'root'@'%'");
+          await c.query("GRANT ALL ON *.* TO 'root'@'%' WITH GRANT OPTION");
+        }
         await c.end();
         return;
       } catch (err) {

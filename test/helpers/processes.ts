@@ -36,11 +36,16 @@ function waitExit(proc: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
 }
 
-/** Starts `src/main.ts` as a real process and waits until it listens. */
-export async function startInstance(env: Record<string, string>, timeoutMs = 30_000): Promise<Instance> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
+/**
+ * Starts `src/main.ts` as a real process and waits until it listens; in a
+ * network namespace when `at` says so (reached at `at.host`).
+ */
+export async function startInstance(env: Record<string, string>, timeoutMs = 30_000, at?: { netns: string; host: string }): Promise<Instance> {
+  const command = [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+  if (at) command.unshift('ip', 'netns', 'exec', at.netns);
+  const proc = spawn(command[0], command.slice(1), {
     cwd: ROOT,
-    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_LOG_LEVEL: 'info', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', ...env },
+    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_LOG_LEVEL: 'info', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -64,7 +69,7 @@ export async function startInstance(env: Record<string, string>, timeoutMs = 30_
   });
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${at?.host ?? '127.0.0.1'}:${port}`,
     proc,
     output: () => out,
     async kill9() {
@@ -85,7 +90,7 @@ export async function startInstance(env: Record<string, string>, timeoutMs = 30_
 export async function runToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', ...env },
+    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { freePort, type RedisServer, startRedisServer } from './processes';
+import { sleep } from '../support/wait';
 
 /** Sentinel's failure detection in these tests: fast, so a topology test stays short. */
 export const DOWN_AFTER_MS = 1000;
@@ -22,8 +23,6 @@ export interface SentinelTopology {
   sentinel(...args: string[]): Promise<unknown>;
   stop(): Promise<void>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until `check` is true, polling every 50 ms. */
 export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {

@@ -3,7 +3,7 @@ import { createConnection } from 'mysql2/promise';
 import Redis from 'ioredis';
 import { Client as PgClient, escapeIdentifier } from 'pg';
 
-/** MariaDB/MySQL the integration tests use (DESIGN.md "Commands"). */
+/** MariaDB/MySQL the integration tests use (docs/design.md "Commands"). */
 export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
 /** PostgreSQL the integration tests use; its database is only where per-test databases are created from. */
 export const POSTGRES_URL = process.env.IDPOOL_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/idpool_test';
@@ -68,7 +68,14 @@ export async function redisReachable(): Promise<boolean> {
  * is skipped with a loud line, unless IDPOOL_REQUIRE_SERVICES=1 (CI), where
  * that is a failure.
  */
-export async function servicesAvailable(needs: { mysql?: boolean; postgres?: boolean; redis?: boolean }): Promise<boolean> {
+/** The shared services a test file talks to. */
+export interface ServiceNeeds {
+  mysql?: boolean;
+  postgres?: boolean;
+  redis?: boolean;
+}
+
+export async function servicesAvailable(needs: ServiceNeeds): Promise<boolean> {
   const missing: string[] = [];
   if (needs.mysql && !(await mysqlReachable())) missing.push(`MariaDB/MySQL at ${MYSQL_URL}`);
   if (needs.postgres && !(await postgresReachable())) missing.push(`PostgreSQL at ${POSTGRES_URL}`);

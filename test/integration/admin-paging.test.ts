@@ -1,32 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, register } from '../helpers/http';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ADMIN_TOKEN, type JsonResponse, call, register } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
-describe('GET /admin/apps is paged (MariaDB + Redis)', () => {
-  let available = false;
+describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true, redis: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;
   let redis: RedisServer;
   let instance: Instance;
   const admin = { token: ADMIN_TOKEN };
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     schema = await createTestSchema();
     redis = await startRedisServer('none');
     instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redis.url });
   });
 
   afterAll(async () => {
-    if (!available) return;
     await instance?.stop();
     await redis?.stop();
     await schema?.drop();
   });
 
-  it('walks every live entity once, in key order, with pool and offset, and refuses bad limit/after with 400', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('walks every live entity once, in key order, with pool and offset, and refuses bad limit/after with 400', async () => {
     // Registered out of order, one snowflake among them, one retired.
     const keys = Array.from({ length: 25 }, (_, i) => `page-${String((i * 7) % 25).padStart(2, '0')}`);
     for (const key of keys) {
@@ -41,7 +37,7 @@ describe('GET /admin/apps is paged (MariaDB + Redis)', () => {
     let after: string | null = null;
     let pages = 0;
     do {
-      const res = await call(`${instance.url}/admin/apps?limit=10${after ? `&after=${after}` : ''}`, admin);
+      const res: JsonResponse<{ apps: Record<string, any>[]; next: string | null }> = await call(`${instance.url}/admin/apps?limit=10${after ? `&after=${after}` : ''}`, admin);
       expect(res.status).toBe(200);
       expect(res.body.apps.length).toBeLessThanOrEqual(10);
       seen.push(...res.body.apps);

@@ -1,42 +1,11 @@
-import { type IncomingMessage, type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
-
-/** A local webhook receiver that records every POST body. */
-async function startReceiver(): Promise<{ url: string; calls: Array<Record<string, any>>; close(): Promise<void> }> {
-  const calls: Array<Record<string, any>> = [];
-  const read = (req: IncomingMessage) =>
-    new Promise<string>((resolve) => {
-      let body = '';
-      req.on('data', (d) => (body += d));
-      req.on('end', () => resolve(body));
-    });
-  const server: Server = createServer(async (req, res) => {
-    const body = await read(req);
-    if (req.method === 'POST' && req.headers['content-type'] === 'application/json') calls.push(JSON.parse(body));
-    res.writeHead(204).end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/idpool?token=receiver-secret`,
-    calls,
-    close: () => new Promise((r) => server.close(() => r())),
-  };
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { createTestSchema } from '../helpers/services';
+import { startReceiver } from '../helpers/webhook';
+import { describeWithServices } from '../support/services';
+import { sleep, waitFor } from '../support/wait';
 
 function alarmLines(instance: Instance, name: string): Array<Record<string, unknown>> {
   return instance
@@ -47,34 +16,25 @@ function alarmLines(instance: Instance, name: string): Array<Record<string, unkn
     .filter((l) => l.alarm === name);
 }
 
-describe('alarms: structured log lines and a de-duplicated webhook (real process)', () => {
-  let available = false;
-
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-  });
-
+describeWithServices('alarms: structured log lines and a de-duplicated webhook (real process)', { mysql: true, redis: true }, () => {
   describe('a forecast crossing its horizon', () => {
     let setup: StoreSetup;
     let instance: Instance;
     let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
     beforeAll(async () => {
-      if (!available) return;
       setup = await mysqlRedisSetup();
       receiver = await startReceiver();
       instance = await startInstance({ ...setup.env, IDPOOL_ALERT_WEBHOOK_URL: receiver.url, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '3000' });
     });
 
     afterAll(async () => {
-      if (!available) return;
       await instance?.stop();
       await receiver?.close();
       await setup?.cleanup();
     });
 
-    it('fires exactly one webhook call when ids will pass 2^53 within 30 days, however long it holds', async (ctx) => {
-      if (!available) return ctx.skip();
+    it('fires exactly one webhook call when ids will pass 2^53 within 30 days, however long it holds', async () => {
       const key = uniqueKey('nearjs');
       // 10 million numbers below 2^53: at ~100 ids a second that is ~1.2 days, inside the 30-day horizon.
       const startOffset = (2n ** 53n - 10_000_000n).toString();
@@ -90,7 +50,7 @@ describe('alarms: structured log lines and a de-duplicated webhook (real process
         expect((await takeIds(instance.url, key, secret, 10)).status).toBe(200);
         await sleep(100);
       }
-      await waitFor('the webhook call', () => receiver.calls.length > 0);
+      await waitFor(() => receiver.calls.length > 0, { message: 'the webhook call', timeoutMs: 20_000, intervalMs: 100 });
       await sleep(1500);
       expect(receiver.calls).toHaveLength(1);
       const [call0] = receiver.calls;
@@ -119,7 +79,6 @@ describe('alarms: structured log lines and a de-duplicated webhook (real process
     let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
     beforeAll(async () => {
-      if (!available) return;
       redisServer = await startRedisServer('aof');
       schema = await createTestSchema();
       receiver = await startReceiver();
@@ -127,25 +86,23 @@ describe('alarms: structured log lines and a de-duplicated webhook (real process
     });
 
     afterAll(async () => {
-      if (!available) return;
       await instance?.stop();
       await redisServer?.stop();
       await receiver?.close();
       await schema?.drop();
     });
 
-    it('raises redis_server_changed (critical) and pool_discarded once each, logged and posted', async (ctx) => {
-      if (!available) return ctx.skip();
+    it('raises redis_server_changed (critical) and pool_discarded once each, logged and posted', async () => {
       const key = uniqueKey('failover');
       const secret = await register(instance.url, { key, step: 100, maxPoolSize: 2000, maxSizePerSecond: 0 });
-      await waitFor('ids', async () => (await takeIds(instance.url, key, secret, 10)).status === 200);
+      await waitFor(async () => (await takeIds(instance.url, key, secret, 10)).status === 200, { message: 'ids', timeoutMs: 20_000, intervalMs: 100 });
       expect(receiver.calls).toEqual([]);
 
       // kill -9 and restart: same data (AOF), a new run_id.
       await redisServer.kill9();
       await redisServer.restart();
-      await waitFor('both alarms posted', () => receiver.calls.some((c) => c.alarm === 'redis_server_changed') && receiver.calls.some((c) => c.alarm === 'pool_discarded'));
-      await waitFor('ids again', async () => (await takeIds(instance.url, key, secret, 10)).status === 200);
+      await waitFor(() => receiver.calls.some((c) => c.alarm === 'redis_server_changed') && receiver.calls.some((c) => c.alarm === 'pool_discarded'), { message: 'both alarms posted', timeoutMs: 20_000, intervalMs: 100 });
+      await waitFor(async () => (await takeIds(instance.url, key, secret, 10)).status === 200, { message: 'ids again', timeoutMs: 20_000, intervalMs: 100 });
       await sleep(500);
       expect(receiver.calls.filter((c) => c.alarm === 'redis_server_changed')).toHaveLength(1);
       expect(receiver.calls.find((c) => c.alarm === 'redis_server_changed')).toMatchObject({ severity: 'critical', entityKey: null });

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
 import { ADMIN_TOKEN, call, register } from '../helpers/http';
-import { REDIS_URL, createTestSchema, servicesAvailable, testPrefix } from '../helpers/services';
+import { REDIS_URL, createTestSchema, testPrefix } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -24,8 +25,7 @@ function countEntityQueries(service: Service): { readonly count: number } {
   return counter;
 }
 
-describe('key probing (two instances on MariaDB + Redis)', () => {
-  let available = false;
+describeWithServices('key probing (two instances on MariaDB + Redis)', { mysql: true, redis: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
   const services: Service[] = [];
   let a: string;
@@ -33,13 +33,11 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
   let serviceA: Service;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     schema = await createTestSchema();
     const prefix = testPrefix();
     const config = loadConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
     for (let i = 0; i < 2; i++) {
-      const service = await createService(config, { redisPrefix: prefix, ops: { requestLog: false } });
+      const service = await createService(config, { redisPrefix: prefix, ops: { requestLog: 'off' } });
       services.push(service);
     }
     serviceA = services[0];
@@ -52,8 +50,7 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
     await schema?.drop();
   });
 
-  it('an unknown key and a wrong secret get the same 401', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('an unknown key and a wrong secret get the same 401', async () => {
     const secret = await register(a, { key: 'same401', maxSizePerSecond: 0 });
     expect((await call(`${a}/apps/same401/ids`, { token: secret, body: { count: 1 } })).status).toBe(200);
     const unknown = await call(`${a}/apps/never-registered/ids`, { token: secret, body: { count: 1 } });
@@ -64,8 +61,7 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
     expect(JSON.stringify(unknown.body)).not.toContain('never-registered');
   });
 
-  it('10,000 random keys cost a bounded number of SQL queries, are rate-limited per address, and do not slow a legitimate entity', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('10,000 random keys cost a bounded number of SQL queries, are rate-limited per address, and do not slow a legitimate entity', async () => {
     const secret = await register(a, { key: 'legit', maxSizePerSecond: 0 });
     const legit = async (): Promise<number> => {
       const started = performance.now();
@@ -114,8 +110,7 @@ describe('key probing (two instances on MariaDB + Redis)', () => {
     expect(median(during)).toBeLessThan(Math.max(median(before) * 10, 50));
   }, 300_000);
 
-  it('an entity registered on B right after A saw its key as unknown works on A at once', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('an entity registered on B right after A saw its key as unknown works on A at once', async () => {
     // A separate address budget is not needed: a valid secret passes even when the address is limited.
     const before = await call(`${a}/apps/late-entity/ids`, { token: 'x'.repeat(43), body: { count: 1 } });
     expect([401, 429]).toContain(before.status);

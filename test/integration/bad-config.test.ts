@@ -6,7 +6,11 @@ import { runToExit } from '../helpers/processes';
 
 /** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
 const BAD: Array<[variable: string, env: Record<string, string>]> = [
-  ['IDPOOL_ADMIN_TOKEN', { IDPOOL_ADMIN_TOKEN: 'short' }],
+  ['IDPOOL_ADMIN_TOKEN', { IDPOOL_ADMIN_TOKEN: 'x'.repeat(31) }],
+  ['IDPOOL_OPS_TOKEN', { IDPOOL_OPS_TOKEN: 'ops-token-shorter-than-32' }],
+  ['IDPOOL_HTTP_HEADERS_TIMEOUT_MS', { IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '0' }],
+  ['IDPOOL_HTTP_REQUEST_TIMEOUT_MS', { IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '5000', IDPOOL_HTTP_REQUEST_TIMEOUT_MS: '4000' }],
+  ['IDPOOL_HTTP_MAX_CONNECTIONS', { IDPOOL_HTTP_MAX_CONNECTIONS: 'many' }],
   ['IDPOOL_ALERT_DEDUPE_MS', { IDPOOL_ALERT_DEDUPE_MS: 'soon' }],
   ['IDPOOL_ALERT_HORIZON_DAYS', { IDPOOL_ALERT_HORIZON_DAYS: '0' }],
   ['IDPOOL_ALERT_POOL_DRY_SECONDS', { IDPOOL_ALERT_POOL_DRY_SECONDS: '-1' }],
@@ -32,8 +36,10 @@ const BAD: Array<[variable: string, env: Record<string, string>]> = [
   ['IDPOOL_OPS_SAMPLE_MS', { IDPOOL_OPS_SAMPLE_MS: '1' }],
   ['IDPOOL_PORT', { IDPOOL_PORT: '70000' }],
   ['IDPOOL_REDIS_URL', { IDPOOL_REDIS_URL: 'http://redis.example' }],
+  ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', { IDPOOL_REDIS_SOCKET_TIMEOUT_MS: '50' }],
   ['IDPOOL_REFILL_INTERVAL_MS', { IDPOOL_REFILL_INTERVAL_MS: '1' }],
   ['IDPOOL_REQUEST_LOG', { IDPOOL_REQUEST_LOG: 'maybe' }],
+  ['IDPOOL_REQUEST_LOG_SLOW_MS', { IDPOOL_REQUEST_LOG_SLOW_MS: 'soon' }],
   ['IDPOOL_SNOWFLAKE_EPOCH', { IDPOOL_SNOWFLAKE_EPOCH: 'yesterday' }],
   ['IDPOOL_SNOWFLAKE_MAX_WAIT_MS', { IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '-5' }],
   ['IDPOOL_SNOWFLAKE_RESERVED_BITS', { IDPOOL_SNOWFLAKE_RESERVED_BITS: '9' }],
@@ -98,4 +104,20 @@ describe('bad configuration ends in one line naming the variable (exit 2)', () =
     await Promise.all(Array.from({ length: 4 }, worker));
     expect(failures).toEqual([]);
   }, 300_000);
+});
+
+describe('a database URL never reaches an error line with its password', () => {
+  const PASSWORD = 'hunter2-do-not-print';
+  it.each([
+    ['malformed (no //): a configuration error', `mysql:idpool:${PASSWORD}@db.example/idpool`, 2],
+    ['malformed (no :): a configuration error', `mysql//idpool:${PASSWORD}@db.example/idpool`, 2],
+    ['an unescaped @ in the password, unreachable: a start-up error', `mysql://idpool:${PASSWORD}@x@127.0.0.1:1/idpool`, 1],
+    ['PostgreSQL, unreachable: a start-up error', `postgres://idpool:${PASSWORD}@127.0.0.1:1/idpool`, 1],
+  ])('%s', async (_name, url, code) => {
+    const run = await runToExit({ IDPOOL_DATABASE_URL: url }, 60_000);
+    expect(run.code).toBe(code);
+    expect(run.stderr).toMatch(code === 2 ? /^idpool: invalid configuration: IDPOOL_DATABASE_URL/ : /^idpool: cannot start: /);
+    expect(run.stderr + run.stdout).not.toContain(PASSWORD);
+    expect(run.stderr + run.stdout).not.toContain('hunter2');
+  }, 90_000);
 });

@@ -2,75 +2,34 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expectOneLineError, idpool, json } from '../helpers/cli';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
 import { type Instance, freePort, startInstance } from '../helpers/processes';
 import { REDIS_URL, SQL_SERVERS, createTestSchema, servicesAvailable } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'src', 'cli', 'index.ts');
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `idpool …` as its own process, as a user would. */
-function idpool(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, IDPOOL_URL: undefined, IDPOOL_ADMIN_TOKEN: undefined, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d) => (stdout += d));
-    proc.stderr.on('data', (d) => (stderr += d));
-    proc.once('error', reject);
-    proc.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** A one-line error on stderr, nothing on stdout. */
-function expectOneLineError(run: Run, code: number, pattern: RegExp) {
-  expect(run.code, `${run.stdout}${run.stderr}`).toBe(code);
-  expect(run.stdout).toBe('');
-  expect(run.stderr.endsWith('\n')).toBe(true);
-  expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-  expect(run.stderr).toMatch(/^idpool: /);
-  expect(run.stderr).toMatch(pattern);
-}
-
-const json = (run: Run) => {
-  expect(run.code, run.stderr).toBe(0);
-  return JSON.parse(run.stdout);
-};
-
-describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
-  let available = false;
+describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { mysql: true, redis: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;
   let instance: Instance;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     schema = await createTestSchema();
     instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
     env = { IDPOOL_URL: instance.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };
   });
 
   afterAll(async () => {
-    if (!available) return;
     await instance?.stop();
     await schema?.drop();
   });
 
-  it('creates, lists, shows, updates, rotates the secret of and retires an entity', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('creates, lists, shows, updates, rotates the secret of and retires an entity', async () => {
     const key = uniqueKey('cli');
 
     // create (JSON): the secret works for taking ids.
@@ -145,8 +104,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     expect(after.apps.map((a: { key: string }) => a.key)).not.toContain(key);
   });
 
-  it('imports a JSON-lines file of entities: secrets to a 0600 file, a line per failure, exit 0/1/2', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('imports a JSON-lines file of entities: secrets to a 0600 file, a line per failure, exit 0/1/2', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'idpool-import-'));
     try {
       const base = uniqueKey('imp');
@@ -211,8 +169,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     }
   });
 
-  it('shows worker leases and decodes a snowflake id as the service does', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('shows worker leases and decodes a snowflake id as the service does', async () => {
     const workers = json(await idpool(['workers', '--json'], env));
     const self = workers.workers.find((w: { self: boolean }) => w.self);
     expect(self).toMatchObject({ live: true });
@@ -247,8 +204,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     expectOneLineError(await idpool(['decode', 'not-an-id']), 2, /id must be a decimal integer/);
   });
 
-  it('answers bad usage with exit 2 and one line', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('answers bad usage with exit 2 and one line', async () => {
     const closed = await freePort();
     // Independent runs: started together to keep the test short.
     const cases: [string[], Record<string, string>, number, RegExp][] = [
@@ -282,7 +238,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     expect(top.stdout).toContain('Exit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.');
   });
 
-  it.each(SQL_SERVERS)('migrates a $name database and says when it is up to date', async ({ server }, ctx) => {
+  it.for(SQL_SERVERS)('migrates a $name database and says when it is up to date', async ({ server }, ctx) => {
     if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
     const fresh = await createTestSchema(server);
     try {
@@ -312,8 +268,7 @@ describe('idpool CLI against a real instance (MariaDB + Redis)', () => {
     expectOneLineError(await idpool(['migrate', '--database-url', `postgres://postgres@127.0.0.1:${closed}/x`]), 1, /cannot open the database/);
   });
 
-  it('serves like npm start and stops cleanly on SIGTERM', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('serves like npm start and stops cleanly on SIGTERM', async () => {
     const fresh = await createTestSchema();
     let proc: ChildProcess | undefined;
     try {

@@ -7,7 +7,9 @@ import { uniqueKey } from '../helpers/configs';
 import { type Front, startFront } from '../helpers/front';
 import { ADMIN_TOKEN, call, register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema, servicesAvailable } from '../helpers/services';
+import { REDIS_URL, createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { waitFor } from '../support/wait';
 
 function expectIncreasing(ids: string[]) {
   for (let i = 1; i < ids.length; i++) {
@@ -15,18 +17,9 @@ function expectIncreasing(ids: string[]) {
   }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 const idsOf = (res: { body: { ids: string[] } }) => res.body.ids;
 
-describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
-  let available = false;
+describeWithServices('IdpoolClient against two real instances (MariaDB + Redis)', { mysql: true, redis: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;
   let a: Instance;
   let b: Instance;
@@ -38,8 +31,6 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
   };
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     schema = await createTestSchema();
     const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
     a = await startInstance(env);
@@ -47,7 +38,6 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
   });
 
   afterAll(async () => {
-    if (!available) return;
     await Promise.all(fronts.map((f) => f.close()));
     await a?.stop();
     await b?.stop();
@@ -60,8 +50,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     return { key, secret };
   }
 
-  it('answers a repeated Idempotency-Key with the same ids on either instance; a new key gets new ids', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('answers a repeated Idempotency-Key with the same ids on either instance; a new key gets new ids', async () => {
     const { key, secret } = await entity('monotonic');
     const post = (base: string, idem: string, count = 5) => call(`${base}/apps/${key}/ids`, { token: secret, body: { count }, headers: { 'idempotency-key': idem } });
 
@@ -93,8 +82,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     expect(BigInt(idsOf(next)[0])).toBe(BigInt(idsOf(other)[4]) + 1n);
   });
 
-  it('retries after a timeout with the same key and gets the batch the first attempt took, not a second one', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('retries after a timeout with the same key and gets the batch the first attempt took, not a second one', async () => {
     const { key, secret } = await entity('monotonic');
     // In front of A: forwards, but holds A's answer longer than the client waits.
     const slowA = await front(a.url, () => ({ kind: 'forward', holdMs: 1500 }));
@@ -110,8 +98,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     expect(BigInt(more[0])).toBe(BigInt(ids[6]) + 1n);
   });
 
-  it('honours Retry-After from a 503 before asking again', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('honours Retry-After from a 503 before asking again', async () => {
     const { key, secret } = await entity('monotonic');
     const f = await front(a.url, (_req, i) =>
       i === 0 ? { kind: 'answer', status: 503, body: { error: { code: 'pool_exhausted', message: 'empty' } }, headers: { 'retry-after': '1' } } : { kind: 'forward' },
@@ -126,8 +113,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     expect(f.requests[1].idempotencyKey).toBe(f.requests[0].idempotencyKey);
   });
 
-  it('never retries a 4xx, on any endpoint', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('never retries a 4xx, on any endpoint', async () => {
     const { key, secret } = await entity('monotonic', { maxSizePerTimes: 10 });
     const fa = await front(a.url);
     const fb = await front(b.url);
@@ -144,8 +130,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     expect(fa.requests.length + fb.requests.length).toBe(2);
   });
 
-  it('prefetches batches into the local buffer for a trend entity', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('prefetches batches into the local buffer for a trend entity', async () => {
     const { key, secret } = await entity('trend', { maxSizePerTimes: 100 });
     const f = await front(a.url);
     const client = new IdpoolClient({ endpoints: f.url, entities: { [key]: { secret, mode: 'trend', buffer: { size: 100, refillBelow: 50 } } } });
@@ -158,7 +143,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     expect(f.requests).toHaveLength(1);
     taken.push(await client.next(key));
     // 49 left, below 50: one background prefetch tops the buffer up to 100.
-    await waitFor('the prefetch', async () => client.buffered(key) === 100);
+    await waitFor(async () => client.buffered(key) === 100, { message: 'the prefetch', timeoutMs: 10_000, intervalMs: 20 });
     expect(f.requests).toHaveLength(2);
     expect(JSON.parse(f.requests[1].body)).toEqual({ count: 51 });
     for (let i = 0; i < 150; i++) taken.push(...(await client.take(key, 1)));
@@ -168,8 +153,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     for (const r of f.requests) expect(r.status).toBe(200);
   });
 
-  it('takes and decodes snowflake ids', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('takes and decodes snowflake ids', async () => {
     const key = uniqueKey('sf');
     const secret = await register(a.url, { key, mode: 'snowflake' });
     const client = new IdpoolClient({ endpoints: [a.url, b.url], entities: { [key]: { secret, mode: 'snowflake' } } });
@@ -184,8 +168,7 @@ describe('IdpoolClient against two real instances (MariaDB + Redis)', () => {
     expect(notOurs).toBeInstanceOf(IdpoolInvalidRequestError);
   });
 
-  it('never buffers a monotonic entity: one request per take, in pool order', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('never buffers a monotonic entity: one request per take, in pool order', async () => {
     const { key, secret } = await entity('monotonic');
     const f = await front(a.url);
     const client = new IdpoolClient({ endpoints: f.url, entities: { [key]: { secret, mode: 'monotonic' } } });

@@ -1,30 +1,42 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { type Browser, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { servicesAvailable } from '../helpers/services';
+import { REDIS_URL } from '../helpers/services';
+import { entityKeys } from '../../src/pool/keys';
+import { describeWithServices } from '../support/services';
+
+// Page functions run in the browser; this file is type-checked without the DOM
+// lib (it would type all of src/ for a browser), so the globals they use are declared here.
+declare const document: { cookie: string; documentElement: { scrollWidth: number } };
+declare function getComputedStyle(element: unknown): { color: string };
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '..', 'artifacts');
 
-describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real process)', () => {
+describeWithServices('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real process)', { mysql: true, redis: true }, () => {
   let setup: StoreSetup;
   let instance: Instance;
   let browser: Browser;
-  let available = false;
+  let redis: Redis;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     if (!existsSync(CHROMIUM)) {
       // Not a service that may be down: CI installs it (.ci/run), so its absence is a failure.
       throw new Error(`${CHROMIUM} not found: apt-get install -y chromium`);
     }
     setup = await mysqlRedisSetup();
-    instance = await startInstance({ ...setup.env, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
+    redis = new Redis(REDIS_URL);
+    instance = await startInstance({
+      ...setup.env,
+      IDPOOL_OPS_SAMPLE_MS: '200',
+      // Long enough that the entities drawn from stay the busiest while 60 idle ones register on a loaded machine.
+      IDPOOL_OPS_RATE_WINDOW_MS: '30000',
+    });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -32,14 +44,13 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
   });
 
   afterAll(async () => {
-    if (!available) return;
     await browser?.close();
+    redis?.disconnect();
     await instance?.stop();
     await setup?.cleanup();
   });
 
-  it('asks for the token, then shows a new entity whose pool, take rate and charts change as ids are drawn', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('asks for the token, then shows a new entity whose pool, take rate and charts change as ids are drawn', async () => {
     const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(String(err)));
@@ -54,7 +65,7 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
     expect(await page.locator('#main').isVisible()).toBe(false);
 
     // A wrong token is refused and not kept.
-    await page.fill('#token', 'not-the-admin-token-at-all');
+    await page.fill('#token', 'not-the-admin-token-at-all-but-long-enough');
     await page.click('#login button[type=submit]');
     await expect.poll(() => page.textContent('#login-error')).toContain('refused');
     expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBeNull();
@@ -132,10 +143,48 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
     expect(await page.textContent('#snowflake')).toContain('Runs out of timestamp bits on');
     await page.locator('#workers tbody tr').first().waitFor({ state: 'visible' });
 
-    mkdirSync(ARTIFACTS, { recursive: true });
     const shot = join(ARTIFACTS, 'dashboard.png');
     await page.screenshot({ path: shot, fullPage: true });
     expect(statSync(shot).size).toBeGreaterThan(10_000);
+
+    // Each row says when it was sampled; the header, how old the oldest sample is.
+    const AGO = /^(just now|\d+(\.\d)? s ago)$/;
+    await expect.poll(() => row.locator('[data-field=sampled]').textContent()).toMatch(AGO);
+    await expect.poll(() => page.textContent('#sampling')).toMatch(/^sampling ok: oldest sample (just now|\d+(\.\d)? s ago)$/);
+
+    // A row the sampler cannot read is marked stale, not shown as current: its pool key
+    // turned into a string makes LLEN answer WRONGTYPE for that entity alone. Its key
+    // extends the first one's, so searching for that shows the two side by side.
+    const staleKey = `${key}_stale`;
+    await page.fill('#search', key);
+    await register(instance.url, { key: staleKey, step: 500, maxPoolSize: 20_000, maxSizePerSecond: 0, minSizePercent: 50 });
+    const staleRow = page.locator(`tr[data-entity="${staleKey}"]`);
+    await expect.poll(() => staleRow.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('1,000 / 1,000');
+    expect(await staleRow.getAttribute('class')).toBeNull();
+    const poolKey = entityKeys(staleKey).ids;
+    await redis.del(poolKey);
+    await redis.set(poolKey, 'not a list');
+    await expect.poll(() => staleRow.getAttribute('class'), { timeout: 15_000 }).toBe('stale');
+    await expect.poll(() => staleRow.locator('[data-field=sampled]').textContent(), { timeout: 15_000 }).toMatch(/^stale — last sampled \d+(\.\d)? s ago$/);
+    expect(await staleRow.getAttribute('title')).toContain('last values read');
+    // Greyed, not zeroed: the last size read stays on show.
+    expect(await staleRow.locator('[data-field=poolSize]').textContent()).toBe('1,000 / 1,000');
+    expect(await staleRow.locator('td').first().evaluate((td) => getComputedStyle(td).color)).toBe('rgb(154, 163, 176)');
+    await expect.poll(() => page.textContent('#sampling')).toMatch(/^sampling behind: 1 stale entity, oldest sample \d+(\.\d)? s ago$/);
+    expect(await page.locator('#sampling').getAttribute('class')).toBe('behind');
+    // The others stay current.
+    expect(await row.getAttribute('class')).toBeNull();
+    expect(await row.locator('[data-field=sampled]').textContent()).toMatch(AGO);
+    const staleShot = join(ARTIFACTS, 'dashboard-stale.png');
+    await page.screenshot({ path: staleShot, fullPage: true });
+    expect(statSync(staleShot).size).toBeGreaterThan(10_000);
+    // The table stays within the window (it scrolls inside its section when narrower).
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1500);
+    // Its pool readable again (the refiller fills the list anew): current again.
+    await redis.del(poolKey);
+    await expect.poll(() => staleRow.getAttribute('class'), { timeout: 15_000 }).toBeNull();
+    await expect.poll(() => page.textContent('#sampling'), { timeout: 15_000 }).toMatch(/^sampling ok/);
+    await page.fill('#search', '');
 
     // Signing out forgets the token.
     await page.click('#signout');
@@ -146,8 +195,7 @@ describe('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real pro
     await page.close();
   });
 
-  it('serves the data only with the admin token', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('serves the data only with the admin token', async () => {
     const res = await fetch(`${instance.url}/admin/ops`);
     expect(res.status).toBe(401);
     const page = await fetch(`${instance.url}/admin/ui`);

@@ -1,39 +1,29 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { entityKeys } from '../../src/pool/keys';
+import { sleep, waitFor } from '../support/wait';
 
 async function poolView(base: string, key: string): Promise<{ size: number; target: number; max: number; lowWatermark: number }> {
   const res = await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
   return res.body.pool;
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 /**
- * Pools sized by demand (DESIGN.md, issue "Scale out"), on a Redis server of
+ * Pools sized by demand (docs/design.md, issue "Scale out"), on a Redis server of
  * the test's own, so its memory is the test's to measure.
  */
-describe('pools sized by demand (MariaDB + a private Redis, real process)', () => {
-  let available = false;
+describeWithServices('pools sized by demand (MariaDB + a private Redis, real process)', { mysql: true }, () => {
   let redisServer: RedisServer | undefined;
   let instance: Instance | undefined;
   let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
   let redis: Redis | undefined;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
     schema = await createTestSchema();
     redisServer = await startRedisServer('none');
     redis = new Redis(redisServer.url);
@@ -47,15 +37,14 @@ describe('pools sized by demand (MariaDB + a private Redis, real process)', () =
     await schema?.drop();
   });
 
-  it('idle entities hold one floor each: 200 default registrations cost a small, bounded amount of Redis', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('idle entities hold one floor each: 200 default registrations cost a small, bounded amount of Redis', async () => {
     const base = instance!.url;
     const before = Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))![1]);
     const keys = Array.from({ length: 200 }, (_, i) => uniqueKey(`idle${i}`));
     const started = Date.now();
     for (let i = 0; i < keys.length; i += 10) await Promise.all(keys.slice(i, i + 10).map((key) => register(base, { key })));
     const seconds = (Date.now() - started) / 1000;
-    await waitFor('every pool at its floor', async () => (await Promise.all(keys.map((k) => redis!.llen(`idpool:{${k}}:ids`)))).every((n) => n === 1000));
+    await waitFor(async () => (await Promise.all(keys.map((k) => redis!.llen(entityKeys(k).ids)))).every((n) => n === 1000), { message: 'every pool at its floor', timeoutMs: 10_000 });
     const view = await poolView(base, keys[0]);
     expect(view).toEqual({ size: 1000, target: 1000, max: 300_000, lowWatermark: 800 });
     const after = Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))![1]);
@@ -65,13 +54,12 @@ describe('pools sized by demand (MariaDB + a private Redis, real process)', () =
     expect(perEntity).toBeLessThan(64 * 1024);
   });
 
-  it('an entity whose demand jumps from idle to maxSizePerSecond sees no pool_exhausted after its first second, and its target grows', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('an entity whose demand jumps from idle to maxSizePerSecond sees no pool_exhausted after its first second, and its target grows', async () => {
     const base = instance!.url;
     const key = uniqueKey('burst');
     // maxSizePerSecond 5000 (the default), batches of 1,000: five requests a second.
     const secret = await register(base, { key });
-    await waitFor('floor filled', async () => (await poolView(base, key)).size === 1000);
+    await waitFor(async () => (await poolView(base, key)).size === 1000, { message: 'floor filled', timeoutMs: 10_000 });
     await sleep(1500); // idle: the sweep has observed a take total of 0 for a while
     const started = Date.now();
     const outcomes: Array<{ at: number; status: number; code?: string }> = [];
@@ -91,20 +79,19 @@ describe('pools sized by demand (MariaDB + a private Redis, real process)', () =
     // Thousands of ids a second for a 60 s horizon: far above the floor.
     expect(view.target).toBeGreaterThan(100_000);
     expect(view.target).toBeLessThanOrEqual(view.max);
-    await waitFor('pool deepened towards its target', async () => (await poolView(base, key)).size >= view.lowWatermark);
+    await waitFor(async () => (await poolView(base, key)).size >= view.lowWatermark, { message: 'pool deepened towards its target', timeoutMs: 10_000 });
   });
 
-  it('direct pops count as demand too (pushed − size)', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('direct pops count as demand too (pushed − size)', async () => {
     const base = instance!.url;
     const key = uniqueKey('direct');
     await register(base, { key, maxSizePerSecond: 0 });
-    await waitFor('floor filled', async () => (await poolView(base, key)).size === 1000);
+    await waitFor(async () => (await poolView(base, key)).size === 1000, { message: 'floor filled', timeoutMs: 10_000 });
     for (let i = 0; i < 20; i++) {
-      const got = (await redis!.call('FCALL', 'idpool_pop', 2, `idpool:{${key}}:ids`, `idpool:{${key}}:server`, 500)) as string[];
+      const got = (await redis!.call('FCALL', 'idpool_pop', 2, entityKeys(key).ids, entityKeys(key).epoch, 500)) as string[];
       if (got.length === 0) await sleep(60);
       await sleep(40);
     }
-    await waitFor('target raised by direct demand', async () => (await poolView(base, key)).target > 1000, 15_000);
+    await waitFor(async () => (await poolView(base, key)).target > 1000, { message: 'target raised by direct demand', timeoutMs: 15_000 });
   });
 });

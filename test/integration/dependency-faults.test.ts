@@ -1,12 +1,13 @@
 import Redis from 'ioredis';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { register, takeIds } from '../helpers/http';
 import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { entityKeys } from '../../src/pool/keys';
+import { sleep } from '../support/wait';
 
 /** One sequential client taking ids until stopped; 503s are expected while a dependency is down. */
 function load(instance: Instance, key: string, secret: string) {
@@ -49,16 +50,11 @@ async function servesAgain(instance: Instance, key: string, secret: string, into
   }
 }
 
-describe('no dependency fault ends the process (DESIGN.md invariant 7)', () => {
-  let available = false;
+describeWithServices('no dependency fault ends the process (docs/design.md invariant 7)', { mysql: true }, () => {
   let redisServer: RedisServer | undefined;
   let mariadb: PrivateMariadb | undefined;
   let instance: Instance | undefined;
   let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
-
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-  });
 
   afterEach(async () => {
     await instance?.stop();
@@ -68,8 +64,7 @@ describe('no dependency fault ends the process (DESIGN.md invariant 7)', () => {
     instance = redisServer = mariadb = schema = undefined;
   });
 
-  it('kill -9 Redis while a 5,000,000-id pool is being filled, three times: the process lives and serves again, no id twice', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('kill -9 Redis while a 5,000,000-id pool is being filled, three times: the process lives and serves again, no id twice', async () => {
     schema = await createTestSchema();
     redisServer = await startRedisServer('none');
     instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url });
@@ -86,10 +81,10 @@ describe('no dependency fault ends the process (DESIGN.md invariant 7)', () => {
         await probe.connect();
         const deadline = Date.now() + 20_000;
         let size = 0;
-        while ((size = await probe.llen(`idpool:{${key}}:ids`)) < 20_000 || size > 4_000_000) {
+        while ((size = await probe.llen(entityKeys(key).ids)) < 20_000 || size > 4_000_000) {
           if (Date.now() > deadline) throw new Error(`fill never reached the kill window (size ${size})`);
           // Already full: empty the pool, so the sweep (≤ 1 s) starts another fill.
-          if (size > 4_000_000) await probe.del(`idpool:{${key}}:ids`);
+          if (size > 4_000_000) await probe.del(entityKeys(key).ids);
           await sleep(5);
         }
         probe.disconnect();
@@ -112,7 +107,6 @@ describe('no dependency fault ends the process (DESIGN.md invariant 7)', () => {
   }, 120_000);
 
   it('kill -9 the database during load, twice: the process lives, answers 503 when the pool runs dry, and serves again', async (ctx) => {
-    if (!available) return ctx.skip();
     if (!privateMariadbPossible()) {
       if (process.env.IDPOOL_REQUIRE_SERVICES === '1') throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
       return ctx.skip();

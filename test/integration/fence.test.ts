@@ -1,20 +1,16 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { RedisPoolStore, loadFunctions } from '../../src/pool/redis-pool-store';
-import { ClusterMap } from '../../src/segment/cluster';
+import { IdStride } from '../../src/segment/stride';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
-import { REDIS_URL, clearPrefix, createTestSchema, servicesAvailable, testPrefix } from '../helpers/services';
+import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { entityKeys } from '../../src/pool/keys';
 
-describe('fence: a stale refiller cannot push an older segment', () => {
-  let available = false;
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-  });
-
-  it('idpool_push refuses a segment that does not start above the fence', async (ctx) => {
-    if (!available) return ctx.skip();
+describeWithServices('fence: a stale refiller cannot push an older segment', { mysql: true, redis: true }, () => {
+  it('idpool_push refuses a segment that does not start above the fence', async () => {
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
     try {
@@ -28,38 +24,36 @@ describe('fence: a stale refiller cannot push an older segment', () => {
       // Decimal comparison beyond 2^53 and across lengths.
       expect(await store.push('e', ['9007199254740993'], 9007199254740993n, 9007199254740993n)).toEqual({ kind: 'ok', size: 4 });
       expect(await store.push('e', ['9007199254740992'], 9007199254740992n, 9007199254740992n)).toEqual({ kind: 'fenced' });
-      expect(await redis.lrange(`${prefix}:{e}:ids`, 0, -1)).toEqual(['10', '11', '12', '9007199254740993']);
+      expect(await redis.lrange(entityKeys('e', prefix).ids, 0, -1)).toEqual(['10', '11', '12', '9007199254740993']);
     } finally {
       await clearPrefix(redis, prefix);
       redis.disconnect();
     }
   });
 
-  it('idpool_push_range writes the ids itself, exact up to 2^53, and honours the fence and cluster mapping', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('idpool_push_range writes the ids itself, exact up to 2^53, and honours the fence and stride mapping', async () => {
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
     try {
       // This branch's library: the shared server may hold another version's.
       await loadFunctions(redis);
       const store = new RedisPoolStore(redis, prefix);
-      const cluster = new ClusterMap(3, 2);
+      const stride = new IdStride(3, 2);
       await store.reset('r', -1n);
-      expect(await store.pushRange('r', 10n, 2510n, cluster)).toEqual({ kind: 'ok', size: 2500 });
-      expect(await redis.lrange(`${prefix}:{r}:ids`, 0, -1)).toEqual(cluster.idStrings(10n, 2510n));
-      expect(await store.pushRange('r', 2000n, 3000n, cluster)).toEqual({ kind: 'fenced' });
+      expect(await store.pushRange('r', 10n, 2510n, stride)).toEqual({ kind: 'ok', size: 2500 });
+      expect(await redis.lrange(entityKeys('r', prefix).ids, 0, -1)).toEqual(stride.idStrings(10n, 2510n));
+      expect(await store.pushRange('r', 2000n, 3000n, stride)).toEqual({ kind: 'fenced' });
       const top = 3_002_399_751_580_329n; // its id 3 * top + 2 = 2^53 - 2, the last exact one below
-      expect(await store.pushRange('r', top - 2n, top + 1n, cluster)).toEqual({ kind: 'ok', size: 2503 });
-      expect(await redis.lrange(`${prefix}:{r}:ids`, -3, -1)).toEqual(['9007199254740983', '9007199254740986', '9007199254740989']);
-      await expect(store.pushRange('r', top + 1n, top + 2n, cluster)).rejects.toThrow(/below 2\^53/);
+      expect(await store.pushRange('r', top - 2n, top + 1n, stride)).toEqual({ kind: 'ok', size: 2503 });
+      expect(await redis.lrange(entityKeys('r', prefix).ids, -3, -1)).toEqual(['9007199254740983', '9007199254740986', '9007199254740989']);
+      await expect(store.pushRange('r', top + 1n, top + 2n, stride)).rejects.toThrow(/below 2\^53/);
     } finally {
       await clearPrefix(redis, prefix);
       redis.disconnect();
     }
   });
 
-  it('restores its Redis functions when they are gone (FUNCTION FLUSH) and keeps the server check', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('restores its Redis functions when they are gone (FUNCTION FLUSH) and keeps the server check', async () => {
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
     try {
@@ -72,7 +66,7 @@ describe('fence: a stale refiller cannot push an older segment', () => {
       expect(await store.take('f', 2, 0)).toEqual({ kind: 'ok', ids: ['1', '2'], remaining: 1 });
       // A marker from another server is refused by the reloaded library too.
       await redis.set(`${prefix}:{f}:server`, 'another-server');
-      expect(await store.take('f', 1, 0)).toEqual({ kind: 'server_changed' });
+      expect(await store.take('f', 1, 0)).toEqual({ kind: 'epoch_changed' });
       await expect(redis.call('FCALL', 'idpool_pop', 2, `${prefix}:{f}:ids`, `${prefix}:{f}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
     } finally {
       await clearPrefix(redis, prefix);
@@ -87,11 +81,10 @@ describe('fence: a stale refiller cannot push an older segment', () => {
     await schema?.drop();
   });
 
-  it('a refiller paused past its lock TTL has its older segment refused; the list stays strictly increasing', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('a refiller paused past its lock TTL has its older segment refused; the list stays strictly increasing', async () => {
     schema = await createTestSchema();
     const prefix = testPrefix();
-    const config = loadConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
+    const config = loadConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
     const LOCK_TTL = 300;
     let pauseOnce = true;
     let stalledSegment: Segment | undefined;

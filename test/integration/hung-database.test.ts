@@ -4,8 +4,8 @@ import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { sleep } from '../support/wait';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A statement timeout plus room for a loaded machine: no answer may take longer. */
 const ANSWER_BOUND_MS = SQL_STATEMENT_TIMEOUT_MS + 3000;
 

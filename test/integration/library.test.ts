@@ -13,7 +13,9 @@ import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
 import { register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
-import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema, servicesAvailable } from '../helpers/services';
+import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema } from '../helpers/services';
+import { entityKeyBase } from '../support/keys';
+import { describeWithServices } from '../support/services';
 
 const WORKER = join(__dirname, 'fixtures', 'library-worker.ts');
 
@@ -83,27 +85,23 @@ async function registerEntity(db: Database, key: string, extra: Record<string, u
   await new EntityRegistry(new SqlEntityStore(db), systemClock).register({ key, mode: 'monotonic', ...extra } as never);
 }
 
-describe.each(SQL_SERVERS)('library: several processes on one entity ($name)', ({ server }) => {
-  let available = false;
-  beforeAll(async () => {
-    available = await servicesAvailable({ [server]: true });
+for (const { server, name } of SQL_SERVERS) {
+  describeWithServices(`library: several processes on one entity (${name})`, { [server]: true }, () => {
+    it('4 processes draw disjoint ids, each in increasing order', async () => {
+      const schema = await createTestSchema(server);
+      try {
+        const db = await openDatabase(schema.url);
+        await registerEntity(db, 'orders', { step: 100 });
+        await db.close();
+        // 4 × 20 000 ids in segments of 100..1600: well over a hundred reservations racing.
+        const perProcess = await drawFromProcesses(schema.url, 'orders', 4, 20_000, 1600);
+        expectDisjointAndInterleaved(perProcess, 20_000);
+      } finally {
+        await schema.drop();
+      }
+    });
   });
-
-  it('4 processes draw disjoint ids, each in increasing order', async (ctx) => {
-    if (!available) return ctx.skip();
-    const schema = await createTestSchema(server);
-    try {
-      const db = await openDatabase(schema.url);
-      await registerEntity(db, 'orders', { step: 100 });
-      await db.close();
-      // 4 × 20 000 ids in segments of 100..1600: well over a hundred reservations racing.
-      const perProcess = await drawFromProcesses(schema.url, 'orders', 4, 20_000, 1600);
-      expectDisjointAndInterleaved(perProcess, 20_000);
-    } finally {
-      await schema.drop();
-    }
-  });
-});
+}
 
 describe('library: several processes on one entity', () => {
   describe('SQLite', () => {
@@ -235,53 +233,49 @@ describe('library on the embedded default (SQLite file)', () => {
   });
 });
 
-describe.each(SQL_SERVERS)('library and the Redis service share an entity ($name)', ({ server }) => {
-  let available = false;
-  beforeAll(async () => {
-    available = await servicesAvailable({ [server]: true, redis: true });
+for (const { server, name } of SQL_SERVERS) {
+  describeWithServices(`library and the Redis service share an entity (${name})`, { [server]: true, redis: true }, () => {
+    it('ids drawn by the library and through HTTP never collide', async () => {
+      const schema = await createTestSchema(server);
+      const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
+      const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REFILL_INTERVAL_MS: '20' });
+      const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
+      try {
+        // Small pool and step: the service reserves again and again while the library does too.
+        const secret = await register(instance.url, { key, mode: 'monotonic', step: 20, maxPoolSize: 100, minSizePercent: 50, maxSizePerTimes: 20, maxSizePerSecond: 0 });
+        const fromHttp: bigint[] = [];
+        const fromLibrary: bigint[] = [];
+        const httpSide = (async () => {
+          while (fromHttp.length < 3000) {
+            const res = await takeIds(instance.url, key, secret, 20);
+            if (res.status === 503) continue;
+            expect(res.status, JSON.stringify(res.body)).toBe(200);
+            for (const id of res.body.ids) fromHttp.push(BigInt(id));
+          }
+        })();
+        const librarySide = (async () => {
+          while (fromLibrary.length < 3000) {
+            fromLibrary.push(...(await gen.take(key, 7)));
+            fromLibrary.push(await gen.nextAsync(key));
+            await new Promise((r) => setTimeout(r, 0));
+          }
+        })();
+        await Promise.all([httpSide, librarySide]);
+        const all = [...fromHttp, ...fromLibrary].map(String);
+        expect(new Set(all).size).toBe(all.length);
+        for (let i = 1; i < fromLibrary.length; i++) expect(fromLibrary[i] > fromLibrary[i - 1]).toBe(true);
+        // Both sides reserved while the other did: their ranges overlap.
+        const lo = (ids: bigint[]) => ids.reduce((a, b) => (b < a ? b : a));
+        const hi = (ids: bigint[]) => ids.reduce((a, b) => (b > a ? b : a));
+        expect(lo(fromHttp) < hi(fromLibrary) && lo(fromLibrary) < hi(fromHttp)).toBe(true);
+      } finally {
+        await gen.close();
+        await instance.stop();
+        await schema.drop();
+        const redis = new Redis(REDIS_URL);
+        await clearPrefix(redis, entityKeyBase(key));
+        redis.disconnect();
+      }
+    });
   });
-
-  it('ids drawn by the library and through HTTP never collide', async (ctx) => {
-    if (!available) return ctx.skip();
-    const schema = await createTestSchema(server);
-    const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
-    const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REFILL_INTERVAL_MS: '20' });
-    const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
-    try {
-      // Small pool and step: the service reserves again and again while the library does too.
-      const secret = await register(instance.url, { key, mode: 'monotonic', step: 20, maxPoolSize: 100, minSizePercent: 50, maxSizePerTimes: 20, maxSizePerSecond: 0 });
-      const fromHttp: bigint[] = [];
-      const fromLibrary: bigint[] = [];
-      const httpSide = (async () => {
-        while (fromHttp.length < 3000) {
-          const res = await takeIds(instance.url, key, secret, 20);
-          if (res.status === 503) continue;
-          expect(res.status, JSON.stringify(res.body)).toBe(200);
-          for (const id of res.body.ids) fromHttp.push(BigInt(id));
-        }
-      })();
-      const librarySide = (async () => {
-        while (fromLibrary.length < 3000) {
-          fromLibrary.push(...(await gen.take(key, 7)));
-          fromLibrary.push(await gen.nextAsync(key));
-          await new Promise((r) => setTimeout(r, 0));
-        }
-      })();
-      await Promise.all([httpSide, librarySide]);
-      const all = [...fromHttp, ...fromLibrary].map(String);
-      expect(new Set(all).size).toBe(all.length);
-      for (let i = 1; i < fromLibrary.length; i++) expect(fromLibrary[i] > fromLibrary[i - 1]).toBe(true);
-      // Both sides reserved while the other did: their ranges overlap.
-      const lo = (ids: bigint[]) => ids.reduce((a, b) => (b < a ? b : a));
-      const hi = (ids: bigint[]) => ids.reduce((a, b) => (b > a ? b : a));
-      expect(lo(fromHttp) < hi(fromLibrary) && lo(fromLibrary) < hi(fromHttp)).toBe(true);
-    } finally {
-      await gen.close();
-      await instance.stop();
-      await schema.drop();
-      const redis = new Redis(REDIS_URL);
-      await clearPrefix(redis, `idpool:{${key}}`);
-      redis.disconnect();
-    }
-  });
-});
+}

@@ -1,71 +1,52 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
+import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, servicesAvailable } from '../helpers/services';
+import { REDIS_URL } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { entityKeys } from '../../src/pool/keys';
+import { waitFor } from '../support/wait';
 
 /** Parses Prometheus text into `name{labels}` → value. */
 async function scrape(base: string): Promise<Map<string, number>> {
   const res = await fetch(`${base}/metrics`);
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-  const out = new Map<string, number>();
-  for (const line of (await res.text()).split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.lastIndexOf(' ');
-    const raw = line.slice(i + 1);
-    out.set(line.slice(0, i), raw === '+Inf' ? Number.POSITIVE_INFINITY : Number(raw));
-  }
-  return out;
+  return parseMetrics(await res.text());
 }
 
 const metric = (m: Map<string, number>, name: string, labels: string) => m.get(`${name}{${labels}}`);
 
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', () => {
+describeWithServices('metrics and forecasts at /metrics (MariaDB + Redis, real process)', { mysql: true, redis: true }, () => {
   let setup: StoreSetup;
   let instance: Instance;
   let base: string;
-  let available = false;
   let redis: Redis;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     setup = await mysqlRedisSetup();
-    instance = await startInstance({ ...setup.env, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
+    instance = await startInstance({ ...setup.env, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000', IDPOOL_REQUEST_LOG: 'all' });
     base = instance.url;
     redis = new Redis(REDIS_URL);
   });
 
   afterAll(async () => {
-    if (!available) return;
     redis?.disconnect();
     await instance?.stop();
     await setup?.cleanup();
   });
 
-  it('moves served, pool, refill, HTTP and take-rate metrics as ids are taken', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('moves served, pool, refill, HTTP and take-rate metrics as ids are taken', async () => {
     const key = uniqueKey('metrics');
     const e = `entity="${key}"`;
     const secret = await register(base, { key, step: 500, maxPoolSize: 10_000, maxSizePerSecond: 0, minSizePercent: 50 });
 
     // Nobody has taken anything: the pool holds one floor, max(step 500, maxSizePerTimes 1000).
-    const filled = await waitFor('pool gauges', async () => {
+    const filled = await waitFor(async () => {
       const m = await scrape(base);
       return metric(m, 'idpool_pool_size', e) === 1000 && m;
-    });
+    }, { message: 'pool gauges', timeoutMs: 15_000, intervalMs: 100 });
     expect(metric(filled, 'idpool_pool_target', e)).toBe(1000);
     expect(metric(filled, 'idpool_pool_max', e)).toBe(10_000);
     expect(metric(filled, 'idpool_pool_low_watermark', e)).toBe(500);
@@ -88,11 +69,11 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
     }
     for (let i = 0; i < 25; i++) expect((await takeIds(base, key, secret, 100)).status).toBe(200);
 
-    const after = await waitFor('take rate and refill', async () => {
+    const after = await waitFor(async () => {
       const m = await scrape(base);
       const settled = metric(m, 'idpool_current_offset', e) === metric(m, 'idpool_numbers_reserved_total', e);
       return (metric(m, 'idpool_refills_total', e) ?? 0) >= 2 && (metric(m, 'idpool_take_rate_ids_per_second', e) ?? 0) > 0 && settled && m;
-    });
+    }, { message: 'take rate and refill', timeoutMs: 15_000, intervalMs: 100 });
     expect(metric(after, 'idpool_ids_served_total', e)).toBe(5500);
     expect(metric(after, 'idpool_http_request_duration_seconds_count', idRoute)).toBe(before + 55);
     expect(metric(after, 'idpool_numbers_reserved_total', e)).toBeGreaterThan(5500);
@@ -118,30 +99,28 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
     expect(m.get('idpool_worker_id')).toBeGreaterThanOrEqual(1);
   });
 
-  it('counts ids popped straight from Redis by trusted consumers in the take rate', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('counts ids popped straight from Redis by trusted consumers in the take rate', async () => {
     const key = uniqueKey('direct');
     const e = `entity="${key}"`;
     await register(base, { key, step: 1000, maxPoolSize: 50_000, maxSizePerSecond: 0, minSizePercent: 10 });
-    await waitFor('pool filled', async () => metric(await scrape(base), 'idpool_pool_size', e) === 1000);
+    await waitFor(async () => metric(await scrape(base), 'idpool_pool_size', e) === 1000, { message: 'pool filled', timeoutMs: 15_000, intervalMs: 100 });
     // Trusted consumers LPOP the list directly: this instance serves nothing.
     // The sweep refills what they drain, and the pool deepens with their demand.
     let popped = 0;
     for (let i = 0; i < 30; i++) {
-      popped += (await redis.lpop(`idpool:{${key}}:ids`, 500))?.length ?? 0;
+      popped += (await redis.lpop(entityKeys(key).ids, 500))?.length ?? 0;
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(popped).toBeGreaterThanOrEqual(2000);
-    const m = await waitFor('take rate from direct pops', async () => {
+    const m = await waitFor(async () => {
       const s = await scrape(base);
       return (metric(s, 'idpool_take_rate_ids_per_second', e) ?? 0) > 1000 && s;
-    });
+    }, { message: 'take rate from direct pops', timeoutMs: 15_000, intervalMs: 100 });
     expect(metric(m, 'idpool_ids_served_total', e)).toBeUndefined();
     expect(metric(m, 'idpool_pool_target', e)).toBeGreaterThan(1000);
   });
 
-  it('logs one JSON line per request with a request id, and never a secret or token', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('with IDPOOL_REQUEST_LOG=all, logs one JSON line per request with a request id, and never a secret or token', async () => {
     const key = uniqueKey('logs');
     const secret = await register(base, { key, maxPoolSize: 2000, step: 100, maxSizePerSecond: 0 });
     const given = await call(`${base}/apps/${key}/ids?count=3`, { method: 'POST', token: secret, headers: { 'x-request-id': 'trace-abc.123' } });
@@ -153,7 +132,7 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
     expect(ownId).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
     await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
 
-    const lines = await waitFor('log lines', async () => {
+    const lines = await waitFor(async () => {
       const parsed = instance
         .output()
         .split('\n')
@@ -161,7 +140,7 @@ describe('metrics and forecasts at /metrics (MariaDB + Redis, real process)', ()
         .map((l) => JSON.parse(l) as Record<string, unknown>)
         .filter((l) => l.msg === 'request');
       return parsed.some((l) => l.path === `/admin/apps/${key}`) && parsed;
-    });
+    }, { message: 'log lines', timeoutMs: 15_000, intervalMs: 100 });
     const traced = lines.filter((l) => l.reqId === 'trace-abc.123');
     expect(traced).toHaveLength(1);
     expect(traced[0]).toMatchObject({ method: 'POST', route: '/apps/:key/ids', path: `/apps/${key}/ids`, status: 200, component: 'http' });

@@ -1,11 +1,14 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, type JsonResponse, call } from '../helpers/http';
-import { servicesAvailable, testPrefix } from '../helpers/services';
+import { testPrefix } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+
+const OPS_TOKEN = 'test-ops-token-0123456789abcdef0123';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: Record<string, any> };
 
@@ -28,20 +31,17 @@ function expressRoutes(app: Service['app']): string[] {
   return out.sort();
 }
 
-describe('GET /openapi.json describes every route, and real responses match it (MariaDB + Redis)', () => {
+describeWithServices('GET /openapi.json describes every route, and real responses match it (MariaDB + Redis)', { mysql: true, redis: true }, () => {
   let setup: StoreSetup;
   let service: Service;
   let base: string;
   let doc: Doc;
   let ajv: Ajv2020;
-  let available = false;
   const checked = new Set<string>();
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     setup = await mysqlRedisSetup();
-    const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN });
+    const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, IDPOOL_OPS_TOKEN: OPS_TOKEN });
     service = await createService(config, { redisPrefix: testPrefix(), ops: { sampleMs: 100 } });
     base = `http://127.0.0.1:${await service.listen(0)}`;
     const res = await call<Doc>(`${base}/openapi.json`);
@@ -53,7 +53,6 @@ describe('GET /openapi.json describes every route, and real responses match it (
   });
 
   afterAll(async () => {
-    if (!available) return;
     await service?.stop();
     await setup?.cleanup();
   });
@@ -85,8 +84,7 @@ describe('GET /openapi.json describes every route, and real responses match it (
 
   const requestSchema = (name: string) => ajv.getSchema(`openapi.json#/components/schemas/${name}`)!;
 
-  it('is OpenAPI 3.1 and lists exactly the routes the app serves', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('is OpenAPI 3.1 and lists exactly the routes the app serves', async () => {
     expect(doc.openapi).toBe('3.1.0');
     const documented = Object.entries(doc.paths)
       .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
@@ -94,8 +92,7 @@ describe('GET /openapi.json describes every route, and real responses match it (
     expect(documented).toEqual(expressRoutes(service.app));
   });
 
-  it('matches real responses of every route, success and error', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('matches real responses of every route, success and error', async () => {
     const key = uniqueKey('oa');
     const flake = uniqueKey('oaflake');
     const limited = uniqueKey('oalim');
@@ -131,6 +128,11 @@ describe('GET /openapi.json describes every route, and real responses match it (
     conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/bad%20key`, admin));
     conforms('PATCH', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { name: 'Orders' } }));
     conforms('PATCH', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { step: -1 } }));
+    // The read-only ops token: reads pass, writes get 403.
+    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { token: OPS_TOKEN }));
+    const forbidden = await call(`${base}/admin/apps/${key}`, { token: OPS_TOKEN, method: 'PATCH', body: { name: 'Orders' } });
+    expect(forbidden.status).toBe(403);
+    conforms('PATCH', '/admin/apps/{key}', forbidden);
 
     // Ids: batch, query count, too many, wrong secret, unknown entity, rate limit, snowflake.
     let ok: JsonResponse;

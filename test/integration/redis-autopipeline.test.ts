@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { REDIS_URL, servicesAvailable } from '../helpers/services';
+import { expect, it } from 'vitest';
+import { REDIS_URL } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -16,7 +17,7 @@ const ROOT = join(__dirname, '..', '..');
  * Runs in a child process because the failure is an uncaught exception.
  */
 const SCRIPT = `
-const { connectRedis } = require('./src/pool/redis-connection');
+const { closeRedis, connectRedis } = require('./src/pool/redis-connection');
 const { RedisRefillLock } = require('./src/pool/redis-pool-store');
 process.on('uncaughtException', (err) => { console.log('UNCAUGHT ' + err.message); process.exit(3); });
 (async () => {
@@ -27,18 +28,12 @@ process.on('uncaughtException', (err) => { console.log('UNCAUGHT ' + err.message
   await size;
   await held?.release();
   console.log(held ? 'LOCKED' : 'NOT LOCKED');
-  redis.disconnect();
+  await closeRedis(redis);
 })().catch((err) => { console.log('REJECTED ' + err.message); process.exit(4); });
 `;
 
-describe('Redis connection of the service', () => {
-  let available = false;
-  beforeAll(async () => {
-    available = await servicesAvailable({ redis: true });
-  });
-
-  it('survives the first refill lock taken in the same tick as another command', (ctx) => {
-    if (!available) return ctx.skip();
+describeWithServices('Redis connection of the service', { redis: true }, () => {
+  it('survives the first refill lock taken in the same tick as another command', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', SCRIPT], { cwd: ROOT, env: { ...process.env, URL: REDIS_URL }, encoding: 'utf8', timeout: 60_000 });
     expect(run.stdout.trim(), run.stderr).toBe('LOCKED');
     expect(run.status).toBe(0);

@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
 import { type RedisClusterTopology, entitySlot, startRedisCluster } from '../helpers/redis-cluster';
 import { until } from '../helpers/sentinel';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { sleep } from '../support/wait';
 
 /** One sequential client of one entity, alternating between the instances. */
 interface Client {
@@ -40,21 +40,18 @@ function drive(instances: Instance[], client: Client, secret: string, stop: { no
 }
 
 /**
- * Redis Cluster (DESIGN.md "Redis topologies", invariant 4 per node): three
+ * Redis Cluster (docs/design.md "Redis topologies", invariant 4 per node): three
  * masters with a replica each on spare ports, two idpool instances, twelve
  * busy entities with a sequential client each. A live reshard of busy
  * entities' slots, a CLUSTER FAILOVER and a kill -9 of a master: no id twice,
  * monotonic per client, ids again after each fault.
  */
-describe('Redis Cluster: two idpool instances over 3 masters + 3 replicas', () => {
-  let available = false;
+describeWithServices('Redis Cluster: two idpool instances over 3 masters + 3 replicas', { mysql: true }, () => {
   let cluster: RedisClusterTopology | undefined;
   let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
   const instances: Instance[] = [];
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
     [cluster, schema] = await Promise.all([startRedisCluster(), createTestSchema()]);
     const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_CLUSTER_NODES: cluster.seedsEnv };
     instances.push(await startInstance(env), await startInstance(env));
@@ -66,8 +63,7 @@ describe('Redis Cluster: two idpool instances over 3 masters + 3 replicas', () =
     await schema?.drop();
   });
 
-  it('live reshard, CLUSTER FAILOVER and kill -9 of a master: no id twice, monotonic per entity, serving again after each', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('live reshard, CLUSTER FAILOVER and kill -9 of a master: no id twice, monotonic per entity, serving again after each', async () => {
     const topo = cluster!;
     const keys = Array.from({ length: 12 }, (_, i) => uniqueKey(`c${i}`));
     const secrets = await Promise.all(keys.map((key) => register(instances[0].url, { key, step: 100, maxSizePerTimes: 50, maxSizePerSecond: 0 })));

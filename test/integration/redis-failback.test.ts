@@ -1,9 +1,11 @@
 import Redis from 'ioredis';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { entityKeys } from '../../src/pool/keys';
 
 const REPLICATION_ARGS = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
 
@@ -33,17 +35,12 @@ async function replicate(replica: Redis, master: Redis, masterPort: number): Pro
   expect(Number(await master.call('WAIT', '1', '5000'))).toBe(1);
 }
 
-describe('Redis failback (DESIGN.md invariant 4: the epoch is run_id:master_replid)', () => {
-  let available = false;
+describeWithServices('Redis failback (docs/design.md invariant 4: the epoch is run_id:master_replid)', { mysql: true }, () => {
   let x: RedisServer | undefined;
   let y: RedisServer | undefined;
   let instance: Instance | undefined;
   let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
   const clients: Redis[] = [];
-
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-  });
 
   afterEach(async () => {
     for (const c of clients.splice(0)) c.disconnect();
@@ -55,7 +52,6 @@ describe('Redis failback (DESIGN.md invariant 4: the epoch is run_id:master_repl
   });
 
   it('X serves, Y splits off and is promoted, X resyncs from Y and is promoted again: no id is handed out twice', async (ctx) => {
-    if (!available) return ctx.skip();
     schema = await createTestSchema();
     [x, y] = await Promise.all([startRedisServer('none', REPLICATION_ARGS), startRedisServer('none', REPLICATION_ARGS)]);
     const rx = new Redis(x.url);
@@ -72,12 +68,12 @@ describe('Redis failback (DESIGN.md invariant 4: the epoch is run_id:master_repl
     await takeMany(instance, key, secret, 2000, issued);
     // Pools are sized by demand: after 2,000 ids the refill tops this one up
     // well above its floor; wait for it so Y's copy holds ids.
-    for (let i = 0; i < 100 && (await rx.llen(`idpool:{${key}}:ids`)) < 500; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await rx.llen(entityKeys(key).ids)) < 500; i++) await new Promise((r) => setTimeout(r, 50));
 
     // Y splits off with everything X wrote so far: X's pools as they are now.
     expect(Number(await rx.call('WAIT', '1', '5000'))).toBe(1);
     await ry.call('REPLICAOF', 'NO', 'ONE');
-    const copyAtSplit = new Set(await ry.lrange(`idpool:{${key}}:ids`, 0, -1));
+    const copyAtSplit = new Set(await ry.lrange(entityKeys(key).ids, 0, -1));
     expect(copyAtSplit.size).toBeGreaterThan(0);
 
     // idpool keeps talking to X and hands out (among others) the ids of Y's copy.
@@ -89,10 +85,10 @@ describe('Redis failback (DESIGN.md invariant 4: the epoch is run_id:master_repl
     await replicate(rx, ry, y.port);
     await rx.call('REPLICAOF', 'NO', 'ONE');
     const issuedSet = new Set(issued);
-    const stale = (await rx.lrange(`idpool:{${key}}:ids`, 0, -1)).filter((id) => issuedSet.has(id));
+    const stale = (await rx.lrange(entityKeys(key).ids, 0, -1)).filter((id) => issuedSet.has(id));
     expect(stale.length).toBeGreaterThan(0); // the danger is real: X's pool holds issued ids
     // A trusted consumer's guarded pop refuses the stale pool.
-    await expect(rx.call('FCALL', 'idpool_pop', 2, `idpool:{${key}}:ids`, `idpool:{${key}}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
+    await expect(rx.call('FCALL', 'idpool_pop', 2, entityKeys(key).ids, entityKeys(key).epoch, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
     instance.proc.kill('SIGCONT');
 
     const before = issued.length;

@@ -6,7 +6,7 @@ import { uniqueKey } from '../helpers/configs';
 import { register } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
 
-describe('Redis maxmemory-policy check at start (DESIGN.md "Redis keys")', () => {
+describe('Redis maxmemory-policy check at start (docs/design.md "Redis keys")', () => {
   let redisServer: RedisServer | undefined;
   let instance: Instance | undefined;
   let dir: string | undefined;

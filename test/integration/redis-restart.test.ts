@@ -1,9 +1,11 @@
 import Redis from 'ioredis';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { createTestSchema } from '../helpers/services';
+import { entityKeys } from '../../src/pool/keys';
+import { describeWithServices } from '../support/services';
 
 /** Takes ids with `clients` concurrent loops for `ms`, ignoring 503s (Redis may be down). */
 async function drain(instance: Instance, key: string, secret: string, ms: number, into: string[]) {
@@ -20,73 +22,72 @@ async function drain(instance: Instance, key: string, secret: string, ms: number
   );
 }
 
-describe.each([
+const PERSISTENCE = [
   { persistence: 'aof' as const, name: 'appendonly yes (everysec)' },
   { persistence: 'rdb' as const, name: 'RDB snapshots only' },
-])('Redis restart with $name', ({ persistence }) => {
-  let available = false;
-  let redisServer: RedisServer | undefined;
-  let instance: Instance | undefined;
-  let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
+];
 
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-  });
+for (const { persistence, name } of PERSISTENCE) {
+  describeWithServices(`Redis restart with ${name}`, { mysql: true }, () => {
+    let redisServer: RedisServer | undefined;
+    let instance: Instance | undefined;
+    let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
 
-  afterEach(async () => {
-    if (instance?.proc.exitCode === null) instance.proc.kill('SIGCONT');
-    await instance?.stop();
-    await redisServer?.stop();
-    await schema?.drop();
-  });
+    afterEach(async () => {
+      if (instance?.proc.exitCode === null) instance.proc.kill('SIGCONT');
+      await instance?.stop();
+      await redisServer?.stop();
+      await schema?.drop();
+    });
 
-  it('pop, kill -9 Redis, restart it, pop again: no id handed out twice', async (ctx) => {
-    if (!available) return ctx.skip();
-    schema = await createTestSchema();
-    redisServer = await startRedisServer(persistence);
-    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url });
-    const key = uniqueKey('orders');
-    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 3000, maxSizePerSecond: 0, maxSizePerTimes: 100 });
-    const issued: string[] = [];
-    await drain(instance, key, secret, 600, issued);
+    it('pop, kill -9 Redis, restart it, pop again: no id handed out twice', async (ctx) => {
+      schema = await createTestSchema();
+      redisServer = await startRedisServer(persistence);
+      instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url });
+      const key = uniqueKey('orders');
+      const secret = await register(instance.url, { key, step: 100, maxPoolSize: 3000, maxSizePerSecond: 0, maxSizePerTimes: 100 });
+      const issued: string[] = [];
+      await drain(instance, key, secret, 600, issued);
 
-    const direct = new Redis(redisServer.url);
-    if (persistence === 'rdb') {
-      // Snapshot now, then keep taking: the snapshot holds ids handed out after it.
-      // (`save 1 1` may have a background save running: wait it out.)
-      for (;;) {
-        const saved = await direct.save().then(
-          () => true,
-          (err: Error) => {
-            if (!/already in progress/.test(err.message)) throw err;
-            return false;
-          },
-        );
-        if (saved) break;
-        await new Promise((r) => setTimeout(r, 50));
+      const direct = new Redis(redisServer.url);
+      if (persistence === 'rdb') {
+        // Snapshot now, then keep taking: the snapshot holds ids handed out after it.
+        // (`save 1 1` may have a background save running: wait it out.)
+        for (;;) {
+          const saved = await direct.save().then(
+            () => true,
+            (err: Error) => {
+              if (!/already in progress/.test(err.message)) throw err;
+              return false;
+            },
+          );
+          if (saved) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        await drain(instance, key, secret, 300, issued);
       }
-      await drain(instance, key, secret, 300, issued);
-    }
-    direct.disconnect();
-    // Freeze the service so we can look at what Redis comes back with before it does.
-    instance.proc.kill('SIGSTOP');
-    await redisServer.kill9();
-    await redisServer.restart();
+      direct.disconnect();
+      // Freeze the service so we can look at what Redis comes back with before it does.
+      instance.proc.kill('SIGSTOP');
+      await redisServer.kill9();
+      await redisServer.restart();
 
-    const probe = new Redis(redisServer.url);
-    const reloaded = await probe.lrange(`idpool:{${key}}:ids`, 0, -1);
-    const issuedSet = new Set(issued);
-    const stale = reloaded.filter((id) => issuedSet.has(id));
-    if (persistence === 'rdb') expect(stale.length).toBeGreaterThan(0); // the danger is real
-    // A trusted consumer's guarded pop refuses the stale pool too.
-    await expect(probe.call('FCALL', 'idpool_pop', 2, `idpool:{${key}}:ids`, `idpool:{${key}}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
-    probe.disconnect();
+      const probe = new Redis(redisServer.url);
+      const reloaded = await probe.lrange(entityKeys(key).ids, 0, -1);
+      const issuedSet = new Set(issued);
+      const stale = reloaded.filter((id) => issuedSet.has(id));
+      if (persistence === 'rdb') expect(stale.length).toBeGreaterThan(0); // the danger is real
+      // A trusted consumer's guarded pop refuses the stale pool too. Its keys are spelled out on
+      // purpose: this is the literal layout a direct consumer is documented to use (docs/internals.md).
+      await expect(probe.call('FCALL', 'idpool_pop', 2, `idpool:{${key}}:ids`, `idpool:{${key}}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
+      probe.disconnect();
 
-    instance.proc.kill('SIGCONT');
-    await drain(instance, key, secret, 1500, issued);
-    expect(issued.length).toBeGreaterThan(500);
-    expect(new Set(issued).size).toBe(issued.length);
-    expect(instance.output()).toMatch(/pool_discarded|redis_server_changed/);
-    ctx.annotate?.(`${stale.length} already-issued ids were back in the ${persistence} pool after restart; none was served again`);
+      instance.proc.kill('SIGCONT');
+      await drain(instance, key, secret, 1500, issued);
+      expect(issued.length).toBeGreaterThan(500);
+      expect(new Set(issued).size).toBe(issued.length);
+      expect(instance.output()).toMatch(/pool_discarded|redis_server_changed/);
+      ctx.annotate?.(`${stale.length} already-issued ids were back in the ${persistence} pool after restart; none was served again`);
+    });
   });
-});
+}

@@ -4,8 +4,8 @@ import { register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
 import { DOWN_AFTER_MS, type SentinelTopology, startSentinelTopology, until } from '../helpers/sentinel';
 import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { sleep } from '../support/wait';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The target for fault → ids again. */
 const TARGET_MS = DOWN_AFTER_MS + 2000;
 /** What the test asserts: the target with room for a loaded 2-core machine. */
@@ -68,7 +68,7 @@ describe.concurrent('Redis Sentinel: two idpool instances follow a failover', ()
   it.for([
     { fault: 'SENTINEL FAILOVER (planned)', planned: true },
     { fault: 'kill -9 of the master (unplanned)', planned: false },
-  ])('$fault: no id twice, monotonic per client, ids again within the bound', async ({ fault, planned }, ctx) => {
+  ])('$fault: no id twice, monotonic per client, ids again within the bound', { timeout: 90_000 }, async ({ fault, planned }, ctx) => {
     if (!available) return ctx.skip();
     const schema = await createTestSchema();
     cleanups.push(() => schema.drop());
@@ -112,5 +112,5 @@ describe.concurrent('Redis Sentinel: two idpool instances follow a failover', ()
     ctx.expect(outage).toBeLessThan(BOUND_MS);
     ctx.expect(a.proc.exitCode).toBeNull();
     ctx.expect(b.proc.exitCode).toBeNull();
-  }, 90_000);
+  });
 });

@@ -1,29 +1,25 @@
 import { createConnection } from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { type Database, openDatabase } from '../../src/db/database';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
-describe('the registry refresh reads changed rows only (MariaDB)', () => {
-  let available = false;
+describeWithServices('the registry refresh reads changed rows only (MariaDB)', { mysql: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;
   let db: Database;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
     schema = await createTestSchema();
     db = await openDatabase(schema.url);
   });
 
   afterAll(async () => {
-    if (!available) return;
     await db?.close();
     await schema?.drop();
   });
 
-  it('runs changedSince as a range scan of the update_time index, not a full-table read', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('runs changedSince as a range scan of the update_time index, not a full-table read', async () => {
     // 5,000 entities last changed an hour ago, 3 changed just now.
     const now = Date.now();
     const sql = await createConnection({ uri: schema.url });
@@ -42,7 +38,7 @@ describe('the registry refresh reads changed rows only (MariaDB)', () => {
       const sent: Array<{ sql: string; params: unknown[] }> = [];
       const spy: Database = { ...db, query: (q, p = []) => (sent.push({ sql: q, params: p }), db.query(q, p)) } as Database;
       const changed = await new SqlEntityStore(spy).changedSince(now - 5000);
-      expect(changed.map((c) => c.app.key).sort()).toEqual(['e5000', 'e5001', 'e5002']);
+      expect(changed.map((c) => c.entity.key).sort()).toEqual(['e5000', 'e5001', 'e5002']);
       expect(sent).toHaveLength(1);
 
       const [plan] = (await sql.query(`EXPLAIN ${sent[0].sql}`, sent[0].params)) as unknown as [Array<{ type: string; key: string | null; rows: number | string }>];

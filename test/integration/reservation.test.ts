@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { openDatabase } from '../../src/db/database';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
-import { SQL_SERVERS, createTestSchema, servicesAvailable } from '../helpers/services';
+import { SQL_SERVERS, createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
 const run = promisify(execFile);
 const FIXTURE = join(__dirname, 'fixtures', 'reserve-loop.ts');
@@ -39,27 +40,23 @@ async function registerEntity(url: string, key: string, startOffset: bigint) {
   return db;
 }
 
-describe.each(SQL_SERVERS)('segment reservation under concurrency on $name', ({ server }) => {
-  let available = false;
-  beforeAll(async () => {
-    available = await servicesAvailable({ [server]: true });
+for (const { server, name } of SQL_SERVERS) {
+  describeWithServices(`segment reservation under concurrency on ${name}`, { [server]: true }, () => {
+    it('2 processes x 8 connections reserve disjoint, gap-free segments', async () => {
+      const schema = await createTestSchema(server);
+      try {
+        const start = 2n ** 53n - 1000n; // straddles 2^53: offsets must stay exact
+        const db = await registerEntity(schema.url, 'orders', start);
+        const segments = await reserveFromProcesses(schema.url, 'orders', 2, 8, 3000);
+        const end = await new SqlSegmentAllocator(db).peek('orders');
+        expectTiled(segments, start, end);
+        await db.close();
+      } finally {
+        await schema.drop();
+      }
+    });
   });
-
-  it('2 processes x 8 connections reserve disjoint, gap-free segments', async (ctx) => {
-    if (!available) return ctx.skip();
-    const schema = await createTestSchema(server);
-    try {
-      const start = 2n ** 53n - 1000n; // straddles 2^53: offsets must stay exact
-      const db = await registerEntity(schema.url, 'orders', start);
-      const segments = await reserveFromProcesses(schema.url, 'orders', 2, 8, 3000);
-      const end = await new SqlSegmentAllocator(db).peek('orders');
-      expectTiled(segments, start, end);
-      await db.close();
-    } finally {
-      await schema.drop();
-    }
-  });
-});
+}
 
 describe('segment reservation under concurrency on SQLite', () => {
   it('SQLite: 2 processes x 8 loops on one file reserve disjoint, gap-free segments', async () => {

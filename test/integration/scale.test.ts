@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
 const ENTITIES = 10_000;
 /** Registration requests in flight at once (an import tool's worth). */
@@ -27,16 +28,13 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
   return { value, ms: performance.now() - started };
 }
 
-describe(`${ENTITIES.toLocaleString('en-US')} entities on one deployment (MariaDB + Redis, real process)`, () => {
-  let available = false;
+describeWithServices(`${ENTITIES.toLocaleString('en-US')} entities on one deployment (MariaDB + Redis, real process)`, { mysql: true, redis: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;
   let redis: RedisServer;
   let instance: Instance;
   const admin = { token: ADMIN_TOKEN };
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     schema = await createTestSchema();
     // A Redis of its own: ten thousand pools do not belong in the shared one.
     redis = await startRedisServer('none');
@@ -44,14 +42,12 @@ describe(`${ENTITIES.toLocaleString('en-US')} entities on one deployment (MariaD
   });
 
   afterAll(async () => {
-    if (!available) return;
     await instance?.stop();
     await redis?.stop();
     await schema?.drop();
   });
 
-  it('registers fast, pages through all, caps /metrics and answers the admin views fast', { timeout: 120_000 }, async (ctx) => {
-    if (!available) return ctx.skip();
+  it('registers fast, pages through all, caps /metrics and answers the admin views fast', { timeout: 120_000 }, async () => {
     const base = instance.url;
     const keyOf = (i: number) => `t${String(i).padStart(5, '0')}`;
     const secrets = new Map<string, string>();

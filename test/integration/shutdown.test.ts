@@ -1,28 +1,23 @@
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
 import { register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
-import { servicesAvailable } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { sleep } from '../support/wait';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-describe('graceful shutdown on SIGTERM under load (MariaDB + Redis, real process)', () => {
+describeWithServices('graceful shutdown on SIGTERM under load (MariaDB + Redis, real process)', { mysql: true, redis: true }, () => {
   let setup: StoreSetup;
-  let available = false;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true, redis: true });
-    if (!available) return;
     setup = await mysqlRedisSetup();
   });
 
   afterAll(async () => {
-    if (available) await setup?.cleanup();
+    await setup?.cleanup();
   });
 
-  it('exits 0, answers every accepted request with 200, and the next instance repeats no id', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('exits 0, answers every accepted request with 200, and the next instance repeats no id', async () => {
     const first = await startInstance(setup.env);
     const key = uniqueKey('drain');
     // A small pool so refills run during the load and during shutdown.
@@ -88,12 +83,11 @@ describe('graceful shutdown on SIGTERM under load (MariaDB + Redis, real process
     }
   });
 
-  it('answers a request already on its way when stop() begins: 503 not ready, reason "shutting down", Connection: close', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('answers a request already on its way when stop() begins: 503 not ready, reason "shutting down", Connection: close', async () => {
     const { createService } = await import('../../src/service');
     const { loadConfig } = await import('../../src/config/config');
-    const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789', IDPOOL_WORKER_ID: '7', IDPOOL_WORKER_ID_UNSAFE: '1' });
-    const service = await createService(config, { ops: { requestLog: false }, redisPrefix: `idpool-t-${uniqueKey('p')}` });
+    const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', IDPOOL_WORKER_ID: '7', IDPOOL_WORKER_ID_UNSAFE: '1' });
+    const service = await createService(config, { ops: { requestLog: 'off' }, redisPrefix: `idpool-t-${uniqueKey('p')}` });
     const port = await service.listen(0);
     const base = `http://127.0.0.1:${port}`;
     expect((await fetch(`${base}/readyz`)).status).toBe(200);

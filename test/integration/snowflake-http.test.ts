@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock';
 import { loadConfig } from '../../src/config/config';
 import { Snowflake } from '../../src/index';
-import { type Service, createService } from '../../src/service';
+import { type Service, type ServiceOptions, createService } from '../../src/service';
 import { SnowflakeLayout } from '../../src/snowflake/layout';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
@@ -35,7 +35,7 @@ function shiftedClock(offsetMs: number): Clock {
   return { now: () => Date.now() + offsetMs, monotonic: () => performance.now(), sleep: (ms) => new Promise((r) => setTimeout(r, ms)) };
 }
 
-async function serve(env: Record<string, string>, clock?: Clock, snowflake?: Parameters<typeof createService>[1]['snowflake']): Promise<{ service: Service; url: string }> {
+async function serve(env: Record<string, string>, clock?: Clock, snowflake?: ServiceOptions['snowflake']): Promise<{ service: Service; url: string }> {
   const config = loadConfig({ IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, ...env });
   const service = await createService(config, { clock, snowflake });
   running.push(service);
@@ -165,7 +165,7 @@ describe.sequential('snowflake entities over HTTP', () => {
     const second = await serve(env, shiftedClock(-2_500), { maxClockSkewMs: 5_000, maxWaitMs: 100 });
     const refused = await takeIds(second.url, 'sf', secret, 1);
     expect(refused.status).toBe(503);
-    expect(refused.body.error.message).toMatch(/last timestamp recorded for this worker/);
+    expect(refused.body.error?.message).toMatch(/last timestamp recorded for this worker/);
     expect(Number(refused.headers.get('retry-after'))).toBe(3);
     const after: string[] = [];
     const deadline = Date.now() + 10_000;
@@ -179,7 +179,7 @@ describe.sequential('snowflake entities over HTTP', () => {
     expect(new Set([...before, ...after]).size).toBe(before.length + after.length);
   });
 
-  it.each(SQL_SERVERS)('library on $name: Snowflake.withLease leases distinct worker ids from the same table and frees them on close', async ({ server }, ctx) => {
+  it.for(SQL_SERVERS)('library on $name: Snowflake.withLease leases distinct worker ids from the same table and frees them on close', async ({ server }, ctx) => {
     if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
     const databaseUrl = await serverUrl(server);
     const a = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });

@@ -1,25 +1,24 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+import { entityKeys } from '../../src/pool/keys';
 
 /**
  * A refill lock that came over with replication (its holder was refilling
  * when the master died) must not block the entity for the rest of its TTL
  * once the epoch has changed: the refiller drops it and serves at once.
  */
-describe('refill lock from before an epoch change (private redis-server, MariaDB)', () => {
-  let available = false;
+describeWithServices('refill lock from before an epoch change (private redis-server, MariaDB)', { mysql: true }, () => {
   let redisServer: RedisServer | undefined;
   let instance: Instance | undefined;
   let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
   let direct: Redis | undefined;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
     schema = await createTestSchema();
     redisServer = await startRedisServer('none');
     direct = new Redis(redisServer.url);
@@ -33,8 +32,7 @@ describe('refill lock from before an epoch change (private redis-server, MariaDB
     await schema?.drop();
   });
 
-  it('is dropped when the pool is refused for its epoch, and ids flow again well before its TTL, none repeated', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('is dropped when the pool is refused for its epoch, and ids flow again well before its TTL, none repeated', async () => {
     const key = uniqueKey('stale');
     const secret = await register(instance!.url, { key, step: 100, maxSizePerTimes: 10, maxSizePerSecond: 0 });
     const issued: string[] = [];
@@ -45,8 +43,8 @@ describe('refill lock from before an epoch change (private redis-server, MariaDB
     }
     // As after a failover: the pool was filled in another epoch, and the lock
     // of a refill that was under way there came over with it (10 s left).
-    await direct!.set(`idpool:{${key}}:server`, 'old-run-id:old-replid');
-    await direct!.set(`idpool:{${key}}:lock`, 'a-refiller-on-the-old-master', 'PX', 10_000);
+    await direct!.set(entityKeys(key).epoch, 'old-run-id:old-replid');
+    await direct!.set(entityKeys(key).lock, 'a-refiller-on-the-old-master', 'PX', 10_000);
 
     const started = Date.now();
     let served: string[] | undefined;

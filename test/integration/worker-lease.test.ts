@@ -1,15 +1,16 @@
 /**
  * Worker leases across real service processes on one MariaDB schema or PostgreSQL database
- * (DESIGN.md invariant 5): distinct worker ids at simultaneous start, rows
+ * (docs/design.md invariant 5): distinct worker ids at simultaneous start, rows
  * created once, lapse after SIGSTOP with takeover, restart behind the
  * recorded last timestamp, and every worker id taken.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../src/db/database';
 import { SnowflakeLayout } from '../../src/snowflake/layout';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from '../helpers/services';
+import { SQL_SERVERS, type SqlServer, createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
 
 const started: Instance[] = [];
 const schemas: Array<{ drop(): Promise<void> }> = [];
@@ -80,135 +81,129 @@ async function takeWhenReady(i: Instance, key: string, secret: string, count: nu
 
 const layout = SnowflakeLayout.create({});
 
-describe.sequential.each(SQL_SERVERS)('worker leases across processes ($name)', ({ server }) => {
-  let available = false;
-  beforeAll(async () => {
-    available = await servicesAvailable({ [server]: true });
-  });
-  const schema = () => createSchema(server);
+for (const { server, name } of SQL_SERVERS) {
+  describeWithServices(`worker leases across processes (${name})`, { [server]: true }, () => {
+    const schema = () => createSchema(server);
 
-  it('two, then four processes starting at the same moment get distinct worker ids; rows are created once', async (ctx) => {
-    if (!available) return ctx.skip();
-    for (const n of [2, 4]) {
+    it('two, then four processes starting at the same moment get distinct worker ids; rows are created once', async () => {
+      for (const n of [2, 4]) {
+        const db = await schema();
+        const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '8' };
+        const instances = await Promise.all(Array.from({ length: n }, () => start(env)));
+        const workers = await Promise.all(instances.map(selfWorker));
+        expect(workers.every((w) => typeof w === 'number' && w >= 1 && w <= 8)).toBe(true);
+        expect(new Set(workers).size).toBe(n);
+
+        const rows = await sql(db.url, 'SELECT worker_id, create_time, lease_version FROM worker ORDER BY worker_id');
+        expect(rows.map((r) => Number(r.worker_id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        // One INSERT created them all: the others found them there.
+        expect(new Set(rows.map((r) => r.create_time)).size).toBe(1);
+        expect(rows.filter((r) => Number(r.lease_version) > 0).length).toBe(n);
+
+        // Their ids carry their own worker ids and never collide.
+        const secret = await register(instances[0].url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
+        const batches = await Promise.all(instances.map((i) => takeWhenReady(i, 'sf', secret, 500)));
+        batches.forEach((ids, k) => {
+          for (const id of ids) expect(layout.decompose(id).worker).toBe(workers[k]);
+        });
+        const all = batches.flat();
+        expect(new Set(all).size).toBe(all.length);
+        for (const i of started.splice(0)) await i.kill9();
+      }
+    });
+
+    it('when every worker id is taken: readyz is not ready with a clear reason, and snowflake requests get 503', async () => {
       const db = await schema();
-      const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '8' };
-      const instances = await Promise.all(Array.from({ length: n }, () => start(env)));
-      const workers = await Promise.all(instances.map(selfWorker));
-      expect(workers.every((w) => typeof w === 'number' && w >= 1 && w <= 8)).toBe(true);
-      expect(new Set(workers).size).toBe(n);
+      const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '2' };
+      const [a] = [await start(env), await start(env)];
+      const late = await start(env);
+      const ready = await call(`${late.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks.lease).toMatch(/every worker id in 1\.\.2 is leased by a live instance/);
+      expect(late.output()).toMatch(/every worker id in 1\.\.2 is leased/);
+      const secret = await register(late.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
+      const res = await takeIds(late.url, 'sf', secret, 1);
+      expect(res.status).toBe(503);
+      expect(res.body.error?.code).toBe('unavailable');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // When one instance stops, the waiting one takes its worker id on a heartbeat.
+      const freed = await selfWorker(a);
+      expect(await a.stop()).toBe(0);
+      await until('late instance ready', async () => ((await call(`${late.url}/readyz`)).status === 200 ? true : undefined));
+      expect(await selfWorker(late)).toBe(freed);
+      expect((await takeIds(late.url, 'sf', secret, 5)).status).toBe(200);
+    });
 
-      const rows = await sql(db.url, 'SELECT worker_id, create_time, lease_version FROM worker ORDER BY worker_id');
-      expect(rows.map((r) => Number(r.worker_id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-      // One INSERT created them all: the others found them there.
-      expect(new Set(rows.map((r) => r.create_time)).size).toBe(1);
-      expect(rows.filter((r) => Number(r.lease_version) > 0).length).toBe(n);
+    it('an instance stopped (SIGSTOP) past its lease TTL issues nothing; the instance that takes its worker id never collides with it', async () => {
+      const db = await schema();
+      const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1' };
+      const a = await start(env);
+      expect(await selfWorker(a)).toBe(1);
+      const secret = await register(a.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
+      const idsA: string[] = [];
+      for (let k = 0; k < 5; k++) idsA.push(...(await takeIds(a.url, 'sf', secret, 1000)).body.ids);
 
-      // Their ids carry their own worker ids and never collide.
-      const secret = await register(instances[0].url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
-      const batches = await Promise.all(instances.map((i) => takeWhenReady(i, 'sf', secret, 500)));
-      batches.forEach((ids, k) => {
-        for (const id of ids) expect(layout.decompose(id).worker).toBe(workers[k]);
-      });
-      const all = batches.flat();
+      a.proc.kill('SIGSTOP');
+      const b = await start(env); // starts without a worker id: A still holds the only one
+      expect((await call(`${b.url}/readyz`)).status).toBe(503);
+      await until('B to take worker id 1', async () => ((await call(`${b.url}/readyz`)).status === 200 ? true : undefined));
+      expect(await selfWorker(b)).toBe(1);
+      const idsB: string[] = [];
+      for (let k = 0; k < 5; k++) idsB.push(...(await takeWhenReady(b, 'sf', secret, 1000)));
+
+      a.proc.kill('SIGCONT');
+      // Everything A answers from now on is a refusal: its lease lapsed on its own monotonic clock.
+      const afterWake: number[] = [];
+      for (let k = 0; k < 20; k++) {
+        const res = await takeIds(a.url, 'sf', secret, 100);
+        afterWake.push(res.status);
+        if (res.status === 200) idsA.push(...res.body.ids);
+      }
+      expect(afterWake.every((s) => s === 503)).toBe(true);
+      const readyA = await call(`${a.url}/readyz`);
+      expect(readyA.status).toBe(503);
+      expect(readyA.body.checks.lease).toMatch(/not renewed within its TTL|lost worker id 1|every worker id in 1\.\.1/);
+      // B still issues; nothing collides.
+      idsB.push(...(await takeIds(b.url, 'sf', secret, 1000)).body.ids);
+      const all = [...idsA, ...idsB];
       expect(new Set(all).size).toBe(all.length);
-      for (const i of started.splice(0)) await i.kill9();
-    }
+      const lastA = idsA.reduce((m, id) => (BigInt(id) > m ? BigInt(id) : m), 0n);
+      for (const id of idsB) expect(layout.toTime(id).getTime()).toBeGreaterThan(layout.toTime(lastA).getTime());
+    });
+
+    it('a restart behind the recorded last_timestamp (clock rolled back) issues nothing at or before it', async () => {
+      const db = await schema();
+      const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1', IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '200' };
+      const first = await start(env);
+      const secret = await register(first.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
+      const before = (await takeIds(first.url, 'sf', secret, 1000)).body.ids as string[];
+      await first.kill9();
+      // The worker's recorded last timestamp is 10 s ahead of the clock: exactly
+      // what a restart sees after the clock was set back 10 s. Free the row so
+      // the restart can take it at once.
+      await sql(db.url, (d) => `UPDATE worker SET last_timestamp = ${d.nowMs} + 10000, heartbeat_at = 0 WHERE worker_id = 1`);
+      const [{ last }] = await sql(db.url, 'SELECT last_timestamp AS last FROM worker WHERE worker_id = 1');
+      const recorded = Number(last);
+
+      const second = await start(env);
+      expect(await selfWorker(second)).toBe(1);
+      expect(Date.now()).toBeLessThan(recorded - 1000);
+      const early = await takeIds(second.url, 'sf', secret, 1);
+      expect(early.status).toBe(503);
+      expect(early.body.error?.code).toBe('unavailable');
+      expect(early.body.error?.message).toMatch(/last timestamp recorded for this worker/);
+      expect(Number(early.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      const after = await until(
+        'ids after the recorded last timestamp',
+        async () => {
+          const res = await takeIds(second.url, 'sf', secret, 1000);
+          return res.status === 200 ? (res.body.ids as string[]) : undefined;
+        },
+        30_000,
+      );
+      for (const id of after) expect(layout.toTime(id).getTime()).toBeGreaterThan(recorded);
+      const all = [...before, ...after];
+      expect(new Set(all).size).toBe(all.length);
+    });
   });
-
-  it('when every worker id is taken: readyz is not ready with a clear reason, and snowflake requests get 503', async (ctx) => {
-    if (!available) return ctx.skip();
-    const db = await schema();
-    const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '2' };
-    const [a] = [await start(env), await start(env)];
-    const late = await start(env);
-    const ready = await call(`${late.url}/readyz`);
-    expect(ready.status).toBe(503);
-    expect(ready.body.checks.lease).toMatch(/every worker id in 1\.\.2 is leased by a live instance/);
-    expect(late.output()).toMatch(/every worker id in 1\.\.2 is leased/);
-    const secret = await register(late.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
-    const res = await takeIds(late.url, 'sf', secret, 1);
-    expect(res.status).toBe(503);
-    expect(res.body.error.code).toBe('unavailable');
-    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    // When one instance stops, the waiting one takes its worker id on a heartbeat.
-    const freed = await selfWorker(a);
-    expect(await a.stop()).toBe(0);
-    await until('late instance ready', async () => ((await call(`${late.url}/readyz`)).status === 200 ? true : undefined));
-    expect(await selfWorker(late)).toBe(freed);
-    expect((await takeIds(late.url, 'sf', secret, 5)).status).toBe(200);
-  });
-
-  it('an instance stopped (SIGSTOP) past its lease TTL issues nothing; the instance that takes its worker id never collides with it', async (ctx) => {
-    if (!available) return ctx.skip();
-    const db = await schema();
-    const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1' };
-    const a = await start(env);
-    expect(await selfWorker(a)).toBe(1);
-    const secret = await register(a.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
-    const idsA: string[] = [];
-    for (let k = 0; k < 5; k++) idsA.push(...(await takeIds(a.url, 'sf', secret, 1000)).body.ids);
-
-    a.proc.kill('SIGSTOP');
-    const b = await start(env); // starts without a worker id: A still holds the only one
-    expect((await call(`${b.url}/readyz`)).status).toBe(503);
-    await until('B to take worker id 1', async () => ((await call(`${b.url}/readyz`)).status === 200 ? true : undefined));
-    expect(await selfWorker(b)).toBe(1);
-    const idsB: string[] = [];
-    for (let k = 0; k < 5; k++) idsB.push(...(await takeWhenReady(b, 'sf', secret, 1000)));
-
-    a.proc.kill('SIGCONT');
-    // Everything A answers from now on is a refusal: its lease lapsed on its own monotonic clock.
-    const afterWake: number[] = [];
-    for (let k = 0; k < 20; k++) {
-      const res = await takeIds(a.url, 'sf', secret, 100);
-      afterWake.push(res.status);
-      if (res.status === 200) idsA.push(...res.body.ids);
-    }
-    expect(afterWake.every((s) => s === 503)).toBe(true);
-    const readyA = await call(`${a.url}/readyz`);
-    expect(readyA.status).toBe(503);
-    expect(readyA.body.checks.lease).toMatch(/not renewed within its TTL|lost worker id 1|every worker id in 1\.\.1/);
-    // B still issues; nothing collides.
-    idsB.push(...(await takeIds(b.url, 'sf', secret, 1000)).body.ids);
-    const all = [...idsA, ...idsB];
-    expect(new Set(all).size).toBe(all.length);
-    const lastA = idsA.reduce((m, id) => (BigInt(id) > m ? BigInt(id) : m), 0n);
-    for (const id of idsB) expect(layout.toTime(id).getTime()).toBeGreaterThan(layout.toTime(lastA).getTime());
-  });
-
-  it('a restart behind the recorded last_timestamp (clock rolled back) issues nothing at or before it', async (ctx) => {
-    if (!available) return ctx.skip();
-    const db = await schema();
-    const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1', IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '200' };
-    const first = await start(env);
-    const secret = await register(first.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
-    const before = (await takeIds(first.url, 'sf', secret, 1000)).body.ids as string[];
-    await first.kill9();
-    // The worker's recorded last timestamp is 10 s ahead of the clock: exactly
-    // what a restart sees after the clock was set back 10 s. Free the row so
-    // the restart can take it at once.
-    await sql(db.url, (d) => `UPDATE worker SET last_timestamp = ${d.nowMs} + 10000, heartbeat_at = 0 WHERE worker_id = 1`);
-    const [{ last }] = await sql(db.url, 'SELECT last_timestamp AS last FROM worker WHERE worker_id = 1');
-    const recorded = Number(last);
-
-    const second = await start(env);
-    expect(await selfWorker(second)).toBe(1);
-    expect(Date.now()).toBeLessThan(recorded - 1000);
-    const early = await takeIds(second.url, 'sf', secret, 1);
-    expect(early.status).toBe(503);
-    expect(early.body.error.code).toBe('unavailable');
-    expect(early.body.error.message).toMatch(/last timestamp recorded for this worker/);
-    expect(Number(early.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    const after = await until(
-      'ids after the recorded last timestamp',
-      async () => {
-        const res = await takeIds(second.url, 'sf', secret, 1000);
-        return res.status === 200 ? (res.body.ids as string[]) : undefined;
-      },
-      30_000,
-    );
-    for (const id of after) expect(layout.toTime(id).getTime()).toBeGreaterThan(recorded);
-    const all = [...before, ...after];
-    expect(new Set(all).size).toBe(all.length);
-  });
-});
+}

@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock';
 import { type AlarmWebhookPayload, Alarms } from '../../src/ops/alarms';
-
-function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void } {
-  let now = start;
-  return {
-    now: () => now,
-    monotonic: () => now,
-    sleep: async (ms) => void (now += ms),
-    advance: (ms) => void (now += ms),
-  };
-}
+import { FakeClock } from '../support/clock';
 
 function recordingLog() {
   const lines: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> = [];
@@ -25,7 +15,7 @@ function recordingLog() {
 }
 
 function setup(dedupeMs = 60_000) {
-  const clock = fakeClock();
+  const clock = new FakeClock({ sleep: 'advance' });
   const { log, lines } = recordingLog();
   const sent: AlarmWebhookPayload[] = [];
   const alarms = new Alarms({ clock, log, dedupeMs, instance: 'test:1', sink: { send: async (p) => void sent.push(p) } });
@@ -90,7 +80,7 @@ describe('Alarms', () => {
   });
 
   it('logs a failed webhook and keeps going', async () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const { log, lines } = recordingLog();
     let calls = 0;
     const alarms = new Alarms({

@@ -13,24 +13,10 @@ import {
   type IdpoolClientOptions,
 } from '../../src/client';
 import { retryAfterMs } from '../../src/client/transport';
+import { FakeClock } from '../support/clock';
 
 const A = 'http://a.test:8080';
 const B = 'http://b.test:8080';
-
-/** A clock whose sleeps advance time at once and are recorded. */
-function fakeClock(start = 1_700_000_000_000) {
-  let now = start;
-  const sleeps: number[] = [];
-  return {
-    sleeps,
-    now: () => now,
-    sleep: async (ms: number) => {
-      sleeps.push(ms);
-      now += ms;
-    },
-    advance: (ms: number) => (now += ms),
-  };
-}
 
 interface Seen {
   url: string;
@@ -75,7 +61,7 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 
 const refused = () => new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
 
-function client(fetchFn: typeof fetch, clock: ReturnType<typeof fakeClock>, extra: Partial<IdpoolClientOptions> = {}) {
+function client(fetchFn: typeof fetch, clock: FakeClock, extra: Partial<IdpoolClientOptions> = {}) {
   return new IdpoolClient({
     endpoints: [A, B],
     entities: { orders: { secret: 's3cret' }, trendy: { secret: 't3', mode: 'trend', buffer: { size: 10 } } },
@@ -88,7 +74,7 @@ function client(fetchFn: typeof fetch, clock: ReturnType<typeof fakeClock>, extr
 describe('IdpoolClient failover', () => {
   it('moves to the next endpoint on a network error, with the same Idempotency-Key, and stays there', async () => {
     const f = fakeFetch({ [A]: [refused()] });
-    const c = client(f.fn, fakeClock());
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     const ids = await c.take('orders', 3);
     expect(ids).toEqual(['1000', '1001', '1002']);
     expect(f.seen.map((s) => s.url)).toEqual([`${A}/apps/orders/ids`, `${B}/apps/orders/ids`]);
@@ -104,7 +90,7 @@ describe('IdpoolClient failover', () => {
 
   it('moves on after a 5xx and after a timeout', async () => {
     const f = fakeFetch({ [A]: [json(500, { error: { code: 'internal', message: 'internal error' } }), 'hang'], [B]: [refused()] });
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const c = client(f.fn, clock, { timeoutMs: 30, downForMs: 0 });
     // A: 500 → B: refused → A: hangs until the 30 ms timeout → B: answers.
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
@@ -113,7 +99,7 @@ describe('IdpoolClient failover', () => {
 
   it('honours Retry-After before asking the same endpoint again', async () => {
     const f = fakeFetch({ [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '2' })] });
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock });
     const t0 = clock.now();
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
@@ -125,7 +111,7 @@ describe('IdpoolClient failover', () => {
   it('with two endpoints, asks the other one first and only then waits for the Retry-After', async () => {
     const busy = () => json(503, { error: { code: 'unavailable', message: 'down' } }, { 'retry-after': '1' });
     const f = fakeFetch({ [A]: [busy()], [B]: [busy()] });
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const c = client(f.fn, clock);
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
     expect(f.seen.map((s) => s.url.slice(0, A.length))).toEqual([A, B, A]);
@@ -134,7 +120,7 @@ describe('IdpoolClient failover', () => {
 
   it('backs off from an endpoint that keeps failing: downForMs, doubling', async () => {
     const f = fakeFetch({ [A]: [refused(), refused(), json(500, { error: { code: 'internal', message: 'bug' } })] });
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock, downForMs: 100 });
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
     expect(clock.sleeps).toEqual([100, 200, 400]);
@@ -147,7 +133,7 @@ describe('IdpoolClient failover', () => {
 
   it('gives up with IdpoolUnavailableError listing every attempt', async () => {
     const f = fakeFetch({ [A]: Array.from({ length: 5 }, refused), [B]: Array.from({ length: 5 }, refused) });
-    const c = client(f.fn, fakeClock(), { maxAttempts: 4, downForMs: 10 });
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }), { maxAttempts: 4, downForMs: 10 });
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
     expect(err.attempts).toHaveLength(4);
@@ -158,7 +144,7 @@ describe('IdpoolClient failover', () => {
 
   it('does not wait for a Retry-After that ends after the deadline', async () => {
     const f = fakeFetch({ [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })] });
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock, deadlineMs: 5000 });
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
@@ -170,7 +156,7 @@ describe('IdpoolClient failover', () => {
 
   it('records a timeout as IdpoolTimeoutError', async () => {
     const f = fakeFetch({ [A]: ['hang', 'hang'] });
-    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock: fakeClock(), timeoutMs: 20, maxAttempts: 2, downForMs: 0 });
+    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock: new FakeClock({ sleep: 'advance' }), timeoutMs: 20, maxAttempts: 2, downForMs: 0 });
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
     expect(err.attempts.map((a: Error) => a.constructor)).toEqual([IdpoolTimeoutError, IdpoolTimeoutError]);
@@ -184,7 +170,7 @@ describe('IdpoolClient 4xx', () => {
     [409, 'conflict', IdpoolConflictError],
   ])('never retries %i', async (status, code, Type) => {
     const f = fakeFetch({ [A]: [json(status, { error: { code, message: 'no' } })] });
-    const c = client(f.fn, fakeClock());
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(Type);
     expect(err).toBeInstanceOf(IdpoolHttpError);
@@ -195,7 +181,7 @@ describe('IdpoolClient 4xx', () => {
 
   it('never retries 429 but reports its Retry-After', async () => {
     const f = fakeFetch({ [A]: [json(429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': '3' })] });
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const c = client(f.fn, clock);
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolRateLimitedError);
@@ -206,7 +192,7 @@ describe('IdpoolClient 4xx', () => {
 
   it('rejects an answer without the ids asked for, without retrying', async () => {
     const f = fakeFetch({ [A]: [json(200, { ids: ['1'] })] });
-    const c = client(f.fn, fakeClock());
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     const err = await c.take('orders', 2).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolClientError);
     expect(err.message).toContain('without 2 decimal ids');
@@ -217,7 +203,7 @@ describe('IdpoolClient 4xx', () => {
 describe('IdpoolClient buffer', () => {
   it('prefetches batches for a trend entity and serves takes locally', async () => {
     const f = fakeFetch();
-    const c = client(f.fn, fakeClock());
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     expect(await c.take('trendy', 2)).toEqual(['1000', '1001']);
     expect(f.seen).toHaveLength(1);
     expect(f.seen[0].body).toEqual({ count: 10 });
@@ -237,7 +223,7 @@ describe('IdpoolClient buffer', () => {
 
   it('asks directly for a take larger than one batch', async () => {
     const f = fakeFetch();
-    const c = client(f.fn, fakeClock());
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     expect(await c.take('trendy', 25)).toHaveLength(25);
     expect(f.seen.map((s) => s.body)).toEqual([{ count: 25 }]);
     expect(c.buffered('trendy')).toBe(0);
@@ -245,7 +231,7 @@ describe('IdpoolClient buffer', () => {
 
   it('shares one fetch among concurrent takes and hands out each id once', async () => {
     const f = fakeFetch();
-    const c = client(f.fn, fakeClock());
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     const batches = await Promise.all(Array.from({ length: 8 }, () => c.take('trendy', 3)));
     const all = batches.flat();
     expect(new Set(all).size).toBe(24);
@@ -255,7 +241,7 @@ describe('IdpoolClient buffer', () => {
   it('reports a failed background prefetch and lets the next take ask again', async () => {
     const errors: unknown[] = [];
     const f = fakeFetch({ [A]: [json(200, { ids: Array.from({ length: 10 }, (_, i) => String(i + 1)) }), json(400, { error: { code: 'invalid_request', message: 'count too large' } })] });
-    const c = client(f.fn, fakeClock(), { onPrefetchError: (err, key) => errors.push([key, err]) });
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }), { onPrefetchError: (err, key) => errors.push([key, err]) });
     await c.take('trendy', 6);
     await new Promise((r) => setImmediate(r));
     expect(errors).toHaveLength(1);
@@ -266,7 +252,7 @@ describe('IdpoolClient buffer', () => {
 
   it('never buffers a monotonic entity: every take is one request for exactly that count', async () => {
     const f = fakeFetch();
-    const c = client(f.fn, fakeClock());
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     await c.take('orders', 1);
     await c.take('orders', 1);
     await c.take('orders', 5);
@@ -296,7 +282,7 @@ describe('IdpoolClient options and helpers', () => {
   });
 
   it('rejects unknown entities, bad counts and use after close', async () => {
-    const c = client(fakeFetch().fn, fakeClock());
+    const c = client(fakeFetch().fn, new FakeClock({ sleep: 'advance' }));
     await expect(c.take('nope')).rejects.toThrow(/not configured/);
     await expect(c.take('orders', 0)).rejects.toThrow(/count/);
     c.close();

@@ -27,6 +27,8 @@ describe('config: every IDPOOL_* variable in one module', () => {
   it.each([
     ['IDPOOL_DATABASE_URL', 'postgress://x'],
     ['IDPOOL_REDIS_URL', 'http://x'],
+    ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', '50'],
+    ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', '3s'],
     ['IDPOOL_PORT', '65536'],
     ['IDPOOL_PORT', 'eighty'],
     ['IDPOOL_ADMIN_TOKEN', 'short'],
@@ -49,12 +51,23 @@ describe('config: every IDPOOL_* variable in one module', () => {
     ['IDPOOL_ALERT_DEDUPE_MS', '-5'],
     ['IDPOOL_OPS_SAMPLE_MS', '10'],
     ['IDPOOL_REQUEST_LOG', 'loud'],
+    ['IDPOOL_REQUEST_LOG', 'error'],
+    ['IDPOOL_REQUEST_LOG_SLOW_MS', '-1'],
+    ['IDPOOL_REQUEST_LOG_SLOW_MS', 'slow'],
     ['IDPOOL_LOG_LEVEL', 'loud'],
   ])('%s=%s is refused with one line naming the variable', (variable, value) => {
     const err = errorOf({ [variable]: value });
     expect(err.variable).toBe(variable);
     expect(err.message.startsWith(`${variable}: `)).toBe(true);
     expect(err.message).not.toContain('\n');
+  });
+
+  it('IDPOOL_REQUEST_LOG: errors by default, all / errors / off in any case, and 1/true, 0/false as all and off', () => {
+    expect(loadConfig({}).ops).toMatchObject({ requestLog: 'errors', requestLogSlowMs: 250 });
+    const mode = (v: string) => loadConfig({ IDPOOL_REQUEST_LOG: v }).ops.requestLog;
+    expect(['all', 'ERRORS', 'Off', '1', 'true', '0', 'false'].map(mode)).toEqual(['all', 'errors', 'off', 'all', 'all', 'off', 'off']);
+    expect(loadConfig({ IDPOOL_REQUEST_LOG_SLOW_MS: '40' }).ops.requestLogSlowMs).toBe(40);
+    expect(errorOf({ IDPOOL_REQUEST_LOG: 'loud' }).message).toBe('IDPOOL_REQUEST_LOG: must be all, errors or off, got "loud"');
   });
 
   it('ranges that depend on another variable use its value', () => {
@@ -66,5 +79,32 @@ describe('config: every IDPOOL_* variable in one module', () => {
 
   it('the webhook URL, which may carry a token, is never echoed', () => {
     expect(errorOf({ IDPOOL_ALERT_WEBHOOK_URL: 'not a url with secret-token' }).message).not.toContain('secret-token');
+  });
+
+  it('admin and ops tokens: at least 32 characters, not equal; the generated admin token satisfies the rule', () => {
+    const generated = loadConfig({}).adminToken;
+    expect(generated.length).toBeGreaterThanOrEqual(DEFAULTS.adminTokenMinLength);
+    expect(loadConfig({ IDPOOL_ADMIN_TOKEN: generated }).adminToken).toBe(generated);
+    expect(errorOf({ IDPOOL_ADMIN_TOKEN: 'x'.repeat(31) }).message).toBe('IDPOOL_ADMIN_TOKEN: must be at least 32 printable characters without spaces (openssl rand -hex 24 makes one)');
+    expect(errorOf({ IDPOOL_ADMIN_TOKEN: `${'x'.repeat(20)} ${'y'.repeat(20)}` }).variable).toBe('IDPOOL_ADMIN_TOKEN');
+    expect(errorOf({ IDPOOL_ADMIN_TOKEN: 'a'.repeat(32), IDPOOL_OPS_TOKEN: 'a'.repeat(32) }).variable).toBe('IDPOOL_OPS_TOKEN');
+    expect(loadConfig({ IDPOOL_ADMIN_TOKEN: 'a'.repeat(32), IDPOOL_OPS_TOKEN: 'o'.repeat(32) }).opsToken).toBe('o'.repeat(32));
+  });
+
+  it('HTTP limits: seconds by default, the request timeout never below the headers timeout', () => {
+    expect(loadConfig({}).http).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxConnections: 2000 });
+    expect(loadConfig({ IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '45000' }).http.requestTimeoutMs).toBe(45_000);
+    expect(errorOf({ IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '5000', IDPOOL_HTTP_REQUEST_TIMEOUT_MS: '4000' }).variable).toBe('IDPOOL_HTTP_REQUEST_TIMEOUT_MS');
+  });
+
+  it.each([
+    ['IDPOOL_DATABASE_URL', 'mysql:user:pa55word@db/x'],
+    ['IDPOOL_DATABASE_URL', 'oracle://user:pa55@word@db/x'],
+    ['IDPOOL_REDIS_URL', 'redis//:pa55word@host:6379'],
+    ['IDPOOL_REDIS_SENTINELS', 'user:pa55word@host:26379'],
+  ])('%s=%s: the error shows the value without its credentials', (variable, value) => {
+    const message = errorOf({ [variable]: value }).message;
+    expect(message).not.toContain('pa55');
+    expect(message).toContain('***@');
   });
 });

@@ -1,26 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../src/entities/entity';
-import type { Clock } from '../../src/clock';
 import { Demand } from '../../src/pool/demand';
-
-function fakeClock(): Clock & { advance(ms: number): void } {
-  let t = 0;
-  return { now: () => 1_700_000_000_000 + t, monotonic: () => t, sleep: async () => undefined, advance: (ms) => void (t += ms) };
-}
+import { FakeClock } from '../support/clock';
 
 // Defaults: step 1000, maxSizePerTimes 1000, maxSizePerSecond 5000, minSizePercent 80, maxPoolSize 300,000.
 const orders = withDefaults({ key: 'orders', mode: 'monotonic' });
 
 describe('pools sized by demand', () => {
   it('an entity nobody draws from holds one floor = max(step, maxSizePerTimes)', () => {
-    const demand = new Demand({ clock: fakeClock(), horizonSeconds: 60 });
+    const demand = new Demand({ clock: new FakeClock({ sleep: 'advance' }), horizonSeconds: 60 });
     expect(demand.target(orders)).toBe(1000);
     expect(demand.lowWatermark(orders)).toBe(800);
     expect(demand.target({ ...orders, step: 100, maxSizePerTimes: 5000 })).toBe(5000);
   });
 
   it('holds horizon × peak rate, capped at maxPoolSize', () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const demand = new Demand({ clock, horizonSeconds: 60 });
     demand.observe('orders', 0);
     clock.advance(1000);
@@ -34,7 +29,7 @@ describe('pools sized by demand', () => {
   });
 
   it('the peak decays slowly (half-life), so a bursty entity keeps its depth for minutes', () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const demand = new Demand({ clock, horizonSeconds: 60, halfLifeMs: 300_000 });
     demand.observe('orders', 0);
     clock.advance(1000);
@@ -48,7 +43,7 @@ describe('pools sized by demand', () => {
   });
 
   it('short intervals add up instead of each being inflated; a long idle gap is measured over at most 10 s', () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const demand = new Demand({ clock, horizonSeconds: 1 });
     demand.observe('orders', 0);
     for (let i = 1; i <= 10; i++) {
@@ -65,7 +60,7 @@ describe('pools sized by demand', () => {
   });
 
   it('a lower running total (the pool was reset) starts a new baseline; forget drops an entity', () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const demand = new Demand({ clock, horizonSeconds: 60 });
     demand.observe('orders', 5000);
     clock.advance(1000);

@@ -2,6 +2,7 @@ import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { dependencyFailure, errorHandler } from '../../src/http/errors';
 import type { Logger } from '../../src/logger';
+import type { ErrorAnswer } from '../helpers/http';
 
 /** An ioredis ReplyError-like error: the server's reply is the message. */
 const reply = (message: string) => Object.assign(new Error(message), { name: 'ReplyError' });
@@ -62,7 +63,7 @@ describe('error handler', () => {
         const res = await fetch(url);
         expect(res.status).toBe(503);
         expect(res.headers.get('retry-after')).toBe('1');
-        expect((await res.json()).error.code).toBe('unavailable');
+        expect(((await res.json()) as ErrorAnswer).error.code).toBe('unavailable');
       }
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatchObject({ alarm: 'dependency_unavailable', kind: 'redis_oom' });

@@ -63,7 +63,7 @@ describe('forecastEntity', () => {
     expect(f.poolDrySeconds).toBe(10);
   });
 
-  it('scales the id growth by the cluster count (id = n·c + i)', () => {
+  it('scales the id growth by the stride count (id = n·c + i)', () => {
     const toId = (n: bigint) => n * 4n + 1n;
     // 1000 numbers reserved and taken in 1 s: ids grow by 4000 a second.
     const f = forecastEntity([sample(0, 0, 0n), sample(1000, 0, 1000n)], 60_000, 0n, toId, 4)!;

@@ -1,39 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock';
 import { ConflictError, InvalidRequestError, PoolExhaustedError, UnavailableError } from '../../src/errors';
-import {
-  ANSWER_TTL_MS,
-  CLAIM_TTL_MS,
-  type IdempotencyStore,
-  MemoryIdempotencyStore,
-  RedisIdempotencyStore,
-  answerOnce,
-  decodeAnswer,
-  encodeAnswer,
-  idempotencyKeyOf,
-} from '../../src/http/idempotency';
+import { answerOnce, idempotencyKeyOf } from '../../src/http/idempotency';
+import { decodeAnswer, encodeAnswer } from '../../src/idempotency/codec';
+import { MemoryIdempotencyStore } from '../../src/idempotency/memory-store';
+import { RedisIdempotencyStore, answerBytes, redisAnswerLimits } from '../../src/idempotency/redis-store';
+import { ANSWER_TTL_MS, CLAIM_TTL_MS, type IdempotencyStore } from '../../src/idempotency/store';
 import { idempotencyKeys } from '../../src/pool/keys';
+import { FakeClock } from '../support/clock';
 
-function fakeClock(): Clock & { advance(ms: number): void } {
-  let now = 1_700_000_000_000;
-  let mono = 0;
-  return {
-    now: () => now,
-    monotonic: () => mono,
-    // Time jumps at once, but other work gets its turn, as with a real sleep.
-    sleep: async (ms) => {
-      await new Promise((r) => setImmediate(r));
-      now += ms;
-      mono += ms;
-    },
-    advance: (ms) => {
-      now += ms;
-      mono += ms;
-    },
-  };
-}
-
-/** The three Redis commands the store uses, over a Map, with PX expiry on the fake clock. */
+/** The Redis commands the store uses, over a Map, with PX expiry on the fake clock. */
 function fakeRedis(clock: Clock) {
   const data = new Map<string, { value: string; expiresAt: number }>();
   const live = (key: string) => {
@@ -79,6 +55,38 @@ function fakeRedis(clock: Clock) {
       for (const [m] of out) z.delete(m);
       return out.flatMap(([m, sc]) => [m, String(sc)]);
     },
+    /** `idpool_store_answer` (store_answer-3.lua) over the same maps, on the fake clock; the real one is tested in test/integration/redis-functions.test.ts. */
+    async fcall(name: string, _keys: number, answerKey: string, indexKey: string, bytesKey: string, encoded: string, ttl: number, requestKey: string, cap: number, answerPrefix: string, bytes: number, bytesCap: number) {
+      if (name !== 'idpool_store_answer') throw new Error(`no function ${name} in the fake`);
+      if ((await this.set(answerKey, encoded, 'PX', ttl, 'NX')) !== 'OK') return [0, await this.get(answerKey)];
+      const now = clock.now();
+      const member = (m: string) => ({ requestKey: m.slice(0, m.lastIndexOf('\n')), bytes: Number(m.slice(m.lastIndexOf('\n') + 1)) });
+      await this.zadd(indexKey, now, `${requestKey}\n${bytes}`);
+      let held = await this.incrby(bytesKey, bytes);
+      for (const [m, score] of [...this.zset(indexKey)]) {
+        if (score > now - ttl) continue;
+        this.zset(indexKey).delete(m);
+        held = await this.incrby(bytesKey, -member(m).bytes);
+      }
+      while (this.zset(indexKey).size > cap || held > bytesCap) {
+        const [m] = await this.zpopmin(indexKey, 1);
+        await this.del(answerPrefix + member(m).requestKey);
+        held = await this.incrby(bytesKey, -member(m).bytes);
+      }
+      return [1];
+    },
+    // The per-minute byte counters of the total bound (their expiry is left out: the test moves past them by time).
+    async incrby(key: string, by: number) {
+      const value = Number(data.get(key)?.value ?? 0) + by;
+      data.set(key, { value: String(value), expiresAt: Number.POSITIVE_INFINITY });
+      return value;
+    },
+    async pexpire() {
+      return 1;
+    },
+    async mget(...keys: string[]) {
+      return keys.map((k) => live(k)?.value ?? null);
+    },
   };
 }
 
@@ -96,14 +104,14 @@ function batches() {
   };
 }
 
-const stores: [string, (clock: ReturnType<typeof fakeClock>) => IdempotencyStore][] = [
+const stores: [string, (clock: FakeClock) => IdempotencyStore][] = [
   ['memory', (clock) => new MemoryIdempotencyStore(clock)],
   ['redis', (clock) => new RedisIdempotencyStore(fakeRedis(clock) as never, clock, 'idpool-t')],
 ];
 
 describe.each(stores)('%s idempotency store', (_name, make) => {
   it('answers the same key with the same ids, a new key with new ids', async () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const store = make(clock);
     const b = batches();
     const first = await store.once('orders', 'k1', 3, b.produce(3));
@@ -116,7 +124,7 @@ describe.each(stores)('%s idempotency store', (_name, make) => {
   });
 
   it('keeps keys of different entities apart', async () => {
-    const store = make(fakeClock());
+    const store = make(new FakeClock({ sleep: 'advance' }));
     const b = batches();
     await store.once('orders', 'k', 1, b.produce(1));
     const users = await store.once('users', 'k', 1, b.produce(1));
@@ -124,7 +132,7 @@ describe.each(stores)('%s idempotency store', (_name, make) => {
   });
 
   it('refuses the same key with another count', async () => {
-    const store = make(fakeClock());
+    const store = make(new FakeClock({ sleep: 'advance' }));
     const b = batches();
     await store.once('orders', 'k', 3, b.produce(3));
     await expect(store.once('orders', 'k', 4, b.produce(4))).rejects.toBeInstanceOf(ConflictError);
@@ -132,7 +140,7 @@ describe.each(stores)('%s idempotency store', (_name, make) => {
   });
 
   it('forgets an answer after its TTL', async () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const store = make(clock);
     const b = batches();
     await store.once('orders', 'k', 1, b.produce(1));
@@ -141,7 +149,7 @@ describe.each(stores)('%s idempotency store', (_name, make) => {
   });
 
   it('forgets a failed request so a retry runs again', async () => {
-    const store = make(fakeClock());
+    const store = make(new FakeClock({ sleep: 'advance' }));
     const b = batches();
     await expect(
       store.once('orders', 'k', 1, async () => {
@@ -152,7 +160,7 @@ describe.each(stores)('%s idempotency store', (_name, make) => {
   });
 
   it('lets a concurrent request with the same key wait for the first answer instead of taking a batch', async () => {
-    const store = make(fakeClock());
+    const store = make(new FakeClock({ sleep: 'advance' }));
     const b = batches();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -172,7 +180,7 @@ describe.each(stores)('%s idempotency store', (_name, make) => {
 
 describe('redis idempotency store', () => {
   it('answers 503 while another instance still holds the claim, and runs again once the claim expires', async () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const redis = fakeRedis(clock);
     const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t');
     const keys = idempotencyKeys('orders', 'k', 'idpool-t');
@@ -185,7 +193,7 @@ describe('redis idempotency store', () => {
   });
 
   it('returns the answer stored first when its own claim expired while it ran (its batch is dropped)', async () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const redis = fakeRedis(clock);
     const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t');
     const keys = idempotencyKeys('orders', 'k', 'idpool-t');
@@ -215,7 +223,7 @@ describe('Idempotency-Key header', () => {
   it('runs the request plainly without a header or without a store', async () => {
     const b = batches();
     expect(await answerOnce(undefined, req('k'), 'orders', 1, b.produce(1))).toEqual({ ids: ['100'], replayed: false });
-    const store = new MemoryIdempotencyStore(fakeClock());
+    const store = new MemoryIdempotencyStore(new FakeClock({ sleep: 'advance' }));
     expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['101'], replayed: false });
     expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['102'], replayed: false });
   });
@@ -233,9 +241,9 @@ describe('bounds', () => {
   });
 
   it('keeps at most the cap of answers per entity in Redis, dropping the oldest', async () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const redis = fakeRedis(clock);
-    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t', 5);
+    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t', { ...redisAnswerLimits(64 * 1024 * 1024), answersPerEntity: 5 });
     const b = batches();
     for (let i = 0; i < 12; i++) {
       await store.once('orders', `k${i}`, 2, b.produce(2));
@@ -251,13 +259,57 @@ describe('bounds', () => {
   });
 
   it('bounds the in-process store by bytes, evicting least recently used answers', async () => {
-    const clock = fakeClock();
+    const clock = new FakeClock({ sleep: 'advance' });
     const store = new MemoryIdempotencyStore(clock, 1024 * 1024);
     const b = batches();
-    for (let i = 0; i < 200; i++) await store.once('orders', `k${i}`, 1000, b.produce(1000));
+    // Eight entities, so the total bound binds before any entity's quarter.
+    for (let i = 0; i < 200; i++) await store.once(`e${i % 8}`, `k${i}`, 1000, b.produce(1000));
     expect(store.sizeBytes).toBeLessThanOrEqual(1024 * 1024);
     expect(store.sizeBytes).toBeGreaterThan(512 * 1024);
-    expect((await store.once('orders', 'k199', 1000, b.produce(1000))).replayed).toBe(true);
-    expect((await store.once('orders', 'k0', 1000, b.produce(1000))).replayed).toBe(false);
+    expect((await store.once('e7', 'k199', 1000, b.produce(1000))).replayed).toBe(true);
+    expect((await store.once('e0', 'k0', 1000, b.produce(1000))).replayed).toBe(false);
+  });
+
+  it('bounds the bytes of answers in Redis per entity (oldest dropped) and in total (new ones not stored, still answered)', async () => {
+    const clock = new FakeClock({ sleep: 'advance' });
+    const redis = fakeRedis(clock);
+    const answerOf = (entity: string, i: number) => idempotencyKeys(entity, `k${i}`, 'idpool-t').answer;
+    // A shuffled batch is one run per id: ~4 KB an answer of 1,000 ids.
+    const produce = (n: number) => async () => Array.from({ length: n }, (_, i) => String(((i * 7919) % n) + 1_000_000));
+    const one = answerBytes(answerOf('orders', 0), encodeAnswer(1000, await produce(1000)()));
+    const limits = { answersPerEntity: 10_000, bytesPerEntity: one * 3, totalBytes: one * 11 };
+    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t', limits);
+    for (let i = 0; i < 10; i++) {
+      await store.once('orders', `k${i}`, 1000, produce(1000));
+      clock.advance(1);
+    }
+    const held = (entity: string) => [...redis.data.keys()].filter((k) => k.includes(`{${entity}}:idem:answer:`)).length;
+    expect(held('orders')).toBe(3);
+    expect(Number(redis.data.get(idempotencyKeys('orders', 'x', 'idpool-t').bytes)?.value)).toBeLessThanOrEqual(limits.bytesPerEntity);
+    expect((await store.once('orders', 'k9', 1000, produce(1000))).replayed).toBe(true);
+    clock.advance(CLAIM_TTL_MS);
+    expect((await store.once('orders', 'k0', 1000, produce(1000))).replayed).toBe(false);
+
+    // 11 answers stored so far fill the total (11): other entities' answers are no longer stored, but answered.
+    const answered = await store.once('billing', 'k0', 1000, produce(1000));
+    expect(answered.ids).toHaveLength(1000);
+    expect(held('billing')).toBe(0);
+    // Once the stored bytes are older than an answer's life, there is room again.
+    clock.advance(ANSWER_TTL_MS + 2 * 60_000);
+    await store.once('billing', 'k1', 1000, produce(1000));
+    expect(held('billing')).toBe(1);
+  });
+
+  it('bounds the in-process store per entity to a quarter of its bytes: a busy entity drops its own oldest answers, not others\'', async () => {
+    const clock = new FakeClock({ sleep: 'advance' });
+    const store = new MemoryIdempotencyStore(clock, 1024 * 1024);
+    const b = batches();
+    await store.once('quiet', 'q0', 1000, b.produce(1000));
+    for (let i = 0; i < 200; i++) await store.once('busy', `k${i}`, 1000, b.produce(1000));
+    expect(store.entityBytes('busy')).toBeLessThanOrEqual(256 * 1024);
+    expect(store.entityBytes('busy')).toBeGreaterThan(128 * 1024);
+    expect((await store.once('quiet', 'q0', 1000, b.produce(1000))).replayed).toBe(true);
+    expect((await store.once('busy', 'k199', 1000, b.produce(1000))).replayed).toBe(true);
+    expect((await store.once('busy', 'k0', 1000, b.produce(1000))).replayed).toBe(false);
   });
 });

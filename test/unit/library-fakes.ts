@@ -1,44 +1,22 @@
 /** Fakes for the library's unit tests: no I/O, time under the test's control. */
-import type { EntityMode } from '../../src/entities/entity';
 import type { Clock } from '../../src/clock';
+import type { EntityMode } from '../../src/entities/entity';
 import type { EntitySource } from '../../src/library';
 import type { Segment, SegmentAllocator } from '../../src/segment/allocator';
 
-/** A clock that moves only when told to. */
-export class FakeClock implements Clock {
-  private t = 0;
-  private sleepers: Array<{ at: number; wake: () => void }> = [];
-
-  now(): number {
-    return 1_700_000_000_000 + this.t;
-  }
-
-  monotonic(): number {
-    return this.t;
-  }
-
-  sleep(ms: number): Promise<void> {
-    return new Promise((wake) => this.sleepers.push({ at: this.t + ms, wake }));
-  }
-
-  advance(ms: number): void {
-    this.t += ms;
-    const due = this.sleepers.filter((s) => s.at <= this.t);
-    this.sleepers = this.sleepers.filter((s) => s.at > this.t);
-    for (const s of due) s.wake();
-  }
-}
-
 export { FakeSegmentAllocator as MemoryAllocator } from '../../src/segment/fake-allocator';
 
-/** Wraps an allocator and delays each reservation by `delayMs` of real time (a slow database). */
+/** Wraps an allocator and delays each reservation by `delayMs` of `clock`'s time (a slow database). */
 export class SlowAllocator implements SegmentAllocator {
   delayMs = 0;
 
-  constructor(private readonly inner: SegmentAllocator) {}
+  constructor(
+    private readonly inner: SegmentAllocator,
+    private readonly clock: Clock,
+  ) {}
 
   async reserve(entityKey: string, size: number): Promise<Segment> {
-    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    if (this.delayMs > 0) await this.clock.sleep(this.delayMs);
     return this.inner.reserve(entityKey, size);
   }
 
@@ -53,20 +31,15 @@ export class SlowAllocator implements SegmentAllocator {
 
 /** Entity configuration in memory. */
 export class MemoryEntities implements EntitySource {
-  readonly apps = new Map<string, { mode: EntityMode; step: number }>();
+  readonly byKey = new Map<string, { mode: EntityMode; step: number }>();
   reads = 0;
 
   constructor(entries: Record<string, { mode?: EntityMode; step: number }> = {}) {
-    for (const [key, app] of Object.entries(entries)) this.apps.set(key, { mode: app.mode ?? 'monotonic', step: app.step });
+    for (const [key, entity] of Object.entries(entries)) this.byKey.set(key, { mode: entity.mode ?? 'monotonic', step: entity.step });
   }
 
   async findLive(entityKey: string) {
     this.reads++;
-    return this.apps.get(entityKey);
+    return this.byKey.get(entityKey);
   }
-}
-
-/** Lets queued setImmediate callbacks and promise continuations run. */
-export async function settle(rounds = 5): Promise<void> {
-  for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
 }

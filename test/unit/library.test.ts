@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidRequestError, NotFoundError } from '../../src/errors';
-import { GeneratorClosedError, SegmentsNotReadyError, UnsafeNumberIdError, createIdGenerator } from '../../src/library';
+import { NotFoundError } from '../../src/errors';
+import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError, UnsafeNumberIdError, UnsupportedEntityError, createIdGenerator } from '../../src/library';
 import { nextStep } from '../../src/library/adaptive-step';
-import { FakeClock, MemoryAllocator, MemoryEntities, settle } from './library-fakes';
+import { FakeClock, settle } from '../support/clock';
+import { MemoryAllocator, MemoryEntities } from './library-fakes';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
@@ -68,7 +69,7 @@ describe('createIdGenerator: handing out', () => {
     await gen.close();
   });
 
-  it('maps the n-th number to n·c + i for a cluster deployment', async () => {
+  it('maps the n-th number to n·c + i for a deployment with a stride', async () => {
     const { allocator, entities, clock } = setup({ step: 10 });
     const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, clusterCount: 3, clusterIndex: 2 });
     const ids = await gen.take('orders', 95);
@@ -116,24 +117,26 @@ describe('createIdGenerator: handing out', () => {
 });
 
 describe('createIdGenerator: errors', () => {
-  it('unknown entities are NotFoundError; snowflake and trend entities InvalidRequestError', async () => {
+  it('unknown entities are NotFoundError; snowflake and trend entities UnsupportedEntityError', async () => {
     const allocator = new MemoryAllocator();
     const entities = new MemoryEntities({ flakes: { mode: 'snowflake', step: 10 }, shuffled: { mode: 'trend', step: 10 } });
     const gen = await createIdGenerator({ allocator, entities, clock: new FakeClock() });
     await expect(gen.nextAsync('nope')).rejects.toBeInstanceOf(NotFoundError);
-    await expect(gen.open('flakes')).rejects.toBeInstanceOf(InvalidRequestError);
-    await expect(gen.take('shuffled', 3)).rejects.toBeInstanceOf(InvalidRequestError);
+    await expect(gen.open('flakes')).rejects.toBeInstanceOf(UnsupportedEntityError);
+    await expect(gen.take('shuffled', 3)).rejects.toBeInstanceOf(UnsupportedEntityError);
     expect(allocator.reservations).toHaveLength(0);
     await gen.close();
   });
 
-  it('bad counts and options are InvalidRequestError', async () => {
+  it('bad counts are InvalidCountError, bad options InvalidOptionError naming the option', async () => {
     const { allocator, entities, clock } = setup();
     const gen = await createIdGenerator({ allocator, entities, clock });
-    for (const count of [0, -1, 1.5, Number.NaN, 10_000_001]) await expect(gen.take('orders', count)).rejects.toBeInstanceOf(InvalidRequestError);
+    for (const count of [0, -1, 1.5, Number.NaN, 10_000_001]) await expect(gen.take('orders', count)).rejects.toBeInstanceOf(InvalidCountError);
     await gen.close();
     for (const bad of [{ prefetchAt: 1 }, { prefetchAt: -0.1 }, { maxStep: 0 }, { waitMs: -1 }, { clusterCount: 2, clusterIndex: 2 }, { ids: 'string' }]) {
-      await expect(createIdGenerator({ allocator, entities, clock, ...(bad as object) })).rejects.toBeInstanceOf(InvalidRequestError);
+      const err = await createIdGenerator({ allocator, entities, clock, ...(bad as object) }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidOptionError);
+      expect(Object.keys(bad)).toContain((err as InvalidOptionError).option);
     }
   });
 
@@ -195,7 +198,7 @@ describe('adaptive step', () => {
     expect(halving.slice(4).every((s) => s === 100)).toBe(true);
 
     // The entity's step is raised to 300: picked up at the next config read, and the floor moves with it.
-    entities.apps.set('orders', { mode: 'monotonic', step: 300 });
+    entities.byKey.set('orders', { mode: 'monotonic', step: 300 });
     const mark = allocator.sizes().length;
     await gen.take('orders', 6000);
     const floored = allocator.sizes().slice(mark);

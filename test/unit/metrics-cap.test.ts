@@ -2,7 +2,7 @@ import { Gauge } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { RecentServed, busiest } from '../../src/ops/busiest';
 import { OpsMetrics } from '../../src/ops/metrics';
-import { FakeClock } from './snowflake-fake-clock';
+import { FakeClock } from '../support/clock';
 
 /** Distinct `entity` label values in a Prometheus text. */
 function entities(text: string): Set<string> {
@@ -76,7 +76,7 @@ describe('/metrics per-entity series are capped to the busiest entities, with to
   });
 
   it('ranks by ids served within the window only', () => {
-    const clock = new FakeClock(1_000_000);
+    const clock = new FakeClock({ now: 1_000_000 });
     const recent = new RecentServed(clock, 60_000);
     recent.add('old', 6000);
     clock.advance(30_000);

@@ -1,45 +1,44 @@
 import { describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
-import type { Clock } from '../../src/clock';
 import { type AlarmWebhookPayload, Alarms } from '../../src/ops/alarms';
 import { OpsMetrics } from '../../src/ops/metrics';
 import { OpsSampler } from '../../src/ops/sampler';
 import { silentLogger } from '../../src/logger';
+import { FakeClock } from '../support/clock';
+import { entityConfig } from '../support/entity';
 
-function fakeClock(): Clock & { advance(ms: number): void } {
-  let now = Date.parse('2030-01-01T00:00:00Z');
-  return { now: () => now, monotonic: () => now, sleep: async (ms) => void (now += ms), advance: (ms) => void (now += ms) };
+const entity = (key: string, over: Partial<EntityConfig> = {}): EntityConfig => entityConfig({ key, maxSizePerTimes: 100, ...over });
+
+/** A logger that keeps its warn/error lines. */
+function capturingLogger() {
+  const lines: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> = [];
+  const logger = {
+    debug: () => undefined,
+    info: () => undefined,
+    warn: (obj: object, msg?: string) => void lines.push({ level: 'warn', obj: obj as Record<string, unknown>, msg }),
+    error: (obj: object, msg?: string) => void lines.push({ level: 'error', obj: obj as Record<string, unknown>, msg }),
+    child: () => logger,
+  };
+  return { logger, lines };
 }
 
-const app = (key: string, over: Partial<EntityConfig> = {}): EntityConfig => ({
-  key,
-  name: key,
-  mode: 'monotonic',
-  startOffset: 0n,
-  step: 100,
-  maxSizePerTimes: 100,
-  maxSizePerSecond: 0,
-  minSizePercent: 80,
-  maxPoolSize: 1000,
-  interval: 100,
-  secretHash: '',
-  createTime: 0,
-  updateTime: 0,
-  ...over,
-});
-
 function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; snowflakeEndsInDays?: number } = {}) {
-  const clock = fakeClock();
-  const apps = new Map<string, EntityConfig>();
-  const sizes = new Map<string, number>();
+  const clock = new FakeClock({ now: Date.parse('2030-01-01T00:00:00Z'), sleep: 'advance' });
+  const entities = new Map<string, EntityConfig>();
+  /** A size, or the error reading that entity's pool answers. */
+  const sizes = new Map<string, number | Error>();
+  const log = capturingLogger();
   const offsets = new Map<string, bigint>();
   const sent: AlarmWebhookPayload[] = [];
-  const metrics = new OpsMetrics({ defaultMetrics: false });
+  const metrics = new OpsMetrics({ defaultMetrics: false, nowMs: () => clock.now() });
   const alarms = new Alarms({ clock, log: silentLogger, dedupeMs: 600_000, instance: 't', sink: { send: async (p) => void sent.push(p) } });
   const lease = opts.lease;
   const reads: number[] = [];
+  /** Takes the dispatcher refused per entity, for too few ids ready. */
+  const refused = new Map<string, number>();
   const sampler = new OpsSampler({
-    apps: { list: () => [...apps.values()] },
+    entities: { list: () => [...entities.values()] },
+    refused: (key) => refused.get(key) ?? 0,
     pools: {
       sizes: async (keys) => {
         reads.push(keys.length);
@@ -47,13 +46,13 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
       },
     },
     // The ceiling as target: these tests are about sampling, not demand.
-    sizing: { target: (app) => app.maxPoolSize, lowWatermark: (app) => Math.floor((app.maxPoolSize * app.minSizePercent) / 100) },
+    sizing: { target: (entity) => entity.maxPoolSize, lowWatermark: (entity) => Math.floor((entity.maxPoolSize * entity.minSizePercent) / 100) },
     offsets: { peekMany: async (keys) => new Map([...offsets].filter(([k]) => keys.includes(k))) },
-    cluster: { toId: (n) => n, count: 1 },
+    stride: { toId: (n) => n, count: 1 },
     metrics,
     alarms,
     clock,
-    log: silentLogger,
+    log: log.logger,
     lease: lease && { status: () => ({ workerId: 3, held: lease.held, expiresAt: clock.now() + 15_000 }), usage: async () => ({ inUse: lease.inUse, total: lease.total }) },
     snowflake: opts.snowflakeEndsInDays === undefined ? undefined : () => ({ timeExhaustedAt: clock.now() + opts.snowflakeEndsInDays! * 86_400_000, jsSafeLimitAt: undefined }),
     sampleMs: 1000,
@@ -70,13 +69,13 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
     await sampler.sampleOnce();
     await alarms.flush();
   };
-  return { clock, apps, sizes, offsets, sent, metrics, alarms, sampler, tick, reads };
+  return { clock, entities, sizes, offsets, refused, sent, metrics, alarms, sampler, tick, reads, lines: log.lines };
 }
 
 describe('OpsSampler conditions', () => {
   it('does not call a new, still-filling pool low; does once it has filled and then stays low', async () => {
     const s = setup();
-    s.apps.set('a', app('a'));
+    s.entities.set('a', entity('a'));
     s.offsets.set('a', 0n);
     s.sizes.set('a', 0);
     for (let i = 0; i < 5; i++) await s.tick();
@@ -99,7 +98,7 @@ describe('OpsSampler conditions', () => {
   it('forecasts the 63-bit end within the horizon as critical, and forgets a retired entity', async () => {
     const s = setup();
     const start = 2n ** 63n - 1_000_000_000n;
-    s.apps.set('b', app('b', { startOffset: start, maxPoolSize: 10_000, step: 1000 }));
+    s.entities.set('b', entity('b', { startOffset: start, maxPoolSize: 10_000, step: 1000 }));
     s.offsets.set('b', start + 10_000n);
     s.sizes.set('b', 10_000);
     await s.tick();
@@ -116,7 +115,7 @@ describe('OpsSampler conditions', () => {
     expect(s.sent.some((p) => p.alarm === 'forecast_js_safe_limit')).toBe(false);
     expect(await s.metrics.registry.getSingleMetricAsString('idpool_take_rate_ids_per_second')).toContain('{entity="b"} 1000');
 
-    s.apps.delete('b');
+    s.entities.delete('b');
     await s.tick();
     expect(s.alarms.activeAlarms()).toEqual([]);
     expect(await s.metrics.registry.getSingleMetricAsString('idpool_pool_size')).not.toContain('entity="b"');
@@ -142,22 +141,159 @@ describe('OpsSampler conditions', () => {
 });
 
 describe('OpsSampler cost', () => {
-  it('reads at most 1,000 pools per run however many entities exist, and covers them all in turn', async () => {
+  it('reads 200 idle pools per run, going round, and every active one each run', async () => {
     const s = setup();
     for (let i = 0; i < 2500; i++) {
       const key = `e${String(i).padStart(4, '0')}`;
-      s.apps.set(key, app(key));
+      s.entities.set(key, entity(key));
       s.offsets.set(key, 1000n);
       s.sizes.set(key, 1000);
     }
-    for (let run = 0; run < 3; run++) await s.tick();
-    expect(s.reads).toEqual([1000, 1000, 500]);
+    // A round of 2,500 idle entities: 13 runs of 200 (the last one 100).
+    for (let run = 0; run < 13; run++) await s.tick();
+    expect(s.reads).toEqual([...Array(12).fill(200), 100]);
     const overview = s.sampler.overview();
     expect(overview).toHaveLength(2500);
     expect(overview.every((e) => e.pool.size === 1000)).toBe(true);
-    // An entity retired while not in the current batch is forgotten all the same.
-    s.apps.delete('e0001');
-    await s.tick();
+    expect(s.sampler.health()).toMatchObject({ roundSeconds: 13 });
+
+    // e0000's pool moves (direct pops): seen at its next read, then read every run.
+    // e2000 serves a request here (touch): read from the next run on.
+    s.sizes.set('e0000', 900);
+    s.sampler.touch('e2000');
+    s.reads.length = 0;
+    await s.tick(); // round 2, run 1: e0000..e0199, and e2000
+    expect(s.reads).toEqual([201]);
+    s.sizes.set('e0000', 800);
+    await s.tick(); // e0200..e0399, e0000 and e2000
+    expect(s.reads).toEqual([201, 202]);
+    expect(s.sampler.overview().find((e) => e.key === 'e0000')!.pool.size).toBe(800);
+
+    // An entity retired mid-round is forgotten when the next round starts.
+    s.entities.delete('e0001');
+    for (let run = 0; run < 12; run++) await s.tick();
     expect(s.sampler.overview().some((e) => e.key === 'e0001')).toBe(false);
+  });
+});
+
+describe('OpsSampler over a fleet: one entity never stops the others', () => {
+  /** Twelve entities, each taking `rate(i)` ids a second for `seconds`. */
+  async function fleet(s: ReturnType<typeof setup>, seconds: number, rate: (i: number) => number) {
+    const keys = Array.from({ length: 12 }, (_, i) => `e${String(i).padStart(2, '0')}`);
+    for (const key of keys) {
+      s.entities.set(key, entity(key, { maxPoolSize: 600_000, step: 1000 }));
+      s.offsets.set(key, 500_000n);
+      s.sizes.set(key, 500_000);
+    }
+    for (let t = 1; t <= seconds; t++) {
+      keys.forEach((key, i) => s.offsets.set(key, 500_000n + BigInt(t * rate(i))));
+      await s.tick();
+    }
+    return keys;
+  }
+
+  it('samples every entity when a busy one forecasts 2^63 beyond the last JavaScript date', async () => {
+    const s = setup();
+    // Entity 1 takes 3,000 ids/s: 2^63 in ~97 million years, past year 275760.
+    const keys = await fleet(s, 5, (i) => (i === 1 ? 3000 : 100 + i));
+    const rows = s.sampler.overview();
+    expect(rows.map((r) => r.key)).toEqual(keys);
+    for (const [i, row] of rows.entries()) {
+      expect(row.pool.size).toBe(500_000);
+      expect(row.stale).toBe(false);
+      expect(row.takePerSecond).toBe(i === 1 ? 3000 : 100 + i);
+      expect(row.forecast.int63LimitSeconds).toBeGreaterThan(0);
+    }
+    const ages = await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_age_seconds');
+    for (const key of keys) expect(ages).toContain(`idpool_ops_sample_age_seconds{entity="${key}"} 0`);
+    expect(s.lines).toEqual([]);
+    expect(s.sampler.health()).toMatchObject({ ok: true, staleEntities: 0 });
+  });
+
+  it('reports a date past year 275760 as never instead of failing', async () => {
+    const s = setup();
+    // 2^63 within a 1e20-day horizon, at a rate whose date no Date can hold.
+    const start = 2n ** 62n;
+    s.entities.set('far', entity('far', { startOffset: start, maxPoolSize: 1_000_000, step: 1000 }));
+    s.offsets.set('far', start);
+    s.sizes.set('far', 500_000);
+    await s.tick();
+    s.offsets.set('far', start + 1000n);
+    await s.tick();
+    s.offsets.set('far', start + 2000n);
+    await s.tick();
+    expect(s.lines).toEqual([]);
+    expect(s.sampler.forecast('far')!.int63Seconds).toBeGreaterThan(1e13);
+  });
+
+  it('logs a failing entity with its key, samples the rest, and marks the failing row stale with a growing age', async () => {
+    const s = setup();
+    const keys = await fleet(s, 3, () => 200);
+    s.sizes.set('e04', new Error("WRONGTYPE Operation against a key holding the wrong kind of value"));
+    for (let t = 0; t < 4; t++) {
+      keys.forEach((key) => s.offsets.set(key, s.offsets.get(key)! + 200n));
+      await s.tick();
+    }
+    expect(s.lines).toHaveLength(1);
+    expect(s.lines[0]).toMatchObject({ level: 'warn', obj: { entity: 'e04', err: expect.stringContaining('WRONGTYPE') } });
+    const rows = new Map(s.sampler.overview().map((r) => [r.key, r]));
+    expect(rows.get('e04')!.stale).toBe(true);
+    for (const key of keys.filter((k) => k !== 'e04')) {
+      expect(rows.get(key)!.stale).toBe(false);
+      expect(rows.get(key)!.sampledAt).toBe(s.clock.now());
+    }
+    const ages = await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_age_seconds');
+    expect(ages).toContain('idpool_ops_sample_age_seconds{entity="e04"} 4');
+    expect(ages).toContain('idpool_ops_sample_age_seconds{entity="e05"} 0');
+    expect(await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_age_max_seconds')).toContain('idpool_ops_sample_age_max_seconds 4');
+    expect(await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_failures_total')).toContain('{entity="e04"} 4');
+    expect(s.sampler.health()).toMatchObject({ ok: false, staleEntities: 1, oldestSampleAgeSeconds: 4, roundSeconds: 1 });
+
+    // It recovers: fresh again, and the next failure of another entity is logged at once.
+    s.sizes.set('e04', 500_000);
+    s.sizes.set('e07', Number.NaN);
+    await s.tick();
+    expect(s.sampler.overview().find((r) => r.key === 'e04')!.stale).toBe(false);
+    expect(s.lines.at(-1)).toMatchObject({ obj: { entity: 'e07' } });
+  });
+
+  it('keeps forecast_pool_dry while a pool too short for its requests refuses them, though nothing is taken', async () => {
+    const s = setup();
+    const keys = await fleet(s, 3, () => 200);
+    // Refills stop; 74 ids stay, requests ask for 94: every take is refused and none is counted as taken.
+    for (let t = 0; t < 70; t++) {
+      s.sizes.set('e03', 74);
+      if (t > 5) s.refused.set('e03', (s.refused.get('e03') ?? 0) + 1);
+      keys.forEach((key) => key !== 'e03' && s.offsets.set(key, s.offsets.get(key)! + 200n));
+      await s.tick();
+    }
+    expect(s.sampler.forecast('e03')!.takePerSecond).toBe(0);
+    expect(s.sampler.overview().find((r) => r.key === 'e03')!.forecast.poolDrySeconds).toBe(0);
+    expect(s.alarms.activeAlarms().filter((a) => a.entityKey === 'e03').map((a) => a.name).sort()).toEqual(['forecast_pool_dry', 'pool_low']);
+    // Refusals stop for a whole rate window (no requests): "never" again, and the condition clears.
+    for (let t = 0; t < 61; t++) await s.tick();
+    expect(s.sampler.overview().find((r) => r.key === 'e03')!.forecast.poolDrySeconds).toBeNull();
+    expect(s.alarms.activeAlarms().filter((a) => a.entityKey === 'e03').map((a) => a.name)).toEqual(['pool_low']);
+  });
+
+  it('raises pool_low and forecast_pool_dry for a draining entity whatever its position in the list', async () => {
+    for (const position of [0, 6, 11]) {
+      const s = setup();
+      const keys = await fleet(s, 3, (i) => (i === 1 ? 3000 : 100));
+      const dry = keys[position];
+      // Refills of `dry` stop (its row locked): the pool drains at 40,000 ids/s.
+      for (let t = 0; t < 12; t++) {
+        const size = Math.max(0, 500_000 - (t + 1) * 40_000);
+        s.sizes.set(dry, size);
+        keys.forEach((key, i) => {
+          if (key !== dry) s.offsets.set(key, s.offsets.get(key)! + BigInt(i === 1 ? 3000 : 100));
+        });
+        await s.tick();
+      }
+      const raised = s.sent.filter((p) => p.entityKey === dry).map((p) => p.alarm);
+      expect(raised, `position ${position}`).toContain('pool_low');
+      expect(raised, `position ${position}`).toContain('forecast_pool_dry');
+      expect(s.sent.filter((p) => p.entityKey !== dry && p.entityKey !== undefined)).toEqual([]);
+    }
   });
 });

@@ -1,48 +1,33 @@
 import { describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
 import { checkRules, withDefaults } from '../../src/entities/entity';
-import type { Clock } from '../../src/clock';
 import { PoolExhaustedError, RateLimitedError } from '../../src/errors';
 import { silentLogger } from '../../src/logger';
 import { Demand } from '../../src/pool/demand';
 import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import type { RefillLock } from '../../src/pool/pool-store';
 import { Refiller } from '../../src/pool/refiller';
-import { ClusterMap } from '../../src/segment/cluster';
+import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { FakeClock } from '../support/clock';
+import { entityConfig } from '../support/entity';
 
-/** A clock that moves only when told; sleep advances it. */
-function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void } {
-  let now = start;
-  return {
-    now: () => now,
-    monotonic: () => now,
-    sleep: async (ms) => {
-      now += ms;
-    },
-    advance: (ms) => {
-      now += ms;
-    },
-  };
-}
+const entity = entityConfig;
 
-function app(overrides: Partial<EntityConfig> = {}): EntityConfig {
-  return { ...withDefaults({ key: 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 }), secretHash: '', createTime: 0, updateTime: 0, ...overrides };
-}
-
-function setup(config: EntityConfig, cluster = new ClusterMap()) {
-  const clock = fakeClock();
+function setup(config: EntityConfig, stride = new IdStride()) {
+  const clock = new FakeClock({ sleep: 'advance' });
   const store = new MemoryPoolStore(clock);
   const allocator = new FakeSegmentAllocator();
-  const apps = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
+  const entities = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
   const demand = new Demand({ clock, horizonSeconds: 60 });
-  const refiller = new Refiller({ apps, allocator, store, lock: new MemoryRefillLock(), cluster, clock, log: silentLogger, intervalMs: 100, demand });
+  const refiller = new Refiller({ entities, allocator, store, lock: new MemoryRefillLock(), stride, clock, log: silentLogger, intervalMs: 100, demand });
   const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
   return { clock, store, allocator, refiller, dispatcher, demand };
 }
 
 describe('registration rules', () => {
-  it('fills defaults from DESIGN.md and keeps the pool rule', () => {
+  it('fills defaults from docs/design.md and keeps the pool rule', () => {
     const d = withDefaults({ key: 'k', mode: 'monotonic' });
     expect(d).toMatchObject({ step: 1000, maxSizePerTimes: 1000, maxSizePerSecond: 5000, minSizePercent: 80, maxPoolSize: 300_000, startOffset: 0n });
     expect(checkRules(d)).toBeNull();
@@ -61,7 +46,7 @@ describe('registration rules', () => {
 
 describe('refiller on the in-process pool', () => {
   it('an idle entity holds one floor; demand raises the target in whole steps up to maxPoolSize, refilling only below the watermark', async () => {
-    const { store, allocator, refiller, clock, demand } = setup(app());
+    const { store, allocator, refiller, clock, demand } = setup(entity());
     await refiller.refill('orders');
     // floor = max(step 100, maxSizePerTimes 500): one reservation of 5 steps.
     expect(allocator.reservations).toMatchObject([{ start: 0n, end: 500n }]);
@@ -72,13 +57,13 @@ describe('refiller on the in-process pool', () => {
     await store.take('orders', 200, 0); // 300 left, below the 400 watermark, after 200 ids in a second
     await refiller.refill('orders');
     // 200 ids/s × 60 s = 12,000, capped at maxPoolSize 1,000: floor((1000 − 300) / 100) steps.
-    expect(demand.target(app())).toBe(1000);
+    expect(demand.target(entity())).toBe(1000);
     expect(allocator.reservations[1]).toMatchObject({ start: 500n, end: 1200n });
     expect(await store.size('orders')).toBe(1000);
   });
 
   it('shuffles each step of a trend entity and keeps steps in order', async () => {
-    const { store, refiller } = setup(app({ mode: 'trend', maxSizePerTimes: 1000 }));
+    const { store, refiller } = setup(entity({ mode: 'trend', maxSizePerTimes: 1000 }));
     await refiller.refill('orders');
     const ids = (await store.take('orders', 1000, 0)) as { ids: string[] };
     for (let s = 0; s < 10; s++) {
@@ -88,22 +73,22 @@ describe('refiller on the in-process pool', () => {
     }
   });
 
-  it('maps numbers to disjoint ids for each cluster index', async () => {
-    const a = setup(app(), new ClusterMap(3, 1));
+  it('maps numbers to disjoint ids for each stride index', async () => {
+    const a = setup(entity(), new IdStride(3, 1));
     await a.refiller.refill('orders');
     const ids = ((await a.store.take('orders', 5, 0)) as { ids: string[] }).ids;
     expect(ids).toEqual(['1', '4', '7', '10', '13']);
   });
 
   it('a push below the fence is refused and dropped', async () => {
-    const { store } = setup(app());
+    const { store } = setup(entity());
     expect(await store.push('orders', ['10', '11'], 10n, 11n)).toEqual({ kind: 'ok', size: 2 });
     expect(await store.push('orders', ['5'], 5n, 5n)).toEqual({ kind: 'fenced' });
     expect(await store.size('orders')).toBe(2);
   });
 
   it('a failing database is survived: nothing is pushed, the next refill works', async () => {
-    const { store, allocator, refiller } = setup(app());
+    const { store, allocator, refiller } = setup(entity());
     allocator.failWith = new Error('connect ECONNREFUSED');
     await refiller.refill('orders');
     expect(await store.size('orders')).toBe(0);
@@ -115,7 +100,7 @@ describe('refiller on the in-process pool', () => {
 
 describe('dispatcher', () => {
   it('takes all or nothing and marks the pool low', async () => {
-    const config = app();
+    const config = entity();
     const { store, refiller, dispatcher } = setup(config);
     await refiller.refill('orders');
     const taken = await dispatcher.take(config, 500);
@@ -124,7 +109,7 @@ describe('dispatcher', () => {
   });
 
   it('refills at once on shortage and serves, or answers 503 after its bounded wait', async () => {
-    const config = app();
+    const config = entity();
     const { allocator, dispatcher } = setup(config);
     expect(await dispatcher.take(config, 10)).toHaveLength(10); // empty pool: refilled on demand (one floor, 500)
     allocator.failWith = new Error('connect ECONNREFUSED');
@@ -136,19 +121,19 @@ describe('dispatcher', () => {
   });
 
   it('answers pool_exhausted when the refill does not come in time (another instance holds the lock)', async () => {
-    const config = app();
-    const { store, allocator, clock, cluster } = { ...setup(config), cluster: new ClusterMap() };
-    const lock = new MemoryRefillLock();
+    const config = entity();
+    const { store, allocator, clock, stride } = { ...setup(config), stride: new IdStride() };
+    const lock: RefillLock = new MemoryRefillLock();
     await lock.acquire('orders', 60_000);
-    const apps = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
-    const refiller = new Refiller({ apps, allocator, store, lock, cluster, clock, log: silentLogger, intervalMs: 100, demand: new Demand({ clock, horizonSeconds: 60 }) });
+    const entities = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
+    const refiller = new Refiller({ entities, allocator, store, lock, stride, clock, log: silentLogger, intervalMs: 100, demand: new Demand({ clock, horizonSeconds: 60 }) });
     const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
     await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(PoolExhaustedError);
     expect(dispatcher.stats.exhausted).toBe(1);
   });
 
   it('enforces max ids per second and says when to retry', async () => {
-    const config = app({ maxSizePerSecond: 600 });
+    const config = entity({ maxSizePerSecond: 600 });
     const { clock, refiller, dispatcher } = setup(config);
     await refiller.refill('orders');
     await dispatcher.take(config, 500);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/config';
-import { describeRedis, redisOptions } from '../../src/pool/redis-connection';
+import { REDIS_SOCKET_TIMEOUT_MS, clusterOptions, describeRedis, redisOptions } from '../../src/pool/redis-connection';
 
-const base = { IDPOOL_ADMIN_TOKEN: 'x'.repeat(20) };
+const base = { IDPOOL_ADMIN_TOKEN: 'x'.repeat(32) };
 const configError = (env: Record<string, string>) => {
   try {
     loadConfig({ ...base, ...env });
@@ -35,9 +35,11 @@ describe('Redis topology configuration', () => {
       username: 'u',
       password: 'p',
     });
-    const options = redisOptions(sentinel!);
+    if (sentinel?.kind !== 'sentinel') throw new Error('expected a Sentinel topology');
+    const options = redisOptions(sentinel);
     expect(options).toMatchObject({ name: 'mymaster', role: 'master', sentinelPassword: 'p', password: 'p', failoverDetector: true, enableOfflineQueue: false, keepAlive: 5000 });
     expect(options.reconnectOnError!(new Error('READONLY You can\'t write against a read only replica.'))).toBe(2);
+    expect(options.reconnectOnError!(new Error('NOREPLICAS Not enough good replicas to write.'))).toBe(1);
     expect(options.reconnectOnError!(new Error('OOM command not allowed'))).toBe(false);
     expect(loadConfig({ ...base, IDPOOL_REDIS_SENTINELS: 'a:1', IDPOOL_REDIS_SENTINEL_MASTER: 'orders-redis' }).redis).toMatchObject({ masterName: 'orders-redis' });
   });
@@ -54,6 +56,20 @@ describe('Redis topology configuration', () => {
     const line = configError(env as Record<string, string>);
     expect(line).toMatch(message);
     expect(line).not.toContain('\n');
+  });
+
+  it('every connection (one server, Sentinel, each Cluster node) is dropped when replies stop, and never replays a command whose caller gave up', () => {
+    const settings = { socketTimeoutMs: loadConfig({ ...base, IDPOOL_REDIS_SOCKET_TIMEOUT_MS: '1500' }).redisSocketTimeoutMs };
+    expect(settings.socketTimeoutMs).toBe(1500);
+    expect(loadConfig(base).redisSocketTimeoutMs).toBe(REDIS_SOCKET_TIMEOUT_MS);
+    const dropped = { socketTimeout: 1500, autoResendUnfulfilledCommands: false, enableOfflineQueue: false };
+    expect(redisOptions({ kind: 'single', url: 'redis://h:6379/0' }, settings)).toMatchObject(dropped);
+    expect(redisOptions({ kind: 'sentinel', sentinels: [{ host: 'a', port: 1 }], masterName: 'm' }, settings)).toMatchObject({ ...dropped, sentinelCommandTimeout: 2000 });
+    const cluster = clusterOptions({ kind: 'cluster', nodes: [{ host: 'a', port: 1 }] }, settings);
+    expect(cluster.enableOfflineQueue).toBe(false);
+    expect(cluster.redisOptions).toMatchObject(dropped);
+    // A reconnect attempt at most every half second: after a heal the next one is close.
+    expect(redisOptions({ kind: 'single', url: 'redis://h' }).retryStrategy!(1000)).toBe(500);
   });
 
   it('logs describe where Redis is without the password', () => {

@@ -1,20 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { type EntityConfig, withDefaults } from '../../src/entities/entity';
-import { systemClock } from '../../src/clock';
+import { withDefaults } from '../../src/entities/entity';
 import { silentLogger } from '../../src/logger';
 import { Demand } from '../../src/pool/demand';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import { Refiller } from '../../src/pool/refiller';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
-import { ClusterMap } from '../../src/segment/cluster';
-
-function app(key: string, interval: number): EntityConfig {
-  return { ...withDefaults({ key, mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 }), interval, secretHash: '', createTime: 0, updateTime: 0 };
-}
+import { IdStride } from '../../src/segment/stride';
+import { FakeClock, settle } from '../support/clock';
+import { entityConfig } from '../support/entity';
 
 describe('refill pacing by interval', () => {
   it('checks an entity at most once per its interval, however often it is marked low', async () => {
-    const store = new MemoryPoolStore(systemClock);
+    const clock = new FakeClock();
+    const store = new MemoryPoolStore(clock);
     const checks = new Map<string, number>();
     // A refill check reads the pool's level first.
     const levels = store.levels.bind(store);
@@ -22,19 +20,20 @@ describe('refill pacing by interval', () => {
       for (const key of keys) checks.set(key, (checks.get(key) ?? 0) + 1);
       return levels(keys);
     };
-    const entities = new Map([
-      ['paced', app('paced', 400)],
-      ['eager', app('eager', 10)],
+    const configs = new Map([
+      ['paced', entityConfig({ key: 'paced', interval: 400 })],
+      ['eager', entityConfig({ key: 'eager', interval: 10 })],
     ]);
-    const apps = { get: (key: string) => entities.get(key), segmentKeys: () => [] };
-    const refiller = new Refiller({ apps, allocator: new FakeSegmentAllocator(), demand: new Demand({ clock: systemClock, horizonSeconds: 60 }), store, lock: new MemoryRefillLock(), cluster: new ClusterMap(), clock: systemClock, log: silentLogger, intervalMs: 10, sweepMs: 60_000 });
+    const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [] };
+    const refiller = new Refiller({ entities, allocator: new FakeSegmentAllocator(), demand: new Demand({ clock, horizonSeconds: 60 }), store, lock: new MemoryRefillLock(), stride: new IdStride(), clock, log: silentLogger, intervalMs: 10, sweepMs: 60_000 });
     refiller.start();
-    const marking = setInterval(() => {
+    // 1 s of fake time in 5 ms steps, both entities marked low at every step.
+    for (let t = 0; t < 1000; t += 5) {
       refiller.markLow('paced');
       refiller.markLow('eager');
-    }, 5);
-    await new Promise((r) => setTimeout(r, 1000));
-    clearInterval(marking);
+      clock.advance(5);
+      await settle();
+    }
     await refiller.stop();
     // 1 s at a 400 ms interval: 3 checks at most (near 0, 400 and 800 ms).
     expect(checks.get('paced')).toBeLessThanOrEqual(3);

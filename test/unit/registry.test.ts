@@ -4,22 +4,18 @@ import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { EntityRegistry, LocalRegistrationGeneration } from '../../src/entities/registry';
 import { type Clock, systemClock } from '../../src/clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../src/errors';
-
-function clockAt(start: number): Clock & { advance(ms: number): void } {
-  let t = start;
-  return { now: () => t, monotonic: () => t, sleep: async () => undefined, advance: (ms) => void (t += ms) };
-}
+import { FakeClock } from '../support/clock';
 
 describe('entity registry over the fake store (no I/O)', () => {
   it('registers with defaults, keeps the secret only as a hash, tells subscribers', async () => {
     const store = new FakeEntityStore();
-    const registry = new EntityRegistry(store, clockAt(1_000_000));
+    const registry = new EntityRegistry(store, new FakeClock({ now: 1_000_000, sleep: 'advance' }));
     const seen: string[] = [];
-    registry.subscribe({ onRegistered: (app) => void seen.push(`+${app.key}`), onRetired: (key) => void seen.push(`-${key}`) });
-    const { app, secret } = await registry.register({ key: 'orders', mode: 'monotonic' });
-    expect(app).toMatchObject({ key: 'orders', step: 1000, maxSizePerTimes: 1000, maxSizePerSecond: 5000, minSizePercent: 80 });
-    expect(app.secretHash).not.toContain(secret);
-    expect(secretMatches(secret, app.secretHash)).toBe(true);
+    registry.subscribe({ onRegistered: (entity) => void seen.push(`+${entity.key}`), onRetired: (key) => void seen.push(`-${key}`) });
+    const { entity, secret } = await registry.register({ key: 'orders', mode: 'monotonic' });
+    expect(entity).toMatchObject({ key: 'orders', step: 1000, maxSizePerTimes: 1000, maxSizePerSecond: 5000, minSizePercent: 80 });
+    expect(entity.secretHash).not.toContain(secret);
+    expect(secretMatches(secret, entity.secretHash)).toBe(true);
     await registry.retire('orders');
     expect(seen).toEqual(['+orders', '-orders']);
     expect(registry.get('orders')).toBeUndefined();
@@ -27,7 +23,7 @@ describe('entity registry over the fake store (no I/O)', () => {
 
   it('a retired key is never registered again; bad rules change nothing', async () => {
     const store = new FakeEntityStore();
-    const registry = new EntityRegistry(store, clockAt(1_000_000));
+    const registry = new EntityRegistry(store, new FakeClock({ now: 1_000_000, sleep: 'advance' }));
     await registry.register({ key: 'users', mode: 'monotonic' });
     await registry.retire('users');
     await expect(registry.register({ key: 'users', mode: 'monotonic' })).rejects.toBeInstanceOf(ConflictError);
@@ -38,7 +34,7 @@ describe('entity registry over the fake store (no I/O)', () => {
 
   it('refresh picks up changes made through another instance', async () => {
     const store = new FakeEntityStore();
-    const clock = clockAt(1_000_000);
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
     const here = new EntityRegistry(store, clock);
     const there = new EntityRegistry(store, clock);
     await here.load();
@@ -73,7 +69,7 @@ describe('EntityRegistry lookups of unknown keys', () => {
     expect(await here.find('late')).toBeUndefined();
     await there.register({ key: 'late', mode: 'monotonic' });
     const found = await Promise.all(Array.from({ length: 50 }, () => here.find('late')));
-    expect(found.every((app) => app?.key === 'late')).toBe(true);
+    expect(found.every((entity) => entity?.key === 'late')).toBe(true);
     expect(store.calls.changedSince).toBe(1);
     for (let i = 0; i < 1000; i++) await here.find(`probe-${i}`);
     expect(store.calls.changedSince).toBe(1);
@@ -114,5 +110,57 @@ describe('EntityRegistry lookups of unknown keys', () => {
     await here.refresh(); // the periodic refresh, meanwhile, adds x and records generation 1
     release();
     expect((await finding)?.key).toBe('x');
+  });
+});
+
+describe('EntityRegistry.refreshIfStale (the 100 ms tick)', () => {
+  it('a secret rotated or a key retired through another instance is seen at the next tick; no change costs no SQL', async () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
+    const generation = new LocalRegistrationGeneration();
+    const here = new EntityRegistry(store, clock, generation);
+    const there = new EntityRegistry(store, clock, generation);
+    const { secret } = await there.register({ key: 'orders', mode: 'monotonic' });
+    await here.load();
+    await here.refreshIfStale(1000);
+    const before = store.calls.changedSince ?? 0;
+    clock.advance(100);
+    await here.refreshIfStale(1000); // nothing moved, not a second old: no query
+    expect(store.calls.changedSince ?? 0).toBe(before);
+
+    clock.advance(1);
+    const rotated = await there.rotateSecret('orders');
+    await here.refreshIfStale(1000);
+    expect(secretMatches(rotated, here.get('orders')!.secretHash)).toBe(true);
+    expect(secretMatches(secret, here.get('orders')!.secretHash)).toBe(false);
+
+    clock.advance(1);
+    await there.retire('orders');
+    await here.refreshIfStale(1000);
+    expect(here.get('orders')).toBeUndefined();
+
+    clock.advance(1000);
+    const queries = store.calls.changedSince ?? 0;
+    await here.refreshIfStale(1000); // a second old: refreshed whatever the generation says
+    expect(store.calls.changedSince).toBe(queries + 1);
+  });
+
+  it('while the database fails, tries at most once per max age however often the generation moves', async () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
+    const generation = new LocalRegistrationGeneration();
+    const here = new EntityRegistry(store, clock, generation);
+    await here.load();
+    let attempts = 0;
+    store.changedSince = async () => {
+      attempts++;
+      throw new Error('connect ECONNREFUSED');
+    };
+    for (let i = 0; i < 20; i++) {
+      await generation.bump();
+      clock.advance(100);
+      await here.refreshIfStale(1000).catch(() => undefined);
+    }
+    expect(attempts).toBe(2); // 2 s of ticks
   });
 });

@@ -1,60 +1,100 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../../src/clock';
 import { every } from '../../src/schedule';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { FakeClock, settle } from '../support/clock';
 
 describe('every(): one scheduling style', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('sub-second ticks repeat, never overlap, and stop() waits for the run under way', async () => {
+    const clock = new FakeClock();
     let active = 0;
     let maxActive = 0;
     let runs = 0;
     let finished = 0;
-    const task = every('test-tick', 10, async () => {
-      active++;
-      maxActive = Math.max(maxActive, active);
-      runs++;
-      await sleep(25); // longer than the period: the next run must wait
-      active--;
-      finished++;
-    });
+    const task = every(
+      'test-tick',
+      10,
+      async () => {
+        active++;
+        maxActive = Math.max(maxActive, active);
+        runs++;
+        await clock.sleep(25); // longer than the period: the next run must wait
+        active--;
+        finished++;
+      },
+      clock,
+    );
     task.start();
     task.start(); // a second start is a no-op
-    await sleep(200);
-    await task.stop();
+    await clock.advanceBy(200, 5);
+    const stopping = task.stop();
+    await clock.advanceBy(25, 5); // the run under way ends; stop() waits for it
+    await stopping;
     expect(runs).toBeGreaterThanOrEqual(3);
     expect(maxActive).toBe(1);
     expect(finished).toBe(runs);
     const after = runs;
-    await sleep(60);
+    await clock.advanceBy(60, 5);
     expect(runs).toBe(after);
+    expect(clock.waiting).toBe(0);
   });
 
-  it('whole seconds run on node-cron; runNow runs at once and shares the no-overlap guard', async () => {
+  it('whole seconds run on node-cron on the system clock; runNow runs at once and shares the no-overlap guard', async () => {
+    // node-cron reads the process's timers and Date, which vitest's fake timers drive.
+    vi.useFakeTimers({ now: Date.parse('2030-01-01T00:00:00.200Z') });
     let runs = 0;
-    const task = every('test-cron', 1000, async () => {
-      runs++;
-      await sleep(50);
-    });
+    const task = every(
+      'test-cron',
+      1000,
+      async () => {
+        runs++;
+        await systemClock.sleep(50);
+      },
+      systemClock,
+    );
     task.start();
-    await Promise.all([task.runNow(), task.runNow()]);
+    const both = Promise.all([task.runNow(), task.runNow()]);
+    await vi.advanceTimersByTimeAsync(50);
+    await both;
     expect(runs).toBe(1);
-    await sleep(2100);
-    await task.stop();
+    await vi.advanceTimersByTimeAsync(2100);
+    const stopping = task.stop();
+    await vi.advanceTimersByTimeAsync(50);
+    await stopping;
     expect(runs).toBeGreaterThanOrEqual(2);
     const after = runs;
-    await sleep(1100);
+    await vi.advanceTimersByTimeAsync(1100);
     expect(runs).toBe(after);
   });
 
   it('a failing task does not stop the schedule', async () => {
+    const clock = new FakeClock();
     let runs = 0;
-    const task = every('test-fail', 10, () => {
-      runs++;
-      throw new Error('boom');
-    });
+    const task = every(
+      'test-fail',
+      10,
+      () => {
+        runs++;
+        throw new Error('boom');
+      },
+      clock,
+    );
     task.start();
-    await sleep(100);
+    await clock.advanceBy(100, 5);
     await task.stop();
     expect(runs).toBeGreaterThanOrEqual(3);
+  });
+
+  it('stop() ends the pending sleep at once: nothing waits on the clock afterwards', async () => {
+    const clock = new FakeClock();
+    const task = every('test-stop', 60_000, () => undefined, clock);
+    task.start();
+    await settle();
+    expect(clock.waiting).toBe(1);
+    await task.stop();
+    expect(clock.waiting).toBe(0);
   });
 });

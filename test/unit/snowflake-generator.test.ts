@@ -4,8 +4,10 @@ import { UnavailableError } from '../../src/errors';
 import { ClockBehindError, NoWorkerLeaseError, SequenceExhaustedError } from '../../src/snowflake/errors';
 import { SnowflakeLayout, type SnowflakeSettings } from '../../src/snowflake/layout';
 import { Snowflake } from '../../src/snowflake/snowflake';
+import { Snowflake as PublicSnowflake } from '../../src';
 import type { WorkerGrant, WorkerSource } from '../../src/snowflake/worker-source';
-import { FakeClock, seededRandom } from './snowflake-fake-clock';
+import { FakeClock } from '../support/clock';
+import { seededRandom } from '../support/random';
 
 const T0 = Date.UTC(2025, 5, 1, 12, 0, 0);
 
@@ -20,7 +22,7 @@ function expectUnique(ids: bigint[]): void {
 
 describe('clock rollback', () => {
   it('absorbs one rollback by flipping the time-back bit: no wait, no duplicate', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const sf = make(clock);
     const before: bigint[] = [];
     for (let ms = 0; ms < 5; ms++) {
@@ -38,7 +40,7 @@ describe('clock rollback', () => {
   });
 
   it('a second rollback into time used by both bits waits until it is safe, never repeating', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const sf = make(clock, {}, { maxWaitMs: 1000 });
     const ids: bigint[] = [];
     for (let ms = 0; ms < 10; ms++) {
@@ -63,7 +65,7 @@ describe('clock rollback', () => {
   });
 
   it('fails with a 503-style error when the wait would be longer than allowed, and issues nothing', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const sf = make(clock, {}, { maxWaitMs: 50, maxSpinMs: 5 });
     const ids = await sf.take('e', 10);
     clock.jump(-100);
@@ -88,7 +90,7 @@ describe('sequence exhaustion', () => {
   const small = { reservedBits: 5, reservedValue: 17 };
 
   it('waits for the next time unit (async: sleeps the remaining time)', async () => {
-    const clock = new FakeClock(T0 + 0.25);
+    const clock = new FakeClock({ now: T0 + 0.25, sleep: 'advance' });
     const sf = make(clock, small);
     expect(sf.layout.maxSequence).toBe(63);
     const ids = await sf.take('e', 200);
@@ -104,7 +106,7 @@ describe('sequence exhaustion', () => {
   });
 
   it('busy-waits for the next unit in the sync API when that is short', () => {
-    const clock = new FakeClock(T0, 0.01); // every clock read moves time on 10 µs
+    const clock = new FakeClock({ now: T0, tickMs: 0.01, sleep: 'advance' }); // every clock read moves time on 10 µs
     const sf = make(clock, small);
     const ids = Array.from({ length: 300 }, () => sf.nextId());
     expectUnique(ids);
@@ -114,7 +116,7 @@ describe('sequence exhaustion', () => {
 
   it('in a coarse unit the wait is long: it fails with Retry-After instead', async () => {
     // 37 s bits + 10 worker + 5 reserved: 10 sequence bits, 1024 ids per second.
-    const clock = new FakeClock(T0 + 100);
+    const clock = new FakeClock({ now: T0 + 100, sleep: 'advance' });
     const sf = make(clock, { timeUnit: 's', timestampBits: 37, workerBits: 10, reservedBits: 5 }, { maxWaitMs: 500, maxSpinMs: 10 });
     expect(sf.layout.maxSequence).toBe(1023);
     const ids = await sf.take('e', 1024);
@@ -131,7 +133,7 @@ describe('sequence exhaustion', () => {
 
 describe('sequences and workers', () => {
   it('each entity has its own sequence: one exhausting does not make another wait', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const sf = make(clock, { reservedBits: 5 });
     const a = await sf.take('a', 64);
     const b = await sf.take('b', 64);
@@ -142,7 +144,7 @@ describe('sequences and workers', () => {
   });
 
   it('puts the worker id in every id and refuses one that does not fit the worker bits', () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const sf = make(clock, { workerBits: 4 }, { workerId: 15 });
     expect(sf.decompose(sf.nextId()).worker).toBe(15);
     expect(() => make(clock, { workerBits: 4 }, { workerId: 16 })).toThrow(ConfigError);
@@ -150,7 +152,7 @@ describe('sequences and workers', () => {
   });
 
   it('returns numbers while the layout fits 53 bits, and refuses once ids pass 2^53', () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     // 51 ms bits with 3 worker bits: ids stay below 2^53 for ~69 years after the epoch.
     const numbers = make(clock, { timestampBits: 51, workerBits: 3 });
     const n = numbers.nextNumber('x');
@@ -164,9 +166,9 @@ describe('sequences and workers', () => {
   });
 
   it('takeStrings gives the decimal forms, nextString the short ones', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const a = make(clock);
-    const b = make(new FakeClock(T0));
+    const b = make(new FakeClock({ now: T0, sleep: 'advance' }));
     const strings = await a.takeStrings('e', 100);
     const ids = await b.take('e', 100);
     expect(strings).toEqual(ids.map(String));
@@ -186,7 +188,7 @@ describe('lease floor and ceiling', () => {
   }
 
   it('never issues at or before the recorded last timestamp of a new grant', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const source = new Source();
     source.grant = { workerId: 3, floorMs: T0 + 20 };
     const sf = make(clock, {}, { workerId: undefined, worker: source, maxWaitMs: 5 });
@@ -204,7 +206,7 @@ describe('lease floor and ceiling', () => {
   });
 
   it('stops when there is no grant, and when the clock passes what the lease recorded', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const source = new Source();
     const sf = make(clock, {}, { workerId: undefined, worker: source });
     expect(() => sf.nextId()).toThrow(NoWorkerLeaseError);
@@ -223,7 +225,7 @@ describe('lease floor and ceiling', () => {
 describe('random clock jitter', () => {
   it('1,000,000 ids under random rollbacks and jumps are unique', () => {
     const random = seededRandom(20241120);
-    const clock = new FakeClock(T0, 0.0002); // 5,000 clock reads per ms: the 2,048 sequence numbers of a ms run out too
+    const clock = new FakeClock({ now: T0, tickMs: 0.0002, sleep: 'advance' }); // 5,000 clock reads per ms: the 2,048 sequence numbers of a ms run out too
     const sf = make(clock, {}, { maxSpinMs: 1_000 });
     const n = 1_000_000;
     const ids = new BigInt64Array(n);
@@ -246,5 +248,22 @@ describe('random clock jitter', () => {
     const bits = new Set<number>();
     for (let i = 0; i < n; i += 997) bits.add(sf.decompose(ids[i] & ((1n << 63n) - 1n)).timeBack);
     expect(bits).toEqual(new Set([0, 1]));
+  });
+});
+
+describe('Snowflake.fromEnv (public surface)', () => {
+  it('reads the worker id and layout from IDPOOL_* variables, and names IDPOOL_WORKER_ID when it is missing', () => {
+    const generator = PublicSnowflake.fromEnv({ IDPOOL_WORKER_ID: '7', IDPOOL_SNOWFLAKE_WORKER_BITS: '5' }, { clock: new FakeClock({ now: T0, sleep: 'advance' }) });
+    expect(generator.layout.settings).toMatchObject({ workerBits: 5, timeUnit: 'ms', timestampBits: 41 });
+    expect(generator.decompose(generator.nextId()).worker).toBe(7);
+    const err = (() => {
+      try {
+        PublicSnowflake.fromEnv({});
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).variable).toBe('IDPOOL_WORKER_ID');
   });
 });

@@ -17,7 +17,7 @@ function configError(fn: () => unknown): ConfigError {
   throw new Error('expected a ConfigError');
 }
 
-describe('layout bounds (DESIGN.md table)', () => {
+describe('layout bounds (docs/design.md table)', () => {
   for (const unit of UNITS) {
     const [min, max] = TIMESTAMP_BITS[unit];
     it(`${unit}: ${min} and ${max} timestamp bits are accepted, ${min - 1} and ${max + 1} refused naming the variable and range`, () => {
@@ -76,7 +76,7 @@ describe('layout bounds (DESIGN.md table)', () => {
   });
 
   it('environment values reach the same checks, naming the variable', () => {
-    const fromEnv = (env: Record<string, string>) => SnowflakeLayout.create(loadConfig({ IDPOOL_ADMIN_TOKEN: 'x'.repeat(20), ...env }).snowflake, NOW);
+    const fromEnv = (env: Record<string, string>) => SnowflakeLayout.create(loadConfig({ IDPOOL_ADMIN_TOKEN: 'x'.repeat(32), ...env }).snowflake, NOW);
     expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_TIME_UNIT: 's', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '30' })).message).toMatch(/^IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: .*31 to 55.* unit s/);
     expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_TIME_UNIT: 'week' })).variable).toBe('IDPOOL_SNOWFLAKE_TIME_UNIT');
     expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_EPOCH: '2999-01-01T00:00:00Z' })).variable).toBe('IDPOOL_SNOWFLAKE_EPOCH');

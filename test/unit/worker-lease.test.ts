@@ -4,13 +4,13 @@ import { NoWorkerLeaseError } from '../../src/snowflake/errors';
 import { Snowflake } from '../../src/snowflake/snowflake';
 import { FakeWorkerStore } from '../../src/worker/fake-worker-store';
 import { ClockSkewError, WorkerLease, type WorkerLeaseOptions } from '../../src/worker/lease';
-import { FakeClock } from './snowflake-fake-clock';
+import { FakeClock } from '../support/clock';
 
 const T0 = Date.UTC(2025, 5, 1, 12, 0, 0);
 const TIMING = { ttlMs: 10_000, marginMs: 2_000, heartbeatSeconds: 2, maxClockSkewMs: 1_000 };
 
 function setup() {
-  const clock = new FakeClock(T0);
+  const clock = new FakeClock({ now: T0, sleep: 'advance' });
   const store = new FakeWorkerStore(() => clock.wall);
   const lease = (overrides: Partial<WorkerLeaseOptions> = {}) =>
     new WorkerLease({ ...TIMING, store, clock, log: silentLogger, min: 1, max: 3, preferSameCode: false, code: '10.0.0.1:8080#aa:bb', ...overrides });
@@ -144,7 +144,7 @@ describe('WorkerLease', () => {
   });
 
   it('refuses to start when the local clock and the database clock differ by more than the allowed skew', async () => {
-    const clock = new FakeClock(T0);
+    const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const skewed = new FakeWorkerStore(() => clock.wall + 5_000);
     const l = new WorkerLease({ ...TIMING, store: skewed, clock, log: silentLogger, min: 1, max: 3, preferSameCode: false, code: 'x' });
     const err = await l.start().catch((e) => e);

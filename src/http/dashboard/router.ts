@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import express, { type Router } from 'express';
 import { NotFoundError } from '../../errors';
 
-const ASSETS: Record<string, string> = {
-  'dashboard.js': 'text/javascript; charset=utf-8',
-  'dashboard.css': 'text/css; charset=utf-8',
-};
+/** Content types of the assets; a Map, so a name like `constructor` is not found on a prototype. */
+const ASSETS = new Map([
+  ['dashboard.js', 'text/javascript; charset=utf-8'],
+  ['dashboard.css', 'text/css; charset=utf-8'],
+]);
 
 // Scripts and styles only from this origin, no inline code, data only from
 // this origin: an entity name can never become markup or script.
@@ -22,7 +23,7 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-sr
 export function dashboardRouter(): Router {
   const dir = join(__dirname, 'assets');
   const files = new Map<string, string>();
-  for (const name of ['index.html', ...Object.keys(ASSETS)]) files.set(name, readFileSync(join(dir, name), 'utf8'));
+  for (const name of ['index.html', ...ASSETS.keys()]) files.set(name, readFileSync(join(dir, name), 'utf8'));
   const router = express.Router({ strict: false });
   const security = (res: express.Response) => {
     res.setHeader('Content-Security-Policy', CSP);
@@ -36,7 +37,7 @@ export function dashboardRouter(): Router {
   });
   router.get('/:asset', (req, res) => {
     const asset = req.params.asset as string;
-    const type = ASSETS[asset];
+    const type = ASSETS.get(asset);
     if (!type) throw new NotFoundError(`no dashboard asset ${asset}`);
     security(res);
     res.setHeader('Content-Type', type);

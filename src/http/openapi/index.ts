@@ -1,4 +1,4 @@
-import { apiPaths } from './paths';
+import { apiPaths, apiTags } from './paths';
 import { componentSchemas } from './schemas';
 
 /**
@@ -18,13 +18,21 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
       title: 'idpool',
       version,
       description: 'Unique, increasing 64-bit ids for many services at once. Ids travel as decimal strings. Errors are `{"error": {"code", "message"}}`.',
+      // Self-hosted: whoever runs the instance answers for it.
+      contact: { name: 'The operators of this idpool instance' },
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    // Relative: the paths are on the instance that served this document.
+    servers: [{ url: '/', description: 'The instance that served this document.' }],
+    tags: apiTags,
     components: {
       schemas: componentSchemas(),
       securitySchemes: {
         adminToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_ADMIN_TOKEN' },
-        appSecret: { type: 'http', scheme: 'bearer', description: 'The secret returned when the entity was registered (or rotated).' },
+        opsToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_OPS_TOKEN: read-only, for GET /admin/* and /metrics; writes get 403.' },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_METRICS_TOKEN, for /metrics only; /metrics is open when it is unset.' },
+        entitySecret: { type: 'http', scheme: 'bearer', description: 'The secret returned when the entity was registered (or rotated).' },
       },
     },
     paths: apiPaths(),

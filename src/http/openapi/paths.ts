@@ -1,6 +1,15 @@
-import { E, type Schema, admin, appSecret, json, keyParam, ref, retryAfter } from './parts';
+import { E, type Schema, admin, adminRead, entityKey, entitySecret, int32, json, keyParam, metricsToken, ref, retryAfter } from './parts';
 
 // The document's `paths`, one function per route group (as src/http/routes).
+// Every operation has an `operationId`: generated clients use it as the
+// method name, so it never changes once published.
+
+/** The tags operations are grouped under, in the order the document lists them. */
+export const apiTags = [
+  { name: 'ids', description: "Take ids and explain them, behind the entity's secret." },
+  { name: 'admin', description: 'Register, list, change and retire entities, behind the admin token.' },
+  { name: 'ops', description: 'What operators and their tools read: probes, metrics, worker leases, the overview and dashboard, this document.' },
+];
 
 /** Every path, in the order the document lists them. */
 export function apiPaths(): Record<string, Schema> {
@@ -12,24 +21,45 @@ function idPaths(): Record<string, Schema> {
   return {
     '/apps/{key}/ids': {
       post: {
+        operationId: 'takeIds',
+        tags: ['ids'],
         summary: 'Take ids',
-        description: 'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing.',
-        security: appSecret,
+        description:
+          'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing. `count` comes from the body or `?count=` (default 1), at most the entity `maxSizePerTimes`.',
+        security: entitySecret,
         parameters: [
           keyParam,
-          { name: 'count', in: 'query', required: false, schema: { type: 'integer', minimum: 1 }, description: 'Alternative to the body.' },
-          { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 128 }, description: 'A retry with the same key gets the same ids for a short time.' },
+          { name: 'count', in: 'query', required: false, schema: int32(1), description: 'Alternative to the body.' },
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[\\x20-\\x7e]+$' },
+            description: 'Printable ASCII. A retry with the same key gets the same ids for a short time.',
+          },
         ],
         requestBody: { required: false, content: json(ref('TakeRequest')) },
-        responses: { 200: { description: 'The ids.', content: json(ref('Ids')) }, 400: E[400], 401: E[401], 404: E[404], 409: E[409], 413: E[413], 429: E[429], 503: E[503] },
+        responses: {
+          200: { description: 'The ids (with `Idempotent-Replayed: true` when they repeat an earlier answer to the same `Idempotency-Key`).', content: json(ref('Ids')) },
+          400: E[400],
+          401: E.entity401,
+          404: E[404],
+          409: E.take409,
+          413: E[413],
+          429: E.take429,
+          503: E.take503,
+        },
       },
     },
     '/apps/{key}/ids/{id}': {
       get: {
+        operationId: 'explainId',
+        tags: ['ids'],
         summary: 'Explain a snowflake id',
-        security: appSecret,
-        parameters: [keyParam, { name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-        responses: { 200: { description: 'Its parts.', content: json(ref('DecodedId')) }, 400: E[400], 401: E[401], 404: E[404] },
+        description: 'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued; 400 for an id this layout cannot have made, or an entity of another mode.',
+        security: entitySecret,
+        parameters: [keyParam, { name: 'id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 64 }, description: 'The id as issued (a decimal string).' }],
+        responses: { 200: { description: 'Its parts.', content: json(ref('DecodedId')) }, 400: E[400], 401: E.entity401, 429: E[429], 503: E[503] },
       },
     },
   };
@@ -40,33 +70,34 @@ function adminListPaths(): Record<string, Schema> {
   return {
     '/admin/apps': {
       post: {
+        operationId: 'registerEntity',
+        tags: ['admin'],
         summary: 'Register an entity',
+        description: 'Creates the entity and its secret. The secret is in this answer only; store it (rotate it with `rotateSecret` if lost).',
         security: admin,
         requestBody: { required: true, content: json(ref('RegisterRequest')) },
-        responses: { 201: { description: 'Registered; `secret` is shown only here.', content: json(ref('RegisteredApp')) }, 400: E[400], 401: E[401], 409: E[409], 413: E[413], 503: E[503] },
-      },
-      get: {
-        summary: 'List live entities, a page at a time',
-        description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
-        security: admin,
-        parameters: [
-          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, description: 'Entities per page.' },
-          { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' }, description: 'Start after this key: the `next` of the previous page.' },
-        ],
         responses: {
-          200: {
-            description: 'One page of live entities.',
-            content: json({
-              type: 'object',
-              required: ['apps', 'next'],
-              additionalProperties: false,
-              properties: { apps: { type: 'array', maxItems: 1000, items: ref('App') }, next: { type: ['string', 'null'], description: 'Key to pass as `after` for the next page; null on the last page.' } },
-            }),
-          },
+          201: { description: 'Registered; `secret` is shown only here.', content: json(ref('RegisteredEntity')) },
           400: E[400],
           401: E[401],
+          403: E[403],
+          409: E[409],
+          413: E[413],
+          429: E[429],
           503: E[503],
         },
+      },
+      get: {
+        operationId: 'listEntities',
+        tags: ['admin'],
+        summary: 'List live entities, a page at a time',
+        description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
+        security: adminRead,
+        parameters: [
+          { name: 'limit', in: 'query', required: false, schema: { ...int32(1, 1000), default: 100 }, description: 'Entities per page.' },
+          { name: 'after', in: 'query', required: false, schema: entityKey, description: 'Start after this key: the `next` of the previous page.' },
+        ],
+        responses: { 200: { description: 'One page of live entities.', content: json(ref('EntityPage')) }, 400: E[400], 401: E[401], 429: E[429], 503: E[503] },
       },
     },
   };
@@ -77,31 +108,52 @@ function adminEntityPaths(): Record<string, Schema> {
   return {
     '/admin/apps/{key}': {
       get: {
+        operationId: 'getEntity',
+        tags: ['admin'],
         summary: 'Show an entity',
-        security: admin,
+        description: 'Its configuration (never the secret), `currentOffset` and, for segment entities, its pool.',
+        security: adminRead,
         parameters: [keyParam],
-        responses: { 200: { description: 'Its configuration and pool.', content: json(ref('App')) }, 400: E[400], 401: E[401], 404: E[404], 503: E[503] },
+        responses: { 200: { description: 'Its configuration and pool.', content: json(ref('Entity')) }, 400: E[400], 401: E[401], 404: E[404], 429: E[429], 503: E[503] },
       },
       patch: {
+        operationId: 'updateEntity',
+        tags: ['admin'],
         summary: 'Change step, sizes, limits or name',
+        description: 'Only the fields given change; the key, mode and start offset are fixed at registration.',
         security: admin,
         parameters: [keyParam],
         requestBody: { required: true, content: json(ref('UpdateRequest')) },
-        responses: { 200: { description: 'The new configuration.', content: json(ref('App')) }, 400: E[400], 401: E[401], 404: E[404], 503: E[503] },
+        responses: {
+          200: { description: 'The new configuration.', content: json(ref('Entity')) },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          413: E[413],
+          429: E[429],
+          503: E[503],
+        },
       },
       delete: {
-        summary: 'Retire an entity (its ids are never reissued, its key never reused)',
+        operationId: 'retireEntity',
+        tags: ['admin'],
+        summary: 'Retire an entity',
+        description: 'A soft delete: the entity stops answering, its ids are never reissued and its key is never reused.',
         security: admin,
         parameters: [keyParam],
-        responses: { 204: { description: 'Retired.' }, 400: E[400], 401: E[401], 404: E[404], 503: E[503] },
+        responses: { 204: { description: 'Retired.' }, 400: E[400], 401: E[401], 403: E[403], 404: E[404], 429: E[429], 503: E[503] },
       },
     },
     '/admin/apps/{key}/secret': {
       post: {
+        operationId: 'rotateSecret',
+        tags: ['admin'],
         summary: 'Rotate the secret',
+        description: 'A new secret for the entity; the old one stops working at once.',
         security: admin,
         parameters: [keyParam],
-        responses: { 200: { description: 'The new secret (the old one stops working).', content: json(ref('Secret')) }, 400: E[400], 401: E[401], 404: E[404], 503: E[503] },
+        responses: { 200: { description: 'The new secret.', content: json(ref('Secret')) }, 400: E[400], 401: E[401], 403: E[403], 404: E[404], 429: E[429], 503: E[503] },
       },
     },
   };
@@ -112,21 +164,26 @@ function adminOpsPaths(): Record<string, Schema> {
   return {
     '/admin/workers': {
       get: {
+        operationId: 'listWorkers',
+        tags: ['ops'],
         summary: 'Worker leases (snowflake)',
-        security: admin,
-        responses: { 200: { description: 'Every worker row.', content: json({ type: 'object', required: ['workers'], additionalProperties: false, properties: { workers: { type: 'array', items: ref('Worker') } } }) }, 401: E[401], 503: E[503] },
+        description: 'Every worker row: which instance holds each worker id, its last heartbeat and last timestamp.',
+        security: adminRead,
+        responses: { 200: { description: 'Every worker row.', content: json(ref('WorkerList')) }, 401: E[401], 429: E[429], 503: E[503] },
       },
     },
     '/admin/ops': {
       get: {
-        summary: 'Pools, take rates, forecasts, leases and recent alarms (what the dashboard shows)',
-        description: 'The busiest `limit` entities, or the busiest of those whose key contains `q`.',
-        security: admin,
+        operationId: 'opsOverview',
+        tags: ['ops'],
+        summary: 'Pools, take rates, forecasts, leases and recent alarms',
+        description: 'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
+        security: adminRead,
         parameters: [
-          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 }, description: 'Entities to show.' },
-          { name: 'q', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,64}$' }, description: 'Show only entities whose key contains this.' },
+          { name: 'limit', in: 'query', required: false, schema: { ...int32(1, 1000), default: 50 }, description: 'Entities to show.' },
+          { name: 'q', in: 'query', required: false, schema: { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9_.-]*$' }, description: 'Show only entities whose key contains this.' },
         ],
-        responses: { 200: { description: 'The overview.', content: json(ref('OpsOverview')) }, 400: E[400], 401: E[401], 404: E[404] },
+        responses: { 200: { description: 'The overview.', content: json(ref('OpsOverview')) }, 400: E[400], 401: E[401], 404: E[404], 429: E[429], 503: E[503] },
       },
     },
   };
@@ -137,15 +194,20 @@ function dashboardPaths(): Record<string, Schema> {
   return {
     '/admin/ui': {
       get: {
+        operationId: 'dashboardPage',
+        tags: ['ops'],
         summary: 'Dashboard page',
-        description: 'Public HTML shell with no data in it; it asks for the admin token and reads `/admin/ops` with it.',
+        description: 'Public HTML shell with no data in it; it asks for the ops (or admin) token and reads `/admin/ops` with it.',
         responses: { 200: { description: 'HTML.', content: { 'text/html': { schema: { type: 'string' } } } } },
       },
     },
     '/admin/ui/{asset}': {
       get: {
+        operationId: 'dashboardAsset',
+        tags: ['ops'],
         summary: 'Dashboard script and style',
-        parameters: [{ name: 'asset', in: 'path', required: true, schema: { type: 'string', enum: ['dashboard.js', 'dashboard.css'] } }],
+        description: "The dashboard page's script and style sheet, public as the page is.",
+        parameters: [{ name: 'asset', in: 'path', required: true, schema: { type: 'string', enum: ['dashboard.js', 'dashboard.css'] }, description: 'File name.' }],
         responses: {
           200: { description: 'The asset.', content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } } },
           404: E[404],
@@ -158,10 +220,21 @@ function dashboardPaths(): Record<string, Schema> {
 /** Liveness, readiness, metrics and this document. */
 function probePaths(): Record<string, Schema> {
   return {
-    '/healthz': { get: { summary: 'Liveness: the process answers', responses: { 200: { description: 'Alive.', content: json(ref('Health')) } } } },
+    '/healthz': {
+      get: {
+        operationId: 'healthz',
+        tags: ['ops'],
+        summary: 'Liveness: the process answers',
+        description: 'Always 200 while the process runs; it checks no dependency (that is `/readyz`).',
+        responses: { 200: { description: 'Alive.', content: json(ref('Health')) } },
+      },
+    },
     '/readyz': {
       get: {
+        operationId: 'readyz',
+        tags: ['ops'],
         summary: 'Readiness: database, Redis and lease usable',
+        description: 'Each dependency checked, failures reduced to their kind (no connection strings). 503 while any is unusable or the process shuts down.',
         responses: {
           200: { description: 'Ready.', content: json(ref('Readiness')) },
           503: { description: 'Not ready; `reason` says why.', headers: retryAfter, content: json(ref('Readiness')) },
@@ -170,12 +243,22 @@ function probePaths(): Record<string, Schema> {
     },
     '/metrics': {
       get: {
+        operationId: 'metrics',
+        tags: ['ops'],
         summary: 'Prometheus metrics, forecasts included',
+        description: 'Per-entity series for the most active entities, totals for all. Behind `IDPOOL_METRICS_TOKEN` when it is set; 404 when metrics are not enabled.',
+        security: metricsToken,
         responses: { 200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } }, 401: E[401], 404: E[404], 429: E[429] },
       },
     },
     '/openapi.json': {
-      get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object', required: ['openapi', 'paths'] }) } } },
+      get: {
+        operationId: 'openapi',
+        tags: ['ops'],
+        summary: 'This document',
+        description: 'The OpenAPI 3.1 description of every route, public; generate a client from it.',
+        responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object', required: ['openapi', 'paths'] }) } },
+      },
     },
   };
 }

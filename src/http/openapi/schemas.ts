@@ -1,5 +1,5 @@
 import { LIMITS, registerSchema, updateSchema } from '../../entities/entity';
-import { type Schema, decimalId, fromZod, isoDate, nullableNumber, ref } from './parts';
+import { type Schema, decimalId, entityKey, fromZod, int32, isoDate, nullableNumber, ref, secret, unixMs } from './parts';
 
 // The document's named schemas (`components.schemas`), one function per
 // part of the API they describe.
@@ -30,7 +30,7 @@ function idSchemas(): Record<string, Schema> {
           required: ['code', 'message'],
           additionalProperties: false,
           properties: {
-            code: { type: 'string', enum: ['invalid_request', 'unauthorized', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'pool_exhausted', 'unavailable', 'internal'] },
+            code: { type: 'string', enum: ['invalid_request', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'pool_exhausted', 'unavailable', 'internal'] },
             message: { type: 'string' },
           },
         },
@@ -39,7 +39,7 @@ function idSchemas(): Record<string, Schema> {
     TakeRequest: {
       type: 'object',
       additionalProperties: false,
-      properties: { count: { type: 'integer', minimum: 1, maximum: LIMITS.maxSizePerTimes, default: 1, description: 'At most the entity maxSizePerTimes.' } },
+      properties: { count: int32(1, LIMITS.maxSizePerTimes, 'At most the entity maxSizePerTimes. Default: 1.') },
     },
     Ids: {
       type: 'object',
@@ -49,15 +49,16 @@ function idSchemas(): Record<string, Schema> {
     },
     DecodedId: {
       type: 'object',
-      required: ['id', 'timestamp', 'worker', 'timeBack', 'sequence', 'reserved'],
-      description: 'The parts of a snowflake id; further explanatory fields (such as the time as a date) may be present.',
+      required: ['id', 'timestamp', 'timestampMs', 'worker', 'timeBack', 'sequence', 'reserved'],
+      description: 'The parts of a snowflake id; further explanatory fields may be present.',
       properties: {
         id: decimalId,
-        timestamp: { type: ['integer', 'string'] },
-        worker: { type: 'integer', minimum: 0 },
-        timeBack: { type: 'integer', enum: [0, 1] },
-        sequence: { type: 'integer', minimum: 0 },
-        reserved: { type: 'integer', minimum: 0 },
+        timestamp: { ...isoDate, description: 'Start of the time unit the id was made in.' },
+        timestampMs: unixMs,
+        worker: int32(0),
+        timeBack: { type: 'integer', format: 'int32', enum: [0, 1] },
+        sequence: int32(0),
+        reserved: int32(0),
       },
     },
   };
@@ -68,21 +69,21 @@ function entitySchemas(): Record<string, Schema> {
   return {
     RegisterRequest: fromZod(registerSchema),
     UpdateRequest: fromZod(updateSchema),
-    AppFields: {
+    EntityFields: {
       type: 'object',
-      description: 'Fields shared by App and RegisteredApp (no additional-property rule here, so both can close it).',
+      description: 'Fields shared by Entity and RegisteredEntity (no additional-property rule here, so both can close it).',
       required: ['key', 'name', 'mode', 'startOffset', 'step', 'maxSizePerTimes', 'maxSizePerSecond', 'minSizePercent', 'maxPoolSize', 'interval', 'createTime', 'updateTime', 'currentOffset'],
       properties: {
-        key: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
-        name: { type: 'string' },
+        key: entityKey,
+        name: { type: 'string', maxLength: 128 },
         mode: { type: 'string', enum: ['monotonic', 'trend', 'snowflake'] },
         startOffset: decimalId,
-        step: { type: 'integer', minimum: 1 },
-        maxSizePerTimes: { type: 'integer', minimum: 1 },
-        maxSizePerSecond: { type: 'integer', minimum: 0 },
-        minSizePercent: { type: 'integer', minimum: 1, maximum: 99 },
-        maxPoolSize: { type: 'integer', minimum: 1 },
-        interval: { type: 'integer', description: 'least ms between two refill checks of this entity (default: the refill tick)' },
+        step: int32(1, LIMITS.step),
+        maxSizePerTimes: int32(1, LIMITS.maxSizePerTimes),
+        maxSizePerSecond: int32(0, LIMITS.maxSizePerSecond, '0 = unlimited.'),
+        minSizePercent: int32(1, 99),
+        maxPoolSize: int32(1, LIMITS.maxPoolSize),
+        interval: int32(0, undefined, 'Least ms between two refill checks of this entity (default: the refill tick).'),
         createTime: isoDate,
         updateTime: isoDate,
         currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },
@@ -91,18 +92,27 @@ function entitySchemas(): Record<string, Schema> {
           description: 'Segment entities only.',
           required: ['size', 'target', 'max', 'lowWatermark'],
           additionalProperties: false,
-          properties: { size: { type: 'integer', minimum: 0 }, target: { type: 'integer', minimum: 1 }, max: { type: 'integer' }, lowWatermark: { type: 'integer' } },
+          properties: { size: int32(0), target: int32(1), max: int32(1), lowWatermark: int32(0) },
         },
       },
     },
-    App: { allOf: [ref('AppFields')], unevaluatedProperties: false },
-    RegisteredApp: {
-      allOf: [ref('AppFields')],
+    Entity: { allOf: [ref('EntityFields')], unevaluatedProperties: false },
+    RegisteredEntity: {
+      allOf: [ref('EntityFields')],
       required: ['secret'],
-      properties: { secret: { type: 'string', description: 'Shown once; send as `Authorization: Bearer <secret>`.' } },
+      properties: { secret: { ...secret, description: 'Shown once; send as `Authorization: Bearer <secret>`.' } },
       unevaluatedProperties: false,
     },
-    Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret: { type: 'string' } } },
+    EntityPage: {
+      type: 'object',
+      required: ['apps', 'next'],
+      additionalProperties: false,
+      properties: {
+        apps: { type: 'array', maxItems: 1000, items: ref('Entity') },
+        next: { anyOf: [entityKey, { type: 'null' }], description: 'Key to pass as `after` for the next page; null on the last page.' },
+      },
+    },
+    Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret } },
   };
 }
 
@@ -112,14 +122,18 @@ function workerAndProbeSchemas(): Record<string, Schema> {
     Worker: {
       type: 'object',
       required: ['workerId', 'code', 'heartbeatAt', 'lastTimestamp', 'live'],
+      description: 'One worker id lease; further fields may be present.',
       properties: {
-        workerId: { type: 'integer', minimum: 0 },
-        code: { type: ['string', 'null'] },
+        workerId: int32(0),
+        code: { type: ['string', 'null'], description: 'The instance holding or last holding the lease.' },
+        leaseVersion: { type: 'integer', format: 'int64', minimum: 0, description: 'Bumped by every acquisition.' },
         heartbeatAt: { anyOf: [isoDate, { type: 'null' }] },
-        lastTimestamp: { type: ['integer', 'string', 'null'] },
+        lastTimestamp: { anyOf: [isoDate, { type: 'null' }], description: 'Time up to which the holder may have made ids; the next holder starts after it.' },
         live: { type: 'boolean' },
+        self: { type: 'boolean', description: 'The answering instance holds this lease.' },
       },
     },
+    WorkerList: { type: 'object', required: ['workers'], additionalProperties: false, properties: { workers: { type: 'array', items: ref('Worker') } } },
     Health: { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: 'ok' } } },
     Readiness: {
       type: 'object',
@@ -129,6 +143,19 @@ function workerAndProbeSchemas(): Record<string, Schema> {
         status: { type: 'string', enum: ['ready', 'not_ready'] },
         reason: { type: 'string', description: 'Why not ready (present on 503).' },
         checks: { type: 'object', additionalProperties: { type: 'string' }, description: '"ok" or what failed, per dependency.' },
+        sampling: ref('Sampling'),
+      },
+    },
+    Sampling: {
+      type: 'object',
+      description: 'How current the ops sampler (dashboard rows, pool gauges, pool alarms) is. Informational: it does not change readiness.',
+      required: ['ok', 'oldestSampleAgeSeconds', 'roundSeconds', 'staleEntities'],
+      additionalProperties: false,
+      properties: {
+        ok: { type: 'boolean', description: 'Every segment entity sampled within two rounds.' },
+        oldestSampleAgeSeconds: { type: 'number', minimum: 0 },
+        roundSeconds: { type: 'number', minimum: 0, description: 'Seconds one round over every entity takes (1,000 entities a sampling run).' },
+        staleEntities: int32(0),
       },
     },
   };
@@ -142,7 +169,7 @@ function alarmSchema(): Schema {
     properties: {
       name: { type: 'string' },
       severity: { type: 'string', enum: ['warning', 'critical'] },
-      entityKey: { type: 'string' },
+      entityKey,
       message: { type: 'string' },
       details: { type: 'object' },
       at: isoDate,
@@ -156,16 +183,16 @@ function alarmSchema(): Schema {
 function entityOverviewSchema(): Schema {
   return {
     type: 'object',
-    required: ['key', 'mode', 'pool', 'currentOffset', 'highestId', 'takePerSecond', 'reservePerSecond', 'forecast', 'history'],
+    required: ['key', 'mode', 'pool', 'currentOffset', 'highestId', 'takePerSecond', 'reservePerSecond', 'forecast', 'history', 'sampledAt', 'stale'],
     additionalProperties: false,
     properties: {
-      key: { type: 'string' },
+      key: entityKey,
       mode: { type: 'string', enum: ['monotonic', 'trend'] },
       pool: {
         type: 'object',
         required: ['size', 'target', 'max', 'lowWatermark', 'fillPercent'],
         additionalProperties: false,
-        properties: { size: { type: 'integer' }, target: { type: 'integer' }, max: { type: 'integer' }, lowWatermark: { type: 'integer' }, fillPercent: { type: 'number' } },
+        properties: { size: int32(0), target: int32(0), max: int32(0), lowWatermark: int32(0), fillPercent: { type: 'number', format: 'double' } },
       },
       currentOffset: decimalId,
       highestId: { anyOf: [decimalId, { type: 'null' }] },
@@ -184,9 +211,11 @@ function entityOverviewSchema(): Schema {
           type: 'object',
           required: ['t', 'size', 'takePerSecond'],
           additionalProperties: false,
-          properties: { t: { type: 'integer', description: 'Unix ms' }, size: { type: 'integer' }, takePerSecond: { type: 'number' } },
+          properties: { t: unixMs, size: int32(0), takePerSecond: { type: 'number', format: 'double', minimum: 0 } },
         },
       },
+      sampledAt: { anyOf: [unixMs, { type: 'null' }], description: 'Unix ms of the last sample; null before the first.' },
+      stale: { type: 'boolean', description: 'Not sampled within two sampling rounds: the values are the last ones read, not current.' },
     },
   };
 }
@@ -198,7 +227,7 @@ function snowflakeEntityOverviewSchema(): Schema {
     required: ['key', 'mode', 'takePerSecond'],
     additionalProperties: false,
     properties: {
-      key: { type: 'string' },
+      key: entityKey,
       mode: { type: 'string', enum: ['snowflake'] },
       takePerSecond: { type: 'number', minimum: 0, description: 'Ids per second served by the answering instance (each instance makes its own snowflake ids).' },
     },
@@ -209,12 +238,12 @@ function snowflakeEntityOverviewSchema(): Schema {
 function opsOverviewSchema(): Schema {
   return {
     type: 'object',
-    required: ['at', 'entityCount', 'matching', 'entities', 'snowflake', 'workers', 'alarms'],
+    required: ['at', 'entityCount', 'matching', 'entities', 'snowflake', 'sampling', 'workers', 'alarms'],
     additionalProperties: false,
     properties: {
       at: isoDate,
-      entityCount: { type: 'integer', minimum: 0, description: 'Live entities in all.' },
-      matching: { type: 'integer', minimum: 0, description: 'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.' },
+      entityCount: int32(0, undefined, 'Live entities in all.'),
+      matching: int32(0, undefined, 'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.'),
       entities: { type: 'array', items: { anyOf: [ref('EntityOverview'), ref('SnowflakeEntityOverview')] }, description: 'Busiest first (take rate), then by key.' },
       snowflake: {
         anyOf: [
@@ -222,17 +251,19 @@ function opsOverviewSchema(): Schema {
             type: 'object',
             required: ['timeExhaustedAt', 'jsSafeLimitAt'],
             additionalProperties: false,
-            properties: { timeExhaustedAt: isoDate, jsSafeLimitAt: { anyOf: [isoDate, { type: 'null' }] } },
+            description: 'null dates: past the last date JavaScript can show (year 275760), i.e. never.',
+            properties: { timeExhaustedAt: { anyOf: [isoDate, { type: 'null' }] }, jsSafeLimitAt: { anyOf: [isoDate, { type: 'null' }] } },
           },
           { type: 'null' },
         ],
       },
+      sampling: ref('Sampling'),
       workers: { type: 'array', items: ref('Worker'), description: 'Live worker leases only.' },
       alarms: {
         type: 'object',
         required: ['active', 'recent'],
         additionalProperties: false,
-        properties: { active: { type: 'integer', minimum: 0 }, recent: { type: 'array', items: ref('Alarm') } },
+        properties: { active: int32(0), recent: { type: 'array', items: ref('Alarm') } },
       },
     },
   };

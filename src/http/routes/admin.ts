@@ -33,7 +33,7 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
 
   router.post('/apps', async (req, res) => {
     const input = parseBody(registerSchema, req.body);
-    const { app: created, secret } = await deps.registry.register(input);
+    const { entity: created, secret } = await deps.registry.register(input);
     // Described as inserted: no SQL query or Redis round trip on the registration path.
     const [view] = await withPools(deps, [created], 'just registered');
     res.status(201).json({ ...view, secret });
@@ -42,7 +42,7 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   router.get('/apps', async (req, res) => {
     const { after, limit } = pageParams(req);
     const page = deps.registry.page(after, limit);
-    res.json({ apps: await withPools(deps, page.apps), next: page.next });
+    res.json({ apps: await withPools(deps, page.entities), next: page.next });
   });
 
   router.get('/apps/:key', async (req, res) => {
@@ -89,7 +89,8 @@ async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fres
   const [offsets, sizes] = fresh
     ? [new Map(entities.map((e) => [e.key, e.startOffset])), pooled.map(() => 0)]
     : await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
-  const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
+  // The page answers whole or not at all: one unreadable pool is a dependency fault (503).
+  const sizeOf = new Map(pooled.map((e, i) => [e.key, orThrow(sizes[i])]));
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
@@ -98,4 +99,9 @@ async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fres
     }
     return view;
   });
+}
+
+function orThrow<T>(value: T | Error): T {
+  if (value instanceof Error) throw value;
+  return value;
 }

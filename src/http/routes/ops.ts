@@ -1,12 +1,16 @@
 import type { IRouter } from 'express';
+import { systemClock } from '../../clock';
 import { NotFoundError } from '../../errors';
 import type { HttpDeps, ReadinessReport } from '../deps';
 import type { Guards } from '../guards';
 import { openApiDocument } from '../openapi';
-import { publicCheck } from '../readiness';
+import { publicCheck, sharedCheck } from '../readiness';
 
 /** What the operations routes use of the app's dependencies. */
-export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToken'>;
+export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToken' | 'draining' | 'clock'>;
+
+/** `/readyz` answers from a check at most this old (ms): probes every few seconds still see a fresh one. */
+const READINESS_TTL_MS = 1000;
 
 /** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` (on the app itself, as the id routes). */
 export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick<Guards, 'requireToken'>): void {
@@ -14,14 +18,16 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
     res.json({ status: 'ok' });
   });
 
+  const readiness = sharedCheck(deps.readiness, deps.clock ?? systemClock, READINESS_TTL_MS);
   app.get('/readyz', async (_req, res) => {
-    const report = await deps.readiness();
+    // Shutting down is reported at once, so load balancers stop sending here first.
+    const report = await (deps.draining?.() ? deps.readiness() : readiness());
     if (!report.ready) res.setHeader('Retry-After', '1');
     res.status(report.ready ? 200 : 503).json(readinessBody(report));
   });
 
   app.get('/metrics', async (req, res) => {
-    if (deps.metricsToken !== undefined) await guards.requireToken(req, deps.metricsToken, 'invalid metrics token');
+    if (deps.metricsToken !== undefined) await guards.requireToken(req, ['metrics', 'ops'], 'invalid metrics token');
     if (!deps.metrics) throw new NotFoundError('metrics are not enabled');
     const { contentType, body } = await deps.metrics();
     res.setHeader('Content-Type', contentType);
@@ -39,5 +45,5 @@ function readinessBody(report: ReadinessReport): Record<string, unknown> {
   const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(k, v)]));
   const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
   const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
-  return { status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks };
+  return { status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks, ...(report.sampling ? { sampling: report.sampling } : {}) };
 }

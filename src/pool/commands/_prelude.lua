@@ -4,10 +4,11 @@
   one file per function (`<name>-<numKeys>.lua`), loaded by every instance
   with FUNCTION LOAD REPLACE.
 
-  Every function first checks that the pool was filled in the epoch of the
-  Redis server answering now, `run_id:master_replid` (DESIGN.md invariant
-  4): a restarted server (AOF that lost its last second, an older RDB
-  snapshot) has a new run_id; a promoted server has a new master_replid, and
+  Every pool function first checks that the pool was filled in the epoch of
+  the Redis server answering now, `run_id:master_replid` (docs/design.md
+  invariant 4; idpool_rate_limit and idpool_store_answer touch no pool): a
+  restarted server (AOF that lost its last second, an older RDB snapshot)
+  has a new run_id; a promoted server has a new master_replid, and
   one that resynced from another server before its promotion holds that
   server's older copy of every pool. Either way the pool may hold ids
   already handed out.
@@ -36,6 +37,26 @@ local function epoch()
   return currentRunId .. ':' .. string.match(rcall('INFO', 'replication'), 'master_replid:(%x+)')
 end
 
+-- The per-second counter (`prefix` .. the Redis server's current second) if
+-- `count` more ids fit under `limit`; otherwise nil and the ms left in this
+-- second. The Redis clock, so every instance counts the same second.
+local function rateWindow(prefix, count, limit)
+  local now = rcall('TIME')
+  local key = prefix .. now[1]
+  local used = tonumber(rcall('GET', key) or '0')
+  if used + count > limit then
+    return nil, 1000 - math.floor(tonumber(now[2]) / 1000)
+  end
+  return key
+end
+
+-- Counts `count` ids in a counter of rateWindow. Two seconds: the counter
+-- outlives its second, and nobody reads it after.
+local function countRate(key, count)
+  rcall('INCRBY', key, count)
+  rcall('PEXPIRE', key, 2000)
+end
+
 -- Ids may exceed 2^53, so they stay decimal strings: longer is larger.
 local function greater(a, b)
   if #a ~= #b then return #a > #b end
@@ -44,7 +65,7 @@ end
 
 -- The checks every push makes before writing: the pool belongs to the server
 -- answering now's epoch (KEYS[3]), and the segment's lowest id is above the fence
--- (KEYS[2]). Returns -2 (server changed) or -4 (fenced) when refused.
+-- (KEYS[2]). Returns -2 (epoch changed) or -4 (fenced) when refused.
 local function refusePush(KEYS, lowest)
   if rcall('GET', KEYS[3]) ~= epoch() then
     return -2

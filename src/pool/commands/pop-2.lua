@@ -10,7 +10,7 @@
 
   Input:
     KEYS[1] ids list
-    KEYS[2] server marker
+    KEYS[2] epoch marker
     ARGV[1] count
 
   Output:

@@ -7,7 +7,7 @@
   Input:
     KEYS[1] ids list
     KEYS[2] fence (highest id ever pushed, decimal)
-    KEYS[3] server marker
+    KEYS[3] epoch marker
     KEYS[4] pushed counter (ids pushed in this epoch; pushed - size = ids taken, by any pop)
     ARGV[1] lowest id of the segment (decimal)
     ARGV[2] highest id of the segment (decimal)
@@ -15,7 +15,7 @@
 
   Output:
     size of the pool after the push
-    -2  server changed: the pool must be reset before anything is pushed
+    -2  epoch changed: the pool must be reset before anything is pushed
     -4  refused by the fence: a newer segment was pushed already
 ]]
 local function push(KEYS, ARGV)

@@ -9,7 +9,7 @@
   Input:
     KEYS[1] ids list
     KEYS[2] fence (highest id ever pushed, decimal)
-    KEYS[3] server marker
+    KEYS[3] epoch marker
     KEYS[4] pushed counter (ids pushed in this epoch; pushed - size = ids taken, by any pop)
     ARGV[1] lowest id (decimal)
     ARGV[2] highest id (decimal)
@@ -20,7 +20,7 @@
 
   Output:
     size of the pool after the push
-    -2  server changed: the pool must be reset before anything is pushed
+    -2  epoch changed: the pool must be reset before anything is pushed
     -4  refused by the fence: a newer segment was pushed already
 ]]
 local function push_range(KEYS, ARGV)

@@ -1,6 +1,6 @@
 --[[
   idpool_reset: claims an entity's pool for the Redis server answering now.
-  If the pool was filled on another server (restart with persistence,
+  If the pool was filled in another Redis epoch (restart with persistence,
   failover, or a fresh empty server), its ids may have been handed out
   already: the list is discarded and the fence raised to what the database
   says may be issued.
@@ -8,13 +8,13 @@
   Input:
     KEYS[1] ids list
     KEYS[2] fence
-    KEYS[3] server marker
+    KEYS[3] epoch marker
     KEYS[4] pushed counter (starts again with the new pool)
     ARGV[1] database fence: highest id that may have been issued (decimal), or '' for none
 
   Output:
-    1  pool discarded and claimed for this server
-    0  pool already belongs to this server (another instance reset it)
+    1  pool discarded and claimed for this epoch
+    0  pool already belongs to this epoch (another instance reset it)
 ]]
 local function reset(KEYS, ARGV)
   local now = epoch()

@@ -6,7 +6,7 @@
 
   Input:
     KEYS[1] ids list
-    KEYS[2] server marker (epoch `run_id:master_replid` the pool was filled in)
+    KEYS[2] epoch marker (epoch `run_id:master_replid` the pool was filled in)
     KEYS[3] rate counter prefix (the current second is appended)
     ARGV[1] count
     ARGV[2] max ids per second, 0 = unlimited
@@ -16,7 +16,7 @@
                                bulk string costs the client far less to
                                parse than a thousand (measured here)
     {-1, size}                 short: fewer than count ids ready, nothing taken
-    {-2}                       server changed: pool must be discarded first
+    {-2}                       epoch changed: pool must be discarded first
     {-3, retryAfterMs}         rate limited, nothing taken
 ]]
 local function take(KEYS, ARGV)
@@ -28,11 +28,10 @@ local function take(KEYS, ARGV)
   local limit = tonumber(ARGV[2])
   local rateKey
   if limit > 0 then
-    local now = rcall('TIME')
-    rateKey = KEYS[3] .. now[1]
-    local used = tonumber(rcall('GET', rateKey) or '0')
-    if used + count > limit then
-      return {-3, 1000 - math.floor(tonumber(now[2]) / 1000)}
+    local retryAfterMs
+    rateKey, retryAfterMs = rateWindow(KEYS[3], count, limit)
+    if not rateKey then
+      return {-3, retryAfterMs}
     end
   end
 
@@ -43,8 +42,7 @@ local function take(KEYS, ARGV)
 
   local ids = rcall('LPOP', KEYS[1], count)
   if rateKey then
-    rcall('INCRBY', rateKey, count)
-    rcall('PEXPIRE', rateKey, 2000)
+    countRate(rateKey, count)
   end
   return {0, size - count, table.concat(ids, ',')}
 end

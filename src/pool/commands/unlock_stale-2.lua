@@ -11,7 +11,7 @@
 
   Input:
     KEYS[1] refill lock
-    KEYS[2] server marker
+    KEYS[2] epoch marker
 
   Output:
     1  the lock was there and is dropped

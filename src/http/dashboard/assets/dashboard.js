@@ -31,11 +31,16 @@
   // Thousands separators, whatever the browser's locale: the numbers are ids and rates, not prose.
   var NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
   function num(n) { return NUMBER.format(n); }
+  // How long ago, in the service's time (`data.at`), so the browser's clock does not matter.
+  function ago(s) {
+    if (s < 0.1) return 'just now';
+    return (s < 10 ? s.toFixed(1) + ' s' : s < 120 ? Math.round(s) + ' s' : duration(s)) + ' ago';
+  }
   function rate(r) { return num(r >= 100 ? Math.round(r) : r) + ' /s'; }
 
   // A chart of the last minutes with its scale: the plot spans 0 to the
   // largest value shown, both written on the y axis; the x axis is time.
-  var PLOT_LEFT = 46, WIDTH = 200, HEIGHT = 32;
+  var PLOT_LEFT = 46, WIDTH = 160, HEIGHT = 32;
   function sparkline(points, field, label) {
     var svg = document.createElementNS(SVG, 'svg');
     svg.setAttribute('class', 'spark');
@@ -83,8 +88,16 @@
     return svg;
   }
 
+  // When the row's values were read: "0.4 s ago", or for a stale row "stale — last sampled 40 s ago".
+  function sampledCell(e, age) {
+    var cls = e.stale ? 'stale-note' : 'muted';
+    if (e.sampledAt === null) return el('td', { 'data-field': 'sampled', class: cls }, e.stale ? 'stale — never sampled' : 'not yet sampled');
+    return el('td', { 'data-field': 'sampled', 'data-age': String(Math.round(age)), class: cls, title: new Date(e.sampledAt).toISOString() }, (e.stale ? 'stale — last sampled ' : '') + ago(age));
+  }
+
   function renderEntities(data) {
     var entities = data.entities;
+    var now = Date.parse(data.at);
     var body = $('entities').querySelector('tbody');
     body.replaceChildren();
     $('no-entities').hidden = entities.length > 0;
@@ -96,11 +109,28 @@
       tr.appendChild(el('td', { 'data-field': 'key' }, e.key));
       tr.appendChild(el('td', { 'data-field': 'mode' }, e.mode));
       if (e.mode === 'snowflake') {
+        tr.appendChild(el('td', { class: 'muted', 'data-field': 'sampled', title: 'counted as ids are served: nothing to sample' }, 'live'));
         // No pool and no number line: ids are made on the spot, by each instance.
         tr.appendChild(el('td', { 'data-field': 'fill', class: 'muted' }, 'no pool'));
         tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, '-'));
         tr.appendChild(el('td', { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond), title: 'served by this instance' }, rate(e.takePerSecond)));
         for (var i = 0; i < 5; i++) tr.appendChild(el('td', { class: 'muted' }, '-'));
+        body.appendChild(tr);
+        return;
+      }
+      // A stale row shows the last values read, greyed: never zeros or "now" passed off as current.
+      var age = e.sampledAt === null ? null : Math.max(0, (now - e.sampledAt) / 1000);
+      if (e.stale) {
+        tr.className = 'stale';
+        tr.title = 'not sampled for over two sampling rounds (' + data.sampling.roundSeconds + ' s each): these are the last values read';
+      }
+      tr.appendChild(sampledCell(e, age));
+      if (e.sampledAt === null) {
+        // Not sampled yet: nothing was read, so nothing is shown as a value.
+        tr.appendChild(el('td', { 'data-field': 'fill', class: 'muted' }, '-'));
+        tr.appendChild(el('td', { class: 'num muted', 'data-field': 'poolSize' }, '-'));
+        tr.appendChild(el('td', { class: 'num muted', 'data-field': 'takeRate', 'data-value': '0' }, '-'));
+        for (var j = 0; j < 5; j++) tr.appendChild(el('td', { class: 'muted' }, '-'));
         body.appendChild(tr);
         return;
       }
@@ -154,6 +184,17 @@
     });
   }
 
+  // The header says whether the rows are current: the oldest sample's age and the stale entities.
+  function renderSampling(sampling) {
+    var out = $('sampling');
+    out.className = sampling.ok ? 'ok' : 'behind';
+    out.setAttribute('data-oldest', String(sampling.oldestSampleAgeSeconds));
+    out.textContent = sampling.ok
+      ? 'sampling ok: oldest sample ' + ago(sampling.oldestSampleAgeSeconds)
+      : 'sampling behind: ' + num(sampling.staleEntities) + ' stale ' + (sampling.staleEntities === 1 ? 'entity' : 'entities') + ', oldest sample ' + ago(sampling.oldestSampleAgeSeconds);
+    out.title = 'every pool is read once a round (' + sampling.roundSeconds + ' s); a row not read for two rounds is stale';
+  }
+
   function renderSnowflake(sf) {
     $('snowflake').textContent = sf
       ? 'Runs out of timestamp bits on ' + sf.timeExhaustedAt + '; ' +
@@ -168,6 +209,7 @@
     $('login').hidden = false;
     $('login-error').textContent = message || '';
     $('status').textContent = '';
+    $('sampling').textContent = '';
   }
 
   function poll() {
@@ -194,6 +236,7 @@
         renderWorkers(data.workers);
         renderAlarms(data.alarms);
         renderSnowflake(data.snowflake);
+        renderSampling(data.sampling);
         $('status').textContent = 'updated ' + data.at;
         $('status').setAttribute('data-updated', data.at);
         timer = setTimeout(poll, POLL_MS);

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database';
-import { ClusterMappingError, createIdGenerator } from '../../src/library';
+import { StrideMismatchError, createIdGenerator } from '../../src/library';
 import { runToExit, startInstance } from '../helpers/processes';
 import { createTestSchema, servicesAvailable } from '../helpers/services';
 
-describe('one cluster mapping per database (idpool_meta)', () => {
+describe('one stride per database (idpool_meta)', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'idpool-meta-'));
@@ -39,7 +39,7 @@ describe('one cluster mapping per database (idpool_meta)', () => {
       () => undefined,
       (e) => e,
     );
-    expect(err).toBeInstanceOf(ClusterMappingError);
+    expect(err).toBeInstanceOf(StrideMismatchError);
     expect(err.message).toContain('cluster count 4 index 3, this process has count 1 index 0');
     const same = await createIdGenerator({ databaseUrl: url, clusterCount: 4, clusterIndex: 3 });
     await same.close();

@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { type CliContext, decimal, nonNegativeInt } from './context';
 import { CliError, EXIT_OK, EXIT_USAGE } from './errors';
 import { fields, table } from './format';
-import { importApps } from './import';
+import { importEntities } from './import';
 
 /** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
 const LIST_PAGE = 1000;
@@ -29,20 +29,20 @@ function pickTunables(opts: Record<string, unknown>): Record<string, unknown> {
 const entityPath = (key: string) => `/admin/apps/${encodeURIComponent(key)}`;
 
 /** `apps …`: register and manage entities through the admin API, one function per command. */
-export function addAppsCommands(program: Command, ctx: CliContext): void {
-  const apps = program.command('apps').description('register and manage entities (through the admin API)');
-  addCreate(apps, ctx);
-  addList(apps, ctx);
-  addImport(apps, ctx);
-  addShow(apps, ctx);
-  addUpdate(apps, ctx);
-  addRetire(apps, ctx);
-  addRotateSecret(apps, ctx);
+export function addEntityCommands(program: Command, ctx: CliContext): void {
+  const group = program.command('apps').description('register and manage entities (through the admin API)');
+  addCreate(group, ctx);
+  addList(group, ctx);
+  addImport(group, ctx);
+  addShow(group, ctx);
+  addUpdate(group, ctx);
+  addRetire(group, ctx);
+  addRotateSecret(group, ctx);
 }
 
 /** `apps create`: registers one entity and prints its secret, the only time it is shown. */
-function addCreate(apps: Command, ctx: CliContext): void {
-  const create = apps
+function addCreate(group: Command, ctx: CliContext): void {
+  const create = group
     .command('create')
     .description('register an entity; prints its secret once')
     .argument('<key>', 'entity key: 1-64 of A-Z a-z 0-9 _ - .')
@@ -61,8 +61,8 @@ function addCreate(apps: Command, ctx: CliContext): void {
 }
 
 /** `apps list`: every page in key order, or one page with `--limit`. */
-function addList(apps: Command, ctx: CliContext): void {
-  apps
+function addList(group: Command, ctx: CliContext): void {
+  group
     .command('list')
     .description('list live entities with their pools, in key order (every page unless --limit)')
     .addOption(new Option('--limit <n>', 'one page of at most n entities (1-1000) instead of all').argParser(nonNegativeInt))
@@ -101,8 +101,8 @@ async function listPages(ctx: CliContext, cmd: Command, opts: { limit?: number; 
 }
 
 /** `apps import`: registers a JSON-lines file, failures on stderr as they happen, secrets to a new file. */
-function addImport(apps: Command, ctx: CliContext): void {
-  apps
+function addImport(group: Command, ctx: CliContext): void {
+  group
     .command('import')
     .description('register every entity of a JSON-lines file (one POST /admin/apps body per line); secrets go to --secrets')
     .argument('<file>', 'JSON lines, e.g. {"key": "orders", "step": 1000}')
@@ -110,7 +110,7 @@ function addImport(apps: Command, ctx: CliContext): void {
     .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
     .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
       const api = ctx.admin(cmd);
-      const result = await importApps(api, { file, secretsPath: opts.secrets, concurrency: opts.concurrency }, (f) => {
+      const result = await importEntities(api, { file, secretsPath: opts.secrets, concurrency: opts.concurrency }, (f) => {
         if (!ctx.globals(cmd).json) ctx.io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
       });
       const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
@@ -120,20 +120,20 @@ function addImport(apps: Command, ctx: CliContext): void {
 }
 
 /** `apps show`: one entity's configuration and pool. */
-function addShow(apps: Command, ctx: CliContext): void {
-  apps
+function addShow(group: Command, ctx: CliContext): void {
+  group
     .command('show')
     .description("show one entity's configuration and pool")
     .argument('<key>', 'entity key')
     .action(async (key: string, _opts: unknown, cmd: Command) => {
-      const app = await ctx.admin(cmd).get<Record<string, unknown>>(entityPath(key));
-      ctx.print(cmd, app, () => fields(app));
+      const entity = await ctx.admin(cmd).get<Record<string, unknown>>(entityPath(key));
+      ctx.print(cmd, entity, () => fields(entity));
     });
 }
 
 /** `apps update`: changes the fields given, refusing a call that gives none. */
-function addUpdate(apps: Command, ctx: CliContext): void {
-  const update = apps
+function addUpdate(group: Command, ctx: CliContext): void {
+  const update = group
     .command('update')
     .description("change an entity's name, step, sizes or limits")
     .argument('<key>', 'entity key')
@@ -142,14 +142,14 @@ function addUpdate(apps: Command, ctx: CliContext): void {
   update.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const patch = pickTunables(opts);
     if (Object.keys(patch).length === 0) throw new CliError(EXIT_USAGE, `nothing to change: give at least one of --name, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`);
-    const app = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
-    ctx.print(cmd, app, () => fields(app));
+    const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
+    ctx.print(cmd, entity, () => fields(entity));
   });
 }
 
 /** `apps retire`: for good, so only with `--yes`. */
-function addRetire(apps: Command, ctx: CliContext): void {
-  apps
+function addRetire(group: Command, ctx: CliContext): void {
+  group
     .command('retire')
     .description('retire an entity for good: its ids are never issued again and its key is never reused')
     .argument('<key>', 'entity key')
@@ -162,8 +162,8 @@ function addRetire(apps: Command, ctx: CliContext): void {
 }
 
 /** `apps rotate-secret`: a new secret, printed once; the old one stops working at once. */
-function addRotateSecret(apps: Command, ctx: CliContext): void {
-  apps
+function addRotateSecret(group: Command, ctx: CliContext): void {
+  group
     .command('rotate-secret')
     .description("replace an entity's secret; the old one stops working at once")
     .argument('<key>', 'entity key')

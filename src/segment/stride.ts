@@ -1,12 +1,13 @@
 import { MAX_SAFE_ID } from '../limits';
 
 /**
- * Independent deployments issue disjoint ids: with `count = c` and
- * `index = i`, the n-th number of the line becomes the id `n·c + i`
- * (DESIGN.md, IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX). Increasing in n,
+ * The id stride of a deployment. Independent deployments issue disjoint ids:
+ * with `count = c` and `index = i`, the n-th number of the line becomes the
+ * id `n·c + i`
+ * (docs/design.md, IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX). Increasing in n,
  * so segment order and fences carry over unchanged.
  */
-export class ClusterMap {
+export class IdStride {
   private readonly c: bigint;
   private readonly i: bigint;
 
@@ -14,8 +15,8 @@ export class ClusterMap {
     readonly count = 1,
     readonly index = 0,
   ) {
-    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cluster count must be >= 1, got ${count}`);
-    if (!Number.isSafeInteger(index) || index < 0 || index >= count) throw new RangeError(`cluster index must be in 0..${count - 1}, got ${index}`);
+    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`stride count (IDPOOL_CLUSTER_COUNT) must be >= 1, got ${count}`);
+    if (!Number.isSafeInteger(index) || index < 0 || index >= count) throw new RangeError(`stride index (IDPOOL_CLUSTER_INDEX) must be in 0..${count - 1}, got ${index}`);
     this.c = BigInt(count);
     this.i = BigInt(index);
   }

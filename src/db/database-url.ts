@@ -1,0 +1,7 @@
+// A module of its own, without drivers: config/ and the CLI read the default
+// without loading TypeORM.
+
+/** Where an embedded service or the library keeps its data when no URL is given. */
+export const DEFAULT_SQLITE_PATH = './idpool.db';
+/** The default database: a SQLite file in the working directory. */
+export const DEFAULT_DATABASE_URL = `sqlite:${DEFAULT_SQLITE_PATH}`;

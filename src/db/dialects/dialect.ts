@@ -1,0 +1,56 @@
+import type { DataSource, DataSourceOptions } from 'typeorm';
+
+export type DialectName = 'mysql' | 'postgres' | 'sqlite';
+
+/** Rows and affected count of one statement (TypeORM's structured result). */
+export interface StatementResult {
+  records: unknown[];
+  affectedRows: number;
+  insertId?: string;
+}
+
+/**
+ * Everything idpool does differently per database, in one object per
+ * dialect: how to connect, how to make the database exist, how to take turns
+ * migrating, the SQL of its clock and of a BIGINT as text, and how its
+ * failures map to idpool's errors. `db/database.ts` knows no dialect by name.
+ */
+export interface SqlDialect {
+  readonly name: DialectName;
+  /** Whether `url` names this database. */
+  matches(url: string): boolean;
+  /** TypeORM options for `url` (migrations are added by the caller). */
+  options(url: string): DataSourceOptions;
+  /** Where the data lives, for the start-up log (path or host/db, no password). */
+  describe(url: string): string;
+  /** Creates the SQLite folder, MySQL schema or PostgreSQL database when missing. */
+  createIfMissing(url: string): Promise<void>;
+  /** Session settings run once after connecting. */
+  afterConnect(dataSource: DataSource): Promise<void>;
+  /** Runs `run` (the pending migrations) while no other process migrates the same database. */
+  withMigrationLock(dataSource: DataSource, run: () => Promise<string[]>): Promise<string[]>;
+  /** The rows of a query with `?` placeholders. */
+  rows(dataSource: DataSource, sql: string, params?: unknown[]): Promise<unknown[]>;
+  /** Runs one statement with `?` placeholders; dependency failures become `UnavailableError` where the dialect can tell. */
+  statement(dataSource: DataSource, sql: string, params?: unknown[]): Promise<StatementResult>;
+  /** SQL expression selecting a BIGINT column as text. */
+  bigText(column: string): string;
+  /** SQL expression for the database's own clock, in Unix milliseconds. */
+  readonly nowMs: string;
+}
+
+/** TypeORM's structured result through a fresh query runner, the same shape on SQLite and PostgreSQL. */
+export async function structuredQuery(dataSource: DataSource, sql: string, params?: unknown[]): Promise<StatementResult> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    const result = await runner.query(sql, params, true);
+    return { records: result.records, affectedRows: result.affected ?? 0 };
+  } finally {
+    await runner.release();
+  }
+}
+
+/** Waits `min` to `min + spread` ms: retries of processes racing for one lock should not stay in step. */
+export function jitter(min: number, spread: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, min + Math.random() * spread));
+}

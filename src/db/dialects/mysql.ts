@@ -1,0 +1,73 @@
+import { createConnection } from 'mysql2/promise';
+import { boundedMysqlDriver } from '../mysql-driver';
+import type { SqlDialect } from './dialect';
+
+/** Longest a starting process waits for another one's migrations (`GET_LOCK`, seconds). */
+const MIGRATION_LOCK_WAIT_S = 60;
+
+const withMysqlScheme = (url: string) => url.replace(/^mariadb:/, 'mysql:');
+
+/** MySQL and MariaDB through mysql2. */
+export const mysql: SqlDialect = {
+  name: 'mysql',
+  matches: (url) => /^(mysql|mariadb):\/\//.test(url),
+  options: (url) => ({
+    type: 'mysql',
+    url: withMysqlScheme(url),
+    logging: false,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    // 2 cores here; a handful of connections keeps reservations and admin
+    // queries from queueing behind each other without flooding the server.
+    poolSize: 10,
+    // Bounded waits (invariant 7): a statement timeout that drops the stuck
+    // connection (see mysql-driver.ts), a connect timeout, and TCP
+    // keep-alive probes after 5 s idle instead of the kernel's 2 h.
+    driver: boundedMysqlDriver(),
+    connectTimeout: 3000,
+    extra: { enableKeepAlive: true, keepAliveInitialDelay: 5000 },
+  }),
+  describe(url) {
+    const u = new URL(url);
+    return `mysql ${u.hostname}:${u.port || 3306}${u.pathname}`;
+  },
+  /** A fresh MySQL server has no idpool schema yet: create it, as migrations then create the tables. */
+  async createIfMissing(url) {
+    const u = new URL(withMysqlScheme(url));
+    const schema = decodeURIComponent(u.pathname.replace(/^\//, ''));
+    if (!schema) return;
+    u.pathname = '/';
+    const connection = await createConnection({ uri: u.toString(), connectTimeout: 5000 });
+    try {
+      // utf8mb4 whatever the server's default (latin1 on older servers), so any printable entity name stores.
+      await connection.query(`CREATE DATABASE IF NOT EXISTS \`${schema.replace(/`/g, '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    } finally {
+      await connection.end();
+    }
+  },
+  async afterConnect() {},
+  /** `GET_LOCK` on one dedicated connection: instances starting at once on a fresh schema take turns. */
+  async withMigrationLock(dataSource, run) {
+    const runner = dataSource.createQueryRunner();
+    try {
+      const [{ locked }] = await runner.query(`SELECT GET_LOCK('idpool_migrations', ${MIGRATION_LOCK_WAIT_S}) AS locked`);
+      if (Number(locked) !== 1) throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_S} s`);
+      try {
+        return await run();
+      } finally {
+        await runner.query("SELECT RELEASE_LOCK('idpool_migrations')");
+      }
+    } finally {
+      await runner.release();
+    }
+  },
+  /** mysql2 answers a statement with its OkPacket (affectedRows, insertId) or the rows. */
+  async statement(dataSource, sql, params) {
+    const raw = await dataSource.query(sql, params);
+    if (Array.isArray(raw)) return { records: raw, affectedRows: 0 };
+    return { records: [], affectedRows: raw.affectedRows, insertId: raw.insertId === undefined ? undefined : String(raw.insertId) };
+  },
+  rows: (dataSource, sql, params) => dataSource.query(sql, params),
+  bigText: (column) => `CAST(${column} AS CHAR)`,
+  nowMs: 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)',
+};

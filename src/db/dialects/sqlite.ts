@@ -1,0 +1,59 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { DataSource } from 'typeorm';
+import { DEFAULT_SQLITE_PATH } from '../database-url';
+import { type SqlDialect, jitter, structuredQuery } from './dialect';
+
+/** Longest the event loop may block on a locked SQLite file in one statement. */
+export const SQLITE_BUSY_TIMEOUT_MS = 20;
+/** How long processes opening a fresh file at once keep retrying its migrations. */
+const MIGRATION_RACE_MS = 10_000;
+
+/** SQLite's "another connection holds the lock": worth retrying after a moment. */
+export function isBusy(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
+  const code = e?.driverError?.code ?? e?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
+}
+
+const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;
+
+/** SQLite through better-sqlite3: one file, one writer at a time. */
+export const sqlite: SqlDialect = {
+  name: 'sqlite',
+  matches: (url) => url.startsWith('sqlite:'),
+  options: (url) => ({ type: 'better-sqlite3', database: pathOf(url), migrationsRun: false, logging: false }),
+  describe: (url) => `sqlite file ${resolve(pathOf(url))}`,
+  async createIfMissing(url) {
+    const path = pathOf(url);
+    if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
+  },
+  async afterConnect(dataSource: DataSource) {
+    // WAL lets readers run beside the single writer. better-sqlite3 is
+    // synchronous, so busy_timeout blocks the whole event loop while another
+    // process holds the write lock: keep it short and retry asynchronously
+    // (see isBusy and SqlSegmentAllocator) instead.
+    await dataSource.query('PRAGMA journal_mode = WAL');
+    await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+    await dataSource.query('PRAGMA synchronous = FULL');
+  },
+  async withMigrationLock(_dataSource, run) {
+    // No lock to take: processes opening a fresh file at once race on CREATE
+    // TABLE; the loser gets SQLITE_BUSY or "already exists", and once the
+    // winner has committed, a retry finds every migration recorded.
+    const deadline = Date.now() + MIGRATION_RACE_MS;
+    for (;;) {
+      try {
+        return await run();
+      } catch (err) {
+        const racing = isBusy(err) || /already exists/i.test(String((err as Error)?.message));
+        if (!racing || Date.now() > deadline) throw err;
+        await jitter(10, 40);
+      }
+    }
+  },
+  statement: structuredQuery,
+  rows: (dataSource, sql, params) => dataSource.query(sql, params),
+  bigText: (column) => `CAST(${column} AS TEXT)`,
+  nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+};

@@ -1,0 +1,45 @@
+import type { StoredAnswer } from './store';
+
+/**
+ * Answers in Redis as `count;runs`: a run is one id, or `first+diff*n` for
+ * n ids spaced by diff. A monotonic batch of 1,000 ids is one run (~30 bytes
+ * instead of ~16 KB of JSON); a trend batch stays one id per run.
+ */
+export function encodeAnswer(count: number, ids: string[]): string {
+  const runs: string[] = [];
+  let i = 0;
+  while (i < ids.length) {
+    const first = BigInt(ids[i]);
+    let n = 1;
+    let diff = 0n;
+    if (i + 1 < ids.length) {
+      diff = BigInt(ids[i + 1]) - first;
+      if (diff > 0n) while (i + n < ids.length && BigInt(ids[i + n]) === first + diff * BigInt(n)) n++;
+    }
+    runs.push(n === 1 ? ids[i] : `${ids[i]}+${diff}*${n}`);
+    i += n;
+  }
+  return `${count};${runs.join(',')}`;
+}
+
+/** The inverse of {@link encodeAnswer}. */
+export function decodeAnswer(raw: string): StoredAnswer {
+  const split = raw.indexOf(';');
+  const ids: string[] = [];
+  const body = raw.slice(split + 1);
+  if (body !== '') {
+    for (const run of body.split(',')) {
+      const m = /^(\d+)\+(\d+)\*(\d+)$/.exec(run);
+      if (!m) {
+        ids.push(run);
+        continue;
+      }
+      const first = BigInt(m[1]);
+      const diff = BigInt(m[2]);
+      const n = Number(m[3]);
+      for (let k = 0; k < n; k++) ids.push((first + diff * BigInt(k)).toString());
+    }
+  }
+  return { count: Number(raw.slice(0, split)), ids };
+}
+

@@ -1,0 +1,140 @@
+import type { Clock } from '../clock';
+import { type Logger, silentLogger } from '../logger';
+import { DEFAULT_PREFIX, type IdempotencyKeys, idempotencyBytesKey, idempotencyKeys } from '../pool/keys';
+import type { RedisClient } from '../pool/redis-connection';
+import { callFunction } from '../pool/redis-pool-store';
+import { decodeAnswer, encodeAnswer } from './codec';
+import { DEFAULT_IDEMPOTENCY_MAX_MB } from './memory-store';
+import { ANSWER_TTL_MS, CLAIM_TTL_MS, IN_PROGRESS_WAIT_MS, type IdempotencyStore, type IdempotentAnswer, type StoredAnswer, checked, inProgress } from './store';
+
+/** How often a request polls for the answer of another one with the same key. */
+const POLL_MS = 25;
+
+/**
+ * Answers kept per entity in Redis: the oldest are dropped beyond it. 10,000
+ * answers in 5 minutes is 33 keyed requests a second per entity; monotonic
+ * answers are ~50 bytes (~0.5 MB per entity), a trend batch of 1,000 ids
+ * ~17 KB.
+ */
+export const REDIS_ANSWERS_PER_ENTITY = 10_000;
+
+/**
+ * Bytes one stored answer is counted as: its key and value, plus Redis's
+ * bookkeeping for the key, its expiry and its index member (~100 bytes of
+ * dict entries and object headers per key on 64-bit Redis 7).
+ */
+export function answerBytes(answerKey: string, encoded: string): number {
+  return answerKey.length + encoded.length + 100;
+}
+
+/**
+ * Bounds of the answers kept in Redis. Redis runs `noeviction`, so memory
+ * that answers fill is memory refills cannot use: bytes are capped per
+ * entity (one busy entity cannot take it all) and in total.
+ */
+export interface RedisAnswerLimits {
+  /** Answers per entity; the oldest are dropped beyond it. */
+  answersPerEntity: number;
+  /** Bytes of answers per entity ({@link answerBytes}); the oldest are dropped beyond it. */
+  bytesPerEntity: number;
+  /**
+   * Bytes of answers stored in the last {@link ANSWER_TTL_MS} by every
+   * instance, all entities together: beyond it an answer is not stored (its
+   * request is answered, a retry of it takes new ids). An upper bound of what
+   * is held: dropped answers still count until their minute has passed.
+   */
+  totalBytes: number;
+}
+
+/** `IDPOOL_IDEMPOTENCY_MAX_MB` in total, a quarter of it per entity. */
+export function redisAnswerLimits(totalBytes: number): RedisAnswerLimits {
+  return { answersPerEntity: REDIS_ANSWERS_PER_ENTITY, bytesPerEntity: Math.floor(totalBytes / 4), totalBytes };
+}
+
+const MINUTE_MS = 60_000;
+/** Minutes of stored bytes that cover an answer's whole life. */
+const TOTAL_MINUTES = Math.ceil(ANSWER_TTL_MS / MINUTE_MS) + 1;
+
+/** Shared by every instance that talks to the same Redis. */
+export class RedisIdempotencyStore implements IdempotencyStore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly clock: Clock,
+    private readonly prefix = DEFAULT_PREFIX,
+    private readonly limits: RedisAnswerLimits = redisAnswerLimits(DEFAULT_IDEMPOTENCY_MAX_MB * 1024 * 1024),
+    private readonly log: Logger = silentLogger,
+  ) {}
+  async once(entityKey: string, requestKey: string, count: number, produce: () => Promise<string[]>): Promise<IdempotentAnswer> {
+    const keys = idempotencyKeys(entityKey, requestKey, this.prefix);
+    const earlier = await this.answer(keys.answer);
+    if (earlier) return checked(earlier, count);
+
+    const token = `${process.pid}:${this.clock.monotonic()}:${Math.random()}`;
+    const claimed = await this.redis.set(keys.claim, token, 'PX', CLAIM_TTL_MS, 'NX');
+    if (claimed !== 'OK') {
+      const deadline = this.clock.monotonic() + IN_PROGRESS_WAIT_MS;
+      while (this.clock.monotonic() < deadline) {
+        await this.clock.sleep(POLL_MS);
+        const stored = await this.answer(keys.answer);
+        if (stored) return checked(stored, count);
+      }
+      throw inProgress();
+    }
+
+    let ids: string[];
+    try {
+      ids = await produce();
+    } catch (err) {
+      // Nothing was handed out: let a retry try again at once.
+      await this.redis.del(keys.claim).catch(() => undefined);
+      throw err;
+    }
+    const encoded = encodeAnswer(count, ids);
+    const bytes = answerBytes(keys.answer, encoded);
+    if (!(await this.room(bytes))) {
+      this.log.warn({ entityKey, bytes, limits: this.limits }, 'Idempotency-Key answers are at their byte bound; answering without storing (a retry takes new ids)');
+      await this.redis.del(keys.claim).catch(() => undefined);
+      return { ids, replayed: false };
+    }
+    const [stored, winner] = await this.store(keys, requestKey, encoded, bytes);
+    if (stored === 1) {
+      await this.count(bytes);
+      return { ids, replayed: false };
+    }
+    // Our claim expired and another request answered first: its answer stands.
+    if (winner === undefined || winner === null) throw inProgress();
+    return checked(decodeAnswer(winner), count);
+  }
+
+  /**
+   * Stores the answer (first one wins), indexes it by time and drops this
+   * entity's expired answers and, beyond the count and byte caps, its oldest:
+   * one call (`store_answer-3.lua`).
+   */
+  private store(keys: IdempotencyKeys, requestKey: string, encoded: string, bytes: number): Promise<[number, string?]> {
+    const { answersPerEntity, bytesPerEntity } = this.limits;
+    return callFunction(this.redis, 'idpool_store_answer', [keys.answer, keys.index, keys.bytes], [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity]);
+  }
+
+  /** Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life, the total. */
+  private async room(bytes: number): Promise<boolean> {
+    if (bytes > this.limits.bytesPerEntity) return false;
+    const minute = Math.floor(this.clock.now() / MINUTE_MS);
+    const buckets = Array.from({ length: TOTAL_MINUTES }, (_, i) => idempotencyBytesKey(minute - i, this.prefix));
+    const stored = (await this.redis.mget(...buckets)).reduce((sum, v) => sum + Number(v ?? 0), 0);
+    return stored + bytes <= this.limits.totalBytes;
+  }
+
+  /** Counts a stored answer's bytes in its minute, against the total. */
+  private async count(bytes: number): Promise<void> {
+    const bucket = idempotencyBytesKey(Math.floor(this.clock.now() / MINUTE_MS), this.prefix);
+    await this.redis.incrby(bucket, bytes);
+    await this.redis.pexpire(bucket, (TOTAL_MINUTES + 1) * MINUTE_MS);
+  }
+
+  private async answer(key: string): Promise<StoredAnswer | undefined> {
+    const raw = await this.redis.get(key);
+    return raw === null ? undefined : decodeAnswer(raw);
+  }
+}
+

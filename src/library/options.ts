@@ -1,0 +1,112 @@
+import type { Clock } from '../clock';
+import { DEFAULT_DATABASE_URL } from '../db/database-url';
+import type { Database } from '../db/database';
+import type { EntityConfig } from '../entities/entity';
+import type { Logger } from '../logger';
+import type { SegmentAllocator } from '../segment/allocator';
+import { IdStride } from '../segment/stride';
+import { InvalidOptionError } from './errors';
+
+/** Where the library reads an entity's configuration (`EntityStore` in production). */
+export interface EntitySource {
+  findLive(entityKey: string): Promise<Pick<EntityConfig, 'mode' | 'step'> | undefined>;
+}
+
+export interface IdGeneratorOptions {
+  /**
+   * `mysql://user:pass@host:3306/db`, `postgres://user:pass@host:5432/db` or `sqlite:PATH`: the database holding
+   * the `application` table the service uses. Ignored when `database` is given.
+   */
+  databaseUrl?: string;
+  /** An already open database (see `openDatabase`); the generator does not close it. */
+  database?: Database;
+  /** Run schema migrations when opening `databaseUrl` (the service normally owns the schema). */
+  migrate?: boolean;
+  /**
+   * `'bigint'` (default) or `'number'`. Number ids are handed out only from
+   * segments whose every id is below 2^53; otherwise {@link UnsafeNumberIdError}.
+   */
+  ids?: 'bigint' | 'number';
+  /** Must match the service's IDPOOL_CLUSTER_COUNT / _INDEX when both share entities. */
+  clusterCount?: number;
+  clusterIndex?: number;
+  /** Share of a segment used before the next one starts loading (0 ≤ x < 1). */
+  prefetchAt?: number;
+  /** Upper bound of the adaptive step (it never goes below the entity's own step). */
+  maxStep?: number;
+  /** The adaptive step aims for one reservation per this many ms. */
+  targetSegmentMs?: number;
+  /** How long `nextAsync`/`take`/`open` wait for a segment before {@link SegmentsNotReadyError}. */
+  waitMs?: number;
+  /** After a failed reservation, callers get that error for this long before the next attempt. */
+  retryDelayMs?: number;
+  /** How often an entity's configuration (its step) is read again. */
+  configRefreshMs?: number;
+  clock?: Clock;
+  log?: Logger;
+  /** Seam for tests and wrappers: reserves segments (default: SQL on the database). */
+  allocator?: SegmentAllocator;
+  /** Seam for tests: entity configuration (default: the `application` table). */
+  entities?: EntitySource;
+}
+
+/** Defaults, in one place; each says where its number comes from. */
+export const DEFAULT_OPTIONS = {
+  /** The service's embedded default, so the two share entities out of the box. */
+  databaseUrl: DEFAULT_DATABASE_URL,
+  ids: 'bigint',
+  clusterCount: 1,
+  clusterIndex: 0,
+  /** Leaf starts the background load once 10% of the current segment is used. */
+  prefetchAt: 0.1,
+  /**
+   * 10M: at 50M ids/s a segment still lasts 200 ms, hundreds of SQL round
+   * trips; a stopped process wastes at most two segments (20M of a 2^63 line).
+   */
+  maxStep: 10_000_000,
+  /** About one reservation a second per busy entity and process: negligible database load. */
+  targetSegmentMs: 1000,
+  /** Long enough for a reservation on a loaded database, short enough to fail a request visibly. */
+  waitMs: 2000,
+  /** Bounds retries against a database that is down to 10/s per entity. */
+  retryDelayMs: 100,
+  /** A changed step is picked up within this long; costs one SELECT per entity per interval at most. */
+  configRefreshMs: 10_000,
+} as const;
+
+/** The tuning part of the options, every field set. */
+export type Settings = Required<Pick<IdGeneratorOptions, 'prefetchAt' | 'maxStep' | 'targetSegmentMs' | 'waitMs' | 'retryDelayMs' | 'configRefreshMs'>>;
+
+/** The tuning options, defaulted and validated once (throws {@link InvalidOptionError} naming the option). */
+export function settingsFrom(options: IdGeneratorOptions): Settings {
+  const s = {
+    prefetchAt: options.prefetchAt ?? DEFAULT_OPTIONS.prefetchAt,
+    maxStep: options.maxStep ?? DEFAULT_OPTIONS.maxStep,
+    targetSegmentMs: options.targetSegmentMs ?? DEFAULT_OPTIONS.targetSegmentMs,
+    waitMs: options.waitMs ?? DEFAULT_OPTIONS.waitMs,
+    retryDelayMs: options.retryDelayMs ?? DEFAULT_OPTIONS.retryDelayMs,
+    configRefreshMs: options.configRefreshMs ?? DEFAULT_OPTIONS.configRefreshMs,
+  };
+  if (!(s.prefetchAt >= 0 && s.prefetchAt < 1)) throw new InvalidOptionError('prefetchAt', `prefetchAt must be at least 0 and below 1, got ${s.prefetchAt}`);
+  if (!Number.isSafeInteger(s.maxStep) || s.maxStep < 1) throw new InvalidOptionError('maxStep', `maxStep must be a positive integer, got ${s.maxStep}`);
+  for (const name of ['targetSegmentMs', 'waitMs', 'retryDelayMs', 'configRefreshMs'] as const) {
+    if (!Number.isFinite(s[name]) || s[name] < 0) throw new InvalidOptionError(name, `${name} must be a non-negative number of ms, got ${s[name]}`);
+  }
+  return s;
+}
+
+/** `ids`, defaulted and checked. */
+export function idTypeFrom(options: IdGeneratorOptions): 'bigint' | 'number' {
+  const ids = options.ids ?? DEFAULT_OPTIONS.ids;
+  if (ids !== 'bigint' && ids !== 'number') throw new InvalidOptionError('ids', `ids must be 'bigint' or 'number', got ${String(ids)}`);
+  return ids;
+}
+
+/** `clusterCount`/`clusterIndex` as an {@link IdStride}. */
+export function strideFrom(options: IdGeneratorOptions): IdStride {
+  try {
+    return new IdStride(options.clusterCount ?? DEFAULT_OPTIONS.clusterCount, options.clusterIndex ?? DEFAULT_OPTIONS.clusterIndex);
+  } catch (err) {
+    throw new InvalidOptionError('clusterCount', (err as Error).message);
+  }
+}

@@ -1,0 +1,140 @@
+import type { EntityConfig } from '../entities/entity';
+import type { PoolSizing } from '../pool/demand';
+import type { Alarms } from './alarms';
+import { type EntityForecast, JS_SAFE_LIMIT } from './forecast';
+import { dateIn, describeSeconds, isoDate, round } from './format';
+import type { SnowflakeForecast } from './sampler';
+
+/** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
+const CONFIRM_SAMPLES = 2;
+
+type AlarmInput = Parameters<Alarms['set']>[0];
+
+/** The per-entity condition alarms, cleared when an entity is retired. */
+const ENTITY_ALARMS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const;
+
+export interface AlarmRuleOptions {
+  alarms: Alarms;
+  sizing: Pick<PoolSizing, 'lowWatermark'>;
+  stride: { toId(n: bigint): bigint };
+  /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
+  horizonSeconds: number;
+  /** `forecast_pool_dry` below this many seconds. */
+  poolDrySeconds: number;
+  /** `pool_low` when a pool stays below this percent of its low watermark. */
+  poolLowPercent: number;
+  /** `worker_range_nearly_full` at or above this percent of the range in use. */
+  workerRangePercent: number;
+}
+
+/**
+ * Which sampled conditions raise which alarm: each holds for a number of
+ * samples in a row before it alarms, and clears as soon as it stops holding.
+ */
+export class AlarmRules {
+  private readonly streaks = new Map<string, number>();
+
+  constructor(private readonly o: AlarmRuleOptions) {}
+
+  /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
+  checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
+    const key = entity.key;
+    const watermark = this.o.sizing.lowWatermark(entity);
+    const horizonDays = round(this.o.horizonSeconds / 86_400);
+    this.condition(serving && size < (watermark * this.o.poolLowPercent) / 100, 'pool_low', key, () => ({
+      name: 'pool_low',
+      severity: 'warning',
+      entityKey: key,
+      message: `pool of ${key} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
+      details: { size, lowWatermark: watermark, max: entity.maxPoolSize },
+    }));
+    // Only below the watermark: a pool at its target is as deep as demand
+    // calls for (a small one right after demand starts is topped up at the
+    // watermark); below it, the refiller should already have acted.
+    this.condition(serving && size < watermark && f.poolDrySeconds < this.o.poolDrySeconds, 'forecast_pool_dry', key, () => ({
+      name: 'forecast_pool_dry',
+      severity: 'warning',
+      entityKey: key,
+      message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
+      details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
+    }));
+    // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
+    this.condition(serving && this.o.stride.toId(entity.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, 'forecast_js_safe_limit', key, () => ({
+      name: 'forecast_js_safe_limit',
+      severity: 'warning',
+      entityKey: key,
+      message: `ids of ${key} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
+      details: { seconds: round(f.jsSafeSeconds), at: dateIn(at, f.jsSafeSeconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
+    }));
+    this.condition(serving && f.int63Seconds <= this.o.horizonSeconds, 'forecast_int63_limit', key, () => ({
+      name: 'forecast_int63_limit',
+      severity: 'critical',
+      entityKey: key,
+      message: `ids of ${key} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
+      details: { seconds: round(f.int63Seconds), at: dateIn(at, f.int63Seconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
+    }));
+  }
+
+  /** `lease_lost` while this instance holds no usable worker lease. */
+  checkLease(status: { workerId: number | undefined; held: boolean }): void {
+    this.condition(!status.held, 'lease_lost', undefined, () => ({
+      name: 'lease_lost',
+      severity: 'critical',
+      message: 'this instance holds no usable worker lease: it issues no snowflake ids',
+      details: { workerId: status.workerId ?? null },
+    }), 1);
+  }
+
+  /** `worker_range_nearly_full` when most of the deployment's worker ids are leased. */
+  checkWorkerRange(inUse: number, total: number): void {
+    this.condition(total > 0 && (inUse * 100) / total >= this.o.workerRangePercent, 'worker_range_nearly_full', undefined, () => ({
+      name: 'worker_range_nearly_full',
+      severity: 'warning',
+      message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
+      details: { inUse, total, percent: round((inUse * 100) / total) },
+    }), 1);
+  }
+
+  /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
+  checkSnowflake(sf: SnowflakeForecast, now: number): void {
+    const horizonMs = this.o.horizonSeconds * 1000;
+    this.condition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', undefined, () => ({
+      name: 'forecast_snowflake_time_exhausted',
+      severity: 'critical',
+      message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
+      details: { at: isoDate(sf.timeExhaustedAt) },
+    }), 1);
+    const js = sf.jsSafeLimitAt;
+    this.condition(js !== undefined && js > now && js - now <= horizonMs, 'forecast_snowflake_js_safe_limit', undefined, () => ({
+      name: 'forecast_snowflake_js_safe_limit',
+      severity: 'warning',
+      message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
+      details: { at: isoDate(js) },
+    }), 1);
+  }
+
+  /** Clears a retired entity's alarms and streaks. */
+  forgetEntity(key: string): void {
+    for (const name of ENTITY_ALARMS) {
+      this.streaks.delete(`${name}\u0000${key}`);
+      this.o.alarms.clear(name, key);
+    }
+  }
+
+  /**
+   * Sets or clears a condition alarm once it has held `confirm` samples in
+   * a row. The alarm is built only when it is raised: most entities, most
+   * of the time, raise nothing.
+   */
+  private condition(holds: boolean, name: AlarmInput['name'], entityKey: string | undefined, alarm: () => AlarmInput, confirm = CONFIRM_SAMPLES): void {
+    const key = `${name}\u0000${entityKey ?? ''}`;
+    if (!holds) {
+      this.streaks.delete(key);
+      this.o.alarms.clear(name, entityKey);
+      return;
+    }
+    const streak = (this.streaks.get(key) ?? 0) + 1;
+    this.streaks.set(key, streak);
+    if (streak >= confirm) this.o.alarms.set(alarm());
+  }
+}

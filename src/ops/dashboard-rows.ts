@@ -1,0 +1,68 @@
+import type { EntityConfig } from '../entities/entity';
+import type { PoolSizing } from '../pool/demand';
+import type { EntityForecast, PoolSample } from './forecast';
+import { finite, round } from './format';
+
+export interface ChartPoint {
+  /** Unix ms. */
+  t: number;
+  size: number;
+  takePerSecond: number;
+}
+
+export interface EntityOverview {
+  key: string;
+  mode: EntityConfig['mode'];
+  pool: { size: number; target: number; max: number; lowWatermark: number; fillPercent: number };
+  currentOffset: string;
+  highestId: string | null;
+  takePerSecond: number;
+  reservePerSecond: number;
+  forecast: { poolDrySeconds: number | null; jsSafeLimitSeconds: number | null; int63LimitSeconds: number | null };
+  history: ChartPoint[];
+  /** When the entity was last sampled (Unix ms), null before its first sample. */
+  sampledAt: number | null;
+  /** Not sampled for more than two sampling rounds: the row shows the last values read, not current ones. */
+  stale: boolean;
+}
+
+/** What a dashboard row is built from: the sampler's view of one entity. */
+export interface SampledView {
+  sizing: Pick<PoolSizing, 'target' | 'lowWatermark'>;
+  /** The entity's latest sample, if any. */
+  lastSample(entityKey: string): PoolSample | undefined;
+  forecast(entityKey: string): EntityForecast | undefined;
+  chart(entityKey: string): readonly ChartPoint[];
+  /** When the entity was last sampled (Unix ms). */
+  sampledAt(entityKey: string): number | undefined;
+  isStale(entityKey: string, now: number): boolean;
+}
+
+/** One dashboard row per segment entity: pool, rates, forecasts and chart history. */
+export function dashboardRows(entities: readonly EntityConfig[], view: SampledView, now: number): EntityOverview[] {
+  const out: EntityOverview[] = [];
+  for (const entity of entities) {
+    if (entity.mode === 'snowflake') continue;
+    const last = view.lastSample(entity.key);
+    const f = view.forecast(entity.key);
+    const watermark = view.sizing.lowWatermark(entity);
+    out.push({
+      key: entity.key,
+      mode: entity.mode,
+      pool: { size: last?.size ?? 0, target: view.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: watermark, fillPercent: last ? round((last.size * 100) / entity.maxPoolSize) : 0 },
+      currentOffset: (last?.offset ?? entity.startOffset).toString(),
+      highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
+      takePerSecond: round(f?.takePerSecond ?? 0),
+      reservePerSecond: round(f?.reservePerSecond ?? 0),
+      forecast: {
+        poolDrySeconds: finite(f?.poolDrySeconds),
+        jsSafeLimitSeconds: finite(f?.jsSafeSeconds),
+        int63LimitSeconds: finite(f?.int63Seconds),
+      },
+      history: [...view.chart(entity.key)],
+      sampledAt: view.sampledAt(entity.key) ?? null,
+      stale: view.isStale(entity.key, now),
+    });
+  }
+  return out;
+}

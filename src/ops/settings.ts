@@ -1,0 +1,60 @@
+// Without metrics or alarms code: config/ maps the environment onto these.
+
+export type RequestLogMode = 'all' | 'errors' | 'off';
+
+/** Metrics, forecasts, alarms and request logs (README "Alarms"). */
+export interface OpsConfig {
+  /** POST alarms here as JSON; unset = log only. */
+  alertWebhookUrl: string | undefined;
+  /** A given alarm is posted at most once per this many ms. */
+  alertDedupeMs: number;
+  /** Forecasts due within this many days alarm. */
+  alertHorizonDays: number;
+  /** `forecast_pool_dry` when a pool would be empty within this many seconds. */
+  alertPoolDrySeconds: number;
+  /** `pool_low` below this percent of the low watermark. */
+  alertPoolLowPercent: number;
+  /** `worker_range_nearly_full` at this percent of worker ids leased. */
+  alertWorkerRangePercent: number;
+  /** Sampling period of pool sizes and offsets. */
+  sampleMs: number;
+  /** Forecast rates are averaged over this long. */
+  rateWindowMs: number;
+  /** Dashboard chart history. */
+  historyMs: number;
+  /** Which HTTP requests get a log line: every one, non-2xx and slow ones, or none. */
+  requestLog: RequestLogMode;
+  /** With `errors`, a 2xx request this slow (ms) is logged too. */
+  requestLogSlowMs: number;
+  /** `/metrics` has per-entity series for at most this many entities (the busiest), totals for all. */
+  metricsMaxEntities: number;
+}
+
+/** Defaults of {@link OpsConfig}; where a number is tuned, the comment says where it comes from. */
+export const DEFAULT_OPS: Readonly<OpsConfig> = {
+  alertWebhookUrl: undefined,
+  // Ten minutes: long enough that a flapping pool posts a handful of times
+  // an hour, short enough that a condition that persists is re-announced.
+  alertDedupeMs: 600_000,
+  // Thirty days: time to plan a migration (new entity, wider layout).
+  alertHorizonDays: 30,
+  // Ten seconds: a database hiccup that long would exhaust the pool.
+  alertPoolDrySeconds: 10,
+  // Half the low watermark: the refiller normally tops up at the watermark
+  // within one tick, so a pool this low means refills are failing or slow.
+  alertPoolLowPercent: 50,
+  alertWorkerRangePercent: 90,
+  // One second: one LLEN pipeline and one SQL query a second per instance.
+  sampleMs: 1000,
+  rateWindowMs: 60_000,
+  // Ten minutes of chart.
+  historyMs: 600_000,
+  // A line per request cost the single-id route ~18 % of its throughput
+  // (issue 16, profile): by default only the answers worth reading.
+  requestLog: 'errors',
+  // Ten times the single-id route's p99 at 64 connections on 2 cores.
+  requestLogSlowMs: 250,
+  // 200 entities × ~15 per-entity series ≈ 3,000 series per instance: a
+  // small share of what one Prometheus handles, whatever the entity count.
+  metricsMaxEntities: 200,
+};

@@ -1,0 +1,57 @@
+import { ConfigError } from '../errors';
+import { type Database, isBusy } from '../db/database';
+
+/**
+ * Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1`
+ * meet), so a database is used with one stride only: the first process to
+ * open it records its own in `idpool_meta` (`cluster_count`, `cluster_index`,
+ * named after the variables); a later one with another is refused, naming both.
+ */
+export class StrideMismatchError extends ConfigError {
+  constructor(
+    readonly recorded: { count: number; index: number },
+    readonly given: { count: number; index: number },
+    where: string,
+  ) {
+    super(
+      'IDPOOL_CLUSTER_COUNT/IDPOOL_CLUSTER_INDEX',
+      `${where} is used with cluster count ${recorded.count} index ${recorded.index}, this process has count ${given.count} index ${given.index}; two mappings over one number line repeat ids (give this process the recorded mapping, or a database of its own)`,
+    );
+    this.name = 'StrideMismatchError';
+  }
+}
+
+/** How long processes opening one fresh SQLite file at once keep retrying the first write (as its migrations do). */
+const SQLITE_RACE_MS = 10_000;
+
+interface MetaRow {
+  cluster_count: number | string;
+  cluster_index: number | string;
+}
+
+/** Records the stride on first use, then refuses any other one (throws {@link StrideMismatchError}). */
+export async function checkStride(db: Database, count: number, index: number, now: number): Promise<void> {
+  const read = async () => {
+    try {
+      return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
+    } catch (err) {
+      if (!/no such table|doesn't exist|does not exist/i.test(String((err as Error)?.message))) throw err;
+      throw new Error(`${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`);
+    }
+  };
+  let row = await read();
+  // Processes opening one fresh SQLite file at once: the loser of the write
+  // lock gets SQLITE_BUSY after the short busy timeout, and tries again.
+  for (const deadline = Date.now() + SQLITE_RACE_MS; !row; row = await read()) {
+    try {
+      await db.execute('INSERT INTO idpool_meta (id, cluster_count, cluster_index, create_time) VALUES (1, ?, ?, ?)', [count, index, now]);
+    } catch (err) {
+      // Another process recorded its stride first: that one stands.
+      if (/duplicate|unique|constraint/i.test(String((err as Error)?.message))) continue;
+      if (!isBusy(err) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
+    }
+  }
+  const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
+  if (recorded.count !== count || recorded.index !== index) throw new StrideMismatchError(recorded, { count, index }, db.description);
+}

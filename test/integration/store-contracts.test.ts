@@ -1,0 +1,81 @@
+import Redis from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import { SqlEntityStore } from '../../src/entities/entity-store';
+import { type Database, openDatabase } from '../../src/db/database';
+import { RedisPoolStore, loadFunctions } from '../../src/pool/redis-pool-store';
+import { SqlSegmentAllocator } from '../../src/segment/allocator';
+import { SqlWorkerStore } from '../../src/worker/worker-store';
+import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
+import { entityStoreContract } from '../support/contracts/entity-store';
+import { poolStoreContract } from '../support/contracts/pool-store';
+import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
+import { workerStoreContract } from '../support/contracts/worker-store';
+import { entityConfig } from '../support/entity';
+import { describeWithServices } from '../support/services';
+
+// The same cases run against the fakes in test/unit/store-contracts.test.ts.
+
+/** One schema for the suite; every case starts from empty tables. */
+function onMariaDb(): { db: () => Database; empty: () => Promise<Database> } {
+  let schema: TestSchema;
+  let db: Database;
+  beforeAll(async () => {
+    schema = await createTestSchema('mysql');
+    db = await openDatabase(schema.url);
+  });
+  afterAll(async () => {
+    await db?.close();
+    await schema?.drop();
+  });
+  return {
+    db: () => db,
+    async empty() {
+      await db.execute('DELETE FROM application');
+      await db.execute('DELETE FROM worker');
+      return db;
+    },
+  };
+}
+
+describeWithServices('SqlEntityStore on MariaDB keeps the EntityStore contract', { mysql: true }, () => {
+  const sql = onMariaDb();
+  entityStoreContract(async () => new SqlEntityStore(await sql.empty()));
+});
+
+describeWithServices('SqlSegmentAllocator on MariaDB keeps the SegmentAllocator contract', { mysql: true }, () => {
+  const sql = onMariaDb();
+  segmentAllocatorContract(async () => {
+    const db = await sql.empty();
+    const entities = new SqlEntityStore(db);
+    return {
+      allocator: new SqlSegmentAllocator(db),
+      async addEntity(key, startOffset) {
+        await entities.insert(entityConfig({ key, startOffset }));
+      },
+    };
+  });
+});
+
+describeWithServices('SqlWorkerStore on MariaDB keeps the WorkerStore contract', { mysql: true }, () => {
+  const sql = onMariaDb();
+  workerStoreContract(async () => new SqlWorkerStore(await sql.empty()));
+});
+
+describeWithServices('RedisPoolStore keeps the PoolStore contract', { redis: true }, () => {
+  let redis: Redis;
+  const prefixes: string[] = [];
+  beforeAll(async () => {
+    redis = new Redis(REDIS_URL);
+    // This branch's library: the shared server may hold another version's.
+    await loadFunctions(redis);
+  });
+  afterAll(async () => {
+    for (const prefix of prefixes) await clearPrefix(redis, prefix);
+    redis?.disconnect();
+  });
+  poolStoreContract(async () => {
+    const prefix = testPrefix();
+    prefixes.push(prefix);
+    return new RedisPoolStore(redis, prefix);
+  });
+});

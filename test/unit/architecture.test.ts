@@ -1,0 +1,111 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * ARCHITECTURE.md's folder map, checked against the imports of src/: the
+ * block under "## Folders" lists folders (and shared files) top to bottom,
+ * and "dependencies point one way, top to bottom". So a folder may import
+ * only what is listed on its own line or below it, a line that says
+ * "standalone" imports nothing of src/, and no two folders import each
+ * other, directly or round a cycle.
+ */
+const ROOT = resolve(__dirname, '../..');
+const SRC = join(ROOT, 'src');
+
+/** The folder map: each line's entries (`cli`, `main.ts`), top line first, and what each line says. */
+function folderMap(): Array<{ entries: string[]; says: string }> {
+  const doc = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Folders'));
+  const block = /```\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!block) throw new Error('ARCHITECTURE.md has no code block under "## Folders"');
+  return block
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      // Entries, then two or more spaces, then what the line says.
+      const [, names, says] = /^(\S.*?)\s{2,}(.*)$/.exec(line) ?? [];
+      if (!names) throw new Error(`ARCHITECTURE.md folder line without a description: ${line}`);
+      return { entries: names.split(',').map((n) => n.trim().replace(/\/$/, '')), says };
+    });
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** The top-level entry of src/ a path belongs to: its folder, or the file itself. */
+function entryOf(path: string): string | undefined {
+  const rel = relative(SRC, path);
+  if (rel.startsWith('..')) return undefined;
+  const [first, ...rest] = rel.split('/');
+  if (rest.length > 0) return first;
+  // `./service` names a folder (its index.ts), `./limits` a file.
+  return statSync(join(SRC, first), { throwIfNoEntry: false })?.isDirectory() ? first : first.endsWith('.ts') ? first : `${first}.ts`;
+}
+
+/** Every import between two entries of src/: from → to → one file that does it. */
+function importGraph(): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const file of sourceFiles(SRC)) {
+    const from = entryOf(file)!;
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s+|\bimport\s*\(\s*|\brequire\s*\(\s*)'(\.[^']*)'/g)) {
+      const to = entryOf(resolve(dirname(file), m[1]));
+      if (!to || to === from) continue;
+      if (!graph.has(from)) graph.set(from, new Map());
+      if (!graph.get(from)!.has(to)) graph.get(from)!.set(to, relative(ROOT, file));
+    }
+  }
+  return graph;
+}
+
+describe('ARCHITECTURE.md folder claims hold for src/', () => {
+  const map = folderMap();
+  const graph = importGraph();
+  const rank = new Map<string, number>();
+  map.forEach((line, i) => line.entries.forEach((entry) => rank.set(entry, i)));
+
+  it('lists every folder and top-level file of src/, and nothing that is not there', () => {
+    const present = new Set(readdirSync(SRC).filter((n) => !n.endsWith('.d.ts')));
+    expect([...present].filter((n) => !rank.has(n)).sort()).toEqual([]);
+    expect([...rank.keys()].filter((n) => !present.has(n)).sort()).toEqual([]);
+  });
+
+  it('no folder imports one listed above it', () => {
+    const upward: string[] = [];
+    for (const [from, targets] of graph) {
+      for (const [to, file] of targets) {
+        if (rank.get(to)! < rank.get(from)!) upward.push(`${from} -> ${to} (${file})`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it('a line that says "standalone" imports nothing of src/', () => {
+    const standalone = map.filter((line) => /\bstandalone\b/.test(line.says)).flatMap((line) => line.entries);
+    expect(standalone.length).toBeGreaterThan(0);
+    expect(standalone.flatMap((entry) => [...(graph.get(entry)?.entries() ?? [])].map(([to, file]) => `${entry} -> ${to} (${file})`))).toEqual([]);
+  });
+
+  it('has no import cycle between folders', () => {
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (node: string, path: string[]) => {
+      if (state.get(node) === 'done') return;
+      if (state.get(node) === 'open') {
+        cycles.push([...path.slice(path.indexOf(node)), node].join(' -> '));
+        return;
+      }
+      state.set(node, 'open');
+      for (const next of graph.get(node)?.keys() ?? []) visit(next, [...path, node]);
+      state.set(node, 'done');
+    };
+    for (const node of graph.keys()) visit(node, []);
+    expect(cycles).toEqual([]);
+  });
+});

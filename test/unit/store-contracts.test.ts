@@ -1,0 +1,33 @@
+import { describe } from 'vitest';
+import { FakeEntityStore } from '../../src/entities/fake-entity-store';
+import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
+import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { FakeWorkerStore } from '../../src/worker/fake-worker-store';
+import { FakeClock } from '../support/clock';
+import { entityStoreContract } from '../support/contracts/entity-store';
+import { poolStoreContract } from '../support/contracts/pool-store';
+import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
+import { workerStoreContract } from '../support/contracts/worker-store';
+
+// The same cases run against the real stores in test/integration/store-contracts.test.ts.
+describe('FakeEntityStore keeps the EntityStore contract', () => {
+  entityStoreContract(async () => new FakeEntityStore());
+});
+
+describe('FakeSegmentAllocator keeps the SegmentAllocator contract', () => {
+  segmentAllocatorContract(async () => {
+    const allocator = new FakeSegmentAllocator();
+    return { allocator, addEntity: async (key, startOffset) => allocator.addEntity(key, startOffset) };
+  });
+});
+
+describe('FakeWorkerStore keeps the WorkerStore contract', () => {
+  workerStoreContract(async () => {
+    const clock = new FakeClock();
+    return new FakeWorkerStore(() => clock.now());
+  });
+});
+
+describe('MemoryPoolStore keeps the PoolStore contract', () => {
+  poolStoreContract(async () => new MemoryPoolStore(new FakeClock()));
+});

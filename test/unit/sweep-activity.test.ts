@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { type EntityConfig, withDefaults } from '../../src/entities/entity';
+import { silentLogger } from '../../src/logger';
+import { Demand } from '../../src/pool/demand';
+import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import type { PoolLevel } from '../../src/pool/pool-store';
+import { Refiller } from '../../src/pool/refiller';
+import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { IdStride } from '../../src/segment/stride';
+import { FakeClock } from '../support/clock';
+
+/** The in-process store, recording which pools each sweep read. */
+class CountingStore extends MemoryPoolStore {
+  readonly reads: string[][] = [];
+  override levels(keys: readonly string[]): Promise<Array<PoolLevel | Error>> {
+    this.reads.push([...keys]);
+    return super.levels(keys);
+  }
+}
+
+describe('refill sweep: idle cost follows activity', () => {
+  it('reads 200 idle pools per sweep, going round, and every pool taken from each sweep', async () => {
+    const clock = new FakeClock({ sleep: 'advance' });
+    const store = new CountingStore(clock);
+    const configs = new Map<string, EntityConfig>();
+    for (let i = 0; i < 2500; i++) {
+      const key = `e${String(i).padStart(4, '0')}`;
+      configs.set(key, { ...withDefaults({ key, mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 100 }), secretHash: '', createTime: 0, updateTime: 0 });
+    }
+    const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] };
+    const refiller = new Refiller({ entities, allocator: new FakeSegmentAllocator(), store, lock: new MemoryRefillLock(), stride: new IdStride(), clock, log: silentLogger, intervalMs: 100, demand: new Demand({ clock, horizonSeconds: 60 }) });
+    for (let i = 0; i < 13; i++) {
+      await refiller.sweep();
+      clock.advance(1000);
+    }
+    expect(store.reads.map((r) => r.length)).toEqual([...Array(12).fill(200), 100]);
+    expect(new Set(store.reads.flat()).size).toBe(2500);
+
+    // e0000 is popped directly (nothing here sees it): noticed at its next read, then read every sweep.
+    await store.push('e0000', ['1', '2', '3'], 1n, 3n);
+    await store.take('e0000', 1, 0);
+    // e2000 serves a take here: read from the next sweep on.
+    refiller.touch('e2000');
+    store.reads.length = 0;
+    await refiller.sweep();
+    await store.take('e0000', 1, 0);
+    await refiller.sweep();
+    expect(store.reads[0]).toHaveLength(201);
+    expect(store.reads[0]).toContain('e2000');
+    expect(store.reads[1]).toHaveLength(202);
+    expect(store.reads[1]).toEqual(expect.arrayContaining(['e0000', 'e2000']));
+    // A minute without takes: idle again.
+    clock.advance(61_000);
+    await refiller.sweep();
+    expect(store.reads[2]).toHaveLength(200);
+    expect(store.reads[2]).not.toContain('e0000');
+  });
+});
