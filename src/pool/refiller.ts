@@ -248,6 +248,10 @@ export class Refiller {
         for (const key of all) this.markReset(key);
       }
       this.lastEpoch = epoch;
+      // A reset that could not run (its refill failed, or found the lock
+      // held: a restarted Redis answers INFO while it still loads its data
+      // and refuses the lock) is tried again every sweep until it has run.
+      for (const key of this.needsReset) this.low.add(key);
       const keys = this.nextSweepBatch();
       const levels = await this.o.store.levels(keys);
       // One entity's error (its keys, its Cluster node, an odd number) is logged with its key; the rest go on.
@@ -273,7 +277,10 @@ export class Refiller {
 
   private async refillOnce(entityKey: string, atLeast: number): Promise<void> {
     const entity = this.o.entities.get(entityKey);
-    if (!entity || entity.mode === 'snowflake') return;
+    if (!entity || entity.mode === 'snowflake') {
+      this.needsReset.delete(entityKey);
+      return;
+    }
     const ttl = this.o.lockTtlMs ?? 10_000;
     let held = await this.o.lock.acquire(entityKey, ttl);
     // After a failover the lock of a refill that was under way came over with

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/logger';
+import { Demand } from '../../src/pool/demand';
+import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import { Refiller } from '../../src/pool/refiller';
+import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { IdStride } from '../../src/segment/stride';
+import { FakeClock, settle } from '../support/clock';
+import { entityConfig } from '../support/entity';
+
+/** A pool store whose Redis server (epoch) the test changes, counting resets. */
+class RestartingStore extends MemoryPoolStore {
+  server = 'run-1';
+  resets = 0;
+  override async epoch(): Promise<string> {
+    return this.server;
+  }
+  override async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
+    this.resets++;
+    await super.reset(entityKey, issuedUpTo);
+    // The first claim of a pool for an epoch discards nothing.
+    return this.resets > 1;
+  }
+}
+
+/** A lock a restarted Redis refuses while it still loads its data. */
+class LoadingLock extends MemoryRefillLock {
+  refusals = 0;
+  override async acquire(entityKey: string) {
+    if (this.refusals > 0) {
+      this.refusals--;
+      return null;
+    }
+    return super.acquire(entityKey);
+  }
+}
+
+describe('refiller: a pool discarded after a Redis server change', () => {
+  it('is reset at a later sweep when the first try found the lock refused, and reported once', async () => {
+    const clock = new FakeClock();
+    const store = new RestartingStore(clock);
+    const lock = new LoadingLock();
+    const configs = new Map([['orders', entityConfig({ key: 'orders', step: 100, maxPoolSize: 1000 })]]);
+    const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] };
+    const discarded: string[] = [];
+    const changes: string[] = [];
+    const events = { refilled: () => undefined, fenceRefused: () => undefined, poolDiscarded: (key: string) => void discarded.push(key), epochChanged: (_from: string, to: string) => void changes.push(to) };
+    const refiller = new Refiller({ entities, allocator: new FakeSegmentAllocator(), demand: new Demand({ clock, horizonSeconds: 60 }), store, lock, stride: new IdStride(), clock, log: silentLogger, intervalMs: 100, sweepMs: 1000, events });
+    const run = async (ms: number) => {
+      for (let t = 0; t < ms; t += 50) {
+        clock.advance(50);
+        await settle();
+      }
+    };
+    refiller.start();
+    await run(500);
+    expect(store.resets).toBe(1); // the first sweep claims the pool for run-1
+    expect((await store.levels(['orders']))[0]).toMatchObject({ size: expect.any(Number) });
+
+    // Restarted: INFO answers with a new run_id at once, the lock is refused for three tries.
+    store.server = 'run-2';
+    lock.refusals = 3;
+    await run(5000);
+    await refiller.stop();
+    expect(changes).toEqual(['run-2']);
+    expect(lock.refusals).toBe(0);
+    expect(store.resets).toBe(2);
+    expect(discarded).toEqual(['orders']);
+  });
+});
