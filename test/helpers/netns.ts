@@ -1,4 +1,7 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 
@@ -174,7 +177,10 @@ export interface NetnsRedis {
  */
 export async function startRedisIn(lab: Lab, ns: string, host: string, port: number, extraArgs: string[] = [], alsoBind: string[] = []): Promise<NetnsRedis> {
   // Protected mode refuses anything but loopback; these addresses exist only on the lab's veths.
-  const proc = lab.spawn(ns, 'redis-server', ['--port', String(port), '--bind', host, ...alsoBind, '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...extraArgs]);
+  // Its own directory: a replica writes the RDB of its full sync there, not in the checkout.
+  const dir = mkdtempSync(join(tmpdir(), 'idpool-netns-redis-'));
+  const proc = lab.spawn(ns, 'redis-server', ['--port', String(port), '--bind', host, ...alsoBind, '--protected-mode', 'no', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...extraArgs]);
+  proc.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   await answers(host, port);
   return { host, port, url: `redis://${host}:${port}/0`, proc };
 }
