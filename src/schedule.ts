@@ -70,3 +70,72 @@ export function every(name: string, ms: number, task: () => unknown, clock: Cloc
     },
   };
 }
+
+export interface ActivityRoundOptions<T> {
+  /** The items of a new round, listed from the registry once a round. */
+  list(): T[];
+  keyOf(item: T): string;
+  /** The current item of an active key, or undefined when it is gone (it then stops being active). */
+  lookup(key: string): T | undefined;
+  /** Items of the round one batch reads, going round. */
+  idleBatch: number;
+  /** Active items one batch reads at most. */
+  activeBatch: number;
+  /** How long a touched key stays active. */
+  activeMs: number;
+  /** The clock `activeMs` is measured on. */
+  now(): number;
+}
+
+/**
+ * The batches of a periodic loop whose cost follows activity (the refill
+ * sweep, the ops sampler): each batch holds every key touched in the last
+ * `activeMs` (up to `activeBatch`) and the next `idleBatch` items of a
+ * round over all of them, so an idle key is read once a round and a busy
+ * one every run.
+ */
+export class ActivityRound<T> {
+  private round: T[] = [];
+  private cursor = 0;
+  /** Key → when it was last touched. */
+  private readonly active = new Map<string, number>();
+
+  constructor(private readonly o: ActivityRoundOptions<T>) {}
+
+  /** The key was seen in use (at `at`, default now): it is in every batch from the next one on. */
+  touch(key: string, at = this.o.now()): void {
+    this.active.set(key, at);
+  }
+
+  /** Whether the key is read every batch (as of the last `next()`, or touched since). */
+  isActive(key: string): boolean {
+    return this.active.has(key);
+  }
+
+  /**
+   * The next batch; `listed` is the new round's items when this batch
+   * started one, and `rounds` is how many batches a round takes.
+   */
+  next(): { items: T[]; listed: T[] | undefined; rounds: number } {
+    const { o } = this;
+    let listed: T[] | undefined;
+    if (this.cursor >= this.round.length) {
+      this.round = listed = o.list();
+      this.cursor = 0;
+    }
+    const batch = new Map(this.round.slice(this.cursor, this.cursor + o.idleBatch).map((item) => [o.keyOf(item), item]));
+    this.cursor += o.idleBatch;
+    const now = o.now();
+    let taken = 0;
+    for (const [key, since] of this.active) {
+      const item = o.lookup(key);
+      if (now - since > o.activeMs || item === undefined) {
+        this.active.delete(key);
+        continue;
+      }
+      if (taken++ >= o.activeBatch) break;
+      batch.set(key, item);
+    }
+    return { items: [...batch.values()], listed, rounds: Math.max(1, Math.ceil(this.round.length / o.idleBatch)) };
+  }
+}

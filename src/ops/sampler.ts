@@ -2,7 +2,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { PoolSizing } from '../pool/demand';
 import type { Clock } from '../clock';
 import { FailureLogGate, type Logger } from '../logger';
-import { type Periodic, every } from '../schedule';
+import { ActivityRound, type Periodic, every } from '../schedule';
 import type { Alarms } from './alarms';
 import { AlarmRules } from './alarm-rules';
 import { type ChartPoint, type EntityOverview, dashboardRows } from './dashboard-rows';
@@ -42,7 +42,7 @@ const IDLE_BATCH = 200;
 const ACTIVE_MS = 60_000;
 
 export interface SamplerOptions {
-  entities: { list(): EntityConfig[]; get?(entityKey: string): EntityConfig | undefined };
+  entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
   pools: { sizes(keys: readonly string[]): Promise<Array<number | Error>> };
   /** Target depths and watermarks (they move with demand). */
@@ -119,22 +119,28 @@ export class OpsSampler {
   private startedAt: number | undefined;
 
   private lastUsageAt = Number.NEGATIVE_INFINITY;
-  /** Where the next run's idle batch starts in `round`. */
-  private cursor = 0;
-  /** The segment entities of the round under way, read from the registry when a round starts. */
-  private round: EntityConfig[] = [];
-  /** Entities read every run: key → when they were last seen taken from (clock ms). */
-  private readonly active = new Map<string, number>();
+  /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
+  private readonly round: ActivityRound<EntityConfig>;
 
   constructor(private readonly o: SamplerOptions) {
     this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce(), o.clock);
     this.failureLog = new FailureLogGate(o.clock);
     this.rules = new AlarmRules(o);
+    const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
+    this.round = new ActivityRound({
+      list: () => o.entities.list().filter((e) => e.mode !== 'snowflake'),
+      keyOf: (entity) => entity.key,
+      lookup: (key) => segment(o.entities.get(key)),
+      idleBatch: IDLE_BATCH,
+      activeBatch: SAMPLE_BATCH,
+      activeMs: ACTIVE_MS,
+      now: () => o.clock.now(),
+    });
   }
 
   /** Ids of the entity were served here: it is read every run from the next one on. */
   touch(entityKey: string): void {
-    this.active.set(entityKey, this.o.clock.now());
+    this.round.touch(entityKey);
   }
 
   /** Samples now and then every `sampleMs`. */
@@ -175,36 +181,10 @@ export class OpsSampler {
     }
   }
 
-  /**
-   * This run's entities: the active ones (up to SAMPLE_BATCH) and the next
-   * IDLE_BATCH of the round; `rounds` is how many runs a round takes, and
-   * `live` is set when a round starts (the registry is listed once a round).
-   */
-  private nextBatch(): { entities: EntityConfig[]; live: Set<string> | undefined; rounds: number } {
-    let live: Set<string> | undefined;
-    if (this.cursor >= this.round.length) {
-      this.round = this.o.entities.list().filter((e) => e.mode !== 'snowflake');
-      this.cursor = 0;
-      live = new Set(this.round.map((e) => e.key));
-    }
-    const batch = new Map(this.round.slice(this.cursor, this.cursor + IDLE_BATCH).map((e) => [e.key, e]));
-    this.cursor += IDLE_BATCH;
-    const now = this.o.clock.now();
-    let taken = 0;
-    for (const [key, since] of this.active) {
-      const entity = this.o.entities.get?.(key) ?? this.round.find((e) => e.key === key);
-      if (now - since > ACTIVE_MS || !entity || entity.mode === 'snowflake') {
-        this.active.delete(key);
-        continue;
-      }
-      if (taken++ >= SAMPLE_BATCH) break;
-      batch.set(key, entity);
-    }
-    return { entities: [...batch.values()], live, rounds: Math.max(1, Math.ceil(this.round.length / IDLE_BATCH)) };
-  }
-
   private async sampleEntities(): Promise<void> {
-    const { entities, live, rounds } = this.nextBatch();
+    // `live` is set when a round starts (the registry is listed once a round).
+    const { items: entities, listed, rounds } = this.round.next();
+    const live = listed && new Set(listed.map((e) => e.key));
     const keys = entities.map((e) => e.key);
     const [offsets, sizes] = await Promise.all([this.o.offsets.peekMany(keys), this.o.pools.sizes(keys)]);
     const at = this.o.clock.now();
@@ -215,7 +195,7 @@ export class OpsSampler {
     this.rounds = rounds;
     this.o.metrics.sampleRound.set((this.o.sampleMs * rounds) / 1000);
     for (const [i, entity] of entities.entries()) {
-      const capacity = this.active.has(entity.key) ? activeCapacity : idleCapacity;
+      const capacity = this.round.isActive(entity.key) ? activeCapacity : idleCapacity;
       await this.guard('entity', entity.key, () => this.sampleEntity(entity, sizes[i], offsets.get(entity.key), at, capacity));
     }
     if (!live) return;
@@ -234,7 +214,7 @@ export class OpsSampler {
     // Taken from since the last sample (by anyone: reserved beyond what the pool grew), or served here: active.
     // A refill alone moves offset and size together and leaves an idle entity idle.
     const last = this.samples.get(entity.key)?.toArray().at(-1);
-    if (last && (Number(offset - last.offset) - (size - last.size) > 0 || (last.served ?? 0) !== (this.o.served?.(entity.key) ?? 0))) this.active.set(entity.key, at);
+    if (last && (Number(offset - last.offset) - (size - last.size) > 0 || (last.served ?? 0) !== (this.o.served?.(entity.key) ?? 0))) this.round.touch(entity.key, at);
     const f = this.record(entity, { at, size, offset }, capacity);
     if (!f) return;
     this.publish(entity, size, offset, f);

@@ -3,7 +3,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import { FailureLogGate, type Logger } from '../logger';
-import { type Periodic, every } from '../schedule';
+import { ActivityRound, type Periodic, every } from '../schedule';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
@@ -96,11 +96,8 @@ export class Refiller {
   private readonly ticker: Periodic;
   private readonly sweeper: Periodic;
   private lastEpoch: string | undefined;
-  private sweepCursor = 0;
-  /** The segment entities of the sweep round under way, listed when a round starts. */
-  private sweepRound: string[] = [];
-  /** Pools read every sweep: key → when they were last seen taken from (monotonic ms). */
-  private readonly active = new Map<string, number>();
+  /** Which pools each sweep reads: those taken from in the last ACTIVE_MS, and SWEEP_IDLE_BATCH more going round. */
+  private readonly sweepRound: ActivityRound<string>;
   /** Each pool's take total at its last read: a change makes it active. */
   private readonly lastTaken = new Map<string, number>();
   /** When each entity's pool was last checked by a tick (monotonic ms), for its `interval`. */
@@ -112,6 +109,15 @@ export class Refiller {
 
   constructor(private readonly o: RefillerOptions) {
     this.failureLog = new FailureLogGate(o.clock);
+    this.sweepRound = new ActivityRound({
+      list: () => o.entities.segmentKeys(),
+      keyOf: (key) => key,
+      lookup: (key) => (o.entities.get(key) ? key : undefined),
+      idleBatch: SWEEP_IDLE_BATCH,
+      activeBatch: SWEEP_BATCH,
+      activeMs: ACTIVE_MS,
+      now: () => o.clock.monotonic(),
+    });
     this.ticker = every('refill-tick', o.intervalMs, () => this.tick(), o.clock);
     this.sweeper = every('refill-sweep', o.sweepMs ?? 1000, () => this.sweep(), o.clock);
   }
@@ -138,7 +144,7 @@ export class Refiller {
 
   /** Ids were taken from the pool here: it is read every sweep from the next one on. */
   touch(entityKey: string): void {
-    this.active.set(entityKey, this.o.clock.monotonic());
+    this.sweepRound.touch(entityKey);
   }
 
   /** The pool was filled in another Redis epoch: discard it before refilling. */
@@ -197,30 +203,14 @@ export class Refiller {
     }
   }
 
-  /**
-   * This sweep's pools: the active ones (up to SWEEP_BATCH) and the next
-   * SWEEP_IDLE_BATCH of the round. The registry is listed once a round.
-   */
+  /** This sweep's pools; when a round starts, forgets the take totals of entities gone from the registry. */
   private nextSweepBatch(): string[] {
-    if (this.sweepCursor >= this.sweepRound.length) {
-      this.sweepRound = this.o.entities.segmentKeys();
-      this.sweepCursor = 0;
-      const live = new Set(this.sweepRound);
+    const { items, listed } = this.sweepRound.next();
+    if (listed) {
+      const live = new Set(listed);
       for (const key of this.lastTaken.keys()) if (!live.has(key)) this.lastTaken.delete(key);
     }
-    const batch = new Set(this.sweepRound.slice(this.sweepCursor, this.sweepCursor + SWEEP_IDLE_BATCH));
-    this.sweepCursor += SWEEP_IDLE_BATCH;
-    const now = this.o.clock.monotonic();
-    let taken = 0;
-    for (const [key, since] of this.active) {
-      if (now - since > ACTIVE_MS || !this.o.entities.get(key)) {
-        this.active.delete(key);
-        continue;
-      }
-      if (taken++ >= SWEEP_BATCH) break;
-      batch.add(key);
-    }
-    return [...batch];
+    return items;
   }
 
   /** Below this many ready ids the entity's pool is refilled (it moves with demand). */
@@ -263,7 +253,7 @@ export class Refiller {
           if (!entity) return;
           this.o.demand.observe(key, level.taken);
           const before = this.lastTaken.get(key);
-          if (before !== undefined && before !== level.taken) this.active.set(key, this.o.clock.monotonic());
+          if (before !== undefined && before !== level.taken) this.sweepRound.touch(key);
           this.lastTaken.set(key, level.taken);
           if (level.size < this.o.demand.lowWatermark(entity)) this.low.add(key);
         } catch (err) {

@@ -37,7 +37,7 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   /** Takes the dispatcher refused per entity, for too few ids ready. */
   const refused = new Map<string, number>();
   const sampler = new OpsSampler({
-    entities: { list: () => [...entities.values()] },
+    entities: { list: () => [...entities.values()], get: (key) => entities.get(key) },
     refused: (key) => refused.get(key) ?? 0,
     pools: {
       sizes: async (keys) => {
