@@ -170,6 +170,9 @@ async function main() {
       ['snowflake wide batch', (s) => http(at(sfWide.port, `/apps/${sfWideKey}/ids`), sfWideSecret, BATCH, sfWide.proc.pid!, s)],
       ['redis cycle', (s) => redisCycle(redis, s)],
     ];
+    // BENCH_ONLY=name,name runs only those targets (for a quick A/B; the rows of the others are left out).
+    const only = process.env.BENCH_ONLY?.split(',').map((x) => x.trim());
+    if (only) targets.splice(0, targets.length, ...targets.filter(([name]) => only.includes(name)));
     // Warm-up: JIT, pools deepened by demand, connections open.
     for (const [, run] of targets) await run(2);
     const results = new Map<string, Figures[]>(targets.map(([name]) => [name, []]));
@@ -182,11 +185,13 @@ async function main() {
     }
 
     const m = (name: string): Figures => {
-      const rs = results.get(name)!;
+      const rs = results.get(name) ?? [];
+      if (!rs.length) return { rps: Number.NaN, p99: Number.NaN, non2xx: 0, cpuUs: Number.NaN };
       return { rps: median(rs.map((r) => r.rps)), p99: median(rs.map((r) => r.p99)), non2xx: rs.reduce((a, r) => a + r.non2xx, 0), cpuUs: median(rs.map((r) => r.cpuUs)) };
     };
     const rows: string[][] = [];
     const row = (label: string, name: string, per: number, ratio: string) => {
+      if (!results.get(name)?.length) return;
       const x = m(name);
       rows.push([
         label,

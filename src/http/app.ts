@@ -6,13 +6,11 @@ import type { HttpDeps } from './deps';
 import { errorHandler } from './errors';
 import { createGuards } from './guards';
 import { registerAdminRoutes } from './routes/admin';
-import { registerIdRoutes } from './routes/ids';
+import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
+import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
 
 export type { HttpDeps, ReadinessReport, SnowflakeIssuer } from './deps';
-
-/** Largest JSON body accepted; registrations and counts are far smaller. */
-const BODY_LIMIT = '16kb';
 
 /** The HTTP service: request middleware, the route groups, then 404 and the one error handler. */
 export function createHttpApp(deps: HttpDeps): express.Express {
@@ -21,23 +19,21 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.set('etag', false);
   if (deps.observe) app.use(deps.observe);
   const draining = deps.draining;
-  if (draining) {
-    app.use((_req, res, next) => {
-      if (draining()) res.setHeader('Connection', 'close');
-      next();
-    });
-  }
   app.use((_req, res, next) => {
     // Answers carry secrets (register, rotate) and live state: no cache keeps them.
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (draining?.()) res.setHeader('Connection', 'close');
     next();
   });
-  app.use(express.json({ limit: BODY_LIMIT, strict: false }));
 
   const tokens = new ServiceTokens({ admin: deps.adminToken, ops: deps.opsToken, metrics: deps.metricsToken });
   const guards = createGuards(deps, tokens, deps.authFailures ?? new AuthFailureLimiter(deps.clock ?? systemClock), deps.log);
-  registerIdRoutes(app, deps, guards);
+  const take = takeHandler(deps, guards);
+  // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
+  app.use(takeFastPath(take));
+  app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
+  registerIdRoutes(app, deps, guards, take);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
 

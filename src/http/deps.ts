@@ -5,7 +5,6 @@ import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
 import type { PoolSizing } from '../pool/demand';
-import type { EntityRateLimit } from '../pool/rate-limit';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
@@ -15,8 +14,11 @@ import type { IdempotencyStore } from '../idempotency/store';
 
 /** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
 export interface SnowflakeIssuer {
-  /** May wait briefly (clock rollback, exhausted sequence), hence the promise. */
-  take(entityKey: string, count: number): string[] | Promise<string[]>;
+  /**
+   * `count` ids of the entity within its per-second limit (429 past it).
+   * May wait briefly (clock rollback, exhausted sequence), hence the promise.
+   */
+  take(entity: Pick<EntityConfig, 'key' | 'maxSizePerSecond'>, count: number): string[] | Promise<string[]>;
   /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
   decode(id: string): IdExplanation;
 }
@@ -60,8 +62,6 @@ export interface HttpDeps {
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
   log: Logger;
-  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's take). */
-  snowflakeRate?: EntityRateLimit;
   /** Bearer token `/metrics` requires (the ops token is accepted too); open when undefined. */
   metricsToken?: string;
   /** Read-only operator token: the dashboard, `GET /admin/*` and `/metrics`; no writes. */

@@ -28,3 +28,6 @@ export const DEFAULT_HTTP_SERVER: Readonly<HttpServerSettings> = {
  * the failed-authentication limit allows.
  */
 export const SERVICE_TOKEN_MIN_LENGTH = 32;
+
+/** Largest request body, in bytes: registrations and counts are far smaller. */
+export const BODY_LIMIT_BYTES = 16 * 1024;

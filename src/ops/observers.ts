@@ -7,7 +7,7 @@ import type { SamplerOptions } from './sampler';
 
 /** Any issuer of ids: the dispatcher's take, or the snowflake generator's. */
 export interface Issuer {
-  take(entityKey: string, count: number): string[] | Promise<string[]>;
+  take(entity: { readonly key: string }, count: number): string[] | Promise<string[]>;
 }
 
 /** Turns the refiller's events into metrics and alarms. */
@@ -87,14 +87,14 @@ export function opsDispatchEvents(metrics: OpsMetrics, alarms: Alarms, onServed:
 /** `issuer`, reporting every id it hands out to `events.served`: snowflake ids never pass the dispatcher, which reports its own. */
 export function countingServed<T extends Issuer>(issuer: T, events: Pick<DispatchEvents, 'served'>): T {
   const counted = Object.create(issuer) as T;
-  counted.take = (entityKey: string, count: number) => {
-    const ids = issuer.take(entityKey, count);
+  counted.take = (entity: Parameters<T['take']>[0], count: number) => {
+    const ids = issuer.take(entity, count);
     if (Array.isArray(ids)) {
-      events.served(entityKey, ids.length);
+      events.served(entity.key, ids.length);
       return ids;
     }
     return ids.then((taken) => {
-      events.served(entityKey, taken.length);
+      events.served(entity.key, taken.length);
       return taken;
     });
   };

@@ -1,5 +1,6 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
+import { TurnGroups, type Waiter as CoalescedWaiter, share } from '../coalesce';
 import { PoolExhaustedError, RateLimitedError, UnavailableError } from '../errors';
 import type { Logger } from '../logger';
 import type { PoolStore, TakeResult } from './pool-store';
@@ -35,19 +36,7 @@ export interface DispatcherOptions {
  */
 const MAX_COALESCED_IDS = 16_000;
 
-/** One request waiting in a group. */
-interface Waiter {
-  entity: EntityConfig;
-  count: number;
-  resolve(ids: string[]): void;
-  reject(err: unknown): void;
-}
-
-/** Takes for one entity collected during one event-loop turn. */
-interface Group {
-  waiters: Waiter[];
-  total: number;
-}
+type Waiter = CoalescedWaiter<EntityConfig>;
 
 /** What the dispatcher reports per request. */
 export interface DispatchEvents {
@@ -75,35 +64,20 @@ export interface DispatchStats {
  */
 export class Dispatcher {
   readonly stats: DispatchStats = { idsServed: 0, rateLimited: 0, exhausted: 0 };
-  private readonly groups = new Map<string, Group>();
-  private readonly coalesce: boolean;
+  private readonly turns: TurnGroups<Waiter> | undefined;
 
   constructor(private readonly o: DispatcherOptions) {
-    this.coalesce = o.coalesce ?? o.store.kind === 'redis';
+    const coalesce = o.coalesce ?? o.store.kind === 'redis';
+    this.turns = coalesce ? new TurnGroups(MAX_COALESCED_IDS, (waiters, total) => void this.takeGroup(waiters, total)) : undefined;
   }
 
   take(entity: EntityConfig, count: number): Promise<string[]> {
-    if (!this.coalesce) return this.takeAlone(entity, count);
-    return new Promise<string[]>((resolve, reject) => {
-      let group = this.groups.get(entity.key);
-      if (!group || group.total + count > MAX_COALESCED_IDS) {
-        // A full group keeps its place: its call was scheduled first, so its ids come first.
-        const fresh: Group = { waiters: [], total: 0 };
-        this.groups.set(entity.key, fresh);
-        // setImmediate runs after the poll phase: every request whose bytes arrived in this turn has called take by then.
-        setImmediate(() => {
-          if (this.groups.get(entity.key) === fresh) this.groups.delete(entity.key);
-          void this.takeGroup(fresh);
-        });
-        group = fresh;
-      }
-      group.waiters.push({ entity, count, resolve, reject });
-      group.total += count;
-    });
+    const turns = this.turns;
+    if (!turns) return this.takeAlone(entity, count);
+    return new Promise<string[]>((resolve, reject) => turns.add(entity.key, { entity, count, resolve, reject }));
   }
 
-  private async takeGroup(group: Group): Promise<void> {
-    const { waiters, total } = group;
+  private async takeGroup(waiters: Waiter[], total: number): Promise<void> {
     if (waiters.length === 1) {
       const [w] = waiters;
       return this.takeAlone(w.entity, w.count).then(w.resolve, w.reject);
@@ -122,13 +96,7 @@ export class Dispatcher {
       return;
     }
     if (result.remaining < this.o.refiller.lowWatermark(entity)) this.o.refiller.markLow(entity.key);
-    let from = 0;
-    for (const w of waiters) {
-      const ids = result.ids.slice(from, from + w.count);
-      from += w.count;
-      this.served(entity.key, ids.length);
-      w.resolve(ids);
-    }
+    share(waiters, result.ids, (w) => this.served(entity.key, w.count));
   }
 
   private served(entityKey: string, count: number): void {

@@ -120,7 +120,7 @@ export async function checkPoolMemory(redis: RedisClient | undefined, registry: 
   await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
 }
 
-export async function buildSnowflake(deps: { config: Config; db: Database; clock: Clock; log: Logger; settings?: Partial<SnowflakeRuntimeSettings> }): Promise<Built<SnowflakeRuntime>> {
+export async function buildSnowflake(deps: { config: Config; db: Database; clock: Clock; log: Logger; rate: EntityRateLimit; settings?: Partial<SnowflakeRuntimeSettings> }): Promise<Built<SnowflakeRuntime>> {
   const runtime = await createSnowflakeRuntime({ ...deps, log: deps.log.child({ component: 'snowflake' }) });
   runtime.start();
   return { value: runtime, close: () => runtime.stop() };
@@ -253,7 +253,6 @@ export function buildHttp(deps: {
     draining: deps.draining,
     ops,
     idempotency: stores.idempotency,
-    snowflakeRate: stores.snowflakeRate,
     authFailures: new AuthFailureLimiter(deps.clock),
     metricsToken: deps.config.metricsToken,
     opsToken: deps.config.opsToken,

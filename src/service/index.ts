@@ -81,7 +81,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
     await checkPoolMemory(redis, registry, log);
-    const snowflake = resources.add('snowflake', await buildSnowflake({ config, db, clock, log, settings: options.snowflake }));
+    const snowflake = resources.add('snowflake', await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }));
     const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
     const pools = resources.add('refiller', buildPools({ config, clock, log, stores, registry, ops, lockTtlMs: options.lockTtlMs, beforePush: options.beforePush }));
     const readiness = readinessCheck({ db, pools: stores.pools, snowflake, clock, stopping: () => stopping, sampling: () => ops.sampler.health() });

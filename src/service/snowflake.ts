@@ -10,6 +10,8 @@ import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { SqlWorkerStore } from '../worker/worker-store';
+import type { EntityRateLimit } from '../pool/rate-limit';
+import { SnowflakeTakes } from './snowflake-takes';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
 export interface SnowflakeRuntime {
@@ -31,6 +33,8 @@ export interface SnowflakeRuntimeDeps {
   db: Database;
   clock: Clock;
   log: Logger;
+  /** Snowflake entities' `maxSizePerSecond`, counted across instances where Redis is shared. */
+  rate: EntityRateLimit;
   /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
 }
@@ -87,7 +91,7 @@ async function fixedServiceWorker(workerId: number, db: Database, log: Logger): 
  * allows it. Throws {@link ConfigError} or ClockSkewError.
  */
 export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
-  const { config, db, clock, log } = deps;
+  const { config, db, clock, log, rate } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   if (config.workerId !== undefined && !config.workerIdUnsafe) {
@@ -98,12 +102,13 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
   const generator = new Snowflake({ layout, worker: worker.source, clock, maxWaitMs: settings.maxWaitMs });
   worker.trackUsage(() => generator.lastUsedMs());
   log.info({ layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` }, 'snowflake generator ready');
+  const takes = new SnowflakeTakes({ make: (entityKey, count) => generator.takeStrings(entityKey, count), rate });
 
   return {
     generator,
     lease,
     issuer: {
-      take: (entityKey, count) => generator.takeStrings(entityKey, count),
+      take: (entity, count) => takes.take(entity, count),
       decode: (id) => explainId(layout, clock.now(), id),
     },
     workers: {

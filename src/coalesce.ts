@@ -1,0 +1,54 @@
+/** A request that can share a call: how many ids it wants. */
+export interface Counted {
+  readonly count: number;
+}
+
+/**
+ * Requests gathered per key (an entity) during one event-loop turn and
+ * handed to `flush` together, in arrival order, with the sum of their
+ * counts. The hand-over runs on `setImmediate`, after the poll phase: every
+ * request whose bytes arrived in this turn has been added by then. A group
+ * closes once `maxTotal` ids would be passed; the next request opens a new
+ * one, which is handed over after it.
+ */
+export class TurnGroups<R extends Counted> {
+  private readonly open = new Map<string, { requests: R[]; total: number }>();
+
+  constructor(
+    private readonly maxTotal: number,
+    private readonly flush: (requests: R[], total: number) => void,
+  ) {}
+
+  add(key: string, request: R): void {
+    let group = this.open.get(key);
+    if (!group || group.total + request.count > this.maxTotal) {
+      const fresh = { requests: [] as R[], total: 0 };
+      this.open.set(key, fresh);
+      setImmediate(() => {
+        if (this.open.get(key) === fresh) this.open.delete(key);
+        this.flush(fresh.requests, fresh.total);
+      });
+      group = fresh;
+    }
+    group.requests.push(request);
+    group.total += request.count;
+  }
+}
+
+/** One request waiting in a group for its share of one call. */
+export interface Waiter<E> extends Counted {
+  readonly entity: E;
+  resolve(ids: string[]): void;
+  reject(err: unknown): void;
+}
+
+/** Hands each waiter its `count` ids of `ids`, in order. */
+export function share<E>(waiters: readonly Waiter<E>[], ids: readonly string[], served?: (waiter: Waiter<E>) => void): void {
+  let from = 0;
+  for (const w of waiters) {
+    const mine = ids.slice(from, from + w.count);
+    from += w.count;
+    served?.(w);
+    w.resolve(mine);
+  }
+}
