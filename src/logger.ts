@@ -6,8 +6,17 @@ export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
-  /** `redact: []` drops the redaction pass for lines that never carry a secret (pino's child option). */
-  child(bindings: object, options?: { redact?: string[] }): Logger;
+  /**
+   * `redact: []` drops the redaction pass for lines that never carry a
+   * secret (pino's child option). `foldInfo` asks a {@link RepeatLimiter}
+   * to fold the child's repeated info lines too; other loggers ignore it.
+   */
+  child(bindings: object, options?: ChildOptions): Logger;
+}
+
+export interface ChildOptions {
+  redact?: string[];
+  foldInfo?: boolean;
 }
 
 export const silentLogger: Logger = {
@@ -47,9 +56,11 @@ function maskFields(obj: unknown): unknown {
   return out;
 }
 
+type Folded = 'info' | 'warn' | 'error';
+
 interface Repeats {
   logger: Logger;
-  level: 'warn' | 'error';
+  level: Folded;
   msg: string | undefined;
   /** The latest suppressed line's fields, written with the count. */
   obj: object;
@@ -59,10 +70,13 @@ interface Repeats {
 
 /**
  * Counts repeated warn/error lines instead of writing each: a distinct
- * message (level, logger bindings, `msg`, and `code`/`alarm`/`entityKey`)
- * is written at once, then at most once per `windowMs` with `repeated: N`
- * (how many were held back). During an outage every failing request logs
- * the same few lines; this keeps that to a few lines a second.
+ * message (level, logger bindings, `msg`, and `code`/`alarm`/`entityKey`,
+ * or a request line's `method`/`route`/`status`) is written at once, then
+ * at most once per `windowMs` with `repeated: N` (how many were held back).
+ * During an outage every failing request logs the same few lines; this
+ * keeps that to a few lines a second. A child asked with `foldInfo` folds
+ * its info lines the same way (the request log's 4xx lines: a client
+ * retrying a 429 at once, or a fleet with a stale secret).
  */
 export class RepeatLimiter {
   private readonly seen = new Map<string, Repeats>();
@@ -78,14 +92,17 @@ export class RepeatLimiter {
     if (timers) this.timer = setInterval(() => this.tick(), windowMs).unref();
   }
 
-  /** A logger whose warn/error lines go through this limiter; debug/info pass straight through. */
-  wrap(inner: Logger, scope = ''): Logger {
+  /** A logger whose warn/error lines (and info lines, with `foldInfo`) go through this limiter; debug passes straight through. */
+  wrap(inner: Logger, scope = '', foldInfo = false): Logger {
     return {
       debug: (obj, msg) => inner.debug(obj, msg),
-      info: (obj, msg) => inner.info(obj, msg),
+      info: foldInfo ? (obj, msg) => this.write(inner, scope, 'info', obj, msg) : (obj, msg) => inner.info(obj, msg),
       warn: (obj, msg) => this.write(inner, scope, 'warn', obj, msg),
       error: (obj, msg) => this.write(inner, scope, 'error', obj, msg),
-      child: (bindings, options) => this.wrap(inner.child(bindings, options), `${scope}${JSON.stringify(bindings)}`),
+      child: (bindings, options) => {
+        const { foldInfo: childFolds, ...rest } = options ?? {};
+        return this.wrap(inner.child(bindings, rest), `${scope}${JSON.stringify(bindings)}`, foldInfo || childFolds === true);
+      },
     };
   }
 
@@ -117,9 +134,9 @@ export class RepeatLimiter {
     r.lastWritten = now;
   }
 
-  private write(inner: Logger, scope: string, level: 'warn' | 'error', obj: object, msg?: string): void {
-    const o = obj as { code?: unknown; alarm?: unknown; entityKey?: unknown };
-    const key = `${level}\n${scope}\n${msg}\n${String(o.code ?? '')}\n${String(o.alarm ?? '')}\n${String(o.entityKey ?? '')}`;
+  private write(inner: Logger, scope: string, level: Folded, obj: object, msg?: string): void {
+    const o = obj as { code?: unknown; alarm?: unknown; entityKey?: unknown; method?: unknown; route?: unknown; status?: unknown };
+    const key = `${level}\n${scope}\n${msg}\n${String(o.code ?? '')}\n${String(o.alarm ?? '')}\n${String(o.entityKey ?? '')}\n${String(o.method ?? '')} ${String(o.route ?? '')} ${String(o.status ?? '')}`;
     const now = this.clock.monotonic();
     const known = this.seen.get(key);
     if (!known) {

@@ -6,7 +6,11 @@ import type { Logger } from '../logger';
 
 export interface RequestObserverOptions {
   log: Logger;
-  /** `all`: a line per request; `errors`: non-2xx answers and requests of `slowMs` or more; `off`: none. */
+  /**
+   * `all`: a line per request; `errors`: non-2xx answers and requests of
+   * `slowMs` or more, repeats of one method, route and status folded into a
+   * line a second with their count (the logger's `RepeatLimiter`); `off`: none.
+   */
   mode: RequestLogMode;
   /** Default 250. */
   slowMs?: number;
@@ -35,6 +39,10 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
   const children = new Map<string, ReturnType<typeof o.duration.labels>>();
   const routeLabels = new WeakMap<object, string>();
   const slowMs = o.slowMs ?? 250;
+  // A client that ignores Retry-After and retries a 429 at once answers
+  // hundreds of times a second: a line each was 99.9 % of the log in a 90 s
+  // run of twelve clients (42,919 lines for one rate-limited entity).
+  const log = o.mode === 'errors' ? o.log.child({}, { foldInfo: true }) : o.log;
 
   const routeOf = (req: Request): string => {
     const route = req.route as { path?: unknown } | undefined;
@@ -66,8 +74,8 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
       child.observe(ms / 1000);
       if (o.mode === 'off' || (o.mode === 'errors' && status >= 200 && status < 300 && ms < slowMs)) return;
       const line = { reqId, method: req.method, route, path: pathOnly(req.originalUrl), status, ms: Math.round(ms * 1000) / 1000 };
-      if (status >= 500) o.log.warn(line, 'request');
-      else o.log.info(line, 'request');
+      if (status >= 500) log.warn(line, 'request');
+      else log.info(line, 'request');
     });
     next();
   };

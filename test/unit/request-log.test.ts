@@ -4,7 +4,7 @@ import express from 'express';
 import { Histogram, type MetricValueWithName, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RequestLogMode } from '../../src/ops/settings';
-import type { Logger } from '../../src/logger';
+import { type Logger, RepeatLimiter } from '../../src/logger';
 import { requestObserver } from '../../src/ops/request-log';
 
 interface Line {
@@ -28,12 +28,12 @@ let server: Server | undefined;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
 /** A real express app behind the observer: /ok answers 200, /slow 200 after 60 ms, /bad 400, /fail 503. */
-async function serve(mode: RequestLogMode, slowMs: number): Promise<{ lines: Line[]; get(path: string): Promise<number>; observed(): Promise<number> }> {
+async function serve(mode: RequestLogMode, slowMs: number, wrap: (log: Logger) => Logger = (log) => log): Promise<{ lines: Line[]; get(path: string): Promise<number>; observed(): Promise<number> }> {
   const lines: Line[] = [];
   const registry = new Registry();
   const duration = new Histogram({ name: 'http_seconds', help: 'h', labelNames: ['method', 'route', 'status'] as const, registers: [registry] });
   const app = express();
-  app.use(requestObserver({ log: recorder(lines), mode, slowMs, duration }));
+  app.use(requestObserver({ log: wrap(recorder(lines)), mode, slowMs, duration }));
   app.get('/ok', (_req, res) => void res.json({ ok: true }));
   app.get('/slow', (_req, res) => void setTimeout(() => res.json({ ok: true }), 60));
   app.get('/bad', (_req, res) => void res.status(400).json({ error: 'invalid_request' }));
@@ -76,10 +76,34 @@ describe('request log modes', () => {
     expect(await s.observed()).toBe(4);
   });
 
-  it('all: one line per request; off: none', async () => {
-    const all = await serve('all', 250);
-    for (const path of ['/ok', '/bad', '/ok']) await all.get(path);
-    expect(all.lines.map((l) => l.obj.path)).toEqual(['/ok', '/bad', '/ok']);
+  it('errors: repeats of one route and status fold into a line a second with their count, written when the key falls silent', async () => {
+    let now = 0;
+    const limiter = new RepeatLimiter({ monotonic: () => now }, 1000, 1000, false);
+    const s = await serve('errors', 250, (log) => limiter.wrap(log));
+    for (let i = 0; i < 30; i++) expect(await s.get('/bad')).toBe(400);
+    expect(await s.get('/fail')).toBe(503);
+    expect(await s.get('/fail')).toBe(503);
+    // Still the first window: one line each for /bad and /fail.
+    expect(s.lines.map((l) => [l.obj.path, l.obj.repeated])).toEqual([
+      ['/bad', undefined],
+      ['/fail', undefined],
+    ]);
+    // Both keys fall silent; the limiter's once-a-second tick writes what each held back.
+    now = 1000;
+    limiter.tick();
+    expect(s.lines.slice(2).map((l) => [l.level, l.obj.path, l.obj.status, l.obj.repeated])).toEqual([
+      ['info', '/bad', 400, 29],
+      ['warn', '/fail', 503, 1],
+    ]);
+    expect(await s.observed()).toBe(32);
+  });
+
+  it('all: one line per request, never folded; off: none', async () => {
+    const limiter = new RepeatLimiter({ monotonic: () => 0 }, 1000, 1000, false);
+    const all = await serve('all', 250, (log) => limiter.wrap(log));
+    for (const path of ['/ok', '/bad', '/ok', '/bad']) await all.get(path);
+    limiter.tick();
+    expect(all.lines.map((l) => l.obj.path)).toEqual(['/ok', '/bad', '/ok', '/bad']);
     await new Promise<void>((r) => server!.close(() => r()));
     server = undefined;
 
