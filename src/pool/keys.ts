@@ -16,6 +16,12 @@ export interface EntityKeys {
   readonly epoch: string;
   /** Ids pushed into the pool since it was last reset: `pushed − LLEN` is what takes and direct pops took. */
   readonly pushed: string;
+  /**
+   * The pool while a push appends to it, and the marker of an accepted push
+   * (idpool_push_open / _close): they exist only inside the push's MULTI.
+   */
+  readonly pushing: string;
+  readonly pushOpen: string;
 }
 
 export const DEFAULT_PREFIX = 'idpool';
@@ -29,6 +35,8 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
     ratePrefix: `${base}:rate:`,
     epoch: `${base}:server`,
     pushed: `${base}:pushed`,
+    pushing: `${base}:pushing`,
+    pushOpen: `${base}:push_open`,
   };
 }
 

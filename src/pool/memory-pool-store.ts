@@ -1,5 +1,4 @@
 import type { Clock } from '../clock';
-import type { IdStride } from '../segment/stride';
 import type { HeldLock, PoolLevel, PoolStore, TakeResult, PushResult, RefillLock } from './pool-store';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
@@ -75,10 +74,6 @@ export class MemoryPoolStore implements PoolStore {
     pool.size += ids.length;
     pool.fence = highest;
     return { kind: 'ok', size: pool.size };
-  }
-
-  pushRange(entityKey: string, start: bigint, end: bigint, stride: IdStride): Promise<PushResult> {
-    return this.push(entityKey, stride.idStrings(start, end), stride.toId(start), stride.toId(end - 1n));
   }
 
   async size(entityKey: string): Promise<number> {

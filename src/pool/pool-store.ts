@@ -1,4 +1,3 @@
-import type { IdStride } from '../segment/stride';
 
 /** Outcome of taking ids from a pool. */
 export type TakeResult =
@@ -32,11 +31,6 @@ export interface PoolStore {
   take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult>;
   /** Appends ids (in take order) whose lowest and highest are given, if above the fence. */
   push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult>;
-  /**
-   * Appends the ids of numbers `[start, end)` in order, if above the fence;
-   * the store builds them (`stride` maps numbers to ids). Only for ids below 2^53.
-   */
-  pushRange(entityKey: string, start: bigint, end: bigint, stride: IdStride): Promise<PushResult>;
   size(entityKey: string): Promise<number>;
   /**
    * Sizes of many pools in one round trip. A pool whose keys answered an

@@ -51,6 +51,10 @@ const SERVICE_COMMANDS = [
   // The refill lock (redlock): EVALSHA of its scripts, EVAL when the server lost them.
   '+evalsha',
   '+eval',
+  // A push: one MULTI of FCALL, RPUSH and FCALL (push_open-6.lua); DISCARD if ioredis abandons one.
+  '+multi',
+  '+exec',
+  '+discard',
   // Inside the functions (pool, rate limit, idempotent answers and their byte caps) and redlock's
   // scripts, and sent directly (pool levels, idempotency claims and byte counters).
   '+get',
@@ -60,6 +64,7 @@ const SERVICE_COMMANDS = [
   '+llen',
   '+lpop',
   '+rpush',
+  '+rename',
   '+incrby',
   '+decrby',
   '+mget',

@@ -8,7 +8,6 @@ import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
-import { MAX_SAFE_ID } from '../limits';
 
 export interface RefillerOptions {
   entities: EntityCatalog;
@@ -344,21 +343,18 @@ export class Refiller {
     try {
       for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
         const to = from + perCall < segment.end ? from + perCall : segment.end;
-        let call: Promise<PushResult>;
+        let ids: string[];
         if (entity.mode === 'trend') {
-          const ids: string[] = [];
+          ids = [];
           for (let s = from; s < to; s += step) {
             const part = stride.idStrings(s, s + step < to ? s + step : to);
             shuffle(part);
             for (const id of part) ids.push(id);
           }
-          call = store.push(entity.key, ids, stride.toId(from), stride.toId(to - 1n));
-        } else if (stride.toId(to - 1n) <= MAX_SAFE_ID) {
-          // The store writes the ids itself: nothing to build or send here.
-          call = store.pushRange(entity.key, from, to, stride);
         } else {
-          call = store.push(entity.key, stride.idStrings(from, to), stride.toId(from), stride.toId(to - 1n));
+          ids = stride.idStrings(from, to);
         }
+        const call = store.push(entity.key, ids, stride.toId(from), stride.toId(to - 1n));
         // Handled now, awaited in order below: a call that fails while an
         // earlier one is still awaited must not count as unhandled.
         call.catch(() => undefined);

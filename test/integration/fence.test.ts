@@ -10,13 +10,27 @@ import { describeWithServices } from '../support/services';
 import { entityKeys } from '../../src/pool/keys';
 
 describeWithServices('fence: a stale refiller cannot push an older segment', { mysql: true, redis: true }, () => {
-  it('idpool_push refuses a segment that does not start above the fence', async () => {
+  /** Runs `body` with a store on a fresh key prefix of the shared server, loaded with this branch's library (the server may hold another version's). */
+  const withStore = async (body: (store: RedisPoolStore, redis: Redis, prefix: string) => Promise<void>) => {
     const redis = new Redis(REDIS_URL);
     const prefix = testPrefix();
     try {
-      // This branch's library: the shared server may hold another version's.
       await loadFunctions(redis);
-      const store = new RedisPoolStore(redis, prefix);
+      await body(new RedisPoolStore(redis, prefix), redis, prefix);
+    } finally {
+      await clearPrefix(redis, prefix);
+      redis.disconnect();
+    }
+  };
+
+  /** The keys of one entity that exist, beyond the ones every pool has. */
+  const leftovers = async (redis: Redis, prefix: string, entity: string) => {
+    const k = entityKeys(entity, prefix);
+    return (await Promise.all([k.pushing, k.pushOpen].map(async (key) => ((await redis.exists(key)) ? key : undefined)))).filter(Boolean);
+  };
+
+  it('a push is refused unless its segment starts above the fence, decimal beyond 2^53 too', async () => {
+    await withStore(async (store, redis, prefix) => {
       expect(await store.reset('e', -1n)).toBe(true);
       expect(await store.push('e', ['10', '11', '12'], 10n, 12n)).toEqual({ kind: 'ok', size: 3 });
       expect(await store.push('e', ['12', '13'], 12n, 13n)).toEqual({ kind: 'fenced' });
@@ -25,41 +39,106 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       expect(await store.push('e', ['9007199254740993'], 9007199254740993n, 9007199254740993n)).toEqual({ kind: 'ok', size: 4 });
       expect(await store.push('e', ['9007199254740992'], 9007199254740992n, 9007199254740992n)).toEqual({ kind: 'fenced' });
       expect(await redis.lrange(entityKeys('e', prefix).ids, 0, -1)).toEqual(['10', '11', '12', '9007199254740993']);
-    } finally {
-      await clearPrefix(redis, prefix);
-      redis.disconnect();
-    }
+      expect(await redis.get(entityKeys('e', prefix).pushed)).toBe('4');
+      expect(await leftovers(redis, prefix, 'e')).toEqual([]);
+    });
   });
 
-  it('idpool_push_range writes the ids itself, exact up to 2^53, and honours the fence and stride mapping', async () => {
-    const redis = new Redis(REDIS_URL);
-    const prefix = testPrefix();
-    try {
-      // This branch's library: the shared server may hold another version's.
-      await loadFunctions(redis);
-      const store = new RedisPoolStore(redis, prefix);
-      const stride = new IdStride(3, 2);
+  it('a refused push leaves the pool exactly as it was, empty or not, and nothing behind; an epoch change refuses too', async () => {
+    await withStore(async (store, redis, prefix) => {
+      const k = entityKeys('r', prefix);
       await store.reset('r', -1n);
-      expect(await store.pushRange('r', 10n, 2510n, stride)).toEqual({ kind: 'ok', size: 2500 });
-      expect(await redis.lrange(entityKeys('r', prefix).ids, 0, -1)).toEqual(stride.idStrings(10n, 2510n));
-      expect(await store.pushRange('r', 2000n, 3000n, stride)).toEqual({ kind: 'fenced' });
-      const top = 3_002_399_751_580_329n; // its id 3 * top + 2 = 2^53 - 2, the last exact one below
-      expect(await store.pushRange('r', top - 2n, top + 1n, stride)).toEqual({ kind: 'ok', size: 2503 });
-      expect(await redis.lrange(entityKeys('r', prefix).ids, -3, -1)).toEqual(['9007199254740983', '9007199254740986', '9007199254740989']);
-      await expect(store.pushRange('r', top + 1n, top + 2n, stride)).rejects.toThrow(/below 2\^53/);
-    } finally {
-      await clearPrefix(redis, prefix);
-      redis.disconnect();
-    }
+      const stride = new IdStride(3, 2);
+      const first = stride.idStrings(10n, 10_010n);
+      expect(await store.push('r', first, stride.toId(10n), stride.toId(10_009n))).toEqual({ kind: 'ok', size: 10_000 });
+      expect(await redis.lrange(k.ids, 0, -1)).toEqual(first);
+      // Fenced onto a full pool, then onto an empty one (the list key is gone).
+      expect(await store.push('r', stride.idStrings(5_000n, 6_000n), stride.toId(5_000n), stride.toId(5_999n))).toEqual({ kind: 'fenced' });
+      expect(await redis.lrange(k.ids, 0, -1)).toEqual(first);
+      expect((await store.take('r', 10_000, 0)).kind).toBe('ok');
+      expect(await redis.exists(k.ids)).toBe(0);
+      expect(await store.push('r', ['30029'], 30029n, 30029n)).toEqual({ kind: 'fenced' });
+      expect(await redis.exists(k.ids)).toBe(0);
+      expect(await redis.get(k.pushed)).toBe('10000');
+      expect(await leftovers(redis, prefix, 'r')).toEqual([]);
+      // A pool filled on another server: refused, untouched, for the refiller to reset.
+      expect(await store.push('r', ['30032', '30035'], 30032n, 30035n)).toEqual({ kind: 'ok', size: 2 });
+      await redis.set(k.epoch, 'another-server');
+      expect(await store.push('r', ['30038'], 30038n, 30038n)).toEqual({ kind: 'epoch_changed' });
+      expect(await redis.lrange(k.ids, 0, -1)).toEqual(['30032', '30035']);
+      expect(await redis.get(k.fence)).toBe('30035');
+      expect(await leftovers(redis, prefix, 'r')).toEqual([]);
+    });
+  });
+
+  it('ids a push sent while the library was gone never reach the pool; the push is made once, after the library is back', async () => {
+    await withStore(async (store, redis, prefix) => {
+      const k = entityKeys('g', prefix);
+      await store.reset('g', -1n);
+      expect(await store.push('g', ['1', '2'], 1n, 2n)).toEqual({ kind: 'ok', size: 2 });
+      // The push's own MULTI run without the library, as a server that lost it would run it.
+      await redis.call('FUNCTION', 'DELETE', 'idpool');
+      const bare = await redis
+        .multi()
+        .fcall('idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, '1', '2', 2)
+        .rpush(k.pushing, '1', '2')
+        .fcall('idpool_push_close', 3, k.ids, k.pushing, k.pushOpen)
+        .exec();
+      expect(String(bare![0][0])).toMatch(/Function not found/);
+      expect(await redis.lrange(k.ids, 0, -1)).toEqual(['1', '2']);
+      // The store's push meets the missing library the same way, loads it and pushes once.
+      expect(await store.push('g', ['3', '4'], 3n, 4n)).toEqual({ kind: 'ok', size: 4 });
+      expect(await redis.lrange(k.ids, 0, -1)).toEqual(['1', '2', '3', '4']);
+      expect(await redis.get(k.pushed)).toBe('4');
+      expect(await leftovers(redis, prefix, 'g')).toEqual([]);
+    });
+  });
+
+  it('consumers popping while pushes run see every id once, in order, and never a pool the push moved aside', async () => {
+    await withStore(async (store, redis, prefix) => {
+      const consumer = new Redis(REDIS_URL);
+      const k = entityKeys('c', prefix);
+      try {
+        await store.reset('c', -1n);
+        const stride = new IdStride(1, 0);
+        // A first segment the pushes keep ahead of: the pool never runs dry on its own.
+        await store.push('c', stride.idStrings(1n, 20_001n), 1n, 20_000n);
+        let pushing = true;
+        let pushed = 20_000;
+        const popped: string[] = [];
+        let shortAnswers = 0;
+        const pops = (async () => {
+          while (pushing) {
+            // Pops only what is surely pooled: a short answer would be a pool the MULTI left visible while moved.
+            if (pushed - popped.length < 200) {
+              await new Promise((r) => setImmediate(r));
+              continue;
+            }
+            const got = (await consumer.lpop(k.ids, 200)) ?? [];
+            if (got.length < 200) shortAnswers++;
+            popped.push(...got);
+          }
+        })();
+        for (let n = 20_001n; n < 220_001n; n += 5_000n) {
+          expect((await store.push('c', stride.idStrings(n, n + 5_000n), n, n + 4_999n)).kind).toBe('ok');
+          pushed += 5_000;
+        }
+        pushing = false;
+        await pops;
+        // The consumer popped while the pushes ran, not only after.
+        expect(popped.length).toBeGreaterThan(2_000);
+        const all = popped.concat(await redis.lrange(k.ids, 0, -1));
+        expect(all).toHaveLength(220_000);
+        expect(all.every((id, i) => id === String(i + 1))).toBe(true);
+        expect(shortAnswers).toBe(0);
+      } finally {
+        consumer.disconnect();
+      }
+    });
   });
 
   it('restores its Redis functions when they are gone (FUNCTION FLUSH) and keeps the server check', async () => {
-    const redis = new Redis(REDIS_URL);
-    const prefix = testPrefix();
-    try {
-      // This branch's library: the shared server may hold another version's.
-      await loadFunctions(redis);
-      const store = new RedisPoolStore(redis, prefix);
+    await withStore(async (store, redis, prefix) => {
       await store.reset('f', -1n);
       await store.push('f', ['1', '2', '3'], 1n, 3n);
       await redis.call('FUNCTION', 'DELETE', 'idpool');
@@ -68,10 +147,7 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       await redis.set(`${prefix}:{f}:server`, 'another-server');
       expect(await store.take('f', 1, 0)).toEqual({ kind: 'epoch_changed' });
       await expect(redis.call('FCALL', 'idpool_pop', 2, `${prefix}:{f}:ids`, `${prefix}:{f}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
-    } finally {
-      await clearPrefix(redis, prefix);
-      redis.disconnect();
-    }
+    });
   });
 
   let schema: Awaited<ReturnType<typeof createTestSchema>>;

@@ -143,8 +143,10 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     expect(await consumer.call('FCALL', 'idpool_pop', 2, own.ids, own.epoch, 100)).toEqual([]);
 
     const refused: Record<string, () => Promise<unknown>> = {
-      'FCALL idpool_push': () => consumer.fcall('idpool_push', 4, own.ids, own.fence, own.epoch, own.pushed, '1', '1', '1'),
-      'FCALL idpool_push_range': () => consumer.fcall('idpool_push_range', 4, own.ids, own.fence, own.epoch, own.pushed, '1', '1', '1', 1, 1, 0),
+      'FCALL idpool_push_open': () => consumer.fcall('idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '1', '1', 1),
+      'FCALL idpool_push_close': () => consumer.fcall('idpool_push_close', 3, own.ids, own.pushing, own.pushOpen),
+      MULTI: () => consumer.call('MULTI'),
+      RENAME: () => consumer.rename(own.ids, own.epoch),
       'FCALL idpool_reset': () => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''),
       'FCALL idpool_take': () => consumer.fcall('idpool_take', 3, own.ids, own.epoch, own.ratePrefix, 1, 0),
       'FCALL idpool_unlock_stale': () => consumer.fcall('idpool_unlock_stale', 2, own.lock, own.epoch),
@@ -184,7 +186,7 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     const user = 'idpool-pop-orders';
     expect(await dryRun(admin, user, 'FCALL', 'idpool_pop', 2, own.ids, own.epoch, 1)).toBe('OK');
     expect(await dryRun(admin, user, 'LPOP', own.ids)).toBe('OK');
-    expect(await dryRun(admin, user, 'FCALL', 'idpool_push', 4, own.ids, own.fence, own.epoch, own.pushed, '1', '1', '1')).toMatch(/no permissions to run the 'fcall' command/);
+    expect(await dryRun(admin, user, 'FCALL', 'idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '1', '1', 1)).toMatch(/no permissions to run the 'fcall' command/);
     expect(await dryRun(admin, user, 'LPOP', other.ids)).toMatch(/no permissions to access the '.*payments.*' key/);
     expect(await dryRun(admin, user, 'FLUSHALL')).toMatch(/no permissions to run the 'flushall' command/);
     expect(await dryRun(admin, user, 'CONFIG', 'SET', 'maxmemory', '1')).toMatch(/no permissions to run the 'config\|set' command/);
@@ -193,9 +195,9 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     // checks the keys each function is given against the caller's ACL.
     await admin.call('ACL', 'SETUSER', user, '+fcall');
     try {
-      expect(await dryRun(admin, user, 'FCALL', 'idpool_push', 4, own.ids, own.fence, own.epoch, own.pushed, '1', '1', '1')).toMatch(/no permissions to access the '.*:fence' key/);
+      expect(await dryRun(admin, user, 'FCALL', 'idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '1', '1', 1)).toMatch(/no permissions to access the '.*:fence' key/);
       expect(await dryRun(admin, user, 'FCALL', 'idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, '')).toMatch(/no permissions to access the '.*:fence' key/);
-      const push = await refusal(() => consumer.fcall('idpool_push', 4, own.ids, own.fence, own.epoch, own.pushed, '99999', '99999', '99999'));
+      const push = await refusal(() => consumer.fcall('idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '99999', '99999', 1));
       expect(push).toMatch(/^NOPERM.*keys/);
       expect(await refusal(() => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''))).toMatch(/^NOPERM.*keys/);
       expect(await admin.lrange(own.ids, 0, -1)).toEqual(ids.slice(4));
@@ -433,7 +435,7 @@ describe('idpool redis-acl on a Redis Cluster: users on every node, the service 
         }, 30_000);
         issued.get('orders')!.add(popped);
         expect(await refusal(() => direct.rpush(k.ids, '1'))).toMatch(NOPERM);
-        expect(await refusal(() => direct.fcall('idpool_push', 4, k.ids, k.fence, k.epoch, k.pushed, '1', '1', '1'))).toMatch(NOPERM);
+        expect(await refusal(() => direct.fcall('idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, '1', '1', 1))).toMatch(NOPERM);
         expect(await refusal(() => direct.lpop(entityKeys('payments').ids))).toMatch(NOPERM);
         for (const node of direct.nodes('master')) expect(await refusal(() => node.flushall())).toMatch(NOPERM);
       } finally {

@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest';
 import type { PoolStore } from '../../../src/pool/pool-store';
-import { IdStride } from '../../../src/segment/stride';
 
 /** A pool store with empty pools (the Redis one on keys of its own). */
 export type PoolStoreFactory = () => Promise<PoolStore>;
@@ -38,12 +37,17 @@ export function poolStoreContract(make: PoolStoreFactory): void {
     expect(await store.push('c-fence', ['7'], 7n, 7n)).toEqual({ kind: 'ok', size: 1 });
   });
 
-  it('pushRange builds the ids of numbers [start, end) through the stride', async () => {
+  it('a refused push leaves the pool as it was, empty or not, and counts nothing as pushed', async () => {
     const store = await make();
-    await fresh(store, 'c-range');
-    expect(await store.pushRange('c-range', 0n, 5n, new IdStride(3, 1))).toEqual({ kind: 'ok', size: 5 });
-    expect(await store.take('c-range', 5, 0)).toEqual({ kind: 'ok', ids: ['1', '4', '7', '10', '13'], remaining: 0 });
-    expect(await store.pushRange('c-range', 4n, 6n, new IdStride(3, 1))).toEqual({ kind: 'fenced' });
+    await fresh(store, 'c-refused');
+    expect(await store.push('c-refused', ['1', '4', '7'], 1n, 7n)).toEqual({ kind: 'ok', size: 3 });
+    expect(await store.push('c-refused', ['4', '5'], 4n, 5n)).toEqual({ kind: 'fenced' });
+    expect(await store.levels(['c-refused'])).toEqual([{ size: 3, taken: 0 }]);
+    expect(await store.take('c-refused', 3, 0)).toEqual({ kind: 'ok', ids: ['1', '4', '7'], remaining: 0 });
+    expect(await store.push('c-refused', ['7', '8'], 7n, 8n)).toEqual({ kind: 'fenced' });
+    expect(await store.levels(['c-refused'])).toEqual([{ size: 0, taken: 3 }]);
+    expect(await store.push('c-refused', ['8', '9'], 8n, 9n)).toEqual({ kind: 'ok', size: 2 });
+    expect(await store.take('c-refused', 2, 0)).toEqual({ kind: 'ok', ids: ['8', '9'], remaining: 0 });
   });
 
   it('sizes and levels answer per entity, unknown ones empty; levels count what was taken', async () => {
