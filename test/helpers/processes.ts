@@ -31,7 +31,8 @@ export interface Instance {
   stop(): Promise<number | null>;
 }
 
-function waitExit(proc: ChildProcess): Promise<number | null> {
+/** Resolves to the exit code once `proc` has exited (at once if it has). */
+export function waitExit(proc: ChildProcess): Promise<number | null> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
   return new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
 }
@@ -157,6 +158,7 @@ export async function startRedisServer(persistence: 'aof' | 'rdb' | 'none', extr
     async stop() {
       proc.kill('SIGKILL');
       await waitExit(proc);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

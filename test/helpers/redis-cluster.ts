@@ -1,11 +1,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import Redis from 'ioredis';
+import { waitExit } from './processes';
 import { until } from './sentinel';
 
 const run = promisify(execFile);
@@ -80,8 +81,10 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
     return c;
   };
   const procs = new Map<number, ChildProcess>();
+  const dirs: string[] = [];
   for (const port of ports) {
     const dir = mkdtempSync(join(tmpdir(), `idpool-cluster-${port}-`));
+    dirs.push(dir);
     const proc = spawn(
       'redis-server',
       [
@@ -157,6 +160,8 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
     async stop() {
       for (const c of clients.values()) c.disconnect();
       for (const proc of procs.values()) proc.kill('SIGKILL');
+      await Promise.all([...procs.values()].map(waitExit));
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     },
   };
   await topology.waitHealthy();

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -72,6 +72,7 @@ export async function startSentinelTopology(masterName = 'mymaster'): Promise<Se
     for (const c of clients) c.disconnect();
     for (const p of procs) p.kill('SIGKILL');
     await Promise.all([master.stop(), replica.stop()]);
+    rmSync(dir, { recursive: true, force: true });
   };
   try {
     // Every Sentinel knows the replica and the other two Sentinels before any fault.

@@ -3,7 +3,7 @@
  * MariaDB and on the embedded SQLite default; bad input; a restart with the
  * clock set back; the library's leased generator.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,14 @@ import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from
 let available = false;
 const running: Service[] = [];
 const schemas: Array<{ drop(): Promise<void> }> = [];
+const dirs: string[] = [];
+
+/** A directory of this file's own, removed after it. */
+function tempDir(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), name));
+  dirs.push(dir);
+  return dir;
+}
 
 beforeAll(async () => {
   available = await servicesAvailable({ mysql: true });
@@ -28,6 +36,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   for (const s of schemas.splice(0)) await s.drop();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 /** The real clock, set `offsetMs` off (negative: set back), like a host whose time was changed. */
@@ -50,7 +59,7 @@ async function serverUrl(server: SqlServer = 'mysql'): Promise<string> {
 }
 
 function sqliteUrl(): string {
-  return `sqlite:${join(mkdtempSync(join(tmpdir(), 'idpool-sf-')), 'idpool.db')}`;
+  return `sqlite:${join(tempDir('idpool-sf-'), 'idpool.db')}`;
 }
 
 const RESERVED = { IDPOOL_SNOWFLAKE_RESERVED_BITS: '2', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '1' };
@@ -131,7 +140,7 @@ describe.sequential('snowflake entities over HTTP', () => {
   });
 
   it('out-of-range snowflake configuration stops start-up with one line naming the variable', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'idpool-sf-cfg-'));
+    const dir = tempDir('idpool-sf-cfg-');
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '40' }, /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: must be an integer from 41 to 55 for time unit ms, got 40/],
       [{ IDPOOL_SNOWFLAKE_TIME_UNIT: 'h', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '46' }, /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: .*19 to 45/],
