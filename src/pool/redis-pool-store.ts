@@ -50,18 +50,23 @@ export async function loadFunctions(redis: RedisClient): Promise<void> {
 }
 
 /**
- * FCALL of one of idpool's functions, reloading the library once if it is
- * missing (FUNCTION FLUSH, or a server that came up empty): the library is
- * ours to restore.
+ * Runs `call` (an FCALL, or a MULTI of them), loading the library and
+ * running it once more if the server lacks it (FUNCTION FLUSH, or a server
+ * that came up empty): the library is ours to restore.
  */
-export async function callFunction<T>(redis: RedisClient, name: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<T> {
+async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>): Promise<T> {
   try {
-    return (await redis.fcall(name, keys.length, ...keys, ...args)) as T;
+    return await call();
   } catch (err) {
     if (!/Function not found/i.test(String((err as Error)?.message))) throw err;
     await loadFunctions(redis);
-    return (await redis.fcall(name, keys.length, ...keys, ...args)) as T;
+    return call();
   }
+}
+
+/** FCALL of one of idpool's functions (see {@link withLibrary}). */
+export function callFunction<T>(redis: RedisClient, name: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<T> {
+  return withLibrary(redis, async () => (await redis.fcall(name, keys.length, ...keys, ...args)) as T);
 }
 
 /**
@@ -193,8 +198,8 @@ export class RedisPoolStore implements PoolStore {
    * One MULTI: idpool_push_open checks the epoch and the fence, a native
    * RPUSH appends the ids, idpool_push_close puts the pool back (the Lua
    * files say how a refused segment never reaches the pool). A library
-   * missing when the MULTI ran is loaded and the push made once more: its
-   * ids went to the staging list only.
+   * missing when the MULTI ran is loaded and the push made once more
+   * ({@link withLibrary}): its ids went to the staging list only.
    */
   async push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
@@ -208,14 +213,7 @@ export class RedisPoolStore implements PoolStore {
       const code = Number(replies[0][1]);
       return code === ScriptCode.Ok ? Number(replies[2][1]) : code;
     };
-    let code: number;
-    try {
-      code = await send();
-    } catch (err) {
-      if (!/Function not found/i.test(String((err as Error)?.message))) throw err;
-      await loadFunctions(this.redis);
-      code = await send();
-    }
+    const code = await withLibrary(this.redis, send);
     return pushResult(code);
   }
 
