@@ -98,13 +98,15 @@ export function buildStores(deps: { config: Config; db: Database; redis: RedisCl
 export async function buildRegistry(deps: { config: Config; stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: EntityRegistry; start(): void }>> {
   const registry = new EntityRegistry(deps.stores.entities, deps.clock, deps.stores.registrations, deps.config.refillIntervalMs);
   await registry.load();
-  // A GET of the registration generation every 100 ms (a secret rotated or a
-  // key retired elsewhere stops working here within that), a full refresh
-  // when it moved or at least every second.
+  // A GET of the registration generation every 100 ms while requests arrive
+  // (a secret rotated or a key retired elsewhere stops working here within
+  // that), a full refresh when it moved or at least every second; after 10 s
+  // without a request only the full refresh, and the next request reads the
+  // generation first (EntityRegistry.tick, find).
   const refresh = every(
     'registry-refresh',
     100,
-    () => registry.refreshIfStale(1000).catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+    () => registry.tick(1000).catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
     deps.clock,
   );
   return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };

@@ -164,3 +164,96 @@ describe('EntityRegistry.refreshIfStale (the 100 ms tick)', () => {
     expect(attempts).toBe(2); // 2 s of ticks
   });
 });
+
+describe('EntityRegistry.tick (reads of the generation follow requests)', () => {
+  /** The shared generation, counting its reads; `hold` stalls them (a Redis that does not answer). */
+  function countedGeneration() {
+    const inner = new LocalRegistrationGeneration();
+    const counter = {
+      reads: 0,
+      hold: undefined as Promise<void> | undefined,
+      async current() {
+        counter.reads++;
+        if (counter.hold) await counter.hold;
+        return inner.current();
+      },
+      bump: () => inner.bump(),
+    };
+    return counter;
+  }
+
+  async function ticks(registry: EntityRegistry, clock: FakeClock, count: number): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      clock.advance(100);
+      await registry.tick(1000);
+    }
+  }
+
+  it('an instance no request used reads it once a second; a request brings back the 100 ms reads, a minute without one ends them', async () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
+    const generation = countedGeneration();
+    const here = new EntityRegistry(store, clock, generation);
+    await new EntityRegistry(store, clock, generation).register({ key: 'orders', mode: 'monotonic' });
+    await here.load();
+
+    generation.reads = 0;
+    await ticks(here, clock, 30); // 3 s idle: the full refresh each second (it reads the generation twice)
+    expect(generation.reads).toBe(6);
+    expect(store.calls.changedSince).toBe(3);
+
+    expect((await here.find('orders'))?.key).toBe('orders');
+    generation.reads = 0;
+    await ticks(here, clock, 30); // 3 s serving: every tick reads it
+    expect(generation.reads).toBeGreaterThanOrEqual(30);
+
+    clock.advance(EntityRegistry.IDLE_AFTER_MS);
+    await here.tick(1000);
+    generation.reads = 0;
+    await ticks(here, clock, 30);
+    expect(generation.reads).toBe(6);
+  });
+
+  it('the first request after an idle spell sees a secret rotated elsewhere since the last read', async () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
+    const generation = countedGeneration();
+    const here = new EntityRegistry(store, clock, generation);
+    const there = new EntityRegistry(store, clock, generation);
+    const { secret } = await there.register({ key: 'orders', mode: 'monotonic' });
+    await here.load();
+    clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
+    await here.tick(1000); // idle: the full refresh, then no read for a second
+    clock.advance(300);
+    const rotated = await there.rotateSecret('orders');
+    await here.tick(1000); // idle, a second not over: no read
+    const found = await here.find('orders');
+    expect(secretMatches(rotated, found!.secretHash)).toBe(true);
+    expect(secretMatches(secret, found!.secretHash)).toBe(false);
+  });
+
+  it('a read that does not answer holds the requests of its first 50 ms, those after not at all; the cache then stands', async () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000 });
+    const generation = countedGeneration();
+    const here = new EntityRegistry(store, clock, generation);
+    const { entity } = await new EntityRegistry(store, clock, generation).register({ key: 'orders', mode: 'monotonic' });
+    await here.load();
+    clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
+    generation.reads = 0;
+    let release!: () => void;
+    generation.hold = new Promise((r) => (release = r));
+    const settled: string[] = [];
+    const first = here.find('orders').then((e) => void settled.push(`first ${e?.key}`));
+    const second = here.find('orders').then((e) => void settled.push(`second ${e?.key}`));
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toEqual([]); // both wait for the one read
+    expect(generation.reads).toBe(1);
+    clock.advance(EntityRegistry.CATCH_UP_WAIT_MS);
+    await Promise.all([first, second]);
+    expect(settled.sort()).toEqual(['first orders', 'second orders']);
+    expect((await here.find('orders'))?.secretHash).toBe(entity.secretHash); // the read still hangs: no wait, no second read
+    expect(generation.reads).toBe(1);
+    release();
+  });
+});
