@@ -106,7 +106,7 @@ export async function buildRegistry(deps: { config: Config; stores: Stores; cloc
   const refresh = every(
     'registry-refresh',
     100,
-    () => registry.tick(1000).catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+    () => registry.tick().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
     deps.clock,
   );
   return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
