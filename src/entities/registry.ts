@@ -69,8 +69,8 @@ export class EntityRegistry implements EntityCatalog {
   private lastGenerationRead = Number.NEGATIVE_INFINITY;
   /** Reads of the generation under way (the tick's, a catch-up's, a lookup's). */
   private readsInFlight = 0;
-  /** The read a request after an idle spell started, and until when requests wait for it. */
-  private catchingUp: Promise<void> | undefined;
+  /** The read of the generation a request after an idle spell started, and until when requests wait for it. */
+  private catchingUp: Promise<number | undefined> | undefined;
   private catchUpUntil = Number.NEGATIVE_INFINITY;
 
   private readonly listeners: EntityChangeListener[] = [];
@@ -161,24 +161,32 @@ export class EntityRegistry implements EntityCatalog {
 
   /** No request for this long: the tick stops reading the generation between full refreshes (the next request reads it first). */
   static readonly IDLE_AFTER_MS = 10_000;
-  /** A request finding no read of the generation under way and none started this recently starts one and waits for it: the tick was idle. */
+  /** A request finding no read of the generation under way and none started this recently (the tick fell behind) starts one and waits for it, as the first request after an idle spell always does. */
   static readonly CATCH_UP_AFTER_MS = 250;
   /**
    * Requests wait for that read this long at most after it started: a Redis
    * that does not answer holds requests 50 ms once per read, not each
-   * request (the cache then stands, as when the tick's read fails).
+   * request (the cache then stands, as when the tick's read fails). When
+   * the read shows the generation moved, the refresh is awaited in full, as
+   * a lookup of a newly registered key awaits it.
    */
   static readonly CATCH_UP_WAIT_MS = 50;
 
-  /** Waits (until `catchUpUntil`) for the read a request after an idle spell started. */
-  private async waitForCatchUp(catchingUp: Promise<void>, ms: number): Promise<void> {
+  /** The generation the read a request after an idle spell started found, or undefined when it failed or took past `ms`. */
+  private async waitForCatchUp(catchingUp: Promise<number | undefined>, ms: number): Promise<number | undefined> {
     // With a signal: the timer is cleared once the read is in, and a test's fake clock is not moved by it.
     const waited = new AbortController();
     try {
-      await Promise.race([catchingUp, this.clock.sleep(ms, waited.signal)]);
+      return await Promise.race([catchingUp, this.clock.sleep(ms, waited.signal).then(() => undefined)]);
     } finally {
       waited.abort();
     }
+  }
+
+  /** A refresh, shared by every request waiting for one. */
+  private sync(): Promise<void> {
+    this.syncing ??= this.refresh().finally(() => (this.syncing = undefined));
+    return this.syncing;
   }
 
   /** Picks up registrations, updates and retirements made through other instances (every second, and when the generation moved). */
@@ -215,14 +223,20 @@ export class EntityRegistry implements EntityCatalog {
    */
   async find(key: string): Promise<EntityConfig | undefined> {
     const now = this.clock.now();
+    // The first request after an idle spell reads the generation afresh even
+    // when the idle tick read it moments ago, or is reading it now: that read
+    // may predate a change made elsewhere just before this request.
+    const idle = now - this.lastUsed > EntityRegistry.IDLE_AFTER_MS;
     this.lastUsed = now;
-    if (this.readsInFlight === 0 && now - this.lastGenerationRead > EntityRegistry.CATCH_UP_AFTER_MS) {
-      this.catchingUp = this.refreshIfStale(EntityRegistry.FULL_REFRESH_MS)
-        .catch(() => undefined)
-        .finally(() => (this.catchingUp = undefined));
+    if (idle || (this.readsInFlight === 0 && now - this.lastGenerationRead > EntityRegistry.CATCH_UP_AFTER_MS)) {
+      this.catchingUp = this.readGeneration().finally(() => (this.catchingUp = undefined));
       this.catchUpUntil = now + EntityRegistry.CATCH_UP_WAIT_MS;
     }
-    if (this.catchingUp && now < this.catchUpUntil) await this.waitForCatchUp(this.catchingUp, this.catchUpUntil - now);
+    if (this.catchingUp && now < this.catchUpUntil) {
+      const generation = await this.waitForCatchUp(this.catchingUp, this.catchUpUntil - now);
+      // A refresh under way may have read the generation before it moved: then a second one. A failing database leaves the cache as it is.
+      for (let attempt = 0; attempt < 2 && generation !== undefined && generation !== this.syncedGeneration; attempt++) await this.sync().catch(() => undefined);
+    }
     const cached = this.cache.get(key);
     if (cached) return cached;
     // Unreadable (Redis failing): a refresh decides, so a new entity still
@@ -237,8 +251,7 @@ export class EntityRegistry implements EntityCatalog {
       const found = this.cache.get(key);
       if (found) return found;
       if (attempt === 2 || (this.syncedGeneration ?? -1) >= generation) return undefined;
-      this.syncing ??= this.refresh().finally(() => (this.syncing = undefined));
-      await this.syncing;
+      await this.sync();
     }
   }
 

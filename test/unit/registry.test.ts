@@ -189,6 +189,23 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     }
   }
 
+  /**
+   * Two instances on one store and generation, `orders` registered through
+   * `there`, `here` loaded and then idle past IDLE_AFTER_MS. `sleep`: the
+   * fake clock's ('wait' when the test moves time past a wait itself).
+   */
+  async function idleHere(sleep: 'advance' | 'wait') {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep });
+    const generation = countedGeneration();
+    const here = new EntityRegistry(store, clock, generation);
+    const there = new EntityRegistry(store, clock, generation);
+    const { entity, secret } = await there.register({ key: 'orders', mode: 'monotonic' });
+    await here.load();
+    clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
+    return { store, clock, generation, here, there, entity, secret };
+  }
+
   it('an instance no request used reads it once a second; a request brings back the 100 ms reads, 10 s without one ends them', async () => {
     const store = new FakeEntityStore();
     const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
@@ -215,14 +232,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
   });
 
   it('the first request after an idle spell sees a secret rotated elsewhere since the last read', async () => {
-    const store = new FakeEntityStore();
-    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
-    const generation = countedGeneration();
-    const here = new EntityRegistry(store, clock, generation);
-    const there = new EntityRegistry(store, clock, generation);
-    const { secret } = await there.register({ key: 'orders', mode: 'monotonic' });
-    await here.load();
-    clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
+    const { clock, here, there, secret } = await idleHere('advance');
     await here.tick(); // idle: the full refresh, then no read for a second
     clock.advance(300);
     const rotated = await there.rotateSecret('orders');
@@ -232,14 +242,44 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     expect(secretMatches(secret, found!.secretHash)).toBe(false);
   });
 
-  it('a read that does not answer holds the requests of its first 50 ms, those after not at all; the cache then stands', async () => {
-    const store = new FakeEntityStore();
-    const clock = new FakeClock({ now: 1_000_000 });
-    const generation = countedGeneration();
-    const here = new EntityRegistry(store, clock, generation);
-    const { entity } = await new EntityRegistry(store, clock, generation).register({ key: 'orders', mode: 'monotonic' });
-    await here.load();
+  it('…also when the idle tick read it just before the rotation, or is reading it then', async () => {
+    const { clock, generation, here, there } = await idleHere('advance');
+    await here.tick(); // idle: the full refresh reads the generation now
+    clock.advance(10);
+    const rotated = await there.rotateSecret('orders');
+    expect(secretMatches(rotated, (await here.find('orders'))!.secretHash)).toBe(true);
+
     clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
+    let release!: () => void;
+    generation.hold = new Promise((r) => (release = r));
+    const ticking = here.tick(); // the idle tick's read is under way, holding the generation from before the rotation
+    generation.hold = undefined;
+    const again = await there.rotateSecret('orders');
+    expect(secretMatches(again, (await here.find('orders'))!.secretHash)).toBe(true);
+    release();
+    await ticking;
+  });
+
+  it('…also when the refresh that follows takes longer than the 50 ms a read of the generation may', async () => {
+    const { store, clock, here, there } = await idleHere('wait');
+    const rotated = await there.rotateSecret('orders');
+    const changedSince = store.changedSince.bind(store);
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    store.changedSince = async (since) => {
+      await slow;
+      return changedSince(since);
+    };
+    const finding = here.find('orders');
+    await new Promise((r) => setImmediate(r));
+    clock.advance(EntityRegistry.CATCH_UP_WAIT_MS + 10); // the database is slow, not Redis
+    await new Promise((r) => setImmediate(r));
+    release();
+    expect(secretMatches(rotated, (await finding)!.secretHash)).toBe(true);
+  });
+
+  it('a read that does not answer holds the requests of its first 50 ms, those after not at all; the cache then stands', async () => {
+    const { clock, generation, here, entity } = await idleHere('wait');
     generation.reads = 0;
     let release!: () => void;
     generation.hold = new Promise((r) => (release = r));
