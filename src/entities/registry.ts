@@ -156,7 +156,7 @@ export class EntityRegistry implements EntityCatalog {
     await this.refreshIfStale(EntityRegistry.FULL_REFRESH_MS);
   }
 
-  /** The tick and a request's catch-up refresh fully at least this often. */
+  /** The tick refreshes fully at least this often (an idle instance reads the generation only then). */
   static readonly FULL_REFRESH_MS = 1000;
 
   /** No request for this long: the tick stops reading the generation between full refreshes (the next request reads it first). */
