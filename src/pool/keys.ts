@@ -22,6 +22,8 @@ export interface EntityKeys {
    */
   readonly pushing: string;
   readonly pushOpen: string;
+  /** The pool while a take pops from it (idpool_take_open / _close): it exists only inside the take's MULTI. */
+  readonly taking: string;
 }
 
 export const DEFAULT_PREFIX = 'idpool';
@@ -37,6 +39,7 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
     pushed: `${base}:pushed`,
     pushing: `${base}:pushing`,
     pushOpen: `${base}:push_open`,
+    taking: `${base}:taking`,
   };
 }
 

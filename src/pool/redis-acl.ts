@@ -51,7 +51,7 @@ const SERVICE_COMMANDS = [
   // The refill lock (redlock): EVALSHA of its scripts, EVAL when the server lost them.
   '+evalsha',
   '+eval',
-  // A push: one MULTI of FCALL, RPUSH and FCALL (push_open-6.lua); DISCARD if ioredis abandons one.
+  // A push and a take: one MULTI of FCALL, RPUSH or LPOP, and FCALL (push_open-6.lua, take_open-4.lua); DISCARD if ioredis abandons one.
   '+multi',
   '+exec',
   '+discard',

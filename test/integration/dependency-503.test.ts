@@ -4,6 +4,7 @@ import { uniqueKey } from '../helpers/configs';
 import { call, ADMIN_TOKEN, register, takeIds } from '../helpers/http';
 import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { entityKeys } from '../../src/pool/keys';
 import { createTestSchema } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { sleep } from '../support/wait';
@@ -89,13 +90,18 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     const issued: string[] = [];
     await waitServing(instance!, key, secret, issued);
     // Fill it well past its limit (4 MB of other data, then maxmemory 1 MB):
-    // taking ids frees memory, so Redis still allows pops, but no pop brings
-    // it back under the limit; once the pool is empty the refill's push is
-    // refused with OOM.
+    // taking ids frees memory, so takes go on (idpool_take, allow-oom) and
+    // hand out every id the pool holds, but no take brings it back under the
+    // limit; the refills are refused with OOM, and once the pool is empty
+    // that is the answer.
     await direct.set('filler', 'x'.repeat(4 * 1024 * 1024));
     await direct.config('SET', 'maxmemory', '1mb');
     await expect(direct.set('probe', '1')).rejects.toThrow(/^OOM/);
+    const ready = await direct.llen(entityKeys(key).ids);
+    const before = issued.length;
     await drainPool(instance!, key, secret, issued);
+    expect(ready).toBeGreaterThan(0);
+    expect(issued.length - before).toBe(ready - (ready % 5)); // takes of 5
     await expectUnavailable(instance!, key, secret, 30);
     expect(alarmLines(instance!, 'redis_oom').length).toBe(1);
     await direct.del('filler');

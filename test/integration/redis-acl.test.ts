@@ -149,6 +149,8 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
       RENAME: () => consumer.rename(own.ids, own.epoch),
       'FCALL idpool_reset': () => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''),
       'FCALL idpool_take': () => consumer.fcall('idpool_take', 3, own.ids, own.epoch, own.ratePrefix, 1, 0),
+      'FCALL idpool_take_open': () => consumer.fcall('idpool_take_open', 4, own.ids, own.epoch, own.ratePrefix, own.taking, 1, 0),
+      'FCALL idpool_take_close': () => consumer.fcall('idpool_take_close', 2, own.taking, own.ids),
       'FCALL idpool_unlock_stale': () => consumer.fcall('idpool_unlock_stale', 2, own.lock, own.epoch),
       'FCALL idpool_pop of another entity': () => consumer.fcall('idpool_pop', 2, other.ids, other.epoch, 1),
       'LPOP of another entity': () => consumer.lpop(other.ids),
@@ -364,6 +366,8 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
         expect(await dryRun(admin!, service.user, ...command), command.join(' ')).toMatch(/no permissions/);
       }
       expect(await dryRun(admin!, service.user, 'FCALL', 'idpool_take', 3, 'idpool:{x}:ids', 'idpool:{x}:server', 'idpool:{x}:rate:', 1, 0)).toBe('OK');
+      expect(await dryRun(admin!, service.user, 'FCALL', 'idpool_take_open', 4, 'idpool:{x}:ids', 'idpool:{x}:server', 'idpool:{x}:rate:', 'idpool:{x}:taking', 1, 0)).toBe('OK');
+      expect(await dryRun(admin!, service.user, 'LPOP', 'idpool:{x}:taking', 1)).toBe('OK');
       // The service is still serving: none of the above reached Redis.
       expect(await admin!.dbsize()).toBeGreaterThan(0);
     } finally {

@@ -57,6 +57,30 @@ local function countRate(key, count)
   rcall('PEXPIRE', key, 2000)
 end
 
+-- The checks every take makes before it pops `count` ids: the pool
+-- (`ids`) belongs to the server answering now's epoch (`epochKey`), `count`
+-- more fit under this second's `limit` (0 = none), and the pool holds them.
+-- Returns the refusal ({-2}, {-3, retryAfterMs} or {-1, size}), or nil, the
+-- rate counter to count the take in (nil when unlimited) and the pool's size.
+local function refuseTake(ids, epochKey, ratePrefix, count, limit)
+  if rcall('GET', epochKey) ~= epoch() then
+    return {-2}
+  end
+  local rateKey
+  if limit > 0 then
+    local retryAfterMs
+    rateKey, retryAfterMs = rateWindow(ratePrefix, count, limit)
+    if not rateKey then
+      return {-3, retryAfterMs}
+    end
+  end
+  local size = rcall('LLEN', ids)
+  if size < count then
+    return {-1, size}
+  end
+  return nil, rateKey, size
+end
+
 -- Ids may exceed 2^53, so they stay decimal strings: longer is larger.
 local function greater(a, b)
   if #a ~= #b then return #a > #b end
