@@ -1,9 +1,9 @@
 import type { Clock } from '../clock';
-import type { HeldLock, PoolLevel, PoolStore, TakeResult, PushResult, RefillLock } from './pool-store';
+import type { HeldLock, PoolLevel, PoolStore, PushIds, TakeResult, PushResult, RefillLock } from './pool-store';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
 class EntityPool {
-  readonly chunks: string[][] = [];
+  readonly chunks: Array<readonly string[]> = [];
   head = 0;
   size = 0;
   /** Ids ever taken (every take), for the demand that sizes the pool. */
@@ -67,10 +67,10 @@ export class MemoryPoolStore implements PoolStore {
     return { kind: 'ok', ids, remaining: pool.size };
   }
 
-  async push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult> {
+  async push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult> {
     const pool = this.pool(entityKey);
     if (pool.fence !== null && lowest <= pool.fence) return { kind: 'fenced' };
-    pool.chunks.push(ids);
+    pool.chunks.push(ids instanceof Float64Array ? Array.from(ids, String) : ids);
     pool.size += ids.length;
     pool.fence = highest;
     return { kind: 'ok', size: pool.size };

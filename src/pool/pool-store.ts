@@ -21,8 +21,15 @@ export interface PoolLevel {
 }
 
 /**
+ * The ids of one push, in pool order: numbers where every id is below 2^53
+ * (IdStride.pushIds), decimal strings beyond.
+ */
+export type PushIds = Float64Array | readonly string[];
+
+/**
  * Ready ids of every entity. Ids are decimal strings at this boundary: that
- * is what Redis stores and what the wire carries.
+ * is what Redis stores and what the wire carries (a push may hand them over
+ * as numbers, {@link PushIds}).
  */
 export interface PoolStore {
   /** Short name for logs and health: `redis` or `memory`. */
@@ -30,7 +37,7 @@ export interface PoolStore {
   /** Takes `count` ids, all or nothing, within `maxPerSecond` (0 = unlimited). */
   take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult>;
   /** Appends ids (in take order) whose lowest and highest are given, if above the fence. */
-  push(entityKey: string, ids: string[], lowest: bigint, highest: bigint): Promise<PushResult>;
+  push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult>;
   size(entityKey: string): Promise<number>;
   /**
    * Sizes of many pools in one round trip. A pool whose keys answered an

@@ -343,17 +343,9 @@ export class Refiller {
     try {
       for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
         const to = from + perCall < segment.end ? from + perCall : segment.end;
-        let ids: string[];
-        if (entity.mode === 'trend') {
-          ids = [];
-          for (let s = from; s < to; s += step) {
-            const part = stride.idStrings(s, s + step < to ? s + step : to);
-            shuffle(part);
-            for (const id of part) ids.push(id);
-          }
-        } else {
-          ids = stride.idStrings(from, to);
-        }
+        const ids = stride.pushIds(from, to);
+        // Trend: each step shuffled within itself (a push holds whole steps).
+        if (entity.mode === 'trend') for (let s = 0; s < ids.length; s += entity.step) shuffle(ids, s, Math.min(s + entity.step, ids.length));
         const call = store.push(entity.key, ids, stride.toId(from), stride.toId(to - 1n));
         // Handled now, awaited in order below: a call that fails while an
         // earlier one is still awaited must not count as unhandled.
@@ -379,14 +371,14 @@ export class Refiller {
   }
 }
 
-/** Fisher–Yates with crypto randomness (trend ids must not be guessable). */
-export function shuffle<T>(items: T[]): void {
-  const random = new Uint32Array(items.length);
+/** Fisher–Yates of `items[from..to)`, an array's or a typed array's, with crypto randomness (trend ids must not be guessable). */
+export function shuffle(items: { length: number; [i: number]: unknown }, from = 0, to = items.length): void {
+  const random = new Uint32Array(to - from);
   randomFillSync(random);
-  for (let i = items.length - 1; i > 0; i--) {
+  for (let i = to - from - 1; i > 0; i--) {
     const j = random[i] % (i + 1);
-    const t = items[i];
-    items[i] = items[j];
-    items[j] = t;
+    const t = items[from + i];
+    items[from + i] = items[from + j];
+    items[from + j] = t;
   }
 }

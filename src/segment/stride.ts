@@ -26,6 +26,24 @@ export class IdStride {
   }
 
   /**
+   * Every id of `[start, end)`, in order, as a push hands them to its store
+   * (PushIds): numbers while the ids stay below 2^53, so no id becomes a
+   * string on the way to Redis (RpushIds writes their digits; making 10,000
+   * strings a push, and collecting them, cost a busy instance about a tenth
+   * of its CPU), decimal strings beyond.
+   */
+  pushIds(start: bigint, end: bigint): Float64Array | string[] {
+    if (end <= start) return [];
+    if (this.toId(end - 1n) > MAX_SAFE_ID) return this.idStrings(start, end);
+    const c = Number(this.c);
+    const i = Number(this.i);
+    const first = Number(start);
+    const out = new Float64Array(Number(end - start));
+    for (let k = 0; k < out.length; k++) out[k] = (first + k) * c + i;
+    return out;
+  }
+
+  /**
    * Every id of `[start, end)` as decimal strings, in order. Uses number
    * arithmetic while the ids stay below 2^53 (about 5x faster than bigint,
    * which dominated refill time), bigint beyond.
