@@ -13,7 +13,9 @@
  * shared machine hits one round of each, not all rounds of one); figures are
  * medians of BENCH_ROUNDS (default 3) runs of BENCH_SECONDS (default 5) at
  * 64 connections, each server its own process. Server CPU per request comes
- * from /proc: it swings far less with other load than throughput does.
+ * from /proc: it swings far less with other load than throughput does. So
+ * does the redis-server's, per request of each target: Redis is the one
+ * process every instance of a deployment shares.
  * A benchmark prints figures; it asserts nothing.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -45,6 +47,8 @@ interface Figures {
   non2xx: number;
   /** Server CPU (user + system) per request, µs; NaN where there is no server process. */
   cpuUs: number;
+  /** The redis-server's CPU per request (or cycle), µs: what one batch costs the process every instance shares. */
+  redisUs: number;
 }
 
 /** CPU seconds a process has used (Linux /proc, user + system, 100 Hz ticks). */
@@ -75,7 +79,7 @@ function cannon(url: string, token: string, count: number, seconds: number): Pro
 async function http(url: string, token: string, count: number, pid: number, seconds: number): Promise<Figures> {
   const cpu0 = cpuSeconds(pid);
   const r = await cannon(url, token, count, seconds);
-  return { rps: r.rps, p99: r.p99, non2xx: r.non2xx, cpuUs: ((cpuSeconds(pid) - cpu0) * 1e6) / Math.max(1, r.total) };
+  return { rps: r.rps, p99: r.p99, non2xx: r.non2xx, cpuUs: ((cpuSeconds(pid) - cpu0) * 1e6) / Math.max(1, r.total), redisUs: Number.NaN };
 }
 
 /** RPUSH 1,000 ids then LPOP 1,000, in 64 loops over one list: what Redis does per batch when idpool adds nothing. */
@@ -101,7 +105,7 @@ async function redisCycle(redis: Redis, seconds: number): Promise<Figures> {
   const elapsed = (performance.now() - started) / 1000;
   await redis.del(key);
   latencies.sort((a, b) => a - b);
-  return { rps: pops / elapsed, p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0), non2xx: 0, cpuUs: Number.NaN };
+  return { rps: pops / elapsed, p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0), non2xx: 0, cpuUs: Number.NaN, redisUs: Number.NaN };
 }
 
 async function main() {
@@ -179,15 +183,24 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       for (let i = 0; i < targets.length; i++) {
         const [name, run] = targets[(i + round * 3) % targets.length];
-        results.get(name)!.push(await run(SECONDS));
+        const redis0 = cpuSeconds(redisServer.proc.pid!);
+        const figures = await run(SECONDS);
+        figures.redisUs = ((cpuSeconds(redisServer.proc.pid!) - redis0) * 1e6) / Math.max(1, figures.rps * SECONDS);
+        results.get(name)!.push(figures);
       }
       process.stdout.write(`round ${round + 1}/${ROUNDS} done (load ${loadavg()[0].toFixed(2)})\n`);
     }
 
     const m = (name: string): Figures => {
       const rs = results.get(name) ?? [];
-      if (!rs.length) return { rps: Number.NaN, p99: Number.NaN, non2xx: 0, cpuUs: Number.NaN };
-      return { rps: median(rs.map((r) => r.rps)), p99: median(rs.map((r) => r.p99)), non2xx: rs.reduce((a, r) => a + r.non2xx, 0), cpuUs: median(rs.map((r) => r.cpuUs)) };
+      if (!rs.length) return { rps: Number.NaN, p99: Number.NaN, non2xx: 0, cpuUs: Number.NaN, redisUs: Number.NaN };
+      return {
+        rps: median(rs.map((r) => r.rps)),
+        p99: median(rs.map((r) => r.p99)),
+        non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
+        cpuUs: median(rs.map((r) => r.cpuUs)),
+        redisUs: median(rs.map((r) => r.redisUs)),
+      };
     };
     const rows: string[][] = [];
     const row = (label: string, name: string, per: number, ratio: string) => {
@@ -199,6 +212,8 @@ async function main() {
         `${fmt(x.rps * per)} ids/s`,
         `p99 ${x.p99} ms`,
         Number.isNaN(x.cpuUs) ? '' : `${x.cpuUs.toFixed(0)} µs CPU/req`,
+        // Bare servers send Redis nothing; the refills of idle instances cost a fraction of a µs per request.
+        x.redisUs >= 1 ? `Redis ${x.redisUs.toFixed(0)} µs/req` : '',
         `${ratio}${x.non2xx ? `  (${x.non2xx} non-2xx/errors)` : ''}`,
       ]);
     };
