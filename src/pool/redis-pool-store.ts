@@ -4,7 +4,7 @@ import { ExecutionError, type Lock, Redlock, ResourceLockedError } from '@sesame
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Command, type ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
-import { entityKeys, DEFAULT_PREFIX } from './keys';
+import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from './keys';
 import type { HeldLock, PoolLevel, PoolStore, PushIds, TakeResult, PushResult, RefillLock } from './pool-store';
 
 /** Return codes of the Lua functions in `commands/` (negative = refused). */
@@ -227,6 +227,9 @@ export class RpushIds extends Command {
  */
 const MULTI_TAKE_FROM = 256;
 
+/** A take's answer: its code, the count that goes with it (ids left, pool size or ms to wait), and the ids taken. */
+type Taken = [code: ScriptCode, value: number, ids: string[] | null];
+
 /** Service-mode pool: one Redis list per entity, shared by every instance and direct consumers. */
 export class RedisPoolStore implements PoolStore {
   readonly kind = 'redis' as const;
@@ -253,29 +256,7 @@ export class RedisPoolStore implements PoolStore {
    */
   async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const inScript = async (): Promise<[ScriptCode, number, string[] | null]> => {
-      const [code, value, joined] = await this.fcall<[ScriptCode, number, string?]>('idpool_take', [k.ids, k.epoch, k.ratePrefix], [count, maxPerSecond]);
-      return [code, value, joined === undefined ? null : joined.split(',')];
-    };
-    const inMulti = async (): Promise<[ScriptCode, number, string[] | null]> => {
-      const [opened, popped] = await transaction(
-        'take',
-        this.redis
-          .multi()
-          .fcall('idpool_take_open', 4, k.ids, k.epoch, k.ratePrefix, k.taking, count, maxPerSecond)
-          .lpop(k.taking, count)
-          .fcall('idpool_take_close', 2, k.taking, k.ids),
-      );
-      const [code, value] = opened as [ScriptCode, number];
-      return [code, value, popped as string[] | null];
-    };
-    const [code, value, ids] =
-      count < MULTI_TAKE_FROM
-        ? await inScript()
-        : await withLibrary(this.redis, inMulti).catch((err: unknown) => {
-            if (/^OOM/.test(String((err as Error)?.message))) return inScript();
-            throw err;
-          });
+    const [code, value, ids] = count < MULTI_TAKE_FROM ? await this.takeInScript(k, count, maxPerSecond) : await this.takeInMulti(k, count, maxPerSecond);
     switch (code) {
       case ScriptCode.Ok:
         // Cannot happen (the same MULTI or function checked the pool's size); ids popped and never handed out are safe.
@@ -289,6 +270,34 @@ export class RedisPoolStore implements PoolStore {
         return { kind: 'rate_limited', retryAfterMs: value };
       default:
         throw new Error(`the take returned unknown code ${code}`);
+    }
+  }
+
+  /** idpool_take: the checks and the LPOP in one function, the ids joined by commas. */
+  private async takeInScript(k: EntityKeys, count: number, maxPerSecond: number): Promise<Taken> {
+    const [code, value, joined] = await this.fcall<[ScriptCode, number, string?]>('idpool_take', [k.ids, k.epoch, k.ratePrefix], [count, maxPerSecond]);
+    return [code, value, joined === undefined ? null : joined.split(',')];
+  }
+
+  /** idpool_take_open, a native LPOP and idpool_take_close in one MULTI; idpool_take where a server over maxmemory refuses it. */
+  private async takeInMulti(k: EntityKeys, count: number, maxPerSecond: number): Promise<Taken> {
+    const send = async (): Promise<Taken> => {
+      const [opened, popped] = await transaction(
+        'take',
+        this.redis
+          .multi()
+          .fcall('idpool_take_open', 4, k.ids, k.epoch, k.ratePrefix, k.taking, count, maxPerSecond)
+          .lpop(k.taking, count)
+          .fcall('idpool_take_close', 2, k.taking, k.ids),
+      );
+      const [code, value] = opened as [ScriptCode, number];
+      return [code, value, popped as string[] | null];
+    };
+    try {
+      return await withLibrary(this.redis, send);
+    } catch (err) {
+      if (/^OOM/.test(String((err as Error)?.message))) return this.takeInScript(k, count, maxPerSecond);
+      throw err;
     }
   }
 
