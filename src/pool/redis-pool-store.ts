@@ -220,7 +220,7 @@ export class RpushIds extends Command {
  * take of 1,000 costs Redis ~200 µs in the function, of which the LPOP is
  * ~50 and the rest making and joining 1,000 Lua strings, and ~50 µs in the
  * MULTI; this process then parses 1,000 strings instead of splitting one,
- * ~70 µs more. Redis is the one process every instance shares, so large
+ * 70–100 µs more. Redis is the one process every instance shares, so large
  * takes spare it; a take of a few ids costs both processes less as one
  * call (the MULTI's four more commands cost single-id takes ~8 % of their
  * throughput).
