@@ -34,7 +34,11 @@ export class IdStride {
    */
   pushIds(start: bigint, end: bigint): Float64Array | string[] {
     if (end <= start) return [];
-    if (this.toId(end - 1n) > MAX_SAFE_ID) return this.idStrings(start, end);
+    if (this.toId(end - 1n) > MAX_SAFE_ID) {
+      const out: string[] = [];
+      for (let n = start; n < end; n++) out.push(this.toId(n).toString());
+      return out;
+    }
     const c = Number(this.c);
     const i = Number(this.i);
     const first = Number(start);
@@ -44,20 +48,12 @@ export class IdStride {
   }
 
   /**
-   * Every id of `[start, end)` as decimal strings, in order. Uses number
-   * arithmetic while the ids stay below 2^53 (about 5x faster than bigint,
-   * which dominated refill time), bigint beyond.
+   * Every id of `[start, end)` as decimal strings, in order: {@link pushIds}
+   * (number arithmetic below 2^53, about 5x faster than bigint), each a
+   * string.
    */
   idStrings(start: bigint, end: bigint): string[] {
-    const out: string[] = [];
-    if (end <= start) return out;
-    if (this.toId(end - 1n) <= MAX_SAFE_ID) {
-      const c = Number(this.c);
-      const i = Number(this.i);
-      for (let n = Number(start), last = Number(end); n < last; n++) out.push(String(n * c + i));
-      return out;
-    }
-    for (let n = start; n < end; n++) out.push(this.toId(n).toString());
-    return out;
+    const ids = this.pushIds(start, end);
+    return ids instanceof Float64Array ? Array.from(ids, String) : ids;
   }
 }

@@ -31,9 +31,12 @@ describe('RpushIds', () => {
     sameAsNumbers('idpool:{orders}:pushing', new Float64Array(Array.from({ length: 20_000 }, () => Math.floor(Math.random() * 10 ** Math.floor(Math.random() * 17)) % 2 ** 53)));
   });
 
-  it('IdStride.pushIds gives numbers below 2^53 and the same ids as strings beyond', () => {
+  it('IdStride.pushIds gives numbers below 2^53 and the same ids as strings beyond; idStrings the same ids as strings', () => {
     const stride = new IdStride(3, 2);
-    expect(Array.from(stride.pushIds(10n, 1_010n) as Float64Array, String)).toEqual(stride.idStrings(10n, 1_010n));
+    // n·3 + 2 in bigint arithmetic, apart from the code under test.
+    const expected = Array.from({ length: 1000 }, (_, k) => String((10n + BigInt(k)) * 3n + 2n));
+    expect(Array.from(stride.pushIds(10n, 1_010n) as Float64Array, String)).toEqual(expected);
+    expect(stride.idStrings(10n, 1_010n)).toEqual(expected);
     const beyond = new IdStride(1, 0).pushIds(9_007_199_254_740_990n, 9_007_199_254_740_994n);
     expect(beyond).toEqual(['9007199254740990', '9007199254740991', '9007199254740992', '9007199254740993']);
     expect(new IdStride(1, 0).pushIds(5n, 5n)).toEqual([]);
