@@ -146,6 +146,12 @@ export function testPrefix(): string {
   return `idpool-t-${randomBytes(4).toString('hex')}`;
 }
 
+/** Calls of each command since the server started or its last `CONFIG RESETSTAT` (those run inside functions included), from `INFO commandstats`. */
+export async function commandCalls(redis: Redis, ...commands: string[]): Promise<Record<string, number>> {
+  const stats = await redis.info('commandstats');
+  return Object.fromEntries(commands.map((c) => [c, Number(new RegExp(`^cmdstat_${c}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)]));
+}
+
 /** Deletes every key under a prefix. */
 export async function clearPrefix(redis: Redis, prefix: string): Promise<void> {
   let cursor = '0';

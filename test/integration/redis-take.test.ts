@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { entityKeys } from '../../src/pool/keys';
 import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../../src/pool/redis-pool-store';
 import { type RedisServer, startRedisServer } from '../helpers/processes';
+import { commandCalls } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 /**
@@ -40,22 +41,16 @@ describeWithServices('RedisPoolStore.take on a private redis-server', { redis: t
     expect(await store.push(key, ids(1, n), 1n, BigInt(n))).toEqual({ kind: 'ok', size: n });
   }
 
-  /** Calls of each command (and of commands run inside functions) since `RESETSTAT`. */
-  async function calls(...commands: string[]): Promise<Record<string, number>> {
-    const stats = await redis.info('commandstats');
-    return Object.fromEntries(commands.map((c) => [c, Number(new RegExp(`cmdstat_${c}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)]));
-  }
-
   it('a take of 256 ids or more pops with one native LPOP inside one MULTI; a smaller one is one function call', async () => {
     await filled('native', 2000);
     await redis.config('RESETSTAT');
     expect(await store.take('native', 1000, 0)).toEqual({ kind: 'ok', ids: ids(1, 1000), remaining: 1000 });
-    expect(await calls('exec', 'fcall', 'lpop', 'rename')).toEqual({ exec: 1, fcall: 2, lpop: 1, rename: 2 });
+    expect(await commandCalls(redis, 'exec', 'fcall', 'lpop', 'rename')).toEqual({ exec: 1, fcall: 2, lpop: 1, rename: 2 });
     await redis.config('RESETSTAT');
     expect(await store.take('native', 255, 0)).toEqual({ kind: 'ok', ids: ids(1001, 255), remaining: 745 });
-    expect(await calls('exec', 'fcall', 'lpop', 'rename')).toEqual({ exec: 0, fcall: 1, lpop: 1, rename: 0 });
+    expect(await commandCalls(redis, 'exec', 'fcall', 'lpop', 'rename')).toEqual({ exec: 0, fcall: 1, lpop: 1, rename: 0 });
     expect(await store.take('native', 256, 0)).toEqual({ kind: 'ok', ids: ids(1256, 256), remaining: 489 });
-    expect(await calls('exec')).toEqual({ exec: 1 });
+    expect(await commandCalls(redis, 'exec')).toEqual({ exec: 1 });
   });
 
   it('a refused take pops nothing and leaves the pool under its own key', async () => {

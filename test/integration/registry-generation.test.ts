@@ -2,14 +2,12 @@ import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
+import { commandCalls, createTestSchema } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { sleep } from '../support/wait';
 
 /** GET commands the Redis server has run so far. */
-async function gets(redis: Redis): Promise<number> {
-  return Number(/cmdstat_get:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
-}
+const gets = async (redis: Redis) => (await commandCalls(redis, 'get')).get;
 
 describeWithServices('a change made through one instance reaches another (MariaDB + Redis, two processes)', { mysql: true, redis: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;
