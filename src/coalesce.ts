@@ -35,15 +35,20 @@ export class TurnGroups<R extends Counted> {
   }
 }
 
-/** One request waiting in a group for its share of one call. */
-export interface Waiter<E> extends Counted {
+/** One request waiting in a group for its share of one call, whose ids come as `I`. */
+export interface Waiter<E, I> extends Counted {
   readonly entity: E;
-  resolve(ids: string[]): void;
+  resolve(ids: I): void;
   reject(err: unknown): void;
 }
 
+/** Ids that slice like an array (an array of them, or TakenIds). */
+export interface Sliceable<I> {
+  slice(from: number, to: number): I;
+}
+
 /** Hands each waiter its `count` ids of `ids`, in order. */
-export function share<E>(waiters: readonly Waiter<E>[], ids: readonly string[], served?: (waiter: Waiter<E>) => void): void {
+export function share<E, I extends Sliceable<I>>(waiters: readonly Waiter<E, I>[], ids: I, served?: (waiter: Waiter<E, I>) => void): void {
   let from = 0;
   for (const w of waiters) {
     const mine = ids.slice(from, from + w.count);

@@ -5,6 +5,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
 import type { PoolSizing } from '../pool/demand';
+import type { TakenIds } from '../pool/taken-ids';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
@@ -41,7 +42,7 @@ export interface ReadinessReport {
 /** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
 export interface HttpDeps {
   registry: Pick<EntityRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
-  dispatcher: { take(entity: EntityConfig, count: number): Promise<string[]> };
+  dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
   pools: Pick<PoolStore, 'sizes'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */

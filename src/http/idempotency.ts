@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { InvalidRequestError } from '../errors';
-import type { IdempotencyStore, IdempotentAnswer } from '../idempotency/store';
+import type { IdempotencyStore } from '../idempotency/store';
+import { type TakenIds, listedIds } from '../pool/taken-ids';
 
 // The stores live in idempotency/; HTTP reads the header and runs a take once per key.
 
@@ -15,19 +16,27 @@ export function idempotencyKeyOf(req: Pick<Request, 'get'>): string | undefined 
   return raw;
 }
 
+/** The ids of a take's answer, and whether an earlier request with the same Idempotency-Key stored them. */
+export interface Answer {
+  ids: TakenIds;
+  replayed: boolean;
+}
+
 /**
  * Runs `produce` once per Idempotency-Key (when the request has one and a
- * store is wired), otherwise simply runs it.
+ * store is wired), otherwise simply runs it. The stores keep ids as
+ * strings: only a request with a key pays for making them.
  */
 export async function answerOnce(
   store: IdempotencyStore | undefined,
   req: Pick<Request, 'get'>,
   entityKey: string,
   count: number,
-  produce: () => Promise<string[]>,
-): Promise<IdempotentAnswer> {
+  produce: () => Promise<TakenIds>,
+): Promise<Answer> {
   const requestKey = idempotencyKeyOf(req);
   if (requestKey === undefined || !store) return { ids: await produce(), replayed: false };
-  return store.once(entityKey, requestKey, count, produce);
+  const { ids, replayed } = await store.once(entityKey, requestKey, count, async () => (await produce()).toArray());
+  return { ids: listedIds(ids), replayed };
 }
 

@@ -5,6 +5,7 @@ import { PoolExhaustedError, RateLimitedError, UnavailableError } from '../error
 import type { Logger } from '../logger';
 import type { PoolStore, TakeResult } from './pool-store';
 import type { Refiller } from './refiller';
+import type { TakenIds } from './taken-ids';
 
 export interface DispatcherOptions {
   store: PoolStore;
@@ -36,7 +37,7 @@ export interface DispatcherOptions {
  */
 const MAX_COALESCED_IDS = 16_000;
 
-type Waiter = CoalescedWaiter<EntityConfig>;
+type Waiter = CoalescedWaiter<EntityConfig, TakenIds>;
 
 /** What the dispatcher reports per request. */
 export interface DispatchEvents {
@@ -71,10 +72,10 @@ export class Dispatcher {
     this.turns = coalesce ? new TurnGroups(MAX_COALESCED_IDS, (waiters, total) => void this.takeGroup(waiters, total)) : undefined;
   }
 
-  take(entity: EntityConfig, count: number): Promise<string[]> {
+  take(entity: EntityConfig, count: number): Promise<TakenIds> {
     const turns = this.turns;
     if (!turns) return this.takeAlone(entity, count);
-    return new Promise<string[]>((resolve, reject) => turns.add(entity.key, { entity, count, resolve, reject }));
+    return new Promise<TakenIds>((resolve, reject) => turns.add(entity.key, { entity, count, resolve, reject }));
   }
 
   private async takeGroup(waiters: Waiter[], total: number): Promise<void> {
@@ -105,7 +106,7 @@ export class Dispatcher {
     this.o.events?.served(entityKey, count);
   }
 
-  private async takeAlone(entity: EntityConfig, count: number): Promise<string[]> {
+  private async takeAlone(entity: EntityConfig, count: number): Promise<TakenIds> {
     const { store, refiller, clock } = this.o;
     const deadline = clock.monotonic() + (this.o.shortageWaitMs ?? 250);
     for (;;) {

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock';
 import type { HeldLock, PoolLevel, PoolStore, PushIds, TakeResult, PushResult, RefillLock } from './pool-store';
+import { listedIds } from './taken-ids';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
 class EntityPool {
@@ -63,8 +64,7 @@ export class MemoryPoolStore implements PoolStore {
     }
     if (pool.size < count) return { kind: 'short', size: pool.size };
     if (maxPerSecond > 0) pool.rateUsed += count;
-    const ids = pool.take(count);
-    return { kind: 'ok', ids, remaining: pool.size };
+    return { kind: 'ok', ids: listedIds(pool.take(count)), remaining: pool.size };
   }
 
   async push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult> {

@@ -1,7 +1,8 @@
+import type { TakenIds } from './taken-ids';
 
 /** Outcome of taking ids from a pool. */
 export type TakeResult =
-  | { readonly kind: 'ok'; readonly ids: string[]; readonly remaining: number }
+  | { readonly kind: 'ok'; readonly ids: TakenIds; readonly remaining: number }
   /** Fewer than `count` ready; nothing was taken. */
   | { readonly kind: 'short'; readonly size: number }
   /** The pool was filled in another Redis epoch and must be reset first. */

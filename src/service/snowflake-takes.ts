@@ -28,7 +28,7 @@ const MAX_GROUP_IDS = 16_000;
  * in arrival order, so the limit stays exact per request.
  */
 export class SnowflakeTakes {
-  private readonly turns: TurnGroups<Waiter<SnowflakeEntity>>;
+  private readonly turns: TurnGroups<Waiter<SnowflakeEntity, string[]>>;
 
   constructor(private readonly o: SnowflakeTakesOptions) {
     this.turns = new TurnGroups(MAX_GROUP_IDS, (waiters, total) => void this.takeGroup(waiters, total));
@@ -38,7 +38,7 @@ export class SnowflakeTakes {
     return new Promise((resolve, reject) => this.turns.add(entity.key, { entity, count, resolve, reject }));
   }
 
-  private async takeGroup(waiters: Waiter<SnowflakeEntity>[], total: number): Promise<void> {
+  private async takeGroup(waiters: Waiter<SnowflakeEntity, string[]>[], total: number): Promise<void> {
     const entity = waiters[0].entity;
     try {
       await this.o.rate.admit(entity.key, total, entity.maxSizePerSecond);

@@ -53,9 +53,28 @@ describeWithServices('coalesced takes on Redis (in-process service, MariaDB + Re
     const answers = await Promise.all(counts.map((n) => service.dispatcher.take(entity, n)));
     expect(fcalls).toEqual([counts.reduce((a, b) => a + b, 0)]);
     answers.forEach((ids, i) => expect(ids).toHaveLength(counts[i]));
-    const flat = answers.flat().map(Number);
+    const flat = answers.flatMap((ids) => ids.toArray()).map(Number);
     expect(flat).toEqual([...flat].sort((a, b) => a - b));
     expect(new Set(flat).size).toBe(flat.length);
+  });
+
+  it('a group large enough for the native LPOP (held joined, then sliced) hands each take its own ids, in arrival order', async () => {
+    const entity = await registerEntity(uniqueKey('joined'), { maxSizePerSecond: 0, step: 5000 });
+    expect(await service.store.size(entity.key)).toBeGreaterThanOrEqual(5000);
+    fcalls.length = 0;
+    const counts = Array.from({ length: 64 }, (_, i) => 5 + ((i * 7) % 40));
+    const total = counts.reduce((a, b) => a + b, 0);
+    const answers = await Promise.all(counts.map((n) => service.dispatcher.take(entity, n)));
+    expect(fcalls).toEqual([total]);
+    expect(total).toBeGreaterThan(256);
+    const flat: number[] = [];
+    answers.forEach((ids, i) => {
+      expect(ids.toArray()).toHaveLength(counts[i]);
+      expect(JSON.parse(ids.toJson())).toEqual(ids.toArray());
+      flat.push(...ids.toArray().map(Number));
+    });
+    // One monotonic pool popped in one call: every take's ids follow the one before's, with no gap.
+    expect(flat).toEqual(Array.from({ length: total }, (_, i) => flat[0] + i));
   });
 
   it('the per-second limit stays exact: 64 takes of 3 against 100 per second serve 33 and limit 31', async () => {
@@ -84,7 +103,7 @@ describeWithServices('coalesced takes on Redis (in-process service, MariaDB + Re
     expect(fcalls[0]).toBe(12);
     expect(fcalls[1]).toBe(4);
     for (const ids of answers) expect(ids).toHaveLength(4);
-    const flat = [...first, ...answers.flat()].map(Number);
+    const flat = [first, ...answers].flatMap((ids) => ids.toArray()).map(Number);
     expect(flat).toEqual([...flat].sort((x, y) => x - y));
     expect(new Set(flat).size).toBe(flat.length);
   });

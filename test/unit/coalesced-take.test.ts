@@ -7,6 +7,7 @@ import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import type { TakeResult } from '../../src/pool/pool-store';
 import { Refiller } from '../../src/pool/refiller';
+import type { TakenIds } from '../../src/pool/taken-ids';
 import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { FakeClock } from '../support/clock';
@@ -36,7 +37,7 @@ async function setup(config: EntityConfig) {
 }
 
 /** Settles every promise: ids, or the error's class name. */
-const outcomes = (ps: Array<Promise<string[]>>) => Promise.all(ps.map((p) => p.then((ids) => ids.map(Number), (err: Error) => err.constructor.name)));
+const outcomes = (ps: Array<Promise<TakenIds>>) => Promise.all(ps.map((p) => p.then((ids) => ids.toArray().map(Number), (err: Error) => err.constructor.name)));
 
 describe('coalesced takes', () => {
   it('takes of one turn share one store call; ids go out in arrival order, each request gets its own count', async () => {
@@ -48,7 +49,7 @@ describe('coalesced takes', () => {
     expect(answers).toEqual([[0, 1, 2], [3], [4, 5, 6, 7, 8], [9, 10]]);
     expect(dispatcher.stats.idsServed).toBe(11);
     // The next turn is the next group.
-    expect(await dispatcher.take(config, 2)).toEqual(['11', '12']);
+    expect((await dispatcher.take(config, 2)).toArray()).toEqual(['11', '12']);
     expect(store.takes).toEqual([11, 2]);
   });
 

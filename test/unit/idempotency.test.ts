@@ -7,6 +7,7 @@ import { MemoryIdempotencyStore } from '../../src/idempotency/memory-store';
 import { RedisIdempotencyStore, answerBytes, redisAnswerLimits } from '../../src/idempotency/redis-store';
 import { ANSWER_TTL_MS, CLAIM_TTL_MS, type IdempotencyStore } from '../../src/idempotency/store';
 import { idempotencyKeys } from '../../src/pool/keys';
+import { listedIds } from '../../src/pool/taken-ids';
 import { FakeClock } from '../support/clock';
 
 /** The Redis commands the store uses, over a Map, with PX expiry on the fake clock. */
@@ -222,10 +223,19 @@ describe('Idempotency-Key header', () => {
 
   it('runs the request plainly without a header or without a store', async () => {
     const b = batches();
-    expect(await answerOnce(undefined, req('k'), 'orders', 1, b.produce(1))).toEqual({ ids: ['100'], replayed: false });
+    const take = (count: number) => async () => listedIds(await b.produce(count)());
+    const answer = async (...args: Parameters<typeof answerOnce>) => {
+      const { ids, replayed } = await answerOnce(...args);
+      return { ids: ids.toArray(), replayed };
+    };
+    expect(await answer(undefined, req('k'), 'orders', 1, take(1))).toEqual({ ids: ['100'], replayed: false });
     const store = new MemoryIdempotencyStore(new FakeClock({ sleep: 'advance' }));
-    expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['101'], replayed: false });
-    expect(await answerOnce(store, req(undefined), 'orders', 1, b.produce(1))).toEqual({ ids: ['102'], replayed: false });
+    expect(await answer(store, req(undefined), 'orders', 1, take(1))).toEqual({ ids: ['101'], replayed: false });
+    expect(await answer(store, req(undefined), 'orders', 1, take(1))).toEqual({ ids: ['102'], replayed: false });
+    // With a key, the store keeps the ids as strings and replays them.
+    expect(await answer(store, req('k'), 'orders', 2, take(2))).toEqual({ ids: ['103', '104'], replayed: false });
+    expect(await answer(store, req('k'), 'orders', 2, take(2))).toEqual({ ids: ['103', '104'], replayed: true });
+    expect(b.calls).toBe(4);
   });
 });
 

@@ -1,12 +1,30 @@
 import { describe, expect, it } from 'vitest';
 import { idsJson } from '../../src/http/routes/ids';
+import { JoinedIds, type TakenIds, joinedBytes, listedIds } from '../../src/pool/taken-ids';
 import { Snowflake } from '../../src/snowflake/snowflake';
+
+/** Ids as a large Redis take holds them: joined from their bytes, as views of one reply buffer. */
+function joined(ids: readonly string[], scratch = Buffer.alloc(0)): TakenIds {
+  const reply = Buffer.from(ids.map((id) => `$${id.length}\r\n${id}\r\n`).join(''), 'latin1');
+  const views: Buffer[] = [];
+  let at = 0;
+  for (const id of ids) {
+    at += `$${id.length}\r\n`.length;
+    views.push(reply.subarray(at, at + id.length));
+    at += id.length + 2;
+  }
+  const room = joinedBytes(views);
+  return JoinedIds.fromBytes(views, scratch.length >= room ? scratch : Buffer.alloc(room));
+}
 
 // The take route writes its body by join, not JSON.stringify (routes/ids.ts):
 // it must be the very bytes JSON.stringify({ ids }) would have written, for
-// every kind of id idpool hands out.
+// every kind of id idpool hands out, held either way TakenIds holds them.
 describe('the take route body', () => {
-  const same = (ids: string[]) => expect(idsJson(ids)).toBe(JSON.stringify({ ids }));
+  const same = (ids: string[]) => {
+    expect(idsJson(listedIds(ids))).toBe(JSON.stringify({ ids }));
+    expect(idsJson(joined(ids))).toBe(JSON.stringify({ ids }));
+  };
 
   it('is JSON.stringify({ ids }) for segment ids, one, none and many', () => {
     same([]);
@@ -34,5 +52,39 @@ describe('the take route body', () => {
       sizes.add(BigInt(ids[0]) >= 2n ** 53n ? 'bigint' : 'number');
     }
     expect([...sizes].sort()).toEqual(['bigint', 'number']);
+  });
+});
+
+describe('TakenIds', () => {
+  const ids = Array.from({ length: 40 }, (_, i) => String(7 * 10 ** (i % 19) + i));
+
+  it('slices like an array, either way it holds the ids, and slices of slices too', () => {
+    for (const taken of [listedIds(ids), joined(ids)]) {
+      expect(taken.length).toBe(40);
+      expect(taken.toArray()).toEqual(ids);
+      for (const [from, to] of [
+        [0, 0],
+        [0, 1],
+        [3, 17],
+        [39, 40],
+        [0, 40],
+        [25, 60],
+        [41, 45],
+      ]) {
+        const part = taken.slice(from, to);
+        expect(part.length).toBe(ids.slice(from, to).length);
+        expect(part.toArray()).toEqual(ids.slice(from, to));
+        expect(JSON.parse(part.toJson())).toEqual(ids.slice(from, to));
+        expect(part.slice(1, 5).toArray()).toEqual(ids.slice(from, to).slice(1, 5));
+      }
+    }
+  });
+
+  it('a large take shares its scratch buffer: ids already joined stay as they were when the next take writes over it', () => {
+    const scratch = Buffer.alloc(4096);
+    const first = joined(ids.slice(0, 20), scratch);
+    const second = joined(ids.slice(20), scratch);
+    expect(first.toArray()).toEqual(ids.slice(0, 20));
+    expect(second.toArray()).toEqual(ids.slice(20));
   });
 });

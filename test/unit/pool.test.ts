@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/logger';
 import { Demand } from '../../src/pool/demand';
 import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
-import type { RefillLock } from '../../src/pool/pool-store';
+import type { RefillLock, TakeResult } from '../../src/pool/pool-store';
 import { Refiller } from '../../src/pool/refiller';
 import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
@@ -14,6 +14,12 @@ import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
 
 const entity = entityConfig;
+
+/** The ids of a take that must have succeeded. */
+function takenArray(result: TakeResult): string[] {
+  if (result.kind !== 'ok') throw new Error(`the take answered ${result.kind}`);
+  return result.ids.toArray();
+}
 
 function setup(config: EntityConfig, stride = new IdStride()) {
   const clock = new FakeClock({ sleep: 'advance' });
@@ -65,9 +71,9 @@ describe('refiller on the in-process pool', () => {
   it('shuffles each step of a trend entity and keeps steps in order', async () => {
     const { store, refiller } = setup(entity({ mode: 'trend', maxSizePerTimes: 1000 }));
     await refiller.refill('orders');
-    const ids = (await store.take('orders', 1000, 0)) as { ids: string[] };
+    const ids = takenArray(await store.take('orders', 1000, 0));
     for (let s = 0; s < 10; s++) {
-      const part = ids.ids.slice(s * 100, s * 100 + 100).map(Number);
+      const part = ids.slice(s * 100, s * 100 + 100).map(Number);
       expect([...part].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => s * 100 + i));
       expect(part).not.toEqual([...part].sort((a, b) => a - b));
     }
@@ -76,7 +82,7 @@ describe('refiller on the in-process pool', () => {
   it('maps numbers to disjoint ids for each stride index', async () => {
     const a = setup(entity(), new IdStride(3, 1));
     await a.refiller.refill('orders');
-    const ids = ((await a.store.take('orders', 5, 0)) as { ids: string[] }).ids;
+    const ids = takenArray(await a.store.take('orders', 5, 0));
     expect(ids).toEqual(['1', '4', '7', '10', '13']);
   });
 
@@ -104,7 +110,7 @@ describe('dispatcher', () => {
     const { store, refiller, dispatcher } = setup(config);
     await refiller.refill('orders');
     const taken = await dispatcher.take(config, 500);
-    expect(taken.map(Number)).toEqual(Array.from({ length: 500 }, (_, i) => i));
+    expect(taken.toArray().map(Number)).toEqual(Array.from({ length: 500 }, (_, i) => i));
     expect(await store.size('orders')).toBeLessThan(refiller.lowWatermark(config));
   });
 

@@ -8,6 +8,7 @@ import { hashSecret } from '../../src/entities/entity';
 import { createHttpApp } from '../../src/http/app';
 import { takeFastPath } from '../../src/http/routes/ids';
 import { silentLogger } from '../../src/logger';
+import { listedIds } from '../../src/pool/taken-ids';
 import { entityConfig } from '../support/entity';
 
 const SECRET = 'fast-path-secret-0123456789abcdefghijklmnop';
@@ -107,7 +108,7 @@ describe('the take route fast path', () => {
         dispatcher: {
           take: async (_entity: EntityConfig, count: number) => {
             taken.push(count);
-            return Array.from({ length: count }, () => String(next++));
+            return listedIds(Array.from({ length: count }, () => String(next++)));
           },
         },
         pools: { sizes: async () => [] },

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import type { PoolStore } from '../../../src/pool/pool-store';
+import { plainTake } from '../taken';
 
 /** A pool store with empty pools (the Redis one on keys of its own). */
 export type PoolStoreFactory = () => Promise<PoolStore>;
@@ -19,10 +20,10 @@ export function poolStoreContract(make: PoolStoreFactory): void {
     const store = await make();
     await fresh(store, 'c-take');
     expect(await store.push('c-take', ['10', '11', '12', '13'], 10n, 13n)).toEqual({ kind: 'ok', size: 4 });
-    expect(await store.take('c-take', 3, 0)).toEqual({ kind: 'ok', ids: ['10', '11', '12'], remaining: 1 });
-    expect(await store.take('c-take', 2, 0)).toEqual({ kind: 'short', size: 1 });
+    expect(plainTake(await store.take('c-take', 3, 0))).toEqual({ kind: 'ok', ids: ['10', '11', '12'], remaining: 1 });
+    expect(plainTake(await store.take('c-take', 2, 0))).toEqual({ kind: 'short', size: 1 });
     expect(await store.size('c-take')).toBe(1);
-    expect(await store.take('c-take', 1, 0)).toEqual({ kind: 'ok', ids: ['13'], remaining: 0 });
+    expect(plainTake(await store.take('c-take', 1, 0))).toEqual({ kind: 'ok', ids: ['13'], remaining: 0 });
   });
 
   it('the fence refuses a segment that does not start above everything pushed, also after a discard', async () => {
@@ -43,11 +44,11 @@ export function poolStoreContract(make: PoolStoreFactory): void {
     expect(await store.push('c-refused', ['1', '4', '7'], 1n, 7n)).toEqual({ kind: 'ok', size: 3 });
     expect(await store.push('c-refused', ['4', '5'], 4n, 5n)).toEqual({ kind: 'fenced' });
     expect(await store.levels(['c-refused'])).toEqual([{ size: 3, taken: 0 }]);
-    expect(await store.take('c-refused', 3, 0)).toEqual({ kind: 'ok', ids: ['1', '4', '7'], remaining: 0 });
+    expect(plainTake(await store.take('c-refused', 3, 0))).toEqual({ kind: 'ok', ids: ['1', '4', '7'], remaining: 0 });
     expect(await store.push('c-refused', ['7', '8'], 7n, 8n)).toEqual({ kind: 'fenced' });
     expect(await store.levels(['c-refused'])).toEqual([{ size: 0, taken: 3 }]);
     expect(await store.push('c-refused', ['8', '9'], 8n, 9n)).toEqual({ kind: 'ok', size: 2 });
-    expect(await store.take('c-refused', 2, 0)).toEqual({ kind: 'ok', ids: ['8', '9'], remaining: 0 });
+    expect(plainTake(await store.take('c-refused', 2, 0))).toEqual({ kind: 'ok', ids: ['8', '9'], remaining: 0 });
   });
 
   it('sizes and levels answer per entity, unknown ones empty; levels count what was taken', async () => {
