@@ -202,8 +202,15 @@ const WARN = 40;
 
 export interface ProcessLogger {
   readonly log: Logger;
-  /** Writes held-back counts and everything buffered, synchronously (before exit). */
-  flushSync(): void;
+  /**
+   * Writes held-back counts and everything buffered, then resolves (before
+   * exit): asynchronously first, for at most `ms`, then synchronously
+   * whatever is left. A reader that is gone (EPIPE) fails the first write,
+   * and logging stops; the synchronous write alone would retry it forever
+   * (sonic-boom's flushSync retries every error but EAGAIN's bound), and
+   * so would pino's own flush on exit.
+   */
+  flushBeforeExit(ms: number): Promise<void>;
   /** Starts writing what is buffered (the start-up line that supervisors wait for). */
   flush(): void;
 }
@@ -254,8 +261,15 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
   return {
     log: repeats.wrap(root),
     flush: () => destination.flush(),
-    flushSync() {
+    async flushBeforeExit(ms) {
       repeats.flush();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        destination.flush(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
       destination.flushSync();
     },
   };

@@ -9,10 +9,12 @@ import { type Service, createService } from './service';
 async function main(): Promise<void> {
   const config = readConfig();
   // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
-  const { log, flush, flushSync } = createProcessLogger(config.logLevel, systemClock);
+  const { log, flush, flushBeforeExit } = createProcessLogger(config.logLevel, systemClock);
+  let exiting = false;
   const exit = (code: number) => {
-    flushSync();
-    process.exit(code);
+    if (exiting) return;
+    exiting = true;
+    void flushBeforeExit(1000).finally(() => process.exit(code));
   };
   survivePromiseFaults(log, exit);
   const service = await startService(config, log);

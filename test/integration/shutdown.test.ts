@@ -83,6 +83,23 @@ describeWithServices('graceful shutdown on SIGTERM under load (MariaDB + Redis, 
     }
   });
 
+  it('exits on SIGTERM when the reader of its log is gone (stdout a broken pipe)', async () => {
+    const instance = await startInstance(setup.env);
+    // The log's reader goes away, as a log shipper that died would: every write to stdout now fails with EPIPE.
+    instance.proc.stdout!.destroy();
+    const key = uniqueKey('epipe');
+    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0 });
+    // Lines to write: an error answer is logged, and so is what the shutdown says.
+    expect((await takeIds(instance.url, key, 'wrong-secret', 1)).status).toBe(401);
+    while ((await takeIds(instance.url, key, secret, 1)).status !== 200) await sleep(20);
+    const sigterm = Date.now();
+    const exited = await Promise.race([instance.stop(), sleep(15_000).then(() => 'still running')]);
+    if (exited === 'still running') await instance.kill9();
+    expect(exited).toBe(0);
+    // The flush before exit waits at most 1 s for a write: well inside the shutdown's 10 s bound.
+    expect(Date.now() - sigterm).toBeLessThan(5000);
+  });
+
   it('answers a request already on its way when stop() begins: 503 not ready, reason "shutting down", Connection: close', async () => {
     const { createService } = await import('../../src/service');
     const { loadConfig } = await import('../../src/config/config');

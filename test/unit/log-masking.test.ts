@@ -17,11 +17,11 @@ describe('URLs in error lines lose their credentials', () => {
   it('the process logger masks every warn and error line (fields, message, Error objects)', () => {
     const script = `
       const { createProcessLogger } = require(${JSON.stringify(join(__dirname, '..', '..', 'src', 'logger.ts'))});
-      const { log, flushSync } = createProcessLogger('info', { monotonic: () => performance.now() });
+      const { log, flushBeforeExit } = createProcessLogger('info', { monotonic: () => performance.now() });
       log.error({ err: 'connect ECONNREFUSED for mysql://idpool:pa55-e@10.0.0.5:3306/db' }, 'cannot reach postgres://u:pa55-m@h/db');
       log.warn({ url: 'redis://:pa55-w@h:6379/0', n: 3 }, 'warned');
       log.error(new Error('driver said mysql://u:pa55-x@h/db'));
-      flushSync();
+      flushBeforeExit(1000).then(() => process.exit(0));
     `;
     const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8' });
     expect(out.trim().split('\n')).toHaveLength(3);
