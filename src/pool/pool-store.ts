@@ -30,7 +30,8 @@ export type PushIds = Float64Array | readonly string[];
 /**
  * Ready ids of every entity. Ids are decimal strings at this boundary: that
  * is what Redis stores and what the wire carries (a push may hand them over
- * as numbers, {@link PushIds}).
+ * as numbers, {@link PushIds}; a take hands them out as {@link TakenIds},
+ * which may hold them joined in one string).
  */
 export interface PoolStore {
   /** Short name for logs and health: `redis` or `memory`. */

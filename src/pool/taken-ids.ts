@@ -1,14 +1,14 @@
 /**
  * The ids one take hands out, in order. A take's ids are split among the
- * requests that shared its call, then written out as JSON; only an
- * Idempotency-Key answer or a library caller needs them one by one. So a
- * large take from Redis keeps them as the one string they arrived as
- * ({@link JoinedIds}), and the others as the array of decimal strings they
- * already are ({@link listedIds}).
+ * requests that shared its call, then written out as JSON; only an answer
+ * stored for an Idempotency-Key needs them one by one. So a large take from
+ * Redis keeps their digits joined in one string ({@link JoinedIds}), and
+ * the others keep the array of decimal strings they already are
+ * ({@link listedIds}).
  */
 export interface TakenIds {
   readonly length: number;
-  /** Ids `from` (inclusive) to `to` (exclusive), without copying them. */
+  /** Ids `from` (inclusive) to `to` (exclusive); no id is copied. */
   slice(from: number, to: number): TakenIds;
   /** The ids as decimal strings. */
   toArray(): string[];
