@@ -94,6 +94,11 @@ export class Alarms {
 
   constructor(private readonly o: AlarmsOptions) {}
 
+  /** The instance these alarms are this process's of (host:pid): {@link recent} holds no other's. */
+  get instance(): string {
+    return this.o.instance;
+  }
+
   /**
    * An event happened. Logged each time, except that a burst of the same
    * event (every request of an exhausted pool) is logged once a second with

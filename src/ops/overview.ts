@@ -33,7 +33,8 @@ export interface OpsOverview {
   /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
   sampling: SamplingHealth;
   workers: unknown[];
-  alarms: { active: number; recent: AlarmRecord[] };
+  /** This instance's alarms only (each keeps its own), with its name. */
+  alarms: { instance: string; active: number; recent: AlarmRecord[] };
 }
 
 /** What the overview reads: the registry, the sampler's forecasts, this instance's recent served rates, alarms. */
@@ -43,7 +44,7 @@ export interface OverviewSources {
   sampler: Pick<OpsSampler, 'forecast' | 'overview' | 'health'>;
   /** Ids per second each entity was recently served by this instance. */
   localRates(): Map<string, number>;
-  alarms: Pick<Alarms, 'activeAlarms' | 'recent'>;
+  alarms: Pick<Alarms, 'activeAlarms' | 'recent' | 'instance'>;
   snowflake?: () => SnowflakeForecast | undefined;
   workers?: { list(): Promise<unknown[]> };
 }
@@ -63,7 +64,8 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
     sampling: s.sampler.health(),
     // Live leases only: the worker table has a row per id of the range (up to 1023).
     workers: s.workers ? (await s.workers.list()).filter((w) => (w as { live?: unknown }).live !== false) : [],
-    alarms: { active: s.alarms.activeAlarms().length, recent: s.alarms.recent() },
+    // Alarms live in each process (ops/alarms.ts): the list says whose it is.
+    alarms: { instance: s.alarms.instance, active: s.alarms.activeAlarms().length, recent: s.alarms.recent() },
   };
 }
 

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
@@ -69,6 +70,8 @@ describeWithServices('alarms: structured log lines and a de-duplicated webhook (
       const ops = await call(`${instance.url}/admin/ops`, { token: ADMIN_TOKEN });
       expect(ops.body.alarms.recent.some((a: any) => a.name === 'forecast_js_safe_limit' && a.entityKey === key && a.notified)).toBe(true);
       expect(ops.body.alarms.active).toBeGreaterThanOrEqual(1);
+      // The list is this process's own (each instance keeps its alarms), and says so.
+      expect(ops.body.alarms.instance).toBe(`${hostname()}:${instance.proc.pid}`);
     });
   });
 

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -86,6 +87,8 @@ describeWithServices('dashboard at /admin/ui in headless Chromium (MariaDB + Red
     await expect.poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('1,000 / 1,000'); // size / target: idle, one floor (max(step, maxSizePerTimes))
     expect(await row.locator('[data-field=takeRate]').getAttribute('data-value')).toBe('0');
     expect(await row.locator('[data-field=poolDry]').textContent()).toBe('never');
+    // The alarms section says whose alarms it lists: this instance's (each keeps its own).
+    expect(await page.textContent('#alarm-instance')).toBe(`${hostname()}:${instance.proc.pid}`);
 
     // Draw ids for ~2 s.
     const deadline = Date.now() + 2000;

@@ -261,9 +261,10 @@ function opsOverviewSchema(): Schema {
       workers: { type: 'array', items: ref('Worker'), description: 'Live worker leases only.' },
       alarms: {
         type: 'object',
-        required: ['active', 'recent'],
+        required: ['instance', 'active', 'recent'],
         additionalProperties: false,
-        properties: { active: int32(0), recent: { type: 'array', items: ref('Alarm') } },
+        description: "This instance's alarms only: each instance keeps its own (idpool_alarms_total in every instance's /metrics counts them all).",
+        properties: { instance: { type: 'string', description: 'The instance whose alarms these are (host:pid).' }, active: int32(0), recent: { type: 'array', items: ref('Alarm') } },
       },
     },
   };

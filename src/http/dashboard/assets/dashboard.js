@@ -176,6 +176,7 @@
     var list = $('alarms');
     list.replaceChildren();
     $('no-alarms').hidden = alarms.recent.length > 0;
+    $('alarm-instance').textContent = alarms.instance;
     $('active-alarms').textContent = alarms.active ? alarms.active + ' active' : '';
     alarms.recent.slice(0, 30).forEach(function (a) {
       var li = el('li', { class: a.status === 'resolved' ? 'resolved' : a.severity, 'data-alarm': a.name });
