@@ -94,7 +94,7 @@ export class Alarms {
 
   constructor(private readonly o: AlarmsOptions) {}
 
-  /** The instance these alarms are this process's of (host:pid): {@link recent} holds no other's. */
+  /** This process's name in its alarms (host:pid); {@link recent} holds only this process's alarms. */
   get instance(): string {
     return this.o.instance;
   }
