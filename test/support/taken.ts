@@ -4,3 +4,9 @@ import type { TakeResult } from '../../src/pool/pool-store';
 export function plainTake(result: TakeResult) {
   return result.kind === 'ok' ? { ...result, ids: result.ids.toArray() } : result;
 }
+
+/** The ids of a take that must have succeeded, as an array of strings. */
+export function takenArray(result: TakeResult): string[] {
+  if (result.kind !== 'ok') throw new Error(`the take answered ${result.kind}`);
+  return result.ids.toArray();
+}

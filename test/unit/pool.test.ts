@@ -6,20 +6,15 @@ import { silentLogger } from '../../src/logger';
 import { Demand } from '../../src/pool/demand';
 import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
-import type { RefillLock, TakeResult } from '../../src/pool/pool-store';
+import type { RefillLock } from '../../src/pool/pool-store';
 import { Refiller } from '../../src/pool/refiller';
 import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
+import { takenArray } from '../support/taken';
 
 const entity = entityConfig;
-
-/** The ids of a take that must have succeeded. */
-function takenArray(result: TakeResult): string[] {
-  if (result.kind !== 'ok') throw new Error(`the take answered ${result.kind}`);
-  return result.ids.toArray();
-}
 
 function setup(config: EntityConfig, stride = new IdStride()) {
   const clock = new FakeClock({ sleep: 'advance' });
