@@ -65,7 +65,10 @@ function outage(okAt: number[], faultAt: number): number {
 /** Ids taken from the number line but neither handed out nor ready in a pool. */
 async function wasted(schemaUrl: string, key: string, issued: number, redisPort: number): Promise<number> {
   const c = await createConnection({ uri: schemaUrl });
-  const [rows] = (await c.query('SELECT CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application WHERE entity_key = ?', [key])) as unknown as [Array<{ o: string; s: string }>];
+  const [rows] = (await c.query(
+    'SELECT CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application WHERE entity_key = ?',
+    [key],
+  )) as unknown as [Array<{ o: string; s: string }>];
   await c.end();
   const r = new Redis(redisPort, '127.0.0.1');
   const ready = await r.llen(entityKeys(key).ids);
@@ -74,7 +77,9 @@ async function wasted(schemaUrl: string, key: string, issued: number, redisPort:
 }
 
 function report(name: string, outageMs: number, wastedIds: number, issued: number): void {
-  process.stdout.write(`${name.padEnd(34)} unavailable ${(outageMs / 1000).toFixed(2).padStart(5)} s   ids wasted ${String(wastedIds).padStart(8)}   (ids handed out: ${issued})\n`);
+  process.stdout.write(
+    `${name.padEnd(34)} unavailable ${(outageMs / 1000).toFixed(2).padStart(5)} s   ids wasted ${String(wastedIds).padStart(8)}   (ids handed out: ${issued})\n`,
+  );
 }
 
 async function sentinel(planned: boolean): Promise<void> {
@@ -86,7 +91,10 @@ async function sentinel(planned: boolean): Promise<void> {
     instances.push(await startInstance(env), await startInstance(env));
     const key = `ha-${Date.now()}`;
     const secret = await register(instances[0].url, { key, ...ENTITY });
-    await until('both instances to serve', async () => (await takeIds(instances[1].url, key, secret, 1)).status === 200);
+    await until(
+      'both instances to serve',
+      async () => (await takeIds(instances[1].url, key, secret, 1)).status === 200,
+    );
     const traffic = load(instances, key, secret);
     await sleep(3000);
     const [master, replica] = topology.servers;
@@ -98,7 +106,12 @@ async function sentinel(planned: boolean): Promise<void> {
     await sleep(3000);
     await traffic.stop();
     await sleep(500); // refills under way settle
-    report(`sentinel ${planned ? 'planned (SENTINEL FAILOVER)' : 'unplanned (kill -9)'}`, outage(traffic.okAt, faultAt), await wasted(schema.url, key, traffic.issued + 1, replica.port), traffic.issued);
+    report(
+      `sentinel ${planned ? 'planned (SENTINEL FAILOVER)' : 'unplanned (kill -9)'}`,
+      outage(traffic.okAt, faultAt),
+      await wasted(schema.url, key, traffic.issued + 1, replica.port),
+      traffic.issued,
+    );
   } finally {
     for (const i of instances) await i.stop();
     await topology.stop();
@@ -134,7 +147,12 @@ async function failback(): Promise<void> {
     await sleep(3000);
     await traffic.stop();
     await sleep(500);
-    report('failback (X → Y → X)', outage(traffic.okAt, faultAt), await wasted(schema.url, key, traffic.issued, x.port), traffic.issued);
+    report(
+      'failback (X → Y → X)',
+      outage(traffic.okAt, faultAt),
+      await wasted(schema.url, key, traffic.issued, x.port),
+      traffic.issued,
+    );
   } finally {
     await instance?.stop();
     rx.disconnect();

@@ -57,7 +57,12 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-function cannon(url: string, token: string, count: number, seconds: number): Promise<{ rps: number; total: number; p99: number; non2xx: number }> {
+function cannon(
+  url: string,
+  token: string,
+  count: number,
+  seconds: number,
+): Promise<{ rps: number; total: number; p99: number; non2xx: number }> {
   return new Promise((resolve, reject) => {
     autocannon(
       {
@@ -68,9 +73,18 @@ function cannon(url: string, token: string, count: number, seconds: number): Pro
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
         body: JSON.stringify({ count }),
       },
-      (err: Error | null, r: { requests: { average: number; total: number }; latency: { p99: number }; non2xx: number; errors: number }) => {
+      (
+        err: Error | null,
+        r: { requests: { average: number; total: number }; latency: { p99: number }; non2xx: number; errors: number },
+      ) => {
         if (err) reject(err);
-        else resolve({ rps: r.requests.average, total: r.requests.total, p99: r.latency.p99, non2xx: r.non2xx + r.errors });
+        else
+          resolve({
+            rps: r.requests.average,
+            total: r.requests.total,
+            p99: r.latency.p99,
+            non2xx: r.non2xx + r.errors,
+          });
       },
     );
   });
@@ -79,7 +93,13 @@ function cannon(url: string, token: string, count: number, seconds: number): Pro
 async function http(url: string, token: string, count: number, pid: number, seconds: number): Promise<Figures> {
   const cpu0 = cpuSeconds(pid);
   const r = await cannon(url, token, count, seconds);
-  return { rps: r.rps, p99: r.p99, non2xx: r.non2xx, cpuUs: ((cpuSeconds(pid) - cpu0) * 1e6) / Math.max(1, r.total), redisUs: Number.NaN };
+  return {
+    rps: r.rps,
+    p99: r.p99,
+    non2xx: r.non2xx,
+    cpuUs: ((cpuSeconds(pid) - cpu0) * 1e6) / Math.max(1, r.total),
+    redisUs: Number.NaN,
+  };
 }
 
 /** RPUSH 1,000 ids then LPOP 1,000, in 64 loops over one list: what Redis does per batch when idpool adds nothing. */
@@ -105,7 +125,13 @@ async function redisCycle(redis: Redis, seconds: number): Promise<Figures> {
   const elapsed = (performance.now() - started) / 1000;
   await redis.del(key);
   latencies.sort((a, b) => a - b);
-  return { rps: pops / elapsed, p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0), non2xx: 0, cpuUs: Number.NaN, redisUs: Number.NaN };
+  return {
+    rps: pops / elapsed,
+    p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0),
+    non2xx: 0,
+    cpuUs: Number.NaN,
+    redisUs: Number.NaN,
+  };
 }
 
 async function main() {
@@ -132,14 +158,23 @@ async function main() {
     // The default layout (11 sequence bits) caps one entity at 2,048 ids a
     // millisecond; 16 sequence bits (5-bit worker ids, 32 instances) cap it
     // at 65,536, far above what one process makes: the code path, not a cap.
-    const sfWide = await startServer([join(ROOT, 'src', 'main.ts')], { ...idpoolEnv, IDPOOL_SNOWFLAKE_WORKER_BITS: '5' });
+    const sfWide = await startServer([join(ROOT, 'src', 'main.ts')], {
+      ...idpoolEnv,
+      IDPOOL_SNOWFLAKE_WORKER_BITS: '5',
+    });
     servers.push(sfWide.proc);
     const logAll = await startServer([join(ROOT, 'src', 'main.ts')], { ...idpoolEnv, IDPOOL_REQUEST_LOG: LOG_ALL });
     servers.push(logAll.proc);
     const logOff = await startServer([join(ROOT, 'src', 'main.ts')], { ...idpoolEnv, IDPOOL_REQUEST_LOG: LOG_OFF });
     servers.push(logOff.proc);
 
-    const pool = { step: 10_000, maxPoolSize: 2_000_000, minSizePercent: 50, maxSizePerSecond: 0, maxSizePerTimes: BATCH };
+    const pool = {
+      step: 10_000,
+      maxPoolSize: 2_000_000,
+      minSizePercent: 50,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: BATCH,
+    };
     const stamp = Date.now();
     // Single ids and batches on entities of their own: a batch load deepens its pool (demand), and refilling it must not weigh on the single-id rounds.
     const key = `seg_${stamp}`;
@@ -147,9 +182,19 @@ async function main() {
     const batchKey = `batch_${stamp}`;
     const batchSecret = await registerEntity(batchSvc.port, { key: batchKey, ...pool });
     const sfKey = `sf_${stamp}`;
-    const sfSecret = await registerEntity(sfSvc.port, { key: sfKey, mode: 'snowflake', maxSizePerSecond: 0, maxSizePerTimes: BATCH });
+    const sfSecret = await registerEntity(sfSvc.port, {
+      key: sfKey,
+      mode: 'snowflake',
+      maxSizePerSecond: 0,
+      maxSizePerTimes: BATCH,
+    });
     const sfWideKey = `sfw_${stamp}`;
-    const sfWideSecret = await registerEntity(sfWide.port, { key: sfWideKey, mode: 'snowflake', maxSizePerSecond: 0, maxSizePerTimes: BATCH });
+    const sfWideSecret = await registerEntity(sfWide.port, {
+      key: sfWideKey,
+      mode: 'snowflake',
+      maxSizePerSecond: 0,
+      maxSizePerTimes: BATCH,
+    });
     const allKey = `all_${stamp}`;
     const allSecret = await registerEntity(logAll.port, { key: allKey, ...pool });
     const offKey = `off_${stamp}`;
@@ -169,9 +214,15 @@ async function main() {
       ['log off single', (s) => http(at(logOff.port, `/apps/${offKey}/ids`), offSecret, 1, logOff.proc.pid!, s)],
       ['node batch', (s) => http(at(node.port, '/ids'), BARE_TOKEN, BATCH, node.proc.pid!, s)],
       ['express batch', (s) => http(at(express.port, '/ids'), BARE_TOKEN, BATCH, express.proc.pid!, s)],
-      ['idpool batch', (s) => http(at(batchSvc.port, `/apps/${batchKey}/ids`), batchSecret, BATCH, batchSvc.proc.pid!, s)],
+      [
+        'idpool batch',
+        (s) => http(at(batchSvc.port, `/apps/${batchKey}/ids`), batchSecret, BATCH, batchSvc.proc.pid!, s),
+      ],
       ['snowflake batch', (s) => http(at(sfSvc.port, `/apps/${sfKey}/ids`), sfSecret, BATCH, sfSvc.proc.pid!, s)],
-      ['snowflake wide batch', (s) => http(at(sfWide.port, `/apps/${sfWideKey}/ids`), sfWideSecret, BATCH, sfWide.proc.pid!, s)],
+      [
+        'snowflake wide batch',
+        (s) => http(at(sfWide.port, `/apps/${sfWideKey}/ids`), sfWideSecret, BATCH, sfWide.proc.pid!, s),
+      ],
       ['redis cycle', (s) => redisCycle(redis, s)],
     ];
     // BENCH_ONLY=name,name runs only those targets (for a quick A/B; the rows of the others are left out).
@@ -221,17 +272,52 @@ async function main() {
     const r = (x: number) => `${x.toFixed(2)}x`;
     row('bare node:http, single id', 'node single', 1, '');
     row('bare express 5, single id', 'express single', 1, '1.00x express');
-    row('idpool single id (MariaDB+Redis)', 'idpool single', 1, `${r(ratio('idpool single', 'express single'))} express (target >= 0.9, p99 <= 10 ms)`);
-    row('idpool snowflake single id', 'snowflake single', 1, `${r(ratio('snowflake single', 'express single'))} express (target >= 0.9)`);
+    row(
+      'idpool single id (MariaDB+Redis)',
+      'idpool single',
+      1,
+      `${r(ratio('idpool single', 'express single'))} express (target >= 0.9, p99 <= 10 ms)`,
+    );
+    row(
+      'idpool snowflake single id',
+      'snowflake single',
+      1,
+      `${r(ratio('snowflake single', 'express single'))} express (target >= 0.9)`,
+    );
     row('bare node:http, batch 1000', 'node batch', BATCH, '');
     row('bare express 5, batch 1000', 'express batch', BATCH, '1.00x express');
     row('raw Redis cycle (RPUSH+LPOP 1000)', 'redis cycle', BATCH, '1.00x cycle');
-    row('idpool batch 1000 (MariaDB+Redis)', 'idpool batch', BATCH, `${r(ratio('idpool batch', 'redis cycle'))} raw cycle (target >= 0.8); ${r(ratio('idpool batch', 'express batch'))} express`);
-    row('idpool snowflake batch 1000', 'snowflake batch', BATCH, `${r(ratio('snowflake batch', 'express batch'))} express (target >= 0.5); ${r((m('snowflake batch').rps * BATCH) / 2_048_000)} of the layout's cap (2,048 ids/ms)`);
-    row('idpool snowflake batch 1000, 16 sequence bits', 'snowflake wide batch', BATCH, `${r(ratio('snowflake wide batch', 'express batch'))} express (target >= 0.5; cap 65,536 ids/ms)`);
+    row(
+      'idpool batch 1000 (MariaDB+Redis)',
+      'idpool batch',
+      BATCH,
+      `${r(ratio('idpool batch', 'redis cycle'))} raw cycle (target >= 0.8); ${r(ratio('idpool batch', 'express batch'))} express`,
+    );
+    row(
+      'idpool snowflake batch 1000',
+      'snowflake batch',
+      BATCH,
+      `${r(ratio('snowflake batch', 'express batch'))} express (target >= 0.5); ${r((m('snowflake batch').rps * BATCH) / 2_048_000)} of the layout's cap (2,048 ids/ms)`,
+    );
+    row(
+      'idpool snowflake batch 1000, 16 sequence bits',
+      'snowflake wide batch',
+      BATCH,
+      `${r(ratio('snowflake wide batch', 'express batch'))} express (target >= 0.5; cap 65,536 ids/ms)`,
+    );
     row('idpool single, IDPOOL_REQUEST_LOG=off', 'log off single', 1, '1.00x off');
-    row(`idpool single, IDPOOL_REQUEST_LOG=${LOG_ALL}`, 'log all single', 1, `${r(ratio('log all single', 'log off single'))} off; CPU ${(m('log all single').cpuUs - m('log off single').cpuUs).toFixed(1)} µs/req over off`);
-    row('idpool single, default log (errors)', 'idpool single', 1, `${r(ratio('idpool single', 'log off single'))} off; CPU ${(m('idpool single').cpuUs - m('log off single').cpuUs).toFixed(1)} µs/req over off`);
+    row(
+      `idpool single, IDPOOL_REQUEST_LOG=${LOG_ALL}`,
+      'log all single',
+      1,
+      `${r(ratio('log all single', 'log off single'))} off; CPU ${(m('log all single').cpuUs - m('log off single').cpuUs).toFixed(1)} µs/req over off`,
+    );
+    row(
+      'idpool single, default log (errors)',
+      'idpool single',
+      1,
+      `${r(ratio('idpool single', 'log off single'))} off; CPU ${(m('idpool single').cpuUs - m('log off single').cpuUs).toFixed(1)} µs/req over off`,
+    );
 
     const widths = rows[0].map((_, c) => Math.max(...rows.map((x) => x[c].length)));
     process.stdout.write(
@@ -239,7 +325,10 @@ async function main() {
         .map((l) => l.toFixed(2))
         .join(' ')} at end\n`,
     );
-    for (const x of rows) process.stdout.write(`${x.map((cell, c) => (c === 0 || c === x.length - 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ')}\n`);
+    for (const x of rows)
+      process.stdout.write(
+        `${x.map((cell, c) => (c === 0 || c === x.length - 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ')}\n`,
+      );
   } finally {
     for (const p of servers) p.kill('SIGTERM');
     redis.disconnect();

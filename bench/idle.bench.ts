@@ -11,7 +11,16 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import Redis from 'ioredis';
-import { bulkInsert, dropSchema, fmt, freshSchema, registerEntity, startRedis, startService, waitPool } from './fixtures/deployment';
+import {
+  bulkInsert,
+  dropSchema,
+  fmt,
+  freshSchema,
+  registerEntity,
+  startRedis,
+  startService,
+  waitPool,
+} from './fixtures/deployment';
 import { sleep } from '../test/support/wait';
 
 const COUNTS = (process.env.BENCH_IDLE_ENTITIES || '10000,100000').split(',').map(Number);
@@ -34,7 +43,10 @@ async function measure(count: number): Promise<string> {
   const redis = new Redis(redisServer.url);
   // The compiled service, as `npm start` runs it: under tsx the same idle
   // service measured ~0.2 points more (its loader thread and helpers).
-  const service = await startService({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: redisServer.url, IDPOOL_REQUEST_LOG: 'off' }, { compiled: true });
+  const service = await startService(
+    { IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: redisServer.url, IDPOOL_REQUEST_LOG: 'off' },
+    { compiled: true },
+  );
   try {
     const port = Number(new URL(service.base).port);
     const secret = await registerEntity(port, { key: 'hot', maxSizePerSecond: 0 });
@@ -58,7 +70,10 @@ async function measure(count: number): Promise<string> {
     let takes = 0;
     const hot = (async () => {
       while (!stop) {
-        const res = await fetch(`${service.base}/apps/hot/ids`, { method: 'POST', headers: { authorization: `Bearer ${secret}` } });
+        const res = await fetch(`${service.base}/apps/hot/ids`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret}` },
+        });
         await res.arrayBuffer();
         if (res.status === 200) takes++;
         await sleep(50);
@@ -92,7 +107,9 @@ async function main() {
     process.stdout.write(`${line}\n`);
     lines.push(line);
   }
-  process.stdout.write(`\nidle cost, node ${process.version}, ${new Date().toISOString()} (targets: <= 2 % at 10,000, <= 5 % at 100,000):\n${lines.map((l) => `  ${l}`).join('\n')}\n`);
+  process.stdout.write(
+    `\nidle cost, node ${process.version}, ${new Date().toISOString()} (targets: <= 2 % at 10,000, <= 5 % at 100,000):\n${lines.map((l) => `  ${l}`).join('\n')}\n`,
+  );
 }
 
 main().then(

@@ -96,7 +96,12 @@ async function throughput(gen: IdGenerator<number>, key: string): Promise<Run> {
     }
     await turn();
   }
-  return { perSecond: drawn / ((performance.now() - t0) / 1000), perCpuSecond: drawn / cpuSeconds(cpu0), notReady, sink };
+  return {
+    perSecond: drawn / ((performance.now() - t0) / 1000),
+    perCpuSecond: drawn / cpuSeconds(cpu0),
+    notReady,
+    sink,
+  };
 }
 
 async function throughputBare(bare: Bare, key: string): Promise<Run> {
@@ -109,7 +114,12 @@ async function throughputBare(bare: Bare, key: string): Promise<Run> {
     drawn += CHUNK;
     await turn();
   }
-  return { perSecond: drawn / ((performance.now() - t0) / 1000), perCpuSecond: drawn / cpuSeconds(cpu0), notReady: 0, sink };
+  return {
+    perSecond: drawn / ((performance.now() - t0) / 1000),
+    perCpuSecond: drawn / cpuSeconds(cpu0),
+    notReady: 0,
+    sink,
+  };
 }
 
 interface Latency {
@@ -129,11 +139,16 @@ interface Latency {
  * ones that would have waited on SQL if anything did. The bare loop timed the
  * same way shows what descheduling alone costs.
  */
-async function longestCall(next: () => number, counter: CountingAllocator | undefined, minCalls: number): Promise<Latency> {
+async function longestCall(
+  next: () => number,
+  counter: CountingAllocator | undefined,
+  minCalls: number,
+): Promise<Latency> {
   const start = counter?.reservations ?? 0;
   const r: Latency = { maxMs: 0, maxSwitchMs: 0, over1ms: 0, calls: 0, switches: 0, notReady: 0 };
   let last = -1;
-  const enough = () => (counter ? counter.reservations - start > MIN_SWITCHES && r.calls >= minCalls : r.calls >= minCalls);
+  const enough = () =>
+    counter ? counter.reservations - start > MIN_SWITCHES && r.calls >= minCalls : r.calls >= minCalls;
   while (!enough()) {
     for (let i = 0; i < 10_000; i++) {
       const t0 = performance.now();
@@ -184,9 +199,15 @@ async function benchOn(label: string, db: Database): Promise<void> {
   const wall = lib.map((r) => r.perSecond);
   const cpu = lib.map((r) => r.perCpuSecond);
   const ratios = lib.map((r, i) => r.perCpuSecond / ceiling[i].perCpuSecond);
-  console.log(`[${label}] next(), number ids, ${RUNS} runs of ${IDS_PER_RUN / 1e6}M: median ${fmt(median(wall))} wall clock (min ${fmt(Math.min(...wall))}, max ${fmt(Math.max(...wall))}); median ${fmt(median(cpu))} per CPU-second`);
-  console.log(`[${label}] bare field bump, same loop: median ${fmt(median(ceiling.map((r) => r.perSecond)))} wall, ${fmt(median(ceiling.map((r) => r.perCpuSecond)))} per CPU-second; library/bare median ratio ${median(ratios).toFixed(2)}`);
-  console.log(`[${label}] "not ready" during throughput runs: ${lib.reduce((n, r) => n + r.notReady, 0)}; reservations so far: ${counter.reservations}`);
+  console.log(
+    `[${label}] next(), number ids, ${RUNS} runs of ${IDS_PER_RUN / 1e6}M: median ${fmt(median(wall))} wall clock (min ${fmt(Math.min(...wall))}, max ${fmt(Math.max(...wall))}); median ${fmt(median(cpu))} per CPU-second`,
+  );
+  console.log(
+    `[${label}] bare field bump, same loop: median ${fmt(median(ceiling.map((r) => r.perSecond)))} wall, ${fmt(median(ceiling.map((r) => r.perCpuSecond)))} per CPU-second; library/bare median ratio ${median(ratios).toFixed(2)}`,
+  );
+  console.log(
+    `[${label}] "not ready" during throughput runs: ${lib.reduce((n, r) => n + r.notReady, 0)}; reservations so far: ${counter.reservations}`,
+  );
 
   const switchy = await createIdGenerator({ database: db, allocator: counter, ids: 'number', maxStep: 1_000_000 });
   await switchy.open('switchy');
@@ -195,15 +216,26 @@ async function benchOn(label: string, db: Database): Promise<void> {
   const lat = await longestCall(() => switchy.next('switchy'), counter, 0);
   const base = await longestCall(() => bareTimed.next('orders'), undefined, lat.calls);
   const us = (ms: number) => `${(ms * 1000).toFixed(0)} µs`;
-  console.log(`[${label}] per-call timing over ${(lat.calls / 1e6).toFixed(1)}M calls, ${lat.switches} segment switches (maxStep 1M):`);
-  console.log(`[${label}]   longest switch call ${us(lat.maxSwitchMs)}; longest call of all ${us(lat.maxMs)}, ${lat.over1ms} calls ≥ 1 ms; "not ready": ${lat.notReady}`);
-  console.log(`[${label}]   bare loop timed the same way: longest ${us(base.maxMs)}, ${base.over1ms} calls ≥ 1 ms (descheduling by other processes)`);
+  console.log(
+    `[${label}] per-call timing over ${(lat.calls / 1e6).toFixed(1)}M calls, ${lat.switches} segment switches (maxStep 1M):`,
+  );
+  console.log(
+    `[${label}]   longest switch call ${us(lat.maxSwitchMs)}; longest call of all ${us(lat.maxMs)}, ${lat.over1ms} calls ≥ 1 ms; "not ready": ${lat.notReady}`,
+  );
+  console.log(
+    `[${label}]   bare loop timed the same way: longest ${us(base.maxMs)}, ${base.over1ms} calls ≥ 1 ms (descheduling by other processes)`,
+  );
   await switchy.close();
   await gen.close();
 }
 
 async function main(): Promise<void> {
-  console.log(`node ${process.version}, ${require('node:os').cpus().length} cores, load average ${require('node:os').loadavg().map((x: number) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `node ${process.version}, ${require('node:os').cpus().length} cores, load average ${require('node:os')
+      .loadavg()
+      .map((x: number) => x.toFixed(1))
+      .join(' ')}`,
+  );
   const dir = mkdtempSync(join(tmpdir(), 'idpool-bench-lib-'));
   try {
     const db = await openDatabase(`sqlite:${join(dir, 'bench.db')}`);

@@ -11,7 +11,13 @@
  * the ids handed out twice. Figures, not assertions.
  */
 import { Lab, netnsUnavailable, removeLeftoverLabs } from '../test/helpers/netns';
-import { type Cleanups, SCENARIOS, type ScenarioResult, describeResult, runScenario } from '../test/partition/scenarios';
+import {
+  type Cleanups,
+  SCENARIOS,
+  type ScenarioResult,
+  describeResult,
+  runScenario,
+} from '../test/partition/scenarios';
 
 async function main(): Promise<void> {
   const missing = netnsUnavailable();
@@ -39,7 +45,15 @@ async function main(): Promise<void> {
   const header = ['fault', 'cut (s)', 'no id (s)', 'heal → ids (s)', 'ids handed out', 'ids wasted', 'ids repeated'];
   process.stdout.write(`\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n`);
   for (const r of results) {
-    const row = [r.name, r.faultSeconds.toFixed(0), r.outageSeconds.toFixed(1), r.recoverySeconds.toFixed(2), r.idsHandedOut, r.idsWasted, r.idsRepeated];
+    const row = [
+      r.name,
+      r.faultSeconds.toFixed(0),
+      r.outageSeconds.toFixed(1),
+      r.recoverySeconds.toFixed(2),
+      r.idsHandedOut,
+      r.idsWasted,
+      r.idsRepeated,
+    ];
     process.stdout.write(`| ${row.join(' | ')} |\n`);
   }
 }

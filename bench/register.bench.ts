@@ -41,7 +41,11 @@ async function rawInserts(url: string, count: number, connections: number): Prom
 async function main() {
   // Default pools hold 300,000 ids (~3 MB of Redis) each: 200 of them are already 600 MB, so that shape registers fewer.
   const shapes: Array<{ name: string; body: Record<string, unknown>; count: number }> = [
-    { name: 'small pools (step 100, maxPoolSize 1,000)', body: { step: 100, maxPoolSize: 1000, maxSizePerTimes: 100 }, count: COUNT },
+    {
+      name: 'small pools (step 100, maxPoolSize 1,000)',
+      body: { step: 100, maxPoolSize: 1000, maxSizePerTimes: 100 },
+      count: COUNT,
+    },
     { name: 'defaults (pool filled to 300,000 ids)', body: {}, count: 200 },
   ];
   const rows: string[] = [];
@@ -57,7 +61,9 @@ async function main() {
       process.stdout.write(`${shape.name}: 1 client ${fmt(one)} entities/s\n`);
       const eight = await registerMany(service.base, 'c8', shape.count, 8, shape.body);
       process.stdout.write(`${shape.name}: 8 clients ${fmt(eight)} entities/s\n`);
-      rows.push(`${`${shape.name}, ${fmt(shape.count)}`.padEnd(50)} 1 client ${fmt(one).padStart(6)} entities/s   8 clients ${fmt(eight).padStart(6)} entities/s`);
+      rows.push(
+        `${`${shape.name}, ${fmt(shape.count)}`.padEnd(50)} 1 client ${fmt(one).padStart(6)} entities/s   8 clients ${fmt(eight).padStart(6)} entities/s`,
+      );
     } finally {
       service.proc.kill('SIGTERM');
       await new Promise((r) => service.proc.once('exit', r));
@@ -67,12 +73,16 @@ async function main() {
     if (shape === shapes[0]) {
       const one = await rawInserts(url, 1000, 1);
       const eight = await rawInserts(url, COUNT, 8);
-      rows.push(`${'raw INSERT (mysql2, same row)'.padEnd(50)} 1 conn   ${fmt(one).padStart(6)} rows/s       8 conns   ${fmt(eight).padStart(6)} rows/s`);
+      rows.push(
+        `${'raw INSERT (mysql2, same row)'.padEnd(50)} 1 conn   ${fmt(one).padStart(6)} rows/s       8 conns   ${fmt(eight).padStart(6)} rows/s`,
+      );
       process.stdout.write(`${rows.at(-1)}\n`);
     }
     await dropSchema(schemaName);
   }
-  process.stdout.write(`registration through POST /admin/apps (1 client registers at most 1,000):\n${rows.join('\n')}\n`);
+  process.stdout.write(
+    `registration through POST /admin/apps (1 client registers at most 1,000):\n${rows.join('\n')}\n`,
+  );
 }
 
 main().catch((err) => {

@@ -33,7 +33,11 @@ const s = app.listen(0, () => console.log(JSON.stringify({ port: s.address().por
 `;
 
 function start(args: string[], env: Record<string, string>): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     const onData = (d: Buffer) => {
@@ -59,7 +63,14 @@ async function stop(proc: ChildProcess): Promise<void> {
 }
 
 function cannon(url: string, headers: Record<string, string>, duration: number): Promise<autocannon.Result> {
-  return autocannon({ url, method: 'POST', connections: 50, duration, headers: { 'content-type': 'application/json', ...headers }, body: '{"count":1}' });
+  return autocannon({
+    url,
+    method: 'POST',
+    connections: 50,
+    duration,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: '{"count":1}',
+  });
 }
 
 /** CPU seconds (user + system) a process has used, from /proc (Linux). */
@@ -73,7 +84,12 @@ function cpuSeconds(pid: number): number {
  * Throughput, and the server's CPU time per request: on a shared 2-core
  * machine throughput swings with other load, CPU per request much less.
  */
-async function measure(name: string, url: string, pid: number, headers: Record<string, string> = {}): Promise<{ rps: number; cpuUs: number }> {
+async function measure(
+  name: string,
+  url: string,
+  pid: number,
+  headers: Record<string, string> = {},
+): Promise<{ rps: number; cpuUs: number }> {
   await cannon(url, headers, 3);
   const cpu0 = cpuSeconds(pid);
   const r = await cannon(url, headers, DURATION_S);
@@ -88,7 +104,12 @@ async function measure(name: string, url: string, pid: number, headers: Record<s
 async function main(): Promise<void> {
   const u = new URL(MYSQL);
   const schema = `idpool_bench_${Date.now()}`;
-  const admin = await createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username || 'root'), password: decodeURIComponent(u.password) });
+  const admin = await createConnection({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username || 'root'),
+    password: decodeURIComponent(u.password),
+  });
   await admin.query(`CREATE DATABASE \`${schema}\``);
   u.pathname = `/${schema}`;
   const results: Record<string, { rps: number; cpuUs: number }> = {};
@@ -98,7 +119,15 @@ async function main(): Promise<void> {
     await stop(bare.proc);
 
     for (const log of ['0', '1']) {
-      const env = { IDPOOL_DATABASE_URL: u.toString(), IDPOOL_REDIS_URL: REDIS, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_REQUEST_LOG: log, IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' };
+      const env = {
+        IDPOOL_DATABASE_URL: u.toString(),
+        IDPOOL_REDIS_URL: REDIS,
+        IDPOOL_PORT: '0',
+        IDPOOL_ADMIN_TOKEN: ADMIN,
+        IDPOOL_REQUEST_LOG: log,
+        IDPOOL_WORKER_ID: '1',
+        IDPOOL_WORKER_ID_UNSAFE: '1',
+      };
       const svc = await start(['--import', 'tsx', join(ROOT, 'src', 'main.ts')], env);
       const base = `http://127.0.0.1:${svc.port}`;
       const key = `bench_${log}_${Date.now()}`;
@@ -110,7 +139,12 @@ async function main(): Promise<void> {
       const { secret } = (await reg.json()) as { secret: string };
       // Let the first fill finish before measuring.
       await new Promise((r) => setTimeout(r, 3000));
-      results[log] = await measure(log === '1' ? 'idpool single id, request log on (default)' : 'idpool single id, request log off', `${base}/apps/${key}/ids`, svc.proc.pid!, { authorization: `Bearer ${secret}` });
+      results[log] = await measure(
+        log === '1' ? 'idpool single id, request log on (default)' : 'idpool single id, request log off',
+        `${base}/apps/${key}/ids`,
+        svc.proc.pid!,
+        { authorization: `Bearer ${secret}` },
+      );
       await stop(svc.proc);
     }
   } finally {
@@ -119,8 +153,12 @@ async function main(): Promise<void> {
   }
   const on = results['1'];
   const off = results['0'];
-  process.stdout.write(`\nthroughput  log on / log off ${(on.rps / off.rps).toFixed(2)}   log on / bare route ${(on.rps / results.bare.rps).toFixed(2)} (issue 5 target: ≥ 0.80)\n`);
-  process.stdout.write(`CPU/request log on / log off ${(off.cpuUs / on.cpuUs).toFixed(2)}   bare / log on ${(results.bare.cpuUs / on.cpuUs).toFixed(2)} (throughput ratios a CPU-bound server would reach)\n`);
+  process.stdout.write(
+    `\nthroughput  log on / log off ${(on.rps / off.rps).toFixed(2)}   log on / bare route ${(on.rps / results.bare.rps).toFixed(2)} (issue 5 target: ≥ 0.80)\n`,
+  );
+  process.stdout.write(
+    `CPU/request log on / log off ${(off.cpuUs / on.cpuUs).toFixed(2)}   bare / log on ${(results.bare.cpuUs / on.cpuUs).toFixed(2)} (throughput ratios a CPU-bound server would reach)\n`,
+  );
   process.stdout.write(`request log line costs ${(on.cpuUs - off.cpuUs).toFixed(0)} µs of server CPU per request\n`);
 }
 

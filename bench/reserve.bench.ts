@@ -27,7 +27,13 @@ import { EntityRegistry } from '../src/entities/registry';
 import { systemClock } from '../src/clock';
 import { openDatabase } from '../src/db/database';
 import { SqlSegmentAllocator } from '../src/segment/allocator';
-import { type SqlServer, type TestSchema, createTestSchema, mysqlReachable, postgresReachable } from '../test/helpers/services';
+import {
+  type SqlServer,
+  type TestSchema,
+  createTestSchema,
+  mysqlReachable,
+  postgresReachable,
+} from '../test/helpers/services';
 
 const KEY = 'orders';
 /** One default step (docs/design.md): what a refill of a default entity reserves at a time. */
@@ -69,10 +75,16 @@ const run = promisify(execFile);
 /** SQLite: `processes` child processes of this file, one reserver each, started together. */
 async function reserveFromProcesses(url: string, processes: number): Promise<Cell> {
   const outputs = await Promise.all(
-    Array.from({ length: processes }, () => run(process.execPath, ['--import', 'tsx', __filename, '--child', url], { maxBuffer: 64 << 20 })),
+    Array.from({ length: processes }, () =>
+      run(process.execPath, ['--import', 'tsx', __filename, '--child', url], { maxBuffer: 64 << 20 }),
+    ),
   );
   const cells = outputs.map((o) => JSON.parse(o.stdout) as Cell);
-  return { reservations: cells.reduce((n, c) => n + c.reservations, 0), seconds: MEASURE_MS / 1000, latenciesMs: cells.flatMap((c) => c.latenciesMs) };
+  return {
+    reservations: cells.reduce((n, c) => n + c.reservations, 0),
+    seconds: MEASURE_MS / 1000,
+    latenciesMs: cells.flatMap((c) => c.latenciesMs),
+  };
 }
 
 function p99(xs: number[]): number {
@@ -107,7 +119,12 @@ async function main(): Promise<void> {
       try {
         await prepare(schema.url);
         const cell = await reserveLoops(schema.url, n);
-        rows.push([name, `${n} (async loops, 1 process)`, (cell.reservations / cell.seconds).toFixed(0), p99(cell.latenciesMs).toFixed(2)]);
+        rows.push([
+          name,
+          `${n} (async loops, 1 process)`,
+          (cell.reservations / cell.seconds).toFixed(0),
+          p99(cell.latenciesMs).toFixed(2),
+        ]);
       } finally {
         await schema.drop();
       }
@@ -119,14 +136,22 @@ async function main(): Promise<void> {
       const url = `sqlite:${join(dir, 'idpool.db')}`;
       await prepare(url);
       const cell = await reserveFromProcesses(url, n);
-      rows.push(['SQLite (WAL, synchronous=FULL)', `${n} (processes)`, (cell.reservations / cell.seconds).toFixed(0), p99(cell.latenciesMs).toFixed(2)]);
+      rows.push([
+        'SQLite (WAL, synchronous=FULL)',
+        `${n} (processes)`,
+        (cell.reservations / cell.seconds).toFixed(0),
+        p99(cell.latenciesMs).toFixed(2),
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  for (const r of rows) process.stdout.write(`${r.map((v, c) => (c >= 2 ? v.padStart(widths[c]) : v.padEnd(widths[c]))).join('  ')}\n`);
-  process.stdout.write(`segment size ${SEGMENT}; ${WARMUP_MS} ms warm-up, ${MEASURE_MS} ms measured per row; one entity (one contended row)\n`);
+  for (const r of rows)
+    process.stdout.write(`${r.map((v, c) => (c >= 2 ? v.padStart(widths[c]) : v.padEnd(widths[c]))).join('  ')}\n`);
+  process.stdout.write(
+    `segment size ${SEGMENT}; ${WARMUP_MS} ms warm-up, ${MEASURE_MS} ms measured per row; one entity (one contended row)\n`,
+  );
 }
 
 main().catch((err) => {

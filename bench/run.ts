@@ -15,7 +15,9 @@ const files = readdirSync(__dirname)
 let failed = 0;
 for (const file of files) {
   process.stdout.write(`\n=== ${file}\n`);
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', join(__dirname, file)], { stdio: 'inherit' });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', join(__dirname, file)], {
+    stdio: 'inherit',
+  });
   if (result.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

@@ -13,7 +13,16 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import Redis from 'ioredis';
-import { ADMIN, bulkInsert, dropSchema, fmt, freshSchema, registerMany, startRedis, startService } from './fixtures/deployment';
+import {
+  ADMIN,
+  bulkInsert,
+  dropSchema,
+  fmt,
+  freshSchema,
+  registerMany,
+  startRedis,
+  startService,
+} from './fixtures/deployment';
 import { sleep } from '../test/support/wait';
 
 const COUNT = Number(process.env.BENCH_SCALE_ENTITIES || 100_000);
@@ -32,7 +41,8 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const get = (base: string, path: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text());
+const get = (base: string, path: string) =>
+  fetch(`${base}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text());
 
 async function main() {
   const schemaName = `idpool_bench_scale_${process.pid}`;
@@ -56,9 +66,13 @@ async function main() {
       // Four keys per entity once its floor is pushed: ids, fence, epoch marker, pushed counter.
       while ((await redis.dbsize()) < COUNT * 4) await sleep(500);
     });
-    say(`${fmt(COUNT - THROUGH_API)} entities inserted in bulk, picked up and filled to their floor: ${(fill.ms / 1000).toFixed(1)} s (${fmt((COUNT - THROUGH_API) / (fill.ms / 1000))} entities/s)`);
+    say(
+      `${fmt(COUNT - THROUGH_API)} entities inserted in bulk, picked up and filled to their floor: ${(fill.ms / 1000).toFixed(1)} s (${fmt((COUNT - THROUGH_API) / (fill.ms / 1000))} entities/s)`,
+    );
     const memAfter = Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1]);
-    say(`Redis memory: ${fmt((memAfter - memBefore) / 1024 / 1024)} MiB for ${fmt(COUNT)} idle entities, ${((memAfter - memBefore) / COUNT / 1024).toFixed(1)} KiB each`);
+    say(
+      `Redis memory: ${fmt((memAfter - memBefore) / 1024 / 1024)} MiB for ${fmt(COUNT)} idle entities, ${((memAfter - memBefore) / COUNT / 1024).toFixed(1)} KiB each`,
+    );
 
     await sleep(3000); // let the last refills settle
     const cmdsBefore = Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]);
@@ -66,26 +80,43 @@ async function main() {
     await sleep(10_000);
     const cpu = (cpuSeconds(service.proc.pid!) - cpuBefore) / 10;
     const cmds = (Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]) - cmdsBefore) / 10;
-    say(`idle, per second: service CPU ${(cpu * 100).toFixed(1)} % of a core, ${fmt(cmds)} Redis commands (sweep and sampler read 1,000 pools a second each)`);
+    say(
+      `idle, per second: service CPU ${(cpu * 100).toFixed(1)} % of a core, ${fmt(cmds)} Redis commands (sweep and sampler read 1,000 pools a second each)`,
+    );
 
     const metrics = await timed(() => get(service.base, '/metrics'));
     const entityLabels = new Set([...metrics.value.matchAll(/entity="([^"]+)"/g)].map((m) => m[1])).size;
-    say(`/metrics: ${metrics.ms.toFixed(0)} ms, ${fmt(metrics.value.length / 1024)} KiB, ${fmt(entityLabels)} entities with series`);
+    say(
+      `/metrics: ${metrics.ms.toFixed(0)} ms, ${fmt(metrics.value.length / 1024)} KiB, ${fmt(entityLabels)} entities with series`,
+    );
     const pages: number[] = [];
-    for (let i = 0; i < 5; i++) pages.push((await timed(() => get(service.base, `/admin/apps?limit=1000&after=bulk-${i * 10_000}`))).ms);
+    for (let i = 0; i < 5; i++)
+      pages.push((await timed(() => get(service.base, `/admin/apps?limit=1000&after=bulk-${i * 10_000}`))).ms);
     say(`GET /admin/apps?limit=1000: median ${median(pages).toFixed(0)} ms`);
     const ops = await timed(() => get(service.base, '/admin/ops'));
     const search = await timed(() => get(service.base, '/admin/ops?q=bulk-4242'));
     say(`GET /admin/ops (busiest 50): ${ops.ms.toFixed(0)} ms; search by key: ${search.ms.toFixed(0)} ms`);
 
-    const secret = JSON.parse(await fetch(`${service.base}/admin/apps/api-1/secret`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text())).secret;
+    const secret = JSON.parse(
+      await fetch(`${service.base}/admin/apps/api-1/secret`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}` },
+      }).then((r) => r.text()),
+    ).secret;
     const takes: number[] = [];
     for (let i = 0; i < 2000; i++) {
-      const t = await timed(() => fetch(`${service.base}/apps/api-1/ids`, { method: 'POST', headers: { authorization: `Bearer ${secret}` } }).then((r) => r.arrayBuffer()));
+      const t = await timed(() =>
+        fetch(`${service.base}/apps/api-1/ids`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret}` },
+        }).then((r) => r.arrayBuffer()),
+      );
       takes.push(t.ms);
     }
     takes.sort((a, b) => a - b);
-    say(`one busy entity among ${fmt(COUNT)}: take p50 ${takes[1000].toFixed(2)} ms, p99 ${takes[1980].toFixed(2)} ms (sequential client)`);
+    say(
+      `one busy entity among ${fmt(COUNT)}: take p50 ${takes[1000].toFixed(2)} ms, p99 ${takes[1980].toFixed(2)} ms (sequential client)`,
+    );
 
     const second = await timed(() => startService(env));
     say(`a second instance starts (loads ${fmt(COUNT)} entities) and listens in ${(second.ms / 1000).toFixed(1)} s`);

@@ -36,7 +36,10 @@ interface Load {
   non2xx: number;
 }
 
-function load(url: string, opts: { connections: number; seconds: number; body?: string; token?: string }): Promise<Load> {
+function load(
+  url: string,
+  opts: { connections: number; seconds: number; body?: string; token?: string },
+): Promise<Load> {
   return new Promise((resolve, reject) => {
     autocannon(
       {
@@ -44,7 +47,10 @@ function load(url: string, opts: { connections: number; seconds: number; body?: 
         method: 'POST',
         connections: opts.connections,
         duration: opts.seconds,
-        headers: { 'content-type': 'application/json', ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+        },
         body: opts.body ?? '{"count":1}',
       },
       (err: Error | null, result: { requests: { average: number }; latency: { p99: number }; non2xx: number }) => {
@@ -90,15 +96,32 @@ async function rawRpush(redis: Redis, total: number): Promise<number> {
   return total / seconds;
 }
 
-async function refillCapacity(redis: Redis, total: number): Promise<{ idsPerSecond: number; bytesPerIdSmall: number; bytesPerIdLarge: number }> {
+async function refillCapacity(
+  redis: Redis,
+  total: number,
+): Promise<{ idsPerSecond: number; bytesPerIdSmall: number; bytesPerIdLarge: number }> {
   const url = await freshSchema('idpool_bench_refill');
-  const config = loadConfig({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: REDIS, IDPOOL_ADMIN_TOKEN: ADMIN, IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
+  const config = loadConfig({
+    IDPOOL_DATABASE_URL: url,
+    IDPOOL_REDIS_URL: REDIS,
+    IDPOOL_ADMIN_TOKEN: ADMIN,
+    IDPOOL_WORKER_ID: '1',
+    IDPOOL_WORKER_ID_UNSAFE: '1',
+  });
   const prefix = `idpool-bench-${Date.now()}`;
   const service = await createService(config, { redisPrefix: prefix });
   try {
     const run = async (key: string, startOffset: bigint) => {
       // Pools are sized by demand: an idle pool's first refill pushes one floor = one step, so one step is the refill measured.
-      await service.registry.register({ key, mode: 'monotonic', step: total / 2, maxPoolSize: total, minSizePercent: 50, maxSizePerSecond: 0, startOffset });
+      await service.registry.register({
+        key,
+        mode: 'monotonic',
+        step: total / 2,
+        maxPoolSize: total,
+        minSizePercent: 50,
+        maxSizePerSecond: 0,
+        startOffset,
+      });
       service.refiller.markReset(key);
       const started = performance.now();
       await service.refiller.refill(key);
@@ -110,7 +133,11 @@ async function refillCapacity(redis: Redis, total: number): Promise<{ idsPerSeco
     const small = await run('small', 0n);
     const large = await run('large', 2n ** 40n); // ids around 1.1e12, as after years of use
     await redis.del(`${prefix}:{small}:ids`, `${prefix}:{large}:ids`);
-    return { idsPerSecond: Math.max(small.idsPerSecond, large.idsPerSecond), bytesPerIdSmall: small.bytesPerId, bytesPerIdLarge: large.bytesPerId };
+    return {
+      idsPerSecond: Math.max(small.idsPerSecond, large.idsPerSecond),
+      bytesPerIdSmall: small.bytesPerId,
+      bytesPerIdLarge: large.bytesPerId,
+    };
   } finally {
     await service.stop();
   }
@@ -124,13 +151,25 @@ async function main() {
     const bare = await startServer([join(__dirname, 'fixtures', 'bare-express.ts')], {});
     servers.push(bare.proc);
     const url = await freshSchema('idpool_bench');
-    const svc = await startServer([join(ROOT, 'src', 'main.ts')], { IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: REDIS });
+    const svc = await startServer([join(ROOT, 'src', 'main.ts')], {
+      IDPOOL_DATABASE_URL: url,
+      IDPOOL_REDIS_URL: REDIS,
+    });
     servers.push(svc.proc);
-    const emb = await startServer([join(ROOT, 'src', 'main.ts')], { IDPOOL_DATABASE_URL: `sqlite:${join(sqliteDir, 'idpool.db')}` });
+    const emb = await startServer([join(ROOT, 'src', 'main.ts')], {
+      IDPOOL_DATABASE_URL: `sqlite:${join(sqliteDir, 'idpool.db')}`,
+    });
     servers.push(emb.proc);
 
     const key = `bench_${Date.now()}`;
-    const entity = { key, step: 10_000, maxPoolSize: 2_000_000, minSizePercent: 50, maxSizePerSecond: 0, maxSizePerTimes: 1000 };
+    const entity = {
+      key,
+      step: 10_000,
+      maxPoolSize: 2_000_000,
+      minSizePercent: 50,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 1000,
+    };
     const svcSecret = await registerEntity(svc.port, entity);
     const sfKey = `sf_${Date.now()}`;
     const sfSecret = await registerEntity(svc.port, { key: sfKey, mode: 'snowflake', maxSizePerSecond: 0 }); // unlimited: the snowflake limit is enforced now
@@ -139,25 +178,83 @@ async function main() {
     await waitPool(svc.port, key, entity.step);
     await waitPool(emb.port, key, entity.step);
 
-    const results: Record<string, Load[]> = { bare: [], redisSingle: [], embeddedSingle: [], snowflakeSingle: [], redisBatch: [], embeddedBatch: [], snowflakeBatch: [] };
+    const results: Record<string, Load[]> = {
+      bare: [],
+      redisSingle: [],
+      embeddedSingle: [],
+      snowflakeSingle: [],
+      redisBatch: [],
+      embeddedBatch: [],
+      snowflakeBatch: [],
+    };
     const lpop: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      results.bare.push(await load(`http://127.0.0.1:${bare.port}/ids`, { connections: 64, seconds: SECONDS, token: BARE_TOKEN }));
-      results.redisSingle.push(await load(`http://127.0.0.1:${svc.port}/apps/${key}/ids`, { connections: 64, seconds: SECONDS, token: svcSecret }));
-      results.embeddedSingle.push(await load(`http://127.0.0.1:${emb.port}/apps/${key}/ids`, { connections: 64, seconds: SECONDS, token: embSecret }));
-      results.snowflakeSingle.push(await load(`http://127.0.0.1:${svc.port}/apps/${sfKey}/ids`, { connections: 64, seconds: SECONDS, token: sfSecret }));
-      results.snowflakeBatch.push(await load(`http://127.0.0.1:${svc.port}/apps/${sfKey}/ids`, { connections: 16, seconds: SECONDS, token: sfSecret, body: '{"count":1000}' }));
-      results.redisBatch.push(await load(`http://127.0.0.1:${svc.port}/apps/${key}/ids`, { connections: 16, seconds: SECONDS, token: svcSecret, body: '{"count":1000}' }));
-      results.embeddedBatch.push(await load(`http://127.0.0.1:${emb.port}/apps/${key}/ids`, { connections: 16, seconds: SECONDS, token: embSecret, body: '{"count":1000}' }));
+      results.bare.push(
+        await load(`http://127.0.0.1:${bare.port}/ids`, { connections: 64, seconds: SECONDS, token: BARE_TOKEN }),
+      );
+      results.redisSingle.push(
+        await load(`http://127.0.0.1:${svc.port}/apps/${key}/ids`, {
+          connections: 64,
+          seconds: SECONDS,
+          token: svcSecret,
+        }),
+      );
+      results.embeddedSingle.push(
+        await load(`http://127.0.0.1:${emb.port}/apps/${key}/ids`, {
+          connections: 64,
+          seconds: SECONDS,
+          token: embSecret,
+        }),
+      );
+      results.snowflakeSingle.push(
+        await load(`http://127.0.0.1:${svc.port}/apps/${sfKey}/ids`, {
+          connections: 64,
+          seconds: SECONDS,
+          token: sfSecret,
+        }),
+      );
+      results.snowflakeBatch.push(
+        await load(`http://127.0.0.1:${svc.port}/apps/${sfKey}/ids`, {
+          connections: 16,
+          seconds: SECONDS,
+          token: sfSecret,
+          body: '{"count":1000}',
+        }),
+      );
+      results.redisBatch.push(
+        await load(`http://127.0.0.1:${svc.port}/apps/${key}/ids`, {
+          connections: 16,
+          seconds: SECONDS,
+          token: svcSecret,
+          body: '{"count":1000}',
+        }),
+      );
+      results.embeddedBatch.push(
+        await load(`http://127.0.0.1:${emb.port}/apps/${key}/ids`, {
+          connections: 16,
+          seconds: SECONDS,
+          token: embSecret,
+          body: '{"count":1000}',
+        }),
+      );
       lpop.push(await rawLpop(redis, SECONDS));
       process.stdout.write(`round ${round + 1}/${ROUNDS} done\n`);
     }
-    const m = (name: string) => ({ rps: median(results[name].map((r) => r.rps)), p99: median(results[name].map((r) => r.p99)), non2xx: results[name].reduce((a, r) => a + r.non2xx, 0) });
+    const m = (name: string) => ({
+      rps: median(results[name].map((r) => r.rps)),
+      p99: median(results[name].map((r) => r.p99)),
+      non2xx: results[name].reduce((a, r) => a + r.non2xx, 0),
+    });
     const bareM = m('bare');
     const rows: Array<[string, string, string, string]> = [];
     const single = (name: string, label: string) => {
       const x = m(name);
-      rows.push([label, `${fmt(x.rps)} req/s`, `p99 ${x.p99} ms`, `${(x.rps / bareM.rps).toFixed(2)}x bare express (target >= 0.8); non-2xx ${x.non2xx}`]);
+      rows.push([
+        label,
+        `${fmt(x.rps)} req/s`,
+        `p99 ${x.p99} ms`,
+        `${(x.rps / bareM.rps).toFixed(2)}x bare express (target >= 0.8); non-2xx ${x.non2xx}`,
+      ]);
     };
     rows.push(['bare express 5 route, 64 conns', `${fmt(bareM.rps)} req/s`, `p99 ${bareM.p99} ms`, '1.00x']);
     single('redisSingle', 'idpool single id (MariaDB+Redis), 64 conns');
@@ -165,9 +262,18 @@ async function main() {
     single('snowflakeSingle', 'idpool snowflake single id, 64 conns');
     const lpopM = median(lpop);
     rows.push(['raw ioredis LPOP key 1000, 64 in flight', `${fmt(lpopM)} ids/s`, '', '1.00x']);
-    for (const [name, label] of [['redisBatch', 'idpool batch 1000 (MariaDB+Redis), 16 conns'], ['embeddedBatch', 'idpool batch 1000 (SQLite+memory), 16 conns'], ['snowflakeBatch', 'idpool snowflake batch 1000, 16 conns']] as const) {
+    for (const [name, label] of [
+      ['redisBatch', 'idpool batch 1000 (MariaDB+Redis), 16 conns'],
+      ['embeddedBatch', 'idpool batch 1000 (SQLite+memory), 16 conns'],
+      ['snowflakeBatch', 'idpool snowflake batch 1000, 16 conns'],
+    ] as const) {
       const x = m(name);
-      rows.push([label, `${fmt(x.rps * 1000)} ids/s`, `p99 ${x.p99} ms`, `${((x.rps * 1000) / lpopM).toFixed(2)}x raw LPOP (target >= 0.5, >= 1M ids/s); non-2xx ${x.non2xx}`]);
+      rows.push([
+        label,
+        `${fmt(x.rps * 1000)} ids/s`,
+        `p99 ${x.p99} ms`,
+        `${((x.rps * 1000) / lpopM).toFixed(2)}x raw LPOP (target >= 0.5, >= 1M ids/s); non-2xx ${x.non2xx}`,
+      ]);
     }
 
     // Refill capacity and memory: in-process, one refiller, no HTTP load.
@@ -175,18 +281,47 @@ async function main() {
     const raw = await rawRpush(redis, pushTotal);
     const refill = await refillCapacity(redis, pushTotal);
     rows.push(['raw batched RPUSH (10k per call)', `${fmt(raw)} ids/s`, '', '1.00x']);
-    rows.push(['one refiller (reserve + fenced Lua push)', `${fmt(refill.idsPerSecond)} ids/s`, '', `${(refill.idsPerSecond / raw).toFixed(2)}x raw RPUSH (target >= 0.8)`]);
-    rows.push(['Redis memory per pooled id (ids < 2^32)', `${refill.bytesPerIdSmall.toFixed(2)} bytes`, '', 'target <= 12']);
-    rows.push(['Redis memory per pooled id (ids ~ 2^40)', `${refill.bytesPerIdLarge.toFixed(2)} bytes`, '', 'target <= 12']);
+    rows.push([
+      'one refiller (reserve + fenced Lua push)',
+      `${fmt(refill.idsPerSecond)} ids/s`,
+      '',
+      `${(refill.idsPerSecond / raw).toFixed(2)}x raw RPUSH (target >= 0.8)`,
+    ]);
+    rows.push([
+      'Redis memory per pooled id (ids < 2^32)',
+      `${refill.bytesPerIdSmall.toFixed(2)} bytes`,
+      '',
+      'target <= 12',
+    ]);
+    rows.push([
+      'Redis memory per pooled id (ids ~ 2^40)',
+      `${refill.bytesPerIdLarge.toFixed(2)} bytes`,
+      '',
+      'target <= 12',
+    ]);
 
     // A pool fed at max_size_per_second never runs dry: drain at the limit.
     const fedKey = `fed_${Date.now()}`;
-    const fedSecret = await registerEntity(svc.port, { key: fedKey, step: 10_000, maxSizePerSecond: 100_000, maxSizePerTimes: 1000, maxPoolSize: 200_000, minSizePercent: 50 });
+    const fedSecret = await registerEntity(svc.port, {
+      key: fedKey,
+      step: 10_000,
+      maxSizePerSecond: 100_000,
+      maxSizePerTimes: 1000,
+      maxPoolSize: 200_000,
+      minSizePercent: 50,
+    });
     await waitPool(svc.port, fedKey, 10_000); // its floor: the drain starts from an idle pool
     const fed = await new Promise<{ ok: number; limited: number; dry: number }>((resolve, reject) => {
       const counts = { ok: 0, limited: 0, dry: 0 };
       const instance = autocannon(
-        { url: `http://127.0.0.1:${svc.port}/apps/${fedKey}/ids`, method: 'POST', connections: 16, duration: SECONDS * 2, headers: { 'content-type': 'application/json', authorization: `Bearer ${fedSecret}` }, body: '{"count":1000}' },
+        {
+          url: `http://127.0.0.1:${svc.port}/apps/${fedKey}/ids`,
+          method: 'POST',
+          connections: 16,
+          duration: SECONDS * 2,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${fedSecret}` },
+          body: '{"count":1000}',
+        },
         (err: Error | null) => (err ? reject(err) : resolve(counts)),
       );
       instance.on('response', (_c: unknown, status: number) => {
@@ -203,8 +338,11 @@ async function main() {
     ]);
 
     const width = Math.max(...rows.map((r) => r[0].length));
-    process.stdout.write(`\nsegment pool, ${ROUNDS} rounds of ${SECONDS} s, medians (node ${process.version}, 2 cores)\n`);
-    for (const r of rows) process.stdout.write(`${r[0].padEnd(width)}  ${r[1].padStart(18)}  ${r[2].padStart(11)}  ${r[3]}\n`);
+    process.stdout.write(
+      `\nsegment pool, ${ROUNDS} rounds of ${SECONDS} s, medians (node ${process.version}, 2 cores)\n`,
+    );
+    for (const r of rows)
+      process.stdout.write(`${r[0].padEnd(width)}  ${r[1].padStart(18)}  ${r[2].padStart(11)}  ${r[3]}\n`);
   } finally {
     for (const p of servers) p.kill('SIGTERM');
     redis.disconnect();

@@ -108,7 +108,11 @@ function main(): void {
     { name: 'idpool 41ms/10w/11seq (bigint)', next: () => idpoolDefault.nextId(), note: 'cap 2,048,000/s' },
     { name: 'idpool 41ms/9w/12seq (bigint)', next: () => idpool12.nextId(), note: 'cap 4,096,000/s' },
     { name: 'idpool 37s/3w/22seq (bigint)', next: () => idpool22Big.nextId(), note: 'clock advanced 1 s per 2^22 ids' },
-    { name: 'idpool 37s/3w/22seq (number)', next: () => idpool22Num.nextNumber(), note: 'clock advanced 1 s per 2^22 ids' },
+    {
+      name: 'idpool 37s/3w/22seq (number)',
+      next: () => idpool22Num.nextNumber(),
+      note: 'clock advanced 1 s per 2^22 ids',
+    },
     { name: 'nodejs-snowflake 2.0.1', next: () => nodejs.getUniqueID(), key: (id) => id as bigint },
     { name: '@sapphire/snowflake 3.5.5', next: () => sapphire.generate({ workerId: 1n }) },
     { name: 'flake-idgen 1.4.0', next: flakeNext, key: (b) => (b as Buffer).readBigUInt64BE() },
@@ -130,8 +134,12 @@ function main(): void {
   const fmt = (x: number) => `${(x / 1e6).toFixed(2)}M`;
   const base = results.find((r) => r.c.name === 'plain BigInt baseline')!.ids;
   const baseNum = results.find((r) => r.c.name === 'plain number baseline')!.ids;
-  console.log(`\n${N.toLocaleString('en')} ids per round, median of ${ROUNDS} (after ${WARMUP.toLocaleString('en')} warm-up); duplicates in ${DUP_SAMPLE.toLocaleString('en')} ids\n`);
-  console.log(`${'generator'.padEnd(34)} ${'ids/s'.padStart(9)} ${'rounds'.padStart(22)} ${'vs BigInt'.padStart(10)} ${'dups'.padStart(8)}  note`);
+  console.log(
+    `\n${N.toLocaleString('en')} ids per round, median of ${ROUNDS} (after ${WARMUP.toLocaleString('en')} warm-up); duplicates in ${DUP_SAMPLE.toLocaleString('en')} ids\n`,
+  );
+  console.log(
+    `${'generator'.padEnd(34)} ${'ids/s'.padStart(9)} ${'rounds'.padStart(22)} ${'vs BigInt'.padStart(10)} ${'dups'.padStart(8)}  note`,
+  );
   results.forEach(({ c, ids, rounds }, k) => {
     console.log(
       `${c.name.padEnd(34)} ${fmt(ids).padStart(9)} ${rounds.map(fmt).join(' ').padStart(22)} ${(ids / base).toFixed(2).padStart(10)} ${String(dups[k]).padStart(8)}  ${c.note ?? ''}`,
@@ -143,13 +151,21 @@ function main(): void {
   const pinned = new Set<bigint>();
   const oneMs = Date.now();
   for (let i = 0; i < DUP_SAMPLE; i++) pinned.add(sapphire.generate({ timestamp: oneMs, workerId: 1n }));
-  console.log(`\n@sapphire/snowflake within one millisecond: ${pinned.size.toLocaleString('en')} distinct of ${DUP_SAMPLE.toLocaleString('en')} ids (${(DUP_SAMPLE - pinned.size).toLocaleString('en')} repeats); idpool waits for the next unit instead`);
+  console.log(
+    `\n@sapphire/snowflake within one millisecond: ${pinned.size.toLocaleString('en')} distinct of ${DUP_SAMPLE.toLocaleString('en')} ids (${(DUP_SAMPLE - pinned.size).toLocaleString('en')} repeats); idpool waits for the next unit instead`,
+  );
   const r12 = results[1].ids;
   const r22b = results[2].ids;
   const r22n = results[3].ids;
-  console.log(`\n41/12 layout: ${fmt(r12)} ids/s = ${(r12 / 4_096_000).toFixed(3)} × the 4,096,000 ids/s sequence cap (target ≥ 0.99)`);
-  console.log(`41/11 default: ${fmt(results[0].ids)} ids/s = ${(results[0].ids / 2_048_000).toFixed(3)} × its 2,048,000 ids/s cap`);
-  console.log(`22-bit layout: bigint ${fmt(r22b)} ids/s (${(r22b / base).toFixed(2)} × BigInt baseline; target ≥ 10M), number ${fmt(r22n)} ids/s (${(r22n / baseNum).toFixed(2)} × number baseline; target ≥ 20M)`);
+  console.log(
+    `\n41/12 layout: ${fmt(r12)} ids/s = ${(r12 / 4_096_000).toFixed(3)} × the 4,096,000 ids/s sequence cap (target ≥ 0.99)`,
+  );
+  console.log(
+    `41/11 default: ${fmt(results[0].ids)} ids/s = ${(results[0].ids / 2_048_000).toFixed(3)} × its 2,048,000 ids/s cap`,
+  );
+  console.log(
+    `22-bit layout: bigint ${fmt(r22b)} ids/s (${(r22b / base).toFixed(2)} × BigInt baseline; target ≥ 10M), number ${fmt(r22n)} ids/s (${(r22n / baseNum).toFixed(2)} × number baseline; target ≥ 20M)`,
+  );
   void sink;
 }
 

@@ -48,7 +48,11 @@ export interface Sliceable<I> {
 }
 
 /** Hands each waiter its `count` ids of `ids`, in order. */
-export function share<E, I extends Sliceable<I>>(waiters: readonly Waiter<E, I>[], ids: I, served?: (waiter: Waiter<E, I>) => void): void {
+export function share<E, I extends Sliceable<I>>(
+  waiters: readonly Waiter<E, I>[],
+  ids: I,
+  served?: (waiter: Waiter<E, I>) => void,
+): void {
   let from = 0;
   for (const w of waiters) {
     const mine = ids.slice(from, from + w.count);

@@ -1,6 +1,9 @@
 /** Invalid configuration: start-up stops with this one line, naming the variable. */
 export class ConfigError extends Error {
-  constructor(readonly variable: string, detail: string) {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
     super(`${variable}: ${detail}`);
     this.name = 'ConfigError';
   }

@@ -13,7 +13,10 @@ import { snowflakeWithLease } from './worker/snowflake-lease';
  * other way round; the statics are attached here, on the public surface, so
  * library users keep one name.
  */
-export const Snowflake = Object.assign(SnowflakeGenerator, { withLease: snowflakeWithLease, fromEnv: snowflakeFromEnv });
+export const Snowflake = Object.assign(SnowflakeGenerator, {
+  withLease: snowflakeWithLease,
+  fromEnv: snowflakeFromEnv,
+});
 export type Snowflake = SnowflakeGenerator;
 export type { SnowflakeOptions } from './snowflake/snowflake';
 export type { SnowflakeLeaseOptions } from './worker/snowflake-lease';
@@ -32,7 +35,14 @@ export {
   UnavailableError,
 } from './errors';
 export { entityKeys, type EntityKeys } from './pool/keys';
-export { SnowflakeLayout, type SnowflakeParts, type SnowflakeSettings, type TimeUnit, TIMESTAMP_BITS, UNIT_MS } from './snowflake/layout';
+export {
+  SnowflakeLayout,
+  type SnowflakeParts,
+  type SnowflakeSettings,
+  type TimeUnit,
+  TIMESTAMP_BITS,
+  UNIT_MS,
+} from './snowflake/layout';
 export { encodeId, decodeId, type IdEncoding } from './snowflake/encoding';
 export { ClockBehindError, SequenceExhaustedError, LayoutExhaustedError, NoWorkerLeaseError } from './snowflake/errors';
 export { type WorkerGrant, type WorkerSource, fixedWorker } from './snowflake/worker-source';

@@ -101,7 +101,11 @@ export class RepeatLimiter {
       error: (obj, msg) => this.write(inner, scope, 'error', obj, msg),
       child: (bindings, options) => {
         const { foldInfo: childFolds, ...rest } = options ?? {};
-        return this.wrap(inner.child(bindings, rest), `${scope}${JSON.stringify(bindings)}`, foldInfo || childFolds === true);
+        return this.wrap(
+          inner.child(bindings, rest),
+          `${scope}${JSON.stringify(bindings)}`,
+          foldInfo || childFolds === true,
+        );
       },
     };
   }
@@ -135,7 +139,14 @@ export class RepeatLimiter {
   }
 
   private write(inner: Logger, scope: string, level: Folded, obj: object, msg?: string): void {
-    const o = obj as { code?: unknown; alarm?: unknown; entityKey?: unknown; method?: unknown; route?: unknown; status?: unknown };
+    const o = obj as {
+      code?: unknown;
+      alarm?: unknown;
+      entityKey?: unknown;
+      method?: unknown;
+      route?: unknown;
+      status?: unknown;
+    };
     const key = `${level}\n${scope}\n${msg}\n${String(o.code ?? '')}\n${String(o.alarm ?? '')}\n${String(o.entityKey ?? '')}\n${String(o.method ?? '')} ${String(o.route ?? '')} ${String(o.status ?? '')}`;
     const now = this.clock.monotonic();
     const known = this.seen.get(key);
@@ -253,7 +264,10 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
       },
       level,
       base: { service: 'idpool' },
-      redact: { paths: ['authorization', 'secret', 'token', 'adminToken', '*.authorization', '*.secret', '*.token'], censor: '[redacted]' },
+      redact: {
+        paths: ['authorization', 'secret', 'token', 'adminToken', '*.authorization', '*.secret', '*.token'],
+        censor: '[redacted]',
+      },
     },
     destination,
   );

@@ -19,10 +19,15 @@ async function main(): Promise<void> {
   survivePromiseFaults(log, exit);
   const service = await startService(config, log);
   const port = await service.listen(config.port);
-  log.info({ port, database: service.db.description, pool: config.redis ? describeRedis(config.redis) : 'in-process' }, 'idpool listening');
+  log.info(
+    { port, database: service.db.description, pool: config.redis ? describeRedis(config.redis) : 'in-process' },
+    'idpool listening',
+  );
   flush(); // supervisors and tests wait for that line
   if (config.adminTokenGenerated) {
-    process.stderr.write(`idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`);
+    process.stderr.write(
+      `idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`,
+    );
   }
   stopOnSignals(service, log, exit);
 }
@@ -52,7 +57,10 @@ function exitInvalidConfig(err: ConfigError): never {
  */
 function survivePromiseFaults(log: Logger, exit: (code: number) => void): void {
   process.on('unhandledRejection', (reason) => {
-    log.error({ alarm: 'unhandled_rejection', err: String((reason as Error)?.stack ?? reason) }, 'unhandled promise rejection (a bug); the process keeps running');
+    log.error(
+      { alarm: 'unhandled_rejection', err: String((reason as Error)?.stack ?? reason) },
+      'unhandled promise rejection (a bug); the process keeps running',
+    );
   });
   process.on('uncaughtException', (err) => {
     log.error({ alarm: 'uncaught_exception', err: String(err?.stack ?? err) }, 'uncaught exception; exiting');

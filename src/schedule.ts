@@ -123,7 +123,9 @@ export class ActivityRound<T> {
       this.round = listed = o.list();
       this.cursor = 0;
     }
-    const batch = new Map(this.round.slice(this.cursor, this.cursor + o.idleBatch).map((item) => [o.keyOf(item), item]));
+    const batch = new Map(
+      this.round.slice(this.cursor, this.cursor + o.idleBatch).map((item) => [o.keyOf(item), item]),
+    );
     this.cursor += o.idleBatch;
     const now = o.now();
     let taken = 0;

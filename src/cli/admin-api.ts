@@ -43,10 +43,13 @@ export class AdminApi {
     } catch {
       url = undefined;
     }
-    if (!url || !/^https?:\/\/[^/]/.test(o.url)) throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${o.url}"`);
+    if (!url || !/^https?:\/\/[^/]/.test(o.url))
+      throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${o.url}"`);
     this.base = o.url.replace(/\/+$/, '');
     if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-      o.warn?.(`the admin token goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`);
+      o.warn?.(
+        `the admin token goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`,
+      );
     }
   }
 
@@ -83,13 +86,19 @@ export class AdminApi {
       text = await res.text();
     } catch (err) {
       const e = err as Error & { cause?: { code?: string; message?: string } };
-      const why = e.name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
+      const why =
+        e.name === 'TimeoutError'
+          ? `no answer within ${this.o.timeoutMs} ms`
+          : (e.cause?.code ?? e.cause?.message ?? e.message);
       throw new CliError(EXIT_FAILURE, `cannot reach idpool at ${this.base}: ${why} (set --url or IDPOOL_URL)`, true);
     }
     if (res.status >= 300 && res.status < 400) {
       const location = res.headers.get('location');
       const target = location === null ? 'nowhere (no Location header)' : new URL(location, this.base + path).href;
-      throw new CliError(EXIT_FAILURE, `idpool at ${this.base} answered ${res.status}, redirecting to ${target}; the CLI does not follow redirects (they would carry the admin token along): set --url or IDPOOL_URL to the address that answers`);
+      throw new CliError(
+        EXIT_FAILURE,
+        `idpool at ${this.base} answered ${res.status}, redirecting to ${target}; the CLI does not follow redirects (they would carry the admin token along): set --url or IDPOOL_URL to the address that answers`,
+      );
     }
     let parsed: unknown;
     try {

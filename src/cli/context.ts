@@ -35,10 +35,16 @@ export function cliContext(io: CliIo): CliContext {
     print: (cmd, json, text) => io.stdout(globals(cmd).json ? `${JSON.stringify(json, null, 2)}\n` : text()),
     admin(cmd) {
       const token = io.env.IDPOOL_ADMIN_TOKEN;
-      if (!token) throw new CliError(EXIT_USAGE, 'IDPOOL_ADMIN_TOKEN is not set: export the admin token of the service');
+      if (!token)
+        throw new CliError(EXIT_USAGE, 'IDPOOL_ADMIN_TOKEN is not set: export the admin token of the service');
       const g = globals(cmd);
       const url = g.url || io.env.IDPOOL_URL || `http://127.0.0.1:${io.env.IDPOOL_PORT || 8080}`;
-      return new AdminApi({ url, token, timeoutMs: g.timeout, warn: (message) => io.stderr(`idpool: warning: ${message}\n`) });
+      return new AdminApi({
+        url,
+        token,
+        timeoutMs: g.timeout,
+        warn: (message) => io.stderr(`idpool: warning: ${message}\n`),
+      });
     },
   };
 }

@@ -31,9 +31,15 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
 }
 
 /** `idpool decode <id>`: the layout from the environment with the options laid over it, then the id explained by it. */
-async function decode(ctx: CliContext, cmd: Command, id: string, opts: Record<string, string | undefined>): Promise<void> {
+async function decode(
+  ctx: CliContext,
+  cmd: Command,
+  id: string,
+  opts: Record<string, string | undefined>,
+): Promise<void> {
   const overrides: Record<string, string> = {};
-  for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES)) if (opts[opt] !== undefined) overrides[variable] = opts[opt]!;
+  for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES))
+    if (opts[opt] !== undefined) overrides[variable] = opts[opt]!;
   // The same validation (and messages) as the service's start-up.
   const config = loadConfig({ ...ctx.io.env, ...overrides });
   const { SnowflakeLayout } = await import('../snowflake/layout');

@@ -11,10 +11,22 @@ const LIST_PAGE = 1000;
 const TUNABLES: { flag: string; field: string; what: string }[] = [
   { flag: '--step <n>', field: 'step', what: 'ids reserved per segment (default 1000)' },
   { flag: '--max-size-per-times <n>', field: 'maxSizePerTimes', what: 'most ids per request (default 1000)' },
-  { flag: '--max-size-per-second <n>', field: 'maxSizePerSecond', what: 'ids per second over all callers; 0 = unlimited (default 5000)' },
-  { flag: '--min-size-percent <n>', field: 'minSizePercent', what: 'refill when the pool falls below this % of its max (default 80)' },
+  {
+    flag: '--max-size-per-second <n>',
+    field: 'maxSizePerSecond',
+    what: 'ids per second over all callers; 0 = unlimited (default 5000)',
+  },
+  {
+    flag: '--min-size-percent <n>',
+    field: 'minSizePercent',
+    what: 'refill when the pool falls below this % of its max (default 80)',
+  },
   { flag: '--max-pool-size <n>', field: 'maxPoolSize', what: 'ids kept ready (default 60 × max-size-per-second)' },
-  { flag: '--interval <ms>', field: 'interval', what: 'least ms between two refill checks of this entity (default: the service refill tick)' },
+  {
+    flag: '--interval <ms>',
+    field: 'interval',
+    what: 'least ms between two refill checks of this entity (default: the service refill tick)',
+  },
 ];
 
 /** The fields given on the command line (commander camel-cases `--max-pool-size` to `maxPoolSize`). */
@@ -47,11 +59,18 @@ function addCreate(group: Command, ctx: CliContext): void {
     .description('register an entity; prints its secret once')
     .argument('<key>', 'entity key: 1-64 of A-Z a-z 0-9 _ - .')
     .option('--name <name>', 'display name (default: the key)')
-    .addOption(new Option('--mode <mode>', 'how ids are made').choices(['monotonic', 'trend', 'snowflake']).default('monotonic'))
+    .addOption(
+      new Option('--mode <mode>', 'how ids are made').choices(['monotonic', 'trend', 'snowflake']).default('monotonic'),
+    )
     .addOption(new Option('--start-offset <n>', 'first id of the number line (default 0)').argParser(decimal));
   for (const t of TUNABLES) create.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   create.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
-    const body = { key, mode: opts.mode, ...(opts.startOffset !== undefined ? { startOffset: opts.startOffset } : {}), ...pickTunables(opts) };
+    const body = {
+      key,
+      mode: opts.mode,
+      ...(opts.startOffset !== undefined ? { startOffset: opts.startOffset } : {}),
+      ...pickTunables(opts),
+    };
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
     ctx.print(cmd, created, () => {
       const { secret, ...config } = created;
@@ -65,7 +84,9 @@ function addList(group: Command, ctx: CliContext): void {
   group
     .command('list')
     .description('list live entities with their pools, in key order (every page unless --limit)')
-    .addOption(new Option('--limit <n>', 'one page of at most n entities (1-1000) instead of all').argParser(nonNegativeInt))
+    .addOption(
+      new Option('--limit <n>', 'one page of at most n entities (1-1000) instead of all').argParser(nonNegativeInt),
+    )
     .option('--after <key>', 'start after this key (the "next" a page printed)')
     .action(async (opts: { limit?: number; after?: string }, cmd: Command) => {
       const { list, next } = await listPages(ctx, cmd, opts);
@@ -76,7 +97,14 @@ function addList(group: Command, ctx: CliContext): void {
         return (
           table(
             ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'NAME'],
-            list.map((a) => [a.key, a.mode, String(a.step), a.pool ? `${a.pool.size}/${a.pool.max}` : '-', a.currentOffset ?? '-', a.name]),
+            list.map((a) => [
+              a.key,
+              a.mode,
+              String(a.step),
+              a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
+              a.currentOffset ?? '-',
+              a.name,
+            ]),
           ) + more
         );
       });
@@ -84,7 +112,11 @@ function addList(group: Command, ctx: CliContext): void {
 }
 
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
-async function listPages(ctx: CliContext, cmd: Command, opts: { limit?: number; after?: string }): Promise<{ list: Record<string, any>[]; next: string | null }> {
+async function listPages(
+  ctx: CliContext,
+  cmd: Command,
+  opts: { limit?: number; after?: string },
+): Promise<{ list: Record<string, any>[]; next: string | null }> {
   const api = ctx.admin(cmd);
   const list: Record<string, any>[] = [];
   let after = opts.after;
@@ -104,18 +136,40 @@ async function listPages(ctx: CliContext, cmd: Command, opts: { limit?: number; 
 function addImport(group: Command, ctx: CliContext): void {
   group
     .command('import')
-    .description('register every entity of a JSON-lines file (one POST /admin/apps body per line); secrets go to --secrets')
+    .description(
+      'register every entity of a JSON-lines file (one POST /admin/apps body per line); secrets go to --secrets',
+    )
     .argument('<file>', 'JSON lines, e.g. {"key": "orders", "step": 1000}')
-    .requiredOption('--secrets <path>', 'file to create (mode 0600, never overwritten) with one {"key","secret"} line per registered entity')
+    .requiredOption(
+      '--secrets <path>',
+      'file to create (mode 0600, never overwritten) with one {"key","secret"} line per registered entity',
+    )
     .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
     .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
       const api = ctx.admin(cmd);
-      const result = await importEntities(api, { file, secretsPath: opts.secrets, concurrency: opts.concurrency }, (f) => {
-        if (!ctx.globals(cmd).json) ctx.io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
-      });
+      const result = await importEntities(
+        api,
+        { file, secretsPath: opts.secrets, concurrency: opts.concurrency },
+        (f) => {
+          if (!ctx.globals(cmd).json) ctx.io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
+        },
+      );
       const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
-      ctx.print(cmd, { registered: result.registered, lines: result.lines, secrets: opts.secrets, failures: result.failures.map(({ line, error }) => ({ line, error })) }, () => `${summary}\n`);
-      if (result.exitCode !== EXIT_OK) throw new CliError(result.exitCode as 1 | 2, `${result.failures.length} of ${result.lines} lines failed (listed above)`);
+      ctx.print(
+        cmd,
+        {
+          registered: result.registered,
+          lines: result.lines,
+          secrets: opts.secrets,
+          failures: result.failures.map(({ line, error }) => ({ line, error })),
+        },
+        () => `${summary}\n`,
+      );
+      if (result.exitCode !== EXIT_OK)
+        throw new CliError(
+          result.exitCode as 1 | 2,
+          `${result.failures.length} of ${result.lines} lines failed (listed above)`,
+        );
     });
 }
 
@@ -141,7 +195,11 @@ function addUpdate(group: Command, ctx: CliContext): void {
   for (const t of TUNABLES) update.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   update.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const patch = pickTunables(opts);
-    if (Object.keys(patch).length === 0) throw new CliError(EXIT_USAGE, `nothing to change: give at least one of --name, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`);
+    if (Object.keys(patch).length === 0)
+      throw new CliError(
+        EXIT_USAGE,
+        `nothing to change: give at least one of --name, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
+      );
     const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
     ctx.print(cmd, entity, () => fields(entity));
   });
@@ -169,6 +227,10 @@ function addRotateSecret(group: Command, ctx: CliContext): void {
     .argument('<key>', 'entity key')
     .action(async (key: string, _opts: unknown, cmd: Command) => {
       const { secret } = await ctx.admin(cmd).post<{ secret: string }>(`${entityPath(key)}/secret`);
-      ctx.print(cmd, { key, secret }, () => `secret: ${secret}\nThe secret is shown only now; the old one no longer works.\n`);
+      ctx.print(
+        cmd,
+        { key, secret },
+        () => `secret: ${secret}\nThe secret is shown only now; the old one no longer works.\n`,
+      );
     });
 }

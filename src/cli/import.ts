@@ -37,7 +37,11 @@ interface ImportLine {
  * stopped half way loses no secret of an entity it registered). The secrets
  * file is created with mode 0600 and never overwritten: it is the only copy.
  */
-export async function importEntities(api: Pick<AdminApi, 'post'>, o: ImportOptions, onFailure: (f: ImportFailure) => void): Promise<ImportResult> {
+export async function importEntities(
+  api: Pick<AdminApi, 'post'>,
+  o: ImportOptions,
+  onFailure: (f: ImportFailure) => void,
+): Promise<ImportResult> {
   const lines = readLines(o.file);
   const fd = createSecretsFile(o.secretsPath);
   let run: ImportRun;
@@ -52,7 +56,8 @@ export async function importEntities(api: Pick<AdminApi, 'post'>, o: ImportOptio
     throw run.unreachable;
   }
   const failures = run.failures.sort((a, b) => a.line - b.line);
-  const exitCode = failures.length === 0 ? EXIT_OK : failures.some((f) => f.exitCode === EXIT_FAILURE) ? EXIT_FAILURE : EXIT_USAGE;
+  const exitCode =
+    failures.length === 0 ? EXIT_OK : failures.some((f) => f.exitCode === EXIT_FAILURE) ? EXIT_FAILURE : EXIT_USAGE;
   return { lines: lines.length, registered: run.registered, failures, exitCode };
 }
 
@@ -62,9 +67,15 @@ function readLines(file: string): ImportLine[] {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CliError(EXIT_USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CliError(
+      EXIT_USAGE,
+      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
-  return text.split(/\r?\n/).map((body, i) => ({ number: i + 1, body })).filter((l) => l.body.trim() !== '');
+  return text
+    .split(/\r?\n/)
+    .map((body, i) => ({ number: i + 1, body }))
+    .filter((l) => l.body.trim() !== '');
 }
 
 /** Opens a new secrets file for writing: refuses one that exists, and is 0600 before anything is written. */
@@ -76,7 +87,12 @@ function createSecretsFile(path: string): number {
     return fd;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new CliError(EXIT_USAGE, code === 'EEXIST' ? `${path} exists; secrets are never overwritten, choose a new --secrets path` : `cannot create ${path}: ${code ?? (err as Error).message}`);
+    throw new CliError(
+      EXIT_USAGE,
+      code === 'EEXIST'
+        ? `${path} exists; secrets are never overwritten, choose a new --secrets path`
+        : `cannot create ${path}: ${code ?? (err as Error).message}`,
+    );
   }
 }
 
@@ -88,7 +104,13 @@ interface ImportRun {
 }
 
 /** Posts each line, `concurrency` at a time, appending each secret to `fd` as it arrives. */
-async function registerAll(api: Pick<AdminApi, 'post'>, lines: ImportLine[], fd: number, concurrency: number, onFailure: (f: ImportFailure) => void): Promise<ImportRun> {
+async function registerAll(
+  api: Pick<AdminApi, 'post'>,
+  lines: ImportLine[],
+  fd: number,
+  concurrency: number,
+  onFailure: (f: ImportFailure) => void,
+): Promise<ImportRun> {
   const run: ImportRun = { registered: 0, failures: [] };
   const fail = (line: number, error: string, exitCode: ImportFailure['exitCode']) => {
     const f = { line, error: oneLine(error), exitCode };
@@ -128,6 +150,7 @@ function parseLine(line: ImportLine): object | string {
   } catch {
     return 'not valid JSON';
   }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'not a JSON object like {"key": "orders"}';
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    return 'not a JSON object like {"key": "orders"}';
   return body;
 }

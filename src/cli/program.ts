@@ -54,11 +54,15 @@ function toCliError(err: unknown): CliError {
 function buildProgram(io: CliIo): Command {
   const program = new Command('idpool');
   program
-    .description('idpool: unique, increasing 64-bit ids over HTTP. Run the service, migrate its database, manage entities, decode snowflake ids, print Redis ACL users.')
+    .description(
+      'idpool: unique, increasing 64-bit ids over HTTP. Run the service, migrate its database, manage entities, decode snowflake ids, print Redis ACL users.',
+    )
     .version(packageVersion(), '-V, --version')
     .option('--url <url>', 'base URL of an idpool instance, for apps and workers (IDPOOL_URL)')
     .option('--json', 'print the JSON the service answers instead of text')
-    .addOption(new Option('--timeout <ms>', 'how long to wait for the service').argParser(nonNegativeInt).default(10_000))
+    .addOption(
+      new Option('--timeout <ms>', 'how long to wait for the service').argParser(nonNegativeInt).default(10_000),
+    )
     .addHelpText(
       'after',
       '\nEnvironment:\n  IDPOOL_URL          instance for apps/workers (default http://127.0.0.1:$IDPOOL_PORT, port 8080)\n  IDPOOL_ADMIN_TOKEN  admin token for apps/workers\n  IDPOOL_*            service configuration for serve, migrate and decode (see the README)\n\nExit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.',

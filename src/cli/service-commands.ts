@@ -32,7 +32,10 @@ async function migrate(ctx: CliContext, cmd: Command, databaseUrl: string | unde
   try {
     db = await openDatabase(config.databaseUrl, { migrate: false });
   } catch (err) {
-    throw new CliError(EXIT_FAILURE, `cannot open the database (${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}): ${(err as Error).message}`);
+    throw new CliError(
+      EXIT_FAILURE,
+      `cannot open the database (${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}): ${(err as Error).message}`,
+    );
   }
   try {
     const names = await migrateDatabase(db);

@@ -13,7 +13,13 @@ export function addWorkersCommand(program: Command, ctx: CliContext): void {
       const shown = opts.all ? workers : workers.filter((w) => w.code || w.heartbeatAt);
       const live = workers.filter((w) => w.live).length;
       ctx.print(cmd, { workers: shown }, () => {
-        const rows = shown.map((w) => [String(w.workerId), w.live ? 'yes' : 'no', w.heartbeatAt ?? '-', w.lastTimestamp ?? '-', w.self ? `${w.code} (answering instance)` : w.code || '-']);
+        const rows = shown.map((w) => [
+          String(w.workerId),
+          w.live ? 'yes' : 'no',
+          w.heartbeatAt ?? '-',
+          w.lastTimestamp ?? '-',
+          w.self ? `${w.code} (answering instance)` : w.code || '-',
+        ]);
         const summary = `${live} live of ${workers.length} worker ids\n`;
         return rows.length ? table(['WORKER', 'LIVE', 'HEARTBEAT', 'LAST TIMESTAMP', 'CODE'], rows) + summary : summary;
       });

@@ -100,11 +100,13 @@ export class IdpoolClient {
     const endpoints = typeof options.endpoints === 'string' ? [options.endpoints] : [...options.endpoints];
     if (endpoints.length === 0) throw new TypeError('IdpoolClient: endpoints must name at least one URL');
     for (const url of endpoints) {
-      if (!/^https?:\/\/[^/]/.test(url)) throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
+      if (!/^https?:\/\/[^/]/.test(url))
+        throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
     }
     const positive = (name: keyof typeof DEFAULTS, value: number | undefined, fallback: number) => {
       if (value === undefined) return fallback;
-      if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1)) throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
+      if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1))
+        throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
       return value;
     };
     this.transport = new Transport({
@@ -124,31 +126,46 @@ export class IdpoolClient {
     }
   }
 
-  private entity(key: string, options: EntityOptions, onPrefetchError: (err: unknown, entityKey: string) => void): Entity {
-    if (!KEY_PATTERN.test(key)) throw new TypeError(`IdpoolClient: entity key "${key}" must be 1-64 of A-Z a-z 0-9 _ - .`);
-    if (typeof options.secret !== 'string' || options.secret === '') throw new TypeError(`IdpoolClient: entity "${key}" needs its secret`);
+  private entity(
+    key: string,
+    options: EntityOptions,
+    onPrefetchError: (err: unknown, entityKey: string) => void,
+  ): Entity {
+    if (!KEY_PATTERN.test(key))
+      throw new TypeError(`IdpoolClient: entity key "${key}" must be 1-64 of A-Z a-z 0-9 _ - .`);
+    if (typeof options.secret !== 'string' || options.secret === '')
+      throw new TypeError(`IdpoolClient: entity "${key}" needs its secret`);
     const mode = options.mode ?? 'monotonic';
-    if (!['monotonic', 'trend', 'snowflake'].includes(mode)) throw new TypeError(`IdpoolClient: entity "${key}": mode must be monotonic, trend or snowflake`);
+    if (!['monotonic', 'trend', 'snowflake'].includes(mode))
+      throw new TypeError(`IdpoolClient: entity "${key}": mode must be monotonic, trend or snowflake`);
     if (!options.buffer) return { key, options };
     if (mode !== 'trend') {
-      throw new TypeError(`IdpoolClient: entity "${key}" is ${mode}: only trend entities may be buffered (a monotonic order must come from the service's pool)`);
+      throw new TypeError(
+        `IdpoolClient: entity "${key}" is ${mode}: only trend entities may be buffered (a monotonic order must come from the service's pool)`,
+      );
     }
     const { size, batch, refillBelow } = options.buffer;
-    if (!Number.isInteger(size) || size < 1) throw new TypeError(`IdpoolClient: entity "${key}": buffer.size must be a positive integer`);
+    if (!Number.isInteger(size) || size < 1)
+      throw new TypeError(`IdpoolClient: entity "${key}": buffer.size must be a positive integer`);
     if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > size)) {
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.batch must be an integer from 1 to buffer.size`);
     }
     if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size)) {
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.refillBelow must be an integer from 0 to buffer.size`);
     }
-    const buffer = new TrendBuffer((count) => this.request(key, options.secret, count), options.buffer, (err) => onPrefetchError(err, key));
+    const buffer = new TrendBuffer(
+      (count) => this.request(key, options.secret, count),
+      options.buffer,
+      (err) => onPrefetchError(err, key),
+    );
     return { key, options, buffer };
   }
 
   /** `count` new ids of an entity (from the local buffer for a buffered trend entity). */
   async take(entityKey: string, count = 1): Promise<string[]> {
     const entity = this.known(entityKey);
-    if (!Number.isInteger(count) || count < 1) throw new TypeError(`IdpoolClient: count must be a positive integer, got ${count}`);
+    if (!Number.isInteger(count) || count < 1)
+      throw new TypeError(`IdpoolClient: count must be a positive integer, got ${count}`);
     if (entity.buffer) return entity.buffer.take(count);
     return this.request(entityKey, entity.options.secret, count);
   }
@@ -173,8 +190,13 @@ export class IdpoolClient {
   async decode(entityKey: string, id: string | bigint): Promise<SnowflakeParts> {
     const entity = this.known(entityKey);
     const text = String(id);
-    if (!ID_PATTERN.test(text)) throw new TypeError(`IdpoolClient: id must be a non-negative decimal integer, got "${text}"`);
-    return this.transport.send<SnowflakeParts>({ method: 'GET', path: `/apps/${encodeURIComponent(entityKey)}/ids/${text}`, secret: entity.options.secret });
+    if (!ID_PATTERN.test(text))
+      throw new TypeError(`IdpoolClient: id must be a non-negative decimal integer, got "${text}"`);
+    return this.transport.send<SnowflakeParts>({
+      method: 'GET',
+      path: `/apps/${encodeURIComponent(entityKey)}/ids/${text}`,
+      secret: entity.options.secret,
+    });
   }
 
   /** Stops the client: later calls throw; ids still buffered are dropped (never handed out). */
@@ -197,7 +219,11 @@ export class IdpoolClient {
       body: { count },
     });
     const ids = answer?.ids;
-    if (!Array.isArray(ids) || ids.length !== count || !ids.every((id) => typeof id === 'string' && ID_PATTERN.test(id))) {
+    if (
+      !Array.isArray(ids) ||
+      ids.length !== count ||
+      !ids.every((id) => typeof id === 'string' && ID_PATTERN.test(id))
+    ) {
       throw new IdpoolClientError(`idpool answered POST /apps/${entityKey}/ids without ${count} decimal ids`);
     }
     return ids as string[];

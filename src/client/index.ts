@@ -3,7 +3,13 @@
  * built-in fetch, so services that only take ids need none of the server's
  * dependencies at run time.
  */
-export { IdpoolClient, type IdpoolClientOptions, type EntityOptions, type EntityMode, type SnowflakeParts } from './client';
+export {
+  IdpoolClient,
+  type IdpoolClientOptions,
+  type EntityOptions,
+  type EntityMode,
+  type SnowflakeParts,
+} from './client';
 export type { BufferOptions } from './trend-buffer';
 export type { ClientClock } from './transport';
 export {

@@ -89,7 +89,10 @@ export class Transport {
       const wait = endpoint.notBefore - clock.now();
       if (wait > 0) {
         if (clock.now() + wait >= deadline) {
-          throw new IdpoolUnavailableError(failures, `no endpoint may be asked again within the ${this.o.deadlineMs} ms deadline`);
+          throw new IdpoolUnavailableError(
+            failures,
+            `no endpoint may be asked again within the ${this.o.deadlineMs} ms deadline`,
+          );
         }
         await clock.sleep(wait);
       }
@@ -115,7 +118,12 @@ export class Transport {
         this.current = (index + 1) % this.endpoints.length;
       }
     }
-    throw new IdpoolUnavailableError(failures, failures.length >= maxAttempts ? `${failures.length} attempts failed` : `deadline of ${this.o.deadlineMs} ms passed`);
+    throw new IdpoolUnavailableError(
+      failures,
+      failures.length >= maxAttempts
+        ? `${failures.length} attempts failed`
+        : `deadline of ${this.o.deadlineMs} ms passed`,
+    );
   }
 
   /**
@@ -134,7 +142,13 @@ export class Transport {
     return soonest;
   }
 
-  private async attempt<T>(endpoint: Endpoint, req: Request, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<T> {
+  private async attempt<T>(
+    endpoint: Endpoint,
+    req: Request,
+    headers: Record<string, string>,
+    body: string | undefined,
+    timeoutMs: number,
+  ): Promise<T> {
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -145,14 +159,23 @@ export class Transport {
     let text: string;
     let retryAfter: string | null;
     try {
-      const res = await this.o.fetch(endpoint.url + req.path, { method: req.method, headers, body, signal: controller.signal });
+      const res = await this.o.fetch(endpoint.url + req.path, {
+        method: req.method,
+        headers,
+        body,
+        signal: controller.signal,
+      });
       status = res.status;
       retryAfter = res.headers.get('retry-after');
       text = await res.text();
     } catch (err) {
       if (timedOut) throw new IdpoolTimeoutError(endpoint.url, timeoutMs);
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new IdpoolNetworkError(endpoint.url, cause?.code ?? cause?.message ?? (err as Error).message ?? String(err), err);
+      throw new IdpoolNetworkError(
+        endpoint.url,
+        cause?.code ?? cause?.message ?? (err as Error).message ?? String(err),
+        err,
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -164,7 +187,13 @@ export class Transport {
     const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
     const code = typeof error?.code === 'string' ? error.code : `http_${status}`;
     const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200) || 'no message';
-    const failure = httpError(status, code, message, endpoint.url, retryAfterMs(retryAfter, this.o.clock.now(), this.o.maxRetryAfterMs));
+    const failure = httpError(
+      status,
+      code,
+      message,
+      endpoint.url,
+      retryAfterMs(retryAfter, this.o.clock.now(), this.o.maxRetryAfterMs),
+    );
     if (status < 500) throw new Final(failure);
     throw failure;
   }

@@ -3,7 +3,12 @@ import { z } from 'zod';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
 import { ConfigError } from '../errors';
 import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../pool/redis-topology';
-import { DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS, type SnowflakeSettings, type TimeUnit, UNIT_MS } from '../snowflake/layout';
+import {
+  DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS,
+  type SnowflakeSettings,
+  type TimeUnit,
+  UNIT_MS,
+} from '../snowflake/layout';
 import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
 import { DEFAULT_LEASE } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
@@ -68,7 +73,10 @@ export const DEFAULTS = {
   snowflake: SNOWFLAKE_DEFAULTS,
   workerMin: 1,
   workerPreferSameCode: false,
-  lease: { ...DEFAULT_LEASE, maxWaitMs: DEFAULT_MAX_WAIT_MS } satisfies SnowflakeRuntimeSettings as SnowflakeRuntimeSettings,
+  lease: {
+    ...DEFAULT_LEASE,
+    maxWaitMs: DEFAULT_MAX_WAIT_MS,
+  } satisfies SnowflakeRuntimeSettings as SnowflakeRuntimeSettings,
   ops: DEFAULT_OPS,
   logLevel: 'info',
   // 64 MiB of stored answers: ~20,000 batches of 1,000 ids at ~3 KB each.
@@ -79,7 +87,18 @@ export const DEFAULTS = {
 
 type Env = Record<string, string | undefined>;
 
-const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = { all: 'all', errors: 'errors', off: 'off', '1': 'all', true: 'all', yes: 'all', on: 'all', '0': 'off', false: 'off', no: 'off' };
+const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = {
+  all: 'all',
+  errors: 'errors',
+  off: 'off',
+  '1': 'all',
+  true: 'all',
+  yes: 'all',
+  on: 'all',
+  '0': 'off',
+  false: 'off',
+  no: 'off',
+};
 
 /**
  * A value as an error may quote it: everything before its last `@` masked,
@@ -159,7 +178,11 @@ class EnvReader {
   /** An optional bearer token: at least `min` printable characters without spaces (it travels in a header). */
   token(name: string, min = 16): string | undefined {
     const raw = this.raw(name);
-    if (raw !== undefined && (raw.length < min || !/^[\x21-\x7e]+$/.test(raw))) throw new ConfigError(name, `must be at least ${min} printable characters without spaces (openssl rand -hex 24 makes one)`);
+    if (raw !== undefined && (raw.length < min || !/^[\x21-\x7e]+$/.test(raw)))
+      throw new ConfigError(
+        name,
+        `must be at least ${min} printable characters without spaces (openssl rand -hex 24 makes one)`,
+      );
     return raw;
   }
 
@@ -181,7 +204,11 @@ class EnvReader {
 export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
   const databaseUrl =
-    r.url('IDPOOL_DATABASE_URL', /^(mysql|mariadb|postgres|postgresql):\/\/|^sqlite:/, 'mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite:PATH') ?? DEFAULTS.databaseUrl;
+    r.url(
+      'IDPOOL_DATABASE_URL',
+      /^(mysql|mariadb|postgres|postgresql):\/\/|^sqlite:/,
+      'mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite:PATH',
+    ) ?? DEFAULTS.databaseUrl;
   const redis = redisTopology(r);
   const sf = DEFAULTS.snowflake;
   const workerBits = r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits, 3, 10);
@@ -190,7 +217,8 @@ export function loadConfig(env: Env = process.env): Config {
   const workerMin = r.int('IDPOOL_WORKER_MIN', DEFAULTS.workerMin, 0, workerCap);
   const adminToken = r.token('IDPOOL_ADMIN_TOKEN', DEFAULTS.adminTokenMinLength);
   const opsToken = r.token('IDPOOL_OPS_TOKEN', DEFAULTS.adminTokenMinLength);
-  if (opsToken !== undefined && opsToken === adminToken) throw new ConfigError('IDPOOL_OPS_TOKEN', 'must differ from IDPOOL_ADMIN_TOKEN (it is the read-only one)');
+  if (opsToken !== undefined && opsToken === adminToken)
+    throw new ConfigError('IDPOOL_OPS_TOKEN', 'must differ from IDPOOL_ADMIN_TOKEN (it is the read-only one)');
   return {
     databaseUrl,
     redis,
@@ -232,34 +260,53 @@ function hostPorts(name: string, raw: string): Array<{ host: string; port: numbe
   return raw.split(',').map((part) => {
     const m = /^\s*([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})\s*$/.exec(part);
     const port = Number(m?.[2]);
-    if (!m || port < 1 || port > 65535) throw new ConfigError(name, `must be host:port[,host:port...], got ${quoted(raw)}`);
+    if (!m || port < 1 || port > 65535)
+      throw new ConfigError(name, `must be host:port[,host:port...], got ${quoted(raw)}`);
     return { host: m[1].replace(/^\[|\]$/g, ''), port };
   });
 }
 
 /** IDPOOL_REDIS_URL, IDPOOL_REDIS_SENTINELS (+ _SENTINEL_MASTER) or IDPOOL_REDIS_CLUSTER_NODES (+ _USERNAME, _PASSWORD): at most one topology. */
 function redisTopology(r: EnvReader): RedisTopology | undefined {
-  const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter((name) => r.raw(name) !== undefined);
+  const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter(
+    (name) => r.raw(name) !== undefined,
+  );
   if (given.length > 1) throw new ConfigError(given[1], `set only one of ${given.join(', ')} (one Redis topology)`);
   const url = r.url('IDPOOL_REDIS_URL', /^rediss?:\/\/[^/]/, 'redis://host:6379/0');
   if (url) {
     // A URL carries its own credentials; two places for one password is one too many.
     for (const name of ['IDPOOL_REDIS_USERNAME', 'IDPOOL_REDIS_PASSWORD']) {
-      if (r.raw(name) !== undefined) throw new ConfigError(name, 'is for IDPOOL_REDIS_SENTINELS and IDPOOL_REDIS_CLUSTER_NODES; with IDPOOL_REDIS_URL put the credentials in the URL (redis://user:pass@host:6379/0)');
+      if (r.raw(name) !== undefined)
+        throw new ConfigError(
+          name,
+          'is for IDPOOL_REDIS_SENTINELS and IDPOOL_REDIS_CLUSTER_NODES; with IDPOOL_REDIS_URL put the credentials in the URL (redis://user:pass@host:6379/0)',
+        );
     }
     return { kind: 'single', url };
   }
   const sentinels = r.raw('IDPOOL_REDIS_SENTINELS');
   if (sentinels) {
     const masterName = r.raw('IDPOOL_REDIS_SENTINEL_MASTER') ?? DEFAULTS.redisSentinelMaster;
-    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(masterName)) throw new ConfigError('IDPOOL_REDIS_SENTINEL_MASTER', `must be 1-64 of A-Z a-z 0-9 _ - ., got "${masterName}"`);
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(masterName))
+      throw new ConfigError('IDPOOL_REDIS_SENTINEL_MASTER', `must be 1-64 of A-Z a-z 0-9 _ - ., got "${masterName}"`);
     const username = r.raw('IDPOOL_REDIS_USERNAME');
     const password = r.raw('IDPOOL_REDIS_PASSWORD');
-    return { kind: 'sentinel', sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels), masterName, username, password };
+    return {
+      kind: 'sentinel',
+      sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels),
+      masterName,
+      username,
+      password,
+    };
   }
   const nodes = r.raw('IDPOOL_REDIS_CLUSTER_NODES');
   if (nodes) {
-    return { kind: 'cluster', nodes: hostPorts('IDPOOL_REDIS_CLUSTER_NODES', nodes), username: r.raw('IDPOOL_REDIS_USERNAME'), password: r.raw('IDPOOL_REDIS_PASSWORD') };
+    return {
+      kind: 'cluster',
+      nodes: hostPorts('IDPOOL_REDIS_CLUSTER_NODES', nodes),
+      username: r.raw('IDPOOL_REDIS_USERNAME'),
+      password: r.raw('IDPOOL_REDIS_PASSWORD'),
+    };
   }
   return undefined;
 }
@@ -270,7 +317,12 @@ function httpServerSettings(r: EnvReader): HttpServerSettings {
   return {
     headersTimeoutMs,
     // Node requires the headers' limit to be within the whole request's.
-    requestTimeoutMs: r.int('IDPOOL_HTTP_REQUEST_TIMEOUT_MS', Math.max(d.requestTimeoutMs, headersTimeoutMs), headersTimeoutMs, 600_000),
+    requestTimeoutMs: r.int(
+      'IDPOOL_HTTP_REQUEST_TIMEOUT_MS',
+      Math.max(d.requestTimeoutMs, headersTimeoutMs),
+      headersTimeoutMs,
+      600_000,
+    ),
     maxConnections: r.int('IDPOOL_HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1_000_000),
   };
 }
@@ -278,13 +330,23 @@ function httpServerSettings(r: EnvReader): HttpServerSettings {
 function leaseSettings(r: EnvReader): SnowflakeRuntimeSettings {
   const d = DEFAULTS.lease;
   const ttlMs = r.int('IDPOOL_WORKER_LEASE_TTL_MS', d.ttlMs, 3_000, 3_600_000);
-  const marginMs = r.int('IDPOOL_WORKER_LEASE_MARGIN_MS', Math.min(d.marginMs, Math.floor(ttlMs / 5)), 0, ttlMs - 2_000);
+  const marginMs = r.int(
+    'IDPOOL_WORKER_LEASE_MARGIN_MS',
+    Math.min(d.marginMs, Math.floor(ttlMs / 5)),
+    0,
+    ttlMs - 2_000,
+  );
   // At least two heartbeats must fit before the lease would lapse, so one slow or lost renewal is survived.
   const heartbeatMax = Math.min(59, Math.floor((ttlMs - marginMs) / 2000));
   return {
     ttlMs,
     marginMs,
-    heartbeatSeconds: r.int('IDPOOL_WORKER_HEARTBEAT_SECONDS', Math.min(d.heartbeatSeconds, heartbeatMax), 1, heartbeatMax),
+    heartbeatSeconds: r.int(
+      'IDPOOL_WORKER_HEARTBEAT_SECONDS',
+      Math.min(d.heartbeatSeconds, heartbeatMax),
+      1,
+      heartbeatMax,
+    ),
     maxClockSkewMs: r.int('IDPOOL_MAX_CLOCK_SKEW_MS', d.maxClockSkewMs, 0, 60_000),
     maxWaitMs: r.int('IDPOOL_SNOWFLAKE_MAX_WAIT_MS', d.maxWaitMs, 0, 60_000),
   };

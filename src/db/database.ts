@@ -2,7 +2,12 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { migrations } from '../../migrations';
 import { DIALECTS, type DialectName, type SqlDialect, dialectFor } from './dialects';
 
-export { POSTGRES_STATEMENT_TIMEOUT_MS, isPostgresUrl, postgresUnavailable, toPostgresPlaceholders } from './dialects/postgres';
+export {
+  POSTGRES_STATEMENT_TIMEOUT_MS,
+  isPostgresUrl,
+  postgresUnavailable,
+  toPostgresPlaceholders,
+} from './dialects/postgres';
 export { SQLITE_BUSY_TIMEOUT_MS, isBusy } from './dialects/sqlite';
 
 export type Dialect = DialectName;

@@ -36,7 +36,9 @@ export function boundedMysqlDriver(statementTimeoutMs = SQL_STATEMENT_TIMEOUT_MS
   const driver = Object.create(mysql2) as typeof mysql2;
   driver.createPool = ((options: mysql2.PoolOptions) => {
     const pool = mysql2.createPool(options);
-    pool.on('connection', (connection) => boundQueries(connection as unknown as { query: QueryFn; destroy(): void }, statementTimeoutMs));
+    pool.on('connection', (connection) =>
+      boundQueries(connection as unknown as { query: QueryFn; destroy(): void }, statementTimeoutMs),
+    );
     return pool;
   }) as typeof mysql2.createPool;
   return driver;
@@ -56,7 +58,12 @@ function boundQueries(connection: { query: QueryFn; destroy(): void }, timeoutMs
     const timer = setTimeout(() => {
       settled = true;
       connection.destroy();
-      callback(Object.assign(new Error(`statement timed out after ${timeoutMs} ms; its connection was dropped`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT', fatal: true }));
+      callback(
+        Object.assign(new Error(`statement timed out after ${timeoutMs} ms; its connection was dropped`), {
+          code: 'PROTOCOL_SEQUENCE_TIMEOUT',
+          fatal: true,
+        }),
+      );
     }, timeoutMs);
     return query.call(this, sql, values, (err, ...rest) => {
       if (settled) return;

@@ -34,7 +34,8 @@ const MONOTONIC = 1;
 const TREND = 2;
 
 function toEntity(row: Row): EntityConfig {
-  const mode: EntityMode = row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
+  const mode: EntityMode =
+    row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
   return {
     key: row.entity_key,
     name: row.entity_name,
@@ -96,7 +97,10 @@ export class SqlEntityStore implements EntityStore {
   private readonly quote: (c: string) => string;
 
   async findLive(key: string): Promise<EntityConfig | undefined> {
-    const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE entity_key = ? AND deleted_at = 0`, [key]);
+    const rows = await this.db.query<Row>(
+      `SELECT ${this.columns} FROM application WHERE entity_key = ? AND deleted_at = 0`,
+      [key],
+    );
     return rows[0] ? toEntity(rows[0]) : undefined;
   }
 
@@ -107,7 +111,9 @@ export class SqlEntityStore implements EntityStore {
   }
 
   async listLive(): Promise<EntityConfig[]> {
-    const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE deleted_at = 0 ORDER BY entity_key`);
+    const rows = await this.db.query<Row>(
+      `SELECT ${this.columns} FROM application WHERE deleted_at = 0 ORDER BY entity_key`,
+    );
     return rows.map(toEntity);
   }
 
@@ -170,7 +176,10 @@ export class SqlEntityStore implements EntityStore {
     let taken: Set<string>;
     try {
       const keys = batch.map((b) => b.entity.key);
-      const rows = await this.db.query<{ k: string }>(`SELECT entity_key AS k FROM application WHERE entity_key IN (${keys.map(() => '?').join(', ')})`, keys);
+      const rows = await this.db.query<{ k: string }>(
+        `SELECT entity_key AS k FROM application WHERE entity_key IN (${keys.map(() => '?').join(', ')})`,
+        keys,
+      );
       taken = new Set(rows.map((r) => r.k));
     } catch (err) {
       for (const b of batch) b.reject(err);
@@ -225,18 +234,34 @@ export class SqlEntityStore implements EntityStore {
   async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
     const result = await this.db.execute(
       `UPDATE application SET entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [t.name, t.step, t.maxSizePerTimes, t.maxSizePerSecond, t.minSizePercent, t.interval, t.maxPoolSize, updateTime, key],
+      [
+        t.name,
+        t.step,
+        t.maxSizePerTimes,
+        t.maxSizePerSecond,
+        t.minSizePercent,
+        t.interval,
+        t.maxPoolSize,
+        updateTime,
+        key,
+      ],
     );
     return result.affectedRows === 1;
   }
 
   async setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean> {
-    const result = await this.db.execute(`UPDATE application SET secret_hash = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`, [secretHash, updateTime, key]);
+    const result = await this.db.execute(
+      `UPDATE application SET secret_hash = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+      [secretHash, updateTime, key],
+    );
     return result.affectedRows === 1;
   }
 
   async retire(key: string, at: number): Promise<boolean> {
-    const result = await this.db.execute(`UPDATE application SET deleted_at = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`, [at, at, key]);
+    const result = await this.db.execute(
+      `UPDATE application SET deleted_at = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+      [at, at, key],
+    );
     return result.affectedRows === 1;
   }
 }

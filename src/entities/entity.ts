@@ -37,10 +37,17 @@ export const LIMITS = {
 const SECONDS_OF_POOL = 60;
 const DEFAULT_POOL_WHEN_UNLIMITED = 300_000;
 
-const int = (min: number, max: number) => z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+const int = (min: number, max: number) =>
+  z
+    .number({ error: `must be an integer from ${min} to ${max}` })
+    .int(`must be an integer from ${min} to ${max}`)
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
 
 const offset = z
-  .union([z.number().int().nonnegative(), z.string().regex(/^\d{1,19}$/)], { error: 'must be a non-negative integer (a decimal string for values above 2^53)' })
+  .union([z.number().int().nonnegative(), z.string().regex(/^\d{1,19}$/)], {
+    error: 'must be a non-negative integer (a decimal string for values above 2^53)',
+  })
   .transform((v) => BigInt(v))
   .refine((v) => v < LIMITS.startOffset, { message: 'must be below 2^62' });
 
@@ -83,20 +90,28 @@ export const registerSchema = z.strictObject({
 } & { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> });
 
 export const updateSchema = z.strictObject(
-  Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> },
+  Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as {
+    [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]>;
+  },
 );
 
 export type RegisterInput = z.infer<typeof registerSchema>;
 export type UpdateInput = z.infer<typeof updateSchema>;
 
-export type Tunables = Pick<EntityConfig, 'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'>;
+export type Tunables = Pick<
+  EntityConfig,
+  'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'
+>;
 
 /**
  * Fills defaults for a registration (docs/design.md "Data model"). `interval`
  * (the least ms between two refill checks of the entity) defaults to the
  * service's refill tick, IDPOOL_REFILL_INTERVAL_MS.
  */
-export function withDefaults(input: RegisterInput, refillTickMs = 100): Tunables & { key: string; mode: EntityMode; startOffset: bigint } {
+export function withDefaults(
+  input: RegisterInput,
+  refillTickMs = 100,
+): Tunables & { key: string; mode: EntityMode; startOffset: bigint } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -130,7 +145,8 @@ export function checkRules(t: Tunables): string | null {
   if (t.maxPoolSize * (100 - t.minSizePercent) < t.step * 100) {
     return `maxPoolSize · (1 − minSizePercent/100) must be at least step (${t.maxPoolSize} · ${(100 - t.minSizePercent) / 100} < ${t.step})`;
   }
-  if (t.maxPoolSize < t.maxSizePerTimes) return `maxPoolSize (${t.maxPoolSize}) must be at least maxSizePerTimes (${t.maxSizePerTimes})`;
+  if (t.maxPoolSize < t.maxSizePerTimes)
+    return `maxPoolSize (${t.maxPoolSize}) must be at least maxSizePerTimes (${t.maxSizePerTimes})`;
   if (t.maxSizePerSecond > 0 && t.maxSizePerSecond < t.maxSizePerTimes) {
     return `maxSizePerSecond (${t.maxSizePerSecond}) must be 0 (unlimited) or at least maxSizePerTimes (${t.maxSizePerTimes})`;
   }

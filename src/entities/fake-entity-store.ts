@@ -32,7 +32,9 @@ export class FakeEntityStore implements EntityStore {
 
   async changedSince(sinceMs: number): Promise<Array<{ entity: EntityConfig; retired: boolean }>> {
     this.count('changedSince');
-    return [...this.rows.values()].filter((r) => r.entity.updateTime >= sinceMs).map((r) => ({ entity: r.entity, retired: r.deletedAt !== 0 }));
+    return [...this.rows.values()]
+      .filter((r) => r.entity.updateTime >= sinceMs)
+      .map((r) => ({ entity: r.entity, retired: r.deletedAt !== 0 }));
   }
 
   async insert(entity: EntityConfig): Promise<boolean> {

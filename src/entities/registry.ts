@@ -1,6 +1,14 @@
 import type { Clock } from '../clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../errors';
-import { type EntityConfig, type RegisterInput, type UpdateInput, checkRules, hashSecret, newSecret, withDefaults } from './entity';
+import {
+  type EntityConfig,
+  type RegisterInput,
+  type UpdateInput,
+  checkRules,
+  hashSecret,
+  newSecret,
+  withDefaults,
+} from './entity';
 import type { EntityStore } from './entity-store';
 
 /** What the pool side needs to know about entities (narrow on purpose). */
@@ -76,7 +84,10 @@ export class EntityRegistry implements EntityCatalog {
   private readonly listeners: EntityChangeListener[] = [];
 
   constructor(
-    private readonly store: Pick<EntityStore, 'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecretHash' | 'retire'>,
+    private readonly store: Pick<
+      EntityStore,
+      'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecretHash' | 'retire'
+    >,
     private readonly clock: Clock,
     /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
     private readonly generation: RegistrationGeneration = new LocalRegistrationGeneration(),
@@ -152,7 +163,8 @@ export class EntityRegistry implements EntityCatalog {
    */
   async tick(): Promise<void> {
     const now = this.clock.now();
-    if (now - this.lastUsed > EntityRegistry.IDLE_AFTER_MS && now - this.lastAttempt < EntityRegistry.FULL_REFRESH_MS) return;
+    if (now - this.lastUsed > EntityRegistry.IDLE_AFTER_MS && now - this.lastAttempt < EntityRegistry.FULL_REFRESH_MS)
+      return;
     await this.refreshIfStale(EntityRegistry.FULL_REFRESH_MS);
   }
 
@@ -235,7 +247,8 @@ export class EntityRegistry implements EntityCatalog {
     if (this.catchingUp && now < this.catchUpUntil) {
       const generation = await this.waitForCatchUp(this.catchingUp, this.catchUpUntil - now);
       // A refresh under way may have read the generation before it moved: then a second one. A failing database leaves the cache as it is.
-      for (let attempt = 0; attempt < 2 && generation !== undefined && generation !== this.syncedGeneration; attempt++) await this.sync().catch(() => undefined);
+      for (let attempt = 0; attempt < 2 && generation !== undefined && generation !== this.syncedGeneration; attempt++)
+        await this.sync().catch(() => undefined);
     }
     const cached = this.cache.get(key);
     if (cached) return cached;
@@ -311,7 +324,8 @@ export class EntityRegistry implements EntityCatalog {
     const secret = newSecret();
     const now = this.clock.now();
     const entity: EntityConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
-    if (!(await this.store.insert(entity))) throw new ConflictError(`key "${entity.key}" is already registered (retired keys are never reused)`);
+    if (!(await this.store.insert(entity)))
+      throw new ConflictError(`key "${entity.key}" is already registered (retired keys are never reused)`);
     this.remember(entity);
     // Other instances see the new entity at once.
     await this.announce();
@@ -322,7 +336,11 @@ export class EntityRegistry implements EntityCatalog {
   async update(key: string, patch: UpdateInput): Promise<EntityConfig> {
     const current = await this.require(key);
     if (current.mode === 'snowflake') refusePoolFields(patch);
-    const next: EntityConfig = { ...current, ...stripUndefined(patch), updateTime: Math.max(this.clock.now(), current.updateTime + 1) };
+    const next: EntityConfig = {
+      ...current,
+      ...stripUndefined(patch),
+      updateTime: Math.max(this.clock.now(), current.updateTime + 1),
+    };
     const broken = checkRules(next);
     if (broken) throw new InvalidRequestError(broken);
     if (!(await this.store.update(key, next, next.updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
@@ -335,7 +353,8 @@ export class EntityRegistry implements EntityCatalog {
     const current = await this.require(key);
     const secret = newSecret();
     const updateTime = Math.max(this.clock.now(), current.updateTime + 1);
-    if (!(await this.store.setSecretHash(key, hashSecret(secret), updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
+    if (!(await this.store.setSecretHash(key, hashSecret(secret), updateTime)))
+      throw new NotFoundError(`no entity with key "${key}"`);
     this.cache.set(key, { ...current, secretHash: hashSecret(secret), updateTime });
     // The old secret must stop working on every instance now, not within a second.
     await this.announce();
@@ -371,7 +390,10 @@ const POOL_FIELDS = ['startOffset', 'step', 'maxPoolSize', 'minSizePercent', 'in
 
 function refusePoolFields(input: Partial<Record<(typeof POOL_FIELDS)[number], unknown>>): void {
   const given = POOL_FIELDS.find((field) => input[field] !== undefined);
-  if (given) throw new InvalidRequestError(`${given}: not used by snowflake entities (their ids come from time, worker and sequence, not a pool)`);
+  if (given)
+    throw new InvalidRequestError(
+      `${given}: not used by snowflake entities (their ids come from time, worker and sequence, not a pool)`,
+    );
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

@@ -28,7 +28,12 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   });
 
   const tokens = new ServiceTokens({ admin: deps.adminToken, ops: deps.opsToken, metrics: deps.metricsToken });
-  const guards = createGuards(deps, tokens, deps.authFailures ?? new AuthFailureLimiter(deps.clock ?? systemClock), deps.log);
+  const guards = createGuards(
+    deps,
+    tokens,
+    deps.authFailures ?? new AuthFailureLimiter(deps.clock ?? systemClock),
+    deps.log,
+  );
   const take = takeHandler(deps, guards);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
   app.use(takeFastPath(take));

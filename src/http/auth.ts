@@ -156,6 +156,7 @@ export class AuthFailureLimiter {
 
   private refuseIfBlocked(address: string): void {
     const blocked = this.blockedFor(address);
-    if (blocked > 0) throw new RateLimitedError('too many failed authentications from this address; retry later', blocked);
+    if (blocked > 0)
+      throw new RateLimitedError('too many failed authentications from this address; retry later', blocked);
   }
 }

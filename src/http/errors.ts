@@ -16,11 +16,32 @@ export function sendError(res: Response, err: IdpoolError): void {
  * persist (MISCONF) or busy running a long script (BUSY).
  */
 const REDIS_REPLY = /^(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
-const CLUSTER_GAVE_UP = /^Too many Cluster redirections\. Last error: (?:ReplyError: )?(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
+const CLUSTER_GAVE_UP =
+  /^Too many Cluster redirections\. Last error: (?:ReplyError: )?(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
 // Socket and driver codes of an unreachable, restarting or overloaded
 // dependency (Node, mysql2, better-sqlite3).
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED', 'ER_CONNECTION_KILLED', 'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK', 'SQLITE_BUSY', 'SQLITE_LOCKED']);
-const CONNECTION_MESSAGES = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked|Query inactivity timeout|All sentinels are unreachable|Failed to refresh slots cache|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|statement timed out/i;
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_QUERY_INTERRUPTED',
+  'ER_CONNECTION_KILLED',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_LOCK_DEADLOCK',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+]);
+const CONNECTION_MESSAGES =
+  /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked|Query inactivity timeout|All sentinels are unreachable|Failed to refresh slots cache|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|statement timed out/i;
 
 /**
  * What kind of dependency failure `err` is (`redis_readonly`, `redis_oom`,
@@ -61,7 +82,16 @@ export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRe
       return;
     }
     alarms.set(kind, { at: t, suppressed: 0 });
-    log.error({ alarm: 'dependency_unavailable', kind, path, err: String(err.message ?? err), requestsSinceLastAlarm: (last?.suppressed ?? 0) + 1 }, 'a dependency (database or Redis) is unavailable; answering 503');
+    log.error(
+      {
+        alarm: 'dependency_unavailable',
+        kind,
+        path,
+        err: String(err.message ?? err),
+        requestsSinceLastAlarm: (last?.suppressed ?? 0) + 1,
+      },
+      'a dependency (database or Redis) is unavailable; answering 503',
+    );
   };
   return (err, req, res, _next) => {
     if (res.headersSent) return;
@@ -73,8 +103,10 @@ export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRe
       return sendError(res, new IdpoolError(err.statusCode, err.code, scrub(err.message), err.retryAfterSeconds));
     }
     // body-parser marks its own errors with a 4xx status and a type.
-    if (err?.type === 'entity.too.large') return sendError(res, new PayloadTooLargeError(`request body larger than ${err.limit} bytes`));
-    if (err?.type === 'entity.parse.failed') return sendError(res, new InvalidRequestError('request body is not valid JSON'));
+    if (err?.type === 'entity.too.large')
+      return sendError(res, new PayloadTooLargeError(`request body larger than ${err.limit} bytes`));
+    if (err?.type === 'entity.parse.failed')
+      return sendError(res, new InvalidRequestError('request body is not valid JSON'));
     if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) {
       return sendError(res, new InvalidRequestError(String(err.message ?? 'bad request')));
     }

@@ -58,7 +58,12 @@ function safeDecode(segment: string): string | undefined {
 }
 
 /** Builds the guards on one failure limiter, so probing any route slows every route down. */
-export function createGuards(deps: Pick<HttpDeps, 'registry'>, tokens: ServiceTokens, authFailures: AuthFailureLimiter, log: Logger): Guards {
+export function createGuards(
+  deps: Pick<HttpDeps, 'registry'>,
+  tokens: ServiceTokens,
+  authFailures: AuthFailureLimiter,
+  log: Logger,
+): Guards {
   // The socket's address: no `trust proxy`, so a client cannot pick its own.
   const clientAddress = (req: Request) => req.socket.remoteAddress ?? 'unknown';
 

@@ -12,7 +12,8 @@ const HEADER_PATTERN = /^[\x20-\x7e]{1,128}$/;
 export function idempotencyKeyOf(req: Pick<Request, 'get'>): string | undefined {
   const raw = req.get('idempotency-key');
   if (raw === undefined) return undefined;
-  if (!HEADER_PATTERN.test(raw)) throw new InvalidRequestError('Idempotency-Key must be 1-128 printable ASCII characters');
+  if (!HEADER_PATTERN.test(raw))
+    throw new InvalidRequestError('Idempotency-Key must be 1-128 printable ASCII characters');
   return raw;
 }
 
@@ -39,4 +40,3 @@ export async function answerOnce(
   const { ids, replayed } = await store.once(entityKey, requestKey, count, async () => (await produce()).toArray());
   return { ids: listedIds(ids), replayed };
 }
-

@@ -21,7 +21,9 @@ export function pageParams(req: Request): { after: string | undefined; limit: nu
   const after = req.query.after;
   const limit = limitParam(req, PAGE_DEFAULT);
   if (after !== undefined && (typeof after !== 'string' || !KEY_PATTERN.test(after))) {
-    throw new InvalidRequestError('after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page');
+    throw new InvalidRequestError(
+      'after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page',
+    );
   }
   return { after, limit };
 }

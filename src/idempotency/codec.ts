@@ -42,4 +42,3 @@ export function decodeAnswer(raw: string): StoredAnswer {
   }
   return { count: Number(raw.slice(0, split)), ids };
 }
-

@@ -62,7 +62,12 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     }
   }
 
-  async once(entityKey: string, requestKey: string, count: number, produce: () => Promise<string[]>): Promise<IdempotentAnswer> {
+  async once(
+    entityKey: string,
+    requestKey: string,
+    count: number,
+    produce: () => Promise<string[]>,
+  ): Promise<IdempotentAnswer> {
     const id = `${entityKey}\n${requestKey}`;
     const found = this.entries.get(id);
     if (found) {

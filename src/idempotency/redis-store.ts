@@ -5,7 +5,16 @@ import type { RedisClient } from '../pool/redis-connection';
 import { callFunction } from '../pool/redis-pool-store';
 import { decodeAnswer, encodeAnswer } from './codec';
 import { DEFAULT_IDEMPOTENCY_MAX_MB } from './memory-store';
-import { ANSWER_TTL_MS, CLAIM_TTL_MS, IN_PROGRESS_WAIT_MS, type IdempotencyStore, type IdempotentAnswer, type StoredAnswer, checked, inProgress } from './store';
+import {
+  ANSWER_TTL_MS,
+  CLAIM_TTL_MS,
+  IN_PROGRESS_WAIT_MS,
+  type IdempotencyStore,
+  type IdempotentAnswer,
+  type StoredAnswer,
+  checked,
+  inProgress,
+} from './store';
 
 /** How often a request polls for the answer of another one with the same key. */
 const POLL_MS = 25;
@@ -64,7 +73,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     private readonly limits: RedisAnswerLimits = redisAnswerLimits(DEFAULT_IDEMPOTENCY_MAX_MB * 1024 * 1024),
     private readonly log: Logger = silentLogger,
   ) {}
-  async once(entityKey: string, requestKey: string, count: number, produce: () => Promise<string[]>): Promise<IdempotentAnswer> {
+  async once(
+    entityKey: string,
+    requestKey: string,
+    count: number,
+    produce: () => Promise<string[]>,
+  ): Promise<IdempotentAnswer> {
     const keys = idempotencyKeys(entityKey, requestKey, this.prefix);
     const earlier = await this.answer(keys.answer);
     if (earlier) return checked(earlier, count);
@@ -92,7 +106,10 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const encoded = encodeAnswer(count, ids);
     const bytes = answerBytes(keys.answer, encoded);
     if (!(await this.room(bytes))) {
-      this.log.warn({ entityKey, bytes, limits: this.limits }, 'Idempotency-Key answers are at their byte bound; answering without storing (a retry takes new ids)');
+      this.log.warn(
+        { entityKey, bytes, limits: this.limits },
+        'Idempotency-Key answers are at their byte bound; answering without storing (a retry takes new ids)',
+      );
       await this.redis.del(keys.claim).catch(() => undefined);
       return { ids, replayed: false };
     }
@@ -113,7 +130,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    */
   private store(keys: IdempotencyKeys, requestKey: string, encoded: string, bytes: number): Promise<[number, string?]> {
     const { answersPerEntity, bytesPerEntity } = this.limits;
-    return callFunction(this.redis, 'idpool_store_answer', [keys.answer, keys.index, keys.bytes], [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity]);
+    return callFunction(
+      this.redis,
+      'idpool_store_answer',
+      [keys.answer, keys.index, keys.bytes],
+      [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
+    );
   }
 
   /** Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life, the total. */
@@ -137,4 +159,3 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return raw === null ? undefined : decodeAnswer(raw);
   }
 }
-

@@ -19,7 +19,12 @@ export interface IdempotencyStore {
    * with another count, UnavailableError while another request with the same
    * key is still running.
    */
-  once(entityKey: string, requestKey: string, count: number, produce: () => Promise<string[]>): Promise<IdempotentAnswer>;
+  once(
+    entityKey: string,
+    requestKey: string,
+    count: number,
+    produce: () => Promise<string[]>,
+  ): Promise<IdempotentAnswer>;
 }
 
 export interface IdempotentAnswer {
@@ -47,10 +52,12 @@ export interface StoredAnswer {
 
 export function checked(stored: StoredAnswer, count: number): IdempotentAnswer {
   if (stored.count !== count) {
-    throw new ConflictError(`this Idempotency-Key was used for a request of ${stored.count} ids; a retry must ask for the same count (or use a new key)`);
+    throw new ConflictError(
+      `this Idempotency-Key was used for a request of ${stored.count} ids; a retry must ask for the same count (or use a new key)`,
+    );
   }
   return { ids: stored.ids, replayed: true };
 }
 
-export const inProgress = () => new UnavailableError('a request with this Idempotency-Key is still in progress; retry shortly', 1);
-
+export const inProgress = () =>
+  new UnavailableError('a request with this Idempotency-Key is still in progress; retry shortly', 1);

@@ -9,7 +9,11 @@
  * reservation is never more than 2× what the last interval needed, which
  * bounds the ids wasted when a process stops.
  */
-export function nextStep(previous: number, sinceLastReserveMs: number, bounds: { minStep: number; maxStep: number; targetSegmentMs: number }): number {
+export function nextStep(
+  previous: number,
+  sinceLastReserveMs: number,
+  bounds: { minStep: number; maxStep: number; targetSegmentMs: number },
+): number {
   const { minStep, maxStep, targetSegmentMs } = bounds;
   let step = previous;
   if (sinceLastReserveMs < targetSegmentMs) step = previous * 2;

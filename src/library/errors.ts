@@ -30,7 +30,11 @@ export class UnsafeNumberIdError extends IdpoolError {
     readonly entityKey: string,
     readonly lastId: bigint,
   ) {
-    super(500, 'unsafe_number_id', `entity ${entityKey} has reached id ${lastId}, above Number.MAX_SAFE_INTEGER; create the generator with ids: 'bigint'`);
+    super(
+      500,
+      'unsafe_number_id',
+      `entity ${entityKey} has reached id ${lastId}, above Number.MAX_SAFE_INTEGER; create the generator with ids: 'bigint'`,
+    );
   }
 }
 

@@ -27,8 +27,12 @@ async function requireSchema(db: Database): Promise<void> {
  * Options are validated here, once; invalid ones throw {@link InvalidOptionError}.
  */
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
-export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: 'bigint' }): Promise<IdGenerator<bigint>>;
-export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator<bigint>> {
+export async function createIdGenerator(
+  options?: IdGeneratorOptions & { ids?: 'bigint' },
+): Promise<IdGenerator<bigint>>;
+export async function createIdGenerator(
+  options: IdGeneratorOptions = {},
+): Promise<IdGenerator<number> | IdGenerator<bigint>> {
   const settings = settingsFrom(options);
   const ids = idTypeFrom(options);
   const idStride = strideFrom(options);

@@ -39,7 +39,12 @@ export class NumberIdGenerator extends BufferedIdGenerator<number> {
     const max = this.deps.idStride.toId(range.end);
     if (max > MAX_SAFE_ID) throw new UnsafeNumberIdError(entityKey, this.deps.idStride.toId(range.end - 1n));
     const value = Number(this.deps.idStride.toId(range.start));
-    return new BufferedSegment(value, Number(max), size, value + loadPoint(size, this.deps.settings.prefetchAt) * this.stride);
+    return new BufferedSegment(
+      value,
+      Number(max),
+      size,
+      value + loadPoint(size, this.deps.settings.prefetchAt) * this.stride,
+    );
   }
 
   protected remaining(segment: BufferedSegment<number>): number {
@@ -87,7 +92,12 @@ export class BigIntIdGenerator extends BufferedIdGenerator<bigint> {
 
   protected toSegment(_entityKey: string, range: Segment, size: number): BufferedSegment<bigint> {
     const value = this.deps.idStride.toId(range.start);
-    return new BufferedSegment(value, this.deps.idStride.toId(range.end), size, value + BigInt(loadPoint(size, this.deps.settings.prefetchAt)) * this.stride);
+    return new BufferedSegment(
+      value,
+      this.deps.idStride.toId(range.end),
+      size,
+      value + BigInt(loadPoint(size, this.deps.settings.prefetchAt)) * this.stride,
+    );
   }
 
   protected remaining(segment: BufferedSegment<bigint>): number {
@@ -105,4 +115,3 @@ export class BigIntIdGenerator extends BufferedIdGenerator<bigint> {
     return segment.value > segment.loadNextAt;
   }
 }
-

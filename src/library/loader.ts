@@ -4,7 +4,13 @@ import type { Logger } from '../logger';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
 import { nextStep } from './adaptive-step';
-import { GeneratorClosedError, InvalidCountError, SegmentReservationError, SegmentsNotReadyError, UnsupportedEntityError } from './errors';
+import {
+  GeneratorClosedError,
+  InvalidCountError,
+  SegmentReservationError,
+  SegmentsNotReadyError,
+  UnsupportedEntityError,
+} from './errors';
 import type { EntitySource, Settings } from './options';
 import { type BufferedSegment, type Id, SegmentBuffer } from './segment-buffer';
 
@@ -46,7 +52,6 @@ export interface Deps {
   /** Closes what the generator opened itself. */
   release: () => Promise<void>;
 }
-
 
 /**
  * A wait that can be called off. The system clock gets a real, cancellable
@@ -109,7 +114,8 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
     await Promise.all(
       entityKeys.map(async (key) => {
         const buffer = this.bufferFor(key);
-        if (this.remaining(buffer.current()) === 0 && !buffer.nextReady) await this.awaitSegment(buffer, this.deps.clock.monotonic() + this.deps.settings.waitMs);
+        if (this.remaining(buffer.current()) === 0 && !buffer.nextReady)
+          await this.awaitSegment(buffer, this.deps.clock.monotonic() + this.deps.settings.waitMs);
       }),
     );
   }
@@ -165,7 +171,10 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
       this.throwRecentFailure(buffer);
       this.startLoad(buffer);
     }
-    throw new SegmentsNotReadyError(entityKey, `no ids ready for ${entityKey}: both segments are used up and the next is loading (use nextAsync/take to wait, or open() first)`);
+    throw new SegmentsNotReadyError(
+      entityKey,
+      `no ids ready for ${entityKey}: both segments are used up and the next is loading (use nextAsync/take to wait, or open() first)`,
+    );
   }
 
   /** Called once per segment when its load point is passed. */
@@ -198,7 +207,10 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
       const loading = buffer.loading!;
       const left = deadline - clock.monotonic();
       if (left <= 0) {
-        throw new SegmentsNotReadyError(buffer.entityKey, `no ids ready for ${buffer.entityKey} after waiting ${this.deps.settings.waitMs} ms for a segment`);
+        throw new SegmentsNotReadyError(
+          buffer.entityKey,
+          `no ids ready for ${buffer.entityKey} after waiting ${this.deps.settings.waitMs} ms for a segment`,
+        );
       }
       const timer = timeout(clock, left);
       const settled = await Promise.race([loading.then(() => true), timer.elapsed.then(() => false)]);
@@ -209,7 +221,8 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
   }
 
   private throwRecentFailure(buffer: SegmentBuffer<T>): void {
-    if (buffer.failure && this.deps.clock.monotonic() - buffer.failedAt < this.deps.settings.retryDelayMs) throw buffer.failure;
+    if (buffer.failure && this.deps.clock.monotonic() - buffer.failedAt < this.deps.settings.retryDelayMs)
+      throw buffer.failure;
   }
 
   private startLoad(buffer: SegmentBuffer<T>): void {
@@ -228,11 +241,16 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
     try {
       if (this.closed) return;
       const now = clock.monotonic();
-      if (buffer.configReadAt === undefined || now - buffer.configReadAt >= settings.configRefreshMs) await this.readConfig(buffer);
+      if (buffer.configReadAt === undefined || now - buffer.configReadAt >= settings.configRefreshMs)
+        await this.readConfig(buffer);
       const size =
         buffer.lastReserveAt === undefined
           ? buffer.minStep
-          : nextStep(buffer.step, now - buffer.lastReserveAt, { minStep: buffer.minStep, maxStep: settings.maxStep, targetSegmentMs: settings.targetSegmentMs });
+          : nextStep(buffer.step, now - buffer.lastReserveAt, {
+              minStep: buffer.minStep,
+              maxStep: settings.maxStep,
+              targetSegmentMs: settings.targetSegmentMs,
+            });
       const range = await allocator.reserve(key, size);
       buffer.step = size;
       buffer.lastReserveAt = now;
@@ -249,12 +267,18 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
   private async readConfig(buffer: SegmentBuffer<T>): Promise<void> {
     const entity = await this.deps.entities.findLive(buffer.entityKey);
     if (!entity) throw new NotFoundError(`no entity with key "${buffer.entityKey}"`);
-    if (entity.mode === 'snowflake') throw new UnsupportedEntityError(buffer.entityKey, 'issues snowflake ids; the library hands out segment ids only');
+    if (entity.mode === 'snowflake')
+      throw new UnsupportedEntityError(
+        buffer.entityKey,
+        'issues snowflake ids; the library hands out segment ids only',
+      );
     if (entity.mode === 'trend') {
-      throw new UnsupportedEntityError(buffer.entityKey, 'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)');
+      throw new UnsupportedEntityError(
+        buffer.entityKey,
+        'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)',
+      );
     }
     buffer.minStep = entity.step;
     buffer.configReadAt = this.deps.clock.monotonic();
   }
 }
-

@@ -75,7 +75,9 @@ export const DEFAULT_OPTIONS = {
 } as const;
 
 /** The tuning part of the options, every field set. */
-export type Settings = Required<Pick<IdGeneratorOptions, 'prefetchAt' | 'maxStep' | 'targetSegmentMs' | 'waitMs' | 'retryDelayMs' | 'configRefreshMs'>>;
+export type Settings = Required<
+  Pick<IdGeneratorOptions, 'prefetchAt' | 'maxStep' | 'targetSegmentMs' | 'waitMs' | 'retryDelayMs' | 'configRefreshMs'>
+>;
 
 /** The tuning options, defaulted and validated once (throws {@link InvalidOptionError} naming the option). */
 export function settingsFrom(options: IdGeneratorOptions): Settings {
@@ -87,10 +89,13 @@ export function settingsFrom(options: IdGeneratorOptions): Settings {
     retryDelayMs: options.retryDelayMs ?? DEFAULT_OPTIONS.retryDelayMs,
     configRefreshMs: options.configRefreshMs ?? DEFAULT_OPTIONS.configRefreshMs,
   };
-  if (!(s.prefetchAt >= 0 && s.prefetchAt < 1)) throw new InvalidOptionError('prefetchAt', `prefetchAt must be at least 0 and below 1, got ${s.prefetchAt}`);
-  if (!Number.isSafeInteger(s.maxStep) || s.maxStep < 1) throw new InvalidOptionError('maxStep', `maxStep must be a positive integer, got ${s.maxStep}`);
+  if (!(s.prefetchAt >= 0 && s.prefetchAt < 1))
+    throw new InvalidOptionError('prefetchAt', `prefetchAt must be at least 0 and below 1, got ${s.prefetchAt}`);
+  if (!Number.isSafeInteger(s.maxStep) || s.maxStep < 1)
+    throw new InvalidOptionError('maxStep', `maxStep must be a positive integer, got ${s.maxStep}`);
   for (const name of ['targetSegmentMs', 'waitMs', 'retryDelayMs', 'configRefreshMs'] as const) {
-    if (!Number.isFinite(s[name]) || s[name] < 0) throw new InvalidOptionError(name, `${name} must be a non-negative number of ms, got ${s[name]}`);
+    if (!Number.isFinite(s[name]) || s[name] < 0)
+      throw new InvalidOptionError(name, `${name} must be a non-negative number of ms, got ${s[name]}`);
   }
   return s;
 }
@@ -98,14 +103,18 @@ export function settingsFrom(options: IdGeneratorOptions): Settings {
 /** `ids`, defaulted and checked. */
 export function idTypeFrom(options: IdGeneratorOptions): 'bigint' | 'number' {
   const ids = options.ids ?? DEFAULT_OPTIONS.ids;
-  if (ids !== 'bigint' && ids !== 'number') throw new InvalidOptionError('ids', `ids must be 'bigint' or 'number', got ${String(ids)}`);
+  if (ids !== 'bigint' && ids !== 'number')
+    throw new InvalidOptionError('ids', `ids must be 'bigint' or 'number', got ${String(ids)}`);
   return ids;
 }
 
 /** `clusterCount`/`clusterIndex` as an {@link IdStride}. */
 export function strideFrom(options: IdGeneratorOptions): IdStride {
   try {
-    return new IdStride(options.clusterCount ?? DEFAULT_OPTIONS.clusterCount, options.clusterIndex ?? DEFAULT_OPTIONS.clusterIndex);
+    return new IdStride(
+      options.clusterCount ?? DEFAULT_OPTIONS.clusterCount,
+      options.clusterIndex ?? DEFAULT_OPTIONS.clusterIndex,
+    );
   } catch (err) {
     throw new InvalidOptionError('clusterCount', (err as Error).message);
   }

@@ -51,66 +51,110 @@ export class AlarmRules {
     // Only below the watermark: a pool at its target is as deep as demand
     // calls for (a small one right after demand starts is topped up at the
     // watermark); below it, the refiller should already have acted.
-    this.condition(serving && size < watermark && f.poolDrySeconds < this.o.poolDrySeconds, 'forecast_pool_dry', key, () => ({
-      name: 'forecast_pool_dry',
-      severity: 'warning',
-      entityKey: key,
-      message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
-      details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
-    }));
+    this.condition(
+      serving && size < watermark && f.poolDrySeconds < this.o.poolDrySeconds,
+      'forecast_pool_dry',
+      key,
+      () => ({
+        name: 'forecast_pool_dry',
+        severity: 'warning',
+        entityKey: key,
+        message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
+        details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
+      }),
+    );
     // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
-    this.condition(serving && this.o.stride.toId(entity.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds, 'forecast_js_safe_limit', key, () => ({
-      name: 'forecast_js_safe_limit',
-      severity: 'warning',
-      entityKey: key,
-      message: `ids of ${key} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
-      details: { seconds: round(f.jsSafeSeconds), at: dateIn(at, f.jsSafeSeconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
-    }));
+    this.condition(
+      serving && this.o.stride.toId(entity.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds,
+      'forecast_js_safe_limit',
+      key,
+      () => ({
+        name: 'forecast_js_safe_limit',
+        severity: 'warning',
+        entityKey: key,
+        message: `ids of ${key} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
+        details: {
+          seconds: round(f.jsSafeSeconds),
+          at: dateIn(at, f.jsSafeSeconds),
+          highestId: f.highestId.toString(),
+          takePerSecond: round(f.takePerSecond),
+        },
+      }),
+    );
     this.condition(serving && f.int63Seconds <= this.o.horizonSeconds, 'forecast_int63_limit', key, () => ({
       name: 'forecast_int63_limit',
       severity: 'critical',
       entityKey: key,
       message: `ids of ${key} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
-      details: { seconds: round(f.int63Seconds), at: dateIn(at, f.int63Seconds), highestId: f.highestId.toString(), takePerSecond: round(f.takePerSecond) },
+      details: {
+        seconds: round(f.int63Seconds),
+        at: dateIn(at, f.int63Seconds),
+        highestId: f.highestId.toString(),
+        takePerSecond: round(f.takePerSecond),
+      },
     }));
   }
 
   /** `lease_lost` while this instance holds no usable worker lease. */
   checkLease(status: { workerId: number | undefined; held: boolean }): void {
-    this.condition(!status.held, 'lease_lost', undefined, () => ({
-      name: 'lease_lost',
-      severity: 'critical',
-      message: 'this instance holds no usable worker lease: it issues no snowflake ids',
-      details: { workerId: status.workerId ?? null },
-    }), 1);
+    this.condition(
+      !status.held,
+      'lease_lost',
+      undefined,
+      () => ({
+        name: 'lease_lost',
+        severity: 'critical',
+        message: 'this instance holds no usable worker lease: it issues no snowflake ids',
+        details: { workerId: status.workerId ?? null },
+      }),
+      1,
+    );
   }
 
   /** `worker_range_nearly_full` when most of the deployment's worker ids are leased. */
   checkWorkerRange(inUse: number, total: number): void {
-    this.condition(total > 0 && (inUse * 100) / total >= this.o.workerRangePercent, 'worker_range_nearly_full', undefined, () => ({
-      name: 'worker_range_nearly_full',
-      severity: 'warning',
-      message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
-      details: { inUse, total, percent: round((inUse * 100) / total) },
-    }), 1);
+    this.condition(
+      total > 0 && (inUse * 100) / total >= this.o.workerRangePercent,
+      'worker_range_nearly_full',
+      undefined,
+      () => ({
+        name: 'worker_range_nearly_full',
+        severity: 'warning',
+        message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
+        details: { inUse, total, percent: round((inUse * 100) / total) },
+      }),
+      1,
+    );
   }
 
   /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
   checkSnowflake(sf: SnowflakeForecast, now: number): void {
     const horizonMs = this.o.horizonSeconds * 1000;
-    this.condition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', undefined, () => ({
-      name: 'forecast_snowflake_time_exhausted',
-      severity: 'critical',
-      message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
-      details: { at: isoDate(sf.timeExhaustedAt) },
-    }), 1);
+    this.condition(
+      sf.timeExhaustedAt - now <= horizonMs,
+      'forecast_snowflake_time_exhausted',
+      undefined,
+      () => ({
+        name: 'forecast_snowflake_time_exhausted',
+        severity: 'critical',
+        message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
+        details: { at: isoDate(sf.timeExhaustedAt) },
+      }),
+      1,
+    );
     const js = sf.jsSafeLimitAt;
-    this.condition(js !== undefined && js > now && js - now <= horizonMs, 'forecast_snowflake_js_safe_limit', undefined, () => ({
-      name: 'forecast_snowflake_js_safe_limit',
-      severity: 'warning',
-      message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
-      details: { at: isoDate(js) },
-    }), 1);
+    this.condition(
+      js !== undefined && js > now && js - now <= horizonMs,
+      'forecast_snowflake_js_safe_limit',
+      undefined,
+      () => ({
+        name: 'forecast_snowflake_js_safe_limit',
+        severity: 'warning',
+        message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
+        details: { at: isoDate(js) },
+      }),
+      1,
+    );
   }
 
   /** Clears a retired entity's alarms and streaks. */
@@ -126,7 +170,13 @@ export class AlarmRules {
    * a row. The alarm is built only when it is raised: most entities, most
    * of the time, raise nothing.
    */
-  private condition(holds: boolean, name: AlarmInput['name'], entityKey: string | undefined, alarm: () => AlarmInput, confirm = CONFIRM_SAMPLES): void {
+  private condition(
+    holds: boolean,
+    name: AlarmInput['name'],
+    entityKey: string | undefined,
+    alarm: () => AlarmInput,
+    confirm = CONFIRM_SAMPLES,
+  ): void {
     const key = `${name}\u0000${entityKey ?? ''}`;
     if (!holds) {
       this.streaks.delete(key);

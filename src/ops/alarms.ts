@@ -136,7 +136,12 @@ export class Alarms {
     if (!was) return;
     this.active.delete(key);
     this.o.log.info({ alarm: name, entityKey, status: 'resolved' }, `alarm resolved: ${name}`);
-    this.recentRing.push({ ...was, at: new Date(this.o.clock.now()).toISOString(), status: 'resolved', notified: false });
+    this.recentRing.push({
+      ...was,
+      at: new Date(this.o.clock.now()).toISOString(),
+      status: 'resolved',
+      notified: false,
+    });
   }
 
   /** Conditions on now. */
@@ -182,7 +187,9 @@ export class Alarms {
     this.pending++;
     this.delivery = this.delivery
       .then(() => this.o.sink!.send(payload))
-      .catch((err) => this.o.log.warn({ alarm: alarm.name, err: String((err as Error)?.message ?? err) }, 'alarm webhook failed'))
+      .catch((err) =>
+        this.o.log.warn({ alarm: alarm.name, err: String((err as Error)?.message ?? err) }, 'alarm webhook failed'),
+      )
       .finally(() => this.pending--);
   }
 }

@@ -51,7 +51,11 @@ export class RecentServed {
  * when fewer have a score, the rest of the room goes to idle ones in key
  * order. Ties break by key, so the set does not flap between equals.
  */
-export function busiest(limit: number, candidates: Iterable<string>, ...sources: Array<Map<string, number>>): Set<string> {
+export function busiest(
+  limit: number,
+  candidates: Iterable<string>,
+  ...sources: Array<Map<string, number>>
+): Set<string> {
   const scores = new Map<string, number>();
   const idle: string[] = [];
   for (const key of candidates) {

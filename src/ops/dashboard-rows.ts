@@ -49,7 +49,13 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
     out.push({
       key: entity.key,
       mode: entity.mode,
-      pool: { size: last?.size ?? 0, target: view.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: watermark, fillPercent: last ? round((last.size * 100) / entity.maxPoolSize) : 0 },
+      pool: {
+        size: last?.size ?? 0,
+        target: view.sizing.target(entity),
+        max: entity.maxPoolSize,
+        lowWatermark: watermark,
+        fillPercent: last ? round((last.size * 100) / entity.maxPoolSize) : 0,
+      },
       currentOffset: (last?.offset ?? entity.startOffset).toString(),
       highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
       takePerSecond: round(f?.takePerSecond ?? 0),

@@ -52,20 +52,45 @@ export function createOps(deps: OpsDeps): Ops {
   const log = deps.log.child({ component: 'alarms' });
   // "Recently" for ranking the busiest entities: the forecasts' rate window.
   const recent = new RecentServed(clock, config.rateWindowMs);
-  const metrics = new OpsMetrics({ defaultMetrics: deps.defaultMetrics, maxEntities: config.metricsMaxEntities, recentServed: () => recent.rates(), nowMs: () => clock.now() });
+  const metrics = new OpsMetrics({
+    defaultMetrics: deps.defaultMetrics,
+    maxEntities: config.metricsMaxEntities,
+    recentServed: () => recent.rates(),
+    nowMs: () => clock.now(),
+  });
   const alarms = createAlarms(config, clock, log, metrics);
   // Ids this instance has served per entity so far: the sampler records them with each sample.
   const served = new Map<string, number>();
   // Takes refused for too few ids per entity so far: the sampler calls such a pool dry, whatever its take rate.
   const refused = new Map<string, number>();
-  const sampler = createSampler(deps, log, metrics, alarms, (key) => served.get(key) ?? 0, (key) => refused.get(key) ?? 0);
+  const sampler = createSampler(
+    deps,
+    log,
+    metrics,
+    alarms,
+    (key) => served.get(key) ?? 0,
+    (key) => refused.get(key) ?? 0,
+  );
   const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
-  const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity, count) => {
-    served.set(entity, (served.get(entity) ?? 0) + count);
-    recent.add(entity, count);
-    sampler.touch(entity);
-  }, (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1));
-  const sources = { clock, entities: deps.entities, sampler, localRates: () => recent.rates(), alarms, snowflake: deps.snowflake, workers: deps.workers };
+  const dispatchEvents = opsDispatchEvents(
+    metrics,
+    alarms,
+    (entity, count) => {
+      served.set(entity, (served.get(entity) ?? 0) + count);
+      recent.add(entity, count);
+      sampler.touch(entity);
+    },
+    (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1),
+  );
+  const sources = {
+    clock,
+    entities: deps.entities,
+    sampler,
+    localRates: () => recent.rates(),
+    alarms,
+    snowflake: deps.snowflake,
+    workers: deps.workers,
+  };
 
   return {
     metrics,
@@ -96,7 +121,14 @@ function createAlarms(config: OpsConfig, clock: Clock, log: Logger, metrics: Ops
 }
 
 /** The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds. */
-function createSampler(deps: OpsDeps, log: Logger, metrics: OpsMetrics, alarms: Alarms, served: (entityKey: string) => number, refused: (entityKey: string) => number): OpsSampler {
+function createSampler(
+  deps: OpsDeps,
+  log: Logger,
+  metrics: OpsMetrics,
+  alarms: Alarms,
+  served: (entityKey: string) => number,
+  refused: (entityKey: string) => number,
+): OpsSampler {
   const { config } = deps;
   return new OpsSampler({
     entities: deps.entities,

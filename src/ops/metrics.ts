@@ -1,4 +1,13 @@
-import { Counter, Gauge, Histogram, type Metric, type MetricObjectWithValues, type MetricValue, Registry, collectDefaultMetrics } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  type Metric,
+  type MetricObjectWithValues,
+  type MetricValue,
+  Registry,
+  collectDefaultMetrics,
+} from 'prom-client';
 import { busiest } from './busiest';
 
 /**
@@ -46,15 +55,28 @@ export class EntitySeries {
       const value = this.values.get(entity);
       if (value !== undefined) values.push({ value, labels: { entity } });
     }
-    return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' } as unknown as MetricObjectWithValues<MetricValue<string>>;
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      values,
+      aggregator: 'sum',
+    } as unknown as MetricObjectWithValues<MetricValue<string>>;
   }
 
   /** `idpool_all_…`: the sum, or the soonest, over every entity. */
   totalFamily(total: 'sum' | 'min'): MetricObjectWithValues<MetricValue<string>> {
     let value = total === 'sum' ? 0 : Number.POSITIVE_INFINITY;
     for (const v of this.values.values()) value = total === 'sum' ? value + v : Math.min(value, v);
-    const help = total === 'sum' ? `${this.help} (total over all entities)` : `${this.help} (the soonest over all entities)`;
-    const family = { name: this.name.replace(/^idpool_/, 'idpool_all_'), help, type: this.type, values: this.values.size ? [{ value, labels: {} }] : [], aggregator: 'sum' };
+    const help =
+      total === 'sum' ? `${this.help} (total over all entities)` : `${this.help} (the soonest over all entities)`;
+    const family = {
+      name: this.name.replace(/^idpool_/, 'idpool_all_'),
+      help,
+      type: this.type,
+      values: this.values.size ? [{ value, labels: {} }] : [],
+      aggregator: 'sum',
+    };
     return family as unknown as MetricObjectWithValues<MetricValue<string>>;
   }
 
@@ -71,7 +93,11 @@ export class EntitySeries {
  */
 export class EntitySampleAge extends EntitySeries {
   constructor(private readonly nowMs: () => number) {
-    super('idpool_ops_sample_age_seconds', 'Seconds since the ops sampler last read the entity\'s pool (stale when above 2 × idpool_ops_sample_round_seconds)', null);
+    super(
+      'idpool_ops_sample_age_seconds',
+      "Seconds since the ops sampler last read the entity's pool (stale when above 2 × idpool_ops_sample_round_seconds)",
+      null,
+    );
   }
 
   /** When the entity was last sampled, in Unix ms. */
@@ -118,17 +144,49 @@ export class OpsMetrics {
 
   // Pools (set by the sampler).
   readonly poolSize = this.entityGauge('idpool_pool_size', 'Ids ready in the pool', 'sum');
-  readonly poolLowWatermark = this.entityGauge('idpool_pool_low_watermark', 'Pool size below which a refill starts', null);
-  readonly poolTarget = this.entityGauge('idpool_pool_target', 'Pool size a refill tops up to: recent peak demand times IDPOOL_POOL_HORIZON_S, within [floor, max]', 'sum');
+  readonly poolLowWatermark = this.entityGauge(
+    'idpool_pool_low_watermark',
+    'Pool size below which a refill starts',
+    null,
+  );
+  readonly poolTarget = this.entityGauge(
+    'idpool_pool_target',
+    'Pool size a refill tops up to: recent peak demand times IDPOOL_POOL_HORIZON_S, within [floor, max]',
+    'sum',
+  );
   readonly poolMax = this.entityGauge('idpool_pool_max', 'Ceiling of the pool size (max_pool_size)', 'sum');
-  readonly currentOffset = this.entityGauge('idpool_current_offset', 'Next unreserved number of the entity (current_offset; exact below 2^53)', null);
-  readonly takeRate = this.entityGauge('idpool_take_rate_ids_per_second', 'Ids taken per second by all consumers (estimated from reservations and pool size)', 'sum');
-  readonly reserveRate = this.entityGauge('idpool_reserve_rate_per_second', 'Numbers reserved per second from the database', 'sum');
+  readonly currentOffset = this.entityGauge(
+    'idpool_current_offset',
+    'Next unreserved number of the entity (current_offset; exact below 2^53)',
+    null,
+  );
+  readonly takeRate = this.entityGauge(
+    'idpool_take_rate_ids_per_second',
+    'Ids taken per second by all consumers (estimated from reservations and pool size)',
+    'sum',
+  );
+  readonly reserveRate = this.entityGauge(
+    'idpool_reserve_rate_per_second',
+    'Numbers reserved per second from the database',
+    'sum',
+  );
 
   // Forecasts (set by the sampler; +Inf when the rate is 0).
-  readonly forecastPoolDry = this.entityGauge('idpool_forecast_pool_dry_seconds', 'Seconds until the pool is empty at the current take rate, without refills', 'min');
-  readonly forecastJsSafe = this.entityGauge('idpool_forecast_js_safe_limit_seconds', 'Seconds until the highest reserved id passes 2^53 at the current take rate (0 = already past)', 'min');
-  readonly forecastInt63 = this.entityGauge('idpool_forecast_int63_limit_seconds', 'Seconds until the highest reserved id passes 2^63 at the current take rate', 'min');
+  readonly forecastPoolDry = this.entityGauge(
+    'idpool_forecast_pool_dry_seconds',
+    'Seconds until the pool is empty at the current take rate, without refills',
+    'min',
+  );
+  readonly forecastJsSafe = this.entityGauge(
+    'idpool_forecast_js_safe_limit_seconds',
+    'Seconds until the highest reserved id passes 2^53 at the current take rate (0 = already past)',
+    'min',
+  );
+  readonly forecastInt63 = this.entityGauge(
+    'idpool_forecast_int63_limit_seconds',
+    'Seconds until the highest reserved id passes 2^63 at the current take rate',
+    'min',
+  );
   // Sampling freshness: an entity the sampler no longer reaches must not show frozen values as current.
   readonly sampleAge: EntitySampleAge;
   readonly sampleAgeMax: Gauge = new Gauge({
@@ -137,10 +195,25 @@ export class OpsMetrics {
     registers: [this.registry],
     collect: (): void => this.sampleAgeMax.set(this.sampleAge.maxAge()),
   });
-  readonly sampleRound = this.gauge('idpool_ops_sample_round_seconds', 'Seconds the ops sampler takes to read every entity once (entities are read 1,000 a run)', []);
-  readonly sampleFailures = this.entityCounter('idpool_ops_sample_failures_total', 'Samples of an entity that failed (a Redis or SQL error on its keys, a bad number); logged with the entity key');
-  readonly snowflakeTimeExhausted = this.gauge('idpool_snowflake_time_exhausted_timestamp_seconds', 'Unix time at which the snowflake layout runs out of timestamp bits', []);
-  readonly snowflakeJsSafe = this.gauge('idpool_snowflake_js_safe_limit_timestamp_seconds', 'Unix time from which snowflake ids pass 2^53', []);
+  readonly sampleRound = this.gauge(
+    'idpool_ops_sample_round_seconds',
+    'Seconds the ops sampler takes to read every entity once (entities are read 1,000 a run)',
+    [],
+  );
+  readonly sampleFailures = this.entityCounter(
+    'idpool_ops_sample_failures_total',
+    'Samples of an entity that failed (a Redis or SQL error on its keys, a bad number); logged with the entity key',
+  );
+  readonly snowflakeTimeExhausted = this.gauge(
+    'idpool_snowflake_time_exhausted_timestamp_seconds',
+    'Unix time at which the snowflake layout runs out of timestamp bits',
+    [],
+  );
+  readonly snowflakeJsSafe = this.gauge(
+    'idpool_snowflake_js_safe_limit_timestamp_seconds',
+    'Unix time from which snowflake ids pass 2^53',
+    [],
+  );
 
   // Hot-path counters.
   readonly idsServed = this.entityCounter('idpool_ids_served_total', 'Ids handed out by this instance');
@@ -161,16 +234,37 @@ export class OpsMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
-  readonly segmentsReserved = this.entityCounter('idpool_segments_reserved_total', 'Segments (steps) reserved from the database');
+  readonly segmentsReserved = this.entityCounter(
+    'idpool_segments_reserved_total',
+    'Segments (steps) reserved from the database',
+  );
   readonly numbersReserved = this.entityCounter('idpool_numbers_reserved_total', 'Numbers reserved from the database');
-  readonly fenceRefusals = this.entityCounter('idpool_fence_refusals_total', 'Segments refused by the fence and dropped');
-  readonly poolsDiscarded = this.entityCounter('idpool_pools_discarded_total', 'Pools discarded because they were filled in another Redis epoch');
-  readonly redisEpochChanges = this.counter('idpool_redis_server_changes_total', 'Times the Redis epoch was seen to change (restart, failover, failback)', []);
+  readonly fenceRefusals = this.entityCounter(
+    'idpool_fence_refusals_total',
+    'Segments refused by the fence and dropped',
+  );
+  readonly poolsDiscarded = this.entityCounter(
+    'idpool_pools_discarded_total',
+    'Pools discarded because they were filled in another Redis epoch',
+  );
+  readonly redisEpochChanges = this.counter(
+    'idpool_redis_server_changes_total',
+    'Times the Redis epoch was seen to change (restart, failover, failback)',
+    [],
+  );
   // Not per entity: a failing dependency fails every entity's refill at once.
-  readonly refillFailures = this.counter('idpool_refill_failures_total', 'Refills and pool sweeps that failed (logged as "refill failed")', []);
+  readonly refillFailures = this.counter(
+    'idpool_refill_failures_total',
+    'Refills and pool sweeps that failed (logged as "refill failed")',
+    [],
+  );
 
   // Dependencies (probed at each scrape, as /readyz probes them).
-  readonly dependencyUp = this.gauge('idpool_dependency_up', '1 when the dependency answered its readiness probe at this scrape, 0 when not', ['dependency']);
+  readonly dependencyUp = this.gauge(
+    'idpool_dependency_up',
+    '1 when the dependency answered its readiness probe at this scrape, 0 when not',
+    ['dependency'],
+  );
 
   // HTTP.
   readonly httpDuration = new Histogram({
@@ -185,10 +279,22 @@ export class OpsMetrics {
 
   // Worker lease (snowflake).
   readonly leaseHeld = this.gauge('idpool_worker_lease_held', '1 while this instance holds a usable worker lease', []);
-  readonly leaseRemaining = this.gauge('idpool_worker_lease_remaining_seconds', 'Seconds until the worker lease expires unless renewed', []);
+  readonly leaseRemaining = this.gauge(
+    'idpool_worker_lease_remaining_seconds',
+    'Seconds until the worker lease expires unless renewed',
+    [],
+  );
   readonly leaseWorkerId = this.gauge('idpool_worker_id', 'Worker id this instance holds (-1 = none)', []);
-  readonly workersInUse = this.gauge('idpool_worker_ids_in_use', 'Worker ids with a live lease in this deployment range', []);
-  readonly workersAvailable = this.gauge('idpool_worker_ids_in_range', 'Worker ids in this deployment range (IDPOOL_WORKER_MIN..MAX)', []);
+  readonly workersInUse = this.gauge(
+    'idpool_worker_ids_in_use',
+    'Worker ids with a live lease in this deployment range',
+    [],
+  );
+  readonly workersAvailable = this.gauge(
+    'idpool_worker_ids_in_range',
+    'Worker ids in this deployment range (IDPOOL_WORKER_MIN..MAX)',
+    [],
+  );
 
   // Alarms.
   readonly alarmsRaised = this.counter('idpool_alarms_total', 'Alarms raised', ['alarm', 'severity']);
@@ -207,7 +313,19 @@ export class OpsMetrics {
 
   /** Forgets the per-entity series of a retired entity. */
   forgetEntity(entity: string): void {
-    for (const g of [this.poolSize, this.poolLowWatermark, this.poolTarget, this.poolMax, this.currentOffset, this.takeRate, this.reserveRate, this.forecastPoolDry, this.forecastJsSafe, this.forecastInt63, this.sampleAge]) {
+    for (const g of [
+      this.poolSize,
+      this.poolLowWatermark,
+      this.poolTarget,
+      this.poolMax,
+      this.currentOffset,
+      this.takeRate,
+      this.reserveRate,
+      this.forecastPoolDry,
+      this.forecastJsSafe,
+      this.forecastInt63,
+      this.sampleAge,
+    ]) {
       g.remove({ entity });
     }
   }
@@ -233,9 +351,16 @@ export class OpsMetrics {
     );
     // Pooled entities, and snowflake ones that only have counts.
     const candidates = new Set<string>(this.poolSize.values.keys());
-    for (const counted of [this.idsServed, this.rateLimited, this.exhausted]) for (const key of counted.values.keys()) candidates.add(key);
-    for (const family of read.values()) for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));
-    const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map(), finiteValues(this.takeRate.values));
+    for (const counted of [this.idsServed, this.rateLimited, this.exhausted])
+      for (const key of counted.values.keys()) candidates.add(key);
+    for (const family of read.values())
+      for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));
+    const shown = busiest(
+      max,
+      candidates,
+      this.options.recentServed?.() ?? new Map(),
+      finiteValues(this.takeRate.values),
+    );
 
     const out = new Registry();
     for (const m of families) {
@@ -249,7 +374,10 @@ export class OpsMetrics {
         out.registerMetric(m);
         continue;
       }
-      const kept = { ...family, values: family.values.filter((v) => v.labels.entity === undefined || shown.has(String(v.labels.entity))) };
+      const kept = {
+        ...family,
+        values: family.values.filter((v) => v.labels.entity === undefined || shown.has(String(v.labels.entity))),
+      };
       out.registerMetric(fixed(kept));
       const total = this.totals.get(family.name);
       if (total) out.registerMetric(fixed(totalOf(family, total)));
@@ -301,7 +429,10 @@ function fixed(family: MetricObjectWithValues<MetricValue<string>>): Metric {
 }
 
 /** `idpool_x` → `idpool_all_x`, over every entity: one series (or one per bucket) without the `entity` label. */
-function totalOf(family: MetricObjectWithValues<MetricValue<string>>, total: 'sum' | 'min'): MetricObjectWithValues<MetricValue<string>> {
+function totalOf(
+  family: MetricObjectWithValues<MetricValue<string>>,
+  total: 'sum' | 'min',
+): MetricObjectWithValues<MetricValue<string>> {
   const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
   const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
   for (const v of family.values as Array<MetricValue<string> & { metricName?: string }>) {
@@ -311,6 +442,7 @@ function totalOf(family: MetricObjectWithValues<MetricValue<string>>, total: 'su
     if (!seen) groups.set(id, { ...v, labels, ...(v.metricName ? { metricName: rename(v.metricName) } : {}) });
     else seen.value = total === 'sum' ? seen.value + v.value : Math.min(seen.value, v.value);
   }
-  const help = total === 'sum' ? `${family.help} (total over all entities)` : `${family.help} (the soonest over all entities)`;
+  const help =
+    total === 'sum' ? `${family.help} (total over all entities)` : `${family.help} (the soonest over all entities)`;
   return { ...family, name: rename(family.name), help, values: [...groups.values()] };
 }

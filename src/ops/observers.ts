@@ -63,7 +63,12 @@ export function opsRefillEvents(
 }
 
 /** Turns the dispatcher's events into metrics and alarms; `onServed` counts what was handed out, `onRefused` the takes refused for too few ids. */
-export function opsDispatchEvents(metrics: OpsMetrics, alarms: Alarms, onServed: (entityKey: string, count: number) => void, onRefused: (entityKey: string) => void): DispatchEvents {
+export function opsDispatchEvents(
+  metrics: OpsMetrics,
+  alarms: Alarms,
+  onServed: (entityKey: string, count: number) => void,
+  onRefused: (entityKey: string) => void,
+): DispatchEvents {
   return {
     served(entity, count) {
       metrics.idsServed.inc({ entity }, count);

@@ -70,15 +70,29 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
 }
 
 /** The `limit` busiest of `matching`, pooled and snowflake alike, busiest first, then by key. */
-function busiestEntities(s: OverviewSources, matching: EntityConfig[], limit: number): Array<EntityOverview | SnowflakeEntityOverview> {
+function busiestEntities(
+  s: OverviewSources,
+  matching: EntityConfig[],
+  limit: number,
+): Array<EntityOverview | SnowflakeEntityOverview> {
   const localRates = s.localRates();
   const takeRates = new Map<string, number>();
-  for (const entity of matching) if (entity.mode !== 'snowflake') takeRates.set(entity.key, s.sampler.forecast(entity.key)?.takePerSecond ?? 0);
-  const chosen = busiest(limit, matching.map((a) => a.key), localRates, takeRates);
+  for (const entity of matching)
+    if (entity.mode !== 'snowflake') takeRates.set(entity.key, s.sampler.forecast(entity.key)?.takePerSecond ?? 0);
+  const chosen = busiest(
+    limit,
+    matching.map((a) => a.key),
+    localRates,
+    takeRates,
+  );
   // A page costs its rows, not every entity.
   const pooled = s.sampler.overview(matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake'));
   const snowflakes: SnowflakeEntityOverview[] = matching
     .filter((a) => chosen.has(a.key) && a.mode === 'snowflake')
-    .map((a) => ({ key: a.key, mode: 'snowflake', takePerSecond: Math.round((localRates.get(a.key) ?? 0) * 100) / 100 }));
+    .map((a) => ({
+      key: a.key,
+      mode: 'snowflake',
+      takePerSecond: Math.round((localRates.get(a.key) ?? 0) * 100) / 100,
+    }));
   return [...pooled, ...snowflakes].sort((a, b) => b.takePerSecond - a.takePerSecond || (a.key < b.key ? -1 : 1));
 }

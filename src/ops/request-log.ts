@@ -73,7 +73,14 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
       }
       child.observe(ms / 1000);
       if (o.mode === 'off' || (o.mode === 'errors' && status >= 200 && status < 300 && ms < slowMs)) return;
-      const line = { reqId, method: req.method, route, path: pathOnly(req.originalUrl), status, ms: Math.round(ms * 1000) / 1000 };
+      const line = {
+        reqId,
+        method: req.method,
+        route,
+        path: pathOnly(req.originalUrl),
+        status,
+        ms: Math.round(ms * 1000) / 1000,
+      };
       if (status >= 500) log.warn(line, 'request');
       else log.info(line, 'request');
     });

@@ -196,16 +196,25 @@ export class OpsSampler {
     this.o.metrics.sampleRound.set((this.o.sampleMs * rounds) / 1000);
     for (const [i, entity] of entities.entries()) {
       const capacity = this.round.isActive(entity.key) ? activeCapacity : idleCapacity;
-      await this.guard('entity', entity.key, () => this.sampleEntity(entity, sizes[i], offsets.get(entity.key), at, capacity));
+      await this.guard('entity', entity.key, () =>
+        this.sampleEntity(entity, sizes[i], offsets.get(entity.key), at, capacity),
+      );
     }
     if (!live) return;
     for (const key of [...this.samples.keys()]) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
-    for (const key of [...this.o.metrics.sampleAge.values.keys()]) if (!live.has(key)) this.o.metrics.sampleAge.remove({ entity: key });
+    for (const key of [...this.o.metrics.sampleAge.values.keys()])
+      if (!live.has(key)) this.o.metrics.sampleAge.remove({ entity: key });
   }
 
   /** Records, publishes and checks one entity's sample. */
-  private sampleEntity(entity: EntityConfig, size: number | Error, offset: bigint | undefined, at: number, capacity: number): void {
+  private sampleEntity(
+    entity: EntityConfig,
+    size: number | Error,
+    offset: bigint | undefined,
+    at: number,
+    capacity: number,
+  ): void {
     if (size instanceof Error) throw size;
     // No row: retired since the list was read, or not committed yet.
     if (offset === undefined) return;
@@ -214,7 +223,12 @@ export class OpsSampler {
     // Taken from since the last sample (by anyone: reserved beyond what the pool grew), or served here: active.
     // A refill alone moves offset and size together and leaves an idle entity idle.
     const last = this.samples.get(entity.key)?.toArray().at(-1);
-    if (last && (Number(offset - last.offset) - (size - last.size) > 0 || (last.served ?? 0) !== (this.o.served?.(entity.key) ?? 0))) this.round.touch(entity.key, at);
+    if (
+      last &&
+      (Number(offset - last.offset) - (size - last.size) > 0 ||
+        (last.served ?? 0) !== (this.o.served?.(entity.key) ?? 0))
+    )
+      this.round.touch(entity.key, at);
     const f = this.record(entity, { at, size, offset }, capacity);
     if (!f) return;
     this.publish(entity, size, offset, f);
@@ -222,7 +236,11 @@ export class OpsSampler {
   }
 
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
-  private record(entity: EntityConfig, sample: { at: number; size: number; offset: bigint }, capacity: number): EntityForecast | undefined {
+  private record(
+    entity: EntityConfig,
+    sample: { at: number; size: number; offset: bigint },
+    capacity: number,
+  ): EntityForecast | undefined {
     const { stride } = this.o;
     let ring = this.samples.get(entity.key);
     // Until the pool first reaches its watermark, keep only the latest
@@ -244,7 +262,11 @@ export class OpsSampler {
     let chart = this.charts.get(entity.key);
     if (!chart) this.charts.set(entity.key, (chart = new Ring(capacity)));
     else if (chart.capacity < capacity) this.charts.set(entity.key, (chart = Ring.from(chart, capacity)));
-    chart.push({ t: sample.at, size: sample.size, takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond) });
+    chart.push({
+      t: sample.at,
+      size: sample.size,
+      takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond),
+    });
     return f;
   }
 
@@ -293,7 +315,9 @@ export class OpsSampler {
     const now = this.o.clock.now();
     metrics.leaseHeld.set(status.held ? 1 : 0);
     metrics.leaseWorkerId.set(status.workerId ?? -1);
-    metrics.leaseRemaining.set(status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0);
+    metrics.leaseRemaining.set(
+      status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0,
+    );
     this.rules.checkLease(status);
     if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
       this.lastUsageAt = now;
@@ -308,7 +332,9 @@ export class OpsSampler {
     const sf = this.o.snowflake?.();
     if (!sf) return;
     this.o.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
-    this.o.metrics.snowflakeJsSafe.set(sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000);
+    this.o.metrics.snowflakeJsSafe.set(
+      sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000,
+    );
     this.rules.checkSnowflake(sf, this.o.clock.now());
   }
 
@@ -347,9 +373,15 @@ export class OpsSampler {
   health(): SamplingHealth {
     const now = this.o.clock.now();
     let stale = 0;
-    for (const entity of this.o.entities.list()) if (entity.mode !== 'snowflake' && this.isStale(entity.key, now)) stale++;
+    for (const entity of this.o.entities.list())
+      if (entity.mode !== 'snowflake' && this.isStale(entity.key, now)) stale++;
     const roundSeconds = (this.rounds * this.o.sampleMs) / 1000;
-    return { ok: stale === 0, oldestSampleAgeSeconds: round(this.o.metrics.sampleAge.maxAge()), roundSeconds, staleEntities: stale };
+    return {
+      ok: stale === 0,
+      oldestSampleAgeSeconds: round(this.o.metrics.sampleAge.maxAge()),
+      roundSeconds,
+      staleEntities: stale,
+    };
   }
 
   /** The latest forecast of one entity (tests, CLI). */

@@ -69,7 +69,9 @@ export class Dispatcher {
 
   constructor(private readonly o: DispatcherOptions) {
     const coalesce = o.coalesce ?? o.store.kind === 'redis';
-    this.turns = coalesce ? new TurnGroups(MAX_COALESCED_IDS, (waiters, total) => void this.takeGroup(waiters, total)) : undefined;
+    this.turns = coalesce
+      ? new TurnGroups(MAX_COALESCED_IDS, (waiters, total) => void this.takeGroup(waiters, total))
+      : undefined;
   }
 
   take(entity: EntityConfig, count: number): Promise<TakenIds> {
@@ -119,7 +121,10 @@ export class Dispatcher {
         case 'rate_limited':
           this.stats.rateLimited++;
           this.o.events?.rateLimited(entity.key);
-          throw new RateLimitedError(`entity ${entity.key} is limited to ${entity.maxSizePerSecond} ids per second`, Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+          throw new RateLimitedError(
+            `entity ${entity.key} is limited to ${entity.maxSizePerSecond} ids per second`,
+            Math.max(1, Math.ceil(result.retryAfterMs / 1000)),
+          );
         case 'epoch_changed':
           refiller.markReset(entity.key);
           break;
@@ -128,7 +133,8 @@ export class Dispatcher {
       }
       const left = deadline - clock.monotonic();
       if (left <= 0) {
-        if (result.kind === 'epoch_changed') throw new UnavailableError(`pool of ${entity.key} is being rebuilt after a Redis server change`, 1);
+        if (result.kind === 'epoch_changed')
+          throw new UnavailableError(`pool of ${entity.key} is being rebuilt after a Redis server change`, 1);
         // The refill failed (database or Redis down): that is the answer's
         // cause, and the error handler turns it into 503 unavailable.
         this.o.events?.refused(entity.key);
@@ -136,7 +142,11 @@ export class Dispatcher {
         if (failure !== undefined) throw failure;
         this.stats.exhausted++;
         if (this.o.events) this.o.events.exhausted(entity.key, count);
-        else this.o.log.error({ alarm: 'pool_exhausted', entityKey: entity.key, count }, 'pool exhausted: a request found too few ids after waiting for a refill');
+        else
+          this.o.log.error(
+            { alarm: 'pool_exhausted', entityKey: entity.key, count },
+            'pool exhausted: a request found too few ids after waiting for a refill',
+          );
         throw new PoolExhaustedError(`pool of ${entity.key} has fewer than ${count} ids ready; retry shortly`, 1);
       }
       // Wait for our refill, but re-check the pool at least every 20 ms: the

@@ -15,7 +15,10 @@ export interface EntityRateLimit {
 }
 
 function limited(entityKey: string, maxPerSecond: number, retryAfterMs: number): RateLimitedError {
-  return new RateLimitedError(`entity ${entityKey} is limited to ${maxPerSecond} ids per second`, Math.max(1, Math.ceil(retryAfterMs / 1000)));
+  return new RateLimitedError(
+    `entity ${entityKey} is limited to ${maxPerSecond} ids per second`,
+    Math.max(1, Math.ceil(retryAfterMs / 1000)),
+  );
 }
 
 /** One process's count (no Redis): the limit holds per instance. */
@@ -48,7 +51,12 @@ export class RedisEntityRateLimit implements EntityRateLimit {
 
   async admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> {
     if (maxPerSecond <= 0) return;
-    const [code, retryAfterMs] = await callFunction<[number, number?]>(this.redis, 'idpool_rate_limit', [entityKeys(entityKey, this.prefix).ratePrefix], [count, maxPerSecond]);
+    const [code, retryAfterMs] = await callFunction<[number, number?]>(
+      this.redis,
+      'idpool_rate_limit',
+      [entityKeys(entityKey, this.prefix).ratePrefix],
+      [count, maxPerSecond],
+    );
     if (code === ScriptCode.RateLimited) throw limited(entityKey, maxPerSecond, retryAfterMs ?? 1000);
     if (code !== ScriptCode.Ok) throw new Error(`idpool_rate_limit returned unknown code ${code}`);
   }

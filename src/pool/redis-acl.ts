@@ -34,7 +34,16 @@ const CONSUMER_COMMANDS = ['+fcall|idpool_pop', '+lpop', '+llen', '+get', '+info
  * connections with CLIENT SETNAME, sends READONLY to replicas and READWRITE
  * once one is promoted; seen in ACL LOG by redis-acl.test.ts).
  */
-const CLUSTER_CLIENT_COMMANDS = ['+cluster|slots', '+cluster|shards', '+cluster|nodes', '+cluster|info', '+asking', '+readonly', '+readwrite', '+client|setname'];
+const CLUSTER_CLIENT_COMMANDS = [
+  '+cluster|slots',
+  '+cluster|shards',
+  '+cluster|nodes',
+  '+cluster|info',
+  '+asking',
+  '+readonly',
+  '+readwrite',
+  '+client|setname',
+];
 
 /**
  * The commands the service sends, directly or from inside its functions
@@ -130,7 +139,9 @@ export function aclPasswordHash(password: string): string {
  * `reset` first, so running it again replaces the user instead of adding to it.
  */
 export function aclSetUser(acl: AclUser, passwordHash: string): string {
-  return ['ACL', 'SETUSER', acl.user, 'reset', 'on', `#${passwordHash}`, '-@all', 'resetchannels', ...acl.rules].map(quote).join(' ');
+  return ['ACL', 'SETUSER', acl.user, 'reset', 'on', `#${passwordHash}`, '-@all', 'resetchannels', ...acl.rules]
+    .map(quote)
+    .join(' ');
 }
 
 /** The same user as a line of a `users.acl` file (`aclfile`). */

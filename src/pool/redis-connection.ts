@@ -70,7 +70,10 @@ export type RedisClient = Redis | Cluster;
 type SingleOrSentinel = Exclude<RedisTopology, { kind: 'cluster' }>;
 
 /** Options for a topology, without connecting (exported for tests). */
-export function redisOptions(topology: SingleOrSentinel, settings: RedisConnectionSettings = DEFAULT_SETTINGS): RedisOptions {
+export function redisOptions(
+  topology: SingleOrSentinel,
+  settings: RedisConnectionSettings = DEFAULT_SETTINGS,
+): RedisOptions {
   if (topology.kind === 'single') return failFast(settings);
   return {
     ...failFast(settings),
@@ -99,7 +102,10 @@ export function redisOptions(topology: SingleOrSentinel, settings: RedisConnecti
 }
 
 /** Options of a Cluster client, without connecting (exported for tests). */
-export function clusterOptions(topology: Extract<RedisTopology, { kind: 'cluster' }>, settings: RedisConnectionSettings = DEFAULT_SETTINGS): ClusterOptions {
+export function clusterOptions(
+  topology: Extract<RedisTopology, { kind: 'cluster' }>,
+  settings: RedisConnectionSettings = DEFAULT_SETTINGS,
+): ClusterOptions {
   const { lazyConnect: _lazy, retryStrategy: _retry, ...perNode } = failFast(settings);
   return {
     lazyConnect: true,
@@ -130,8 +136,10 @@ export function mastersOf(client: RedisClient): Redis[] {
 
 /** Where Redis is, for logs: never a password. */
 export function describeRedis(topology: RedisTopology): string {
-  if (topology.kind === 'cluster') return `redis cluster via ${topology.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
-  if (topology.kind === 'sentinel') return `redis sentinel ${topology.masterName} via ${topology.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  if (topology.kind === 'cluster')
+    return `redis cluster via ${topology.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  if (topology.kind === 'sentinel')
+    return `redis sentinel ${topology.masterName} via ${topology.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
   return `redis ${maskUrl(topology.url)}`;
 }
 
@@ -177,9 +185,16 @@ function reconnectAfterUnaskedEnd(redis: RedisClient): void {
  * replies stop is dropped after `settings.socketTimeoutMs` and re-opened,
  * resolving the host name again (net.connect looks it up on every attempt).
  */
-export async function connectRedis(topology: RedisTopology, settings: RedisConnectionSettings = DEFAULT_SETTINGS): Promise<RedisClient> {
+export async function connectRedis(
+  topology: RedisTopology,
+  settings: RedisConnectionSettings = DEFAULT_SETTINGS,
+): Promise<RedisClient> {
   let redis: RedisClient;
-  if (topology.kind === 'cluster') redis = new Cluster(topology.nodes.map((n) => ({ host: n.host, port: n.port })), clusterOptions(topology, settings));
+  if (topology.kind === 'cluster')
+    redis = new Cluster(
+      topology.nodes.map((n) => ({ host: n.host, port: n.port })),
+      clusterOptions(topology, settings),
+    );
   else if (topology.kind === 'single') redis = new Redis(topology.url, redisOptions(topology, settings));
   else redis = new Redis(redisOptions(topology, settings));
   // Errors reach the callers of each command; the connection itself retries.

@@ -28,7 +28,8 @@ export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySett
     const info = await redis.info('memory');
     const policy = /maxmemory_policy:(\S+)/.exec(info)?.[1];
     const maxmemory = /^maxmemory:(\d+)/m.exec(info)?.[1];
-    if (!policy || maxmemory === undefined) throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy');
+    if (!policy || maxmemory === undefined)
+      throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy');
     return { maxmemory: Number(maxmemory), policy };
   }
 }
@@ -48,12 +49,22 @@ export async function checkRedisMemory(redis: RedisClient, poolCeilingIds: numbe
 async function checkNodeMemory(redis: Redis, poolCeilingIds: number, log: Logger): Promise<void> {
   const { maxmemory, policy } = await redisMemorySettings(redis);
   if (policy.startsWith('allkeys-')) {
-    throw new ConfigError('Redis maxmemory-policy', `is ${policy}: it may evict idpool's fences and epoch markers, and ids would repeat; set noeviction (or a volatile-* policy)`);
+    throw new ConfigError(
+      'Redis maxmemory-policy',
+      `is ${policy}: it may evict idpool's fences and epoch markers, and ids would repeat; set noeviction (or a volatile-* policy)`,
+    );
   }
   const ceilingBytes = poolCeilingIds * ESTIMATED_BYTES_PER_ID;
   if (maxmemory > 0 && ceilingBytes > maxmemory) {
     log.warn(
-      { alarm: 'redis_maxmemory_low', maxmemory, policy, poolCeilingIds, estimatedBytes: ceilingBytes, bytesPerId: ESTIMATED_BYTES_PER_ID },
+      {
+        alarm: 'redis_maxmemory_low',
+        maxmemory,
+        policy,
+        poolCeilingIds,
+        estimatedBytes: ceilingBytes,
+        bytesPerId: ESTIMATED_BYTES_PER_ID,
+      },
       `Redis maxmemory (${maxmemory} B) is below what full pools could take (~${ceilingBytes} B at ~${ESTIMATED_BYTES_PER_ID} B/id); refills will fail with OOM (503) before the pools reach their ceiling`,
     );
   }

@@ -27,7 +27,10 @@ export function functionLibrary(): string {
   const files = readdirSync(COMMANDS_DIR)
     .filter((f) => f.endsWith('.lua') && f !== '_prelude.lua')
     .sort();
-  return [readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8'), ...files.map((f) => readFileSync(join(COMMANDS_DIR, f), 'utf8'))].join('\n');
+  return [
+    readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8'),
+    ...files.map((f) => readFileSync(join(COMMANDS_DIR, f), 'utf8')),
+  ].join('\n');
 }
 
 /**
@@ -66,7 +69,12 @@ async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>): Promi
 }
 
 /** FCALL of one of idpool's functions (see {@link withLibrary}). */
-export function callFunction<T>(redis: RedisClient, name: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<T> {
+export function callFunction<T>(
+  redis: RedisClient,
+  name: string,
+  keys: readonly string[],
+  args: ReadonlyArray<string | number>,
+): Promise<T> {
   return withLibrary(redis, async () => (await redis.fcall(name, keys.length, ...keys, ...args)) as T);
 }
 
@@ -77,7 +85,11 @@ export function callFunction<T>(redis: RedisClient, name: string, keys: readonly
  * grouped by the master that owns `slotKeys[i]`'s slot; one server takes them
  * all in one pipeline.
  */
-export async function pipelinePerNode(redis: RedisClient, slotKeys: readonly string[], build: (pipeline: ChainableCommander, i: number) => void): Promise<Array<unknown[] | Error>> {
+export async function pipelinePerNode(
+  redis: RedisClient,
+  slotKeys: readonly string[],
+  build: (pipeline: ChainableCommander, i: number) => void,
+): Promise<Array<unknown[] | Error>> {
   const groups = new Map<string, number[]>();
   slotKeys.forEach((key, i) => {
     // ioredis accepts a pipeline whose keys' slots all map to one group of nodes (a master and its replicas).
@@ -260,7 +272,10 @@ export class RedisPoolStore implements PoolStore {
    */
   async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
     const k = entityKeys(entityKey, this.prefix);
-    const [code, value, ids] = count < MULTI_TAKE_FROM ? await this.takeInScript(k, count, maxPerSecond) : await this.takeInMulti(k, count, maxPerSecond);
+    const [code, value, ids] =
+      count < MULTI_TAKE_FROM
+        ? await this.takeInScript(k, count, maxPerSecond)
+        : await this.takeInMulti(k, count, maxPerSecond);
     switch (code) {
       case ScriptCode.Ok:
         // Cannot happen (the same MULTI or function checked the pool's size); ids popped and never handed out are safe.
@@ -279,7 +294,11 @@ export class RedisPoolStore implements PoolStore {
 
   /** idpool_take: the checks and the LPOP in one function, the ids joined by commas. */
   private async takeInScript(k: EntityKeys, count: number, maxPerSecond: number): Promise<Taken> {
-    const [code, value, joined] = await this.fcall<[ScriptCode, number, string?]>('idpool_take', [k.ids, k.epoch, k.ratePrefix], [count, maxPerSecond]);
+    const [code, value, joined] = await this.fcall<[ScriptCode, number, string?]>(
+      'idpool_take',
+      [k.ids, k.epoch, k.ratePrefix],
+      [count, maxPerSecond],
+    );
     return [code, value, joined === undefined ? null : listedIds(joined.split(','))];
   }
 
@@ -331,9 +350,26 @@ export class RedisPoolStore implements PoolStore {
   async push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
     const send = async () => {
-      const multi = this.redis.multi().fcall('idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, lowest.toString(), highest.toString(), ids.length);
+      const multi = this.redis
+        .multi()
+        .fcall(
+          'idpool_push_open',
+          6,
+          k.ids,
+          k.fence,
+          k.epoch,
+          k.pushed,
+          k.pushing,
+          k.pushOpen,
+          lowest.toString(),
+          highest.toString(),
+          ids.length,
+        );
       (multi as unknown as { sendCommand(command: Command): unknown }).sendCommand(new RpushIds(k.pushing, ids));
-      const [opened, , size] = await transaction('push', multi.fcall('idpool_push_close', 3, k.ids, k.pushing, k.pushOpen));
+      const [opened, , size] = await transaction(
+        'push',
+        multi.fcall('idpool_push_close', 3, k.ids, k.pushing, k.pushOpen),
+      );
       const code = Number(opened);
       return code === ScriptCode.Ok ? Number(size) : code;
     };
@@ -358,7 +394,9 @@ export class RedisPoolStore implements PoolStore {
       all.map((k) => k.ids),
       (p, i) => p.llen(all[i].ids).get(all[i].pushed),
     );
-    return replies.map((r) => (r instanceof Error ? r : { size: Number(r[0]), taken: Math.max(0, Number(r[1] ?? 0) - Number(r[0])) }));
+    return replies.map((r) =>
+      r instanceof Error ? r : { size: Number(r[0]), taken: Math.max(0, Number(r[1] ?? 0) - Number(r[0])) },
+    );
   }
 
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {

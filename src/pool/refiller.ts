@@ -182,7 +182,6 @@ export class Refiller {
     return this.failures.get(entityKey);
   }
 
-
   /**
    * Refills the entities marked low, at most MAX_REFILLS_IN_FLIGHT at once;
    * the rest wait for a free slot. An entity's `interval` is the least time
@@ -232,7 +231,11 @@ export class Refiller {
         // already belongs to it) before the first push would be refused.
         if (this.lastEpoch !== undefined) {
           if (this.o.events) this.o.events.epochChanged(this.lastEpoch, epoch);
-          else this.o.log.warn({ alarm: 'redis_server_changed', from: this.lastEpoch, to: epoch }, 'Redis server changed: every pool is discarded and refilled from the database');
+          else
+            this.o.log.warn(
+              { alarm: 'redis_server_changed', from: this.lastEpoch, to: epoch },
+              'Redis server changed: every pool is discarded and refilled from the database',
+            );
         }
         for (const key of all) this.markReset(key);
       }
@@ -274,7 +277,8 @@ export class Refiller {
     let held = await this.o.lock.acquire(entityKey, ttl);
     // After a failover the lock of a refill that was under way came over with
     // replication and would block this entity for the rest of its TTL.
-    if (!held && this.needsReset.has(entityKey) && (await this.o.store.unlockStale(entityKey))) held = await this.o.lock.acquire(entityKey, ttl);
+    if (!held && this.needsReset.has(entityKey) && (await this.o.store.unlockStale(entityKey)))
+      held = await this.o.lock.acquire(entityKey, ttl);
     if (!held) return;
     try {
       // Two rounds at most: a push refused because the Redis server changed
@@ -286,7 +290,11 @@ export class Refiller {
         const { size, taken } = level;
         this.o.demand.observe(entityKey, taken);
         if (size >= this.o.demand.lowWatermark(entity) && size >= atLeast) return;
-        const steps = Math.max(1, Math.floor((this.o.demand.target(entity) - size) / entity.step), Math.ceil((atLeast - size) / entity.step));
+        const steps = Math.max(
+          1,
+          Math.floor((this.o.demand.target(entity) - size) / entity.step),
+          Math.ceil((atLeast - size) / entity.step),
+        );
         const started = this.o.clock.monotonic();
         const segment = await this.o.allocator.reserve(entityKey, steps * entity.step);
         this.stats.segmentsReserved += steps;
@@ -309,7 +317,11 @@ export class Refiller {
     if (await this.o.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
       if (this.o.events) this.o.events.poolDiscarded(entityKey, issuedUpTo);
-      else this.o.log.warn({ alarm: 'pool_discarded', entityKey, fence: issuedUpTo.toString() }, 'pool discarded after a Redis server change');
+      else
+        this.o.log.warn(
+          { alarm: 'pool_discarded', entityKey, fence: issuedUpTo.toString() },
+          'pool discarded after a Redis server change',
+        );
     }
     this.needsReset.delete(entityKey);
   }
@@ -336,7 +348,11 @@ export class Refiller {
         outcome = 'fenced';
         this.stats.fenceRefusals++;
         if (this.o.events) this.o.events.fenceRefused(entity.key, from, to);
-        else this.o.log.warn({ alarm: 'fence_refused', entityKey: entity.key, start: from.toString(), end: to.toString() }, 'segment refused by the fence (a newer one was pushed); dropped');
+        else
+          this.o.log.warn(
+            { alarm: 'fence_refused', entityKey: entity.key, start: from.toString(), end: to.toString() },
+            'segment refused by the fence (a newer one was pushed); dropped',
+          );
       } else if (result.kind === 'epoch_changed') outcome = 'epoch_changed';
       else this.stats.idsPushed += count;
     };
@@ -345,7 +361,8 @@ export class Refiller {
         const to = from + perCall < segment.end ? from + perCall : segment.end;
         const ids = stride.pushIds(from, to);
         // Trend: each step shuffled within itself (a push holds whole steps).
-        if (entity.mode === 'trend') for (let s = 0; s < ids.length; s += entity.step) shuffle(ids, s, Math.min(s + entity.step, ids.length));
+        if (entity.mode === 'trend')
+          for (let s = 0; s < ids.length; s += entity.step) shuffle(ids, s, Math.min(s + entity.step, ids.length));
         const call = store.push(entity.key, ids, stride.toId(from), stride.toId(to - 1n));
         // Handled now, awaited in order below: a call that fails while an
         // earlier one is still awaited must not count as unhandled.

@@ -38,10 +38,14 @@ export class SqlSegmentAllocator implements SegmentAllocator {
   ) {}
 
   async reserve(entityKey: string, size: number): Promise<Segment> {
-    if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`segment size must be a positive integer, got ${size}`);
+    if (!Number.isSafeInteger(size) || size <= 0)
+      throw new RangeError(`segment size must be a positive integer, got ${size}`);
     let end: bigint;
     try {
-      end = this.db.dialect === 'mysql' ? await this.reserveMysql(entityKey, size) : await this.reserveReturning(entityKey, size);
+      end =
+        this.db.dialect === 'mysql'
+          ? await this.reserveMysql(entityKey, size)
+          : await this.reserveReturning(entityKey, size);
     } catch (err) {
       if (err instanceof NotFoundError) throw err;
       if (/out of range|overflow/i.test(String((err as Error).message))) {
@@ -57,7 +61,8 @@ export class SqlSegmentAllocator implements SegmentAllocator {
       'UPDATE application SET current_offset = LAST_INSERT_ID(current_offset + ?) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ?',
       [size, entityKey, 'segment'],
     );
-    if (result.affectedRows !== 1 || result.insertId === undefined) throw new NotFoundError(`no live segment entity ${entityKey}`);
+    if (result.affectedRows !== 1 || result.insertId === undefined)
+      throw new NotFoundError(`no live segment entity ${entityKey}`);
     return BigInt(result.insertId);
   }
 

@@ -18,7 +18,8 @@ export class FakeSegmentAllocator implements SegmentAllocator {
   }
 
   async reserve(entityKey: string, size: number): Promise<Segment> {
-    if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`segment size must be a positive integer, got ${size}`);
+    if (!Number.isSafeInteger(size) || size <= 0)
+      throw new RangeError(`segment size must be a positive integer, got ${size}`);
     this.onReserve?.();
     if (this.failWith) throw this.failWith;
     const start = this.lines.get(entityKey) ?? this.startOffset;

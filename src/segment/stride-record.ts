@@ -36,7 +36,9 @@ export async function checkStride(db: Database, count: number, index: number, no
       return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
     } catch (err) {
       if (!/no such table|doesn't exist|does not exist/i.test(String((err as Error)?.message))) throw err;
-      throw new Error(`${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`);
+      throw new Error(
+        `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
+      );
     }
   };
   let row = await read();
@@ -44,7 +46,11 @@ export async function checkStride(db: Database, count: number, index: number, no
   // lock gets SQLITE_BUSY after the short busy timeout, and tries again.
   for (const deadline = Date.now() + SQLITE_RACE_MS; !row; row = await read()) {
     try {
-      await db.execute('INSERT INTO idpool_meta (id, cluster_count, cluster_index, create_time) VALUES (1, ?, ?, ?)', [count, index, now]);
+      await db.execute('INSERT INTO idpool_meta (id, cluster_count, cluster_index, create_time) VALUES (1, ?, ?, ?)', [
+        count,
+        index,
+        now,
+      ]);
     } catch (err) {
       // Another process recorded its stride first: that one stands.
       if (/duplicate|unique|constraint/i.test(String((err as Error)?.message))) continue;
@@ -53,5 +59,6 @@ export async function checkStride(db: Database, count: number, index: number, no
     }
   }
   const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
-  if (recorded.count !== count || recorded.index !== index) throw new StrideMismatchError(recorded, { count, index }, db.description);
+  if (recorded.count !== count || recorded.index !== index)
+    throw new StrideMismatchError(recorded, { count, index }, db.description);
 }

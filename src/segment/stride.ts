@@ -15,8 +15,10 @@ export class IdStride {
     readonly count = 1,
     readonly index = 0,
   ) {
-    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`stride count (IDPOOL_CLUSTER_COUNT) must be >= 1, got ${count}`);
-    if (!Number.isSafeInteger(index) || index < 0 || index >= count) throw new RangeError(`stride index (IDPOOL_CLUSTER_INDEX) must be in 0..${count - 1}, got ${index}`);
+    if (!Number.isSafeInteger(count) || count < 1)
+      throw new RangeError(`stride count (IDPOOL_CLUSTER_COUNT) must be >= 1, got ${count}`);
+    if (!Number.isSafeInteger(index) || index < 0 || index >= count)
+      throw new RangeError(`stride index (IDPOOL_CLUSTER_INDEX) must be in 0..${count - 1}, got ${index}`);
     this.c = BigInt(count);
     this.i = BigInt(index);
   }

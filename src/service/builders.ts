@@ -73,7 +73,14 @@ export interface Stores {
   readonly demand: Demand;
 }
 
-export function buildStores(deps: { config: Config; db: Database; redis: RedisClient | undefined; clock: Clock; prefix: string; log: Logger }): Stores {
+export function buildStores(deps: {
+  config: Config;
+  db: Database;
+  redis: RedisClient | undefined;
+  clock: Clock;
+  prefix: string;
+  log: Logger;
+}): Stores {
   const { config, db, redis, clock, prefix } = deps;
   return {
     pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
@@ -81,7 +88,13 @@ export function buildStores(deps: { config: Config; db: Database; redis: RedisCl
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlEntityStore(db),
     idempotency: redis
-      ? new RedisIdempotencyStore(redis, clock, prefix, redisAnswerLimits(config.idempotencyMaxBytes), deps.log.child({ component: 'idempotency' }))
+      ? new RedisIdempotencyStore(
+          redis,
+          clock,
+          prefix,
+          redisAnswerLimits(config.idempotencyMaxBytes),
+          deps.log.child({ component: 'idempotency' }),
+        )
       : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     snowflakeRate: redis ? new RedisEntityRateLimit(redis, prefix) : new MemoryEntityRateLimit(clock),
     registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
@@ -95,8 +108,18 @@ export function buildStores(deps: { config: Config; db: Database; redis: RedisCl
  * picked up within 100 ms once started while Redis counts them, within a
  * second otherwise (closing stops that).
  */
-export async function buildRegistry(deps: { config: Config; stores: Stores; clock: Clock; log: Logger }): Promise<Built<{ registry: EntityRegistry; start(): void }>> {
-  const registry = new EntityRegistry(deps.stores.entities, deps.clock, deps.stores.registrations, deps.config.refillIntervalMs);
+export async function buildRegistry(deps: {
+  config: Config;
+  stores: Stores;
+  clock: Clock;
+  log: Logger;
+}): Promise<Built<{ registry: EntityRegistry; start(): void }>> {
+  const registry = new EntityRegistry(
+    deps.stores.entities,
+    deps.clock,
+    deps.stores.registrations,
+    deps.config.refillIntervalMs,
+  );
   await registry.load();
   // A GET of the registration generation every 100 ms while requests arrive
   // (a secret rotated or a key retired elsewhere stops working here within
@@ -106,7 +129,10 @@ export async function buildRegistry(deps: { config: Config; stores: Stores; cloc
   const refresh = every(
     'registry-refresh',
     100,
-    () => registry.tick().catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+    () =>
+      registry
+        .tick()
+        .catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
     deps.clock,
   );
   return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
@@ -116,19 +142,38 @@ export async function buildRegistry(deps: { config: Config; stores: Stores; cloc
  * Refuses a Redis whose eviction policy may drop idpool's keys, and warns
  * when its maxmemory is below what full pools could take (`redis-memory.ts`).
  */
-export async function checkPoolMemory(redis: RedisClient | undefined, registry: EntityRegistry, log: Logger): Promise<void> {
+export async function checkPoolMemory(
+  redis: RedisClient | undefined,
+  registry: EntityRegistry,
+  log: Logger,
+): Promise<void> {
   if (!redis) return;
   const ceiling = registry.segmentKeys().reduce((sum, key) => sum + (registry.get(key)?.maxPoolSize ?? 0), 0);
   await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
 }
 
-export async function buildSnowflake(deps: { config: Config; db: Database; clock: Clock; log: Logger; rate: EntityRateLimit; settings?: Partial<SnowflakeRuntimeSettings> }): Promise<Built<SnowflakeRuntime>> {
+export async function buildSnowflake(deps: {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  log: Logger;
+  rate: EntityRateLimit;
+  settings?: Partial<SnowflakeRuntimeSettings>;
+}): Promise<Built<SnowflakeRuntime>> {
   const runtime = await createSnowflakeRuntime({ ...deps, log: deps.log.child({ component: 'snowflake' }) });
   runtime.start();
   return { value: runtime, close: () => runtime.stop() };
 }
 
-export function buildOps(deps: { config: Config; opsConfig: OpsConfig; clock: Clock; log: Logger; stores: Stores; registry: EntityRegistry; snowflake: SnowflakeRuntime }): Built<Ops> {
+export function buildOps(deps: {
+  config: Config;
+  opsConfig: OpsConfig;
+  clock: Clock;
+  log: Logger;
+  stores: Stores;
+  registry: EntityRegistry;
+  snowflake: SnowflakeRuntime;
+}): Built<Ops> {
   const { config, stores, snowflake } = deps;
   const layout = snowflake.generator.layout;
   const lease = snowflake.lease;
@@ -141,7 +186,10 @@ export function buildOps(deps: { config: Config; opsConfig: OpsConfig; clock: Cl
     sizing: stores.demand,
     offsets: stores.allocator,
     stride: { toId: (n) => stores.stride.toId(n), count: config.clusterCount },
-    snowflake: () => ({ timeExhaustedAt: layout.endMs, jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined }),
+    snowflake: () => ({
+      timeExhaustedAt: layout.endMs,
+      jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined,
+    }),
     lease: lease && {
       status: () => ({ workerId: lease.workerId, held: lease.status().ok, expiresAt: lease.ceilingMs }),
       usage: async () => {
@@ -195,12 +243,25 @@ export function buildPools(deps: {
       return stores.pools.discard(key);
     },
   });
-  const dispatcher = new Dispatcher({ store: stores.pools, refiller, clock, log: log.child({ component: 'dispatcher' }), events: deps.ops.dispatchEvents });
+  const dispatcher = new Dispatcher({
+    store: stores.pools,
+    refiller,
+    clock,
+    log: log.child({ component: 'dispatcher' }),
+    events: deps.ops.dispatchEvents,
+  });
   return { value: { refiller, dispatcher }, close: () => refiller.stop() };
 }
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
-export function readinessCheck(deps: { db: Database; pools: PoolStore; snowflake: SnowflakeRuntime; clock: Clock; stopping: () => boolean; sampling?: () => ReadinessReport['sampling'] }): () => Promise<ReadinessReport> {
+export function readinessCheck(deps: {
+  db: Database;
+  pools: PoolStore;
+  snowflake: SnowflakeRuntime;
+  clock: Clock;
+  stopping: () => boolean;
+  sampling?: () => ReadinessReport['sampling'];
+}): () => Promise<ReadinessReport> {
   const { db, pools, snowflake, clock } = deps;
   return async () => {
     const checks: Record<string, string> = {};
@@ -214,7 +275,10 @@ export function readinessCheck(deps: { db: Database; pools: PoolStore; snowflake
         checks[name] = String((err as Error).message ?? err);
       }
     };
-    await Promise.all([probe('database', () => db.query('SELECT 1')), probe(pools.kind === 'redis' ? 'redis' : 'pool', () => pools.ping())]);
+    await Promise.all([
+      probe('database', () => db.query('SELECT 1')),
+      probe(pools.kind === 'redis' ? 'redis' : 'pool', () => pools.ping()),
+    ]);
     checks.lease = snowflake.leaseCheck();
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks, sampling: deps.sampling?.() };
   };
@@ -251,7 +315,12 @@ export function buildHttp(deps: {
       return ops.metrics.render();
     },
     // The request line is built from the method, route, path, status and time only: nothing to redact.
-    observe: requestObserver({ log: log.child({ component: 'http' }, { redact: [] }), mode: deps.opsConfig.requestLog, slowMs: deps.opsConfig.requestLogSlowMs, duration: ops.metrics.httpDuration }),
+    observe: requestObserver({
+      log: log.child({ component: 'http' }, { redact: [] }),
+      mode: deps.opsConfig.requestLog,
+      slowMs: deps.opsConfig.requestLogSlowMs,
+      duration: ops.metrics.httpDuration,
+    }),
     draining: deps.draining,
     ops,
     idempotency: stores.idempotency,

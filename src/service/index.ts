@@ -16,7 +16,18 @@ import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
-import { buildDatabase, buildHttp, checkPoolMemory, buildOps, buildPools, buildRedis, buildRegistry, buildSnowflake, buildStores, readinessCheck } from './builders';
+import {
+  buildDatabase,
+  buildHttp,
+  checkPoolMemory,
+  buildOps,
+  buildPools,
+  buildRedis,
+  buildRegistry,
+  buildSnowflake,
+  buildStores,
+  readinessCheck,
+} from './builders';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
 
@@ -81,11 +92,45 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
     await checkPoolMemory(redis, registry, log);
-    const snowflake = resources.add('snowflake', await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }));
+    const snowflake = resources.add(
+      'snowflake',
+      await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }),
+    );
     const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
-    const pools = resources.add('refiller', buildPools({ config, clock, log, stores, registry, ops, lockTtlMs: options.lockTtlMs, beforePush: options.beforePush }));
-    const readiness = readinessCheck({ db, pools: stores.pools, snowflake, clock, stopping: () => stopping, sampling: () => ops.sampler.health() });
-    const app = buildHttp({ config, clock, opsConfig, log, stores, registry, pools, snowflake, ops, readiness, draining: () => stopping });
+    const pools = resources.add(
+      'refiller',
+      buildPools({
+        config,
+        clock,
+        log,
+        stores,
+        registry,
+        ops,
+        lockTtlMs: options.lockTtlMs,
+        beforePush: options.beforePush,
+      }),
+    );
+    const readiness = readinessCheck({
+      db,
+      pools: stores.pools,
+      snowflake,
+      clock,
+      stopping: () => stopping,
+      sampling: () => ops.sampler.health(),
+    });
+    const app = buildHttp({
+      config,
+      clock,
+      opsConfig,
+      log,
+      stores,
+      registry,
+      pools,
+      snowflake,
+      ops,
+      readiness,
+      draining: () => stopping,
+    });
     let server: Server | undefined;
     return {
       app,
@@ -125,7 +170,11 @@ const TIMEOUT_CHECK_MS = 1000;
 /** The HTTP server with the slow-client limits of `settings` (README "Security"). */
 async function listenOn(app: Express, port: number, settings: HttpServerSettings): Promise<Server> {
   const server = createServer(
-    { headersTimeout: settings.headersTimeoutMs, requestTimeout: settings.requestTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_MS },
+    {
+      headersTimeout: settings.headersTimeoutMs,
+      requestTimeout: settings.requestTimeoutMs,
+      connectionsCheckingInterval: TIMEOUT_CHECK_MS,
+    },
     app,
   );
   server.maxConnections = settings.maxConnections;

@@ -49,7 +49,13 @@ interface ServiceWorker {
 }
 
 /** A worker id leased from the `worker` table (checked for clock skew and acquired here). */
-async function leasedWorker(config: Config, db: Database, settings: SnowflakeRuntimeSettings, clock: Clock, log: Logger): Promise<ServiceWorker> {
+async function leasedWorker(
+  config: Config,
+  db: Database,
+  settings: SnowflakeRuntimeSettings,
+  clock: Clock,
+  log: Logger,
+): Promise<ServiceWorker> {
   const lease = new WorkerLease({
     ...settings,
     store: new SqlWorkerStore(db),
@@ -80,7 +86,11 @@ async function fixedServiceWorker(workerId: number, db: Database, log: Logger): 
     trackUsage: (used) => void (lastUsed = used),
     async stop() {
       const used = Math.max(row.lastTimestamp, lastUsed() ?? 0);
-      await store.release(workerId, row.leaseVersion, used).catch((err) => log.warn({ err: String(err?.message ?? err) }, "could not record the fixed worker id's last timestamp"));
+      await store
+        .release(workerId, row.leaseVersion, used)
+        .catch((err) =>
+          log.warn({ err: String(err?.message ?? err) }, "could not record the fixed worker id's last timestamp"),
+        );
     },
   };
 }
@@ -95,13 +105,22 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   if (config.workerId !== undefined && !config.workerIdUnsafe) {
-    throw new ConfigError('IDPOOL_WORKER_ID', 'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk');
+    throw new ConfigError(
+      'IDPOOL_WORKER_ID',
+      'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk',
+    );
   }
-  const worker = config.workerId === undefined ? await leasedWorker(config, db, settings, clock, log) : await fixedServiceWorker(config.workerId, db, log);
+  const worker =
+    config.workerId === undefined
+      ? await leasedWorker(config, db, settings, clock, log)
+      : await fixedServiceWorker(config.workerId, db, log);
   const { lease } = worker;
   const generator = new Snowflake({ layout, worker: worker.source, clock, maxWaitMs: settings.maxWaitMs });
   worker.trackUsage(() => generator.lastUsedMs());
-  log.info({ layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` }, 'snowflake generator ready');
+  log.info(
+    { layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` },
+    'snowflake generator ready',
+  );
   const takes = new SnowflakeTakes({ make: (entityKey, count) => generator.takeStrings(entityKey, count), rate });
 
   return {
@@ -112,7 +131,20 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
       decode: (id) => explainId(layout, clock.now(), id),
     },
     workers: {
-      list: async () => (lease ? lease.list() : [{ workerId: config.workerId!, code: 'fixed (IDPOOL_WORKER_ID)', leaseVersion: 0, heartbeatAt: null, lastTimestamp: null, live: true, self: true }]),
+      list: async () =>
+        lease
+          ? lease.list()
+          : [
+              {
+                workerId: config.workerId!,
+                code: 'fixed (IDPOOL_WORKER_ID)',
+                leaseVersion: 0,
+                heartbeatAt: null,
+                lastTimestamp: null,
+                live: true,
+                self: true,
+              },
+            ],
     },
     leaseCheck() {
       if (!lease) return 'ok';
@@ -131,10 +163,16 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
  * `IDPOOL_SNOWFLAKE_*` variables (`Snowflake.fromEnv` in the public API).
  * Throws {@link ConfigError}.
  */
-export function snowflakeFromEnv(env: Record<string, string | undefined> = process.env, options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {}): Snowflake {
+export function snowflakeFromEnv(
+  env: Record<string, string | undefined> = process.env,
+  options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {},
+): Snowflake {
   const config = loadConfig(env);
   if (config.workerId === undefined) {
-    throw new ConfigError('IDPOOL_WORKER_ID', "is not set; set it to this process's worker id, or use Snowflake.withLease() to lease one from the database");
+    throw new ConfigError(
+      'IDPOOL_WORKER_ID',
+      "is not set; set it to this process's worker id, or use Snowflake.withLease() to lease one from the database",
+    );
   }
   return new Snowflake({ ...options, layout: config.snowflake, workerId: config.workerId });
 }

@@ -43,7 +43,8 @@ export function encodeId(id: bigint | number, encoding: IdEncoding = 'decimal'):
 export function decodeId(text: string, encoding: IdEncoding = 'decimal'): bigint {
   const pattern = PATTERNS[encoding];
   if (!pattern) throw new RangeError(`unknown encoding "${encoding as string}"; use decimal, base62, base36 or hex`);
-  if (typeof text !== 'string' || !pattern.test(text)) throw new RangeError(`"${String(text)}" is not a ${encoding} id`);
+  if (typeof text !== 'string' || !pattern.test(text))
+    throw new RangeError(`"${String(text)}" is not a ${encoding} id`);
   let v: bigint;
   switch (encoding) {
     case 'decimal':

@@ -12,22 +12,34 @@ function retryAfter(waitMs: number): number {
  * than the configured bound. Nothing was issued.
  */
 export class ClockBehindError extends UnavailableError {
-  constructor(readonly waitMs: number, detail: string) {
+  constructor(
+    readonly waitMs: number,
+    detail: string,
+  ) {
     super(`${detail}; ids are safe again in ${Math.ceil(waitMs)} ms, longer than the allowed wait`, retryAfter(waitMs));
   }
 }
 
 /** Every sequence number of the current time unit is used and the next unit is further away than the allowed wait. */
 export class SequenceExhaustedError extends UnavailableError {
-  constructor(readonly waitMs: number, entityKey: string) {
-    super(`snowflake sequence${entityKey ? ` of "${entityKey}"` : ''} is exhausted for this time unit; the next unit starts in ${Math.ceil(waitMs)} ms`, retryAfter(waitMs));
+  constructor(
+    readonly waitMs: number,
+    entityKey: string,
+  ) {
+    super(
+      `snowflake sequence${entityKey ? ` of "${entityKey}"` : ''} is exhausted for this time unit; the next unit starts in ${Math.ceil(waitMs)} ms`,
+      retryAfter(waitMs),
+    );
   }
 }
 
 /** The timestamp field has no room left: the layout has run out of time. */
 export class LayoutExhaustedError extends UnavailableError {
   constructor(endMs: number) {
-    super(`the snowflake layout ran out of timestamps on ${new Date(endMs).toISOString()}; configure more timestamp bits or a later epoch`, 3600);
+    super(
+      `the snowflake layout ran out of timestamps on ${new Date(endMs).toISOString()}; configure more timestamp bits or a later epoch`,
+      3600,
+    );
   }
 }
 

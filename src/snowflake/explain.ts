@@ -29,17 +29,22 @@ export interface IdExplanation {
  * 2^63 − 1, other reserved bits, a timestamp after `nowMs`).
  */
 export function explainId(layout: SnowflakeLayout, nowMs: number, text: string): IdExplanation {
-  if (!DECIMAL_ID.test(text)) throw new NotAnIdError(`id must be a decimal integer (the form ids are issued in), got "${text.slice(0, 40)}"`);
+  if (!DECIMAL_ID.test(text))
+    throw new NotAnIdError(`id must be a decimal integer (the form ids are issued in), got "${text.slice(0, 40)}"`);
   const id = BigInt(text);
   if (id > MAX_INT63) throw new NotAnIdError('id is above 2^63 - 1; snowflake ids are 63-bit');
   const parts = layout.decompose(id);
   const { reservedBits, reservedValue } = layout.settings;
   if (parts.reserved !== reservedValue) {
-    throw new NotAnIdError(`id ${text} is not from this layout: its ${reservedBits} reserved bits hold ${parts.reserved}, this layout sets ${reservedValue}`);
+    throw new NotAnIdError(
+      `id ${text} is not from this layout: its ${reservedBits} reserved bits hold ${parts.reserved}, this layout sets ${reservedValue}`,
+    );
   }
   const madeAt = layout.unitStartMs(parts.timestamp);
   if (parts.timestamp > layout.timestampAt(nowMs)) {
-    throw new NotAnIdError(`id ${text} is not from this layout: its timestamp decodes to ${new Date(madeAt).toISOString()}, in the future`);
+    throw new NotAnIdError(
+      `id ${text} is not from this layout: its timestamp decodes to ${new Date(madeAt).toISOString()}, in the future`,
+    );
   }
   return {
     id: text,

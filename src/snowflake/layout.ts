@@ -34,7 +34,13 @@ export interface SnowflakeSettings {
 }
 
 /** Milliseconds per time unit. */
-export const UNIT_MS: Readonly<Record<TimeUnit, number>> = { ms: 1, s: 1_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+export const UNIT_MS: Readonly<Record<TimeUnit, number>> = {
+  ms: 1,
+  s: 1_000,
+  min: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
 
 /** Allowed timestamp widths per unit (docs/design.md table, from the raindrop design). */
 export const TIMESTAMP_BITS: Readonly<Record<TimeUnit, readonly [min: number, max: number]>> = {
@@ -132,13 +138,22 @@ export class SnowflakeLayout {
   static create(settings: Partial<SnowflakeSettings> = {}, nowMs: number = Date.now()): SnowflakeLayout {
     const s: SnowflakeSettings = { ...DEFAULT_SETTINGS, ...settings };
     if (!(s.timeUnit in UNIT_MS)) {
-      throw new ConfigError(SETTING_VARIABLES.timeUnit, `must be one of ${Object.keys(UNIT_MS).join(', ')}, got "${s.timeUnit}"`);
+      throw new ConfigError(
+        SETTING_VARIABLES.timeUnit,
+        `must be one of ${Object.keys(UNIT_MS).join(', ')}, got "${s.timeUnit}"`,
+      );
     }
     const [tsMin, tsMax] = TIMESTAMP_BITS[s.timeUnit];
     requireInt('timestampBits', s.timestampBits, tsMin, tsMax, ` for time unit ${s.timeUnit}`);
     requireInt('workerBits', s.workerBits, WORKER_BITS[0], WORKER_BITS[1]);
     requireInt('reservedBits', s.reservedBits, RESERVED_BITS[0], RESERVED_BITS[1]);
-    requireInt('reservedValue', s.reservedValue, 0, 2 ** s.reservedBits - 1, ` (it must fit ${s.reservedBits} reserved bits)`);
+    requireInt(
+      'reservedValue',
+      s.reservedValue,
+      0,
+      2 ** s.reservedBits - 1,
+      ` (it must fit ${s.reservedBits} reserved bits)`,
+    );
     requireInt('timeBackInitial', s.timeBackInitial, 0, 1);
     const sequenceBits = TOTAL_BITS - FIXED_BITS - s.timestampBits - s.workerBits - s.reservedBits;
     if (sequenceBits < 1) {
@@ -152,7 +167,10 @@ export class SnowflakeLayout {
       throw new ConfigError(SETTING_VARIABLES.epochMs, `must be a date at or after 1970-01-01, got ${s.epochMs}`);
     }
     if (s.epochMs > nowMs) {
-      throw new ConfigError(SETTING_VARIABLES.epochMs, `is in the future (${new Date(s.epochMs).toISOString()}; now is ${new Date(nowMs).toISOString()})`);
+      throw new ConfigError(
+        SETTING_VARIABLES.epochMs,
+        `is in the future (${new Date(s.epochMs).toISOString()}; now is ${new Date(nowMs).toISOString()})`,
+      );
     }
     const layout = new SnowflakeLayout(s);
     if (layout.timestampAt(nowMs) > layout.maxTimestamp) {
@@ -198,7 +216,8 @@ export class SnowflakeLayout {
   compose(parts: Omit<SnowflakeParts, 'reserved'> & { reserved?: number }): bigint {
     const reserved = parts.reserved ?? this.settings.reservedValue;
     const check = (name: string, v: number, max: number) => {
-      if (!Number.isSafeInteger(v) || v < 0 || v > max) throw new RangeError(`${name} must be an integer from 0 to ${max}, got ${v}`);
+      if (!Number.isSafeInteger(v) || v < 0 || v > max)
+        throw new RangeError(`${name} must be an integer from 0 to ${max}, got ${v}`);
     };
     check('timestamp', parts.timestamp, this.maxTimestamp);
     check('worker', parts.worker, this.maxWorker);
@@ -231,7 +250,10 @@ export class SnowflakeLayout {
   /** When `id` was made (the start of its time unit). */
   toTime(id: bigint | number | string): Date {
     const ms = this.unitStartMs(this.decompose(id).timestamp);
-    if (ms > MAX_DATE_MS) throw new RangeError(`id ${id} decodes to ${ms} ms since 1970, beyond what a Date can hold (the far end of a wide layout)`);
+    if (ms > MAX_DATE_MS)
+      throw new RangeError(
+        `id ${id} decodes to ${ms} ms since 1970, beyond what a Date can hold (the far end of a wide layout)`,
+      );
     return new Date(ms);
   }
 

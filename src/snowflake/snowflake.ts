@@ -107,14 +107,24 @@ export class Snowflake {
 
   constructor(options: SnowflakeOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, this.clock.now());
-    if (options.worker && options.workerId !== undefined) throw new TypeError('give either workerId or worker, not both');
+    this.layout =
+      options.layout instanceof SnowflakeLayout
+        ? options.layout
+        : SnowflakeLayout.create(options.layout, this.clock.now());
+    if (options.worker && options.workerId !== undefined)
+      throw new TypeError('give either workerId or worker, not both');
     if (options.worker) this.source = options.worker;
     else {
       const id = options.workerId;
-      if (id === undefined) throw new TypeError('a Snowflake needs a worker id: { workerId } or a lease ({ worker }); see Snowflake.fromEnv and Snowflake.withLease');
+      if (id === undefined)
+        throw new TypeError(
+          'a Snowflake needs a worker id: { workerId } or a lease ({ worker }); see Snowflake.fromEnv and Snowflake.withLease',
+        );
       if (!Number.isInteger(id) || id < 0 || id > this.layout.maxWorker) {
-        throw new ConfigError('IDPOOL_WORKER_ID', `must be an integer from 0 to ${this.layout.maxWorker} (${this.layout.settings.workerBits} worker bits), got ${id}`);
+        throw new ConfigError(
+          'IDPOOL_WORKER_ID',
+          `must be an integer from 0 to ${this.layout.maxWorker} (${this.layout.settings.workerBits} worker bits), got ${id}`,
+        );
       }
       this.source = fixedWorker(id);
     }
@@ -154,7 +164,9 @@ export class Snowflake {
     let seq = this.step(s);
     if (seq < 0) seq = this.spin(s, entityKey);
     if (!s.numberSafe) {
-      throw new RangeError(`snowflake ids passed 2^53 on ${new Date(this.layout.numberUnsafeFromMs).toISOString()}; use nextId() (bigint) or a layout with more timestamp bits`);
+      throw new RangeError(
+        `snowflake ids passed 2^53 on ${new Date(this.layout.numberUnsafeFromMs).toISOString()}; use nextId() (bigint) or a layout with more timestamp bits`,
+      );
     }
     return s.baseNum + seq * this.seqMul;
   }
@@ -191,7 +203,10 @@ export class Snowflake {
       }
       if (prefix === '' || low + (first + n - 1) * mul >= LOW_DIGITS) {
         // A run that carries into the ninth digit (or ids of eight digits or fewer): each id whole.
-        for (let k = 0; k < n; k++) ids[at + k] = s.numberSafe ? String(s.baseNum + (first + k) * mul) : (s.baseBig + BigInt((first + k) * mul)).toString();
+        for (let k = 0; k < n; k++)
+          ids[at + k] = s.numberSafe
+            ? String(s.baseNum + (first + k) * mul)
+            : (s.baseBig + BigInt((first + k) * mul)).toString();
         return;
       }
       for (let k = 0; k < n; k++) ids[at + k] = prefix + String(LOW_DIGITS + low + (first + k) * mul).slice(1);
@@ -207,7 +222,11 @@ export class Snowflake {
    * one after another, each starting when the one before it is done, instead
    * of all of them sleeping, waking and finding the unit spent again.
    */
-  private async fill<T>(entityKey: string, count: number, write: (s: SequenceState, first: number, n: number, ids: T[], at: number) => void): Promise<T[]> {
+  private async fill<T>(
+    entityKey: string,
+    count: number,
+    write: (s: SequenceState, first: number, n: number, ids: T[], at: number) => void,
+  ): Promise<T[]> {
     const s = this.state(entityKey);
     const ids: T[] = new Array(count);
     let i = 0;
@@ -278,7 +297,19 @@ export class Snowflake {
   }
 
   private newState(): SequenceState {
-    return { grant: undefined, bit: this.initialBit, t: -Infinity, seq: 0, otherT: -Infinity, otherSeq: 0, baseNum: 0, baseBig: 0n, numberSafe: false, floorT: -Infinity, line: undefined };
+    return {
+      grant: undefined,
+      bit: this.initialBit,
+      t: -Infinity,
+      seq: 0,
+      otherT: -Infinity,
+      otherSeq: 0,
+      baseNum: 0,
+      baseBig: 0n,
+      numberSafe: false,
+      floorT: -Infinity,
+      line: undefined,
+    };
   }
 
   private state(entityKey: string): SequenceState {
@@ -311,7 +342,10 @@ export class Snowflake {
     s.numberSafe = s.t < l.numberTimestampLimit;
     s.baseNum = s.t * 2 ** l.timestampShift + worker * 2 ** l.workerShift + s.bit * 2 ** l.timeBackShift + reserved;
     s.baseBig =
-      (BigInt(s.t) << BigInt(l.timestampShift)) | (BigInt(worker) << BigInt(l.workerShift)) | (BigInt(s.bit) << BigInt(l.timeBackShift)) | BigInt(reserved);
+      (BigInt(s.t) << BigInt(l.timestampShift)) |
+      (BigInt(worker) << BigInt(l.workerShift)) |
+      (BigInt(s.bit) << BigInt(l.timeBackShift)) |
+      BigInt(reserved);
     if (s.t > this.maxUnitUsed) this.maxUnitUsed = s.t;
   }
 
@@ -392,11 +426,19 @@ export class Snowflake {
       case 'sequence':
         return new SequenceExhaustedError(this.waitMs, entityKey ?? '');
       case 'floor':
-        return new ClockBehindError(this.waitMs, 'the clock is at or behind the last timestamp recorded for this worker id (a restart after a clock rollback?)');
+        return new ClockBehindError(
+          this.waitMs,
+          'the clock is at or behind the last timestamp recorded for this worker id (a restart after a clock rollback?)',
+        );
       case 'ceiling':
-        return new NoWorkerLeaseError('the clock passed the time the lease has recorded; the next heartbeat extends it');
+        return new NoWorkerLeaseError(
+          'the clock passed the time the lease has recorded; the next heartbeat extends it',
+        );
       default:
-        return new ClockBehindError(this.waitMs, 'the clock moved back a second time into time already used with both time-back values');
+        return new ClockBehindError(
+          this.waitMs,
+          'the clock moved back a second time into time already used with both time-back values',
+        );
     }
   }
 

@@ -19,7 +19,16 @@ export class FakeWorkerStore implements WorkerStore {
     this.check();
     const now = this.dbNow();
     for (let id = min; id <= max; id++) {
-      if (!this.table.has(id)) this.table.set(id, { workerId: id, code: '', leaseVersion: 0, heartbeatAt: 0, lastTimestamp: 0, createTime: now, updateTime: now });
+      if (!this.table.has(id))
+        this.table.set(id, {
+          workerId: id,
+          code: '',
+          leaseVersion: 0,
+          heartbeatAt: 0,
+          lastTimestamp: 0,
+          createTime: now,
+          updateTime: now,
+        });
     }
   }
 
@@ -39,7 +48,13 @@ export class FakeWorkerStore implements WorkerStore {
     const r = this.table.get(row.workerId);
     const now = this.dbNow();
     if (!r || r.leaseVersion !== row.leaseVersion || r.heartbeatAt + ttlMs > now) return false;
-    Object.assign(r, { code, leaseVersion: r.leaseVersion + 1, heartbeatAt: now, lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)), updateTime: now });
+    Object.assign(r, {
+      code,
+      leaseVersion: r.leaseVersion + 1,
+      heartbeatAt: now,
+      lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)),
+      updateTime: now,
+    });
     return true;
   }
 
@@ -48,7 +63,11 @@ export class FakeWorkerStore implements WorkerStore {
     const r = this.table.get(workerId);
     if (!r || r.leaseVersion !== version) return false;
     const now = this.dbNow();
-    Object.assign(r, { heartbeatAt: now, lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)), updateTime: now });
+    Object.assign(r, {
+      heartbeatAt: now,
+      lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)),
+      updateTime: now,
+    });
     return true;
   }
 

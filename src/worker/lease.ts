@@ -23,7 +23,12 @@ export interface LeaseSettings {
  * 3 s early leaves room for a slow UPDATE and clock drift. 1 s of skew is
  * far above what NTP-synced hosts show (a few ms) and far below the TTL.
  */
-export const DEFAULT_LEASE: Readonly<LeaseSettings> = { ttlMs: 15_000, marginMs: 3_000, heartbeatSeconds: 3, maxClockSkewMs: 1_000 };
+export const DEFAULT_LEASE: Readonly<LeaseSettings> = {
+  ttlMs: 15_000,
+  marginMs: 3_000,
+  heartbeatSeconds: 3,
+  maxClockSkewMs: 1_000,
+};
 
 export interface WorkerLeaseOptions extends LeaseSettings {
   store: WorkerStore;
@@ -52,8 +57,13 @@ export interface WorkerView {
 
 /** Thrown at start-up when the local clock and the database's disagree too much. */
 export class ClockSkewError extends Error {
-  constructor(readonly skewMs: number, maxMs: number) {
-    super(`the local clock is ${Math.round(skewMs)} ms ${skewMs > 0 ? 'behind' : 'ahead of'} the database's, more than IDPOOL_MAX_CLOCK_SKEW_MS=${maxMs}; fix time synchronisation (NTP) before starting`);
+  constructor(
+    readonly skewMs: number,
+    maxMs: number,
+  ) {
+    super(
+      `the local clock is ${Math.round(skewMs)} ms ${skewMs > 0 ? 'behind' : 'ahead of'} the database's, more than IDPOOL_MAX_CLOCK_SKEW_MS=${maxMs}; fix time synchronisation (NTP) before starting`,
+    );
     this.name = 'ClockSkewError';
   }
 }
@@ -122,7 +132,12 @@ export class WorkerLease implements WorkerSource {
   /** Renews every `heartbeatSeconds`. */
   startHeartbeat(): void {
     if (this.task || this.stopped) return;
-    this.task = every('worker-lease-heartbeat', this.options.heartbeatSeconds * 1000, () => this.heartbeat(), this.options.clock);
+    this.task = every(
+      'worker-lease-heartbeat',
+      this.options.heartbeatSeconds * 1000,
+      () => this.heartbeat(),
+      this.options.clock,
+    );
     this.task.start();
   }
 
@@ -130,7 +145,9 @@ export class WorkerLease implements WorkerSource {
     const held = this.held;
     if (!held) throw new NoWorkerLeaseError(this.problem);
     if (this.options.clock.monotonic() >= this.validUntil) {
-      throw new NoWorkerLeaseError(`the lease on worker id ${held.workerId} was not renewed within its TTL minus margin (${this.options.ttlMs - this.options.marginMs} ms); renewing`);
+      throw new NoWorkerLeaseError(
+        `the lease on worker id ${held.workerId} was not renewed within its TTL minus margin (${this.options.ttlMs - this.options.marginMs} ms); renewing`,
+      );
     }
     return held;
   }
@@ -190,13 +207,22 @@ export class WorkerLease implements WorkerSource {
     const free = rows.filter((r) => r.heartbeatAt + ttlMs <= dbNowMs);
     // Least recently used first: its recorded last timestamp is the oldest,
     // so the new holder never waits for the clock to pass it.
-    free.sort((a, b) => Number(preferSameCode && b.code === code) - Number(preferSameCode && a.code === code) || a.lastTimestamp - b.lastTimestamp || a.workerId - b.workerId);
+    free.sort(
+      (a, b) =>
+        Number(preferSameCode && b.code === code) - Number(preferSameCode && a.code === code) ||
+        a.lastTimestamp - b.lastTimestamp ||
+        a.workerId - b.workerId,
+    );
     for (const row of free) {
       if (this.stopped || clock.monotonic() > deadline) return false;
       const sentAt = clock.monotonic();
       const ceiling = clock.now() + ttlMs;
       if (await store.acquire(row, code, ttlMs, ceiling)) {
-        this.held = Object.freeze({ workerId: row.workerId, version: row.leaseVersion + 1, floorMs: row.lastTimestamp });
+        this.held = Object.freeze({
+          workerId: row.workerId,
+          version: row.leaseVersion + 1,
+          floorMs: row.lastTimestamp,
+        });
         this.extend(sentAt, ceiling);
         log.info({ workerId: row.workerId, code, lastTimestamp: row.lastTimestamp }, 'worker lease acquired');
         return true;
@@ -229,7 +255,10 @@ export class WorkerLease implements WorkerSource {
     try {
       await this.options.store.release(held.workerId, held.version, last);
     } catch (err) {
-      this.options.log.warn({ err: String((err as Error)?.message ?? err), workerId: held.workerId }, 'could not release the worker lease; it expires after its TTL');
+      this.options.log.warn(
+        { err: String((err as Error)?.message ?? err), workerId: held.workerId },
+        'could not release the worker lease; it expires after its TTL',
+      );
     }
   }
 

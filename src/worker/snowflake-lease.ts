@@ -37,7 +37,8 @@ export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId'
  */
 export async function snowflakeWithLease(options: SnowflakeLeaseOptions): Promise<Snowflake> {
   const clock = options.clock ?? systemClock;
-  const layout = options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, clock.now());
+  const layout =
+    options.layout instanceof SnowflakeLayout ? options.layout : SnowflakeLayout.create(options.layout, clock.now());
   const db = await openDatabase(options.databaseUrl);
   const lease = new WorkerLease({
     ...DEFAULT_LEASE,

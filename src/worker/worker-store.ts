@@ -66,11 +66,17 @@ export class SqlWorkerStore implements WorkerStore {
 
   constructor(private readonly db: Database) {
     this.greatest = db.dialect === 'sqlite' ? 'MAX' : 'GREATEST';
-    this.ignoreDuplicates = db.dialect === 'mysql' ? { before: 'INSERT IGNORE', after: '' } : { before: 'INSERT', after: ' ON CONFLICT DO NOTHING' };
+    this.ignoreDuplicates =
+      db.dialect === 'mysql'
+        ? { before: 'INSERT IGNORE', after: '' }
+        : { before: 'INSERT', after: ' ON CONFLICT DO NOTHING' };
   }
 
   async ensureRows(min: number, max: number): Promise<void> {
-    const existing = await this.db.query<{ n: number | string }>('SELECT COUNT(*) AS n FROM worker WHERE worker_id BETWEEN ? AND ?', [min, max]);
+    const existing = await this.db.query<{ n: number | string }>(
+      'SELECT COUNT(*) AS n FROM worker WHERE worker_id BETWEEN ? AND ?',
+      [min, max],
+    );
     if (Number(existing[0]?.n ?? 0) === max - min + 1) return;
     const now = await this.nowMs();
     for (let from = min; from <= max; from += INSERT_BATCH) {

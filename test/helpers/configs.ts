@@ -65,7 +65,10 @@ export async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {
       };
     },
     async currentOffset(entityKey) {
-      const [row] = await db.query<{ c: string }>(`SELECT ${db.bigText('current_offset')} AS c FROM application WHERE entity_key = ?`, [entityKey]);
+      const [row] = await db.query<{ c: string }>(
+        `SELECT ${db.bigText('current_offset')} AS c FROM application WHERE entity_key = ?`,
+        [entityKey],
+      );
       return BigInt(row.c);
     },
     async cleanup() {
@@ -113,7 +116,9 @@ export async function sqliteMemorySetup(): Promise<StoreSetup> {
     async currentOffset(entityKey) {
       const db = open();
       try {
-        const row = db.prepare('SELECT current_offset FROM application WHERE entity_key = ?').get(entityKey) as { current_offset: bigint };
+        const row = db.prepare('SELECT current_offset FROM application WHERE entity_key = ?').get(entityKey) as {
+          current_offset: bigint;
+        };
         return BigInt(row.current_offset);
       } finally {
         db.close();

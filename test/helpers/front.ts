@@ -28,7 +28,10 @@ export interface Front {
  * and per request either forwards it (optionally holding the answer back,
  * to make a client time out) or answers itself (to inject a 503).
  */
-export async function startFront(target: string, decide: (req: FrontRequest, index: number) => FrontAction = () => ({ kind: 'forward' })): Promise<Front> {
+export async function startFront(
+  target: string,
+  decide: (req: FrontRequest, index: number) => FrontAction = () => ({ kind: 'forward' }),
+): Promise<Front> {
   const requests: FrontRequest[] = [];
   const readBody = (req: IncomingMessage) =>
     new Promise<string>((resolve, reject) => {
@@ -39,7 +42,12 @@ export async function startFront(target: string, decide: (req: FrontRequest, ind
     });
   const server: Server = createServer(async (req, res) => {
     const body = await readBody(req);
-    const seen: FrontRequest = { method: req.method!, path: req.url!, idempotencyKey: req.headers['idempotency-key'] as string | undefined, body };
+    const seen: FrontRequest = {
+      method: req.method!,
+      path: req.url!,
+      idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+      body,
+    };
     const index = requests.push(seen) - 1;
     const action = decide(seen, index);
     try {

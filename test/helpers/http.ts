@@ -7,7 +7,10 @@ export interface JsonResponse<T = any> {
   headers: Headers;
 }
 
-export async function call<T = any>(url: string, init: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<JsonResponse<T>> {
+export async function call<T = any>(
+  url: string,
+  init: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<JsonResponse<T>> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
   let body: string | undefined = init.rawBody;
@@ -41,7 +44,12 @@ export interface ErrorAnswer {
 /** A take answer: ids on 200, `error` otherwise. */
 export type TakeAnswer = { ids: string[] } & Partial<ErrorAnswer>;
 
-export async function takeIds(baseUrl: string, key: string, secret: string, count = 1): Promise<JsonResponse<TakeAnswer>> {
+export async function takeIds(
+  baseUrl: string,
+  key: string,
+  secret: string,
+  count = 1,
+): Promise<JsonResponse<TakeAnswer>> {
   return call(`${baseUrl}/apps/${key}/ids`, { token: secret, body: { count } });
 }
 

@@ -43,21 +43,44 @@ function waitExit(proc: ChildProcess): Promise<void> {
  * on a spare port; on 127.0.0.1, or inside a network namespace on one of its
  * addresses (`at`, the partition suite).
  */
-export async function startPrivateMariadb(at: { netns: string; host: string } = { netns: '', host: '127.0.0.1' }): Promise<PrivateMariadb> {
+export async function startPrivateMariadb(
+  at: { netns: string; host: string } = { netns: '', host: '127.0.0.1' },
+): Promise<PrivateMariadb> {
   const dir = mkdtempSync(join(tmpdir(), 'idpool-mariadb-'));
   // mariadbd refuses to run as root; the directory must be the mysql user's.
   const id = (flag: string) => Number(spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' }).stdout.trim());
   chownSync(dir, id('-u'), id('-g'));
   const datadir = join(dir, 'data');
-  const install = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--user=mysql', '--skip-test-db'], { encoding: 'utf8' });
+  const install = spawnSync(
+    'mariadb-install-db',
+    [
+      '--no-defaults',
+      `--datadir=${datadir}`,
+      '--auth-root-authentication-method=normal',
+      '--user=mysql',
+      '--skip-test-db',
+    ],
+    { encoding: 'utf8' },
+  );
   if (install.status !== 0) throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
   const port = await freePort();
   const url = `mysql://root@${at.host}:${port}/idpool`;
   let proc: ChildProcess;
   const start = async () => {
     // Small buffers: several of these may run beside the shared server on 2 cores.
-    const args = ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--bind-address=${at.host}`, `--socket=${join(dir, 's.sock')}`, '--user=mysql', '--skip-log-bin', '--innodb-buffer-pool-size=32M'];
-    proc = at.netns ? spawn('ip', ['netns', 'exec', at.netns, 'mariadbd', ...args], { stdio: 'ignore' }) : spawn('mariadbd', args, { stdio: 'ignore' });
+    const args = [
+      '--no-defaults',
+      `--datadir=${datadir}`,
+      `--port=${port}`,
+      `--bind-address=${at.host}`,
+      `--socket=${join(dir, 's.sock')}`,
+      '--user=mysql',
+      '--skip-log-bin',
+      '--innodb-buffer-pool-size=32M',
+    ];
+    proc = at.netns
+      ? spawn('ip', ['netns', 'exec', at.netns, 'mariadbd', ...args], { stdio: 'ignore' })
+      : spawn('mariadbd', args, { stdio: 'ignore' });
     const deadline = Date.now() + 30_000;
     for (;;) {
       try {
@@ -72,7 +95,8 @@ export async function startPrivateMariadb(at: { netns: string; host: string } = 
         return;
       } catch (err) {
         if (proc.exitCode !== null) throw new Error(`mariadbd on ${port} exited with ${proc.exitCode}`);
-        if (Date.now() > deadline) throw new Error(`mariadbd on ${port} did not start in 30 s: ${(err as Error).message}`);
+        if (Date.now() > deadline)
+          throw new Error(`mariadbd on ${port} did not start in 30 s: ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     }

@@ -112,7 +112,20 @@ export class Lab {
     const devB = `${stem}b`;
     if (devA.length > 15) throw new Error(`interface name ${devA} too long`);
     // Created in b (always a namespace) so deleting that namespace removes the pair.
-    await run('ip', ['-n', b, 'link', 'add', devB, 'type', 'veth', 'peer', 'name', devA, 'netns', a ?? String(process.pid)]);
+    await run('ip', [
+      '-n',
+      b,
+      'link',
+      'add',
+      devB,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      devA,
+      'netns',
+      a ?? String(process.pid),
+    ]);
     for (const [ns, dev, addr] of [
       [a, devA, addrA],
       [b, devB, addrB],
@@ -132,18 +145,38 @@ export class Lab {
     for (const end of ends.map((e) => link[e])) {
       await run('tc', [...nsArgs(end.ns), 'qdisc', 'add', 'dev', end.dev, 'clsact']);
       // Classic BPF "ret #2": TC_ACT_SHOT, drop.
-      await run('tc', [...nsArgs(end.ns), 'filter', 'add', 'dev', end.dev, 'ingress', 'bpf', 'da', 'bytecode', '1,6 0 0 2']);
+      await run('tc', [
+        ...nsArgs(end.ns),
+        'filter',
+        'add',
+        'dev',
+        end.dev,
+        'ingress',
+        'bpf',
+        'da',
+        'bytecode',
+        '1,6 0 0 2',
+      ]);
     }
   }
 
   /** Removes the drop filters (of whichever ends have one). */
   async heal(link: Link): Promise<void> {
-    for (const end of [link.a, link.b]) await run('tc', [...nsArgs(end.ns), 'qdisc', 'del', 'dev', end.dev, 'clsact']).catch(() => undefined);
+    for (const end of [link.a, link.b])
+      await run('tc', [...nsArgs(end.ns), 'qdisc', 'del', 'dev', end.dev, 'clsact']).catch(() => undefined);
   }
 
   /** Spawns a command in a namespace (undefined = root); killed by destroy(). */
-  spawn(ns: string | undefined, command: string, args: string[], options: { env?: NodeJS.ProcessEnv } = {}): ChildProcess {
-    const proc = ns === undefined ? spawn(command, args, { stdio: 'ignore', env: options.env }) : spawn('ip', ['netns', 'exec', ns, command, ...args], { stdio: 'ignore', env: options.env });
+  spawn(
+    ns: string | undefined,
+    command: string,
+    args: string[],
+    options: { env?: NodeJS.ProcessEnv } = {},
+  ): ChildProcess {
+    const proc =
+      ns === undefined
+        ? spawn(command, args, { stdio: 'ignore', env: options.env })
+        : spawn('ip', ['netns', 'exec', ns, command, ...args], { stdio: 'ignore', env: options.env });
     this.procs.push(proc);
     return proc;
   }
@@ -175,11 +208,35 @@ export interface NetnsRedis {
  * root namespace reaches) and waits until it answers there; `alsoBind`
  * adds addresses of links the root namespace is not on.
  */
-export async function startRedisIn(lab: Lab, ns: string, host: string, port: number, extraArgs: string[] = [], alsoBind: string[] = []): Promise<NetnsRedis> {
+export async function startRedisIn(
+  lab: Lab,
+  ns: string,
+  host: string,
+  port: number,
+  extraArgs: string[] = [],
+  alsoBind: string[] = [],
+): Promise<NetnsRedis> {
   // Protected mode refuses anything but loopback; these addresses exist only on the lab's veths.
   // Its own directory: a replica writes the RDB of its full sync there, not in the checkout.
   const dir = mkdtempSync(join(tmpdir(), 'idpool-netns-redis-'));
-  const proc = lab.spawn(ns, 'redis-server', ['--port', String(port), '--bind', host, ...alsoBind, '--protected-mode', 'no', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...extraArgs]);
+  const proc = lab.spawn(ns, 'redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    host,
+    ...alsoBind,
+    '--protected-mode',
+    'no',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    ...extraArgs,
+  ]);
   proc.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   await answers(host, port);
   return { host, port, url: `redis://${host}:${port}/0`, proc };
@@ -189,7 +246,14 @@ export async function startRedisIn(lab: Lab, ns: string, host: string, port: num
 export async function answers(host: string, port: number, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const probe = new Redis({ host, port, lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const probe = new Redis({
+      host,
+      port,
+      lazyConnect: true,
+      connectTimeout: 500,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     probe.on('error', () => undefined);
     try {
       await probe.connect();

@@ -63,20 +63,36 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   const dir = mkdtempSync(join(tmpdir(), 'idpool-pg-'));
   const data = join(dir, 'data');
   const asRoot = process.getuid?.() === 0;
-  const ids = asRoot ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) } : {};
+  const ids = asRoot
+    ? {
+        uid: Number(execFileSync('id', ['-u', 'postgres']).toString()),
+        gid: Number(execFileSync('id', ['-g', 'postgres']).toString()),
+      }
+    : {};
   if (asRoot) chownSync(dir, ids.uid!, ids.gid!);
   // --no-sync: the cluster is thrown away after the test; only its own crash recovery matters.
-  execFileSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], { ...ids, stdio: 'ignore' });
+  execFileSync(
+    join(bin, 'initdb'),
+    ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'],
+    { ...ids, stdio: 'ignore' },
+  );
 
   let proc: ChildProcess | undefined;
   const start = async () => {
-    proc = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'fsync=off'], {
-      ...ids,
-      stdio: 'ignore',
-    });
+    proc = spawn(
+      join(bin, 'postgres'),
+      ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'fsync=off'],
+      {
+        ...ids,
+        stdio: 'ignore',
+      },
+    );
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const probe = new Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres`, connectionTimeoutMillis: 1000 });
+      const probe = new Client({
+        connectionString: `postgres://postgres@127.0.0.1:${port}/postgres`,
+        connectionTimeoutMillis: 1000,
+      });
       try {
         await probe.connect();
         await probe.end();

@@ -41,12 +41,22 @@ export function waitExit(proc: ChildProcess): Promise<number | null> {
  * Starts `src/main.ts` as a real process and waits until it listens; in a
  * network namespace when `at` says so (reached at `at.host`).
  */
-export async function startInstance(env: Record<string, string>, timeoutMs = 30_000, at?: { netns: string; host: string }): Promise<Instance> {
+export async function startInstance(
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  at?: { netns: string; host: string },
+): Promise<Instance> {
   const command = [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   if (at) command.unshift('ip', 'netns', 'exec', at.netns);
   const proc = spawn(command[0], command.slice(1), {
     cwd: ROOT,
-    env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_LOG_LEVEL: 'info', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', ...env },
+    env: {
+      ...process.env,
+      IDPOOL_PORT: '0',
+      IDPOOL_LOG_LEVEL: 'info',
+      IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -88,7 +98,10 @@ export async function startInstance(env: Record<string, string>, timeoutMs = 30_
  * Runs `src/main.ts` expecting it to stop by itself (bad configuration, a
  * refused start); killed after `timeoutMs`. Resolves to its exit code and output.
  */
-export async function runToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runToExit(
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
     cwd: ROOT,
     env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', ...env },
@@ -117,7 +130,10 @@ export interface RedisServer {
 }
 
 /** A redis-server of the test's own on a spare port (never the shared one). */
-export async function startRedisServer(persistence: 'aof' | 'rdb' | 'none', extraArgs: string[] = []): Promise<RedisServer> {
+export async function startRedisServer(
+  persistence: 'aof' | 'rdb' | 'none',
+  extraArgs: string[] = [],
+): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'idpool-redis-'));
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', ...extraArgs];
@@ -129,7 +145,13 @@ export async function startRedisServer(persistence: 'aof' | 'rdb' | 'none', extr
     proc = spawn('redis-server', args, { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const probe = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+      });
       probe.on('error', () => undefined);
       try {
         await probe.connect();
@@ -182,13 +204,30 @@ export async function startMariaDbServer(options: string[] = []): Promise<MariaD
   const dir = mkdtempSync(join(tmpdir(), 'idpool-mariadb-'));
   const user = process.getuid?.() === 0 ? ['--user=root'] : [];
   await new Promise<void>((resolve, reject) => {
-    const install = spawn('mariadb-install-db', ['--no-defaults', `--datadir=${dir}/data`, ...user, '--auth-root-authentication-method=normal', '--skip-test-db'], { stdio: 'ignore' });
+    const install = spawn(
+      'mariadb-install-db',
+      ['--no-defaults', `--datadir=${dir}/data`, ...user, '--auth-root-authentication-method=normal', '--skip-test-db'],
+      { stdio: 'ignore' },
+    );
     install.once('error', reject);
-    install.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`mariadb-install-db exited with ${code}`))));
+    install.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`mariadb-install-db exited with ${code}`)),
+    );
   });
   const proc = spawn(
     mariadbd,
-    ['--no-defaults', `--datadir=${dir}/data`, `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${dir}/sock`, `--pid-file=${dir}/pid`, ...user, '--skip-log-bin', '--innodb-buffer-pool-size=16M', ...options],
+    [
+      '--no-defaults',
+      `--datadir=${dir}/data`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--socket=${dir}/sock`,
+      `--pid-file=${dir}/pid`,
+      ...user,
+      '--skip-log-bin',
+      '--innodb-buffer-pool-size=16M',
+      ...options,
+    ],
     { stdio: 'ignore' },
   );
   const stop = async () => {

@@ -42,7 +42,9 @@ interface Panel {
 export interface Dashboard {
   schemaVersion: number;
   panels: Panel[];
-  templating: { list: Array<{ name: string; type: string; query?: string | { query?: string }; datasource?: unknown }> };
+  templating: {
+    list: Array<{ name: string; type: string; query?: string | { query?: string }; datasource?: unknown }>;
+  };
   [key: string]: unknown;
 }
 
@@ -65,7 +67,8 @@ export function dashboardExpressions(dashboard: Dashboard): Expression[] {
   const out: Expression[] = [];
   for (const panel of allPanels(dashboard)) {
     for (const target of panel.targets ?? []) {
-      if (target.expr !== undefined) out.push({ where: `panel ${panel.id} "${panel.title}" ${target.refId}`, expr: grafanaToPromql(target.expr) });
+      if (target.expr !== undefined)
+        out.push({ where: `panel ${panel.id} "${panel.title}" ${target.refId}`, expr: grafanaToPromql(target.expr) });
     }
   }
   for (const variable of dashboard.templating.list) {
@@ -74,7 +77,10 @@ export function dashboardExpressions(dashboard: Dashboard): Expression[] {
     const labelValues = /^\s*label_values\((.*),\s*[a-zA-Z_]\w*\s*\)\s*$/s.exec(query);
     const queryResult = /^\s*query_result\((.*)\)\s*$/s.exec(query);
     const expr = labelValues?.[1] ?? queryResult?.[1];
-    if (expr === undefined) throw new Error(`variable ${variable.name}: query ${JSON.stringify(query)} is neither label_values(selector, label) nor query_result(expr)`);
+    if (expr === undefined)
+      throw new Error(
+        `variable ${variable.name}: query ${JSON.stringify(query)} is neither label_values(selector, label) nor query_result(expr)`,
+      );
     out.push({ where: `variable ${variable.name}`, expr: grafanaToPromql(expr) });
   }
   return out;
@@ -88,7 +94,22 @@ export function grafanaToPromql(expr: string): string {
   });
 }
 
-const AGGREGATIONS = new Set(['sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile', 'limitk', 'limit_ratio']);
+const AGGREGATIONS = new Set([
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'group',
+  'stddev',
+  'stdvar',
+  'count',
+  'count_values',
+  'bottomk',
+  'topk',
+  'quantile',
+  'limitk',
+  'limit_ratio',
+]);
 const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan', 'start', 'end']);
 const LABEL_LIST = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right']);
 

@@ -88,20 +88,44 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
     const proc = spawn(
       'redis-server',
       [
-        '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no',
-        '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-        '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--daemonize',
+        'no',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        String(NODE_TIMEOUT_MS),
         // A replica may always take over, however long its link was down.
-        '--cluster-replica-validity-factor', '0',
-        '--appendonly', 'no', '--save', '',
-        '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0',
+        '--cluster-replica-validity-factor',
+        '0',
+        '--appendonly',
+        'no',
+        '--save',
+        '',
+        '--repl-diskless-sync',
+        'yes',
+        '--repl-diskless-sync-delay',
+        '0',
       ],
       { stdio: 'ignore' },
     );
     procs.set(port, proc);
   }
-  await Promise.all(ports.map((port) => until(`redis-server ${port}`, async () => (await client(port).ping()) === 'PONG', 10_000)));
-  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 30_000 });
+  await Promise.all(
+    ports.map((port) => until(`redis-server ${port}`, async () => (await client(port).ping()) === 'PONG', 10_000)),
+  );
+  await run(
+    'redis-cli',
+    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+    { timeout: 30_000 },
+  );
   const ids = new Map<number, string>();
   for (const port of ports) ids.set(port, String(await client(port).call('CLUSTER', 'MYID')));
   const alive = () => ports.filter((p) => procs.get(p)!.exitCode === null && procs.get(p)!.signalCode === null);
@@ -142,9 +166,12 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
         if (keys.length === 0) break;
         await from.call('MIGRATE', '127.0.0.1', toPort, '', 0, 5000, 'KEYS', ...keys);
       }
-      for (const port of [toPort, fromPort]) await client(port).call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(toPort)!);
+      for (const port of [toPort, fromPort])
+        await client(port).call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(toPort)!);
       const { masters } = await topology.roles();
-      for (const port of masters) if (port !== toPort && port !== fromPort) await client(port).call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(toPort)!);
+      for (const port of masters)
+        if (port !== toPort && port !== fromPort)
+          await client(port).call('CLUSTER', 'SETSLOT', slot, 'NODE', ids.get(toPort)!);
     },
     async kill9(port) {
       const proc = procs.get(port)!;
@@ -152,10 +179,15 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
       if (proc.exitCode === null && proc.signalCode === null) await new Promise((r) => proc.once('exit', r));
     },
     async waitHealthy() {
-      await until('cluster_state:ok on every live node', async () => {
-        for (const port of alive()) if (!/cluster_state:ok/.test(String(await client(port).call('CLUSTER', 'INFO')))) return false;
-        return true;
-      }, 30_000);
+      await until(
+        'cluster_state:ok on every live node',
+        async () => {
+          for (const port of alive())
+            if (!/cluster_state:ok/.test(String(await client(port).call('CLUSTER', 'INFO')))) return false;
+          return true;
+        },
+        30_000,
+      );
     },
     async stop() {
       for (const c of clients.values()) c.disconnect();

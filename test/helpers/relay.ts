@@ -17,7 +17,10 @@ export interface Relay {
   close(): Promise<void>;
 }
 
-export async function startRelay(target: { host: string; port: number }, listen: { host?: string; port?: number } = {}): Promise<Relay> {
+export async function startRelay(
+  target: { host: string; port: number },
+  listen: { host?: string; port?: number } = {},
+): Promise<Relay> {
   let delayMs = 0;
   let jitterMs = 0;
   let cut = false;

@@ -37,8 +37,19 @@ export async function startSentinelTopology(masterName = 'mymaster'): Promise<Se
   // min-replicas-to-write on the master only: it stops accepting writes it
   // could lose once its replica is gone, while the promoted replica (started
   // without it) serves alone after the old master dies.
-  const master = await startRedisServer('none', [...REPLICATION_ARGS, '--min-replicas-to-write', '1', '--min-replicas-max-lag', '5']);
-  const replica = await startRedisServer('none', [...REPLICATION_ARGS, '--replicaof', '127.0.0.1', String(master.port)]);
+  const master = await startRedisServer('none', [
+    ...REPLICATION_ARGS,
+    '--min-replicas-to-write',
+    '1',
+    '--min-replicas-max-lag',
+    '5',
+  ]);
+  const replica = await startRedisServer('none', [
+    ...REPLICATION_ARGS,
+    '--replicaof',
+    '127.0.0.1',
+    String(master.port),
+  ]);
   const r = new Redis(replica.port, '127.0.0.1');
   await until('the replica to sync', async () => /master_link_status:up/.test(await r.info('replication')));
   r.disconnect();

@@ -52,7 +52,12 @@ export const SQL_SERVERS: ReadonlyArray<{ name: string; server: SqlServer }> = [
 
 export async function redisReachable(): Promise<boolean> {
   return reachable(async () => {
-    const r = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const r = new Redis(REDIS_URL, {
+      lazyConnect: true,
+      connectTimeout: 2000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     r.on('error', () => undefined);
     try {
       await r.connect();
@@ -137,7 +142,10 @@ async function createPostgresDatabase(name: string): Promise<TestSchema> {
     url: u.toString(),
     name,
     // FORCE ends the sessions a killed service process may have left behind.
-    drop: () => onPostgres((c) => c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      onPostgres((c) => c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`)).then(
+        () => undefined,
+      ),
   };
 }
 
@@ -149,7 +157,9 @@ export function testPrefix(): string {
 /** Calls of each command since the server started or its last `CONFIG RESETSTAT` (those run inside functions included), from `INFO commandstats`. */
 export async function commandCalls(redis: Redis, ...commands: string[]): Promise<Record<string, number>> {
   const stats = await redis.info('commandstats');
-  return Object.fromEntries(commands.map((c) => [c, Number(new RegExp(`^cmdstat_${c}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)]));
+  return Object.fromEntries(
+    commands.map((c) => [c, Number(new RegExp(`^cmdstat_${c}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)]),
+  );
 }
 
 /** Deletes every key under a prefix. */

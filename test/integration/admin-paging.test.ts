@@ -27,7 +27,10 @@ describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true
     const keys = Array.from({ length: 25 }, (_, i) => `page-${String((i * 7) % 25).padStart(2, '0')}`);
     for (const key of keys) {
       // A snowflake entity takes no pool fields (400 naming the field).
-      const body = key === 'page-03' ? { key, mode: 'snowflake', maxSizePerTimes: 50, maxSizePerSecond: 0 } : { key, step: 10, maxPoolSize: 100, maxSizePerTimes: 50, maxSizePerSecond: 0, startOffset: 500 };
+      const body =
+        key === 'page-03'
+          ? { key, mode: 'snowflake', maxSizePerTimes: 50, maxSizePerSecond: 0 }
+          : { key, step: 10, maxPoolSize: 100, maxSizePerTimes: 50, maxSizePerSecond: 0, startOffset: 500 };
       await register(instance.url, body);
     }
     expect((await call(`${instance.url}/admin/apps/page-10`, { ...admin, method: 'DELETE' })).status).toBe(204);
@@ -37,7 +40,10 @@ describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true
     let after: string | null = null;
     let pages = 0;
     do {
-      const res: JsonResponse<{ apps: Record<string, any>[]; next: string | null }> = await call(`${instance.url}/admin/apps?limit=10${after ? `&after=${after}` : ''}`, admin);
+      const res: JsonResponse<{ apps: Record<string, any>[]; next: string | null }> = await call(
+        `${instance.url}/admin/apps?limit=10${after ? `&after=${after}` : ''}`,
+        admin,
+      );
       expect(res.status).toBe(200);
       expect(res.body.apps.length).toBeLessThanOrEqual(10);
       seen.push(...res.body.apps);
@@ -64,7 +70,17 @@ describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true
     const past = await call(`${instance.url}/admin/apps?after=zzz`, admin);
     expect(past.body).toEqual({ apps: [], next: null });
 
-    for (const query of ['limit=0', 'limit=1001', 'limit=-1', 'limit=abc', 'limit=1.5', 'limit=1&limit=2', 'after=bad%20key', `after=${'x'.repeat(65)}`, 'after=a&after=b']) {
+    for (const query of [
+      'limit=0',
+      'limit=1001',
+      'limit=-1',
+      'limit=abc',
+      'limit=1.5',
+      'limit=1&limit=2',
+      'after=bad%20key',
+      `after=${'x'.repeat(65)}`,
+      'after=a&after=b',
+    ]) {
       const res = await call(`${instance.url}/admin/apps?${query}`, admin);
       expect(res.status, query).toBe(400);
       expect(res.body.error.code, query).toBe('invalid_request');

@@ -18,7 +18,8 @@ function countEntityQueries(service: Service): { readonly count: number } {
   const wrap = <F extends (sql: string, params?: unknown[]) => Promise<unknown>>(fn: F): F =>
     ((sql: string, params?: unknown[]) => {
       // Reads of entity configuration (they select entity_name), not the ops sampler's offsets.
-      if (/entity_name/.test(sql) && /FROM application WHERE (entity_key|update_time|deleted_at = 0 ORDER)/.test(sql)) counter.count++;
+      if (/entity_name/.test(sql) && /FROM application WHERE (entity_key|update_time|deleted_at = 0 ORDER)/.test(sql))
+        counter.count++;
       return fn(sql, params);
     }) as F;
   (db as { query: Service['db']['query'] }).query = wrap(db.query.bind(db));
@@ -35,7 +36,13 @@ describeWithServices('key probing (two instances on MariaDB + Redis)', { mysql: 
   beforeAll(async () => {
     schema = await createTestSchema();
     const prefix = testPrefix();
-    const config = loadConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
+    const config = loadConfig({
+      IDPOOL_DATABASE_URL: schema.url,
+      IDPOOL_REDIS_URL: REDIS_URL,
+      IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
+      IDPOOL_WORKER_ID: '1',
+      IDPOOL_WORKER_ID_UNSAFE: '1',
+    });
     for (let i = 0; i < 2; i++) {
       const service = await createService(config, { redisPrefix: prefix, ops: { requestLog: 'off' } });
       services.push(service);
@@ -80,7 +87,10 @@ describeWithServices('key probing (two instances on MariaDB + Redis)', { mysql: 
     const probe = async () => {
       while (probes < 10_000) {
         probes++;
-        const res = await call(`${a}/apps/k${randomBytes(8).toString('hex')}/ids`, { token: randomBytes(32).toString('base64url'), body: { count: 1 } });
+        const res = await call(`${a}/apps/k${randomBytes(8).toString('hex')}/ids`, {
+          token: randomBytes(32).toString('base64url'),
+          body: { count: 1 },
+        });
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 429) retryAfter = res.headers.get('retry-after');
       }
@@ -114,7 +124,10 @@ describeWithServices('key probing (two instances on MariaDB + Redis)', { mysql: 
     // A separate address budget is not needed: a valid secret passes even when the address is limited.
     const before = await call(`${a}/apps/late-entity/ids`, { token: 'x'.repeat(43), body: { count: 1 } });
     expect([401, 429]).toContain(before.status);
-    const res = await call(`${b}/admin/apps`, { token: ADMIN_TOKEN, body: { key: 'late-entity', maxSizePerSecond: 0 } });
+    const res = await call(`${b}/admin/apps`, {
+      token: ADMIN_TOKEN,
+      body: { key: 'late-entity', maxSizePerSecond: 0 },
+    });
     expect(res.status).toBe(201);
     const after = await call(`${a}/apps/late-entity/ids`, { token: res.body.secret, body: { count: 1 } });
     expect(after.status).toBe(200);

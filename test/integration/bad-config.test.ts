@@ -9,7 +9,10 @@ const BAD: Array<[variable: string, env: Record<string, string>]> = [
   ['IDPOOL_ADMIN_TOKEN', { IDPOOL_ADMIN_TOKEN: 'x'.repeat(31) }],
   ['IDPOOL_OPS_TOKEN', { IDPOOL_OPS_TOKEN: 'ops-token-shorter-than-32' }],
   ['IDPOOL_HTTP_HEADERS_TIMEOUT_MS', { IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '0' }],
-  ['IDPOOL_HTTP_REQUEST_TIMEOUT_MS', { IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '5000', IDPOOL_HTTP_REQUEST_TIMEOUT_MS: '4000' }],
+  [
+    'IDPOOL_HTTP_REQUEST_TIMEOUT_MS',
+    { IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '5000', IDPOOL_HTTP_REQUEST_TIMEOUT_MS: '4000' },
+  ],
   ['IDPOOL_HTTP_MAX_CONNECTIONS', { IDPOOL_HTTP_MAX_CONNECTIONS: 'many' }],
   ['IDPOOL_ALERT_DEDUPE_MS', { IDPOOL_ALERT_DEDUPE_MS: 'soon' }],
   ['IDPOOL_ALERT_HORIZON_DAYS', { IDPOOL_ALERT_HORIZON_DAYS: '0' }],
@@ -27,7 +30,10 @@ const BAD: Array<[variable: string, env: Record<string, string>]> = [
   ['IDPOOL_METRICS_MAX_ENTITIES', { IDPOOL_METRICS_MAX_ENTITIES: 'all' }],
   ['IDPOOL_POOL_HORIZON_S', { IDPOOL_POOL_HORIZON_S: '0' }],
   ['IDPOOL_REDIS_SENTINELS', { IDPOOL_REDIS_SENTINELS: 'no-port-here' }],
-  ['IDPOOL_REDIS_SENTINEL_MASTER', { IDPOOL_REDIS_SENTINELS: '127.0.0.1:26379', IDPOOL_REDIS_SENTINEL_MASTER: 'my master' }],
+  [
+    'IDPOOL_REDIS_SENTINEL_MASTER',
+    { IDPOOL_REDIS_SENTINELS: '127.0.0.1:26379', IDPOOL_REDIS_SENTINEL_MASTER: 'my master' },
+  ],
   ['IDPOOL_REDIS_CLUSTER_NODES', { IDPOOL_REDIS_CLUSTER_NODES: '127.0.0.1:99999' }],
   ['IDPOOL_REDIS_USERNAME', { IDPOOL_REDIS_URL: 'redis://127.0.0.1:6379/0', IDPOOL_REDIS_USERNAME: 'idpool' }],
   ['IDPOOL_REDIS_PASSWORD', { IDPOOL_REDIS_URL: 'redis://127.0.0.1:6379/0', IDPOOL_REDIS_PASSWORD: 'secret' }],
@@ -68,7 +74,8 @@ function variablesInSource(): string[] {
       if (statSync(path).isDirectory()) {
         if (!['cli', 'client'].includes(name)) walk(path);
       } else if (/\.ts$/.test(name)) {
-        for (const m of readFileSync(path, 'utf8').matchAll(/['"`(](IDPOOL_[A-Z0-9_]*[A-Z0-9])['"`,)]/g)) found.add(m[1]);
+        for (const m of readFileSync(path, 'utf8').matchAll(/['"`(](IDPOOL_[A-Z0-9_]*[A-Z0-9])['"`,)]/g))
+          found.add(m[1]);
       }
     }
   };
@@ -97,7 +104,11 @@ describe('bad configuration ends in one line naming the variable (exit 2)', () =
         const [variable, env] = BAD[i];
         const run = await runToExit({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, `case-${i}.db`)}`, ...env }, 60_000);
         const lines = run.stderr.trim().split('\n');
-        const ok = run.code === 2 && lines.length === 1 && lines[0].startsWith(`idpool: invalid configuration: ${variable}`) && !/\n\s+at /.test(run.stdout);
+        const ok =
+          run.code === 2 &&
+          lines.length === 1 &&
+          lines[0].startsWith(`idpool: invalid configuration: ${variable}`) &&
+          !/\n\s+at /.test(run.stdout);
         if (!ok) failures.push(`${variable}: exit ${run.code}, stderr ${JSON.stringify(run.stderr.slice(0, 300))}`);
       }
     };
@@ -111,13 +122,23 @@ describe('a database URL never reaches an error line with its password', () => {
   it.each([
     ['malformed (no //): a configuration error', `mysql:idpool:${PASSWORD}@db.example/idpool`, 2],
     ['malformed (no :): a configuration error', `mysql//idpool:${PASSWORD}@db.example/idpool`, 2],
-    ['an unescaped @ in the password, unreachable: a start-up error', `mysql://idpool:${PASSWORD}@x@127.0.0.1:1/idpool`, 1],
+    [
+      'an unescaped @ in the password, unreachable: a start-up error',
+      `mysql://idpool:${PASSWORD}@x@127.0.0.1:1/idpool`,
+      1,
+    ],
     ['PostgreSQL, unreachable: a start-up error', `postgres://idpool:${PASSWORD}@127.0.0.1:1/idpool`, 1],
-  ])('%s', async (_name, url, code) => {
-    const run = await runToExit({ IDPOOL_DATABASE_URL: url }, 60_000);
-    expect(run.code).toBe(code);
-    expect(run.stderr).toMatch(code === 2 ? /^idpool: invalid configuration: IDPOOL_DATABASE_URL/ : /^idpool: cannot start: /);
-    expect(run.stderr + run.stdout).not.toContain(PASSWORD);
-    expect(run.stderr + run.stdout).not.toContain('hunter2');
-  }, 90_000);
+  ])(
+    '%s',
+    async (_name, url, code) => {
+      const run = await runToExit({ IDPOOL_DATABASE_URL: url }, 60_000);
+      expect(run.code).toBe(code);
+      expect(run.stderr).toMatch(
+        code === 2 ? /^idpool: invalid configuration: IDPOOL_DATABASE_URL/ : /^idpool: cannot start: /,
+      );
+      expect(run.stderr + run.stdout).not.toContain(PASSWORD);
+      expect(run.stderr + run.stdout).not.toContain('hunter2');
+    },
+    90_000,
+  );
 });

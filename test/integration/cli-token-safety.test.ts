@@ -13,7 +13,9 @@ interface Seen {
 }
 
 /** An HTTP server on loopback that records each request and answers with `answer`. */
-async function recordingServer(answer: (req: IncomingMessage) => { status: number; headers?: Record<string, string>; body?: string }): Promise<{ server: Server; url: string; seen: Seen[] }> {
+async function recordingServer(
+  answer: (req: IncomingMessage) => { status: number; headers?: Record<string, string>; body?: string },
+): Promise<{ server: Server; url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
     seen.push({ method: req.method!, url: req.url!, authorization: req.headers.authorization });
@@ -53,17 +55,30 @@ describe('idpool CLI keeps the admin token where --url points', () => {
   it('refuses a redirect, naming where it points, and sends nothing there', async () => {
     const env = { IDPOOL_ADMIN_TOKEN: TOKEN };
     const list = await idpool(['apps', 'list', '--url', redirecting.url], env);
-    expectOneLineError(list, 1, new RegExp(`answered 302, redirecting to ${elsewhere.url}/admin/apps; the CLI does not follow redirects`));
+    expectOneLineError(
+      list,
+      1,
+      new RegExp(`answered 302, redirecting to ${elsewhere.url}/admin/apps; the CLI does not follow redirects`),
+    );
     const create = await idpool(['apps', 'create', 'orders', '--url', redirecting.url], env);
     expectOneLineError(create, 1, new RegExp(`answered 307, redirecting to ${elsewhere.url}/admin/apps`));
     // A relative Location is named as the absolute URL it means.
     const relative = await idpool(['apps', 'show', 'orders', '--url', `${redirecting.url}/relative`], env);
     expectOneLineError(relative, 1, new RegExp(`answered 307, redirecting to ${redirecting.url}/moved/admin/apps`));
-    expectOneLineError(await idpool(['workers', '--url', `${redirecting.url}/bare`], env), 1, /answered 302, redirecting to nowhere \(no Location header\)/);
+    expectOneLineError(
+      await idpool(['workers', '--url', `${redirecting.url}/bare`], env),
+      1,
+      /answered 302, redirecting to nowhere \(no Location header\)/,
+    );
 
     expect(elsewhere.seen).toEqual([]);
     // Each command asked exactly once, with the token, of the server it was given.
-    expect(redirecting.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['GET /admin/apps?limit=1000', 'POST /admin/apps', 'GET /relative/admin/apps/orders', 'GET /bare/admin/workers']);
+    expect(redirecting.seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'GET /admin/apps?limit=1000',
+      'POST /admin/apps',
+      'GET /relative/admin/apps/orders',
+      'GET /bare/admin/workers',
+    ]);
     expect(redirecting.seen.every((s) => s.authorization === `Bearer ${TOKEN}`)).toBe(true);
   });
 
@@ -75,19 +90,34 @@ describe('idpool CLI keeps the admin token where --url points', () => {
     expect(run.stdout).toBe('');
     const lines = run.stderr.trimEnd().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toBe('idpool: warning: the admin token goes to localhost.invalid:8080 over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)');
+    expect(lines[0]).toBe(
+      'idpool: warning: the admin token goes to localhost.invalid:8080 over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)',
+    );
     expect(lines[1]).toMatch(/^idpool: cannot reach idpool at http:\/\/localhost.invalid:8080: /);
 
     // IDPOOL_URL is judged the same way.
-    const fromEnv = await idpool(['workers', '--timeout', '10000'], { ...env, IDPOOL_URL: 'http://10.255.255.1.invalid:8080' });
-    expect(fromEnv.stderr.split('\n')[0]).toMatch(/^idpool: warning: the admin token goes to 10\.255\.255\.1\.invalid:8080 over plain http:\/\//);
+    const fromEnv = await idpool(['workers', '--timeout', '10000'], {
+      ...env,
+      IDPOOL_URL: 'http://10.255.255.1.invalid:8080',
+    });
+    expect(fromEnv.stderr.split('\n')[0]).toMatch(
+      /^idpool: warning: the admin token goes to 10\.255\.255\.1\.invalid:8080 over plain http:\/\//,
+    );
   });
 
   it('does not warn for loopback addresses, localhost, or https://', async () => {
     const env = { IDPOOL_ADMIN_TOKEN: TOKEN };
     const closed = await freePort();
-    const urls = [`http://127.0.0.1:${closed}`, `http://127.3.2.1:${closed}`, `http://localhost:${closed}`, `http://[::1]:${closed}`, 'https://localhost.invalid:8443'];
-    const runs = await Promise.all(urls.map((url) => idpool(['apps', 'list', '--url', url, '--timeout', '10000'], env)));
+    const urls = [
+      `http://127.0.0.1:${closed}`,
+      `http://127.3.2.1:${closed}`,
+      `http://localhost:${closed}`,
+      `http://[::1]:${closed}`,
+      'https://localhost.invalid:8443',
+    ];
+    const runs = await Promise.all(
+      urls.map((url) => idpool(['apps', 'list', '--url', url, '--timeout', '10000'], env)),
+    );
     runs.forEach((run) => expectOneLineError(run, 1, /cannot reach idpool at/));
     expect(runs.map((r) => r.stderr).join('')).not.toContain('warning');
     // Served from loopback: no warning, and the answer as usual.

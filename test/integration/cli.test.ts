@@ -33,8 +33,35 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     const key = uniqueKey('cli');
 
     // create (JSON): the secret works for taking ids.
-    const created = json(await idpool(['apps', 'create', key, '--name', 'CLI orders', '--step', '100', '--max-pool-size', '2000', '--max-size-per-second', '0', '--start-offset', '5000', '--json'], env));
-    expect(created).toMatchObject({ key, name: 'CLI orders', mode: 'monotonic', step: 100, maxPoolSize: 2000, startOffset: '5000' });
+    const created = json(
+      await idpool(
+        [
+          'apps',
+          'create',
+          key,
+          '--name',
+          'CLI orders',
+          '--step',
+          '100',
+          '--max-pool-size',
+          '2000',
+          '--max-size-per-second',
+          '0',
+          '--start-offset',
+          '5000',
+          '--json',
+        ],
+        env,
+      ),
+    );
+    expect(created).toMatchObject({
+      key,
+      name: 'CLI orders',
+      mode: 'monotonic',
+      step: 100,
+      maxPoolSize: 2000,
+      startOffset: '5000',
+    });
     const firstSecret: string = created.secret;
     const taken = await takeIds(instance.url, key, firstSecret, 3);
     expect(taken.status).toBe(200);
@@ -42,7 +69,22 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
 
     // create (text): the secret is printed once, with a warning.
     const trendKey = uniqueKey('cli_trend');
-    const text = await idpool(['apps', 'create', trendKey, '--mode', 'trend', '--step', '100', '--max-pool-size', '1000', '--max-size-per-second', '0'], env);
+    const text = await idpool(
+      [
+        'apps',
+        'create',
+        trendKey,
+        '--mode',
+        'trend',
+        '--step',
+        '100',
+        '--max-pool-size',
+        '1000',
+        '--max-size-per-second',
+        '0',
+      ],
+      env,
+    );
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(new RegExp(`^key\\s+${trendKey}$`, 'm'));
     expect(text.stdout).toMatch(/^mode\s+trend$/m);
@@ -60,7 +102,11 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expect(second.apps[0].key > first.next).toBe(true);
     const onePage = await idpool(['apps', 'list', '--limit', '1'], env);
     expect(onePage.stdout).toContain(`more after ${first.next} (add --after ${first.next})`);
-    expectOneLineError(await idpool(['apps', 'list', '--limit', '0'], env), 2, /limit must be an integer from 1 to 1000/);
+    expectOneLineError(
+      await idpool(['apps', 'list', '--limit', '0'], env),
+      2,
+      /limit must be an integer from 1 to 1000/,
+    );
     const table = await idpool(['apps', 'list'], env);
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^KEY\s+MODE\s+STEP\s+POOL\s+CURRENT OFFSET\s+NAME$/);
@@ -72,15 +118,27 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expect(shown.stdout).toMatch(/^step\s+100$/m);
     expect(shown.stdout).toMatch(/^pool\.max\s+2000$/m);
     expect(shown.stdout).not.toContain(firstSecret);
-    expect(json(await idpool(['apps', 'show', key, '--json'], env))).toMatchObject({ key, step: 100, pool: { max: 2000 } });
+    expect(json(await idpool(['apps', 'show', key, '--json'], env))).toMatchObject({
+      key,
+      step: 100,
+      pool: { max: 2000 },
+    });
 
     // update, and a refused update that changes nothing (exit 2, one line)
     const updated = json(await idpool(['apps', 'update', key, '--step', '200', '--name', 'Orders', '--json'], env));
     expect(updated).toMatchObject({ key, step: 200, name: 'Orders' });
-    expectOneLineError(await idpool(['apps', 'update', key, '--step', '0'], env), 2, /invalid_request: step: must be at least 1/);
+    expectOneLineError(
+      await idpool(['apps', 'update', key, '--step', '0'], env),
+      2,
+      /invalid_request: step: must be at least 1/,
+    );
     expectOneLineError(await idpool(['apps', 'update', key, '--max-pool-size', '150'], env), 2, /maxPoolSize/);
     expectOneLineError(await idpool(['apps', 'update', key], env), 2, /nothing to change/);
-    expect(json(await idpool(['apps', 'show', key, '--json'], env))).toMatchObject({ step: 200, maxPoolSize: 2000, name: 'Orders' });
+    expect(json(await idpool(['apps', 'show', key, '--json'], env))).toMatchObject({
+      step: 200,
+      maxPoolSize: 2000,
+      name: 'Orders',
+    });
 
     // rotate-secret: the old secret stops working, the new one works
     const rotated = json(await idpool(['apps', 'rotate-secret', key, '--json'], env));
@@ -140,7 +198,10 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
         'idpool: 4 of 34 lines failed (listed above)',
       ]);
       expect(statSync(secrets).mode & 0o777).toBe(0o600);
-      const written = readFileSync(secrets, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { key: string; secret: string });
+      const written = readFileSync(secrets, 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { key: string; secret: string });
       expect(written.map((w) => w.key).sort()).toEqual([...good].sort());
       const monotonic = written.find((w) => w.key === good[0])!;
       expect((await takeIds(instance.url, monotonic.key, monotonic.secret, 1)).status).toBe(200);
@@ -150,7 +211,11 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       // The secrets file is never overwritten: nothing is registered, exit 2.
       const fresh = uniqueKey('imp_fresh');
       writeFileSync(file, `${JSON.stringify({ key: fresh })}\n`);
-      expectOneLineError(await idpool(['apps', 'import', file, '--secrets', secrets], env), 2, /secrets.jsonl exists; secrets are never overwritten/);
+      expectOneLineError(
+        await idpool(['apps', 'import', file, '--secrets', secrets], env),
+        2,
+        /secrets.jsonl exists; secrets are never overwritten/,
+      );
       expect((await call(`${instance.url}/admin/apps/${fresh}`, { token: ADMIN_TOKEN })).status).toBe(404);
       // Only invalid lines: exit 2. All good: exit 0 and --json.
       writeFileSync(file, `${JSON.stringify({ key: fresh, maxSizePerTimes: 0 })}\n`);
@@ -160,9 +225,17 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       writeFileSync(file, `${JSON.stringify({ key: fresh })}\n`);
       const ok = json(await idpool(['apps', 'import', file, '--secrets', join(dir, 's3'), '--json'], env));
       expect(ok).toEqual({ registered: 1, lines: 1, secrets: join(dir, 's3'), failures: [] });
-      expectOneLineError(await idpool(['apps', 'import', join(dir, 'missing.jsonl'), '--secrets', join(dir, 's4')], env), 2, /cannot read .*missing.jsonl: ENOENT/);
+      expectOneLineError(
+        await idpool(['apps', 'import', join(dir, 'missing.jsonl'), '--secrets', join(dir, 's4')], env),
+        2,
+        /cannot read .*missing.jsonl: ENOENT/,
+      );
       expectOneLineError(await idpool(['apps', 'import', file], env), 2, /required option '--secrets <path>'/);
-      expectOneLineError(await idpool(['apps', 'import', file, '--secrets', join(dir, 's5'), '--url', 'http://127.0.0.1:1'], env), 1, /cannot reach idpool/);
+      expectOneLineError(
+        await idpool(['apps', 'import', file, '--secrets', join(dir, 's5'), '--url', 'http://127.0.0.1:1'], env),
+        1,
+        /cannot reach idpool/,
+      );
       expect(existsSync(join(dir, 's5'))).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -200,7 +273,11 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     // Another layout reads the same bits differently; a bad layout is a usage error.
     const otherLayout = json(await idpool(['decode', id, '--worker-bits', '8', '--json']));
     expect(otherLayout.worker).not.toBe(decoded.worker);
-    expectOneLineError(await idpool(['decode', id, '--worker-bits', '11']), 2, /IDPOOL_SNOWFLAKE_WORKER_BITS: must be an integer from 3 to 10/);
+    expectOneLineError(
+      await idpool(['decode', id, '--worker-bits', '11']),
+      2,
+      /IDPOOL_SNOWFLAKE_WORKER_BITS: must be an integer from 3 to 10/,
+    );
     expectOneLineError(await idpool(['decode', 'not-an-id']), 2, /id must be a decimal integer/);
   });
 
@@ -219,7 +296,12 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       [['apps', 'list'], { IDPOOL_URL: instance.url }, 2, /IDPOOL_ADMIN_TOKEN is not set/],
       [['apps', 'list', '--url', 'localhost:8080'], env, 2, /--url must be an http/],
       // Runtime failures: exit 1.
-      [['apps', 'list'], { ...env, IDPOOL_ADMIN_TOKEN: 'wrong-token-0123456789' }, 1, /unauthorized: .*check IDPOOL_ADMIN_TOKEN/],
+      [
+        ['apps', 'list'],
+        { ...env, IDPOOL_ADMIN_TOKEN: 'wrong-token-0123456789' },
+        1,
+        /unauthorized: .*check IDPOOL_ADMIN_TOKEN/,
+      ],
       [['workers', '--url', `http://127.0.0.1:${closed}`], env, 1, /cannot reach idpool at .*ECONNREFUSED/],
     ];
     const runs = await Promise.all(cases.map(([args, e]) => idpool(args, e)));
@@ -234,7 +316,8 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expect(help.stdout).toContain('--max-size-per-second <n>');
     const top = await idpool(['--help']);
     expect(top.code).toBe(0);
-    for (const command of ['serve', 'migrate', 'apps', 'workers', 'decode']) expect(top.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    for (const command of ['serve', 'migrate', 'apps', 'workers', 'decode'])
+      expect(top.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     expect(top.stdout).toContain('Exit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.');
   });
 
@@ -262,10 +345,22 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    expectOneLineError(await idpool(['migrate', '--database-url', 'oracle://x/y']), 2, /invalid configuration: IDPOOL_DATABASE_URL/);
+    expectOneLineError(
+      await idpool(['migrate', '--database-url', 'oracle://x/y']),
+      2,
+      /invalid configuration: IDPOOL_DATABASE_URL/,
+    );
     const closed = await freePort();
-    expectOneLineError(await idpool(['migrate', '--database-url', `mysql://root@127.0.0.1:${closed}/x`]), 1, /cannot open the database/);
-    expectOneLineError(await idpool(['migrate', '--database-url', `postgres://postgres@127.0.0.1:${closed}/x`]), 1, /cannot open the database/);
+    expectOneLineError(
+      await idpool(['migrate', '--database-url', `mysql://root@127.0.0.1:${closed}/x`]),
+      1,
+      /cannot open the database/,
+    );
+    expectOneLineError(
+      await idpool(['migrate', '--database-url', `postgres://postgres@127.0.0.1:${closed}/x`]),
+      1,
+      /cannot open the database/,
+    );
   });
 
   it('serves like npm start and stops cleanly on SIGTERM', async () => {
@@ -274,7 +369,13 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     try {
       proc = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0'], {
         cwd: ROOT,
-        env: { ...process.env, IDPOOL_DATABASE_URL: fresh.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, IDPOOL_PORT: '9' },
+        env: {
+          ...process.env,
+          IDPOOL_DATABASE_URL: fresh.url,
+          IDPOOL_REDIS_URL: REDIS_URL,
+          IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
+          IDPOOL_PORT: '9',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
@@ -294,7 +395,12 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       expect(port).not.toBe(9);
       const health = await call(`http://127.0.0.1:${port}/healthz`);
       expect(health.status).toBe(200);
-      const workers = json(await idpool(['workers', '--json'], { IDPOOL_URL: `http://127.0.0.1:${port}`, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN }));
+      const workers = json(
+        await idpool(['workers', '--json'], {
+          IDPOOL_URL: `http://127.0.0.1:${port}`,
+          IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
+        }),
+      );
       expect(Array.isArray(workers.workers)).toBe(true);
       const exited = new Promise<number | null>((resolve) => proc!.once('exit', (code) => resolve(code)));
       proc.kill('SIGTERM');

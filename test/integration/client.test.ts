@@ -52,7 +52,8 @@ describeWithServices('IdpoolClient against two real instances (MariaDB + Redis)'
 
   it('answers a repeated Idempotency-Key with the same ids on either instance; a new key gets new ids', async () => {
     const { key, secret } = await entity('monotonic');
-    const post = (base: string, idem: string, count = 5) => call(`${base}/apps/${key}/ids`, { token: secret, body: { count }, headers: { 'idempotency-key': idem } });
+    const post = (base: string, idem: string, count = 5) =>
+      call(`${base}/apps/${key}/ids`, { token: secret, body: { count }, headers: { 'idempotency-key': idem } });
 
     const first = await post(a.url, 'order-42/attempt');
     expect(first.status).toBe(200);
@@ -101,7 +102,14 @@ describeWithServices('IdpoolClient against two real instances (MariaDB + Redis)'
   it('honours Retry-After from a 503 before asking again', async () => {
     const { key, secret } = await entity('monotonic');
     const f = await front(a.url, (_req, i) =>
-      i === 0 ? { kind: 'answer', status: 503, body: { error: { code: 'pool_exhausted', message: 'empty' } }, headers: { 'retry-after': '1' } } : { kind: 'forward' },
+      i === 0
+        ? {
+            kind: 'answer',
+            status: 503,
+            body: { error: { code: 'pool_exhausted', message: 'empty' } },
+            headers: { 'retry-after': '1' },
+          }
+        : { kind: 'forward' },
     );
     const client = new IdpoolClient({ endpoints: f.url, entities: { [key]: { secret } } });
     const t0 = performance.now();
@@ -133,7 +141,10 @@ describeWithServices('IdpoolClient against two real instances (MariaDB + Redis)'
   it('prefetches batches into the local buffer for a trend entity', async () => {
     const { key, secret } = await entity('trend', { maxSizePerTimes: 100 });
     const f = await front(a.url);
-    const client = new IdpoolClient({ endpoints: f.url, entities: { [key]: { secret, mode: 'trend', buffer: { size: 100, refillBelow: 50 } } } });
+    const client = new IdpoolClient({
+      endpoints: f.url,
+      entities: { [key]: { secret, mode: 'trend', buffer: { size: 100, refillBelow: 50 } } },
+    });
     const taken: string[] = [];
     taken.push(await client.next(key));
     expect(f.requests.map((r) => JSON.parse(r.body))).toEqual([{ count: 100 }]);
@@ -143,7 +154,11 @@ describeWithServices('IdpoolClient against two real instances (MariaDB + Redis)'
     expect(f.requests).toHaveLength(1);
     taken.push(await client.next(key));
     // 49 left, below 50: one background prefetch tops the buffer up to 100.
-    await waitFor(async () => client.buffered(key) === 100, { message: 'the prefetch', timeoutMs: 10_000, intervalMs: 20 });
+    await waitFor(async () => client.buffered(key) === 100, {
+      message: 'the prefetch',
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
     expect(f.requests).toHaveLength(2);
     expect(JSON.parse(f.requests[1].body)).toEqual({ count: 51 });
     for (let i = 0; i < 150; i++) taken.push(...(await client.take(key, 1)));
@@ -178,7 +193,13 @@ describeWithServices('IdpoolClient against two real instances (MariaDB + Redis)'
     expect(f.requests.map((r) => JSON.parse(r.body).count)).toEqual([...Array(20).fill(1), 5]);
     expect(client.buffered(key)).toBe(0);
     expectIncreasing(taken);
-    expect(() => new IdpoolClient({ endpoints: f.url, entities: { [key]: { secret, mode: 'monotonic', buffer: { size: 10 } } } })).toThrow(TypeError);
+    expect(
+      () =>
+        new IdpoolClient({
+          endpoints: f.url,
+          entities: { [key]: { secret, mode: 'monotonic', buffer: { size: 10 } } },
+        }),
+    ).toThrow(TypeError);
   });
 });
 
@@ -199,7 +220,12 @@ describe('Idempotency-Key on the embedded default (SQLite + in-process pool)', (
   it('answers the same key with the same ids and a new key with new ids', async () => {
     const key = uniqueKey('embedded');
     const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0 });
-    const post = (idem: string) => call(`${instance.url}/apps/${key}/ids`, { token: secret, body: { count: 3 }, headers: { 'idempotency-key': idem } });
+    const post = (idem: string) =>
+      call(`${instance.url}/apps/${key}/ids`, {
+        token: secret,
+        body: { count: 3 },
+        headers: { 'idempotency-key': idem },
+      });
     const first = await post('k-1');
     const again = await post('k-1');
     const other = await post('k-2');

@@ -19,192 +19,253 @@ declare function getComputedStyle(element: unknown): { color: string };
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '..', 'artifacts');
 
-describeWithServices('dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real process)', { mysql: true, redis: true }, () => {
-  let setup: StoreSetup;
-  let instance: Instance;
-  let browser: Browser;
-  let redis: Redis;
+describeWithServices(
+  'dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real process)',
+  { mysql: true, redis: true },
+  () => {
+    let setup: StoreSetup;
+    let instance: Instance;
+    let browser: Browser;
+    let redis: Redis;
 
-  beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      // Not a service that may be down: CI installs it (.ci/run), so its absence is a failure.
-      throw new Error(`${CHROMIUM} not found: apt-get install -y chromium`);
-    }
-    setup = await mysqlRedisSetup();
-    redis = new Redis(REDIS_URL);
-    instance = await startInstance({
-      ...setup.env,
-      IDPOOL_OPS_SAMPLE_MS: '200',
-      // Long enough that the entities drawn from stay the busiest while 60 idle ones register on a loaded machine.
-      IDPOOL_OPS_RATE_WINDOW_MS: '30000',
-    });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    redis?.disconnect();
-    await instance?.stop();
-    await setup?.cleanup();
-  });
-
-  it('asks for the token, then shows a new entity whose pool, take rate and charts change as ids are drawn', async () => {
-    const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
-    const errors: string[] = [];
-    page.on('pageerror', (err) => errors.push(String(err)));
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') errors.push(msg.text());
+    beforeAll(async () => {
+      if (!existsSync(CHROMIUM)) {
+        // Not a service that may be down: CI installs it (.ci/run), so its absence is a failure.
+        throw new Error(`${CHROMIUM} not found: apt-get install -y chromium`);
+      }
+      setup = await mysqlRedisSetup();
+      redis = new Redis(REDIS_URL);
+      instance = await startInstance({
+        ...setup.env,
+        IDPOOL_OPS_SAMPLE_MS: '200',
+        // Long enough that the entities drawn from stay the busiest while 60 idle ones register on a loaded machine.
+        IDPOOL_OPS_RATE_WINDOW_MS: '30000',
+      });
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
     });
 
-    const res = await page.goto(`${instance.url}/admin/ui`);
-    expect(res!.status()).toBe(200);
-    expect(res!.headers()['content-security-policy']).toContain("script-src 'self'");
-    await page.locator('#login').waitFor({ state: 'visible' });
-    expect(await page.locator('#main').isVisible()).toBe(false);
+    afterAll(async () => {
+      await browser?.close();
+      redis?.disconnect();
+      await instance?.stop();
+      await setup?.cleanup();
+    });
 
-    // A wrong token is refused and not kept.
-    await page.fill('#token', 'not-the-admin-token-at-all-but-long-enough');
-    await page.click('#login button[type=submit]');
-    await expect.poll(() => page.textContent('#login-error')).toContain('refused');
-    expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBeNull();
+    it('asks for the token, then shows a new entity whose pool, take rate and charts change as ids are drawn', async () => {
+      const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
+      const errors: string[] = [];
+      page.on('pageerror', (err) => errors.push(String(err)));
+      page.on('console', (msg) => {
+        if (msg.type() === 'error') errors.push(msg.text());
+      });
 
-    await page.fill('#token', ADMIN_TOKEN);
-    await page.click('#login button[type=submit]');
-    await page.locator('#main').waitFor({ state: 'visible' });
-    // The token lives in this tab's sessionStorage only: not in the URL, not in a cookie.
-    expect(page.url()).toBe(`${instance.url}/admin/ui`);
-    expect(await page.evaluate(() => document.cookie)).toBe('');
-    expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBe(ADMIN_TOKEN);
+      const res = await page.goto(`${instance.url}/admin/ui`);
+      expect(res!.status()).toBe(200);
+      expect(res!.headers()['content-security-policy']).toContain("script-src 'self'");
+      await page.locator('#login').waitFor({ state: 'visible' });
+      expect(await page.locator('#main').isVisible()).toBe(false);
 
-    // Register an entity through the API; the page picks it up on its own.
-    const key = uniqueKey('ui');
-    const secret = await register(instance.url, { key, step: 500, maxPoolSize: 20_000, maxSizePerSecond: 0, minSizePercent: 50 });
-    const row = page.locator(`tr[data-entity="${key}"]`);
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await expect.poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('1,000 / 1,000'); // size / target: idle, one floor (max(step, maxSizePerTimes))
-    expect(await row.locator('[data-field=takeRate]').getAttribute('data-value')).toBe('0');
-    expect(await row.locator('[data-field=poolDry]').textContent()).toBe('never');
-    // The alarms section says whose alarms it lists: this instance's (each keeps its own).
-    expect(await page.textContent('#alarm-instance')).toBe(`${hostname()}:${instance.proc.pid}`);
+      // A wrong token is refused and not kept.
+      await page.fill('#token', 'not-the-admin-token-at-all-but-long-enough');
+      await page.click('#login button[type=submit]');
+      await expect.poll(() => page.textContent('#login-error')).toContain('refused');
+      expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBeNull();
 
-    // Draw ids for ~2 s.
-    const deadline = Date.now() + 2000;
-    let drawn = 0;
-    while (Date.now() < deadline) {
-      const r = await takeIds(instance.url, key, secret, 200);
-      expect(r.status).toBe(200);
-      drawn += r.body.ids.length;
-      await new Promise((resolve) => setTimeout(resolve, 40));
-    }
-    expect(drawn).toBeGreaterThan(2000);
+      await page.fill('#token', ADMIN_TOKEN);
+      await page.click('#login button[type=submit]');
+      await page.locator('#main').waitFor({ state: 'visible' });
+      // The token lives in this tab's sessionStorage only: not in the URL, not in a cookie.
+      expect(page.url()).toBe(`${instance.url}/admin/ui`);
+      expect(await page.evaluate(() => document.cookie)).toBe('');
+      expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBe(ADMIN_TOKEN);
 
-    await expect.poll(async () => Number(await row.locator('[data-field=takeRate]').getAttribute('data-value')), { timeout: 15_000 }).toBeGreaterThan(0);
-    expect(await row.locator('[data-field=poolSize]').textContent()).not.toBe('1,000 / 1,000');
-    expect(await row.locator('[data-field=poolDry]').textContent()).not.toBe('never');
-    expect(await row.locator('[data-field=jsSafe]').textContent()).toMatch(/days|years/);
-    expect(Number(await row.locator('[data-field=sizeChart] svg').getAttribute('data-points'))).toBeGreaterThan(5);
-    expect(await row.locator('[data-field=rateChart] svg polyline').count()).toBe(1);
-    // Each chart writes its scale: 0 at the bottom, the largest value shown (with separators) at the top.
-    const sizeChart = row.locator('[data-field=sizeChart] svg');
-    expect(await sizeChart.getAttribute('data-min')).toBe('0');
-    // The pool deepened with demand: its largest size is above the 1,000 it started from, at most the 20,000 ceiling.
-    const sizeMax = Number(await sizeChart.getAttribute('data-max'));
-    expect(sizeMax).toBeGreaterThan(1000);
-    expect(sizeMax).toBeLessThanOrEqual(20_000);
-    const label = (await sizeChart.locator('text.max').textContent())!;
-    expect(label).toMatch(/^\d{1,3}(,\d{3})+$/);
-    expect(Number(label.replace(/,/g, ''))).toBe(sizeMax);
-    expect(await sizeChart.locator('text.min').textContent()).toBe('0');
-    expect(Number(await row.locator('[data-field=rateChart] svg').getAttribute('data-max'))).toBeGreaterThan(0);
+      // Register an entity through the API; the page picks it up on its own.
+      const key = uniqueKey('ui');
+      const secret = await register(instance.url, {
+        key,
+        step: 500,
+        maxPoolSize: 20_000,
+        maxSizePerSecond: 0,
+        minSizePercent: 50,
+      });
+      const row = page.locator(`tr[data-entity="${key}"]`);
+      await row.waitFor({ state: 'visible', timeout: 15_000 });
+      await expect
+        .poll(() => row.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 })
+        .toBe('1,000 / 1,000'); // size / target: idle, one floor (max(step, maxSizePerTimes))
+      expect(await row.locator('[data-field=takeRate]').getAttribute('data-value')).toBe('0');
+      expect(await row.locator('[data-field=poolDry]').textContent()).toBe('never');
+      // The alarms section says whose alarms it lists: this instance's (each keeps its own).
+      expect(await page.textContent('#alarm-instance')).toBe(`${hostname()}:${instance.proc.pid}`);
 
-    // A snowflake entity appears with its take rate (no pool).
-    const flake = uniqueKey('uiflake');
-    const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake' });
-    for (let i = 0; i < 20; i++) expect((await takeIds(instance.url, flake, flakeSecret, 100)).status).toBe(200);
-    const flakeRow = page.locator(`tr[data-entity="${flake}"]`);
-    await flakeRow.waitFor({ state: 'visible', timeout: 15_000 });
-    expect(await flakeRow.locator('[data-field=mode]').textContent()).toBe('snowflake');
-    expect(Number(await flakeRow.locator('[data-field=takeRate]').getAttribute('data-value'))).toBeGreaterThan(0);
+      // Draw ids for ~2 s.
+      const deadline = Date.now() + 2000;
+      let drawn = 0;
+      while (Date.now() < deadline) {
+        const r = await takeIds(instance.url, key, secret, 200);
+        expect(r.status).toBe(200);
+        drawn += r.body.ids.length;
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      expect(drawn).toBeGreaterThan(2000);
 
-    // Many idle entities: the page shows the busiest 50 (busy ones first) and says how many there are.
-    const idle = uniqueKey('idle');
-    for (let i = 0; i < 60; i++) await register(instance.url, { key: `${idle}_${i}`, step: 10, maxPoolSize: 100, maxSizePerTimes: 10, maxSizePerSecond: 0 });
-    await expect.poll(() => page.textContent('#entity-count'), { timeout: 15_000 }).toMatch(/^6\d entities; the 50 busiest shown$/);
-    expect(await page.locator('#entities tbody tr').count()).toBe(50);
-    const firstTwo = await page.locator('#entities tbody tr').evaluateAll((rows) => rows.slice(0, 2).map((r) => r.getAttribute('data-entity')));
-    expect(firstTwo.sort()).toEqual([key, flake].sort());
+      await expect
+        .poll(async () => Number(await row.locator('[data-field=takeRate]').getAttribute('data-value')), {
+          timeout: 15_000,
+        })
+        .toBeGreaterThan(0);
+      expect(await row.locator('[data-field=poolSize]').textContent()).not.toBe('1,000 / 1,000');
+      expect(await row.locator('[data-field=poolDry]').textContent()).not.toBe('never');
+      expect(await row.locator('[data-field=jsSafe]').textContent()).toMatch(/days|years/);
+      expect(Number(await row.locator('[data-field=sizeChart] svg').getAttribute('data-points'))).toBeGreaterThan(5);
+      expect(await row.locator('[data-field=rateChart] svg polyline').count()).toBe(1);
+      // Each chart writes its scale: 0 at the bottom, the largest value shown (with separators) at the top.
+      const sizeChart = row.locator('[data-field=sizeChart] svg');
+      expect(await sizeChart.getAttribute('data-min')).toBe('0');
+      // The pool deepened with demand: its largest size is above the 1,000 it started from, at most the 20,000 ceiling.
+      const sizeMax = Number(await sizeChart.getAttribute('data-max'));
+      expect(sizeMax).toBeGreaterThan(1000);
+      expect(sizeMax).toBeLessThanOrEqual(20_000);
+      const label = (await sizeChart.locator('text.max').textContent())!;
+      expect(label).toMatch(/^\d{1,3}(,\d{3})+$/);
+      expect(Number(label.replace(/,/g, ''))).toBe(sizeMax);
+      expect(await sizeChart.locator('text.min').textContent()).toBe('0');
+      expect(Number(await row.locator('[data-field=rateChart] svg').getAttribute('data-max'))).toBeGreaterThan(0);
 
-    // Searching by key asks the service: one idle entity found among all of them.
-    await page.fill('#search', `${idle}_42`);
-    await expect.poll(() => page.locator('#entities tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-entity'))), { timeout: 15_000 }).toEqual([`${idle}_42`]);
-    expect(await page.textContent('#entity-count')).toMatch(/^1 of 6\d entities match$/);
-    await page.fill('#search', '');
-    await expect.poll(() => page.locator('#entities tbody tr').count(), { timeout: 15_000 }).toBe(50);
-    expect(await page.textContent('#snowflake')).toContain('Runs out of timestamp bits on');
-    await page.locator('#workers tbody tr').first().waitFor({ state: 'visible' });
+      // A snowflake entity appears with its take rate (no pool).
+      const flake = uniqueKey('uiflake');
+      const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake' });
+      for (let i = 0; i < 20; i++) expect((await takeIds(instance.url, flake, flakeSecret, 100)).status).toBe(200);
+      const flakeRow = page.locator(`tr[data-entity="${flake}"]`);
+      await flakeRow.waitFor({ state: 'visible', timeout: 15_000 });
+      expect(await flakeRow.locator('[data-field=mode]').textContent()).toBe('snowflake');
+      expect(Number(await flakeRow.locator('[data-field=takeRate]').getAttribute('data-value'))).toBeGreaterThan(0);
 
-    const shot = join(ARTIFACTS, 'dashboard.png');
-    await page.screenshot({ path: shot, fullPage: true });
-    expect(statSync(shot).size).toBeGreaterThan(10_000);
+      // Many idle entities: the page shows the busiest 50 (busy ones first) and says how many there are.
+      const idle = uniqueKey('idle');
+      for (let i = 0; i < 60; i++)
+        await register(instance.url, {
+          key: `${idle}_${i}`,
+          step: 10,
+          maxPoolSize: 100,
+          maxSizePerTimes: 10,
+          maxSizePerSecond: 0,
+        });
+      await expect
+        .poll(() => page.textContent('#entity-count'), { timeout: 15_000 })
+        .toMatch(/^6\d entities; the 50 busiest shown$/);
+      expect(await page.locator('#entities tbody tr').count()).toBe(50);
+      const firstTwo = await page
+        .locator('#entities tbody tr')
+        .evaluateAll((rows) => rows.slice(0, 2).map((r) => r.getAttribute('data-entity')));
+      expect(firstTwo.sort()).toEqual([key, flake].sort());
 
-    // Each row says when it was sampled; the header, how old the oldest sample is.
-    const AGO = /^(just now|\d+(\.\d)? s ago)$/;
-    await expect.poll(() => row.locator('[data-field=sampled]').textContent()).toMatch(AGO);
-    await expect.poll(() => page.textContent('#sampling')).toMatch(/^sampling ok: oldest sample (just now|\d+(\.\d)? s ago)$/);
+      // Searching by key asks the service: one idle entity found among all of them.
+      await page.fill('#search', `${idle}_42`);
+      await expect
+        .poll(
+          () =>
+            page.locator('#entities tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-entity'))),
+          { timeout: 15_000 },
+        )
+        .toEqual([`${idle}_42`]);
+      expect(await page.textContent('#entity-count')).toMatch(/^1 of 6\d entities match$/);
+      await page.fill('#search', '');
+      await expect.poll(() => page.locator('#entities tbody tr').count(), { timeout: 15_000 }).toBe(50);
+      expect(await page.textContent('#snowflake')).toContain('Runs out of timestamp bits on');
+      await page.locator('#workers tbody tr').first().waitFor({ state: 'visible' });
 
-    // A row the sampler cannot read is marked stale, not shown as current: its pool key
-    // turned into a string makes LLEN answer WRONGTYPE for that entity alone. Its key
-    // extends the first one's, so searching for that shows the two side by side.
-    const staleKey = `${key}_stale`;
-    await page.fill('#search', key);
-    await register(instance.url, { key: staleKey, step: 500, maxPoolSize: 20_000, maxSizePerSecond: 0, minSizePercent: 50 });
-    const staleRow = page.locator(`tr[data-entity="${staleKey}"]`);
-    await expect.poll(() => staleRow.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 }).toBe('1,000 / 1,000');
-    expect(await staleRow.getAttribute('class')).toBeNull();
-    const poolKey = entityKeys(staleKey).ids;
-    await redis.del(poolKey);
-    await redis.set(poolKey, 'not a list');
-    await expect.poll(() => staleRow.getAttribute('class'), { timeout: 15_000 }).toBe('stale');
-    await expect.poll(() => staleRow.locator('[data-field=sampled]').textContent(), { timeout: 15_000 }).toMatch(/^stale — last sampled \d+(\.\d)? s ago$/);
-    expect(await staleRow.getAttribute('title')).toContain('last values read');
-    // Greyed, not zeroed: the last size read stays on show.
-    expect(await staleRow.locator('[data-field=poolSize]').textContent()).toBe('1,000 / 1,000');
-    expect(await staleRow.locator('td').first().evaluate((td) => getComputedStyle(td).color)).toBe('rgb(154, 163, 176)');
-    await expect.poll(() => page.textContent('#sampling')).toMatch(/^sampling behind: 1 stale entity, oldest sample \d+(\.\d)? s ago$/);
-    expect(await page.locator('#sampling').getAttribute('class')).toBe('behind');
-    // The others stay current.
-    expect(await row.getAttribute('class')).toBeNull();
-    expect(await row.locator('[data-field=sampled]').textContent()).toMatch(AGO);
-    const staleShot = join(ARTIFACTS, 'dashboard-stale.png');
-    await page.screenshot({ path: staleShot, fullPage: true });
-    expect(statSync(staleShot).size).toBeGreaterThan(10_000);
-    // The table stays within the window (it scrolls inside its section when narrower).
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1500);
-    // Its pool readable again (the refiller fills the list anew): current again.
-    await redis.del(poolKey);
-    await expect.poll(() => staleRow.getAttribute('class'), { timeout: 15_000 }).toBeNull();
-    await expect.poll(() => page.textContent('#sampling'), { timeout: 15_000 }).toMatch(/^sampling ok/);
-    await page.fill('#search', '');
+      const shot = join(ARTIFACTS, 'dashboard.png');
+      await page.screenshot({ path: shot, fullPage: true });
+      expect(statSync(shot).size).toBeGreaterThan(10_000);
 
-    // Signing out forgets the token.
-    await page.click('#signout');
-    await page.locator('#login').waitFor({ state: 'visible' });
-    expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBeNull();
-    // The only console error allowed is the 401 of the refused token.
-    expect(errors.filter((e) => !/401/.test(e))).toEqual([]);
-    await page.close();
-  });
+      // Each row says when it was sampled; the header, how old the oldest sample is.
+      const AGO = /^(just now|\d+(\.\d)? s ago)$/;
+      await expect.poll(() => row.locator('[data-field=sampled]').textContent()).toMatch(AGO);
+      await expect
+        .poll(() => page.textContent('#sampling'))
+        .toMatch(/^sampling ok: oldest sample (just now|\d+(\.\d)? s ago)$/);
 
-  it('serves the data only with the admin token', async () => {
-    const res = await fetch(`${instance.url}/admin/ops`);
-    expect(res.status).toBe(401);
-    const page = await fetch(`${instance.url}/admin/ui`);
-    const html = await page.text();
-    // The page shell carries no data.
-    expect(html).not.toContain('data-entity=');
-    expect(page.headers.get('cache-control')).toBe('no-store');
-  });
-});
+      // A row the sampler cannot read is marked stale, not shown as current: its pool key
+      // turned into a string makes LLEN answer WRONGTYPE for that entity alone. Its key
+      // extends the first one's, so searching for that shows the two side by side.
+      const staleKey = `${key}_stale`;
+      await page.fill('#search', key);
+      await register(instance.url, {
+        key: staleKey,
+        step: 500,
+        maxPoolSize: 20_000,
+        maxSizePerSecond: 0,
+        minSizePercent: 50,
+      });
+      const staleRow = page.locator(`tr[data-entity="${staleKey}"]`);
+      await expect
+        .poll(() => staleRow.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 })
+        .toBe('1,000 / 1,000');
+      expect(await staleRow.getAttribute('class')).toBeNull();
+      const poolKey = entityKeys(staleKey).ids;
+      await redis.del(poolKey);
+      await redis.set(poolKey, 'not a list');
+      await expect.poll(() => staleRow.getAttribute('class'), { timeout: 15_000 }).toBe('stale');
+      await expect
+        .poll(() => staleRow.locator('[data-field=sampled]').textContent(), { timeout: 15_000 })
+        .toMatch(/^stale — last sampled \d+(\.\d)? s ago$/);
+      expect(await staleRow.getAttribute('title')).toContain('last values read');
+      // Greyed, not zeroed: the last size read stays on show.
+      expect(await staleRow.locator('[data-field=poolSize]').textContent()).toBe('1,000 / 1,000');
+      expect(
+        await staleRow
+          .locator('td')
+          .first()
+          .evaluate((td) => getComputedStyle(td).color),
+      ).toBe('rgb(154, 163, 176)');
+      await expect
+        .poll(() => page.textContent('#sampling'))
+        .toMatch(/^sampling behind: 1 stale entity, oldest sample \d+(\.\d)? s ago$/);
+      expect(await page.locator('#sampling').getAttribute('class')).toBe('behind');
+      // The others stay current.
+      expect(await row.getAttribute('class')).toBeNull();
+      expect(await row.locator('[data-field=sampled]').textContent()).toMatch(AGO);
+      const staleShot = join(ARTIFACTS, 'dashboard-stale.png');
+      await page.screenshot({ path: staleShot, fullPage: true });
+      expect(statSync(staleShot).size).toBeGreaterThan(10_000);
+      // The table stays within the window (it scrolls inside its section when narrower).
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1500);
+      // Its pool readable again (the refiller fills the list anew): current again.
+      await redis.del(poolKey);
+      await expect.poll(() => staleRow.getAttribute('class'), { timeout: 15_000 }).toBeNull();
+      await expect.poll(() => page.textContent('#sampling'), { timeout: 15_000 }).toMatch(/^sampling ok/);
+      await page.fill('#search', '');
+
+      // Signing out forgets the token.
+      await page.click('#signout');
+      await page.locator('#login').waitFor({ state: 'visible' });
+      expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBeNull();
+      // The only console error allowed is the 401 of the refused token.
+      expect(errors.filter((e) => !/401/.test(e))).toEqual([]);
+      await page.close();
+    });
+
+    it('serves the data only with the admin token', async () => {
+      const res = await fetch(`${instance.url}/admin/ops`);
+      expect(res.status).toBe(401);
+      const page = await fetch(`${instance.url}/admin/ui`);
+      const html = await page.text();
+      // The page shell carries no data.
+      expect(html).not.toContain('data-entity=');
+      expect(page.headers.get('cache-control')).toBe('no-store');
+    });
+  },
+);

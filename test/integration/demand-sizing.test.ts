@@ -8,7 +8,10 @@ import { describeWithServices } from '../support/services';
 import { entityKeys } from '../../src/pool/keys';
 import { sleep, waitFor } from '../support/wait';
 
-async function poolView(base: string, key: string): Promise<{ size: number; target: number; max: number; lowWatermark: number }> {
+async function poolView(
+  base: string,
+  key: string,
+): Promise<{ size: number; target: number; max: number; lowWatermark: number }> {
   const res = await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN });
   return res.body.pool;
 }
@@ -42,14 +45,20 @@ describeWithServices('pools sized by demand (MariaDB + a private Redis, real pro
     const before = Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))![1]);
     const keys = Array.from({ length: 200 }, (_, i) => uniqueKey(`idle${i}`));
     const started = Date.now();
-    for (let i = 0; i < keys.length; i += 10) await Promise.all(keys.slice(i, i + 10).map((key) => register(base, { key })));
+    for (let i = 0; i < keys.length; i += 10)
+      await Promise.all(keys.slice(i, i + 10).map((key) => register(base, { key })));
     const seconds = (Date.now() - started) / 1000;
-    await waitFor(async () => (await Promise.all(keys.map((k) => redis!.llen(entityKeys(k).ids)))).every((n) => n === 1000), { message: 'every pool at its floor', timeoutMs: 10_000 });
+    await waitFor(
+      async () => (await Promise.all(keys.map((k) => redis!.llen(entityKeys(k).ids)))).every((n) => n === 1000),
+      { message: 'every pool at its floor', timeoutMs: 10_000 },
+    );
     const view = await poolView(base, keys[0]);
     expect(view).toEqual({ size: 1000, target: 1000, max: 300_000, lowWatermark: 800 });
     const after = Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))![1]);
     const perEntity = (after - before) / keys.length;
-    process.stdout.write(`200 idle entities: ${(seconds).toFixed(1)} s to register, ${(perEntity / 1024).toFixed(1)} KiB of Redis each\n`);
+    process.stdout.write(
+      `200 idle entities: ${seconds.toFixed(1)} s to register, ${(perEntity / 1024).toFixed(1)} KiB of Redis each\n`,
+    );
     // A floor of 1,000 ids is ~10 KiB of list; a pool filled to maxPoolSize (300,000 ids) was 1.4 MiB.
     expect(perEntity).toBeLessThan(64 * 1024);
   });
@@ -59,7 +68,10 @@ describeWithServices('pools sized by demand (MariaDB + a private Redis, real pro
     const key = uniqueKey('burst');
     // maxSizePerSecond 5000 (the default), batches of 1,000: five requests a second.
     const secret = await register(base, { key });
-    await waitFor(async () => (await poolView(base, key)).size === 1000, { message: 'floor filled', timeoutMs: 10_000 });
+    await waitFor(async () => (await poolView(base, key)).size === 1000, {
+      message: 'floor filled',
+      timeoutMs: 10_000,
+    });
     await sleep(1500); // idle: the sweep has observed a take total of 0 for a while
     const started = Date.now();
     const outcomes: Array<{ at: number; status: number; code?: string }> = [];
@@ -79,19 +91,35 @@ describeWithServices('pools sized by demand (MariaDB + a private Redis, real pro
     // Thousands of ids a second for a 60 s horizon: far above the floor.
     expect(view.target).toBeGreaterThan(100_000);
     expect(view.target).toBeLessThanOrEqual(view.max);
-    await waitFor(async () => (await poolView(base, key)).size >= view.lowWatermark, { message: 'pool deepened towards its target', timeoutMs: 10_000 });
+    await waitFor(async () => (await poolView(base, key)).size >= view.lowWatermark, {
+      message: 'pool deepened towards its target',
+      timeoutMs: 10_000,
+    });
   });
 
   it('direct pops count as demand too (pushed − size)', async () => {
     const base = instance!.url;
     const key = uniqueKey('direct');
     await register(base, { key, maxSizePerSecond: 0 });
-    await waitFor(async () => (await poolView(base, key)).size === 1000, { message: 'floor filled', timeoutMs: 10_000 });
+    await waitFor(async () => (await poolView(base, key)).size === 1000, {
+      message: 'floor filled',
+      timeoutMs: 10_000,
+    });
     for (let i = 0; i < 20; i++) {
-      const got = (await redis!.call('FCALL', 'idpool_pop', 2, entityKeys(key).ids, entityKeys(key).epoch, 500)) as string[];
+      const got = (await redis!.call(
+        'FCALL',
+        'idpool_pop',
+        2,
+        entityKeys(key).ids,
+        entityKeys(key).epoch,
+        500,
+      )) as string[];
       if (got.length === 0) await sleep(60);
       await sleep(40);
     }
-    await waitFor(async () => (await poolView(base, key)).target > 1000, { message: 'target raised by direct demand', timeoutMs: 15_000 });
+    await waitFor(async () => (await poolView(base, key)).target > 1000, {
+      message: 'target raised by direct demand',
+      timeoutMs: 15_000,
+    });
   });
 });

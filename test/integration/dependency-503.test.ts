@@ -40,7 +40,11 @@ async function waitServing(instance: Instance, key: string, secret: string, into
 }
 
 /** Alarm lines of one kind in the instance's log. */
-const alarmLines = (instance: Instance, kind: string) => instance.output().split('\n').filter((l) => l.includes('"alarm":"dependency_unavailable"') && l.includes(`"kind":"${kind}"`));
+const alarmLines = (instance: Instance, kind: string) =>
+  instance
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"alarm":"dependency_unavailable"') && l.includes(`"kind":"${kind}"`));
 
 describeWithServices('dependency errors answer 503 unavailable, never 500 (invariant 7)', { mysql: true }, () => {
   const redisServers: RedisServer[] = [];
@@ -58,7 +62,9 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     instance = mariadb = schema = undefined;
   });
 
-  async function start(redisArgs: string[] = []): Promise<{ redis: RedisServer; direct: Redis; key: string; secret: string }> {
+  async function start(
+    redisArgs: string[] = [],
+  ): Promise<{ redis: RedisServer; direct: Redis; key: string; secret: string }> {
     schema = await createTestSchema();
     const redis = await startRedisServer('none', redisArgs);
     redisServers.push(redis);
@@ -66,7 +72,13 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     clients.push(direct);
     instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redis.url });
     const key = uniqueKey('orders');
-    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 });
+    const secret = await register(instance.url, {
+      key,
+      step: 100,
+      maxPoolSize: 1000,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 10,
+    });
     return { redis, direct, key, secret };
   }
 
@@ -113,7 +125,8 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
 
   it('a database that refuses connections (stopped private mariadbd)', async (ctx) => {
     if (!privateMariadbPossible()) {
-      if (process.env.IDPOOL_REQUIRE_SERVICES === '1') throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
+      if (process.env.IDPOOL_REQUIRE_SERVICES === '1')
+        throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
       return ctx.skip();
     }
     mariadb = await startPrivateMariadb();
@@ -121,7 +134,13 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     redisServers.push(redis);
     instance = await startInstance({ IDPOOL_DATABASE_URL: mariadb.url, IDPOOL_REDIS_URL: redis.url });
     const key = uniqueKey('orders');
-    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 });
+    const secret = await register(instance.url, {
+      key,
+      step: 100,
+      maxPoolSize: 1000,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 10,
+    });
     const issued: string[] = [];
     await waitServing(instance, key, secret, issued);
     await mariadb.kill9();

@@ -21,7 +21,8 @@ function load(instance: Instance, key: string, secret: string) {
       const status = res?.status ?? 0;
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
       if (status === 200) ids.push(...res!.body.ids);
-      else if (status !== 503 || !/^\d+$/.test(res!.headers.get('retry-after') ?? '')) unexpected.push(`${status} ${JSON.stringify(res?.body)}`);
+      else if (status !== 503 || !/^\d+$/.test(res!.headers.get('retry-after') ?? ''))
+        unexpected.push(`${status} ${JSON.stringify(res?.body)}`);
       if (status !== 200) await sleep(20);
     }
   })();
@@ -37,7 +38,13 @@ function load(instance: Instance, key: string, secret: string) {
 }
 
 /** Waits until the instance hands out ids again; returns how long that took. */
-async function servesAgain(instance: Instance, key: string, secret: string, into: string[], timeoutMs = 30_000): Promise<number> {
+async function servesAgain(
+  instance: Instance,
+  key: string,
+  secret: string,
+  into: string[],
+  timeoutMs = 30_000,
+): Promise<number> {
   const started = Date.now();
   for (;;) {
     const res = await takeIds(instance.url, key, secret, 1).catch(() => undefined);
@@ -45,7 +52,10 @@ async function servesAgain(instance: Instance, key: string, secret: string, into
       into.push(...res.body.ids);
       return Date.now() - started;
     }
-    if (Date.now() - started > timeoutMs) throw new Error(`no id within ${timeoutMs} ms; last ${res?.status} ${JSON.stringify(res?.body)}\n${instance.output().slice(-3000)}`);
+    if (Date.now() - started > timeoutMs)
+      throw new Error(
+        `no id within ${timeoutMs} ms; last ${res?.status} ${JSON.stringify(res?.body)}\n${instance.output().slice(-3000)}`,
+      );
     await sleep(50);
   }
 }
@@ -70,9 +80,19 @@ describeWithServices('no dependency fault ends the process (docs/design.md invar
     instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url });
     const key = uniqueKey('bulk');
     // The largest pool allowed; step × 5 ≤ maxPoolSize × (1 − 80 %), as validation requires.
-    const secret = await register(instance.url, { key, step: 100_000, maxPoolSize: 5_000_000, maxSizePerSecond: 0, maxSizePerTimes: 1000 });
+    const secret = await register(instance.url, {
+      key,
+      step: 100_000,
+      maxPoolSize: 5_000_000,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 1000,
+    });
     const issued: string[] = [];
-    const probe = new Redis(redisServer.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const probe = new Redis(redisServer.port, '127.0.0.1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     probe.on('error', () => undefined);
     try {
       for (let round = 0; round < 3; round++) {
@@ -108,14 +128,21 @@ describeWithServices('no dependency fault ends the process (docs/design.md invar
 
   it('kill -9 the database during load, twice: the process lives, answers 503 when the pool runs dry, and serves again', async (ctx) => {
     if (!privateMariadbPossible()) {
-      if (process.env.IDPOOL_REQUIRE_SERVICES === '1') throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
+      if (process.env.IDPOOL_REQUIRE_SERVICES === '1')
+        throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
       return ctx.skip();
     }
     [mariadb, redisServer] = await Promise.all([startPrivateMariadb(), startRedisServer('none')]);
     instance = await startInstance({ IDPOOL_DATABASE_URL: mariadb.url, IDPOOL_REDIS_URL: redisServer.url });
     const key = uniqueKey('orders');
     // A small pool, so the load needs the database every few hundred ids.
-    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 });
+    const secret = await register(instance.url, {
+      key,
+      step: 100,
+      maxPoolSize: 1000,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 10,
+    });
     const issued: string[] = [];
     for (let round = 0; round < 2; round++) {
       const traffic = load(instance, key, secret);

@@ -30,12 +30,22 @@ interface Service {
 }
 
 // merge: compose reads YAML merge keys (`<<: *hardened`).
-const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+};
 const services = compose.services;
 const DATA_STORES = ['mysql', 'redis', 'postgres'];
 const IDPOOLS = ['idpool', 'idpool-postgres'];
 /** Every secret the file reads from .env. */
-const SECRETS = ['MYSQL_ROOT_PASSWORD', 'MYSQL_PASSWORD', 'REDIS_PASSWORD', 'POSTGRES_PASSWORD', 'IDPOOL_ADMIN_TOKEN', 'IDPOOL_METRICS_TOKEN'];
+const SECRETS = [
+  'MYSQL_ROOT_PASSWORD',
+  'MYSQL_PASSWORD',
+  'REDIS_PASSWORD',
+  'POSTGRES_PASSWORD',
+  'IDPOOL_ADMIN_TOKEN',
+  'IDPOOL_METRICS_TOKEN',
+];
 
 /** Bytes of a compose size (`512m`, `1g`). */
 function bytes(size: string): number {
@@ -45,7 +55,8 @@ function bytes(size: string): number {
 }
 
 /** `${NAME:?message}`: compose refuses to start while NAME is unset or empty. */
-const required = (value: string | undefined, name: string) => new RegExp(`^\\$\\{${name}:\\?[^}]+\\}$`).test(value ?? '');
+const required = (value: string | undefined, name: string) =>
+  new RegExp(`^\\$\\{${name}:\\?[^}]+\\}$`).test(value ?? '');
 
 describe('docker-compose.yml is safe by default', () => {
   it('publishes no database port, and idpool only on 127.0.0.1 unless IDPOOL_BIND says otherwise', () => {
@@ -67,7 +78,9 @@ describe('docker-compose.yml is safe by default', () => {
       expect(required(env.IDPOOL_METRICS_TOKEN, 'IDPOOL_METRICS_TOKEN'), name).toBe(true);
       expect(env.IDPOOL_REDIS_URL).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?[^}]+\}@redis:6379\/0$/);
     }
-    expect(services.idpool.environment!.IDPOOL_DATABASE_URL).toMatch(/^mysql:\/\/idpool:\$\{MYSQL_PASSWORD:\?[^}]+\}@mysql:3306\/idpool$/);
+    expect(services.idpool.environment!.IDPOOL_DATABASE_URL).toMatch(
+      /^mysql:\/\/idpool:\$\{MYSQL_PASSWORD:\?[^}]+\}@mysql:3306\/idpool$/,
+    );
     // No literal secret anywhere in the file.
     expect(read('docker-compose.yml')).not.toMatch(/change-me|password123|secret123/i);
   });
@@ -105,7 +118,11 @@ describe('docker-compose.yml is safe by default', () => {
 
   it('keeps data in named volumes, so down/up keeps current_offset', () => {
     const declared = Object.keys(compose.volumes);
-    const mounts: Record<string, string> = { mysql: '/var/lib/mysql', redis: '/data', postgres: '/var/lib/postgresql/data' };
+    const mounts: Record<string, string> = {
+      mysql: '/var/lib/mysql',
+      redis: '/data',
+      postgres: '/var/lib/postgresql/data',
+    };
     for (const [name, path] of Object.entries(mounts)) {
       const volume = services[name].volumes!.find((v) => v.endsWith(`:${path}`));
       expect(volume, name).toBeDefined();
@@ -132,19 +149,32 @@ describe('docker-compose.yml is safe by default', () => {
       // Each stand-in records its arguments, its environment and its stdin, and answers as the real one would.
       for (const tool of ['redis-server', 'redis-cli', 'mysqladmin', 'pg_isready']) {
         const file = join(bin, tool);
-        writeFileSync(file, `#!/bin/sh\nprintf '%s\\n' "$@" > "$RECORD/${tool}.argv"\nenv > "$RECORD/${tool}.env"\ncat > "$RECORD/${tool}.stdin"\necho PONG\n`);
+        writeFileSync(
+          file,
+          `#!/bin/sh\nprintf '%s\\n' "$@" > "$RECORD/${tool}.argv"\nenv > "$RECORD/${tool}.env"\ncat > "$RECORD/${tool}.stdin"\necho PONG\n`,
+        );
         chmodSync(file, 0o755);
       }
       const secrets = Object.fromEntries(SECRETS.map((name, i) => [name, `secret-${i}-${name.toLowerCase()}`]));
       /** Runs a compose command (`$$` is compose's escape for `$`) as the container would. */
       const run = (argv: string[]) => {
         const unescaped = argv.map((a) => a.replace(/\$\$/g, '$'));
-        const [program, ...args] = unescaped[0] === 'CMD-SHELL' ? ['sh', '-c', unescaped[1]] : unescaped[0] === 'CMD' ? unescaped.slice(1) : unescaped;
+        const [program, ...args] =
+          unescaped[0] === 'CMD-SHELL'
+            ? ['sh', '-c', unescaped[1]]
+            : unescaped[0] === 'CMD'
+              ? unescaped.slice(1)
+              : unescaped;
         for (const arg of unescaped) for (const value of Object.values(secrets)) expect(arg).not.toContain(value);
-        const done = spawnSync(program, args, { env: { PATH: `${bin}:/usr/bin:/bin`, RECORD: dir, ...secrets }, input: '', encoding: 'utf8' });
+        const done = spawnSync(program, args, {
+          env: { PATH: `${bin}:/usr/bin:/bin`, RECORD: dir, ...secrets },
+          input: '',
+          encoding: 'utf8',
+        });
         expect(done.status, done.stderr).toBe(0);
       };
-      const recorded = (tool: string, what: 'argv' | 'env' | 'stdin') => readFileSync(join(dir, `${tool}.${what}`), 'utf8');
+      const recorded = (tool: string, what: 'argv' | 'env' | 'stdin') =>
+        readFileSync(join(dir, `${tool}.${what}`), 'utf8');
       const noSecretIn = (value: string) => Object.values(secrets).every((secret) => !value.includes(secret));
 
       run(services.redis.command!);
@@ -170,14 +200,22 @@ describe('docker-compose.yml is safe by default', () => {
   it('health-checks every data store, and idpool waits for them to be healthy', () => {
     for (const name of DATA_STORES) expect(services[name].healthcheck?.test.length, name).toBeGreaterThan(0);
     expect(services.redis.healthcheck!.test.join(' ')).toContain('REDISCLI_AUTH');
-    expect(services.idpool.depends_on).toEqual({ mysql: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
-    expect(services['idpool-postgres'].depends_on).toEqual({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
+    expect(services.idpool.depends_on).toEqual({
+      mysql: { condition: 'service_healthy' },
+      redis: { condition: 'service_healthy' },
+    });
+    expect(services['idpool-postgres'].depends_on).toEqual({
+      postgres: { condition: 'service_healthy' },
+      redis: { condition: 'service_healthy' },
+    });
   });
 
   it('offers PostgreSQL as a profile with its URL', () => {
     expect(services.postgres.profiles).toEqual(['postgres']);
     expect(services['idpool-postgres'].profiles).toEqual(['postgres']);
-    expect(services['idpool-postgres'].environment!.IDPOOL_DATABASE_URL).toMatch(/^postgres:\/\/idpool:\$\{POSTGRES_PASSWORD:\?[^}]+\}@postgres:5432\/idpool$/);
+    expect(services['idpool-postgres'].environment!.IDPOOL_DATABASE_URL).toMatch(
+      /^postgres:\/\/idpool:\$\{POSTGRES_PASSWORD:\?[^}]+\}@postgres:5432\/idpool$/,
+    );
     for (const name of ['mysql', 'redis', 'idpool']) expect(services[name].profiles, name).toBeUndefined();
   });
 
@@ -185,7 +223,14 @@ describe('docker-compose.yml is safe by default', () => {
     const example = read('.env.example');
     const used = new Set([...read('docker-compose.yml').matchAll(/(?<!\$)\$\{([A-Z_]+)/g)].map((m) => m[1]));
     for (const name of used) expect(example, name).toMatch(new RegExp(`^${name}=`, 'm'));
-    for (const secret of ['MYSQL_ROOT_PASSWORD', 'MYSQL_PASSWORD', 'REDIS_PASSWORD', 'IDPOOL_ADMIN_TOKEN', 'IDPOOL_METRICS_TOKEN', 'POSTGRES_PASSWORD']) {
+    for (const secret of [
+      'MYSQL_ROOT_PASSWORD',
+      'MYSQL_PASSWORD',
+      'REDIS_PASSWORD',
+      'IDPOOL_ADMIN_TOKEN',
+      'IDPOOL_METRICS_TOKEN',
+      'POSTGRES_PASSWORD',
+    ]) {
       expect(example, secret).toMatch(new RegExp(`^${secret}=$`, 'm'));
     }
   });

@@ -28,27 +28,51 @@ describe('entity names', () => {
     if (!instance) return ctx.skip();
     const names = ['订单 🚀 注文', 'رقم الطلب', '👨‍👩‍👧 family', 'Ünïcödé — ok'];
     for (const [i, name] of names.entries()) {
-      const created = await call(`${instance.url}/admin/apps`, { token: ADMIN_TOKEN, body: { key: `names-${i}`, name } });
+      const created = await call(`${instance.url}/admin/apps`, {
+        token: ADMIN_TOKEN,
+        body: { key: `names-${i}`, name },
+      });
       expect(created.status, name).toBe(201);
       const shown = await call(`${instance.url}/admin/apps/names-${i}`, { token: ADMIN_TOKEN });
       expect(shown.body.name).toBe(name);
     }
-    const renamed = await call(`${instance.url}/admin/apps/names-0`, { token: ADMIN_TOKEN, method: 'PATCH', body: { name: '🚀🚀 新しい名前' } });
+    const renamed = await call(`${instance.url}/admin/apps/names-0`, {
+      token: ADMIN_TOKEN,
+      method: 'PATCH',
+      body: { name: '🚀🚀 新しい名前' },
+    });
     expect(renamed.status).toBe(200);
     expect(renamed.body.name).toBe('🚀🚀 新しい名前');
   });
 
   it('refuses control characters with a 400 naming the field, and creates nothing', async (ctx) => {
     if (!instance) return ctx.skip();
-    const bad = ['bell\u0007', 'paint \u001b[31mred', 'two\nlines', 'tab\there', 'del\u007f', 'c1\u009b', 'rtl \u202espoof', 'isolate\u2066x', 'lone \ud800 surrogate'];
+    const bad = [
+      'bell\u0007',
+      'paint \u001b[31mred',
+      'two\nlines',
+      'tab\there',
+      'del\u007f',
+      'c1\u009b',
+      'rtl \u202espoof',
+      'isolate\u2066x',
+      'lone \ud800 surrogate',
+    ];
     for (const [i, name] of bad.entries()) {
-      const res = await call(`${instance.url}/admin/apps`, { token: ADMIN_TOKEN, body: { key: `bad-name-${i}`, name } });
+      const res = await call(`${instance.url}/admin/apps`, {
+        token: ADMIN_TOKEN,
+        body: { key: `bad-name-${i}`, name },
+      });
       expect(res.status, JSON.stringify(name)).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
       expect(res.body.error.message).toMatch(/^name: must (not contain control characters|be well-formed Unicode)/);
       expect((await call(`${instance.url}/admin/apps/bad-name-${i}`, { token: ADMIN_TOKEN })).status).toBe(404);
     }
-    const patch = await call(`${instance.url}/admin/apps/names-1`, { token: ADMIN_TOKEN, method: 'PATCH', body: { name: 'x\u001by' } });
+    const patch = await call(`${instance.url}/admin/apps/names-1`, {
+      token: ADMIN_TOKEN,
+      method: 'PATCH',
+      body: { name: 'x\u001by' },
+    });
     expect(patch.status).toBe(400);
   });
 });

@@ -39,22 +39,40 @@ for (const { name, needs } of SETUPS) {
 
     it('registers each key exactly once among concurrent and repeated registrations, in few statements', async () => {
       let inserts = 0;
-      const counting: Database = { ...db, execute: (q, p) => (/^INSERT/.test(q) && inserts++, db.execute(q, p)) } as Database;
+      const counting: Database = {
+        ...db,
+        execute: (q, p) => (/^INSERT/.test(q) && inserts++, db.execute(q, p)),
+      } as Database;
       const registry = new EntityRegistry(new SqlEntityStore(counting), systemClock);
       // 300 distinct keys, 20 of them asked for three times, all at once.
       const keys = Array.from({ length: 300 }, (_, i) => `batch-${i}`);
       const asked = [...keys, ...keys.slice(0, 20), ...keys.slice(0, 20)];
-      const results = await Promise.allSettled(asked.map((key) => registry.register({ key, mode: 'monotonic', step: 10, maxPoolSize: 100, maxSizePerTimes: 10 })));
+      const results = await Promise.allSettled(
+        asked.map((key) =>
+          registry.register({ key, mode: 'monotonic', step: 10, maxPoolSize: 100, maxSizePerTimes: 10 }),
+        ),
+      );
       const ok = results.filter((r) => r.status === 'fulfilled');
       const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
       expect(ok).toHaveLength(300);
       expect(refused).toHaveLength(40);
       for (const r of refused) expect(r.reason).toBeInstanceOf(ConflictError);
       // Every key once, with the secret hash of the registration that won.
-      const rows = await db.query<{ entity_key: string; secret_hash: string }>('SELECT entity_key, secret_hash FROM application');
+      const rows = await db.query<{ entity_key: string; secret_hash: string }>(
+        'SELECT entity_key, secret_hash FROM application',
+      );
       expect(rows.map((r) => r.entity_key).sort()).toEqual([...keys].sort());
-      const won = new Map(ok.map((r) => [(r as PromiseFulfilledResult<{ entity: { key: string; secretHash: string } }>).value.entity.key, r]));
-      for (const row of rows) expect((won.get(row.entity_key) as PromiseFulfilledResult<{ entity: { secretHash: string } }>).value.entity.secretHash).toBe(row.secret_hash);
+      const won = new Map(
+        ok.map((r) => [
+          (r as PromiseFulfilledResult<{ entity: { key: string; secretHash: string } }>).value.entity.key,
+          r,
+        ]),
+      );
+      for (const row of rows)
+        expect(
+          (won.get(row.entity_key) as PromiseFulfilledResult<{ entity: { secretHash: string } }>).value.entity
+            .secretHash,
+        ).toBe(row.secret_hash);
       // Far fewer statements than registrations (the duplicates' batch is retried row by row).
       expect(inserts).toBeLessThan(asked.length / 2);
       // A later repeat is still a conflict.

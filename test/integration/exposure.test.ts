@@ -57,15 +57,20 @@ describe('what strangers and logs can see', () => {
     expect(res.status).toBe(503);
     const text = JSON.stringify(res.body);
     expect(res.body.checks.redis).toMatch(/^(connection refused|connection lost|timed out|failing)$/);
-    for (const leak of ['127.0.0.1', String(redis.port), 'redis://', REDIS_PASSWORD, 'sqlite', dir]) expect(text).not.toContain(leak);
+    for (const leak of ['127.0.0.1', String(redis.port), 'redis://', REDIS_PASSWORD, 'sqlite', dir])
+      expect(text).not.toContain(leak);
     await redis.restart();
   });
 
   it('reports driver messages as kinds of failure (MySQL and DNS wording)', () => {
-    expect(publicCheck('database', "Access denied for user 'idpool'@'10.0.0.7' (using password: YES)")).toBe('authentication failed');
+    expect(publicCheck('database', "Access denied for user 'idpool'@'10.0.0.7' (using password: YES)")).toBe(
+      'authentication failed',
+    );
     expect(publicCheck('database', 'getaddrinfo ENOTFOUND db.internal.example')).toBe('host not found');
     expect(publicCheck('redis', 'connect ECONNREFUSED 10.0.0.5:6379')).toBe('connection refused');
     expect(publicCheck('database', 'something new at mysql://root:pw@db:3306/idpool')).toBe('failing');
-    expect(publicCheck('lease', 'lease on db.internal:3306 lapsed at 10.1.2.3 via mysql://u:p@h/x')).not.toMatch(/db\.internal|10\.1\.2\.3|mysql:|u:p/);
+    expect(publicCheck('lease', 'lease on db.internal:3306 lapsed at 10.1.2.3 via mysql://u:p@h/x')).not.toMatch(
+      /db\.internal|10\.1\.2\.3|mysql:|u:p/,
+    );
   });
 });

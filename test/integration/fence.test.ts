@@ -27,7 +27,9 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
   /** The keys of one entity that exist, beyond the ones every pool has. */
   const leftovers = async (redis: Redis, prefix: string, entity: string) => {
     const k = entityKeys(entity, prefix);
-    return (await Promise.all([k.pushing, k.pushOpen].map(async (key) => ((await redis.exists(key)) ? key : undefined)))).filter(Boolean);
+    return (
+      await Promise.all([k.pushing, k.pushOpen].map(async (key) => ((await redis.exists(key)) ? key : undefined)))
+    ).filter(Boolean);
   };
 
   it('a push is refused unless its segment starts above the fence, decimal beyond 2^53 too', async () => {
@@ -37,8 +39,13 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       expect(await store.push('e', ['12', '13'], 12n, 13n)).toEqual({ kind: 'fenced' });
       expect(await store.push('e', ['5', '6'], 5n, 6n)).toEqual({ kind: 'fenced' });
       // Decimal comparison beyond 2^53 and across lengths.
-      expect(await store.push('e', ['9007199254740993'], 9007199254740993n, 9007199254740993n)).toEqual({ kind: 'ok', size: 4 });
-      expect(await store.push('e', ['9007199254740992'], 9007199254740992n, 9007199254740992n)).toEqual({ kind: 'fenced' });
+      expect(await store.push('e', ['9007199254740993'], 9007199254740993n, 9007199254740993n)).toEqual({
+        kind: 'ok',
+        size: 4,
+      });
+      expect(await store.push('e', ['9007199254740992'], 9007199254740992n, 9007199254740992n)).toEqual({
+        kind: 'fenced',
+      });
       expect(await redis.lrange(entityKeys('e', prefix).ids, 0, -1)).toEqual(['10', '11', '12', '9007199254740993']);
       expect(await redis.get(entityKeys('e', prefix).pushed)).toBe('4');
       expect(await leftovers(redis, prefix, 'e')).toEqual([]);
@@ -51,10 +58,15 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       await store.reset('r', -1n);
       const stride = new IdStride(3, 2);
       const first = stride.idStrings(10n, 10_010n);
-      expect(await store.push('r', first, stride.toId(10n), stride.toId(10_009n))).toEqual({ kind: 'ok', size: 10_000 });
+      expect(await store.push('r', first, stride.toId(10n), stride.toId(10_009n))).toEqual({
+        kind: 'ok',
+        size: 10_000,
+      });
       expect(await redis.lrange(k.ids, 0, -1)).toEqual(first);
       // Fenced onto a full pool, then onto an empty one (the list key is gone).
-      expect(await store.push('r', stride.idStrings(5_000n, 6_000n), stride.toId(5_000n), stride.toId(5_999n))).toEqual({ kind: 'fenced' });
+      expect(await store.push('r', stride.idStrings(5_000n, 6_000n), stride.toId(5_000n), stride.toId(5_999n))).toEqual(
+        { kind: 'fenced' },
+      );
       expect(await redis.lrange(k.ids, 0, -1)).toEqual(first);
       expect((await store.take('r', 10_000, 0)).kind).toBe('ok');
       expect(await redis.exists(k.ids)).toBe(0);
@@ -147,7 +159,9 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       // A marker from another server is refused by the reloaded library too.
       await redis.set(`${prefix}:{f}:server`, 'another-server');
       expect(plainTake(await store.take('f', 1, 0))).toEqual({ kind: 'epoch_changed' });
-      await expect(redis.call('FCALL', 'idpool_pop', 2, `${prefix}:{f}:ids`, `${prefix}:{f}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
+      await expect(
+        redis.call('FCALL', 'idpool_pop', 2, `${prefix}:{f}:ids`, `${prefix}:{f}:server`, 1),
+      ).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
     });
   });
 
@@ -161,7 +175,13 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
   it('a refiller paused past its lock TTL has its older segment refused; the list stays strictly increasing', async () => {
     schema = await createTestSchema();
     const prefix = testPrefix();
-    const config = loadConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', IDPOOL_WORKER_ID: '1', IDPOOL_WORKER_ID_UNSAFE: '1' });
+    const config = loadConfig({
+      IDPOOL_DATABASE_URL: schema.url,
+      IDPOOL_REDIS_URL: REDIS_URL,
+      IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef',
+      IDPOOL_WORKER_ID: '1',
+      IDPOOL_WORKER_ID_UNSAFE: '1',
+    });
     const LOCK_TTL = 300;
     let pauseOnce = true;
     let stalledSegment: Segment | undefined;
@@ -179,7 +199,14 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     services.push(stale);
     const fresh = await createService(config, { redisPrefix: prefix, lockTtlMs: LOCK_TTL });
     services.push(fresh);
-    await stale.registry.register({ key: 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 1000 });
+    await stale.registry.register({
+      key: 'orders',
+      mode: 'monotonic',
+      step: 100,
+      maxPoolSize: 1000,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 1000,
+    });
     await fresh.registry.refresh();
     fresh.refiller.markReset('orders');
     stale.refiller.markReset('orders');

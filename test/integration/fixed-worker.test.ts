@@ -47,7 +47,9 @@ describe('IDPOOL_WORKER_ID in service mode', () => {
     await second.stop();
 
     const check = new BetterSqlite3(file);
-    const row = check.prepare('SELECT last_timestamp FROM worker WHERE worker_id = 3').get() as { last_timestamp: number };
+    const row = check.prepare('SELECT last_timestamp FROM worker WHERE worker_id = 3').get() as {
+      last_timestamp: number;
+    };
     check.close();
     expect(Number(row.last_timestamp)).toBeGreaterThanOrEqual(decoded.body.timestampMs);
   }, 60_000);

@@ -113,7 +113,10 @@ class FleetLoad {
     let next = Date.now() + Math.random() * BATCH_EVERY_MS;
     await sleep(next - Date.now());
     while (!this.stopped && Date.now() < until) {
-      const r = await takeIds(this.base, e.key, e.secret, batch).catch(() => ({ status: 0, body: { ids: [] as string[] } }));
+      const r = await takeIds(this.base, e.key, e.secret, batch).catch(() => ({
+        status: 0,
+        body: { ids: [] as string[] },
+      }));
       statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
       if (r.status === 200) {
         this.taken.set(e.key, this.taken.get(e.key)! + r.body.ids.length);
@@ -186,219 +189,255 @@ function warnLines(output: string): string[] {
   });
 }
 
-describeWithServices('a fleet of 36 entities taking ids at once (MariaDB + Redis, one real process)', { mysql: true, redis: true }, () => {
-  let setup: StoreSetup;
-  let instance: Instance;
-  let receiver: WebhookReceiver;
-  let redis: Redis;
-  let load: FleetLoad;
-  const fleet: FleetEntity[] = [];
+describeWithServices(
+  'a fleet of 36 entities taking ids at once (MariaDB + Redis, one real process)',
+  { mysql: true, redis: true },
+  () => {
+    let setup: StoreSetup;
+    let instance: Instance;
+    let receiver: WebhookReceiver;
+    let redis: Redis;
+    let load: FleetLoad;
+    const fleet: FleetEntity[] = [];
 
-  beforeAll(async () => {
-    setup = await mysqlRedisSetup();
-    receiver = await startReceiver();
-    redis = new Redis(REDIS_URL);
-    instance = await startInstance({
-      ...setup.env,
-      IDPOOL_OPS_SAMPLE_MS: String(SAMPLE_MS),
-      IDPOOL_OPS_RATE_WINDOW_MS: String(RATE_WINDOW_MS),
-      IDPOOL_POOL_HORIZON_S: String(HORIZON_S),
-      // The default's share of the horizon (10 s of 60): at 10 s, a pool just below its
-      // watermark (8 s of supply) would forecast dry within the threshold under ordinary load.
-      IDPOOL_ALERT_POOL_DRY_SECONDS: String(Math.ceil(HORIZON_S / 6)),
-      IDPOOL_ALERT_WEBHOOK_URL: receiver.url,
-    });
-    // Keys sort in the order they are listed here (the sampler's order). Every
-    // sixth entity is snowflake; rates are spread 20..2,000 ids/s on a log
-    // scale and shuffled over the key order, so busy and quiet entities
-    // alternate (the shuffle's offset gives the three held in the second test
-    // 126, 1,348 and 470 ids/s: each drains its pool in seconds).
-    const base = uniqueKey('fleet');
-    const rates = Array.from({ length: ENTITIES }, (_, i) => Math.round(20 * 100 ** (i / (ENTITIES - 1))));
-    for (let i = 0; i < ENTITIES; i++) {
-      const mode: Mode = i % 6 === 5 ? 'snowflake' : i % 2 === 0 ? 'monotonic' : 'trend';
-      const key = `${base}_${String(i).padStart(2, '0')}`;
-      fleet.push({ key, mode, rate: rates[(i * 13 + 14) % ENTITIES], secret: '' });
-    }
-    for (const e of fleet) e.secret = await register(instance.url, { key: e.key, mode: e.mode });
-    load = new FleetLoad(instance.url, fleet);
-    // Bounded: the load of both tests stops by itself after 4 minutes.
-    load.start(240_000);
-  });
-
-  afterAll(async () => {
-    await load?.stop();
-    redis?.disconnect();
-    await instance?.stop();
-    // The service's whole log, for whoever reads a failure.
-    if (instance) {
-      mkdirSync(ARTIFACTS, { recursive: true });
-      writeFileSync(join(ARTIFACTS, 'fleet-service.log'), instance.output());
-    }
-    await receiver?.close();
-    await setup?.cleanup();
-  });
-
-  const segmentKeys = () => fleet.filter((e) => e.mode !== 'snowflake').map((e) => e.key);
-  const ops = async (): Promise<OpsDocument> => {
-    const r = await call<OpsDocument>(`${instance.url}/admin/ops?limit=100`, { token: ADMIN_TOKEN });
-    expect(r.status).toBe(200);
-    return r.body;
-  };
-
-  it('keeps every row and series current and equal to the pool Redis holds, logging nothing at warn', async () => {
-    // Forecasts exist once the rate window has filled.
-    await sleep(12_000);
-
-    const keys = segmentKeys();
-    let worstAge = 0;
-    let rounds = 0;
-    // A check every few seconds for 45 s of load: pools deepen with demand, refills come and go.
-    const checkUntil = Date.now() + 45_000;
-    while (rounds < 3 || Date.now() < checkUntil) {
-      rounds++;
-      // The sampler's reads of every pool must fall between two reads of our own.
-      const before = await readPools(redis, keys);
-      const readAt = Date.now();
-      // A sample taken after our read: its run started after a run that ended after `readAt` (runs never overlap).
-      const firstAfter = new Map<string, number>();
-      let doc = await ops();
-      const current = (d: OpsDocument) =>
-        keys.filter((k) => {
-          const at = d.entities.find((r) => r.key === k)?.sampledAt;
-          return at && firstAfter.has(k) && at > firstAfter.get(k)!;
-        });
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        for (const row of doc.entities) if (row.sampledAt && row.sampledAt > readAt && !firstAfter.has(row.key)) firstAfter.set(row.key, row.sampledAt);
-        if (current(doc).length === keys.length) break;
-        if (Date.now() > deadline) {
-          const behind = keys.filter((k) => !current(doc).includes(k)).map((k) => `${k} sampled at ${doc.entities.find((r) => r.key === k)?.sampledAt}`);
-          throw new Error(`entities not sampled twice within 20 s of ${readAt}: ${behind.join(', ')}`);
-        }
-        await sleep(150);
-        doc = await ops();
-      }
-      const metrics = await scrape(instance.url);
-      const after = await readPools(redis, keys);
-
-      expect(doc.sampling.ok, JSON.stringify(doc.sampling)).toBe(true);
-      expect(doc.sampling.staleEntities).toBe(0);
-      expect(doc.sampling.oldestSampleAgeSeconds).toBeLessThanOrEqual((2 * SAMPLE_MS) / 1000);
-      expect(metrics.get('idpool_ops_sample_age_max_seconds')).toBeLessThanOrEqual((2 * SAMPLE_MS) / 1000);
-      expect(metrics.get('idpool_ops_sample_round_seconds')).toBe(SAMPLE_MS / 1000);
-      const at = Date.parse(doc.at);
-      for (const key of keys) {
-        const row = doc.entities.find((r) => r.key === key)!;
-        const e = fleet.find((f) => f.key === key)!;
-        const b = before.get(key)!;
-        const a = after.get(key)!;
-        // What moved between our two reads: every id pushed, every id taken (pushed − size counts every pop).
-        const pushed = a.pushed - b.pushed;
-        const taken = a.pushed - a.size - (b.pushed - b.size);
-        const within = (size: number | undefined) => size !== undefined && size >= b.size - taken && size <= b.size + pushed && size >= a.size - pushed && size <= a.size + taken;
-        const what = `${key} (${e.mode}, ${e.rate} ids/s): Redis held ${b.size} then ${a.size} (${pushed} pushed, ${taken} taken between)`;
-        expect(row.stale, what).toBe(false);
-        expect(at - row.sampledAt!, what).toBeLessThanOrEqual(2 * SAMPLE_MS);
-        expect(within(row.pool!.size), `${what}; /admin/ops says ${row.pool!.size}`).toBe(true);
-        const gauge = series(metrics, 'idpool_pool_size', key);
-        expect(within(gauge), `${what}; idpool_pool_size says ${gauge}`).toBe(true);
-        const age = series(metrics, 'idpool_ops_sample_age_seconds', key);
-        expect(age, what).toBeDefined();
-        expect(age!, what).toBeLessThanOrEqual((2 * SAMPLE_MS) / 1000);
-        worstAge = Math.max(worstAge, age!, (at - row.sampledAt!) / 1000);
-        // Forecasts exist and the take rate is the one driven, within a factor of two (the window
-        // and the load are noisy) and one refill: the sampler reads offsets and sizes at once, so
-        // a refill reserved but not yet pushed reads as taken (up to a target's worth over the window).
-        const achieved = load.achievedRate(key, RATE_WINDOW_MS);
-        const refill = row.pool!.target / (RATE_WINDOW_MS / 1000);
-        expect(row.takePerSecond, `${what}; achieved ${achieved} ids/s`).toBeGreaterThan(achieved / 2 - refill);
-        expect(row.takePerSecond, `${what}; achieved ${achieved} ids/s`).toBeLessThan(achieved * 2 + refill);
-        expect(row.forecast!.poolDrySeconds, what).not.toBeNull();
-        expect(row.forecast!.jsSafeLimitSeconds, what).not.toBeNull();
-        expect(series(metrics, 'idpool_take_rate_ids_per_second', key), what).toBeGreaterThan(0);
-      }
-      for (const e of fleet.filter((f) => f.mode === 'snowflake')) {
-        const row = doc.entities.find((r) => r.key === e.key);
-        expect(row, e.key).toBeDefined();
-        const achieved = load.achievedRate(e.key, RATE_WINDOW_MS);
-        expect(row!.takePerSecond, `${e.key} at ${e.rate} ids/s, achieved ${achieved}`).toBeGreaterThan(achieved / 2);
-        expect(row!.takePerSecond, `${e.key} at ${e.rate} ids/s, achieved ${achieved}`).toBeLessThan(achieved * 2);
-        expect(series(metrics, 'idpool_ids_served_total', e.key)).toBeGreaterThan(0);
-      }
-      await sleep(3000);
-    }
-
-    // Ordinary load: every take answered, no alarm raised, nothing logged at warn or above.
-    for (const e of fleet) expect(load.failures(e.key), `${e.key} (${e.mode}, ${e.rate} ids/s)`).toEqual({});
-    expect(receiver.calls.map((c) => `${c.alarm} ${c.entityKey}: ${c.message}`)).toEqual([]);
-    expect(warnLines(instance.output())).toEqual([]);
-    for (const e of fleet) expect(load.taken.get(e.key)!, e.key).toBeGreaterThan(e.rate * 20);
-    const total = [...load.taken.values()].reduce((a, b) => a + b, 0);
-    process.stdout.write(`fleet: ${rounds} checks, ${total} ids taken, oldest sample seen ${worstAge.toFixed(2)} s (bound ${(2 * SAMPLE_MS) / 1000} s)\n`);
-  });
-
-  it('raises pool_low and forecast_pool_dry for a pool held dry early, in the middle and late in key order', async () => {
-    const keys = segmentKeys();
-    // The first, a middle and the last segment entity in the sampler's order, all held at once.
-    const held = [keys[0], keys[Math.floor(keys.length / 2)], keys.at(-1)!];
-    for (const key of held) expect(fleet.find((e) => e.key === key)!.rate, key).toBeGreaterThanOrEqual(100);
-    const failuresBefore = new Map(fleet.map((e) => [e.key, { ...load.failures(e.key) }]));
-    // Each `application` row locked by a transaction that stays open: no refill of these three can reserve.
-    const releases = await Promise.all(held.map((key) => setup.stallDatabase(key)));
-    try {
-      const raised = (name: string, key: string) => receiver.calls.some((c) => c.alarm === name && c.entityKey === key && c.status === 'firing');
-      await waitFor(
-        'pool_low and forecast_pool_dry on the webhook for every held entity',
-        async () => held.every((k) => raised('pool_low', k) && raised('forecast_pool_dry', k)),
-        60_000,
-      ).catch((err: Error) => {
-        throw new Error(`${err.message}; the webhook got: ${receiver.calls.map((c) => `${c.alarm} ${c.entityKey}`).join(', ') || 'nothing'}`);
+    beforeAll(async () => {
+      setup = await mysqlRedisSetup();
+      receiver = await startReceiver();
+      redis = new Redis(REDIS_URL);
+      instance = await startInstance({
+        ...setup.env,
+        IDPOOL_OPS_SAMPLE_MS: String(SAMPLE_MS),
+        IDPOOL_OPS_RATE_WINDOW_MS: String(RATE_WINDOW_MS),
+        IDPOOL_POOL_HORIZON_S: String(HORIZON_S),
+        // The default's share of the horizon (10 s of 60): at 10 s, a pool just below its
+        // watermark (8 s of supply) would forecast dry within the threshold under ordinary load.
+        IDPOOL_ALERT_POOL_DRY_SECONDS: String(Math.ceil(HORIZON_S / 6)),
+        IDPOOL_ALERT_WEBHOOK_URL: receiver.url,
       });
-      const doc = await ops();
-      for (const key of held) {
-        const names = doc.alarms.recent.filter((a) => a.entityKey === key && a.status === 'firing').map((a) => a.name);
-        expect(names, key).toEqual(expect.arrayContaining(['pool_low', 'forecast_pool_dry']));
-        const row = doc.entities.find((r) => r.key === key)!;
-        expect(row.stale, key).toBe(false);
-        expect(row.pool!.size, key).toBeLessThan(row.pool!.lowWatermark / 2);
+      // Keys sort in the order they are listed here (the sampler's order). Every
+      // sixth entity is snowflake; rates are spread 20..2,000 ids/s on a log
+      // scale and shuffled over the key order, so busy and quiet entities
+      // alternate (the shuffle's offset gives the three held in the second test
+      // 126, 1,348 and 470 ids/s: each drains its pool in seconds).
+      const base = uniqueKey('fleet');
+      const rates = Array.from({ length: ENTITIES }, (_, i) => Math.round(20 * 100 ** (i / (ENTITIES - 1))));
+      for (let i = 0; i < ENTITIES; i++) {
+        const mode: Mode = i % 6 === 5 ? 'snowflake' : i % 2 === 0 ? 'monotonic' : 'trend';
+        const key = `${base}_${String(i).padStart(2, '0')}`;
+        fleet.push({ key, mode, rate: rates[(i * 13 + 14) % ENTITIES], secret: '' });
       }
-      // Held until their takes are refused (503 unavailable: the refill fails behind the lock) for
-      // longer than the rate window: nothing is taken any more, yet each is still dry now, both alarms on.
-      await waitFor('takes of every held entity refused', async () => held.every((k) => (load.failures(k)[503] ?? 0) > 0), 60_000);
-      await sleep(RATE_WINDOW_MS + 3 * SAMPLE_MS);
-      const dry = await ops();
-      for (const key of held) {
-        const row = dry.entities.find((r) => r.key === key)!;
-        expect(row.forecast!.poolDrySeconds, `${key}: ${JSON.stringify(row)}`).toBe(0);
-        // Raised once and never resolved while held.
-        expect(dry.alarms.recent.filter((a) => a.entityKey === key && a.name === 'forecast_pool_dry').map((a) => a.status), key).toEqual(['firing']);
-        expect(dry.alarms.recent.filter((a) => a.entityKey === key && a.name === 'pool_low').map((a) => a.status), key).toEqual(['firing']);
+      for (const e of fleet) e.secret = await register(instance.url, { key: e.key, mode: e.mode });
+      load = new FleetLoad(instance.url, fleet);
+      // Bounded: the load of both tests stops by itself after 4 minutes.
+      load.start(240_000);
+    });
+
+    afterAll(async () => {
+      await load?.stop();
+      redis?.disconnect();
+      await instance?.stop();
+      // The service's whole log, for whoever reads a failure.
+      if (instance) {
+        mkdirSync(ARTIFACTS, { recursive: true });
+        writeFileSync(join(ARTIFACTS, 'fleet-service.log'), instance.output());
+      }
+      await receiver?.close();
+      await setup?.cleanup();
+    });
+
+    const segmentKeys = () => fleet.filter((e) => e.mode !== 'snowflake').map((e) => e.key);
+    const ops = async (): Promise<OpsDocument> => {
+      const r = await call<OpsDocument>(`${instance.url}/admin/ops?limit=100`, { token: ADMIN_TOKEN });
+      expect(r.status).toBe(200);
+      return r.body;
+    };
+
+    it('keeps every row and series current and equal to the pool Redis holds, logging nothing at warn', async () => {
+      // Forecasts exist once the rate window has filled.
+      await sleep(12_000);
+
+      const keys = segmentKeys();
+      let worstAge = 0;
+      let rounds = 0;
+      // A check every few seconds for 45 s of load: pools deepen with demand, refills come and go.
+      const checkUntil = Date.now() + 45_000;
+      while (rounds < 3 || Date.now() < checkUntil) {
+        rounds++;
+        // The sampler's reads of every pool must fall between two reads of our own.
+        const before = await readPools(redis, keys);
+        const readAt = Date.now();
+        // A sample taken after our read: its run started after a run that ended after `readAt` (runs never overlap).
+        const firstAfter = new Map<string, number>();
+        let doc = await ops();
+        const current = (d: OpsDocument) =>
+          keys.filter((k) => {
+            const at = d.entities.find((r) => r.key === k)?.sampledAt;
+            return at && firstAfter.has(k) && at > firstAfter.get(k)!;
+          });
+        const deadline = Date.now() + 20_000;
+        for (;;) {
+          for (const row of doc.entities)
+            if (row.sampledAt && row.sampledAt > readAt && !firstAfter.has(row.key))
+              firstAfter.set(row.key, row.sampledAt);
+          if (current(doc).length === keys.length) break;
+          if (Date.now() > deadline) {
+            const behind = keys
+              .filter((k) => !current(doc).includes(k))
+              .map((k) => `${k} sampled at ${doc.entities.find((r) => r.key === k)?.sampledAt}`);
+            throw new Error(`entities not sampled twice within 20 s of ${readAt}: ${behind.join(', ')}`);
+          }
+          await sleep(150);
+          doc = await ops();
+        }
+        const metrics = await scrape(instance.url);
+        const after = await readPools(redis, keys);
+
+        expect(doc.sampling.ok, JSON.stringify(doc.sampling)).toBe(true);
+        expect(doc.sampling.staleEntities).toBe(0);
+        expect(doc.sampling.oldestSampleAgeSeconds).toBeLessThanOrEqual((2 * SAMPLE_MS) / 1000);
+        expect(metrics.get('idpool_ops_sample_age_max_seconds')).toBeLessThanOrEqual((2 * SAMPLE_MS) / 1000);
+        expect(metrics.get('idpool_ops_sample_round_seconds')).toBe(SAMPLE_MS / 1000);
+        const at = Date.parse(doc.at);
+        for (const key of keys) {
+          const row = doc.entities.find((r) => r.key === key)!;
+          const e = fleet.find((f) => f.key === key)!;
+          const b = before.get(key)!;
+          const a = after.get(key)!;
+          // What moved between our two reads: every id pushed, every id taken (pushed − size counts every pop).
+          const pushed = a.pushed - b.pushed;
+          const taken = a.pushed - a.size - (b.pushed - b.size);
+          const within = (size: number | undefined) =>
+            size !== undefined &&
+            size >= b.size - taken &&
+            size <= b.size + pushed &&
+            size >= a.size - pushed &&
+            size <= a.size + taken;
+          const what = `${key} (${e.mode}, ${e.rate} ids/s): Redis held ${b.size} then ${a.size} (${pushed} pushed, ${taken} taken between)`;
+          expect(row.stale, what).toBe(false);
+          expect(at - row.sampledAt!, what).toBeLessThanOrEqual(2 * SAMPLE_MS);
+          expect(within(row.pool!.size), `${what}; /admin/ops says ${row.pool!.size}`).toBe(true);
+          const gauge = series(metrics, 'idpool_pool_size', key);
+          expect(within(gauge), `${what}; idpool_pool_size says ${gauge}`).toBe(true);
+          const age = series(metrics, 'idpool_ops_sample_age_seconds', key);
+          expect(age, what).toBeDefined();
+          expect(age!, what).toBeLessThanOrEqual((2 * SAMPLE_MS) / 1000);
+          worstAge = Math.max(worstAge, age!, (at - row.sampledAt!) / 1000);
+          // Forecasts exist and the take rate is the one driven, within a factor of two (the window
+          // and the load are noisy) and one refill: the sampler reads offsets and sizes at once, so
+          // a refill reserved but not yet pushed reads as taken (up to a target's worth over the window).
+          const achieved = load.achievedRate(key, RATE_WINDOW_MS);
+          const refill = row.pool!.target / (RATE_WINDOW_MS / 1000);
+          expect(row.takePerSecond, `${what}; achieved ${achieved} ids/s`).toBeGreaterThan(achieved / 2 - refill);
+          expect(row.takePerSecond, `${what}; achieved ${achieved} ids/s`).toBeLessThan(achieved * 2 + refill);
+          expect(row.forecast!.poolDrySeconds, what).not.toBeNull();
+          expect(row.forecast!.jsSafeLimitSeconds, what).not.toBeNull();
+          expect(series(metrics, 'idpool_take_rate_ids_per_second', key), what).toBeGreaterThan(0);
+        }
+        for (const e of fleet.filter((f) => f.mode === 'snowflake')) {
+          const row = doc.entities.find((r) => r.key === e.key);
+          expect(row, e.key).toBeDefined();
+          const achieved = load.achievedRate(e.key, RATE_WINDOW_MS);
+          expect(row!.takePerSecond, `${e.key} at ${e.rate} ids/s, achieved ${achieved}`).toBeGreaterThan(achieved / 2);
+          expect(row!.takePerSecond, `${e.key} at ${e.rate} ids/s, achieved ${achieved}`).toBeLessThan(achieved * 2);
+          expect(series(metrics, 'idpool_ids_served_total', e.key)).toBeGreaterThan(0);
+        }
+        await sleep(3000);
       }
 
-      // Only those three: every other entity is served and raises nothing while they are held.
-      const others = fleet.filter((e) => !held.includes(e.key));
-      for (const e of others) expect(load.failures(e.key), `${e.key} (${e.mode}, ${e.rate} ids/s)`).toEqual(failuresBefore.get(e.key));
-      expect(receiver.calls.filter((c) => !held.includes(c.entityKey)).map((c) => `${c.alarm} ${c.entityKey}`)).toEqual([]);
-      expect(doc.sampling.ok, JSON.stringify(doc.sampling)).toBe(true);
-    } finally {
-      for (const release of releases) await release();
-    }
+      // Ordinary load: every take answered, no alarm raised, nothing logged at warn or above.
+      for (const e of fleet) expect(load.failures(e.key), `${e.key} (${e.mode}, ${e.rate} ids/s)`).toEqual({});
+      expect(receiver.calls.map((c) => `${c.alarm} ${c.entityKey}: ${c.message}`)).toEqual([]);
+      expect(warnLines(instance.output())).toEqual([]);
+      for (const e of fleet) expect(load.taken.get(e.key)!, e.key).toBeGreaterThan(e.rate * 20);
+      const total = [...load.taken.values()].reduce((a, b) => a + b, 0);
+      process.stdout.write(
+        `fleet: ${rounds} checks, ${total} ids taken, oldest sample seen ${worstAge.toFixed(2)} s (bound ${(2 * SAMPLE_MS) / 1000} s)\n`,
+      );
+    });
 
-    // Released: the pools fill again and the conditions clear.
-    await waitFor(
-      'pool_low to clear for every held entity',
-      async () => {
+    it('raises pool_low and forecast_pool_dry for a pool held dry early, in the middle and late in key order', async () => {
+      const keys = segmentKeys();
+      // The first, a middle and the last segment entity in the sampler's order, all held at once.
+      const held = [keys[0], keys[Math.floor(keys.length / 2)], keys.at(-1)!];
+      for (const key of held) expect(fleet.find((e) => e.key === key)!.rate, key).toBeGreaterThanOrEqual(100);
+      const failuresBefore = new Map(fleet.map((e) => [e.key, { ...load.failures(e.key) }]));
+      // Each `application` row locked by a transaction that stays open: no refill of these three can reserve.
+      const releases = await Promise.all(held.map((key) => setup.stallDatabase(key)));
+      try {
+        const raised = (name: string, key: string) =>
+          receiver.calls.some((c) => c.alarm === name && c.entityKey === key && c.status === 'firing');
+        await waitFor(
+          'pool_low and forecast_pool_dry on the webhook for every held entity',
+          async () => held.every((k) => raised('pool_low', k) && raised('forecast_pool_dry', k)),
+          60_000,
+        ).catch((err: Error) => {
+          throw new Error(
+            `${err.message}; the webhook got: ${receiver.calls.map((c) => `${c.alarm} ${c.entityKey}`).join(', ') || 'nothing'}`,
+          );
+        });
         const doc = await ops();
-        return held.every((k) => doc.alarms.recent.some((a) => a.name === 'pool_low' && a.entityKey === k && a.status === 'resolved'));
-      },
-      60_000,
-    );
-    await load.stop();
+        for (const key of held) {
+          const names = doc.alarms.recent
+            .filter((a) => a.entityKey === key && a.status === 'firing')
+            .map((a) => a.name);
+          expect(names, key).toEqual(expect.arrayContaining(['pool_low', 'forecast_pool_dry']));
+          const row = doc.entities.find((r) => r.key === key)!;
+          expect(row.stale, key).toBe(false);
+          expect(row.pool!.size, key).toBeLessThan(row.pool!.lowWatermark / 2);
+        }
+        // Held until their takes are refused (503 unavailable: the refill fails behind the lock) for
+        // longer than the rate window: nothing is taken any more, yet each is still dry now, both alarms on.
+        await waitFor(
+          'takes of every held entity refused',
+          async () => held.every((k) => (load.failures(k)[503] ?? 0) > 0),
+          60_000,
+        );
+        await sleep(RATE_WINDOW_MS + 3 * SAMPLE_MS);
+        const dry = await ops();
+        for (const key of held) {
+          const row = dry.entities.find((r) => r.key === key)!;
+          expect(row.forecast!.poolDrySeconds, `${key}: ${JSON.stringify(row)}`).toBe(0);
+          // Raised once and never resolved while held.
+          expect(
+            dry.alarms.recent.filter((a) => a.entityKey === key && a.name === 'forecast_pool_dry').map((a) => a.status),
+            key,
+          ).toEqual(['firing']);
+          expect(
+            dry.alarms.recent.filter((a) => a.entityKey === key && a.name === 'pool_low').map((a) => a.status),
+            key,
+          ).toEqual(['firing']);
+        }
 
-    // Every id counted: what this instance says it served is what the load received, and monotonic ids only grew.
-    const metrics = await scrape(instance.url);
-    for (const e of fleet) expect(series(metrics, 'idpool_ids_served_total', e.key), e.key).toBe(load.taken.get(e.key));
-    expect([...load.outOfOrder]).toEqual([]);
-  });
-});
+        // Only those three: every other entity is served and raises nothing while they are held.
+        const others = fleet.filter((e) => !held.includes(e.key));
+        for (const e of others)
+          expect(load.failures(e.key), `${e.key} (${e.mode}, ${e.rate} ids/s)`).toEqual(failuresBefore.get(e.key));
+        expect(
+          receiver.calls.filter((c) => !held.includes(c.entityKey)).map((c) => `${c.alarm} ${c.entityKey}`),
+        ).toEqual([]);
+        expect(doc.sampling.ok, JSON.stringify(doc.sampling)).toBe(true);
+      } finally {
+        for (const release of releases) await release();
+      }
+
+      // Released: the pools fill again and the conditions clear.
+      await waitFor(
+        'pool_low to clear for every held entity',
+        async () => {
+          const doc = await ops();
+          return held.every((k) =>
+            doc.alarms.recent.some((a) => a.name === 'pool_low' && a.entityKey === k && a.status === 'resolved'),
+          );
+        },
+        60_000,
+      );
+      await load.stop();
+
+      // Every id counted: what this instance says it served is what the load received, and monotonic ids only grew.
+      const metrics = await scrape(instance.url);
+      for (const e of fleet)
+        expect(series(metrics, 'idpool_ids_served_total', e.key), e.key).toBe(load.taken.get(e.key));
+      expect([...load.outOfOrder]).toEqual([]);
+    });
+  },
+);

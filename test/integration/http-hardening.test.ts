@@ -18,7 +18,12 @@ interface Answer {
 }
 
 /** One request from a chosen loopback address (127.0.0.x are separate clients to the service). */
-function callFrom(localAddress: string, port: number, path: string, init: { method?: string; token?: string; body?: unknown } = {}): Promise<Answer> {
+function callFrom(
+  localAddress: string,
+  port: number,
+  path: string,
+  init: { method?: string; token?: string; body?: unknown } = {},
+): Promise<Answer> {
   const body = init.body === undefined ? undefined : JSON.stringify(init.body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -31,7 +36,9 @@ function callFrom(localAddress: string, port: number, path: string, init: { meth
         method: init.method ?? (body === undefined ? 'GET' : 'POST'),
         headers: {
           ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
-          ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
+          ...(body === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
         },
       },
       (res) => {
@@ -85,7 +92,11 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     const secret = await register(instance.url, { key, maxSizePerSecond: 0 });
     const prober = '127.0.0.3';
     const statuses: number[] = [];
-    for (let i = 0; i < 35; i++) statuses.push((await callFrom(prober, instance.port, '/admin/apps', { token: `wrong-guess-${i}-0123456789abcdefghij` })).status);
+    for (let i = 0; i < 35; i++)
+      statuses.push(
+        (await callFrom(prober, instance.port, '/admin/apps', { token: `wrong-guess-${i}-0123456789abcdefghij` }))
+          .status,
+      );
     expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true);
     expect(statuses.slice(30).every((s) => s === 429)).toBe(true);
 
@@ -100,7 +111,9 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     }
     // Entity secrets are 256 random bits: still compared, so the entity keeps working from there.
-    expect((await callFrom(prober, instance.port, `/apps/${key}/ids`, { token: secret, body: { count: 1 } })).status).toBe(200);
+    expect(
+      (await callFrom(prober, instance.port, `/apps/${key}/ids`, { token: secret, body: { count: 1 } })).status,
+    ).toBe(200);
     // Another address is another client.
     expect((await callFrom('127.0.0.4', instance.port, '/admin/apps', { token: ADMIN_TOKEN })).status).toBe(200);
   });
@@ -109,7 +122,10 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     if (!available) return ctx.skip();
     const from = '127.0.0.6';
     const key = uniqueKey('audited');
-    const created = await callFrom(from, instance.port, '/admin/apps', { token: ADMIN_TOKEN, body: { key, maxSizePerSecond: 0 } });
+    const created = await callFrom(from, instance.port, '/admin/apps', {
+      token: ADMIN_TOKEN,
+      body: { key, maxSizePerSecond: 0 },
+    });
     expect(created.status).toBe(201);
     const secrets = [created.body.secret as string];
 
@@ -136,9 +152,16 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     expect((await callFrom(from, instance.port, `/admin/apps/${refusedKey}`, { token: OPS_TOKEN })).status).toBe(404);
     expect((await takeIds(instance.url, key, secrets[0], 1)).status).toBe(200); // not rotated, not retired
 
-    const patched = await callFrom(from, instance.port, `/admin/apps/${key}`, { method: 'PATCH', token: ADMIN_TOKEN, body: { name: 'changed by admin' } });
+    const patched = await callFrom(from, instance.port, `/admin/apps/${key}`, {
+      method: 'PATCH',
+      token: ADMIN_TOKEN,
+      body: { name: 'changed by admin' },
+    });
     expect(patched.status).toBe(200);
-    const rotated = await callFrom(from, instance.port, `/admin/apps/${key}/secret`, { method: 'POST', token: ADMIN_TOKEN });
+    const rotated = await callFrom(from, instance.port, `/admin/apps/${key}/secret`, {
+      method: 'POST',
+      token: ADMIN_TOKEN,
+    });
     expect(rotated.status).toBe(200);
     secrets.push(rotated.body.secret);
     const retired = await callFrom(from, instance.port, `/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN });
@@ -215,7 +238,9 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
 });
 
 /** A socket to `port` that has connected; resolves when connected, records when it closed. */
-async function openSocket(port: number): Promise<{ socket: Socket; closedAt: () => number | undefined; received: () => string }> {
+async function openSocket(
+  port: number,
+): Promise<{ socket: Socket; closedAt: () => number | undefined; received: () => string }> {
   const socket = connect(port, '127.0.0.1');
   let closed: number | undefined;
   let data = '';
@@ -264,7 +289,9 @@ describe('slow clients are cut off within the limits while others are served (a 
     const bodyTricklers = await Promise.all(Array.from({ length: 10 }, () => openSocket(instance.port)));
     for (const t of headerTricklers) t.socket.write(`POST /apps/${key}/ids HTTP/1.1\r\nHost: idpool\r\n`);
     for (const t of bodyTricklers) {
-      t.socket.write(`POST /apps/${key}/ids HTTP/1.1\r\nHost: idpool\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"count":`);
+      t.socket.write(
+        `POST /apps/${key}/ids HTTP/1.1\r\nHost: idpool\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"count":`,
+      );
     }
     // One byte each every 200 ms: never finishing, never idle.
     const trickle = setInterval(() => {
@@ -291,7 +318,8 @@ describe('slow clients are cut off within the limits while others are served (a 
     serving = false;
     await ordinary;
 
-    const after = (group: Array<{ closedAt: () => number | undefined }>) => group.map((t) => (t.closedAt() ?? Number.POSITIVE_INFINITY) - opened);
+    const after = (group: Array<{ closedAt: () => number | undefined }>) =>
+      group.map((t) => (t.closedAt() ?? Number.POSITIVE_INFINITY) - opened);
     const silentMs = after(silent);
     const headersMs = after(headerTricklers);
     const bodyMs = after(bodyTricklers);

@@ -39,9 +39,20 @@ for (const { needs, create, name } of STORE_SETUPS) {
 
     it('registers an entity, fills its pool and hands out increasing ids in singles and batches', async () => {
       const key = uniqueKey('orders');
-      const res = await call(`${base}/admin/apps`, { token: ADMIN_TOKEN, body: { key, step: 100, maxPoolSize: 2000, maxSizePerSecond: 0, startOffset: '1000' } });
+      const res = await call(`${base}/admin/apps`, {
+        token: ADMIN_TOKEN,
+        body: { key, step: 100, maxPoolSize: 2000, maxSizePerSecond: 0, startOffset: '1000' },
+      });
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ key, mode: 'monotonic', step: 100, maxPoolSize: 2000, minSizePercent: 80, maxSizePerTimes: 1000, startOffset: '1000' });
+      expect(res.body).toMatchObject({
+        key,
+        mode: 'monotonic',
+        step: 100,
+        maxPoolSize: 2000,
+        minSizePercent: 80,
+        maxSizePerTimes: 1000,
+        startOffset: '1000',
+      });
       expect(res.body.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
       const secret = res.body.secret;
       expect(res.body.pool).toMatchObject({ target: 1000, max: 2000, lowWatermark: 800 }); // idle: one floor, max(step, maxSizePerTimes)
@@ -90,8 +101,18 @@ for (const { needs, create, name } of STORE_SETUPS) {
 
     it('changes, rotates the secret of and retires an entity', async () => {
       const key = uniqueKey('pay');
-      const secret = await register(base, { key, maxSizePerSecond: 0, step: 10, maxPoolSize: 100, maxSizePerTimes: 100 });
-      const patched = await call(`${base}/admin/apps/${key}`, { method: 'PATCH', token: ADMIN_TOKEN, body: { name: 'Payments', maxSizePerTimes: 50 } });
+      const secret = await register(base, {
+        key,
+        maxSizePerSecond: 0,
+        step: 10,
+        maxPoolSize: 100,
+        maxSizePerTimes: 100,
+      });
+      const patched = await call(`${base}/admin/apps/${key}`, {
+        method: 'PATCH',
+        token: ADMIN_TOKEN,
+        body: { name: 'Payments', maxSizePerTimes: 50 },
+      });
       expect(patched.status).toBe(200);
       expect(patched.body).toMatchObject({ name: 'Payments', maxSizePerTimes: 50 });
       expect((await takeIds(base, key, secret, 51)).status).toBe(400);
@@ -114,8 +135,17 @@ for (const { needs, create, name } of STORE_SETUPS) {
       const key = uniqueKey('bad');
       const other = uniqueKey('other');
       const secret = await register(base, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0 });
-      const otherSecret = await register(base, { key: other, mode: 'trend', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0 });
-      await waitFor(async () => (await poolSize(base, key)) === 1000 && (await poolSize(base, other)) === 1000, { message: 'pools filled', timeoutMs: 10_000 });
+      const otherSecret = await register(base, {
+        key: other,
+        mode: 'trend',
+        step: 100,
+        maxPoolSize: 1000,
+        maxSizePerSecond: 0,
+      });
+      await waitFor(async () => (await poolSize(base, key)) === 1000 && (await poolSize(base, other)) === 1000, {
+        message: 'pools filled',
+        timeoutMs: 10_000,
+      });
       await new Promise((r) => setTimeout(r, 300)); // let the last refill tick settle
 
       const beforeSql = await setup.applicationRows();
@@ -128,49 +158,208 @@ for (const { needs, create, name } of STORE_SETUPS) {
         ['fractional count', () => call(ids, { token: secret, body: { count: 1.5 } }), 400, 'invalid_request'],
         ['count as string', () => call(ids, { token: secret, body: { count: '10' } }), 400, 'invalid_request'],
         ['huge count', () => call(ids, { token: secret, body: { count: 1e15 } }), 400, 'invalid_request'],
-        ['count above maxSizePerTimes', () => call(ids, { token: secret, body: { count: 1001 } }), 400, 'invalid_request'],
+        [
+          'count above maxSizePerTimes',
+          () => call(ids, { token: secret, body: { count: 1001 } }),
+          400,
+          'invalid_request',
+        ],
         ['null count', () => call(ids, { token: secret, body: { count: null } }), 400, 'invalid_request'],
-        ['non-numeric ?count', () => call(`${ids}?count=abc`, { method: 'POST', token: secret }), 400, 'invalid_request'],
+        [
+          'non-numeric ?count',
+          () => call(`${ids}?count=abc`, { method: 'POST', token: secret }),
+          400,
+          'invalid_request',
+        ],
         ['?count=0', () => call(`${ids}?count=0`, { method: 'POST', token: secret }), 400, 'invalid_request'],
         ['?count=-1', () => call(`${ids}?count=-1`, { method: 'POST', token: secret }), 400, 'invalid_request'],
         ['bad JSON', () => call(ids, { token: secret, rawBody: '{"count": ' }), 400, 'invalid_request'],
         ['JSON array body', () => call(ids, { token: secret, body: [1, 2] }), 400, 'invalid_request'],
         ['JSON string body', () => call(ids, { token: secret, rawBody: '"hello"' }), 400, 'invalid_request'],
-        ['unknown body field', () => call(ids, { token: secret, body: { count: 1, extra: true } }), 400, 'invalid_request'],
-        ['oversized body', () => call(ids, { token: secret, rawBody: JSON.stringify({ count: 1, pad: 'x'.repeat(40_000) }) }), 413, 'payload_too_large'],
-        ['unknown key', () => call(`${base}/apps/${uniqueKey('nobody')}/ids`, { token: secret, body: { count: 1 } }), 401, 'unauthorized'],
-        ['key with illegal characters', () => call(`${base}/apps/bad$key!/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
-        ['key longer than 64', () => call(`${base}/apps/${'k'.repeat(65)}/ids`, { token: secret, body: { count: 1 } }), 400, 'invalid_request'],
+        [
+          'unknown body field',
+          () => call(ids, { token: secret, body: { count: 1, extra: true } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'oversized body',
+          () => call(ids, { token: secret, rawBody: JSON.stringify({ count: 1, pad: 'x'.repeat(40_000) }) }),
+          413,
+          'payload_too_large',
+        ],
+        [
+          'unknown key',
+          () => call(`${base}/apps/${uniqueKey('nobody')}/ids`, { token: secret, body: { count: 1 } }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'key with illegal characters',
+          () => call(`${base}/apps/bad$key!/ids`, { token: secret, body: { count: 1 } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'key longer than 64',
+          () => call(`${base}/apps/${'k'.repeat(65)}/ids`, { token: secret, body: { count: 1 } }),
+          400,
+          'invalid_request',
+        ],
         ['missing secret', () => call(ids, { body: { count: 1 } }), 401, 'unauthorized'],
         ['wrong secret', () => call(ids, { token: 'not-the-secret', body: { count: 1 } }), 401, 'unauthorized'],
         ["another entity's secret", () => call(ids, { token: otherSecret, body: { count: 1 } }), 401, 'unauthorized'],
-        ['admin token as entity secret', () => call(ids, { token: ADMIN_TOKEN, body: { count: 1 } }), 401, 'unauthorized'],
-        ['Basic instead of Bearer', () => call(ids, { headers: { authorization: 'Basic dXNlcjpwYXNz' }, body: { count: 1 } }), 401, 'unauthorized'],
+        [
+          'admin token as entity secret',
+          () => call(ids, { token: ADMIN_TOKEN, body: { count: 1 } }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'Basic instead of Bearer',
+          () => call(ids, { headers: { authorization: 'Basic dXNlcjpwYXNz' }, body: { count: 1 } }),
+          401,
+          'unauthorized',
+        ],
         ['decode on a segment entity', () => call(`${ids}/12345`, { token: secret }), 400, 'invalid_request'],
-        ['admin route without token', () => call(`${base}/admin/apps`, { body: { key: uniqueKey('x') } }), 401, 'unauthorized'],
-        ['admin route with wrong token', () => call(`${base}/admin/apps`, { token: 'wrong-admin-token-0000', body: { key: uniqueKey('x') } }), 401, 'unauthorized'],
+        [
+          'admin route without token',
+          () => call(`${base}/admin/apps`, { body: { key: uniqueKey('x') } }),
+          401,
+          'unauthorized',
+        ],
+        [
+          'admin route with wrong token',
+          () => call(`${base}/admin/apps`, { token: 'wrong-admin-token-0000', body: { key: uniqueKey('x') } }),
+          401,
+          'unauthorized',
+        ],
         ['admin route with an entity secret', () => call(`${base}/admin/apps`, { token: secret }), 401, 'unauthorized'],
-        ['register: illegal key', () => call(`${base}/admin/apps`, { ...admin, body: { key: 'no spaces' } }), 400, 'invalid_request'],
-        ['register: empty key', () => call(`${base}/admin/apps`, { ...admin, body: { key: '' } }), 400, 'invalid_request'],
-        ['register: missing key', () => call(`${base}/admin/apps`, { ...admin, body: { step: 10 } }), 400, 'invalid_request'],
+        [
+          'register: illegal key',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: 'no spaces' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: empty key',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: '' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: missing key',
+          () => call(`${base}/admin/apps`, { ...admin, body: { step: 10 } }),
+          400,
+          'invalid_request',
+        ],
         ['register: duplicate key', () => call(`${base}/admin/apps`, { ...admin, body: { key } }), 409, 'conflict'],
-        ['register: step 0', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), step: 0 } }), 400, 'invalid_request'],
-        ['register: fractional step', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), step: 10.5 } }), 400, 'invalid_request'],
-        ['register: step as string', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), step: '100' } }), 400, 'invalid_request'],
-        ['register: minSizePercent 100', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), minSizePercent: 100 } }), 400, 'invalid_request'],
-        ['register: pool too small for a step', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), step: 1000, maxPoolSize: 4000, minSizePercent: 80 } }), 400, 'invalid_request'],
-        ['register: unknown mode', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), mode: 'random' } }), 400, 'invalid_request'],
-        ['register: unknown field', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), colour: 'red' } }), 400, 'invalid_request'],
-        ['register: limit below batch size', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), maxSizePerSecond: 10, maxSizePerTimes: 100 } }), 400, 'invalid_request'],
-        ['register: negative startOffset', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), startOffset: -1 } }), 400, 'invalid_request'],
-        ['register: startOffset beyond 2^62', () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), startOffset: '9223372036854775807' } }), 400, 'invalid_request'],
-        ['register: not JSON', () => call(`${base}/admin/apps`, { ...admin, rawBody: 'key=x', headers: { 'content-type': 'text/plain' } }), 400, 'invalid_request'],
-        ['patch: unknown entity', () => call(`${base}/admin/apps/${uniqueKey('nobody')}`, { ...admin, method: 'PATCH', body: { name: 'x' } }), 404, 'not_found'],
-        ['patch: immutable field', () => call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { mode: 'trend' } }), 400, 'invalid_request'],
-        ['patch: breaks the pool rule', () => call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { step: 900 } }), 400, 'invalid_request'],
-        ['delete: unknown entity', () => call(`${base}/admin/apps/${uniqueKey('nobody')}`, { ...admin, method: 'DELETE' }), 404, 'not_found'],
+        [
+          'register: step 0',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), step: 0 } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: fractional step',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), step: 10.5 } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: step as string',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), step: '100' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: minSizePercent 100',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), minSizePercent: 100 } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: pool too small for a step',
+          () =>
+            call(`${base}/admin/apps`, {
+              ...admin,
+              body: { key: uniqueKey('x'), step: 1000, maxPoolSize: 4000, minSizePercent: 80 },
+            }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: unknown mode',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), mode: 'random' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: unknown field',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), colour: 'red' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: limit below batch size',
+          () =>
+            call(`${base}/admin/apps`, {
+              ...admin,
+              body: { key: uniqueKey('x'), maxSizePerSecond: 10, maxSizePerTimes: 100 },
+            }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: negative startOffset',
+          () => call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), startOffset: -1 } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: startOffset beyond 2^62',
+          () =>
+            call(`${base}/admin/apps`, { ...admin, body: { key: uniqueKey('x'), startOffset: '9223372036854775807' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'register: not JSON',
+          () => call(`${base}/admin/apps`, { ...admin, rawBody: 'key=x', headers: { 'content-type': 'text/plain' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'patch: unknown entity',
+          () => call(`${base}/admin/apps/${uniqueKey('nobody')}`, { ...admin, method: 'PATCH', body: { name: 'x' } }),
+          404,
+          'not_found',
+        ],
+        [
+          'patch: immutable field',
+          () => call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { mode: 'trend' } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'patch: breaks the pool rule',
+          () => call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { step: 900 } }),
+          400,
+          'invalid_request',
+        ],
+        [
+          'delete: unknown entity',
+          () => call(`${base}/admin/apps/${uniqueKey('nobody')}`, { ...admin, method: 'DELETE' }),
+          404,
+          'not_found',
+        ],
         ['show: illegal key', () => call(`${base}/admin/apps/bad$key`, admin), 400, 'invalid_request'],
-        ['rotate: unknown entity', () => call(`${base}/admin/apps/${uniqueKey('nobody')}/secret`, { ...admin, method: 'POST' }), 404, 'not_found'],
+        [
+          'rotate: unknown entity',
+          () => call(`${base}/admin/apps/${uniqueKey('nobody')}/secret`, { ...admin, method: 'POST' }),
+          404,
+          'not_found',
+        ],
         ['unknown route', () => call(`${base}/no/such/route`), 404, 'not_found'],
       ];
       expect(cases.length).toBeGreaterThanOrEqual(30);
@@ -185,7 +374,13 @@ for (const { needs, create, name } of STORE_SETUPS) {
 
     it('answers 429 with Retry-After past max_size_per_second', async () => {
       const key = uniqueKey('limited');
-      const secret = await register(base, { key, step: 100, maxPoolSize: 2000, maxSizePerSecond: 1000, maxSizePerTimes: 1000 });
+      const secret = await register(base, {
+        key,
+        step: 100,
+        maxPoolSize: 2000,
+        maxSizePerSecond: 1000,
+        maxSizePerTimes: 1000,
+      });
       await waitFor(async () => (await poolSize(base, key)) >= 1000, { message: 'pool filled', timeoutMs: 10_000 });
       let limited: Awaited<ReturnType<typeof takeIds>> | undefined;
       for (let attempt = 0; attempt < 3 && !limited; attempt++) {
@@ -201,7 +396,13 @@ for (const { needs, create, name } of STORE_SETUPS) {
 
     it('answers 503 pool_exhausted with Retry-After while the database stalls, and recovers', async () => {
       const key = uniqueKey('dry');
-      const secret = await register(base, { key, step: 100, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 500 });
+      const secret = await register(base, {
+        key,
+        step: 100,
+        maxPoolSize: 500,
+        maxSizePerSecond: 0,
+        maxSizePerTimes: 500,
+      });
       await waitFor(async () => (await poolSize(base, key)) === 500, { message: 'pool filled', timeoutMs: 10_000 });
       const release = await setup.stallDatabase(key);
       try {
@@ -215,15 +416,27 @@ for (const { needs, create, name } of STORE_SETUPS) {
       } finally {
         await release();
       }
-      await waitFor(async () => (await takeIds(base, key, secret, 1)).status === 200, { message: 'refilled after the stall', timeoutMs: 15_000 });
+      await waitFor(async () => (await takeIds(base, key, secret, 1)).status === 200, {
+        message: 'refilled after the stall',
+        timeoutMs: 15_000,
+      });
       // The alarm is written at once, but reaches this process through a pipe:
       // when the refill comes back at the first check it may not have arrived yet.
-      await waitFor(async () => instance.output().includes('pool_exhausted'), { message: 'the pool_exhausted alarm in the log', timeoutMs: 5000 });
+      await waitFor(async () => instance.output().includes('pool_exhausted'), {
+        message: 'the pool_exhausted alarm in the log',
+        timeoutMs: 5000,
+      });
     });
 
     it('never repeats an id across kill -9 and restart in the middle of refills and pops', async () => {
       const key = uniqueKey('crash');
-      const secret = await register(base, { key, step: 50, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 100 });
+      const secret = await register(base, {
+        key,
+        step: 50,
+        maxPoolSize: 500,
+        maxSizePerSecond: 0,
+        maxSizePerTimes: 100,
+      });
       const seen: string[] = [];
       for (let round = 0; round < 3; round++) {
         const url = instance.url;
@@ -249,7 +462,9 @@ for (const { needs, create, name } of STORE_SETUPS) {
       }
       expect(seen.length).toBeGreaterThan(1000);
       expectUnique(seen);
-      expect(BigInt(seen.reduce((a, b) => (BigInt(a) > BigInt(b) ? a : b)))).toBeLessThan(await setup.currentOffset(key));
+      expect(BigInt(seen.reduce((a, b) => (BigInt(a) > BigInt(b) ? a : b)))).toBeLessThan(
+        await setup.currentOffset(key),
+      );
     });
   });
 }

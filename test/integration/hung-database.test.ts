@@ -24,13 +24,20 @@ describe('a hung database (SIGSTOPped mariadbd): bounded waits (invariant 7)', (
 
   it('requests answer 503 within the statement timeout while it is frozen, and ids flow again after SIGCONT', async (ctx) => {
     if (!privateMariadbPossible()) {
-      if (process.env.IDPOOL_REQUIRE_SERVICES === '1') throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
+      if (process.env.IDPOOL_REQUIRE_SERVICES === '1')
+        throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
       return ctx.skip();
     }
     [mariadb, redisServer] = await Promise.all([startPrivateMariadb(), startRedisServer('none')]);
     instance = await startInstance({ IDPOOL_DATABASE_URL: mariadb.url, IDPOOL_REDIS_URL: redisServer.url });
     const key = uniqueKey('orders');
-    const secret = await register(instance.url, { key, step: 100, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 5 });
+    const secret = await register(instance.url, {
+      key,
+      step: 100,
+      maxPoolSize: 500,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 5,
+    });
     const issued: string[] = [];
     expect((await takeIds(instance.url, key, secret, 5)).status).toBe(200);
 
@@ -40,7 +47,10 @@ describe('a hung database (SIGSTOPped mariadbd): bounded waits (invariant 7)', (
     const until = Date.now() + 3 * SQL_STATEMENT_TIMEOUT_MS;
     while (Date.now() < until) {
       const started = Date.now();
-      const [take, admin] = await Promise.all([takeIds(instance.url, key, secret, 5), call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN })]);
+      const [take, admin] = await Promise.all([
+        takeIds(instance.url, key, secret, 5),
+        call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN }),
+      ]);
       slowest = Math.max(slowest, Date.now() - started);
       if (take.status === 200) issued.push(...take.body.ids);
       else {
@@ -63,7 +73,8 @@ describe('a hung database (SIGSTOPped mariadbd): bounded waits (invariant 7)', (
         issued.push(...res.body.ids);
         break;
       }
-      if (Date.now() - thawedAt > 20_000) throw new Error(`no ids 20 s after SIGCONT: ${res.status} ${JSON.stringify(res.body)}`);
+      if (Date.now() - thawedAt > 20_000)
+        throw new Error(`no ids 20 s after SIGCONT: ${res.status} ${JSON.stringify(res.body)}`);
       await sleep(100);
     }
     // The whole pool is served again, through refills: the connections dropped on timeout were replaced.

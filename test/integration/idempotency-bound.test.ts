@@ -42,7 +42,13 @@ describe('Idempotency-Key memory under distinct keys', () => {
 
   it(`keeps ${REQUESTS} batches of 1,000 ids with distinct keys under ${RSS_LIMIT_MB} MB RSS and latency flat`, async () => {
     const key = uniqueKey('idem');
-    const secret = await register(instance.url, { key, step: 100_000, maxSizePerTimes: 1000, maxSizePerSecond: 0, maxPoolSize: 1_000_000 });
+    const secret = await register(instance.url, {
+      key,
+      step: 100_000,
+      maxSizePerTimes: 1000,
+      maxSizePerSecond: 0,
+      maxPoolSize: 1_000_000,
+    });
     const latencies: number[] = new Array(REQUESTS);
     let next = 0;
     let peakRss = 0;
@@ -54,7 +60,11 @@ describe('Idempotency-Key memory under distinct keys', () => {
         const started = performance.now();
         const res = await fetch(`${instance.url}/apps/${key}/ids`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'idempotency-key': `req-${i}` },
+          headers: {
+            authorization: `Bearer ${secret}`,
+            'content-type': 'application/json',
+            'idempotency-key': `req-${i}`,
+          },
           body,
         });
         const text = await res.text();
@@ -67,7 +77,9 @@ describe('Idempotency-Key memory under distinct keys', () => {
     peakRss = Math.max(peakRss, rssMb(instance.proc.pid!));
     const first = median(latencies.slice(1000, 2000)); // the first thousand warm up the JIT and the pool
     const last = median(latencies.slice(-1000));
-    process.stderr.write(`idempotency bound: peak RSS ${peakRss.toFixed(0)} MB; median latency ${first.toFixed(2)} ms (2nd thousand) vs ${last.toFixed(2)} ms (last thousand)\n`);
+    process.stderr.write(
+      `idempotency bound: peak RSS ${peakRss.toFixed(0)} MB; median latency ${first.toFixed(2)} ms (2nd thousand) vs ${last.toFixed(2)} ms (last thousand)\n`,
+    );
     expect(peakRss).toBeLessThan(RSS_LIMIT_MB);
     // Flat: an O(n) eviction scan or a growing heap (GC pauses) shows up as a multiple.
     expect(last).toBeLessThan(first * 3 + 2);

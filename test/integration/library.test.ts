@@ -30,7 +30,11 @@ interface Worker {
 }
 
 function startWorker(databaseUrl: string, entityKey: string, count: number, maxStep = 5000): Worker {
-  const proc = spawn(process.execPath, ['--import', 'tsx', WORKER, databaseUrl, entityKey, String(count), String(maxStep)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    ['--import', 'tsx', WORKER, databaseUrl, entityKey, String(count), String(maxStep)],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   const ids: number[] = [];
   let out = '';
   let pending = '';
@@ -50,11 +54,24 @@ function startWorker(databaseUrl: string, entityKey: string, count: number, maxS
   proc.stderr!.on('data', (d) => (out += d));
   // 'close', not 'exit': only then has every line the process wrote been read.
   const exited = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
-  return { proc, ids, ready: Promise.race([ready, exited.then(() => Promise.reject(new Error(`worker exited before ready:\n${out}`)))]), exited, go: () => proc.stdin!.write('go\n'), output: () => out };
+  return {
+    proc,
+    ids,
+    ready: Promise.race([ready, exited.then(() => Promise.reject(new Error(`worker exited before ready:\n${out}`)))]),
+    exited,
+    go: () => proc.stdin!.write('go\n'),
+    output: () => out,
+  };
 }
 
 /** Runs `processes` workers on one entity at once (released together) and returns each one's ids. */
-async function drawFromProcesses(databaseUrl: string, entityKey: string, processes: number, count: number, maxStep?: number): Promise<number[][]> {
+async function drawFromProcesses(
+  databaseUrl: string,
+  entityKey: string,
+  processes: number,
+  count: number,
+  maxStep?: number,
+): Promise<number[][]> {
   const workers = Array.from({ length: processes }, () => startWorker(databaseUrl, entityKey, count, maxStep));
   await Promise.all(workers.map((w) => w.ready));
   for (const w of workers) w.go();
@@ -64,7 +81,8 @@ async function drawFromProcesses(databaseUrl: string, entityKey: string, process
 }
 
 function expectStrictlyIncreasing(ids: number[]) {
-  for (let i = 1; i < ids.length; i++) if (!(ids[i] > ids[i - 1])) throw new Error(`not increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
+  for (let i = 1; i < ids.length; i++)
+    if (!(ids[i] > ids[i - 1])) throw new Error(`not increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
 }
 
 /** Every id once, and the processes really drew side by side (their ranges overlap). */
@@ -199,10 +217,22 @@ describe('library on the embedded default (SQLite file)', () => {
 
   it('the library and the embedded service (SQLite + in-process pool) share an entity without collisions', async () => {
     const url = `sqlite:${join(dir, 'service.db')}`;
-    const instance = await startInstance({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: '', IDPOOL_REFILL_INTERVAL_MS: '20' });
+    const instance = await startInstance({
+      IDPOOL_DATABASE_URL: url,
+      IDPOOL_REDIS_URL: '',
+      IDPOOL_REFILL_INTERVAL_MS: '20',
+    });
     try {
       expect(instance.output()).toContain('in-process');
-      const secret = await register(instance.url, { key: 'orders', mode: 'monotonic', step: 20, maxPoolSize: 100, minSizePercent: 50, maxSizePerTimes: 20, maxSizePerSecond: 0 });
+      const secret = await register(instance.url, {
+        key: 'orders',
+        mode: 'monotonic',
+        step: 20,
+        maxPoolSize: 100,
+        minSizePercent: 50,
+        maxSizePerTimes: 20,
+        maxSizePerSecond: 0,
+      });
       const gen = await createIdGenerator({ databaseUrl: url, ids: 'number', maxStep: 400, targetSegmentMs: 20 });
       const fromHttp: number[] = [];
       const fromLibrary: number[] = [];
@@ -226,7 +256,9 @@ describe('library on the embedded default (SQLite file)', () => {
       const all = [...fromHttp, ...fromLibrary];
       expect(new Set(all).size).toBe(all.length);
       expectStrictlyIncreasing(fromLibrary);
-      expect(Math.min(...fromHttp) < Math.max(...fromLibrary) && Math.min(...fromLibrary) < Math.max(...fromHttp)).toBe(true);
+      expect(Math.min(...fromHttp) < Math.max(...fromLibrary) && Math.min(...fromLibrary) < Math.max(...fromHttp)).toBe(
+        true,
+      );
     } finally {
       await instance.stop();
     }
@@ -234,48 +266,64 @@ describe('library on the embedded default (SQLite file)', () => {
 });
 
 for (const { server, name } of SQL_SERVERS) {
-  describeWithServices(`library and the Redis service share an entity (${name})`, { [server]: true, redis: true }, () => {
-    it('ids drawn by the library and through HTTP never collide', async () => {
-      const schema = await createTestSchema(server);
-      const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
-      const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REFILL_INTERVAL_MS: '20' });
-      const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
-      try {
-        // Small pool and step: the service reserves again and again while the library does too.
-        const secret = await register(instance.url, { key, mode: 'monotonic', step: 20, maxPoolSize: 100, minSizePercent: 50, maxSizePerTimes: 20, maxSizePerSecond: 0 });
-        const fromHttp: bigint[] = [];
-        const fromLibrary: bigint[] = [];
-        const httpSide = (async () => {
-          while (fromHttp.length < 3000) {
-            const res = await takeIds(instance.url, key, secret, 20);
-            if (res.status === 503) continue;
-            expect(res.status, JSON.stringify(res.body)).toBe(200);
-            for (const id of res.body.ids) fromHttp.push(BigInt(id));
-          }
-        })();
-        const librarySide = (async () => {
-          while (fromLibrary.length < 3000) {
-            fromLibrary.push(...(await gen.take(key, 7)));
-            fromLibrary.push(await gen.nextAsync(key));
-            await new Promise((r) => setTimeout(r, 0));
-          }
-        })();
-        await Promise.all([httpSide, librarySide]);
-        const all = [...fromHttp, ...fromLibrary].map(String);
-        expect(new Set(all).size).toBe(all.length);
-        for (let i = 1; i < fromLibrary.length; i++) expect(fromLibrary[i] > fromLibrary[i - 1]).toBe(true);
-        // Both sides reserved while the other did: their ranges overlap.
-        const lo = (ids: bigint[]) => ids.reduce((a, b) => (b < a ? b : a));
-        const hi = (ids: bigint[]) => ids.reduce((a, b) => (b > a ? b : a));
-        expect(lo(fromHttp) < hi(fromLibrary) && lo(fromLibrary) < hi(fromHttp)).toBe(true);
-      } finally {
-        await gen.close();
-        await instance.stop();
-        await schema.drop();
-        const redis = new Redis(REDIS_URL);
-        await clearPrefix(redis, entityKeyBase(key));
-        redis.disconnect();
-      }
-    });
-  });
+  describeWithServices(
+    `library and the Redis service share an entity (${name})`,
+    { [server]: true, redis: true },
+    () => {
+      it('ids drawn by the library and through HTTP never collide', async () => {
+        const schema = await createTestSchema(server);
+        const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
+        const instance = await startInstance({
+          IDPOOL_DATABASE_URL: schema.url,
+          IDPOOL_REDIS_URL: REDIS_URL,
+          IDPOOL_REFILL_INTERVAL_MS: '20',
+        });
+        const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
+        try {
+          // Small pool and step: the service reserves again and again while the library does too.
+          const secret = await register(instance.url, {
+            key,
+            mode: 'monotonic',
+            step: 20,
+            maxPoolSize: 100,
+            minSizePercent: 50,
+            maxSizePerTimes: 20,
+            maxSizePerSecond: 0,
+          });
+          const fromHttp: bigint[] = [];
+          const fromLibrary: bigint[] = [];
+          const httpSide = (async () => {
+            while (fromHttp.length < 3000) {
+              const res = await takeIds(instance.url, key, secret, 20);
+              if (res.status === 503) continue;
+              expect(res.status, JSON.stringify(res.body)).toBe(200);
+              for (const id of res.body.ids) fromHttp.push(BigInt(id));
+            }
+          })();
+          const librarySide = (async () => {
+            while (fromLibrary.length < 3000) {
+              fromLibrary.push(...(await gen.take(key, 7)));
+              fromLibrary.push(await gen.nextAsync(key));
+              await new Promise((r) => setTimeout(r, 0));
+            }
+          })();
+          await Promise.all([httpSide, librarySide]);
+          const all = [...fromHttp, ...fromLibrary].map(String);
+          expect(new Set(all).size).toBe(all.length);
+          for (let i = 1; i < fromLibrary.length; i++) expect(fromLibrary[i] > fromLibrary[i - 1]).toBe(true);
+          // Both sides reserved while the other did: their ranges overlap.
+          const lo = (ids: bigint[]) => ids.reduce((a, b) => (b < a ? b : a));
+          const hi = (ids: bigint[]) => ids.reduce((a, b) => (b > a ? b : a));
+          expect(lo(fromHttp) < hi(fromLibrary) && lo(fromLibrary) < hi(fromHttp)).toBe(true);
+        } finally {
+          await gen.close();
+          await instance.stop();
+          await schema.drop();
+          const redis = new Redis(REDIS_URL);
+          await clearPrefix(redis, entityKeyBase(key));
+          redis.disconnect();
+        }
+      });
+    },
+  );
 }

@@ -14,7 +14,10 @@ describe('log volume during a Redis outage under load', () => {
   beforeAll(async () => {
     redis = await startRedisServer('none');
     dir = mkdtempSync(join(tmpdir(), 'idpool-logs-'));
-    instance = await startInstance({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'idpool.db')}`, IDPOOL_REDIS_URL: redis.url });
+    instance = await startInstance({
+      IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'idpool.db')}`,
+      IDPOOL_REDIS_URL: redis.url,
+    });
   });
 
   afterAll(async () => {
@@ -35,7 +38,11 @@ describe('log volume during a Redis outage under load', () => {
       while (Date.now() - started < 4000) {
         requests++;
         try {
-          const res = await fetch(`${instance.url}/apps/outage/ids`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: '{"count":1}' });
+          const res = await fetch(`${instance.url}/apps/outage/ids`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+            body: '{"count":1}',
+          });
           await res.arrayBuffer();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         } catch (err) {
@@ -54,7 +61,9 @@ describe('log volume during a Redis outage under load', () => {
       .split('\n')
       .filter((l) => l.startsWith('{'));
     const repeated = lines.map((l) => JSON.parse(l) as { repeated?: number }).filter((l) => (l.repeated ?? 0) > 0);
-    process.stderr.write(`log volume: ${requests} requests in ${seconds.toFixed(1)} s (${JSON.stringify(Object.fromEntries(statuses))}) wrote ${lines.length} lines, ${repeated.length} with counts\n`);
+    process.stderr.write(
+      `log volume: ${requests} requests in ${seconds.toFixed(1)} s (${JSON.stringify(Object.fromEntries(statuses))}) wrote ${lines.length} lines, ${repeated.length} with counts\n`,
+    );
     expect(instance.proc.exitCode, instance.output().slice(-2000)).toBeNull();
     expect(transportErrors.length, transportErrors.slice(0, 3).join('; ')).toBeLessThan(requests / 100 + 1);
     expect(statuses.get(503)).toBeGreaterThan(200);

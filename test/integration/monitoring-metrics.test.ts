@@ -70,7 +70,10 @@ describe('the dashboard and the rules read what a live /metrics exposes (MariaDB
     // The sampler publishes an entity's gauges once its pool has filled and it has two samples.
     await waitFor(`pool gauges of ${segment}`, async () => {
       text = await scrape(instance!.url);
-      return text.includes(`idpool_pool_size{entity="${segment}"}`) && text.includes(`idpool_ops_sample_age_seconds{entity="${segment}"}`);
+      return (
+        text.includes(`idpool_pool_size{entity="${segment}"}`) &&
+        text.includes(`idpool_ops_sample_age_seconds{entity="${segment}"}`)
+      );
     });
   });
 
@@ -81,7 +84,15 @@ describe('the dashboard and the rules read what a live /metrics exposes (MariaDB
 
   it('has per-entity series for both entities', (ctx) => {
     if (!instance) return REQUIRED ? expect.fail('MariaDB and Redis are required') : ctx.skip();
-    for (const name of ['idpool_pool_size', 'idpool_pool_target', 'idpool_pool_low_watermark', 'idpool_take_rate_ids_per_second', 'idpool_forecast_pool_dry_seconds', 'idpool_ops_sample_age_seconds', 'idpool_refills_total']) {
+    for (const name of [
+      'idpool_pool_size',
+      'idpool_pool_target',
+      'idpool_pool_low_watermark',
+      'idpool_take_rate_ids_per_second',
+      'idpool_forecast_pool_dry_seconds',
+      'idpool_ops_sample_age_seconds',
+      'idpool_refills_total',
+    ]) {
       expect(text, name).toMatch(new RegExp(`^${name}\\{entity="${segment}"\\} \\S+$`, 'm'));
     }
     expect(text).toMatch(new RegExp(`^idpool_ids_served_total\\{entity="${flake}"\\} 50$`, 'm'));
@@ -108,25 +119,34 @@ describe('the dashboard and the rules read what a live /metrics exposes (MariaDB
         else if (sampled.has(metric)) {
           // Labels are known only from samples; a family with none yet (no fence refusal happened) has no labels to compare.
           const known = new Set([...exposed.get(metric)!, ...TARGET_LABELS]);
-          for (const label of labels) if (!known.has(label)) problems.push(`${where}: ${metric} has no label ${label} (it has ${[...known].join(', ')})`);
+          for (const label of labels)
+            if (!known.has(label))
+              problems.push(`${where}: ${metric} has no label ${label} (it has ${[...known].join(', ')})`);
         }
       }
     }
     expect(problems).toEqual([]);
     // The check saw the expressions: every rule and every dashboard target.
-    expect(expressions.length).toBe(rules.length + allPanels(dashboard).reduce((n, p) => n + (p.targets?.length ?? 0), 0) + dashboard.templating.list.filter((v) => v.type === 'query').length);
+    expect(expressions.length).toBe(
+      rules.length +
+        allPanels(dashboard).reduce((n, p) => n + (p.targets?.length ?? 0), 0) +
+        dashboard.templating.list.filter((v) => v.type === 'query').length,
+    );
     expect(checked).toBeGreaterThan(expressions.length);
   });
 
   it('reads, in rules or dashboard, every idpool family a scrape shows', (ctx) => {
     if (!instance) return REQUIRED ? expect.fail('MariaDB and Redis are required') : ctx.skip();
-    const read = new Set(expressions.flatMap((e) => selectorsOf(e.expr).map((s) => s.metric.replace(/_(bucket|sum|count)$/, ''))));
+    const read = new Set(
+      expressions.flatMap((e) => selectorsOf(e.expr).map((s) => s.metric.replace(/_(bucket|sum|count)$/, ''))),
+    );
     const families = [...text.matchAll(/^# TYPE (idpool_\S+) /gm)].map((m) => m[1]);
     // Kept out on purpose: the worker id is a label-like number, the lease countdown is for debugging.
     const notShown = new Set(['idpool_worker_id', 'idpool_worker_lease_remaining_seconds']);
     const unread = families.filter((f) => !read.has(f) && !notShown.has(f));
     // Per-entity families are read through their idpool_all_ totals or the other way round; both are fine.
-    const alsoRead = (f: string) => read.has(f.replace(/^idpool_all_/, 'idpool_')) || read.has(f.replace(/^idpool_/, 'idpool_all_'));
+    const alsoRead = (f: string) =>
+      read.has(f.replace(/^idpool_all_/, 'idpool_')) || read.has(f.replace(/^idpool_/, 'idpool_all_'));
     expect(unread.filter((f) => !alsoRead(f))).toEqual([]);
   });
 });
@@ -134,7 +154,8 @@ describe('the dashboard and the rules read what a live /metrics exposes (MariaDB
 describe('every PromQL expression parses', () => {
   let dir: string | undefined;
   beforeAll(() => {
-    if (!promtool && REQUIRED) throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
+    if (!promtool && REQUIRED)
+      throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
     dir = mkdtempSync(join(tmpdir(), 'idpool-dashboard-rules-'));
   });
   afterAll(() => {
@@ -144,7 +165,14 @@ describe('every PromQL expression parses', () => {
   it.skipIf(!promtool)('promtool check rules accepts each dashboard query as a recording rule', () => {
     const queries = dashboardExpressions(dashboard);
     const file = join(dir!, 'dashboard.rules.yml');
-    writeFileSync(file, stringify({ groups: [{ name: 'dashboard', rules: queries.map((q, i) => ({ record: `dashboard:query_${i}`, expr: q.expr })) }] }));
+    writeFileSync(
+      file,
+      stringify({
+        groups: [
+          { name: 'dashboard', rules: queries.map((q, i) => ({ record: `dashboard:query_${i}`, expr: q.expr })) },
+        ],
+      }),
+    );
     const result = spawnSync('promtool', ['check', 'rules', file], { encoding: 'utf8' });
     expect(`${result.stdout}${result.stderr}`).toContain(`SUCCESS: ${queries.length} rules found`);
     expect(result.status).toBe(0);
@@ -152,7 +180,14 @@ describe('every PromQL expression parses', () => {
 
   it.skipIf(!promtool)('a query with a syntax error fails that check', () => {
     const file = join(dir!, 'broken.rules.yml');
-    writeFileSync(file, stringify({ groups: [{ name: 'broken', rules: [{ record: 'dashboard:broken', expr: 'sum by (entity (idpool_pool_size)' }] }] }));
+    writeFileSync(
+      file,
+      stringify({
+        groups: [
+          { name: 'broken', rules: [{ record: 'dashboard:broken', expr: 'sum by (entity (idpool_pool_size)' }] },
+        ],
+      }),
+    );
     const result = spawnSync('promtool', ['check', 'rules', file], { encoding: 'utf8' });
     expect(result.status).not.toBe(0);
   });
@@ -177,7 +212,8 @@ describe('deploy/grafana/idpool-dashboard.json', () => {
       expect(p.targets?.length, p.title).toBeGreaterThan(0);
       for (const t of p.targets!) expect(t.datasource, p.title).toEqual({ type: 'prometheus', uid: '${datasource}' });
     }
-    for (const v of dashboard.templating.list.filter((v) => v.type === 'query')) expect(v.datasource, v.name).toEqual({ type: 'prometheus', uid: '${datasource}' });
+    for (const v of dashboard.templating.list.filter((v) => v.type === 'query'))
+      expect(v.datasource, v.name).toEqual({ type: 'prometheus', uid: '${datasource}' });
   });
 
   it('picks one entity through a label_values variable that the entity panels use', () => {
@@ -185,8 +221,19 @@ describe('deploy/grafana/idpool-dashboard.json', () => {
     const query = typeof entity.query === 'string' ? entity.query : entity.query?.query;
     expect(query).toMatch(/^label_values\(idpool_pool_size\{[^}]*\}, entity\)$/);
     const entityPanels = panels.filter((p) => p.targets?.some((t) => t.expr.includes('entity="$entity"')));
-    const read = new Set(entityPanels.flatMap((p) => p.targets!.flatMap((t) => selectorsOf(t.expr).map((s) => s.metric))));
-    for (const m of ['idpool_pool_size', 'idpool_pool_target', 'idpool_pool_low_watermark', 'idpool_take_rate_ids_per_second', 'idpool_reserve_rate_per_second', 'idpool_forecast_pool_dry_seconds', 'idpool_forecast_js_safe_limit_seconds', 'idpool_forecast_int63_limit_seconds']) {
+    const read = new Set(
+      entityPanels.flatMap((p) => p.targets!.flatMap((t) => selectorsOf(t.expr).map((s) => s.metric))),
+    );
+    for (const m of [
+      'idpool_pool_size',
+      'idpool_pool_target',
+      'idpool_pool_low_watermark',
+      'idpool_take_rate_ids_per_second',
+      'idpool_reserve_rate_per_second',
+      'idpool_forecast_pool_dry_seconds',
+      'idpool_forecast_js_safe_limit_seconds',
+      'idpool_forecast_int63_limit_seconds',
+    ]) {
       expect(read, m).toContain(m);
     }
   });
@@ -199,7 +246,9 @@ describe('deploy/grafana/idpool-dashboard.json', () => {
     expect(reads(/idpool_pool_size.*<.*idpool_pool_low_watermark/)).toBe(true);
     expect(reads(/idpool_dependency_up/)).toBe(true);
     expect(reads(/idpool_refill_failures_total/)).toBe(true);
-    expect(reads(/histogram_quantile\(0\.99, sum by \(route, le\) \(rate\(idpool_http_request_duration_seconds_bucket/)).toBe(true);
+    expect(
+      reads(/histogram_quantile\(0\.99, sum by \(route, le\) \(rate\(idpool_http_request_duration_seconds_bucket/),
+    ).toBe(true);
     expect(reads(/sum by \(status\) \(rate\(idpool_http_request_duration_seconds_count/)).toBe(true);
   });
 
@@ -229,7 +278,11 @@ describe('idpool_dependency_up and idpool_refill_failures_total when Redis goes 
     if (!(await servicesAvailable({ mysql: true }))) return;
     redis = await startRedisServer('none');
     schema = await createTestSchema('mysql');
-    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redis.url, IDPOOL_OPS_SAMPLE_MS: '200' });
+    instance = await startInstance({
+      IDPOOL_DATABASE_URL: schema.url,
+      IDPOOL_REDIS_URL: redis.url,
+      IDPOOL_OPS_SAMPLE_MS: '200',
+    });
   });
 
   afterAll(async () => {
@@ -250,11 +303,16 @@ describe('idpool_dependency_up and idpool_refill_failures_total when Redis goes 
     await redis!.kill9();
     await waitFor('redis down in /metrics and a failed refill counted', async () => {
       text = await scrape(instance!.url);
-      return /^idpool_dependency_up\{dependency="redis"\} 0$/m.test(text) && /^idpool_refill_failures_total [1-9]/m.test(text);
+      return (
+        /^idpool_dependency_up\{dependency="redis"\} 0$/m.test(text) &&
+        /^idpool_refill_failures_total [1-9]/m.test(text)
+      );
     });
     expect(text).toMatch(/^idpool_dependency_up\{dependency="database"\} 1$/m);
 
     await redis!.restart();
-    await waitFor('redis up again in /metrics', async () => /^idpool_dependency_up\{dependency="redis"\} 1$/m.test(await scrape(instance!.url)));
+    await waitFor('redis up again in /metrics', async () =>
+      /^idpool_dependency_up\{dependency="redis"\} 1$/m.test(await scrape(instance!.url)),
+    );
   });
 });

@@ -99,7 +99,8 @@ describe('a client generated from GET /openapi.json (openapi-typescript + openap
     expect(outcome.registered.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(outcome.ids).toHaveLength(5);
     const ids = outcome.ids.map(BigInt);
-    for (let i = 1; i < ids.length; i++) expect(ids[i] > ids[i - 1], `ids ${outcome.ids.join(', ')} strictly increase`).toBe(true);
+    for (let i = 1; i < ids.length; i++)
+      expect(ids[i] > ids[i - 1], `ids ${outcome.ids.join(', ')} strictly increase`).toBe(true);
     expect(outcome.listed.map((e) => e.key)).toEqual([key, ...others].sort());
     expect(outcome.pages).toBe(3);
     const listed = outcome.listed.find((e) => e.key === key)!;

@@ -26,7 +26,11 @@ async function lint(dir: string, name: string, doc: unknown): Promise<Finding[]>
   const file = join(dir, `${name}.json`);
   const out = join(dir, `${name}.spectral.json`);
   writeFileSync(file, JSON.stringify(doc, null, 2));
-  const proc = spawn(process.execPath, [SPECTRAL, 'lint', file, '--ruleset', RULESET, '--format', 'json', '--output', out, '--fail-severity', 'hint'], { cwd: ROOT });
+  const proc = spawn(
+    process.execPath,
+    [SPECTRAL, 'lint', file, '--ruleset', RULESET, '--format', 'json', '--output', out, '--fail-severity', 'hint'],
+    { cwd: ROOT },
+  );
   let log = '';
   proc.stdout.on('data', (d) => (log += d));
   proc.stderr.on('data', (d) => (log += d));
@@ -71,13 +75,17 @@ describe('GET /openapi.json of a running service lints clean under spectral:oas'
     const findings = await lint(dir, 'broken', broken);
     const at = (f: Finding) => `${f.code} ${f.path.join('.')}`;
     expect(findings.map(at).sort()).toEqual(
-      ['operation-description', 'operation-operationId', 'operation-tags'].map((code) => `${code} paths./apps/{key}/ids.post`),
+      ['operation-description', 'operation-operationId', 'operation-tags'].map(
+        (code) => `${code} paths./apps/{key}/ids.post`,
+      ),
     );
     expect(findings.every((f) => f.severity === 1)).toBe(true);
   });
 
   it('names every operation with the operationId generated clients use as method names', () => {
-    const ids = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op.operationId, op.tags?.join()]));
+    const ids = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op.operationId, op.tags?.join()]),
+    );
     // Published names: renaming one breaks every generated client.
     expect(Object.fromEntries(ids.map(([route, id, tags]) => [route, `${id} (${tags})`]))).toEqual({
       'POST /apps/{key}/ids': 'takeIds (ids)',

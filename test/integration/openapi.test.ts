@@ -23,7 +23,10 @@ function expressRoutes(app: Service['app']): string[] {
           out.push(`${method.toUpperCase()} ${path.replace(/:(\w+)/g, '{$1}')}`);
         }
       } else if (layer.handle?.stack) {
-        walk(layer.handle.stack, `${prefix}${typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : ''}`);
+        walk(
+          layer.handle.stack,
+          `${prefix}${typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : ''}`,
+        );
       }
     }
   };
@@ -31,173 +34,251 @@ function expressRoutes(app: Service['app']): string[] {
   return out.sort();
 }
 
-describeWithServices('GET /openapi.json describes every route, and real responses match it (MariaDB + Redis)', { mysql: true, redis: true }, () => {
-  let setup: StoreSetup;
-  let service: Service;
-  let base: string;
-  let doc: Doc;
-  let ajv: Ajv2020;
-  const checked = new Set<string>();
+describeWithServices(
+  'GET /openapi.json describes every route, and real responses match it (MariaDB + Redis)',
+  { mysql: true, redis: true },
+  () => {
+    let setup: StoreSetup;
+    let service: Service;
+    let base: string;
+    let doc: Doc;
+    let ajv: Ajv2020;
+    const checked = new Set<string>();
 
-  beforeAll(async () => {
-    setup = await mysqlRedisSetup();
-    const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, IDPOOL_OPS_TOKEN: OPS_TOKEN });
-    service = await createService(config, { redisPrefix: testPrefix(), ops: { sampleMs: 100 } });
-    base = `http://127.0.0.1:${await service.listen(0)}`;
-    const res = await call<Doc>(`${base}/openapi.json`);
-    expect(res.status).toBe(200);
-    doc = res.body;
-    ajv = new Ajv2020({ strict: false, allErrors: true });
-    addFormats(ajv);
-    ajv.addSchema(doc as object, 'openapi.json');
-  });
+    beforeAll(async () => {
+      setup = await mysqlRedisSetup();
+      const config = loadConfig({ ...setup.env, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, IDPOOL_OPS_TOKEN: OPS_TOKEN });
+      service = await createService(config, { redisPrefix: testPrefix(), ops: { sampleMs: 100 } });
+      base = `http://127.0.0.1:${await service.listen(0)}`;
+      const res = await call<Doc>(`${base}/openapi.json`);
+      expect(res.status).toBe(200);
+      doc = res.body;
+      ajv = new Ajv2020({ strict: false, allErrors: true });
+      addFormats(ajv);
+      ajv.addSchema(doc as object, 'openapi.json');
+    });
 
-  afterAll(async () => {
-    await service?.stop();
-    await setup?.cleanup();
-  });
+    afterAll(async () => {
+      await service?.stop();
+      await setup?.cleanup();
+    });
 
-  const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+    const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
-  /** Asserts that `res` is a documented response of `METHOD template` and its body fits the schema. */
-  function conforms(method: string, template: string, res: JsonResponse) {
-    const op = doc.paths[template]?.[method.toLowerCase()];
-    expect(op, `${method} ${template} is documented`).toBeDefined();
-    const documented = op.responses[String(res.status)];
-    expect(documented, `${method} ${template} documents status ${res.status} (body ${JSON.stringify(res.body)?.slice(0, 200)})`).toBeDefined();
-    checked.add(`${method} ${template} ${res.status}`);
-    if (!documented.content) {
-      expect(res.body).toBeUndefined();
-      return;
+    /** Asserts that `res` is a documented response of `METHOD template` and its body fits the schema. */
+    function conforms(method: string, template: string, res: JsonResponse) {
+      const op = doc.paths[template]?.[method.toLowerCase()];
+      expect(op, `${method} ${template} is documented`).toBeDefined();
+      const documented = op.responses[String(res.status)];
+      expect(
+        documented,
+        `${method} ${template} documents status ${res.status} (body ${JSON.stringify(res.body)?.slice(0, 200)})`,
+      ).toBeDefined();
+      checked.add(`${method} ${template} ${res.status}`);
+      if (!documented.content) {
+        expect(res.body).toBeUndefined();
+        return;
+      }
+      const type = (res.headers.get('content-type') ?? '').split(';')[0];
+      expect(Object.keys(documented.content), `${method} ${template} ${res.status} content type`).toContain(type);
+      if (type !== 'application/json') return;
+      const validate = ajv.getSchema(
+        `openapi.json#/${pointer('paths', template, method.toLowerCase(), 'responses', String(res.status), 'content', 'application/json', 'schema')}`,
+      )!;
+      expect(validate, 'schema compiles').toBeDefined();
+      const ok = validate(res.body);
+      expect(
+        ok,
+        `${method} ${template} ${res.status}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(res.body).slice(0, 300)}`,
+      ).toBe(true);
+      for (const [header] of Object.entries(documented.headers ?? {})) {
+        expect(res.headers.get(header), `${method} ${template} ${res.status} sends ${header}`).not.toBeNull();
+      }
     }
-    const type = (res.headers.get('content-type') ?? '').split(';')[0];
-    expect(Object.keys(documented.content), `${method} ${template} ${res.status} content type`).toContain(type);
-    if (type !== 'application/json') return;
-    const validate = ajv.getSchema(`openapi.json#/${pointer('paths', template, method.toLowerCase(), 'responses', String(res.status), 'content', 'application/json', 'schema')}`)!;
-    expect(validate, 'schema compiles').toBeDefined();
-    const ok = validate(res.body);
-    expect(ok, `${method} ${template} ${res.status}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(res.body).slice(0, 300)}`).toBe(true);
-    for (const [header] of Object.entries(documented.headers ?? {})) {
-      expect(res.headers.get(header), `${method} ${template} ${res.status} sends ${header}`).not.toBeNull();
-    }
-  }
 
-  const requestSchema = (name: string) => ajv.getSchema(`openapi.json#/components/schemas/${name}`)!;
+    const requestSchema = (name: string) => ajv.getSchema(`openapi.json#/components/schemas/${name}`)!;
 
-  it('is OpenAPI 3.1 and lists exactly the routes the app serves', async () => {
-    expect(doc.openapi).toBe('3.1.0');
-    const documented = Object.entries(doc.paths)
-      .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
-      .sort();
-    expect(documented).toEqual(expressRoutes(service.app));
-  });
+    it('is OpenAPI 3.1 and lists exactly the routes the app serves', async () => {
+      expect(doc.openapi).toBe('3.1.0');
+      const documented = Object.entries(doc.paths)
+        .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+        .sort();
+      expect(documented).toEqual(expressRoutes(service.app));
+    });
 
-  it('matches real responses of every route, success and error', async () => {
-    const key = uniqueKey('oa');
-    const flake = uniqueKey('oaflake');
-    const limited = uniqueKey('oalim');
-    const admin = { token: ADMIN_TOKEN };
+    it('matches real responses of every route, success and error', async () => {
+      const key = uniqueKey('oa');
+      const flake = uniqueKey('oaflake');
+      const limited = uniqueKey('oalim');
+      const admin = { token: ADMIN_TOKEN };
 
-    // Request bodies: what the service accepts fits the schema, what it refuses does not.
-    const registerBody = { key, mode: 'monotonic', step: 100, maxPoolSize: 2000, maxSizePerSecond: 0, startOffset: '9007199254740000' };
-    expect(requestSchema('RegisterRequest')(registerBody)).toBe(true);
-    expect(requestSchema('RegisterRequest')({ key, color: 'red' })).toBe(false);
-    expect(requestSchema('UpdateRequest')({ name: 'Orders', maxSizePerTimes: 500 })).toBe(true);
-    expect(requestSchema('TakeRequest')({ count: 5 })).toBe(true);
+      // Request bodies: what the service accepts fits the schema, what it refuses does not.
+      const registerBody = {
+        key,
+        mode: 'monotonic',
+        step: 100,
+        maxPoolSize: 2000,
+        maxSizePerSecond: 0,
+        startOffset: '9007199254740000',
+      };
+      expect(requestSchema('RegisterRequest')(registerBody)).toBe(true);
+      expect(requestSchema('RegisterRequest')({ key, color: 'red' })).toBe(false);
+      expect(requestSchema('UpdateRequest')({ name: 'Orders', maxSizePerTimes: 500 })).toBe(true);
+      expect(requestSchema('TakeRequest')({ count: 5 })).toBe(true);
 
-    const created = await call(`${base}/admin/apps`, { ...admin, body: registerBody });
-    conforms('POST', '/admin/apps', created);
-    expect(created.status).toBe(201);
-    const secret = created.body.secret as string;
-    const flakeRes = await call(`${base}/admin/apps`, { ...admin, body: { key: flake, mode: 'snowflake' } });
-    conforms('POST', '/admin/apps', flakeRes);
-    const limRes = await call(`${base}/admin/apps`, { ...admin, body: { key: limited, step: 10, maxPoolSize: 100, maxSizePerTimes: 5, maxSizePerSecond: 5 } });
-    conforms('POST', '/admin/apps', limRes);
-    conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { ...admin, body: { key, color: 'red' } }));
-    conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { ...admin, body: registerBody }));
-    conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { body: registerBody }));
-    conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { ...admin, rawBody: JSON.stringify({ key: 'x'.repeat(20_000) }) }));
+      const created = await call(`${base}/admin/apps`, { ...admin, body: registerBody });
+      conforms('POST', '/admin/apps', created);
+      expect(created.status).toBe(201);
+      const secret = created.body.secret as string;
+      const flakeRes = await call(`${base}/admin/apps`, { ...admin, body: { key: flake, mode: 'snowflake' } });
+      conforms('POST', '/admin/apps', flakeRes);
+      const limRes = await call(`${base}/admin/apps`, {
+        ...admin,
+        body: { key: limited, step: 10, maxPoolSize: 100, maxSizePerTimes: 5, maxSizePerSecond: 5 },
+      });
+      conforms('POST', '/admin/apps', limRes);
+      conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { ...admin, body: { key, color: 'red' } }));
+      conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { ...admin, body: registerBody }));
+      conforms('POST', '/admin/apps', await call(`${base}/admin/apps`, { body: registerBody }));
+      conforms(
+        'POST',
+        '/admin/apps',
+        await call(`${base}/admin/apps`, { ...admin, rawBody: JSON.stringify({ key: 'x'.repeat(20_000) }) }),
+      );
 
-    conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, admin));
-    conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=1&after=${key}`, admin));
-    conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));
-    conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, { token: 'nope' }));
-    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, admin));
-    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${flake}`, admin));
-    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/missing_${key}`, admin));
-    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/bad%20key`, admin));
-    conforms('PATCH', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { name: 'Orders' } }));
-    conforms('PATCH', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { step: -1 } }));
-    // The read-only ops token: reads pass, writes get 403.
-    conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { token: OPS_TOKEN }));
-    const forbidden = await call(`${base}/admin/apps/${key}`, { token: OPS_TOKEN, method: 'PATCH', body: { name: 'Orders' } });
-    expect(forbidden.status).toBe(403);
-    conforms('PATCH', '/admin/apps/{key}', forbidden);
+      conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, admin));
+      conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=1&after=${key}`, admin));
+      conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));
+      conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, { token: 'nope' }));
+      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, admin));
+      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${flake}`, admin));
+      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/missing_${key}`, admin));
+      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/bad%20key`, admin));
+      conforms(
+        'PATCH',
+        '/admin/apps/{key}',
+        await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { name: 'Orders' } }),
+      );
+      conforms(
+        'PATCH',
+        '/admin/apps/{key}',
+        await call(`${base}/admin/apps/${key}`, { ...admin, method: 'PATCH', body: { step: -1 } }),
+      );
+      // The read-only ops token: reads pass, writes get 403.
+      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, { token: OPS_TOKEN }));
+      const forbidden = await call(`${base}/admin/apps/${key}`, {
+        token: OPS_TOKEN,
+        method: 'PATCH',
+        body: { name: 'Orders' },
+      });
+      expect(forbidden.status).toBe(403);
+      conforms('PATCH', '/admin/apps/{key}', forbidden);
 
-    // Ids: batch, query count, too many, wrong secret, unknown entity, rate limit, snowflake.
-    let ok: JsonResponse;
-    for (;;) {
-      ok = await call(`${base}/apps/${key}/ids`, { token: secret, body: { count: 3 } });
-      if (ok.status === 200) break;
+      // Ids: batch, query count, too many, wrong secret, unknown entity, rate limit, snowflake.
+      let ok: JsonResponse;
+      for (;;) {
+        ok = await call(`${base}/apps/${key}/ids`, { token: secret, body: { count: 3 } });
+        if (ok.status === 200) break;
+        conforms('POST', '/apps/{key}/ids', ok);
+        await new Promise((r) => setTimeout(r, 50));
+      }
       conforms('POST', '/apps/{key}/ids', ok);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    conforms('POST', '/apps/{key}/ids', ok);
-    // Ids above 2^53 stay exact decimal strings.
-    expect(BigInt(ok.body.ids[0]) >= 9007199254740000n).toBe(true);
-    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/${key}/ids?count=2`, { token: secret, method: 'POST' }));
-    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/${key}/ids`, { token: secret, body: { count: 100_000 } }));
-    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/${key}/ids`, { token: 'wrong', body: { count: 1 } }));
-    conforms('POST', '/apps/{key}/ids', await call(`${base}/apps/missing_${key}/ids`, { token: secret, body: { count: 1 } }));
-    const limSecret = limRes.body.secret;
-    let limited429: JsonResponse | undefined;
-    for (let i = 0; i < 20 && !limited429; i++) {
-      const r = await call(`${base}/apps/${limited}/ids`, { token: limSecret, body: { count: 5 } });
-      conforms('POST', '/apps/{key}/ids', r);
-      if (r.status === 429) limited429 = r;
-    }
-    expect(limited429).toBeDefined();
-    const flakeSecret = flakeRes.body.secret;
-    const flakeIds = await call(`${base}/apps/${flake}/ids`, { token: flakeSecret, body: { count: 2 } });
-    conforms('POST', '/apps/{key}/ids', flakeIds);
-    expect(flakeIds.status).toBe(200);
-    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/${flakeIds.body.ids[0]}`, { token: flakeSecret }));
-    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/not-a-number`, { token: flakeSecret }));
-    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${key}/ids/123`, { token: secret }));
-    conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/123`, { token: 'wrong' }));
+      // Ids above 2^53 stay exact decimal strings.
+      expect(BigInt(ok.body.ids[0]) >= 9007199254740000n).toBe(true);
+      conforms(
+        'POST',
+        '/apps/{key}/ids',
+        await call(`${base}/apps/${key}/ids?count=2`, { token: secret, method: 'POST' }),
+      );
+      conforms(
+        'POST',
+        '/apps/{key}/ids',
+        await call(`${base}/apps/${key}/ids`, { token: secret, body: { count: 100_000 } }),
+      );
+      conforms(
+        'POST',
+        '/apps/{key}/ids',
+        await call(`${base}/apps/${key}/ids`, { token: 'wrong', body: { count: 1 } }),
+      );
+      conforms(
+        'POST',
+        '/apps/{key}/ids',
+        await call(`${base}/apps/missing_${key}/ids`, { token: secret, body: { count: 1 } }),
+      );
+      const limSecret = limRes.body.secret;
+      let limited429: JsonResponse | undefined;
+      for (let i = 0; i < 20 && !limited429; i++) {
+        const r = await call(`${base}/apps/${limited}/ids`, { token: limSecret, body: { count: 5 } });
+        conforms('POST', '/apps/{key}/ids', r);
+        if (r.status === 429) limited429 = r;
+      }
+      expect(limited429).toBeDefined();
+      const flakeSecret = flakeRes.body.secret;
+      const flakeIds = await call(`${base}/apps/${flake}/ids`, { token: flakeSecret, body: { count: 2 } });
+      conforms('POST', '/apps/{key}/ids', flakeIds);
+      expect(flakeIds.status).toBe(200);
+      conforms(
+        'GET',
+        '/apps/{key}/ids/{id}',
+        await call(`${base}/apps/${flake}/ids/${flakeIds.body.ids[0]}`, { token: flakeSecret }),
+      );
+      conforms(
+        'GET',
+        '/apps/{key}/ids/{id}',
+        await call(`${base}/apps/${flake}/ids/not-a-number`, { token: flakeSecret }),
+      );
+      conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${key}/ids/123`, { token: secret }));
+      conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/123`, { token: 'wrong' }));
 
-    conforms('GET', '/admin/workers', await call(`${base}/admin/workers`, admin));
-    // The ops overview once the sampler has seen the entity.
-    let ops: JsonResponse;
-    do {
-      await new Promise((r) => setTimeout(r, 100));
-      ops = await call(`${base}/admin/ops`, admin);
-    } while (!ops.body.entities?.some((e: any) => e.key === key && e.history.length >= 2));
-    conforms('GET', '/admin/ops', ops);
-    conforms('GET', '/admin/ops', await call(`${base}/admin/ops`));
-    const flakeOps = await call(`${base}/admin/ops?q=${flake}&limit=5`, admin);
-    expect(flakeOps.body.entities).toEqual([{ key: flake, mode: 'snowflake', takePerSecond: expect.any(Number) }]);
-    conforms('GET', '/admin/ops', flakeOps);
-    conforms('GET', '/admin/ops', await call(`${base}/admin/ops?limit=0`, admin));
+      conforms('GET', '/admin/workers', await call(`${base}/admin/workers`, admin));
+      // The ops overview once the sampler has seen the entity.
+      let ops: JsonResponse;
+      do {
+        await new Promise((r) => setTimeout(r, 100));
+        ops = await call(`${base}/admin/ops`, admin);
+      } while (!ops.body.entities?.some((e: any) => e.key === key && e.history.length >= 2));
+      conforms('GET', '/admin/ops', ops);
+      conforms('GET', '/admin/ops', await call(`${base}/admin/ops`));
+      const flakeOps = await call(`${base}/admin/ops?q=${flake}&limit=5`, admin);
+      expect(flakeOps.body.entities).toEqual([{ key: flake, mode: 'snowflake', takePerSecond: expect.any(Number) }]);
+      conforms('GET', '/admin/ops', flakeOps);
+      conforms('GET', '/admin/ops', await call(`${base}/admin/ops?limit=0`, admin));
 
-    conforms('POST', '/admin/apps/{key}/secret', await call(`${base}/admin/apps/${key}/secret`, { ...admin, method: 'POST' }));
-    conforms('POST', '/admin/apps/{key}/secret', await call(`${base}/admin/apps/missing_${key}/secret`, { ...admin, method: 'POST' }));
-    conforms('DELETE', '/admin/apps/{key}', await call(`${base}/admin/apps/${limited}`, { ...admin, method: 'DELETE' }));
-    conforms('DELETE', '/admin/apps/{key}', await call(`${base}/admin/apps/${limited}`, { ...admin, method: 'DELETE' }));
+      conforms(
+        'POST',
+        '/admin/apps/{key}/secret',
+        await call(`${base}/admin/apps/${key}/secret`, { ...admin, method: 'POST' }),
+      );
+      conforms(
+        'POST',
+        '/admin/apps/{key}/secret',
+        await call(`${base}/admin/apps/missing_${key}/secret`, { ...admin, method: 'POST' }),
+      );
+      conforms(
+        'DELETE',
+        '/admin/apps/{key}',
+        await call(`${base}/admin/apps/${limited}`, { ...admin, method: 'DELETE' }),
+      );
+      conforms(
+        'DELETE',
+        '/admin/apps/{key}',
+        await call(`${base}/admin/apps/${limited}`, { ...admin, method: 'DELETE' }),
+      );
 
-    conforms('GET', '/admin/ui', await call(`${base}/admin/ui`));
-    conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.js`));
-    conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.css`));
-    conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/secrets.txt`));
-    conforms('GET', '/healthz', await call(`${base}/healthz`));
-    conforms('GET', '/readyz', await call(`${base}/readyz`));
-    conforms('GET', '/metrics', await call(`${base}/metrics`));
-    conforms('GET', '/openapi.json', await call(`${base}/openapi.json`));
+      conforms('GET', '/admin/ui', await call(`${base}/admin/ui`));
+      conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.js`));
+      conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.css`));
+      conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/secrets.txt`));
+      conforms('GET', '/healthz', await call(`${base}/healthz`));
+      conforms('GET', '/readyz', await call(`${base}/readyz`));
+      conforms('GET', '/metrics', await call(`${base}/metrics`));
+      conforms('GET', '/openapi.json', await call(`${base}/openapi.json`));
 
-    // Every route was exercised at least once.
-    const exercised = new Set([...checked].map((c) => c.split(' ').slice(0, 2).join(' ')));
-    expect([...exercised].sort()).toEqual(expressRoutes(service.app));
-    // Success and error statuses alike: 34 distinct (method, route, status) when written.
-    expect(checked.size).toBeGreaterThanOrEqual(30);
-  });
-});
+      // Every route was exercised at least once.
+      const exercised = new Set([...checked].map((c) => c.split(' ').slice(0, 2).join(' ')));
+      expect([...exercised].sort()).toEqual(expressRoutes(service.app));
+      // Success and error statuses alike: 34 distinct (method, route, status) when written.
+      expect(checked.size).toBeGreaterThanOrEqual(30);
+    });
+  },
+);

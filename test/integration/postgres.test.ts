@@ -55,7 +55,11 @@ async function freshDatabase() {
   cleanups.push(() => schema.drop());
   const db = await openDatabase(schema.url);
   cleanups.push(() => db.close());
-  return { url: schema.url, registry: new EntityRegistry(new SqlEntityStore(db), systemClock), allocator: new SqlSegmentAllocator(db) };
+  return {
+    url: schema.url,
+    registry: new EntityRegistry(new SqlEntityStore(db), systemClock),
+    allocator: new SqlSegmentAllocator(db),
+  };
 }
 
 describeWithServices('PostgreSQL specifics', { postgres: true }, () => {
@@ -74,7 +78,12 @@ describeWithServices('PostgreSQL specifics', { postgres: true }, () => {
       await db.close();
     }
     // Each instance works on the one schema (in-process pools: each reserves its own segments).
-    const secret = await register(instances[0].url, { key: 'orders', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0 });
+    const secret = await register(instances[0].url, {
+      key: 'orders',
+      step: 100,
+      maxPoolSize: 1000,
+      maxSizePerSecond: 0,
+    });
     const ids: string[] = [];
     for (const i of instances) {
       const res = await takeIds(i.url, 'orders', secret, 50);
@@ -94,7 +103,9 @@ describeWithServices('PostgreSQL specifics', { postgres: true }, () => {
       () => undefined,
       (e: Error) => e,
     );
-    expect(err?.message).toMatch(new RegExp(`PostgreSQL database "${name}" does not exist on .* could not be created \\(permission denied`));
+    expect(err?.message).toMatch(
+      new RegExp(`PostgreSQL database "${name}" does not exist on .* could not be created \\(permission denied`),
+    );
     expect(err?.message).toContain(`CREATE DATABASE "${name}"`);
     const exists = await admin((c) => c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]));
     expect(exists.rowCount).toBe(0);
@@ -150,7 +161,13 @@ describeWithServices('a service whose PostgreSQL server dies or freezes (a priva
     server = await startPostgresServer();
     // In-process pool: what the service still holds is all it can serve while the database is gone.
     instance = await startInstance({ IDPOOL_DATABASE_URL: server.url('idpool'), IDPOOL_REDIS_URL: '' });
-    secret = await register(instance.url, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 100 });
+    secret = await register(instance.url, {
+      key,
+      step: 100,
+      maxPoolSize: 1000,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 100,
+    });
   });
 
   afterAll(async () => {
@@ -168,7 +185,12 @@ describeWithServices('a service whose PostgreSQL server dies or freezes (a priva
         while (running) {
           const t0 = Date.now();
           const res = await takeIds(instance.url, key, secret, 10);
-          answers.push({ status: res.status, retryAfter: Number(res.headers.get('retry-after')), ms: Date.now() - t0, at: t0 });
+          answers.push({
+            status: res.status,
+            retryAfter: Number(res.headers.get('retry-after')),
+            ms: Date.now() - t0,
+            at: t0,
+          });
           if (res.status === 200) ids.push(...res.body.ids);
           else await new Promise((r) => setTimeout(r, 50));
         }
@@ -187,7 +209,8 @@ describeWithServices('a service whose PostgreSQL server dies or freezes (a priva
   const waitForIds = async () => {
     const deadline = Date.now() + 30_000;
     while ((await takeIds(instance.url, key, secret, 10)).status !== 200) {
-      if (Date.now() > deadline) throw new Error(`no ids 30 s after the database came back:\n${instance.output().slice(-3000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`no ids 30 s after the database came back:\n${instance.output().slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   };
@@ -206,7 +229,9 @@ describeWithServices('a service whose PostgreSQL server dies or freezes (a priva
       // Anyone who reaches the port reads this: no driver text, host or port; those are in the log.
       expect(admin.body.error.message).not.toMatch(/ECONN|terminat|127\.0\.0\.1|localhost|:\d{2,5}\b/i);
       expect(admin.body.error.message).not.toContain(String(server.port));
-      expect(instance.output()).toMatch(/"level":(40|50)[^\n]*(ECONNREFUSED|Connection terminated|terminating connection)/);
+      expect(instance.output()).toMatch(
+        /"level":(40|50)[^\n]*(ECONNREFUSED|Connection terminated|terminating connection)/,
+      );
       await server.restart();
       await waitForIds();
       await new Promise((r) => setTimeout(r, 1000));

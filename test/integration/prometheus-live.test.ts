@@ -55,14 +55,22 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
 
   beforeAll(async () => {
     if (!prometheusInstalled) {
-      if (REQUIRED) throw new Error('!!! prometheus not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
-      process.stderr.write('\n!!! prometheus not installed (Debian package prometheus): SKIPPING the live rules test\n\n');
+      if (REQUIRED)
+        throw new Error('!!! prometheus not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
+      process.stderr.write(
+        '\n!!! prometheus not installed (Debian package prometheus): SKIPPING the live rules test\n\n',
+      );
       return;
     }
     if (!(await servicesAvailable({ mysql: true }))) return;
     redis = await startRedisServer('none');
     schema = await createTestSchema('mysql');
-    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redis.url, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
+    instance = await startInstance({
+      IDPOOL_DATABASE_URL: schema.url,
+      IDPOOL_REDIS_URL: redis.url,
+      IDPOOL_OPS_SAMPLE_MS: '200',
+      IDPOOL_OPS_RATE_WINDOW_MS: '5000',
+    });
     const segmentSecret = await register(instance.url, { key: segment, maxSizePerSecond: 0 });
     const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake', maxSizePerSecond: 0 });
     // Steady demand for the whole test: rates, forecasts and histograms have something to show.
@@ -85,7 +93,12 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
     writeFileSync(join(dir, 'prometheus.yml'), stringify(config));
     prometheus = spawn(
       'prometheus',
-      [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+      [
+        `--config.file=${join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--log.level=warn',
+      ],
       { stdio: 'ignore' },
     );
     await waitFor('prometheus ready', async () => ((await fetch(`${promUrl}/-/ready`)).ok ? true : undefined));
@@ -107,11 +120,17 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
   it('evaluates every rule without error, records the fleet rates, and has no alert pending on a healthy instance', async (ctx) => {
     if (!instance) return REQUIRED && prometheusInstalled ? expect.fail('MariaDB is required') : ctx.skip();
     // Served ids over two scrapes, and the sampler's gauges for the segment entity.
-    await waitFor('recorded served rate', async () => ((await query('job:idpool_ids_served:rate1m > 0')).length ? true : undefined));
-    await waitFor(`pool ratio of ${segment}`, async () => ((await query(`entity:idpool_pool_size_over_low_watermark:ratio{entity="${segment}"}`)).length ? true : undefined));
+    await waitFor('recorded served rate', async () =>
+      (await query('job:idpool_ids_served:rate1m > 0')).length ? true : undefined,
+    );
+    await waitFor(`pool ratio of ${segment}`, async () =>
+      (await query(`entity:idpool_pool_size_over_low_watermark:ratio{entity="${segment}"}`)).length ? true : undefined,
+    );
 
     const rules = await waitFor('every rule evaluated', async () => {
-      const res = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as { data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> } };
+      const res = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as {
+        data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> };
+      };
       const all = res.data.groups.flatMap((g) => g.rules);
       return all.every((r) => r.health !== 'unknown') ? all : undefined;
     });
@@ -133,7 +152,9 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
     const up = await query('job_dependency:idpool_dependency_up:min');
     expect(Object.fromEntries(up.map((s) => [s.metric.dependency, s.value[1]]))).toEqual({ database: '1', redis: '1' });
 
-    const alerts = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } };
+    const alerts = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as {
+      data: { alerts: Array<{ labels: Record<string, string>; state: string }> };
+    };
     expect(alerts.data.alerts.map((a) => `${a.labels.alertname} ${a.state}`)).toEqual([]);
   });
 
@@ -159,7 +180,8 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
         // Empty only where a metric it reads has no sample yet (no exhausted pool, no fence refusal in this run).
         const unsampled = selectorsOf(expr).filter((s) => s.metric !== 'ALERTS' && !sampled.has(s.metric));
         if (result.length > 0) withData++;
-        else if (unsampled.length === 0) problems.push(`panel "${(panel as { title: string }).title}" ${target.refId}: no data for ${expr}`);
+        else if (unsampled.length === 0)
+          problems.push(`panel "${(panel as { title: string }).title}" ${target.refId}: no data for ${expr}`);
       }
     }
     expect(problems).toEqual([]);
@@ -170,15 +192,24 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
     if (!instance) return REQUIRED && prometheusInstalled ? expect.fail('MariaDB is required') : ctx.skip();
     await redis!.kill9();
     const pending = await waitFor('alerts pending', async () => {
-      const res = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } };
-      const names = res.data.alerts.map((a) => `${a.labels.alertname}${a.labels.dependency ? `/${a.labels.dependency}` : ''} ${a.state}`);
-      return names.includes('IdpoolDependencyUnavailable/redis pending') && names.includes('IdpoolRefillFailing pending') ? names : undefined;
+      const res = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as {
+        data: { alerts: Array<{ labels: Record<string, string>; state: string }> };
+      };
+      const names = res.data.alerts.map(
+        (a) => `${a.labels.alertname}${a.labels.dependency ? `/${a.labels.dependency}` : ''} ${a.state}`,
+      );
+      return names.includes('IdpoolDependencyUnavailable/redis pending') &&
+        names.includes('IdpoolRefillFailing pending')
+        ? names
+        : undefined;
     });
     // The database stays reachable: no alert for it.
     expect(pending).not.toContain('IdpoolDependencyUnavailable/database pending');
     // Recording rules run in their own group: the dashboard's reading follows within an evaluation or two.
     await waitFor('redis down in the recorded dependency state', async () => {
-      const up = Object.fromEntries((await query('job_dependency:idpool_dependency_up:min')).map((s) => [s.metric.dependency, s.value[1]]));
+      const up = Object.fromEntries(
+        (await query('job_dependency:idpool_dependency_up:min')).map((s) => [s.metric.dependency, s.value[1]]),
+      );
       return up.database === '1' && up.redis === '0' ? true : undefined;
     });
     await redis!.restart();

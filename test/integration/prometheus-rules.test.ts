@@ -9,7 +9,9 @@ const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 const promtool = spawnSync('promtool', ['--version']).status === 0;
 if (!promtool) {
   if (REQUIRED) throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
-  process.stderr.write('\n!!! promtool not installed (Debian package prometheus): SKIPPING the Prometheus rules tests\n\n');
+  process.stderr.write(
+    '\n!!! promtool not installed (Debian package prometheus): SKIPPING the Prometheus rules tests\n\n',
+  );
 }
 
 interface RulesTests {
@@ -62,15 +64,27 @@ describe('deploy/prometheus/idpool-rules.yml', () => {
     const cases = unitTests.flatMap((t) => t.alert_rule_test ?? []);
     for (const { alert } of alerts) {
       const mine = cases.filter((c) => c.alertname === alert);
-      expect(mine.some((c) => c.exp_alerts.length > 0), `${alert} is tested firing`).toBe(true);
-      expect(mine.some((c) => c.exp_alerts.length === 0), `${alert} is tested not firing`).toBe(true);
+      expect(
+        mine.some((c) => c.exp_alerts.length > 0),
+        `${alert} is tested firing`,
+      ).toBe(true);
+      expect(
+        mine.some((c) => c.exp_alerts.length === 0),
+        `${alert} is tested not firing`,
+      ).toBe(true);
     }
     // A case naming an alert that does not exist would pass vacuously (nothing fires).
-    for (const c of cases) expect(alerts.map((a) => a.alert), `test case for ${c.alertname}`).toContain(c.alertname);
+    for (const c of cases)
+      expect(
+        alerts.map((a) => a.alert),
+        `test case for ${c.alertname}`,
+      ).toContain(c.alertname);
   });
 
   it('tests every recording rule', () => {
-    const tested = new Set(unitTests.flatMap((t) => t.promql_expr_test ?? []).flatMap((t) => selectorsOf(t.expr).map((s) => s.metric)));
+    const tested = new Set(
+      unitTests.flatMap((t) => t.promql_expr_test ?? []).flatMap((t) => selectorsOf(t.expr).map((s) => s.metric)),
+    );
     for (const { record } of records) expect(tested, `recording rule ${record}`).toContain(record);
   });
 

@@ -15,12 +15,16 @@ describe('promtool check metrics over a live /metrics', () => {
 
   beforeAll(async () => {
     if (!promtool) {
-      if (REQUIRED) throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
+      if (REQUIRED)
+        throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
       process.stderr.write('\n!!! promtool not installed (Debian package prometheus): SKIPPING the metrics lint\n\n');
       return;
     }
     dir = mkdtempSync(join(tmpdir(), 'idpool-promtool-'));
-    instance = await startInstance({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'idpool.db')}`, IDPOOL_OPS_SAMPLE_MS: '100' });
+    instance = await startInstance({
+      IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'idpool.db')}`,
+      IDPOOL_OPS_SAMPLE_MS: '100',
+    });
   });
 
   afterAll(async () => {

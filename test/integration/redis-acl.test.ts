@@ -61,7 +61,9 @@ const EXPECTED_REFUSALS = new Set(['config|get', 'client|setinfo']);
 
 /** Commands refused to the service's user, but those it expects. */
 async function deniedForService(admin: Redis, user: string): Promise<string[]> {
-  return (await aclLog(admin, user)).filter((r) => !EXPECTED_REFUSALS.has(r.object)).map((r) => `${r.reason} ${r.object} (${r.context})`);
+  return (await aclLog(admin, user))
+    .filter((r) => !EXPECTED_REFUSALS.has(r.object))
+    .map((r) => `${r.reason} ${r.object} (${r.context})`);
 }
 
 /** `ACL DRYRUN user …`: OK, or the reason the user may not run it. */
@@ -125,15 +127,29 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     expect(setuser).toBe(
       `ACL SETUSER idpool-pop-orders reset on "#${hash}" -@all resetchannels "+fcall|idpool_pop" +lpop +llen +get "+info|server" "+info|replication" +ping "~${own.ids}" "~${own.epoch}"`,
     );
-    expect(fileLine).toBe(`user idpool-pop-orders on #${hash} -@all resetchannels +fcall|idpool_pop +lpop +llen +get +info|server +info|replication +ping ~${own.ids} ~${own.epoch}`);
-    expect(run.stdout.split('\n').filter((l) => l.includes(password!)).every((l) => l.startsWith('#'))).toBe(true);
+    expect(fileLine).toBe(
+      `user idpool-pop-orders on #${hash} -@all resetchannels +fcall|idpool_pop +lpop +llen +get +info|server +info|replication +ping ~${own.ids} ~${own.epoch}`,
+    );
+    expect(
+      run.stdout
+        .split('\n')
+        .filter((l) => l.includes(password!))
+        .every((l) => l.startsWith('#')),
+    ).toBe(true);
     // Each run makes a new password.
     expect((await printedAcl(['orders'])).password).not.toBe(password);
 
     // Piped into redis-cli as printed; the consumer connects with it.
     expect(await redisCli(redis.port, `${setuser}\n`)).toBe('OK');
     // ioredis's ready check runs a plain INFO, which this user may not: consumers turn it off.
-    consumer = new Redis({ host: '127.0.0.1', port: redis.port, username: 'idpool-pop-orders', password, enableReadyCheck: false, maxRetriesPerRequest: 0 });
+    consumer = new Redis({
+      host: '127.0.0.1',
+      port: redis.port,
+      username: 'idpool-pop-orders',
+      password,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 0,
+    });
     expect(await consumer.ping()).toBe('PONG');
   });
 
@@ -143,13 +159,27 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     expect(await consumer.call('FCALL', 'idpool_pop', 2, own.ids, own.epoch, 100)).toEqual([]);
 
     const refused: Record<string, () => Promise<unknown>> = {
-      'FCALL idpool_push_open': () => consumer.fcall('idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '1', '1', 1),
+      'FCALL idpool_push_open': () =>
+        consumer.fcall(
+          'idpool_push_open',
+          6,
+          own.ids,
+          own.fence,
+          own.epoch,
+          own.pushed,
+          own.pushing,
+          own.pushOpen,
+          '1',
+          '1',
+          1,
+        ),
       'FCALL idpool_push_close': () => consumer.fcall('idpool_push_close', 3, own.ids, own.pushing, own.pushOpen),
       MULTI: () => consumer.call('MULTI'),
       RENAME: () => consumer.rename(own.ids, own.epoch),
       'FCALL idpool_reset': () => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''),
       'FCALL idpool_take': () => consumer.fcall('idpool_take', 3, own.ids, own.epoch, own.ratePrefix, 1, 0),
-      'FCALL idpool_take_open': () => consumer.fcall('idpool_take_open', 4, own.ids, own.epoch, own.ratePrefix, own.taking, 1, 0),
+      'FCALL idpool_take_open': () =>
+        consumer.fcall('idpool_take_open', 4, own.ids, own.epoch, own.ratePrefix, own.taking, 1, 0),
       'FCALL idpool_take_close': () => consumer.fcall('idpool_take_close', 2, own.taking, own.ids),
       'FCALL idpool_unlock_stale': () => consumer.fcall('idpool_unlock_stale', 2, own.lock, own.epoch),
       'FCALL idpool_pop of another entity': () => consumer.fcall('idpool_pop', 2, other.ids, other.epoch, 1),
@@ -168,12 +198,20 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
       'INFO (all)': () => consumer.info(),
       EVAL: () => consumer.eval("return redis.call('RPUSH', KEYS[1], '1')", 1, own.ids),
       'FUNCTION DELETE': () => consumer.call('FUNCTION', 'DELETE', 'idpool'),
-      'FUNCTION LOAD': () => consumer.call('FUNCTION', 'LOAD', 'REPLACE', "#!lua name=idpool\nredis.register_function('idpool_pop', function() return 1 end)"),
+      'FUNCTION LOAD': () =>
+        consumer.call(
+          'FUNCTION',
+          'LOAD',
+          'REPLACE',
+          "#!lua name=idpool\nredis.register_function('idpool_pop', function() return 1 end)",
+        ),
       'ACL SETUSER': () => consumer.call('ACL', 'SETUSER', 'idpool-pop-orders', '+@all', '~*'),
       DEBUG: () => consumer.call('DEBUG', 'SLEEP', '0'),
       SHUTDOWN: () => consumer.call('SHUTDOWN', 'NOSAVE'),
     };
-    const results = Object.fromEntries(await Promise.all(Object.entries(refused).map(async ([name, run]) => [name, await refusal(run)] as const)));
+    const results = Object.fromEntries(
+      await Promise.all(Object.entries(refused).map(async ([name, run]) => [name, await refusal(run)] as const)),
+    );
     for (const [name, message] of Object.entries(results)) expect(message, name).toMatch(NOPERM);
 
     // Nothing changed: the pool lost only what was popped, fences, epochs and the other entity are as they were.
@@ -188,20 +226,74 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     const user = 'idpool-pop-orders';
     expect(await dryRun(admin, user, 'FCALL', 'idpool_pop', 2, own.ids, own.epoch, 1)).toBe('OK');
     expect(await dryRun(admin, user, 'LPOP', own.ids)).toBe('OK');
-    expect(await dryRun(admin, user, 'FCALL', 'idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '1', '1', 1)).toMatch(/no permissions to run the 'fcall' command/);
+    expect(
+      await dryRun(
+        admin,
+        user,
+        'FCALL',
+        'idpool_push_open',
+        6,
+        own.ids,
+        own.fence,
+        own.epoch,
+        own.pushed,
+        own.pushing,
+        own.pushOpen,
+        '1',
+        '1',
+        1,
+      ),
+    ).toMatch(/no permissions to run the 'fcall' command/);
     expect(await dryRun(admin, user, 'LPOP', other.ids)).toMatch(/no permissions to access the '.*payments.*' key/);
     expect(await dryRun(admin, user, 'FLUSHALL')).toMatch(/no permissions to run the 'flushall' command/);
-    expect(await dryRun(admin, user, 'CONFIG', 'SET', 'maxmemory', '1')).toMatch(/no permissions to run the 'config\|set' command/);
+    expect(await dryRun(admin, user, 'CONFIG', 'SET', 'maxmemory', '1')).toMatch(
+      /no permissions to run the 'config\|set' command/,
+    );
 
     // Even a user allowed to FCALL every function cannot push or reset: Redis
     // checks the keys each function is given against the caller's ACL.
     await admin.call('ACL', 'SETUSER', user, '+fcall');
     try {
-      expect(await dryRun(admin, user, 'FCALL', 'idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '1', '1', 1)).toMatch(/no permissions to access the '.*:fence' key/);
-      expect(await dryRun(admin, user, 'FCALL', 'idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, '')).toMatch(/no permissions to access the '.*:fence' key/);
-      const push = await refusal(() => consumer.fcall('idpool_push_open', 6, own.ids, own.fence, own.epoch, own.pushed, own.pushing, own.pushOpen, '99999', '99999', 1));
+      expect(
+        await dryRun(
+          admin,
+          user,
+          'FCALL',
+          'idpool_push_open',
+          6,
+          own.ids,
+          own.fence,
+          own.epoch,
+          own.pushed,
+          own.pushing,
+          own.pushOpen,
+          '1',
+          '1',
+          1,
+        ),
+      ).toMatch(/no permissions to access the '.*:fence' key/);
+      expect(
+        await dryRun(admin, user, 'FCALL', 'idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''),
+      ).toMatch(/no permissions to access the '.*:fence' key/);
+      const push = await refusal(() =>
+        consumer.fcall(
+          'idpool_push_open',
+          6,
+          own.ids,
+          own.fence,
+          own.epoch,
+          own.pushed,
+          own.pushing,
+          own.pushOpen,
+          '99999',
+          '99999',
+          1,
+        ),
+      );
       expect(push).toMatch(/^NOPERM.*keys/);
-      expect(await refusal(() => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''))).toMatch(/^NOPERM.*keys/);
+      expect(
+        await refusal(() => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, '')),
+      ).toMatch(/^NOPERM.*keys/);
       expect(await admin.lrange(own.ids, 0, -1)).toEqual(ids.slice(4));
     } finally {
       await admin.call('ACL', 'SETUSER', user, '-fcall', '+fcall|idpool_pop');
@@ -268,9 +360,15 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
     const aclFile = join(dir, 'users.acl');
     // The default user stays for the test's own inspection; idpool never uses it.
     writeFileSync(aclFile, ['user default on nopass ~* &* +@all', service.usersAcl, consumer.usersAcl, ''].join('\n'));
-    [redis, schema] = await Promise.all([startRedisServer('aof', ['--aclfile', aclFile, '--enable-debug-command', 'yes']), createTestSchema()]);
+    [redis, schema] = await Promise.all([
+      startRedisServer('aof', ['--aclfile', aclFile, '--enable-debug-command', 'yes']),
+      createTestSchema(),
+    ]);
     admin = new Redis(redis.url);
-    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: `redis://${service.user}:${service.password}@127.0.0.1:${redis.port}/0` });
+    instance = await startInstance({
+      IDPOOL_DATABASE_URL: schema.url,
+      IDPOOL_REDIS_URL: `redis://${service.user}:${service.password}@127.0.0.1:${redis.port}/0`,
+    });
   });
 
   afterAll(async () => {
@@ -284,8 +382,21 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
   it('registers, takes, refills, replays, pops directly, and survives a Redis restart, with no command refused', async (ctx) => {
     if (!available) return ctx.skip();
     const url = instance!.url;
-    const orders = await register(url, { key: 'orders', step: 100, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 100 });
-    const tokens = await register(url, { key: 'tokens', mode: 'trend', step: 100, maxPoolSize: 500, maxSizePerSecond: 100_000, maxSizePerTimes: 100 });
+    const orders = await register(url, {
+      key: 'orders',
+      step: 100,
+      maxPoolSize: 500,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 100,
+    });
+    const tokens = await register(url, {
+      key: 'tokens',
+      mode: 'trend',
+      step: 100,
+      maxPoolSize: 500,
+      maxSizePerSecond: 100_000,
+      maxSizePerTimes: 100,
+    });
     const events = await register(url, { key: 'events', mode: 'snowflake', maxSizePerSecond: 10_000 });
     const issued = new Issued();
     const trend = new Set<string>();
@@ -304,14 +415,29 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
     await takeAll(100);
 
     // Idempotent takes: stored and replayed through Redis.
-    const first = await call(`${url}/apps/orders/ids`, { token: orders, body: { count: 5 }, headers: { 'idempotency-key': 'acl-test-1' } });
-    const again = await call(`${url}/apps/orders/ids`, { token: orders, body: { count: 5 }, headers: { 'idempotency-key': 'acl-test-1' } });
+    const first = await call(`${url}/apps/orders/ids`, {
+      token: orders,
+      body: { count: 5 },
+      headers: { 'idempotency-key': 'acl-test-1' },
+    });
+    const again = await call(`${url}/apps/orders/ids`, {
+      token: orders,
+      body: { count: 5 },
+      headers: { 'idempotency-key': 'acl-test-1' },
+    });
     expect(first.status).toBe(200);
     expect(again.body.ids).toEqual(first.body.ids);
     issued.add(first.body.ids);
 
     // The consumer from the same users.acl file pops the next ids of the same line.
-    const direct = new Redis({ host: '127.0.0.1', port: redis!.port, username: consumer.user, password: consumer.password, enableReadyCheck: false, maxRetriesPerRequest: 0 });
+    const direct = new Redis({
+      host: '127.0.0.1',
+      port: redis!.port,
+      username: consumer.user,
+      password: consumer.password,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 0,
+    });
     try {
       const k = entityKeys('orders');
       issued.add((await direct.fcall('idpool_pop', 2, k.ids, k.epoch, 5)) as string[]);
@@ -340,7 +466,13 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
 
   it('is refused FLUSHALL, FLUSHDB, CONFIG, DEBUG, SHUTDOWN, KEYS and keys outside idpool:*', async (ctx) => {
     if (!available) return ctx.skip();
-    const as = new Redis({ host: '127.0.0.1', port: redis!.port, username: service.user, password: service.password, maxRetriesPerRequest: 0 });
+    const as = new Redis({
+      host: '127.0.0.1',
+      port: redis!.port,
+      username: service.user,
+      password: service.password,
+      maxRetriesPerRequest: 0,
+    });
     try {
       expect(await as.ping()).toBe('PONG');
       const refused: Record<string, () => Promise<unknown>> = {
@@ -356,17 +488,49 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
         'GET outside idpool:*': () => as.get('another-app:key'),
         'FUNCTION FLUSH': () => as.call('FUNCTION', 'FLUSH'),
         'ACL SETUSER': () => as.call('ACL', 'SETUSER', service.user, '+@all'),
-        'REPLICAOF': () => as.call('REPLICAOF', '127.0.0.1', '1'),
+        REPLICAOF: () => as.call('REPLICAOF', '127.0.0.1', '1'),
         MONITOR: () => as.call('MONITOR'),
         'CLIENT KILL': () => as.call('CLIENT', 'KILL', 'TYPE', 'normal'),
         SAVE: () => as.call('SAVE'),
       };
       for (const [name, run] of Object.entries(refused)) expect(await refusal(run), name).toMatch(NOPERM);
-      for (const command of [['FLUSHALL'], ['CONFIG', 'SET', 'maxmemory', '1'], ['DEBUG', 'SLEEP', '0'], ['KEYS', '*']]) {
+      for (const command of [
+        ['FLUSHALL'],
+        ['CONFIG', 'SET', 'maxmemory', '1'],
+        ['DEBUG', 'SLEEP', '0'],
+        ['KEYS', '*'],
+      ]) {
         expect(await dryRun(admin!, service.user, ...command), command.join(' ')).toMatch(/no permissions/);
       }
-      expect(await dryRun(admin!, service.user, 'FCALL', 'idpool_take', 3, 'idpool:{x}:ids', 'idpool:{x}:server', 'idpool:{x}:rate:', 1, 0)).toBe('OK');
-      expect(await dryRun(admin!, service.user, 'FCALL', 'idpool_take_open', 4, 'idpool:{x}:ids', 'idpool:{x}:server', 'idpool:{x}:rate:', 'idpool:{x}:taking', 1, 0)).toBe('OK');
+      expect(
+        await dryRun(
+          admin!,
+          service.user,
+          'FCALL',
+          'idpool_take',
+          3,
+          'idpool:{x}:ids',
+          'idpool:{x}:server',
+          'idpool:{x}:rate:',
+          1,
+          0,
+        ),
+      ).toBe('OK');
+      expect(
+        await dryRun(
+          admin!,
+          service.user,
+          'FCALL',
+          'idpool_take_open',
+          4,
+          'idpool:{x}:ids',
+          'idpool:{x}:server',
+          'idpool:{x}:rate:',
+          'idpool:{x}:taking',
+          1,
+          0,
+        ),
+      ).toBe('OK');
       expect(await dryRun(admin!, service.user, 'LPOP', 'idpool:{x}:taking', 1)).toBe('OK');
       // The service is still serving: none of the above reached Redis.
       expect(await admin!.dbsize()).toBeGreaterThan(0);
@@ -404,7 +568,10 @@ describe('idpool redis-acl on a Redis Cluster: users on every node, the service 
     if (!available) return ctx.skip();
     const [service, consumer] = await Promise.all([printedAcl(['--service']), printedAcl(['orders', '--cluster'])]);
     expect(consumer.setuser).toContain('"+cluster|slots"');
-    for (const node of cluster!.nodes) expect(await redisCli(node.port, `${service.setuser}\n${consumer.setuser}\n`), `node ${node.port}`).toBe('OK\nOK');
+    for (const node of cluster!.nodes)
+      expect(await redisCli(node.port, `${service.setuser}\n${consumer.setuser}\n`), `node ${node.port}`).toBe(
+        'OK\nOK',
+      );
 
     instance = await startInstance({
       IDPOOL_DATABASE_URL: schema!.url,
@@ -416,7 +583,11 @@ describe('idpool redis-acl on a Redis Cluster: users on every node, the service 
     // Six entities: their slots spread over the three masters.
     const keys = ['orders', 'payments', 'users', 'invoices', 'shipments', 'refunds'];
     const secrets = new Map<string, string>();
-    for (const key of keys) secrets.set(key, await register(url, { key, step: 100, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 100 }));
+    for (const key of keys)
+      secrets.set(
+        key,
+        await register(url, { key, step: 100, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 100 }),
+      );
     const issued = new Map(keys.map((k) => [k, new Issued()]));
     const takeEach = async (rounds: number) => {
       for (let n = 0; n < rounds; n++) {
@@ -427,19 +598,35 @@ describe('idpool redis-acl on a Redis Cluster: users on every node, the service 
 
     const k = entityKeys('orders');
     const popDirectly = async (seeds: number[]) => {
-      const direct = new Cluster(seeds.map((port) => ({ host: '127.0.0.1', port })), {
-        redisOptions: { username: consumer.user, password: consumer.password, enableReadyCheck: false, maxRetriesPerRequest: 0 },
-      });
+      const direct = new Cluster(
+        seeds.map((port) => ({ host: '127.0.0.1', port })),
+        {
+          redisOptions: {
+            username: consumer.user,
+            password: consumer.password,
+            enableReadyCheck: false,
+            maxRetriesPerRequest: 0,
+          },
+        },
+      );
       direct.on('error', () => undefined);
       try {
         let popped: string[] = [];
-        await until('a direct pop of orders', async () => {
-          popped = (await direct.fcall('idpool_pop', 2, k.ids, k.epoch, 3)) as string[];
-          return popped.length === 3;
-        }, 30_000);
+        await until(
+          'a direct pop of orders',
+          async () => {
+            popped = (await direct.fcall('idpool_pop', 2, k.ids, k.epoch, 3)) as string[];
+            return popped.length === 3;
+          },
+          30_000,
+        );
         issued.get('orders')!.add(popped);
         expect(await refusal(() => direct.rpush(k.ids, '1'))).toMatch(NOPERM);
-        expect(await refusal(() => direct.fcall('idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, '1', '1', 1))).toMatch(NOPERM);
+        expect(
+          await refusal(() =>
+            direct.fcall('idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, '1', '1', 1),
+          ),
+        ).toMatch(NOPERM);
         expect(await refusal(() => direct.lpop(entityKeys('payments').ids))).toMatch(NOPERM);
         for (const node of direct.nodes('master')) expect(await refusal(() => node.flushall())).toMatch(NOPERM);
       } finally {

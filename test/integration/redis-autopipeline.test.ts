@@ -34,7 +34,12 @@ process.on('uncaughtException', (err) => { console.log('UNCAUGHT ' + err.message
 
 describeWithServices('Redis connection of the service', { redis: true }, () => {
   it('survives the first refill lock taken in the same tick as another command', () => {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', SCRIPT], { cwd: ROOT, env: { ...process.env, URL: REDIS_URL }, encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', SCRIPT], {
+      cwd: ROOT,
+      env: { ...process.env, URL: REDIS_URL },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(run.stdout.trim(), run.stderr).toBe('LOCKED');
     expect(run.status).toBe(0);
   });

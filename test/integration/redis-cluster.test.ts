@@ -22,7 +22,9 @@ interface Client {
 function drive(instances: Instance[], client: Client, secret: string, stop: { now: boolean }): Promise<void> {
   return (async () => {
     for (let n = 0; !stop.now; n++) {
-      const res = await takeIds(instances[n % instances.length].url, client.key, secret, 1 + (n % 20)).catch((err) => ({ status: 0, body: { error: String(err) } }) as never);
+      const res = await takeIds(instances[n % instances.length].url, client.key, secret, 1 + (n % 20)).catch(
+        (err) => ({ status: 0, body: { error: String(err) } }) as never,
+      );
       if (res.status === 200) {
         for (const text of res.body.ids) {
           const id = BigInt(text);
@@ -32,7 +34,8 @@ function drive(instances: Instance[], client: Client, secret: string, stop: { no
         }
         client.lastOkAt = Date.now();
       } else {
-        if (res.status !== 503 && res.status !== 429) client.unexpected.push(`${res.status} ${JSON.stringify(res.body)}`);
+        if (res.status !== 503 && res.status !== 429)
+          client.unexpected.push(`${res.status} ${JSON.stringify(res.body)}`);
         await sleep(20);
       }
     }
@@ -66,14 +69,20 @@ describeWithServices('Redis Cluster: two idpool instances over 3 masters + 3 rep
   it('live reshard, CLUSTER FAILOVER and kill -9 of a master: no id twice, monotonic per entity, serving again after each', async () => {
     const topo = cluster!;
     const keys = Array.from({ length: 12 }, (_, i) => uniqueKey(`c${i}`));
-    const secrets = await Promise.all(keys.map((key) => register(instances[0].url, { key, step: 100, maxSizePerTimes: 50, maxSizePerSecond: 0 })));
+    const secrets = await Promise.all(
+      keys.map((key) => register(instances[0].url, { key, step: 100, maxSizePerTimes: 50, maxSizePerSecond: 0 })),
+    );
     const clients: Client[] = keys.map((key) => ({ key, ids: [], unexpected: [], lastOkAt: 0 }));
     const stop = { now: false };
     const running = clients.map((c, i) => drive(instances, c, secrets[i], stop));
 
     /** Waits until every client has had ids after `since`, and returns how long that took. */
     const recovered = async (what: string, since: number): Promise<number> => {
-      await until(`every entity served again after ${what}`, async () => clients.every((c) => c.lastOkAt > since), 30_000);
+      await until(
+        `every entity served again after ${what}`,
+        async () => clients.every((c) => c.lastOkAt > since),
+        30_000,
+      );
       const ms = Math.max(...clients.map((c) => c.lastOkAt)) - since;
       process.stdout.write(`cluster ${what}: every entity served again within ${ms} ms\n`);
       return ms;
@@ -89,7 +98,10 @@ describeWithServices('Redis Cluster: two idpool instances over 3 masters + 3 rep
       for (const key of keys.slice(0, 3)) {
         const slot = entitySlot(key);
         const owner = await topo.ownerOf(slot);
-        await topo.migrateSlot(slot, masters.find((m) => m !== owner)!);
+        await topo.migrateSlot(
+          slot,
+          masters.find((m) => m !== owner)!,
+        );
         expect(await topo.ownerOf(slot)).not.toBe(owner);
       }
       await recovered('a live reshard of 3 busy entities', at);
@@ -101,7 +113,11 @@ describeWithServices('Redis Cluster: two idpool instances over 3 masters + 3 rep
       const replica = before.replicasOf.get(victim)![0];
       at = Date.now();
       await topo.client(replica).call('CLUSTER', 'FAILOVER');
-      await until('the replica to be promoted', async () => /role:master/.test(await topo.client(replica).info('replication')), 20_000);
+      await until(
+        'the replica to be promoted',
+        async () => /role:master/.test(await topo.client(replica).info('replication')),
+        20_000,
+      );
       await topo.waitHealthy();
       await recovered('CLUSTER FAILOVER', at);
       await sleep(1000);
@@ -110,7 +126,11 @@ describeWithServices('Redis Cluster: two idpool instances over 3 masters + 3 rep
       const dead = await topo.ownerOf(entitySlot(keys[6]));
       at = Date.now();
       await topo.kill9(dead);
-      await until('a replica to replace the killed master', async () => (await topo.ownerOf(entitySlot(keys[6]))) !== dead, 30_000);
+      await until(
+        'a replica to replace the killed master',
+        async () => (await topo.ownerOf(entitySlot(keys[6]))) !== dead,
+        30_000,
+      );
       await topo.waitHealthy();
       await recovered('kill -9 of a master', at);
       await sleep(500);

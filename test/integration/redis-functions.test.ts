@@ -83,13 +83,23 @@ describeWithServices('Redis functions: rate limit and idempotent answers', { red
     await withinOneSecond(a, 700);
     const outcomes = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => limits[i % 2].admit('sf', 1, 25)));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(25);
-    expect(outcomes.filter((o) => o.status === 'rejected').every((o) => (o as PromiseRejectedResult).reason instanceof RateLimitedError)).toBe(true);
+    expect(
+      outcomes
+        .filter((o) => o.status === 'rejected')
+        .every((o) => (o as PromiseRejectedResult).reason instanceof RateLimitedError),
+    ).toBe(true);
   });
 
   it('idpool_store_answer keeps the first answer and hands it back to a later writer', async () => {
     const redis = await connect();
     const keys = idempotencyKeys('orders', 'k', prefix());
-    const store = (encoded: string) => callFunction<[number, string?]>(redis, 'idpool_store_answer', [keys.answer, keys.index, keys.bytes], [encoded, ANSWER_TTL_MS, 'k', 100, keys.answerPrefix, 120, 1_000_000]);
+    const store = (encoded: string) =>
+      callFunction<[number, string?]>(
+        redis,
+        'idpool_store_answer',
+        [keys.answer, keys.index, keys.bytes],
+        [encoded, ANSWER_TTL_MS, 'k', 100, keys.answerPrefix, 120, 1_000_000],
+      );
     expect(await store(encodeAnswer(2, ['10', '11']))).toEqual([1]);
     const [code, winner] = await store(encodeAnswer(2, ['20', '21']));
     expect(code).toBe(0);
@@ -133,7 +143,10 @@ describeWithServices('Redis functions: rate limit and idempotent answers', { red
   it('keeps at most the cap of answers per entity, the newest, with the index matching the answers, also under concurrent stores', async () => {
     const redis = await connect();
     const p = prefix();
-    const store = new RedisIdempotencyStore(redis, systemClock, p, { ...redisAnswerLimits(64 * 1024 * 1024), answersPerEntity: 5 });
+    const store = new RedisIdempotencyStore(redis, systemClock, p, {
+      ...redisAnswerLimits(64 * 1024 * 1024),
+      answersPerEntity: 5,
+    });
     let next = 0;
     const produce = async () => [String(next++)];
     for (let i = 0; i < 12; i++) {
@@ -142,17 +155,25 @@ describeWithServices('Redis functions: rate limit and idempotent answers', { red
       await new Promise((r) => setTimeout(r, 3));
     }
     const keys = idempotencyKeys('orders', 'k0', p);
-    const answers = async () => (await redis.keys(`${keys.answerPrefix}*`)).map((k) => k.slice(keys.answerPrefix.length)).sort();
+    const answers = async () =>
+      (await redis.keys(`${keys.answerPrefix}*`)).map((k) => k.slice(keys.answerPrefix.length)).sort();
     expect(await answers()).toEqual(['k10', 'k11', 'k7', 'k8', 'k9']);
     const requestKeys = (members: string[]) => members.map((m) => m.slice(0, m.lastIndexOf('\n')));
     expect(requestKeys(await redis.zrange(keys.index, 0, -1)).sort()).toEqual(await answers());
     expect((await store.once('orders', 'k11', 1, produce)).replayed).toBe(true);
 
-    const many = new RedisIdempotencyStore(redis, systemClock, p, { ...redisAnswerLimits(64 * 1024 * 1024), answersPerEntity: 10 });
+    const many = new RedisIdempotencyStore(redis, systemClock, p, {
+      ...redisAnswerLimits(64 * 1024 * 1024),
+      answersPerEntity: 10,
+    });
     await Promise.all(Array.from({ length: 40 }, (_, i) => many.once('busy', `c${i}`, 1, produce)));
     const busy = idempotencyKeys('busy', 'c0', p);
     const stored = await redis.keys(`${busy.answerPrefix}*`);
     expect(stored).toHaveLength(10);
-    expect(requestKeys(await redis.zrange(busy.index, 0, -1)).map((k) => `${busy.answerPrefix}${k}`).sort()).toEqual(stored.sort());
+    expect(
+      requestKeys(await redis.zrange(busy.index, 0, -1))
+        .map((k) => `${busy.answerPrefix}${k}`)
+        .sort(),
+    ).toEqual(stored.sort());
   });
 });

@@ -45,7 +45,13 @@ for (const { persistence, name } of PERSISTENCE) {
       redisServer = await startRedisServer(persistence);
       instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url });
       const key = uniqueKey('orders');
-      const secret = await register(instance.url, { key, step: 100, maxPoolSize: 3000, maxSizePerSecond: 0, maxSizePerTimes: 100 });
+      const secret = await register(instance.url, {
+        key,
+        step: 100,
+        maxPoolSize: 3000,
+        maxSizePerSecond: 0,
+        maxSizePerTimes: 100,
+      });
       const issued: string[] = [];
       await drain(instance, key, secret, 600, issued);
 
@@ -79,7 +85,9 @@ for (const { persistence, name } of PERSISTENCE) {
       if (persistence === 'rdb') expect(stale.length).toBeGreaterThan(0); // the danger is real
       // A trusted consumer's guarded pop refuses the stale pool too. Its keys are spelled out on
       // purpose: this is the literal layout a direct consumer is documented to use (docs/internals.md).
-      await expect(probe.call('FCALL', 'idpool_pop', 2, `idpool:{${key}}:ids`, `idpool:{${key}}:server`, 1)).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
+      await expect(
+        probe.call('FCALL', 'idpool_pop', 2, `idpool:{${key}}:ids`, `idpool:{${key}}:server`, 1),
+      ).rejects.toThrow(/IDPOOL_SERVER_CHANGED/);
       probe.disconnect();
 
       instance.proc.kill('SIGCONT');
@@ -87,7 +95,9 @@ for (const { persistence, name } of PERSISTENCE) {
       expect(issued.length).toBeGreaterThan(500);
       expect(new Set(issued).size).toBe(issued.length);
       expect(instance.output()).toMatch(/pool_discarded|redis_server_changed/);
-      ctx.annotate?.(`${stale.length} already-issued ids were back in the ${persistence} pool after restart; none was served again`);
+      ctx.annotate?.(
+        `${stale.length} already-issued ids were back in the ${persistence} pool after restart; none was served again`,
+      );
     });
   });
 }

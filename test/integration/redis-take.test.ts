@@ -46,10 +46,20 @@ describeWithServices('RedisPoolStore.take on a private redis-server', { redis: t
     await filled('native', 2000);
     await redis.config('RESETSTAT');
     expect(plainTake(await store.take('native', 1000, 0))).toEqual({ kind: 'ok', ids: ids(1, 1000), remaining: 1000 });
-    expect(await commandCalls(redis, 'exec', 'fcall', 'lpop', 'rename')).toEqual({ exec: 1, fcall: 2, lpop: 1, rename: 2 });
+    expect(await commandCalls(redis, 'exec', 'fcall', 'lpop', 'rename')).toEqual({
+      exec: 1,
+      fcall: 2,
+      lpop: 1,
+      rename: 2,
+    });
     await redis.config('RESETSTAT');
     expect(plainTake(await store.take('native', 255, 0))).toEqual({ kind: 'ok', ids: ids(1001, 255), remaining: 745 });
-    expect(await commandCalls(redis, 'exec', 'fcall', 'lpop', 'rename')).toEqual({ exec: 0, fcall: 1, lpop: 1, rename: 0 });
+    expect(await commandCalls(redis, 'exec', 'fcall', 'lpop', 'rename')).toEqual({
+      exec: 0,
+      fcall: 1,
+      lpop: 1,
+      rename: 0,
+    });
     expect(plainTake(await store.take('native', 256, 0))).toEqual({ kind: 'ok', ids: ids(1256, 256), remaining: 489 });
     expect(await commandCalls(redis, 'exec')).toEqual({ exec: 1 });
   });

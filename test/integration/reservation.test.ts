@@ -17,7 +17,11 @@ const FIXTURE = join(__dirname, 'fixtures', 'reserve-loop.ts');
 
 async function reserveFromProcesses(url: string, key: string, processes: number, connections: number, ms: number) {
   const outputs = await Promise.all(
-    Array.from({ length: processes }, () => run(process.execPath, ['--import', 'tsx', FIXTURE, url, key, String(connections), String(ms)], { maxBuffer: 64 << 20 })),
+    Array.from({ length: processes }, () =>
+      run(process.execPath, ['--import', 'tsx', FIXTURE, url, key, String(connections), String(ms)], {
+        maxBuffer: 64 << 20,
+      }),
+    ),
   );
   return outputs
     .flatMap((o) => o.stdout.trim().split('\n'))

@@ -41,10 +41,18 @@ afterAll(async () => {
 
 /** The real clock, set `offsetMs` off (negative: set back), like a host whose time was changed. */
 function shiftedClock(offsetMs: number): Clock {
-  return { now: () => Date.now() + offsetMs, monotonic: () => performance.now(), sleep: (ms) => new Promise((r) => setTimeout(r, ms)) };
+  return {
+    now: () => Date.now() + offsetMs,
+    monotonic: () => performance.now(),
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+  };
 }
 
-async function serve(env: Record<string, string>, clock?: Clock, snowflake?: ServiceOptions['snowflake']): Promise<{ service: Service; url: string }> {
+async function serve(
+  env: Record<string, string>,
+  clock?: Clock,
+  snowflake?: ServiceOptions['snowflake'],
+): Promise<{ service: Service; url: string }> {
   const config = loadConfig({ IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN, ...env });
   const service = await createService(config, { clock, snowflake });
   running.push(service);
@@ -71,7 +79,12 @@ describe.sequential('snowflake entities over HTTP', () => {
       const dbUrl = backend === 'mariadb' ? await serverUrl() : sqliteUrl();
       const { url } = await serve({ IDPOOL_DATABASE_URL: dbUrl, ...RESERVED });
       const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 });
-      const secret = await register(url, { key: 'orders', mode: 'snowflake', maxSizePerTimes: 5000, maxSizePerSecond: 0 });
+      const secret = await register(url, {
+        key: 'orders',
+        mode: 'snowflake',
+        maxSizePerTimes: 5000,
+        maxSizePerSecond: 0,
+      });
       const ids: string[] = [];
       for (let k = 0; k < 10; k++) {
         const res = await takeIds(url, 'orders', secret, 5000);
@@ -94,7 +107,13 @@ describe.sequential('snowflake entities over HTTP', () => {
       const decoded = await call(`${url}/apps/orders/ids/${id}`, { token: secret });
       expect(decoded.status).toBe(200);
       const parts = layout.decompose(id);
-      expect(decoded.body).toMatchObject({ id, worker: mine.workerId, timeBack: parts.timeBack, sequence: parts.sequence, reserved: 1 });
+      expect(decoded.body).toMatchObject({
+        id,
+        worker: mine.workerId,
+        timeBack: parts.timeBack,
+        sequence: parts.sequence,
+        reserved: 1,
+      });
       expect(Date.parse(decoded.body.timestamp)).toBe(layout.toTime(id).getTime());
       expect(Math.abs(Date.parse(decoded.body.timestamp) - Date.now())).toBeLessThan(60_000);
 
@@ -117,9 +136,15 @@ describe.sequential('snowflake entities over HTTP', () => {
       ['12345678901234567890', /decimal integer|above 2\^63/],
       ['9223372036854775808', /above 2\^63/],
       // Made with another reserved value: not from this layout.
-      [otherLayout.compose({ timestamp: now, worker: 1, timeBack: 0, sequence: 0 }).toString(), /reserved bits hold 2, this layout sets 1/],
+      [
+        otherLayout.compose({ timestamp: now, worker: 1, timeBack: 0, sequence: 0 }).toString(),
+        /reserved bits hold 2, this layout sets 1/,
+      ],
       // A timestamp in the future (an id of a coarser layout read as ms, for instance).
-      [layout.compose({ timestamp: now + 86_400_000, worker: 1, timeBack: 0, sequence: 0 }).toString(), /in the future/],
+      [
+        layout.compose({ timestamp: now + 86_400_000, worker: 1, timeBack: 0, sequence: 0 }).toString(),
+        /in the future/,
+      ],
     ];
     for (const [id, message] of cases) {
       const res = await call(`${url}/apps/sf/ids/${encodeURIComponent(id)}`, { token: secret });
@@ -142,16 +167,27 @@ describe.sequential('snowflake entities over HTTP', () => {
   it('out-of-range snowflake configuration stops start-up with one line naming the variable', async () => {
     const dir = tempDir('idpool-sf-cfg-');
     const cases: Array<[Record<string, string>, RegExp]> = [
-      [{ IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '40' }, /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: must be an integer from 41 to 55 for time unit ms, got 40/],
-      [{ IDPOOL_SNOWFLAKE_TIME_UNIT: 'h', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '46' }, /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: .*19 to 45/],
+      [
+        { IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '40' },
+        /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: must be an integer from 41 to 55 for time unit ms, got 40/,
+      ],
+      [
+        { IDPOOL_SNOWFLAKE_TIME_UNIT: 'h', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '46' },
+        /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: .*19 to 45/,
+      ],
       [{ IDPOOL_SNOWFLAKE_EPOCH: '2999-01-01T00:00:00Z' }, /IDPOOL_SNOWFLAKE_EPOCH: is in the future/],
-      [{ IDPOOL_SNOWFLAKE_RESERVED_BITS: '1', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '3' }, /IDPOOL_SNOWFLAKE_RESERVED_VALUE: must be an integer from 0 to 1/],
+      [
+        { IDPOOL_SNOWFLAKE_RESERVED_BITS: '1', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '3' },
+        /IDPOOL_SNOWFLAKE_RESERVED_VALUE: must be an integer from 0 to 1/,
+      ],
       [{ IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '55' }, /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: leaves -3 sequence bits/],
       [{ IDPOOL_WORKER_LEASE_TTL_MS: 'ten' }, /IDPOOL_WORKER_LEASE_TTL_MS: must be an integer/],
       [{ IDPOOL_SNOWFLAKE_WORKER_BITS: '12' }, /IDPOOL_SNOWFLAKE_WORKER_BITS: must be an integer from 3 to 10/],
     ];
     for (const [env, line] of cases) {
-      const err = await startInstance({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'cfg.db')}`, ...env }, 20_000).catch((e: Error) => e);
+      const err = await startInstance({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'cfg.db')}`, ...env }, 20_000).catch(
+        (e: Error) => e,
+      );
       expect(err).toBeInstanceOf(Error);
       const lines = (err as Error).message.split('\n').filter((l) => /^idpool: /.test(l));
       expect(lines, JSON.stringify(env)).toHaveLength(1);
@@ -167,7 +203,9 @@ describe.sequential('snowflake entities over HTTP', () => {
     const secret = await register(first.url, { key: 'sf', mode: 'snowflake' });
     const before: string[] = [];
     for (let k = 0; k < 3; k++) before.push(...(await takeIds(first.url, 'sf', secret, 1000)).body.ids);
-    const lastBefore = SnowflakeLayout.create({}).toTime(before[before.length - 1]).getTime();
+    const lastBefore = SnowflakeLayout.create({})
+      .toTime(before[before.length - 1])
+      .getTime();
     await running.splice(0)[0].stop();
 
     // Same worker id, host clock set back 2.5 s; the skew bound lets it start.
@@ -188,22 +226,30 @@ describe.sequential('snowflake entities over HTTP', () => {
     expect(new Set([...before, ...after]).size).toBe(before.length + after.length);
   });
 
-  it.for(SQL_SERVERS)('library on $name: Snowflake.withLease leases distinct worker ids from the same table and frees them on close', async ({ server }, ctx) => {
-    if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
-    const databaseUrl = await serverUrl(server);
-    const a = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
-    const b = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
-    try {
-      expect(new Set([a.workerId, b.workerId])).toEqual(new Set([1, 2]));
-      await expect(Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 })).rejects.toThrow(/every worker id in 1\.\.2/);
-      const ids = [...Array.from({ length: 10_000 }, () => a.nextId()), ...Array.from({ length: 10_000 }, () => b.nextId())];
-      expect(new Set(ids).size).toBe(ids.length);
-    } finally {
-      await a.close();
-    }
-    const c = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
-    expect(c.workerId).not.toBe(b.workerId);
-    await b.close();
-    await c.close();
-  });
+  it.for(SQL_SERVERS)(
+    'library on $name: Snowflake.withLease leases distinct worker ids from the same table and frees them on close',
+    async ({ server }, ctx) => {
+      if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
+      const databaseUrl = await serverUrl(server);
+      const a = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
+      const b = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
+      try {
+        expect(new Set([a.workerId, b.workerId])).toEqual(new Set([1, 2]));
+        await expect(Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 })).rejects.toThrow(
+          /every worker id in 1\.\.2/,
+        );
+        const ids = [
+          ...Array.from({ length: 10_000 }, () => a.nextId()),
+          ...Array.from({ length: 10_000 }, () => b.nextId()),
+        ];
+        expect(new Set(ids).size).toBe(ids.length);
+      } finally {
+        await a.close();
+      }
+      const c = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
+      expect(c.workerId).not.toBe(b.workerId);
+      await b.close();
+      await c.close();
+    },
+  );
 });

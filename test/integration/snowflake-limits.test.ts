@@ -23,9 +23,18 @@ for (const { needs, create, name } of STORE_SETUPS) {
 
     it('refuses the pool fields with a 400 naming the field, on register and on update', async () => {
       const base = instances[0].url;
-      for (const [field, value] of [['startOffset', '1000'], ['step', 100], ['maxPoolSize', 10_000], ['minSizePercent', 50], ['interval', 500]] as const) {
+      for (const [field, value] of [
+        ['startOffset', '1000'],
+        ['step', 100],
+        ['maxPoolSize', 10_000],
+        ['minSizePercent', 50],
+        ['interval', 500],
+      ] as const) {
         const key = uniqueKey('sf');
-        const res = await call(`${base}/admin/apps`, { token: ADMIN_TOKEN, body: { key, mode: 'snowflake', [field]: value } });
+        const res = await call(`${base}/admin/apps`, {
+          token: ADMIN_TOKEN,
+          body: { key, mode: 'snowflake', [field]: value },
+        });
         expect(res.status, field).toBe(400);
         expect(res.body.error.code).toBe('invalid_request');
         expect(res.body.error.message).toMatch(new RegExp(`^${field}: not used by snowflake entities`));
@@ -36,12 +45,25 @@ for (const { needs, create, name } of STORE_SETUPS) {
       const patch = await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN, method: 'PATCH', body: { step: 5 } });
       expect(patch.status).toBe(400);
       expect(patch.body.error.message).toMatch(/^step: /);
-      expect((await call(`${base}/admin/apps/${key}`, { token: ADMIN_TOKEN, method: 'PATCH', body: { maxSizePerSecond: 200 } })).status).toBe(200);
+      expect(
+        (
+          await call(`${base}/admin/apps/${key}`, {
+            token: ADMIN_TOKEN,
+            method: 'PATCH',
+            body: { maxSizePerSecond: 200 },
+          })
+        ).status,
+      ).toBe(200);
     });
 
     it('enforces maxSizePerSecond: 429 with Retry-After once a second is spent', async () => {
       const key = uniqueKey('sf');
-      const secret = await register(instances[0].url, { key, mode: 'snowflake', maxSizePerTimes: 100, maxSizePerSecond: 100 });
+      const secret = await register(instances[0].url, {
+        key,
+        mode: 'snowflake',
+        maxSizePerTimes: 100,
+        maxSizePerSecond: 100,
+      });
       // 100 ids a second: five requests of 100 within ~a second cannot all pass, whichever instance answers.
       const results = [];
       for (let i = 0; i < 5; i++) results.push(await takeIds(instances[i % instances.length].url, key, secret, 100));

@@ -16,15 +16,25 @@ describe('one stride per database (idpool_meta)', () => {
 
   it('the service records its mapping at first start and another refuses to start, naming both (exit 2, one line)', async () => {
     const url = `sqlite:${join(dir, 'svc.db')}`;
-    const first = await startInstance({ IDPOOL_DATABASE_URL: url, IDPOOL_CLUSTER_COUNT: '2', IDPOOL_CLUSTER_INDEX: '0' });
+    const first = await startInstance({
+      IDPOOL_DATABASE_URL: url,
+      IDPOOL_CLUSTER_COUNT: '2',
+      IDPOOL_CLUSTER_INDEX: '0',
+    });
     await first.stop();
     const other = await runToExit({ IDPOOL_DATABASE_URL: url, IDPOOL_CLUSTER_COUNT: '3', IDPOOL_CLUSTER_INDEX: '1' });
     expect(other.code).toBe(2);
     const lines = other.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/IDPOOL_CLUSTER_COUNT\/IDPOOL_CLUSTER_INDEX: .*cluster count 2 index 0, this process has count 3 index 1/);
+    expect(lines[0]).toMatch(
+      /IDPOOL_CLUSTER_COUNT\/IDPOOL_CLUSTER_INDEX: .*cluster count 2 index 0, this process has count 3 index 1/,
+    );
     // The same mapping starts again.
-    const again = await startInstance({ IDPOOL_DATABASE_URL: url, IDPOOL_CLUSTER_COUNT: '2', IDPOOL_CLUSTER_INDEX: '0' });
+    const again = await startInstance({
+      IDPOOL_DATABASE_URL: url,
+      IDPOOL_CLUSTER_COUNT: '2',
+      IDPOOL_CLUSTER_INDEX: '0',
+    });
     await again.stop();
   }, 60_000);
 
@@ -51,7 +61,9 @@ describe('one stride per database (idpool_meta)', () => {
     try {
       const gen = await createIdGenerator({ databaseUrl: schema.url, migrate: true, clusterCount: 2, clusterIndex: 1 });
       await gen.close();
-      await expect(createIdGenerator({ databaseUrl: schema.url, clusterCount: 2, clusterIndex: 0 })).rejects.toThrow(/count 2 index 1, this process has count 2 index 0/);
+      await expect(createIdGenerator({ databaseUrl: schema.url, clusterCount: 2, clusterIndex: 0 })).rejects.toThrow(
+        /count 2 index 1, this process has count 2 index 0/,
+      );
     } finally {
       await schema.drop();
     }

@@ -31,7 +31,11 @@ afterAll(async () => {
 });
 
 /** Short lease timing so lapses happen within a test: TTL 3 s, stop issuing after 2 s, heartbeat every 1 s. */
-const FAST_LEASE = { IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000', IDPOOL_WORKER_HEARTBEAT_SECONDS: '1' };
+const FAST_LEASE = {
+  IDPOOL_WORKER_LEASE_TTL_MS: '3000',
+  IDPOOL_WORKER_LEASE_MARGIN_MS: '1000',
+  IDPOOL_WORKER_HEARTBEAT_SECONDS: '1',
+};
 
 async function createSchema(server: SqlServer) {
   const s = await createTestSchema(server);
@@ -52,7 +56,11 @@ async function selfWorker(i: Instance): Promise<number | undefined> {
 }
 
 /** One statement through idpool's own Database wrapper, so it reads the same on every SQL server. */
-async function sql<T = any>(url: string, query: string | ((db: Database) => string), params: unknown[] = []): Promise<T[]> {
+async function sql<T = any>(
+  url: string,
+  query: string | ((db: Database) => string),
+  params: unknown[] = [],
+): Promise<T[]> {
   const db = await openDatabase(url, { migrate: false });
   try {
     return await db.query<T>(typeof query === 'function' ? query(db) : query, params);
@@ -129,7 +137,9 @@ for (const { server, name } of SQL_SERVERS) {
       // When one instance stops, the waiting one takes its worker id on a heartbeat.
       const freed = await selfWorker(a);
       expect(await a.stop()).toBe(0);
-      await until('late instance ready', async () => ((await call(`${late.url}/readyz`)).status === 200 ? true : undefined));
+      await until('late instance ready', async () =>
+        (await call(`${late.url}/readyz`)).status === 200 ? true : undefined,
+      );
       expect(await selfWorker(late)).toBe(freed);
       expect((await takeIds(late.url, 'sf', secret, 5)).status).toBe(200);
     });
@@ -146,7 +156,9 @@ for (const { server, name } of SQL_SERVERS) {
       a.proc.kill('SIGSTOP');
       const b = await start(env); // starts without a worker id: A still holds the only one
       expect((await call(`${b.url}/readyz`)).status).toBe(503);
-      await until('B to take worker id 1', async () => ((await call(`${b.url}/readyz`)).status === 200 ? true : undefined));
+      await until('B to take worker id 1', async () =>
+        (await call(`${b.url}/readyz`)).status === 200 ? true : undefined,
+      );
       expect(await selfWorker(b)).toBe(1);
       const idsB: string[] = [];
       for (let k = 0; k < 5; k++) idsB.push(...(await takeWhenReady(b, 'sf', secret, 1000)));
@@ -173,7 +185,12 @@ for (const { server, name } of SQL_SERVERS) {
 
     it('a restart behind the recorded last_timestamp (clock rolled back) issues nothing at or before it', async () => {
       const db = await schema();
-      const env = { IDPOOL_DATABASE_URL: db.url, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1', IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '200' };
+      const env = {
+        IDPOOL_DATABASE_URL: db.url,
+        IDPOOL_WORKER_MIN: '1',
+        IDPOOL_WORKER_MAX: '1',
+        IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '200',
+      };
       const first = await start(env);
       const secret = await register(first.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
       const before = (await takeIds(first.url, 'sf', secret, 1000)).body.ids as string[];
@@ -181,7 +198,10 @@ for (const { server, name } of SQL_SERVERS) {
       // The worker's recorded last timestamp is 10 s ahead of the clock: exactly
       // what a restart sees after the clock was set back 10 s. Free the row so
       // the restart can take it at once.
-      await sql(db.url, (d) => `UPDATE worker SET last_timestamp = ${d.nowMs} + 10000, heartbeat_at = 0 WHERE worker_id = 1`);
+      await sql(
+        db.url,
+        (d) => `UPDATE worker SET last_timestamp = ${d.nowMs} + 10000, heartbeat_at = 0 WHERE worker_id = 1`,
+      );
       const [{ last }] = await sql(db.url, 'SELECT last_timestamp AS last FROM worker WHERE worker_id = 1');
       const recorded = Number(last);
 

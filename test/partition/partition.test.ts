@@ -9,7 +9,14 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { privateMariadbPossible } from '../helpers/mariadb';
 import { Lab, netnsUnavailable, removeLeftoverLabs } from '../helpers/netns';
 import { servicesAvailable } from '../helpers/services';
-import { type Cleanups, RECOVERY_TARGET_MS, REQUEST_BOUND_MS, SCENARIOS, describeResult, runScenario } from './scenarios';
+import {
+  type Cleanups,
+  RECOVERY_TARGET_MS,
+  REQUEST_BOUND_MS,
+  SCENARIOS,
+  describeResult,
+  runScenario,
+} from './scenarios';
 
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 
@@ -40,22 +47,26 @@ describe.concurrent('network partitions: recovery within seconds of the heal, wh
     for (const { cleanups, lab } of leftovers) await tearDown(cleanups, lab);
   });
 
-  it.for(SCENARIOS)('$name: no id twice, no 500, every request within its bound, ids again within 3 s of the heal', { timeout: 300_000 }, async (scenario, ctx) => {
-    if (!available) return ctx.skip();
-    const lab = new Lab();
-    const cleanups: Cleanups = [];
-    leftovers.push({ cleanups, lab });
-    try {
-      const result = await runScenario(scenario, lab, cleanups);
-      process.stdout.write(`${describeResult(result)}\n`);
-      void ctx.annotate?.(describeResult(result));
-      // Concurrent tests assert through their own context's expect.
-      ctx.expect(result.problems).toEqual([]);
-      ctx.expect(result.idsRepeated).toBe(0);
-      ctx.expect(result.slowestRequestMs).toBeLessThanOrEqual(REQUEST_BOUND_MS);
-      ctx.expect(result.recoverySeconds * 1000).toBeLessThanOrEqual(RECOVERY_TARGET_MS);
-    } finally {
-      await tearDown(cleanups, lab);
-    }
-  });
+  it.for(SCENARIOS)(
+    '$name: no id twice, no 500, every request within its bound, ids again within 3 s of the heal',
+    { timeout: 300_000 },
+    async (scenario, ctx) => {
+      if (!available) return ctx.skip();
+      const lab = new Lab();
+      const cleanups: Cleanups = [];
+      leftovers.push({ cleanups, lab });
+      try {
+        const result = await runScenario(scenario, lab, cleanups);
+        process.stdout.write(`${describeResult(result)}\n`);
+        void ctx.annotate?.(describeResult(result));
+        // Concurrent tests assert through their own context's expect.
+        ctx.expect(result.problems).toEqual([]);
+        ctx.expect(result.idsRepeated).toBe(0);
+        ctx.expect(result.slowestRequestMs).toBeLessThanOrEqual(REQUEST_BOUND_MS);
+        ctx.expect(result.recoverySeconds * 1000).toBeLessThanOrEqual(RECOVERY_TARGET_MS);
+      } finally {
+        await tearDown(cleanups, lab);
+      }
+    },
+  );
 });

@@ -28,14 +28,20 @@ describe('a Redis connection that stops answering', () => {
   beforeAll(async () => {
     port = await freePort();
     for (const host of ['127.0.0.2', '127.0.0.3']) {
-      servers.push(spawn('redis-server', ['--port', String(port), '--bind', host, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }));
+      servers.push(
+        spawn('redis-server', ['--port', String(port), '--bind', host, '--save', '', '--appendonly', 'no'], {
+          stdio: 'ignore',
+        }),
+      );
       await answers(host, port);
     }
     // The test's own resolver for one name; everything else as usual.
     (dns as { lookup: unknown }).lookup = (host: string, options: unknown, callback: (...args: unknown[]) => void) => {
       if (host !== NAME) return (lookup as (...args: unknown[]) => void)(host, options, callback);
       const all = typeof options === 'object' && (options as { all?: boolean }).all;
-      process.nextTick(() => (all ? callback(null, [{ address: resolvesTo, family: 4 }]) : callback(null, resolvesTo, 4)));
+      process.nextTick(() =>
+        all ? callback(null, [{ address: resolvesTo, family: 4 }]) : callback(null, resolvesTo, 4),
+      );
     };
   });
 
@@ -51,7 +57,10 @@ describe('a Redis connection that stops answering', () => {
     const runId = async (r: RedisClient) => /run_id:(\w+)/.exec(await (r as Redis).info('server'))![1];
     const direct = ['127.0.0.2', '127.0.0.3'].map((host) => new Redis({ host, port }));
     const [first, second] = await Promise.all(direct.map(runId));
-    const redis = await connectRedis({ kind: 'single', url: `redis://${NAME}:${port}/0` }, { socketTimeoutMs: SOCKET_TIMEOUT_MS });
+    const redis = await connectRedis(
+      { kind: 'single', url: `redis://${NAME}:${port}/0` },
+      { socketTimeoutMs: SOCKET_TIMEOUT_MS },
+    );
     try {
       expect(await runId(redis)).toBe(first);
       // The name moves to the second server; the first stops answering.
@@ -61,7 +70,9 @@ describe('a Redis connection that stops answering', () => {
       await expect(redis.incr('replayed')).rejects.toThrow();
       await until('the connection to move to the second server', async () => (await runId(redis)) === second, 10_000);
       const moved = Date.now() - stopped;
-      process.stdout.write(`redis-reconnect: on the new address ${moved} ms after the first server stopped answering (socket timeout ${SOCKET_TIMEOUT_MS} ms)\n`);
+      process.stdout.write(
+        `redis-reconnect: on the new address ${moved} ms after the first server stopped answering (socket timeout ${SOCKET_TIMEOUT_MS} ms)\n`,
+      );
       // Socket timeout, a reconnect attempt, a command timeout at most in between; generous for a loaded machine.
       expect(moved).toBeLessThan(SOCKET_TIMEOUT_MS + 5000);
       expect(await direct[1].get('replayed')).toBeNull();

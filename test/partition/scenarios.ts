@@ -127,9 +127,25 @@ async function take(url: string, key: string, secret: string): Promise<Take> {
     });
     const text = await res.text();
     const ids = res.status === 200 ? ((JSON.parse(text) as { ids: string[] }).ids ?? []) : [];
-    return { target: url, start, end: Date.now(), status: res.status, retryAfter: res.headers.has('retry-after'), ids, error: res.status === 200 ? undefined : text.slice(0, 200) };
+    return {
+      target: url,
+      start,
+      end: Date.now(),
+      status: res.status,
+      retryAfter: res.headers.has('retry-after'),
+      ids,
+      error: res.status === 200 ? undefined : text.slice(0, 200),
+    };
   } catch (err) {
-    return { target: url, start, end: Date.now(), status: 0, retryAfter: false, ids: [], error: String((err as Error).cause ?? err) };
+    return {
+      target: url,
+      start,
+      end: Date.now(),
+      status: 0,
+      retryAfter: false,
+      ids: [],
+      error: String((err as Error).cause ?? err),
+    };
   }
 }
 
@@ -152,7 +168,8 @@ function summarize(name: string, run: Run): ScenarioResult {
   const { takes } = run.load;
   const problems: string[] = [];
   const notes = [...run.notes];
-  const killed = (t: Take) => run.targets.some((x) => x.url === t.target && x.killedAt !== undefined && t.end >= x.killedAt);
+  const killed = (t: Take) =>
+    run.targets.some((x) => x.url === t.target && x.killedAt !== undefined && t.end >= x.killedAt);
   for (const t of takes) {
     const ms = t.end - t.start;
     if (t.status === 200 || (t.status === 0 && killed(t))) {
@@ -160,16 +177,24 @@ function summarize(name: string, run: Run): ScenarioResult {
     } else if (t.status === 503) {
       if (!t.retryAfter) problems.push(`503 without Retry-After from ${t.target}: ${t.error}`);
     } else problems.push(`${t.status || 'no answer'} from ${t.target} after ${ms} ms: ${t.error}`);
-    if (ms > REQUEST_BOUND_MS && !killed(t)) problems.push(`a request to ${t.target} took ${ms} ms (bound ${REQUEST_BOUND_MS} ms, status ${t.status})`);
+    if (ms > REQUEST_BOUND_MS && !killed(t))
+      problems.push(`a request to ${t.target} took ${ms} ms (bound ${REQUEST_BOUND_MS} ms, status ${t.status})`);
   }
   for (const target of run.targets) {
-    if (target.killedAt === undefined && target.instance.proc.exitCode !== null) problems.push(`instance ${target.url} exited with ${target.instance.proc.exitCode}:\n${target.instance.output().slice(-3000)}`);
+    if (target.killedAt === undefined && target.instance.proc.exitCode !== null)
+      problems.push(
+        `instance ${target.url} exited with ${target.instance.proc.exitCode}:\n${target.instance.output().slice(-3000)}`,
+      );
   }
   if (problems.length) {
     // What the instances logged as errors explains a 500 or a hang.
     for (const target of run.targets) {
-      const errors = target.instance.output().split('\n').filter((l) => /"level":(50|60)/.test(l));
-      if (errors.length) problems.push(`${target.url} logged ${errors.length} errors, the last: ${errors.slice(-3).join('\n')}`);
+      const errors = target.instance
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(50|60)/.test(l));
+      if (errors.length)
+        problems.push(`${target.url} logged ${errors.length} errors, the last: ${errors.slice(-3).join('\n')}`);
     }
   }
   const all = [...run.probeIds, ...takes.flatMap((t) => t.ids)];
@@ -177,7 +202,9 @@ function summarize(name: string, run: Run): ScenarioResult {
   if (repeated) problems.push(`${repeated} ids handed out twice`);
   let recoveryMs = 0;
   for (const target of run.survivors) {
-    const first = takes.filter((t) => t.target === target.url && t.status === 200 && t.end >= run.healAt).reduce((min, t) => Math.min(min, t.end), Infinity);
+    const first = takes
+      .filter((t) => t.target === target.url && t.status === 200 && t.end >= run.healAt)
+      .reduce((min, t) => Math.min(min, t.end), Infinity);
     if (first === Infinity) problems.push(`no id from ${target.url} after the heal`);
     else recoveryMs = Math.max(recoveryMs, first - run.healAt);
   }
@@ -208,7 +235,10 @@ function summarize(name: string, run: Run): ScenarioResult {
 async function wastedIds(databaseUrl: string, redisUrl: string, key: string, handedOut: number): Promise<number> {
   const c = await createConnection({ uri: databaseUrl, connectTimeout: 5000 });
   try {
-    const [rows] = (await c.query('SELECT CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application WHERE entity_key = ?', [key])) as unknown as [Array<{ o: string; s: string }>];
+    const [rows] = (await c.query(
+      'SELECT CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application WHERE entity_key = ?',
+      [key],
+    )) as unknown as [Array<{ o: string; s: string }>];
     const r = new Redis(redisUrl, { connectTimeout: 5000, maxRetriesPerRequest: 1 });
     r.on('error', () => undefined);
     try {
@@ -223,16 +253,23 @@ async function wastedIds(databaseUrl: string, redisUrl: string, key: string, han
 }
 
 /** Registers an entity on `instance` and waits until every target serves it; returns the key, secret and probe ids. */
-async function entityOn(instance: Instance, targets: Target[]): Promise<{ key: string; secret: string; probeIds: string[] }> {
+async function entityOn(
+  instance: Instance,
+  targets: Target[],
+): Promise<{ key: string; secret: string; probeIds: string[] }> {
   const key = `part-${Math.random().toString(36).slice(2, 10)}`;
   const secret = await register(instance.url, { key, ...ENTITY });
   const probeIds: string[] = [];
   for (const target of targets) {
-    await until(`${target.url} to serve ${key}`, async () => {
-      const t = await take(target.url, key, secret);
-      probeIds.push(...t.ids);
-      return t.status === 200;
-    }, 30_000);
+    await until(
+      `${target.url} to serve ${key}`,
+      async () => {
+        const t = await take(target.url, key, secret);
+        probeIds.push(...t.ids);
+        return t.status === 200;
+      },
+      30_000,
+    );
   }
   return { key, secret, probeIds };
 }
@@ -240,7 +277,11 @@ async function entityOn(instance: Instance, targets: Target[]): Promise<{ key: s
 /** Everything a scenario started, torn down in reverse by the caller (also when it failed). */
 export type Cleanups = Array<() => Promise<unknown>>;
 
-async function instance(cleanups: Cleanups, env: Record<string, string>, at?: { netns: string; host: string }): Promise<Target> {
+async function instance(
+  cleanups: Cleanups,
+  env: Record<string, string>,
+  at?: { netns: string; host: string },
+): Promise<Target> {
   const i = await startInstance({ ...QUIET, ...env }, 60_000, at);
   cleanups.push(() => i.kill9());
   return { url: i.url, instance: i };
@@ -276,7 +317,13 @@ async function underLoad(
   secret: string,
   targets: Target[],
   pick: (client: number) => Target,
-  fault: { begin(): Promise<void>; during?(faultAt: number): Promise<void>; heal(): Promise<void>; lastsMs: number; survivors?: () => Target[] },
+  fault: {
+    begin(): Promise<void>;
+    during?(faultAt: number): Promise<void>;
+    heal(): Promise<void>;
+    lastsMs: number;
+    survivors?: () => Target[];
+  },
 ): Promise<{ load: Load; faultAt: number; healAt: number; survivors: Target[] }> {
   const load = new Load(pick, key, secret);
   await sleep(2000);
@@ -289,18 +336,31 @@ async function underLoad(
   const survivors = fault.survivors?.() ?? targets;
   // Every live instance (one started after the heal too) serves again, or the summary reports it.
   const live = () => targets.filter((t) => t.killedAt === undefined);
-  await until('every instance to serve ids after the heal', async () => live().every((s) => load.takes.some((t) => t.target === s.url && t.status === 200 && t.end >= healAt)), 30_000).catch(() => undefined);
+  await until(
+    'every instance to serve ids after the heal',
+    async () => live().every((s) => load.takes.some((t) => t.target === s.url && t.status === 200 && t.end >= healAt)),
+    30_000,
+  ).catch(() => undefined);
   await sleep(2000);
   await load.stop();
   return { load, faultAt, healAt, survivors };
 }
 
 /** Redis link cut (both ends) for `seconds` under load; one instance. */
-async function redisCut(lab: Lab, cleanups: Cleanups, seconds: number, ends: ReadonlyArray<'a' | 'b'> = ['a', 'b']): Promise<Run> {
+async function redisCut(
+  lab: Lab,
+  cleanups: Cleanups,
+  seconds: number,
+  ends: ReadonlyArray<'a' | 'b'> = ['a', 'b'],
+): Promise<Run> {
   const [databaseUrl, redis] = await Promise.all([sharedSchema(cleanups), redisBehindLink(lab)]);
   const a = await instance(cleanups, { IDPOOL_DATABASE_URL: databaseUrl, IDPOOL_REDIS_URL: redis.url });
   const { key, secret, probeIds } = await entityOn(a.instance, [a]);
-  const done = await underLoad(key, secret, [a], () => a, { begin: () => lab.cut(redis.link, ends), heal: () => lab.heal(redis.link), lastsMs: seconds * 1000 });
+  const done = await underLoad(key, secret, [a], () => a, {
+    begin: () => lab.cut(redis.link, ends),
+    heal: () => lab.heal(redis.link),
+    lastsMs: seconds * 1000,
+  });
   return { ...done, targets: [a], probeIds, notes: [], countWasted: (n) => wastedIds(databaseUrl, redis.url, key, n) };
 }
 
@@ -309,7 +369,11 @@ async function databaseCut(lab: Lab, cleanups: Cleanups, seconds: number): Promi
   const [db, redis] = await Promise.all([mariadbBehindLink(lab, cleanups), redisBehindLink(lab)]);
   const a = await instance(cleanups, { IDPOOL_DATABASE_URL: db.url, IDPOOL_REDIS_URL: redis.url });
   const { key, secret, probeIds } = await entityOn(a.instance, [a]);
-  const done = await underLoad(key, secret, [a], () => a, { begin: () => lab.cut(db.link), heal: () => lab.heal(db.link), lastsMs: seconds * 1000 });
+  const done = await underLoad(key, secret, [a], () => a, {
+    begin: () => lab.cut(db.link),
+    heal: () => lab.heal(db.link),
+    lastsMs: seconds * 1000,
+  });
   return { ...done, targets: [a], probeIds, notes: [], countWasted: (n) => wastedIds(db.url, redis.url, key, n) };
 }
 
@@ -318,16 +382,28 @@ async function latency(lab: Lab, cleanups: Cleanups, seconds: number, delayMs: n
   const [databaseUrl, redis] = await Promise.all([sharedSchema(cleanups), redisBehindLink(lab)]);
   const relay: Relay = await startRelay({ host: redis.link.b.addr, port: REDIS_PORT });
   cleanups.push(() => relay.close());
-  const a = await instance(cleanups, { IDPOOL_DATABASE_URL: databaseUrl, IDPOOL_REDIS_URL: `redis://${relay.host}:${relay.port}/0` });
+  const a = await instance(cleanups, {
+    IDPOOL_DATABASE_URL: databaseUrl,
+    IDPOOL_REDIS_URL: `redis://${relay.host}:${relay.port}/0`,
+  });
   const { key, secret, probeIds } = await entityOn(a.instance, [a]);
   const done = await underLoad(key, secret, [a], () => a, {
     begin: async () => relay.setLatency(delayMs, jitterMs),
     heal: async () => relay.setLatency(0, 0),
     lastsMs: seconds * 1000,
   });
-  const during = done.load.takes.filter((t) => t.status === 200 && t.start >= done.faultAt && t.end <= done.healAt).map((t) => t.end - t.start).sort((x, y) => x - y);
+  const during = done.load.takes
+    .filter((t) => t.status === 200 && t.start >= done.faultAt && t.end <= done.healAt)
+    .map((t) => t.end - t.start)
+    .sort((x, y) => x - y);
   const p50 = during[Math.floor(during.length / 2)] ?? 0;
-  return { ...done, targets: [a], probeIds, notes: [`p50 of a take during the latency: ${p50} ms (${during.length} answered)`], countWasted: (n) => wastedIds(databaseUrl, redis.url, key, n) };
+  return {
+    ...done,
+    targets: [a],
+    probeIds,
+    notes: [`p50 of a take during the latency: ${p50} ms (${during.length} answered)`],
+    countWasted: (n) => wastedIds(databaseUrl, redis.url, key, n),
+  };
 }
 
 /** Redis and the database cut at once; one of two instances kill -9'd during the cut, a new one started after the heal. */
@@ -363,8 +439,14 @@ async function bothCutWithKill(lab: Lab, cleanups: Cleanups, seconds: number): P
     survivors: () => [a],
   });
   const listenedAt = done.healAt;
-  const firstOfNew = done.load.takes.filter((t) => t.target === c?.url && t.status === 200).reduce((min, t) => Math.min(min, t.end), Infinity);
-  notes.push(firstOfNew === Infinity ? 'the new instance served NO id' : `the new instance's first id ${((firstOfNew - listenedAt) / 1000).toFixed(1)} s after the heal`);
+  const firstOfNew = done.load.takes
+    .filter((t) => t.target === c?.url && t.status === 200)
+    .reduce((min, t) => Math.min(min, t.end), Infinity);
+  notes.push(
+    firstOfNew === Infinity
+      ? 'the new instance served NO id'
+      : `the new instance's first id ${((firstOfNew - listenedAt) / 1000).toFixed(1)} s after the heal`,
+  );
   return { ...done, targets, probeIds, notes, countWasted: (n) => wastedIds(db.url, redis.url, key, n) };
 }
 
@@ -380,7 +462,11 @@ async function sentinelSplit(lab: Lab, cleanups: Cleanups, seconds: number): Pro
   const databaseUrl = await sharedSchema(cleanups);
   // Each side reaches the shared MariaDB through a relay on its root link.
   const mysql = new URL(MYSQL_URL);
-  const relays = await Promise.all([toLeft, toRight].map((l) => startRelay({ host: mysql.hostname, port: Number(mysql.port || 3306) }, { host: l.a.addr })));
+  const relays = await Promise.all(
+    [toLeft, toRight].map((l) =>
+      startRelay({ host: mysql.hostname, port: Number(mysql.port || 3306) }, { host: l.a.addr }),
+    ),
+  );
   for (const r of relays) cleanups.push(() => r.close());
   const dbUrlVia = (r: Relay) => {
     const u = new URL(databaseUrl);
@@ -391,8 +477,22 @@ async function sentinelSplit(lab: Lab, cleanups: Cleanups, seconds: number): Pro
   const replication = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
   // As test/helpers/sentinel.ts: the master refuses writes it could lose once its replica is gone.
   // Each server also listens on its root link, where this test reaches it (never across the split).
-  await startRedisIn(lab, left, toLeft.b.addr, REDIS_PORT, [...replication, '--min-replicas-to-write', '1', '--min-replicas-max-lag', '5'], [split.a.addr]);
-  await startRedisIn(lab, right, toRight.b.addr, REDIS_PORT, [...replication, '--replicaof', split.a.addr, String(REDIS_PORT)], [split.b.addr]);
+  await startRedisIn(
+    lab,
+    left,
+    toLeft.b.addr,
+    REDIS_PORT,
+    [...replication, '--min-replicas-to-write', '1', '--min-replicas-max-lag', '5'],
+    [split.a.addr],
+  );
+  await startRedisIn(
+    lab,
+    right,
+    toRight.b.addr,
+    REDIS_PORT,
+    [...replication, '--replicaof', split.a.addr, String(REDIS_PORT)],
+    [split.b.addr],
+  );
   const sentinelPorts = [26379, 26380, 26381];
   const dir = mkdtempSync(join(tmpdir(), 'idpool-partition-sentinel-'));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
@@ -417,23 +517,35 @@ async function sentinelSplit(lab: Lab, cleanups: Cleanups, seconds: number): Pro
   const sentinel = new Redis({ host: toRight.b.addr, port: sentinelPorts[0], maxRetriesPerRequest: 1 });
   sentinel.on('error', () => undefined);
   cleanups.push(async () => sentinel.disconnect());
-  await until('the Sentinels to know the replica and each other', async () => {
-    const [info] = (await sentinel.call('SENTINEL', 'MASTERS')) as string[][];
-    const field = (name: string) => Number(info[info.indexOf(name) + 1]);
-    return field('num-slaves') >= 1 && field('num-other-sentinels') >= 2;
-  }, 30_000);
-  const env = { IDPOOL_REDIS_SENTINELS: sentinelPorts.map((p) => `${split.b.addr}:${p}`).join(','), IDPOOL_REDIS_SENTINEL_MASTER: 'mymaster' };
+  await until(
+    'the Sentinels to know the replica and each other',
+    async () => {
+      const [info] = (await sentinel.call('SENTINEL', 'MASTERS')) as string[][];
+      const field = (name: string) => Number(info[info.indexOf(name) + 1]);
+      return field('num-slaves') >= 1 && field('num-other-sentinels') >= 2;
+    },
+    30_000,
+  );
+  const env = {
+    IDPOOL_REDIS_SENTINELS: sentinelPorts.map((p) => `${split.b.addr}:${p}`).join(','),
+    IDPOOL_REDIS_SENTINEL_MASTER: 'mymaster',
+  };
   const [a, b] = await Promise.all([
     instance(cleanups, { ...env, IDPOOL_DATABASE_URL: dbUrlVia(relays[0]) }, { netns: left, host: toLeft.b.addr }),
     instance(cleanups, { ...env, IDPOOL_DATABASE_URL: dbUrlVia(relays[1]) }, { netns: right, host: toRight.b.addr }),
   ]);
   const { key, secret, probeIds } = await entityOn(a.instance, [a, b]);
-  const masterPort = async () => ((await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster')) as string[])[0];
+  const masterPort = async () =>
+    ((await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster')) as string[])[0];
   const notes: string[] = [];
   const done = await underLoad(key, secret, [a, b], (client) => (client % 2 === 0 ? a : b), {
     begin: () => lab.cut(split),
     during: async (faultAt) => {
-      await until('the majority to promote the replica', async () => (await masterPort()) === split.b.addr, seconds * 1000).then(
+      await until(
+        'the majority to promote the replica',
+        async () => (await masterPort()) === split.b.addr,
+        seconds * 1000,
+      ).then(
         () => notes.push(`replica promoted ${((Date.now() - faultAt) / 1000).toFixed(1)} s into the split`),
         () => notes.push('the replica was NOT promoted during the split'),
       );
@@ -441,7 +553,13 @@ async function sentinelSplit(lab: Lab, cleanups: Cleanups, seconds: number): Pro
     heal: () => lab.heal(split),
     lastsMs: seconds * 1000,
   });
-  return { ...done, targets: [a, b], probeIds, notes, countWasted: (n) => wastedIds(databaseUrl, `redis://${toRight.b.addr}:${REDIS_PORT}/0`, key, n) };
+  return {
+    ...done,
+    targets: [a, b],
+    probeIds,
+    notes,
+    countWasted: (n) => wastedIds(databaseUrl, `redis://${toRight.b.addr}:${REDIS_PORT}/0`, key, n),
+  };
 }
 
 /** One scenario: what it is called and how long its fault lasts. */
@@ -455,7 +573,10 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: 'Redis link cut 90 s', run: (lab, c) => redisCut(lab, c, 90) },
   { name: 'Redis link cut 20 s', run: (lab, c) => redisCut(lab, c, 20) },
   { name: 'database link cut 20 s', run: (lab, c) => databaseCut(lab, c, 20) },
-  { name: 'Redis + database cut 20 s, kill -9 of one of two instances, a new one after', run: (lab, c) => bothCutWithKill(lab, c, 20) },
+  {
+    name: 'Redis + database cut 20 s, kill -9 of one of two instances, a new one after',
+    run: (lab, c) => bothCutWithKill(lab, c, 20),
+  },
   { name: 'Redis replies lost (asymmetric) 20 s', run: (lab, c) => redisCut(lab, c, 20, ['a']) },
   { name: 'Sentinel split 20 s (master + A, replica + 3 Sentinels + B)', run: (lab, c) => sentinelSplit(lab, c, 20) },
   { name: 'Redis latency 300 ± 100 ms each way 15 s', run: (lab, c) => latency(lab, c, 15, 300, 100) },

@@ -13,7 +13,10 @@ import { SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema } from '
 import { describeWithServices } from '../support/services';
 
 /** The client-side bound of each dialect (PostgreSQL: query_timeout, a second over statement_timeout). */
-const CLIENT_BOUND_MS: Record<SqlServer, number> = { mysql: SQL_STATEMENT_TIMEOUT_MS, postgres: POSTGRES_STATEMENT_TIMEOUT_MS + 1000 };
+const CLIENT_BOUND_MS: Record<SqlServer, number> = {
+  mysql: SQL_STATEMENT_TIMEOUT_MS,
+  postgres: POSTGRES_STATEMENT_TIMEOUT_MS + 1000,
+};
 
 for (const { server, name } of SQL_SERVERS) {
   describeWithServices(`${name}: a statement timed out on a cut link drops its connection`, { [server]: true }, () => {

@@ -9,6 +9,13 @@ import { type EntityConfig, type RegisterInput, withDefaults } from '../../src/e
  * recomputed from an overridden `step`).
  */
 export function entityConfig(overrides: Partial<EntityConfig> = {}): EntityConfig {
-  const input: RegisterInput = { key: overrides.key ?? 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 };
+  const input: RegisterInput = {
+    key: overrides.key ?? 'orders',
+    mode: 'monotonic',
+    step: 100,
+    maxPoolSize: 1000,
+    maxSizePerSecond: 0,
+    maxSizePerTimes: 500,
+  };
   return { ...withDefaults(input), secretHash: '', createTime: 0, updateTime: 0, ...overrides };
 }

@@ -35,7 +35,8 @@ export async function waitFor<T>(condition: () => T | Promise<T>, options: WaitO
       lastError = err;
     }
     if (Date.now() >= deadline) {
-      const cause = lastError === undefined ? '' : ` (last error: ${(lastError as Error)?.message ?? String(lastError)})`;
+      const cause =
+        lastError === undefined ? '' : ` (last error: ${(lastError as Error)?.message ?? String(lastError)})`;
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${cause}`);
     }
     await sleep(intervalMs);

@@ -18,14 +18,26 @@ function setup(dedupeMs = 60_000) {
   const clock = new FakeClock({ sleep: 'advance' });
   const { log, lines } = recordingLog();
   const sent: AlarmWebhookPayload[] = [];
-  const alarms = new Alarms({ clock, log, dedupeMs, instance: 'test:1', sink: { send: async (p) => void sent.push(p) } });
+  const alarms = new Alarms({
+    clock,
+    log,
+    dedupeMs,
+    instance: 'test:1',
+    sink: { send: async (p) => void sent.push(p) },
+  });
   return { clock, lines, sent, alarms };
 }
 
 describe('Alarms', () => {
   it('logs a condition once when it turns on and once when it turns off', async () => {
     const { alarms, lines, sent } = setup();
-    const low = { name: 'pool_low', severity: 'warning', entityKey: 'orders', message: 'pool low', details: { size: 1 } } as const;
+    const low = {
+      name: 'pool_low',
+      severity: 'warning',
+      entityKey: 'orders',
+      message: 'pool low',
+      details: { size: 1 },
+    } as const;
     alarms.set(low);
     alarms.set(low);
     alarms.set(low);
@@ -37,7 +49,13 @@ describe('Alarms', () => {
     ]);
     expect(lines[0].obj).toMatchObject({ alarm: 'pool_low', entityKey: 'orders', severity: 'warning', size: 1 });
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ alarm: 'pool_low', status: 'firing', entityKey: 'orders', instance: 'test:1', service: 'idpool' });
+    expect(sent[0]).toMatchObject({
+      alarm: 'pool_low',
+      status: 'firing',
+      entityKey: 'orders',
+      instance: 'test:1',
+      service: 'idpool',
+    });
     expect(alarms.recent().map((r) => r.status)).toEqual(['resolved', 'firing']);
   });
 

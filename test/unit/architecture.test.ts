@@ -45,7 +45,11 @@ function entryOf(path: string): string | undefined {
   const [first, ...rest] = rel.split('/');
   if (rest.length > 0) return first;
   // `./service` names a folder (its index.ts), `./limits` a file.
-  return statSync(join(SRC, first), { throwIfNoEntry: false })?.isDirectory() ? first : first.endsWith('.ts') ? first : `${first}.ts`;
+  return statSync(join(SRC, first), { throwIfNoEntry: false })?.isDirectory()
+    ? first
+    : first.endsWith('.ts')
+      ? first
+      : `${first}.ts`;
 }
 
 /** Every import between two entries of src/: from → to → one file that does it. */
@@ -89,7 +93,11 @@ describe('ARCHITECTURE.md folder claims hold for src/', () => {
   it('a line that says "standalone" imports nothing of src/', () => {
     const standalone = map.filter((line) => /\bstandalone\b/.test(line.says)).flatMap((line) => line.entries);
     expect(standalone.length).toBeGreaterThan(0);
-    expect(standalone.flatMap((entry) => [...(graph.get(entry)?.entries() ?? [])].map(([to, file]) => `${entry} -> ${to} (${file})`))).toEqual([]);
+    expect(
+      standalone.flatMap((entry) =>
+        [...(graph.get(entry)?.entries() ?? [])].map(([to, file]) => `${entry} -> ${to} (${file})`),
+      ),
+    ).toEqual([]);
   });
 
   it('has no import cycle between folders', () => {

@@ -40,7 +40,8 @@ describe('AuthFailureLimiter', () => {
 
   it('service tokens: past the limit, refused with 429 without being compared', async () => {
     const limiter = new AuthFailureLimiter({ monotonic: () => 0 });
-    for (let i = 0; i < 30; i++) await expect(limiter.guardToken('10.0.0.1', wrong)).rejects.toBeInstanceOf(UnauthorizedError);
+    for (let i = 0; i < 30; i++)
+      await expect(limiter.guardToken('10.0.0.1', wrong)).rejects.toBeInstanceOf(UnauthorizedError);
     let compared = false;
     const right = () => {
       compared = true;
@@ -55,7 +56,8 @@ describe('AuthFailureLimiter', () => {
 
   it('entity secrets: still compared, so a valid one passes from a blocked address', async () => {
     const limiter = new AuthFailureLimiter({ monotonic: () => 0 });
-    for (let i = 0; i < 30; i++) await expect(limiter.guardSecret('10.0.0.1', wrong)).rejects.toBeInstanceOf(UnauthorizedError);
+    for (let i = 0; i < 30; i++)
+      await expect(limiter.guardSecret('10.0.0.1', wrong)).rejects.toBeInstanceOf(UnauthorizedError);
     await expect(limiter.guardSecret('10.0.0.1', wrong)).rejects.toBeInstanceOf(RateLimitedError);
     expect(await limiter.guardSecret('10.0.0.1', () => 'entity')).toBe('entity');
   });

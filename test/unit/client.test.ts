@@ -36,7 +36,9 @@ function fakeFetch(script: Record<string, Reply[]> = {}) {
   let nextId = 1000n;
   const fn = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = String(input);
-    const headers = Object.fromEntries(Object.entries((init?.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
+    const headers = Object.fromEntries(
+      Object.entries((init?.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
+    );
     const body = init?.body ? JSON.parse(String(init.body)) : undefined;
     seen.push({ url, method: init?.method ?? 'GET', headers, body });
     const base = Object.keys(script).find((b) => url.startsWith(b));
@@ -59,7 +61,8 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 }
 
-const refused = () => new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+const refused = () =>
+  new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
 
 function client(fetchFn: typeof fetch, clock: FakeClock, extra: Partial<IdpoolClientOptions> = {}) {
   return new IdpoolClient({
@@ -89,7 +92,10 @@ describe('IdpoolClient failover', () => {
   });
 
   it('moves on after a 5xx and after a timeout', async () => {
-    const f = fakeFetch({ [A]: [json(500, { error: { code: 'internal', message: 'internal error' } }), 'hang'], [B]: [refused()] });
+    const f = fakeFetch({
+      [A]: [json(500, { error: { code: 'internal', message: 'internal error' } }), 'hang'],
+      [B]: [refused()],
+    });
     const clock = new FakeClock({ sleep: 'advance' });
     const c = client(f.fn, clock, { timeoutMs: 30, downForMs: 0 });
     // A: 500 → B: refused → A: hangs until the 30 ms timeout → B: answers.
@@ -98,7 +104,9 @@ describe('IdpoolClient failover', () => {
   });
 
   it('honours Retry-After before asking the same endpoint again', async () => {
-    const f = fakeFetch({ [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '2' })] });
+    const f = fakeFetch({
+      [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '2' })],
+    });
     const clock = new FakeClock({ sleep: 'advance' });
     const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock });
     const t0 = clock.now();
@@ -121,7 +129,13 @@ describe('IdpoolClient failover', () => {
   it('backs off from an endpoint that keeps failing: downForMs, doubling', async () => {
     const f = fakeFetch({ [A]: [refused(), refused(), json(500, { error: { code: 'internal', message: 'bug' } })] });
     const clock = new FakeClock({ sleep: 'advance' });
-    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock, downForMs: 100 });
+    const c = new IdpoolClient({
+      endpoints: A,
+      entities: { orders: { secret: 's' } },
+      fetch: f.fn,
+      clock,
+      downForMs: 100,
+    });
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
     expect(clock.sleeps).toEqual([100, 200, 400]);
     // A success resets the back-off.
@@ -143,9 +157,17 @@ describe('IdpoolClient failover', () => {
   });
 
   it('does not wait for a Retry-After that ends after the deadline', async () => {
-    const f = fakeFetch({ [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })] });
+    const f = fakeFetch({
+      [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })],
+    });
     const clock = new FakeClock({ sleep: 'advance' });
-    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock, deadlineMs: 5000 });
+    const c = new IdpoolClient({
+      endpoints: A,
+      entities: { orders: { secret: 's' } },
+      fetch: f.fn,
+      clock,
+      deadlineMs: 5000,
+    });
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
     expect(err.lastError).toBeInstanceOf(IdpoolHttpError);
@@ -156,7 +178,15 @@ describe('IdpoolClient failover', () => {
 
   it('records a timeout as IdpoolTimeoutError', async () => {
     const f = fakeFetch({ [A]: ['hang', 'hang'] });
-    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock: new FakeClock({ sleep: 'advance' }), timeoutMs: 20, maxAttempts: 2, downForMs: 0 });
+    const c = new IdpoolClient({
+      endpoints: A,
+      entities: { orders: { secret: 's' } },
+      fetch: f.fn,
+      clock: new FakeClock({ sleep: 'advance' }),
+      timeoutMs: 20,
+      maxAttempts: 2,
+      downForMs: 0,
+    });
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
     expect(err.attempts.map((a: Error) => a.constructor)).toEqual([IdpoolTimeoutError, IdpoolTimeoutError]);
@@ -180,7 +210,9 @@ describe('IdpoolClient 4xx', () => {
   });
 
   it('never retries 429 but reports its Retry-After', async () => {
-    const f = fakeFetch({ [A]: [json(429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': '3' })] });
+    const f = fakeFetch({
+      [A]: [json(429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': '3' })],
+    });
     const clock = new FakeClock({ sleep: 'advance' });
     const c = client(f.fn, clock);
     const err = await c.take('orders', 1).catch((e) => e);
@@ -240,8 +272,15 @@ describe('IdpoolClient buffer', () => {
 
   it('reports a failed background prefetch and lets the next take ask again', async () => {
     const errors: unknown[] = [];
-    const f = fakeFetch({ [A]: [json(200, { ids: Array.from({ length: 10 }, (_, i) => String(i + 1)) }), json(400, { error: { code: 'invalid_request', message: 'count too large' } })] });
-    const c = client(f.fn, new FakeClock({ sleep: 'advance' }), { onPrefetchError: (err, key) => errors.push([key, err]) });
+    const f = fakeFetch({
+      [A]: [
+        json(200, { ids: Array.from({ length: 10 }, (_, i) => String(i + 1)) }),
+        json(400, { error: { code: 'invalid_request', message: 'count too large' } }),
+      ],
+    });
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }), {
+      onPrefetchError: (err, key) => errors.push([key, err]),
+    });
     await c.take('trendy', 6);
     await new Promise((r) => setImmediate(r));
     expect(errors).toHaveLength(1);
@@ -264,10 +303,14 @@ describe('IdpoolClient buffer', () => {
 
   it('refuses a buffer for monotonic and snowflake entities', () => {
     for (const mode of ['monotonic', 'snowflake'] as const) {
-      expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', mode, buffer: { size: 10 } } } })).toThrow(/only trend entities may be buffered/);
+      expect(
+        () => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', mode, buffer: { size: 10 } } } }),
+      ).toThrow(/only trend entities may be buffered/);
     }
     // No mode given means monotonic: also refused.
-    expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', buffer: { size: 10 } } } })).toThrow(/is monotonic/);
+    expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', buffer: { size: 10 } } } })).toThrow(
+      /is monotonic/,
+    );
   });
 });
 
@@ -278,7 +321,13 @@ describe('IdpoolClient options and helpers', () => {
     expect(() => new IdpoolClient({ endpoints: A, entities: { 'bad key': { secret: 's' } } })).toThrow(/entity key/);
     expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: '' } } })).toThrow(/secret/);
     expect(() => new IdpoolClient({ endpoints: A, entities: {}, timeoutMs: 0 })).toThrow(/timeoutMs/);
-    expect(() => new IdpoolClient({ endpoints: A, entities: { e: { secret: 's', mode: 'trend', buffer: { size: 5, batch: 6 } } } })).toThrow(/batch/);
+    expect(
+      () =>
+        new IdpoolClient({
+          endpoints: A,
+          entities: { e: { secret: 's', mode: 'trend', buffer: { size: 5, batch: 6 } } },
+        }),
+    ).toThrow(/batch/);
   });
 
   it('rejects unknown entities, bad counts and use after close', async () => {

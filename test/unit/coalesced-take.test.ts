@@ -22,7 +22,20 @@ class CountingStore extends MemoryPoolStore {
 }
 
 function entity(overrides: Partial<EntityConfig> = {}): EntityConfig {
-  return { ...withDefaults({ key: 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 500 }), secretHash: '', createTime: 0, updateTime: 0, ...overrides };
+  return {
+    ...withDefaults({
+      key: 'orders',
+      mode: 'monotonic',
+      step: 100,
+      maxPoolSize: 1000,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 500,
+    }),
+    secretHash: '',
+    createTime: 0,
+    updateTime: 0,
+    ...overrides,
+  };
 }
 
 async function setup(config: EntityConfig) {
@@ -30,14 +43,32 @@ async function setup(config: EntityConfig) {
   const store = new CountingStore(clock);
   const allocator = new FakeSegmentAllocator();
   const entities = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
-  const refiller = new Refiller({ entities, allocator, store, lock: new MemoryRefillLock(), stride: new IdStride(), clock, log: silentLogger, intervalMs: 100, demand: new Demand({ clock, horizonSeconds: 60 }) });
+  const refiller = new Refiller({
+    entities,
+    allocator,
+    store,
+    lock: new MemoryRefillLock(),
+    stride: new IdStride(),
+    clock,
+    log: silentLogger,
+    intervalMs: 100,
+    demand: new Demand({ clock, horizonSeconds: 60 }),
+  });
   const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100, coalesce: true });
   await refiller.refill(config.key); // one floor: 500 ids, 0..499
   return { clock, store, refiller, dispatcher };
 }
 
 /** Settles every promise: ids, or the error's class name. */
-const outcomes = (ps: Array<Promise<TakenIds>>) => Promise.all(ps.map((p) => p.then((ids) => ids.toArray().map(Number), (err: Error) => err.constructor.name)));
+const outcomes = (ps: Array<Promise<TakenIds>>) =>
+  Promise.all(
+    ps.map((p) =>
+      p.then(
+        (ids) => ids.toArray().map(Number),
+        (err: Error) => err.constructor.name,
+      ),
+    ),
+  );
 
 describe('coalesced takes', () => {
   it('takes of one turn share one store call; ids go out in arrival order, each request gets its own count', async () => {
@@ -70,7 +101,11 @@ describe('coalesced takes', () => {
     const { store, dispatcher } = await setup(config);
     await dispatcher.take(config, 490); // 10 left: 490..499
     store.takes.length = 0;
-    const answers = await outcomes([dispatcher.take(config, 4), dispatcher.take(config, 4), dispatcher.take(config, 4)]);
+    const answers = await outcomes([
+      dispatcher.take(config, 4),
+      dispatcher.take(config, 4),
+      dispatcher.take(config, 4),
+    ]);
     // The sum (12) did not fit; the first two did, one after another; the third found 2 and waited for a refill (one floor, 500..999).
     expect(store.takes.slice(0, 4)).toEqual([12, 4, 4, 4]);
     expect(answers).toEqual([
@@ -112,7 +147,14 @@ describe('coalesced takes', () => {
     const clock = new FakeClock({ sleep: 'advance' });
     const store = new CountingStore(clock);
     await store.push('orders', ['1', '2', '3'], 1n, 3n);
-    const refiller = { touch: () => undefined, markLow: () => undefined, markReset: () => undefined, refill: async () => undefined, lastFailure: () => undefined, lowWatermark: () => 0 };
+    const refiller = {
+      touch: () => undefined,
+      markLow: () => undefined,
+      markReset: () => undefined,
+      refill: async () => undefined,
+      lastFailure: () => undefined,
+      lowWatermark: () => 0,
+    };
     const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger });
     expect(await outcomes([dispatcher.take(config, 1), dispatcher.take(config, 2)])).toEqual([[1], [2, 3]]);
     expect(store.takes).toEqual([1, 2]);

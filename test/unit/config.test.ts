@@ -65,16 +65,28 @@ describe('config: every IDPOOL_* variable in one module', () => {
   it('IDPOOL_REQUEST_LOG: errors by default, all / errors / off in any case, and 1/true, 0/false as all and off', () => {
     expect(loadConfig({}).ops).toMatchObject({ requestLog: 'errors', requestLogSlowMs: 250 });
     const mode = (v: string) => loadConfig({ IDPOOL_REQUEST_LOG: v }).ops.requestLog;
-    expect(['all', 'ERRORS', 'Off', '1', 'true', '0', 'false'].map(mode)).toEqual(['all', 'errors', 'off', 'all', 'all', 'off', 'off']);
+    expect(['all', 'ERRORS', 'Off', '1', 'true', '0', 'false'].map(mode)).toEqual([
+      'all',
+      'errors',
+      'off',
+      'all',
+      'all',
+      'off',
+      'off',
+    ]);
     expect(loadConfig({ IDPOOL_REQUEST_LOG_SLOW_MS: '40' }).ops.requestLogSlowMs).toBe(40);
-    expect(errorOf({ IDPOOL_REQUEST_LOG: 'loud' }).message).toBe('IDPOOL_REQUEST_LOG: must be all, errors or off, got "loud"');
+    expect(errorOf({ IDPOOL_REQUEST_LOG: 'loud' }).message).toBe(
+      'IDPOOL_REQUEST_LOG: must be all, errors or off, got "loud"',
+    );
   });
 
   it('ranges that depend on another variable use its value', () => {
     expect(errorOf({ IDPOOL_CLUSTER_COUNT: '4', IDPOOL_CLUSTER_INDEX: '4' }).message).toContain('from 0 to 3');
     expect(errorOf({ IDPOOL_SNOWFLAKE_WORKER_BITS: '3', IDPOOL_WORKER_ID: '8' }).message).toContain('from 0 to 7');
     expect(errorOf({ IDPOOL_WORKER_MIN: '5', IDPOOL_WORKER_MAX: '4' }).variable).toBe('IDPOOL_WORKER_MAX');
-    expect(loadConfig({ IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000' }).lease.heartbeatSeconds).toBe(1);
+    expect(
+      loadConfig({ IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000' }).lease.heartbeatSeconds,
+    ).toBe(1);
   });
 
   it('the webhook URL, which may carry a token, is never echoed', () => {
@@ -85,16 +97,24 @@ describe('config: every IDPOOL_* variable in one module', () => {
     const generated = loadConfig({}).adminToken;
     expect(generated.length).toBeGreaterThanOrEqual(DEFAULTS.adminTokenMinLength);
     expect(loadConfig({ IDPOOL_ADMIN_TOKEN: generated }).adminToken).toBe(generated);
-    expect(errorOf({ IDPOOL_ADMIN_TOKEN: 'x'.repeat(31) }).message).toBe('IDPOOL_ADMIN_TOKEN: must be at least 32 printable characters without spaces (openssl rand -hex 24 makes one)');
+    expect(errorOf({ IDPOOL_ADMIN_TOKEN: 'x'.repeat(31) }).message).toBe(
+      'IDPOOL_ADMIN_TOKEN: must be at least 32 printable characters without spaces (openssl rand -hex 24 makes one)',
+    );
     expect(errorOf({ IDPOOL_ADMIN_TOKEN: `${'x'.repeat(20)} ${'y'.repeat(20)}` }).variable).toBe('IDPOOL_ADMIN_TOKEN');
-    expect(errorOf({ IDPOOL_ADMIN_TOKEN: 'a'.repeat(32), IDPOOL_OPS_TOKEN: 'a'.repeat(32) }).variable).toBe('IDPOOL_OPS_TOKEN');
-    expect(loadConfig({ IDPOOL_ADMIN_TOKEN: 'a'.repeat(32), IDPOOL_OPS_TOKEN: 'o'.repeat(32) }).opsToken).toBe('o'.repeat(32));
+    expect(errorOf({ IDPOOL_ADMIN_TOKEN: 'a'.repeat(32), IDPOOL_OPS_TOKEN: 'a'.repeat(32) }).variable).toBe(
+      'IDPOOL_OPS_TOKEN',
+    );
+    expect(loadConfig({ IDPOOL_ADMIN_TOKEN: 'a'.repeat(32), IDPOOL_OPS_TOKEN: 'o'.repeat(32) }).opsToken).toBe(
+      'o'.repeat(32),
+    );
   });
 
   it('HTTP limits: seconds by default, the request timeout never below the headers timeout', () => {
     expect(loadConfig({}).http).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxConnections: 2000 });
     expect(loadConfig({ IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '45000' }).http.requestTimeoutMs).toBe(45_000);
-    expect(errorOf({ IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '5000', IDPOOL_HTTP_REQUEST_TIMEOUT_MS: '4000' }).variable).toBe('IDPOOL_HTTP_REQUEST_TIMEOUT_MS');
+    expect(errorOf({ IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '5000', IDPOOL_HTTP_REQUEST_TIMEOUT_MS: '4000' }).variable).toBe(
+      'IDPOOL_HTTP_REQUEST_TIMEOUT_MS',
+    );
   });
 
   it.each([

@@ -8,7 +8,11 @@ const README_MAX_LINES = 300;
 /** README.md, ARCHITECTURE.md and every docs/*.md, as absolute paths. */
 function docFiles(): string[] {
   const docs = join(ROOT, 'docs');
-  const pages = existsSync(docs) ? readdirSync(docs).filter((f) => f.endsWith('.md')).map((f) => join(docs, f)) : [];
+  const pages = existsSync(docs)
+    ? readdirSync(docs)
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => join(docs, f))
+    : [];
   return [join(ROOT, 'README.md'), join(ROOT, 'ARCHITECTURE.md'), ...pages];
 }
 
@@ -71,7 +75,8 @@ function configVariables(): string[] {
   const dir = join(ROOT, 'src/config');
   const names = new Set<string>();
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
-    for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/['"`](IDPOOL_[A-Z0-9_]*[A-Z0-9])['"`]/g)) names.add(m[1]);
+    for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/['"`](IDPOOL_[A-Z0-9_]*[A-Z0-9])['"`]/g))
+      names.add(m[1]);
   }
   return [...names].sort();
 }
@@ -91,16 +96,22 @@ describe('docs: links, README length, configuration table', () => {
   it('finds a broken file link and a broken anchor, and accepts good ones', () => {
     const pages: Record<string, string> = { '/r/a.md': '# Title\n## Some `code` heading!\n## Title\n', '/r/b.md': '' };
     const read = (p: string) => pages[p];
-    const page = '[ok](a.md#some-code-heading) [dup](a.md#title-1) [self](#x) [web](https://example.com)\n```\n[in code](nowhere.md)\n```\n# x\n';
+    const page =
+      '[ok](a.md#some-code-heading) [dup](a.md#title-1) [self](#x) [web](https://example.com)\n```\n[in code](nowhere.md)\n```\n# x\n';
     expect(brokenLinks('/r/b.md', page, read)).toEqual([]);
-    expect(brokenLinks('/r/b.md', '[f](c.md) [a](a.md#nope)', read)).toEqual(['c.md (no such file)', 'a.md#nope (no heading with that anchor)']);
+    expect(brokenLinks('/r/b.md', '[f](c.md) [a](a.md#nope)', read)).toEqual([
+      'c.md (no such file)',
+      'a.md#nope (no heading with that anchor)',
+    ]);
     expect(slug('Why no id repeats: the pool epoch')).toBe('why-no-id-repeats-the-pool-epoch');
   });
 
   it('every relative link and anchor in README.md, ARCHITECTURE.md and docs/*.md resolves', () => {
     const files = docFiles();
     expect(files.length).toBeGreaterThan(2);
-    const broken = files.flatMap((file) => brokenLinks(file, readFileSync(file, 'utf8'), readIfExists).map((b) => `${relative(ROOT, file)}: ${b}`));
+    const broken = files.flatMap((file) =>
+      brokenLinks(file, readFileSync(file, 'utf8'), readIfExists).map((b) => `${relative(ROOT, file)}: ${b}`),
+    );
     expect(broken).toEqual([]);
   });
 

@@ -44,8 +44,25 @@ describe('refiller: a pool discarded after a Redis server change', () => {
     const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] };
     const discarded: string[] = [];
     const changes: string[] = [];
-    const events = { refilled: () => undefined, fenceRefused: () => undefined, poolDiscarded: (key: string) => void discarded.push(key), epochChanged: (_from: string, to: string) => void changes.push(to) };
-    const refiller = new Refiller({ entities, allocator: new FakeSegmentAllocator(), demand: new Demand({ clock, horizonSeconds: 60 }), store, lock, stride: new IdStride(), clock, log: silentLogger, intervalMs: 100, sweepMs: 1000, events });
+    const events = {
+      refilled: () => undefined,
+      fenceRefused: () => undefined,
+      poolDiscarded: (key: string) => void discarded.push(key),
+      epochChanged: (_from: string, to: string) => void changes.push(to),
+    };
+    const refiller = new Refiller({
+      entities,
+      allocator: new FakeSegmentAllocator(),
+      demand: new Demand({ clock, horizonSeconds: 60 }),
+      store,
+      lock,
+      stride: new IdStride(),
+      clock,
+      log: silentLogger,
+      intervalMs: 100,
+      sweepMs: 1000,
+      events,
+    });
     const run = async (ms: number) => {
       for (let t = 0; t < ms; t += 50) {
         clock.advance(50);

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { INT63_LIMIT, JS_SAFE_LIMIT, type PoolSample, Ring, forecastEntity, ratesOf, secondsUntilDry, secondsUntilPass } from '../../src/ops/forecast';
+import {
+  INT63_LIMIT,
+  JS_SAFE_LIMIT,
+  type PoolSample,
+  Ring,
+  forecastEntity,
+  ratesOf,
+  secondsUntilDry,
+  secondsUntilPass,
+} from '../../src/ops/forecast';
 import { mountedPath } from '../../src/ops/request-log';
 
 const sample = (at: number, size: number, offset: bigint): PoolSample => ({ at, size, offset });
@@ -21,7 +30,10 @@ describe('ratesOf', () => {
 
   it('never reports less than this instance alone served (a refill mid-push hides takes from the estimate)', () => {
     // First sample caught a 20000-number refill half pushed; 500 were taken since.
-    const samples = [{ at: 0, size: 10_000, offset: 20_000n, served: 0 }, { at: 1000, size: 19_500, offset: 20_000n, served: 500 }];
+    const samples = [
+      { at: 0, size: 10_000, offset: 20_000n, served: 0 },
+      { at: 1000, size: 19_500, offset: 20_000n, served: 500 },
+    ];
     expect(ratesOf(samples, 60_000).takePerSecond).toBe(500);
   });
 

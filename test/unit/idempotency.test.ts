@@ -57,11 +57,27 @@ function fakeRedis(clock: Clock) {
       return out.flatMap(([m, sc]) => [m, String(sc)]);
     },
     /** `idpool_store_answer` (store_answer-3.lua) over the same maps, on the fake clock; the real one is tested in test/integration/redis-functions.test.ts. */
-    async fcall(name: string, _keys: number, answerKey: string, indexKey: string, bytesKey: string, encoded: string, ttl: number, requestKey: string, cap: number, answerPrefix: string, bytes: number, bytesCap: number) {
+    async fcall(
+      name: string,
+      _keys: number,
+      answerKey: string,
+      indexKey: string,
+      bytesKey: string,
+      encoded: string,
+      ttl: number,
+      requestKey: string,
+      cap: number,
+      answerPrefix: string,
+      bytes: number,
+      bytesCap: number,
+    ) {
       if (name !== 'idpool_store_answer') throw new Error(`no function ${name} in the fake`);
       if ((await this.set(answerKey, encoded, 'PX', ttl, 'NX')) !== 'OK') return [0, await this.get(answerKey)];
       const now = clock.now();
-      const member = (m: string) => ({ requestKey: m.slice(0, m.lastIndexOf('\n')), bytes: Number(m.slice(m.lastIndexOf('\n') + 1)) });
+      const member = (m: string) => ({
+        requestKey: m.slice(0, m.lastIndexOf('\n')),
+        bytes: Number(m.slice(m.lastIndexOf('\n') + 1)),
+      });
       await this.zadd(indexKey, now, `${requestKey}\n${bytes}`);
       let held = await this.incrby(bytesKey, bytes);
       for (const [m, score] of [...this.zset(indexKey)]) {
@@ -208,7 +224,8 @@ describe('redis idempotency store', () => {
 });
 
 describe('Idempotency-Key header', () => {
-  const req = (value?: string) => ({ get: (name: string) => (name === 'idempotency-key' ? value : undefined) }) as never;
+  const req = (value?: string) =>
+    ({ get: (name: string) => (name === 'idempotency-key' ? value : undefined) }) as never;
 
   it('accepts 1-128 printable ASCII characters', () => {
     expect(idempotencyKeyOf(req(undefined))).toBeUndefined();
@@ -253,7 +270,10 @@ describe('bounds', () => {
   it('keeps at most the cap of answers per entity in Redis, dropping the oldest', async () => {
     const clock = new FakeClock({ sleep: 'advance' });
     const redis = fakeRedis(clock);
-    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t', { ...redisAnswerLimits(64 * 1024 * 1024), answersPerEntity: 5 });
+    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t', {
+      ...redisAnswerLimits(64 * 1024 * 1024),
+      answersPerEntity: 5,
+    });
     const b = batches();
     for (let i = 0; i < 12; i++) {
       await store.once('orders', `k${i}`, 2, b.produce(2));
@@ -285,7 +305,8 @@ describe('bounds', () => {
     const redis = fakeRedis(clock);
     const answerOf = (entity: string, i: number) => idempotencyKeys(entity, `k${i}`, 'idpool-t').answer;
     // A shuffled batch is one run per id: ~4 KB an answer of 1,000 ids.
-    const produce = (n: number) => async () => Array.from({ length: n }, (_, i) => String(((i * 7919) % n) + 1_000_000));
+    const produce = (n: number) => async () =>
+      Array.from({ length: n }, (_, i) => String(((i * 7919) % n) + 1_000_000));
     const one = answerBytes(answerOf('orders', 0), encodeAnswer(1000, await produce(1000)()));
     const limits = { answersPerEntity: 10_000, bytesPerEntity: one * 3, totalBytes: one * 11 };
     const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t', limits);
@@ -293,9 +314,12 @@ describe('bounds', () => {
       await store.once('orders', `k${i}`, 1000, produce(1000));
       clock.advance(1);
     }
-    const held = (entity: string) => [...redis.data.keys()].filter((k) => k.includes(`{${entity}}:idem:answer:`)).length;
+    const held = (entity: string) =>
+      [...redis.data.keys()].filter((k) => k.includes(`{${entity}}:idem:answer:`)).length;
     expect(held('orders')).toBe(3);
-    expect(Number(redis.data.get(idempotencyKeys('orders', 'x', 'idpool-t').bytes)?.value)).toBeLessThanOrEqual(limits.bytesPerEntity);
+    expect(Number(redis.data.get(idempotencyKeys('orders', 'x', 'idpool-t').bytes)?.value)).toBeLessThanOrEqual(
+      limits.bytesPerEntity,
+    );
     expect((await store.once('orders', 'k9', 1000, produce(1000))).replayed).toBe(true);
     clock.advance(CLAIM_TTL_MS);
     expect((await store.once('orders', 'k0', 1000, produce(1000))).replayed).toBe(false);
@@ -310,7 +334,7 @@ describe('bounds', () => {
     expect(held('billing')).toBe(1);
   });
 
-  it('bounds the in-process store per entity to a quarter of its bytes: a busy entity drops its own oldest answers, not others\'', async () => {
+  it("bounds the in-process store per entity to a quarter of its bytes: a busy entity drops its own oldest answers, not others'", async () => {
     const clock = new FakeClock({ sleep: 'advance' });
     const store = new MemoryIdempotencyStore(clock, 1024 * 1024);
     const b = batches();

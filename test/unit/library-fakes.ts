@@ -35,7 +35,8 @@ export class MemoryEntities implements EntitySource {
   reads = 0;
 
   constructor(entries: Record<string, { mode?: EntityMode; step: number }> = {}) {
-    for (const [key, entity] of Object.entries(entries)) this.byKey.set(key, { mode: entity.mode ?? 'monotonic', step: entity.step });
+    for (const [key, entity] of Object.entries(entries))
+      this.byKey.set(key, { mode: entity.mode ?? 'monotonic', step: entity.step });
   }
 
   async findLive(entityKey: string) {

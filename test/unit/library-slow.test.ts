@@ -113,13 +113,22 @@ describe('library on a slow database', () => {
     expect(after[0]).toBeGreaterThan(ids[ids.length - 1]);
     const all = [...ids, ...after];
     for (let i = 1; i < all.length; i++) expect(all[i]).toBeGreaterThan(all[i - 1]);
-    for (const id of all) expect(memory.reservations.some((r) => BigInt(id) >= r.start && BigInt(id) < r.end)).toBe(true);
+    for (const id of all)
+      expect(memory.reservations.some((r) => BigInt(id) >= r.start && BigInt(id) < r.end)).toBe(true);
     await gen.close();
   });
 
   it('a database that fails: typed error without waiting out waitMs, retried after retryDelayMs, no repeat after recovery', async () => {
     const { clock, memory, allocator, entities } = setup();
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, waitMs: 5000, retryDelayMs: 300, maxStep: 1000 });
+    const gen = await createIdGenerator({
+      ids: 'number',
+      allocator,
+      entities,
+      clock,
+      waitMs: 5000,
+      retryDelayMs: 300,
+      maxStep: 1000,
+    });
     await gen.open('orders');
     memory.failWith = new Error('connect ECONNREFUSED 127.0.0.1:3306');
     const ids = await gen.take('orders', 1000);

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { NotFoundError } from '../../src/errors';
-import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError, UnsafeNumberIdError, UnsupportedEntityError, createIdGenerator } from '../../src/library';
+import {
+  GeneratorClosedError,
+  InvalidCountError,
+  InvalidOptionError,
+  SegmentsNotReadyError,
+  UnsafeNumberIdError,
+  UnsupportedEntityError,
+  createIdGenerator,
+} from '../../src/library';
 import { nextStep } from '../../src/library/adaptive-step';
 import { FakeClock, settle } from '../support/clock';
 import { MemoryAllocator, MemoryEntities } from './library-fakes';
@@ -71,7 +79,14 @@ describe('createIdGenerator: handing out', () => {
 
   it('maps the n-th number to n·c + i for a deployment with a stride', async () => {
     const { allocator, entities, clock } = setup({ step: 10 });
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, clusterCount: 3, clusterIndex: 2 });
+    const gen = await createIdGenerator({
+      ids: 'number',
+      allocator,
+      entities,
+      clock,
+      clusterCount: 3,
+      clusterIndex: 2,
+    });
     const ids = await gen.take('orders', 95);
     expect(ids).toEqual(Array.from({ length: 95 }, (_, n) => n * 3 + 2));
     await gen.close();
@@ -108,7 +123,8 @@ describe('createIdGenerator: handing out', () => {
     a.push(gen.next('a'));
     expect(a[0] < a[1] && a[1] < a[2]).toBe(true);
     // Each entity's line starts at 0: every id lies in a reservation of its own entity.
-    const ownedBy = (key: string, id: number) => allocator.reservations.some((r) => r.entityKey === key && BigInt(id) >= r.start && BigInt(id) < r.end);
+    const ownedBy = (key: string, id: number) =>
+      allocator.reservations.some((r) => r.entityKey === key && BigInt(id) >= r.start && BigInt(id) < r.end);
     expect(a.every((id) => ownedBy('a', id))).toBe(true);
     expect(b.every((id) => ownedBy('b', id))).toBe(true);
     expect(new Set(allocator.reservations.map((r) => r.entityKey))).toEqual(new Set(['a', 'b']));
@@ -119,7 +135,10 @@ describe('createIdGenerator: handing out', () => {
 describe('createIdGenerator: errors', () => {
   it('unknown entities are NotFoundError; snowflake and trend entities UnsupportedEntityError', async () => {
     const allocator = new MemoryAllocator();
-    const entities = new MemoryEntities({ flakes: { mode: 'snowflake', step: 10 }, shuffled: { mode: 'trend', step: 10 } });
+    const entities = new MemoryEntities({
+      flakes: { mode: 'snowflake', step: 10 },
+      shuffled: { mode: 'trend', step: 10 },
+    });
     const gen = await createIdGenerator({ allocator, entities, clock: new FakeClock() });
     await expect(gen.nextAsync('nope')).rejects.toBeInstanceOf(NotFoundError);
     await expect(gen.open('flakes')).rejects.toBeInstanceOf(UnsupportedEntityError);
@@ -131,9 +150,17 @@ describe('createIdGenerator: errors', () => {
   it('bad counts are InvalidCountError, bad options InvalidOptionError naming the option', async () => {
     const { allocator, entities, clock } = setup();
     const gen = await createIdGenerator({ allocator, entities, clock });
-    for (const count of [0, -1, 1.5, Number.NaN, 10_000_001]) await expect(gen.take('orders', count)).rejects.toBeInstanceOf(InvalidCountError);
+    for (const count of [0, -1, 1.5, Number.NaN, 10_000_001])
+      await expect(gen.take('orders', count)).rejects.toBeInstanceOf(InvalidCountError);
     await gen.close();
-    for (const bad of [{ prefetchAt: 1 }, { prefetchAt: -0.1 }, { maxStep: 0 }, { waitMs: -1 }, { clusterCount: 2, clusterIndex: 2 }, { ids: 'string' }]) {
+    for (const bad of [
+      { prefetchAt: 1 },
+      { prefetchAt: -0.1 },
+      { maxStep: 0 },
+      { waitMs: -1 },
+      { clusterCount: 2, clusterIndex: 2 },
+      { ids: 'string' },
+    ]) {
       const err = await createIdGenerator({ allocator, entities, clock, ...(bad as object) }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InvalidOptionError);
       expect(Object.keys(bad)).toContain((err as InvalidOptionError).option);
@@ -144,7 +171,11 @@ describe('createIdGenerator: errors', () => {
     const { allocator, entities, clock } = setup({ step: 10 });
     let finish!: () => void;
     const gate = new Promise<void>((r) => (finish = r));
-    const slow = { reserve: async (k: string, n: number) => (await gate, allocator.reserve(k, n)), peek: (k: string) => allocator.peek(k), peekMany: (keys: readonly string[]) => allocator.peekMany(keys) };
+    const slow = {
+      reserve: async (k: string, n: number) => (await gate, allocator.reserve(k, n)),
+      peek: (k: string) => allocator.peek(k),
+      peekMany: (keys: readonly string[]) => allocator.peekMany(keys),
+    };
     const gen = await createIdGenerator({ allocator: slow, entities, clock });
     const waiting = gen.nextAsync('orders');
     await settle();
@@ -177,7 +208,15 @@ describe('adaptive step', () => {
     const { allocator, entities } = setup({ step: 100, clock });
     let msPerReservation = 10;
     allocator.onReserve = () => clock.advance(msPerReservation);
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, maxStep: 1600, targetSegmentMs: 1000, configRefreshMs: 60_000 });
+    const gen = await createIdGenerator({
+      ids: 'number',
+      allocator,
+      entities,
+      clock,
+      maxStep: 1600,
+      targetSegmentMs: 1000,
+      configRefreshMs: 60_000,
+    });
 
     // Fast: a segment lasts 10 ms of a 1000 ms target.
     await gen.take('orders', 20_000);

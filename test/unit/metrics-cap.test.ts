@@ -65,7 +65,12 @@ describe('/metrics per-entity series are capped to the busiest entities, with to
   it('fills the room left by busy entities with idle ones in key order, and shows all when under the cap', async () => {
     const metrics = new OpsMetrics({ defaultMetrics: false, maxEntities: 4, recentServed: () => new Map([['z', 1]]) });
     // A family added later with an `entity` label is capped as well.
-    const later = new Gauge({ name: 'idpool_later', help: 'added later', labelNames: ['entity'], registers: [metrics.registry] });
+    const later = new Gauge({
+      name: 'idpool_later',
+      help: 'added later',
+      labelNames: ['entity'],
+      registers: [metrics.registry],
+    });
     for (const entity of ['d', 'a', 'z', 'c', 'b']) {
       metrics.poolSize.set({ entity }, 1);
       later.set({ entity }, 1);
@@ -81,7 +86,12 @@ describe('/metrics per-entity series are capped to the busiest entities, with to
     recent.add('old', 6000);
     clock.advance(30_000);
     recent.add('new', 600);
-    expect(recent.rates()).toEqual(new Map([['old', 100], ['new', 10]]));
+    expect(recent.rates()).toEqual(
+      new Map([
+        ['old', 100],
+        ['new', 10],
+      ]),
+    );
     clock.advance(31_000);
     expect(recent.rates()).toEqual(new Map([['new', 10]]));
     clock.advance(60_000);

@@ -7,7 +7,8 @@ import { silentLogger } from '../../src/logger';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
 
-const entity = (key: string, over: Partial<EntityConfig> = {}): EntityConfig => entityConfig({ key, maxSizePerTimes: 100, ...over });
+const entity = (key: string, over: Partial<EntityConfig> = {}): EntityConfig =>
+  entityConfig({ key, maxSizePerTimes: 100, ...over });
 
 /** A logger that keeps its warn/error lines. */
 function capturingLogger() {
@@ -31,7 +32,13 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const offsets = new Map<string, bigint>();
   const sent: AlarmWebhookPayload[] = [];
   const metrics = new OpsMetrics({ defaultMetrics: false, nowMs: () => clock.now() });
-  const alarms = new Alarms({ clock, log: silentLogger, dedupeMs: 600_000, instance: 't', sink: { send: async (p) => void sent.push(p) } });
+  const alarms = new Alarms({
+    clock,
+    log: silentLogger,
+    dedupeMs: 600_000,
+    instance: 't',
+    sink: { send: async (p) => void sent.push(p) },
+  });
   const lease = opts.lease;
   const reads: number[] = [];
   /** Takes the dispatcher refused per entity, for too few ids ready. */
@@ -46,15 +53,24 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
       },
     },
     // The ceiling as target: these tests are about sampling, not demand.
-    sizing: { target: (entity) => entity.maxPoolSize, lowWatermark: (entity) => Math.floor((entity.maxPoolSize * entity.minSizePercent) / 100) },
+    sizing: {
+      target: (entity) => entity.maxPoolSize,
+      lowWatermark: (entity) => Math.floor((entity.maxPoolSize * entity.minSizePercent) / 100),
+    },
     offsets: { peekMany: async (keys) => new Map([...offsets].filter(([k]) => keys.includes(k))) },
     stride: { toId: (n) => n, count: 1 },
     metrics,
     alarms,
     clock,
     log: log.logger,
-    lease: lease && { status: () => ({ workerId: 3, held: lease.held, expiresAt: clock.now() + 15_000 }), usage: async () => ({ inUse: lease.inUse, total: lease.total }) },
-    snowflake: opts.snowflakeEndsInDays === undefined ? undefined : () => ({ timeExhaustedAt: clock.now() + opts.snowflakeEndsInDays! * 86_400_000, jsSafeLimitAt: undefined }),
+    lease: lease && {
+      status: () => ({ workerId: 3, held: lease.held, expiresAt: clock.now() + 15_000 }),
+      usage: async () => ({ inUse: lease.inUse, total: lease.total }),
+    },
+    snowflake:
+      opts.snowflakeEndsInDays === undefined
+        ? undefined
+        : () => ({ timeExhaustedAt: clock.now() + opts.snowflakeEndsInDays! * 86_400_000, jsSafeLimitAt: undefined }),
     sampleMs: 1000,
     rateWindowMs: 60_000,
     chartRateWindowMs: 5000,
@@ -113,7 +129,9 @@ describe('OpsSampler conditions', () => {
     expect(sent.details.seconds as number).toBeLessThan(12 * 86_400);
     // Started above 2^53: no JS-number alarm for it.
     expect(s.sent.some((p) => p.alarm === 'forecast_js_safe_limit')).toBe(false);
-    expect(await s.metrics.registry.getSingleMetricAsString('idpool_take_rate_ids_per_second')).toContain('{entity="b"} 1000');
+    expect(await s.metrics.registry.getSingleMetricAsString('idpool_take_rate_ids_per_second')).toContain(
+      '{entity="b"} 1000',
+    );
 
     s.entities.delete('b');
     await s.tick();
@@ -127,7 +145,9 @@ describe('OpsSampler conditions', () => {
     await s.tick();
     expect(s.sent.map((p) => p.alarm).sort()).toEqual(['lease_lost', 'worker_range_nearly_full']);
     expect(s.sent.find((p) => p.alarm === 'lease_lost')!.severity).toBe('critical');
-    expect(await s.metrics.registry.getSingleMetricAsString('idpool_worker_lease_held')).toContain('idpool_worker_lease_held 0');
+    expect(await s.metrics.registry.getSingleMetricAsString('idpool_worker_lease_held')).toContain(
+      'idpool_worker_lease_held 0',
+    );
   });
 
   it('warns when the snowflake layout runs out of timestamp bits within the horizon, not before', async () => {
@@ -229,13 +249,16 @@ describe('OpsSampler over a fleet: one entity never stops the others', () => {
   it('logs a failing entity with its key, samples the rest, and marks the failing row stale with a growing age', async () => {
     const s = setup();
     const keys = await fleet(s, 3, () => 200);
-    s.sizes.set('e04', new Error("WRONGTYPE Operation against a key holding the wrong kind of value"));
+    s.sizes.set('e04', new Error('WRONGTYPE Operation against a key holding the wrong kind of value'));
     for (let t = 0; t < 4; t++) {
       keys.forEach((key) => s.offsets.set(key, s.offsets.get(key)! + 200n));
       await s.tick();
     }
     expect(s.lines).toHaveLength(1);
-    expect(s.lines[0]).toMatchObject({ level: 'warn', obj: { entity: 'e04', err: expect.stringContaining('WRONGTYPE') } });
+    expect(s.lines[0]).toMatchObject({
+      level: 'warn',
+      obj: { entity: 'e04', err: expect.stringContaining('WRONGTYPE') },
+    });
     const rows = new Map(s.sampler.overview().map((r) => [r.key, r]));
     expect(rows.get('e04')!.stale).toBe(true);
     for (const key of keys.filter((k) => k !== 'e04')) {
@@ -245,9 +268,18 @@ describe('OpsSampler over a fleet: one entity never stops the others', () => {
     const ages = await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_age_seconds');
     expect(ages).toContain('idpool_ops_sample_age_seconds{entity="e04"} 4');
     expect(ages).toContain('idpool_ops_sample_age_seconds{entity="e05"} 0');
-    expect(await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_age_max_seconds')).toContain('idpool_ops_sample_age_max_seconds 4');
-    expect(await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_failures_total')).toContain('{entity="e04"} 4');
-    expect(s.sampler.health()).toMatchObject({ ok: false, staleEntities: 1, oldestSampleAgeSeconds: 4, roundSeconds: 1 });
+    expect(await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_age_max_seconds')).toContain(
+      'idpool_ops_sample_age_max_seconds 4',
+    );
+    expect(await s.metrics.registry.getSingleMetricAsString('idpool_ops_sample_failures_total')).toContain(
+      '{entity="e04"} 4',
+    );
+    expect(s.sampler.health()).toMatchObject({
+      ok: false,
+      staleEntities: 1,
+      oldestSampleAgeSeconds: 4,
+      roundSeconds: 1,
+    });
 
     // It recovers: fresh again, and the next failure of another entity is logged at once.
     s.sizes.set('e04', 500_000);
@@ -269,11 +301,22 @@ describe('OpsSampler over a fleet: one entity never stops the others', () => {
     }
     expect(s.sampler.forecast('e03')!.takePerSecond).toBe(0);
     expect(s.sampler.overview().find((r) => r.key === 'e03')!.forecast.poolDrySeconds).toBe(0);
-    expect(s.alarms.activeAlarms().filter((a) => a.entityKey === 'e03').map((a) => a.name).sort()).toEqual(['forecast_pool_dry', 'pool_low']);
+    expect(
+      s.alarms
+        .activeAlarms()
+        .filter((a) => a.entityKey === 'e03')
+        .map((a) => a.name)
+        .sort(),
+    ).toEqual(['forecast_pool_dry', 'pool_low']);
     // Refusals stop for a whole rate window (no requests): "never" again, and the condition clears.
     for (let t = 0; t < 61; t++) await s.tick();
     expect(s.sampler.overview().find((r) => r.key === 'e03')!.forecast.poolDrySeconds).toBeNull();
-    expect(s.alarms.activeAlarms().filter((a) => a.entityKey === 'e03').map((a) => a.name)).toEqual(['pool_low']);
+    expect(
+      s.alarms
+        .activeAlarms()
+        .filter((a) => a.entityKey === 'e03')
+        .map((a) => a.name),
+    ).toEqual(['pool_low']);
   });
 
   it('raises pool_low and forecast_pool_dry for a draining entity whatever its position in the list', async () => {

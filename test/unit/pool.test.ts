@@ -22,7 +22,17 @@ function setup(config: EntityConfig, stride = new IdStride()) {
   const allocator = new FakeSegmentAllocator();
   const entities = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
   const demand = new Demand({ clock, horizonSeconds: 60 });
-  const refiller = new Refiller({ entities, allocator, store, lock: new MemoryRefillLock(), stride, clock, log: silentLogger, intervalMs: 100, demand });
+  const refiller = new Refiller({
+    entities,
+    allocator,
+    store,
+    lock: new MemoryRefillLock(),
+    stride,
+    clock,
+    log: silentLogger,
+    intervalMs: 100,
+    demand,
+  });
   const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
   return { clock, store, allocator, refiller, dispatcher, demand };
 }
@@ -30,7 +40,14 @@ function setup(config: EntityConfig, stride = new IdStride()) {
 describe('registration rules', () => {
   it('fills defaults from docs/design.md and keeps the pool rule', () => {
     const d = withDefaults({ key: 'k', mode: 'monotonic' });
-    expect(d).toMatchObject({ step: 1000, maxSizePerTimes: 1000, maxSizePerSecond: 5000, minSizePercent: 80, maxPoolSize: 300_000, startOffset: 0n });
+    expect(d).toMatchObject({
+      step: 1000,
+      maxSizePerTimes: 1000,
+      maxSizePerSecond: 5000,
+      minSizePercent: 80,
+      maxPoolSize: 300_000,
+      startOffset: 0n,
+    });
     expect(checkRules(d)).toBeNull();
     // A default pool is raised until a whole step fits above the watermark.
     const big = withDefaults({ key: 'k', mode: 'monotonic', step: 100_000, maxSizePerSecond: 1000 });
@@ -39,9 +56,20 @@ describe('registration rules', () => {
   });
 
   it('names the broken rule', () => {
-    expect(checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), step: 1000, maxPoolSize: 4000 })).toMatch(/at least step/);
-    expect(checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), step: 100, maxPoolSize: 500, maxSizePerTimes: 1000 })).toMatch(/maxSizePerTimes/);
-    expect(checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), maxSizePerSecond: 10, maxSizePerTimes: 100 })).toMatch(/maxSizePerSecond/);
+    expect(checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), step: 1000, maxPoolSize: 4000 })).toMatch(
+      /at least step/,
+    );
+    expect(
+      checkRules({
+        ...withDefaults({ key: 'k', mode: 'monotonic' }),
+        step: 100,
+        maxPoolSize: 500,
+        maxSizePerTimes: 1000,
+      }),
+    ).toMatch(/maxSizePerTimes/);
+    expect(
+      checkRules({ ...withDefaults({ key: 'k', mode: 'monotonic' }), maxSizePerSecond: 10, maxSizePerTimes: 100 }),
+    ).toMatch(/maxSizePerSecond/);
   });
 });
 
@@ -126,8 +154,21 @@ describe('dispatcher', () => {
     const { store, allocator, clock, stride } = { ...setup(config), stride: new IdStride() };
     const lock: RefillLock = new MemoryRefillLock();
     await lock.acquire('orders', 60_000);
-    const entities = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
-    const refiller = new Refiller({ entities, allocator, store, lock, stride, clock, log: silentLogger, intervalMs: 100, demand: new Demand({ clock, horizonSeconds: 60 }) });
+    const entities = {
+      get: (key: string) => (key === config.key ? config : undefined),
+      segmentKeys: () => [config.key],
+    };
+    const refiller = new Refiller({
+      entities,
+      allocator,
+      store,
+      lock,
+      stride,
+      clock,
+      log: silentLogger,
+      intervalMs: 100,
+      demand: new Demand({ clock, horizonSeconds: 60 }),
+    });
     const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
     await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(PoolExhaustedError);
     expect(dispatcher.stats.exhausted).toBe(1);

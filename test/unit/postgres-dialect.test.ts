@@ -5,9 +5,15 @@ import { UnavailableError } from '../../src/errors';
 
 describe('PostgreSQL dialect', () => {
   it('rewrites ? placeholders to $n, leaving quoted strings and identifiers alone', () => {
-    expect(toPostgresPlaceholders('UPDATE a SET x = x + ? WHERE k = ? AND d = 0')).toBe('UPDATE a SET x = x + $1 WHERE k = $2 AND d = 0');
-    expect(toPostgresPlaceholders(`INSERT INTO w VALUES (?, '', 0, ?), (?, 'it''s ?', ?)`)).toBe(`INSERT INTO w VALUES ($1, '', 0, $2), ($3, 'it''s ?', $4)`);
-    expect(toPostgresPlaceholders('SELECT "odd?name" FROM t WHERE a = ?')).toBe('SELECT "odd?name" FROM t WHERE a = $1');
+    expect(toPostgresPlaceholders('UPDATE a SET x = x + ? WHERE k = ? AND d = 0')).toBe(
+      'UPDATE a SET x = x + $1 WHERE k = $2 AND d = 0',
+    );
+    expect(toPostgresPlaceholders(`INSERT INTO w VALUES (?, '', 0, ?), (?, 'it''s ?', ?)`)).toBe(
+      `INSERT INTO w VALUES ($1, '', 0, $2), ($3, 'it''s ?', $4)`,
+    );
+    expect(toPostgresPlaceholders('SELECT "odd?name" FROM t WHERE a = ?')).toBe(
+      'SELECT "odd?name" FROM t WHERE a = $1',
+    );
     expect(toPostgresPlaceholders('SELECT 1')).toBe('SELECT 1');
   });
 
@@ -17,18 +23,29 @@ describe('PostgreSQL dialect', () => {
       expect(loadConfig({ IDPOOL_DATABASE_URL: url }).databaseUrl).toBe(url);
       const opts = dataSourceOptions(url) as { type: string; extra: Record<string, unknown> };
       expect(opts.type).toBe('postgres');
-      expect(opts.extra).toMatchObject({ keepAlive: true, statement_timeout: expect.any(Number), query_timeout: expect.any(Number) });
+      expect(opts.extra).toMatchObject({
+        keepAlive: true,
+        statement_timeout: expect.any(Number),
+        query_timeout: expect.any(Number),
+      });
       expect(opts.extra.query_timeout as number).toBeGreaterThan(opts.extra.statement_timeout as number);
     }
     expect(isPostgresUrl('mysql://db/ids')).toBe(false);
-    expect(() => loadConfig({ IDPOOL_DATABASE_URL: 'postgre://db/ids' })).toThrow(/IDPOOL_DATABASE_URL.*postgres:\/\/user:pass@host:5432\/db/);
+    expect(() => loadConfig({ IDPOOL_DATABASE_URL: 'postgre://db/ids' })).toThrow(
+      /IDPOOL_DATABASE_URL.*postgres:\/\/user:pass@host:5432\/db/,
+    );
   });
 
   it('turns timeouts and lost connections into UnavailableError, passes real SQL errors through', () => {
     const timeout = postgresUnavailable({ code: '57014', message: 'canceling statement due to statement timeout' });
     expect(timeout).toBeInstanceOf(UnavailableError);
     expect((timeout as UnavailableError).retryAfterSeconds).toBe(1);
-    expect(postgresUnavailable({ driverError: { code: '57P01' }, message: 'terminating connection due to administrator command' })).toBeInstanceOf(UnavailableError);
+    expect(
+      postgresUnavailable({
+        driverError: { code: '57P01' },
+        message: 'terminating connection due to administrator command',
+      }),
+    ).toBeInstanceOf(UnavailableError);
     expect(postgresUnavailable({ code: '08006', message: 'connection failure' })).toBeInstanceOf(UnavailableError);
     expect(postgresUnavailable(new Error('Query read timeout'))).toBeInstanceOf(UnavailableError);
     expect(postgresUnavailable(new Error('Connection terminated unexpectedly'))).toBeInstanceOf(UnavailableError);

@@ -19,11 +19,19 @@ describe('Redis topology configuration', () => {
   });
 
   it('IDPOOL_REDIS_URL: one server', () => {
-    expect(loadConfig({ ...base, IDPOOL_REDIS_URL: 'redis://h:6379/2' }).redis).toEqual({ kind: 'single', url: 'redis://h:6379/2' });
+    expect(loadConfig({ ...base, IDPOOL_REDIS_URL: 'redis://h:6379/2' }).redis).toEqual({
+      kind: 'single',
+      url: 'redis://h:6379/2',
+    });
   });
 
   it('IDPOOL_REDIS_SENTINELS: Sentinel, master name defaulting to mymaster, credentials for nodes and Sentinels', () => {
-    const sentinel = loadConfig({ ...base, IDPOOL_REDIS_SENTINELS: 'a:26379, 10.0.0.2:26380,[::1]:26381', IDPOOL_REDIS_USERNAME: 'u', IDPOOL_REDIS_PASSWORD: 'p' }).redis;
+    const sentinel = loadConfig({
+      ...base,
+      IDPOOL_REDIS_SENTINELS: 'a:26379, 10.0.0.2:26380,[::1]:26381',
+      IDPOOL_REDIS_USERNAME: 'u',
+      IDPOOL_REDIS_PASSWORD: 'p',
+    }).redis;
     expect(sentinel).toEqual({
       kind: 'sentinel',
       sentinels: [
@@ -37,11 +45,21 @@ describe('Redis topology configuration', () => {
     });
     if (sentinel?.kind !== 'sentinel') throw new Error('expected a Sentinel topology');
     const options = redisOptions(sentinel);
-    expect(options).toMatchObject({ name: 'mymaster', role: 'master', sentinelPassword: 'p', password: 'p', failoverDetector: true, enableOfflineQueue: false, keepAlive: 5000 });
-    expect(options.reconnectOnError!(new Error('READONLY You can\'t write against a read only replica.'))).toBe(2);
+    expect(options).toMatchObject({
+      name: 'mymaster',
+      role: 'master',
+      sentinelPassword: 'p',
+      password: 'p',
+      failoverDetector: true,
+      enableOfflineQueue: false,
+      keepAlive: 5000,
+    });
+    expect(options.reconnectOnError!(new Error("READONLY You can't write against a read only replica."))).toBe(2);
     expect(options.reconnectOnError!(new Error('NOREPLICAS Not enough good replicas to write.'))).toBe(1);
     expect(options.reconnectOnError!(new Error('OOM command not allowed'))).toBe(false);
-    expect(loadConfig({ ...base, IDPOOL_REDIS_SENTINELS: 'a:1', IDPOOL_REDIS_SENTINEL_MASTER: 'orders-redis' }).redis).toMatchObject({ masterName: 'orders-redis' });
+    expect(
+      loadConfig({ ...base, IDPOOL_REDIS_SENTINELS: 'a:1', IDPOOL_REDIS_SENTINEL_MASTER: 'orders-redis' }).redis,
+    ).toMatchObject({ masterName: 'orders-redis' });
   });
 
   it.each([
@@ -49,9 +67,18 @@ describe('Redis topology configuration', () => {
     [{ IDPOOL_REDIS_SENTINELS: 'a' }, /^IDPOOL_REDIS_SENTINELS: must be host:port/],
     [{ IDPOOL_REDIS_SENTINELS: 'a:0' }, /^IDPOOL_REDIS_SENTINELS: must be host:port/],
     [{ IDPOOL_REDIS_SENTINELS: 'a:26379,' }, /^IDPOOL_REDIS_SENTINELS: must be host:port/],
-    [{ IDPOOL_REDIS_SENTINELS: 'a:26379', IDPOOL_REDIS_SENTINEL_MASTER: 'bad name' }, /^IDPOOL_REDIS_SENTINEL_MASTER: /],
-    [{ IDPOOL_REDIS_URL: 'redis://h', IDPOOL_REDIS_SENTINELS: 'a:1' }, /^IDPOOL_REDIS_SENTINELS: set only one of IDPOOL_REDIS_URL, IDPOOL_REDIS_SENTINELS/],
-    [{ IDPOOL_REDIS_SENTINELS: 'a:1', IDPOOL_REDIS_CLUSTER_NODES: 'b:2' }, /^IDPOOL_REDIS_CLUSTER_NODES: set only one of/],
+    [
+      { IDPOOL_REDIS_SENTINELS: 'a:26379', IDPOOL_REDIS_SENTINEL_MASTER: 'bad name' },
+      /^IDPOOL_REDIS_SENTINEL_MASTER: /,
+    ],
+    [
+      { IDPOOL_REDIS_URL: 'redis://h', IDPOOL_REDIS_SENTINELS: 'a:1' },
+      /^IDPOOL_REDIS_SENTINELS: set only one of IDPOOL_REDIS_URL, IDPOOL_REDIS_SENTINELS/,
+    ],
+    [
+      { IDPOOL_REDIS_SENTINELS: 'a:1', IDPOOL_REDIS_CLUSTER_NODES: 'b:2' },
+      /^IDPOOL_REDIS_CLUSTER_NODES: set only one of/,
+    ],
   ])('%o → one line naming the variable', (env, message) => {
     const line = configError(env as Record<string, string>);
     expect(line).toMatch(message);
@@ -59,12 +86,16 @@ describe('Redis topology configuration', () => {
   });
 
   it('every connection (one server, Sentinel, each Cluster node) is dropped when replies stop, and never replays a command whose caller gave up', () => {
-    const settings = { socketTimeoutMs: loadConfig({ ...base, IDPOOL_REDIS_SOCKET_TIMEOUT_MS: '1500' }).redisSocketTimeoutMs };
+    const settings = {
+      socketTimeoutMs: loadConfig({ ...base, IDPOOL_REDIS_SOCKET_TIMEOUT_MS: '1500' }).redisSocketTimeoutMs,
+    };
     expect(settings.socketTimeoutMs).toBe(1500);
     expect(loadConfig(base).redisSocketTimeoutMs).toBe(REDIS_SOCKET_TIMEOUT_MS);
     const dropped = { socketTimeout: 1500, autoResendUnfulfilledCommands: false, enableOfflineQueue: false };
     expect(redisOptions({ kind: 'single', url: 'redis://h:6379/0' }, settings)).toMatchObject(dropped);
-    expect(redisOptions({ kind: 'sentinel', sentinels: [{ host: 'a', port: 1 }], masterName: 'm' }, settings)).toMatchObject({ ...dropped, sentinelCommandTimeout: 2000 });
+    expect(
+      redisOptions({ kind: 'sentinel', sentinels: [{ host: 'a', port: 1 }], masterName: 'm' }, settings),
+    ).toMatchObject({ ...dropped, sentinelCommandTimeout: 2000 });
     const cluster = clusterOptions({ kind: 'cluster', nodes: [{ host: 'a', port: 1 }] }, settings);
     expect(cluster.enableOfflineQueue).toBe(false);
     expect(cluster.redisOptions).toMatchObject(dropped);
@@ -73,7 +104,11 @@ describe('Redis topology configuration', () => {
   });
 
   it('logs describe where Redis is without the password', () => {
-    expect(describeRedis({ kind: 'single', url: 'redis://user:secret@h:6379/1' })).toBe('redis redis://user:***@h:6379/1');
-    expect(describeRedis({ kind: 'sentinel', sentinels: [{ host: 'a', port: 1 }], masterName: 'm', password: 'secret' })).toBe('redis sentinel m via a:1');
+    expect(describeRedis({ kind: 'single', url: 'redis://user:secret@h:6379/1' })).toBe(
+      'redis redis://user:***@h:6379/1',
+    );
+    expect(
+      describeRedis({ kind: 'sentinel', sentinels: [{ host: 'a', port: 1 }], masterName: 'm', password: 'secret' }),
+    ).toBe('redis sentinel m via a:1');
   });
 });

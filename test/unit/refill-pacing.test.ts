@@ -25,7 +25,18 @@ describe('refill pacing by interval', () => {
       ['eager', entityConfig({ key: 'eager', interval: 10 })],
     ]);
     const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [] };
-    const refiller = new Refiller({ entities, allocator: new FakeSegmentAllocator(), demand: new Demand({ clock, horizonSeconds: 60 }), store, lock: new MemoryRefillLock(), stride: new IdStride(), clock, log: silentLogger, intervalMs: 10, sweepMs: 60_000 });
+    const refiller = new Refiller({
+      entities,
+      allocator: new FakeSegmentAllocator(),
+      demand: new Demand({ clock, horizonSeconds: 60 }),
+      store,
+      lock: new MemoryRefillLock(),
+      stride: new IdStride(),
+      clock,
+      log: silentLogger,
+      intervalMs: 10,
+      sweepMs: 60_000,
+    });
     refiller.start();
     // 1 s of fake time in 5 ms steps, both entities marked low at every step.
     for (let t = 0; t < 1000; t += 5) {

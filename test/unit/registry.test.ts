@@ -11,9 +11,18 @@ describe('entity registry over the fake store (no I/O)', () => {
     const store = new FakeEntityStore();
     const registry = new EntityRegistry(store, new FakeClock({ now: 1_000_000, sleep: 'advance' }));
     const seen: string[] = [];
-    registry.subscribe({ onRegistered: (entity) => void seen.push(`+${entity.key}`), onRetired: (key) => void seen.push(`-${key}`) });
+    registry.subscribe({
+      onRegistered: (entity) => void seen.push(`+${entity.key}`),
+      onRetired: (key) => void seen.push(`-${key}`),
+    });
     const { entity, secret } = await registry.register({ key: 'orders', mode: 'monotonic' });
-    expect(entity).toMatchObject({ key: 'orders', step: 1000, maxSizePerTimes: 1000, maxSizePerSecond: 5000, minSizePercent: 80 });
+    expect(entity).toMatchObject({
+      key: 'orders',
+      step: 1000,
+      maxSizePerTimes: 1000,
+      maxSizePerSecond: 5000,
+      minSizePercent: 80,
+    });
     expect(entity.secretHash).not.toContain(secret);
     expect(secretMatches(secret, entity.secretHash)).toBe(true);
     await registry.retire('orders');
@@ -27,7 +36,9 @@ describe('entity registry over the fake store (no I/O)', () => {
     await registry.register({ key: 'users', mode: 'monotonic' });
     await registry.retire('users');
     await expect(registry.register({ key: 'users', mode: 'monotonic' })).rejects.toBeInstanceOf(ConflictError);
-    await expect(registry.register({ key: 'bad', mode: 'monotonic', step: 1000, maxPoolSize: 1000, minSizePercent: 50 })).rejects.toBeInstanceOf(InvalidRequestError);
+    await expect(
+      registry.register({ key: 'bad', mode: 'monotonic', step: 1000, maxPoolSize: 1000, minSizePercent: 50 }),
+    ).rejects.toBeInstanceOf(InvalidRequestError);
     expect(await store.exists('bad')).toBe(false);
     await expect(registry.update('nobody', { step: 10 })).rejects.toBeInstanceOf(NotFoundError);
   });
@@ -77,7 +88,10 @@ describe('EntityRegistry lookups of unknown keys', () => {
 
   it('when the generation cannot be read (Redis failing), a refresh decides, so a new entity still works', async () => {
     const store = new FakeEntityStore();
-    const failing = { current: async (): Promise<number> => Promise.reject(new Error('Connection is closed.')), bump: async () => undefined };
+    const failing = {
+      current: async (): Promise<number> => Promise.reject(new Error('Connection is closed.')),
+      bump: async () => undefined,
+    };
     const here = new EntityRegistry(store, systemClock, failing);
     const there = new EntityRegistry(store, systemClock, failing);
     await here.load();

@@ -28,10 +28,19 @@ let server: Server | undefined;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
 /** A real express app behind the observer: /ok answers 200, /slow 200 after 60 ms, /bad 400, /fail 503. */
-async function serve(mode: RequestLogMode, slowMs: number, wrap: (log: Logger) => Logger = (log) => log): Promise<{ lines: Line[]; get(path: string): Promise<number>; observed(): Promise<number> }> {
+async function serve(
+  mode: RequestLogMode,
+  slowMs: number,
+  wrap: (log: Logger) => Logger = (log) => log,
+): Promise<{ lines: Line[]; get(path: string): Promise<number>; observed(): Promise<number> }> {
   const lines: Line[] = [];
   const registry = new Registry();
-  const duration = new Histogram({ name: 'http_seconds', help: 'h', labelNames: ['method', 'route', 'status'] as const, registers: [registry] });
+  const duration = new Histogram({
+    name: 'http_seconds',
+    help: 'h',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
   const app = express();
   app.use(requestObserver({ log: wrap(recorder(lines)), mode, slowMs, duration }));
   app.get('/ok', (_req, res) => void res.json({ ok: true }));

@@ -10,9 +10,11 @@ describe('RpushIds', () => {
     const writable = new Command('rpush', [key, ...ids]).toWritable(undefined as never);
     return typeof writable === 'string' ? Buffer.from(writable, 'utf8') : writable;
   };
-  const same = (key: string, ids: string[]) => expect(new RpushIds(key, ids).toWritable().equals(ioredisBytes(key, ids))).toBe(true);
+  const same = (key: string, ids: string[]) =>
+    expect(new RpushIds(key, ids).toWritable().equals(ioredisBytes(key, ids))).toBe(true);
   /** Ids handed over as numbers: the bytes of their decimal strings. */
-  const sameAsNumbers = (key: string, ids: Float64Array) => expect(new RpushIds(key, ids).toWritable().equals(ioredisBytes(key, Array.from(ids, String)))).toBe(true);
+  const sameAsNumbers = (key: string, ids: Float64Array) =>
+    expect(new RpushIds(key, ids).toWritable().equals(ioredisBytes(key, Array.from(ids, String)))).toBe(true);
 
   it("writes the bytes ioredis writes, for ids of 1 to 20 digits and every entity key's form", () => {
     same('idpool:{orders}:pushing', ['1']);
@@ -22,13 +24,31 @@ describe('RpushIds', () => {
   });
 
   it('writes the same bytes for ids handed over as numbers, of 1 to 16 digits, up to 2^53 − 1', () => {
-    const edges = [0, 1, 9, 10, 99, 100, 999_999_999, 1_000_000_000, 9_999_999_999, 10_000_000_000, 999_999_999_999_999, 1_000_000_000_000_000, 9_007_199_254_740_991];
+    const edges = [
+      0, 1, 9, 10, 99, 100, 999_999_999, 1_000_000_000, 9_999_999_999, 10_000_000_000, 999_999_999_999_999,
+      1_000_000_000_000_000, 9_007_199_254_740_991,
+    ];
     sameAsNumbers('idpool:{orders}:pushing', new Float64Array(edges));
-    for (let d = 0; d <= 15; d++) sameAsNumbers('idpool:{orders}:pushing', new Float64Array([10 ** d - 1, 10 ** d, 10 ** d + 1].filter((n) => n >= 0)));
+    for (let d = 0; d <= 15; d++)
+      sameAsNumbers(
+        'idpool:{orders}:pushing',
+        new Float64Array([10 ** d - 1, 10 ** d, 10 ** d + 1].filter((n) => n >= 0)),
+      );
     sameAsNumbers('custom-prefix:{a.b_c-9}:pushing', new IdStride(3, 2).pushIds(10n, 10_010n) as Float64Array);
-    sameAsNumbers('idpool:{orders}:pushing', new IdStride(1, 0).pushIds(9_007_199_254_730_000n, 9_007_199_254_740_992n) as Float64Array);
+    sameAsNumbers(
+      'idpool:{orders}:pushing',
+      new IdStride(1, 0).pushIds(9_007_199_254_730_000n, 9_007_199_254_740_992n) as Float64Array,
+    );
     // Every length, and digits of every kind in every place: 20,000 ids spread over 0..2^53.
-    sameAsNumbers('idpool:{orders}:pushing', new Float64Array(Array.from({ length: 20_000 }, () => Math.floor(Math.random() * 10 ** Math.floor(Math.random() * 17)) % 2 ** 53)));
+    sameAsNumbers(
+      'idpool:{orders}:pushing',
+      new Float64Array(
+        Array.from(
+          { length: 20_000 },
+          () => Math.floor(Math.random() * 10 ** Math.floor(Math.random() * 17)) % 2 ** 53,
+        ),
+      ),
+    );
   });
 
   it('IdStride.pushIds gives numbers below 2^53 and the same ids as strings beyond; idStrings the same ids as strings', () => {

@@ -11,7 +11,11 @@ import { seededRandom } from '../support/random';
 
 const T0 = Date.UTC(2025, 5, 1, 12, 0, 0);
 
-function make(clock: FakeClock, settings: Partial<SnowflakeSettings> = {}, extra: Partial<ConstructorParameters<typeof Snowflake>[0]> = {}) {
+function make(
+  clock: FakeClock,
+  settings: Partial<SnowflakeSettings> = {},
+  extra: Partial<ConstructorParameters<typeof Snowflake>[0]> = {},
+) {
   const layout = SnowflakeLayout.create(settings, clock.wall);
   return new Snowflake({ layout, workerId: 5, clock, ...extra });
 }
@@ -117,7 +121,11 @@ describe('sequence exhaustion', () => {
   it('in a coarse unit the wait is long: it fails with Retry-After instead', async () => {
     // 37 s bits + 10 worker + 5 reserved: 10 sequence bits, 1024 ids per second.
     const clock = new FakeClock({ now: T0 + 100, sleep: 'advance' });
-    const sf = make(clock, { timeUnit: 's', timestampBits: 37, workerBits: 10, reservedBits: 5 }, { maxWaitMs: 500, maxSpinMs: 10 });
+    const sf = make(
+      clock,
+      { timeUnit: 's', timestampBits: 37, workerBits: 10, reservedBits: 5 },
+      { maxWaitMs: 500, maxSpinMs: 10 },
+    );
     expect(sf.layout.maxSequence).toBe(1023);
     const ids = await sf.take('e', 1024);
     const err = await sf.take('e', 1).catch((e) => e);
@@ -253,7 +261,10 @@ describe('random clock jitter', () => {
 
 describe('Snowflake.fromEnv (public surface)', () => {
   it('reads the worker id and layout from IDPOOL_* variables, and names IDPOOL_WORKER_ID when it is missing', () => {
-    const generator = PublicSnowflake.fromEnv({ IDPOOL_WORKER_ID: '7', IDPOOL_SNOWFLAKE_WORKER_BITS: '5' }, { clock: new FakeClock({ now: T0, sleep: 'advance' }) });
+    const generator = PublicSnowflake.fromEnv(
+      { IDPOOL_WORKER_ID: '7', IDPOOL_SNOWFLAKE_WORKER_BITS: '5' },
+      { clock: new FakeClock({ now: T0, sleep: 'advance' }) },
+    );
     expect(generator.layout.settings).toMatchObject({ workerBits: 5, timeUnit: 'ms', timestampBits: 41 });
     expect(generator.decompose(generator.nextId()).worker).toBe(7);
     const err = (() => {

@@ -28,7 +28,9 @@ describe('layout bounds (docs/design.md table)', () => {
         expect(layout.sequenceBits).toBe(63 - 1 - bits - 3);
       }
       for (const bits of [min - 1, max + 1]) {
-        const err = configError(() => SnowflakeLayout.create({ timeUnit: unit, timestampBits: bits, workerBits: 3 }, NOW));
+        const err = configError(() =>
+          SnowflakeLayout.create({ timeUnit: unit, timestampBits: bits, workerBits: 3 }, NOW),
+        );
         expect(err.variable).toBe('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS');
         expect(err.message).toContain(`from ${min} to ${max}`);
         expect(err.message).toContain(String(bits));
@@ -39,16 +41,25 @@ describe('layout bounds (docs/design.md table)', () => {
   it('worker bits 3..10', () => {
     expect(SnowflakeLayout.create({ workerBits: 3 }, NOW).maxWorker).toBe(7);
     expect(SnowflakeLayout.create({ workerBits: 10 }, NOW).maxWorker).toBe(1023);
-    for (const bits of [2, 11]) expect(configError(() => SnowflakeLayout.create({ workerBits: bits }, NOW)).variable).toBe('IDPOOL_SNOWFLAKE_WORKER_BITS');
+    for (const bits of [2, 11])
+      expect(configError(() => SnowflakeLayout.create({ workerBits: bits }, NOW)).variable).toBe(
+        'IDPOOL_SNOWFLAKE_WORKER_BITS',
+      );
   });
 
   it('reserved bits 0..5, and a reserved value that does not fit them is refused', () => {
-    expect(SnowflakeLayout.create({ reservedBits: 5, reservedValue: 31, workerBits: 5 }, NOW).settings.reservedValue).toBe(31);
-    expect(configError(() => SnowflakeLayout.create({ reservedBits: 6 }, NOW)).variable).toBe('IDPOOL_SNOWFLAKE_RESERVED_BITS');
+    expect(
+      SnowflakeLayout.create({ reservedBits: 5, reservedValue: 31, workerBits: 5 }, NOW).settings.reservedValue,
+    ).toBe(31);
+    expect(configError(() => SnowflakeLayout.create({ reservedBits: 6 }, NOW)).variable).toBe(
+      'IDPOOL_SNOWFLAKE_RESERVED_BITS',
+    );
     const tooWide = configError(() => SnowflakeLayout.create({ reservedBits: 2, reservedValue: 4 }, NOW));
     expect(tooWide.variable).toBe('IDPOOL_SNOWFLAKE_RESERVED_VALUE');
     expect(tooWide.message).toContain('from 0 to 3');
-    expect(configError(() => SnowflakeLayout.create({ reservedBits: 0, reservedValue: 1 }, NOW)).variable).toBe('IDPOOL_SNOWFLAKE_RESERVED_VALUE');
+    expect(configError(() => SnowflakeLayout.create({ reservedBits: 0, reservedValue: 1 }, NOW)).variable).toBe(
+      'IDPOOL_SNOWFLAKE_RESERVED_VALUE',
+    );
   });
 
   it('fewer than 1 sequence bit is refused; exactly 1 is accepted', () => {
@@ -76,16 +87,32 @@ describe('layout bounds (docs/design.md table)', () => {
   });
 
   it('environment values reach the same checks, naming the variable', () => {
-    const fromEnv = (env: Record<string, string>) => SnowflakeLayout.create(loadConfig({ IDPOOL_ADMIN_TOKEN: 'x'.repeat(32), ...env }).snowflake, NOW);
-    expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_TIME_UNIT: 's', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '30' })).message).toMatch(/^IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: .*31 to 55.* unit s/);
-    expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_TIME_UNIT: 'week' })).variable).toBe('IDPOOL_SNOWFLAKE_TIME_UNIT');
-    expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_EPOCH: '2999-01-01T00:00:00Z' })).variable).toBe('IDPOOL_SNOWFLAKE_EPOCH');
-    expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_RESERVED_BITS: '1', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '2' })).variable).toBe('IDPOOL_SNOWFLAKE_RESERVED_VALUE');
+    const fromEnv = (env: Record<string, string>) =>
+      SnowflakeLayout.create(loadConfig({ IDPOOL_ADMIN_TOKEN: 'x'.repeat(32), ...env }).snowflake, NOW);
+    expect(
+      configError(() => fromEnv({ IDPOOL_SNOWFLAKE_TIME_UNIT: 's', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '30' })).message,
+    ).toMatch(/^IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: .*31 to 55.* unit s/);
+    expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_TIME_UNIT: 'week' })).variable).toBe(
+      'IDPOOL_SNOWFLAKE_TIME_UNIT',
+    );
+    expect(configError(() => fromEnv({ IDPOOL_SNOWFLAKE_EPOCH: '2999-01-01T00:00:00Z' })).variable).toBe(
+      'IDPOOL_SNOWFLAKE_EPOCH',
+    );
+    expect(
+      configError(() => fromEnv({ IDPOOL_SNOWFLAKE_RESERVED_BITS: '1', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '2' }))
+        .variable,
+    ).toBe('IDPOOL_SNOWFLAKE_RESERVED_VALUE');
     expect(fromEnv({ IDPOOL_SNOWFLAKE_TIME_UNIT: 'd', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '15' }).unitMs).toBe(86_400_000);
   });
 
   it('lease and wait settings out of range are refused naming the variable', () => {
-    expect(loadConfig({}).lease).toEqual({ ttlMs: 15_000, marginMs: 3_000, heartbeatSeconds: 3, maxClockSkewMs: 1_000, maxWaitMs: 1_000 });
+    expect(loadConfig({}).lease).toEqual({
+      ttlMs: 15_000,
+      marginMs: 3_000,
+      heartbeatSeconds: 3,
+      maxClockSkewMs: 1_000,
+      maxWaitMs: 1_000,
+    });
     const cases: Array<[Record<string, string>, string]> = [
       [{ IDPOOL_WORKER_LEASE_TTL_MS: 'soon' }, 'IDPOOL_WORKER_LEASE_TTL_MS'],
       [{ IDPOOL_WORKER_LEASE_TTL_MS: '999' }, 'IDPOOL_WORKER_LEASE_TTL_MS'],
@@ -96,7 +123,9 @@ describe('layout bounds (docs/design.md table)', () => {
       [{ IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '1e3' }, 'IDPOOL_SNOWFLAKE_MAX_WAIT_MS'],
     ];
     for (const [env, variable] of cases) expect(configError(() => loadConfig(env).lease).variable).toBe(variable);
-    expect(loadConfig({ IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000' }).lease.heartbeatSeconds).toBe(1);
+    expect(
+      loadConfig({ IDPOOL_WORKER_LEASE_TTL_MS: '3000', IDPOOL_WORKER_LEASE_MARGIN_MS: '1000' }).lease.heartbeatSeconds,
+    ).toBe(1);
   });
 });
 
@@ -112,7 +141,14 @@ const layoutArb = fc
   .map(({ timeUnit, tsOffset, workerBits, reservedBits, reservedSeed }) => {
     const [min, max] = TIMESTAMP_BITS[timeUnit];
     const timestampBits = min + (tsOffset % (max - min + 1));
-    return { timeUnit, timestampBits, workerBits, reservedBits, reservedValue: reservedSeed % 2 ** reservedBits, epochMs: Date.UTC(2024, 0, 1) };
+    return {
+      timeUnit,
+      timestampBits,
+      workerBits,
+      reservedBits,
+      reservedValue: reservedSeed % 2 ** reservedBits,
+      epochMs: Date.UTC(2024, 0, 1),
+    };
   })
   .filter((s) => 62 - s.timestampBits - s.workerBits - s.reservedBits >= 1)
   .map((s) => SnowflakeLayout.create(s, NOW));
@@ -181,7 +217,12 @@ describe('horizons', () => {
         // The last id before the 2^53 horizon fits a number; the first after it does not.
         const limit = layout.numberTimestampLimit;
         if (limit <= layout.maxTimestamp) {
-          const last = layout.compose({ timestamp: limit - 1, worker: layout.maxWorker, timeBack: 1, sequence: layout.maxSequence });
+          const last = layout.compose({
+            timestamp: limit - 1,
+            worker: layout.maxWorker,
+            timeBack: 1,
+            sequence: layout.maxSequence,
+          });
           const first = layout.compose({ timestamp: limit, worker: 0, timeBack: 0, sequence: 0 });
           expect(last < 2n ** 53n).toBe(true);
           expect(first >= 2n ** 53n).toBe(true);

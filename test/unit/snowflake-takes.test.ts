@@ -27,7 +27,11 @@ function setup(options: { failMake?: Error } = {}) {
   return { takes, admits, runs };
 }
 
-const settle = <T>(p: Promise<T>) => p.then((v) => v, (err: unknown) => err);
+const settle = <T>(p: Promise<T>) =>
+  p.then(
+    (v) => v,
+    (err: unknown) => err,
+  );
 
 describe('SnowflakeTakes', () => {
   it('takes of one entity in one turn are one admit and one generator run for their sum, handed out in arrival order', async () => {
@@ -42,7 +46,11 @@ describe('SnowflakeTakes', () => {
 
   it('each entity has its own group', async () => {
     const { takes, runs } = setup();
-    await Promise.all([takes.take({ key: 'a', maxSizePerSecond: 0 }, 2), takes.take({ key: 'b', maxSizePerSecond: 0 }, 3), takes.take({ key: 'a', maxSizePerSecond: 0 }, 4)]);
+    await Promise.all([
+      takes.take({ key: 'a', maxSizePerSecond: 0 }, 2),
+      takes.take({ key: 'b', maxSizePerSecond: 0 }, 3),
+      takes.take({ key: 'a', maxSizePerSecond: 0 }, 4),
+    ]);
     expect(runs).toEqual([6, 3]);
   });
 
@@ -52,7 +60,9 @@ describe('SnowflakeTakes', () => {
     const outcomes = await Promise.all([4, 4, 4, 1, 2].map((n) => settle(takes.take(entity, n))));
     expect(admits).toEqual([15, 4, 4, 4, 1, 2]);
     // 4 + 4 fit, the third 4 does not, 1 does (9), 2 does not (11).
-    expect(outcomes.map((o) => (o instanceof RateLimitedError ? 429 : (o as string[]).length))).toEqual([4, 4, 429, 1, 429]);
+    expect(outcomes.map((o) => (o instanceof RateLimitedError ? 429 : (o as string[]).length))).toEqual([
+      4, 4, 429, 1, 429,
+    ]);
   });
 
   it('a generator failure fails every request of the group, and the next turn starts afresh', async () => {

@@ -25,10 +25,32 @@ describe('refill sweep: idle cost follows activity', () => {
     const configs = new Map<string, EntityConfig>();
     for (let i = 0; i < 2500; i++) {
       const key = `e${String(i).padStart(4, '0')}`;
-      configs.set(key, { ...withDefaults({ key, mode: 'monotonic', step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 100 }), secretHash: '', createTime: 0, updateTime: 0 });
+      configs.set(key, {
+        ...withDefaults({
+          key,
+          mode: 'monotonic',
+          step: 100,
+          maxPoolSize: 1000,
+          maxSizePerSecond: 0,
+          maxSizePerTimes: 100,
+        }),
+        secretHash: '',
+        createTime: 0,
+        updateTime: 0,
+      });
     }
     const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] };
-    const refiller = new Refiller({ entities, allocator: new FakeSegmentAllocator(), store, lock: new MemoryRefillLock(), stride: new IdStride(), clock, log: silentLogger, intervalMs: 100, demand: new Demand({ clock, horizonSeconds: 60 }) });
+    const refiller = new Refiller({
+      entities,
+      allocator: new FakeSegmentAllocator(),
+      store,
+      lock: new MemoryRefillLock(),
+      stride: new IdStride(),
+      clock,
+      log: silentLogger,
+      intervalMs: 100,
+      demand: new Demand({ clock, horizonSeconds: 60 }),
+    });
     for (let i = 0; i < 13; i++) {
       await refiller.sweep();
       clock.advance(1000);

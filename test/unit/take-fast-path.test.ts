@@ -20,17 +20,27 @@ interface Answer {
 }
 
 /** One request with exactly these headers and body bytes (fetch would add its own content type). */
-function send(base: string, path: string, headers: Record<string, string>, body?: Buffer | string, chunked = false): Promise<Answer> {
+function send(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+  chunked = false,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const url = new URL(path, base);
-    const req = httpRequest(url, { method: 'POST', headers: { authorization: `Bearer ${SECRET}`, ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, headers: res.headers });
-      });
-    });
+    const req = httpRequest(
+      url,
+      { method: 'POST', headers: { authorization: `Bearer ${SECRET}`, ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, headers: res.headers });
+        });
+      },
+    );
     req.on('error', reject);
     if (body !== undefined && !chunked) req.setHeader('content-length', Buffer.byteLength(body));
     if (body !== undefined) req.write(body);
@@ -63,7 +73,8 @@ describe('the take route fast path', () => {
     app.use((_req, res) => void res.status(299).json({ fast: false }));
     const base = await listen(app);
 
-    const fast = async (path: string, headers: Record<string, string>, body?: Buffer | string) => expect((await send(base, path, headers, body)).status).toBe(200);
+    const fast = async (path: string, headers: Record<string, string>, body?: Buffer | string) =>
+      expect((await send(base, path, headers, body)).status).toBe(200);
     const router = async (path: string, headers: Record<string, string>, body?: Buffer | string, chunked = false) =>
       expect((await send(base, path, headers, body, chunked)).status).toBe(299);
 
@@ -122,7 +133,16 @@ describe('the take route fast path', () => {
     }
 
     // Each case on the fast path's spelling and on one only the router serves (a trailing slash).
-    const cases: Array<[name: string, query: string, headers: Record<string, string>, body: string | undefined, status: number, expected: unknown]> = [
+    const cases: Array<
+      [
+        name: string,
+        query: string,
+        headers: Record<string, string>,
+        body: string | undefined,
+        status: number,
+        expected: unknown,
+      ]
+    > = [
       ['a JSON count', '', JSON_TYPE, '{"count":3}', 200, 3],
       ['no body', '', {}, undefined, 200, 1],
       ['?count=', '?count=4', {}, undefined, 200, 4],
@@ -153,7 +173,9 @@ describe('the take route fast path', () => {
       for (const path of ['/apps/orders/ids', '/apps/orders/ids/']) {
         const wrong = await send(base, path, { ...JSON_TYPE, authorization: 'Bearer wrong' }, '{"count":1}');
         expect(wrong.status).toBe(401);
-        expect(wrong.body).toEqual({ error: { code: 'unauthorized', message: 'unknown entity key or invalid secret' } });
+        expect(wrong.body).toEqual({
+          error: { code: 'unauthorized', message: 'unknown entity key or invalid secret' },
+        });
         const large = await send(base, path, JSON_TYPE, `{"count":1,"pad":"${'x'.repeat(16 * 1024)}"}`);
         expect(large.status).toBe(413);
         expect((large.body as { error: { code: string } }).error.code).toBe('payload_too_large');

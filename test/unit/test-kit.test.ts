@@ -43,7 +43,9 @@ describe('test kit: waitFor and entityConfig', () => {
   it('waitFor answers the first truthy value, fails with its message, and passes a check error on unless told to retry', async () => {
     let n = 0;
     expect(await waitFor(() => ++n >= 1 && 'ready')).toBe('ready');
-    await expect(waitFor(() => false, { timeoutMs: 0, message: 'the pool to fill' })).rejects.toThrow('timed out after 0 ms waiting for the pool to fill');
+    await expect(waitFor(() => false, { timeoutMs: 0, message: 'the pool to fill' })).rejects.toThrow(
+      'timed out after 0 ms waiting for the pool to fill',
+    );
     await expect(
       waitFor(() => {
         throw new Error('boom');
@@ -60,7 +62,15 @@ describe('test kit: waitFor and entityConfig', () => {
   });
 
   it('entityConfig is a complete entity whose key names it unless overridden', () => {
-    expect(entityConfig()).toMatchObject({ key: 'orders', name: 'orders', mode: 'monotonic', step: 100, maxPoolSize: 1000, interval: 100, startOffset: 0n });
+    expect(entityConfig()).toMatchObject({
+      key: 'orders',
+      name: 'orders',
+      mode: 'monotonic',
+      step: 100,
+      maxPoolSize: 1000,
+      interval: 100,
+      startOffset: 0n,
+    });
     expect(entityConfig({ key: 'pay', step: 10 })).toMatchObject({ key: 'pay', name: 'pay', step: 10 });
   });
 });

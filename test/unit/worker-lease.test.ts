@@ -13,7 +13,17 @@ function setup() {
   const clock = new FakeClock({ now: T0, sleep: 'advance' });
   const store = new FakeWorkerStore(() => clock.wall);
   const lease = (overrides: Partial<WorkerLeaseOptions> = {}) =>
-    new WorkerLease({ ...TIMING, store, clock, log: silentLogger, min: 1, max: 3, preferSameCode: false, code: '10.0.0.1:8080#aa:bb', ...overrides });
+    new WorkerLease({
+      ...TIMING,
+      store,
+      clock,
+      log: silentLogger,
+      min: 1,
+      max: 3,
+      preferSameCode: false,
+      code: '10.0.0.1:8080#aa:bb',
+      ...overrides,
+    });
   return { clock, store, lease };
 }
 
@@ -46,7 +56,10 @@ describe('WorkerLease', () => {
     const late = lease({ max: 2 });
     await late.start();
     expect(late.workerId).toBeUndefined();
-    expect(late.status()).toEqual({ ok: false, detail: expect.stringMatching(/every worker id in 1\.\.2 is leased by a live instance/) });
+    expect(late.status()).toEqual({
+      ok: false,
+      detail: expect.stringMatching(/every worker id in 1\.\.2 is leased by a live instance/),
+    });
     expect(() => late.current()).toThrow(NoWorkerLeaseError);
     await holders[0].stop();
     clock.advance(1);
@@ -146,12 +159,30 @@ describe('WorkerLease', () => {
   it('refuses to start when the local clock and the database clock differ by more than the allowed skew', async () => {
     const clock = new FakeClock({ now: T0, sleep: 'advance' });
     const skewed = new FakeWorkerStore(() => clock.wall + 5_000);
-    const l = new WorkerLease({ ...TIMING, store: skewed, clock, log: silentLogger, min: 1, max: 3, preferSameCode: false, code: 'x' });
+    const l = new WorkerLease({
+      ...TIMING,
+      store: skewed,
+      clock,
+      log: silentLogger,
+      min: 1,
+      max: 3,
+      preferSameCode: false,
+      code: 'x',
+    });
     const err = await l.start().catch((e) => e);
     expect(err).toBeInstanceOf(ClockSkewError);
     expect(err.message).toMatch(/5000 ms behind the database's.*IDPOOL_MAX_CLOCK_SKEW_MS=1000/);
     expect(skewed.table.size).toBe(0);
-    const fine = new WorkerLease({ ...TIMING, store: new FakeWorkerStore(() => clock.wall + 900), clock, log: silentLogger, min: 1, max: 3, preferSameCode: false, code: 'x' });
+    const fine = new WorkerLease({
+      ...TIMING,
+      store: new FakeWorkerStore(() => clock.wall + 900),
+      clock,
+      log: silentLogger,
+      min: 1,
+      max: 3,
+      preferSameCode: false,
+      code: 'x',
+    });
     await fine.start();
     expect(fine.status().ok).toBe(true);
   });

@@ -40,7 +40,11 @@ export interface SqlDialect {
 }
 
 /** TypeORM's structured result through a fresh query runner, the same shape on SQLite and PostgreSQL. */
-export async function structuredQuery(dataSource: DataSource, sql: string, params?: unknown[]): Promise<StatementResult> {
+export async function structuredQuery(
+  dataSource: DataSource,
+  sql: string,
+  params?: unknown[],
+): Promise<StatementResult> {
   const runner = dataSource.createQueryRunner();
   try {
     const result = await runner.query(sql, params, true);

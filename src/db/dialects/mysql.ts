@@ -40,7 +40,9 @@ export const mysql: SqlDialect = {
     const connection = await createConnection({ uri: u.toString(), connectTimeout: 5000 });
     try {
       // utf8mb4 whatever the server's default (latin1 on older servers), so any printable entity name stores.
-      await connection.query(`CREATE DATABASE IF NOT EXISTS \`${schema.replace(/`/g, '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+      await connection.query(
+        `CREATE DATABASE IF NOT EXISTS \`${schema.replace(/`/g, '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+      );
     } finally {
       await connection.end();
     }
@@ -50,7 +52,9 @@ export const mysql: SqlDialect = {
   async withMigrationLock(dataSource, run) {
     const runner = dataSource.createQueryRunner();
     try {
-      const [{ locked }] = await runner.query(`SELECT GET_LOCK('idpool_migrations', ${MIGRATION_LOCK_WAIT_S}) AS locked`);
+      const [{ locked }] = await runner.query(
+        `SELECT GET_LOCK('idpool_migrations', ${MIGRATION_LOCK_WAIT_S}) AS locked`,
+      );
       if (Number(locked) !== 1) throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_S} s`);
       try {
         return await run();
@@ -65,7 +69,11 @@ export const mysql: SqlDialect = {
   async statement(dataSource, sql, params) {
     const raw = await dataSource.query(sql, params);
     if (Array.isArray(raw)) return { records: raw, affectedRows: 0 };
-    return { records: [], affectedRows: raw.affectedRows, insertId: raw.insertId === undefined ? undefined : String(raw.insertId) };
+    return {
+      records: [],
+      affectedRows: raw.affectedRows,
+      insertId: raw.insertId === undefined ? undefined : String(raw.insertId),
+    };
   },
   rows: (dataSource, sql, params) => dataSource.query(sql, params),
   bigText: (column) => `CAST(${column} AS CHAR)`,

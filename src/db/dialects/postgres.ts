@@ -61,7 +61,8 @@ export function toPostgresPlaceholders(sql: string): string {
  */
 const PG_UNAVAILABLE = /^(08|53|57)|^(40001|40P01|55P03)$/;
 /** node-postgres's own messages for a lost connection or its query_timeout / connectionTimeoutMillis. */
-const PG_CLIENT_UNAVAILABLE = /Connection terminated|Query read timeout|timeout exceeded when trying to connect|not queryable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH/i;
+const PG_CLIENT_UNAVAILABLE =
+  /Connection terminated|Query read timeout|timeout exceeded when trying to connect|not queryable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH/i;
 
 /**
  * A PostgreSQL failure that is the database being unavailable becomes an
@@ -122,7 +123,10 @@ export const postgres: SqlDialect = {
     const u = new URL(url);
     const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
     u.pathname = '/postgres';
-    const admin = new PgClient({ connectionString: u.toString(), connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS });
+    const admin = new PgClient({
+      connectionString: u.toString(),
+      connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
+    });
     try {
       await admin.connect();
       await admin.query(`CREATE DATABASE ${escapeIdentifier(name)}`);
@@ -150,7 +154,8 @@ export const postgres: SqlDialect = {
       for (;;) {
         const [{ locked }] = await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`);
         if (locked === true) break;
-        if (Date.now() > deadline) throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
+        if (Date.now() > deadline)
+          throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
         await jitter(50, 50);
       }
       try {
@@ -165,7 +170,10 @@ export const postgres: SqlDialect = {
   // TypeORM answers a PostgreSQL UPDATE … RETURNING with [rows, count]
   // rather than rows: take the rows from the structured result instead.
   rows: async (dataSource, sql, params) => (await postgres.statement(dataSource, sql, params)).records,
-  statement: (dataSource, sql, params) => structuredQuery(dataSource, toPostgresPlaceholders(sql), params).catch((err) => Promise.reject(postgresUnavailable(err))),
+  statement: (dataSource, sql, params) =>
+    structuredQuery(dataSource, toPostgresPlaceholders(sql), params).catch((err) =>
+      Promise.reject(postgresUnavailable(err)),
+    ),
   bigText: (column) => `CAST(${column} AS TEXT)`,
   // clock_timestamp() is the wall clock now, not the transaction's start.
   nowMs: 'FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint',

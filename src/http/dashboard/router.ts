@@ -11,7 +11,8 @@ const ASSETS = new Map([
 
 // Scripts and styles only from this origin, no inline code, data only from
 // this origin: an entity name can never become markup or script.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /**
  * The dashboard at `/admin/ui`: a static page and its script. They hold no

@@ -17,7 +17,8 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
     info: {
       title: 'idpool',
       version,
-      description: 'Unique, increasing 64-bit ids for many services at once. Ids travel as decimal strings. Errors are `{"error": {"code", "message"}}`.',
+      description:
+        'Unique, increasing 64-bit ids for many services at once. Ids travel as decimal strings. Errors are `{"error": {"code", "message"}}`.',
       // Self-hosted: whoever runs the instance answers for it.
       contact: { name: 'The operators of this idpool instance' },
       license: { name: 'MIT', identifier: 'MIT' },
@@ -30,9 +31,21 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
       schemas: componentSchemas(),
       securitySchemes: {
         adminToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_ADMIN_TOKEN' },
-        opsToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_OPS_TOKEN: read-only, for GET /admin/* and /metrics; writes get 403.' },
-        metricsToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_METRICS_TOKEN, for /metrics only; /metrics is open when it is unset.' },
-        entitySecret: { type: 'http', scheme: 'bearer', description: 'The secret returned when the entity was registered (or rotated).' },
+        opsToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'IDPOOL_OPS_TOKEN: read-only, for GET /admin/* and /metrics; writes get 403.',
+        },
+        metricsToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'IDPOOL_METRICS_TOKEN, for /metrics only; /metrics is open when it is unset.',
+        },
+        entitySecret: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The secret returned when the entity was registered (or rotated).',
+        },
       },
     },
     paths: apiPaths(),

@@ -19,20 +19,29 @@ const INT32_MAX = 2 ** 31 - 1;
  * by default) type a property with a `default` as one the request must carry.
  */
 export function fromZod(schema: z.ZodType): Schema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Schema;
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  }) as Schema;
   return forClients(rest);
 }
 
 function forClients(schema: Schema): Schema {
   const { default: fallback, ...out } = schema;
-  if (out.properties) out.properties = Object.fromEntries(Object.entries(out.properties as Record<string, Schema>).map(([k, v]) => [k, forClients(v)]));
+  if (out.properties)
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties as Record<string, Schema>).map(([k, v]) => [k, forClients(v)]),
+    );
   for (const list of ['anyOf', 'oneOf', 'allOf'] as const) {
     if (Array.isArray(out[list])) out[list] = (out[list] as Schema[]).map(forClients);
   }
-  if (fallback !== undefined) out.description = `${out.description ? `${out.description} ` : ''}Default: ${JSON.stringify(fallback)}.`;
+  if (fallback !== undefined)
+    out.description = `${out.description ? `${out.description} ` : ''}Default: ${JSON.stringify(fallback)}.`;
   const { type, minimum, maximum, format } = out;
   if (type === 'integer' && format === undefined) {
-    const fits32 = typeof minimum === 'number' && typeof maximum === 'number' && minimum >= INT32_MIN && maximum <= INT32_MAX;
+    const fits32 =
+      typeof minimum === 'number' && typeof maximum === 'number' && minimum >= INT32_MIN && maximum <= INT32_MAX;
     out.format = fits32 ? 'int32' : 'int64';
   }
   return out;
@@ -59,7 +68,13 @@ export const decimalId = {
   description: 'A 64-bit id as a decimal string (JSON numbers lose precision above 2^53).',
 };
 /** An entity key, as the path, the bodies and the query strings carry it. */
-export const entityKey = { type: 'string', minLength: 1, maxLength: 64, pattern: KEY_PATTERN.source, description: 'Entity key: 1-64 of A-Z a-z 0-9 _ - .' };
+export const entityKey = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 64,
+  pattern: KEY_PATTERN.source,
+  description: 'Entity key: 1-64 of A-Z a-z 0-9 _ - .',
+};
 /** A secret: 32 random bytes, base64url. */
 export const secret = { type: 'string', minLength: 43, maxLength: 43, pattern: '^[A-Za-z0-9_-]+$' };
 export const isoDate = { type: 'string', format: 'date-time' };
@@ -69,7 +84,10 @@ export const nullableNumber = { type: ['number', 'null'] };
 export const json = (schema: Schema) => ({ 'application/json': { schema } });
 const error = (description: string) => ({ description, content: json(ref('Error')) });
 export const retryAfter = {
-  'Retry-After': { description: 'Whole seconds to wait before retrying.', schema: { type: 'integer', format: 'int32', minimum: 1 } },
+  'Retry-After': {
+    description: 'Whole seconds to wait before retrying.',
+    schema: { type: 'integer', format: 'int32', minimum: 1 },
+  },
 };
 const withRetryAfter = (description: string) => ({ ...error(description), headers: retryAfter });
 
@@ -81,11 +99,17 @@ export const E = {
   404: error('No such entity or route (`not_found`).'),
   409: error('Key already registered (`conflict`).'),
   413: error('Body larger than 16 kB (`payload_too_large`).'),
-  429: withRetryAfter('Too many failed authentications from this address (`rate_limited`): even a right token is refused, before any compare, until `Retry-After` passes.'),
+  429: withRetryAfter(
+    'Too many failed authentications from this address (`rate_limited`): even a right token is refused, before any compare, until `Retry-After` passes.',
+  ),
   503: withRetryAfter('A dependency (database or Redis) is unavailable (`unavailable`).'),
-  entity401: error('Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.'),
+  entity401: error(
+    'Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.',
+  ),
   take409: error('This `Idempotency-Key` was used for a request of another count (`conflict`).'),
-  take429: withRetryAfter('Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).'),
+  take429: withRetryAfter(
+    'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
+  ),
   take503: withRetryAfter(
     'Fewer ids ready than asked for (`pool_exhausted`), or a dependency, the snowflake worker lease or clock, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
   ),

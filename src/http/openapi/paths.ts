@@ -1,4 +1,17 @@
-import { E, type Schema, admin, adminRead, entityKey, entitySecret, int32, json, keyParam, metricsToken, ref, retryAfter } from './parts';
+import {
+  E,
+  type Schema,
+  admin,
+  adminRead,
+  entityKey,
+  entitySecret,
+  int32,
+  json,
+  keyParam,
+  metricsToken,
+  ref,
+  retryAfter,
+} from './parts';
 
 // The document's `paths`, one function per route group (as src/http/routes).
 // Every operation has an `operationId`: generated clients use it as the
@@ -8,12 +21,23 @@ import { E, type Schema, admin, adminRead, entityKey, entitySecret, int32, json,
 export const apiTags = [
   { name: 'ids', description: "Take ids and explain them, behind the entity's secret." },
   { name: 'admin', description: 'Register, list, change and retire entities, behind the admin token.' },
-  { name: 'ops', description: 'What operators and their tools read: probes, metrics, worker leases, the overview and dashboard, this document.' },
+  {
+    name: 'ops',
+    description:
+      'What operators and their tools read: probes, metrics, worker leases, the overview and dashboard, this document.',
+  },
 ];
 
 /** Every path, in the order the document lists them. */
 export function apiPaths(): Record<string, Schema> {
-  return { ...idPaths(), ...adminListPaths(), ...adminEntityPaths(), ...adminOpsPaths(), ...dashboardPaths(), ...probePaths() };
+  return {
+    ...idPaths(),
+    ...adminListPaths(),
+    ...adminEntityPaths(),
+    ...adminOpsPaths(),
+    ...dashboardPaths(),
+    ...probePaths(),
+  };
 }
 
 /** The client API, behind the entity's secret. */
@@ -40,7 +64,11 @@ function idPaths(): Record<string, Schema> {
         ],
         requestBody: { required: false, content: json(ref('TakeRequest')) },
         responses: {
-          200: { description: 'The ids (with `Idempotent-Replayed: true` when they repeat an earlier answer to the same `Idempotency-Key`).', content: json(ref('Ids')) },
+          200: {
+            description:
+              'The ids (with `Idempotent-Replayed: true` when they repeat an earlier answer to the same `Idempotency-Key`).',
+            content: json(ref('Ids')),
+          },
           400: E[400],
           401: E.entity401,
           404: E[404],
@@ -56,10 +84,26 @@ function idPaths(): Record<string, Schema> {
         operationId: 'explainId',
         tags: ['ids'],
         summary: 'Explain a snowflake id',
-        description: 'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued; 400 for an id this layout cannot have made, or an entity of another mode.',
+        description:
+          'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued; 400 for an id this layout cannot have made, or an entity of another mode.',
         security: entitySecret,
-        parameters: [keyParam, { name: 'id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 64 }, description: 'The id as issued (a decimal string).' }],
-        responses: { 200: { description: 'Its parts.', content: json(ref('DecodedId')) }, 400: E[400], 401: E.entity401, 429: E[429], 503: E[503] },
+        parameters: [
+          keyParam,
+          {
+            name: 'id',
+            in: 'path',
+            required: true,
+            schema: { type: 'string', minLength: 1, maxLength: 64 },
+            description: 'The id as issued (a decimal string).',
+          },
+        ],
+        responses: {
+          200: { description: 'Its parts.', content: json(ref('DecodedId')) },
+          400: E[400],
+          401: E.entity401,
+          429: E[429],
+          503: E[503],
+        },
       },
     },
   };
@@ -73,7 +117,8 @@ function adminListPaths(): Record<string, Schema> {
         operationId: 'registerEntity',
         tags: ['admin'],
         summary: 'Register an entity',
-        description: 'Creates the entity and its secret. The secret is in this answer only; store it (rotate it with `rotateSecret` if lost).',
+        description:
+          'Creates the entity and its secret. The secret is in this answer only; store it (rotate it with `rotateSecret` if lost).',
         security: admin,
         requestBody: { required: true, content: json(ref('RegisterRequest')) },
         responses: {
@@ -94,10 +139,28 @@ function adminListPaths(): Record<string, Schema> {
         description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
         security: adminRead,
         parameters: [
-          { name: 'limit', in: 'query', required: false, schema: { ...int32(1, 1000), default: 100 }, description: 'Entities per page.' },
-          { name: 'after', in: 'query', required: false, schema: entityKey, description: 'Start after this key: the `next` of the previous page.' },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            schema: { ...int32(1, 1000), default: 100 },
+            description: 'Entities per page.',
+          },
+          {
+            name: 'after',
+            in: 'query',
+            required: false,
+            schema: entityKey,
+            description: 'Start after this key: the `next` of the previous page.',
+          },
         ],
-        responses: { 200: { description: 'One page of live entities.', content: json(ref('EntityPage')) }, 400: E[400], 401: E[401], 429: E[429], 503: E[503] },
+        responses: {
+          200: { description: 'One page of live entities.', content: json(ref('EntityPage')) },
+          400: E[400],
+          401: E[401],
+          429: E[429],
+          503: E[503],
+        },
       },
     },
   };
@@ -114,7 +177,14 @@ function adminEntityPaths(): Record<string, Schema> {
         description: 'Its configuration (never the secret), `currentOffset` and, for segment entities, its pool.',
         security: adminRead,
         parameters: [keyParam],
-        responses: { 200: { description: 'Its configuration and pool.', content: json(ref('Entity')) }, 400: E[400], 401: E[401], 404: E[404], 429: E[429], 503: E[503] },
+        responses: {
+          200: { description: 'Its configuration and pool.', content: json(ref('Entity')) },
+          400: E[400],
+          401: E[401],
+          404: E[404],
+          429: E[429],
+          503: E[503],
+        },
       },
       patch: {
         operationId: 'updateEntity',
@@ -139,10 +209,19 @@ function adminEntityPaths(): Record<string, Schema> {
         operationId: 'retireEntity',
         tags: ['admin'],
         summary: 'Retire an entity',
-        description: 'A soft delete: the entity stops answering, its ids are never reissued and its key is never reused.',
+        description:
+          'A soft delete: the entity stops answering, its ids are never reissued and its key is never reused.',
         security: admin,
         parameters: [keyParam],
-        responses: { 204: { description: 'Retired.' }, 400: E[400], 401: E[401], 403: E[403], 404: E[404], 429: E[429], 503: E[503] },
+        responses: {
+          204: { description: 'Retired.' },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          429: E[429],
+          503: E[503],
+        },
       },
     },
     '/admin/apps/{key}/secret': {
@@ -153,7 +232,15 @@ function adminEntityPaths(): Record<string, Schema> {
         description: 'A new secret for the entity; the old one stops working at once.',
         security: admin,
         parameters: [keyParam],
-        responses: { 200: { description: 'The new secret.', content: json(ref('Secret')) }, 400: E[400], 401: E[401], 403: E[403], 404: E[404], 429: E[429], 503: E[503] },
+        responses: {
+          200: { description: 'The new secret.', content: json(ref('Secret')) },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          429: E[429],
+          503: E[503],
+        },
       },
     },
   };
@@ -169,7 +256,12 @@ function adminOpsPaths(): Record<string, Schema> {
         summary: 'Worker leases (snowflake)',
         description: 'Every worker row: which instance holds each worker id, its last heartbeat and last timestamp.',
         security: adminRead,
-        responses: { 200: { description: 'Every worker row.', content: json(ref('WorkerList')) }, 401: E[401], 429: E[429], 503: E[503] },
+        responses: {
+          200: { description: 'Every worker row.', content: json(ref('WorkerList')) },
+          401: E[401],
+          429: E[429],
+          503: E[503],
+        },
       },
     },
     '/admin/ops': {
@@ -177,13 +269,33 @@ function adminOpsPaths(): Record<string, Schema> {
         operationId: 'opsOverview',
         tags: ['ops'],
         summary: 'Pools, take rates, forecasts, leases and recent alarms',
-        description: 'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
+        description:
+          'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
         security: adminRead,
         parameters: [
-          { name: 'limit', in: 'query', required: false, schema: { ...int32(1, 1000), default: 50 }, description: 'Entities to show.' },
-          { name: 'q', in: 'query', required: false, schema: { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9_.-]*$' }, description: 'Show only entities whose key contains this.' },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            schema: { ...int32(1, 1000), default: 50 },
+            description: 'Entities to show.',
+          },
+          {
+            name: 'q',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9_.-]*$' },
+            description: 'Show only entities whose key contains this.',
+          },
         ],
-        responses: { 200: { description: 'The overview.', content: json(ref('OpsOverview')) }, 400: E[400], 401: E[401], 404: E[404], 429: E[429], 503: E[503] },
+        responses: {
+          200: { description: 'The overview.', content: json(ref('OpsOverview')) },
+          400: E[400],
+          401: E[401],
+          404: E[404],
+          429: E[429],
+          503: E[503],
+        },
       },
     },
   };
@@ -197,7 +309,8 @@ function dashboardPaths(): Record<string, Schema> {
         operationId: 'dashboardPage',
         tags: ['ops'],
         summary: 'Dashboard page',
-        description: 'Public HTML shell with no data in it; it asks for the ops (or admin) token and reads `/admin/ops` with it.',
+        description:
+          'Public HTML shell with no data in it; it asks for the ops (or admin) token and reads `/admin/ops` with it.',
         responses: { 200: { description: 'HTML.', content: { 'text/html': { schema: { type: 'string' } } } } },
       },
     },
@@ -207,9 +320,20 @@ function dashboardPaths(): Record<string, Schema> {
         tags: ['ops'],
         summary: 'Dashboard script and style',
         description: "The dashboard page's script and style sheet, public as the page is.",
-        parameters: [{ name: 'asset', in: 'path', required: true, schema: { type: 'string', enum: ['dashboard.js', 'dashboard.css'] }, description: 'File name.' }],
+        parameters: [
+          {
+            name: 'asset',
+            in: 'path',
+            required: true,
+            schema: { type: 'string', enum: ['dashboard.js', 'dashboard.css'] },
+            description: 'File name.',
+          },
+        ],
         responses: {
-          200: { description: 'The asset.', content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } } },
+          200: {
+            description: 'The asset.',
+            content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
+          },
           404: E[404],
         },
       },
@@ -234,7 +358,8 @@ function probePaths(): Record<string, Schema> {
         operationId: 'readyz',
         tags: ['ops'],
         summary: 'Readiness: database, Redis and lease usable',
-        description: 'Each dependency checked, failures reduced to their kind (no connection strings). 503 while any is unusable or the process shuts down.',
+        description:
+          'Each dependency checked, failures reduced to their kind (no connection strings). 503 while any is unusable or the process shuts down.',
         responses: {
           200: { description: 'Ready.', content: json(ref('Readiness')) },
           503: { description: 'Not ready; `reason` says why.', headers: retryAfter, content: json(ref('Readiness')) },
@@ -246,9 +371,18 @@ function probePaths(): Record<string, Schema> {
         operationId: 'metrics',
         tags: ['ops'],
         summary: 'Prometheus metrics, forecasts included',
-        description: 'Per-entity series for the most active entities, totals for all. Behind `IDPOOL_METRICS_TOKEN` when it is set; 404 when metrics are not enabled.',
+        description:
+          'Per-entity series for the most active entities, totals for all. Behind `IDPOOL_METRICS_TOKEN` when it is set; 404 when metrics are not enabled.',
         security: metricsToken,
-        responses: { 200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } }, 401: E[401], 404: E[404], 429: E[429] },
+        responses: {
+          200: {
+            description: 'Prometheus text format 0.0.4.',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          401: E[401],
+          404: E[404],
+          429: E[429],
+        },
       },
     },
     '/openapi.json': {
@@ -257,7 +391,9 @@ function probePaths(): Record<string, Schema> {
         tags: ['ops'],
         summary: 'This document',
         description: 'The OpenAPI 3.1 description of every route, public; generate a client from it.',
-        responses: { 200: { description: 'OpenAPI 3.1.', content: json({ type: 'object', required: ['openapi', 'paths'] }) } },
+        responses: {
+          200: { description: 'OpenAPI 3.1.', content: json({ type: 'object', required: ['openapi', 'paths'] }) },
+        },
       },
     },
   };

@@ -1,5 +1,16 @@
 import { LIMITS, registerSchema, updateSchema } from '../../entities/entity';
-import { type Schema, decimalId, entityKey, fromZod, int32, isoDate, nullableNumber, ref, secret, unixMs } from './parts';
+import {
+  type Schema,
+  decimalId,
+  entityKey,
+  fromZod,
+  int32,
+  isoDate,
+  nullableNumber,
+  ref,
+  secret,
+  unixMs,
+} from './parts';
 
 // The document's named schemas (`components.schemas`), one function per
 // part of the API they describe.
@@ -30,7 +41,21 @@ function idSchemas(): Record<string, Schema> {
           required: ['code', 'message'],
           additionalProperties: false,
           properties: {
-            code: { type: 'string', enum: ['invalid_request', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'pool_exhausted', 'unavailable', 'internal'] },
+            code: {
+              type: 'string',
+              enum: [
+                'invalid_request',
+                'unauthorized',
+                'forbidden',
+                'not_found',
+                'conflict',
+                'payload_too_large',
+                'rate_limited',
+                'pool_exhausted',
+                'unavailable',
+                'internal',
+              ],
+            },
             message: { type: 'string' },
           },
         },
@@ -71,8 +96,23 @@ function entitySchemas(): Record<string, Schema> {
     UpdateRequest: fromZod(updateSchema),
     EntityFields: {
       type: 'object',
-      description: 'Fields shared by Entity and RegisteredEntity (no additional-property rule here, so both can close it).',
-      required: ['key', 'name', 'mode', 'startOffset', 'step', 'maxSizePerTimes', 'maxSizePerSecond', 'minSizePercent', 'maxPoolSize', 'interval', 'createTime', 'updateTime', 'currentOffset'],
+      description:
+        'Fields shared by Entity and RegisteredEntity (no additional-property rule here, so both can close it).',
+      required: [
+        'key',
+        'name',
+        'mode',
+        'startOffset',
+        'step',
+        'maxSizePerTimes',
+        'maxSizePerSecond',
+        'minSizePercent',
+        'maxPoolSize',
+        'interval',
+        'createTime',
+        'updateTime',
+        'currentOffset',
+      ],
       properties: {
         key: entityKey,
         name: { type: 'string', maxLength: 128 },
@@ -109,7 +149,10 @@ function entitySchemas(): Record<string, Schema> {
       additionalProperties: false,
       properties: {
         apps: { type: 'array', maxItems: 1000, items: ref('Entity') },
-        next: { anyOf: [entityKey, { type: 'null' }], description: 'Key to pass as `after` for the next page; null on the last page.' },
+        next: {
+          anyOf: [entityKey, { type: 'null' }],
+          description: 'Key to pass as `after` for the next page; null on the last page.',
+        },
       },
     },
     Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret } },
@@ -128,13 +171,26 @@ function workerAndProbeSchemas(): Record<string, Schema> {
         code: { type: ['string', 'null'], description: 'The instance holding or last holding the lease.' },
         leaseVersion: { type: 'integer', format: 'int64', minimum: 0, description: 'Bumped by every acquisition.' },
         heartbeatAt: { anyOf: [isoDate, { type: 'null' }] },
-        lastTimestamp: { anyOf: [isoDate, { type: 'null' }], description: 'Time up to which the holder may have made ids; the next holder starts after it.' },
+        lastTimestamp: {
+          anyOf: [isoDate, { type: 'null' }],
+          description: 'Time up to which the holder may have made ids; the next holder starts after it.',
+        },
         live: { type: 'boolean' },
         self: { type: 'boolean', description: 'The answering instance holds this lease.' },
       },
     },
-    WorkerList: { type: 'object', required: ['workers'], additionalProperties: false, properties: { workers: { type: 'array', items: ref('Worker') } } },
-    Health: { type: 'object', required: ['status'], additionalProperties: false, properties: { status: { const: 'ok' } } },
+    WorkerList: {
+      type: 'object',
+      required: ['workers'],
+      additionalProperties: false,
+      properties: { workers: { type: 'array', items: ref('Worker') } },
+    },
+    Health: {
+      type: 'object',
+      required: ['status'],
+      additionalProperties: false,
+      properties: { status: { const: 'ok' } },
+    },
     Readiness: {
       type: 'object',
       required: ['status', 'checks'],
@@ -142,19 +198,28 @@ function workerAndProbeSchemas(): Record<string, Schema> {
       properties: {
         status: { type: 'string', enum: ['ready', 'not_ready'] },
         reason: { type: 'string', description: 'Why not ready (present on 503).' },
-        checks: { type: 'object', additionalProperties: { type: 'string' }, description: '"ok" or what failed, per dependency.' },
+        checks: {
+          type: 'object',
+          additionalProperties: { type: 'string' },
+          description: '"ok" or what failed, per dependency.',
+        },
         sampling: ref('Sampling'),
       },
     },
     Sampling: {
       type: 'object',
-      description: 'How current the ops sampler (dashboard rows, pool gauges, pool alarms) is. Informational: it does not change readiness.',
+      description:
+        'How current the ops sampler (dashboard rows, pool gauges, pool alarms) is. Informational: it does not change readiness.',
       required: ['ok', 'oldestSampleAgeSeconds', 'roundSeconds', 'staleEntities'],
       additionalProperties: false,
       properties: {
         ok: { type: 'boolean', description: 'Every segment entity sampled within two rounds.' },
         oldestSampleAgeSeconds: { type: 'number', minimum: 0 },
-        roundSeconds: { type: 'number', minimum: 0, description: 'Seconds one round over every entity takes (1,000 entities a sampling run).' },
+        roundSeconds: {
+          type: 'number',
+          minimum: 0,
+          description: 'Seconds one round over every entity takes (1,000 entities a sampling run).',
+        },
         staleEntities: int32(0),
       },
     },
@@ -183,7 +248,19 @@ function alarmSchema(): Schema {
 function entityOverviewSchema(): Schema {
   return {
     type: 'object',
-    required: ['key', 'mode', 'pool', 'currentOffset', 'highestId', 'takePerSecond', 'reservePerSecond', 'forecast', 'history', 'sampledAt', 'stale'],
+    required: [
+      'key',
+      'mode',
+      'pool',
+      'currentOffset',
+      'highestId',
+      'takePerSecond',
+      'reservePerSecond',
+      'forecast',
+      'history',
+      'sampledAt',
+      'stale',
+    ],
     additionalProperties: false,
     properties: {
       key: entityKey,
@@ -192,7 +269,13 @@ function entityOverviewSchema(): Schema {
         type: 'object',
         required: ['size', 'target', 'max', 'lowWatermark', 'fillPercent'],
         additionalProperties: false,
-        properties: { size: int32(0), target: int32(0), max: int32(0), lowWatermark: int32(0), fillPercent: { type: 'number', format: 'double' } },
+        properties: {
+          size: int32(0),
+          target: int32(0),
+          max: int32(0),
+          lowWatermark: int32(0),
+          fillPercent: { type: 'number', format: 'double' },
+        },
       },
       currentOffset: decimalId,
       highestId: { anyOf: [decimalId, { type: 'null' }] },
@@ -203,7 +286,11 @@ function entityOverviewSchema(): Schema {
         description: 'Seconds; null = never at the current rate.',
         required: ['poolDrySeconds', 'jsSafeLimitSeconds', 'int63LimitSeconds'],
         additionalProperties: false,
-        properties: { poolDrySeconds: nullableNumber, jsSafeLimitSeconds: nullableNumber, int63LimitSeconds: nullableNumber },
+        properties: {
+          poolDrySeconds: nullableNumber,
+          jsSafeLimitSeconds: nullableNumber,
+          int63LimitSeconds: nullableNumber,
+        },
       },
       history: {
         type: 'array',
@@ -214,8 +301,14 @@ function entityOverviewSchema(): Schema {
           properties: { t: unixMs, size: int32(0), takePerSecond: { type: 'number', format: 'double', minimum: 0 } },
         },
       },
-      sampledAt: { anyOf: [unixMs, { type: 'null' }], description: 'Unix ms of the last sample; null before the first.' },
-      stale: { type: 'boolean', description: 'Not sampled within two sampling rounds: the values are the last ones read, not current.' },
+      sampledAt: {
+        anyOf: [unixMs, { type: 'null' }],
+        description: 'Unix ms of the last sample; null before the first.',
+      },
+      stale: {
+        type: 'boolean',
+        description: 'Not sampled within two sampling rounds: the values are the last ones read, not current.',
+      },
     },
   };
 }
@@ -229,7 +322,11 @@ function snowflakeEntityOverviewSchema(): Schema {
     properties: {
       key: entityKey,
       mode: { type: 'string', enum: ['snowflake'] },
-      takePerSecond: { type: 'number', minimum: 0, description: 'Ids per second served by the answering instance (each instance makes its own snowflake ids).' },
+      takePerSecond: {
+        type: 'number',
+        minimum: 0,
+        description: 'Ids per second served by the answering instance (each instance makes its own snowflake ids).',
+      },
     },
   };
 }
@@ -243,8 +340,16 @@ function opsOverviewSchema(): Schema {
     properties: {
       at: isoDate,
       entityCount: int32(0, undefined, 'Live entities in all.'),
-      matching: int32(0, undefined, 'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.'),
-      entities: { type: 'array', items: { anyOf: [ref('EntityOverview'), ref('SnowflakeEntityOverview')] }, description: 'Busiest first (take rate), then by key.' },
+      matching: int32(
+        0,
+        undefined,
+        'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.',
+      ),
+      entities: {
+        type: 'array',
+        items: { anyOf: [ref('EntityOverview'), ref('SnowflakeEntityOverview')] },
+        description: 'Busiest first (take rate), then by key.',
+      },
       snowflake: {
         anyOf: [
           {
@@ -252,7 +357,10 @@ function opsOverviewSchema(): Schema {
             required: ['timeExhaustedAt', 'jsSafeLimitAt'],
             additionalProperties: false,
             description: 'null dates: past the last date JavaScript can show (year 275760), i.e. never.',
-            properties: { timeExhaustedAt: { anyOf: [isoDate, { type: 'null' }] }, jsSafeLimitAt: { anyOf: [isoDate, { type: 'null' }] } },
+            properties: {
+              timeExhaustedAt: { anyOf: [isoDate, { type: 'null' }] },
+              jsSafeLimitAt: { anyOf: [isoDate, { type: 'null' }] },
+            },
           },
           { type: 'null' },
         ],
@@ -263,8 +371,13 @@ function opsOverviewSchema(): Schema {
         type: 'object',
         required: ['instance', 'active', 'recent'],
         additionalProperties: false,
-        description: "This instance's alarms only: each instance keeps its own (idpool_alarms_total in every instance's /metrics counts them all).",
-        properties: { instance: { type: 'string', description: 'The instance whose alarms these are (host:pid).' }, active: int32(0), recent: { type: 'array', items: ref('Alarm') } },
+        description:
+          "This instance's alarms only: each instance keeps its own (idpool_alarms_total in every instance's /metrics counts them all).",
+        properties: {
+          instance: { type: 'string', description: 'The instance whose alarms these are (host:pid).' },
+          active: int32(0),
+          recent: { type: 'array', items: ref('Alarm') },
+        },
       },
     },
   };

@@ -83,19 +83,31 @@ function operationRoutes(router: Router, deps: AdminRouteDeps): void {
 }
 
 /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
-async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fresh?: 'just registered'): Promise<Record<string, unknown>[]> {
+async function withPools(
+  deps: ViewDeps,
+  entities: readonly EntityConfig[],
+  fresh?: 'just registered',
+): Promise<Record<string, unknown>[]> {
   const pooled = entities.filter((e) => e.mode !== 'snowflake');
   // A key is never registered twice, so a just-registered entity has reserved nothing and pooled nothing yet.
   const [offsets, sizes] = fresh
     ? [new Map(entities.map((e) => [e.key, e.startOffset])), pooled.map(() => 0)]
-    : await Promise.all([deps.offsets.peekMany(entities.map((e) => e.key)), deps.pools.sizes(pooled.map((e) => e.key))]);
+    : await Promise.all([
+        deps.offsets.peekMany(entities.map((e) => e.key)),
+        deps.pools.sizes(pooled.map((e) => e.key)),
+      ]);
   // The page answers whole or not at all: one unreadable pool is a dependency fault (503).
   const sizeOf = new Map(pooled.map((e, i) => [e.key, orThrow(sizes[i])]));
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
     if (entity.mode !== 'snowflake') {
-      view.pool = { size: sizeOf.get(entity.key) ?? 0, target: deps.sizing.target(entity), max: entity.maxPoolSize, lowWatermark: deps.sizing.lowWatermark(entity) };
+      view.pool = {
+        size: sizeOf.get(entity.key) ?? 0,
+        target: deps.sizing.target(entity),
+        max: entity.maxPoolSize,
+        lowWatermark: deps.sizing.lowWatermark(entity),
+      };
     }
     return view;
   });

@@ -22,7 +22,9 @@ export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticat
   return async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
     const count = requestedCount(req, entity.maxSizePerTimes);
-    const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, () => takeIds(deps, entity, count));
+    const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, () =>
+      takeIds(deps, entity, count),
+    );
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     sendIds(res, ids);
   };
@@ -34,12 +36,18 @@ export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticat
  * itself, not a sub-router, so an unrouted method (OPTIONS included) still
  * reaches the app's 404.
  */
-export function registerIdRoutes(app: IRouter, deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>, take: TakeHandler): void {
+export function registerIdRoutes(
+  app: IRouter,
+  deps: IdRouteDeps,
+  guards: Pick<Guards, 'authenticatedEntity'>,
+  take: TakeHandler,
+): void {
   app.post(TAKE_PATH, take);
 
   app.get('/apps/:key/ids/:id', async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
-    if (entity.mode !== 'snowflake' || !deps.snowflake) throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
+    if (entity.mode !== 'snowflake' || !deps.snowflake)
+      throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
     res.json(decodeOr400(deps.snowflake, req.params.id as string));
   });
 }
@@ -93,7 +101,8 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
     if (!url) return next();
     const headers = req.headers;
     const encoding = headers['content-encoding'];
-    if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || headers['transfer-encoding'] !== undefined) return next();
+    if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || headers['transfer-encoding'] !== undefined)
+      return next();
     const type = headers['content-type'];
     const length = headers['content-length'] === undefined ? 0 : Number(headers['content-length']);
     if (!(length >= 0 && length <= BODY_LIMIT_BYTES)) return next();
@@ -145,7 +154,8 @@ function requestedCount(req: Request, max: number): number {
   if (body && 'count' in body) count = (body as { count: unknown }).count;
   else if (req.query.count !== undefined) {
     const raw = req.query.count;
-    if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
+    if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
+      throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
     count = Number(raw);
   }
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > max) {

@@ -45,5 +45,10 @@ function readinessBody(report: ReadinessReport): Record<string, unknown> {
   const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(k, v)]));
   const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
   const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
-  return { status: report.ready ? 'ready' : 'not_ready', ...(report.ready ? {} : { reason }), checks, ...(report.sampling ? { sampling: report.sampling } : {}) };
+  return {
+    status: report.ready ? 'ready' : 'not_ready',
+    ...(report.ready ? {} : { reason }),
+    checks,
+    ...(report.sampling ? { sampling: report.sampling } : {}),
+  };
 }

@@ -9,7 +9,13 @@ import { entityConfig } from '../entity';
 export function entityStoreContract(make: () => Promise<EntityStore>): void {
   it('inserts an entity once and finds it whole; a taken key is refused', async () => {
     const store = await make();
-    const orders = entityConfig({ key: 'c-orders', startOffset: 7n, secretHash: 'hash-1', createTime: 1_000, updateTime: 1_000 });
+    const orders = entityConfig({
+      key: 'c-orders',
+      startOffset: 7n,
+      secretHash: 'hash-1',
+      createTime: 1_000,
+      updateTime: 1_000,
+    });
     expect(await store.insert(orders)).toBe(true);
     expect(await store.insert({ ...orders, name: 'again' })).toBe(false);
     expect(await store.findLive('c-orders')).toEqual(orders);
@@ -20,7 +26,8 @@ export function entityStoreContract(make: () => Promise<EntityStore>): void {
 
   it('lists live entities in key order; a retired key stays taken and is never reused', async () => {
     const store = await make();
-    for (const key of ['c-b', 'c-a', 'c-c']) expect(await store.insert(entityConfig({ key, createTime: 1_000, updateTime: 1_000 }))).toBe(true);
+    for (const key of ['c-b', 'c-a', 'c-c'])
+      expect(await store.insert(entityConfig({ key, createTime: 1_000, updateTime: 1_000 }))).toBe(true);
     expect(await store.retire('c-b', 2_000)).toBe(true);
     expect(await store.retire('c-b', 3_000)).toBe(false);
     expect((await store.listLive()).map((e) => e.key)).toEqual(['c-a', 'c-c']);
@@ -33,7 +40,15 @@ export function entityStoreContract(make: () => Promise<EntityStore>): void {
     const store = await make();
     const e = entityConfig({ key: 'c-up', createTime: 1_000, updateTime: 1_000 });
     await store.insert(e);
-    const tunables = { name: 'renamed', step: 200, maxSizePerTimes: 300, maxSizePerSecond: 50, minSizePercent: 70, maxPoolSize: 2000, interval: 250 };
+    const tunables = {
+      name: 'renamed',
+      step: 200,
+      maxSizePerTimes: 300,
+      maxSizePerSecond: 50,
+      minSizePercent: 70,
+      maxPoolSize: 2000,
+      interval: 250,
+    };
     expect(await store.update('c-up', tunables, 2_000)).toBe(true);
     expect(await store.setSecretHash('c-up', 'hash-2', 3_000)).toBe(true);
     expect(await store.findLive('c-up')).toEqual({ ...e, ...tunables, secretHash: 'hash-2', updateTime: 3_000 });

@@ -27,7 +27,8 @@ export function segmentAllocatorContract(make: () => Promise<AllocatorFixture>):
     await addEntity('c-race', 0n);
     const segments = await Promise.all(Array.from({ length: 40 }, () => allocator.reserve('c-race', 7)));
     segments.sort((a, b) => (a.start < b.start ? -1 : 1));
-    for (let i = 0; i < segments.length; i++) expect(segments[i]).toEqual({ start: BigInt(i * 7), end: BigInt(i * 7 + 7) });
+    for (let i = 0; i < segments.length; i++)
+      expect(segments[i]).toEqual({ start: BigInt(i * 7), end: BigInt(i * 7 + 7) });
     expect(await allocator.peek('c-race')).toBe(280n);
   });
 

@@ -24,7 +24,10 @@ export function workerStoreContract(make: () => Promise<WorkerStore>): void {
     await store.ensureRows(1, 1);
     const [free] = (await store.rows(1, 1)).rows;
     const ceiling = (await store.nowMs()) + TTL_MS;
-    const results = await Promise.all([store.acquire(free, 'a', TTL_MS, ceiling), store.acquire(free, 'b', TTL_MS, ceiling)]);
+    const results = await Promise.all([
+      store.acquire(free, 'a', TTL_MS, ceiling),
+      store.acquire(free, 'b', TTL_MS, ceiling),
+    ]);
     expect(results.filter(Boolean)).toHaveLength(1);
     const [held] = (await store.rows(1, 1)).rows;
     expect(held.leaseVersion).toBe(1);

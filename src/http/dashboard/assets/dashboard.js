@@ -10,7 +10,9 @@
   // Only the latest request may draw: a search typed while an older poll is under way wins.
   var seq = 0;
 
-  function $(id) { return document.getElementById(id); }
+  function $(id) {
+    return document.getElementById(id);
+  }
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
     if (attrs) for (var k in attrs) e.setAttribute(k, attrs[k]);
@@ -30,17 +32,23 @@
   }
   // Thousands separators, whatever the browser's locale: the numbers are ids and rates, not prose.
   var NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
-  function num(n) { return NUMBER.format(n); }
+  function num(n) {
+    return NUMBER.format(n);
+  }
   // How long ago, in the service's time (`data.at`), so the browser's clock does not matter.
   function ago(s) {
     if (s < 0.1) return 'just now';
     return (s < 10 ? s.toFixed(1) + ' s' : s < 120 ? Math.round(s) + ' s' : duration(s)) + ' ago';
   }
-  function rate(r) { return num(r >= 100 ? Math.round(r) : r) + ' /s'; }
+  function rate(r) {
+    return num(r >= 100 ? Math.round(r) : r) + ' /s';
+  }
 
   // A chart of the last minutes with its scale: the plot spans 0 to the
   // largest value shown, both written on the y axis; the x axis is time.
-  var PLOT_LEFT = 46, WIDTH = 160, HEIGHT = 32;
+  var PLOT_LEFT = 46,
+    WIDTH = 160,
+    HEIGHT = 32;
   function sparkline(points, field, label) {
     var svg = document.createElementNS(SVG, 'svg');
     svg.setAttribute('class', 'spark');
@@ -51,9 +59,12 @@
       svg.setAttribute('aria-label', label + ': no data yet');
       return svg;
     }
-    var t0 = points[0].t, t1 = points[points.length - 1].t;
+    var t0 = points[0].t,
+      t1 = points[points.length - 1].t;
     var max = 0;
-    points.forEach(function (p) { if (p[field] > max) max = p[field]; });
+    points.forEach(function (p) {
+      if (p[field] > max) max = p[field];
+    });
     svg.setAttribute('data-min', '0');
     svg.setAttribute('data-max', String(max));
     svg.setAttribute('aria-label', label + ', 0 to ' + num(max) + ' over ' + Math.round((t1 - t0) / 1000) + ' s');
@@ -70,8 +81,10 @@
     text(HEIGHT - 1, '0', 'min');
     var axis = document.createElementNS(SVG, 'line');
     axis.setAttribute('class', 'axis');
-    axis.setAttribute('x1', String(PLOT_LEFT)); axis.setAttribute('x2', String(PLOT_LEFT));
-    axis.setAttribute('y1', '1'); axis.setAttribute('y2', String(HEIGHT - 1));
+    axis.setAttribute('x1', String(PLOT_LEFT));
+    axis.setAttribute('x2', String(PLOT_LEFT));
+    axis.setAttribute('y1', '1');
+    axis.setAttribute('y2', String(HEIGHT - 1));
     svg.appendChild(axis);
     var span = WIDTH - PLOT_LEFT - 2;
     var coords = points.map(function (p) {
@@ -91,8 +104,18 @@
   // When the row's values were read: "0.4 s ago", or for a stale row "stale — last sampled 40 s ago".
   function sampledCell(e, age) {
     var cls = e.stale ? 'stale-note' : 'muted';
-    if (e.sampledAt === null) return el('td', { 'data-field': 'sampled', class: cls }, e.stale ? 'stale — never sampled' : 'not yet sampled');
-    return el('td', { 'data-field': 'sampled', 'data-age': String(Math.round(age)), class: cls, title: new Date(e.sampledAt).toISOString() }, (e.stale ? 'stale — last sampled ' : '') + ago(age));
+    if (e.sampledAt === null)
+      return el('td', { 'data-field': 'sampled', class: cls }, e.stale ? 'stale — never sampled' : 'not yet sampled');
+    return el(
+      'td',
+      {
+        'data-field': 'sampled',
+        'data-age': String(Math.round(age)),
+        class: cls,
+        title: new Date(e.sampledAt).toISOString(),
+      },
+      (e.stale ? 'stale — last sampled ' : '') + ago(age),
+    );
   }
 
   function renderEntities(data) {
@@ -102,18 +125,38 @@
     body.replaceChildren();
     $('no-entities').hidden = entities.length > 0;
     var searched = $('search').value.trim();
-    $('entity-count').textContent = (searched ? num(data.matching) + ' of ' + num(data.entityCount) + ' entities match' : num(data.entityCount) + ' entities') +
+    $('entity-count').textContent =
+      (searched
+        ? num(data.matching) + ' of ' + num(data.entityCount) + ' entities match'
+        : num(data.entityCount) + ' entities') +
       (entities.length < data.matching ? '; the ' + num(entities.length) + ' busiest shown' : '');
     entities.forEach(function (e) {
       var tr = el('tr', { 'data-entity': e.key });
       tr.appendChild(el('td', { 'data-field': 'key' }, e.key));
       tr.appendChild(el('td', { 'data-field': 'mode' }, e.mode));
       if (e.mode === 'snowflake') {
-        tr.appendChild(el('td', { class: 'muted', 'data-field': 'sampled', title: 'counted as ids are served: nothing to sample' }, 'live'));
+        tr.appendChild(
+          el(
+            'td',
+            { class: 'muted', 'data-field': 'sampled', title: 'counted as ids are served: nothing to sample' },
+            'live',
+          ),
+        );
         // No pool and no number line: ids are made on the spot, by each instance.
         tr.appendChild(el('td', { 'data-field': 'fill', class: 'muted' }, 'no pool'));
         tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, '-'));
-        tr.appendChild(el('td', { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond), title: 'served by this instance' }, rate(e.takePerSecond)));
+        tr.appendChild(
+          el(
+            'td',
+            {
+              class: 'num',
+              'data-field': 'takeRate',
+              'data-value': String(e.takePerSecond),
+              title: 'served by this instance',
+            },
+            rate(e.takePerSecond),
+          ),
+        );
         for (var i = 0; i < 5; i++) tr.appendChild(el('td', { class: 'muted' }, '-'));
         body.appendChild(tr);
         return;
@@ -122,7 +165,10 @@
       var age = e.sampledAt === null ? null : Math.max(0, (now - e.sampledAt) / 1000);
       if (e.stale) {
         tr.className = 'stale';
-        tr.title = 'not sampled for over two sampling rounds (' + data.sampling.roundSeconds + ' s each): these are the last values read';
+        tr.title =
+          'not sampled for over two sampling rounds (' +
+          data.sampling.roundSeconds +
+          ' s each): these are the last values read';
       }
       tr.appendChild(sampledCell(e, age));
       if (e.sampledAt === null) {
@@ -135,15 +181,26 @@
         return;
       }
       var fill = el('td', { 'data-field': 'fill' });
-      var bar = el('span', { class: 'bar' + (e.pool.size < e.pool.lowWatermark ? ' low' : ''), title: e.pool.fillPercent + '%' });
+      var bar = el('span', {
+        class: 'bar' + (e.pool.size < e.pool.lowWatermark ? ' low' : ''),
+        title: e.pool.fillPercent + '%',
+      });
       var inner = el('span');
       inner.style.width = Math.min(100, e.pool.fillPercent) + '%';
       bar.appendChild(inner);
       fill.appendChild(bar);
       fill.appendChild(document.createTextNode(' ' + e.pool.fillPercent + '%'));
       tr.appendChild(fill);
-      tr.appendChild(el('td', { class: 'num', 'data-field': 'poolSize' }, num(e.pool.size) + ' / ' + num(e.pool.target)));
-      tr.appendChild(el('td', { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond) }, rate(e.takePerSecond)));
+      tr.appendChild(
+        el('td', { class: 'num', 'data-field': 'poolSize' }, num(e.pool.size) + ' / ' + num(e.pool.target)),
+      );
+      tr.appendChild(
+        el(
+          'td',
+          { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond) },
+          rate(e.takePerSecond),
+        ),
+      );
       tr.appendChild(el('td', { class: 'num', 'data-field': 'poolDry' }, duration(e.forecast.poolDrySeconds)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'jsSafe' }, duration(e.forecast.jsSafeLimitSeconds)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'int63' }, duration(e.forecast.int63LimitSeconds)));
@@ -180,7 +237,14 @@
     $('active-alarms').textContent = alarms.active ? alarms.active + ' active' : '';
     alarms.recent.slice(0, 30).forEach(function (a) {
       var li = el('li', { class: a.status === 'resolved' ? 'resolved' : a.severity, 'data-alarm': a.name });
-      li.textContent = a.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z') + ' ' + (a.status === 'resolved' ? 'resolved ' : '') + a.name + (a.entityKey ? ' [' + a.entityKey + ']' : '') + ': ' + a.message;
+      li.textContent =
+        a.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z') +
+        ' ' +
+        (a.status === 'resolved' ? 'resolved ' : '') +
+        a.name +
+        (a.entityKey ? ' [' + a.entityKey + ']' : '') +
+        ': ' +
+        a.message;
       list.appendChild(li);
     });
   }
@@ -192,14 +256,26 @@
     out.setAttribute('data-oldest', String(sampling.oldestSampleAgeSeconds));
     out.textContent = sampling.ok
       ? 'sampling ok: oldest sample ' + ago(sampling.oldestSampleAgeSeconds)
-      : 'sampling behind: ' + num(sampling.staleEntities) + ' stale ' + (sampling.staleEntities === 1 ? 'entity' : 'entities') + ', oldest sample ' + ago(sampling.oldestSampleAgeSeconds);
-    out.title = 'every pool is read once a round (' + sampling.roundSeconds + ' s); a row not read for two rounds is stale';
+      : 'sampling behind: ' +
+        num(sampling.staleEntities) +
+        ' stale ' +
+        (sampling.staleEntities === 1 ? 'entity' : 'entities') +
+        ', oldest sample ' +
+        ago(sampling.oldestSampleAgeSeconds);
+    out.title =
+      'every pool is read once a round (' + sampling.roundSeconds + ' s); a row not read for two rounds is stale';
   }
 
   function renderSnowflake(sf) {
     $('snowflake').textContent = sf
-      ? 'Runs out of timestamp bits on ' + sf.timeExhaustedAt + '; ' +
-        (!sf.jsSafeLimitAt ? 'ids never pass 2^53.' : Date.parse(sf.jsSafeLimitAt) <= Date.now() ? 'ids have been above 2^53 (unsafe as JavaScript numbers) since ' + sf.jsSafeLimitAt + '.' : 'ids pass 2^53 on ' + sf.jsSafeLimitAt + '.')
+      ? 'Runs out of timestamp bits on ' +
+        sf.timeExhaustedAt +
+        '; ' +
+        (!sf.jsSafeLimitAt
+          ? 'ids never pass 2^53.'
+          : Date.parse(sf.jsSafeLimitAt) <= Date.now()
+            ? 'ids have been above 2^53 (unsafe as JavaScript numbers) since ' + sf.jsSafeLimitAt + '.'
+            : 'ids pass 2^53 on ' + sf.jsSafeLimitAt + '.')
       : 'Snowflake ids are not enabled on this instance.';
   }
 
@@ -218,7 +294,10 @@
     if (!token) return showLogin();
     var q = $('search').value.trim();
     var mine = ++seq;
-    fetch('/admin/ops' + (q ? '?q=' + encodeURIComponent(q) : ''), { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
+    fetch('/admin/ops' + (q ? '?q=' + encodeURIComponent(q) : ''), {
+      headers: { Authorization: 'Bearer ' + token },
+      cache: 'no-store',
+    })
       .then(function (res) {
         if (res.status === 401) {
           sessionStorage.removeItem(TOKEN_KEY);
@@ -265,7 +344,9 @@
       poll();
     }, 250);
   });
-  $('search-form').addEventListener('submit', function (ev) { ev.preventDefault(); });
+  $('search-form').addEventListener('submit', function (ev) {
+    ev.preventDefault();
+  });
   $('signout').addEventListener('click', function () {
     sessionStorage.removeItem(TOKEN_KEY);
     showLogin();
