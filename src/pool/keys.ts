@@ -82,3 +82,18 @@ export function idempotencyBytesKey(minute: number, prefix = DEFAULT_PREFIX): st
 export function registrationsKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:registrations`;
 }
+
+/**
+ * Keys the instances of one deployment share (docs/operating.md "The fleet").
+ * One hash tag, `{fleet}`, so they live on one Cluster slot.
+ */
+export interface FleetKeys {
+  /** Stream of every instance's alarm records, capped (XADD MAXLEN ~). */
+  readonly alarms: string;
+  /** Hash of heartbeats: field = instance id, value = its JSON heartbeat. */
+  readonly instances: string;
+}
+
+export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
+  return { alarms: `${prefix}:{fleet}:alarms`, instances: `${prefix}:{fleet}:instances` };
+}
