@@ -48,6 +48,8 @@ describe('deploy/prometheus/idpool-rules.yml', () => {
       [
         'IdpoolDependencyUnavailable',
         'IdpoolHttp5xxRate',
+        'IdpoolInstancesDisagreeOnEpoch',
+        'IdpoolInstancesDropped',
         'IdpoolInt63LimitForecast',
         'IdpoolJsSafeLimitForecast',
         'IdpoolLeaseLost',
