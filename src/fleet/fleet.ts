@@ -73,8 +73,6 @@ export interface FleetRates {
 export class Fleet {
   private readonly schedule: Periodic;
   private readonly readTimeoutMs: number;
-  /** The heartbeats of the last read that answered, and when. */
-  private known: { heartbeats: Heartbeat[]; at: number } | undefined;
   private lastFailureLog = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly o: FleetOptions) {
@@ -102,7 +100,7 @@ export class Fleet {
   /** Publishes this instance's heartbeat, then reads the fleet's (drops the long gone, updates the gauges). */
   async beat(): Promise<void> {
     try {
-      await this.bounded(this.o.store.publish(await this.heartbeat()));
+      await this.bounded(this.o.store.publish(await this.heartbeat(), publishedRates(this.o.self.rates())));
       const view = await this.read();
       this.o.onView?.(view);
     } catch (err) {
@@ -147,23 +145,29 @@ export class Fleet {
   }
 
   /**
-   * Per-entity take rates summed over the alive instances: this instance's
-   * now, the others' as of their last heartbeat. Undefined when the fleet was
-   * not read within a TTL (the caller shows this instance's own, saying so).
+   * Per-entity take rates summed over the instances alive in `view` (just
+   * read by {@link instances}): this instance's now, the others' as of their
+   * last heartbeat. Undefined when Redis does not answer (the caller shows
+   * this instance's own, saying so).
    */
-  rates(): FleetRates | undefined {
-    const now = this.o.clock.now();
-    if (!this.known || now - this.known.at > this.o.ttlMs) return undefined;
-    const others = this.known.heartbeats.filter((hb) => hb.id !== this.o.self.id && now - hb.at <= hb.ttlMs);
-    const rates = fleetRates(others, now);
+  async rates(view: FleetInstances): Promise<FleetRates | undefined> {
+    if (view.source === 'local' && this.o.store.kind === 'redis') return undefined;
+    const others = new Set(view.instances.filter((i) => i.state === 'alive' && !i.self).map((i) => i.id));
+    let rates = new Map<string, number>();
+    if (others.size > 0) {
+      try {
+        rates = fleetRates(await this.bounded(this.o.store.rates()), others);
+      } catch {
+        return undefined;
+      }
+    }
     for (const [entity, rate] of this.o.self.rates()) rates.set(entity, (rates.get(entity) ?? 0) + rate);
-    return { rates, instances: others.length + 1 };
+    return { rates, instances: others.size + 1 };
   }
 
   private async read(): Promise<FleetInstances> {
     const heartbeats = await this.bounded(this.o.store.heartbeats());
     const now = this.o.clock.now();
-    this.known = { heartbeats, at: now };
     const { view, drop } = fleetView(heartbeats, now, this.o.self.id);
     if (drop.length) await this.bounded(this.o.store.drop(drop));
     return this.o.store.kind === 'redis'
@@ -191,7 +195,6 @@ export class Fleet {
       dialect: s.dialect,
       lastSampleAt: sampled === undefined ? null : new Date(sampled).toISOString(),
       activeAlarms: s.activeAlarms(),
-      rates: publishedRates(s.rates()),
       at: this.o.clock.now(),
       ttlMs: this.o.ttlMs,
     };

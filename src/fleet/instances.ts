@@ -25,18 +25,20 @@ export interface Heartbeat {
   readonly lastSampleAt: string | null;
   /** Alarm conditions on at this instance. */
   readonly activeAlarms: number;
-  /** Ids per second it served recently, per entity (the busiest, see {@link MAX_PUBLISHED_RATES}). */
-  readonly rates: Readonly<Record<string, number>>;
   /** Unix ms (its clock) it was published at. */
   readonly at: number;
   /** Gone when not renewed within this many ms of `at`. */
   readonly ttlMs: number;
 }
 
+/** Ids per second an instance served recently, per entity: published beside its heartbeat. */
+export type EntityRates = Readonly<Record<string, number>>;
+
 /**
- * Rates published per heartbeat: the busiest entities only, so a heartbeat
- * stays a few kB (~40 bytes an entity) whatever the entity count; the
- * dashboard shows the busiest 50 by default.
+ * Rates published per heartbeat: the busiest entities only, so they stay
+ * ~16 kB (~32 bytes an entity) whatever the entity count; the dashboard
+ * shows the busiest 50 by default. They sit in a hash of their own, read
+ * when a page is served, so the heartbeats read every second stay small.
  */
 export const MAX_PUBLISHED_RATES = 500;
 
@@ -49,7 +51,7 @@ export const GONE_KEPT_TTLS = 30;
 export type InstanceState = 'alive' | 'gone';
 
 /** An instance as `GET /admin/instances` lists it. */
-export interface InstanceView extends Omit<Heartbeat, 'rates' | 'at'> {
+export interface InstanceView extends Omit<Heartbeat, 'at'> {
   readonly state: InstanceState;
   /** ISO time of its last heartbeat. */
   readonly heartbeatAt: string;
@@ -97,8 +99,7 @@ export function fleetView(
       if (state === 'alive' && hb.epoch !== null && usualEpoch !== undefined && hb.epoch !== usualEpoch)
         disagrees.push('epoch');
       if (state === 'alive' && usualVersion !== undefined && hb.version !== usualVersion) disagrees.push('version');
-      // Without `rates` and `at`: the first is summed into the fleet's rates, the second shown as a time.
-      const { rates: _rates, at, ...shown } = hb;
+      const { at, ...shown } = hb;
       return {
         ...shown,
         state,
@@ -121,12 +122,13 @@ export function fleetView(
   };
 }
 
-/** Ids per second per entity, summed over the alive heartbeats. */
-export function fleetRates(heartbeats: readonly Heartbeat[], now: number): Map<string, number> {
+/** Ids per second per entity, summed over `rates` of the instances named in `alive`. */
+export function fleetRates(rates: ReadonlyMap<string, EntityRates>, alive: ReadonlySet<string>): Map<string, number> {
   const sum = new Map<string, number>();
-  for (const hb of heartbeats) {
-    if (now - hb.at > hb.ttlMs) continue;
-    for (const [entity, rate] of Object.entries(hb.rates)) sum.set(entity, (sum.get(entity) ?? 0) + rate);
+  for (const [id, perEntity] of rates) {
+    if (!alive.has(id)) continue;
+    for (const [entity, rate] of Object.entries(perEntity))
+      if (typeof rate === 'number' && Number.isFinite(rate)) sum.set(entity, (sum.get(entity) ?? 0) + rate);
   }
   return sum;
 }
@@ -137,7 +139,7 @@ export function publishedRates(rates: ReadonlyMap<string, number>, max = MAX_PUB
   return Object.fromEntries(busiest.slice(0, max).map(([k, r]) => [k, Math.round(r * 100) / 100]));
 }
 
-/** A heartbeat read back from Redis, or undefined when it is not one (written by another version, or damaged). */
+/** A heartbeat read back from Redis, its known fields only, or undefined when it is not one (another version's, or damaged). */
 export function parseHeartbeat(json: string): Heartbeat | undefined {
   let v: unknown;
   try {
@@ -146,10 +148,35 @@ export function parseHeartbeat(json: string): Heartbeat | undefined {
     return undefined;
   }
   if (typeof v !== 'object' || v === null) return undefined;
-  const hb = v as Partial<Heartbeat>;
-  if (typeof hb.id !== 'string' || typeof hb.at !== 'number' || typeof hb.ttlMs !== 'number') return undefined;
-  if (typeof hb.version !== 'string') return undefined;
-  return { ...hb, rates: typeof hb.rates === 'object' && hb.rates !== null ? hb.rates : {} } as Heartbeat;
+  const hb = v as Record<keyof Heartbeat, unknown>;
+  const text = (x: unknown) => (typeof x === 'string' ? x : undefined);
+  const orNull = <T>(x: T | undefined) => x ?? null;
+  if (typeof hb.id !== 'string' || typeof hb.version !== 'string') return undefined;
+  if (typeof hb.at !== 'number' || typeof hb.ttlMs !== 'number' || !(hb.ttlMs > 0)) return undefined;
+  return {
+    id: hb.id,
+    address: text(hb.address) ?? '',
+    version: hb.version,
+    node: text(hb.node) ?? '',
+    startedAt: text(hb.startedAt) ?? new Date(hb.at).toISOString(),
+    workerId: typeof hb.workerId === 'number' ? hb.workerId : null,
+    epoch: orNull(text(hb.epoch)),
+    dialect: text(hb.dialect) ?? '',
+    lastSampleAt: orNull(text(hb.lastSampleAt)),
+    activeAlarms: typeof hb.activeAlarms === 'number' ? hb.activeAlarms : 0,
+    at: hb.at,
+    ttlMs: hb.ttlMs,
+  };
+}
+
+/** Rates read back from Redis, or undefined when they are not an object. */
+export function parseRates(json: string): EntityRates | undefined {
+  try {
+    const v: unknown = JSON.parse(json);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as EntityRates) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The value most of `values` have (ties: the smallest, so every instance picks the same), or undefined for none. */

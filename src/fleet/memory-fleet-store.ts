@@ -1,4 +1,4 @@
-import type { Heartbeat } from './instances';
+import type { EntityRates, Heartbeat } from './instances';
 import type { FleetAlarm, FleetStore } from './redis-fleet-store';
 
 /**
@@ -9,6 +9,7 @@ export class MemoryFleetStore implements FleetStore {
   readonly kind = 'memory';
   private readonly alarms: FleetAlarm[] = [];
   private readonly beats = new Map<string, Heartbeat>();
+  private readonly published = new Map<string, EntityRates>();
 
   constructor(private readonly maxAlarms = 1000) {}
 
@@ -22,9 +23,14 @@ export class MemoryFleetStore implements FleetStore {
     return Promise.resolve(this.alarms.slice(-count).reverse());
   }
 
-  publish(heartbeat: Heartbeat): Promise<void> {
+  publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void> {
     this.beats.set(heartbeat.id, heartbeat);
+    this.published.set(heartbeat.id, rates);
     return Promise.resolve();
+  }
+
+  rates(): Promise<Map<string, EntityRates>> {
+    return Promise.resolve(new Map(this.published));
   }
 
   heartbeats(): Promise<Heartbeat[]> {
@@ -32,7 +38,10 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   drop(ids: readonly string[]): Promise<void> {
-    for (const id of ids) this.beats.delete(id);
+    for (const id of ids) {
+      this.beats.delete(id);
+      this.published.delete(id);
+    }
     return Promise.resolve();
   }
 }

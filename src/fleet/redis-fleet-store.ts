@@ -1,6 +1,6 @@
 import { type FleetKeys, fleetKeys } from '../pool/keys';
 import type { RedisClient } from '../pool/redis-connection';
-import { type Heartbeat, parseHeartbeat } from './instances';
+import { type EntityRates, type Heartbeat, parseHeartbeat, parseRates } from './instances';
 
 /** An alarm record as the fleet stream holds it: the record's own fields, and the instance that raised it. */
 export interface FleetAlarm {
@@ -15,8 +15,11 @@ export interface FleetStore {
   appendAlarm(alarm: FleetAlarm): Promise<void>;
   /** The newest `count` alarms, newest first. */
   recentAlarms(count: number): Promise<FleetAlarm[]>;
-  publish(heartbeat: Heartbeat): Promise<void>;
+  /** This instance's heartbeat and its recent take rates. */
+  publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void>;
   heartbeats(): Promise<Heartbeat[]>;
+  /** Every instance's last published rates, by instance id. */
+  rates(): Promise<Map<string, EntityRates>>;
   drop(ids: readonly string[]): Promise<void>;
 }
 
@@ -66,11 +69,14 @@ export class RedisFleetStore implements FleetStore {
     return out;
   }
 
-  async publish(heartbeat: Heartbeat): Promise<void> {
+  async publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void> {
+    // One slot (the `{fleet}` tag), so one MULTI on a Cluster too.
     await this.redis
       .multi()
       .hset(this.keys.instances, heartbeat.id, JSON.stringify(heartbeat))
+      .hset(this.keys.rates, heartbeat.id, JSON.stringify(rates))
       .pexpire(this.keys.instances, this.hashTtlMs)
+      .pexpire(this.keys.rates, this.hashTtlMs)
       .exec();
   }
 
@@ -81,8 +87,22 @@ export class RedisFleetStore implements FleetStore {
       .filter((hb): hb is Heartbeat => hb !== undefined);
   }
 
+  async rates(): Promise<Map<string, EntityRates>> {
+    const out = new Map<string, EntityRates>();
+    for (const [id, json] of Object.entries(await this.redis.hgetall(this.keys.rates))) {
+      const rates = parseRates(json);
+      if (rates) out.set(id, rates);
+    }
+    return out;
+  }
+
   async drop(ids: readonly string[]): Promise<void> {
-    if (ids.length) await this.redis.hdel(this.keys.instances, ...ids);
+    if (!ids.length) return;
+    await this.redis
+      .multi()
+      .hdel(this.keys.instances, ...ids)
+      .hdel(this.keys.rates, ...ids)
+      .exec();
   }
 }
 

@@ -75,7 +75,7 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
   const matching = query.search ? all.filter((a) => a.key.includes(query.search!)) : all;
   // Both reads are bounded (fleet/fleet.ts) and fall back to this instance: a page never waits on Redis for long.
   const [instances, alarms] = await Promise.all([s.fleet.instances(), recentAlarms(s)]);
-  const fleetRates = s.fleet.rates();
+  const fleetRates = await s.fleet.rates(instances);
   const rates: OpsOverview['rates'] = fleetRates
     ? { scope: 'fleet', instances: fleetRates.instances }
     : { scope: 'instance', instances: 1, note: 'the fleet could not be read: take rates of this instance only' };

@@ -92,8 +92,11 @@ export interface FleetKeys {
   readonly alarms: string;
   /** Hash of heartbeats: field = instance id, value = its JSON heartbeat. */
   readonly instances: string;
+  /** Hash of each instance's recent take rates per entity (JSON), written with its heartbeat, read by pages only. */
+  readonly rates: string;
 }
 
 export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
-  return { alarms: `${prefix}:{fleet}:alarms`, instances: `${prefix}:{fleet}:instances` };
+  const base = `${prefix}:{fleet}`;
+  return { alarms: `${base}:alarms`, instances: `${base}:instances`, rates: `${base}:rates` };
 }

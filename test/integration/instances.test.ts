@@ -227,7 +227,6 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
       dialect: 'mysql',
       lastSampleAt: null,
       activeAlarms: 0,
-      rates: {},
       at: now,
       ttlMs: 60_000,
     };

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { Fleet, type FleetSelf } from '../../src/fleet/fleet';
 import {
+  type EntityRates,
   GONE_KEPT_TTLS,
   type Heartbeat,
   MAX_PUBLISHED_RATES,
   fleetView,
+  parseHeartbeat,
   publishedRates,
 } from '../../src/fleet/instances';
 import { MemoryFleetStore } from '../../src/fleet/memory-fleet-store';
@@ -43,7 +45,6 @@ function heartbeat(id: string, at: number, o: Partial<Heartbeat> = {}): Heartbea
     dialect: 'mysql',
     lastSampleAt: null,
     activeAlarms: 0,
-    rates: {},
     at,
     ttlMs: TTL,
     ...o,
@@ -64,6 +65,9 @@ class HungStore implements FleetStore {
     return this.never;
   }
   heartbeats(): Promise<Heartbeat[]> {
+    return this.never;
+  }
+  rates(): Promise<Map<string, EntityRates>> {
     return this.never;
   }
   drop(): Promise<void> {
@@ -113,6 +117,13 @@ describe('fleetView: alive, gone, dropped, disagreement', () => {
     const now = 5_000_000;
     const { view } = fleetView([heartbeat('a', now), heartbeat('b', now - 1)], now, 'a');
     expect(view.disagreement).toEqual({ epoch: false, version: false });
+  });
+
+  it('reads back known heartbeat fields only, and skips what is not a heartbeat', () => {
+    const hb = heartbeat('a', 1000);
+    expect(parseHeartbeat(JSON.stringify({ ...hb, extra: 'from a newer version' }))).toEqual(hb);
+    for (const bad of ['not json', 'null', '[]', JSON.stringify({ ...hb, at: 'soon' }), JSON.stringify({ id: 'x' })])
+      expect(parseHeartbeat(bad), bad).toBeUndefined();
   });
 
   it('publishes the busiest entities only, and no idle ones', () => {
@@ -171,11 +182,10 @@ describe('Fleet on an injected clock', () => {
       }),
       ttlMs: TTL,
     });
-    expect(a.rates()).toBeUndefined();
     await b.beat();
     await a.beat();
     mine.set('orders', 20);
-    expect(a.rates()).toEqual({
+    expect(await a.rates(await a.instances())).toEqual({
       rates: new Map([
         ['flakes', 7],
         ['orders', 25],
@@ -185,7 +195,7 @@ describe('Fleet on an injected clock', () => {
     // b gone: its rates no longer count.
     clock.advance(TTL + 1);
     await a.beat();
-    expect(a.rates()).toEqual({ rates: new Map([['orders', 20]]), instances: 1 });
+    expect(await a.rates(await a.instances())).toEqual({ rates: new Map([['orders', 20]]), instances: 1 });
   });
 
   it('answers from this instance alone within the read timeout when the store hangs, saying so', async () => {
@@ -205,7 +215,7 @@ describe('Fleet on an injected clock', () => {
     const read = await alarms;
     expect(read).toMatchObject({ source: 'local', recent: [{ instance: 'a', record: { name: 'pool_low' } }] });
     expect(read.note).toMatch(/the alarms of this instance only/);
-    expect(fleet.rates()).toBeUndefined();
+    expect(await fleet.rates(view)).toBeUndefined();
   });
 
   it('says embedded mode when its store is this process alone', async () => {

@@ -279,7 +279,7 @@ function instanceSchema(): Schema {
       startedAt: isoDate,
       workerId: nullable(int32(0, undefined, 'The snowflake worker id it holds; null when none is held.')),
       epoch: nullable({ type: 'string', description: 'The Redis epoch (run_id:master_replid) its connection sees.' }),
-      dialect: { type: 'string', enum: ['mysql', 'postgres', 'sqlite'] },
+      dialect: { type: 'string', description: 'mysql, postgres or sqlite.' },
       lastSampleAt: nullable(isoDate),
       activeAlarms: int32(0, undefined, 'Alarm conditions on at that instance.'),
       ttlMs: int32(1, undefined, 'Gone when its heartbeat is older than this.'),
