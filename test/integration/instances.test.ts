@@ -23,6 +23,7 @@ import { waitFor } from '../support/wait';
 
 /** Short, so "gone within its TTL" is seconds of test; heartbeats every 600 ms. */
 const TTL_MS = 3000;
+const OPS_TOKEN = 'test-ops-token-fedcba9876543210fedcba';
 const RATE_WINDOW_MS = 5000;
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '..', 'artifacts');
@@ -62,6 +63,7 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
       IDPOOL_DATABASE_URL: schema.url,
       IDPOOL_REDIS_URL: redis.url,
       IDPOOL_INSTANCE_TTL_MS: String(TTL_MS),
+      IDPOOL_OPS_TOKEN: OPS_TOKEN,
       IDPOOL_OPS_SAMPLE_MS: '200',
       IDPOOL_OPS_RATE_WINDOW_MS: String(RATE_WINDOW_MS),
     };
@@ -109,7 +111,12 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
       expect(workers.every((w) => typeof w === 'number')).toBe(true);
       expect(new Set(workers).size).toBe(3);
     }
-    // The ops token reads it too.
+    // The read-only ops token reads the list; no token, no list.
+    expect((await call(`${a.url}/admin/instances`, { token: OPS_TOKEN })).body.alive).toBe(3);
+    expect((await call(`${a.url}/admin/instances`)).status).toBe(401);
+    const sizes = await Promise.all([a, b, c].map((i) => admin.hstrlen(fleetKeys().instances, idOf(i))));
+    process.stdout.write(`heartbeat sizes: ${sizes.join(', ')} bytes\n`);
+    for (const size of sizes) expect(size).toBeLessThan(1000);
     const metrics = parseMetrics(await (await fetch(`${a.url}/metrics`)).text());
     expect(metrics.get('idpool_instances{state="alive"}')).toBe(3);
     expect(metrics.get('idpool_instances{state="gone"}')).toBe(0);
@@ -348,6 +355,14 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
     });
     await expect.poll(() => page.textContent('#alarms-title'), { timeout: 10_000 }).toBe('Recent alarms of the fleet');
     await page.close();
+  });
+
+  it('takes a gracefully stopped instance off the list at once: a stop is not a loss', async () => {
+    expect((await instances(a)).body.instances.map((r: InstanceRow) => r.id).sort()).toEqual([a, b].map(idOf).sort());
+    expect(await b.stop()).toBe(0);
+    const res = await instances(a);
+    expect(res.body).toMatchObject({ source: 'redis', alive: 1, gone: 0 });
+    expect(res.body.instances.map((r: InstanceRow) => r.id)).toEqual([idOf(a)]);
   });
 
   async function openDashboard(i: Instance): Promise<Page> {
