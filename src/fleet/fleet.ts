@@ -82,10 +82,6 @@ export class Fleet {
     this.schedule = every('fleet-heartbeat', intervalMs, () => this.beat(), o.clock);
   }
 
-  get instanceId(): string {
-    return this.o.self.id;
-  }
-
   start(): void {
     this.schedule.start();
     void this.schedule.runNow();

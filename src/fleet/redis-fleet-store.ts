@@ -29,7 +29,7 @@ export interface FleetStore {
  * minutes readable. `MAXLEN ~` trims whole stream nodes (100 entries by
  * default), so the stream holds between this and ~100 more.
  */
-export const ALARM_STREAM_LENGTH = 1000;
+const ALARM_STREAM_LENGTH = 1000;
 
 /** The fleet's alarm stream and heartbeat hash in Redis (keys from `pool/keys.ts`, one Cluster slot). */
 export class RedisFleetStore implements FleetStore {
