@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: on an unsupported Node this exits before anything else (better-sqlite3) loads.
+import '../node-version';
 import 'dotenv/config';
 import { runCli } from './program';
 
