@@ -1,4 +1,5 @@
 import type { Clock } from '../clock';
+import { errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
 import {
@@ -115,7 +116,7 @@ export class Fleet {
       return {
         ...fleetView([own], now, own.id).view,
         source: 'local',
-        note: `Redis did not answer (${message(err)}): this instance only`,
+        note: `Redis did not answer (${errorMessage(err)}): this instance only`,
       };
     }
   }
@@ -134,7 +135,7 @@ export class Fleet {
     } catch (err) {
       return {
         source: 'local',
-        note: `Redis did not answer (${message(err)}): the alarms of this instance only`,
+        note: `Redis did not answer (${errorMessage(err)}): the alarms of this instance only`,
         recent: local(),
       };
     }
@@ -216,15 +217,11 @@ export class Fleet {
     const now = this.o.clock.now();
     if (now - this.lastFailureLog < FAILURE_LOG_MS) return;
     this.lastFailureLog = now;
-    this.o.log.warn({ err: message(err) }, what);
+    this.o.log.warn({ err: errorMessage(err) }, what);
   }
 }
 
 /** The heartbeat hash outlives the last heartbeat by the time a gone instance stays listed. */
 export function heartbeatHashTtlMs(ttlMs: number): number {
   return ttlMs * GONE_KEPT_TTLS;
-}
-
-function message(err: unknown): string {
-  return String((err as Error)?.message ?? err);
 }

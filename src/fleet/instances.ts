@@ -59,7 +59,7 @@ export interface InstanceView extends Omit<Heartbeat, 'at'> {
   /** The instance answering. */
   readonly self: boolean;
   /** What it differs from most alive instances on (epoch, version). */
-  readonly disagrees: ReadonlyArray<'epoch' | 'version'>;
+  readonly disagrees: readonly ('epoch' | 'version')[];
 }
 
 /** The fleet as one instance sees it. */
@@ -82,7 +82,7 @@ export function fleetView(
   selfId: string,
 ): { view: Omit<FleetInstances, 'source' | 'note'>; drop: string[] } {
   const drop: string[] = [];
-  const listed: Array<{ hb: Heartbeat; state: InstanceState }> = [];
+  const listed: { hb: Heartbeat; state: InstanceState }[] = [];
   for (const hb of heartbeats) {
     const age = now - hb.at;
     if (age > hb.ttlMs * GONE_KEPT_TTLS) drop.push(hb.id);
@@ -95,7 +95,7 @@ export function fleetView(
   const usualVersion = mostCommon(alive.map((hb) => hb.version));
   const instances = listed
     .map(({ hb, state }): InstanceView => {
-      const disagrees: Array<'epoch' | 'version'> = [];
+      const disagrees: ('epoch' | 'version')[] = [];
       if (state === 'alive' && hb.epoch !== null && usualEpoch !== undefined && hb.epoch !== usualEpoch)
         disagrees.push('epoch');
       if (state === 'alive' && usualVersion !== undefined && hb.version !== usualVersion) disagrees.push('version');
@@ -183,10 +183,8 @@ export function parseRates(json: string): EntityRates | undefined {
 function mostCommon(values: readonly string[]): string | undefined {
   const counts = new Map<string, number>();
   for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  let best: string | undefined;
-  for (const [v, n] of counts) {
-    const bestN = best === undefined ? 0 : counts.get(best)!;
-    if (n > bestN || (n === bestN && best !== undefined && v < best)) best = v;
-  }
-  return best;
+  let best: { value: string; count: number } | undefined;
+  for (const [value, count] of counts)
+    if (!best || count > best.count || (count === best.count && value < best.value)) best = { value, count };
+  return best?.value;
 }

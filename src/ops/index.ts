@@ -13,11 +13,10 @@ import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refiller';
 import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
-import { type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
+import type { SnowflakeForecast } from './forecast';
+import { type LeaseView, OpsSampler, type SamplerOptions } from './sampler';
 
 export { requestObserver } from './request-log';
-export type { LeaseView, SnowflakeForecast } from './sampler';
-export type { OpsOverview, OverviewQuery, SnowflakeEntityOverview } from './overview';
 
 export interface OpsDeps {
   config: OpsConfig;
@@ -75,8 +74,8 @@ export function createOps(deps: OpsDeps): Ops {
     nowMs: () => clock.now(),
   });
   // Records reach the fleet stream through this (the fleet is built after the sampler, which needs the alarms).
-  let fleetRef: Fleet | undefined;
-  const toFleet = deps.fleet.shared ? (record: AlarmRecord) => fleetRef?.appendAlarm({ ...record }) : undefined;
+  const stream: { fleet?: Fleet } = {};
+  const toFleet = deps.fleet.shared ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
   const alarms = createAlarms(config, clock, log, metrics, deps.instance, toFleet);
   // Ids this instance has served per entity so far: the sampler records them with each sample.
   const served = new Map<string, number>();
@@ -91,7 +90,7 @@ export function createOps(deps: OpsDeps): Ops {
     (key) => refused.get(key) ?? 0,
   );
   const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
-  fleetRef = fleet;
+  stream.fleet = fleet;
   const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
   const dispatchEvents = opsDispatchEvents(
     metrics,

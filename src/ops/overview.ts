@@ -6,7 +6,8 @@ import type { AlarmRecord, Alarms } from './alarms';
 import { busiest } from './busiest';
 import type { EntityOverview } from './dashboard-rows';
 import { isoDate } from './format';
-import type { OpsSampler, SamplingHealth, SnowflakeForecast } from './sampler';
+import type { SnowflakeForecast } from './forecast';
+import type { OpsSampler, SamplingHealth } from './sampler';
 
 /** A snowflake entity on the dashboard: no pool, only how fast the fleet hands out its ids. */
 export interface SnowflakeEntityOverview {
@@ -35,7 +36,7 @@ export interface OpsOverview {
   entityCount: number;
   /** Entities matching the search (all of them without one); `entities` holds the busiest of these. */
   matching: number;
-  entities: Array<EntityOverview | SnowflakeEntityOverview>;
+  entities: (EntityOverview | SnowflakeEntityOverview)[];
   /** Dates past year 275760 are null ("never"). */
   snowflake: { timeExhaustedAt: string | null; jsSafeLimitAt: string | null } | null;
   /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
@@ -72,7 +73,8 @@ export interface OverviewSources {
 export async function opsOverview(s: OverviewSources, query: OverviewQuery): Promise<OpsOverview> {
   const sf = s.snowflake?.();
   const all = s.entities.list();
-  const matching = query.search ? all.filter((a) => a.key.includes(query.search!)) : all;
+  const search = query.search;
+  const matching = search ? all.filter((a) => a.key.includes(search)) : all;
   // Both reads are bounded (fleet/fleet.ts) and fall back to this instance: a page never waits on Redis for long.
   const [instances, alarms] = await Promise.all([s.fleet.instances(), recentAlarms(s)]);
   const fleetRates = await s.fleet.rates(instances);
@@ -119,7 +121,7 @@ function busiestEntities(
   matching: EntityConfig[],
   limit: number,
   servedRates: Map<string, number>,
-): Array<EntityOverview | SnowflakeEntityOverview> {
+): (EntityOverview | SnowflakeEntityOverview)[] {
   const takeRates = new Map<string, number>();
   for (const entity of matching)
     if (entity.mode !== 'snowflake') takeRates.set(entity.key, s.sampler.forecast(entity.key)?.takePerSecond ?? 0);
