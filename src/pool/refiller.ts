@@ -23,12 +23,6 @@ export interface RefillerOptions {
   demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
   /** Slow sweep over every entity, for pools drained by direct LPOP. */
   sweepMs?: number;
-  /**
-   * Refill lock TTL. A refill of the largest pool (5M ids) pushes in well
-   * under a second here; 10 s leaves room for a slow database without
-   * letting a dead refiller block an entity for long.
-   */
-  lockTtlMs?: number;
   /** Test seam: runs after a segment is reserved and before it is pushed. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Metrics and alarms (src/ops); without it the alarms below are only logged. */
@@ -273,12 +267,11 @@ export class Refiller {
       this.needsReset.delete(entityKey);
       return;
     }
-    const ttl = this.o.lockTtlMs ?? 10_000;
-    let held = await this.o.lock.acquire(entityKey, ttl);
+    let held = await this.o.lock.acquire(entityKey);
     // After a failover the lock of a refill that was under way came over with
     // replication and would block this entity for the rest of its TTL.
     if (!held && this.needsReset.has(entityKey) && (await this.o.store.unlockStale(entityKey)))
-      held = await this.o.lock.acquire(entityKey, ttl);
+      held = await this.o.lock.acquire(entityKey);
     if (!held) return;
     try {
       // Two rounds at most: a push refused because the Redis server changed
