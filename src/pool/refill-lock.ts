@@ -36,11 +36,13 @@ const EXTENSIONS_PER_LEASE = 4;
  * lock_release-1.lua). A refiller skips an entity whose lock is held rather
  * than queue.
  *
- * A holder stops extending when its refill ends, when an extension finds the
- * lock no longer its own, and when its connection closes: a holder that lost
- * its connection may be cut off or talking to a promoted replica, and a
- * release sent then may be lost, so its locks lapse within a lease and any
- * instance refills. Its refill goes on; the fence refuses its segment if a
+ * A holder stops extending when its refill ends, when an extension fails or
+ * finds the lock no longer its own, and when its client's connection closes
+ * (one server or Sentinel; a Cluster client reports only its own close, and
+ * a dropped node connection stops the renewals that were on it): a holder
+ * that lost its connection may be cut off or talking to a promoted replica,
+ * and a release sent then may be lost, so its locks lapse within a lease and
+ * any instance refills. Its refill goes on; the fence refuses its segment if a
  * newer one went in first (docs/design.md invariant 3).
  */
 export class RedisRefillLock implements RefillLock {
