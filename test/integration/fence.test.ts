@@ -174,7 +174,7 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
 
   /**
    * Two services on a fresh prefix and schema sharing entity `orders` (pool 1,000, step
-   * 100) with leases of 300 ms; `slow`'s first refill, started here, stalls
+   * 100) with leases of 1 s; `slow`'s first refill, started here, stalls
    * `stallMs` after reserving (resolves once it stalls).
    */
   const stalledRefill = async (stallMs: number) => {
@@ -187,7 +187,7 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef',
       IDPOOL_WORKER_ID: '1',
       IDPOOL_WORKER_ID_UNSAFE: '1',
-      IDPOOL_REFILL_LOCK_TTL_MS: '300',
+      IDPOOL_REFILL_LOCK_TTL_MS: '1000',
     });
     let segment: Segment | undefined;
     let stalled: () => void = () => undefined;
@@ -221,11 +221,11 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
   };
 
   it('a refill longer than many leases keeps its lock to the end: nobody else reserves, and its segment is not refused', async () => {
-    const { slow, other, prefix, refill, segment } = await stalledRefill(1500);
+    const { slow, other, prefix, refill, segment } = await stalledRefill(3500);
     const lock = entityKeys('orders', prefix).lock;
-    // Leases of 300 ms: past four of them the lock is still the slow refiller's, and the other skips.
-    for (let i = 0; i < 4; i++) {
-      await new Promise((r) => setTimeout(r, 300));
+    // Past three leases the lock is still the slow refiller's, and the other skips.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
       expect(await other.redis!.get(lock)).toMatch(new RegExp(`:${process.pid}:[0-9a-f]+$`));
       await other.refiller.refill('orders');
       expect(other.refiller.stats.segmentsReserved).toBe(0);
