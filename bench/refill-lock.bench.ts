@@ -139,7 +139,7 @@ async function watchLock(redisUrl: string, key: string): Promise<() => Promise<{
     })();`;
   const child = spawn(process.execPath, ['-e', script, redisUrl, key], { cwd: join(__dirname, '..') });
   let out = '';
-  child.stdout.on('data', (d) => (out += d));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   await waitFor(() => out.includes('ready'));
   return async () => {
     child.kill('SIGTERM');

@@ -38,7 +38,9 @@ export async function stalledRefill(
   { survivorsFirst = false } = {},
 ): Promise<StalledRefill> {
   const instances: Instance[] = [];
-  const stop = async () => void (await Promise.all(instances.map((i) => i.stop())));
+  const stop = async () => {
+    await Promise.all(instances.map((i) => i.stop()));
+  };
   try {
     const startSurvivors = async () => instances.push(...(await Promise.all([startInstance(env), startInstance(env)])));
     if (survivorsFirst) await startSurvivors();

@@ -165,7 +165,7 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     });
   });
 
-  const schemas: Array<Awaited<ReturnType<typeof createTestSchema>>> = [];
+  const schemas: Awaited<ReturnType<typeof createTestSchema>>[] = [];
   const services: Service[] = [];
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop()));
