@@ -39,14 +39,19 @@ export function waitExit(proc: ChildProcess): Promise<number | null> {
 
 /**
  * Starts `src/main.ts` as a real process and waits until it listens; in a
- * network namespace when `at` says so (reached at `at.host`).
+ * network namespace when `at` says so (reached at `at.host`); the built
+ * `dist/src/main.js` instead with `entry: 'dist'` (the chaos run).
  */
 export async function startInstance(
   env: Record<string, string>,
   timeoutMs = 30_000,
   at?: { netns: string; host: string },
+  entry: 'src' | 'dist' = 'src',
 ): Promise<Instance> {
-  const command = [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+  const command =
+    entry === 'dist'
+      ? [process.execPath, join(ROOT, 'dist', 'src', 'main.js')]
+      : [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   if (at) command.unshift('ip', 'netns', 'exec', at.netns);
   const proc = spawn(command[0], command.slice(1), {
     cwd: ROOT,
