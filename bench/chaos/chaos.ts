@@ -19,7 +19,7 @@ import { netnsUnavailable, removeLeftoverLabs } from '../../test/helpers/netns';
 import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/pool/keys';
 import { type Answer, CLIENT_TIMEOUT_MS, Load, entitySpecs } from './load';
-import { DEPENDENCY_FAULTS, type FaultKind, INSTANCE_FAULTS, type Injection, Nemesis, type Probe } from './nemesis';
+import { type FaultKind, INSTANCE_FAULTS, dependencyFaults, type Injection, Nemesis, type Probe } from './nemesis';
 import { Random } from './random';
 import { ChaosSystem, LIBFAKETIME } from './system';
 
@@ -67,12 +67,11 @@ async function main(): Promise<number> {
   if (!existsSync(LIBFAKETIME))
     throw new Error(`chaos needs libfaketime (${LIBFAKETIME}): apt-get install -y faketime`);
   if (!existsSync(join(__dirname, '..', '..', 'dist', 'src', 'main.js'))) throw new Error('run npm run build first');
-  if (options.topology === 'cluster') throw new Error('--topology cluster is not built yet (see docs/testing.md)');
   removeLeftoverLabs();
   const random = new Random(options.seed);
   const date = new Date().toISOString();
   log(`chaos: seed ${options.seed}, ${options.minutes} min, topology ${options.topology}`);
-  const system = await ChaosSystem.start(log);
+  const system = await ChaosSystem.start(log, options.topology);
   // Interrupted: the processes and namespaces go with the run.
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
@@ -134,7 +133,15 @@ async function main(): Promise<number> {
       databaseBehindFence: async () => (await offsets()).some((r) => r.current <= r.fence),
     };
 
-    nemesis = new Nemesis(system, random, load.answers, probe, log, options.minutes);
+    nemesis = new Nemesis(
+      system,
+      random,
+      entities.map((e) => e.key),
+      load.answers,
+      probe,
+      log,
+      options.minutes,
+    );
     const end = t0 + options.minutes * 60_000;
     const progress = setInterval(() => {
       const ids = entities.reduce((n, e) => n + e.ids.size, 0);
@@ -185,7 +192,11 @@ async function main(): Promise<number> {
           text: `instance ${n.index} is not running:\n${n.instance?.output().slice(-2000)}`,
         });
 
+    const logs = mkdtempSync(join(tmpdir(), `idpool-chaos-${options.seed}-`));
+    for (const n of system.nodes) writeFileSync(join(logs, `instance-${n.index}.log`), n.output());
+    log(`chaos: instance logs in ${logs}`);
     report(
+      system,
       options,
       date,
       t0,
@@ -206,6 +217,7 @@ async function main(): Promise<number> {
 }
 
 function report(
+  system: ChaosSystem,
   options: Options,
   date: string,
   t0: number,
@@ -219,7 +231,7 @@ function report(
   // A finding counts against every fault whose window (injection to recovery, plus 5 s) holds it.
   const during = (inj: Injection, at: number) =>
     at >= inj.at && at <= (inj.healAt ?? inj.at) + (inj.unavailableMs ?? 90_000) + 5_000;
-  const kinds: FaultKind[] = [...INSTANCE_FAULTS, ...DEPENDENCY_FAULTS];
+  const kinds: FaultKind[] = [...new Set([...INSTANCE_FAULTS, ...dependencyFaults(system)])];
   const lines = [
     `## Chaos run: seed ${options.seed}, ${options.minutes} min, topology ${options.topology}, ${date}`,
     '',

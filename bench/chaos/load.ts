@@ -5,7 +5,7 @@
  * and every id kept compactly for the checker.
  */
 import { type WriteStream } from 'node:fs';
-import type Redis from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { register } from '../../test/helpers/http';
 import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/pool/keys';
@@ -140,7 +140,7 @@ export class Load {
   }
 
   /** Starts every client and the direct consumer (of entity 0's pool, a monotonic one). */
-  start(direct: Redis): void {
+  start(direct: Redis | Cluster): void {
     this.loops = this.entities.map((_, i) => this.client(i));
     this.loops.push(this.consumer(direct, 0));
   }
@@ -212,7 +212,7 @@ export class Load {
   }
 
   /** Pops 1–100 ids of one entity's pool straight from Redis, as a trusted consumer does. */
-  private async consumer(redis: Redis, index: number): Promise<void> {
+  private async consumer(redis: Redis | Cluster, index: number): Promise<void> {
     const entity = this.entities[index];
     const keys = entityKeys(entity.key);
     while (this.running) {

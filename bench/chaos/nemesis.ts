@@ -13,10 +13,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { until as waitUntil } from '../../test/helpers/sentinel';
 import { sleep } from '../../test/support/wait';
 import type { Answer } from './load';
 import type { Random } from './random';
-import type { ChaosSystem, Node } from './system';
+import { type ChaosSystem, ClusterRedis, type Node, SentinelRedis } from './system';
+import { entitySlot } from '../../test/helpers/redis-cluster';
 
 const run = promisify(execFile);
 
@@ -35,7 +37,21 @@ export const DEPENDENCY_FAULTS = [
   'kill -9 + restart MariaDB',
   'restore the database from a backup',
 ] as const;
-export type FaultKind = (typeof INSTANCE_FAULTS)[number] | (typeof DEPENDENCY_FAULTS)[number];
+export const CLUSTER_FAULTS = [
+  "reshard an entity's slot to another master",
+  'kill -9 a Cluster master (its replica takes over)',
+  'planned Cluster failover (CLUSTER FAILOVER)',
+  'restart a Redis server without persistence',
+  'kill -9 + restart MariaDB',
+  'restore the database from a backup',
+] as const;
+export type FaultKind =
+  (typeof INSTANCE_FAULTS)[number] | (typeof DEPENDENCY_FAULTS)[number] | (typeof CLUSTER_FAULTS)[number];
+
+/** Lane B's faults for a topology. */
+export function dependencyFaults(system: ChaosSystem): readonly FaultKind[] {
+  return system.redis instanceof SentinelRedis ? DEPENDENCY_FAULTS : CLUSTER_FAULTS;
+}
 
 /** The refill lock's TTL today (src/pool/refiller.ts): a freeze must outlast it. */
 const LOCK_TTL_MS = 10_000;
@@ -73,6 +89,7 @@ export interface Probe {
 const LOSES_REDIS_DATA: ReadonlySet<FaultKind> = new Set<FaultKind>([
   'kill -9 the Redis master (Sentinel promotes)',
   'restart a Redis server without persistence',
+  'kill -9 a Cluster master (its replica takes over)',
 ]);
 
 /** A span of time when requests to a node may fail without an answer: the nemesis took it away. */
@@ -98,6 +115,8 @@ export class Nemesis {
   constructor(
     private readonly system: ChaosSystem,
     private readonly random: Random,
+    /** The entities' keys (a reshard moves one's slot). */
+    private readonly entityKeys: readonly string[],
     private readonly answers: readonly Answer[],
     private readonly probe: Probe,
     private readonly log: (line: string) => void,
@@ -119,7 +138,7 @@ export class Nemesis {
         await sleep(backupEvery);
       }
     })();
-    await Promise.all([this.lane(INSTANCE_FAULTS, until), this.lane(DEPENDENCY_FAULTS, until), backups]);
+    await Promise.all([this.lane(INSTANCE_FAULTS, until), this.lane(dependencyFaults(this.system), until), backups]);
     await Promise.all(this.watches);
   }
 
@@ -221,7 +240,15 @@ export class Nemesis {
 
   private async inject(kind: FaultKind, node: Node, lengthMs: number): Promise<Injection | undefined> {
     const at = Date.now();
-    const { redis, db, lab } = this.system;
+    const { db, lab } = this.system;
+    const sentinel = () => {
+      if (!(this.system.redis instanceof SentinelRedis)) throw new Error(`${kind} needs Sentinel`);
+      return this.system.redis;
+    };
+    const cluster = () => {
+      if (!(this.system.redis instanceof ClusterRedis)) throw new Error(`${kind} needs a Cluster`);
+      return this.system.redis.cluster;
+    };
     const done = (detail: string): Injection => ({
       kind,
       detail,
@@ -277,6 +304,7 @@ export class Nemesis {
         return heal;
       }
       case 'kill -9 the Redis master (Sentinel promotes)': {
+        const redis = sentinel();
         const port = await redis.masterPort();
         const server = redis.server(port);
         await server.kill9();
@@ -287,17 +315,65 @@ export class Nemesis {
         return heal;
       }
       case 'planned Sentinel failover': {
+        const redis = sentinel();
         const port = await redis.masterPort();
         await redis.failover();
         await redis.waitPromotion(port);
         return done(`from ${port} to ${await redis.masterPort()}`);
       }
       case 'restart a Redis server without persistence': {
+        if (this.system.redis instanceof ClusterRedis) {
+          const topology = this.system.redis.cluster;
+          const port = this.random.pick(topology.nodes).port;
+          const role = (await topology.roles()).masters.includes(port) ? 'a master' : 'a replica';
+          await topology.kill9(port);
+          await topology.restart(port);
+          return done(`${role} (${port})`);
+        }
+        const redis = sentinel();
         const server = this.random.pick(redis.servers);
         const role = (await redis.masterPort()) === server.port ? 'the master' : 'a replica';
         await server.kill9();
         await server.restart();
         return done(`${role} (${server.port})`);
+      }
+      case "reshard an entity's slot to another master": {
+        const topology = cluster();
+        const slot = entitySlot(this.random.pick(this.entityKeys));
+        const from = await topology.ownerOf(slot);
+        const to = this.random.pick((await topology.roles()).masters.filter((p) => p !== from));
+        await topology.migrateSlot(slot, to);
+        return done(`slot ${slot} from ${from} to ${to}`);
+      }
+      case 'kill -9 a Cluster master (its replica takes over)': {
+        const topology = cluster();
+        const { masters, replicasOf } = await topology.roles();
+        // A master whose replica is up: without one its slots would stay down.
+        const port = this.random.pick(masters.filter((m) => (replicasOf.get(m) ?? []).length > 0));
+        const replicas = replicasOf.get(port)!;
+        await topology.kill9(port);
+        await waitUntil(
+          'its replica to take over',
+          async () => (await topology.roles()).masters.some((m) => replicas.includes(m)),
+          60_000,
+        );
+        await topology.waitHealthy();
+        const heal = done(`master ${port}, replica promoted ${((Date.now() - at) / 1000).toFixed(1)} s after the kill`);
+        // Back empty; it rejoins as a replica of the promoted one.
+        await topology.restart(port);
+        return heal;
+      }
+      case 'planned Cluster failover (CLUSTER FAILOVER)': {
+        const topology = cluster();
+        const { replicasOf } = await topology.roles();
+        const replica = this.random.pick([...replicasOf.values()].flat());
+        await topology.client(replica).call('CLUSTER', 'FAILOVER');
+        await waitUntil(
+          'the replica to take over',
+          async () => (await topology.roles()).masters.includes(replica),
+          60_000,
+        );
+        return done(`replica ${replica} promoted`);
       }
       case 'kill -9 + restart MariaDB': {
         await db.kill9();

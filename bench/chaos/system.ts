@@ -13,7 +13,8 @@ import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
+import { type RedisClusterTopology, startRedisCluster } from '../../test/helpers/redis-cluster';
 import { type PrivateMariadb, startPrivateMariadb } from '../../test/helpers/mariadb';
 import { Lab, type Link, answers } from '../../test/helpers/netns';
 import {
@@ -237,19 +238,53 @@ export class SentinelRedis {
   }
 }
 
+/** A Redis Cluster of three masters with a replica each, announced on the service address. */
+export class ClusterRedis {
+  private constructor(
+    readonly host: string,
+    readonly cluster: RedisClusterTopology,
+  ) {}
+
+  static async start(host: string): Promise<ClusterRedis> {
+    return new ClusterRedis(host, await startRedisCluster(host));
+  }
+
+  env(): Record<string, string> {
+    return { IDPOOL_REDIS_CLUSTER_NODES: this.cluster.seedsEnv };
+  }
+
+  client(): Cluster {
+    const c = new Cluster(
+      this.cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+      {
+        // The nodes announce the service address, reachable from here too.
+        redisOptions: { maxRetriesPerRequest: 1, commandTimeout: 2000, connectTimeout: 2000 },
+      },
+    );
+    c.on('error', () => undefined);
+    return c;
+  }
+
+  stop(): Promise<void> {
+    return this.cluster.stop();
+  }
+}
+
+export type RedisSide = SentinelRedis | ClusterRedis;
+
 /** Everything of one run, torn down by stop(). */
 export class ChaosSystem {
   private constructor(
     readonly lab: Lab,
-    readonly redis: SentinelRedis,
+    readonly redis: RedisSide,
     readonly db: PrivateMariadb,
     readonly nodes: Node[],
   ) {}
 
-  static async start(log: (line: string) => void): Promise<ChaosSystem> {
+  static async start(log: (line: string) => void, topology: 'sentinel' | 'cluster'): Promise<ChaosSystem> {
     const lab = new Lab();
     let db: PrivateMariadb | undefined;
-    let redis: SentinelRedis | undefined;
+    let redis: RedisSide | undefined;
     try {
       const namespaces = await Promise.all([0, 1, 2].map((i) => lab.namespace(`i${i}`)));
       const links: Array<{ http: Link; redis: Link; db: Link }> = [];
@@ -265,9 +300,14 @@ export class ChaosSystem {
       const serviceHost = links[0].redis.a.addr;
       for (let i = 1; i < 3; i++)
         await run('ip', ['-n', namespaces[i], 'route', 'add', `${serviceHost}/32`, 'via', links[i].redis.a.addr]);
-      log(`chaos: namespaces up; Redis and Sentinels on ${serviceHost}`);
-      [db, redis] = await Promise.all([startPrivateMariadb(), SentinelRedis.start(lab, serviceHost)]);
-      log(`chaos: MariaDB on 127.0.0.1:${db.port}, Redis servers on ${redis.servers.map((s) => s.port).join(', ')}`);
+      log(`chaos: namespaces up; Redis on ${serviceHost}`);
+      [db, redis] = await Promise.all([
+        startPrivateMariadb(),
+        topology === 'sentinel' ? SentinelRedis.start(lab, serviceHost) : ClusterRedis.start(serviceHost),
+      ]);
+      const ports =
+        redis instanceof SentinelRedis ? redis.servers.map((s) => s.port) : redis.cluster.nodes.map((n) => n.port);
+      log(`chaos: MariaDB on 127.0.0.1:${db.port}, Redis servers (${topology}) on ${ports.join(', ')}`);
       const nodes: Node[] = [];
       for (let i = 0; i < 3; i++) {
         const relay = await startRelay({ host: '127.0.0.1', port: db.port }, { host: links[i].db.a.addr });
