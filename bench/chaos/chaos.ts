@@ -272,7 +272,7 @@ function report(
     lines.push(
       '',
       `After each restore the database stayed behind some entity's Redis fence for ${behind.join(', ')}; ` +
-        `${nemesis.skippedDataLoss} Redis data-loss faults drawn meanwhile were not injected (losing the fence too would repeat ids whatever idpool does).`,
+        `${nemesis.heldBack} faults drawn meanwhile or within 30 s of a Redis data loss were held back (both records of the issued ids lost would repeat them whatever idpool does).`,
     );
   console.log(`\n${lines.join('\n')}\n`);
   for (const f of findings) console.log(`FINDING ${f.kind} at ${((f.at - t0) / 1000).toFixed(1)} s: ${f.text}`);

@@ -55,6 +55,8 @@ export function dependencyFaults(system: ChaosSystem): readonly FaultKind[] {
 
 /** The refill lock's TTL today (src/pool/refiller.ts): a freeze must outlast it. */
 const LOCK_TTL_MS = 10_000;
+/** After a Redis data loss, every pool has been reset from the database well within this (by any healthy instance). */
+const DATA_LOSS_SETTLE_MS = 30_000;
 /** A lane gives up waiting for recovery after this (and reports it). */
 const RECOVERY_LIMIT_MS = 90_000;
 
@@ -84,7 +86,8 @@ export interface Probe {
  * Faults that can lose Redis's copy of the fence (an empty server, writes
  * not yet replicated). While the database is behind a fence, that copy is
  * the only record of the ids issued since the backup: losing it too repeats
- * them, whatever idpool does, so the nemesis does not combine the two.
+ * them, whatever idpool does, so the nemesis does not combine the two
+ * (docs/ha.md "A restore, then a Redis data loss").
  */
 const LOSES_REDIS_DATA: ReadonlySet<FaultKind> = new Set<FaultKind>([
   'kill -9 the Redis master (Sentinel promotes)',
@@ -106,8 +109,10 @@ export class Nemesis {
   readonly problems: string[] = [];
   /** Per restore: ms until no entity's database offset was behind its fence any more (undefined: not by the end). */
   readonly behindAfterRestore: Array<number | undefined> = [];
-  /** Redis data-loss faults drawn but not injected because the database was behind a fence. */
-  skippedDataLoss = 0;
+  /** Faults drawn but not injected: together with an earlier one they would lose both records of the issued ids. */
+  heldBack = 0;
+  /** When the last Redis data-loss fault healed. */
+  private lastDataLossAt = -Infinity;
   private readonly backups: Array<{ at: number; file: string }> = [];
   private readonly dir = mkdtempSync(join(tmpdir(), 'idpool-chaos-backup-'));
   private readonly scale: number;
@@ -184,8 +189,8 @@ export class Nemesis {
       const lengthMs = this.seconds(5, 90);
       // A fault must be healed, and its recovery seen, before the run ends.
       if (Date.now() + lengthMs + 20_000 > until) return;
-      if (LOSES_REDIS_DATA.has(kind) && (await this.probe.databaseBehindFence().catch(() => true))) {
-        this.skippedDataLoss++;
+      if (await this.wouldLoseBothRecords(kind)) {
+        this.heldBack++;
         await sleep(1000);
         continue;
       }
@@ -200,6 +205,7 @@ export class Nemesis {
         injection.unavailableMs = await this.recovery(injection.healAt!, injection.healIndex!);
         const after = await this.probe.wasted();
         if (injection.kind === 'restore the database from a backup') this.watchBehind(injection.healAt!, until);
+        if (LOSES_REDIS_DATA.has(injection.kind)) this.lastDataLossAt = injection.healAt!;
         if (before !== undefined && after !== undefined) injection.wasted = after - before;
         this.log(
           `chaos: ${injection.kind} (${injection.detail}): ${injection.unavailableMs === undefined ? 'NO recovery' : `ids again ${(injection.unavailableMs / 1000).toFixed(1)} s after the heal`}`,
@@ -210,6 +216,18 @@ export class Nemesis {
   }
 
   /** Ms from `healAt` until every running, unfrozen node answered 200 to a request started after it. */
+  /**
+   * A Redis data-loss fault while the database is behind a fence (after a
+   * restore, before refills carried it past), or a restore within
+   * DATA_LOSS_SETTLE_MS of a data loss (the pools' resets may still read the
+   * database, and would fence at the restored offsets).
+   */
+  private async wouldLoseBothRecords(kind: FaultKind): Promise<boolean> {
+    if (LOSES_REDIS_DATA.has(kind)) return this.probe.databaseBehindFence().catch(() => true);
+    if (kind === 'restore the database from a backup') return Date.now() - this.lastDataLossAt < DATA_LOSS_SETTLE_MS;
+    return false;
+  }
+
   private async recovery(healAt: number, healIndex: number): Promise<number | undefined> {
     const deadline = Date.now() + RECOVERY_LIMIT_MS;
     const served = new Map<number, number>();
