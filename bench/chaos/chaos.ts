@@ -268,7 +268,7 @@ function report(
   const behind = nemesis.behindAfterRestore.map((ms) =>
     ms === undefined ? 'still at the end' : `${(ms / 1000).toFixed(0)} s`,
   );
-  if (behind.length)
+  if (behind.length || nemesis.heldBack)
     lines.push(
       '',
       `After each restore the database stayed behind some entity's Redis fence for ${behind.join(', ')}; ` +

@@ -190,6 +190,8 @@ export class Nemesis {
       // A fault must be healed, and its recovery seen, before the run ends.
       if (Date.now() + lengthMs + 20_000 > until) return;
       if (await this.wouldLoseBothRecords(kind)) {
+        // Later, not never: the deck still deals every kind.
+        deck.push(kind);
         this.heldBack++;
         await sleep(1000);
         continue;
