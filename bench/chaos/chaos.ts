@@ -271,7 +271,9 @@ function report(
   if (behind.length || nemesis.heldBack)
     lines.push(
       '',
-      `After each restore the database stayed behind some entity's Redis fence for ${behind.join(', ')}; ` +
+      (behind.length
+        ? `After each restore the database stayed behind some entity's Redis fence for ${behind.join(', ')}; `
+        : 'No restore; ') +
         `${nemesis.heldBack} faults drawn meanwhile or within 30 s of a Redis data loss were held back (both records of the issued ids lost would repeat them whatever idpool does).`,
     );
   console.log(`\n${lines.join('\n')}\n`);
