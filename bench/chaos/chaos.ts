@@ -15,13 +15,13 @@ import { createWriteStream, existsSync, mkdtempSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
-import { netnsUnavailable, removeLeftoverLabs } from '../../test/helpers/netns';
+import { answers, netnsUnavailable, removeLeftoverLabs } from '../../test/helpers/netns';
 import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/pool/keys';
 import { type Answer, CLIENT_TIMEOUT_MS, Load, entitySpecs } from './load';
 import { type FaultKind, INSTANCE_FAULTS, dependencyFaults, type Injection, Nemesis, type Probe } from './nemesis';
 import { Random } from './random';
-import { ChaosSystem, LIBFAKETIME } from './system';
+import { ChaosSystem, LIBFAKETIME, SentinelRedis } from './system';
 
 interface Options {
   minutes: number;
@@ -191,6 +191,20 @@ async function main(): Promise<number> {
           at: Date.now(),
           text: `instance ${n.index} is not running:\n${n.instance?.output().slice(-2000)}`,
         });
+    // Whatever the nemesis killed it started again: every server answers at the end.
+    const redisPorts =
+      system.redis instanceof SentinelRedis
+        ? system.redis.servers.map((s) => s.port)
+        : system.redis.cluster.nodes.map((n) => n.port);
+    for (const port of redisPorts)
+      await answers('127.0.0.1', port, 5000).catch(() =>
+        findings.push({ kind: 'dead', at: Date.now(), text: `the Redis server on ${port} does not answer` }),
+      );
+    await createConnection({ host: '127.0.0.1', port: system.db.port, user: 'root', connectTimeout: 5000 })
+      .then((c) => c.end())
+      .catch((err: Error) =>
+        findings.push({ kind: 'dead', at: Date.now(), text: `MariaDB does not answer: ${err.message}` }),
+      );
 
     const logs = mkdtempSync(join(tmpdir(), `idpool-chaos-${options.seed}-`));
     for (const n of system.nodes) writeFileSync(join(logs, `instance-${n.index}.log`), n.output());

@@ -139,7 +139,14 @@ export async function startRedisCluster(host = '127.0.0.1'): Promise<RedisCluste
     'redis-cli',
     ['--cluster', 'create', ...ports.map((p) => `${host}:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
     { timeout: 30_000 },
-  );
+  ).catch(async (err: unknown) => {
+    // No topology to stop() comes back: the nodes go here.
+    for (const c of clients.values()) c.disconnect();
+    for (const proc of procs.values()) proc.kill('SIGKILL');
+    await Promise.all([...procs.values()].map(waitExit));
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    throw err;
+  });
   const ids = new Map<number, string>();
   for (const port of ports) ids.set(port, String(await client(port).call('CLUSTER', 'MYID')));
   const alive = () => ports.filter((p) => procs.get(p)!.exitCode === null && procs.get(p)!.signalCode === null);
