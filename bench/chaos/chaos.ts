@@ -21,7 +21,8 @@ import { entityKeys } from '../../src/pool/keys';
 import { type Answer, CLIENT_TIMEOUT_MS, Load, entitySpecs } from './load';
 import { type FaultKind, INSTANCE_FAULTS, dependencyFaults, type Injection, Nemesis, type Probe } from './nemesis';
 import { Random } from './random';
-import { ChaosSystem, LIBFAKETIME, SentinelRedis } from './system';
+import { ChaosSystem, SentinelRedis } from './system';
+import { LIBFAKETIME } from '../../test/helpers/processes';
 
 interface Options {
   minutes: number;

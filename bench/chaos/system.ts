@@ -19,6 +19,7 @@ import { type PrivateMariadb, startPrivateMariadb } from '../../test/helpers/mar
 import { Lab, type Link, answers } from '../../test/helpers/netns';
 import {
   type Instance,
+  LIBFAKETIME,
   type RedisServer,
   freePort,
   startInstance,
@@ -32,8 +33,6 @@ const run = promisify(execFile);
 
 /** The port every instance listens on inside its own namespace. */
 const HTTP_PORT = 8080;
-/** libfaketime, for the clock-set-back restart (Debian's `faketime` package). */
-export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const MASTER = 'mymaster';
 const REPLICATION = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
 

@@ -20,6 +20,9 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** libfaketime (Debian's `faketime`): `LD_PRELOAD` it with `FAKETIME=-10s` to start a process with its clock set back. */
+export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
 export interface Instance {
   readonly port: number;
   readonly url: string;
