@@ -330,8 +330,8 @@ export class Nemesis {
         await server.kill9();
         await redis.waitPromotion(port);
         const heal = done(`master ${port}, promoted ${((Date.now() - at) / 1000).toFixed(1)} s after the kill`);
-        // Back empty; the Sentinels make it a replica of the new master.
-        await server.restart();
+        // Back empty, a replica of the new master.
+        await redis.restart(server, false);
         return heal;
       }
       case 'planned Sentinel failover': {
@@ -352,9 +352,11 @@ export class Nemesis {
         }
         const redis = sentinel();
         const server = this.random.pick(redis.servers);
-        const role = (await redis.masterPort()) === server.port ? 'the master' : 'a replica';
+        const master = (await redis.masterPort()) === server.port;
+        const role = master ? 'the master' : 'a replica';
         await server.kill9();
-        await server.restart();
+        // The master back empty before the Sentinels notice: its replicas resync to nothing.
+        await redis.restart(server, master);
         return done(`${role} (${server.port})`);
       }
       case "reshard an entity's slot to another master": {

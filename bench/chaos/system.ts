@@ -219,6 +219,24 @@ export class SentinelRedis {
     return s;
   }
 
+  /**
+   * Starts a killed server again, empty, in the role the Sentinels gave it:
+   * as a real deployment's config file (rewritten by Sentinel) would, not
+   * with the `--replicaof` it was first started with (which could make two
+   * servers replicas of each other, and no master at all).
+   */
+  async restart(server: RedisServer, asMaster: boolean): Promise<void> {
+    await server.restart();
+    const c = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+    c.on('error', () => undefined);
+    try {
+      if (asMaster) await c.call('REPLICAOF', 'NO', 'ONE');
+      else await c.call('REPLICAOF', this.host, String(await this.masterPort()));
+    } finally {
+      c.disconnect();
+    }
+  }
+
   /** Asks the Sentinels for a planned failover. */
   async failover(): Promise<void> {
     await this.sentinelClient.call('SENTINEL', 'FAILOVER', MASTER);
