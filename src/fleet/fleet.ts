@@ -48,6 +48,8 @@ export interface FleetOptions {
  * feels broken, and a Redis answering at all answers in a millisecond or two.
  */
 const READ_TIMEOUT_MS = 500;
+/** Alarm records kept while Redis is away: as many as the dashboard shows of an instance's own ring. */
+const MAX_UNSENT = 100;
 /** A failing fleet write or read is logged once a minute, not once a heartbeat or an alarm. */
 const FAILURE_LOG_MS = 60_000;
 
@@ -75,6 +77,8 @@ export class Fleet {
   private readonly schedule: Periodic;
   private readonly readTimeoutMs: number;
   private lastFailureLog = Number.NEGATIVE_INFINITY;
+  /** Alarm records Redis did not take (an alarm about Redis itself is raised while it is away): sent on a later beat. */
+  private readonly unsent: Record<string, unknown>[] = [];
 
   constructor(private readonly o: FleetOptions) {
     this.readTimeoutMs = o.readTimeoutMs ?? READ_TIMEOUT_MS;
@@ -98,6 +102,7 @@ export class Fleet {
   async beat(): Promise<void> {
     try {
       await this.bounded(this.o.store.publish(await this.heartbeat(), publishedRates(this.o.self.rates())));
+      await this.sendUnsent();
       const view = await this.read();
       this.o.onView?.(view);
     } catch (err) {
@@ -121,11 +126,34 @@ export class Fleet {
     }
   }
 
-  /** Records an alarm in the fleet stream; a failure is logged (once a minute), never thrown. */
+  /**
+   * Records an alarm in the fleet stream. One Redis does not take is kept
+   * (the latest {@link MAX_UNSENT}) and sent after the next heartbeat that
+   * reaches it; a failure is logged (once a minute), never thrown.
+   */
   appendAlarm(record: Record<string, unknown>): void {
-    this.bounded(this.o.store.appendAlarm({ instance: this.o.self.id, record })).catch((err: unknown) =>
-      this.failed('could not add an alarm to the fleet stream', err),
-    );
+    // Behind records already waiting: they go first, in order.
+    if (this.unsent.length) {
+      this.keep(record);
+      return;
+    }
+    this.bounded(this.o.store.appendAlarm({ instance: this.o.self.id, record })).catch((err: unknown) => {
+      this.keep(record);
+      this.failed('could not add an alarm to the fleet stream; it is sent once Redis answers', err);
+    });
+  }
+
+  private keep(record: Record<string, unknown>): void {
+    this.unsent.push(record);
+    if (this.unsent.length > MAX_UNSENT) this.unsent.splice(0, this.unsent.length - MAX_UNSENT);
+  }
+
+  /** Sends the kept records, oldest first, until one fails (it stays for the next beat). */
+  private async sendUnsent(): Promise<void> {
+    while (this.unsent.length) {
+      await this.bounded(this.o.store.appendAlarm({ instance: this.o.self.id, record: this.unsent[0] }));
+      this.unsent.shift();
+    }
   }
 
   /** The fleet's newest `count` alarms, or `local()` (this instance's) with a note when Redis does not answer. */

@@ -218,6 +218,28 @@ describe('Fleet on an injected clock', () => {
     expect(await fleet.rates(view)).toBeUndefined();
   });
 
+  it('keeps the alarms Redis did not take and sends them, in order, on the next heartbeat that reaches it', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryFleetStore();
+    let down = true;
+    const flaky: FleetStore = Object.assign(Object.create(store) as FleetStore, {
+      kind: 'redis' as const,
+      appendAlarm: (alarm: FleetAlarm) => (down ? Promise.reject(new Error('ECONNREFUSED')) : store.appendAlarm(alarm)),
+    });
+    const fleet = new Fleet({ store: flaky, clock, log: silentLogger, self: self('a'), ttlMs: TTL });
+    fleet.appendAlarm({ name: 'redis_server_changed' });
+    await new Promise((r) => setImmediate(r));
+    fleet.appendAlarm({ name: 'pool_discarded' });
+    await fleet.beat();
+    expect(await store.recentAlarms(10)).toEqual([]);
+    down = false;
+    await fleet.beat();
+    expect((await store.recentAlarms(10)).map((a) => a.record.name)).toEqual([
+      'pool_discarded',
+      'redis_server_changed',
+    ]);
+  });
+
   it('says embedded mode when its store is this process alone', async () => {
     const clock = new FakeClock();
     const fleet = new Fleet({ store: new MemoryFleetStore(), clock, log: silentLogger, self: self('a'), ttlMs: TTL });
