@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
 import { ConfigError } from '../errors';
+import { infoField } from './redis-info';
 import type { Logger } from '../logger';
 
 /**
@@ -26,8 +27,8 @@ export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySett
   } catch (err) {
     if (!/unknown command|NOPERM|no permissions/i.test(String((err as Error)?.message))) throw err;
     const info = await redis.info('memory');
-    const policy = /maxmemory_policy:(\S+)/.exec(info)?.[1];
-    const maxmemory = /^maxmemory:(\d+)/m.exec(info)?.[1];
+    const policy = infoField(info, 'maxmemory_policy');
+    const maxmemory = infoField(info, 'maxmemory');
     if (!policy || maxmemory === undefined)
       throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy');
     return { maxmemory: Number(maxmemory), policy };

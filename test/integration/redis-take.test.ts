@@ -1,7 +1,8 @@
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { entityKeys } from '../../src/pool/keys';
-import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../../src/pool/redis-pool-store';
+import { RedisPoolStore, RedisRefillLock } from '../../src/pool/redis-pool-store';
+import { loadFunctions } from '../../src/pool/functions';
 import { type RedisServer, startRedisServer } from '../helpers/processes';
 import { commandCalls } from '../helpers/services';
 import { describeWithServices } from '../support/services';
