@@ -1,4 +1,5 @@
 import type { Database } from '../db/database';
+import { classifySqlError } from '../db/errors';
 import type { EntityConfig, EntityMode, Tunables } from './entity';
 
 interface Row {
@@ -27,7 +28,7 @@ interface PendingInsert {
 }
 
 function isDuplicate(err: unknown): boolean {
-  return /duplicate|unique/i.test(String((err as Error)?.message));
+  return classifySqlError(err)?.kind === 'duplicate';
 }
 
 const MONOTONIC = 1;

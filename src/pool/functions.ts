@@ -2,6 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
+import { classifyRedisError } from './redis-errors';
 
 /**
  * idpool's Redis function library: `commands/_prelude.lua` and one
@@ -120,32 +121,37 @@ export function functionLibrary(): string {
  * for trusted consumers, on every master (a Cluster's too: a function runs
  * on the node that owns its keys; replicas get it by replication).
  */
-export async function loadFunctions(redis: RedisClient): Promise<void> {
+export async function loadFunctions(redis: RedisClient): Promise<boolean> {
   const library = functionLibrary();
-  await Promise.all(
+  const loaded = await Promise.all(
     mastersOf(redis).map(async (node) => {
       // Already loaded (another instance, an earlier start): nothing to write.
       // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
       // instance from starting to serve what its pools hold.
-      const loaded = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'idpool', 'WITHCODE')) as unknown[][];
-      const entry = loaded.find((l) => l[1] === 'idpool');
-      if (entry && entry[entry.indexOf('library_code') + 1] === library) return;
+      const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'idpool', 'WITHCODE')) as unknown[][];
+      const entry = listed.find((l) => l[1] === 'idpool');
+      if (entry && entry[entry.indexOf('library_code') + 1] === library) return false;
       await node.call('FUNCTION', 'LOAD', 'REPLACE', library);
+      return true;
     }),
   );
+  return loaded.includes(true);
 }
 
 /**
  * Runs `call` (an FCALL, or a MULTI of them), loading the library and
  * running it once more if the server lacks it (FUNCTION FLUSH, or a server
- * that came up empty): the library is ours to restore.
+ * that came up empty): the library is ours to restore. Redis answers a
+ * missing function with a bare `ERR` (classified a bug), so on such a
+ * refusal the server is asked whether it holds this library; only when it
+ * did not (and now does) is the call made again.
  */
 export async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    if (!/Function not found/i.test(String((err as Error)?.message))) throw err;
-    await loadFunctions(redis);
+    if (classifyRedisError(err instanceof Error ? err : {})?.reply !== 'ERR') throw err;
+    if (!(await loadFunctions(redis).catch(() => false))) throw err;
     return call();
   }
 }

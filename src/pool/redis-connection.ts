@@ -1,5 +1,6 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { maskUrl } from '../logger';
+import { MarkedCluster, MarkedRedis, classifyRedisError } from './redis-errors';
 import type { RedisTopology } from './redis-topology';
 
 export type { RedisTopology } from './redis-topology';
@@ -97,7 +98,10 @@ export function redisOptions(
     // minority side of a split: ask the Sentinels again too, so idpool finds
     // the promoted master as soon as the split heals instead of when the
     // Sentinels get round to demoting the old one (seconds later).
-    reconnectOnError: (err) => (/^READONLY/.test(err.message) ? 2 : /^NOREPLICAS/.test(err.message) ? 1 : false),
+    reconnectOnError: (err) => {
+      const reply = classifyRedisError(err)?.reply;
+      return reply === 'READONLY' ? 2 : reply === 'NOREPLICAS' ? 1 : false;
+    },
   };
 }
 
@@ -191,12 +195,12 @@ export async function connectRedis(
 ): Promise<RedisClient> {
   let redis: RedisClient;
   if (topology.kind === 'cluster')
-    redis = new Cluster(
+    redis = new MarkedCluster(
       topology.nodes.map((n) => ({ host: n.host, port: n.port })),
       clusterOptions(topology, settings),
     );
-  else if (topology.kind === 'single') redis = new Redis(topology.url, redisOptions(topology, settings));
-  else redis = new Redis(redisOptions(topology, settings));
+  else if (topology.kind === 'single') redis = new MarkedRedis(topology.url, redisOptions(topology, settings));
+  else redis = new MarkedRedis(redisOptions(topology, settings));
   // Errors reach the callers of each command; the connection itself retries.
   redis.on('error', () => undefined);
   await redis.connect();

@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import { type default as Redis, ReplyError } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
 import { ConfigError } from '../errors';
 import { infoField } from './redis-info';
@@ -25,7 +25,8 @@ export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySett
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
     return { maxmemory: Number(maxmemory), policy };
   } catch (err) {
-    if (!/unknown command|NOPERM|no permissions/i.test(String((err as Error)?.message))) throw err;
+    // Refused by the server (CONFIG renamed away, an ACL without it): INFO says the same.
+    if (!(err instanceof ReplyError)) throw err;
     const info = await redis.info('memory');
     const policy = infoField(info, 'maxmemory_policy');
     const maxmemory = infoField(info, 'maxmemory');

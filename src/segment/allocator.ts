@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from '../clock';
 import { type Database, isBusy } from '../db/database';
+import { classifySqlError } from '../db/errors';
 import { NotFoundError, UnavailableError } from '../errors';
 import { MAX_INT63 } from '../limits';
 
@@ -48,7 +49,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
           : await this.reserveReturning(entityKey, size);
     } catch (err) {
       if (err instanceof NotFoundError) throw err;
-      if (/out of range|overflow/i.test(String((err as Error).message))) {
+      if (classifySqlError(err)?.kind === 'out_of_range') {
         throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
       }
       throw err;

@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors';
 import { type Database, isBusy } from '../db/database';
+import { classifySqlError } from '../db/errors';
 
 /**
  * Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1`
@@ -35,7 +36,8 @@ export async function checkStride(db: Database, count: number, index: number, no
     try {
       return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
     } catch (err) {
-      if (!/no such table|doesn't exist|does not exist/i.test(String((err as Error)?.message))) throw err;
+      // SQLite gives a missing table no code of its own: ask the schema.
+      if (classifySqlError(err)?.class !== 'bug' || (await hasTable(db, 'idpool_meta'))) throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
       );
@@ -53,7 +55,7 @@ export async function checkStride(db: Database, count: number, index: number, no
       ]);
     } catch (err) {
       // Another process recorded its stride first: that one stands.
-      if (/duplicate|unique|constraint/i.test(String((err as Error)?.message))) continue;
+      if (classifySqlError(err)?.kind === 'duplicate') continue;
       if (!isBusy(err) || Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
     }
@@ -61,4 +63,13 @@ export async function checkStride(db: Database, count: number, index: number, no
   const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
   if (recorded.count !== count || recorded.index !== index)
     throw new StrideMismatchError(recorded, { count, index }, db.description);
+}
+
+async function hasTable(db: Database, table: string): Promise<boolean> {
+  const runner = db.dataSource.createQueryRunner();
+  try {
+    return await runner.hasTable(table);
+  } finally {
+    await runner.release();
+  }
 }

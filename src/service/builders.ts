@@ -8,7 +8,7 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { type Database, openDatabase } from '../db/database';
 import { type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
-import { sharedCheck } from '../http/readiness';
+import { failedCheck, sharedCheck } from '../http/readiness';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
 import { RedisIdempotencyStore, redisAnswerLimits } from '../idempotency/redis-store';
 import type { IdempotencyStore } from '../idempotency/store';
@@ -268,12 +268,14 @@ export function readinessCheck(deps: {
     const checks: Record<string, string> = {};
     // Load balancers stop sending here first; the listener closes right after.
     if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
+    // A failure is kept as its kind only (failedCheck): /readyz is public, and drivers' messages name hosts.
     const probe = async (name: string, fn: () => Promise<unknown>) => {
+      const late = Symbol('late');
       try {
-        await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
-        checks[name] = 'ok';
+        const answer = await Promise.race([fn(), clock.sleep(1000).then(() => late)]);
+        checks[name] = answer === late ? 'timed out' : 'ok';
       } catch (err) {
-        checks[name] = String((err as Error).message ?? err);
+        checks[name] = failedCheck(err);
       }
     };
     await Promise.all([

@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_SQLITE_PATH } from '../database-url';
+import { classifyWith } from '../../failure';
+import { classifySqliteError } from '../errors/sqlite';
 import { type SqlDialect, jitter, structuredQuery } from './dialect';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
@@ -11,9 +13,7 @@ const MIGRATION_RACE_MS = 10_000;
 
 /** SQLite's "another connection holds the lock": worth retrying after a moment. */
 export function isBusy(err: unknown): boolean {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
-  const code = e?.driverError?.code ?? e?.code;
-  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
+  return classifyWith([classifySqliteError], err)?.class === 'busy';
 }
 
 const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;
