@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
-import { classifyRedisError } from './redis-errors';
+import { replyWord } from './redis-errors';
 
 /**
  * idpool's Redis function library: `commands/_prelude.lua` and one
@@ -150,7 +150,7 @@ export async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>)
   try {
     return await call();
   } catch (err) {
-    if (classifyRedisError(err instanceof Error ? err : {})?.reply !== 'ERR') throw err;
+    if (replyWord(err) !== 'ERR') throw err;
     if (!(await loadFunctions(redis).catch(() => false))) throw err;
     return call();
   }

@@ -1,6 +1,6 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { maskUrl } from '../logger';
-import { MarkedCluster, MarkedRedis, classifyRedisError } from './redis-errors';
+import { MarkedCluster, MarkedRedis, replyWord } from './redis-errors';
 import type { RedisTopology } from './redis-topology';
 
 export type { RedisTopology } from './redis-topology';
@@ -99,7 +99,7 @@ export function redisOptions(
     // the promoted master as soon as the split heals instead of when the
     // Sentinels get round to demoting the old one (seconds later).
     reconnectOnError: (err) => {
-      const reply = classifyRedisError(err)?.reply;
+      const reply = replyWord(err);
       return reply === 'READONLY' ? 2 : reply === 'NOREPLICAS' ? 1 : false;
     },
   };

@@ -47,10 +47,8 @@ const IOREDIS_CLASSES: Record<string, Failure> = {
 
 /** What an error from ioredis means; undefined when ioredis did not raise it. */
 export const classifyRedisError: Classifier = (err) => {
-  if (err instanceof ReplyError) {
-    const word = (err as Error).message.split(' ', 1)[0];
-    return Object.hasOwn(REPLIES, word) ? REPLIES[word] : failure('bug', 'other', word);
-  }
+  const word = replyWord(err);
+  if (word !== undefined) return Object.hasOwn(REPLIES, word) ? REPLIES[word] : failure('bug', 'other', word);
   const known = (err as Partial<Record<typeof REDIS_FAILURE, 'timeout' | 'lost'>>)[REDIS_FAILURE];
   const named =
     err instanceof Error && Object.hasOwn(IOREDIS_CLASSES, err.name) ? IOREDIS_CLASSES[err.name] : undefined;
@@ -58,6 +56,11 @@ export const classifyRedisError: Classifier = (err) => {
   if (known) return systemFailure(err) ?? failure('unavailable', known);
   return undefined;
 };
+
+/** The first word of a Redis error reply (`OOM`, `READONLY`, `ERR`, …), or undefined when `err` is not one. */
+export function replyWord(err: unknown): string | undefined {
+  return err instanceof ReplyError ? (err as Error).message.split(' ', 1)[0] : undefined;
+}
 
 /** Makes every command's rejection carry {@link REDIS_FAILURE} when ioredis raised it itself. */
 function markFailures(command: Command, connected: () => boolean): void {

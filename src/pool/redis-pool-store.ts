@@ -4,7 +4,7 @@ import { type RedisClient, mastersOf } from './redis-connection';
 import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from './keys';
 import { callFunction, queueFunction, scriptOutcome, withLibrary } from './functions';
 import { pipelinePerNode } from './node-pipeline';
-import { classifyRedisError } from './redis-errors';
+import { replyWord } from './redis-errors';
 import { epochOf } from './redis-info';
 import { RpushIds } from './rpush-ids';
 import { transaction } from './transaction';
@@ -96,8 +96,7 @@ export class RedisPoolStore implements PoolStore {
     try {
       return await withLibrary(this.redis, send);
     } catch (err) {
-      if (classifyRedisError(err instanceof Error ? err : {})?.reply === 'OOM')
-        return this.takeInScript(k, count, maxPerSecond);
+      if (replyWord(err) === 'OOM') return this.takeInScript(k, count, maxPerSecond);
       throw err;
     }
   }

@@ -28,7 +28,6 @@ describe('Redis failures, provoked and classified', () => {
   const admin = (port: number) => new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0 });
 
   afterAll(async () => {
-    for (const s of servers) process.kill(s.pid, 'SIGCONT');
     await Promise.all(clients.map((c) => closeRedis(c).catch(() => undefined)));
     await Promise.all(servers.map((s) => s.stop()));
   });

@@ -40,13 +40,15 @@ export const sqlite: SqlDialect = {
   async withMigrationLock(_dataSource, run) {
     // No lock to take: processes opening a fresh file at once race on CREATE
     // TABLE; the loser gets SQLITE_BUSY or "already exists", and once the
-    // winner has committed, a retry finds every migration recorded.
+    // winner has committed, a retry finds every migration recorded. SQLite
+    // gives "already exists" no code of its own (plain SQLITE_ERROR), so any
+    // SQLite failure is retried until the deadline.
     const deadline = Date.now() + MIGRATION_RACE_MS;
     for (;;) {
       try {
         return await run();
       } catch (err) {
-        const racing = isBusy(err) || /already exists/i.test(String((err as Error)?.message));
+        const racing = classifyWith([classifySqliteError], err) !== undefined;
         if (!racing || Date.now() > deadline) throw err;
         await jitter(10, 40);
       }
