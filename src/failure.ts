@@ -81,7 +81,7 @@ export function systemFailure(err: object): Failure | undefined {
  * EXECABORT its commands' refusals as `previousErrors`, ioredis's Cluster
  * the last node's reply as `lastNodeError`, and an Error its `cause`.
  */
-export function* wrapped(err: unknown): Generator<object> {
+function* wrapped(err: unknown): Generator<object> {
   const seen = new Set<unknown>();
   const queue: unknown[] = [err];
   while (queue.length > 0) {
