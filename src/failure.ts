@@ -72,7 +72,7 @@ const SYSTEM_CODES: Record<string, Failure> = {
 
 export function systemFailure(err: object): Failure | undefined {
   const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? SYSTEM_CODES[code] : undefined;
+  return typeof code === 'string' && Object.hasOwn(SYSTEM_CODES, code) ? SYSTEM_CODES[code] : undefined;
 }
 
 /**

@@ -60,7 +60,7 @@ export const classifyMysqlError: Classifier = (err) => {
   const e = err as { errno?: unknown; sqlState?: unknown; code?: unknown; fatal?: unknown };
   if (typeof e.errno === 'number' && typeof e.sqlState === 'string')
     return SERVER_ERRORS.get(e.errno) ?? failure('bug', 'other');
-  if (typeof e.code === 'string' && e.code in CLIENT_CODES) return CLIENT_CODES[e.code];
+  if (typeof e.code === 'string' && Object.hasOwn(CLIENT_CODES, e.code)) return CLIENT_CODES[e.code];
   // mysql2 marks an error that ended its connection `fatal` ("Can't add new command when connection is in closed state" has no code).
   if (e.fatal === true) return systemFailure(err) ?? failure('unavailable', 'lost');
   return undefined;

@@ -38,7 +38,8 @@ const CLASSES: Record<string, Failure> = {
 export const classifyPostgresError: Classifier = (err) => {
   if (err instanceof pg.DatabaseError) {
     const code = err.code ?? '';
-    return SQLSTATES[code] ?? CLASSES[code.slice(0, 2)] ?? failure('bug', 'other');
+    if (Object.hasOwn(SQLSTATES, code)) return SQLSTATES[code];
+    return Object.hasOwn(CLASSES, code.slice(0, 2)) ? CLASSES[code.slice(0, 2)] : failure('bug', 'other');
   }
   const client = pgClientFailure(err);
   if (client) return systemFailure(err) ?? failure('unavailable', client);

@@ -28,6 +28,7 @@ const CODES: Record<string, Failure> = {
  */
 export const classifySqliteError: Classifier = (err) => {
   if (!(err instanceof BetterSqlite.SqliteError)) return undefined;
-  const code = err.code;
-  return CODES[code] ?? CODES[code.split('_', 2).join('_')] ?? failure('bug', 'other');
+  const primary = err.code.split('_', 2).join('_');
+  if (Object.hasOwn(CODES, err.code)) return CODES[err.code];
+  return Object.hasOwn(CODES, primary) ? CODES[primary] : failure('bug', 'other');
 };
