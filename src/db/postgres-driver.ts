@@ -67,11 +67,10 @@ export function boundedPostgresDriver(): typeof pg {
       callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
     ): Promise<pg.PoolClient> | void {
       const started = performance.now();
+      // 0: no connection timeout of its own.
+      const limit = this.options.connectionTimeoutMillis ?? 0;
       const marked = (err: unknown) =>
-        mark(
-          err,
-          performance.now() - started >= (this.options.connectionTimeoutMillis || Infinity) - 1 ? 'timeout' : 'lost',
-        );
+        mark(err, limit > 0 && performance.now() - started >= limit - 1 ? 'timeout' : 'lost');
       if (!callback)
         return super.connect().catch((err: unknown) => {
           marked(err);
@@ -93,7 +92,10 @@ function dropOnTimeout(client: QueryableClient, queryTimeoutMs: number): void {
   client.on('error', () => (ended = true));
   client.on('end', () => (ended = true));
   const failed = (err: unknown, started: number) => {
-    if (ended) return mark(err, 'lost');
+    if (ended) {
+      mark(err, 'lost');
+      return;
+    }
     // No answer within query_timeout: node-postgres gave up reading.
     if (performance.now() - started < queryTimeoutMs - 1) return;
     mark(err, 'timeout');

@@ -98,11 +98,7 @@ export function keyCount(name: string): number {
 }
 
 /** The FCALL arguments after `name`'s key count, its keys checked against the count its file name declares. */
-function fcallArgs(
-  name: string,
-  keys: readonly string[],
-  args: ReadonlyArray<string | number>,
-): Array<string | number> {
+function fcallArgs(name: string, keys: readonly string[], args: readonly (string | number)[]): (string | number)[] {
   const count = keyCount(name);
   if (keys.length !== count) throw new Error(`${name} takes ${count} keys, given ${keys.length}`);
   return [...keys, ...args];
@@ -130,7 +126,7 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
       // instance from starting to serve what its pools hold.
       const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'idpool', 'WITHCODE')) as unknown[][];
       const entry = listed.find((l) => l[1] === 'idpool');
-      if (entry && entry[entry.indexOf('library_code') + 1] === library) return false;
+      if (entry?.[entry.indexOf('library_code') + 1] === library) return false;
       await node.call('FUNCTION', 'LOAD', 'REPLACE', library);
       return true;
     }),
@@ -161,7 +157,7 @@ export function callFunction<T>(
   redis: RedisClient,
   name: string,
   keys: readonly string[],
-  args: ReadonlyArray<string | number>,
+  args: readonly (string | number)[],
 ): Promise<T> {
   const argv = fcallArgs(name, keys, args);
   return withLibrary(redis, async () => (await redis.fcall(name, keys.length, ...argv)) as T);
@@ -172,7 +168,7 @@ export function queueFunction(
   multi: ChainableCommander,
   name: string,
   keys: readonly string[],
-  args: ReadonlyArray<string | number>,
+  args: readonly (string | number)[],
 ): ChainableCommander {
   const argv = fcallArgs(name, keys, args);
   return multi.fcall(name, keys.length, ...argv);

@@ -13,7 +13,7 @@ export async function pipelinePerNode(
   redis: RedisClient,
   slotKeys: readonly string[],
   build: (pipeline: ChainableCommander, i: number) => void,
-): Promise<Array<unknown[] | Error>> {
+): Promise<(unknown[] | Error)[]> {
   const groups = new Map<string, number[]>();
   slotKeys.forEach((key, i) => {
     // ioredis accepts a pipeline whose keys' slots all map to one group of nodes (a master and its replicas).
@@ -22,7 +22,7 @@ export async function pipelinePerNode(
     if (group) group.push(i);
     else groups.set(node, [i]);
   });
-  const out: Array<unknown[] | Error> = new Array(slotKeys.length);
+  const out = new Array<unknown[] | Error>(slotKeys.length);
   const settled = await Promise.allSettled(
     [...groups.values()].map(async (indexes) => {
       const pipeline = redis.pipeline();
@@ -43,6 +43,6 @@ export async function pipelinePerNode(
   );
   // With every group failed the connection itself is gone: that is the caller's failure, not one entity's.
   const failed = settled.find((r) => r.status === 'rejected');
-  if (failed && settled.every((r) => r.status === 'rejected')) throw (failed as PromiseRejectedResult).reason;
+  if (failed && settled.every((r) => r.status === 'rejected')) throw failed.reason;
   return out;
 }

@@ -33,8 +33,7 @@ export class RpushIds extends Command {
     const wire = Buffer.allocUnsafe(Buffer.byteLength(head) + ids.length * 27);
     let at = wire.write(head, 0);
     if (ids instanceof Float64Array) {
-      for (let i = 0; i < ids.length; i++) {
-        const id = ids[i];
+      for (const id of ids) {
         let n = 1;
         while (n < 16 && id >= DIGITS_ABOVE[n]) n++;
         at = bulkHeader(wire, at, n);

@@ -6,8 +6,8 @@ import type { ChainableCommander } from 'ioredis';
  * (READONLY, OOM, …), which says why.
  */
 export async function transaction(what: string, multi: ChainableCommander): Promise<unknown[]> {
-  const replies = await multi.exec().catch((err: { previousErrors?: unknown[] }) => {
-    throw err?.previousErrors?.[0] ?? err;
+  const replies = await multi.exec().catch((err: unknown) => {
+    throw (err as { previousErrors?: unknown[] }).previousErrors?.[0] ?? err;
   });
   if (!replies) throw new Error(`the ${what} transaction was discarded`);
   const failed = replies.find(([err]) => err)?.[0];

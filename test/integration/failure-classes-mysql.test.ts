@@ -72,7 +72,7 @@ describe.skipIf(!privateMariadbPossible() && process.env.IDPOOL_REQUIRE_SERVICES
           a.query('UPDATE t SET big = big WHERE id = 2'),
           b.query('UPDATE t SET big = big WHERE id = 1'),
         ]);
-        const victim = crossed.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+        const victim = crossed.find((r) => r.status === 'rejected');
         expectFailure(victim?.reason, { class: 'busy', kind: 'deadlock' });
       } finally {
         await a.rollbackTransaction().catch(() => undefined);
@@ -89,8 +89,8 @@ describe.skipIf(!privateMariadbPossible() && process.env.IDPOOL_REQUIRE_SERVICES
     it('its connection killed (KILL CONNECTION): → unavailable', async () => {
       const [victim, killer] = await Promise.all([session(), session()]);
       try {
-        const [{ id }] = (await victim.query('SELECT CONNECTION_ID() AS id')) as Array<{ id: number }>;
-        await killer.query(`KILL CONNECTION ${Number(id)}`);
+        const [{ id }] = (await victim.query('SELECT CONNECTION_ID() AS id')) as { id: number }[];
+        await killer.query(`KILL CONNECTION ${id}`);
         expectFailure(await rejection(victim.query('SELECT 1')), { class: 'unavailable' });
       } finally {
         await Promise.all([victim.release().catch(() => undefined), killer.release()]);

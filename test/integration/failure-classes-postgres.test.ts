@@ -80,7 +80,7 @@ describe('PostgreSQL failures, provoked and classified', () => {
         a.query('UPDATE t SET big = big WHERE id = 2'),
         b.query('UPDATE t SET big = big WHERE id = 1'),
       ]);
-      const victim = crossed.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+      const victim = crossed.find((r) => r.status === 'rejected');
       expectFailure(victim?.reason, { class: 'busy', kind: 'deadlock' });
     } finally {
       await a.rollbackTransaction().catch(() => undefined);
@@ -112,7 +112,7 @@ describe('PostgreSQL failures, provoked and classified', () => {
   it('its backend terminated (pg_terminate_backend): 57P01 → unavailable', async () => {
     const [victim, killer] = await Promise.all([session(), session()]);
     try {
-      const [{ pid }] = (await victim.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
+      const [{ pid }] = (await victim.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
       await killer.query('SELECT pg_terminate_backend($1)', [pid]);
       expectFailure(await rejection(victim.query('SELECT 1')), { class: 'unavailable' });
     } finally {
