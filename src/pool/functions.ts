@@ -105,7 +105,7 @@ function fcallArgs(name: string, keys: readonly string[], args: readonly (string
 }
 
 /** The library's source: `_prelude.lua` followed by every function file. */
-export function functionLibrary(): string {
+function functionLibrary(): string {
   return [
     readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8'),
     ...functionFiles().map((f) => readFileSync(join(COMMANDS_DIR, f), 'utf8')),
