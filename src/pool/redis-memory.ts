@@ -10,7 +10,7 @@ import type { Logger } from '../logger';
  * near 2^40 (listpack-encoded integers); 10 B covers the ids most
  * deployments issue. An estimate for a warning, not a limit.
  */
-export const ESTIMATED_BYTES_PER_ID = 10;
+const ESTIMATED_BYTES_PER_ID = 10;
 
 export interface RedisMemorySettings {
   /** Bytes; 0 = no limit. */
@@ -19,7 +19,7 @@ export interface RedisMemorySettings {
 }
 
 /** `maxmemory` and `maxmemory-policy`, from CONFIG GET or, where CONFIG is disabled (renamed away), from INFO memory. */
-export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
+async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
   try {
     const [, maxmemory] = (await redis.config('GET', 'maxmemory')) as string[];
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
@@ -31,7 +31,7 @@ export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySett
     const policy = infoField(info, 'maxmemory_policy');
     const maxmemory = infoField(info, 'maxmemory');
     if (!policy || maxmemory === undefined)
-      throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy');
+      throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy', { cause: err });
     return { maxmemory: Number(maxmemory), policy };
   }
 }

@@ -39,7 +39,7 @@ export class RedisPoolStore implements PoolStore {
     private readonly prefix = DEFAULT_PREFIX,
   ) {}
 
-  private fcall<T>(name: string, keys: string[], args: Array<string | number>): Promise<T> {
+  private fcall<T>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
     return callFunction<T>(this.redis, name, keys, args);
   }
 
@@ -148,13 +148,13 @@ export class RedisPoolStore implements PoolStore {
     return this.redis.llen(entityKeys(entityKey, this.prefix).ids);
   }
 
-  async sizes(keys: readonly string[]): Promise<Array<number | Error>> {
+  async sizes(keys: readonly string[]): Promise<(number | Error)[]> {
     const ids = keys.map((key) => entityKeys(key, this.prefix).ids);
     const replies = await pipelinePerNode(this.redis, ids, (p, i) => p.llen(ids[i]));
     return replies.map((r) => (r instanceof Error ? r : Number(r[0])));
   }
 
-  async levels(keys: readonly string[]): Promise<Array<PoolLevel | Error>> {
+  async levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     const all = keys.map((key) => entityKeys(key, this.prefix));
     const replies = await pipelinePerNode(
       this.redis,

@@ -78,7 +78,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     const sql = `UPDATE application SET current_offset = current_offset + CAST(? AS BIGINT) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND current_offset <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
     const params = [size, entityKey, 'segment', (MAX_INT63 - BigInt(size)).toString()];
     const deadline = this.clock.monotonic() + this.busyWaitMs;
-    let rows: Array<{ end_offset: string }>;
+    let rows: { end_offset: string }[];
     for (;;) {
       try {
         rows = await this.db.query<{ end_offset: string }>(sql, params);

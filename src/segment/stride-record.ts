@@ -32,7 +32,7 @@ interface MetaRow {
 
 /** Records the stride on first use, then refuses any other one (throws {@link StrideMismatchError}). */
 export async function checkStride(db: Database, count: number, index: number, now: number): Promise<void> {
-  const read = async () => {
+  const read = async (): Promise<MetaRow | undefined> => {
     try {
       return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
     } catch (err) {
@@ -40,6 +40,7 @@ export async function checkStride(db: Database, count: number, index: number, no
       if (classifySqlError(err)?.class !== 'bug' || (await hasTable(db, 'idpool_meta'))) throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
+        { cause: err },
       );
     }
   };

@@ -171,7 +171,7 @@ describe('not a dependency failure', () => {
 
 describe('error handler', () => {
   it('answers 503 unavailable with Retry-After and raises one alarm per kind per 10 s, not a line per request', async () => {
-    const lines: Array<Record<string, unknown>> = [];
+    const lines: Record<string, unknown>[] = [];
     const log = {
       error: (obj: Record<string, unknown>) => lines.push(obj),
       warn: () => undefined,

@@ -1,5 +1,5 @@
 import { Client as PgClient, escapeIdentifier } from 'pg';
-import { UnavailableError } from '../../errors';
+import { UnavailableError, errorMessage } from '../../errors';
 import { classifyWith, isRetryable } from '../../failure';
 import { classifyPostgresError } from '../errors/postgres';
 import { boundedPostgresDriver } from '../postgres-driver';
@@ -61,7 +61,7 @@ export function toPostgresPlaceholders(sql: string): string {
  */
 export function postgresUnavailable(err: unknown): unknown {
   if (!isRetryable(classifyWith([classifyPostgresError], err))) return err;
-  return new UnavailableError('the database is unavailable', 1, String((err as Error | undefined)?.message ?? err));
+  return new UnavailableError('the database is unavailable', 1, errorMessage(err));
 }
 
 /** PostgreSQL through node-postgres. */
@@ -121,13 +121,16 @@ export const postgres: SqlDialect = {
       if (code === PG_DUPLICATE_DATABASE || code === PG_UNIQUE_VIOLATION) return;
       throw new Error(
         `PostgreSQL database "${name}" does not exist on ${u.hostname}:${u.port || 5432} and could not be created ` +
-          `(${(err as Error).message}); create it (CREATE DATABASE ${escapeIdentifier(name)}) or grant CREATEDB to the user`,
+          `(${errorMessage(err)}); create it (CREATE DATABASE ${escapeIdentifier(name)}) or grant CREATEDB to the user`,
+        { cause: err },
       );
     } finally {
       await admin.end().catch(() => undefined);
     }
   },
-  async afterConnect() {},
+  async afterConnect() {
+    // Nothing to set per connection: the connection string carries the session settings.
+  },
   /** A session advisory lock on one dedicated connection. */
   async withMigrationLock(dataSource, run) {
     const runner = dataSource.createQueryRunner();
@@ -137,7 +140,9 @@ export const postgres: SqlDialect = {
       // a blocking wait would be cut off by statement_timeout, which is short.
       const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
       for (;;) {
-        const [{ locked }] = await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`);
+        const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
+          { locked: unknown },
+        ];
         if (locked === true) break;
         if (Date.now() > deadline)
           throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
@@ -156,9 +161,9 @@ export const postgres: SqlDialect = {
   // rather than rows: take the rows from the structured result instead.
   rows: async (dataSource, sql, params) => (await postgres.statement(dataSource, sql, params)).records,
   statement: (dataSource, sql, params) =>
-    structuredQuery(dataSource, toPostgresPlaceholders(sql), params).catch((err) =>
-      Promise.reject(postgresUnavailable(err)),
-    ),
+    structuredQuery(dataSource, toPostgresPlaceholders(sql), params).catch((err: unknown) => {
+      throw postgresUnavailable(err);
+    }),
   bigText: (column) => `CAST(${column} AS TEXT)`,
   // clock_timestamp() is the wall clock now, not the transaction's start.
   nowMs: 'FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint',

@@ -7,7 +7,7 @@ import { classifySqliteError } from '../errors/sqlite';
 import { type SqlDialect, jitter, structuredQuery } from './dialect';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
-export const SQLITE_BUSY_TIMEOUT_MS = 20;
+const SQLITE_BUSY_TIMEOUT_MS = 20;
 /** How long processes opening a fresh file at once keep retrying its migrations. */
 const MIGRATION_RACE_MS = 10_000;
 
