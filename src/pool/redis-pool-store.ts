@@ -1,4 +1,3 @@
-import { ExecutionError, type Lock, Redlock, ResourceLockedError } from '@sesamecare-oss/redlock';
 import type { Command } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
 import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from './keys';
@@ -8,7 +7,7 @@ import { replyWord } from './redis-errors';
 import { epochOf } from './redis-info';
 import { RpushIds } from './rpush-ids';
 import { transaction } from './transaction';
-import type { HeldLock, PoolLevel, PoolStore, PushIds, TakeResult, PushResult, RefillLock } from './pool-store';
+import type { PoolLevel, PoolStore, PushIds, TakeResult, PushResult } from './pool-store';
 import { JoinedIds, joinedBytes, listedIds, type TakenIds } from './taken-ids';
 
 /**
@@ -190,48 +189,5 @@ export class RedisPoolStore implements PoolStore {
 
   async ping(): Promise<void> {
     await this.redis.ping();
-  }
-}
-
-/** The error a Redis server answered a lock attempt with, if it was not "held by another". */
-async function serverRefusal(err: unknown): Promise<Error | undefined> {
-  if (!(err instanceof ExecutionError)) return err instanceof Error ? err : new Error(String(err));
-  for (const attempt of err.attempts) {
-    for (const vote of (await attempt).votesAgainst.values()) if (!(vote instanceof ResourceLockedError)) return vote;
-  }
-  return undefined;
-}
-
-/** Refill lock on Redis (redlock on the node that owns the entity's slot): skip rather than queue when held. */
-export class RedisRefillLock implements RefillLock {
-  private readonly redlock: Redlock;
-
-  constructor(
-    redis: RedisClient,
-    private readonly prefix = DEFAULT_PREFIX,
-  ) {
-    this.redlock = new Redlock([redis], { retryCount: 0, automaticExtensionThreshold: 500 });
-    // Contention is expected (every instance ticks); it is not an error.
-    this.redlock.on('error', () => undefined);
-  }
-
-  async acquire(entityKey: string, ttlMs: number): Promise<HeldLock | null> {
-    let lock: Lock;
-    try {
-      lock = await this.redlock.acquire([entityKeys(entityKey, this.prefix).lock], ttlMs);
-    } catch (err) {
-      // Held by another refiller: skip. Refused by the server (over
-      // maxmemory, a replica, gone): that is this refill's failure, and
-      // takes that find the pool short answer with it (503 and its alarm).
-      const refusal = await serverRefusal(err);
-      if (refusal) throw refusal;
-      return null;
-    }
-    return {
-      release: async () => {
-        // An expired lock cannot be released; the fence already guards what it pushed.
-        await lock.release().catch(() => undefined);
-      },
-    };
   }
 }
