@@ -11,7 +11,7 @@
  * - `busy`: it serves, but this statement lost a race or waited too long: a lock, a deadlock, a long script (503, Retry-After);
  * - `conflict`: the statement collided with existing data (a duplicate key);
  * - `invalid`: the data was refused (out of range, a constraint);
- * - `bug`: idpool asked something wrong (syntax, a missing table, a wrong key type): a 500.
+ * - `bug`: idpool asked something wrong (syntax, a wrong key type): a 500.
  */
 export type FailureClass = 'unavailable' | 'busy' | 'conflict' | 'invalid' | 'bug';
 
@@ -37,7 +37,7 @@ export type FailureKind =
   | 'duplicate'
   | 'out_of_range'
   | 'constraint'
-  | 'missing_table'
+  | 'database_schema'
   | 'other';
 
 export interface Failure {

@@ -37,7 +37,9 @@ export async function checkStride(db: Database, count: number, index: number, no
       return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
     } catch (err) {
       // SQLite gives a missing table no code of its own: ask the schema.
-      if (classifySqlError(err)?.class !== 'bug' || (await hasTable(db, 'idpool_meta'))) throw err;
+      const failure = classifySqlError(err);
+      if ((failure?.kind !== 'database_schema' && failure?.class !== 'bug') || (await hasTable(db, 'idpool_meta')))
+        throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
         { cause: err },

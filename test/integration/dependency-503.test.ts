@@ -124,6 +124,27 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     expect(instance!.output()).not.toMatch(/"msg":"internal error"/);
   }, 60_000);
 
+  // Found by the chaos run (issue 29): a take that met a restore between
+  // mysqldump's DROP TABLE and CREATE TABLE of `application` answered 500.
+  it('a database mid-restore: its application table dropped and not yet re-created', async () => {
+    const { key, secret } = await start();
+    const issued: string[] = [];
+    await waitServing(instance!, key, secret, issued);
+    const sql = await createConnection(schema!.url);
+    try {
+      await sql.query('RENAME TABLE application TO application_restoring');
+      await drainPool(instance!, key, secret, issued);
+      await expectUnavailable(instance!, key, secret, 10);
+      expect(alarmLines(instance!, 'database_schema').length).toBe(1);
+      await sql.query('RENAME TABLE application_restoring TO application');
+    } finally {
+      await sql.end();
+    }
+    await waitServing(instance!, key, secret, issued);
+    expect(new Set(issued).size).toBe(issued.length);
+    expect(instance!.output()).not.toMatch(/"msg":"internal error"/);
+  }, 60_000);
+
   it('a database that refuses connections (stopped private mariadbd)', async (ctx) => {
     if (!privateMariadbPossible()) {
       if (process.env.IDPOOL_REQUIRE_SERVICES === '1')

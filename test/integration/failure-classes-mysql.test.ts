@@ -97,14 +97,15 @@ describe.skipIf(!privateMariadbPossible() && process.env.IDPOOL_REQUIRE_SERVICES
       }
     });
 
-    it('data the server refuses: duplicate key → conflict, BIGINT overflow → invalid, a missing table → bug (no 503)', async () => {
+    it('data the server refuses: duplicate key → conflict, BIGINT overflow → invalid, a missing table → unavailable (a restore under way: 503)', async () => {
       const duplicate = await rejection(db.query('INSERT INTO t VALUES (1, 0)'));
       expectFailure(duplicate, { class: 'conflict', kind: 'duplicate' });
       const overflow = await rejection(db.query('UPDATE t SET big = big + 100 WHERE id = 2'));
       expectFailure(overflow, { class: 'invalid', kind: 'out_of_range' });
       const missing = await rejection(db.query('SELECT * FROM no_such_table'));
-      expectFailure(missing, { class: 'bug', kind: 'missing_table' });
-      for (const err of [duplicate, overflow, missing]) expect(dependencyFailure(err)).toBeUndefined();
+      expectFailure(missing, { class: 'unavailable', kind: 'database_schema' });
+      expect(dependencyFailure(missing)).toBe('database_schema');
+      for (const err of [duplicate, overflow]) expect(dependencyFailure(err)).toBeUndefined();
     });
 
     it('a read-only server (SET GLOBAL read_only): ER_OPTION_PREVENTS_STATEMENT → unavailable/read_only, 503', async () => {

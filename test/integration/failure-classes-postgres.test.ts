@@ -120,7 +120,7 @@ describe('PostgreSQL failures, provoked and classified', () => {
     }
   });
 
-  it('data the server refuses: duplicate key → conflict, bigint overflow → invalid, a missing table → bug (no 503)', async () => {
+  it('data the server refuses: duplicate key → conflict, bigint overflow → invalid, a missing table → unavailable (a restore under way: 503)', async () => {
     const runner = await session();
     try {
       const duplicate = await rejection(runner.query('INSERT INTO t VALUES (1, 0)'));
@@ -128,8 +128,9 @@ describe('PostgreSQL failures, provoked and classified', () => {
       const overflow = await rejection(runner.query('UPDATE t SET big = big + 100 WHERE id = 2'));
       expectFailure(overflow, { class: 'invalid', kind: 'out_of_range' });
       const missing = await rejection(runner.query('SELECT * FROM no_such_table'));
-      expectFailure(missing, { class: 'bug', kind: 'missing_table' });
-      for (const err of [duplicate, overflow, missing]) expect(dependencyFailure(err)).toBeUndefined();
+      expectFailure(missing, { class: 'unavailable', kind: 'database_schema' });
+      expect(dependencyFailure(missing)).toBe('database_schema');
+      for (const err of [duplicate, overflow]) expect(dependencyFailure(err)).toBeUndefined();
     } finally {
       await runner.release();
     }

@@ -61,12 +61,22 @@ describe('SQLite failures, provoked and classified', () => {
     );
   });
 
-  it('data refused: a duplicate key → conflict, a missing table → bug (no 503); the stride check asks the schema', async () => {
+  it('data refused: a duplicate key → conflict, a stranger table missing → bug (no 503), one of idpool tables → 503; the stride check asks the schema', async () => {
     const duplicate = await rejection(db.query('INSERT INTO t VALUES (1, 0)'));
     expectFailure(duplicate, { class: 'conflict', kind: 'duplicate' });
     const missing = await rejection(db.query('SELECT * FROM no_such_table'));
     expectFailure(missing, { class: 'bug' });
     for (const err of [duplicate, missing]) expect(dependencyFailure(err)).toBeUndefined();
+    // One of idpool's own tables gone (a restore under way): the dialect asks the schema, and it is a 503.
+    const restoring = await openDatabase(`sqlite:${join(dir, 'restoring.db')}`);
+    try {
+      await restoring.query('ALTER TABLE application RENAME TO application_restoring');
+      const gone = await rejection(restoring.query('SELECT * FROM application'));
+      expectFailure(gone, { class: 'unavailable', kind: 'database_schema' });
+      expect(dependencyFailure(gone)).toBe('database_schema');
+    } finally {
+      await restoring.close();
+    }
     // SQLite gives a missing table no code of its own: checkStride asks the schema before saying what to do.
     const bare = await openDatabase(`sqlite:${join(dir, 'bare.db')}`, { migrate: false });
     try {

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_SQLITE_PATH } from '../database-url';
 import { classifyWith } from '../../failure';
-import { classifySqliteError } from '../errors/sqlite';
+import { classifySqliteError, markIfSchemaMissing } from '../errors/sqlite';
 import { type SqlDialect, jitter, structuredQuery } from './dialect';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
@@ -54,8 +54,16 @@ export const sqlite: SqlDialect = {
       }
     }
   },
-  statement: structuredQuery,
-  rows: (dataSource, sql, params) => dataSource.query(sql, params),
+  statement: (dataSource, sql, params) =>
+    structuredQuery(dataSource, sql, params).catch(async (err: unknown) => {
+      await markIfSchemaMissing(dataSource, err);
+      throw err;
+    }),
+  rows: (dataSource, sql, params) =>
+    dataSource.query(sql, params).catch(async (err: unknown) => {
+      await markIfSchemaMissing(dataSource, err);
+      throw err;
+    }),
   bigText: (column) => `CAST(${column} AS TEXT)`,
   nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 };

@@ -44,7 +44,9 @@ const SERVER_ERRORS = new Map<number, Failure>([
   [1452, failure('invalid', 'constraint')], // ER_NO_REFERENCED_ROW_2
   [4025, failure('invalid', 'constraint')], // ER_CONSTRAINT_FAILED (MariaDB CHECK)
   [3819, failure('invalid', 'constraint')], // ER_CHECK_CONSTRAINT_VIOLATED (MySQL)
-  [1146, failure('bug', 'missing_table')], // ER_NO_SUCH_TABLE
+  // A database without idpool's tables or database: a restore under way (mysqldump drops and re-creates each table).
+  [1146, failure('unavailable', 'database_schema')], // ER_NO_SUCH_TABLE
+  [1049, failure('unavailable', 'database_schema')], // ER_BAD_DB_ERROR
 ]);
 
 /** mysql2's own codes for a connection that failed under a statement (db/mysql-driver.ts raises the timeout one too). */

@@ -16,7 +16,8 @@ const SQLSTATES: Record<string, Failure> = {
   '28P01': failure('unavailable', 'auth'), // invalid_password
   '23505': failure('conflict', 'duplicate'), // unique_violation
   '22003': failure('invalid', 'out_of_range'), // numeric_value_out_of_range
-  '42P01': failure('bug', 'missing_table'), // undefined_table
+  '42P01': failure('unavailable', 'database_schema'), // undefined_table (a restore under way)
+  '3D000': failure('unavailable', 'database_schema'), // invalid_catalog_name
 };
 
 /** SQLSTATE classes (the first two characters). */
