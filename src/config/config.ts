@@ -69,7 +69,7 @@ export const DEFAULTS = {
   redisSentinelMaster: DEFAULT_SENTINEL_MASTER,
   port: 8080,
   refillIntervalMs: 100,
-  // The seed design's "one minute of supply", at the recent peak rate.
+  // One minute of supply at the recent peak rate (docs/design.md, "Pools are sized by demand").
   poolHorizonSeconds: 60,
   clusterCount: 1,
   clusterIndex: 0,

@@ -1,7 +1,7 @@
 /**
  * Every Redis key idpool uses, built here and nowhere else (docs/design.md
  * "Redis keys"). `{entityKey}` is a hash tag, so all keys of one entity live
- * on one cluster slot and one Lua script may touch them together.
+ * on one cluster slot and one function call (or one MULTI) may touch them together.
  */
 export interface EntityKeys {
   /** Ready ids, head = next. Trusted consumers may LPOP it directly. */

@@ -85,7 +85,7 @@ async function refusal(run: () => Promise<unknown>): Promise<string> {
 
 /**
  * A direct consumer of one entity with the user `idpool redis-acl <key>`
- * prints (DESIGN.md "Least privilege in Redis"), on a private redis-server:
+ * prints (docs/design.md "Least privilege"), on a private redis-server:
  * the guarded pop and LPOP of its own pool work; pushing, resetting, any
  * other entity and every server-wide command are refused by Redis itself.
  */
