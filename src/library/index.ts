@@ -12,6 +12,7 @@ export {
   UnsupportedEntityError,
 } from './errors';
 export type { Id } from './segment-buffer';
+export type { DatabaseBehindReport } from '../segment/high-water';
 export { StrideMismatchError } from '../segment/stride-record';
 /** @deprecated Renamed {@link StrideMismatchError}. */
 export { StrideMismatchError as ClusterMappingError } from '../segment/stride-record';

@@ -18,6 +18,7 @@ import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
 import {
   buildDatabase,
+  buildHighWater,
   buildHttp,
   checkPoolMemory,
   buildOps,
@@ -97,6 +98,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }),
     );
     const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
+    const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
     const pools = resources.add(
       'refiller',
       buildPools({
@@ -108,8 +110,10 @@ export async function createService(config: Config, options: ServiceOptions = {}
         ops,
         lockTtlMs: options.lockTtlMs,
         beforePush: options.beforePush,
+        highWater,
       }),
     );
+    await pools.checkHighWater();
     const readiness = readinessCheck({
       db,
       pools: stores.pools,
