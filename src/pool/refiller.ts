@@ -357,7 +357,7 @@ export class Refiller {
       this.behind.add(entityKey);
       const report = {
         entityKey,
-        databaseOffset: offset,
+        databaseOffset: refused.start,
         record: 'fence',
         recordedOffset: above,
         fence,
@@ -369,7 +369,7 @@ export class Refiller {
           {
             alarm: 'database_behind',
             entityKey,
-            databaseOffset: offset.toString(),
+            databaseOffset: refused.start.toString(),
             fence: fence.toString(),
             carriedTo: carried.end.toString(),
           },
