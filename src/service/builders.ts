@@ -8,6 +8,8 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { resolve } from 'node:path';
 import { type Database, openDatabase } from '../db/database';
 import { sqliteFile } from '../db/database-url';
+import { deploymentId } from '../db/deployment-id';
+import { claimRedisKeys } from '../pool/deployment-claim';
 import { type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
 import { sharedCheck } from '../http/readiness';
@@ -58,6 +60,16 @@ export async function buildRedis(config: Config): Promise<Built<RedisClient | un
     throw err;
   }
   return { value: redis, close };
+}
+
+/**
+ * Records this deployment (the id in its database) as the owner of the Redis
+ * keys under `prefix`; refuses to start when another deployment owns them
+ * (`pool/deployment-claim.ts`). Nothing to claim without Redis.
+ */
+export async function claimDeployment(db: Database, redis: RedisClient | undefined, prefix: string): Promise<void> {
+  if (!redis) return;
+  await claimRedisKeys(redis, prefix, { id: await deploymentId(db), database: db.description });
 }
 
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */

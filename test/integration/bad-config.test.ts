@@ -43,6 +43,7 @@ const BAD: Array<[variable: string, env: Record<string, string>]> = [
   ['IDPOOL_PORT', { IDPOOL_PORT: '70000' }],
   ['IDPOOL_REDIS_URL', { IDPOOL_REDIS_URL: 'http://redis.example' }],
   ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', { IDPOOL_REDIS_SOCKET_TIMEOUT_MS: '50' }],
+  ['IDPOOL_REDIS_KEY_PREFIX', { IDPOOL_REDIS_KEY_PREFIX: 'a{b}' }],
   ['IDPOOL_REFILL_INTERVAL_MS', { IDPOOL_REFILL_INTERVAL_MS: '1' }],
   ['IDPOOL_REQUEST_LOG', { IDPOOL_REQUEST_LOG: 'maybe' }],
   ['IDPOOL_REQUEST_LOG_SLOW_MS', { IDPOOL_REQUEST_LOG_SLOW_MS: 'soon' }],
