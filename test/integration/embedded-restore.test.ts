@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, alarmLines, startInstance } from '../helpers/processes';
+import { type WebhookReceiver, startReceiver } from '../helpers/webhook';
+import { waitFor } from '../support/wait';
 
 /** `count` ids of `key` in batches of at most 1,000, every answer a 200 at once. */
 async function take(instance: Instance, key: string, secret: string, count: number): Promise<string[]> {
@@ -21,8 +23,10 @@ describe('the embedded service after its database file is restored (issue 30)', 
   const file = join(dir, 'idpool.db');
   const env = { IDPOOL_DATABASE_URL: `sqlite:${file}`, IDPOOL_REQUEST_LOG: '0' };
   const running: Instance[] = [];
+  let receiver: WebhookReceiver | undefined;
   const start = async () => {
-    const instance = await startInstance(env);
+    receiver ??= await startReceiver();
+    const instance = await startInstance({ ...env, IDPOOL_ALERT_WEBHOOK_URL: receiver.url });
     running.push(instance);
     return instance;
   };
@@ -33,6 +37,7 @@ describe('the embedded service after its database file is restored (issue 30)', 
   };
   afterAll(async () => {
     await Promise.all(running.map((i) => i.stop()));
+    await receiver?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -70,6 +75,13 @@ describe('the embedded service after its database file is restored (issue 30)', 
     expect(alarmLines(instance, 'database_behind')).toHaveLength(1);
     const ops = await call(`${instance.url}/admin/ops`, { token: ADMIN_TOKEN });
     expect(JSON.stringify(ops.body)).toContain('database_behind');
+    // Posted to the webhook, and counted.
+    await waitFor(() => receiver!.calls.some((c) => c.alarm === 'database_behind'), { timeoutMs: 5000 });
+    expect(receiver!.calls.filter((c) => c.alarm === 'database_behind')).toEqual([
+      expect.objectContaining({ severity: 'critical', entityKey: 'orders', status: 'firing' }),
+    ]);
+    const metrics = await (await fetch(`${instance.url}/metrics`)).text();
+    expect(metrics).toContain('idpool_database_behind_total{entity="orders"} 1');
     await stop(instance);
   }, 120_000);
 
