@@ -72,5 +72,13 @@ describeWithServices('two deployments on one Redis (issue 28)', { mysql: true, r
     instances.push(b);
     const secret = await register(b.url, { key: 'orders', maxSizePerSecond: 0 });
     expect((await takeIds(b.url, 'orders', secret, 10)).status).toBe(200);
+    const check = new Redis(REDIS_URL);
+    try {
+      // Its pools live under its own prefix, and it owns that prefix.
+      expect(await check.exists(`${other}:{orders}:fence`)).toBe(1);
+      expect(JSON.parse((await check.get(deploymentKey(other)))!)).toMatchObject({ id: secondId });
+    } finally {
+      check.disconnect();
+    }
   }, 120_000);
 });
