@@ -74,7 +74,7 @@ function addCreate(group: Command, ctx: CliContext): void {
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
     ctx.print(cmd, created, () => {
       const { secret, ...config } = created;
-      return `${fields(config)}\nsecret: ${secret}\nThe secret is shown only now; store it (rotate with: idpool apps rotate-secret ${key}).\n`;
+      return `${fields(config)}\nsecret: ${String(secret)}\nThe secret is shown only now; store it (rotate with: idpool apps rotate-secret ${key}).\n`;
     });
   });
 }
@@ -111,20 +111,30 @@ function addList(group: Command, ctx: CliContext): void {
     });
 }
 
+/** The fields of an entity of `GET /admin/apps` that `apps list` prints (the JSON output passes every field on). */
+interface EntityRow {
+  key: string;
+  mode: string;
+  step: number;
+  name: string;
+  pool?: { size: number; max: number } | null;
+  currentOffset?: string | null;
+}
+
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
 async function listPages(
   ctx: CliContext,
   cmd: Command,
   opts: { limit?: number; after?: string },
-): Promise<{ list: Record<string, any>[]; next: string | null }> {
+): Promise<{ list: EntityRow[]; next: string | null }> {
   const api = ctx.admin(cmd);
-  const list: Record<string, any>[] = [];
+  const list: EntityRow[] = [];
   let after = opts.after;
-  let next: string | null = null;
+  let next: string | null;
   do {
     const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
     if (after !== undefined) query.set('after', after);
-    const page = await api.get<{ apps: Record<string, any>[]; next: string | null }>(`/admin/apps?${query}`);
+    const page = await api.get<{ apps: EntityRow[]; next: string | null }>(`/admin/apps?${query.toString()}`);
     list.push(...page.apps);
     next = page.next;
     after = next ?? undefined;

@@ -49,9 +49,10 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
         if (!PREFIX_PATTERN.test(prefix))
           throw new CliError(EXIT_USAGE, `--prefix must be 1-64 of A-Z a-z 0-9 _ . : -, got "${prefix}"`);
         // The service's user always has the Cluster reads: one user for every topology.
-        const acl = opts.service
-          ? serviceAcl(opts.user, prefix)
-          : consumerAcl(key!, { user: opts.user, cluster: opts.cluster, prefix });
+        const acl =
+          opts.service || key === undefined
+            ? serviceAcl(opts.user, prefix)
+            : consumerAcl(key, { user: opts.user, cluster: opts.cluster, prefix });
         printAcl(ctx, cmd, acl, key);
       },
     );

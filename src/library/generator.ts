@@ -1,12 +1,11 @@
 import { systemClock } from '../clock';
 import { type Database, openDatabase } from '../db/database';
 import { SqlEntityStore } from '../entities/entity-store';
-import { UnavailableError } from '../errors';
+import { UnavailableError, errorMessage } from '../errors';
 import { silentLogger } from '../logger';
 import { SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
 import { checkStride } from '../segment/stride-record';
-import type { InvalidOptionError } from './errors';
 import { BigIntIdGenerator, NumberIdGenerator } from './hot-paths';
 import type { Deps, IdGenerator } from './loader';
 import { DEFAULT_OPTIONS, type IdGeneratorOptions, idTypeFrom, settingsFrom, strideFrom } from './options';
@@ -18,7 +17,7 @@ async function requireSchema(db: Database): Promise<void> {
   } catch (err) {
     await db.close();
     throw new UnavailableError(
-      `${db.description} has no application table (${String((err as Error)?.message ?? err)}): start the idpool service on it once, run "npm run migration:run", or pass migrate: true`,
+      `${db.description} has no application table (${errorMessage(err)}): start the idpool service on it once, run "npm run migration:run", or pass migrate: true`,
     );
   }
 }
@@ -28,12 +27,8 @@ async function requireSchema(db: Database): Promise<void> {
  * Options are validated here, once; invalid ones throw {@link InvalidOptionError}.
  */
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
-export async function createIdGenerator(
-  options?: IdGeneratorOptions & { ids?: 'bigint' },
-): Promise<IdGenerator<bigint>>;
-export async function createIdGenerator(
-  options: IdGeneratorOptions = {},
-): Promise<IdGenerator<number> | IdGenerator<bigint>> {
+export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: 'bigint' }): Promise<IdGenerator>;
+export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator> {
   const settings = settingsFrom(options);
   const ids = idTypeFrom(options);
   const idStride = strideFrom(options);
@@ -53,10 +48,14 @@ export async function createIdGenerator(
       throw err;
     }
   }
+  const sql = (): Database => {
+    if (!db) throw new TypeError('createIdGenerator: no database to build the allocator or entity store on');
+    return db;
+  };
   const log = options.log ?? silentLogger;
   // This process's own reservations are the record a database that went back is seen against.
   const allocator = new HighWaterAllocator(
-    options.allocator ?? new SqlSegmentAllocator(db!),
+    options.allocator ?? new SqlSegmentAllocator(sql()),
     new ProcessHighWater(),
     (report) => {
       log.error(
@@ -74,7 +73,7 @@ export async function createIdGenerator(
   );
   const deps: Deps = {
     allocator,
-    entities: options.entities ?? new SqlEntityStore(db!),
+    entities: options.entities ?? new SqlEntityStore(sql()),
     idStride,
     stride: idStride.count,
     clock: options.clock ?? systemClock,

@@ -68,7 +68,7 @@ export function opsRefillEvents(
 }
 
 /** The `database_behind` alarm: what the database said, what the record said, and what was done about it. */
-export function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
+function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
   const { entityKey, databaseOffset, recordedOffset, carriedTo, fence } = report;
   const seen =
     report.record === 'fence'

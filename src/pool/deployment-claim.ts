@@ -13,7 +13,7 @@ export interface DeploymentRecord {
  * this prefix: sharing them would share pools and fences between two number
  * lines, and the fence would refuse one deployment's segments as stale.
  */
-export class DeploymentConflictError extends ConfigError {
+class DeploymentConflictError extends ConfigError {
   constructor(
     readonly prefix: string,
     readonly owner: DeploymentRecord,

@@ -9,6 +9,7 @@ import type { DatabaseBehindReport } from '../segment/high-water';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
+import { errorMessage } from '../errors';
 
 export interface RefillerOptions {
   entities: EntityCatalog;
@@ -96,7 +97,7 @@ export class Refiller {
   private readonly behind = new Set<string>();
   private readonly inflight = new Map<string, Promise<void>>();
   /** Why the last refill of an entity failed; cleared by the next one that completes. */
-  private readonly failures = new Map<string, unknown>();
+  private readonly failures = new Map<string, Error>();
   private readonly ticker: Periodic;
   private readonly sweeper: Periodic;
   private lastEpoch: string | undefined;
@@ -168,8 +169,8 @@ export class Refiller {
     const run = this.refillOnce(entityKey, atLeast)
       .then(
         () => void this.failures.delete(entityKey),
-        (err) => {
-          this.failures.set(entityKey, err);
+        (err: unknown) => {
+          this.failures.set(entityKey, err instanceof Error ? err : new Error(String(err)));
           this.logError(entityKey, err);
         },
       )
@@ -183,7 +184,7 @@ export class Refiller {
   }
 
   /** The error the last refill of `entityKey` failed with, if it failed (a database or Redis that is down). */
-  lastFailure(entityKey: string): unknown {
+  lastFailure(entityKey: string): Error | undefined {
     return this.failures.get(entityKey);
   }
 
@@ -407,10 +408,12 @@ export class Refiller {
     const step = BigInt(entity.step);
     const perCall = step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)));
     const { stride, store } = this.o;
-    const inFlight: Array<{ call: Promise<PushResult>; count: number }> = [];
+    const inFlight: { call: Promise<PushResult>; count: number }[] = [];
     let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
     const settleOldest = async () => {
-      const { call, count } = inFlight.shift()!;
+      const oldest = inFlight.shift();
+      if (!oldest) return;
+      const { call, count } = oldest;
       const result = await call;
       if (outcome !== 'ok') return;
       // Reported by the caller, which tells a stale segment from a database behind the fence.
@@ -421,6 +424,7 @@ export class Refiller {
       else this.stats.idsPushed += count;
     };
     try {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- settleOldest sets outcome during the loop's awaits.
       for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
         const to = from + perCall < segment.end ? from + perCall : segment.end;
         const ids = stride.pushIds(from, to);
@@ -448,7 +452,7 @@ export class Refiller {
   private logError(entityKey: string, err: unknown): void {
     this.o.events?.failed?.(entityKey);
     if (!this.failureLog.open(entityKey)) return;
-    this.o.log.error({ entityKey, err: String((err as Error)?.message ?? err) }, 'refill failed');
+    this.o.log.error({ entityKey, err: errorMessage(err) }, 'refill failed');
   }
 }
 

@@ -1,6 +1,6 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { UnavailableError } from '../errors';
+import { UnavailableError, errorMessage } from '../errors';
 import type { Segment, SegmentAllocator } from './allocator';
 
 /**
@@ -94,14 +94,14 @@ export class HighWaterFile implements HighWaterRecord {
       text = await readFile(this.path, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'missing' };
-      return { status: 'unreadable', reason: String((err as Error).message) };
+      return { status: 'unreadable', reason: errorMessage(err) };
     }
     try {
       const content = parse(text);
       for (const [key, end] of Object.entries(content.entities)) this.merge(key, BigInt(end));
       return { status: 'ok', entities: Object.keys(content.entities).length };
     } catch (err) {
-      return { status: 'unreadable', reason: String((err as Error).message) };
+      return { status: 'unreadable', reason: errorMessage(err) };
     }
   }
 
@@ -161,12 +161,13 @@ export class HighWaterFile implements HighWaterRecord {
 }
 
 function parse(text: string): FileContent {
-  const content = JSON.parse(text) as Partial<FileContent>;
-  if (!content || typeof content.entities !== 'object' || content.entities === null)
-    throw new Error('no "entities" object');
-  for (const [key, end] of Object.entries(content.entities))
+  // Read as unknown: the file may hold anything.
+  const content = JSON.parse(text) as { entities?: unknown } | null;
+  const entities = content?.entities;
+  if (typeof entities !== 'object' || entities === null) throw new Error('no "entities" object');
+  for (const [key, end] of Object.entries(entities as Record<string, unknown>))
     if (typeof end !== 'string' || !/^\d+$/.test(end))
-      throw new Error(`entity ${key}: "${String(end)}" is not an offset`);
+      throw new Error(`entity ${key}: ${JSON.stringify(end)} is not an offset`);
   return content as FileContent;
 }
 

@@ -7,7 +7,7 @@ import { uniqueKey } from '../helpers/configs';
 import { type Front, startFront } from '../helpers/front';
 import { ADMIN_TOKEN, call, register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema, sharedRedisEnv } from '../helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { waitFor } from '../support/wait';
 

@@ -59,14 +59,18 @@ describeWithServices(
 
       // Load: four clients taking 100 ids at a time, every answer kept with when it came.
       const seen = new Set<string>();
-      const answers: Array<{ at: number; status: number }> = [];
+      const answers: { at: number; status: number }[] = [];
       let repeats = 0;
       let running = true;
       const client = async () => {
         while (running) {
           const res = await call(`${url}/apps/orders/ids`, { token: secret, body: { count: 100 } });
           answers.push({ at: Date.now(), status: res.status });
-          if (res.status === 200) for (const id of res.body.ids as string[]) seen.has(id) ? repeats++ : seen.add(id);
+          if (res.status === 200)
+            for (const id of res.body.ids as string[]) {
+              if (seen.has(id)) repeats++;
+              else seen.add(id);
+            }
           else await new Promise((r) => setTimeout(r, 5));
         }
       };

@@ -81,7 +81,7 @@ describe('refiller: a segment refused because the database is behind the fence',
     const allocator = new FakeSegmentAllocator();
     const configs = new Map([['orders', entityConfig({ key: 'orders', step: 100, maxPoolSize: 1000 })]]);
     const behind: DatabaseBehindReport[] = [];
-    const refused: Array<[bigint, bigint]> = [];
+    const refused: [bigint, bigint][] = [];
     const refiller = new Refiller({
       entities: { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] },
       allocator,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { secretMatches } from '../../src/entities/entity';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { EntityRegistry, LocalRegistrationGeneration } from '../../src/entities/registry';
-import { type Clock, systemClock } from '../../src/clock';
+import { systemClock } from '../../src/clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../src/errors';
 import { FakeClock } from '../support/clock';
 
