@@ -15,6 +15,7 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../pool/redis-connection';
 import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../pool/keys';
+import { REFILL_LOCK_TTL_MS } from '../pool/refill-lock';
 import { DEFAULT_HTTP_SERVER, type HttpServerSettings, SERVICE_TOKEN_MIN_LENGTH } from '../http/settings';
 
 export { ConfigError };
@@ -36,6 +37,8 @@ export interface Config {
   /** True when the admin token was generated at start-up (printed once). */
   adminTokenGenerated: boolean;
   refillIntervalMs: number;
+  /** Lease of a refill lock, extended while its refill runs: how long a dead refiller can block an entity. */
+  refillLockTtlMs: number;
   /** Seconds of recent peak demand a pool holds (bounded by the entity's maxPoolSize). */
   poolHorizonSeconds: number;
   clusterCount: number;
@@ -233,6 +236,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: adminToken ?? randomBytes(32).toString('base64url'),
     adminTokenGenerated: adminToken === undefined,
     refillIntervalMs: r.int('IDPOOL_REFILL_INTERVAL_MS', DEFAULTS.refillIntervalMs, 10, 60_000),
+    // Renewed every quarter lease: below 100 ms a busy event loop misses renewals; beyond a minute an entity waits out a dead refiller that long.
+    refillLockTtlMs: r.int('IDPOOL_REFILL_LOCK_TTL_MS', REFILL_LOCK_TTL_MS, 100, 60_000),
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
     clusterCount,
     clusterIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.clusterIndex, 0, clusterCount - 1),

@@ -8,7 +8,7 @@ export interface EntityKeys {
   readonly ids: string;
   /** Highest id ever pushed (decimal). */
   readonly fence: string;
-  /** Refill lock (redlock). */
+  /** Refill lock: a lease its holder extends while it refills (`refill-lock.ts`). */
   readonly lock: string;
   /** Prefix of the per-second counters; the second is appended inside Lua. */
   readonly ratePrefix: string;

@@ -70,12 +70,12 @@ export interface PoolStore {
   ping(): Promise<void>;
 }
 
-/** A held refill lock. */
+/** A held refill lock (on Redis, a lease its holder extends until released). */
 export interface HeldLock {
   release(): Promise<void>;
 }
 
 /** Per-entity refill lock; `acquire` returns null when someone else holds it. */
 export interface RefillLock {
-  acquire(entityKey: string, ttlMs: number): Promise<HeldLock | null>;
+  acquire(entityKey: string): Promise<HeldLock | null>;
 }

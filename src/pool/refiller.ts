@@ -1,4 +1,5 @@
 import { randomFillSync } from 'node:crypto';
+import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { EntityConfig } from '../entities/entity';
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
@@ -25,12 +26,6 @@ export interface RefillerOptions {
   demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
   /** Slow sweep over every entity, for pools drained by direct LPOP. */
   sweepMs?: number;
-  /**
-   * Refill lock TTL. A refill of the largest pool (5M ids) pushes in well
-   * under a second here; 10 s leaves room for a slow database without
-   * letting a dead refiller block an entity for long.
-   */
-  lockTtlMs?: number;
   /** Test seam: runs after a segment is reserved and before it is pushed. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Metrics and alarms (src/ops); without it the alarms below are only logged. */
@@ -279,12 +274,11 @@ export class Refiller {
       this.needsReset.delete(entityKey);
       return;
     }
-    const ttl = this.o.lockTtlMs ?? 10_000;
-    let held = await this.o.lock.acquire(entityKey, ttl);
+    let held = await this.o.lock.acquire(entityKey);
     // After a failover the lock of a refill that was under way came over with
     // replication and would block this entity for the rest of its TTL.
     if (!held && this.needsReset.has(entityKey) && (await this.o.store.unlockStale(entityKey)))
-      held = await this.o.lock.acquire(entityKey, ttl);
+      held = await this.o.lock.acquire(entityKey);
     if (!held) return;
     try {
       // Three rounds at most: a push refused because the Redis server changed
@@ -399,14 +393,23 @@ export class Refiller {
   /**
    * Pushes a reserved segment step by step, in order. `trend` entities
    * shuffle each step so ids are not guessable but still grow step by step;
-   * a push call holds whole steps so its lowest id is its first step's start.
+   * a trend push call holds whole steps so its lowest id is its first step's
+   * start. A monotonic segment is pushed 10,000 ids a call whatever its
+   * step: a call is built in one run of the event loop and run by Redis as
+   * one command, and a step of 1,000,000 ids (a 27 MB RPUSH) stalled this
+   * process for up to 1.2 s under load, delaying everything it does (the
+   * refill lock's renewals too); pushed 10,000 at a time, at most 0.65 s,
+   * and a 1,000,000-id refill takes as long in isolation (0.8–1.0 s here).
    * Up to PUSHES_IN_FLIGHT calls travel at once (Redis runs them in order on
    * the one connection); once one is refused, every later one is refused
    * too (the fence or epoch marker that refused it only moves up).
    */
   private async push(entity: EntityConfig, segment: Segment): Promise<'ok' | 'fenced' | 'epoch_changed'> {
     const step = BigInt(entity.step);
-    const perCall = step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)));
+    const perCall =
+      entity.mode === 'trend'
+        ? step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)))
+        : BigInt(PUSH_IDS_PER_CALL);
     const { stride, store } = this.o;
     const inFlight: { call: Promise<PushResult>; count: number }[] = [];
     let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
@@ -436,7 +439,11 @@ export class Refiller {
         // earlier one is still awaited must not count as unhandled.
         call.catch(() => undefined);
         inFlight.push({ call, count: Number(to - from) });
+        // Between two calls, what else this process has to do runs (a call of
+        // a 1,000,000-id trend step takes its own run of the event loop; four
+        // built back to back stalled it 4 s under load, lock renewals too).
         if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
+        else await setImmediatePromise();
       }
       while (inFlight.length) await settleOldest();
     } catch (err) {

@@ -26,7 +26,8 @@ import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
 import { checkRedisMemory } from '../pool/redis-memory';
-import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-pool-store';
+import { RedisPoolStore, loadFunctions } from '../pool/redis-pool-store';
+import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
@@ -100,7 +101,7 @@ export function buildStores(deps: {
   const { config, db, redis, clock, prefix } = deps;
   return {
     pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
-    lock: redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock(),
+    lock: redis ? new RedisRefillLock(redis, clock, config.refillLockTtlMs, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlEntityStore(db),
     idempotency: redis
@@ -262,7 +263,6 @@ export function buildPools(deps: {
   stores: Stores;
   registry: EntityRegistry;
   ops: Ops;
-  lockTtlMs?: number;
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   highWater?: HighWaterFile;
 }): Built<Pools> {
@@ -283,7 +283,6 @@ export function buildPools(deps: {
     log: log.child({ component: 'refiller' }),
     intervalMs: deps.config.refillIntervalMs,
     beforePush: deps.beforePush,
-    lockTtlMs: deps.lockTtlMs,
     events: deps.ops.refillEvents,
   });
   registry.subscribe({

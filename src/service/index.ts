@@ -46,8 +46,6 @@ export interface ServiceOptions {
   redisPrefix?: string;
   /** Test seam: runs between reserving a segment and pushing it. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
-  /** Refill lock TTL in ms (tests shorten it to exercise the fence). */
-  lockTtlMs?: number;
   /** Worker lease and snowflake wait settings, over `config.lease`. */
   snowflake?: Partial<SnowflakeRuntimeSettings>;
   /** Metrics, forecasts, alarms and request logs, over `config.ops`. */
@@ -110,7 +108,6 @@ export async function createService(config: Config, options: ServiceOptions = {}
         stores,
         registry,
         ops,
-        lockTtlMs: options.lockTtlMs,
         beforePush: options.beforePush,
         highWater,
       }),

@@ -48,15 +48,17 @@ export function waitExit(proc: ChildProcess): Promise<number | null> {
 }
 
 /**
- * Starts `src/main.ts` as a real process and waits until it listens; in a
- * network namespace when `at` says so (reached at `at.host`).
+ * Starts `src/main.ts` (or `entry`, a script that logs `idpool listening`
+ * with its port as main.ts does) as a real process and waits until it
+ * listens; in a network namespace when `at` says so (reached at `at.host`).
  */
 export async function startInstance(
   env: Record<string, string>,
   timeoutMs = 30_000,
   at?: { netns: string; host: string },
+  entry = join(ROOT, 'src', 'main.ts'),
 ): Promise<Instance> {
-  const command = [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+  const command = [process.execPath, '--import', 'tsx', entry];
   if (at) command.unshift('ip', 'netns', 'exec', at.netns);
   const proc = spawn(command[0], command.slice(1), {
     cwd: ROOT,
