@@ -12,13 +12,13 @@ import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import { type Ops, instanceName } from '../ops';
 import type { Dispatcher } from '../pool/dispatcher';
-import { DEFAULT_PREFIX } from '../pool/keys';
 import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
 import {
   buildDatabase,
+  buildHighWater,
   buildHttp,
   checkPoolMemory,
   buildOps,
@@ -27,6 +27,7 @@ import {
   buildRegistry,
   buildSnowflake,
   buildStores,
+  claimDeployment,
   readinessCheck,
 } from './builders';
 import { Resources } from './resources';
@@ -42,7 +43,7 @@ const SHUTDOWN_GRACE_MS = 8000;
 export interface ServiceOptions {
   clock?: Clock;
   log?: Logger;
-  /** Prefix of every Redis key (tests use their own). */
+  /** Prefix of every Redis key, over `config.redisKeyPrefix` (tests use their own). */
   redisPrefix?: string;
   /** This instance's name in its alarms and fleet heartbeat (default host:pid; tests running several in one process set their own). */
   instance?: string;
@@ -89,7 +90,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
   try {
     const db = resources.add('database', await buildDatabase(config, clock));
     const redis = resources.add('redis', await buildRedis(config));
-    const prefix = options.redisPrefix ?? DEFAULT_PREFIX;
+    const prefix = options.redisPrefix ?? config.redisKeyPrefix;
+    await claimDeployment(db, redis, prefix);
     const stores = buildStores({ config, db, redis, clock, prefix, log });
     const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
@@ -116,6 +118,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
         address: () => address,
       }),
     );
+    const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
     const pools = resources.add(
       'refiller',
       buildPools({
@@ -126,8 +129,10 @@ export async function createService(config: Config, options: ServiceOptions = {}
         registry,
         ops,
         beforePush: options.beforePush,
+        highWater,
       }),
     );
+    await pools.checkHighWater();
     const readiness = readinessCheck({
       db,
       pools: stores.pools,

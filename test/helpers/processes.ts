@@ -34,6 +34,16 @@ export interface Instance {
   stop(): Promise<number | null>;
 }
 
+/** The structured log lines of an instance that raised the alarm `name`. */
+export function alarmLines(instance: Pick<Instance, 'output'>, name: string): Record<string, unknown>[] {
+  return instance
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.alarm === name);
+}
+
 /** Resolves to the exit code once `proc` has exited (at once if it has). */
 export function waitExit(proc: ChildProcess): Promise<number | null> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
