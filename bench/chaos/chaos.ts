@@ -104,7 +104,7 @@ async function main(): Promise<number> {
       try {
         const [rows] = (await c.query(
           'SELECT entity_key AS k, CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application',
-        )) as unknown as [Array<{ k: string; o: string; s: string }>];
+        )) as unknown as [{ k: string; o: string; s: string }[]];
         const out = [];
         for (const e of entities) {
           if (e.mode === 'snowflake') continue;

@@ -37,7 +37,7 @@ export class IdLog {
   }
 
   /** Every id present more than once, with the times it was handed out. */
-  repeats(): Array<{ id: bigint; at: number[] }> {
+  repeats(): { id: bigint; at: number[] }[] {
     const sorted = this.values.slice(0, this.size).sort();
     const twice = new Set<bigint>();
     for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) twice.add(sorted[i]);
@@ -203,7 +203,7 @@ export class Load {
           status: 0,
           retryAfter: false,
           timedOut: e.name === 'TimeoutError',
-          detail: String((e.cause as Error | undefined)?.message ?? e.message),
+          detail: (e.cause as Error | undefined)?.message ?? e.message,
         };
       }
       this.answers.push(answer);

@@ -108,12 +108,12 @@ export class Nemesis {
   /** Problems of the nemesis itself (a fault it could not inject or heal). */
   readonly problems: string[] = [];
   /** Per restore: ms until no entity's database offset was behind its fence any more (undefined: not by the end). */
-  readonly behindAfterRestore: Array<number | undefined> = [];
+  readonly behindAfterRestore: (number | undefined)[] = [];
   /** Faults drawn but not injected: together with an earlier one they would lose both records of the issued ids. */
   heldBack = 0;
   /** When the last Redis data-loss fault healed. */
   private lastDataLossAt = -Infinity;
-  private readonly backups: Array<{ at: number; file: string }> = [];
+  private readonly backups: { at: number; file: string }[] = [];
   private readonly dir = mkdtempSync(join(tmpdir(), 'idpool-chaos-backup-'));
   private readonly scale: number;
 

@@ -61,7 +61,7 @@ export class Node {
   /** Whether the process runs (it may be frozen). */
   alive(): boolean {
     const p = this.instance?.proc;
-    return p !== undefined && p.exitCode === null && p.signalCode === null;
+    return p?.exitCode === null && p.signalCode === null;
   }
 
   /** Starts the process, retrying while start-up is refused (a dependency down); `clockBackS` sets its clock back. */
@@ -304,7 +304,7 @@ export class ChaosSystem {
     let redis: RedisSide | undefined;
     try {
       const namespaces = await Promise.all([0, 1, 2].map((i) => lab.namespace(`i${i}`)));
-      const links: Array<{ http: Link; redis: Link; db: Link }> = [];
+      const links: { http: Link; redis: Link; db: Link }[] = [];
       for (const ns of namespaces)
         links.push({
           http: await lab.link(undefined, ns),
