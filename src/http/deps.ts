@@ -41,7 +41,19 @@ export interface ReadinessReport {
 
 /** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
 export interface HttpDeps {
-  registry: Pick<EntityRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  registry: Pick<
+    EntityRegistry,
+    | 'find'
+    | 'require'
+    | 'page'
+    | 'register'
+    | 'update'
+    | 'retire'
+    | 'rotateSecret'
+    | 'addSecret'
+    | 'removeSecret'
+    | 'authenticate'
+  >;
   dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
   pools: Pick<PoolStore, 'sizes'>;
