@@ -1,3 +1,4 @@
+import type { CompatRoute } from './settings';
 import type { PoolStore } from '../pool/pool-store';
 import type { RequestHandler } from 'express';
 import type { Clock } from '../clock';
@@ -41,6 +42,8 @@ export interface ReadinessReport {
 
 /** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
 export interface HttpDeps {
+  /** Other protocols served besides idpool's own (IDPOOL_COMPAT); none when absent. */
+  compat?: readonly CompatRoute[];
   registry: Pick<
     EntityRegistry,
     | 'find'
