@@ -267,10 +267,9 @@ function addImportFrom(group: Command, ctx: CliContext): void {
           onOutcome: (o) =>
             human &&
             ctx.io.stdout(
-              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
             ),
         });
-        const behind = result.outcomes.filter((o) => o.behind);
         ctx.print(
           cmd,
           {
@@ -282,16 +281,10 @@ function addImportFrom(group: Command, ctx: CliContext): void {
           () =>
             `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
         );
-        for (const b of behind) err(`${b.key} existed and ${b.behind}: it may repeat ids the incumbent issued`);
         if (result.moved.length > 0)
           throw new CliError(
             EXIT_FAILURE,
-            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then see docs/migrating.md "If a row moved"`,
-          );
-        if (behind.length > 0)
-          throw new CliError(
-            EXIT_FAILURE,
-            `${behind.length} existing entities start below their row's first safe id (listed above)`,
+            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then run this import again: it moves those entities up (docs/migrating.md "If a row moved")`,
           );
         if (plan.skipped.length > 0)
           throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);

@@ -229,8 +229,8 @@ export interface ImportOutcome {
   firstId: string;
   /** Tokens newly accepted as secrets (Tinyid). */
   secretsAdded: number;
-  /** An existing entity whose first id is below this row's first safe id: it could repeat ids. */
-  behind?: string;
+  /** An existing entity that started below this row's first safe id, moved up to it (`POST /admin/apps/:key/raise`). */
+  raised?: boolean;
 }
 
 export interface ImportFromResult {
@@ -275,9 +275,14 @@ export async function runImport(
         outcome = { key: item.key, status: 'exists', firstId: item.firstId.toString(), secretsAdded: 0 };
         const path = `/admin/apps/${encodeURIComponent(item.key)}`;
         const existing = await api.get<{ startOffset: string; delta: number; remainder: number }>(path);
-        // An entity from an earlier run (or registered by hand) must start at or above this row's first safe id.
+        // An entity from an earlier run (or registered by hand) must hand out nothing below this row's first
+        // safe id: the row moved since (the old service ran on), so its line moves up. The id of its start
+        // offset is computed for a stride of 1, which a wider stride only places higher: at worst a needless raise.
         const start = BigInt(existing.startOffset) * BigInt(existing.delta) + BigInt(existing.remainder);
-        if (start < item.firstId) outcome.behind = `its first id ${start} is below the first safe id ${item.firstId}`;
+        if (start < item.firstId) {
+          await api.post(`${path}/raise`, { firstId: item.firstId.toString() });
+          outcome.raised = true;
+        }
         if (first !== undefined && (await addToken(api, item.key, first))) outcome.secretsAdded++;
       }
       for (const token of more) if (await addToken(api, item.key, token)) outcome.secretsAdded++;

@@ -155,6 +155,9 @@ export const updateSchema = z.strictObject(
   },
 );
 
+/** `POST /admin/apps/:key/raise`: no id below `firstId` is handed out from now on (an import catching up with the old service). */
+export const raiseSchema = z.strictObject({ firstId: offset });
+
 /** `POST /admin/apps/:key/secret`: a new secret; the old ones stay accepted for `keepOldForSeconds` (0: stop at once). */
 export const rotateSchema = z.strictObject({ keepOldForSeconds: int(0, MAX_SECRET_TTL_S).optional() });
 

@@ -449,6 +449,11 @@ export class EntityRegistry implements EntityCatalog {
     await this.announce();
   }
 
+  /** The first number of `entity`'s line whose id is at least `id` (this deployment's stride and the entity's spacing). */
+  firstNumberFrom(entity: EntityConfig, id: bigint): bigint {
+    return this.stride.of(entity).firstNumberFrom(id);
+  }
+
   async retire(key: string): Promise<void> {
     await this.require(key);
     if (!(await this.store.retire(key, this.clock.now()))) throw new NotFoundError(`no entity with key "${key}"`);

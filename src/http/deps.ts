@@ -56,7 +56,11 @@ export interface HttpDeps {
     | 'addSecret'
     | 'removeSecret'
     | 'authenticate'
+    | 'firstNumberFrom'
+    | 'refresh'
   >;
+  /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
+  lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
   pools: Pick<PoolStore, 'sizes'>;

@@ -41,6 +41,7 @@ const ADMIN_WRITES: ReadonlyArray<[method: string, path: RegExp, action: string]
   ['DELETE', /^\/apps\/([^/]+)\/?$/, 'retire'],
   ['POST', /^\/apps\/([^/]+)\/secret\/?$/, 'rotate_secret'],
   ['POST', /^\/apps\/([^/]+)\/secrets\/?$/, 'add_secret'],
+  ['POST', /^\/apps\/([^/]+)\/raise\/?$/, 'raise'],
   ['DELETE', /^\/apps\/([^/]+)\/secrets\/[^/]+\/?$/, 'remove_secret'],
 ];
 

@@ -4,14 +4,14 @@ import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import { FailureLogGate, type Logger } from '../logger';
 import { ActivityRound, type Periodic, every } from '../schedule';
-import type { Segment, SegmentAllocator } from '../segment/allocator';
+import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
 
 export interface RefillerOptions {
   entities: EntityCatalog;
-  allocator: SegmentAllocator;
+  allocator: SegmentAllocator & LineRaiser;
   store: PoolStore;
   lock: RefillLock;
   stride: IdStride;
@@ -310,12 +310,30 @@ export class Refiller {
     }
   }
 
-  /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
-  private async reset(entityKey: string): Promise<void> {
-    const next = await this.o.allocator.peek(entityKey);
+  /**
+   * Raises an entity's line to the number `atLeast` (an import found the old
+   * service issued further): the database first, then the pool is discarded
+   * and fenced at the new line, so no id below it is handed out and no
+   * segment reserved before it is pushed (the fence refuses it). The pool is
+   * discarded even when the line was already past `atLeast`: it may still
+   * hold ids below. Resolves to the next unreserved number.
+   */
+  async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
+    const next = await this.o.allocator.raise(entityKey, atLeast);
+    await this.o.store.raiseFence(entityKey, this.issuedUpTo(entityKey, next));
+    return next;
+  }
+
+  /** The highest id a line whose next unreserved number is `next` may have issued (-1: none). */
+  private issuedUpTo(entityKey: string, next: bigint): bigint {
     const entity = this.o.entities.get(entityKey);
     const stride = entity ? this.o.stride.of(entity) : this.o.stride;
-    const issuedUpTo = next > 0n ? stride.toId(next - 1n) : -1n;
+    return next > 0n ? stride.toId(next - 1n) : -1n;
+  }
+
+  /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
+  private async reset(entityKey: string): Promise<void> {
+    const issuedUpTo = this.issuedUpTo(entityKey, await this.o.allocator.peek(entityKey));
     if (await this.o.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
       if (this.o.events) this.o.events.poolDiscarded(entityKey, issuedUpTo);

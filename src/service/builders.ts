@@ -304,6 +304,7 @@ export function buildHttp(deps: {
   return createHttpApp({
     registry: deps.registry,
     dispatcher: deps.pools.dispatcher,
+    lines: deps.pools.refiller,
     pools: stores.pools,
     sizing: stores.demand,
     offsets: stores.allocator,

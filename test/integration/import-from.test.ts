@@ -272,11 +272,9 @@ for (const { server, name } of SQL_SERVERS) {
               ['CREATE TRIGGER leaf_moves AFTER INSERT ON application FOR EACH ROW EXECUTE FUNCTION leaf_moves()'],
             ],
       );
+      const only = ['apps', 'import-from', 'leaf', '--database-url', main.url, '--only', k('moving')];
       try {
-        const run = await idpool(
-          ['apps', 'import-from', 'leaf', '--database-url', main.url, '--only', k('moving')],
-          env,
-        );
+        const run = await idpool(only, env);
         expect(run.code).toBe(1);
         expect(run.stderr).toContain(
           `rows moved while importing (the incumbent is still issuing ids): ${k('moving')} (max_id 5001 -> 6001)`,
@@ -284,6 +282,28 @@ for (const { server, name } of SQL_SERVERS) {
       } finally {
         await sql(server, main.url, [['DROP TRIGGER leaf_moves' + (server === 'postgres' ? ' ON application' : '')]]);
       }
+      // Registered at 5001: its pool may hold ids from there. The incumbent stopped, the same import
+      // again moves the entity up to the row's new first safe id and discards that pool.
+      const fromOld = await (await fetch(`${instance.url}/api/segment/get/${k('moving')}`)).text();
+      expect(fromOld).toBe('5001');
+      const again = await idpool(only, env);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain(`exists     ${k('moving')}: first id 6001 (it started below: raised to it`);
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++)
+        ids.push(await (await fetch(`${instance.url}/api/segment/get/${k('moving')}`)).text());
+      // Nothing below the new first safe id; in order (what was reserved past it before the raise is skipped).
+      expect(BigInt(ids[0]) >= 6001n).toBe(true);
+      expect(ids.map((id) => BigInt(id) - BigInt(ids[0]))).toEqual([0n, 1n, 2n]);
+      // Once up, a re-run leaves it (and its pool) be.
+      const third = await idpool([...only, '--json'], env);
+      expect(third.code, third.stderr).toBe(0);
+      expect(
+        (JSON.parse(third.stdout) as { entities: Array<{ raised?: boolean }> }).entities[0].raised,
+      ).toBeUndefined();
+      expect(await (await fetch(`${instance.url}/api/segment/get/${k('moving')}`)).text()).toBe(
+        (BigInt(ids[2]) + 1n).toString(),
+      );
     });
 
     it('Tinyid: highest max_id of several databases, delta/remainder kept, tokens become working secrets', async () => {

@@ -259,6 +259,25 @@ describeWithServices(
         '/admin/apps/{key}/secret',
         await call(`${base}/admin/apps/${key}/secret`, { ...admin, method: 'POST', body: { keepOldForSeconds: 60 } }),
       );
+      conforms(
+        'POST',
+        '/admin/apps/{key}/raise',
+        await call(`${base}/admin/apps/${key}/raise`, {
+          ...admin,
+          method: 'POST',
+          body: { firstId: '9007199254740993' },
+        }),
+      );
+      conforms(
+        'POST',
+        '/admin/apps/{key}/raise',
+        await call(`${base}/admin/apps/${key}/raise`, { ...admin, method: 'POST', body: { firstId: -1 } }),
+      );
+      conforms(
+        'POST',
+        '/admin/apps/{key}/raise',
+        await call(`${base}/admin/apps/missing_${key}/raise`, { ...admin, method: 'POST', body: { firstId: 1 } }),
+      );
       const given = await call(`${base}/admin/apps/${key}/secrets`, {
         ...admin,
         method: 'POST',

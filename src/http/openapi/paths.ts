@@ -248,6 +248,28 @@ function adminEntityPaths(): Record<string, Schema> {
         },
       },
     },
+    '/admin/apps/{key}/raise': {
+      post: {
+        operationId: 'raiseEntity',
+        tags: ['admin'],
+        summary: 'Move the number line up',
+        description:
+          'From now on no id below `firstId` is handed out: the line moves up (never down), the pool is discarded and refilled above it. For an import that found the old service issued further (docs/migrating.md).',
+        security: admin,
+        parameters: [keyParam],
+        requestBody: { required: true, content: json(ref('RaiseRequest')) },
+        responses: {
+          200: { description: 'The entity after.', content: json(ref('Entity')) },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          413: E[413],
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
     '/admin/apps/{key}/secrets': {
       post: {
         operationId: 'addSecret',

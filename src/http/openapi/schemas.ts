@@ -4,6 +4,7 @@ import {
   MAX_SECRETS,
   addSecretSchema,
   registerSchema,
+  raiseSchema,
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
@@ -192,6 +193,7 @@ function entitySchemas(): Record<string, Schema> {
     },
     Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret } },
     RotateRequest: fromZod(rotateSchema),
+    RaiseRequest: fromZod(raiseSchema),
     AddSecretRequest: fromZod(addSecretSchema),
     AddedSecret: {
       type: 'object',

@@ -4,6 +4,7 @@ import {
   KEY_PATTERN,
   addSecretSchema,
   describeEntity,
+  raiseSchema,
   registerSchema,
   rotateSchema,
   updateSchema,
@@ -21,7 +22,7 @@ const OPS_DEFAULT_ROWS = 50;
 /** What the entity views read: offsets, pool sizes and pool sizing. */
 type ViewDeps = Pick<HttpDeps, 'offsets' | 'pools' | 'sizing'>;
 /** What the admin routes use of the app's dependencies. */
-export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops'>;
+export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines'>;
 
 /** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
 export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
@@ -72,6 +73,18 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     const key = entityKeyParam(req);
     const { keepOldForSeconds } = parseBody(rotateSchema, req.body ?? {});
     res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) });
+  });
+
+  router.post('/apps/:key/raise', async (req, res) => {
+    const key = entityKeyParam(req);
+    const { firstId } = parseBody(raiseSchema, req.body ?? {});
+    const entity = await deps.registry.require(key);
+    if (entity.mode === 'snowflake' || !deps.lines)
+      throw new InvalidRequestError(`entity "${key}" has no number line to raise (snowflake ids come from time)`);
+    await deps.lines.raise(key, deps.registry.firstNumberFrom(entity, firstId));
+    // The new start offset, here at once (other instances see it with their next refresh).
+    await deps.registry.refresh();
+    res.json(await withPool(await deps.registry.require(key)));
   });
 
   router.post('/apps/:key/secrets', async (req, res) => {
