@@ -3,7 +3,7 @@ import { systemClock } from '../clock';
 import { NotFoundError } from '../errors';
 import { AuthFailureLimiter, ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
-import { errorFaces, sendError } from './errors';
+import { errorFaces, jsonError } from './errors';
 import { createGuards } from './guards';
 import { registerAdminRoutes } from './routes/admin';
 import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
@@ -48,6 +48,6 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);
   });
-  app.use(errors((_req, res, err) => sendError(res, err)));
+  app.use(errors(jsonError));
   return app;
 }

@@ -4,7 +4,7 @@ import type { LineRaiser, SegmentAllocator } from '../../../src/segment/allocato
 /** An allocator with no entities, and a way to register one whose line starts at `startOffset`. */
 export interface AllocatorFixture {
   allocator: SegmentAllocator & LineRaiser;
-  addEntity(entityKey: string, startOffset: bigint): Promise<void>;
+  addEntity: (entityKey: string, startOffset: bigint) => Promise<void>;
 }
 
 /**
