@@ -1,11 +1,10 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExecutionError, type Lock, Redlock, ResourceLockedError } from '@sesamecare-oss/redlock';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Command, type ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
 import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from './keys';
-import type { HeldLock, PoolLevel, PoolStore, PushIds, TakeResult, PushResult, RefillLock } from './pool-store';
+import type { PoolLevel, PoolStore, PushIds, TakeResult, PushResult } from './pool-store';
 import { JoinedIds, joinedBytes, listedIds, type TakenIds } from './taken-ids';
 import { errorMessage } from '../errors';
 
@@ -405,6 +404,11 @@ export class RedisPoolStore implements PoolStore {
     return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.epoch, k.pushed], [fence])) === 1;
   }
 
+  async fence(entityKey: string): Promise<bigint | undefined> {
+    const fence = await this.redis.get(entityKeys(entityKey, this.prefix).fence);
+    return fence ? BigInt(fence) : undefined;
+  }
+
   async unlockStale(entityKey: string): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
     return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.epoch], [])) === 1;
@@ -428,48 +432,5 @@ export class RedisPoolStore implements PoolStore {
 
   async ping(): Promise<void> {
     await this.redis.ping();
-  }
-}
-
-/** The error a Redis server answered a lock attempt with, if it was not "held by another". */
-async function serverRefusal(err: unknown): Promise<Error | undefined> {
-  if (!(err instanceof ExecutionError)) return err instanceof Error ? err : new Error(String(err));
-  for (const attempt of err.attempts) {
-    for (const vote of (await attempt).votesAgainst.values()) if (!(vote instanceof ResourceLockedError)) return vote;
-  }
-  return undefined;
-}
-
-/** Refill lock on Redis (redlock on the node that owns the entity's slot): skip rather than queue when held. */
-export class RedisRefillLock implements RefillLock {
-  private readonly redlock: Redlock;
-
-  constructor(
-    redis: RedisClient,
-    private readonly prefix = DEFAULT_PREFIX,
-  ) {
-    this.redlock = new Redlock([redis], { retryCount: 0, automaticExtensionThreshold: 500 });
-    // Contention is expected (every instance ticks); it is not an error.
-    this.redlock.on('error', () => undefined);
-  }
-
-  async acquire(entityKey: string, ttlMs: number): Promise<HeldLock | null> {
-    let lock: Lock;
-    try {
-      lock = await this.redlock.acquire([entityKeys(entityKey, this.prefix).lock], ttlMs);
-    } catch (err) {
-      // Held by another refiller: skip. Refused by the server (over
-      // maxmemory, a replica, gone): that is this refill's failure, and
-      // takes that find the pool short answer with it (503 and its alarm).
-      const refusal = await serverRefusal(err);
-      if (refusal) throw refusal;
-      return null;
-    }
-    return {
-      release: async () => {
-        // An expired lock cannot be released; the fence already guards what it pushed.
-        await lock.release().catch(() => undefined);
-      },
-    };
   }
 }
