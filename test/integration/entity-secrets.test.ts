@@ -3,7 +3,7 @@ import { idpool, json } from '../helpers/cli';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema } from '../helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { waitFor } from '../support/wait';
 
@@ -18,7 +18,7 @@ describeWithServices(
 
     beforeAll(async () => {
       schema = await createTestSchema();
-      const base = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
+      const base = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() };
       a = await startInstance(base);
       b = await startInstance(base);
       env = { IDPOOL_URL: a.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { idpool } from '../helpers/cli';
 import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema } from '../helpers/services';
+import { SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 /** Leaf's `leaf_alloc` and Tinyid's `tiny_id_info` / `tiny_id_token`, column for column as their own DDL defines them. */
@@ -133,7 +133,7 @@ for (const { server, name } of SQL_SERVERS) {
       dir = mkdtempSync(join(tmpdir(), 'idpool-import-from-'));
       instance = await startInstance({
         IDPOOL_DATABASE_URL: main.url,
-        IDPOOL_REDIS_URL: REDIS_URL,
+        ...sharedRedisEnv(),
         IDPOOL_COMPAT: 'leaf',
       });
       env = { IDPOOL_URL: instance.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };

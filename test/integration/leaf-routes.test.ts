@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, parseMetrics, register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema } from '../helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 /** Twitter's epoch, Leaf's snowflake epoch (2010-11-04T01:42:54.657Z). */
@@ -39,7 +39,7 @@ describeWithServices('Leaf routes (IDPOOL_COMPAT=leaf) over MariaDB + Redis', { 
 
   beforeAll(async () => {
     schema = await createTestSchema();
-    const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REQUEST_LOG: 'all' };
+    const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(), IDPOOL_REQUEST_LOG: 'all' };
     // Leaf's snowflake layout: its epoch, 41 bits of ms on top (docs/migrating.md).
     leaf = await startInstance({ ...env, IDPOOL_COMPAT: 'leaf', IDPOOL_SNOWFLAKE_EPOCH: String(LEAF_EPOCH) });
     plain = await startInstance(env);
