@@ -12,7 +12,7 @@ import { deploymentId } from '../db/deployment-id';
 import { claimRedisKeys } from '../pool/deployment-claim';
 import { type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
-import { sharedCheck } from '../http/readiness';
+import { failedCheck, sharedCheck } from '../http/readiness';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
 import { RedisIdempotencyStore, redisAnswerLimits } from '../idempotency/redis-store';
 import type { IdempotencyStore } from '../idempotency/store';
@@ -26,7 +26,8 @@ import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
 import { checkRedisMemory } from '../pool/redis-memory';
-import { RedisPoolStore, loadFunctions } from '../pool/redis-pool-store';
+import { RedisPoolStore } from '../pool/redis-pool-store';
+import { loadFunctions } from '../pool/functions';
 import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
@@ -35,6 +36,10 @@ import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
 import { IdStride } from '../segment/stride';
 import { checkStride } from '../segment/stride-record';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
+import { heartbeatHashTtlMs } from '../fleet/fleet';
+import { MemoryFleetStore } from '../fleet/memory-fleet-store';
+import { RedisFleetStore } from '../fleet/redis-fleet-store';
+import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
 
@@ -188,14 +193,40 @@ export function buildOps(deps: {
   opsConfig: OpsConfig;
   clock: Clock;
   log: Logger;
+  db: Database;
+  redis: RedisClient | undefined;
+  prefix: string;
   stores: Stores;
   registry: EntityRegistry;
   snowflake: SnowflakeRuntime;
+  /** This instance's name (host:pid) in its alarms and heartbeat. */
+  instance: string;
+  /** `host:port` it listens on, once it does. */
+  address: () => string;
 }): Built<Ops> {
-  const { config, stores, snowflake } = deps;
+  const { config, stores, snowflake, opsConfig } = deps;
   const layout = snowflake.generator.layout;
   const lease = snowflake.lease;
+  const ttlMs = opsConfig.instanceTtlMs;
   const ops = createOps({
+    instance: deps.instance,
+    fleet: {
+      // Embedded: a fleet of one, so /admin/instances still lists this instance.
+      store: deps.redis
+        ? new RedisFleetStore(deps.redis, deps.prefix, heartbeatHashTtlMs(ttlMs))
+        : new MemoryFleetStore(),
+      shared: deps.redis !== undefined,
+      ttlMs,
+      self: {
+        version: idpoolVersion(),
+        node: process.version,
+        startedAt: deps.clock.now(),
+        dialect: deps.db.dialect,
+        address: deps.address,
+        workerId: () => (lease ? (lease.status().ok ? (lease.workerId ?? null) : null) : (config.workerId ?? null)),
+        epoch: () => stores.pools.epoch(),
+      },
+    },
     config: deps.opsConfig,
     clock: deps.clock,
     log: deps.log,
@@ -322,12 +353,14 @@ export function readinessCheck(deps: {
     const checks: Record<string, string> = {};
     // Load balancers stop sending here first; the listener closes right after.
     if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
+    // A failure is kept as its kind only (failedCheck): /readyz is public, and drivers' messages name hosts.
     const probe = async (name: string, fn: () => Promise<unknown>) => {
+      const late = Symbol('late');
       try {
-        await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
-        checks[name] = 'ok';
+        const answer = await Promise.race([fn(), clock.sleep(1000).then(() => late)]);
+        checks[name] = answer === late ? 'timed out' : 'ok';
       } catch (err) {
-        checks[name] = errorMessage(err);
+        checks[name] = failedCheck(err);
       }
     };
     await Promise.all([
