@@ -1,8 +1,9 @@
 import { type Command, Option } from 'commander';
-import { type CliContext, decimal, nonNegativeInt } from './context';
-import { CliError, EXIT_OK, EXIT_USAGE } from './errors';
+import { type CliContext, decimal, duration, nonNegativeInt } from './context';
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { fields, table } from './format';
 import { importEntities } from './import';
+import { type Incumbent, planImport, readAll, runImport } from './import-from';
 
 /** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
 const LIST_PAGE = 1000;
@@ -33,10 +34,17 @@ const TUNABLES: { flag: string; field: string; what: string }[] = [
   },
 ];
 
+/** `--compat leaf` (comma-separated; `none` for no protocol): the credential-free protocols that may serve the entity. */
+const compatOption = () =>
+  new Option('--compat <protocols>', 'serve also without a credential through: leaf, or none (default none)').argParser(
+    (value: string) => (value === 'none' ? [] : value.split(',').map((p) => p.trim())),
+  );
+
 /** The fields given on the command line (commander camel-cases `--max-pool-size` to `maxPoolSize`). */
 function pickTunables(opts: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (opts.name !== undefined) body.name = opts.name;
+  if (opts.compat !== undefined) body.compat = opts.compat;
   for (const { field } of TUNABLES) if (opts[field] !== undefined) body[field] = opts[field];
   return body;
 }
@@ -50,10 +58,12 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addCreate(group, ctx);
   addList(group, ctx);
   addImport(group, ctx);
+  addImportFrom(group, ctx);
   addShow(group, ctx);
   addUpdate(group, ctx);
   addRetire(group, ctx);
   addRotateSecret(group, ctx);
+  addSecretCommands(group, ctx);
 }
 
 /** `apps create`: registers one entity and prints its secret, the only time it is shown. */
@@ -66,13 +76,30 @@ function addCreate(group: Command, ctx: CliContext): void {
     .addOption(
       new Option('--mode <mode>', 'how ids are made').choices(['monotonic', 'trend', 'snowflake']).default('monotonic'),
     )
-    .addOption(new Option('--start-offset <n>', 'first id of the number line (default 0)').argParser(decimal));
+    .addOption(new Option('--start-offset <n>', 'first number of the line (default 0)').argParser(decimal))
+    .addOption(
+      new Option(
+        '--first-id <id>',
+        'lowest id to issue (instead of --start-offset; e.g. above an old service)',
+      ).argParser(decimal),
+    )
+    .addOption(
+      new Option(
+        '--delta <n>',
+        'ids are the numbers ≡ remainder (mod delta); fixed once registered (default 1)',
+      ).argParser(nonNegativeInt),
+    )
+    .addOption(new Option('--remainder <n>', 'see --delta (default 0)').argParser(nonNegativeInt))
+    .addOption(compatOption());
   for (const t of TUNABLES) create.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   create.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const body = {
       key,
       mode: opts.mode,
       ...(opts.startOffset !== undefined ? { startOffset: opts.startOffset } : {}),
+      ...(opts.firstId !== undefined ? { firstId: opts.firstId } : {}),
+      ...(opts.delta !== undefined ? { delta: opts.delta } : {}),
+      ...(opts.remainder !== undefined ? { remainder: opts.remainder } : {}),
       ...pickTunables(opts),
     };
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
@@ -187,6 +214,108 @@ function addImport(group: Command, ctx: CliContext): void {
     });
 }
 
+/**
+ * `apps import-from leaf|tinyid`: one entity per row of the incumbent's
+ * table, starting at the first id it cannot have issued (docs/migrating.md).
+ * The incumbent must be stopped first: the rows are read again at the end,
+ * and a row that moved fails the run, naming it.
+ */
+function addImportFrom(group: Command, ctx: CliContext): void {
+  group
+    .command('import-from')
+    .description("register one entity per row of Leaf's leaf_alloc or Tinyid's tiny_id_info (stop the incumbent first)")
+    .argument('<incumbent>', 'leaf or tinyid')
+    .requiredOption(
+      '--database-url <url>',
+      "the incumbent's database (mysql://, mariadb://, postgres://); repeat for several Tinyid databases: the highest max_id wins",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option(
+      '--only <keys>',
+      'import only these keys (comma-separated; repeatable)',
+      (value: string, previous: string[] | undefined) => [
+        ...(previous ?? []),
+        ...value.split(',').map((k) => k.trim()),
+      ],
+    )
+    .option('--dry-run', 'print the plan; register nothing')
+    .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
+    .action(
+      async (
+        incumbent: string,
+        opts: { databaseUrl: string[]; only?: string[]; dryRun?: boolean; secrets?: string },
+        cmd: Command,
+      ) => {
+        if (incumbent !== 'leaf' && incumbent !== 'tinyid')
+          throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
+        const kind: Incumbent = incumbent;
+        const urls = opts.databaseUrl;
+        const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
+        const planned = plan.entities.map((e) => ({
+          key: e.key,
+          firstId: e.firstId.toString(),
+          mode: e.body.mode,
+          step: e.body.step,
+          ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),
+          tokens: e.tokens.length,
+          notes: e.notes,
+        }));
+        const human = ctx.globals(cmd).json !== true;
+        const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
+        for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
+        for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
+        if (opts.dryRun) {
+          ctx.print(
+            cmd,
+            { dryRun: true, entities: planned, skipped: plan.skipped },
+            () =>
+              plan.entities
+                .map((e) => {
+                  const { mode, step, delta, remainder } = e.body as {
+                    mode: string;
+                    step?: number;
+                    delta?: number;
+                    remainder?: number;
+                  };
+                  const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
+                  const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
+                  return `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
+                })
+                .join('') +
+              `${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`,
+          );
+          return;
+        }
+        const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
+          secretsPath: opts.secrets,
+          onOutcome: (o) =>
+            human &&
+            ctx.io.stdout(
+              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+            ),
+        });
+        ctx.print(
+          cmd,
+          {
+            entities: result.outcomes,
+            skipped: plan.skipped,
+            notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
+            moved: result.moved,
+          },
+          () =>
+            `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
+        );
+        if (result.moved.length > 0)
+          throw new CliError(
+            EXIT_FAILURE,
+            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then run this import again: it moves those entities up (docs/migrating.md "If a row moved")`,
+          );
+        if (plan.skipped.length > 0)
+          throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
+      },
+    );
+}
+
 /** `apps show`: one entity's configuration and pool. */
 function addShow(group: Command, ctx: CliContext): void {
   group
@@ -203,16 +332,17 @@ function addShow(group: Command, ctx: CliContext): void {
 function addUpdate(group: Command, ctx: CliContext): void {
   const update = group
     .command('update')
-    .description("change an entity's name, step, sizes or limits")
+    .description("change an entity's name, step, sizes, limits or credential-free protocols")
     .argument('<key>', 'entity key')
-    .option('--name <name>', 'display name');
+    .option('--name <name>', 'display name')
+    .addOption(compatOption());
   for (const t of TUNABLES) update.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   update.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const patch = pickTunables(opts);
     if (Object.keys(patch).length === 0)
       throw new CliError(
         EXIT_USAGE,
-        `nothing to change: give at least one of --name, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
+        `nothing to change: give at least one of --name, --compat, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
       );
     const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
     ctx.print(cmd, entity, () => fields(entity));
@@ -233,18 +363,59 @@ function addRetire(group: Command, ctx: CliContext): void {
     });
 }
 
-/** `apps rotate-secret`: a new secret, printed once; the old one stops working at once. */
+/** `apps rotate-secret`: a new secret, printed once; the old ones stop at once or after `--keep-old-for`. */
 function addRotateSecret(group: Command, ctx: CliContext): void {
   group
     .command('rotate-secret')
-    .description("replace an entity's secret; the old one stops working at once")
+    .description("replace an entity's secret; the old one stops working at once, or after --keep-old-for")
     .argument('<key>', 'entity key')
-    .action(async (key: string, _opts: unknown, cmd: Command) => {
-      const { secret } = await ctx.admin(cmd).post<{ secret: string }>(`${entityPath(key)}/secret`);
-      ctx.print(
-        cmd,
-        { key, secret },
-        () => `secret: ${secret}\nThe secret is shown only now; the old one no longer works.\n`,
+    .addOption(
+      new Option(
+        '--keep-old-for <duration>',
+        'keep accepting the old secrets this long (90s, 30m, 12h, 7d; at most 30d) while clients move over',
+      ).argParser(duration),
+    )
+    .action(async (key: string, opts: { keepOldFor?: number }, cmd: Command) => {
+      const body = opts.keepOldFor !== undefined ? { keepOldForSeconds: opts.keepOldFor } : {};
+      const { secret } = await ctx.admin(cmd).post<{ secret: string }>(`${entityPath(key)}/secret`, body);
+      const old = opts.keepOldFor ? `the old one works for ${opts.keepOldFor} s more` : 'the old one no longer works';
+      ctx.print(cmd, { key, secret }, () => `secret: ${secret}\nThe secret is shown only now; ${old}.\n`);
+    });
+}
+
+/** `apps add-secret` / `apps remove-secret`: more than one secret at once (a slow rollout, imported Tinyid tokens). */
+function addSecretCommands(group: Command, ctx: CliContext): void {
+  group
+    .command('add-secret')
+    .description('accept one more secret (made here and printed once, or given with --secret)')
+    .argument('<key>', 'entity key')
+    .option('--secret <secret>', 'accept this secret (16-256 printable ASCII characters) instead of a new one')
+    .addOption(
+      new Option('--expires-in <duration>', 'stop accepting it after this long (90s, 30m, 12h, 7d)').argParser(
+        duration,
+      ),
+    )
+    .action(async (key: string, opts: { secret?: string; expiresIn?: number }, cmd: Command) => {
+      const body = {
+        ...(opts.secret !== undefined ? { secret: opts.secret } : {}),
+        ...(opts.expiresIn !== undefined ? { expiresInSeconds: opts.expiresIn } : {}),
+      };
+      const added = await ctx
+        .admin(cmd)
+        .post<{ id: string; secret?: string; expiresAt: string | null }>(`${entityPath(key)}/secrets`, body);
+      ctx.print(cmd, { key, ...added }, () =>
+        added.secret
+          ? `id: ${added.id}\nsecret: ${added.secret}\nThe secret is shown only now.\n`
+          : `id: ${added.id}\n`,
       );
+    });
+  group
+    .command('remove-secret')
+    .description('stop accepting one secret (its id is listed by apps show); the last one cannot be removed')
+    .argument('<key>', 'entity key')
+    .argument('<id>', 'secret id')
+    .action(async (key: string, id: string, _opts: unknown, cmd: Command) => {
+      await ctx.admin(cmd).delete(`${entityPath(key)}/secrets/${encodeURIComponent(id)}`);
+      ctx.print(cmd, { key, id, removed: true }, () => `removed secret ${id} of ${key}\n`);
     });
 }

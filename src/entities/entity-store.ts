@@ -1,6 +1,13 @@
 import type { Database } from '../db/database';
 import { classifySqlError } from '../db/errors';
-import type { EntityConfig, EntityMode, Tunables } from './entity';
+import {
+  COMPAT_PROTOCOLS,
+  type CompatProtocol,
+  type EntityConfig,
+  type EntityMode,
+  type EntitySecret,
+  type Tunables,
+} from './entity';
 
 interface Row {
   entity_key: string;
@@ -16,6 +23,10 @@ interface Row {
   interval: number | string;
   max_pool_size: number | string;
   secret_hash: string;
+  delta: number | string;
+  remainder: number | string;
+  compat: string;
+  secrets: string | null;
   create_time: number | string;
   update_time: number | string;
   deleted_at: number | string;
@@ -48,11 +59,28 @@ function toEntity(row: Row): EntityConfig {
     minSizePercent: Number(row.min_size_percent),
     maxPoolSize: Number(row.max_pool_size),
     interval: Number(row.interval),
-    secretHash: row.secret_hash,
+    delta: Number(row.delta),
+    remainder: Number(row.remainder),
+    compat: parseCompat(row.compat),
+    secrets: parseSecrets(row),
     createTime: Number(row.create_time),
     updateTime: Number(row.update_time),
   };
 }
+
+/** The `compat` column: protocol names, comma-separated; a name this version does not know is ignored (never served). */
+function parseCompat(text: string): CompatProtocol[] {
+  return text.split(',').filter((p): p is CompatProtocol => (COMPAT_PROTOCOLS as readonly string[]).includes(p));
+}
+
+/** The `secrets` column (JSON, newest first); a row written before it existed has only `secret_hash`. */
+function parseSecrets(row: Pick<Row, 'secrets' | 'secret_hash' | 'create_time'>): EntitySecret[] {
+  if (row.secrets) return JSON.parse(row.secrets) as EntitySecret[];
+  return [{ id: 'primary', hash: row.secret_hash, createTime: Number(row.create_time), expiresAt: null }];
+}
+
+/** `secret_hash` keeps the newest secret's hash (what a reader of the row before `secrets` existed checks). */
+const secretColumns = (secrets: readonly EntitySecret[]) => [secrets[0]?.hash ?? '', JSON.stringify(secrets)];
 
 /** Entity configuration as stored: the `application` table, or a fake in unit tests. */
 export interface EntityStore {
@@ -65,7 +93,8 @@ export interface EntityStore {
   /** Inserts a new entity; returns false when the key is taken (live or retired). */
   insert(entity: EntityConfig): Promise<boolean>;
   update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
-  setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean>;
+  /** Replaces the entity's secrets (newest first). */
+  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean>;
   retire(key: string, at: number): Promise<boolean>;
 }
 
@@ -88,6 +117,10 @@ export class SqlEntityStore implements EntityStore {
       `${q('interval')} AS ${q('interval')}`,
       'max_pool_size',
       'secret_hash',
+      'secrets',
+      'delta',
+      'remainder',
+      'compat',
       `${db.bigText('create_time')} AS create_time`,
       `${db.bigText('update_time')} AS update_time`,
       `${db.bigText('deleted_at')} AS deleted_at`,
@@ -204,13 +237,13 @@ export class SqlEntityStore implements EntityStore {
     this.pending.unshift(...free);
   }
 
-  /** Rows per INSERT: 16 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
+  /** Rows per INSERT: 19 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(15).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(19).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -225,7 +258,10 @@ export class SqlEntityStore implements EntityStore {
         entity.minSizePercent,
         entity.interval,
         entity.maxPoolSize,
-        entity.secretHash,
+        ...secretColumns(entity.secrets),
+        entity.delta,
+        entity.remainder,
+        entity.compat.join(','),
         entity.createTime,
         entity.updateTime,
       ]),
@@ -234,7 +270,7 @@ export class SqlEntityStore implements EntityStore {
 
   async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
     const result = await this.db.execute(
-      `UPDATE application SET entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+      `UPDATE application SET entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, compat = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
       [
         t.name,
         t.step,
@@ -243,6 +279,7 @@ export class SqlEntityStore implements EntityStore {
         t.minSizePercent,
         t.interval,
         t.maxPoolSize,
+        t.compat.join(','),
         updateTime,
         key,
       ],
@@ -250,10 +287,10 @@ export class SqlEntityStore implements EntityStore {
     return result.affectedRows === 1;
   }
 
-  async setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean> {
+  async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
     const result = await this.db.execute(
-      `UPDATE application SET secret_hash = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [secretHash, updateTime, key],
+      `UPDATE application SET secret_hash = ?, secrets = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+      [...secretColumns(secrets), updateTime, key],
     );
     return result.affectedRows === 1;
   }

@@ -15,10 +15,55 @@ export interface EntityConfig {
   readonly minSizePercent: number;
   readonly maxPoolSize: number;
   readonly interval: number;
-  readonly secretHash: string;
+  /**
+   * Spacing of the number line (Tinyid's): the entity's ids are the numbers
+   * ≡ `remainder` (mod `delta`); 1 and 0 for every number. Composed with the
+   * deployment's stride by `IdStride.of` (docs/design.md "Data model").
+   * Fixed at registration: a changed spacing would map later numbers onto
+   * ids already issued.
+   */
+  readonly delta: number;
+  readonly remainder: number;
+  /** Other protocols that may serve this entity without its secret (`leaf`): none unless an admin opts it in. */
+  readonly compat: readonly CompatProtocol[];
+  /** Every secret the entity accepts, newest first (at most {@link MAX_SECRETS}); hashes only. */
+  readonly secrets: readonly EntitySecret[];
   readonly createTime: number;
   readonly updateTime: number;
 }
+
+/** Protocols an entity can opt in to, answered without a credential (docs/security.md). */
+export const COMPAT_PROTOCOLS = ['leaf'] as const;
+export type CompatProtocol = (typeof COMPAT_PROTOCOLS)[number];
+
+/** One accepted secret, as stored: never the secret itself. */
+export interface EntitySecret {
+  /** Names the secret in the admin API (random, unrelated to the secret). */
+  readonly id: string;
+  readonly hash: string;
+  readonly createTime: number;
+  /** Unix ms after which it is refused (the service clock); null: until removed or rotated out. */
+  readonly expiresAt: number | null;
+}
+
+/**
+ * Secrets one entity accepts at once: a rotation's overlap, and the tokens of
+ * a Tinyid deployment (one per client team), with room to spare. Small, so a
+ * check compares them all in a fixed number of steps.
+ */
+export const MAX_SECRETS = 5;
+
+/** The longest overlap `rotate-secret --keep-old-for` and an expiring secret allow: 30 days. */
+const MAX_SECRET_TTL_S = 30 * 24 * 3600;
+
+/**
+ * A secret given by an admin (an imported Tinyid token) rather than made
+ * here: printable ASCII without spaces (it travels in `Authorization: Bearer`
+ * and in query strings), 16 characters at least so it is not trivially guessed.
+ */
+export const providedSecret = z
+  .string()
+  .regex(/^[\x21-\x7e]{16,256}$/, 'must be 16-256 printable ASCII characters without spaces');
 
 export const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -30,6 +75,8 @@ export const LIMITS = {
   maxSizePerTimes: 100_000,
   maxSizePerSecond: 10_000_000,
   maxPoolSize: 5_000_000,
+  /** Tinyid's `delta` is an int; a million keeps `count·delta` of any stride far inside 2^53. */
+  delta: 1_000_000,
   /** Offsets stay below 2^62 so `current_offset + k·step` cannot overflow BIGINT. */
   startOffset: 2n ** 62n,
 } as const;
@@ -78,17 +125,30 @@ const tunables = {
   minSizePercent: int(1, 99),
   maxPoolSize: int(1, LIMITS.maxPoolSize),
   interval: int(10, 60_000),
+  compat: z
+    .array(z.enum(COMPAT_PROTOCOLS, { error: `must list only ${COMPAT_PROTOCOLS.join(', ')}` }))
+    .max(COMPAT_PROTOCOLS.length),
 };
 
 export const registerSchema = z.strictObject({
   key: z.string().regex(KEY_PATTERN, 'must be 1-64 of A-Z a-z 0-9 _ - .'),
   mode: z.enum(['monotonic', 'trend', 'snowflake']).default('monotonic'),
   startOffset: offset.optional(),
+  /** The lowest id the entity may issue (an importer's first safe id); the service works out the start offset for its stride and the spacing. */
+  firstId: offset.optional(),
+  delta: int(1, LIMITS.delta).optional(),
+  remainder: int(0, LIMITS.delta - 1).optional(),
+  /** The secret to accept instead of a new random one (an importer's); stored hashed like any other. */
+  secret: providedSecret.optional(),
   ...Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])),
 } as {
   key: z.ZodString;
+  secret: z.ZodOptional<typeof providedSecret>;
   mode: z.ZodDefault<z.ZodEnum<{ monotonic: 'monotonic'; trend: 'trend'; snowflake: 'snowflake' }>>;
   startOffset: z.ZodOptional<typeof offset>;
+  firstId: z.ZodOptional<typeof offset>;
+  delta: z.ZodOptional<z.ZodNumber>;
+  remainder: z.ZodOptional<z.ZodNumber>;
 } & { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> });
 
 export const updateSchema = z.strictObject(
@@ -97,12 +157,24 @@ export const updateSchema = z.strictObject(
   },
 );
 
+/** `POST /admin/apps/:key/raise`: no id below `firstId` is handed out from now on (an import catching up with the old service). */
+export const raiseSchema = z.strictObject({ firstId: offset });
+
+/** `POST /admin/apps/:key/secret`: a new secret; the old ones stay accepted for `keepOldForSeconds` (0: stop at once). */
+export const rotateSchema = z.strictObject({ keepOldForSeconds: int(0, MAX_SECRET_TTL_S).optional() });
+
+/** `POST /admin/apps/:key/secrets`: accept one more secret, given or made here, optionally for a while only. */
+export const addSecretSchema = z.strictObject({
+  secret: providedSecret.optional(),
+  expiresInSeconds: int(1, MAX_SECRET_TTL_S).optional(),
+});
+
 export type RegisterInput = z.infer<typeof registerSchema>;
 export type UpdateInput = z.infer<typeof updateSchema>;
 
 export type Tunables = Pick<
   EntityConfig,
-  'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'
+  'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval' | 'compat'
 >;
 
 /**
@@ -113,7 +185,7 @@ export type Tunables = Pick<
 export function withDefaults(
   input: RegisterInput,
   refillTickMs = 100,
-): Tunables & { key: string; mode: EntityMode; startOffset: bigint } {
+): Tunables & { key: string; mode: EntityMode; startOffset: bigint; delta: number; remainder: number } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -135,6 +207,9 @@ export function withDefaults(
     minSizePercent,
     maxPoolSize,
     interval: input.interval ?? refillTickMs,
+    delta: input.delta ?? 1,
+    remainder: input.remainder ?? 0,
+    compat: [...new Set(input.compat ?? [])],
   };
 }
 
@@ -143,7 +218,9 @@ export function withDefaults(
  * A refill tops the pool up in whole steps, so the room above the low
  * watermark must hold at least one step.
  */
-export function checkRules(t: Tunables): string | null {
+export function checkRules(t: Tunables & { delta?: number; remainder?: number }): string | null {
+  if (t.delta !== undefined && t.remainder !== undefined && t.remainder >= t.delta)
+    return `remainder (${t.remainder}) must be below delta (${t.delta}): ids are the numbers ≡ remainder (mod delta)`;
   if (t.maxPoolSize * (100 - t.minSizePercent) < t.step * 100) {
     return `maxPoolSize · (1 − minSizePercent/100) must be at least step (${t.maxPoolSize} · ${(100 - t.minSizePercent) / 100} < ${t.step})`;
   }
@@ -165,10 +242,39 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-export function secretMatches(secret: string, hash: string): boolean {
-  const given = Buffer.from(hashSecret(secret), 'hex');
-  const stored = Buffer.from(hash, 'hex');
-  return given.length === stored.length && timingSafeEqual(given, stored);
+/** Compared against when there is no entity or fewer secrets, so every check costs the same. */
+const NO_HASH = Buffer.alloc(32);
+
+/**
+ * Whether `secret` is one of the entity's unexpired secrets at `nowMs`. One
+ * hash, then {@link MAX_SECRETS} constant-time compares whatever the entity
+ * (or none: `undefined`), so the time taken tells neither whether the key
+ * exists nor how many secrets it has.
+ */
+export function secretAccepted(
+  entity: Pick<EntityConfig, 'secrets'> | undefined,
+  secret: string,
+  nowMs: number,
+): boolean {
+  const given = createHash('sha256').update(secret).digest();
+  let accepted = false;
+  for (let i = 0; i < MAX_SECRETS; i++) {
+    const s = entity?.secrets[i];
+    const stored = s?.hash.length === 64 ? Buffer.from(s.hash, 'hex') : NO_HASH;
+    const live = s !== undefined && (s.expiresAt === null || nowMs < s.expiresAt);
+    if (timingSafeEqual(given, stored) && live) accepted = true;
+  }
+  return accepted;
+}
+
+/** A secret record for `secret`, made at `now`. */
+export function secretRecord(secret: string, now: number, expiresAt: number | null = null): EntitySecret {
+  return { id: randomBytes(6).toString('hex'), hash: hashSecret(secret), createTime: now, expiresAt };
+}
+
+/** The secrets still accepted at `now`. */
+export function unexpired(secrets: readonly EntitySecret[], now: number): EntitySecret[] {
+  return secrets.filter((s) => s.expiresAt === null || now < s.expiresAt);
 }
 
 /** The public view of an entity (never the secret or its hash). */
@@ -184,6 +290,14 @@ export function describeEntity(entity: EntityConfig) {
     minSizePercent: entity.minSizePercent,
     maxPoolSize: entity.maxPoolSize,
     interval: entity.interval,
+    delta: entity.delta,
+    remainder: entity.remainder,
+    compat: [...entity.compat],
+    secrets: entity.secrets.map((s) => ({
+      id: s.id,
+      createTime: new Date(s.createTime).toISOString(),
+      expiresAt: s.expiresAt === null ? null : new Date(s.expiresAt).toISOString(),
+    })),
     createTime: new Date(entity.createTime).toISOString(),
     updateTime: new Date(entity.updateTime).toISOString(),
   };

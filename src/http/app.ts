@@ -3,10 +3,11 @@ import { systemClock } from '../clock';
 import { NotFoundError } from '../errors';
 import { AuthFailureLimiter, ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
-import { errorHandler } from './errors';
+import { errorFaces, jsonError } from './errors';
 import { createGuards } from './guards';
 import { registerAdminRoutes } from './routes/admin';
 import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
+import { registerLeafRoutes } from './routes/leaf';
 import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
 
@@ -41,10 +42,12 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   registerIdRoutes(app, deps, guards, take);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
+  const errors = errorFaces(deps.log);
+  if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors);
 
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);
   });
-  app.use(errorHandler(deps.log));
+  app.use(errors(jsonError));
   return app;
 }

@@ -1,3 +1,4 @@
+import type { CompatRoute } from './settings';
 import type { PoolStore } from '../pool/pool-store';
 import type { RequestHandler } from 'express';
 import type { Clock } from '../clock';
@@ -41,7 +42,25 @@ export interface ReadinessReport {
 
 /** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
 export interface HttpDeps {
-  registry: Pick<EntityRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  /** Other protocols served besides idpool's own (IDPOOL_COMPAT); none when absent. */
+  compat?: readonly CompatRoute[];
+  registry: Pick<
+    EntityRegistry,
+    | 'find'
+    | 'require'
+    | 'page'
+    | 'register'
+    | 'update'
+    | 'retire'
+    | 'rotateSecret'
+    | 'addSecret'
+    | 'removeSecret'
+    | 'authenticate'
+    | 'firstNumberFrom'
+    | 'refresh'
+  >;
+  /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
+  lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
   pools: Pick<PoolStore, 'sizes'>;

@@ -108,6 +108,12 @@ export class MemoryPoolStore implements PoolStore {
     return false;
   }
 
+  async raiseFence(entityKey: string, below: bigint): Promise<void> {
+    await this.discard(entityKey);
+    const pool = this.pool(entityKey);
+    if (pool.fence === null || below > pool.fence) pool.fence = below;
+  }
+
   async discard(entityKey: string): Promise<void> {
     const pool = this.pools.get(entityKey);
     if (!pool) return;

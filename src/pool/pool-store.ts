@@ -62,6 +62,12 @@ export interface PoolStore {
   unlockStale(entityKey: string): Promise<boolean>;
   /** Drops a retired entity's ready ids (its fence stays). */
   discard(entityKey: string): Promise<void>;
+  /**
+   * Drops the ready ids and raises the fence to `below` at once: the line
+   * was moved up past them (`Refiller.raise`), and a segment reserved before
+   * must not be pushed after.
+   */
+  raiseFence(entityKey: string, below: bigint): Promise<void>;
   /** The highest id ever pushed for the entity (its fence), if any. */
   fence(entityKey: string): Promise<bigint | undefined>;
   /** Epoch of the server answering now (`run_id:master_replid`); changes on restart, promotion and failback. */

@@ -181,6 +181,11 @@ export class RedisPoolStore implements PoolStore {
     return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.epoch], [])) === 1;
   }
 
+  async raiseFence(entityKey: string, below: bigint): Promise<void> {
+    const k = entityKeys(entityKey, this.prefix);
+    await this.fcall<number>('idpool_raise_fence', [k.ids, k.fence, k.pushed, k.pushing], [below.toString()]);
+  }
+
   async discard(entityKey: string): Promise<void> {
     const k = entityKeys(entityKey, this.prefix);
     await this.redis.del(k.ids, k.pushed, k.pushing);

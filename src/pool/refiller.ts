@@ -5,7 +5,7 @@ import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import { FailureLogGate, type Logger } from '../logger';
 import { ActivityRound, type Periodic, every } from '../schedule';
-import type { Segment, SegmentAllocator } from '../segment/allocator';
+import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
@@ -14,7 +14,7 @@ import { errorMessage } from '../errors';
 
 export interface RefillerOptions {
   entities: EntityCatalog;
-  allocator: SegmentAllocator;
+  allocator: SegmentAllocator & LineRaiser;
   store: PoolStore;
   lock: RefillLock;
   stride: IdStride;
@@ -319,6 +319,27 @@ export class Refiller {
   }
 
   /**
+   * Raises an entity's line to the number `atLeast` (an import found the old
+   * service issued further): the database first, then the pool is discarded
+   * and fenced at the new line, so no id below it is handed out and no
+   * segment reserved before it is pushed (the fence refuses it). The pool is
+   * discarded even when the line was already past `atLeast`: it may still
+   * hold ids below. Resolves to the next unreserved number.
+   */
+  async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
+    const next = await this.o.allocator.raise(entityKey, atLeast);
+    await this.o.store.raiseFence(entityKey, this.issuedUpTo(entityKey, next));
+    return next;
+  }
+
+  /** The highest id a line whose next unreserved number is `next` may have issued (-1: none). */
+  private issuedUpTo(entityKey: string, next: bigint): bigint {
+    const entity = this.o.entities.get(entityKey);
+    const stride = entity ? this.o.stride.of(entity) : this.o.stride;
+    return next > 0n ? stride.toId(next - 1n) : -1n;
+  }
+
+  /**
    * A segment was refused by the fence. Either this refiller is stale (it
    * stalled past its lock TTL, or its push was retried: the database has
    * already reserved past the fence) and the segment is dropped, or the
@@ -329,7 +350,9 @@ export class Refiller {
    * push is accepted again). Returns true when it carried.
    */
   private async carryPastFence(entityKey: string, refused: Segment): Promise<boolean> {
-    const { allocator, store, stride } = this.o;
+    const { allocator, store } = this.o;
+    const entity = this.o.entities.get(entityKey);
+    const stride = entity ? this.o.stride.of(entity) : this.o.stride;
     const [fence, offset] = await Promise.all([store.fence(entityKey), allocator.peek(entityKey)]);
     const above = fence === undefined ? 0n : stride.numberAbove(fence);
     if (fence === undefined || offset >= above) {
@@ -376,8 +399,7 @@ export class Refiller {
 
   /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
   private async reset(entityKey: string): Promise<void> {
-    const next = await this.o.allocator.peek(entityKey);
-    const issuedUpTo = next > 0n ? this.o.stride.toId(next - 1n) : -1n;
+    const issuedUpTo = this.issuedUpTo(entityKey, await this.o.allocator.peek(entityKey));
     if (await this.o.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
       if (this.o.events) this.o.events.poolDiscarded(entityKey, issuedUpTo);
@@ -410,7 +432,8 @@ export class Refiller {
       entity.mode === 'trend'
         ? step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)))
         : BigInt(PUSH_IDS_PER_CALL);
-    const { stride, store } = this.o;
+    const { store } = this.o;
+    const stride = this.o.stride.of(entity);
     const inFlight: { call: Promise<PushResult>; count: number }[] = [];
     let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
     const settleOldest = async () => {

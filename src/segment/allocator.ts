@@ -19,8 +19,19 @@ export interface SegmentAllocator {
   reserve(entityKey: string, size: number): Promise<Segment>;
   /** The next unreserved number (`current_offset`): every number below it may have been issued. */
   peek(entityKey: string): Promise<bigint>;
+
   /** `current_offset` of the given entities in one query (a page of the admin list, a batch of the ops sampler); unknown keys are left out. */
   peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>>;
+}
+
+/** The service's own allocators can also move a line up (an import catching up with the old service); the library's need not. */
+export interface LineRaiser {
+  /**
+   * Moves the line of a live segment entity that starts below `atLeast` up to
+   * it: its start, and its next unreserved number when that is below (never
+   * down); resolves to the next unreserved number after.
+   */
+  raise(entityKey: string, atLeast: bigint): Promise<bigint>;
 }
 
 /**
@@ -30,7 +41,7 @@ export interface SegmentAllocator {
  * on PostgreSQL and SQLite `UPDATE … RETURNING` does the same, under the
  * row lock (PostgreSQL) or the single writer (SQLite).
  */
-export class SqlSegmentAllocator implements SegmentAllocator {
+export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock = systemClock,
@@ -98,6 +109,19 @@ export class SqlSegmentAllocator implements SegmentAllocator {
       throw new NotFoundError(`no live segment entity ${entityKey}`);
     }
     return BigInt(rows[0].end_offset);
+  }
+
+  async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
+    // One statement on every dialect: the row lock (or SQLite's writer) orders it with reservations.
+    // The start moves too (a re-run of the import then sees the line already up) and update_time, so
+    // every instance's registry refresh picks the new start up.
+    const n = atLeast.toString();
+    await this.db.execute(
+      `UPDATE application SET current_offset = CASE WHEN current_offset < ? THEN ? ELSE current_offset END, start_offset = ?, update_time = ?
+       WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND start_offset < ?`,
+      [n, n, n, this.clock.now(), entityKey, 'segment', n],
+    );
+    return this.peek(entityKey);
   }
 
   async peek(entityKey: string): Promise<bigint> {

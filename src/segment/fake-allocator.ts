@@ -1,7 +1,7 @@
-import type { Segment, SegmentAllocator } from './allocator';
+import type { LineRaiser, Segment, SegmentAllocator } from './allocator';
 
 /** Each entity's number line in memory, reserved as `SqlSegmentAllocator` does (unit tests). */
-export class FakeSegmentAllocator implements SegmentAllocator {
+export class FakeSegmentAllocator implements SegmentAllocator, LineRaiser {
   private readonly lines = new Map<string, bigint>();
   readonly reservations: { entityKey: string; start: bigint; end: bigint; size: number }[] = [];
   /** When set, every reservation fails with it (a database that is down). */
@@ -27,6 +27,13 @@ export class FakeSegmentAllocator implements SegmentAllocator {
     this.lines.set(entityKey, end);
     this.reservations.push({ entityKey, start, end, size });
     return { start, end };
+  }
+
+  async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
+    // Starts are not kept here; moving the line is what reservations see.
+    const now = this.lines.get(entityKey) ?? this.startOffset;
+    if (now < atLeast) this.lines.set(entityKey, atLeast);
+    return this.lines.get(entityKey) ?? this.startOffset;
   }
 
   async peek(entityKey: string): Promise<bigint> {

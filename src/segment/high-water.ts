@@ -1,7 +1,7 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { UnavailableError, errorMessage } from '../errors';
-import type { Segment, SegmentAllocator } from './allocator';
+import type { LineRaiser, Segment, SegmentAllocator } from './allocator';
 
 /**
  * A database that went back (restored from a backup, failed over to a
@@ -179,12 +179,19 @@ function parse(text: string): FileContent {
  * segment asked for, of which the segment's part is returned), reported,
  * and nothing below the record is handed out.
  */
-export class HighWaterAllocator implements SegmentAllocator {
+export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
   constructor(
     private readonly inner: SegmentAllocator,
     private readonly record: HighWaterRecord,
     private readonly onBehind: (report: DatabaseBehindReport) => void,
   ) {}
+
+  /** Moves a line up (an import catching up, `Refiller.raise`); the inner allocator must be one that can. */
+  async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
+    const inner = this.inner as Partial<LineRaiser>;
+    if (!inner.raise) throw new UnavailableError('this allocator cannot move a line up', 60);
+    return inner.raise.call(this.inner, entityKey, atLeast);
+  }
 
   async reserve(entityKey: string, size: number): Promise<Segment> {
     let segment = await this.inner.reserve(entityKey, size);

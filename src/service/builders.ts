@@ -141,6 +141,7 @@ export async function buildRegistry(deps: {
     deps.clock,
     deps.stores.registrations,
     deps.config.refillIntervalMs,
+    deps.stores.stride,
   );
   await registry.load();
   // A GET of the registration generation every 100 ms while requests arrive
@@ -233,7 +234,7 @@ export function buildOps(deps: {
     pools: stores.pools,
     sizing: stores.demand,
     offsets: stores.allocator,
-    stride: { toId: (n) => stores.stride.toId(n), count: config.clusterCount },
+    stride: stores.stride,
     snowflake: () => ({
       timeExhaustedAt: layout.endMs,
       jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined,
@@ -390,6 +391,7 @@ export function buildHttp(deps: {
   return createHttpApp({
     registry: deps.registry,
     dispatcher: deps.pools.dispatcher,
+    lines: deps.pools.refiller,
     pools: stores.pools,
     sizing: stores.demand,
     offsets: stores.allocator,
@@ -414,6 +416,7 @@ export function buildHttp(deps: {
     authFailures: new AuthFailureLimiter(deps.clock),
     metricsToken: deps.config.metricsToken,
     opsToken: deps.config.opsToken,
+    compat: deps.config.compat,
     clock: deps.clock,
     log: log.child({ component: 'http' }),
   });

@@ -1,4 +1,13 @@
-import { LIMITS, registerSchema, updateSchema } from '../../entities/entity';
+import {
+  COMPAT_PROTOCOLS,
+  LIMITS,
+  MAX_SECRETS,
+  addSecretSchema,
+  registerSchema,
+  raiseSchema,
+  rotateSchema,
+  updateSchema,
+} from '../../entities/entity';
 import {
   type Schema,
   decimalId,
@@ -111,6 +120,10 @@ function entitySchemas(): Record<string, Schema> {
         'minSizePercent',
         'maxPoolSize',
         'interval',
+        'delta',
+        'remainder',
+        'compat',
+        'secrets',
         'createTime',
         'updateTime',
         'currentOffset',
@@ -126,6 +139,29 @@ function entitySchemas(): Record<string, Schema> {
         minSizePercent: int32(1, 99),
         maxPoolSize: int32(1, LIMITS.maxPoolSize),
         interval: int32(0, undefined, 'Least ms between two refill checks of this entity (default: the refill tick).'),
+        delta: int32(1, LIMITS.delta, 'Ids are the numbers ≡ remainder (mod delta); 1 for every number.'),
+        remainder: int32(0, LIMITS.delta - 1),
+        compat: {
+          type: 'array',
+          items: { type: 'string', enum: [...COMPAT_PROTOCOLS] },
+          description:
+            'Protocols that serve this entity without its secret (`leaf`: Leaf routes when IDPOOL_COMPAT has it).',
+        },
+        secrets: {
+          type: 'array',
+          maxItems: MAX_SECRETS,
+          description: 'The secrets it accepts, newest first (never the secrets or their hashes).',
+          items: {
+            type: 'object',
+            required: ['id', 'createTime', 'expiresAt'],
+            additionalProperties: false,
+            properties: {
+              id: { type: 'string' },
+              createTime: isoDate,
+              expiresAt: { anyOf: [isoDate, { type: 'null' }] },
+            },
+          },
+        },
         createTime: isoDate,
         updateTime: isoDate,
         currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },
@@ -158,6 +194,20 @@ function entitySchemas(): Record<string, Schema> {
       },
     },
     Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret } },
+    RotateRequest: fromZod(rotateSchema),
+    RaiseRequest: fromZod(raiseSchema),
+    AddSecretRequest: fromZod(addSecretSchema),
+    AddedSecret: {
+      type: 'object',
+      required: ['id', 'added', 'expiresAt'],
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string' },
+        added: { type: 'boolean', description: 'False when the entity already accepted this secret.' },
+        secret: { ...secret, description: 'Only when made here: shown once.' },
+        expiresAt: { anyOf: [isoDate, { type: 'null' }] },
+      },
+    },
   };
 }
 

@@ -1,5 +1,14 @@
 import express, { type IRouter, type Router } from 'express';
-import { type EntityConfig, KEY_PATTERN, describeEntity, registerSchema, updateSchema } from '../../entities/entity';
+import {
+  type EntityConfig,
+  KEY_PATTERN,
+  addSecretSchema,
+  describeEntity,
+  raiseSchema,
+  registerSchema,
+  rotateSchema,
+  updateSchema,
+} from '../../entities/entity';
 import { InvalidRequestError, NotFoundError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
@@ -13,7 +22,7 @@ const OPS_DEFAULT_ROWS = 50;
 /** What the entity views read: offsets, pool sizes and pool sizing. */
 type ViewDeps = Pick<HttpDeps, 'offsets' | 'pools' | 'sizing'>;
 /** What the admin routes use of the app's dependencies. */
-export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops'>;
+export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines'>;
 
 /** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
 export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
@@ -61,7 +70,44 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 
   router.post('/apps/:key/secret', async (req, res) => {
-    res.json({ secret: await deps.registry.rotateSecret(entityKeyParam(req)) });
+    const key = entityKeyParam(req);
+    const { keepOldForSeconds } = parseBody(rotateSchema, req.body ?? {});
+    res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) });
+  });
+
+  router.post('/apps/:key/raise', async (req, res) => {
+    const key = entityKeyParam(req);
+    const { firstId } = parseBody(raiseSchema, req.body ?? {});
+    const entity = await deps.registry.require(key);
+    if (entity.mode === 'snowflake' || !deps.lines)
+      throw new InvalidRequestError(`entity "${key}" has no number line to raise (snowflake ids come from time)`);
+    await deps.lines.raise(key, deps.registry.firstNumberFrom(entity, firstId));
+    // The new start offset, here at once (other instances see it with their next refresh).
+    await deps.registry.refresh();
+    res.json(await withPool(await deps.registry.require(key)));
+  });
+
+  router.post('/apps/:key/secrets', async (req, res) => {
+    const key = entityKeyParam(req);
+    const input = parseBody(addSecretSchema, req.body ?? {});
+    const added = await deps.registry.addSecret(key, input);
+    const expiresAt = added.expiresAt === null ? null : new Date(added.expiresAt).toISOString();
+    // A given secret is never echoed (the caller has it); a made one is shown this once.
+    res.status(added.added ? 201 : 200).json({
+      id: added.id,
+      added: added.added,
+      ...(input.secret === undefined ? { secret: added.secret } : {}),
+      expiresAt,
+    });
+  });
+
+  router.delete('/apps/:key/secrets/:secretId', async (req, res) => {
+    const key = entityKeyParam(req);
+    const id = req.params.secretId;
+    if (typeof id !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(id))
+      throw new InvalidRequestError('secretId must be 1-32 of A-Z a-z 0-9 (the id the entity view lists)');
+    await deps.registry.removeSecret(key, id);
+    res.status(204).end();
   });
 }
 

@@ -38,6 +38,21 @@ export function poolStoreContract(make: PoolStoreFactory): void {
     expect(await store.push('c-fence', ['7'], 7n, 7n)).toEqual({ kind: 'ok', size: 1 });
   });
 
+  it('raiseFence drops the ready ids and refuses a segment reserved before the line moved', async () => {
+    const store = await make();
+    await fresh(store, 'c-raise');
+    expect(await store.push('c-raise', ['5', '6'], 5n, 6n)).toEqual({ kind: 'ok', size: 2 });
+    await store.raiseFence('c-raise', 2n ** 53n + 9n);
+    expect(await store.size('c-raise')).toBe(0);
+    // A refill that reserved 7..8 before the raise: refused, nothing below the new line comes out.
+    expect(await store.push('c-raise', ['7', '8'], 7n, 8n)).toEqual({ kind: 'fenced' });
+    const above = (2n ** 53n + 10n).toString();
+    expect(await store.push('c-raise', [above], 2n ** 53n + 10n, 2n ** 53n + 10n)).toEqual({ kind: 'ok', size: 1 });
+    // Never lowered.
+    await store.raiseFence('c-raise', 3n);
+    expect(await store.push('c-raise', ['9'], 9n, 9n)).toEqual({ kind: 'fenced' });
+  });
+
   it('a refused push leaves the pool as it was, empty or not, and counts nothing as pushed', async () => {
     const store = await make();
     await fresh(store, 'c-refused');

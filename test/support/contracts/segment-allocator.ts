@@ -1,9 +1,9 @@
 import { expect, it } from 'vitest';
-import type { SegmentAllocator } from '../../../src/segment/allocator';
+import type { LineRaiser, SegmentAllocator } from '../../../src/segment/allocator';
 
 /** An allocator with no entities, and a way to register one whose line starts at `startOffset`. */
 export interface AllocatorFixture {
-  allocator: SegmentAllocator;
+  allocator: SegmentAllocator & LineRaiser;
   addEntity: (entityKey: string, startOffset: bigint) => Promise<void>;
 }
 
@@ -43,6 +43,14 @@ export function segmentAllocatorContract(make: () => Promise<AllocatorFixture>):
         ['c-y', 50n],
       ]),
     );
+  });
+
+  it('raise moves the line up, never down; reservations continue from it', async () => {
+    const { allocator, addEntity } = await make();
+    await addEntity('c-raise', 10n);
+    expect(await allocator.raise('c-raise', 2n ** 53n + 3n)).toBe(2n ** 53n + 3n);
+    expect(await allocator.raise('c-raise', 20n)).toBe(2n ** 53n + 3n);
+    expect(await allocator.reserve('c-raise', 4)).toEqual({ start: 2n ** 53n + 3n, end: 2n ** 53n + 7n });
   });
 
   it('refuses a size that is not a positive integer', async () => {
