@@ -38,17 +38,17 @@ export const sqlite: SqlDialect = {
     await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await dataSource.query('PRAGMA synchronous = FULL');
   },
-  async withMigrationLock(_dataSource, run) {
+  async withMigrationLock(_dataSource, run, clock) {
     // No lock to take: processes opening a fresh file at once race on CREATE
     // TABLE; the loser gets SQLITE_BUSY or "already exists", and once the
     // winner has committed, a retry finds every migration recorded.
-    const deadline = Date.now() + MIGRATION_RACE_MS;
+    const deadline = clock.monotonic() + MIGRATION_RACE_MS;
     for (;;) {
       try {
         return await run();
       } catch (err) {
         const racing = isBusy(err) || /already exists/i.test(errorMessage(err));
-        if (!racing || Date.now() > deadline) throw err;
+        if (!racing || clock.monotonic() > deadline) throw err;
         await jitter(10, 40);
       }
     }
