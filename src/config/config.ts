@@ -14,6 +14,7 @@ import { DEFAULT_LEASE } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../pool/redis-connection';
+import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../pool/keys';
 import { REFILL_LOCK_TTL_MS } from '../pool/refill-lock';
 import { DEFAULT_HTTP_SERVER, type HttpServerSettings, SERVICE_TOKEN_MIN_LENGTH } from '../http/settings';
 
@@ -29,6 +30,8 @@ export interface Config {
   redis: RedisTopology | undefined;
   /** A Redis connection with commands pending and no reply for this long is dropped and re-opened. */
   redisSocketTimeoutMs: number;
+  /** Starts every Redis key (IDPOOL_REDIS_KEY_PREFIX): two deployments share one Redis database under two prefixes. */
+  redisKeyPrefix: string;
   port: number;
   adminToken: string;
   /** True when the admin token was generated at start-up (printed once). */
@@ -69,7 +72,7 @@ export const DEFAULTS = {
   redisSentinelMaster: DEFAULT_SENTINEL_MASTER,
   port: 8080,
   refillIntervalMs: 100,
-  // The seed design's "one minute of supply", at the recent peak rate.
+  // One minute of supply at the recent peak rate (docs/design.md, "Pools are sized by demand").
   poolHorizonSeconds: 60,
   clusterCount: 1,
   clusterIndex: 0,
@@ -237,6 +240,8 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     redis,
     redisSocketTimeoutMs: r.int('IDPOOL_REDIS_SOCKET_TIMEOUT_MS', REDIS_SOCKET_TIMEOUT_MS, 100, 600_000),
+    redisKeyPrefix:
+      r.url('IDPOOL_REDIS_KEY_PREFIX', PREFIX_PATTERN, '1-64 of A-Z a-z 0-9 _ . : - (no braces)') ?? DEFAULT_PREFIX,
     port: r.int('IDPOOL_PORT', DEFAULTS.port, 0, 65535),
     // 32 random bytes: 43 base64url characters.
     adminToken: adminToken ?? randomBytes(32).toString('base64url'),

@@ -40,12 +40,21 @@ const CONNECTION_CODES = new Set([
   'SQLITE_BUSY',
   'SQLITE_LOCKED',
 ]);
+/**
+ * The database answers, but idpool's database or tables are not there: a
+ * restore under way (`mysqldump` output drops and re-creates each table) or
+ * a database being rebuilt. Not now, not a bug of the request (MySQL and
+ * MariaDB codes, PostgreSQL SQLSTATEs undefined_table and
+ * invalid_catalog_name, SQLite's message).
+ */
+const SCHEMA_CODES = new Set(['ER_NO_SUCH_TABLE', 'ER_BAD_DB_ERROR', '42P01', '3D000']);
+const SCHEMA_MESSAGES = /no such table/i;
 const CONNECTION_MESSAGES =
   /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked|Query inactivity timeout|All sentinels are unreachable|Failed to refresh slots cache|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|statement timed out/i;
 
 /**
  * What kind of dependency failure `err` is (`redis_readonly`, `redis_oom`,
- * …, `connection`), or undefined when it is not one. These are answered
+ * …, `connection`, `database_schema`), or undefined when it is not one. These are answered
  * 503 with Retry-After: a dependency is down or refusing writes for now.
  */
 export function dependencyFailure(err: unknown): string | undefined {
@@ -56,6 +65,8 @@ export function dependencyFailure(err: unknown): string | undefined {
   const reply = REDIS_REPLY.exec(message) ?? CLUSTER_GAVE_UP.exec(message);
   if (reply) return `redis_${reply[1].toLowerCase()}`;
   if (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) return 'connection';
+  if ((typeof e.code === 'string' && SCHEMA_CODES.has(e.code)) || SCHEMA_MESSAGES.test(message))
+    return 'database_schema';
   if (CONNECTION_MESSAGES.test(message)) return 'connection';
   if (e.driverError !== undefined) return dependencyFailure(e.driverError);
   return e.cause !== undefined && e.cause !== err ? dependencyFailure(e.cause) : undefined;

@@ -11,6 +11,7 @@ export type AlarmName =
   | 'pool_exhausted'
   | 'fence_refused'
   | 'pool_discarded'
+  | 'database_behind'
   | 'redis_epoch_changed'
   /** The former name of `redis_epoch_changed`, kept as its alias for one release (see ALARM_ALIASES). */
   | 'redis_server_changed'

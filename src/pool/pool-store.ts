@@ -62,6 +62,8 @@ export interface PoolStore {
   unlockStale(entityKey: string): Promise<boolean>;
   /** Drops a retired entity's ready ids (its fence stays). */
   discard(entityKey: string): Promise<void>;
+  /** The highest id ever pushed for the entity (its fence), if any. */
+  fence(entityKey: string): Promise<bigint | undefined>;
   /** Epoch of the server answering now (`run_id:master_replid`); changes on restart, promotion and failback. */
   epoch(): Promise<string>;
   /** Answers when the store is usable (readiness). */

@@ -404,6 +404,11 @@ export class RedisPoolStore implements PoolStore {
     return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.epoch, k.pushed], [fence])) === 1;
   }
 
+  async fence(entityKey: string): Promise<bigint | undefined> {
+    const fence = await this.redis.get(entityKeys(entityKey, this.prefix).fence);
+    return fence ? BigInt(fence) : undefined;
+  }
+
   async unlockStale(entityKey: string): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
     return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.epoch], [])) === 1;

@@ -24,6 +24,8 @@ describe('config: every IDPOOL_* variable in one module', () => {
     expect(config.logLevel).toBe('info');
     expect(config.adminTokenGenerated).toBe(true);
     expect(config.workerMax).toBe(2 ** DEFAULTS.snowflake.workerBits - 1);
+    expect(config.redisKeyPrefix).toBe('idpool');
+    expect(loadConfig({ IDPOOL_REDIS_KEY_PREFIX: 'staging' }).redisKeyPrefix).toBe('staging');
   });
 
   it.each([
@@ -31,6 +33,8 @@ describe('config: every IDPOOL_* variable in one module', () => {
     ['IDPOOL_REDIS_URL', 'http://x'],
     ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', '50'],
     ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', '3s'],
+    ['IDPOOL_REDIS_KEY_PREFIX', 'a{b}'],
+    ['IDPOOL_REDIS_KEY_PREFIX', 'two words'],
     ['IDPOOL_PORT', '65536'],
     ['IDPOOL_PORT', 'eighty'],
     ['IDPOOL_ADMIN_TOKEN', 'short'],

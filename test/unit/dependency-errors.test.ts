@@ -61,6 +61,28 @@ describe('dependency failure classifier', () => {
     expect(dependencyFailure(err)).toBe('connection');
   });
 
+  // The chaos run restored a backup under load: a take meeting the window
+  // where mysqldump's output had dropped `application` answered 500.
+  it.each([
+    [
+      Object.assign(new Error("Table 'idpool.application' doesn't exist"), {
+        name: 'QueryFailedError',
+        code: 'ER_NO_SUCH_TABLE',
+        errno: 1146,
+      }),
+    ],
+    [
+      Object.assign(new Error('Query failed'), {
+        driverError: Object.assign(new Error("Unknown database 'idpool'"), { code: 'ER_BAD_DB_ERROR' }),
+      }),
+    ],
+    [Object.assign(new Error('relation "application" does not exist'), { code: '42P01' })],
+    [Object.assign(new Error('database "idpool" does not exist'), { code: '3D000' })],
+    [Object.assign(new Error('SQLITE_ERROR: no such table: application'), { code: 'SQLITE_ERROR' })],
+  ])('database without its tables %#: database_schema', (err) => {
+    expect(dependencyFailure(err)).toBe('database_schema');
+  });
+
   it.each([
     [new Error('ERR wrong number of arguments')],
     [new TypeError("Cannot read properties of undefined (reading 'x')")],
