@@ -1,6 +1,6 @@
 import type { Database } from '../db/database';
+import { classifySqlError } from '../db/errors';
 import type { EntityConfig, EntityMode, Tunables } from './entity';
-import { errorMessage } from '../errors';
 
 interface Row {
   entity_key: string;
@@ -28,7 +28,7 @@ interface PendingInsert {
 }
 
 function isDuplicate(err: unknown): boolean {
-  return /duplicate|unique/i.test(errorMessage(err));
+  return classifySqlError(err)?.kind === 'duplicate';
 }
 
 const MONOTONIC = 1;

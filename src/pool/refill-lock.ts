@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import { DEFAULT_PREFIX, entityKeys } from './keys';
 import type { HeldLock, RefillLock } from './pool-store';
 import type { RedisClient } from './redis-connection';
-import { callFunction } from './redis-pool-store';
+import { callFunction } from './functions';
 
 /**
  * Default lease of a refill lock (IDPOOL_REFILL_LOCK_TTL_MS). It is renewed

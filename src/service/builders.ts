@@ -12,7 +12,7 @@ import { deploymentId } from '../db/deployment-id';
 import { claimRedisKeys } from '../pool/deployment-claim';
 import { type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
-import { sharedCheck } from '../http/readiness';
+import { failedCheck, sharedCheck } from '../http/readiness';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
 import { RedisIdempotencyStore, redisAnswerLimits } from '../idempotency/redis-store';
 import type { IdempotencyStore } from '../idempotency/store';
@@ -26,7 +26,8 @@ import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
 import { checkRedisMemory } from '../pool/redis-memory';
-import { RedisPoolStore, loadFunctions } from '../pool/redis-pool-store';
+import { RedisPoolStore } from '../pool/redis-pool-store';
+import { loadFunctions } from '../pool/functions';
 import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
@@ -321,12 +322,14 @@ export function readinessCheck(deps: {
     const checks: Record<string, string> = {};
     // Load balancers stop sending here first; the listener closes right after.
     if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
+    // A failure is kept as its kind only (failedCheck): /readyz is public, and drivers' messages name hosts.
     const probe = async (name: string, fn: () => Promise<unknown>) => {
+      const late = Symbol('late');
       try {
-        await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
-        checks[name] = 'ok';
+        const answer = await Promise.race([fn(), clock.sleep(1000).then(() => late)]);
+        checks[name] = answer === late ? 'timed out' : 'ok';
       } catch (err) {
-        checks[name] = errorMessage(err);
+        checks[name] = failedCheck(err);
       }
     };
     await Promise.all([

@@ -178,4 +178,46 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     expect(new Set(issued).size).toBe(issued.length);
     expect(instance.output()).not.toMatch(/"msg":"internal error"/);
   }, 90_000);
+
+  it('a read-only database (SET GLOBAL read_only on a private mariadbd; idpool connects without READ ONLY ADMIN)', async (ctx) => {
+    if (!privateMariadbPossible()) {
+      if (process.env.IDPOOL_REQUIRE_SERVICES === '1')
+        throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
+      return ctx.skip();
+    }
+    mariadb = await startPrivateMariadb();
+    const root = await createConnection({ uri: mariadb.url.replace(/\/idpool$/, '/') });
+    try {
+      await root.query('CREATE DATABASE idpool');
+      await root.query("CREATE USER 'app'@'127.0.0.1'");
+      await root.query("GRANT ALL ON idpool.* TO 'app'@'127.0.0.1'");
+      const redis = await startRedisServer('none');
+      redisServers.push(redis);
+      instance = await startInstance({
+        IDPOOL_DATABASE_URL: `mysql://app@127.0.0.1:${mariadb.port}/idpool`,
+        IDPOOL_REDIS_URL: redis.url,
+      });
+      const key = uniqueKey('orders');
+      const secret = await register(instance.url, {
+        key,
+        step: 100,
+        maxPoolSize: 1000,
+        maxSizePerSecond: 0,
+        maxSizePerTimes: 10,
+      });
+      const issued: string[] = [];
+      await waitServing(instance, key, secret, issued);
+      await root.query('SET GLOBAL read_only = ON');
+      // Drain what the pool holds; then every take needs a reservation the server refuses (ER_OPTION_PREVENTS_STATEMENT).
+      await drainPool(instance, key, secret, issued);
+      await expectUnavailable(instance, key, secret, 10);
+      expect(alarmLines(instance, 'read_only').length).toBe(1);
+      await root.query('SET GLOBAL read_only = OFF');
+      await waitServing(instance, key, secret, issued);
+      expect(new Set(issued).size).toBe(issued.length);
+      expect(instance.output()).not.toMatch(/"msg":"internal error"/);
+    } finally {
+      await root.end();
+    }
+  }, 90_000);
 });

@@ -1,7 +1,8 @@
 import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
-import { RedisPoolStore, loadFunctions } from '../../src/pool/redis-pool-store';
+import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { loadFunctions } from '../../src/pool/functions';
 import { IdStride } from '../../src/segment/stride';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';

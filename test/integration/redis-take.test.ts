@@ -1,7 +1,8 @@
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { entityKeys } from '../../src/pool/keys';
-import { RedisPoolStore, loadFunctions } from '../../src/pool/redis-pool-store';
+import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { loadFunctions } from '../../src/pool/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { systemClock } from '../../src/clock';
 import { type RedisServer, startRedisServer } from '../helpers/processes';

@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock';
 import { entityKeys } from '../../src/pool/keys';
-import { loadFunctions } from '../../src/pool/redis-pool-store';
+import { loadFunctions } from '../../src/pool/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { uniqueKey } from '../helpers/configs';
 import { takeIds } from '../helpers/http';
