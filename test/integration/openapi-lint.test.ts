@@ -100,6 +100,7 @@ describe('GET /openapi.json of a running service lints clean under spectral:oas'
       'POST /admin/apps/{key}/secret': 'rotateSecret (admin)',
       'GET /admin/workers': 'listWorkers (ops)',
       'GET /admin/ops': 'opsOverview (ops)',
+      'GET /admin/instances': 'listInstances (ops)',
       'GET /admin/ui': 'dashboardPage (ops)',
       'GET /admin/ui/{asset}': 'dashboardAsset (ops)',
       'GET /healthz': 'healthz (ops)',
