@@ -8,9 +8,21 @@ import { describeRedis } from './pool/redis-connection';
 import { type Service, createService } from './service';
 import { errorMessage } from './errors';
 
-/** `npm start`: reads the environment, starts the service, stops cleanly on SIGTERM/SIGINT. */
-async function main(): Promise<void> {
-  const config = readConfig();
+/**
+ * `npm start` and `idpool serve`: reads the environment (`overrides` from the
+ * command line win), starts the service, stops cleanly on SIGTERM/SIGINT.
+ */
+export async function main(overrides: { port?: number } = {}): Promise<void> {
+  // A failure to start (the port taken, say) must end the process, not become
+  // an unhandled rejection that is logged while nothing listens.
+  await run(overrides).catch((err: unknown) => {
+    process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
+    process.exit(1);
+  });
+}
+
+async function run(overrides: { port?: number }): Promise<void> {
+  const config = { ...readConfig(), ...(overrides.port === undefined ? {} : { port: overrides.port }) };
   // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
   const { log, flush, flushBeforeExit } = createProcessLogger(config.logLevel, systemClock);
   let exiting = false;
@@ -114,9 +126,5 @@ function stopOnSignals(service: Service, log: Logger, exit: (code: number) => vo
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-// A failure to start (the port taken, say) must end the process, not become
-// an unhandled rejection that is logged while nothing listens.
-main().catch((err: unknown) => {
-  process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
-  process.exit(1);
-});
+// Run as `npm start`; `idpool serve` imports main() and calls it.
+if (require.main === module) void main();

@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
+import { cliTarget } from '../config/config';
 import { AdminApi } from './admin-api';
 import { CliError, EXIT_USAGE } from './errors';
 
@@ -6,8 +7,8 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   stdout(text: string): void;
   stderr(text: string): void;
-  /** Starts the service in this process (`idpool serve`); resolves once it was handed control. */
-  serve(): Promise<void>;
+  /** Starts the service in this process (`idpool serve`), `port` overriding IDPOOL_PORT; resolves once it was handed control. */
+  serve(overrides: { port?: number }): Promise<void>;
 }
 
 interface GlobalOptions {
@@ -34,11 +35,12 @@ export function cliContext(io: CliIo): CliContext {
     globals,
     print: (cmd, json, text) => io.stdout(globals(cmd).json ? `${JSON.stringify(json, null, 2)}\n` : text()),
     admin(cmd) {
-      const token = io.env.IDPOOL_ADMIN_TOKEN;
+      const target = cliTarget(io.env);
+      const token = target.adminToken;
       if (!token)
         throw new CliError(EXIT_USAGE, 'IDPOOL_ADMIN_TOKEN is not set: export the admin token of the service');
       const g = globals(cmd);
-      const url = g.url || io.env.IDPOOL_URL || `http://127.0.0.1:${io.env.IDPOOL_PORT || 8080}`;
+      const url = g.url || target.url;
       return new AdminApi({
         url,
         token,

@@ -10,8 +10,9 @@ void runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   // The service's own entry point: it listens, logs, and stops on SIGTERM/SIGINT.
-  serve: async () => {
-    await import('../main');
+  serve: async (overrides) => {
+    const { main } = await import('../main');
+    await main(overrides);
   },
 }).then((code) => {
   // `serve` keeps running; every other command ends here.

@@ -12,8 +12,7 @@ export function addServiceCommands(program: Command, ctx: CliContext): void {
     .description('run the service (same as npm start); configured by IDPOOL_* variables')
     .addOption(new Option('--port <port>', 'HTTP port (IDPOOL_PORT)').argParser(nonNegativeInt))
     .action(async (opts: { port?: number }) => {
-      if (opts.port !== undefined) io.env.IDPOOL_PORT = String(opts.port);
-      await io.serve();
+      await io.serve({ port: opts.port });
     });
 
   program

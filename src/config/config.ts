@@ -209,6 +209,17 @@ class EnvReader {
 }
 
 /**
+ * What the CLI's API commands read from the environment: the admin token and
+ * the instance to ask (IDPOOL_URL, else IDPOOL_PORT on loopback, else 8080).
+ */
+export function cliTarget(env: Env = process.env): { adminToken: string | undefined; url: string } {
+  return {
+    adminToken: env.IDPOOL_ADMIN_TOKEN || undefined,
+    url: env.IDPOOL_URL || `http://127.0.0.1:${env.IDPOOL_PORT || DEFAULTS.port}`,
+  };
+}
+
+/**
  * Reads idpool's whole configuration from the environment (docs/design.md
  * "Configuration"): every `IDPOOL_*` variable of the service, parsed and
  * validated here and nowhere else. Throws {@link ConfigError} naming the

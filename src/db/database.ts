@@ -1,4 +1,5 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
+import { type Clock, systemClock } from '../clock';
 import { migrations } from '../../migrations';
 import { DIALECTS, type DialectName, type SqlDialect, dialectFor } from './dialects';
 
@@ -38,14 +39,14 @@ export function dataSourceOptions(url: string): DataSourceOptions {
 }
 
 /** Opens the database, creating the SQLite folder, MySQL schema or PostgreSQL database if needed, and runs migrations. */
-export async function openDatabase(url: string, options: { migrate?: boolean } = {}): Promise<Database> {
+export async function openDatabase(url: string, options: { migrate?: boolean; clock?: Clock } = {}): Promise<Database> {
   const dialect = dialectFor(url);
   await dialect.createIfMissing(url);
   const dataSource = new DataSource(dataSourceOptions(url));
   await dataSource.initialize();
   await dialect.afterConnect(dataSource);
   const db = wrap(dataSource, dialect, dialect.describe(url));
-  if (options.migrate !== false) await migrate(db);
+  if (options.migrate !== false) await migrate(db, options.clock);
   return db;
 }
 
@@ -54,9 +55,12 @@ export async function openDatabase(url: string, options: { migrate?: boolean } =
  * database would race to create the same tables, so they take turns under
  * the dialect's migration lock.
  */
-export async function migrate({ dataSource, dialect }: Pick<Database, 'dataSource' | 'dialect'>): Promise<string[]> {
+export async function migrate(
+  { dataSource, dialect }: Pick<Database, 'dataSource' | 'dialect'>,
+  clock: Clock = systemClock,
+): Promise<string[]> {
   const run = async () => (await dataSource.runMigrations({ transaction: 'each' })).map((m) => m.name);
-  return DIALECTS[dialect].withMigrationLock(dataSource, run);
+  return DIALECTS[dialect].withMigrationLock(dataSource, run, clock);
 }
 
 function wrap(dataSource: DataSource, dialect: SqlDialect, description: string): Database {

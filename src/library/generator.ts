@@ -35,14 +35,17 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
   let db: Database | undefined = options.database;
   let release = async (): Promise<void> => undefined;
   if (!db && !(options.allocator && options.entities)) {
-    db = await openDatabase(options.databaseUrl ?? DEFAULT_OPTIONS.databaseUrl, { migrate: options.migrate ?? false });
+    db = await openDatabase(options.databaseUrl ?? DEFAULT_OPTIONS.databaseUrl, {
+      migrate: options.migrate ?? false,
+      clock: options.clock,
+    });
     const opened = db;
     release = () => opened.close();
     if (!(options.migrate ?? false)) await requireSchema(opened);
   }
   if (db) {
     try {
-      await checkStride(db, idStride.count, idStride.index, (options.clock ?? systemClock).now());
+      await checkStride(db, idStride.count, idStride.index, options.clock ?? systemClock);
     } catch (err) {
       await release();
       throw err;

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../clock';
+import type { Clock } from '../clock';
 import { IdpoolError, NotFoundError } from '../errors';
 import type { Logger } from '../logger';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
@@ -54,15 +54,13 @@ export interface Deps {
 }
 
 /**
- * A wait that can be called off. The system clock gets a real, cancellable
- * timer so a finished wait leaves nothing behind to keep the process alive;
- * an injected clock's `sleep` is used as it is (tests control its time).
+ * A wait that can be called off: aborting ends the clock's sleep (clearing
+ * the system clock's timer), so a finished wait leaves nothing behind to keep
+ * the process alive.
  */
 function timeout(clock: Clock, ms: number): { elapsed: Promise<void>; cancel(): void } {
-  if (clock !== systemClock) return { elapsed: clock.sleep(ms), cancel: () => undefined };
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  return { elapsed, cancel: () => clearTimeout(timer) };
+  const abort = new AbortController();
+  return { elapsed: clock.sleep(ms, abort.signal), cancel: () => abort.abort() };
 }
 
 /** Index of the id whose handing out uses up `prefetchAt` of a segment of `size`. */

@@ -12,6 +12,8 @@ export type AlarmName =
   | 'fence_refused'
   | 'pool_discarded'
   | 'database_behind'
+  | 'redis_epoch_changed'
+  /** The former name of `redis_epoch_changed`, kept as its alias for one release (see ALARM_ALIASES). */
   | 'redis_server_changed'
   | 'lease_lost'
   | 'worker_range_nearly_full'
@@ -38,6 +40,14 @@ export interface AlarmRecord extends AlarmInput {
   readonly notified: boolean;
 }
 
+/**
+ * Renamed alarms and their former names, kept for one release: the log line
+ * and the webhook payload carry the former one as `alias`, and
+ * `idpool_alarms_total` counts under both, so a rule or filter on the old
+ * name keeps matching until it is moved (docs/operating.md).
+ */
+const ALARM_ALIASES: Partial<Record<AlarmName, AlarmName>> = { redis_epoch_changed: 'redis_server_changed' };
+
 /** Where alarms are posted. */
 export interface AlarmSink {
   send(payload: AlarmWebhookPayload): Promise<void>;
@@ -45,6 +55,8 @@ export interface AlarmSink {
 
 export interface AlarmWebhookPayload {
   readonly alarm: AlarmName;
+  /** The alarm's former name, for one release after a rename. */
+  readonly alias?: AlarmName;
   readonly status: 'firing' | 'resolved';
   readonly severity: AlarmSeverity;
   readonly entityKey: string | null;
@@ -170,15 +182,24 @@ export class Alarms {
     const sink = this.o.sink;
     const notify = sink !== undefined && (last === undefined || now - last >= this.o.dedupeMs);
     const at = new Date(now).toISOString();
-    const line = { alarm: alarm.name, severity: alarm.severity, entityKey: alarm.entityKey, ...alarm.details };
+    const alias = ALARM_ALIASES[alarm.name];
+    const line = {
+      alarm: alarm.name,
+      ...(alias ? { alias } : {}),
+      severity: alarm.severity,
+      entityKey: alarm.entityKey,
+      ...alarm.details,
+    };
     if (alarm.severity === 'critical') this.o.log.error(line, alarm.message);
     else this.o.log.warn(line, alarm.message);
     this.o.onRaised?.(alarm.name, alarm.severity);
+    if (alias) this.o.onRaised?.(alias, alarm.severity);
     this.record({ ...alarm, at, status: 'firing', notified: notify });
     if (!notify) return;
     this.lastNotified.set(key, now);
     const payload: AlarmWebhookPayload = {
       alarm: alarm.name,
+      ...(alias ? { alias } : {}),
       status: 'firing',
       severity: alarm.severity,
       entityKey: alarm.entityKey ?? null,

@@ -57,9 +57,9 @@ export function opsRefillEvents(
     epochChanged(from, to) {
       metrics.redisEpochChanges.inc();
       alarms.raise({
-        name: 'redis_server_changed',
+        name: 'redis_epoch_changed',
         severity: 'critical',
-        message: 'Redis server changed (restart or failover): every pool is discarded and refilled from the database',
+        message: 'Redis epoch changed (restart or failover): every pool is discarded and refilled from the database',
         details: { from, to },
       });
     },

@@ -234,8 +234,8 @@ export class Refiller {
           if (this.o.events) this.o.events.epochChanged(this.lastEpoch, epoch);
           else
             this.o.log.warn(
-              { alarm: 'redis_server_changed', from: this.lastEpoch, to: epoch },
-              'Redis server changed: every pool is discarded and refilled from the database',
+              { alarm: 'redis_epoch_changed', alias: 'redis_server_changed', from: this.lastEpoch, to: epoch },
+              'Redis epoch changed: every pool is discarded and refilled from the database',
             );
         }
         for (const key of all) this.markReset(key);

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock';
 import { ConfigError } from '../errors';
 import { type Database, isBusy } from '../db/database';
 import { classifySqlError } from '../db/errors';
@@ -31,7 +32,7 @@ interface MetaRow {
 }
 
 /** Records the stride on first use, then refuses any other one (throws {@link StrideMismatchError}). */
-export async function checkStride(db: Database, count: number, index: number, now: number): Promise<void> {
+export async function checkStride(db: Database, count: number, index: number, clock: Clock): Promise<void> {
   const read = async (): Promise<MetaRow | undefined> => {
     try {
       return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
@@ -49,17 +50,17 @@ export async function checkStride(db: Database, count: number, index: number, no
   let row = await read();
   // Processes opening one fresh SQLite file at once: the loser of the write
   // lock gets SQLITE_BUSY after the short busy timeout, and tries again.
-  for (const deadline = Date.now() + SQLITE_RACE_MS; !row; row = await read()) {
+  for (const deadline = clock.monotonic() + SQLITE_RACE_MS; !row; row = await read()) {
     try {
       await db.execute('INSERT INTO idpool_meta (id, cluster_count, cluster_index, create_time) VALUES (1, ?, ?, ?)', [
         count,
         index,
-        now,
+        clock.now(),
       ]);
     } catch (err) {
       // Another process recorded its stride first: that one stands.
       if (classifySqlError(err)?.kind === 'duplicate') continue;
-      if (!isBusy(err) || Date.now() > deadline) throw err;
+      if (!isBusy(err) || clock.monotonic() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
     }
   }

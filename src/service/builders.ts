@@ -45,9 +45,9 @@ import { errorMessage } from '../errors';
 
 /** The database, migrated, with this deployment's stride mapping checked against the one it recorded. */
 export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
-  const db = await openDatabase(config.databaseUrl);
+  const db = await openDatabase(config.databaseUrl, { clock });
   try {
-    await checkStride(db, config.clusterCount, config.clusterIndex, clock.now());
+    await checkStride(db, config.clusterCount, config.clusterIndex, clock);
   } catch (err) {
     await db.close();
     throw err;

@@ -168,7 +168,7 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
  * Throws {@link ConfigError}.
  */
 export function snowflakeFromEnv(
-  env: Record<string, string | undefined> = process.env,
+  env?: Record<string, string | undefined>,
   options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {},
 ): Snowflake {
   const config = loadConfig(env);

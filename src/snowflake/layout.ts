@@ -134,7 +134,7 @@ export class SnowflakeLayout {
    * the bounds and against `nowMs`: an epoch in the future, or a layout whose
    * timestamp field has already run out, is refused.
    */
-  static create(settings: Partial<SnowflakeSettings> = {}, nowMs: number = Date.now()): SnowflakeLayout {
+  static create(settings: Partial<SnowflakeSettings> = {}, nowMs: number): SnowflakeLayout {
     const s: SnowflakeSettings = { ...DEFAULT_SETTINGS, ...settings };
     if (!(s.timeUnit in UNIT_MS)) {
       throw new ConfigError(
@@ -202,12 +202,12 @@ export class SnowflakeLayout {
   }
 
   /** Milliseconds left until this layout runs out of timestamps (0 if it has). */
-  timeLeftMs(nowMs: number = Date.now()): number {
+  timeLeftMs(nowMs: number): number {
     return Math.max(0, this.endMs - nowMs);
   }
 
   /** Milliseconds left until new ids pass 2^53 - 1 and stop being safe JS numbers (0 if they have). */
-  numberSafeLeftMs(nowMs: number = Date.now()): number {
+  numberSafeLeftMs(nowMs: number): number {
     return Math.max(0, this.numberUnsafeFromMs - nowMs);
   }
 

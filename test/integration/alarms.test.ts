@@ -119,7 +119,7 @@ describeWithServices(
         await schema?.drop();
       });
 
-      it('raises redis_server_changed (critical) and pool_discarded once each, logged and posted', async () => {
+      it('raises redis_epoch_changed (critical, alias redis_server_changed) and pool_discarded once each, logged and posted', async () => {
         const key = uniqueKey('failover');
         const secret = await register(instance.url, { key, step: 100, maxPoolSize: 2000, maxSizePerSecond: 0 });
         await waitFor(async () => (await takeIds(instance.url, key, secret, 10)).status === 200, {
@@ -134,7 +134,7 @@ describeWithServices(
         await redisServer.restart();
         await waitFor(
           () =>
-            receiver.calls.some((c) => c.alarm === 'redis_server_changed') &&
+            receiver.calls.some((c) => c.alarm === 'redis_epoch_changed') &&
             receiver.calls.some((c) => c.alarm === 'pool_discarded'),
           { message: 'both alarms posted', timeoutMs: 20_000, intervalMs: 100 },
         );
@@ -144,20 +144,23 @@ describeWithServices(
           intervalMs: 100,
         });
         await sleep(500);
-        expect(receiver.calls.filter((c) => c.alarm === 'redis_server_changed')).toHaveLength(1);
-        expect(receiver.calls.find((c) => c.alarm === 'redis_server_changed')).toMatchObject({
+        expect(receiver.calls.filter((c) => c.alarm === 'redis_epoch_changed')).toHaveLength(1);
+        expect(receiver.calls.find((c) => c.alarm === 'redis_epoch_changed')).toMatchObject({
+          alias: 'redis_server_changed',
           severity: 'critical',
           entityKey: null,
         });
         expect(receiver.calls.filter((c) => c.alarm === 'pool_discarded')).toEqual([
           expect.objectContaining({ entityKey: key, severity: 'warning' }),
         ]);
-        expect(alarmLines(instance, 'redis_server_changed')).toEqual([
-          expect.objectContaining({ level: 50, severity: 'critical' }),
+        expect(alarmLines(instance, 'redis_epoch_changed')).toEqual([
+          expect.objectContaining({ level: 50, severity: 'critical', alias: 'redis_server_changed' }),
         ]);
         const metrics = await (await fetch(`${instance.url}/metrics`)).text();
         expect(metrics).toMatch(/^idpool_redis_server_changes_total 1$/m);
         expect(metrics).toContain(`idpool_pools_discarded_total{entity="${key}"} 1`);
+        expect(metrics).toMatch(/^idpool_alarms_total\{alarm="redis_epoch_changed",severity="critical"\} 1$/m);
+        // The former name, counted too for one release.
         expect(metrics).toMatch(/^idpool_alarms_total\{alarm="redis_server_changed",severity="critical"\} 1$/m);
       });
     });

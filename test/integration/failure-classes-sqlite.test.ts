@@ -80,7 +80,7 @@ describe('SQLite failures, provoked and classified', () => {
     // SQLite gives a missing table no code of its own: checkStride asks the schema before saying what to do.
     const bare = await openDatabase(`sqlite:${join(dir, 'bare.db')}`, { migrate: false });
     try {
-      await expect(checkStride(bare, 1, 0, Date.now())).rejects.toThrow(/has no idpool_meta table/);
+      await expect(checkStride(bare, 1, 0, systemClock)).rejects.toThrow(/has no idpool_meta table/);
     } finally {
       await bare.close();
     }

@@ -476,10 +476,10 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
 
     // The fleet, as this user: the Redis restart's alarm is in the stream and read back, the heartbeat listed.
     const fleet = fleetKeys();
-    // Raised while Redis was away, redis_server_changed reaches the stream with a heartbeat after it is back.
+    // Raised while Redis was away, redis_epoch_changed reaches the stream with a heartbeat after it is back.
     const ops = await waitFor(async () => {
       const r = await call(`${url}/admin/ops`, { token: ADMIN_TOKEN });
-      return r.body.alarms.recent.some((a: { name: string }) => a.name === 'redis_server_changed') && r;
+      return r.body.alarms.recent.some((a: { name: string }) => a.name === 'redis_epoch_changed') && r;
     });
     expect(ops.body.alarms.scope).toBe('fleet');
     expect(await admin!.xlen(fleet.alarms)).toBeGreaterThan(0);

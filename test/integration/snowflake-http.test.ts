@@ -78,7 +78,7 @@ describe('snowflake entities over HTTP', { concurrent: false }, () => {
       if (backend === 'mariadb' && !available) return ctx.skip();
       const dbUrl = backend === 'mariadb' ? await serverUrl() : sqliteUrl();
       const { url } = await serve({ IDPOOL_DATABASE_URL: dbUrl, ...RESERVED });
-      const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 });
+      const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 }, Date.now());
       const secret = await register(url, {
         key: 'orders',
         mode: 'snowflake',
@@ -126,8 +126,8 @@ describe('snowflake entities over HTTP', { concurrent: false }, () => {
     const { url } = await serve({ IDPOOL_DATABASE_URL: sqliteUrl(), ...RESERVED });
     const secret = await register(url, { key: 'sf', mode: 'snowflake', maxSizePerTimes: 100 });
     const segmentSecret = await register(url, { key: 'seg', mode: 'monotonic' });
-    const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 });
-    const otherLayout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 2 });
+    const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 }, Date.now());
+    const otherLayout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 2 }, Date.now());
     const now = layout.timestampAt(Date.now());
     const cases: [string, RegExp][] = [
       ['abc', /decimal integer/],
@@ -203,7 +203,7 @@ describe('snowflake entities over HTTP', { concurrent: false }, () => {
     const secret = await register(first.url, { key: 'sf', mode: 'snowflake' });
     const before: string[] = [];
     for (let k = 0; k < 3; k++) before.push(...(await takeIds(first.url, 'sf', secret, 1000)).body.ids);
-    const lastBefore = SnowflakeLayout.create({})
+    const lastBefore = SnowflakeLayout.create({}, Date.now())
       .toTime(before[before.length - 1])
       .getTime();
     await running.splice(0)[0].stop();
@@ -222,7 +222,8 @@ describe('snowflake entities over HTTP', { concurrent: false }, () => {
       else await new Promise((r) => setTimeout(r, 100));
     }
     expect(after.length).toBe(3000);
-    for (const id of after) expect(SnowflakeLayout.create({}).toTime(id).getTime()).toBeGreaterThan(lastBefore);
+    for (const id of after)
+      expect(SnowflakeLayout.create({}, Date.now()).toTime(id).getTime()).toBeGreaterThan(lastBefore);
     expect(new Set([...before, ...after]).size).toBe(before.length + after.length);
   });
 

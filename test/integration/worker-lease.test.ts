@@ -87,7 +87,7 @@ async function takeWhenReady(i: Instance, key: string, secret: string, count: nu
   });
 }
 
-const layout = SnowflakeLayout.create({});
+const layout = SnowflakeLayout.create({}, Date.now());
 
 for (const { server, name } of SQL_SERVERS) {
   describeWithServices(`worker leases across processes (${name})`, { [server]: true }, () => {

@@ -29,6 +29,33 @@ function setup(dedupeMs = 60_000) {
 }
 
 describe('Alarms', () => {
+  it('a renamed alarm carries its former name as alias, and is counted under both, for one release', async () => {
+    const clock = new FakeClock({ sleep: 'advance' });
+    const { log, lines } = recordingLog();
+    const sent: AlarmWebhookPayload[] = [];
+    const counted: string[] = [];
+    const alarms = new Alarms({
+      clock,
+      log,
+      dedupeMs: 60_000,
+      instance: 'test:1',
+      sink: { send: async (p) => void sent.push(p) },
+      onRaised: (name) => counted.push(name),
+    });
+    alarms.raise({ name: 'redis_epoch_changed', severity: 'critical', message: 'epoch changed' });
+    alarms.raise({ name: 'pool_discarded', severity: 'warning', entityKey: 'orders', message: 'discarded' });
+    await alarms.flush();
+    expect(lines.map((l) => l.obj)).toEqual([
+      expect.objectContaining({ alarm: 'redis_epoch_changed', alias: 'redis_server_changed', severity: 'critical' }),
+      expect.not.objectContaining({ alias: expect.anything() }),
+    ]);
+    expect(sent.map((p) => [p.alarm, p.alias])).toEqual([
+      ['redis_epoch_changed', 'redis_server_changed'],
+      ['pool_discarded', undefined],
+    ]);
+    expect(counted).toEqual(['redis_epoch_changed', 'redis_server_changed', 'pool_discarded']);
+  });
+
   it('logs a condition once when it turns on and once when it turns off', async () => {
     const { alarms, lines, sent } = setup();
     const low = {

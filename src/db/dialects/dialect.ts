@@ -1,4 +1,5 @@
 import type { DataSource, DataSourceOptions } from 'typeorm';
+import type { Clock } from '../../clock';
 
 export type DialectName = 'mysql' | 'postgres' | 'sqlite';
 
@@ -28,7 +29,7 @@ export interface SqlDialect {
   /** Session settings run once after connecting. */
   afterConnect(dataSource: DataSource): Promise<void>;
   /** Runs `run` (the pending migrations) while no other process migrates the same database. */
-  withMigrationLock(dataSource: DataSource, run: () => Promise<string[]>): Promise<string[]>;
+  withMigrationLock(dataSource: DataSource, run: () => Promise<string[]>, clock: Clock): Promise<string[]>;
   /** The rows of a query with `?` placeholders. */
   rows(dataSource: DataSource, sql: string, params?: unknown[]): Promise<unknown[]>;
   /** Runs one statement with `?` placeholders; dependency failures become `UnavailableError` where the dialect can tell. */

@@ -132,19 +132,19 @@ export const postgres: SqlDialect = {
     // Nothing to set per connection: the connection string carries the session settings.
   },
   /** A session advisory lock on one dedicated connection. */
-  async withMigrationLock(dataSource, run) {
+  async withMigrationLock(dataSource, run, clock) {
     const runner = dataSource.createQueryRunner();
     const lock = "hashtext('idpool_migrations')";
     try {
       // pg_try_advisory_lock in a loop rather than a blocking pg_advisory_lock:
       // a blocking wait would be cut off by statement_timeout, which is short.
-      const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+      const deadline = clock.monotonic() + MIGRATION_LOCK_WAIT_MS;
       for (;;) {
         const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
           { locked: unknown },
         ];
         if (locked === true) break;
-        if (Date.now() > deadline)
+        if (clock.monotonic() > deadline)
           throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
         await jitter(50, 50);
       }

@@ -37,19 +37,19 @@ export const sqlite: SqlDialect = {
     await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await dataSource.query('PRAGMA synchronous = FULL');
   },
-  async withMigrationLock(_dataSource, run) {
+  async withMigrationLock(_dataSource, run, clock) {
     // No lock to take: processes opening a fresh file at once race on CREATE
     // TABLE; the loser gets SQLITE_BUSY or "already exists", and once the
     // winner has committed, a retry finds every migration recorded. SQLite
     // gives "already exists" no code of its own (plain SQLITE_ERROR), so any
     // SQLite failure is retried until the deadline.
-    const deadline = Date.now() + MIGRATION_RACE_MS;
+    const deadline = clock.monotonic() + MIGRATION_RACE_MS;
     for (;;) {
       try {
         return await run();
       } catch (err) {
         const racing = classifyWith([classifySqliteError], err) !== undefined;
-        if (!racing || Date.now() > deadline) throw err;
+        if (!racing || clock.monotonic() > deadline) throw err;
         await jitter(10, 40);
       }
     }
