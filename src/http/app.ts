@@ -9,6 +9,7 @@ import { registerAdminRoutes } from './routes/admin';
 import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
 import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
+import { registerSegmentRoutes } from './routes/segments';
 
 export type { HttpDeps, ReadinessReport, SnowflakeIssuer } from './deps';
 
@@ -39,6 +40,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.use(takeFastPath(take));
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   registerIdRoutes(app, deps, guards, take);
+  registerSegmentRoutes(app, deps, guards);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
 

@@ -8,6 +8,7 @@ import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
 import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refiller';
+import type { LeaseEvents } from '../segment/lease';
 import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import { type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
@@ -38,6 +39,8 @@ export interface Ops {
   readonly sampler: OpsSampler;
   readonly refillEvents: RefillEvents;
   readonly dispatchEvents: DispatchEvents;
+  /** Leased segments and their ids per entity, and leases refused by the per-second limit. */
+  readonly leaseEvents: LeaseEvents;
   overview(query: OverviewQuery): Promise<OpsOverview>;
   /** `issuer`, reporting the ids it hands out as served (snowflake ids never pass the dispatcher). */
   countServed<T extends Issuer>(issuer: T): T;
@@ -98,6 +101,14 @@ export function createOps(deps: OpsDeps): Ops {
     sampler,
     refillEvents,
     dispatchEvents,
+    leaseEvents: {
+      leased(entity, count) {
+        metrics.segmentsLeased.inc({ entity });
+        metrics.idsLeased.inc({ entity }, count);
+        sampler.touch(entity);
+      },
+      rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
+    },
     overview: (query) => opsOverview(sources, query),
     countServed: (issuer) => countingServed(issuer, dispatchEvents),
     start: () => sampler.start(),

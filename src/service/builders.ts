@@ -26,6 +26,7 @@ import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-po
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
+import { SegmentLeaser } from '../segment/lease';
 import { IdStride } from '../segment/stride';
 import { checkStride } from '../segment/stride-record';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
@@ -64,7 +65,7 @@ export interface Stores {
   readonly allocator: SqlSegmentAllocator;
   readonly entities: EntityStore;
   readonly idempotency: IdempotencyStore;
-  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's take). */
+  /** `maxSizePerSecond` of snowflake entities and of segment leases (pool takes count in the same window themselves). */
   readonly snowflakeRate: EntityRateLimit;
   /** Registrations counted across instances, so an unknown key costs no SQL until one happens. */
   readonly registrations: RegistrationGeneration;
@@ -308,6 +309,12 @@ export function buildHttp(deps: {
     offsets: stores.allocator,
     adminToken: deps.config.adminToken,
     snowflake: ops.countServed(deps.snowflake.issuer),
+    leases: new SegmentLeaser({
+      allocator: stores.allocator,
+      stride: stores.stride,
+      rate: stores.snowflakeRate,
+      events: ops.leaseEvents,
+    }),
     workers: deps.snowflake.workers,
     readiness: deps.readiness,
     metrics: async () => {
