@@ -1,6 +1,12 @@
 import { CreateApplication1732060800000 } from './1732060800000-CreateApplication';
 import { CreateWorker1732147200000 } from './1732147200000-CreateWorker';
 import { CreateMeta1732320000000 } from './1732320000000-CreateMeta';
+import { EntitySpacingCompatSecrets1764115200000 } from './1764115200000-EntitySpacingCompatSecrets';
 
 /** Every schema migration, in order. Run at start-up and by `npm run migration:run`. */
-export const migrations = [CreateApplication1732060800000, CreateWorker1732147200000, CreateMeta1732320000000];
+export const migrations = [
+  CreateApplication1732060800000,
+  CreateWorker1732147200000,
+  CreateMeta1732320000000,
+  EntitySpacingCompatSecrets1764115200000,
+];

@@ -29,10 +29,17 @@ const TUNABLES: { flag: string; field: string; what: string }[] = [
   },
 ];
 
+/** `--compat leaf` (comma-separated; `none` for no protocol): the credential-free protocols that may serve the entity. */
+const compatOption = () =>
+  new Option('--compat <protocols>', 'serve also without a credential through: leaf, or none (default none)').argParser(
+    (value: string) => (value === 'none' ? [] : value.split(',').map((p) => p.trim())),
+  );
+
 /** The fields given on the command line (commander camel-cases `--max-pool-size` to `maxPoolSize`). */
 function pickTunables(opts: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (opts.name !== undefined) body.name = opts.name;
+  if (opts.compat !== undefined) body.compat = opts.compat;
   for (const { field } of TUNABLES) if (opts[field] !== undefined) body[field] = opts[field];
   return body;
 }
@@ -62,13 +69,30 @@ function addCreate(group: Command, ctx: CliContext): void {
     .addOption(
       new Option('--mode <mode>', 'how ids are made').choices(['monotonic', 'trend', 'snowflake']).default('monotonic'),
     )
-    .addOption(new Option('--start-offset <n>', 'first id of the number line (default 0)').argParser(decimal));
+    .addOption(new Option('--start-offset <n>', 'first number of the line (default 0)').argParser(decimal))
+    .addOption(
+      new Option(
+        '--first-id <id>',
+        'lowest id to issue (instead of --start-offset; e.g. above an old service)',
+      ).argParser(decimal),
+    )
+    .addOption(
+      new Option(
+        '--delta <n>',
+        'ids are the numbers ≡ remainder (mod delta); fixed once registered (default 1)',
+      ).argParser(nonNegativeInt),
+    )
+    .addOption(new Option('--remainder <n>', 'see --delta (default 0)').argParser(nonNegativeInt))
+    .addOption(compatOption());
   for (const t of TUNABLES) create.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   create.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const body = {
       key,
       mode: opts.mode,
       ...(opts.startOffset !== undefined ? { startOffset: opts.startOffset } : {}),
+      ...(opts.firstId !== undefined ? { firstId: opts.firstId } : {}),
+      ...(opts.delta !== undefined ? { delta: opts.delta } : {}),
+      ...(opts.remainder !== undefined ? { remainder: opts.remainder } : {}),
       ...pickTunables(opts),
     };
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
@@ -189,16 +213,17 @@ function addShow(group: Command, ctx: CliContext): void {
 function addUpdate(group: Command, ctx: CliContext): void {
   const update = group
     .command('update')
-    .description("change an entity's name, step, sizes or limits")
+    .description("change an entity's name, step, sizes, limits or credential-free protocols")
     .argument('<key>', 'entity key')
-    .option('--name <name>', 'display name');
+    .option('--name <name>', 'display name')
+    .addOption(compatOption());
   for (const t of TUNABLES) update.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   update.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const patch = pickTunables(opts);
     if (Object.keys(patch).length === 0)
       throw new CliError(
         EXIT_USAGE,
-        `nothing to change: give at least one of --name, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
+        `nothing to change: give at least one of --name, --compat, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
       );
     const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
     ctx.print(cmd, entity, () => fields(entity));

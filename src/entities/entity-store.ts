@@ -1,5 +1,5 @@
 import type { Database } from '../db/database';
-import type { EntityConfig, EntityMode, Tunables } from './entity';
+import { COMPAT_PROTOCOLS, type CompatProtocol, type EntityConfig, type EntityMode, type Tunables } from './entity';
 
 interface Row {
   entity_key: string;
@@ -15,6 +15,9 @@ interface Row {
   interval: number | string;
   max_pool_size: number | string;
   secret_hash: string;
+  delta: number | string;
+  remainder: number | string;
+  compat: string;
   create_time: number | string;
   update_time: number | string;
   deleted_at: number | string;
@@ -47,10 +50,18 @@ function toEntity(row: Row): EntityConfig {
     minSizePercent: Number(row.min_size_percent),
     maxPoolSize: Number(row.max_pool_size),
     interval: Number(row.interval),
+    delta: Number(row.delta),
+    remainder: Number(row.remainder),
+    compat: parseCompat(row.compat),
     secretHash: row.secret_hash,
     createTime: Number(row.create_time),
     updateTime: Number(row.update_time),
   };
+}
+
+/** The `compat` column: protocol names, comma-separated; a name this version does not know is ignored (never served). */
+function parseCompat(text: string): CompatProtocol[] {
+  return text.split(',').filter((p): p is CompatProtocol => (COMPAT_PROTOCOLS as readonly string[]).includes(p));
 }
 
 /** Entity configuration as stored: the `application` table, or a fake in unit tests. */
@@ -87,6 +98,9 @@ export class SqlEntityStore implements EntityStore {
       `${q('interval')} AS ${q('interval')}`,
       'max_pool_size',
       'secret_hash',
+      'delta',
+      'remainder',
+      'compat',
       `${db.bigText('create_time')} AS create_time`,
       `${db.bigText('update_time')} AS update_time`,
       `${db.bigText('deleted_at')} AS deleted_at`,
@@ -203,13 +217,13 @@ export class SqlEntityStore implements EntityStore {
     this.pending.unshift(...free);
   }
 
-  /** Rows per INSERT: 16 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
+  /** Rows per INSERT: 18 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(15).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(18).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, delta, remainder, compat, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -225,6 +239,9 @@ export class SqlEntityStore implements EntityStore {
         entity.interval,
         entity.maxPoolSize,
         entity.secretHash,
+        entity.delta,
+        entity.remainder,
+        entity.compat.join(','),
         entity.createTime,
         entity.updateTime,
       ]),
@@ -233,7 +250,7 @@ export class SqlEntityStore implements EntityStore {
 
   async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
     const result = await this.db.execute(
-      `UPDATE application SET entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+      `UPDATE application SET entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, compat = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
       [
         t.name,
         t.step,
@@ -242,6 +259,7 @@ export class SqlEntityStore implements EntityStore {
         t.minSizePercent,
         t.interval,
         t.maxPoolSize,
+        t.compat.join(','),
         updateTime,
         key,
       ],

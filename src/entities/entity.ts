@@ -15,10 +15,25 @@ export interface EntityConfig {
   readonly minSizePercent: number;
   readonly maxPoolSize: number;
   readonly interval: number;
+  /**
+   * Spacing of the number line (Tinyid's): the entity's ids are the numbers
+   * ≡ `remainder` (mod `delta`); 1 and 0 for every number. Composed with the
+   * deployment's stride by `IdStride.of` (docs/design.md "Data model").
+   * Fixed at registration: a changed spacing would map later numbers onto
+   * ids already issued.
+   */
+  readonly delta: number;
+  readonly remainder: number;
+  /** Other protocols that may serve this entity without its secret (`leaf`): none unless an admin opts it in. */
+  readonly compat: readonly CompatProtocol[];
   readonly secretHash: string;
   readonly createTime: number;
   readonly updateTime: number;
 }
+
+/** Protocols an entity can opt in to, answered without a credential (docs/security.md). */
+export const COMPAT_PROTOCOLS = ['leaf'] as const;
+export type CompatProtocol = (typeof COMPAT_PROTOCOLS)[number];
 
 export const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -29,6 +44,8 @@ export const LIMITS = {
   maxSizePerTimes: 100_000,
   maxSizePerSecond: 10_000_000,
   maxPoolSize: 5_000_000,
+  /** Tinyid's `delta` is an int; a million keeps `count·delta` of any stride far inside 2^53. */
+  delta: 1_000_000,
   /** Offsets stay below 2^62 so `current_offset + k·step` cannot overflow BIGINT. */
   startOffset: 2n ** 62n,
 } as const;
@@ -76,17 +93,27 @@ const tunables = {
   minSizePercent: int(1, 99),
   maxPoolSize: int(1, LIMITS.maxPoolSize),
   interval: int(10, 60_000),
+  compat: z
+    .array(z.enum(COMPAT_PROTOCOLS, { error: `must list only ${COMPAT_PROTOCOLS.join(', ')}` }))
+    .max(COMPAT_PROTOCOLS.length),
 };
 
 export const registerSchema = z.strictObject({
   key: z.string().regex(KEY_PATTERN, 'must be 1-64 of A-Z a-z 0-9 _ - .'),
   mode: z.enum(['monotonic', 'trend', 'snowflake']).default('monotonic'),
   startOffset: offset.optional(),
+  /** The lowest id the entity may issue (an importer's first safe id); the service works out the start offset for its stride and the spacing. */
+  firstId: offset.optional(),
+  delta: int(1, LIMITS.delta).optional(),
+  remainder: int(0, LIMITS.delta - 1).optional(),
   ...Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])),
 } as {
   key: z.ZodString;
   mode: z.ZodDefault<z.ZodEnum<{ monotonic: 'monotonic'; trend: 'trend'; snowflake: 'snowflake' }>>;
   startOffset: z.ZodOptional<typeof offset>;
+  firstId: z.ZodOptional<typeof offset>;
+  delta: z.ZodOptional<z.ZodNumber>;
+  remainder: z.ZodOptional<z.ZodNumber>;
 } & { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> });
 
 export const updateSchema = z.strictObject(
@@ -100,7 +127,7 @@ export type UpdateInput = z.infer<typeof updateSchema>;
 
 export type Tunables = Pick<
   EntityConfig,
-  'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval'
+  'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval' | 'compat'
 >;
 
 /**
@@ -111,7 +138,7 @@ export type Tunables = Pick<
 export function withDefaults(
   input: RegisterInput,
   refillTickMs = 100,
-): Tunables & { key: string; mode: EntityMode; startOffset: bigint } {
+): Tunables & { key: string; mode: EntityMode; startOffset: bigint; delta: number; remainder: number } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -133,6 +160,9 @@ export function withDefaults(
     minSizePercent,
     maxPoolSize,
     interval: input.interval ?? refillTickMs,
+    delta: input.delta ?? 1,
+    remainder: input.remainder ?? 0,
+    compat: [...new Set(input.compat ?? [])],
   };
 }
 
@@ -141,7 +171,9 @@ export function withDefaults(
  * A refill tops the pool up in whole steps, so the room above the low
  * watermark must hold at least one step.
  */
-export function checkRules(t: Tunables): string | null {
+export function checkRules(t: Tunables & { delta?: number; remainder?: number }): string | null {
+  if (t.delta !== undefined && t.remainder !== undefined && t.remainder >= t.delta)
+    return `remainder (${t.remainder}) must be below delta (${t.delta}): ids are the numbers ≡ remainder (mod delta)`;
   if (t.maxPoolSize * (100 - t.minSizePercent) < t.step * 100) {
     return `maxPoolSize · (1 − minSizePercent/100) must be at least step (${t.maxPoolSize} · ${(100 - t.minSizePercent) / 100} < ${t.step})`;
   }
@@ -182,6 +214,9 @@ export function describeEntity(entity: EntityConfig) {
     minSizePercent: entity.minSizePercent,
     maxPoolSize: entity.maxPoolSize,
     interval: entity.interval,
+    delta: entity.delta,
+    remainder: entity.remainder,
+    compat: [...entity.compat],
     createTime: new Date(entity.createTime).toISOString(),
     updateTime: new Date(entity.updateTime).toISOString(),
   };

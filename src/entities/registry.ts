@@ -10,6 +10,7 @@ import {
   withDefaults,
 } from './entity';
 import type { EntityStore } from './entity-store';
+import { IdStride } from '../segment/stride';
 
 /** What the pool side needs to know about entities (narrow on purpose). */
 export interface EntityCatalog {
@@ -93,6 +94,8 @@ export class EntityRegistry implements EntityCatalog {
     private readonly generation: RegistrationGeneration = new LocalRegistrationGeneration(),
     /** The service's refill tick: the default `interval` of a new entity. */
     private readonly refillTickMs = 100,
+    /** The deployment's stride: turns a registration's `firstId` into its start offset. */
+    private readonly stride = new IdStride(),
   ) {}
 
   /** Tells `listener` of every registration and retirement seen from now on. */
@@ -318,7 +321,10 @@ export class EntityRegistry implements EntityCatalog {
 
   async register(input: RegisterInput): Promise<{ entity: EntityConfig; secret: string }> {
     if (input.mode === 'snowflake') refusePoolFields(input);
+    if (input.firstId !== undefined && input.startOffset !== undefined)
+      throw new InvalidRequestError('give startOffset or firstId, not both');
     const values = withDefaults(input, this.refillTickMs);
+    if (input.firstId !== undefined) values.startOffset = this.stride.of(values).firstNumberFrom(input.firstId);
     const broken = checkRules(values);
     if (broken) throw new InvalidRequestError(broken);
     const secret = newSecret();
@@ -386,7 +392,16 @@ export class EntityRegistry implements EntityCatalog {
 }
 
 /** Fields that shape a segment pool: a snowflake entity has none, so setting one is a mistake worth a 400. */
-const POOL_FIELDS = ['startOffset', 'step', 'maxPoolSize', 'minSizePercent', 'interval'] as const;
+const POOL_FIELDS = [
+  'startOffset',
+  'firstId',
+  'delta',
+  'remainder',
+  'step',
+  'maxPoolSize',
+  'minSizePercent',
+  'interval',
+] as const;
 
 function refusePoolFields(input: Partial<Record<(typeof POOL_FIELDS)[number], unknown>>): void {
   const given = POOL_FIELDS.find((field) => input[field] !== undefined);

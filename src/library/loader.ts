@@ -278,6 +278,11 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
         'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)',
       );
     }
+    if (entity.delta !== undefined && entity.delta !== 1)
+      throw new UnsupportedEntityError(
+        buffer.entityKey,
+        `spaces its ids (delta ${entity.delta}, remainder ${entity.remainder ?? 0}); the library hands out consecutive numbers only (use the service)`,
+      );
     buffer.minStep = entity.step;
     buffer.configReadAt = this.deps.clock.monotonic();
   }

@@ -9,7 +9,10 @@ import { InvalidOptionError } from './errors';
 
 /** Where the library reads an entity's configuration (`EntityStore` in production). */
 export interface EntitySource {
-  findLive(entityKey: string): Promise<Pick<EntityConfig, 'mode' | 'step'> | undefined>;
+  /** `delta`/`remainder` absent: consecutive numbers (delta 1). */
+  findLive(
+    entityKey: string,
+  ): Promise<(Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder'>>) | undefined>;
 }
 
 export interface IdGeneratorOptions {

@@ -1,3 +1,4 @@
+import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { PoolSizing } from '../pool/demand';
 import type { Alarms } from './alarms';
@@ -16,7 +17,7 @@ const ENTITY_ALARMS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit'
 export interface AlarmRuleOptions {
   alarms: Alarms;
   sizing: Pick<PoolSizing, 'lowWatermark'>;
-  stride: { toId(n: bigint): bigint };
+  stride: Pick<IdStride, 'of'>;
   /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
   horizonSeconds: number;
   /** `forecast_pool_dry` below this many seconds. */
@@ -65,7 +66,9 @@ export class AlarmRules {
     );
     // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
     this.condition(
-      serving && this.o.stride.toId(entity.startOffset) < JS_SAFE_LIMIT && f.jsSafeSeconds <= this.o.horizonSeconds,
+      serving &&
+        this.o.stride.of(entity).toId(entity.startOffset) < JS_SAFE_LIMIT &&
+        f.jsSafeSeconds <= this.o.horizonSeconds,
       'forecast_js_safe_limit',
       key,
       () => ({

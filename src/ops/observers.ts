@@ -39,7 +39,7 @@ export function opsRefillEvents(
       // entity): with nothing ever reserved below the fence there was
       // nothing to discard.
       const config = entities.get(entity);
-      if (config && fence < stride.toId(config.startOffset)) return;
+      if (config && fence < stride.of(config).toId(config.startOffset)) return;
       metrics.poolsDiscarded.inc({ entity });
       alarms.raise({
         name: 'pool_discarded',

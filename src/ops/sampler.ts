@@ -1,3 +1,4 @@
+import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { PoolSizing } from '../pool/demand';
 import type { Clock } from '../clock';
@@ -52,7 +53,8 @@ export interface SamplerOptions {
   served?: (entityKey: string) => number;
   /** Takes this instance refused per entity so far for too few ids ready (pool short, or its refill failing). */
   refused?: (entityKey: string) => number;
-  stride: { toId(n: bigint): bigint; readonly count: number };
+  /** The deployment's stride; `of(entity)` adds the entity's spacing. */
+  stride: Pick<IdStride, 'of'>;
   metrics: OpsMetrics;
   alarms: Alarms;
   clock: Clock;
@@ -252,7 +254,8 @@ export class OpsSampler {
     if (sample.size >= this.o.sizing.lowWatermark(entity)) this.filledOnce.add(entity.key);
     ring.push({ ...sample, served: this.o.served?.(entity.key) });
     const history = ring.toArray();
-    let f = forecastEntity(history, this.o.rateWindowMs, entity.startOffset, (n) => stride.toId(n), stride.count);
+    const spaced = stride.of(entity);
+    let f = forecastEntity(history, this.o.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
     if (!f) return undefined;
     // Refused takes take nothing, so the take rate of a pool too short for its
     // requests falls to 0 and its forecast to "never" while every request

@@ -313,7 +313,9 @@ export class Refiller {
   /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
   private async reset(entityKey: string): Promise<void> {
     const next = await this.o.allocator.peek(entityKey);
-    const issuedUpTo = next > 0n ? this.o.stride.toId(next - 1n) : -1n;
+    const entity = this.o.entities.get(entityKey);
+    const stride = entity ? this.o.stride.of(entity) : this.o.stride;
+    const issuedUpTo = next > 0n ? stride.toId(next - 1n) : -1n;
     if (await this.o.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
       if (this.o.events) this.o.events.poolDiscarded(entityKey, issuedUpTo);
@@ -337,7 +339,8 @@ export class Refiller {
   private async push(entity: EntityConfig, segment: Segment): Promise<'ok' | 'fenced' | 'epoch_changed'> {
     const step = BigInt(entity.step);
     const perCall = step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)));
-    const { stride, store } = this.o;
+    const { store } = this.o;
+    const stride = this.o.stride.of(entity);
     const inFlight: Array<{ call: Promise<PushResult>; from: bigint; to: bigint; count: number }> = [];
     let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
     const settleOldest = async () => {

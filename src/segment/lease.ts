@@ -31,6 +31,9 @@ export interface LeaseEntity {
   readonly mode: 'monotonic' | 'trend' | 'snowflake';
   readonly step: number;
   readonly maxSizePerSecond: number;
+  /** The entity's own spacing, composed with the deployment stride (`IdStride.of`). */
+  readonly delta: number;
+  readonly remainder: number;
 }
 
 /** What a lease reports: the ops metrics count leases and their ids per entity. */
@@ -83,7 +86,8 @@ export class SegmentLeaser {
     }
     const { start, end } = await this.o.allocator.reserve(entity.key, size);
     this.o.events?.leased(entity.key, size);
-    const stride = this.o.stride;
+    // Ids n·count + index: the deployment stride composed with the entity's spacing.
+    const stride = this.o.stride.of(entity);
     return {
       first: stride.toId(start),
       last: stride.toId(end - 1n),

@@ -23,6 +23,44 @@ export class IdStride {
     this.i = BigInt(index);
   }
 
+  private readonly spaced = new Map<string, IdStride>();
+
+  /**
+   * This deployment's stride composed with an entity's own spacing (Tinyid's
+   * `delta`/`remainder`: its ids are the numbers ≡ remainder mod delta). The
+   * n-th number becomes `(n·c + i)·delta + remainder`, which is again a
+   * stride: count `c·delta`, index `i·delta + remainder`. So ids stay
+   * ≡ remainder (mod delta), deployments stay disjoint, and every caller that
+   * maps numbers to ids (refill, fence, lease, forecast) uses this one object.
+   */
+  of(spacing: { readonly delta: number; readonly remainder: number }): IdStride {
+    const { delta, remainder } = spacing;
+    if (delta === 1 && remainder === 0) return this;
+    const key = `${delta}:${remainder}`;
+    let composed = this.spaced.get(key);
+    if (!composed) {
+      if (
+        !Number.isSafeInteger(delta) ||
+        delta < 1 ||
+        !Number.isSafeInteger(remainder) ||
+        remainder < 0 ||
+        remainder >= delta
+      )
+        throw new RangeError(
+          `entity spacing needs 1 <= delta and 0 <= remainder < delta, got delta ${delta} remainder ${remainder}`,
+        );
+      composed = new IdStride(this.count * delta, this.index * delta + remainder);
+      this.spaced.set(key, composed);
+    }
+    return composed;
+  }
+
+  /** The first number whose id is at least `id` (0 when every id is): where a line starting at a known first safe id begins. */
+  firstNumberFrom(id: bigint): bigint {
+    if (id <= this.i) return 0n;
+    return (id - this.i + this.c - 1n) / this.c;
+  }
+
   toId(n: bigint): bigint {
     return this.c === 1n ? n : n * this.c + this.i;
   }

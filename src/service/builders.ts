@@ -120,6 +120,7 @@ export async function buildRegistry(deps: {
     deps.clock,
     deps.stores.registrations,
     deps.config.refillIntervalMs,
+    deps.stores.stride,
   );
   await registry.load();
   // A GET of the registration generation every 100 ms while requests arrive
@@ -186,7 +187,7 @@ export function buildOps(deps: {
     pools: stores.pools,
     sizing: stores.demand,
     offsets: stores.allocator,
-    stride: { toId: (n) => stores.stride.toId(n), count: config.clusterCount },
+    stride: stores.stride,
     snowflake: () => ({
       timeExhaustedAt: layout.endMs,
       jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined,

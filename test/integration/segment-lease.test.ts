@@ -58,6 +58,18 @@ describeWithServices(
       }
     };
 
+    /** The offset once the pool's refills have stopped moving it (300 ms unchanged). */
+    const settledOffset = async (key: string) => {
+      let last = await offsetOf(key);
+      for (let i = 0; i < 50; i++) {
+        await new Promise((r) => setTimeout(r, 300));
+        const now = await offsetOf(key);
+        if (now === last) return now;
+        last = now;
+      }
+      throw new Error(`offset of ${key} never settled`);
+    };
+
     it('leases disjoint segments of a trend entity, beside the pool its takes use; no id twice', async () => {
       const key = uniqueKey('lease');
       const secret = await register(instance.url, {
@@ -103,7 +115,7 @@ describeWithServices(
     it('a monotonic entity refuses with 409 saying why; snowflake too; nothing reserved', async () => {
       const key = uniqueKey('mono');
       const secret = await register(instance.url, { key, mode: 'monotonic', maxSizePerSecond: 0 });
-      const before = await offsetOf(key);
+      const before = await settledOffset(key);
       const res = await lease(instance.url, key, secret);
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('conflict');
@@ -122,7 +134,8 @@ describeWithServices(
       const key = uniqueKey('bad');
       const secret = await register(instance.url, { key, mode: 'trend', maxSizePerSecond: 0 });
       await lease(instance.url, key, secret, { size: 1 });
-      const before = await offsetOf(key);
+      // The pool's first refill reserves too: wait until it is done.
+      const before = await settledOffset(key);
       const cases: Array<[unknown, string]> = [
         [{ size: 0 }, ''],
         [{ size: -5 }, ''],
@@ -181,6 +194,25 @@ describeWithServices(
       const ids = idsOfLease(res.body);
       expect(ids).toHaveLength(10);
       for (const id of ids) expect(id % 3n).toBe(2n);
+
+      // The entity's own spacing (Tinyid's delta/remainder) composes with the stride: (n·3 + 2)·4 + 1.
+      const spaced = uniqueKey('spaced');
+      const spacedSecret = await register(strided.url, {
+        key: spaced,
+        mode: 'trend',
+        step: 10,
+        maxSizePerSecond: 0,
+        delta: 4,
+        remainder: 1,
+      });
+      const spacedRes = await lease(strided.url, spaced, spacedSecret, { size: 5 });
+      expect(spacedRes.body).toMatchObject({ count: 5, delta: 12, remainder: 9 });
+      const spacedIds = idsOfLease(spacedRes.body);
+      expect(spacedIds).toHaveLength(5);
+      for (const id of spacedIds) {
+        expect(id % 4n).toBe(1n);
+        expect(((id - 1n) / 4n) % 3n).toBe(2n);
+      }
     });
 
     it('503 with Retry-After while the database is down, leasing again once it is back', async (ctx) => {

@@ -1,3 +1,4 @@
+import { IdStride } from '../../src/segment/stride';
 import { describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
 import { type AlarmWebhookPayload, Alarms } from '../../src/ops/alarms';
@@ -58,7 +59,7 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
       lowWatermark: (entity) => Math.floor((entity.maxPoolSize * entity.minSizePercent) / 100),
     },
     offsets: { peekMany: async (keys) => new Map([...offsets].filter(([k]) => keys.includes(k))) },
-    stride: { toId: (n) => n, count: 1 },
+    stride: new IdStride(),
     metrics,
     alarms,
     clock,

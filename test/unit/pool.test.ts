@@ -109,6 +109,27 @@ describe('refiller on the in-process pool', () => {
     expect(ids).toEqual(['1', '4', '7', '10', '13']);
   });
 
+  it("spaces an entity's ids by its delta and remainder, composed with the stride", async () => {
+    // Alone: the numbers ≡ 2 (mod 5) from the start offset on.
+    const alone = setup(entity({ delta: 5, remainder: 2, startOffset: 10n }));
+    alone.allocator.addEntity('orders', 10n);
+    await alone.refiller.refill('orders');
+    expect(takenArray(await alone.store.take('orders', 4, 0))).toEqual(['52', '57', '62', '67']);
+    // Stride 3 index 1 over delta 5 remainder 2: (n·3 + 1)·5 + 2, still ≡ 2 (mod 5), disjoint per index.
+    const seen = new Set<string>();
+    for (const index of [0, 1, 2]) {
+      const s = setup(entity({ delta: 5, remainder: 2 }), new IdStride(3, index));
+      await s.refiller.refill('orders');
+      const ids = takenArray(await s.store.take('orders', 50, 0));
+      if (index === 1) expect(ids.slice(0, 3)).toEqual(['7', '22', '37']);
+      for (const id of ids) {
+        expect(BigInt(id) % 5n).toBe(2n);
+        expect(seen.has(id)).toBe(false);
+        seen.add(id);
+      }
+    }
+  });
+
   it('a push below the fence is refused and dropped', async () => {
     const { store } = setup(entity());
     expect(await store.push('orders', ['10', '11'], 10n, 11n)).toEqual({ kind: 'ok', size: 2 });

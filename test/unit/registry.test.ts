@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { secretMatches } from '../../src/entities/entity';
+import { registerSchema, secretMatches, updateSchema } from '../../src/entities/entity';
+import { IdStride } from '../../src/segment/stride';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { EntityRegistry, LocalRegistrationGeneration } from '../../src/entities/registry';
 import { type Clock, systemClock } from '../../src/clock';
@@ -28,6 +29,35 @@ describe('entity registry over the fake store (no I/O)', () => {
     await registry.retire('orders');
     expect(seen).toEqual(['+orders', '-orders']);
     expect(registry.get('orders')).toBeUndefined();
+  });
+
+  it('registers spacing and compat; firstId becomes the start offset for the stride; bad spacing is a 400', async () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
+    const registry = new EntityRegistry(store, clock, undefined, 100, new IdStride(2, 1));
+    const { entity } = await registry.register(
+      registerSchema.parse({ key: 'tiny', delta: 3, remainder: 2, firstId: '9007199254740995', compat: ['leaf'] }),
+    );
+    expect(entity).toMatchObject({ delta: 3, remainder: 2, compat: ['leaf'] });
+    // (n·2 + 1)·3 + 2 ≥ 2^53 + 3: the first such n, exactly.
+    const spaced = new IdStride(2, 1).of(entity);
+    expect(spaced.toId(entity.startOffset) >= 2n ** 53n + 3n).toBe(true);
+    expect(spaced.toId(entity.startOffset - 1n) < 2n ** 53n + 3n).toBe(true);
+    expect(registry.get('tiny')).toMatchObject({ delta: 3, remainder: 2, compat: ['leaf'] });
+    // Opted in and out by an admin.
+    expect((await registry.update('tiny', { compat: [] })).compat).toEqual([]);
+    await expect(registry.register(registerSchema.parse({ key: 'bad', delta: 3, remainder: 3 }))).rejects.toThrow(
+      /remainder \(3\) must be below delta \(3\)/,
+    );
+    await expect(
+      registry.register(registerSchema.parse({ key: 'bad', startOffset: 5, firstId: 9 })),
+    ).rejects.toBeInstanceOf(InvalidRequestError);
+    await expect(
+      registry.register(registerSchema.parse({ key: 'bad', mode: 'snowflake', delta: 2 })),
+    ).rejects.toBeInstanceOf(InvalidRequestError);
+    expect(() => registerSchema.parse({ key: 'bad', compat: ['tinyid'] })).toThrow();
+    expect(() => updateSchema.parse({ delta: 2 })).toThrow();
+    expect(await store.exists('bad')).toBe(false);
   });
 
   it('a retired key is never registered again; bad rules change nothing', async () => {

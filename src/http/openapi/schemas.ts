@@ -1,4 +1,4 @@
-import { LIMITS, registerSchema, updateSchema } from '../../entities/entity';
+import { COMPAT_PROTOCOLS, LIMITS, registerSchema, updateSchema } from '../../entities/entity';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
 import {
   type Schema,
@@ -135,6 +135,9 @@ function entitySchemas(): Record<string, Schema> {
         'minSizePercent',
         'maxPoolSize',
         'interval',
+        'delta',
+        'remainder',
+        'compat',
         'createTime',
         'updateTime',
         'currentOffset',
@@ -150,6 +153,14 @@ function entitySchemas(): Record<string, Schema> {
         minSizePercent: int32(1, 99),
         maxPoolSize: int32(1, LIMITS.maxPoolSize),
         interval: int32(0, undefined, 'Least ms between two refill checks of this entity (default: the refill tick).'),
+        delta: int32(1, LIMITS.delta, 'Ids are the numbers ≡ remainder (mod delta); 1 for every number.'),
+        remainder: int32(0, LIMITS.delta - 1),
+        compat: {
+          type: 'array',
+          items: { type: 'string', enum: [...COMPAT_PROTOCOLS] },
+          description:
+            'Protocols that serve this entity without its secret (`leaf`: Leaf routes when IDPOOL_COMPAT has it).',
+        },
         createTime: isoDate,
         updateTime: isoDate,
         currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },

@@ -12,6 +12,9 @@ export function entityStoreContract(make: () => Promise<EntityStore>): void {
     const orders = entityConfig({
       key: 'c-orders',
       startOffset: 7n,
+      delta: 3,
+      remainder: 2,
+      compat: ['leaf'],
       secretHash: 'hash-1',
       createTime: 1_000,
       updateTime: 1_000,
@@ -48,6 +51,7 @@ export function entityStoreContract(make: () => Promise<EntityStore>): void {
       minSizePercent: 70,
       maxPoolSize: 2000,
       interval: 250,
+      compat: ['leaf'] as const,
     };
     expect(await store.update('c-up', tunables, 2_000)).toBe(true);
     expect(await store.setSecretHash('c-up', 'hash-2', 3_000)).toBe(true);
