@@ -1,6 +1,7 @@
 /** The in-process segment library: `createIdGenerator` and what it throws. */
 export { createIdGenerator } from './generator';
 export { DEFAULT_OPTIONS, type EntitySource, type IdGeneratorOptions } from './options';
+export type { ServiceOptions } from './leased';
 export { MAX_TAKE, type IdGenerator } from './loader';
 export {
   GeneratorClosedError,

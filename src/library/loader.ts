@@ -3,7 +3,7 @@ import { IdpoolError, NotFoundError } from '../errors';
 import type { Logger } from '../logger';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
-import { nextStep } from './adaptive-step';
+import { nextStep } from '../client/leased-ids';
 import {
   GeneratorClosedError,
   InvalidCountError,

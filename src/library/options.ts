@@ -6,6 +6,7 @@ import type { Logger } from '../logger';
 import type { SegmentAllocator } from '../segment/allocator';
 import { IdStride } from '../segment/stride';
 import { InvalidOptionError } from './errors';
+import type { ServiceOptions } from './leased';
 
 /** Where the library reads an entity's configuration (`EntityStore` in production). */
 export interface EntitySource {
@@ -21,6 +22,13 @@ export interface IdGeneratorOptions {
    * the `application` table the service uses. Ignored when `database` is given.
    */
   databaseUrl?: string;
+  /**
+   * Lease segments from an idpool service instead of the database: its
+   * URL(s) and each entity's secret. Only `trend` entities; no database
+   * credentials needed. `prefetchAt`, `maxStep`, `targetSegmentMs`, `waitMs`
+   * and `ids` apply; the database options do not.
+   */
+  service?: ServiceOptions;
   /** An already open database (see `openDatabase`); the generator does not close it. */
   database?: Database;
   /** Run schema migrations when opening `databaseUrl` (the service normally owns the schema). */
