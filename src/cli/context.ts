@@ -55,6 +55,15 @@ export const nonNegativeInt = (value: string): number => {
   return Number(value);
 };
 
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** Argument parser: a duration such as `90s`, `30m`, `12h` or `7d` (a bare number is seconds), in whole seconds. */
+export const duration = (value: string): number => {
+  const m = /^(\d{1,9})([smhd]?)$/.exec(value);
+  if (!m) throw new InvalidArgumentError('must be a duration such as 90s, 30m, 12h or 7d.');
+  return Number(m[1]) * UNIT_SECONDS[m[2] || 's'];
+};
+
 /** Argument parser: a non-negative decimal up to 19 digits, kept as a string (an id offset may pass 2^53). */
 export const decimal = (value: string): string => {
   if (!/^\d{1,19}$/.test(value)) throw new InvalidArgumentError('must be a non-negative decimal integer.');

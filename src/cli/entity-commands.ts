@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import { type CliContext, decimal, nonNegativeInt } from './context';
+import { type CliContext, decimal, duration, nonNegativeInt } from './context';
 import { CliError, EXIT_OK, EXIT_USAGE } from './errors';
 import { fields, table } from './format';
 import { importEntities } from './import';
@@ -57,6 +57,7 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addUpdate(group, ctx);
   addRetire(group, ctx);
   addRotateSecret(group, ctx);
+  addSecretCommands(group, ctx);
 }
 
 /** `apps create`: registers one entity and prints its secret, the only time it is shown. */
@@ -244,18 +245,59 @@ function addRetire(group: Command, ctx: CliContext): void {
     });
 }
 
-/** `apps rotate-secret`: a new secret, printed once; the old one stops working at once. */
+/** `apps rotate-secret`: a new secret, printed once; the old ones stop at once or after `--keep-old-for`. */
 function addRotateSecret(group: Command, ctx: CliContext): void {
   group
     .command('rotate-secret')
-    .description("replace an entity's secret; the old one stops working at once")
+    .description("replace an entity's secret; the old one stops working at once, or after --keep-old-for")
     .argument('<key>', 'entity key')
-    .action(async (key: string, _opts: unknown, cmd: Command) => {
-      const { secret } = await ctx.admin(cmd).post<{ secret: string }>(`${entityPath(key)}/secret`);
-      ctx.print(
-        cmd,
-        { key, secret },
-        () => `secret: ${secret}\nThe secret is shown only now; the old one no longer works.\n`,
+    .addOption(
+      new Option(
+        '--keep-old-for <duration>',
+        'keep accepting the old secrets this long (90s, 30m, 12h, 7d; at most 30d) while clients move over',
+      ).argParser(duration),
+    )
+    .action(async (key: string, opts: { keepOldFor?: number }, cmd: Command) => {
+      const body = opts.keepOldFor !== undefined ? { keepOldForSeconds: opts.keepOldFor } : {};
+      const { secret } = await ctx.admin(cmd).post<{ secret: string }>(`${entityPath(key)}/secret`, body);
+      const old = opts.keepOldFor ? `the old one works for ${opts.keepOldFor} s more` : 'the old one no longer works';
+      ctx.print(cmd, { key, secret }, () => `secret: ${secret}\nThe secret is shown only now; ${old}.\n`);
+    });
+}
+
+/** `apps add-secret` / `apps remove-secret`: more than one secret at once (a slow rollout, imported Tinyid tokens). */
+function addSecretCommands(group: Command, ctx: CliContext): void {
+  group
+    .command('add-secret')
+    .description('accept one more secret (made here and printed once, or given with --secret)')
+    .argument('<key>', 'entity key')
+    .option('--secret <secret>', 'accept this secret (16-256 printable ASCII characters) instead of a new one')
+    .addOption(
+      new Option('--expires-in <duration>', 'stop accepting it after this long (90s, 30m, 12h, 7d)').argParser(
+        duration,
+      ),
+    )
+    .action(async (key: string, opts: { secret?: string; expiresIn?: number }, cmd: Command) => {
+      const body = {
+        ...(opts.secret !== undefined ? { secret: opts.secret } : {}),
+        ...(opts.expiresIn !== undefined ? { expiresInSeconds: opts.expiresIn } : {}),
+      };
+      const added = await ctx
+        .admin(cmd)
+        .post<{ id: string; secret?: string; expiresAt: string | null }>(`${entityPath(key)}/secrets`, body);
+      ctx.print(cmd, { key, ...added }, () =>
+        added.secret
+          ? `id: ${added.id}\nsecret: ${added.secret}\nThe secret is shown only now.\n`
+          : `id: ${added.id}\n`,
       );
+    });
+  group
+    .command('remove-secret')
+    .description('stop accepting one secret (its id is listed by apps show); the last one cannot be removed')
+    .argument('<key>', 'entity key')
+    .argument('<id>', 'secret id')
+    .action(async (key: string, id: string, _opts: unknown, cmd: Command) => {
+      await ctx.admin(cmd).delete(`${entityPath(key)}/secrets/${encodeURIComponent(id)}`);
+      ctx.print(cmd, { key, id, removed: true }, () => `removed secret ${id} of ${key}\n`);
     });
 }

@@ -14,7 +14,13 @@ import { DEFAULT_LEASE } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../pool/redis-connection';
-import { DEFAULT_HTTP_SERVER, type HttpServerSettings, SERVICE_TOKEN_MIN_LENGTH } from '../http/settings';
+import {
+  COMPAT_ROUTES,
+  type CompatRoute,
+  DEFAULT_HTTP_SERVER,
+  type HttpServerSettings,
+  SERVICE_TOKEN_MIN_LENGTH,
+} from '../http/settings';
 
 export { ConfigError };
 export type { OpsConfig, RedisTopology, SnowflakeRuntimeSettings, SnowflakeSettings };
@@ -55,6 +61,8 @@ export interface Config {
   /** Read-only operator token (dashboard, `GET /admin/*`, `/metrics`); unset = none. */
   opsToken: string | undefined;
   http: HttpServerSettings;
+  /** Other protocols served besides idpool's own (IDPOOL_COMPAT); none by default. */
+  compat: readonly CompatRoute[];
 }
 
 /**
@@ -252,7 +260,22 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: r.token('IDPOOL_METRICS_TOKEN'),
     opsToken,
     http: httpServerSettings(r),
+    compat: compatRoutes(r),
   };
+}
+
+/** IDPOOL_COMPAT: a comma-separated list of `leaf`, `tinyid` (`none` or unset: neither). */
+function compatRoutes(r: EnvReader): CompatRoute[] {
+  const raw = r.raw('IDPOOL_COMPAT');
+  if (raw === undefined || raw.trim().toLowerCase() === 'none') return [];
+  const words = raw.split(',').map((w) => w.trim().toLowerCase());
+  const unknown = words.find((w) => !(COMPAT_ROUTES as readonly string[]).includes(w));
+  if (unknown !== undefined)
+    throw new ConfigError(
+      'IDPOOL_COMPAT',
+      `must list only ${COMPAT_ROUTES.join(', ')} (comma-separated), got ${quoted(raw)}`,
+    );
+  return [...new Set(words as CompatRoute[])];
 }
 
 /** `host:port` lists (IDPOOL_REDIS_SENTINELS, IDPOOL_REDIS_CLUSTER_NODES). */

@@ -1,5 +1,12 @@
 import type { Database } from '../db/database';
-import { COMPAT_PROTOCOLS, type CompatProtocol, type EntityConfig, type EntityMode, type Tunables } from './entity';
+import {
+  COMPAT_PROTOCOLS,
+  type CompatProtocol,
+  type EntityConfig,
+  type EntityMode,
+  type EntitySecret,
+  type Tunables,
+} from './entity';
 
 interface Row {
   entity_key: string;
@@ -18,6 +25,7 @@ interface Row {
   delta: number | string;
   remainder: number | string;
   compat: string;
+  secrets: string | null;
   create_time: number | string;
   update_time: number | string;
   deleted_at: number | string;
@@ -53,7 +61,7 @@ function toEntity(row: Row): EntityConfig {
     delta: Number(row.delta),
     remainder: Number(row.remainder),
     compat: parseCompat(row.compat),
-    secretHash: row.secret_hash,
+    secrets: parseSecrets(row),
     createTime: Number(row.create_time),
     updateTime: Number(row.update_time),
   };
@@ -63,6 +71,15 @@ function toEntity(row: Row): EntityConfig {
 function parseCompat(text: string): CompatProtocol[] {
   return text.split(',').filter((p): p is CompatProtocol => (COMPAT_PROTOCOLS as readonly string[]).includes(p));
 }
+
+/** The `secrets` column (JSON, newest first); a row written before it existed has only `secret_hash`. */
+function parseSecrets(row: Pick<Row, 'secrets' | 'secret_hash' | 'create_time'>): EntitySecret[] {
+  if (row.secrets) return JSON.parse(row.secrets) as EntitySecret[];
+  return [{ id: 'primary', hash: row.secret_hash, createTime: Number(row.create_time), expiresAt: null }];
+}
+
+/** `secret_hash` keeps the newest secret's hash (what a reader of the row before `secrets` existed checks). */
+const secretColumns = (secrets: readonly EntitySecret[]) => [secrets[0]?.hash ?? '', JSON.stringify(secrets)];
 
 /** Entity configuration as stored: the `application` table, or a fake in unit tests. */
 export interface EntityStore {
@@ -75,7 +92,8 @@ export interface EntityStore {
   /** Inserts a new entity; returns false when the key is taken (live or retired). */
   insert(entity: EntityConfig): Promise<boolean>;
   update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
-  setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean>;
+  /** Replaces the entity's secrets (newest first). */
+  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean>;
   retire(key: string, at: number): Promise<boolean>;
 }
 
@@ -98,6 +116,7 @@ export class SqlEntityStore implements EntityStore {
       `${q('interval')} AS ${q('interval')}`,
       'max_pool_size',
       'secret_hash',
+      'secrets',
       'delta',
       'remainder',
       'compat',
@@ -217,13 +236,13 @@ export class SqlEntityStore implements EntityStore {
     this.pending.unshift(...free);
   }
 
-  /** Rows per INSERT: 18 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
+  /** Rows per INSERT: 19 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(18).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(19).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, delta, remainder, compat, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -238,7 +257,7 @@ export class SqlEntityStore implements EntityStore {
         entity.minSizePercent,
         entity.interval,
         entity.maxPoolSize,
-        entity.secretHash,
+        ...secretColumns(entity.secrets),
         entity.delta,
         entity.remainder,
         entity.compat.join(','),
@@ -267,10 +286,10 @@ export class SqlEntityStore implements EntityStore {
     return result.affectedRows === 1;
   }
 
-  async setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean> {
+  async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
     const result = await this.db.execute(
-      `UPDATE application SET secret_hash = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [secretHash, updateTime, key],
+      `UPDATE application SET secret_hash = ?, secrets = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+      [...secretColumns(secrets), updateTime, key],
     );
     return result.affectedRows === 1;
   }

@@ -26,7 +26,8 @@ export interface EntityConfig {
   readonly remainder: number;
   /** Other protocols that may serve this entity without its secret (`leaf`): none unless an admin opts it in. */
   readonly compat: readonly CompatProtocol[];
-  readonly secretHash: string;
+  /** Every secret the entity accepts, newest first (at most {@link MAX_SECRETS}); hashes only. */
+  readonly secrets: readonly EntitySecret[];
   readonly createTime: number;
   readonly updateTime: number;
 }
@@ -34,6 +35,35 @@ export interface EntityConfig {
 /** Protocols an entity can opt in to, answered without a credential (docs/security.md). */
 export const COMPAT_PROTOCOLS = ['leaf'] as const;
 export type CompatProtocol = (typeof COMPAT_PROTOCOLS)[number];
+
+/** One accepted secret, as stored: never the secret itself. */
+export interface EntitySecret {
+  /** Names the secret in the admin API (random, unrelated to the secret). */
+  readonly id: string;
+  readonly hash: string;
+  readonly createTime: number;
+  /** Unix ms after which it is refused (the service clock); null: until removed or rotated out. */
+  readonly expiresAt: number | null;
+}
+
+/**
+ * Secrets one entity accepts at once: a rotation's overlap, and the tokens of
+ * a Tinyid deployment (one per client team), with room to spare. Small, so a
+ * check compares them all in a fixed number of steps.
+ */
+export const MAX_SECRETS = 5;
+
+/** The longest overlap `rotate-secret --keep-old-for` and an expiring secret allow: 30 days. */
+export const MAX_SECRET_TTL_S = 30 * 24 * 3600;
+
+/**
+ * A secret given by an admin (an imported Tinyid token) rather than made
+ * here: printable ASCII without spaces (it travels in `Authorization: Bearer`
+ * and in query strings), 16 characters at least so it is not trivially guessed.
+ */
+export const providedSecret = z
+  .string()
+  .regex(/^[\x21-\x7e]{16,256}$/, 'must be 16-256 printable ASCII characters without spaces');
 
 export const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -106,9 +136,12 @@ export const registerSchema = z.strictObject({
   firstId: offset.optional(),
   delta: int(1, LIMITS.delta).optional(),
   remainder: int(0, LIMITS.delta - 1).optional(),
+  /** The secret to accept instead of a new random one (an importer's); stored hashed like any other. */
+  secret: providedSecret.optional(),
   ...Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])),
 } as {
   key: z.ZodString;
+  secret: z.ZodOptional<typeof providedSecret>;
   mode: z.ZodDefault<z.ZodEnum<{ monotonic: 'monotonic'; trend: 'trend'; snowflake: 'snowflake' }>>;
   startOffset: z.ZodOptional<typeof offset>;
   firstId: z.ZodOptional<typeof offset>;
@@ -121,6 +154,15 @@ export const updateSchema = z.strictObject(
     [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]>;
   },
 );
+
+/** `POST /admin/apps/:key/secret`: a new secret; the old ones stay accepted for `keepOldForSeconds` (0: stop at once). */
+export const rotateSchema = z.strictObject({ keepOldForSeconds: int(0, MAX_SECRET_TTL_S).optional() });
+
+/** `POST /admin/apps/:key/secrets`: accept one more secret, given or made here, optionally for a while only. */
+export const addSecretSchema = z.strictObject({
+  secret: providedSecret.optional(),
+  expiresInSeconds: int(1, MAX_SECRET_TTL_S).optional(),
+});
 
 export type RegisterInput = z.infer<typeof registerSchema>;
 export type UpdateInput = z.infer<typeof updateSchema>;
@@ -201,6 +243,41 @@ export function secretMatches(secret: string, hash: string): boolean {
   return given.length === stored.length && timingSafeEqual(given, stored);
 }
 
+/** Compared against when there is no entity or fewer secrets, so every check costs the same. */
+const NO_HASH = Buffer.alloc(32);
+
+/**
+ * Whether `secret` is one of the entity's unexpired secrets at `nowMs`. One
+ * hash, then {@link MAX_SECRETS} constant-time compares whatever the entity
+ * (or none: `undefined`), so the time taken tells neither whether the key
+ * exists nor how many secrets it has.
+ */
+export function secretAccepted(
+  entity: Pick<EntityConfig, 'secrets'> | undefined,
+  secret: string,
+  nowMs: number,
+): boolean {
+  const given = createHash('sha256').update(secret).digest();
+  let accepted = false;
+  for (let i = 0; i < MAX_SECRETS; i++) {
+    const s = entity?.secrets[i];
+    const stored = s && s.hash.length === 64 ? Buffer.from(s.hash, 'hex') : NO_HASH;
+    const live = s !== undefined && (s.expiresAt === null || nowMs < s.expiresAt);
+    if (timingSafeEqual(given, stored) && live) accepted = true;
+  }
+  return accepted;
+}
+
+/** A secret record for `secret`, made at `now`. */
+export function secretRecord(secret: string, now: number, expiresAt: number | null = null): EntitySecret {
+  return { id: randomBytes(6).toString('hex'), hash: hashSecret(secret), createTime: now, expiresAt };
+}
+
+/** The secrets still accepted at `now`. */
+export function unexpired(secrets: readonly EntitySecret[], now: number): EntitySecret[] {
+  return secrets.filter((s) => s.expiresAt === null || now < s.expiresAt);
+}
+
 /** The public view of an entity (never the secret or its hash). */
 export function describeEntity(entity: EntityConfig) {
   return {
@@ -217,6 +294,11 @@ export function describeEntity(entity: EntityConfig) {
     delta: entity.delta,
     remainder: entity.remainder,
     compat: [...entity.compat],
+    secrets: entity.secrets.map((s) => ({
+      id: s.id,
+      createTime: new Date(s.createTime).toISOString(),
+      expiresAt: s.expiresAt === null ? null : new Date(s.expiresAt).toISOString(),
+    })),
     createTime: new Date(entity.createTime).toISOString(),
     updateTime: new Date(entity.updateTime).toISOString(),
   };

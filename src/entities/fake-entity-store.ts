@@ -1,4 +1,4 @@
-import type { EntityConfig, Tunables } from './entity';
+import type { EntityConfig, EntitySecret, Tunables } from './entity';
 import type { EntityStore } from './entity-store';
 
 /** Entity configuration in memory, with the SQL store's rules: keys never reused, retired rows kept. */
@@ -49,9 +49,9 @@ export class FakeEntityStore implements EntityStore {
     return this.change(key, (entity) => ({ ...entity, ...t, updateTime }));
   }
 
-  async setSecretHash(key: string, secretHash: string, updateTime: number): Promise<boolean> {
-    this.count('setSecretHash');
-    return this.change(key, (entity) => ({ ...entity, secretHash, updateTime }));
+  async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
+    this.count('setSecrets');
+    return this.change(key, (entity) => ({ ...entity, secrets: [...secrets], updateTime }));
   }
 
   async retire(key: string, at: number): Promise<boolean> {

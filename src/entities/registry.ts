@@ -2,11 +2,16 @@ import type { Clock } from '../clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../errors';
 import {
   type EntityConfig,
+  type EntitySecret,
+  MAX_SECRETS,
   type RegisterInput,
   type UpdateInput,
   checkRules,
   hashSecret,
   newSecret,
+  secretAccepted,
+  secretRecord,
+  unexpired,
   withDefaults,
 } from './entity';
 import type { EntityStore } from './entity-store';
@@ -87,7 +92,7 @@ export class EntityRegistry implements EntityCatalog {
   constructor(
     private readonly store: Pick<
       EntityStore,
-      'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecretHash' | 'retire'
+      'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecrets' | 'retire'
     >,
     private readonly clock: Clock,
     /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
@@ -218,7 +223,7 @@ export class EntityRegistry implements EntityCatalog {
           this.forget(entity.key);
           await this.retired(entity.key);
         }
-      } else if (!known || known.updateTime !== entity.updateTime || known.secretHash !== entity.secretHash) {
+      } else if (!known || known.updateTime !== entity.updateTime || !sameSecrets(known.secrets, entity.secrets)) {
         this.remember(entity);
         if (!known) await this.registered(entity);
       }
@@ -327,9 +332,9 @@ export class EntityRegistry implements EntityCatalog {
     if (input.firstId !== undefined) values.startOffset = this.stride.of(values).firstNumberFrom(input.firstId);
     const broken = checkRules(values);
     if (broken) throw new InvalidRequestError(broken);
-    const secret = newSecret();
+    const secret = input.secret ?? newSecret();
     const now = this.clock.now();
-    const entity: EntityConfig = { ...values, secretHash: hashSecret(secret), createTime: now, updateTime: now };
+    const entity: EntityConfig = { ...values, secrets: [secretRecord(secret, now)], createTime: now, updateTime: now };
     if (!(await this.store.insert(entity)))
       throw new ConflictError(`key "${entity.key}" is already registered (retired keys are never reused)`);
     this.remember(entity);
@@ -355,16 +360,93 @@ export class EntityRegistry implements EntityCatalog {
     return next;
   }
 
-  async rotateSecret(key: string): Promise<string> {
-    const current = await this.require(key);
+  /**
+   * The live entity `key` when `secret` is one of its unexpired secrets, else
+   * undefined: the same answer, after the same work, for an unknown key and a
+   * wrong secret. The one check behind every credential (the native routes'
+   * Bearer secret, Tinyid's `token`).
+   */
+  async authenticate(key: string, secret: string): Promise<EntityConfig | undefined> {
+    const found = await this.find(key);
+    return secretAccepted(found, secret, this.clock.now()) ? found : undefined;
+  }
+
+  /**
+   * A new secret, newest first. The old ones stay accepted for
+   * `keepOldForSeconds` (their own expiry if sooner), or stop at once when it
+   * is 0 or absent, as a rotation after a leak needs.
+   */
+  async rotateSecret(key: string, keepOldForSeconds = 0): Promise<string> {
     const secret = newSecret();
-    const updateTime = Math.max(this.clock.now(), current.updateTime + 1);
-    if (!(await this.store.setSecretHash(key, hashSecret(secret), updateTime)))
-      throw new NotFoundError(`no entity with key "${key}"`);
-    this.cache.set(key, { ...current, secretHash: hashSecret(secret), updateTime });
-    // The old secret must stop working on every instance now, not within a second.
-    await this.announce();
+    await this.changeSecrets(key, (live, now) => {
+      const until = now + keepOldForSeconds * 1000;
+      const kept =
+        keepOldForSeconds > 0
+          ? live.map((s) => ({ ...s, expiresAt: s.expiresAt === null ? until : Math.min(s.expiresAt, until) }))
+          : [];
+      return [secretRecord(secret, now), ...kept];
+    });
     return secret;
+  }
+
+  /**
+   * Accepts one more secret (`secret`, or a new random one), until
+   * `expiresInSeconds` if given. A secret the entity already accepts is not
+   * added twice (`added: false`), so an import can run again.
+   */
+  async addSecret(
+    key: string,
+    o: { secret?: string; expiresInSeconds?: number } = {},
+  ): Promise<{ id: string; secret: string; added: boolean; expiresAt: number | null }> {
+    const secret = o.secret ?? newSecret();
+    const hash = hashSecret(secret);
+    let result: { id: string; added: boolean; expiresAt: number | null } | undefined;
+    await this.changeSecrets(key, (live, now) => {
+      const known = live.find((s) => s.hash === hash);
+      if (known) {
+        result = { id: known.id, added: false, expiresAt: known.expiresAt };
+        return undefined;
+      }
+      const record = secretRecord(secret, now, o.expiresInSeconds ? now + o.expiresInSeconds * 1000 : null);
+      result = { id: record.id, added: true, expiresAt: record.expiresAt };
+      return [record, ...live];
+    });
+    return { ...result!, secret };
+  }
+
+  /** Stops accepting the secret `id`; the last one cannot be removed (rotate instead). */
+  async removeSecret(key: string, id: string): Promise<void> {
+    await this.changeSecrets(key, (live) => {
+      if (!live.some((s) => s.id === id)) throw new NotFoundError(`entity "${key}" has no secret "${id}"`);
+      const rest = live.filter((s) => s.id !== id);
+      if (rest.length === 0)
+        throw new ConflictError(`"${id}" is the only secret of "${key}"; rotate it instead of removing it`);
+      return rest;
+    });
+  }
+
+  /**
+   * Writes `next(unexpired secrets, now)` (undefined: nothing to change),
+   * refusing more than {@link MAX_SECRETS}, and tells every instance at once:
+   * a removed secret must stop working everywhere now, not within a second.
+   */
+  private async changeSecrets(
+    key: string,
+    next: (live: EntitySecret[], now: number) => EntitySecret[] | undefined,
+  ): Promise<void> {
+    const current = await this.require(key);
+    const now = this.clock.now();
+    const secrets = next(unexpired(current.secrets, now), now);
+    if (!secrets) return;
+    if (secrets.length > MAX_SECRETS)
+      throw new ConflictError(
+        `"${key}" would have ${secrets.length} secrets; at most ${MAX_SECRETS} at once (remove one, or rotate without --keep-old-for)`,
+      );
+    const updateTime = Math.max(now, current.updateTime + 1);
+    if (!(await this.store.setSecrets(key, secrets, updateTime)))
+      throw new NotFoundError(`no entity with key "${key}"`);
+    this.cache.set(key, { ...current, secrets, updateTime });
+    await this.announce();
   }
 
   async retire(key: string): Promise<void> {
@@ -389,6 +471,10 @@ export class EntityRegistry implements EntityCatalog {
   private forget(key: string): void {
     if (this.cache.delete(key)) this.sortedKeys = undefined;
   }
+}
+
+function sameSecrets(a: readonly EntitySecret[], b: readonly EntitySecret[]): boolean {
+  return a.length === b.length && a.every((s, i) => s.hash === b[i].hash && s.expiresAt === b[i].expiresAt);
 }
 
 /** Fields that shape a segment pool: a snowflake entity has none, so setting one is a mistake worth a 400. */

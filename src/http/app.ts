@@ -3,10 +3,11 @@ import { systemClock } from '../clock';
 import { NotFoundError } from '../errors';
 import { AuthFailureLimiter, ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
-import { errorHandler } from './errors';
+import { errorFaces, sendError } from './errors';
 import { createGuards } from './guards';
 import { registerAdminRoutes } from './routes/admin';
 import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
+import { registerLeafRoutes } from './routes/leaf';
 import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
 import { registerSegmentRoutes } from './routes/segments';
@@ -43,10 +44,12 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   registerSegmentRoutes(app, deps, guards);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
+  const errors = errorFaces(deps.log);
+  if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors);
 
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);
   });
-  app.use(errorHandler(deps.log));
+  app.use(errors((_req, res, err) => sendError(res, err)));
   return app;
 }

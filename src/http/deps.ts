@@ -1,3 +1,4 @@
+import type { CompatRoute } from './settings';
 import type { PoolStore } from '../pool/pool-store';
 import type { RequestHandler } from 'express';
 import type { Clock } from '../clock';
@@ -42,7 +43,21 @@ export interface ReadinessReport {
 
 /** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
 export interface HttpDeps {
-  registry: Pick<EntityRegistry, 'find' | 'require' | 'page' | 'register' | 'update' | 'retire' | 'rotateSecret'>;
+  /** Other protocols served besides idpool's own (IDPOOL_COMPAT); none when absent. */
+  compat?: readonly CompatRoute[];
+  registry: Pick<
+    EntityRegistry,
+    | 'find'
+    | 'require'
+    | 'page'
+    | 'register'
+    | 'update'
+    | 'retire'
+    | 'rotateSecret'
+    | 'addSecret'
+    | 'removeSecret'
+    | 'authenticate'
+  >;
   dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
   pools: Pick<PoolStore, 'sizes'>;

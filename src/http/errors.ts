@@ -1,4 +1,4 @@
-import type { ErrorRequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, Response } from 'express';
 import { IdpoolError, InvalidRequestError, PayloadTooLargeError, UnavailableError } from '../errors';
 import type { Logger } from '../logger';
 import { scrub } from './readiness';
@@ -71,8 +71,21 @@ export function isDependencyFailure(err: unknown): boolean {
  */
 const DEPENDENCY_ALARM_EVERY_MS = 10_000;
 
+/** Writes an error the way one protocol does: idpool's JSON (`sendError`), or another's (Leaf's, `routes/leaf.ts`). */
+export type ErrorAnswer = (req: Request, res: Response, err: IdpoolError) => void;
+
 /** Turns any error into the JSON error of docs/design.md; logs only what is our fault or a dependency's. */
 export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRequestHandler {
+  return errorFaces(log, now)((_req, res, err) => sendError(res, err));
+}
+
+/**
+ * One classification of errors, several faces: every error becomes the
+ * IdpoolError idpool answers (a dependency fault 503, anything unknown 500,
+ * logged and alarmed once here), then `answer` writes it in its protocol's
+ * format. The faces share one alarm throttle.
+ */
+export function errorFaces(log: Logger, now: () => number = Date.now): (answer: ErrorAnswer) => ErrorRequestHandler {
   const alarms = new Map<string, { at: number; suppressed: number }>();
   const dependencyAlarm = (kind: string, err: { message?: unknown }, path: string) => {
     const t = now();
@@ -93,29 +106,30 @@ export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRe
       'a dependency (database or Redis) is unavailable; answering 503',
     );
   };
-  return (err, req, res, _next) => {
-    if (res.headersSent) return;
+  const classify = (err: any, req: Request): IdpoolError => {
     if (err instanceof IdpoolError) {
-      if (err.statusCode < 500) return sendError(res, err);
+      if (err.statusCode < 500) return err;
       const detail = err instanceof UnavailableError ? err.detail : undefined;
       log.warn({ code: err.code, method: req.method, path: req.path, err: err.message, detail }, 'request failed');
       // The detail stays in the log; the message loses anything host-like (clients may be anyone who reaches the port).
-      return sendError(res, new IdpoolError(err.statusCode, err.code, scrub(err.message), err.retryAfterSeconds));
+      return new IdpoolError(err.statusCode, err.code, scrub(err.message), err.retryAfterSeconds);
     }
     // body-parser marks its own errors with a 4xx status and a type.
     if (err?.type === 'entity.too.large')
-      return sendError(res, new PayloadTooLargeError(`request body larger than ${err.limit} bytes`));
-    if (err?.type === 'entity.parse.failed')
-      return sendError(res, new InvalidRequestError('request body is not valid JSON'));
-    if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) {
-      return sendError(res, new InvalidRequestError(String(err.message ?? 'bad request')));
-    }
+      return new PayloadTooLargeError(`request body larger than ${err.limit} bytes`);
+    if (err?.type === 'entity.parse.failed') return new InvalidRequestError('request body is not valid JSON');
+    if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500)
+      return new InvalidRequestError(String(err.message ?? 'bad request'));
     const kind = dependencyFailure(err);
     if (kind) {
       dependencyAlarm(kind, err, req.path);
-      return sendError(res, new UnavailableError('a dependency (database or Redis) is unavailable; retry shortly', 1));
+      return new UnavailableError('a dependency (database or Redis) is unavailable; retry shortly', 1);
     }
     log.error({ method: req.method, path: req.path, err: String(err?.stack ?? err) }, 'internal error');
-    res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
+    return new IdpoolError(500, 'internal', 'internal error');
+  };
+  return (answer) => (err, req, res, _next) => {
+    if (res.headersSent) return;
+    answer(req, res, classify(err, req));
   };
 }

@@ -1,13 +1,10 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { type EntityConfig, KEY_PATTERN, secretMatches } from '../entities/entity';
+import { type EntityConfig, KEY_PATTERN } from '../entities/entity';
 import { ForbiddenError, UnauthorizedError } from '../errors';
 import type { Logger } from '../logger';
 import { type AuthFailureLimiter, type ServiceTokens, type TokenKind, bearerToken } from './auth';
 import type { HttpDeps } from './deps';
 import { entityKeyParam } from './params';
-
-/** Compared against when the key is unknown, so both failures cost the same. */
-const UNKNOWN_KEY_HASH = '0'.repeat(64);
 
 /** Methods that change nothing: the ops token may use them on `/admin`. */
 const READS = new Set(['GET', 'HEAD']);
@@ -26,6 +23,13 @@ export interface Guards {
    * keys cannot be probed.
    */
   authenticatedEntity(req: Request): Promise<EntityConfig>;
+  /**
+   * The entity `key` when `secret` is one of its secrets, else 401 (the same
+   * for an unknown key), counted against the client address like every
+   * failure: for protocols that carry the credential elsewhere (Tinyid's
+   * `token` parameter).
+   */
+  entityBySecret(req: Request, key: string, secret: string): Promise<EntityConfig>;
   /** The bearer token must be one of the `accepted` kinds, or 401 with `message`; resolves to its kind. */
   requireToken(req: Request, accepted: readonly TokenKind[], message: string): Promise<TokenKind>;
 }
@@ -36,6 +40,8 @@ const ADMIN_WRITES: ReadonlyArray<[method: string, path: RegExp, action: string]
   ['PATCH', /^\/apps\/([^/]+)\/?$/, 'update'],
   ['DELETE', /^\/apps\/([^/]+)\/?$/, 'retire'],
   ['POST', /^\/apps\/([^/]+)\/secret\/?$/, 'rotate_secret'],
+  ['POST', /^\/apps\/([^/]+)\/secrets\/?$/, 'add_secret'],
+  ['DELETE', /^\/apps\/([^/]+)\/secrets\/[^/]+\/?$/, 'remove_secret'],
 ];
 
 /** What an admin write does and to which entity (a valid key only), for its audit line; named from the request, so refused writes are named too. */
@@ -59,7 +65,7 @@ function safeDecode(segment: string): string | undefined {
 
 /** Builds the guards on one failure limiter, so probing any route slows every route down. */
 export function createGuards(
-  deps: Pick<HttpDeps, 'registry'>,
+  deps: { registry: Pick<HttpDeps['registry'], 'authenticate'> },
   tokens: ServiceTokens,
   authFailures: AuthFailureLimiter,
   log: Logger,
@@ -94,6 +100,13 @@ export function createGuards(
     });
   };
 
+  const entityBySecret = (req: Request, key: string, secret: () => string) =>
+    authFailures.guardSecret(clientAddress(req), async () => {
+      const found = await deps.registry.authenticate(key, secret());
+      if (!found) throw new UnauthorizedError('unknown entity key or invalid secret');
+      return found;
+    });
+
   return {
     requireToken,
     requireAdmin: async (req, res, next) => {
@@ -103,15 +116,10 @@ export function createGuards(
       if (token !== 'admin') throw new ForbiddenError('the ops token is read-only; this change needs the admin token');
       next();
     },
-    async authenticatedEntity(req) {
+    authenticatedEntity(req) {
       const key = entityKeyParam(req);
-      return authFailures.guardSecret(clientAddress(req), async () => {
-        const token = bearerToken(req);
-        const found = await deps.registry.find(key);
-        const matches = secretMatches(token, found?.secretHash ?? UNKNOWN_KEY_HASH);
-        if (!found || !matches) throw new UnauthorizedError('unknown entity key or invalid secret');
-        return found;
-      });
+      return entityBySecret(req, key, () => bearerToken(req));
     },
+    entityBySecret: (req, key, secret) => entityBySecret(req, key, () => secret),
   };
 }

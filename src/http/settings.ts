@@ -31,3 +31,11 @@ export const SERVICE_TOKEN_MIN_LENGTH = 32;
 
 /** Largest request body, in bytes: registrations and counts are far smaller. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
+
+/**
+ * Other services' protocols this instance also speaks (IDPOOL_COMPAT), off
+ * by default: `leaf` mounts Leaf's two credential-free routes (for entities
+ * opted in with `compat: ['leaf']`), `tinyid` Tinyid's four token routes.
+ */
+export const COMPAT_ROUTES = ['leaf', 'tinyid'] as const;
+export type CompatRoute = (typeof COMPAT_ROUTES)[number];

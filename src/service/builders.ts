@@ -335,6 +335,7 @@ export function buildHttp(deps: {
     authFailures: new AuthFailureLimiter(deps.clock),
     metricsToken: deps.config.metricsToken,
     opsToken: deps.config.opsToken,
+    compat: deps.config.compat,
     clock: deps.clock,
     log: log.child({ component: 'http' }),
   });

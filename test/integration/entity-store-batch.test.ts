@@ -63,15 +63,12 @@ for (const { name, needs } of SETUPS) {
       );
       expect(rows.map((r) => r.entity_key).sort()).toEqual([...keys].sort());
       const won = new Map(
-        ok.map((r) => [
-          (r as PromiseFulfilledResult<{ entity: { key: string; secretHash: string } }>).value.entity.key,
-          r,
-        ]),
+        ok.map((r) => [(r as PromiseFulfilledResult<{ entity: { key: string } }>).value.entity.key, r]),
       );
       for (const row of rows)
         expect(
-          (won.get(row.entity_key) as PromiseFulfilledResult<{ entity: { secretHash: string } }>).value.entity
-            .secretHash,
+          (won.get(row.entity_key) as PromiseFulfilledResult<{ entity: { secrets: ReadonlyArray<{ hash: string }> } }>)
+            .value.entity.secrets[0].hash,
         ).toBe(row.secret_hash);
       // Far fewer statements than registrations (the duplicates' batch is retried row by row).
       expect(inserts).toBeLessThan(asked.length / 2);

@@ -97,6 +97,8 @@ describe('GET /openapi.json of a running service lints clean under spectral:oas'
       'PATCH /admin/apps/{key}': 'updateEntity (admin)',
       'DELETE /admin/apps/{key}': 'retireEntity (admin)',
       'POST /admin/apps/{key}/secret': 'rotateSecret (admin)',
+      'POST /admin/apps/{key}/secrets': 'addSecret (admin)',
+      'DELETE /admin/apps/{key}/secrets/{secretId}': 'removeSecret (admin)',
       'GET /admin/workers': 'listWorkers (ops)',
       'GET /admin/ops': 'opsOverview (ops)',
       'GET /admin/ui': 'dashboardPage (ops)',

@@ -277,6 +277,53 @@ describeWithServices(
         await call(`${base}/admin/apps/missing_${key}/secret`, { ...admin, method: 'POST' }),
       );
       conforms(
+        'POST',
+        '/admin/apps/{key}/secret',
+        await call(`${base}/admin/apps/${key}/secret`, { ...admin, method: 'POST', body: { keepOldForSeconds: 60 } }),
+      );
+      const given = await call(`${base}/admin/apps/${key}/secrets`, {
+        ...admin,
+        method: 'POST',
+        body: { secret: 'a-tinyid-token-0123456789' },
+      });
+      expect(given.status).toBe(201);
+      conforms('POST', '/admin/apps/{key}/secrets', given);
+      conforms(
+        'POST',
+        '/admin/apps/{key}/secrets',
+        await call(`${base}/admin/apps/${key}/secrets`, {
+          ...admin,
+          method: 'POST',
+          body: { secret: 'a-tinyid-token-0123456789' },
+        }),
+      );
+      const made = await call(`${base}/admin/apps/${key}/secrets`, {
+        ...admin,
+        method: 'POST',
+        body: { expiresInSeconds: 60 },
+      });
+      conforms('POST', '/admin/apps/{key}/secrets', made);
+      conforms(
+        'POST',
+        '/admin/apps/{key}/secrets',
+        await call(`${base}/admin/apps/${key}/secrets`, { ...admin, method: 'POST', body: { secret: 'short' } }),
+      );
+      conforms(
+        'POST',
+        '/admin/apps/{key}/secrets',
+        await call(`${base}/admin/apps/${key}/secrets`, { ...admin, method: 'POST', body: {} }),
+      );
+      conforms(
+        'DELETE',
+        '/admin/apps/{key}/secrets/{secretId}',
+        await call(`${base}/admin/apps/${key}/secrets/${made.body.id}`, { ...admin, method: 'DELETE' }),
+      );
+      conforms(
+        'DELETE',
+        '/admin/apps/{key}/secrets/{secretId}',
+        await call(`${base}/admin/apps/${key}/secrets/nosuch`, { ...admin, method: 'DELETE' }),
+      );
+      conforms(
         'DELETE',
         '/admin/apps/{key}',
         await call(`${base}/admin/apps/${limited}`, { ...admin, method: 'DELETE' }),

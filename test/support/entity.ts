@@ -17,5 +17,5 @@ export function entityConfig(overrides: Partial<EntityConfig> = {}): EntityConfi
     maxSizePerSecond: 0,
     maxSizePerTimes: 500,
   };
-  return { ...withDefaults(input), secretHash: '', createTime: 0, updateTime: 0, ...overrides };
+  return { ...withDefaults(input), secrets: [], createTime: 0, updateTime: 0, ...overrides };
 }

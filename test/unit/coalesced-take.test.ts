@@ -31,7 +31,7 @@ function entity(overrides: Partial<EntityConfig> = {}): EntityConfig {
       maxSizePerSecond: 0,
       maxSizePerTimes: 500,
     }),
-    secretHash: '',
+    secrets: [],
     createTime: 0,
     updateTime: 0,
     ...overrides,

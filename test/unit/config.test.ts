@@ -80,6 +80,16 @@ describe('config: every IDPOOL_* variable in one module', () => {
     );
   });
 
+  it('IDPOOL_COMPAT: off by default; leaf, tinyid or both, comma-separated; anything else named', () => {
+    expect(loadConfig({}).compat).toEqual([]);
+    expect(loadConfig({ IDPOOL_COMPAT: 'none' }).compat).toEqual([]);
+    expect(loadConfig({ IDPOOL_COMPAT: 'leaf' }).compat).toEqual(['leaf']);
+    expect(loadConfig({ IDPOOL_COMPAT: ' Leaf, tinyid ,leaf' }).compat).toEqual(['leaf', 'tinyid']);
+    const err = errorOf({ IDPOOL_COMPAT: 'leaf,uid-generator' });
+    expect(err.variable).toBe('IDPOOL_COMPAT');
+    expect(err.message).toMatch(/leaf, tinyid/);
+  });
+
   it('ranges that depend on another variable use its value', () => {
     expect(errorOf({ IDPOOL_CLUSTER_COUNT: '4', IDPOOL_CLUSTER_INDEX: '4' }).message).toContain('from 0 to 3');
     expect(errorOf({ IDPOOL_SNOWFLAKE_WORKER_BITS: '3', IDPOOL_WORKER_ID: '8' }).message).toContain('from 0 to 7');

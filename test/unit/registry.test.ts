@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { registerSchema, secretMatches, updateSchema } from '../../src/entities/entity';
+import { MAX_SECRETS, registerSchema, secretAccepted, updateSchema } from '../../src/entities/entity';
 import { IdStride } from '../../src/segment/stride';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { EntityRegistry, LocalRegistrationGeneration } from '../../src/entities/registry';
@@ -24,8 +24,8 @@ describe('entity registry over the fake store (no I/O)', () => {
       maxSizePerSecond: 5000,
       minSizePercent: 80,
     });
-    expect(entity.secretHash).not.toContain(secret);
-    expect(secretMatches(secret, entity.secretHash)).toBe(true);
+    expect(JSON.stringify(entity.secrets)).not.toContain(secret);
+    expect(secretAccepted(entity, secret, 0)).toBe(true);
     await registry.retire('orders');
     expect(seen).toEqual(['+orders', '-orders']);
     expect(registry.get('orders')).toBeUndefined();
@@ -175,8 +175,8 @@ describe('EntityRegistry.refreshIfStale (the 100 ms tick)', () => {
     clock.advance(1);
     const rotated = await there.rotateSecret('orders');
     await here.refreshIfStale(1000);
-    expect(secretMatches(rotated, here.get('orders')!.secretHash)).toBe(true);
-    expect(secretMatches(secret, here.get('orders')!.secretHash)).toBe(false);
+    expect(secretAccepted(here.get('orders')!, rotated, 0)).toBe(true);
+    expect(secretAccepted(here.get('orders')!, secret, 0)).toBe(false);
 
     clock.advance(1);
     await there.retire('orders');
@@ -282,8 +282,8 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     const rotated = await there.rotateSecret('orders');
     await here.tick(); // idle, a second not over: no read
     const found = await here.find('orders');
-    expect(secretMatches(rotated, found!.secretHash)).toBe(true);
-    expect(secretMatches(secret, found!.secretHash)).toBe(false);
+    expect(secretAccepted(found!, rotated, 0)).toBe(true);
+    expect(secretAccepted(found!, secret, 0)).toBe(false);
   });
 
   it('…also when the idle tick read it just before the rotation, or is reading it then', async () => {
@@ -291,7 +291,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     await here.tick(); // idle: the full refresh reads the generation now
     clock.advance(10);
     const rotated = await there.rotateSecret('orders');
-    expect(secretMatches(rotated, (await here.find('orders'))!.secretHash)).toBe(true);
+    expect(secretAccepted((await here.find('orders'))!, rotated, 0)).toBe(true);
 
     clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
     let release!: () => void;
@@ -299,7 +299,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     const ticking = here.tick(); // the idle tick's read is under way, holding the generation from before the rotation
     generation.hold = undefined;
     const again = await there.rotateSecret('orders');
-    expect(secretMatches(again, (await here.find('orders'))!.secretHash)).toBe(true);
+    expect(secretAccepted((await here.find('orders'))!, again, 0)).toBe(true);
     release();
     await ticking;
   });
@@ -319,7 +319,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     clock.advance(EntityRegistry.CATCH_UP_WAIT_MS + 10); // the database is slow, not Redis
     await new Promise((r) => setImmediate(r));
     release();
-    expect(secretMatches(rotated, (await finding)!.secretHash)).toBe(true);
+    expect(secretAccepted((await finding)!, rotated, 0)).toBe(true);
   });
 
   it('a read that does not answer holds the requests of its first 50 ms, those after not at all; the cache then stands', async () => {
@@ -336,8 +336,86 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     clock.advance(EntityRegistry.CATCH_UP_WAIT_MS);
     await Promise.all([first, second]);
     expect(settled.sort()).toEqual(['first orders', 'second orders']);
-    expect((await here.find('orders'))?.secretHash).toBe(entity.secretHash); // the read still hangs: no wait, no second read
+    expect((await here.find('orders'))?.secrets).toEqual(entity.secrets); // the read still hangs: no wait, no second read
     expect(generation.reads).toBe(1);
     release();
+  });
+});
+
+describe('more than one secret per entity', () => {
+  const setup = () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
+    const generation = new LocalRegistrationGeneration();
+    return {
+      store,
+      clock,
+      here: new EntityRegistry(store, clock, generation),
+      there: new EntityRegistry(store, clock, generation),
+    };
+  };
+
+  it('rotation can keep the old secret for a while, by the injected clock, on every instance', async () => {
+    const { clock, here, there } = setup();
+    const { secret: old } = await there.register({ key: 'orders', mode: 'monotonic' });
+    await here.load();
+    clock.advance(1);
+    const fresh = await there.rotateSecret('orders', 60);
+    await here.refreshIfStale(1000);
+    for (const registry of [here, there]) {
+      expect(await registry.authenticate('orders', old)).toBeDefined();
+      expect(await registry.authenticate('orders', fresh)).toBeDefined();
+    }
+    clock.advance(59_998);
+    expect(await here.authenticate('orders', old)).toBeDefined();
+    clock.advance(2);
+    // Expired: refused with no refresh, by the clock alone.
+    expect(await here.authenticate('orders', old)).toBeUndefined();
+    expect(await here.authenticate('orders', fresh)).toBeDefined();
+    // The same answer for an unknown key as for a wrong secret.
+    expect(await here.authenticate('nobody', fresh)).toBeUndefined();
+    // A rotation without overlap drops every old secret at once, everywhere.
+    clock.advance(1);
+    const third = await there.rotateSecret('orders');
+    await here.refreshIfStale(1000);
+    expect(await here.authenticate('orders', fresh)).toBeUndefined();
+    expect(await here.authenticate('orders', third)).toBeDefined();
+    expect(here.get('orders')!.secrets).toHaveLength(1);
+  });
+
+  it('adds given secrets once (re-runs add nothing), at most MAX_SECRETS, removes by id but never the last', async () => {
+    const { clock, store, here, there } = setup();
+    const { entity } = await here.register({ key: 'orders', mode: 'monotonic', secret: 'tinyid-token-0123456789' });
+    expect(await here.authenticate('orders', 'tinyid-token-0123456789')).toBeDefined();
+    await there.load();
+    const a = await here.addSecret('orders', { secret: 'another-token-abcdefgh' });
+    expect(a.added).toBe(true);
+    expect(await here.addSecret('orders', { secret: 'another-token-abcdefgh' })).toMatchObject({
+      added: false,
+      id: a.id,
+    });
+    // Never stored in clear.
+    expect(JSON.stringify((await store.findLive('orders'))!.secrets)).not.toContain('another-token');
+    const made = await here.addSecret('orders', { expiresInSeconds: 10 });
+    expect(made.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(made.expiresAt).toBe(clock.now() + 10_000);
+    await here.addSecret('orders');
+    await here.addSecret('orders');
+    expect(here.get('orders')!.secrets).toHaveLength(MAX_SECRETS);
+    await expect(here.addSecret('orders')).rejects.toBeInstanceOf(ConflictError);
+    // An expired secret frees its place.
+    clock.advance(10_000);
+    expect((await here.addSecret('orders')).added).toBe(true);
+    // Removal reaches the other instance at once (the generation moved).
+    await there.tick();
+    expect(await there.authenticate('orders', 'another-token-abcdefgh')).toBeDefined();
+    await here.removeSecret('orders', a.id);
+    clock.advance(100);
+    await there.tick();
+    expect(await there.authenticate('orders', 'another-token-abcdefgh')).toBeUndefined();
+    await expect(here.removeSecret('orders', 'nosuch')).rejects.toBeInstanceOf(NotFoundError);
+    for (const s of here.get('orders')!.secrets.slice(1)) await here.removeSecret('orders', s.id);
+    await expect(here.removeSecret('orders', here.get('orders')!.secrets[0].id)).rejects.toBeInstanceOf(ConflictError);
+    expect(entity.secrets).toHaveLength(1);
   });
 });

@@ -34,7 +34,7 @@ describe('refill sweep: idle cost follows activity', () => {
           maxSizePerSecond: 0,
           maxSizePerTimes: 100,
         }),
-        secretHash: '',
+        secrets: [],
         createTime: 0,
         updateTime: 0,
       });

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
-import { hashSecret } from '../../src/entities/entity';
+import { secretAccepted, secretRecord } from '../../src/entities/entity';
 import { createHttpApp } from '../../src/http/app';
 import { takeFastPath } from '../../src/http/routes/ids';
 import { silentLogger } from '../../src/logger';
@@ -111,10 +111,16 @@ describe('the take route fast path', () => {
     async function service(): Promise<string> {
       taken = [];
       let next = 1000;
-      const entity: EntityConfig = entityConfig({ key: 'orders', maxSizePerTimes: 10, secretHash: hashSecret(SECRET) });
+      const entity: EntityConfig = entityConfig({
+        key: 'orders',
+        maxSizePerTimes: 10,
+        secrets: [secretRecord(SECRET, 0)],
+      });
       const app = createHttpApp({
         registry: {
           find: async (key: string) => (key === 'orders' ? entity : undefined),
+          authenticate: async (key: string, secret: string) =>
+            key === 'orders' && secretAccepted(entity, secret, 0) ? entity : undefined,
         } as never,
         dispatcher: {
           take: async (_entity: EntityConfig, count: number) => {

@@ -82,7 +82,7 @@ export const nullableNumber = { type: ['number', 'null'] };
 
 /** A JSON body of this schema. */
 export const json = (schema: Schema) => ({ 'application/json': { schema } });
-const error = (description: string) => ({ description, content: json(ref('Error')) });
+export const error = (description: string) => ({ description, content: json(ref('Error')) });
 export const retryAfter = {
   'Retry-After': {
     description: 'Whole seconds to wait before retrying.',

@@ -1,4 +1,12 @@
-import { COMPAT_PROTOCOLS, LIMITS, registerSchema, updateSchema } from '../../entities/entity';
+import {
+  COMPAT_PROTOCOLS,
+  LIMITS,
+  MAX_SECRETS,
+  addSecretSchema,
+  registerSchema,
+  rotateSchema,
+  updateSchema,
+} from '../../entities/entity';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
 import {
   type Schema,
@@ -138,6 +146,7 @@ function entitySchemas(): Record<string, Schema> {
         'delta',
         'remainder',
         'compat',
+        'secrets',
         'createTime',
         'updateTime',
         'currentOffset',
@@ -160,6 +169,21 @@ function entitySchemas(): Record<string, Schema> {
           items: { type: 'string', enum: [...COMPAT_PROTOCOLS] },
           description:
             'Protocols that serve this entity without its secret (`leaf`: Leaf routes when IDPOOL_COMPAT has it).',
+        },
+        secrets: {
+          type: 'array',
+          maxItems: MAX_SECRETS,
+          description: 'The secrets it accepts, newest first (never the secrets or their hashes).',
+          items: {
+            type: 'object',
+            required: ['id', 'createTime', 'expiresAt'],
+            additionalProperties: false,
+            properties: {
+              id: { type: 'string' },
+              createTime: isoDate,
+              expiresAt: { anyOf: [isoDate, { type: 'null' }] },
+            },
+          },
         },
         createTime: isoDate,
         updateTime: isoDate,
@@ -193,6 +217,18 @@ function entitySchemas(): Record<string, Schema> {
       },
     },
     Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret } },
+    RotateRequest: fromZod(rotateSchema),
+    AddSecretRequest: fromZod(addSecretSchema),
+    AddedSecret: {
+      type: 'object',
+      required: ['id', 'expiresAt'],
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string' },
+        secret: { ...secret, description: 'Only when made here: shown once.' },
+        expiresAt: { anyOf: [isoDate, { type: 'null' }] },
+      },
+    },
   };
 }
 

@@ -1,5 +1,13 @@
 import express, { type IRouter, type Router } from 'express';
-import { type EntityConfig, KEY_PATTERN, describeEntity, registerSchema, updateSchema } from '../../entities/entity';
+import {
+  type EntityConfig,
+  KEY_PATTERN,
+  addSecretSchema,
+  describeEntity,
+  registerSchema,
+  rotateSchema,
+  updateSchema,
+} from '../../entities/entity';
 import { InvalidRequestError, NotFoundError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
@@ -61,7 +69,29 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 
   router.post('/apps/:key/secret', async (req, res) => {
-    res.json({ secret: await deps.registry.rotateSecret(entityKeyParam(req)) });
+    const key = entityKeyParam(req);
+    const { keepOldForSeconds } = parseBody(rotateSchema, req.body ?? {});
+    res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) });
+  });
+
+  router.post('/apps/:key/secrets', async (req, res) => {
+    const key = entityKeyParam(req);
+    const input = parseBody(addSecretSchema, req.body ?? {});
+    const added = await deps.registry.addSecret(key, input);
+    const expiresAt = added.expiresAt === null ? null : new Date(added.expiresAt).toISOString();
+    // A given secret is never echoed (the caller has it); a made one is shown this once.
+    res
+      .status(added.added ? 201 : 200)
+      .json({ id: added.id, ...(input.secret === undefined ? { secret: added.secret } : {}), expiresAt });
+  });
+
+  router.delete('/apps/:key/secrets/:secretId', async (req, res) => {
+    const key = entityKeyParam(req);
+    const id = req.params.secretId;
+    if (typeof id !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(id))
+      throw new InvalidRequestError('secretId must be 1-32 of A-Z a-z 0-9 (the id the entity view lists)');
+    await deps.registry.removeSecret(key, id);
+    res.status(204).end();
   });
 }
 

@@ -135,8 +135,8 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
   };
 }
 
-/** `count` ids of the entity: from its pool, or made by the snowflake generator within its per-second limit. */
-async function takeIds(deps: IdRouteDeps, entity: EntityConfig, count: number): Promise<TakenIds> {
+/** `count` ids of the entity: from its pool, or made by the snowflake generator within its per-second limit (every protocol's take). */
+export async function takeIds(deps: IdRouteDeps, entity: EntityConfig, count: number): Promise<TakenIds> {
   if (entity.mode !== 'snowflake') return deps.dispatcher.take(entity, count);
   if (!deps.snowflake) throw new NotFoundError('snowflake ids are not enabled on this instance');
   return listedIds(await deps.snowflake.take(entity, count));

@@ -15,7 +15,7 @@ export function entityStoreContract(make: () => Promise<EntityStore>): void {
       delta: 3,
       remainder: 2,
       compat: ['leaf'],
-      secretHash: 'hash-1',
+      secrets: [{ id: 's1', hash: 'hash-1', createTime: 1_000, expiresAt: null }],
       createTime: 1_000,
       updateTime: 1_000,
     });
@@ -54,12 +54,16 @@ export function entityStoreContract(make: () => Promise<EntityStore>): void {
       compat: ['leaf'] as const,
     };
     expect(await store.update('c-up', tunables, 2_000)).toBe(true);
-    expect(await store.setSecretHash('c-up', 'hash-2', 3_000)).toBe(true);
-    expect(await store.findLive('c-up')).toEqual({ ...e, ...tunables, secretHash: 'hash-2', updateTime: 3_000 });
+    const secrets = [
+      { id: 's2', hash: 'hash-2', createTime: 3_000, expiresAt: null },
+      { id: 's1', hash: 'hash-1', createTime: 1_000, expiresAt: 9_000 },
+    ];
+    expect(await store.setSecrets('c-up', secrets, 3_000)).toBe(true);
+    expect(await store.findLive('c-up')).toEqual({ ...e, ...tunables, secrets, updateTime: 3_000 });
     expect(await store.update('c-none', tunables, 2_000)).toBe(false);
     await store.retire('c-up', 4_000);
     expect(await store.update('c-up', tunables, 5_000)).toBe(false);
-    expect(await store.setSecretHash('c-up', 'hash-3', 5_000)).toBe(false);
+    expect(await store.setSecrets('c-up', secrets, 5_000)).toBe(false);
   });
 
   it('changedSince answers the rows changed at or after a time, retired ones marked', async () => {

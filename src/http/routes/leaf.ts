@@ -1,0 +1,84 @@
+import express, { type IRouter, type Request, type Response } from 'express';
+import { type EntityConfig, KEY_PATTERN } from '../../entities/entity';
+import { IdpoolError } from '../../errors';
+import type { HttpDeps } from '../deps';
+import type { ErrorAnswer } from '../errors';
+import { type IdRouteDeps, takeIds } from './ids';
+
+/** What Leaf's routes use: the registry (no credential: a lookup) and the native take. */
+export type LeafRouteDeps = IdRouteDeps & { registry: Pick<HttpDeps['registry'], 'find'> };
+
+/**
+ * Leaf's `Result` codes, carried in its error message
+ * (`Result{id=-2, status=EXCEPTION}`): -2 the key is not served, -3 no
+ * segment ready (the segment route), -1 no id could be made (the snowflake route).
+ */
+const KEY_NOT_SERVED = -2n;
+
+/** A key Leaf's routes do not serve: the client's mistake to idpool (404, not logged as a failure), a 500 to Leaf. */
+class LeafRefusal extends IdpoolError {
+  constructor(
+    readonly leafCode: bigint,
+    reason: string,
+  ) {
+    super(404, 'not_found', reason);
+  }
+}
+
+/**
+ * Leaf's two routes (`leaf-server`'s controller): `/api/segment/get/{key}`
+ * and `/api/snowflake/get/{key}`, any method, no credential; the id as a bare
+ * decimal `text/plain` body, every failure HTTP 500. A thin adapter: the
+ * entity must have opted in (`compat: ['leaf']`), then the native take (rate
+ * limit, metrics, request log, `pool_exhausted`) hands out one id. An
+ * unknown key, one not opted in and one of the other id family answer alike,
+ * so the route tells nothing about entities that did not opt in.
+ */
+export function registerLeafRoutes(
+  app: IRouter,
+  deps: LeafRouteDeps,
+  errors: (answer: ErrorAnswer) => express.ErrorRequestHandler,
+): void {
+  const router = express.Router();
+  const route = (family: 'segment' | 'snowflake') => async (req: Request, res: Response) => {
+    const entity = await servedEntity(deps, req.params.key as string, family);
+    const [id] = (await takeIds(deps, entity, 1)).toArray();
+    res.status(200);
+    // As Spring writes a String a controller returns.
+    res.setHeader('Content-Type', 'text/plain;charset=UTF-8');
+    res.end(id, 'latin1');
+  };
+  router.all('/api/segment/get/:key', route('segment'));
+  router.all('/api/snowflake/get/:key', route('snowflake'));
+  router.use(errors(leafError));
+  app.use(router);
+}
+
+async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' | 'snowflake'): Promise<EntityConfig> {
+  const entity = KEY_PATTERN.test(key) ? await deps.registry.find(key) : undefined;
+  if (!entity || !entity.compat.includes('leaf') || (entity.mode === 'snowflake') !== (family === 'snowflake'))
+    throw new LeafRefusal(KEY_NOT_SERVED, `no ${family} entity "${key}" is served to Leaf clients`);
+  return entity;
+}
+
+/**
+ * Every failure as Leaf answers it: HTTP 500 and the JSON error body of its
+ * server framework (Spring Boot), the cause in `message` as Leaf's `Result`.
+ * A wait (rate limit, pool exhausted, a dependency down) keeps its
+ * `Retry-After`: Leaf clients ignore it, others may use it.
+ */
+const leafError: ErrorAnswer = (req, res, err) => {
+  const code = err instanceof LeafRefusal ? err.leafCode : req.path.startsWith('/api/snowflake/') ? -1n : -3n;
+  if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+  res.status(500);
+  res.setHeader('Content-Type', 'application/json;charset=UTF-8');
+  res.end(
+    JSON.stringify({
+      timestamp: Date.now(),
+      status: 500,
+      error: 'Internal Server Error',
+      message: `Result{id=${code}, status=EXCEPTION}`,
+      path: req.originalUrl.split('?')[0],
+    }),
+  );
+};
