@@ -11,6 +11,7 @@ import { registerLeafRoutes } from './routes/leaf';
 import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
 import { registerSegmentRoutes } from './routes/segments';
+import { registerTinyidRoutes } from './routes/tinyid';
 
 export type { HttpDeps, ReadinessReport, SnowflakeIssuer } from './deps';
 
@@ -46,6 +47,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   registerOpsRoutes(app, deps, guards);
   const errors = errorFaces(deps.log);
   if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors);
+  if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors);
 
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);
