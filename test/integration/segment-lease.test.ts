@@ -6,6 +6,8 @@ import { call, parseMetrics, register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
 import { REDIS_URL, createTestSchema } from '../helpers/services';
 import { describeWithServices } from '../support/services';
+import { createIdGenerator } from '../../src/library';
+import { IdpoolConflictError, IdpoolUnauthorizedError } from '../../src/client';
 
 const lease = (base: string, key: string, secret: string, body?: unknown, query = '') =>
   call(`${base}/apps/${key}/segments${query}`, { method: 'POST', token: secret, body });
@@ -110,6 +112,45 @@ describeWithServices(
       expect(seen.size).toBe(500 + 20 * 1234 + 20 * 100 + 3);
       // The database has reserved past every leased id.
       expect(await offsetOf(key)).toBeGreaterThan(BigInt(byQuery.body.last));
+    });
+
+    it('createIdGenerator({ service }) hands out leased ids in-process, beside native takes: no id twice; monotonic refused', async () => {
+      const key = uniqueKey('libsvc');
+      const secret = await register(instance.url, { key, mode: 'trend', step: 1000, maxSizePerSecond: 0 });
+      const generators = await Promise.all([
+        createIdGenerator({ service: { url: instance.url, secrets: { [key]: secret } }, ids: 'number' }),
+        createIdGenerator({ service: { url: [instance.url], secrets: { [key]: secret } }, ids: 'number' }),
+      ]);
+      await Promise.all(generators.map((g) => g.open(key)));
+      const seen = new Set<string>();
+      const add = (id: string) => {
+        if (seen.has(id)) throw new Error(`id ${id} twice`);
+        seen.add(id);
+      };
+      for (let round = 0; round < 20; round++) {
+        for (const g of generators) for (const id of await g.take(key, 2500)) add(String(id));
+        const taken = await takeIds(instance.url, key, secret, 100);
+        if (taken.status === 200) taken.body.ids.forEach(add);
+        // Synchronous ids between the awaits: the leased buffer's hot path.
+        for (let i = 0; i < 1000; i++) {
+          try {
+            add(String(generators[0].next(key)));
+          } catch {
+            break;
+          }
+        }
+      }
+      expect(seen.size).toBeGreaterThanOrEqual(20 * 5000);
+      await Promise.all(generators.map((g) => g.close()));
+
+      const mono = uniqueKey('libmono');
+      const monoSecret = await register(instance.url, { key: mono, mode: 'monotonic', maxSizePerSecond: 0 });
+      const refused = await createIdGenerator({ service: { url: instance.url, secrets: { [mono]: monoSecret } } });
+      await expect(refused.open(mono)).rejects.toBeInstanceOf(IdpoolConflictError);
+      await refused.close();
+      const wrong = await createIdGenerator({ service: { url: instance.url, secrets: { [key]: 'not-it' } } });
+      await expect(wrong.open(key)).rejects.toBeInstanceOf(IdpoolUnauthorizedError);
+      await wrong.close();
     });
 
     it('a monotonic entity refuses with 409 saying why; snowflake too; nothing reserved', async () => {
