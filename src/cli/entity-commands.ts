@@ -1,8 +1,9 @@
 import { type Command, Option } from 'commander';
 import { type CliContext, decimal, duration, nonNegativeInt } from './context';
-import { CliError, EXIT_OK, EXIT_USAGE } from './errors';
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { fields, table } from './format';
 import { importEntities } from './import';
+import { type Incumbent, planImport, readAll, runImport } from './import-from';
 
 /** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
 const LIST_PAGE = 1000;
@@ -53,6 +54,7 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addCreate(group, ctx);
   addList(group, ctx);
   addImport(group, ctx);
+  addImportFrom(group, ctx);
   addShow(group, ctx);
   addUpdate(group, ctx);
   addRetire(group, ctx);
@@ -196,6 +198,105 @@ function addImport(group: Command, ctx: CliContext): void {
           `${result.failures.length} of ${result.lines} lines failed (listed above)`,
         );
     });
+}
+
+/**
+ * `apps import-from leaf|tinyid`: one entity per row of the incumbent's
+ * table, starting at the first id it cannot have issued (docs/migrating.md).
+ * The incumbent must be stopped first: the rows are read again at the end,
+ * and a row that moved fails the run, naming it.
+ */
+function addImportFrom(group: Command, ctx: CliContext): void {
+  group
+    .command('import-from')
+    .description("register one entity per row of Leaf's leaf_alloc or Tinyid's tiny_id_info (stop the incumbent first)")
+    .argument('<incumbent>', 'leaf or tinyid')
+    .requiredOption(
+      '--database-url <url>',
+      "the incumbent's database (mysql://, mariadb://, postgres://); repeat for several Tinyid databases: the highest max_id wins",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option(
+      '--only <keys>',
+      'import only these keys (comma-separated; repeatable)',
+      (value: string, previous: string[] = []) => [...previous, ...value.split(',').map((k) => k.trim())],
+    )
+    .option('--dry-run', 'print the plan; register nothing')
+    .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
+    .action(
+      async (
+        incumbent: string,
+        opts: { databaseUrl: string[]; only?: string[]; dryRun?: boolean; secrets?: string },
+        cmd: Command,
+      ) => {
+        if (incumbent !== 'leaf' && incumbent !== 'tinyid')
+          throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
+        const kind: Incumbent = incumbent;
+        const urls = opts.databaseUrl;
+        const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
+        const planned = plan.entities.map((e) => ({
+          key: e.key,
+          firstId: e.firstId.toString(),
+          mode: e.body.mode,
+          step: e.body.step,
+          ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),
+          tokens: e.tokens.length,
+          notes: e.notes,
+        }));
+        const human = ctx.globals(cmd).json !== true;
+        const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
+        for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
+        for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
+        if (opts.dryRun) {
+          ctx.print(
+            cmd,
+            { dryRun: true, entities: planned, skipped: plan.skipped },
+            () =>
+              plan.entities
+                .map(
+                  (e) =>
+                    `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${String(e.body.mode)}, step ${String(e.body.step ?? 'default')}${e.body.delta !== undefined ? `, delta ${String(e.body.delta)} remainder ${String(e.body.remainder)}` : ''}${kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`}\n`,
+                )
+                .join('') +
+              `${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`,
+          );
+          return;
+        }
+        const result = await runImport(ctx.admin(cmd), kind, plan, () => readAll(kind, urls), {
+          secretsPath: opts.secrets,
+          onOutcome: (o) =>
+            human &&
+            ctx.io.stdout(
+              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+            ),
+        });
+        const behind = result.outcomes.filter((o) => o.behind);
+        ctx.print(
+          cmd,
+          {
+            entities: result.outcomes,
+            skipped: plan.skipped,
+            notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
+            moved: result.moved,
+          },
+          () =>
+            `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
+        );
+        for (const b of behind) err(`${b.key} existed and ${b.behind}: it may repeat ids the incumbent issued`);
+        if (result.moved.length > 0)
+          throw new CliError(
+            EXIT_FAILURE,
+            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then see docs/migrating.md "If a row moved"`,
+          );
+        if (behind.length > 0)
+          throw new CliError(
+            EXIT_FAILURE,
+            `${behind.length} existing entities start below their row's first safe id (listed above)`,
+          );
+        if (plan.skipped.length > 0)
+          throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
+      },
+    );
 }
 
 /** `apps show`: one entity's configuration and pool. */

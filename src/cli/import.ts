@@ -79,7 +79,7 @@ function readLines(file: string): ImportLine[] {
 }
 
 /** Opens a new secrets file for writing: refuses one that exists, and is 0600 before anything is written. */
-function createSecretsFile(path: string): number {
+export function createSecretsFile(path: string): number {
   try {
     // O_EXCL: refuse to overwrite; 0600 before anything is written (umask can only narrow it).
     const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);

@@ -221,10 +221,11 @@ function entitySchemas(): Record<string, Schema> {
     AddSecretRequest: fromZod(addSecretSchema),
     AddedSecret: {
       type: 'object',
-      required: ['id', 'expiresAt'],
+      required: ['id', 'added', 'expiresAt'],
       additionalProperties: false,
       properties: {
         id: { type: 'string' },
+        added: { type: 'boolean', description: 'False when the entity already accepted this secret.' },
         secret: { ...secret, description: 'Only when made here: shown once.' },
         expiresAt: { anyOf: [isoDate, { type: 'null' }] },
       },

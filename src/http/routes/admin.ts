@@ -80,9 +80,12 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     const added = await deps.registry.addSecret(key, input);
     const expiresAt = added.expiresAt === null ? null : new Date(added.expiresAt).toISOString();
     // A given secret is never echoed (the caller has it); a made one is shown this once.
-    res
-      .status(added.added ? 201 : 200)
-      .json({ id: added.id, ...(input.secret === undefined ? { secret: added.secret } : {}), expiresAt });
+    res.status(added.added ? 201 : 200).json({
+      id: added.id,
+      added: added.added,
+      ...(input.secret === undefined ? { secret: added.secret } : {}),
+      expiresAt,
+    });
   });
 
   router.delete('/apps/:key/secrets/:secretId', async (req, res) => {

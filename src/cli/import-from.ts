@@ -1,0 +1,303 @@
+import { closeSync, writeSync } from 'node:fs';
+import { createConnection } from 'mysql2/promise';
+import { Client as PgClient } from 'pg';
+import { KEY_PATTERN, LIMITS, providedSecret } from '../entities/entity';
+import type { AdminApi } from './admin-api';
+import { createSecretsFile } from './import';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, oneLine } from './errors';
+
+/** The services idpool imports from (docs/migrating.md). */
+export type Incumbent = 'leaf' | 'tinyid';
+
+/** One row of the incumbent's table, as read. */
+export interface IncumbentRow {
+  key: string;
+  /** `leaf_alloc.max_id` / `tiny_id_info.max_id`, exactly (may pass 2^53). */
+  maxId: bigint;
+  step: number | null;
+  /** Leaf's `description`; Tinyid has none. */
+  description: string | null;
+  delta: number;
+  remainder: number;
+  /** Tinyid tokens that may take this biz type. */
+  tokens: string[];
+}
+
+/** What the importer will do with one row. */
+export interface PlannedEntity {
+  key: string;
+  /** The first id no incumbent instance can have issued. */
+  firstId: bigint;
+  maxId: bigint;
+  /** The `POST /admin/apps` body. */
+  body: Record<string, unknown>;
+  /** Tokens that become secrets (Tinyid), each checked against idpool's rules. */
+  tokens: string[];
+  /** Said about the row without refusing it (a step clamped, a token left out). */
+  notes: string[];
+}
+
+export interface ImportPlan {
+  entities: PlannedEntity[];
+  /** Rows left out, and why (a key idpool's rules refuse, an id line used up). */
+  skipped: Array<{ key: string; reason: string }>;
+}
+
+/**
+ * The first id safe to issue after the incumbent stopped. Leaf reserves
+ * `[max_id − step, max_id − 1]`: `max_id` itself was never issued. Tinyid
+ * issues up to `max_id` inclusive, only numbers ≡ remainder (mod delta): the
+ * first such number above it.
+ */
+export function firstSafeId(kind: Incumbent, row: Pick<IncumbentRow, 'maxId' | 'delta' | 'remainder'>): bigint {
+  if (kind === 'leaf') return row.maxId < 0n ? 0n : row.maxId;
+  const delta = BigInt(row.delta);
+  const next = row.maxId + 1n;
+  const shift = (((BigInt(row.remainder) - next) % delta) + delta) % delta;
+  const first = next + shift;
+  return first < 0n ? BigInt(row.remainder) : first;
+}
+
+/** Rows of several databases of one incumbent, one per key: the highest `max_id` wins, tokens are pooled. */
+export function mergeRows(sets: IncumbentRow[][]): IncumbentRow[] {
+  const byKey = new Map<string, IncumbentRow>();
+  for (const rows of sets) {
+    for (const row of rows) {
+      const known = byKey.get(row.key);
+      if (!known) {
+        byKey.set(row.key, { ...row, tokens: [...row.tokens] });
+        continue;
+      }
+      const tokens = [...new Set([...known.tokens, ...row.tokens])];
+      byKey.set(row.key, row.maxId > known.maxId ? { ...row, tokens } : { ...known, tokens });
+    }
+  }
+  return [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/** What the importer does with each row; `only` keeps the named keys. */
+export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: ReadonlySet<string>): ImportPlan {
+  const plan: ImportPlan = { entities: [], skipped: [] };
+  for (const row of rows) {
+    if (only && !only.has(row.key)) continue;
+    if (!KEY_PATTERN.test(row.key)) {
+      plan.skipped.push({
+        key: row.key,
+        reason:
+          'key does not fit idpool (1-64 of A-Z a-z 0-9 _ - .); not renamed: register it by hand under a key of your choice',
+      });
+      continue;
+    }
+    if (row.delta < 1 || row.delta > LIMITS.delta || row.remainder < 0 || row.remainder >= row.delta) {
+      plan.skipped.push({ key: row.key, reason: `delta ${row.delta} / remainder ${row.remainder} out of range` });
+      continue;
+    }
+    const firstId = firstSafeId(kind, row);
+    if (firstId >= LIMITS.startOffset) {
+      plan.skipped.push({ key: row.key, reason: `first safe id ${firstId} is past 2^62, idpool's bound` });
+      continue;
+    }
+    const notes: string[] = [];
+    const body: Record<string, unknown> = { key: row.key, firstId: firstId.toString() };
+    if (row.step !== null && row.step > 0) {
+      body.step = Math.min(row.step, LIMITS.step);
+      if (row.step > LIMITS.step) notes.push(`step ${row.step} lowered to idpool's ${LIMITS.step}`);
+    }
+    const name = row.description?.trim();
+    if (name && name.length <= 128 && !/[\u0000-\u001f\u007f-\u009f]/.test(name)) body.name = name;
+    else if (name)
+      notes.push('description not usable as a name (over 128 characters or control characters); named by key');
+    const tokens: string[] = [];
+    if (kind === 'leaf') {
+      body.mode = 'monotonic';
+      body.compat = ['leaf'];
+    } else {
+      // A Tinyid client hands out ids from its own segments: no global order.
+      body.mode = 'trend';
+      if (row.delta !== 1 || row.remainder !== 0) Object.assign(body, { delta: row.delta, remainder: row.remainder });
+      for (const token of row.tokens) {
+        if (!providedSecret.safeParse(token).success)
+          notes.push(`a token of ${token.length} characters left out: secrets are 16-256 printable ASCII characters`);
+        else tokens.push(token);
+      }
+      if (tokens.length > 5) {
+        notes.push(`${tokens.length - 5} of its ${tokens.length} tokens left out: at most 5 secrets per entity`);
+        tokens.length = 5;
+      }
+    }
+    plan.entities.push({ key: row.key, firstId, maxId: row.maxId, body, tokens, notes });
+  }
+  return plan;
+}
+
+/** A database URL's protocol, or a usage error. */
+function urlKind(url: string): 'mysql' | 'postgres' {
+  if (/^(mysql|mariadb):\/\//.test(url)) return 'mysql';
+  if (/^postgres(ql)?:\/\//.test(url)) return 'postgres';
+  throw new CliError(EXIT_USAGE, '--database-url must be a mysql://, mariadb:// or postgres:// URL');
+}
+
+/** Where a URL points, without its password, for messages. */
+function where(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.host}${u.pathname}`;
+  } catch {
+    return 'the database';
+  }
+}
+
+/** Runs `sql` on one database and returns its rows; every BIGINT is read as its decimal text. */
+async function query(url: string, sql: string): Promise<Array<Record<string, unknown>>> {
+  try {
+    if (urlKind(url) === 'mysql') {
+      const c = await createConnection({
+        uri: url.replace(/^mariadb:/, 'mysql:'),
+        supportBigNumbers: true,
+        bigNumberStrings: true,
+        connectTimeout: 10_000,
+      });
+      try {
+        const [rows] = await c.query(sql);
+        return rows as Array<Record<string, unknown>>;
+      } finally {
+        await c.end();
+      }
+    }
+    const c = new PgClient({ connectionString: url, connectionTimeoutMillis: 10_000 });
+    await c.connect();
+    try {
+      return (await c.query(sql)).rows as Array<Record<string, unknown>>;
+    } finally {
+      await c.end();
+    }
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(EXIT_FAILURE, `cannot read ${where(url)}: ${oneLine((err as Error).message)}`);
+  }
+}
+
+const int = (v: unknown, fallback: number): number => (v === null || v === undefined ? fallback : Number(v));
+
+/** Every row of the incumbent's table in one database (as the incumbents' own DDL defines them). */
+export async function readRows(kind: Incumbent, url: string): Promise<IncumbentRow[]> {
+  // max_id as text: a BIGINT past 2^53 must not pass through a JS number.
+  const text = urlKind(url) === 'mysql' ? 'CHAR(20)' : 'VARCHAR(20)';
+  if (kind === 'leaf') {
+    const rows = await query(
+      url,
+      `SELECT biz_tag, CAST(max_id AS ${text}) AS max_id, step, description FROM leaf_alloc`,
+    );
+    return rows.map((r) => ({
+      key: String(r.biz_tag),
+      maxId: BigInt(String(r.max_id)),
+      step: int(r.step, 0),
+      description: r.description === null || r.description === undefined ? null : String(r.description),
+      delta: 1,
+      remainder: 0,
+      tokens: [],
+    }));
+  }
+  const rows = await query(
+    url,
+    `SELECT biz_type, CAST(max_id AS ${text}) AS max_id, step, delta, remainder FROM tiny_id_info`,
+  );
+  const tokens = await query(url, 'SELECT token, biz_type FROM tiny_id_token');
+  return rows.map((r) => ({
+    key: String(r.biz_type),
+    maxId: BigInt(String(r.max_id)),
+    step: int(r.step, 0),
+    description: null,
+    delta: int(r.delta, 1),
+    remainder: int(r.remainder, 0),
+    tokens: tokens.filter((t) => String(t.biz_type) === String(r.biz_type)).map((t) => String(t.token)),
+  }));
+}
+
+/** Every row of every database, merged (see {@link mergeRows}). */
+export async function readAll(kind: Incumbent, urls: readonly string[]): Promise<IncumbentRow[]> {
+  const sets: IncumbentRow[][] = [];
+  for (const url of urls) sets.push(await readRows(kind, url));
+  return mergeRows(sets);
+}
+
+/** What happened to one planned entity. */
+export interface ImportOutcome {
+  key: string;
+  /** `registered` now, or `exists` from an earlier run (or by hand). */
+  status: 'registered' | 'exists';
+  firstId: string;
+  /** Tokens newly accepted as secrets (Tinyid). */
+  secretsAdded: number;
+  /** An existing entity whose first id is below this row's first safe id: it could repeat ids. */
+  behind?: string;
+}
+
+export interface ImportFromResult {
+  outcomes: ImportOutcome[];
+  /** Rows whose `max_id` changed while the import ran: the incumbent is still issuing. */
+  moved: Array<{ key: string; before: string; after: string }>;
+}
+
+/**
+ * Registers the plan through the admin API, one entity at a time (a few
+ * hundred rows at most), then reads the incumbent's rows again: a row that
+ * moved means the incumbent still issues ids, and the entity made from it
+ * may repeat them.
+ */
+export async function runImport(
+  api: Pick<AdminApi, 'get' | 'post'>,
+  kind: Incumbent,
+  plan: ImportPlan,
+  reread: () => Promise<IncumbentRow[]>,
+  o: { secretsPath?: string; onOutcome?: (o: ImportOutcome) => void },
+): Promise<ImportFromResult> {
+  const fd = o.secretsPath === undefined ? undefined : createSecretsFile(o.secretsPath);
+  const outcomes: ImportOutcome[] = [];
+  try {
+    for (const item of plan.entities) {
+      const [first, ...more] = item.tokens;
+      const body = first === undefined ? item.body : { ...item.body, secret: first };
+      let outcome: ImportOutcome;
+      try {
+        const created = await api.post<{ secret: string }>('/admin/apps', body);
+        // A made secret is shown this once: keep it (Leaf rows; Tinyid rows without a token).
+        if (first === undefined && fd !== undefined)
+          writeSync(fd, `${JSON.stringify({ key: item.key, secret: created.secret })}\n`);
+        outcome = {
+          key: item.key,
+          status: 'registered',
+          firstId: item.firstId.toString(),
+          secretsAdded: first ? 1 : 0,
+        };
+      } catch (err) {
+        if (!(err instanceof CliError) || !err.message.startsWith('conflict:')) throw err;
+        outcome = { key: item.key, status: 'exists', firstId: item.firstId.toString(), secretsAdded: 0 };
+        const path = `/admin/apps/${encodeURIComponent(item.key)}`;
+        const existing = await api.get<{ startOffset: string; delta: number; remainder: number }>(path);
+        // An entity from an earlier run (or registered by hand) must start at or above this row's first safe id.
+        const start = BigInt(existing.startOffset) * BigInt(existing.delta) + BigInt(existing.remainder);
+        if (start < item.firstId) outcome.behind = `its first id ${start} is below the first safe id ${item.firstId}`;
+        if (first !== undefined && (await addToken(api, item.key, first))) outcome.secretsAdded++;
+      }
+      for (const token of more) if (await addToken(api, item.key, token)) outcome.secretsAdded++;
+      outcomes.push(outcome);
+      o.onOutcome?.(outcome);
+    }
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  const now = new Map((await reread()).map((r) => [r.key, r.maxId]));
+  const moved = plan.entities
+    .filter((e) => now.get(e.key) !== e.maxId)
+    .map((e) => ({ key: e.key, before: e.maxId.toString(), after: String(now.get(e.key) ?? 'gone') }));
+  return { outcomes, moved };
+}
+
+/** Accepts `token` as a secret of `key`; true when it was new (the API adds a known one only once). */
+async function addToken(api: Pick<AdminApi, 'post'>, key: string, token: string): Promise<boolean> {
+  const answer = await api.post<{ added: boolean }>(`/admin/apps/${encodeURIComponent(key)}/secrets`, {
+    secret: token,
+  });
+  return answer.added;
+}

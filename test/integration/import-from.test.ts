@@ -1,0 +1,336 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createConnection } from 'mysql2/promise';
+import { Client as PgClient } from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { idpool } from '../helpers/cli';
+import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
+import { type Instance, startInstance } from '../helpers/processes';
+import { REDIS_URL, SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema } from '../helpers/services';
+import { describeWithServices } from '../support/services';
+
+/** Leaf's `leaf_alloc` and Tinyid's `tiny_id_info` / `tiny_id_token`, column for column as their own DDL defines them. */
+const DDL: Record<SqlServer, { leaf: string[]; tinyid: string[] }> = {
+  mysql: {
+    leaf: [
+      `CREATE TABLE leaf_alloc (
+        biz_tag varchar(128) NOT NULL DEFAULT '',
+        max_id bigint(20) NOT NULL DEFAULT '1',
+        step int(11) NOT NULL,
+        description varchar(256) DEFAULT NULL,
+        update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+        PRIMARY KEY (biz_tag)
+      ) ENGINE=InnoDB`,
+    ],
+    tinyid: [
+      `CREATE TABLE tiny_id_info (
+        id bigint(20) NOT NULL AUTO_INCREMENT,
+        biz_type varchar(63) NOT NULL DEFAULT '',
+        begin_id bigint(20) NOT NULL DEFAULT '0',
+        max_id bigint(20) NOT NULL DEFAULT '0',
+        step int(11) DEFAULT '0',
+        delta int(11) NOT NULL DEFAULT '1',
+        remainder int(11) NOT NULL DEFAULT '0',
+        create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
+        update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
+        version bigint(20) NOT NULL DEFAULT '0',
+        PRIMARY KEY (id),
+        UNIQUE KEY uniq_biz_type (biz_type)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8`,
+      `CREATE TABLE tiny_id_token (
+        id int(11) unsigned NOT NULL AUTO_INCREMENT,
+        token varchar(255) NOT NULL DEFAULT '',
+        biz_type varchar(63) NOT NULL DEFAULT '',
+        remark varchar(255) NOT NULL DEFAULT '',
+        create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
+        update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
+        PRIMARY KEY (id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8`,
+    ],
+  },
+  // The same columns in PostgreSQL's types (neither project ships PostgreSQL DDL; teams that ran them there wrote this).
+  postgres: {
+    leaf: [
+      `CREATE TABLE leaf_alloc (
+        biz_tag varchar(128) NOT NULL DEFAULT '',
+        max_id bigint NOT NULL DEFAULT 1,
+        step int NOT NULL,
+        description varchar(256) DEFAULT NULL,
+        update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,
+        PRIMARY KEY (biz_tag)
+      )`,
+    ],
+    tinyid: [
+      `CREATE TABLE tiny_id_info (
+        id bigserial PRIMARY KEY,
+        biz_type varchar(63) NOT NULL DEFAULT '' UNIQUE,
+        begin_id bigint NOT NULL DEFAULT 0,
+        max_id bigint NOT NULL DEFAULT 0,
+        step int DEFAULT 0,
+        delta int NOT NULL DEFAULT 1,
+        remainder int NOT NULL DEFAULT 0,
+        create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
+        update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
+        version bigint NOT NULL DEFAULT 0
+      )`,
+      `CREATE TABLE tiny_id_token (
+        id serial PRIMARY KEY,
+        token varchar(255) NOT NULL DEFAULT '',
+        biz_type varchar(63) NOT NULL DEFAULT '',
+        remark varchar(255) NOT NULL DEFAULT '',
+        create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
+        update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00'
+      )`,
+    ],
+  },
+};
+
+/** Runs statements with `?` placeholders on one database of either server. */
+async function sql(server: SqlServer, url: string, statements: Array<[string, unknown[]?]>): Promise<void> {
+  if (server === 'mysql') {
+    const c = await createConnection({ uri: url });
+    try {
+      for (const [s, p] of statements) await c.query(s, p ?? []);
+    } finally {
+      await c.end();
+    }
+    return;
+  }
+  const c = new PgClient({ connectionString: url });
+  await c.connect();
+  try {
+    for (const [s, p] of statements) {
+      let i = 0;
+      await c.query(
+        s.replace(/\?/g, () => `$${++i}`),
+        p ?? [],
+      );
+    }
+  } finally {
+    await c.end();
+  }
+}
+
+const TWO_53 = 2n ** 53n;
+const TOKEN = '0f673adf80504e2eaa552f5d791b644c';
+
+for (const { server, name } of SQL_SERVERS) {
+  describeWithServices(`idpool apps import-from leaf|tinyid (${name})`, { [server]: true, redis: true }, () => {
+    let main: TestSchema;
+    let second: TestSchema;
+    let instance: Instance;
+    let env: Record<string, string>;
+    let dir: string;
+    // Keys of their own: the shared Redis holds other tests' pools.
+    const s = `_${randomBytes(3).toString('hex')}`;
+    const k = (key: string) => `${key}${s}`;
+
+    beforeAll(async () => {
+      main = await createTestSchema(server);
+      second = await createTestSchema(server);
+      dir = mkdtempSync(join(tmpdir(), 'idpool-import-from-'));
+      instance = await startInstance({
+        IDPOOL_DATABASE_URL: main.url,
+        IDPOOL_REDIS_URL: REDIS_URL,
+        IDPOOL_COMPAT: 'leaf',
+      });
+      env = { IDPOOL_URL: instance.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };
+      // The incumbents' tables beside idpool's own (a trigger below reaches both), a second Tinyid database apart.
+      await sql(
+        server,
+        main.url,
+        [...DDL[server].leaf, ...DDL[server].tinyid].map((d) => [d] as [string]),
+      );
+      await sql(
+        server,
+        second.url,
+        DDL[server].tinyid.map((d) => [d] as [string]),
+      );
+      const leafRow = 'INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)';
+      await sql(server, main.url, [
+        [leafRow, [k('orders'), (TWO_53 + 7n).toString(), 2000, 'Orders']],
+        [leafRow, [k('fresh'), '1', 1000, null]],
+        [leafRow, [k('bad key!'), '5', 100, 'misfit']],
+        [leafRow, [k('users.v2'), '3001', 1000, 'Users v2']],
+      ]);
+      const info =
+        'INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, version) VALUES (?, ?, ?, ?, ?, ?, 1)';
+      const token = 'INSERT INTO tiny_id_token (token, biz_type, remark) VALUES (?, ?, ?)';
+      await sql(server, main.url, [
+        [info, [k('test'), '1', (TWO_53 + 100n).toString(), 100000, 1, 0]],
+        [info, [k('test_odd'), '1', (TWO_53 + 40n).toString(), 100000, 2, 1]],
+        [token, [TOKEN, k('test'), '1']],
+        [token, [TOKEN, k('test_odd'), '1']],
+        [token, ['short', k('test'), 'too short to be a secret']],
+      ]);
+      // The same biz type in a second Tinyid database, further along: its max_id wins.
+      await sql(server, second.url, [
+        [info, [k('test_odd'), '1', (TWO_53 + 1000n).toString(), 100000, 2, 1]],
+        [token, ['second-database-token-abcdef', k('test_odd'), '2']],
+      ]);
+    }, 120_000);
+
+    afterAll(async () => {
+      await instance?.stop();
+      await main?.drop();
+      await second?.drop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    const registered = async () =>
+      (
+        (await call(`${instance.url}/admin/apps?limit=1000`, { token: ADMIN_TOKEN })).body.apps as Array<{
+          key: string;
+        }>
+      ).map((a) => a.key);
+
+    it('--dry-run prints the plan (first ids exact past 2^53) and registers nothing', async () => {
+      const run = await idpool(['apps', 'import-from', 'leaf', '--database-url', main.url, '--dry-run'], env);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`would register ${k('orders')}: first id ${TWO_53 + 7n} (max_id ${TWO_53 + 7n})`);
+      expect(run.stdout).toContain(`would register ${k('fresh')}: first id 1`);
+      expect(run.stdout).toContain('3 to register, 1 skipped (dry run: nothing registered)');
+      expect(run.stderr).toContain(`skipped "${k('bad key!')}": key does not fit idpool`);
+      expect(await registered()).toEqual([]);
+    });
+
+    it('--only picks rows; Leaf rows start at max_id exactly, monotonic, on the Leaf routes', async () => {
+      const run = await idpool(
+        [
+          'apps',
+          'import-from',
+          'leaf',
+          '--database-url',
+          main.url,
+          '--only',
+          k('orders'),
+          '--secrets',
+          join(dir, 'only.jsonl'),
+        ],
+        env,
+      );
+      expect(run.code, run.stderr).toBe(0);
+      expect(await registered()).toEqual([k('orders')]);
+      const view = (await call(`${instance.url}/admin/apps/${k('orders')}`, { token: ADMIN_TOKEN })).body;
+      expect(view).toMatchObject({
+        name: 'Orders',
+        mode: 'monotonic',
+        step: 2000,
+        compat: ['leaf'],
+        delta: 1,
+        remainder: 0,
+      });
+      expect(view.startOffset).toBe((TWO_53 + 7n).toString());
+      // The first id Leaf never issued, byte for byte on its own route, then the native route after it.
+      const first = await fetch(`${instance.url}/api/segment/get/${k('orders')}`);
+      expect(await first.text()).toBe((TWO_53 + 7n).toString());
+      const [line] = readFileSync(join(dir, 'only.jsonl'), 'utf8').trim().split('\n');
+      const { secret } = JSON.parse(line) as { secret: string };
+      expect(statSync(join(dir, 'only.jsonl')).mode & 0o777).toBe(0o600);
+      expect((await takeIds(instance.url, k('orders'), secret, 2)).body.ids).toEqual([
+        (TWO_53 + 8n).toString(),
+        (TWO_53 + 9n).toString(),
+      ]);
+    });
+
+    it('imports the rest, reports the misfit key, and a re-run registers nothing twice and says what exists', async () => {
+      const run = await idpool(['apps', 'import-from', 'leaf', '--database-url', main.url], env);
+      expect(run.code).toBe(2); // a row was skipped
+      expect(run.stdout).toContain(`exists     ${k('orders')}`);
+      expect(run.stdout).toContain(`registered ${k('fresh')}: first id 1`);
+      expect(run.stdout).toContain(`registered ${k('users.v2')}: first id 3001`);
+      expect(run.stderr).toContain(`skipped "${k('bad key!')}"`);
+      expect((await registered()).sort()).toEqual([k('fresh'), k('orders'), k('users.v2')].sort());
+      expect(await (await fetch(`${instance.url}/api/segment/get/${k('users.v2')}`)).text()).toBe('3001');
+
+      const again = await idpool(['apps', 'import-from', 'leaf', '--database-url', main.url, '--json'], env);
+      expect(again.code).toBe(2);
+      const out = JSON.parse(again.stdout) as { entities: Array<{ key: string; status: string }>; moved: unknown[] };
+      expect(out.entities.map((e) => e.status)).toEqual(['exists', 'exists', 'exists']);
+      expect(out.moved).toEqual([]);
+      expect((await registered()).length).toBe(3);
+    });
+
+    it('fails, naming the row, when the incumbent moves a row during the import', async () => {
+      // Leaf still running: it takes a segment of "moving" the moment idpool registers it.
+      await sql(server, main.url, [
+        [
+          'INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)',
+          [k('moving'), '5001', 1000, null],
+        ],
+      ]);
+      const move = 'UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = NEW.entity_key';
+      await sql(
+        server,
+        main.url,
+        server === 'mysql'
+          ? [[`CREATE TRIGGER leaf_moves AFTER INSERT ON application FOR EACH ROW ${move}`]]
+          : [
+              [`CREATE FUNCTION leaf_moves() RETURNS trigger AS $$ BEGIN ${move}; RETURN NEW; END $$ LANGUAGE plpgsql`],
+              ['CREATE TRIGGER leaf_moves AFTER INSERT ON application FOR EACH ROW EXECUTE FUNCTION leaf_moves()'],
+            ],
+      );
+      try {
+        const run = await idpool(
+          ['apps', 'import-from', 'leaf', '--database-url', main.url, '--only', k('moving')],
+          env,
+        );
+        expect(run.code).toBe(1);
+        expect(run.stderr).toContain(
+          `rows moved while importing (the incumbent is still issuing ids): ${k('moving')} (max_id 5001 -> 6001)`,
+        );
+      } finally {
+        await sql(server, main.url, [['DROP TRIGGER leaf_moves' + (server === 'postgres' ? ' ON application' : '')]]);
+      }
+    });
+
+    it('Tinyid: highest max_id of several databases, delta/remainder kept, tokens become working secrets', async () => {
+      const urls = ['--database-url', main.url, '--database-url', second.url];
+      const run = await idpool(['apps', 'import-from', 'tinyid', ...urls, '--json'], env);
+      expect(run.code, run.stderr).toBe(0);
+      const out = JSON.parse(run.stdout) as {
+        entities: Array<{ key: string; status: string; firstId: string; secretsAdded: number }>;
+      };
+      // test: first id above 2^53 + 100 with delta 1; test_odd: the first odd number above the larger max_id, 2^53 + 1000.
+      expect(out.entities).toEqual([
+        { key: k('test'), status: 'registered', firstId: (TWO_53 + 101n).toString(), secretsAdded: 1 },
+        { key: k('test_odd'), status: 'registered', firstId: (TWO_53 + 1001n).toString(), secretsAdded: 2 },
+      ]);
+      const odd = (await call(`${instance.url}/admin/apps/${k('test_odd')}`, { token: ADMIN_TOKEN })).body;
+      expect(odd).toMatchObject({ mode: 'trend', delta: 2, remainder: 1, step: 100000 });
+      expect(odd.secrets).toHaveLength(2);
+      // One token served both biz types: it opens both entities; ids spaced by delta, none below the first safe id.
+      for (const [key, first] of [
+        [k('test'), TWO_53 + 101n],
+        [k('test_odd'), TWO_53 + 1001n],
+      ] as const) {
+        const taken = await takeIds(instance.url, key, TOKEN, 50);
+        expect(taken.status, JSON.stringify(taken.body)).toBe(200);
+        for (const id of taken.body.ids) {
+          expect(BigInt(id) >= first).toBe(true);
+          if (key === k('test_odd')) expect(BigInt(id) % 2n).toBe(1n);
+        }
+      }
+      expect((await takeIds(instance.url, k('test_odd'), 'second-database-token-abcdef')).status).toBe(200);
+      expect((await takeIds(instance.url, k('test'), 'second-database-token-abcdef')).status).toBe(401);
+      expect(run.stderr).toBe('');
+      // A token that misfits idpool's secret rules is left out, and said so.
+      expect((JSON.parse(run.stdout) as { notes: unknown }).notes).toEqual([
+        { key: k('test'), note: 'a token of 5 characters left out: secrets are 16-256 printable ASCII characters' },
+      ]);
+
+      const again = await idpool(['apps', 'import-from', 'tinyid', ...urls, '--json'], env);
+      expect(again.code, again.stderr).toBe(0);
+      const twice = JSON.parse(again.stdout) as { entities: Array<{ status: string; secretsAdded: number }> };
+      expect(twice.entities.map((e) => [e.status, e.secretsAdded])).toEqual([
+        ['exists', 0],
+        ['exists', 0],
+      ]);
+      expect(
+        (await call(`${instance.url}/admin/apps/${k('test_odd')}`, { token: ADMIN_TOKEN })).body.secrets,
+      ).toHaveLength(2);
+    });
+  });
+}
