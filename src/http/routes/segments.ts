@@ -30,7 +30,7 @@ export function registerSegmentRoutes(
 }
 
 /** The lease's answer: ids as decimal strings, the spacing as numbers. */
-export function leasedSegmentJson(segment: LeasedSegment) {
+function leasedSegmentJson(segment: LeasedSegment) {
   return {
     first: segment.first.toString(),
     last: segment.last.toString(),

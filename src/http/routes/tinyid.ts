@@ -122,7 +122,7 @@ function leaseForTinyid(deps: Pick<HttpDeps, 'leases'>, entity: EntityConfig): P
  * which steps up from it to the first value ≡ remainder (mod delta), lands
  * on that first id.
  */
-export function tinyidSegment(segment: LeasedSegment) {
+function tinyidSegment(segment: LeasedSegment) {
   const currentId = segment.first - 1n;
   return {
     currentId,
@@ -205,7 +205,7 @@ interface MediaRange {
  * HttpURLConnection, Tinyid's client (Accept `text/html, image/gif, …`),
  * gets text/html. Parameters other than q are ignored.
  */
-export function springStringType(accept: string | undefined): string {
+function springStringType(accept: string | undefined): string {
   const producible: MediaRange[] = [
     { type: 'text', subtype: 'plain', q: 1 },
     { type: '*', subtype: '*', q: 1 },
