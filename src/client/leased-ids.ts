@@ -132,12 +132,20 @@ export abstract class LeasedIds<T extends number | bigint> {
     }
   }
 
-  /** `count` increasing ids, waiting up to `waitMs` for each segment it needs. */
+  /** `count` increasing ids, waiting up to `waitMs` for each segment it needs (ids already drawn are wasted if a wait fails). */
   async take(count: number): Promise<T[]> {
     if (!Number.isSafeInteger(count) || count < 1)
       throw new TypeError(`count must be a positive integer, got ${count}`);
     const out: T[] = [];
-    while (out.length < count) out.push(await this.nextAsync());
+    while (out.length < count) {
+      try {
+        // Synchronously from the buffer while it lasts: no Promise per id.
+        while (out.length < count) out.push(this.next());
+      } catch (err) {
+        if (!(err instanceof IdpoolLeaseNotReadyError)) throw err;
+        await this.awaitSegment();
+      }
+    }
     return out;
   }
 
