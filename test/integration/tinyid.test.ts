@@ -89,6 +89,13 @@ describeWithServices(
         expect(four.body).toBe(`{"data":[${/\[(.*)\]/.exec(four.body)![1]}],"code":200,"message":""}`);
         seen.push(...(/\[(.*)\]/.exec(four.body)![1].split(',').map(BigInt) as bigint[]));
       }
+      // A JSON body carries no parameters for Spring: no bizType, no token.
+      const json = await fetch(`${compat.url}/tinyid/id/nextId`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ bizType: key, token }),
+      });
+      expect(await json.text()).toBe(TOKEN_ERROR);
       // A monotonic entity: increasing across every call.
       for (let i = 1; i < seen.length; i++) expect(seen[i] > seen[i - 1]).toBe(true);
     });

@@ -138,7 +138,10 @@ function parameter(req: Request, name: string): string | undefined {
   const pick = (v: unknown) => (Array.isArray(v) ? v[0] : v);
   const fromQuery: unknown = pick(req.query[name]);
   if (typeof fromQuery === 'string') return fromQuery;
-  const body = req.body as Record<string, unknown> | undefined;
+  // Only a form body holds parameters for Spring; a JSON one (parsed app-wide) does not.
+  const body = req.is('application/x-www-form-urlencoded')
+    ? (req.body as Record<string, unknown> | undefined)
+    : undefined;
   const fromBody: unknown = body && typeof body === 'object' ? pick(body[name]) : undefined;
   return typeof fromBody === 'string' ? fromBody : undefined;
 }
