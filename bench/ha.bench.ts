@@ -68,7 +68,7 @@ async function wasted(schemaUrl: string, key: string, issued: number, redisPort:
   const [rows] = (await c.query(
     'SELECT CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application WHERE entity_key = ?',
     [key],
-  )) as unknown as [Array<{ o: string; s: string }>];
+  )) as unknown as [{ o: string; s: string }[]];
   await c.end();
   const r = new Redis(redisPort, '127.0.0.1');
   const ready = await r.llen(entityKeys(key).ids);
@@ -126,7 +126,8 @@ async function failback(): Promise<void> {
   const rx = new Redis(x.port, '127.0.0.1');
   const ry = new Redis(y.port, '127.0.0.1');
   let instance: Instance | undefined;
-  const synced = (r: Redis) => until('sync', async () => /master_link_status:up/.test(await r.info('replication')));
+  const synced = (r: Redis) =>
+    until('sync', async () => (await r.info('replication')).includes('master_link_status:up'));
   try {
     await ry.call('REPLICAOF', '127.0.0.1', String(x.port));
     await synced(ry);

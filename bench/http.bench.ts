@@ -205,7 +205,7 @@ async function main() {
     await waitPool(logOff.port, offKey, pool.step);
 
     const at = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
-    const targets: Array<[string, (seconds: number) => Promise<Figures>]> = [
+    const targets: [string, (seconds: number) => Promise<Figures>][] = [
       ['node single', (s) => http(at(node.port, '/ids'), BARE_TOKEN, 1, node.proc.pid!, s)],
       ['express single', (s) => http(at(express.port, '/ids'), BARE_TOKEN, 1, express.proc.pid!, s)],
       ['idpool single', (s) => http(at(svc.port, `/apps/${key}/ids`), secret, 1, svc.proc.pid!, s)],

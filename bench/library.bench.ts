@@ -17,7 +17,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { SqlEntityStore } from '../src/entities/entity-store';
@@ -231,8 +231,7 @@ async function benchOn(label: string, db: Database): Promise<void> {
 
 async function main(): Promise<void> {
   console.log(
-    `node ${process.version}, ${require('node:os').cpus().length} cores, load average ${require('node:os')
-      .loadavg()
+    `node ${process.version}, ${cpus().length} cores, load average ${loadavg()
       .map((x: number) => x.toFixed(1))
       .join(' ')}`,
   );

@@ -40,7 +40,7 @@ async function rawInserts(url: string, count: number, connections: number): Prom
 
 async function main() {
   // Default pools hold 300,000 ids (~3 MB of Redis) each: 200 of them are already 600 MB, so that shape registers fewer.
-  const shapes: Array<{ name: string; body: Record<string, unknown>; count: number }> = [
+  const shapes: { name: string; body: Record<string, unknown>; count: number }[] = [
     {
       name: 'small pools (step 100, maxPoolSize 1,000)',
       body: { step: 100, maxPoolSize: 1000, maxSizePerTimes: 100 },

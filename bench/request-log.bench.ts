@@ -41,16 +41,16 @@ function start(args: string[], env: Record<string, string>): Promise<{ proc: Chi
   return new Promise((resolve, reject) => {
     let out = '';
     const onData = (d: Buffer) => {
-      out += d;
+      out += d.toString();
       const m = /"port":(\d+)[^\n]*"msg":"idpool listening"/.exec(out);
       if (m) {
         // From here on, stdout is drained and dropped (as if written to /dev/null).
-        proc.stdout!.off('data', onData);
-        proc.stdout!.resume();
+        proc.stdout.off('data', onData);
+        proc.stdout.resume();
         resolve({ proc, port: Number(m[1]) });
       }
     };
-    proc.stdout!.on('data', onData);
+    proc.stdout.on('data', onData);
     proc.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
   });
 }

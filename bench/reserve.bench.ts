@@ -104,7 +104,7 @@ async function main(): Promise<void> {
     return;
   }
   const rows: string[][] = [['database', 'reservers', 'reservations/s', 'p99 ms']];
-  const servers: Array<{ name: string; server: SqlServer; reachable: () => Promise<boolean> }> = [
+  const servers: { name: string; server: SqlServer; reachable: () => Promise<boolean> }[] = [
     { name: 'MariaDB', server: 'mysql', reachable: mysqlReachable },
     { name: 'PostgreSQL', server: 'postgres', reachable: postgresReachable },
   ];

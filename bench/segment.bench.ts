@@ -246,7 +246,7 @@ async function main() {
       non2xx: results[name].reduce((a, r) => a + r.non2xx, 0),
     });
     const bareM = m('bare');
-    const rows: Array<[string, string, string, string]> = [];
+    const rows: [string, string, string, string][] = [];
     const single = (name: string, label: string) => {
       const x = m(name);
       rows.push([

@@ -32,7 +32,10 @@ function untilNow(at: number): Promise<void> {
 /** Resolves after `ms`, or at once when `signal` aborts, clearing the timer so nothing holds the process. */
 function timer(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
     const pending = setTimeout(done, ms);
     signal?.addEventListener('abort', done, { once: true });
     function done() {

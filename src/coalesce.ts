@@ -38,8 +38,8 @@ export class TurnGroups<R extends Counted> {
 /** One request waiting in a group for its share of one call, whose ids come as `I`. */
 export interface Waiter<E, I> extends Counted {
   readonly entity: E;
-  resolve(ids: I): void;
-  reject(err: unknown): void;
+  resolve: (ids: I) => void;
+  reject: (err: unknown) => void;
 }
 
 /** Ids that slice like an array (an array of them, or TakenIds). */

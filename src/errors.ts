@@ -86,3 +86,11 @@ export class UnavailableError extends IdpoolError {
     super(503, 'unavailable', message, retryAfterSeconds);
   }
 }
+
+/** The message of anything thrown: an Error's (or an error-like object's) message, else the value as text. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === 'object' && err !== null && 'message' in err && typeof err.message === 'string')
+    return err.message;
+  return String(err);
+}

@@ -50,7 +50,7 @@ export function maskUrls(text: string): string {
 /** A log line's fields with URLs masked in its string values (one level: idpool logs flat objects). */
 function maskFields(obj: unknown): unknown {
   if (!obj || typeof obj !== 'object') return typeof obj === 'string' ? maskUrls(obj) : obj;
-  if (obj instanceof Error) return { err: maskUrls(String(obj.stack ?? obj.message)) };
+  if (obj instanceof Error) return { err: maskUrls(obj.stack ?? obj.message) };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'string' ? maskUrls(v) : v;
   return out;
@@ -147,7 +147,14 @@ export class RepeatLimiter {
       route?: unknown;
       status?: unknown;
     };
-    const key = `${level}\n${scope}\n${msg}\n${String(o.code ?? '')}\n${String(o.alarm ?? '')}\n${String(o.entityKey ?? '')}\n${String(o.method ?? '')} ${String(o.route ?? '')} ${String(o.status ?? '')}`;
+    // Objects all read alike here (as they did as '[object Object]'): the key tells messages apart, not values.
+    const part = (v: unknown): string =>
+      typeof v === 'string'
+        ? v
+        : typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean'
+          ? v.toString()
+          : '';
+    const key = `${level}\n${scope}\n${msg}\n${part(o.code)}\n${part(o.alarm)}\n${part(o.entityKey)}\n${part(o.method)} ${part(o.route)} ${part(o.status)}`;
     const now = this.clock.monotonic();
     const known = this.seen.get(key);
     if (!known) {
@@ -221,9 +228,9 @@ export interface ProcessLogger {
    * (sonic-boom's flushSync retries every error but EAGAIN's bound), and
    * so would pino's own flush on exit.
    */
-  flushBeforeExit(ms: number): Promise<void>;
+  flushBeforeExit: (ms: number) => Promise<void>;
   /** Starts writing what is buffered (the start-up line that supervisors wait for). */
-  flush(): void;
+  flush: () => void;
 }
 
 /**
@@ -256,7 +263,10 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     {
       hooks: {
         logMethod(args, method, lineLevel) {
-          if (lineLevel < WARN) return method.apply(this, args);
+          if (lineLevel < WARN) {
+            method.apply(this, args);
+            return;
+          }
           // Errors quote drivers, which quote connection URLs: never with their passwords.
           method.apply(this, args.map(maskFields) as typeof args);
           soon();

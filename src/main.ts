@@ -1,9 +1,12 @@
+// First: on an unsupported Node this exits before anything else (better-sqlite3) loads.
+import './node-version';
 import 'dotenv/config';
 import { systemClock } from './clock';
 import { type Config, ConfigError, loadConfig } from './config/config';
 import { type Logger, createProcessLogger, maskUrls } from './logger';
 import { describeRedis } from './pool/redis-connection';
 import { type Service, createService } from './service';
+import { errorMessage } from './errors';
 
 /** `npm start`: reads the environment, starts the service, stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -58,12 +61,15 @@ function exitInvalidConfig(err: ConfigError): never {
 function survivePromiseFaults(log: Logger, exit: (code: number) => void): void {
   process.on('unhandledRejection', (reason) => {
     log.error(
-      { alarm: 'unhandled_rejection', err: String((reason as Error)?.stack ?? reason) },
+      {
+        alarm: 'unhandled_rejection',
+        err: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason),
+      },
       'unhandled promise rejection (a bug); the process keeps running',
     );
   });
   process.on('uncaughtException', (err) => {
-    log.error({ alarm: 'uncaught_exception', err: String(err?.stack ?? err) }, 'uncaught exception; exiting');
+    log.error({ alarm: 'uncaught_exception', err: err.stack ?? err.message }, 'uncaught exception; exiting');
     exit(1);
   });
 }
@@ -75,7 +81,7 @@ async function startService(config: Config, log: Logger): Promise<Service> {
   } catch (err) {
     // Some settings (the snowflake layout) are only checked as a whole when built.
     if (err instanceof ConfigError) exitInvalidConfig(err);
-    process.stderr.write(`idpool: cannot start: ${maskUrls(String((err as Error)?.message ?? err))}\n`);
+    process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
     process.exit(1);
   }
 }
@@ -99,7 +105,7 @@ function stopOnSignals(service: Service, log: Logger, exit: (code: number) => vo
         log.info({ signal }, 'stopped');
         exit(0);
       })
-      .catch((err) => {
+      .catch((err: unknown) => {
         log.error({ err: String(err) }, 'error while stopping');
         exit(1);
       });
@@ -110,7 +116,7 @@ function stopOnSignals(service: Service, log: Logger, exit: (code: number) => vo
 
 // A failure to start (the port taken, say) must end the process, not become
 // an unhandled rejection that is logged while nothing listens.
-main().catch((err) => {
-  process.stderr.write(`idpool: cannot start: ${maskUrls(String((err as Error)?.message ?? err))}\n`);
+main().catch((err: unknown) => {
+  process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
   process.exit(1);
 });

@@ -65,8 +65,8 @@ export class AdminApi {
     return this.send<T>('PATCH', path, body);
   }
 
-  delete(path: string): Promise<void> {
-    return this.send<void>('DELETE', path);
+  delete(path: string): Promise<undefined> {
+    return this.send<undefined>('DELETE', path);
   }
 
   private async send<T>(method: string, path: string, body?: unknown): Promise<T> {

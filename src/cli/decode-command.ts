@@ -38,8 +38,10 @@ async function decode(
   opts: Record<string, string | undefined>,
 ): Promise<void> {
   const overrides: Record<string, string> = {};
-  for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES))
-    if (opts[opt] !== undefined) overrides[variable] = opts[opt]!;
+  for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES)) {
+    const value = opts[opt];
+    if (value !== undefined) overrides[variable] = value;
+  }
   // The same validation (and messages) as the service's start-up.
   const config = loadConfig({ ...ctx.io.env, ...overrides });
   const { SnowflakeLayout } = await import('../snowflake/layout');

@@ -101,7 +101,7 @@ function addCreate(group: Command, ctx: CliContext): void {
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
     ctx.print(cmd, created, () => {
       const { secret, ...config } = created;
-      return `${fields(config)}\nsecret: ${secret}\nThe secret is shown only now; store it (rotate with: idpool apps rotate-secret ${key}).\n`;
+      return `${fields(config)}\nsecret: ${String(secret)}\nThe secret is shown only now; store it (rotate with: idpool apps rotate-secret ${key}).\n`;
     });
   });
 }
@@ -138,20 +138,30 @@ function addList(group: Command, ctx: CliContext): void {
     });
 }
 
+/** The fields of an entity of `GET /admin/apps` that `apps list` prints (the JSON output passes every field on). */
+interface EntityRow {
+  key: string;
+  mode: string;
+  step: number;
+  name: string;
+  pool?: { size: number; max: number } | null;
+  currentOffset?: string | null;
+}
+
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
 async function listPages(
   ctx: CliContext,
   cmd: Command,
   opts: { limit?: number; after?: string },
-): Promise<{ list: Record<string, any>[]; next: string | null }> {
+): Promise<{ list: EntityRow[]; next: string | null }> {
   const api = ctx.admin(cmd);
-  const list: Record<string, any>[] = [];
+  const list: EntityRow[] = [];
   let after = opts.after;
-  let next: string | null = null;
+  let next: string | null;
   do {
     const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
     if (after !== undefined) query.set('after', after);
-    const page = await api.get<{ apps: Record<string, any>[]; next: string | null }>(`/admin/apps?${query}`);
+    const page = await api.get<{ apps: EntityRow[]; next: string | null }>(`/admin/apps?${query.toString()}`);
     list.push(...page.apps);
     next = page.next;
     after = next ?? undefined;
@@ -214,12 +224,15 @@ function addImportFrom(group: Command, ctx: CliContext): void {
     .requiredOption(
       '--database-url <url>',
       "the incumbent's database (mysql://, mariadb://, postgres://); repeat for several Tinyid databases: the highest max_id wins",
-      (value: string, previous: string[] = []) => [...previous, value],
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     )
     .option(
       '--only <keys>',
       'import only these keys (comma-separated; repeatable)',
-      (value: string, previous: string[] = []) => [...previous, ...value.split(',').map((k) => k.trim())],
+      (value: string, previous: string[] | undefined) => [
+        ...(previous ?? []),
+        ...value.split(',').map((k) => k.trim()),
+      ],
     )
     .option('--dry-run', 'print the plan; register nothing')
     .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
@@ -255,7 +268,7 @@ function addImportFrom(group: Command, ctx: CliContext): void {
               plan.entities
                 .map(
                   (e) =>
-                    `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${String(e.body.mode)}, step ${String(e.body.step ?? 'default')}${e.body.delta !== undefined ? `, delta ${String(e.body.delta)} remainder ${String(e.body.remainder)}` : ''}${kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`}\n`,
+                    `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${String(e.body.mode)}, step ${JSON.stringify(e.body.step ?? 'default')}${e.body.delta !== undefined ? `, delta ${JSON.stringify(e.body.delta)} remainder ${JSON.stringify(e.body.remainder)}` : ''}${kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`}\n`,
                 )
                 .join('') +
               `${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`,

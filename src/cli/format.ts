@@ -6,11 +6,18 @@ export function fields(record: Record<string, unknown>): string {
   const walk = (prefix: string, value: unknown) => {
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       for (const [k, v] of Object.entries(value)) walk(prefix ? `${prefix}.${k}` : k, v);
-    } else rows.push([prefix, value === null || value === undefined ? '-' : String(value)]);
+    } else rows.push([prefix, cell(value)]);
   };
   walk('', record);
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
+}
+
+/** One value as text: '-' for none, a list comma-separated, anything else as its JSON (a string as itself). */
+function cell(value: unknown): string {
+  if (value === null || value === undefined) return '-';
+  if (Array.isArray(value)) return value.join(',');
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 /** A table with a header row; every cell is text. */

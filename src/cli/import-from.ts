@@ -41,7 +41,7 @@ export interface PlannedEntity {
 export interface ImportPlan {
   entities: PlannedEntity[];
   /** Rows left out, and why (a key idpool's rules refuse, an id line used up). */
-  skipped: Array<{ key: string; reason: string }>;
+  skipped: { key: string; reason: string }[];
 }
 
 /**
@@ -105,6 +105,7 @@ export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: Readonl
       if (row.step > LIMITS.step) notes.push(`step ${row.step} lowered to idpool's ${LIMITS.step}`);
     }
     const name = row.description?.trim();
+    // eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for.
     if (name && name.length <= 128 && !/[\u0000-\u001f\u007f-\u009f]/.test(name)) body.name = name;
     else if (name)
       notes.push('description not usable as a name (over 128 characters or control characters); named by key');
@@ -154,7 +155,7 @@ function where(url: string): string {
 }
 
 /** Runs `sql` on one database and returns its rows; every BIGINT is read as its decimal text. */
-async function query(url: string, sql: string): Promise<Array<Record<string, unknown>>> {
+async function query(url: string, sql: string): Promise<Record<string, unknown>[]> {
   try {
     if (urlKind(url) === 'mysql') {
       const c = await createConnection({
@@ -165,7 +166,7 @@ async function query(url: string, sql: string): Promise<Array<Record<string, unk
       });
       try {
         const [rows] = await c.query(sql);
-        return rows as Array<Record<string, unknown>>;
+        return rows as Record<string, unknown>[];
       } finally {
         await c.end();
       }
@@ -173,7 +174,7 @@ async function query(url: string, sql: string): Promise<Array<Record<string, unk
     const c = new PgClient({ connectionString: url, connectionTimeoutMillis: 10_000 });
     await c.connect();
     try {
-      return (await c.query(sql)).rows as Array<Record<string, unknown>>;
+      return (await c.query(sql)).rows as Record<string, unknown>[];
     } finally {
       await c.end();
     }
@@ -186,7 +187,7 @@ async function query(url: string, sql: string): Promise<Array<Record<string, unk
 const int = (v: unknown, fallback: number): number => (v === null || v === undefined ? fallback : Number(v));
 
 /** Every row of the incumbent's table in one database (as the incumbents' own DDL defines them). */
-export async function readRows(kind: Incumbent, url: string): Promise<IncumbentRow[]> {
+async function readRows(kind: Incumbent, url: string): Promise<IncumbentRow[]> {
   // max_id as text: a BIGINT past 2^53 must not pass through a JS number.
   const text = urlKind(url) === 'mysql' ? 'CHAR(20)' : 'VARCHAR(20)';
   if (kind === 'leaf') {
@@ -198,7 +199,12 @@ export async function readRows(kind: Incumbent, url: string): Promise<IncumbentR
       key: String(r.biz_tag),
       maxId: BigInt(String(r.max_id)),
       step: int(r.step, 0),
-      description: r.description === null || r.description === undefined ? null : String(r.description),
+      description:
+        typeof r.description === 'string'
+          ? r.description
+          : r.description == null
+            ? null
+            : JSON.stringify(r.description),
       delta: 1,
       remainder: 0,
       tokens: [],
@@ -242,7 +248,7 @@ export interface ImportOutcome {
 export interface ImportFromResult {
   outcomes: ImportOutcome[];
   /** Rows whose `max_id` changed while the import ran: the incumbent is still issuing. */
-  moved: Array<{ key: string; before: string; after: string }>;
+  moved: { key: string; before: string; after: string }[];
 }
 
 /**
@@ -253,7 +259,7 @@ export interface ImportFromResult {
  */
 export async function runImport(
   api: Pick<AdminApi, 'get' | 'post'>,
-  kind: Incumbent,
+  _kind: Incumbent,
   plan: ImportPlan,
   reread: () => Promise<IncumbentRow[]>,
   o: { secretsPath?: string; onOutcome?: (o: ImportOutcome) => void },
@@ -262,7 +268,8 @@ export async function runImport(
   const outcomes: ImportOutcome[] = [];
   try {
     for (const item of plan.entities) {
-      const [first, ...more] = item.tokens;
+      const first = item.tokens.at(0);
+      const more = item.tokens.slice(1);
       const body = first === undefined ? item.body : { ...item.body, secret: first };
       let outcome: ImportOutcome;
       try {

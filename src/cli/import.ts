@@ -119,7 +119,10 @@ async function registerAll(
   };
   const registerLine = async (line: ImportLine) => {
     const body = parseLine(line);
-    if (typeof body === 'string') return fail(line.number, body, EXIT_USAGE);
+    if (typeof body === 'string') {
+      fail(line.number, body, EXIT_USAGE);
+      return;
+    }
     try {
       const created = await api.post<{ key: string; secret: string }>('/admin/apps', body);
       writeSync(fd, `${JSON.stringify({ key: created.key, secret: created.secret })}\n`);

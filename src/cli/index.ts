@@ -1,15 +1,17 @@
 #!/usr/bin/env node
+// First: on an unsupported Node this exits before anything else (better-sqlite3) loads.
+import '../node-version';
 import 'dotenv/config';
 import { runCli } from './program';
 
 /** `idpool` (package.json "bin"): see `idpool --help`. */
-runCli(process.argv.slice(2), {
+void runCli(process.argv.slice(2), {
   env: process.env,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   // The service's own entry point: it listens, logs, and stops on SIGTERM/SIGINT.
   serve: async () => {
-    require('../main');
+    await import('../main');
   },
 }).then((code) => {
   // `serve` keeps running; every other command ends here.

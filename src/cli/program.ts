@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/config';
-import { IdpoolError } from '../errors';
+import { IdpoolError, errorMessage } from '../errors';
 import { addEntityCommands } from './entity-commands';
 import { type CliIo, cliContext, nonNegativeInt } from './context';
 import { addDecodeCommand } from './decode-command';
@@ -47,7 +47,7 @@ function toCliError(err: unknown): CliError {
   if (err instanceof CliError) return err;
   if (err instanceof ConfigError) return new CliError(EXIT_USAGE, `invalid configuration: ${err.message}`);
   if (err instanceof IdpoolError && err.statusCode === 400) return new CliError(EXIT_USAGE, err.message);
-  return new CliError(EXIT_FAILURE, String((err as Error)?.message ?? err));
+  return new CliError(EXIT_FAILURE, errorMessage(err));
 }
 
 /** The `idpool` program: global options, help and output wired to `io`, then each command group. */

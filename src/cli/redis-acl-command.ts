@@ -37,9 +37,10 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
         if (opts.user !== undefined && !USER_PATTERN.test(opts.user))
           throw new CliError(EXIT_USAGE, `--user must be 1-128 of A-Z a-z 0-9 _ . @ : -, got "${opts.user}"`);
         // The service's user always has the Cluster reads: one user for every topology.
-        const acl = opts.service
-          ? serviceAcl(opts.user)
-          : consumerAcl(key!, { user: opts.user, cluster: opts.cluster });
+        const acl =
+          opts.service || key === undefined
+            ? serviceAcl(opts.user)
+            : consumerAcl(key, { user: opts.user, cluster: opts.cluster });
         printAcl(ctx, cmd, acl, key);
       },
     );

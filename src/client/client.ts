@@ -254,7 +254,7 @@ export class IdpoolClient {
   }
 
   private async request(entityKey: string, secret: string, count: number): Promise<string[]> {
-    const answer = await this.transport.send<{ ids?: unknown }>({
+    const answer = await this.transport.send<{ ids?: unknown } | null>({
       method: 'POST',
       path: `/apps/${encodeURIComponent(entityKey)}/ids`,
       secret,

@@ -77,12 +77,12 @@ export class IdpoolUnavailableError extends IdpoolClientError {
     readonly attempts: readonly IdpoolClientError[],
     reason: string,
   ) {
-    const last = attempts[attempts.length - 1];
+    const last = attempts.at(-1);
     super(`idpool unavailable: ${reason}${last ? `; last error: ${last.message}` : ''}`, { cause: last });
   }
 
   get lastError(): IdpoolClientError | undefined {
-    return this.attempts[this.attempts.length - 1];
+    return this.attempts.at(-1);
   }
 }
 

@@ -236,7 +236,9 @@ export abstract class LeasedIds<T extends number | bigint> {
       const left = deadline - this.clock.now();
       if (left <= 0)
         throw new IdpoolLeaseNotReadyError(`no leased ids for ${this.entityKey} within ${this.settings.waitMs} ms`);
-      const loaded = await Promise.race([this.loading!.then(() => true), this.clock.sleep(left).then(() => false)]);
+      const loading = this.loading ?? Promise.resolve();
+      const loaded = await Promise.race([loading.then(() => true), this.clock.sleep(left).then(() => false)]);
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the lease fills the spare slot during the await.
       if (loaded && !this.spare && this.failure) {
         const failure = this.failure;
         this.failure = undefined;
@@ -246,22 +248,26 @@ export abstract class LeasedIds<T extends number | bigint> {
   }
 
   /** Checks a lease answer's shape; the ids as bigint. */
-  protected parse(answer: LeaseAnswer): { first: bigint; last: bigint; delta: number; count: number } {
-    const ok =
-      typeof answer?.first === 'string' &&
-      /^\d{1,20}$/.test(answer.first) &&
-      typeof answer.last === 'string' &&
-      /^\d{1,20}$/.test(answer.last) &&
-      Number.isSafeInteger(answer.delta) &&
-      answer.delta >= 1 &&
-      Number.isSafeInteger(answer.count) &&
-      answer.count >= 1;
-    if (!ok) throw new IdpoolClientError(`the lease of ${this.entityKey} came back malformed`);
-    const first = BigInt(answer.first);
-    const last = BigInt(answer.last);
-    if (last - first !== BigInt(answer.count - 1) * BigInt(answer.delta))
-      throw new IdpoolClientError(`the lease of ${this.entityKey} does not hold ${answer.count} ids`);
-    return { first, last, delta: answer.delta, count: answer.count };
+  protected parse(answer: unknown): { first: bigint; last: bigint; delta: number; count: number } {
+    const a = (answer ?? {}) as Partial<Record<keyof LeaseAnswer, unknown>>;
+    if (!(
+      typeof a.first === 'string' &&
+      /^\d{1,20}$/.test(a.first) &&
+      typeof a.last === 'string' &&
+      /^\d{1,20}$/.test(a.last) &&
+      typeof a.delta === 'number' &&
+      Number.isSafeInteger(a.delta) &&
+      a.delta >= 1 &&
+      typeof a.count === 'number' &&
+      Number.isSafeInteger(a.count) &&
+      a.count >= 1
+    ))
+      throw new IdpoolClientError(`the lease of ${this.entityKey} came back malformed`);
+    const first = BigInt(a.first);
+    const last = BigInt(a.last);
+    if (last - first !== BigInt(a.count - 1) * BigInt(a.delta))
+      throw new IdpoolClientError(`the lease of ${this.entityKey} does not hold ${a.count} ids`);
+    return { first, last, delta: a.delta, count: a.count };
   }
 
   /** Index of the id whose handing out uses up `prefetchAt` of a segment of `count` ids. */
@@ -359,9 +365,8 @@ export function leasedIds(
   clock: ClientClock,
   options: LeaseOptions = {},
 ): LeasedIds<number> | LeasedIds<bigint> {
-  const ids = options.ids ?? LEASE_DEFAULTS.ids;
-  if (ids !== 'bigint' && ids !== 'number')
-    throw new TypeError(`lease.ids must be 'bigint' or 'number', got ${String(ids)}`);
+  const ids: string = options.ids ?? LEASE_DEFAULTS.ids;
+  if (ids !== 'bigint' && ids !== 'number') throw new TypeError(`lease.ids must be 'bigint' or 'number', got ${ids}`);
   return ids === 'number'
     ? new NumberLeasedIds(entityKey, fetchLease, clock, options)
     : new BigIntLeasedIds(entityKey, fetchLease, clock, options);

@@ -52,8 +52,10 @@ interface Endpoint {
 }
 
 /** Marks an error that must reach the caller without another attempt (4xx). */
-class Final {
-  constructor(readonly error: IdpoolClientError) {}
+class Final extends Error {
+  constructor(readonly error: IdpoolClientError) {
+    super(error.message);
+  }
 }
 
 /**
@@ -150,11 +152,8 @@ export class Transport {
     timeoutMs: number,
   ): Promise<T> {
     const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
+    // Only the timer aborts: an aborted signal means the attempt timed out.
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
     let status: number;
     let text: string;
     let retryAfter: string | null;
@@ -169,11 +168,11 @@ export class Transport {
       retryAfter = res.headers.get('retry-after');
       text = await res.text();
     } catch (err) {
-      if (timedOut) throw new IdpoolTimeoutError(endpoint.url, timeoutMs);
+      if (controller.signal.aborted) throw new IdpoolTimeoutError(endpoint.url, timeoutMs);
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       throw new IdpoolNetworkError(
         endpoint.url,
-        cause?.code ?? cause?.message ?? (err as Error).message ?? String(err),
+        cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err)),
         err,
       );
     } finally {

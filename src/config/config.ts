@@ -23,7 +23,7 @@ import {
 } from '../http/settings';
 
 export { ConfigError };
-export type { OpsConfig, RedisTopology, SnowflakeRuntimeSettings, SnowflakeSettings };
+export type { SnowflakeRuntimeSettings };
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -279,7 +279,7 @@ function compatRoutes(r: EnvReader): CompatRoute[] {
 }
 
 /** `host:port` lists (IDPOOL_REDIS_SENTINELS, IDPOOL_REDIS_CLUSTER_NODES). */
-function hostPorts(name: string, raw: string): Array<{ host: string; port: number }> {
+function hostPorts(name: string, raw: string): { host: string; port: number }[] {
   return raw.split(',').map((part) => {
     const m = /^\s*([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})\s*$/.exec(part);
     const port = Number(m?.[2]);

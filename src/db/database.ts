@@ -8,7 +8,7 @@ export {
   postgresUnavailable,
   toPostgresPlaceholders,
 } from './dialects/postgres';
-export { SQLITE_BUSY_TIMEOUT_MS, isBusy } from './dialects/sqlite';
+export { isBusy } from './dialects/sqlite';
 
 export type Dialect = DialectName;
 

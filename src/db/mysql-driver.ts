@@ -51,7 +51,7 @@ function boundQueries(connection: { query: QueryFn; destroy(): void }, timeoutMs
       cb = values as Callback;
       values = undefined;
     }
-    const text = typeof sql === 'string' ? sql : String((sql as { sql?: unknown })?.sql ?? '');
+    const text = typeof sql === 'string' ? sql : ((sql as { sql?: string } | null)?.sql ?? '');
     if (typeof cb !== 'function' || UNBOUNDED.test(text)) return query.call(this, sql, values, cb);
     const callback = cb;
     let settled = false;

@@ -7,6 +7,7 @@ import {
   type EntitySecret,
   type Tunables,
 } from './entity';
+import { errorMessage } from '../errors';
 
 interface Row {
   entity_key: string;
@@ -38,7 +39,7 @@ interface PendingInsert {
 }
 
 function isDuplicate(err: unknown): boolean {
-  return /duplicate|unique/i.test(String((err as Error)?.message));
+  return /duplicate|unique/i.test(errorMessage(err));
 }
 
 const MONOTONIC = 1;
@@ -88,7 +89,7 @@ export interface EntityStore {
   exists(key: string): Promise<boolean>;
   listLive(): Promise<EntityConfig[]>;
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
-  changedSince(sinceMs: number): Promise<Array<{ entity: EntityConfig; retired: boolean }>>;
+  changedSince(sinceMs: number): Promise<{ entity: EntityConfig; retired: boolean }[]>;
   /** Inserts a new entity; returns false when the key is taken (live or retired). */
   insert(entity: EntityConfig): Promise<boolean>;
   update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
@@ -151,7 +152,7 @@ export class SqlEntityStore implements EntityStore {
   }
 
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
-  async changedSince(sinceMs: number): Promise<Array<{ entity: EntityConfig; retired: boolean }>> {
+  async changedSince(sinceMs: number): Promise<{ entity: EntityConfig; retired: boolean }[]> {
     const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE update_time >= ?`, [sinceMs]);
     return rows.map((row) => ({ entity: toEntity(row), retired: Number(row.deleted_at) !== 0 }));
   }

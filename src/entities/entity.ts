@@ -54,7 +54,7 @@ export interface EntitySecret {
 export const MAX_SECRETS = 5;
 
 /** The longest overlap `rotate-secret --keep-old-for` and an expiring secret allow: 30 days. */
-export const MAX_SECRET_TTL_S = 30 * 24 * 3600;
+const MAX_SECRET_TTL_S = 30 * 24 * 3600;
 
 /**
  * A secret given by an admin (an imported Tinyid token) rather than made
@@ -103,6 +103,7 @@ const offset = z
  * isolates: printed raw by the CLI and the dashboard, they could rewrite a
  * terminal or reorder what an operator reads. Joiners used by emoji stay.
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
 /** A UTF-16 surrogate without its pair: not a character, and refused by MySQL's utf8mb4. */
@@ -237,12 +238,6 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-export function secretMatches(secret: string, hash: string): boolean {
-  const given = Buffer.from(hashSecret(secret), 'hex');
-  const stored = Buffer.from(hash, 'hex');
-  return given.length === stored.length && timingSafeEqual(given, stored);
-}
-
 /** Compared against when there is no entity or fewer secrets, so every check costs the same. */
 const NO_HASH = Buffer.alloc(32);
 
@@ -261,7 +256,7 @@ export function secretAccepted(
   let accepted = false;
   for (let i = 0; i < MAX_SECRETS; i++) {
     const s = entity?.secrets[i];
-    const stored = s && s.hash.length === 64 ? Buffer.from(s.hash, 'hex') : NO_HASH;
+    const stored = s?.hash.length === 64 ? Buffer.from(s.hash, 'hex') : NO_HASH;
     const live = s !== undefined && (s.expiresAt === null || nowMs < s.expiresAt);
     if (timingSafeEqual(given, stored) && live) accepted = true;
   }

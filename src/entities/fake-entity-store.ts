@@ -14,7 +14,7 @@ export class FakeEntityStore implements EntityStore {
   async findLive(key: string): Promise<EntityConfig | undefined> {
     this.count('findLive');
     const row = this.rows.get(key);
-    return row && row.deletedAt === 0 ? row.entity : undefined;
+    return row?.deletedAt === 0 ? row.entity : undefined;
   }
 
   async exists(key: string): Promise<boolean> {
@@ -30,7 +30,7 @@ export class FakeEntityStore implements EntityStore {
       .sort((a, b) => (a.key < b.key ? -1 : 1));
   }
 
-  async changedSince(sinceMs: number): Promise<Array<{ entity: EntityConfig; retired: boolean }>> {
+  async changedSince(sinceMs: number): Promise<{ entity: EntityConfig; retired: boolean }[]> {
     this.count('changedSince');
     return [...this.rows.values()]
       .filter((r) => r.entity.updateTime >= sinceMs)
@@ -57,14 +57,14 @@ export class FakeEntityStore implements EntityStore {
   async retire(key: string, at: number): Promise<boolean> {
     this.count('retire');
     const row = this.rows.get(key);
-    if (!row || row.deletedAt !== 0) return false;
+    if (row?.deletedAt !== 0) return false;
     this.rows.set(key, { entity: { ...row.entity, updateTime: at }, deletedAt: at });
     return true;
   }
 
   private change(key: string, next: (entity: EntityConfig) => EntityConfig): boolean {
     const row = this.rows.get(key);
-    if (!row || row.deletedAt !== 0) return false;
+    if (row?.deletedAt !== 0) return false;
     this.rows.set(key, { entity: next(row.entity), deletedAt: 0 });
     return true;
   }

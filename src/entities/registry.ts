@@ -223,7 +223,7 @@ export class EntityRegistry implements EntityCatalog {
           this.forget(entity.key);
           await this.retired(entity.key);
         }
-      } else if (!known || known.updateTime !== entity.updateTime || !sameSecrets(known.secrets, entity.secrets)) {
+      } else if (known?.updateTime !== entity.updateTime || !sameSecrets(known.secrets, entity.secrets)) {
         this.remember(entity);
         if (!known) await this.registered(entity);
       }
@@ -282,8 +282,15 @@ export class EntityRegistry implements EntityCatalog {
     return entity;
   }
 
+  /** A key of keysInOrder(), which lists the cache's own keys. */
+  private cached(key: string): EntityConfig {
+    const entity = this.cache.get(key);
+    if (!entity) throw new Error(`registry: ordered key "${key}" is not cached`);
+    return entity;
+  }
+
   list(): EntityConfig[] {
-    return this.keysInOrder().map((k) => this.cache.get(k)!);
+    return this.keysInOrder().map((k) => this.cached(k));
   }
 
   /**
@@ -304,7 +311,7 @@ export class EntityRegistry implements EntityCatalog {
     }
     const slice = keys.slice(from, from + limit);
     const more = from + limit < keys.length;
-    return { entities: slice.map((k) => this.cache.get(k)!), next: more ? slice[slice.length - 1] : null };
+    return { entities: slice.map((k) => this.cached(k)), next: more ? slice[slice.length - 1] : null };
   }
 
   /** Number of live entities. */
@@ -411,7 +418,9 @@ export class EntityRegistry implements EntityCatalog {
       result = { id: record.id, added: true, expiresAt: record.expiresAt };
       return [record, ...live];
     });
-    return { ...result!, secret };
+    // Set inside the change, which changeSecrets runs before it resolves.
+    if (!result) throw new Error(`the secrets of ${key} were not changed`);
+    return { ...result, secret };
   }
 
   /** Stops accepting the secret `id`; the last one cannot be removed (rotate instead). */

@@ -26,10 +26,10 @@ export type TokenKind = 'admin' | 'ops' | 'metrics';
  * kinds exist or how close a guess came.
  */
 export class ServiceTokens {
-  private readonly digests: Array<[TokenKind, Buffer]>;
+  private readonly digests: [TokenKind, Buffer][];
 
   constructor(tokens: Partial<Record<TokenKind, string>>) {
-    this.digests = Object.entries(tokens)
+    this.digests = Object.entries(tokens as Record<TokenKind, string | undefined>)
       .filter((entry): entry is [TokenKind, string] => entry[1] !== undefined)
       .map(([kind, token]) => [kind, digest(token)]);
   }

@@ -77,7 +77,7 @@ export interface HttpDeps {
   /** Runs first on every request: request log line, request id, duration histogram (src/ops). */
   observe?: RequestHandler;
   /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
-  draining?(): boolean;
+  draining?: () => boolean;
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
   ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
   log: Logger;

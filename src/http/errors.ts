@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import { IdpoolError, InvalidRequestError, PayloadTooLargeError, UnavailableError } from '../errors';
+import { IdpoolError, InvalidRequestError, PayloadTooLargeError, UnavailableError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import { scrub } from './readiness';
 
@@ -61,10 +61,6 @@ export function dependencyFailure(err: unknown): string | undefined {
   return e.cause !== undefined && e.cause !== err ? dependencyFailure(e.cause) : undefined;
 }
 
-export function isDependencyFailure(err: unknown): boolean {
-  return dependencyFailure(err) !== undefined;
-}
-
 /**
  * A dependency that is down fails every request: one alarm line per kind
  * every this many ms (with how many requests it covered), not one per request.
@@ -87,7 +83,7 @@ export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRe
  */
 export function errorFaces(log: Logger, now: () => number = Date.now): (answer: ErrorAnswer) => ErrorRequestHandler {
   const alarms = new Map<string, { at: number; suppressed: number }>();
-  const dependencyAlarm = (kind: string, err: { message?: unknown }, path: string) => {
+  const dependencyAlarm = (kind: string, err: unknown, path: string) => {
     const t = now();
     const last = alarms.get(kind);
     if (last && t - last.at < DEPENDENCY_ALARM_EVERY_MS) {
@@ -100,13 +96,13 @@ export function errorFaces(log: Logger, now: () => number = Date.now): (answer: 
         alarm: 'dependency_unavailable',
         kind,
         path,
-        err: String(err.message ?? err),
+        err: errorMessage(err),
         requestsSinceLastAlarm: (last?.suppressed ?? 0) + 1,
       },
       'a dependency (database or Redis) is unavailable; answering 503',
     );
   };
-  const classify = (err: any, req: Request): IdpoolError => {
+  const classify = (err: unknown, req: Request): IdpoolError => {
     if (err instanceof IdpoolError) {
       if (err.statusCode < 500) return err;
       const detail = err instanceof UnavailableError ? err.detail : undefined;
@@ -115,20 +111,24 @@ export function errorFaces(log: Logger, now: () => number = Date.now): (answer: 
       return new IdpoolError(err.statusCode, err.code, scrub(err.message), err.retryAfterSeconds);
     }
     // body-parser marks its own errors with a 4xx status and a type.
-    if (err?.type === 'entity.too.large')
-      return new PayloadTooLargeError(`request body larger than ${err.limit} bytes`);
-    if (err?.type === 'entity.parse.failed') return new InvalidRequestError('request body is not valid JSON');
-    if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500)
-      return new InvalidRequestError(String(err.message ?? 'bad request'));
+    const marked = err as { type?: unknown; limit?: number; status?: unknown; stack?: unknown } | null | undefined;
+    if (marked?.type === 'entity.too.large')
+      return new PayloadTooLargeError(`request body larger than ${marked.limit ?? 0} bytes`);
+    if (marked?.type === 'entity.parse.failed') return new InvalidRequestError('request body is not valid JSON');
+    if (typeof marked?.status === 'number' && marked.status >= 400 && marked.status < 500)
+      return new InvalidRequestError(err instanceof Error ? err.message : 'bad request');
     const kind = dependencyFailure(err);
     if (kind) {
       dependencyAlarm(kind, err, req.path);
       return new UnavailableError('a dependency (database or Redis) is unavailable; retry shortly', 1);
     }
-    log.error({ method: req.method, path: req.path, err: String(err?.stack ?? err) }, 'internal error');
+    log.error(
+      { method: req.method, path: req.path, err: typeof marked?.stack === 'string' ? marked.stack : String(err) },
+      'internal error',
+    );
     return new IdpoolError(500, 'internal', 'internal error');
   };
-  return (answer) => (err, req, res, _next) => {
+  return (answer) => (err: unknown, req, res, _next) => {
     if (res.headersSent) return;
     answer(req, res, classify(err, req));
   };

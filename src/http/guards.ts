@@ -35,7 +35,7 @@ export interface Guards {
 }
 
 /** The admin API's writes, by method and path under `/admin`, as audit lines name them. */
-const ADMIN_WRITES: ReadonlyArray<[method: string, path: RegExp, action: string]> = [
+const ADMIN_WRITES: readonly [method: string, path: RegExp, action: string][] = [
   ['POST', /^\/apps\/?$/, 'register'],
   ['PATCH', /^\/apps\/([^/]+)\/?$/, 'update'],
   ['DELETE', /^\/apps\/([^/]+)\/?$/, 'retire'],
@@ -49,7 +49,8 @@ function adminWrite(req: Pick<Request, 'method' | 'path' | 'body'>): { action: s
   for (const [method, path, action] of ADMIN_WRITES) {
     const m = req.method === method ? path.exec(req.path) : null;
     if (!m) continue;
-    const key: unknown = m[1] === undefined ? (req.body as { key?: unknown } | undefined)?.key : safeDecode(m[1]);
+    const named = m.at(1);
+    const key: unknown = named === undefined ? (req.body as { key?: unknown } | undefined)?.key : safeDecode(named);
     return { action, entity: typeof key === 'string' && KEY_PATTERN.test(key) ? key : undefined };
   }
   return { action: `${req.method} ${req.path.slice(0, 256)}` };
@@ -111,7 +112,10 @@ export function createGuards(
     requireToken,
     requireAdmin: async (req, res, next) => {
       const token = await requireToken(req, ['admin', 'ops'], 'invalid admin token');
-      if (READS.has(req.method)) return next();
+      if (READS.has(req.method)) {
+        next();
+        return;
+      }
       auditLine(req, res, token);
       if (token !== 'admin') throw new ForbiddenError('the ops token is read-only; this change needs the admin token');
       next();

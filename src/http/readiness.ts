@@ -6,7 +6,7 @@ import type { Clock } from '../clock';
  * hosts, ports, users and URLs ("connect ECONNREFUSED 10.0.0.5:6379",
  * "Access denied for user 'idpool'@'10.0.0.7'").
  */
-const KINDS: Array<[RegExp, string]> = [
+const KINDS: [RegExp, string][] = [
   [/timed? ?out|ETIMEDOUT/i, 'timed out'],
   [/ECONNREFUSED|refused/i, 'connection refused'],
   [/ENOTFOUND|EAI_AGAIN|getaddrinfo/i, 'host not found'],

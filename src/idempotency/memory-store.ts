@@ -57,8 +57,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   /** Makes room for `bytes` more of `entityKey`'s answers by dropping its oldest. */
   private fitEntity(entityKey: string, bytes: number): void {
     const mine = this.byEntity.get(entityKey);
-    while (mine && mine.bytes + bytes > this.bytesPerEntity && mine.ids.size > 0) {
-      this.entries.delete(mine.ids.values().next().value as string);
+    while (mine && mine.bytes + bytes > this.bytesPerEntity) {
+      const oldest = mine.ids.values().next();
+      if (oldest.done) break;
+      this.entries.delete(oldest.value);
     }
   }
 

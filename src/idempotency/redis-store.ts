@@ -25,7 +25,7 @@ const POLL_MS = 25;
  * answers are ~50 bytes (~0.5 MB per entity), a trend batch of 1,000 ids
  * ~17 KB.
  */
-export const REDIS_ANSWERS_PER_ENTITY = 10_000;
+const REDIS_ANSWERS_PER_ENTITY = 10_000;
 
 /**
  * Bytes one stored answer is counted as: its key and value, plus Redis's
@@ -128,7 +128,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * entity's expired answers and, beyond the count and byte caps, its oldest:
    * one call (`store_answer-3.lua`).
    */
-  private store(keys: IdempotencyKeys, requestKey: string, encoded: string, bytes: number): Promise<[number, string?]> {
+  private store(
+    keys: IdempotencyKeys,
+    requestKey: string,
+    encoded: string,
+    bytes: number,
+  ): Promise<[number, (string | null)?]> {
     const { answersPerEntity, bytesPerEntity } = this.limits;
     return callFunction(
       this.redis,

@@ -1,4 +1,4 @@
-import { IdpoolError, PoolExhaustedError, UnavailableError } from '../errors';
+import { IdpoolError, PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
 
 /**
  * Both segments of an entity are used up and the next one has not arrived:
@@ -44,7 +44,7 @@ export class SegmentReservationError extends UnavailableError {
     readonly entityKey: string,
     override readonly cause: unknown,
   ) {
-    super(`could not reserve a segment for ${entityKey}: ${String((cause as Error)?.message ?? cause)}`);
+    super(`could not reserve a segment for ${entityKey}: ${errorMessage(cause)}`);
   }
 }
 

@@ -1,11 +1,10 @@
 import { systemClock } from '../clock';
 import { type Database, openDatabase } from '../db/database';
 import { SqlEntityStore } from '../entities/entity-store';
-import { UnavailableError } from '../errors';
+import { UnavailableError, errorMessage } from '../errors';
 import { silentLogger } from '../logger';
 import { SqlSegmentAllocator } from '../segment/allocator';
 import { checkStride } from '../segment/stride-record';
-import type { InvalidOptionError } from './errors';
 import { BigIntIdGenerator, NumberIdGenerator } from './hot-paths';
 import type { Deps, IdGenerator } from './loader';
 import { LeasedIdGenerator } from './leased';
@@ -18,7 +17,7 @@ async function requireSchema(db: Database): Promise<void> {
   } catch (err) {
     await db.close();
     throw new UnavailableError(
-      `${db.description} has no application table (${String((err as Error)?.message ?? err)}): start the idpool service on it once, run "npm run migration:run", or pass migrate: true`,
+      `${db.description} has no application table (${errorMessage(err)}): start the idpool service on it once, run "npm run migration:run", or pass migrate: true`,
     );
   }
 }
@@ -29,12 +28,8 @@ async function requireSchema(db: Database): Promise<void> {
  * Options are validated here, once; invalid ones throw {@link InvalidOptionError}.
  */
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
-export async function createIdGenerator(
-  options?: IdGeneratorOptions & { ids?: 'bigint' },
-): Promise<IdGenerator<bigint>>;
-export async function createIdGenerator(
-  options: IdGeneratorOptions = {},
-): Promise<IdGenerator<number> | IdGenerator<bigint>> {
+export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: 'bigint' }): Promise<IdGenerator>;
+export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator> {
   const settings = settingsFrom(options);
   const ids = idTypeFrom(options);
   if (options.service) {
@@ -59,9 +54,13 @@ export async function createIdGenerator(
       throw err;
     }
   }
+  const sql = (): Database => {
+    if (!db) throw new TypeError('createIdGenerator: no database to build the allocator or entity store on');
+    return db;
+  };
   const deps: Deps = {
-    allocator: options.allocator ?? new SqlSegmentAllocator(db!),
-    entities: options.entities ?? new SqlEntityStore(db!),
+    allocator: options.allocator ?? new SqlSegmentAllocator(sql()),
+    entities: options.entities ?? new SqlEntityStore(sql()),
     idStride,
     stride: idStride.count,
     clock: options.clock ?? systemClock,

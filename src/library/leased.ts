@@ -36,7 +36,7 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
     clock?: ClientClock,
     fetchImpl?: typeof fetch,
   ) {
-    const keys = Object.keys(service.secrets ?? {});
+    const keys = Object.keys(service.secrets);
     if (keys.length === 0) throw new InvalidOptionError('service', 'service.secrets must name at least one entity');
     try {
       this.client = new IdpoolClient({
@@ -71,9 +71,9 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   }
 
   next(entityKey: string): T {
-    const buffer = entityKey === this.lastKey ? this.lastBuffer : this.buffer(entityKey);
+    const buffer = entityKey === this.lastKey && this.lastBuffer ? this.lastBuffer : this.buffer(entityKey);
     try {
-      return buffer!.next();
+      return buffer.next();
     } catch (err) {
       throw this.translate(err, entityKey);
     }

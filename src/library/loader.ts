@@ -151,7 +151,7 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
   async close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
-      const loads = [...this.buffers.values()].map((b) => b.loading);
+      const loads = [...this.buffers.values()].flatMap((b) => (b.loading ? [b.loading] : []));
       // With no buffer left every next() takes the slow path, which refuses.
       this.buffers.clear();
       this.lastKey = undefined;
@@ -169,7 +169,7 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
     if (this.remaining(buffer.current()) > 0 || buffer.switchToNext()) return this.next(entityKey);
     if (!buffer.loading) {
       this.throwRecentFailure(buffer);
-      this.startLoad(buffer);
+      void this.startLoad(buffer);
     }
     throw new SegmentsNotReadyError(
       entityKey,
@@ -181,7 +181,7 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
   protected prefetch(buffer: SegmentBuffer<T>): void {
     const segment = buffer.current();
     segment.loadNextAt = segment.max;
-    if (!buffer.loading && !buffer.nextReady && !this.closed) this.startLoad(buffer);
+    if (!buffer.loading && !buffer.nextReady && !this.closed) void this.startLoad(buffer);
   }
 
   private bufferFor(entityKey: string): SegmentBuffer<T> {
@@ -200,11 +200,11 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
     for (;;) {
       if (this.closed) throw new GeneratorClosedError();
       if (buffer.nextReady) return;
-      if (!buffer.loading) {
+      let loading = buffer.loading;
+      if (!loading) {
         this.throwRecentFailure(buffer);
-        this.startLoad(buffer);
+        loading = this.startLoad(buffer);
       }
-      const loading = buffer.loading!;
       const left = deadline - clock.monotonic();
       if (left <= 0) {
         throw new SegmentsNotReadyError(
@@ -216,6 +216,7 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
       const settled = await Promise.race([loading.then(() => true), timer.elapsed.then(() => false)]);
       timer.cancel();
       // The load this caller waited for failed: report why, do not retry at once.
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the load and close() change both during the await.
       if (settled && !buffer.nextReady && buffer.failure && !this.closed) throw buffer.failure;
     }
   }
@@ -225,10 +226,12 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
       throw buffer.failure;
   }
 
-  private startLoad(buffer: SegmentBuffer<T>): void {
-    buffer.loading = this.load(buffer).finally(() => {
+  private startLoad(buffer: SegmentBuffer<T>): Promise<void> {
+    const loading = this.load(buffer).finally(() => {
       buffer.loading = undefined;
     });
+    buffer.loading = loading;
+    return loading;
   }
 
   /** Reserves the next segment; never rejects (a failure is kept on the buffer for callers). */
@@ -254,6 +257,7 @@ export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T
       const range = await allocator.reserve(key, size);
       buffer.step = size;
       buffer.lastReserveAt = now;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- close() may have run during the await.
       if (this.closed) return;
       buffer.install(this.toSegment(key, range, size));
       buffer.failure = undefined;

@@ -113,7 +113,8 @@ export function settingsFrom(options: IdGeneratorOptions): Settings {
 
 /** `ids`, defaulted and checked. */
 export function idTypeFrom(options: IdGeneratorOptions): 'bigint' | 'number' {
-  const ids = options.ids ?? DEFAULT_OPTIONS.ids;
+  // JavaScript callers may pass anything.
+  const ids: unknown = options.ids ?? DEFAULT_OPTIONS.ids;
   if (ids !== 'bigint' && ids !== 'number')
     throw new InvalidOptionError('ids', `ids must be 'bigint' or 'number', got ${String(ids)}`);
   return ids;

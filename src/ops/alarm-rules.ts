@@ -2,9 +2,8 @@ import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { PoolSizing } from '../pool/demand';
 import type { Alarms } from './alarms';
-import { type EntityForecast, JS_SAFE_LIMIT } from './forecast';
+import { type EntityForecast, JS_SAFE_LIMIT, type SnowflakeForecast } from './forecast';
 import { dateIn, describeSeconds, isoDate, round } from './format';
-import type { SnowflakeForecast } from './sampler';
 
 /** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
 const CONFIRM_SAMPLES = 2;

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { Ring } from './forecast';
+import { errorMessage } from '../errors';
 
 export type AlarmSeverity = 'warning' | 'critical';
 
@@ -163,7 +164,8 @@ export class Alarms {
     const now = this.o.clock.now();
     const key = keyOf(alarm);
     const last = this.lastNotified.get(key);
-    const notify = this.o.sink !== undefined && (last === undefined || now - last >= this.o.dedupeMs);
+    const sink = this.o.sink;
+    const notify = sink !== undefined && (last === undefined || now - last >= this.o.dedupeMs);
     const at = new Date(now).toISOString();
     const line = { alarm: alarm.name, severity: alarm.severity, entityKey: alarm.entityKey, ...alarm.details };
     if (alarm.severity === 'critical') this.o.log.error(line, alarm.message);
@@ -186,10 +188,8 @@ export class Alarms {
     // One POST at a time, in order; a slow receiver never blocks a request.
     this.pending++;
     this.delivery = this.delivery
-      .then(() => this.o.sink!.send(payload))
-      .catch((err) =>
-        this.o.log.warn({ alarm: alarm.name, err: String((err as Error)?.message ?? err) }, 'alarm webhook failed'),
-      )
+      .then(() => sink.send(payload))
+      .catch((err: unknown) => this.o.log.warn({ alarm: alarm.name, err: errorMessage(err) }, 'alarm webhook failed'))
       .finally(() => this.pending--);
   }
 }
@@ -227,7 +227,7 @@ export class WebhookSink implements AlarmSink {
         lastError = new Error(`webhook answered ${res.status}`);
       } catch (err) {
         lastError = err;
-        if ((err as Error).message?.startsWith('webhook answered 4')) throw err;
+        if (errorMessage(err).startsWith('webhook answered 4')) throw err;
       }
     }
     throw lastError;

@@ -7,7 +7,7 @@ import type { Clock } from '../clock';
  * window only, however many are registered.
  */
 export class RecentServed {
-  private readonly buckets: Array<{ start: number; counts: Map<string, number> }> = [];
+  private readonly buckets: { start: number; counts: Map<string, number> }[] = [];
   private readonly bucketMs: number;
 
   constructor(
@@ -51,11 +51,7 @@ export class RecentServed {
  * when fewer have a score, the rest of the room goes to idle ones in key
  * order. Ties break by key, so the set does not flap between equals.
  */
-export function busiest(
-  limit: number,
-  candidates: Iterable<string>,
-  ...sources: Array<Map<string, number>>
-): Set<string> {
+export function busiest(limit: number, candidates: Iterable<string>, ...sources: Map<string, number>[]): Set<string> {
   const scores = new Map<string, number>();
   const idle: string[] = [];
   for (const key of candidates) {

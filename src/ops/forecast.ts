@@ -69,6 +69,12 @@ export function secondsUntilPass(highestId: bigint, limit: bigint, idsPerSecond:
   return Number(limit - 1n - highestId) / idsPerSecond;
 }
 
+/** When the service-wide snowflake layout runs out, in Unix ms (undefined = never). */
+export interface SnowflakeForecast {
+  timeExhaustedAt: number;
+  jsSafeLimitAt: number | undefined;
+}
+
 /** Everything forecast for one segment entity. */
 export interface EntityForecast {
   readonly takePerSecond: number;
@@ -99,7 +105,7 @@ export function forecastEntity(
   toId: (n: bigint) => bigint,
   idsPerNumber: number,
 ): EntityForecast | undefined {
-  const last = samples[samples.length - 1];
+  const last = samples.at(-1);
   if (!last) return undefined;
   const { takePerSecond, reservePerSecond } = ratesOf(samples, windowMs);
   const highestId = last.offset > startOffset ? toId(last.offset - 1n) : -1n;

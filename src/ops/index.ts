@@ -11,11 +11,10 @@ import type { RefillEvents } from '../pool/refiller';
 import type { LeaseEvents } from '../segment/lease';
 import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
-import { type LeaseView, OpsSampler, type SamplerOptions, type SnowflakeForecast } from './sampler';
+import type { SnowflakeForecast } from './forecast';
+import { type LeaseView, OpsSampler, type SamplerOptions } from './sampler';
 
 export { requestObserver } from './request-log';
-export type { LeaseView, SnowflakeForecast } from './sampler';
-export type { OpsOverview, OverviewQuery, SnowflakeEntityOverview } from './overview';
 
 export interface OpsDeps {
   config: OpsConfig;

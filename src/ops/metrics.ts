@@ -50,7 +50,7 @@ export class EntitySeries {
 
   /** The family with the given entities' values (default: every entity), as a Registry renders it. */
   family(entities: Iterable<string> = this.values.keys()): MetricObjectWithValues<MetricValue<string>> {
-    const values: Array<MetricValue<string>> = [];
+    const values: MetricValue<string>[] = [];
     for (const entity of entities) {
       const value = this.values.get(entity);
       if (value !== undefined) values.push({ value, labels: { entity } });
@@ -310,7 +310,7 @@ export class OpsMetrics {
   }
 
   /** Sets `idpool_dependency_up` from a readiness report's checks (`database`, `redis`; 'ok' = up). */
-  recordDependencies(checks: Record<string, string>): void {
+  recordDependencies(checks: Partial<Record<string, string>>): void {
     for (const dependency of ['database', 'redis']) {
       if (checks[dependency] !== undefined) this.dependencyUp.set({ dependency }, checks[dependency] === 'ok' ? 1 : 0);
     }
@@ -352,7 +352,7 @@ export class OpsMetrics {
     await Promise.all(
       families
         .filter((m) => hasEntityLabel(m) && !(m instanceof EntitySeries))
-        .map(async (m) => read.set(nameOf(m), (await m.get()) as MetricObjectWithValues<MetricValue<string>>)),
+        .map(async (m) => read.set(nameOf(m), await m.get())),
     );
     // Pooled entities, and snowflake and leasing ones that only have counts.
     const candidates = new Set<string>(this.poolSize.values.keys());
@@ -363,7 +363,7 @@ export class OpsMetrics {
     const shown = busiest(
       max,
       candidates,
-      this.options.recentServed?.() ?? new Map(),
+      this.options.recentServed?.() ?? new Map<string, number>(),
       finiteValues(this.takeRate.values),
     );
 
@@ -440,7 +440,7 @@ function totalOf(
 ): MetricObjectWithValues<MetricValue<string>> {
   const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
   const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
-  for (const v of family.values as Array<MetricValue<string> & { metricName?: string }>) {
+  for (const v of family.values as (MetricValue<string> & { metricName?: string })[]) {
     const { entity: _entity, ...labels } = v.labels;
     const id = `${v.metricName ?? ''}\u0000${JSON.stringify(labels)}`;
     const seen = groups.get(id);

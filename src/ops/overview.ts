@@ -4,7 +4,8 @@ import type { AlarmRecord, Alarms } from './alarms';
 import { busiest } from './busiest';
 import type { EntityOverview } from './dashboard-rows';
 import { isoDate } from './format';
-import type { OpsSampler, SamplingHealth, SnowflakeForecast } from './sampler';
+import type { SnowflakeForecast } from './forecast';
+import type { OpsSampler, SamplingHealth } from './sampler';
 
 /** A snowflake entity on the dashboard: no pool, only how fast this instance hands out its ids. */
 export interface SnowflakeEntityOverview {
@@ -27,7 +28,7 @@ export interface OpsOverview {
   entityCount: number;
   /** Entities matching the search (all of them without one); `entities` holds the busiest of these. */
   matching: number;
-  entities: Array<EntityOverview | SnowflakeEntityOverview>;
+  entities: (EntityOverview | SnowflakeEntityOverview)[];
   /** Dates past year 275760 are null ("never"). */
   snowflake: { timeExhaustedAt: string | null; jsSafeLimitAt: string | null } | null;
   /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
@@ -53,7 +54,8 @@ export interface OverviewSources {
 export async function opsOverview(s: OverviewSources, query: OverviewQuery): Promise<OpsOverview> {
   const sf = s.snowflake?.();
   const all = s.entities.list();
-  const matching = query.search ? all.filter((a) => a.key.includes(query.search!)) : all;
+  const search = query.search;
+  const matching = search ? all.filter((a) => a.key.includes(search)) : all;
   const entities = busiestEntities(s, matching, query.limit);
   return {
     at: new Date(s.clock.now()).toISOString(),
@@ -74,7 +76,7 @@ function busiestEntities(
   s: OverviewSources,
   matching: EntityConfig[],
   limit: number,
-): Array<EntityOverview | SnowflakeEntityOverview> {
+): (EntityOverview | SnowflakeEntityOverview)[] {
   const localRates = s.localRates();
   const takeRates = new Map<string, number>();
   for (const entity of matching)

@@ -7,9 +7,17 @@ import { ActivityRound, type Periodic, every } from '../schedule';
 import type { Alarms } from './alarms';
 import { AlarmRules } from './alarm-rules';
 import { type ChartPoint, type EntityOverview, dashboardRows } from './dashboard-rows';
-import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
+import {
+  type EntityForecast,
+  type PoolSample,
+  Ring,
+  type SnowflakeForecast,
+  forecastEntity,
+  ratesOf,
+} from './forecast';
 import { round } from './format';
 import type { OpsMetrics } from './metrics';
+import { errorMessage } from '../errors';
 
 export type { ChartPoint, EntityOverview } from './dashboard-rows';
 
@@ -18,12 +26,6 @@ export interface LeaseView {
   status(): { workerId: number | undefined; held: boolean; expiresAt?: number };
   /** Worker ids of this deployment's range, and how many have a live lease. */
   usage?(): Promise<{ inUse: number; total: number }>;
-}
-
-/** When the service-wide snowflake layout runs out, in Unix ms (undefined = never). */
-export interface SnowflakeForecast {
-  timeExhaustedAt: number;
-  jsSafeLimitAt: number | undefined;
 }
 
 /**
@@ -45,7 +47,7 @@ const ACTIVE_MS = 60_000;
 export interface SamplerOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
-  pools: { sizes(keys: readonly string[]): Promise<Array<number | Error>> };
+  pools: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
   sizing: PoolSizing;
   offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
@@ -175,7 +177,7 @@ export class OpsSampler {
     } catch (err) {
       if (entityKey !== undefined) this.o.metrics.sampleFailures.inc({ entity: entityKey });
       if (this.failureLog.open(entityKey ?? `\u0000${step}`)) {
-        const message = String((err as Error)?.message ?? err);
+        const message = errorMessage(err);
         if (entityKey === undefined) this.o.log.warn({ step, err: message }, 'ops sampling failed');
         else this.o.log.warn({ entity: entityKey, err: message }, 'ops sampling of an entity failed: the others go on');
       }
@@ -313,7 +315,7 @@ export class OpsSampler {
   private async sampleLease(): Promise<void> {
     const lease = this.o.lease;
     if (!lease) return;
-    const { metrics, alarms } = this.o;
+    const { metrics } = this.o;
     const status = lease.status();
     const now = this.o.clock.now();
     metrics.leaseHeld.set(status.held ? 1 : 0);

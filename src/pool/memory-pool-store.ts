@@ -4,7 +4,7 @@ import { listedIds } from './taken-ids';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
 class EntityPool {
-  readonly chunks: Array<readonly string[]> = [];
+  readonly chunks: (readonly string[])[] = [];
   head = 0;
   size = 0;
   /** Ids ever taken (every take), for the demand that sizes the pool. */
@@ -80,11 +80,11 @@ export class MemoryPoolStore implements PoolStore {
     return this.pools.get(entityKey)?.size ?? 0;
   }
 
-  async sizes(entityKeys: readonly string[]): Promise<Array<number | Error>> {
+  async sizes(entityKeys: readonly string[]): Promise<(number | Error)[]> {
     return entityKeys.map((key) => this.pools.get(key)?.size ?? 0);
   }
 
-  async levels(entityKeys: readonly string[]): Promise<Array<PoolLevel | Error>> {
+  async levels(entityKeys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     return entityKeys.map((key) => {
       const pool = this.pools.get(key);
       return { size: pool?.size ?? 0, taken: pool?.taken ?? 0 };
@@ -116,7 +116,9 @@ export class MemoryPoolStore implements PoolStore {
     return 'memory';
   }
 
-  async ping(): Promise<void> {}
+  async ping(): Promise<void> {
+    // Always reachable: it lives in this process.
+  }
 }
 
 /** In-process refill lock: one refill per entity at a time within this process. */

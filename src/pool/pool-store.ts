@@ -46,9 +46,9 @@ export interface PoolStore {
    * error (or whose Cluster node failed) has that Error in its place, so
    * one entity's fault never hides the others; a lost connection rejects.
    */
-  sizes(entityKeys: readonly string[]): Promise<Array<number | Error>>;
+  sizes(entityKeys: readonly string[]): Promise<(number | Error)[]>;
   /** Sizes and running take totals of many pools in one round trip (demand is measured from these); errors as in `sizes`. */
-  levels(entityKeys: readonly string[]): Promise<Array<PoolLevel | Error>>;
+  levels(entityKeys: readonly string[]): Promise<(PoolLevel | Error)[]>;
   /**
    * Discards a pool filled in another Redis epoch and raises its fence to
    * `issuedUpTo` (every id at or below may have been handed out).

@@ -32,7 +32,7 @@ export class MemoryEntityRateLimit implements EntityRateLimit {
     const now = this.clock.now();
     const second = Math.floor(now / 1000);
     let window = this.used.get(entityKey);
-    if (!window || window.second !== second) this.used.set(entityKey, (window = { second, ids: 0 }));
+    if (window?.second !== second) this.used.set(entityKey, (window = { second, ids: 0 }));
     if (window.ids + count > maxPerSecond) throw limited(entityKey, maxPerSecond, 1000 - (now % 1000));
     window.ids += count;
   }

@@ -98,12 +98,12 @@ const SERVICE_COMMANDS = [
 ];
 
 /** Default ACL user name of a consumer of one entity. */
-export function consumerUserName(entityKey: string): string {
+function consumerUserName(entityKey: string): string {
   return `idpool-pop-${entityKey}`;
 }
 
 /** Default ACL user name of the service. */
-export const SERVICE_USER = 'idpool';
+const SERVICE_USER = 'idpool';
 
 export interface ConsumerAclOptions {
   user?: string;

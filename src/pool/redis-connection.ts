@@ -97,7 +97,8 @@ export function redisOptions(
     // minority side of a split: ask the Sentinels again too, so idpool finds
     // the promoted master as soon as the split heals instead of when the
     // Sentinels get round to demoting the old one (seconds later).
-    reconnectOnError: (err) => (/^READONLY/.test(err.message) ? 2 : /^NOREPLICAS/.test(err.message) ? 1 : false),
+    reconnectOnError: (err) =>
+      err.message.startsWith('READONLY') ? 2 : err.message.startsWith('NOREPLICAS') ? 1 : false,
   };
 }
 

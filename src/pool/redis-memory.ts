@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
-import { ConfigError } from '../errors';
+import { ConfigError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 
 /**
@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
  * near 2^40 (listpack-encoded integers); 10 B covers the ids most
  * deployments issue. An estimate for a warning, not a limit.
  */
-export const ESTIMATED_BYTES_PER_ID = 10;
+const ESTIMATED_BYTES_PER_ID = 10;
 
 export interface RedisMemorySettings {
   /** Bytes; 0 = no limit. */
@@ -18,18 +18,18 @@ export interface RedisMemorySettings {
 }
 
 /** `maxmemory` and `maxmemory-policy`, from CONFIG GET or, where CONFIG is disabled (renamed away), from INFO memory. */
-export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
+async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
   try {
     const [, maxmemory] = (await redis.config('GET', 'maxmemory')) as string[];
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
     return { maxmemory: Number(maxmemory), policy };
   } catch (err) {
-    if (!/unknown command|NOPERM|no permissions/i.test(String((err as Error)?.message))) throw err;
+    if (!/unknown command|NOPERM|no permissions/i.test(errorMessage(err))) throw err;
     const info = await redis.info('memory');
     const policy = /maxmemory_policy:(\S+)/.exec(info)?.[1];
     const maxmemory = /^maxmemory:(\d+)/m.exec(info)?.[1];
     if (!policy || maxmemory === undefined)
-      throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy');
+      throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy', { cause: err });
     return { maxmemory: Number(maxmemory), policy };
   }
 }

@@ -7,6 +7,7 @@ import { type RedisClient, mastersOf } from './redis-connection';
 import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from './keys';
 import type { HeldLock, PoolLevel, PoolStore, PushIds, TakeResult, PushResult, RefillLock } from './pool-store';
 import { JoinedIds, joinedBytes, listedIds, type TakenIds } from './taken-ids';
+import { errorMessage } from '../errors';
 
 /** Return codes of the Lua functions in `commands/` (negative = refused). */
 export enum ScriptCode {
@@ -23,7 +24,7 @@ const COMMANDS_DIR = join(__dirname, 'commands');
  * idpool's Redis function library: `_prelude.lua` followed by every
  * `<name>-<numKeys>.lua` in `commands/` (each registers one function).
  */
-export function functionLibrary(): string {
+function functionLibrary(): string {
   const files = readdirSync(COMMANDS_DIR)
     .filter((f) => f.endsWith('.lua') && f !== '_prelude.lua')
     .sort();
@@ -47,7 +48,7 @@ export async function loadFunctions(redis: RedisClient): Promise<void> {
       // instance from starting to serve what its pools hold.
       const loaded = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'idpool', 'WITHCODE')) as unknown[][];
       const entry = loaded.find((l) => l[1] === 'idpool');
-      if (entry && entry[entry.indexOf('library_code') + 1] === library) return;
+      if (entry?.[entry.indexOf('library_code') + 1] === library) return;
       await node.call('FUNCTION', 'LOAD', 'REPLACE', library);
     }),
   );
@@ -62,7 +63,7 @@ async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>): Promi
   try {
     return await call();
   } catch (err) {
-    if (!/Function not found/i.test(String((err as Error)?.message))) throw err;
+    if (!/Function not found/i.test(errorMessage(err))) throw err;
     await loadFunctions(redis);
     return call();
   }
@@ -73,7 +74,7 @@ export function callFunction<T>(
   redis: RedisClient,
   name: string,
   keys: readonly string[],
-  args: ReadonlyArray<string | number>,
+  args: readonly (string | number)[],
 ): Promise<T> {
   return withLibrary(redis, async () => (await redis.fcall(name, keys.length, ...keys, ...args)) as T);
 }
@@ -85,11 +86,11 @@ export function callFunction<T>(
  * grouped by the master that owns `slotKeys[i]`'s slot; one server takes them
  * all in one pipeline.
  */
-export async function pipelinePerNode(
+async function pipelinePerNode(
   redis: RedisClient,
   slotKeys: readonly string[],
   build: (pipeline: ChainableCommander, i: number) => void,
-): Promise<Array<unknown[] | Error>> {
+): Promise<(unknown[] | Error)[]> {
   const groups = new Map<string, number[]>();
   slotKeys.forEach((key, i) => {
     // ioredis accepts a pipeline whose keys' slots all map to one group of nodes (a master and its replicas).
@@ -98,7 +99,7 @@ export async function pipelinePerNode(
     if (group) group.push(i);
     else groups.set(node, [i]);
   });
-  const out: Array<unknown[] | Error> = new Array(slotKeys.length);
+  const out = new Array<unknown[] | Error>(slotKeys.length);
   const settled = await Promise.allSettled(
     [...groups.values()].map(async (indexes) => {
       const pipeline = redis.pipeline();
@@ -119,7 +120,7 @@ export async function pipelinePerNode(
   );
   // With every group failed the connection itself is gone: that is the caller's failure, not one entity's.
   const failed = settled.find((r) => r.status === 'rejected');
-  if (failed && settled.every((r) => r.status === 'rejected')) throw (failed as PromiseRejectedResult).reason;
+  if (failed && settled.every((r) => r.status === 'rejected')) throw failed.reason;
   return out;
 }
 
@@ -127,7 +128,7 @@ export async function pipelinePerNode(
  * The epoch `run_id:master_replid` (docs/design.md invariant 4) from the text of
  * `INFO server replication`: the same string the Lua functions compare.
  */
-export function epochOf(info: string): string {
+function epochOf(info: string): string {
   const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1];
   const replId = /master_replid:([0-9a-f]+)/.exec(info)?.[1];
   if (!runId || !replId) throw new Error('INFO did not report run_id and master_replid');
@@ -140,8 +141,8 @@ export function epochOf(info: string): string {
  * (READONLY, OOM, …), which says why.
  */
 async function transaction(what: string, multi: ChainableCommander): Promise<unknown[]> {
-  const replies = await multi.exec().catch((err: { previousErrors?: unknown[] }) => {
-    throw err?.previousErrors?.[0] ?? err;
+  const replies = await multi.exec().catch((err: unknown) => {
+    throw (err as { previousErrors?: unknown[] }).previousErrors?.[0] ?? err;
   });
   if (!replies) throw new Error(`the ${what} transaction was discarded`);
   const failed = replies.find(([err]) => err)?.[0];
@@ -187,8 +188,7 @@ export class RpushIds extends Command {
     const wire = Buffer.allocUnsafe(Buffer.byteLength(head) + ids.length * 27);
     let at = wire.write(head, 0);
     if (ids instanceof Float64Array) {
-      for (let i = 0; i < ids.length; i++) {
-        const id = ids[i];
+      for (const id of ids) {
         let n = 1;
         while (n < 16 && id >= DIGITS_ABOVE[n]) n++;
         at = bulkHeader(wire, at, n);
@@ -255,7 +255,7 @@ export class RedisPoolStore implements PoolStore {
     private readonly prefix = DEFAULT_PREFIX,
   ) {}
 
-  private fcall<T>(name: string, keys: string[], args: Array<string | number>): Promise<T> {
+  private fcall<T>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
     return callFunction<T>(this.redis, name, keys, args);
   }
 
@@ -319,7 +319,7 @@ export class RedisPoolStore implements PoolStore {
     try {
       return await withLibrary(this.redis, send);
     } catch (err) {
-      if (/^OOM/.test(String((err as Error)?.message))) return this.takeInScript(k, count, maxPerSecond);
+      if (errorMessage(err).startsWith('OOM')) return this.takeInScript(k, count, maxPerSecond);
       throw err;
     }
   }
@@ -381,13 +381,13 @@ export class RedisPoolStore implements PoolStore {
     return this.redis.llen(entityKeys(entityKey, this.prefix).ids);
   }
 
-  async sizes(keys: readonly string[]): Promise<Array<number | Error>> {
+  async sizes(keys: readonly string[]): Promise<(number | Error)[]> {
     const ids = keys.map((key) => entityKeys(key, this.prefix).ids);
     const replies = await pipelinePerNode(this.redis, ids, (p, i) => p.llen(ids[i]));
     return replies.map((r) => (r instanceof Error ? r : Number(r[0])));
   }
 
-  async levels(keys: readonly string[]): Promise<Array<PoolLevel | Error>> {
+  async levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     const all = keys.map((key) => entityKeys(key, this.prefix));
     const replies = await pipelinePerNode(
       this.redis,

@@ -6,14 +6,14 @@ export type RedisTopology =
   | {
       readonly kind: 'cluster';
       /** Seed nodes; the rest of the cluster is discovered from them. */
-      readonly nodes: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+      readonly nodes: readonly { readonly host: string; readonly port: number }[];
       /** Credentials for every node. */
       readonly username?: string;
       readonly password?: string;
     }
   | {
       readonly kind: 'sentinel';
-      readonly sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+      readonly sentinels: readonly { readonly host: string; readonly port: number }[];
       /** The monitored master's name (`sentinel monitor <name> …`). */
       readonly masterName: string;
       /** Credentials for the Sentinels and the Redis nodes they point to. */

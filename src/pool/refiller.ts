@@ -8,6 +8,7 @@ import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
+import { errorMessage } from '../errors';
 
 export interface RefillerOptions {
   entities: EntityCatalog;
@@ -91,7 +92,7 @@ export class Refiller {
   private readonly needsReset = new Set<string>();
   private readonly inflight = new Map<string, Promise<void>>();
   /** Why the last refill of an entity failed; cleared by the next one that completes. */
-  private readonly failures = new Map<string, unknown>();
+  private readonly failures = new Map<string, Error>();
   private readonly ticker: Periodic;
   private readonly sweeper: Periodic;
   private lastEpoch: string | undefined;
@@ -163,8 +164,8 @@ export class Refiller {
     const run = this.refillOnce(entityKey, atLeast)
       .then(
         () => void this.failures.delete(entityKey),
-        (err) => {
-          this.failures.set(entityKey, err);
+        (err: unknown) => {
+          this.failures.set(entityKey, err instanceof Error ? err : new Error(String(err)));
           this.logError(entityKey, err);
         },
       )
@@ -178,7 +179,7 @@ export class Refiller {
   }
 
   /** The error the last refill of `entityKey` failed with, if it failed (a database or Redis that is down). */
-  lastFailure(entityKey: string): unknown {
+  lastFailure(entityKey: string): Error | undefined {
     return this.failures.get(entityKey);
   }
 
@@ -341,10 +342,12 @@ export class Refiller {
     const perCall = step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)));
     const { store } = this.o;
     const stride = this.o.stride.of(entity);
-    const inFlight: Array<{ call: Promise<PushResult>; from: bigint; to: bigint; count: number }> = [];
+    const inFlight: { call: Promise<PushResult>; from: bigint; to: bigint; count: number }[] = [];
     let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
     const settleOldest = async () => {
-      const { call, from, to, count } = inFlight.shift()!;
+      const oldest = inFlight.shift();
+      if (!oldest) return;
+      const { call, from, to, count } = oldest;
       const result = await call;
       if (outcome !== 'ok') return;
       if (result.kind === 'fenced') {
@@ -360,6 +363,7 @@ export class Refiller {
       else this.stats.idsPushed += count;
     };
     try {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- settleOldest sets outcome during the loop's awaits.
       for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
         const to = from + perCall < segment.end ? from + perCall : segment.end;
         const ids = stride.pushIds(from, to);
@@ -387,7 +391,7 @@ export class Refiller {
   private logError(entityKey: string, err: unknown): void {
     this.o.events?.failed?.(entityKey);
     if (!this.failureLog.open(entityKey)) return;
-    this.o.log.error({ entityKey, err: String((err as Error)?.message ?? err) }, 'refill failed');
+    this.o.log.error({ entityKey, err: errorMessage(err) }, 'refill failed');
   }
 }
 

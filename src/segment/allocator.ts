@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '../clock';
 import { type Database, isBusy } from '../db/database';
-import { NotFoundError, UnavailableError } from '../errors';
+import { NotFoundError, UnavailableError, errorMessage } from '../errors';
 import { MAX_INT63 } from '../limits';
 
 /** A reserved stretch `[start, end)` of an entity's number line. */
@@ -48,7 +48,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
           : await this.reserveReturning(entityKey, size);
     } catch (err) {
       if (err instanceof NotFoundError) throw err;
-      if (/out of range|overflow/i.test(String((err as Error).message))) {
+      if (/out of range|overflow/i.test(errorMessage(err))) {
         throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
       }
       throw err;
@@ -70,7 +70,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
   private async reserveReturning(entityKey: string, size: number): Promise<bigint> {
     const sql = `UPDATE application SET current_offset = current_offset + ? WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
     const deadline = this.clock.monotonic() + this.busyWaitMs;
-    let rows: Array<{ end_offset: string }>;
+    let rows: { end_offset: string }[];
     for (;;) {
       try {
         rows = await this.db.query<{ end_offset: string }>(sql, [size, entityKey, 'segment']);

@@ -3,7 +3,7 @@ import type { Segment, SegmentAllocator } from './allocator';
 /** Each entity's number line in memory, reserved as `SqlSegmentAllocator` does (unit tests). */
 export class FakeSegmentAllocator implements SegmentAllocator {
   private readonly lines = new Map<string, bigint>();
-  readonly reservations: Array<{ entityKey: string; start: bigint; end: bigint; size: number }> = [];
+  readonly reservations: { entityKey: string; start: bigint; end: bigint; size: number }[] = [];
   /** When set, every reservation fails with it (a database that is down). */
   failWith: Error | undefined;
   /** Called inside every reservation (tests move a fake clock here). */

@@ -76,7 +76,7 @@ export class SegmentLeaser {
     }
     const max = leaseSizeLimit(entity);
     if (!Number.isSafeInteger(size) || size < 1 || size > max) {
-      throw new InvalidRequestError(`size must be an integer from 1 to ${max}${leaseLimitReason(entity, max)}`);
+      throw new InvalidRequestError(`size must be an integer from 1 to ${max}${leaseLimitReason(max)}`);
     }
     try {
       await this.o.rate.admit(entity.key, size, entity.maxSizePerSecond);
@@ -103,6 +103,6 @@ export function leaseSizeLimit(entity: Pick<LeaseEntity, 'maxSizePerSecond'>): n
   return entity.maxSizePerSecond > 0 ? Math.min(MAX_LEASE_SIZE, entity.maxSizePerSecond) : MAX_LEASE_SIZE;
 }
 
-function leaseLimitReason(entity: Pick<LeaseEntity, 'maxSizePerSecond'>, max: number): string {
+function leaseLimitReason(max: number): string {
   return max < MAX_LEASE_SIZE ? ` (the entity's maxSizePerSecond: a lease counts against it)` : '';
 }

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors';
+import { ConfigError, errorMessage } from '../errors';
 import { type Database, isBusy } from '../db/database';
 
 /**
@@ -31,13 +31,14 @@ interface MetaRow {
 
 /** Records the stride on first use, then refuses any other one (throws {@link StrideMismatchError}). */
 export async function checkStride(db: Database, count: number, index: number, now: number): Promise<void> {
-  const read = async () => {
+  const read = async (): Promise<MetaRow | undefined> => {
     try {
       return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
     } catch (err) {
-      if (!/no such table|doesn't exist|does not exist/i.test(String((err as Error)?.message))) throw err;
+      if (!/no such table|doesn't exist|does not exist/i.test(errorMessage(err))) throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
+        { cause: err },
       );
     }
   };
@@ -53,7 +54,7 @@ export async function checkStride(db: Database, count: number, index: number, no
       ]);
     } catch (err) {
       // Another process recorded its stride first: that one stands.
-      if (/duplicate|unique|constraint/i.test(String((err as Error)?.message))) continue;
+      if (/duplicate|unique|constraint/i.test(errorMessage(err))) continue;
       if (!isBusy(err) || Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
     }

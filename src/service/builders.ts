@@ -31,6 +31,7 @@ import { IdStride } from '../segment/stride';
 import { checkStride } from '../segment/stride-record';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import type { Built } from './resources';
+import { errorMessage } from '../errors';
 
 /** The database, migrated, with this deployment's stride mapping checked against the one it recorded. */
 export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
@@ -134,7 +135,7 @@ export async function buildRegistry(deps: {
     () =>
       registry
         .tick()
-        .catch((err) => deps.log.warn({ err: String(err?.message ?? err) }, 'could not refresh entity configuration')),
+        .catch((err: unknown) => deps.log.warn({ err: errorMessage(err) }, 'could not refresh entity configuration')),
     deps.clock,
   );
   return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
@@ -274,7 +275,7 @@ export function readinessCheck(deps: {
         await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
         checks[name] = 'ok';
       } catch (err) {
-        checks[name] = String((err as Error).message ?? err);
+        checks[name] = errorMessage(err);
       }
     };
     await Promise.all([

@@ -1,4 +1,5 @@
 import type { Logger } from '../logger';
+import { errorMessage } from '../errors';
 
 /** What a builder made, and how to close it (nothing to close: no `close`). */
 export interface Built<T> {
@@ -12,7 +13,7 @@ export interface Built<T> {
  * connection or a timer behind.
  */
 export class Resources {
-  private readonly closers: Array<{ name: string; close: () => Promise<void> | void }> = [];
+  private readonly closers: { name: string; close: () => Promise<void> | void }[] = [];
 
   constructor(private readonly log: Logger) {}
 
@@ -28,7 +29,7 @@ export class Resources {
       try {
         await next.close();
       } catch (err) {
-        this.log.warn({ resource: next.name, err: String((err as Error)?.message ?? err) }, 'error while closing');
+        this.log.warn({ resource: next.name, err: errorMessage(err) }, 'error while closing');
       }
     }
   }

@@ -12,6 +12,7 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { SqlWorkerStore } from '../worker/worker-store';
 import type { EntityRateLimit } from '../pool/rate-limit';
 import { SnowflakeTakes } from './snowflake-takes';
+import { errorMessage } from '../errors';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
 export interface SnowflakeRuntime {
@@ -88,8 +89,8 @@ async function fixedServiceWorker(workerId: number, db: Database, log: Logger): 
       const used = Math.max(row.lastTimestamp, lastUsed() ?? 0);
       await store
         .release(workerId, row.leaseVersion, used)
-        .catch((err) =>
-          log.warn({ err: String(err?.message ?? err) }, "could not record the fixed worker id's last timestamp"),
+        .catch((err: unknown) =>
+          log.warn({ err: errorMessage(err) }, "could not record the fixed worker id's last timestamp"),
         );
     },
   };
@@ -131,20 +132,23 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
       decode: (id) => explainId(layout, clock.now(), id),
     },
     workers: {
-      list: async () =>
-        lease
-          ? lease.list()
-          : [
-              {
-                workerId: config.workerId!,
-                code: 'fixed (IDPOOL_WORKER_ID)',
-                leaseVersion: 0,
-                heartbeatAt: null,
-                lastTimestamp: null,
-                live: true,
-                self: true,
-              },
-            ],
+      list: async () => {
+        if (lease) return lease.list();
+        // No lease: the fixed IDPOOL_WORKER_ID.
+        const workerId = config.workerId;
+        if (workerId === undefined) return [];
+        return [
+          {
+            workerId,
+            code: 'fixed (IDPOOL_WORKER_ID)',
+            leaseVersion: 0,
+            heartbeatAt: null,
+            lastTimestamp: null,
+            live: true,
+            self: true,
+          },
+        ];
+      },
     },
     leaseCheck() {
       if (!lease) return 'ok';

@@ -5,7 +5,6 @@
 export type IdEncoding = 'decimal' | 'base62' | 'base36' | 'hex';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-const BASE62_VALUE = new Map([...BASE62].map((c, i) => [c, BigInt(i)]));
 const PATTERNS: Record<IdEncoding, RegExp> = {
   decimal: /^(0|[1-9]\d{0,19})$/,
   base62: /^[0-9A-Za-z]{1,11}$/,
@@ -41,10 +40,12 @@ export function encodeId(id: bigint | number, encoding: IdEncoding = 'decimal'):
 
 /** Parses a string made by {@link encodeId}; throws RangeError for anything else. */
 export function decodeId(text: string, encoding: IdEncoding = 'decimal'): bigint {
-  const pattern = PATTERNS[encoding];
-  if (!pattern) throw new RangeError(`unknown encoding "${encoding as string}"; use decimal, base62, base36 or hex`);
-  if (typeof text !== 'string' || !pattern.test(text))
-    throw new RangeError(`"${String(text)}" is not a ${encoding} id`);
+  // JavaScript callers may pass anything: both arguments are checked at run time.
+  const pattern = (PATTERNS as Partial<Record<string, RegExp>>)[encoding];
+  if (!pattern) throw new RangeError(`unknown encoding "${encoding}"; use decimal, base62, base36 or hex`);
+  const input: unknown = text;
+  if (typeof input !== 'string' || !pattern.test(input))
+    throw new RangeError(`"${String(input)}" is not a ${encoding} id`);
   let v: bigint;
   switch (encoding) {
     case 'decimal':
@@ -59,7 +60,7 @@ export function decodeId(text: string, encoding: IdEncoding = 'decimal'): bigint
       break;
     case 'base62':
       v = 0n;
-      for (const c of text) v = v * 62n + BASE62_VALUE.get(c)!;
+      for (const c of text) v = v * 62n + BigInt(BASE62.indexOf(c));
       break;
   }
   if (v > UINT64_MAX) throw new RangeError(`"${text}" is above 2^64 - 1`);

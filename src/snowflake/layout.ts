@@ -50,18 +50,17 @@ export const TIMESTAMP_BITS: Readonly<Record<TimeUnit, readonly [min: number, ma
   h: [19, 45],
   d: [15, 40],
 };
-export const WORKER_BITS = [3, 10] as const;
-export const RESERVED_BITS = [0, 5] as const;
+const WORKER_BITS = [3, 10] as const;
+const RESERVED_BITS = [0, 5] as const;
 
 /** Sign bit + time-back bit. */
 const FIXED_BITS = 2;
 const TOTAL_BITS = 64;
-const NUMBER_LIMIT = 2n ** 53n;
 /** ECMAScript's largest Date (year 275760). */
 const MAX_DATE_MS = 8.64e15;
 
 /** The environment variable behind each setting, for error messages. */
-export const SETTING_VARIABLES: Readonly<Record<keyof SnowflakeSettings, string>> = {
+const SETTING_VARIABLES: Readonly<Record<keyof SnowflakeSettings, string>> = {
   timeUnit: 'IDPOOL_SNOWFLAKE_TIME_UNIT',
   epochMs: 'IDPOOL_SNOWFLAKE_EPOCH',
   timestampBits: 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS',
@@ -267,9 +266,4 @@ export class SnowflakeLayout {
     const s = this.settings;
     return `${s.timeUnit} ${s.timestampBits} | worker ${s.workerBits} | timeBack 1 | sequence ${this.sequenceBits} | reserved ${s.reservedBits}=${s.reservedValue} | epoch ${new Date(s.epochMs).toISOString()}`;
   }
-}
-
-/** Whether `id` is below 2^53 (a safe JS number). */
-export function fitsNumber(id: bigint): boolean {
-  return id < NUMBER_LIMIT;
 }

@@ -1,6 +1,5 @@
 import { type Clock, systemClock } from '../clock';
 import { ConfigError } from '../errors';
-import { type Logger, silentLogger } from '../logger';
 import { encodeId, type IdEncoding } from './encoding';
 import { ClockBehindError, LayoutExhaustedError, NoWorkerLeaseError, SequenceExhaustedError } from './errors';
 import { SnowflakeLayout, type SnowflakeParts, type SnowflakeSettings } from './layout';
@@ -191,7 +190,7 @@ export class Snowflake {
       // of one time unit shares every digit above the last eight, so those
       // are converted once per run and each id adds a small integer's.
       let prefix = '';
-      let low = 0;
+      let low: number;
       if (s.numberSafe) {
         const high = Math.floor(s.baseNum / LOW_DIGITS);
         low = s.baseNum - high * LOW_DIGITS;
@@ -228,7 +227,7 @@ export class Snowflake {
     write: (s: SequenceState, first: number, n: number, ids: T[], at: number) => void,
   ): Promise<T[]> {
     const s = this.state(entityKey);
-    const ids: T[] = new Array(count);
+    const ids = new Array<T>(count);
     let i = 0;
     if (s.line === undefined) {
       while (i < count) {
@@ -337,7 +336,8 @@ export class Snowflake {
 
   private setBase(s: SequenceState): void {
     const l = this.layout;
-    const worker = s.grant!.workerId;
+    if (!s.grant) throw new Error('snowflake: a time unit entered without a worker grant');
+    const worker = s.grant.workerId;
     const reserved = l.settings.reservedValue;
     s.numberSafe = s.t < l.numberTimestampLimit;
     s.baseNum = s.t * 2 ** l.timestampShift + worker * 2 ** l.workerShift + s.bit * 2 ** l.timeBackShift + reserved;
@@ -363,7 +363,7 @@ export class Snowflake {
       if (s.seq < this.maxSequence) return ++s.seq;
       return this.mustWait(now, t + 1, t <= s.floorT ? 'floor' : 'sequence');
     }
-    if (t > s.t) return this.enter(s, t, now);
+    if (t > s.t) return this.enter(s, t);
     // The clock moved back. The other time-back value is safe if it has not
     // used this time unit yet (or has sequence numbers left in it).
     if (t > s.otherT || (t === s.otherT && s.otherSeq < this.maxSequence)) {
@@ -373,7 +373,7 @@ export class Snowflake {
       s.seq = s.otherSeq;
       s.otherT = lastT;
       s.otherSeq = lastSeq;
-      if (t > s.t) return this.enter(s, t, now);
+      if (t > s.t) return this.enter(s, t);
       this.setBase(s);
       return ++s.seq;
     }
@@ -398,7 +398,7 @@ export class Snowflake {
     return first;
   }
 
-  private enter(s: SequenceState, t: number, now: number): number {
+  private enter(s: SequenceState, t: number): number {
     if (t > this.layout.maxTimestamp) throw new LayoutExhaustedError(this.layout.endMs);
     const start = this.epochMs + t * this.unitMs;
     // Past what the lease has recorded (the clock jumped forward): only the

@@ -47,7 +47,7 @@ export class FakeWorkerStore implements WorkerStore {
     this.check();
     const r = this.table.get(row.workerId);
     const now = this.dbNow();
-    if (!r || r.leaseVersion !== row.leaseVersion || r.heartbeatAt + ttlMs > now) return false;
+    if (r?.leaseVersion !== row.leaseVersion || r.heartbeatAt + ttlMs > now) return false;
     Object.assign(r, {
       code,
       leaseVersion: r.leaseVersion + 1,
@@ -61,7 +61,7 @@ export class FakeWorkerStore implements WorkerStore {
   async renew(workerId: number, version: number, ceilingMs: number): Promise<boolean> {
     this.check();
     const r = this.table.get(workerId);
-    if (!r || r.leaseVersion !== version) return false;
+    if (r?.leaseVersion !== version) return false;
     const now = this.dbNow();
     Object.assign(r, {
       heartbeatAt: now,
@@ -74,7 +74,7 @@ export class FakeWorkerStore implements WorkerStore {
   async release(workerId: number, version: number, lastTimestampMs: number): Promise<boolean> {
     this.check();
     const r = this.table.get(workerId);
-    if (!r || r.leaseVersion !== version) return false;
+    if (r?.leaseVersion !== version) return false;
     Object.assign(r, { heartbeatAt: 0, lastTimestamp: Math.floor(lastTimestampMs), updateTime: this.dbNow() });
     return true;
   }

@@ -5,6 +5,7 @@ import { type Periodic, every } from '../schedule';
 import { NoWorkerLeaseError } from '../snowflake/errors';
 import type { WorkerGrant, WorkerSource } from '../snowflake/worker-source';
 import type { WorkerRow, WorkerStore } from './worker-store';
+import { errorMessage } from '../errors';
 
 /** Timing of worker leases. */
 export interface LeaseSettings {
@@ -196,7 +197,7 @@ export class WorkerLease implements WorkerSource {
       // slow database never makes node-cron skip heartbeats for long.
       await this.acquire(clock.monotonic() + this.options.heartbeatSeconds * 1000);
     } catch (err) {
-      log.warn({ err: String((err as Error)?.message ?? err) }, 'worker lease heartbeat failed');
+      log.warn({ err: errorMessage(err) }, 'worker lease heartbeat failed');
     }
   }
 
@@ -256,7 +257,7 @@ export class WorkerLease implements WorkerSource {
       await this.options.store.release(held.workerId, held.version, last);
     } catch (err) {
       this.options.log.warn(
-        { err: String((err as Error)?.message ?? err), workerId: held.workerId },
+        { err: errorMessage(err), workerId: held.workerId },
         'could not release the worker lease; it expires after its TTL',
       );
     }
@@ -273,7 +274,7 @@ export class WorkerLease implements WorkerSource {
       heartbeatAt: iso(r.heartbeatAt),
       lastTimestamp: iso(r.lastTimestamp),
       live: r.heartbeatAt + this.options.ttlMs > dbNowMs,
-      self: this.held !== undefined && this.held.workerId === r.workerId && this.held.version === r.leaseVersion,
+      self: this.held?.workerId === r.workerId && this.held.version === r.leaseVersion,
     }));
   }
 }

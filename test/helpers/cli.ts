@@ -21,8 +21,8 @@ export function idpool(args: string[], env: Record<string, string | undefined> =
     });
     let stdout = '';
     let stderr = '';
-    proc.stdout.on('data', (d) => (stdout += d));
-    proc.stderr.on('data', (d) => (stderr += d));
+    proc.stdout.on('data', (d) => (stdout += String(d)));
+    proc.stderr.on('data', (d) => (stderr += String(d)));
     proc.once('error', reject);
     proc.once('exit', (code) => resolve({ code, stdout, stderr }));
   });

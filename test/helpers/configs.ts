@@ -33,7 +33,7 @@ export function uniqueKey(base: string): string {
 }
 
 /** A SQL server (a schema or database of the test's own) + the shared Redis; SQL through idpool's own Database wrapper. */
-export async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {
+async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {
   const schema = await createTestSchema(server);
   const db = await openDatabase(schema.url);
   const redis = new Redis(REDIS_URL);
@@ -117,7 +117,7 @@ export async function sqliteMemorySetup(): Promise<StoreSetup> {
       const db = open();
       try {
         const row = db.prepare('SELECT current_offset FROM application WHERE entity_key = ?').get(entityKey) as {
-          current_offset: bigint;
+          current_offset: number | bigint;
         };
         return BigInt(row.current_offset);
       } finally {
@@ -130,7 +130,7 @@ export async function sqliteMemorySetup(): Promise<StoreSetup> {
   };
 }
 
-export const STORE_SETUPS: Array<{ name: string; needs: StoreSetup['needs']; create: () => Promise<StoreSetup> }> = [
+export const STORE_SETUPS: { name: string; needs: StoreSetup['needs']; create: () => Promise<StoreSetup> }[] = [
   { name: 'mysql+redis', needs: { mysql: true, redis: true }, create: mysqlRedisSetup },
   { name: 'postgres+redis', needs: { postgres: true, redis: true }, create: () => serverRedisSetup('postgres') },
   { name: 'sqlite+memory', needs: {}, create: sqliteMemorySetup },

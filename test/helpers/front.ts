@@ -36,52 +36,58 @@ export async function startFront(
   const readBody = (req: IncomingMessage) =>
     new Promise<string>((resolve, reject) => {
       let data = '';
-      req.on('data', (d) => (data += d));
+      req.on('data', (d) => (data += String(d)));
       req.on('end', () => resolve(data));
       req.on('error', reject);
     });
-  const server: Server = createServer(async (req, res) => {
-    const body = await readBody(req);
-    const seen: FrontRequest = {
-      method: req.method!,
-      path: req.url!,
-      idempotencyKey: req.headers['idempotency-key'] as string | undefined,
-      body,
-    };
-    const index = requests.push(seen) - 1;
-    const action = decide(seen, index);
-    try {
-      if (action.kind === 'answer') {
-        seen.status = action.status;
-        res.writeHead(action.status, { 'content-type': 'application/json', ...action.headers });
-        res.end(JSON.stringify(action.body));
-        return;
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const body = await readBody(req);
+      const seen: FrontRequest = {
+        method: req.method!,
+        path: req.url!,
+        idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+        body,
+      };
+      const index = requests.push(seen) - 1;
+      const action = decide(seen, index);
+      try {
+        if (action.kind === 'answer') {
+          seen.status = action.status;
+          res.writeHead(action.status, { 'content-type': 'application/json', ...action.headers });
+          res.end(JSON.stringify(action.body));
+          return;
+        }
+        const headers: Record<string, string> = {};
+        for (const name of ['authorization', 'content-type', 'idempotency-key']) {
+          const value = req.headers[name];
+          if (typeof value === 'string') headers[name] = value;
+        }
+        const upstream = await fetch(target + (req.url ?? ''), {
+          method: req.method,
+          headers,
+          body: body || undefined,
+        });
+        const text = await upstream.text();
+        seen.status = upstream.status;
+        seen.upstreamBody = text;
+        if (action.holdMs) await new Promise((r) => setTimeout(r, action.holdMs));
+        const out: Record<string, string> = { 'content-type': 'application/json' };
+        for (const name of ['retry-after', 'idempotent-replayed']) {
+          const value = upstream.headers.get(name);
+          if (value !== null) out[name] = value;
+        }
+        if (!res.destroyed) {
+          res.writeHead(upstream.status, out);
+          res.end(text);
+        }
+      } catch (err) {
+        if (!res.headersSent && !res.destroyed) {
+          res.writeHead(502, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: { code: 'bad_gateway', message: String(err) } }));
+        }
       }
-      const headers: Record<string, string> = {};
-      for (const name of ['authorization', 'content-type', 'idempotency-key']) {
-        const value = req.headers[name];
-        if (typeof value === 'string') headers[name] = value;
-      }
-      const upstream = await fetch(target + req.url, { method: req.method, headers, body: body || undefined });
-      const text = await upstream.text();
-      seen.status = upstream.status;
-      seen.upstreamBody = text;
-      if (action.holdMs) await new Promise((r) => setTimeout(r, action.holdMs));
-      const out: Record<string, string> = { 'content-type': 'application/json' };
-      for (const name of ['retry-after', 'idempotent-replayed']) {
-        const value = upstream.headers.get(name);
-        if (value !== null) out[name] = value;
-      }
-      if (!res.destroyed) {
-        res.writeHead(upstream.status, out);
-        res.end(text);
-      }
-    } catch (err) {
-      if (!res.headersSent && !res.destroyed) {
-        res.writeHead(502, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { code: 'bad_gateway', message: String(err) } }));
-      }
-    }
+    })();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -20,7 +20,7 @@ export async function call<T = any>(
   } else if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
   const res = await fetch(url, { method: init.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body });
   const text = await res.text();
-  let parsed: unknown = undefined;
+  let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {

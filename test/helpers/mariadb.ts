@@ -94,9 +94,9 @@ export async function startPrivateMariadb(
         await c.end();
         return;
       } catch (err) {
-        if (proc.exitCode !== null) throw new Error(`mariadbd on ${port} exited with ${proc.exitCode}`);
+        if (proc.exitCode !== null) throw new Error(`mariadbd on ${port} exited with ${proc.exitCode}`, { cause: err });
         if (Date.now() > deadline)
-          throw new Error(`mariadbd on ${port} did not start in 30 s: ${(err as Error).message}`);
+          throw new Error(`mariadbd on ${port} did not start in 30 s: ${(err as Error).message}`, { cause: err });
         await new Promise((r) => setTimeout(r, 100));
       }
     }

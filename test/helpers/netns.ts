@@ -141,7 +141,7 @@ export class Lab {
    * succeed and nothing arrives, a half-open link. One end only is an
    * asymmetric cut (packets towards that end are lost).
    */
-  async cut(link: Link, ends: ReadonlyArray<'a' | 'b'> = ['a', 'b']): Promise<void> {
+  async cut(link: Link, ends: readonly ('a' | 'b')[] = ['a', 'b']): Promise<void> {
     for (const end of ends.map((e) => link[e])) {
       await run('tc', [...nsArgs(end.ns), 'qdisc', 'add', 'dev', end.dev, 'clsact']);
       // Classic BPF "ret #2": TC_ACT_SHOT, drop.

@@ -122,7 +122,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     const p = proc;
     const pids = signalAll('SIGKILL');
     signalAll('SIGCONT');
-    if (p && p.exitCode === null && p.signalCode === null) await new Promise((r) => p.once('exit', r));
+    if (p?.exitCode === null && p.signalCode === null) await new Promise((r) => p.once('exit', r));
     // A restart needs every backend gone from the data directory's shared memory.
     const deadline = Date.now() + 10_000;
     while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -60,19 +60,19 @@ export async function startInstance(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
+  proc.stdout.on('data', (d) => (out += String(d)));
+  proc.stderr.on('data', (d) => (out += String(d)));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`instance did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const onData = () => {
       const m = /"port":(\d+)[^\n]*"msg":"idpool listening"/.exec(out);
       if (m) {
         clearTimeout(timer);
-        proc.stdout!.off('data', onData);
+        proc.stdout.off('data', onData);
         resolve(Number(m[1]));
       }
     };
-    proc.stdout!.on('data', onData);
+    proc.stdout.on('data', onData);
     proc.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`instance exited with ${code} before listening:\n${out}`));
@@ -109,8 +109,8 @@ export async function runToExit(
   });
   let stdout = '';
   let stderr = '';
-  proc.stdout!.on('data', (d) => (stdout += d));
-  proc.stderr!.on('data', (d) => (stderr += d));
+  proc.stdout.on('data', (d) => (stdout += String(d)));
+  proc.stderr.on('data', (d) => (stderr += String(d)));
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
   const code = await waitExit(proc);
   clearTimeout(timer);
@@ -244,7 +244,7 @@ export async function startMariaDbServer(options: string[] = []): Promise<MariaD
     } catch (err) {
       if (Date.now() > deadline) {
         await stop();
-        throw new Error(`mariadbd on ${port} did not start: ${(err as Error).message}`);
+        throw new Error(`mariadbd on ${port} did not start: ${(err as Error).message}`, { cause: err });
       }
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 /** The monitoring files idpool ships (deploy/). */
 export const RULES_FILE = join(__dirname, '..', '..', 'deploy', 'prometheus', 'idpool-rules.yml');
 export const RULES_TEST_FILE = join(__dirname, '..', '..', 'deploy', 'prometheus', 'idpool-rules.test.yml');
-export const DASHBOARD_FILE = join(__dirname, '..', '..', 'deploy', 'grafana', 'idpool-dashboard.json');
+const DASHBOARD_FILE = join(__dirname, '..', '..', 'deploy', 'grafana', 'idpool-dashboard.json');
 
 export interface Rule {
   record?: string;
@@ -23,7 +23,7 @@ export interface Expression {
 }
 
 export function readRules(): Rule[] {
-  const doc = parse(readFileSync(RULES_FILE, 'utf8')) as { groups: Array<{ name: string; rules: Rule[] }> };
+  const doc = parse(readFileSync(RULES_FILE, 'utf8')) as { groups: { name: string; rules: Rule[] }[] };
   return doc.groups.flatMap((g) => g.rules);
 }
 
@@ -36,14 +36,14 @@ interface Panel {
   title?: string;
   type?: string;
   panels?: Panel[];
-  targets?: Array<{ refId?: string; expr?: string }>;
+  targets?: { refId?: string; expr?: string }[];
 }
 
 export interface Dashboard {
   schemaVersion: number;
   panels: Panel[];
   templating: {
-    list: Array<{ name: string; type: string; query?: string | { query?: string }; datasource?: unknown }>;
+    list: { name: string; type: string; query?: string | { query?: string }; datasource?: unknown }[];
   };
   [key: string]: unknown;
 }
@@ -87,7 +87,7 @@ export function dashboardExpressions(dashboard: Dashboard): Expression[] {
 }
 
 /** Grafana's `$__rate_interval` and friends become a duration, `$var`/`${var}` a plain value. */
-export function grafanaToPromql(expr: string): string {
+function grafanaToPromql(expr: string): string {
   return expr.replace(/\$\{(\w+)(?::\w+)?\}|\$(\w+)/g, (_m, braced: string | undefined, bare: string | undefined) => {
     const name = braced ?? bare!;
     return name.startsWith('__') ? '5m' : 'value';

@@ -33,7 +33,7 @@ export async function startRelay(
    * never be reordered.
    */
   const pipe = (from: Socket, to: Socket) => {
-    const queue: Array<{ at: number; chunk: Buffer }> = [];
+    const queue: { at: number; chunk: Buffer }[] = [];
     let timer: NodeJS.Timeout | undefined;
     const flush = () => {
       timer = undefined;

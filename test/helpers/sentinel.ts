@@ -51,7 +51,7 @@ export async function startSentinelTopology(masterName = 'mymaster'): Promise<Se
     String(master.port),
   ]);
   const r = new Redis(replica.port, '127.0.0.1');
-  await until('the replica to sync', async () => /master_link_status:up/.test(await r.info('replication')));
+  await until('the replica to sync', async () => (await r.info('replication')).includes('master_link_status:up'));
   r.disconnect();
 
   const dir = mkdtempSync(join(tmpdir(), 'idpool-sentinel-'));

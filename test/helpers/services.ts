@@ -45,12 +45,12 @@ export type SqlServer = 'mysql' | 'postgres';
  * `name` titles the suite, `server` goes to {@link servicesAvailable} and
  * {@link createTestSchema}.
  */
-export const SQL_SERVERS: ReadonlyArray<{ name: string; server: SqlServer }> = [
+export const SQL_SERVERS: readonly { name: string; server: SqlServer }[] = [
   { name: 'MariaDB', server: 'mysql' },
   { name: 'PostgreSQL', server: 'postgres' },
 ];
 
-export async function redisReachable(): Promise<boolean> {
+async function redisReachable(): Promise<boolean> {
   return reachable(async () => {
     const r = new Redis(REDIS_URL, {
       lazyConnect: true,

@@ -8,7 +8,7 @@ import { startReceiver } from '../helpers/webhook';
 import { describeWithServices } from '../support/services';
 import { sleep, waitFor } from '../support/wait';
 
-function alarmLines(instance: Instance, name: string): Array<Record<string, unknown>> {
+function alarmLines(instance: Instance, name: string): Record<string, unknown>[] {
   return instance
     .output()
     .split('\n')

@@ -18,7 +18,10 @@ function countEntityQueries(service: Service): { readonly count: number } {
   const wrap = <F extends (sql: string, params?: unknown[]) => Promise<unknown>>(fn: F): F =>
     ((sql: string, params?: unknown[]) => {
       // Reads of entity configuration (they select entity_name), not the ops sampler's offsets.
-      if (/entity_name/.test(sql) && /FROM application WHERE (entity_key|update_time|deleted_at = 0 ORDER)/.test(sql))
+      if (
+        sql.includes('entity_name') &&
+        /FROM application WHERE (entity_key|update_time|deleted_at = 0 ORDER)/.test(sql)
+      )
         counter.count++;
       return fn(sql, params);
     }) as F;

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runToExit } from '../helpers/processes';
 
 /** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
-const BAD: Array<[variable: string, env: Record<string, string>]> = [
+const BAD: [variable: string, env: Record<string, string>][] = [
   ['IDPOOL_ADMIN_TOKEN', { IDPOOL_ADMIN_TOKEN: 'x'.repeat(31) }],
   ['IDPOOL_OPS_TOKEN', { IDPOOL_OPS_TOKEN: 'ops-token-shorter-than-32' }],
   ['IDPOOL_HTTP_HEADERS_TIMEOUT_MS', { IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '0' }],
@@ -73,7 +73,7 @@ function variablesInSource(): string[] {
       const path = join(dir, name);
       if (statSync(path).isDirectory()) {
         if (!['cli', 'client'].includes(name)) walk(path);
-      } else if (/\.ts$/.test(name)) {
+      } else if (name.endsWith('.ts')) {
         for (const m of readFileSync(path, 'utf8').matchAll(/['"`(](IDPOOL_[A-Z0-9_]*[A-Z0-9])['"`,)]/g))
           found.add(m[1]);
       }

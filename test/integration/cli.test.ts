@@ -379,8 +379,8 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
-      proc.stdout!.on('data', (d) => (out += d));
-      proc.stderr!.on('data', (d) => (out += d));
+      proc.stdout!.on('data', (d) => (out += String(d)));
+      proc.stderr!.on('data', (d) => (out += String(d)));
       const port = await new Promise<number>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 30_000);
         proc!.stdout!.on('data', () => {
@@ -406,7 +406,7 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       proc.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {
-      if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      if (proc?.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
       await fresh.drop();
     }
   });

@@ -102,7 +102,8 @@ describeWithServices(
         maxPoolSize: 5000,
       });
       // Start just after a Redis second begins, so the burst stays within one second.
-      const [, micros] = await redis.time();
+      // ioredis types TIME's reply as numbers; the server sends strings.
+      const [, micros] = (await redis.time()) as unknown as [string, string];
       await sleep(1000 - Number(micros) / 1000 + 20);
       fcalls.length = 0;
       const outcomes = await Promise.all(
@@ -200,7 +201,7 @@ describeWithServices(
       const all = perClient.flat();
       expect(new Set(all).size).toBe(all.length);
       expect(all.length).toBeGreaterThan(CLIENTS * REQUESTS * 2);
-      ctx.annotate?.(`${all.length} ids, ${unavailable} answers of 503 retried`);
+      await ctx.annotate?.(`${all.length} ids, ${unavailable} answers of 503 retried`);
     });
 
     it('Idempotency-Key is unchanged: a retry on the other instance replays the same ids, concurrent repeats never get other ids', async () => {

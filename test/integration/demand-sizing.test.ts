@@ -74,7 +74,7 @@ describeWithServices('pools sized by demand (MariaDB + a private Redis, real pro
     });
     await sleep(1500); // idle: the sweep has observed a take total of 0 for a while
     const started = Date.now();
-    const outcomes: Array<{ at: number; status: number; code?: string }> = [];
+    const outcomes: { at: number; status: number; code?: string }[] = [];
     let served = 0;
     while (Date.now() - started < 4000) {
       const tickStart = Date.now();

@@ -237,7 +237,7 @@ describe('docker-compose.yml is safe by default', () => {
 });
 
 /** The Dockerfile's instructions, continuation lines joined, comments dropped. */
-function instructions(text: string): Array<{ op: string; args: string }> {
+function instructions(text: string): { op: string; args: string }[] {
   return text
     .replace(/\\\n/g, ' ')
     .split('\n')
@@ -251,7 +251,7 @@ function instructions(text: string): Array<{ op: string; args: string }> {
 
 describe('Dockerfile', () => {
   const all = instructions(read('Dockerfile'));
-  const stages: Array<Array<{ op: string; args: string }>> = [];
+  const stages: { op: string; args: string }[][] = [];
   for (const i of all) {
     if (i.op === 'FROM') stages.push([]);
     stages[stages.length - 1].push(i);
@@ -260,7 +260,7 @@ describe('Dockerfile', () => {
 
   it('is multi-stage and the runtime stage installs no compiler', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    expect(stages[0].some((i) => i.op === 'RUN' && /g\+\+/.test(i.args))).toBe(true);
+    expect(stages[0].some((i) => i.op === 'RUN' && i.args.includes('g++'))).toBe(true);
     expect(runtime.some((i) => i.op === 'RUN' && /apt-get|g\+\+|gcc|make|python/.test(i.args))).toBe(false);
     expect(runtime.some((i) => i.op === 'COPY' && i.args.startsWith('--from=build'))).toBe(true);
   });

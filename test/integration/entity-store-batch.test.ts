@@ -41,8 +41,8 @@ for (const { name, needs } of SETUPS) {
       let inserts = 0;
       const counting: Database = {
         ...db,
-        execute: (q, p) => (/^INSERT/.test(q) && inserts++, db.execute(q, p)),
-      } as Database;
+        execute: (q, p) => (q.startsWith('INSERT') && inserts++, db.execute(q, p)),
+      };
       const registry = new EntityRegistry(new SqlEntityStore(counting), systemClock);
       // 300 distinct keys, 20 of them asked for three times, all at once.
       const keys = Array.from({ length: 300 }, (_, i) => `batch-${i}`);
@@ -67,7 +67,7 @@ for (const { name, needs } of SETUPS) {
       );
       for (const row of rows)
         expect(
-          (won.get(row.entity_key) as PromiseFulfilledResult<{ entity: { secrets: ReadonlyArray<{ hash: string }> } }>)
+          (won.get(row.entity_key) as PromiseFulfilledResult<{ entity: { secrets: readonly { hash: string }[] } }>)
             .value.entity.secrets[0].hash,
         ).toBe(row.secret_hash);
       // Far fewer statements than registrations (the duplicates' batch is retried row by row).

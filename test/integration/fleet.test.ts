@@ -63,7 +63,7 @@ class FleetLoad {
   /** Monotonic entities whose ids did not come out strictly increasing (one request in flight each, so order is theirs). */
   readonly outOfOrder = new Set<string>();
   /** Per entity: [time, ids taken so far] once a second, for the achieved rate. */
-  private readonly marks = new Map<string, Array<[number, number]>>();
+  private readonly marks = new Map<string, [number, number][]>();
   private stopped = false;
   private loops: Promise<void>[] = [];
 
@@ -104,7 +104,7 @@ class FleetLoad {
   private async drive(e: FleetEntity, until: number): Promise<void> {
     const batch = FleetLoad.batch(e);
     const statuses = new Map<number, number>();
-    const marks: Array<[number, number]> = [];
+    const marks: [number, number][] = [];
     this.statuses.set(e.key, statuses);
     this.marks.set(e.key, marks);
     this.taken.set(e.key, 0);
@@ -154,7 +154,8 @@ async function readPools(redis: Redis, keys: string[]): Promise<Map<string, { si
   keys.forEach((key, i) => {
     const [sizeErr, size] = replies[2 * i];
     const [pushedErr, pushed] = replies[2 * i + 1];
-    if (sizeErr || pushedErr) throw sizeErr ?? pushedErr;
+    const failed = sizeErr ?? pushedErr;
+    if (failed) throw failed;
     out.set(key, { size: Number(size), pushed: Number(pushed ?? 0) });
   });
   return out;
@@ -174,7 +175,7 @@ interface OpsDocument {
   at: string;
   entities: OpsRow[];
   sampling: { ok: boolean; oldestSampleAgeSeconds: number; roundSeconds: number; staleEntities: number };
-  alarms: { active: number; recent: Array<{ name: string; entityKey?: string; status: string }> };
+  alarms: { active: number; recent: { name: string; entityKey?: string; status: string }[] };
 }
 
 /** Pino lines of the service's output at warn (40) or above. */

@@ -44,7 +44,7 @@ function callFrom(
       (res) => {
         let text = '';
         res.setEncoding('utf8');
-        res.on('data', (d) => (text += d));
+        res.on('data', (d) => (text += String(d)));
         res.on('end', () => {
           let parsed: unknown = text;
           try {
@@ -62,7 +62,7 @@ function callFrom(
 }
 
 /** Log lines of the instance that are JSON objects with `field`. */
-function jsonLines(instance: Instance, field: string): Array<Record<string, any>> {
+function jsonLines(instance: Instance, field: string): Record<string, any>[] {
   return instance
     .output()
     .split('\n')
@@ -136,7 +136,7 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     expect((await callFrom(from, instance.port, '/admin/apps', { token: METRICS_TOKEN })).status).toBe(401);
 
     const refusedKey = uniqueKey('refused');
-    const writes: Array<[string, string, unknown?]> = [
+    const writes: [string, string, unknown?][] = [
       ['POST', '/admin/apps', { key: refusedKey }],
       ['PATCH', `/admin/apps/${key}`, { name: 'changed by ops' }],
       ['POST', `/admin/apps/${key}/secret`],
@@ -192,7 +192,7 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     const from = '127.0.0.7';
     const key = uniqueKey('headers');
     const secret = await register(instance.url, { key, maxSizePerSecond: 0 });
-    const answers: Array<[string, Answer]> = [
+    const answers: [string, Answer][] = [
       ['take', await callFrom(from, instance.port, `/apps/${key}/ids`, { token: secret, body: { count: 2 } })],
       ['401', await callFrom(from, instance.port, `/apps/${key}/ids`, { token: 'wrong', body: { count: 2 } })],
       ['404', await callFrom(from, instance.port, '/nowhere')],
@@ -244,7 +244,7 @@ async function openSocket(
   const socket = connect(port, '127.0.0.1');
   let closed: number | undefined;
   let data = '';
-  socket.on('data', (d) => (data += d));
+  socket.on('data', (d) => (data += String(d)));
   socket.on('close', () => (closed = Date.now()));
   socket.on('error', () => undefined);
   await new Promise<void>((resolve, reject) => {
@@ -318,7 +318,7 @@ describe('slow clients are cut off within the limits while others are served (a 
     serving = false;
     await ordinary;
 
-    const after = (group: Array<{ closedAt: () => number | undefined }>) =>
+    const after = (group: { closedAt: () => number | undefined }[]) =>
       group.map((t) => (t.closedAt() ?? Number.POSITIVE_INFINITY) - opened);
     const silentMs = after(silent);
     const headersMs = after(headerTricklers);

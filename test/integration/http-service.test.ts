@@ -152,7 +152,7 @@ for (const { needs, create, name } of STORE_SETUPS) {
       const beforeRedis = await setup.redisState([key, other]);
       const ids = `${base}/apps/${key}/ids`;
       const admin = { token: ADMIN_TOKEN };
-      const cases: Array<[string, () => Promise<{ status: number; body: any; headers: Headers }>, number, string]> = [
+      const cases: [string, () => Promise<{ status: number; body: any; headers: Headers }>, number, string][] = [
         ['count 0', () => call(ids, { token: secret, body: { count: 0 } }), 400, 'invalid_request'],
         ['negative count', () => call(ids, { token: secret, body: { count: -5 } }), 400, 'invalid_request'],
         ['fractional count', () => call(ids, { token: secret, body: { count: 1.5 } }), 400, 'invalid_request'],

@@ -87,6 +87,8 @@ describe('a hung database (SIGSTOPped mariadbd): bounded waits (invariant 7)', (
     expect(new Set(issued).size).toBe(issued.length);
     const admin = await call(`${instance.url}/admin/apps/${key}`, { token: ADMIN_TOKEN });
     expect(admin.status).toBe(200);
-    ctx.annotate?.(`slowest answer while frozen: ${slowest} ms; first id ${Date.now() - thawedAt} ms after SIGCONT`);
+    await ctx.annotate?.(
+      `slowest answer while frozen: ${slowest} ms; first id ${Date.now() - thawedAt} ms after SIGCONT`,
+    );
   }, 90_000);
 });

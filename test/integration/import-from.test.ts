@@ -88,7 +88,7 @@ const DDL: Record<SqlServer, { leaf: string[]; tinyid: string[] }> = {
 };
 
 /** Runs statements with `?` placeholders on one database of either server. */
-async function sql(server: SqlServer, url: string, statements: Array<[string, unknown[]?]>): Promise<void> {
+async function sql(server: SqlServer, url: string, statements: [string, unknown[]?][]): Promise<void> {
   if (server === 'mysql') {
     const c = await createConnection({ uri: url });
     try {
@@ -181,9 +181,9 @@ for (const { server, name } of SQL_SERVERS) {
 
     const registered = async () =>
       (
-        (await call(`${instance.url}/admin/apps?limit=1000`, { token: ADMIN_TOKEN })).body.apps as Array<{
+        (await call(`${instance.url}/admin/apps?limit=1000`, { token: ADMIN_TOKEN })).body.apps as {
           key: string;
-        }>
+        }[]
       ).map((a) => a.key);
 
     it('--dry-run prints the plan (first ids exact past 2^53) and registers nothing', async () => {
@@ -247,7 +247,7 @@ for (const { server, name } of SQL_SERVERS) {
 
       const again = await idpool(['apps', 'import-from', 'leaf', '--database-url', main.url, '--json'], env);
       expect(again.code).toBe(2);
-      const out = JSON.parse(again.stdout) as { entities: Array<{ key: string; status: string }>; moved: unknown[] };
+      const out = JSON.parse(again.stdout) as { entities: { key: string; status: string }[]; moved: unknown[] };
       expect(out.entities.map((e) => e.status)).toEqual(['exists', 'exists', 'exists']);
       expect(out.moved).toEqual([]);
       expect((await registered()).length).toBe(3);
@@ -291,7 +291,7 @@ for (const { server, name } of SQL_SERVERS) {
       const run = await idpool(['apps', 'import-from', 'tinyid', ...urls, '--json'], env);
       expect(run.code, run.stderr).toBe(0);
       const out = JSON.parse(run.stdout) as {
-        entities: Array<{ key: string; status: string; firstId: string; secretsAdded: number }>;
+        entities: { key: string; status: string; firstId: string; secretsAdded: number }[];
       };
       // test: first id above 2^53 + 100 with delta 1; test_odd: the first odd number above the larger max_id, 2^53 + 1000.
       expect(out.entities).toEqual([
@@ -330,7 +330,7 @@ for (const { server, name } of SQL_SERVERS) {
 
       const again = await idpool(['apps', 'import-from', 'tinyid', ...urls, '--json'], env);
       expect(again.code, again.stderr).toBe(0);
-      const twice = JSON.parse(again.stdout) as { entities: Array<{ status: string; secretsAdded: number }> };
+      const twice = JSON.parse(again.stdout) as { entities: { status: string; secretsAdded: number }[] };
       expect(twice.entities.map((e) => [e.status, e.secretsAdded])).toEqual([
         ['exists', 0],
         ['exists', 0],

@@ -40,7 +40,7 @@ function startWorker(databaseUrl: string, entityKey: string, count: number, maxS
   let pending = '';
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
-  proc.stdout!.on('data', (chunk: Buffer) => {
+  proc.stdout.on('data', (chunk: Buffer) => {
     pending += chunk.toString();
     let nl: number;
     while ((nl = pending.indexOf('\n')) >= 0) {
@@ -51,7 +51,7 @@ function startWorker(databaseUrl: string, entityKey: string, count: number, maxS
       else out += `${line}\n`;
     }
   });
-  proc.stderr!.on('data', (d) => (out += d));
+  proc.stderr.on('data', (d) => (out += String(d)));
   // 'close', not 'exit': only then has every line the process wrote been read.
   const exited = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
   return {
@@ -59,7 +59,7 @@ function startWorker(databaseUrl: string, entityKey: string, count: number, maxS
     ids,
     ready: Promise.race([ready, exited.then(() => Promise.reject(new Error(`worker exited before ready:\n${out}`)))]),
     exited,
-    go: () => proc.stdin!.write('go\n'),
+    go: () => proc.stdin.write('go\n'),
     output: () => out,
   };
 }

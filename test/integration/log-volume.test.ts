@@ -75,7 +75,7 @@ describe('log volume during a Redis outage under load', () => {
 
 describe('RepeatLimiter', () => {
   function recorder() {
-    const lines: Array<{ level: string; obj: object; msg?: string }> = [];
+    const lines: { level: string; obj: object; msg?: string }[] = [];
     const make = (bindings: object): Logger => ({
       debug: () => undefined,
       info: (obj, msg) => lines.push({ level: 'info', obj: { ...bindings, ...obj }, msg }),

@@ -194,14 +194,14 @@ describe('every PromQL expression parses', () => {
 });
 
 describe('deploy/grafana/idpool-dashboard.json', () => {
-  const panels = allPanels(dashboard) as Array<{
+  const panels = allPanels(dashboard) as {
     id: number;
     type: string;
     title: string;
     gridPos: { x: number; y: number; w: number; h: number };
     datasource?: { type: string; uid: string };
-    targets?: Array<{ datasource?: { type: string; uid: string }; expr: string }>;
-  }>;
+    targets?: { datasource?: { type: string; uid: string }; expr: string }[];
+  }[];
   const variable = (name: string) => dashboard.templating.list.find((v) => v.name === name);
 
   it('reads Prometheus through a ${datasource} variable, in every panel and query', () => {

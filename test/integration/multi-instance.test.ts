@@ -84,7 +84,7 @@ for (const { server, name } of SQL_SERVERS) {
         expect(ids.length).toBeGreaterThanOrEqual(TARGET_IDS);
         expect(direct.length).toBeGreaterThan(0);
         expect(new Set(all).size).toBe(all.length);
-        ctx.annotate?.(`${ids.length} ids over HTTP, ${direct.length} by LPOP, ${exhausted} answers of 503`);
+        await ctx.annotate?.(`${ids.length} ids over HTTP, ${direct.length} by LPOP, ${exhausted} answers of 503`);
       });
 
       it('a monotonic entity taken by one sequential client across all instances is strictly increasing', async () => {

@@ -33,8 +33,8 @@ const TSCONFIG = {
 async function tsc(dir: string): Promise<{ code: number | null; output: string }> {
   const proc = spawn(process.execPath, [TSC, '-p', join(dir, 'tsconfig.json'), '--pretty', 'false'], { cwd: dir });
   let output = '';
-  proc.stdout.on('data', (d) => (output += d));
-  proc.stderr.on('data', (d) => (output += d));
+  proc.stdout.on('data', (d) => (output += String(d)));
+  proc.stderr.on('data', (d) => (output += String(d)));
   const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
   return { code, output };
 }

@@ -10,7 +10,9 @@ const SPECTRAL = join(ROOT, 'node_modules', '@stoplight', 'spectral-cli', 'dist'
 /** `extends: ["spectral:oas"]`: the ruleset ships inside the CLI, so linting needs no network. */
 const RULESET = join(ROOT, '.spectral.yaml');
 
-type Doc = { paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>> };
+interface Doc {
+  paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>>;
+}
 interface Finding {
   code: string;
   message: string;
@@ -32,8 +34,8 @@ async function lint(dir: string, name: string, doc: unknown): Promise<Finding[]>
     { cwd: ROOT },
   );
   let log = '';
-  proc.stdout.on('data', (d) => (log += d));
-  proc.stderr.on('data', (d) => (log += d));
+  proc.stdout.on('data', (d) => (log += String(d)));
+  proc.stderr.on('data', (d) => (log += String(d)));
   const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
   // 0: nothing found; 1: findings at or above --fail-severity; anything else: Spectral itself failed.
   expect([0, 1], `spectral exited ${code}:\n${log}`).toContain(code);

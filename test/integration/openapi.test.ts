@@ -10,7 +10,11 @@ import { describeWithServices } from '../support/services';
 
 const OPS_TOKEN = 'test-ops-token-0123456789abcdef0123';
 
-type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: Record<string, any> };
+interface Doc {
+  openapi: string;
+  paths: Record<string, Record<string, any>>;
+  components: Record<string, any>;
+}
 
 /** Every route express knows, as "METHOD /openapi/{template}". */
 function expressRoutes(app: Service['app']): string[] {
@@ -55,7 +59,7 @@ describeWithServices(
       doc = res.body;
       ajv = new Ajv2020({ strict: false, allErrors: true });
       addFormats(ajv);
-      ajv.addSchema(doc as object, 'openapi.json');
+      ajv.addSchema(doc, 'openapi.json');
     });
 
     afterAll(async () => {

@@ -23,7 +23,7 @@ import { type Instance, startInstance } from '../helpers/processes';
 import { POSTGRES_URL, createTestSchema } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
-const cleanups: Array<() => Promise<unknown>> = [];
+const cleanups: (() => Promise<unknown>)[] = [];
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -178,7 +178,7 @@ describeWithServices('a service whose PostgreSQL server dies or freezes (a priva
   /** Clients taking batches of 10 until `stop()`: every answer's status, Retry-After and time. */
   function load(clients: number) {
     let running = true;
-    const answers: Array<{ status: number; retryAfter: number; ms: number; at: number }> = [];
+    const answers: { status: number; retryAfter: number; ms: number; at: number }[] = [];
     const ids: string[] = [];
     const done = Promise.all(
       Array.from({ length: clients }, async () => {

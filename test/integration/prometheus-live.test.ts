@@ -76,8 +76,8 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
     // Steady demand for the whole test: rates, forecasts and histograms have something to show.
     load = (async () => {
       while (loading) {
-        await takeIds(instance!.url, segment, segmentSecret, 50).catch(() => undefined);
-        await takeIds(instance!.url, flake, flakeSecret, 5).catch(() => undefined);
+        await takeIds(instance.url, segment, segmentSecret, 50).catch(() => undefined);
+        await takeIds(instance.url, flake, flakeSecret, 5).catch(() => undefined);
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
@@ -107,7 +107,7 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
   afterAll(async () => {
     loading = false;
     await load;
-    if (prometheus && prometheus.exitCode === null) {
+    if (prometheus?.exitCode === null) {
       prometheus.kill('SIGTERM');
       await new Promise((r) => prometheus!.once('exit', r));
     }
@@ -129,7 +129,7 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
 
     const rules = await waitFor('every rule evaluated', async () => {
       const res = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as {
-        data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> };
+        data: { groups: { rules: { name: string; health: string; lastError?: string }[] }[] };
       };
       const all = res.data.groups.flatMap((g) => g.rules);
       return all.every((r) => r.health !== 'unknown') ? all : undefined;
@@ -153,7 +153,7 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
     expect(Object.fromEntries(up.map((s) => [s.metric.dependency, s.value[1]]))).toEqual({ database: '1', redis: '1' });
 
     const alerts = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as {
-      data: { alerts: Array<{ labels: Record<string, string>; state: string }> };
+      data: { alerts: { labels: Record<string, string>; state: string }[] };
     };
     expect(alerts.data.alerts.map((a) => `${a.labels.alertname} ${a.state}`)).toEqual([]);
   });
@@ -168,7 +168,7 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
     const problems: string[] = [];
     let withData = 0;
     for (const panel of allPanels(dashboard)) {
-      for (const target of (panel as { targets?: Array<{ expr: string; refId: string }> }).targets ?? []) {
+      for (const target of (panel as { targets?: { expr: string; refId: string }[] }).targets ?? []) {
         const expr = target.expr.replace(/\$\{?(\w+)\}?/g, (m, name: string) => values[name] ?? m);
         let result: Sample[];
         try {
@@ -193,7 +193,7 @@ describe('Prometheus evaluates the rules and every dashboard query over a live i
     await redis!.kill9();
     const pending = await waitFor('alerts pending', async () => {
       const res = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as {
-        data: { alerts: Array<{ labels: Record<string, string>; state: string }> };
+        data: { alerts: { labels: Record<string, string>; state: string }[] };
       };
       const names = res.data.alerts.map(
         (a) => `${a.labels.alertname}${a.labels.dependency ? `/${a.labels.dependency}` : ''} ${a.state}`,

@@ -16,11 +16,11 @@ if (!promtool) {
 
 interface RulesTests {
   rule_files: string[];
-  tests: Array<{
+  tests: {
     name: string;
-    alert_rule_test?: Array<{ alertname: string; exp_alerts: unknown[] }>;
-    promql_expr_test?: Array<{ expr: string }>;
-  }>;
+    alert_rule_test?: { alertname: string; exp_alerts: unknown[] }[];
+    promql_expr_test?: { expr: string }[];
+  }[];
 }
 
 const rules = readRules();

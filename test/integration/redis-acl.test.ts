@@ -27,8 +27,8 @@ function redisCli(port: number, input: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const proc = spawn('redis-cli', ['-p', String(port)], { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
+    proc.stdout.on('data', (d) => (out += String(d)));
+    proc.stderr.on('data', (d) => (out += String(d)));
     proc.once('error', reject);
     proc.once('exit', () => resolve(out.trim()));
     proc.stdin.end(input);
@@ -67,7 +67,7 @@ async function deniedForService(admin: Redis, user: string): Promise<string[]> {
 }
 
 /** `ACL DRYRUN user …`: OK, or the reason the user may not run it. */
-async function dryRun(admin: Redis, user: string, ...command: Array<string | number>): Promise<string> {
+async function dryRun(admin: Redis, user: string, ...command: (string | number)[]): Promise<string> {
   return String(await admin.call('ACL', 'DRYRUN', user, ...command));
 }
 
@@ -325,7 +325,7 @@ async function takeServed(url: string, key: string, secret: string, count: numbe
 /** Ids of one entity, as handed out over HTTP or popped directly, for "never twice, always increasing" checks. */
 class Issued {
   readonly all: bigint[] = [];
-  add(list: Array<string | bigint>): void {
+  add(list: (string | bigint)[]): void {
     for (const id of list) {
       const n = BigInt(id);
       const last = this.all.at(-1);

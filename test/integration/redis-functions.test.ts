@@ -83,11 +83,9 @@ describeWithServices('Redis functions: rate limit and idempotent answers', { red
     await withinOneSecond(a, 700);
     const outcomes = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => limits[i % 2].admit('sf', 1, 25)));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(25);
-    expect(
-      outcomes
-        .filter((o) => o.status === 'rejected')
-        .every((o) => (o as PromiseRejectedResult).reason instanceof RateLimitedError),
-    ).toBe(true);
+    expect(outcomes.filter((o) => o.status === 'rejected').every((o) => o.reason instanceof RateLimitedError)).toBe(
+      true,
+    );
   });
 
   it('idpool_store_answer keeps the first answer and hands it back to a later writer', async () => {

@@ -66,7 +66,7 @@ function longestOutage(clients: Client[], faultAt: number): number {
 
 describe.concurrent('Redis Sentinel: two idpool instances follow a failover', () => {
   let available = false;
-  const cleanups: Array<() => Promise<unknown>> = [];
+  const cleanups: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
     available = await servicesAvailable({ mysql: true });

@@ -35,17 +35,17 @@ describeWithServices('the registry refresh reads changed rows only (MariaDB)', {
       await sql.query('ANALYZE TABLE application');
 
       // The statement EntityStore really sends, captured from the database wrapper.
-      const sent: Array<{ sql: string; params: unknown[] }> = [];
+      const sent: { sql: string; params: unknown[] }[] = [];
       const spy: Database = {
         ...db,
         query: (q, p = []) => (sent.push({ sql: q, params: p }), db.query(q, p)),
-      } as Database;
+      };
       const changed = await new SqlEntityStore(spy).changedSince(now - 5000);
       expect(changed.map((c) => c.entity.key).sort()).toEqual(['e5000', 'e5001', 'e5002']);
       expect(sent).toHaveLength(1);
 
       const [plan] = (await sql.query(`EXPLAIN ${sent[0].sql}`, sent[0].params)) as unknown as [
-        Array<{ type: string; key: string | null; rows: number | string }>,
+        { type: string; key: string | null; rows: number | string }[],
       ];
       expect(plan).toHaveLength(1);
       expect(plan[0].type).toBe('range');

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
@@ -31,7 +31,7 @@ async function reserveFromProcesses(url: string, key: string, processes: number,
 }
 
 /** Segments must tile [start, current_offset) exactly: disjoint and gap-free. */
-function expectTiled(segments: Array<[bigint, bigint]>, start: bigint, end: bigint) {
+function expectTiled(segments: [bigint, bigint][], start: bigint, end: bigint) {
   expect(segments.length).toBeGreaterThan(50);
   expect(segments[0][0]).toBe(start);
   for (let i = 1; i < segments.length; i++) expect(segments[i][0]).toBe(segments[i - 1][1]);

@@ -54,7 +54,7 @@ describeWithServices(
           'SELECT CAST(current_offset AS CHAR) AS c FROM application WHERE entity_key = ?',
           [key],
         );
-        return BigInt((rows as Array<{ c: string }>)[0].c);
+        return BigInt((rows as { c: string }[])[0].c);
       } finally {
         await conn.end();
       }
@@ -177,7 +177,7 @@ describeWithServices(
       await lease(instance.url, key, secret, { size: 1 });
       // The pool's first refill reserves too: wait until it is done.
       const before = await settledOffset(key);
-      const cases: Array<[unknown, string]> = [
+      const cases: [unknown, string][] = [
         [{ size: 0 }, ''],
         [{ size: -5 }, ''],
         [{ size: 1.5 }, ''],

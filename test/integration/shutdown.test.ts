@@ -131,7 +131,7 @@ describeWithServices(
       socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\n');
       await sleep(50);
       let raw = '';
-      socket.on('data', (d) => (raw += d));
+      socket.on('data', (d) => (raw += String(d)));
       const ended = new Promise((r) => socket.once('end', r));
       const stopping = service.stop();
       await sleep(50);

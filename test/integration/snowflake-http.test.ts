@@ -18,7 +18,7 @@ import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from
 
 let available = false;
 const running: Service[] = [];
-const schemas: Array<{ drop(): Promise<void> }> = [];
+const schemas: { drop(): Promise<void> }[] = [];
 const dirs: string[] = [];
 
 /** A directory of this file's own, removed after it. */
@@ -72,7 +72,7 @@ function sqliteUrl(): string {
 
 const RESERVED = { IDPOOL_SNOWFLAKE_RESERVED_BITS: '2', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '1' };
 
-describe.sequential('snowflake entities over HTTP', () => {
+describe('snowflake entities over HTTP', { concurrent: false }, () => {
   for (const backend of ['mariadb', 'sqlite'] as const) {
     it(`${backend}: batches of unique, increasing ids; decode explains each; /admin/workers lists the lease`, async (ctx) => {
       if (backend === 'mariadb' && !available) return ctx.skip();
@@ -129,7 +129,7 @@ describe.sequential('snowflake entities over HTTP', () => {
     const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 });
     const otherLayout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 2 });
     const now = layout.timestampAt(Date.now());
-    const cases: Array<[string, RegExp]> = [
+    const cases: [string, RegExp][] = [
       ['abc', /decimal integer/],
       ['-5', /decimal integer/],
       ['1e5', /decimal integer/],
@@ -166,7 +166,7 @@ describe.sequential('snowflake entities over HTTP', () => {
 
   it('out-of-range snowflake configuration stops start-up with one line naming the variable', async () => {
     const dir = tempDir('idpool-sf-cfg-');
-    const cases: Array<[Record<string, string>, RegExp]> = [
+    const cases: [Record<string, string>, RegExp][] = [
       [
         { IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '40' },
         /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: must be an integer from 41 to 55 for time unit ms, got 40/,
@@ -189,7 +189,7 @@ describe.sequential('snowflake entities over HTTP', () => {
         (e: Error) => e,
       );
       expect(err).toBeInstanceOf(Error);
-      const lines = (err as Error).message.split('\n').filter((l) => /^idpool: /.test(l));
+      const lines = (err as Error).message.split('\n').filter((l) => l.startsWith('idpool: '));
       expect(lines, JSON.stringify(env)).toHaveLength(1);
       expect(lines[0]).toMatch(line);
     }

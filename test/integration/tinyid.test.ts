@@ -87,7 +87,7 @@ describeWithServices(
         const ids = JSON.parse(four.body).data as number[];
         expect(ids).toHaveLength(4);
         expect(four.body).toBe(`{"data":[${/\[(.*)\]/.exec(four.body)![1]}],"code":200,"message":""}`);
-        seen.push(...(/\[(.*)\]/.exec(four.body)![1].split(',').map(BigInt) as bigint[]));
+        seen.push(...(/\[(.*)\]/.exec(four.body)?.[1] ?? '').split(',').map((id) => BigInt(id)));
       }
       // A JSON body carries no parameters for Spring: no bizType, no token.
       const json = await fetch(`${compat.url}/tinyid/id/nextId`, {

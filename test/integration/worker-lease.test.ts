@@ -13,7 +13,7 @@ import { SQL_SERVERS, type SqlServer, createTestSchema } from '../helpers/servic
 import { describeWithServices } from '../support/services';
 
 const started: Instance[] = [];
-const schemas: Array<{ drop(): Promise<void> }> = [];
+const schemas: { drop(): Promise<void> }[] = [];
 
 afterEach(async () => {
   for (const i of started.splice(0)) {
@@ -193,7 +193,7 @@ for (const { server, name } of SQL_SERVERS) {
       };
       const first = await start(env);
       const secret = await register(first.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });
-      const before = (await takeIds(first.url, 'sf', secret, 1000)).body.ids as string[];
+      const before = (await takeIds(first.url, 'sf', secret, 1000)).body.ids;
       await first.kill9();
       // The worker's recorded last timestamp is 10 s ahead of the clock: exactly
       // what a restart sees after the clock was set back 10 s. Free the row so
@@ -217,7 +217,7 @@ for (const { server, name } of SQL_SERVERS) {
         'ids after the recorded last timestamp',
         async () => {
           const res = await takeIds(second.url, 'sf', secret, 1000);
-          return res.status === 200 ? (res.body.ids as string[]) : undefined;
+          return res.status === 200 ? res.body.ids : undefined;
         },
         30_000,
       );

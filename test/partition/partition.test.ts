@@ -27,7 +27,7 @@ async function tearDown(cleanups: Cleanups, lab: Lab): Promise<void> {
 
 describe.concurrent('network partitions: recovery within seconds of the heal, whatever the cut', () => {
   let available = false;
-  const leftovers: Array<{ cleanups: Cleanups; lab: Lab }> = [];
+  const leftovers: { cleanups: Cleanups; lab: Lab }[] = [];
 
   beforeAll(async () => {
     const missing = netnsUnavailable() ?? (privateMariadbPossible() ? undefined : 'mariadbd cannot run here');

@@ -37,7 +37,10 @@ describe('a Redis connection that stops answering', () => {
     }
     // The test's own resolver for one name; everything else as usual.
     (dns as { lookup: unknown }).lookup = (host: string, options: unknown, callback: (...args: unknown[]) => void) => {
-      if (host !== NAME) return (lookup as (...args: unknown[]) => void)(host, options, callback);
+      if (host !== NAME) {
+        (lookup as (...args: unknown[]) => void)(host, options, callback);
+        return;
+      }
       const all = typeof options === 'object' && (options as { all?: boolean }).all;
       process.nextTick(() =>
         all ? callback(null, [{ address: resolvesTo, family: 4 }]) : callback(null, resolvesTo, 4),

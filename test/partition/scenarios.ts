@@ -238,7 +238,7 @@ async function wastedIds(databaseUrl: string, redisUrl: string, key: string, han
     const [rows] = (await c.query(
       'SELECT CAST(current_offset AS CHAR) AS o, CAST(start_offset AS CHAR) AS s FROM application WHERE entity_key = ?',
       [key],
-    )) as unknown as [Array<{ o: string; s: string }>];
+    )) as unknown as [{ o: string; s: string }[]];
     const r = new Redis(redisUrl, { connectTimeout: 5000, maxRetriesPerRequest: 1 });
     r.on('error', () => undefined);
     try {
@@ -275,7 +275,7 @@ async function entityOn(
 }
 
 /** Everything a scenario started, torn down in reverse by the caller (also when it failed). */
-export type Cleanups = Array<() => Promise<unknown>>;
+export type Cleanups = (() => Promise<unknown>)[];
 
 async function instance(
   cleanups: Cleanups,
@@ -351,7 +351,7 @@ async function redisCut(
   lab: Lab,
   cleanups: Cleanups,
   seconds: number,
-  ends: ReadonlyArray<'a' | 'b'> = ['a', 'b'],
+  ends: readonly ('a' | 'b')[] = ['a', 'b'],
 ): Promise<Run> {
   const [databaseUrl, redis] = await Promise.all([sharedSchema(cleanups), redisBehindLink(lab)]);
   const a = await instance(cleanups, { IDPOOL_DATABASE_URL: databaseUrl, IDPOOL_REDIS_URL: redis.url });

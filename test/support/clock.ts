@@ -1,7 +1,7 @@
 import type { Clock } from '../../src/clock';
 
 /** Where a {@link FakeClock}'s wall clock starts unless told: 2023-11-14T22:13:20Z. */
-export const FAKE_EPOCH_MS = 1_700_000_000_000;
+const FAKE_EPOCH_MS = 1_700_000_000_000;
 
 export interface FakeClockOptions {
   /** Wall-clock ms at the start (default {@link FAKE_EPOCH_MS}). */
@@ -31,7 +31,7 @@ export class FakeClock implements Clock {
   readonly sleeps: number[] = [];
   private wallMs: number;
   private mono = 0;
-  private sleepers: Array<{ at: number; wake: () => void }> = [];
+  private sleepers: { at: number; wake: () => void }[] = [];
   private readonly sleepMode: 'wait' | 'advance';
   private readonly tickMs: number;
 

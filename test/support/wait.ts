@@ -36,7 +36,9 @@ export async function waitFor<T>(condition: () => T | Promise<T>, options: WaitO
     }
     if (Date.now() >= deadline) {
       const cause =
-        lastError === undefined ? '' : ` (last error: ${(lastError as Error)?.message ?? String(lastError)})`;
+        lastError === undefined
+          ? ''
+          : ` (last error: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)})`;
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${message}${cause}`);
     }
     await sleep(intervalMs);

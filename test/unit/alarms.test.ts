@@ -3,7 +3,7 @@ import { type AlarmWebhookPayload, Alarms } from '../../src/ops/alarms';
 import { FakeClock } from '../support/clock';
 
 function recordingLog() {
-  const lines: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> = [];
+  const lines: { level: string; obj: Record<string, unknown>; msg?: string }[] = [];
   const log = {
     debug: (obj: object, msg?: string) => lines.push({ level: 'debug', obj: obj as Record<string, unknown>, msg }),
     info: (obj: object, msg?: string) => lines.push({ level: 'info', obj: obj as Record<string, unknown>, msg }),

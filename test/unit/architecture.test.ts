@@ -8,13 +8,13 @@ import { describe, expect, it } from 'vitest';
  * and "dependencies point one way, top to bottom". So a folder may import
  * only what is listed on its own line or below it, a line that says
  * "standalone" imports nothing of src/, and no two folders import each
- * other, directly or round a cycle.
+ * other, directly or round a cycle. Within a folder, no two files do either.
  */
 const ROOT = resolve(__dirname, '../..');
 const SRC = join(ROOT, 'src');
 
 /** The folder map: each line's entries (`cli`, `main.ts`), top line first, and what each line says. */
-function folderMap(): Array<{ entries: string[]; says: string }> {
+function folderMap(): { entries: string[]; says: string }[] {
   const doc = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
   const section = doc.slice(doc.indexOf('## Folders'));
   const block = /```\n([\s\S]*?)```/.exec(section)?.[1];
@@ -68,6 +68,65 @@ function importGraph(): Map<string, Map<string, string>> {
   return graph;
 }
 
+/** The file an import of `spec` from `file` loads: `x.ts`, or `x/index.ts` for a folder. */
+function resolveImport(file: string, spec: string): string | undefined {
+  const base = resolve(dirname(file), spec);
+  for (const candidate of [`${base}.ts`, join(base, 'index.ts'), base]) {
+    if (candidate.endsWith('.ts') && statSync(candidate, { throwIfNoEntry: false })?.isFile()) return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * Every import between two files of src/, type-only ones included: a cycle
+ * of types alone costs nothing at run time, but it still means neither file
+ * can be read (or moved) without the other, which is what this test guards.
+ */
+function fileGraph(): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const file of sourceFiles(SRC)) {
+    const targets = new Set<string>();
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s+|\bimport\s*\(\s*|\brequire\s*\(\s*)'(\.[^']*)'/g)) {
+      const to = resolveImport(file, m[1]);
+      if (to && to !== file) targets.add(to);
+    }
+    graph.set(file, targets);
+  }
+  return graph;
+}
+
+/** Groups of files that import each other round a cycle (Tarjan's strongly connected components of more than one file). */
+function fileCycles(graph: Map<string, Set<string>>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  const connect = (node: string) => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node)!, index.get(next)!));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const group: string[] = [];
+    for (let member = stack.pop()!; ; member = stack.pop()!) {
+      onStack.delete(member);
+      group.push(relative(SRC, member));
+      if (member === node) break;
+    }
+    if (group.length > 1) groups.push(group.sort());
+  };
+  for (const node of graph.keys()) if (!index.has(node)) connect(node);
+  return groups;
+}
+
 describe('ARCHITECTURE.md folder claims hold for src/', () => {
   const map = folderMap();
   const graph = importGraph();
@@ -115,5 +174,9 @@ describe('ARCHITECTURE.md folder claims hold for src/', () => {
     };
     for (const node of graph.keys()) visit(node, []);
     expect(cycles).toEqual([]);
+  });
+
+  it('has no import cycle between files (type-only imports included)', () => {
+    expect(fileCycles(fileGraph())).toEqual([]);
   });
 });

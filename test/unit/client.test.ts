@@ -35,11 +35,11 @@ function fakeFetch(script: Record<string, Reply[]> = {}) {
   const seen: Seen[] = [];
   let nextId = 1000n;
   const fn = (async (input: string | URL | Request, init?: RequestInit) => {
-    const url = String(input);
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const headers = Object.fromEntries(
       Object.entries((init?.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
     );
-    const body = init?.body ? JSON.parse(String(init.body)) : undefined;
+    const body = init?.body ? JSON.parse(init.body as string) : undefined;
     seen.push({ url, method: init?.method ?? 'GET', headers, body });
     const base = Object.keys(script).find((b) => url.startsWith(b));
     const reply = base ? script[base].shift() : undefined;

@@ -60,7 +60,7 @@ async function setup(config: EntityConfig) {
 }
 
 /** Settles every promise: ids, or the error's class name. */
-const outcomes = (ps: Array<Promise<TakenIds>>) =>
+const outcomes = (ps: Promise<TakenIds>[]) =>
   Promise.all(
     ps.map((p) =>
       p.then(

@@ -74,7 +74,7 @@ describe('dependency failure classifier', () => {
 
 describe('error handler', () => {
   it('answers 503 unavailable with Retry-After and raises one alarm per kind per 10 s, not a line per request', async () => {
-    const lines: Array<Record<string, unknown>> = [];
+    const lines: Record<string, unknown>[] = [];
     const log = {
       error: (obj: Record<string, unknown>) => lines.push(obj),
       warn: () => undefined,

@@ -17,8 +17,8 @@ import { FakeClock } from '../support/clock';
 function fakeService(options: { step?: number; delta?: number; remainder?: number; start?: bigint } = {}) {
   const { step = 100, delta = 1, remainder = 0 } = options;
   let next = options.start ?? 0n;
-  const sizes: Array<number | undefined> = [];
-  let held: Array<() => void> | undefined;
+  const sizes: (number | undefined)[] = [];
+  let held: (() => void)[] | undefined;
   let failNext: Error | undefined;
   const lease = async (size: number | undefined): Promise<LeaseAnswer> => {
     sizes.push(size);
@@ -155,10 +155,11 @@ describe('LeasedIds: the client SDK double buffer over leased segments', () => {
   it('IdpoolClient: lease only for trend entities without a buffer; leased(key) and take(key) share one buffer', async () => {
     const clock = new FakeClock();
     const service = fakeService({ step: 4 });
-    const requests: Array<{ url: string; body: string }> = [];
+    const requests: { url: string; body: string }[] = [];
     const fetchImpl = (async (url: string, init: RequestInit) => {
-      requests.push({ url, body: String(init.body) });
-      const size = JSON.parse(String(init.body)).size as number | undefined;
+      const body = init.body as string;
+      requests.push({ url, body });
+      const size = (JSON.parse(body) as { size?: number }).size;
       return new Response(JSON.stringify(await service.lease(size)), {
         status: 200,
         headers: { 'content-type': 'application/json' },

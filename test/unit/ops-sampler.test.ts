@@ -13,7 +13,7 @@ const entity = (key: string, over: Partial<EntityConfig> = {}): EntityConfig =>
 
 /** A logger that keeps its warn/error lines. */
 function capturingLogger() {
-  const lines: Array<{ level: string; obj: Record<string, unknown>; msg?: string }> = [];
+  const lines: { level: string; obj: Record<string, unknown>; msg?: string }[] = [];
   const logger = {
     debug: () => undefined,
     info: () => undefined,

@@ -80,7 +80,7 @@ describe('Redis topology configuration', () => {
       /^IDPOOL_REDIS_CLUSTER_NODES: set only one of/,
     ],
   ])('%o → one line naming the variable', (env, message) => {
-    const line = configError(env as Record<string, string>);
+    const line = configError(env);
     expect(line).toMatch(message);
     expect(line).not.toContain('\n');
   });

@@ -3,7 +3,7 @@ import { MAX_SECRETS, registerSchema, secretAccepted, updateSchema } from '../..
 import { IdStride } from '../../src/segment/stride';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { EntityRegistry, LocalRegistrationGeneration } from '../../src/entities/registry';
-import { type Clock, systemClock } from '../../src/clock';
+import { systemClock } from '../../src/clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../src/errors';
 import { FakeClock } from '../support/clock';
 
@@ -175,8 +175,8 @@ describe('EntityRegistry.refreshIfStale (the 100 ms tick)', () => {
     clock.advance(1);
     const rotated = await there.rotateSecret('orders');
     await here.refreshIfStale(1000);
-    expect(secretAccepted(here.get('orders')!, rotated, 0)).toBe(true);
-    expect(secretAccepted(here.get('orders')!, secret, 0)).toBe(false);
+    expect(secretAccepted(here.get('orders'), rotated, 0)).toBe(true);
+    expect(secretAccepted(here.get('orders'), secret, 0)).toBe(false);
 
     clock.advance(1);
     await there.retire('orders');
@@ -282,8 +282,8 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     const rotated = await there.rotateSecret('orders');
     await here.tick(); // idle, a second not over: no read
     const found = await here.find('orders');
-    expect(secretAccepted(found!, rotated, 0)).toBe(true);
-    expect(secretAccepted(found!, secret, 0)).toBe(false);
+    expect(secretAccepted(found, rotated, 0)).toBe(true);
+    expect(secretAccepted(found, secret, 0)).toBe(false);
   });
 
   it('…also when the idle tick read it just before the rotation, or is reading it then', async () => {
@@ -291,7 +291,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     await here.tick(); // idle: the full refresh reads the generation now
     clock.advance(10);
     const rotated = await there.rotateSecret('orders');
-    expect(secretAccepted((await here.find('orders'))!, rotated, 0)).toBe(true);
+    expect(secretAccepted(await here.find('orders'), rotated, 0)).toBe(true);
 
     clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
     let release!: () => void;
@@ -299,7 +299,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     const ticking = here.tick(); // the idle tick's read is under way, holding the generation from before the rotation
     generation.hold = undefined;
     const again = await there.rotateSecret('orders');
-    expect(secretAccepted((await here.find('orders'))!, again, 0)).toBe(true);
+    expect(secretAccepted(await here.find('orders'), again, 0)).toBe(true);
     release();
     await ticking;
   });
@@ -319,7 +319,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     clock.advance(EntityRegistry.CATCH_UP_WAIT_MS + 10); // the database is slow, not Redis
     await new Promise((r) => setImmediate(r));
     release();
-    expect(secretAccepted((await finding)!, rotated, 0)).toBe(true);
+    expect(secretAccepted(await finding, rotated, 0)).toBe(true);
   });
 
   it('a read that does not answer holds the requests of its first 50 ms, those after not at all; the cache then stands', async () => {

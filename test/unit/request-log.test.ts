@@ -49,7 +49,7 @@ async function serve(
   app.get('/fail', (_req, res) => void res.status(503).json({ error: 'unavailable' }));
   server = app.listen(0);
   await new Promise((r) => server!.once('listening', r));
-  const base = `http://127.0.0.1:${(server!.address() as AddressInfo).port}`;
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     lines,
     async get(path) {

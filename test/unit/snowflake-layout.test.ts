@@ -113,7 +113,7 @@ describe('layout bounds (docs/design.md table)', () => {
       maxClockSkewMs: 1_000,
       maxWaitMs: 1_000,
     });
-    const cases: Array<[Record<string, string>, string]> = [
+    const cases: [Record<string, string>, string][] = [
       [{ IDPOOL_WORKER_LEASE_TTL_MS: 'soon' }, 'IDPOOL_WORKER_LEASE_TTL_MS'],
       [{ IDPOOL_WORKER_LEASE_TTL_MS: '999' }, 'IDPOOL_WORKER_LEASE_TTL_MS'],
       [{ IDPOOL_WORKER_LEASE_TTL_MS: '5000', IDPOOL_WORKER_LEASE_MARGIN_MS: '4000' }, 'IDPOOL_WORKER_LEASE_MARGIN_MS'],

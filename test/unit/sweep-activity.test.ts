@@ -12,7 +12,7 @@ import { FakeClock } from '../support/clock';
 /** The in-process store, recording which pools each sweep read. */
 class CountingStore extends MemoryPoolStore {
   readonly reads: string[][] = [];
-  override levels(keys: readonly string[]): Promise<Array<PoolLevel | Error>> {
+  override levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     this.reads.push([...keys]);
     return super.levels(keys);
   }

@@ -54,14 +54,14 @@ afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r()
 async function listen(app: express.Express): Promise<string> {
   server = app.listen(0);
   await new Promise((r) => server!.once('listening', r));
-  return `http://127.0.0.1:${(server!.address() as AddressInfo).port}`;
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 describe('the take route fast path', () => {
   it('serves the common form itself and leaves every other request to the router', async () => {
-    const seen: Array<{ key: unknown; body: unknown; route: unknown }> = [];
+    const seen: { key: unknown; body: unknown; route: unknown }[] = [];
     const app = express();
     app.use(
       takeFastPath(async (req, res) => {
@@ -132,23 +132,21 @@ describe('the take route fast path', () => {
         offsets: { peekMany: async () => new Map() },
         sizing: { target: () => 0, lowWatermark: () => 0 },
         adminToken: 'x'.repeat(32),
-        readiness: async () => ({ ready: true, checks: {} }) as never,
+        readiness: async () => ({ ready: true, checks: {} }),
         log: silentLogger,
       });
       return listen(app);
     }
 
     // Each case on the fast path's spelling and on one only the router serves (a trailing slash).
-    const cases: Array<
-      [
-        name: string,
-        query: string,
-        headers: Record<string, string>,
-        body: string | undefined,
-        status: number,
-        expected: unknown,
-      ]
-    > = [
+    const cases: [
+      name: string,
+      query: string,
+      headers: Record<string, string>,
+      body: string | undefined,
+      status: number,
+      expected: unknown,
+    ][] = [
       ['a JSON count', '', JSON_TYPE, '{"count":3}', 200, 3],
       ['no body', '', {}, undefined, 200, 1],
       ['?count=', '?count=4', {}, undefined, 200, 4],

@@ -47,14 +47,16 @@ export const mysql: SqlDialect = {
       await connection.end();
     }
   },
-  async afterConnect() {},
+  async afterConnect() {
+    // Nothing to set per connection: the driver's options carry the session settings.
+  },
   /** `GET_LOCK` on one dedicated connection: instances starting at once on a fresh schema take turns. */
   async withMigrationLock(dataSource, run) {
     const runner = dataSource.createQueryRunner();
     try {
-      const [{ locked }] = await runner.query(
+      const [{ locked }] = (await runner.query(
         `SELECT GET_LOCK('idpool_migrations', ${MIGRATION_LOCK_WAIT_S}) AS locked`,
-      );
+      )) as [{ locked: unknown }];
       if (Number(locked) !== 1) throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_S} s`);
       try {
         return await run();
@@ -67,7 +69,7 @@ export const mysql: SqlDialect = {
   },
   /** mysql2 answers a statement with its OkPacket (affectedRows, insertId) or the rows. */
   async statement(dataSource, sql, params) {
-    const raw = await dataSource.query(sql, params);
+    const raw: unknown[] | { affectedRows: number; insertId?: number | string } = await dataSource.query(sql, params);
     if (Array.isArray(raw)) return { records: raw, affectedRows: 0 };
     return {
       records: [],

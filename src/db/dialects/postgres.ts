@@ -1,5 +1,5 @@
 import { Client as PgClient, escapeIdentifier } from 'pg';
-import { UnavailableError } from '../../errors';
+import { UnavailableError, errorMessage } from '../../errors';
 import { boundedPostgresDriver } from '../postgres-driver';
 import { type SqlDialect, jitter, structuredQuery } from './dialect';
 
@@ -71,10 +71,10 @@ const PG_CLIENT_UNAVAILABLE =
  * passed on untouched.
  */
 export function postgresUnavailable(err: unknown): unknown {
-  const e = err as { code?: unknown; message?: unknown; driverError?: { code?: unknown } } | undefined;
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
   const code = e?.driverError?.code ?? e?.code;
-  if ((typeof code === 'string' && PG_UNAVAILABLE.test(code)) || PG_CLIENT_UNAVAILABLE.test(String(e?.message ?? ''))) {
-    return new UnavailableError('the database is unavailable', 1, String(e?.message ?? err));
+  if ((typeof code === 'string' && PG_UNAVAILABLE.test(code)) || PG_CLIENT_UNAVAILABLE.test(errorMessage(err))) {
+    return new UnavailableError('the database is unavailable', 1, errorMessage(err));
   }
   return err;
 }
@@ -136,13 +136,16 @@ export const postgres: SqlDialect = {
       if (code === PG_DUPLICATE_DATABASE || code === PG_UNIQUE_VIOLATION) return;
       throw new Error(
         `PostgreSQL database "${name}" does not exist on ${u.hostname}:${u.port || 5432} and could not be created ` +
-          `(${(err as Error).message}); create it (CREATE DATABASE ${escapeIdentifier(name)}) or grant CREATEDB to the user`,
+          `(${errorMessage(err)}); create it (CREATE DATABASE ${escapeIdentifier(name)}) or grant CREATEDB to the user`,
+        { cause: err },
       );
     } finally {
       await admin.end().catch(() => undefined);
     }
   },
-  async afterConnect() {},
+  async afterConnect() {
+    // Nothing to set per connection: the connection string carries the session settings.
+  },
   /** A session advisory lock on one dedicated connection. */
   async withMigrationLock(dataSource, run) {
     const runner = dataSource.createQueryRunner();
@@ -152,7 +155,9 @@ export const postgres: SqlDialect = {
       // a blocking wait would be cut off by statement_timeout, which is short.
       const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
       for (;;) {
-        const [{ locked }] = await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`);
+        const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
+          { locked: unknown },
+        ];
         if (locked === true) break;
         if (Date.now() > deadline)
           throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
@@ -171,9 +176,9 @@ export const postgres: SqlDialect = {
   // rather than rows: take the rows from the structured result instead.
   rows: async (dataSource, sql, params) => (await postgres.statement(dataSource, sql, params)).records,
   statement: (dataSource, sql, params) =>
-    structuredQuery(dataSource, toPostgresPlaceholders(sql), params).catch((err) =>
-      Promise.reject(postgresUnavailable(err)),
-    ),
+    structuredQuery(dataSource, toPostgresPlaceholders(sql), params).catch((err: unknown) => {
+      throw postgresUnavailable(err);
+    }),
   bigText: (column) => `CAST(${column} AS TEXT)`,
   // clock_timestamp() is the wall clock now, not the transaction's start.
   nowMs: 'FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint',

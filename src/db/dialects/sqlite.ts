@@ -3,9 +3,10 @@ import { dirname, resolve } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_SQLITE_PATH } from '../database-url';
 import { type SqlDialect, jitter, structuredQuery } from './dialect';
+import { errorMessage } from '../../errors';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
-export const SQLITE_BUSY_TIMEOUT_MS = 20;
+const SQLITE_BUSY_TIMEOUT_MS = 20;
 /** How long processes opening a fresh file at once keep retrying its migrations. */
 const MIGRATION_RACE_MS = 10_000;
 
@@ -46,7 +47,7 @@ export const sqlite: SqlDialect = {
       try {
         return await run();
       } catch (err) {
-        const racing = isBusy(err) || /already exists/i.test(String((err as Error)?.message));
+        const racing = isBusy(err) || /already exists/i.test(errorMessage(err));
         if (!racing || Date.now() > deadline) throw err;
         await jitter(10, 40);
       }

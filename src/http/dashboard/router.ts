@@ -37,7 +37,7 @@ export function dashboardRouter(): Router {
     res.type('html').send(files.get('index.html'));
   });
   router.get('/:asset', (req, res) => {
-    const asset = req.params.asset as string;
+    const asset = req.params.asset;
     const type = ASSETS.get(asset);
     if (!type) throw new NotFoundError(`no dashboard asset ${asset}`);
     security(res);

@@ -37,7 +37,7 @@ function forClients(schema: Schema): Schema {
     if (Array.isArray(out[list])) out[list] = (out[list] as Schema[]).map(forClients);
   }
   if (fallback !== undefined)
-    out.description = `${out.description ? `${out.description} ` : ''}Default: ${JSON.stringify(fallback)}.`;
+    out.description = `${typeof out.description === 'string' && out.description ? `${out.description} ` : ''}Default: ${JSON.stringify(fallback)}.`;
   const { type, minimum, maximum, format } = out;
   if (type === 'integer' && format === undefined) {
     const fits32 =

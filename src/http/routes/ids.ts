@@ -13,7 +13,7 @@ import { BODY_LIMIT_BYTES } from '../settings';
 export type IdRouteDeps = Pick<HttpDeps, 'dispatcher' | 'snowflake' | 'idempotency'>;
 
 /** The take route's path, as express and the request log name it. */
-export const TAKE_PATH = '/apps/:key/ids';
+const TAKE_PATH = '/apps/:key/ids';
 
 /** The take route's handler: `POST /apps/:key/ids`, served by the router and by {@link takeFastPath}. */
 export type TakeHandler = (req: Request, res: Response) => Promise<void>;
@@ -49,7 +49,7 @@ export function registerIdRoutes(
     const entity = await guards.authenticatedEntity(req);
     if (entity.mode !== 'snowflake' || !deps.snowflake)
       throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
-    res.json(decodeOr400(deps.snowflake, req.params.id as string));
+    res.json(decodeOr400(deps.snowflake, req.params.id));
   });
 }
 
@@ -97,19 +97,36 @@ const FAST_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
  */
 export function takeFastPath(take: TakeHandler): RequestHandler {
   return (req, res, next) => {
-    if (req.method !== 'POST') return next();
+    if (req.method !== 'POST') {
+      next();
+      return;
+    }
     const url = FAST_URL.exec(req.url);
-    if (!url) return next();
+    if (!url) {
+      next();
+      return;
+    }
     const headers = req.headers;
     const encoding = headers['content-encoding'];
-    if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || headers['transfer-encoding'] !== undefined)
-      return next();
+    if (
+      (encoding !== undefined && encoding.toLowerCase() !== 'identity') ||
+      headers['transfer-encoding'] !== undefined
+    ) {
+      next();
+      return;
+    }
     const type = headers['content-type'];
     const length = headers['content-length'] === undefined ? 0 : Number(headers['content-length']);
-    if (!(length >= 0 && length <= BODY_LIMIT_BYTES)) return next();
+    if (!(length >= 0 && length <= BODY_LIMIT_BYTES)) {
+      next();
+      return;
+    }
     const json = type !== undefined && FAST_JSON.test(type);
     // A body of another type is left unread by express.json; the router path does the same.
-    if (length > 0 && !json) return next();
+    if (length > 0 && !json) {
+      next();
+      return;
+    }
     req.params = { key: url[1] };
     // What the router would have set: the request log names the route by it.
     req.route = FAST_ROUTE;
@@ -118,7 +135,10 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
       take(req, res).catch(next);
     };
     // express.json answers an empty JSON body with {}, and leaves a request without one undefined.
-    if (length === 0) return answer(json && headers['content-length'] !== undefined ? {} : undefined);
+    if (length === 0) {
+      answer(json && headers['content-length'] !== undefined ? {} : undefined);
+      return;
+    }
     let text = '';
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (text += chunk));
@@ -128,7 +148,8 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
         // express.json's decoder drops a byte order mark; so does this.
         body = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
       } catch {
-        return next(new InvalidRequestError('request body is not valid JSON'));
+        next(new InvalidRequestError('request body is not valid JSON'));
+        return;
       }
       answer(body);
     });

@@ -10,7 +10,7 @@ import { integerField } from '../params';
 export type LeaseRouteDeps = Pick<HttpDeps, 'leases'>;
 
 /** The native lease route's path. */
-export const LEASE_PATH = '/apps/:key/segments';
+const LEASE_PATH = '/apps/:key/segments';
 
 /**
  * `POST /apps/:key/segments`: a freshly reserved segment of a `trend`

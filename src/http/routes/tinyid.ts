@@ -94,8 +94,14 @@ export function registerTinyidRoutes(
  * an empty body. A `batchSize` Spring cannot bind is Spring Boot's 400.
  */
 const tinyidError: ErrorAnswer = (req, res, err) => {
-  if (err instanceof BatchSizeBindError) return sendBindError(req, res, err.input);
-  if (req.path.endsWith('Simple')) return sendText(req, res, '');
+  if (err instanceof BatchSizeBindError) {
+    sendBindError(req, res, err.input);
+    return;
+  }
+  if (req.path.endsWith('Simple')) {
+    sendText(req, res, '');
+    return;
+  }
   const [code, message] = err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
   res.status(200).setHeader('Content-Type', JSON_TYPE);
   res.end(`{"data":null,"code":${code},"message":${JSON.stringify(message)}}`);
@@ -135,7 +141,7 @@ function tinyidSegment(segment: LeasedSegment) {
 
 /** The first value of `name` from the query, else from a form body (Spring's `getParameter`). */
 function parameter(req: Request, name: string): string | undefined {
-  const pick = (v: unknown) => (Array.isArray(v) ? v[0] : v);
+  const pick = (v: unknown): unknown => (Array.isArray(v) ? (v as unknown[])[0] : v);
   const fromQuery: unknown = pick(req.query[name]);
   if (typeof fromQuery === 'string') return fromQuery;
   // Only a form body holds parameters for Spring; a JSON one (parsed app-wide) does not.
@@ -157,8 +163,10 @@ function batchSizeOf(req: Request): number {
   if (raw === undefined || raw === '') return 1;
   const m = /^([-+]?)(?:(0[xX]|#)([0-9a-fA-F]+)|(0)([0-7]+)|(\d+))$/.exec(raw);
   if (!m) throw new BatchSizeBindError(raw);
-  const digits = m[3] ?? m[5] ?? m[6];
-  const radix = m[3] !== undefined ? 16 : m[5] !== undefined ? 8 : 10;
+  // Unmatched alternatives are undefined at run time.
+  const [, , , hex, , octal, decimal] = m as (string | undefined)[];
+  const digits = hex ?? octal ?? decimal ?? '';
+  const radix = hex !== undefined ? 16 : octal !== undefined ? 8 : 10;
   const n = (m[1] === '-' ? -1 : 1) * parseInt(digits, radix);
   // Java's Integer: -2^31 .. 2^31 - 1.
   if (!(n >= -(2 ** 31) && n < 2 ** 31)) throw new BatchSizeBindError(raw);

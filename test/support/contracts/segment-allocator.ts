@@ -4,7 +4,7 @@ import type { SegmentAllocator } from '../../../src/segment/allocator';
 /** An allocator with no entities, and a way to register one whose line starts at `startOffset`. */
 export interface AllocatorFixture {
   allocator: SegmentAllocator;
-  addEntity(entityKey: string, startOffset: bigint): Promise<void>;
+  addEntity: (entityKey: string, startOffset: bigint) => Promise<void>;
 }
 
 /**

@@ -1,0 +1,18 @@
+/**
+ * Refuses a Node older than idpool supports, before anything native loads:
+ * better-sqlite3 built for Node 24 ends an older runtime in a segmentation
+ * fault, with no word about the version. The process entry points
+ * (`main.ts`, `cli/index.ts`) import this module first, for this check alone;
+ * it imports nothing, so it runs before any other module is read.
+ */
+
+/** The oldest Node major idpool runs on (package.json `engines.node`). */
+export const NODE_MAJOR_NEEDED = 24;
+
+const found = process.versions.node;
+if (Number(found.split('.')[0]) < NODE_MAJOR_NEEDED) {
+  process.stderr.write(
+    `idpool: Node ${found} found, Node ${NODE_MAJOR_NEEDED} or newer needed: run \`. scripts/use-node24.sh\` (or install Node ${NODE_MAJOR_NEEDED})\n`,
+  );
+  process.exit(1);
+}
