@@ -4,15 +4,7 @@ import type { ClientClock } from '../client/transport';
 import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError } from './errors';
 import { type IdGenerator, MAX_TAKE } from './loader';
 import type { Id } from './segment-buffer';
-import type { Settings } from './options';
-
-/** Where a generator without database credentials leases its segments. */
-export interface ServiceOptions {
-  /** Base URL(s) of idpool instances, tried in turn on failure. */
-  url: string | readonly string[];
-  /** Each entity's secret, by key: only these entities are served. They must be `trend` entities. */
-  secrets: Readonly<Record<string, string>>;
-}
+import type { ServiceOptions, Settings } from './options';
 
 /**
  * `createIdGenerator({ service })`: the same `IdGenerator`, its segments

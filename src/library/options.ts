@@ -6,7 +6,6 @@ import type { Logger } from '../logger';
 import type { SegmentAllocator } from '../segment/allocator';
 import { IdStride } from '../segment/stride';
 import { InvalidOptionError } from './errors';
-import type { ServiceOptions } from './leased';
 
 /** Where the library reads an entity's configuration (`EntityStore` in production). */
 export interface EntitySource {
@@ -14,6 +13,14 @@ export interface EntitySource {
   findLive(
     entityKey: string,
   ): Promise<(Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder'>>) | undefined>;
+}
+
+/** Where a generator without database credentials leases its segments. */
+export interface ServiceOptions {
+  /** Base URL(s) of idpool instances, tried in turn on failure. */
+  url: string | readonly string[];
+  /** Each entity's secret, by key: only these entities are served. They must be `trend` entities. */
+  secrets: Readonly<Record<string, string>>;
 }
 
 export interface IdGeneratorOptions {
