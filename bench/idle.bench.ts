@@ -6,7 +6,7 @@
  * (default 30) of the idle service's CPU (/proc) and Redis commands per
  * second; then one entity takes an id every 50 ms and its sample age on
  * /metrics must stay near a second (busy entities are sampled every run).
- * Targets (issue 16): <= 2 % of a core at 10,000, <= 5 % at 100,000.
+ * Targets: <= 2 % of a core at 10,000, <= 5 % at 100,000.
  * A benchmark prints figures; it asserts nothing.
  */
 import { readFileSync, rmSync } from 'node:fs';

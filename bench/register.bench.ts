@@ -1,12 +1,12 @@
 /**
- * Registration rate (issue 10): entities/s through `POST /admin/apps` with 1
+ * Registration rate: entities/s through `POST /admin/apps` with 1
  * and 8 concurrent clients, on MariaDB + a private redis-server, one service
  * process. Two shapes side by side:
  *  - "small pools" (step 100, maxPoolSize 1,000): the registration path
  *    itself (validation, secret, one INSERT, the first refill of one pool);
  *  - "defaults": every pool filled to maxPoolSize = 60 × maxSizePerSecond =
- *    300,000 ids right after registration, the cost the pool work (issue 10
- *    part 1) removes.
+ *    300,000 ids right after registration, the cost that demand-sized pools
+ *    remove.
  * Beside them, the floor under the path: raw single-row INSERTs into the same
  * table from this process with 1 and 8 connections.
  */

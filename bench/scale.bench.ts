@@ -1,5 +1,5 @@
 /**
- * 100,000 entities on one deployment (issue 10): what they cost and what
+ * 100,000 entities on one deployment: what they cost and what
  * stays bounded. One service process on MariaDB and a private redis-server.
  * The first 5,000 entities are registered through `POST /admin/apps` with 8
  * clients (the registration rate); the rest are inserted straight into the

@@ -1,6 +1,6 @@
 /**
- * Segment pool benchmarks (issue 2), with the snowflake HTTP figures
- * (issue 3), side by side in one run on this machine:
+ * Segment pool benchmarks, with the snowflake HTTP figures
+ * side by side in one run on this machine:
  *  1. single-id POST /apps/:key/ids, 64 connections (idpool on MariaDB+Redis,
  *     idpool embedded on SQLite+memory) beside a bare express 5 route;
  *  2. batches of 1,000: ids/s beside raw ioredis `LPOP key 1000`;
@@ -282,7 +282,7 @@ async function main() {
     const refill = await refillCapacity(redis, pushTotal);
     rows.push(['raw batched RPUSH (10k per call)', `${fmt(raw)} ids/s`, '', '1.00x']);
     rows.push([
-      'one refiller (reserve + fenced Lua push)',
+      'one refiller (reserve + fenced push)',
       `${fmt(refill.idsPerSecond)} ids/s`,
       '',
       `${(refill.idsPerSecond / raw).toFixed(2)}x raw RPUSH (target >= 0.8)`,

@@ -1,6 +1,6 @@
 import { type MigrationInterface, type QueryRunner, Table } from 'typeorm';
 
-/** The `application` table of DESIGN.md "Data model". Times are Unix ms. */
+/** The `application` table of docs/design.md "Data model". Times are Unix ms. */
 export class CreateApplication1732060800000 implements MigrationInterface {
   name = 'CreateApplication1732060800000';
 

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner, Table } from 'typeorm';
 
 /**
- * The `worker` table of DESIGN.md "Data model": one row per snowflake worker
+ * The `worker` table of docs/design.md "Data model": one row per snowflake worker
  * id, leased by one live instance at a time. Times are Unix ms.
  * `last_timestamp` is at or above every time unit the holder may have used.
  */

@@ -1,7 +1,7 @@
 import { type MigrationInterface, type QueryRunner, Table } from 'typeorm';
 
 /**
- * `idpool_meta` (DESIGN.md "Data model"): one row (id = 1) recording the
+ * `idpool_meta` (docs/design.md "Data model"): one row (id = 1) recording the
  * cluster mapping (IDPOOL_CLUSTER_COUNT / _INDEX) the database is used with.
  * Left empty here: the first service or library that opens the database
  * records its own mapping (so an existing database adopts the first mapping

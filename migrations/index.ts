@@ -1,6 +1,7 @@
 import { CreateApplication1732060800000 } from './1732060800000-CreateApplication';
 import { CreateWorker1732147200000 } from './1732147200000-CreateWorker';
 import { CreateMeta1732320000000 } from './1732320000000-CreateMeta';
+import { AddDeploymentId1732406400000 } from './1732406400000-AddDeploymentId';
 import { EntitySpacingCompatSecrets1764115200000 } from './1764115200000-EntitySpacingCompatSecrets';
 
 /** Every schema migration, in order. Run at start-up and by `npm run migration:run`. */
@@ -8,5 +9,6 @@ export const migrations = [
   CreateApplication1732060800000,
   CreateWorker1732147200000,
   CreateMeta1732320000000,
+  AddDeploymentId1732406400000,
   EntitySpacingCompatSecrets1764115200000,
 ];

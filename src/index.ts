@@ -59,4 +59,5 @@ export {
   InvalidCountError,
   UnsupportedEntityError,
   StrideMismatchError,
+  type DatabaseBehindReport,
 } from './library';

@@ -63,13 +63,13 @@ function survivePromiseFaults(log: Logger, exit: (code: number) => void): void {
     log.error(
       {
         alarm: 'unhandled_rejection',
-        err: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason),
+        err: reason instanceof Error ? (reason.stack ?? String(reason)) : String(reason),
       },
       'unhandled promise rejection (a bug); the process keeps running',
     );
   });
   process.on('uncaughtException', (err) => {
-    log.error({ alarm: 'uncaught_exception', err: err.stack ?? err.message }, 'uncaught exception; exiting');
+    log.error({ alarm: 'uncaught_exception', err: err.stack ?? String(err) }, 'uncaught exception; exiting');
     exit(1);
   });
 }

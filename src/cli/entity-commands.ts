@@ -20,9 +20,13 @@ const TUNABLES: { flag: string; field: string; what: string }[] = [
   {
     flag: '--min-size-percent <n>',
     field: 'minSizePercent',
-    what: 'refill when the pool falls below this % of its max (default 80)',
+    what: 'refill when the pool falls below this % of its demand-sized target (default 80)',
   },
-  { flag: '--max-pool-size <n>', field: 'maxPoolSize', what: 'ids kept ready (default 60 × max-size-per-second)' },
+  {
+    flag: '--max-pool-size <n>',
+    field: 'maxPoolSize',
+    what: 'most ids kept ready: the ceiling of the demand-sized target (default 60 × max-size-per-second)',
+  },
   {
     flag: '--interval <ms>',
     field: 'interval',

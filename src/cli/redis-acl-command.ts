@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { KEY_PATTERN } from '../entities/entity';
 import { type AclUser, aclFileLine, aclPasswordHash, aclSetUser, consumerAcl, serviceAcl } from '../pool/redis-acl';
+import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../pool/keys';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 
@@ -19,6 +20,10 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
     .option('--service', "the service's own user instead: its keys (idpool:*), its functions, no server-wide command")
     .option('--user <name>', 'ACL user name (default idpool-pop-<key>, or idpool with --service)')
     .option(
+      '--prefix <prefix>',
+      'the Redis key prefix of the deployment (IDPOOL_REDIS_KEY_PREFIX; default: that variable, or idpool)',
+    )
+    .option(
       '--cluster',
       'the consumer talks to a Redis Cluster: add the topology reads (CLUSTER SLOTS, SHARDS, NODES, INFO, ASKING) its client needs',
     )
@@ -27,7 +32,11 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
       '\nA new random password is made each run and printed once; the ACL lines carry only its SHA-256.\nRun the ACL SETUSER line on every Redis server (every node of a Cluster, replicas too: ACL users are not replicated), or add the users.acl line to the aclfile.\nNeeds Redis 7 or later.',
     )
     .action(
-      async (key: string | undefined, opts: { service?: boolean; user?: string; cluster?: boolean }, cmd: Command) => {
+      async (
+        key: string | undefined,
+        opts: { service?: boolean; user?: string; cluster?: boolean; prefix?: string },
+        cmd: Command,
+      ) => {
         if (opts.service && key !== undefined)
           throw new CliError(EXIT_USAGE, 'give either an entity key or --service, not both');
         if (!opts.service && key === undefined)
@@ -36,11 +45,14 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
           throw new CliError(EXIT_USAGE, `entity key must be 1-64 of A-Z a-z 0-9 _ - ., got "${key}"`);
         if (opts.user !== undefined && !USER_PATTERN.test(opts.user))
           throw new CliError(EXIT_USAGE, `--user must be 1-128 of A-Z a-z 0-9 _ . @ : -, got "${opts.user}"`);
+        const prefix = opts.prefix ?? (ctx.io.env.IDPOOL_REDIS_KEY_PREFIX || DEFAULT_PREFIX);
+        if (!PREFIX_PATTERN.test(prefix))
+          throw new CliError(EXIT_USAGE, `--prefix must be 1-64 of A-Z a-z 0-9 _ . : -, got "${prefix}"`);
         // The service's user always has the Cluster reads: one user for every topology.
         const acl =
           opts.service || key === undefined
-            ? serviceAcl(opts.user)
-            : consumerAcl(key, { user: opts.user, cluster: opts.cluster });
+            ? serviceAcl(opts.user, prefix)
+            : consumerAcl(key, { user: opts.user, cluster: opts.cluster, prefix });
         printAcl(ctx, cmd, acl, key);
       },
     );

@@ -14,6 +14,8 @@ import { DEFAULT_LEASE } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../pool/redis-connection';
+import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../pool/keys';
+import { REFILL_LOCK_TTL_MS } from '../pool/refill-lock';
 import {
   COMPAT_ROUTES,
   type CompatRoute,
@@ -34,11 +36,15 @@ export interface Config {
   redis: RedisTopology | undefined;
   /** A Redis connection with commands pending and no reply for this long is dropped and re-opened. */
   redisSocketTimeoutMs: number;
+  /** Starts every Redis key (IDPOOL_REDIS_KEY_PREFIX): two deployments share one Redis database under two prefixes. */
+  redisKeyPrefix: string;
   port: number;
   adminToken: string;
   /** True when the admin token was generated at start-up (printed once). */
   adminTokenGenerated: boolean;
   refillIntervalMs: number;
+  /** Lease of a refill lock, extended while its refill runs: how long a dead refiller can block an entity. */
+  refillLockTtlMs: number;
   /** Seconds of recent peak demand a pool holds (bounded by the entity's maxPoolSize). */
   poolHorizonSeconds: number;
   clusterCount: number;
@@ -74,7 +80,7 @@ export const DEFAULTS = {
   redisSentinelMaster: DEFAULT_SENTINEL_MASTER,
   port: 8080,
   refillIntervalMs: 100,
-  // The seed design's "one minute of supply", at the recent peak rate.
+  // One minute of supply at the recent peak rate (docs/design.md, "Pools are sized by demand").
   poolHorizonSeconds: 60,
   clusterCount: 1,
   clusterIndex: 0,
@@ -231,11 +237,15 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     redis,
     redisSocketTimeoutMs: r.int('IDPOOL_REDIS_SOCKET_TIMEOUT_MS', REDIS_SOCKET_TIMEOUT_MS, 100, 600_000),
+    redisKeyPrefix:
+      r.url('IDPOOL_REDIS_KEY_PREFIX', PREFIX_PATTERN, '1-64 of A-Z a-z 0-9 _ . : - (no braces)') ?? DEFAULT_PREFIX,
     port: r.int('IDPOOL_PORT', DEFAULTS.port, 0, 65535),
     // 32 random bytes: 43 base64url characters.
     adminToken: adminToken ?? randomBytes(32).toString('base64url'),
     adminTokenGenerated: adminToken === undefined,
     refillIntervalMs: r.int('IDPOOL_REFILL_INTERVAL_MS', DEFAULTS.refillIntervalMs, 10, 60_000),
+    // Renewed every quarter lease: below 100 ms a busy event loop misses renewals; beyond a minute an entity waits out a dead refiller that long.
+    refillLockTtlMs: r.int('IDPOOL_REFILL_LOCK_TTL_MS', REFILL_LOCK_TTL_MS, 100, 60_000),
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
     clusterCount,
     clusterIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.clusterIndex, 0, clusterCount - 1),

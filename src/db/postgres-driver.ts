@@ -1,13 +1,40 @@
 import pg from 'pg';
 
-/** node-postgres's message when `query_timeout` expires. */
-const READ_TIMEOUT = /^Query read timeout$/;
+/**
+ * Marks node-postgres's own failures, which carry no code (`Connection
+ * terminated unexpectedly`, `Query read timeout`, a pool that could not
+ * connect in time): db/errors/postgres.ts classifies by this mark.
+ */
+const CLIENT_FAILURE = Symbol('idpool.pgClientFailure');
+type ClientFailure = 'timeout' | 'lost';
+
+/** How node-postgres failed, if `err` is one of its own failures marked here. */
+export function pgClientFailure(err: object): ClientFailure | undefined {
+  return (err as { [CLIENT_FAILURE]?: ClientFailure })[CLIENT_FAILURE];
+}
+
+/**
+ * A failure node-postgres raised itself: not a server's `DatabaseError`,
+ * not a programming error (TypeError, RangeError), no system code of its
+ * own kept (a socket's ECONNRESET is classified by that code).
+ */
+function mark(err: unknown, failure: ClientFailure): void {
+  if (
+    !(err instanceof Error) ||
+    err instanceof pg.DatabaseError ||
+    err instanceof TypeError ||
+    err instanceof RangeError
+  )
+    return;
+  Object.defineProperty(err, CLIENT_FAILURE, { value: failure, configurable: true });
+}
 
 type Callback = (err: Error | null, ...rest: unknown[]) => void;
 type QueryFn = (...args: unknown[]) => unknown;
 interface QueryableClient {
   query: QueryFn;
   end(): Promise<void>;
+  on(event: 'error' | 'end', listener: () => void): void;
 }
 
 /**
@@ -27,29 +54,68 @@ export function boundedPostgresDriver(): typeof pg {
   class Pool extends pg.Pool {
     constructor(options?: pg.PoolConfig) {
       super(options);
-      this.on('connect', (client) => dropOnTimeout(client as unknown as QueryableClient));
+      const queryTimeoutMs = options?.query_timeout ?? Infinity;
+      this.on('connect', (client) => dropOnTimeout(client as unknown as QueryableClient, queryTimeoutMs));
+    }
+
+    // Every failure to connect that node-postgres raises itself (its connection timeout, a connection that ended) is the server being unavailable.
+    override connect(): Promise<pg.PoolClient>;
+    override connect(
+      callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+    ): void;
+    override connect(
+      callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+    ): Promise<pg.PoolClient> | void {
+      const started = performance.now();
+      // 0: no connection timeout of its own.
+      const limit = this.options.connectionTimeoutMillis ?? 0;
+      const marked = (err: unknown) =>
+        mark(err, limit > 0 && performance.now() - started >= limit - 1 ? 'timeout' : 'lost');
+      if (!callback)
+        return super.connect().catch((err: unknown) => {
+          marked(err);
+          throw err;
+        });
+      super.connect((err, client, done) => {
+        if (err) marked(err);
+        callback(err, client, done);
+      });
     }
   }
   return Object.assign(Object.create(pg) as typeof pg, { Pool });
 }
 
-function dropOnTimeout(client: QueryableClient): void {
+function dropOnTimeout(client: QueryableClient, queryTimeoutMs: number): void {
   const query = client.query;
-  const drop = (err: unknown) => {
+  let ended = false;
+  // node-postgres emits 'error' before it fails the statements on a connection that broke.
+  client.on('error', () => (ended = true));
+  client.on('end', () => (ended = true));
+  const failed = (err: unknown, started: number) => {
+    if (ended) {
+      mark(err, 'lost');
+      return;
+    }
+    // No answer within query_timeout: node-postgres gave up reading.
+    if (performance.now() - started < queryTimeoutMs - 1) return;
+    mark(err, 'timeout');
+    if (!pgClientFailure(err as object)) return;
     // Runs before the caller sees the error, so before it releases the client.
-    if (READ_TIMEOUT.test(String((err as Error | undefined)?.message))) client.end().catch(() => undefined);
+    ended = true;
+    client.end().catch(() => undefined);
   };
   client.query = function (this: unknown, ...args: unknown[]) {
+    const started = performance.now();
     const last = args.length - 1;
     if (typeof args[last] === 'function') {
       const callback = args[last] as Callback;
       args[last] = (err: Error | null, ...rest: unknown[]) => {
-        if (err) drop(err);
+        if (err) failed(err, started);
         callback(err, ...rest);
       };
     }
     const result = query.apply(this, args);
-    if (result instanceof Promise) result.catch(drop);
+    if (result instanceof Promise) result.catch((err: unknown) => failed(err, started));
     return result;
   };
 }

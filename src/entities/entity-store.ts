@@ -1,4 +1,5 @@
 import type { Database } from '../db/database';
+import { classifySqlError } from '../db/errors';
 import {
   COMPAT_PROTOCOLS,
   type CompatProtocol,
@@ -7,7 +8,6 @@ import {
   type EntitySecret,
   type Tunables,
 } from './entity';
-import { errorMessage } from '../errors';
 
 interface Row {
   entity_key: string;
@@ -39,7 +39,7 @@ interface PendingInsert {
 }
 
 function isDuplicate(err: unknown): boolean {
-  return /duplicate|unique/i.test(errorMessage(err));
+  return classifySqlError(err)?.kind === 'duplicate';
 }
 
 const MONOTONIC = 1;

@@ -68,7 +68,8 @@ export const providedSecret = z
 export const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 // Bounds chosen so one refill (≤ maxPoolSize ids, ~12 bytes each in Redis)
-// stays under ~60 MB and one Lua push never blocks Redis for long.
+// stays under ~60 MB; the refiller pushes it in calls of at most 10,000 ids,
+// so no one call blocks Redis for long.
 export const LIMITS = {
   step: 1_000_000,
   maxSizePerTimes: 100_000,

@@ -1,64 +1,12 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { IdpoolError, InvalidRequestError, PayloadTooLargeError, UnavailableError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
+import { dependencyFailure } from './dependency-failure';
 import { scrub } from './readiness';
 
 export function sendError(res: Response, err: IdpoolError): void {
   if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
   res.status(err.statusCode).json({ error: { code: err.code, message: err.message } });
-}
-
-/**
- * Redis error replies that mean "not now", never "bad request": the server
- * is a replica (READONLY), still loading its data set (LOADING), full under
- * noeviction (OOM), cluster or replication trouble (CLUSTERDOWN, TRYAGAIN,
- * MASTERDOWN, NOREPLICAS when min-replicas-to-write is unmet), failing to
- * persist (MISCONF) or busy running a long script (BUSY).
- */
-const REDIS_REPLY = /^(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
-const CLUSTER_GAVE_UP =
-  /^Too many Cluster redirections\. Last error: (?:ReplyError: )?(READONLY|LOADING|OOM|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|NOREPLICAS|MISCONF|BUSY)\b/;
-// Socket and driver codes of an unreachable, restarting or overloaded
-// dependency (Node, mysql2, better-sqlite3).
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'PROTOCOL_CONNECTION_LOST',
-  'PROTOCOL_SEQUENCE_TIMEOUT',
-  'ER_CON_COUNT_ERROR',
-  'ER_SERVER_SHUTDOWN',
-  'ER_QUERY_INTERRUPTED',
-  'ER_CONNECTION_KILLED',
-  'ER_LOCK_WAIT_TIMEOUT',
-  'ER_LOCK_DEADLOCK',
-  'SQLITE_BUSY',
-  'SQLITE_LOCKED',
-]);
-const CONNECTION_MESSAGES =
-  /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|connect ECONNREFUSED|Reached the max retries|Pool is closed|Can't add new command when connection is in closed state|Connection lost|read ECONNRESET|database is locked|Query inactivity timeout|All sentinels are unreachable|Failed to refresh slots cache|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|statement timed out/i;
-
-/**
- * What kind of dependency failure `err` is (`redis_readonly`, `redis_oom`,
- * …, `connection`), or undefined when it is not one. These are answered
- * 503 with Retry-After: a dependency is down or refusing writes for now.
- */
-export function dependencyFailure(err: unknown): string | undefined {
-  if (!err || typeof err !== 'object') return undefined;
-  const e = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
-  const message = typeof e.message === 'string' ? e.message : '';
-  // ioredis gives up on a Cluster after too many redirections and names the last reply.
-  const reply = REDIS_REPLY.exec(message) ?? CLUSTER_GAVE_UP.exec(message);
-  if (reply) return `redis_${reply[1].toLowerCase()}`;
-  if (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) return 'connection';
-  if (CONNECTION_MESSAGES.test(message)) return 'connection';
-  if (e.driverError !== undefined) return dependencyFailure(e.driverError);
-  return e.cause !== undefined && e.cause !== err ? dependencyFailure(e.cause) : undefined;
 }
 
 /**

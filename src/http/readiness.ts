@@ -1,28 +1,31 @@
 import type { Clock } from '../clock';
+import { type FailureKind, isRetryable } from '../failure';
+import { classifyDependencyError } from './dependency-failure';
 
 /**
- * `/readyz` is open to anyone who can reach the port, so a failed check is
- * reported as a kind of failure, never the driver's message: those name
- * hosts, ports, users and URLs ("connect ECONNREFUSED 10.0.0.5:6379",
- * "Access denied for user 'idpool'@'10.0.0.7'").
+ * `/readyz` is open to anyone who can reach the port, so a failed
+ * dependency check is reported as a kind of failure, never the driver's
+ * message: those name hosts, ports, users and URLs ("connect ECONNREFUSED
+ * 10.0.0.5:6379", "Access denied for user 'idpool'@'10.0.0.7'").
  */
-const KINDS: [RegExp, string][] = [
-  [/timed? ?out|ETIMEDOUT/i, 'timed out'],
-  [/ECONNREFUSED|refused/i, 'connection refused'],
-  [/ENOTFOUND|EAI_AGAIN|getaddrinfo/i, 'host not found'],
-  [/access denied|NOAUTH|WRONGPASS|auth/i, 'authentication failed'],
-  [/closed|ECONNRESET|EPIPE|lost|writeable|max retries|offline queue/i, 'connection lost'],
-  [/LOADING|READONLY|OOM|CLUSTERDOWN|TRYAGAIN|busy|locked/i, 'busy or read-only'],
-];
+const LABELS: Partial<Record<FailureKind, string>> = {
+  timeout: 'timed out',
+  refused: 'connection refused',
+  host_not_found: 'host not found',
+  auth: 'authentication failed',
+  lost: 'connection lost',
+};
 
-/** Dependency checks: reported only as one of the kinds above. */
-const DEPENDENCIES = new Set(['database', 'redis', 'pool']);
+/** What `/readyz` shows for a dependency check that failed with `err`. */
+export function failedCheck(err: unknown): string {
+  const found = classifyDependencyError(err);
+  if (!found) return 'failing';
+  return LABELS[found.kind] ?? (isRetryable(found) ? 'busy or read-only' : 'failing');
+}
 
-/** What `/readyz` shows for one check: 'ok', a kind of failure, or an idpool message with anything host-like removed. */
-export function publicCheck(name: string, value: string): string {
-  if (value === 'ok') return value;
-  if (DEPENDENCIES.has(name)) return KINDS.find(([pattern]) => pattern.test(value))?.[1] ?? 'failing';
-  return scrub(value);
+/** What `/readyz` shows for one check: 'ok', a kind of failure (dependencies: already one, see {@link failedCheck}), or an idpool message with anything host-like removed. */
+export function publicCheck(value: string): string {
+  return value === 'ok' ? value : scrub(value);
 }
 
 /** Removes URLs, user@host, IPv4/IPv6 addresses and host:port pairs from a message. */

@@ -4,6 +4,7 @@ import { SqlEntityStore } from '../entities/entity-store';
 import { UnavailableError, errorMessage } from '../errors';
 import { silentLogger } from '../logger';
 import { SqlSegmentAllocator } from '../segment/allocator';
+import { HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
 import { checkStride } from '../segment/stride-record';
 import { BigIntIdGenerator, NumberIdGenerator } from './hot-paths';
 import type { Deps, IdGenerator } from './loader';
@@ -58,13 +59,32 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
     if (!db) throw new TypeError('createIdGenerator: no database to build the allocator or entity store on');
     return db;
   };
+  const log = options.log ?? silentLogger;
+  // This process's own reservations are the record a database that went back is seen against.
+  const allocator = new HighWaterAllocator(
+    options.allocator ?? new SqlSegmentAllocator(sql()),
+    new ProcessHighWater(),
+    (report) => {
+      log.error(
+        {
+          alarm: 'database_behind',
+          entityKey: report.entityKey,
+          databaseOffset: report.databaseOffset.toString(),
+          recordedOffset: report.recordedOffset.toString(),
+          carriedTo: report.carriedTo.toString(),
+        },
+        "the database went back below this process's last reservation; carried past it",
+      );
+      options.onDatabaseBehind?.(report);
+    },
+  );
   const deps: Deps = {
-    allocator: options.allocator ?? new SqlSegmentAllocator(sql()),
+    allocator,
     entities: options.entities ?? new SqlEntityStore(sql()),
     idStride,
     stride: idStride.count,
     clock: options.clock ?? systemClock,
-    log: options.log ?? silentLogger,
+    log,
     settings,
     release,
   };

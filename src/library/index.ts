@@ -11,4 +11,5 @@ export {
   UnsafeNumberIdError,
   UnsupportedEntityError,
 } from './errors';
+export type { DatabaseBehindReport } from '../segment/high-water';
 export { StrideMismatchError } from '../segment/stride-record';

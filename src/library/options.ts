@@ -4,6 +4,7 @@ import type { Database } from '../db/database';
 import type { EntityConfig } from '../entities/entity';
 import type { Logger } from '../logger';
 import type { SegmentAllocator } from '../segment/allocator';
+import type { DatabaseBehindReport } from '../segment/high-water';
 import { IdStride } from '../segment/stride';
 import { InvalidOptionError } from './errors';
 
@@ -60,6 +61,14 @@ export interface IdGeneratorOptions {
   retryDelayMs?: number;
   /** How often an entity's configuration (its step) is read again. */
   configRefreshMs?: number;
+  /**
+   * Called when a reservation returns an offset below this process's own
+   * last reservation end for the entity: the database went back (restored
+   * from a backup, failed over to a replica that lagged). The entity has
+   * already been carried past it and nothing below is handed out; other
+   * processes' reservations cannot be seen this way (docs/ha.md).
+   */
+  onDatabaseBehind?: (report: DatabaseBehindReport) => void;
   clock?: Clock;
   log?: Logger;
   /** Seam for tests and wrappers: reserves segments (default: SQL on the database). */

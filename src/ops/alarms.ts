@@ -11,6 +11,7 @@ export type AlarmName =
   | 'pool_exhausted'
   | 'fence_refused'
   | 'pool_discarded'
+  | 'database_behind'
   | 'redis_server_changed'
   | 'lease_lost'
   | 'worker_range_nearly_full'

@@ -248,6 +248,10 @@ export class OpsMetrics {
     'idpool_fence_refusals_total',
     'Segments refused by the fence and dropped',
   );
+  readonly databaseBehind = this.entityCounter(
+    'idpool_database_behind_total',
+    'Times the database was seen behind a record of what was reserved (restored or failed back) and the entity carried past it',
+  );
   readonly poolsDiscarded = this.entityCounter(
     'idpool_pools_discarded_total',
     'Pools discarded because they were filled in another Redis epoch',

@@ -1,7 +1,8 @@
 import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refiller';
-import type { Alarms } from './alarms';
+import type { DatabaseBehindReport } from '../segment/high-water';
+import type { AlarmInput, Alarms } from './alarms';
 import type { OpsMetrics } from './metrics';
 import type { SamplerOptions } from './sampler';
 
@@ -34,6 +35,10 @@ export function opsRefillEvents(
         details: { start: start.toString(), end: end.toString() },
       });
     },
+    databaseBehind(report) {
+      metrics.databaseBehind.inc({ entity: report.entityKey });
+      alarms.raise(databaseBehindAlarm(report));
+    },
     poolDiscarded(entity, fence) {
       // The refiller also "resets" a pool no epoch has claimed yet (a new
       // entity): with nothing ever reserved below the fence there was
@@ -59,6 +64,30 @@ export function opsRefillEvents(
       });
     },
     failed: () => metrics.refillFailures.inc(),
+  };
+}
+
+/** The `database_behind` alarm: what the database said, what the record said, and what was done about it. */
+function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
+  const { entityKey, databaseOffset, recordedOffset, carriedTo, fence } = report;
+  const seen =
+    report.record === 'fence'
+      ? `below the Redis fence (id ${fence}, offset ${recordedOffset})`
+      : report.record === 'high-water file'
+        ? `below the high-water file (offset ${recordedOffset})`
+        : `below this process's last reservation (offset ${recordedOffset})`;
+  return {
+    name: 'database_behind',
+    severity: 'critical',
+    entityKey,
+    message: `the database is behind for ${entityKey} (restored from a backup, or failed over to a replica that lagged): its offset ${databaseOffset} is ${seen}; carried the offset to ${carriedTo} in one reservation, nothing below it is handed out again`,
+    details: {
+      databaseOffset: databaseOffset.toString(),
+      record: report.record,
+      recordedOffset: recordedOffset.toString(),
+      ...(fence === undefined ? {} : { fence: fence.toString() }),
+      carriedTo: carriedTo.toString(),
+    },
   };
 }
 

@@ -49,8 +49,9 @@ export const DEFAULT_OPS: Readonly<OpsConfig> = {
   rateWindowMs: 60_000,
   // Ten minutes of chart.
   historyMs: 600_000,
-  // A line per request cost the single-id route ~18 % of its throughput
-  // (issue 16, profile): by default only the answers worth reading.
+  // A line per request costs the single-id route 10-12 % of its throughput
+  // (docs/benchmarks.md, request log `all` against `off`): by default only
+  // the answers worth reading.
   requestLog: 'errors',
   // Ten times the single-id route's p99 at 64 connections on 2 cores.
   requestLogSlowMs: 250,

@@ -1,14 +1,14 @@
 /**
  * Every Redis key idpool uses, built here and nowhere else (docs/design.md
  * "Redis keys"). `{entityKey}` is a hash tag, so all keys of one entity live
- * on one cluster slot and one Lua script may touch them together.
+ * on one cluster slot and one function call (or one MULTI) may touch them together.
  */
 export interface EntityKeys {
   /** Ready ids, head = next. Trusted consumers may LPOP it directly. */
   readonly ids: string;
   /** Highest id ever pushed (decimal). */
   readonly fence: string;
-  /** Refill lock (redlock). */
+  /** Refill lock: a lease its holder extends while it refills (`refill-lock.ts`). */
   readonly lock: string;
   /** Prefix of the per-second counters; the second is appended inside Lua. */
   readonly ratePrefix: string;
@@ -27,6 +27,11 @@ export interface EntityKeys {
 }
 
 export const DEFAULT_PREFIX = 'idpool';
+/**
+ * What IDPOOL_REDIS_KEY_PREFIX may be: no braces (they would move the hash
+ * tag) and no space; short, as it starts every key.
+ */
+export const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKeys {
   const base = `${prefix}:{${entityKey}}`;
@@ -81,4 +86,9 @@ export function idempotencyBytesKey(minute: number, prefix = DEFAULT_PREFIX): st
 /** Counter of entity registrations, bumped by every instance (see `entities/registry.ts`). */
 export function registrationsKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:registrations`;
+}
+
+/** Which deployment (the id recorded in its database) owns the keys under this prefix (see `pool/deployment-claim.ts`). */
+export function deploymentKey(prefix = DEFAULT_PREFIX): string {
+  return `${prefix}:deployment`;
 }

@@ -99,6 +99,10 @@ export class MemoryPoolStore implements PoolStore {
     return false;
   }
 
+  async fence(entityKey: string): Promise<bigint | undefined> {
+    return this.pools.get(entityKey)?.fence ?? undefined;
+  }
+
   /** The in-process pool has no epochs: a lock never outlives its server. */
   async unlockStale(): Promise<boolean> {
     return false;

@@ -62,18 +62,20 @@ export interface PoolStore {
   unlockStale(entityKey: string): Promise<boolean>;
   /** Drops a retired entity's ready ids (its fence stays). */
   discard(entityKey: string): Promise<void>;
+  /** The highest id ever pushed for the entity (its fence), if any. */
+  fence(entityKey: string): Promise<bigint | undefined>;
   /** Epoch of the server answering now (`run_id:master_replid`); changes on restart, promotion and failback. */
   epoch(): Promise<string>;
   /** Answers when the store is usable (readiness). */
   ping(): Promise<void>;
 }
 
-/** A held refill lock. */
+/** A held refill lock (on Redis, a lease its holder extends until released). */
 export interface HeldLock {
   release(): Promise<void>;
 }
 
 /** Per-entity refill lock; `acquire` returns null when someone else holds it. */
 export interface RefillLock {
-  acquire(entityKey: string, ttlMs: number): Promise<HeldLock | null>;
+  acquire(entityKey: string): Promise<HeldLock | null>;
 }

@@ -1,5 +1,5 @@
 import type { RedisClient } from './redis-connection';
-import { ScriptCode, callFunction } from './redis-pool-store';
+import { callFunction, scriptOutcome } from './functions';
 import type { Clock } from '../clock';
 import { RateLimitedError } from '../errors';
 import { DEFAULT_PREFIX, entityKeys } from './keys';
@@ -57,7 +57,7 @@ export class RedisEntityRateLimit implements EntityRateLimit {
       [entityKeys(entityKey, this.prefix).ratePrefix],
       [count, maxPerSecond],
     );
-    if (code === ScriptCode.RateLimited) throw limited(entityKey, maxPerSecond, retryAfterMs ?? 1000);
-    if (code !== ScriptCode.Ok) throw new Error(`idpool_rate_limit returned unknown code ${code}`);
+    const outcome = scriptOutcome('idpool_rate_limit', code, retryAfterMs ?? 1000, ['rate_limited']);
+    if (outcome.kind === 'rate_limited') throw limited(entityKey, maxPerSecond, outcome.retryAfterMs);
   }
 }

@@ -46,8 +46,8 @@ const CLUSTER_CLIENT_COMMANDS = [
 ];
 
 /**
- * The commands the service sends, directly or from inside its functions
- * and redlock's scripts; a command added to the service must be added
+ * The commands the service sends, directly or from inside its functions;
+ * a command added to the service must be added
  * here (test/integration/redis-acl.test.ts runs the service as this user).
  * CONFIG is left out on purpose: `CONFIG GET requirepass` reads the
  * server's password, and the memory check falls back to `INFO memory`.
@@ -57,15 +57,12 @@ const SERVICE_COMMANDS = [
   '+function|load',
   '+function|list',
   '+fcall',
-  // The refill lock (redlock): EVALSHA of its scripts, EVAL when the server lost them.
-  '+evalsha',
-  '+eval',
   // A push and a take: one MULTI of FCALL, RPUSH or LPOP, and FCALL (push_open-6.lua, take_open-4.lua); DISCARD if ioredis abandons one.
   '+multi',
   '+exec',
   '+discard',
-  // Inside the functions (pool, rate limit, idempotent answers and their byte caps) and redlock's
-  // scripts, and sent directly (pool levels, idempotency claims and byte counters).
+  // Inside the functions (pool, refill lock, rate limit, idempotent answers and their byte caps),
+  // and sent directly (pool levels, idempotency claims and byte counters).
   '+get',
   '+set',
   '+del',
@@ -78,6 +75,7 @@ const SERVICE_COMMANDS = [
   '+decrby',
   '+mget',
   '+pexpire',
+  '+pttl',
   '+time',
   '+zadd',
   '+zcard',

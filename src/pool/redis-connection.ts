@@ -1,5 +1,6 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { maskUrl } from '../logger';
+import { MarkedCluster, MarkedRedis, replyWord } from './redis-errors';
 import type { RedisTopology } from './redis-topology';
 
 export type { RedisTopology } from './redis-topology';
@@ -97,8 +98,10 @@ export function redisOptions(
     // minority side of a split: ask the Sentinels again too, so idpool finds
     // the promoted master as soon as the split heals instead of when the
     // Sentinels get round to demoting the old one (seconds later).
-    reconnectOnError: (err) =>
-      err.message.startsWith('READONLY') ? 2 : err.message.startsWith('NOREPLICAS') ? 1 : false,
+    reconnectOnError: (err) => {
+      const reply = replyWord(err);
+      return reply === 'READONLY' ? 2 : reply === 'NOREPLICAS' ? 1 : false;
+    },
   };
 }
 
@@ -192,12 +195,12 @@ export async function connectRedis(
 ): Promise<RedisClient> {
   let redis: RedisClient;
   if (topology.kind === 'cluster')
-    redis = new Cluster(
+    redis = new MarkedCluster(
       topology.nodes.map((n) => ({ host: n.host, port: n.port })),
       clusterOptions(topology, settings),
     );
-  else if (topology.kind === 'single') redis = new Redis(topology.url, redisOptions(topology, settings));
-  else redis = new Redis(redisOptions(topology, settings));
+  else if (topology.kind === 'single') redis = new MarkedRedis(topology.url, redisOptions(topology, settings));
+  else redis = new MarkedRedis(redisOptions(topology, settings));
   // Errors reach the callers of each command; the connection itself retries.
   redis.on('error', () => undefined);
   await redis.connect();

@@ -1,6 +1,7 @@
-import type Redis from 'ioredis';
+import { type default as Redis, ReplyError } from 'ioredis';
 import { type RedisClient, mastersOf } from './redis-connection';
-import { ConfigError, errorMessage } from '../errors';
+import { ConfigError } from '../errors';
+import { infoField } from './redis-info';
 import type { Logger } from '../logger';
 
 /**
@@ -24,10 +25,11 @@ async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
     return { maxmemory: Number(maxmemory), policy };
   } catch (err) {
-    if (!/unknown command|NOPERM|no permissions/i.test(errorMessage(err))) throw err;
+    // Refused by the server (CONFIG renamed away, an ACL without it): INFO says the same.
+    if (!(err instanceof ReplyError)) throw err;
     const info = await redis.info('memory');
-    const policy = /maxmemory_policy:(\S+)/.exec(info)?.[1];
-    const maxmemory = /^maxmemory:(\d+)/m.exec(info)?.[1];
+    const policy = infoField(info, 'maxmemory_policy');
+    const maxmemory = infoField(info, 'maxmemory');
     if (!policy || maxmemory === undefined)
       throw new Error('neither CONFIG GET nor INFO memory reports maxmemory-policy', { cause: err });
     return { maxmemory: Number(maxmemory), policy };

@@ -1,10 +1,12 @@
 import { randomFillSync } from 'node:crypto';
+import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { EntityConfig } from '../entities/entity';
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import { FailureLogGate, type Logger } from '../logger';
 import { ActivityRound, type Periodic, every } from '../schedule';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
+import type { DatabaseBehindReport } from '../segment/high-water';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import type { PoolStore, PushResult, RefillLock } from './pool-store';
@@ -24,12 +26,6 @@ export interface RefillerOptions {
   demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
   /** Slow sweep over every entity, for pools drained by direct LPOP. */
   sweepMs?: number;
-  /**
-   * Refill lock TTL. A refill of the largest pool (5M ids) pushes in well
-   * under a second here; 10 s leaves room for a slow database without
-   * letting a dead refiller block an entity for long.
-   */
-  lockTtlMs?: number;
   /** Test seam: runs after a segment is reserved and before it is pushed. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Metrics and alarms (src/ops); without it the alarms below are only logged. */
@@ -42,6 +38,8 @@ export interface RefillEvents {
   refilled(entityKey: string, seconds: number, steps: number, numbers: number): void;
   fenceRefused(entityKey: string, start: bigint, end: bigint): void;
   poolDiscarded(entityKey: string, fence: bigint): void;
+  /** A segment was refused because the database is behind the fence (restored, failed back); the entity was carried past it. */
+  databaseBehind(report: DatabaseBehindReport): void;
   epochChanged(from: string, to: string): void;
   /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
   failed?(entityKey: string): void;
@@ -90,6 +88,8 @@ export interface RefillStats {
 export class Refiller {
   private readonly low = new Set<string>();
   private readonly needsReset = new Set<string>();
+  /** Entities whose database was found behind the fence, until a push is accepted again (one alarm per episode). */
+  private readonly behind = new Set<string>();
   private readonly inflight = new Map<string, Promise<void>>();
   /** Why the last refill of an entity failed; cleared by the next one that completes. */
   private readonly failures = new Map<string, Error>();
@@ -274,17 +274,17 @@ export class Refiller {
       this.needsReset.delete(entityKey);
       return;
     }
-    const ttl = this.o.lockTtlMs ?? 10_000;
-    let held = await this.o.lock.acquire(entityKey, ttl);
+    let held = await this.o.lock.acquire(entityKey);
     // After a failover the lock of a refill that was under way came over with
     // replication and would block this entity for the rest of its TTL.
     if (!held && this.needsReset.has(entityKey) && (await this.o.store.unlockStale(entityKey)))
-      held = await this.o.lock.acquire(entityKey, ttl);
+      held = await this.o.lock.acquire(entityKey);
     if (!held) return;
     try {
-      // Two rounds at most: a push refused because the Redis server changed
-      // resets the pool, and the second round reserves above the new fence.
-      for (let round = 0; round < 2; round++) {
+      // Three rounds at most: a push refused because the Redis server changed
+      // resets the pool, and a push refused because the database is behind
+      // the fence carries the offset past it; the next round reserves above.
+      for (let round = 0; round < 3; round++) {
         if (this.needsReset.has(entityKey)) await this.reset(entityKey);
         const [level] = await this.o.store.levels([entityKey]);
         if (level instanceof Error) throw level;
@@ -303,12 +303,75 @@ export class Refiller {
         const outcome = await this.push(entity, segment);
         this.stats.refills++;
         this.o.events?.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * entity.step);
-        if (outcome !== 'epoch_changed') return;
+        if (outcome === 'ok') {
+          this.behind.delete(entityKey);
+          return;
+        }
+        if (outcome === 'fenced') {
+          if (await this.carryPastFence(entityKey, segment)) continue;
+          return;
+        }
         this.needsReset.add(entityKey);
       }
     } finally {
       await held.release();
     }
+  }
+
+  /**
+   * A segment was refused by the fence. Either this refiller is stale (it
+   * stalled past its lock TTL, or its push was retried: the database has
+   * already reserved past the fence) and the segment is dropped, or the
+   * database is behind the fence (restored from a backup, failed over to a
+   * lagging replica: `current_offset` is at or below the fence). Then one
+   * reservation of the gap carries the offset past the fence, whatever the
+   * distance, and `database_behind` is raised once for the episode (until a
+   * push is accepted again). Returns true when it carried.
+   */
+  private async carryPastFence(entityKey: string, refused: Segment): Promise<boolean> {
+    const { allocator, store, stride } = this.o;
+    const [fence, offset] = await Promise.all([store.fence(entityKey), allocator.peek(entityKey)]);
+    const above = fence === undefined ? 0n : stride.numberAbove(fence);
+    if (fence === undefined || offset >= above) {
+      const { start, end } = refused;
+      if (this.o.events) this.o.events.fenceRefused(entityKey, start, end);
+      else
+        this.o.log.warn(
+          { alarm: 'fence_refused', entityKey, start: start.toString(), end: end.toString() },
+          'segment refused by the fence (a newer one was pushed); dropped',
+        );
+      return false;
+    }
+    const gap = above - offset;
+    if (gap > BigInt(Number.MAX_SAFE_INTEGER))
+      throw new Error(
+        `${entityKey}: the database is ${gap} numbers behind the fence; carry it forward by hand (docs/ha.md)`,
+      );
+    const carried = await allocator.reserve(entityKey, Number(gap));
+    if (!this.behind.has(entityKey)) {
+      this.behind.add(entityKey);
+      const report = {
+        entityKey,
+        databaseOffset: refused.start,
+        record: 'fence',
+        recordedOffset: above,
+        fence,
+        carriedTo: carried.end,
+      } as const;
+      if (this.o.events) this.o.events.databaseBehind(report);
+      else
+        this.o.log.error(
+          {
+            alarm: 'database_behind',
+            entityKey,
+            databaseOffset: refused.start.toString(),
+            fence: fence.toString(),
+            carriedTo: carried.end.toString(),
+          },
+          'the database is behind the Redis fence (restored or failed back); offset carried past the fence',
+        );
+    }
+    return true;
   }
 
   /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
@@ -332,33 +395,37 @@ export class Refiller {
   /**
    * Pushes a reserved segment step by step, in order. `trend` entities
    * shuffle each step so ids are not guessable but still grow step by step;
-   * a push call holds whole steps so its lowest id is its first step's start.
+   * a trend push call holds whole steps so its lowest id is its first step's
+   * start. A monotonic segment is pushed 10,000 ids a call whatever its
+   * step: a call is built in one run of the event loop and run by Redis as
+   * one command, and a step of 1,000,000 ids (a 27 MB RPUSH) stalled this
+   * process for up to 1.2 s under load, delaying everything it does (the
+   * refill lock's renewals too); pushed 10,000 at a time, at most 0.65 s,
+   * and a 1,000,000-id refill takes as long in isolation (0.8–1.0 s here).
    * Up to PUSHES_IN_FLIGHT calls travel at once (Redis runs them in order on
    * the one connection); once one is refused, every later one is refused
    * too (the fence or epoch marker that refused it only moves up).
    */
   private async push(entity: EntityConfig, segment: Segment): Promise<'ok' | 'fenced' | 'epoch_changed'> {
     const step = BigInt(entity.step);
-    const perCall = step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)));
+    const perCall =
+      entity.mode === 'trend'
+        ? step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)))
+        : BigInt(PUSH_IDS_PER_CALL);
     const { store } = this.o;
     const stride = this.o.stride.of(entity);
-    const inFlight: { call: Promise<PushResult>; from: bigint; to: bigint; count: number }[] = [];
+    const inFlight: { call: Promise<PushResult>; count: number }[] = [];
     let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
     const settleOldest = async () => {
       const oldest = inFlight.shift();
       if (!oldest) return;
-      const { call, from, to, count } = oldest;
+      const { call, count } = oldest;
       const result = await call;
       if (outcome !== 'ok') return;
+      // Reported by the caller, which tells a stale segment from a database behind the fence.
       if (result.kind === 'fenced') {
         outcome = 'fenced';
         this.stats.fenceRefusals++;
-        if (this.o.events) this.o.events.fenceRefused(entity.key, from, to);
-        else
-          this.o.log.warn(
-            { alarm: 'fence_refused', entityKey: entity.key, start: from.toString(), end: to.toString() },
-            'segment refused by the fence (a newer one was pushed); dropped',
-          );
       } else if (result.kind === 'epoch_changed') outcome = 'epoch_changed';
       else this.stats.idsPushed += count;
     };
@@ -374,8 +441,12 @@ export class Refiller {
         // Handled now, awaited in order below: a call that fails while an
         // earlier one is still awaited must not count as unhandled.
         call.catch(() => undefined);
-        inFlight.push({ call, from, to, count: Number(to - from) });
+        inFlight.push({ call, count: Number(to - from) });
+        // Between two calls, what else this process has to do runs (a call of
+        // a 1,000,000-id trend step takes its own run of the event loop; four
+        // built back to back stalled it 4 s under load, lock renewals too).
         if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
+        else await setImmediatePromise();
       }
       while (inFlight.length) await settleOldest();
     } catch (err) {

@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from '../clock';
 import { type Database, isBusy } from '../db/database';
-import { NotFoundError, UnavailableError, errorMessage } from '../errors';
+import { classifySqlError } from '../db/errors';
+import { NotFoundError, UnavailableError } from '../errors';
 import { MAX_INT63 } from '../limits';
 
 /** A reserved stretch `[start, end)` of an entity's number line. */
@@ -48,7 +49,7 @@ export class SqlSegmentAllocator implements SegmentAllocator {
           : await this.reserveReturning(entityKey, size);
     } catch (err) {
       if (err instanceof NotFoundError) throw err;
-      if (/out of range|overflow/i.test(errorMessage(err))) {
+      if (classifySqlError(err)?.kind === 'out_of_range') {
         throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
       }
       throw err;
@@ -66,14 +67,21 @@ export class SqlSegmentAllocator implements SegmentAllocator {
     return BigInt(result.insertId);
   }
 
-  /** PostgreSQL and SQLite. Only SQLite answers "busy"; PostgreSQL waits for the row lock itself (bounded by statement_timeout). */
+  /**
+   * PostgreSQL and SQLite. Only SQLite answers "busy"; PostgreSQL waits for the row lock itself (bounded by statement_timeout).
+   * The size is cast to BIGINT and the end of the 63-bit line checked in the WHERE: better-sqlite3 binds a
+   * number as a REAL, and SQLite adds an INTEGER and a REAL (or overflows an INTEGER) in floating point, so
+   * an offset above 2^53 came back rounded (and stored so: an id handed out twice) and one past 2^63 as
+   * `9.2e+18`.
+   */
   private async reserveReturning(entityKey: string, size: number): Promise<bigint> {
-    const sql = `UPDATE application SET current_offset = current_offset + ? WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
+    const sql = `UPDATE application SET current_offset = current_offset + CAST(? AS BIGINT) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND current_offset <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
+    const params = [size, entityKey, 'segment', (MAX_INT63 - BigInt(size)).toString()];
     const deadline = this.clock.monotonic() + this.busyWaitMs;
     let rows: { end_offset: string }[];
     for (;;) {
       try {
-        rows = await this.db.query<{ end_offset: string }>(sql, [size, entityKey, 'segment']);
+        rows = await this.db.query<{ end_offset: string }>(sql, params);
         break;
       } catch (err) {
         if (!isBusy(err) || this.clock.monotonic() > deadline) throw err;
@@ -81,10 +89,15 @@ export class SqlSegmentAllocator implements SegmentAllocator {
         await this.clock.sleep(2 + Math.random() * 8);
       }
     }
-    if (rows.length !== 1) throw new NotFoundError(`no live segment entity ${entityKey}`);
-    const end = BigInt(rows[0].end_offset);
-    if (end > MAX_INT63) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
-    return end;
+    if (rows.length !== 1) {
+      const live = await this.db.query(
+        'SELECT 1 AS live FROM application WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ?',
+        [entityKey, 'segment'],
+      );
+      if (live.length === 1) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
+      throw new NotFoundError(`no live segment entity ${entityKey}`);
+    }
+    return BigInt(rows[0].end_offset);
   }
 
   async peek(entityKey: string): Promise<bigint> {

@@ -1,5 +1,6 @@
-import { ConfigError, errorMessage } from '../errors';
+import { ConfigError } from '../errors';
 import { type Database, isBusy } from '../db/database';
+import { classifySqlError } from '../db/errors';
 
 /**
  * Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1`
@@ -35,7 +36,10 @@ export async function checkStride(db: Database, count: number, index: number, no
     try {
       return (await db.query<MetaRow>('SELECT cluster_count, cluster_index FROM idpool_meta WHERE id = 1'))[0];
     } catch (err) {
-      if (!/no such table|doesn't exist|does not exist/i.test(errorMessage(err))) throw err;
+      // SQLite gives a missing table no code of its own: ask the schema.
+      const failure = classifySqlError(err);
+      if ((failure?.kind !== 'database_schema' && failure?.class !== 'bug') || (await hasTable(db, 'idpool_meta')))
+        throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
         { cause: err },
@@ -54,7 +58,7 @@ export async function checkStride(db: Database, count: number, index: number, no
       ]);
     } catch (err) {
       // Another process recorded its stride first: that one stands.
-      if (/duplicate|unique|constraint/i.test(errorMessage(err))) continue;
+      if (classifySqlError(err)?.kind === 'duplicate') continue;
       if (!isBusy(err) || Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
     }
@@ -62,4 +66,13 @@ export async function checkStride(db: Database, count: number, index: number, no
   const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
   if (recorded.count !== count || recorded.index !== index)
     throw new StrideMismatchError(recorded, { count, index }, db.description);
+}
+
+async function hasTable(db: Database, table: string): Promise<boolean> {
+  const runner = db.dataSource.createQueryRunner();
+  try {
+    return await runner.hasTable(table);
+  } finally {
+    await runner.release();
+  }
 }

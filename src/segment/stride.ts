@@ -65,6 +65,12 @@ export class IdStride {
     return this.c === 1n ? n : n * this.c + this.i;
   }
 
+  /** The first number whose id is above `id` (the first number a fence at `id` lets through). */
+  numberAbove(id: bigint): bigint {
+    if (id < this.i) return 0n;
+    return (id - this.i) / this.c + 1n;
+  }
+
   /**
    * Every id of `[start, end)`, in order, as a push hands them to its store
    * (PushIds): numbers while the ids stay below 2^53, so no id becomes a

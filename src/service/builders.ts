@@ -5,10 +5,14 @@ import type { Clock } from '../clock';
 import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
+import { resolve } from 'node:path';
 import { type Database, openDatabase } from '../db/database';
+import { sqliteFile } from '../db/database-url';
+import { deploymentId } from '../db/deployment-id';
+import { claimRedisKeys } from '../pool/deployment-claim';
 import { type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
-import { sharedCheck } from '../http/readiness';
+import { failedCheck, sharedCheck } from '../http/readiness';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
 import { RedisIdempotencyStore, redisAnswerLimits } from '../idempotency/redis-store';
 import type { IdempotencyStore } from '../idempotency/store';
@@ -22,10 +26,13 @@ import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
 import { checkRedisMemory } from '../pool/redis-memory';
-import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../pool/redis-pool-store';
+import { RedisPoolStore } from '../pool/redis-pool-store';
+import { loadFunctions } from '../pool/functions';
+import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
+import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
 import { SegmentLeaser } from '../segment/lease';
 import { IdStride } from '../segment/stride';
 import { checkStride } from '../segment/stride-record';
@@ -59,6 +66,16 @@ export async function buildRedis(config: Config): Promise<Built<RedisClient | un
   return { value: redis, close };
 }
 
+/**
+ * Records this deployment (the id in its database) as the owner of the Redis
+ * keys under `prefix`; refuses to start when another deployment owns them
+ * (`pool/deployment-claim.ts`). Nothing to claim without Redis.
+ */
+export async function claimDeployment(db: Database, redis: RedisClient | undefined, prefix: string): Promise<void> {
+  if (!redis) return;
+  await claimRedisKeys(redis, prefix, { id: await deploymentId(db), database: db.description });
+}
+
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
 export interface Stores {
   readonly pools: PoolStore;
@@ -86,7 +103,7 @@ export function buildStores(deps: {
   const { config, db, redis, clock, prefix } = deps;
   return {
     pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
-    lock: redis ? new RedisRefillLock(redis, prefix) : new MemoryRefillLock(),
+    lock: redis ? new RedisRefillLock(redis, clock, config.refillLockTtlMs, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlEntityStore(db),
     idempotency: redis
@@ -205,9 +222,40 @@ export function buildOps(deps: {
   return { value: ops, close: () => ops.stop() };
 }
 
+/**
+ * The embedded service's second record of what was reserved (docs/ha.md):
+ * a high-water file beside its SQLite file, loaded now. Only without Redis
+ * (with Redis, the fence is that record) and on a SQLite file. A missing or
+ * unreadable file is said: a database restored before this start cannot be
+ * seen then.
+ */
+export async function buildHighWater(config: Config, db: Database, log: Logger): Promise<HighWaterFile | undefined> {
+  const file = sqliteFile(config.databaseUrl);
+  if (config.redis || !file) return undefined;
+  const highWater = HighWaterFile.beside(resolve(file), db.description);
+  const loaded = await highWater.load();
+  if (loaded.status === 'missing')
+    log.warn(
+      { highWaterFile: highWater.path },
+      'no high-water file beside the SQLite file (a first start, or it was removed): a database file restored before this start cannot be seen; the file is written from the first reservation on',
+    );
+  else if (loaded.status === 'unreadable')
+    log.warn(
+      { highWaterFile: highWater.path, reason: loaded.reason },
+      'the high-water file is unreadable: a database file restored before this start cannot be seen; the file is written again from the first reservation on',
+    );
+  return highWater;
+}
+
 export interface Pools {
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
+  /**
+   * Carries every entity whose database offset is below the high-water
+   * file up to it, raising `database_behind` (embedded service only; run
+   * before the first refill).
+   */
+  checkHighWater(): Promise<void>;
 }
 
 /** The refiller and the dispatcher; refilling starts with `refiller.start()` and stops on close. */
@@ -218,15 +266,19 @@ export function buildPools(deps: {
   stores: Stores;
   registry: EntityRegistry;
   ops: Ops;
-  lockTtlMs?: number;
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+  highWater?: HighWaterFile;
 }): Built<Pools> {
   const { stores, registry, clock, log } = deps;
   const { demand } = stores;
+  const events = deps.ops.refillEvents;
+  const guarded =
+    deps.highWater &&
+    new HighWaterAllocator(stores.allocator, deps.highWater, (report) => events.databaseBehind(report));
   const refiller = new Refiller({
     demand,
     entities: registry,
-    allocator: stores.allocator,
+    allocator: guarded ?? stores.allocator,
     store: stores.pools,
     lock: stores.lock,
     stride: stores.stride,
@@ -234,7 +286,6 @@ export function buildPools(deps: {
     log: log.child({ component: 'refiller' }),
     intervalMs: deps.config.refillIntervalMs,
     beforePush: deps.beforePush,
-    lockTtlMs: deps.lockTtlMs,
     events: deps.ops.refillEvents,
   });
   registry.subscribe({
@@ -253,7 +304,10 @@ export function buildPools(deps: {
     log: log.child({ component: 'dispatcher' }),
     events: deps.ops.dispatchEvents,
   });
-  return { value: { refiller, dispatcher }, close: () => refiller.stop() };
+  const checkHighWater = async () => {
+    await guarded?.checkAll(registry.segmentKeys());
+  };
+  return { value: { refiller, dispatcher, checkHighWater }, close: () => refiller.stop() };
 }
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
@@ -270,12 +324,14 @@ export function readinessCheck(deps: {
     const checks: Record<string, string> = {};
     // Load balancers stop sending here first; the listener closes right after.
     if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
+    // A failure is kept as its kind only (failedCheck): /readyz is public, and drivers' messages name hosts.
     const probe = async (name: string, fn: () => Promise<unknown>) => {
+      const late = Symbol('late');
       try {
-        await Promise.race([fn(), clock.sleep(1000).then(() => Promise.reject(new Error('timed out after 1 s')))]);
-        checks[name] = 'ok';
+        const answer = await Promise.race([fn(), clock.sleep(1000).then(() => late)]);
+        checks[name] = answer === late ? 'timed out' : 'ok';
       } catch (err) {
-        checks[name] = errorMessage(err);
+        checks[name] = failedCheck(err);
       }
     };
     await Promise.all([

@@ -11,13 +11,13 @@ import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import type { Ops } from '../ops';
 import type { Dispatcher } from '../pool/dispatcher';
-import { DEFAULT_PREFIX } from '../pool/keys';
 import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
 import {
   buildDatabase,
+  buildHighWater,
   buildHttp,
   checkPoolMemory,
   buildOps,
@@ -26,6 +26,7 @@ import {
   buildRegistry,
   buildSnowflake,
   buildStores,
+  claimDeployment,
   readinessCheck,
 } from './builders';
 import { Resources } from './resources';
@@ -41,12 +42,10 @@ const SHUTDOWN_GRACE_MS = 8000;
 export interface ServiceOptions {
   clock?: Clock;
   log?: Logger;
-  /** Prefix of every Redis key (tests use their own). */
+  /** Prefix of every Redis key, over `config.redisKeyPrefix` (tests use their own). */
   redisPrefix?: string;
   /** Test seam: runs between reserving a segment and pushing it. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
-  /** Refill lock TTL in ms (tests shorten it to exercise the fence). */
-  lockTtlMs?: number;
   /** Worker lease and snowflake wait settings, over `config.lease`. */
   snowflake?: Partial<SnowflakeRuntimeSettings>;
   /** Metrics, forecasts, alarms and request logs, over `config.ops`. */
@@ -88,7 +87,9 @@ export async function createService(config: Config, options: ServiceOptions = {}
   try {
     const db = resources.add('database', await buildDatabase(config, clock));
     const redis = resources.add('redis', await buildRedis(config));
-    const stores = buildStores({ config, db, redis, clock, prefix: options.redisPrefix ?? DEFAULT_PREFIX, log });
+    const prefix = options.redisPrefix ?? config.redisKeyPrefix;
+    await claimDeployment(db, redis, prefix);
+    const stores = buildStores({ config, db, redis, clock, prefix, log });
     const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
     await checkPoolMemory(redis, registry, log);
@@ -97,6 +98,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }),
     );
     const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
+    const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
     const pools = resources.add(
       'refiller',
       buildPools({
@@ -106,10 +108,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
         stores,
         registry,
         ops,
-        lockTtlMs: options.lockTtlMs,
         beforePush: options.beforePush,
+        highWater,
       }),
     );
+    await pools.checkHighWater();
     const readiness = readinessCheck({
       db,
       pools: stores.pools,

@@ -23,7 +23,7 @@ export interface SnowflakeRuntime {
   readonly workers: { list(): Promise<WorkerView[]> };
   /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
   leaseCheck(): string;
-  /** Starts the heartbeat (node-cron). */
+  /** Starts the lease's heartbeat (a no-op for a fixed worker id). */
   start(): void;
   /** Stops the heartbeat and frees the worker id. Call after the server stopped taking requests. */
   stop(): Promise<void>;

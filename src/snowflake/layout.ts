@@ -42,7 +42,7 @@ export const UNIT_MS: Readonly<Record<TimeUnit, number>> = {
   d: 86_400_000,
 };
 
-/** Allowed timestamp widths per unit (docs/design.md table, from the raindrop design). */
+/** Allowed timestamp widths per unit (the table of docs/design.md "Snowflake layout"). */
 export const TIMESTAMP_BITS: Readonly<Record<TimeUnit, readonly [min: number, max: number]>> = {
   ms: [41, 55],
   s: [31, 55],

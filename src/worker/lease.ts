@@ -13,7 +13,7 @@ export interface LeaseSettings {
   ttlMs: number;
   /** The holder stops issuing this long before the TTL (its own monotonic clock), to cover drift and slow renewals. */
   marginMs: number;
-  /** Heartbeat (renewal) period, whole seconds (node-cron's finest unit). */
+  /** Heartbeat (renewal) period in whole seconds (IDPOOL_WORKER_HEARTBEAT_SECONDS). */
   heartbeatSeconds: number;
   /** Start-up is refused when the local clock and the database's differ by more than this. */
   maxClockSkewMs: number;
@@ -194,7 +194,8 @@ export class WorkerLease implements WorkerSource {
       }
       // Bounded: each statement has its own timeout (db/mysql-driver.ts),
       // and trying row after row stops at the next heartbeat's time, so a
-      // slow database never makes node-cron skip heartbeats for long.
+      // slow database never delays the next heartbeat for long (runs of
+      // `every` never overlap: a long one pushes the next back).
       await this.acquire(clock.monotonic() + this.options.heartbeatSeconds * 1000);
     } catch (err) {
       log.warn({ err: errorMessage(err) }, 'worker lease heartbeat failed');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import Redis from 'ioredis';
 import { openDatabase, toPostgresPlaceholders } from '../../src/db/database';
-import { REDIS_URL, type SqlServer, createTestSchema } from './services';
+import { REDIS_URL, type SqlServer, createTestSchema, testPrefix, sharedRedisEnv, clearPrefix } from './services';
 import { entityKeyBase } from '../support/keys';
 
 /**
@@ -17,6 +17,8 @@ export interface StoreSetup {
   readonly name: string;
   readonly needs: { mysql?: boolean; postgres?: boolean; redis?: boolean };
   readonly env: Record<string, string>;
+  /** The prefix of its Redis keys (IDPOOL_REDIS_KEY_PREFIX), when it has Redis. */
+  readonly redisPrefix?: string;
   /** Rows of `application`, for "nothing changed" checks. */
   applicationRows(): Promise<unknown[]>;
   /** Every Redis key of these entities with its value ({} without Redis). */
@@ -37,16 +39,18 @@ async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {
   const schema = await createTestSchema(server);
   const db = await openDatabase(schema.url);
   const redis = new Redis(REDIS_URL);
+  const prefix = testPrefix();
   const name = `${server}+redis`;
   return {
     name,
     needs: { [server]: true, redis: true },
-    env: { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL },
+    env: { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(prefix) },
+    redisPrefix: prefix,
     applicationRows: () => db.query('SELECT * FROM application ORDER BY id'),
     async redisState(keys) {
       const state: Record<string, unknown> = {};
       for (const key of keys) {
-        for (const k of await redis.keys(`${entityKeyBase(key)}:*`)) {
+        for (const k of await redis.keys(`${entityKeyBase(key, prefix)}:*`)) {
           const type = await redis.type(k);
           state[k] = type === 'list' ? await redis.lrange(k, 0, -1) : await redis.get(k);
         }
@@ -73,6 +77,7 @@ async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {
     },
     async cleanup() {
       await db.close();
+      await clearPrefix(redis, prefix);
       redis.disconnect();
       await schema.drop();
     },

@@ -20,6 +20,9 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** libfaketime (Debian's `faketime`): `LD_PRELOAD` it with `FAKETIME=-10s` to start a process with its clock set back. */
+export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
 export interface Instance {
   readonly port: number;
   readonly url: string;
@@ -31,6 +34,16 @@ export interface Instance {
   stop(): Promise<number | null>;
 }
 
+/** The structured log lines of an instance that raised the alarm `name`. */
+export function alarmLines(instance: Pick<Instance, 'output'>, name: string): Record<string, unknown>[] {
+  return instance
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.alarm === name);
+}
+
 /** Resolves to the exit code once `proc` has exited (at once if it has). */
 export function waitExit(proc: ChildProcess): Promise<number | null> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
@@ -38,15 +51,21 @@ export function waitExit(proc: ChildProcess): Promise<number | null> {
 }
 
 /**
- * Starts `src/main.ts` as a real process and waits until it listens; in a
+ * Starts `src/main.ts` (or `entry`: `'dist'` for the built `dist/src/main.js`,
+ * as the chaos run does, or a script that logs `idpool listening` with its
+ * port as main.ts does) as a real process and waits until it listens; in a
  * network namespace when `at` says so (reached at `at.host`).
  */
 export async function startInstance(
   env: Record<string, string>,
   timeoutMs = 30_000,
   at?: { netns: string; host: string },
+  entry = join(ROOT, 'src', 'main.ts'),
 ): Promise<Instance> {
-  const command = [process.execPath, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+  const command =
+    entry === 'dist'
+      ? [process.execPath, join(ROOT, 'dist', 'src', 'main.js')]
+      : [process.execPath, '--import', 'tsx', entry];
   if (at) command.unshift('ip', 'netns', 'exec', at.netns);
   const proc = spawn(command[0], command.slice(1), {
     cwd: ROOT,

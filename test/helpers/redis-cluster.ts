@@ -35,6 +35,8 @@ export interface RedisClusterTopology {
   /** Moves one slot, keys and all, to the master on `toPort` (the protocol redis-cli --cluster reshard uses). */
   migrateSlot(slot: number, toPort: number): Promise<void>;
   kill9(port: number): Promise<void>;
+  /** Starts a killed node again on its port, directory and nodes.conf (its data gone: no persistence). */
+  restart(port: number): Promise<void>;
   /** Waits until every live node reports cluster_state:ok. */
   waitHealthy(): Promise<void>;
   stop(): Promise<void>;
@@ -66,7 +68,11 @@ async function clusterPort(taken: Set<number>): Promise<number> {
   }
 }
 
-export async function startRedisCluster(): Promise<RedisClusterTopology> {
+/**
+ * `host`: the address the nodes announce and the seeds name, besides
+ * loopback (the chaos run's namespaces reach the nodes there).
+ */
+export async function startRedisCluster(host = '127.0.0.1'): Promise<RedisClusterTopology> {
   const taken = new Set<number>();
   const ports: number[] = [];
   for (let i = 0; i < 6; i++) ports.push(await clusterPort(taken));
@@ -82,16 +88,19 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
   };
   const procs = new Map<number, ChildProcess>();
   const dirs: string[] = [];
-  for (const port of ports) {
-    const dir = mkdtempSync(join(tmpdir(), `idpool-cluster-${port}-`));
-    dirs.push(dir);
+  const spawnNode = (port: number, dir: string) => {
     const proc = spawn(
       'redis-server',
       [
         '--port',
         String(port),
         '--bind',
-        '127.0.0.1',
+        ...(host === '127.0.0.1' ? [host] : ['127.0.0.1', host]),
+        // Protected mode refuses anything but loopback; a lab's address exists only on its veths.
+        '--protected-mode',
+        'no',
+        '--cluster-announce-ip',
+        host,
         '--dir',
         dir,
         '--daemonize',
@@ -117,21 +126,33 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
       { stdio: 'ignore' },
     );
     procs.set(port, proc);
+  };
+  for (const port of ports) {
+    const dir = mkdtempSync(join(tmpdir(), `idpool-cluster-${port}-`));
+    dirs.push(dir);
+    spawnNode(port, dir);
   }
   await Promise.all(
     ports.map((port) => until(`redis-server ${port}`, async () => (await client(port).ping()) === 'PONG', 10_000)),
   );
   await run(
     'redis-cli',
-    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+    ['--cluster', 'create', ...ports.map((p) => `${host}:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
     { timeout: 30_000 },
-  );
+  ).catch(async (err: unknown) => {
+    // No topology to stop() comes back: the nodes go here.
+    for (const c of clients.values()) c.disconnect();
+    for (const proc of procs.values()) proc.kill('SIGKILL');
+    await Promise.all([...procs.values()].map(waitExit));
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    throw err;
+  });
   const ids = new Map<number, string>();
   for (const port of ports) ids.set(port, String(await client(port).call('CLUSTER', 'MYID')));
   const alive = () => ports.filter((p) => procs.get(p)!.exitCode === null && procs.get(p)!.signalCode === null);
 
   const topology: RedisClusterTopology = {
-    seedsEnv: ports.map((p) => `127.0.0.1:${p}`).join(','),
+    seedsEnv: ports.map((p) => `${host}:${p}`).join(','),
     nodes: ports.map((port) => ({ port, id: ids.get(port)!, proc: procs.get(port)! })),
     client,
     async ownerOf(slot) {
@@ -177,6 +198,12 @@ export async function startRedisCluster(): Promise<RedisClusterTopology> {
       const proc = procs.get(port)!;
       proc.kill('SIGKILL');
       if (proc.exitCode === null && proc.signalCode === null) await new Promise((r) => proc.once('exit', r));
+    },
+    async restart(port) {
+      clients.get(port)?.disconnect();
+      clients.delete(port);
+      spawnNode(port, dirs[ports.indexOf(port)]);
+      await until(`redis-server ${port}`, async () => (await client(port).ping()) === 'PONG', 10_000);
     },
     async waitHealthy() {
       await until(

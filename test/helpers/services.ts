@@ -154,6 +154,15 @@ export function testPrefix(): string {
   return `idpool-t-${randomBytes(4).toString('hex')}`;
 }
 
+/**
+ * The shared Redis under a key prefix of its own: every test deployment has
+ * a database of its own, and a second deployment on the same keys is refused
+ * (pool/deployment-claim.ts).
+ */
+export function sharedRedisEnv(prefix = testPrefix()): { IDPOOL_REDIS_URL: string; IDPOOL_REDIS_KEY_PREFIX: string } {
+  return { IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REDIS_KEY_PREFIX: prefix };
+}
+
 /** Calls of each command since the server started or its last `CONFIG RESETSTAT` (those run inside functions included), from `INFO commandstats`. */
 export async function commandCalls(redis: Redis, ...commands: string[]): Promise<Record<string, number>> {
   const stats = await redis.info('commandstats');

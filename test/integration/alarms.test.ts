@@ -2,20 +2,11 @@ import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { type Instance, type RedisServer, alarmLines, startInstance, startRedisServer } from '../helpers/processes';
 import { createTestSchema } from '../helpers/services';
 import { startReceiver } from '../helpers/webhook';
 import { describeWithServices } from '../support/services';
 import { sleep, waitFor } from '../support/wait';
-
-function alarmLines(instance: Instance, name: string): Record<string, unknown>[] {
-  return instance
-    .output()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((l) => l.alarm === name);
-}
 
 describeWithServices(
   'alarms: structured log lines and a de-duplicated webhook (real process)',

@@ -28,7 +28,7 @@ async function recordingServer(
 }
 
 /**
- * The CLI and the admin token (issue 18): it never follows a redirect (a
+ * The CLI and the admin token: it never follows a redirect (a
  * redirect would resend the token to wherever it points), and it warns
  * before sending the token over plain http:// to a host that is not
  * loopback by its spelling.

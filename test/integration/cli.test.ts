@@ -7,7 +7,7 @@ import { expectOneLineError, idpool, json } from '../helpers/cli';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
 import { type Instance, freePort, startInstance } from '../helpers/processes';
-import { REDIS_URL, SQL_SERVERS, createTestSchema, servicesAvailable } from '../helpers/services';
+import { SQL_SERVERS, createTestSchema, servicesAvailable, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 const ROOT = join(__dirname, '..', '..');
@@ -20,7 +20,7 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
 
   beforeAll(async () => {
     schema = await createTestSchema();
-    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
+    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() });
     env = { IDPOOL_URL: instance.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };
   });
 
@@ -372,7 +372,7 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
         env: {
           ...process.env,
           IDPOOL_DATABASE_URL: fresh.url,
-          IDPOOL_REDIS_URL: REDIS_URL,
+          ...sharedRedisEnv(),
           IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
           IDPOOL_PORT: '9',
         },

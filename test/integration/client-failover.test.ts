@@ -3,7 +3,7 @@ import { IdpoolClient } from '../../src/client';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, SQL_SERVERS, type TestSchema, createTestSchema } from '../helpers/services';
+import { SQL_SERVERS, type TestSchema, createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 for (const { server, name } of SQL_SERVERS) {
@@ -17,7 +17,7 @@ for (const { server, name } of SQL_SERVERS) {
 
       beforeAll(async () => {
         schema = await createTestSchema(server);
-        const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
+        const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() };
         a = await startInstance(env);
         b = await startInstance(env);
       });

@@ -7,7 +7,7 @@ import { uniqueKey } from '../helpers/configs';
 import { type Front, startFront } from '../helpers/front';
 import { ADMIN_TOKEN, call, register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema } from '../helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { waitFor } from '../support/wait';
 
@@ -32,7 +32,7 @@ describeWithServices('IdpoolClient against two real instances (MariaDB + Redis)'
 
   beforeAll(async () => {
     schema = await createTestSchema();
-    const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
+    const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() };
     a = await startInstance(env);
     b = await startInstance(env);
   });

@@ -7,7 +7,14 @@ import { type Service, createService } from '../../src/service';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
+import {
+  REDIS_URL,
+  type TestSchema,
+  clearPrefix,
+  createTestSchema,
+  testPrefix,
+  sharedRedisEnv,
+} from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { sleep } from '../support/wait';
 
@@ -156,7 +163,7 @@ describeWithServices(
 
     beforeAll(async () => {
       schema = await createTestSchema();
-      const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
+      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() };
       instances = await Promise.all([startInstance(env), startInstance(env)]);
     });
 

@@ -215,7 +215,7 @@ describeWithServices(
         .poll(() => staleRow.locator('[data-field=poolSize]').textContent(), { timeout: 15_000 })
         .toBe('1,000 / 1,000');
       expect(await staleRow.getAttribute('class')).toBeNull();
-      const poolKey = entityKeys(staleKey).ids;
+      const poolKey = entityKeys(staleKey, setup.redisPrefix).ids;
       await redis.del(poolKey);
       await redis.set(poolKey, 'not a list');
       await expect.poll(() => staleRow.getAttribute('class'), { timeout: 15_000 }).toBe('stale');

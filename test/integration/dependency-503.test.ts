@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { createConnection } from 'mysql2/promise';
 import { afterEach, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { call, ADMIN_TOKEN, register, takeIds } from '../helpers/http';
@@ -123,6 +124,27 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     expect(instance!.output()).not.toMatch(/"msg":"internal error"/);
   }, 60_000);
 
+  // Found by the chaos run (issue 29): a take that met a restore between
+  // mysqldump's DROP TABLE and CREATE TABLE of `application` answered 500.
+  it('a database mid-restore: its application table dropped and not yet re-created', async () => {
+    const { key, secret } = await start();
+    const issued: string[] = [];
+    await waitServing(instance!, key, secret, issued);
+    const sql = await createConnection(schema!.url);
+    try {
+      await sql.query('RENAME TABLE application TO application_restoring');
+      await drainPool(instance!, key, secret, issued);
+      await expectUnavailable(instance!, key, secret, 10);
+      expect(alarmLines(instance!, 'database_schema').length).toBe(1);
+      await sql.query('RENAME TABLE application_restoring TO application');
+    } finally {
+      await sql.end();
+    }
+    await waitServing(instance!, key, secret, issued);
+    expect(new Set(issued).size).toBe(issued.length);
+    expect(instance!.output()).not.toMatch(/"msg":"internal error"/);
+  }, 60_000);
+
   it('a database that refuses connections (stopped private mariadbd)', async (ctx) => {
     if (!privateMariadbPossible()) {
       if (process.env.IDPOOL_REQUIRE_SERVICES === '1')
@@ -155,5 +177,47 @@ describeWithServices('dependency errors answer 503 unavailable, never 500 (invar
     await waitServing(instance, key, secret, issued);
     expect(new Set(issued).size).toBe(issued.length);
     expect(instance.output()).not.toMatch(/"msg":"internal error"/);
+  }, 90_000);
+
+  it('a read-only database (SET GLOBAL read_only on a private mariadbd; idpool connects without READ ONLY ADMIN)', async (ctx) => {
+    if (!privateMariadbPossible()) {
+      if (process.env.IDPOOL_REQUIRE_SERVICES === '1')
+        throw new Error('mariadbd is needed for this test (IDPOOL_REQUIRE_SERVICES=1)');
+      return ctx.skip();
+    }
+    mariadb = await startPrivateMariadb();
+    const root = await createConnection({ uri: mariadb.url.replace(/\/idpool$/, '/') });
+    try {
+      await root.query('CREATE DATABASE idpool');
+      await root.query("CREATE USER 'app'@'127.0.0.1'");
+      await root.query("GRANT ALL ON idpool.* TO 'app'@'127.0.0.1'");
+      const redis = await startRedisServer('none');
+      redisServers.push(redis);
+      instance = await startInstance({
+        IDPOOL_DATABASE_URL: `mysql://app@127.0.0.1:${mariadb.port}/idpool`,
+        IDPOOL_REDIS_URL: redis.url,
+      });
+      const key = uniqueKey('orders');
+      const secret = await register(instance.url, {
+        key,
+        step: 100,
+        maxPoolSize: 1000,
+        maxSizePerSecond: 0,
+        maxSizePerTimes: 10,
+      });
+      const issued: string[] = [];
+      await waitServing(instance, key, secret, issued);
+      await root.query('SET GLOBAL read_only = ON');
+      // Drain what the pool holds; then every take needs a reservation the server refuses (ER_OPTION_PREVENTS_STATEMENT).
+      await drainPool(instance, key, secret, issued);
+      await expectUnavailable(instance, key, secret, 10);
+      expect(alarmLines(instance, 'read_only').length).toBe(1);
+      await root.query('SET GLOBAL read_only = OFF');
+      await waitServing(instance, key, secret, issued);
+      expect(new Set(issued).size).toBe(issued.length);
+      expect(instance.output()).not.toMatch(/"msg":"internal error"/);
+    } finally {
+      await root.end();
+    }
   }, 90_000);
 });

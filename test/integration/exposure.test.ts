@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publicCheck } from '../../src/http/readiness';
+import { failedCheck, publicCheck } from '../../src/http/readiness';
 import { call } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
 
@@ -62,14 +62,18 @@ describe('what strangers and logs can see', () => {
     await redis.restart();
   });
 
-  it('reports driver messages as kinds of failure (MySQL and DNS wording)', () => {
-    expect(publicCheck('database', "Access denied for user 'idpool'@'10.0.0.7' (using password: YES)")).toBe(
-      'authentication failed',
-    );
-    expect(publicCheck('database', 'getaddrinfo ENOTFOUND db.internal.example')).toBe('host not found');
-    expect(publicCheck('redis', 'connect ECONNREFUSED 10.0.0.5:6379')).toBe('connection refused');
-    expect(publicCheck('database', 'something new at mysql://root:pw@db:3306/idpool')).toBe('failing');
-    expect(publicCheck('lease', 'lease on db.internal:3306 lapsed at 10.1.2.3 via mysql://u:p@h/x')).not.toMatch(
+  it('reports driver errors as kinds of failure, from their codes (MySQL errno, DNS), never their text', () => {
+    const denied = Object.assign(new Error("Access denied for user 'idpool'@'10.0.0.7' (using password: YES)"), {
+      errno: 1045,
+      sqlState: '28000',
+    });
+    expect(failedCheck(denied)).toBe('authentication failed');
+    const dns = Object.assign(new Error('getaddrinfo ENOTFOUND db.internal.example'), { code: 'ENOTFOUND' });
+    expect(failedCheck(dns)).toBe('host not found');
+    const refused = Object.assign(new Error('connect ECONNREFUSED 10.0.0.5:6379'), { code: 'ECONNREFUSED' });
+    expect(failedCheck(refused)).toBe('connection refused');
+    expect(failedCheck(new Error('something new at mysql://root:pw@db:3306/idpool'))).toBe('failing');
+    expect(publicCheck('lease on db.internal:3306 lapsed at 10.1.2.3 via mysql://u:p@h/x')).not.toMatch(
       /db\.internal|10\.1\.2\.3|mysql:|u:p/,
     );
   });

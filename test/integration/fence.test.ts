@@ -1,7 +1,8 @@
 import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
-import { RedisPoolStore, loadFunctions } from '../../src/pool/redis-pool-store';
+import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { loadFunctions } from '../../src/pool/functions';
 import { IdStride } from '../../src/segment/stride';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
@@ -165,15 +166,21 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     });
   });
 
-  let schema: Awaited<ReturnType<typeof createTestSchema>>;
+  const schemas: Awaited<ReturnType<typeof createTestSchema>>[] = [];
   const services: Service[] = [];
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop()));
-    await schema?.drop();
+    await Promise.all(schemas.map((s) => s.drop()));
   });
 
-  it('a refiller paused past its lock TTL has its older segment refused; the list stays strictly increasing', async () => {
-    schema = await createTestSchema();
+  /**
+   * Two services on a fresh prefix and schema sharing entity `orders` (pool 1,000, step
+   * 100) with leases of 1 s; `slow`'s first refill, started here, stalls
+   * `stallMs` after reserving (resolves once it stalls).
+   */
+  const stalledRefill = async (stallMs: number) => {
+    const schema = await createTestSchema();
+    schemas.push(schema);
     const prefix = testPrefix();
     const config = loadConfig({
       IDPOOL_DATABASE_URL: schema.url,
@@ -181,25 +188,24 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef',
       IDPOOL_WORKER_ID: '1',
       IDPOOL_WORKER_ID_UNSAFE: '1',
+      IDPOOL_REFILL_LOCK_TTL_MS: '1000',
     });
-    const LOCK_TTL = 300;
-    let pauseOnce = true;
-    let stalledSegment: Segment | undefined;
-    // Instance A stalls after reserving (a GC pause, a SIGSTOP) for longer than its lock TTL.
-    const stale = await createService(config, {
+    let segment: Segment | undefined;
+    let stalled: () => void = () => undefined;
+    const stalling = new Promise<void>((resolve) => (stalled = resolve));
+    const slow = await createService(config, {
       redisPrefix: prefix,
-      lockTtlMs: LOCK_TTL,
-      beforePush: async (_key, segment) => {
-        if (!pauseOnce) return;
-        pauseOnce = false;
-        stalledSegment = segment;
-        await new Promise((r) => setTimeout(r, LOCK_TTL * 4));
+      beforePush: async (_key, reserved) => {
+        if (segment) return;
+        segment = reserved;
+        stalled();
+        await new Promise((r) => setTimeout(r, stallMs));
       },
     });
-    services.push(stale);
-    const fresh = await createService(config, { redisPrefix: prefix, lockTtlMs: LOCK_TTL });
-    services.push(fresh);
-    await stale.registry.register({
+    services.push(slow);
+    const other = await createService(config, { redisPrefix: prefix });
+    services.push(other);
+    await slow.registry.register({
       key: 'orders',
       mode: 'monotonic',
       step: 100,
@@ -207,23 +213,53 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       maxSizePerSecond: 0,
       maxSizePerTimes: 1000,
     });
-    await fresh.registry.refresh();
-    fresh.refiller.markReset('orders');
-    stale.refiller.markReset('orders');
+    await other.registry.refresh();
+    other.refiller.markReset('orders');
+    slow.refiller.markReset('orders');
+    const refill = slow.refiller.refill('orders');
+    await stalling;
+    return { slow, other, prefix, refill, segment: segment! };
+  };
 
-    const staleRefill = stale.refiller.refill('orders');
-    await new Promise((r) => setTimeout(r, LOCK_TTL + 100)); // A's lock has expired, A is still paused
+  it('a refill longer than many leases keeps its lock to the end: nobody else reserves, and its segment is not refused', async () => {
+    const { slow, other, prefix, refill, segment } = await stalledRefill(3500);
+    const lock = entityKeys('orders', prefix).lock;
+    // Past three leases the lock is still the slow refiller's, and the other skips.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await other.redis!.get(lock)).toMatch(new RegExp(`:${process.pid}:[0-9a-f]+$`));
+      await other.refiller.refill('orders');
+      expect(other.refiller.stats.segmentsReserved).toBe(0);
+    }
+    await refill;
+    expect(slow.refiller.stats.fenceRefusals).toBe(0);
+    expect(await other.redis!.exists(lock)).toBe(0);
+    const pooled = (await other.redis!.lrange(entityKeys('orders', prefix).ids, 0, -1)).map(BigInt);
+    expect(pooled).toHaveLength(1000);
+    expect(pooled[0]).toBe(segment.start);
+  });
+
+  it('a refiller that lost its lock while it stalled has its older segment refused; the list stays strictly increasing', async () => {
+    const {
+      slow: stale,
+      other: fresh,
+      prefix,
+      refill: staleRefill,
+      segment: stalledSegment,
+    } = await stalledRefill(1200);
+    // A's lease lapses as a stalled process's would (a GC pause, a SIGSTOP
+    // extend nothing; a real one: refill-lock.test.ts, the dropped connection).
+    await fresh.redis!.del(entityKeys('orders', prefix).lock);
     await fresh.refiller.refill('orders');
     expect(await fresh.store.size('orders')).toBe(1000);
     await staleRefill;
 
-    expect(stalledSegment).toBeDefined();
     expect(stale.refiller.stats.fenceRefusals).toBe(1);
     const ids = (await fresh.redis!.lrange(`${prefix}:{orders}:ids`, 0, -1)).map(BigInt);
     expect(ids).toHaveLength(1000);
     for (let i = 1; i < ids.length; i++) expect(ids[i] > ids[i - 1]).toBe(true);
     // The stale segment was dropped, not pushed: none of its ids is pooled.
-    expect(ids.every((id) => id >= stalledSegment!.end)).toBe(true);
+    expect(ids.every((id) => id >= stalledSegment.end)).toBe(true);
     const taken = await fresh.dispatcher.take(fresh.registry.get('orders')!, 1000);
     expect(taken.toArray().map(BigInt)).toEqual(ids);
   });

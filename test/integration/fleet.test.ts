@@ -146,9 +146,13 @@ async function scrape(base: string): Promise<Map<string, number>> {
 const series = (m: Map<string, number>, name: string, entity: string) => m.get(`${name}{entity="${entity}"}`);
 
 /** One Redis read of every pool: its size and the ids ever pushed into it. */
-async function readPools(redis: Redis, keys: string[]): Promise<Map<string, { size: number; pushed: number }>> {
+async function readPools(
+  redis: Redis,
+  keys: string[],
+  prefix: string | undefined,
+): Promise<Map<string, { size: number; pushed: number }>> {
   const p = redis.pipeline();
-  for (const key of keys) p.llen(entityKeys(key).ids).get(entityKeys(key).pushed);
+  for (const key of keys) p.llen(entityKeys(key, prefix).ids).get(entityKeys(key, prefix).pushed);
   const replies = (await p.exec())!;
   const out = new Map<string, { size: number; pushed: number }>();
   keys.forEach((key, i) => {
@@ -265,7 +269,7 @@ describeWithServices(
       while (rounds < 3 || Date.now() < checkUntil) {
         rounds++;
         // The sampler's reads of every pool must fall between two reads of our own.
-        const before = await readPools(redis, keys);
+        const before = await readPools(redis, keys, setup.redisPrefix);
         const readAt = Date.now();
         // A sample taken after our read: its run started after a run that ended after `readAt` (runs never overlap).
         const firstAfter = new Map<string, number>();
@@ -291,7 +295,7 @@ describeWithServices(
           doc = await ops();
         }
         const metrics = await scrape(instance.url);
-        const after = await readPools(redis, keys);
+        const after = await readPools(redis, keys, setup.redisPrefix);
 
         expect(doc.sampling.ok, JSON.stringify(doc.sampling)).toBe(true);
         expect(doc.sampling.staleEntities).toBe(0);

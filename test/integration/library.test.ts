@@ -13,8 +13,7 @@ import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
 import { register, takeIds } from '../helpers/http';
 import { startInstance } from '../helpers/processes';
-import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema } from '../helpers/services';
-import { entityKeyBase } from '../support/keys';
+import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema, testPrefix, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 const WORKER = join(__dirname, 'fixtures', 'library-worker.ts');
@@ -273,9 +272,10 @@ for (const { server, name } of SQL_SERVERS) {
       it('ids drawn by the library and through HTTP never collide', async () => {
         const schema = await createTestSchema(server);
         const key = `shared-${Math.random().toString(36).slice(2, 10)}`;
+        const prefix = testPrefix();
         const instance = await startInstance({
           IDPOOL_DATABASE_URL: schema.url,
-          IDPOOL_REDIS_URL: REDIS_URL,
+          ...sharedRedisEnv(prefix),
           IDPOOL_REFILL_INTERVAL_MS: '20',
         });
         const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
@@ -320,7 +320,7 @@ for (const { server, name } of SQL_SERVERS) {
           await instance.stop();
           await schema.drop();
           const redis = new Redis(REDIS_URL);
-          await clearPrefix(redis, entityKeyBase(key));
+          await clearPrefix(redis, prefix);
           redis.disconnect();
         }
       });

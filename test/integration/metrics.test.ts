@@ -139,7 +139,7 @@ describeWithServices(
       // The sweep refills what they drain, and the pool deepens with their demand.
       let popped = 0;
       for (let i = 0; i < 30; i++) {
-        popped += (await redis.lpop(entityKeys(key).ids, 500))?.length ?? 0;
+        popped += (await redis.lpop(entityKeys(key, setup.redisPrefix).ids, 500))?.length ?? 0;
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(popped).toBeGreaterThanOrEqual(2000);

@@ -3,7 +3,14 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, SQL_SERVERS, type TestSchema, createTestSchema } from '../helpers/services';
+import {
+  REDIS_URL,
+  SQL_SERVERS,
+  type TestSchema,
+  createTestSchema,
+  testPrefix,
+  sharedRedisEnv,
+} from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { entityKeys } from '../../src/pool/keys';
 
@@ -19,10 +26,11 @@ for (const { server, name } of SQL_SERVERS) {
       let schema: TestSchema;
       let instances: Instance[] = [];
       let redis: Redis;
+      const prefix = testPrefix();
 
       beforeAll(async () => {
         schema = await createTestSchema(server);
-        const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
+        const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(prefix) };
         instances = await Promise.all(Array.from({ length: INSTANCES }, () => startInstance(env)));
         redis = new Redis(REDIS_URL);
       });
@@ -73,7 +81,7 @@ for (const { server, name } of SQL_SERVERS) {
         const direct: string[] = [];
         const lpop = (async () => {
           while (served < TARGET_IDS) {
-            const popped = await redis.lpop(entityKeys(key).ids, 100);
+            const popped = await redis.lpop(entityKeys(key, prefix).ids, 100);
             if (popped) direct.push(...popped);
             await new Promise((r) => setTimeout(r, 5));
           }
@@ -108,7 +116,7 @@ for (const { server, name } of SQL_SERVERS) {
           }
           if (i % 50 === 0) {
             // Direct pops interleave with HTTP ones and keep the order too.
-            const popped = await redis.lpop(entityKeys(key).ids, 5);
+            const popped = await redis.lpop(entityKeys(key, prefix).ids, 5);
             for (const id of popped ?? []) {
               expect(BigInt(id) > previous).toBe(true);
               previous = BigInt(id);

@@ -46,6 +46,7 @@ describe('deploy/prometheus/idpool-rules.yml', () => {
   it('has the alerts the operators need, each tested firing and not firing', () => {
     expect(alerts.map((a) => a.alert).sort()).toEqual(
       [
+        'IdpoolDatabaseBehind',
         'IdpoolDependencyUnavailable',
         'IdpoolHttp5xxRate',
         'IdpoolInt63LimitForecast',

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityKeys } from '../../src/pool/keys';
-import { RedisPoolStore, loadFunctions } from '../../src/pool/redis-pool-store';
+import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { loadFunctions } from '../../src/pool/functions';
 import { idpool, json } from '../helpers/cli';
 import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
@@ -85,7 +86,7 @@ async function refusal(run: () => Promise<unknown>): Promise<string> {
 
 /**
  * A direct consumer of one entity with the user `idpool redis-acl <key>`
- * prints (DESIGN.md "Least privilege in Redis"), on a private redis-server:
+ * prints (docs/design.md "Least privilege"), on a private redis-server:
  * the guarded pop and LPOP of its own pool work; pushing, resetting, any
  * other entity and every server-wide command are refused by Redis itself.
  */
@@ -307,6 +308,15 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     expect((await idpool(['redis-acl', 'orders', '--user', 'a b'])).stderr).toMatch(/--user must be/);
     expect((await idpool(['redis-acl', 'orders', '--service'])).stderr).toMatch(/either an entity key or --service/);
     expect((await idpool(['redis-acl'])).code).toBe(2);
+    expect((await idpool(['redis-acl', '--service', '--prefix', 'a{b}'])).stderr).toMatch(/--prefix must be/);
+  });
+
+  it('--prefix (or IDPOOL_REDIS_KEY_PREFIX) names the keys of a deployment under its own prefix', async () => {
+    const service = await printedAcl(['--service', '--prefix', 'staging']);
+    expect(service.setuser).toContain('"~staging:*"');
+    expect(service.setuser).not.toContain('idpool:*');
+    const consumer = await printedAcl(['orders', '--prefix', 'staging']);
+    expect(consumer.setuser).toContain('"~staging:{orders}:ids"');
   });
 });
 

@@ -7,24 +7,26 @@ import { describeWithServices } from '../support/services';
 const ROOT = join(__dirname, '..', '..');
 
 /**
- * Redlock defines its Lua commands on the connection at the first lock
- * attempt. With auto-pipelining, a command issued earlier in the same tick
- * has already opened a pipeline that lacks them; queuing `acquireLock` into
- * it throws, ioredis's callbacks fall out of step, and the process dies of
- * an uncaught "results[i] is not iterable" (redis/ioredis#1931). Found by
- * the client failover test: an instance died on its own under load.
+ * Redlock, the refill lock's library before its own functions, defined its Lua commands on the
+ * connection at the first lock attempt. With auto-pipelining, a command
+ * issued earlier in the same tick had already opened a pipeline that lacked
+ * them; queuing `acquireLock` into it threw, ioredis's callbacks fell out of
+ * step, and the process died of an uncaught "results[i] is not iterable"
+ * (redis/ioredis#1931). Found by the client failover test: an instance died
+ * on its own under load. The lock is an FCALL now; the case stays covered.
  *
  * Runs in a child process because the failure is an uncaught exception.
  */
 const SCRIPT = `
 const { closeRedis, connectRedis } = require('./src/pool/redis-connection');
-const { RedisRefillLock } = require('./src/pool/redis-pool-store');
+const { RedisRefillLock } = require('./src/pool/refill-lock');
+const { systemClock } = require('./src/clock');
 process.on('uncaughtException', (err) => { console.log('UNCAUGHT ' + err.message); process.exit(3); });
 (async () => {
   const redis = await connectRedis({ kind: 'single', url: process.env.URL });
-  const lock = new RedisRefillLock(redis, 'idpool-t-autopipeline-' + process.pid);
+  const lock = new RedisRefillLock(redis, systemClock, 1000, 'idpool-t-autopipeline-' + process.pid);
   const size = redis.llen('idpool-t-autopipeline:' + process.pid);
-  const held = await lock.acquire('e', 1000);
+  const held = await lock.acquire('e');
   await size;
   await held?.release();
   console.log(held ? 'LOCKED' : 'NOT LOCKED');

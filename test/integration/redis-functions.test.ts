@@ -7,7 +7,7 @@ import { RedisIdempotencyStore, redisAnswerLimits } from '../../src/idempotency/
 import { ANSWER_TTL_MS } from '../../src/idempotency/store';
 import { entityKeys, idempotencyKeys } from '../../src/pool/keys';
 import { RedisEntityRateLimit } from '../../src/pool/rate-limit';
-import { callFunction, loadFunctions } from '../../src/pool/redis-pool-store';
+import { callFunction, loadFunctions } from '../../src/pool/functions';
 import { REDIS_URL, clearPrefix, testPrefix } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 

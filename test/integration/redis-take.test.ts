@@ -1,7 +1,10 @@
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { entityKeys } from '../../src/pool/keys';
-import { RedisPoolStore, RedisRefillLock, loadFunctions } from '../../src/pool/redis-pool-store';
+import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { loadFunctions } from '../../src/pool/functions';
+import { RedisRefillLock } from '../../src/pool/refill-lock';
+import { systemClock } from '../../src/clock';
 import { type RedisServer, startRedisServer } from '../helpers/processes';
 import { commandCalls } from '../helpers/services';
 import { describeWithServices } from '../support/services';
@@ -114,13 +117,13 @@ describeWithServices('RedisPoolStore.take on a private redis-server', { redis: t
   });
 
   it('the refill lock skips when another refiller holds it, and fails with what the server refused it with', async () => {
-    const lock = new RedisRefillLock(redis);
-    const held = await lock.acquire('locked', 10_000);
+    const lock = new RedisRefillLock(redis, systemClock, 10_000);
+    const held = await lock.acquire('locked');
     expect(held).not.toBeNull();
-    expect(await lock.acquire('locked', 10_000)).toBeNull();
+    expect(await lock.acquire('locked')).toBeNull();
     await held!.release();
     await redis.set('filler', 'x'.repeat(2 * 1024 * 1024));
     await redis.config('SET', 'maxmemory', '1mb');
-    await expect(lock.acquire('locked', 10_000)).rejects.toThrow(/^OOM/);
+    await expect(lock.acquire('locked')).rejects.toThrow(/^OOM/);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULTS, loadConfig } from '../../src/config/config';
+import { REFILL_LOCK_TTL_MS } from '../../src/pool/refill-lock';
 
 function errorOf(env: Record<string, string>): ConfigError {
   try {
@@ -17,11 +18,14 @@ describe('config: every IDPOOL_* variable in one module', () => {
     expect(config.databaseUrl).toBe(DEFAULTS.databaseUrl);
     expect(config.port).toBe(DEFAULTS.port);
     expect(config.refillIntervalMs).toBe(DEFAULTS.refillIntervalMs);
+    expect(config.refillLockTtlMs).toBe(REFILL_LOCK_TTL_MS);
     expect(config.lease).toEqual(DEFAULTS.lease);
     expect(config.ops).toEqual(DEFAULTS.ops);
     expect(config.logLevel).toBe('info');
     expect(config.adminTokenGenerated).toBe(true);
     expect(config.workerMax).toBe(2 ** DEFAULTS.snowflake.workerBits - 1);
+    expect(config.redisKeyPrefix).toBe('idpool');
+    expect(loadConfig({ IDPOOL_REDIS_KEY_PREFIX: 'staging' }).redisKeyPrefix).toBe('staging');
   });
 
   it.each([
@@ -29,10 +33,14 @@ describe('config: every IDPOOL_* variable in one module', () => {
     ['IDPOOL_REDIS_URL', 'http://x'],
     ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', '50'],
     ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', '3s'],
+    ['IDPOOL_REDIS_KEY_PREFIX', 'a{b}'],
+    ['IDPOOL_REDIS_KEY_PREFIX', 'two words'],
     ['IDPOOL_PORT', '65536'],
     ['IDPOOL_PORT', 'eighty'],
     ['IDPOOL_ADMIN_TOKEN', 'short'],
     ['IDPOOL_REFILL_INTERVAL_MS', '5'],
+    ['IDPOOL_REFILL_LOCK_TTL_MS', '50'],
+    ['IDPOOL_REFILL_LOCK_TTL_MS', '60001'],
     ['IDPOOL_CLUSTER_COUNT', '0'],
     ['IDPOOL_SNOWFLAKE_TIME_UNIT', 'week'],
     ['IDPOOL_SNOWFLAKE_EPOCH', 'yesterday'],

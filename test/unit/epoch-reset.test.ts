@@ -47,6 +47,7 @@ describe('refiller: a pool discarded after a Redis server change', () => {
     const events = {
       refilled: () => undefined,
       fenceRefused: () => undefined,
+      databaseBehind: () => undefined,
       poolDiscarded: (key: string) => void discarded.push(key),
       epochChanged: (_from: string, to: string) => void changes.push(to),
     };

@@ -174,7 +174,7 @@ describe('dispatcher', () => {
     const config = entity();
     const { store, allocator, clock, stride } = { ...setup(config), stride: new IdStride() };
     const lock: RefillLock = new MemoryRefillLock();
-    await lock.acquire('orders', 60_000);
+    await lock.acquire('orders');
     const entities = {
       get: (key: string) => (key === config.key ? config : undefined),
       segmentKeys: () => [config.key],

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { dataSourceOptions, isPostgresUrl, postgresUnavailable, toPostgresPlaceholders } from '../../src/db/database';
@@ -36,22 +37,25 @@ describe('PostgreSQL dialect', () => {
     );
   });
 
-  it('turns timeouts and lost connections into UnavailableError, passes real SQL errors through', () => {
-    const timeout = postgresUnavailable({ code: '57014', message: 'canceling statement due to statement timeout' });
+  it('turns timeouts and lost connections into UnavailableError by SQLSTATE, passes real SQL errors through', () => {
+    const pgError = (code: string, message: string) =>
+      Object.assign(new pg.DatabaseError(message, 0, 'error'), { code });
+    const timeout = postgresUnavailable(pgError('57014', 'canceling statement due to statement timeout'));
     expect(timeout).toBeInstanceOf(UnavailableError);
     expect((timeout as UnavailableError).retryAfterSeconds).toBe(1);
     expect(
-      postgresUnavailable({
-        driverError: { code: '57P01' },
-        message: 'terminating connection due to administrator command',
-      }),
+      postgresUnavailable({ driverError: pgError('57P01', 'terminating connection due to administrator command') }),
     ).toBeInstanceOf(UnavailableError);
-    expect(postgresUnavailable({ code: '08006', message: 'connection failure' })).toBeInstanceOf(UnavailableError);
-    expect(postgresUnavailable(new Error('Query read timeout'))).toBeInstanceOf(UnavailableError);
-    expect(postgresUnavailable(new Error('Connection terminated unexpectedly'))).toBeInstanceOf(UnavailableError);
-    const overflow = { code: '22003', message: 'bigint out of range' };
+    expect(postgresUnavailable(pgError('08006', 'connection failure'))).toBeInstanceOf(UnavailableError);
+    expect(postgresUnavailable(pgError('25006', 'cannot execute UPDATE in a read-only transaction'))).toBeInstanceOf(
+      UnavailableError,
+    );
+    // node-postgres's own failures carry no code: only those db/postgres-driver.ts marked count (failure-classes.test.ts).
+    const unmarked = new Error('Connection terminated unexpectedly');
+    expect(postgresUnavailable(unmarked)).toBe(unmarked);
+    const overflow = pgError('22003', 'bigint out of range');
     expect(postgresUnavailable(overflow)).toBe(overflow);
-    const duplicate = { code: '23505', message: 'duplicate key value violates unique constraint' };
+    const duplicate = pgError('23505', 'duplicate key value violates unique constraint');
     expect(postgresUnavailable(duplicate)).toBe(duplicate);
   });
 });

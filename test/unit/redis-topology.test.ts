@@ -1,3 +1,4 @@
+import { ReplyError } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/config';
 import { REDIS_SOCKET_TIMEOUT_MS, clusterOptions, describeRedis, redisOptions } from '../../src/pool/redis-connection';
@@ -54,9 +55,11 @@ describe('Redis topology configuration', () => {
       enableOfflineQueue: false,
       keepAlive: 5000,
     });
-    expect(options.reconnectOnError!(new Error("READONLY You can't write against a read only replica."))).toBe(2);
-    expect(options.reconnectOnError!(new Error('NOREPLICAS Not enough good replicas to write.'))).toBe(1);
-    expect(options.reconnectOnError!(new Error('OOM command not allowed'))).toBe(false);
+    // ioredis hands reconnectOnError the server's reply as a ReplyError.
+    const reply = (message: string) => new ReplyError(message) as Error;
+    expect(options.reconnectOnError!(reply("READONLY You can't write against a read only replica."))).toBe(2);
+    expect(options.reconnectOnError!(reply('NOREPLICAS Not enough good replicas to write.'))).toBe(1);
+    expect(options.reconnectOnError!(reply('OOM command not allowed'))).toBe(false);
     expect(
       loadConfig({ ...base, IDPOOL_REDIS_SENTINELS: 'a:1', IDPOOL_REDIS_SENTINEL_MASTER: 'orders-redis' }).redis,
     ).toMatchObject({ masterName: 'orders-redis' });

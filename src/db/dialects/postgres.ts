@@ -1,5 +1,7 @@
 import { Client as PgClient, escapeIdentifier } from 'pg';
 import { UnavailableError, errorMessage } from '../../errors';
+import { classifyWith, isRetryable } from '../../failure';
+import { classifyPostgresError } from '../errors/postgres';
 import { boundedPostgresDriver } from '../postgres-driver';
 import { type SqlDialect, jitter, structuredQuery } from './dialect';
 
@@ -53,30 +55,13 @@ export function toPostgresPlaceholders(sql: string): string {
 }
 
 /**
- * PostgreSQL SQLSTATE classes and codes that mean the server is unreachable,
- * shutting down, overloaded or timed out (statement_timeout is 57014), not
- * that the statement was wrong: connection exception (08), insufficient
- * resources (53), operator intervention (57), serialization failure and
- * deadlock (40001, 40P01), lock not available (55P03).
- */
-const PG_UNAVAILABLE = /^(08|53|57)|^(40001|40P01|55P03)$/;
-/** node-postgres's own messages for a lost connection or its query_timeout / connectionTimeoutMillis. */
-const PG_CLIENT_UNAVAILABLE =
-  /Connection terminated|Query read timeout|timeout exceeded when trying to connect|not queryable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH/i;
-
-/**
- * A PostgreSQL failure that is the database being unavailable becomes an
- * UnavailableError (503 with Retry-After), like MySQL's and SQLite's
- * connection and lock errors do in the HTTP error handler; anything else is
- * passed on untouched.
+ * A PostgreSQL failure that is the database being unavailable or busy
+ * (db/errors/postgres.ts) becomes an UnavailableError (503 with
+ * Retry-After); anything else is passed on untouched.
  */
 export function postgresUnavailable(err: unknown): unknown {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
-  const code = e?.driverError?.code ?? e?.code;
-  if ((typeof code === 'string' && PG_UNAVAILABLE.test(code)) || PG_CLIENT_UNAVAILABLE.test(errorMessage(err))) {
-    return new UnavailableError('the database is unavailable', 1, errorMessage(err));
-  }
-  return err;
+  if (!isRetryable(classifyWith([classifyPostgresError], err))) return err;
+  return new UnavailableError('the database is unavailable', 1, errorMessage(err));
 }
 
 /** PostgreSQL through node-postgres. */

@@ -2,8 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_SQLITE_PATH } from '../database-url';
+import { classifyWith } from '../../failure';
+import { classifySqliteError, markIfSchemaMissing } from '../errors/sqlite';
 import { type SqlDialect, jitter, structuredQuery } from './dialect';
-import { errorMessage } from '../../errors';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
 const SQLITE_BUSY_TIMEOUT_MS = 20;
@@ -12,9 +13,7 @@ const MIGRATION_RACE_MS = 10_000;
 
 /** SQLite's "another connection holds the lock": worth retrying after a moment. */
 export function isBusy(err: unknown): boolean {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | undefined;
-  const code = e?.driverError?.code ?? e?.code;
-  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
+  return classifyWith([classifySqliteError], err)?.class === 'busy';
 }
 
 const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;
@@ -41,20 +40,30 @@ export const sqlite: SqlDialect = {
   async withMigrationLock(_dataSource, run) {
     // No lock to take: processes opening a fresh file at once race on CREATE
     // TABLE; the loser gets SQLITE_BUSY or "already exists", and once the
-    // winner has committed, a retry finds every migration recorded.
+    // winner has committed, a retry finds every migration recorded. SQLite
+    // gives "already exists" no code of its own (plain SQLITE_ERROR), so any
+    // SQLite failure is retried until the deadline.
     const deadline = Date.now() + MIGRATION_RACE_MS;
     for (;;) {
       try {
         return await run();
       } catch (err) {
-        const racing = isBusy(err) || /already exists/i.test(errorMessage(err));
+        const racing = classifyWith([classifySqliteError], err) !== undefined;
         if (!racing || Date.now() > deadline) throw err;
         await jitter(10, 40);
       }
     }
   },
-  statement: structuredQuery,
-  rows: (dataSource, sql, params) => dataSource.query(sql, params),
+  statement: (dataSource, sql, params) =>
+    structuredQuery(dataSource, sql, params).catch(async (err: unknown) => {
+      await markIfSchemaMissing(dataSource, err);
+      throw err;
+    }),
+  rows: (dataSource, sql, params) =>
+    dataSource.query(sql, params).catch(async (err: unknown) => {
+      await markIfSchemaMissing(dataSource, err);
+      throw err;
+    }),
   bigText: (column) => `CAST(${column} AS TEXT)`,
   nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 };

@@ -42,7 +42,7 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
 
 /** The `/readyz` answer: each check as `publicCheck` shows it, and why when not ready. */
 function readinessBody(report: ReadinessReport): Record<string, unknown> {
-  const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(k, v)]));
+  const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(v)]));
   const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
   const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
   return {

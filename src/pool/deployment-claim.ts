@@ -1,0 +1,50 @@
+import { ConfigError } from '../errors';
+import { deploymentKey } from './keys';
+import type { RedisClient } from './redis-connection';
+
+/** A deployment as recorded in Redis: its id (from its database) and that database, to name both in a refusal. */
+export interface DeploymentRecord {
+  readonly id: string;
+  readonly database: string;
+}
+
+/**
+ * Another deployment (another database) already owns the Redis keys under
+ * this prefix: sharing them would share pools and fences between two number
+ * lines, and the fence would refuse one deployment's segments as stale.
+ */
+class DeploymentConflictError extends ConfigError {
+  constructor(
+    readonly prefix: string,
+    readonly owner: DeploymentRecord,
+    readonly ours: DeploymentRecord,
+  ) {
+    super(
+      'IDPOOL_REDIS_KEY_PREFIX',
+      `the Redis keys ${prefix}:* belong to deployment ${owner.id} (database ${owner.database}); this process's database ${ours.database} is deployment ${ours.id}. Two deployments on the same keys would share pools: give this one another Redis database (redis://host:6379/N) or another key prefix (IDPOOL_REDIS_KEY_PREFIX). If this database replaced the other on purpose, delete the key ${deploymentKey(prefix)} and the old pools (docs/ha.md "Restores")`,
+    );
+    this.name = 'DeploymentConflictError';
+  }
+}
+
+/**
+ * Records this deployment as the owner of the keys under `prefix` (SET NX),
+ * or refuses when another one owns them ({@link DeploymentConflictError}).
+ * The same deployment (another instance, or its database restored from its
+ * own backup) passes.
+ */
+export async function claimRedisKeys(redis: RedisClient, prefix: string, ours: DeploymentRecord): Promise<void> {
+  const key = deploymentKey(prefix);
+  const value = JSON.stringify({ id: ours.id, database: ours.database });
+  if ((await redis.set(key, value, 'NX')) === 'OK') return;
+  const stored = await redis.get(key);
+  let owner: DeploymentRecord | undefined;
+  try {
+    owner = stored ? (JSON.parse(stored) as DeploymentRecord) : undefined;
+  } catch {
+    owner = { id: String(stored), database: 'unknown' };
+  }
+  // Gone between the SET and the GET (deleted by hand): claim it again.
+  if (!owner) return claimRedisKeys(redis, prefix, ours);
+  if (owner.id !== ours.id) throw new DeploymentConflictError(prefix, owner, ours);
+}

@@ -1,0 +1,256 @@
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { UnavailableError, errorMessage } from '../errors';
+import type { Segment, SegmentAllocator } from './allocator';
+
+/**
+ * A database that went back (restored from a backup, failed over to a
+ * replica that lagged) hands out `current_offset` values it handed out
+ * before. A second record of how far each entity was reserved, kept
+ * outside the database, sees it: a reservation that starts below the record
+ * is from a database that went back.
+ */
+export interface DatabaseBehindReport {
+  readonly entityKey: string;
+  /** `current_offset` the database had: the start of the reservation that saw it (or the offset read at start-up). */
+  readonly databaseOffset: bigint;
+  /** Which record saw it: the service's high-water file, the library's own process, the Redis fence. */
+  readonly record: 'high-water file' | 'this process' | 'fence';
+  /** The offset the record says was reserved up to (every number below it may have been handed out). */
+  readonly recordedOffset: bigint;
+  /** The Redis fence (the highest id ever pushed), when the fence saw it. */
+  readonly fence?: bigint;
+  /** `current_offset` after the carry: nothing below it is handed out again. */
+  readonly carriedTo: bigint;
+}
+
+/** How far each entity was reserved, recorded outside the database. */
+export interface HighWaterRecord {
+  readonly kind: DatabaseBehindReport['record'];
+  /** The end of the last segment of `entityKey` recorded, if any. */
+  get(entityKey: string): bigint | undefined;
+  /** Records that numbers below `end` were reserved; resolves once the record would survive a crash. */
+  raise(entityKey: string, end: bigint): Promise<void>;
+}
+
+/** The library's record: this process's own last reservation end per entity (other processes' are not seen). */
+export class ProcessHighWater implements HighWaterRecord {
+  readonly kind = 'this process';
+  private readonly ends = new Map<string, bigint>();
+
+  get(entityKey: string): bigint | undefined {
+    return this.ends.get(entityKey);
+  }
+
+  async raise(entityKey: string, end: bigint): Promise<void> {
+    const before = this.ends.get(entityKey);
+    if (before === undefined || end > before) this.ends.set(entityKey, end);
+  }
+}
+
+/** What {@link HighWaterFile.load} found. */
+export type HighWaterLoad =
+  | { readonly status: 'ok'; readonly entities: number }
+  | { readonly status: 'missing' }
+  | { readonly status: 'unreadable'; readonly reason: string };
+
+interface FileContent {
+  /** The database this file is the second record of (its description, to tell a moved file). */
+  database: string;
+  /** entity key → end of its last reserved segment (decimal). */
+  entities: Record<string, string>;
+}
+
+/**
+ * The embedded service's record: a small JSON file beside the SQLite file
+ * (`idpool.db.high-water`). Written before any id of a new segment leaves:
+ * a temporary file is written and fsynced, renamed over the old one, and the
+ * folder fsynced, so a crash leaves the old file or the new one, never half
+ * of one. Writes are serialised in this process, and each merges (highest
+ * wins) what the file holds, so processes sharing the SQLite file keep each
+ * other's marks except when two write in the same instant (docs/ha.md).
+ */
+export class HighWaterFile implements HighWaterRecord {
+  readonly kind = 'high-water file';
+  private readonly ends = new Map<string, bigint>();
+  private version = 0;
+  private written = 0;
+  private writing: Promise<void> | undefined;
+
+  constructor(
+    readonly path: string,
+    private readonly database: string,
+  ) {}
+
+  /** The file beside a SQLite database file. */
+  static beside(sqlitePath: string, database: string): HighWaterFile {
+    return new HighWaterFile(join(dirname(sqlitePath), `${basename(sqlitePath)}.high-water`), database);
+  }
+
+  /** Reads the file; a missing or unreadable one leaves the record empty (the caller says so). */
+  async load(): Promise<HighWaterLoad> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'missing' };
+      return { status: 'unreadable', reason: errorMessage(err) };
+    }
+    try {
+      const content = parse(text);
+      for (const [key, end] of Object.entries(content.entities)) this.merge(key, BigInt(end));
+      return { status: 'ok', entities: Object.keys(content.entities).length };
+    } catch (err) {
+      return { status: 'unreadable', reason: errorMessage(err) };
+    }
+  }
+
+  get(entityKey: string): bigint | undefined {
+    return this.ends.get(entityKey);
+  }
+
+  async raise(entityKey: string, end: bigint): Promise<void> {
+    this.merge(entityKey, end);
+    const wanted = ++this.version;
+    // One write at a time; a write covers every raise made before it started.
+    while (this.written < wanted) {
+      this.writing ??= this.writeOnce().finally(() => (this.writing = undefined));
+      await this.writing;
+    }
+  }
+
+  private merge(entityKey: string, end: bigint): void {
+    const before = this.ends.get(entityKey);
+    if (before === undefined || end > before) this.ends.set(entityKey, end);
+  }
+
+  private async writeOnce(): Promise<void> {
+    const version = this.version;
+    // Another process on the same SQLite file may have written marks of its own.
+    try {
+      const other = parse(await readFile(this.path, 'utf8'));
+      for (const [key, end] of Object.entries(other.entities)) this.merge(key, BigInt(end));
+    } catch {
+      // Missing or unreadable: said at start-up; this write replaces it.
+    }
+    const content: FileContent = {
+      database: this.database,
+      entities: Object.fromEntries([...this.ends].map(([key, end]) => [key, end.toString()])),
+    };
+    const temp = `${this.path}.${process.pid}.tmp`;
+    const file = await open(temp, 'w', 0o600);
+    try {
+      await file.writeFile(JSON.stringify(content, null, 1) + '\n');
+      await file.sync();
+    } catch (err) {
+      await file.close();
+      await unlink(temp).catch(() => undefined);
+      throw err;
+    } finally {
+      await file.close().catch(() => undefined);
+    }
+    await rename(temp, this.path);
+    const folder = await open(dirname(this.path), 'r');
+    try {
+      await folder.sync();
+    } finally {
+      await folder.close();
+    }
+    this.written = version;
+  }
+}
+
+function parse(text: string): FileContent {
+  // Read as unknown: the file may hold anything.
+  const content = JSON.parse(text) as { entities?: unknown } | null;
+  const entities = content?.entities;
+  if (typeof entities !== 'object' || entities === null) throw new Error('no "entities" object');
+  for (const [key, end] of Object.entries(entities as Record<string, unknown>))
+    if (typeof end !== 'string' || !/^\d+$/.test(end))
+      throw new Error(`entity ${key}: ${JSON.stringify(end)} is not an offset`);
+  return content as FileContent;
+}
+
+/**
+ * A {@link SegmentAllocator} that checks every reservation against a
+ * {@link HighWaterRecord} and records each one before handing it out. A
+ * reservation starting below the record is from a database that went back:
+ * the entity is carried past the record in one reservation (the gap and the
+ * segment asked for, of which the segment's part is returned), reported,
+ * and nothing below the record is handed out.
+ */
+export class HighWaterAllocator implements SegmentAllocator {
+  constructor(
+    private readonly inner: SegmentAllocator,
+    private readonly record: HighWaterRecord,
+    private readonly onBehind: (report: DatabaseBehindReport) => void,
+  ) {}
+
+  async reserve(entityKey: string, size: number): Promise<Segment> {
+    let segment = await this.inner.reserve(entityKey, size);
+    const recorded = this.record.get(entityKey);
+    if (recorded !== undefined && segment.start < recorded) {
+      const carried = await this.carry(entityKey, segment.end, recorded, size);
+      this.onBehind({
+        entityKey,
+        databaseOffset: segment.start,
+        record: this.record.kind,
+        recordedOffset: recorded,
+        carriedTo: carried.end,
+      });
+      segment = carried;
+    }
+    await this.record.raise(entityKey, segment.end);
+    return segment;
+  }
+
+  /**
+   * At start-up: every entity whose `current_offset` is below the record is
+   * carried up to it now, so `idpool apps show` shows the carried offset and
+   * the first reservation is above it. Returns what was carried.
+   */
+  async checkAll(entityKeys: readonly string[]): Promise<DatabaseBehindReport[]> {
+    const reports: DatabaseBehindReport[] = [];
+    const offsets = await this.inner.peekMany(entityKeys);
+    for (const [entityKey, offset] of offsets) {
+      const recorded = this.record.get(entityKey);
+      if (recorded === undefined || offset >= recorded) continue;
+      const carried = await this.carry(entityKey, offset, recorded, 0);
+      const report: DatabaseBehindReport = {
+        entityKey,
+        databaseOffset: offset,
+        record: this.record.kind,
+        recordedOffset: recorded,
+        carriedTo: carried.end,
+      };
+      this.onBehind(report);
+      reports.push(report);
+    }
+    return reports;
+  }
+
+  peek(entityKey: string): Promise<bigint> {
+    return this.inner.peek(entityKey);
+  }
+
+  peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
+    return this.inner.peekMany(entityKeys);
+  }
+
+  /**
+   * One reservation of the gap up to `recorded` plus `size`: whatever another
+   * process reserved meanwhile, its last `size` numbers start at or above
+   * `recorded` (they start at least `gap` above `from`).
+   */
+  private async carry(entityKey: string, from: bigint, recorded: bigint, size: number): Promise<Segment> {
+    const gap = recorded - from;
+    if (gap > BigInt(Number.MAX_SAFE_INTEGER - size))
+      throw new UnavailableError(
+        `entity ${entityKey}: the database is ${gap} numbers behind its ${this.record.kind}; carry it forward by hand (docs/ha.md)`,
+        60,
+      );
+    if (gap <= 0n && size === 0) return { start: from, end: from };
+    const reserved = await this.inner.reserve(entityKey, Number(gap > 0n ? gap : 0n) + size);
+    return { start: reserved.end - BigInt(size), end: reserved.end };
+  }
+}
