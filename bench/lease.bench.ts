@@ -22,7 +22,7 @@ import { IdpoolClient, IdpoolLeaseNotReadyError, type LeasedIds } from '../src/c
 import { type IdGenerator, SegmentsNotReadyError, createIdGenerator } from '../src/library';
 import { register } from '../test/helpers/http';
 import { startInstance } from '../test/helpers/processes';
-import { REDIS_URL, createTestSchema } from '../test/helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../test/helpers/services';
 
 const CHUNK = 1_000_000;
 const RUNS = 5;
@@ -107,7 +107,7 @@ function report(name: string, runs: Run[], extra = ''): void {
 
 async function main(): Promise<void> {
   const schema = await createTestSchema();
-  const service = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
+  const service = await startInstance({ IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() });
   try {
     const key = 'bench_lease';
     const secret = await register(service.url, { key, mode: 'trend', step: 100_000, maxSizePerSecond: 0 });

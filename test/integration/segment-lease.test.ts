@@ -4,7 +4,7 @@ import { uniqueKey } from '../helpers/configs';
 import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
 import { call, parseMetrics, register, takeIds } from '../helpers/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { REDIS_URL, createTestSchema } from '../helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 import { createIdGenerator } from '../../src/library';
 import { IdpoolConflictError, IdpoolUnauthorizedError } from '../../src/client';
@@ -30,11 +30,11 @@ describeWithServices(
 
     beforeAll(async () => {
       schema = await createTestSchema();
-      instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
+      instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() });
       stridedSchema = await createTestSchema();
       strided = await startInstance({
         IDPOOL_DATABASE_URL: stridedSchema.url,
-        IDPOOL_REDIS_URL: REDIS_URL,
+        ...sharedRedisEnv(),
         IDPOOL_CLUSTER_COUNT: '3',
         IDPOOL_CLUSTER_INDEX: '2',
       });
@@ -298,7 +298,7 @@ describeWithServices(
 
     beforeAll(async () => {
       schema = await createTestSchema('postgres');
-      instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
+      instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() });
     });
 
     afterAll(async () => {

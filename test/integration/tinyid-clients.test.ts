@@ -3,7 +3,7 @@ import { IdpoolClient } from '../../src/client';
 import { uniqueKey } from '../helpers/configs';
 import { register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema } from '../helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 /** One segment as Tinyid's client holds it: ids `(currentId, maxId]`, `delta` apart, `≡ remainder`. */
@@ -99,7 +99,7 @@ describeWithServices(
 
     beforeAll(async () => {
       schema = await createTestSchema();
-      const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_COMPAT: 'tinyid' };
+      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(), IDPOOL_COMPAT: 'tinyid' };
       [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
     });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
 import { register } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL, createTestSchema } from '../helpers/services';
+import { createTestSchema, sharedRedisEnv } from '../helpers/services';
 import { describeWithServices } from '../support/services';
 
 /** What HttpURLConnection (Tinyid's Java client) sends when nobody sets Accept. */
@@ -55,7 +55,7 @@ describeWithServices(
 
     beforeAll(async () => {
       schema = await createTestSchema();
-      const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL };
+      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() };
       compat = await startInstance({ ...env, IDPOOL_COMPAT: 'tinyid', IDPOOL_REQUEST_LOG: 'all' });
       plain = await startInstance(env);
     });
