@@ -1,5 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/config';
 import { IdpoolError, errorMessage } from '../errors';
@@ -7,20 +5,12 @@ import { addEntityCommands } from './entity-commands';
 import { type CliIo, cliContext, nonNegativeInt } from './context';
 import { addDecodeCommand } from './decode-command';
 import { addRedisAclCommand } from './redis-acl-command';
+import { idpoolVersion } from '../version';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
 import { addServiceCommands } from './service-commands';
 import { addWorkersCommand } from './workers-command';
 
 export type { CliIo } from './context';
-
-function packageVersion(): string {
-  // src/cli under tsx, dist/src/cli when built: walk up to the package.
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
-  }
-  return 'unknown';
-}
 
 /** `idpool …`: parses `argv` (without `node` and the script), runs the command, returns the exit code. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
@@ -57,7 +47,7 @@ function buildProgram(io: CliIo): Command {
     .description(
       'idpool: unique, increasing 64-bit ids over HTTP. Run the service, migrate its database, manage entities, decode snowflake ids, print Redis ACL users.',
     )
-    .version(packageVersion(), '-V, --version')
+    .version(idpoolVersion(), '-V, --version')
     .option('--url <url>', 'base URL of an idpool instance, for apps and workers (IDPOOL_URL)')
     .option('--json', 'print the JSON the service answers instead of text')
     .addOption(

@@ -406,5 +406,6 @@ function opsConfig(r: EnvReader): OpsConfig {
     requestLog: r.word('IDPOOL_REQUEST_LOG', REQUEST_LOG_WORDS, d.requestLog, 'all, errors or off'),
     requestLogSlowMs: r.int('IDPOOL_REQUEST_LOG_SLOW_MS', d.requestLogSlowMs, 0, 3_600_000),
     metricsMaxEntities: r.int('IDPOOL_METRICS_MAX_ENTITIES', d.metricsMaxEntities, 0, 100_000),
+    instanceTtlMs: r.int('IDPOOL_INSTANCE_TTL_MS', d.instanceTtlMs, 500, 600_000),
   };
 }

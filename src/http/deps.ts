@@ -79,7 +79,7 @@ export interface HttpDeps {
   /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
   draining?: () => boolean;
   /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
-  ops?: { overview(query: { limit: number; search?: string }): Promise<unknown> };
+  ops?: { overview(query: { limit: number; search?: string }): Promise<unknown>; instances(): Promise<unknown> };
   log: Logger;
   /** Bearer token `/metrics` requires (the ops token is accepted too); open when undefined. */
   metricsToken?: string;

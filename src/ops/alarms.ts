@@ -69,6 +69,8 @@ export interface AlarmsOptions {
   instance: string;
   /** Counts raised alarms (metrics). */
   onRaised?(name: AlarmName, severity: AlarmSeverity): void;
+  /** Every record as it joins the recent ones (the fleet stream, `fleet/fleet.ts`). */
+  onRecord?(record: AlarmRecord): void;
 }
 
 /** How many recent alarms the dashboard can show. */
@@ -96,7 +98,7 @@ export class Alarms {
 
   constructor(private readonly o: AlarmsOptions) {}
 
-  /** This process's name in its alarms (host:pid); {@link recent} holds only this process's alarms. */
+  /** This process's name in its alarms (host:pid); {@link recent} holds only this process's alarms (the fleet's are in Redis). */
   get instance(): string {
     return this.o.instance;
   }
@@ -138,12 +140,7 @@ export class Alarms {
     if (!was) return;
     this.active.delete(key);
     this.o.log.info({ alarm: name, entityKey, status: 'resolved' }, `alarm resolved: ${name}`);
-    this.recentRing.push({
-      ...was,
-      at: new Date(this.o.clock.now()).toISOString(),
-      status: 'resolved',
-      notified: false,
-    });
+    this.record({ ...was, at: new Date(this.o.clock.now()).toISOString(), status: 'resolved', notified: false });
   }
 
   /** Conditions on now. */
@@ -161,6 +158,11 @@ export class Alarms {
     while (this.pending > 0) await this.delivery;
   }
 
+  private record(record: AlarmRecord): void {
+    this.recentRing.push(record);
+    this.o.onRecord?.(record);
+  }
+
   private fire(alarm: AlarmInput): void {
     const now = this.o.clock.now();
     const key = keyOf(alarm);
@@ -172,7 +174,7 @@ export class Alarms {
     if (alarm.severity === 'critical') this.o.log.error(line, alarm.message);
     else this.o.log.warn(line, alarm.message);
     this.o.onRaised?.(alarm.name, alarm.severity);
-    this.recentRing.push({ ...alarm, at, status: 'firing', notified: notify });
+    this.record({ ...alarm, at, status: 'firing', notified: notify });
     if (!notify) return;
     this.lastNotified.set(key, now);
     const payload: AlarmWebhookPayload = {

@@ -2,7 +2,10 @@ import { hostname } from 'node:os';
 import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
-import { Alarms, WebhookSink } from './alarms';
+import { Fleet, type FleetSelf } from '../fleet/fleet';
+import type { FleetInstances } from '../fleet/instances';
+import type { FleetStore } from '../fleet/redis-fleet-store';
+import { type AlarmRecord, Alarms, type AlarmsOptions, WebhookSink } from './alarms';
 import type { OpsConfig } from './settings';
 import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
@@ -30,6 +33,16 @@ export interface OpsDeps {
   workers?: { list(): Promise<unknown[]> };
   /** Process metrics (CPU, heap, event loop); off in tests that build many services. */
   defaultMetrics?: boolean;
+  /** This instance's name in its alarms and heartbeat (host:pid). */
+  instance: string;
+  /** The fleet this instance is one of: the instances sharing one Redis, or this one alone (embedded). */
+  fleet: {
+    store: FleetStore;
+    /** Alarm records go to the store and the fleet's are read back (Redis); embedded keeps its own ring only. */
+    shared: boolean;
+    ttlMs: number;
+    self: Omit<FleetSelf, 'id' | 'lastSampleAt' | 'activeAlarms' | 'rates'>;
+  };
 }
 
 export interface Ops {
@@ -38,9 +51,12 @@ export interface Ops {
   readonly sampler: OpsSampler;
   readonly refillEvents: RefillEvents;
   readonly dispatchEvents: DispatchEvents;
+  readonly fleet: Fleet;
   /** Leased segments and their ids per entity, and leases refused by the per-second limit. */
   readonly leaseEvents: LeaseEvents;
   overview(query: OverviewQuery): Promise<OpsOverview>;
+  /** `GET /admin/instances`: every instance's heartbeat, or this instance alone (Redis not answering: said so). */
+  instances(): Promise<FleetInstances>;
   /** `issuer`, reporting the ids it hands out as served (snowflake ids never pass the dispatcher). */
   countServed<T extends Issuer>(issuer: T): T;
   start(): void;
@@ -60,7 +76,10 @@ export function createOps(deps: OpsDeps): Ops {
     recentServed: () => recent.rates(),
     nowMs: () => clock.now(),
   });
-  const alarms = createAlarms(config, clock, log, metrics);
+  // Records reach the fleet stream through this (the fleet is built after the sampler, which needs the alarms).
+  const stream: { fleet?: Fleet } = {};
+  const toFleet = deps.fleet.shared ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
+  const alarms = createAlarms(config, clock, log, metrics, deps.instance, toFleet);
   // Ids this instance has served per entity so far: the sampler records them with each sample.
   const served = new Map<string, number>();
   // Takes refused for too few ids per entity so far: the sampler calls such a pool dry, whatever its take rate.
@@ -73,6 +92,8 @@ export function createOps(deps: OpsDeps): Ops {
     (key) => served.get(key) ?? 0,
     (key) => refused.get(key) ?? 0,
   );
+  const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
+  stream.fleet = fleet;
   const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
   const dispatchEvents = opsDispatchEvents(
     metrics,
@@ -90,6 +111,8 @@ export function createOps(deps: OpsDeps): Ops {
     sampler,
     localRates: () => recent.rates(),
     alarms,
+    fleet,
+    sharedAlarms: deps.fleet.shared,
     snowflake: deps.snowflake,
     workers: deps.workers,
   };
@@ -100,6 +123,7 @@ export function createOps(deps: OpsDeps): Ops {
     sampler,
     refillEvents,
     dispatchEvents,
+    fleet,
     leaseEvents: {
       leased(entity, count) {
         metrics.segmentsLeased.inc({ entity });
@@ -109,25 +133,75 @@ export function createOps(deps: OpsDeps): Ops {
       rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
     },
     overview: (query) => opsOverview(sources, query),
+    instances: () => fleet.instances(),
     countServed: (issuer) => countingServed(issuer, dispatchEvents),
-    start: () => sampler.start(),
+    start: () => {
+      sampler.start();
+      fleet.start();
+    },
     async stop() {
+      await fleet.stop();
       await sampler.stop();
       await alarms.flush();
     },
   };
 }
 
-/** Alarms named by this host and process, posted to the webhook when one is configured, counted in the metrics. */
-function createAlarms(config: OpsConfig, clock: Clock, log: Logger, metrics: OpsMetrics): Alarms {
+/** Alarms named by this instance, posted to the webhook when one is configured, counted in the metrics. */
+function createAlarms(
+  config: OpsConfig,
+  clock: Clock,
+  log: Logger,
+  metrics: OpsMetrics,
+  instance: string,
+  onRecord: AlarmsOptions['onRecord'],
+): Alarms {
   return new Alarms({
     clock,
     log,
     sink: config.alertWebhookUrl ? new WebhookSink(config.alertWebhookUrl) : undefined,
     dedupeMs: config.alertDedupeMs,
-    instance: `${hostname()}:${process.pid}`,
+    instance,
     onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
+    onRecord,
   });
+}
+
+/** The fleet: this instance's heartbeat from the sampler, the alarms and the served rates; its view sets the gauges. */
+function createFleet(
+  deps: OpsDeps['fleet'],
+  instance: string,
+  clock: Clock,
+  log: Logger,
+  metrics: OpsMetrics,
+  sampler: OpsSampler,
+  alarms: Alarms,
+  recent: RecentServed,
+): Fleet {
+  return new Fleet({
+    store: deps.store,
+    clock,
+    log: log.child({ component: 'fleet' }),
+    ttlMs: deps.ttlMs,
+    self: {
+      ...deps.self,
+      id: instance,
+      lastSampleAt: () => sampler.lastSampleAt(),
+      activeAlarms: () => alarms.activeAlarms().length,
+      rates: () => recent.rates(),
+    },
+    onView: (view) => {
+      metrics.instances.set({ state: 'alive' }, view.alive);
+      metrics.instances.set({ state: 'gone' }, view.gone);
+      metrics.instancesDisagree.set({ on: 'epoch' }, view.disagreement.epoch ? 1 : 0);
+      metrics.instancesDisagree.set({ on: 'version' }, view.disagreement.version ? 1 : 0);
+    },
+  });
+}
+
+/** This host and process: the instance name in alarms, heartbeats and webhook posts. */
+export function instanceName(): string {
+  return `${hostname()}:${process.pid}`;
 }
 
 /** The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds. */

@@ -215,6 +215,18 @@ export class OpsMetrics {
     [],
   );
 
+  // The fleet (fleet/fleet.ts), as this instance saw it at its last heartbeat.
+  readonly instances = this.gauge(
+    'idpool_instances',
+    'Instances of this deployment as this instance sees them: alive (heartbeat within its TTL), gone (past it, listed until dropped)',
+    ['state'],
+  );
+  readonly instancesDisagree = this.gauge(
+    'idpool_instances_disagree',
+    'Alive instances see more than one Redis epoch (on="epoch") or run more than one idpool version (on="version"): 1, else 0',
+    ['on'],
+  );
+
   // Hot-path counters.
   readonly idsServed = this.entityCounter('idpool_ids_served_total', 'Ids handed out by this instance');
   readonly rateLimited = this.entityCounter('idpool_rate_limited_total', 'Requests answered 429 rate_limited');

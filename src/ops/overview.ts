@@ -1,5 +1,7 @@
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
+import type { Fleet } from '../fleet/fleet';
+import type { FleetInstances } from '../fleet/instances';
 import type { AlarmRecord, Alarms } from './alarms';
 import { busiest } from './busiest';
 import type { EntityOverview } from './dashboard-rows';
@@ -7,13 +9,19 @@ import { isoDate } from './format';
 import type { SnowflakeForecast } from './forecast';
 import type { OpsSampler, SamplingHealth } from './sampler';
 
-/** A snowflake entity on the dashboard: no pool, only how fast this instance hands out its ids. */
+/** A snowflake entity on the dashboard: no pool, only how fast the fleet hands out its ids. */
 export interface SnowflakeEntityOverview {
   key: string;
   mode: 'snowflake';
-  /** Ids per second served by this instance (snowflake ids are made locally; other instances count their own). */
+  /** Ids per second served, summed over the instances (`rates` says whether that is the fleet or this instance). */
   takePerSecond: number;
 }
+
+/** An alarm record with the instance that raised it. */
+export type FleetAlarmRecord = AlarmRecord & { instance: string };
+
+/** Recent alarms on the page: as many as each instance keeps in its own ring. */
+const RECENT_ALARMS = 100;
 
 /** Which entities `GET /admin/ops` shows: the busiest `limit`, of those whose key contains `search` when given. */
 export interface OverviewQuery {
@@ -34,8 +42,16 @@ export interface OpsOverview {
   /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
   sampling: SamplingHealth;
   workers: unknown[];
-  /** This instance's alarms only (each keeps its own), with its name. */
-  alarms: { instance: string; active: number; recent: AlarmRecord[] };
+  /**
+   * The fleet's recent alarms (every instance's, from Redis), each naming its
+   * instance; `instance` scope when embedded, or when Redis did not answer
+   * (`note` says so) and only this instance's own ring could be read.
+   */
+  alarms: { scope: 'fleet' | 'instance'; note?: string; instance: string; active: number; recent: FleetAlarmRecord[] };
+  /** Whose take rates `entities` shows: summed over `instances` alive instances, or this instance's alone (`note` says why). */
+  rates: { scope: 'fleet' | 'instance'; instances: number; note?: string };
+  /** The instances of the fleet (`GET /admin/instances`). */
+  instances: FleetInstances;
 }
 
 /** What the overview reads: the registry, the sampler's forecasts, this instance's recent served rates, alarms. */
@@ -46,6 +62,9 @@ export interface OverviewSources {
   /** Ids per second each entity was recently served by this instance. */
   localRates(): Map<string, number>;
   alarms: Pick<Alarms, 'activeAlarms' | 'recent' | 'instance'>;
+  fleet: Pick<Fleet, 'alarms' | 'instances' | 'rates'>;
+  /** Whether alarms are shared through the fleet (Redis); embedded mode shows its own ring. */
+  sharedAlarms: boolean;
   snowflake?: () => SnowflakeForecast | undefined;
   workers?: { list(): Promise<unknown[]> };
 }
@@ -56,7 +75,20 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
   const all = s.entities.list();
   const search = query.search;
   const matching = search ? all.filter((a) => a.key.includes(search)) : all;
-  const entities = busiestEntities(s, matching, query.limit);
+  // Both reads are bounded (fleet/fleet.ts) and fall back to this instance: a page never waits on Redis for long.
+  const [instances, alarms] = await Promise.all([s.fleet.instances(), recentAlarms(s)]);
+  const fleetRates = await s.fleet.rates(instances);
+  const rates: OpsOverview['rates'] = fleetRates
+    ? { scope: 'fleet', instances: fleetRates.instances }
+    : { scope: 'instance', instances: 1, note: 'the fleet could not be read: take rates of this instance only' };
+  const entities = busiestEntities(s, matching, query.limit, fleetRates?.rates ?? s.localRates());
+  // Conditions on now: each alive instance's count as of its heartbeat, this instance's as of now.
+  const active =
+    alarms.scope === 'fleet'
+      ? instances.instances
+          .filter((i) => i.state === 'alive' && !i.self)
+          .reduce((sum, i) => sum + i.activeAlarms, s.alarms.activeAlarms().length)
+      : s.alarms.activeAlarms().length;
   return {
     at: new Date(s.clock.now()).toISOString(),
     entityCount: all.length,
@@ -66,9 +98,21 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
     sampling: s.sampler.health(),
     // Live leases only: the worker table has a row per id of the range (up to 1023).
     workers: s.workers ? (await s.workers.list()).filter((w) => (w as { live?: unknown }).live !== false) : [],
-    // Alarms live in each process (ops/alarms.ts): the list says whose it is.
-    alarms: { instance: s.alarms.instance, active: s.alarms.activeAlarms().length, recent: s.alarms.recent() },
+    alarms: { ...alarms, instance: s.alarms.instance, active },
+    rates,
+    instances,
   };
+}
+
+/** The fleet's recent alarms from Redis, or this instance's ring (embedded; Redis not answering, with a note). */
+async function recentAlarms(s: OverviewSources): Promise<Pick<OpsOverview['alarms'], 'scope' | 'note' | 'recent'>> {
+  const own = (): FleetAlarmRecord[] => s.alarms.recent().map((r) => ({ ...r, instance: s.alarms.instance }));
+  if (!s.sharedAlarms) return { scope: 'instance', recent: own() };
+  const read = await s.fleet.alarms(RECENT_ALARMS, () =>
+    own().map(({ instance, ...record }) => ({ instance, record })),
+  );
+  const recent = read.recent.map((a) => ({ ...(a.record as unknown as AlarmRecord), instance: a.instance }));
+  return read.source === 'redis' ? { scope: 'fleet', recent } : { scope: 'instance', note: read.note, recent };
 }
 
 /** The `limit` busiest of `matching`, pooled and snowflake alike, busiest first, then by key. */
@@ -76,25 +120,32 @@ function busiestEntities(
   s: OverviewSources,
   matching: EntityConfig[],
   limit: number,
+  servedRates: Map<string, number>,
 ): (EntityOverview | SnowflakeEntityOverview)[] {
-  const localRates = s.localRates();
   const takeRates = new Map<string, number>();
   for (const entity of matching)
     if (entity.mode !== 'snowflake') takeRates.set(entity.key, s.sampler.forecast(entity.key)?.takePerSecond ?? 0);
   const chosen = busiest(
     limit,
     matching.map((a) => a.key),
-    localRates,
+    servedRates,
     takeRates,
   );
-  // A page costs its rows, not every entity.
-  const pooled = s.sampler.overview(matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake'));
+  // A page costs its rows, not every entity. A pool's rate is read from the pool (every consumer, direct pops
+  // too), but over a longer window: never shown below what the instances served.
+  const pooled = s.sampler
+    .overview(matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake'))
+    .map((row) => ({ ...row, takePerSecond: Math.max(row.takePerSecond, round2(servedRates.get(row.key) ?? 0)) }));
   const snowflakes: SnowflakeEntityOverview[] = matching
     .filter((a) => chosen.has(a.key) && a.mode === 'snowflake')
     .map((a) => ({
       key: a.key,
       mode: 'snowflake',
-      takePerSecond: Math.round((localRates.get(a.key) ?? 0) * 100) / 100,
+      takePerSecond: round2(servedRates.get(a.key) ?? 0),
     }));
   return [...pooled, ...snowflakes].sort((a, b) => b.takePerSecond - a.takePerSecond || (a.key < b.key ? -1 : 1));
+}
+
+function round2(n: number): number {
+  return Math.round(n * 100) / 100;
 }

@@ -123,6 +123,8 @@ export class OpsSampler {
   private startedAt: number | undefined;
 
   private lastUsageAt = Number.NEGATIVE_INFINITY;
+  /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
+  private lastSampledAt: number | undefined;
   /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
   private readonly round: ActivityRound<EntityConfig>;
 
@@ -164,7 +166,7 @@ export class OpsSampler {
    * minute per step or entity) and never thrown.
    */
   async sampleOnce(): Promise<void> {
-    await this.guard('entities', undefined, () => this.sampleEntities());
+    if (await this.guard('entities', undefined, () => this.sampleEntities())) this.lastSampledAt = this.o.clock.now();
     await this.guard('lease', undefined, () => this.sampleLease());
     await this.guard('snowflake', undefined, () => this.checkSnowflake());
   }
@@ -387,6 +389,11 @@ export class OpsSampler {
       roundSeconds,
       staleEntities: stale,
     };
+  }
+
+  /** When a run last read the pools, or undefined before the first. */
+  lastSampleAt(): number | undefined {
+    return this.lastSampledAt;
   }
 
   /** The latest forecast of one entity (tests, CLI). */

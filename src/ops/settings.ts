@@ -28,6 +28,8 @@ export interface OpsConfig {
   requestLogSlowMs: number;
   /** `/metrics` has per-entity series for at most this many entities (the busiest), totals for all. */
   metricsMaxEntities: number;
+  /** An instance whose heartbeat is older than this is gone (IDPOOL_INSTANCE_TTL_MS). */
+  instanceTtlMs: number;
 }
 
 /** Defaults of {@link OpsConfig}; where a number is tuned, the comment says where it comes from. */
@@ -58,4 +60,8 @@ export const DEFAULT_OPS: Readonly<OpsConfig> = {
   // 200 entities × ~15 per-entity series ≈ 3,000 series per instance: a
   // small share of what one Prometheus handles, whatever the entity count.
   metricsMaxEntities: 200,
+  // Ten seconds: ten heartbeats (one a second), so a GC pause or a Redis
+  // failover of a few seconds does not call a live instance gone, and a
+  // killed one is seen gone within the time a load balancer takes to notice.
+  instanceTtlMs: 10_000,
 };

@@ -88,6 +88,24 @@ export function registrationsKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:registrations`;
 }
 
+/**
+ * Keys the instances of one deployment share (docs/operating.md "The fleet").
+ * One hash tag, `{fleet}`, so they live on one Cluster slot.
+ */
+export interface FleetKeys {
+  /** Stream of every instance's alarm records, capped (XADD MAXLEN ~). */
+  readonly alarms: string;
+  /** Hash of heartbeats: field = instance id, value = its JSON heartbeat. */
+  readonly instances: string;
+  /** Hash of each instance's recent take rates per entity (JSON), written with its heartbeat, read by pages only. */
+  readonly rates: string;
+}
+
+export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
+  const base = `${prefix}:{fleet}`;
+  return { alarms: `${base}:alarms`, instances: `${base}:instances`, rates: `${base}:rates` };
+}
+
 /** Which deployment (the id recorded in its database) owns the keys under this prefix (see `pool/deployment-claim.ts`). */
 export function deploymentKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:deployment`;

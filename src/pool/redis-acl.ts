@@ -85,6 +85,12 @@ const SERVICE_COMMANDS = [
   '+zpopmin',
   // The registration generation.
   '+incr',
+  // The fleet (fleet/redis-fleet-store.ts): alarm records in a capped stream, and each instance's heartbeat in a hash.
+  '+xadd',
+  '+xrevrange',
+  '+hset',
+  '+hgetall',
+  '+hdel',
   // The epoch (run_id, master_replid), the memory check, the client's ready check; readiness.
   '+info',
   '+ping',

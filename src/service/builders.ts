@@ -37,6 +37,10 @@ import { SegmentLeaser } from '../segment/lease';
 import { IdStride } from '../segment/stride';
 import { checkStride } from '../segment/stride-record';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
+import { heartbeatHashTtlMs } from '../fleet/fleet';
+import { MemoryFleetStore } from '../fleet/memory-fleet-store';
+import { RedisFleetStore } from '../fleet/redis-fleet-store';
+import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
 
@@ -190,14 +194,40 @@ export function buildOps(deps: {
   opsConfig: OpsConfig;
   clock: Clock;
   log: Logger;
+  db: Database;
+  redis: RedisClient | undefined;
+  prefix: string;
   stores: Stores;
   registry: EntityRegistry;
   snowflake: SnowflakeRuntime;
+  /** This instance's name (host:pid) in its alarms and heartbeat. */
+  instance: string;
+  /** `host:port` it listens on, once it does. */
+  address: () => string;
 }): Built<Ops> {
-  const { config, stores, snowflake } = deps;
+  const { config, stores, snowflake, opsConfig } = deps;
   const layout = snowflake.generator.layout;
   const lease = snowflake.lease;
+  const ttlMs = opsConfig.instanceTtlMs;
   const ops = createOps({
+    instance: deps.instance,
+    fleet: {
+      // Embedded: a fleet of one, so /admin/instances still lists this instance.
+      store: deps.redis
+        ? new RedisFleetStore(deps.redis, deps.prefix, heartbeatHashTtlMs(ttlMs))
+        : new MemoryFleetStore(),
+      shared: deps.redis !== undefined,
+      ttlMs,
+      self: {
+        version: idpoolVersion(),
+        node: process.version,
+        startedAt: deps.clock.now(),
+        dialect: deps.db.dialect,
+        address: deps.address,
+        workerId: () => (lease ? (lease.status().ok ? (lease.workerId ?? null) : null) : (config.workerId ?? null)),
+        epoch: () => stores.pools.epoch(),
+      },
+    },
     config: deps.opsConfig,
     clock: deps.clock,
     log: deps.log,

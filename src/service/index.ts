@@ -1,4 +1,5 @@
 import { type Server, createServer } from 'node:http';
+import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { EntityRegistry } from '../entities/registry';
@@ -9,7 +10,7 @@ import type { OpsConfig } from '../ops/settings';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
-import type { Ops } from '../ops';
+import { type Ops, instanceName } from '../ops';
 import type { Dispatcher } from '../pool/dispatcher';
 import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
@@ -44,6 +45,8 @@ export interface ServiceOptions {
   log?: Logger;
   /** Prefix of every Redis key, over `config.redisKeyPrefix` (tests use their own). */
   redisPrefix?: string;
+  /** This instance's name in its alarms and fleet heartbeat (default host:pid; tests running several in one process set their own). */
+  instance?: string;
   /** Test seam: runs between reserving a segment and pushing it. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Worker lease and snowflake wait settings, over `config.lease`. */
@@ -97,7 +100,24 @@ export async function createService(config: Config, options: ServiceOptions = {}
       'snowflake',
       await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }),
     );
-    const ops = resources.add('ops', buildOps({ config, opsConfig, clock, log, stores, registry, snowflake }));
+    let address = `${hostname()}:-`;
+    const ops = resources.add(
+      'ops',
+      buildOps({
+        config,
+        opsConfig,
+        clock,
+        log,
+        db,
+        redis,
+        prefix,
+        stores,
+        registry,
+        snowflake,
+        instance: options.instance ?? instanceName(),
+        address: () => address,
+      }),
+    );
     const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
     const pools = resources.add(
       'refiller',
@@ -150,7 +170,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
         ops.start();
         entities.start();
         server = await listenOn(app, port, config.http);
-        return (server.address() as AddressInfo).port;
+        const listening = (server.address() as AddressInfo).port;
+        address = `${hostname()}:${listening}`;
+        // The first heartbeat went out before the port was known: say where this instance is now.
+        void ops.fleet.beat();
+        return listening;
       },
       async stop() {
         stopping = true;

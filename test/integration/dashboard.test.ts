@@ -107,8 +107,17 @@ describeWithServices(
         .toBe('1,000 / 1,000'); // size / target: idle, one floor (max(step, maxSizePerTimes))
       expect(await row.locator('[data-field=takeRate]').getAttribute('data-value')).toBe('0');
       expect(await row.locator('[data-field=poolDry]').textContent()).toBe('never');
-      // The alarms section says whose alarms it lists: this instance's (each keeps its own).
-      expect(await page.textContent('#alarm-instance')).toBe(`${hostname()}:${instance.proc.pid}`);
+      // With Redis the alarms are the fleet's, and the fleet section lists this instance, alive, as the one answering.
+      expect(await page.textContent('#alarms-title')).toBe('Recent alarms of the fleet');
+      expect(await page.textContent('#alarms-note')).toContain(`answering: ${hostname()}:${instance.proc.pid}`);
+      const me = page.locator(`#instances tr[data-instance="${hostname()}:${instance.proc.pid}"]`);
+      await me.waitFor({ state: 'visible' });
+      expect(await me.getAttribute('data-state')).toBe('alive');
+      expect(await me.locator('[data-field=id]').textContent()).toContain('(this one)');
+      expect(await me.locator('[data-field=address]').textContent()).toBe(`${hostname()}:${instance.port}`);
+      expect(await me.locator('[data-field=dialect]').textContent()).toBe('mysql');
+      expect(await me.locator('[data-field=epoch]').getAttribute('title')).toMatch(/^[0-9a-f]{40}:[0-9a-f]{40}$/);
+      expect(await page.getAttribute('#take-rate-head', 'data-scope')).toBe('fleet');
 
       // Draw ids for ~2 s.
       const deadline = Date.now() + 2000;

@@ -246,6 +246,9 @@ describe('deploy/grafana/idpool-dashboard.json', () => {
     expect(reads(/idpool_pool_size.*<.*idpool_pool_low_watermark/)).toBe(true);
     expect(reads(/idpool_dependency_up/)).toBe(true);
     expect(reads(/idpool_refill_failures_total/)).toBe(true);
+    // The fleet row: instances alive and gone, and whether they disagree.
+    expect(reads(/idpool_instances\{[^}]*state="gone"/)).toBe(true);
+    expect(reads(/idpool_instances_disagree/)).toBe(true);
     expect(
       reads(/histogram_quantile\(0\.99, sum by \(route, le\) \(rate\(idpool_http_request_duration_seconds_bucket/),
     ).toBe(true);

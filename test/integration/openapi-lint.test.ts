@@ -103,6 +103,7 @@ describe('GET /openapi.json of a running service lints clean under spectral:oas'
       'DELETE /admin/apps/{key}/secrets/{secretId}': 'removeSecret (admin)',
       'GET /admin/workers': 'listWorkers (ops)',
       'GET /admin/ops': 'opsOverview (ops)',
+      'GET /admin/instances': 'listInstances (ops)',
       'GET /admin/ui': 'dashboardPage (ops)',
       'GET /admin/ui/{asset}': 'dashboardAsset (ops)',
       'GET /healthz': 'healthz (ops)',

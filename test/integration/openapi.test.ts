@@ -269,6 +269,10 @@ describeWithServices(
       expect(flakeOps.body.entities).toEqual([{ key: flake, mode: 'snowflake', takePerSecond: expect.any(Number) }]);
       conforms('GET', '/admin/ops', flakeOps);
       conforms('GET', '/admin/ops', await call(`${base}/admin/ops?limit=0`, admin));
+      const instances = await call(`${base}/admin/instances`, admin);
+      expect(instances.body.instances.length).toBeGreaterThanOrEqual(1);
+      conforms('GET', '/admin/instances', instances);
+      conforms('GET', '/admin/instances', await call(`${base}/admin/instances`));
 
       conforms(
         'POST',

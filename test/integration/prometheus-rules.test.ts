@@ -49,6 +49,8 @@ describe('deploy/prometheus/idpool-rules.yml', () => {
         'IdpoolDatabaseBehind',
         'IdpoolDependencyUnavailable',
         'IdpoolHttp5xxRate',
+        'IdpoolInstancesDisagreeOnEpoch',
+        'IdpoolInstancesDropped',
         'IdpoolInt63LimitForecast',
         'IdpoolJsSafeLimitForecast',
         'IdpoolLeaseLost',

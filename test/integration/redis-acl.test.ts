@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys, fleetKeys } from '../../src/pool/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/pool/functions';
 import { idpool, json } from '../helpers/cli';
@@ -14,6 +14,7 @@ import { type Instance, type RedisServer, startInstance, startRedisServer } from
 import { type RedisClusterTopology, startRedisCluster } from '../helpers/redis-cluster';
 import { until } from '../helpers/sentinel';
 import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { waitFor } from '../support/wait';
 
 /** What `idpool redis-acl … --json` prints. */
 interface PrintedAcl {
@@ -472,6 +473,20 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
     expect(await deniedForService(admin!, service.user)).toEqual([]);
     expect(instance!.output()).not.toMatch(/NOPERM/);
     expect(issued.all.length).toBe(130 * 50 + 5 + 6);
+
+    // The fleet, as this user: the Redis restart's alarm is in the stream and read back, the heartbeat listed.
+    const fleet = fleetKeys();
+    // Raised while Redis was away, redis_server_changed reaches the stream with a heartbeat after it is back.
+    const ops = await waitFor(async () => {
+      const r = await call(`${url}/admin/ops`, { token: ADMIN_TOKEN });
+      return r.body.alarms.recent.some((a: { name: string }) => a.name === 'redis_server_changed') && r;
+    });
+    expect(ops.body.alarms.scope).toBe('fleet');
+    expect(await admin!.xlen(fleet.alarms)).toBeGreaterThan(0);
+    const instances = await call(`${url}/admin/instances`, { token: ADMIN_TOKEN });
+    expect(instances.body).toMatchObject({ source: 'redis', alive: 1 });
+    expect(Object.keys(await admin!.hgetall(fleet.instances))).toHaveLength(1);
+    expect(await deniedForService(admin!, service.user)).toEqual([]);
   });
 
   it('is refused FLUSHALL, FLUSHDB, CONFIG, DEBUG, SHUTDOWN, KEYS and keys outside idpool:*', async (ctx) => {
@@ -542,6 +557,18 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
         ),
       ).toBe('OK');
       expect(await dryRun(admin!, service.user, 'LPOP', 'idpool:{x}:taking', 1)).toBe('OK');
+      // The fleet's stream and heartbeats under the prefix; the same commands elsewhere are refused.
+      const fleet = fleetKeys();
+      for (const command of [
+        ['XADD', fleet.alarms, 'MAXLEN', '~', '1000', '*', 'instance', 'a', 'record', '{}'],
+        ['XREVRANGE', fleet.alarms, '+', '-', 'COUNT', '100'],
+        ['HSET', fleet.instances, 'a', '{}'],
+        ['HGETALL', fleet.instances],
+        ['HDEL', fleet.instances, 'a'],
+      ])
+        expect(await dryRun(admin!, service.user, ...command), command.join(' ')).toBe('OK');
+      expect(await dryRun(admin!, service.user, 'XADD', 'another-app:s', '*', 'a', 'b')).toMatch(/no permissions/);
+      expect(await dryRun(admin!, service.user, 'XREAD', 'STREAMS', fleet.alarms, '0')).toMatch(/no permissions/);
       // The service is still serving: none of the above reached Redis.
       expect(await admin!.dbsize()).toBeGreaterThan(0);
     } finally {

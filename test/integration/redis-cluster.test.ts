@@ -1,12 +1,13 @@
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
+import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
 import { type Instance, startInstance } from '../helpers/processes';
 import { type RedisClusterTopology, entitySlot, startRedisCluster } from '../helpers/redis-cluster';
 import { until } from '../helpers/sentinel';
 import { createTestSchema } from '../helpers/services';
 import { describeWithServices } from '../support/services';
-import { sleep } from '../support/wait';
+import { sleep, waitFor } from '../support/wait';
 
 /** One sequential client of one entity, alternating between the instances. */
 interface Client {
@@ -149,4 +150,27 @@ describeWithServices('Redis Cluster: two idpool instances over 3 masters + 3 rep
     process.stdout.write(`cluster: ${total} ids over ${clients.length} entities, none twice\n`);
     for (const i of instances) expect(i.proc.exitCode).toBeNull();
   }, 240_000);
+
+  it("is one fleet on a Cluster: each instance lists both on one epoch, and has the other's alarms of the faults", async () => {
+    const idOf = (i: Instance) => `${hostname()}:${i.proc.pid}`;
+    const ids = instances.map(idOf).sort();
+    for (const i of instances) {
+      const list = await waitFor(
+        async () => {
+          const r = await call(`${i.url}/admin/instances`, { token: ADMIN_TOKEN });
+          return r.body.alive === 2 && r.body.disagreement.epoch === false && r.body;
+        },
+        { message: 'both instances listed alive on one epoch', timeoutMs: 20_000 },
+      );
+      expect(list.source).toBe('redis');
+      expect(list.instances.map((r: { id: string }) => r.id).sort()).toEqual(ids);
+      // The epoch of a Cluster is every master's, sorted: three of them.
+      expect(list.instances[0].epoch.split(',')).toHaveLength(3);
+      const ops = await call(`${i.url}/admin/ops`, { token: ADMIN_TOKEN });
+      expect(ops.body.alarms.scope).toBe('fleet');
+      // The failover and the kill -9 changed the epoch under both: each one's alarms are in the stream.
+      const raisedBy = new Set(ops.body.alarms.recent.map((a: { instance: string }) => a.instance));
+      for (const id of ids) expect(raisedBy, id).toContain(id);
+    }
+  });
 });

@@ -58,6 +58,8 @@ describe('config: every IDPOOL_* variable in one module', () => {
     ['IDPOOL_ALERT_WEBHOOK_URL', 'ftp://example'],
     ['IDPOOL_ALERT_DEDUPE_MS', '-5'],
     ['IDPOOL_OPS_SAMPLE_MS', '10'],
+    ['IDPOOL_INSTANCE_TTL_MS', '499'],
+    ['IDPOOL_INSTANCE_TTL_MS', 'soon'],
     ['IDPOOL_REQUEST_LOG', 'loud'],
     ['IDPOOL_REQUEST_LOG', 'error'],
     ['IDPOOL_REQUEST_LOG_SLOW_MS', '-1'],

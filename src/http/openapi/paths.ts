@@ -381,6 +381,22 @@ function adminOpsPaths(): Record<string, Schema> {
         },
       },
     },
+    '/admin/instances': {
+      get: {
+        operationId: 'listInstances',
+        tags: ['ops'],
+        summary: 'The instances of the fleet: versions, worker ids, Redis epochs, heartbeats',
+        description:
+          "Every instance's heartbeat (published to Redis every second, with a TTL): alive, or gone once past its TTL (then dropped), and whether the alive ones disagree on the Redis epoch or the version. When Redis does not answer within 500 ms, this instance only, `source: local` with a `note`.",
+        security: adminRead,
+        responses: {
+          200: { description: 'The instances.', content: json(ref('Instances')) },
+          401: E[401],
+          404: E[404],
+          429: E[429],
+        },
+      },
+    },
   };
 }
 

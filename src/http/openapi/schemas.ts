@@ -34,6 +34,8 @@ export function componentSchemas(): Record<string, Schema> {
     EntityOverview: entityOverviewSchema(),
     SnowflakeEntityOverview: snowflakeEntityOverviewSchema(),
     OpsOverview: opsOverviewSchema(),
+    Instance: instanceSchema(),
+    Instances: instancesSchema(),
   };
 }
 
@@ -314,6 +316,88 @@ function alarmSchema(): Schema {
       at: isoDate,
       status: { type: 'string', enum: ['firing', 'resolved'] },
       notified: { type: 'boolean' },
+      instance: { type: 'string', description: 'The instance that raised it (host:pid).' },
+    },
+  };
+}
+
+/** One instance of the fleet, from its heartbeat (`GET /admin/instances`). */
+function instanceSchema(): Schema {
+  const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: 'null' }] });
+  return {
+    type: 'object',
+    required: [
+      'id',
+      'address',
+      'version',
+      'node',
+      'startedAt',
+      'workerId',
+      'epoch',
+      'dialect',
+      'lastSampleAt',
+      'activeAlarms',
+      'ttlMs',
+      'state',
+      'heartbeatAt',
+      'heartbeatAgeSeconds',
+      'self',
+      'disagrees',
+    ],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', description: 'host:pid, the name its alarms carry.' },
+      address: { type: 'string', description: 'host:port it listens on.' },
+      version: { type: 'string', description: 'idpool version.' },
+      node: { type: 'string', description: 'Node.js version.' },
+      startedAt: isoDate,
+      workerId: nullable(int32(0, undefined, 'The snowflake worker id it holds; null when none is held.')),
+      epoch: nullable({ type: 'string', description: 'The Redis epoch (run_id:master_replid) its connection sees.' }),
+      dialect: { type: 'string', description: 'mysql, postgres or sqlite.' },
+      lastSampleAt: nullable(isoDate),
+      activeAlarms: int32(0, undefined, 'Alarm conditions on at that instance.'),
+      ttlMs: int32(1, undefined, 'Gone when its heartbeat is older than this.'),
+      state: {
+        type: 'string',
+        enum: ['alive', 'gone'],
+        description: 'gone: no heartbeat within its TTL (listed for 30 TTLs, then dropped).',
+      },
+      heartbeatAt: isoDate,
+      heartbeatAgeSeconds: { type: 'number', minimum: 0 },
+      self: { type: 'boolean', description: 'The instance answering.' },
+      disagrees: {
+        type: 'array',
+        items: { type: 'string', enum: ['epoch', 'version'] },
+        description: 'What it differs from most alive instances on.',
+      },
+    },
+  };
+}
+
+/** `GET /admin/instances`: the fleet as the answering instance sees it. */
+function instancesSchema(): Schema {
+  return {
+    type: 'object',
+    required: ['at', 'source', 'alive', 'gone', 'disagreement', 'instances'],
+    additionalProperties: false,
+    properties: {
+      at: isoDate,
+      source: {
+        type: 'string',
+        enum: ['redis', 'local'],
+        description:
+          "redis: every instance's heartbeat; local: this instance only (embedded, or Redis did not answer: `note`).",
+      },
+      note: { type: 'string' },
+      alive: int32(0),
+      gone: int32(0),
+      disagreement: {
+        type: 'object',
+        required: ['epoch', 'version'],
+        additionalProperties: false,
+        properties: { epoch: { type: 'boolean' }, version: { type: 'boolean' } },
+      },
+      instances: { type: 'array', items: ref('Instance'), description: 'Alive first, then gone; by id.' },
     },
   };
 }
@@ -409,7 +493,18 @@ function snowflakeEntityOverviewSchema(): Schema {
 function opsOverviewSchema(): Schema {
   return {
     type: 'object',
-    required: ['at', 'entityCount', 'matching', 'entities', 'snowflake', 'sampling', 'workers', 'alarms'],
+    required: [
+      'at',
+      'entityCount',
+      'matching',
+      'entities',
+      'snowflake',
+      'sampling',
+      'workers',
+      'alarms',
+      'rates',
+      'instances',
+    ],
     additionalProperties: false,
     properties: {
       at: isoDate,
@@ -443,16 +538,31 @@ function opsOverviewSchema(): Schema {
       workers: { type: 'array', items: ref('Worker'), description: 'Live worker leases only.' },
       alarms: {
         type: 'object',
-        required: ['instance', 'active', 'recent'],
+        required: ['scope', 'instance', 'active', 'recent'],
         additionalProperties: false,
         description:
-          "This instance's alarms only: each instance keeps its own (idpool_alarms_total in every instance's /metrics counts them all).",
+          "fleet: every instance's recent alarms (from Redis), each naming its instance; instance: this instance's own (embedded mode, or Redis did not answer, which `note` says).",
         properties: {
-          instance: { type: 'string', description: 'The instance whose alarms these are (host:pid).' },
-          active: int32(0),
-          recent: { type: 'array', items: ref('Alarm') },
+          scope: { type: 'string', enum: ['fleet', 'instance'] },
+          note: { type: 'string' },
+          instance: { type: 'string', description: 'The instance answering (host:pid).' },
+          active: int32(0, undefined, 'Alarm conditions on now, over the alive instances (scope fleet).'),
+          recent: { type: 'array', items: ref('Alarm'), description: 'Newest first.' },
         },
       },
+      rates: {
+        type: 'object',
+        required: ['scope', 'instances'],
+        additionalProperties: false,
+        description:
+          "Whose take rates `entities` shows: fleet = summed over the alive instances; instance = this instance's (the fleet could not be read: `note`). Per-instance figures are in each instance's /metrics.",
+        properties: {
+          scope: { type: 'string', enum: ['fleet', 'instance'] },
+          instances: int32(1),
+          note: { type: 'string' },
+        },
+      },
+      instances: ref('Instances'),
     },
   };
 }

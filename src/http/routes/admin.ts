@@ -98,7 +98,7 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 }
 
-/** Worker leases and the dashboard's overview of pools, forecasts and alarms. */
+/** Worker leases, the dashboard's overview of pools, forecasts and alarms, and the fleet's instances. */
 function operationRoutes(router: Router, deps: AdminRouteDeps): void {
   router.get('/workers', async (_req, res) => {
     res.json({ workers: deps.workers ? await deps.workers.list() : [] });
@@ -112,6 +112,12 @@ function operationRoutes(router: Router, deps: AdminRouteDeps): void {
       throw new InvalidRequestError('q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .');
     }
     res.json(await deps.ops.overview({ limit, search: q || undefined }));
+  });
+
+  // Never a 5xx for Redis: the fleet read falls back to this instance, saying so (fleet/fleet.ts).
+  router.get('/instances', async (_req, res) => {
+    if (!deps.ops) throw new NotFoundError('the ops overview is not enabled');
+    res.json(await deps.ops.instances());
   });
 }
 

@@ -152,7 +152,7 @@
               class: 'num',
               'data-field': 'takeRate',
               'data-value': String(e.takePerSecond),
-              title: 'served by this instance',
+              title: rateScope(data.rates),
             },
             rate(e.takePerSecond),
           ),
@@ -214,6 +214,87 @@
     });
   }
 
+  // Whose take rates the table shows: the fleet's (summed over its instances) or, when the fleet could not be read, this instance's.
+  function rateScope(rates) {
+    return rates.scope === 'fleet'
+      ? 'fleet: summed over ' + rates.instances + (rates.instances === 1 ? ' instance' : ' instances')
+      : 'this instance only' + (rates.note ? ' (' + rates.note + ')' : '');
+  }
+  function renderRates(rates) {
+    var head = $('take-rate-head');
+    head.textContent =
+      rates.scope === 'fleet' ? 'Take rate (fleet, ' + rates.instances + ')' : 'Take rate (this instance)';
+    head.setAttribute('data-scope', rates.scope);
+    head.title = rateScope(rates) + "; per-instance figures are in each instance's /metrics";
+  }
+
+  function short(iso) {
+    return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '-';
+  }
+
+  // The fleet's instances: gone ones greyed with their last heartbeat, disagreements named.
+  function renderInstances(fleet) {
+    var body = $('instances').querySelector('tbody');
+    body.replaceChildren();
+    $('fleet-summary').textContent =
+      fleet.alive +
+      ' alive' +
+      (fleet.gone ? ', ' + fleet.gone + ' gone' : '') +
+      (fleet.source === 'local' ? ' (this instance only)' : '');
+    $('fleet').setAttribute('data-source', fleet.source);
+    $('fleet-note').hidden = !fleet.note;
+    $('fleet-note').textContent = fleet.note || '';
+    var flags = [];
+    if (fleet.disagreement.epoch)
+      flags.push('instances see different Redis epochs (one may still be on an old master)');
+    if (fleet.disagreement.version) flags.push('instances run different idpool versions');
+    $('fleet-disagree').hidden = flags.length === 0;
+    $('fleet-disagree').textContent = flags.length ? 'Disagreement: ' + flags.join('; ') + '.' : '';
+    var now = Date.parse(fleet.at);
+    fleet.instances.forEach(function (i) {
+      var tr = el('tr', {
+        'data-instance': i.id,
+        'data-state': i.state,
+        class: i.state + (i.disagrees.length ? ' disagrees' : ''),
+      });
+      tr.appendChild(el('td', { 'data-field': 'id' }, i.id + (i.self ? ' (this one)' : '')));
+      tr.appendChild(el('td', { 'data-field': 'address' }, i.address));
+      tr.appendChild(
+        el(
+          'td',
+          { 'data-field': 'state', title: 'gone: no heartbeat within its TTL (' + i.ttlMs / 1000 + ' s)' },
+          i.state,
+        ),
+      );
+      tr.appendChild(
+        el(
+          'td',
+          { 'data-field': 'heartbeat', title: i.heartbeatAt },
+          ago(Math.max(0, (now - Date.parse(i.heartbeatAt)) / 1000)),
+        ),
+      );
+      var vFlag = i.disagrees.indexOf('version') >= 0;
+      var eFlag = i.disagrees.indexOf('epoch') >= 0;
+      tr.appendChild(
+        el('td', { 'data-field': 'version', class: vFlag ? 'flag' : '' }, i.version + (vFlag ? ' ≠' : '')),
+      );
+      tr.appendChild(el('td', { 'data-field': 'node' }, i.node));
+      tr.appendChild(el('td', { class: 'num', 'data-field': 'workerId' }, i.workerId === null ? '-' : i.workerId));
+      tr.appendChild(
+        el(
+          'td',
+          { 'data-field': 'epoch', class: eFlag ? 'flag' : '', title: i.epoch || 'not read' },
+          i.epoch === null ? 'not read' : i.epoch.slice(0, 12) + '…' + (eFlag ? ' ≠' : ''),
+        ),
+      );
+      tr.appendChild(el('td', { 'data-field': 'dialect' }, i.dialect));
+      tr.appendChild(el('td', { 'data-field': 'startedAt' }, short(i.startedAt)));
+      tr.appendChild(el('td', { 'data-field': 'lastSample' }, short(i.lastSampleAt)));
+      tr.appendChild(el('td', { class: 'num', 'data-field': 'activeAlarms' }, i.activeAlarms));
+      body.appendChild(tr);
+    });
+  }
+
   function renderWorkers(workers) {
     var body = $('workers').querySelector('tbody');
     body.replaceChildren();
@@ -229,22 +310,41 @@
     });
   }
 
+  // The fleet's alarms, each naming its instance; this instance's own ring when Redis did not answer, saying so.
   function renderAlarms(alarms) {
     var list = $('alarms');
     list.replaceChildren();
     $('no-alarms').hidden = alarms.recent.length > 0;
-    $('alarm-instance').textContent = alarms.instance;
+    $('fleet-alarms').setAttribute('data-scope', alarms.scope);
+    $('alarms-title').textContent =
+      alarms.scope === 'fleet' ? 'Recent alarms of the fleet' : 'Recent alarms of this instance';
+    var note = $('alarms-note');
+    note.className = alarms.note ? 'fallback' : 'muted';
+    note.textContent = alarms.note
+      ? alarms.note + ' (answering: ' + alarms.instance + ').'
+      : alarms.scope === 'fleet'
+        ? "Every instance's alarms, newest first; answering: " + alarms.instance + '.'
+        : 'Instance ' + alarms.instance + ' (embedded mode: the only one).';
     $('active-alarms').textContent = alarms.active ? alarms.active + ' active' : '';
     alarms.recent.slice(0, 30).forEach(function (a) {
-      var li = el('li', { class: a.status === 'resolved' ? 'resolved' : a.severity, 'data-alarm': a.name });
-      li.textContent =
-        a.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z') +
-        ' ' +
-        (a.status === 'resolved' ? 'resolved ' : '') +
-        a.name +
-        (a.entityKey ? ' [' + a.entityKey + ']' : '') +
-        ': ' +
-        a.message;
+      var li = el('li', {
+        class: a.status === 'resolved' ? 'resolved' : a.severity,
+        'data-alarm': a.name,
+        'data-instance': a.instance,
+      });
+      li.appendChild(el('span', { class: 'alarm-instance' }, a.instance));
+      li.appendChild(
+        document.createTextNode(
+          ' ' +
+            short(a.at) +
+            ' ' +
+            (a.status === 'resolved' ? 'resolved ' : '') +
+            a.name +
+            (a.entityKey ? ' [' + a.entityKey + ']' : '') +
+            ': ' +
+            a.message,
+        ),
+      );
       list.appendChild(li);
     });
   }
@@ -315,6 +415,8 @@
         renderEntities(data);
         renderWorkers(data.workers);
         renderAlarms(data.alarms);
+        renderRates(data.rates);
+        renderInstances(data.instances);
         renderSnowflake(data.snowflake);
         renderSampling(data.sampling);
         $('status').textContent = 'updated ' + data.at;

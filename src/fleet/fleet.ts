@@ -1,0 +1,255 @@
+import type { Clock } from '../clock';
+import { errorMessage } from '../errors';
+import type { Logger } from '../logger';
+import { type Periodic, every } from '../schedule';
+import {
+  type FleetInstances,
+  GONE_KEPT_TTLS,
+  type Heartbeat,
+  fleetRates,
+  fleetView,
+  publishedRates,
+} from './instances';
+import type { FleetAlarm, FleetStore } from './redis-fleet-store';
+
+/** What this instance says about itself, read at each heartbeat. */
+export interface FleetSelf {
+  readonly id: string;
+  readonly version: string;
+  readonly node: string;
+  readonly startedAt: number;
+  readonly dialect: string;
+  /** `host:port`, known once listening. */
+  address(): string;
+  workerId(): number | null;
+  /** The Redis epoch this instance's connection sees. */
+  epoch(): Promise<string>;
+  lastSampleAt(): number | undefined;
+  activeAlarms(): number;
+  /** Ids per second served recently here, per entity. */
+  rates(): ReadonlyMap<string, number>;
+}
+
+export interface FleetOptions {
+  store: FleetStore;
+  clock: Clock;
+  log: Logger;
+  self: FleetSelf;
+  /** An instance not heard from within this many ms is gone (IDPOOL_INSTANCE_TTL_MS). */
+  ttlMs: number;
+  /** Each read of the fleet waits this long for Redis, then answers from this instance alone. */
+  readTimeoutMs?: number;
+  /** Each heartbeat's view of the fleet (the `idpool_instances` gauges). */
+  onView?(view: FleetInstances): void;
+}
+
+/**
+ * Half a second: a page that waits longer for Redis than for its own data
+ * feels broken, and a Redis answering at all answers in a millisecond or two.
+ */
+const READ_TIMEOUT_MS = 500;
+/** Alarm records kept while Redis is away: as many as the dashboard shows of an instance's own ring. */
+const MAX_UNSENT = 100;
+/** A failing fleet write or read is logged once a minute, not once a heartbeat or an alarm. */
+const FAILURE_LOG_MS = 60_000;
+
+/** Where fleet alarms come from: Redis, or (it did not answer) this instance's own ring. */
+export interface FleetAlarms {
+  readonly source: 'redis' | 'local';
+  readonly note?: string;
+  readonly recent: FleetAlarm[];
+}
+
+/** Fleet rates: per entity, summed over `instances` alive instances. */
+export interface FleetRates {
+  readonly rates: Map<string, number>;
+  readonly instances: number;
+}
+
+/**
+ * This instance in the fleet: its heartbeat (published with a TTL every
+ * fifth of the TTL, at most once a second), its alarms in the fleet stream,
+ * and the fleet's instances, alarms and rates read back. Every read is
+ * bounded ({@link READ_TIMEOUT_MS}) and falls back to this instance alone,
+ * saying so; no write ever fails a caller.
+ */
+export class Fleet {
+  private readonly schedule: Periodic;
+  private readonly readTimeoutMs: number;
+  private lastFailureLog = Number.NEGATIVE_INFINITY;
+  /** Alarm records Redis did not take (an alarm about Redis itself is raised while it is away): sent on a later beat. */
+  private readonly unsent: Record<string, unknown>[] = [];
+
+  constructor(private readonly o: FleetOptions) {
+    this.readTimeoutMs = o.readTimeoutMs ?? READ_TIMEOUT_MS;
+    // Five heartbeats a TTL: one lost to a slow Redis or a GC pause does not make an instance look gone.
+    const intervalMs = Math.max(100, Math.min(1000, Math.floor(o.ttlMs / 5)));
+    this.schedule = every('fleet-heartbeat', intervalMs, () => this.beat(), o.clock);
+  }
+
+  start(): void {
+    this.schedule.start();
+    void this.schedule.runNow();
+  }
+
+  /** Stops the heartbeat and takes this instance off the list: a stop is not a loss. */
+  async stop(): Promise<void> {
+    await this.schedule.stop();
+    await this.bounded(this.o.store.drop([this.o.self.id])).catch(() => undefined);
+  }
+
+  /** Publishes this instance's heartbeat, then reads the fleet's (drops the long gone, updates the gauges). */
+  async beat(): Promise<void> {
+    try {
+      await this.bounded(this.o.store.publish(await this.heartbeat(), publishedRates(this.o.self.rates())));
+      await this.sendUnsent();
+      const view = await this.read();
+      this.o.onView?.(view);
+    } catch (err) {
+      this.failed('fleet heartbeat failed', err);
+    }
+  }
+
+  /** Every instance's heartbeat as the fleet view; this instance alone, with `note`, when Redis does not answer. */
+  async instances(): Promise<FleetInstances> {
+    try {
+      return await this.read();
+    } catch (err) {
+      const now = this.o.clock.now();
+      // Redis just did not answer: its epoch would cost another timeout to learn nothing.
+      const own = await this.heartbeat(false);
+      return {
+        ...fleetView([own], now, own.id).view,
+        source: 'local',
+        note: `Redis did not answer (${errorMessage(err)}): this instance only`,
+      };
+    }
+  }
+
+  /**
+   * Records an alarm in the fleet stream. One Redis does not take is kept
+   * (the latest {@link MAX_UNSENT}) and sent after the next heartbeat that
+   * reaches it; a failure is logged (once a minute), never thrown.
+   */
+  appendAlarm(record: Record<string, unknown>): void {
+    // Behind records already waiting: they go first, in order.
+    if (this.unsent.length) {
+      this.keep(record);
+      return;
+    }
+    this.bounded(this.o.store.appendAlarm({ instance: this.o.self.id, record })).catch((err: unknown) => {
+      this.keep(record);
+      this.failed('could not add an alarm to the fleet stream; it is sent once Redis answers', err);
+    });
+  }
+
+  private keep(record: Record<string, unknown>): void {
+    this.unsent.push(record);
+    if (this.unsent.length > MAX_UNSENT) this.unsent.splice(0, this.unsent.length - MAX_UNSENT);
+  }
+
+  /** Sends the kept records, oldest first, until one fails (it stays for the next beat). */
+  private async sendUnsent(): Promise<void> {
+    while (this.unsent.length) {
+      await this.bounded(this.o.store.appendAlarm({ instance: this.o.self.id, record: this.unsent[0] }));
+      this.unsent.shift();
+    }
+  }
+
+  /** The fleet's newest `count` alarms, or `local()` (this instance's) with a note when Redis does not answer. */
+  async alarms(count: number, local: () => FleetAlarm[]): Promise<FleetAlarms> {
+    try {
+      return { source: 'redis', recent: await this.bounded(this.o.store.recentAlarms(count)) };
+    } catch (err) {
+      return {
+        source: 'local',
+        note: `Redis did not answer (${errorMessage(err)}): the alarms of this instance only`,
+        recent: local(),
+      };
+    }
+  }
+
+  /**
+   * Per-entity take rates summed over the instances alive in `view` (just
+   * read by {@link instances}): this instance's now, the others' as of their
+   * last heartbeat. Undefined when Redis does not answer (the caller shows
+   * this instance's own, saying so).
+   */
+  async rates(view: FleetInstances): Promise<FleetRates | undefined> {
+    if (view.source === 'local' && this.o.store.kind === 'redis') return undefined;
+    const others = new Set(view.instances.filter((i) => i.state === 'alive' && !i.self).map((i) => i.id));
+    let rates = new Map<string, number>();
+    if (others.size > 0) {
+      try {
+        rates = fleetRates(await this.bounded(this.o.store.rates()), others);
+      } catch {
+        return undefined;
+      }
+    }
+    for (const [entity, rate] of this.o.self.rates()) rates.set(entity, (rates.get(entity) ?? 0) + rate);
+    return { rates, instances: others.size + 1 };
+  }
+
+  private async read(): Promise<FleetInstances> {
+    const heartbeats = await this.bounded(this.o.store.heartbeats());
+    const now = this.o.clock.now();
+    const { view, drop } = fleetView(heartbeats, now, this.o.self.id);
+    if (drop.length) await this.bounded(this.o.store.drop(drop));
+    return this.o.store.kind === 'redis'
+      ? { ...view, source: 'redis' }
+      : { ...view, source: 'local', note: 'embedded mode (no Redis): this instance is the whole deployment' };
+  }
+
+  private async heartbeat(readEpoch = true): Promise<Heartbeat> {
+    const s = this.o.self;
+    const sampled = s.lastSampleAt();
+    let epoch: string | null = null;
+    try {
+      if (readEpoch) epoch = await this.bounded(s.epoch());
+    } catch {
+      // Published as unknown: the heartbeat still says the instance is up.
+    }
+    return {
+      id: s.id,
+      address: s.address(),
+      version: s.version,
+      node: s.node,
+      startedAt: new Date(s.startedAt).toISOString(),
+      workerId: s.workerId(),
+      epoch,
+      dialect: s.dialect,
+      lastSampleAt: sampled === undefined ? null : new Date(sampled).toISOString(),
+      activeAlarms: s.activeAlarms(),
+      at: this.o.clock.now(),
+      ttlMs: this.o.ttlMs,
+    };
+  }
+
+  /** `work`, or a rejection once {@link readTimeoutMs} has passed on the injected clock. */
+  private async bounded<T>(work: Promise<T>): Promise<T> {
+    const abort = new AbortController();
+    const timeout = this.o.clock.sleep(this.readTimeoutMs, abort.signal).then(() => {
+      throw new Error(`no answer within ${this.readTimeoutMs} ms`);
+    });
+    try {
+      return await Promise.race([work, timeout]);
+    } finally {
+      abort.abort();
+      // The loser of the race: settled, so it is no unhandled rejection.
+      work.catch(() => undefined);
+      timeout.catch(() => undefined);
+    }
+  }
+
+  private failed(what: string, err: unknown): void {
+    const now = this.o.clock.now();
+    if (now - this.lastFailureLog < FAILURE_LOG_MS) return;
+    this.lastFailureLog = now;
+    this.o.log.warn({ err: errorMessage(err) }, what);
+  }
+}
+
+/** The heartbeat hash outlives the last heartbeat by the time a gone instance stays listed. */
+export function heartbeatHashTtlMs(ttlMs: number): number {
+  return ttlMs * GONE_KEPT_TTLS;
+}

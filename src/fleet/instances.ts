@@ -1,0 +1,190 @@
+/**
+ * What each instance publishes about itself (its heartbeat), and the fleet
+ * view built from every heartbeat: who is alive, who is gone, who disagrees.
+ * No I/O here: `fleet.ts` reads and writes, this decides.
+ */
+
+/** One instance's heartbeat, as published (JSON in the fleet hash). */
+export interface Heartbeat {
+  /** `host:pid`: the name its alarms carry too. */
+  readonly id: string;
+  /** `host:port` it listens on. */
+  readonly address: string;
+  readonly version: string;
+  /** `process.version`. */
+  readonly node: string;
+  /** ISO time the process started. */
+  readonly startedAt: string;
+  /** The snowflake worker id it holds, or null (none leased, or not held now). */
+  readonly workerId: number | null;
+  /** The Redis epoch its connection sees (`run_id:master_replid`), or null when it could not read it. */
+  readonly epoch: string | null;
+  /** `mysql`, `postgres` or `sqlite`. */
+  readonly dialect: string;
+  /** ISO time of its last ops sample, or null before the first. */
+  readonly lastSampleAt: string | null;
+  /** Alarm conditions on at this instance. */
+  readonly activeAlarms: number;
+  /** Unix ms (its clock) it was published at. */
+  readonly at: number;
+  /** Gone when not renewed within this many ms of `at`. */
+  readonly ttlMs: number;
+}
+
+/** Ids per second an instance served recently, per entity: published beside its heartbeat. */
+export type EntityRates = Readonly<Record<string, number>>;
+
+/**
+ * Rates published per heartbeat: the busiest entities only, so they stay
+ * ~16 kB (~32 bytes an entity) whatever the entity count; the dashboard
+ * shows the busiest 50 by default. They sit in a hash of their own, read
+ * when a page is served, so the heartbeats read every second stay small.
+ */
+export const MAX_PUBLISHED_RATES = 500;
+
+/**
+ * A gone instance is listed for this many TTLs (5 min at the default 10 s),
+ * then dropped: long enough for a person or a scrape to see it went.
+ */
+export const GONE_KEPT_TTLS = 30;
+
+export type InstanceState = 'alive' | 'gone';
+
+/** An instance as `GET /admin/instances` lists it. */
+export interface InstanceView extends Omit<Heartbeat, 'at'> {
+  readonly state: InstanceState;
+  /** ISO time of its last heartbeat. */
+  readonly heartbeatAt: string;
+  readonly heartbeatAgeSeconds: number;
+  /** The instance answering. */
+  readonly self: boolean;
+  /** What it differs from most alive instances on (epoch, version). */
+  readonly disagrees: readonly ('epoch' | 'version')[];
+}
+
+/** The fleet as one instance sees it. */
+export interface FleetInstances {
+  readonly at: string;
+  /** `redis`: every instance's heartbeat; `local`: Redis did not answer, this instance only (`note` says why). */
+  readonly source: 'redis' | 'local';
+  readonly note?: string;
+  readonly alive: number;
+  readonly gone: number;
+  /** Alive instances see more than one epoch / run more than one version. */
+  readonly disagreement: { readonly epoch: boolean; readonly version: boolean };
+  readonly instances: readonly InstanceView[];
+}
+
+/** Heartbeats split into what to list and what to drop (gone for over {@link GONE_KEPT_TTLS} TTLs). */
+export function fleetView(
+  heartbeats: readonly Heartbeat[],
+  now: number,
+  selfId: string,
+): { view: Omit<FleetInstances, 'source' | 'note'>; drop: string[] } {
+  const drop: string[] = [];
+  const listed: { hb: Heartbeat; state: InstanceState }[] = [];
+  for (const hb of heartbeats) {
+    const age = now - hb.at;
+    if (age > hb.ttlMs * GONE_KEPT_TTLS) drop.push(hb.id);
+    else listed.push({ hb, state: age > hb.ttlMs ? 'gone' : 'alive' });
+  }
+  const alive = listed.filter((i) => i.state === 'alive').map((i) => i.hb);
+  // An epoch of null (not read) is no opinion, not a disagreement.
+  const epochs = alive.map((hb) => hb.epoch).filter((e): e is string => e !== null);
+  const usualEpoch = mostCommon(epochs);
+  const usualVersion = mostCommon(alive.map((hb) => hb.version));
+  const instances = listed
+    .map(({ hb, state }): InstanceView => {
+      const disagrees: ('epoch' | 'version')[] = [];
+      if (state === 'alive' && hb.epoch !== null && usualEpoch !== undefined && hb.epoch !== usualEpoch)
+        disagrees.push('epoch');
+      if (state === 'alive' && usualVersion !== undefined && hb.version !== usualVersion) disagrees.push('version');
+      const { at, ...shown } = hb;
+      return {
+        ...shown,
+        state,
+        heartbeatAt: new Date(at).toISOString(),
+        heartbeatAgeSeconds: Math.max(0, Math.round((now - at) / 100) / 10),
+        self: hb.id === selfId,
+        disagrees,
+      };
+    })
+    .sort((a, b) => (a.state === b.state ? (a.id < b.id ? -1 : 1) : a.state === 'alive' ? -1 : 1));
+  return {
+    view: {
+      at: new Date(now).toISOString(),
+      alive: alive.length,
+      gone: listed.length - alive.length,
+      disagreement: { epoch: new Set(epochs).size > 1, version: new Set(alive.map((hb) => hb.version)).size > 1 },
+      instances,
+    },
+    drop,
+  };
+}
+
+/** Ids per second per entity, summed over `rates` of the instances named in `alive`. */
+export function fleetRates(rates: ReadonlyMap<string, EntityRates>, alive: ReadonlySet<string>): Map<string, number> {
+  const sum = new Map<string, number>();
+  for (const [id, perEntity] of rates) {
+    if (!alive.has(id)) continue;
+    for (const [entity, rate] of Object.entries(perEntity))
+      if (typeof rate === 'number' && Number.isFinite(rate)) sum.set(entity, (sum.get(entity) ?? 0) + rate);
+  }
+  return sum;
+}
+
+/** The busiest `max` of `rates`, as a heartbeat carries them (two decimals: a rate, not a count). */
+export function publishedRates(rates: ReadonlyMap<string, number>, max = MAX_PUBLISHED_RATES): Record<string, number> {
+  const busiest = [...rates].filter(([, r]) => r > 0).sort((a, b) => b[1] - a[1]);
+  return Object.fromEntries(busiest.slice(0, max).map(([k, r]) => [k, Math.round(r * 100) / 100]));
+}
+
+/** A heartbeat read back from Redis, its known fields only, or undefined when it is not one (another version's, or damaged). */
+export function parseHeartbeat(json: string): Heartbeat | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== 'object' || v === null) return undefined;
+  const hb = v as Record<keyof Heartbeat, unknown>;
+  const text = (x: unknown) => (typeof x === 'string' ? x : undefined);
+  const orNull = <T>(x: T | undefined) => x ?? null;
+  if (typeof hb.id !== 'string' || typeof hb.version !== 'string') return undefined;
+  if (typeof hb.at !== 'number' || typeof hb.ttlMs !== 'number' || !(hb.ttlMs > 0)) return undefined;
+  return {
+    id: hb.id,
+    address: text(hb.address) ?? '',
+    version: hb.version,
+    node: text(hb.node) ?? '',
+    startedAt: text(hb.startedAt) ?? new Date(hb.at).toISOString(),
+    workerId: typeof hb.workerId === 'number' ? hb.workerId : null,
+    epoch: orNull(text(hb.epoch)),
+    dialect: text(hb.dialect) ?? '',
+    lastSampleAt: orNull(text(hb.lastSampleAt)),
+    activeAlarms: typeof hb.activeAlarms === 'number' ? hb.activeAlarms : 0,
+    at: hb.at,
+    ttlMs: hb.ttlMs,
+  };
+}
+
+/** Rates read back from Redis, or undefined when they are not an object. */
+export function parseRates(json: string): EntityRates | undefined {
+  try {
+    const v: unknown = JSON.parse(json);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as EntityRates) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The value most of `values` have (ties: the smallest, so every instance picks the same), or undefined for none. */
+function mostCommon(values: readonly string[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best: { value: string; count: number } | undefined;
+  for (const [value, count] of counts)
+    if (!best || count > best.count || (count === best.count && value < best.value)) best = { value, count };
+  return best?.value;
+}

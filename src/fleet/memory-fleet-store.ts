@@ -1,0 +1,47 @@
+import type { EntityRates, Heartbeat } from './instances';
+import type { FleetAlarm, FleetStore } from './redis-fleet-store';
+
+/**
+ * The fleet of one process: embedded mode (no Redis, so no other instance
+ * shares its ids) and unit tests. Same behaviour as the Redis store, in memory.
+ */
+export class MemoryFleetStore implements FleetStore {
+  readonly kind = 'memory';
+  private readonly alarms: FleetAlarm[] = [];
+  private readonly beats = new Map<string, Heartbeat>();
+  private readonly published = new Map<string, EntityRates>();
+
+  constructor(private readonly maxAlarms = 1000) {}
+
+  appendAlarm(alarm: FleetAlarm): Promise<void> {
+    this.alarms.push(alarm);
+    if (this.alarms.length > this.maxAlarms) this.alarms.splice(0, this.alarms.length - this.maxAlarms);
+    return Promise.resolve();
+  }
+
+  recentAlarms(count: number): Promise<FleetAlarm[]> {
+    return Promise.resolve(this.alarms.slice(-count).reverse());
+  }
+
+  publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void> {
+    this.beats.set(heartbeat.id, heartbeat);
+    this.published.set(heartbeat.id, rates);
+    return Promise.resolve();
+  }
+
+  rates(): Promise<Map<string, EntityRates>> {
+    return Promise.resolve(new Map(this.published));
+  }
+
+  heartbeats(): Promise<Heartbeat[]> {
+    return Promise.resolve([...this.beats.values()]);
+  }
+
+  drop(ids: readonly string[]): Promise<void> {
+    for (const id of ids) {
+      this.beats.delete(id);
+      this.published.delete(id);
+    }
+    return Promise.resolve();
+  }
+}

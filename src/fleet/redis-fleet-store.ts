@@ -1,0 +1,126 @@
+import { type FleetKeys, fleetKeys } from '../pool/keys';
+import type { RedisClient } from '../pool/redis-connection';
+import { type EntityRates, type Heartbeat, parseHeartbeat, parseRates } from './instances';
+
+/** An alarm record as the fleet stream holds it: the record's own fields, and the instance that raised it. */
+export interface FleetAlarm {
+  readonly instance: string;
+  readonly record: Record<string, unknown>;
+}
+
+/** What the fleet keeps in Redis: the alarm stream and the heartbeats (a fake or another store can stand in). */
+export interface FleetStore {
+  /** `redis`: shared by every instance on it; `memory`: this process alone (embedded). */
+  readonly kind: 'redis' | 'memory';
+  appendAlarm(alarm: FleetAlarm): Promise<void>;
+  /** The newest `count` alarms, newest first. */
+  recentAlarms(count: number): Promise<FleetAlarm[]>;
+  /** This instance's heartbeat and its recent take rates. */
+  publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void>;
+  heartbeats(): Promise<Heartbeat[]>;
+  /** Every instance's last published rates, by instance id. */
+  rates(): Promise<Map<string, EntityRates>>;
+  drop(ids: readonly string[]): Promise<void>;
+}
+
+/**
+ * Alarm records kept in the stream: the dashboard shows 100, and a burst of
+ * one alarm per entity over a few hundred entities still leaves the last
+ * minutes readable. `MAXLEN ~` trims whole stream nodes (100 entries by
+ * default), so the stream holds between this and ~100 more.
+ */
+const ALARM_STREAM_LENGTH = 1000;
+
+/** The fleet's alarm stream and heartbeat hash in Redis (keys from `pool/keys.ts`, one Cluster slot). */
+export class RedisFleetStore implements FleetStore {
+  readonly kind = 'redis';
+  private readonly keys: FleetKeys;
+
+  constructor(
+    private readonly redis: RedisClient,
+    prefix: string,
+    /** The heartbeat hash is deleted this long after the last heartbeat of any instance (a fleet gone for good). */
+    private readonly hashTtlMs: number,
+  ) {
+    this.keys = fleetKeys(prefix);
+  }
+
+  async appendAlarm(alarm: FleetAlarm): Promise<void> {
+    await this.redis.xadd(
+      this.keys.alarms,
+      'MAXLEN',
+      '~',
+      ALARM_STREAM_LENGTH,
+      '*',
+      'instance',
+      alarm.instance,
+      'record',
+      JSON.stringify(alarm.record),
+    );
+  }
+
+  async recentAlarms(count: number): Promise<FleetAlarm[]> {
+    const entries = await this.redis.xrevrange(this.keys.alarms, '+', '-', 'COUNT', count);
+    const out: FleetAlarm[] = [];
+    for (const [, fields] of entries) {
+      const alarm = parseEntry(fields);
+      if (alarm) out.push(alarm);
+    }
+    return out;
+  }
+
+  async publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void> {
+    // One slot (the `{fleet}` tag), so one MULTI on a Cluster too.
+    await this.redis
+      .multi()
+      .hset(this.keys.instances, heartbeat.id, JSON.stringify(heartbeat))
+      .hset(this.keys.rates, heartbeat.id, JSON.stringify(rates))
+      .pexpire(this.keys.instances, this.hashTtlMs)
+      .pexpire(this.keys.rates, this.hashTtlMs)
+      .exec();
+  }
+
+  async heartbeats(): Promise<Heartbeat[]> {
+    const all = await this.redis.hgetall(this.keys.instances);
+    return Object.values(all)
+      .map(parseHeartbeat)
+      .filter((hb): hb is Heartbeat => hb !== undefined);
+  }
+
+  async rates(): Promise<Map<string, EntityRates>> {
+    const out = new Map<string, EntityRates>();
+    for (const [id, json] of Object.entries(await this.redis.hgetall(this.keys.rates))) {
+      const rates = parseRates(json);
+      if (rates) out.set(id, rates);
+    }
+    return out;
+  }
+
+  async drop(ids: readonly string[]): Promise<void> {
+    if (!ids.length) return;
+    await this.redis
+      .multi()
+      .hdel(this.keys.instances, ...ids)
+      .hdel(this.keys.rates, ...ids)
+      .exec();
+  }
+}
+
+/** A stream entry's `instance` and `record` fields, or undefined when it has no readable record. */
+function parseEntry(fields: string[]): FleetAlarm | undefined {
+  let instance: string | undefined;
+  let json: string | undefined;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === 'instance') instance = fields[i + 1];
+    else if (fields[i] === 'record') json = fields[i + 1];
+  }
+  if (instance === undefined || json === undefined) return undefined;
+  try {
+    const record: unknown = JSON.parse(json);
+    return typeof record === 'object' && record !== null
+      ? { instance, record: record as Record<string, unknown> }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
