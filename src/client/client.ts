@@ -1,4 +1,5 @@
 import { IdpoolClientError } from './errors';
+import { type LeaseAnswer, type LeaseOptions, type LeasedIds, leasedIds } from './leased-ids';
 import { type BufferOptions, TrendBuffer } from './trend-buffer';
 import { type ClientClock, Transport, defaultIdempotencyKey, systemClientClock } from './transport';
 
@@ -15,6 +16,12 @@ export interface EntityOptions {
   mode?: EntityMode;
   /** A local buffer of prefetched ids; only for `trend` entities. */
   buffer?: BufferOptions;
+  /**
+   * Hand ids out in this process from segments the service leases
+   * (`POST /apps/:key/segments`); only for `trend` entities, not with
+   * `buffer`. `client.leased(key).next()` is then synchronous.
+   */
+  lease?: LeaseOptions;
 }
 
 export interface IdpoolClientOptions {
@@ -76,6 +83,7 @@ interface Entity {
   readonly key: string;
   readonly options: EntityOptions;
   readonly buffer?: TrendBuffer;
+  readonly leased?: LeasedIds<number> | LeasedIds<bigint>;
 }
 
 /**
@@ -93,6 +101,7 @@ interface Entity {
  */
 export class IdpoolClient {
   private readonly transport: Transport;
+  private readonly clock: ClientClock;
   private readonly entities = new Map<string, Entity>();
   private closed = false;
 
@@ -109,6 +118,7 @@ export class IdpoolClient {
         throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
       return value;
     };
+    this.clock = options.clock ?? systemClientClock;
     this.transport = new Transport({
       endpoints,
       timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs),
@@ -117,7 +127,7 @@ export class IdpoolClient {
       downForMs: positive('downForMs', options.downForMs, DEFAULTS.downForMs),
       maxRetryAfterMs: positive('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
       fetch: options.fetch ?? globalThis.fetch,
-      clock: options.clock ?? systemClientClock,
+      clock: this.clock,
       newIdempotencyKey: options.idempotencyKey ?? defaultIdempotencyKey,
     });
     const onPrefetchError = options.onPrefetchError ?? (() => undefined);
@@ -138,6 +148,17 @@ export class IdpoolClient {
     const mode = options.mode ?? 'monotonic';
     if (!['monotonic', 'trend', 'snowflake'].includes(mode))
       throw new TypeError(`IdpoolClient: entity "${key}": mode must be monotonic, trend or snowflake`);
+    if (options.lease) {
+      if (mode !== 'trend' || options.buffer)
+        throw new TypeError(
+          `IdpoolClient: entity "${key}": only a trend entity without a buffer may lease segments (a monotonic order must come from the service's pool)`,
+        );
+      return {
+        key,
+        options,
+        leased: leasedIds(key, (size) => this.lease(key, options.secret, size), this.clock, options.lease),
+      };
+    }
     if (!options.buffer) return { key, options };
     if (mode !== 'trend') {
       throw new TypeError(
@@ -167,6 +188,7 @@ export class IdpoolClient {
     if (!Number.isInteger(count) || count < 1)
       throw new TypeError(`IdpoolClient: count must be a positive integer, got ${count}`);
     if (entity.buffer) return entity.buffer.take(count);
+    if (entity.leased) return (await entity.leased.take(count)).map(String);
     return this.request(entityKey, entity.options.secret, count);
   }
 
@@ -174,6 +196,16 @@ export class IdpoolClient {
   async next(entityKey: string): Promise<string> {
     const [id] = await this.take(entityKey, 1);
     return id;
+  }
+
+  /**
+   * The leased ids of an entity configured with `lease`: `next()` hands out
+   * an id synchronously from a leased segment (`await leased.open()` first).
+   */
+  leased(entityKey: string): LeasedIds<number> | LeasedIds<bigint> {
+    const leased = this.known(entityKey).leased;
+    if (!leased) throw new TypeError(`IdpoolClient: entity "${entityKey}" was not configured with lease`);
+    return leased;
   }
 
   /** Fills a buffered entity's buffer in the background (e.g. at start-up); no-op for others. */
@@ -199,9 +231,10 @@ export class IdpoolClient {
     });
   }
 
-  /** Stops the client: later calls throw; ids still buffered are dropped (never handed out). */
+  /** Stops the client: later calls throw; ids still buffered or leased are dropped (never handed out). */
   close(): void {
     this.closed = true;
+    for (const entity of this.entities.values()) void entity.leased?.close();
   }
 
   private known(entityKey: string): Entity {
@@ -209,6 +242,15 @@ export class IdpoolClient {
     const entity = this.entities.get(entityKey);
     if (!entity) throw new TypeError(`IdpoolClient: entity "${entityKey}" was not configured (options.entities)`);
     return entity;
+  }
+
+  private lease(entityKey: string, secret: string, size: number | undefined): Promise<LeaseAnswer> {
+    return this.transport.send<LeaseAnswer>({
+      method: 'POST',
+      path: `/apps/${encodeURIComponent(entityKey)}/segments`,
+      secret,
+      body: size === undefined ? {} : { size },
+    });
   }
 
   private async request(entityKey: string, secret: string, count: number): Promise<string[]> {

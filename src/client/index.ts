@@ -11,6 +11,15 @@ export {
   type SnowflakeParts,
 } from './client';
 export type { BufferOptions } from './trend-buffer';
+export {
+  LeasedIds,
+  NumberLeasedIds,
+  BigIntLeasedIds,
+  IdpoolLeaseNotReadyError,
+  LEASE_DEFAULTS,
+  type LeaseOptions,
+  type LeaseAnswer,
+} from './leased-ids';
 export type { ClientClock } from './transport';
 export {
   IdpoolClientError,

@@ -10,6 +10,8 @@ import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
 import { registerLeafRoutes } from './routes/leaf';
 import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
+import { registerSegmentRoutes } from './routes/segments';
+import { registerTinyidRoutes } from './routes/tinyid';
 
 export type { HttpDeps, ReadinessReport, SnowflakeIssuer } from './deps';
 
@@ -40,10 +42,12 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.use(takeFastPath(take));
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   registerIdRoutes(app, deps, guards, take);
+  registerSegmentRoutes(app, deps, guards);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
   const errors = errorFaces(deps.log);
   if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors);
+  if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors);
 
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);

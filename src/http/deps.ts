@@ -10,6 +10,7 @@ import type { TakenIds } from '../pool/taken-ids';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
+import type { LeasedSegment } from '../segment/lease';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
@@ -70,6 +71,8 @@ export interface HttpDeps {
   sizing: PoolSizing;
   adminToken: string;
   snowflake?: SnowflakeIssuer;
+  /** Segments leased to clients that issue ids themselves (`SegmentLeaser`); the lease routes answer 404 without it. */
+  leases?: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
   workers?: { list(): Promise<unknown[]> };
   /** Answers to `Idempotency-Key` requests; without it the header is validated and otherwise ignored. */
   idempotency?: IdempotencyStore;

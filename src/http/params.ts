@@ -37,3 +37,29 @@ export function limitParam(req: Request, fallback: number): number {
   }
   return Number(raw);
 }
+
+/**
+ * The one integer field `name` of a JSON object body, or `?name=` when the
+ * body lacks it: undefined when neither is there. Any other body field, a
+ * body that is not an object, or a value that is not an integer is a 400
+ * naming `range` (what the caller accepts).
+ */
+export function integerField(req: Request, name: string, range: string): number | undefined {
+  const body: unknown = req.body;
+  if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body))) {
+    throw new InvalidRequestError(`request body must be a JSON object like {"${name}": 10}`);
+  }
+  const unknownField = body ? Object.keys(body).find((f) => f !== name) : undefined;
+  if (unknownField) throw new InvalidRequestError(`unknown field "${unknownField}"; only "${name}" is accepted`);
+  let value: unknown;
+  if (body && name in body) value = (body as Record<string, unknown>)[name];
+  else if (req.query[name] !== undefined) {
+    const raw = req.query[name];
+    if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
+      throw new InvalidRequestError(`${name} must be an integer from ${range}`);
+    value = Number(raw);
+  } else return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value))
+    throw new InvalidRequestError(`${name} must be an integer from ${range}`);
+  return value;
+}

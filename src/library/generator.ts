@@ -8,6 +8,7 @@ import { HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
 import { checkStride } from '../segment/stride-record';
 import { BigIntIdGenerator, NumberIdGenerator } from './hot-paths';
 import type { Deps, IdGenerator } from './loader';
+import { LeasedIdGenerator } from './leased';
 import { DEFAULT_OPTIONS, type IdGeneratorOptions, idTypeFrom, settingsFrom, strideFrom } from './options';
 
 /** Without migrations, a database the service never ran on has no `application` table: say so plainly. */
@@ -23,7 +24,8 @@ async function requireSchema(db: Database): Promise<void> {
 }
 
 /**
- * Creates an in-process id generator over the service's `application` table.
+ * Creates an in-process id generator over the service's `application` table,
+ * or over segments leased from the service when `service` is given.
  * Options are validated here, once; invalid ones throw {@link InvalidOptionError}.
  */
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
@@ -31,6 +33,11 @@ export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: '
 export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator> {
   const settings = settingsFrom(options);
   const ids = idTypeFrom(options);
+  if (options.service) {
+    return ids === 'number'
+      ? new LeasedIdGenerator<number>(options.service, ids, settings)
+      : new LeasedIdGenerator<bigint>(options.service, ids, settings);
+  }
   const idStride = strideFrom(options);
   let db: Database | undefined = options.database;
   let release = async (): Promise<void> => undefined;

@@ -3,7 +3,7 @@ import { IdpoolError, NotFoundError } from '../errors';
 import type { Logger } from '../logger';
 import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
-import { nextStep } from './adaptive-step';
+import { nextStep } from '../client/leased-ids';
 import {
   GeneratorClosedError,
   InvalidCountError,
@@ -15,7 +15,7 @@ import type { EntitySource, Settings } from './options';
 import { type BufferedSegment, type Id, SegmentBuffer } from './segment-buffer';
 
 /** Largest `take` count: bounds the array one call builds (~80 MB of numbers). */
-const MAX_TAKE = 10_000_000;
+export const MAX_TAKE = 10_000_000;
 
 /**
  * Ids in-process from segments reserved in the database.

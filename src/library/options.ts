@@ -16,12 +16,27 @@ export interface EntitySource {
   ): Promise<(Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder'>>) | undefined>;
 }
 
+/** Where a generator without database credentials leases its segments. */
+export interface ServiceOptions {
+  /** Base URL(s) of idpool instances, tried in turn on failure. */
+  url: string | readonly string[];
+  /** Each entity's secret, by key: only these entities are served. They must be `trend` entities. */
+  secrets: Readonly<Record<string, string>>;
+}
+
 export interface IdGeneratorOptions {
   /**
    * `mysql://user:pass@host:3306/db`, `postgres://user:pass@host:5432/db` or `sqlite:PATH`: the database holding
    * the `application` table the service uses. Ignored when `database` is given.
    */
   databaseUrl?: string;
+  /**
+   * Lease segments from an idpool service instead of the database: its
+   * URL(s) and each entity's secret. Only `trend` entities; no database
+   * credentials needed. `prefetchAt`, `maxStep`, `targetSegmentMs`, `waitMs`
+   * and `ids` apply; the database options do not.
+   */
+  service?: ServiceOptions;
   /** An already open database (see `openDatabase`); the generator does not close it. */
   database?: Database;
   /** Run schema migrations when opening `databaseUrl` (the service normally owns the schema). */

@@ -11,6 +11,7 @@ import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
 import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refiller';
+import type { LeaseEvents } from '../segment/lease';
 import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
@@ -51,6 +52,8 @@ export interface Ops {
   readonly refillEvents: RefillEvents;
   readonly dispatchEvents: DispatchEvents;
   readonly fleet: Fleet;
+  /** Leased segments and their ids per entity, and leases refused by the per-second limit. */
+  readonly leaseEvents: LeaseEvents;
   overview(query: OverviewQuery): Promise<OpsOverview>;
   /** `GET /admin/instances`: every instance's heartbeat, or this instance alone (Redis not answering: said so). */
   instances(): Promise<FleetInstances>;
@@ -121,6 +124,14 @@ export function createOps(deps: OpsDeps): Ops {
     refillEvents,
     dispatchEvents,
     fleet,
+    leaseEvents: {
+      leased(entity, count) {
+        metrics.segmentsLeased.inc({ entity });
+        metrics.idsLeased.inc({ entity }, count);
+        sampler.touch(entity);
+      },
+      rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
+    },
     overview: (query) => opsOverview(sources, query),
     instances: () => fleet.instances(),
     countServed: (issuer) => countingServed(issuer, dispatchEvents),

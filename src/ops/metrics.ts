@@ -231,6 +231,11 @@ export class OpsMetrics {
   readonly idsServed = this.entityCounter('idpool_ids_served_total', 'Ids handed out by this instance');
   readonly rateLimited = this.entityCounter('idpool_rate_limited_total', 'Requests answered 429 rate_limited');
   readonly exhausted = this.entityCounter('idpool_pool_exhausted_total', 'Requests answered 503 pool_exhausted');
+  readonly segmentsLeased = this.entityCounter(
+    'idpool_segments_leased_total',
+    'Segments leased to clients that issue their ids themselves',
+  );
+  readonly idsLeased = this.entityCounter('idpool_ids_leased_total', 'Ids in the segments leased to clients');
 
   // Refiller.
   readonly refills = this.entityCounter('idpool_refills_total', 'Refills that reserved and pushed a segment');
@@ -365,9 +370,9 @@ export class OpsMetrics {
         .filter((m) => hasEntityLabel(m) && !(m instanceof EntitySeries))
         .map(async (m) => read.set(nameOf(m), await m.get())),
     );
-    // Pooled entities, and snowflake ones that only have counts.
+    // Pooled entities, and snowflake and leasing ones that only have counts.
     const candidates = new Set<string>(this.poolSize.values.keys());
-    for (const counted of [this.idsServed, this.rateLimited, this.exhausted])
+    for (const counted of [this.idsServed, this.rateLimited, this.exhausted, this.idsLeased])
       for (const key of counted.values.keys()) candidates.add(key);
     for (const family of read.values())
       for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));

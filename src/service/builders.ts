@@ -33,6 +33,7 @@ import { every } from '../schedule';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
+import { SegmentLeaser } from '../segment/lease';
 import { IdStride } from '../segment/stride';
 import { checkStride } from '../segment/stride-record';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
@@ -86,7 +87,7 @@ export interface Stores {
   readonly allocator: SqlSegmentAllocator;
   readonly entities: EntityStore;
   readonly idempotency: IdempotencyStore;
-  /** `maxSizePerSecond` of snowflake entities (segment entities are limited by the pool's take). */
+  /** `maxSizePerSecond` of snowflake entities and of segment leases (pool takes count in the same window themselves). */
   readonly snowflakeRate: EntityRateLimit;
   /** Registrations counted across instances, so an unknown key costs no SQL until one happens. */
   readonly registrations: RegistrationGeneration;
@@ -397,6 +398,12 @@ export function buildHttp(deps: {
     offsets: stores.allocator,
     adminToken: deps.config.adminToken,
     snowflake: ops.countServed(deps.snowflake.issuer),
+    leases: new SegmentLeaser({
+      allocator: stores.allocator,
+      stride: stores.stride,
+      rate: stores.snowflakeRate,
+      events: ops.leaseEvents,
+    }),
     workers: deps.snowflake.workers,
     readiness: deps.readiness,
     metrics: async () => {

@@ -317,7 +317,14 @@ for (const { server, name } of SQL_SERVERS) {
         { key: k('test_odd'), status: 'registered', firstId: (TWO_53 + 1001n).toString(), secretsAdded: 2 },
       ]);
       const odd = (await call(`${instance.url}/admin/apps/${k('test_odd')}`, { token: ADMIN_TOKEN })).body;
-      expect(odd).toMatchObject({ mode: 'trend', delta: 2, remainder: 1, step: 100000 });
+      expect(odd).toMatchObject({
+        mode: 'trend',
+        delta: 2,
+        remainder: 1,
+        step: 100000,
+        maxSizePerSecond: 0,
+        maxSizePerTimes: 100000,
+      });
       expect(odd.secrets).toHaveLength(2);
       // One token served both biz types: it opens both entities; ids spaced by delta, none below the first safe id.
       for (const [key, first] of [

@@ -92,6 +92,7 @@ describe('GET /openapi.json of a running service lints clean under spectral:oas'
     expect(Object.fromEntries(ids.map(([route, id, tags]) => [route, `${id} (${tags})`]))).toEqual({
       'POST /apps/{key}/ids': 'takeIds (ids)',
       'GET /apps/{key}/ids/{id}': 'explainId (ids)',
+      'POST /apps/{key}/segments': 'leaseSegment (ids)',
       'POST /admin/apps': 'registerEntity (admin)',
       'GET /admin/apps': 'listEntities (admin)',
       'GET /admin/apps/{key}': 'getEntity (admin)',

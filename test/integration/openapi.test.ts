@@ -234,6 +234,28 @@ describeWithServices(
       conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${key}/ids/123`, { token: secret }));
       conforms('GET', '/apps/{key}/ids/{id}', await call(`${base}/apps/${flake}/ids/123`, { token: 'wrong' }));
 
+      // Leases: a trend entity's segment, a bad size, a monotonic entity, a wrong secret.
+      expect(requestSchema('LeaseRequest')({ size: 10 })).toBe(true);
+      expect(requestSchema('LeaseRequest')({ size: 0 })).toBe(false);
+      const trend = uniqueKey('oatrend');
+      const trendRes = await call(`${base}/admin/apps`, { ...admin, body: { key: trend, mode: 'trend' } });
+      const leased = await call(`${base}/apps/${trend}/segments`, { token: trendRes.body.secret, body: { size: 10 } });
+      expect(leased.status).toBe(200);
+      conforms('POST', '/apps/{key}/segments', leased);
+      conforms(
+        'POST',
+        '/apps/{key}/segments',
+        await call(`${base}/apps/${trend}/segments`, { token: trendRes.body.secret, body: { size: 0 } }),
+      );
+      const refused = await call(`${base}/apps/${key}/segments`, { token: secret, method: 'POST' });
+      expect(refused.status).toBe(409);
+      conforms('POST', '/apps/{key}/segments', refused);
+      conforms(
+        'POST',
+        '/apps/{key}/segments',
+        await call(`${base}/apps/${key}/segments`, { token: 'wrong', method: 'POST' }),
+      );
+
       conforms('GET', '/admin/workers', await call(`${base}/admin/workers`, admin));
       // The ops overview once the sampler has seen the entity.
       let ops: JsonResponse;

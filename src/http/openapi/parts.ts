@@ -106,6 +106,12 @@ export const E = {
   entity401: error(
     'Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.',
   ),
+  lease409: error(
+    'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep) or `snowflake` (`conflict`).',
+  ),
+  lease429: withRetryAfter(
+    'The lease would pass the entity per-second limit it shares with takes, or too many failed authentications from this address (`rate_limited`).',
+  ),
   take409: error('This `Idempotency-Key` was used for a request of another count (`conflict`).'),
   take429: withRetryAfter(
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',

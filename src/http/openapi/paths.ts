@@ -80,6 +80,31 @@ function idPaths(): Record<string, Schema> {
         },
       },
     },
+    '/apps/{key}/segments': {
+      post: {
+        operationId: 'leaseSegment',
+        tags: ['ids'],
+        summary: 'Lease a segment',
+        description:
+          'Reserves a fresh segment of a `trend` entity in the database (never from its pool) for a client that hands out its ids itself, as the SDK leased buffer and Tinyid clients do. Ids of a segment never overlap any other segment, pool or library reservation; a client that stops wastes what it did not hand out, never repeats it.',
+        security: entitySecret,
+        parameters: [
+          keyParam,
+          { name: 'size', in: 'query', required: false, schema: int32(1), description: 'Alternative to the body.' },
+        ],
+        requestBody: { required: false, content: json(ref('LeaseRequest')) },
+        responses: {
+          200: { description: 'The segment.', content: json(ref('LeasedSegment')) },
+          400: E[400],
+          401: E.entity401,
+          404: E[404],
+          409: E.lease409,
+          413: E[413],
+          429: E.lease429,
+          503: E[503],
+        },
+      },
+    },
     '/apps/{key}/ids/{id}': {
       get: {
         operationId: 'explainId',

@@ -8,6 +8,7 @@ import {
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
+import { MAX_LEASE_SIZE } from '../../segment/lease';
 import {
   type Schema,
   decimalId,
@@ -82,6 +83,31 @@ function idSchemas(): Record<string, Schema> {
       required: ['ids'],
       additionalProperties: false,
       properties: { ids: { type: 'array', minItems: 1, items: decimalId } },
+    },
+    LeaseRequest: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        size: int32(
+          1,
+          MAX_LEASE_SIZE,
+          "How many ids. Default: the entity's step. At most the entity's maxSizePerSecond when that is not 0.",
+        ),
+      },
+    },
+    LeasedSegment: {
+      type: 'object',
+      required: ['first', 'last', 'count', 'delta', 'remainder'],
+      additionalProperties: false,
+      description:
+        'The ids first, first + delta, …, last, each ≡ remainder (mod delta): reserved for this client alone, which hands them out itself.',
+      properties: {
+        first: decimalId,
+        last: decimalId,
+        count: int32(1, MAX_LEASE_SIZE, 'How many ids: (last − first) / delta + 1.'),
+        delta: int32(1, undefined, 'Distance between consecutive ids (the deployment stride count).'),
+        remainder: int32(0, undefined, 'id mod delta of every id.'),
+      },
     },
     DecodedId: {
       type: 'object',

@@ -6,6 +6,7 @@ import type { HttpDeps, SnowflakeIssuer } from '../deps';
 import type { Guards } from '../guards';
 import { answerOnce } from '../idempotency';
 import { type TakenIds, listedIds } from '../../pool/taken-ids';
+import { integerField } from '../params';
 import { BODY_LIMIT_BYTES } from '../settings';
 
 /** What the id routes use of the app's dependencies. */
@@ -164,24 +165,8 @@ export async function takeIds(deps: IdRouteDeps, entity: EntityConfig, count: nu
 
 /** `count` from the JSON body or `?count=`; default 1; an integer in 1..max. */
 function requestedCount(req: Request, max: number): number {
-  const body: unknown = req.body;
-  let count: unknown = 1;
-  if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body))) {
-    throw new InvalidRequestError('request body must be a JSON object like {"count": 10}');
-  }
-  const fields = body ? Object.keys(body) : [];
-  const unknownField = fields.find((f) => f !== 'count');
-  if (unknownField) throw new InvalidRequestError(`unknown field "${unknownField}"; only "count" is accepted`);
-  if (body && 'count' in body) count = body.count;
-  else if (req.query.count !== undefined) {
-    const raw = req.query.count;
-    if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
-      throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
-    count = Number(raw);
-  }
-  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > max) {
-    throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
-  }
+  const count = integerField(req, 'count', `1 to ${max}`) ?? 1;
+  if (count < 1 || count > max) throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
   return count;
 }
 

@@ -1,0 +1,46 @@
+import type { IRouter, Request } from 'express';
+import type { EntityConfig } from '../../entities/entity';
+import { NotFoundError } from '../../errors';
+import { type LeasedSegment, leaseSizeLimit } from '../../segment/lease';
+import type { HttpDeps } from '../deps';
+import type { Guards } from '../guards';
+import { integerField } from '../params';
+
+/** What the lease route uses of the app's dependencies. */
+export type LeaseRouteDeps = Pick<HttpDeps, 'leases'>;
+
+/** The native lease route's path. */
+const LEASE_PATH = '/apps/:key/segments';
+
+/**
+ * `POST /apps/:key/segments`: a freshly reserved segment of a `trend`
+ * entity, for a client that issues its ids itself (the SDK's leased buffer).
+ */
+export function registerSegmentRoutes(
+  app: IRouter,
+  deps: LeaseRouteDeps,
+  guards: Pick<Guards, 'authenticatedEntity'>,
+): void {
+  app.post(LEASE_PATH, async (req, res) => {
+    const entity = await guards.authenticatedEntity(req);
+    if (!deps.leases) throw new NotFoundError('segment leases are not served by this instance');
+    const segment = await deps.leases.lease(entity, requestedSize(req, entity));
+    res.json(leasedSegmentJson(segment));
+  });
+}
+
+/** The lease's answer: ids as decimal strings, the spacing as numbers. */
+function leasedSegmentJson(segment: LeasedSegment) {
+  return {
+    first: segment.first.toString(),
+    last: segment.last.toString(),
+    count: segment.count,
+    delta: segment.delta,
+    remainder: segment.remainder,
+  };
+}
+
+/** `size` from the JSON body or `?size=`; undefined (the entity's step) when absent; the leaser checks its range. */
+function requestedSize(req: Request, entity: EntityConfig): number | undefined {
+  return integerField(req, 'size', `1 to ${leaseSizeLimit(entity)}`);
+}

@@ -1,0 +1,270 @@
+import express, { type IRouter, type Request, type Response } from 'express';
+import type { EntityConfig } from '../../entities/entity';
+import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../../errors';
+import type { LeasedSegment } from '../../segment/lease';
+import type { HttpDeps } from '../deps';
+import type { ErrorAnswer } from '../errors';
+import type { Guards } from '../guards';
+import { BODY_LIMIT_BYTES } from '../settings';
+import { type IdRouteDeps, takeIds } from './ids';
+
+/** What Tinyid's routes use of the app's dependencies. */
+export type TinyidRouteDeps = IdRouteDeps & Pick<HttpDeps, 'leases'>;
+
+/** Tinyid's `batch.size.max`: a larger `batchSize` is cut to it, not refused. */
+const TINYID_BATCH_MAX = 100_000;
+
+/** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
+const OK = 200;
+const TOKEN_ERROR = 5;
+const SYS_ERROR = 6;
+
+/** Spring Boot 1.5's Jackson converter answers with this type whatever the Accept (bar one naming no JSON at all). */
+const JSON_TYPE = 'application/json;charset=UTF-8';
+
+/** A `batchSize` Spring cannot bind to an Integer: its 400, not a Tinyid answer. */
+class BatchSizeBindError extends InvalidRequestError {
+  constructor(readonly input: string) {
+    super(`batchSize must be an integer, got "${input.slice(0, 32)}"`);
+  }
+}
+
+/**
+ * Didi Tinyid's id API (`tinyid-server`'s `IdContronller`, context path
+ * `/tinyid`), a thin face over the native operations: `nextId` takes as
+ * `POST /apps/:key/ids` does, `nextSegmentId` leases as `POST
+ * /apps/:key/segments` does; `bizType` is the entity key and `token` one of
+ * its secrets. Every answer is HTTP 200 in Tinyid's shapes, written by
+ * {@link tinyidError} for failures, so Tinyid's clients run unchanged; only
+ * a `batchSize` that is not an integer is a 400, as Spring's binder makes it.
+ */
+export function registerTinyidRoutes(
+  app: IRouter,
+  deps: TinyidRouteDeps,
+  guards: Pick<Guards, 'entityBySecret'>,
+  errors: (answer: ErrorAnswer) => express.ErrorRequestHandler,
+): void {
+  const router = express.Router();
+  const form = express.urlencoded({ extended: false, limit: BODY_LIMIT_BYTES, parameterLimit: 10 });
+  const route = (name: string, handler: (req: Request, res: Response) => Promise<void>) => {
+    const path = `/tinyid/id/${name}`;
+    router.get(path, handler);
+    router.post(path, form, handler);
+  };
+  // Spring reads a missing parameter as null, which Tinyid's token check refuses: the same 401 here.
+  const authorised = (req: Request) =>
+    guards.entityBySecret(req, parameter(req, 'bizType') ?? '', parameter(req, 'token') ?? '');
+
+  route('nextId', async (req, res) => {
+    const batchSize = batchSizeOf(req);
+    const entity = await authorised(req);
+    const ids = batchSize > 0 ? await takeForTinyid(deps, entity, batchSize) : [];
+    sendJson(res, `[${ids.join(',')}]`);
+  });
+
+  route('nextIdSimple', async (req, res) => {
+    const batchSize = batchSizeOf(req);
+    const entity = await authorised(req);
+    // Tinyid fails (an empty answer) on a batch of 0 or less: it trims a trailing comma that is not there.
+    if (batchSize < 1) throw new InvalidRequestError('batchSize must be at least 1');
+    sendText(req, res, (await takeForTinyid(deps, entity, batchSize)).join(','));
+  });
+
+  route('nextSegmentId', async (req, res) => {
+    const s = tinyidSegment(await leaseForTinyid(deps, await authorised(req)));
+    sendJson(
+      res,
+      `{"maxId":${s.maxId},"loadingId":${s.loadingId},"currentId":${s.currentId},"delta":${s.delta},"remainder":${s.remainder}}`,
+    );
+  });
+
+  route('nextSegmentIdSimple', async (req, res) => {
+    const s = tinyidSegment(await leaseForTinyid(deps, await authorised(req)));
+    sendText(req, res, `${s.currentId},${s.loadingId},${s.maxId},${s.delta},${s.remainder}`);
+  });
+
+  router.use(errors(tinyidError));
+  app.use(router);
+}
+
+/**
+ * Every failure as Tinyid answers it, with HTTP 200: a refused token code 5
+ * "token is error", anything else code 6 with the (classified, scrubbed)
+ * message, as Tinyid passes its exception's message on; the simple routes
+ * an empty body. A `batchSize` Spring cannot bind is Spring Boot's 400.
+ */
+const tinyidError: ErrorAnswer = (req, res, err) => {
+  if (err instanceof BatchSizeBindError) {
+    sendBindError(req, res, err.input);
+    return;
+  }
+  if (req.path.endsWith('Simple')) {
+    sendText(req, res, '');
+    return;
+  }
+  const [code, message] = err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
+  res.status(200).setHeader('Content-Type', JSON_TYPE);
+  res.end(`{"data":null,"code":${code},"message":${JSON.stringify(message)}}`);
+};
+
+async function takeForTinyid(deps: IdRouteDeps, entity: EntityConfig, count: number): Promise<string[]> {
+  if (count > entity.maxSizePerTimes) {
+    throw new InvalidRequestError(
+      `batchSize ${count} is above the entity's maxSizePerTimes (${entity.maxSizePerTimes}); raise it to serve Tinyid's batches of up to ${TINYID_BATCH_MAX}`,
+    );
+  }
+  return (await takeIds(deps, entity, count)).toArray();
+}
+
+function leaseForTinyid(deps: Pick<HttpDeps, 'leases'>, entity: EntityConfig): Promise<LeasedSegment> {
+  if (!deps.leases) throw new NotFoundError('segment leases are not served by this instance');
+  return deps.leases.lease(entity);
+}
+
+/**
+ * Tinyid's view of a segment: `(currentId, maxId]`, the client fetching the
+ * next one from `loadingId`, 20 % in (Tinyid's `LOADING_PERCENT`).
+ * `currentId` is the value just below the first id, so Tinyid's client,
+ * which steps up from it to the first value ≡ remainder (mod delta), lands
+ * on that first id.
+ */
+function tinyidSegment(segment: LeasedSegment) {
+  const currentId = segment.first - 1n;
+  return {
+    currentId,
+    loadingId: currentId + ((segment.last - currentId) * 20n) / 100n,
+    maxId: segment.last,
+    delta: segment.delta,
+    remainder: segment.remainder,
+  };
+}
+
+/** The first value of `name` from the query, else from a form body (Spring's `getParameter`). */
+function parameter(req: Request, name: string): string | undefined {
+  const pick = (v: unknown): unknown => (Array.isArray(v) ? (v as unknown[])[0] : v);
+  const fromQuery: unknown = pick(req.query[name]);
+  if (typeof fromQuery === 'string') return fromQuery;
+  // Only a form body holds parameters for Spring; a JSON one (parsed app-wide) does not.
+  const body = req.is('application/x-www-form-urlencoded')
+    ? (req.body as Record<string, unknown> | undefined)
+    : undefined;
+  const fromBody: unknown = body && typeof body === 'object' ? pick(body[name]) : undefined;
+  return typeof fromBody === 'string' ? fromBody : undefined;
+}
+
+/**
+ * `batchSize` as Spring binds it to Tinyid's `Integer`: absent or empty is
+ * null (Tinyid's default 1); whitespace dropped, then `Integer.decode`
+ * (sign, `0x`/`#` hex, a leading 0 octal); above {@link TINYID_BATCH_MAX}
+ * cut to it; 0 or less kept (Tinyid answers it with no ids).
+ */
+function batchSizeOf(req: Request): number {
+  const raw = parameter(req, 'batchSize')?.replace(/\s+/g, '');
+  if (raw === undefined || raw === '') return 1;
+  const m = /^([-+]?)(?:(0[xX]|#)([0-9a-fA-F]+)|(0)([0-7]+)|(\d+))$/.exec(raw);
+  if (!m) throw new BatchSizeBindError(raw);
+  // Unmatched alternatives are undefined at run time.
+  const [, , , hex, , octal, decimal] = m as (string | undefined)[];
+  const digits = hex ?? octal ?? decimal ?? '';
+  const radix = hex !== undefined ? 16 : octal !== undefined ? 8 : 10;
+  const n = (m[1] === '-' ? -1 : 1) * parseInt(digits, radix);
+  // Java's Integer: -2^31 .. 2^31 - 1.
+  if (!(n >= -(2 ** 31) && n < 2 ** 31)) throw new BatchSizeBindError(raw);
+  return Math.min(n, TINYID_BATCH_MAX);
+}
+
+/** Spring Boot 1.5's error body for a parameter its binder refused (`DefaultErrorAttributes`). */
+function sendBindError(req: Request, res: Response, input: string): void {
+  res.status(400).setHeader('Content-Type', JSON_TYPE);
+  res.end(
+    JSON.stringify({
+      timestamp: Date.now(),
+      status: 400,
+      error: 'Bad Request',
+      exception: 'org.springframework.web.method.annotation.MethodArgumentTypeMismatchException',
+      message: `Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; nested exception is java.lang.NumberFormatException: For input string: "${input}"`,
+      path: req.originalUrl.split('?')[0],
+    }),
+  );
+}
+
+/** Tinyid's `Response` with its data: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
+function sendJson(res: Response, data: string): void {
+  res.status(200).setHeader('Content-Type', JSON_TYPE);
+  res.end(`{"data":${data},"code":${OK},"message":""}`);
+}
+
+/** A String answer, typed as Spring's content negotiation types it for the request's Accept header. */
+function sendText(req: Request, res: Response, body: string): void {
+  res.status(200).setHeader('Content-Type', `${springStringType(req.headers.accept)};charset=UTF-8`);
+  res.end(body);
+}
+
+interface MediaRange {
+  type: string;
+  subtype: string;
+  q: number;
+}
+
+/**
+ * The type Spring MVC 4.3 picks for a controller's String: the Accept
+ * ranges crossed with what its converters can write a String as (the
+ * String converter: text/plain and anything; Jackson: application/json),
+ * the most specific of each pair, sorted by specificity then quality (a
+ * stable sort), the first concrete one; `*` / `application/*` → octet
+ * stream. So curl and fetch (Accept `*` `/` `*`) get text/plain, and Java's
+ * HttpURLConnection, Tinyid's client (Accept `text/html, image/gif, …`),
+ * gets text/html. Parameters other than q are ignored.
+ */
+function springStringType(accept: string | undefined): string {
+  const producible: MediaRange[] = [
+    { type: 'text', subtype: 'plain', q: 1 },
+    { type: '*', subtype: '*', q: 1 },
+    { type: 'application', subtype: 'json', q: 1 },
+  ];
+  const compatible: MediaRange[] = [];
+  for (const a of parseAccept(accept)) {
+    for (const p of producible) {
+      const typeOk = a.type === '*' || p.type === '*' || a.type === p.type;
+      const subOk = a.subtype === '*' || p.subtype === '*' || a.subtype === p.subtype;
+      if (!typeOk || !subOk) continue;
+      // The more specific of the two, with the requested quality.
+      const specific = specificity(a) >= specificity(p) ? a : p;
+      compatible.push({ type: specific.type, subtype: specific.subtype, q: a.q });
+    }
+  }
+  compatible.sort((x, y) => bySpecificity(x, y) || y.q - x.q);
+  for (const m of compatible) {
+    if (m.type !== '*' && m.subtype !== '*') return `${m.type}/${m.subtype}`;
+    if (m.type === '*' || m.type === 'application') return 'application/octet-stream';
+  }
+  // Spring answers 406 here; a String converter writes anything, so say what it is.
+  return 'text/plain';
+}
+
+const specificity = (m: MediaRange) => (m.type === '*' ? 0 : m.subtype === '*' ? 1 : 2);
+
+/** Spring's `MediaType.SPECIFICITY_COMPARATOR`: wildcards last within one type; different types are equal. */
+function bySpecificity(x: MediaRange, y: MediaRange): number {
+  if (x.type === '*' && y.type !== '*') return 1;
+  if (y.type === '*' && x.type !== '*') return -1;
+  if (x.type !== y.type) return 0;
+  if (x.subtype === '*' && y.subtype !== '*') return 1;
+  if (y.subtype === '*' && x.subtype !== '*') return -1;
+  return 0;
+}
+
+function parseAccept(accept: string | undefined): MediaRange[] {
+  if (accept === undefined || accept.trim() === '') return [{ type: '*', subtype: '*', q: 1 }];
+  const out: MediaRange[] = [];
+  for (const part of accept.split(',')) {
+    const [range, ...params] = part.split(';').map((s) => s.trim());
+    if (range === '') continue;
+    // Java's `*` alone means `*/*`.
+    const [type, subtype = '*'] = (range === '*' ? '*/*' : range).toLowerCase().split('/');
+    const qParam = params.find((p) => /^q\s*=/i.test(p));
+    const q = qParam === undefined ? 1 : Number(qParam.split('=')[1]);
+    out.push({ type, subtype, q: Number.isFinite(q) ? q : 1 });
+  }
+  return out;
+}

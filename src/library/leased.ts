@@ -1,0 +1,114 @@
+import { IdpoolClient } from '../client/client';
+import { IdpoolLeaseNotReadyError, type LeasedIds } from '../client/leased-ids';
+import type { ClientClock } from '../client/transport';
+import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError } from './errors';
+import { type IdGenerator, MAX_TAKE } from './loader';
+import type { Id } from './segment-buffer';
+import type { ServiceOptions, Settings } from './options';
+
+/**
+ * `createIdGenerator({ service })`: the same `IdGenerator`, its segments
+ * leased from the service (`POST /apps/:key/segments`) through the client
+ * SDK's leased buffers instead of reserved in SQL, so a process holding only
+ * entity secrets hands out ids in-process. Only `trend` entities lease: the
+ * service refuses a `monotonic` one (409) when its first segment is asked for.
+ */
+export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
+  private readonly buffers = new Map<string, LeasedIds<number> | LeasedIds<bigint>>();
+  private readonly client: IdpoolClient;
+  /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.find). */
+  private lastKey: string | undefined;
+  private lastBuffer: LeasedIds<T> | undefined;
+  private closed = false;
+
+  constructor(
+    service: ServiceOptions,
+    ids: 'number' | 'bigint',
+    settings: Settings,
+    clock?: ClientClock,
+    fetchImpl?: typeof fetch,
+  ) {
+    const keys = Object.keys(service.secrets);
+    if (keys.length === 0) throw new InvalidOptionError('service', 'service.secrets must name at least one entity');
+    try {
+      this.client = new IdpoolClient({
+        endpoints: service.url,
+        clock,
+        fetch: fetchImpl,
+        entities: Object.fromEntries(
+          keys.map((key) => [
+            key,
+            {
+              secret: service.secrets[key],
+              mode: 'trend',
+              lease: {
+                ids,
+                prefetchAt: settings.prefetchAt,
+                maxSize: settings.maxStep,
+                targetSegmentMs: settings.targetSegmentMs,
+                waitMs: settings.waitMs,
+              },
+            },
+          ]),
+        ),
+      });
+    } catch (err) {
+      throw new InvalidOptionError('service', (err as Error).message);
+    }
+    for (const key of keys) this.buffers.set(key, this.client.leased(key));
+  }
+
+  async open(...entityKeys: string[]): Promise<void> {
+    await Promise.all(entityKeys.map((key) => this.translated(() => this.buffer(key).open())));
+  }
+
+  next(entityKey: string): T {
+    const buffer = entityKey === this.lastKey && this.lastBuffer ? this.lastBuffer : this.buffer(entityKey);
+    try {
+      return buffer.next();
+    } catch (err) {
+      throw this.translate(err, entityKey);
+    }
+  }
+
+  nextAsync(entityKey: string): Promise<T> {
+    return this.translated(() => this.buffer(entityKey).nextAsync(), entityKey);
+  }
+
+  take(entityKey: string, count: number): Promise<T[]> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE)
+      return Promise.reject(new InvalidCountError(count, MAX_TAKE));
+    return this.translated(() => this.buffer(entityKey).take(count), entityKey);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.lastKey = this.lastBuffer = undefined;
+    await Promise.all([...this.buffers.values()].map((b) => b.close()));
+    this.client.close();
+  }
+
+  private buffer(entityKey: string): LeasedIds<T> {
+    if (this.closed) throw new GeneratorClosedError();
+    const buffer = this.buffers.get(entityKey) as LeasedIds<T> | undefined;
+    if (!buffer) throw new InvalidOptionError('service', `entity "${entityKey}" has no secret in service.secrets`);
+    this.lastKey = entityKey;
+    this.lastBuffer = buffer;
+    return buffer;
+  }
+
+  private async translated<R>(run: () => Promise<R>, entityKey = ''): Promise<R> {
+    try {
+      return await run();
+    } catch (err) {
+      throw this.translate(err, entityKey);
+    }
+  }
+
+  /** The library's own errors for "not ready" and "closed"; the client's HTTP errors (409 for a monotonic entity, 401, …) pass as they are. */
+  private translate(err: unknown, entityKey: string): unknown {
+    if (this.closed) return new GeneratorClosedError();
+    if (err instanceof IdpoolLeaseNotReadyError) return new SegmentsNotReadyError(entityKey, err.message);
+    return err;
+  }
+}

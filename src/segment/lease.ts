@@ -1,0 +1,108 @@
+import { ConflictError, InvalidRequestError } from '../errors';
+import type { SegmentAllocator } from './allocator';
+import type { IdStride } from './stride';
+
+/**
+ * Most numbers one lease may reserve. A reservation costs one SQL round trip
+ * whatever its size, so the cap only bounds what one crashed client wastes:
+ * 10M is half a second of a leased buffer at its 20M ids/s target.
+ */
+export const MAX_LEASE_SIZE = 10_000_000;
+
+/**
+ * A stretch of an entity's ids handed to a client, which then issues them
+ * itself: `first`, `first + delta`, … `last`, every one `≡ remainder (mod
+ * delta)`. In Tinyid's terms the segment is `(first − 1, last]`.
+ */
+export interface LeasedSegment {
+  readonly first: bigint;
+  readonly last: bigint;
+  /** How many ids: `(last − first) / delta + 1`. */
+  readonly count: number;
+  /** The distance between two consecutive ids of the entity. */
+  readonly delta: number;
+  /** `id mod delta` of every id. */
+  readonly remainder: number;
+}
+
+/** What a lease needs of its entity (an `EntityConfig` fits; `entities/` sits above this folder). */
+export interface LeaseEntity {
+  readonly key: string;
+  readonly mode: 'monotonic' | 'trend' | 'snowflake';
+  readonly step: number;
+  readonly maxSizePerSecond: number;
+  /** The entity's own spacing, composed with the deployment stride (`IdStride.of`). */
+  readonly delta: number;
+  readonly remainder: number;
+}
+
+/** What a lease reports: the ops metrics count leases and their ids per entity. */
+export interface LeaseEvents {
+  leased(entityKey: string, count: number): void;
+  rateLimited(entityKey: string): void;
+}
+
+/** The entity's per-second budget, shared with its takes (`pool/rate-limit.ts`). */
+export interface LeaseRateLimit {
+  admit(entityKey: string, count: number, maxPerSecond: number): Promise<void>;
+}
+
+export interface SegmentLeaserOptions {
+  allocator: Pick<SegmentAllocator, 'reserve'>;
+  stride: IdStride;
+  rate: LeaseRateLimit;
+  events?: LeaseEvents;
+}
+
+/**
+ * Leases segments to clients that issue ids themselves (the SDK's leased
+ * buffer, Tinyid's `nextSegmentId`). Reserved in SQL like a refill's, so a
+ * leased segment can never overlap a pool's or the library's; never through
+ * Redis, so a lease costs no pool ids. Only `trend` entities: ids a client
+ * hands out from its own segment are unique but cannot follow the ids other
+ * clients take, which a `monotonic` entity promises.
+ */
+export class SegmentLeaser {
+  constructor(private readonly o: SegmentLeaserOptions) {}
+
+  /** `size` numbers (default: the entity's step) of a live `trend` entity; 400 / 409 / 429 change nothing. */
+  async lease(entity: LeaseEntity, size: number = entity.step): Promise<LeasedSegment> {
+    if (entity.mode !== 'trend') {
+      throw new ConflictError(
+        entity.mode === 'monotonic'
+          ? `entity "${entity.key}" is monotonic: its ids must come in one global order, which ids a client issues from its own segment cannot keep; take them with POST /apps/${entity.key}/ids, or use a trend entity`
+          : `entity "${entity.key}" issues snowflake ids; only trend entities lease segments`,
+      );
+    }
+    const max = leaseSizeLimit(entity);
+    if (!Number.isSafeInteger(size) || size < 1 || size > max) {
+      throw new InvalidRequestError(`size must be an integer from 1 to ${max}${leaseLimitReason(max)}`);
+    }
+    try {
+      await this.o.rate.admit(entity.key, size, entity.maxSizePerSecond);
+    } catch (err) {
+      this.o.events?.rateLimited(entity.key);
+      throw err;
+    }
+    const { start, end } = await this.o.allocator.reserve(entity.key, size);
+    this.o.events?.leased(entity.key, size);
+    // Ids n·count + index: the deployment stride composed with the entity's spacing.
+    const stride = this.o.stride.of(entity);
+    return {
+      first: stride.toId(start),
+      last: stride.toId(end - 1n),
+      count: size,
+      delta: stride.count,
+      remainder: stride.index,
+    };
+  }
+}
+
+/** The largest lease of the entity: {@link MAX_LEASE_SIZE}, and no more than its per-second limit admits. */
+export function leaseSizeLimit(entity: Pick<LeaseEntity, 'maxSizePerSecond'>): number {
+  return entity.maxSizePerSecond > 0 ? Math.min(MAX_LEASE_SIZE, entity.maxSizePerSecond) : MAX_LEASE_SIZE;
+}
+
+function leaseLimitReason(max: number): string {
+  return max < MAX_LEASE_SIZE ? ` (the entity's maxSizePerSecond: a lease counts against it)` : '';
+}
