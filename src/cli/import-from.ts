@@ -5,6 +5,7 @@ import { KEY_PATTERN, LIMITS, providedSecret, registerSchema } from '../entities
 import type { AdminApi } from './admin-api';
 import { createSecretsFile } from './import';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, oneLine } from './errors';
+import { TINYID_BATCH_MAX } from '../http/routes/tinyid';
 
 /** The services idpool imports from (docs/migrating.md). */
 export type Incumbent = 'leaf' | 'tinyid';
@@ -114,6 +115,11 @@ export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: Readonl
     } else {
       // A Tinyid client hands out ids from its own segments: no global order.
       body.mode = 'trend';
+      // As Tinyid served them: no per-second limit (a lease of a whole step
+      // counts against one, and a step above it could never be leased), and
+      // nextId batches up to its batch.size.max.
+      body.maxSizePerSecond = 0;
+      body.maxSizePerTimes = TINYID_BATCH_MAX;
       if (row.delta !== 1 || row.remainder !== 0) Object.assign(body, { delta: row.delta, remainder: row.remainder });
       for (const token of row.tokens) {
         if (!providedSecret.safeParse(token).success)

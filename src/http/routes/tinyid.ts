@@ -12,7 +12,7 @@ import { type IdRouteDeps, takeIds } from './ids';
 export type TinyidRouteDeps = IdRouteDeps & Pick<HttpDeps, 'leases'>;
 
 /** Tinyid's `batch.size.max`: a larger `batchSize` is cut to it, not refused. */
-const TINYID_BATCH_MAX = 100_000;
+export const TINYID_BATCH_MAX = 100_000;
 
 /** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
 const OK = 200;
