@@ -45,6 +45,7 @@ const BAD: [variable: string, env: Record<string, string>][] = [
   ['IDPOOL_REDIS_URL', { IDPOOL_REDIS_URL: 'http://redis.example' }],
   ['IDPOOL_REDIS_SOCKET_TIMEOUT_MS', { IDPOOL_REDIS_SOCKET_TIMEOUT_MS: '50' }],
   ['IDPOOL_REDIS_KEY_PREFIX', { IDPOOL_REDIS_KEY_PREFIX: 'a{b}' }],
+  ['IDPOOL_COMPAT', { IDPOOL_COMPAT: 'leaf,uidgen' }],
   ['IDPOOL_REFILL_INTERVAL_MS', { IDPOOL_REFILL_INTERVAL_MS: '1' }],
   ['IDPOOL_REFILL_LOCK_TTL_MS', { IDPOOL_REFILL_LOCK_TTL_MS: '99' }],
   ['IDPOOL_REQUEST_LOG', { IDPOOL_REQUEST_LOG: 'maybe' }],
