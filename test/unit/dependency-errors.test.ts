@@ -4,7 +4,7 @@ import BetterSqlite from 'better-sqlite3';
 import { ReplyError } from 'ioredis';
 import { MaxRetriesPerRequestError } from 'ioredis/built/errors';
 import pg from 'pg';
-import { QueryFailedError } from 'typeorm';
+import { QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { classifyMysqlError, classifyPostgresError, classifySqlError, classifySqliteError } from '../../src/db/errors';
 import { classifyDependencyError, dependencyFailure } from '../../src/http/dependency-failure';
 import { errorHandler } from '../../src/http/errors';
@@ -130,6 +130,15 @@ describe('the SQL classifiers: mysql2 errno, SQLSTATE, SQLite codes', () => {
   ])('PostgreSQL SQLSTATE %s → %s %s', (code, cls, kind) => {
     expect(classifyPostgresError(pgError(code))).toEqual({ class: cls, kind });
     expect(classifySqlError(wrappedByTypeorm(pgError(code)))).toEqual({ class: cls, kind });
+  });
+
+  // CI met it: a backend terminated while its runner was idle; TypeORM released the runner on the client's
+  // `error` event before the next query, which then failed with TypeORM's own error instead of 57P01.
+  it('a PostgreSQL runner TypeORM released because its connection failed: unavailable, lost', () => {
+    expect(classifyPostgresError(new QueryRunnerAlreadyReleasedError())).toEqual({
+      class: 'unavailable',
+      kind: 'lost',
+    });
   });
 
   // The chaos run restored a backup under load: a take meeting the window

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { type Classifier, type Failure, failure, systemFailure } from '../../failure';
 import { pgClientFailure } from '../postgres-driver';
 
@@ -42,6 +43,11 @@ export const classifyPostgresError: Classifier = (err) => {
     if (Object.hasOwn(SQLSTATES, code)) return SQLSTATES[code];
     return Object.hasOwn(CLASSES, code.slice(0, 2)) ? CLASSES[code.slice(0, 2)] : failure('bug', 'other');
   }
+  // TypeORM's PostgreSQL query runner releases itself when its connection
+  // fails (the client's `error` event: a terminated backend, a dropped
+  // socket), so the next query on it meets this error, whichever came first;
+  // idpool itself releases a runner only after its last query.
+  if (err instanceof QueryRunnerAlreadyReleasedError) return failure('unavailable', 'lost');
   const client = pgClientFailure(err);
   if (client) return systemFailure(err) ?? failure('unavailable', client);
   return undefined;
