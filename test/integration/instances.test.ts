@@ -23,6 +23,8 @@ import { waitFor } from '../support/wait';
 
 /** Short, so "gone within its TTL" is seconds of test; heartbeats every 600 ms. */
 const TTL_MS = 3000;
+/** The dashboard reads the service every 2 s (POLL_MS in dashboard.js): a poll of the page waits two of its reads and a margin. */
+const DASHBOARD_POLL_MS = 5000;
 const OPS_TOKEN = 'test-ops-token-fedcba9876543210fedcba';
 const RATE_WINDOW_MS = 5000;
 const CHROMIUM = '/usr/bin/chromium';
@@ -117,8 +119,14 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
     const sizes = await Promise.all([a, b, c].map((i) => admin.hstrlen(fleetKeys().instances, idOf(i))));
     process.stdout.write(`heartbeat sizes: ${sizes.join(', ')} bytes\n`);
     for (const size of sizes) expect(size).toBeLessThan(1000);
-    const metrics = parseMetrics(await (await fetch(`${a.url}/metrics`)).text());
-    expect(metrics.get('idpool_instances{state="alive"}')).toBe(3);
+    // The gauges are each heartbeat's view (one every TTL / 5): the list above can be a heartbeat ahead of them.
+    const metrics = await waitFor(
+      async () => {
+        const m = parseMetrics(await (await fetch(`${a.url}/metrics`)).text());
+        return m.get('idpool_instances{state="alive"}') === 3 && m;
+      },
+      { message: 'idpool_instances{state="alive"} 3 on a', timeoutMs: TTL_MS },
+    );
     expect(metrics.get('idpool_instances{state="gone"}')).toBe(0);
     expect(metrics.get('idpool_instances_disagree{on="epoch"}')).toBe(0);
   });
@@ -215,7 +223,9 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
     }
 
     const page = await openDashboard(a);
-    await expect.poll(() => page.textContent('#take-rate-head')).toBe('Take rate (fleet, 3)');
+    await expect
+      .poll(() => page.textContent('#take-rate-head'), { timeout: DASHBOARD_POLL_MS })
+      .toBe('Take rate (fleet, 3)');
     await page.close();
   });
 
@@ -266,7 +276,9 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
 
   it('shows a kill -9ed instance gone within its TTL, on the others and their dashboards', async () => {
     const page = await openDashboard(a);
-    await expect.poll(() => page.locator('#instances tbody tr[data-state=alive]').count()).toBe(3);
+    await expect
+      .poll(() => page.locator('#instances tbody tr[data-state=alive]').count(), { timeout: DASHBOARD_POLL_MS })
+      .toBe(3);
     mkdirSync(ARTIFACTS, { recursive: true });
     const three = join(ARTIFACTS, 'fleet.png');
     await page.locator('#fleet').screenshot({ path: three });
@@ -300,7 +312,11 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
       const m = parseMetrics(await (await fetch(`${a.url}/metrics`)).text());
       return m.get('idpool_instances{state="gone"}') === 1 && m.get('idpool_instances{state="alive"}') === 2;
     });
-    await expect.poll(() => page.getAttribute(`#instances tr[data-instance="${victim}"]`, 'data-state')).toBe('gone');
+    await expect
+      .poll(() => page.getAttribute(`#instances tr[data-instance="${victim}"]`, 'data-state'), {
+        timeout: DASHBOARD_POLL_MS,
+      })
+      .toBe('gone');
     expect(await page.textContent('#fleet-summary')).toBe('2 alive, 1 gone');
     const gone = join(ARTIFACTS, 'fleet-gone.png');
     await page.locator('#fleet').screenshot({ path: gone });
@@ -311,7 +327,9 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
 
   it('answers from the local ring, saying so, while Redis is stopped or killed: no 5xx, no hang', async () => {
     const page = await openDashboard(b);
-    await expect.poll(() => page.textContent('#alarms-title')).toBe('Recent alarms of the fleet');
+    await expect
+      .poll(() => page.textContent('#alarms-title'), { timeout: DASHBOARD_POLL_MS })
+      .toBe('Recent alarms of the fleet');
     // A's own alarm from the test above is in A's ring.
     const check = async (how: string) => {
       const started = Date.now();
