@@ -158,18 +158,27 @@ describeWithServices('Redis Cluster: two idpool instances over 3 masters + 3 rep
       const list = await waitFor(
         async () => {
           const r = await call(`${i.url}/admin/instances`, { token: ADMIN_TOKEN });
-          return r.body.alive === 2 && r.body.disagreement.epoch === false && r.body;
+          // The epoch of a Cluster is every master's, sorted: three of them once the failover has settled (a
+          // heartbeat read while the killed master's replica was not yet promoted names two).
+          const settled = r.body.instances.every((x: { epoch: string }) => x.epoch.split(',').length === 3);
+          return r.body.alive === 2 && r.body.disagreement.epoch === false && settled && r.body;
         },
         { message: 'both instances listed alive on one epoch', timeoutMs: 20_000 },
       );
       expect(list.source).toBe('redis');
       expect(list.instances.map((r: { id: string }) => r.id).sort()).toEqual(ids);
-      // The epoch of a Cluster is every master's, sorted: three of them.
       expect(list.instances[0].epoch.split(',')).toHaveLength(3);
-      const ops = await call(`${i.url}/admin/ops`, { token: ADMIN_TOKEN });
-      expect(ops.body.alarms.scope).toBe('fleet');
-      // The failover and the kill -9 changed the epoch under both: each one's alarms are in the stream.
-      const raisedBy = new Set(ops.body.alarms.recent.map((a: { instance: string }) => a.instance));
+      // The failover and the kill -9 changed the epoch under both: each one's alarms are in the stream. An alarm
+      // raised while the Cluster did not take writes is re-sent after the next heartbeat that reaches it (TTL / 5).
+      const raisedBy = await waitFor(
+        async () => {
+          const ops = await call(`${i.url}/admin/ops`, { token: ADMIN_TOKEN });
+          expect(ops.body.alarms.scope).toBe('fleet');
+          const by = new Set(ops.body.alarms.recent.map((a: { instance: string }) => a.instance));
+          return ids.every((id) => by.has(id)) && by;
+        },
+        { message: "both instances' alarms in the fleet stream", timeoutMs: 10_000 },
+      );
       for (const id of ids) expect(raisedBy, id).toContain(id);
     }
   });
