@@ -2,7 +2,8 @@ import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { PoolSizing } from '../pool/demand';
 import type { Clock } from '../clock';
-import { FailureLogGate, type Logger } from '../logger';
+import type { Logger } from '../logger';
+import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
 import type { Alarms } from './alarms';
 import { AlarmRules } from './alarm-rules';
@@ -116,7 +117,7 @@ export class OpsSampler {
   /** Per entity: the takes refused so far, and when that count last grew. */
   private readonly refusals = new Map<string, { count: number; at: number }>();
   private readonly schedule: Periodic;
-  private readonly failureLog: FailureLogGate;
+  private readonly failureLog: RepeatLimiter;
   /** Runs a round over every idle entity takes (1 up to IDLE_BATCH entities). */
   private rounds = 1;
   /** When sampling started: an entity never sampled since is stale after two rounds too. */
@@ -130,7 +131,7 @@ export class OpsSampler {
 
   constructor(private readonly o: SamplerOptions) {
     this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce(), o.clock);
-    this.failureLog = new FailureLogGate(o.clock);
+    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
     this.rules = new AlarmRules(o);
     const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
     this.round = new ActivityRound({
@@ -178,11 +179,13 @@ export class OpsSampler {
       return true;
     } catch (err) {
       if (entityKey !== undefined) this.o.metrics.sampleFailures.inc({ entity: entityKey });
-      if (this.failureLog.open(entityKey ?? `\u0000${step}`)) {
-        const message = errorMessage(err);
-        if (entityKey === undefined) this.o.log.warn({ step, err: message }, 'ops sampling failed');
-        else this.o.log.warn({ entity: entityKey, err: message }, 'ops sampling of an entity failed: the others go on');
-      }
+      const repeated = this.failureLog.admit(entityKey ?? `\u0000${step}`);
+      if (repeated === undefined) return false;
+      const [fields, msg] =
+        entityKey === undefined
+          ? [{ step }, 'ops sampling failed']
+          : [{ entityKey }, 'ops sampling of an entity failed: the others go on'];
+      this.o.log.warn(withRepeated({ ...fields, err: errorMessage(err) }, repeated), msg);
       return false;
     }
   }

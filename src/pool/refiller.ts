@@ -3,7 +3,8 @@ import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { EntityConfig } from '../entities/entity';
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
-import { FailureLogGate, type Logger } from '../logger';
+import type { Logger } from '../logger';
+import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
 import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator';
 import type { DatabaseBehindReport } from '../segment/high-water';
@@ -104,11 +105,11 @@ export class Refiller {
   private readonly lastChecked = new Map<string, number>();
   /** Between start() and stop(): a finished refill starts the next waiting one. */
   private ticking = false;
-  private readonly failureLog: FailureLogGate;
+  private readonly failureLog: RepeatLimiter;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
   constructor(private readonly o: RefillerOptions) {
-    this.failureLog = new FailureLogGate(o.clock);
+    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
     this.sweepRound = new ActivityRound({
       list: () => o.entities.segmentKeys(),
       keyOf: (key) => key,
@@ -481,8 +482,9 @@ export class Refiller {
   /** Logs a refill or sweep failure with its entity's key (each key once a minute, ten lines a second in all). */
   private logError(entityKey: string, err: unknown): void {
     this.o.events?.failed?.(entityKey);
-    if (!this.failureLog.open(entityKey)) return;
-    this.o.log.error({ entityKey, err: errorMessage(err) }, 'refill failed');
+    const repeated = this.failureLog.admit(entityKey);
+    if (repeated === undefined) return;
+    this.o.log.error(withRepeated({ entityKey, err: errorMessage(err) }, repeated), 'refill failed');
   }
 }
 
