@@ -1,9 +1,10 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import { TurnGroups, type Waiter as CoalescedWaiter, share } from '../coalesce';
-import { PoolExhaustedError, RateLimitedError, UnavailableError } from '../errors';
+import { PoolExhaustedError, UnavailableError } from '../errors';
 import type { Logger } from '../logger';
 import type { PoolStore, TakeResult } from './pool-store';
+import { entityRateLimited } from './rate-limit';
 import type { Refiller } from './refiller';
 import type { TakenIds } from './taken-ids';
 
@@ -121,10 +122,7 @@ export class Dispatcher {
         case 'rate_limited':
           this.stats.rateLimited++;
           this.o.events?.rateLimited(entity.key);
-          throw new RateLimitedError(
-            `entity ${entity.key} is limited to ${entity.maxSizePerSecond} ids per second`,
-            Math.max(1, Math.ceil(result.retryAfterMs / 1000)),
-          );
+          throw entityRateLimited(entity.key, entity.maxSizePerSecond, result.retryAfterMs);
         case 'epoch_changed':
           refiller.markReset(entity.key);
           break;
