@@ -179,15 +179,7 @@ export class Alarms {
     const notify = sink !== undefined && (last === undefined || now - last >= this.o.dedupeMs);
     const at = new Date(now).toISOString();
     const alias = ALARM_ALIASES[alarm.name];
-    const line = {
-      alarm: alarm.name,
-      ...(alias ? { alias } : {}),
-      severity: alarm.severity,
-      entityKey: alarm.entityKey,
-      ...alarm.details,
-    };
-    if (alarm.severity === 'critical') this.o.log.error(line, alarm.message);
-    else this.o.log.warn(line, alarm.message);
+    logAlarm(this.o.log, alarm);
     this.o.onRaised?.(alarm.name, alarm.severity);
     if (alias) this.o.onRaised?.(alias, alarm.severity);
     this.record({ ...alarm, at, status: 'firing', notified: notify });
@@ -212,6 +204,20 @@ export class Alarms {
       .catch((err: unknown) => this.o.log.warn({ alarm: alarm.name, err: errorMessage(err) }, 'alarm webhook failed'))
       .finally(() => this.pending--);
   }
+}
+
+/** An alarm's log line: `warn` for warnings, `error` for critical; a renamed alarm carries its former name as `alias`. */
+export function logAlarm(log: Logger, alarm: AlarmInput): void {
+  const alias = ALARM_ALIASES[alarm.name];
+  const line = {
+    alarm: alarm.name,
+    ...(alias ? { alias } : {}),
+    severity: alarm.severity,
+    entityKey: alarm.entityKey,
+    ...alarm.details,
+  };
+  if (alarm.severity === 'critical') log.error(line, alarm.message);
+  else log.warn(line, alarm.message);
 }
 
 function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {

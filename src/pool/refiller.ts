@@ -29,8 +29,8 @@ export interface RefillerOptions {
   sweepMs?: number;
   /** Test seam: runs after a segment is reserved and before it is pushed. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
-  /** Metrics and alarms (src/ops); without it the alarms below are only logged. */
-  events?: RefillEvents;
+  /** Metrics and alarms (`ops/observers.ts`; there too a logging-only implementation). */
+  events: RefillEvents;
 }
 
 /** What the refiller reports as it works. */
@@ -43,7 +43,7 @@ export interface RefillEvents {
   databaseBehind(report: DatabaseBehindReport): void;
   epochChanged(from: string, to: string): void;
   /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
-  failed?(entityKey: string): void;
+  failed(entityKey: string): void;
 }
 
 /** Ids per push call: bounds how long one call blocks Redis (~5 ms here). */
@@ -231,14 +231,7 @@ export class Refiller {
         const all = this.o.entities.segmentKeys();
         // First sweep: claim every pool for this epoch (a no-op where it
         // already belongs to it) before the first push would be refused.
-        if (this.lastEpoch !== undefined) {
-          if (this.o.events) this.o.events.epochChanged(this.lastEpoch, epoch);
-          else
-            this.o.log.warn(
-              { alarm: 'redis_epoch_changed', alias: 'redis_server_changed', from: this.lastEpoch, to: epoch },
-              'Redis epoch changed: every pool is discarded and refilled from the database',
-            );
-        }
+        if (this.lastEpoch !== undefined) this.o.events.epochChanged(this.lastEpoch, epoch);
         for (const key of all) this.markReset(key);
       }
       this.lastEpoch = epoch;
@@ -303,7 +296,7 @@ export class Refiller {
         await this.o.beforePush?.(entityKey, segment);
         const outcome = await this.push(entity, segment);
         this.stats.refills++;
-        this.o.events?.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * entity.step);
+        this.o.events.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * entity.step);
         if (outcome === 'ok') {
           this.behind.delete(entityKey);
           return;
@@ -358,12 +351,7 @@ export class Refiller {
     const above = fence === undefined ? 0n : stride.numberAbove(fence);
     if (fence === undefined || offset >= above) {
       const { start, end } = refused;
-      if (this.o.events) this.o.events.fenceRefused(entityKey, start, end);
-      else
-        this.o.log.warn(
-          { alarm: 'fence_refused', entityKey, start: start.toString(), end: end.toString() },
-          'segment refused by the fence (a newer one was pushed); dropped',
-        );
+      this.o.events.fenceRefused(entityKey, start, end);
       return false;
     }
     const gap = above - offset;
@@ -382,18 +370,7 @@ export class Refiller {
         fence,
         carriedTo: carried.end,
       } as const;
-      if (this.o.events) this.o.events.databaseBehind(report);
-      else
-        this.o.log.error(
-          {
-            alarm: 'database_behind',
-            entityKey,
-            databaseOffset: refused.start.toString(),
-            fence: fence.toString(),
-            carriedTo: carried.end.toString(),
-          },
-          'the database is behind the Redis fence (restored or failed back); offset carried past the fence',
-        );
+      this.o.events.databaseBehind(report);
     }
     return true;
   }
@@ -403,12 +380,7 @@ export class Refiller {
     const issuedUpTo = this.issuedUpTo(entityKey, await this.o.allocator.peek(entityKey));
     if (await this.o.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
-      if (this.o.events) this.o.events.poolDiscarded(entityKey, issuedUpTo);
-      else
-        this.o.log.warn(
-          { alarm: 'pool_discarded', entityKey, fence: issuedUpTo.toString() },
-          'pool discarded after a Redis server change',
-        );
+      this.o.events.poolDiscarded(entityKey, issuedUpTo);
     }
     this.needsReset.delete(entityKey);
   }
@@ -481,7 +453,7 @@ export class Refiller {
 
   /** Logs a refill or sweep failure with its entity's key (each key once a minute, ten lines a second in all). */
   private logError(entityKey: string, err: unknown): void {
-    this.o.events?.failed?.(entityKey);
+    this.o.events.failed(entityKey);
     const repeated = this.failureLog.admit(entityKey);
     if (repeated === undefined) return;
     this.o.log.error(withRepeated({ entityKey, err: errorMessage(err) }, repeated), 'refill failed');

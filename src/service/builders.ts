@@ -331,7 +331,6 @@ export function buildPools(deps: {
     store: stores.pools,
     refiller,
     clock,
-    log: log.child({ component: 'dispatcher' }),
     events: deps.ops.dispatchEvents,
   });
   const checkHighWater = async () => {

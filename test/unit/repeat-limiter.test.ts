@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { type Logger, RepeatedLines } from '../../src/logger';
+import { RepeatedLines } from '../../src/logger';
 import { LOOP_FAILURE_LIMITS, RepeatLimiter } from '../../src/repeat-limiter';
 import { FakeClock } from '../support/clock';
+import { recordingLog } from '../support/log';
 
 describe('RepeatLimiter', () => {
   it('lets a key through at once, then once a window, the next one carrying the count held back', () => {
@@ -113,22 +114,10 @@ describe('RepeatLimiter', () => {
 });
 
 describe('RepeatedLines', () => {
-  function recorder() {
-    const lines: { level: string; obj: Record<string, unknown>; msg?: string }[] = [];
-    const make = (bindings: object): Logger => ({
-      debug: () => undefined,
-      info: (obj, msg) => lines.push({ level: 'info', obj: { ...bindings, ...obj }, msg }),
-      warn: (obj, msg) => lines.push({ level: 'warn', obj: { ...bindings, ...obj }, msg }),
-      error: (obj, msg) => lines.push({ level: 'error', obj: { ...bindings, ...obj }, msg }),
-      child: (more) => make({ ...bindings, ...more }),
-    });
-    return { lines, log: make({}) };
-  }
-
   it('writes a message at once, then its repeats as one counted line per window; info passes through', () => {
     let now = 0;
     const repeats = new RepeatedLines({ monotonic: () => now });
-    const { lines, log } = recorder();
+    const { lines, log } = recordingLog();
     const wrapped = repeats.wrap(log);
     for (let i = 0; i < 500; i++) {
       wrapped.error({ err: `e${i}` }, 'dependency unavailable');
@@ -153,7 +142,7 @@ describe('RepeatedLines', () => {
   it('a line written after the window carries the count held back before it', () => {
     let now = 0;
     const repeats = new RepeatedLines({ monotonic: () => now });
-    const { lines, log } = recorder();
+    const { lines, log } = recordingLog();
     const wrapped = repeats.wrap(log);
     for (let i = 0; i < 3; i++) wrapped.warn({ code: 'unavailable', i }, 'request failed');
     now = 1000;
@@ -166,7 +155,7 @@ describe('RepeatedLines', () => {
 
   it("tells children apart by their bindings, folds a foldInfo child's info lines, and flushes counts on shutdown", () => {
     const repeats = new RepeatedLines({ monotonic: () => 0 });
-    const { lines, log } = recorder();
+    const { lines, log } = recordingLog();
     const wrapped = repeats.wrap(log);
     const refiller = wrapped.child({ component: 'refiller' });
     const http = wrapped.child({ component: 'http' }, { foldInfo: true });
