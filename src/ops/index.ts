@@ -15,7 +15,8 @@ import type { LeaseEvents } from '../segment/lease';
 import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
-import { type LeaseView, OpsSampler, type SamplerOptions } from './sampler';
+import { OpsSampler, type SamplerOptions } from './sampler';
+import type { LeaseView } from './snowflake-sampling';
 
 export { requestObserver } from './request-log';
 
