@@ -12,7 +12,7 @@ import type { EntityForecast } from './forecast';
 import { round } from './format';
 import { errorMessage } from '../errors';
 
-export type { ChartPoint, EntityOverview } from './dashboard-rows';
+export type { EntityOverview } from './dashboard-rows';
 
 /**
  * Active entities one sampling run reads at most: one pipeline of 1,000
