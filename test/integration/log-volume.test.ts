@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { register } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { register } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 
 describe('log volume during a Redis outage under load', () => {
   let redis: RedisServer;

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadFunctions } from '../../src/pool/functions';
 import { entityKeys } from '../../src/pool/keys';
 import { PerSecondLimiter } from '../../src/pool/rate-limit';
-import { REDIS_URL, clearPrefix, testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { REDIS_URL, clearPrefix, testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 interface Call {
   key: string;
