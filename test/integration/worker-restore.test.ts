@@ -8,10 +8,10 @@ import { createConnection } from 'mysql2/promise';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { SnowflakeLayout } from '../../src/snowflake/layout';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { MYSQL_URL, REDIS_URL, clearPrefix, createTestSchema, sharedRedisEnv, testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { MYSQL_URL, REDIS_URL, clearPrefix, createTestSchema, sharedRedisEnv, testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep, waitFor } from '../support/wait';
 
 const run = promisify(execFile);
