@@ -40,6 +40,8 @@ import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
 import { RedisFleetStore } from '../fleet/redis-fleet-store';
+import { RedisWorkerHolders } from '../worker/redis-worker-holders';
+import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
@@ -91,6 +93,8 @@ export interface Stores {
   readonly snowflakeRate: EntityRateLimit;
   /** Registrations counted across instances, so an unknown key costs no SQL until one happens. */
   readonly registrations: RegistrationGeneration;
+  /** The worker leases' record outside the database (Redis only; docs/ha.md). */
+  readonly workerHolders: WorkerHolders | undefined;
   readonly stride: IdStride;
   /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
   readonly demand: Demand;
@@ -121,6 +125,7 @@ export function buildStores(deps: {
       : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     snowflakeRate: redis ? new RedisEntityRateLimit(redis, prefix) : new MemoryEntityRateLimit(clock),
     registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
+    workerHolders: redis ? new RedisWorkerHolders(redis, prefix) : undefined,
     stride: new IdStride(config.clusterCount, config.clusterIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
   };
@@ -182,6 +187,7 @@ export async function buildSnowflake(deps: {
   clock: Clock;
   log: Logger;
   rate: EntityRateLimit;
+  holders: WorkerHolders | undefined;
   settings?: Partial<SnowflakeRuntimeSettings>;
 }): Promise<Built<SnowflakeRuntime>> {
   const runtime = await createSnowflakeRuntime({ ...deps, log: deps.log.child({ component: 'snowflake' }) });

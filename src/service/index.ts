@@ -98,7 +98,15 @@ export async function createService(config: Config, options: ServiceOptions = {}
     await checkPoolMemory(redis, registry, log);
     const snowflake = resources.add(
       'snowflake',
-      await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }),
+      await buildSnowflake({
+        config,
+        db,
+        clock,
+        log,
+        rate: stores.snowflakeRate,
+        holders: stores.workerHolders,
+        settings: options.snowflake,
+      }),
     );
     let address = `${hostname()}:-`;
     const ops = resources.add(
