@@ -176,6 +176,12 @@ export class RedisPoolStore implements PoolStore {
     return fence ? BigInt(fence) : undefined;
   }
 
+  async fences(keys: readonly string[]): Promise<(bigint | undefined | Error)[]> {
+    const fences = keys.map((key) => entityKeys(key, this.prefix).fence);
+    const replies = await pipelinePerNode(this.redis, fences, (p, i) => p.get(fences[i]));
+    return replies.map((r) => (r instanceof Error ? r : r[0] ? BigInt(r[0] as string) : undefined));
+  }
+
   async unlockStale(entityKey: string): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
     return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.epoch], [])) === 1;

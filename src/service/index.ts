@@ -167,6 +167,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       dispatcher: pools.dispatcher,
       async listen(port) {
         pools.refiller.start();
+        pools.fenceCheck.start();
         ops.start();
         entities.start();
         server = await listenOn(app, port, config.http);
