@@ -13,7 +13,7 @@
 import Redis from 'ioredis';
 import { systemClock } from '../src/clock';
 import { openDatabase } from '../src/db/database';
-import { silentLogger } from '../src/logger';
+import { type Logger, silentLogger } from '../src/logger';
 import { FenceCarrier } from '../src/pool/fence-carry';
 import { FenceCheck } from '../src/pool/fence-check';
 import { entityKeys } from '../src/pool/keys';
@@ -44,6 +44,8 @@ async function main() {
     const allocator = new SqlSegmentAllocator(db);
     const store = new RedisPoolStore(redis, PREFIX);
     const stride = new IdStride();
+    const failures: string[] = [];
+    const log: Logger = { ...silentLogger, warn: (obj) => void failures.push(JSON.stringify(obj)) };
     const check = new FenceCheck({
       entities: { segmentKeys: () => keys },
       offsets: allocator,
@@ -51,7 +53,7 @@ async function main() {
       lock: new RedisRefillLock(redis, systemClock, undefined, PREFIX),
       carrier: new FenceCarrier({ entities: { get: () => undefined }, allocator, store, stride, log: silentLogger }),
       clock: systemClock,
-      log: silentLogger,
+      log,
       intervalMs: 0,
     });
     const times: number[] = [];
@@ -76,7 +78,7 @@ async function main() {
       (await db.query<{ n: string }>('SELECT COUNT(*) AS n FROM application WHERE current_offset < 1000'))[0].n,
     );
     console.log(
-      `${fmt(COUNT)} entities, all behind: the run that carries them takes ${(performance.now() - started).toFixed(0)} ms; ${behind} left behind after it`,
+      `${fmt(COUNT)} entities, all behind: the run that carries them takes ${(performance.now() - started).toFixed(0)} ms; ${behind} left behind after it${failures.length ? `; failures: ${failures.slice(0, 3).join(' ')}` : ''}`,
     );
   } finally {
     redis.disconnect();
