@@ -3,10 +3,10 @@ import { afterEach, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { entityKeys } from '../../src/pool/keys';
 import { type Service, createService } from '../../src/service';
-import { ADMIN_TOKEN, call, register } from '../helpers/http';
-import { type RedisServer, startRedisServer } from '../helpers/processes';
-import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { ADMIN_TOKEN, call, register } from '../support/http';
+import { type RedisServer, startRedisServer } from '../support/processes';
+import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** The check's period here: short enough for a quick test, long enough that a refill or a sweep is not what acts. */
 const CHECK_MS = 1000;
