@@ -39,6 +39,8 @@ const CARRIES_IN_FLIGHT = 32;
 export class FenceCheck {
   private readonly schedule: Periodic | undefined;
   private readonly failureLog: FailureLogGate;
+  /** Runs started and completed, and entities carried: a run started after a restore has carried it once completed. */
+  readonly stats = { started: 0, completed: 0, carried: 0 };
 
   constructor(private readonly o: FenceCheckOptions) {
     this.failureLog = new FailureLogGate(o.clock);
@@ -62,6 +64,15 @@ export class FenceCheck {
    * its push.
    */
   async run(): Promise<void> {
+    this.stats.started++;
+    try {
+      await this.carryAll();
+    } finally {
+      this.stats.completed++;
+    }
+  }
+
+  private async carryAll(): Promise<void> {
     let behind: string[];
     try {
       behind = await this.findBehind();
@@ -111,7 +122,7 @@ export class FenceCheck {
     const held = await this.o.lock.acquire(entityKey);
     if (!held) return;
     try {
-      await this.o.carrier.carryIfBehind(entityKey);
+      if (await this.o.carrier.carryIfBehind(entityKey)) this.stats.carried++;
     } finally {
       await held.release();
     }
