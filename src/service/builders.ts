@@ -30,6 +30,7 @@ import { RedisPoolStore } from '../pool/redis-pool-store';
 import { loadFunctions } from '../pool/functions';
 import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
+import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
@@ -286,6 +287,8 @@ export async function buildHighWater(config: Config, db: Database, log: Logger):
 export interface Pools {
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
+  /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
+  readonly fenceCheck: FenceCheck;
   /**
    * Carries every entity whose database offset is below the high-water
    * file up to it, raising `database_behind` (embedded service only; run
@@ -294,7 +297,7 @@ export interface Pools {
   checkHighWater(): Promise<void>;
 }
 
-/** The refiller and the dispatcher; refilling starts with `refiller.start()` and stops on close. */
+/** The refiller, the fence check and the dispatcher; refilling starts with `refiller.start()` and `fenceCheck.start()` and stops on close. */
 export function buildPools(deps: {
   config: Config;
   clock: Clock;
@@ -340,10 +343,26 @@ export function buildPools(deps: {
     log: log.child({ component: 'dispatcher' }),
     events: deps.ops.dispatchEvents,
   });
+  const fenceCheck = new FenceCheck({
+    entities: registry,
+    offsets: stores.allocator,
+    store: stores.pools,
+    lock: stores.lock,
+    carrier: refiller.carrier,
+    clock,
+    log: log.child({ component: 'fence-check' }),
+    intervalMs: deps.config.fenceCheckMs,
+  });
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
-  return { value: { refiller, dispatcher, checkHighWater }, close: () => refiller.stop() };
+  return {
+    value: { refiller, dispatcher, fenceCheck, checkHighWater },
+    close: async () => {
+      await fenceCheck.stop();
+      await refiller.stop();
+    },
+  };
 }
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
