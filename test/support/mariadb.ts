@@ -104,8 +104,10 @@ export async function startPrivateMariadb({
         return;
       } catch (err) {
         if (proc.exitCode !== null) throw new Error(`mariadbd on ${port} exited with ${proc.exitCode}`, { cause: err });
-        if (Date.now() > deadline)
+        if (Date.now() > deadline) {
+          proc.kill('SIGKILL'); // not left running after its test
           throw new Error(`mariadbd on ${port} did not start in 30 s: ${(err as Error).message}`, { cause: err });
+        }
         await new Promise((r) => setTimeout(r, 100));
       }
     }

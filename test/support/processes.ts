@@ -81,7 +81,12 @@ export async function startInstance(
   proc.stdout.on('data', (d) => (out += String(d)));
   proc.stderr.on('data', (d) => (out += String(d)));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`instance did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    // Killed, not left behind: on a loaded machine a process that starts late
+    // would go on running after its test, and load the machine more.
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`instance did not start in ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
     const onData = () => {
       const m = /"port":(\d+)[^\n]*"msg":"idpool listening"/.exec(out);
       if (m) {
@@ -178,7 +183,10 @@ export async function startRedisServer(
         return;
       } catch {
         probe.disconnect();
-        if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not start`);
+        if (Date.now() > deadline) {
+          proc.kill('SIGKILL'); // not left running after its test
+          throw new Error(`redis-server on ${port} did not start`);
+        }
         await new Promise((r) => setTimeout(r, 50));
       }
     }
