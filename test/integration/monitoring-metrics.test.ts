@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
 import { register, takeIds } from '../support/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
+import { type Instance, startInstance } from '../support/processes';
 import {
   type Expression,
   allPanels,
@@ -19,7 +20,6 @@ import {
   selectorsOf,
 } from '../support/promql';
 import { describeWithServices } from '../support/describe-with-services';
-import { createTestSchema } from '../support/services';
 
 const dashboard = readDashboard();
 const rules = readRules();
@@ -276,24 +276,16 @@ describeWithServices(
   'idpool_dependency_up and idpool_refill_failures_total when Redis goes away (private redis-server, kill -9)',
   { mysql: true },
   () => {
-    let redis: RedisServer | undefined;
-    let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
+    let deployment: PrivateDeployment | undefined;
     let instance: Instance;
 
     beforeAll(async () => {
-      redis = await startRedisServer('none');
-      schema = await createTestSchema('mysql');
-      instance = await startInstance({
-        IDPOOL_DATABASE_URL: schema.url,
-        IDPOOL_REDIS_URL: redis.url,
-        IDPOOL_OPS_SAMPLE_MS: '200',
-      });
+      deployment = await privateDeployment();
+      instance = await deployment.start({ IDPOOL_OPS_SAMPLE_MS: '200' });
     });
 
     afterAll(async () => {
-      await instance?.stop();
-      await redis?.stop();
-      await schema?.drop();
+      await deployment?.stop();
     });
 
     it('reads 0 for redis and counts failed refills while it is down, 1 again once it is back', async () => {
@@ -304,7 +296,7 @@ describeWithServices(
       expect(text).toMatch(/^idpool_dependency_up\{dependency="redis"\} 1$/m);
       expect(text).toMatch(/^idpool_refill_failures_total 0$/m);
 
-      await redis!.kill9();
+      await deployment!.redis.kill9();
       await waitFor('redis down in /metrics and a failed refill counted', async () => {
         text = await scrape(instance!.url);
         return (
@@ -314,7 +306,7 @@ describeWithServices(
       });
       expect(text).toMatch(/^idpool_dependency_up\{dependency="database"\} 1$/m);
 
-      await redis!.restart();
+      await deployment!.redis.restart();
       await waitFor('redis up again in /metrics', async () =>
         /^idpool_dependency_up\{dependency="redis"\} 1$/m.test(await scrape(instance!.url)),
       );

@@ -6,10 +6,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { uniqueKey } from '../support/configs';
 import { register, takeIds } from '../support/http';
-import { type Instance, type RedisServer, freePort, startInstance, startRedisServer } from '../support/processes';
+import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
+import { type Instance, freePort } from '../support/processes';
 import { RULES_FILE, allPanels, readDashboard, readRules, sampledMetrics, selectorsOf } from '../support/promql';
 import { describeWithServices } from '../support/describe-with-services';
-import { createTestSchema } from '../support/services';
 
 interface Sample {
   metric: Record<string, string>;
@@ -26,8 +26,7 @@ describeWithServices(
   'Prometheus evaluates the rules and every dashboard query over a live idpool (MariaDB + private Redis)',
   { mysql: true, prometheus: true },
   () => {
-    let redis: RedisServer | undefined;
-    let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
+    let deployment: PrivateDeployment | undefined;
     let instance: Instance;
     let prometheus: ChildProcess | undefined;
     let promUrl = '';
@@ -55,14 +54,8 @@ describeWithServices(
     };
 
     beforeAll(async () => {
-      redis = await startRedisServer('none');
-      schema = await createTestSchema('mysql');
-      instance = await startInstance({
-        IDPOOL_DATABASE_URL: schema.url,
-        IDPOOL_REDIS_URL: redis.url,
-        IDPOOL_OPS_SAMPLE_MS: '200',
-        IDPOOL_OPS_RATE_WINDOW_MS: '5000',
-      });
+      deployment = await privateDeployment();
+      instance = await deployment.start({ IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
       const segmentSecret = await register(instance.url, { key: segment, maxSizePerSecond: 0 });
       const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake', maxSizePerSecond: 0 });
       // Steady demand for the whole test: rates, forecasts and histograms have something to show.
@@ -103,9 +96,7 @@ describeWithServices(
         prometheus.kill('SIGTERM');
         await new Promise((r) => prometheus!.once('exit', r));
       }
-      await instance?.stop();
-      await redis?.stop();
-      await schema?.drop();
+      await deployment?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
@@ -184,7 +175,7 @@ describeWithServices(
     });
 
     it('puts IdpoolDependencyUnavailable and IdpoolRefillFailing in pending when Redis is killed', async () => {
-      await redis!.kill9();
+      await deployment!.redis.kill9();
       const pending = await waitFor('alerts pending', async () => {
         const res = (await (await fetch(`${promUrl}/api/v1/alerts`)).json()) as {
           data: { alerts: { labels: Record<string, string>; state: string }[] };
@@ -206,7 +197,7 @@ describeWithServices(
         );
         return up.database === '1' && up.redis === '0' ? true : undefined;
       });
-      await redis!.restart();
+      await deployment!.redis.restart();
     });
   },
 );
