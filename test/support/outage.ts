@@ -8,7 +8,7 @@ import { sleep } from './wait';
  * A pool of 100-id segments, 1000 ids at most, no rate limit: a load needs
  * the database every few hundred ids, so an outage shows within a second.
  */
-export const SMALL_POOL = { step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 };
+const SMALL_POOL = { step: 100, maxPoolSize: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 };
 
 /** A sequential client taking ids until stopped: what it got, and every status it was answered. */
 export interface Traffic {
