@@ -13,12 +13,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { until as waitUntil } from '../../test/helpers/sentinel';
+import { until as waitUntil } from '../../test/support/sentinel';
 import { sleep } from '../../test/support/wait';
 import type { Answer } from './load';
 import type { Random } from './random';
 import { type ChaosSystem, ClusterRedis, type Node, SentinelRedis } from './system';
-import { entitySlot } from '../../test/helpers/redis-cluster';
+import { entitySlot } from '../../test/support/redis-cluster';
 
 const run = promisify(execFile);
 

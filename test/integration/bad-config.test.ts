@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runToExit } from '../helpers/processes';
+import { runToExit } from '../support/processes';
 
 /** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
 const BAD: [variable: string, env: Record<string, string>][] = [

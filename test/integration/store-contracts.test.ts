@@ -6,13 +6,13 @@ import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/pool/functions';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
-import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
+import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { entityStoreContract } from '../support/contracts/entity-store';
 import { poolStoreContract } from '../support/contracts/pool-store';
 import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
 import { workerStoreContract } from '../support/contracts/worker-store';
 import { entityConfig } from '../support/entity';
-import { describeWithServices } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 // The same cases run against the fakes in test/unit/store-contracts.test.ts.
 
