@@ -281,7 +281,7 @@ function report(
       `${nemesis.injections.length} faults, ${findings.filter((f) => f.kind === 'repeat').length} ids repeated, ${load.orderBreaks.length} order breaks.`,
   );
   const behind = nemesis.behindAfterRestore.map((ms) =>
-    ms === undefined ? 'still at the end' : `${(ms / 1000).toFixed(0)} s`,
+    ms === undefined ? 'still at the end' : `${(ms / 1000).toFixed(1)} s`,
   );
   if (behind.length || nemesis.heldBack)
     lines.push(
