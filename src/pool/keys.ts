@@ -83,7 +83,7 @@ export function idempotencyBytesKey(minute: number, prefix = DEFAULT_PREFIX): st
   return `${prefix}:{idem-bytes}:${minute}`;
 }
 
-/** Counter of entity registrations, bumped by every instance (see `entities/registry.ts`). */
+/** Counter of entity registrations, bumped by every instance (see `entities/generation-sync.ts`). */
 export function registrationsKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:registrations`;
 }
