@@ -83,7 +83,7 @@ export function idempotencyBytesKey(minute: number, prefix = DEFAULT_PREFIX): st
   return `${prefix}:{idem-bytes}:${minute}`;
 }
 
-/** Counter of entity registrations, bumped by every instance (see `entities/registry.ts`). */
+/** Counter of entity registrations, bumped by every instance (see `entities/generation-sync.ts`). */
 export function registrationsKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:registrations`;
 }
@@ -107,7 +107,7 @@ export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
 }
 
 /**
- * The second record of the snowflake worker leases (`worker/redis-worker-holders.ts`),
+ * The second record of the snowflake worker leases (`pool/redis-worker-holders.ts`),
  * which a restore of the database cannot undo (docs/ha.md). One hash tag,
  * `{workers}`, so one function touches both on a Cluster.
  */

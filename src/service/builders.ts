@@ -1,6 +1,7 @@
 import type { Express } from 'express';
 import { type EntityStore, SqlEntityStore } from '../entities/entity-store';
-import { EntityRegistry, LocalRegistrationGeneration, type RegistrationGeneration } from '../entities/registry';
+import { EntityRegistry } from '../entities/registry';
+import { LocalRegistrationGeneration, type RegistrationGeneration } from '../entities/generation-sync';
 import type { Clock } from '../clock';
 import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
@@ -41,7 +42,7 @@ import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
 import { RedisFleetStore } from '../fleet/redis-fleet-store';
-import { RedisWorkerHolders } from '../worker/redis-worker-holders';
+import { RedisWorkerHolders } from '../pool/redis-worker-holders';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
@@ -155,7 +156,7 @@ export async function buildRegistry(deps: {
   // (a secret rotated or a key retired elsewhere stops working here within
   // that), a full refresh when it moved or at least every second; after 10 s
   // without a request only the full refresh, and the next request reads the
-  // generation first (EntityRegistry.tick, find).
+  // generation first (GenerationSync.tick, lookup).
   const refresh = every(
     'registry-refresh',
     100,

@@ -7,7 +7,7 @@ import { expectOneLineError, idpool, json } from '../support/cli';
 import { uniqueKey } from '../support/configs';
 import { ADMIN_TOKEN, call, takeIds } from '../support/http';
 import { type Instance, freePort, startInstance } from '../support/processes';
-import { SQL_SERVERS, createTestSchema, servicesAvailable, sharedRedisEnv } from '../support/services';
+import { SQL_SERVERS, createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 
 const ROOT = join(__dirname, '..', '..');
@@ -321,21 +321,6 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expect(top.stdout).toContain('Exit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.');
   });
 
-  it.for(SQL_SERVERS)('migrates a $name database and says when it is up to date', async ({ server }, ctx) => {
-    if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
-    const fresh = await createTestSchema(server);
-    try {
-      const first = json(await idpool(['migrate', '--json'], { IDPOOL_DATABASE_URL: fresh.url }));
-      expect(first.applied.length).toBeGreaterThanOrEqual(2);
-      expect(first.applied.join(' ')).toMatch(/CreateApplication/);
-      const again = await idpool(['migrate'], { IDPOOL_DATABASE_URL: fresh.url });
-      expect(again.code, again.stderr).toBe(0);
-      expect(again.stdout).toMatch(/schema is up to date/);
-    } finally {
-      await fresh.drop();
-    }
-  });
-
   it('migrates a SQLite file; refuses an unknown URL and reports an unreachable server', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'idpool-cli-'));
     try {
@@ -411,3 +396,20 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     }
   });
 });
+
+for (const { server, name } of SQL_SERVERS)
+  describeWithServices(`idpool migrate on ${name}`, { [server]: true }, () => {
+    it('migrates a fresh database and says when it is up to date', async () => {
+      const fresh = await createTestSchema(server);
+      try {
+        const first = json(await idpool(['migrate', '--json'], { IDPOOL_DATABASE_URL: fresh.url }));
+        expect(first.applied.length).toBeGreaterThanOrEqual(2);
+        expect(first.applied.join(' ')).toMatch(/CreateApplication/);
+        const again = await idpool(['migrate'], { IDPOOL_DATABASE_URL: fresh.url });
+        expect(again.code, again.stderr).toBe(0);
+        expect(again.stdout).toMatch(/schema is up to date/);
+      } finally {
+        await fresh.drop();
+      }
+    });
+  });

@@ -1,31 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeWithServices } from '../support/describe-with-services';
 import { ADMIN_TOKEN, call } from '../support/http';
-import { type Instance, type MariaDbServer, startInstance, startMariaDbServer } from '../support/processes';
+import { type PrivateMariadb, startPrivateMariadb } from '../support/mariadb';
+import { type Instance, startInstance } from '../support/processes';
 
-const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
-
-describe('entity names', () => {
-  let server: MariaDbServer | undefined;
-  let instance: Instance | undefined;
+describeWithServices('entity names', { privateMariadb: true }, () => {
+  let server: PrivateMariadb | undefined;
+  let instance: Instance;
 
   beforeAll(async () => {
     // latin1 as server default, as on older MySQL/MariaDB installs: the schema idpool creates must still hold any name.
-    server = await startMariaDbServer(['--character-set-server=latin1', '--collation-server=latin1_swedish_ci']);
-    if (!server) {
-      if (REQUIRED) throw new Error('!!! mariadbd not installed and IDPOOL_REQUIRE_SERVICES=1');
-      process.stderr.write('\n!!! mariadbd not installed: SKIPPING the entity name tests\n\n');
-      return;
-    }
-    instance = await startInstance({ IDPOOL_DATABASE_URL: server.url('idpool_names') });
+    server = await startPrivateMariadb({
+      serverArgs: ['--character-set-server=latin1', '--collation-server=latin1_swedish_ci'],
+    });
+    instance = await startInstance({ IDPOOL_DATABASE_URL: server.url });
   }, 90_000);
 
   afterAll(async () => {
     await instance?.stop();
-    await server?.stop();
+    await server?.destroy();
   });
 
-  it('stores any printable name (emoji, CJK, RTL) in the schema it creates on a latin1 server', async (ctx) => {
-    if (!instance) return ctx.skip();
+  it('stores any printable name (emoji, CJK, RTL) in the schema it creates on a latin1 server', async () => {
     const names = ['订单 🚀 注文', 'رقم الطلب', '👨‍👩‍👧 family', 'Ünïcödé — ok'];
     for (const [i, name] of names.entries()) {
       const created = await call(`${instance.url}/admin/apps`, {
@@ -45,8 +41,7 @@ describe('entity names', () => {
     expect(renamed.body.name).toBe('🚀🚀 新しい名前');
   });
 
-  it('refuses control characters with a 400 naming the field, and creates nothing', async (ctx) => {
-    if (!instance) return ctx.skip();
+  it('refuses control characters with a 400 naming the field, and creates nothing', async () => {
     const bad = [
       'bell\u0007',
       'paint \u001b[31mred',

@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../../src/db/database';
+import { describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors';
 import { dependencyFailure } from '../../src/http/dependency-failure';
-import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
-import { freePort } from '../support/processes';
+import { startPostgresServer } from '../support/postgres-server';
 import { expectFailure, rejection } from '../support/failures';
+import { SqlFailureSuite } from '../support/sql-failure-suite';
 import { sleep } from '../support/wait';
 
 /**
@@ -15,37 +14,20 @@ import { sleep } from '../support/wait';
  * retryable ones).
  */
 describe('PostgreSQL failures, provoked and classified', () => {
-  let server: PostgresServer;
-  let db: Database;
-  const opened: Database[] = [];
-
-  beforeAll(async () => {
-    server = await startPostgresServer();
-    db = await openDatabase(server.url('idpool'));
-    opened.push(db);
-    await db.query('CREATE TABLE t (id INT PRIMARY KEY, big BIGINT NOT NULL)');
-    await db.query('INSERT INTO t VALUES (1, 0), (2, 9223372036854775800)');
-  }, 60_000);
-
-  afterAll(async () => {
-    server?.resume();
-    await Promise.all(opened.map((d) => d.close().catch(() => undefined)));
-    await server?.stop();
+  const suite = new SqlFailureSuite({
+    start: () => startPostgresServer(),
+    stop: (server) => {
+      server.resume();
+      return server.stop();
+    },
+    url: (port) => `postgres://postgres@127.0.0.1:${port}/idpool`,
   });
+  const session = () => suite.session();
 
-  const session = async () => {
-    const runner = db.dataSource.createQueryRunner();
-    await runner.connect();
-    return runner;
-  };
-
-  it('a refused connection: ECONNREFUSED → unavailable/refused', async () => {
-    const port = await freePort();
-    expectFailure(await rejection(openDatabase(`postgres://postgres@127.0.0.1:${port}/idpool`)), {
-      class: 'unavailable',
-      kind: 'refused',
-    });
-  });
+  suite.refusedConnection();
+  suite.deadlock('40P01');
+  suite.killedConnection('pg_terminate_backend: 57P01', 'SELECT pg_backend_pid()', 'SELECT pg_terminate_backend($1)');
+  suite.refusedData('session');
 
   it('lock_timeout (55P03), statement_timeout (57014) → busy; the stores get a 503', async () => {
     const [holder, waiter] = await Promise.all([session(), session()]);
@@ -69,32 +51,12 @@ describe('PostgreSQL failures, provoked and classified', () => {
     }
   });
 
-  it('two transactions waiting on each other: 40P01 → busy/deadlock', async () => {
-    const [a, b] = await Promise.all([session(), session()]);
-    try {
-      await a.startTransaction();
-      await b.startTransaction();
-      await a.query('UPDATE t SET big = big WHERE id = 1');
-      await b.query('UPDATE t SET big = big WHERE id = 2');
-      const crossed = await Promise.allSettled([
-        a.query('UPDATE t SET big = big WHERE id = 2'),
-        b.query('UPDATE t SET big = big WHERE id = 1'),
-      ]);
-      const victim = crossed.find((r) => r.status === 'rejected');
-      expectFailure(victim?.reason, { class: 'busy', kind: 'deadlock' });
-    } finally {
-      await a.rollbackTransaction().catch(() => undefined);
-      await b.rollbackTransaction().catch(() => undefined);
-      await Promise.all([a.release(), b.release()]);
-    }
-  });
-
   it('a read-only database (default_transaction_read_only): 25006 → unavailable/read_only; the stores get a 503', async () => {
+    const { db, server } = suite;
     await db.query('ALTER DATABASE idpool SET default_transaction_read_only = on');
     try {
       // Only sessions opened after the change are read-only.
-      const ro = await openDatabase(server.url('idpool'), { migrate: false });
-      opened.push(ro);
+      const ro = await suite.open(server.url('idpool'), { migrate: false });
       const runner = ro.dataSource.createQueryRunner();
       try {
         const err = await rejection(runner.query('UPDATE t SET big = big + 1 WHERE id = 1'));
@@ -109,40 +71,13 @@ describe('PostgreSQL failures, provoked and classified', () => {
     }
   });
 
-  it('its backend terminated (pg_terminate_backend): 57P01 → unavailable', async () => {
-    const [victim, killer] = await Promise.all([session(), session()]);
-    try {
-      const [{ pid }] = (await victim.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
-      await killer.query('SELECT pg_terminate_backend($1)', [pid]);
-      expectFailure(await rejection(victim.query('SELECT 1')), { class: 'unavailable' });
-    } finally {
-      await Promise.all([victim.release().catch(() => undefined), killer.release()]);
-    }
-  });
-
-  it('data the server refuses: duplicate key → conflict, bigint overflow → invalid, a missing table → unavailable (a restore under way: 503)', async () => {
-    const runner = await session();
-    try {
-      const duplicate = await rejection(runner.query('INSERT INTO t VALUES (1, 0)'));
-      expectFailure(duplicate, { class: 'conflict', kind: 'duplicate' });
-      const overflow = await rejection(runner.query('UPDATE t SET big = big + 100 WHERE id = 2'));
-      expectFailure(overflow, { class: 'invalid', kind: 'out_of_range' });
-      const missing = await rejection(runner.query('SELECT * FROM no_such_table'));
-      expectFailure(missing, { class: 'unavailable', kind: 'database_schema' });
-      expect(dependencyFailure(missing)).toBe('database_schema');
-      for (const err of [duplicate, overflow]) expect(dependencyFailure(err)).toBeUndefined();
-    } finally {
-      await runner.release();
-    }
-  });
-
   it('a server that stops answering (SIGSTOP): node-postgres query_timeout, marked by the driver → unavailable/timeout', async () => {
     const runner = await session();
-    server.pause();
+    suite.server.pause();
     try {
       expectFailure(await rejection(runner.query('SELECT 1')), { class: 'unavailable', kind: 'timeout' });
     } finally {
-      server.resume();
+      suite.server.resume();
       await runner.release();
     }
   }, 20_000);
@@ -151,10 +86,10 @@ describe('PostgreSQL failures, provoked and classified', () => {
     const runner = await session();
     const sleeping = rejection(runner.query('SELECT pg_sleep(10)'));
     await sleep(300);
-    await server.kill9();
+    await suite.server.kill9();
     expectFailure(await sleeping, { class: 'unavailable', kind: 'lost' });
     await runner.release().catch(() => undefined);
-    expectFailure(await rejection(db.dataSource.query('SELECT 1')), { class: 'unavailable' });
-    expect(await rejection(db.query('SELECT 1'))).toBeInstanceOf(UnavailableError);
+    expectFailure(await rejection(suite.db.dataSource.query('SELECT 1')), { class: 'unavailable' });
+    expect(await rejection(suite.db.query('SELECT 1'))).toBeInstanceOf(UnavailableError);
   }, 20_000);
 });

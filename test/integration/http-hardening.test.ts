@@ -1,11 +1,12 @@
 import { request as httpRequest } from 'node:http';
 import { type Socket, connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
 import type { Instance } from '../support/processes';
-import { commandCalls, servicesAvailable } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
+import { commandCalls } from '../support/services';
 
 const OPS_TOKEN = 'test-ops-token-0123456789abcdefghij';
 const METRICS_TOKEN = 'test-metrics-token-0123456789';
@@ -70,14 +71,11 @@ function jsonLines(instance: Instance, field: string): Record<string, any>[] {
     .map((l) => JSON.parse(l));
 }
 
-describe('HTTP hardening of a service process (MariaDB + a private Redis)', () => {
-  let available = false;
+describeWithServices('HTTP hardening of a service process (MariaDB + a private Redis)', { mysql: true }, () => {
   let deployment: PrivateDeployment | undefined;
   let instance: Instance;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
     deployment = await privateDeployment();
     instance = await deployment.start({ IDPOOL_OPS_TOKEN: OPS_TOKEN, IDPOOL_METRICS_TOKEN: METRICS_TOKEN });
   }, 60_000);
@@ -86,8 +84,7 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     await deployment?.stop();
   });
 
-  it('after 30 wrong admin tokens the right one gets 429 too (not compared); other addresses and entity secrets are unaffected', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('after 30 wrong admin tokens the right one gets 429 too (not compared); other addresses and entity secrets are unaffected', async () => {
     const key = uniqueKey('throttle');
     const secret = await register(instance.url, { key, maxSizePerSecond: 0 });
     const prober = '127.0.0.3';
@@ -118,8 +115,7 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     expect((await callFrom('127.0.0.4', instance.port, '/admin/apps', { token: ADMIN_TOKEN })).status).toBe(200);
   });
 
-  it('the ops token reads (dashboard data, GET /admin/*, /metrics) and gets 403 on every write, which changes nothing; every admin write is one audit line', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('the ops token reads (dashboard data, GET /admin/*, /metrics) and gets 403 on every write, which changes nothing; every admin write is one audit line', async () => {
     const from = '127.0.0.6';
     const key = uniqueKey('audited');
     const created = await callFrom(from, instance.port, '/admin/apps', {
@@ -187,8 +183,7 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     expect(instance.output()).not.toContain(OPS_TOKEN);
   });
 
-  it('every answer has nosniff and Cache-Control: no-store; dashboard assets are own properties only', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('every answer has nosniff and Cache-Control: no-store; dashboard assets are own properties only', async () => {
     const from = '127.0.0.7';
     const key = uniqueKey('headers');
     const secret = await register(instance.url, { key, maxSizePerSecond: 0 });
@@ -216,8 +211,7 @@ describe('HTTP hardening of a service process (MariaDB + a private Redis)', () =
     }
   });
 
-  it('/readyz is single-flight and cached ~1 s: 300 concurrent and 3 s of back-to-back probes cost a few Redis PINGs', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('/readyz is single-flight and cached ~1 s: 300 concurrent and 3 s of back-to-back probes cost a few Redis PINGs', async () => {
     const direct = deployment!.direct;
     await direct.config('RESETSTAT');
     const started = Date.now();
@@ -254,158 +248,158 @@ async function openSocket(
   return { socket, closedAt: () => closed, received: () => data };
 }
 
-describe('slow clients are cut off within the limits while others are served (a service process)', () => {
-  const HEADERS_MS = 2000;
-  const REQUEST_MS = 3000;
-  const MAX_CONNECTIONS = 60;
-  let available = false;
-  let deployment: PrivateDeployment | undefined;
-  let instance: Instance;
+describeWithServices(
+  'slow clients are cut off within the limits while others are served (a service process)',
+  { mysql: true },
+  () => {
+    const HEADERS_MS = 2000;
+    const REQUEST_MS = 3000;
+    const MAX_CONNECTIONS = 60;
+    let deployment: PrivateDeployment | undefined;
+    let instance: Instance;
 
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
-    deployment = await privateDeployment();
-    instance = await deployment.start({
-      IDPOOL_HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
-      IDPOOL_HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_MS),
-      IDPOOL_HTTP_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
-      IDPOOL_REQUEST_LOG: 'false',
+    beforeAll(async () => {
+      deployment = await privateDeployment();
+      instance = await deployment.start({
+        IDPOOL_HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
+        IDPOOL_HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_MS),
+        IDPOOL_HTTP_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
+        IDPOOL_REQUEST_LOG: 'false',
+      });
+    }, 60_000);
+
+    afterAll(async () => {
+      await deployment?.stop();
     });
-  }, 60_000);
 
-  afterAll(async () => {
-    await deployment?.stop();
-  });
+    it('trickled headers are closed after the headers timeout, trickled bodies after the request timeout, silent sockets too', async () => {
+      const key = uniqueKey('slow');
+      const secret = await register(instance.url, { key, maxSizePerSecond: 0, maxSizePerTimes: 10 });
 
-  it('trickled headers are closed after the headers timeout, trickled bodies after the request timeout, silent sockets too', async (ctx) => {
-    if (!available) return ctx.skip();
-    const key = uniqueKey('slow');
-    const secret = await register(instance.url, { key, maxSizePerSecond: 0, maxSizePerTimes: 10 });
-
-    const opened = Date.now();
-    const silent = await Promise.all(Array.from({ length: 5 }, () => openSocket(instance.port)));
-    const headerTricklers = await Promise.all(Array.from({ length: 10 }, () => openSocket(instance.port)));
-    const bodyTricklers = await Promise.all(Array.from({ length: 10 }, () => openSocket(instance.port)));
-    for (const t of headerTricklers) t.socket.write(`POST /apps/${key}/ids HTTP/1.1\r\nHost: idpool\r\n`);
-    for (const t of bodyTricklers) {
-      t.socket.write(
-        `POST /apps/${key}/ids HTTP/1.1\r\nHost: idpool\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"count":`,
-      );
-    }
-    // One byte each every 200 ms: never finishing, never idle.
-    const trickle = setInterval(() => {
-      for (const t of headerTricklers) if (!t.closedAt()) t.socket.write('X');
-      for (const t of bodyTricklers) if (!t.closedAt()) t.socket.write(' ');
-    }, 200);
-
-    // Ordinary clients meanwhile: every request answered, promptly.
-    const served: number[] = [];
-    let serving = true;
-    const ordinary = (async () => {
-      while (serving) {
-        const t0 = Date.now();
-        const res = await takeIds(instance.url, key, secret, 5);
-        expect(res.status).toBe(200);
-        served.push(Date.now() - t0);
-        await sleep(20);
+      const opened = Date.now();
+      const silent = await Promise.all(Array.from({ length: 5 }, () => openSocket(instance.port)));
+      const headerTricklers = await Promise.all(Array.from({ length: 10 }, () => openSocket(instance.port)));
+      const bodyTricklers = await Promise.all(Array.from({ length: 10 }, () => openSocket(instance.port)));
+      for (const t of headerTricklers) t.socket.write(`POST /apps/${key}/ids HTTP/1.1\r\nHost: idpool\r\n`);
+      for (const t of bodyTricklers) {
+        t.socket.write(
+          `POST /apps/${key}/ids HTTP/1.1\r\nHost: idpool\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"count":`,
+        );
       }
-    })();
-    const allClosed = () => [...silent, ...headerTricklers, ...bodyTricklers].every((t) => t.closedAt() !== undefined);
-    const deadline = Date.now() + 15_000;
-    while (!allClosed() && Date.now() < deadline) await sleep(100);
-    clearInterval(trickle);
-    serving = false;
-    await ordinary;
+      // One byte each every 200 ms: never finishing, never idle.
+      const trickle = setInterval(() => {
+        for (const t of headerTricklers) if (!t.closedAt()) t.socket.write('X');
+        for (const t of bodyTricklers) if (!t.closedAt()) t.socket.write(' ');
+      }, 200);
 
-    const after = (group: { closedAt: () => number | undefined }[]) =>
-      group.map((t) => (t.closedAt() ?? Number.POSITIVE_INFINITY) - opened);
-    const silentMs = after(silent);
-    const headersMs = after(headerTricklers);
-    const bodyMs = after(bodyTricklers);
-    process.stderr.write(
-      `slow clients closed after (ms): silent ${Math.max(...silentMs)}, trickled headers ${Math.min(...headersMs)}-${Math.max(...headersMs)}, trickled body ${Math.min(...bodyMs)}-${Math.max(...bodyMs)}; ${served.length} ordinary requests meanwhile, slowest ${Math.max(...served)} ms\n`,
-    );
-    // Node checks the limits once a second (connectionsCheckingInterval); 2.5 s more for a loaded machine.
-    for (const ms of [...silentMs, ...headersMs]) {
-      expect(ms).toBeGreaterThanOrEqual(HEADERS_MS - 100);
-      expect(ms).toBeLessThan(HEADERS_MS + 1000 + 2500);
-    }
-    for (const ms of bodyMs) {
-      expect(ms).toBeGreaterThanOrEqual(REQUEST_MS - 100);
-      expect(ms).toBeLessThan(REQUEST_MS + 1000 + 2500);
-    }
-    for (const t of [...headerTricklers, ...bodyTricklers]) expect(t.received()).toMatch(/^HTTP\/1\.1 408 /);
-    expect(served.length).toBeGreaterThan(20);
-  }, 30_000);
+      // Ordinary clients meanwhile: every request answered, promptly.
+      const served: number[] = [];
+      let serving = true;
+      const ordinary = (async () => {
+        while (serving) {
+          const t0 = Date.now();
+          const res = await takeIds(instance.url, key, secret, 5);
+          expect(res.status).toBe(200);
+          served.push(Date.now() - t0);
+          await sleep(20);
+        }
+      })();
+      const allClosed = () =>
+        [...silent, ...headerTricklers, ...bodyTricklers].every((t) => t.closedAt() !== undefined);
+      const deadline = Date.now() + 15_000;
+      while (!allClosed() && Date.now() < deadline) await sleep(100);
+      clearInterval(trickle);
+      serving = false;
+      await ordinary;
 
-  it(`at most ${MAX_CONNECTIONS} connections: one more is closed at once, and served again when they are gone`, async (ctx) => {
-    if (!available) return ctx.skip();
-    const held = await Promise.all(Array.from({ length: MAX_CONNECTIONS }, () => openSocket(instance.port)));
-    await sleep(200);
-    const extra = await openSocket(instance.port);
-    extra.socket.write('GET /healthz HTTP/1.1\r\nHost: idpool\r\n\r\n');
-    const deadline = Date.now() + 3000;
-    while (extra.closedAt() === undefined && Date.now() < deadline) await sleep(20);
-    expect(extra.closedAt()).toBeDefined();
-    expect(extra.received()).toBe('');
-    for (const h of held) h.socket.destroy();
-    const until = Date.now() + 5000;
-    let status = 0;
-    while (status !== 200 && Date.now() < until) {
-      status = await call(`${instance.url}/healthz`).then(
-        (r) => r.status,
-        () => 0,
+      const after = (group: { closedAt: () => number | undefined }[]) =>
+        group.map((t) => (t.closedAt() ?? Number.POSITIVE_INFINITY) - opened);
+      const silentMs = after(silent);
+      const headersMs = after(headerTricklers);
+      const bodyMs = after(bodyTricklers);
+      process.stderr.write(
+        `slow clients closed after (ms): silent ${Math.max(...silentMs)}, trickled headers ${Math.min(...headersMs)}-${Math.max(...headersMs)}, trickled body ${Math.min(...bodyMs)}-${Math.max(...bodyMs)}; ${served.length} ordinary requests meanwhile, slowest ${Math.max(...served)} ms\n`,
       );
-      if (status !== 200) await sleep(50);
+      // Node checks the limits once a second (connectionsCheckingInterval); 2.5 s more for a loaded machine.
+      for (const ms of [...silentMs, ...headersMs]) {
+        expect(ms).toBeGreaterThanOrEqual(HEADERS_MS - 100);
+        expect(ms).toBeLessThan(HEADERS_MS + 1000 + 2500);
+      }
+      for (const ms of bodyMs) {
+        expect(ms).toBeGreaterThanOrEqual(REQUEST_MS - 100);
+        expect(ms).toBeLessThan(REQUEST_MS + 1000 + 2500);
+      }
+      for (const t of [...headerTricklers, ...bodyTricklers]) expect(t.received()).toMatch(/^HTTP\/1\.1 408 /);
+      expect(served.length).toBeGreaterThan(20);
+    }, 30_000);
+
+    it(`at most ${MAX_CONNECTIONS} connections: one more is closed at once, and served again when they are gone`, async () => {
+      const held = await Promise.all(Array.from({ length: MAX_CONNECTIONS }, () => openSocket(instance.port)));
+      await sleep(200);
+      const extra = await openSocket(instance.port);
+      extra.socket.write('GET /healthz HTTP/1.1\r\nHost: idpool\r\n\r\n');
+      const deadline = Date.now() + 3000;
+      while (extra.closedAt() === undefined && Date.now() < deadline) await sleep(20);
+      expect(extra.closedAt()).toBeDefined();
+      expect(extra.received()).toBe('');
+      for (const h of held) h.socket.destroy();
+      const until = Date.now() + 5000;
+      let status = 0;
+      while (status !== 200 && Date.now() < until) {
+        status = await call(`${instance.url}/healthz`).then(
+          (r) => r.status,
+          () => 0,
+        );
+        if (status !== 200) await sleep(50);
+      }
+      expect(status).toBe(200);
+    });
+  },
+);
+
+describeWithServices(
+  'rotation and retirement reach other instances at once (two service processes)',
+  { mysql: true },
+  () => {
+    let deployment: PrivateDeployment | undefined;
+    const instances: Instance[] = [];
+
+    beforeAll(async () => {
+      deployment = await privateDeployment();
+      instances.push(await deployment.start({ IDPOOL_REQUEST_LOG: 'false' }));
+      instances.push(await deployment.start({ IDPOOL_REQUEST_LOG: 'false' }));
+    }, 60_000);
+
+    afterAll(async () => {
+      await deployment?.stop();
+    });
+
+    /** Ms until `check` holds on B, polling every 10 ms for at most 5 s. */
+    async function msUntil(check: () => Promise<boolean>): Promise<number> {
+      const t0 = Date.now();
+      while (!(await check())) {
+        if (Date.now() - t0 > 5000) return Number.POSITIVE_INFINITY;
+        await sleep(10);
+      }
+      return Date.now() - t0;
     }
-    expect(status).toBe(200);
-  });
-});
 
-describe('rotation and retirement reach other instances at once (two service processes)', () => {
-  let available = false;
-  let deployment: PrivateDeployment | undefined;
-  const instances: Instance[] = [];
+    it('rotate on A: the old secret is refused on B within ~1 s, the new one works; retire on A: refused on B as fast', async () => {
+      const [a, b] = instances;
+      const key = uniqueKey('rotate');
+      const oldSecret = await register(a.url, { key, maxSizePerSecond: 0 });
+      expect((await takeIds(b.url, key, oldSecret, 1)).status).toBe(200);
 
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
-    deployment = await privateDeployment();
-    instances.push(await deployment.start({ IDPOOL_REQUEST_LOG: 'false' }));
-    instances.push(await deployment.start({ IDPOOL_REQUEST_LOG: 'false' }));
-  }, 60_000);
+      const rotated = await call(`${a.url}/admin/apps/${key}/secret`, { method: 'POST', token: ADMIN_TOKEN });
+      expect(rotated.status).toBe(200);
+      const rotateMs = await msUntil(async () => (await takeIds(b.url, key, oldSecret, 1)).status === 401);
+      expect((await takeIds(b.url, key, rotated.body.secret, 1)).status).toBe(200);
 
-  afterAll(async () => {
-    await deployment?.stop();
-  });
-
-  /** Ms until `check` holds on B, polling every 10 ms for at most 5 s. */
-  async function msUntil(check: () => Promise<boolean>): Promise<number> {
-    const t0 = Date.now();
-    while (!(await check())) {
-      if (Date.now() - t0 > 5000) return Number.POSITIVE_INFINITY;
-      await sleep(10);
-    }
-    return Date.now() - t0;
-  }
-
-  it('rotate on A: the old secret is refused on B within ~1 s, the new one works; retire on A: refused on B as fast', async (ctx) => {
-    if (!available) return ctx.skip();
-    const [a, b] = instances;
-    const key = uniqueKey('rotate');
-    const oldSecret = await register(a.url, { key, maxSizePerSecond: 0 });
-    expect((await takeIds(b.url, key, oldSecret, 1)).status).toBe(200);
-
-    const rotated = await call(`${a.url}/admin/apps/${key}/secret`, { method: 'POST', token: ADMIN_TOKEN });
-    expect(rotated.status).toBe(200);
-    const rotateMs = await msUntil(async () => (await takeIds(b.url, key, oldSecret, 1)).status === 401);
-    expect((await takeIds(b.url, key, rotated.body.secret, 1)).status).toBe(200);
-
-    expect((await call(`${a.url}/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204);
-    const retireMs = await msUntil(async () => (await takeIds(b.url, key, rotated.body.secret, 1)).status === 401);
-    process.stderr.write(`propagation to another instance: rotation ${rotateMs} ms, retirement ${retireMs} ms\n`);
-    expect(rotateMs).toBeLessThan(1000);
-    expect(retireMs).toBeLessThan(1000);
-  });
-});
+      expect((await call(`${a.url}/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204);
+      const retireMs = await msUntil(async () => (await takeIds(b.url, key, rotated.body.secret, 1)).status === 401);
+      process.stderr.write(`propagation to another instance: rotation ${rotateMs} ms, retirement ${retireMs} ms\n`);
+      expect(rotateMs).toBeLessThan(1000);
+      expect(retireMs).toBeLessThan(1000);
+    });
+  },
+);

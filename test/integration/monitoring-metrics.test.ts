@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
 import { register, takeIds } from '../support/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
+import { type Instance, startInstance } from '../support/processes';
 import {
   type Expression,
   allPanels,
@@ -18,10 +19,7 @@ import {
   sampledMetrics,
   selectorsOf,
 } from '../support/promql';
-import { createTestSchema, servicesAvailable } from '../support/services';
-
-const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
-const promtool = spawnSync('promtool', ['--version']).status === 0;
+import { describeWithServices } from '../support/describe-with-services';
 
 const dashboard = readDashboard();
 const rules = readRules();
@@ -46,123 +44,125 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
   }
 }
 
-describe('the dashboard and the rules read what a live /metrics exposes (MariaDB + Redis, real process)', () => {
-  let setup: StoreSetup | undefined;
-  let instance: Instance | undefined;
-  let text = '';
-  const segment = uniqueKey('mon_seg');
-  const flake = uniqueKey('mon_sf');
+describeWithServices(
+  'the dashboard and the rules read what a live /metrics exposes (MariaDB + Redis, real process)',
+  { mysql: true, redis: true },
+  () => {
+    let setup: StoreSetup | undefined;
+    let instance: Instance;
+    let text = '';
+    const segment = uniqueKey('mon_seg');
+    const flake = uniqueKey('mon_sf');
 
-  beforeAll(async () => {
-    if (!(await servicesAvailable({ mysql: true, redis: true }))) return;
-    setup = await mysqlRedisSetup();
-    instance = await startInstance({ ...setup.env, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
-    const segmentSecret = await register(instance.url, { key: segment, maxSizePerSecond: 1000, maxSizePerTimes: 1000 });
-    const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake', maxSizePerSecond: 0 });
-    for (let i = 0; i < 5; i++) {
-      expect((await takeIds(instance.url, segment, segmentSecret, 100)).status).toBe(200);
-      expect((await takeIds(instance.url, flake, flakeSecret, 10)).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    // Over the per-second limit: a 429 for the rate-limited counter.
-    const answers = await Promise.all([1, 2].map(() => takeIds(instance!.url, segment, segmentSecret, 1000)));
-    expect(answers.map((a) => a.status)).toContain(429);
-    // The sampler publishes an entity's gauges once its pool has filled and it has two samples.
-    await waitFor(`pool gauges of ${segment}`, async () => {
-      text = await scrape(instance!.url);
-      return (
-        text.includes(`idpool_pool_size{entity="${segment}"}`) &&
-        text.includes(`idpool_ops_sample_age_seconds{entity="${segment}"}`)
-      );
+    beforeAll(async () => {
+      setup = await mysqlRedisSetup();
+      instance = await startInstance({ ...setup.env, IDPOOL_OPS_SAMPLE_MS: '200', IDPOOL_OPS_RATE_WINDOW_MS: '5000' });
+      const segmentSecret = await register(instance.url, {
+        key: segment,
+        maxSizePerSecond: 1000,
+        maxSizePerTimes: 1000,
+      });
+      const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake', maxSizePerSecond: 0 });
+      for (let i = 0; i < 5; i++) {
+        expect((await takeIds(instance.url, segment, segmentSecret, 100)).status).toBe(200);
+        expect((await takeIds(instance.url, flake, flakeSecret, 10)).status).toBe(200);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      // Over the per-second limit: a 429 for the rate-limited counter.
+      const answers = await Promise.all([1, 2].map(() => takeIds(instance!.url, segment, segmentSecret, 1000)));
+      expect(answers.map((a) => a.status)).toContain(429);
+      // The sampler publishes an entity's gauges once its pool has filled and it has two samples.
+      await waitFor(`pool gauges of ${segment}`, async () => {
+        text = await scrape(instance!.url);
+        return (
+          text.includes(`idpool_pool_size{entity="${segment}"}`) &&
+          text.includes(`idpool_ops_sample_age_seconds{entity="${segment}"}`)
+        );
+      });
     });
-  });
 
-  afterAll(async () => {
-    await instance?.stop();
-    await setup?.cleanup();
-  });
+    afterAll(async () => {
+      await instance?.stop();
+      await setup?.cleanup();
+    });
 
-  it('has per-entity series for both entities', (ctx) => {
-    if (!instance) return REQUIRED ? expect.fail('MariaDB and Redis are required') : ctx.skip();
-    for (const name of [
-      'idpool_pool_size',
-      'idpool_pool_target',
-      'idpool_pool_low_watermark',
-      'idpool_take_rate_ids_per_second',
-      'idpool_forecast_pool_dry_seconds',
-      'idpool_ops_sample_age_seconds',
-      'idpool_refills_total',
-    ]) {
-      expect(text, name).toMatch(new RegExp(`^${name}\\{entity="${segment}"\\} \\S+$`, 'm'));
-    }
-    expect(text).toMatch(new RegExp(`^idpool_ids_served_total\\{entity="${flake}"\\} 50$`, 'm'));
-    expect(text).toMatch(new RegExp(`^idpool_rate_limited_total\\{entity="${segment}"\\} [1-9]`, 'm'));
-    expect(text).toMatch(/^idpool_dependency_up\{dependency="database"\} 1$/m);
-    expect(text).toMatch(/^idpool_dependency_up\{dependency="redis"\} 1$/m);
-    expect(text).toMatch(/^idpool_ops_sample_age_max_seconds \S+$/m);
-  });
+    it('has per-entity series for both entities', () => {
+      for (const name of [
+        'idpool_pool_size',
+        'idpool_pool_target',
+        'idpool_pool_low_watermark',
+        'idpool_take_rate_ids_per_second',
+        'idpool_forecast_pool_dry_seconds',
+        'idpool_ops_sample_age_seconds',
+        'idpool_refills_total',
+      ]) {
+        expect(text, name).toMatch(new RegExp(`^${name}\\{entity="${segment}"\\} \\S+$`, 'm'));
+      }
+      expect(text).toMatch(new RegExp(`^idpool_ids_served_total\\{entity="${flake}"\\} 50$`, 'm'));
+      expect(text).toMatch(new RegExp(`^idpool_rate_limited_total\\{entity="${segment}"\\} [1-9]`, 'm'));
+      expect(text).toMatch(/^idpool_dependency_up\{dependency="database"\} 1$/m);
+      expect(text).toMatch(/^idpool_dependency_up\{dependency="redis"\} 1$/m);
+      expect(text).toMatch(/^idpool_ops_sample_age_max_seconds \S+$/m);
+    });
 
-  it('every metric an expression reads is exposed, with the labels it matches on', (ctx) => {
-    if (!instance) return REQUIRED ? expect.fail('MariaDB and Redis are required') : ctx.skip();
-    const exposed = exposedMetrics(text);
-    const sampled = sampledMetrics(text);
-    const problems: string[] = [];
-    let checked = 0;
-    for (const { where, expr } of expressions) {
-      const selectors = selectorsOf(expr);
-      if (selectors.length === 0) problems.push(`${where}: reads no metric: ${expr}`);
-      for (const { metric, labels } of selectors) {
-        checked++;
-        if (metric === '') problems.push(`${where}: a selector without a metric name: ${expr}`);
-        else if (recorded.has(metric) || FROM_PROMETHEUS.has(metric)) continue;
-        else if (!exposed.has(metric)) problems.push(`${where}: ${metric} is not in /metrics`);
-        else if (sampled.has(metric)) {
-          // Labels are known only from samples; a family with none yet (no fence refusal happened) has no labels to compare.
-          const known = new Set([...exposed.get(metric)!, ...TARGET_LABELS]);
-          for (const label of labels)
-            if (!known.has(label))
-              problems.push(`${where}: ${metric} has no label ${label} (it has ${[...known].join(', ')})`);
+    it('every metric an expression reads is exposed, with the labels it matches on', () => {
+      const exposed = exposedMetrics(text);
+      const sampled = sampledMetrics(text);
+      const problems: string[] = [];
+      let checked = 0;
+      for (const { where, expr } of expressions) {
+        const selectors = selectorsOf(expr);
+        if (selectors.length === 0) problems.push(`${where}: reads no metric: ${expr}`);
+        for (const { metric, labels } of selectors) {
+          checked++;
+          if (metric === '') problems.push(`${where}: a selector without a metric name: ${expr}`);
+          else if (recorded.has(metric) || FROM_PROMETHEUS.has(metric)) continue;
+          else if (!exposed.has(metric)) problems.push(`${where}: ${metric} is not in /metrics`);
+          else if (sampled.has(metric)) {
+            // Labels are known only from samples; a family with none yet (no fence refusal happened) has no labels to compare.
+            const known = new Set([...exposed.get(metric)!, ...TARGET_LABELS]);
+            for (const label of labels)
+              if (!known.has(label))
+                problems.push(`${where}: ${metric} has no label ${label} (it has ${[...known].join(', ')})`);
+          }
         }
       }
-    }
-    expect(problems).toEqual([]);
-    // The check saw the expressions: every rule and every dashboard target.
-    expect(expressions.length).toBe(
-      rules.length +
-        allPanels(dashboard).reduce((n, p) => n + (p.targets?.length ?? 0), 0) +
-        dashboard.templating.list.filter((v) => v.type === 'query').length,
-    );
-    expect(checked).toBeGreaterThan(expressions.length);
-  });
+      expect(problems).toEqual([]);
+      // The check saw the expressions: every rule and every dashboard target.
+      expect(expressions.length).toBe(
+        rules.length +
+          allPanels(dashboard).reduce((n, p) => n + (p.targets?.length ?? 0), 0) +
+          dashboard.templating.list.filter((v) => v.type === 'query').length,
+      );
+      expect(checked).toBeGreaterThan(expressions.length);
+    });
 
-  it('reads, in rules or dashboard, every idpool family a scrape shows', (ctx) => {
-    if (!instance) return REQUIRED ? expect.fail('MariaDB and Redis are required') : ctx.skip();
-    const read = new Set(
-      expressions.flatMap((e) => selectorsOf(e.expr).map((s) => s.metric.replace(/_(bucket|sum|count)$/, ''))),
-    );
-    const families = [...text.matchAll(/^# TYPE (idpool_\S+) /gm)].map((m) => m[1]);
-    // Kept out on purpose: the worker id is a label-like number, the lease countdown is for debugging.
-    const notShown = new Set(['idpool_worker_id', 'idpool_worker_lease_remaining_seconds']);
-    const unread = families.filter((f) => !read.has(f) && !notShown.has(f));
-    // Per-entity families are read through their idpool_all_ totals or the other way round; both are fine.
-    const alsoRead = (f: string) =>
-      read.has(f.replace(/^idpool_all_/, 'idpool_')) || read.has(f.replace(/^idpool_/, 'idpool_all_'));
-    expect(unread.filter((f) => !alsoRead(f))).toEqual([]);
-  });
-});
+    it('reads, in rules or dashboard, every idpool family a scrape shows', () => {
+      const read = new Set(
+        expressions.flatMap((e) => selectorsOf(e.expr).map((s) => s.metric.replace(/_(bucket|sum|count)$/, ''))),
+      );
+      const families = [...text.matchAll(/^# TYPE (idpool_\S+) /gm)].map((m) => m[1]);
+      // Kept out on purpose: the worker id is a label-like number, the lease countdown is for debugging.
+      const notShown = new Set(['idpool_worker_id', 'idpool_worker_lease_remaining_seconds']);
+      const unread = families.filter((f) => !read.has(f) && !notShown.has(f));
+      // Per-entity families are read through their idpool_all_ totals or the other way round; both are fine.
+      const alsoRead = (f: string) =>
+        read.has(f.replace(/^idpool_all_/, 'idpool_')) || read.has(f.replace(/^idpool_/, 'idpool_all_'));
+      expect(unread.filter((f) => !alsoRead(f))).toEqual([]);
+    });
+  },
+);
 
-describe('every PromQL expression parses', () => {
+describeWithServices('every PromQL expression parses', { promtool: true }, () => {
   let dir: string | undefined;
   beforeAll(() => {
-    if (!promtool && REQUIRED)
-      throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
     dir = mkdtempSync(join(tmpdir(), 'idpool-dashboard-rules-'));
   });
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it.skipIf(!promtool)('promtool check rules accepts each dashboard query as a recording rule', () => {
+  it('promtool check rules accepts each dashboard query as a recording rule', () => {
     const queries = dashboardExpressions(dashboard);
     const file = join(dir!, 'dashboard.rules.yml');
     writeFileSync(
@@ -178,7 +178,7 @@ describe('every PromQL expression parses', () => {
     expect(result.status).toBe(0);
   });
 
-  it.skipIf(!promtool)('a query with a syntax error fails that check', () => {
+  it('a query with a syntax error fails that check', () => {
     const file = join(dir!, 'broken.rules.yml');
     writeFileSync(
       file,
@@ -272,50 +272,44 @@ describe('deploy/grafana/idpool-dashboard.json', () => {
   });
 });
 
-describe('idpool_dependency_up and idpool_refill_failures_total when Redis goes away (private redis-server, kill -9)', () => {
-  let redis: RedisServer | undefined;
-  let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
-  let instance: Instance | undefined;
+describeWithServices(
+  'idpool_dependency_up and idpool_refill_failures_total when Redis goes away (private redis-server, kill -9)',
+  { mysql: true },
+  () => {
+    let deployment: PrivateDeployment | undefined;
+    let instance: Instance;
 
-  beforeAll(async () => {
-    if (!(await servicesAvailable({ mysql: true }))) return;
-    redis = await startRedisServer('none');
-    schema = await createTestSchema('mysql');
-    instance = await startInstance({
-      IDPOOL_DATABASE_URL: schema.url,
-      IDPOOL_REDIS_URL: redis.url,
-      IDPOOL_OPS_SAMPLE_MS: '200',
+    beforeAll(async () => {
+      deployment = await privateDeployment();
+      instance = await deployment.start({ IDPOOL_OPS_SAMPLE_MS: '200' });
     });
-  });
 
-  afterAll(async () => {
-    await instance?.stop();
-    await redis?.stop();
-    await schema?.drop();
-  });
+    afterAll(async () => {
+      await deployment?.stop();
+    });
 
-  it('reads 0 for redis and counts failed refills while it is down, 1 again once it is back', async (ctx) => {
-    if (!instance) return REQUIRED ? expect.fail('MariaDB is required') : ctx.skip();
-    const key = uniqueKey('mon_dep');
-    const secret = await register(instance.url, { key, maxSizePerSecond: 0 });
-    expect((await takeIds(instance.url, key, secret, 10)).status).toBe(200);
-    let text = await scrape(instance.url);
-    expect(text).toMatch(/^idpool_dependency_up\{dependency="redis"\} 1$/m);
-    expect(text).toMatch(/^idpool_refill_failures_total 0$/m);
+    it('reads 0 for redis and counts failed refills while it is down, 1 again once it is back', async () => {
+      const key = uniqueKey('mon_dep');
+      const secret = await register(instance.url, { key, maxSizePerSecond: 0 });
+      expect((await takeIds(instance.url, key, secret, 10)).status).toBe(200);
+      let text = await scrape(instance.url);
+      expect(text).toMatch(/^idpool_dependency_up\{dependency="redis"\} 1$/m);
+      expect(text).toMatch(/^idpool_refill_failures_total 0$/m);
 
-    await redis!.kill9();
-    await waitFor('redis down in /metrics and a failed refill counted', async () => {
-      text = await scrape(instance!.url);
-      return (
-        /^idpool_dependency_up\{dependency="redis"\} 0$/m.test(text) &&
-        /^idpool_refill_failures_total [1-9]/m.test(text)
+      await deployment!.redis.kill9();
+      await waitFor('redis down in /metrics and a failed refill counted', async () => {
+        text = await scrape(instance!.url);
+        return (
+          /^idpool_dependency_up\{dependency="redis"\} 0$/m.test(text) &&
+          /^idpool_refill_failures_total [1-9]/m.test(text)
+        );
+      });
+      expect(text).toMatch(/^idpool_dependency_up\{dependency="database"\} 1$/m);
+
+      await deployment!.redis.restart();
+      await waitFor('redis up again in /metrics', async () =>
+        /^idpool_dependency_up\{dependency="redis"\} 1$/m.test(await scrape(instance!.url)),
       );
     });
-    expect(text).toMatch(/^idpool_dependency_up\{dependency="database"\} 1$/m);
-
-    await redis!.restart();
-    await waitFor('redis up again in /metrics', async () =>
-      /^idpool_dependency_up\{dependency="redis"\} 1$/m.test(await scrape(instance!.url)),
-    );
-  });
-});
+  },
+);

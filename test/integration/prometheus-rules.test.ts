@@ -3,16 +3,8 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { describeWithServices } from '../support/describe-with-services';
 import { RULES_FILE, RULES_TEST_FILE, readRules, selectorsOf } from '../support/promql';
-
-const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
-const promtool = spawnSync('promtool', ['--version']).status === 0;
-if (!promtool) {
-  if (REQUIRED) throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
-  process.stderr.write(
-    '\n!!! promtool not installed (Debian package prometheus): SKIPPING the Prometheus rules tests\n\n',
-  );
-}
 
 interface RulesTests {
   rule_files: string[];
@@ -30,19 +22,21 @@ const unitTests = (parse(readFileSync(RULES_TEST_FILE, 'utf8')) as RulesTests).t
 
 const run = (...args: string[]) => spawnSync('promtool', args, { cwd: dirname(RULES_FILE), encoding: 'utf8' });
 
-describe('deploy/prometheus/idpool-rules.yml', () => {
-  it.skipIf(!promtool)('passes promtool check rules', () => {
+describeWithServices('deploy/prometheus/idpool-rules.yml under promtool', { promtool: true }, () => {
+  it('passes promtool check rules', () => {
     const result = run('check', 'rules', RULES_FILE);
     expect(`${result.stdout}${result.stderr}`).toContain(`SUCCESS: ${rules.length} rules found`);
     expect(result.status).toBe(0);
   });
 
-  it.skipIf(!promtool)('passes its unit tests (promtool test rules idpool-rules.test.yml)', () => {
+  it('passes its unit tests (promtool test rules idpool-rules.test.yml)', () => {
     const result = run('test', 'rules', RULES_TEST_FILE);
     expect(`${result.stdout}${result.stderr}`, `${result.stdout}${result.stderr}`).toMatch(/SUCCESS/);
     expect(result.status).toBe(0);
   });
+});
 
+describe('deploy/prometheus/idpool-rules.yml', () => {
   it('has the alerts the operators need, each tested firing and not firing', () => {
     expect(alerts.map((a) => a.alert).sort()).toEqual(
       [

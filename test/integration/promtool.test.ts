@@ -2,24 +2,16 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeWithServices } from '../support/describe-with-services';
 import { register, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 
-const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
-const promtool = spawnSync('promtool', ['--version']).status === 0;
-
-describe('promtool check metrics over a live /metrics', () => {
-  let instance: Instance | undefined;
+describeWithServices('promtool check metrics over a live /metrics', { promtool: true }, () => {
+  let instance: Instance;
   let dir: string | undefined;
 
   beforeAll(async () => {
-    if (!promtool) {
-      if (REQUIRED)
-        throw new Error('!!! promtool not installed (Debian package prometheus) and IDPOOL_REQUIRE_SERVICES=1');
-      process.stderr.write('\n!!! promtool not installed (Debian package prometheus): SKIPPING the metrics lint\n\n');
-      return;
-    }
     dir = mkdtempSync(join(tmpdir(), 'idpool-promtool-'));
     instance = await startInstance({
       IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'idpool.db')}`,
@@ -32,8 +24,7 @@ describe('promtool check metrics over a live /metrics', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("finds nothing in idpool's own series", async (ctx) => {
-    if (!instance) return ctx.skip();
+  it("finds nothing in idpool's own series", async () => {
     // Every family gets samples: segment and snowflake entities, served ids, a 429, a 401.
     const segment = await register(instance.url, { key: 'lint-seg', maxSizePerSecond: 1000, maxSizePerTimes: 1000 });
     const flake = await register(instance.url, { key: 'lint-sf', mode: 'snowflake', maxSizePerSecond: 0 });

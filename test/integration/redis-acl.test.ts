@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityKeys, fleetKeys } from '../../src/pool/keys';
+import { type EntityKeys, entityKeys, fleetKeys } from '../../src/pool/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/pool/functions';
 import { idpool, json } from '../support/cli';
@@ -13,8 +13,9 @@ import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { type RedisClusterTopology, startRedisCluster } from '../support/redis-cluster';
 import { until } from '../support/sentinel';
-import { createTestSchema, servicesAvailable } from '../support/services';
+import { createTestSchema } from '../support/services';
 import { waitFor } from '../support/wait';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** What `idpool redis-acl … --json` prints. */
 interface PrintedAcl {
@@ -72,6 +73,14 @@ async function deniedForService(admin: Redis, user: string): Promise<string[]> {
 async function dryRun(admin: Redis, user: string, ...command: (string | number)[]): Promise<string> {
   return String(await admin.call('ACL', 'DRYRUN', user, ...command));
 }
+
+/**
+ * `FCALL idpool_push_open` of one entity (function, key count, its six keys,
+ * then a one-id segment `id`..`id`): the first step of a push, which only the
+ * service may run (src/pool/commands/push_open-6.lua).
+ */
+const pushOpen = (k: EntityKeys, id = '1') =>
+  ['idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, id, id, 1] as const;
 
 const NOPERM = /^NOPERM/;
 
@@ -161,20 +170,7 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     expect(await consumer.call('FCALL', 'idpool_pop', 2, own.ids, own.epoch, 100)).toEqual([]);
 
     const refused: Record<string, () => Promise<unknown>> = {
-      'FCALL idpool_push_open': () =>
-        consumer.fcall(
-          'idpool_push_open',
-          6,
-          own.ids,
-          own.fence,
-          own.epoch,
-          own.pushed,
-          own.pushing,
-          own.pushOpen,
-          '1',
-          '1',
-          1,
-        ),
+      'FCALL idpool_push_open': () => consumer.fcall(...pushOpen(own)),
       'FCALL idpool_push_close': () => consumer.fcall('idpool_push_close', 3, own.ids, own.pushing, own.pushOpen),
       MULTI: () => consumer.call('MULTI'),
       RENAME: () => consumer.rename(own.ids, own.epoch),
@@ -228,24 +224,7 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     const user = 'idpool-pop-orders';
     expect(await dryRun(admin, user, 'FCALL', 'idpool_pop', 2, own.ids, own.epoch, 1)).toBe('OK');
     expect(await dryRun(admin, user, 'LPOP', own.ids)).toBe('OK');
-    expect(
-      await dryRun(
-        admin,
-        user,
-        'FCALL',
-        'idpool_push_open',
-        6,
-        own.ids,
-        own.fence,
-        own.epoch,
-        own.pushed,
-        own.pushing,
-        own.pushOpen,
-        '1',
-        '1',
-        1,
-      ),
-    ).toMatch(/no permissions to run the 'fcall' command/);
+    expect(await dryRun(admin, user, 'FCALL', ...pushOpen(own))).toMatch(/no permissions to run the 'fcall' command/);
     expect(await dryRun(admin, user, 'LPOP', other.ids)).toMatch(/no permissions to access the '.*payments.*' key/);
     expect(await dryRun(admin, user, 'FLUSHALL')).toMatch(/no permissions to run the 'flushall' command/);
     expect(await dryRun(admin, user, 'CONFIG', 'SET', 'maxmemory', '1')).toMatch(
@@ -256,42 +235,13 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     // checks the keys each function is given against the caller's ACL.
     await admin.call('ACL', 'SETUSER', user, '+fcall');
     try {
-      expect(
-        await dryRun(
-          admin,
-          user,
-          'FCALL',
-          'idpool_push_open',
-          6,
-          own.ids,
-          own.fence,
-          own.epoch,
-          own.pushed,
-          own.pushing,
-          own.pushOpen,
-          '1',
-          '1',
-          1,
-        ),
-      ).toMatch(/no permissions to access the '.*:fence' key/);
+      expect(await dryRun(admin, user, 'FCALL', ...pushOpen(own))).toMatch(
+        /no permissions to access the '.*:fence' key/,
+      );
       expect(
         await dryRun(admin, user, 'FCALL', 'idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''),
       ).toMatch(/no permissions to access the '.*:fence' key/);
-      const push = await refusal(() =>
-        consumer.fcall(
-          'idpool_push_open',
-          6,
-          own.ids,
-          own.fence,
-          own.epoch,
-          own.pushed,
-          own.pushing,
-          own.pushOpen,
-          '99999',
-          '99999',
-          1,
-        ),
-      );
+      const push = await refusal(() => consumer.fcall(...pushOpen(own, '99999')));
       expect(push).toMatch(/^NOPERM.*keys/);
       expect(
         await refusal(() => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, '')),
@@ -353,8 +303,7 @@ class Issued {
  * command refused (ACL LOG), a restart of Redis (new epoch) is survived, and
  * the commands it must never have are refused.
  */
-describe('idpool redis-acl --service: the service runs as its own ACL user', () => {
-  let available = false;
+describeWithServices('idpool redis-acl --service: the service runs as its own ACL user', { mysql: true }, () => {
   let redis: RedisServer | undefined;
   let admin: Redis | undefined;
   let instance: Instance | undefined;
@@ -364,8 +313,6 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
   let consumer: PrintedAcl;
 
   beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
     [service, consumer] = await Promise.all([printedAcl(['--service']), printedAcl(['orders'])]);
     dir = mkdtempSync(join(tmpdir(), 'idpool-acl-'));
     const aclFile = join(dir, 'users.acl');
@@ -390,8 +337,7 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('registers, takes, refills, replays, pops directly, and survives a Redis restart, with no command refused', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('registers, takes, refills, replays, pops directly, and survives a Redis restart, with no command refused', async () => {
     const url = instance!.url;
     const orders = await register(url, {
       key: 'orders',
@@ -489,8 +435,7 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
     expect(await deniedForService(admin!, service.user)).toEqual([]);
   });
 
-  it('is refused FLUSHALL, FLUSHDB, CONFIG, DEBUG, SHUTDOWN, KEYS and keys outside idpool:*', async (ctx) => {
-    if (!available) return ctx.skip();
+  it('is refused FLUSHALL, FLUSHDB, CONFIG, DEBUG, SHUTDOWN, KEYS and keys outside idpool:*', async () => {
     const as = new Redis({
       host: '127.0.0.1',
       port: redis!.port,
@@ -583,107 +528,103 @@ describe('idpool redis-acl --service: the service runs as its own ACL user', () 
  * through a cluster client, and a kill -9 of the master of the consumer's
  * entity: the promoted replica knows both users.
  */
-describe('idpool redis-acl on a Redis Cluster: users on every node, the service as its user', () => {
-  let available = false;
-  let cluster: RedisClusterTopology | undefined;
-  let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
-  let instance: Instance | undefined;
+describeWithServices(
+  'idpool redis-acl on a Redis Cluster: users on every node, the service as its user',
+  { mysql: true },
+  () => {
+    let cluster: RedisClusterTopology | undefined;
+    let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
+    let instance: Instance | undefined;
 
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-    if (!available) return;
-    [cluster, schema] = await Promise.all([startRedisCluster(), createTestSchema()]);
-  });
-
-  afterAll(async () => {
-    await instance?.stop();
-    await cluster?.stop();
-    await schema?.drop();
-  });
-
-  it('serves, pops directly and survives a master kill -9 with only the printed users', async (ctx) => {
-    if (!available) return ctx.skip();
-    const [service, consumer] = await Promise.all([printedAcl(['--service']), printedAcl(['orders', '--cluster'])]);
-    expect(consumer.setuser).toContain('"+cluster|slots"');
-    for (const node of cluster!.nodes)
-      expect(await redisCli(node.port, `${service.setuser}\n${consumer.setuser}\n`), `node ${node.port}`).toBe(
-        'OK\nOK',
-      );
-
-    instance = await startInstance({
-      IDPOOL_DATABASE_URL: schema!.url,
-      IDPOOL_REDIS_CLUSTER_NODES: cluster!.seedsEnv,
-      IDPOOL_REDIS_USERNAME: service.user,
-      IDPOOL_REDIS_PASSWORD: service.password,
+    beforeAll(async () => {
+      [cluster, schema] = await Promise.all([startRedisCluster(), createTestSchema()]);
     });
-    const url = instance.url;
-    // Six entities: their slots spread over the three masters.
-    const keys = ['orders', 'payments', 'users', 'invoices', 'shipments', 'refunds'];
-    const secrets = new Map<string, string>();
-    for (const key of keys)
-      secrets.set(
-        key,
-        await register(url, { key, step: 100, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 100 }),
-      );
-    const issued = new Map(keys.map((k) => [k, new Issued()]));
-    const takeEach = async (rounds: number) => {
-      for (let n = 0; n < rounds; n++) {
-        for (const key of keys) issued.get(key)!.add(await takeServed(url, key, secrets.get(key)!, 50));
-      }
-    };
-    await takeEach(12);
 
-    const k = entityKeys('orders');
-    const popDirectly = async (seeds: number[]) => {
-      const direct = new Cluster(
-        seeds.map((port) => ({ host: '127.0.0.1', port })),
-        {
-          redisOptions: {
-            username: consumer.user,
-            password: consumer.password,
-            enableReadyCheck: false,
-            maxRetriesPerRequest: 0,
-          },
-        },
-      );
-      direct.on('error', () => undefined);
-      try {
-        let popped: string[] = [];
-        await until(
-          'a direct pop of orders',
-          async () => {
-            popped = (await direct.fcall('idpool_pop', 2, k.ids, k.epoch, 3)) as string[];
-            return popped.length === 3;
-          },
-          30_000,
+    afterAll(async () => {
+      await instance?.stop();
+      await cluster?.stop();
+      await schema?.drop();
+    });
+
+    it('serves, pops directly and survives a master kill -9 with only the printed users', async () => {
+      const [service, consumer] = await Promise.all([printedAcl(['--service']), printedAcl(['orders', '--cluster'])]);
+      expect(consumer.setuser).toContain('"+cluster|slots"');
+      for (const node of cluster!.nodes)
+        expect(await redisCli(node.port, `${service.setuser}\n${consumer.setuser}\n`), `node ${node.port}`).toBe(
+          'OK\nOK',
         );
-        issued.get('orders')!.add(popped);
-        expect(await refusal(() => direct.rpush(k.ids, '1'))).toMatch(NOPERM);
-        expect(
-          await refusal(() =>
-            direct.fcall('idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, '1', '1', 1),
-          ),
-        ).toMatch(NOPERM);
-        expect(await refusal(() => direct.lpop(entityKeys('payments').ids))).toMatch(NOPERM);
-        for (const node of direct.nodes('master')) expect(await refusal(() => node.flushall())).toMatch(NOPERM);
-      } finally {
-        direct.disconnect();
+
+      instance = await startInstance({
+        IDPOOL_DATABASE_URL: schema!.url,
+        IDPOOL_REDIS_CLUSTER_NODES: cluster!.seedsEnv,
+        IDPOOL_REDIS_USERNAME: service.user,
+        IDPOOL_REDIS_PASSWORD: service.password,
+      });
+      const url = instance.url;
+      // Six entities: their slots spread over the three masters.
+      const keys = ['orders', 'payments', 'users', 'invoices', 'shipments', 'refunds'];
+      const secrets = new Map<string, string>();
+      for (const key of keys)
+        secrets.set(
+          key,
+          await register(url, { key, step: 100, maxPoolSize: 500, maxSizePerSecond: 0, maxSizePerTimes: 100 }),
+        );
+      const issued = new Map(keys.map((k) => [k, new Issued()]));
+      const takeEach = async (rounds: number) => {
+        for (let n = 0; n < rounds; n++) {
+          for (const key of keys) issued.get(key)!.add(await takeServed(url, key, secrets.get(key)!, 50));
+        }
+      };
+      await takeEach(12);
+
+      const k = entityKeys('orders');
+      const popDirectly = async (seeds: number[]) => {
+        const direct = new Cluster(
+          seeds.map((port) => ({ host: '127.0.0.1', port })),
+          {
+            redisOptions: {
+              username: consumer.user,
+              password: consumer.password,
+              enableReadyCheck: false,
+              maxRetriesPerRequest: 0,
+            },
+          },
+        );
+        direct.on('error', () => undefined);
+        try {
+          let popped: string[] = [];
+          await until(
+            'a direct pop of orders',
+            async () => {
+              popped = (await direct.fcall('idpool_pop', 2, k.ids, k.epoch, 3)) as string[];
+              return popped.length === 3;
+            },
+            30_000,
+          );
+          issued.get('orders')!.add(popped);
+          expect(await refusal(() => direct.rpush(k.ids, '1'))).toMatch(NOPERM);
+          expect(await refusal(() => direct.fcall(...pushOpen(k)))).toMatch(NOPERM);
+          expect(await refusal(() => direct.lpop(entityKeys('payments').ids))).toMatch(NOPERM);
+          for (const node of direct.nodes('master')) expect(await refusal(() => node.flushall())).toMatch(NOPERM);
+        } finally {
+          direct.disconnect();
+        }
+      };
+      await popDirectly(cluster!.nodes.map((n) => n.port));
+
+      // kill -9 the master of orders: its replica, promoted, has the same users.
+      const slot = Number(await cluster!.client(cluster!.nodes[0].port).call('CLUSTER', 'KEYSLOT', k.ids));
+      const master = await cluster!.ownerOf(slot);
+      await cluster!.kill9(master);
+      await until('a new master for the slot of orders', async () => (await cluster!.ownerOf(slot)) !== master, 30_000);
+      await cluster!.waitHealthy();
+      await takeEach(6);
+      await popDirectly(cluster!.nodes.map((n) => n.port).filter((port) => port !== master));
+
+      for (const node of cluster!.nodes.filter((n) => n.port !== master)) {
+        expect(await deniedForService(cluster!.client(node.port), service.user), `node ${node.port}`).toEqual([]);
       }
-    };
-    await popDirectly(cluster!.nodes.map((n) => n.port));
-
-    // kill -9 the master of orders: its replica, promoted, has the same users.
-    const slot = Number(await cluster!.client(cluster!.nodes[0].port).call('CLUSTER', 'KEYSLOT', k.ids));
-    const master = await cluster!.ownerOf(slot);
-    await cluster!.kill9(master);
-    await until('a new master for the slot of orders', async () => (await cluster!.ownerOf(slot)) !== master, 30_000);
-    await cluster!.waitHealthy();
-    await takeEach(6);
-    await popDirectly(cluster!.nodes.map((n) => n.port).filter((port) => port !== master));
-
-    for (const node of cluster!.nodes.filter((n) => n.port !== master)) {
-      expect(await deniedForService(cluster!.client(node.port), service.user), `node ${node.port}`).toEqual([]);
-    }
-    expect(instance.output()).not.toMatch(/NOPERM/);
-  }, 240_000);
-});
+      expect(instance.output()).not.toMatch(/NOPERM/);
+    }, 240_000);
+  },
+);

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
 import { register, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { DOWN_AFTER_MS, type SentinelTopology, startSentinelTopology, until } from '../support/sentinel';
-import { createTestSchema, servicesAvailable } from '../support/services';
+import { createTestSchema } from '../support/services';
 import { sleep } from '../support/wait';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** The target for fault → ids again. */
 const TARGET_MS = DOWN_AFTER_MS + 2000;
@@ -64,26 +65,20 @@ function longestOutage(clients: Client[], faultAt: number): number {
   return longest;
 }
 
-describe.concurrent('Redis Sentinel: two idpool instances follow a failover', () => {
-  let available = false;
+describeWithServices('Redis Sentinel: two idpool instances follow a failover', { mysql: true }, () => {
   const cleanups: (() => Promise<unknown>)[] = [];
-
-  beforeAll(async () => {
-    available = await servicesAvailable({ mysql: true });
-  });
 
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   });
 
-  it.for([
+  it.concurrent.for([
     { fault: 'SENTINEL FAILOVER (planned)', planned: true },
     { fault: 'kill -9 of the master (unplanned)', planned: false },
   ])(
     '$fault: no id twice, monotonic per client, ids again within the bound',
     { timeout: 90_000 },
     async ({ fault, planned }, ctx) => {
-      if (!available) return ctx.skip();
       const schema = await createTestSchema();
       cleanups.push(() => schema.drop());
       const topology: SentinelTopology = await startSentinelTopology();

@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { entityKeys } from '../../src/pool/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
-import { loadFunctions } from '../../src/pool/functions';
+import { loadFunctions, withLibrary } from '../../src/pool/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { systemClock } from '../../src/clock';
 import { type RedisServer, startRedisServer } from '../support/processes';
@@ -100,6 +100,37 @@ describeWithServices('RedisPoolStore.take on a private redis-server', { redis: t
     await redis.call('FUNCTION', 'FLUSH');
     expect(plainTake(await store.take('flushed', 3, 0))).toEqual({ kind: 'ok', ids: ids(301, 3), remaining: 697 });
     expect(plainTake(await store.take('flushed', 697, 0))).toEqual({ kind: 'ok', ids: ids(304, 697), remaining: 0 });
+  });
+
+  it('a call refused for want of the library while another instance loads it is made again, once', async () => {
+    await redis.call('FUNCTION', 'FLUSH');
+    // Another instance's connection restores the library between this
+    // call's refusal and its own look at the server: it finds it loaded.
+    const other = new Redis(server.url);
+    let calls = 0;
+    try {
+      const answer = await withLibrary(redis, async () => {
+        calls++;
+        try {
+          return await redis.fcall('idpool_lock_acquire', 1, 'raced-lock', 'holder', 1000, 250);
+        } finally {
+          if (calls === 1) await loadFunctions(other);
+        }
+      });
+      expect(answer).toBe(1);
+      expect(calls).toBe(2);
+    } finally {
+      other.disconnect();
+    }
+    // Any other bare ERR is not made again.
+    calls = 0;
+    await expect(
+      withLibrary(redis, async () => {
+        calls++;
+        return redis.fcall('idpool_lock_acquire', 1, 'raced-lock', 'holder', 'not-a-number', 250);
+      }),
+    ).rejects.toThrow(/^ERR/);
+    expect(calls).toBe(1);
   });
 
   it('over maxmemory, where a MULTI is refused, takes go on (all or nothing, in order) until the pool is empty', async () => {

@@ -1,7 +1,7 @@
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
-import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../support/mariadb';
+import { type PrivateMariadb, startPrivateMariadb } from '../support/mariadb';
 import { call, parseMetrics, register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { createTestSchema, sharedRedisEnv } from '../support/services';
@@ -255,37 +255,6 @@ describeWithServices(
         expect(((id - 1n) / 4n) % 3n).toBe(2n);
       }
     });
-
-    it('503 with Retry-After while the database is down, leasing again once it is back', async (ctx) => {
-      if (!privateMariadbPossible()) return ctx.skip();
-      let mariadb: PrivateMariadb | undefined;
-      let redis: RedisServer | undefined;
-      let own: Instance | undefined;
-      try {
-        mariadb = await startPrivateMariadb();
-        redis = await startRedisServer('none');
-        own = await startInstance({ IDPOOL_DATABASE_URL: mariadb.url, IDPOOL_REDIS_URL: redis.url });
-        const key = uniqueKey('down');
-        const secret = await register(own.url, { key, mode: 'trend', maxSizePerSecond: 0 });
-        expect((await lease(own.url, key, secret)).status).toBe(200);
-        await mariadb.kill9();
-        const res = await lease(own.url, key, secret);
-        expect(res.status).toBe(503);
-        expect(res.body.error.code).toBe('unavailable');
-        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
-        await mariadb.restart();
-        let back = 0;
-        for (let i = 0; i < 100 && back !== 200; i++) {
-          back = (await lease(own.url, key, secret)).status;
-          if (back !== 200) await new Promise((r) => setTimeout(r, 100));
-        }
-        expect(back).toBe(200);
-      } finally {
-        await own?.stop();
-        await redis?.stop();
-        await mariadb?.destroy();
-      }
-    });
   },
 );
 
@@ -325,6 +294,42 @@ describeWithServices(
       // A take may meet a pool still filling (503): it took nothing then.
       for (const res of takes) if (res.status === 200) res.body.ids.map(BigInt).forEach(add);
       expect(seen.size).toBeGreaterThanOrEqual(16 * 500);
+    });
+  },
+);
+
+describeWithServices(
+  'POST /apps/:key/segments while the database is down (a private mariadbd)',
+  { privateMariadb: true },
+  () => {
+    it('503 with Retry-After while the database is down, leasing again once it is back', async () => {
+      let mariadb: PrivateMariadb | undefined;
+      let redis: RedisServer | undefined;
+      let own: Instance | undefined;
+      try {
+        mariadb = await startPrivateMariadb();
+        redis = await startRedisServer('none');
+        own = await startInstance({ IDPOOL_DATABASE_URL: mariadb.url, IDPOOL_REDIS_URL: redis.url });
+        const key = uniqueKey('down');
+        const secret = await register(own.url, { key, mode: 'trend', maxSizePerSecond: 0 });
+        expect((await lease(own.url, key, secret)).status).toBe(200);
+        await mariadb.kill9();
+        const res = await lease(own.url, key, secret);
+        expect(res.status).toBe(503);
+        expect(res.body.error.code).toBe('unavailable');
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+        await mariadb.restart();
+        let back = 0;
+        for (let i = 0; i < 100 && back !== 200; i++) {
+          back = (await lease(own.url, key, secret)).status;
+          if (back !== 200) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(back).toBe(200);
+      } finally {
+        await own?.stop();
+        await redis?.stop();
+        await mariadb?.destroy();
+      }
     });
   },
 );

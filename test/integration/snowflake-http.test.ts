@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock';
 import { loadConfig } from '../../src/config/config';
 import { Snowflake } from '../../src/index';
@@ -14,9 +14,9 @@ import { type Service, type ServiceOptions, createService } from '../../src/serv
 import { SnowflakeLayout } from '../../src/snowflake/layout';
 import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { startInstance } from '../support/processes';
-import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
+import { SQL_SERVERS, type SqlServer, createTestSchema } from '../support/services';
 
-let available = false;
 const running: Service[] = [];
 const schemas: { drop(): Promise<void> }[] = [];
 const dirs: string[] = [];
@@ -28,9 +28,6 @@ function tempDir(name: string): string {
   return dir;
 }
 
-beforeAll(async () => {
-  available = await servicesAvailable({ mysql: true });
-});
 afterEach(async () => {
   for (const s of running.splice(0)) await s.stop();
 });
@@ -72,55 +69,55 @@ function sqliteUrl(): string {
 
 const RESERVED = { IDPOOL_SNOWFLAKE_RESERVED_BITS: '2', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '1' };
 
-describe('snowflake entities over HTTP', { concurrent: false }, () => {
-  for (const backend of ['mariadb', 'sqlite'] as const) {
-    it(`${backend}: batches of unique, increasing ids; decode explains each; /admin/workers lists the lease`, async (ctx) => {
-      if (backend === 'mariadb' && !available) return ctx.skip();
-      const dbUrl = backend === 'mariadb' ? await serverUrl() : sqliteUrl();
-      const { url } = await serve({ IDPOOL_DATABASE_URL: dbUrl, ...RESERVED });
-      const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 }, Date.now());
-      const secret = await register(url, {
-        key: 'orders',
-        mode: 'snowflake',
-        maxSizePerTimes: 5000,
-        maxSizePerSecond: 0,
-      });
-      const ids: string[] = [];
-      for (let k = 0; k < 10; k++) {
-        const res = await takeIds(url, 'orders', secret, 5000);
-        expect(res.status).toBe(200);
-        expect(res.body.ids).toHaveLength(5000);
-        ids.push(...res.body.ids);
-      }
-      expect(ids.every((id) => typeof id === 'string' && /^\d+$/.test(id))).toBe(true);
-      expect(new Set(ids).size).toBe(ids.length);
-      for (let i = 1; i < ids.length; i++) expect(BigInt(ids[i]) > BigInt(ids[i - 1])).toBe(true);
-      const single = await call(`${url}/apps/orders/ids?count=1`, { method: 'POST', token: secret });
-      expect(single.body.ids).toHaveLength(1);
-
-      const workers = await call(`${url}/admin/workers`, { token: ADMIN_TOKEN });
-      const mine = workers.body.workers.find((w: { self: boolean }) => w.self);
-      expect(mine).toMatchObject({ live: true });
-      expect(workers.body.workers.length).toBe(1023);
-
-      const id = ids[1234];
-      const decoded = await call(`${url}/apps/orders/ids/${id}`, { token: secret });
-      expect(decoded.status).toBe(200);
-      const parts = layout.decompose(id);
-      expect(decoded.body).toMatchObject({
-        id,
-        worker: mine.workerId,
-        timeBack: parts.timeBack,
-        sequence: parts.sequence,
-        reserved: 1,
-      });
-      expect(Date.parse(decoded.body.timestamp)).toBe(layout.toTime(id).getTime());
-      expect(Math.abs(Date.parse(decoded.body.timestamp) - Date.now())).toBeLessThan(60_000);
-
-      const ready = await call(`${url}/readyz`);
-      expect(ready.body.checks.lease).toBe('ok');
-    });
+/** Batches of unique, increasing ids; decode explains each; /admin/workers lists the lease. */
+async function servesSnowflakeIds(dbUrl: string): Promise<void> {
+  const { url } = await serve({ IDPOOL_DATABASE_URL: dbUrl, ...RESERVED });
+  const layout = SnowflakeLayout.create({ reservedBits: 2, reservedValue: 1 }, Date.now());
+  const secret = await register(url, {
+    key: 'orders',
+    mode: 'snowflake',
+    maxSizePerTimes: 5000,
+    maxSizePerSecond: 0,
+  });
+  const ids: string[] = [];
+  for (let k = 0; k < 10; k++) {
+    const res = await takeIds(url, 'orders', secret, 5000);
+    expect(res.status).toBe(200);
+    expect(res.body.ids).toHaveLength(5000);
+    ids.push(...res.body.ids);
   }
+  expect(ids.every((id) => typeof id === 'string' && /^\d+$/.test(id))).toBe(true);
+  expect(new Set(ids).size).toBe(ids.length);
+  for (let i = 1; i < ids.length; i++) expect(BigInt(ids[i]) > BigInt(ids[i - 1])).toBe(true);
+  const single = await call(`${url}/apps/orders/ids?count=1`, { method: 'POST', token: secret });
+  expect(single.body.ids).toHaveLength(1);
+
+  const workers = await call(`${url}/admin/workers`, { token: ADMIN_TOKEN });
+  const mine = workers.body.workers.find((w: { self: boolean }) => w.self);
+  expect(mine).toMatchObject({ live: true });
+  expect(workers.body.workers.length).toBe(1023);
+
+  const id = ids[1234];
+  const decoded = await call(`${url}/apps/orders/ids/${id}`, { token: secret });
+  expect(decoded.status).toBe(200);
+  const parts = layout.decompose(id);
+  expect(decoded.body).toMatchObject({
+    id,
+    worker: mine.workerId,
+    timeBack: parts.timeBack,
+    sequence: parts.sequence,
+    reserved: 1,
+  });
+  expect(Date.parse(decoded.body.timestamp)).toBe(layout.toTime(id).getTime());
+  expect(Math.abs(Date.parse(decoded.body.timestamp) - Date.now())).toBeLessThan(60_000);
+
+  const ready = await call(`${url}/readyz`);
+  expect(ready.body.checks.lease).toBe('ok');
+}
+
+describe('snowflake entities over HTTP on SQLite', () => {
+  it('batches of unique, increasing ids; decode explains each; /admin/workers lists the lease', () =>
+    servesSnowflakeIds(sqliteUrl()));
 
   it('bad input is a 400 naming the problem; the entity keeps working', async () => {
     const { url } = await serve({ IDPOOL_DATABASE_URL: sqliteUrl(), ...RESERVED });
@@ -194,9 +191,13 @@ describe('snowflake entities over HTTP', { concurrent: false }, () => {
       expect(lines[0]).toMatch(line);
     }
   });
+});
 
-  it('a restart with the clock set back (within the allowed skew) waits past the recorded last timestamp, never repeating', async (ctx) => {
-    if (!available) return ctx.skip();
+describeWithServices('snowflake entities over HTTP on MariaDB', { mysql: true }, () => {
+  it('batches of unique, increasing ids; decode explains each; /admin/workers lists the lease', async () =>
+    servesSnowflakeIds(await serverUrl()));
+
+  it('a restart with the clock set back (within the allowed skew) waits past the recorded last timestamp, never repeating', async () => {
     const dbUrl = await serverUrl();
     const env = { IDPOOL_DATABASE_URL: dbUrl, IDPOOL_WORKER_MIN: '1', IDPOOL_WORKER_MAX: '1' };
     const first = await serve(env);
@@ -226,11 +227,11 @@ describe('snowflake entities over HTTP', { concurrent: false }, () => {
       expect(SnowflakeLayout.create({}, Date.now()).toTime(id).getTime()).toBeGreaterThan(lastBefore);
     expect(new Set([...before, ...after]).size).toBe(before.length + after.length);
   });
+});
 
-  it.for(SQL_SERVERS)(
-    'library on $name: Snowflake.withLease leases distinct worker ids from the same table and frees them on close',
-    async ({ server }, ctx) => {
-      if (!(await servicesAvailable({ [server]: true }))) return ctx.skip();
+for (const { server, name } of SQL_SERVERS)
+  describeWithServices(`the library's leased snowflake generator on ${name}`, { [server]: true }, () => {
+    it('Snowflake.withLease leases distinct worker ids from the same table and frees them on close', async () => {
       const databaseUrl = await serverUrl(server);
       const a = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
       const b = await Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 });
@@ -251,6 +252,5 @@ describe('snowflake entities over HTTP', { concurrent: false }, () => {
       expect(c.workerId).not.toBe(b.workerId);
       await b.close();
       await c.close();
-    },
-  );
-});
+    });
+  });

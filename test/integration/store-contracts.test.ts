@@ -6,7 +6,7 @@ import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/pool/functions';
 import { workerKeys } from '../../src/pool/keys';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
-import { RedisWorkerHolders } from '../../src/worker/redis-worker-holders';
+import { RedisWorkerHolders } from '../../src/pool/redis-worker-holders';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
 import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { entityStoreContract } from '../support/contracts/entity-store';

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database';
 import { StrideMismatchError, createIdGenerator } from '../../src/library';
 import { runToExit, startInstance } from '../support/processes';
-import { createTestSchema, servicesAvailable } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
+import { createTestSchema } from '../support/services';
 
 describe('one stride per database (idpool_meta)', () => {
   let dir: string;
@@ -54,9 +55,10 @@ describe('one stride per database (idpool_meta)', () => {
     const same = await createIdGenerator({ databaseUrl: url, clusterCount: 4, clusterIndex: 3 });
     await same.close();
   });
+});
 
-  it('works the same on MariaDB (QueryRunner-built table)', async (ctx) => {
-    if (!(await servicesAvailable({ mysql: true }))) return ctx.skip();
+describeWithServices('one stride per database on MariaDB', { mysql: true }, () => {
+  it('works the same on MariaDB (QueryRunner-built table)', async () => {
     const schema = await createTestSchema();
     try {
       const gen = await createIdGenerator({ databaseUrl: schema.url, migrate: true, clusterCount: 2, clusterIndex: 1 });

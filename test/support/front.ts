@@ -101,3 +101,29 @@ export async function startFront(
       }),
   };
 }
+
+/** One take a front saw: the count it asked for, and its attempts. */
+export interface TakeSeen {
+  count: number;
+  attempts: FrontRequest[];
+}
+
+/**
+ * The takes a front saw, in order: one per Idempotency-Key, since every
+ * attempt of one take carries the same key (the client retries an attempt
+ * that timed out or was refused, as it may on a loaded machine). Throws if
+ * two attempts of one take asked for different counts.
+ */
+export function takesSeen(front: Pick<Front, 'requests'>): TakeSeen[] {
+  const takes = new Map<string, TakeSeen>();
+  for (const [i, request] of front.requests.entries()) {
+    const count = (JSON.parse(request.body) as { count: number }).count;
+    const key = request.idempotencyKey ?? `#${i}`;
+    const take = takes.get(key);
+    if (!take) takes.set(key, { count, attempts: [request] });
+    else if (take.count !== count)
+      throw new Error(`one take (Idempotency-Key ${key}) asked for ${take.count}, then ${count}`);
+    else take.attempts.push(request);
+  }
+  return [...takes.values()];
+}

@@ -41,11 +41,19 @@ function waitExit(proc: ChildProcess): Promise<void> {
 /**
  * Creates a data directory (mariadb-install-db, ~3 s) and starts `mariadbd`
  * on a spare port; on 127.0.0.1, or inside a network namespace on one of its
- * addresses (`at`, the partition suite).
+ * addresses (`netns`, `host`: the partition suite).
  */
-export async function startPrivateMariadb(
-  at: { netns: string; host: string } = { netns: '', host: '127.0.0.1' },
-): Promise<PrivateMariadb> {
+export async function startPrivateMariadb({
+  netns = '',
+  host = '127.0.0.1',
+  serverArgs = [],
+}: {
+  /** A network namespace to run it in (the partition suite), listening on `host`, one of its addresses. */
+  netns?: string;
+  host?: string;
+  /** More mariadbd options, such as `--character-set-server=latin1`. */
+  serverArgs?: string[];
+} = {}): Promise<PrivateMariadb> {
   const dir = mkdtempSync(join(tmpdir(), 'idpool-mariadb-'));
   // mariadbd refuses to run as root; the directory must be the mysql user's.
   const id = (flag: string) => Number(spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' }).stdout.trim());
@@ -64,7 +72,7 @@ export async function startPrivateMariadb(
   );
   if (install.status !== 0) throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
   const port = await freePort();
-  const url = `mysql://root@${at.host}:${port}/idpool`;
+  const url = `mysql://root@${host}:${port}/idpool`;
   let proc: ChildProcess;
   const start = async () => {
     // Small buffers: several of these may run beside the shared server on 2 cores.
@@ -72,14 +80,15 @@ export async function startPrivateMariadb(
       '--no-defaults',
       `--datadir=${datadir}`,
       `--port=${port}`,
-      `--bind-address=${at.host}`,
+      `--bind-address=${host}`,
       `--socket=${join(dir, 's.sock')}`,
       '--user=mysql',
       '--skip-log-bin',
       '--innodb-buffer-pool-size=32M',
+      ...serverArgs,
     ];
-    proc = at.netns
-      ? spawn('ip', ['netns', 'exec', at.netns, 'mariadbd', ...args], { stdio: 'ignore' })
+    proc = netns
+      ? spawn('ip', ['netns', 'exec', netns, 'mariadbd', ...args], { stdio: 'ignore' })
       : spawn('mariadbd', args, { stdio: 'ignore' });
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -87,7 +96,7 @@ export async function startPrivateMariadb(
         // The unix socket is a file, reachable from any namespace; root may
         // come from anywhere on a lab's private addresses (never 127.0.0.1 there).
         const c = await createConnection({ socketPath: join(dir, 's.sock'), user: 'root', connectTimeout: 1000 });
-        if (at.netns) {
+        if (netns) {
           await c.query("CREATE USER IF NOT EXISTS 'root'@'%'");
           await c.query("GRANT ALL ON *.* TO 'root'@'%' WITH GRANT OPTION");
         }
@@ -95,8 +104,10 @@ export async function startPrivateMariadb(
         return;
       } catch (err) {
         if (proc.exitCode !== null) throw new Error(`mariadbd on ${port} exited with ${proc.exitCode}`, { cause: err });
-        if (Date.now() > deadline)
+        if (Date.now() > deadline) {
+          proc.kill('SIGKILL'); // not left running after its test
           throw new Error(`mariadbd on ${port} did not start in 30 s: ${(err as Error).message}`, { cause: err });
+        }
         await new Promise((r) => setTimeout(r, 100));
       }
     }

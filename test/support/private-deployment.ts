@@ -1,31 +1,33 @@
 import Redis from 'ioredis';
+import { type PrivateMariadb, startPrivateMariadb } from './mariadb';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from './processes';
-import { type TestSchema, createTestSchema } from './services';
+import { createTestSchema } from './services';
 
-/** A MariaDB schema and a redis-server of the test's own, with service processes on both. */
+/** A database and a redis-server of the test's own, with service processes on both. */
 export interface PrivateDeployment {
-  readonly schema: TestSchema;
+  readonly databaseUrl: string;
   readonly redis: RedisServer;
   /** A client of the private Redis, for looking at what the service stored. */
   readonly direct: Redis;
   /** Starts one more service process on them, with `env` over the connection variables. */
   start(env?: Record<string, string>): Promise<Instance>;
-  /** Stops the processes, then Redis, then drops the schema. */
+  /** Stops the processes, then Redis, then drops the database. */
   stop(): Promise<void>;
 }
 
-/** See {@link PrivateDeployment}; `redisArgs` go to redis-server (`--maxmemory-policy …`). */
-export async function privateDeployment(redisArgs: string[] = []): Promise<PrivateDeployment> {
-  const schema = await createTestSchema();
-  const redis = await startRedisServer('none', redisArgs);
+async function deployOn(
+  starting: Promise<{ url: string; drop(): Promise<void> }>,
+  redisArgs: string[],
+): Promise<PrivateDeployment> {
+  const [database, redis] = await Promise.all([starting, startRedisServer('none', redisArgs)]);
   const direct = new Redis(redis.url);
   const instances: Instance[] = [];
   return {
-    schema,
+    databaseUrl: database.url,
     redis,
     direct,
     async start(env = {}) {
-      const instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redis.url, ...env });
+      const instance = await startInstance({ IDPOOL_DATABASE_URL: database.url, IDPOOL_REDIS_URL: redis.url, ...env });
       instances.push(instance);
       return instance;
     },
@@ -33,7 +35,27 @@ export async function privateDeployment(redisArgs: string[] = []): Promise<Priva
       direct.disconnect();
       for (const instance of instances) await instance.stop();
       await redis.stop();
-      await schema.drop();
+      await database.drop();
     },
   };
+}
+
+/** See {@link PrivateDeployment}: a schema of its own on the shared MariaDB; `redisArgs` go to redis-server (`--maxmemory-policy …`). */
+export async function privateDeployment(redisArgs: string[] = []): Promise<PrivateDeployment> {
+  return deployOn(createTestSchema(), redisArgs);
+}
+
+/** A {@link PrivateDeployment} on a mariadbd of its own, which the test may kill, freeze or make read-only. */
+export interface PrivateMariadbDeployment extends PrivateDeployment {
+  readonly mariadb: PrivateMariadb;
+}
+
+/** See {@link PrivateMariadbDeployment}. */
+export async function privateMariadbDeployment(redisArgs: string[] = []): Promise<PrivateMariadbDeployment> {
+  const starting = startPrivateMariadb();
+  const deployment = await deployOn(
+    starting.then((mariadb) => ({ url: mariadb.url, drop: () => mariadb.destroy() })),
+    redisArgs,
+  );
+  return { ...deployment, mariadb: await starting };
 }

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createConnection } from 'mysql2/promise';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,7 +81,12 @@ export async function startInstance(
   proc.stdout.on('data', (d) => (out += String(d)));
   proc.stderr.on('data', (d) => (out += String(d)));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`instance did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    // Killed, not left behind: on a loaded machine a process that starts late
+    // would go on running after its test, and load the machine more.
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`instance did not start in ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
     const onData = () => {
       const m = /"port":(\d+)[^\n]*"msg":"idpool listening"/.exec(out);
       if (m) {
@@ -179,7 +183,10 @@ export async function startRedisServer(
         return;
       } catch {
         probe.disconnect();
-        if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not start`);
+        if (Date.now() > deadline) {
+          proc.kill('SIGKILL'); // not left running after its test
+          throw new Error(`redis-server on ${port} did not start`);
+        }
         await new Promise((r) => setTimeout(r, 50));
       }
     }
@@ -202,71 +209,4 @@ export async function startRedisServer(
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-export interface MariaDbServer {
-  readonly port: number;
-  /** `mysql://root@127.0.0.1:PORT/<schema>` (the schema is not created). */
-  url(schema: string): string;
-  stop(): Promise<void>;
-}
-
-/**
- * A mariadbd of the test's own on a spare port with a fresh data directory
- * (never the shared server), with extra server options such as
- * `--character-set-server=latin1`. Undefined when MariaDB is not installed.
- */
-export async function startMariaDbServer(options: string[] = []): Promise<MariaDbServer | undefined> {
-  const mariadbd = ['/usr/sbin/mariadbd', '/usr/sbin/mysqld'].find((p) => existsSync(p));
-  if (!mariadbd) return undefined;
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'idpool-mariadb-'));
-  const user = process.getuid?.() === 0 ? ['--user=root'] : [];
-  await new Promise<void>((resolve, reject) => {
-    const install = spawn(
-      'mariadb-install-db',
-      ['--no-defaults', `--datadir=${dir}/data`, ...user, '--auth-root-authentication-method=normal', '--skip-test-db'],
-      { stdio: 'ignore' },
-    );
-    install.once('error', reject);
-    install.once('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`mariadb-install-db exited with ${code}`)),
-    );
-  });
-  const proc = spawn(
-    mariadbd,
-    [
-      '--no-defaults',
-      `--datadir=${dir}/data`,
-      `--port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--socket=${dir}/sock`,
-      `--pid-file=${dir}/pid`,
-      ...user,
-      '--skip-log-bin',
-      '--innodb-buffer-pool-size=16M',
-      ...options,
-    ],
-    { stdio: 'ignore' },
-  );
-  const stop = async () => {
-    proc.kill('SIGKILL');
-    await waitExit(proc);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      const c = await createConnection({ host: '127.0.0.1', port, user: 'root', connectTimeout: 1000 });
-      await c.end();
-      break;
-    } catch (err) {
-      if (Date.now() > deadline) {
-        await stop();
-        throw new Error(`mariadbd on ${port} did not start: ${(err as Error).message}`, { cause: err });
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return { port, url: (schema) => `mysql://root@127.0.0.1:${port}/${schema}`, stop };
 }

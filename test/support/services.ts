@@ -1,7 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
 import Redis from 'ioredis';
 import { Client as PgClient, escapeIdentifier } from 'pg';
+import { privateMariadbPossible } from './mariadb';
+import { netnsUnavailable } from './netns';
 
 /** MariaDB/MySQL the integration tests use (docs/design.md "Commands"). */
 export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
@@ -68,25 +71,47 @@ async function redisReachable(): Promise<boolean> {
   });
 }
 
-/**
- * Whether the services a test file needs are up. When they are not, the file
- * is skipped with a loud line, unless IDPOOL_REQUIRE_SERVICES=1 (CI), where
- * that is a failure.
- */
-/** The shared services a test file talks to. */
+/** What a suite needs of the machine: the shared services it talks to, and the programs it starts itself. */
 export interface ServiceNeeds {
   mysql?: boolean;
   postgres?: boolean;
   redis?: boolean;
+  /** A MariaDB server of its own that it may freeze or kill (mariadbd installed, run as root: mariadb.ts). */
+  privateMariadb?: boolean;
+  /** Network namespaces and tc (root, iproute2: netns.ts). */
+  netns?: boolean;
+  /** `promtool` (Debian package prometheus). */
+  promtool?: boolean;
+  /** `prometheus` itself (Debian package prometheus). */
+  prometheus?: boolean;
 }
 
-export async function servicesAvailable(needs: ServiceNeeds): Promise<boolean> {
+const installed = (program: string): boolean => spawnSync(program, ['--version'], { stdio: 'ignore' }).status === 0;
+
+/** What is missing of `needs`, one phrase each. */
+async function missingOf(needs: ServiceNeeds): Promise<string[]> {
   const missing: string[] = [];
-  if (needs.mysql && !(await mysqlReachable())) missing.push(`MariaDB/MySQL at ${MYSQL_URL}`);
-  if (needs.postgres && !(await postgresReachable())) missing.push(`PostgreSQL at ${POSTGRES_URL}`);
-  if (needs.redis && !(await redisReachable())) missing.push(`Redis at ${REDIS_URL}`);
+  if (needs.mysql && !(await mysqlReachable())) missing.push(`MariaDB/MySQL at ${MYSQL_URL} unreachable`);
+  if (needs.postgres && !(await postgresReachable())) missing.push(`PostgreSQL at ${POSTGRES_URL} unreachable`);
+  if (needs.redis && !(await redisReachable())) missing.push(`Redis at ${REDIS_URL} unreachable`);
+  if (needs.privateMariadb && !privateMariadbPossible())
+    missing.push('a private mariadbd cannot run (not installed or not root)');
+  const netns = needs.netns ? netnsUnavailable() : undefined;
+  if (netns) missing.push(`network namespaces unavailable (${netns})`);
+  for (const program of ['promtool', 'prometheus'] as const)
+    if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
+  return missing;
+}
+
+/**
+ * Whether the machine has what a suite needs. When it has not, the suite is
+ * skipped with a loud line, unless IDPOOL_REQUIRE_SERVICES=1 (CI), where
+ * that is a failure.
+ */
+export async function servicesAvailable(needs: ServiceNeeds): Promise<boolean> {
+  const missing = await missingOf(needs);
   if (missing.length === 0) return true;
-  const line = `!!! ${missing.join(' and ')} unreachable`;
+  const line = `!!! ${missing.join('; ')}`;
   if (REQUIRED) throw new Error(`${line} and IDPOOL_REQUIRE_SERVICES=1`);
   process.stderr.write(`\n${line}: SKIPPING these integration tests\n\n`);
   return false;

@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { MAX_SECRETS, registerSchema, secretAccepted, updateSchema } from '../../src/entities/entity';
 import { IdStride } from '../../src/segment/stride';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
-import { EntityRegistry, LocalRegistrationGeneration } from '../../src/entities/registry';
+import { EntityRegistry } from '../../src/entities/registry';
+import { GenerationSync, LocalRegistrationGeneration } from '../../src/entities/generation-sync';
 import { systemClock } from '../../src/clock';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../../src/errors';
 import { FakeClock } from '../support/clock';
+import { countedGeneration } from '../support/generation';
 
 describe('entity registry over the fake store (no I/O)', () => {
   it('registers with defaults, keeps the secret only as a hash, tells subscribers', async () => {
@@ -210,22 +212,6 @@ describe('EntityRegistry.refreshIfStale (the 100 ms tick)', () => {
 });
 
 describe('EntityRegistry.tick (reads of the generation follow requests)', () => {
-  /** The shared generation, counting its reads; `hold` stalls them (a Redis that does not answer). */
-  function countedGeneration() {
-    const inner = new LocalRegistrationGeneration();
-    const counter = {
-      reads: 0,
-      hold: undefined as Promise<void> | undefined,
-      async current() {
-        counter.reads++;
-        if (counter.hold) await counter.hold;
-        return inner.current();
-      },
-      bump: () => inner.bump(),
-    };
-    return counter;
-  }
-
   async function ticks(registry: EntityRegistry, clock: FakeClock, count: number): Promise<void> {
     for (let i = 0; i < count; i++) {
       clock.advance(100);
@@ -246,7 +232,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     const there = new EntityRegistry(store, clock, generation);
     const { entity, secret } = await there.register({ key: 'orders', mode: 'monotonic' });
     await here.load();
-    clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
+    clock.advance(GenerationSync.IDLE_AFTER_MS + 1);
     return { store, clock, generation, here, there, entity, secret };
   }
 
@@ -268,7 +254,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     await ticks(here, clock, 30); // 3 s serving: every tick reads it
     expect(generation.reads).toBeGreaterThanOrEqual(30);
 
-    clock.advance(EntityRegistry.IDLE_AFTER_MS);
+    clock.advance(GenerationSync.IDLE_AFTER_MS);
     await here.tick();
     generation.reads = 0;
     await ticks(here, clock, 30);
@@ -293,7 +279,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     const rotated = await there.rotateSecret('orders');
     expect(secretAccepted(await here.find('orders'), rotated, 0)).toBe(true);
 
-    clock.advance(EntityRegistry.IDLE_AFTER_MS + 1);
+    clock.advance(GenerationSync.IDLE_AFTER_MS + 1);
     let release!: () => void;
     generation.hold = new Promise((r) => (release = r));
     const ticking = here.tick(); // the idle tick's read is under way, holding the generation from before the rotation
@@ -316,7 +302,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     };
     const finding = here.find('orders');
     await new Promise((r) => setImmediate(r));
-    clock.advance(EntityRegistry.CATCH_UP_WAIT_MS + 10); // the database is slow, not Redis
+    clock.advance(GenerationSync.CATCH_UP_WAIT_MS + 10); // the database is slow, not Redis
     await new Promise((r) => setImmediate(r));
     release();
     expect(secretAccepted(await finding, rotated, 0)).toBe(true);
@@ -333,7 +319,7 @@ describe('EntityRegistry.tick (reads of the generation follow requests)', () => 
     await new Promise((r) => setImmediate(r));
     expect(settled).toEqual([]); // both wait for the one read
     expect(generation.reads).toBe(1);
-    clock.advance(EntityRegistry.CATCH_UP_WAIT_MS);
+    clock.advance(GenerationSync.CATCH_UP_WAIT_MS);
     await Promise.all([first, second]);
     expect(settled.sort()).toEqual(['first orders', 'second orders']);
     expect((await here.find('orders'))?.secrets).toEqual(entity.secrets); // the read still hangs: no wait, no second read

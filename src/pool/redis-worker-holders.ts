@@ -1,7 +1,7 @@
-import { callFunction, scriptOutcome } from '../pool/functions';
-import { DEFAULT_PREFIX, type WorkerKeys, workerKeys } from '../pool/keys';
-import type { RedisClient } from '../pool/redis-connection';
-import type { Claimed, WorkerHolders } from './worker-holders';
+import { callFunction, scriptOutcome } from './functions';
+import { DEFAULT_PREFIX, type WorkerKeys, workerKeys } from './keys';
+import type { RedisClient } from './redis-connection';
+import type { Claimed, WorkerHolders } from '../worker/worker-holders';
 
 /**
  * The worker leases' second record in Redis: a hash of holder tokens and a

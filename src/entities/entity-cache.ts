@@ -1,0 +1,146 @@
+import type { Clock } from '../clock';
+import type { EntityConfig, EntitySecret } from './entity';
+import type { EntityStore } from './entity-store';
+import type { SyncedCache } from './generation-sync';
+
+export interface EntityChangeListener {
+  onRetired?(key: string): void | Promise<void>;
+  onRegistered?(entity: EntityConfig): void | Promise<void>;
+}
+
+/** Every listener subscribed, told in turn. */
+export class EntityChangeListeners implements Required<EntityChangeListener> {
+  private readonly listeners: EntityChangeListener[] = [];
+
+  subscribe(listener: EntityChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  async onRegistered(entity: EntityConfig): Promise<void> {
+    for (const l of this.listeners) await l.onRegistered?.(entity);
+  }
+
+  async onRetired(key: string): Promise<void> {
+    for (const l of this.listeners) await l.onRetired?.(key);
+  }
+}
+
+/**
+ * The live entities in process, by key and in key order (pages), filled
+ * from the store: all at start-up ({@link loadAll}), then the rows changed
+ * since the last pull ({@link pullChanges}). When to pull is
+ * {@link GenerationSync}'s to decide.
+ */
+export class EntityCache implements SyncedCache {
+  // Rows updated by another instance whose clock runs a little behind ours
+  // must still be seen: look back this far (ms) on every pull.
+  private static readonly SKEW_MARGIN_MS = 5000;
+
+  private readonly entities = new Map<string, EntityConfig>();
+  /** Keys of {@link entities} in order, rebuilt on the first page read after a change (pages are read far less often than entities change in a bulk import). */
+  private sortedKeys: string[] | undefined;
+  /** When the last load or pull started (service clock ms). */
+  private pulledAt = 0;
+
+  constructor(
+    private readonly store: Pick<EntityStore, 'listLive' | 'changedSince'>,
+    private readonly clock: Clock,
+    /** Told of the registrations and retirements a pull brings. */
+    private readonly changes: Required<EntityChangeListener>,
+  ) {}
+
+  async loadAll(): Promise<void> {
+    const now = this.clock.now();
+    const entities = await this.store.listLive();
+    this.entities.clear();
+    for (const entity of entities) this.entities.set(entity.key, entity);
+    this.sortedKeys = undefined;
+    this.pulledAt = now;
+  }
+
+  async pullChanges(): Promise<void> {
+    const now = this.clock.now();
+    const changed = await this.store.changedSince(this.pulledAt - EntityCache.SKEW_MARGIN_MS);
+    this.pulledAt = now;
+    for (const { entity, retired } of changed) {
+      const known = this.entities.get(entity.key);
+      if (retired) {
+        if (known) {
+          this.forget(entity.key);
+          await this.changes.onRetired(entity.key);
+        }
+      } else if (known?.updateTime !== entity.updateTime || !sameSecrets(known.secrets, entity.secrets)) {
+        this.remember(entity);
+        if (!known) await this.changes.onRegistered(entity);
+      }
+    }
+  }
+
+  get(key: string): EntityConfig | undefined {
+    return this.entities.get(key);
+  }
+
+  /** Caches a live entity (new or changed). */
+  remember(entity: EntityConfig): void {
+    if (!this.entities.has(entity.key)) this.sortedKeys = undefined;
+    this.entities.set(entity.key, entity);
+  }
+
+  forget(key: string): void {
+    if (this.entities.delete(key)) this.sortedKeys = undefined;
+  }
+
+  /** Number of live entities. */
+  count(): number {
+    return this.entities.size;
+  }
+
+  list(): EntityConfig[] {
+    return this.keysInOrder().map((k) => this.cached(k));
+  }
+
+  /**
+   * Up to `limit` live entities in key order, starting after the key `after`
+   * (which need not exist); `next` is the key to continue after, or null at the end.
+   */
+  page(after: string | undefined, limit: number): { entities: EntityConfig[]; next: string | null } {
+    const keys = this.keysInOrder();
+    let from = 0;
+    if (after !== undefined) {
+      // First key greater than `after` (binary search: keys are unique and ordered).
+      let hi = keys.length;
+      while (from < hi) {
+        const mid = (from + hi) >>> 1;
+        if (keys[mid] <= after) from = mid + 1;
+        else hi = mid;
+      }
+    }
+    const slice = keys.slice(from, from + limit);
+    const more = from + limit < keys.length;
+    return { entities: slice.map((k) => this.cached(k)), next: more ? slice[slice.length - 1] : null };
+  }
+
+  /** Keys of every live entity whose ids come from segments. */
+  segmentKeys(): string[] {
+    const keys: string[] = [];
+    for (const entity of this.entities.values()) if (entity.mode !== 'snowflake') keys.push(entity.key);
+    return keys;
+  }
+
+  private keysInOrder(): string[] {
+    // Plain `<` order: keys are ASCII, so this is also the byte order SQL uses.
+    this.sortedKeys ??= [...this.entities.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return this.sortedKeys;
+  }
+
+  /** A key of keysInOrder(), which lists the cache's own keys. */
+  private cached(key: string): EntityConfig {
+    const entity = this.entities.get(key);
+    if (!entity) throw new Error(`registry: ordered key "${key}" is not cached`);
+    return entity;
+  }
+}
+
+function sameSecrets(a: readonly EntitySecret[], b: readonly EntitySecret[]): boolean {
+  return a.length === b.length && a.every((s, i) => s.hash === b[i].hash && s.expiresAt === b[i].expiresAt);
+}

@@ -1,0 +1,80 @@
+import { ConflictError, InvalidRequestError, NotFoundError } from '../errors';
+import type { IdStride } from '../segment/stride';
+import {
+  type EntityConfig,
+  type EntitySecret,
+  MAX_SECRETS,
+  type RegisterInput,
+  type UpdateInput,
+  checkRules,
+  withDefaults,
+} from './entity';
+
+/**
+ * A registration's values: the defaults filled in, `firstId` turned into the
+ * start offset on `stride`, the rules between fields checked. A broken rule
+ * is an {@link InvalidRequestError} (400) and nothing is written.
+ */
+export function registrationValues(input: RegisterInput, refillTickMs: number, stride: IdStride) {
+  if (input.mode === 'snowflake') refusePoolFields(input);
+  if (input.firstId !== undefined && input.startOffset !== undefined)
+    throw new InvalidRequestError('give startOffset or firstId, not both');
+  const values = withDefaults(input, refillTickMs);
+  if (input.firstId !== undefined) values.startOffset = stride.of(values).firstNumberFrom(input.firstId);
+  refuseBroken(values);
+  return values;
+}
+
+/** `current` changed by `patch` (its absent fields left as they are) at `updateTime`, the rules checked as for a registration. */
+export function patchedEntity(current: EntityConfig, patch: UpdateInput, updateTime: number): EntityConfig {
+  if (current.mode === 'snowflake') refusePoolFields(patch);
+  const next: EntityConfig = { ...current, ...stripUndefined(patch), updateTime };
+  refuseBroken(next);
+  return next;
+}
+
+/** `secrets` as the new list of `key`'s secrets, refused (409) beyond {@link MAX_SECRETS}. */
+export function refuseTooManySecrets(key: string, secrets: readonly EntitySecret[]): void {
+  if (secrets.length > MAX_SECRETS)
+    throw new ConflictError(
+      `"${key}" would have ${secrets.length} secrets; at most ${MAX_SECRETS} at once (remove one, or rotate without --keep-old-for)`,
+    );
+}
+
+/** `live` without the secret `id`: unknown is a 404, the last one a 409 (rotate instead). */
+export function withoutSecret(key: string, live: readonly EntitySecret[], id: string): EntitySecret[] {
+  if (!live.some((s) => s.id === id)) throw new NotFoundError(`entity "${key}" has no secret "${id}"`);
+  const rest = live.filter((s) => s.id !== id);
+  if (rest.length === 0)
+    throw new ConflictError(`"${id}" is the only secret of "${key}"; rotate it instead of removing it`);
+  return rest;
+}
+
+function refuseBroken(values: Parameters<typeof checkRules>[0]): void {
+  const broken = checkRules(values);
+  if (broken) throw new InvalidRequestError(broken);
+}
+
+/** Fields that shape a segment pool: a snowflake entity has none, so setting one is a mistake worth a 400. */
+const POOL_FIELDS = [
+  'startOffset',
+  'firstId',
+  'delta',
+  'remainder',
+  'step',
+  'maxPoolSize',
+  'minSizePercent',
+  'interval',
+] as const;
+
+function refusePoolFields(input: Partial<Record<(typeof POOL_FIELDS)[number], unknown>>): void {
+  const given = POOL_FIELDS.find((field) => input[field] !== undefined);
+  if (given)
+    throw new InvalidRequestError(
+      `${given}: not used by snowflake entities (their ids come from time, worker and sequence, not a pool)`,
+    );
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
