@@ -10,7 +10,7 @@ import type { OpsConfig } from './settings';
 import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
 import type { DispatchEvents } from '../pool/dispatcher';
-import type { RefillEvents } from '../pool/refiller';
+import type { RefillEvents } from '../pool/refill-events';
 import type { LeaseEvents } from '../segment/lease';
 import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';

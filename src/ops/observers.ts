@@ -1,6 +1,6 @@
 import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
-import type { RefillEvents } from '../pool/refiller';
+import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';

@@ -2,7 +2,7 @@ import type { EntityCatalog } from '../entities/registry';
 import type { SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
 import type { PoolStore } from './pool-store';
-import type { RefillEvents } from './refiller';
+import type { RefillEvents } from './refill-events';
 
 export interface FenceCarrierOptions {
   entities: Pick<EntityCatalog, 'get'>;

@@ -12,11 +12,11 @@ import type { Logger } from '../logger';
 import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
 import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator';
-import type { DatabaseBehindReport } from '../segment/high-water';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import { FenceCarrier } from './fence-carry';
 import type { PoolStore, RefillLock } from './pool-store';
+import type { RefillEvents } from './refill-events';
 import { pushSegment } from './segment-push';
 import { errorMessage } from '../errors';
 
@@ -38,19 +38,6 @@ export interface RefillerOptions {
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Metrics and alarms (`ops/observers.ts`; there too a logging-only implementation). */
   events: RefillEvents;
-}
-
-/** What the refiller reports as it works. */
-export interface RefillEvents {
-  /** A segment of `numbers` numbers (`steps` steps) was reserved and pushed in `seconds`. */
-  refilled(entityKey: string, seconds: number, steps: number, numbers: number): void;
-  fenceRefused(entityKey: string, start: bigint, end: bigint): void;
-  poolDiscarded(entityKey: string, fence: bigint): void;
-  /** A segment was refused because the database is behind the fence (restored, failed back); the entity was carried past it. */
-  databaseBehind(report: DatabaseBehindReport): void;
-  epochChanged(from: string, to: string): void;
-  /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
-  failed(entityKey: string): void;
 }
 
 /**

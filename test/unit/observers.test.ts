@@ -8,7 +8,7 @@ import {
   opsRefillEvents,
 } from '../../src/ops/observers';
 import type { DispatchEvents } from '../../src/pool/dispatcher';
-import type { RefillEvents } from '../../src/pool/refiller';
+import type { RefillEvents } from '../../src/pool/refill-events';
 import { IdStride } from '../../src/segment/stride';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
