@@ -70,6 +70,16 @@ describe('GenerationSync: a key missing from the cache', () => {
     expect(store.calls).toEqual({ listLive: 1, insert: 1, changedSince: 0 });
   });
 
+  it('a generation that went back (Redis came back empty) is a miss too: a key registered since is found at once', async () => {
+    const { store, generation, elsewhere, find } = await synced();
+    await elsewhere.register('before');
+    expect((await find('before'))?.key).toBe('before');
+    generation.reset();
+    await elsewhere.register('after-reset');
+    expect((await find('after-reset'))?.key).toBe('after-reset');
+    expect(store.calls.changedSince).toBe(2);
+  });
+
   it('a missed generation: one refresh, shared by 50 concurrent lookups, finds the key registered elsewhere', async () => {
     const { store, elsewhere, find, told } = await synced();
     await elsewhere.register('late');
