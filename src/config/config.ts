@@ -47,8 +47,9 @@ export interface Config {
   refillLockTtlMs: number;
   /** Seconds of recent peak demand a pool holds (bounded by the entity's maxPoolSize). */
   poolHorizonSeconds: number;
-  clusterCount: number;
-  clusterIndex: number;
+  /** This deployment's stride (`IdStride`) (IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX): the n-th number becomes `n·strideCount + strideIndex`. */
+  strideCount: number;
+  strideIndex: number;
   snowflake: SnowflakeSettings;
   workerMin: number;
   workerMax: number;
@@ -82,8 +83,8 @@ export const DEFAULTS = {
   refillIntervalMs: 100,
   // One minute of supply at the recent peak rate (docs/design.md, "Pools are sized by demand").
   poolHorizonSeconds: 60,
-  clusterCount: 1,
-  clusterIndex: 0,
+  strideCount: 1,
+  strideIndex: 0,
   snowflake: SNOWFLAKE_DEFAULTS,
   workerMin: 1,
   workerPreferSameCode: false,
@@ -238,7 +239,7 @@ export function loadConfig(env: Env = process.env): Config {
   const sf = DEFAULTS.snowflake;
   const workerBits = r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits, 3, 10);
   const workerCap = 2 ** workerBits - 1;
-  const clusterCount = r.int('IDPOOL_CLUSTER_COUNT', DEFAULTS.clusterCount, 1, 1024);
+  const strideCount = r.int('IDPOOL_CLUSTER_COUNT', DEFAULTS.strideCount, 1, 1024);
   const workerMin = r.int('IDPOOL_WORKER_MIN', DEFAULTS.workerMin, 0, workerCap);
   const adminToken = r.token('IDPOOL_ADMIN_TOKEN', DEFAULTS.adminTokenMinLength);
   const opsToken = r.token('IDPOOL_OPS_TOKEN', DEFAULTS.adminTokenMinLength);
@@ -258,8 +259,8 @@ export function loadConfig(env: Env = process.env): Config {
     // Renewed every quarter lease: below 100 ms a busy event loop misses renewals; beyond a minute an entity waits out a dead refiller that long.
     refillLockTtlMs: r.int('IDPOOL_REFILL_LOCK_TTL_MS', REFILL_LOCK_TTL_MS, 100, 60_000),
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
-    clusterCount,
-    clusterIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.clusterIndex, 0, clusterCount - 1),
+    strideCount,
+    strideIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.strideIndex, 0, strideCount - 1),
     snowflake: {
       timeUnit: r.oneOf('IDPOOL_SNOWFLAKE_TIME_UNIT', Object.keys(UNIT_MS) as TimeUnit[], sf.timeUnit),
       epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),

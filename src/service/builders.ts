@@ -48,7 +48,7 @@ import { errorMessage } from '../errors';
 export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
   const db = await openDatabase(config.databaseUrl, { clock });
   try {
-    await checkStride(db, config.clusterCount, config.clusterIndex, clock);
+    await checkStride(db, config.strideCount, config.strideIndex, clock);
   } catch (err) {
     await db.close();
     throw err;
@@ -82,7 +82,7 @@ export async function claimDeployment(db: Database, redis: RedisClient | undefin
 
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
 export interface Stores {
-  readonly pools: PoolStore;
+  readonly poolStore: PoolStore;
   readonly lock: RefillLock;
   readonly allocator: SqlSegmentAllocator;
   readonly entities: EntityStore;
@@ -106,7 +106,7 @@ export function buildStores(deps: {
 }): Stores {
   const { config, db, redis, clock, prefix } = deps;
   return {
-    pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
+    poolStore: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
     lock: redis ? new RedisRefillLock(redis, clock, config.refillLockTtlMs, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlEntityStore(db),
@@ -121,7 +121,7 @@ export function buildStores(deps: {
       : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     snowflakeRate: redis ? new RedisEntityRateLimit(redis, prefix) : new MemoryEntityRateLimit(clock),
     registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
-    stride: new IdStride(config.clusterCount, config.clusterIndex),
+    stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
   };
 }
@@ -225,16 +225,16 @@ export function buildOps(deps: {
         dialect: deps.db.dialect,
         address: deps.address,
         workerId: () => (lease ? (lease.status().ok ? (lease.workerId ?? null) : null) : (config.workerId ?? null)),
-        epoch: () => stores.pools.epoch(),
+        epoch: () => stores.poolStore.epoch(),
       },
     },
     config: deps.opsConfig,
     clock: deps.clock,
     log: deps.log,
     entities: deps.registry,
-    pools: stores.pools,
-    sizing: stores.demand,
-    offsets: stores.allocator,
+    poolStore: stores.poolStore,
+    demand: stores.demand,
+    allocator: stores.allocator,
     stride: stores.stride,
     snowflake: () => ({
       timeExhaustedAt: layout.endMs,
@@ -309,7 +309,7 @@ export function buildPools(deps: {
     demand,
     entities: registry,
     allocator: guarded ?? stores.allocator,
-    store: stores.pools,
+    store: stores.poolStore,
     lock: stores.lock,
     stride: stores.stride,
     clock,
@@ -324,11 +324,11 @@ export function buildPools(deps: {
     },
     onRetired: (key) => {
       demand.forget(key);
-      return stores.pools.discard(key);
+      return stores.poolStore.discard(key);
     },
   });
   const dispatcher = new Dispatcher({
-    store: stores.pools,
+    store: stores.poolStore,
     refiller,
     clock,
     log: log.child({ component: 'dispatcher' }),
@@ -343,13 +343,13 @@ export function buildPools(deps: {
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
 export function readinessCheck(deps: {
   db: Database;
-  pools: PoolStore;
+  poolStore: PoolStore;
   snowflake: SnowflakeRuntime;
   clock: Clock;
   stopping: () => boolean;
   sampling?: () => ReadinessReport['sampling'];
 }): () => Promise<ReadinessReport> {
-  const { db, pools, snowflake, clock } = deps;
+  const { db, poolStore, snowflake, clock } = deps;
   return async () => {
     const checks: Record<string, string> = {};
     // Load balancers stop sending here first; the listener closes right after.
@@ -366,7 +366,7 @@ export function readinessCheck(deps: {
     };
     await Promise.all([
       probe('database', () => db.query('SELECT 1')),
-      probe(pools.kind === 'redis' ? 'redis' : 'pool', () => pools.ping()),
+      probe(poolStore.kind === 'redis' ? 'redis' : 'pool', () => poolStore.ping()),
     ]);
     checks.lease = snowflake.leaseCheck();
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks, sampling: deps.sampling?.() };
@@ -393,9 +393,9 @@ export function buildHttp(deps: {
     registry: deps.registry,
     dispatcher: deps.pools.dispatcher,
     lines: deps.pools.refiller,
-    pools: stores.pools,
-    sizing: stores.demand,
-    offsets: stores.allocator,
+    poolStore: stores.poolStore,
+    demand: stores.demand,
+    allocator: stores.allocator,
     adminToken: deps.config.adminToken,
     snowflake: ops.countServed(deps.snowflake.issuer),
     leases: new SegmentLeaser({

@@ -61,7 +61,7 @@ export interface Service {
   readonly app: Express;
   readonly db: Database;
   readonly redis: RedisClient | undefined;
-  readonly store: PoolStore;
+  readonly poolStore: PoolStore;
   readonly registry: EntityRegistry;
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
@@ -135,7 +135,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     await pools.checkHighWater();
     const readiness = readinessCheck({
       db,
-      pools: stores.pools,
+      poolStore: stores.poolStore,
       snowflake,
       clock,
       stopping: () => stopping,
@@ -162,7 +162,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       registry,
       snowflake,
       ops,
-      store: stores.pools,
+      poolStore: stores.poolStore,
       refiller: pools.refiller,
       dispatcher: pools.dispatcher,
       async listen(port) {

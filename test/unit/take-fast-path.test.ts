@@ -128,9 +128,9 @@ describe('the take route fast path', () => {
             return listedIds(Array.from({ length: count }, () => String(next++)));
           },
         },
-        pools: { sizes: async () => [] },
-        offsets: { peekMany: async () => new Map() },
-        sizing: { target: () => 0, lowWatermark: () => 0 },
+        poolStore: { sizes: async () => [] },
+        allocator: { peekMany: async () => new Map() },
+        demand: { target: () => 0, lowWatermark: () => 0 },
         adminToken: 'x'.repeat(32),
         readiness: async () => ({ ready: true, checks: {} }),
         log: silentLogger,
