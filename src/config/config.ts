@@ -7,7 +7,7 @@ import {
   DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS,
   type SnowflakeSettings,
   type TimeUnit,
-  UNIT_MS,
+  settingsProblem,
 } from '../snowflake/layout';
 import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
 import { DEFAULT_LEASE } from '../worker/lease';
@@ -149,6 +149,16 @@ class EnvReader {
     return result.data;
   }
 
+  /** Any integer: for values whose bounds another module checks (the snowflake layout's). */
+  integer(name: string, fallback: number): number {
+    const schema = z
+      .string()
+      .regex(/^-?\d+$/)
+      .transform(Number)
+      .pipe(z.number().int());
+    return this.parse(name, schema, fallback, 'an integer');
+  }
+
   int(name: string, fallback: number, min: number, max: number): number {
     const schema = z
       .string()
@@ -181,12 +191,12 @@ class EnvReader {
     return this.parse(name, z.enum(values as [T, ...T[]]), fallback, `one of ${values.join(', ')}`);
   }
 
-  /** An ISO date or Unix epoch milliseconds, as epoch ms. */
+  /** An ISO date or Unix epoch milliseconds, as epoch ms (its range is the layout's to check). */
   epochMs(name: string, fallback: number): number {
     const schema = z
       .string()
       .transform((v) => (/^\d+$/.test(v) ? Number(v) : Date.parse(v)))
-      .pipe(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER));
+      .pipe(z.number().int());
     return this.parse(name, schema, fallback, 'an ISO date or Unix epoch milliseconds');
   }
 
@@ -224,8 +234,9 @@ export function cliTarget(env: Env = process.env): { adminToken: string | undefi
  * Reads idpool's whole configuration from the environment (docs/design.md
  * "Configuration"): every `IDPOOL_*` variable of the service, parsed and
  * validated here and nowhere else. Throws {@link ConfigError} naming the
- * variable. Layout bounds that depend on each other are checked by the
- * snowflake layout itself, which also names the variable.
+ * variable. The snowflake layout's bounds are the layout's own
+ * (`settingsProblem`): config maps the variables onto it and words its
+ * answer like any other.
  */
 export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
@@ -236,9 +247,8 @@ export function loadConfig(env: Env = process.env): Config {
       'mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite:PATH',
     ) ?? DEFAULTS.databaseUrl;
   const redis = redisTopology(r);
-  const sf = DEFAULTS.snowflake;
-  const workerBits = r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits, 3, 10);
-  const workerCap = 2 ** workerBits - 1;
+  const snowflake = snowflakeSettings(r);
+  const workerCap = 2 ** snowflake.workerBits - 1;
   const strideCount = r.int('IDPOOL_CLUSTER_COUNT', DEFAULTS.strideCount, 1, 1024);
   const workerMin = r.int('IDPOOL_WORKER_MIN', DEFAULTS.workerMin, 0, workerCap);
   const adminToken = r.token('IDPOOL_ADMIN_TOKEN', DEFAULTS.adminTokenMinLength);
@@ -261,15 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
     strideCount,
     strideIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.strideIndex, 0, strideCount - 1),
-    snowflake: {
-      timeUnit: r.oneOf('IDPOOL_SNOWFLAKE_TIME_UNIT', Object.keys(UNIT_MS) as TimeUnit[], sf.timeUnit),
-      epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),
-      timestampBits: r.int('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits, 15, 55),
-      workerBits,
-      reservedBits: r.int('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits, 0, 5),
-      reservedValue: r.int('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue, 0, 31),
-      timeBackInitial: r.int('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial, 0, 1) as 0 | 1,
-    },
+    snowflake,
     workerMin,
     workerMax: r.int('IDPOOL_WORKER_MAX', workerCap, workerMin, workerCap),
     workerPreferSameCode: r.bool('IDPOOL_WORKER_PREFER_SAME_CODE', DEFAULTS.workerPreferSameCode),
@@ -284,6 +286,31 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpServerSettings(r),
     compat: compatRoutes(r),
   };
+}
+
+/**
+ * The IDPOOL_SNOWFLAKE_* variables as layout settings: parsed here, bounded
+ * by the layout's own check (which needs no clock; the epoch against now is
+ * checked when the service builds the layout).
+ */
+function snowflakeSettings(r: EnvReader): SnowflakeSettings {
+  const sf = DEFAULTS.snowflake;
+  const settings: SnowflakeSettings = {
+    timeUnit: (r.raw('IDPOOL_SNOWFLAKE_TIME_UNIT')?.trim() ?? sf.timeUnit) as TimeUnit,
+    epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),
+    timestampBits: r.integer('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits),
+    workerBits: r.integer('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits),
+    reservedBits: r.integer('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits),
+    reservedValue: r.integer('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue),
+    timeBackInitial: r.integer('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial) as 0 | 1,
+  };
+  const wrong = settingsProblem(settings);
+  if (wrong)
+    throw new ConfigError(
+      wrong.variable,
+      wrong.message(quoted(r.raw(wrong.variable) ?? String(settings[wrong.setting]))),
+    );
+  return settings;
 }
 
 /** IDPOOL_COMPAT: a comma-separated list of `leaf`, `tinyid` (`none` or unset: neither). */
