@@ -3,17 +3,12 @@ import { ConflictError, InvalidRequestError, NotFoundError } from '../errors';
 import {
   type EntityConfig,
   type EntitySecret,
-  MAX_SECRETS,
   type RegisterInput,
   type UpdateInput,
   checkRules,
-  hashSecret,
-  newSecret,
-  secretAccepted,
-  secretRecord,
-  unexpired,
   withDefaults,
 } from './entity';
+import { MAX_SECRETS, hashSecret, newSecret, secretAccepted, secretRecord, unexpired } from './secrets';
 import type { EntityStore } from './entity-store';
 import { IdStride } from '../segment/stride';
 

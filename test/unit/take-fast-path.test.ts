@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
-import { secretAccepted, secretRecord } from '../../src/entities/entity';
+import { secretAccepted, secretRecord } from '../../src/entities/secrets';
 import { createHttpApp } from '../../src/http/app';
 import { takeFastPath } from '../../src/http/routes/ids';
 import { silentLogger } from '../../src/logger';

@@ -1,13 +1,13 @@
 import {
   COMPAT_PROTOCOLS,
   LIMITS,
-  MAX_SECRETS,
   addSecretSchema,
   registerSchema,
   raiseSchema,
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
+import { MAX_SECRETS } from '../../entities/secrets';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
 import {
   type Schema,
