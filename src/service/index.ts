@@ -16,20 +16,17 @@ import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
+import { buildDatabase, buildRedis, claimDeployment } from './connections';
 import {
-  buildDatabase,
   buildHighWater,
-  buildHttp,
   checkPoolMemory,
   buildOps,
   buildPools,
-  buildRedis,
   buildRegistry,
   buildSnowflake,
   buildStores,
-  claimDeployment,
-  readinessCheck,
 } from './builders';
+import { buildHttp, readinessCheck } from './http';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
 

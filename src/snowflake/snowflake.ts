@@ -1,3 +1,10 @@
+/**
+ * The snowflake generator. One class on purpose: `step`, `steps` and
+ * `setBase` are the hot path, kept monomorphic over one sequence-state
+ * shape with the layout's constants copied to fields, so V8 inlines them;
+ * split into modules, each id would pay for calls across them. The layout
+ * (and its one validation) is in `layout.ts`.
+ */
 import { type Clock, systemClock } from '../clock';
 import { ConfigError } from '../errors';
 import { encodeId, type IdEncoding } from './encoding';

@@ -1,3 +1,7 @@
+/**
+ * The OpenAPI schemas, declared from the same limits and zod schemas the
+ * routes validate with: long by nature (one declarative entry per body).
+ */
 import {
   COMPAT_PROTOCOLS,
   LIMITS,
