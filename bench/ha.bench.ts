@@ -15,10 +15,10 @@
  */
 import Redis from 'ioredis';
 import { createConnection } from 'mysql2/promise';
-import { register, takeIds } from '../test/helpers/http';
-import { type Instance, startInstance, startRedisServer } from '../test/helpers/processes';
-import { startSentinelTopology, until } from '../test/helpers/sentinel';
-import { createTestSchema } from '../test/helpers/services';
+import { register, takeIds } from '../test/support/http';
+import { type Instance, startInstance, startRedisServer } from '../test/support/processes';
+import { startSentinelTopology, until } from '../test/support/sentinel';
+import { createTestSchema } from '../test/support/services';
 import { entityKeys } from '../src/pool/keys';
 import { sleep } from '../test/support/wait';
 

@@ -20,9 +20,9 @@
  */
 import { IdpoolClient, IdpoolLeaseNotReadyError, type LeasedIds } from '../src/client';
 import { type IdGenerator, SegmentsNotReadyError, createIdGenerator } from '../src/library';
-import { register } from '../test/helpers/http';
-import { startInstance } from '../test/helpers/processes';
-import { createTestSchema, sharedRedisEnv } from '../test/helpers/services';
+import { register } from '../test/support/http';
+import { startInstance } from '../test/support/processes';
+import { createTestSchema, sharedRedisEnv } from '../test/support/services';
 
 const CHUNK = 1_000_000;
 const RUNS = 5;

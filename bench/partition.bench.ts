@@ -10,7 +10,7 @@
  * wasted (reserved in the database, never handed out, not in a pool) and
  * the ids handed out twice. Figures, not assertions.
  */
-import { Lab, netnsUnavailable, removeLeftoverLabs } from '../test/helpers/netns';
+import { Lab, netnsUnavailable, removeLeftoverLabs } from '../test/support/netns';
 import {
   type Cleanups,
   SCENARIOS,

@@ -23,11 +23,11 @@ import Redis from 'ioredis';
 import { loadConfig } from '../src/config/config';
 import { entityKeys } from '../src/pool/keys';
 import { createService } from '../src/service';
-import { uniqueKey } from '../test/helpers/configs';
-import { register, takeIds } from '../test/helpers/http';
-import { startRedisServer, waitExit } from '../test/helpers/processes';
-import { faultHolder, stalledRefill } from '../test/helpers/refill-holder';
-import { createTestSchema } from '../test/helpers/services';
+import { uniqueKey } from '../test/support/configs';
+import { register, takeIds } from '../test/support/http';
+import { startRedisServer, waitExit } from '../test/support/processes';
+import { faultHolder, stalledRefill } from '../test/support/refill-holder';
+import { createTestSchema } from '../test/support/services';
 import { sleep, waitFor } from '../test/support/wait';
 
 const parts = (process.env.REFILL_LOCK_BENCH ?? 'refill,kill').split(',');

@@ -33,7 +33,7 @@ import {
   createTestSchema,
   mysqlReachable,
   postgresReachable,
-} from '../test/helpers/services';
+} from '../test/support/services';
 
 const KEY = 'orders';
 /** One default step (docs/design.md): what a refill of a default entity reserves at a time. */

@@ -15,14 +15,14 @@ import { createWriteStream, existsSync, mkdtempSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
-import { answers, netnsUnavailable, removeLeftoverLabs } from '../../test/helpers/netns';
+import { answers, netnsUnavailable, removeLeftoverLabs } from '../../test/support/netns';
 import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/pool/keys';
 import { type Answer, CLIENT_TIMEOUT_MS, Load, entitySpecs } from './load';
 import { type FaultKind, INSTANCE_FAULTS, dependencyFaults, type Injection, Nemesis, type Probe } from './nemesis';
 import { Random } from './random';
 import { ChaosSystem, SentinelRedis } from './system';
-import { LIBFAKETIME } from '../../test/helpers/processes';
+import { LIBFAKETIME } from '../../test/support/processes';
 
 interface Options {
   minutes: number;
@@ -281,7 +281,7 @@ function report(
       `${nemesis.injections.length} faults, ${findings.filter((f) => f.kind === 'repeat').length} ids repeated, ${load.orderBreaks.length} order breaks.`,
   );
   const behind = nemesis.behindAfterRestore.map((ms) =>
-    ms === undefined ? 'still at the end' : `${(ms / 1000).toFixed(0)} s`,
+    ms === undefined ? 'still at the end' : `${(ms / 1000).toFixed(1)} s`,
   );
   if (behind.length || nemesis.heldBack)
     lines.push(

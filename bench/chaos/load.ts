@@ -6,7 +6,7 @@
  */
 import { type WriteStream } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import { register } from '../../test/helpers/http';
+import { register } from '../../test/support/http';
 import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/pool/keys';
 import type { Node } from './system';

@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis, { Cluster } from 'ioredis';
-import { type RedisClusterTopology, startRedisCluster } from '../../test/helpers/redis-cluster';
-import { type PrivateMariadb, startPrivateMariadb } from '../../test/helpers/mariadb';
-import { Lab, type Link, answers } from '../../test/helpers/netns';
+import { type RedisClusterTopology, startRedisCluster } from '../../test/support/redis-cluster';
+import { type PrivateMariadb, startPrivateMariadb } from '../../test/support/mariadb';
+import { Lab, type Link, answers } from '../../test/support/netns';
 import {
   type Instance,
   LIBFAKETIME,
@@ -24,9 +24,9 @@ import {
   freePort,
   startInstance,
   startRedisServer,
-} from '../../test/helpers/processes';
-import { type Relay, startRelay } from '../../test/helpers/relay';
-import { DOWN_AFTER_MS, until } from '../../test/helpers/sentinel';
+} from '../../test/support/processes';
+import { type Relay, startRelay } from '../../test/support/relay';
+import { DOWN_AFTER_MS, until } from '../../test/support/sentinel';
 import { sleep } from '../../test/support/wait';
 
 const run = promisify(execFile);

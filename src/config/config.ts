@@ -44,6 +44,8 @@ export interface Config {
   /** True when the admin token was generated at start-up (printed once). */
   adminTokenGenerated: boolean;
   refillIntervalMs: number;
+  /** Every this long each entity's database offset is compared with its fence and carried past it if behind; 0 = off. */
+  fenceCheckMs: number;
   /** Lease of a refill lock, extended while its refill runs: how long a dead refiller can block an entity. */
   refillLockTtlMs: number;
   /** Seconds of recent peak demand a pool holds (bounded by the entity's maxPoolSize). */
@@ -82,6 +84,9 @@ export const DEFAULTS = {
   redisSentinelMaster: DEFAULT_SENTINEL_MASTER,
   port: 8080,
   refillIntervalMs: 100,
+  // A database restored under full pools is carried past the fences within this (docs/ha.md "Restores and failovers").
+  // A run at 10,000 entities cost 28 ms of CPU here under a load of 21 (bench/fence-check.bench.ts): ~1.4 % of a core at 2 s.
+  fenceCheckMs: 2000,
   // One minute of supply at the recent peak rate (docs/design.md, "Pools are sized by demand").
   poolHorizonSeconds: 60,
   strideCount: 1,
@@ -161,6 +166,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: adminToken ?? randomBytes(32).toString('base64url'),
     adminTokenGenerated: adminToken === undefined,
     refillIntervalMs: r.int('IDPOOL_REFILL_INTERVAL_MS', DEFAULTS.refillIntervalMs, 10, 60_000),
+    fenceCheckMs: fenceCheckMs(r),
     // Renewed every quarter lease: below 100 ms a busy event loop misses renewals; beyond a minute an entity waits out a dead refiller that long.
     refillLockTtlMs: r.int('IDPOOL_REFILL_LOCK_TTL_MS', REFILL_LOCK_TTL_MS, 100, 60_000),
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
@@ -206,6 +212,14 @@ function snowflakeSettings(r: EnvReader): SnowflakeSettings {
       wrong.message(quoted(r.raw(wrong.variable) ?? String(settings[wrong.setting]))),
     );
   return settings;
+}
+
+/** IDPOOL_FENCE_CHECK_MS: 0 (off) or 100 ms to 10 minutes; below 100 ms it would read every fence and offset ten times a second. */
+function fenceCheckMs(r: EnvReader): number {
+  const ms = r.int('IDPOOL_FENCE_CHECK_MS', DEFAULTS.fenceCheckMs, 0, 600_000);
+  if (ms > 0 && ms < 100)
+    throw new ConfigError('IDPOOL_FENCE_CHECK_MS', `must be 0 (off) or 100 to 600000 ms, got ${ms}`);
+  return ms;
 }
 
 /** IDPOOL_COMPAT: a comma-separated list of `leaf`, `tinyid` (`none` or unset: neither). */

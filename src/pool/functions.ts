@@ -18,6 +18,7 @@ enum ScriptCode {
   EpochChanged = -2,
   RateLimited = -3,
   Fenced = -4,
+  NotHolder = -5,
 }
 
 /** What a function's result code and the number beside it mean. */
@@ -26,7 +27,8 @@ export type ScriptOutcome =
   | { readonly kind: 'short'; readonly size: number }
   | { readonly kind: 'epoch_changed' }
   | { readonly kind: 'rate_limited'; readonly retryAfterMs: number }
-  | { readonly kind: 'fenced' };
+  | { readonly kind: 'fenced' }
+  | { readonly kind: 'not_holder' };
 
 /** A function answered a code its caller does not expect: the library and this process disagree (a bug). */
 export class ScriptCodeError extends Error {
@@ -68,6 +70,8 @@ function outcomeOf(code: number, value: number): ScriptOutcome | undefined {
       return { kind: 'rate_limited', retryAfterMs: value };
     case ScriptCode.Fenced:
       return { kind: 'fenced' };
+    case ScriptCode.NotHolder:
+      return { kind: 'not_holder' };
     default:
       return undefined;
   }

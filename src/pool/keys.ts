@@ -106,6 +106,23 @@ export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
   return { alarms: `${base}:alarms`, instances: `${base}:instances`, rates: `${base}:rates` };
 }
 
+/**
+ * The second record of the snowflake worker leases (`worker/redis-worker-holders.ts`),
+ * which a restore of the database cannot undo (docs/ha.md). One hash tag,
+ * `{workers}`, so one function touches both on a Cluster.
+ */
+export interface WorkerKeys {
+  /** Hash: worker id → token of the lease granted last. */
+  readonly holders: string;
+  /** Sorted set: worker id → the highest Unix ms any lease of it may have used. */
+  readonly ceilings: string;
+}
+
+export function workerKeys(prefix = DEFAULT_PREFIX): WorkerKeys {
+  const base = `${prefix}:{workers}`;
+  return { holders: `${base}:holders`, ceilings: `${base}:ceilings` };
+}
+
 /** Which deployment (the id recorded in its database) owns the keys under this prefix (see `pool/deployment-claim.ts`). */
 export function deploymentKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:deployment`;

@@ -103,6 +103,10 @@ export class MemoryPoolStore implements PoolStore {
     return this.pools.get(entityKey)?.fence ?? undefined;
   }
 
+  async fences(entityKeys: readonly string[]): Promise<(bigint | undefined | Error)[]> {
+    return entityKeys.map((key) => this.pools.get(key)?.fence ?? undefined);
+  }
+
   /** The in-process pool has no epochs: a lock never outlives its server. */
   async unlockStale(): Promise<boolean> {
     return false;

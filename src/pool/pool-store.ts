@@ -70,6 +70,8 @@ export interface PoolStore {
   raiseFence(entityKey: string, below: bigint): Promise<void>;
   /** The highest id ever pushed for the entity (its fence), if any. */
   fence(entityKey: string): Promise<bigint | undefined>;
+  /** The fences of many entities in one round trip per node; errors as in `sizes`. */
+  fences(entityKeys: readonly string[]): Promise<(bigint | undefined | Error)[]>;
   /** Epoch of the server answering now (`run_id:master_replid`); changes on restart, promotion and failback. */
   epoch(): Promise<string>;
   /** Answers when the store is usable (readiness). */

@@ -83,6 +83,10 @@ const SERVICE_COMMANDS = [
   '+zrangebyscore',
   '+zrem',
   '+zpopmin',
+  // The snowflake worker leases' record (worker_*.lua; redis-worker-holders.ts reads the ceilings directly).
+  '+hget',
+  '+zscore',
+  '+zmscore',
   // The registration generation.
   '+incr',
   // The fleet (fleet/redis-fleet-store.ts): alarm records in a capped stream, and each instance's heartbeat in a hash.

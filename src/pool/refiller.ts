@@ -1,6 +1,11 @@
-import { randomFillSync } from 'node:crypto';
-import { setImmediate as setImmediatePromise } from 'node:timers/promises';
-import type { EntityConfig } from '../entities/entity';
+/**
+ * The refill loop: the marks (low, reset, in flight) that the tick, the
+ * sweep and the take path share, and the one refill that acts on them.
+ * Over 300 lines because those parts read and write the same marks; what
+ * stands alone is in files of its own: pushing a segment
+ * (`segment-push.ts`), carrying a database that went back past the fence
+ * (`fence-carry.ts`) and the periodic check that finds it (`fence-check.ts`).
+ */
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import { FailureLogGate, type Logger } from '../logger';
@@ -9,7 +14,9 @@ import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
-import type { PoolStore, PushResult, RefillLock } from './pool-store';
+import { FenceCarrier } from './fence-carry';
+import type { PoolStore, RefillLock } from './pool-store';
+import { pushSegment } from './segment-push';
 import { errorMessage } from '../errors';
 
 export interface RefillerOptions {
@@ -45,8 +52,6 @@ export interface RefillEvents {
   failed?(entityKey: string): void;
 }
 
-/** Ids per push call: bounds how long one call blocks Redis (~5 ms here). */
-const PUSH_IDS_PER_CALL = 10_000;
 /**
  * Active pools one sweep reads at most: one pipeline of 2,000 commands
  * (LLEN + GET), a few ms of Redis.
@@ -69,8 +74,6 @@ const ACTIVE_MS = 60_000;
  * at once).
  */
 const MAX_REFILLS_IN_FLIGHT = 32;
-/** Push calls on the wire at once: overlaps building ids with Redis work (measured: 4 is past the knee). */
-const PUSHES_IN_FLIGHT = 4;
 
 export interface RefillStats {
   refills: number;
@@ -88,8 +91,8 @@ export interface RefillStats {
 export class Refiller {
   private readonly low = new Set<string>();
   private readonly needsReset = new Set<string>();
-  /** Entities whose database was found behind the fence, until a push is accepted again (one alarm per episode). */
-  private readonly behind = new Set<string>();
+  /** Carries an entity past its fence when a push is refused because the database went back; the fence check shares it. */
+  readonly carrier: FenceCarrier;
   private readonly inflight = new Map<string, Promise<void>>();
   /** Why the last refill of an entity failed; cleared by the next one that completes. */
   private readonly failures = new Map<string, Error>();
@@ -108,6 +111,7 @@ export class Refiller {
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
   constructor(private readonly o: RefillerOptions) {
+    this.carrier = new FenceCarrier(o);
     this.failureLog = new FailureLogGate(o.clock);
     this.sweepRound = new ActivityRound({
       list: () => o.entities.segmentKeys(),
@@ -300,15 +304,15 @@ export class Refiller {
         const segment = await this.o.allocator.reserve(entityKey, steps * entity.step);
         this.stats.segmentsReserved += steps;
         await this.o.beforePush?.(entityKey, segment);
-        const outcome = await this.push(entity, segment);
+        const outcome = await pushSegment(this.o.store, this.o.stride, entity, segment, this.stats);
         this.stats.refills++;
         this.o.events?.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * entity.step);
         if (outcome === 'ok') {
-          this.behind.delete(entityKey);
+          this.carrier.caughtUp(entityKey);
           return;
         }
         if (outcome === 'fenced') {
-          if (await this.carryPastFence(entityKey, segment)) continue;
+          if (await this.carrier.afterRefusal(entityKey, segment)) continue;
           return;
         }
         this.needsReset.add(entityKey);
@@ -339,64 +343,6 @@ export class Refiller {
     return next > 0n ? stride.toId(next - 1n) : -1n;
   }
 
-  /**
-   * A segment was refused by the fence. Either this refiller is stale (it
-   * stalled past its lock TTL, or its push was retried: the database has
-   * already reserved past the fence) and the segment is dropped, or the
-   * database is behind the fence (restored from a backup, failed over to a
-   * lagging replica: `current_offset` is at or below the fence). Then one
-   * reservation of the gap carries the offset past the fence, whatever the
-   * distance, and `database_behind` is raised once for the episode (until a
-   * push is accepted again). Returns true when it carried.
-   */
-  private async carryPastFence(entityKey: string, refused: Segment): Promise<boolean> {
-    const { allocator, store } = this.o;
-    const entity = this.o.entities.get(entityKey);
-    const stride = entity ? this.o.stride.of(entity) : this.o.stride;
-    const [fence, offset] = await Promise.all([store.fence(entityKey), allocator.peek(entityKey)]);
-    const above = fence === undefined ? 0n : stride.numberAbove(fence);
-    if (fence === undefined || offset >= above) {
-      const { start, end } = refused;
-      if (this.o.events) this.o.events.fenceRefused(entityKey, start, end);
-      else
-        this.o.log.warn(
-          { alarm: 'fence_refused', entityKey, start: start.toString(), end: end.toString() },
-          'segment refused by the fence (a newer one was pushed); dropped',
-        );
-      return false;
-    }
-    const gap = above - offset;
-    if (gap > BigInt(Number.MAX_SAFE_INTEGER))
-      throw new Error(
-        `${entityKey}: the database is ${gap} numbers behind the fence; carry it forward by hand (docs/ha.md)`,
-      );
-    const carried = await allocator.reserve(entityKey, Number(gap));
-    if (!this.behind.has(entityKey)) {
-      this.behind.add(entityKey);
-      const report = {
-        entityKey,
-        databaseOffset: refused.start,
-        record: 'fence',
-        recordedOffset: above,
-        fence,
-        carriedTo: carried.end,
-      } as const;
-      if (this.o.events) this.o.events.databaseBehind(report);
-      else
-        this.o.log.error(
-          {
-            alarm: 'database_behind',
-            entityKey,
-            databaseOffset: refused.start.toString(),
-            fence: fence.toString(),
-            carriedTo: carried.end.toString(),
-          },
-          'the database is behind the Redis fence (restored or failed back); offset carried past the fence',
-        );
-    }
-    return true;
-  }
-
   /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
   private async reset(entityKey: string): Promise<void> {
     const issuedUpTo = this.issuedUpTo(entityKey, await this.o.allocator.peek(entityKey));
@@ -412,88 +358,10 @@ export class Refiller {
     this.needsReset.delete(entityKey);
   }
 
-  /**
-   * Pushes a reserved segment step by step, in order. `trend` entities
-   * shuffle each step so ids are not guessable but still grow step by step;
-   * a trend push call holds whole steps so its lowest id is its first step's
-   * start. A monotonic segment is pushed 10,000 ids a call whatever its
-   * step: a call is built in one run of the event loop and run by Redis as
-   * one command, and a step of 1,000,000 ids (a 27 MB RPUSH) stalled this
-   * process for up to 1.2 s under load, delaying everything it does (the
-   * refill lock's renewals too); pushed 10,000 at a time, at most 0.65 s,
-   * and a 1,000,000-id refill takes as long in isolation (0.8–1.0 s here).
-   * Up to PUSHES_IN_FLIGHT calls travel at once (Redis runs them in order on
-   * the one connection); once one is refused, every later one is refused
-   * too (the fence or epoch marker that refused it only moves up).
-   */
-  private async push(entity: EntityConfig, segment: Segment): Promise<'ok' | 'fenced' | 'epoch_changed'> {
-    const step = BigInt(entity.step);
-    const perCall =
-      entity.mode === 'trend'
-        ? step * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)))
-        : BigInt(PUSH_IDS_PER_CALL);
-    const { store } = this.o;
-    const stride = this.o.stride.of(entity);
-    const inFlight: { call: Promise<PushResult>; count: number }[] = [];
-    let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
-    const settleOldest = async () => {
-      const oldest = inFlight.shift();
-      if (!oldest) return;
-      const { call, count } = oldest;
-      const result = await call;
-      if (outcome !== 'ok') return;
-      // Reported by the caller, which tells a stale segment from a database behind the fence.
-      if (result.kind === 'fenced') {
-        outcome = 'fenced';
-        this.stats.fenceRefusals++;
-      } else if (result.kind === 'epoch_changed') outcome = 'epoch_changed';
-      else this.stats.idsPushed += count;
-    };
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- settleOldest sets outcome during the loop's awaits.
-      for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
-        const to = from + perCall < segment.end ? from + perCall : segment.end;
-        const ids = stride.pushIds(from, to);
-        // Trend: each step shuffled within itself (a push holds whole steps).
-        if (entity.mode === 'trend')
-          for (let s = 0; s < ids.length; s += entity.step) shuffle(ids, s, Math.min(s + entity.step, ids.length));
-        const call = store.push(entity.key, ids, stride.toId(from), stride.toId(to - 1n));
-        // Handled now, awaited in order below: a call that fails while an
-        // earlier one is still awaited must not count as unhandled.
-        call.catch(() => undefined);
-        inFlight.push({ call, count: Number(to - from) });
-        // Between two calls, what else this process has to do runs (a call of
-        // a 1,000,000-id trend step takes its own run of the event loop; four
-        // built back to back stalled it 4 s under load, lock renewals too).
-        if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
-        else await setImmediatePromise();
-      }
-      while (inFlight.length) await settleOldest();
-    } catch (err) {
-      // Let the calls already sent settle before the lock is released, then
-      // report the first failure (the caller logs it; invariant 7).
-      await Promise.allSettled(inFlight.map((c) => c.call));
-      throw err;
-    }
-    return outcome;
-  }
-
   /** Logs a refill or sweep failure with its entity's key (each key once a minute, ten lines a second in all). */
   private logError(entityKey: string, err: unknown): void {
     this.o.events?.failed?.(entityKey);
     if (!this.failureLog.open(entityKey)) return;
     this.o.log.error({ entityKey, err: errorMessage(err) }, 'refill failed');
-  }
-}
-
-/** Fisher–Yates of `items[from..to)`, an array's or a typed array's, with crypto randomness (trend ids must not be guessable). */
-export function shuffle(items: { length: number; [i: number]: unknown }, from = 0, to = items.length): void {
-  const random = new Uint32Array(to - from);
-  randomFillSync(random);
-  for (let i = to - from - 1; i > 0; i--) {
-    const j = random[i] % (i + 1);
-    const t = items[from + i];
-    items[from + i] = items[from + j];
-    items[from + j] = t;
   }
 }

@@ -133,6 +133,18 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
     return BigInt(rows[0].current);
   }
 
+  /**
+   * `current_offset` of every live segment entity, in one query (the fence
+   * check's; no list of keys to send, however many entities there are).
+   */
+  async peekAll(): Promise<Map<string, bigint>> {
+    const rows = await this.db.query<{ k: string; c: string }>(
+      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = ?`,
+      ['segment'],
+    );
+    return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
+  }
+
   /** `current_offset` of the given entities (a page of the admin list), in one query; unknown keys are left out. */
   async peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
     if (entityKeys.length === 0) return new Map();

@@ -23,6 +23,7 @@ import { checkRedisMemory } from '../pool/redis-memory';
 import { RedisPoolStore } from '../pool/redis-pool-store';
 import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
+import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
@@ -31,6 +32,8 @@ import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
 import { RedisFleetStore } from '../fleet/redis-fleet-store';
+import { RedisWorkerHolders } from '../worker/redis-worker-holders';
+import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
@@ -46,6 +49,8 @@ export interface Stores {
   readonly snowflakeRate: EntityRateLimit;
   /** Registrations counted across instances, so an unknown key costs no SQL until one happens. */
   readonly registrations: RegistrationGeneration;
+  /** The worker leases' record outside the database (Redis only; docs/ha.md). */
+  readonly workerHolders: WorkerHolders | undefined;
   readonly stride: IdStride;
   /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
   readonly demand: Demand;
@@ -76,6 +81,7 @@ export function buildStores(deps: {
       : new MemoryIdempotencyStore(clock, config.idempotencyMaxBytes),
     snowflakeRate: redis ? new RedisEntityRateLimit(redis, prefix) : new MemoryEntityRateLimit(clock),
     registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
+    workerHolders: redis ? new RedisWorkerHolders(redis, prefix) : undefined,
     stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
   };
@@ -137,6 +143,7 @@ export async function buildSnowflake(deps: {
   clock: Clock;
   log: Logger;
   rate: EntityRateLimit;
+  holders: WorkerHolders | undefined;
   settings?: Partial<SnowflakeRuntimeSettings>;
 }): Promise<Built<SnowflakeRuntime>> {
   const runtime = await createSnowflakeRuntime({ ...deps, log: deps.log.child({ component: 'snowflake' }) });
@@ -235,6 +242,8 @@ export async function buildHighWater(config: Config, db: Database, log: Logger):
 export interface Pools {
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
+  /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
+  readonly fenceCheck: FenceCheck;
   /**
    * Carries every entity whose database offset is below the high-water
    * file up to it, raising `database_behind` (embedded service only; run
@@ -243,7 +252,7 @@ export interface Pools {
   checkHighWater(): Promise<void>;
 }
 
-/** The refiller and the dispatcher; refilling starts with `refiller.start()` and stops on close. */
+/** The refiller, the fence check and the dispatcher; refilling starts with `refiller.start()` and `fenceCheck.start()` and stops on close. */
 export function buildPools(deps: {
   config: Config;
   clock: Clock;
@@ -289,8 +298,24 @@ export function buildPools(deps: {
     log: log.child({ component: 'dispatcher' }),
     events: deps.ops.dispatchEvents,
   });
+  const fenceCheck = new FenceCheck({
+    entities: registry,
+    offsets: stores.allocator,
+    store: stores.poolStore,
+    lock: stores.lock,
+    carrier: refiller.carrier,
+    clock,
+    log: log.child({ component: 'fence-check' }),
+    intervalMs: deps.config.fenceCheckMs,
+  });
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
-  return { value: { refiller, dispatcher, checkHighWater }, close: () => refiller.stop() };
+  return {
+    value: { refiller, dispatcher, fenceCheck, checkHighWater },
+    close: async () => {
+      await fenceCheck.stop();
+      await refiller.stop();
+    },
+  };
 }

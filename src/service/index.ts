@@ -14,6 +14,7 @@ import { type Ops, instanceName } from '../ops';
 import type { Dispatcher } from '../pool/dispatcher';
 import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
+import type { FenceCheck } from '../pool/fence-check';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
 import { buildDatabase, buildRedis, claimDeployment } from './connections';
@@ -61,6 +62,8 @@ export interface Service {
   readonly poolStore: PoolStore;
   readonly registry: EntityRegistry;
   readonly refiller: Refiller;
+  /** Carries entities whose database went back past their fences (`stats` counts its runs). */
+  readonly fenceCheck: FenceCheck;
   readonly dispatcher: Dispatcher;
   /** Snowflake generator and worker lease. */
   readonly snowflake: SnowflakeRuntime;
@@ -95,7 +98,15 @@ export async function createService(config: Config, options: ServiceOptions = {}
     await checkPoolMemory(redis, registry, log);
     const snowflake = resources.add(
       'snowflake',
-      await buildSnowflake({ config, db, clock, log, rate: stores.snowflakeRate, settings: options.snowflake }),
+      await buildSnowflake({
+        config,
+        db,
+        clock,
+        log,
+        rate: stores.snowflakeRate,
+        holders: stores.workerHolders,
+        settings: options.snowflake,
+      }),
     );
     let address = `${hostname()}:-`;
     const ops = resources.add(
@@ -161,9 +172,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
       ops,
       poolStore: stores.poolStore,
       refiller: pools.refiller,
+      fenceCheck: pools.fenceCheck,
       dispatcher: pools.dispatcher,
       async listen(port) {
         pools.refiller.start();
+        pools.fenceCheck.start();
         ops.start();
         entities.start();
         server = await listenOn(app, port, config.http);

@@ -9,6 +9,7 @@ import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
 import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
+import type { WorkerHolders } from '../worker/worker-holders';
 import { SqlWorkerStore } from '../worker/worker-store';
 import type { EntityRateLimit } from '../pool/rate-limit';
 import { SnowflakeTakes } from './snowflake-takes';
@@ -36,6 +37,8 @@ export interface SnowflakeRuntimeDeps {
   log: Logger;
   /** Snowflake entities' `maxSizePerSecond`, counted across instances where Redis is shared. */
   rate: EntityRateLimit;
+  /** The worker leases' record outside the database (with Redis). */
+  holders: WorkerHolders | undefined;
   /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
 }
@@ -53,6 +56,7 @@ interface ServiceWorker {
 async function leasedWorker(
   config: Config,
   db: Database,
+  holders: WorkerHolders | undefined,
   settings: SnowflakeRuntimeSettings,
   clock: Clock,
   log: Logger,
@@ -60,6 +64,7 @@ async function leasedWorker(
   const lease = new WorkerLease({
     ...settings,
     store: new SqlWorkerStore(db),
+    holders,
     clock,
     log: log.child({ component: 'worker-lease' }),
     min: config.workerMin,
@@ -113,7 +118,7 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
   }
   const worker =
     config.workerId === undefined
-      ? await leasedWorker(config, db, settings, clock, log)
+      ? await leasedWorker(config, db, deps.holders, settings, clock, log)
       : await fixedServiceWorker(config.workerId, db, log);
   const { lease } = worker;
   const generator = new Snowflake({ layout, worker: worker.source, clock, maxWaitMs: settings.maxWaitMs });

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
 import { NoWorkerLeaseError } from '../snowflake/errors';
 import type { WorkerGrant, WorkerSource } from '../snowflake/worker-source';
+import type { WorkerHolders } from './worker-holders';
 import type { WorkerRow, WorkerStore } from './worker-store';
 import { errorMessage } from '../errors';
 
@@ -33,6 +35,11 @@ export const DEFAULT_LEASE: Readonly<LeaseSettings> = {
 
 export interface WorkerLeaseOptions extends LeaseSettings {
   store: WorkerStore;
+  /**
+   * The leases' record outside the database (Redis), which a restore of the
+   * database cannot undo; without it the database is the only record.
+   */
+  holders?: WorkerHolders;
   clock: Clock;
   log: Logger;
   /** This deployment's worker ids (`IDPOOL_WORKER_MIN..MAX`). */
@@ -71,6 +78,8 @@ export class ClockSkewError extends Error {
 
 interface Held extends WorkerGrant {
   readonly version: number;
+  /** This grant's token in {@link WorkerHolders} (unused without them). */
+  readonly token: string;
 }
 
 /** `{ip}:{port}#{mac}` of the first external IPv4 interface (loopback when there is none). */
@@ -96,9 +105,22 @@ export function instanceCode(port: number): string {
  * - Fence: the lease is valid for `TTL − margin` after the last successful
  *   renewal was sent, on the monotonic clock; past that {@link current}
  *   throws and nothing is issued until a renewal or a new lease succeeds.
+ * - Second record (`holders`, with Redis): a grant is claimed there with a
+ *   token of its own, and starts above the higher of the row's
+ *   `last_timestamp` and the ceiling recorded there; each renewal raises
+ *   that ceiling only while the token still holds the worker id, and
+ *   counts only when both records accept it. A database restored from a
+ *   backup may give the row to another instance: that instance starts above
+ *   every time the holder could use, and the holder stops at its next
+ *   renewal (docs/ha.md "A restore and snowflake worker leases").
  */
 export class WorkerLease implements WorkerSource {
   private held: Held | undefined;
+  /**
+   * The grant the database refused to renew while the second record still
+   * named it: taking that worker id back, this instance knows what it used.
+   */
+  private lost: Held | undefined;
   /** Monotonic ms until which `held` may be used. */
   private validUntil = -Infinity;
   private ceiling = -Infinity;
@@ -181,16 +203,32 @@ export class WorkerLease implements WorkerSource {
       if (held) {
         const sentAt = clock.monotonic();
         const ceiling = clock.now() + this.options.ttlMs;
-        if (await store.renew(held.workerId, held.version, ceiling)) {
+        // The second record first: once another instance claimed the worker
+        // id there, the database's row is not ours to touch, even if its
+        // restored version happens to match ours.
+        const claimed = this.options.holders
+          ? !(await this.options.holders.renew(held.workerId, held.token, ceiling))
+          : false;
+        if (!claimed && (await store.renew(held.workerId, held.version, ceiling))) {
           if (this.held === held) this.extend(sentAt, ceiling);
           return;
         }
-        // Another instance took the worker id after our lease lapsed.
-        log.warn({ workerId: held.workerId }, 'worker lease was taken over by another instance; acquiring a new one');
+        if (this.held !== held) return;
         this.held = undefined;
         this.validUntil = -Infinity;
         this.ceiling = -Infinity;
-        this.problem = `lost worker id ${held.workerId} to another instance after the lease lapsed`;
+        if (claimed) {
+          log.error(
+            { workerId: held.workerId },
+            'worker id was claimed by another instance although this one held it (was the database restored?); stopped issuing with it, acquiring a new one',
+          );
+          this.problem = `lost worker id ${held.workerId} to another instance while holding it (the database was restored?)`;
+        } else {
+          this.lost = held;
+          // Another instance took the worker id after our lease lapsed (or the database was restored).
+          log.warn({ workerId: held.workerId }, 'worker lease was taken over by another instance; acquiring a new one');
+          this.problem = `lost worker id ${held.workerId} to another instance after the lease lapsed`;
+        }
       }
       // Bounded: each statement has its own timeout (db/mysql-driver.ts),
       // and trying row after row stops at the next heartbeat's time, so a
@@ -204,15 +242,18 @@ export class WorkerLease implements WorkerSource {
 
   /** Tries each expired row, best first, until `deadline` (monotonic ms); returns whether one was taken. */
   async acquire(deadline = Infinity): Promise<boolean> {
-    const { store, clock, log, min, max, ttlMs, code, preferSameCode } = this.options;
+    const { store, holders, clock, log, min, max, ttlMs, code, preferSameCode } = this.options;
     const { rows, dbNowMs } = await store.rows(min, max);
     const free = rows.filter((r) => r.heartbeatAt + ttlMs <= dbNowMs);
+    const recorded = holders ? await holders.ceilings(free.map((r) => r.workerId)) : new Map<number, number>();
+    const last = (r: WorkerRow) => Math.max(r.lastTimestamp, recorded.get(r.workerId) ?? 0);
     // Least recently used first: its recorded last timestamp is the oldest,
-    // so the new holder never waits for the clock to pass it.
+    // so the new holder never waits for the clock to pass it (and a row a
+    // restored database shows free while its holder lives comes last).
     free.sort(
       (a, b) =>
         Number(preferSameCode && b.code === code) - Number(preferSameCode && a.code === code) ||
-        a.lastTimestamp - b.lastTimestamp ||
+        last(a) - last(b) ||
         a.workerId - b.workerId,
     );
     for (const row of free) {
@@ -220,19 +261,43 @@ export class WorkerLease implements WorkerSource {
       const sentAt = clock.monotonic();
       const ceiling = clock.now() + ttlMs;
       if (await store.acquire(row, code, ttlMs, ceiling)) {
-        this.held = Object.freeze({
-          workerId: row.workerId,
-          version: row.leaseVersion + 1,
-          floorMs: row.lastTimestamp,
-        });
+        const token = `${code}/${randomBytes(8).toString('hex')}`;
+        const floorMs = Math.max(row.lastTimestamp, holders ? await this.claim(holders, row, token, ceiling) : 0);
+        this.lost = undefined;
+        this.held = Object.freeze({ workerId: row.workerId, version: row.leaseVersion + 1, floorMs, token });
         this.extend(sentAt, ceiling);
-        log.info({ workerId: row.workerId, code, lastTimestamp: row.lastTimestamp }, 'worker lease acquired');
+        log.info({ workerId: row.workerId, code, lastTimestamp: floorMs }, 'worker lease acquired');
         return true;
       }
     }
     this.problem = `every worker id in ${min}..${max} is leased by a live instance (${rows.length - free.length} live); widen IDPOOL_WORKER_MIN..IDPOOL_WORKER_MAX or stop an instance`;
     log.error({ min, max }, this.problem);
     return false;
+  }
+
+  /**
+   * Claims a row the database just granted in the second record; resolves
+   * to the ceiling recorded there before. When that fails the grant is not
+   * used: the row is given back at once (best effort) and the error thrown.
+   */
+  private async claim(holders: WorkerHolders, row: WorkerRow, token: string, ceiling: number): Promise<number> {
+    const { store } = this.options;
+    const lost = this.lost?.workerId === row.workerId ? this.lost : undefined;
+    try {
+      const claimed = await holders.claim(row.workerId, token, ceiling, lost?.token);
+      // Still our own grant there: above what we used, not a ceiling we may never have reached.
+      return lost && claimed.own ? this.lastUsedSince(lost) : claimed.previousCeilingMs;
+    } catch (err) {
+      await store
+        .release(row.workerId, row.leaseVersion + 1, Math.max(row.lastTimestamp, ceiling))
+        .catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The last Unix ms `grant` may have used: what the generator used, never below the grant's floor. */
+  private lastUsedSince(grant: Held): number {
+    return Math.max(grant.floorMs, this.lastUsed() ?? grant.floorMs, 0);
   }
 
   private extend(sentAt: number, ceiling: number): void {
@@ -250,11 +315,14 @@ export class WorkerLease implements WorkerSource {
     this.validUntil = -Infinity;
     this.problem = 'stopped';
     if (!held) return;
-    const used = this.lastUsed();
-    // Nothing above `used` was issued (the generator is stopped with the
-    // server), so the recorded value may come down to it; never below the floor.
-    const last = Math.max(held.floorMs, used ?? held.floorMs, 0);
+    // Nothing above what was used was issued (the generator is stopped with
+    // the server), so the recorded value may come down to it; never below the floor.
+    const last = this.lastUsedSince(held);
     try {
+      // The second record first: once another instance claimed the worker
+      // id there, the row (whose restored version may match ours) is theirs.
+      const { holders } = this.options;
+      if (holders && !(await holders.release(held.workerId, held.token, last))) return;
       await this.options.store.release(held.workerId, held.version, last);
     } catch (err) {
       this.options.log.warn(

@@ -1,11 +1,11 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, alarmLines, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
-import { startReceiver } from '../helpers/webhook';
-import { describeWithServices } from '../support/services';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, alarmLines, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema } from '../support/services';
+import { startReceiver } from '../support/webhook';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep, waitFor } from '../support/wait';
 
 describeWithServices(

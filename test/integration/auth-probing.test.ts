@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
-import { ADMIN_TOKEN, call, register } from '../helpers/http';
-import { REDIS_URL, createTestSchema, testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { ADMIN_TOKEN, call, register } from '../support/http';
+import { REDIS_URL, createTestSchema, testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runToExit } from '../helpers/processes';
+import { runToExit } from '../support/processes';
 
 /** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
 const BAD: [variable: string, env: Record<string, string>][] = [
@@ -48,6 +48,7 @@ const BAD: [variable: string, env: Record<string, string>][] = [
   ['IDPOOL_COMPAT', { IDPOOL_COMPAT: 'leaf,uidgen' }],
   ['IDPOOL_REFILL_INTERVAL_MS', { IDPOOL_REFILL_INTERVAL_MS: '1' }],
   ['IDPOOL_REFILL_LOCK_TTL_MS', { IDPOOL_REFILL_LOCK_TTL_MS: '99' }],
+  ['IDPOOL_FENCE_CHECK_MS', { IDPOOL_FENCE_CHECK_MS: '50' }],
   ['IDPOOL_REQUEST_LOG', { IDPOOL_REQUEST_LOG: 'maybe' }],
   ['IDPOOL_REQUEST_LOG_SLOW_MS', { IDPOOL_REQUEST_LOG_SLOW_MS: 'soon' }],
   ['IDPOOL_SNOWFLAKE_EPOCH', { IDPOOL_SNOWFLAKE_EPOCH: 'yesterday' }],

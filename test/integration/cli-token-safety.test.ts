@@ -1,8 +1,8 @@
 import { type IncomingMessage, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectOneLineError, idpool } from '../helpers/cli';
-import { freePort } from '../helpers/processes';
+import { expectOneLineError, idpool } from '../support/cli';
+import { freePort } from '../support/processes';
 
 const TOKEN = 'cli-token-safety-0123456789abcdef0123456789';
 

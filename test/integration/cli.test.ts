@@ -3,12 +3,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { expectOneLineError, idpool, json } from '../helpers/cli';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
-import { type Instance, freePort, startInstance } from '../helpers/processes';
-import { SQL_SERVERS, createTestSchema, servicesAvailable, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { expectOneLineError, idpool, json } from '../support/cli';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, takeIds } from '../support/http';
+import { type Instance, freePort, startInstance } from '../support/processes';
+import { SQL_SERVERS, createTestSchema, servicesAvailable, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'src', 'cli', 'index.ts');

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { IdpoolClient } from '../../src/client';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { SQL_SERVERS, type TestSchema, createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { SQL_SERVERS, type TestSchema, createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 for (const { server, name } of SQL_SERVERS) {
   describeWithServices(

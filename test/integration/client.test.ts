@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdpoolClient, IdpoolInvalidRequestError, IdpoolUnauthorizedError } from '../../src/client';
-import { uniqueKey } from '../helpers/configs';
-import { type Front, startFront } from '../helpers/front';
-import { ADMIN_TOKEN, call, register } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { type Front, startFront } from '../support/front';
+import { ADMIN_TOKEN, call, register } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { waitFor } from '../support/wait';
 
 function expectIncreasing(ids: string[]) {

@@ -4,9 +4,9 @@ import { loadConfig } from '../../src/config/config';
 import { RateLimitedError } from '../../src/errors';
 import type { TakeResult } from '../../src/pool/pool-store';
 import { type Service, createService } from '../../src/service';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
 import {
   REDIS_URL,
   type TestSchema,
@@ -14,8 +14,8 @@ import {
   createTestSchema,
   testPrefix,
   sharedRedisEnv,
-} from '../helpers/services';
-import { describeWithServices } from '../support/services';
+} from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
 
 describeWithServices(

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL } from '../helpers/services';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { REDIS_URL } from '../support/services';
 import { entityKeys } from '../../src/pool/keys';
-import { describeWithServices } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 // Page functions run in the browser; this file is type-checked without the DOM
 // lib (it would type all of src/ for a browser), so the globals they use are declared here.

@@ -1,10 +1,10 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/pool/keys';
 import { sleep, waitFor } from '../support/wait';
 

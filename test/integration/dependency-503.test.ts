@@ -1,13 +1,13 @@
 import Redis from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { afterEach, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { call, ADMIN_TOKEN, register, takeIds } from '../helpers/http';
-import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { uniqueKey } from '../support/configs';
+import { call, ADMIN_TOKEN, register, takeIds } from '../support/http';
+import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../support/mariadb';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { entityKeys } from '../../src/pool/keys';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
 
 /** Sends `n` take requests; every one must answer 503 unavailable with Retry-After. */

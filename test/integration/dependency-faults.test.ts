@@ -1,11 +1,11 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../support/mariadb';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/pool/keys';
 import { sleep } from '../support/wait';
 

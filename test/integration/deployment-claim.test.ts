@@ -2,8 +2,8 @@ import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database';
 import { deploymentKey } from '../../src/pool/keys';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, runToExit, startInstance } from '../helpers/processes';
+import { register, takeIds } from '../support/http';
+import { type Instance, runToExit, startInstance } from '../support/processes';
 import {
   REDIS_URL,
   type TestSchema,
@@ -11,8 +11,8 @@ import {
   createTestSchema,
   sharedRedisEnv,
   testPrefix,
-} from '../helpers/services';
-import { describeWithServices } from '../support/services';
+} from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 describeWithServices('two deployments on one Redis (issue 28)', { mysql: true, redis: true }, () => {
   const schemas: TestSchema[] = [];

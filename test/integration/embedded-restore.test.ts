@@ -2,9 +2,9 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, alarmLines, startInstance } from '../helpers/processes';
-import { type WebhookReceiver, startReceiver } from '../helpers/webhook';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, alarmLines, startInstance } from '../support/processes';
+import { type WebhookReceiver, startReceiver } from '../support/webhook';
 import { waitFor } from '../support/wait';
 
 /** `count` ids of `key` in batches of at most 1,000, every answer a 200 at once. */

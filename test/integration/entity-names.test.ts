@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call } from '../helpers/http';
-import { type Instance, type MariaDbServer, startInstance, startMariaDbServer } from '../helpers/processes';
+import { ADMIN_TOKEN, call } from '../support/http';
+import { type Instance, type MariaDbServer, startInstance, startMariaDbServer } from '../support/processes';
 
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 

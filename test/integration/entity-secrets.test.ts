@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { idpool, json } from '../helpers/cli';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { idpool, json } from '../support/cli';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { waitFor } from '../support/wait';
 
 describeWithServices(

@@ -7,8 +7,8 @@ import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { type Database, openDatabase } from '../../src/db/database';
 import { ConflictError } from '../../src/errors';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const SETUPS = [
   { name: 'MariaDB', needs: { mysql: true } },

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failedCheck, publicCheck } from '../../src/http/readiness';
-import { call } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { call } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 
 const REDIS_PASSWORD = 'redis-pw-do-not-log-4f2a9c';
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';

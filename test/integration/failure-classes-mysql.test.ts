@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../src/db/database';
 import { SQL_STATEMENT_TIMEOUT_MS } from '../../src/db/mysql-driver';
 import { dependencyFailure } from '../../src/http/dependency-failure';
-import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
-import { freePort } from '../helpers/processes';
+import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../support/mariadb';
+import { freePort } from '../support/processes';
 import { expectFailure, rejection } from '../support/failures';
 
 /**

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../src/db/database';
 import { UnavailableError } from '../../src/errors';
 import { dependencyFailure } from '../../src/http/dependency-failure';
-import { type PostgresServer, startPostgresServer } from '../helpers/postgres-server';
-import { freePort } from '../helpers/processes';
+import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
+import { freePort } from '../support/processes';
 import { expectFailure, rejection } from '../support/failures';
 import { sleep } from '../support/wait';
 

@@ -6,8 +6,8 @@ import { loadFunctions } from '../../src/pool/functions';
 import { IdStride } from '../../src/segment/stride';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
-import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/pool/keys';
 import { plainTake } from '../support/taken';
 

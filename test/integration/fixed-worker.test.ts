@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, register, takeIds } from '../helpers/http';
-import { runToExit, startInstance } from '../helpers/processes';
+import { call, register, takeIds } from '../support/http';
+import { runToExit, startInstance } from '../support/processes';
 
 describe('IDPOOL_WORKER_ID in service mode', () => {
   let dir: string;

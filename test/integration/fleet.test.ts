@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { entityKeys } from '../../src/pool/keys';
-import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { REDIS_URL } from '../helpers/services';
-import { type WebhookReceiver, startReceiver } from '../helpers/webhook';
-import { describeWithServices } from '../support/services';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { REDIS_URL } from '../support/services';
+import { type WebhookReceiver, startReceiver } from '../support/webhook';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
 
 /**

@@ -1,11 +1,11 @@
 import { request as httpRequest } from 'node:http';
 import { type Socket, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type PrivateDeployment, privateDeployment } from '../helpers/private-deployment';
-import type { Instance } from '../helpers/processes';
-import { commandCalls, servicesAvailable } from '../helpers/services';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
+import type { Instance } from '../support/processes';
+import { commandCalls, servicesAvailable } from '../support/services';
 
 const OPS_TOKEN = 'test-ops-token-0123456789abcdefghij';
 const METRICS_TOKEN = 'test-metrics-token-0123456789';

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SQL_STATEMENT_TIMEOUT_MS } from '../../src/db/mysql-driver';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../support/mariadb';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { sleep } from '../support/wait';
 
 /** A statement timeout plus room for a loaded machine: no answer may take longer. */

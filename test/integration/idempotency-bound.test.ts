@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sqliteMemorySetup, type StoreSetup, uniqueKey } from '../helpers/configs';
-import { register } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
+import { sqliteMemorySetup, type StoreSetup, uniqueKey } from '../support/configs';
+import { register } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
 
 /** Resident set of a process, in MB (Linux). */
 function rssMb(pid: number): number {

@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { call, register } from '../helpers/http';
-import { type PrivateDeployment, privateDeployment } from '../helpers/private-deployment';
-import type { Instance } from '../helpers/processes';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { call, register } from '../support/http';
+import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
+import type { Instance } from '../support/processes';
+import { describeWithServices } from '../support/describe-with-services';
 
 const MB = 1024 * 1024;
 

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { idpool } from '../helpers/cli';
-import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { idpool } from '../support/cli';
+import { ADMIN_TOKEN, call, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** Leaf's `leaf_alloc` and Tinyid's `tiny_id_info` / `tiny_id_token`, column for column as their own DDL defines them. */
 const DDL: Record<SqlServer, { leaf: string[]; tinyid: string[] }> = {

@@ -6,11 +6,11 @@ import { createConnection } from 'mysql2/promise';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fleetKeys } from '../../src/pool/keys';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { waitFor } from '../support/wait';
 
 /**

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, parseMetrics, register } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, parseMetrics, register } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** Twitter's epoch, Leaf's snowflake epoch (2010-11-04T01:42:54.657Z). */
 const LEAF_EPOCH = 1288834974657;

@@ -4,8 +4,8 @@ import { openDatabase } from '../../src/db/database';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { EntityRegistry } from '../../src/entities/registry';
 import { type DatabaseBehindReport, createIdGenerator } from '../../src/library';
-import { SQL_SERVERS, createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { SQL_SERVERS, createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 for (const { server, name } of SQL_SERVERS) {
   describeWithServices(

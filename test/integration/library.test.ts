@@ -11,10 +11,10 @@ import { NotFoundError, UnavailableError } from '../../src/errors';
 import { type Database, openDatabase } from '../../src/db/database';
 import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
-import { register, takeIds } from '../helpers/http';
-import { startInstance } from '../helpers/processes';
-import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema, testPrefix, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { register, takeIds } from '../support/http';
+import { startInstance } from '../support/processes';
+import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema, testPrefix, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const WORKER = join(__dirname, 'fixtures', 'library-worker.ts');
 

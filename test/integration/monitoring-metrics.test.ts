@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import {
   type Expression,
   allPanels,
@@ -17,8 +17,8 @@ import {
   ruleExpressions,
   sampledMetrics,
   selectorsOf,
-} from '../helpers/promql';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+} from '../support/promql';
+import { createTestSchema, servicesAvailable } from '../support/services';
 
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 const promtool = spawnSync('promtool', ['--version']).status === 0;

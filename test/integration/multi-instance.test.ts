@@ -1,8 +1,8 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
 import {
   REDIS_URL,
   SQL_SERVERS,
@@ -10,8 +10,8 @@ import {
   createTestSchema,
   testPrefix,
   sharedRedisEnv,
-} from '../helpers/services';
-import { describeWithServices } from '../support/services';
+} from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/pool/keys';
 
 const INSTANCES = 3;

@@ -3,10 +3,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { servicesAvailable } from '../helpers/services';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { servicesAvailable } from '../support/services';
 
 const ROOT = join(__dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test', 'artifacts');

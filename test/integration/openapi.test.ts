@@ -3,10 +3,10 @@ import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
-import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, type JsonResponse, call } from '../helpers/http';
-import { testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, type JsonResponse, call } from '../support/http';
+import { testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const OPS_TOKEN = 'test-ops-token-0123456789abcdef0123';
 

@@ -17,11 +17,11 @@ import { POSTGRES_STATEMENT_TIMEOUT_MS, openDatabase } from '../../src/db/databa
 import { NotFoundError, UnavailableError } from '../../src/errors';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
 import { migrations } from '../../migrations';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type PostgresServer, startPostgresServer } from '../helpers/postgres-server';
-import { type Instance, startInstance } from '../helpers/processes';
-import { POSTGRES_URL, createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
+import { type Instance, startInstance } from '../support/processes';
+import { POSTGRES_URL, createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, freePort, startInstance, startRedisServer } from '../helpers/processes';
-import { RULES_FILE, allPanels, readDashboard, readRules, sampledMetrics, selectorsOf } from '../helpers/promql';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, freePort, startInstance, startRedisServer } from '../support/processes';
+import { RULES_FILE, allPanels, readDashboard, readRules, sampledMetrics, selectorsOf } from '../support/promql';
+import { createTestSchema, servicesAvailable } from '../support/services';
 
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 const prometheusInstalled = spawnSync('prometheus', ['--version']).status === 0;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { RULES_FILE, RULES_TEST_FILE, readRules, selectorsOf } from '../helpers/promql';
+import { RULES_FILE, RULES_TEST_FILE, readRules, selectorsOf } from '../support/promql';
 
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 const promtool = spawnSync('promtool', ['--version']).status === 0;

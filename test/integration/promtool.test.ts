@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
+import { register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
 
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 const promtool = spawnSync('promtool', ['--version']).status === 0;

@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityKeys, fleetKeys } from '../../src/pool/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/pool/functions';
-import { idpool, json } from '../helpers/cli';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { type RedisClusterTopology, startRedisCluster } from '../helpers/redis-cluster';
-import { until } from '../helpers/sentinel';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { idpool, json } from '../support/cli';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { type RedisClusterTopology, startRedisCluster } from '../support/redis-cluster';
+import { until } from '../support/sentinel';
+import { createTestSchema, servicesAvailable } from '../support/services';
 import { waitFor } from '../support/wait';
 
 /** What `idpool redis-acl … --json` prints. */

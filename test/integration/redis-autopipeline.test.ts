@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { REDIS_URL } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { REDIS_URL } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const ROOT = join(__dirname, '..', '..');
 

@@ -1,12 +1,12 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { type RedisClusterTopology, entitySlot, startRedisCluster } from '../helpers/redis-cluster';
-import { until } from '../helpers/sentinel';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { type RedisClusterTopology, entitySlot, startRedisCluster } from '../support/redis-cluster';
+import { until } from '../support/sentinel';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep, waitFor } from '../support/wait';
 
 /** One sequential client of one entity, alternating between the instances. */

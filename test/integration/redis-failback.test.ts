@@ -1,10 +1,10 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/pool/keys';
 
 const REPLICATION_ARGS = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];

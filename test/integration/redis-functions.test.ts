@@ -8,8 +8,8 @@ import { ANSWER_TTL_MS } from '../../src/idempotency/store';
 import { entityKeys, idempotencyKeys } from '../../src/pool/keys';
 import { RedisEntityRateLimit } from '../../src/pool/rate-limit';
 import { callFunction, loadFunctions } from '../../src/pool/functions';
-import { REDIS_URL, clearPrefix, testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { REDIS_URL, clearPrefix, testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /**
  * The atomic Redis operations outside the pools, as Lua functions on a real

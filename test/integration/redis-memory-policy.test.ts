@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { register } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
+import { uniqueKey } from '../support/configs';
+import { register } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 
 describe('Redis maxmemory-policy check at start (docs/design.md "Redis keys")', () => {
   let redisServer: RedisServer | undefined;

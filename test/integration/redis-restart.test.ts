@@ -1,11 +1,11 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
+import { uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema } from '../support/services';
 import { entityKeys } from '../../src/pool/keys';
-import { describeWithServices } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** Takes ids with `clients` concurrent loops for `ms`, ignoring 503s (Redis may be down). */
 async function drain(instance: Instance, key: string, secret: string, ms: number, into: string[]) {

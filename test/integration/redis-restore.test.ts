@@ -2,9 +2,9 @@ import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
-import { ADMIN_TOKEN, call, register } from '../helpers/http';
-import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { ADMIN_TOKEN, call, register } from '../support/http';
+import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const BILLION = 1_000_000_000n;
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { DOWN_AFTER_MS, type SentinelTopology, startSentinelTopology, until } from '../helpers/sentinel';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { DOWN_AFTER_MS, type SentinelTopology, startSentinelTopology, until } from '../support/sentinel';
+import { createTestSchema, servicesAvailable } from '../support/services';
 import { sleep } from '../support/wait';
 
 /** The target for fault → ids again. */

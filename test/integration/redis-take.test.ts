@@ -5,9 +5,9 @@ import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/pool/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { systemClock } from '../../src/clock';
-import { type RedisServer, startRedisServer } from '../helpers/processes';
-import { commandCalls } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { type RedisServer, startRedisServer } from '../support/processes';
+import { commandCalls } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { plainTake } from '../support/taken';
 
 /**

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, connectRedis } from '../../src/pool/redis-connection';
-import { type RedisServer, startRedisServer } from '../helpers/processes';
-import { until } from '../helpers/sentinel';
+import { type RedisServer, startRedisServer } from '../support/processes';
+import { until } from '../support/sentinel';
 
 describe('an idpool Redis connection ended without being asked', () => {
   let server: RedisServer;

@@ -4,12 +4,12 @@ import { systemClock } from '../../src/clock';
 import { entityKeys } from '../../src/pool/keys';
 import { loadFunctions } from '../../src/pool/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
-import { uniqueKey } from '../helpers/configs';
-import { takeIds } from '../helpers/http';
-import { type RedisServer, startRedisServer } from '../helpers/processes';
-import { type HolderFault, faultHolder, stalledRefill } from '../helpers/refill-holder';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { takeIds } from '../support/http';
+import { type RedisServer, startRedisServer } from '../support/processes';
+import { type HolderFault, faultHolder, stalledRefill } from '../support/refill-holder';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep, waitFor } from '../support/wait';
 
 /**

@@ -1,9 +1,9 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { commandCalls, createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { commandCalls, createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
 
 /** GET commands the Redis server has run so far. */

@@ -2,8 +2,8 @@ import { createConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { type Database, openDatabase } from '../../src/db/database';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 describeWithServices('the registry refresh reads changed rows only (MariaDB)', { mysql: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;

@@ -9,8 +9,8 @@ import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { openDatabase } from '../../src/db/database';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
-import { SQL_SERVERS, createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { SQL_SERVERS, createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const run = promisify(execFile);
 const FIXTURE = join(__dirname, 'fixtures', 'reserve-loop.ts');

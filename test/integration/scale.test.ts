@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { ADMIN_TOKEN, call, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const ENTITIES = 10_000;
 /** Registration requests in flight at once (an import tool's worth). */

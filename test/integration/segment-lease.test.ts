@@ -1,11 +1,11 @@
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../helpers/mariadb';
-import { call, parseMetrics, register, takeIds } from '../helpers/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../helpers/processes';
-import { createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { type PrivateMariadb, privateMariadbPossible, startPrivateMariadb } from '../support/mariadb';
+import { call, parseMetrics, register, takeIds } from '../support/http';
+import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
+import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 import { createIdGenerator } from '../../src/library';
 import { IdpoolConflictError, IdpoolUnauthorizedError } from '../../src/client';
 

@@ -1,9 +1,9 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { startInstance } from '../helpers/processes';
-import { describeWithServices } from '../support/services';
+import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { startInstance } from '../support/processes';
+import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
 
 describeWithServices(

@@ -12,9 +12,9 @@ import { loadConfig } from '../../src/config/config';
 import { Snowflake } from '../../src/index';
 import { type Service, type ServiceOptions, createService } from '../../src/service';
 import { SnowflakeLayout } from '../../src/snowflake/layout';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { startInstance } from '../helpers/processes';
-import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from '../helpers/services';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { startInstance } from '../support/processes';
+import { SQL_SERVERS, type SqlServer, createTestSchema, servicesAvailable } from '../support/services';
 
 let available = false;
 const running: Service[] = [];

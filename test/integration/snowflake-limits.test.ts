@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { STORE_SETUPS, type StoreSetup, uniqueKey } from '../helpers/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { describeWithServices } from '../support/services';
+import { STORE_SETUPS, type StoreSetup, uniqueKey } from '../support/configs';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { describeWithServices } from '../support/describe-with-services';
 
 for (const { needs, create, name } of STORE_SETUPS) {
   describeWithServices(`snowflake entities on ${name}`, needs, () => {

@@ -1,18 +1,21 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { type Database, openDatabase } from '../../src/db/database';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/pool/functions';
+import { workerKeys } from '../../src/pool/keys';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
+import { RedisWorkerHolders } from '../../src/worker/redis-worker-holders';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
-import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../helpers/services';
+import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { entityStoreContract } from '../support/contracts/entity-store';
 import { poolStoreContract } from '../support/contracts/pool-store';
 import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
+import { workerHoldersContract } from '../support/contracts/worker-holders';
 import { workerStoreContract } from '../support/contracts/worker-store';
 import { entityConfig } from '../support/entity';
-import { describeWithServices } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 // The same cases run against the fakes in test/unit/store-contracts.test.ts.
 
@@ -62,7 +65,8 @@ describeWithServices('SqlWorkerStore on MariaDB keeps the WorkerStore contract',
   workerStoreContract(async () => new SqlWorkerStore(await sql.empty()));
 });
 
-describeWithServices('RedisPoolStore keeps the PoolStore contract', { redis: true }, () => {
+/** The shared Redis with this branch's function library; each case on a prefix of its own (`fresh()`), cleared after the suite. */
+function onRedis(): { fresh: () => { redis: Redis; prefix: string } } {
   let redis: Redis;
   const prefixes: string[] = [];
   beforeAll(async () => {
@@ -74,9 +78,30 @@ describeWithServices('RedisPoolStore keeps the PoolStore contract', { redis: tru
     for (const prefix of prefixes) await clearPrefix(redis, prefix);
     redis?.disconnect();
   });
+  return {
+    fresh() {
+      const prefix = testPrefix();
+      prefixes.push(prefix);
+      return { redis, prefix };
+    },
+  };
+}
+
+describeWithServices('RedisPoolStore keeps the PoolStore contract', { redis: true }, () => {
+  const redis = onRedis();
   poolStoreContract(async () => {
-    const prefix = testPrefix();
-    prefixes.push(prefix);
-    return new RedisPoolStore(redis, prefix);
+    const { redis: client, prefix } = redis.fresh();
+    return new RedisPoolStore(client, prefix);
+  });
+});
+
+describeWithServices('RedisWorkerHolders keeps the WorkerHolders contract', { redis: true }, () => {
+  const redis = onRedis();
+  workerHoldersContract(async () => {
+    const { redis: client, prefix } = redis.fresh();
+    // Both keys under one hash tag: one function may touch them on a Cluster.
+    const keys = workerKeys(prefix);
+    expect([keys.holders, keys.ceilings].map((k) => k.includes('{workers}'))).toEqual([true, true]);
+    return new RedisWorkerHolders(client, prefix);
   });
 });

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database';
 import { StrideMismatchError, createIdGenerator } from '../../src/library';
-import { runToExit, startInstance } from '../helpers/processes';
-import { createTestSchema, servicesAvailable } from '../helpers/services';
+import { runToExit, startInstance } from '../support/processes';
+import { createTestSchema, servicesAvailable } from '../support/services';
 
 describe('one stride per database (idpool_meta)', () => {
   let dir: string;

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { IdpoolClient } from '../../src/client';
-import { uniqueKey } from '../helpers/configs';
-import { register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** One segment as Tinyid's client holds it: ids `(currentId, maxId]`, `delta` apart, `≡ remainder`. */
 interface TinySegment {

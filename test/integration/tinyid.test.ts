@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { uniqueKey } from '../helpers/configs';
-import { register } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { createTestSchema, sharedRedisEnv } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { uniqueKey } from '../support/configs';
+import { register } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** What HttpURLConnection (Tinyid's Java client) sends when nobody sets Accept. */
 const JAVA_ACCEPT = 'text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2';

@@ -7,10 +7,10 @@
 import { afterAll, afterEach, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../src/db/database';
 import { SnowflakeLayout } from '../../src/snowflake/layout';
-import { ADMIN_TOKEN, call, register, takeIds } from '../helpers/http';
-import { type Instance, startInstance } from '../helpers/processes';
-import { SQL_SERVERS, type SqlServer, createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { SQL_SERVERS, type SqlServer, createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 const started: Instance[] = [];
 const schemas: { drop(): Promise<void> }[] = [];

@@ -6,9 +6,9 @@
  * the suite takes about as long as its longest cut, not the sum.
  */
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { privateMariadbPossible } from '../helpers/mariadb';
-import { Lab, netnsUnavailable, removeLeftoverLabs } from '../helpers/netns';
-import { servicesAvailable } from '../helpers/services';
+import { privateMariadbPossible } from '../support/mariadb';
+import { Lab, netnsUnavailable, removeLeftoverLabs } from '../support/netns';
+import { servicesAvailable } from '../support/services';
 import {
   type Cleanups,
   RECOVERY_TARGET_MS,

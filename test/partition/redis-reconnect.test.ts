@@ -12,9 +12,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisClient, closeRedis, connectRedis } from '../../src/pool/redis-connection';
-import { answers } from '../helpers/netns';
-import { freePort } from '../helpers/processes';
-import { until } from '../helpers/sentinel';
+import { answers } from '../support/netns';
+import { freePort } from '../support/processes';
+import { until } from '../support/sentinel';
 
 const NAME = 'redis.idpool.test';
 const SOCKET_TIMEOUT_MS = 1000;

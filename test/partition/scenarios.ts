@@ -15,13 +15,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import Redis from 'ioredis';
-import { register } from '../helpers/http';
-import { startPrivateMariadb } from '../helpers/mariadb';
-import { type Lab, type Link, answers, startRedisIn } from '../helpers/netns';
-import { type Instance, startInstance } from '../helpers/processes';
-import { type Relay, startRelay } from '../helpers/relay';
-import { DOWN_AFTER_MS, until } from '../helpers/sentinel';
-import { MYSQL_URL, createTestSchema } from '../helpers/services';
+import { register } from '../support/http';
+import { startPrivateMariadb } from '../support/mariadb';
+import { type Lab, type Link, answers, startRedisIn } from '../support/netns';
+import { type Instance, startInstance } from '../support/processes';
+import { type Relay, startRelay } from '../support/relay';
+import { DOWN_AFTER_MS, until } from '../support/sentinel';
+import { MYSQL_URL, createTestSchema } from '../support/services';
 import { entityKeys } from '../../src/pool/keys';
 import { sleep } from '../support/wait';
 
@@ -475,7 +475,7 @@ async function sentinelSplit(lab: Lab, cleanups: Cleanups, seconds: number): Pro
     return u.toString();
   };
   const replication = ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'];
-  // As test/helpers/sentinel.ts: the master refuses writes it could lose once its replica is gone.
+  // As test/support/sentinel.ts: the master refuses writes it could lose once its replica is gone.
   // Each server also listens on its root link, where this test reaches it (never across the split).
   await startRedisIn(
     lab,

@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Database, POSTGRES_STATEMENT_TIMEOUT_MS, openDatabase } from '../../src/db/database';
 import { SQL_STATEMENT_TIMEOUT_MS } from '../../src/db/mysql-driver';
-import { type Relay, startRelay } from '../helpers/relay';
-import { SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema } from '../helpers/services';
-import { describeWithServices } from '../support/services';
+import { type Relay, startRelay } from '../support/relay';
+import { SQL_SERVERS, type SqlServer, type TestSchema, createTestSchema } from '../support/services';
+import { describeWithServices } from '../support/describe-with-services';
 
 /** The client-side bound of each dialect (PostgreSQL: query_timeout, a second over statement_timeout). */
 const CLIENT_BOUND_MS: Record<SqlServer, number> = {

@@ -1,15 +1,182 @@
-import { describe } from 'vitest';
-import { type ServiceNeeds, servicesAvailable } from '../helpers/services';
+import { randomBytes } from 'node:crypto';
+import { createConnection } from 'mysql2/promise';
+import Redis from 'ioredis';
+import { Client as PgClient, escapeIdentifier } from 'pg';
+
+/** MariaDB/MySQL the integration tests use (docs/design.md "Commands"). */
+export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
+/** PostgreSQL the integration tests use; its database is only where per-test databases are created from. */
+export const POSTGRES_URL = process.env.IDPOOL_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/idpool_test';
+export const REDIS_URL = process.env.IDPOOL_TEST_REDIS_URL || 'redis://127.0.0.1:6379/15';
+const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
+
+async function reachable(check: () => Promise<void>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function mysqlReachable(): Promise<boolean> {
+  return reachable(async () => {
+    const c = await createConnection({ uri: serverUrl(MYSQL_URL), connectTimeout: 2000 });
+    await c.end();
+  });
+}
+
+export async function postgresReachable(): Promise<boolean> {
+  return reachable(async () => {
+    const c = new PgClient({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });
+    try {
+      await c.connect();
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  });
+}
+
+/** A SQL server the service can run on, besides SQLite (which needs no server). */
+export type SqlServer = 'mysql' | 'postgres';
 
 /**
- * A `describe` whose tests need shared services (MariaDB, PostgreSQL, Redis).
- * The services are checked once while the file is collected: when one is
- * unreachable, the suite's tests and hooks are skipped with a loud line on
- * stderr, or, with IDPOOL_REQUIRE_SERVICES=1 (CI), the file fails.
+ * The SQL servers every invariant suite runs on, for `describe.each`:
+ * `name` titles the suite, `server` goes to {@link servicesAvailable} and
+ * {@link createTestSchema}.
  */
-export function describeWithServices(name: string, needs: ServiceNeeds, fn: () => void): void {
-  describe(name, async () => {
-    if (await servicesAvailable(needs)) fn();
-    else describe.skip('skipped: a service it needs is unreachable', fn);
+export const SQL_SERVERS: readonly { name: string; server: SqlServer }[] = [
+  { name: 'MariaDB', server: 'mysql' },
+  { name: 'PostgreSQL', server: 'postgres' },
+];
+
+async function redisReachable(): Promise<boolean> {
+  return reachable(async () => {
+    const r = new Redis(REDIS_URL, {
+      lazyConnect: true,
+      connectTimeout: 2000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    r.on('error', () => undefined);
+    try {
+      await r.connect();
+      await r.ping();
+    } finally {
+      r.disconnect();
+    }
   });
+}
+
+/**
+ * Whether the services a test file needs are up. When they are not, the file
+ * is skipped with a loud line, unless IDPOOL_REQUIRE_SERVICES=1 (CI), where
+ * that is a failure.
+ */
+/** The shared services a test file talks to. */
+export interface ServiceNeeds {
+  mysql?: boolean;
+  postgres?: boolean;
+  redis?: boolean;
+}
+
+export async function servicesAvailable(needs: ServiceNeeds): Promise<boolean> {
+  const missing: string[] = [];
+  if (needs.mysql && !(await mysqlReachable())) missing.push(`MariaDB/MySQL at ${MYSQL_URL}`);
+  if (needs.postgres && !(await postgresReachable())) missing.push(`PostgreSQL at ${POSTGRES_URL}`);
+  if (needs.redis && !(await redisReachable())) missing.push(`Redis at ${REDIS_URL}`);
+  if (missing.length === 0) return true;
+  const line = `!!! ${missing.join(' and ')} unreachable`;
+  if (REQUIRED) throw new Error(`${line} and IDPOOL_REQUIRE_SERVICES=1`);
+  process.stderr.write(`\n${line}: SKIPPING these integration tests\n\n`);
+  return false;
+}
+
+function serverUrl(url: string): string {
+  const u = new URL(url);
+  u.pathname = '/';
+  return u.toString();
+}
+
+export interface TestSchema {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh schema (MySQL) or database (PostgreSQL) of its own for one test; drop it when done. */
+export async function createTestSchema(server: SqlServer = 'mysql'): Promise<TestSchema> {
+  const name = `idpool_t_${randomBytes(5).toString('hex')}`;
+  if (server === 'postgres') return createPostgresDatabase(name);
+  const admin = await createConnection({ uri: serverUrl(MYSQL_URL) });
+  await admin.query(`CREATE DATABASE \`${name}\``);
+  await admin.end();
+  const u = new URL(MYSQL_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    name,
+    async drop() {
+      const c = await createConnection({ uri: serverUrl(MYSQL_URL) });
+      await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      await c.end();
+    },
+  };
+}
+
+async function onPostgres<T>(run: (c: PgClient) => Promise<T>): Promise<T> {
+  const c = new PgClient({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 5000 });
+  await c.connect();
+  try {
+    return await run(c);
+  } finally {
+    await c.end();
+  }
+}
+
+async function createPostgresDatabase(name: string): Promise<TestSchema> {
+  await onPostgres((c) => c.query(`CREATE DATABASE ${escapeIdentifier(name)}`));
+  const u = new URL(POSTGRES_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    name,
+    // FORCE ends the sessions a killed service process may have left behind.
+    drop: () =>
+      onPostgres((c) => c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`)).then(
+        () => undefined,
+      ),
+  };
+}
+
+/** A Redis key prefix of its own for one test. */
+export function testPrefix(): string {
+  return `idpool-t-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * The shared Redis under a key prefix of its own: every test deployment has
+ * a database of its own, and a second deployment on the same keys is refused
+ * (pool/deployment-claim.ts).
+ */
+export function sharedRedisEnv(prefix = testPrefix()): { IDPOOL_REDIS_URL: string; IDPOOL_REDIS_KEY_PREFIX: string } {
+  return { IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REDIS_KEY_PREFIX: prefix };
+}
+
+/** Calls of each command since the server started or its last `CONFIG RESETSTAT` (those run inside functions included), from `INFO commandstats`. */
+export async function commandCalls(redis: Redis, ...commands: string[]): Promise<Record<string, number>> {
+  const stats = await redis.info('commandstats');
+  return Object.fromEntries(
+    commands.map((c) => [c, Number(new RegExp(`^cmdstat_${c}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)]),
+  );
+}
+
+/** Deletes every key under a prefix. */
+export async function clearPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
 }

@@ -19,6 +19,9 @@ describe('config: every IDPOOL_* variable in one module', () => {
     expect(config.port).toBe(DEFAULTS.port);
     expect(config.refillIntervalMs).toBe(DEFAULTS.refillIntervalMs);
     expect(config.refillLockTtlMs).toBe(REFILL_LOCK_TTL_MS);
+    expect(config.fenceCheckMs).toBe(2000);
+    expect(loadConfig({ IDPOOL_FENCE_CHECK_MS: '0' }).fenceCheckMs).toBe(0);
+    expect(loadConfig({ IDPOOL_FENCE_CHECK_MS: '100' }).fenceCheckMs).toBe(100);
     expect(config.lease).toEqual(DEFAULTS.lease);
     expect(config.ops).toEqual(DEFAULTS.ops);
     expect(config.logLevel).toBe('info');
@@ -41,6 +44,9 @@ describe('config: every IDPOOL_* variable in one module', () => {
     ['IDPOOL_REFILL_INTERVAL_MS', '5'],
     ['IDPOOL_REFILL_LOCK_TTL_MS', '50'],
     ['IDPOOL_REFILL_LOCK_TTL_MS', '60001'],
+    ['IDPOOL_FENCE_CHECK_MS', '99'],
+    ['IDPOOL_FENCE_CHECK_MS', '600001'],
+    ['IDPOOL_FENCE_CHECK_MS', '2s'],
     ['IDPOOL_CLUSTER_COUNT', '0'],
     ['IDPOOL_SNOWFLAKE_TIME_UNIT', 'week'],
     ['IDPOOL_SNOWFLAKE_EPOCH', 'yesterday'],

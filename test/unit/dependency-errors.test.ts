@@ -10,7 +10,7 @@ import { classifyDependencyError, dependencyFailure } from '../../src/http/depen
 import { errorHandler } from '../../src/http/errors';
 import { classifyRedisError } from '../../src/pool/redis-errors';
 import type { Logger } from '../../src/logger';
-import type { ErrorAnswer } from '../helpers/http';
+import type { ErrorAnswer } from '../support/http';
 
 /** A reply as ioredis hands it over: a ReplyError whose message is the server's reply. */
 const reply = (message: string): Error => new ReplyError(message) as Error;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { shuffle } from '../../src/pool/refiller';
+import { shuffle } from '../../src/pool/segment-push';
 
 describe('shuffle (trend steps)', () => {
   it('permutes exactly items[from..to) of a typed array, in place, and leaves the rest where it was', () => {

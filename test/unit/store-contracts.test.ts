@@ -2,11 +2,13 @@ import { describe } from 'vitest';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { FakeWorkerHolders } from '../../src/worker/fake-worker-holders';
 import { FakeWorkerStore } from '../../src/worker/fake-worker-store';
 import { FakeClock } from '../support/clock';
 import { entityStoreContract } from '../support/contracts/entity-store';
 import { poolStoreContract } from '../support/contracts/pool-store';
 import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
+import { workerHoldersContract } from '../support/contracts/worker-holders';
 import { workerStoreContract } from '../support/contracts/worker-store';
 
 // The same cases run against the real stores in test/integration/store-contracts.test.ts.
@@ -30,4 +32,8 @@ describe('FakeWorkerStore keeps the WorkerStore contract', () => {
 
 describe('MemoryPoolStore keeps the PoolStore contract', () => {
   poolStoreContract(async () => new MemoryPoolStore(new FakeClock()));
+});
+
+describe('FakeWorkerHolders keeps the WorkerHolders contract', () => {
+  workerHoldersContract(async () => new FakeWorkerHolders());
 });

@@ -81,6 +81,21 @@ export function poolStoreContract(make: PoolStoreFactory): void {
     ]);
   });
 
+  it('fences answer per entity, in order, over more keys than one read takes; none where nothing was pushed', async () => {
+    const store = await make();
+    // 2,345 keys: past the Redis store's MGETs of 1,000; every 97th has a fence of its own.
+    const keys = Array.from({ length: 2345 }, (_, i) => `c-fences-${i}`);
+    const pushed = keys.filter((_, i) => i % 97 === 0);
+    for (const [n, key] of pushed.entries()) {
+      await fresh(store, key);
+      await store.push(key, [String(n + 10)], BigInt(n + 10), BigInt(n + 10));
+    }
+    const fences = await store.fences(keys);
+    expect(fences).toHaveLength(keys.length);
+    expect(fences).toEqual(keys.map((_, i) => (i % 97 === 0 ? BigInt(i / 97 + 10) : undefined)));
+    expect(await store.fences([])).toEqual([]);
+  });
+
   it('a per-second limit refuses takes beyond it with a time to retry', async () => {
     const store = await make();
     await fresh(store, 'c-rate');

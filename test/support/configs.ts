@@ -6,7 +6,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import Redis from 'ioredis';
 import { openDatabase, toPostgresPlaceholders } from '../../src/db/database';
 import { REDIS_URL, type SqlServer, createTestSchema, testPrefix, sharedRedisEnv, clearPrefix } from './services';
-import { entityKeyBase } from '../support/keys';
+import { entityKeyBase } from './keys';
 
 /**
  * The store configurations every core HTTP test runs against: the

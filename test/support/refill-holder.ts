@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { entityKeys } from '../../src/pool/keys';
-import { sleep, waitFor } from '../support/wait';
+import { sleep, waitFor } from './wait';
 import { register, takeIds } from './http';
 import { type Instance, startInstance } from './processes';
 

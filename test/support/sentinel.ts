@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { freePort, type RedisServer, startRedisServer } from './processes';
-import { sleep } from '../support/wait';
+import { sleep } from './wait';
 
 /** Sentinel's failure detection in these tests: fast, so a topology test stays short. */
 export const DOWN_AFTER_MS = 1000;
