@@ -1,6 +1,7 @@
 import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
-import type { PoolSizing } from '../pool/demand';
+import type { Demand } from '../pool/demand';
+import type { SegmentAllocator } from '../segment/allocator';
 import type { Clock } from '../clock';
 import { FailureLogGate, type Logger } from '../logger';
 import { ActivityRound, type Periodic, every } from '../schedule';
@@ -47,10 +48,10 @@ const ACTIVE_MS = 60_000;
 export interface SamplerOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
-  pools: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
+  poolStore: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
-  sizing: PoolSizing;
-  offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
+  demand: Pick<Demand, 'target' | 'lowWatermark'>;
+  allocator: Pick<SegmentAllocator, 'peekMany'>;
   /** Ids this instance has served per entity so far. */
   served?: (entityKey: string) => number;
   /** Takes this instance refused per entity so far for too few ids ready (pool short, or its refill failing). */
@@ -192,7 +193,7 @@ export class OpsSampler {
     const { items: entities, listed, rounds } = this.round.next();
     const live = listed && new Set(listed.map((e) => e.key));
     const keys = entities.map((e) => e.key);
-    const [offsets, sizes] = await Promise.all([this.o.offsets.peekMany(keys), this.o.pools.sizes(keys)]);
+    const [offsets, sizes] = await Promise.all([this.o.allocator.peekMany(keys), this.o.poolStore.sizes(keys)]);
     const at = this.o.clock.now();
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.
@@ -255,7 +256,7 @@ export class OpsSampler {
     // rate. Rates start from the first filled sample.
     if (!ring || !this.filledOnce.has(entity.key)) this.samples.set(entity.key, (ring = new Ring(capacity)));
     else if (ring.capacity < capacity) this.samples.set(entity.key, (ring = Ring.from(ring, capacity)));
-    if (sample.size >= this.o.sizing.lowWatermark(entity)) this.filledOnce.add(entity.key);
+    if (sample.size >= this.o.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
     ring.push({ ...sample, served: this.o.served?.(entity.key) });
     const history = ring.toArray();
     const spaced = stride.of(entity);
@@ -291,8 +292,8 @@ export class OpsSampler {
     const { metrics } = this.o;
     const labels = { entity: entity.key };
     metrics.poolSize.set(labels, size);
-    metrics.poolLowWatermark.set(labels, this.o.sizing.lowWatermark(entity));
-    metrics.poolTarget.set(labels, this.o.sizing.target(entity));
+    metrics.poolLowWatermark.set(labels, this.o.demand.lowWatermark(entity));
+    metrics.poolTarget.set(labels, this.o.demand.target(entity));
     metrics.poolMax.set(labels, entity.maxPoolSize);
     metrics.currentOffset.set(labels, Number(offset));
     metrics.takeRate.set(labels, f.takePerSecond);
@@ -350,7 +351,7 @@ export class OpsSampler {
     return dashboardRows(
       entities,
       {
-        sizing: this.o.sizing,
+        demand: this.o.demand,
         lastSample: (key) => this.samples.get(key)?.toArray().at(-1),
         forecast: (key) => this.forecasts.get(key),
         chart: (key) => this.charts.get(key)?.toArray() ?? [],

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type EntityConfig, secretAccepted, secretRecord } from '../../src/entities/entity';
+import type { EntityConfig } from '../../src/entities/entity';
+import { secretAccepted, secretRecord } from '../../src/entities/secrets';
 import { EntityCache } from '../../src/entities/entity-cache';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { GenerationSync } from '../../src/entities/generation-sync';
