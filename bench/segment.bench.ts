@@ -126,7 +126,7 @@ async function refillCapacity(
       const started = performance.now();
       await service.refiller.refill(key);
       const seconds = (performance.now() - started) / 1000;
-      const size = await service.store.size(key);
+      const size = await service.poolStore.size(key);
       const bytes = Number(await redis.call('MEMORY', 'USAGE', entityKeys(key, prefix).ids, 'SAMPLES', '0'));
       return { idsPerSecond: size / seconds, bytesPerId: bytes / size };
     };

@@ -1,3 +1,9 @@
+/**
+ * The SDK's leased buffer: Leaf's double buffer over segments the service
+ * leases, with a number and a bigint subclass so each `next()` stays
+ * monomorphic (a compare and an add). Long because the two hot paths are
+ * written out twice on purpose, not because concerns mix.
+ */
 import { IdpoolClientError } from './errors';
 import type { ClientClock } from './transport';
 

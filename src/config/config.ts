@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
+import { type Env, EnvReader, quoted } from './env-reader';
+import { redisTopology } from './redis-env';
 import { ConfigError } from '../errors';
 import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../pool/redis-topology';
 import {
   DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS,
   type SnowflakeSettings,
   type TimeUnit,
-  UNIT_MS,
+  settingsProblem,
 } from '../snowflake/layout';
 import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
 import { DEFAULT_LEASE } from '../worker/lease';
@@ -49,8 +50,9 @@ export interface Config {
   refillLockTtlMs: number;
   /** Seconds of recent peak demand a pool holds (bounded by the entity's maxPoolSize). */
   poolHorizonSeconds: number;
-  clusterCount: number;
-  clusterIndex: number;
+  /** This deployment's stride (`IdStride`) (IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX): the n-th number becomes `n·strideCount + strideIndex`. */
+  strideCount: number;
+  strideIndex: number;
   snowflake: SnowflakeSettings;
   workerMin: number;
   workerMax: number;
@@ -87,8 +89,8 @@ export const DEFAULTS = {
   fenceCheckMs: 2000,
   // One minute of supply at the recent peak rate (docs/design.md, "Pools are sized by demand").
   poolHorizonSeconds: 60,
-  clusterCount: 1,
-  clusterIndex: 0,
+  strideCount: 1,
+  strideIndex: 0,
   snowflake: SNOWFLAKE_DEFAULTS,
   workerMin: 1,
   workerPreferSameCode: false,
@@ -104,8 +106,6 @@ export const DEFAULTS = {
   http: DEFAULT_HTTP_SERVER,
 } as const;
 
-type Env = Record<string, string | undefined>;
-
 const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = {
   all: 'all',
   errors: 'errors',
@@ -118,100 +118,6 @@ const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = {
   false: 'off',
   no: 'off',
 };
-
-/**
- * A value as an error may quote it: everything before its last `@` masked,
- * so a URL's password is never echoed, even when the URL is too malformed
- * to be parsed (an unescaped `@`, a missing `//`).
- */
-function quoted(raw: string): string {
-  const at = raw.lastIndexOf('@');
-  if (at === -1) return `"${raw}"`;
-  const scheme = /^[a-z][a-z0-9+.-]*:(\/\/)?/i.exec(raw)?.[0] ?? '';
-  return `"${scheme}***@${raw.slice(at + 1)}"`;
-}
-
-/**
- * Reads one variable at a time through a zod schema, so every value gets
- * the same treatment and every error is one line naming its variable.
- * Variables read later may depend on earlier ones (a range's bounds).
- */
-class EnvReader {
-  constructor(private readonly env: Env) {}
-
-  /** The raw value, or undefined when unset or empty. */
-  raw(name: string): string | undefined {
-    const value = this.env[name];
-    return value === undefined || value === '' ? undefined : value;
-  }
-
-  private parse<T>(name: string, schema: z.ZodType<T>, fallback: T, expected: string): T {
-    const raw = this.raw(name);
-    if (raw === undefined) return fallback;
-    const result = schema.safeParse(raw.trim());
-    if (!result.success) throw new ConfigError(name, `must be ${expected}, got ${quoted(raw)}`);
-    return result.data;
-  }
-
-  int(name: string, fallback: number, min: number, max: number): number {
-    const schema = z
-      .string()
-      .regex(/^-?\d+$/)
-      .transform(Number)
-      .pipe(z.number().int().min(min).max(max));
-    return this.parse(name, schema, fallback, `an integer from ${min} to ${max}`);
-  }
-
-  bool(name: string, fallback: boolean): boolean {
-    const schema = z
-      .string()
-      .regex(/^(1|true|yes|on|0|false|no|off)$/i)
-      .transform((v) => /^(1|true|yes|on)$/i.test(v));
-    return this.parse(name, schema, fallback, 'true or false');
-  }
-
-  /** A word of `words` (case-insensitive), read as its value; `expected` lists the documented ones. */
-  word<T>(name: string, words: Record<string, T>, fallback: T, expected: string): T {
-    const schema = z.string().transform((v, ctx) => {
-      const w = v.toLowerCase();
-      if (Object.hasOwn(words, w)) return words[w];
-      ctx.addIssue({ code: 'custom', message: expected });
-      return z.NEVER;
-    });
-    return this.parse(name, schema, fallback, expected);
-  }
-
-  oneOf<T extends string>(name: string, values: readonly T[], fallback: T): T {
-    return this.parse(name, z.enum(values as [T, ...T[]]), fallback, `one of ${values.join(', ')}`);
-  }
-
-  /** An ISO date or Unix epoch milliseconds, as epoch ms. */
-  epochMs(name: string, fallback: number): number {
-    const schema = z
-      .string()
-      .transform((v) => (/^\d+$/.test(v) ? Number(v) : Date.parse(v)))
-      .pipe(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER));
-    return this.parse(name, schema, fallback, 'an ISO date or Unix epoch milliseconds');
-  }
-
-  /** An optional bearer token: at least `min` printable characters without spaces (it travels in a header). */
-  token(name: string, min = 16): string | undefined {
-    const raw = this.raw(name);
-    if (raw !== undefined && (raw.length < min || !/^[\x21-\x7e]+$/.test(raw)))
-      throw new ConfigError(
-        name,
-        `must be at least ${min} printable characters without spaces (openssl rand -hex 24 makes one)`,
-      );
-    return raw;
-  }
-
-  /** A URL matching `pattern`; `expected` describes the form. */
-  url(name: string, pattern: RegExp, expected: string): string | undefined {
-    const raw = this.raw(name);
-    if (raw !== undefined && !pattern.test(raw)) throw new ConfigError(name, `must be ${expected}, got ${quoted(raw)}`);
-    return raw;
-  }
-}
 
 /**
  * What the CLI's API commands read from the environment: the admin token and
@@ -228,8 +134,9 @@ export function cliTarget(env: Env = process.env): { adminToken: string | undefi
  * Reads idpool's whole configuration from the environment (docs/design.md
  * "Configuration"): every `IDPOOL_*` variable of the service, parsed and
  * validated here and nowhere else. Throws {@link ConfigError} naming the
- * variable. Layout bounds that depend on each other are checked by the
- * snowflake layout itself, which also names the variable.
+ * variable. The snowflake layout's bounds are the layout's own
+ * (`settingsProblem`): config maps the variables onto it and words its
+ * answer like any other.
  */
 export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
@@ -240,10 +147,9 @@ export function loadConfig(env: Env = process.env): Config {
       'mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite:PATH',
     ) ?? DEFAULTS.databaseUrl;
   const redis = redisTopology(r);
-  const sf = DEFAULTS.snowflake;
-  const workerBits = r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits, 3, 10);
-  const workerCap = 2 ** workerBits - 1;
-  const clusterCount = r.int('IDPOOL_CLUSTER_COUNT', DEFAULTS.clusterCount, 1, 1024);
+  const snowflake = snowflakeSettings(r);
+  const workerCap = 2 ** snowflake.workerBits - 1;
+  const strideCount = r.int('IDPOOL_CLUSTER_COUNT', DEFAULTS.strideCount, 1, 1024);
   const workerMin = r.int('IDPOOL_WORKER_MIN', DEFAULTS.workerMin, 0, workerCap);
   const adminToken = r.token('IDPOOL_ADMIN_TOKEN', DEFAULTS.adminTokenMinLength);
   const opsToken = r.token('IDPOOL_OPS_TOKEN', DEFAULTS.adminTokenMinLength);
@@ -264,17 +170,9 @@ export function loadConfig(env: Env = process.env): Config {
     // Renewed every quarter lease: below 100 ms a busy event loop misses renewals; beyond a minute an entity waits out a dead refiller that long.
     refillLockTtlMs: r.int('IDPOOL_REFILL_LOCK_TTL_MS', REFILL_LOCK_TTL_MS, 100, 60_000),
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
-    clusterCount,
-    clusterIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.clusterIndex, 0, clusterCount - 1),
-    snowflake: {
-      timeUnit: r.oneOf('IDPOOL_SNOWFLAKE_TIME_UNIT', Object.keys(UNIT_MS) as TimeUnit[], sf.timeUnit),
-      epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),
-      timestampBits: r.int('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits, 15, 55),
-      workerBits,
-      reservedBits: r.int('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits, 0, 5),
-      reservedValue: r.int('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue, 0, 31),
-      timeBackInitial: r.int('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial, 0, 1) as 0 | 1,
-    },
+    strideCount,
+    strideIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.strideIndex, 0, strideCount - 1),
+    snowflake,
     workerMin,
     workerMax: r.int('IDPOOL_WORKER_MAX', workerCap, workerMin, workerCap),
     workerPreferSameCode: r.bool('IDPOOL_WORKER_PREFER_SAME_CODE', DEFAULTS.workerPreferSameCode),
@@ -289,6 +187,31 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpServerSettings(r),
     compat: compatRoutes(r),
   };
+}
+
+/**
+ * The IDPOOL_SNOWFLAKE_* variables as layout settings: parsed here, bounded
+ * by the layout's own check (which needs no clock; the epoch against now is
+ * checked when the service builds the layout).
+ */
+function snowflakeSettings(r: EnvReader): SnowflakeSettings {
+  const sf = DEFAULTS.snowflake;
+  const settings: SnowflakeSettings = {
+    timeUnit: (r.raw('IDPOOL_SNOWFLAKE_TIME_UNIT')?.trim() ?? sf.timeUnit) as TimeUnit,
+    epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),
+    timestampBits: r.integer('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits),
+    workerBits: r.integer('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits),
+    reservedBits: r.integer('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits),
+    reservedValue: r.integer('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue),
+    timeBackInitial: r.integer('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial) as 0 | 1,
+  };
+  const wrong = settingsProblem(settings);
+  if (wrong)
+    throw new ConfigError(
+      wrong.variable,
+      wrong.message(quoted(r.raw(wrong.variable) ?? String(settings[wrong.setting]))),
+    );
+  return settings;
 }
 
 /** IDPOOL_FENCE_CHECK_MS: 0 (off) or 100 ms to 10 minutes; below 100 ms it would read every fence and offset ten times a second. */
@@ -311,62 +234,6 @@ function compatRoutes(r: EnvReader): CompatRoute[] {
       `must list only ${COMPAT_ROUTES.join(', ')} (comma-separated), got ${quoted(raw)}`,
     );
   return [...new Set(words as CompatRoute[])];
-}
-
-/** `host:port` lists (IDPOOL_REDIS_SENTINELS, IDPOOL_REDIS_CLUSTER_NODES). */
-function hostPorts(name: string, raw: string): { host: string; port: number }[] {
-  return raw.split(',').map((part) => {
-    const m = /^\s*([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})\s*$/.exec(part);
-    const port = Number(m?.[2]);
-    if (!m || port < 1 || port > 65535)
-      throw new ConfigError(name, `must be host:port[,host:port...], got ${quoted(raw)}`);
-    return { host: m[1].replace(/^\[|\]$/g, ''), port };
-  });
-}
-
-/** IDPOOL_REDIS_URL, IDPOOL_REDIS_SENTINELS (+ _SENTINEL_MASTER) or IDPOOL_REDIS_CLUSTER_NODES (+ _USERNAME, _PASSWORD): at most one topology. */
-function redisTopology(r: EnvReader): RedisTopology | undefined {
-  const given = ['IDPOOL_REDIS_URL', 'IDPOOL_REDIS_SENTINELS', 'IDPOOL_REDIS_CLUSTER_NODES'].filter(
-    (name) => r.raw(name) !== undefined,
-  );
-  if (given.length > 1) throw new ConfigError(given[1], `set only one of ${given.join(', ')} (one Redis topology)`);
-  const url = r.url('IDPOOL_REDIS_URL', /^rediss?:\/\/[^/]/, 'redis://host:6379/0');
-  if (url) {
-    // A URL carries its own credentials; two places for one password is one too many.
-    for (const name of ['IDPOOL_REDIS_USERNAME', 'IDPOOL_REDIS_PASSWORD']) {
-      if (r.raw(name) !== undefined)
-        throw new ConfigError(
-          name,
-          'is for IDPOOL_REDIS_SENTINELS and IDPOOL_REDIS_CLUSTER_NODES; with IDPOOL_REDIS_URL put the credentials in the URL (redis://user:pass@host:6379/0)',
-        );
-    }
-    return { kind: 'single', url };
-  }
-  const sentinels = r.raw('IDPOOL_REDIS_SENTINELS');
-  if (sentinels) {
-    const masterName = r.raw('IDPOOL_REDIS_SENTINEL_MASTER') ?? DEFAULTS.redisSentinelMaster;
-    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(masterName))
-      throw new ConfigError('IDPOOL_REDIS_SENTINEL_MASTER', `must be 1-64 of A-Z a-z 0-9 _ - ., got "${masterName}"`);
-    const username = r.raw('IDPOOL_REDIS_USERNAME');
-    const password = r.raw('IDPOOL_REDIS_PASSWORD');
-    return {
-      kind: 'sentinel',
-      sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels),
-      masterName,
-      username,
-      password,
-    };
-  }
-  const nodes = r.raw('IDPOOL_REDIS_CLUSTER_NODES');
-  if (nodes) {
-    return {
-      kind: 'cluster',
-      nodes: hostPorts('IDPOOL_REDIS_CLUSTER_NODES', nodes),
-      username: r.raw('IDPOOL_REDIS_USERNAME'),
-      password: r.raw('IDPOOL_REDIS_PASSWORD'),
-    };
-  }
-  return undefined;
 }
 
 function httpServerSettings(r: EnvReader): HttpServerSettings {

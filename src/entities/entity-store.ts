@@ -1,36 +1,7 @@
 import type { Database } from '../db/database';
 import { classifySqlError } from '../db/errors';
-import {
-  COMPAT_PROTOCOLS,
-  type CompatProtocol,
-  type EntityConfig,
-  type EntityMode,
-  type EntitySecret,
-  type Tunables,
-} from './entity';
-
-interface Row {
-  entity_key: string;
-  entity_name: string;
-  id_mode: string;
-  increasing_type: number | string;
-  start_offset: string;
-  step: number | string;
-  current_offset?: string;
-  max_size_per_times: number | string;
-  max_size_per_second: number | string;
-  min_size_percent: number | string;
-  interval: number | string;
-  max_pool_size: number | string;
-  secret_hash: string;
-  delta: number | string;
-  remainder: number | string;
-  compat: string;
-  secrets: string | null;
-  create_time: number | string;
-  update_time: number | string;
-  deleted_at: number | string;
-}
+import type { EntityConfig, EntitySecret, Tunables } from './entity';
+import { MONOTONIC, type Row, TREND, secretColumns, toEntity } from './entity-row';
 
 interface PendingInsert {
   entity: EntityConfig;
@@ -41,46 +12,6 @@ interface PendingInsert {
 function isDuplicate(err: unknown): boolean {
   return classifySqlError(err)?.kind === 'duplicate';
 }
-
-const MONOTONIC = 1;
-const TREND = 2;
-
-function toEntity(row: Row): EntityConfig {
-  const mode: EntityMode =
-    row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
-  return {
-    key: row.entity_key,
-    name: row.entity_name,
-    mode,
-    startOffset: BigInt(row.start_offset),
-    step: Number(row.step),
-    maxSizePerTimes: Number(row.max_size_per_times),
-    maxSizePerSecond: Number(row.max_size_per_second),
-    minSizePercent: Number(row.min_size_percent),
-    maxPoolSize: Number(row.max_pool_size),
-    interval: Number(row.interval),
-    delta: Number(row.delta),
-    remainder: Number(row.remainder),
-    compat: parseCompat(row.compat),
-    secrets: parseSecrets(row),
-    createTime: Number(row.create_time),
-    updateTime: Number(row.update_time),
-  };
-}
-
-/** The `compat` column: protocol names, comma-separated; a name this version does not know is ignored (never served). */
-function parseCompat(text: string): CompatProtocol[] {
-  return text.split(',').filter((p): p is CompatProtocol => (COMPAT_PROTOCOLS as readonly string[]).includes(p));
-}
-
-/** The `secrets` column (JSON, newest first); a row written before it existed has only `secret_hash`. */
-function parseSecrets(row: Pick<Row, 'secrets' | 'secret_hash' | 'create_time'>): EntitySecret[] {
-  if (row.secrets) return JSON.parse(row.secrets) as EntitySecret[];
-  return [{ id: 'primary', hash: row.secret_hash, createTime: Number(row.create_time), expiresAt: null }];
-}
-
-/** `secret_hash` keeps the newest secret's hash (what a reader of the row before `secrets` existed checks). */
-const secretColumns = (secrets: readonly EntitySecret[]) => [secrets[0]?.hash ?? '', JSON.stringify(secrets)];
 
 /** Entity configuration as stored: the `application` table, or a fake in unit tests. */
 export interface EntityStore {

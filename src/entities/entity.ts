@@ -1,4 +1,3 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 
 export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
@@ -26,7 +25,7 @@ export interface EntityConfig {
   readonly remainder: number;
   /** Other protocols that may serve this entity without its secret (`leaf`): none unless an admin opts it in. */
   readonly compat: readonly CompatProtocol[];
-  /** Every secret the entity accepts, newest first (at most {@link MAX_SECRETS}); hashes only. */
+  /** Every secret the entity accepts, newest first (at most `MAX_SECRETS`, `secrets.ts`); hashes only. */
   readonly secrets: readonly EntitySecret[];
   readonly createTime: number;
   readonly updateTime: number;
@@ -45,13 +44,6 @@ export interface EntitySecret {
   /** Unix ms after which it is refused (the service clock); null: until removed or rotated out. */
   readonly expiresAt: number | null;
 }
-
-/**
- * Secrets one entity accepts at once: a rotation's overlap, and the tokens of
- * a Tinyid deployment (one per client team), with room to spare. Small, so a
- * check compares them all in a fixed number of steps.
- */
-export const MAX_SECRETS = 5;
 
 /** The longest overlap `rotate-secret --keep-old-for` and an expiring secret allow: 30 days. */
 const MAX_SECRET_TTL_S = 30 * 24 * 3600;
@@ -230,51 +222,6 @@ export function checkRules(t: Tunables & { delta?: number; remainder?: number })
     return `maxSizePerSecond (${t.maxSizePerSecond}) must be 0 (unlimited) or at least maxSizePerTimes (${t.maxSizePerTimes})`;
   }
   return null;
-}
-
-/** A new entity secret: 32 random bytes, base64url. Shown once, stored hashed. */
-export function newSecret(): string {
-  return randomBytes(32).toString('base64url');
-}
-
-/** Secrets are 256 random bits, so a fast hash is enough (no password stretching needed). */
-export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
-}
-
-/** Compared against when there is no entity or fewer secrets, so every check costs the same. */
-const NO_HASH = Buffer.alloc(32);
-
-/**
- * Whether `secret` is one of the entity's unexpired secrets at `nowMs`. One
- * hash, then {@link MAX_SECRETS} constant-time compares whatever the entity
- * (or none: `undefined`), so the time taken tells neither whether the key
- * exists nor how many secrets it has.
- */
-export function secretAccepted(
-  entity: Pick<EntityConfig, 'secrets'> | undefined,
-  secret: string,
-  nowMs: number,
-): boolean {
-  const given = createHash('sha256').update(secret).digest();
-  let accepted = false;
-  for (let i = 0; i < MAX_SECRETS; i++) {
-    const s = entity?.secrets[i];
-    const stored = s?.hash.length === 64 ? Buffer.from(s.hash, 'hex') : NO_HASH;
-    const live = s !== undefined && (s.expiresAt === null || nowMs < s.expiresAt);
-    if (timingSafeEqual(given, stored) && live) accepted = true;
-  }
-  return accepted;
-}
-
-/** A secret record for `secret`, made at `now`. */
-export function secretRecord(secret: string, now: number, expiresAt: number | null = null): EntitySecret {
-  return { id: randomBytes(6).toString('hex'), hash: hashSecret(secret), createTime: now, expiresAt };
-}
-
-/** The secrets still accepted at `now`. */
-export function unexpired(secrets: readonly EntitySecret[], now: number): EntitySecret[] {
-  return secrets.filter((s) => s.expiresAt === null || now < s.expiresAt);
 }
 
 /** The public view of an entity (never the secret or its hash). */

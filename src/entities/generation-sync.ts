@@ -150,7 +150,7 @@ export class GenerationSync {
     const generation = (await this.readGeneration()) ?? Infinity;
     // The cache is looked at again after every wait: a refresh that finished
     // meanwhile may have added the key.
-    await this.refreshWhile(() => cached() === undefined && (this.synced ?? -1) < generation, 'throw');
+    await this.refreshWhile(() => cached() === undefined && generation !== this.synced, 'throw');
     return cached();
   }
 

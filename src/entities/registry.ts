@@ -1,16 +1,7 @@
 import type { Clock } from '../clock';
 import { ConflictError, NotFoundError } from '../errors';
-import {
-  type EntityConfig,
-  type EntitySecret,
-  type RegisterInput,
-  type UpdateInput,
-  hashSecret,
-  newSecret,
-  secretAccepted,
-  secretRecord,
-  unexpired,
-} from './entity';
+import { type EntityConfig, type EntitySecret, type RegisterInput, type UpdateInput } from './entity';
+import { hashSecret, newSecret, secretAccepted, secretRecord, unexpired } from './secrets';
 import { EntityCache, type EntityChangeListener, EntityChangeListeners } from './entity-cache';
 import type { EntityStore } from './entity-store';
 import { GenerationSync, LocalRegistrationGeneration, type RegistrationGeneration } from './generation-sync';

@@ -3,12 +3,12 @@ import type { IdStride } from '../segment/stride';
 import {
   type EntityConfig,
   type EntitySecret,
-  MAX_SECRETS,
   type RegisterInput,
   type UpdateInput,
   checkRules,
   withDefaults,
 } from './entity';
+import { MAX_SECRETS } from './secrets';
 
 /**
  * A registration's values: the defaults filled in, `firstId` turned into the

@@ -5,7 +5,8 @@ import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
-import type { PoolSizing } from '../pool/demand';
+import type { Demand } from '../pool/demand';
+import type { SegmentAllocator } from '../segment/allocator';
 import type { TakenIds } from '../pool/taken-ids';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
@@ -64,11 +65,11 @@ export interface HttpDeps {
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
-  pools: Pick<PoolStore, 'sizes'>;
+  poolStore: Pick<PoolStore, 'sizes'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
-  offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
+  allocator: Pick<SegmentAllocator, 'peekMany'>;
   /** Target depth and watermark of each pool (they move with demand). */
-  sizing: PoolSizing;
+  demand: Pick<Demand, 'target' | 'lowWatermark'>;
   adminToken: string;
   snowflake?: SnowflakeIssuer;
   /** Segments leased to clients that issue ids themselves (`SegmentLeaser`); the lease routes answer 404 without it. */

@@ -46,8 +46,16 @@ export interface IdGeneratorOptions {
    * segments whose every id is below 2^53; otherwise {@link UnsafeNumberIdError}.
    */
   ids?: 'bigint' | 'number';
-  /** Must match the service's IDPOOL_CLUSTER_COUNT / _INDEX when both share entities. */
+  /**
+   * This process's {@link IdStride}: the n-th number becomes the id
+   * `n·strideCount + strideIndex`. Must match the service's
+   * IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX when both share entities.
+   */
+  strideCount?: number;
+  strideIndex?: number;
+  /** @deprecated Use `strideCount`; this name is removed in the next release. */
   clusterCount?: number;
+  /** @deprecated Use `strideIndex`; this name is removed in the next release. */
   clusterIndex?: number;
   /** Share of a segment used before the next one starts loading (0 ≤ x < 1). */
   prefetchAt?: number;
@@ -82,8 +90,8 @@ export const DEFAULT_OPTIONS = {
   /** The service's embedded default, so the two share entities out of the box. */
   databaseUrl: DEFAULT_DATABASE_URL,
   ids: 'bigint',
-  clusterCount: 1,
-  clusterIndex: 0,
+  strideCount: 1,
+  strideIndex: 0,
   /** Leaf starts the background load once 10% of the current segment is used. */
   prefetchAt: 0.1,
   /**
@@ -136,14 +144,26 @@ export function idTypeFrom(options: IdGeneratorOptions): 'bigint' | 'number' {
   return ids;
 }
 
-/** `clusterCount`/`clusterIndex` as an {@link IdStride}. */
+/** `strideCount`/`strideIndex` (or their deprecated names `clusterCount`/`clusterIndex`) as an {@link IdStride}. */
 export function strideFrom(options: IdGeneratorOptions): IdStride {
+  const count = strideOption(options, 'strideCount', 'clusterCount');
+  const index = strideOption(options, 'strideIndex', 'clusterIndex');
   try {
-    return new IdStride(
-      options.clusterCount ?? DEFAULT_OPTIONS.clusterCount,
-      options.clusterIndex ?? DEFAULT_OPTIONS.clusterIndex,
-    );
+    return new IdStride(count.value ?? DEFAULT_OPTIONS.strideCount, index.value ?? DEFAULT_OPTIONS.strideIndex);
   } catch (err) {
-    throw new InvalidOptionError('clusterCount', (err as Error).message);
+    throw new InvalidOptionError(count.name, (err as Error).message);
   }
+}
+
+/** A stride option under its name or its deprecated one (both given must agree), with the name the caller used. */
+function strideOption(
+  options: IdGeneratorOptions,
+  name: 'strideCount' | 'strideIndex',
+  deprecated: 'clusterCount' | 'clusterIndex',
+): { value: number | undefined; name: string } {
+  const value = options[name];
+  const old = options[deprecated];
+  if (value !== undefined && old !== undefined && value !== old)
+    throw new InvalidOptionError(name, `${name} ${value} and its deprecated name ${deprecated} ${old} disagree`);
+  return value === undefined && old !== undefined ? { value: old, name: deprecated } : { value, name };
 }

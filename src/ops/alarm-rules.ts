@@ -1,6 +1,6 @@
 import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
-import type { PoolSizing } from '../pool/demand';
+import type { Demand } from '../pool/demand';
 import type { Alarms } from './alarms';
 import { type EntityForecast, JS_SAFE_LIMIT, type SnowflakeForecast } from './forecast';
 import { dateIn, describeSeconds, isoDate, round } from './format';
@@ -15,7 +15,7 @@ const ENTITY_ALARMS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit'
 
 export interface AlarmRuleOptions {
   alarms: Alarms;
-  sizing: Pick<PoolSizing, 'lowWatermark'>;
+  demand: Pick<Demand, 'lowWatermark'>;
   stride: Pick<IdStride, 'of'>;
   /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
   horizonSeconds: number;
@@ -39,7 +39,7 @@ export class AlarmRules {
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
     const key = entity.key;
-    const watermark = this.o.sizing.lowWatermark(entity);
+    const watermark = this.o.demand.lowWatermark(entity);
     const horizonDays = round(this.o.horizonSeconds / 86_400);
     this.condition(serving && size < (watermark * this.o.poolLowPercent) / 100, 'pool_low', key, () => ({
       name: 'pool_low',

@@ -1,5 +1,5 @@
 import type { EntityConfig } from '../entities/entity';
-import type { PoolSizing } from '../pool/demand';
+import type { Demand } from '../pool/demand';
 import type { EntityForecast, PoolSample } from './forecast';
 import { finite, round } from './format';
 
@@ -28,7 +28,7 @@ export interface EntityOverview {
 
 /** What a dashboard row is built from: the sampler's view of one entity. */
 export interface SampledView {
-  sizing: Pick<PoolSizing, 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'target' | 'lowWatermark'>;
   /** The entity's latest sample, if any. */
   lastSample(entityKey: string): PoolSample | undefined;
   forecast(entityKey: string): EntityForecast | undefined;
@@ -45,13 +45,13 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
     if (entity.mode === 'snowflake') continue;
     const last = view.lastSample(entity.key);
     const f = view.forecast(entity.key);
-    const watermark = view.sizing.lowWatermark(entity);
+    const watermark = view.demand.lowWatermark(entity);
     out.push({
       key: entity.key,
       mode: entity.mode,
       pool: {
         size: last?.size ?? 0,
-        target: view.sizing.target(entity),
+        target: view.demand.target(entity),
         max: entity.maxPoolSize,
         lowWatermark: watermark,
         fillPercent: last ? round((last.size * 100) / entity.maxPoolSize) : 0,

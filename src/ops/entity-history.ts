@@ -1,5 +1,5 @@
 import type { EntityConfig } from '../entities/entity';
-import type { PoolSizing } from '../pool/demand';
+import type { Demand } from '../pool/demand';
 import type { IdStride } from '../segment/stride';
 import type { ChartPoint } from './dashboard-rows';
 import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
@@ -7,7 +7,7 @@ import { round } from './format';
 
 export interface EntityHistoryOptions {
   /** Low watermarks: an entity's history starts once its pool first reached its own. */
-  sizing: Pick<PoolSizing, 'lowWatermark'>;
+  demand: Pick<Demand, 'lowWatermark'>;
   /** The deployment's stride; `of(entity)` adds the entity's spacing. */
   stride: Pick<IdStride, 'of'>;
   /** Ids this instance has served per entity so far. */
@@ -73,7 +73,7 @@ export class EntityHistory {
     // rate. Rates start from the first filled sample.
     if (!ring || !this.filledOnce.has(entity.key)) this.samples.set(entity.key, (ring = new Ring(capacity)));
     else if (ring.capacity < capacity) this.samples.set(entity.key, (ring = Ring.from(ring, capacity)));
-    if (sample.size >= this.o.sizing.lowWatermark(entity)) this.filledOnce.add(entity.key);
+    if (sample.size >= this.o.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
     ring.push({ ...sample, served: this.o.served?.(entity.key) });
     const history = ring.toArray();
     const spaced = stride.of(entity);

@@ -25,9 +25,9 @@ export interface OpsDeps {
   clock: Clock;
   log: Logger;
   entities: { list(): EntityConfig[]; get(key: string): EntityConfig | undefined };
-  pools: SamplerOptions['pools'];
-  sizing: SamplerOptions['sizing'];
-  offsets: SamplerOptions['offsets'];
+  poolStore: SamplerOptions['poolStore'];
+  demand: SamplerOptions['demand'];
+  allocator: SamplerOptions['allocator'];
   stride: SamplerOptions['stride'];
   snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
@@ -219,9 +219,9 @@ function createSampler(
     entities: deps.entities,
     served,
     refused,
-    pools: deps.pools,
-    sizing: deps.sizing,
-    offsets: deps.offsets,
+    poolStore: deps.poolStore,
+    demand: deps.demand,
+    allocator: deps.allocator,
     stride: deps.stride,
     metrics,
     alarms,

@@ -1,3 +1,9 @@
+/**
+ * Every metric idpool exports, declared in one class so a reader finds each
+ * name, help text and label set in one place: long by nature (one
+ * declaration per family), the per-entity series kept apart in
+ * `entity-series.ts`.
+ */
 import {
   Counter,
   Gauge,
@@ -9,116 +15,7 @@ import {
   collectDefaultMetrics,
 } from 'prom-client';
 import { busiest } from './busiest';
-
-/**
- * How a per-entity family is summed up over every entity in `/metrics`
- * (`idpool_all_…`): counters and histograms add up, a pool-dry forecast
- * takes the soonest; offsets and watermarks have no meaningful total.
- */
-type Total = 'sum' | 'min' | null;
-
-/**
- * A gauge or counter with one value per entity, kept in a Map. The sampler
- * sets ten gauges for every entity it reads and the refiller counts every
- * entity it fills; prom-client's Gauge and Counter copy every label set on
- * each read, which at 100,000 entities made a scrape take seconds. This one
- * is read only for the entities a scrape shows, plus one total.
- */
-export class EntitySeries {
-  readonly values = new Map<string, number>();
-  /** prom-client reads these two when the gauge sits in a Registry. */
-  readonly labelNames = ['entity'];
-
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    readonly total: Total,
-    readonly type: 'gauge' | 'counter' = 'gauge',
-  ) {}
-
-  set(labels: { entity: string }, value: number): void {
-    this.values.set(labels.entity, value);
-  }
-
-  inc(labels: { entity: string }, by = 1): void {
-    this.values.set(labels.entity, (this.values.get(labels.entity) ?? 0) + by);
-  }
-
-  remove(labels: { entity: string }): void {
-    this.values.delete(labels.entity);
-  }
-
-  /** The family with the given entities' values (default: every entity), as a Registry renders it. */
-  family(entities: Iterable<string> = this.values.keys()): MetricObjectWithValues<MetricValue<string>> {
-    const values: MetricValue<string>[] = [];
-    for (const entity of entities) {
-      const value = this.values.get(entity);
-      if (value !== undefined) values.push({ value, labels: { entity } });
-    }
-    return {
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      values,
-      aggregator: 'sum',
-    } as unknown as MetricObjectWithValues<MetricValue<string>>;
-  }
-
-  /** `idpool_all_…`: the sum, or the soonest, over every entity. */
-  totalFamily(total: 'sum' | 'min'): MetricObjectWithValues<MetricValue<string>> {
-    let value = total === 'sum' ? 0 : Number.POSITIVE_INFINITY;
-    for (const v of this.values.values()) value = total === 'sum' ? value + v : Math.min(value, v);
-    const help =
-      total === 'sum' ? `${this.help} (total over all entities)` : `${this.help} (the soonest over all entities)`;
-    const family = {
-      name: this.name.replace(/^idpool_/, 'idpool_all_'),
-      help,
-      type: this.type,
-      values: this.values.size ? [{ value, labels: {} }] : [],
-      aggregator: 'sum',
-    };
-    return family as unknown as MetricObjectWithValues<MetricValue<string>>;
-  }
-
-  /** What a Registry calls. */
-  async get(): Promise<MetricObjectWithValues<MetricValue<string>>> {
-    return this.family();
-  }
-}
-
-/**
- * Seconds since each entity's last sample, worked out when read: the
- * sampler stores the time of each sample, so an entity the sampler stopped
- * reaching shows a growing age instead of its last, frozen values.
- */
-export class EntitySampleAge extends EntitySeries {
-  constructor(private readonly nowMs: () => number) {
-    super(
-      'idpool_ops_sample_age_seconds',
-      "Seconds since the ops sampler last read the entity's pool (stale when above 2 × idpool_ops_sample_round_seconds)",
-      null,
-    );
-  }
-
-  /** When the entity was last sampled, in Unix ms. */
-  sampled(entity: string, atMs: number): void {
-    this.values.set(entity, atMs);
-  }
-
-  /** The oldest sample's age over every sampled entity, in seconds (0 with none). */
-  maxAge(): number {
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const at of this.values.values()) oldest = Math.min(oldest, at);
-    return Number.isFinite(oldest) ? Math.max(0, (this.nowMs() - oldest) / 1000) : 0;
-  }
-
-  override family(entities: Iterable<string> = this.values.keys()): MetricObjectWithValues<MetricValue<string>> {
-    const family = super.family(entities);
-    const now = this.nowMs();
-    for (const v of family.values) v.value = Math.max(0, (now - v.value) / 1000);
-    return family;
-  }
-}
+import { EntitySampleAge, EntitySeries, type Total } from './entity-series';
 
 /** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {

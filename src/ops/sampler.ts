@@ -1,5 +1,6 @@
 import type { EntityConfig } from '../entities/entity';
-import type { PoolSizing } from '../pool/demand';
+import type { Demand } from '../pool/demand';
+import type { SegmentAllocator } from '../segment/allocator';
 import type { Logger } from '../logger';
 import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
@@ -34,10 +35,10 @@ const ACTIVE_MS = 60_000;
 export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
-  pools: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
+  poolStore: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
-  sizing: PoolSizing;
-  offsets: { peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> };
+  demand: Pick<Demand, 'target' | 'lowWatermark'>;
+  allocator: Pick<SegmentAllocator, 'peekMany'>;
   alarms: Alarms;
   log: Logger;
   /** Sampling period (IDPOOL_OPS_SAMPLE_MS). */
@@ -161,7 +162,7 @@ export class OpsSampler {
     const { items: entities, listed, rounds } = this.round.next();
     const live = listed && new Set(listed.map((e) => e.key));
     const keys = entities.map((e) => e.key);
-    const [offsets, sizes] = await Promise.all([this.o.offsets.peekMany(keys), this.o.pools.sizes(keys)]);
+    const [offsets, sizes] = await Promise.all([this.o.allocator.peekMany(keys), this.o.poolStore.sizes(keys)]);
     const at = this.o.clock.now();
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.
@@ -215,8 +216,8 @@ export class OpsSampler {
     const { metrics } = this.o;
     const labels = { entity: entity.key };
     metrics.poolSize.set(labels, size);
-    metrics.poolLowWatermark.set(labels, this.o.sizing.lowWatermark(entity));
-    metrics.poolTarget.set(labels, this.o.sizing.target(entity));
+    metrics.poolLowWatermark.set(labels, this.o.demand.lowWatermark(entity));
+    metrics.poolTarget.set(labels, this.o.demand.target(entity));
     metrics.poolMax.set(labels, entity.maxPoolSize);
     metrics.currentOffset.set(labels, Number(offset));
     metrics.takeRate.set(labels, f.takePerSecond);
@@ -239,7 +240,7 @@ export class OpsSampler {
     return dashboardRows(
       entities,
       {
-        sizing: this.o.sizing,
+        demand: this.o.demand,
         lastSample: (key) => this.history.lastSample(key),
         forecast: (key) => this.history.forecast(key),
         chart: (key) => this.history.chart(key),

@@ -4,14 +4,6 @@ import type { Clock } from '../clock';
 /** What sizing a pool needs to know of its entity. */
 export type SizedEntity = Pick<EntityConfig, 'key' | 'step' | 'maxSizePerTimes' | 'maxPoolSize' | 'minSizePercent'>;
 
-/** How deep an entity's pool should be, and when to refill it. */
-export interface PoolSizing {
-  /** Ids the pool should hold after a refill. */
-  target(entity: SizedEntity): number;
-  /** Below this many ready ids the pool is refilled (`target · minSizePercent / 100`). */
-  lowWatermark(entity: SizedEntity): number;
-}
-
 export interface DemandOptions {
   clock: Clock;
   /** Seconds of recent peak demand a pool holds (IDPOOL_POOL_HORIZON_S). */
@@ -54,7 +46,7 @@ interface Seen {
  * by every instance and counting direct pops), observed at each refill and
  * sweep. An entity nobody draws from holds one floor of ids.
  */
-export class Demand implements PoolSizing {
+export class Demand {
   private readonly seen = new Map<string, Seen>();
   private readonly halfLifeMs: number;
 
@@ -88,12 +80,14 @@ export class Demand implements PoolSizing {
     return seen ? this.peakNow(seen, this.o.clock.monotonic()) : 0;
   }
 
+  /** Ids the pool should hold after a refill. */
   target(entity: SizedEntity): number {
     const floor = Math.max(entity.step, entity.maxSizePerTimes);
     const wanted = Math.ceil(this.o.horizonSeconds * this.peakRate(entity.key));
     return Math.min(entity.maxPoolSize, Math.max(floor, wanted));
   }
 
+  /** Below this many ready ids the pool is refilled (`target · minSizePercent / 100`). */
   lowWatermark(entity: SizedEntity): number {
     return Math.floor((this.target(entity) * entity.minSizePercent) / 100);
   }

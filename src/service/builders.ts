@@ -1,4 +1,3 @@
-import type { Express } from 'express';
 import { type EntityStore, SqlEntityStore } from '../entities/entity-store';
 import { EntityRegistry } from '../entities/registry';
 import { LocalRegistrationGeneration, type RegistrationGeneration } from '../entities/generation-sync';
@@ -7,37 +6,29 @@ import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { resolve } from 'node:path';
-import { type Database, openDatabase } from '../db/database';
+import type { Database } from '../db/database';
 import { sqliteFile } from '../db/database-url';
-import { deploymentId } from '../db/deployment-id';
-import { claimRedisKeys } from '../pool/deployment-claim';
-import { type ReadinessReport, createHttpApp } from '../http/app';
-import { AuthFailureLimiter } from '../http/auth';
-import { failedCheck, sharedCheck } from '../http/readiness';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
 import { RedisIdempotencyStore, redisAnswerLimits } from '../idempotency/redis-store';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { Logger } from '../logger';
-import { type Ops, createOps, requestObserver } from '../ops';
+import { type Ops, createOps } from '../ops';
 import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
 import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } from '../pool/rate-limit';
 import { RedisRegistrationGeneration } from '../pool/registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
-import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
+import type { RedisClient } from '../pool/redis-connection';
 import { checkRedisMemory } from '../pool/redis-memory';
 import { RedisPoolStore } from '../pool/redis-pool-store';
-import { loadFunctions } from '../pool/functions';
 import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
 import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
-import { SegmentLeaser } from '../segment/lease';
 import { IdStride } from '../segment/stride';
-import { checkStride } from '../segment/stride-record';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
@@ -48,45 +39,9 @@ import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
 
-/** The database, migrated, with this deployment's stride mapping checked against the one it recorded. */
-export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
-  const db = await openDatabase(config.databaseUrl, { clock });
-  try {
-    await checkStride(db, config.clusterCount, config.clusterIndex, clock);
-  } catch (err) {
-    await db.close();
-    throw err;
-  }
-  return { value: db, close: () => db.close() };
-}
-
-/** The shared Redis with idpool's function library loaded, or undefined for the in-process pool. */
-export async function buildRedis(config: Config): Promise<Built<RedisClient | undefined>> {
-  if (!config.redis) return { value: undefined };
-  const redis = await connectRedis(config.redis, { socketTimeoutMs: config.redisSocketTimeoutMs });
-  const close = () => closeRedis(redis);
-  try {
-    await loadFunctions(redis);
-  } catch (err) {
-    await closeRedis(redis);
-    throw err;
-  }
-  return { value: redis, close };
-}
-
-/**
- * Records this deployment (the id in its database) as the owner of the Redis
- * keys under `prefix`; refuses to start when another deployment owns them
- * (`pool/deployment-claim.ts`). Nothing to claim without Redis.
- */
-export async function claimDeployment(db: Database, redis: RedisClient | undefined, prefix: string): Promise<void> {
-  if (!redis) return;
-  await claimRedisKeys(redis, prefix, { id: await deploymentId(db), database: db.description });
-}
-
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
 export interface Stores {
-  readonly pools: PoolStore;
+  readonly poolStore: PoolStore;
   readonly lock: RefillLock;
   readonly allocator: SqlSegmentAllocator;
   readonly entities: EntityStore;
@@ -112,7 +67,7 @@ export function buildStores(deps: {
 }): Stores {
   const { config, db, redis, clock, prefix } = deps;
   return {
-    pools: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
+    poolStore: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
     lock: redis ? new RedisRefillLock(redis, clock, config.refillLockTtlMs, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlEntityStore(db),
@@ -128,7 +83,7 @@ export function buildStores(deps: {
     snowflakeRate: redis ? new RedisEntityRateLimit(redis, prefix) : new MemoryEntityRateLimit(clock),
     registrations: redis ? new RedisRegistrationGeneration(redis, prefix) : new LocalRegistrationGeneration(),
     workerHolders: redis ? new RedisWorkerHolders(redis, prefix) : undefined,
-    stride: new IdStride(config.clusterCount, config.clusterIndex),
+    stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
   };
 }
@@ -233,16 +188,16 @@ export function buildOps(deps: {
         dialect: deps.db.dialect,
         address: deps.address,
         workerId: () => (lease ? (lease.status().ok ? (lease.workerId ?? null) : null) : (config.workerId ?? null)),
-        epoch: () => stores.pools.epoch(),
+        epoch: () => stores.poolStore.epoch(),
       },
     },
     config: deps.opsConfig,
     clock: deps.clock,
     log: deps.log,
     entities: deps.registry,
-    pools: stores.pools,
-    sizing: stores.demand,
-    offsets: stores.allocator,
+    poolStore: stores.poolStore,
+    demand: stores.demand,
+    allocator: stores.allocator,
     stride: stores.stride,
     snowflake: () => ({
       timeExhaustedAt: layout.endMs,
@@ -319,7 +274,7 @@ export function buildPools(deps: {
     demand,
     entities: registry,
     allocator: guarded ?? stores.allocator,
-    store: stores.pools,
+    store: stores.poolStore,
     lock: stores.lock,
     stride: stores.stride,
     clock,
@@ -334,11 +289,11 @@ export function buildPools(deps: {
     },
     onRetired: (key) => {
       demand.forget(key);
-      return stores.pools.discard(key);
+      return stores.poolStore.discard(key);
     },
   });
   const dispatcher = new Dispatcher({
-    store: stores.pools,
+    store: stores.poolStore,
     refiller,
     clock,
     events: deps.ops.dispatchEvents,
@@ -346,7 +301,7 @@ export function buildPools(deps: {
   const fenceCheck = new FenceCheck({
     entities: registry,
     offsets: stores.allocator,
-    store: stores.pools,
+    store: stores.poolStore,
     lock: stores.lock,
     carrier: refiller.carrier,
     clock,
@@ -363,93 +318,4 @@ export function buildPools(deps: {
       await refiller.stop();
     },
   };
-}
-
-/** Readiness: the database and the pool answer within a second, and the lease is held. */
-export function readinessCheck(deps: {
-  db: Database;
-  pools: PoolStore;
-  snowflake: SnowflakeRuntime;
-  clock: Clock;
-  stopping: () => boolean;
-  sampling?: () => ReadinessReport['sampling'];
-}): () => Promise<ReadinessReport> {
-  const { db, pools, snowflake, clock } = deps;
-  return async () => {
-    const checks: Record<string, string> = {};
-    // Load balancers stop sending here first; the listener closes right after.
-    if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
-    // A failure is kept as its kind only (failedCheck): /readyz is public, and drivers' messages name hosts.
-    const probe = async (name: string, fn: () => Promise<unknown>) => {
-      const late = Symbol('late');
-      try {
-        const answer = await Promise.race([fn(), clock.sleep(1000).then(() => late)]);
-        checks[name] = answer === late ? 'timed out' : 'ok';
-      } catch (err) {
-        checks[name] = failedCheck(err);
-      }
-    };
-    await Promise.all([
-      probe('database', () => db.query('SELECT 1')),
-      probe(pools.kind === 'redis' ? 'redis' : 'pool', () => pools.ping()),
-    ]);
-    checks.lease = snowflake.leaseCheck();
-    return { ready: Object.values(checks).every((v) => v === 'ok'), checks, sampling: deps.sampling?.() };
-  };
-}
-
-export function buildHttp(deps: {
-  config: Config;
-  clock: Clock;
-  opsConfig: OpsConfig;
-  log: Logger;
-  stores: Stores;
-  registry: EntityRegistry;
-  pools: Pools;
-  snowflake: SnowflakeRuntime;
-  ops: Ops;
-  readiness: () => Promise<ReadinessReport>;
-  draining: () => boolean;
-}): Express {
-  const { stores, ops, log } = deps;
-  // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
-  const dependencyProbe = sharedCheck(deps.readiness, deps.clock, 1000);
-  return createHttpApp({
-    registry: deps.registry,
-    dispatcher: deps.pools.dispatcher,
-    lines: deps.pools.refiller,
-    pools: stores.pools,
-    sizing: stores.demand,
-    offsets: stores.allocator,
-    adminToken: deps.config.adminToken,
-    snowflake: ops.countServed(deps.snowflake.issuer),
-    leases: new SegmentLeaser({
-      allocator: stores.allocator,
-      stride: stores.stride,
-      rate: stores.snowflakeRate,
-      events: ops.leaseEvents,
-    }),
-    workers: deps.snowflake.workers,
-    readiness: deps.readiness,
-    metrics: async () => {
-      ops.metrics.recordDependencies((await dependencyProbe()).checks);
-      return ops.metrics.render();
-    },
-    // The request line is built from the method, route, path, status and time only: nothing to redact.
-    observe: requestObserver({
-      log: log.child({ component: 'http' }, { redact: [] }),
-      mode: deps.opsConfig.requestLog,
-      slowMs: deps.opsConfig.requestLogSlowMs,
-      duration: ops.metrics.httpDuration,
-    }),
-    draining: deps.draining,
-    ops,
-    idempotency: stores.idempotency,
-    authFailures: new AuthFailureLimiter(deps.clock),
-    metricsToken: deps.config.metricsToken,
-    opsToken: deps.config.opsToken,
-    compat: deps.config.compat,
-    clock: deps.clock,
-    log: log.child({ component: 'http' }),
-  });
 }

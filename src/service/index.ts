@@ -17,20 +17,17 @@ import type { RedisClient } from '../pool/redis-connection';
 import type { FenceCheck } from '../pool/fence-check';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
+import { buildDatabase, buildRedis, claimDeployment } from './connections';
 import {
-  buildDatabase,
   buildHighWater,
-  buildHttp,
   checkPoolMemory,
   buildOps,
   buildPools,
-  buildRedis,
   buildRegistry,
   buildSnowflake,
   buildStores,
-  claimDeployment,
-  readinessCheck,
 } from './builders';
+import { buildHttp, readinessCheck } from './http';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
 
@@ -62,7 +59,7 @@ export interface Service {
   readonly app: Express;
   readonly db: Database;
   readonly redis: RedisClient | undefined;
-  readonly store: PoolStore;
+  readonly poolStore: PoolStore;
   readonly registry: EntityRegistry;
   readonly refiller: Refiller;
   /** Carries entities whose database went back past their fences (`stats` counts its runs). */
@@ -146,7 +143,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     await pools.checkHighWater();
     const readiness = readinessCheck({
       db,
-      pools: stores.pools,
+      poolStore: stores.poolStore,
       snowflake,
       clock,
       stopping: () => stopping,
@@ -173,7 +170,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       registry,
       snowflake,
       ops,
-      store: stores.pools,
+      poolStore: stores.poolStore,
       refiller: pools.refiller,
       fenceCheck: pools.fenceCheck,
       dispatcher: pools.dispatcher,

@@ -13,8 +13,11 @@
  * - `reserved`: 0–5 bits holding a fixed value (e.g. to tell layouts or
  *   generators apart after a change).
  *
- * A layout is validated once, in {@link SnowflakeLayout.create}; every
- * violation is a {@link ConfigError} naming the environment variable.
+ * The settings are checked here and nowhere else ({@link settingsProblem}):
+ * {@link SnowflakeLayout.create} refuses them with a {@link ConfigError}
+ * naming the environment variable, config reports the same problem in its
+ * own words, and a built layout is valid by construction (the generator
+ * trusts it).
  */
 import { ConfigError } from '../errors';
 import { MAX_INT63 } from '../limits';
@@ -90,10 +93,64 @@ export interface SnowflakeParts {
   reserved: number;
 }
 
-function requireInt(name: keyof SnowflakeSettings, value: number, min: number, max: number, why = ''): void {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(SETTING_VARIABLES[name], `must be an integer from ${min} to ${max}${why}, got ${value}`);
+/** A setting out of bounds: which one, and what it must be. */
+export interface SettingProblem {
+  setting: keyof SnowflakeSettings;
+  /** The environment variable behind `setting`. */
+  variable: string;
+  /** The sentence after the variable's name, ending with `got` and `given` (the value as the caller spelt it). */
+  message(given: string): string;
+}
+
+function intProblem(
+  setting: keyof SnowflakeSettings,
+  value: number,
+  min: number,
+  max: number,
+  why = '',
+): SettingProblem | undefined {
+  if (Number.isInteger(value) && value >= min && value <= max) return undefined;
+  return problem(setting, (given) => `must be an integer from ${min} to ${max}${why}, got ${given}`);
+}
+
+function problem(setting: keyof SnowflakeSettings, message: (given: string) => string): SettingProblem {
+  return { setting, variable: SETTING_VARIABLES[setting], message };
+}
+
+/**
+ * The first setting of `s` out of bounds, or undefined when every one is
+ * within them: the one check of a layout's settings that needs no clock
+ * (the epoch against now is {@link SnowflakeLayout.create}'s).
+ */
+export function settingsProblem(s: SnowflakeSettings): SettingProblem | undefined {
+  if (!Object.hasOwn(UNIT_MS, s.timeUnit))
+    return problem('timeUnit', (given) => `must be one of ${Object.keys(UNIT_MS).join(', ')}, got ${given}`);
+  const [tsMin, tsMax] = TIMESTAMP_BITS[s.timeUnit];
+  const outOfRange =
+    intProblem('timestampBits', s.timestampBits, tsMin, tsMax, ` for time unit ${s.timeUnit}`) ??
+    intProblem('workerBits', s.workerBits, WORKER_BITS[0], WORKER_BITS[1]) ??
+    intProblem('reservedBits', s.reservedBits, RESERVED_BITS[0], RESERVED_BITS[1]) ??
+    intProblem(
+      'reservedValue',
+      s.reservedValue,
+      0,
+      2 ** s.reservedBits - 1,
+      ` (it must fit ${s.reservedBits} reserved bits)`,
+    ) ??
+    intProblem('timeBackInitial', s.timeBackInitial, 0, 1);
+  if (outOfRange) return outOfRange;
+  const sequenceBits = TOTAL_BITS - FIXED_BITS - s.timestampBits - s.workerBits - s.reservedBits;
+  if (sequenceBits < 1) {
+    const most = TOTAL_BITS - FIXED_BITS - 1 - s.workerBits - s.reservedBits;
+    return problem(
+      'timestampBits',
+      (given) =>
+        `leaves ${sequenceBits} sequence bits; timestamp + worker + reserved bits must be at most 61 (63 minus the time-back bit minus at least 1 sequence bit), so with ${s.workerBits} worker and ${s.reservedBits} reserved bits it must be at most ${most}, got ${given}`,
+    );
   }
+  if (!Number.isSafeInteger(s.epochMs) || s.epochMs < 0)
+    return problem('epochMs', (given) => `must be a date at or after 1970-01-01, got ${given}`);
+  return undefined;
 }
 
 export class SnowflakeLayout {
@@ -136,34 +193,10 @@ export class SnowflakeLayout {
    */
   static create(settings: Partial<SnowflakeSettings> = {}, nowMs: number): SnowflakeLayout {
     const s: SnowflakeSettings = { ...DEFAULT_SETTINGS, ...settings };
-    if (!(s.timeUnit in UNIT_MS)) {
-      throw new ConfigError(
-        SETTING_VARIABLES.timeUnit,
-        `must be one of ${Object.keys(UNIT_MS).join(', ')}, got "${s.timeUnit}"`,
-      );
-    }
-    const [tsMin, tsMax] = TIMESTAMP_BITS[s.timeUnit];
-    requireInt('timestampBits', s.timestampBits, tsMin, tsMax, ` for time unit ${s.timeUnit}`);
-    requireInt('workerBits', s.workerBits, WORKER_BITS[0], WORKER_BITS[1]);
-    requireInt('reservedBits', s.reservedBits, RESERVED_BITS[0], RESERVED_BITS[1]);
-    requireInt(
-      'reservedValue',
-      s.reservedValue,
-      0,
-      2 ** s.reservedBits - 1,
-      ` (it must fit ${s.reservedBits} reserved bits)`,
-    );
-    requireInt('timeBackInitial', s.timeBackInitial, 0, 1);
-    const sequenceBits = TOTAL_BITS - FIXED_BITS - s.timestampBits - s.workerBits - s.reservedBits;
-    if (sequenceBits < 1) {
-      const most = TOTAL_BITS - FIXED_BITS - 1 - s.workerBits - s.reservedBits;
-      throw new ConfigError(
-        SETTING_VARIABLES.timestampBits,
-        `leaves ${sequenceBits} sequence bits; timestamp + worker + reserved bits must be at most 61 (63 minus the time-back bit minus at least 1 sequence bit), so with ${s.workerBits} worker and ${s.reservedBits} reserved bits it must be at most ${most}, got ${s.timestampBits}`,
-      );
-    }
-    if (!Number.isSafeInteger(s.epochMs) || s.epochMs < 0) {
-      throw new ConfigError(SETTING_VARIABLES.epochMs, `must be a date at or after 1970-01-01, got ${s.epochMs}`);
+    const wrong = settingsProblem(s);
+    if (wrong) {
+      const value = s[wrong.setting];
+      throw new ConfigError(wrong.variable, wrong.message(typeof value === 'string' ? `"${value}"` : String(value)));
     }
     if (s.epochMs > nowMs) {
       throw new ConfigError(

@@ -1,3 +1,10 @@
+/**
+ * The snowflake generator. One class on purpose: `step`, `steps` and
+ * `setBase` are the hot path, kept monomorphic over one sequence-state
+ * shape with the layout's constants copied to fields, so V8 inlines them;
+ * split into modules, each id would pay for calls across them. The layout
+ * (and its one validation) is in `layout.ts`.
+ */
 import { type Clock, systemClock } from '../clock';
 import { ConfigError } from '../errors';
 import { encodeId, type IdEncoding } from './encoding';
@@ -334,18 +341,22 @@ export class Snowflake {
     s.seq = s.otherSeq = this.maxSequence;
   }
 
+  /**
+   * The id of sequence 0 in `s`'s time unit, by the layout's own
+   * `compose` (once per time unit, not per id); ids of the unit add
+   * `seq · 2^reservedBits` to it. As a number it is exact while
+   * `numberSafe`, and read only then.
+   */
   private setBase(s: SequenceState): void {
-    const l = this.layout;
     if (!s.grant) throw new Error('snowflake: a time unit entered without a worker grant');
-    const worker = s.grant.workerId;
-    const reserved = l.settings.reservedValue;
-    s.numberSafe = s.t < l.numberTimestampLimit;
-    s.baseNum = s.t * 2 ** l.timestampShift + worker * 2 ** l.workerShift + s.bit * 2 ** l.timeBackShift + reserved;
-    s.baseBig =
-      (BigInt(s.t) << BigInt(l.timestampShift)) |
-      (BigInt(worker) << BigInt(l.workerShift)) |
-      (BigInt(s.bit) << BigInt(l.timeBackShift)) |
-      BigInt(reserved);
+    s.baseBig = this.layout.compose({
+      timestamp: s.t,
+      worker: s.grant.workerId,
+      timeBack: s.bit as 0 | 1,
+      sequence: 0,
+    });
+    s.baseNum = Number(s.baseBig);
+    s.numberSafe = this.layout.fitsNumberAt(s.t);
     if (s.t > this.maxUnitUsed) this.maxUnitUsed = s.t;
   }
 

@@ -40,8 +40,8 @@ describeWithServices(
         IDPOOL_WORKER_ID_UNSAFE: '1',
       });
       service = await createService(config, { redisPrefix: prefix, ops: { requestLog: 'off' } });
-      const take = service.store.take.bind(service.store);
-      service.store.take = (entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> => {
+      const take = service.poolStore.take.bind(service.poolStore);
+      service.poolStore.take = (entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> => {
         fcalls.push(count);
         return take(entityKey, count, maxPerSecond);
       };
@@ -84,7 +84,7 @@ describeWithServices(
 
     it('a group large enough for the native LPOP (held joined, then sliced) hands each take its own ids, in arrival order', async () => {
       const entity = await registerEntity(uniqueKey('joined'), { maxSizePerSecond: 0, step: 5000 });
-      expect(await service.store.size(entity.key)).toBeGreaterThanOrEqual(5000);
+      expect(await service.poolStore.size(entity.key)).toBeGreaterThanOrEqual(5000);
       fcalls.length = 0;
       const counts = Array.from({ length: 64 }, (_, i) => 5 + ((i * 7) % 40));
       const total = counts.reduce((a, b) => a + b, 0);
@@ -137,7 +137,7 @@ describeWithServices(
         maxPoolSize: 2000,
         maxSizePerTimes: 100,
       });
-      const size = await service.store.size(entity.key);
+      const size = await service.poolStore.size(entity.key);
       const first = await service.dispatcher.take(entity, size - 6); // 6 left
       fcalls.length = 0;
       const answers = await Promise.all([0, 1, 2].map(() => service.dispatcher.take(entity, 4)));

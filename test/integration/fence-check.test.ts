@@ -111,7 +111,7 @@ describeWithServices(
       const redis = new Redis(REDIS_URL);
       try {
         await expect
-          .poll(async () => s.store.size('orders'), { timeout: 10_000 })
+          .poll(async () => s.poolStore.size('orders'), { timeout: 10_000 })
           .toBeGreaterThanOrEqual(s.refiller.lowWatermark(s.registry.get('orders')!));
         await settled(s);
         const fence = BigInt((await redis.get(fenceKey))!);
@@ -161,7 +161,7 @@ describeWithServices(
       for (let i = 0; i < 50; i++) keep(await take(100));
       expect(seen.size).toBe(5000);
       // Full again: a refill below the watermark brings a step of 5,000.
-      await expect.poll(async () => s.store.size('orders'), { timeout: 10_000 }).toBeGreaterThanOrEqual(4000);
+      await expect.poll(async () => s.poolStore.size('orders'), { timeout: 10_000 }).toBeGreaterThanOrEqual(4000);
       await settled(s);
       // Then two clients keep taking, slowly: 400 ids a second leave the pool above its watermark for seconds,
       // so no refill meets the fence in the window and only the check can carry the database.

@@ -251,7 +251,7 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     // extend nothing; a real one: refill-lock.test.ts, the dropped connection).
     await fresh.redis!.del(entityKeys('orders', prefix).lock);
     await fresh.refiller.refill('orders');
-    expect(await fresh.store.size('orders')).toBe(1000);
+    expect(await fresh.poolStore.size('orders')).toBe(1000);
     await staleRefill;
 
     expect(stale.refiller.stats.fenceRefusals).toBe(1);

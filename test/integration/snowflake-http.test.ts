@@ -166,7 +166,7 @@ describe('snowflake entities over HTTP on SQLite', () => {
     const cases: [Record<string, string>, RegExp][] = [
       [
         { IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '40' },
-        /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: must be an integer from 41 to 55 for time unit ms, got 40/,
+        /IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: must be an integer from 41 to 55 for time unit ms, got "40"$/,
       ],
       [
         { IDPOOL_SNOWFLAKE_TIME_UNIT: 'h', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '46' },

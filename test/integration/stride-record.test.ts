@@ -44,7 +44,7 @@ describe('one stride per database (idpool_meta)', () => {
     const db = await openDatabase(url);
     // A database migrated before any mapping was recorded (as after upgrading): the first opener's mapping is adopted.
     await db.close();
-    const first = await createIdGenerator({ databaseUrl: url, clusterCount: 4, clusterIndex: 3 });
+    const first = await createIdGenerator({ databaseUrl: url, strideCount: 4, strideIndex: 3 });
     await first.close();
     const err = await createIdGenerator({ databaseUrl: url }).then(
       () => undefined,
@@ -52,7 +52,7 @@ describe('one stride per database (idpool_meta)', () => {
     );
     expect(err).toBeInstanceOf(StrideMismatchError);
     expect(err.message).toContain('cluster count 4 index 3, this process has count 1 index 0');
-    const same = await createIdGenerator({ databaseUrl: url, clusterCount: 4, clusterIndex: 3 });
+    const same = await createIdGenerator({ databaseUrl: url, strideCount: 4, strideIndex: 3 });
     await same.close();
   });
 });
@@ -61,9 +61,9 @@ describeWithServices('one stride per database on MariaDB', { mysql: true }, () =
   it('works the same on MariaDB (QueryRunner-built table)', async () => {
     const schema = await createTestSchema();
     try {
-      const gen = await createIdGenerator({ databaseUrl: schema.url, migrate: true, clusterCount: 2, clusterIndex: 1 });
+      const gen = await createIdGenerator({ databaseUrl: schema.url, migrate: true, strideCount: 2, strideIndex: 1 });
       await gen.close();
-      await expect(createIdGenerator({ databaseUrl: schema.url, clusterCount: 2, clusterIndex: 0 })).rejects.toThrow(
+      await expect(createIdGenerator({ databaseUrl: schema.url, strideCount: 2, strideIndex: 0 })).rejects.toThrow(
         /count 2 index 1, this process has count 2 index 0/,
       );
     } finally {

@@ -7,7 +7,7 @@ import { LocalRegistrationGeneration } from '../../src/entities/generation-sync'
  * answer), so a read started before a bump answers the old value.
  */
 export function countedGeneration() {
-  const inner = new LocalRegistrationGeneration();
+  let inner = new LocalRegistrationGeneration();
   const counter = {
     reads: 0,
     hold: undefined as Promise<void> | undefined,
@@ -18,6 +18,10 @@ export function countedGeneration() {
       return value;
     },
     bump: () => inner.bump(),
+    /** Starts again from nothing, as a Redis server that came back empty does. */
+    reset() {
+      inner = new LocalRegistrationGeneration();
+    },
   };
   return counter;
 }

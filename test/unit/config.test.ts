@@ -115,6 +115,34 @@ describe('config: every IDPOOL_* variable in one module', () => {
     ).toBe(1);
   });
 
+  it('the snowflake layout is bounded by its own check (layout.ts), worded as config words every variable', () => {
+    expect(errorOf({ IDPOOL_SNOWFLAKE_TIME_UNIT: 's', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '30' }).message).toBe(
+      'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: must be an integer from 31 to 55 for time unit s, got "30"',
+    );
+    expect(errorOf({ IDPOOL_SNOWFLAKE_RESERVED_BITS: '1', IDPOOL_SNOWFLAKE_RESERVED_VALUE: '2' }).message).toBe(
+      'IDPOOL_SNOWFLAKE_RESERVED_VALUE: must be an integer from 0 to 1 (it must fit 1 reserved bits), got "2"',
+    );
+    expect(errorOf({ IDPOOL_SNOWFLAKE_TIME_UNIT: 'week' }).message).toBe(
+      'IDPOOL_SNOWFLAKE_TIME_UNIT: must be one of ms, s, min, h, d, got "week"',
+    );
+    expect(errorOf({ IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '50', IDPOOL_SNOWFLAKE_RESERVED_BITS: '2' }).message).toMatch(
+      /^IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: leaves 0 sequence bits; .* at most 49, got "50"$/,
+    );
+    // Within the seconds' bounds, but beside the default 10 worker bits no sequence bit is left.
+    expect(errorOf({ IDPOOL_SNOWFLAKE_TIME_UNIT: 's', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '55' }).variable).toBe(
+      'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS',
+    );
+    expect(errorOf({ IDPOOL_SNOWFLAKE_EPOCH: '1960-01-01' }).message).toBe(
+      'IDPOOL_SNOWFLAKE_EPOCH: must be a date at or after 1970-01-01, got "1960-01-01"',
+    );
+    expect(errorOf({ IDPOOL_SNOWFLAKE_WORKER_BITS: 'ten' }).message).toBe(
+      'IDPOOL_SNOWFLAKE_WORKER_BITS: must be an integer, got "ten"',
+    );
+    expect(
+      loadConfig({ IDPOOL_SNOWFLAKE_TIME_UNIT: 'd', IDPOOL_SNOWFLAKE_TIMESTAMP_BITS: '15' }).snowflake,
+    ).toMatchObject({ timeUnit: 'd', timestampBits: 15 });
+  });
+
   it('the webhook URL, which may carry a token, is never echoed', () => {
     expect(errorOf({ IDPOOL_ALERT_WEBHOOK_URL: 'not a url with secret-token' }).message).not.toContain('secret-token');
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type EntityConfig, secretAccepted, secretRecord } from '../../src/entities/entity';
+import type { EntityConfig } from '../../src/entities/entity';
+import { secretAccepted, secretRecord } from '../../src/entities/secrets';
 import { EntityCache } from '../../src/entities/entity-cache';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { GenerationSync } from '../../src/entities/generation-sync';
@@ -68,6 +69,16 @@ describe('GenerationSync: a key missing from the cache', () => {
     for (let i = 0; i < 1000; i++) expect(await find(`probe-${i}`)).toBeUndefined();
     expect((await find('orders'))?.key).toBe('orders');
     expect(store.calls).toEqual({ listLive: 1, insert: 1, changedSince: 0 });
+  });
+
+  it('a generation that went back (Redis came back empty) is a miss too: a key registered since is found at once', async () => {
+    const { store, generation, elsewhere, find } = await synced();
+    await elsewhere.register('before');
+    expect((await find('before'))?.key).toBe('before');
+    generation.reset();
+    await elsewhere.register('after-reset');
+    expect((await find('after-reset'))?.key).toBe('after-reset');
+    expect(store.calls.changedSince).toBe(2);
   });
 
   it('a missed generation: one refresh, shared by 50 concurrent lookups, finds the key registered elsewhere', async () => {

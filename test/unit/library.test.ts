@@ -84,12 +84,27 @@ describe('createIdGenerator: handing out', () => {
       allocator,
       entities,
       clock,
-      clusterCount: 3,
-      clusterIndex: 2,
+      strideCount: 3,
+      strideIndex: 2,
     });
     const ids = await gen.take('orders', 95);
     expect(ids).toEqual(Array.from({ length: 95 }, (_, n) => n * 3 + 2));
     await gen.close();
+  });
+
+  it('still reads the deprecated clusterCount/clusterIndex for one release, and refuses them disagreeing with the stride names', async () => {
+    const { allocator, entities, clock } = setup({ step: 10 });
+    // A plain object, as a caller's older options would arrive (a literal in the call would be flagged deprecated).
+    const deprecated = { clusterCount: 4, clusterIndex: 1 };
+    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, ...deprecated });
+    expect(await gen.take('orders', 3)).toEqual([1, 5, 9]);
+    await gen.close();
+    const err = await createIdGenerator({ allocator, entities, clock, strideCount: 4, clusterCount: 3 }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(InvalidOptionError);
+    expect((err as InvalidOptionError).option).toBe('strideCount');
+    expect((err as Error).message).toContain('clusterCount 3 disagree');
   });
 
   it('number ids stop short of 2^53 with UnsafeNumberIdError; bigint ids go on', async () => {
@@ -158,6 +173,7 @@ describe('createIdGenerator: errors', () => {
       { prefetchAt: -0.1 },
       { maxStep: 0 },
       { waitMs: -1 },
+      { strideCount: 2, strideIndex: 2 },
       { clusterCount: 2, clusterIndex: 2 },
       { ids: 'string' },
     ]) {

@@ -47,18 +47,18 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const sampler = new OpsSampler({
     entities: { list: () => [...entities.values()], get: (key) => entities.get(key) },
     refused: (key) => refused.get(key) ?? 0,
-    pools: {
+    poolStore: {
       sizes: async (keys) => {
         reads.push(keys.length);
         return keys.map((k) => sizes.get(k) ?? 0);
       },
     },
     // The ceiling as target: these tests are about sampling, not demand.
-    sizing: {
+    demand: {
       target: (entity) => entity.maxPoolSize,
       lowWatermark: (entity) => Math.floor((entity.maxPoolSize * entity.minSizePercent) / 100),
     },
-    offsets: { peekMany: async (keys) => new Map([...offsets].filter(([k]) => keys.includes(k))) },
+    allocator: { peekMany: async (keys) => new Map([...offsets].filter(([k]) => keys.includes(k))) },
     stride: new IdStride(),
     metrics,
     alarms,

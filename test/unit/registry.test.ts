@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_SECRETS, registerSchema, secretAccepted, updateSchema } from '../../src/entities/entity';
+import { registerSchema, updateSchema } from '../../src/entities/entity';
+import { MAX_SECRETS, secretAccepted } from '../../src/entities/secrets';
 import { IdStride } from '../../src/segment/stride';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { EntityRegistry } from '../../src/entities/registry';

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
-import { secretAccepted, secretRecord } from '../../src/entities/entity';
+import { secretAccepted, secretRecord } from '../../src/entities/secrets';
 import { createHttpApp } from '../../src/http/app';
 import { takeFastPath } from '../../src/http/routes/ids';
 import { silentLogger } from '../../src/logger';
@@ -128,9 +128,9 @@ describe('the take route fast path', () => {
             return listedIds(Array.from({ length: count }, () => String(next++)));
           },
         },
-        pools: { sizes: async () => [] },
-        offsets: { peekMany: async () => new Map() },
-        sizing: { target: () => 0, lowWatermark: () => 0 },
+        poolStore: { sizes: async () => [] },
+        allocator: { peekMany: async () => new Map() },
+        demand: { target: () => 0, lowWatermark: () => 0 },
         adminToken: 'x'.repeat(32),
         readiness: async () => ({ ready: true, checks: {} }),
         log: silentLogger,

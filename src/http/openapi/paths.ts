@@ -1,3 +1,7 @@
+/**
+ * The OpenAPI paths, one declarative entry per route: long by nature (each
+ * entry is its route's contract, read top to bottom), not by mixed concerns.
+ */
 import {
   E,
   type Schema,

@@ -1,13 +1,17 @@
+/**
+ * The OpenAPI schemas, declared from the same limits and zod schemas the
+ * routes validate with: long by nature (one declarative entry per body).
+ */
 import {
   COMPAT_PROTOCOLS,
   LIMITS,
-  MAX_SECRETS,
   addSecretSchema,
   registerSchema,
   raiseSchema,
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
+import { MAX_SECRETS } from '../../entities/secrets';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
 import {
   type Schema,

@@ -19,8 +19,8 @@ import { parseBody } from '../validate';
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 const OPS_DEFAULT_ROWS = 50;
 
-/** What the entity views read: offsets, pool sizes and pool sizing. */
-type ViewDeps = Pick<HttpDeps, 'offsets' | 'pools' | 'sizing'>;
+/** What the entity views read: offsets (the allocator), pool sizes (the pool store) and demand. */
+type ViewDeps = Pick<HttpDeps, 'allocator' | 'poolStore' | 'demand'>;
 /** What the admin routes use of the app's dependencies. */
 export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines'>;
 
@@ -145,8 +145,8 @@ async function withPools(
   const [offsets, sizes] = fresh
     ? [new Map(entities.map((e) => [e.key, e.startOffset])), pooled.map(() => 0)]
     : await Promise.all([
-        deps.offsets.peekMany(entities.map((e) => e.key)),
-        deps.pools.sizes(pooled.map((e) => e.key)),
+        deps.allocator.peekMany(entities.map((e) => e.key)),
+        deps.poolStore.sizes(pooled.map((e) => e.key)),
       ]);
   // The page answers whole or not at all: one unreadable pool is a dependency fault (503).
   const sizeOf = new Map(pooled.map((e, i) => [e.key, orThrow(sizes[i])]));
@@ -156,9 +156,9 @@ async function withPools(
     if (entity.mode !== 'snowflake') {
       view.pool = {
         size: sizeOf.get(entity.key) ?? 0,
-        target: deps.sizing.target(entity),
+        target: deps.demand.target(entity),
         max: entity.maxPoolSize,
-        lowWatermark: deps.sizing.lowWatermark(entity),
+        lowWatermark: deps.demand.lowWatermark(entity),
       };
     }
     return view;

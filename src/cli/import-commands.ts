@@ -1,0 +1,150 @@
+/** `apps import` (a JSON-lines file) and `apps import-from leaf|tinyid` (an incumbent's databases): registering many entities at once. */
+import { type Command, Option } from 'commander';
+import { type CliContext, nonNegativeInt } from './context';
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
+import { importEntities } from './import';
+import { type Incumbent, planImport, runImport } from './import-from';
+import { readAll } from './incumbent-rows';
+
+/** `apps import`: registers a JSON-lines file, failures on stderr as they happen, secrets to a new file. */
+export function addImport(group: Command, ctx: CliContext): void {
+  group
+    .command('import')
+    .description(
+      'register every entity of a JSON-lines file (one POST /admin/apps body per line); secrets go to --secrets',
+    )
+    .argument('<file>', 'JSON lines, e.g. {"key": "orders", "step": 1000}')
+    .requiredOption(
+      '--secrets <path>',
+      'file to create (mode 0600, never overwritten) with one {"key","secret"} line per registered entity',
+    )
+    .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
+    .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
+      const api = ctx.admin(cmd);
+      const result = await importEntities(
+        api,
+        { file, secretsPath: opts.secrets, concurrency: opts.concurrency },
+        (f) => {
+          if (!ctx.globals(cmd).json) ctx.io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
+        },
+      );
+      const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
+      ctx.print(
+        cmd,
+        {
+          registered: result.registered,
+          lines: result.lines,
+          secrets: opts.secrets,
+          failures: result.failures.map(({ line, error }) => ({ line, error })),
+        },
+        () => `${summary}\n`,
+      );
+      if (result.exitCode !== EXIT_OK)
+        throw new CliError(
+          result.exitCode as 1 | 2,
+          `${result.failures.length} of ${result.lines} lines failed (listed above)`,
+        );
+    });
+}
+
+/**
+ * `apps import-from leaf|tinyid`: one entity per row of the incumbent's
+ * table, starting at the first id it cannot have issued (docs/migrating.md).
+ * The incumbent must be stopped first: the rows are read again at the end,
+ * and a row that moved fails the run, naming it.
+ */
+export function addImportFrom(group: Command, ctx: CliContext): void {
+  group
+    .command('import-from')
+    .description("register one entity per row of Leaf's leaf_alloc or Tinyid's tiny_id_info (stop the incumbent first)")
+    .argument('<incumbent>', 'leaf or tinyid')
+    .requiredOption(
+      '--database-url <url>',
+      "the incumbent's database (mysql://, mariadb://, postgres://); repeat for several Tinyid databases: the highest max_id wins",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option(
+      '--only <keys>',
+      'import only these keys (comma-separated; repeatable)',
+      (value: string, previous: string[] | undefined) => [
+        ...(previous ?? []),
+        ...value.split(',').map((k) => k.trim()),
+      ],
+    )
+    .option('--dry-run', 'print the plan; register nothing')
+    .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
+    .action(
+      async (
+        incumbent: string,
+        opts: { databaseUrl: string[]; only?: string[]; dryRun?: boolean; secrets?: string },
+        cmd: Command,
+      ) => {
+        if (incumbent !== 'leaf' && incumbent !== 'tinyid')
+          throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
+        const kind: Incumbent = incumbent;
+        const urls = opts.databaseUrl;
+        const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
+        const planned = plan.entities.map((e) => ({
+          key: e.key,
+          firstId: e.firstId.toString(),
+          mode: e.body.mode,
+          step: e.body.step,
+          ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),
+          tokens: e.tokens.length,
+          notes: e.notes,
+        }));
+        const human = ctx.globals(cmd).json !== true;
+        const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
+        for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
+        for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
+        if (opts.dryRun) {
+          ctx.print(
+            cmd,
+            { dryRun: true, entities: planned, skipped: plan.skipped },
+            () =>
+              plan.entities
+                .map((e) => {
+                  const { mode, step, delta, remainder } = e.body as {
+                    mode: string;
+                    step?: number;
+                    delta?: number;
+                    remainder?: number;
+                  };
+                  const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
+                  const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
+                  return `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
+                })
+                .join('') +
+              `${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`,
+          );
+          return;
+        }
+        const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
+          secretsPath: opts.secrets,
+          onOutcome: (o) =>
+            human &&
+            ctx.io.stdout(
+              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+            ),
+        });
+        ctx.print(
+          cmd,
+          {
+            entities: result.outcomes,
+            skipped: plan.skipped,
+            notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
+            moved: result.moved,
+          },
+          () =>
+            `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
+        );
+        if (result.moved.length > 0)
+          throw new CliError(
+            EXIT_FAILURE,
+            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then run this import again: it moves those entities up (docs/migrating.md "If a row moved")`,
+          );
+        if (plan.skipped.length > 0)
+          throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
+      },
+    );
+}

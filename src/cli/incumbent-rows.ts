@@ -1,0 +1,96 @@
+/** Reading an incumbent's rows (Leaf's or Tinyid's table) from its own MySQL/MariaDB or PostgreSQL databases. */
+import { createConnection } from 'mysql2/promise';
+import { Client as PgClient } from 'pg';
+import { CliError, EXIT_FAILURE, EXIT_USAGE, oneLine } from './errors';
+import { type Incumbent, type IncumbentRow, mergeRows } from './import-from';
+
+/** A database URL's protocol, or a usage error. */
+function urlKind(url: string): 'mysql' | 'postgres' {
+  if (/^(mysql|mariadb):\/\//.test(url)) return 'mysql';
+  if (/^postgres(ql)?:\/\//.test(url)) return 'postgres';
+  throw new CliError(EXIT_USAGE, '--database-url must be a mysql://, mariadb:// or postgres:// URL');
+}
+
+/** Where a URL points, without its password, for messages. */
+function where(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.host}${u.pathname}`;
+  } catch {
+    return 'the database';
+  }
+}
+
+/** Runs `sql` on one database and returns its rows; every BIGINT is read as its decimal text. */
+async function query(url: string, sql: string): Promise<Record<string, unknown>[]> {
+  try {
+    if (urlKind(url) === 'mysql') {
+      const c = await createConnection({
+        uri: url.replace(/^mariadb:/, 'mysql:'),
+        supportBigNumbers: true,
+        bigNumberStrings: true,
+        connectTimeout: 10_000,
+      });
+      try {
+        const [rows] = await c.query(sql);
+        return rows as Record<string, unknown>[];
+      } finally {
+        await c.end();
+      }
+    }
+    const c = new PgClient({ connectionString: url, connectionTimeoutMillis: 10_000 });
+    await c.connect();
+    try {
+      return (await c.query(sql)).rows as Record<string, unknown>[];
+    } finally {
+      await c.end();
+    }
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(EXIT_FAILURE, `cannot read ${where(url)}: ${oneLine((err as Error).message)}`);
+  }
+}
+
+const int = (v: unknown, fallback: number): number => (v === null || v === undefined ? fallback : Number(v));
+
+/** Every row of the incumbent's table in one database (as the incumbents' own DDL defines them). */
+async function readRows(kind: Incumbent, url: string): Promise<IncumbentRow[]> {
+  // max_id as text: a BIGINT past 2^53 must not pass through a JS number.
+  const text = urlKind(url) === 'mysql' ? 'CHAR(20)' : 'VARCHAR(20)';
+  if (kind === 'leaf') {
+    const rows = await query(
+      url,
+      `SELECT biz_tag, CAST(max_id AS ${text}) AS max_id, step, description FROM leaf_alloc`,
+    );
+    return rows.map((r) => ({
+      key: String(r.biz_tag),
+      maxId: BigInt(String(r.max_id)),
+      step: int(r.step, 0),
+      description: typeof r.description === 'string' ? r.description : null,
+      delta: 1,
+      remainder: 0,
+      tokens: [],
+    }));
+  }
+  const rows = await query(
+    url,
+    `SELECT biz_type, CAST(max_id AS ${text}) AS max_id, step, delta, remainder FROM tiny_id_info`,
+  );
+  const tokens = await query(url, 'SELECT token, biz_type FROM tiny_id_token');
+  return rows.map((r) => ({
+    key: String(r.biz_type),
+    maxId: BigInt(String(r.max_id)),
+    step: int(r.step, 0),
+    description: null,
+    delta: int(r.delta, 1),
+    remainder: int(r.remainder, 0),
+    tokens: tokens.filter((t) => String(t.biz_type) === String(r.biz_type)).map((t) => String(t.token)),
+  }));
+}
+
+/** Every row of every database, merged (see {@link mergeRows}). */
+export async function readAll(kind: Incumbent, urls: readonly string[]): Promise<IncumbentRow[]> {
+  const sets: IncumbentRow[][] = [];
+  for (const url of urls) sets.push(await readRows(kind, url));
+  return mergeRows(sets);
+}

@@ -1,0 +1,72 @@
+/**
+ * One row of the `application` table and the entity it holds, both ways:
+ * column types as each dialect returns them, the `compat` and `secrets`
+ * columns, and what a row written before `secrets` existed means.
+ */
+import { COMPAT_PROTOCOLS, type CompatProtocol, type EntityConfig, type EntityMode, type EntitySecret } from './entity';
+
+/** The `application` columns the store reads. */
+export interface Row {
+  entity_key: string;
+  entity_name: string;
+  id_mode: string;
+  increasing_type: number | string;
+  start_offset: string;
+  step: number | string;
+  current_offset?: string;
+  max_size_per_times: number | string;
+  max_size_per_second: number | string;
+  min_size_percent: number | string;
+  interval: number | string;
+  max_pool_size: number | string;
+  secret_hash: string;
+  delta: number | string;
+  remainder: number | string;
+  compat: string;
+  secrets: string | null;
+  create_time: number | string;
+  update_time: number | string;
+  deleted_at: number | string;
+}
+
+/** `increasing_type` of a segment entity (the column Leaf's table had). */
+export const MONOTONIC = 1;
+export const TREND = 2;
+
+/** An entity from its row (any dialect's column types). */
+export function toEntity(row: Row): EntityConfig {
+  const mode: EntityMode =
+    row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
+  return {
+    key: row.entity_key,
+    name: row.entity_name,
+    mode,
+    startOffset: BigInt(row.start_offset),
+    step: Number(row.step),
+    maxSizePerTimes: Number(row.max_size_per_times),
+    maxSizePerSecond: Number(row.max_size_per_second),
+    minSizePercent: Number(row.min_size_percent),
+    maxPoolSize: Number(row.max_pool_size),
+    interval: Number(row.interval),
+    delta: Number(row.delta),
+    remainder: Number(row.remainder),
+    compat: parseCompat(row.compat),
+    secrets: parseSecrets(row),
+    createTime: Number(row.create_time),
+    updateTime: Number(row.update_time),
+  };
+}
+
+/** The `compat` column: protocol names, comma-separated; a name this version does not know is ignored (never served). */
+function parseCompat(text: string): CompatProtocol[] {
+  return text.split(',').filter((p): p is CompatProtocol => (COMPAT_PROTOCOLS as readonly string[]).includes(p));
+}
+
+/** The `secrets` column (JSON, newest first); a row written before it existed has only `secret_hash`. */
+function parseSecrets(row: Pick<Row, 'secrets' | 'secret_hash' | 'create_time'>): EntitySecret[] {
+  if (row.secrets) return JSON.parse(row.secrets) as EntitySecret[];
+  return [{ id: 'primary', hash: row.secret_hash, createTime: Number(row.create_time), expiresAt: null }];
+}
+
+/** `secret_hash` keeps the newest secret's hash (what a reader of the row before `secrets` existed checks). */
+export const secretColumns = (secrets: readonly EntitySecret[]) => [secrets[0]?.hash ?? '', JSON.stringify(secrets)];

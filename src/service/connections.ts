@@ -1,0 +1,46 @@
+/** The connections a service starts with: the database (stride checked), Redis (functions loaded), and the claim on Redis's keys. */
+import type { Clock } from '../clock';
+import type { Config } from '../config/config';
+import { type Database, openDatabase } from '../db/database';
+import { deploymentId } from '../db/deployment-id';
+import { claimRedisKeys } from '../pool/deployment-claim';
+import { loadFunctions } from '../pool/functions';
+import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
+import { checkStride } from '../segment/stride-record';
+import type { Built } from './resources';
+
+/** The database, migrated, with this deployment's stride mapping checked against the one it recorded. */
+export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
+  const db = await openDatabase(config.databaseUrl, { clock });
+  try {
+    await checkStride(db, config.strideCount, config.strideIndex, clock);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return { value: db, close: () => db.close() };
+}
+
+/** The shared Redis with idpool's function library loaded, or undefined for the in-process pool. */
+export async function buildRedis(config: Config): Promise<Built<RedisClient | undefined>> {
+  if (!config.redis) return { value: undefined };
+  const redis = await connectRedis(config.redis, { socketTimeoutMs: config.redisSocketTimeoutMs });
+  const close = () => closeRedis(redis);
+  try {
+    await loadFunctions(redis);
+  } catch (err) {
+    await closeRedis(redis);
+    throw err;
+  }
+  return { value: redis, close };
+}
+
+/**
+ * Records this deployment (the id in its database) as the owner of the Redis
+ * keys under `prefix`; refuses to start when another deployment owns them
+ * (`pool/deployment-claim.ts`). Nothing to claim without Redis.
+ */
+export async function claimDeployment(db: Database, redis: RedisClient | undefined, prefix: string): Promise<void> {
+  if (!redis) return;
+  await claimRedisKeys(redis, prefix, { id: await deploymentId(db), database: db.description });
+}

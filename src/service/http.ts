@@ -1,0 +1,105 @@
+/** The HTTP face of a service: readiness over its dependencies, and the express app over the stores, pools and ops. */
+import type { Express } from 'express';
+import type { Clock } from '../clock';
+import type { Config } from '../config/config';
+import type { Database } from '../db/database';
+import type { EntityRegistry } from '../entities/registry';
+import { type ReadinessReport, createHttpApp } from '../http/app';
+import { AuthFailureLimiter } from '../http/auth';
+import { failedCheck, sharedCheck } from '../http/readiness';
+import type { Logger } from '../logger';
+import { type Ops, requestObserver } from '../ops';
+import type { OpsConfig } from '../ops/settings';
+import type { PoolStore } from '../pool/pool-store';
+import { SegmentLeaser } from '../segment/lease';
+import type { Pools, Stores } from './builders';
+import type { SnowflakeRuntime } from './snowflake';
+
+/** Readiness: the database and the pool answer within a second, and the lease is held. */
+export function readinessCheck(deps: {
+  db: Database;
+  poolStore: PoolStore;
+  snowflake: SnowflakeRuntime;
+  clock: Clock;
+  stopping: () => boolean;
+  sampling?: () => ReadinessReport['sampling'];
+}): () => Promise<ReadinessReport> {
+  const { db, poolStore, snowflake, clock } = deps;
+  return async () => {
+    const checks: Record<string, string> = {};
+    // Load balancers stop sending here first; the listener closes right after.
+    if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
+    // A failure is kept as its kind only (failedCheck): /readyz is public, and drivers' messages name hosts.
+    const probe = async (name: string, fn: () => Promise<unknown>) => {
+      const late = Symbol('late');
+      try {
+        const answer = await Promise.race([fn(), clock.sleep(1000).then(() => late)]);
+        checks[name] = answer === late ? 'timed out' : 'ok';
+      } catch (err) {
+        checks[name] = failedCheck(err);
+      }
+    };
+    await Promise.all([
+      probe('database', () => db.query('SELECT 1')),
+      probe(poolStore.kind === 'redis' ? 'redis' : 'pool', () => poolStore.ping()),
+    ]);
+    checks.lease = snowflake.leaseCheck();
+    return { ready: Object.values(checks).every((v) => v === 'ok'), checks, sampling: deps.sampling?.() };
+  };
+}
+
+export function buildHttp(deps: {
+  config: Config;
+  clock: Clock;
+  opsConfig: OpsConfig;
+  log: Logger;
+  stores: Stores;
+  registry: EntityRegistry;
+  pools: Pools;
+  snowflake: SnowflakeRuntime;
+  ops: Ops;
+  readiness: () => Promise<ReadinessReport>;
+  draining: () => boolean;
+}): Express {
+  const { stores, ops, log } = deps;
+  // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
+  const dependencyProbe = sharedCheck(deps.readiness, deps.clock, 1000);
+  return createHttpApp({
+    registry: deps.registry,
+    dispatcher: deps.pools.dispatcher,
+    lines: deps.pools.refiller,
+    poolStore: stores.poolStore,
+    demand: stores.demand,
+    allocator: stores.allocator,
+    adminToken: deps.config.adminToken,
+    snowflake: ops.countServed(deps.snowflake.issuer),
+    leases: new SegmentLeaser({
+      allocator: stores.allocator,
+      stride: stores.stride,
+      rate: stores.snowflakeRate,
+      events: ops.leaseEvents,
+    }),
+    workers: deps.snowflake.workers,
+    readiness: deps.readiness,
+    metrics: async () => {
+      ops.metrics.recordDependencies((await dependencyProbe()).checks);
+      return ops.metrics.render();
+    },
+    // The request line is built from the method, route, path, status and time only: nothing to redact.
+    observe: requestObserver({
+      log: log.child({ component: 'http' }, { redact: [] }),
+      mode: deps.opsConfig.requestLog,
+      slowMs: deps.opsConfig.requestLogSlowMs,
+      duration: ops.metrics.httpDuration,
+    }),
+    draining: deps.draining,
+    ops,
+    idempotency: stores.idempotency,
+    authFailures: new AuthFailureLimiter(deps.clock),
+    metricsToken: deps.config.metricsToken,
+    opsToken: deps.config.opsToken,
+    compat: deps.config.compat,
+    clock: deps.clock,
+    log: log.child({ component: 'http' }),
+  });
+}
