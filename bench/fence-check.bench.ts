@@ -14,6 +14,7 @@ import Redis from 'ioredis';
 import { systemClock } from '../src/clock';
 import { openDatabase } from '../src/db/database';
 import { type Logger, silentLogger } from '../src/logger';
+import { loggingRefillEvents } from '../src/ops/observers';
 import { FenceCarrier } from '../src/pool/fence-carry';
 import { FenceCheck } from '../src/pool/fence-check';
 import { entityKeys } from '../src/pool/keys';
@@ -51,7 +52,13 @@ async function main() {
       offsets: allocator,
       store,
       lock: new RedisRefillLock(redis, systemClock, undefined, PREFIX),
-      carrier: new FenceCarrier({ entities: { get: () => undefined }, allocator, store, stride, log: silentLogger }),
+      carrier: new FenceCarrier({
+        entities: { get: () => undefined },
+        allocator,
+        store,
+        stride,
+        events: loggingRefillEvents(silentLogger, { get: () => undefined }, stride),
+      }),
       clock: systemClock,
       log,
       intervalMs: 0,

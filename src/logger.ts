@@ -1,4 +1,6 @@
 import pino from 'pino';
+import type { Clock } from './clock';
+import { RepeatLimiter, withRepeated } from './repeat-limiter';
 
 /** The logging surface idpool's components need (pino's shape, so pino plugs in directly). */
 export interface Logger {
@@ -8,7 +10,7 @@ export interface Logger {
   error(obj: object, msg?: string): void;
   /**
    * `redact: []` drops the redaction pass for lines that never carry a
-   * secret (pino's child option). `foldInfo` asks a {@link RepeatLimiter}
+   * secret (pino's child option). `foldInfo` asks {@link RepeatedLines}
    * to fold the child's repeated info lines too; other loggers ignore it.
    */
   child(bindings: object, options?: ChildOptions): Logger;
@@ -58,41 +60,43 @@ function maskFields(obj: unknown): unknown {
 
 type Folded = 'info' | 'warn' | 'error';
 
-interface Repeats {
+/** A line held back: written with its count when its key falls silent. */
+interface HeldLine {
   logger: Logger;
   level: Folded;
-  msg: string | undefined;
-  /** The latest suppressed line's fields, written with the count. */
   obj: object;
-  lastWritten: number;
-  suppressed: number;
+  msg: string | undefined;
 }
 
 /**
- * Counts repeated warn/error lines instead of writing each: a distinct
- * message (level, logger bindings, `msg`, and `code`/`alarm`/`entityKey`,
- * or a request line's `method`/`route`/`status`) is written at once, then
- * at most once per `windowMs` with `repeated: N` (how many were held back).
- * During an outage every failing request logs the same few lines; this
- * keeps that to a few lines a second. A child asked with `foldInfo` folds
- * its info lines the same way (the request log's 4xx lines: a client
- * retrying a 429 at once, or a fleet with a stale secret).
+ * Folds repeated warn/error lines through one {@link RepeatLimiter}: a
+ * distinct message (level, logger bindings, `msg`, and
+ * `code`/`alarm`/`entityKey`, or a request line's `method`/`route`/`status`)
+ * is written at once, then at most once per `windowMs`, with `repeated: N`
+ * (how many were held back since the last one written); {@link tick} writes
+ * the count of a message that fell silent. During an outage every failing
+ * request logs the same few lines; this keeps that to a few lines a second.
+ * A child asked with `foldInfo` folds its info lines the same way (the
+ * request log's 4xx lines: a client retrying a 429 at once, or a fleet with
+ * a stale secret).
  */
-export class RepeatLimiter {
-  private readonly seen = new Map<string, Repeats>();
-  private readonly timer: NodeJS.Timeout | undefined;
+export class RepeatedLines {
+  private readonly limiter: RepeatLimiter<HeldLine>;
 
   constructor(
-    private readonly clock: { monotonic(): number },
-    private readonly windowMs = 1000,
+    clock: Pick<Clock, 'monotonic'>,
+    windowMs = 1000,
     /** Distinct messages tracked; beyond it every count is written and the table starts over (bounded memory). */
-    private readonly maxMessages = 1000,
-    timers = true,
+    maxMessages = 1000,
   ) {
-    if (timers) this.timer = setInterval(() => this.tick(), windowMs).unref();
+    this.limiter = new RepeatLimiter(clock, {
+      windowMs,
+      maxKeys: maxMessages,
+      heldBack: (line, count) => line.logger[line.level]({ ...line.obj, repeated: count }, line.msg),
+    });
   }
 
-  /** A logger whose warn/error lines (and info lines, with `foldInfo`) go through this limiter; debug passes straight through. */
+  /** A logger whose warn/error lines (and info lines, with `foldInfo`) are folded; debug passes straight through. */
   wrap(inner: Logger, scope = '', foldInfo = false): Logger {
     return {
       debug: (obj, msg) => inner.debug(obj, msg),
@@ -110,32 +114,14 @@ export class RepeatLimiter {
     };
   }
 
-  /** Writes the counts of messages held back for a whole window. Runs every `windowMs`. */
+  /** Writes the counts of messages silent for a whole window. Run every `windowMs`. */
   tick(): void {
-    const now = this.clock.monotonic();
-    for (const [key, r] of this.seen) {
-      if (now - r.lastWritten < this.windowMs) continue;
-      if (r.suppressed > 0) this.flushOne(r, now);
-      else this.seen.delete(key);
-    }
+    this.limiter.sweep();
   }
 
   /** Writes every held-back count now (shutdown). */
   flush(): void {
-    const now = this.clock.monotonic();
-    for (const r of this.seen.values()) if (r.suppressed > 0) this.flushOne(r, now);
-    this.seen.clear();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.flush();
-  }
-
-  private flushOne(r: Repeats, now: number): void {
-    r.logger[r.level]({ ...r.obj, repeated: r.suppressed }, r.msg);
-    r.suppressed = 0;
-    r.lastWritten = now;
+    this.limiter.drain();
   }
 
   private write(inner: Logger, scope: string, level: Folded, obj: object, msg?: string): void {
@@ -155,62 +141,9 @@ export class RepeatLimiter {
           ? v.toString()
           : '';
     const key = `${level}\n${scope}\n${msg}\n${part(o.code)}\n${part(o.alarm)}\n${part(o.entityKey)}\n${part(o.method)} ${part(o.route)} ${part(o.status)}`;
-    const now = this.clock.monotonic();
-    const known = this.seen.get(key);
-    if (!known) {
-      if (this.seen.size >= this.maxMessages) this.flush();
-      this.seen.set(key, { logger: inner, level, msg, obj, lastWritten: now, suppressed: 0 });
-      inner[level](obj, msg);
-      return;
-    }
-    if (known.suppressed === 0 && now - known.lastWritten >= this.windowMs) {
-      known.lastWritten = now;
-      inner[level](obj, msg);
-      return;
-    }
-    known.suppressed++;
-    known.obj = obj;
-  }
-}
-
-/**
- * Decides which failures of a periodic loop over many entities are logged:
- * each entity (or step) at most once per `perKeyMs`, and at most
- * `perSecond` lines a second in all, so one entity failing every tick never
- * hides another's first failure, and an outage failing every entity at once
- * writes a few lines, not one per entity.
- */
-export class FailureLogGate {
-  private readonly lastLogged = new Map<string, number>();
-  private second = Number.NEGATIVE_INFINITY;
-  private inSecond = 0;
-
-  constructor(
-    private readonly clock: { monotonic(): number },
-    private readonly perKeyMs = 60_000,
-    private readonly perSecond = 10,
-    /** Keys remembered; beyond it the table starts over (bounded memory at 100,000 entities). */
-    private readonly maxKeys = 10_000,
-  ) {}
-
-  /** Whether a failure of `key` is to be logged now (and, if so, counts it as logged). */
-  open(key: string): boolean {
-    const now = this.clock.monotonic();
-    if (now - (this.lastLogged.get(key) ?? Number.NEGATIVE_INFINITY) < this.perKeyMs) return false;
-    if (now - this.second >= 1000) {
-      this.second = now;
-      this.inSecond = 0;
-    }
-    if (this.inSecond >= this.perSecond) return false;
-    this.inSecond++;
-    if (this.lastLogged.size >= this.maxKeys) this.lastLogged.clear();
-    this.lastLogged.set(key, now);
-    return true;
-  }
-
-  /** Forgets a key (a retired entity). */
-  forget(key: string): void {
-    this.lastLogged.delete(key);
+    const held = this.limiter.admit(key, { logger: inner, level, obj, msg });
+    if (held === undefined) return;
+    inner[level](withRepeated(obj, held), msg);
   }
 }
 
@@ -240,7 +173,7 @@ export interface ProcessLogger {
  * (bench/request-log.bench.ts); they are flushed at least once a second.
  * Warnings and errors are flushed at the end of the event-loop turn, one
  * flush for however many that turn wrote, and repeated ones are counted
- * ({@link RepeatLimiter}). The buffer is bounded ({@link MAX_BUFFER_BYTES}).
+ * ({@link RepeatedLines}). The buffer is bounded ({@link MAX_BUFFER_BYTES}).
  * Tokens and secrets are never passed to the logger; the redaction is a
  * second line of defence.
  */
@@ -281,7 +214,8 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     },
     destination,
   );
-  const repeats = new RepeatLimiter(clock);
+  const repeats = new RepeatedLines(clock);
+  setInterval(() => repeats.tick(), 1000).unref();
   return {
     log: repeats.wrap(root),
     flush: () => destination.flush(),

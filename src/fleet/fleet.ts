@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
 import { errorMessage } from '../errors';
 import type { Logger } from '../logger';
+import { RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { type Periodic, every } from '../schedule';
 import {
   type FleetInstances,
@@ -76,12 +77,14 @@ export interface FleetRates {
 export class Fleet {
   private readonly schedule: Periodic;
   private readonly readTimeoutMs: number;
-  private lastFailureLog = Number.NEGATIVE_INFINITY;
+  /** One key for every fleet failure: they share their cause (Redis), and one line a minute says it. */
+  private readonly failureLog: RepeatLimiter;
   /** Alarm records Redis did not take (an alarm about Redis itself is raised while it is away): sent on a later beat. */
   private readonly unsent: Record<string, unknown>[] = [];
 
   constructor(private readonly o: FleetOptions) {
     this.readTimeoutMs = o.readTimeoutMs ?? READ_TIMEOUT_MS;
+    this.failureLog = new RepeatLimiter(o.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
     // Five heartbeats a TTL: one lost to a slow Redis or a GC pause does not make an instance look gone.
     const intervalMs = Math.max(100, Math.min(1000, Math.floor(o.ttlMs / 5)));
     this.schedule = every('fleet-heartbeat', intervalMs, () => this.beat(), o.clock);
@@ -242,10 +245,9 @@ export class Fleet {
   }
 
   private failed(what: string, err: unknown): void {
-    const now = this.o.clock.now();
-    if (now - this.lastFailureLog < FAILURE_LOG_MS) return;
-    this.lastFailureLog = now;
-    this.o.log.warn({ err: errorMessage(err) }, what);
+    const repeated = this.failureLog.admit('fleet');
+    if (repeated === undefined) return;
+    this.o.log.warn(withRepeated({ err: errorMessage(err) }, repeated), what);
   }
 }
 

@@ -30,13 +30,9 @@ export function createHttpApp(deps: HttpDeps): express.Express {
     next();
   });
 
+  const clock = deps.clock ?? systemClock;
   const tokens = new ServiceTokens({ admin: deps.adminToken, ops: deps.opsToken, metrics: deps.metricsToken });
-  const guards = createGuards(
-    deps,
-    tokens,
-    deps.authFailures ?? new AuthFailureLimiter(deps.clock ?? systemClock),
-    deps.log,
-  );
+  const guards = createGuards(deps, tokens, deps.authFailures ?? new AuthFailureLimiter(clock), deps.log);
   const take = takeHandler(deps, guards);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
   app.use(takeFastPath(take));
@@ -45,7 +41,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   registerSegmentRoutes(app, deps, guards);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
-  const errors = errorFaces(deps.log);
+  const errors = errorFaces(deps.log, clock);
   if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors);
   if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors);
 

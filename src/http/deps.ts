@@ -90,7 +90,7 @@ export interface HttpDeps {
   metricsToken?: string;
   /** Read-only operator token: the dashboard, `GET /admin/*` and `/metrics`; no writes. */
   opsToken?: string;
-  /** The clock of `/readyz`'s cache and the default failure limiter; the system's when absent. */
+  /** The clock of `/readyz`'s cache, the default failure limiter and the 503 alarm's limiter; the system's when absent. */
   clock?: Pick<Clock, 'monotonic'>;
   /** Failed authentications per client address (429 past its limit); one is made when absent. */
   authFailures?: AuthFailureLimiter;

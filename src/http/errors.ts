@@ -1,6 +1,8 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { IdpoolError, InvalidRequestError, PayloadTooLargeError, UnavailableError, errorMessage } from '../errors';
+import type { Clock } from '../clock';
 import type { Logger } from '../logger';
+import { RepeatLimiter } from '../repeat-limiter';
 import { dependencyFailure } from './dependency-failure';
 import { scrub } from './readiness';
 
@@ -19,8 +21,8 @@ const DEPENDENCY_ALARM_EVERY_MS = 10_000;
 export type ErrorAnswer = (req: Request, res: Response, err: IdpoolError) => void;
 
 /** Turns any error into the JSON error of docs/design.md; logs only what is our fault or a dependency's. */
-export function errorHandler(log: Logger, now: () => number = Date.now): ErrorRequestHandler {
-  return errorFaces(log, now)(jsonError);
+export function errorHandler(log: Logger, clock: Pick<Clock, 'monotonic'>): ErrorRequestHandler {
+  return errorFaces(log, clock)(jsonError);
 }
 
 /** idpool's own face: `{"error": {"code", "message"}}` with the error's status and `Retry-After`. */
@@ -32,25 +34,21 @@ export const jsonError: ErrorAnswer = (_req, res, err) => {
  * One classification of errors, several faces: every error becomes the
  * IdpoolError idpool answers (a dependency fault 503, anything unknown 500,
  * logged and alarmed once here), then `answer` writes it in its protocol's
- * format. The faces share one alarm throttle.
+ * format. The faces share one limiter of the 503 alarm.
  */
-export function errorFaces(log: Logger, now: () => number = Date.now): (answer: ErrorAnswer) => ErrorRequestHandler {
-  const alarms = new Map<string, { at: number; suppressed: number }>();
+export function errorFaces(log: Logger, clock: Pick<Clock, 'monotonic'>): (answer: ErrorAnswer) => ErrorRequestHandler {
+  // Kinds are a handful (`dependencyFailure`'s); the bound is only a guard.
+  const alarms = new RepeatLimiter(clock, { windowMs: DEPENDENCY_ALARM_EVERY_MS, maxKeys: 100 });
   const dependencyAlarm = (kind: string, err: unknown, path: string) => {
-    const t = now();
-    const last = alarms.get(kind);
-    if (last && t - last.at < DEPENDENCY_ALARM_EVERY_MS) {
-      last.suppressed++;
-      return;
-    }
-    alarms.set(kind, { at: t, suppressed: 0 });
+    const suppressed = alarms.admit(kind);
+    if (suppressed === undefined) return;
     log.error(
       {
         alarm: 'dependency_unavailable',
         kind,
         path,
         err: errorMessage(err),
-        requestsSinceLastAlarm: (last?.suppressed ?? 0) + 1,
+        requestsSinceLastAlarm: suppressed + 1,
       },
       'a dependency (database or Redis) is unavailable; answering 503',
     );

@@ -2,6 +2,7 @@ import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { Ring } from './forecast';
 import { errorMessage } from '../errors';
+import { RepeatLimiter } from '../repeat-limiter';
 
 export type AlarmSeverity = 'warning' | 'critical';
 
@@ -103,12 +104,15 @@ const EVENT_LOG_INTERVAL_MS = 1000;
 export class Alarms {
   private readonly active = new Map<string, AlarmInput>();
   private readonly lastNotified = new Map<string, number>();
-  private readonly bursts = new Map<string, { at: number; folded: number }>();
+  /** Events of one key within {@link EVENT_LOG_INTERVAL_MS} of the last logged are counted into the next. */
+  private readonly bursts: RepeatLimiter;
   private readonly recentRing = new Ring<AlarmRecord>(RECENT);
   private delivery: Promise<void> = Promise.resolve();
   private pending = 0;
 
-  constructor(private readonly o: AlarmsOptions) {}
+  constructor(private readonly o: AlarmsOptions) {
+    this.bursts = new RepeatLimiter(o.clock, { windowMs: EVENT_LOG_INTERVAL_MS, maxKeys: 10_000 });
+  }
 
   /** This process's name in its alarms (host:pid); {@link recent} holds only this process's alarms (the fleet's are in Redis). */
   get instance(): string {
@@ -121,16 +125,8 @@ export class Alarms {
    * the count of the ones folded into it.
    */
   raise(alarm: AlarmInput): void {
-    const key = keyOf(alarm);
-    const now = this.o.clock.now();
-    const burst = this.bursts.get(key);
-    if (burst && now - burst.at < EVENT_LOG_INTERVAL_MS) {
-      burst.folded++;
-      return;
-    }
-    const folded = burst?.folded ?? 0;
-    if (this.bursts.size > 10_000) this.bursts.clear();
-    this.bursts.set(key, { at: now, folded: 0 });
+    const folded = this.bursts.admit(keyOf(alarm));
+    if (folded === undefined) return;
     this.fire(folded ? { ...alarm, details: { ...alarm.details, repeatsFolded: folded } } : alarm);
   }
 
@@ -183,15 +179,7 @@ export class Alarms {
     const notify = sink !== undefined && (last === undefined || now - last >= this.o.dedupeMs);
     const at = new Date(now).toISOString();
     const alias = ALARM_ALIASES[alarm.name];
-    const line = {
-      alarm: alarm.name,
-      ...(alias ? { alias } : {}),
-      severity: alarm.severity,
-      entityKey: alarm.entityKey,
-      ...alarm.details,
-    };
-    if (alarm.severity === 'critical') this.o.log.error(line, alarm.message);
-    else this.o.log.warn(line, alarm.message);
+    logAlarm(this.o.log, alarm);
     this.o.onRaised?.(alarm.name, alarm.severity);
     if (alias) this.o.onRaised?.(alias, alarm.severity);
     this.record({ ...alarm, at, status: 'firing', notified: notify });
@@ -216,6 +204,20 @@ export class Alarms {
       .catch((err: unknown) => this.o.log.warn({ alarm: alarm.name, err: errorMessage(err) }, 'alarm webhook failed'))
       .finally(() => this.pending--);
   }
+}
+
+/** An alarm's log line: `warn` for warnings, `error` for critical; a renamed alarm carries its former name as `alias`. */
+export function logAlarm(log: Logger, alarm: AlarmInput): void {
+  const alias = ALARM_ALIASES[alarm.name];
+  const line = {
+    alarm: alarm.name,
+    ...(alias ? { alias } : {}),
+    severity: alarm.severity,
+    entityKey: alarm.entityKey,
+    ...alarm.details,
+  };
+  if (alarm.severity === 'critical') log.error(line, alarm.message);
+  else log.warn(line, alarm.message);
 }
 
 function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {

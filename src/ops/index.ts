@@ -10,12 +10,13 @@ import type { OpsConfig } from './settings';
 import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
 import type { DispatchEvents } from '../pool/dispatcher';
-import type { RefillEvents } from '../pool/refiller';
+import type { RefillEvents } from '../pool/refill-events';
 import type { LeaseEvents } from '../segment/lease';
 import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
-import { type LeaseView, OpsSampler, type SamplerOptions } from './sampler';
+import { OpsSampler, type SamplerOptions } from './sampler';
+import type { LeaseView } from './snowflake-sampling';
 
 export { requestObserver } from './request-log';
 

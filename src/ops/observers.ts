@@ -1,8 +1,9 @@
 import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
-import type { RefillEvents } from '../pool/refiller';
+import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
-import type { AlarmInput, Alarms } from './alarms';
+import type { Logger } from '../logger';
+import { type AlarmInput, type Alarms, logAlarm } from './alarms';
 import type { OpsMetrics } from './metrics';
 import type { SamplerOptions } from './sampler';
 
@@ -11,11 +12,15 @@ export interface Issuer {
   take(entity: { readonly key: string }, count: number): string[] | Promise<string[]>;
 }
 
+interface Entities {
+  get(key: string): EntityConfig | undefined;
+}
+
 /** Turns the refiller's events into metrics and alarms. */
 export function opsRefillEvents(
   metrics: OpsMetrics,
   alarms: Alarms,
-  entities: { get(key: string): EntityConfig | undefined },
+  entities: Entities,
   stride: SamplerOptions['stride'],
 ): RefillEvents {
   return {
@@ -27,43 +32,89 @@ export function opsRefillEvents(
     },
     fenceRefused(entity, start, end) {
       metrics.fenceRefusals.inc({ entity });
-      alarms.raise({
-        name: 'fence_refused',
-        severity: 'warning',
-        entityKey: entity,
-        message: `segment [${start}, ${end}) of ${entity} refused by the fence (a newer one was pushed); dropped`,
-        details: { start: start.toString(), end: end.toString() },
-      });
+      alarms.raise(fenceRefusedAlarm(entity, start, end));
     },
     databaseBehind(report) {
       metrics.databaseBehind.inc({ entity: report.entityKey });
       alarms.raise(databaseBehindAlarm(report));
     },
     poolDiscarded(entity, fence) {
-      // The refiller also "resets" a pool no epoch has claimed yet (a new
-      // entity): with nothing ever reserved below the fence there was
-      // nothing to discard.
-      const config = entities.get(entity);
-      if (config && fence < stride.of(config).toId(config.startOffset)) return;
+      if (!discardedIds(entities, stride, entity, fence)) return;
       metrics.poolsDiscarded.inc({ entity });
-      alarms.raise({
-        name: 'pool_discarded',
-        severity: 'warning',
-        entityKey: entity,
-        message: `pool of ${entity} discarded after a Redis server change; refilled from the database`,
-        details: { fence: fence.toString() },
-      });
+      alarms.raise(poolDiscardedAlarm(entity, fence));
     },
     epochChanged(from, to) {
       metrics.redisEpochChanges.inc();
-      alarms.raise({
-        name: 'redis_epoch_changed',
-        severity: 'critical',
-        message: 'Redis epoch changed (restart or failover): every pool is discarded and refilled from the database',
-        details: { from, to },
-      });
+      alarms.raise(epochChangedAlarm(from, to));
     },
     failed: () => metrics.refillFailures.inc(),
+  };
+}
+
+/**
+ * The refiller's events as log lines alone (a refiller built without the
+ * ops side: tests, tools): each alarm's line as {@link Alarms} writes it,
+ * without folding, metrics or webhook.
+ */
+export function loggingRefillEvents(log: Logger, entities: Entities, stride: SamplerOptions['stride']): RefillEvents {
+  return {
+    refilled: () => undefined,
+    fenceRefused: (entity, start, end) => logAlarm(log, fenceRefusedAlarm(entity, start, end)),
+    databaseBehind: (report) => logAlarm(log, databaseBehindAlarm(report)),
+    poolDiscarded(entity, fence) {
+      if (discardedIds(entities, stride, entity, fence)) logAlarm(log, poolDiscardedAlarm(entity, fence));
+    },
+    epochChanged: (from, to) => logAlarm(log, epochChangedAlarm(from, to)),
+    failed: () => undefined,
+  };
+}
+
+/**
+ * Whether a reset pool may have held ids: the refiller also "resets" a pool
+ * no epoch has claimed yet (a new entity), and with nothing ever reserved
+ * below the fence there was nothing to discard.
+ */
+function discardedIds(entities: Entities, stride: SamplerOptions['stride'], entity: string, fence: bigint): boolean {
+  const config = entities.get(entity);
+  return !config || fence >= stride.of(config).toId(config.startOffset);
+}
+
+function fenceRefusedAlarm(entity: string, start: bigint, end: bigint): AlarmInput {
+  return {
+    name: 'fence_refused',
+    severity: 'warning',
+    entityKey: entity,
+    message: `segment [${start}, ${end}) of ${entity} refused by the fence (a newer one was pushed); dropped`,
+    details: { start: start.toString(), end: end.toString() },
+  };
+}
+
+function poolDiscardedAlarm(entity: string, fence: bigint): AlarmInput {
+  return {
+    name: 'pool_discarded',
+    severity: 'warning',
+    entityKey: entity,
+    message: `pool of ${entity} discarded after a Redis server change; refilled from the database`,
+    details: { fence: fence.toString() },
+  };
+}
+
+function epochChangedAlarm(from: string, to: string): AlarmInput {
+  return {
+    name: 'redis_epoch_changed',
+    severity: 'critical',
+    message: 'Redis epoch changed (restart or failover): every pool is discarded and refilled from the database',
+    details: { from, to },
+  };
+}
+
+function poolExhaustedAlarm(entity: string, count: number): AlarmInput {
+  return {
+    name: 'pool_exhausted',
+    severity: 'critical',
+    entityKey: entity,
+    message: `pool of ${entity} exhausted: a request for ${count} ids found too few after waiting for a refill`,
+    details: { count },
   };
 }
 
@@ -107,14 +158,18 @@ export function opsDispatchEvents(
     refused: onRefused,
     exhausted(entity, count) {
       metrics.exhausted.inc({ entity });
-      alarms.raise({
-        name: 'pool_exhausted',
-        severity: 'critical',
-        entityKey: entity,
-        message: `pool of ${entity} exhausted: a request for ${count} ids found too few after waiting for a refill`,
-        details: { count },
-      });
+      alarms.raise(poolExhaustedAlarm(entity, count));
     },
+  };
+}
+
+/** The dispatcher's events as log lines alone (a dispatcher built without the ops side: tests, tools): only exhaustion is an alarm. */
+export function loggingDispatchEvents(log: Logger): DispatchEvents {
+  return {
+    served: () => undefined,
+    rateLimited: () => undefined,
+    refused: () => undefined,
+    exhausted: (entity, count) => logAlarm(log, poolExhaustedAlarm(entity, count)),
   };
 }
 

@@ -9,7 +9,7 @@ export interface RequestObserverOptions {
   /**
    * `all`: a line per request; `errors`: non-2xx answers and requests of
    * `slowMs` or more, repeats of one method, route and status folded into a
-   * line a second with their count (the logger's `RepeatLimiter`); `off`: none.
+   * line a second with their count (the logger's `RepeatedLines`); `off`: none.
    */
   mode: RequestLogMode;
   /** Default 250. */

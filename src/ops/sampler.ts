@@ -1,33 +1,19 @@
-import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { SegmentAllocator } from '../segment/allocator';
-import type { Clock } from '../clock';
-import { FailureLogGate, type Logger } from '../logger';
+import type { Logger } from '../logger';
+import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
 import type { Alarms } from './alarms';
 import { AlarmRules } from './alarm-rules';
-import { type ChartPoint, type EntityOverview, dashboardRows } from './dashboard-rows';
-import {
-  type EntityForecast,
-  type PoolSample,
-  Ring,
-  type SnowflakeForecast,
-  forecastEntity,
-  ratesOf,
-} from './forecast';
+import { type EntityOverview, dashboardRows } from './dashboard-rows';
+import { EntityHistory, type EntityHistoryOptions } from './entity-history';
+import { SnowflakeSampling, type SnowflakeSamplingOptions } from './snowflake-sampling';
+import type { EntityForecast } from './forecast';
 import { round } from './format';
-import type { OpsMetrics } from './metrics';
 import { errorMessage } from '../errors';
 
-export type { ChartPoint, EntityOverview } from './dashboard-rows';
-
-/** This instance's worker lease as the ops side sees it (snowflake mode). */
-export interface LeaseView {
-  status(): { workerId: number | undefined; held: boolean; expiresAt?: number };
-  /** Worker ids of this deployment's range, and how many have a live lease. */
-  usage?(): Promise<{ inUse: number; total: number }>;
-}
+export type { EntityOverview } from './dashboard-rows';
 
 /**
  * Active entities one sampling run reads at most: one pipeline of 1,000
@@ -45,32 +31,18 @@ const IDLE_BATCH = 200;
 /** An entity taken from is read every run for this long after. */
 const ACTIVE_MS = 60_000;
 
-export interface SamplerOptions {
+/** What the sampler reads and where it reports; its history's and its snowflake side's options with it. */
+export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
   poolStore: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
   demand: Pick<Demand, 'target' | 'lowWatermark'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
-  /** Ids this instance has served per entity so far. */
-  served?: (entityKey: string) => number;
-  /** Takes this instance refused per entity so far for too few ids ready (pool short, or its refill failing). */
-  refused?: (entityKey: string) => number;
-  /** The deployment's stride; `of(entity)` adds the entity's spacing. */
-  stride: Pick<IdStride, 'of'>;
-  metrics: OpsMetrics;
   alarms: Alarms;
-  clock: Clock;
   log: Logger;
-  /** Read when first needed: the snowflake layout is built after the pool side. */
-  snowflake?: () => SnowflakeForecast | undefined;
-  lease?: LeaseView;
   /** Sampling period (IDPOOL_OPS_SAMPLE_MS). */
   sampleMs: number;
-  /** Rates behind forecasts are averaged over this long. */
-  rateWindowMs: number;
-  /** Chart rates are averaged over this long (short: the chart should move). */
-  chartRateWindowMs: number;
   /** History kept for the dashboard charts. */
   historyMs: number;
   /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
@@ -95,8 +67,6 @@ export interface SamplingHealth {
   staleEntities: number;
 }
 
-/** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
-const USAGE_EVERY_MS = 10_000;
 /** A sample older than this many rounds is stale (one round late is load; two is a stopped sampler). */
 const STALE_ROUNDS = 2;
 
@@ -108,22 +78,17 @@ const STALE_ROUNDS = 2;
  * requests arrive; nothing here is on the request path.
  */
 export class OpsSampler {
-  private readonly samples = new Map<string, Ring<PoolSample>>();
-  private readonly charts = new Map<string, Ring<ChartPoint>>();
-  private readonly forecasts = new Map<string, EntityForecast>();
+  private readonly history: EntityHistory;
+  /** The worker lease and snowflake forecasts (snowflake mode). */
+  private readonly snowflakeSide: SnowflakeSampling;
   private readonly rules: AlarmRules;
-  /** Entities whose pool has reached its low watermark once: before that, an empty pool is just new. */
-  private readonly filledOnce = new Set<string>();
-  /** Per entity: the takes refused so far, and when that count last grew. */
-  private readonly refusals = new Map<string, { count: number; at: number }>();
   private readonly schedule: Periodic;
-  private readonly failureLog: FailureLogGate;
+  private readonly failureLog: RepeatLimiter;
   /** Runs a round over every idle entity takes (1 up to IDLE_BATCH entities). */
   private rounds = 1;
   /** When sampling started: an entity never sampled since is stale after two rounds too. */
   private startedAt: number | undefined;
 
-  private lastUsageAt = Number.NEGATIVE_INFINITY;
   /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
   private lastSampledAt: number | undefined;
   /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
@@ -131,8 +96,10 @@ export class OpsSampler {
 
   constructor(private readonly o: SamplerOptions) {
     this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce(), o.clock);
-    this.failureLog = new FailureLogGate(o.clock);
+    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
     this.rules = new AlarmRules(o);
+    this.history = new EntityHistory(o);
+    this.snowflakeSide = new SnowflakeSampling(o, this.rules);
     const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
     this.round = new ActivityRound({
       list: () => o.entities.list().filter((e) => e.mode !== 'snowflake'),
@@ -168,8 +135,8 @@ export class OpsSampler {
    */
   async sampleOnce(): Promise<void> {
     if (await this.guard('entities', undefined, () => this.sampleEntities())) this.lastSampledAt = this.o.clock.now();
-    await this.guard('lease', undefined, () => this.sampleLease());
-    await this.guard('snowflake', undefined, () => this.checkSnowflake());
+    await this.guard('lease', undefined, () => this.snowflakeSide.sampleLease());
+    await this.guard('snowflake', undefined, () => this.snowflakeSide.checkSnowflake());
   }
 
   /** Runs `step`, logging a failure with the entity's key (if any) instead of throwing it. */
@@ -179,11 +146,13 @@ export class OpsSampler {
       return true;
     } catch (err) {
       if (entityKey !== undefined) this.o.metrics.sampleFailures.inc({ entity: entityKey });
-      if (this.failureLog.open(entityKey ?? `\u0000${step}`)) {
-        const message = errorMessage(err);
-        if (entityKey === undefined) this.o.log.warn({ step, err: message }, 'ops sampling failed');
-        else this.o.log.warn({ entity: entityKey, err: message }, 'ops sampling of an entity failed: the others go on');
-      }
+      const repeated = this.failureLog.admit(entityKey ?? `\u0000${step}`);
+      if (repeated === undefined) return false;
+      const [fields, msg] =
+        entityKey === undefined
+          ? [{ step }, 'ops sampling failed']
+          : [{ entityKey }, 'ops sampling of an entity failed: the others go on'];
+      this.o.log.warn(withRepeated({ ...fields, err: errorMessage(err) }, repeated), msg);
       return false;
     }
   }
@@ -208,7 +177,7 @@ export class OpsSampler {
       );
     }
     if (!live) return;
-    for (const key of [...this.samples.keys()]) if (!live.has(key)) this.forget(key);
+    for (const key of this.history.keys()) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
     for (const key of [...this.o.metrics.sampleAge.values.keys()])
       if (!live.has(key)) this.o.metrics.sampleAge.remove({ entity: key });
@@ -229,62 +198,17 @@ export class OpsSampler {
     this.o.metrics.sampleAge.sampled(entity.key, at);
     // Taken from since the last sample (by anyone: reserved beyond what the pool grew), or served here: active.
     // A refill alone moves offset and size together and leaves an idle entity idle.
-    const last = this.samples.get(entity.key)?.toArray().at(-1);
+    const last = this.history.lastSample(entity.key);
     if (
       last &&
       (Number(offset - last.offset) - (size - last.size) > 0 ||
         (last.served ?? 0) !== (this.o.served?.(entity.key) ?? 0))
     )
       this.round.touch(entity.key, at);
-    const f = this.record(entity, { at, size, offset }, capacity);
+    const f = this.history.record(entity, { at, size, offset }, capacity);
     if (!f) return;
     this.publish(entity, size, offset, f);
-    this.rules.checkEntity(entity, size, at, f, this.filledOnce.has(entity.key));
-  }
-
-  /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
-  private record(
-    entity: EntityConfig,
-    sample: { at: number; size: number; offset: bigint },
-    capacity: number,
-  ): EntityForecast | undefined {
-    const { stride } = this.o;
-    let ring = this.samples.get(entity.key);
-    // Until the pool first reaches its watermark, keep only the latest
-    // sample: the first fill reserves a whole pool and pushes it over many
-    // script calls, and a sample taken mid-push would read as a huge take
-    // rate. Rates start from the first filled sample.
-    if (!ring || !this.filledOnce.has(entity.key)) this.samples.set(entity.key, (ring = new Ring(capacity)));
-    else if (ring.capacity < capacity) this.samples.set(entity.key, (ring = Ring.from(ring, capacity)));
-    if (sample.size >= this.o.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
-    ring.push({ ...sample, served: this.o.served?.(entity.key) });
-    const history = ring.toArray();
-    const spaced = stride.of(entity);
-    let f = forecastEntity(history, this.o.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
-    if (!f) return undefined;
-    // Refused takes take nothing, so the take rate of a pool too short for its
-    // requests falls to 0 and its forecast to "never" while every request
-    // fails: a pool that refused takes within the rate window is dry now.
-    if (this.refusedRecently(entity.key, sample.at)) f = { ...f, poolDrySeconds: 0 };
-    this.forecasts.set(entity.key, f);
-    let chart = this.charts.get(entity.key);
-    if (!chart) this.charts.set(entity.key, (chart = new Ring(capacity)));
-    else if (chart.capacity < capacity) this.charts.set(entity.key, (chart = Ring.from(chart, capacity)));
-    chart.push({
-      t: sample.at,
-      size: sample.size,
-      takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond),
-    });
-    return f;
-  }
-
-  /** Whether this instance refused a take of the entity for too few ids within the rate window. */
-  private refusedRecently(entityKey: string, at: number): boolean {
-    const count = this.o.refused?.(entityKey) ?? 0;
-    const last = this.refusals.get(entityKey) ?? { count: 0, at: Number.NEGATIVE_INFINITY };
-    const now = count > last.count ? { count, at } : last;
-    this.refusals.set(entityKey, now);
-    return at - now.at < this.o.rateWindowMs;
+    this.rules.checkEntity(entity, size, at, f, this.history.filled(entity.key));
   }
 
   /** Sets the entity's pool and forecast gauges. */
@@ -306,44 +230,9 @@ export class OpsSampler {
   /** Drops a retired entity's history, gauges and alarms. */
   private forget(key: string): void {
     this.failureLog.forget(key);
-    this.samples.delete(key);
-    this.charts.delete(key);
-    this.forecasts.delete(key);
-    this.filledOnce.delete(key);
-    this.refusals.delete(key);
+    this.history.forget(key);
     this.o.metrics.forgetEntity(key);
     this.rules.forgetEntity(key);
-  }
-
-  private async sampleLease(): Promise<void> {
-    const lease = this.o.lease;
-    if (!lease) return;
-    const { metrics } = this.o;
-    const status = lease.status();
-    const now = this.o.clock.now();
-    metrics.leaseHeld.set(status.held ? 1 : 0);
-    metrics.leaseWorkerId.set(status.workerId ?? -1);
-    metrics.leaseRemaining.set(
-      status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0,
-    );
-    this.rules.checkLease(status);
-    if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
-      this.lastUsageAt = now;
-      const { inUse, total } = await lease.usage();
-      metrics.workersInUse.set(inUse);
-      metrics.workersAvailable.set(total);
-      this.rules.checkWorkerRange(inUse, total);
-    }
-  }
-
-  private checkSnowflake(): void {
-    const sf = this.o.snowflake?.();
-    if (!sf) return;
-    this.o.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
-    this.o.metrics.snowflakeJsSafe.set(
-      sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000,
-    );
-    this.rules.checkSnowflake(sf, this.o.clock.now());
   }
 
   /** Pool, rates, forecasts and chart history of the given entities (the dashboard's page; default all). */
@@ -352,9 +241,9 @@ export class OpsSampler {
       entities,
       {
         demand: this.o.demand,
-        lastSample: (key) => this.samples.get(key)?.toArray().at(-1),
-        forecast: (key) => this.forecasts.get(key),
-        chart: (key) => this.charts.get(key)?.toArray() ?? [],
+        lastSample: (key) => this.history.lastSample(key),
+        forecast: (key) => this.history.forecast(key),
+        chart: (key) => this.history.chart(key),
         sampledAt: (key) => this.sampledAt(key),
         isStale: (key, now) => this.isStale(key, now),
       },
@@ -399,6 +288,6 @@ export class OpsSampler {
 
   /** The latest forecast of one entity (tests, CLI). */
   forecast(entityKey: string): EntityForecast | undefined {
-    return this.forecasts.get(entityKey);
+    return this.history.forecast(entityKey);
   }
 }

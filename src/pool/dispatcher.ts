@@ -1,9 +1,9 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import { TurnGroups, type Waiter as CoalescedWaiter, share } from '../coalesce';
-import { PoolExhaustedError, RateLimitedError, UnavailableError } from '../errors';
-import type { Logger } from '../logger';
+import { PoolExhaustedError, UnavailableError } from '../errors';
 import type { PoolStore, TakeResult } from './pool-store';
+import { entityRateLimited } from './rate-limit';
 import type { Refiller } from './refiller';
 import type { TakenIds } from './taken-ids';
 
@@ -11,15 +11,14 @@ export interface DispatcherOptions {
   store: PoolStore;
   refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill' | 'lastFailure' | 'lowWatermark' | 'touch'>;
   clock: Clock;
-  log: Logger;
   /**
    * How long a request waits on an empty pool for a refill before 503. One
    * refill is a SQL round trip plus a push (a few ms here); 250 ms also
    * covers a refill another instance is running under the lock.
    */
   shortageWaitMs?: number;
-  /** Metrics and alarms (src/ops); without it exhaustion is only logged. */
-  events?: DispatchEvents;
+  /** Metrics and alarms (`ops/observers.ts`; there too a logging-only implementation). */
+  events: DispatchEvents;
   /**
    * Whether takes for one entity arriving in the same event-loop turn share
    * one store call. Default: for the Redis store, where each call is a
@@ -105,7 +104,7 @@ export class Dispatcher {
   private served(entityKey: string, count: number): void {
     this.o.refiller.touch(entityKey);
     this.stats.idsServed += count;
-    this.o.events?.served(entityKey, count);
+    this.o.events.served(entityKey, count);
   }
 
   private async takeAlone(entity: EntityConfig, count: number): Promise<TakenIds> {
@@ -120,11 +119,8 @@ export class Dispatcher {
           return result.ids;
         case 'rate_limited':
           this.stats.rateLimited++;
-          this.o.events?.rateLimited(entity.key);
-          throw new RateLimitedError(
-            `entity ${entity.key} is limited to ${entity.maxSizePerSecond} ids per second`,
-            Math.max(1, Math.ceil(result.retryAfterMs / 1000)),
-          );
+          this.o.events.rateLimited(entity.key);
+          throw entityRateLimited(entity.key, entity.maxSizePerSecond, result.retryAfterMs);
         case 'epoch_changed':
           refiller.markReset(entity.key);
           break;
@@ -137,16 +133,11 @@ export class Dispatcher {
           throw new UnavailableError(`pool of ${entity.key} is being rebuilt after a Redis server change`, 1);
         // The refill failed (database or Redis down): that is the answer's
         // cause, and the error handler turns it into 503 unavailable.
-        this.o.events?.refused(entity.key);
+        this.o.events.refused(entity.key);
         const failure = refiller.lastFailure(entity.key);
         if (failure !== undefined) throw failure;
         this.stats.exhausted++;
-        if (this.o.events) this.o.events.exhausted(entity.key, count);
-        else
-          this.o.log.error(
-            { alarm: 'pool_exhausted', entityKey: entity.key, count },
-            'pool exhausted: a request found too few ids after waiting for a refill',
-          );
+        this.o.events.exhausted(entity.key, count);
         throw new PoolExhaustedError(`pool of ${entity.key} has fewer than ${count} ids ready; retry shortly`, 1);
       }
       // Wait for our refill, but re-check the pool at least every 20 ms: the

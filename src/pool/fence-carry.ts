@@ -1,18 +1,15 @@
 import type { EntityCatalog } from '../entities/registry';
-import type { Logger } from '../logger';
 import type { SegmentAllocator } from '../segment/allocator';
-import type { DatabaseBehindReport } from '../segment/high-water';
 import type { IdStride } from '../segment/stride';
 import type { PoolStore } from './pool-store';
-import type { RefillEvents } from './refiller';
+import type { RefillEvents } from './refill-events';
 
 export interface FenceCarrierOptions {
   entities: Pick<EntityCatalog, 'get'>;
   allocator: Pick<SegmentAllocator, 'reserve' | 'peek'>;
   store: Pick<PoolStore, 'fence'>;
   stride: IdStride;
-  log: Logger;
-  events?: Pick<RefillEvents, 'fenceRefused' | 'databaseBehind'>;
+  events: Pick<RefillEvents, 'fenceRefused' | 'databaseBehind'>;
 }
 
 /**
@@ -53,12 +50,7 @@ export class FenceCarrier {
     // The refused segment started at the offset the database had.
     if (await this.carryIfBehind(entityKey, refused.start)) return true;
     const { start, end } = refused;
-    if (this.o.events) this.o.events.fenceRefused(entityKey, start, end);
-    else
-      this.o.log.warn(
-        { alarm: 'fence_refused', entityKey, start: start.toString(), end: end.toString() },
-        'segment refused by the fence (a newer one was pushed); dropped',
-      );
+    this.o.events.fenceRefused(entityKey, start, end);
     return false;
   }
 
@@ -86,7 +78,7 @@ export class FenceCarrier {
     const carried = await allocator.reserve(entityKey, Number(gap));
     if (!this.behind.has(entityKey)) {
       this.behind.add(entityKey);
-      this.report({
+      this.o.events.databaseBehind({
         entityKey,
         databaseOffset: seen ?? offset,
         record: 'fence',
@@ -96,20 +88,5 @@ export class FenceCarrier {
       });
     }
     return true;
-  }
-
-  private report(report: DatabaseBehindReport & { fence: bigint }): void {
-    if (this.o.events) this.o.events.databaseBehind(report);
-    else
-      this.o.log.error(
-        {
-          alarm: 'database_behind',
-          entityKey: report.entityKey,
-          databaseOffset: report.databaseOffset.toString(),
-          fence: report.fence.toString(),
-          carriedTo: report.carriedTo.toString(),
-        },
-        'the database is behind the Redis fence (restored or failed back); offset carried past the fence',
-      );
   }
 }

@@ -1,7 +1,8 @@
 import type { Clock } from '../clock';
 import type { EntityCatalog } from '../entities/registry';
 import { errorMessage } from '../errors';
-import { FailureLogGate, type Logger } from '../logger';
+import type { Logger } from '../logger';
+import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { type Periodic, every } from '../schedule';
 import type { FenceCarrier } from './fence-carry';
 import type { PoolStore, RefillLock } from './pool-store';
@@ -38,12 +39,12 @@ const CARRIES_IN_FLIGHT = 32;
  */
 export class FenceCheck {
   private readonly schedule: Periodic | undefined;
-  private readonly failureLog: FailureLogGate;
+  private readonly failureLog: RepeatLimiter;
   /** Runs started and completed, and entities carried: a run started after a restore has carried it once completed. */
   readonly stats = { started: 0, completed: 0, carried: 0 };
 
   constructor(private readonly o: FenceCheckOptions) {
-    this.failureLog = new FailureLogGate(o.clock);
+    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
     this.schedule = o.intervalMs > 0 ? every('fence-check', o.intervalMs, () => this.run(), o.clock) : undefined;
   }
 
@@ -129,7 +130,11 @@ export class FenceCheck {
   }
 
   private logFailure(entityKey: string, err: unknown): void {
-    if (!this.failureLog.open(entityKey)) return;
-    this.o.log.warn({ entityKey, err: errorMessage(err) }, 'fence check failed: tried again at the next run');
+    const repeated = this.failureLog.admit(entityKey);
+    if (repeated === undefined) return;
+    this.o.log.warn(
+      withRepeated({ entityKey, err: errorMessage(err) }, repeated),
+      'fence check failed: tried again at the next run',
+    );
   }
 }

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock';
 import type { HeldLock, PoolLevel, PoolStore, PushIds, TakeResult, PushResult, RefillLock } from './pool-store';
+import { PerSecondLimiter } from './rate-limit';
 import { listedIds } from './taken-ids';
 
 /** One entity's ready ids: pushed segments in order, consumed from the head. */
@@ -10,8 +11,6 @@ class EntityPool {
   /** Ids ever taken (every take), for the demand that sizes the pool. */
   taken = 0;
   fence: bigint | null = null;
-  rateSecond = 0;
-  rateUsed = 0;
 
   take(count: number): string[] {
     const out: string[] = [];
@@ -39,8 +38,11 @@ class EntityPool {
 export class MemoryPoolStore implements PoolStore {
   readonly kind = 'memory' as const;
   private readonly pools = new Map<string, EntityPool>();
+  private readonly rate: PerSecondLimiter;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(clock: Pick<Clock, 'now'>) {
+    this.rate = new PerSecondLimiter(clock);
+  }
 
   private pool(entityKey: string): EntityPool {
     let pool = this.pools.get(entityKey);
@@ -53,17 +55,11 @@ export class MemoryPoolStore implements PoolStore {
 
   async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
     const pool = this.pool(entityKey);
-    if (maxPerSecond > 0) {
-      const now = this.clock.now();
-      const second = Math.floor(now / 1000);
-      if (pool.rateSecond !== second) {
-        pool.rateSecond = second;
-        pool.rateUsed = 0;
-      }
-      if (pool.rateUsed + count > maxPerSecond) return { kind: 'rate_limited', retryAfterMs: 1000 - (now % 1000) };
-    }
+    // The checks of _prelude.lua's refuseTake, in its order: the limit, then the pool.
+    const window = this.rate.window(entityKey, count, maxPerSecond);
+    if (window.kind === 'rate_limited') return window;
     if (pool.size < count) return { kind: 'short', size: pool.size };
-    if (maxPerSecond > 0) pool.rateUsed += count;
+    window.count();
     return { kind: 'ok', ids: listedIds(pool.take(count)), remaining: pool.size };
   }
 

@@ -8,14 +8,15 @@
  */
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
-import { FailureLogGate, type Logger } from '../logger';
+import type { Logger } from '../logger';
+import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
 import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator';
-import type { DatabaseBehindReport } from '../segment/high-water';
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import { FenceCarrier } from './fence-carry';
 import type { PoolStore, RefillLock } from './pool-store';
+import type { RefillEvents } from './refill-events';
 import { pushSegment } from './segment-push';
 import { errorMessage } from '../errors';
 
@@ -35,21 +36,8 @@ export interface RefillerOptions {
   sweepMs?: number;
   /** Test seam: runs after a segment is reserved and before it is pushed. */
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
-  /** Metrics and alarms (src/ops); without it the alarms below are only logged. */
-  events?: RefillEvents;
-}
-
-/** What the refiller reports as it works. */
-export interface RefillEvents {
-  /** A segment of `numbers` numbers (`steps` steps) was reserved and pushed in `seconds`. */
-  refilled(entityKey: string, seconds: number, steps: number, numbers: number): void;
-  fenceRefused(entityKey: string, start: bigint, end: bigint): void;
-  poolDiscarded(entityKey: string, fence: bigint): void;
-  /** A segment was refused because the database is behind the fence (restored, failed back); the entity was carried past it. */
-  databaseBehind(report: DatabaseBehindReport): void;
-  epochChanged(from: string, to: string): void;
-  /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
-  failed?(entityKey: string): void;
+  /** Metrics and alarms (`ops/observers.ts`; there too a logging-only implementation). */
+  events: RefillEvents;
 }
 
 /**
@@ -107,12 +95,12 @@ export class Refiller {
   private readonly lastChecked = new Map<string, number>();
   /** Between start() and stop(): a finished refill starts the next waiting one. */
   private ticking = false;
-  private readonly failureLog: FailureLogGate;
+  private readonly failureLog: RepeatLimiter;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
   constructor(private readonly o: RefillerOptions) {
     this.carrier = new FenceCarrier(o);
-    this.failureLog = new FailureLogGate(o.clock);
+    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
     this.sweepRound = new ActivityRound({
       list: () => o.entities.segmentKeys(),
       keyOf: (key) => key,
@@ -234,14 +222,7 @@ export class Refiller {
         const all = this.o.entities.segmentKeys();
         // First sweep: claim every pool for this epoch (a no-op where it
         // already belongs to it) before the first push would be refused.
-        if (this.lastEpoch !== undefined) {
-          if (this.o.events) this.o.events.epochChanged(this.lastEpoch, epoch);
-          else
-            this.o.log.warn(
-              { alarm: 'redis_epoch_changed', alias: 'redis_server_changed', from: this.lastEpoch, to: epoch },
-              'Redis epoch changed: every pool is discarded and refilled from the database',
-            );
-        }
+        if (this.lastEpoch !== undefined) this.o.events.epochChanged(this.lastEpoch, epoch);
         for (const key of all) this.markReset(key);
       }
       this.lastEpoch = epoch;
@@ -306,7 +287,7 @@ export class Refiller {
         await this.o.beforePush?.(entityKey, segment);
         const outcome = await pushSegment(this.o.store, this.o.stride, entity, segment, this.stats);
         this.stats.refills++;
-        this.o.events?.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * entity.step);
+        this.o.events.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * entity.step);
         if (outcome === 'ok') {
           this.carrier.caughtUp(entityKey);
           return;
@@ -348,20 +329,16 @@ export class Refiller {
     const issuedUpTo = this.issuedUpTo(entityKey, await this.o.allocator.peek(entityKey));
     if (await this.o.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
-      if (this.o.events) this.o.events.poolDiscarded(entityKey, issuedUpTo);
-      else
-        this.o.log.warn(
-          { alarm: 'pool_discarded', entityKey, fence: issuedUpTo.toString() },
-          'pool discarded after a Redis server change',
-        );
+      this.o.events.poolDiscarded(entityKey, issuedUpTo);
     }
     this.needsReset.delete(entityKey);
   }
 
   /** Logs a refill or sweep failure with its entity's key (each key once a minute, ten lines a second in all). */
   private logError(entityKey: string, err: unknown): void {
-    this.o.events?.failed?.(entityKey);
-    if (!this.failureLog.open(entityKey)) return;
-    this.o.log.error({ entityKey, err: errorMessage(err) }, 'refill failed');
+    this.o.events.failed(entityKey);
+    const repeated = this.failureLog.admit(entityKey);
+    if (repeated === undefined) return;
+    this.o.log.error(withRepeated({ entityKey, err: errorMessage(err) }, repeated), 'refill failed');
   }
 }

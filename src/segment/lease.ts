@@ -1,4 +1,4 @@
-import { ConflictError, InvalidRequestError } from '../errors';
+import { ConflictError, InvalidRequestError, RateLimitedError } from '../errors';
 import type { SegmentAllocator } from './allocator';
 import type { IdStride } from './stride';
 
@@ -51,7 +51,7 @@ export interface SegmentLeaserOptions {
   allocator: Pick<SegmentAllocator, 'reserve'>;
   stride: IdStride;
   rate: LeaseRateLimit;
-  events?: LeaseEvents;
+  events: LeaseEvents;
 }
 
 /**
@@ -81,11 +81,11 @@ export class SegmentLeaser {
     try {
       await this.o.rate.admit(entity.key, size, entity.maxSizePerSecond);
     } catch (err) {
-      this.o.events?.rateLimited(entity.key);
+      if (err instanceof RateLimitedError) this.o.events.rateLimited(entity.key);
       throw err;
     }
     const { start, end } = await this.o.allocator.reserve(entity.key, size);
-    this.o.events?.leased(entity.key, size);
+    this.o.events.leased(entity.key, size);
     // Ids n·count + index: the deployment stride composed with the entity's spacing.
     const stride = this.o.stride.of(entity);
     return {

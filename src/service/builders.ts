@@ -296,7 +296,6 @@ export function buildPools(deps: {
     store: stores.poolStore,
     refiller,
     clock,
-    log: log.child({ component: 'dispatcher' }),
     events: deps.ops.dispatchEvents,
   });
   const fenceCheck = new FenceCheck({

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RepeatLimiter, type Logger } from '../../src/logger';
 import { register } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 
@@ -35,7 +34,9 @@ describe('log volume during a Redis outage under load', () => {
     let requests = 0;
     const transportErrors: string[] = [];
     const load = async () => {
-      while (Date.now() - started < 4000) {
+      // At least 4 s and 300 requests: on a loaded machine (2 cores, a dozen
+      // test processes) 4 s alone gave under 200, too few to show the folding.
+      while (Date.now() - started < 4000 || (requests < 300 && Date.now() - started < 30_000)) {
         requests++;
         try {
           const res = await fetch(`${instance.url}/apps/outage/ids`, {
@@ -71,41 +72,4 @@ describe('log volume during a Redis outage under load', () => {
     expect(lines.length / (seconds + 2.5)).toBeLessThan(40);
     expect(repeated.reduce((n, l) => n + (l.repeated ?? 0), 0)).toBeGreaterThan(requests / 2);
   }, 60_000);
-});
-
-describe('RepeatLimiter', () => {
-  function recorder() {
-    const lines: { level: string; obj: object; msg?: string }[] = [];
-    const make = (bindings: object): Logger => ({
-      debug: () => undefined,
-      info: (obj, msg) => lines.push({ level: 'info', obj: { ...bindings, ...obj }, msg }),
-      warn: (obj, msg) => lines.push({ level: 'warn', obj: { ...bindings, ...obj }, msg }),
-      error: (obj, msg) => lines.push({ level: 'error', obj: { ...bindings, ...obj }, msg }),
-      child: (more) => make({ ...bindings, ...more }),
-    });
-    return { lines, log: make({}) };
-  }
-
-  it('writes a message at once, then its repeats as one counted line per window; info passes through', () => {
-    let now = 0;
-    const limiter = new RepeatLimiter({ monotonic: () => now }, 1000, 1000, false);
-    const { lines, log } = recorder();
-    const wrapped = limiter.wrap(log);
-    for (let i = 0; i < 500; i++) {
-      wrapped.error({ err: `e${i}` }, 'dependency unavailable');
-      wrapped.warn({ entityKey: i % 2 ? 'a' : 'b', alarm: 'pool_exhausted' }, 'alarm');
-      wrapped.info({ i }, 'request');
-    }
-    expect(lines.filter((l) => l.level !== 'info')).toHaveLength(3);
-    expect(lines.filter((l) => l.level === 'info')).toHaveLength(500);
-    now = 1000;
-    limiter.tick();
-    const counted = lines.filter((l) => (l.obj as { repeated?: number }).repeated);
-    expect(counted.map((l) => (l.obj as { repeated: number }).repeated).sort()).toEqual([249, 249, 499]);
-    now = 2000;
-    limiter.tick();
-    expect(lines.filter((l) => l.level !== 'info')).toHaveLength(6);
-    wrapped.error({}, 'dependency unavailable');
-    expect(lines.filter((l) => l.level !== 'info')).toHaveLength(7);
-  });
 });

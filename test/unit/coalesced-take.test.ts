@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type EntityConfig, withDefaults } from '../../src/entities/entity';
 import { RateLimitedError } from '../../src/errors';
 import { silentLogger } from '../../src/logger';
+import { loggingDispatchEvents, loggingRefillEvents } from '../../src/ops/observers';
 import { Demand } from '../../src/pool/demand';
 import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
@@ -53,8 +54,16 @@ async function setup(config: EntityConfig) {
     log: silentLogger,
     intervalMs: 100,
     demand: new Demand({ clock, horizonSeconds: 60 }),
+    events: loggingRefillEvents(silentLogger, entities, new IdStride()),
   });
-  const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100, coalesce: true });
+  const dispatcher = new Dispatcher({
+    store,
+    refiller,
+    clock,
+    shortageWaitMs: 100,
+    coalesce: true,
+    events: loggingDispatchEvents(silentLogger),
+  });
   await refiller.refill(config.key); // one floor: 500 ids, 0..499
   return { clock, store, refiller, dispatcher };
 }
@@ -155,7 +164,7 @@ describe('coalesced takes', () => {
       lastFailure: () => undefined,
       lowWatermark: () => 0,
     };
-    const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger });
+    const dispatcher = new Dispatcher({ store, refiller, clock, events: loggingDispatchEvents(silentLogger) });
     expect(await outcomes([dispatcher.take(config, 1), dispatcher.take(config, 2)])).toEqual([[1], [2, 3]]);
     expect(store.takes).toEqual([1, 2]);
   });

@@ -99,6 +99,7 @@ describe('refiller: a segment refused because the database is behind the fence',
         databaseBehind: (report) => void behind.push(report),
         poolDiscarded: () => undefined,
         epochChanged: () => undefined,
+        failed: () => undefined,
       },
     });
     const drain = async () => {

@@ -203,7 +203,7 @@ describe('error handler', () => {
     let now = 0;
     const app = express();
     app.get('/x', (_req, _res, next) => next(reply('OOM command not allowed')));
-    app.use(errorHandler(log, () => now));
+    app.use(errorHandler(log, { monotonic: () => now }));
     const server = app.listen(0);
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/x`;
     try {

@@ -50,6 +50,7 @@ describe('refiller: a pool discarded after a Redis server change', () => {
       databaseBehind: () => undefined,
       poolDiscarded: (key: string) => void discarded.push(key),
       epochChanged: (_from: string, to: string) => void changes.push(to),
+      failed: () => undefined,
     };
     const refiller = new Refiller({
       entities,

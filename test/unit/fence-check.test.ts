@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Logger, silentLogger } from '../../src/logger';
+import { loggingRefillEvents } from '../../src/ops/observers';
 import { FenceCarrier } from '../../src/pool/fence-carry';
 import { FenceCheck } from '../../src/pool/fence-check';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
@@ -28,7 +29,6 @@ describe('FenceCheck: every entity behind its fence is carried past it, without 
       allocator,
       store,
       stride,
-      log,
       events: { fenceRefused: () => undefined, databaseBehind: (r) => void behind.push(r) },
     });
     const offsets = { peekAll: () => allocator.peekMany(KEYS) };
@@ -129,7 +129,7 @@ describe('FenceCheck: every entity behind its fence is carried past it, without 
         allocator,
         store,
         stride: new IdStride(),
-        log: silentLogger,
+        events: loggingRefillEvents(silentLogger, { get: () => undefined }, new IdStride()),
       }),
       clock,
       log: silentLogger,

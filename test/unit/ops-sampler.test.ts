@@ -258,7 +258,7 @@ describe('OpsSampler over a fleet: one entity never stops the others', () => {
     expect(s.lines).toHaveLength(1);
     expect(s.lines[0]).toMatchObject({
       level: 'warn',
-      obj: { entity: 'e04', err: expect.stringContaining('WRONGTYPE') },
+      obj: { entityKey: 'e04', err: expect.stringContaining('WRONGTYPE') },
     });
     const rows = new Map(s.sampler.overview().map((r) => [r.key, r]));
     expect(rows.get('e04')!.stale).toBe(true);
@@ -287,7 +287,7 @@ describe('OpsSampler over a fleet: one entity never stops the others', () => {
     s.sizes.set('e07', Number.NaN);
     await s.tick();
     expect(s.sampler.overview().find((r) => r.key === 'e04')!.stale).toBe(false);
-    expect(s.lines.at(-1)).toMatchObject({ obj: { entity: 'e07' } });
+    expect(s.lines.at(-1)).toMatchObject({ obj: { entityKey: 'e07' } });
   });
 
   it('keeps forecast_pool_dry while a pool too short for its requests refuses them, though nothing is taken', async () => {

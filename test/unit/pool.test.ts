@@ -3,6 +3,7 @@ import type { EntityConfig } from '../../src/entities/entity';
 import { checkRules, withDefaults } from '../../src/entities/entity';
 import { PoolExhaustedError, RateLimitedError } from '../../src/errors';
 import { silentLogger } from '../../src/logger';
+import { loggingDispatchEvents, loggingRefillEvents } from '../../src/ops/observers';
 import { Demand } from '../../src/pool/demand';
 import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
@@ -11,6 +12,7 @@ import { Refiller } from '../../src/pool/refiller';
 import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { FakeClock } from '../support/clock';
+import { recordingLog } from '../support/log';
 import { entityConfig } from '../support/entity';
 import { takenArray } from '../support/taken';
 
@@ -32,8 +34,15 @@ function setup(config: EntityConfig, stride = new IdStride()) {
     log: silentLogger,
     intervalMs: 100,
     demand,
+    events: loggingRefillEvents(silentLogger, entities, stride),
   });
-  const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
+  const dispatcher = new Dispatcher({
+    store,
+    refiller,
+    clock,
+    shortageWaitMs: 100,
+    events: loggingDispatchEvents(silentLogger),
+  });
   return { clock, store, allocator, refiller, dispatcher, demand };
 }
 
@@ -189,10 +198,26 @@ describe('dispatcher', () => {
       log: silentLogger,
       intervalMs: 100,
       demand: new Demand({ clock, horizonSeconds: 60 }),
+      events: loggingRefillEvents(silentLogger, entities, stride),
     });
-    const dispatcher = new Dispatcher({ store, refiller, clock, log: silentLogger, shortageWaitMs: 100 });
+    const { log, lines } = recordingLog();
+    const dispatcher = new Dispatcher({
+      store,
+      refiller,
+      clock,
+      shortageWaitMs: 100,
+      events: loggingDispatchEvents(log),
+    });
     await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(PoolExhaustedError);
     expect(dispatcher.stats.exhausted).toBe(1);
+    // Without the ops side the alarm is its log line alone, in the words the ops side raises it with.
+    expect(lines).toEqual([
+      {
+        level: 'error',
+        obj: { alarm: 'pool_exhausted', severity: 'critical', entityKey: 'orders', count: 1 },
+        msg: 'pool of orders exhausted: a request for 1 ids found too few after waiting for a refill',
+      },
+    ]);
   });
 
   it('enforces max ids per second and says when to retry', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../src/entities/entity';
 import { silentLogger } from '../../src/logger';
+import { loggingRefillEvents } from '../../src/ops/observers';
 import { Demand } from '../../src/pool/demand';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import { Refiller } from '../../src/pool/refiller';
@@ -36,6 +37,7 @@ describe('refill pacing by interval', () => {
       log: silentLogger,
       intervalMs: 10,
       sweepMs: 60_000,
+      events: loggingRefillEvents(silentLogger, entities, new IdStride()),
     });
     refiller.start();
     // 1 s of fake time in 5 ms steps, both entities marked low at every step.

@@ -4,7 +4,7 @@ import express from 'express';
 import { Histogram, type MetricValueWithName, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RequestLogMode } from '../../src/ops/settings';
-import { type Logger, RepeatLimiter } from '../../src/logger';
+import { type Logger, RepeatedLines } from '../../src/logger';
 import { requestObserver } from '../../src/ops/request-log';
 
 interface Line {
@@ -87,7 +87,7 @@ describe('request log modes', () => {
 
   it('errors: repeats of one route and status fold into a line a second with their count, written when the key falls silent', async () => {
     let now = 0;
-    const limiter = new RepeatLimiter({ monotonic: () => now }, 1000, 1000, false);
+    const limiter = new RepeatedLines({ monotonic: () => now });
     const s = await serve('errors', 250, (log) => limiter.wrap(log));
     for (let i = 0; i < 30; i++) expect(await s.get('/bad')).toBe(400);
     expect(await s.get('/fail')).toBe(503);
@@ -108,7 +108,7 @@ describe('request log modes', () => {
   });
 
   it('all: one line per request, never folded; off: none', async () => {
-    const limiter = new RepeatLimiter({ monotonic: () => 0 }, 1000, 1000, false);
+    const limiter = new RepeatedLines({ monotonic: () => 0 });
     const all = await serve('all', 250, (log) => limiter.wrap(log));
     for (const path of ['/ok', '/bad', '/ok', '/bad']) await all.get(path);
     limiter.tick();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type EntityConfig, withDefaults } from '../../src/entities/entity';
 import { silentLogger } from '../../src/logger';
+import { loggingRefillEvents } from '../../src/ops/observers';
 import { Demand } from '../../src/pool/demand';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import type { PoolLevel } from '../../src/pool/pool-store';
@@ -50,6 +51,7 @@ describe('refill sweep: idle cost follows activity', () => {
       log: silentLogger,
       intervalMs: 100,
       demand: new Demand({ clock, horizonSeconds: 60 }),
+      events: loggingRefillEvents(silentLogger, entities, new IdStride()),
     });
     for (let i = 0; i < 13; i++) {
       await refiller.sweep();

@@ -1,0 +1,115 @@
+import type { EntityConfig } from '../entities/entity';
+import type { Demand } from '../pool/demand';
+import type { IdStride } from '../segment/stride';
+import type { ChartPoint } from './dashboard-rows';
+import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
+import { round } from './format';
+
+export interface EntityHistoryOptions {
+  /** Low watermarks: an entity's history starts once its pool first reached its own. */
+  demand: Pick<Demand, 'lowWatermark'>;
+  /** The deployment's stride; `of(entity)` adds the entity's spacing. */
+  stride: Pick<IdStride, 'of'>;
+  /** Ids this instance has served per entity so far. */
+  served?: (entityKey: string) => number;
+  /** Takes this instance refused per entity so far for too few ids ready (pool short, or its refill failing). */
+  refused?: (entityKey: string) => number;
+  /** Rates behind forecasts are averaged over this long. */
+  rateWindowMs: number;
+  /** Chart rates are averaged over this long (short: the chart should move). */
+  chartRateWindowMs: number;
+}
+
+/**
+ * What the ops sampler remembers of each entity between runs: its recent
+ * samples (the rates behind its forecast), its chart for the dashboard and
+ * its latest forecast. The sampler decides when to read and what to do with
+ * a forecast (gauges, alarm rules); this keeps the figures.
+ */
+export class EntityHistory {
+  private readonly samples = new Map<string, Ring<PoolSample>>();
+  private readonly charts = new Map<string, Ring<ChartPoint>>();
+  private readonly forecasts = new Map<string, EntityForecast>();
+  /** Entities whose pool has reached its low watermark once: before that, an empty pool is just new. */
+  private readonly filledOnce = new Set<string>();
+  /** Per entity: the takes refused so far, and when that count last grew. */
+  private readonly refusals = new Map<string, { count: number; at: number }>();
+
+  constructor(private readonly o: EntityHistoryOptions) {}
+
+  /** Entities with a history (those sampled since they were last forgotten). */
+  keys(): string[] {
+    return [...this.samples.keys()];
+  }
+
+  lastSample(entityKey: string): PoolSample | undefined {
+    return this.samples.get(entityKey)?.toArray().at(-1);
+  }
+
+  forecast(entityKey: string): EntityForecast | undefined {
+    return this.forecasts.get(entityKey);
+  }
+
+  chart(entityKey: string): readonly ChartPoint[] {
+    return this.charts.get(entityKey)?.toArray() ?? [];
+  }
+
+  /** Whether the entity's pool has reached its low watermark since it was first sampled. */
+  filled(entityKey: string): boolean {
+    return this.filledOnce.has(entityKey);
+  }
+
+  /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
+  record(
+    entity: EntityConfig,
+    sample: { at: number; size: number; offset: bigint },
+    capacity: number,
+  ): EntityForecast | undefined {
+    const { stride } = this.o;
+    let ring = this.samples.get(entity.key);
+    // Until the pool first reaches its watermark, keep only the latest
+    // sample: the first fill reserves a whole pool and pushes it over many
+    // script calls, and a sample taken mid-push would read as a huge take
+    // rate. Rates start from the first filled sample.
+    if (!ring || !this.filledOnce.has(entity.key)) this.samples.set(entity.key, (ring = new Ring(capacity)));
+    else if (ring.capacity < capacity) this.samples.set(entity.key, (ring = Ring.from(ring, capacity)));
+    if (sample.size >= this.o.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
+    ring.push({ ...sample, served: this.o.served?.(entity.key) });
+    const history = ring.toArray();
+    const spaced = stride.of(entity);
+    let f = forecastEntity(history, this.o.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
+    if (!f) return undefined;
+    // Refused takes take nothing, so the take rate of a pool too short for its
+    // requests falls to 0 and its forecast to "never" while every request
+    // fails: a pool that refused takes within the rate window is dry now.
+    if (this.refusedRecently(entity.key, sample.at)) f = { ...f, poolDrySeconds: 0 };
+    this.forecasts.set(entity.key, f);
+    let chart = this.charts.get(entity.key);
+    if (!chart) this.charts.set(entity.key, (chart = new Ring(capacity)));
+    else if (chart.capacity < capacity) this.charts.set(entity.key, (chart = Ring.from(chart, capacity)));
+    chart.push({
+      t: sample.at,
+      size: sample.size,
+      takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond),
+    });
+    return f;
+  }
+
+  /** Whether this instance refused a take of the entity for too few ids within the rate window. */
+  private refusedRecently(entityKey: string, at: number): boolean {
+    const count = this.o.refused?.(entityKey) ?? 0;
+    const last = this.refusals.get(entityKey) ?? { count: 0, at: Number.NEGATIVE_INFINITY };
+    const now = count > last.count ? { count, at } : last;
+    this.refusals.set(entityKey, now);
+    return at - now.at < this.o.rateWindowMs;
+  }
+
+  /** Drops a retired entity's history. */
+  forget(entityKey: string): void {
+    this.samples.delete(entityKey);
+    this.charts.delete(entityKey);
+    this.forecasts.delete(entityKey);
+    this.filledOnce.delete(entityKey);
+    this.refusals.delete(entityKey);
+  }
+}

@@ -1,0 +1,14 @@
+import type { DatabaseBehindReport } from '../segment/high-water';
+
+/** What the refiller reports as it works. */
+export interface RefillEvents {
+  /** A segment of `numbers` numbers (`steps` steps) was reserved and pushed in `seconds`. */
+  refilled(entityKey: string, seconds: number, steps: number, numbers: number): void;
+  fenceRefused(entityKey: string, start: bigint, end: bigint): void;
+  poolDiscarded(entityKey: string, fence: bigint): void;
+  /** A segment was refused because the database is behind the fence (restored, failed back); the entity was carried past it. */
+  databaseBehind(report: DatabaseBehindReport): void;
+  epochChanged(from: string, to: string): void;
+  /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
+  failed(entityKey: string): void;
+}

@@ -1,0 +1,123 @@
+import type { Clock } from './clock';
+
+/** How a {@link RepeatLimiter} limits; `T` is what it keeps of the latest occurrence held back. */
+export interface RepeatLimits<T> {
+  /** One key is let through at most once per this many ms. */
+  windowMs: number;
+  /** Occurrences let through per second over all keys (default: no cap). */
+  perSecond?: number;
+  /** Keys remembered; when full, the table starts over (bounded memory however many keys come). */
+  maxKeys: number;
+  /**
+   * Where a held-back count goes that no later occurrence carries: on
+   * {@link RepeatLimiter.sweep} for a key silent a whole window, on
+   * {@link RepeatLimiter.drain}, and when the table starts over. Without it
+   * such counts are dropped.
+   */
+  heldBack?: (latest: T, count: number) => void;
+}
+
+interface Entry<T> {
+  /** When an occurrence was last let through (monotonic ms). */
+  admittedAt: number;
+  /** Occurrences held back since. */
+  held: number;
+  latest: T;
+}
+
+/**
+ * Lets the first occurrence of each key through, then at most one per
+ * `windowMs`, counting the ones held back in between: the next one let
+ * through carries that count. The one repeat limiter of the log and the
+ * alarms: during an outage every request, refill or sample fails alike, and
+ * a line each would flood the log (log lines folded with `repeated: N`,
+ * alarm events with `repeatsFolded`, the 503 alarm with
+ * `requestsSinceLastAlarm`, each loop's failures once a minute per entity).
+ */
+export class RepeatLimiter<T = void> {
+  private readonly entries = new Map<string, Entry<T>>();
+  private second = Number.NEGATIVE_INFINITY;
+  private inSecond = 0;
+
+  constructor(
+    private readonly clock: Pick<Clock, 'monotonic'>,
+    private readonly limits: RepeatLimits<T>,
+  ) {}
+
+  /**
+   * An occurrence of `key`: to be written now when this returns a number
+   * (how many were held back since the last one let through, 0 at first),
+   * held back and counted when it returns undefined.
+   */
+  admit(key: string, latest: T): number | undefined {
+    const now = this.clock.monotonic();
+    let entry = this.entries.get(key);
+    if (!entry) {
+      if (this.entries.size >= this.limits.maxKeys) this.drain();
+      entry = { admittedAt: Number.NEGATIVE_INFINITY, held: 0, latest };
+      this.entries.set(key, entry);
+    }
+    if (now - entry.admittedAt < this.limits.windowMs || !this.withinSecond(now)) {
+      entry.held++;
+      entry.latest = latest;
+      return undefined;
+    }
+    const held = entry.held;
+    entry.admittedAt = now;
+    entry.held = 0;
+    return held;
+  }
+
+  /** Hands each count held back for a whole window to `heldBack` and forgets keys silent for one. Run once per window. */
+  sweep(): void {
+    const now = this.clock.monotonic();
+    for (const [key, entry] of this.entries) {
+      if (now - entry.admittedAt < this.limits.windowMs) continue;
+      if (entry.held === 0) {
+        this.entries.delete(key);
+        continue;
+      }
+      this.limits.heldBack?.(entry.latest, entry.held);
+      entry.held = 0;
+      entry.admittedAt = now;
+    }
+  }
+
+  /** Hands every held-back count to `heldBack` now and forgets every key (shutdown, a full table). */
+  drain(): void {
+    for (const entry of this.entries.values()) if (entry.held > 0) this.limits.heldBack?.(entry.latest, entry.held);
+    this.entries.clear();
+  }
+
+  /** Forgets a key (a retired entity). */
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
+
+  /** Counts one more let through this second, unless `perSecond` already were. */
+  private withinSecond(now: number): boolean {
+    const cap = this.limits.perSecond;
+    if (cap === undefined) return true;
+    if (now - this.second >= 1000) {
+      this.second = now;
+      this.inSecond = 0;
+    }
+    if (this.inSecond >= cap) return false;
+    this.inSecond++;
+    return true;
+  }
+}
+
+/**
+ * The failures of a loop over many entities (refill, sampling): each entity
+ * (or step) logged at most once a minute, ten lines a second in all, so one
+ * entity failing every tick never hides another's first failure, and an
+ * outage failing every entity at once writes a few lines, not one per
+ * entity; 10,000 keys bound the memory at 100,000 entities.
+ */
+export const LOOP_FAILURE_LIMITS = { windowMs: 60_000, perSecond: 10, maxKeys: 10_000 } as const;
+
+/** A log line's fields, with `repeated: N` when N lines like it were held back since the last one written. */
+export function withRepeated(line: object, repeated: number): object {
+  return repeated > 0 ? { ...line, repeated } : line;
+}
