@@ -3,10 +3,10 @@
 /** `name  value` lines, nested objects flattened to `pool.size`, a list of objects to `secrets.0.id`. */
 export function fields(record: Record<string, unknown>): string {
   const rows: [string, string][] = [];
-  const isObject = (value: unknown) => value !== null && typeof value === 'object';
+  const isObject = (value: unknown): value is object => value !== null && typeof value === 'object';
   const walk = (prefix: string, value: unknown) => {
     if (isObject(value) && !(Array.isArray(value) && !value.some(isObject))) {
-      for (const [k, v] of Object.entries(value as object)) walk(prefix ? `${prefix}.${k}` : k, v);
+      for (const [k, v] of Object.entries(value)) walk(prefix ? `${prefix}.${k}` : k, v);
     } else rows.push([prefix, cell(value)]);
   };
   walk('', record);
