@@ -1,5 +1,4 @@
-import cron from 'node-cron';
-import { type Clock, systemClock } from './clock';
+import type { Clock } from './clock';
 
 /** A task run on a schedule, never overlapping itself. */
 export interface Periodic {
@@ -13,14 +12,12 @@ export interface Periodic {
 
 /**
  * Runs `task` every `ms` of `clock`, never two runs at once: a run that takes
- * longer than the period delays the next. On the system clock, whole seconds
- * that divide a minute run on node-cron, as a named schedule a person can
- * read ("every 3 s" is a seconds field of star-slash-3); node-cron reads the
- * process's own time, so sub-second ticks (which cron cannot express), other
- * periods and any other clock (a test's fake one) run on a chain of
- * `clock.sleep`. `task` handles its own errors: a rejection here is dropped.
+ * longer than the period delays the next. One chain of `clock.sleep` for
+ * every clock, so a test's fake clock drives every schedule as the system
+ * clock does, and sub-second periods are no special case. `task` handles
+ * its own errors: a rejection here is dropped.
  */
-export function every(name: string, ms: number, task: () => unknown, clock: Clock): Periodic {
+export function every(ms: number, task: () => unknown, clock: Clock): Periodic {
   let running: Promise<unknown> | undefined;
   const run = async () => {
     if (running) return;
@@ -30,21 +27,6 @@ export function every(name: string, ms: number, task: () => unknown, clock: Cloc
     await running;
     running = undefined;
   };
-  const seconds = ms / 1000;
-  if (clock === systemClock && Number.isInteger(seconds) && seconds >= 1 && 60 % seconds === 0) {
-    let job: ReturnType<typeof cron.schedule> | undefined;
-    return {
-      runNow: run,
-      start() {
-        job ??= cron.schedule(seconds === 1 ? '* * * * * *' : `*/${seconds} * * * * *`, run, { name });
-      },
-      async stop() {
-        await job?.destroy();
-        job = undefined;
-        await running;
-      },
-    };
-  }
   // Aborting the chain's controller ends its pending sleep, so nothing holds the process after stop().
   let chain: { abort: AbortController; done: Promise<void> } | undefined;
   const loop = async (signal: AbortSignal) => {

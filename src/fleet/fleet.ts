@@ -87,7 +87,7 @@ export class Fleet {
     this.failureLog = new RepeatLimiter(o.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
     // Five heartbeats a TTL: one lost to a slow Redis or a GC pause does not make an instance look gone.
     const intervalMs = Math.max(100, Math.min(1000, Math.floor(o.ttlMs / 5)));
-    this.schedule = every('fleet-heartbeat', intervalMs, () => this.beat(), o.clock);
+    this.schedule = every(intervalMs, () => this.beat(), o.clock);
   }
 
   start(): void {

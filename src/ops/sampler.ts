@@ -95,7 +95,7 @@ export class OpsSampler {
   private readonly round: ActivityRound<EntityConfig>;
 
   constructor(private readonly o: SamplerOptions) {
-    this.schedule = every('ops-sample', o.sampleMs, () => this.sampleOnce(), o.clock);
+    this.schedule = every(o.sampleMs, () => this.sampleOnce(), o.clock);
     this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
     this.rules = new AlarmRules(o);
     this.history = new EntityHistory(o);

@@ -45,7 +45,7 @@ export class FenceCheck {
 
   constructor(private readonly o: FenceCheckOptions) {
     this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
-    this.schedule = o.intervalMs > 0 ? every('fence-check', o.intervalMs, () => this.run(), o.clock) : undefined;
+    this.schedule = o.intervalMs > 0 ? every(o.intervalMs, () => this.run(), o.clock) : undefined;
   }
 
   start(): void {

@@ -110,8 +110,8 @@ export class Refiller {
       activeMs: ACTIVE_MS,
       now: () => o.clock.monotonic(),
     });
-    this.ticker = every('refill-tick', o.intervalMs, () => this.tick(), o.clock);
-    this.sweeper = every('refill-sweep', o.sweepMs ?? 1000, () => this.sweep(), o.clock);
+    this.ticker = every(o.intervalMs, () => this.tick(), o.clock);
+    this.sweeper = every(o.sweepMs ?? 1000, () => this.sweep(), o.clock);
   }
 
   /** Sweeps now, then ticks every `intervalMs` and sweeps every `sweepMs`. */

@@ -113,7 +113,6 @@ export async function buildRegistry(deps: {
   // without a request only the full refresh, and the next request reads the
   // generation first (GenerationSync.tick, lookup).
   const refresh = every(
-    'registry-refresh',
     100,
     () =>
       registry

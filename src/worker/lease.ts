@@ -155,12 +155,7 @@ export class WorkerLease implements WorkerSource {
   /** Renews every `heartbeatSeconds`. */
   startHeartbeat(): void {
     if (this.task || this.stopped) return;
-    this.task = every(
-      'worker-lease-heartbeat',
-      this.options.heartbeatSeconds * 1000,
-      () => this.heartbeat(),
-      this.options.clock,
-    );
+    this.task = every(this.options.heartbeatSeconds * 1000, () => this.heartbeat(), this.options.clock);
     this.task.start();
   }
 

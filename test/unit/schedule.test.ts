@@ -1,13 +1,8 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { systemClock } from '../../src/clock';
+import { describe, expect, it } from 'vitest';
 import { every } from '../../src/schedule';
 import { FakeClock, settle } from '../support/clock';
 
 describe('every(): one scheduling style', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
   it('sub-second ticks repeat, never overlap, and stop() waits for the run under way', async () => {
     const clock = new FakeClock();
     let active = 0;
@@ -15,7 +10,6 @@ describe('every(): one scheduling style', () => {
     let runs = 0;
     let finished = 0;
     const task = every(
-      'test-tick',
       10,
       async () => {
         active++;
@@ -42,39 +36,38 @@ describe('every(): one scheduling style', () => {
     expect(clock.waiting).toBe(0);
   });
 
-  it('whole seconds run on node-cron on the system clock; runNow runs at once and shares the no-overlap guard', async () => {
-    // node-cron reads the process's timers and Date, which vitest's fake timers drive.
-    vi.useFakeTimers({ now: Date.parse('2030-01-01T00:00:00.200Z') });
+  it('runNow runs at once and shares the no-overlap guard with the schedule', async () => {
+    const clock = new FakeClock();
     let runs = 0;
     const task = every(
-      'test-cron',
       1000,
       async () => {
         runs++;
-        await systemClock.sleep(50);
+        await clock.sleep(50);
       },
-      systemClock,
+      clock,
     );
     task.start();
     const both = Promise.all([task.runNow(), task.runNow()]);
-    await vi.advanceTimersByTimeAsync(50);
+    await settle(); // the task starts on the next turn, then sleeps 50 ms
+    await clock.advanceBy(50, 5);
     await both;
     expect(runs).toBe(1);
-    await vi.advanceTimersByTimeAsync(2100);
+    await clock.advanceBy(2100, 50);
     const stopping = task.stop();
-    await vi.advanceTimersByTimeAsync(50);
+    await clock.advanceBy(50, 5);
     await stopping;
     expect(runs).toBeGreaterThanOrEqual(2);
     const after = runs;
-    await vi.advanceTimersByTimeAsync(1100);
+    await clock.advanceBy(1100, 50);
     expect(runs).toBe(after);
+    expect(clock.waiting).toBe(0);
   });
 
   it('a failing task does not stop the schedule', async () => {
     const clock = new FakeClock();
     let runs = 0;
     const task = every(
-      'test-fail',
       10,
       () => {
         runs++;
@@ -90,7 +83,7 @@ describe('every(): one scheduling style', () => {
 
   it('stop() ends the pending sleep at once: nothing waits on the clock afterwards', async () => {
     const clock = new FakeClock();
-    const task = every('test-stop', 60_000, () => undefined, clock);
+    const task = every(60_000, () => undefined, clock);
     task.start();
     await settle();
     expect(clock.waiting).toBe(1);
