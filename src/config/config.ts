@@ -1,3 +1,10 @@
+/**
+ * `loadConfig`: every IDPOOL_* variable read once and mapped onto the types
+ * of the folders that own them (the variables' table is the README's).
+ * About 300 lines because it is that list: a reader looking for one
+ * variable finds it here and nowhere else; parsing helpers are in
+ * `env-reader.ts`, Redis's variables in `redis-env.ts`.
+ */
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
 import { type Env, EnvReader, quoted } from './env-reader';

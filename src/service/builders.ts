@@ -1,3 +1,10 @@
+/**
+ * The composition root's builders, one per resource, in the order
+ * `createService` (index.ts) calls them; the connections and the HTTP side
+ * are in `connections.ts` and `http.ts`. Over 300 lines on purpose: each
+ * builder is a few lines of wiring whose reader wants its neighbours beside
+ * it (what a store is given, what the next builder takes from it).
+ */
 import { type EntityStore, SqlEntityStore } from '../entities/entity-store';
 import { EntityRegistry } from '../entities/registry';
 import { LocalRegistrationGeneration, type RegistrationGeneration } from '../entities/generation-sync';

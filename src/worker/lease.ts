@@ -1,3 +1,10 @@
+/**
+ * A snowflake worker id's lease: the grant from the `worker` table, its
+ * claim in the second record (with Redis), the heartbeat that renews both,
+ * and the lapse that stops issuing. Over 300 lines on purpose: the grant,
+ * renewal and lapse share the lease's state and each reads the others'
+ * invariants (docs/design.md invariant 5), so they stay in one class.
+ */
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { Clock } from '../clock';
