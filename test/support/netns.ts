@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import Redis from 'ioredis';
+import { redisAnswers } from './redis-ping';
 
 const run = promisify(execFile);
 
@@ -245,25 +245,8 @@ export async function startRedisIn(
 /** Waits until a Redis (or Sentinel) answers PING at host:port. */
 export async function answers(host: string, port: number, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const probe = new Redis({
-      host,
-      port,
-      lazyConnect: true,
-      connectTimeout: 500,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      await probe.ping();
-      return;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`redis on ${host}:${port} did not answer in ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      probe.disconnect();
-    }
+  while (!(await redisAnswers(`redis://${host}:${port}`))) {
+    if (Date.now() > deadline) throw new Error(`redis on ${host}:${port} did not answer in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Redis from 'ioredis';
+import { redisAnswers } from './redis-ping';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -167,28 +167,12 @@ export async function startRedisServer(
   const start = async () => {
     proc = spawn('redis-server', args, { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
-    for (;;) {
-      const probe = new Redis({
-        port,
-        host: '127.0.0.1',
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        await probe.ping();
-        probe.disconnect();
-        return;
-      } catch {
-        probe.disconnect();
-        if (Date.now() > deadline) {
-          proc.kill('SIGKILL'); // not left running after its test
-          throw new Error(`redis-server on ${port} did not start`);
-        }
-        await new Promise((r) => setTimeout(r, 50));
+    while (!(await redisAnswers(`redis://127.0.0.1:${port}`))) {
+      if (Date.now() > deadline) {
+        proc.kill('SIGKILL'); // not left running after its test
+        throw new Error(`redis-server on ${port} did not start`);
       }
+      await new Promise((r) => setTimeout(r, 50));
     }
   };
   await start();

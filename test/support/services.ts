@@ -5,6 +5,7 @@ import Redis from 'ioredis';
 import { Client as PgClient, escapeIdentifier } from 'pg';
 import { privateMariadbPossible } from './mariadb';
 import { netnsUnavailable } from './netns';
+import { redisAnswers } from './redis-ping';
 
 /** MariaDB/MySQL the integration tests use (docs/design.md "Commands"). */
 export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
@@ -53,22 +54,8 @@ export const SQL_SERVERS: readonly { name: string; server: SqlServer }[] = [
   { name: 'PostgreSQL', server: 'postgres' },
 ];
 
-async function redisReachable(): Promise<boolean> {
-  return reachable(async () => {
-    const r = new Redis(REDIS_URL, {
-      lazyConnect: true,
-      connectTimeout: 2000,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    r.on('error', () => undefined);
-    try {
-      await r.connect();
-      await r.ping();
-    } finally {
-      r.disconnect();
-    }
-  });
+function redisReachable(): Promise<boolean> {
+  return redisAnswers(REDIS_URL, 2000);
 }
 
 /** What a suite needs of the machine: the shared services it talks to, and the programs it starts itself. */
