@@ -214,7 +214,11 @@ describeWithServices('snowflake entities over HTTP on MariaDB', { mysql: true },
     const refused = await takeIds(second.url, 'sf', secret, 1);
     expect(refused.status).toBe(503);
     expect(refused.body.error?.message).toMatch(/last timestamp recorded for this worker/);
-    expect(Number(refused.headers.get('retry-after'))).toBe(3);
+    // The wait left, rounded up: 3 s when the second instance answers at once,
+    // less when its start took some of the 2.5 s (a loaded machine).
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(3);
     const after: string[] = [];
     const deadline = Date.now() + 10_000;
     while (after.length < 3000 && Date.now() < deadline) {
