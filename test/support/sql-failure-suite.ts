@@ -89,16 +89,25 @@ export class SqlFailureSuite<S extends PrivateServer> {
     });
   }
 
-  /** A session killed by another (`how` titles it; `kill` is the SQL that ends the session `own` returns): → unavailable. */
+  /**
+   * A session killed by another (`how` titles it; `kill` is the SQL that
+   * ends the session `own` returns): → unavailable. The victim comes from a
+   * Database of its own: its dead connection, released, must not be the one
+   * the shared pool hands the next test before the pool has seen it end.
+   */
   killedConnection(how: string, own: string, kill: string): void {
     it(`its connection killed (${how}): → unavailable`, async () => {
-      const [victim, killer] = await Promise.all([this.session(), this.session()]);
+      const victims = await this.open(this.dialect.url(this.server.port), { migrate: false });
+      const victim = victims.dataSource.createQueryRunner();
+      await victim.connect();
+      const killer = await this.session();
       try {
         const [{ id }] = (await victim.query(`${own} AS id`)) as { id: number }[];
         await killer.query(kill, [id]);
         expectFailure(await rejection(victim.query('SELECT 1')), { class: 'unavailable' });
       } finally {
         await Promise.all([victim.release().catch(() => undefined), killer.release()]);
+        await victims.close().catch(() => undefined);
       }
     });
   }
