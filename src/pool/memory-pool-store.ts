@@ -76,6 +76,12 @@ export class MemoryPoolStore implements PoolStore {
     return this.pools.get(entityKey)?.size ?? 0;
   }
 
+  async next(entityKey: string): Promise<bigint | undefined> {
+    const pool = this.pools.get(entityKey);
+    const chunk = pool?.chunks[0];
+    return chunk && pool ? BigInt(chunk[pool.head]) : undefined;
+  }
+
   async sizes(entityKeys: readonly string[]): Promise<(number | Error)[]> {
     return entityKeys.map((key) => this.pools.get(key)?.size ?? 0);
   }
