@@ -65,7 +65,7 @@ export interface HttpDeps {
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
-  poolStore: Pick<PoolStore, 'sizes'>;
+  poolStore: Pick<PoolStore, 'sizes' | 'next'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   /** Target depth and watermark of each pool (they move with demand). */

@@ -128,7 +128,7 @@ describe('the take route fast path', () => {
             return listedIds(Array.from({ length: count }, () => String(next++)));
           },
         },
-        poolStore: { sizes: async () => [] },
+        poolStore: { sizes: async () => [], next: async () => undefined },
         allocator: { peekMany: async () => new Map() },
         demand: { target: () => 0, lowWatermark: () => 0 },
         adminToken: 'x'.repeat(32),
