@@ -448,7 +448,11 @@ function entityOverviewSchema(): Schema {
           target: int32(0),
           max: int32(0),
           lowWatermark: int32(0),
-          fillPercent: { type: 'number', format: 'double' },
+          fillPercent: {
+            type: 'number',
+            format: 'double',
+            description: 'size against target (what a refill tops up to), not max; above 100 while demand falls',
+          },
         },
       },
       currentOffset: decimalId,

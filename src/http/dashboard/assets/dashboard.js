@@ -222,8 +222,7 @@
   }
   function renderRates(rates) {
     var head = $('take-rate-head');
-    head.textContent =
-      rates.scope === 'fleet' ? 'Take rate (fleet, ' + rates.instances + ')' : 'Take rate (this instance)';
+    head.textContent = rates.scope === 'fleet' ? 'Take rate, ids/s' : 'Take rate, ids/s (this instance)';
     head.setAttribute('data-scope', rates.scope);
     head.title = rateScope(rates) + "; per-instance figures are in each instance's /metrics";
   }
