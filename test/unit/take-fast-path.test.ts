@@ -172,6 +172,22 @@ describe('the take route fast path', () => {
       }
     });
 
+    it('a body that is not JSON is 415 on either path, saying what to send, and takes no id', async () => {
+      const base = await service();
+      for (const path of ['/apps/orders/ids', '/apps/orders/ids/'])
+        for (const type of ['application/x-www-form-urlencoded', 'text/plain']) {
+          const answer = await send(base, path, { 'content-type': type }, '{"count":5}');
+          expect(answer.status, `${path} ${type}`).toBe(415);
+          expect(answer.body).toEqual({
+            error: {
+              code: 'unsupported_media_type',
+              message: `the body is sent as ${type}; send JSON with Content-Type: application/json (or no body at all)`,
+            },
+          });
+        }
+      expect(taken).toEqual([]);
+    });
+
     it('a wrong secret is 401 and a large body 413 on either path, and neither takes an id', async () => {
       const base = await service();
       for (const path of ['/apps/orders/ids', '/apps/orders/ids/']) {
