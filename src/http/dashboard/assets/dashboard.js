@@ -132,7 +132,7 @@
       (entities.length < data.matching ? '; the ' + num(entities.length) + ' busiest shown' : '');
     entities.forEach(function (e) {
       var tr = el('tr', { 'data-entity': e.key });
-      tr.appendChild(el('td', { 'data-field': 'key' }, e.key));
+      tr.appendChild(el('td', { 'data-field': 'key', title: e.key }, e.key));
       tr.appendChild(el('td', { 'data-field': 'mode' }, e.mode));
       if (e.mode === 'snowflake') {
         tr.appendChild(
