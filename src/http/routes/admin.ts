@@ -89,7 +89,7 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     const lineNumber = head === undefined ? line : deps.registry.firstNumberFrom(entity, head);
     if (number <= lineNumber)
       throw new ConflictError(
-        `the line of "${key}" is already past firstId ${firstId} (the next id comes from ${head === undefined ? `number ${line}` : `id ${head}`}); nothing changed`,
+        `the line of "${key}" is already past firstId ${firstId} (${head === undefined ? `its next unreserved number is ${line}` : `the next id is ${head}`}); nothing changed`,
       );
     await deps.lines.raise(key, number);
     // The new start offset, here at once (other instances see it with their next refresh).
