@@ -1,4 +1,4 @@
-import type { RedisTopology } from './redis-topology';
+import type { RedisTopology } from './topology';
 
 /**
  * Why a first connection to Redis failed, said as the database's start-up
