@@ -24,8 +24,14 @@ export function askSecret(
     };
     const onData = (chunk: string) => {
       for (const ch of chunk) {
-        if (ch === '\r' || ch === '\n') return done(text);
-        if (ch === '\u0003' || (ch === '\u0004' && text === '')) return done(undefined);
+        if (ch === '\r' || ch === '\n') {
+          done(text);
+          return;
+        }
+        if (ch === '\u0003' || (ch === '\u0004' && text === '')) {
+          done(undefined);
+          return;
+        }
         text = ch === '\u007f' || ch === '\b' ? text.slice(0, -1) : text + ch;
       }
     };

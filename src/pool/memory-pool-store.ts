@@ -78,8 +78,8 @@ export class MemoryPoolStore implements PoolStore {
 
   async next(entityKey: string): Promise<bigint | undefined> {
     const pool = this.pools.get(entityKey);
-    const chunk = pool?.chunks[0];
-    return chunk && pool ? BigInt(chunk[pool.head]) : undefined;
+    if (!pool || pool.size === 0) return undefined;
+    return BigInt(pool.chunks[0][pool.head]);
   }
 
   async sizes(entityKeys: readonly string[]): Promise<(number | Error)[]> {

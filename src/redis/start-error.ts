@@ -41,7 +41,7 @@ function causeOf(err: unknown, kind: RedisTopology['kind']): string {
   if (message.startsWith('NOAUTH'))
     return `a password is needed: put it in ${kind === 'single' ? 'IDPOOL_REDIS_URL (redis://:PASSWORD@host:port)' : 'IDPOOL_REDIS_PASSWORD'}`;
   if (message.startsWith('WRONGPASS')) return 'wrong password (or user name): the server refused them';
-  if (/called without any password configured/.test(message))
+  if (message.includes('called without any password configured'))
     return 'a password was given, but the server has none: remove it';
   if (/unknown command 'sentinel'/i.test(message)) return 'a Redis server answered, not a Sentinel';
   if (/cluster support disabled/i.test(message)) return 'a Redis server answered, not a Cluster node';
