@@ -90,6 +90,35 @@ func (l *LeasedIDs) Take(count int) ([]int64, error) {
 	return ids, nil
 }
 
+// Open leases the first segment now and waits for it, however long the lease
+// takes (it ends within the client's Deadline); it returns the lease's failure.
+// Else the first Next leases it and waits at most LeaseOptions.Wait.
+func (l *LeasedIDs) Open() error {
+	l.mu.Lock()
+	for {
+		if l.closed {
+			l.mu.Unlock()
+			return ErrClosed
+		}
+		s := l.current.Load()
+		if l.spare != nil || s.value.Load() <= s.last {
+			l.mu.Unlock()
+			return nil
+		}
+		if l.failure != nil && !l.loading {
+			err := l.failure
+			l.failure = nil
+			l.mu.Unlock()
+			return err
+		}
+		l.startLease()
+		changed := l.changed
+		l.mu.Unlock()
+		<-changed
+		l.mu.Lock()
+	}
+}
+
 // Leases is how many segments were leased so far.
 func (l *LeasedIDs) Leases() int64 {
 	l.mu.Lock()

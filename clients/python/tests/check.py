@@ -27,7 +27,8 @@ def env(name, default=""):
 def client(endpoints=ENDPOINTS):
     return IdpoolClient(endpoints, {env("TAKE_KEY", "x"): env("TAKE_SECRET", "x"),
                                     env("LEASE_KEY", "y"): env("LEASE_SECRET", "x")},
-                        deadline=30.0, lease_min_size=int(env("LEASE_MIN", "0")) or None,
+                        # lease_wait: longer than the 2 s default, as on a loaded CI machine a lease may take that long.
+                        deadline=30.0, lease_wait=15.0, lease_min_size=int(env("LEASE_MIN", "0")) or None,
                         lease_max_size=int(env("LEASE_MAX", "10000000")))
 
 
@@ -45,6 +46,7 @@ def draw(threads, phases, spread):
 
         def work(c):
             leased = c.leased(env("LEASE_KEY"))
+            leased.open()
             try:
                 out = []
                 for _ in range(takes):
@@ -210,7 +212,7 @@ def bench():
     per_run = int(env("BENCH_IDS", "10000000"))
     with client() as c:
         leased = c.leased(env("LEASE_KEY"))
-        leased.next()
+        leased.open()
         for spec in env("BENCH_THREADS", "1").split(","):
             threads = int(spec)
             each = per_run // threads

@@ -50,7 +50,8 @@ func client(endpoints []string) *idpool.Client {
 		Secrets:   map[string]string{env("TAKE_KEY", "x"): env("TAKE_SECRET", "x"), env("LEASE_KEY", "y"): env("LEASE_SECRET", "x")},
 		Timeout:   2 * time.Second,
 		Deadline:  30 * time.Second,
-		Lease:     idpool.LeaseOptions{MinSize: envInt("LEASE_MIN", 0), MaxSize: envInt("LEASE_MAX", 10_000_000)},
+		// Wait: longer than the 2 s default, as on a loaded CI machine a lease may take that long.
+		Lease: idpool.LeaseOptions{MinSize: envInt("LEASE_MIN", 0), MaxSize: envInt("LEASE_MAX", 10_000_000), Wait: 15 * time.Second},
 	})
 	if err != nil {
 		fail("options", err)
@@ -104,6 +105,9 @@ func draw(goroutines, phases int, spread bool) {
 				c = clients[g%2]
 			}
 			leased := c.Leased(env("LEASE_KEY", ""))
+			if err := leased.Open(); err != nil {
+				fail("open", err)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -303,7 +307,7 @@ func bench() {
 	c := client(endpoints())
 	defer c.Close()
 	leased := c.Leased(env("LEASE_KEY", ""))
-	if _, err := leased.Next(); err != nil {
+	if err := leased.Open(); err != nil {
 		fail("open", err)
 	}
 	for _, spec := range strings.Split(env("BENCH_THREADS", "1"), ",") {

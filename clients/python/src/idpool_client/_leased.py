@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+import sys
 import threading
 import time
 from typing import Callable, List, Optional
@@ -13,13 +15,17 @@ from .errors import IdpoolError, LeaseNotReadyError
 _DECIMAL = re.compile(r"^\d{1,19}$")
 
 
+# itertools.count's next() is one C call: with the GIL no other thread runs inside it, so each
+# value comes out once without a lock. A free-threaded build (3.13t) takes the lock instead.
+_GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
 class _Segment:
-    __slots__ = ("value", "last", "delta", "load_next_at")
+    __slots__ = ("ids", "last", "load_next_at")
 
     def __init__(self, first: int, last: int, delta: int, load_next_at: int):
-        self.value = first  # the next id to hand out
+        self.ids = itertools.count(first, delta)  # the ids still to hand out; past `last` it is spent
         self.last = last
-        self.delta = delta
         self.load_next_at = load_next_at  # handing this id out starts the next lease
 
 
@@ -41,7 +47,9 @@ class LeasedIds:
     thread; the lease size doubles while a segment lasts less than
     ``target_segment`` (1 s) and halves when one lasts more than twice that.
 
-    Thread-safe (one lock). Every id is ``≡ remainder (mod delta)`` as the lease
+    Thread-safe: ``next()`` from the current segment is one ``itertools.count``
+    step and a compare (a lock on free-threaded Python); switching segments takes
+    the lock. Every id is ``≡ remainder (mod delta)`` as the lease
     says. Ids grow within a segment; across threads and processes they are
     unique, not ordered (what a ``trend`` entity promises). Ids left when the
     process stops are wasted, never repeated.
@@ -67,18 +75,49 @@ class LeasedIds:
         self._base_size: Optional[int] = None
         self._last_lease_at: Optional[float] = None
         self.leases = 0
+        if not _GIL:
+            self.next = self._next_locked  # type: ignore[method-assign]
 
     def next(self) -> int:
         """The next id; waits (up to ``lease_wait``) only when both segments are used up."""
+        segment = self._current
+        value = next(segment.ids)
+        if value <= segment.last:
+            if value == segment.load_next_at:
+                self._prefetch()
+            return value
+        return self._next_slow()
+
+    def _next_locked(self) -> int:
         with self._lock:
             segment = self._current
-            value = segment.value
+            value = next(segment.ids)
             if value <= segment.last:
-                segment.value = value + segment.delta
                 if value == segment.load_next_at and self._spare is None:
                     self._start_lease()
                 return value
         return self._next_slow()
+
+    def _prefetch(self) -> None:
+        with self._lock:
+            if self._spare is None:
+                self._start_lease()
+
+    def open(self) -> None:
+        """Leases the first segment (if none was yet) and waits for it, however long the lease
+        takes (it ends within the client's ``deadline``); raises its failure.
+        Else the first :meth:`next` leases it and waits at most ``lease_wait``."""
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise IdpoolError(f"leased ids of {self._key} are closed")
+                if self._spare is not None or self.leases > 0:
+                    return
+                if self._failure is not None and not self._loading:
+                    failure, self._failure = self._failure, None
+                    raise failure
+                self._start_lease()
+                self._changed.wait()
 
     def take(self, count: int) -> List[int]:
         """``count`` ids, each as :meth:`next` hands them out."""
@@ -99,9 +138,8 @@ class LeasedIds:
                 if self._closed:
                     raise IdpoolError(f"leased ids of {self._key} are closed")
                 segment = self._current
-                value = segment.value
+                value = next(segment.ids)
                 if value <= segment.last:
-                    segment.value = value + segment.delta
                     if value == segment.load_next_at and self._spare is None:
                         self._start_lease()
                     return value

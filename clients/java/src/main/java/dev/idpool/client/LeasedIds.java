@@ -85,10 +85,31 @@ public final class LeasedIds {
     return ids;
   }
 
-  /** Leases the first segment now (else the first {@link #next()} does). */
+  /**
+   * Leases the first segment now and waits for it, however long the lease takes (it ends within
+   * the client's {@code deadlineMs}); throws its failure. Else the first {@link #next()} leases it
+   * and waits at most {@code leaseWaitMs}.
+   */
   public void open() {
-    next();
-    // That id is wasted, as any leased id not handed out: the lease itself is what open is for.
+    synchronized (lock) {
+      for (; ; ) {
+        if (closed) throw new IdpoolException("leased ids of " + entityKey + " are closed");
+        Segment s = current;
+        if (spare != null || s.value.get() <= s.last) return;
+        if (failure != null && !loading) {
+          RuntimeException f = failure;
+          failure = null;
+          throw f;
+        }
+        startLease();
+        try {
+          lock.wait();
+        } catch (InterruptedException err) {
+          Thread.currentThread().interrupt();
+          throw new IdpoolException("interrupted", err);
+        }
+      }
+    }
   }
 
   /** Segments leased so far. */

@@ -58,6 +58,8 @@ public final class ClientCheck {
         .timeoutMs(2000)
         .deadlineMs(30_000)
         .lease(Integer.parseInt(env("LEASE_MIN", "0")), Integer.parseInt(env("LEASE_MAX", "10000000")), 0.1, 1000)
+        // Longer than the 2 s default: on a loaded CI machine a lease may take that long.
+        .leaseWaitMs(15_000)
         .build();
   }
 
@@ -85,6 +87,7 @@ public final class ClientCheck {
         for (int t = 0; t < threads; t++) {
           IdpoolClient client = clients[spread ? t % 2 : 0];
           LeasedIds leased = client.leased(env("LEASE_KEY", ""));
+          leased.open();
           Thread w =
               new Thread(
                   () -> {
