@@ -38,6 +38,10 @@ type Options struct {
 	DownFor time.Duration
 	// MaxRetryAfter: longest Retry-After obeyed. Default 30 s.
 	MaxRetryAfter time.Duration
+	// WaitOnRateLimit: a 429 rate_limited waits its Retry-After and asks again
+	// while the deadline allows, instead of returning at once. Default off, as
+	// the TypeScript SDK.
+	WaitOnRateLimit bool
 	// Lease: how leased segments are sized and waited for.
 	Lease LeaseOptions
 }

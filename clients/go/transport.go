@@ -27,7 +27,8 @@ type endpoint struct {
 // transport sends one logical request with failover, as the TypeScript SDK:
 // network errors, timeouts and 5xx move on to the next endpoint (one that said
 // Retry-After is not asked again before then; one failing without is skipped
-// for DownFor, doubling up to 8 s); 4xx, 429 included, go straight back. Every
+// for DownFor, doubling up to 8 s); 4xx, 429 included, go straight back (unless
+// WaitOnRateLimit makes a 429 wait its Retry-After within the deadline). Every
 // attempt of one POST carries the same Idempotency-Key.
 type transport struct {
 	o         Options
@@ -94,6 +95,18 @@ func (t *transport) send(ctx context.Context, method, path, secret string, body 
 		}
 		var retryAfter time.Duration = -1
 		if h, ok := err.(*HTTPError); ok {
+			wait := time.Duration(h.RetryAfter) * time.Millisecond
+			if h.Status == 429 && t.o.WaitOnRateLimit && h.RetryAfter >= 0 && time.Now().Add(wait).Before(deadline) {
+				// Opted in: the entity's limit holds on every instance, so wait it out here and ask again.
+				t.mu.Unlock()
+				failures = append(failures, err)
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				continue
+			}
 			if h.Status < 500 {
 				t.mu.Unlock()
 				return err

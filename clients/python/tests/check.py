@@ -134,7 +134,8 @@ def errors():
             raise AssertionError(f"timestamp {parts.timestamp} is not now")
 
     check("decode", decode)
-    check("retry_after", retry_after)
+    check("retry_after", lambda: retry_after(503, "pool_exhausted", False))
+    check("rate_limit_wait", lambda: retry_after(429, "rate_limited", True))
     check("unavailable", unavailable)
     print("done")
 
@@ -162,19 +163,21 @@ def stub(answer):
     return server
 
 
-def retry_after():
-    """503 with Retry-After: 1, then 200: the client waits a second and retries with the same Idempotency-Key."""
+def retry_after(status, code, wait_on_rate_limit):
+    """``status`` with Retry-After: 1, then 200: the client waits a second and retries with the
+    same Idempotency-Key (a 429 only with wait_on_rate_limit)."""
     seen = []
 
     def answer(req):
         seen.append((req.headers.get("Idempotency-Key"), time.monotonic()))
         if len(seen) == 1:
-            return 503, {"Retry-After": "1"}, {"error": {"code": "pool_exhausted", "message": "refilling"}}
+            return status, {"Retry-After": "1"}, {"error": {"code": code, "message": "wait"}}
         return 200, {}, {"ids": ["9223372036854775807"]}
 
     server = stub(answer)
     try:
-        c = IdpoolClient(f"http://127.0.0.1:{server.server_address[1]}", {"e": "s"})
+        c = IdpoolClient(f"http://127.0.0.1:{server.server_address[1]}", {"e": "s"},
+                         wait_on_rate_limit=wait_on_rate_limit)
         if c.next("e") != 9223372036854775807:
             raise AssertionError("id")
         if len(seen) != 2 or not seen[0][0] or seen[0][0] != seen[1][0]:

@@ -237,14 +237,16 @@ func checks() {
 		}
 		return nil
 	})
-	check("retry_after", retryAfter)
+	check("retry_after", func() error { return retryAfter(503, "pool_exhausted", false) })
+	check("rate_limit_wait", func() error { return retryAfter(429, "rate_limited", true) })
 	check("unavailable", unavailable)
 	fmt.Println("done")
 }
 
-// retryAfter: a local server answers 503 with Retry-After: 1, then 200; the
-// client waits a second and retries with the same Idempotency-Key.
-func retryAfter() error {
+// retryAfter: a local server answers status with Retry-After: 1, then 200; the
+// client waits a second and retries with the same Idempotency-Key (a 429 only
+// with WaitOnRateLimit).
+func retryAfter(status int, code string, waitOnRateLimit bool) error {
 	var mu sync.Mutex
 	var keys []string
 	var times []time.Time
@@ -256,14 +258,14 @@ func retryAfter() error {
 		mu.Unlock()
 		if first {
 			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(503)
-			fmt.Fprint(w, `{"error":{"code":"pool_exhausted","message":"refilling"}}`)
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"code":%q,"message":"wait"}}`, code)
 			return
 		}
 		fmt.Fprint(w, `{"ids":["9223372036854775807"]}`)
 	}))
 	defer stub.Close()
-	c, _ := idpool.New(idpool.Options{Endpoints: []string{stub.URL}, Secrets: map[string]string{"e": "s"}})
+	c, _ := idpool.New(idpool.Options{Endpoints: []string{stub.URL}, Secrets: map[string]string{"e": "s"}, WaitOnRateLimit: waitOnRateLimit})
 	id, err := c.Next(context.Background(), "e")
 	if err != nil {
 		return err

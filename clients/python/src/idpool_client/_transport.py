@@ -36,17 +36,19 @@ class Transport:
     """Network errors, timeouts and 5xx move on to the next endpoint (one that
     said ``Retry-After`` is not asked again before then; one failing without it
     is skipped for ``down_for``, doubling up to 8 s); 4xx, 429 included, go
-    straight back to the caller. Every attempt of one POST carries the same
+    straight back to the caller (unless ``wait_on_rate_limit`` makes a 429 wait
+    its ``Retry-After`` within the deadline). Every attempt of one POST carries the same
     ``Idempotency-Key``."""
 
     def __init__(self, endpoints: List[str], timeout: float, deadline: float, max_attempts: int,
-                 down_for: float, max_retry_after: float):
+                 down_for: float, max_retry_after: float, wait_on_rate_limit: bool = False):
         self._endpoints = [_Endpoint(u) for u in endpoints]
         self._timeout = timeout
         self._deadline = deadline
         self._max_attempts = max_attempts
         self._down_for = down_for
         self._max_retry_after = max_retry_after
+        self._wait_on_rate_limit = wait_on_rate_limit
         self._lock = threading.Lock()
         self._current = 0
         self._opener = urllib.request.build_opener(_NoRedirect)
@@ -76,6 +78,12 @@ class Transport:
             try:
                 answer = self._attempt(endpoint, method, path, headers, data, min(self._timeout, left))
             except IdpoolHttpError as err:
+                if (err.status == 429 and self._wait_on_rate_limit and err.retry_after is not None
+                        and time.monotonic() + err.retry_after < deadline):
+                    # Opted in: the entity's limit holds on every instance, so wait it out here and ask again.
+                    failures.append(err)
+                    time.sleep(err.retry_after)
+                    continue
                 if err.status < 500:
                     raise
                 self._failed(failures, endpoint, index, err, err.retry_after)

@@ -33,12 +33,14 @@ class IdpoolClient:
     """Takes ids from idpool, with failover over several instances. Thread-safe.
 
     Ids are ``int`` (64-bit); on the wire they are decimal strings. Times are in
-    seconds; the defaults are the TypeScript SDK's.
+    seconds; the defaults are the TypeScript SDK's. ``wait_on_rate_limit``: a 429
+    waits its ``Retry-After`` and asks again within the deadline instead of
+    raising ``RateLimitedError`` at once (default off, as the SDK).
     """
 
     def __init__(self, endpoints: Union[str, Sequence[str]], secrets: Mapping[str, str], *,
                  timeout: float = 2.0, deadline: float = 15.0, max_attempts: int = 20, down_for: float = 1.0,
-                 max_retry_after: float = 30.0, lease_prefetch_at: float = 0.1,
+                 max_retry_after: float = 30.0, wait_on_rate_limit: bool = False, lease_prefetch_at: float = 0.1,
                  lease_min_size: Optional[int] = None, lease_max_size: int = 10_000_000,
                  lease_target_segment: float = 1.0, lease_wait: float = 2.0):
         urls = [endpoints] if isinstance(endpoints, str) else list(endpoints)
@@ -61,7 +63,8 @@ class IdpoolClient:
         if lease_min_size is not None and not 1 <= lease_min_size <= lease_max_size:
             raise ValueError("lease sizes must be 1 <= lease_min_size <= lease_max_size")
         self._secrets: Dict[str, str] = dict(secrets)
-        self._transport = Transport(urls, timeout, deadline, max_attempts, down_for, max_retry_after)
+        self._transport = Transport(urls, timeout, deadline, max_attempts, down_for, max_retry_after,
+                                    wait_on_rate_limit)
         self._lease_options = (lease_prefetch_at, lease_min_size, lease_max_size, lease_target_segment, lease_wait)
         self._leased: Dict[str, LeasedIds] = {}
         self._lock = threading.Lock()

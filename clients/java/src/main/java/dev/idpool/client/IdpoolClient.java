@@ -48,7 +48,9 @@ public final class IdpoolClient implements AutoCloseable {
     }
     settings = b;
     secrets = new HashMap<>(b.secrets);
-    transport = new Transport(b.endpoints, b.timeoutMs, b.deadlineMs, b.maxAttempts, b.downForMs, b.maxRetryAfterMs);
+    transport =
+        new Transport(
+            b.endpoints, b.timeoutMs, b.deadlineMs, b.maxAttempts, b.downForMs, b.maxRetryAfterMs, b.waitOnRateLimit);
   }
 
   public static Builder builder() {
@@ -160,8 +162,19 @@ public final class IdpoolClient implements AutoCloseable {
     private int leaseMaxSize = 10_000_000;
     private long targetSegmentMs = 1000;
     private long leaseWaitMs = 2000;
+    private boolean waitOnRateLimit = false;
 
     private Builder() {}
+
+    /**
+     * A 429 {@code rate_limited} waits its {@code Retry-After} and asks again while the deadline
+     * allows, instead of throwing {@link IdpoolHttpException.RateLimited} at once. Default off, as
+     * the TypeScript SDK.
+     */
+    public Builder waitOnRateLimit(boolean wait) {
+      waitOnRateLimit = wait;
+      return this;
+    }
 
     /** Base URLs of idpool instances, e.g. {@code http://idpool-a:8080}; tried in turn on failure. */
     public Builder endpoints(String... urls) {

@@ -18,7 +18,8 @@ import java.util.UUID;
  * One logical request with failover, as the TypeScript SDK does it: network errors, timeouts and
  * 5xx move on to the next endpoint (one that said {@code Retry-After} is not asked again before
  * then; one failing without it is skipped for {@code downFor}, doubling up to 8 s); 4xx, 429
- * included, go straight back to the caller. Every attempt of one POST carries the same {@code
+ * included, go straight back to the caller, unless {@code waitOnRateLimit} makes a 429 wait its
+ * {@code Retry-After} within the deadline. Every attempt of one POST carries the same {@code
  * Idempotency-Key}, so a retry after a timeout gets the ids the first attempt took.
  */
 final class Transport {
@@ -44,11 +45,19 @@ final class Transport {
   private final int maxAttempts;
   private final long downForMs;
   private final long maxRetryAfterMs;
+  private final boolean waitOnRateLimit;
   private final long origin = System.nanoTime();
   /** The endpoint that answered last; the next request starts there. Guarded by this. */
   private int current;
 
-  Transport(List<String> urls, long timeoutMs, long deadlineMs, int maxAttempts, long downForMs, long maxRetryAfterMs) {
+  Transport(
+      List<String> urls,
+      long timeoutMs,
+      long deadlineMs,
+      int maxAttempts,
+      long downForMs,
+      long maxRetryAfterMs,
+      boolean waitOnRateLimit) {
     endpoints = new Endpoint[urls.size()];
     for (int k = 0; k < endpoints.length; k++) endpoints[k] = new Endpoint(urls.get(k).replaceAll("/+$", ""));
     this.timeoutMs = timeoutMs;
@@ -56,6 +65,7 @@ final class Transport {
     this.maxAttempts = maxAttempts;
     this.downForMs = downForMs;
     this.maxRetryAfterMs = maxRetryAfterMs;
+    this.waitOnRateLimit = waitOnRateLimit;
     http =
         HttpClient.newBuilder()
             .version(HttpClient.Version.HTTP_1_1)
@@ -97,6 +107,12 @@ final class Transport {
         }
         return answer;
       } catch (IdpoolHttpException err) {
+        if (err.status() == 429 && waitOnRateLimit && err.retryAfterMs() >= 0 && now() + err.retryAfterMs() < deadline) {
+          // Opted in: the entity's limit holds on every instance, so wait it out here and ask again.
+          failures.add(err);
+          sleep(err.retryAfterMs());
+          continue;
+        }
         if (err.status() < 500) throw err;
         failed(failures, endpoint, index, err, err.retryAfterMs());
       } catch (IdpoolException err) {

@@ -163,13 +163,17 @@ public final class ClientCheck {
           if (Math.abs(parts.timestampMs - System.currentTimeMillis()) > 60_000)
             throw new AssertionError("timestamp " + parts.timestamp + " is not now");
         });
-    check("retry_after", ClientCheck::retryAfter);
+    check("retry_after", () -> retryAfter(503, "pool_exhausted", false));
+    check("rate_limit_wait", () -> retryAfter(429, "rate_limited", true));
     check("unavailable", ClientCheck::unavailable);
     System.out.println("done");
   }
 
-  /** A local server answers 503 with Retry-After: 1, then 200: the client waits a second and retries with the same Idempotency-Key. */
-  private static void retryAfter() throws IOException {
+  /**
+   * A local server answers {@code status} with Retry-After: 1, then 200: the client waits a second
+   * and retries with the same Idempotency-Key (a 429 only with waitOnRateLimit).
+   */
+  private static void retryAfter(int status, String code, boolean waitOnRateLimit) throws IOException {
     List<String> keys = Collections.synchronizedList(new ArrayList<>());
     List<Long> times = Collections.synchronizedList(new ArrayList<>());
     HttpServer stub = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
@@ -180,10 +184,10 @@ public final class ClientCheck {
           times.add(System.nanoTime());
           boolean first = keys.size() == 1;
           byte[] body =
-              (first ? "{\"error\":{\"code\":\"pool_exhausted\",\"message\":\"refilling\"}}" : "{\"ids\":[\"9223372036854775807\"]}")
+              (first ? "{\"error\":{\"code\":\"" + code + "\",\"message\":\"wait\"}}" : "{\"ids\":[\"9223372036854775807\"]}")
                   .getBytes(StandardCharsets.UTF_8);
           if (first) ex.getResponseHeaders().add("Retry-After", "1");
-          ex.sendResponseHeaders(first ? 503 : 200, body.length);
+          ex.sendResponseHeaders(first ? status : 200, body.length);
           try (OutputStream os = ex.getResponseBody()) {
             os.write(body);
           }
@@ -191,7 +195,11 @@ public final class ClientCheck {
     stub.start();
     try {
       IdpoolClient c =
-          IdpoolClient.builder().endpoints("http://127.0.0.1:" + stub.getAddress().getPort()).entity("e", "s").build();
+          IdpoolClient.builder()
+              .endpoints("http://127.0.0.1:" + stub.getAddress().getPort())
+              .entity("e", "s")
+              .waitOnRateLimit(waitOnRateLimit)
+              .build();
       long id = c.next("e");
       if (id != Long.MAX_VALUE) throw new AssertionError("id " + id);
       if (keys.size() != 2 || keys.get(0) == null || !keys.get(0).equals(keys.get(1)))
