@@ -76,7 +76,8 @@ class LeasedIds:
         self._last_lease_at: Optional[float] = None
         self.leases = 0
         if not _GIL:
-            self.next = self._next_locked  # type: ignore[method-assign]
+            # The slow path takes the lock and serves from the current segment first.
+            self.next = self._next_slow  # type: ignore[method-assign]
 
     def next(self) -> int:
         """The next id; waits (up to ``lease_wait``) only when both segments are used up."""
@@ -86,16 +87,6 @@ class LeasedIds:
             if value == segment.load_next_at:
                 self._prefetch()
             return value
-        return self._next_slow()
-
-    def _next_locked(self) -> int:
-        with self._lock:
-            segment = self._current
-            value = next(segment.ids)
-            if value <= segment.last:
-                if value == segment.load_next_at and self._spare is None:
-                    self._start_lease()
-                return value
         return self._next_slow()
 
     def _prefetch(self) -> None:

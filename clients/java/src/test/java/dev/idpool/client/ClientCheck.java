@@ -176,23 +176,15 @@ public final class ClientCheck {
   private static void retryAfter(int status, String code, boolean waitOnRateLimit) throws IOException {
     List<String> keys = Collections.synchronizedList(new ArrayList<>());
     List<Long> times = Collections.synchronizedList(new ArrayList<>());
-    HttpServer stub = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    stub.createContext(
-        "/",
-        ex -> {
-          keys.add(ex.getRequestHeaders().getFirst("Idempotency-Key"));
-          times.add(System.nanoTime());
-          boolean first = keys.size() == 1;
-          byte[] body =
-              (first ? "{\"error\":{\"code\":\"" + code + "\",\"message\":\"wait\"}}" : "{\"ids\":[\"9223372036854775807\"]}")
-                  .getBytes(StandardCharsets.UTF_8);
-          if (first) ex.getResponseHeaders().add("Retry-After", "1");
-          ex.sendResponseHeaders(first ? status : 200, body.length);
-          try (OutputStream os = ex.getResponseBody()) {
-            os.write(body);
-          }
-        });
-    stub.start();
+    HttpServer stub =
+        stub(
+            ex -> {
+              keys.add(ex.getRequestHeaders().getFirst("Idempotency-Key"));
+              times.add(System.nanoTime());
+              if (keys.size() > 1) return new Answer(200, "{\"ids\":[\"9223372036854775807\"]}");
+              ex.getResponseHeaders().add("Retry-After", "1");
+              return new Answer(status, "{\"error\":{\"code\":\"" + code + "\",\"message\":\"wait\"}}");
+            });
     try {
       IdpoolClient c =
           IdpoolClient.builder()
@@ -214,18 +206,12 @@ public final class ClientCheck {
   /** Every endpoint failing: IdpoolUnavailableException with each attempt, the last carrying the service's code. */
   private static void unavailable() throws IOException {
     AtomicInteger seen = new AtomicInteger();
-    HttpServer stub = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    stub.createContext(
-        "/",
-        ex -> {
-          seen.incrementAndGet();
-          byte[] body = "{\"error\":{\"code\":\"unavailable\",\"message\":\"down\"}}".getBytes(StandardCharsets.UTF_8);
-          ex.sendResponseHeaders(503, body.length);
-          try (OutputStream os = ex.getResponseBody()) {
-            os.write(body);
-          }
-        });
-    stub.start();
+    HttpServer stub =
+        stub(
+            ex -> {
+              seen.incrementAndGet();
+              return new Answer(503, "{\"error\":{\"code\":\"unavailable\",\"message\":\"down\"}}");
+            });
     try {
       IdpoolClient c =
           IdpoolClient.builder()
@@ -245,6 +231,37 @@ public final class ClientCheck {
     } finally {
       stub.stop(0);
     }
+  }
+
+  private static final class Answer {
+    final int status;
+    final String body;
+
+    Answer(int status, String body) {
+      this.status = status;
+      this.body = body;
+    }
+  }
+
+  private interface Handler {
+    Answer handle(com.sun.net.httpserver.HttpExchange ex);
+  }
+
+  /** A local HTTP server on a spare port answering every request as {@code handler} says. */
+  private static HttpServer stub(Handler handler) throws IOException {
+    HttpServer stub = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    stub.createContext(
+        "/",
+        ex -> {
+          Answer answer = handler.handle(ex);
+          byte[] body = answer.body.getBytes(StandardCharsets.UTF_8);
+          ex.sendResponseHeaders(answer.status, body.length);
+          try (OutputStream os = ex.getResponseBody()) {
+            os.write(body);
+          }
+        });
+    stub.start();
+    return stub;
   }
 
   private static void bench() throws Exception {
