@@ -71,6 +71,8 @@ export interface ServiceNeeds {
   promtool?: boolean;
   /** `prometheus` itself (Debian package prometheus). */
   prometheus?: boolean;
+  /** `kubectl` (Debian package kubernetes-client), for `kubectl kustomize` only: no cluster. */
+  kubectl?: boolean;
 }
 
 const installed = (program: string): boolean => spawnSync(program, ['--version'], { stdio: 'ignore' }).status === 0;
@@ -87,6 +89,8 @@ async function missingOf(needs: ServiceNeeds): Promise<string[]> {
   if (netns) missing.push(`network namespaces unavailable (${netns})`);
   for (const program of ['promtool', 'prometheus'] as const)
     if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
+  if (needs.kubectl && spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)
+    missing.push('kubectl not installed (Debian package kubernetes-client)');
   return missing;
 }
 
