@@ -73,6 +73,8 @@ export interface ServiceNeeds {
   prometheus?: boolean;
   /** `kubectl` (Debian package kubernetes-client), for `kubectl kustomize` only: no cluster. */
   kubectl?: boolean;
+  /** `javac`/`java`, `python3` and `go`: the clients under clients/ (Debian packages default-jdk-headless, python3, golang-go). */
+  clientToolchains?: boolean;
 }
 
 const installed = (program: string): boolean => spawnSync(program, ['--version'], { stdio: 'ignore' }).status === 0;
@@ -91,6 +93,16 @@ async function missingOf(needs: ServiceNeeds): Promise<string[]> {
     if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
   if (needs.kubectl && spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)
     missing.push('kubectl not installed (Debian package kubernetes-client)');
+  if (needs.clientToolchains) {
+    for (const [program, arg] of [
+      ['javac', '-version'],
+      ['java', '-version'],
+      ['python3', '--version'],
+      ['go', 'version'],
+    ])
+      if (spawnSync(program, [arg], { stdio: 'ignore' }).status !== 0)
+        missing.push(`${program} not installed (clients/)`);
+  }
   return missing;
 }
 
