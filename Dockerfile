@@ -25,7 +25,11 @@ COPY --from=build /app/dist ./dist
 # in a volume, so a new container continues the number line.
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
-USER node
+# The image's `node` user by number (uid and gid 1000), so Kubernetes'
+# runAsNonRoot can check it. Nothing is written outside /data and /tmp: the
+# container runs with a read-only root file system (tmpfs or an emptyDir on
+# /tmp; docker-compose.yml, deploy/kubernetes/).
+USER 1000:1000
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.IDPOOL_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]

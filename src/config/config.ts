@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
 import { type Env, EnvReader, quoted } from './env-reader';
 import { redisTopology } from './redis-env';
+import { fixedWorkerId, podWorker } from './worker-env';
 import { ConfigError } from '../errors';
 import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../redis/topology';
 import {
@@ -20,6 +21,7 @@ import {
 import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
 import { DEFAULT_LEASE } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
+import type { PodWorker } from '../worker/pod-worker';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../redis/connection';
 import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../redis/keys';
@@ -68,6 +70,8 @@ export interface Config {
   workerId: number | undefined;
   /** The service accepts a fixed worker id only with this set (IDPOOL_WORKER_ID_UNSAFE). */
   workerIdUnsafe: boolean;
+  /** IDPOOL_WORKER_ID=ordinal: the worker id the pod's ordinal names, leased (only that one). */
+  podWorker: PodWorker | undefined;
   lease: SnowflakeRuntimeSettings;
   ops: OpsConfig;
   logLevel: LogLevel;
@@ -183,8 +187,9 @@ export function loadConfig(env: Env = process.env): Config {
     workerMin,
     workerMax: r.int('IDPOOL_WORKER_MAX', workerCap, workerMin, workerCap),
     workerPreferSameCode: r.bool('IDPOOL_WORKER_PREFER_SAME_CODE', DEFAULTS.workerPreferSameCode),
-    workerId: r.raw('IDPOOL_WORKER_ID') === undefined ? undefined : r.int('IDPOOL_WORKER_ID', 0, 0, workerCap),
+    workerId: fixedWorkerId(r, workerCap),
     workerIdUnsafe: r.bool('IDPOOL_WORKER_ID_UNSAFE', false),
+    podWorker: podWorker(r, workerCap),
     lease: leaseSettings(r),
     ops: opsConfig(r),
     logLevel: r.oneOf('IDPOOL_LOG_LEVEL', LOG_LEVELS, DEFAULTS.logLevel),

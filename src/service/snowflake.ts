@@ -8,6 +8,7 @@ import { SnowflakeLayout } from '../snowflake/layout';
 import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
 import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
 import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
+import { leasePodWorker } from '../worker/pod-worker';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { SqlWorkerStore } from '../worker/worker-store';
@@ -48,7 +49,11 @@ interface ServiceWorker {
   stop(): Promise<void>;
 }
 
-/** A worker id leased from the `worker` table (checked for clock skew and acquired here). */
+/**
+ * A worker id leased from the `worker` table (checked for clock skew and
+ * acquired here): any free one of IDPOOL_WORKER_MIN..MAX, or with
+ * IDPOOL_WORKER_ID=ordinal the pod's own, refused when another holds it.
+ */
 async function leasedWorker(
   config: Config,
   db: Database,
@@ -57,18 +62,26 @@ async function leasedWorker(
   clock: Clock,
   log: Logger,
 ): Promise<ServiceWorker> {
-  const lease = new WorkerLease({
+  const options = {
     ...settings,
     store: new SqlWorkerStore(db),
     holders,
     clock,
     log: log.child({ component: 'worker-lease' }),
-    min: config.workerMin,
-    max: config.workerMax,
-    preferSameCode: config.workerPreferSameCode,
     code: instanceCode(config.port),
-  });
-  await lease.start();
+  };
+  let lease: WorkerLease;
+  if (config.podWorker) {
+    lease = await leasePodWorker(options, config.podWorker);
+  } else {
+    lease = new WorkerLease({
+      ...options,
+      min: config.workerMin,
+      max: config.workerMax,
+      preferSameCode: config.workerPreferSameCode,
+    });
+    await lease.start();
+  }
   return { source: lease, lease, trackUsage: (used) => lease.trackUsage(used), stop: () => lease.stop() };
 }
 
@@ -168,6 +181,12 @@ export function snowflakeFromEnv(
   options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {},
 ): Snowflake {
   const config = loadConfig(env);
+  if (config.podWorker) {
+    throw new ConfigError(
+      'IDPOOL_WORKER_ID',
+      'is "ordinal", which is leased, not trusted: use Snowflake.withLease() with workerMin and workerMax set to the pod\'s number',
+    );
+  }
   if (config.workerId === undefined) {
     throw new ConfigError(
       'IDPOOL_WORKER_ID',

@@ -85,6 +85,8 @@ export interface ServiceNeeds {
   promtool?: boolean;
   /** `prometheus` itself (Debian package prometheus). */
   prometheus?: boolean;
+  /** `kubectl` (Debian package kubernetes-client), for `kubectl kustomize` only: no cluster. */
+  kubectl?: boolean;
   /** `javac`/`java`, `python3` and `go`: the clients under clients/ (Debian packages default-jdk-headless, python3, golang-go). */
   clientToolchains?: boolean;
 }
@@ -106,6 +108,8 @@ async function missingOf(needs: ServiceNeeds): Promise<string[]> {
   if (netns) missing.push(`network namespaces unavailable (${netns})`);
   for (const program of ['promtool', 'prometheus'] as const)
     if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
+  if (needs.kubectl && spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)
+    missing.push('kubectl not installed (Debian package kubernetes-client)');
   if (needs.clientToolchains) {
     for (const [program, arg] of [
       ['javac', '-version'],

@@ -1,0 +1,44 @@
+import { ConfigError } from '../errors';
+import { WorkerLease, type WorkerLeaseOptions } from './lease';
+
+/** The worker id a pod's ordinal names (IDPOOL_WORKER_ID=ordinal), and where it came from. */
+export interface PodWorker {
+  readonly workerId: number;
+  /** Where the number came from, for messages: `HOSTNAME idpool-3 + IDPOOL_WORKER_ID_OFFSET 10`. */
+  readonly from: string;
+}
+
+/**
+ * Leases exactly `pod.workerId`, through the same `worker` table (and
+ * second record) as any lease, so a number handed to two pods is refused,
+ * not trusted. When a live instance holds it, waits one TTL and a heartbeat
+ * (the lease of a pod killed without giving it back lapses within that),
+ * then throws {@link ConfigError}: the first pod keeps issuing, the second
+ * never does. Once held, the heartbeat renews it and, if it is ever lost,
+ * takes back only this number.
+ */
+export async function leasePodWorker(
+  options: Omit<WorkerLeaseOptions, 'min' | 'max' | 'preferSameCode'>,
+  pod: PodWorker,
+): Promise<WorkerLease> {
+  const { clock, ttlMs, heartbeatSeconds } = options;
+  const lease = new WorkerLease({ ...options, min: pod.workerId, max: pod.workerId, preferSameCode: false });
+  await lease.start();
+  const deadline = clock.monotonic() + ttlMs + heartbeatSeconds * 1000;
+  while (lease.workerId === undefined && clock.monotonic() < deadline) {
+    options.log.warn(
+      { workerId: pod.workerId, from: pod.from },
+      "the pod's worker id is leased by another instance; waiting for that lease to lapse",
+    );
+    await clock.sleep(heartbeatSeconds * 1000);
+    await lease.acquire();
+  }
+  if (lease.workerId === undefined) {
+    await lease.stop();
+    throw new ConfigError(
+      'IDPOOL_WORKER_ID',
+      `worker id ${pod.workerId} (${pod.from}) is leased by a live instance, renewed for ${Math.round((ttlMs + heartbeatSeconds * 1000) / 1000)} s: two pods were given one ordinal (another StatefulSet of that name on this database? set IDPOOL_WORKER_ID_OFFSET apart), or IDPOOL_WORKER_MIN..MAX of leasing instances covers it`,
+    );
+  }
+  return lease;
+}
