@@ -30,6 +30,9 @@ import type { RedisClient } from '../pool/redis-connection';
 import { checkRedisMemory } from '../pool/redis-memory';
 import { RedisPoolStore } from '../pool/redis-pool-store';
 import { RedisRefillLock } from '../pool/refill-lock';
+import { redisTimeMs } from '../pool/redis-info';
+import { OWN_LIBRARY } from '../pool/functions';
+import { LibraryPruner } from '../pool/library-pruner';
 import { every } from '../schedule';
 import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
@@ -152,8 +155,14 @@ export async function buildSnowflake(deps: {
   rate: EntityRateLimit;
   holders: WorkerHolders | undefined;
   settings?: Partial<SnowflakeRuntimeSettings>;
+  redis: RedisClient | undefined;
 }): Promise<Built<SnowflakeRuntime>> {
-  const runtime = await createSnowflakeRuntime({ ...deps, log: deps.log.child({ component: 'snowflake' }) });
+  const { redis } = deps;
+  const runtime = await createSnowflakeRuntime({
+    ...deps,
+    log: deps.log.child({ component: 'snowflake' }),
+    redisClock: redis && { name: 'redis', now: () => redisTimeMs(redis) },
+  });
   runtime.start();
   return { value: runtime, close: () => runtime.stop() };
 }
@@ -178,6 +187,15 @@ export function buildOps(deps: {
   const layout = snowflake.generator.layout;
   const lease = snowflake.lease;
   const ttlMs = opsConfig.instanceTtlMs;
+  // An instance that loaded its library at start names it in a heartbeat within a TTL.
+  const pruner =
+    deps.redis &&
+    new LibraryPruner({
+      redis: deps.redis,
+      clock: deps.clock,
+      log: deps.log.child({ component: 'functions' }),
+      graceMs: ttlMs,
+    });
   const ops = createOps({
     instance: deps.instance,
     fleet: {
@@ -187,11 +205,14 @@ export function buildOps(deps: {
         : new MemoryFleetStore(),
       shared: deps.redis !== undefined,
       ttlMs,
+      onView: pruner && ((view) => void pruner.prune(view.instances)),
       self: {
         version: idpoolVersion(),
         node: process.version,
         startedAt: deps.clock.now(),
         dialect: deps.db.dialect,
+        library: deps.redis ? OWN_LIBRARY : null,
+        clockSkewMs: () => Object.fromEntries((snowflake.clockWatch?.skews() ?? []).map((r) => [r.against, r.skewMs])),
         address: deps.address,
         workerId: () => (lease ? (lease.status().ok ? (lease.workerId ?? null) : null) : (config.workerId ?? null)),
         epoch: () => stores.poolStore.epoch(),
@@ -217,6 +238,7 @@ export function buildOps(deps: {
       },
     },
     workers: snowflake.workers,
+    clockWatch: snowflake.clockWatch,
   });
   return { value: ops, close: () => ops.stop() };
 }

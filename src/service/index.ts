@@ -106,6 +106,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
         rate: stores.snowflakeRate,
         holders: stores.workerHolders,
         settings: options.snowflake,
+        redis,
       }),
     );
     let address = `${hostname()}:-`;

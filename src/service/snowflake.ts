@@ -13,6 +13,8 @@ import type { WorkerHolders } from '../worker/worker-holders';
 import { SqlWorkerStore } from '../worker/worker-store';
 import type { EntityRateLimit } from '../pool/rate-limit';
 import { SnowflakeTakes } from './snowflake-takes';
+import { ClockSkewError } from '../snowflake/errors';
+import { type ClockReference, ClockWatch } from '../worker/clock-watch';
 import { errorMessage } from '../errors';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
@@ -21,6 +23,8 @@ export interface SnowflakeRuntime {
   /** Undefined with a fixed `IDPOOL_WORKER_ID`. */
   readonly lease: WorkerLease | undefined;
   readonly issuer: SnowflakeIssuer;
+  /** This instance's clock against Redis's and the database's; undefined with IDPOOL_CLOCK_CHECK_MS=0. */
+  readonly clockWatch: ClockWatch | undefined;
   readonly workers: { list(): Promise<WorkerView[]> };
   /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
   leaseCheck(): string;
@@ -41,6 +45,8 @@ export interface SnowflakeRuntimeDeps {
   holders: WorkerHolders | undefined;
   /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
+  /** Redis's clock (TIME), with Redis; the database's is always checked. */
+  redisClock?: ClockReference;
 }
 
 /** Where the service's worker id comes from, and how to give it back on stop. */
@@ -128,12 +134,29 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     'snowflake generator ready',
   );
   const takes = new SnowflakeTakes({ make: (entityKey, count) => generator.takeStrings(entityKey, count), rate });
+  const store = new SqlWorkerStore(db);
+  const clockWatch =
+    settings.clockCheckMs > 0
+      ? new ClockWatch({
+          clock,
+          references: [...(deps.redisClock ? [deps.redisClock] : []), { name: 'database', now: () => store.nowMs() }],
+          maxSkewMs: settings.maxClockSkewMs,
+          intervalMs: settings.clockCheckMs,
+        })
+      : undefined;
 
   return {
     generator,
     lease,
+    clockWatch,
     issuer: {
-      take: (entity, count) => takes.take(entity, count),
+      take: (entity, count) => {
+        if (clockWatch?.state() === 'refusing')
+          return Promise.reject(
+            new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
+          );
+        return takes.take(entity, count);
+      },
       decode: (id) => explainId(layout, clock.now(), id),
     },
     workers: {
@@ -162,8 +185,12 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     },
     start() {
       lease?.startHeartbeat();
+      clockWatch?.start();
     },
-    stop: () => worker.stop(),
+    async stop() {
+      await clockWatch?.stop();
+      await worker.stop();
+    },
   };
 }
 
