@@ -42,18 +42,21 @@ describeWithServices('clocks checked while running (libfaketime)', { mysql: true
     dir = mkdtempSync(join(tmpdir(), 'idpool-faketime-'));
     offsetFile = join(dir, 'offset');
     setOffset(0);
-    instance = await startInstance({
-      ...setup.env,
-      LD_PRELOAD: LIBFAKETIME,
-      FAKETIME_TIMESTAMP_FILE: offsetFile,
-      // Read the file at every clock call; timers and the lease's validity run on the real monotonic clock.
-      FAKETIME_NO_CACHE: '1',
-      FAKETIME_DONT_FAKE_MONOTONIC: '1',
-      IDPOOL_MAX_CLOCK_SKEW_MS: String(MAX_SKEW_MS),
-      IDPOOL_CLOCK_CHECK_MS: '300',
-      IDPOOL_OPS_SAMPLE_MS: '200',
-      IDPOOL_INSTANCE_TTL_MS: '1000',
-    });
+    instance = await startInstance(
+      {
+        ...setup.env,
+        LD_PRELOAD: LIBFAKETIME,
+        FAKETIME_TIMESTAMP_FILE: offsetFile,
+        // Read the file at every clock call; timers and the lease's validity run on the real monotonic clock.
+        FAKETIME_NO_CACHE: '1',
+        FAKETIME_DONT_FAKE_MONOTONIC: '1',
+        IDPOOL_MAX_CLOCK_SKEW_MS: String(MAX_SKEW_MS),
+        IDPOOL_CLOCK_CHECK_MS: '300',
+        IDPOOL_OPS_SAMPLE_MS: '200',
+        IDPOOL_INSTANCE_TTL_MS: '1000',
+      },
+      120_000,
+    );
     flake = { key: uniqueKey('flake'), secret: '' };
     flake.secret = await register(instance.url, { key: flake.key, mode: 'snowflake' });
     mono = { key: uniqueKey('mono'), secret: '' };

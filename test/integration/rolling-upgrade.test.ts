@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
 import { register, takeIds } from '../support/http';

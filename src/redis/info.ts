@@ -1,4 +1,4 @@
-import type { RedisClient } from './redis-connection';
+import type { RedisClient } from './connection';
 
 /** The value of `field` in the text of an INFO reply (`field:value` lines), or undefined. */
 export function infoField(info: string, field: string): string | undefined {

@@ -3,8 +3,8 @@ import { errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import { RepeatLimiter } from '../repeat-limiter';
 import { OWN_LIBRARY, PUBLIC_LIBRARY, listLibraries, publicLibrarySource } from './functions';
-import { type RedisClient, mastersOf } from './redis-connection';
-import { replyWord } from './redis-errors';
+import { type RedisClient, mastersOf } from './connection';
+import { replyWord } from './errors';
 
 /** An instance of the fleet as the pruner sees it: alive or gone, and the library it calls. */
 export interface LibraryUser {

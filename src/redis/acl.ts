@@ -54,7 +54,7 @@ const CLUSTER_CLIENT_COMMANDS = [
  */
 const SERVICE_COMMANDS = [
   // The function libraries: loaded at start and again when a server lacks them, then called;
-  // a release's removed once no instance of it runs (pool/library-pruner.ts).
+  // a release's removed once no instance of it runs (redis/library-pruner.ts).
   '+function|load',
   '+function|list',
   '+function|delete',
