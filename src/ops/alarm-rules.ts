@@ -2,7 +2,7 @@ import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { Alarms } from './alarms';
-import type { ClockView } from './snowflake-sampling';
+import type { ClockWatch } from '../worker/clock-watch';
 import { type EntityForecast, JS_SAFE_LIMIT, type SnowflakeForecast } from './forecast';
 import { dateIn, describeSeconds, isoDate, round } from './format';
 
@@ -27,6 +27,9 @@ export interface AlarmRuleOptions {
   /** `worker_range_nearly_full` at or above this percent of the range in use. */
   workerRangePercent: number;
 }
+
+/** This instance's clock against Redis's and the database's, as the running service checks it. */
+export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'maxSkewMs'>;
 
 /**
  * Which sampled conditions raise which alarm: each holds for a number of

@@ -16,7 +16,8 @@ import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from 
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
 import { OpsSampler, type SamplerOptions } from './sampler';
-import type { ClockView, LeaseView } from './snowflake-sampling';
+import type { LeaseView } from './snowflake-sampling';
+import type { ClockView } from './alarm-rules';
 
 export { requestObserver } from './request-log';
 

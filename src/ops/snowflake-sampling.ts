@@ -1,6 +1,5 @@
 import type { Clock } from '../clock';
-import type { ClockWatch } from '../worker/clock-watch';
-import type { AlarmRules } from './alarm-rules';
+import type { AlarmRules, ClockView } from './alarm-rules';
 import type { SnowflakeForecast } from './forecast';
 import type { OpsMetrics } from './metrics';
 
@@ -10,9 +9,6 @@ export interface LeaseView {
   /** Worker ids of this deployment's range, and how many have a live lease. */
   usage?(): Promise<{ inUse: number; total: number }>;
 }
-
-/** This instance's clock against Redis's and the database's, as the running service checks it. */
-export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'maxSkewMs'>;
 
 /** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
 const USAGE_EVERY_MS = 10_000;

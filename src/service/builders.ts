@@ -229,6 +229,7 @@ export function buildOps(deps: {
     snowflake: () => ({
       timeExhaustedAt: layout.endMs,
       jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined,
+      ...(layout.settings.regionBits ? { region: layout.settings.region } : {}),
     }),
     lease: lease && {
       status: () => ({ workerId: lease.workerId, held: lease.status().ok, expiresAt: lease.ceilingMs }),

@@ -385,7 +385,8 @@
 
   function renderSnowflake(sf) {
     $('snowflake').textContent = sf
-      ? 'Runs out of timestamp bits on ' +
+      ? (sf.region === undefined ? '' : 'Region ' + sf.region + '. ') +
+        'Runs out of timestamp bits on ' +
         sf.timeExhaustedAt +
         '; ' +
         (!sf.jsSafeLimitAt
