@@ -17,17 +17,22 @@ const TAKES = 20;
 const BATCH = 50;
 
 describeWithServices('two regions on their own Redis and database', { mysql: true }, () => {
+  const deployments: PrivateDeployment[] = [];
   const regions: { deployment: PrivateDeployment; instance: Instance; secrets: Record<string, string> }[] = [];
 
   beforeAll(async () => {
     for (const region of [0, 1]) {
       const deployment = await privateDeployment();
-      const instance = await deployment.start({
-        IDPOOL_CLUSTER_COUNT: '2',
-        IDPOOL_CLUSTER_INDEX: String(region),
-        IDPOOL_SNOWFLAKE_REGION_BITS: '1',
-        IDPOOL_REGION: String(region),
-      });
+      deployments.push(deployment);
+      const instance = await deployment.start(
+        {
+          IDPOOL_CLUSTER_COUNT: '2',
+          IDPOOL_CLUSTER_INDEX: String(region),
+          IDPOOL_SNOWFLAKE_REGION_BITS: '1',
+          IDPOOL_REGION: String(region),
+        },
+        120_000,
+      );
       const secrets = {
         segment: await register(instance.url, { key: KEYS.segment, step: 100 }),
         snowflake: await register(instance.url, { key: KEYS.snowflake, mode: 'snowflake' }),
@@ -37,7 +42,7 @@ describeWithServices('two regions on their own Redis and database', { mysql: tru
   }, 240_000);
 
   afterAll(async () => {
-    await Promise.all(regions.map((r) => r.deployment.stop()));
+    await Promise.all(deployments.map((d) => d.stop()));
   });
 
   it('issues disjoint segment and snowflake ids, and decode names the region', async () => {
