@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import { type Config, ConfigError, loadConfig } from '../config/config';
 import type { Database } from '../db/database';
-import type { SnowflakeIssuer } from '../http/app';
+import type { SnowflakeDecoder } from '../http/app';
 import type { Logger } from '../logger';
 import { explainId } from '../snowflake/explain';
 import { SnowflakeLayout } from '../snowflake/layout';
@@ -11,8 +11,6 @@ import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { SqlWorkerStore } from '../worker/worker-store';
-import type { EntityRateLimit } from '../pool/rate-limit';
-import { SnowflakeTakes } from './snowflake-takes';
 import { ClockSkewError } from '../snowflake/errors';
 import { type ClockReference, ClockWatch } from '../worker/clock-watch';
 import { errorMessage } from '../errors';
@@ -22,9 +20,11 @@ export interface SnowflakeRuntime {
   readonly generator: Snowflake;
   /** Undefined with a fixed `IDPOOL_WORKER_ID`. */
   readonly lease: WorkerLease | undefined;
-  readonly issuer: SnowflakeIssuer;
+  readonly decoder: SnowflakeDecoder;
   /** This instance's clock against Redis's and the database's; undefined with IDPOOL_CLOCK_CHECK_MS=0. */
   readonly clockWatch: ClockWatch | undefined;
+  /** `count` ids of one entity's sequence; refused (503 `clock_skew`) while this instance's clock is past the bound. */
+  make(entityKey: string, count: number): Promise<string[]>;
   readonly workers: { list(): Promise<WorkerView[]> };
   /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
   leaseCheck(): string;
@@ -39,8 +39,6 @@ export interface SnowflakeRuntimeDeps {
   db: Database;
   clock: Clock;
   log: Logger;
-  /** Snowflake entities' `maxSizePerSecond`, counted across instances where Redis is shared. */
-  rate: EntityRateLimit;
   /** The worker leases' record outside the database (with Redis). */
   holders: WorkerHolders | undefined;
   /** Overrides of `config.lease`. */
@@ -113,7 +111,7 @@ async function fixedServiceWorker(workerId: number, db: Database, log: Logger): 
  * allows it. Throws {@link ConfigError} or ClockSkewError.
  */
 export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
-  const { config, db, clock, log, rate } = deps;
+  const { config, db, clock, log } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   if (config.workerId !== undefined && !config.workerIdUnsafe) {
@@ -133,7 +131,6 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     { layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` },
     'snowflake generator ready',
   );
-  const takes = new SnowflakeTakes({ make: (entityKey, count) => generator.takeStrings(entityKey, count), rate });
   const store = new SqlWorkerStore(db);
   const clockWatch =
     settings.clockCheckMs > 0
@@ -144,21 +141,21 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
           intervalMs: settings.clockCheckMs,
         })
       : undefined;
+  /** Makes ids, unless this instance's clock is past the bound (503 clock_skew until it is back). */
+  const make = (entityKey: string, count: number): Promise<string[]> => {
+    if (clockWatch?.state() === 'refusing')
+      return Promise.reject(
+        new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
+      );
+    return generator.takeStrings(entityKey, count);
+  };
 
   return {
     generator,
     lease,
     clockWatch,
-    issuer: {
-      take: (entity, count) => {
-        if (clockWatch?.state() === 'refusing')
-          return Promise.reject(
-            new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
-          );
-        return takes.take(entity, count);
-      },
-      decode: (id) => explainId(layout, clock.now(), id),
-    },
+    make,
+    decoder: { decode: (id) => explainId(layout, clock.now(), id) },
     workers: {
       list: async () => {
         if (lease) return lease.list();
