@@ -232,7 +232,7 @@ async function loadOnce(node: RedisClient, source: string): Promise<boolean> {
     await node.call('FUNCTION', 'LOAD', source);
     return true;
   } catch (err) {
-    if (err instanceof Error && /already exists/.test(err.message)) return false;
+    if (err instanceof Error && err.message.includes('already exists')) return false;
     throw err;
   }
 }

@@ -64,7 +64,7 @@ export class LibraryPruner {
   private async remove(library: string): Promise<void> {
     for (const node of mastersOf(this.o.redis)) {
       if (library === PUBLIC_LIBRARY) {
-        const [whole] = await listLibraries(node, PUBLIC_LIBRARY);
+        const whole = (await listLibraries(node, PUBLIC_LIBRARY)).find((l) => l.name === PUBLIC_LIBRARY);
         if (!whole?.functions.includes('idpool_take')) continue;
         await node.call('FUNCTION', 'LOAD', 'REPLACE', publicLibrarySource());
       } else {
