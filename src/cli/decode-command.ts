@@ -13,6 +13,7 @@ const LAYOUT_VARIABLES: Record<string, string> = {
   workerBits: 'IDPOOL_SNOWFLAKE_WORKER_BITS',
   reservedBits: 'IDPOOL_SNOWFLAKE_RESERVED_BITS',
   reservedValue: 'IDPOOL_SNOWFLAKE_RESERVED_VALUE',
+  regionBits: 'IDPOOL_SNOWFLAKE_REGION_BITS',
 };
 
 /** `decode`: explains a snowflake id offline, with the layout of the environment or the options. */
@@ -27,6 +28,10 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
     .option('--worker-bits <n>', 'IDPOOL_SNOWFLAKE_WORKER_BITS')
     .option('--reserved-bits <n>', 'IDPOOL_SNOWFLAKE_RESERVED_BITS')
     .option('--reserved-value <n>', 'IDPOOL_SNOWFLAKE_RESERVED_VALUE')
+    .option(
+      '--region-bits <n>',
+      'IDPOOL_SNOWFLAKE_REGION_BITS (the region of an id is read from it, whatever IDPOOL_REGION says)',
+    )
     .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
 }
 

@@ -20,7 +20,7 @@ import {
 } from '../snowflake/layout';
 import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
 import { DEFAULT_LEASE } from '../worker/lease';
-import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
+import { DEFAULT_CLOCK_CHECK_MS, type SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { PodWorker } from '../worker/pod-worker';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../redis/connection';
@@ -108,6 +108,7 @@ export const DEFAULTS = {
   lease: {
     ...DEFAULT_LEASE,
     maxWaitMs: DEFAULT_MAX_WAIT_MS,
+    clockCheckMs: DEFAULT_CLOCK_CHECK_MS,
   } satisfies SnowflakeRuntimeSettings as SnowflakeRuntimeSettings,
   ops: DEFAULT_OPS,
   logLevel: 'info',
@@ -216,6 +217,8 @@ function snowflakeSettings(r: EnvReader): SnowflakeSettings {
     reservedBits: r.integer('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits),
     reservedValue: r.integer('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue),
     timeBackInitial: r.integer('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial) as 0 | 1,
+    regionBits: r.integer('IDPOOL_SNOWFLAKE_REGION_BITS', sf.regionBits),
+    region: r.integer('IDPOOL_REGION', sf.region),
   };
   const wrong = settingsProblem(settings);
   if (wrong)
@@ -286,6 +289,7 @@ function leaseSettings(r: EnvReader): SnowflakeRuntimeSettings {
     ),
     maxClockSkewMs: r.int('IDPOOL_MAX_CLOCK_SKEW_MS', d.maxClockSkewMs, 0, 60_000),
     maxWaitMs: r.int('IDPOOL_SNOWFLAKE_MAX_WAIT_MS', d.maxWaitMs, 0, 60_000),
+    clockCheckMs: r.int('IDPOOL_CLOCK_CHECK_MS', d.clockCheckMs, 0, 600_000),
   };
 }
 

@@ -20,6 +20,10 @@ export interface FleetSelf {
   readonly node: string;
   readonly startedAt: number;
   readonly dialect: string;
+  /** The Redis function library this release calls (`idpool_<hash>`), null without Redis. */
+  readonly library: string | null;
+  /** Its clock minus each reference's (ms; null: not read), as last checked. */
+  clockSkewMs(): Record<string, number | null>;
   /** `host:port`, known once listening. */
   address(): string;
   workerId(): number | null;
@@ -221,6 +225,8 @@ export class Fleet {
       workerId: s.workerId(),
       epoch,
       dialect: s.dialect,
+      library: s.library,
+      clockSkewMs: s.clockSkewMs(),
       lastSampleAt: sampled === undefined ? null : new Date(sampled).toISOString(),
       activeAlarms: s.activeAlarms(),
       at: this.o.clock.now(),

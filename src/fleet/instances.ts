@@ -21,6 +21,14 @@ export interface Heartbeat {
   readonly epoch: string | null;
   /** `mysql`, `postgres` or `sqlite`. */
   readonly dialect: string;
+  /**
+   * The Redis function library it calls (`idpool_<hash>`), null without
+   * Redis; absent from the heartbeats of releases before versioned
+   * libraries (they call the library `idpool` whole).
+   */
+  readonly library?: string | null;
+  /** Its clock minus Redis's and the database's (ms; null: not read), as it last checked them; absent from older releases. */
+  readonly clockSkewMs?: Readonly<Record<string, number | null>>;
   /** ISO time of its last ops sample, or null before the first. */
   readonly lastSampleAt: string | null;
   /** Alarm conditions on at this instance. */
@@ -164,9 +172,19 @@ export function parseHeartbeat(json: string): Heartbeat | undefined {
     dialect: text(hb.dialect) ?? '',
     lastSampleAt: orNull(text(hb.lastSampleAt)),
     activeAlarms: typeof hb.activeAlarms === 'number' ? hb.activeAlarms : 0,
+    // Absent (not null) from the heartbeats of releases before versioned libraries and clock checks.
+    ...(hb.library === null || typeof hb.library === 'string' ? { library: hb.library } : {}),
+    ...(typeof hb.clockSkewMs === 'object' && hb.clockSkewMs !== null ? { clockSkewMs: skews(hb.clockSkewMs) } : {}),
     at: hb.at,
     ttlMs: hb.ttlMs,
   };
+}
+
+/** A heartbeat's clock skews: a number or null per reference, anything else dropped. */
+function skews(v: object): Record<string, number | null> {
+  return Object.fromEntries(
+    Object.entries(v).filter(([, ms]) => ms === null || typeof ms === 'number') as [string, number | null][],
+  );
 }
 
 /** Rates read back from Redis, or undefined when they are not an object. */

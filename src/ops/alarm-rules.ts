@@ -2,6 +2,7 @@ import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { Alarms } from './alarms';
+import type { ClockWatch } from '../worker/clock-watch';
 import { type EntityForecast, JS_SAFE_LIMIT, type SnowflakeForecast } from './forecast';
 import { dateIn, describeSeconds, isoDate, round } from './format';
 
@@ -26,6 +27,9 @@ export interface AlarmRuleOptions {
   /** `worker_range_nearly_full` at or above this percent of the range in use. */
   workerRangePercent: number;
 }
+
+/** This instance's clock against Redis's and the database's, as the running service checks it. */
+export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'maxSkewMs'>;
 
 /**
  * Which sampled conditions raise which alarm: each holds for a number of
@@ -108,6 +112,27 @@ export class AlarmRules {
         severity: 'critical',
         message: 'this instance holds no usable worker lease: it issues no snowflake ids',
         details: { workerId: status.workerId ?? null },
+      }),
+      1,
+    );
+  }
+
+  /** `clock_skew` while this instance's clock is further than half the bound from Redis's or the database's. */
+  checkClockSkew(clock: ClockView): void {
+    const worstMs = clock.worstSkewMs();
+    const state = clock.state();
+    this.condition(
+      state !== 'ok',
+      'clock_skew',
+      undefined,
+      () => ({
+        name: 'clock_skew',
+        severity: state === 'refusing' ? 'critical' : 'warning',
+        message: `this instance's clock is ${Math.round(Math.abs(worstMs))} ms ${worstMs > 0 ? 'ahead of' : 'behind'} Redis's or the database's (IDPOOL_MAX_CLOCK_SKEW_MS=${clock.maxSkewMs}): ${state === 'refusing' ? 'it issues no snowflake ids until it is back within it' : 'past half the bound; fix time synchronisation (NTP)'}`,
+        details: {
+          skewMs: Object.fromEntries(clock.skews().map((r) => [r.against, r.skewMs])),
+          maxSkewMs: clock.maxSkewMs,
+        },
       }),
       1,
     );

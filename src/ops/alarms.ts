@@ -17,6 +17,7 @@ export type AlarmName =
   /** The former name of `redis_epoch_changed`, kept as its alias for one release (see ALARM_ALIASES). */
   | 'redis_server_changed'
   | 'lease_lost'
+  | 'clock_skew'
   | 'worker_range_nearly_full'
   | 'forecast_pool_dry'
   | 'forecast_js_safe_limit'

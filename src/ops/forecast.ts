@@ -73,6 +73,8 @@ export function secondsUntilPass(highestId: bigint, limit: bigint, idsPerSecond:
 export interface SnowflakeForecast {
   timeExhaustedAt: number;
   jsSafeLimitAt: number | undefined;
+  /** The layout's region (IDPOOL_REGION), when it has region bits: the dashboard names it. */
+  region?: number;
 }
 
 /** Everything forecast for one segment entity. */

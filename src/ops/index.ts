@@ -18,6 +18,7 @@ import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
 import { OpsSampler, type SamplerOptions } from './sampler';
 import type { LeaseView } from './snowflake-sampling';
+import type { ClockView } from './alarm-rules';
 
 export { requestObserver } from './request-log';
 
@@ -32,6 +33,7 @@ export interface OpsDeps {
   stride: SamplerOptions['stride'];
   snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
+  clockWatch?: ClockView;
   workers?: { list(): Promise<unknown[]> };
   /** Process metrics (CPU, heap, event loop); off in tests that build many services. */
   defaultMetrics?: boolean;
@@ -44,6 +46,8 @@ export interface OpsDeps {
     shared: boolean;
     ttlMs: number;
     self: Omit<FleetSelf, 'id' | 'lastSampleAt' | 'activeAlarms' | 'rates'>;
+    /** Each view of the fleet read from Redis (the builder prunes unused function libraries with it). */
+    onView?(view: FleetInstances): void;
   };
 }
 
@@ -195,6 +199,7 @@ function createFleet(
       metrics.instances.set({ state: 'gone' }, view.gone);
       metrics.instancesDisagree.set({ on: 'epoch' }, view.disagreement.epoch ? 1 : 0);
       metrics.instancesDisagree.set({ on: 'version' }, view.disagreement.version ? 1 : 0);
+      if (view.source === 'redis') deps.onView?.(view);
     },
   });
 }
@@ -228,6 +233,7 @@ function createSampler(
     log,
     snowflake: deps.snowflake,
     lease: deps.lease,
+    clockWatch: deps.clockWatch,
     sampleMs: config.sampleMs,
     rateWindowMs: config.rateWindowMs,
     // Five samples at least, so one refill does not make the chart jump.

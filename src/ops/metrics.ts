@@ -202,6 +202,11 @@ export class OpsMetrics {
     'Seconds until the worker lease expires unless renewed',
     [],
   );
+  readonly clockSkew = this.gauge(
+    'idpool_clock_skew_seconds',
+    "This instance's clock minus the reference's (redis: TIME, database: its NOW), as last checked (IDPOOL_CLOCK_CHECK_MS)",
+    ['against'],
+  );
   readonly leaseWorkerId = this.gauge('idpool_worker_id', 'Worker id this instance holds (-1 = none)', []);
   readonly workersInUse = this.gauge(
     'idpool_worker_ids_in_use',

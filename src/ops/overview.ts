@@ -38,7 +38,7 @@ export interface OpsOverview {
   matching: number;
   entities: (EntityOverview | SnowflakeEntityOverview)[];
   /** Dates past year 275760 are null ("never"). */
-  snowflake: { timeExhaustedAt: string | null; jsSafeLimitAt: string | null } | null;
+  snowflake: { timeExhaustedAt: string | null; jsSafeLimitAt: string | null; region?: number } | null;
   /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
   sampling: SamplingHealth;
   workers: unknown[];
@@ -94,7 +94,13 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
     entityCount: all.length,
     matching: matching.length,
     entities,
-    snowflake: sf ? { timeExhaustedAt: isoDate(sf.timeExhaustedAt), jsSafeLimitAt: isoDate(sf.jsSafeLimitAt) } : null,
+    snowflake: sf
+      ? {
+          timeExhaustedAt: isoDate(sf.timeExhaustedAt),
+          jsSafeLimitAt: isoDate(sf.jsSafeLimitAt),
+          ...(sf.region === undefined ? {} : { region: sf.region }),
+        }
+      : null,
     sampling: s.sampler.health(),
     // Live leases only: the worker table has a row per id of the range (up to 1023).
     workers: s.workers ? (await s.workers.list()).filter((w) => (w as { live?: unknown }).live !== false) : [],

@@ -137,6 +137,7 @@ export class OpsSampler {
     if (await this.guard('entities', undefined, () => this.sampleEntities())) this.lastSampledAt = this.o.clock.now();
     await this.guard('lease', undefined, () => this.snowflakeSide.sampleLease());
     await this.guard('snowflake', undefined, () => this.snowflakeSide.checkSnowflake());
+    await this.guard('clock', undefined, () => this.snowflakeSide.sampleClock());
   }
 
   /** Runs `step`, logging a failure with the entity's key (if any) instead of throwing it. */

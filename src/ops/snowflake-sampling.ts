@@ -1,5 +1,5 @@
 import type { Clock } from '../clock';
-import type { AlarmRules } from './alarm-rules';
+import type { AlarmRules, ClockView } from './alarm-rules';
 import type { SnowflakeForecast } from './forecast';
 import type { OpsMetrics } from './metrics';
 
@@ -19,6 +19,7 @@ export interface SnowflakeSamplingOptions {
   /** Read when first needed: the snowflake layout is built after the pool side. */
   snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
+  clockWatch?: ClockView;
 }
 
 /**
@@ -32,7 +33,7 @@ export class SnowflakeSampling {
 
   constructor(
     private readonly o: SnowflakeSamplingOptions,
-    private readonly rules: Pick<AlarmRules, 'checkLease' | 'checkWorkerRange' | 'checkSnowflake'>,
+    private readonly rules: Pick<AlarmRules, 'checkLease' | 'checkWorkerRange' | 'checkSnowflake' | 'checkClockSkew'>,
   ) {}
 
   /** The lease's gauges and alarm; the range's use at most every {@link USAGE_EVERY_MS}. */
@@ -55,6 +56,15 @@ export class SnowflakeSampling {
       metrics.workersAvailable.set(total);
       this.rules.checkWorkerRange(inUse, total);
     }
+  }
+
+  /** The clock's skews (`idpool_clock_skew_seconds`) and the `clock_skew` alarm. */
+  sampleClock(): void {
+    const watch = this.o.clockWatch;
+    if (!watch) return;
+    for (const r of watch.skews())
+      if (r.skewMs !== null) this.o.metrics.clockSkew.set({ against: r.against }, r.skewMs / 1000);
+    this.rules.checkClockSkew(watch);
   }
 
   /** The snowflake forecasts' gauges and alarms. */

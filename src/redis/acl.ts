@@ -53,9 +53,11 @@ const CLUSTER_CLIENT_COMMANDS = [
  * server's password, and the memory check falls back to `INFO memory`.
  */
 const SERVICE_COMMANDS = [
-  // The function library: loaded at start and again when a server lacks it, then called.
+  // The function libraries: loaded at start and again when a server lacks them, then called;
+  // a release's removed once no instance of it runs (redis/library-pruner.ts).
   '+function|load',
   '+function|list',
+  '+function|delete',
   '+fcall',
   // A push and a take: one MULTI of FCALL, RPUSH or LPOP, and FCALL (push_open-6.lua, take_open-4.lua); DISCARD if ioredis abandons one.
   '+multi',

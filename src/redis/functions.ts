@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
@@ -6,9 +7,12 @@ import { replyWord } from './errors';
 
 /**
  * idpool's Redis function library: `commands/_prelude.lua` and one
- * `<name>-<numKeys>.lua` per function (registered as `idpool_<name>`).
- * Every call goes through here, so the key count comes from the file name
- * and a result code means one thing everywhere.
+ * `<name>-<numKeys>.lua` per function (registering `idpool_<name>`, which
+ * the code calls it by). Loaded as two libraries, this release's own
+ * (functions renamed `idpool_<hash>_<name>`) and the public one
+ * (`idpool_pop`). Every call goes through here, so the key count comes from
+ * the file name, the name FCALL takes is this release's, and a result code
+ * means one thing everywhere.
  */
 
 /** Return codes of the Lua functions in `commands/` (negative = refused); each file's header says which it returns. */
@@ -79,26 +83,89 @@ function outcomeOf(code: number, value: number): ScriptOutcome | undefined {
 
 const COMMANDS_DIR = join(__dirname, 'commands');
 const FUNCTION_FILE = /^([a-z_]+)-(\d+)\.lua$/;
+/** `redis.register_function('idpool_x', …)` or `redis.register_function{function_name = 'idpool_x', …}`. */
+const REGISTERED = /(redis\.register_function\s*(?:\(\s*|\{\s*function_name\s*=\s*))'idpool_([a-z_]+)'/g;
 
-function functionFiles(): string[] {
-  return readdirSync(COMMANDS_DIR)
-    .filter((f) => FUNCTION_FILE.test(f))
-    .sort();
+/**
+ * Functions direct consumers call by name (docs/operating.md "Rolling
+ * upgrades"): their names and contracts never change, and they live in
+ * the library {@link PUBLIC_LIBRARY} that every release shares. Every
+ * other function is the service's own, in a library of its release.
+ */
+const PUBLIC_FUNCTIONS: ReadonlySet<string> = new Set(['pop']);
+
+/** The library holding the public functions; before versioned libraries, the one library of every release. */
+export const PUBLIC_LIBRARY = 'idpool';
+
+interface FunctionFile {
+  /** `idpool_<name>`, as the code names it. */
+  readonly name: string;
+  readonly keys: number;
+  readonly source: string;
+  readonly public: boolean;
 }
 
+function functionFiles(): FunctionFile[] {
+  return readdirSync(COMMANDS_DIR)
+    .filter((f) => FUNCTION_FILE.test(f))
+    .sort()
+    .map((f) => {
+      const [, name, keys] = FUNCTION_FILE.exec(f) ?? [];
+      const source = readFileSync(join(COMMANDS_DIR, f), 'utf8');
+      const registered = [...source.matchAll(REGISTERED)].map((m) => m[2]);
+      if (registered.length !== 1 || registered[0] !== name)
+        throw new Error(
+          `${f} must register the one function idpool_${name}, registers ${registered.join(', ') || 'none'}`,
+        );
+      return { name: `idpool_${name}`, keys: Number(keys), source, public: PUBLIC_FUNCTIONS.has(name) };
+    });
+}
+
+/**
+ * The two libraries of this release. The service's own is named by a hash
+ * of its source (`idpool_<12 hex>`) and so are its functions
+ * (`idpool_<hash>_take`): a release changing any function gets a library of
+ * its own beside the previous one's, and never replaces it while instances
+ * of both run (docs/operating.md "Rolling upgrades"). The public one keeps
+ * its names.
+ */
+function buildLibraries(): { version: string; own: string; public: string; files: FunctionFile[] } {
+  const prelude = readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8');
+  const files = functionFiles();
+  const ownFiles = files.filter((f) => !f.public);
+  const body = [prelude, ...ownFiles.map((f) => f.source)].join('\n');
+  const version = `idpool_${createHash('sha256').update(body).digest('hex').slice(0, 12)}`;
+  const own = [
+    `#!lua name=${version}`,
+    prelude,
+    ...ownFiles.map((f) => f.source.replace(REGISTERED, `$1'${version}_$2'`)),
+  ].join('\n');
+  const shared = [`#!lua name=${PUBLIC_LIBRARY}`, prelude, ...files.filter((f) => f.public).map((f) => f.source)].join(
+    '\n',
+  );
+  return { version, own, public: shared, files };
+}
+
+const LIBRARIES = buildLibraries();
+
+/** The name of this release's own library (`idpool_<hash>`): its heartbeat names it, so the fleet knows which are in use. */
+export const OWN_LIBRARY = LIBRARIES.version;
+
 /** `idpool_<name>` → its number of keys, from the file names. */
-const KEY_COUNTS: ReadonlyMap<string, number> = new Map(
-  functionFiles().map((f) => {
-    const [, name, keys] = FUNCTION_FILE.exec(f) ?? [];
-    return [`idpool_${name}`, Number(keys)];
-  }),
-);
+const KEY_COUNTS: ReadonlyMap<string, number> = new Map(LIBRARIES.files.map((f) => [f.name, f.keys]));
+const PUBLIC_NAMES: ReadonlySet<string> = new Set(LIBRARIES.files.filter((f) => f.public).map((f) => f.name));
 
 /** The number of keys function `name` takes (from its file name); throws for a function the library lacks. */
 export function keyCount(name: string): number {
   const count = KEY_COUNTS.get(name);
   if (count === undefined) throw new Error(`no Redis function ${name} in ${COMMANDS_DIR}`);
   return count;
+}
+
+/** What FCALL names function `name` (`idpool_take`) of this release: `idpool_<hash>_take`; a public one, its own name. */
+export function registeredName(name: string): string {
+  keyCount(name);
+  return PUBLIC_NAMES.has(name) ? name : `${OWN_LIBRARY}_${name.slice('idpool_'.length)}`;
 }
 
 /** The FCALL arguments after `name`'s key count, its keys checked against the count its file name declares. */
@@ -108,34 +175,71 @@ function fcallArgs(name: string, keys: readonly string[], args: readonly (string
   return [...keys, ...args];
 }
 
-/** The library's source: `_prelude.lua` followed by every function file. */
-function functionLibrary(): string {
-  return [
-    readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8'),
-    ...functionFiles().map((f) => readFileSync(join(COMMANDS_DIR, f), 'utf8')),
-  ].join('\n');
+/** A library's entry in FUNCTION LIST: its name, functions and (WITHCODE) source. */
+interface ListedLibrary {
+  readonly name: string;
+  readonly functions: readonly string[];
+  readonly code: string | undefined;
+}
+
+/** FUNCTION LIST's reply as {@link ListedLibrary} entries. */
+export async function listLibraries(node: RedisClient, pattern: string, withCode = false): Promise<ListedLibrary[]> {
+  const args = ['LIST', 'LIBRARYNAME', pattern, ...(withCode ? ['WITHCODE'] : [])];
+  const listed = (await node.call('FUNCTION', ...args)) as unknown[][];
+  const field = (entry: unknown[], name: string) => entry[entry.indexOf(name) + 1];
+  return listed.map((entry) => ({
+    name: field(entry, 'library_name') as string,
+    functions: (field(entry, 'functions') as unknown[][]).map((f) => field(f, 'name') as string),
+    code: withCode ? (field(entry, 'library_code') as string) : undefined,
+  }));
+}
+
+/** Whether `library` (a public library as listed) holds every public function of this release. */
+function hasPublicFunctions(library: ListedLibrary | undefined): boolean {
+  return library !== undefined && [...PUBLIC_NAMES].every((f) => library.functions.includes(f));
 }
 
 /**
- * Loads (or replaces) idpool's functions, the service's own and `idpool_pop`
- * for trusted consumers, on every master (a Cluster's too: a function runs
- * on the node that owns its keys; replicas get it by replication).
+ * Loads this release's functions on every master (a Cluster's too: a
+ * function runs on the node that owns its keys; replicas get them by
+ * replication): its own library unless there already, and the public one
+ * unless the library there (this release's, or a release's before that
+ * held every function in it) already defines every public function. It
+ * never replaces another release's library. True when it loaded one.
  */
 export async function loadFunctions(redis: RedisClient): Promise<boolean> {
-  const library = functionLibrary();
   const loaded = await Promise.all(
     mastersOf(redis).map(async (node) => {
       // Already loaded (another instance, an earlier start): nothing to write.
       // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
       // instance from starting to serve what its pools hold.
-      const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'idpool', 'WITHCODE')) as unknown[][];
-      const entry = listed.find((l) => l[1] === 'idpool');
-      if (entry?.[entry.indexOf('library_code') + 1] === library) return false;
-      await node.call('FUNCTION', 'LOAD', 'REPLACE', library);
-      return true;
+      const [own, shared] = await Promise.all([listLibraries(node, OWN_LIBRARY), listLibraries(node, PUBLIC_LIBRARY)]);
+      let wrote = false;
+      if (own.length === 0) wrote = await loadOnce(node, LIBRARIES.own);
+      if (!hasPublicFunctions(shared[0])) {
+        await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
+        wrote = true;
+      }
+      return wrote;
     }),
   );
   return loaded.includes(true);
+}
+
+/** FUNCTION LOAD of a library named by its content: another instance loading it at the same moment is no failure. */
+async function loadOnce(node: RedisClient, source: string): Promise<boolean> {
+  try {
+    await node.call('FUNCTION', 'LOAD', source);
+    return true;
+  } catch (err) {
+    if (err instanceof Error && err.message.includes('already exists')) return false;
+    throw err;
+  }
+}
+
+/** The public library of this release alone: what replaces a release's whole library once none of its instances runs. */
+export function publicLibrarySource(): string {
+  return LIBRARIES.public;
 }
 
 /**
@@ -173,7 +277,7 @@ export function callFunction<T>(
   args: readonly (string | number)[],
 ): Promise<T> {
   const argv = fcallArgs(name, keys, args);
-  return withLibrary(redis, async () => (await redis.fcall(name, keys.length, ...argv)) as T);
+  return withLibrary(redis, async () => (await redis.fcall(registeredName(name), keys.length, ...argv)) as T);
 }
 
 /** Queues an FCALL of `name` on a MULTI or pipeline (its caller wraps the exec in {@link withLibrary}). */
@@ -184,5 +288,5 @@ export function queueFunction(
   args: readonly (string | number)[],
 ): ChainableCommander {
   const argv = fcallArgs(name, keys, args);
-  return multi.fcall(name, keys.length, ...argv);
+  return multi.fcall(registeredName(name), keys.length, ...argv);
 }

@@ -1,3 +1,5 @@
+import type { RedisClient } from './connection';
+
 /** The value of `field` in the text of an INFO reply (`field:value` lines), or undefined. */
 export function infoField(info: string, field: string): string | undefined {
   for (const line of info.split(/\r?\n/)) {
@@ -15,4 +17,10 @@ export function epochOf(info: string): string {
   const replId = infoField(info, 'master_replid');
   if (!runId || !replId) throw new Error('INFO did not report run_id and master_replid');
   return `${runId}:${replId}`;
+}
+
+/** The Redis server's clock (TIME) in Unix ms: the running service compares its own with it (worker/clock-watch.ts). */
+export async function redisTimeMs(redis: RedisClient): Promise<number> {
+  const [seconds, micros] = (await redis.time()) as unknown as [string, string];
+  return Number(seconds) * 1000 + Number(micros) / 1000;
 }

@@ -32,6 +32,9 @@ import type { RedisClient } from '../redis/connection';
 import { checkRedisMemory } from '../redis/memory';
 import { RedisPoolStore } from '../pool/redis-pool-store';
 import { RedisRefillLock } from '../pool/refill-lock';
+import { redisTimeMs } from '../redis/info';
+import { OWN_LIBRARY } from '../redis/functions';
+import { LibraryPruner } from '../redis/library-pruner';
 import { every } from '../schedule';
 import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
@@ -153,8 +156,14 @@ export async function buildSnowflake(deps: {
   log: Logger;
   holders: WorkerHolders | undefined;
   settings?: Partial<SnowflakeRuntimeSettings>;
+  redis: RedisClient | undefined;
 }): Promise<Built<SnowflakeRuntime>> {
-  const runtime = await createSnowflakeRuntime({ ...deps, log: deps.log.child({ component: 'snowflake' }) });
+  const { redis } = deps;
+  const runtime = await createSnowflakeRuntime({
+    ...deps,
+    log: deps.log.child({ component: 'snowflake' }),
+    redisClock: redis && { name: 'redis', now: () => redisTimeMs(redis) },
+  });
   runtime.start();
   return { value: runtime, close: () => runtime.stop() };
 }
@@ -179,6 +188,15 @@ export function buildOps(deps: {
   const layout = snowflake.generator.layout;
   const lease = snowflake.lease;
   const ttlMs = opsConfig.instanceTtlMs;
+  // An instance that loaded its library at start names it in a heartbeat within a TTL.
+  const pruner =
+    deps.redis &&
+    new LibraryPruner({
+      redis: deps.redis,
+      clock: deps.clock,
+      log: deps.log.child({ component: 'functions' }),
+      graceMs: ttlMs,
+    });
   const ops = createOps({
     instance: deps.instance,
     fleet: {
@@ -188,11 +206,14 @@ export function buildOps(deps: {
         : new MemoryFleetStore(),
       shared: deps.redis !== undefined,
       ttlMs,
+      onView: pruner && ((view) => void pruner.prune(view.instances)),
       self: {
         version: idpoolVersion(),
         node: process.version,
         startedAt: deps.clock.now(),
         dialect: deps.db.dialect,
+        library: deps.redis ? OWN_LIBRARY : null,
+        clockSkewMs: () => Object.fromEntries((snowflake.clockWatch?.skews() ?? []).map((r) => [r.against, r.skewMs])),
         address: deps.address,
         workerId: () => (lease ? (lease.status().ok ? (lease.workerId ?? null) : null) : (config.workerId ?? null)),
         epoch: () => stores.poolStore.epoch(),
@@ -209,6 +230,7 @@ export function buildOps(deps: {
     snowflake: () => ({
       timeExhaustedAt: layout.endMs,
       jsSafeLimitAt: Number.isFinite(layout.numberUnsafeFromMs) ? layout.numberUnsafeFromMs : undefined,
+      ...(layout.settings.regionBits ? { region: layout.settings.region } : {}),
     }),
     lease: lease && {
       status: () => ({ workerId: lease.workerId, held: lease.status().ok, expiresAt: lease.ceilingMs }),
@@ -218,6 +240,7 @@ export function buildOps(deps: {
       },
     },
     workers: snowflake.workers,
+    clockWatch: snowflake.clockWatch,
   });
   return { value: ops, close: () => ops.stop() };
 }
@@ -334,12 +357,12 @@ export function buildTakes(deps: {
   rate: EntityRateLimit;
   events: TakeEvents;
 }): TakeService {
-  const { generator } = deps.snowflake;
+  const { snowflake } = deps;
   return new TakeService({
     takers: {
       segment: deps.pools.dispatcher,
       snowflake: new SnowflakeTaker({
-        make: (entityKey, count) => generator.takeStrings(entityKey, count),
+        make: (entityKey, count) => snowflake.make(entityKey, count),
         rate: deps.rate,
       }),
     },

@@ -107,6 +107,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
         log,
         holders: stores.workerHolders,
         settings: options.snowflake,
+        redis,
       }),
     );
     let address = `${hostname()}:-`;

@@ -12,6 +12,8 @@ import { leasePodWorker } from '../worker/pod-worker';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { SqlWorkerStore } from '../worker/worker-store';
+import { ClockSkewError } from '../snowflake/errors';
+import { type ClockReference, ClockWatch } from '../worker/clock-watch';
 import { errorMessage } from '../errors';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
@@ -20,6 +22,10 @@ export interface SnowflakeRuntime {
   /** Undefined with a fixed `IDPOOL_WORKER_ID`. */
   readonly lease: WorkerLease | undefined;
   readonly decoder: SnowflakeDecoder;
+  /** This instance's clock against Redis's and the database's; undefined with IDPOOL_CLOCK_CHECK_MS=0. */
+  readonly clockWatch: ClockWatch | undefined;
+  /** `count` ids of one entity's sequence; refused (503 `clock_skew`) while this instance's clock is past the bound. */
+  make(entityKey: string, count: number): Promise<string[]>;
   readonly workers: { list(): Promise<WorkerView[]> };
   /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
   leaseCheck(): string;
@@ -38,6 +44,8 @@ export interface SnowflakeRuntimeDeps {
   holders: WorkerHolders | undefined;
   /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
+  /** Redis's clock (TIME), with Redis; the database's is always checked. */
+  redisClock?: ClockReference;
 }
 
 /** Where the service's worker id comes from, and how to give it back on stop. */
@@ -136,9 +144,30 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     { layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` },
     'snowflake generator ready',
   );
+  const store = new SqlWorkerStore(db);
+  const clockWatch =
+    settings.clockCheckMs > 0
+      ? new ClockWatch({
+          clock,
+          references: [...(deps.redisClock ? [deps.redisClock] : []), { name: 'database', now: () => store.nowMs() }],
+          maxSkewMs: settings.maxClockSkewMs,
+          intervalMs: settings.clockCheckMs,
+        })
+      : undefined;
+  /** Makes ids, unless this instance's clock is past the bound (503 clock_skew until it is back). */
+  const make = (entityKey: string, count: number): Promise<string[]> => {
+    if (clockWatch?.state() === 'refusing')
+      return Promise.reject(
+        new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
+      );
+    return generator.takeStrings(entityKey, count);
+  };
+
   return {
     generator,
     lease,
+    clockWatch,
+    make,
     decoder: { decode: (id) => explainId(layout, clock.now(), id) },
     workers: {
       list: async () => {
@@ -166,8 +195,12 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     },
     start() {
       lease?.startHeartbeat();
+      clockWatch?.start();
     },
-    stop: () => worker.stop(),
+    async stop() {
+      await clockWatch?.stop();
+      await worker.stop();
+    },
   };
 }
 

@@ -1,4 +1,4 @@
-import { UnavailableError } from '../errors';
+import { IdpoolError, UnavailableError } from '../errors';
 
 /** Seconds for Retry-After: at least 1, rounded up. */
 function retryAfter(waitMs: number): number {
@@ -47,5 +47,21 @@ export class LayoutExhaustedError extends UnavailableError {
 export class NoWorkerLeaseError extends UnavailableError {
   constructor(detail: string, retryAfterSeconds = 1) {
     super(`no snowflake worker lease: ${detail}`, retryAfterSeconds);
+  }
+}
+
+/**
+ * This instance's clock is further from Redis's or the database's than
+ * IDPOOL_MAX_CLOCK_SKEW_MS: its snowflake ids could repeat another
+ * instance's or break their order, so none is issued until it comes back.
+ */
+export class ClockSkewError extends IdpoolError {
+  constructor(skewMs: number, maxMs: number, retryAfterSeconds: number) {
+    super(
+      503,
+      'clock_skew',
+      `this instance's clock is ${Math.round(Math.abs(skewMs))} ms ${skewMs > 0 ? 'ahead of' : 'behind'} Redis's or the database's, more than IDPOOL_MAX_CLOCK_SKEW_MS=${maxMs}: no snowflake ids until it is back within it`,
+      retryAfterSeconds,
+    );
   }
 }

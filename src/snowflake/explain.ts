@@ -17,6 +17,8 @@ export interface IdExplanation {
   id: string;
   timestamp: string;
   timestampMs: number;
+  /** Present when the layout has region bits (IDPOOL_SNOWFLAKE_REGION_BITS). */
+  region?: number;
   worker: number;
   timeBack: number;
   sequence: number;
@@ -50,6 +52,7 @@ export function explainId(layout: SnowflakeLayout, nowMs: number, text: string):
     id: text,
     timestamp: new Date(madeAt).toISOString(),
     timestampMs: madeAt,
+    ...(layout.settings.regionBits ? { region: parts.region } : {}),
     worker: parts.worker,
     timeBack: parts.timeBack,
     sequence: parts.sequence,

@@ -2,11 +2,14 @@
  * The snowflake bit layout (docs/design.md "Snowflake layout"), most significant first:
  *
  * ```
- * 0 | timestamp | worker | timeBack(1) | sequence | reserved
+ * 0 | timestamp | region | worker | timeBack(1) | sequence | reserved
  * ```
  *
  * - `timestamp`: time units (ms, s, min, h, d) since a configurable epoch;
  *   its width is bounded per unit (ms 41–55, s 31–55, min 25–50, h 19–45, d 15–40).
+ * - `region`: 0–8 bits holding this deployment's region (`IDPOOL_REGION`):
+ *   two deployments on their own databases lease the same worker ids, and
+ *   the region keeps their ids apart (docs/scaling.md "Regions").
  * - `worker`: 3–10 bits, the leased (or fixed) worker id.
  * - `timeBack`: one bit that flips when the clock moves back.
  * - `sequence`: what remains of 63 bits; at least 1.
@@ -34,6 +37,10 @@ export interface SnowflakeSettings {
   reservedBits: number;
   reservedValue: number;
   timeBackInitial: 0 | 1;
+  /** Bits of the region field (0: none). */
+  regionBits: number;
+  /** This deployment's region, written in every id. */
+  region: number;
 }
 
 /** Milliseconds per time unit. */
@@ -55,6 +62,8 @@ export const TIMESTAMP_BITS: Readonly<Record<TimeUnit, readonly [min: number, ma
 };
 const WORKER_BITS = [3, 10] as const;
 const RESERVED_BITS = [0, 5] as const;
+/** 256 regions: far more than any deployment spans, and each bit is one taken from the sequence. */
+const REGION_BITS = [0, 8] as const;
 
 /** Sign bit + time-back bit. */
 const FIXED_BITS = 2;
@@ -71,6 +80,8 @@ const SETTING_VARIABLES: Readonly<Record<keyof SnowflakeSettings, string>> = {
   reservedBits: 'IDPOOL_SNOWFLAKE_RESERVED_BITS',
   reservedValue: 'IDPOOL_SNOWFLAKE_RESERVED_VALUE',
   timeBackInitial: 'IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL',
+  regionBits: 'IDPOOL_SNOWFLAKE_REGION_BITS',
+  region: 'IDPOOL_REGION',
 };
 
 /** docs/design.md defaults: 41-bit ms since 2024-01-01, 10 worker bits, no reserved bits. */
@@ -82,11 +93,15 @@ export const DEFAULT_SETTINGS: Readonly<SnowflakeSettings> = {
   reservedBits: 0,
   reservedValue: 0,
   timeBackInitial: 0,
+  regionBits: 0,
+  region: 0,
 };
 
 /** The fields of one id. `timestamp` is in layout units since the epoch. */
 export interface SnowflakeParts {
   timestamp: number;
+  /** 0 in a layout without region bits. */
+  region: number;
   worker: number;
   timeBack: 0 | 1;
   sequence: number;
@@ -137,15 +152,17 @@ export function settingsProblem(s: SnowflakeSettings): SettingProblem | undefine
       2 ** s.reservedBits - 1,
       ` (it must fit ${s.reservedBits} reserved bits)`,
     ) ??
-    intProblem('timeBackInitial', s.timeBackInitial, 0, 1);
+    intProblem('timeBackInitial', s.timeBackInitial, 0, 1) ??
+    intProblem('regionBits', s.regionBits, REGION_BITS[0], REGION_BITS[1]) ??
+    intProblem('region', s.region, 0, 2 ** s.regionBits - 1, ` (it must fit ${s.regionBits} region bits)`);
   if (outOfRange) return outOfRange;
-  const sequenceBits = TOTAL_BITS - FIXED_BITS - s.timestampBits - s.workerBits - s.reservedBits;
+  const sequenceBits = TOTAL_BITS - FIXED_BITS - s.timestampBits - s.regionBits - s.workerBits - s.reservedBits;
   if (sequenceBits < 1) {
-    const most = TOTAL_BITS - FIXED_BITS - 1 - s.workerBits - s.reservedBits;
+    const most = TOTAL_BITS - FIXED_BITS - 1 - s.regionBits - s.workerBits - s.reservedBits;
     return problem(
       'timestampBits',
       (given) =>
-        `leaves ${sequenceBits} sequence bits; timestamp + worker + reserved bits must be at most 61 (63 minus the time-back bit minus at least 1 sequence bit), so with ${s.workerBits} worker and ${s.reservedBits} reserved bits it must be at most ${most}, got ${given}`,
+        `leaves ${sequenceBits} sequence bits; timestamp + region + worker + reserved bits must be at most 61 (63 minus the time-back bit minus at least 1 sequence bit), so with ${s.regionBits} region, ${s.workerBits} worker and ${s.reservedBits} reserved bits it must be at most ${most}, got ${given}`,
     );
   }
   if (!Number.isSafeInteger(s.epochMs) || s.epochMs < 0)
@@ -163,6 +180,7 @@ export class SnowflakeLayout {
   readonly maxSequence: number;
   /** Bit offsets (from the least significant bit). */
   readonly timestampShift: number;
+  readonly regionShift: number;
   readonly workerShift: number;
   readonly timeBackShift: number;
   readonly sequenceShift: number;
@@ -171,13 +189,14 @@ export class SnowflakeLayout {
 
   private constructor(settings: SnowflakeSettings) {
     this.settings = Object.freeze({ ...settings });
-    const { timeUnit, timestampBits, workerBits, reservedBits } = settings;
+    const { timeUnit, timestampBits, regionBits, workerBits, reservedBits } = settings;
     this.unitMs = UNIT_MS[timeUnit];
-    this.sequenceBits = TOTAL_BITS - FIXED_BITS - timestampBits - workerBits - reservedBits;
+    this.sequenceBits = TOTAL_BITS - FIXED_BITS - timestampBits - regionBits - workerBits - reservedBits;
     this.sequenceShift = reservedBits;
     this.timeBackShift = reservedBits + this.sequenceBits;
     this.workerShift = this.timeBackShift + 1;
-    this.timestampShift = this.workerShift + workerBits;
+    this.regionShift = this.workerShift + workerBits;
+    this.timestampShift = this.regionShift + regionBits;
     // Above 53 bits the field's top is millions of years away: cap at the
     // largest exact number so comparisons stay exact.
     this.maxTimestamp = Math.min(2 ** timestampBits - 1, Number.MAX_SAFE_INTEGER);
@@ -245,19 +264,22 @@ export class SnowflakeLayout {
   }
 
   /** The id made of these fields; throws RangeError for a field out of range. */
-  compose(parts: Omit<SnowflakeParts, 'reserved'> & { reserved?: number }): bigint {
+  compose(parts: Omit<SnowflakeParts, 'reserved' | 'region'> & { reserved?: number; region?: number }): bigint {
     const reserved = parts.reserved ?? this.settings.reservedValue;
+    const region = parts.region ?? this.settings.region;
     const check = (name: string, v: number, max: number) => {
       if (!Number.isSafeInteger(v) || v < 0 || v > max)
         throw new RangeError(`${name} must be an integer from 0 to ${max}, got ${v}`);
     };
     check('timestamp', parts.timestamp, this.maxTimestamp);
+    check('region', region, 2 ** this.settings.regionBits - 1);
     check('worker', parts.worker, this.maxWorker);
     check('timeBack', parts.timeBack, 1);
     check('sequence', parts.sequence, this.maxSequence);
     check('reserved', reserved, 2 ** this.settings.reservedBits - 1);
     return (
       (BigInt(parts.timestamp) << BigInt(this.timestampShift)) |
+      (BigInt(region) << BigInt(this.regionShift)) |
       (BigInt(parts.worker) << BigInt(this.workerShift)) |
       (BigInt(parts.timeBack) << BigInt(this.timeBackShift)) |
       (BigInt(parts.sequence) << BigInt(this.sequenceShift)) |
@@ -272,6 +294,7 @@ export class SnowflakeLayout {
     const field = (shift: number, bits: number) => Number((v >> BigInt(shift)) & ((1n << BigInt(bits)) - 1n));
     return {
       timestamp: field(this.timestampShift, this.settings.timestampBits),
+      region: field(this.regionShift, this.settings.regionBits),
       worker: field(this.workerShift, this.settings.workerBits),
       timeBack: field(this.timeBackShift, 1) as 0 | 1,
       sequence: field(this.sequenceShift, this.sequenceBits),
@@ -297,6 +320,7 @@ export class SnowflakeLayout {
   /** A one-line description for logs: `ms 41 | worker 10 | timeBack 1 | sequence 11 | reserved 0`. */
   describe(): string {
     const s = this.settings;
-    return `${s.timeUnit} ${s.timestampBits} | worker ${s.workerBits} | timeBack 1 | sequence ${this.sequenceBits} | reserved ${s.reservedBits}=${s.reservedValue} | epoch ${new Date(s.epochMs).toISOString()}`;
+    const region = s.regionBits ? ` | region ${s.regionBits}=${s.region}` : '';
+    return `${s.timeUnit} ${s.timestampBits}${region} | worker ${s.workerBits} | timeBack 1 | sequence ${this.sequenceBits} | reserved ${s.reservedBits}=${s.reservedValue} | epoch ${new Date(s.epochMs).toISOString()}`;
   }
 }

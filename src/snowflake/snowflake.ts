@@ -267,7 +267,7 @@ export class Snowflake {
     }
   }
 
-  compose(parts: Omit<SnowflakeParts, 'reserved'> & { reserved?: number }): bigint {
+  compose(parts: Omit<SnowflakeParts, 'reserved' | 'region'> & { reserved?: number; region?: number }): bigint {
     return this.layout.compose(parts);
   }
 

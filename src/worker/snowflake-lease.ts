@@ -11,7 +11,12 @@ import { SqlWorkerStore } from './worker-store';
 export interface SnowflakeRuntimeSettings extends LeaseSettings {
   /** Longest wait for a request (second clock rollback, exhausted sequence) before 503 `unavailable`. */
   maxWaitMs: number;
+  /** How often the running service compares its clock with Redis's and the database's (IDPOOL_CLOCK_CHECK_MS; 0: never). */
+  clockCheckMs: number;
 }
+
+/** Every 5 s: a clock stepped by hand or by a bad NTP source is caught within seconds, at two tiny reads per period. */
+export const DEFAULT_CLOCK_CHECK_MS = 5_000;
 
 /** Options of {@link snowflakeWithLease}: where the `worker` table is, and how to lease from it. */
 export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker' | 'onClose'> {

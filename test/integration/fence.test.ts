@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
-import { loadFunctions } from '../../src/redis/functions';
+import { OWN_LIBRARY, PUBLIC_LIBRARY, loadFunctions, registeredName } from '../../src/redis/functions';
 import { IdStride } from '../../src/segment/stride';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
@@ -91,12 +91,24 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       await store.reset('g', -1n);
       expect(await store.push('g', ['1', '2'], 1n, 2n)).toEqual({ kind: 'ok', size: 2 });
       // The push's own MULTI run without the library, as a server that lost it would run it.
-      await redis.call('FUNCTION', 'DELETE', 'idpool');
+      await redis.call('FUNCTION', 'DELETE', OWN_LIBRARY);
       const bare = await redis
         .multi()
-        .fcall('idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, '1', '2', 2)
+        .fcall(
+          registeredName('idpool_push_open'),
+          6,
+          k.ids,
+          k.fence,
+          k.epoch,
+          k.pushed,
+          k.pushing,
+          k.pushOpen,
+          '1',
+          '2',
+          2,
+        )
         .rpush(k.pushing, '1', '2')
-        .fcall('idpool_push_close', 3, k.ids, k.pushing, k.pushOpen)
+        .fcall(registeredName('idpool_push_close'), 3, k.ids, k.pushing, k.pushOpen)
         .exec();
       expect(String(bare![0][0])).toMatch(/Function not found/);
       expect(await redis.lrange(k.ids, 0, -1)).toEqual(['1', '2']);
@@ -155,7 +167,8 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     await withStore(async (store, redis, prefix) => {
       await store.reset('f', -1n);
       await store.push('f', ['1', '2', '3'], 1n, 3n);
-      await redis.call('FUNCTION', 'DELETE', 'idpool');
+      await redis.call('FUNCTION', 'DELETE', OWN_LIBRARY);
+      await redis.call('FUNCTION', 'DELETE', PUBLIC_LIBRARY);
       expect(plainTake(await store.take('f', 2, 0))).toEqual({ kind: 'ok', ids: ['1', '2'], remaining: 1 });
       // A marker from another server is refused by the reloaded library too.
       await redis.set(`${prefix}:{f}:server`, 'another-server');

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadFunctions } from '../../src/redis/functions';
+import { loadFunctions, registeredName } from '../../src/redis/functions';
 import { entityKeys } from '../../src/redis/keys';
 import { PerSecondLimiter } from '../../src/pool/rate-limit';
 import { REDIS_URL, clearPrefix, testPrefix } from '../support/services';
@@ -77,7 +77,7 @@ describeWithServices('the per-second limit: the Lua function and PerSecondLimite
         const replies = await redis
           .multi()
           .time()
-          .call('FCALL', 'idpool_rate_limit', 1, ratePrefix, count, limit)
+          .call('FCALL', registeredName('idpool_rate_limit'), 1, ratePrefix, count, limit)
           .time()
           .exec();
         const [[, before], [, reply], [, after]] = replies!;

@@ -7,7 +7,7 @@ import Redis, { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EntityKeys, entityKeys, fleetKeys } from '../../src/redis/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
-import { loadFunctions } from '../../src/redis/functions';
+import { loadFunctions, registeredName } from '../../src/redis/functions';
 import { idpool, json } from '../support/cli';
 import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
@@ -80,7 +80,7 @@ async function dryRun(admin: Redis, user: string, ...command: (string | number)[
  * service may run (src/redis/commands/push_open-6.lua).
  */
 const pushOpen = (k: EntityKeys, id = '1') =>
-  ['idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, id, id, 1] as const;
+  [registeredName('idpool_push_open'), 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, id, id, 1] as const;
 
 const NOPERM = /^NOPERM/;
 
@@ -171,15 +171,18 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
 
     const refused: Record<string, () => Promise<unknown>> = {
       'FCALL idpool_push_open': () => consumer.fcall(...pushOpen(own)),
-      'FCALL idpool_push_close': () => consumer.fcall('idpool_push_close', 3, own.ids, own.pushing, own.pushOpen),
+      'FCALL idpool_push_close': () =>
+        consumer.fcall(registeredName('idpool_push_close'), 3, own.ids, own.pushing, own.pushOpen),
       MULTI: () => consumer.call('MULTI'),
       RENAME: () => consumer.rename(own.ids, own.epoch),
-      'FCALL idpool_reset': () => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''),
-      'FCALL idpool_take': () => consumer.fcall('idpool_take', 3, own.ids, own.epoch, own.ratePrefix, 1, 0),
+      'FCALL idpool_reset': () =>
+        consumer.fcall(registeredName('idpool_reset'), 4, own.ids, own.fence, own.epoch, own.pushed, ''),
+      'FCALL idpool_take': () =>
+        consumer.fcall(registeredName('idpool_take'), 3, own.ids, own.epoch, own.ratePrefix, 1, 0),
       'FCALL idpool_take_open': () =>
-        consumer.fcall('idpool_take_open', 4, own.ids, own.epoch, own.ratePrefix, own.taking, 1, 0),
-      'FCALL idpool_take_close': () => consumer.fcall('idpool_take_close', 2, own.taking, own.ids),
-      'FCALL idpool_unlock_stale': () => consumer.fcall('idpool_unlock_stale', 2, own.lock, own.epoch),
+        consumer.fcall(registeredName('idpool_take_open'), 4, own.ids, own.epoch, own.ratePrefix, own.taking, 1, 0),
+      'FCALL idpool_take_close': () => consumer.fcall(registeredName('idpool_take_close'), 2, own.taking, own.ids),
+      'FCALL idpool_unlock_stale': () => consumer.fcall(registeredName('idpool_unlock_stale'), 2, own.lock, own.epoch),
       'FCALL idpool_pop of another entity': () => consumer.fcall('idpool_pop', 2, other.ids, other.epoch, 1),
       'LPOP of another entity': () => consumer.lpop(other.ids),
       RPUSH: () => consumer.rpush(own.ids, '1'),
@@ -217,7 +220,8 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     expect(await admin.lrange(other.ids, 0, -1)).toEqual(ids);
     expect(await admin.get(own.fence)).toBe('1010');
     expect(await admin.get(own.epoch)).toBe(await admin.get(other.epoch));
-    expect(await admin.call('FUNCTION', 'LIST')).toHaveLength(1);
+    // This release's library and the public one.
+    expect(await admin.call('FUNCTION', 'LIST')).toHaveLength(2);
   });
 
   it('ACL DRYRUN agrees, and names the key: FCALL of any function may not touch the fence', async () => {
@@ -239,12 +243,25 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
         /no permissions to access the '.*:fence' key/,
       );
       expect(
-        await dryRun(admin, user, 'FCALL', 'idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, ''),
+        await dryRun(
+          admin,
+          user,
+          'FCALL',
+          registeredName('idpool_reset'),
+          4,
+          own.ids,
+          own.fence,
+          own.epoch,
+          own.pushed,
+          '',
+        ),
       ).toMatch(/no permissions to access the '.*:fence' key/);
       const push = await refusal(() => consumer.fcall(...pushOpen(own, '99999')));
       expect(push).toMatch(/^NOPERM.*keys/);
       expect(
-        await refusal(() => consumer.fcall('idpool_reset', 4, own.ids, own.fence, own.epoch, own.pushed, '')),
+        await refusal(() =>
+          consumer.fcall(registeredName('idpool_reset'), 4, own.ids, own.fence, own.epoch, own.pushed, ''),
+        ),
       ).toMatch(/^NOPERM.*keys/);
       expect(await admin.lrange(own.ids, 0, -1)).toEqual(ids.slice(4));
     } finally {
@@ -477,7 +494,7 @@ describeWithServices('idpool redis-acl --service: the service runs as its own AC
           admin!,
           service.user,
           'FCALL',
-          'idpool_take',
+          registeredName('idpool_take'),
           3,
           'idpool:{x}:ids',
           'idpool:{x}:server',
@@ -491,7 +508,7 @@ describeWithServices('idpool redis-acl --service: the service runs as its own AC
           admin!,
           service.user,
           'FCALL',
-          'idpool_take_open',
+          registeredName('idpool_take_open'),
           4,
           'idpool:{x}:ids',
           'idpool:{x}:server',

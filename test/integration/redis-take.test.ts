@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { entityKeys } from '../../src/redis/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
-import { loadFunctions, withLibrary } from '../../src/redis/functions';
+import { loadFunctions, registeredName, withLibrary } from '../../src/redis/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { systemClock } from '../../src/clock';
 import { type RedisServer, startRedisServer } from '../support/processes';
@@ -112,7 +112,7 @@ describeWithServices('RedisPoolStore.take on a private redis-server', { redis: t
       const answer = await withLibrary(redis, async () => {
         calls++;
         try {
-          return await redis.fcall('idpool_lock_acquire', 1, 'raced-lock', 'holder', 1000, 250);
+          return await redis.fcall(registeredName('idpool_lock_acquire'), 1, 'raced-lock', 'holder', 1000, 250);
         } finally {
           if (calls === 1) await loadFunctions(other);
         }
@@ -127,7 +127,7 @@ describeWithServices('RedisPoolStore.take on a private redis-server', { redis: t
     await expect(
       withLibrary(redis, async () => {
         calls++;
-        return redis.fcall('idpool_lock_acquire', 1, 'raced-lock', 'holder', 'not-a-number', 250);
+        return redis.fcall(registeredName('idpool_lock_acquire'), 1, 'raced-lock', 'holder', 'not-a-number', 250);
       }),
     ).rejects.toThrow(/^ERR/);
     expect(calls).toBe(1);

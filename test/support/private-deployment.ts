@@ -9,8 +9,8 @@ export interface PrivateDeployment {
   readonly redis: RedisServer;
   /** A client of the private Redis, for looking at what the service stored. */
   readonly direct: Redis;
-  /** Starts one more service process on them, with `env` over the connection variables. */
-  start(env?: Record<string, string>): Promise<Instance>;
+  /** Starts one more service process on them, with `env` over the connection variables (waiting `timeoutMs` for it to listen). */
+  start(env?: Record<string, string>, timeoutMs?: number): Promise<Instance>;
   /** Stops the processes, then Redis, then drops the database. */
   stop(): Promise<void>;
 }
@@ -26,8 +26,11 @@ async function deployOn(
     databaseUrl: database.url,
     redis,
     direct,
-    async start(env = {}) {
-      const instance = await startInstance({ IDPOOL_DATABASE_URL: database.url, IDPOOL_REDIS_URL: redis.url, ...env });
+    async start(env = {}, timeoutMs?: number) {
+      const instance = await startInstance(
+        { IDPOOL_DATABASE_URL: database.url, IDPOOL_REDIS_URL: redis.url, ...env },
+        timeoutMs,
+      );
       instances.push(instance);
       return instance;
     },

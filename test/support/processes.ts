@@ -51,9 +51,10 @@ export function waitExit(proc: ChildProcess): Promise<number | null> {
 
 /**
  * Starts `src/main.ts` (or `entry`: `'dist'` for the built `dist/src/main.js`,
- * as the chaos run does, or a script that logs `idpool listening` with its
- * port as main.ts does) as a real process and waits until it listens; in a
- * network namespace when `at` says so (reached at `at.host`).
+ * as the chaos run does, another build's `main.js`, as the rolling upgrade
+ * test runs the previous release, or a script that logs `idpool listening`
+ * with its port as main.ts does) as a real process and waits until it
+ * listens; in a network namespace when `at` says so (reached at `at.host`).
  */
 export async function startInstance(
   env: Record<string, string>,
@@ -64,7 +65,9 @@ export async function startInstance(
   const command =
     entry === 'dist'
       ? [process.execPath, join(ROOT, 'dist', 'src', 'main.js')]
-      : [process.execPath, '--import', 'tsx', entry];
+      : entry.endsWith('.js')
+        ? [process.execPath, entry]
+        : [process.execPath, '--import', 'tsx', entry];
   if (at) command.unshift('ip', 'netns', 'exec', at.netns);
   const proc = spawn(command[0], command.slice(1), {
     cwd: ROOT,

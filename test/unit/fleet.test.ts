@@ -23,6 +23,8 @@ function self(id: string, o: Partial<FleetSelf> = {}): FleetSelf {
     node: 'v24.0.0',
     startedAt: 0,
     dialect: 'mysql',
+    library: 'idpool_0123456789ab',
+    clockSkewMs: () => ({ redis: 2, database: -1 }),
     address: () => `${id}:8080`,
     workerId: () => 1,
     epoch: () => Promise.resolve('run-a:repl-a'),

@@ -62,6 +62,34 @@ describe('layout bounds (docs/design.md table)', () => {
     );
   });
 
+  it('region bits 0..8 hold IDPOOL_REGION, between the timestamp and the worker, taken from the sequence', () => {
+    const layout = SnowflakeLayout.create({ regionBits: 2, region: 2 }, NOW);
+    expect(layout.sequenceBits).toBe(9);
+    const id = layout.compose({ timestamp: 5, worker: 7, timeBack: 0, sequence: 3 });
+    expect(layout.decompose(id)).toMatchObject({ timestamp: 5, region: 2, worker: 7, sequence: 3 });
+    expect(id >> BigInt(layout.regionShift)).toBe(5n * 4n + 2n);
+    // The same worker and time in another region is another id.
+    expect(
+      SnowflakeLayout.create({ regionBits: 2, region: 1 }, NOW).compose({
+        timestamp: 5,
+        worker: 7,
+        timeBack: 0,
+        sequence: 3,
+      }),
+    ).not.toBe(id);
+    expect(layout.describe()).toContain('| region 2=2 |');
+    expect(() => SnowflakeLayout.create({ regionBits: 9 }, NOW)).toThrow(
+      /IDPOOL_SNOWFLAKE_REGION_BITS: must be an integer from 0 to 8/,
+    );
+    expect(() => SnowflakeLayout.create({ regionBits: 2, region: 4 }, NOW)).toThrow(
+      /IDPOOL_REGION: must be an integer from 0 to 3 \(it must fit 2 region bits\), got 4/,
+    );
+    expect(() => SnowflakeLayout.create({ region: 1 }, NOW)).toThrow(/IDPOOL_REGION: must be an integer from 0 to 0/);
+    expect(configError(() => loadConfig({ IDPOOL_SNOWFLAKE_REGION_BITS: '1', IDPOOL_REGION: '2' })).variable).toBe(
+      'IDPOOL_REGION',
+    );
+  });
+
   it('fewer than 1 sequence bit is refused; exactly 1 is accepted', () => {
     // 50 + 10 + 1 = 61: one sequence bit left.
     expect(SnowflakeLayout.create({ timestampBits: 50, workerBits: 10, reservedBits: 1 }, NOW).sequenceBits).toBe(1);
@@ -112,6 +140,7 @@ describe('layout bounds (docs/design.md table)', () => {
       heartbeatSeconds: 3,
       maxClockSkewMs: 1_000,
       maxWaitMs: 1_000,
+      clockCheckMs: 5_000,
     });
     const cases: [Record<string, string>, string][] = [
       [{ IDPOOL_WORKER_LEASE_TTL_MS: 'soon' }, 'IDPOOL_WORKER_LEASE_TTL_MS'],
@@ -121,6 +150,7 @@ describe('layout bounds (docs/design.md table)', () => {
       [{ IDPOOL_WORKER_HEARTBEAT_SECONDS: '7' }, 'IDPOOL_WORKER_HEARTBEAT_SECONDS'],
       [{ IDPOOL_MAX_CLOCK_SKEW_MS: '-1' }, 'IDPOOL_MAX_CLOCK_SKEW_MS'],
       [{ IDPOOL_SNOWFLAKE_MAX_WAIT_MS: '1e3' }, 'IDPOOL_SNOWFLAKE_MAX_WAIT_MS'],
+      [{ IDPOOL_CLOCK_CHECK_MS: '-5' }, 'IDPOOL_CLOCK_CHECK_MS'],
     ];
     for (const [env, variable] of cases) expect(configError(() => loadConfig(env).lease).variable).toBe(variable);
     expect(
@@ -129,7 +159,7 @@ describe('layout bounds (docs/design.md table)', () => {
   });
 });
 
-/** A valid layout: unit, timestamp bits within its bounds, worker and reserved bits leaving ≥ 1 sequence bit. */
+/** A valid layout: unit, timestamp bits within its bounds, region, worker and reserved bits leaving ≥ 1 sequence bit. */
 const layoutArb = fc
   .record({
     timeUnit: fc.constantFrom(...UNITS),
@@ -137,8 +167,10 @@ const layoutArb = fc
     workerBits: fc.integer({ min: 3, max: 10 }),
     reservedBits: fc.integer({ min: 0, max: 5 }),
     reservedSeed: fc.nat(),
+    regionBits: fc.integer({ min: 0, max: 8 }),
+    regionSeed: fc.nat(),
   })
-  .map(({ timeUnit, tsOffset, workerBits, reservedBits, reservedSeed }) => {
+  .map(({ timeUnit, tsOffset, workerBits, reservedBits, reservedSeed, regionBits, regionSeed }) => {
     const [min, max] = TIMESTAMP_BITS[timeUnit];
     const timestampBits = min + (tsOffset % (max - min + 1));
     return {
@@ -147,10 +179,12 @@ const layoutArb = fc
       workerBits,
       reservedBits,
       reservedValue: reservedSeed % 2 ** reservedBits,
+      regionBits,
+      region: regionSeed % 2 ** regionBits,
       epochMs: Date.UTC(2024, 0, 1),
     };
   })
-  .filter((s) => 62 - s.timestampBits - s.workerBits - s.reservedBits >= 1)
+  .filter((s) => 62 - s.timestampBits - s.regionBits - s.workerBits - s.reservedBits >= 1)
   .map((s) => SnowflakeLayout.create(s, NOW));
 
 const partsArb = (l: SnowflakeLayout) =>
@@ -169,7 +203,11 @@ describe('compose / decompose', () => {
         ([layout, parts]) => {
           const id = layout.compose(parts);
           expect(id >= 0n && id < 2n ** 63n).toBe(true);
-          expect(layout.decompose(id)).toEqual({ ...parts, reserved: layout.settings.reservedValue });
+          expect(layout.decompose(id)).toEqual({
+            ...parts,
+            region: layout.settings.region,
+            reserved: layout.settings.reservedValue,
+          });
           expect(layout.decompose(id.toString())).toEqual(layout.decompose(id));
           const ms = layout.settings.epochMs + parts.timestamp * UNIT_MS[layout.settings.timeUnit];
           if (ms <= 8.64e15) expect(layout.toTime(id).getTime()).toBe(ms);

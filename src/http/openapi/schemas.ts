@@ -122,6 +122,11 @@ function idSchemas(): Record<string, Schema> {
         id: decimalId,
         timestamp: { ...isoDate, description: 'Start of the time unit the id was made in.' },
         timestampMs: unixMs,
+        region: int32(
+          0,
+          undefined,
+          'The region that made it (IDPOOL_REGION); present when the layout has region bits.',
+        ),
         worker: int32(0),
         timeBack: { type: 'integer', format: 'int32', enum: [0, 1] },
         sequence: int32(0),
@@ -370,6 +375,17 @@ function instanceSchema(): Schema {
       workerId: nullable(int32(0, undefined, 'The snowflake worker id it holds; null when none is held.')),
       epoch: nullable({ type: 'string', description: 'The Redis epoch (run_id:master_replid) its connection sees.' }),
       dialect: { type: 'string', description: 'mysql, postgres or sqlite.' },
+      library: nullable({
+        type: 'string',
+        description:
+          'The Redis function library it calls (idpool_<hash>); null without Redis; absent from releases before versioned libraries.',
+      }),
+      clockSkewMs: {
+        type: 'object',
+        description:
+          "Its clock minus Redis's (redis) and the database's (database), in ms, as it last checked; null when not read. Absent from older releases.",
+        additionalProperties: nullable({ type: 'number' }),
+      },
       lastSampleAt: nullable(isoDate),
       activeAlarms: int32(0, undefined, 'Alarm conditions on at that instance.'),
       ttlMs: int32(1, undefined, 'Gone when its heartbeat is older than this.'),
@@ -549,6 +565,7 @@ function opsOverviewSchema(): Schema {
             properties: {
               timeExhaustedAt: { anyOf: [isoDate, { type: 'null' }] },
               jsSafeLimitAt: { anyOf: [isoDate, { type: 'null' }] },
+              region: int32(0, undefined, 'IDPOOL_REGION, when the layout has region bits.'),
             },
           },
           { type: 'null' },

@@ -1,8 +1,8 @@
-#!lua name=idpool
 --[[
   idpool's Redis function library. Built at load time from this prelude and
-  one file per function (`<name>-<numKeys>.lua`), loaded by every instance
-  with FUNCTION LOAD REPLACE.
+  one file per function (`<name>-<numKeys>.lua`), as two libraries: this
+  release's own, named by a hash of its source, and the public one
+  (`idpool`, with `idpool_pop`) whose names never change (src/redis/functions.ts).
 
   Every pool function first checks that the pool was filled in the epoch of
   the Redis server answering now, `run_id:master_replid` (docs/design.md

@@ -282,6 +282,13 @@
       tr.appendChild(
         el(
           'td',
+          { class: 'num', 'data-field': 'clockSkew', title: "this clock minus Redis's and the database's" },
+          skewText(i.clockSkewMs),
+        ),
+      );
+      tr.appendChild(
+        el(
+          'td',
           { 'data-field': 'epoch', class: eFlag ? 'flag' : '', title: i.epoch || 'not read' },
           i.epoch === null ? 'not read' : i.epoch.slice(0, 12) + '…' + (eFlag ? ' ≠' : ''),
         ),
@@ -292,6 +299,16 @@
       tr.appendChild(el('td', { class: 'num', 'data-field': 'activeAlarms' }, i.activeAlarms));
       body.appendChild(tr);
     });
+  }
+
+  /** `redis +3 ms, database -1 ms` from a heartbeat's clockSkewMs (absent from older releases). */
+  function skewText(skews) {
+    if (!skews) return '-';
+    var parts = Object.keys(skews).map(function (k) {
+      var ms = skews[k];
+      return k + ' ' + (ms === null ? 'not read' : (ms > 0 ? '+' : '') + ms + ' ms');
+    });
+    return parts.length ? parts.join(', ') : '-';
   }
 
   function renderWorkers(workers) {
@@ -367,7 +384,8 @@
 
   function renderSnowflake(sf) {
     $('snowflake').textContent = sf
-      ? 'Runs out of timestamp bits on ' +
+      ? (sf.region === undefined ? '' : 'Region ' + sf.region + '. ') +
+        'Runs out of timestamp bits on ' +
         sf.timeExhaustedAt +
         '; ' +
         (!sf.jsSafeLimitAt

@@ -1,0 +1,79 @@
+import type { Clock } from '../clock';
+import { errorMessage } from '../errors';
+import type { Logger } from '../logger';
+import { RepeatLimiter } from '../repeat-limiter';
+import { OWN_LIBRARY, PUBLIC_LIBRARY, listLibraries, publicLibrarySource } from './functions';
+import { type RedisClient, mastersOf } from './connection';
+import { replyWord } from './errors';
+
+/** An instance of the fleet as the pruner sees it: alive or gone, and the library it calls. */
+export interface LibraryUser {
+  readonly state: 'alive' | 'gone';
+  /** Its own library (`idpool_<hash>`); undefined for a release before versioned libraries, which calls {@link PUBLIC_LIBRARY} whole. */
+  readonly library?: string | null;
+}
+
+/** A failed removal (an ACL without FUNCTION DELETE, Redis away) is logged once a minute. */
+const FAILURE_LOG_MS = 60_000;
+
+/**
+ * Removes the function libraries of releases this fleet no longer runs
+ * (docs/operating.md "Rolling upgrades"). A library is removed only when
+ * a heartbeat of this fleet named it (another deployment on the same Redis
+ * server may run a release this one never saw) and no alive instance has
+ * named it for `graceMs` (an instance that just loaded its library beats
+ * within a TTL). Removing one an instance still calls costs that instance
+ * one reload: a call missing its function loads the library again and is
+ * made once more (`withLibrary`). The whole library of a release before
+ * versioned libraries (`idpool`, defining `idpool_take`) is replaced by
+ * the public one alone.
+ */
+export class LibraryPruner {
+  /** Libraries a heartbeat of this fleet named, and since when no alive one has. */
+  private readonly unusedSince = new Map<string, number | undefined>();
+  private readonly failures: RepeatLimiter;
+
+  constructor(private readonly o: { redis: RedisClient; clock: Clock; log: Logger; graceMs: number }) {
+    this.failures = new RepeatLimiter(o.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
+  }
+
+  /** Called with each fleet view read from Redis. */
+  async prune(instances: readonly LibraryUser[]): Promise<void> {
+    const now = this.o.clock.now();
+    const alive = new Set([OWN_LIBRARY]);
+    for (const i of instances) {
+      const library = i.library ?? PUBLIC_LIBRARY;
+      if (i.state === 'alive') alive.add(library);
+      if (!this.unusedSince.has(library)) this.unusedSince.set(library, undefined);
+    }
+    for (const [library, since] of this.unusedSince) {
+      if (alive.has(library)) this.unusedSince.set(library, undefined);
+      else if (since === undefined) this.unusedSince.set(library, now);
+      else if (now - since >= this.o.graceMs) {
+        try {
+          await this.remove(library);
+          this.unusedSince.delete(library);
+        } catch (err) {
+          if (this.failures.admit('prune') !== undefined)
+            this.o.log.warn({ err: errorMessage(err), library }, 'could not remove an unused Redis function library');
+        }
+      }
+    }
+  }
+
+  private async remove(library: string): Promise<void> {
+    for (const node of mastersOf(this.o.redis)) {
+      if (library === PUBLIC_LIBRARY) {
+        const whole = (await listLibraries(node, PUBLIC_LIBRARY)).find((l) => l.name === PUBLIC_LIBRARY);
+        if (!whole?.functions.includes('idpool_take')) continue;
+        await node.call('FUNCTION', 'LOAD', 'REPLACE', publicLibrarySource());
+      } else {
+        await node.call('FUNCTION', 'DELETE', library).catch((err: unknown) => {
+          // Removed already (another instance of the fleet pruned it first).
+          if (!(replyWord(err) === 'ERR' && err instanceof Error && /no such library/i.test(err.message))) throw err;
+        });
+      }
+    }
+    this.o.log.info({ library }, 'removed the Redis functions of a release no instance runs any more');
+  }
+}

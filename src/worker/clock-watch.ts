@@ -1,0 +1,104 @@
+import type { Clock } from '../clock';
+import { type Periodic, every } from '../schedule';
+
+/** A clock this instance compares its own with: Redis's (TIME) or the database's. */
+export interface ClockReference {
+  readonly name: 'redis' | 'database';
+  /** The reference's time now, in Unix ms. */
+  now(): Promise<number>;
+}
+
+/** One comparison: this instance's clock minus the reference's (positive: this one is ahead). */
+export interface ClockSkewReading {
+  readonly against: ClockReference['name'];
+  /** Null until read, and while the reference does not answer (a reference away is not a skew). */
+  readonly skewMs: number | null;
+  /** Half the round trip of the read: the skew is known to within this. */
+  readonly uncertaintyMs: number;
+}
+
+/** Where this instance's clock stands against the bound: within it, past half of it (the alarm), past it (snowflake ids refused). */
+export type ClockSkewState = 'ok' | 'alarm' | 'refusing';
+
+/**
+ * This instance's clock checked against Redis's and the database's every
+ * `intervalMs` while it runs, not only at start (the worker lease checks
+ * the database's once then): past half of `maxSkewMs` is an alarm, past
+ * `maxSkewMs` snowflake ids are refused until it comes back (docs/snowflake.md
+ * "Clocks"). A skew counts only beyond the read's own uncertainty, so a slow
+ * answer is no skew.
+ */
+export class ClockWatch {
+  private readonly readings = new Map<ClockReference['name'], ClockSkewReading>();
+  private readonly schedule: Periodic;
+
+  constructor(
+    private readonly o: {
+      clock: Clock;
+      references: readonly ClockReference[];
+      maxSkewMs: number;
+      intervalMs: number;
+    },
+  ) {
+    for (const r of o.references) this.readings.set(r.name, { against: r.name, skewMs: null, uncertaintyMs: 0 });
+    this.schedule = every(o.intervalMs, () => this.check(), o.clock);
+  }
+
+  start(): void {
+    this.schedule.start();
+    void this.schedule.runNow();
+  }
+
+  stop(): Promise<void> {
+    return this.schedule.stop();
+  }
+
+  /** Reads every reference once (a failing one reads as unknown). */
+  async check(): Promise<void> {
+    await Promise.all(
+      this.o.references.map(async (r) => {
+        const before = this.o.clock.now();
+        const t0 = this.o.clock.monotonic();
+        try {
+          const theirs = await r.now();
+          const roundTrip = this.o.clock.monotonic() - t0;
+          const skewMs = before + roundTrip / 2 - theirs;
+          this.readings.set(r.name, { against: r.name, skewMs: Math.round(skewMs), uncertaintyMs: roundTrip / 2 });
+        } catch {
+          this.readings.set(r.name, { against: r.name, skewMs: null, uncertaintyMs: 0 });
+        }
+      }),
+    );
+  }
+
+  /** The latest reading against each reference. */
+  skews(): ClockSkewReading[] {
+    return [...this.readings.values()];
+  }
+
+  /** The largest skew known beyond its uncertainty (0 when none is). */
+  worstSkewMs(): number {
+    let worst = 0;
+    for (const r of this.readings.values()) {
+      if (r.skewMs === null) continue;
+      const beyond = Math.abs(r.skewMs) - r.uncertaintyMs;
+      if (beyond > Math.abs(worst)) worst = Math.sign(r.skewMs) * beyond;
+    }
+    return worst;
+  }
+
+  state(): ClockSkewState {
+    const worst = Math.abs(this.worstSkewMs());
+    if (worst > this.o.maxSkewMs) return 'refusing';
+    return worst > this.o.maxSkewMs / 2 ? 'alarm' : 'ok';
+  }
+
+  /** Seconds until the next check: a refused client's Retry-After. */
+  get retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.o.intervalMs / 1000));
+  }
+
+  get maxSkewMs(): number {
+    return this.o.maxSkewMs;
+  }
+}
