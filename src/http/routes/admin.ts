@@ -4,12 +4,13 @@ import {
   KEY_PATTERN,
   addSecretSchema,
   describeEntity,
+  holdSchema,
   raiseSchema,
   registerSchema,
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
-import { InvalidRequestError, NotFoundError } from '../../errors';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
@@ -22,7 +23,8 @@ const OPS_DEFAULT_ROWS = 50;
 /** What the entity views read: offsets (the allocator), pool sizes (the pool store) and demand. */
 type ViewDeps = Pick<HttpDeps, 'allocator' | 'poolStore' | 'demand'>;
 /** What the admin routes use of the app's dependencies. */
-export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines'>;
+export type AdminRouteDeps = ViewDeps &
+  Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines' | 'cutover' | 'heldPools'>;
 
 /** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
 export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
@@ -83,6 +85,58 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
       throw new InvalidRequestError(`entity "${key}" has no number line to raise (snowflake ids come from time)`);
     await deps.lines.raise(key, deps.registry.firstNumberFrom(entity, firstId));
     // The new start offset, here at once (other instances see it with their next refresh).
+    await deps.registry.refresh();
+    res.json(await withPool(await deps.registry.require(key)));
+  });
+
+  // The caller (`idpool apps release`) has read the incumbent's row once more and raised the line above it.
+  router.post('/apps/:key/release', async (req, res) => {
+    const key = entityKeyParam(req);
+    res.json(await withPool(await deps.registry.setHeld(key, null)));
+  });
+
+  // An import whose row moved holds the entity; its pool goes (a direct consumer could pop it otherwise).
+  router.post('/apps/:key/hold', async (req, res) => {
+    const key = entityKeyParam(req);
+    const { reason } = parseBody(holdSchema, req.body ?? {});
+    if (!deps.heldPools) throw new NotFoundError('holding entities is not served by this instance');
+    const held = await deps.registry.setHeld(key, reason);
+    if (held.mode !== 'snowflake') await deps.heldPools.discard(key);
+    res.json(await withPool(held));
+  });
+
+  router.get('/live', async (_req, res) => {
+    if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
+    const lines = await deps.cutover.liveLines();
+    const entities = new Map(deps.registry.list().map((e) => [e.key, e]));
+    const apps = lines.flatMap((line) => {
+      const entity = entities.get(line.key);
+      if (!entity?.incumbent) return [];
+      return [
+        {
+          key: line.key,
+          incumbent: entity.incumbent,
+          delta: entity.delta,
+          remainder: entity.remainder,
+          currentOffset: line.current.toString(),
+          reservedFromIncumbent: line.reserved.toString(),
+        },
+      ];
+    });
+    res.json({ apps });
+  });
+
+  // `idpool apps import-from … --finish`, once the incumbent's rows stopped moving: firstId is above the row's final value.
+  router.post('/apps/:key/finish', async (req, res) => {
+    const key = entityKeyParam(req);
+    const { firstId } = parseBody(raiseSchema, req.body ?? {});
+    const entity = await deps.registry.require(key);
+    if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
+    if (
+      !entity.incumbent?.live ||
+      !(await deps.cutover.finishLive(key, deps.registry.firstNumberFrom(entity, firstId)))
+    )
+      throw new ConflictError(`entity "${key}" is not in a live cutover`);
     await deps.registry.refresh();
     res.json(await withPool(await deps.registry.require(key)));
   });

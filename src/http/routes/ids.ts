@@ -1,6 +1,6 @@
 import type { IRouter, Request, RequestHandler, Response } from 'express';
 import type { EntityConfig } from '../../entities/entity';
-import { InvalidRequestError, NotFoundError } from '../../errors';
+import { InvalidRequestError, NotFoundError, refuseHeld } from '../../errors';
 import { type IdExplanation, NotAnIdError } from '../../snowflake/explain';
 import type { HttpDeps, SnowflakeIssuer } from '../deps';
 import type { Guards } from '../guards';
@@ -158,6 +158,7 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
 
 /** `count` ids of the entity: from its pool, or made by the snowflake generator within its per-second limit (every protocol's take). */
 export async function takeIds(deps: IdRouteDeps, entity: EntityConfig, count: number): Promise<TakenIds> {
+  refuseHeld(entity);
   if (entity.mode !== 'snowflake') return deps.dispatcher.take(entity, count);
   if (!deps.snowflake) throw new NotFoundError('snowflake ids are not enabled on this instance');
   return listedIds(await deps.snowflake.take(entity, count));
