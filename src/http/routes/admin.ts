@@ -132,11 +132,11 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     const { firstId } = parseBody(raiseSchema, req.body ?? {});
     const entity = await deps.registry.require(key);
     if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
-    if (
-      !entity.incumbent?.live ||
-      !(await deps.cutover.finishLive(key, deps.registry.firstNumberFrom(entity, firstId)))
-    )
+    const line = deps.registry.firstNumberFrom(entity, firstId);
+    if (!entity.incumbent?.live || !(await deps.cutover.finishLive(key, line)))
       throw new ConflictError(`entity "${key}" is not in a live cutover`);
+    // Its pool goes too, fenced at the new line: it may hold ids reserved from the row below ones the incumbent issued later.
+    await deps.lines?.raise(key, line);
     await deps.registry.refresh();
     res.json(await withPool(await deps.registry.require(key)));
   });
