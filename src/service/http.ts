@@ -15,6 +15,7 @@ import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows
 import { SegmentLeaser } from '../segment/lease';
 import type { Pools, Stores } from './builders';
 import type { SnowflakeRuntime } from './snowflake';
+import type { TakeService } from '../take/take-service';
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
 export function readinessCheck(deps: {
@@ -60,6 +61,7 @@ export function buildHttp(deps: {
   stores: Stores;
   registry: EntityRegistry;
   pools: Pools;
+  takes: TakeService;
   snowflake: SnowflakeRuntime;
   ops: Ops;
   readiness: () => Promise<ReadinessReport>;
@@ -70,7 +72,7 @@ export function buildHttp(deps: {
   const dependencyProbe = sharedCheck(deps.readiness, deps.clock, 1000);
   return createHttpApp({
     registry: deps.registry,
-    dispatcher: deps.pools.dispatcher,
+    takes: deps.takes,
     lines: deps.pools.refiller,
     poolStore: stores.poolStore,
     demand: stores.demand,
@@ -78,7 +80,7 @@ export function buildHttp(deps: {
     cutover: stores.allocator,
     heldPools: stores.poolStore,
     adminToken: deps.config.adminToken,
-    snowflake: ops.countServed(deps.snowflake.issuer),
+    snowflake: deps.snowflake.decoder,
     leases: new SegmentLeaser({
       allocator: deps.pools.allocator,
       stride: stores.stride,
