@@ -94,6 +94,33 @@ export class UnavailableError extends IdpoolError {
   }
 }
 
+/**
+ * An entity registered but served on no route until an admin releases it
+ * (an import whose incumbent row moved, docs/migrating.md). Retry-After is a
+ * minute: only an admin's release ends it, not a client's retry.
+ */
+class EntityHeldError extends IdpoolError {
+  constructor(key: string, reason: string) {
+    super(
+      503,
+      'entity_held',
+      `entity "${key}" is held and serves no ids: ${reason.replaceAll('KEY', key)}`,
+      HELD_RETRY_AFTER_SECONDS,
+    );
+  }
+}
+
+const HELD_RETRY_AFTER_SECONDS = 60;
+
+/**
+ * The one check every way ids leave (a take on any route, a segment lease):
+ * a held entity answers 503 `entity_held`. Its pool is never filled either
+ * (the refiller skips it), so a direct consumer popping Redis finds nothing.
+ */
+export function refuseHeld(entity: { readonly key: string; readonly held?: string | null }): void {
+  if (entity.held) throw new EntityHeldError(entity.key, entity.held);
+}
+
 /** The message of anything thrown: an Error's (or an error-like object's) message, else the value as text. */
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;

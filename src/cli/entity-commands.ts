@@ -3,6 +3,7 @@ import { type CliContext, decimal, duration, nonNegativeInt } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 import { fields, table } from './format';
 import { addImport, addImportFrom } from './import-commands';
+import { addRelease } from './cutover';
 
 /** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
 const LIST_PAGE = 1000;
@@ -58,6 +59,7 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addList(group, ctx);
   addImport(group, ctx);
   addImportFrom(group, ctx);
+  addRelease(group, ctx);
   addShow(group, ctx);
   addUpdate(group, ctx);
   addRetire(group, ctx);

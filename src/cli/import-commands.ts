@@ -5,6 +5,7 @@ import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { importEntities } from './import';
 import { type Incumbent, planImport, runImport } from './import-from';
 import { readAll } from './incumbent-rows';
+import { finishCommand } from './cutover';
 
 /** `apps import`: registers a JSON-lines file, failures on stderr as they happen, secrets to a new file. */
 export function addImport(group: Command, ctx: CliContext): void {
@@ -72,17 +73,43 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
       ],
     )
     .option('--dry-run', 'print the plan; register nothing')
+    .option(
+      '--live',
+      "register the entities in a live cutover: their segments come from the incumbent's rows, which it keeps advancing too",
+    )
+    .option('--finish', "once the incumbent is stopped: move every live entity onto idpool's own table above its row")
+    .addOption(
+      new Option('--observe-seconds <s>', '--finish: how long each row must move only by what idpool reserves')
+        .argParser(nonNegativeInt)
+        .default(10),
+    )
     .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
     .action(
       async (
         incumbent: string,
-        opts: { databaseUrl: string[]; only?: string[]; dryRun?: boolean; secrets?: string },
+        opts: {
+          databaseUrl: string[];
+          only?: string[];
+          dryRun?: boolean;
+          secrets?: string;
+          live?: boolean;
+          finish?: boolean;
+          observeSeconds: number;
+        },
         cmd: Command,
       ) => {
         if (incumbent !== 'leaf' && incumbent !== 'tinyid')
           throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
         const kind: Incumbent = incumbent;
         const urls = opts.databaseUrl;
+        if (opts.live && opts.finish)
+          throw new CliError(EXIT_USAGE, 'give --live (start a cutover) or --finish (end it), not both');
+        if (opts.finish) return finishCommand(ctx, cmd, kind, urls, opts);
+        if (opts.live && urls.length > 1)
+          throw new CliError(
+            EXIT_USAGE,
+            '--live reserves from one database: give one --database-url (the one IDPOOL_*_DATABASE_URL names)',
+          );
         const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
         const planned = plan.entities.map((e) => ({
           key: e.key,
@@ -126,11 +153,12 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
           return;
         }
         const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
+          live: opts.live,
           secretsPath: opts.secrets,
           onOutcome: (o) =>
             human &&
             ctx.io.stdout(
-              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.live === true ? ', live' : o.live === false ? ', NOT live (registered before, left as it is)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
             ),
         });
         ctx.print(
@@ -147,7 +175,7 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
         if (result.moved.length > 0)
           throw new CliError(
             EXIT_FAILURE,
-            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then run this import again: it moves those entities up (docs/migrating.md "If a row moved")`,
+            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; those entities are held (served on no route); stop every instance of it, then run idpool apps release KEY --database-url URL for each, or this import again (docs/migrating.md "If a row moved")`,
           );
         if (plan.skipped.length > 0)
           throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);

@@ -1,5 +1,5 @@
 import { closeSync, writeSync } from 'node:fs';
-import { KEY_PATTERN, LIMITS, providedSecret, registerSchema } from '../entities/entity';
+import { HELD_BY_IMPORT, KEY_PATTERN, LIMITS, providedSecret, registerSchema } from '../entities/entity';
 import type { AdminApi } from './admin-api';
 import { createSecretsFile } from './import';
 import { CliError } from './errors';
@@ -97,7 +97,11 @@ export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: Readonl
       continue;
     }
     const notes: string[] = [];
-    const body: Record<string, unknown> = { key: row.key, firstId: firstId.toString() };
+    const body: Record<string, unknown> = {
+      key: row.key,
+      firstId: firstId.toString(),
+      incumbent: { kind, key: row.key, live: false },
+    };
     if (row.step !== null && row.step > 0) {
       body.step = Math.min(row.step, LIMITS.step);
       if (row.step > LIMITS.step) notes.push(`step ${row.step} lowered to idpool's ${LIMITS.step}`);
@@ -144,6 +148,8 @@ export interface ImportOutcome {
   secretsAdded: number;
   /** An existing entity that started below this row's first safe id, moved up to it (`POST /admin/apps/:key/raise`). */
   raised?: boolean;
+  /** A live import: whether the entity reserves from its row (false: it existed before, registered otherwise). */
+  live?: boolean;
 }
 
 export interface ImportFromResult {
@@ -154,15 +160,17 @@ export interface ImportFromResult {
 
 /**
  * Registers the plan through the admin API, one entity at a time (a few
- * hundred rows at most), then reads the incumbent's rows again: a row that
- * moved means the incumbent still issues ids, and the entity made from it
- * may repeat them.
+ * hundred rows at most), each held (served on no route), then reads the
+ * incumbent's rows again: a row that moved means the incumbent still issues
+ * ids, and the entity made from it may repeat them, so it stays held; the
+ * others are released. A live import (`live`) registers each entity
+ * reserving from its row instead: nothing to hold, nothing to read again.
  */
 export async function runImport(
   api: Pick<AdminApi, 'get' | 'post'>,
   plan: ImportPlan,
   reread: () => Promise<IncumbentRow[]>,
-  o: { secretsPath?: string; onOutcome?: (o: ImportOutcome) => void },
+  o: { secretsPath?: string; onOutcome?: (o: ImportOutcome) => void; live?: boolean },
 ): Promise<ImportFromResult> {
   const fd = o.secretsPath === undefined ? undefined : createSecretsFile(o.secretsPath);
   const outcomes: ImportOutcome[] = [];
@@ -170,7 +178,12 @@ export async function runImport(
     for (const item of plan.entities) {
       const first = item.tokens.length > 0 ? item.tokens[0] : undefined;
       const more = item.tokens.slice(1);
-      const body = first === undefined ? item.body : { ...item.body, secret: first };
+      const source = item.body.incumbent as { kind: Incumbent; key: string };
+      const body = {
+        ...item.body,
+        ...(first === undefined ? {} : { secret: first }),
+        ...(o.live ? { incumbent: { ...source, live: true } } : { held: HELD_BY_IMPORT }),
+      };
       let outcome: ImportOutcome;
       try {
         const created = await api.post<{ secret: string }>('/admin/apps', body);
@@ -182,12 +195,25 @@ export async function runImport(
           status: 'registered',
           firstId: item.firstId.toString(),
           secretsAdded: first ? 1 : 0,
+          ...(o.live ? { live: true } : {}),
         };
       } catch (err) {
         if (!(err instanceof CliError) || !err.message.startsWith('conflict:')) throw err;
         outcome = { key: item.key, status: 'exists', firstId: item.firstId.toString(), secretsAdded: 0 };
         const path = `/admin/apps/${encodeURIComponent(item.key)}`;
-        const existing = await api.get<{ startOffset: string; delta: number; remainder: number }>(path);
+        const existing = await api.get<{
+          startOffset: string;
+          delta: number;
+          remainder: number;
+          incumbent: { live: boolean } | null;
+        }>(path);
+        if (o.live) {
+          // Reserving from its row already, or registered otherwise: a live import changes neither.
+          outcome.live = existing.incumbent?.live === true;
+          outcomes.push(outcome);
+          o.onOutcome?.(outcome);
+          continue;
+        }
         // An entity from an earlier run (or registered by hand) must hand out nothing below this row's first
         // safe id: the row moved since (the old service ran on), so its line moves up. The id of its start
         // offset is computed for a stride of 1, which a wider stride only places higher: at worst a needless raise.
@@ -205,10 +231,15 @@ export async function runImport(
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+  if (o.live) return { outcomes, moved: [] };
   const now = new Map((await reread()).map((r) => [r.key, r.maxId]));
   const moved = plan.entities
     .filter((e) => now.get(e.key) !== e.maxId)
     .map((e) => ({ key: e.key, before: e.maxId.toString(), after: String(now.get(e.key) ?? 'gone') }));
+  // Held since registration; held now too if it existed before (served, and its pool discarded).
+  const stayHeld = new Set(moved.map((m) => m.key));
+  for (const e of plan.entities)
+    await api.post(`/admin/apps/${encodeURIComponent(e.key)}/${stayHeld.has(e.key) ? 'hold' : 'release'}`, {});
   return { outcomes, moved };
 }
 

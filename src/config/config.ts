@@ -42,6 +42,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface Config {
   databaseUrl: string;
+  /** Leaf's and Tinyid's databases, for entities in a live cutover (IDPOOL_LEAF_DATABASE_URL, IDPOOL_TINYID_DATABASE_URL; docs/migrating.md). */
+  incumbentUrls: { leaf?: string; tinyid?: string };
   /** Unset means the in-process pool (embedded / single node). */
   redis: RedisTopology | undefined;
   /** A Redis connection with commands pending and no reply for this long is dropped and re-opened. */
@@ -167,8 +169,13 @@ export function loadConfig(env: Env = process.env): Config {
   const opsToken = r.token('IDPOOL_OPS_TOKEN', DEFAULTS.adminTokenMinLength);
   if (opsToken !== undefined && opsToken === adminToken)
     throw new ConfigError('IDPOOL_OPS_TOKEN', 'must differ from IDPOOL_ADMIN_TOKEN (it is the read-only one)');
+  const incumbentUrl = (name: string) =>
+    r.url(name, /^(mysql|mariadb|postgres|postgresql):\/\//, 'mysql://user:pass@host:3306/db or postgres://…');
+  const leaf = incumbentUrl('IDPOOL_LEAF_DATABASE_URL');
+  const tinyid = incumbentUrl('IDPOOL_TINYID_DATABASE_URL');
   return {
     databaseUrl,
+    incumbentUrls: { ...(leaf ? { leaf } : {}), ...(tinyid ? { tinyid } : {}) },
     redis,
     redisSocketTimeoutMs: r.int('IDPOOL_REDIS_SOCKET_TIMEOUT_MS', REDIS_SOCKET_TIMEOUT_MS, 100, 600_000),
     redisKeyPrefix:

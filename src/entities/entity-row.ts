@@ -3,7 +3,14 @@
  * column types as each dialect returns them, the `compat` and `secrets`
  * columns, and what a row written before `secrets` existed means.
  */
-import { COMPAT_PROTOCOLS, type CompatProtocol, type EntityConfig, type EntityMode, type EntitySecret } from './entity';
+import {
+  COMPAT_PROTOCOLS,
+  type CompatProtocol,
+  type EntityConfig,
+  type EntityMode,
+  type EntitySecret,
+  type IncumbentSource,
+} from './entity';
 
 /** The `application` columns the store reads. */
 export interface Row {
@@ -24,6 +31,10 @@ export interface Row {
   remainder: number | string;
   compat: string;
   secrets: string | null;
+  /** Added by the HeldAndLiveEntities migration (undefined in rows read before it ran). */
+  held?: string | null;
+  incumbent?: string | null;
+  live?: number | string;
   create_time: number | string;
   update_time: number | string;
   deleted_at: number | string;
@@ -54,8 +65,26 @@ export function toEntity(row: Row): EntityConfig {
     secrets: parseSecrets(row),
     createTime: Number(row.create_time),
     updateTime: Number(row.update_time),
+    held: row.held ?? null,
+    incumbent: parseIncumbent(row),
   };
 }
+
+/** The `incumbent` column, `leaf:TAG` / `tinyid:TYPE` (the tag may hold colons), with `live`. */
+function parseIncumbent(row: Pick<Row, 'incumbent' | 'live'>): IncumbentSource | null {
+  const text = row.incumbent;
+  if (!text) return null;
+  const at = text.indexOf(':');
+  const kind = text.slice(0, at);
+  if (kind !== 'leaf' && kind !== 'tinyid') return null;
+  return { kind, key: text.slice(at + 1), live: Number(row.live) === 1 };
+}
+
+/** The `incumbent` and `live` columns of an entity. */
+export const incumbentColumns = (source: IncumbentSource | null | undefined) => [
+  source ? `${source.kind}:${source.key}` : null,
+  source?.live ? 1 : 0,
+];
 
 /** The `compat` column: protocol names, comma-separated; a name this version does not know is ignored (never served). */
 function parseCompat(text: string): CompatProtocol[] {

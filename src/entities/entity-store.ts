@@ -1,7 +1,7 @@
 import type { Database } from '../db/database';
 import { classifySqlError } from '../db/errors';
 import type { EntityConfig, EntitySecret, Tunables } from './entity';
-import { MONOTONIC, type Row, TREND, secretColumns, toEntity } from './entity-row';
+import { MONOTONIC, type Row, TREND, incumbentColumns, secretColumns, toEntity } from './entity-row';
 
 interface PendingInsert {
   entity: EntityConfig;
@@ -26,6 +26,8 @@ export interface EntityStore {
   update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
   /** Replaces the entity's secrets (newest first). */
   setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean>;
+  /** Holds an entity (`held`: why) or serves it again (null). */
+  setHeld(key: string, held: string | null, updateTime: number): Promise<boolean>;
   retire(key: string, at: number): Promise<boolean>;
 }
 
@@ -52,6 +54,9 @@ export class SqlEntityStore implements EntityStore {
       'delta',
       'remainder',
       'compat',
+      'held',
+      'incumbent',
+      'live',
       `${db.bigText('create_time')} AS create_time`,
       `${db.bigText('update_time')} AS update_time`,
       `${db.bigText('deleted_at')} AS deleted_at`,
@@ -168,13 +173,13 @@ export class SqlEntityStore implements EntityStore {
     this.pending.unshift(...free);
   }
 
-  /** Rows per INSERT: 19 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
+  /** Rows per INSERT: 22 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(19).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(22).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -193,6 +198,8 @@ export class SqlEntityStore implements EntityStore {
         entity.delta,
         entity.remainder,
         entity.compat.join(','),
+        entity.held ?? null,
+        ...incumbentColumns(entity.incumbent),
         entity.createTime,
         entity.updateTime,
       ]),
@@ -222,6 +229,14 @@ export class SqlEntityStore implements EntityStore {
     const result = await this.db.execute(
       `UPDATE application SET secret_hash = ?, secrets = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
       [...secretColumns(secrets), updateTime, key],
+    );
+    return result.affectedRows === 1;
+  }
+
+  async setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
+    const result = await this.db.execute(
+      `UPDATE application SET held = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+      [held, updateTime, key],
     );
     return result.affectedRows === 1;
   }

@@ -29,7 +29,27 @@ export interface EntityConfig {
   readonly secrets: readonly EntitySecret[];
   readonly createTime: number;
   readonly updateTime: number;
+  /** Why the entity is served on no route until an admin releases it (`idpool apps release`); absent or null: served. */
+  readonly held?: string | null;
+  /** The incumbent's row the entity was imported from, and whether its segments are still reserved from it (a live cutover). */
+  readonly incumbent?: IncumbentSource | null;
 }
+
+/** Leaf's `leaf_alloc` row `key` (its `biz_tag`) or Tinyid's `tiny_id_info` row (its `biz_type`). */
+export interface IncumbentSource {
+  readonly kind: 'leaf' | 'tinyid';
+  readonly key: string;
+  /** Segments are reserved from that row, as one more of the incumbent's servers would (docs/migrating.md "Live cutover"). */
+  readonly live: boolean;
+}
+
+/**
+ * Why a stop-first import holds an entity until its row is read once more:
+ * from its registration to the end of the import, and on when the row moved
+ * meanwhile (docs/migrating.md "If a row moved").
+ */
+export const HELD_BY_IMPORT =
+  'its incumbent row may still move (it moved during the import, or the import has not finished): stop every instance of the incumbent, then run idpool apps release KEY --database-url URL';
 
 /** Protocols an entity can opt in to, answered without a credential (docs/security.md). */
 export const COMPAT_PROTOCOLS = ['leaf'] as const;
@@ -132,10 +152,20 @@ export const registerSchema = z.strictObject({
   remainder: int(0, LIMITS.delta - 1).optional(),
   /** The secret to accept instead of a new random one (an importer's); stored hashed like any other. */
   secret: providedSecret.optional(),
+  /** Registered held (served on no route until released): why, as the 503 `entity_held` says it. */
+  held: z.string().min(1).max(255).optional(),
+  /** The incumbent's row it comes from (an importer's); `live`: reserve its segments from that row. */
+  incumbent: z
+    .strictObject({ kind: z.enum(['leaf', 'tinyid']), key: z.string().min(1).max(190), live: z.boolean() })
+    .optional(),
   ...Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])),
 } as {
   key: z.ZodString;
   secret: z.ZodOptional<typeof providedSecret>;
+  held: z.ZodOptional<z.ZodString>;
+  incumbent: z.ZodOptional<
+    z.ZodObject<{ kind: z.ZodEnum<{ leaf: 'leaf'; tinyid: 'tinyid' }>; key: z.ZodString; live: z.ZodBoolean }>
+  >;
   mode: z.ZodDefault<z.ZodEnum<{ monotonic: 'monotonic'; trend: 'trend'; snowflake: 'snowflake' }>>;
   startOffset: z.ZodOptional<typeof offset>;
   firstId: z.ZodOptional<typeof offset>;
@@ -151,6 +181,9 @@ export const updateSchema = z.strictObject(
 
 /** `POST /admin/apps/:key/raise`: no id below `firstId` is handed out from now on (an import catching up with the old service). */
 export const raiseSchema = z.strictObject({ firstId: offset });
+
+/** `POST /admin/apps/:key/hold`: serve no ids until released, saying why. */
+export const holdSchema = z.strictObject({ reason: z.string().min(1).max(255).default(HELD_BY_IMPORT) });
 
 /** `POST /admin/apps/:key/secret`: a new secret; the old ones stay accepted for `keepOldForSeconds` (0: stop at once). */
 export const rotateSchema = z.strictObject({ keepOldForSeconds: int(0, MAX_SECRET_TTL_S).optional() });
@@ -177,7 +210,15 @@ export type Tunables = Pick<
 export function withDefaults(
   input: RegisterInput,
   refillTickMs = 100,
-): Tunables & { key: string; mode: EntityMode; startOffset: bigint; delta: number; remainder: number } {
+): Tunables & {
+  key: string;
+  mode: EntityMode;
+  startOffset: bigint;
+  delta: number;
+  remainder: number;
+  held: string | null;
+  incumbent: IncumbentSource | null;
+} {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -202,6 +243,8 @@ export function withDefaults(
     delta: input.delta ?? 1,
     remainder: input.remainder ?? 0,
     compat: [...new Set(input.compat ?? [])],
+    held: input.held ?? null,
+    incumbent: input.incumbent ?? null,
   };
 }
 
@@ -245,6 +288,8 @@ export function describeEntity(entity: EntityConfig) {
     secrets,
     createTime: new Date(entity.createTime).toISOString(),
     updateTime: new Date(entity.updateTime).toISOString(),
+    held: entity.held ?? null,
+    incumbent: entity.incumbent ?? null,
   };
   if (entity.mode === 'snowflake') return common;
   return {

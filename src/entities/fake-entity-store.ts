@@ -54,6 +54,11 @@ export class FakeEntityStore implements EntityStore {
     return this.change(key, (entity) => ({ ...entity, secrets: [...secrets], updateTime }));
   }
 
+  async setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
+    this.count('setHeld');
+    return this.change(key, (entity) => ({ ...entity, held, updateTime }));
+  }
+
   async retire(key: string, at: number): Promise<boolean> {
     this.count('retire');
     const row = this.rows.get(key);

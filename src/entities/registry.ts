@@ -32,7 +32,7 @@ export class EntityRegistry implements EntityCatalog {
   constructor(
     private readonly store: Pick<
       EntityStore,
-      'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecrets' | 'retire'
+      'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecrets' | 'setHeld' | 'retire'
     >,
     private readonly clock: Clock,
     /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
@@ -216,6 +216,23 @@ export class EntityRegistry implements EntityCatalog {
   /** The first number of `entity`'s line whose id is at least `id` (this deployment's stride and the entity's spacing). */
   firstNumberFrom(entity: EntityConfig, id: bigint): bigint {
     return this.stride.of(entity).firstNumberFrom(id);
+  }
+
+  /**
+   * Holds an entity (`held`: why, as its 503 says it) or serves it again
+   * (null), at once on every instance. Whoever releases has checked that its
+   * line starts above every id the incumbent issued; whoever holds a pooled
+   * entity discards its pool.
+   */
+  async setHeld(key: string, held: string | null): Promise<EntityConfig> {
+    const current = await this.require(key);
+    if ((current.held ?? null) === held) return current;
+    const updateTime = Math.max(this.clock.now(), current.updateTime + 1);
+    if (!(await this.store.setHeld(key, held, updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
+    const next = { ...current, held, updateTime };
+    this.cache.remember(next);
+    await this.sync.announce();
+    return next;
   }
 
   async retire(key: string): Promise<void> {

@@ -17,6 +17,8 @@ import { MAX_SECRETS } from './secrets';
  */
 export function registrationValues(input: RegisterInput, refillTickMs: number, stride: IdStride) {
   if (input.mode === 'snowflake') refusePoolFields(input);
+  if (input.mode === 'snowflake' && input.incumbent)
+    throw new InvalidRequestError('an entity imported from an incumbent row has a number line: monotonic or trend');
   if (input.firstId !== undefined && input.startOffset !== undefined)
     throw new InvalidRequestError('give startOffset or firstId, not both');
   const values = withDefaults(input, refillTickMs);

@@ -6,7 +6,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
 import type { Demand } from '../pool/demand';
-import type { SegmentAllocator } from '../segment/allocator';
+import type { SegmentAllocator, SqlSegmentAllocator } from '../segment/allocator';
 import type { TakenIds } from '../pool/taken-ids';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
@@ -46,6 +46,7 @@ export interface HttpDeps {
     | 'find'
     | 'require'
     | 'page'
+    | 'list'
     | 'register'
     | 'update'
     | 'retire'
@@ -55,13 +56,18 @@ export interface HttpDeps {
     | 'authenticate'
     | 'firstNumberFrom'
     | 'refresh'
+    | 'setHeld'
   >;
+  /** Live cutovers (`SqlSegmentAllocator`): the live entities' lines read now, and the move onto idpool's table. */
+  cutover?: Pick<SqlSegmentAllocator, 'liveLines' | 'finishLive'>;
   /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
   takes: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
   poolStore: Pick<PoolStore, 'sizes' | 'next'>;
+  /** Drops a held entity's pool (`POST /admin/apps/:key/hold`), so a direct consumer pops nothing from it. */
+  heldPools?: Pick<PoolStore, 'discard'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   /** Target depth and watermark of each pool (they move with demand). */

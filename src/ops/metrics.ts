@@ -229,7 +229,7 @@ export class OpsMetrics {
 
   /** Sets `idpool_dependency_up` from a readiness report's checks (`database`, `redis`; 'ok' = up). */
   recordDependencies(checks: Partial<Record<string, string>>): void {
-    for (const dependency of ['database', 'redis']) {
+    for (const dependency of ['database', 'redis', 'leaf_database', 'tinyid_database']) {
       if (checks[dependency] !== undefined) this.dependencyUp.set({ dependency }, checks[dependency] === 'ok' ? 1 : 0);
     }
   }

@@ -255,7 +255,8 @@ export class Refiller {
 
   private async refillOnce(entityKey: string, atLeast: number): Promise<void> {
     const entity = this.o.entities.get(entityKey);
-    if (!entity || entity.mode === 'snowflake') {
+    // A held entity's pool stays empty: no route serves it, and no direct consumer may pop from it.
+    if (!entity || entity.mode === 'snowflake' || entity.held) {
       this.needsReset.delete(entityKey);
       return;
     }

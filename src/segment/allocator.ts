@@ -70,7 +70,7 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
 
   private async reserveMysql(entityKey: string, size: number): Promise<bigint> {
     const result = await this.db.execute(
-      'UPDATE application SET current_offset = LAST_INSERT_ID(current_offset + ?) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ?',
+      'UPDATE application SET current_offset = LAST_INSERT_ID(current_offset + ?) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND live = 0',
       [size, entityKey, 'segment'],
     );
     if (result.affectedRows !== 1 || result.insertId === undefined)
@@ -86,7 +86,7 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
    * `9.2e+18`.
    */
   private async reserveReturning(entityKey: string, size: number): Promise<bigint> {
-    const sql = `UPDATE application SET current_offset = current_offset + CAST(? AS BIGINT) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND current_offset <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
+    const sql = `UPDATE application SET current_offset = current_offset + CAST(? AS BIGINT) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND live = 0 AND current_offset <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
     const params = [size, entityKey, 'segment', (MAX_INT63 - BigInt(size)).toString()];
     const deadline = this.clock.monotonic() + this.busyWaitMs;
     let rows: { end_offset: string }[];
@@ -122,6 +122,51 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
       [n, n, n, this.clock.now(), entityKey, 'segment', n],
     );
     return this.peek(entityKey);
+  }
+
+  /**
+   * Records a segment a live entity reserved from its incumbent's row
+   * (`segment/live-allocator.ts`): `current_offset` moves up to its end (so
+   * the fence check, the views and `--finish` see it) and `live_reserved`
+   * counts it. False when the entity is no longer live (`--finish` moved it
+   * onto this table meanwhile): the segment must then not be used, since
+   * this table's reservations may already cover it.
+   */
+  async recordLive(entityKey: string, segment: Segment): Promise<boolean> {
+    const end = segment.end.toString();
+    const result = await this.db.execute(
+      `UPDATE application SET current_offset = CASE WHEN current_offset < ? THEN ? ELSE current_offset END, live_reserved = live_reserved + ?
+       WHERE entity_key = ? AND deleted_at = 0 AND live = 1`,
+      [end, end, (segment.end - segment.start).toString(), entityKey],
+    );
+    return result.affectedRows === 1;
+  }
+
+  /**
+   * Ends a live cutover: in one statement the entity leaves live mode and
+   * its line moves up to `atLeast` (never down), so every reservation from
+   * this table from now on is above every id the incumbent issued, and a
+   * segment another instance reserved from the incumbent's row after this is
+   * refused by {@link recordLive}. False when it was not live.
+   */
+  async finishLive(entityKey: string, atLeast: bigint): Promise<boolean> {
+    const n = atLeast.toString();
+    const result = await this.db.execute(
+      `UPDATE application SET live = 0, current_offset = CASE WHEN current_offset < ? THEN ? ELSE current_offset END,
+       start_offset = CASE WHEN start_offset < ? THEN ? ELSE start_offset END, update_time = ?
+       WHERE entity_key = ? AND deleted_at = 0 AND live = 1`,
+      [n, n, n, n, this.clock.now(), entityKey],
+    );
+    return result.affectedRows === 1;
+  }
+
+  /** Every live entity's next unreserved number and the numbers it reserved from its incumbent's row, read now. */
+  async liveLines(): Promise<{ key: string; current: bigint; reserved: bigint }[]> {
+    const rows = await this.db.query<{ k: string; c: string; r: string }>(
+      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c, ${this.db.bigText('live_reserved')} AS r FROM application WHERE deleted_at = 0 AND live = 1 ORDER BY entity_key`,
+      [],
+    );
+    return rows.map((r) => ({ key: r.k, current: BigInt(r.c), reserved: BigInt(r.r) }));
   }
 
   async peek(entityKey: string): Promise<bigint> {

@@ -1,4 +1,4 @@
-import { ConflictError, InvalidRequestError, RateLimitedError } from '../errors';
+import { ConflictError, InvalidRequestError, RateLimitedError, refuseHeld } from '../errors';
 import type { SegmentAllocator } from './allocator';
 import type { IdStride } from './stride';
 
@@ -34,6 +34,8 @@ export interface LeaseEntity {
   /** The entity's own spacing, composed with the deployment stride (`IdStride.of`). */
   readonly delta: number;
   readonly remainder: number;
+  /** Why it is held (served on no route), if it is. */
+  readonly held?: string | null;
 }
 
 /** What a lease reports: the ops metrics count leases and their ids per entity. */
@@ -67,6 +69,7 @@ export class SegmentLeaser {
 
   /** `size` numbers (default: the entity's step) of a live `trend` entity; 400 / 409 / 429 change nothing. */
   async lease(entity: LeaseEntity, size: number = entity.step): Promise<LeasedSegment> {
+    refuseHeld(entity);
     if (entity.mode !== 'trend') {
       throw new ConflictError(
         entity.mode === 'monotonic'

@@ -41,6 +41,8 @@ import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
 import { IdStride } from '../segment/stride';
+import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
+import { LiveAllocator } from '../segment/live-allocator';
 import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
@@ -271,6 +273,8 @@ export async function buildHighWater(config: Config, db: Database, log: Logger):
 }
 
 export interface Pools {
+  /** Where refills and leases reserve: idpool's table, or an incumbent's row for an entity in a live cutover. */
+  readonly allocator: LiveAllocator;
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
   /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
@@ -293,6 +297,7 @@ export function buildPools(deps: {
   ops: Ops;
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   highWater?: HighWaterFile;
+  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
 }): Built<Pools> {
   const { stores, registry, clock, log } = deps;
   const { demand } = stores;
@@ -300,10 +305,17 @@ export function buildPools(deps: {
   const guarded =
     deps.highWater &&
     new HighWaterAllocator(stores.allocator, deps.highWater, (report) => events.databaseBehind(report));
+  const allocator = new LiveAllocator({
+    own: guarded ?? stores.allocator,
+    record: stores.allocator,
+    entity: (key) => registry.get(key),
+    incumbents: deps.incumbents,
+    stride: stores.stride,
+  });
   const refiller = new Refiller({
     demand,
     entities: registry,
-    allocator: guarded ?? stores.allocator,
+    allocator,
     store: stores.poolStore,
     lock: stores.lock,
     stride: stores.stride,
@@ -342,7 +354,7 @@ export function buildPools(deps: {
     await guarded?.checkAll(registry.segmentKeys());
   };
   return {
-    value: { refiller, dispatcher, fenceCheck, checkHighWater },
+    value: { allocator, refiller, dispatcher, fenceCheck, checkHighWater },
     close: async () => {
       await fenceCheck.stop();
       await refiller.stop();

@@ -7,6 +7,7 @@ import { claimRedisKeys } from '../redis/deployment-claim';
 import { loadFunctions } from '../redis/functions';
 import { type RedisClient, closeRedis, connectRedis } from '../redis/connection';
 import { checkStride } from '../segment/stride-record';
+import { type IncumbentDatabase, type IncumbentKind, incumbentDatabase } from '../segment/incumbent-rows';
 import type { Built } from './resources';
 
 /** The database, migrated, with this deployment's stride mapping checked against the one it recorded. */
@@ -19,6 +20,25 @@ export async function buildDatabase(config: Config, clock: Clock): Promise<Built
     throw err;
   }
   return { value: db, close: () => db.close() };
+}
+
+/**
+ * Leaf's and Tinyid's databases, for entities in a live cutover: pools that
+ * connect on the first reservation, so an incumbent down at start-up stops
+ * only those entities (503, and /readyz says so), never the service.
+ */
+export function buildIncumbents(config: Config): Built<ReadonlyMap<IncumbentKind, IncumbentDatabase>> {
+  const dbs = new Map<IncumbentKind, IncumbentDatabase>();
+  for (const kind of ['leaf', 'tinyid'] as const) {
+    const url = config.incumbentUrls[kind];
+    if (url) dbs.set(kind, incumbentDatabase(kind, url));
+  }
+  return {
+    value: dbs,
+    close: async () => {
+      for (const db of dbs.values()) await db.close();
+    },
+  };
 }
 
 /** The shared Redis with idpool's function library loaded, or undefined for the in-process pool. */

@@ -11,6 +11,7 @@ import type { Logger } from '../logger';
 import { type Ops, requestObserver } from '../ops';
 import type { OpsConfig } from '../ops/settings';
 import type { PoolStore } from '../pool/pool-store';
+import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { SegmentLeaser } from '../segment/lease';
 import type { Pools, Stores } from './builders';
 import type { SnowflakeRuntime } from './snowflake';
@@ -20,6 +21,8 @@ import type { TakeService } from '../take/take-service';
 export function readinessCheck(deps: {
   db: Database;
   poolStore: PoolStore;
+  /** The incumbents' databases of live cutovers: each a dependency like the service's own while configured. */
+  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
   snowflake: SnowflakeRuntime;
   clock: Clock;
   stopping: () => boolean;
@@ -43,6 +46,7 @@ export function readinessCheck(deps: {
     await Promise.all([
       probe('database', () => db.query('SELECT 1')),
       probe(poolStore.kind === 'redis' ? 'redis' : 'pool', () => poolStore.ping()),
+      ...[...deps.incumbents.values()].map((incumbent) => probe(`${incumbent.kind}_database`, () => incumbent.ping())),
     ]);
     checks.lease = snowflake.leaseCheck();
     return { ready: Object.values(checks).every((v) => v === 'ok'), checks, sampling: deps.sampling?.() };
@@ -73,10 +77,12 @@ export function buildHttp(deps: {
     poolStore: stores.poolStore,
     demand: stores.demand,
     allocator: stores.allocator,
+    cutover: stores.allocator,
+    heldPools: stores.poolStore,
     adminToken: deps.config.adminToken,
     snowflake: deps.snowflake.decoder,
     leases: new SegmentLeaser({
-      allocator: stores.allocator,
+      allocator: deps.pools.allocator,
       stride: stores.stride,
       rate: stores.snowflakeRate,
       events: ops.leaseEvents,

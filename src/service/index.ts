@@ -16,7 +16,7 @@ import type { RedisClient } from '../redis/connection';
 import type { FenceCheck } from '../pool/fence-check';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
-import { buildDatabase, buildRedis, claimDeployment } from './connections';
+import { buildDatabase, buildIncumbents, buildRedis, claimDeployment } from './connections';
 import {
   buildHighWater,
   checkPoolMemory,
@@ -92,6 +92,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   try {
     const db = resources.add('database', await buildDatabase(config, clock));
     const redis = resources.add('redis', await buildRedis(config));
+    const incumbents = resources.add('incumbent databases', buildIncumbents(config));
     const prefix = options.redisPrefix ?? config.redisKeyPrefix;
     await claimDeployment(db, redis, prefix);
     const stores = buildStores({ config, db, redis, clock, prefix, log });
@@ -140,6 +141,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
         ops,
         beforePush: options.beforePush,
         highWater,
+        incumbents,
       }),
     );
     await pools.checkHighWater();
@@ -147,6 +149,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const readiness = readinessCheck({
       db,
       poolStore: stores.poolStore,
+      incumbents,
       snowflake,
       clock,
       stopping: () => stopping,

@@ -1,6 +1,6 @@
 import { TurnGroups, type Waiter, share } from '../coalesce';
 import type { EntityConfig } from '../entities/entity';
-import { NotFoundError } from '../errors';
+import { NotFoundError, refuseHeld } from '../errors';
 import type { TakenIds } from '../pool/taken-ids';
 
 /**
@@ -74,6 +74,7 @@ export class TakeService {
 
   /** `count` ids of the entity (1..its `maxSizePerTimes`, checked by the face in its own words). */
   async take(entity: EntityConfig, count: number): Promise<TakenIds> {
+    refuseHeld(entity);
     const taker = this.takerOf(entity);
     const ids = taker.coalesce
       ? await new Promise<TakenIds>((resolve, reject) => this.turns.add(entity.key, { entity, count, resolve, reject }))

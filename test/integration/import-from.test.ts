@@ -283,13 +283,18 @@ for (const { server, name } of SQL_SERVERS) {
       } finally {
         await sql(server, main.url, [['DROP TRIGGER leaf_moves' + (server === 'postgres' ? ' ON application' : '')]]);
       }
-      // Registered at 5001: its pool may hold ids from there. The incumbent stopped, the same import
-      // again moves the entity up to the row's new first safe id and discards that pool.
-      const fromOld = await (await fetch(`${instance.url}/api/segment/get/${k('moving')}`)).text();
-      expect(fromOld).toBe('5001');
-      const again = await idpool(only, env);
+      // Registered at 5001 and held: served on no route (Leaf's own error, with a Retry-After), its pool never filled.
+      const held = await fetch(`${instance.url}/api/segment/get/${k('moving')}`);
+      expect(held.status).toBe(500);
+      expect(await held.text()).toContain('Result{id=-3, status=EXCEPTION}');
+      expect(held.headers.get('retry-after')).toBe('60');
+      const view = (await call(`${instance.url}/admin/apps/${k('moving')}`, { token: ADMIN_TOKEN })).body;
+      expect(view.held).toContain('idpool apps release KEY');
+      expect(view.pool.size).toBe(0);
+      // The incumbent stopped, release reads the row once more and moves the entity up to its new first safe id.
+      const again = await idpool(['apps', 'release', k('moving'), '--database-url', main.url], env);
       expect(again.code, again.stderr).toBe(0);
-      expect(again.stdout).toContain(`exists     ${k('moving')}: first id 6001 (it started below: raised to it`);
+      expect(again.stdout).toContain(`released ${k('moving')} (its row had moved: raised to first id 6001)`);
       const ids: string[] = [];
       for (let i = 0; i < 3; i++)
         ids.push(await (await fetch(`${instance.url}/api/segment/get/${k('moving')}`)).text());

@@ -49,6 +49,7 @@ describe('import-from: first safe ids, merging, the plan (no I/O)', () => {
       name: 'Orders',
       mode: 'monotonic',
       compat: ['leaf'],
+      incumbent: { kind: 'leaf', key: 'orders', live: false },
     });
     expect(plan.entities[0].notes).toEqual(["step 5000000 lowered to idpool's 1000000"]);
   });

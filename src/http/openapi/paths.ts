@@ -306,6 +306,123 @@ function adminEntityPaths(): Record<string, Schema> {
         },
       },
     },
+    '/admin/apps/{key}/release': {
+      post: {
+        operationId: 'releaseEntity',
+        tags: ['admin'],
+        summary: 'Serve a held entity again',
+        description:
+          'Clears `held`. `idpool apps release` first reads the incumbent row once more and raises the line above it (docs/migrating.md).',
+        security: admin,
+        parameters: [keyParam],
+        responses: {
+          200: { description: 'The entity after.', content: json(ref('Entity')) },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: error('Not in a live cutover (`conflict`).'),
+          413: E[413],
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
+    '/admin/apps/{key}/hold': {
+      post: {
+        operationId: 'holdEntity',
+        tags: ['admin'],
+        summary: 'Serve no ids until released',
+        description:
+          'Every take and lease answers 503 `entity_held` with the reason; the pool is discarded and not refilled.',
+        security: admin,
+        parameters: [keyParam],
+        requestBody: {
+          content: json({
+            type: 'object',
+            additionalProperties: false,
+            properties: { reason: { type: 'string', minLength: 1, maxLength: 255 } },
+          }),
+        },
+        responses: {
+          200: { description: 'The entity after.', content: json(ref('Entity')) },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: error('Not in a live cutover (`conflict`).'),
+          413: E[413],
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
+    '/admin/apps/{key}/finish': {
+      post: {
+        operationId: 'finishLiveCutover',
+        tags: ['admin'],
+        summary: 'End a live cutover',
+        description:
+          "The entity leaves live mode and its line moves up to `firstId` (above the incumbent row's final value), its pool discarded and fenced there: `idpool apps import-from … --finish`.",
+        security: admin,
+        parameters: [keyParam],
+        requestBody: { required: true, content: json(ref('RaiseRequest')) },
+        responses: {
+          200: { description: 'The entity after.', content: json(ref('Entity')) },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: error('Not in a live cutover (`conflict`).'),
+          413: E[413],
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
+    '/admin/live': {
+      get: {
+        operationId: 'listLiveCutovers',
+        tags: ['admin'],
+        summary: 'Entities in a live cutover',
+        description:
+          "Each live entity's incumbent row, spacing, next unreserved number and the numbers idpool reserved from the row, read now (what `--finish` watches).",
+        security: admin,
+        responses: {
+          200: {
+            description: 'The live entities.',
+            content: json({
+              type: 'object',
+              required: ['apps'],
+              additionalProperties: false,
+              properties: {
+                apps: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    required: ['key', 'incumbent', 'delta', 'remainder', 'currentOffset', 'reservedFromIncumbent'],
+                    additionalProperties: false,
+                    properties: {
+                      key: { type: 'string' },
+                      incumbent: { type: 'object' },
+                      delta: { type: 'integer' },
+                      remainder: { type: 'integer' },
+                      currentOffset: { type: 'string' },
+                      reservedFromIncumbent: { type: 'string' },
+                    },
+                  },
+                },
+              },
+            }),
+          },
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
     '/admin/apps/{key}/secrets': {
       post: {
         operationId: 'addSecret',

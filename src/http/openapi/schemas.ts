@@ -209,6 +209,26 @@ function entitySchemas(): Record<string, Schema> {
         },
         createTime: isoDate,
         updateTime: isoDate,
+        held: {
+          anyOf: [{ type: 'string' }, { type: 'null' }],
+          description: 'Why it serves no ids until released (503 `entity_held`); null: served.',
+        },
+        incumbent: {
+          anyOf: [
+            {
+              type: 'object',
+              required: ['kind', 'key', 'live'],
+              additionalProperties: false,
+              properties: {
+                kind: { type: 'string', enum: ['leaf', 'tinyid'] },
+                key: { type: 'string' },
+                live: { type: 'boolean', description: "Segments reserved from the incumbent's row (a live cutover)." },
+              },
+            },
+            { type: 'null' },
+          ],
+          description: 'The Leaf or Tinyid row it was imported from (docs/migrating.md); null: registered natively.',
+        },
         currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },
         pool: {
           type: 'object',

@@ -4,6 +4,7 @@ import {
   KEY_PATTERN,
   addSecretSchema,
   describeEntity,
+  holdSchema,
   raiseSchema,
   registerSchema,
   rotateSchema,
@@ -22,7 +23,8 @@ const OPS_DEFAULT_ROWS = 50;
 /** What the entity views read: offsets (the allocator), pool sizes (the pool store) and demand. */
 type ViewDeps = Pick<HttpDeps, 'allocator' | 'poolStore' | 'demand'>;
 /** What the admin routes use of the app's dependencies. */
-export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines'>;
+export type AdminRouteDeps = ViewDeps &
+  Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines' | 'cutover' | 'heldPools'>;
 
 /** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
 export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
@@ -93,6 +95,58 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
       );
     await deps.lines.raise(key, number);
     // The new start offset, here at once (other instances see it with their next refresh).
+    await deps.registry.refresh();
+    res.json(await withPool(await deps.registry.require(key)));
+  });
+
+  // The caller (`idpool apps release`) has read the incumbent's row once more and raised the line above it.
+  router.post('/apps/:key/release', async (req, res) => {
+    const key = entityKeyParam(req);
+    res.json(await withPool(await deps.registry.setHeld(key, null)));
+  });
+
+  // An import whose row moved holds the entity; its pool goes (a direct consumer could pop it otherwise).
+  router.post('/apps/:key/hold', async (req, res) => {
+    const key = entityKeyParam(req);
+    const { reason } = parseBody(holdSchema, req.body ?? {});
+    if (!deps.heldPools) throw new NotFoundError('holding entities is not served by this instance');
+    const held = await deps.registry.setHeld(key, reason);
+    if (held.mode !== 'snowflake') await deps.heldPools.discard(key);
+    res.json(await withPool(held));
+  });
+
+  router.get('/live', async (_req, res) => {
+    if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
+    const lines = await deps.cutover.liveLines();
+    const entities = new Map(deps.registry.list().map((e) => [e.key, e]));
+    const apps = lines.flatMap((line) => {
+      const entity = entities.get(line.key);
+      if (!entity?.incumbent) return [];
+      return [
+        {
+          key: line.key,
+          incumbent: entity.incumbent,
+          delta: entity.delta,
+          remainder: entity.remainder,
+          currentOffset: line.current.toString(),
+          reservedFromIncumbent: line.reserved.toString(),
+        },
+      ];
+    });
+    res.json({ apps });
+  });
+
+  // `idpool apps import-from … --finish`, once the incumbent's rows stopped moving: firstId is above the row's final value.
+  router.post('/apps/:key/finish', async (req, res) => {
+    const key = entityKeyParam(req);
+    const { firstId } = parseBody(raiseSchema, req.body ?? {});
+    const entity = await deps.registry.require(key);
+    if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
+    const line = deps.registry.firstNumberFrom(entity, firstId);
+    if (!entity.incumbent?.live || !(await deps.cutover.finishLive(key, line)))
+      throw new ConflictError(`entity "${key}" is not in a live cutover`);
+    // Its pool goes too, fenced at the new line: it may hold ids reserved from the row below ones the incumbent issued later.
+    await deps.lines?.raise(key, line);
     await deps.registry.refresh();
     res.json(await withPool(await deps.registry.require(key)));
   });

@@ -1,0 +1,201 @@
+/**
+ * Reservations from an incumbent's own table during a live cutover
+ * (docs/migrating.md "Live cutover"): idpool advances Leaf's `leaf_alloc` or
+ * Tinyid's `tiny_id_info` row exactly as one more of that service's servers
+ * would, so the row orders every allocation of both systems. Ids come back;
+ * `live-allocator.ts` turns them into numbers of the entity's line.
+ */
+import { createPool, type Pool as MysqlPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { Pool as PgPool } from 'pg';
+import { UnavailableError, errorMessage } from '../errors';
+
+export type IncumbentKind = 'leaf' | 'tinyid';
+
+/** Ids reserved from an incumbent's row, as that service hands them out. */
+export interface IncumbentSegment {
+  /** Leaf: ids `[low, high)`; Tinyid: ids in `(low, high]` that are ≡ remainder (mod delta). */
+  readonly low: bigint;
+  readonly high: bigint;
+}
+
+/** One incumbent's database, as a live entity's reservations use it. */
+export interface IncumbentDatabase {
+  readonly kind: IncumbentKind;
+  /**
+   * Moves the row `key` on by `size` numbers in one committed transaction:
+   * Leaf's `max_id + size` (its dynamic step), Tinyid's version-checked
+   * `max_id + size·delta`, retried while another server wins the race.
+   */
+  reserve(key: string, size: number, spacing: { delta: number; remainder: number }): Promise<IncumbentSegment>;
+  /** `SELECT 1` (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** How long a connection or a statement of the incumbent's database may take before the reservation fails as unavailable. */
+const INCUMBENT_TIMEOUT_MS = 3000;
+/** Tinyid's own servers retry its version-checked update 3 times; idpool, sharing the row with all of them, a few more. */
+const TINYID_ATTEMPTS = 10;
+/** Retry-After of a reservation that failed on the incumbent's database: as the service's own database's. */
+const RETRY_AFTER_S = 2;
+
+/** A SQL round trip on either driver: one connection held for a transaction. */
+interface Session {
+  query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  execute(sql: string, params: unknown[]): Promise<number>;
+}
+
+/** The incumbent's database at `url` (mysql://, mariadb://, postgres://). */
+export function incumbentDatabase(kind: IncumbentKind, url: string): IncumbentDatabase {
+  const postgres = /^postgres(ql)?:\/\//.test(url);
+  const withSession = postgres ? pgSessions(url) : mysqlSessions(url);
+  const text = postgres ? 'VARCHAR(20)' : 'CHAR(20)';
+  const failed = (err: unknown): never => {
+    if (err instanceof UnavailableError) throw err;
+    throw new UnavailableError(
+      `the ${kind === 'leaf' ? 'Leaf' : 'Tinyid'} database this entity still reserves from (a live cutover) is unavailable`,
+      RETRY_AFTER_S,
+      errorMessage(err),
+    );
+  };
+  return {
+    kind,
+    reserve: async (key, size, spacing) => {
+      try {
+        return await withSession.transaction((s) =>
+          kind === 'leaf' ? reserveLeaf(s, text, key, size) : reserveTinyid(s, text, key, size, spacing),
+        );
+      } catch (err) {
+        return failed(err);
+      }
+    },
+    ping: () => withSession.ping(),
+    close: () => withSession.close(),
+  };
+}
+
+/** Leaf's `updateMaxIdByCustomStepAndGetLeafAlloc`: the update, then the row read back, in one transaction. */
+async function reserveLeaf(s: Session, text: string, key: string, size: number): Promise<IncumbentSegment> {
+  const changed = await s.execute('UPDATE leaf_alloc SET max_id = max_id + ? WHERE biz_tag = ?', [size, key]);
+  if (changed !== 1) throw new UnavailableError(`Leaf's leaf_alloc has no row "${key}"`, 60);
+  const [row] = await s.query(`SELECT CAST(max_id AS ${text}) AS max_id FROM leaf_alloc WHERE biz_tag = ?`, [key]);
+  const high = BigInt(String(row.max_id));
+  return { low: high - BigInt(size), high };
+}
+
+/**
+ * Tinyid's `updateMaxId`: read the row, then move `max_id` on only where
+ * `max_id` and `version` are still what was read (another server got there
+ * first otherwise: read again).
+ */
+async function reserveTinyid(
+  s: Session,
+  text: string,
+  key: string,
+  size: number,
+  spacing: { delta: number; remainder: number },
+): Promise<IncumbentSegment> {
+  for (let attempt = 0; attempt < TINYID_ATTEMPTS; attempt++) {
+    const row = (
+      await s.query(
+        `SELECT id, CAST(max_id AS ${text}) AS max_id, delta, remainder, version FROM tiny_id_info WHERE biz_type = ?`,
+        [key],
+      )
+    ).at(0);
+    if (!row) throw new UnavailableError(`Tinyid's tiny_id_info has no row "${key}"`, 60);
+    if (Number(row.delta) !== spacing.delta || Number(row.remainder) !== spacing.remainder)
+      throw new UnavailableError(
+        `Tinyid's row "${key}" now has delta ${String(row.delta)} remainder ${String(row.remainder)}, the entity ${spacing.delta} and ${spacing.remainder}: its ids would not be the entity's`,
+        60,
+      );
+    const low = BigInt(String(row.max_id));
+    const high = low + BigInt(size) * BigInt(spacing.delta);
+    const changed = await s.execute(
+      'UPDATE tiny_id_info SET max_id = ?, update_time = CURRENT_TIMESTAMP, version = version + 1 WHERE id = ? AND max_id = ? AND version = ? AND biz_type = ?',
+      [high.toString(), row.id, low.toString(), row.version, key],
+    );
+    if (changed === 1) return { low, high };
+  }
+  throw new UnavailableError(`Tinyid's row "${key}" changed under every one of ${TINYID_ATTEMPTS} attempts`, 1);
+}
+
+interface Sessions {
+  transaction<T>(work: (s: Session) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function mysqlSessions(url: string): Sessions {
+  const pool: MysqlPool = createPool({
+    uri: url.replace(/^mariadb:/, 'mysql:'),
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    connectTimeout: INCUMBENT_TIMEOUT_MS,
+    connectionLimit: 4,
+  });
+  return {
+    async transaction(work) {
+      const c = await pool.getConnection();
+      const session: Session = {
+        query: async (sql, params) =>
+          (await c.query<RowDataPacket[]>({ sql, values: params, timeout: INCUMBENT_TIMEOUT_MS }))[0],
+        execute: async (sql, params) =>
+          (await c.query<ResultSetHeader>({ sql, values: params, timeout: INCUMBENT_TIMEOUT_MS }))[0].affectedRows,
+      };
+      let done = false;
+      try {
+        await c.beginTransaction();
+        const result = await work(session);
+        await c.commit();
+        done = true;
+        return result;
+      } finally {
+        // A failed transaction's connection is dropped rather than reused half way through one.
+        if (done) c.release();
+        else c.destroy();
+      }
+    },
+    async ping() {
+      await pool.query({ sql: 'SELECT 1', timeout: INCUMBENT_TIMEOUT_MS });
+    },
+    close: () => pool.end(),
+  };
+}
+
+function pgSessions(url: string): Sessions {
+  const pool = new PgPool({
+    connectionString: url,
+    connectionTimeoutMillis: INCUMBENT_TIMEOUT_MS,
+    statement_timeout: INCUMBENT_TIMEOUT_MS,
+    max: 4,
+  });
+  // An idle client's error (the server went away) must not end the process.
+  pool.on('error', () => undefined);
+  const numbered = (sql: string) => {
+    let i = 0;
+    return sql.replace(/\?/g, () => `$${++i}`);
+  };
+  return {
+    async transaction(work) {
+      const c = await pool.connect();
+      const session: Session = {
+        query: async (sql, params) => (await c.query(numbered(sql), params)).rows as Record<string, unknown>[],
+        execute: async (sql, params) => (await c.query(numbered(sql), params)).rowCount ?? 0,
+      };
+      let done = false;
+      try {
+        await c.query('BEGIN');
+        const result = await work(session);
+        await c.query('COMMIT');
+        done = true;
+        return result;
+      } finally {
+        c.release(!done);
+      }
+    },
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    close: () => pool.end(),
+  };
+}

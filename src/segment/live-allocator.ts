@@ -1,0 +1,82 @@
+/**
+ * The allocator of the service's refills, fence carries and leases: an
+ * entity in a live cutover reserves from its incumbent's row
+ * (`incumbent-rows.ts`), every other entity from `current_offset`.
+ */
+import { UnavailableError } from '../errors';
+import type { LineRaiser, Segment, SegmentAllocator, SqlSegmentAllocator } from './allocator';
+import type { IncumbentDatabase, IncumbentKind } from './incumbent-rows';
+import type { IdStride } from './stride';
+
+/** What a reservation needs of its entity (an `EntityConfig` fits; `entities/` sits above this folder). */
+export interface LiveEntity {
+  readonly delta: number;
+  readonly remainder: number;
+  readonly incumbent?: { readonly kind: IncumbentKind; readonly key: string; readonly live: boolean } | null;
+}
+
+export interface LiveAllocatorOptions {
+  /** Reservations of entities not live. */
+  own: SegmentAllocator & LineRaiser;
+  /** Where a live entity's segments are recorded (`current_offset`, `live_reserved`). */
+  record: Pick<SqlSegmentAllocator, 'recordLive'>;
+  /** The cached entity (no I/O). */
+  entity(key: string): LiveEntity | undefined;
+  /** The incumbents' databases this instance was given (IDPOOL_LEAF_DATABASE_URL, IDPOOL_TINYID_DATABASE_URL). */
+  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
+  stride: IdStride;
+}
+
+/**
+ * The incumbent's row orders every reservation of both systems: a segment
+ * from it is above everything the incumbent's servers reserved before and
+ * below everything they reserve after, whatever the clocks or restarts. It
+ * is then recorded on idpool's own row (`recordLive`): `current_offset` up
+ * to its end, so the fence check and views see it. A segment recorded after
+ * `--finish` moved the entity onto idpool's table is dropped unused (that
+ * table may already have handed its numbers out); a crash between the two
+ * steps wastes the segment, never repeats it.
+ */
+export class LiveAllocator implements SegmentAllocator, LineRaiser {
+  constructor(private readonly o: LiveAllocatorOptions) {}
+
+  async reserve(entityKey: string, size: number): Promise<Segment> {
+    const entity = this.o.entity(entityKey);
+    const source = entity?.incumbent;
+    if (!entity || !source?.live) return this.o.own.reserve(entityKey, size);
+    const db = this.o.incumbents.get(source.kind);
+    if (!db)
+      throw new UnavailableError(
+        `entity "${entityKey}" is in a live cutover from ${source.kind}, and this instance has no IDPOOL_${source.kind.toUpperCase()}_DATABASE_URL to reserve from its row`,
+        60,
+      );
+    if (this.o.stride.count !== 1)
+      throw new UnavailableError(
+        `entity "${entityKey}" is in a live cutover: its ids are the incumbent's, which a deployment stride (IDPOOL_CLUSTER_COUNT ${this.o.stride.count}) would respace`,
+        60,
+      );
+    const ids = await db.reserve(source.key, size, entity);
+    const line = this.o.stride.of(entity);
+    // Leaf hands out [low, high); Tinyid the ids of (low, high] ≡ remainder (mod delta): `size` numbers either way.
+    const start = source.kind === 'leaf' ? line.firstNumberFrom(ids.low) : line.numberAbove(ids.low);
+    const segment = { start, end: start + BigInt(size) };
+    if (!(await this.o.record.recordLive(entityKey, segment)))
+      throw new UnavailableError(
+        `entity "${entityKey}" left its live cutover while this reservation ran; the next one comes from idpool's own table`,
+        1,
+      );
+    return segment;
+  }
+
+  peek(entityKey: string): Promise<bigint> {
+    return this.o.own.peek(entityKey);
+  }
+
+  peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
+    return this.o.own.peekMany(entityKeys);
+  }
+
+  raise(entityKey: string, atLeast: bigint): Promise<bigint> {
+    return this.o.own.raise(entityKey, atLeast);
+  }
+}
