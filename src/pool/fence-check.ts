@@ -138,12 +138,12 @@ export class FenceCheck {
    * after. Undefined (every fence read) without a digest or when it fails.
    */
   private async startingPoint(): Promise<CleanRun | undefined> {
-    const { offsetsMark } = this.o.offsets;
-    if (!offsetsMark) return undefined;
+    const { offsets } = this.o;
+    if (!offsets.offsetsMark) return undefined;
     const reservations = this.o.reservations?.() ?? 0;
     const at = this.o.clock.monotonic();
     try {
-      return { mark: await offsetsMark.call(this.o.offsets), reservations, at };
+      return { mark: await offsets.offsetsMark(), reservations, at };
     } catch {
       // The full read that follows reports the failure.
       return undefined;
