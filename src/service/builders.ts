@@ -22,6 +22,8 @@ import type { Logger } from '../logger';
 import { type Ops, createOps } from '../ops';
 import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
+import { SnowflakeTaker } from '../take/snowflake-taker';
+import { type TakeEvents, TakeService } from '../take/take-service';
 import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } from '../pool/rate-limit';
 import { RedisRegistrationGeneration } from '../redis/registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
@@ -149,7 +151,6 @@ export async function buildSnowflake(deps: {
   db: Database;
   clock: Clock;
   log: Logger;
-  rate: EntityRateLimit;
   holders: WorkerHolders | undefined;
   settings?: Partial<SnowflakeRuntimeSettings>;
 }): Promise<Built<SnowflakeRuntime>> {
@@ -325,4 +326,24 @@ export function buildPools(deps: {
       await refiller.stop();
     },
   };
+}
+
+/** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */
+export function buildTakes(deps: {
+  pools: Pools;
+  snowflake: SnowflakeRuntime;
+  rate: EntityRateLimit;
+  events: TakeEvents;
+}): TakeService {
+  const { generator } = deps.snowflake;
+  return new TakeService({
+    takers: {
+      segment: deps.pools.dispatcher,
+      snowflake: new SnowflakeTaker({
+        make: (entityKey, count) => generator.takeStrings(entityKey, count),
+        rate: deps.rate,
+      }),
+    },
+    events: deps.events,
+  });
 }

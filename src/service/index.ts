@@ -11,7 +11,6 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import { type Ops, instanceName } from '../ops';
-import type { Dispatcher } from '../pool/dispatcher';
 import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../redis/connection';
 import type { FenceCheck } from '../pool/fence-check';
@@ -26,7 +25,9 @@ import {
   buildRegistry,
   buildSnowflake,
   buildStores,
+  buildTakes,
 } from './builders';
+import type { TakeService } from '../take/take-service';
 import { buildHttp, readinessCheck } from './http';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
@@ -64,7 +65,8 @@ export interface Service {
   readonly refiller: Refiller;
   /** Carries entities whose database went back past their fences (`stats` counts its runs). */
   readonly fenceCheck: FenceCheck;
-  readonly dispatcher: Dispatcher;
+  /** The one take of every face: `take(entity, count)`, coalesced per entity and turn. */
+  readonly takes: TakeService;
   /** Snowflake generator and worker lease. */
   readonly snowflake: SnowflakeRuntime;
   /** Metrics, forecasts and alarms. */
@@ -103,7 +105,6 @@ export async function createService(config: Config, options: ServiceOptions = {}
         db,
         clock,
         log,
-        rate: stores.snowflakeRate,
         holders: stores.workerHolders,
         settings: options.snowflake,
       }),
@@ -141,6 +142,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       }),
     );
     await pools.checkHighWater();
+    const takes = buildTakes({ pools, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
     const readiness = readinessCheck({
       db,
       poolStore: stores.poolStore,
@@ -157,6 +159,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       stores,
       registry,
       pools,
+      takes,
       snowflake,
       ops,
       readiness,
@@ -173,7 +176,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       poolStore: stores.poolStore,
       refiller: pools.refiller,
       fenceCheck: pools.fenceCheck,
-      dispatcher: pools.dispatcher,
+      takes,
       async listen(port) {
         pools.refiller.start();
         pools.fenceCheck.start();

@@ -260,7 +260,7 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     for (let i = 1; i < ids.length; i++) expect(ids[i] > ids[i - 1]).toBe(true);
     // The stale segment was dropped, not pushed: none of its ids is pooled.
     expect(ids.every((id) => id >= stalledSegment.end)).toBe(true);
-    const taken = await fresh.dispatcher.take(fresh.registry.get('orders')!, 1000);
+    const taken = await fresh.takes.take(fresh.registry.get('orders')!, 1000);
     expect(taken.toArray().map(BigInt)).toEqual(ids);
   });
 });

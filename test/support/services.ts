@@ -71,6 +71,8 @@ export interface ServiceNeeds {
   promtool?: boolean;
   /** `prometheus` itself (Debian package prometheus). */
   prometheus?: boolean;
+  /** `javac`/`java`, `python3` and `go`: the clients under clients/ (Debian packages default-jdk-headless, python3, golang-go). */
+  clientToolchains?: boolean;
 }
 
 const installed = (program: string): boolean => spawnSync(program, ['--version'], { stdio: 'ignore' }).status === 0;
@@ -87,6 +89,16 @@ async function missingOf(needs: ServiceNeeds): Promise<string[]> {
   if (netns) missing.push(`network namespaces unavailable (${netns})`);
   for (const program of ['promtool', 'prometheus'] as const)
     if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
+  if (needs.clientToolchains) {
+    for (const [program, arg] of [
+      ['javac', '-version'],
+      ['java', '-version'],
+      ['python3', '--version'],
+      ['go', 'version'],
+    ])
+      if (spawnSync(program, [arg], { stdio: 'ignore' }).status !== 0)
+        missing.push(`${program} not installed (clients/)`);
+  }
   return missing;
 }
 
