@@ -64,6 +64,13 @@ export class PayloadTooLargeError extends IdpoolError {
   }
 }
 
+/** A body that is not JSON where JSON is expected: never read as no body at all. */
+export class UnsupportedMediaTypeError extends IdpoolError {
+  constructor(message: string) {
+    super(415, 'unsupported_media_type', message);
+  }
+}
+
 export class RateLimitedError extends IdpoolError {
   constructor(message: string, retryAfterSeconds: number) {
     super(429, 'rate_limited', message, retryAfterSeconds);

@@ -30,6 +30,7 @@ export {
   NotFoundError,
   ConflictError,
   PayloadTooLargeError,
+  UnsupportedMediaTypeError,
   RateLimitedError,
   PoolExhaustedError,
   UnavailableError,

@@ -5,6 +5,8 @@ export interface AdminApiOptions {
   /** Base URL of an idpool instance. */
   url: string;
   token: string;
+  /** What the token is, for the warning and a 401's hint (default: the admin token, IDPOOL_ADMIN_TOKEN). */
+  credential?: { name: string; variable: string };
   timeoutMs: number;
   fetch?: typeof fetch;
   /** Told once, before any request, when the token is about to cross a network in clear text. */
@@ -48,7 +50,7 @@ export class AdminApi {
     this.base = o.url.replace(/\/+$/, '');
     if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
       o.warn?.(
-        `the admin token goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`,
+        `${o.credential?.name ?? 'the admin token'} goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`,
       );
     }
   }
@@ -112,7 +114,7 @@ export class AdminApi {
     const message = error?.message ?? (text.slice(0, 200).replace(/\s+/g, ' ') || res.statusText);
     // The service rejected what was asked (bad field, bad value): a usage error.
     const exit = res.status === 400 || res.status === 413 ? EXIT_USAGE : EXIT_FAILURE;
-    const hint = res.status === 401 ? ' (check IDPOOL_ADMIN_TOKEN)' : '';
+    const hint = res.status === 401 ? ` (check ${this.o.credential?.variable ?? 'IDPOOL_ADMIN_TOKEN'})` : '';
     throw new CliError(exit, `${code}: ${message}${hint}`, false, error?.code);
   }
 }

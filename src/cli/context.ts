@@ -9,6 +9,8 @@ export interface CliIo {
   stderr(text: string): void;
   /** Starts the service in this process (`idpool serve`), `port` overriding IDPOOL_PORT; resolves once it was handed control. */
   serve(overrides: { port?: number }): Promise<void>;
+  /** Asks for a secret without echoing it; undefined when there is no terminal to ask on. */
+  askSecret?(question: string): Promise<string | undefined>;
 }
 
 interface GlobalOptions {

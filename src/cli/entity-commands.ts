@@ -130,7 +130,7 @@ function addList(group: Command, ctx: CliContext): void {
             list.map((a) => [
               a.key,
               a.mode,
-              String(a.step),
+              a.step === undefined ? '-' : String(a.step),
               a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
               a.currentOffset ?? '-',
               a.name,
@@ -145,7 +145,8 @@ function addList(group: Command, ctx: CliContext): void {
 interface EntityRow {
   key: string;
   mode: string;
-  step: number;
+  /** Segment entities only. */
+  step?: number;
   name: string;
   pool?: { size: number; max: number } | null;
   currentOffset?: string | null;

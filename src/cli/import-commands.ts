@@ -117,6 +117,12 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
                 .join('') +
               `${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`,
           );
+          // The exit code the real run would end with for the same rows.
+          if (plan.skipped.length > 0)
+            throw new CliError(
+              EXIT_USAGE,
+              `${plan.skipped.length} rows would be skipped (listed above); the rest would be imported (dry run)`,
+            );
           return;
         }
         const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {

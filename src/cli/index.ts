@@ -2,6 +2,7 @@
 // First: on an unsupported Node this exits before anything else (better-sqlite3) loads.
 import '../node-version';
 import 'dotenv/config';
+import { askSecret } from './ask-secret';
 import { runCli } from './program';
 
 /** `idpool` (package.json "bin"): see `idpool --help`. */
@@ -9,6 +10,7 @@ void runCli(process.argv.slice(2), {
   env: process.env,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
+  askSecret: (question) => askSecret(question),
   // The service's own entry point: it listens, logs, and stops on SIGTERM/SIGINT.
   serve: async (overrides) => {
     const { main } = await import('../main');

@@ -8,6 +8,7 @@ import { addRedisAclCommand } from './redis-acl-command';
 import { idpoolVersion } from '../version';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
 import { addServiceCommands } from './service-commands';
+import { addTakeCommand } from './take-command';
 import { addWorkersCommand } from './workers-command';
 
 export type { CliIo } from './context';
@@ -45,7 +46,7 @@ function buildProgram(io: CliIo): Command {
   const program = new Command('idpool');
   program
     .description(
-      'idpool: unique, increasing 64-bit ids over HTTP. Run the service, migrate its database, manage entities, decode snowflake ids, print Redis ACL users.',
+      'idpool: unique, increasing 64-bit ids over HTTP. Run the service, migrate its database, manage entities, take ids, decode snowflake ids, print Redis ACL users.',
     )
     .version(idpoolVersion(), '-V, --version')
     .option('--url <url>', 'base URL of an idpool instance, for apps and workers (IDPOOL_URL)')
@@ -55,7 +56,7 @@ function buildProgram(io: CliIo): Command {
     )
     .addHelpText(
       'after',
-      '\nEnvironment:\n  IDPOOL_URL          instance for apps/workers (default http://127.0.0.1:$IDPOOL_PORT, port 8080)\n  IDPOOL_ADMIN_TOKEN  admin token for apps/workers\n  IDPOOL_*            service configuration for serve, migrate and decode (see the README)\n\nExit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.',
+      '\nEnvironment:\n  IDPOOL_URL          instance for apps/workers (default http://127.0.0.1:$IDPOOL_PORT, port 8080)\n  IDPOOL_ADMIN_TOKEN  admin token for apps/workers\n  IDPOOL_SECRET       the entity secret for take (else asked for on the terminal)\n  IDPOOL_*            service configuration for serve, migrate and decode (see the README)\n\nExit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.',
     )
     .showSuggestionAfterError(true)
     .exitOverride()
@@ -70,6 +71,7 @@ function buildProgram(io: CliIo): Command {
   addServiceCommands(program, ctx);
   addEntityCommands(program, ctx);
   addWorkersCommand(program, ctx);
+  addTakeCommand(program, ctx);
   addDecodeCommand(program, ctx);
   addRedisAclCommand(program, ctx);
   return program;

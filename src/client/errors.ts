@@ -5,6 +5,7 @@ export type IdpoolErrorCode =
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'rate_limited'
   | 'pool_exhausted'
   | 'unavailable'

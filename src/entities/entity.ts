@@ -224,28 +224,37 @@ export function checkRules(t: Tunables & { delta?: number; remainder?: number })
   return null;
 }
 
-/** The public view of an entity (never the secret or its hash). */
+/**
+ * The public view of an entity (never the secret or its hash). A snowflake
+ * entity shows no pool fields (start, stride, step, pool sizes, interval):
+ * it has none, and refuses them on input.
+ */
 export function describeEntity(entity: EntityConfig) {
-  return {
+  const secrets = entity.secrets.map((s) => ({
+    id: s.id,
+    createTime: new Date(s.createTime).toISOString(),
+    expiresAt: s.expiresAt === null ? null : new Date(s.expiresAt).toISOString(),
+  }));
+  const common = {
     key: entity.key,
     name: entity.name,
     mode: entity.mode,
-    startOffset: entity.startOffset.toString(),
-    step: entity.step,
     maxSizePerTimes: entity.maxSizePerTimes,
     maxSizePerSecond: entity.maxSizePerSecond,
+    compat: [...entity.compat],
+    secrets,
+    createTime: new Date(entity.createTime).toISOString(),
+    updateTime: new Date(entity.updateTime).toISOString(),
+  };
+  if (entity.mode === 'snowflake') return common;
+  return {
+    ...common,
+    startOffset: entity.startOffset.toString(),
+    step: entity.step,
     minSizePercent: entity.minSizePercent,
     maxPoolSize: entity.maxPoolSize,
     interval: entity.interval,
     delta: entity.delta,
     remainder: entity.remainder,
-    compat: [...entity.compat],
-    secrets: entity.secrets.map((s) => ({
-      id: s.id,
-      createTime: new Date(s.createTime).toISOString(),
-      expiresAt: s.expiresAt === null ? null : new Date(s.expiresAt).toISOString(),
-    })),
-    createTime: new Date(entity.createTime).toISOString(),
-    updateTime: new Date(entity.updateTime).toISOString(),
   };
 }

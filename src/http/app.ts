@@ -1,6 +1,6 @@
 import express from 'express';
 import { systemClock } from '../clock';
-import { NotFoundError } from '../errors';
+import { NotFoundError, UnsupportedMediaTypeError } from '../errors';
 import { AuthFailureLimiter, ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
 import { errorFaces, jsonError } from './errors';
@@ -14,6 +14,27 @@ import { registerSegmentRoutes } from './routes/segments';
 import { registerTinyidRoutes } from './routes/tinyid';
 
 export type { HttpDeps, ReadinessReport, SnowflakeDecoder } from './deps';
+
+/** idpool's own routes, which read JSON; Leaf's and Tinyid's keep their own conventions (Tinyid's forms). */
+const NATIVE_PATHS = ['/apps', '/admin'];
+
+/**
+ * A body that is not JSON (a form, `text/plain`, curl's `-d` without a
+ * `Content-Type`) would be left unread by express.json and the request
+ * served as if it had none (`{"count":5}` answered with one id): 415 with
+ * what to send instead. A request without a body goes on, so `POST
+ * /apps/:key/ids` with none (or `?count=`) still takes.
+ */
+const jsonBodiesOnly: express.RequestHandler = (req, _res, next) => {
+  // An empty body (fetch sends Content-Length: 0 on a bodiless POST) is none.
+  const length = req.headers['content-length'];
+  const body = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (body && !req.is('application/json'))
+    throw new UnsupportedMediaTypeError(
+      `the body is sent as ${req.headers['content-type'] ?? 'no Content-Type'}; send JSON with Content-Type: application/json (or no body at all)`,
+    );
+  next();
+};
 
 /** The HTTP service: request middleware, the route groups, then 404 and the one error handler. */
 export function createHttpApp(deps: HttpDeps): express.Express {
@@ -36,6 +57,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   const take = takeHandler(deps, guards);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
   app.use(takeFastPath(take));
+  app.use(NATIVE_PATHS, jsonBodiesOnly);
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   registerIdRoutes(app, deps, guards, take);
   registerSegmentRoutes(app, deps, guards);

@@ -61,7 +61,7 @@ export interface HttpDeps {
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
   takes: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
   /** Pool sizes of a page of entities in one round trip. */
-  poolStore: Pick<PoolStore, 'sizes'>;
+  poolStore: Pick<PoolStore, 'sizes' | 'next'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   /** Target depth and watermark of each pool (they move with demand). */

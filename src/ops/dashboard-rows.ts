@@ -13,6 +13,7 @@ export interface ChartPoint {
 export interface EntityOverview {
   key: string;
   mode: EntityConfig['mode'];
+  /** `fillPercent`: size against the demand-sized target (what a refill tops up to), not the ceiling `max`. */
   pool: { size: number; target: number; max: number; lowWatermark: number; fillPercent: number };
   currentOffset: string;
   highestId: string | null;
@@ -46,15 +47,16 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
     const last = view.lastSample(entity.key);
     const f = view.forecast(entity.key);
     const watermark = view.demand.lowWatermark(entity);
+    const target = view.demand.target(entity);
     out.push({
       key: entity.key,
       mode: entity.mode,
       pool: {
         size: last?.size ?? 0,
-        target: view.demand.target(entity),
+        target,
         max: entity.maxPoolSize,
         lowWatermark: watermark,
-        fillPercent: last ? round((last.size * 100) / entity.maxPoolSize) : 0,
+        fillPercent: last && target > 0 ? round((last.size * 100) / target) : 0,
       },
       currentOffset: (last?.offset ?? entity.startOffset).toString(),
       highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,

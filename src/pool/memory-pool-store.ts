@@ -76,6 +76,12 @@ export class MemoryPoolStore implements PoolStore {
     return this.pools.get(entityKey)?.size ?? 0;
   }
 
+  async next(entityKey: string): Promise<bigint | undefined> {
+    const pool = this.pools.get(entityKey);
+    if (!pool || pool.size === 0) return undefined;
+    return BigInt(pool.chunks[0][pool.head]);
+  }
+
   async sizes(entityKeys: readonly string[]): Promise<(number | Error)[]> {
     return entityKeys.map((key) => this.pools.get(key)?.size ?? 0);
   }

@@ -41,6 +41,8 @@ export interface PoolStore {
   /** Appends ids (in take order) whose lowest and highest are given, if above the fence. */
   push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult>;
   size(entityKey: string): Promise<number>;
+  /** The id the next take would hand out (the pool's head, its lowest: pushes only go above the fence); undefined when empty. */
+  next(entityKey: string): Promise<bigint | undefined>;
   /**
    * Sizes of many pools in one round trip. A pool whose keys answered an
    * error (or whose Cluster node failed) has that Error in its place, so

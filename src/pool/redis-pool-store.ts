@@ -156,6 +156,11 @@ export class RedisPoolStore implements PoolStore {
     return replies.map((r) => (r instanceof Error ? r : Number(r[0])));
   }
 
+  async next(entityKey: string): Promise<bigint | undefined> {
+    const head = await this.redis.lindex(entityKeys(entityKey, this.prefix).ids, 0);
+    return head === null ? undefined : BigInt(head);
+  }
+
   async levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     const all = keys.map((key) => entityKeys(key, this.prefix));
     const replies = await pipelinePerNode(

@@ -1,6 +1,7 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { maskUrl } from '../logger';
 import { MarkedCluster, MarkedRedis, replyWord } from './errors';
+import { RedisStartError } from './start-error';
 import type { RedisTopology } from './topology';
 
 export type { RedisTopology } from './topology';
@@ -184,6 +185,24 @@ function reconnectAfterUnaskedEnd(redis: RedisClient): void {
 }
 
 /**
+ * The first connect. Through Sentinel, ioredis would ask the Sentinels again
+ * for ever: a start-up gives up after the first round none of them answered.
+ */
+function firstConnect(redis: RedisClient, topology: RedisTopology): Promise<void> {
+  if (topology.kind !== 'sentinel') return redis.connect();
+  return new Promise((resolve, reject) => {
+    const gaveUp = (err: Error) => {
+      if (err.message.startsWith('All sentinels are unreachable')) reject(err);
+    };
+    redis.on('error', gaveUp);
+    redis
+      .connect()
+      .then(resolve, reject)
+      .finally(() => redis.off('error', gaveUp));
+  });
+}
+
+/**
  * Connects to Redis (one server, through Sentinel, or a Cluster), failing
  * fast while it is down instead of queueing requests. A connection whose
  * replies stop is dropped after `settings.socketTimeoutMs` and re-opened,
@@ -201,9 +220,15 @@ export async function connectRedis(
     );
   else if (topology.kind === 'single') redis = new MarkedRedis(topology.url, redisOptions(topology, settings));
   else redis = new MarkedRedis(redisOptions(topology, settings));
-  // Errors reach the callers of each command; the connection itself retries.
-  redis.on('error', () => undefined);
-  await redis.connect();
+  // Errors reach the callers of each command; the connection itself retries. The last one says why a first connect failed.
+  let lastError: unknown;
+  redis.on('error', (err: unknown) => (lastError = err));
+  try {
+    await firstConnect(redis, topology);
+  } catch (err) {
+    redis.disconnect();
+    throw new RedisStartError(topology, err, lastError);
+  }
   // Only once connected: a client whose first connect failed is dropped by the caller and must not retry forever.
   reconnectAfterUnaskedEnd(redis);
   return redis;

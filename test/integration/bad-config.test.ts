@@ -2,7 +2,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runToExit } from '../support/processes';
+import Redis from 'ioredis';
+import { freePort, runToExit, startRedisServer } from '../support/processes';
 
 /** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
 const BAD: [variable: string, env: Record<string, string>][] = [
@@ -146,4 +147,64 @@ describe('a database URL never reaches an error line with its password', () => {
     },
     90_000,
   );
+});
+
+describe('a Redis that cannot be used at start-up is named, with its address and the cause (exit 1)', () => {
+  const PASSWORD = 'hunter3-do-not-print';
+  it('refused, a password needed, a wrong one, no Sentinel, no Cluster node: one line each, never the password', async () => {
+    // One private redis-server that needs a password (set once it answers: the start waits for a PING); the
+    // other cases need only a port nothing listens on.
+    const locked = await startRedisServer('none');
+    const admin = new Redis(locked.url);
+    await admin.config('SET', 'requirepass', PASSWORD);
+    admin.disconnect();
+    const dir = mkdtempSync(join(tmpdir(), 'idpool-redis-start-'));
+    try {
+      const closed = await freePort();
+      const cases: [name: string, env: Record<string, string>, line: RegExp][] = [
+        [
+          'refused',
+          { IDPOOL_REDIS_URL: `redis://127.0.0.1:${closed}/0` },
+          new RegExp(
+            `^idpool: cannot start: Redis at 127\\.0\\.0\\.1:${closed} \\(IDPOOL_REDIS_URL\\): connection refused`,
+          ),
+        ],
+        [
+          'a password needed',
+          { IDPOOL_REDIS_URL: `redis://127.0.0.1:${locked.port}/0` },
+          /^idpool: cannot start: Redis at 127\.0\.0\.1:\d+ \(IDPOOL_REDIS_URL\): a password is needed/,
+        ],
+        [
+          'a wrong password',
+          { IDPOOL_REDIS_URL: `redis://:${PASSWORD}-not@127.0.0.1:${locked.port}/0` },
+          /^idpool: cannot start: Redis at 127\.0\.0\.1:\d+ \(IDPOOL_REDIS_URL\): wrong password/,
+        ],
+        [
+          'no Sentinel answers',
+          { IDPOOL_REDIS_SENTINELS: `127.0.0.1:${closed}`, IDPOOL_REDIS_PASSWORD: PASSWORD },
+          /^idpool: cannot start: Redis Sentinel master "mymaster" via 127\.0\.0\.1:\d+ \(IDPOOL_REDIS_SENTINELS\): no Sentinel answered/,
+        ],
+        [
+          'no Cluster node answers',
+          { IDPOOL_REDIS_CLUSTER_NODES: `127.0.0.1:${closed}` },
+          /^idpool: cannot start: Redis Cluster via 127\.0\.0\.1:\d+ \(IDPOOL_REDIS_CLUSTER_NODES\): no Cluster node answered/,
+        ],
+      ];
+      const runs = await Promise.all(
+        cases.map(([, env], i) =>
+          runToExit({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, `redis-${i}.db`)}`, ...env }, 150_000),
+        ),
+      );
+      runs.forEach((run, i) => {
+        const [name, , line] = cases[i];
+        expect({ name, code: run.code }, run.stderr + run.stdout).toEqual({ name, code: 1 });
+        expect(run.stderr, name).toMatch(line);
+        expect(run.stderr.trimEnd().split('\n'), name).toHaveLength(1);
+        expect(run.stderr + run.stdout, name).not.toContain('hunter3');
+      });
+    } finally {
+      await locked.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
 });

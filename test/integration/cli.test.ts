@@ -67,6 +67,25 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expect(taken.status).toBe(200);
     expect(taken.body.ids[0]).toBe('5000');
 
+    // take: the secret from IDPOOL_SECRET, or asked for on a terminal (script(1) gives the CLI one), never echoed.
+    const cliTaken = await idpool(['take', key, '--count', '2'], { ...env, IDPOOL_SECRET: firstSecret });
+    expect(cliTaken.code, cliTaken.stderr).toBe(0);
+    expect(cliTaken.stdout).toBe('5003\n5004\n');
+    const asked = await onTerminal(
+      `${process.execPath} --import tsx ${CLI} take ${key}`,
+      { ...env, IDPOOL_SECRET: '' },
+      [[`secret of ${key}: `, `${firstSecret}\r`]],
+    );
+    expect(asked.code, asked.output).toBe(0);
+    expect(asked.output).toMatch(new RegExp(`secret of ${key}: \\r?\\n5005\\r?\\n`));
+    expect(asked.output).not.toContain(firstSecret);
+    expectOneLineError(await idpool(['take', key], env), 2, /IDPOOL_SECRET is not set and there is no terminal/);
+    expectOneLineError(
+      await idpool(['take', key], { ...env, IDPOOL_SECRET: 'wrong' }),
+      1,
+      /unauthorized: .*\(check IDPOOL_SECRET\)/,
+    );
+
     // create (text): the secret is printed once, with a warning.
     const trendKey = uniqueKey('cli_trend');
     const text = await idpool(
@@ -413,3 +432,23 @@ for (const { server, name } of SQL_SERVERS)
       }
     });
   });
+
+/** Runs `command` on a terminal of its own (script(1)), answering each prompt once it is shown; resolves to all it printed. */
+function onTerminal(
+  command: string,
+  env: Record<string, string>,
+  answers: [prompt: string, answer: string][],
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env } });
+    let output = '';
+    const pending = [...answers];
+    proc.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
+      // Answered only once asked: typed earlier, the terminal would still be echoing.
+      if (pending.length && output.includes(pending[0][0])) proc.stdin.write(pending.shift()![1]);
+    });
+    proc.once('error', reject);
+    proc.once('exit', (code) => resolve({ code, output }));
+  });
+}

@@ -131,7 +131,7 @@ for (const { needs, create, name } of STORE_SETUPS) {
       expect(again.status).toBe(409); // retired keys are never reused, so their ids never repeat
     });
 
-    it('rejects 48 kinds of bad input with the right 4xx JSON error and changes nothing', async () => {
+    it('rejects 51 kinds of bad input with the right 4xx JSON error and changes nothing', async () => {
       const key = uniqueKey('bad');
       const other = uniqueKey('other');
       const secret = await register(base, { key, step: 100, maxPoolSize: 1000, maxSizePerSecond: 0 });
@@ -174,6 +174,24 @@ for (const { needs, create, name } of STORE_SETUPS) {
         ['?count=0', () => call(`${ids}?count=0`, { method: 'POST', token: secret }), 400, 'invalid_request'],
         ['?count=-1', () => call(`${ids}?count=-1`, { method: 'POST', token: secret }), 400, 'invalid_request'],
         ['bad JSON', () => call(ids, { token: secret, rawBody: '{"count": ' }), 400, 'invalid_request'],
+        // curl's -d without -H 'Content-Type: application/json' sends a form: refused, never read as no body.
+        [
+          'JSON sent as a form',
+          () =>
+            call(ids, {
+              token: secret,
+              rawBody: '{"count":5}',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            }),
+          415,
+          'unsupported_media_type',
+        ],
+        [
+          'JSON sent as text/plain',
+          () => call(ids, { token: secret, rawBody: '{"count":5}', headers: { 'content-type': 'text/plain' } }),
+          415,
+          'unsupported_media_type',
+        ],
         ['JSON array body', () => call(ids, { token: secret, body: [1, 2] }), 400, 'invalid_request'],
         ['JSON string body', () => call(ids, { token: secret, rawBody: '"hello"' }), 400, 'invalid_request'],
         [
@@ -326,8 +344,8 @@ for (const { needs, create, name } of STORE_SETUPS) {
         [
           'register: not JSON',
           () => call(`${base}/admin/apps`, { ...admin, rawBody: 'key=x', headers: { 'content-type': 'text/plain' } }),
-          400,
-          'invalid_request',
+          415,
+          'unsupported_media_type',
         ],
         [
           'patch: unknown entity',
@@ -359,6 +377,12 @@ for (const { needs, create, name } of STORE_SETUPS) {
           () => call(`${base}/admin/apps/${uniqueKey('nobody')}/secret`, { ...admin, method: 'POST' }),
           404,
           'not_found',
+        ],
+        [
+          'raise: below the line',
+          () => call(`${base}/admin/apps/${key}/raise`, { ...admin, body: { firstId: '0' } }),
+          409,
+          'conflict',
         ],
         ['unknown route', () => call(`${base}/no/such/route`), 404, 'not_found'],
       ];

@@ -186,9 +186,10 @@ for (const { server, name } of SQL_SERVERS) {
         }[]
       ).map((a) => a.key);
 
-    it('--dry-run prints the plan (first ids exact past 2^53) and registers nothing', async () => {
+    it('--dry-run prints the plan (first ids exact past 2^53), registers nothing, and exits as the real run would', async () => {
       const run = await idpool(['apps', 'import-from', 'leaf', '--database-url', main.url, '--dry-run'], env);
-      expect(run.code, run.stderr).toBe(0);
+      expect(run.code, run.stderr).toBe(2); // the misfit row is skipped, as in the real run below
+      expect(run.stderr).toContain('1 rows would be skipped (listed above); the rest would be imported (dry run)');
       expect(run.stdout).toContain(`would register ${k('orders')}: first id ${TWO_53 + 7n} (max_id ${TWO_53 + 7n})`);
       expect(run.stdout).toContain(`would register ${k('fresh')}: first id 1`);
       expect(run.stdout).toContain('3 to register, 1 skipped (dry run: nothing registered)');

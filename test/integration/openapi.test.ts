@@ -155,7 +155,11 @@ describeWithServices(
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, { token: 'nope' }));
       conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${key}`, admin));
-      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${flake}`, admin));
+      const flakeView = await call(`${base}/admin/apps/${flake}`, admin);
+      conforms('GET', '/admin/apps/{key}', flakeView);
+      // A snowflake entity has no pool: it shows none of its fields (and refuses them on input).
+      for (const field of ['step', 'maxPoolSize', 'startOffset', 'currentOffset', 'pool'])
+        expect(flakeView.body, field).not.toHaveProperty(field);
       conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/missing_${key}`, admin));
       conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/bad%20key`, admin));
       conforms(
@@ -194,6 +198,13 @@ describeWithServices(
         '/apps/{key}/ids',
         await call(`${base}/apps/${key}/ids?count=2`, { token: secret, method: 'POST' }),
       );
+      const form = await call(`${base}/apps/${key}/ids`, {
+        token: secret,
+        rawBody: 'count=5',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect(form.status).toBe(415);
+      conforms('POST', '/apps/{key}/ids', form);
       conforms(
         'POST',
         '/apps/{key}/ids',
@@ -303,6 +314,9 @@ describeWithServices(
         '/admin/apps/{key}/raise',
         await call(`${base}/admin/apps/${key}/raise`, { ...admin, method: 'POST', body: { firstId: -1 } }),
       );
+      const below = await call(`${base}/admin/apps/${key}/raise`, { ...admin, method: 'POST', body: { firstId: '1' } });
+      expect(below.status).toBe(409);
+      conforms('POST', '/admin/apps/{key}/raise', below);
       conforms(
         'POST',
         '/admin/apps/{key}/raise',

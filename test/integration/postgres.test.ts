@@ -20,7 +20,7 @@ import { migrations } from '../../migrations';
 import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
 import { type Instance, startInstance } from '../support/processes';
-import { POSTGRES_URL, createTestSchema } from '../support/services';
+import { POSTGRES_URL, createTestSchema, schemaPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -41,7 +41,7 @@ async function admin<T>(run: (c: Client) => Promise<T>): Promise<T> {
 
 /** A URL naming a database that does not exist; it is dropped after the test if something created it. */
 function missingDatabaseUrl(user = 'postgres'): { url: string; name: string } {
-  const name = `idpool_t_${randomBytes(5).toString('hex')}`;
+  const name = `${schemaPrefix()}${randomBytes(5).toString('hex')}`;
   cleanups.push(() => admin((c) => c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`)));
   const u = new URL(POSTGRES_URL);
   u.username = user;

@@ -13,6 +13,20 @@ export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.
 export const POSTGRES_URL = process.env.IDPOOL_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/idpool_test';
 export const REDIS_URL = process.env.IDPOOL_TEST_REDIS_URL || 'redis://127.0.0.1:6379/15';
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
+/** Set by global-setup.ts for the whole run: every schema a test creates carries it, so the run drops exactly its own. */
+export const RUN_ENV = 'IDPOOL_TEST_RUN';
+
+/** The start of the name of every schema/database the run `run` creates. */
+export function schemaPrefix(run = process.env[RUN_ENV] ?? 'norun'): string {
+  return `idpool_t_${run}_`;
+}
+
+/** How each shared service is started on a Debian machine, as .ci/run does it: said when one does not answer. */
+const START = {
+  mysql: 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd',
+  postgres: 'pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start',
+  redis: 'redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no',
+} as const;
 
 async function reachable(check: () => Promise<void>): Promise<boolean> {
   try {
@@ -80,9 +94,12 @@ const installed = (program: string): boolean => spawnSync(program, ['--version']
 /** What is missing of `needs`, one phrase each. */
 async function missingOf(needs: ServiceNeeds): Promise<string[]> {
   const missing: string[] = [];
-  if (needs.mysql && !(await mysqlReachable())) missing.push(`MariaDB/MySQL at ${MYSQL_URL} unreachable`);
-  if (needs.postgres && !(await postgresReachable())) missing.push(`PostgreSQL at ${POSTGRES_URL} unreachable`);
-  if (needs.redis && !(await redisReachable())) missing.push(`Redis at ${REDIS_URL} unreachable`);
+  if (needs.mysql && !(await mysqlReachable()))
+    missing.push(`MariaDB/MySQL at ${MYSQL_URL} unreachable (start it: ${START.mysql})`);
+  if (needs.postgres && !(await postgresReachable()))
+    missing.push(`PostgreSQL at ${POSTGRES_URL} unreachable (start it: ${START.postgres})`);
+  if (needs.redis && !(await redisReachable()))
+    missing.push(`Redis at ${REDIS_URL} unreachable (start it: ${START.redis})`);
   if (needs.privateMariadb && !privateMariadbPossible())
     missing.push('a private mariadbd cannot run (not installed or not root)');
   const netns = needs.netns ? netnsUnavailable() : undefined;
@@ -116,7 +133,7 @@ export async function servicesAvailable(needs: ServiceNeeds): Promise<boolean> {
   return false;
 }
 
-function serverUrl(url: string): string {
+export function serverUrl(url: string): string {
   const u = new URL(url);
   u.pathname = '/';
   return u.toString();
@@ -130,7 +147,7 @@ export interface TestSchema {
 
 /** A fresh schema (MySQL) or database (PostgreSQL) of its own for one test; drop it when done. */
 export async function createTestSchema(server: SqlServer = 'mysql'): Promise<TestSchema> {
-  const name = `idpool_t_${randomBytes(5).toString('hex')}`;
+  const name = `${schemaPrefix()}${randomBytes(5).toString('hex')}`;
   if (server === 'postgres') return createPostgresDatabase(name);
   const admin = await createConnection({ uri: serverUrl(MYSQL_URL) });
   await admin.query(`CREATE DATABASE \`${name}\``);

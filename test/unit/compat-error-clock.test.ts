@@ -17,7 +17,7 @@ describe("Leaf's and Tinyid's error bodies take their timestamp from the injecte
       compat: ['leaf', 'tinyid'],
       registry: { find: async () => undefined, authenticate: async () => undefined } as never,
       takes: { take: () => Promise.reject(new Error('no take expected')) },
-      poolStore: { sizes: async () => [] },
+      poolStore: { sizes: async () => [], next: async () => undefined },
       allocator: { peekMany: async () => new Map() },
       demand: { target: () => 0, lowWatermark: () => 0 },
       adminToken: 'x'.repeat(32),

@@ -128,7 +128,7 @@ describe('the take route fast path', () => {
             return listedIds(Array.from({ length: count }, () => String(next++)));
           },
         },
-        poolStore: { sizes: async () => [] },
+        poolStore: { sizes: async () => [], next: async () => undefined },
         allocator: { peekMany: async () => new Map() },
         demand: { target: () => 0, lowWatermark: () => 0 },
         adminToken: 'x'.repeat(32),
@@ -170,6 +170,22 @@ describe('the take route fast path', () => {
         if (status === 200) expect((answer.body as { ids: string[] }).ids, path).toHaveLength(expected as number);
         else expect(answer.body, path).toEqual({ error: { code: 'invalid_request', message: expected } });
       }
+    });
+
+    it('a body that is not JSON is 415 on either path, saying what to send, and takes no id', async () => {
+      const base = await service();
+      for (const path of ['/apps/orders/ids', '/apps/orders/ids/'])
+        for (const type of ['application/x-www-form-urlencoded', 'text/plain']) {
+          const answer = await send(base, path, { 'content-type': type }, '{"count":5}');
+          expect(answer.status, `${path} ${type}`).toBe(415);
+          expect(answer.body).toEqual({
+            error: {
+              code: 'unsupported_media_type',
+              message: `the body is sent as ${type}; send JSON with Content-Type: application/json (or no body at all)`,
+            },
+          });
+        }
+      expect(taken).toEqual([]);
     });
 
     it('a wrong secret is 401 and a large body 413 on either path, and neither takes an id', async () => {

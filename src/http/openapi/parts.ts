@@ -99,6 +99,9 @@ export const E = {
   404: error('No such entity or route (`not_found`).'),
   409: error('Key already registered (`conflict`).'),
   413: error('Body larger than 16 kB (`payload_too_large`).'),
+  415: error(
+    'A body sent without `Content-Type: application/json` (`unsupported_media_type`): send the JSON with that header, or no body at all.',
+  ),
   429: withRetryAfter(
     'Too many failed authentications from this address (`rate_limited`): even a right token is refused, before any compare, until `Retry-After` passes.',
   ),
@@ -106,6 +109,7 @@ export const E = {
   entity401: error(
     'Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.',
   ),
+  raise409: error('The line is already past `firstId` (`conflict`): nothing changed, the pool kept.'),
   lease409: error(
     'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep) or `snowflake` (`conflict`).',
   ),

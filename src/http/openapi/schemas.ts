@@ -66,6 +66,7 @@ function idSchemas(): Record<string, Schema> {
                 'not_found',
                 'conflict',
                 'payload_too_large',
+                'unsupported_media_type',
                 'rate_limited',
                 'pool_exhausted',
                 'unavailable',
@@ -130,6 +131,19 @@ function idSchemas(): Record<string, Schema> {
   };
 }
 
+/** What a segment entity shows and a snowflake entity does not (entities/entity.ts describeEntity). */
+const SEGMENT_ONLY = [
+  'startOffset',
+  'step',
+  'minSizePercent',
+  'maxPoolSize',
+  'interval',
+  'delta',
+  'remainder',
+  'currentOffset',
+  'pool',
+] as const;
+
 /** Entities as the admin API takes and shows them; requests come from the zod schemas that validate them. */
 function entitySchemas(): Record<string, Schema> {
   return {
@@ -143,21 +157,17 @@ function entitySchemas(): Record<string, Schema> {
         'key',
         'name',
         'mode',
-        'startOffset',
-        'step',
         'maxSizePerTimes',
         'maxSizePerSecond',
-        'minSizePercent',
-        'maxPoolSize',
-        'interval',
-        'delta',
-        'remainder',
         'compat',
         'secrets',
         'createTime',
         'updateTime',
-        'currentOffset',
       ],
+      // A snowflake entity has no pool, so none of its fields (it refuses them on input); a segment entity has all.
+      if: { properties: { mode: { const: 'snowflake' } } },
+      then: { not: { anyOf: SEGMENT_ONLY.map((field) => ({ required: [field] })) } },
+      else: { required: [...SEGMENT_ONLY] },
       properties: {
         key: entityKey,
         name: { type: 'string', maxLength: 128 },
@@ -438,7 +448,11 @@ function entityOverviewSchema(): Schema {
           target: int32(0),
           max: int32(0),
           lowWatermark: int32(0),
-          fillPercent: { type: 'number', format: 'double' },
+          fillPercent: {
+            type: 'number',
+            format: 'double',
+            description: 'size against target (what a refill tops up to), not max; above 100 while demand falls',
+          },
         },
       },
       currentOffset: decimalId,

@@ -9,7 +9,7 @@ import {
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
-import { InvalidRequestError, NotFoundError } from '../../errors';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
@@ -81,7 +81,17 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     const entity = await deps.registry.require(key);
     if (entity.mode === 'snowflake' || !deps.lines)
       throw new InvalidRequestError(`entity "${key}" has no number line to raise (snowflake ids come from time)`);
-    await deps.lines.raise(key, deps.registry.firstNumberFrom(entity, firstId));
+    const number = deps.registry.firstNumberFrom(entity, firstId);
+    // The line is where ids come from next: the pool's head, or the first unreserved number. Raising
+    // discards the pool, so a firstId at or below it would throw ids away and move nothing up.
+    const head = await deps.poolStore.next(key);
+    const line = head ?? (await deps.allocator.peekMany([key])).get(key) ?? entity.startOffset;
+    const lineNumber = head === undefined ? line : deps.registry.firstNumberFrom(entity, head);
+    if (number <= lineNumber)
+      throw new ConflictError(
+        `the line of "${key}" is already past firstId ${firstId} (${head === undefined ? `its next unreserved number is ${line}` : `the next id is ${head}`}); nothing changed`,
+      );
+    await deps.lines.raise(key, number);
     // The new start offset, here at once (other instances see it with their next refresh).
     await deps.registry.refresh();
     res.json(await withPool(await deps.registry.require(key)));
@@ -152,8 +162,8 @@ async function withPools(
   const sizeOf = new Map(pooled.map((e, i) => [e.key, orThrow(sizes[i])]));
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
-    view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
     if (entity.mode !== 'snowflake') {
+      view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
       view.pool = {
         size: sizeOf.get(entity.key) ?? 0,
         target: deps.demand.target(entity),

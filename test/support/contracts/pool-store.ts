@@ -26,6 +26,19 @@ export function poolStoreContract(make: PoolStoreFactory): void {
     expect(plainTake(await store.take('c-take', 1, 0))).toEqual({ kind: 'ok', ids: ['13'], remaining: 0 });
   });
 
+  it('next is the id the next take hands out, none when the pool is empty', async () => {
+    const store = await make();
+    await fresh(store, 'c-next');
+    expect(await store.next('c-next')).toBeUndefined();
+    await store.push('c-next', ['10', '11'], 10n, 11n);
+    await store.push('c-next', ['20'], 20n, 20n);
+    expect(await store.next('c-next')).toBe(10n);
+    await store.take('c-next', 2, 0);
+    expect(await store.next('c-next')).toBe(20n);
+    await store.take('c-next', 1, 0);
+    expect(await store.next('c-next')).toBeUndefined();
+  });
+
   it('the fence refuses a segment that does not start above everything pushed, also after a discard', async () => {
     const store = await make();
     await fresh(store, 'c-fence');

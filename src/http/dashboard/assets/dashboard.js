@@ -132,7 +132,7 @@
       (entities.length < data.matching ? '; the ' + num(entities.length) + ' busiest shown' : '');
     entities.forEach(function (e) {
       var tr = el('tr', { 'data-entity': e.key });
-      tr.appendChild(el('td', { 'data-field': 'key' }, e.key));
+      tr.appendChild(el('td', { 'data-field': 'key', title: e.key }, e.key));
       tr.appendChild(el('td', { 'data-field': 'mode' }, e.mode));
       if (e.mode === 'snowflake') {
         tr.appendChild(
@@ -222,8 +222,7 @@
   }
   function renderRates(rates) {
     var head = $('take-rate-head');
-    head.textContent =
-      rates.scope === 'fleet' ? 'Take rate (fleet, ' + rates.instances + ')' : 'Take rate (this instance)';
+    head.textContent = rates.scope === 'fleet' ? 'Take rate, ids/s' : 'Take rate, ids/s (this instance)';
     head.setAttribute('data-scope', rates.scope);
     head.title = rateScope(rates) + "; per-instance figures are in each instance's /metrics";
   }

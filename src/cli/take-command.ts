@@ -1,0 +1,38 @@
+import { type Command, Option } from 'commander';
+import { cliTarget } from '../config/config';
+import { KEY_PATTERN } from '../entities/entity';
+import { AdminApi } from './admin-api';
+import { type CliContext, nonNegativeInt } from './context';
+import { CliError, EXIT_USAGE } from './errors';
+
+/** `take`: ids of an entity from a running instance, as a client takes them, with the entity's secret. */
+export function addTakeCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('take')
+    .description(
+      "take ids of an entity from a running instance, with the entity's secret (IDPOOL_SECRET, else asked for)",
+    )
+    .argument('<key>', 'the entity key')
+    .addOption(new Option('--count <n>', "how many (1 to the entity's maxSizePerTimes)").argParser(nonNegativeInt))
+    .action(async (key: string, opts: { count?: number }, cmd: Command) => {
+      if (!KEY_PATTERN.test(key)) throw new CliError(EXIT_USAGE, `"${key}" is not an entity key`);
+      const secret = ctx.io.env.IDPOOL_SECRET || (await ctx.io.askSecret?.(`secret of ${key}: `));
+      if (!secret)
+        throw new CliError(
+          EXIT_USAGE,
+          `IDPOOL_SECRET is not set and there is no terminal to ask on: export the secret of "${key}"`,
+        );
+      const g = ctx.globals(cmd);
+      const api = new AdminApi({
+        url: g.url || cliTarget(ctx.io.env).url,
+        token: secret,
+        credential: { name: `the secret of ${key}`, variable: 'IDPOOL_SECRET' },
+        timeoutMs: g.timeout,
+        warn: (message) => ctx.io.stderr(`idpool: warning: ${message}\n`),
+      });
+      const taken = await api.post<{ ids: string[] }>(`/apps/${encodeURIComponent(key)}/ids`, {
+        count: opts.count ?? 1,
+      });
+      ctx.print(cmd, taken, () => `${taken.ids.join('\n')}\n`);
+    });
+}

@@ -1,0 +1,93 @@
+/**
+ * Vitest's globalSetup (vitest.config.mts): before any test file, creates
+ * the `idpool_test` databases the suites connect through (MariaDB and
+ * PostgreSQL) when they are missing, and names the run (IDPOOL_TEST_RUN,
+ * inherited by every test file: createTestSchema() puts it in each schema's
+ * name). After the last file it drops what this run created and nothing
+ * else: the schemas and databases carrying its name (a test that died before
+ * its own drop leaves one) and an `idpool_test` it created itself.
+ * A service that is down is left alone here: the suites that need it say
+ * which, with the command that starts it (services.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { createConnection } from 'mysql2/promise';
+import { Client as PgClient, escapeIdentifier } from 'pg';
+import { MYSQL_URL, POSTGRES_URL, RUN_ENV, schemaPrefix, serverUrl } from './services';
+
+const databaseOf = (url: string): string => decodeURIComponent(new URL(url).pathname.slice(1));
+
+async function onMysql<T>(
+  run: (c: Awaited<ReturnType<typeof createConnection>>) => Promise<T>,
+): Promise<T | undefined> {
+  let c: Awaited<ReturnType<typeof createConnection>>;
+  try {
+    c = await createConnection({ uri: serverUrl(MYSQL_URL), connectTimeout: 2000 });
+  } catch {
+    return undefined; // down: the suites that need it say so
+  }
+  try {
+    return await run(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Connected to the server's `postgres` database: `idpool_test` may not exist yet. */
+async function onPostgres<T>(run: (c: PgClient) => Promise<T>): Promise<T | undefined> {
+  const u = new URL(POSTGRES_URL);
+  u.pathname = '/postgres';
+  const c = new PgClient({ connectionString: u.toString(), connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+  } catch {
+    await c.end().catch(() => undefined);
+    return undefined;
+  }
+  try {
+    return await run(c);
+  } finally {
+    await c.end();
+  }
+}
+
+export default async function setup(): Promise<() => Promise<void>> {
+  const run = randomBytes(3).toString('hex');
+  process.env[RUN_ENV] = run;
+  const mysqlDb = databaseOf(MYSQL_URL);
+  const pgDb = databaseOf(POSTGRES_URL);
+  const createdMysql = await onMysql(async (c) => {
+    const [rows] = await c.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [mysqlDb]);
+    if ((rows as unknown[]).length) return false;
+    await c.query(`CREATE DATABASE IF NOT EXISTS \`${mysqlDb}\``);
+    return true;
+  });
+  const createdPg = await onPostgres(async (c) => {
+    const found = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [pgDb]);
+    if (found.rowCount) return false;
+    await c.query(`CREATE DATABASE ${escapeIdentifier(pgDb)}`);
+    return true;
+  });
+
+  return async () => {
+    // `_` is LIKE's any-character: escaped, the pattern matches this run's names only.
+    const ours = `${schemaPrefix(run)}%`.replace(/_/g, '\\_');
+    await onMysql(async (c) => {
+      const [rows] = await c.query(
+        'SELECT schema_name AS name FROM information_schema.schemata WHERE schema_name LIKE ?',
+        [ours],
+      );
+      const names = (rows as { name: string }[]).map((r) => r.name);
+      if (createdMysql) names.push(mysqlDb);
+      for (const name of names) await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
+    });
+    await onPostgres(async (c) => {
+      const found = await c.query<{ name: string }>('SELECT datname AS name FROM pg_database WHERE datname LIKE $1', [
+        ours,
+      ]);
+      for (const { name } of found.rows)
+        await c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`);
+      // Without FORCE: another run on this machine may be connected to it; then it stays.
+      if (createdPg) await c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(pgDb)}`).catch(() => undefined);
+    });
+  };
+}
