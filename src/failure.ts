@@ -30,6 +30,7 @@ export type FailureKind =
   | 'out_of_memory'
   | 'disk'
   | 'missing_script'
+  | 'missing_function'
   | 'too_many_connections'
   | 'lock_timeout'
   | 'deadlock'

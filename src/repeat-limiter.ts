@@ -1,4 +1,5 @@
 import type { Clock } from './clock';
+import { FixedWindow } from './fixed-window';
 
 /** How a {@link RepeatLimiter} limits; `T` is what it keeps of the latest occurrence held back. */
 export interface RepeatLimits<T> {
@@ -36,8 +37,8 @@ interface Entry<T> {
  */
 export class RepeatLimiter<T = void> {
   private readonly entries = new Map<string, Entry<T>>();
-  private second = Number.NEGATIVE_INFINITY;
-  private inSecond = 0;
+  /** Occurrences let through this second (the `perSecond` cap). */
+  private readonly second = new FixedWindow(1000);
 
   constructor(
     private readonly clock: Pick<Clock, 'monotonic'>,
@@ -98,12 +99,9 @@ export class RepeatLimiter<T = void> {
   private withinSecond(now: number): boolean {
     const cap = this.limits.perSecond;
     if (cap === undefined) return true;
-    if (now - this.second >= 1000) {
-      this.second = now;
-      this.inSecond = 0;
-    }
-    if (this.inSecond >= cap) return false;
-    this.inSecond++;
+    const second = this.second.at(now);
+    if (second.count >= cap) return false;
+    second.count++;
     return true;
   }
 }

@@ -115,6 +115,6 @@ export class AdminApi {
     // The service rejected what was asked (bad field, bad value): a usage error.
     const exit = res.status === 400 || res.status === 413 ? EXIT_USAGE : EXIT_FAILURE;
     const hint = res.status === 401 ? ` (check ${this.o.credential?.variable ?? 'IDPOOL_ADMIN_TOKEN'})` : '';
-    throw new CliError(exit, `${code}: ${message}${hint}`);
+    throw new CliError(exit, `${code}: ${message}${hint}`, false, error?.code);
   }
 }

@@ -12,6 +12,8 @@ export class CliError extends Error {
     message: string,
     /** The service could not be reached at all (no answer, refused): retrying other requests is pointless. */
     readonly unreachable = false,
+    /** The service's error code (`conflict`, `not_found`, …) when it answered with one. */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'CliError';

@@ -198,7 +198,7 @@ export async function runImport(
           ...(o.live ? { live: true } : {}),
         };
       } catch (err) {
-        if (!(err instanceof CliError) || !err.message.startsWith('conflict:')) throw err;
+        if (!(err instanceof CliError) || err.code !== 'conflict') throw err;
         outcome = { key: item.key, status: 'exists', firstId: item.firstId.toString(), secretsAdded: 0 };
         const path = `/admin/apps/${encodeURIComponent(item.key)}`;
         const existing = await api.get<{

@@ -1,3 +1,4 @@
+import { FixedWindow } from '../fixed-window';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIPv4 } from 'node:net';
 import type { Request } from 'express';
@@ -99,7 +100,7 @@ function expandIPv6(address: string): number[] | undefined {
  * compared, so legitimate clients behind a prober's address keep working.
  */
 export class AuthFailureLimiter {
-  private readonly windows: LRUCache<string, { start: number; failures: number }>;
+  private readonly windows: LRUCache<string, FixedWindow>;
 
   constructor(
     private readonly clock: Pick<Clock, 'monotonic'>,
@@ -115,17 +116,17 @@ export class AuthFailureLimiter {
   blockedFor(address: string): number {
     const w = this.windows.get(limiterKey(address));
     if (!w) return 0;
-    const left = w.start + this.windowMs - this.clock.monotonic();
+    const left = w.leftAt(this.clock.monotonic());
     if (left <= 0) return 0;
-    return w.failures >= this.limit ? Math.ceil(left / 1000) : 0;
+    return w.count >= this.limit ? Math.ceil(left / 1000) : 0;
   }
 
   fail(address: string): void {
     const key = limiterKey(address);
     const now = this.clock.monotonic();
-    const w = this.windows.get(key);
-    if (!w || now >= w.start + this.windowMs) this.windows.set(key, { start: now, failures: 1 });
-    else w.failures++;
+    let w = this.windows.get(key);
+    if (!w) this.windows.set(key, (w = new FixedWindow(this.windowMs)));
+    w.at(now).count++;
   }
 
   /** A service token check: refused with 429 while `address` is blocked, without running `authenticate`. */

@@ -6,8 +6,8 @@ import { silentLogger } from '../logger';
 import { SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
 import { checkStride } from '../segment/stride-record';
-import { BigIntIdGenerator, NumberIdGenerator } from './hot-paths';
-import type { Deps, IdGenerator } from './loader';
+import { BigIntDoubleBuffer, NumberDoubleBuffer } from '../double-buffer/double-buffer';
+import { BufferedIdGenerator, type Deps, type IdGenerator } from './loader';
 import { LeasedIdGenerator } from './leased';
 import { DEFAULT_OPTIONS, type IdGeneratorOptions, idTypeFrom, settingsFrom, strideFrom } from './options';
 
@@ -91,5 +91,7 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
     settings,
     release,
   };
-  return ids === 'number' ? new NumberIdGenerator(deps) : new BigIntIdGenerator(deps);
+  return ids === 'number'
+    ? new BufferedIdGenerator(deps, NumberDoubleBuffer)
+    : new BufferedIdGenerator(deps, BigIntDoubleBuffer);
 }

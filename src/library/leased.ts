@@ -2,8 +2,7 @@ import { IdpoolClient } from '../client/client';
 import { IdpoolLeaseNotReadyError, type LeasedIds } from '../client/leased-ids';
 import type { ClientClock } from '../client/transport';
 import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError } from './errors';
-import { type IdGenerator, MAX_TAKE } from './loader';
-import type { Id } from './segment-buffer';
+import { type Id, type IdGenerator, MAX_TAKE } from './loader';
 import type { ServiceOptions, Settings } from './options';
 
 /**

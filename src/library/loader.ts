@@ -1,18 +1,21 @@
 import type { Clock } from '../clock';
 import { IdpoolError, NotFoundError } from '../errors';
 import type { Logger } from '../logger';
-import type { Segment, SegmentAllocator } from '../segment/allocator';
+import type { DoubleBuffer, DoubleBufferOptions } from '../double-buffer/double-buffer';
+import type { SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
-import { nextStep } from '../client/leased-ids';
 import {
   GeneratorClosedError,
   InvalidCountError,
   SegmentReservationError,
   SegmentsNotReadyError,
+  UnsafeNumberIdError,
   UnsupportedEntityError,
 } from './errors';
 import type { EntitySource, Settings } from './options';
-import { type BufferedSegment, type Id, SegmentBuffer } from './segment-buffer';
+
+/** An id as the library hands it out: `bigint` by default, `number` when proven below 2^53. */
+export type Id = bigint | number;
 
 /** Largest `take` count: bounds the array one call builds (~80 MB of numbers). */
 export const MAX_TAKE = 10_000_000;
@@ -53,239 +56,143 @@ export interface Deps {
   release: () => Promise<void>;
 }
 
-/**
- * A wait that can be called off: aborting ends the clock's sleep (clearing
- * the system clock's timer), so a finished wait leaves nothing behind to keep
- * the process alive.
- */
-function timeout(clock: Clock, ms: number): { elapsed: Promise<void>; cancel(): void } {
-  const abort = new AbortController();
-  return { elapsed: clock.sleep(ms, abort.signal), cancel: () => abort.abort() };
-}
-
-/** Index of the id whose handing out uses up `prefetchAt` of a segment of `size`. */
-export function loadPoint(size: number, prefetchAt: number): number {
-  return Math.max(0, Math.ceil(size * prefetchAt) - 1);
-}
+/** The double buffer of the generator's id type. */
+export type BufferType<T extends Id> = new (options: DoubleBufferOptions) => DoubleBuffer<T>;
 
 /**
- * The double buffers and their loading; subclasses add the hot path for
- * their id type (a `number` and a `bigint` copy keep each one monomorphic).
+ * The double buffers (`double-buffer/`, one per entity) over SQL
+ * reservations: each entity's buffer reserves through the allocator, reading
+ * the entity's configuration (its step, the least segment) at most every
+ * `configRefreshMs`.
  */
-export abstract class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
-  protected readonly buffers = new Map<string, SegmentBuffer<T>>();
+export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
+  private readonly buffers = new Map<string, DoubleBuffer<T>>();
   /**
    * The last entity looked up: most callers draw from one entity in a row,
    * and comparing the key with `===` (a pointer compare for the same string)
    * costs a fraction of a Map lookup: measured 3–4× on the whole `next()`.
    */
   private lastKey: string | undefined;
-  private lastBuffer: SegmentBuffer<T> | undefined;
+  private lastBuffer: DoubleBuffer<T> | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
 
-  constructor(protected readonly deps: Deps) {}
+  constructor(
+    private readonly deps: Deps,
+    private readonly Buffer: BufferType<T>,
+  ) {}
 
-  abstract next(entityKey: string): T;
-
-  /** A segment with no ids left (the initial content of both slots). */
-  protected abstract emptySegment(): BufferedSegment<T>;
-  /** Maps a reserved range to ids, refusing what the id type cannot hold. */
-  protected abstract toSegment(entityKey: string, range: Segment, size: number): BufferedSegment<T>;
-  protected abstract remaining(segment: BufferedSegment<T>): number;
-  /** Moves up to `count` ids from the segment into `out`. */
-  protected abstract drain(segment: BufferedSegment<T>, count: number, out: T[]): void;
-  protected abstract reachedLoadPoint(segment: BufferedSegment<T>): boolean;
-
-  /** The entity's buffer, if it has one: the first step of every `next()`. */
-  protected find(entityKey: string): SegmentBuffer<T> | undefined {
-    if (entityKey === this.lastKey) return this.lastBuffer;
-    const buffer = this.buffers.get(entityKey);
-    if (buffer !== undefined) {
-      this.lastKey = entityKey;
-      this.lastBuffer = buffer;
-    }
-    return buffer;
+  // The hot path: a key compare, then the buffer's two compares and an add.
+  next(entityKey: string): T {
+    const buffer = entityKey === this.lastKey ? this.lastBuffer : undefined;
+    return (buffer ?? this.bufferFor(entityKey)).next();
   }
 
   async open(...entityKeys: string[]): Promise<void> {
-    await Promise.all(
-      entityKeys.map(async (key) => {
-        const buffer = this.bufferFor(key);
-        if (this.remaining(buffer.current()) === 0 && !buffer.nextReady)
-          await this.awaitSegment(buffer, this.deps.clock.monotonic() + this.deps.settings.waitMs);
-      }),
-    );
+    await Promise.all(entityKeys.map((key) => this.bufferFor(key).open()));
   }
 
   async nextAsync(entityKey: string): Promise<T> {
-    try {
-      return this.next(entityKey);
-    } catch (err) {
-      if (!(err instanceof SegmentsNotReadyError)) throw err;
-    }
-    return (await this.take(entityKey, 1))[0];
+    return this.bufferFor(entityKey).nextAsync();
   }
 
   async take(entityKey: string, count: number): Promise<T[]> {
     if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE) throw new InvalidCountError(count, MAX_TAKE);
-    const out: T[] = [];
-    while (out.length < count) {
-      if (this.closed) throw new GeneratorClosedError();
-      const buffer = this.bufferFor(entityKey);
-      const segment = buffer.current();
-      if (this.remaining(segment) > 0) {
-        this.drain(segment, count - out.length, out);
-        if (this.reachedLoadPoint(segment)) this.prefetch(buffer);
-      } else if (!buffer.switchToNext()) {
-        // Ids already drawn by this call are dropped if the wait fails:
-        // wasted, never handed out twice.
-        await this.awaitSegment(buffer, this.deps.clock.monotonic() + this.deps.settings.waitMs);
-      }
-    }
-    return out;
+    return this.bufferFor(entityKey).take(count);
   }
 
   async close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
-      const loads = [...this.buffers.values()].flatMap((b) => (b.loading ? [b.loading] : []));
-      // With no buffer left every next() takes the slow path, which refuses.
+      const buffers = [...this.buffers.values()];
+      // With no buffer left every call looks its entity up again, which refuses.
       this.buffers.clear();
       this.lastKey = undefined;
       this.lastBuffer = undefined;
-      await Promise.all(loads);
+      await Promise.all(buffers.map((b) => b.close()));
       await this.deps.release();
     })();
     return this.closing;
   }
 
-  /** Everything `next()` does when the current segment is spent or the entity is new. */
-  protected nextSlow(entityKey: string): T {
-    if (this.closed) throw new GeneratorClosedError();
-    const buffer = this.bufferFor(entityKey);
-    if (this.remaining(buffer.current()) > 0 || buffer.switchToNext()) return this.next(entityKey);
-    if (!buffer.loading) {
-      this.throwRecentFailure(buffer);
-      void this.startLoad(buffer);
-    }
-    throw new SegmentsNotReadyError(
-      entityKey,
-      `no ids ready for ${entityKey}: both segments are used up and the next is loading (use nextAsync/take to wait, or open() first)`,
-    );
-  }
-
-  /** Called once per segment when its load point is passed. */
-  protected prefetch(buffer: SegmentBuffer<T>): void {
-    const segment = buffer.current();
-    segment.loadNextAt = segment.max;
-    if (!buffer.loading && !buffer.nextReady && !this.closed) void this.startLoad(buffer);
-  }
-
-  private bufferFor(entityKey: string): SegmentBuffer<T> {
+  private bufferFor(entityKey: string): DoubleBuffer<T> {
     let buffer = this.buffers.get(entityKey);
     if (!buffer) {
       if (this.closed) throw new GeneratorClosedError();
-      buffer = new SegmentBuffer<T>(entityKey, () => this.emptySegment());
+      buffer = new this.Buffer(this.bufferOptions(entityKey));
       this.buffers.set(entityKey, buffer);
     }
+    this.lastKey = entityKey;
+    this.lastBuffer = buffer;
     return buffer;
   }
 
-  /** Waits until the buffer has a segment ready, or throws after `deadline` or on a failed load. */
-  private async awaitSegment(buffer: SegmentBuffer<T>, deadline: number): Promise<void> {
-    const { clock } = this.deps;
-    for (;;) {
+  private bufferOptions(entityKey: string): DoubleBufferOptions {
+    const { clock, settings, log } = this.deps;
+    return {
+      reserve: this.reserver(entityKey),
+      clock: { now: () => clock.monotonic(), sleep: (ms, signal) => clock.sleep(ms, signal) },
+      prefetchAt: settings.prefetchAt,
+      minSize: undefined,
+      maxSize: settings.maxStep,
+      targetSegmentMs: settings.targetSegmentMs,
+      waitMs: settings.waitMs,
+      retryDelayMs: settings.retryDelayMs,
+      notReady: (waitedMs) =>
+        new SegmentsNotReadyError(
+          entityKey,
+          waitedMs === undefined
+            ? `no ids ready for ${entityKey}: both segments are used up and the next is loading (use nextAsync/take to wait, or open() first)`
+            : `no ids ready for ${entityKey} after waiting ${waitedMs} ms for a segment`,
+        ),
+      closed: () => new GeneratorClosedError(),
+      unsafe: (lastId) => new UnsafeNumberIdError(entityKey, lastId),
+      failed: (err) => {
+        const failure = err instanceof IdpoolError ? err : new SegmentReservationError(entityKey, err);
+        log.warn({ entityKey, err: failure.message }, 'segment reservation failed');
+        return failure;
+      },
+    };
+  }
+
+  /** One entity's reservations: its configuration read at most every `configRefreshMs`, each segment mapped to ids by the stride. */
+  private reserver(entityKey: string): DoubleBufferOptions['reserve'] {
+    const { allocator, clock, settings, idStride } = this.deps;
+    let minStep = 0;
+    let configReadAt: number | undefined;
+    return async (size) => {
+      // better-sqlite3 runs SQL synchronously: start it from the event loop,
+      // never inside the next() call that asked for it.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (this.closed) throw new GeneratorClosedError();
-      if (buffer.nextReady) return;
-      let loading = buffer.loading;
-      if (!loading) {
-        this.throwRecentFailure(buffer);
-        loading = this.startLoad(buffer);
-      }
-      const left = deadline - clock.monotonic();
-      if (left <= 0) {
-        throw new SegmentsNotReadyError(
-          buffer.entityKey,
-          `no ids ready for ${buffer.entityKey} after waiting ${this.deps.settings.waitMs} ms for a segment`,
-        );
-      }
-      const timer = timeout(clock, left);
-      const settled = await Promise.race([loading.then(() => true), timer.elapsed.then(() => false)]);
-      timer.cancel();
-      // The load this caller waited for failed: report why, do not retry at once.
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the load and close() change both during the await.
-      if (settled && !buffer.nextReady && buffer.failure && !this.closed) throw buffer.failure;
-    }
-  }
-
-  private throwRecentFailure(buffer: SegmentBuffer<T>): void {
-    if (buffer.failure && this.deps.clock.monotonic() - buffer.failedAt < this.deps.settings.retryDelayMs)
-      throw buffer.failure;
-  }
-
-  private startLoad(buffer: SegmentBuffer<T>): Promise<void> {
-    const loading = this.load(buffer).finally(() => {
-      buffer.loading = undefined;
-    });
-    buffer.loading = loading;
-    return loading;
-  }
-
-  /** Reserves the next segment; never rejects (a failure is kept on the buffer for callers). */
-  private async load(buffer: SegmentBuffer<T>): Promise<void> {
-    // better-sqlite3 runs SQL synchronously: start it from the event loop,
-    // never inside the next() call that asked for it.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    const { allocator, clock, settings } = this.deps;
-    const key = buffer.entityKey;
-    try {
-      if (this.closed) return;
       const now = clock.monotonic();
-      if (buffer.configReadAt === undefined || now - buffer.configReadAt >= settings.configRefreshMs)
-        await this.readConfig(buffer);
-      const size =
-        buffer.lastReserveAt === undefined
-          ? buffer.minStep
-          : nextStep(buffer.step, now - buffer.lastReserveAt, {
-              minStep: buffer.minStep,
-              maxStep: settings.maxStep,
-              targetSegmentMs: settings.targetSegmentMs,
-            });
-      const range = await allocator.reserve(key, size);
-      buffer.step = size;
-      buffer.lastReserveAt = now;
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- close() may have run during the await.
-      if (this.closed) return;
-      buffer.install(this.toSegment(key, range, size));
-      buffer.failure = undefined;
-    } catch (err) {
-      buffer.failure = err instanceof IdpoolError ? err : new SegmentReservationError(key, err);
-      buffer.failedAt = clock.monotonic();
-      this.deps.log.warn({ entityKey: key, err: buffer.failure.message }, 'segment reservation failed');
-    }
+      if (configReadAt === undefined || now - configReadAt >= settings.configRefreshMs) {
+        minStep = await this.readConfig(entityKey);
+        configReadAt = clock.monotonic();
+      }
+      const count = Math.min(Math.max(size ?? minStep, minStep), Math.max(settings.maxStep, minStep));
+      const range = await allocator.reserve(entityKey, count);
+      return { first: idStride.toId(range.start), count, delta: idStride.count, minSize: minStep };
+    };
   }
 
-  private async readConfig(buffer: SegmentBuffer<T>): Promise<void> {
-    const entity = await this.deps.entities.findLive(buffer.entityKey);
-    if (!entity) throw new NotFoundError(`no entity with key "${buffer.entityKey}"`);
+  /** The entity's step: the least segment size. */
+  private async readConfig(entityKey: string): Promise<number> {
+    const entity = await this.deps.entities.findLive(entityKey);
+    if (!entity) throw new NotFoundError(`no entity with key "${entityKey}"`);
     if (entity.mode === 'snowflake')
-      throw new UnsupportedEntityError(
-        buffer.entityKey,
-        'issues snowflake ids; the library hands out segment ids only',
-      );
+      throw new UnsupportedEntityError(entityKey, 'issues snowflake ids; the library hands out segment ids only');
     if (entity.mode === 'trend') {
       throw new UnsupportedEntityError(
-        buffer.entityKey,
+        entityKey,
         'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)',
       );
     }
     if (entity.delta !== undefined && entity.delta !== 1)
       throw new UnsupportedEntityError(
-        buffer.entityKey,
+        entityKey,
         `spaces its ids (delta ${entity.delta}, remainder ${entity.remainder ?? 0}); the library hands out consecutive numbers only (use the service)`,
       );
-    buffer.minStep = entity.step;
-    buffer.configReadAt = this.deps.clock.monotonic();
+    return entity.step;
   }
 }

@@ -225,6 +225,13 @@ function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
   return alarm.entityKey === undefined ? alarm.name : `${alarm.name}\u0000${alarm.entityKey}`;
 }
 
+/** The webhook refused the alarm (4xx): sending it again would be refused too. */
+class WebhookRefusedError extends Error {
+  constructor(readonly status: number) {
+    super(`webhook answered ${status}`);
+  }
+}
+
 /**
  * Posts alarms as JSON with a timeout, retrying once on a network error or
  * 5xx (a receiver restarting should not lose the alarm; more retries would
@@ -248,13 +255,13 @@ export class WebhookSink implements AlarmSink {
         });
         await res.arrayBuffer().catch(() => undefined);
         if (res.status < 500) {
-          if (res.status >= 400) throw new Error(`webhook answered ${res.status}`);
+          if (res.status >= 400) throw new WebhookRefusedError(res.status);
           return;
         }
         lastError = new Error(`webhook answered ${res.status}`);
       } catch (err) {
         lastError = err;
-        if (errorMessage(err).startsWith('webhook answered 4')) throw err;
+        if (err instanceof WebhookRefusedError) throw err;
       }
     }
     throw lastError;

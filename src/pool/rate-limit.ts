@@ -1,3 +1,4 @@
+import { FixedWindow } from '../fixed-window';
 import type { RedisClient } from '../redis/connection';
 import { callFunction, scriptOutcome } from '../redis/functions';
 import type { Clock } from '../clock';
@@ -39,7 +40,7 @@ const UNLIMITED: RateWindow = { kind: 'open', count: () => undefined };
  * runs one sequence against both and compares the answers.
  */
 export class PerSecondLimiter {
-  private readonly windows = new Map<string, { second: number; used: number }>();
+  private readonly windows = new Map<string, FixedWindow>();
 
   constructor(private readonly clock: Pick<Clock, 'now'>) {}
 
@@ -47,14 +48,12 @@ export class PerSecondLimiter {
   window(key: string, count: number, limit: number): RateWindow {
     if (limit <= 0) return UNLIMITED;
     const now = this.clock.now();
-    const second = Math.floor(now / 1000);
     let window = this.windows.get(key);
+    if (!window) this.windows.set(key, (window = new FixedWindow(1000, true)));
     // A key per second in Redis: a second not seen before starts at 0.
-    if (window?.second !== second) this.windows.set(key, (window = { second, used: 0 }));
-    if (window.used + count > limit)
-      return { kind: 'rate_limited', retryAfterMs: 1000 - Math.floor(now - second * 1000) };
-    const open = window;
-    return { kind: 'open', count: () => void (open.used += count) };
+    const open = window.at(now);
+    if (open.count + count > limit) return { kind: 'rate_limited', retryAfterMs: Math.ceil(open.leftAt(now)) };
+    return { kind: 'open', count: () => void (open.count += count) };
   }
 
   /** `idpool_rate_limit`: checks and counts in one step. */

@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './connection';
-import { replyWord } from './errors';
+import { classifyRedisError, replyWord } from './errors';
 
 /**
  * idpool's Redis function library: `commands/_prelude.lua` and one
@@ -264,9 +264,9 @@ export async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>)
   }
 }
 
-/** Redis's refusal of an FCALL whose function no loaded library defines (pinned by redis-take.test.ts). */
+/** Redis's refusal of an FCALL whose function no loaded library defines. */
 function isMissingFunction(err: unknown): boolean {
-  return err instanceof Error && err.message.startsWith('ERR Function not found');
+  return err instanceof Error && classifyRedisError(err)?.kind === 'missing_function';
 }
 
 /** FCALL of one of idpool's functions (see {@link withLibrary}). */

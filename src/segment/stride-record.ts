@@ -2,6 +2,7 @@ import type { Clock } from '../clock';
 import { ConfigError } from '../errors';
 import { type Database, isBusy } from '../db/database';
 import { classifySqlError } from '../db/errors';
+import { retryUntil } from '../retry';
 
 /**
  * Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1`
@@ -47,10 +48,9 @@ export async function checkStride(db: Database, count: number, index: number, cl
       );
     }
   };
-  let row = await read();
   // Processes opening one fresh SQLite file at once: the loser of the write
   // lock gets SQLITE_BUSY after the short busy timeout, and tries again.
-  for (const deadline = clock.monotonic() + SQLITE_RACE_MS; !row; row = await read()) {
+  const record = async () => {
     try {
       await db.execute('INSERT INTO idpool_meta (id, cluster_count, cluster_index, create_time) VALUES (1, ?, ?, ?)', [
         count,
@@ -59,11 +59,15 @@ export async function checkStride(db: Database, count: number, index: number, cl
       ]);
     } catch (err) {
       // Another process recorded its stride first: that one stands.
-      if (classifySqlError(err)?.kind === 'duplicate') continue;
-      if (!isBusy(err) || clock.monotonic() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 10 + Math.random() * 40));
+      if (classifySqlError(err)?.kind !== 'duplicate') throw err;
     }
-  }
+    const recorded = await read();
+    if (!recorded) throw new Error('idpool_meta has no row after its stride was recorded');
+    return recorded;
+  };
+  const row =
+    (await read()) ??
+    (await retryUntil(record, { clock, waitMs: SQLITE_RACE_MS, pauseMs: [10, 40], retryable: isBusy }));
   const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
   if (recorded.count !== count || recorded.index !== index)
     throw new StrideMismatchError(recorded, { count, index }, db.description);

@@ -343,6 +343,7 @@ export function buildPools(deps: {
   const fenceCheck = new FenceCheck({
     entities: registry,
     offsets: stores.allocator,
+    reservations: () => refiller.stats.segmentsReserved,
     store: stores.poolStore,
     lock: stores.lock,
     carrier: refiller.carrier,

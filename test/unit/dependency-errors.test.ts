@@ -71,6 +71,12 @@ describe('the Redis classifier: the reply first word, ioredis classes', () => {
       class: 'bug',
     });
     expect(dependencyFailure(reply('WRONGTYPE Operation against a key'))).toBeUndefined();
+    // A function no loaded library defines: still a bug to a caller, told apart for withLibrary.
+    expect(classifyRedisError(reply('ERR Function not found'))).toEqual({
+      class: 'bug',
+      kind: 'missing_function',
+      reply: 'ERR',
+    });
   });
 });
 

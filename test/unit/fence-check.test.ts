@@ -139,4 +139,61 @@ describe('FenceCheck: every entity behind its fence is carried past it, without 
     expect(clock.sleeps).toEqual([]);
     await off.stop();
   });
+  it('reads every fence only when something moved: the offsets digest, a reservation of this process, or a minute gone', async () => {
+    const { clock, store, allocator, behind, refill } = setup();
+    for (const key of KEYS) await refill(key);
+    let reservations = 0;
+    let fenceReads = 0;
+    const fences = store.fences.bind(store);
+    const check = new FenceCheck({
+      entities: { segmentKeys: () => KEYS },
+      offsets: {
+        peekAll: () => allocator.peekMany(KEYS),
+        offsetsMark: async () => [...(await allocator.peekMany(KEYS)).values()].join(','),
+      },
+      reservations: () => reservations,
+      store: {
+        fences: (keys) => {
+          fenceReads++;
+          return fences(keys);
+        },
+      },
+      lock: new MemoryRefillLock(),
+      carrier: new FenceCarrier({
+        entities: { get: () => entityConfig({ step: 100, maxPoolSize: 1000 }) },
+        allocator,
+        store,
+        stride: new IdStride(),
+        events: { fenceRefused: () => undefined, databaseBehind: (r) => void behind.push(r) },
+      }),
+      clock,
+      log: silentLogger,
+      intervalMs: 1000,
+    });
+    await check.run();
+    expect(fenceReads).toBe(1);
+    // Nothing moved: the digest alone.
+    await check.run();
+    await check.run();
+    expect(fenceReads).toBe(1);
+    expect(check.stats.digestOnly).toBe(2);
+    // This process reserved (its push may have raised a fence): every fence again, then quiet.
+    reservations++;
+    await check.run();
+    await check.run();
+    expect(fenceReads).toBe(2);
+    // A restore moves the digest: read at once, and carried.
+    allocator.addEntity('e7', 0n);
+    await check.run();
+    expect(fenceReads).toBe(3);
+    expect(behind.map((r) => r.entityKey)).toEqual(['e7']);
+    // The carry moved the offsets: one more full run finds all clear, then the digest again.
+    await check.run();
+    await check.run();
+    expect(fenceReads).toBe(4);
+    // A minute on, every fence whatever the digest says.
+    clock.advance(60_000);
+    await check.run();
+    expect(fenceReads).toBe(5);
+  });
 });

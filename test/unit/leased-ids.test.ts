@@ -4,8 +4,8 @@ import {
   IdpoolLeaseNotReadyError,
   type LeaseAnswer,
   NumberLeasedIds,
-  nextStep,
 } from '../../src/client/leased-ids';
+import { nextStep } from '../../src/double-buffer/double-buffer';
 import { IdpoolClient } from '../../src/client';
 import { FakeClock } from '../support/clock';
 

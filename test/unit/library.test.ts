@@ -9,7 +9,7 @@ import {
   UnsupportedEntityError,
   createIdGenerator,
 } from '../../src/library';
-import { nextStep } from '../../src/client/leased-ids';
+import { nextStep } from '../../src/double-buffer/double-buffer';
 import { FakeClock, settle } from '../support/clock';
 import { MemoryAllocator, MemoryEntities } from './library-fakes';
 

@@ -4,7 +4,8 @@ import type { DataSource } from 'typeorm';
 import { DEFAULT_SQLITE_PATH } from '../database-url';
 import { classifyWith } from '../../failure';
 import { classifySqliteError, markIfSchemaMissing } from '../errors/sqlite';
-import { type SqlDialect, jitter, structuredQuery } from './dialect';
+import { retryUntil } from '../../retry';
+import { type SqlDialect, structuredQuery } from './dialect';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
 const SQLITE_BUSY_TIMEOUT_MS = 20;
@@ -43,16 +44,12 @@ export const sqlite: SqlDialect = {
     // winner has committed, a retry finds every migration recorded. SQLite
     // gives "already exists" no code of its own (plain SQLITE_ERROR), so any
     // SQLite failure is retried until the deadline.
-    const deadline = clock.monotonic() + MIGRATION_RACE_MS;
-    for (;;) {
-      try {
-        return await run();
-      } catch (err) {
-        const racing = classifyWith([classifySqliteError], err) !== undefined;
-        if (!racing || clock.monotonic() > deadline) throw err;
-        await jitter(10, 40);
-      }
-    }
+    return retryUntil(run, {
+      clock,
+      waitMs: MIGRATION_RACE_MS,
+      pauseMs: [10, 40],
+      retryable: (err) => classifyWith([classifySqliteError], err) !== undefined,
+    });
   },
   statement: (dataSource, sql, params) =>
     structuredQuery(dataSource, sql, params).catch(async (err: unknown) => {
