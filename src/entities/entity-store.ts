@@ -52,6 +52,9 @@ export class SqlEntityStore implements EntityStore {
       'delta',
       'remainder',
       'compat',
+      'number_format',
+      'number_reset',
+      'number_time_zone',
       `${db.bigText('create_time')} AS create_time`,
       `${db.bigText('update_time')} AS update_time`,
       `${db.bigText('deleted_at')} AS deleted_at`,
@@ -168,13 +171,13 @@ export class SqlEntityStore implements EntityStore {
     this.pending.unshift(...free);
   }
 
-  /** Rows per INSERT: 19 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
+  /** Rows per INSERT: 22 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(19).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(22).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, number_format, number_reset, number_time_zone, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -193,6 +196,9 @@ export class SqlEntityStore implements EntityStore {
         entity.delta,
         entity.remainder,
         entity.compat.join(','),
+        entity.numbers?.format ?? null,
+        entity.numbers?.reset ?? null,
+        entity.numbers?.timeZone ?? null,
         entity.createTime,
         entity.updateTime,
       ]),

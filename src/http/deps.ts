@@ -12,6 +12,7 @@ import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { LeasedSegment } from '../segment/lease';
+import type { NumberTakes } from '../pool/number-takes';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
@@ -64,6 +65,8 @@ export interface HttpDeps {
   /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
+  /** Business numbers (entities with a `format`, docs/numbers.md): their takes and the admin raise of one period. */
+  numbers?: NumberTakes;
   /** Pool sizes of a page of entities in one round trip. */
   poolStore: Pick<PoolStore, 'sizes'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */

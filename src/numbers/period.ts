@@ -28,12 +28,12 @@ export interface Period {
 }
 
 /** The last instant a JavaScript Date holds: the end of the one period of `never`. */
-export const NEVER_ENDS = 8.64e15;
+const NEVER_ENDS = 8.64e15;
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /** A period's name from calendar fields (see {@link Period.id}). */
-export function periodId(f: CalendarFields, reset: Reset): string {
+function periodId(f: CalendarFields, reset: Reset): string {
   switch (reset) {
     case 'never':
       return 'all';
@@ -49,7 +49,7 @@ export function periodId(f: CalendarFields, reset: Reset): string {
 }
 
 /** The calendar fields a period id names (the units below its reset at their first value); undefined when it is not one. */
-export function periodDate(id: string, reset: Reset): CalendarFields | undefined {
+function periodDate(id: string, reset: Reset): CalendarFields | undefined {
   const widths = { never: 0, yearly: 4, monthly: 6, daily: 8, hourly: 10 } as const;
   if (reset === 'never') return id === 'all' ? { year: 1970, month: 1, day: 1, hour: 0 } : undefined;
   if (id.length !== widths[reset] || !/^\d+$/.test(id)) return undefined;

@@ -25,8 +25,8 @@ const TOKEN_UNIT: Record<DateToken, Exclude<Reset, 'never'>> = {
 const TOKEN_WIDTH: Record<DateToken, number> = { yyyy: 4, yy: 2, MM: 2, dd: 2, HH: 2 };
 const UNIT_RANK: Record<Reset, number> = { never: 0, yearly: 1, monthly: 2, daily: 3, hourly: 4 };
 /** The longest template: numbers are printed, typed and stored in other systems' columns. */
-export const MAX_FORMAT_LENGTH = 64;
-export const MAX_SEQ_WIDTH = 18;
+const MAX_FORMAT_LENGTH = 64;
+const MAX_SEQ_WIDTH = 18;
 
 /** A broken template or reset: `field` is what the 400 names. */
 export class NumberSettingsError extends Error {

@@ -45,6 +45,9 @@ import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
+import { RedisNumberStore } from '../pool/number-store';
+import { LocalNumberTakes, type NumberTakes, RedisNumberTakes } from '../pool/number-takes';
+import { SqlNumberCounter } from '../segment/number-counter';
 
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
 export interface Stores {
@@ -62,6 +65,9 @@ export interface Stores {
   readonly stride: IdStride;
   /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
   readonly demand: Demand;
+  /** Business numbers: the per-period counters in SQL, and their lists in Redis (none embedded). */
+  readonly numberCounter: SqlNumberCounter;
+  readonly numberStore: RedisNumberStore | undefined;
 }
 
 export function buildStores(deps: {
@@ -92,6 +98,8 @@ export function buildStores(deps: {
     workerHolders: redis ? new RedisWorkerHolders(redis, prefix) : undefined,
     stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
+    numberCounter: new SqlNumberCounter(db, clock),
+    numberStore: redis ? new RedisNumberStore(redis, prefix) : undefined,
   };
 }
 
@@ -251,6 +259,9 @@ export interface Pools {
   readonly dispatcher: Dispatcher;
   /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
   readonly fenceCheck: FenceCheck;
+  /** Business-number takes (entities with a `format`); their refill starts with `startNumbers`. */
+  readonly numbers: NumberTakes;
+  startNumbers(): void;
   /**
    * Carries every entity whose database offset is below the high-water
    * file up to it, raising `database_behind` (embedded service only; run
@@ -293,8 +304,9 @@ export function buildPools(deps: {
     onRegistered: (entity) => {
       if (entity.mode !== 'snowflake') refiller.markReset(entity.key);
     },
-    onRetired: (key) => {
+    onRetired: async (key) => {
       demand.forget(key);
+      await stores.numberStore?.discard(key);
       return stores.poolStore.discard(key);
     },
   });
@@ -317,9 +329,25 @@ export function buildPools(deps: {
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
+  const numberRefill =
+    stores.numberStore &&
+    new RedisNumberTakes({
+      store: stores.numberStore,
+      counter: stores.numberCounter,
+      lock: stores.lock,
+      entities: registry,
+      demand,
+      events: deps.ops.dispatchEvents,
+      clock,
+      log: log.child({ component: 'numbers' }),
+      intervalMs: deps.config.refillIntervalMs,
+    });
+  const numbers =
+    numberRefill ?? new LocalNumberTakes({ counter: stores.numberCounter, clock, events: deps.ops.dispatchEvents });
   return {
-    value: { refiller, dispatcher, fenceCheck, checkHighWater },
+    value: { refiller, dispatcher, fenceCheck, checkHighWater, numbers, startNumbers: () => numberRefill?.start() },
     close: async () => {
+      await numberRefill?.stop();
       await fenceCheck.stop();
       await refiller.stop();
     },

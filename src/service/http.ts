@@ -67,6 +67,7 @@ export function buildHttp(deps: {
   return createHttpApp({
     registry: deps.registry,
     dispatcher: deps.pools.dispatcher,
+    numbers: deps.pools.numbers,
     lines: deps.pools.refiller,
     poolStore: stores.poolStore,
     demand: stores.demand,
