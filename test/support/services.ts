@@ -6,6 +6,8 @@ import { Client as PgClient, escapeIdentifier } from 'pg';
 import { privateMariadbPossible } from './mariadb';
 import { netnsUnavailable } from './netns';
 import { redisAnswers } from './redis-ping';
+import { existsSync } from 'node:fs';
+import { LIBFAKETIME } from './processes';
 
 /** MariaDB/MySQL the integration tests use (docs/design.md "Commands"). */
 export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
@@ -71,6 +73,8 @@ export interface ServiceNeeds {
   promtool?: boolean;
   /** `prometheus` itself (Debian package prometheus). */
   prometheus?: boolean;
+  /** libfaketime, to start an instance with its clock moved (Debian package faketime). */
+  faketime?: boolean;
 }
 
 const installed = (program: string): boolean => spawnSync(program, ['--version'], { stdio: 'ignore' }).status === 0;
@@ -87,6 +91,7 @@ async function missingOf(needs: ServiceNeeds): Promise<string[]> {
   if (netns) missing.push(`network namespaces unavailable (${netns})`);
   for (const program of ['promtool', 'prometheus'] as const)
     if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
+  if (needs.faketime && !existsSync(LIBFAKETIME)) missing.push(`libfaketime not installed (${LIBFAKETIME})`);
   return missing;
 }
 
