@@ -74,10 +74,12 @@ export function patchedEntity(current: EntityConfig, patch: UpdateInput, updateT
 function refuseNumberChange(current: EntityConfig, patch: UpdateInput): void {
   for (const field of ['format', 'reset', 'timeZone'] as const) {
     const given = patch[field];
-    if (given !== undefined && given !== current.numbers?.[field])
-      throw new ConflictError(
-        `${field} is fixed once registered (numbers already issued would repeat or be misdated); register a new entity with the new ${field}`,
-      );
+    if (given === undefined || given === current.numbers?.[field]) continue;
+    throw new ConflictError(
+      current.numbers
+        ? `${field} is fixed once registered (numbers already issued would repeat or be misdated); register a new entity with the new ${field}`
+        : `"${current.key}" issues plain ids; business numbers (${field}) are set at registration: register a new entity with a format`,
+    );
   }
 }
 

@@ -132,7 +132,7 @@ export class RedisNumberTakes implements NumberTakes {
           this.o.events.rateLimited(entity.key);
           throw entityRateLimited(entity.key, entity.maxSizePerSecond, r.retryAfterMs);
         case 'period_full':
-          this.o.events.exhausted(entity.key, count);
+          this.o.events.periodExhausted(entity.key, scheme.template.seqWidth, this.o.clock.now() + r.msToPeriodEnd);
           throw periodFull(entity, scheme, 'now', r.msToPeriodEnd);
         case 'period_stale':
           throw new UnavailableError(
@@ -367,7 +367,7 @@ export class LocalNumberTakes implements NumberTakes {
       if (range) buffer.numbers.push(...formatRange(scheme, entity, period, range));
     }
     if (buffer.numbers.length < count) {
-      this.o.events.exhausted(entity.key, count);
+      this.o.events.periodExhausted(entity.key, scheme.template.seqWidth, period.end);
       throw periodFull(entity, scheme, period.id, period.end - this.o.clock.now());
     }
     this.o.admit?.(entity, count);

@@ -12,6 +12,7 @@ import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import { type Ops, instanceName } from '../ops';
 import type { Dispatcher } from '../pool/dispatcher';
+import type { NumberTakes } from '../pool/number-takes';
 import type { PoolStore } from '../pool/pool-store';
 import type { RedisClient } from '../pool/redis-connection';
 import type { FenceCheck } from '../pool/fence-check';
@@ -65,6 +66,8 @@ export interface Service {
   /** Carries entities whose database went back past their fences (`stats` counts its runs). */
   readonly fenceCheck: FenceCheck;
   readonly dispatcher: Dispatcher;
+  /** Business-number takes (entities with a `format`). */
+  readonly numbers: NumberTakes;
   /** Snowflake generator and worker lease. */
   readonly snowflake: SnowflakeRuntime;
   /** Metrics, forecasts and alarms. */
@@ -174,6 +177,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       refiller: pools.refiller,
       fenceCheck: pools.fenceCheck,
       dispatcher: pools.dispatcher,
+      numbers: pools.numbers,
       async listen(port) {
         pools.refiller.start();
         pools.fenceCheck.start();
