@@ -18,7 +18,7 @@ import { loadConfig } from '../src/config/config';
 import { createService } from '../src/service';
 import { BARE_TOKEN } from './fixtures/bare-answer';
 import { ADMIN, fmt, freshSchema, registerEntity, startServer, waitPool } from './fixtures/deployment';
-import { entityKeys } from '../src/pool/keys';
+import { entityKeys } from '../src/redis/keys';
 
 import { type Load, load } from './fixtures/load';
 

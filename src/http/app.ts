@@ -13,7 +13,7 @@ import { registerOpsRoutes } from './routes/ops';
 import { registerSegmentRoutes } from './routes/segments';
 import { registerTinyidRoutes } from './routes/tinyid';
 
-export type { HttpDeps, ReadinessReport, SnowflakeIssuer } from './deps';
+export type { HttpDeps, ReadinessReport, SnowflakeDecoder } from './deps';
 
 /** The HTTP service: request middleware, the route groups, then 404 and the one error handler. */
 export function createHttpApp(deps: HttpDeps): express.Express {
@@ -42,8 +42,8 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
   const errors = errorFaces(deps.log, clock);
-  if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors);
-  if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors);
+  if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
+  if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
 
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);

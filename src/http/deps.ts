@@ -17,13 +17,8 @@ import type { NumberTakes } from '../pool/number-takes';
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
 
-/** Issues and explains snowflake ids for `mode: "snowflake"` entities. */
-export interface SnowflakeIssuer {
-  /**
-   * `count` ids of the entity within its per-second limit (429 past it).
-   * May wait briefly (clock rollback, exhausted sequence), hence the promise.
-   */
-  take(entity: Pick<EntityConfig, 'key' | 'maxSizePerSecond'>, count: number): string[] | Promise<string[]>;
+/** Explains snowflake ids of `mode: "snowflake"` entities. */
+export interface SnowflakeDecoder {
   /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
   decode(id: string): IdExplanation;
 }
@@ -64,9 +59,10 @@ export interface HttpDeps {
   >;
   /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
-  dispatcher: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
-  /** Business numbers (entities with a `format`, docs/numbers.md): their takes and the admin raise of one period. */
-  numbers?: NumberTakes;
+  /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
+  takes: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
+  /** Business numbers (entities with a `format`, docs/numbers.md): the admin raise of one period. */
+  numbers?: Pick<NumberTakes, 'raise'>;
   /** Pool sizes of a page of entities in one round trip. */
   poolStore: Pick<PoolStore, 'sizes'>;
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
@@ -74,7 +70,8 @@ export interface HttpDeps {
   /** Target depth and watermark of each pool (they move with demand). */
   demand: Pick<Demand, 'target' | 'lowWatermark'>;
   adminToken: string;
-  snowflake?: SnowflakeIssuer;
+  /** Explains snowflake ids (`GET /apps/:key/ids/:id`); that route answers 400 without it. */
+  snowflake?: SnowflakeDecoder;
   /** Segments leased to clients that issue ids themselves (`SegmentLeaser`); the lease routes answer 404 without it. */
   leases?: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
   workers?: { list(): Promise<unknown[]> };
@@ -93,8 +90,8 @@ export interface HttpDeps {
   metricsToken?: string;
   /** Read-only operator token: the dashboard, `GET /admin/*` and `/metrics`; no writes. */
   opsToken?: string;
-  /** The clock of `/readyz`'s cache, the default failure limiter and the 503 alarm's limiter; the system's when absent. */
-  clock?: Pick<Clock, 'monotonic'>;
+  /** The clock of `/readyz`'s cache, the default failure limiter, the 503 alarm's limiter and Leaf's and Tinyid's error timestamps; the system's when absent. */
+  clock?: Pick<Clock, 'monotonic' | 'now'>;
   /** Failed authentications per client address (429 past its limit); one is made when absent. */
   authFailures?: AuthFailureLimiter;
 }

@@ -12,7 +12,8 @@ import { OpsMetrics } from './metrics';
 import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refill-events';
 import type { LeaseEvents } from '../segment/lease';
-import { type Issuer, countingServed, opsDispatchEvents, opsRefillEvents } from './observers';
+import type { TakeEvents } from '../take/take-service';
+import { opsDispatchEvents, opsRefillEvents, opsTakeEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
 import { OpsSampler, type SamplerOptions } from './sampler';
@@ -52,14 +53,14 @@ export interface Ops {
   readonly sampler: OpsSampler;
   readonly refillEvents: RefillEvents;
   readonly dispatchEvents: DispatchEvents;
+  /** Every id the take service hands out, whatever its kind. */
+  readonly takeEvents: TakeEvents;
   readonly fleet: Fleet;
   /** Leased segments and their ids per entity, and leases refused by the per-second limit. */
   readonly leaseEvents: LeaseEvents;
   overview(query: OverviewQuery): Promise<OpsOverview>;
   /** `GET /admin/instances`: every instance's heartbeat, or this instance alone (Redis not answering: said so). */
   instances(): Promise<FleetInstances>;
-  /** `issuer`, reporting the ids it hands out as served (snowflake ids never pass the dispatcher). */
-  countServed<T extends Issuer>(issuer: T): T;
   start(): void;
   /** Stops sampling and waits for webhook posts already queued. */
   stop(): Promise<void>;
@@ -96,16 +97,14 @@ export function createOps(deps: OpsDeps): Ops {
   const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
   stream.fleet = fleet;
   const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
-  const dispatchEvents = opsDispatchEvents(
-    metrics,
-    alarms,
-    (entity, count) => {
-      served.set(entity, (served.get(entity) ?? 0) + count);
-      recent.add(entity, count);
-      sampler.touch(entity);
-    },
-    (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1),
+  const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
+    refused.set(entity, (refused.get(entity) ?? 0) + 1),
   );
+  const takeEvents = opsTakeEvents(metrics, (entity, count) => {
+    served.set(entity, (served.get(entity) ?? 0) + count);
+    recent.add(entity, count);
+    sampler.touch(entity);
+  });
   const sources = {
     clock,
     entities: deps.entities,
@@ -124,6 +123,7 @@ export function createOps(deps: OpsDeps): Ops {
     sampler,
     refillEvents,
     dispatchEvents,
+    takeEvents,
     fleet,
     leaseEvents: {
       leased(entity, count) {
@@ -135,7 +135,6 @@ export function createOps(deps: OpsDeps): Ops {
     },
     overview: (query) => opsOverview(sources, query),
     instances: () => fleet.instances(),
-    countServed: (issuer) => countingServed(issuer, dispatchEvents),
     start: () => {
       sampler.start();
       fleet.start();

@@ -1,16 +1,12 @@
 import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
+import type { TakeEvents } from '../take/take-service';
 import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';
 import type { OpsMetrics } from './metrics';
 import type { SamplerOptions } from './sampler';
-
-/** Any issuer of ids: the dispatcher's take, or the snowflake generator's. */
-export interface Issuer {
-  take(entity: { readonly key: string }, count: number): string[] | Promise<string[]>;
-}
 
 interface Entities {
   get(key: string): EntityConfig | undefined;
@@ -152,18 +148,23 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
   };
 }
 
-/** Turns the dispatcher's events into metrics and alarms; `onServed` counts what was handed out, `onRefused` the takes refused for too few ids. */
-export function opsDispatchEvents(
-  metrics: OpsMetrics,
-  alarms: Alarms,
-  onServed: (entityKey: string, count: number) => void,
-  onRefused: (entityKey: string) => void,
-): DispatchEvents {
+/** Turns the take service's events into metrics; `onServed` counts what was handed out for the sampler and the busiest entities. */
+export function opsTakeEvents(metrics: OpsMetrics, onServed: (entityKey: string, count: number) => void): TakeEvents {
   return {
     served(entity, count) {
       metrics.idsServed.inc({ entity }, count);
       onServed(entity, count);
     },
+  };
+}
+
+/** Turns the dispatcher's events into metrics and alarms; `onRefused` counts the takes refused for too few ids. */
+export function opsDispatchEvents(
+  metrics: OpsMetrics,
+  alarms: Alarms,
+  onRefused: (entityKey: string) => void,
+): DispatchEvents {
+  return {
     rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
     refused: onRefused,
     exhausted(entity, count) {
@@ -180,27 +181,9 @@ export function opsDispatchEvents(
 /** The dispatcher's events as log lines alone (a dispatcher built without the ops side: tests, tools): only exhaustion is an alarm. */
 export function loggingDispatchEvents(log: Logger): DispatchEvents {
   return {
-    served: () => undefined,
     rateLimited: () => undefined,
     refused: () => undefined,
     exhausted: (entity, count) => logAlarm(log, poolExhaustedAlarm(entity, count)),
     periodExhausted: (entity, digits, nextAt) => logAlarm(log, periodExhaustedAlarm(entity, digits, nextAt)),
   };
-}
-
-/** `issuer`, reporting every id it hands out to `events.served`: snowflake ids never pass the dispatcher, which reports its own. */
-export function countingServed<T extends Issuer>(issuer: T, events: Pick<DispatchEvents, 'served'>): T {
-  const counted = Object.create(issuer) as T;
-  counted.take = (entity: Parameters<T['take']>[0], count: number) => {
-    const ids = issuer.take(entity, count);
-    if (Array.isArray(ids)) {
-      events.served(entity.key, ids.length);
-      return ids;
-    }
-    return ids.then((taken) => {
-      events.served(entity.key, taken.length);
-      return taken;
-    });
-  };
-  return counted;
 }

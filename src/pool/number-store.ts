@@ -5,9 +5,9 @@
  * (`commands/number_*.lua`). The only TypeScript that calls them.
  */
 import type { Period } from '../numbers/period';
-import { callFunction, scriptOutcome } from './functions';
-import { type NumberKeys, numberKeys } from './keys';
-import type { RedisClient } from './redis-connection';
+import { callFunction, scriptOutcome } from '../redis/functions';
+import { type NumberKeys, numberKeys } from '../redis/keys';
+import type { RedisClient } from '../redis/connection';
 import { type TakenIds, listedIds } from './taken-ids';
 
 export type NumberTakeResult =

@@ -26,8 +26,16 @@ import { type TakenIds, listedIds } from './taken-ids';
 
 /** Takes business numbers of an entity with a `format`. */
 export interface NumberTakes {
+  /**
+   * Not coalesced by the take service (its `Taker`): each take is one
+   * function call that picks its period itself; sharing one call per turn
+   * is left for later (docs/benchmarks.md).
+   */
+  readonly coalesce: false;
   /** `count` numbers of now's period, all or nothing, as strings. */
   take(entity: EntityConfig, count: number): Promise<TakenIds>;
+  /** Never called while `coalesce` is false; answers "take by take". */
+  takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
   /** Moves the counter of period `periodId` up to at least `seq` (a team moving from an INCR counter); resolves to it after. */
   raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint>;
 }
@@ -107,6 +115,7 @@ export interface RedisNumberTakesOptions {
 
 /** Business numbers on Redis: the period by the Redis clock, the refill from SQL per period. */
 export class RedisNumberTakes implements NumberTakes {
+  readonly coalesce = false;
   private readonly schemes = new Schemes();
   private readonly refills = new Map<string, Promise<void>>();
   /** Numbers this instance took per entity, running: what demand is measured from. */
@@ -125,7 +134,6 @@ export class RedisNumberTakes implements NumberTakes {
       switch (r.kind) {
         case 'ok':
           this.taken.set(entity.key, (this.taken.get(entity.key) ?? 0) + count);
-          this.o.events.served(entity.key, count);
           if (r.remaining < this.o.demand.lowWatermark(entity)) void this.refillQuietly(entity);
           return r.numbers;
         case 'rate_limited':
@@ -153,6 +161,10 @@ export class RedisNumberTakes implements NumberTakes {
           if (attempt > 0) await this.o.clock.sleep(10);
       }
     }
+  }
+
+  takeShared(): Promise<undefined> {
+    return Promise.resolve(undefined);
   }
 
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
@@ -325,6 +337,7 @@ function slotFor(state: NumberState, period: Period): 0 | 1 | undefined {
  * in process, and a new period starts a new one.
  */
 export class LocalNumberTakes implements NumberTakes {
+  readonly coalesce = false;
   private readonly schemes = new Schemes();
   private readonly buffers = new Map<string, { period: string; numbers: string[]; full: boolean }>();
   private readonly running = new Map<string, Promise<unknown>>();
@@ -371,8 +384,11 @@ export class LocalNumberTakes implements NumberTakes {
       throw periodFull(entity, scheme, period.id, period.end - this.o.clock.now());
     }
     this.o.admit?.(entity, count);
-    this.o.events.served(entity.key, count);
     return listedIds(buffer.numbers.splice(0, count));
+  }
+
+  takeShared(): Promise<undefined> {
+    return Promise.resolve(undefined);
   }
 
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {

@@ -22,12 +22,14 @@ import type { Logger } from '../logger';
 import { type Ops, createOps } from '../ops';
 import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
+import { SnowflakeTaker } from '../take/snowflake-taker';
+import { type TakeEvents, TakeService } from '../take/take-service';
 import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } from '../pool/rate-limit';
-import { RedisRegistrationGeneration } from '../pool/registration-generation';
+import { RedisRegistrationGeneration } from '../redis/registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
-import type { RedisClient } from '../pool/redis-connection';
-import { checkRedisMemory } from '../pool/redis-memory';
+import type { RedisClient } from '../redis/connection';
+import { checkRedisMemory } from '../redis/memory';
 import { RedisPoolStore } from '../pool/redis-pool-store';
 import { RedisRefillLock } from '../pool/refill-lock';
 import { every } from '../schedule';
@@ -40,7 +42,7 @@ import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
 import { RedisFleetStore } from '../fleet/redis-fleet-store';
-import { RedisWorkerHolders } from '../pool/redis-worker-holders';
+import { RedisWorkerHolders } from '../redis/worker-holders';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
@@ -157,7 +159,6 @@ export async function buildSnowflake(deps: {
   db: Database;
   clock: Clock;
   log: Logger;
-  rate: EntityRateLimit;
   holders: WorkerHolders | undefined;
   settings?: Partial<SnowflakeRuntimeSettings>;
 }): Promise<Built<SnowflakeRuntime>> {
@@ -352,4 +353,25 @@ export function buildPools(deps: {
       await refiller.stop();
     },
   };
+}
+
+/** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */
+export function buildTakes(deps: {
+  pools: Pools;
+  snowflake: SnowflakeRuntime;
+  rate: EntityRateLimit;
+  events: TakeEvents;
+}): TakeService {
+  const { generator } = deps.snowflake;
+  return new TakeService({
+    takers: {
+      segment: deps.pools.dispatcher,
+      number: deps.pools.numbers,
+      snowflake: new SnowflakeTaker({
+        make: (entityKey, count) => generator.takeStrings(entityKey, count),
+        rate: deps.rate,
+      }),
+    },
+    events: deps.events,
+  });
 }

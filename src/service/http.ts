@@ -14,6 +14,7 @@ import type { PoolStore } from '../pool/pool-store';
 import { SegmentLeaser } from '../segment/lease';
 import type { Pools, Stores } from './builders';
 import type { SnowflakeRuntime } from './snowflake';
+import type { TakeService } from '../take/take-service';
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
 export function readinessCheck(deps: {
@@ -56,6 +57,7 @@ export function buildHttp(deps: {
   stores: Stores;
   registry: EntityRegistry;
   pools: Pools;
+  takes: TakeService;
   snowflake: SnowflakeRuntime;
   ops: Ops;
   readiness: () => Promise<ReadinessReport>;
@@ -66,14 +68,14 @@ export function buildHttp(deps: {
   const dependencyProbe = sharedCheck(deps.readiness, deps.clock, 1000);
   return createHttpApp({
     registry: deps.registry,
-    dispatcher: deps.pools.dispatcher,
+    takes: deps.takes,
     numbers: deps.pools.numbers,
     lines: deps.pools.refiller,
     poolStore: stores.poolStore,
     demand: stores.demand,
     allocator: stores.allocator,
     adminToken: deps.config.adminToken,
-    snowflake: ops.countServed(deps.snowflake.issuer),
+    snowflake: deps.snowflake.decoder,
     leases: new SegmentLeaser({
       allocator: stores.allocator,
       stride: stores.stride,

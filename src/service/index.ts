@@ -11,10 +11,8 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import { type Ops, instanceName } from '../ops';
-import type { Dispatcher } from '../pool/dispatcher';
-import type { NumberTakes } from '../pool/number-takes';
 import type { PoolStore } from '../pool/pool-store';
-import type { RedisClient } from '../pool/redis-connection';
+import type { RedisClient } from '../redis/connection';
 import type { FenceCheck } from '../pool/fence-check';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';
@@ -27,7 +25,9 @@ import {
   buildRegistry,
   buildSnowflake,
   buildStores,
+  buildTakes,
 } from './builders';
+import type { TakeService } from '../take/take-service';
 import { buildHttp, readinessCheck } from './http';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
@@ -65,9 +65,8 @@ export interface Service {
   readonly refiller: Refiller;
   /** Carries entities whose database went back past their fences (`stats` counts its runs). */
   readonly fenceCheck: FenceCheck;
-  readonly dispatcher: Dispatcher;
-  /** Business-number takes (entities with a `format`). */
-  readonly numbers: NumberTakes;
+  /** The one take of every face: `take(entity, count)`, coalesced per entity and turn. */
+  readonly takes: TakeService;
   /** Snowflake generator and worker lease. */
   readonly snowflake: SnowflakeRuntime;
   /** Metrics, forecasts and alarms. */
@@ -106,7 +105,6 @@ export async function createService(config: Config, options: ServiceOptions = {}
         db,
         clock,
         log,
-        rate: stores.snowflakeRate,
         holders: stores.workerHolders,
         settings: options.snowflake,
       }),
@@ -144,6 +142,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       }),
     );
     await pools.checkHighWater();
+    const takes = buildTakes({ pools, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
     const readiness = readinessCheck({
       db,
       poolStore: stores.poolStore,
@@ -160,6 +159,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       stores,
       registry,
       pools,
+      takes,
       snowflake,
       ops,
       readiness,
@@ -176,8 +176,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       poolStore: stores.poolStore,
       refiller: pools.refiller,
       fenceCheck: pools.fenceCheck,
-      dispatcher: pools.dispatcher,
-      numbers: pools.numbers,
+      takes,
       async listen(port) {
         pools.refiller.start();
         pools.fenceCheck.start();

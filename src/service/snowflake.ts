@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import { type Config, ConfigError, loadConfig } from '../config/config';
 import type { Database } from '../db/database';
-import type { SnowflakeIssuer } from '../http/app';
+import type { SnowflakeDecoder } from '../http/app';
 import type { Logger } from '../logger';
 import { explainId } from '../snowflake/explain';
 import { SnowflakeLayout } from '../snowflake/layout';
@@ -11,8 +11,6 @@ import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { SqlWorkerStore } from '../worker/worker-store';
-import type { EntityRateLimit } from '../pool/rate-limit';
-import { SnowflakeTakes } from './snowflake-takes';
 import { errorMessage } from '../errors';
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
@@ -20,7 +18,7 @@ export interface SnowflakeRuntime {
   readonly generator: Snowflake;
   /** Undefined with a fixed `IDPOOL_WORKER_ID`. */
   readonly lease: WorkerLease | undefined;
-  readonly issuer: SnowflakeIssuer;
+  readonly decoder: SnowflakeDecoder;
   readonly workers: { list(): Promise<WorkerView[]> };
   /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
   leaseCheck(): string;
@@ -35,8 +33,6 @@ export interface SnowflakeRuntimeDeps {
   db: Database;
   clock: Clock;
   log: Logger;
-  /** Snowflake entities' `maxSizePerSecond`, counted across instances where Redis is shared. */
-  rate: EntityRateLimit;
   /** The worker leases' record outside the database (with Redis). */
   holders: WorkerHolders | undefined;
   /** Overrides of `config.lease`. */
@@ -107,7 +103,7 @@ async function fixedServiceWorker(workerId: number, db: Database, log: Logger): 
  * allows it. Throws {@link ConfigError} or ClockSkewError.
  */
 export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
-  const { config, db, clock, log, rate } = deps;
+  const { config, db, clock, log } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   if (config.workerId !== undefined && !config.workerIdUnsafe) {
@@ -127,15 +123,10 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     { layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` },
     'snowflake generator ready',
   );
-  const takes = new SnowflakeTakes({ make: (entityKey, count) => generator.takeStrings(entityKey, count), rate });
-
   return {
     generator,
     lease,
-    issuer: {
-      take: (entity, count) => takes.take(entity, count),
-      decode: (id) => explainId(layout, clock.now(), id),
-    },
+    decoder: { decode: (id) => explainId(layout, clock.now(), id) },
     workers: {
       list: async () => {
         if (lease) return lease.list();

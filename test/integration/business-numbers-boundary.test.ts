@@ -8,7 +8,7 @@
  * instances that stayed up refused at the boundary.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { numberKeys } from '../../src/pool/keys';
+import { numberKeys } from '../../src/redis/keys';
 import { describeWithServices } from '../support/describe-with-services';
 import { call, register } from '../support/http';
 import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';

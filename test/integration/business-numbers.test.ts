@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
-import { numberKeys } from '../../src/pool/keys';
+import { numberKeys } from '../../src/redis/keys';
 import { type Service, createService } from '../../src/service';
 import { FakeClock } from '../support/clock';
 import { uniqueKey } from '../support/configs';

@@ -74,7 +74,7 @@ describeWithServices(
       const entity = await registerEntity(uniqueKey('coalesce'), { maxSizePerSecond: 0 });
       fcalls.length = 0;
       const counts = Array.from({ length: 64 }, (_, i) => 1 + (i % 5));
-      const answers = await Promise.all(counts.map((n) => service.dispatcher.take(entity, n)));
+      const answers = await Promise.all(counts.map((n) => service.takes.take(entity, n)));
       expect(fcalls).toEqual([counts.reduce((a, b) => a + b, 0)]);
       answers.forEach((ids, i) => expect(ids).toHaveLength(counts[i]));
       const flat = answers.flatMap((ids) => ids.toArray()).map(Number);
@@ -88,7 +88,7 @@ describeWithServices(
       fcalls.length = 0;
       const counts = Array.from({ length: 64 }, (_, i) => 5 + ((i * 7) % 40));
       const total = counts.reduce((a, b) => a + b, 0);
-      const answers = await Promise.all(counts.map((n) => service.dispatcher.take(entity, n)));
+      const answers = await Promise.all(counts.map((n) => service.takes.take(entity, n)));
       expect(fcalls).toEqual([total]);
       expect(total).toBeGreaterThan(256);
       const flat: number[] = [];
@@ -115,7 +115,7 @@ describeWithServices(
       fcalls.length = 0;
       const outcomes = await Promise.all(
         Array.from({ length: 64 }, () =>
-          service.dispatcher.take(entity, 3).then(
+          service.takes.take(entity, 3).then(
             (ids) => ids.length,
             (err) => err,
           ),
@@ -138,9 +138,9 @@ describeWithServices(
         maxSizePerTimes: 100,
       });
       const size = await service.poolStore.size(entity.key);
-      const first = await service.dispatcher.take(entity, size - 6); // 6 left
+      const first = await service.takes.take(entity, size - 6); // 6 left
       fcalls.length = 0;
-      const answers = await Promise.all([0, 1, 2].map(() => service.dispatcher.take(entity, 4)));
+      const answers = await Promise.all([0, 1, 2].map(() => service.takes.take(entity, 4)));
       // The sum (12) did not fit; alone, the first fit, the second and third waited for a refill.
       expect(fcalls[0]).toBe(12);
       expect(fcalls[1]).toBe(4);

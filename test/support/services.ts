@@ -75,6 +75,8 @@ export interface ServiceNeeds {
   prometheus?: boolean;
   /** libfaketime, to start an instance with its clock moved (Debian package faketime). */
   faketime?: boolean;
+  /** `javac`/`java`, `python3` and `go`: the clients under clients/ (Debian packages default-jdk-headless, python3, golang-go). */
+  clientToolchains?: boolean;
 }
 
 const installed = (program: string): boolean => spawnSync(program, ['--version'], { stdio: 'ignore' }).status === 0;
@@ -92,6 +94,16 @@ async function missingOf(needs: ServiceNeeds): Promise<string[]> {
   for (const program of ['promtool', 'prometheus'] as const)
     if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
   if (needs.faketime && !existsSync(LIBFAKETIME)) missing.push(`libfaketime not installed (${LIBFAKETIME})`);
+  if (needs.clientToolchains) {
+    for (const [program, arg] of [
+      ['javac', '-version'],
+      ['java', '-version'],
+      ['python3', '--version'],
+      ['go', 'version'],
+    ])
+      if (spawnSync(program, [arg], { stdio: 'ignore' }).status !== 0)
+        missing.push(`${program} not installed (clients/)`);
+  }
   return missing;
 }
 
@@ -174,7 +186,7 @@ export function testPrefix(): string {
 /**
  * The shared Redis under a key prefix of its own: every test deployment has
  * a database of its own, and a second deployment on the same keys is refused
- * (pool/deployment-claim.ts).
+ * (redis/deployment-claim.ts).
  */
 export function sharedRedisEnv(prefix = testPrefix()): { IDPOOL_REDIS_URL: string; IDPOOL_REDIS_KEY_PREFIX: string } {
   return { IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REDIS_KEY_PREFIX: prefix };

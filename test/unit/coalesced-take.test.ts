@@ -11,6 +11,7 @@ import { Refiller } from '../../src/pool/refiller';
 import type { TakenIds } from '../../src/pool/taken-ids';
 import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { TakeService } from '../../src/take/take-service';
 import { FakeClock } from '../support/clock';
 
 /** The in-process store, counting the take calls that reach it. */
@@ -65,7 +66,12 @@ async function setup(config: EntityConfig) {
     events: loggingDispatchEvents(silentLogger),
   });
   await refiller.refill(config.key); // one floor: 500 ids, 0..499
-  return { clock, store, refiller, dispatcher };
+  return { clock, store, refiller, dispatcher, takes: segmentTakes(dispatcher) };
+}
+
+/** The take service with the segment take alone, reporting to nothing. */
+function segmentTakes(dispatcher: Dispatcher): TakeService {
+  return new TakeService({ takers: { segment: dispatcher }, events: { served: () => undefined } });
 }
 
 /** Settles every promise: ids, or the error's class name. */
@@ -82,39 +88,35 @@ const outcomes = (ps: Promise<TakenIds>[]) =>
 describe('coalesced takes', () => {
   it('takes of one turn share one store call; ids go out in arrival order, each request gets its own count', async () => {
     const config = entity();
-    const { store, dispatcher } = await setup(config);
+    const { store, takes } = await setup(config);
     const counts = [3, 1, 5, 2];
-    const answers = await outcomes(counts.map((n) => dispatcher.take(config, n)));
+    const answers = await outcomes(counts.map((n) => takes.take(config, n)));
     expect(store.takes).toEqual([11]);
     expect(answers).toEqual([[0, 1, 2], [3], [4, 5, 6, 7, 8], [9, 10]]);
-    expect(dispatcher.stats.idsServed).toBe(11);
+    expect(takes.stats.idsServed).toBe(11);
     // The next turn is the next group.
-    expect((await dispatcher.take(config, 2)).toArray()).toEqual(['11', '12']);
+    expect((await takes.take(config, 2)).toArray()).toEqual(['11', '12']);
     expect(store.takes).toEqual([11, 2]);
   });
 
   it('other entities and later turns are not mixed in', async () => {
     const config = entity();
     const other = entity({ key: 'payments' });
-    const { store, dispatcher } = await setup(config);
+    const { store, takes } = await setup(config);
     await store.push('payments', ['900', '901'], 900n, 901n);
-    const a = dispatcher.take(config, 1);
-    const b = dispatcher.take(other, 1);
-    const c = dispatcher.take(config, 1);
+    const a = takes.take(config, 1);
+    const b = takes.take(other, 1);
+    const c = takes.take(config, 1);
     expect(await outcomes([a, b, c])).toEqual([[0], [900], [1]]);
     expect(store.takes.sort()).toEqual([1, 2]);
   });
 
   it('a shortage of the sum falls back to answering each request alone: each all or nothing, in arrival order', async () => {
     const config = entity();
-    const { store, dispatcher } = await setup(config);
-    await dispatcher.take(config, 490); // 10 left: 490..499
+    const { store, takes } = await setup(config);
+    await takes.take(config, 490); // 10 left: 490..499
     store.takes.length = 0;
-    const answers = await outcomes([
-      dispatcher.take(config, 4),
-      dispatcher.take(config, 4),
-      dispatcher.take(config, 4),
-    ]);
+    const answers = await outcomes([takes.take(config, 4), takes.take(config, 4), takes.take(config, 4)]);
     // The sum (12) did not fit; the first two did, one after another; the third found 2 and waited for a refill (one floor, 500..999).
     expect(store.takes.slice(0, 4)).toEqual([12, 4, 4, 4]);
     expect(answers).toEqual([
@@ -126,29 +128,29 @@ describe('coalesced takes', () => {
 
   it('rate limits stay exact: the sum is admitted only when every request would be, else each is counted as itself', async () => {
     const config = entity({ maxSizePerSecond: 10 });
-    const { clock, dispatcher } = await setup(config);
+    const { clock, dispatcher, takes } = await setup(config);
     // 4 × 3 = 12 > 10: answered alone, the first three fit (9), the fourth is limited.
-    const answers = await outcomes([0, 1, 2, 3].map(() => dispatcher.take(config, 3)));
+    const answers = await outcomes([0, 1, 2, 3].map(() => takes.take(config, 3)));
     expect(answers).toEqual([[0, 1, 2], [3, 4, 5], [6, 7, 8], 'RateLimitedError']);
     expect(dispatcher.stats.rateLimited).toBe(1);
     // One id left this second: a group of 1 + 1 does not fit, the first alone does.
-    expect(await outcomes([dispatcher.take(config, 1), dispatcher.take(config, 1)])).toEqual([[9], 'RateLimitedError']);
+    expect(await outcomes([takes.take(config, 1), takes.take(config, 1)])).toEqual([[9], 'RateLimitedError']);
     clock.advance(1000);
     // A new second: 5 + 5 fits exactly, in one call.
-    expect(await outcomes([dispatcher.take(config, 5), dispatcher.take(config, 5)])).toEqual([
+    expect(await outcomes([takes.take(config, 5), takes.take(config, 5)])).toEqual([
       [10, 11, 12, 13, 14],
       [15, 16, 17, 18, 19],
     ]);
-    await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(RateLimitedError);
+    await expect(takes.take(config, 1)).rejects.toBeInstanceOf(RateLimitedError);
   });
 
   it('a failing store call fails every request of the group with its error', async () => {
     const config = entity();
-    const { store, dispatcher } = await setup(config);
+    const { store, takes } = await setup(config);
     store.take = async () => {
       throw new Error('connect ECONNREFUSED');
     };
-    expect(await outcomes([dispatcher.take(config, 1), dispatcher.take(config, 1)])).toEqual(['Error', 'Error']);
+    expect(await outcomes([takes.take(config, 1), takes.take(config, 1)])).toEqual(['Error', 'Error']);
   });
 
   it('the in-process store does not coalesce by default (it answers without I/O)', async () => {
@@ -164,8 +166,8 @@ describe('coalesced takes', () => {
       lastFailure: () => undefined,
       lowWatermark: () => 0,
     };
-    const dispatcher = new Dispatcher({ store, refiller, clock, events: loggingDispatchEvents(silentLogger) });
-    expect(await outcomes([dispatcher.take(config, 1), dispatcher.take(config, 2)])).toEqual([[1], [2, 3]]);
+    const takes = segmentTakes(new Dispatcher({ store, refiller, clock, events: loggingDispatchEvents(silentLogger) }));
+    expect(await outcomes([takes.take(config, 1), takes.take(config, 2)])).toEqual([[1], [2, 3]]);
     expect(store.takes).toEqual([1, 2]);
   });
 });

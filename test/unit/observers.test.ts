@@ -30,7 +30,6 @@ function report(refill: RefillEvents, dispatch: DispatchEvents): void {
   });
   refill.epochChanged('run-1:r', 'run-2:r');
   refill.failed('orders');
-  dispatch.served('orders', 5);
   dispatch.rateLimited('orders');
   dispatch.refused('orders');
   dispatch.exhausted('orders', 7);
@@ -52,12 +51,7 @@ describe('events: the ops implementation and the logging one write the same line
     const alarms = new Alarms({ clock, log: viaAlarms.log, dedupeMs: 60_000, instance: 't' });
     report(
       opsRefillEvents(metrics, alarms, entities, stride),
-      opsDispatchEvents(
-        metrics,
-        alarms,
-        () => undefined,
-        () => undefined,
-      ),
+      opsDispatchEvents(metrics, alarms, () => undefined),
     );
 
     const logged = recordingLog();

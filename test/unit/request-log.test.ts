@@ -27,7 +27,10 @@ function recorder(lines: Line[]): Logger {
 let server: Server | undefined;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
-/** A real express app behind the observer: /ok answers 200, /slow 200 after 60 ms, /bad 400, /fail 503. */
+/**
+ * A real express app behind the observer: /ok answers 200, /slow 200 after 60 ms, /bad 400, /fail 503.
+ * The observer's clock moves only by /slow's 60 ms, so a loaded machine's slow /ok is never "slow".
+ */
 async function serve(
   mode: RequestLogMode,
   slowMs: number,
@@ -42,9 +45,13 @@ async function serve(
     registers: [registry],
   });
   const app = express();
-  app.use(requestObserver({ log: wrap(recorder(lines)), mode, slowMs, duration }));
+  let monotonic = 0;
+  app.use(requestObserver({ log: wrap(recorder(lines)), mode, slowMs, duration, now: () => monotonic }));
   app.get('/ok', (_req, res) => void res.json({ ok: true }));
-  app.get('/slow', (_req, res) => void setTimeout(() => res.json({ ok: true }), 60));
+  app.get('/slow', (_req, res) => {
+    monotonic += 60;
+    res.json({ ok: true });
+  });
   app.get('/bad', (_req, res) => void res.status(400).json({ error: 'invalid_request' }));
   app.get('/fail', (_req, res) => void res.status(503).json({ error: 'unavailable' }));
   server = app.listen(0);

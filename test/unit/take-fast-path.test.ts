@@ -122,7 +122,7 @@ describe('the take route fast path', () => {
           authenticate: async (key: string, secret: string) =>
             key === 'orders' && secretAccepted(entity, secret, 0) ? entity : undefined,
         } as never,
-        dispatcher: {
+        takes: {
           take: async (_entity: EntityConfig, count: number) => {
             taken.push(count);
             return listedIds(Array.from({ length: count }, () => String(next++)));

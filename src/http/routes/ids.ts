@@ -1,17 +1,17 @@
 import type { IRouter, Request, RequestHandler, Response } from 'express';
 import type { EntityConfig } from '../../entities/entity';
-import { InvalidRequestError, NotFoundError } from '../../errors';
+import { InvalidRequestError } from '../../errors';
 import { type IdExplanation, NotAnIdError } from '../../snowflake/explain';
-import type { HttpDeps, SnowflakeIssuer } from '../deps';
+import type { HttpDeps, SnowflakeDecoder } from '../deps';
 import type { Guards } from '../guards';
 import { answerOnce } from '../idempotency';
-import { type TakenIds, listedIds } from '../../pool/taken-ids';
+import type { TakenIds } from '../../pool/taken-ids';
 import { integerField } from '../params';
 import { BODY_LIMIT_BYTES } from '../settings';
 import { type DecodedNumber, NumberScheme } from '../../numbers/scheme';
 
 /** What the id routes use of the app's dependencies. */
-export type IdRouteDeps = Pick<HttpDeps, 'dispatcher' | 'snowflake' | 'idempotency' | 'numbers'>;
+export type IdRouteDeps = Pick<HttpDeps, 'takes' | 'snowflake' | 'idempotency'>;
 
 /** The take route's path, as express and the request log name it. */
 const TAKE_PATH = '/apps/:key/ids';
@@ -25,7 +25,7 @@ export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticat
     const entity = await guards.authenticatedEntity(req);
     const count = requestedCount(req, entity.maxSizePerTimes);
     const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, () =>
-      takeIds(deps, entity, count),
+      deps.takes.take(entity, count),
     );
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     sendIds(res, ids);
@@ -161,17 +161,6 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
   };
 }
 
-/** `count` ids of the entity: from its pool, or made by the snowflake generator within its per-second limit (every protocol's take). */
-export async function takeIds(deps: IdRouteDeps, entity: EntityConfig, count: number): Promise<TakenIds> {
-  if (entity.numbers) {
-    if (!deps.numbers) throw new NotFoundError('business numbers are not served by this instance');
-    return deps.numbers.take(entity, count);
-  }
-  if (entity.mode !== 'snowflake') return deps.dispatcher.take(entity, count);
-  if (!deps.snowflake) throw new NotFoundError('snowflake ids are not enabled on this instance');
-  return listedIds(await deps.snowflake.take(entity, count));
-}
-
 /** `count` from the JSON body or `?count=`; default 1; an integer in 1..max. */
 function requestedCount(req: Request, max: number): number {
   const count = integerField(req, 'count', `1 to ${max}`) ?? 1;
@@ -191,7 +180,7 @@ function decodeNumberOr400(entity: EntityConfig, number: string): DecodedNumber 
 }
 
 /** An id that cannot be one of this layout's is the client's mistake: 400 with the reason. */
-function decodeOr400(snowflake: SnowflakeIssuer, id: string): IdExplanation {
+function decodeOr400(snowflake: SnowflakeDecoder, id: string): IdExplanation {
   try {
     return snowflake.decode(id);
   } catch (err) {

@@ -1,12 +1,13 @@
 import express, { type IRouter, type Request, type Response } from 'express';
 import { type EntityConfig, KEY_PATTERN } from '../../entities/entity';
+import type { Clock } from '../../clock';
 import { IdpoolError } from '../../errors';
+import { takeKind } from '../../take/take-service';
 import type { HttpDeps } from '../deps';
 import type { ErrorAnswer } from '../errors';
-import { type IdRouteDeps, takeIds } from './ids';
 
 /** What Leaf's routes use: the registry (no credential: a lookup) and the native take. */
-export type LeafRouteDeps = IdRouteDeps & { registry: Pick<HttpDeps['registry'], 'find'> };
+export type LeafRouteDeps = Pick<HttpDeps, 'takes'> & { registry: Pick<HttpDeps['registry'], 'find'> };
 
 /**
  * Leaf's `Result` codes, carried in its error message
@@ -38,11 +39,12 @@ export function registerLeafRoutes(
   app: IRouter,
   deps: LeafRouteDeps,
   errors: (answer: ErrorAnswer) => express.ErrorRequestHandler,
+  clock: Pick<Clock, 'now'>,
 ): void {
   const router = express.Router();
   const route = (family: 'segment' | 'snowflake') => async (req: Request, res: Response) => {
     const entity = await servedEntity(deps, req.params.key as string, family);
-    const [id] = (await takeIds(deps, entity, 1)).toArray();
+    const [id] = (await deps.takes.take(entity, 1)).toArray();
     res.status(200);
     // As Spring writes a String a controller returns.
     res.setHeader('Content-Type', 'text/plain;charset=UTF-8');
@@ -50,13 +52,13 @@ export function registerLeafRoutes(
   };
   router.all('/api/segment/get/:key', route('segment'));
   router.all('/api/snowflake/get/:key', route('snowflake'));
-  router.use(errors(leafError));
+  router.use(errors(leafError(clock)));
   app.use(router);
 }
 
 async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' | 'snowflake'): Promise<EntityConfig> {
   const entity = KEY_PATTERN.test(key) ? await deps.registry.find(key) : undefined;
-  if (!entity || !entity.compat.includes('leaf') || (entity.mode === 'snowflake') !== (family === 'snowflake'))
+  if (!entity || !entity.compat.includes('leaf') || takeKind(entity) !== family)
     throw new LeafRefusal(KEY_NOT_SERVED, `no ${family} entity "${key}" is served to Leaf clients`);
   return entity;
 }
@@ -67,18 +69,20 @@ async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' 
  * A wait (rate limit, pool exhausted, a dependency down) keeps its
  * `Retry-After`: Leaf clients ignore it, others may use it.
  */
-const leafError: ErrorAnswer = (req, res, err) => {
-  const code = err instanceof LeafRefusal ? err.leafCode : req.path.startsWith('/api/snowflake/') ? -1n : -3n;
-  if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-  res.status(500);
-  res.setHeader('Content-Type', 'application/json;charset=UTF-8');
-  res.end(
-    JSON.stringify({
-      timestamp: Date.now(),
-      status: 500,
-      error: 'Internal Server Error',
-      message: `Result{id=${code}, status=EXCEPTION}`,
-      path: req.originalUrl.split('?')[0],
-    }),
-  );
-};
+const leafError =
+  (clock: Pick<Clock, 'now'>): ErrorAnswer =>
+  (req, res, err) => {
+    const code = err instanceof LeafRefusal ? err.leafCode : req.path.startsWith('/api/snowflake/') ? -1n : -3n;
+    if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+    res.status(500);
+    res.setHeader('Content-Type', 'application/json;charset=UTF-8');
+    res.end(
+      JSON.stringify({
+        timestamp: clock.now(),
+        status: 500,
+        error: 'Internal Server Error',
+        message: `Result{id=${code}, status=EXCEPTION}`,
+        path: req.originalUrl.split('?')[0],
+      }),
+    );
+  };

@@ -1,4 +1,5 @@
 import express, { type IRouter, type Request, type Response } from 'express';
+import type { Clock } from '../../clock';
 import type { EntityConfig } from '../../entities/entity';
 import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../../errors';
 import type { LeasedSegment } from '../../segment/lease';
@@ -6,10 +7,9 @@ import type { HttpDeps } from '../deps';
 import type { ErrorAnswer } from '../errors';
 import type { Guards } from '../guards';
 import { BODY_LIMIT_BYTES } from '../settings';
-import { type IdRouteDeps, takeIds } from './ids';
 
-/** What Tinyid's routes use of the app's dependencies. */
-export type TinyidRouteDeps = IdRouteDeps & Pick<HttpDeps, 'leases'>;
+/** What Tinyid's routes use of the app's dependencies: the native take and the segment leaser. */
+export type TinyidRouteDeps = Pick<HttpDeps, 'takes' | 'leases'>;
 
 /** Tinyid's `batch.size.max`: a larger `batchSize` is cut to it, not refused. */
 export const TINYID_BATCH_MAX = 100_000;
@@ -43,6 +43,7 @@ export function registerTinyidRoutes(
   deps: TinyidRouteDeps,
   guards: Pick<Guards, 'entityBySecret'>,
   errors: (answer: ErrorAnswer) => express.ErrorRequestHandler,
+  clock: Pick<Clock, 'now'>,
 ): void {
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: BODY_LIMIT_BYTES, parameterLimit: 10 });
@@ -83,7 +84,7 @@ export function registerTinyidRoutes(
     sendText(req, res, `${s.currentId},${s.loadingId},${s.maxId},${s.delta},${s.remainder}`);
   });
 
-  router.use(errors(tinyidError));
+  router.use(errors(tinyidError(clock)));
   app.use(router);
 }
 
@@ -93,27 +94,30 @@ export function registerTinyidRoutes(
  * message, as Tinyid passes its exception's message on; the simple routes
  * an empty body. A `batchSize` Spring cannot bind is Spring Boot's 400.
  */
-const tinyidError: ErrorAnswer = (req, res, err) => {
-  if (err instanceof BatchSizeBindError) {
-    sendBindError(req, res, err.input);
-    return;
-  }
-  if (req.path.endsWith('Simple')) {
-    sendText(req, res, '');
-    return;
-  }
-  const [code, message] = err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
-  res.status(200).setHeader('Content-Type', JSON_TYPE);
-  res.end(`{"data":null,"code":${code},"message":${JSON.stringify(message)}}`);
-};
+const tinyidError =
+  (clock: Pick<Clock, 'now'>): ErrorAnswer =>
+  (req, res, err) => {
+    if (err instanceof BatchSizeBindError) {
+      sendBindError(req, res, err.input, clock.now());
+      return;
+    }
+    if (req.path.endsWith('Simple')) {
+      sendText(req, res, '');
+      return;
+    }
+    const [code, message] =
+      err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
+    res.status(200).setHeader('Content-Type', JSON_TYPE);
+    res.end(`{"data":null,"code":${code},"message":${JSON.stringify(message)}}`);
+  };
 
-async function takeForTinyid(deps: IdRouteDeps, entity: EntityConfig, count: number): Promise<string[]> {
+async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig, count: number): Promise<string[]> {
   if (count > entity.maxSizePerTimes) {
     throw new InvalidRequestError(
       `batchSize ${count} is above the entity's maxSizePerTimes (${entity.maxSizePerTimes}); raise it to serve Tinyid's batches of up to ${TINYID_BATCH_MAX}`,
     );
   }
-  return (await takeIds(deps, entity, count)).toArray();
+  return (await deps.takes.take(entity, count)).toArray();
 }
 
 function leaseForTinyid(deps: Pick<HttpDeps, 'leases'>, entity: EntityConfig): Promise<LeasedSegment> {
@@ -174,11 +178,11 @@ function batchSizeOf(req: Request): number {
 }
 
 /** Spring Boot 1.5's error body for a parameter its binder refused (`DefaultErrorAttributes`). */
-function sendBindError(req: Request, res: Response, input: string): void {
+function sendBindError(req: Request, res: Response, input: string, timestamp: number): void {
   res.status(400).setHeader('Content-Type', JSON_TYPE);
   res.end(
     JSON.stringify({
-      timestamp: Date.now(),
+      timestamp,
       status: 400,
       error: 'Bad Request',
       exception: 'org.springframework.web.method.annotation.MethodArgumentTypeMismatchException',

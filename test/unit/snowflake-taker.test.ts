@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitedError } from '../../src/errors';
 import { MemoryEntityRateLimit } from '../../src/pool/rate-limit';
-import { SnowflakeTakes } from '../../src/service/snowflake-takes';
+import type { EntityConfig } from '../../src/entities/entity';
+import { SnowflakeTaker } from '../../src/take/snowflake-taker';
+import { TakeService } from '../../src/take/take-service';
 import { FakeClock } from '../support/clock';
 
 /** A maker that hands out 1, 2, 3, … and records each run's count; a rate limit on a fake clock that records each admit. */
@@ -11,7 +13,7 @@ function setup(options: { failMake?: Error } = {}) {
   const admits: number[] = [];
   const runs: number[] = [];
   let next = 1;
-  const takes = new SnowflakeTakes({
+  const taker = new SnowflakeTaker({
     rate: {
       admit: (entityKey, count, max) => {
         admits.push(count);
@@ -24,6 +26,11 @@ function setup(options: { failMake?: Error } = {}) {
       return Array.from({ length: count }, () => String(next++));
     },
   });
+  const service = new TakeService({ takers: { snowflake: taker }, events: { served: () => undefined } });
+  const takes = {
+    take: async (entity: Pick<EntityConfig, 'key' | 'maxSizePerSecond'>, count: number) =>
+      (await service.take({ ...entity, mode: 'snowflake' } as EntityConfig, count)).toArray(),
+  };
   return { takes, admits, runs };
 }
 
@@ -33,7 +40,7 @@ const settle = <T>(p: Promise<T>) =>
     (err: unknown) => err,
   );
 
-describe('SnowflakeTakes', () => {
+describe('the snowflake take', () => {
   it('takes of one entity in one turn are one admit and one generator run for their sum, handed out in arrival order', async () => {
     const { takes, admits, runs } = setup();
     const entity = { key: 'orders', maxSizePerSecond: 0 };

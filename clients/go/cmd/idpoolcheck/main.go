@@ -1,0 +1,341 @@
+// Command idpoolcheck runs the client's checks against a real idpool, for
+// test/integration/clients.test.ts (which reads the ids written to $OUT and
+// asserts on them) and bench/clients.bench.ts. The same modes as the Java and
+// Python programs: unique, failover, errors, bench. Exit status 0 only when
+// every check here passed.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	idpool "github.com/idpool/idpool/clients/go"
+)
+
+func env(name, fallback string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return fallback
+}
+
+func envInt(name string, fallback int) int {
+	n, err := strconv.Atoi(env(name, strconv.Itoa(fallback)))
+	if err != nil {
+		fail("env", err)
+	}
+	return n
+}
+
+func fail(name string, err error) {
+	fmt.Printf("FAIL %s: %v\n", name, err)
+	os.Exit(1)
+}
+
+func endpoints() []string { return strings.Split(env("IDPOOL_ENDPOINTS", ""), ",") }
+
+func client(endpoints []string) *idpool.Client {
+	c, err := idpool.New(idpool.Options{
+		Endpoints: endpoints,
+		Secrets:   map[string]string{env("TAKE_KEY", "x"): env("TAKE_SECRET", "x"), env("LEASE_KEY", "y"): env("LEASE_SECRET", "x")},
+		Timeout:   2 * time.Second,
+		Deadline:  30 * time.Second,
+		// Wait: longer than the 2 s default, as on a loaded CI machine a lease may take that long.
+		Lease: idpool.LeaseOptions{MinSize: envInt("LEASE_MIN", 0), MaxSize: envInt("LEASE_MAX", 10_000_000), Wait: 15 * time.Second},
+	})
+	if err != nil {
+		fail("options", err)
+	}
+	return c
+}
+
+func main() {
+	switch os.Args[1] {
+	case "unique":
+		draw(8, 1, true)
+	case "failover":
+		draw(4, 2, false)
+	case "errors":
+		checks()
+	case "bench":
+		bench()
+	default:
+		fail("mode", errors.New("unique | failover | errors | bench"))
+	}
+}
+
+// draw: goroutines each taking TAKES batches of 5 over HTTP and LEASED leased
+// ids, per phase; between phases it says "phase done" and waits for a line on
+// stdin (the test kills an instance then). Every id goes to $OUT. With spread,
+// odd goroutines use a second client that lists the endpoints the other way
+// round (a client asks its first endpoint while it answers), so both serve.
+func draw(goroutines, phases int, spread bool) {
+	takes, leasedEach := envInt("TAKES", 25), envInt("LEASED", 20000)
+	list := endpoints()
+	reversed := make([]string, len(list))
+	for i, e := range list {
+		reversed[len(list)-1-i] = e
+	}
+	clients := []*idpool.Client{client(list), client(list)}
+	if spread {
+		clients[1] = client(reversed)
+	}
+	defer clients[0].Close()
+	defer clients[1].Close()
+	take := env("TAKE_KEY", "")
+	var mu sync.Mutex
+	var out strings.Builder
+	stdin := bufio.NewReader(os.Stdin)
+	for phase := 0; phase < phases; phase++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, goroutines)
+		for g := 0; g < goroutines; g++ {
+			c := clients[0]
+			if spread {
+				c = clients[g%2]
+			}
+			leased := c.Leased(env("LEASE_KEY", ""))
+			if err := leased.Open(); err != nil {
+				fail("open", err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var b strings.Builder
+				for k := 0; k < takes; k++ {
+					ids, err := c.Take(context.Background(), take, 5)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, id := range ids {
+						fmt.Fprintf(&b, "t %d\n", id)
+					}
+				}
+				for k := 0; k < leasedEach; k++ {
+					id, err := leased.Next()
+					if err != nil {
+						errs <- err
+						return
+					}
+					fmt.Fprintf(&b, "l %d\n", id)
+				}
+				mu.Lock()
+				out.WriteString(b.String())
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			fail("draw", err)
+		}
+		if phase < phases-1 {
+			fmt.Println("phase done")
+			if _, err := stdin.ReadString('\n'); err != nil {
+				fail("stdin", err)
+			}
+		}
+	}
+	if err := os.WriteFile(env("OUT", "ids.txt"), []byte(out.String()), 0o644); err != nil {
+		fail("out", err)
+	}
+	lease := env("LEASE_KEY", "")
+	fmt.Printf("leases %d\ndone\n", clients[0].Leased(lease).Leases()+clients[1].Leased(lease).Leases())
+}
+
+func check(name string, f func() error) {
+	if err := f(); err != nil {
+		fail(name, err)
+	}
+	fmt.Println("ok " + name)
+}
+
+func expectHTTP(err error, kind error, status int, code string) error {
+	var h *idpool.HTTPError
+	if !errors.As(err, &h) {
+		return fmt.Errorf("expected %d %s, got %v", status, code, err)
+	}
+	if kind != nil && !errors.Is(err, kind) {
+		return fmt.Errorf("%v is not %v", err, kind)
+	}
+	if h.Status != status || h.Code != code {
+		return fmt.Errorf("expected %d %s, got %d %s", status, code, h.Status, h.Code)
+	}
+	return nil
+}
+
+func checks() {
+	ctx := context.Background()
+	take, limited, flake := env("TAKE_KEY", ""), env("LIMITED_KEY", ""), env("FLAKE_KEY", "")
+	c, err := idpool.New(idpool.Options{Endpoints: endpoints(), Secrets: map[string]string{
+		take: env("TAKE_SECRET", ""), limited: env("LIMITED_SECRET", ""), flake: env("FLAKE_SECRET", ""), take + "-nosuch": "whatever",
+	}})
+	if err != nil {
+		fail("options", err)
+	}
+	wrong, _ := idpool.New(idpool.Options{Endpoints: endpoints(), Secrets: map[string]string{take: "not-the-secret"}})
+	check("unauthorized", func() error {
+		_, err := wrong.Take(ctx, take, 1)
+		return expectHTTP(err, idpool.ErrUnauthorized, 401, "unauthorized")
+	})
+	// An unknown entity is 401 as a wrong secret is: the service does not say which keys exist.
+	check("unknown_entity", func() error {
+		_, err := c.Take(ctx, take+"-nosuch", 1)
+		return expectHTTP(err, idpool.ErrUnauthorized, 401, "unauthorized")
+	})
+	check("decode_refused", func() error {
+		_, err := c.Decode(ctx, take, 1)
+		return expectHTTP(err, idpool.ErrInvalidRequest, 400, "invalid_request")
+	})
+	check("conflict", func() error {
+		_, err := c.Leased(take).Next()
+		return expectHTTP(err, idpool.ErrConflict, 409, "conflict")
+	})
+	check("invalid_request", func() error {
+		_, err := c.Take(ctx, take, 1_000_000_000)
+		return expectHTTP(err, idpool.ErrInvalidRequest, 400, "invalid_request")
+	})
+	check("rate_limited", func() error {
+		for k := 0; k < 5; k++ {
+			if _, err := c.Take(ctx, limited, 10); err != nil {
+				if e := expectHTTP(err, idpool.ErrRateLimited, 429, "rate_limited"); e != nil {
+					return e
+				}
+				if err.(*idpool.HTTPError).RetryAfter < 0 {
+					return errors.New("429 without Retry-After")
+				}
+				return nil
+			}
+		}
+		return errors.New("never limited")
+	})
+	check("decode", func() error {
+		id, err := c.Next(ctx, flake)
+		if err != nil {
+			return err
+		}
+		p, err := c.Decode(ctx, flake, id)
+		if err != nil {
+			return err
+		}
+		if p.ID != id {
+			return fmt.Errorf("decoded %d for %d", p.ID, id)
+		}
+		if d := time.Since(time.UnixMilli(p.TimestampMs)); d > time.Minute || d < -time.Minute {
+			return fmt.Errorf("timestamp %s is not now", p.Timestamp)
+		}
+		return nil
+	})
+	check("retry_after", func() error { return retryAfter(503, "pool_exhausted", false) })
+	check("rate_limit_wait", func() error { return retryAfter(429, "rate_limited", true) })
+	check("unavailable", unavailable)
+	fmt.Println("done")
+}
+
+// retryAfter: a local server answers status with Retry-After: 1, then 200; the
+// client waits a second and retries with the same Idempotency-Key (a 429 only
+// with WaitOnRateLimit).
+func retryAfter(status int, code string, waitOnRateLimit bool) error {
+	var mu sync.Mutex
+	var keys []string
+	var times []time.Time
+	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		times = append(times, time.Now())
+		first := len(keys) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"code":%q,"message":"wait"}}`, code)
+			return
+		}
+		fmt.Fprint(w, `{"ids":["9223372036854775807"]}`)
+	}))
+	defer stub.Close()
+	c, _ := idpool.New(idpool.Options{Endpoints: []string{stub.URL}, Secrets: map[string]string{"e": "s"}, WaitOnRateLimit: waitOnRateLimit})
+	id, err := c.Next(context.Background(), "e")
+	if err != nil {
+		return err
+	}
+	if id != 9223372036854775807 {
+		return fmt.Errorf("id %d", id)
+	}
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		return fmt.Errorf("idempotency keys %v", keys)
+	}
+	if waited := times[1].Sub(times[0]); waited < 950*time.Millisecond {
+		return fmt.Errorf("retried after %v, before Retry-After: 1", waited)
+	}
+	return nil
+}
+
+// unavailable: every endpoint failing gives an UnavailableError with each attempt, the last carrying the service's code.
+func unavailable() error {
+	var seen atomic.Int64
+	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		w.WriteHeader(503)
+		fmt.Fprint(w, `{"error":{"code":"unavailable","message":"down"}}`)
+	}))
+	defer stub.Close()
+	c, _ := idpool.New(idpool.Options{Endpoints: []string{stub.URL}, Secrets: map[string]string{"e": "s"},
+		DownFor: 100 * time.Millisecond, Deadline: 1500 * time.Millisecond})
+	_, err := c.Next(context.Background(), "e")
+	var u *idpool.UnavailableError
+	if !errors.As(err, &u) {
+		return fmt.Errorf("expected UnavailableError, got %v", err)
+	}
+	if len(u.Attempts) < 2 || int64(len(u.Attempts)) != seen.Load() {
+		return fmt.Errorf("%d attempts, %d requests", len(u.Attempts), seen.Load())
+	}
+	return expectHTTP(u.Unwrap(), nil, 503, "unavailable")
+}
+
+func bench() {
+	perRun := envInt("BENCH_IDS", 200_000_000)
+	c := client(endpoints())
+	defer c.Close()
+	leased := c.Leased(env("LEASE_KEY", ""))
+	if err := leased.Open(); err != nil {
+		fail("open", err)
+	}
+	for _, spec := range strings.Split(env("BENCH_THREADS", "1"), ",") {
+		threads, _ := strconv.Atoi(spec)
+		each := perRun / threads
+		var sink atomic.Int64
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for t := 0; t < threads; t++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var sum int64
+				for k := 0; k < each; k++ {
+					id, err := leased.Next()
+					if err != nil {
+						fail("bench", err)
+					}
+					sum += id
+				}
+				sink.Add(sum)
+			}()
+		}
+		wg.Wait()
+		seconds := time.Since(t0).Seconds()
+		fmt.Printf(`{"lang":"go","threads":%d,"ids":%d,"seconds":%.3f,"perSecond":%.0f,"leases":%d,"sink":%d}`+"\n",
+			threads, each*threads, seconds, float64(each*threads)/seconds, leased.Leases(), sink.Load()&1)
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/idpool/idpool/clients/go
+
+go 1.19

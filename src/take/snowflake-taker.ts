@@ -1,0 +1,40 @@
+import type { EntityConfig } from '../entities/entity';
+import { RateLimitedError } from '../errors';
+import type { EntityRateLimit } from '../pool/rate-limit';
+import { type TakenIds, listedIds } from '../pool/taken-ids';
+import type { Taker } from './take-service';
+
+export interface SnowflakeTakerDeps {
+  /** Makes `count` ids of one entity's sequence, in order (the generator's `takeStrings`). */
+  make(entityKey: string, count: number): Promise<string[]>;
+  /** Snowflake entities' `maxSizePerSecond`, counted across instances where Redis is shared. */
+  rate: EntityRateLimit;
+}
+
+/**
+ * The snowflake take: admitted against the entity's per-second limit, then
+ * made by the generator. Shared by the takes of one turn (one admit of the
+ * sum, one Redis call where the limit is shared, and one generator run);
+ * when the sum does not fit the limit, each take is admitted on its own, so
+ * the limit stays exact per request.
+ */
+export class SnowflakeTaker implements Taker {
+  readonly coalesce = true;
+
+  constructor(private readonly deps: SnowflakeTakerDeps) {}
+
+  async take(entity: EntityConfig, count: number): Promise<TakenIds> {
+    await this.deps.rate.admit(entity.key, count, entity.maxSizePerSecond);
+    return listedIds(await this.deps.make(entity.key, count));
+  }
+
+  async takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined> {
+    try {
+      await this.deps.rate.admit(entity.key, total, entity.maxSizePerSecond);
+    } catch (err) {
+      if (err instanceof RateLimitedError) return undefined;
+      throw err;
+    }
+    return listedIds(await this.deps.make(entity.key, total));
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The Java, Python and Go clients (clients/) against one real deployment: two
+ * instances on a private Redis and a schema of the shared MariaDB. Each
+ * language's check program (clients/LANG/…: same modes in all three) is built
+ * once and run here; the ids it took are written to a file this test reads, so
+ * uniqueness and spacing are judged here, over every language at once.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeWithServices } from '../support/describe-with-services';
+import { uniqueKey } from '../support/configs';
+import { parseMetrics, register } from '../support/http';
+import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
+import type { Instance } from '../support/processes';
+import { type ClientLanguage, type ClientRun, buildClientLanguages, runClient } from '../support/clients';
+
+/** The leased entity's spacing: every id it hands out is ≡ REMAINDER (mod DELTA). */
+const DELTA = 7;
+const REMAINDER = 3;
+
+/** Waits until `run` has printed `line`, or fails with its output when it exits first. */
+async function said(run: ClientRun, line: string, name: string): Promise<void> {
+  while (!run.output().includes(`${line}\n`)) {
+    const exited = await Promise.race([run.exited.then(() => true), new Promise((r) => setTimeout(r, 50, false))]);
+    if (exited && !run.output().includes(`${line}\n`))
+      throw new Error(`${name} exited before "${line}":\n${run.output()}`);
+  }
+}
+
+/** `t <id>` (taken over HTTP) and `l <id>` (leased) lines of a check program's output file. */
+function readIds(file: string): { taken: bigint[]; leased: bigint[] } {
+  const taken: bigint[] = [];
+  const leased: bigint[] = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line === '') continue;
+    const [kind, id] = line.split(' ');
+    (kind === 't' ? taken : leased).push(BigInt(id));
+  }
+  return { taken, leased };
+}
+
+describeWithServices(
+  'Java, Python and Go clients against two instances',
+  { mysql: true, clientToolchains: true },
+  () => {
+    let dir: string;
+    let langs: ClientLanguage[];
+    let deployment: PrivateDeployment;
+    let a: Instance;
+    let b: Instance;
+    const keys = {
+      take: uniqueKey('cl-take'),
+      lease: uniqueKey('cl-lease'),
+      limited: uniqueKey('cl-limited'),
+      flake: uniqueKey('cl-flake'),
+    };
+    let env: Record<string, string>;
+    /** Every id any program took, over all the tests: none may come twice. */
+    const seen = new Set<bigint>();
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'idpool-clients-'));
+      // The builds run while the deployment starts.
+      [langs, deployment] = await Promise.all([
+        buildClientLanguages(dir, ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC']),
+        privateDeployment(),
+      ]);
+      // One after the other: two tsx start-ups at once on a loaded 2-core machine each take twice as long.
+      a = await deployment.start();
+      b = await deployment.start();
+      const [take, lease, limited, flake] = await Promise.all([
+        register(a.url, { key: keys.take, mode: 'monotonic', step: 500, maxSizePerSecond: 0 }),
+        register(a.url, {
+          key: keys.lease,
+          mode: 'trend',
+          step: 500,
+          maxSizePerSecond: 0,
+          delta: DELTA,
+          remainder: REMAINDER,
+        }),
+        register(a.url, { key: keys.limited, mode: 'trend', maxSizePerTimes: 10, maxSizePerSecond: 10 }),
+        register(a.url, { key: keys.flake, mode: 'snowflake' }),
+      ]);
+      env = {
+        TAKE_KEY: keys.take,
+        TAKE_SECRET: take,
+        LEASE_KEY: keys.lease,
+        LEASE_SECRET: lease,
+        LIMITED_KEY: keys.limited,
+        LIMITED_SECRET: limited,
+        FLAKE_KEY: keys.flake,
+        FLAKE_SECRET: flake,
+        // Small leases, so each run takes many and threads meet at segment switches.
+        LEASE_MIN: '500',
+        LEASE_MAX: '4000',
+      };
+    });
+
+    afterAll(async () => {
+      await deployment?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** Checks one program's ids: none seen before, the leased ones ≡ REMAINDER (mod DELTA). */
+    const account = (name: string, ids: { taken: bigint[]; leased: bigint[] }) => {
+      for (const id of [...ids.taken, ...ids.leased]) {
+        if (seen.has(id)) throw new Error(`${name}: id ${id} handed out twice`);
+        seen.add(id);
+      }
+      const offSpacing = ids.leased.filter((id) => id % BigInt(DELTA) !== BigInt(REMAINDER));
+      expect(offSpacing, `${name}: leased ids not ≡ ${REMAINDER} (mod ${DELTA})`).toEqual([]);
+    };
+
+    it('8 threads or goroutines per language over both instances: every id unique, leased ids ≡ remainder (mod delta)', async () => {
+      const TAKES = 10;
+      const LEASED = 5000;
+      const runs = langs.map((lang) => {
+        const out = join(dir, `${lang.name}-unique.txt`);
+        return {
+          lang,
+          out,
+          run: runClient(lang, 'unique', {
+            ...env,
+            IDPOOL_ENDPOINTS: `${a.url},${b.url}`,
+            OUT: out,
+            TAKES: String(TAKES),
+            LEASED: String(LEASED),
+          }),
+        };
+      });
+      for (const { lang, out, run: r } of runs) {
+        expect(await r.exited, `${lang.name}:\n${r.output()}`).toBe(0);
+        expect(r.output()).toContain('done\n');
+        const ids = readIds(out);
+        expect(ids.taken).toHaveLength(8 * TAKES * 5);
+        expect(ids.leased).toHaveLength(8 * LEASED);
+        account(lang.name, ids);
+        // 40,000 ids over leases of 500 to 4,000: the double buffer turned over many times.
+        const leases = Number(/leases (\d+)/.exec(r.output())?.[1]);
+        expect(leases, lang.name).toBeGreaterThanOrEqual(10);
+      }
+      // Both instances served takes (each client asks its first endpoint; half the threads list B first).
+      for (const instance of [a, b]) {
+        const metrics = parseMetrics(await (await fetch(`${instance.url}/metrics`)).text());
+        expect(metrics.get(`idpool_ids_served_total{entity="${keys.take}"}`), instance.url).toBeGreaterThan(0);
+      }
+    });
+
+    it('typed errors carry the service codes; Retry-After is obeyed; snowflake ids decode', async () => {
+      const runs = langs.map((lang) => ({
+        lang,
+        run: runClient(lang, 'errors', { ...env, IDPOOL_ENDPOINTS: `${a.url},${b.url}` }),
+      }));
+      for (const { lang, run: r } of runs) {
+        expect(await r.exited, `${lang.name}:\n${r.output()}`).toBe(0);
+        for (const check of [
+          'unauthorized',
+          'unknown_entity',
+          'decode_refused',
+          'conflict',
+          'invalid_request',
+          'rate_limited',
+          'decode',
+          'retry_after',
+          'rate_limit_wait',
+          'unavailable',
+        ])
+          expect(r.output(), lang.name).toContain(`ok ${check}\n`);
+      }
+    });
+
+    it('fails over to the survivor when one instance is killed (kill -9) between two phases', async () => {
+      const TAKES = 10;
+      const LEASED = 3000;
+      const runs = langs.map((lang) => {
+        const out = join(dir, `${lang.name}-failover.txt`);
+        return {
+          lang,
+          out,
+          // A first: each client asks it while it answers, so phase 2 starts on a dead endpoint.
+          run: runClient(lang, 'failover', {
+            ...env,
+            IDPOOL_ENDPOINTS: `${a.url},${b.url}`,
+            OUT: out,
+            TAKES: String(TAKES),
+            LEASED: String(LEASED),
+          }),
+        };
+      });
+      for (const { lang, run: r } of runs) await said(r, 'phase done', lang.name);
+      await a.kill9();
+      expect(a.proc.signalCode).toBe('SIGKILL');
+      for (const { run: r } of runs) r.proc.stdin?.end('go on\n');
+      for (const { lang, out, run: r } of runs) {
+        expect(await r.exited, `${lang.name}:\n${r.output()}`).toBe(0);
+        const ids = readIds(out);
+        // Phase 2 (after the kill) took as many as phase 1: over HTTP and in new leases, all through B.
+        expect(ids.taken).toHaveLength(2 * 4 * TAKES * 5);
+        expect(ids.leased).toHaveLength(2 * 4 * LEASED);
+        account(lang.name, ids);
+      }
+      expect(b.proc.exitCode).toBeNull();
+    });
+  },
+);
