@@ -254,8 +254,9 @@ export class RedisNumberTakes implements NumberTakes {
     const current = scheme.calendar.at(state.now);
     await this.fill(entity, scheme, state, current);
     const next = scheme.calendar.after(current);
+    // Read again: the fill above may have taken the slot the snapshot showed free (a push there would be refused, its numbers lost).
     if (next && state.now >= next.start - (this.o.prefillLeadMs ?? 60_000))
-      await this.fill(entity, scheme, state, next);
+      await this.fill(entity, scheme, await this.o.store.state(entity.key), next);
   }
 
   /**

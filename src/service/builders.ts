@@ -303,7 +303,7 @@ export function buildPools(deps: {
   });
   registry.subscribe({
     onRegistered: (entity) => {
-      if (entity.mode !== 'snowflake') refiller.markReset(entity.key);
+      if (entity.mode !== 'snowflake' && !entity.numbers) refiller.markReset(entity.key);
     },
     onRetired: async (key) => {
       demand.forget(key);
