@@ -20,6 +20,8 @@ import { BARE_TOKEN } from './fixtures/bare-answer';
 import { ADMIN, fmt, freshSchema, registerEntity, startServer, waitPool } from './fixtures/deployment';
 import { entityKeys } from '../src/redis/keys';
 
+import { type Load, load } from './fixtures/load';
+
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon');
 
@@ -29,37 +31,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-interface Load {
-  rps: number;
-  p99: number;
-  non2xx: number;
-}
-
-function load(
-  url: string,
-  opts: { connections: number; seconds: number; body?: string; token?: string },
-): Promise<Load> {
-  return new Promise((resolve, reject) => {
-    autocannon(
-      {
-        url,
-        method: 'POST',
-        connections: opts.connections,
-        duration: opts.seconds,
-        headers: {
-          'content-type': 'application/json',
-          ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
-        },
-        body: opts.body ?? '{"count":1}',
-      },
-      (err: Error | null, result: { requests: { average: number }; latency: { p99: number }; non2xx: number }) => {
-        if (err) reject(err);
-        else resolve({ rps: result.requests.average, p99: result.latency.p99, non2xx: result.non2xx });
-      },
-    );
-  });
-}
 
 async function rawLpop(redis: Redis, seconds: number): Promise<number> {
   const key = 'idpool-bench:{raw}:ids';

@@ -3,6 +3,7 @@ import { CreateWorker1732147200000 } from './1732147200000-CreateWorker';
 import { CreateMeta1732320000000 } from './1732320000000-CreateMeta';
 import { AddDeploymentId1732406400000 } from './1732406400000-AddDeploymentId';
 import { EntitySpacingCompatSecrets1764115200000 } from './1764115200000-EntitySpacingCompatSecrets';
+import { BusinessNumbers1764201600000 } from './1764201600000-BusinessNumbers';
 import { HeldAndLiveEntities1764288000000 } from './1764288000000-HeldAndLiveEntities';
 
 /** Every schema migration, in order. Run at start-up and by `npm run migration:run`. */
@@ -12,5 +13,6 @@ export const migrations = [
   CreateMeta1732320000000,
   AddDeploymentId1732406400000,
   EntitySpacingCompatSecrets1764115200000,
+  BusinessNumbers1764201600000,
   HeldAndLiveEntities1764288000000,
 ];

@@ -128,3 +128,10 @@ export function errorMessage(err: unknown): string {
     return err.message;
   return String(err);
 }
+
+/** A business-number period has handed out every sequence its width holds: nothing more until the next period (docs/numbers.md). */
+export class PeriodExhaustedError extends IdpoolError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(503, 'period_exhausted', message, retryAfterSeconds);
+  }
+}

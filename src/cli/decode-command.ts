@@ -4,6 +4,8 @@ import { loadConfig } from '../config/config';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 import { fields } from './format';
+import { NumberScheme } from '../numbers/scheme';
+import { NumberSettingsError } from '../numbers/template';
 
 /** Each layout option of `decode` and the variable it stands in for. */
 const LAYOUT_VARIABLES: Record<string, string> = {
@@ -20,8 +22,13 @@ const LAYOUT_VARIABLES: Record<string, string> = {
 export function addDecodeCommand(program: Command, ctx: CliContext): void {
   program
     .command('decode')
-    .description('explain a snowflake id with the layout of IDPOOL_SNOWFLAKE_* (or the options below); works offline')
-    .argument('<id>', 'a snowflake id (decimal)')
+    .description(
+      'explain a snowflake id with the layout of IDPOOL_SNOWFLAKE_* (or the options below), or with --format a business number; works offline',
+    )
+    .argument('<id>', 'a snowflake id (decimal), or a business number with --format')
+    .option('--format <template>', 'decode a business number of this template (docs/numbers.md)')
+    .option('--reset <period>', 'with --format: the entity reset (default: the finest date token)')
+    .option('--time-zone <zone>', 'with --format: the entity time zone (default UTC)')
     .addOption(new Option('--time-unit <unit>', 'IDPOOL_SNOWFLAKE_TIME_UNIT').choices(['ms', 's', 'min', 'h', 'd']))
     .option('--epoch <date>', 'IDPOOL_SNOWFLAKE_EPOCH: ISO date or Unix ms')
     .option('--timestamp-bits <n>', 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS')
@@ -42,6 +49,10 @@ async function decode(
   id: string,
   opts: Record<string, string | undefined>,
 ): Promise<void> {
+  if (opts.format !== undefined) {
+    decodeNumber(ctx, cmd, id, { format: opts.format, reset: opts.reset, timeZone: opts.timeZone });
+    return;
+  }
   const overrides: Record<string, string> = {};
   for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES)) {
     const value = opts[opt];
@@ -59,4 +70,23 @@ async function decode(
     throw err instanceof NotAnIdError ? new CliError(EXIT_USAGE, err.message) : err;
   }
   ctx.print(cmd, parts, () => fields({ ...parts, layout: layout.describe() }));
+}
+
+/** `idpool decode <number> --format …`: a business number's period and sequence, from the template alone. */
+function decodeNumber(
+  ctx: CliContext,
+  cmd: Command,
+  number: string,
+  input: { format: string; reset?: string; timeZone?: string },
+): void {
+  let scheme: NumberScheme;
+  try {
+    scheme = NumberScheme.of(NumberScheme.settings(input));
+  } catch (err) {
+    throw err instanceof NumberSettingsError ? new CliError(EXIT_USAGE, err.message) : err;
+  }
+  const decoded = scheme.decode(number);
+  if (!decoded)
+    throw new CliError(EXIT_USAGE, `"${number}" is not a number of ${input.format} (or names no period of its zone)`);
+  ctx.print(cmd, decoded, () => fields({ ...decoded }));
 }

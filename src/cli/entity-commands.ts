@@ -91,6 +91,17 @@ function addCreate(group: Command, ctx: CliContext): void {
       ).argParser(nonNegativeInt),
     )
     .addOption(new Option('--remainder <n>', 'see --delta (default 0)').argParser(nonNegativeInt))
+    .option('--format <template>', 'business numbers: a template such as INV{yyyy}{MM}{dd}-{seq:6} (docs/numbers.md)')
+    .addOption(
+      new Option(
+        '--reset <period>',
+        'with --format: when the sequence restarts (default: the finest date token)',
+      ).choices(['never', 'yearly', 'monthly', 'daily', 'hourly']),
+    )
+    .option(
+      '--time-zone <zone>',
+      'with --format: IANA name (Asia/Shanghai) or offset (+08:00) of the periods (default UTC)',
+    )
     .addOption(compatOption());
   for (const t of TUNABLES) create.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   create.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
@@ -101,6 +112,9 @@ function addCreate(group: Command, ctx: CliContext): void {
       ...(opts.firstId !== undefined ? { firstId: opts.firstId } : {}),
       ...(opts.delta !== undefined ? { delta: opts.delta } : {}),
       ...(opts.remainder !== undefined ? { remainder: opts.remainder } : {}),
+      ...(opts.format !== undefined ? { format: opts.format } : {}),
+      ...(opts.reset !== undefined ? { reset: opts.reset } : {}),
+      ...(opts.timeZone !== undefined ? { timeZone: opts.timeZone } : {}),
       ...pickTunables(opts),
     };
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);

@@ -78,6 +78,8 @@ const DEFAULTS = {
 
 const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const ID_PATTERN = /^\d{1,20}$/;
+/** What a take may answer: decimal ids, or business numbers (`INV20261128-000123`, docs/numbers.md). */
+const TAKEN_PATTERN = /^[A-Za-z0-9_./-]{1,200}$/;
 
 interface Entity {
   readonly key: string;
@@ -98,6 +100,7 @@ interface Entity {
  * ```
  *
  * Ids are decimal strings (they may exceed 2^53); use `BigInt(id)` for arithmetic.
+ * An entity with a `format` answers business numbers (`INV20261128-000123`), strings too.
  */
 export class IdpoolClient {
   private readonly transport: Transport;
@@ -264,9 +267,9 @@ export class IdpoolClient {
     if (
       !Array.isArray(ids) ||
       ids.length !== count ||
-      !ids.every((id) => typeof id === 'string' && ID_PATTERN.test(id))
+      !ids.every((id) => typeof id === 'string' && TAKEN_PATTERN.test(id))
     ) {
-      throw new IdpoolClientError(`idpool answered POST /apps/${entityKey}/ids without ${count} decimal ids`);
+      throw new IdpoolClientError(`idpool answered POST /apps/${entityKey}/ids without ${count} ids`);
     }
     return ids as string[];
   }

@@ -123,7 +123,15 @@ export class EntityCache implements SyncedCache {
   /** Keys of every live entity whose ids come from segments. */
   segmentKeys(): string[] {
     const keys: string[] = [];
-    for (const entity of this.entities.values()) if (entity.mode !== 'snowflake') keys.push(entity.key);
+    for (const entity of this.entities.values())
+      if (entity.mode !== 'snowflake' && !entity.numbers) keys.push(entity.key);
+    return keys;
+  }
+
+  /** Keys of every live entity that issues business numbers (a `format`). */
+  numberKeys(): string[] {
+    const keys: string[] = [];
+    for (const entity of this.entities.values()) if (entity.numbers) keys.push(entity.key);
     return keys;
   }
 

@@ -3,6 +3,7 @@
  * column types as each dialect returns them, the `compat` and `secrets`
  * columns, and what a row written before `secrets` existed means.
  */
+import type { Reset } from '../numbers/period';
 import {
   COMPAT_PROTOCOLS,
   type CompatProtocol,
@@ -35,6 +36,9 @@ export interface Row {
   held?: string | null;
   incumbent?: string | null;
   live?: number | string;
+  number_format: string | null;
+  number_reset: string | null;
+  number_time_zone: string | null;
   create_time: number | string;
   update_time: number | string;
   deleted_at: number | string;
@@ -63,6 +67,13 @@ export function toEntity(row: Row): EntityConfig {
     remainder: Number(row.remainder),
     compat: parseCompat(row.compat),
     secrets: parseSecrets(row),
+    ...(row.number_format && {
+      numbers: {
+        format: row.number_format,
+        reset: (row.number_reset ?? 'never') as Reset,
+        timeZone: row.number_time_zone ?? 'UTC',
+      },
+    }),
     createTime: Number(row.create_time),
     updateTime: Number(row.update_time),
     held: row.held ?? null,

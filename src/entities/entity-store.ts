@@ -57,6 +57,9 @@ export class SqlEntityStore implements EntityStore {
       'held',
       'incumbent',
       'live',
+      'number_format',
+      'number_reset',
+      'number_time_zone',
       `${db.bigText('create_time')} AS create_time`,
       `${db.bigText('update_time')} AS update_time`,
       `${db.bigText('deleted_at')} AS deleted_at`,
@@ -177,9 +180,9 @@ export class SqlEntityStore implements EntityStore {
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(22).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(25).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, number_format, number_reset, number_time_zone, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -200,6 +203,9 @@ export class SqlEntityStore implements EntityStore {
         entity.compat.join(','),
         entity.held ?? null,
         ...incumbentColumns(entity.incumbent),
+        entity.numbers?.format ?? null,
+        entity.numbers?.reset ?? null,
+        entity.numbers?.timeZone ?? null,
         entity.createTime,
         entity.updateTime,
       ]),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { NumberSettings } from '../numbers/scheme';
 
 export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 
@@ -27,6 +28,13 @@ export interface EntityConfig {
   readonly compat: readonly CompatProtocol[];
   /** Every secret the entity accepts, newest first (at most `MAX_SECRETS`, `secrets.ts`); hashes only. */
   readonly secrets: readonly EntitySecret[];
+  /**
+   * Business numbers (`INV20261128-000123`, docs/numbers.md): the template,
+   * the period its sequence restarts with and the zone of its calendar.
+   * Absent for plain ids. Fixed at registration: another template or zone
+   * over the same counters would repeat numbers.
+   */
+  readonly numbers?: NumberSettings;
   readonly createTime: number;
   readonly updateTime: number;
   /** Why the entity is served on no route until an admin releases it (`idpool apps release`); absent or null: served. */
@@ -142,6 +150,13 @@ const tunables = {
     .max(COMPAT_PROTOCOLS.length),
 };
 
+/** Business numbers' fields (checked in `validation.ts` by `NumberScheme.settings`, which names the broken one). */
+const numberFields = {
+  format: z.string({ error: 'must be a template such as INV{yyyy}{MM}{dd}-{seq:6}' }).optional(),
+  reset: z.string({ error: 'must be never, yearly, monthly, daily or hourly' }).optional(),
+  timeZone: z.string({ error: 'must be an IANA name (Asia/Shanghai) or an offset (+08:00)' }).optional(),
+};
+
 export const registerSchema = z.strictObject({
   key: z.string().regex(KEY_PATTERN, 'must be 1-64 of A-Z a-z 0-9 _ - .'),
   mode: z.enum(['monotonic', 'trend', 'snowflake']).default('monotonic'),
@@ -158,8 +173,9 @@ export const registerSchema = z.strictObject({
   incumbent: z
     .strictObject({ kind: z.enum(['leaf', 'tinyid']), key: z.string().min(1).max(190), live: z.boolean() })
     .optional(),
+  ...numberFields,
   ...Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])),
-} as {
+} as typeof numberFields & {
   key: z.ZodString;
   secret: z.ZodOptional<typeof providedSecret>;
   held: z.ZodOptional<z.ZodString>;
@@ -173,17 +189,29 @@ export const registerSchema = z.strictObject({
   remainder: z.ZodOptional<z.ZodNumber>;
 } & { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> });
 
-export const updateSchema = z.strictObject(
-  Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as {
+export const updateSchema = z.strictObject({
+  ...numberFields,
+  ...(Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as {
     [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]>;
-  },
-);
+  }),
+});
 
 /** `POST /admin/apps/:key/raise`: no id below `firstId` is handed out from now on (an import catching up with the old service). */
 export const raiseSchema = z.strictObject({ firstId: offset });
 
 /** `POST /admin/apps/:key/hold`: serve no ids until released, saying why. */
 export const holdSchema = z.strictObject({ reason: z.string().min(1).max(255).default(HELD_BY_IMPORT) });
+/**
+ * `POST /admin/apps/:key/raise` of a business-number entity: no sequence at
+ * or below `seq` is handed out in `period` from now on (a team moving from
+ * an INCR counter starts today's sequence above it).
+ */
+export const raisePeriodSchema = z.strictObject({
+  period: z.string({ error: 'must name a period, e.g. 20261128 for a daily entity' }).regex(/^(\d{4,10}|all)$/, {
+    message: 'must name a period, e.g. 20261128 for a daily entity (all for reset never)',
+  }),
+  seq: offset,
+});
 
 /** `POST /admin/apps/:key/secret`: a new secret; the old ones stay accepted for `keepOldForSeconds` (0: stop at once). */
 export const rotateSchema = z.strictObject({ keepOldForSeconds: int(0, MAX_SECRET_TTL_S).optional() });
@@ -301,5 +329,10 @@ export function describeEntity(entity: EntityConfig) {
     interval: entity.interval,
     delta: entity.delta,
     remainder: entity.remainder,
+    ...(entity.numbers && {
+      format: entity.numbers.format,
+      reset: entity.numbers.reset,
+      timeZone: entity.numbers.timeZone,
+    }),
   };
 }

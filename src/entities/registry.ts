@@ -12,7 +12,7 @@ import { IdStride } from '../segment/stride';
 export interface EntityCatalog {
   /** Cached config of a live entity; no I/O. */
   get(key: string): EntityConfig | undefined;
-  /** Keys of every live entity whose ids come from segments. */
+  /** Keys of every live entity whose ids come from segment pools (business numbers have their own, `numberKeys`). */
   segmentKeys(): string[];
 }
 
@@ -107,6 +107,11 @@ export class EntityRegistry implements EntityCatalog {
 
   segmentKeys(): string[] {
     return this.cache.segmentKeys();
+  }
+
+  /** Keys of every live entity that issues business numbers. */
+  numberKeys(): string[] {
+    return this.cache.numberKeys();
   }
 
   async register(input: RegisterInput): Promise<{ entity: EntityConfig; secret: string }> {

@@ -9,6 +9,8 @@ import {
   withDefaults,
 } from './entity';
 import { MAX_SECRETS } from './secrets';
+import { type NumberSettings, NumberScheme } from '../numbers/scheme';
+import { NumberSettingsError } from '../numbers/template';
 
 /**
  * A registration's values: the defaults filled in, `firstId` turned into the
@@ -21,18 +23,66 @@ export function registrationValues(input: RegisterInput, refillTickMs: number, s
     throw new InvalidRequestError('an entity imported from an incumbent row has a number line: monotonic or trend');
   if (input.firstId !== undefined && input.startOffset !== undefined)
     throw new InvalidRequestError('give startOffset or firstId, not both');
+  const numbers = numberSettings(input);
   const values = withDefaults(input, refillTickMs);
   if (input.firstId !== undefined) values.startOffset = stride.of(values).firstNumberFrom(input.firstId);
   refuseBroken(values);
-  return values;
+  return numbers ? { ...values, numbers } : values;
+}
+
+/**
+ * A registration's business-number settings, checked and with their
+ * defaults; undefined without `format` (a plain entity). `reset` or
+ * `timeZone` without `format` is a mistake worth a 400, as is a field that
+ * spaces or offsets the number line: a business number's sequence starts
+ * at 1 in every period (a team moving from a counter raises it instead).
+ */
+function numberSettings(input: RegisterInput): NumberSettings | undefined {
+  if (input.format === undefined) {
+    const given = (['reset', 'timeZone'] as const).find((f) => input[f] !== undefined);
+    if (given) throw new InvalidRequestError(`${given}: only with format (a business-number template)`);
+    return undefined;
+  }
+  if (input.mode === 'snowflake')
+    throw new InvalidRequestError('format: business numbers are for monotonic and trend entities, not snowflake');
+  const lineField = (['startOffset', 'firstId', 'delta', 'remainder'] as const).find((f) => input[f] !== undefined);
+  if (lineField)
+    throw new InvalidRequestError(
+      `${lineField}: not used by business numbers (each period's sequence starts at 1; POST /admin/apps/:key/raise moves one up)`,
+    );
+  try {
+    return NumberScheme.settings({ format: input.format, reset: input.reset, timeZone: input.timeZone });
+  } catch (err) {
+    if (err instanceof NumberSettingsError) throw new InvalidRequestError(err.message);
+    throw err;
+  }
 }
 
 /** `current` changed by `patch` (its absent fields left as they are) at `updateTime`, the rules checked as for a registration. */
 export function patchedEntity(current: EntityConfig, patch: UpdateInput, updateTime: number): EntityConfig {
   if (current.mode === 'snowflake') refusePoolFields(patch);
-  const next: EntityConfig = { ...current, ...stripUndefined(patch), updateTime };
+  refuseNumberChange(current, patch);
+  const { format: _f, reset: _r, timeZone: _z, ...tunables } = patch;
+  const next: EntityConfig = { ...current, ...stripUndefined(tunables), updateTime };
   refuseBroken(next);
   return next;
+}
+
+/**
+ * `format`, `reset` and `timeZone` are fixed once registered: another
+ * template, period or zone over the same per-period counters would repeat
+ * numbers. Giving the registered value again changes nothing and passes.
+ */
+function refuseNumberChange(current: EntityConfig, patch: UpdateInput): void {
+  for (const field of ['format', 'reset', 'timeZone'] as const) {
+    const given = patch[field];
+    if (given === undefined || given === current.numbers?.[field]) continue;
+    throw new ConflictError(
+      current.numbers
+        ? `${field} is fixed once registered (numbers already issued would repeat or be misdated); register a new entity with the new ${field}`
+        : `"${current.key}" issues plain ids; business numbers (${field}) are set at registration: register a new entity with a format`,
+    );
+  }
 }
 
 /** `secrets` as the new list of `key`'s secrets, refused (409) beyond {@link MAX_SECRETS}. */

@@ -12,6 +12,7 @@ import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { LeasedSegment } from '../segment/lease';
+import type { NumberTakes } from '../pool/number-takes';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
@@ -64,6 +65,8 @@ export interface HttpDeps {
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
   takes: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
+  /** Business numbers (entities with a `format`, docs/numbers.md): the admin raise of one period. */
+  numbers?: Pick<NumberTakes, 'raise'>;
   /** Pool sizes of a page of entities in one round trip. */
   poolStore: Pick<PoolStore, 'sizes' | 'next'>;
   /** Drops a held entity's pool (`POST /admin/apps/:key/hold`), so a direct consumer pops nothing from it. */

@@ -10,6 +10,7 @@ export type AlarmSeverity = 'warning' | 'critical';
 export type AlarmName =
   | 'pool_low'
   | 'pool_exhausted'
+  | 'period_exhausted'
   | 'fence_refused'
   | 'pool_discarded'
   | 'database_behind'

@@ -114,6 +114,16 @@ function poolExhaustedAlarm(entity: string, count: number): AlarmInput {
   };
 }
 
+function periodExhaustedAlarm(entity: string, digits: number, nextAt: number): AlarmInput {
+  return {
+    name: 'period_exhausted',
+    severity: 'critical',
+    entityKey: entity,
+    message: `${entity}: ${digits} digits ran out for this period; takes answer 503 period_exhausted until the next period starts at ${new Date(nextAt).toISOString()}`,
+    details: { digits, nextAt: new Date(nextAt).toISOString() },
+  };
+}
+
 /** The `database_behind` alarm: what the database said, what the record said, and what was done about it. */
 function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
   const { entityKey, databaseOffset, recordedOffset, carriedTo, fence } = report;
@@ -161,6 +171,10 @@ export function opsDispatchEvents(
       metrics.exhausted.inc({ entity });
       alarms.raise(poolExhaustedAlarm(entity, count));
     },
+    periodExhausted(entity, digits, nextAt) {
+      metrics.exhausted.inc({ entity });
+      alarms.raise(periodExhaustedAlarm(entity, digits, nextAt));
+    },
   };
 }
 
@@ -170,5 +184,6 @@ export function loggingDispatchEvents(log: Logger): DispatchEvents {
     rateLimited: () => undefined,
     refused: () => undefined,
     exhausted: (entity, count) => logAlarm(log, poolExhaustedAlarm(entity, count)),
+    periodExhausted: (entity, digits, nextAt) => logAlarm(log, periodExhaustedAlarm(entity, digits, nextAt)),
   };
 }

@@ -32,6 +32,8 @@ export interface DispatcherOptions {
 export interface DispatchEvents {
   rateLimited(entityKey: string): void;
   exhausted(entityKey: string, count: number): void;
+  /** A business-number period has handed out every sequence its width holds (`INV…: 6 digits`); nothing more until `nextAt` (Unix ms). */
+  periodExhausted(entityKey: string, digits: number, nextAt: number): void;
   /** A take answered 503 for too few ids ready: the pool ran short, or its refill failed. */
   refused(entityKey: string): void;
 }

@@ -23,6 +23,9 @@ enum ScriptCode {
   RateLimited = -3,
   Fenced = -4,
   NotHolder = -5,
+  PeriodFull = -6,
+  PeriodStale = -8,
+  SlotBusy = -9,
 }
 
 /** What a function's result code and the number beside it mean. */
@@ -32,7 +35,10 @@ export type ScriptOutcome =
   | { readonly kind: 'epoch_changed' }
   | { readonly kind: 'rate_limited'; readonly retryAfterMs: number }
   | { readonly kind: 'fenced' }
-  | { readonly kind: 'not_holder' };
+  | { readonly kind: 'not_holder' }
+  | { readonly kind: 'period_full'; readonly msToPeriodEnd: number }
+  | { readonly kind: 'period_stale' }
+  | { readonly kind: 'slot_busy' };
 
 /** A function answered a code its caller does not expect: the library and this process disagree (a bug). */
 export class ScriptCodeError extends Error {
@@ -76,6 +82,12 @@ function outcomeOf(code: number, value: number): ScriptOutcome | undefined {
       return { kind: 'fenced' };
     case ScriptCode.NotHolder:
       return { kind: 'not_holder' };
+    case ScriptCode.PeriodFull:
+      return { kind: 'period_full', msToPeriodEnd: value };
+    case ScriptCode.PeriodStale:
+      return { kind: 'period_stale' };
+    case ScriptCode.SlotBusy:
+      return { kind: 'slot_busy' };
     default:
       return undefined;
   }

@@ -48,6 +48,30 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
   };
 }
 
+/** Keys of one business-number entity (docs/numbers.md; the Lua side in `commands/_prelude.lua`). */
+export interface NumberKeys {
+  /** The period table: which period each slot holds, its bounds, whether it is full, the newest period taken from. */
+  readonly periods: string;
+  /** Highest sequence ever pushed, per period id (a hash). */
+  readonly fence: string;
+  /** Formatted numbers of slot 0 and slot 1, head = next. */
+  readonly lists: readonly [string, string];
+  /** The Redis epoch the lists were filled in (the same key a plain pool's epoch would use). */
+  readonly epoch: string;
+  readonly ratePrefix: string;
+}
+
+export function numberKeys(entityKey: string, prefix = DEFAULT_PREFIX): NumberKeys {
+  const base = `${prefix}:{${entityKey}}`;
+  return {
+    periods: `${base}:n:periods`,
+    fence: `${base}:n:fence`,
+    lists: [`${base}:n:ids:0`, `${base}:n:ids:1`],
+    epoch: `${base}:server`,
+    ratePrefix: `${base}:rate:`,
+  };
+}
+
 /** Keys of one `Idempotency-Key` of one entity (see `idempotency/redis-store.ts`). */
 export interface IdempotencyKeys {
   /** Held (SET NX, short TTL) while the first request with this key runs. */

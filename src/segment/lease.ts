@@ -36,6 +36,8 @@ export interface LeaseEntity {
   readonly remainder: number;
   /** Why it is held (served on no route), if it is. */
   readonly held?: string | null;
+  /** Set for business numbers, which no client can lease (`numbers/scheme.ts`). */
+  readonly numbers?: unknown;
 }
 
 /** What a lease reports: the ops metrics count leases and their ids per entity. */
@@ -70,6 +72,10 @@ export class SegmentLeaser {
   /** `size` numbers (default: the entity's step) of a live `trend` entity; 400 / 409 / 429 change nothing. */
   async lease(entity: LeaseEntity, size: number = entity.step): Promise<LeasedSegment> {
     refuseHeld(entity);
+    if (entity.numbers !== undefined)
+      throw new ConflictError(
+        `entity "${entity.key}" issues business numbers: their period is decided by one clock for the whole deployment and their counter restarts each period, which a client issuing from its own segment cannot keep; take them with POST /apps/${entity.key}/ids`,
+      );
     if (entity.mode !== 'trend') {
       throw new ConflictError(
         entity.mode === 'monotonic'

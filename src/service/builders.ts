@@ -52,6 +52,9 @@ import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
+import { RedisNumberStore } from '../pool/number-store';
+import { LocalNumberTakes, type NumberTakes, RedisNumberTakes } from '../pool/number-takes';
+import { SqlNumberCounter } from '../segment/number-counter';
 
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
 export interface Stores {
@@ -69,6 +72,9 @@ export interface Stores {
   readonly stride: IdStride;
   /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
   readonly demand: Demand;
+  /** Business numbers: the per-period counters in SQL, and their lists in Redis (none embedded). */
+  readonly numberCounter: SqlNumberCounter;
+  readonly numberStore: RedisNumberStore | undefined;
 }
 
 export function buildStores(deps: {
@@ -99,6 +105,8 @@ export function buildStores(deps: {
     workerHolders: redis ? new RedisWorkerHolders(redis, prefix) : undefined,
     stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
+    numberCounter: new SqlNumberCounter(db, clock),
+    numberStore: redis ? new RedisNumberStore(redis, prefix) : undefined,
   };
 }
 
@@ -279,6 +287,9 @@ export interface Pools {
   readonly dispatcher: Dispatcher;
   /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
   readonly fenceCheck: FenceCheck;
+  /** Business-number takes (entities with a `format`); their refill starts with `startNumbers`. */
+  readonly numbers: NumberTakes;
+  startNumbers(): void;
   /**
    * Carries every entity whose database offset is below the high-water
    * file up to it, raising `database_behind` (embedded service only; run
@@ -327,10 +338,11 @@ export function buildPools(deps: {
   });
   registry.subscribe({
     onRegistered: (entity) => {
-      if (entity.mode !== 'snowflake') refiller.markReset(entity.key);
+      if (entity.mode !== 'snowflake' && !entity.numbers) refiller.markReset(entity.key);
     },
-    onRetired: (key) => {
+    onRetired: async (key) => {
       demand.forget(key);
+      await stores.numberStore?.discard(key);
       return stores.poolStore.discard(key);
     },
   });
@@ -354,9 +366,33 @@ export function buildPools(deps: {
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
+  const numberRefill =
+    stores.numberStore &&
+    new RedisNumberTakes({
+      store: stores.numberStore,
+      counter: stores.numberCounter,
+      lock: stores.lock,
+      entities: registry,
+      demand,
+      events: deps.ops.dispatchEvents,
+      clock,
+      log: log.child({ component: 'numbers' }),
+      intervalMs: deps.config.refillIntervalMs,
+    });
+  const numbers =
+    numberRefill ?? new LocalNumberTakes({ counter: stores.numberCounter, clock, events: deps.ops.dispatchEvents });
   return {
-    value: { allocator, refiller, dispatcher, fenceCheck, checkHighWater },
+    value: {
+      allocator,
+      refiller,
+      dispatcher,
+      fenceCheck,
+      checkHighWater,
+      numbers,
+      startNumbers: () => numberRefill?.start(),
+    },
     close: async () => {
+      await numberRefill?.stop();
       await fenceCheck.stop();
       await refiller.stop();
     },
@@ -374,6 +410,7 @@ export function buildTakes(deps: {
   return new TakeService({
     takers: {
       segment: deps.pools.dispatcher,
+      number: deps.pools.numbers,
       snowflake: new SnowflakeTaker({
         make: (entityKey, count) => snowflake.make(entityKey, count),
         rate: deps.rate,

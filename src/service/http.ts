@@ -73,6 +73,7 @@ export function buildHttp(deps: {
   return createHttpApp({
     registry: deps.registry,
     takes: deps.takes,
+    numbers: deps.pools.numbers,
     lines: deps.pools.refiller,
     poolStore: stores.poolStore,
     demand: stores.demand,

@@ -184,6 +184,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       async listen(port) {
         pools.refiller.start();
         pools.fenceCheck.start();
+        pools.startNumbers();
         ops.start();
         entities.start();
         server = await listenOn(app, port, config.http);

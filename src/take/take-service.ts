@@ -8,10 +8,11 @@ import type { TakenIds } from '../pool/taken-ids';
  * {@link takeKind}; a new kind adds its name here, a line there and a
  * {@link Taker} handed to the service, and no face changes.
  */
-export type TakeKind = 'segment' | 'snowflake';
+export type TakeKind = 'segment' | 'snowflake' | 'number';
 
-/** The kind of take that serves `entity`: the one place that asks an entity's mode. */
-export function takeKind(entity: Pick<EntityConfig, 'mode'>): TakeKind {
+/** The kind of take that serves `entity`: the one place that asks an entity's mode (and whether it has a business-number `format`). */
+export function takeKind(entity: Pick<EntityConfig, 'mode' | 'numbers'>): TakeKind {
+  if (entity.numbers) return 'number';
   return entity.mode === 'snowflake' ? 'snowflake' : 'segment';
 }
 

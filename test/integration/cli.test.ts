@@ -300,6 +300,31 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expectOneLineError(await idpool(['decode', 'not-an-id']), 2, /id must be a decimal integer/);
   });
 
+  it('creates a business-number entity and decodes its numbers as the service does', async () => {
+    const key = uniqueKey('clinum');
+    const format = 'SH{yyyy}{MM}{dd}{seq:5}';
+    const created = json(
+      await idpool(
+        ['apps', 'create', key, '--format', format, '--reset', 'daily', '--time-zone', 'Asia/Shanghai', '--json'],
+        env,
+      ),
+    );
+    expect(created).toMatchObject({ format, reset: 'daily', timeZone: 'Asia/Shanghai' });
+    const number = (await takeIds(instance.url, key, created.secret, 1)).body.ids[0];
+    const byService = await call(`${instance.url}/apps/${key}/ids/${number}`, { token: created.secret });
+    const decoded = json(
+      await idpool(['decode', number, '--format', format, '--time-zone', 'Asia/Shanghai', '--json']),
+    );
+    expect(decoded).toEqual(byService.body);
+    expect(decoded.seq).toBe('1');
+    expectOneLineError(await idpool(['decode', 'SH20261131' + '00001', '--format', format]), 2, /is not a number of/);
+    expectOneLineError(
+      await idpool(['decode', number, '--format', 'SH{ww}{seq:5}']),
+      2,
+      /^idpool: format: unknown token/,
+    );
+  });
+
   it('answers bad usage with exit 2 and one line', async () => {
     const closed = await freePort();
     // Independent runs: started together to keep the test short.

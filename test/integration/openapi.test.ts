@@ -150,6 +150,37 @@ describeWithServices(
         await call(`${base}/admin/apps`, { ...admin, rawBody: JSON.stringify({ key: 'x'.repeat(20_000) }) }),
       );
 
+      // Business numbers: registration, take, decode, raise with a period, PATCH 409, a full period's 503.
+      const inv = uniqueKey('oainv');
+      const invRes = await call(`${base}/admin/apps`, {
+        ...admin,
+        body: { key: inv, format: 'I{yyyy}-{seq:1}', step: 3, maxSizePerTimes: 3, maxPoolSize: 30 },
+      });
+      conforms('POST', '/admin/apps', invRes);
+      const invSecret = invRes.body.secret as string;
+      const invTake = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 3 } });
+      conforms('POST', '/apps/{key}/ids', invTake);
+      conforms(
+        'GET',
+        '/apps/{key}/ids/{id}',
+        await call(`${base}/apps/${inv}/ids/${invTake.body.ids[0]}`, { token: invSecret }),
+      );
+      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${inv}`, admin));
+      conforms(
+        'PATCH',
+        '/admin/apps/{key}',
+        await call(`${base}/admin/apps/${inv}`, { ...admin, method: 'PATCH', body: { format: 'J{yyyy}-{seq:1}' } }),
+      );
+      const year = String(new Date().getUTCFullYear());
+      conforms(
+        'POST',
+        '/admin/apps/{key}/raise',
+        await call(`${base}/admin/apps/${inv}/raise`, { ...admin, body: { period: year, seq: 8 } }),
+      );
+      const full = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 3 } });
+      expect(full.body.error.code).toBe('period_exhausted');
+      conforms('POST', '/apps/{key}/ids', full);
+
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, admin));
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=1&after=${key}`, admin));
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));

@@ -6,6 +6,8 @@ import { Client as PgClient, escapeIdentifier } from 'pg';
 import { privateMariadbPossible } from './mariadb';
 import { netnsUnavailable } from './netns';
 import { redisAnswers } from './redis-ping';
+import { existsSync } from 'node:fs';
+import { LIBFAKETIME } from './processes';
 
 /** MariaDB/MySQL the integration tests use (docs/design.md "Commands"). */
 export const MYSQL_URL = process.env.IDPOOL_TEST_MYSQL_URL || 'mysql://root@127.0.0.1:3306/idpool_test';
@@ -87,6 +89,8 @@ export interface ServiceNeeds {
   prometheus?: boolean;
   /** `kubectl` (Debian package kubernetes-client), for `kubectl kustomize` only: no cluster. */
   kubectl?: boolean;
+  /** libfaketime, to start an instance with its clock moved (Debian package faketime). */
+  faketime?: boolean;
   /** `javac`/`java`, `python3` and `go`: the clients under clients/ (Debian packages default-jdk-headless, python3, golang-go). */
   clientToolchains?: boolean;
 }
@@ -110,6 +114,7 @@ async function missingOf(needs: ServiceNeeds): Promise<string[]> {
     if (needs[program] && !installed(program)) missing.push(`${program} not installed (Debian package prometheus)`);
   if (needs.kubectl && spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)
     missing.push('kubectl not installed (Debian package kubernetes-client)');
+  if (needs.faketime && !existsSync(LIBFAKETIME)) missing.push(`libfaketime not installed (${LIBFAKETIME})`);
   if (needs.clientToolchains) {
     for (const [program, arg] of [
       ['javac', '-version'],

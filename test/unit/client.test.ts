@@ -227,8 +227,16 @@ describe('IdpoolClient 4xx', () => {
     const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
     const err = await c.take('orders', 2).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolClientError);
-    expect(err.message).toContain('without 2 decimal ids');
+    expect(err.message).toContain('without 2 ids');
     expect(f.seen).toHaveLength(1);
+  });
+
+  it('returns business numbers as the strings they are; refuses an answer that is neither', async () => {
+    const numbers = ['INV20261128-000001', 'INV20261128-000002'];
+    const f = fakeFetch({ [A]: [json(200, { ids: numbers }), json(200, { ids: ['a b', 'c'] })] });
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }));
+    expect(await c.take('orders', 2)).toEqual(numbers);
+    expect(await c.take('orders', 2).catch((e: unknown) => e)).toBeInstanceOf(IdpoolClientError);
   });
 });
 

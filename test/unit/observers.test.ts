@@ -33,6 +33,7 @@ function report(refill: RefillEvents, dispatch: DispatchEvents): void {
   dispatch.rateLimited('orders');
   dispatch.refused('orders');
   dispatch.exhausted('orders', 7);
+  dispatch.periodExhausted('orders', 6, Date.UTC(2026, 10, 29));
 }
 
 describe('events: the ops implementation and the logging one write the same lines', () => {
@@ -63,6 +64,7 @@ describe('events: the ops implementation and the logging one write the same line
       ['error', 'database_behind', undefined],
       ['error', 'redis_epoch_changed', 'redis_server_changed'],
       ['error', 'pool_exhausted', undefined],
+      ['error', 'period_exhausted', undefined],
     ]);
     expect(logged.lines[0].msg).toBe(
       'segment [1000, 2000) of orders refused by the fence (a newer one was pushed); dropped',

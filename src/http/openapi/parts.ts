@@ -111,17 +111,20 @@ export const E = {
   ),
   raise409: error('The line is already past `firstId` (`conflict`): nothing changed, the pool kept.'),
   lease409: error(
-    'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep) or `snowflake` (`conflict`).',
+    'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep), `snowflake`, or issues business numbers (`conflict`).',
   ),
   lease429: withRetryAfter(
     'The lease would pass the entity per-second limit it shares with takes, or too many failed authentications from this address (`rate_limited`).',
+  ),
+  update409: error(
+    'A business-number entity `format`, `reset` or `timeZone` is fixed once registered (`conflict`): register a new entity.',
   ),
   take409: error('This `Idempotency-Key` was used for a request of another count (`conflict`).'),
   take429: withRetryAfter(
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
   ),
   take503: withRetryAfter(
-    'Fewer ids ready than asked for (`pool_exhausted`), or a dependency, the snowflake worker lease or clock, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
+    'Fewer ids ready than asked for (`pool_exhausted`), a business-number period full until the next one (`period_exhausted`), or a dependency, the snowflake worker lease or clock, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
   ),
 };
 

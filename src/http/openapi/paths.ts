@@ -115,9 +115,9 @@ function idPaths(): Record<string, Schema> {
       get: {
         operationId: 'explainId',
         tags: ['ids'],
-        summary: 'Explain a snowflake id',
+        summary: 'Explain a snowflake id or a business number',
         description:
-          'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued; 400 for an id this layout cannot have made, or an entity of another mode.',
+          'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued, or a business number taken apart (its period and `seq`); 400 for an id this layout or template cannot have made, or an entity of another mode.',
         security: entitySecret,
         parameters: [
           keyParam,
@@ -126,11 +126,11 @@ function idPaths(): Record<string, Schema> {
             in: 'path',
             required: true,
             schema: { type: 'string', minLength: 1, maxLength: 64 },
-            description: 'The id as issued (a decimal string).',
+            description: 'The id as issued (a decimal string), or a business number (a `/` in it sent as `%2F`).',
           },
         ],
         responses: {
-          200: { description: 'Its parts.', content: json(ref('DecodedId')) },
+          200: { description: 'Its parts.', content: json({ anyOf: [ref('DecodedId'), ref('DecodedNumber')] }) },
           400: E[400],
           401: E.entity401,
           429: E[429],
@@ -233,6 +233,7 @@ function adminEntityPaths(): Record<string, Schema> {
           401: E[401],
           403: E[403],
           404: E[404],
+          409: E.update409,
           413: E[413],
           415: E[415],
           429: E[429],
@@ -288,12 +289,18 @@ function adminEntityPaths(): Record<string, Schema> {
         tags: ['admin'],
         summary: 'Move the number line up',
         description:
-          'From now on no id below `firstId` is handed out: the line moves up (never down), the pool is discarded and refilled above it. A `firstId` the line is already past is refused (409) and nothing is discarded. For an import that found the old service issued further (docs/migrating.md).',
+          'From now on no id below `firstId` is handed out: the line moves up (never down), the pool is discarded and refilled above it. A `firstId` the line is already past is refused (409) and nothing is discarded. For an import that found the old service issued further (docs/migrating.md). For a business-number entity, `{period, seq}`: no sequence at or below `seq` in that period (docs/numbers.md).',
         security: admin,
         parameters: [keyParam],
-        requestBody: { required: true, content: json(ref('RaiseRequest')) },
+        requestBody: {
+          required: true,
+          content: json({ anyOf: [ref('RaiseRequest'), ref('RaisePeriodRequest')] }),
+        },
         responses: {
-          200: { description: 'The entity after.', content: json(ref('Entity')) },
+          200: {
+            description: 'The entity after, or the period counter after.',
+            content: json({ anyOf: [ref('Entity'), ref('RaisedPeriod')] }),
+          },
           400: E[400],
           401: E[401],
           403: E[403],

@@ -7,11 +7,13 @@ import {
   LIMITS,
   addSecretSchema,
   registerSchema,
+  raisePeriodSchema,
   raiseSchema,
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
 import { MAX_SECRETS } from '../../entities/secrets';
+import { RESETS } from '../../numbers/period';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
 import {
   type Schema,
@@ -25,6 +27,9 @@ import {
   secret,
   unixMs,
 } from './parts';
+
+/** A business number as issued (`INV20261128-000123`). */
+const businessNumber = { type: 'string', pattern: '^[A-Za-z0-9_./-]+$', minLength: 1, maxLength: 200 };
 
 // The document's named schemas (`components.schemas`), one function per
 // part of the API they describe.
@@ -69,6 +74,7 @@ function idSchemas(): Record<string, Schema> {
                 'unsupported_media_type',
                 'rate_limited',
                 'pool_exhausted',
+                'period_exhausted',
                 'unavailable',
                 'internal',
               ],
@@ -87,7 +93,14 @@ function idSchemas(): Record<string, Schema> {
       type: 'object',
       required: ['ids'],
       additionalProperties: false,
-      properties: { ids: { type: 'array', minItems: 1, items: decimalId } },
+      properties: {
+        ids: {
+          type: 'array',
+          minItems: 1,
+          items: { anyOf: [decimalId, businessNumber] },
+          description: 'Decimal ids; business numbers for an entity with a `format` (docs/numbers.md).',
+        },
+      },
     },
     LeaseRequest: {
       type: 'object',
@@ -112,6 +125,22 @@ function idSchemas(): Record<string, Schema> {
         count: int32(1, MAX_LEASE_SIZE, 'How many ids: (last − first) / delta + 1.'),
         delta: int32(1, undefined, 'Distance between consecutive ids (the deployment stride count).'),
         remainder: int32(0, undefined, 'id mod delta of every id.'),
+      },
+    },
+    DecodedNumber: {
+      type: 'object',
+      required: ['number', 'period', 'reset', 'timeZone', 'start', 'end', 'date', 'seq'],
+      additionalProperties: false,
+      description: 'A business number taken apart: its period in the entity zone and its sequence.',
+      properties: {
+        number: businessNumber,
+        period: { type: 'string', pattern: '^([0-9]{4,10}|all)$' },
+        reset: { type: 'string', enum: [...RESETS] },
+        timeZone: { type: 'string' },
+        start: { ...isoDate, description: 'First instant of the period.' },
+        end: { anyOf: [isoDate, { type: 'null' }], description: 'First instant after it; null for reset never.' },
+        date: { anyOf: [{ type: 'string' }, { type: 'null' }], description: 'The period date in its zone.' },
+        seq: decimalId,
       },
     },
     DecodedId: {
@@ -186,6 +215,9 @@ function entitySchemas(): Record<string, Schema> {
         interval: int32(0, undefined, 'Least ms between two refill checks of this entity (default: the refill tick).'),
         delta: int32(1, LIMITS.delta, 'Ids are the numbers ≡ remainder (mod delta); 1 for every number.'),
         remainder: int32(0, LIMITS.delta - 1),
+        format: { type: 'string', maxLength: 64, description: 'Business-number template (docs/numbers.md).' },
+        reset: { type: 'string', enum: [...RESETS] },
+        timeZone: { type: 'string', description: 'IANA name or fixed offset of the periods.' },
         compat: {
           type: 'array',
           items: { type: 'string', enum: [...COMPAT_PROTOCOLS] },
@@ -261,6 +293,13 @@ function entitySchemas(): Record<string, Schema> {
     Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret } },
     RotateRequest: fromZod(rotateSchema),
     RaiseRequest: fromZod(raiseSchema),
+    RaisePeriodRequest: fromZod(raisePeriodSchema),
+    RaisedPeriod: {
+      type: 'object',
+      required: ['key', 'period', 'seq'],
+      additionalProperties: false,
+      properties: { key: entityKey, period: { type: 'string' }, seq: decimalId },
+    },
     AddSecretRequest: fromZod(addSecretSchema),
     AddedSecret: {
       type: 'object',

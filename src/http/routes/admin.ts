@@ -5,6 +5,7 @@ import {
   addSecretSchema,
   describeEntity,
   holdSchema,
+  raisePeriodSchema,
   raiseSchema,
   registerSchema,
   rotateSchema,
@@ -24,7 +25,22 @@ const OPS_DEFAULT_ROWS = 50;
 type ViewDeps = Pick<HttpDeps, 'allocator' | 'poolStore' | 'demand'>;
 /** What the admin routes use of the app's dependencies. */
 export type AdminRouteDeps = ViewDeps &
-  Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines' | 'cutover' | 'heldPools'>;
+  Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines' | 'cutover' | 'heldPools' | 'numbers'>;
+
+/** A business-number period's counter moved up; a period the entity's calendar lacks is the caller's mistake (400). */
+async function raisePeriod(
+  numbers: NonNullable<HttpDeps['numbers']>,
+  entity: Parameters<NonNullable<HttpDeps['numbers']>['raise']>[0],
+  period: string,
+  seq: bigint,
+): Promise<bigint> {
+  try {
+    return await numbers.raise(entity, period, seq);
+  } catch (err) {
+    if (err instanceof RangeError) throw new InvalidRequestError(`period: ${err.message}`);
+    throw err;
+  }
+}
 
 /** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
 export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
@@ -79,8 +95,14 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
 
   router.post('/apps/:key/raise', async (req, res) => {
     const key = entityKeyParam(req);
-    const { firstId } = parseBody(raiseSchema, req.body ?? {});
     const entity = await deps.registry.require(key);
+    if (entity.numbers && deps.numbers) {
+      const { period, seq } = parseBody(raisePeriodSchema, req.body ?? {});
+      const after = await raisePeriod(deps.numbers, entity, period, seq);
+      res.json({ key, period, seq: after.toString() });
+      return;
+    }
+    const { firstId } = parseBody(raiseSchema, req.body ?? {});
     if (entity.mode === 'snowflake' || !deps.lines)
       throw new InvalidRequestError(`entity "${key}" has no number line to raise (snowflake ids come from time)`);
     const number = deps.registry.firstNumberFrom(entity, firstId);

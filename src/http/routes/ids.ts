@@ -1,4 +1,5 @@
 import type { IRouter, Request, RequestHandler, Response } from 'express';
+import type { EntityConfig } from '../../entities/entity';
 import { InvalidRequestError } from '../../errors';
 import { type IdExplanation, NotAnIdError } from '../../snowflake/explain';
 import type { HttpDeps, SnowflakeDecoder } from '../deps';
@@ -7,6 +8,7 @@ import { answerOnce } from '../idempotency';
 import type { TakenIds } from '../../pool/taken-ids';
 import { integerField } from '../params';
 import { BODY_LIMIT_BYTES } from '../settings';
+import { type DecodedNumber, NumberScheme } from '../../numbers/scheme';
 
 /** What the id routes use of the app's dependencies. */
 export type IdRouteDeps = Pick<HttpDeps, 'takes' | 'snowflake' | 'idempotency'>;
@@ -46,6 +48,10 @@ export function registerIdRoutes(
 
   app.get('/apps/:key/ids/:id', async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
+    if (entity.numbers) {
+      res.json(decodeNumberOr400(entity, req.params.id));
+      return;
+    }
     if (entity.mode !== 'snowflake' || !deps.snowflake)
       throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
     res.json(decodeOr400(deps.snowflake, req.params.id));
@@ -160,6 +166,17 @@ function requestedCount(req: Request, max: number): number {
   const count = integerField(req, 'count', `1 to ${max}`) ?? 1;
   if (count < 1 || count > max) throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
   return count;
+}
+
+/** A business number of the entity taken apart; one that is not of its template (or names no period of its zone) is a 400. */
+function decodeNumberOr400(entity: EntityConfig, number: string): DecodedNumber {
+  const scheme = entity.numbers && NumberScheme.of(entity.numbers);
+  const decoded = scheme?.decode(number);
+  if (!decoded || !scheme)
+    throw new InvalidRequestError(
+      `"${number}" is not a number of ${entity.key}'s template ${entity.numbers?.format ?? ''} (or names no ${scheme?.template.reset ?? ''} period of ${entity.numbers?.timeZone ?? ''})`,
+    );
+  return decoded;
 }
 
 /** An id that cannot be one of this layout's is the client's mistake: 400 with the reason. */

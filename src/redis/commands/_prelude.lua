@@ -99,3 +99,35 @@ local function refusePush(KEYS, lowest)
     return -4
   end
 end
+
+-- Business numbers (docs/numbers.md): an entity's numbers wait in two
+-- lists, one per slot (0, 1), each holding one period's numbers, already
+-- formatted. KEYS[1] of every number function is the entity's period table,
+-- a hash: `p<slot>` the period id, `s<slot>` and `e<slot>` its first instant
+-- and the first after it (Unix ms), `x<slot>` = 1 when its counter is full,
+-- and `latest` the start of the newest period anyone took from.
+-- numberNow answers which slot's period holds the Redis server's clock now:
+-- one clock decides the period for every instance. Returns the slot's
+-- fields, or nil and now when neither slot holds a period covering now.
+local function numberNow(periodsKey)
+  local t = rcall('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local h = rcall('HMGET', periodsKey, 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1', 'latest')
+  for slot = 0, 1 do
+    local s, e = tonumber(h[slot * 4 + 2]), tonumber(h[slot * 4 + 3])
+    if s and now >= s and now < e then
+      return {slot = slot, id = h[slot * 4 + 1], start = s, stop = e, full = h[slot * 4 + 4] == '1',
+              latest = tonumber(h[9] or '0'), now = now}
+    end
+  end
+  return nil, now
+end
+
+-- After a take from period `p` (numberNow's): its start becomes `latest`
+-- when newer. A period that starts before `latest` is refused before it
+-- pops (a clock gone back in a failover): no old-period number after a new one.
+local function numberTaken(periodsKey, p)
+  if p.start > p.latest then
+    rcall('HSET', periodsKey, 'latest', p.start)
+  end
+end

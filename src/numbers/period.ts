@@ -1,0 +1,151 @@
+/**
+ * Periods: the calendar spans of a zone a business number's sequence
+ * restarts with (docs/numbers.md). A period is every instant whose calendar
+ * fields, cut to the reset's unit, are the same: a daylight-saving day has
+ * 23 or 25 hours, and on the night clocks go back the repeated hour is one
+ * hourly period of two hours (its numbers carry the same `{HH}`, so they
+ * must share one sequence); an hour a zone skips is no period at all.
+ */
+import type { CalendarFields, TimeZone } from './zone';
+
+export const RESETS = ['never', 'yearly', 'monthly', 'daily', 'hourly'] as const;
+export type Reset = (typeof RESETS)[number];
+
+/** One period of one zone. */
+export interface Period {
+  /**
+   * The period's name, its calendar fields cut to the reset (`2026`,
+   * `202611`, `20261128`, `2026112814`; `all` for `never`): fixed width for
+   * a reset, so names sort as the periods do.
+   */
+  readonly id: string;
+  /** First instant (Unix ms) in the period. */
+  readonly start: number;
+  /** First instant after it (Unix ms); {@link NEVER_ENDS} for `never`. */
+  readonly end: number;
+  /** The period's date, the fields below the reset's unit at their first value. */
+  readonly date: CalendarFields;
+}
+
+/** The last instant a JavaScript Date holds: the end of the one period of `never`. */
+const NEVER_ENDS = 8.64e15;
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
+/** A period's name from calendar fields (see {@link Period.id}). */
+function periodId(f: CalendarFields, reset: Reset): string {
+  switch (reset) {
+    case 'never':
+      return 'all';
+    case 'yearly':
+      return pad(f.year, 4);
+    case 'monthly':
+      return pad(f.year, 4) + pad(f.month, 2);
+    case 'daily':
+      return pad(f.year, 4) + pad(f.month, 2) + pad(f.day, 2);
+    case 'hourly':
+      return pad(f.year, 4) + pad(f.month, 2) + pad(f.day, 2) + pad(f.hour, 2);
+  }
+}
+
+/** The calendar fields a period id names (the units below its reset at their first value); undefined when it is not one. */
+function periodDate(id: string, reset: Reset): CalendarFields | undefined {
+  const widths = { never: 0, yearly: 4, monthly: 6, daily: 8, hourly: 10 } as const;
+  if (reset === 'never') return id === 'all' ? { year: 1970, month: 1, day: 1, hour: 0 } : undefined;
+  if (id.length !== widths[reset] || !/^\d+$/.test(id)) return undefined;
+  const date = {
+    year: Number(id.slice(0, 4)),
+    month: id.length >= 6 ? Number(id.slice(4, 6)) : 1,
+    day: id.length >= 8 ? Number(id.slice(6, 8)) : 1,
+    hour: id.length >= 10 ? Number(id.slice(8, 10)) : 0,
+  };
+  const check = new Date(Date.UTC(date.year, date.month - 1, date.day, date.hour));
+  if (
+    date.year < 1970 ||
+    check.getUTCFullYear() !== date.year ||
+    check.getUTCMonth() + 1 !== date.month ||
+    check.getUTCDate() !== date.day ||
+    date.hour > 23
+  )
+    return undefined;
+  return date;
+}
+
+/** Far enough either side of a period's wall-clock instant to hold its real start: offsets stay within ±14 h, a DST shift adds 1–2 h. */
+const SEARCH_MS = 36 * 3600_000;
+
+/**
+ * The periods of one reset in one zone: which period an instant is in, and
+ * the one after. Computed from the zone's calendar fields alone (a binary
+ * search for a period's first and last instant), so an offset zone, an IANA
+ * zone and its daylight-saving days go through the same code.
+ */
+export class PeriodCalendar {
+  private last: Period | undefined;
+
+  constructor(
+    readonly reset: Reset,
+    readonly zone: TimeZone,
+  ) {}
+
+  /** The period holding instant `ms` (the last one found is kept, so the hot path does no search). */
+  at(ms: number): Period {
+    const last = this.last;
+    if (last && ms >= last.start && ms < last.end) return last;
+    const period = this.compute(ms);
+    this.last = period;
+    return period;
+  }
+
+  /** The period after `period` (none after `never`'s: it ends at {@link NEVER_ENDS}). */
+  after(period: Period): Period | undefined {
+    return period.end >= NEVER_ENDS ? undefined : this.at(period.end);
+  }
+
+  /** The period named `id`, if this calendar has one by that name (an hour a DST jump skips has none). */
+  named(id: string): Period | undefined {
+    const date = periodDate(id, this.reset);
+    if (!date) return undefined;
+    if (this.reset === 'never') return this.at(0);
+    const wall = Date.UTC(date.year, date.month - 1, date.day, date.hour);
+    const start = this.firstWhere(wall - SEARCH_MS, wall + SEARCH_MS, (key) => key >= id);
+    const period = this.at(start);
+    return period.id === id ? period : undefined;
+  }
+
+  private key(ms: number): string {
+    return periodId(this.zone.fieldsAt(ms), this.reset);
+  }
+
+  private compute(ms: number): Period {
+    const id = this.key(ms);
+    const date = periodDate(id, this.reset);
+    if (!date) throw new RangeError(`no period of ${this.zone.name} at ${ms}`);
+    if (this.reset === 'never') return { id, start: 0, end: NEVER_ENDS, date };
+    // The calendar instant of the unit after, as if the zone were UTC: the search's upper guess for the end.
+    const next = new Date(Date.UTC(date.year, date.month - 1, date.day, date.hour));
+    if (this.reset === 'yearly') next.setUTCFullYear(next.getUTCFullYear() + 1);
+    else if (this.reset === 'monthly') next.setUTCMonth(next.getUTCMonth() + 1);
+    else if (this.reset === 'daily') next.setUTCDate(next.getUTCDate() + 1);
+    else next.setUTCHours(next.getUTCHours() + 1);
+    const wall = Date.UTC(date.year, date.month - 1, date.day, date.hour);
+    const start = this.firstWhere(wall - SEARCH_MS, ms, (key) => key >= id);
+    const end = this.firstWhere(ms, next.getTime() + SEARCH_MS, (key) => key > id);
+    return { id, start, end, date };
+  }
+
+  /**
+   * The first instant in `(lo, hi]` whose key passes `test`, `test` being
+   * false up to some instant and true after (keys only grow with time).
+   */
+  private firstWhere(lo: number, hi: number, test: (key: string) => boolean): number {
+    let a = lo;
+    let b = hi;
+    while (b - a > 1) {
+      const mid = a + Math.floor((b - a) / 2);
+      if (test(this.key(mid))) b = mid;
+      else a = mid;
+    }
+    return b;
+  }
+}

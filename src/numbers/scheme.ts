@@ -1,0 +1,105 @@
+/**
+ * An entity's business numbers as one object: its template, its periods in
+ * its zone, and the answers built from them (a period's formatter, a
+ * number decoded to its period and sequence).
+ */
+import { type Period, PeriodCalendar, type Reset } from './period';
+import { NumberSettingsError, NumberTemplate } from './template';
+import { UnknownZoneError, timeZone } from './zone';
+
+/** What an entity stores about its business numbers (`format`, `reset`, `timeZone` at registration; fixed after). */
+export interface NumberSettings {
+  readonly format: string;
+  readonly reset: Reset;
+  readonly timeZone: string;
+}
+
+/** A number taken apart (`GET /apps/:key/ids/:number`, `idpool decode`). */
+export interface DecodedNumber {
+  readonly number: string;
+  readonly period: string;
+  readonly reset: Reset;
+  readonly timeZone: string;
+  /** The period's first instant and the first after it (ISO 8601, UTC); `end` null for `never`. */
+  readonly start: string;
+  readonly end: string | null;
+  /** The period's date in its zone (`2026-11-28`, `2026-11-28T14`, `2026-11`, `2026`), null for `never`. */
+  readonly date: string | null;
+  readonly seq: string;
+}
+
+export class NumberScheme {
+  readonly calendar: PeriodCalendar;
+
+  private constructor(
+    readonly template: NumberTemplate,
+    readonly settings: NumberSettings,
+  ) {
+    this.calendar = new PeriodCalendar(template.reset, timeZone(settings.timeZone));
+  }
+
+  /**
+   * Checks a registration's `format`, `reset` and `timeZone` (default UTC)
+   * and fills their defaults; throws {@link NumberSettingsError} naming the field.
+   */
+  static settings(input: { format: string; reset?: string; timeZone?: string }): NumberSettings {
+    const template = NumberTemplate.parse(input.format, input.reset);
+    let zone: string;
+    try {
+      zone = timeZone(input.timeZone ?? 'UTC').name;
+    } catch (err) {
+      if (err instanceof UnknownZoneError)
+        throw new NumberSettingsError('timeZone', err.message.replace(/^timeZone /, ''));
+      throw err;
+    }
+    return { format: input.format, reset: template.reset, timeZone: zone };
+  }
+
+  /** The scheme of stored settings (already checked at registration). */
+  static of(settings: NumberSettings): NumberScheme {
+    return new NumberScheme(NumberTemplate.parse(settings.format, settings.reset), settings);
+  }
+
+  /** The highest sequence of a period. */
+  get capacity(): bigint {
+    return this.template.capacity;
+  }
+
+  /** `number` taken apart, or undefined when it is not one of this template's (or names no period of the zone). */
+  decode(number: string): DecodedNumber | undefined {
+    const parts = this.template.decode(number);
+    if (!parts || parts.seq > this.capacity) return undefined;
+    const f = parts.fields;
+    const reset = this.template.reset;
+    const pad = (n: number | undefined, w: number) => String(n ?? 1).padStart(w, '0');
+    const id =
+      reset === 'never'
+        ? 'all'
+        : pad(f.year, 4) +
+          (reset === 'yearly' ? '' : pad(f.month, 2)) +
+          (reset === 'yearly' || reset === 'monthly' ? '' : pad(f.day, 2)) +
+          (reset === 'hourly' ? String(f.hour ?? 0).padStart(2, '0') : '');
+    const period = this.calendar.named(id);
+    if (!period) return undefined;
+    return {
+      number,
+      period: period.id,
+      reset,
+      timeZone: this.settings.timeZone,
+      start: new Date(period.start).toISOString(),
+      end: reset === 'never' ? null : new Date(period.end).toISOString(),
+      date: reset === 'never' ? null : periodDateText(period, reset),
+      seq: parts.seq.toString(),
+    };
+  }
+}
+
+function periodDateText(period: Period, reset: Reset): string {
+  const d = period.date;
+  const p2 = (n: number) => String(n).padStart(2, '0');
+  const year = String(d.year).padStart(4, '0');
+  if (reset === 'yearly') return year;
+  if (reset === 'monthly') return `${year}-${p2(d.month)}`;
+  if (reset === 'daily') return `${year}-${p2(d.month)}-${p2(d.day)}`;
+  return `${year}-${p2(d.month)}-${p2(d.day)}T${p2(d.hour)}`;
+}

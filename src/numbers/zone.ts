@@ -1,0 +1,85 @@
+/**
+ * A business number's time zone: an IANA name the runtime knows
+ * (`Asia/Shanghai`, through Intl) or a fixed offset (`+08:00`, `-02:33`).
+ * Both answer one question, the calendar fields of an instant in that zone;
+ * the period math (`period.ts`) needs nothing else. No dependency: Node's
+ * Intl carries the IANA database (full ICU in the official builds).
+ */
+
+/** The calendar fields of an instant in a zone (month 1–12, hour 0–23). */
+export interface CalendarFields {
+  readonly year: number;
+  readonly month: number;
+  readonly day: number;
+  readonly hour: number;
+}
+
+export interface TimeZone {
+  /** The canonical spelling: the IANA name Intl resolves it to, or `+HH:MM`. */
+  readonly name: string;
+  fieldsAt(ms: number): CalendarFields;
+}
+
+/** A zone the runtime does not know, or an offset out of range: the registration's 400 names `timeZone`. */
+export class UnknownZoneError extends Error {
+  constructor(zone: string, why: string) {
+    super(`timeZone "${zone}": ${why}`);
+    this.name = 'UnknownZoneError';
+  }
+}
+
+const OFFSET = /^([+-])(\d{2}):(\d{2})$/;
+/** Real offsets run from −12:00 to +14:00 (Kiribati); a little room each side for historic ones. */
+const MAX_OFFSET_MINUTES = 14 * 60;
+
+/** The zone `name` names; throws {@link UnknownZoneError}. `Z` and `UTC` are the zero offset. */
+export function timeZone(name: string): TimeZone {
+  if (name === 'UTC' || name === 'Z' || name === 'Etc/UTC') return fixedOffset(0, 'UTC');
+  const offset = OFFSET.exec(name);
+  if (offset) {
+    const minutes = Number(offset[2]) * 60 + Number(offset[3]);
+    if (Number(offset[3]) > 59 || minutes > MAX_OFFSET_MINUTES)
+      throw new UnknownZoneError(name, 'an offset must be from -14:00 to +14:00');
+    return fixedOffset(offset[1] === '-' ? -minutes : minutes, name);
+  }
+  if (name.length > 64 || !/^[A-Za-z][A-Za-z0-9_+/-]*$/.test(name))
+    throw new UnknownZoneError(name, 'must be an IANA name (Asia/Shanghai) or an offset (+08:00)');
+  let format: Intl.DateTimeFormat;
+  try {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: name,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+    });
+  } catch {
+    throw new UnknownZoneError(name, 'this runtime does not know it (an IANA name such as Asia/Shanghai, or +08:00)');
+  }
+  return ianaZone(format);
+}
+
+function fixedOffset(minutes: number, name: string): TimeZone {
+  const shift = minutes * 60_000;
+  return {
+    name,
+    fieldsAt(ms) {
+      const d = new Date(ms + shift);
+      return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours() };
+    },
+  };
+}
+
+function ianaZone(format: Intl.DateTimeFormat): TimeZone {
+  return {
+    name: format.resolvedOptions().timeZone,
+    fieldsAt(ms) {
+      const f = { year: 0, month: 0, day: 0, hour: 0 };
+      for (const part of format.formatToParts(ms))
+        if (part.type === 'year' || part.type === 'month' || part.type === 'day' || part.type === 'hour')
+          f[part.type] = Number(part.value);
+      return f;
+    },
+  };
+}

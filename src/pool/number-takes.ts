@@ -1,0 +1,402 @@
+/**
+ * Business-number takes (docs/numbers.md), behind one narrow interface,
+ * {@link NumberTakes}: the take service picks this kind for an entity with
+ * a `format`, as it picks segments or snowflake ids for the others.
+ *
+ * With Redis ({@link RedisNumberTakes}) the Redis server's clock decides the
+ * period (`idpool_number_take` reads `TIME`), the period's numbers wait in
+ * Redis already formatted, and the refill here keeps now's period and,
+ * ahead of the boundary, the next one filled from the per-period counters
+ * in SQL. Without Redis ({@link LocalNumberTakes}) the process clock decides.
+ */
+import type { Clock } from '../clock';
+import type { EntityConfig } from '../entities/entity';
+import { PeriodExhaustedError, PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
+import type { Logger } from '../logger';
+import type { Period } from '../numbers/period';
+import { NumberScheme } from '../numbers/scheme';
+import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter, type SeqRange } from '../segment/number-counter';
+import type { Demand } from './demand';
+import type { DispatchEvents } from './dispatcher';
+import { NUMBERS_PER_PUSH, type NumberSlot, type NumberState, type RedisNumberStore } from './number-store';
+import type { RefillLock } from './pool-store';
+import { entityRateLimited } from './rate-limit';
+import { shuffle } from './segment-push';
+import { type TakenIds, listedIds } from './taken-ids';
+
+/** Takes business numbers of an entity with a `format`. */
+export interface NumberTakes {
+  /**
+   * Not coalesced by the take service (its `Taker`): each take is one
+   * function call that picks its period itself; sharing one call per turn
+   * is left for later (docs/benchmarks.md).
+   */
+  readonly coalesce: false;
+  /** `count` numbers of now's period, all or nothing, as strings. */
+  take(entity: EntityConfig, count: number): Promise<TakenIds>;
+  /** Never called while `coalesce` is false; answers "take by take". */
+  takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
+  /** Moves the counter of period `periodId` up to at least `seq` (a team moving from an INCR counter); resolves to it after. */
+  raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint>;
+}
+
+/** Entities whose numbers to keep filled. */
+export interface NumberCatalog {
+  get(key: string): EntityConfig | undefined;
+  numberKeys(): string[];
+}
+
+/** The scheme of an entity's settings, built once per settings (they never change once registered). */
+class Schemes {
+  private readonly cache = new Map<string, NumberScheme>();
+
+  of(entity: EntityConfig): NumberScheme {
+    const settings = entity.numbers;
+    if (!settings) throw new Error(`entity ${entity.key} has no business-number format`);
+    const id = `${settings.format}\n${settings.reset}\n${settings.timeZone}`;
+    let scheme = this.cache.get(id);
+    if (!scheme) {
+      scheme = NumberScheme.of(settings);
+      this.cache.set(id, scheme);
+    }
+    return scheme;
+  }
+}
+
+/** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
+function namedPeriod(scheme: NumberScheme, entity: EntityConfig, periodId: string): Period {
+  const period = scheme.calendar.named(periodId);
+  if (!period)
+    throw new RangeError(
+      `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(Date.now()).id}`,
+    );
+  return period;
+}
+
+/** Formatted numbers `range` of `period`; a trend entity's shuffled within each step. */
+function formatRange(scheme: NumberScheme, entity: EntityConfig, period: Period, range: SeqRange): string[] {
+  const format = scheme.template.formatter(period);
+  const count = Number(range.last - range.first + 1n);
+  const out = new Array<string>(count);
+  const safe = range.last <= BigInt(Number.MAX_SAFE_INTEGER);
+  const first = Number(range.first);
+  for (let i = 0; i < count; i++) out[i] = safe ? format(first + i) : format(range.first + BigInt(i));
+  if (entity.mode === 'trend')
+    for (let s = 0; s < count; s += entity.step) shuffle(out, s, Math.min(s + entity.step, count));
+  return out;
+}
+
+function periodFull(entity: EntityConfig, scheme: NumberScheme, period: string, msLeft: number): PeriodExhaustedError {
+  return new PeriodExhaustedError(
+    `${entity.key}: period ${period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${Math.ceil(msLeft / 1000)} s`,
+    Math.max(1, Math.ceil(msLeft / 1000)),
+  );
+}
+
+export interface RedisNumberTakesOptions {
+  store: RedisNumberStore;
+  counter: NumberCounter;
+  lock: RefillLock;
+  entities: NumberCatalog;
+  demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
+  events: DispatchEvents;
+  clock: Clock;
+  log: Logger;
+  /** The refill tick (IDPOOL_REFILL_INTERVAL_MS). */
+  intervalMs: number;
+  /** How long a take short of numbers waits for a refill before its 503 (the dispatcher's 250 ms). */
+  shortWaitMs?: number;
+  /**
+   * How long before a boundary the next period is filled: a minute, so the
+   * first take after it is served from Redis however slow the database.
+   */
+  prefillLeadMs?: number;
+}
+
+/** Business numbers on Redis: the period by the Redis clock, the refill from SQL per period. */
+export class RedisNumberTakes implements NumberTakes {
+  readonly coalesce = false;
+  private readonly schemes = new Schemes();
+  private readonly refills = new Map<string, Promise<void>>();
+  /** Numbers this instance took per entity, running: what demand is measured from. */
+  private readonly taken = new Map<string, number>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+  private lastPrune = 0;
+
+  constructor(private readonly o: RedisNumberTakesOptions) {}
+
+  async take(entity: EntityConfig, count: number): Promise<TakenIds> {
+    const scheme = this.schemes.of(entity);
+    const deadline = this.o.clock.monotonic() + (this.o.shortWaitMs ?? 250);
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.o.store.take(entity.key, count, entity.maxSizePerSecond);
+      switch (r.kind) {
+        case 'ok':
+          this.taken.set(entity.key, (this.taken.get(entity.key) ?? 0) + count);
+          if (r.remaining < this.o.demand.lowWatermark(entity)) void this.refillQuietly(entity);
+          return r.numbers;
+        case 'rate_limited':
+          this.o.events.rateLimited(entity.key);
+          throw entityRateLimited(entity.key, entity.maxSizePerSecond, r.retryAfterMs);
+        case 'period_full':
+          this.o.events.periodExhausted(entity.key, scheme.template.seqWidth, this.o.clock.now() + r.msToPeriodEnd);
+          throw periodFull(entity, scheme, 'now', r.msToPeriodEnd);
+        case 'period_stale':
+          throw new UnavailableError(
+            `${entity.key}: the Redis clock is behind a period already handed out (a failover to a server whose clock is behind); retry shortly`,
+          );
+        case 'epoch_changed':
+        case 'short':
+          if (attempt > 0 && this.o.clock.monotonic() > deadline) {
+            this.o.events.refused(entity.key);
+            throw new PoolExhaustedError(`${entity.key}: no business numbers ready; retry shortly`);
+          }
+          try {
+            await this.refill(entity);
+          } catch (err) {
+            this.o.events.refused(entity.key);
+            throw err;
+          }
+          if (attempt > 0) await this.o.clock.sleep(10);
+      }
+    }
+  }
+
+  takeShared(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
+    const scheme = this.schemes.of(entity);
+    const period = namedPeriod(scheme, entity, periodId);
+    const capped = seq > scheme.capacity ? scheme.capacity : seq;
+    const after = await this.o.counter.raise(entity.key, period, capped);
+    await this.o.store.reset(entity.key, period.id, [[period.id, after]]);
+    return after;
+  }
+
+  /** Refills every business-number entity each tick; prunes old counters hourly. */
+  start(): void {
+    const tick = async () => {
+      for (const key of this.o.entities.numberKeys()) {
+        const entity = this.o.entities.get(key);
+        if (entity) await this.refillQuietly(entity);
+      }
+      await this.pruneHourly();
+      if (!this.stopped) this.timer = setTimeout(() => void tick(), this.o.intervalMs);
+    };
+    this.timer = setTimeout(() => void tick(), 0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await Promise.allSettled(this.refills.values());
+  }
+
+  private async refillQuietly(entity: EntityConfig): Promise<void> {
+    try {
+      await this.refill(entity);
+    } catch (err) {
+      this.o.log.warn({ entity: entity.key, err: errorMessage(err) }, 'business-number refill failed');
+    }
+  }
+
+  private async pruneHourly(): Promise<void> {
+    const now = this.o.clock.now();
+    if (now - this.lastPrune < 3600_000) return;
+    this.lastPrune = now;
+    try {
+      const counter = this.o.counter as NumberCounter & { prune?(before: number): Promise<number> };
+      await counter.prune?.(now - NUMBER_PERIOD_RETENTION_MS);
+      for (const key of this.o.entities.numberKeys()) {
+        const entity = this.o.entities.get(key);
+        if (!entity) continue;
+        const old = this.schemes.of(entity).calendar.at(now - NUMBER_PERIOD_RETENTION_MS);
+        await this.o.store.pruneFences(key, old.id);
+      }
+    } catch (err) {
+      this.o.log.warn({ err: errorMessage(err) }, 'pruning business-number counters failed');
+    }
+  }
+
+  /** One refill of the entity at a time in this process; across instances, its refill lock. */
+  refill(entity: EntityConfig): Promise<void> {
+    let running = this.refills.get(entity.key);
+    if (!running) {
+      running = this.refillLocked(entity).finally(() => this.refills.delete(entity.key));
+      this.refills.set(entity.key, running);
+    }
+    return running;
+  }
+
+  private async refillLocked(entity: EntityConfig): Promise<void> {
+    const held = await this.o.lock.acquire(entity.key);
+    // Another instance refills it now: the take waits and looks again.
+    if (!held) return;
+    try {
+      await this.refillPeriods(entity);
+    } finally {
+      await held.release().catch(() => undefined);
+    }
+  }
+
+  private async refillPeriods(entity: EntityConfig): Promise<void> {
+    const scheme = this.schemes.of(entity);
+    let state = await this.o.store.state(entity.key);
+    if (!state.epochCurrent) {
+      await this.resetEpoch(entity, scheme, state);
+      state = await this.o.store.state(entity.key);
+    }
+    this.o.demand.observe(entity.key, this.taken.get(entity.key) ?? 0);
+    // Periods by the Redis clock: the one the takes will ask for.
+    const current = scheme.calendar.at(state.now);
+    await this.fill(entity, scheme, state, current);
+    const next = scheme.calendar.after(current);
+    // Read again: the fill above may have taken the slot the snapshot showed free (a push there would be refused, its numbers lost).
+    if (next && state.now >= next.start - (this.o.prefillLeadMs ?? 60_000))
+      await this.fill(entity, scheme, await this.o.store.state(entity.key), next);
+  }
+
+  /**
+   * The lists may hold numbers already handed out (a restart or failover):
+   * dropped, and the fences of now's period and the next raised to what the
+   * counters say may have been issued.
+   */
+  private async resetEpoch(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<void> {
+    const current = scheme.calendar.at(state.now);
+    const periods = [current, scheme.calendar.after(current)].filter((p): p is Period => p !== undefined);
+    const fences = await Promise.all(
+      periods.map(async (p) => [p.id, await this.o.counter.peek(entity.key, p.id)] as const),
+    );
+    if (await this.o.store.reset(entity.key, 'epoch', fences))
+      this.o.log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
+  }
+
+  private async fill(entity: EntityConfig, scheme: NumberScheme, state: NumberState, period: Period): Promise<void> {
+    const slot = slotFor(state, period);
+    if (slot === undefined) return;
+    const held: NumberSlot = state.slots[slot];
+    const size = held.period === period.id ? held.size : 0;
+    if (held.period === period.id && held.full) return;
+    if (held.period === period.id && size >= this.o.demand.lowWatermark(entity)) return;
+    const target = this.o.demand.target(entity);
+    const want = Math.max(entity.step, Math.ceil((target - size) / entity.step) * entity.step);
+    for (let carried = false; ; carried = true) {
+      const range = await this.o.counter.reserve(entity.key, period, want, scheme.capacity);
+      const full = !range || range.last >= scheme.capacity;
+      const numbers = range ? formatRange(scheme, entity, period, range) : [];
+      const result = await this.push(entity, slot, period, numbers, range, full);
+      if (result !== 'fenced' || carried) return;
+      // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
+      const fence = await this.o.store.fence(entity.key, period.id);
+      if (fence === undefined) return;
+      this.o.log.error(
+        { entity: entity.key, period: period.id, fence: fence.toString() },
+        'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
+      );
+      await this.o.counter.raise(entity.key, period, fence);
+    }
+  }
+
+  private async push(
+    entity: EntityConfig,
+    slot: 0 | 1,
+    period: Period,
+    numbers: readonly string[],
+    range: SeqRange | undefined,
+    full: boolean,
+  ): Promise<'ok' | 'fenced' | 'epoch_changed' | 'slot_busy'> {
+    if (numbers.length === 0 || !range)
+      return this.o.store.push(entity.key, slot, period, [], undefined, undefined, full);
+    for (let at = 0; at < numbers.length; at += NUMBERS_PER_PUSH) {
+      const chunk = numbers.slice(at, at + NUMBERS_PER_PUSH);
+      const lowest = range.first + BigInt(at);
+      const highest = lowest + BigInt(chunk.length - 1);
+      const last = at + NUMBERS_PER_PUSH >= numbers.length;
+      const result = await this.o.store.push(entity.key, slot, period, chunk, lowest, highest, full && last);
+      if (result !== 'ok') return result;
+    }
+    return 'ok';
+  }
+}
+
+/** The slot that holds `period`, else one whose period is over by the Redis clock (or empty); undefined when both hold live periods. */
+function slotFor(state: NumberState, period: Period): 0 | 1 | undefined {
+  const [a, b] = state.slots;
+  if (a.period === period.id) return 0;
+  if (b.period === period.id) return 1;
+  if (a.period === undefined || a.end <= state.now) return 0;
+  if (b.period === undefined || b.end <= state.now) return 1;
+  return undefined;
+}
+
+/**
+ * Business numbers without Redis (the embedded service): the process clock
+ * decides the period; each entity keeps the rest of its last reservation
+ * in process, and a new period starts a new one.
+ */
+export class LocalNumberTakes implements NumberTakes {
+  readonly coalesce = false;
+  private readonly schemes = new Schemes();
+  private readonly buffers = new Map<string, { period: string; numbers: string[]; full: boolean }>();
+  private readonly running = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly o: {
+      counter: NumberCounter;
+      clock: Clock;
+      events: DispatchEvents;
+      /** The embedded service's per-second limit (the in-process one of the pools). */
+      admit?: (entity: EntityConfig, count: number) => void;
+    },
+  ) {}
+
+  take(entity: EntityConfig, count: number): Promise<TakenIds> {
+    // One take per entity at a time: a take that reserves must not interleave with another's.
+    const before = this.running.get(entity.key) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(() => this.takeNow(entity, count));
+    this.running.set(entity.key, mine);
+    void mine
+      .finally(() => {
+        if (this.running.get(entity.key) === mine) this.running.delete(entity.key);
+      })
+      .catch(() => undefined);
+    return mine;
+  }
+
+  private async takeNow(entity: EntityConfig, count: number): Promise<TakenIds> {
+    const scheme = this.schemes.of(entity);
+    const period = scheme.calendar.at(this.o.clock.now());
+    let buffer = this.buffers.get(entity.key);
+    if (buffer?.period !== period.id) {
+      buffer = { period: period.id, numbers: [], full: false };
+      this.buffers.set(entity.key, buffer);
+    }
+    while (buffer.numbers.length < count && !buffer.full) {
+      const want = Math.max(entity.step, count - buffer.numbers.length);
+      const range = await this.o.counter.reserve(entity.key, period, want, scheme.capacity);
+      if (!range || range.last >= scheme.capacity) buffer.full = true;
+      if (range) buffer.numbers.push(...formatRange(scheme, entity, period, range));
+    }
+    if (buffer.numbers.length < count) {
+      this.o.events.periodExhausted(entity.key, scheme.template.seqWidth, period.end);
+      throw periodFull(entity, scheme, period.id, period.end - this.o.clock.now());
+    }
+    this.o.admit?.(entity, count);
+    return listedIds(buffer.numbers.splice(0, count));
+  }
+
+  takeShared(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
+    const scheme = this.schemes.of(entity);
+    const period = namedPeriod(scheme, entity, periodId);
+    const after = await this.o.counter.raise(entity.key, period, seq > scheme.capacity ? scheme.capacity : seq);
+    if (this.buffers.get(entity.key)?.period === period.id) this.buffers.delete(entity.key);
+    return after;
+  }
+}

@@ -1,0 +1,46 @@
+--[[
+  idpool_number_reset: drops an entity's numbers lists and raises fences.
+  With ARGV[1] = 'epoch', only when the lists were filled in another Redis
+  epoch (a restart or failover: they may hold numbers already handed out);
+  then the epoch marker is set to now's. With ARGV[1] = a period id, the
+  slot holding that period is dropped whatever its epoch (its counter was
+  raised: `POST /admin/apps/:key/raise`).
+
+  Input:
+    KEYS[1] period table
+    KEYS[2] epoch marker
+    KEYS[3] fence hash
+    KEYS[4] numbers list of slot 0
+    KEYS[5] numbers list of slot 1
+    ARGV[1] 'epoch' or a period id
+    ARGV[2..] pairs: period id, sequence every number up to which may have been issued
+
+  Output: 1 dropped, 0 nothing to drop (the epoch was current)
+]]
+local function number_reset(KEYS, ARGV)
+  if ARGV[1] == 'epoch' then
+    local now = epoch()
+    if rcall('GET', KEYS[2]) == now then
+      return 0
+    end
+    rcall('DEL', KEYS[4], KEYS[5])
+    rcall('HDEL', KEYS[1], 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1')
+    rcall('SET', KEYS[2], now)
+  else
+    for slot = 0, 1 do
+      if rcall('HGET', KEYS[1], 'p' .. slot) == ARGV[1] then
+        rcall('DEL', KEYS[4 + slot])
+        rcall('HDEL', KEYS[1], 'p' .. slot, 's' .. slot, 'e' .. slot, 'x' .. slot)
+      end
+    end
+  end
+  for i = 2, #ARGV - 1, 2 do
+    local fence = rcall('HGET', KEYS[3], ARGV[i])
+    if not fence or greater(ARGV[i + 1], fence) then
+      rcall('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+    end
+  end
+  return 1
+end
+
+redis.register_function('idpool_number_reset', number_reset)

@@ -1,0 +1,155 @@
+/**
+ * The SQL side of business numbers: one counter per (entity, period) in
+ * `number_period`, reserved in segments as `current_offset` is
+ * (allocator.ts): a reservation is committed before any of its numbers
+ * exists anywhere, so a crash wastes numbers and never repeats them. A
+ * period's counter never passes its capacity (10^N − 1 for `{seq:N}`).
+ */
+import { type Clock, systemClock } from '../clock';
+import { type Database, isBusy } from '../db/database';
+
+/** Sequences `first..last` (inclusive) of one period, reserved. */
+export interface SeqRange {
+  readonly first: bigint;
+  readonly last: bigint;
+}
+
+/** One period of one entity, as the counter needs it. */
+export interface CounterPeriod {
+  readonly id: string;
+  /** When the period ends (Unix ms): rows of periods over for longer than the retention are pruned. */
+  readonly end: number;
+}
+
+export interface NumberCounter {
+  /**
+   * Reserves the next `size` sequences of `period`, fewer when the period
+   * has fewer left below `capacity`; undefined when it is full.
+   */
+  reserve(entityKey: string, period: CounterPeriod, size: number, capacity: bigint): Promise<SeqRange | undefined>;
+  /** The highest sequence reserved in the period (0 before the first): every one up to it may have been issued. */
+  peek(entityKey: string, periodId: string): Promise<bigint>;
+  /** Moves the period's counter up to at least `atLeast` (never down); resolves to the counter after. */
+  raise(entityKey: string, period: CounterPeriod, atLeast: bigint): Promise<bigint>;
+}
+
+/**
+ * How long a period's row is kept after the period ended (docs/numbers.md):
+ * two days, far beyond any clock skew or an instance that slept through a
+ * boundary, so no reservation can ever be made for a pruned period again.
+ */
+export const NUMBER_PERIOD_RETENTION_MS = 2 * 86_400_000;
+
+export class SqlNumberCounter implements NumberCounter {
+  private readonly insertRow: string;
+  /** The type a decimal string is cast to, exactly. */
+  private readonly bigint: string;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock = systemClock,
+    /** How long a statement waits for a SQLite write lock held by another process. */
+    private readonly busyWaitMs = 5000,
+  ) {
+    const [before, after] = db.dialect === 'mysql' ? ['INSERT IGNORE', ''] : ['INSERT', ' ON CONFLICT DO NOTHING'];
+    this.bigint = db.dialect === 'mysql' ? 'SIGNED' : 'BIGINT';
+    this.insertRow = `${before} INTO number_period (entity_key, period, seq, period_end, update_time) VALUES (?, ?, 0, ?, ?)${after}`;
+  }
+
+  async reserve(
+    entityKey: string,
+    period: CounterPeriod,
+    size: number,
+    capacity: bigint,
+  ): Promise<SeqRange | undefined> {
+    if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`size must be a positive integer, got ${size}`);
+    let want = BigInt(size);
+    // A few rounds at most: the row missing (first reservation of the period), then fewer left than asked.
+    for (let round = 0; round < 4; round++) {
+      const last = await this.tryReserve(entityKey, period.id, want, capacity);
+      if (last !== undefined) return { first: last - want + 1n, last };
+      const current = await this.peekRow(entityKey, period.id);
+      if (current === undefined) {
+        await this.busyRetry(() =>
+          this.db.execute(this.insertRow, [entityKey, period.id, period.end, this.clock.now()]),
+        );
+        continue;
+      }
+      if (current >= capacity) return undefined;
+      if (current + want > capacity) want = capacity - current;
+    }
+    // Others kept taking what was left between our reads: the period is as good as full for now.
+    return undefined;
+  }
+
+  /** The new counter when `want` more fit below `capacity` (one round trip), else undefined. */
+  private async tryReserve(
+    entityKey: string,
+    periodId: string,
+    want: bigint,
+    capacity: bigint,
+  ): Promise<bigint | undefined> {
+    const now = this.clock.now();
+    if (this.db.dialect === 'mysql') {
+      const result = await this.db.execute(
+        'UPDATE number_period SET seq = LAST_INSERT_ID(seq + ?), update_time = ? WHERE entity_key = ? AND period = ? AND seq <= CAST(? AS SIGNED)',
+        // A number, not a string: MySQL adds a string to a BIGINT in floating point.
+        [Number(want), now, entityKey, periodId, (capacity - want).toString()],
+      );
+      if (result.affectedRows !== 1 || result.insertId === undefined) return undefined;
+      return BigInt(result.insertId);
+    }
+    // CAST: better-sqlite3 binds numbers as REAL (see allocator.ts); strings cast to BIGINT stay exact.
+    const rows = await this.busyRetry(() =>
+      this.db.query<{ seq: string }>(
+        `UPDATE number_period SET seq = seq + CAST(? AS BIGINT), update_time = ? WHERE entity_key = ? AND period = ? AND seq <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('seq')} AS seq`,
+        [want.toString(), now, entityKey, periodId, (capacity - want).toString()],
+      ),
+    );
+    return rows.length === 1 ? BigInt(rows[0].seq) : undefined;
+  }
+
+  async peek(entityKey: string, periodId: string): Promise<bigint> {
+    return (await this.peekRow(entityKey, periodId)) ?? 0n;
+  }
+
+  private async peekRow(entityKey: string, periodId: string): Promise<bigint | undefined> {
+    const rows = await this.db.query<{ seq: string }>(
+      `SELECT ${this.db.bigText('seq')} AS seq FROM number_period WHERE entity_key = ? AND period = ?`,
+      [entityKey, periodId],
+    );
+    return rows[0] ? BigInt(rows[0].seq) : undefined;
+  }
+
+  async raise(entityKey: string, period: CounterPeriod, atLeast: bigint): Promise<bigint> {
+    const n = atLeast.toString();
+    await this.busyRetry(() => this.db.execute(this.insertRow, [entityKey, period.id, period.end, this.clock.now()]));
+    await this.busyRetry(() =>
+      this.db.execute(
+        `UPDATE number_period SET seq = CAST(? AS ${this.bigint}), update_time = ? WHERE entity_key = ? AND period = ? AND seq < CAST(? AS ${this.bigint})`,
+        [n, this.clock.now(), entityKey, period.id, n],
+      ),
+    );
+    return this.peek(entityKey, period.id);
+  }
+
+  /** Deletes the rows of periods that ended before `before` (Unix ms); resolves to how many. */
+  async prune(before: number): Promise<number> {
+    const result = await this.busyRetry(() =>
+      this.db.execute('DELETE FROM number_period WHERE period_end < ?', [before]),
+    );
+    return result.affectedRows;
+  }
+
+  private async busyRetry<T>(run: () => Promise<T>): Promise<T> {
+    const deadline = this.clock.monotonic() + this.busyWaitMs;
+    for (;;) {
+      try {
+        return await run();
+      } catch (err) {
+        if (!isBusy(err) || this.clock.monotonic() > deadline) throw err;
+        await this.clock.sleep(2 + Math.random() * 8);
+      }
+    }
+  }
+}
