@@ -6,6 +6,7 @@ import { decodeAnswer, encodeAnswer } from '../../src/idempotency/codec';
 import { MemoryIdempotencyStore } from '../../src/idempotency/memory-store';
 import { RedisIdempotencyStore, answerBytes, redisAnswerLimits } from '../../src/idempotency/redis-store';
 import { ANSWER_TTL_MS, CLAIM_TTL_MS, type IdempotencyStore } from '../../src/idempotency/store';
+import { registeredName } from '../../src/redis/functions';
 import { idempotencyKeys } from '../../src/redis/keys';
 import { listedIds } from '../../src/pool/taken-ids';
 import { FakeClock } from '../support/clock';
@@ -71,7 +72,7 @@ function fakeRedis(clock: Clock) {
       bytes: number,
       bytesCap: number,
     ) {
-      if (name !== 'idpool_store_answer') throw new Error(`no function ${name} in the fake`);
+      if (name !== registeredName('idpool_store_answer')) throw new Error(`no function ${name} in the fake`);
       if ((await this.set(answerKey, encoded, 'PX', ttl, 'NX')) !== 'OK') return [0, await this.get(answerKey)];
       const now = clock.now();
       const member = (m: string) => ({
