@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import { type CliContext, nonNegativeInt } from './context';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { importEntities } from './import';
-import { type Incumbent, planImport, runImport } from './import-from';
+import { type ImportPlan, type Incumbent, planImport, runImport } from './import-from';
 import { readAll } from './incumbent-rows';
 
 /** `apps import`: registers a JSON-lines file, failures on stderr as they happen, secrets to a new file. */
@@ -73,78 +73,80 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
     )
     .option('--dry-run', 'print the plan; register nothing')
     .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
-    .action(
-      async (
-        incumbent: string,
-        opts: { databaseUrl: string[]; only?: string[]; dryRun?: boolean; secrets?: string },
-        cmd: Command,
-      ) => {
-        if (incumbent !== 'leaf' && incumbent !== 'tinyid')
-          throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
-        const kind: Incumbent = incumbent;
-        const urls = opts.databaseUrl;
-        const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
-        const planned = plan.entities.map((e) => ({
-          key: e.key,
-          firstId: e.firstId.toString(),
-          mode: e.body.mode,
-          step: e.body.step,
-          ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),
-          tokens: e.tokens.length,
-          notes: e.notes,
-        }));
-        const human = ctx.globals(cmd).json !== true;
-        const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
-        for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
-        for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
-        if (opts.dryRun) {
-          ctx.print(
-            cmd,
-            { dryRun: true, entities: planned, skipped: plan.skipped },
-            () =>
-              plan.entities
-                .map((e) => {
-                  const { mode, step, delta, remainder } = e.body as {
-                    mode: string;
-                    step?: number;
-                    delta?: number;
-                    remainder?: number;
-                  };
-                  const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
-                  const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
-                  return `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
-                })
-                .join('') +
-              `${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`,
-          );
-          return;
-        }
-        const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
-          secretsPath: opts.secrets,
-          onOutcome: (o) =>
-            human &&
-            ctx.io.stdout(
-              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
-            ),
-        });
-        ctx.print(
-          cmd,
-          {
-            entities: result.outcomes,
-            skipped: plan.skipped,
-            notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
-            moved: result.moved,
-          },
-          () =>
-            `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
-        );
-        if (result.moved.length > 0)
-          throw new CliError(
-            EXIT_FAILURE,
-            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then run this import again: it moves those entities up (docs/migrating.md "If a row moved")`,
-          );
-        if (plan.skipped.length > 0)
-          throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
-      },
+    .action((incumbent: string, opts: ImportFromOptions, cmd: Command) => importFrom(ctx, incumbent, opts, cmd));
+}
+
+interface ImportFromOptions {
+  databaseUrl: string[];
+  only?: string[];
+  dryRun?: boolean;
+  secrets?: string;
+}
+
+/** `apps import-from`'s run: the plan (printed alone with --dry-run), then the registrations and what they found. */
+async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOptions, cmd: Command): Promise<void> {
+  if (incumbent !== 'leaf' && incumbent !== 'tinyid')
+    throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
+  const kind: Incumbent = incumbent;
+  const urls = opts.databaseUrl;
+  const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
+  const planned = plan.entities.map((e) => ({
+    key: e.key,
+    firstId: e.firstId.toString(),
+    mode: e.body.mode,
+    step: e.body.step,
+    ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),
+    tokens: e.tokens.length,
+    notes: e.notes,
+  }));
+  const human = ctx.globals(cmd).json !== true;
+  const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
+  for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
+  for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
+  if (opts.dryRun) {
+    ctx.print(cmd, { dryRun: true, entities: planned, skipped: plan.skipped }, () => dryRunText(kind, plan));
+    return;
+  }
+  const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
+    secretsPath: opts.secrets,
+    onOutcome: (o) =>
+      human &&
+      ctx.io.stdout(
+        `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+      ),
+  });
+  ctx.print(
+    cmd,
+    {
+      entities: result.outcomes,
+      skipped: plan.skipped,
+      notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
+      moved: result.moved,
+    },
+    () =>
+      `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
+  );
+  if (result.moved.length > 0)
+    throw new CliError(
+      EXIT_FAILURE,
+      `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; stop every instance of it, then run this import again: it moves those entities up (docs/migrating.md "If a row moved")`,
     );
+  if (plan.skipped.length > 0)
+    throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
+}
+
+/** The plan as `--dry-run` prints it: one line per entity, then the counts. */
+function dryRunText(kind: Incumbent, plan: ImportPlan): string {
+  const lines = plan.entities.map((e) => {
+    const { mode, step, delta, remainder } = e.body as {
+      mode: string;
+      step?: number;
+      delta?: number;
+      remainder?: number;
+    };
+    const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
+    const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
+    return `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
+  });
+  return `${lines.join('')}${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`;
 }

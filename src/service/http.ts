@@ -17,7 +17,7 @@ import type { SnowflakeRuntime } from './snowflake';
 import type { TakeService } from '../take/take-service';
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
-export function readinessCheck(deps: {
+function readinessCheck(deps: {
   db: Database;
   poolStore: PoolStore;
   snowflake: SnowflakeRuntime;
@@ -60,12 +60,21 @@ export function buildHttp(deps: {
   takes: TakeService;
   snowflake: SnowflakeRuntime;
   ops: Ops;
-  readiness: () => Promise<ReadinessReport>;
-  draining: () => boolean;
+  db: Database;
+  /** True once shutdown began: readiness fails and answers close their connections. */
+  stopping: () => boolean;
 }): Express {
   const { stores, ops, log } = deps;
+  const readiness = readinessCheck({
+    db: deps.db,
+    poolStore: stores.poolStore,
+    snowflake: deps.snowflake,
+    clock: deps.clock,
+    stopping: deps.stopping,
+    sampling: () => ops.sampler.health(),
+  });
   // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
-  const dependencyProbe = sharedCheck(deps.readiness, deps.clock, 1000);
+  const dependencyProbe = sharedCheck(readiness, deps.clock, 1000);
   return createHttpApp({
     registry: deps.registry,
     takes: deps.takes,
@@ -82,7 +91,7 @@ export function buildHttp(deps: {
       events: ops.leaseEvents,
     }),
     workers: deps.snowflake.workers,
-    readiness: deps.readiness,
+    readiness,
     metrics: async () => {
       ops.metrics.recordDependencies((await dependencyProbe()).checks);
       return ops.metrics.render();
@@ -94,7 +103,7 @@ export function buildHttp(deps: {
       slowMs: deps.opsConfig.requestLogSlowMs,
       duration: ops.metrics.httpDuration,
     }),
-    draining: deps.draining,
+    draining: deps.stopping,
     ops,
     idempotency: stores.idempotency,
     authFailures: new AuthFailureLimiter(deps.clock),
