@@ -17,7 +17,7 @@ import { type Logger, silentLogger } from '../src/logger';
 import { loggingRefillEvents } from '../src/ops/observers';
 import { FenceCarrier } from '../src/pool/fence-carry';
 import { FenceCheck } from '../src/pool/fence-check';
-import { entityKeys } from '../src/pool/keys';
+import { entityKeys } from '../src/redis/keys';
 import { RedisRefillLock } from '../src/pool/refill-lock';
 import { RedisPoolStore } from '../src/pool/redis-pool-store';
 import { SqlSegmentAllocator } from '../src/segment/allocator';

@@ -19,7 +19,7 @@ import { register, takeIds } from '../test/support/http';
 import { type Instance, startInstance, startRedisServer } from '../test/support/processes';
 import { startSentinelTopology, until } from '../test/support/sentinel';
 import { createTestSchema } from '../test/support/services';
-import { entityKeys } from '../src/pool/keys';
+import { entityKeys } from '../src/redis/keys';
 import { sleep } from '../test/support/wait';
 
 const ENTITY = { step: 1000, maxSizePerSecond: 0, maxSizePerTimes: 10 };

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { loadConfig } from '../src/config/config';
-import { entityKeys } from '../src/pool/keys';
+import { entityKeys } from '../src/redis/keys';
 import { createService } from '../src/service';
 import { uniqueKey } from '../test/support/configs';
 import { register, takeIds } from '../test/support/http';

@@ -18,7 +18,7 @@ import { loadConfig } from '../src/config/config';
 import { createService } from '../src/service';
 import { BARE_TOKEN } from './fixtures/bare-answer';
 import { ADMIN, fmt, freshSchema, registerEntity, startServer, waitPool } from './fixtures/deployment';
-import { entityKeys } from '../src/pool/keys';
+import { entityKeys } from '../src/redis/keys';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon');

@@ -3,7 +3,7 @@
  * guarantees (error codes, SQLSTATE, the first word of a Redis reply, the
  * driver's own error classes), never from message text, which drivers
  * reword between releases. One classifier per driver: `db/errors/` (mysql2,
- * node-postgres, better-sqlite3) and `pool/redis-errors.ts` (ioredis).
+ * node-postgres, better-sqlite3) and `redis/errors.ts` (ioredis).
  */
 
 /**

@@ -34,7 +34,7 @@ export {
   PoolExhaustedError,
   UnavailableError,
 } from './errors';
-export { entityKeys, type EntityKeys } from './pool/keys';
+export { entityKeys, type EntityKeys } from './redis/keys';
 export {
   SnowflakeLayout,
   type SnowflakeParts,

@@ -4,7 +4,7 @@ import 'dotenv/config';
 import { systemClock } from './clock';
 import { type Config, ConfigError, loadConfig } from './config/config';
 import { type Logger, createProcessLogger, maskUrls } from './logger';
-import { describeRedis } from './pool/redis-connection';
+import { describeRedis } from './redis/connection';
 import { type Service, createService } from './service';
 import { errorMessage } from './errors';
 

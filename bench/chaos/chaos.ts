@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { answers, netnsUnavailable, removeLeftoverLabs } from '../../test/support/netns';
 import { sleep } from '../../test/support/wait';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { type Answer, CLIENT_TIMEOUT_MS, Load, entitySpecs } from './load';
 import { type FaultKind, INSTANCE_FAULTS, dependencyFaults, type Injection, Nemesis, type Probe } from './nemesis';
 import { Random } from './random';

@@ -8,7 +8,7 @@ import { type WriteStream } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import { register } from '../../test/support/http';
 import { sleep } from '../../test/support/wait';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import type { Node } from './system';
 import type { Random } from './random';
 

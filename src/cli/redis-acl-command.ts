@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { KEY_PATTERN } from '../entities/entity';
-import { type AclUser, aclFileLine, aclPasswordHash, aclSetUser, consumerAcl, serviceAcl } from '../pool/redis-acl';
-import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../pool/keys';
+import { type AclUser, aclFileLine, aclPasswordHash, aclSetUser, consumerAcl, serviceAcl } from '../redis/acl';
+import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../redis/keys';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 

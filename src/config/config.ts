@@ -10,7 +10,7 @@ import { DEFAULT_DATABASE_URL } from '../db/database-url';
 import { type Env, EnvReader, quoted } from './env-reader';
 import { redisTopology } from './redis-env';
 import { ConfigError } from '../errors';
-import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../pool/redis-topology';
+import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../redis/topology';
 import {
   DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS,
   type SnowflakeSettings,
@@ -21,8 +21,8 @@ import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
 import { DEFAULT_LEASE } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
-import { REDIS_SOCKET_TIMEOUT_MS } from '../pool/redis-connection';
-import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../pool/keys';
+import { REDIS_SOCKET_TIMEOUT_MS } from '../redis/connection';
+import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../redis/keys';
 import { REFILL_LOCK_TTL_MS } from '../pool/refill-lock';
 import {
   COMPAT_ROUTES,

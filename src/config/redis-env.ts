@@ -1,6 +1,6 @@
 /** The Redis variables (IDPOOL_REDIS_URL, _SENTINELS, _CLUSTER_NODES and their credentials) mapped onto a `RedisTopology`. */
 import { ConfigError } from '../errors';
-import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../pool/redis-topology';
+import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../redis/topology';
 import { type EnvReader, quoted } from './env-reader';
 
 /** `host:port` lists (IDPOOL_REDIS_SENTINELS, IDPOOL_REDIS_CLUSTER_NODES). */

@@ -1,5 +1,5 @@
-import { type FleetKeys, fleetKeys } from '../pool/keys';
-import type { RedisClient } from '../pool/redis-connection';
+import { type FleetKeys, fleetKeys } from '../redis/keys';
+import type { RedisClient } from '../redis/connection';
 import { type EntityRates, type Heartbeat, parseHeartbeat, parseRates } from './instances';
 
 /** An alarm record as the fleet stream holds it: the record's own fields, and the instance that raised it. */
@@ -31,7 +31,7 @@ export interface FleetStore {
  */
 const ALARM_STREAM_LENGTH = 1000;
 
-/** The fleet's alarm stream and heartbeat hash in Redis (keys from `pool/keys.ts`, one Cluster slot). */
+/** The fleet's alarm stream and heartbeat hash in Redis (keys from `redis/keys.ts`, one Cluster slot). */
 export class RedisFleetStore implements FleetStore {
   readonly kind = 'redis';
   private readonly keys: FleetKeys;

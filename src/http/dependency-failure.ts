@@ -1,6 +1,6 @@
 import { classifyMysqlError, classifyPostgresError, classifySqliteError } from '../db/errors';
 import { type Failure, classifyWith, isRetryable } from '../failure';
-import { classifyRedisError } from '../pool/redis-errors';
+import { classifyRedisError } from '../redis/errors';
 
 /** What an error from any of idpool's dependencies means (undefined: none of their drivers raised it). */
 export function classifyDependencyError(err: unknown): Failure | undefined {

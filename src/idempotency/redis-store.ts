@@ -1,8 +1,8 @@
 import type { Clock } from '../clock';
 import { type Logger, silentLogger } from '../logger';
-import { DEFAULT_PREFIX, type IdempotencyKeys, idempotencyBytesKey, idempotencyKeys } from '../pool/keys';
-import type { RedisClient } from '../pool/redis-connection';
-import { callFunction } from '../pool/functions';
+import { DEFAULT_PREFIX, type IdempotencyKeys, idempotencyBytesKey, idempotencyKeys } from '../redis/keys';
+import type { RedisClient } from '../redis/connection';
+import { callFunction } from '../redis/functions';
 import { decodeAnswer, encodeAnswer } from './codec';
 import { DEFAULT_IDEMPOTENCY_MAX_MB } from './memory-store';
 import {

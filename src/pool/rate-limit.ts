@@ -1,8 +1,8 @@
-import type { RedisClient } from './redis-connection';
-import { callFunction, scriptOutcome } from './functions';
+import type { RedisClient } from '../redis/connection';
+import { callFunction, scriptOutcome } from '../redis/functions';
 import type { Clock } from '../clock';
 import { RateLimitedError } from '../errors';
-import { DEFAULT_PREFIX, entityKeys } from './keys';
+import { DEFAULT_PREFIX, entityKeys } from '../redis/keys';
 
 /**
  * `maxSizePerSecond` for entities whose ids do not come from a pool

@@ -1,12 +1,12 @@
 import { Cluster, type Command } from 'ioredis';
-import { type RedisClient, mastersOf } from './redis-connection';
-import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from './keys';
-import { callFunction, queueFunction, scriptOutcome, withLibrary } from './functions';
-import { pipelinePerNode } from './node-pipeline';
-import { replyWord } from './redis-errors';
-import { epochOf } from './redis-info';
+import { type RedisClient, mastersOf } from '../redis/connection';
+import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from '../redis/keys';
+import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
+import { pipelinePerNode } from '../redis/node-pipeline';
+import { replyWord } from '../redis/errors';
+import { epochOf } from '../redis/info';
 import { RpushIds } from './rpush-ids';
-import { transaction } from './transaction';
+import { transaction } from '../redis/transaction';
 import type { PoolLevel, PoolStore, PushIds, TakeResult, PushResult } from './pool-store';
 import { JoinedIds, joinedBytes, listedIds, type TakenIds } from './taken-ids';
 

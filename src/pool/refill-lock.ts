@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../clock';
-import { DEFAULT_PREFIX, entityKeys } from './keys';
+import { DEFAULT_PREFIX, entityKeys } from '../redis/keys';
 import type { HeldLock, RefillLock } from './pool-store';
-import type { RedisClient } from './redis-connection';
-import { callFunction } from './functions';
+import type { RedisClient } from '../redis/connection';
+import { callFunction } from '../redis/functions';
 
 /**
  * Default lease of a refill lock (IDPOOL_REFILL_LOCK_TTL_MS). It is renewed

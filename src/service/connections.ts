@@ -3,9 +3,9 @@ import type { Clock } from '../clock';
 import type { Config } from '../config/config';
 import { type Database, openDatabase } from '../db/database';
 import { deploymentId } from '../db/deployment-id';
-import { claimRedisKeys } from '../pool/deployment-claim';
-import { loadFunctions } from '../pool/functions';
-import { type RedisClient, closeRedis, connectRedis } from '../pool/redis-connection';
+import { claimRedisKeys } from '../redis/deployment-claim';
+import { loadFunctions } from '../redis/functions';
+import { type RedisClient, closeRedis, connectRedis } from '../redis/connection';
 import { checkStride } from '../segment/stride-record';
 import type { Built } from './resources';
 
@@ -38,7 +38,7 @@ export async function buildRedis(config: Config): Promise<Built<RedisClient | un
 /**
  * Records this deployment (the id in its database) as the owner of the Redis
  * keys under `prefix`; refuses to start when another deployment owns them
- * (`pool/deployment-claim.ts`). Nothing to claim without Redis.
+ * (`redis/deployment-claim.ts`). Nothing to claim without Redis.
  */
 export async function claimDeployment(db: Database, redis: RedisClient | undefined, prefix: string): Promise<void> {
   if (!redis) return;

@@ -12,7 +12,7 @@ import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
 import { type Ops, instanceName } from '../ops';
 import type { PoolStore } from '../pool/pool-store';
-import type { RedisClient } from '../pool/redis-connection';
+import type { RedisClient } from '../redis/connection';
 import type { FenceCheck } from '../pool/fence-check';
 import type { Refiller } from '../pool/refiller';
 import type { Segment } from '../segment/allocator';

@@ -8,7 +8,7 @@ import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs'
 import { ADMIN_TOKEN, register, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { REDIS_URL } from '../support/services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { describeWithServices } from '../support/describe-with-services';
 
 // Page functions run in the browser; this file is type-checked without the DOM

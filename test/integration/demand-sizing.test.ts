@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { createTestSchema } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { sleep, waitFor } from '../support/wait';
 
 async function poolView(

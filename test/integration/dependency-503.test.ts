@@ -1,6 +1,6 @@
 import { createConnection } from 'mysql2/promise';
 import { afterEach, expect, it } from 'vitest';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { describeWithServices } from '../support/describe-with-services';
 import { ADMIN_TOKEN, call } from '../support/http';
 import { watchEntity } from '../support/outage';

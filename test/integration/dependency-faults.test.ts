@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { describeWithServices } from '../support/describe-with-services';
 import { watchEntity } from '../support/outage';
 import { type PrivateDeployment, privateDeployment, privateMariadbDeployment } from '../support/private-deployment';

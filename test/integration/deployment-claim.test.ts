@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database';
-import { deploymentKey } from '../../src/pool/keys';
+import { deploymentKey } from '../../src/redis/keys';
 import { register, takeIds } from '../support/http';
 import { type Instance, runToExit, startInstance } from '../support/processes';
 import {

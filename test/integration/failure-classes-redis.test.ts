@@ -1,7 +1,7 @@
 import Redis, { type Cluster } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type RedisClient, closeRedis, connectRedis } from '../../src/pool/redis-connection';
-import { classifyRedisError, replyWord } from '../../src/pool/redis-errors';
+import { type RedisClient, closeRedis, connectRedis } from '../../src/redis/connection';
+import { classifyRedisError, replyWord } from '../../src/redis/errors';
 import { type RedisServer, freePort, startRedisServer } from '../support/processes';
 import { expectFailure, rejection } from '../support/failures';
 import { sleep, waitFor } from '../support/wait';

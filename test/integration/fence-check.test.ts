@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { type Service, createService } from '../../src/service';
 import { ADMIN_TOKEN, call, register } from '../support/http';
 import { type RedisServer, startRedisServer } from '../support/processes';

@@ -2,13 +2,13 @@ import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
-import { loadFunctions } from '../../src/pool/functions';
+import { loadFunctions } from '../../src/redis/functions';
 import { IdStride } from '../../src/segment/stride';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
 import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { plainTake } from '../support/taken';
 
 describeWithServices('fence: a stale refiller cannot push an older segment', { mysql: true, redis: true }, () => {

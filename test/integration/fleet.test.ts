@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
 import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';

@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { fleetKeys } from '../../src/pool/keys';
+import { fleetKeys } from '../../src/redis/keys';
 import { uniqueKey } from '../support/configs';
 import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';

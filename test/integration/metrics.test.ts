@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/h
 import { type Instance, startInstance } from '../support/processes';
 import { REDIS_URL } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { waitFor } from '../support/wait';
 
 /** Parses Prometheus text into `name{labels}` → value. */

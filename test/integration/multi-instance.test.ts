@@ -12,7 +12,7 @@ import {
   sharedRedisEnv,
 } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 
 const INSTANCES = 3;
 const CLIENTS = 200;

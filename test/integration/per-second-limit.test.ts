@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadFunctions } from '../../src/pool/functions';
-import { entityKeys } from '../../src/pool/keys';
+import { loadFunctions } from '../../src/redis/functions';
+import { entityKeys } from '../../src/redis/keys';
 import { PerSecondLimiter } from '../../src/pool/rate-limit';
 import { REDIS_URL, clearPrefix, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';

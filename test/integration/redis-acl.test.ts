@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EntityKeys, entityKeys, fleetKeys } from '../../src/pool/keys';
+import { type EntityKeys, entityKeys, fleetKeys } from '../../src/redis/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
-import { loadFunctions } from '../../src/pool/functions';
+import { loadFunctions } from '../../src/redis/functions';
 import { idpool, json } from '../support/cli';
 import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
@@ -77,7 +77,7 @@ async function dryRun(admin: Redis, user: string, ...command: (string | number)[
 /**
  * `FCALL idpool_push_open` of one entity (function, key count, its six keys,
  * then a one-id segment `id`..`id`): the first step of a push, which only the
- * service may run (src/pool/commands/push_open-6.lua).
+ * service may run (src/redis/commands/push_open-6.lua).
  */
 const pushOpen = (k: EntityKeys, id = '1') =>
   ['idpool_push_open', 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, id, id, 1] as const;

@@ -18,7 +18,7 @@ const ROOT = join(__dirname, '..', '..');
  * Runs in a child process because the failure is an uncaught exception.
  */
 const SCRIPT = `
-const { closeRedis, connectRedis } = require('./src/pool/redis-connection');
+const { closeRedis, connectRedis } = require('./src/redis/connection');
 const { RedisRefillLock } = require('./src/pool/refill-lock');
 const { systemClock } = require('./src/clock');
 process.on('uncaughtException', (err) => { console.log('UNCAUGHT ' + err.message); process.exit(3); });

@@ -5,9 +5,9 @@ import { ConflictError, RateLimitedError, UnavailableError } from '../../src/err
 import { decodeAnswer, encodeAnswer } from '../../src/idempotency/codec';
 import { RedisIdempotencyStore, redisAnswerLimits } from '../../src/idempotency/redis-store';
 import { ANSWER_TTL_MS } from '../../src/idempotency/store';
-import { entityKeys, idempotencyKeys } from '../../src/pool/keys';
+import { entityKeys, idempotencyKeys } from '../../src/redis/keys';
 import { RedisEntityRateLimit } from '../../src/pool/rate-limit';
-import { callFunction, loadFunctions } from '../../src/pool/functions';
+import { callFunction, loadFunctions } from '../../src/redis/functions';
 import { REDIS_URL, clearPrefix, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 

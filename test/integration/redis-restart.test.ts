@@ -4,7 +4,7 @@ import { uniqueKey } from '../support/configs';
 import { register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { createTestSchema } from '../support/services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { describeWithServices } from '../support/describe-with-services';
 
 /** Takes ids with `clients` concurrent loops for `ms`, ignoring 503s (Redis may be down). */

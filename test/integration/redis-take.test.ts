@@ -1,8 +1,8 @@
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
-import { loadFunctions, withLibrary } from '../../src/pool/functions';
+import { loadFunctions, withLibrary } from '../../src/redis/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { systemClock } from '../../src/clock';
 import { type RedisServer, startRedisServer } from '../support/processes';

@@ -5,7 +5,7 @@
  * end it did not ask for, and stays closed only after closeRedis().
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeRedis, connectRedis } from '../../src/pool/redis-connection';
+import { closeRedis, connectRedis } from '../../src/redis/connection';
 import { type RedisServer, startRedisServer } from '../support/processes';
 import { until } from '../support/sentinel';
 

@@ -1,8 +1,8 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock';
-import { entityKeys } from '../../src/pool/keys';
-import { loadFunctions } from '../../src/pool/functions';
+import { entityKeys } from '../../src/redis/keys';
+import { loadFunctions } from '../../src/redis/functions';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { uniqueKey } from '../support/configs';
 import { takeIds } from '../support/http';

@@ -5,7 +5,7 @@ import { register, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { createTestSchema } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 
 /**
  * A refill lock that came over with replication (its holder was refilling

@@ -1,6 +1,6 @@
 /**
  * A Redis connection whose replies stop is dropped and re-opened by
- * idpool's own connection code (src/pool/redis-connection.ts): the host
+ * idpool's own connection code (src/redis/connection.ts): the host
  * name is looked up again, so a name moved to another server (a managed
  * Redis failing over by DNS) is followed; and a command left unanswered on
  * the dropped connection is not sent again on the new one. Two redis-servers
@@ -11,7 +11,7 @@ import dns from 'node:dns';
 import { type ChildProcess, spawn } from 'node:child_process';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisClient, closeRedis, connectRedis } from '../../src/pool/redis-connection';
+import { type RedisClient, closeRedis, connectRedis } from '../../src/redis/connection';
 import { answers } from '../support/netns';
 import { freePort } from '../support/processes';
 import { until } from '../support/sentinel';

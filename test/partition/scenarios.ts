@@ -22,12 +22,12 @@ import { type Instance, startInstance } from '../support/processes';
 import { type Relay, startRelay } from '../support/relay';
 import { DOWN_AFTER_MS, until } from '../support/sentinel';
 import { MYSQL_URL, createTestSchema } from '../support/services';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { sleep } from '../support/wait';
 
 /**
  * Longest a take may take whatever the fault: a SQL statement (3 s,
- * db/mysql-driver.ts) and a Redis command (2 s, pool/redis-connection.ts)
+ * db/mysql-driver.ts) and a Redis command (2 s, redis/connection.ts)
  * at most, plus a second for this loaded 2-core machine.
  */
 export const REQUEST_BOUND_MS = 6000;

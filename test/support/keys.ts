@@ -1,6 +1,6 @@
-import { DEFAULT_PREFIX, entityKeys } from '../../src/pool/keys';
+import { DEFAULT_PREFIX, entityKeys } from '../../src/redis/keys';
 
-/** `idpool:{orders}`: what every key of one entity starts with, derived from `pool/keys.ts` (for SCAN/KEYS patterns and clearPrefix). */
+/** `idpool:{orders}`: what every key of one entity starts with, derived from `redis/keys.ts` (for SCAN/KEYS patterns and clearPrefix). */
 export function entityKeyBase(entityKey: string, prefix = DEFAULT_PREFIX): string {
   return entityKeys(entityKey, prefix).ids.replace(/:ids$/, '');
 }

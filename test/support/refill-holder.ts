@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { entityKeys } from '../../src/pool/keys';
+import { entityKeys } from '../../src/redis/keys';
 import { sleep, waitFor } from './wait';
 import { register, takeIds } from './http';
 import { type Instance, startInstance } from './processes';

@@ -169,7 +169,7 @@ export function testPrefix(): string {
 /**
  * The shared Redis under a key prefix of its own: every test deployment has
  * a database of its own, and a second deployment on the same keys is refused
- * (pool/deployment-claim.ts).
+ * (redis/deployment-claim.ts).
  */
 export function sharedRedisEnv(prefix = testPrefix()): { IDPOOL_REDIS_URL: string; IDPOOL_REDIS_KEY_PREFIX: string } {
   return { IDPOOL_REDIS_URL: REDIS_URL, IDPOOL_REDIS_KEY_PREFIX: prefix };

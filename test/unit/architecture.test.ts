@@ -177,6 +177,30 @@ describe('ARCHITECTURE.md folder claims hold for src/', () => {
     expect(cycles).toEqual([]);
   });
 
+  it("talks to Redis through redis/: only it and a feature's Redis-backed store (redis-*.ts) import the Redis client", () => {
+    const client = /(?:\bfrom\s+|\brequire\s*\(\s*)'(ioredis|cluster-key-slot)'/;
+    const outside = sourceFiles(SRC)
+      .filter((file) => client.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(SRC, file))
+      .filter((rel) => !rel.startsWith('redis/') && !/(^|\/)redis-[\w-]+\.ts$/.test(rel))
+      // The pool store's RPUSH, written as RESP bytes once: an ioredis Command subclass that only the pool store sends.
+      .filter((rel) => rel !== 'pool/rpush-ids.ts');
+    expect(outside).toEqual([]);
+  });
+
+  it('pool/ holds the pool only: nothing outside it imports pool/ for Redis plumbing', () => {
+    const plumbing =
+      /(?:\bfrom\s+|\bimport\s*\(\s*)'[./]*\/pool\/(?:redis-(?!pool-store)|functions|keys|commands|transaction|node-pipeline|deployment-claim|registration-generation)/;
+    const reaching = sourceFiles(SRC)
+      .filter((file) => !relative(SRC, file).startsWith('pool/') && plumbing.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(SRC, file));
+    expect(reaching).toEqual([]);
+    const leftInPool = readdirSync(join(SRC, 'pool')).filter((name) =>
+      /^(redis-(?!pool-store)|functions|keys|commands$|transaction|node-pipeline)/.test(name),
+    );
+    expect(leftInPool).toEqual([]);
+  });
+
   it('has no import cycle between files (type-only imports included)', () => {
     expect(fileCycles(fileGraph())).toEqual([]);
   });

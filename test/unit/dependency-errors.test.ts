@@ -8,7 +8,7 @@ import { QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { classifyMysqlError, classifyPostgresError, classifySqlError, classifySqliteError } from '../../src/db/errors';
 import { classifyDependencyError, dependencyFailure } from '../../src/http/dependency-failure';
 import { errorHandler } from '../../src/http/errors';
-import { classifyRedisError } from '../../src/pool/redis-errors';
+import { classifyRedisError } from '../../src/redis/errors';
 import type { Logger } from '../../src/logger';
 import type { ErrorAnswer } from '../support/http';
 

@@ -6,7 +6,7 @@ import { decodeAnswer, encodeAnswer } from '../../src/idempotency/codec';
 import { MemoryIdempotencyStore } from '../../src/idempotency/memory-store';
 import { RedisIdempotencyStore, answerBytes, redisAnswerLimits } from '../../src/idempotency/redis-store';
 import { ANSWER_TTL_MS, CLAIM_TTL_MS, type IdempotencyStore } from '../../src/idempotency/store';
-import { idempotencyKeys } from '../../src/pool/keys';
+import { idempotencyKeys } from '../../src/redis/keys';
 import { listedIds } from '../../src/pool/taken-ids';
 import { FakeClock } from '../support/clock';
 

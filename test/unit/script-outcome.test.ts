@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ScriptCodeError, keyCount, scriptOutcome } from '../../src/pool/functions';
+import { ScriptCodeError, keyCount, scriptOutcome } from '../../src/redis/functions';
 
 describe('scriptOutcome: the one map from a function result code to its meaning', () => {
   it('maps every code a Lua header lists', () => {
@@ -23,7 +23,7 @@ describe('scriptOutcome: the one map from a function result code to its meaning'
 
 describe('keyCount', () => {
   it('reads each function key count from its file name', () => {
-    const files = readdirSync(join(__dirname, '../../src/pool/commands')).filter((f) => f !== '_prelude.lua');
+    const files = readdirSync(join(__dirname, '../../src/redis/commands')).filter((f) => f !== '_prelude.lua');
     expect(files.length).toBeGreaterThan(5);
     for (const f of files) {
       const [, name, keys] = /^(.+)-(\d+)\.lua$/.exec(f) ?? [];

@@ -1,4 +1,4 @@
-import type { RedisClient } from './redis-connection';
+import type { RedisClient } from './connection';
 import { DEFAULT_PREFIX, registrationsKey } from './keys';
 import type { RegistrationGeneration } from '../entities/generation-sync';
 

@@ -1,8 +1,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
-import { type RedisClient, mastersOf } from './redis-connection';
-import { replyWord } from './redis-errors';
+import { type RedisClient, mastersOf } from './connection';
+import { replyWord } from './errors';
 
 /**
  * idpool's Redis function library: `commands/_prelude.lua` and one

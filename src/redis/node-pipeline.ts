@@ -1,6 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type ChainableCommander } from 'ioredis';
-import type { RedisClient } from './redis-connection';
+import type { RedisClient } from './connection';
 
 /**
  * Queues `build(pipeline, i)` for every `i` of `slotKeys`, in one pipeline

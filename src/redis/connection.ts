@@ -1,9 +1,9 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { maskUrl } from '../logger';
-import { MarkedCluster, MarkedRedis, replyWord } from './redis-errors';
-import type { RedisTopology } from './redis-topology';
+import { MarkedCluster, MarkedRedis, replyWord } from './errors';
+import type { RedisTopology } from './topology';
 
-export type { RedisTopology } from './redis-topology';
+export type { RedisTopology } from './topology';
 
 /**
  * How long one Redis command may take before it fails (then 503). A take or a

@@ -1,7 +1,7 @@
 import { type default as Redis, ReplyError } from 'ioredis';
-import { type RedisClient, mastersOf } from './redis-connection';
+import { type RedisClient, mastersOf } from './connection';
 import { ConfigError } from '../errors';
-import { infoField } from './redis-info';
+import { infoField } from './info';
 import type { Logger } from '../logger';
 
 /**

@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors';
 import { deploymentKey } from './keys';
-import type { RedisClient } from './redis-connection';
+import type { RedisClient } from './connection';
 
 /** A deployment as recorded in Redis: its id (from its database) and that database, to name both in a refusal. */
 export interface DeploymentRecord {

@@ -107,7 +107,7 @@ export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
 }
 
 /**
- * The second record of the snowflake worker leases (`pool/redis-worker-holders.ts`),
+ * The second record of the snowflake worker leases (`redis/worker-holders.ts`),
  * which a restore of the database cannot undo (docs/ha.md). One hash tag,
  * `{workers}`, so one function touches both on a Cluster.
  */
@@ -123,7 +123,7 @@ export function workerKeys(prefix = DEFAULT_PREFIX): WorkerKeys {
   return { holders: `${base}:holders`, ceilings: `${base}:ceilings` };
 }
 
-/** Which deployment (the id recorded in its database) owns the keys under this prefix (see `pool/deployment-claim.ts`). */
+/** Which deployment (the id recorded in its database) owns the keys under this prefix (see `redis/deployment-claim.ts`). */
 export function deploymentKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:deployment`;
 }

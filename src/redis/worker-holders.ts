@@ -1,6 +1,6 @@
 import { callFunction, scriptOutcome } from './functions';
 import { DEFAULT_PREFIX, type WorkerKeys, workerKeys } from './keys';
-import type { RedisClient } from './redis-connection';
+import type { RedisClient } from './connection';
 import type { Claimed, WorkerHolders } from '../worker/worker-holders';
 
 /**
