@@ -36,18 +36,18 @@ export function isLoopbackHost(hostname: string): boolean {
 export class AdminApi {
   private readonly base: string;
 
-  constructor(private readonly o: AdminApiOptions) {
+  constructor(private readonly options: AdminApiOptions) {
     let url: URL | undefined;
     try {
-      url = new URL(o.url);
+      url = new URL(options.url);
     } catch {
       url = undefined;
     }
-    if (!url || !/^https?:\/\/[^/]/.test(o.url))
-      throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${o.url}"`);
-    this.base = o.url.replace(/\/+$/, '');
+    if (!url || !/^https?:\/\/[^/]/.test(options.url))
+      throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${options.url}"`);
+    this.base = options.url.replace(/\/+$/, '');
     if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-      o.warn?.(
+      options.warn?.(
         `the admin token goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`,
       );
     }
@@ -70,16 +70,19 @@ export class AdminApi {
   }
 
   private async send<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.o.token}`, accept: 'application/json' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.token}`,
+      accept: 'application/json',
+    };
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     let text: string;
     try {
-      res = await (this.o.fetch ?? fetch)(this.base + path, {
+      res = await (this.options.fetch ?? fetch)(this.base + path, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.o.timeoutMs),
+        signal: AbortSignal.timeout(this.options.timeoutMs),
         // A redirect would resend the token to wherever the answer points.
         redirect: 'manual',
       });
@@ -88,7 +91,7 @@ export class AdminApi {
       const e = err as Error & { cause?: { code?: string; message?: string } };
       const why =
         e.name === 'TimeoutError'
-          ? `no answer within ${this.o.timeoutMs} ms`
+          ? `no answer within ${this.options.timeoutMs} ms`
           : (e.cause?.code ?? e.cause?.message ?? e.message);
       throw new CliError(EXIT_FAILURE, `cannot reach idpool at ${this.base}: ${why} (set --url or IDPOOL_URL)`, true);
     }
