@@ -27,6 +27,7 @@ export {
   IdpoolError,
   InvalidRequestError,
   UnauthorizedError,
+  ForbiddenError,
   NotFoundError,
   ConflictError,
   PayloadTooLargeError,

@@ -82,10 +82,10 @@ export class ActivityRound<T> {
   /** Key → when it was last touched. */
   private readonly active = new Map<string, number>();
 
-  constructor(private readonly o: ActivityRoundOptions<T>) {}
+  constructor(private readonly options: ActivityRoundOptions<T>) {}
 
   /** The key was seen in use (at `at`, default now): it is in every batch from the next one on. */
-  touch(key: string, at = this.o.now()): void {
+  touch(key: string, at = this.options.now()): void {
     this.active.set(key, at);
   }
 
@@ -99,7 +99,7 @@ export class ActivityRound<T> {
    * started one, and `rounds` is how many batches a round takes.
    */
   next(): { items: T[]; listed: T[] | undefined; rounds: number } {
-    const { o } = this;
+    const { options: o } = this;
     let listed: T[] | undefined;
     if (this.cursor >= this.round.length) {
       this.round = listed = o.list();

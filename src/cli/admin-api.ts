@@ -38,19 +38,19 @@ export function isLoopbackHost(hostname: string): boolean {
 export class AdminApi {
   private readonly base: string;
 
-  constructor(private readonly o: AdminApiOptions) {
+  constructor(private readonly options: AdminApiOptions) {
     let url: URL | undefined;
     try {
-      url = new URL(o.url);
+      url = new URL(options.url);
     } catch {
       url = undefined;
     }
-    if (!url || !/^https?:\/\/[^/]/.test(o.url))
-      throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${o.url}"`);
-    this.base = o.url.replace(/\/+$/, '');
+    if (!url || !/^https?:\/\/[^/]/.test(options.url))
+      throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${options.url}"`);
+    this.base = options.url.replace(/\/+$/, '');
     if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-      o.warn?.(
-        `${o.credential?.name ?? 'the admin token'} goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`,
+      options.warn?.(
+        `${options.credential?.name ?? 'the admin token'} goes to ${url.host} over plain http://, readable by anyone on the way; use an https:// URL (a TLS proxy in front of idpool)`,
       );
     }
   }
@@ -72,16 +72,19 @@ export class AdminApi {
   }
 
   private async send<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.o.token}`, accept: 'application/json' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.token}`,
+      accept: 'application/json',
+    };
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     let text: string;
     try {
-      res = await (this.o.fetch ?? fetch)(this.base + path, {
+      res = await (this.options.fetch ?? fetch)(this.base + path, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.o.timeoutMs),
+        signal: AbortSignal.timeout(this.options.timeoutMs),
         // A redirect would resend the token to wherever the answer points.
         redirect: 'manual',
       });
@@ -90,7 +93,7 @@ export class AdminApi {
       const e = err as Error & { cause?: { code?: string; message?: string } };
       const why =
         e.name === 'TimeoutError'
-          ? `no answer within ${this.o.timeoutMs} ms`
+          ? `no answer within ${this.options.timeoutMs} ms`
           : (e.cause?.code ?? e.cause?.message ?? e.message);
       throw new CliError(EXIT_FAILURE, `cannot reach idpool at ${this.base}: ${why} (set --url or IDPOOL_URL)`, true);
     }
@@ -114,7 +117,7 @@ export class AdminApi {
     const message = error?.message ?? (text.slice(0, 200).replace(/\s+/g, ' ') || res.statusText);
     // The service rejected what was asked (bad field, bad value): a usage error.
     const exit = res.status === 400 || res.status === 413 ? EXIT_USAGE : EXIT_FAILURE;
-    const hint = res.status === 401 ? ` (check ${this.o.credential?.variable ?? 'IDPOOL_ADMIN_TOKEN'})` : '';
+    const hint = res.status === 401 ? ` (check ${this.options.credential?.variable ?? 'IDPOOL_ADMIN_TOKEN'})` : '';
     throw new CliError(exit, `${code}: ${message}${hint}`, false, error?.code);
   }
 }

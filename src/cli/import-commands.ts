@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import { type CliContext, nonNegativeInt } from './context';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { importEntities } from './import';
-import { type Incumbent, planImport, runImport } from './import-from';
+import { type ImportPlan, type Incumbent, planImport, runImport } from './import-from';
 import { readAll } from './incumbent-rows';
 import { finishCommand } from './cutover';
 
@@ -84,101 +84,98 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
         .default(10),
     )
     .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
-    .action(
-      async (
-        incumbent: string,
-        opts: {
-          databaseUrl: string[];
-          only?: string[];
-          dryRun?: boolean;
-          secrets?: string;
-          live?: boolean;
-          finish?: boolean;
-          observeSeconds: number;
-        },
-        cmd: Command,
-      ) => {
-        if (incumbent !== 'leaf' && incumbent !== 'tinyid')
-          throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
-        const kind: Incumbent = incumbent;
-        const urls = opts.databaseUrl;
-        if (opts.live && opts.finish)
-          throw new CliError(EXIT_USAGE, 'give --live (start a cutover) or --finish (end it), not both');
-        if (opts.finish) return finishCommand(ctx, cmd, kind, urls, opts);
-        if (opts.live && urls.length > 1)
-          throw new CliError(
-            EXIT_USAGE,
-            '--live reserves from one database: give one --database-url (the one IDPOOL_*_DATABASE_URL names)',
-          );
-        const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
-        const planned = plan.entities.map((e) => ({
-          key: e.key,
-          firstId: e.firstId.toString(),
-          mode: e.body.mode,
-          step: e.body.step,
-          ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),
-          tokens: e.tokens.length,
-          notes: e.notes,
-        }));
-        const human = ctx.globals(cmd).json !== true;
-        const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
-        for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
-        for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
-        if (opts.dryRun) {
-          ctx.print(
-            cmd,
-            { dryRun: true, entities: planned, skipped: plan.skipped },
-            () =>
-              plan.entities
-                .map((e) => {
-                  const { mode, step, delta, remainder } = e.body as {
-                    mode: string;
-                    step?: number;
-                    delta?: number;
-                    remainder?: number;
-                  };
-                  const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
-                  const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
-                  return `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
-                })
-                .join('') +
-              `${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`,
-          );
-          // The exit code the real run would end with for the same rows.
-          if (plan.skipped.length > 0)
-            throw new CliError(
-              EXIT_USAGE,
-              `${plan.skipped.length} rows would be skipped (listed above); the rest would be imported (dry run)`,
-            );
-          return;
-        }
-        const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
-          live: opts.live,
-          secretsPath: opts.secrets,
-          onOutcome: (o) =>
-            human &&
-            ctx.io.stdout(
-              `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.live === true ? ', live' : o.live === false ? ', NOT live (registered before, left as it is)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
-            ),
-        });
-        ctx.print(
-          cmd,
-          {
-            entities: result.outcomes,
-            skipped: plan.skipped,
-            notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
-            moved: result.moved,
-          },
-          () =>
-            `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
-        );
-        if (result.moved.length > 0)
-          throw new CliError(
-            EXIT_FAILURE,
-            `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; those entities are held (served on no route); stop every instance of it, then run idpool apps release KEY --database-url URL for each, or this import again (docs/migrating.md "If a row moved")`,
-          );
-        if (plan.skipped.length > 0)
-          throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
-      },
+    .action((incumbent: string, opts: ImportFromOptions, cmd: Command) => importFrom(ctx, incumbent, opts, cmd));
+}
+
+interface ImportFromOptions {
+  databaseUrl: string[];
+  only?: string[];
+  dryRun?: boolean;
+  secrets?: string;
+  live?: boolean;
+  finish?: boolean;
+  observeSeconds: number;
+}
+
+/** `apps import-from`'s run: --finish, or the plan (printed alone with --dry-run), then the registrations and what they found. */
+async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOptions, cmd: Command): Promise<void> {
+  if (incumbent !== 'leaf' && incumbent !== 'tinyid')
+    throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
+  const kind: Incumbent = incumbent;
+  const urls = opts.databaseUrl;
+  if (opts.live && opts.finish)
+    throw new CliError(EXIT_USAGE, 'give --live (start a cutover) or --finish (end it), not both');
+  if (opts.finish) return finishCommand(ctx, cmd, kind, urls, opts);
+  if (opts.live && urls.length > 1)
+    throw new CliError(
+      EXIT_USAGE,
+      '--live reserves from one database: give one --database-url (the one IDPOOL_*_DATABASE_URL names)',
     );
+  const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
+  const planned = plan.entities.map((e) => ({
+    key: e.key,
+    firstId: e.firstId.toString(),
+    mode: e.body.mode,
+    step: e.body.step,
+    ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),
+    tokens: e.tokens.length,
+    notes: e.notes,
+  }));
+  const human = ctx.globals(cmd).json !== true;
+  const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
+  for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
+  for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
+  if (opts.dryRun) {
+    ctx.print(cmd, { dryRun: true, entities: planned, skipped: plan.skipped }, () => dryRunText(kind, plan));
+    // The exit code the real run would end with for the same rows.
+    if (plan.skipped.length > 0)
+      throw new CliError(
+        EXIT_USAGE,
+        `${plan.skipped.length} rows would be skipped (listed above); the rest would be imported (dry run)`,
+      );
+    return;
+  }
+  const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
+    live: opts.live,
+    secretsPath: opts.secrets,
+    onOutcome: (o) =>
+      human &&
+      ctx.io.stdout(
+        `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.live === true ? ', live' : o.live === false ? ', NOT live (registered before, left as it is)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+      ),
+  });
+  ctx.print(
+    cmd,
+    {
+      entities: result.outcomes,
+      skipped: plan.skipped,
+      notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
+      moved: result.moved,
+    },
+    () =>
+      `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
+  );
+  if (result.moved.length > 0)
+    throw new CliError(
+      EXIT_FAILURE,
+      `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; those entities are held (served on no route); stop every instance of it, then run idpool apps release KEY --database-url URL for each, or this import again (docs/migrating.md "If a row moved")`,
+    );
+  if (plan.skipped.length > 0)
+    throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
+}
+
+/** The plan as `--dry-run` prints it: one line per entity, then the counts. */
+function dryRunText(kind: Incumbent, plan: ImportPlan): string {
+  const lines = plan.entities.map((e) => {
+    const { mode, step, delta, remainder } = e.body as {
+      mode: string;
+      step?: number;
+      delta?: number;
+      remainder?: number;
+    };
+    const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
+    const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
+    return `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
+  });
+  return `${lines.join('')}${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`;
 }

@@ -70,19 +70,19 @@ export class Transport {
   /** Index of the endpoint that answered last; the next request starts there. */
   private current = 0;
 
-  constructor(private readonly o: TransportOptions) {
-    this.endpoints = o.endpoints.map((url) => ({ url: url.replace(/\/+$/, ''), notBefore: 0, streak: 0 }));
+  constructor(private readonly options: TransportOptions) {
+    this.endpoints = options.endpoints.map((url) => ({ url: url.replace(/\/+$/, ''), notBefore: 0, streak: 0 }));
   }
 
   async send<T>(req: Request): Promise<T> {
-    const { clock, maxAttempts } = this.o;
-    const deadline = clock.now() + this.o.deadlineMs;
+    const { clock, maxAttempts } = this.options;
+    const deadline = clock.now() + this.options.deadlineMs;
     const headers: Record<string, string> = { authorization: `Bearer ${req.secret}`, accept: 'application/json' };
     let body: string | undefined;
     if (req.body !== undefined) {
       body = JSON.stringify(req.body);
       headers['content-type'] = 'application/json';
-      headers['idempotency-key'] = this.o.newIdempotencyKey();
+      headers['idempotency-key'] = this.options.newIdempotencyKey();
     }
     const failures: IdpoolClientError[] = [];
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -93,7 +93,7 @@ export class Transport {
         if (clock.now() + wait >= deadline) {
           throw new IdpoolUnavailableError(
             failures,
-            `no endpoint may be asked again within the ${this.o.deadlineMs} ms deadline`,
+            `no endpoint may be asked again within the ${this.options.deadlineMs} ms deadline`,
           );
         }
         await clock.sleep(wait);
@@ -101,7 +101,7 @@ export class Transport {
       const left = deadline - clock.now();
       if (left <= 0) break;
       try {
-        const result = await this.attempt<T>(endpoint, req, headers, body, Math.min(this.o.timeoutMs, left));
+        const result = await this.attempt<T>(endpoint, req, headers, body, Math.min(this.options.timeoutMs, left));
         endpoint.notBefore = 0;
         endpoint.streak = 0;
         this.current = index;
@@ -115,7 +115,7 @@ export class Transport {
         // that keeps failing is skipped for longer each time (downForMs, ×2, up
         // to MAX_BACKOFF_MS) while another one may answer.
         const retryAfterMs = failure instanceof IdpoolHttpError ? failure.retryAfterMs : undefined;
-        const backoff = Math.min(this.o.downForMs * 2 ** (endpoint.streak - 1), MAX_BACKOFF_MS);
+        const backoff = Math.min(this.options.downForMs * 2 ** (endpoint.streak - 1), MAX_BACKOFF_MS);
         endpoint.notBefore = clock.now() + (retryAfterMs ?? backoff);
         this.current = (index + 1) % this.endpoints.length;
       }
@@ -124,7 +124,7 @@ export class Transport {
       failures,
       failures.length >= maxAttempts
         ? `${failures.length} attempts failed`
-        : `deadline of ${this.o.deadlineMs} ms passed`,
+        : `deadline of ${this.options.deadlineMs} ms passed`,
     );
   }
 
@@ -133,7 +133,7 @@ export class Transport {
    * that may be asked now; if none may, the one free soonest.
    */
   private pick(): number {
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     const n = this.endpoints.length;
     let soonest = this.current;
     for (let i = 0; i < n; i++) {
@@ -158,7 +158,7 @@ export class Transport {
     let text: string;
     let retryAfter: string | null;
     try {
-      const res = await this.o.fetch(endpoint.url + req.path, {
+      const res = await this.options.fetch(endpoint.url + req.path, {
         method: req.method,
         headers,
         body,
@@ -191,7 +191,7 @@ export class Transport {
       code,
       message,
       endpoint.url,
-      retryAfterMs(retryAfter, this.o.clock.now(), this.o.maxRetryAfterMs),
+      retryAfterMs(retryAfter, this.options.clock.now(), this.options.maxRetryAfterMs),
     );
     if (status < 500) throw new Final(failure);
     throw failure;

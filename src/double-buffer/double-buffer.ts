@@ -108,8 +108,8 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   /** Reservations completed so far. */
   loads = 0;
 
-  constructor(protected readonly o: DoubleBufferOptions) {
-    this.minSize = o.minSize;
+  constructor(protected readonly options: DoubleBufferOptions) {
+    this.minSize = options.minSize;
     this.current = this.emptySegment();
   }
 
@@ -130,7 +130,7 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   /** The next id, waiting up to `waitMs` for a segment. */
   async nextAsync(): Promise<T> {
     for (;;) {
-      if (this.closed) throw this.o.closed();
+      if (this.closed) throw this.options.closed();
       if (this.remaining(this.current) > 0 || this.switchToSpare()) return this.next();
       await this.awaitSegment();
     }
@@ -140,7 +140,7 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   async take(count: number): Promise<T[]> {
     const out: T[] = [];
     while (out.length < count) {
-      if (this.closed) throw this.o.closed();
+      if (this.closed) throw this.options.closed();
       const segment = this.current;
       if (this.remaining(segment) > 0) {
         this.drain(segment, count - out.length, out);
@@ -167,14 +167,14 @@ export abstract class DoubleBuffer<T extends number | bigint> {
 
   /** Everything `next()` does when the current segment is spent. */
   protected nextSlow(): T {
-    if (this.closed) throw this.o.closed();
+    if (this.closed) throw this.options.closed();
     if (this.switchToSpare()) return this.next();
     if (!this.loading) {
       const failure = this.failureToThrow();
       if (failure) throw failure;
       void this.startLoad();
     }
-    throw this.o.notReady();
+    throw this.options.notReady();
   }
 
   /** Called once per segment, when its load point is passed. */
@@ -193,8 +193,8 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   /** The kept failure a caller gets instead of a new reservation, if any (once, or for `retryDelayMs`). */
   private failureToThrow(): Error | undefined {
     const failure = this.failure;
-    if (this.o.retryDelayMs === undefined) this.failure = undefined;
-    else if (this.o.clock.now() - this.failedAt >= this.o.retryDelayMs) return undefined;
+    if (this.options.retryDelayMs === undefined) this.failure = undefined;
+    else if (this.options.clock.now() - this.failedAt >= this.options.retryDelayMs) return undefined;
     return failure;
   }
 
@@ -207,17 +207,17 @@ export abstract class DoubleBuffer<T extends number | bigint> {
 
   /** Reserves the next segment into the spare slot; never rejects (a failure is kept for the callers). */
   private async load(): Promise<void> {
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     const size =
       this.size === undefined || this.lastReserveAt === undefined
         ? this.minSize
         : nextStep(this.size, now - this.lastReserveAt, {
             minStep: this.minSize ?? 1,
-            maxStep: this.o.maxSize,
-            targetSegmentMs: this.o.targetSegmentMs,
+            maxStep: this.options.maxSize,
+            targetSegmentMs: this.options.targetSegmentMs,
           });
     try {
-      const ids = await this.o.reserve(size);
+      const ids = await this.options.reserve(size);
       const segment = this.toSegment(ids);
       this.size = ids.count;
       this.minSize = ids.minSize ?? this.minSize ?? ids.count;
@@ -228,28 +228,28 @@ export abstract class DoubleBuffer<T extends number | bigint> {
       this.failure = undefined;
     } catch (err) {
       if (this.closed) return;
-      this.failure = this.o.failed(err);
-      this.failedAt = this.o.clock.now();
+      this.failure = this.options.failed(err);
+      this.failedAt = this.options.clock.now();
     }
   }
 
   /** Waits until a segment is ready, or throws the reservation's failure or after `waitMs`. */
   private async awaitSegment(): Promise<void> {
-    const { clock, waitMs } = this.o;
+    const { clock, waitMs } = this.options;
     const deadline = clock.now() + waitMs;
     for (;;) {
-      if (this.closed) throw this.o.closed();
+      if (this.closed) throw this.options.closed();
       if (this.spare) return;
       let loading = this.loading;
       if (!loading) {
         // A caller that waits tries again at once when a failure is reported only once.
-        if (this.o.retryDelayMs === undefined) this.failure = undefined;
+        if (this.options.retryDelayMs === undefined) this.failure = undefined;
         const failure = this.failureToThrow();
         if (failure) throw failure;
         loading = this.startLoad();
       }
       const left = deadline - clock.now();
-      if (left <= 0) throw this.o.notReady(waitMs);
+      if (left <= 0) throw this.options.notReady(waitMs);
       // Aborting ends the clock's sleep, so a finished wait leaves no timer behind.
       const abort = new AbortController();
       const loaded = await Promise.race([loading.then(() => true), clock.sleep(left, abort.signal).then(() => false)]);
@@ -260,7 +260,7 @@ export abstract class DoubleBuffer<T extends number | bigint> {
       // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the load and close() change both during the await.
       if (loaded && !this.spare && this.failure && !this.closed) {
         const failure = this.failure;
-        if (this.o.retryDelayMs === undefined) this.failure = undefined;
+        if (this.options.retryDelayMs === undefined) this.failure = undefined;
         throw failure;
       }
     }
@@ -289,13 +289,13 @@ export class NumberDoubleBuffer extends DoubleBuffer<number> {
     const delta = BigInt(ids.delta);
     const max = ids.first + BigInt(ids.count) * delta;
     // `max` itself must be exact for `id < max` to be.
-    if (max > BigInt(Number.MAX_SAFE_INTEGER)) throw this.o.unsafe(max - delta);
+    if (max > BigInt(Number.MAX_SAFE_INTEGER)) throw this.options.unsafe(max - delta);
     const value = Number(ids.first);
     return new BufferSegment(
       value,
       Number(max),
       ids.delta,
-      value + loadPoint(ids.count, this.o.prefetchAt) * ids.delta,
+      value + loadPoint(ids.count, this.options.prefetchAt) * ids.delta,
     );
   }
 
@@ -334,7 +334,7 @@ export class BigIntDoubleBuffer extends DoubleBuffer<bigint> {
       ids.first,
       ids.first + BigInt(ids.count) * delta,
       delta,
-      ids.first + BigInt(loadPoint(ids.count, this.o.prefetchAt)) * delta,
+      ids.first + BigInt(loadPoint(ids.count, this.options.prefetchAt)) * delta,
     );
   }
 

@@ -86,12 +86,12 @@ export class Fleet {
   /** Alarm records Redis did not take (an alarm about Redis itself is raised while it is away): sent on a later beat. */
   private readonly unsent: Record<string, unknown>[] = [];
 
-  constructor(private readonly o: FleetOptions) {
-    this.readTimeoutMs = o.readTimeoutMs ?? READ_TIMEOUT_MS;
-    this.failureLog = new RepeatLimiter(o.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
+  constructor(private readonly options: FleetOptions) {
+    this.readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS;
+    this.failureLog = new RepeatLimiter(options.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
     // Five heartbeats a TTL: one lost to a slow Redis or a GC pause does not make an instance look gone.
-    const intervalMs = Math.max(100, Math.min(1000, Math.floor(o.ttlMs / 5)));
-    this.schedule = every(intervalMs, () => this.beat(), o.clock);
+    const intervalMs = Math.max(100, Math.min(1000, Math.floor(options.ttlMs / 5)));
+    this.schedule = every(intervalMs, () => this.beat(), options.clock);
   }
 
   start(): void {
@@ -102,16 +102,16 @@ export class Fleet {
   /** Stops the heartbeat and takes this instance off the list: a stop is not a loss. */
   async stop(): Promise<void> {
     await this.schedule.stop();
-    await this.bounded(this.o.store.drop([this.o.self.id])).catch(() => undefined);
+    await this.bounded(this.options.store.drop([this.options.self.id])).catch(() => undefined);
   }
 
   /** Publishes this instance's heartbeat, then reads the fleet's (drops the long gone, updates the gauges). */
   async beat(): Promise<void> {
     try {
-      await this.bounded(this.o.store.publish(await this.heartbeat(), publishedRates(this.o.self.rates())));
+      await this.bounded(this.options.store.publish(await this.heartbeat(), publishedRates(this.options.self.rates())));
       await this.sendUnsent();
       const view = await this.read();
-      this.o.onView?.(view);
+      this.options.onView?.(view);
     } catch (err) {
       this.failed('fleet heartbeat failed', err);
     }
@@ -122,7 +122,7 @@ export class Fleet {
     try {
       return await this.read();
     } catch (err) {
-      const now = this.o.clock.now();
+      const now = this.options.clock.now();
       // Redis just did not answer: its epoch would cost another timeout to learn nothing.
       const own = await this.heartbeat(false);
       return {
@@ -144,7 +144,7 @@ export class Fleet {
       this.keep(record);
       return;
     }
-    this.bounded(this.o.store.appendAlarm({ instance: this.o.self.id, record })).catch((err: unknown) => {
+    this.bounded(this.options.store.appendAlarm({ instance: this.options.self.id, record })).catch((err: unknown) => {
       this.keep(record);
       this.failed('could not add an alarm to the fleet stream; it is sent once Redis answers', err);
     });
@@ -158,7 +158,7 @@ export class Fleet {
   /** Sends the kept records, oldest first, until one fails (it stays for the next beat). */
   private async sendUnsent(): Promise<void> {
     while (this.unsent.length) {
-      await this.bounded(this.o.store.appendAlarm({ instance: this.o.self.id, record: this.unsent[0] }));
+      await this.bounded(this.options.store.appendAlarm({ instance: this.options.self.id, record: this.unsent[0] }));
       this.unsent.shift();
     }
   }
@@ -166,7 +166,7 @@ export class Fleet {
   /** The fleet's newest `count` alarms, or `local()` (this instance's) with a note when Redis does not answer. */
   async alarms(count: number, local: () => FleetAlarm[]): Promise<FleetAlarms> {
     try {
-      return { source: 'redis', recent: await this.bounded(this.o.store.recentAlarms(count)) };
+      return { source: 'redis', recent: await this.bounded(this.options.store.recentAlarms(count)) };
     } catch (err) {
       return {
         source: 'local',
@@ -183,32 +183,32 @@ export class Fleet {
    * this instance's own, saying so).
    */
   async rates(view: FleetInstances): Promise<FleetRates | undefined> {
-    if (view.source === 'local' && this.o.store.kind === 'redis') return undefined;
+    if (view.source === 'local' && this.options.store.kind === 'redis') return undefined;
     const others = new Set(view.instances.filter((i) => i.state === 'alive' && !i.self).map((i) => i.id));
     let rates = new Map<string, number>();
     if (others.size > 0) {
       try {
-        rates = fleetRates(await this.bounded(this.o.store.rates()), others);
+        rates = fleetRates(await this.bounded(this.options.store.rates()), others);
       } catch {
         return undefined;
       }
     }
-    for (const [entity, rate] of this.o.self.rates()) rates.set(entity, (rates.get(entity) ?? 0) + rate);
+    for (const [entity, rate] of this.options.self.rates()) rates.set(entity, (rates.get(entity) ?? 0) + rate);
     return { rates, instances: others.size + 1 };
   }
 
   private async read(): Promise<FleetInstances> {
-    const heartbeats = await this.bounded(this.o.store.heartbeats());
-    const now = this.o.clock.now();
-    const { view, drop } = fleetView(heartbeats, now, this.o.self.id);
-    if (drop.length) await this.bounded(this.o.store.drop(drop));
-    return this.o.store.kind === 'redis'
+    const heartbeats = await this.bounded(this.options.store.heartbeats());
+    const now = this.options.clock.now();
+    const { view, drop } = fleetView(heartbeats, now, this.options.self.id);
+    if (drop.length) await this.bounded(this.options.store.drop(drop));
+    return this.options.store.kind === 'redis'
       ? { ...view, source: 'redis' }
       : { ...view, source: 'local', note: 'embedded mode (no Redis): this instance is the whole deployment' };
   }
 
   private async heartbeat(readEpoch = true): Promise<Heartbeat> {
-    const s = this.o.self;
+    const s = this.options.self;
     const sampled = s.lastSampleAt();
     let epoch: string | null = null;
     try {
@@ -229,15 +229,15 @@ export class Fleet {
       clockSkewMs: s.clockSkewMs(),
       lastSampleAt: sampled === undefined ? null : new Date(sampled).toISOString(),
       activeAlarms: s.activeAlarms(),
-      at: this.o.clock.now(),
-      ttlMs: this.o.ttlMs,
+      at: this.options.clock.now(),
+      ttlMs: this.options.ttlMs,
     };
   }
 
   /** `work`, or a rejection once {@link readTimeoutMs} has passed on the injected clock. */
   private async bounded<T>(work: Promise<T>): Promise<T> {
     const abort = new AbortController();
-    const timeout = this.o.clock.sleep(this.readTimeoutMs, abort.signal).then(() => {
+    const timeout = this.options.clock.sleep(this.readTimeoutMs, abort.signal).then(() => {
       throw new Error(`no answer within ${this.readTimeoutMs} ms`);
     });
     try {
@@ -253,7 +253,7 @@ export class Fleet {
   private failed(what: string, err: unknown): void {
     const repeated = this.failureLog.admit('fleet');
     if (repeated === undefined) return;
-    this.o.log.warn(withRepeated({ err: errorMessage(err) }, repeated), what);
+    this.options.log.warn(withRepeated({ err: errorMessage(err) }, repeated), what);
   }
 }
 

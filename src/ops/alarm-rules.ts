@@ -38,25 +38,25 @@ export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'ma
 export class AlarmRules {
   private readonly streaks = new Map<string, number>();
 
-  constructor(private readonly o: AlarmRuleOptions) {}
+  constructor(private readonly options: AlarmRuleOptions) {}
 
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
     const key = entity.key;
-    const watermark = this.o.demand.lowWatermark(entity);
-    const horizonDays = round(this.o.horizonSeconds / 86_400);
-    this.condition(serving && size < (watermark * this.o.poolLowPercent) / 100, 'pool_low', key, () => ({
+    const watermark = this.options.demand.lowWatermark(entity);
+    const horizonDays = round(this.options.horizonSeconds / 86_400);
+    this.condition(serving && size < (watermark * this.options.poolLowPercent) / 100, 'pool_low', key, () => ({
       name: 'pool_low',
       severity: 'warning',
       entityKey: key,
-      message: `pool of ${key} is below ${this.o.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
+      message: `pool of ${key} is below ${this.options.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
       details: { size, lowWatermark: watermark, max: entity.maxPoolSize },
     }));
     // Only below the watermark: a pool at its target is as deep as demand
     // calls for (a small one right after demand starts is topped up at the
     // watermark); below it, the refiller should already have acted.
     this.condition(
-      serving && size < watermark && f.poolDrySeconds < this.o.poolDrySeconds,
+      serving && size < watermark && f.poolDrySeconds < this.options.poolDrySeconds,
       'forecast_pool_dry',
       key,
       () => ({
@@ -70,8 +70,8 @@ export class AlarmRules {
     // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
     this.condition(
       serving &&
-        this.o.stride.of(entity).toId(entity.startOffset) < JS_SAFE_LIMIT &&
-        f.jsSafeSeconds <= this.o.horizonSeconds,
+        this.options.stride.of(entity).toId(entity.startOffset) < JS_SAFE_LIMIT &&
+        f.jsSafeSeconds <= this.options.horizonSeconds,
       'forecast_js_safe_limit',
       key,
       () => ({
@@ -87,7 +87,7 @@ export class AlarmRules {
         },
       }),
     );
-    this.condition(serving && f.int63Seconds <= this.o.horizonSeconds, 'forecast_int63_limit', key, () => ({
+    this.condition(serving && f.int63Seconds <= this.options.horizonSeconds, 'forecast_int63_limit', key, () => ({
       name: 'forecast_int63_limit',
       severity: 'critical',
       entityKey: key,
@@ -141,7 +141,7 @@ export class AlarmRules {
   /** `worker_range_nearly_full` when most of the deployment's worker ids are leased. */
   checkWorkerRange(inUse: number, total: number): void {
     this.condition(
-      total > 0 && (inUse * 100) / total >= this.o.workerRangePercent,
+      total > 0 && (inUse * 100) / total >= this.options.workerRangePercent,
       'worker_range_nearly_full',
       undefined,
       () => ({
@@ -156,7 +156,7 @@ export class AlarmRules {
 
   /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
   checkSnowflake(sf: SnowflakeForecast, now: number): void {
-    const horizonMs = this.o.horizonSeconds * 1000;
+    const horizonMs = this.options.horizonSeconds * 1000;
     this.condition(
       sf.timeExhaustedAt - now <= horizonMs,
       'forecast_snowflake_time_exhausted',
@@ -188,7 +188,7 @@ export class AlarmRules {
   forgetEntity(key: string): void {
     for (const name of ENTITY_ALARMS) {
       this.streaks.delete(`${name}\u0000${key}`);
-      this.o.alarms.clear(name, key);
+      this.options.alarms.clear(name, key);
     }
   }
 
@@ -207,11 +207,11 @@ export class AlarmRules {
     const key = `${name}\u0000${entityKey ?? ''}`;
     if (!holds) {
       this.streaks.delete(key);
-      this.o.alarms.clear(name, entityKey);
+      this.options.alarms.clear(name, entityKey);
       return;
     }
     const streak = (this.streaks.get(key) ?? 0) + 1;
     this.streaks.set(key, streak);
-    if (streak >= confirm) this.o.alarms.set(alarm());
+    if (streak >= confirm) this.options.alarms.set(alarm());
   }
 }

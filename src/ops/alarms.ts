@@ -112,13 +112,13 @@ export class Alarms {
   private delivery: Promise<void> = Promise.resolve();
   private pending = 0;
 
-  constructor(private readonly o: AlarmsOptions) {
-    this.bursts = new RepeatLimiter(o.clock, { windowMs: EVENT_LOG_INTERVAL_MS, maxKeys: 10_000 });
+  constructor(private readonly options: AlarmsOptions) {
+    this.bursts = new RepeatLimiter(options.clock, { windowMs: EVENT_LOG_INTERVAL_MS, maxKeys: 10_000 });
   }
 
   /** This process's name in its alarms (host:pid); {@link recent} holds only this process's alarms (the fleet's are in Redis). */
   get instance(): string {
-    return this.o.instance;
+    return this.options.instance;
   }
 
   /**
@@ -149,8 +149,8 @@ export class Alarms {
     const was = this.active.get(key);
     if (!was) return;
     this.active.delete(key);
-    this.o.log.info({ alarm: name, entityKey, status: 'resolved' }, `alarm resolved: ${name}`);
-    this.record({ ...was, at: new Date(this.o.clock.now()).toISOString(), status: 'resolved', notified: false });
+    this.options.log.info({ alarm: name, entityKey, status: 'resolved' }, `alarm resolved: ${name}`);
+    this.record({ ...was, at: new Date(this.options.clock.now()).toISOString(), status: 'resolved', notified: false });
   }
 
   /** Conditions on now. */
@@ -170,20 +170,20 @@ export class Alarms {
 
   private record(record: AlarmRecord): void {
     this.recentRing.push(record);
-    this.o.onRecord?.(record);
+    this.options.onRecord?.(record);
   }
 
   private fire(alarm: AlarmInput): void {
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     const key = keyOf(alarm);
     const last = this.lastNotified.get(key);
-    const sink = this.o.sink;
-    const notify = sink !== undefined && (last === undefined || now - last >= this.o.dedupeMs);
+    const sink = this.options.sink;
+    const notify = sink !== undefined && (last === undefined || now - last >= this.options.dedupeMs);
     const at = new Date(now).toISOString();
     const alias = ALARM_ALIASES[alarm.name];
-    logAlarm(this.o.log, alarm);
-    this.o.onRaised?.(alarm.name, alarm.severity);
-    if (alias) this.o.onRaised?.(alias, alarm.severity);
+    logAlarm(this.options.log, alarm);
+    this.options.onRaised?.(alarm.name, alarm.severity);
+    if (alias) this.options.onRaised?.(alias, alarm.severity);
     this.record({ ...alarm, at, status: 'firing', notified: notify });
     if (!notify) return;
     this.lastNotified.set(key, now);
@@ -197,13 +197,15 @@ export class Alarms {
       details: alarm.details ?? {},
       at,
       service: 'idpool',
-      instance: this.o.instance,
+      instance: this.options.instance,
     };
     // One POST at a time, in order; a slow receiver never blocks a request.
     this.pending++;
     this.delivery = this.delivery
       .then(() => sink.send(payload))
-      .catch((err: unknown) => this.o.log.warn({ alarm: alarm.name, err: errorMessage(err) }, 'alarm webhook failed'))
+      .catch((err: unknown) =>
+        this.options.log.warn({ alarm: alarm.name, err: errorMessage(err) }, 'alarm webhook failed'),
+      )
       .finally(() => this.pending--);
   }
 }

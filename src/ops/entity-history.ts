@@ -35,7 +35,7 @@ export class EntityHistory {
   /** Per entity: the takes refused so far, and when that count last grew. */
   private readonly refusals = new Map<string, { count: number; at: number }>();
 
-  constructor(private readonly o: EntityHistoryOptions) {}
+  constructor(private readonly options: EntityHistoryOptions) {}
 
   /** Entities with a history (those sampled since they were last forgotten). */
   keys(): string[] {
@@ -65,7 +65,7 @@ export class EntityHistory {
     sample: { at: number; size: number; offset: bigint },
     capacity: number,
   ): EntityForecast | undefined {
-    const { stride } = this.o;
+    const { stride } = this.options;
     let ring = this.samples.get(entity.key);
     // Until the pool first reaches its watermark, keep only the latest
     // sample: the first fill reserves a whole pool and pushes it over many
@@ -73,11 +73,11 @@ export class EntityHistory {
     // rate. Rates start from the first filled sample.
     if (!ring || !this.filledOnce.has(entity.key)) this.samples.set(entity.key, (ring = new Ring(capacity)));
     else if (ring.capacity < capacity) this.samples.set(entity.key, (ring = Ring.from(ring, capacity)));
-    if (sample.size >= this.o.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
-    ring.push({ ...sample, served: this.o.served?.(entity.key) });
+    if (sample.size >= this.options.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
+    ring.push({ ...sample, served: this.options.served?.(entity.key) });
     const history = ring.toArray();
     const spaced = stride.of(entity);
-    let f = forecastEntity(history, this.o.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
+    let f = forecastEntity(history, this.options.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
     if (!f) return undefined;
     // Refused takes take nothing, so the take rate of a pool too short for its
     // requests falls to 0 and its forecast to "never" while every request
@@ -90,18 +90,18 @@ export class EntityHistory {
     chart.push({
       t: sample.at,
       size: sample.size,
-      takePerSecond: round(ratesOf(history, this.o.chartRateWindowMs).takePerSecond),
+      takePerSecond: round(ratesOf(history, this.options.chartRateWindowMs).takePerSecond),
     });
     return f;
   }
 
   /** Whether this instance refused a take of the entity for too few ids within the rate window. */
   private refusedRecently(entityKey: string, at: number): boolean {
-    const count = this.o.refused?.(entityKey) ?? 0;
+    const count = this.options.refused?.(entityKey) ?? 0;
     const last = this.refusals.get(entityKey) ?? { count: 0, at: Number.NEGATIVE_INFINITY };
     const now = count > last.count ? { count, at } : last;
     this.refusals.set(entityKey, now);
-    return at - now.at < this.o.rateWindowMs;
+    return at - now.at < this.options.rateWindowMs;
   }
 
   /** Drops a retired entity's history. */

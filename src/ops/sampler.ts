@@ -94,21 +94,21 @@ export class OpsSampler {
   /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
   private readonly round: ActivityRound<EntityConfig>;
 
-  constructor(private readonly o: SamplerOptions) {
-    this.schedule = every(o.sampleMs, () => this.sampleOnce(), o.clock);
-    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
-    this.rules = new AlarmRules(o);
-    this.history = new EntityHistory(o);
-    this.snowflakeSide = new SnowflakeSampling(o, this.rules);
+  constructor(private readonly options: SamplerOptions) {
+    this.schedule = every(options.sampleMs, () => this.sampleOnce(), options.clock);
+    this.failureLog = new RepeatLimiter(options.clock, LOOP_FAILURE_LIMITS);
+    this.rules = new AlarmRules(options);
+    this.history = new EntityHistory(options);
+    this.snowflakeSide = new SnowflakeSampling(options, this.rules);
     const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
     this.round = new ActivityRound({
-      list: () => o.entities.list().filter((e) => e.mode !== 'snowflake'),
+      list: () => options.entities.list().filter((e) => e.mode !== 'snowflake'),
       keyOf: (entity) => entity.key,
-      lookup: (key) => segment(o.entities.get(key)),
+      lookup: (key) => segment(options.entities.get(key)),
       idleBatch: IDLE_BATCH,
       activeBatch: SAMPLE_BATCH,
       activeMs: ACTIVE_MS,
-      now: () => o.clock.now(),
+      now: () => options.clock.now(),
     });
   }
 
@@ -119,7 +119,7 @@ export class OpsSampler {
 
   /** Samples now and then every `sampleMs`. */
   start(): void {
-    this.startedAt = this.o.clock.now();
+    this.startedAt = this.options.clock.now();
     this.schedule.start();
     void this.schedule.runNow();
   }
@@ -134,7 +134,8 @@ export class OpsSampler {
    * minute per step or entity) and never thrown.
    */
   async sampleOnce(): Promise<void> {
-    if (await this.guard('entities', undefined, () => this.sampleEntities())) this.lastSampledAt = this.o.clock.now();
+    if (await this.guard('entities', undefined, () => this.sampleEntities()))
+      this.lastSampledAt = this.options.clock.now();
     await this.guard('lease', undefined, () => this.snowflakeSide.sampleLease());
     await this.guard('snowflake', undefined, () => this.snowflakeSide.checkSnowflake());
     await this.guard('clock', undefined, () => this.snowflakeSide.sampleClock());
@@ -146,14 +147,14 @@ export class OpsSampler {
       await run();
       return true;
     } catch (err) {
-      if (entityKey !== undefined) this.o.metrics.sampleFailures.inc({ entity: entityKey });
+      if (entityKey !== undefined) this.options.metrics.sampleFailures.inc({ entity: entityKey });
       const repeated = this.failureLog.admit(entityKey ?? `\u0000${step}`);
       if (repeated === undefined) return false;
       const [fields, msg] =
         entityKey === undefined
           ? [{ step }, 'ops sampling failed']
           : [{ entityKey }, 'ops sampling of an entity failed: the others go on'];
-      this.o.log.warn(withRepeated({ ...fields, err: errorMessage(err) }, repeated), msg);
+      this.options.log.warn(withRepeated({ ...fields, err: errorMessage(err) }, repeated), msg);
       return false;
     }
   }
@@ -163,14 +164,17 @@ export class OpsSampler {
     const { items: entities, listed, rounds } = this.round.next();
     const live = listed && new Set(listed.map((e) => e.key));
     const keys = entities.map((e) => e.key);
-    const [offsets, sizes] = await Promise.all([this.o.allocator.peekMany(keys), this.o.poolStore.sizes(keys)]);
-    const at = this.o.clock.now();
+    const [offsets, sizes] = await Promise.all([
+      this.options.allocator.peekMany(keys),
+      this.options.poolStore.sizes(keys),
+    ]);
+    const at = this.options.clock.now();
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.
-    const idleCapacity = Math.max(2, Math.ceil(this.o.historyMs / (this.o.sampleMs * rounds)) + 1);
-    const activeCapacity = Math.max(2, Math.ceil(this.o.historyMs / this.o.sampleMs) + 1);
+    const idleCapacity = Math.max(2, Math.ceil(this.options.historyMs / (this.options.sampleMs * rounds)) + 1);
+    const activeCapacity = Math.max(2, Math.ceil(this.options.historyMs / this.options.sampleMs) + 1);
     this.rounds = rounds;
-    this.o.metrics.sampleRound.set((this.o.sampleMs * rounds) / 1000);
+    this.options.metrics.sampleRound.set((this.options.sampleMs * rounds) / 1000);
     for (const [i, entity] of entities.entries()) {
       const capacity = this.round.isActive(entity.key) ? activeCapacity : idleCapacity;
       await this.guard('entity', entity.key, () =>
@@ -180,8 +184,8 @@ export class OpsSampler {
     if (!live) return;
     for (const key of this.history.keys()) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
-    for (const key of [...this.o.metrics.sampleAge.values.keys()])
-      if (!live.has(key)) this.o.metrics.sampleAge.remove({ entity: key });
+    for (const key of [...this.options.metrics.sampleAge.values.keys()])
+      if (!live.has(key)) this.options.metrics.sampleAge.remove({ entity: key });
   }
 
   /** Records, publishes and checks one entity's sample. */
@@ -196,14 +200,14 @@ export class OpsSampler {
     // No row: retired since the list was read, or not committed yet.
     if (offset === undefined) return;
     if (!Number.isFinite(size) || size < 0) throw new RangeError(`pool size ${size} is not a count`);
-    this.o.metrics.sampleAge.sampled(entity.key, at);
+    this.options.metrics.sampleAge.sampled(entity.key, at);
     // Taken from since the last sample (by anyone: reserved beyond what the pool grew), or served here: active.
     // A refill alone moves offset and size together and leaves an idle entity idle.
     const last = this.history.lastSample(entity.key);
     if (
       last &&
       (Number(offset - last.offset) - (size - last.size) > 0 ||
-        (last.served ?? 0) !== (this.o.served?.(entity.key) ?? 0))
+        (last.served ?? 0) !== (this.options.served?.(entity.key) ?? 0))
     )
       this.round.touch(entity.key, at);
     const f = this.history.record(entity, { at, size, offset }, capacity);
@@ -214,11 +218,11 @@ export class OpsSampler {
 
   /** Sets the entity's pool and forecast gauges. */
   private publish(entity: EntityConfig, size: number, offset: bigint, f: EntityForecast): void {
-    const { metrics } = this.o;
+    const { metrics } = this.options;
     const labels = { entity: entity.key };
     metrics.poolSize.set(labels, size);
-    metrics.poolLowWatermark.set(labels, this.o.demand.lowWatermark(entity));
-    metrics.poolTarget.set(labels, this.o.demand.target(entity));
+    metrics.poolLowWatermark.set(labels, this.options.demand.lowWatermark(entity));
+    metrics.poolTarget.set(labels, this.options.demand.target(entity));
     metrics.poolMax.set(labels, entity.maxPoolSize);
     metrics.currentOffset.set(labels, Number(offset));
     metrics.takeRate.set(labels, f.takePerSecond);
@@ -232,29 +236,29 @@ export class OpsSampler {
   private forget(key: string): void {
     this.failureLog.forget(key);
     this.history.forget(key);
-    this.o.metrics.forgetEntity(key);
+    this.options.metrics.forgetEntity(key);
     this.rules.forgetEntity(key);
   }
 
   /** Pool, rates, forecasts and chart history of the given entities (the dashboard's page; default all). */
-  overview(entities: readonly EntityConfig[] = this.o.entities.list()): EntityOverview[] {
+  overview(entities: readonly EntityConfig[] = this.options.entities.list()): EntityOverview[] {
     return dashboardRows(
       entities,
       {
-        demand: this.o.demand,
+        demand: this.options.demand,
         lastSample: (key) => this.history.lastSample(key),
         forecast: (key) => this.history.forecast(key),
         chart: (key) => this.history.chart(key),
         sampledAt: (key) => this.sampledAt(key),
         isStale: (key, now) => this.isStale(key, now),
       },
-      this.o.clock.now(),
+      this.options.clock.now(),
     );
   }
 
   /** When the entity was last sampled (Unix ms). */
   private sampledAt(entityKey: string): number | undefined {
-    return this.o.metrics.sampleAge.values.get(entityKey);
+    return this.options.metrics.sampleAge.values.get(entityKey);
   }
 
   /** Sampled over two rounds ago (or never, once the first round is over). */
@@ -264,19 +268,19 @@ export class OpsSampler {
   }
 
   private staleAfterMs(): number {
-    return STALE_ROUNDS * this.rounds * this.o.sampleMs + this.o.sampleMs;
+    return STALE_ROUNDS * this.rounds * this.options.sampleMs + this.options.sampleMs;
   }
 
   /** How current the sampled view is: `/readyz` and the dashboard report it. */
   health(): SamplingHealth {
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     let stale = 0;
-    for (const entity of this.o.entities.list())
+    for (const entity of this.options.entities.list())
       if (entity.mode !== 'snowflake' && this.isStale(entity.key, now)) stale++;
-    const roundSeconds = (this.rounds * this.o.sampleMs) / 1000;
+    const roundSeconds = (this.rounds * this.options.sampleMs) / 1000;
     return {
       ok: stale === 0,
-      oldestSampleAgeSeconds: round(this.o.metrics.sampleAge.maxAge()),
+      oldestSampleAgeSeconds: round(this.options.metrics.sampleAge.maxAge()),
       roundSeconds,
       staleEntities: stale,
     };

@@ -32,17 +32,17 @@ export class SnowflakeSampling {
   private lastUsageAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly o: SnowflakeSamplingOptions,
+    private readonly options: SnowflakeSamplingOptions,
     private readonly rules: Pick<AlarmRules, 'checkLease' | 'checkWorkerRange' | 'checkSnowflake' | 'checkClockSkew'>,
   ) {}
 
   /** The lease's gauges and alarm; the range's use at most every {@link USAGE_EVERY_MS}. */
   async sampleLease(): Promise<void> {
-    const lease = this.o.lease;
+    const lease = this.options.lease;
     if (!lease) return;
-    const { metrics } = this.o;
+    const { metrics } = this.options;
     const status = lease.status();
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     metrics.leaseHeld.set(status.held ? 1 : 0);
     metrics.leaseWorkerId.set(status.workerId ?? -1);
     metrics.leaseRemaining.set(
@@ -60,21 +60,21 @@ export class SnowflakeSampling {
 
   /** The clock's skews (`idpool_clock_skew_seconds`) and the `clock_skew` alarm. */
   sampleClock(): void {
-    const watch = this.o.clockWatch;
+    const watch = this.options.clockWatch;
     if (!watch) return;
     for (const r of watch.skews())
-      if (r.skewMs !== null) this.o.metrics.clockSkew.set({ against: r.against }, r.skewMs / 1000);
+      if (r.skewMs !== null) this.options.metrics.clockSkew.set({ against: r.against }, r.skewMs / 1000);
     this.rules.checkClockSkew(watch);
   }
 
   /** The snowflake forecasts' gauges and alarms. */
   checkSnowflake(): void {
-    const sf = this.o.snowflake?.();
+    const sf = this.options.snowflake?.();
     if (!sf) return;
-    this.o.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
-    this.o.metrics.snowflakeJsSafe.set(
+    this.options.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
+    this.options.metrics.snowflakeJsSafe.set(
       sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000,
     );
-    this.rules.checkSnowflake(sf, this.o.clock.now());
+    this.rules.checkSnowflake(sf, this.options.clock.now());
   }
 }

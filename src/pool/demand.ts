@@ -50,13 +50,13 @@ export class Demand {
   private readonly seen = new Map<string, Seen>();
   private readonly halfLifeMs: number;
 
-  constructor(private readonly o: DemandOptions) {
-    this.halfLifeMs = o.halfLifeMs ?? 300_000;
+  constructor(private readonly options: DemandOptions) {
+    this.halfLifeMs = options.halfLifeMs ?? 300_000;
   }
 
   /** Records an entity's running total of ids taken (a lower total means its pool was reset: a new baseline). */
   observe(entityKey: string, taken: number): void {
-    const now = this.o.clock.monotonic();
+    const now = this.options.clock.monotonic();
     const prev = this.seen.get(entityKey);
     if (!prev || taken < prev.taken) {
       this.seen.set(entityKey, { taken, at: now, peak: prev ? this.peakNow(prev, now) : 0, peakAt: now });
@@ -77,13 +77,13 @@ export class Demand {
   /** Recent peak take rate of an entity, ids per second (decayed to now). */
   peakRate(entityKey: string): number {
     const seen = this.seen.get(entityKey);
-    return seen ? this.peakNow(seen, this.o.clock.monotonic()) : 0;
+    return seen ? this.peakNow(seen, this.options.clock.monotonic()) : 0;
   }
 
   /** Ids the pool should hold after a refill. */
   target(entity: SizedEntity): number {
     const floor = Math.max(entity.step, entity.maxSizePerTimes);
-    const wanted = Math.ceil(this.o.horizonSeconds * this.peakRate(entity.key));
+    const wanted = Math.ceil(this.options.horizonSeconds * this.peakRate(entity.key));
     return Math.min(entity.maxPoolSize, Math.max(floor, wanted));
   }
 

@@ -26,12 +26,12 @@ export class FenceCarrier {
   /** Entities found behind, until a push is accepted or a check finds them past the fence again (one alarm per episode). */
   private readonly behind = new Set<string>();
 
-  constructor(private readonly o: FenceCarrierOptions) {}
+  constructor(private readonly options: FenceCarrierOptions) {}
 
   /** The first number above `fence` on the entity's line: an offset below it is behind. */
   numberAbove(entityKey: string, fence: bigint): bigint {
-    const entity = this.o.entities.get(entityKey);
-    return (entity ? this.o.stride.of(entity) : this.o.stride).numberAbove(fence);
+    const entity = this.options.entities.get(entityKey);
+    return (entity ? this.options.stride.of(entity) : this.options.stride).numberAbove(fence);
   }
 
   /** A push was accepted, or a check found the offset past the fence: the episode, if any, is over. */
@@ -50,7 +50,7 @@ export class FenceCarrier {
     // The refused segment started at the offset the database had.
     if (await this.carryIfBehind(entityKey, refused.start)) return true;
     const { start, end } = refused;
-    this.o.events.fenceRefused(entityKey, start, end);
+    this.options.events.fenceRefused(entityKey, start, end);
     return false;
   }
 
@@ -64,7 +64,7 @@ export class FenceCarrier {
    * caller saw the database at, for the report. Returns true when it carried.
    */
   async carryIfBehind(entityKey: string, seen?: bigint): Promise<boolean> {
-    const { allocator, store } = this.o;
+    const { allocator, store } = this.options;
     const fence = await store.fence(entityKey);
     if (fence === undefined) return false;
     const offset = await allocator.peek(entityKey);
@@ -78,7 +78,7 @@ export class FenceCarrier {
     const carried = await allocator.reserve(entityKey, Number(gap));
     if (!this.behind.has(entityKey)) {
       this.behind.add(entityKey);
-      this.o.events.databaseBehind({
+      this.options.events.databaseBehind({
         entityKey,
         databaseOffset: seen ?? offset,
         record: 'fence',

@@ -74,9 +74,9 @@ export class FenceCheck {
   readonly stats = { started: 0, completed: 0, digestOnly: 0, carried: 0 };
   private clean: CleanRun | undefined;
 
-  constructor(private readonly o: FenceCheckOptions) {
-    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
-    this.schedule = o.intervalMs > 0 ? every(o.intervalMs, () => this.run(), o.clock) : undefined;
+  constructor(private readonly options: FenceCheckOptions) {
+    this.failureLog = new RepeatLimiter(options.clock, LOOP_FAILURE_LIMITS);
+    this.schedule = options.intervalMs > 0 ? every(options.intervalMs, () => this.run(), options.clock) : undefined;
   }
 
   start(): void {
@@ -138,10 +138,10 @@ export class FenceCheck {
    * after. Undefined (every fence read) without a digest or when it fails.
    */
   private async startingPoint(): Promise<CleanRun | undefined> {
-    const { offsets } = this.o;
+    const { offsets } = this.options;
     if (!offsets.offsetsMark) return undefined;
-    const reservations = this.o.reservations?.() ?? 0;
-    const at = this.o.clock.monotonic();
+    const reservations = this.options.reservations?.() ?? 0;
+    const at = this.options.clock.monotonic();
     try {
       return { mark: await offsets.offsetsMark(), reservations, at };
     } catch {
@@ -152,10 +152,10 @@ export class FenceCheck {
 
   /** The entities whose offset is below their fence (and whether any fence could not be read); ends the episode of those past it. */
   private async findBehind(): Promise<{ behind: string[]; failed: boolean }> {
-    const keys = this.o.entities.segmentKeys();
+    const keys = this.options.entities.segmentKeys();
     if (keys.length === 0) return { behind: [], failed: false };
-    const fences = await this.o.store.fences(keys);
-    const offsets = await this.o.offsets.peekAll();
+    const fences = await this.options.store.fences(keys);
+    const offsets = await this.options.offsets.peekAll();
     const behind: string[] = [];
     let failed = false;
     keys.forEach((key, i) => {
@@ -169,8 +169,8 @@ export class FenceCheck {
       const offset = offsets.get(key);
       // No fence: nothing pushed yet. No row: retired since the registry was read.
       if (fence === undefined || offset === undefined) return;
-      if (offset < this.o.carrier.numberAbove(key, fence)) behind.push(key);
-      else this.o.carrier.caughtUp(key);
+      if (offset < this.options.carrier.numberAbove(key, fence)) behind.push(key);
+      else this.options.carrier.caughtUp(key);
     });
     return { behind, failed };
   }
@@ -181,10 +181,10 @@ export class FenceCheck {
    * refused by the fence and it carries itself; else the next run does.
    */
   private async carry(entityKey: string): Promise<void> {
-    const held = await this.o.lock.acquire(entityKey);
+    const held = await this.options.lock.acquire(entityKey);
     if (!held) return;
     try {
-      if (await this.o.carrier.carryIfBehind(entityKey)) this.stats.carried++;
+      if (await this.options.carrier.carryIfBehind(entityKey)) this.stats.carried++;
     } finally {
       await held.release();
     }
@@ -193,7 +193,7 @@ export class FenceCheck {
   private logFailure(entityKey: string, err: unknown): void {
     const repeated = this.failureLog.admit(entityKey);
     if (repeated === undefined) return;
-    this.o.log.warn(
+    this.options.log.warn(
       withRepeated({ entityKey, err: errorMessage(err) }, repeated),
       'fence check failed: tried again at the next run',
     );

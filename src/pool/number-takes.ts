@@ -124,23 +124,27 @@ export class RedisNumberTakes implements NumberTakes {
   private stopped = false;
   private lastPrune = 0;
 
-  constructor(private readonly o: RedisNumberTakesOptions) {}
+  constructor(private readonly options: RedisNumberTakesOptions) {}
 
   async take(entity: EntityConfig, count: number): Promise<TakenIds> {
     const scheme = this.schemes.of(entity);
-    const deadline = this.o.clock.monotonic() + (this.o.shortWaitMs ?? 250);
+    const deadline = this.options.clock.monotonic() + (this.options.shortWaitMs ?? 250);
     for (let attempt = 0; ; attempt++) {
-      const r = await this.o.store.take(entity.key, count, entity.maxSizePerSecond);
+      const r = await this.options.store.take(entity.key, count, entity.maxSizePerSecond);
       switch (r.kind) {
         case 'ok':
           this.taken.set(entity.key, (this.taken.get(entity.key) ?? 0) + count);
-          if (r.remaining < this.o.demand.lowWatermark(entity)) void this.refillQuietly(entity);
+          if (r.remaining < this.options.demand.lowWatermark(entity)) void this.refillQuietly(entity);
           return r.numbers;
         case 'rate_limited':
-          this.o.events.rateLimited(entity.key);
+          this.options.events.rateLimited(entity.key);
           throw entityRateLimited(entity.key, entity.maxSizePerSecond, r.retryAfterMs);
         case 'period_full':
-          this.o.events.periodExhausted(entity.key, scheme.template.seqWidth, this.o.clock.now() + r.msToPeriodEnd);
+          this.options.events.periodExhausted(
+            entity.key,
+            scheme.template.seqWidth,
+            this.options.clock.now() + r.msToPeriodEnd,
+          );
           throw periodFull(entity, scheme, 'now', r.msToPeriodEnd);
         case 'period_stale':
           throw new UnavailableError(
@@ -148,17 +152,17 @@ export class RedisNumberTakes implements NumberTakes {
           );
         case 'epoch_changed':
         case 'short':
-          if (attempt > 0 && this.o.clock.monotonic() > deadline) {
-            this.o.events.refused(entity.key);
+          if (attempt > 0 && this.options.clock.monotonic() > deadline) {
+            this.options.events.refused(entity.key);
             throw new PoolExhaustedError(`${entity.key}: no business numbers ready; retry shortly`);
           }
           try {
             await this.refill(entity);
           } catch (err) {
-            this.o.events.refused(entity.key);
+            this.options.events.refused(entity.key);
             throw err;
           }
-          if (attempt > 0) await this.o.clock.sleep(10);
+          if (attempt > 0) await this.options.clock.sleep(10);
       }
     }
   }
@@ -171,20 +175,20 @@ export class RedisNumberTakes implements NumberTakes {
     const scheme = this.schemes.of(entity);
     const period = namedPeriod(scheme, entity, periodId);
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
-    const after = await this.o.counter.raise(entity.key, period, capped);
-    await this.o.store.reset(entity.key, period.id, [[period.id, after]]);
+    const after = await this.options.counter.raise(entity.key, period, capped);
+    await this.options.store.reset(entity.key, period.id, [[period.id, after]]);
     return after;
   }
 
   /** Refills every business-number entity each tick; prunes old counters hourly. */
   start(): void {
     const tick = async () => {
-      for (const key of this.o.entities.numberKeys()) {
-        const entity = this.o.entities.get(key);
+      for (const key of this.options.entities.numberKeys()) {
+        const entity = this.options.entities.get(key);
         if (entity) await this.refillQuietly(entity);
       }
       await this.pruneHourly();
-      if (!this.stopped) this.timer = setTimeout(() => void tick(), this.o.intervalMs);
+      if (!this.stopped) this.timer = setTimeout(() => void tick(), this.options.intervalMs);
     };
     this.timer = setTimeout(() => void tick(), 0);
   }
@@ -199,25 +203,25 @@ export class RedisNumberTakes implements NumberTakes {
     try {
       await this.refill(entity);
     } catch (err) {
-      this.o.log.warn({ entity: entity.key, err: errorMessage(err) }, 'business-number refill failed');
+      this.options.log.warn({ entity: entity.key, err: errorMessage(err) }, 'business-number refill failed');
     }
   }
 
   private async pruneHourly(): Promise<void> {
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     if (now - this.lastPrune < 3600_000) return;
     this.lastPrune = now;
     try {
-      const counter = this.o.counter as NumberCounter & { prune?(before: number): Promise<number> };
+      const counter = this.options.counter as NumberCounter & { prune?(before: number): Promise<number> };
       await counter.prune?.(now - NUMBER_PERIOD_RETENTION_MS);
-      for (const key of this.o.entities.numberKeys()) {
-        const entity = this.o.entities.get(key);
+      for (const key of this.options.entities.numberKeys()) {
+        const entity = this.options.entities.get(key);
         if (!entity) continue;
         const old = this.schemes.of(entity).calendar.at(now - NUMBER_PERIOD_RETENTION_MS);
-        await this.o.store.pruneFences(key, old.id);
+        await this.options.store.pruneFences(key, old.id);
       }
     } catch (err) {
-      this.o.log.warn({ err: errorMessage(err) }, 'pruning business-number counters failed');
+      this.options.log.warn({ err: errorMessage(err) }, 'pruning business-number counters failed');
     }
   }
 
@@ -232,7 +236,7 @@ export class RedisNumberTakes implements NumberTakes {
   }
 
   private async refillLocked(entity: EntityConfig): Promise<void> {
-    const held = await this.o.lock.acquire(entity.key);
+    const held = await this.options.lock.acquire(entity.key);
     // Another instance refills it now: the take waits and looks again.
     if (!held) return;
     try {
@@ -244,19 +248,19 @@ export class RedisNumberTakes implements NumberTakes {
 
   private async refillPeriods(entity: EntityConfig): Promise<void> {
     const scheme = this.schemes.of(entity);
-    let state = await this.o.store.state(entity.key);
+    let state = await this.options.store.state(entity.key);
     if (!state.epochCurrent) {
       await this.resetEpoch(entity, scheme, state);
-      state = await this.o.store.state(entity.key);
+      state = await this.options.store.state(entity.key);
     }
-    this.o.demand.observe(entity.key, this.taken.get(entity.key) ?? 0);
+    this.options.demand.observe(entity.key, this.taken.get(entity.key) ?? 0);
     // Periods by the Redis clock: the one the takes will ask for.
     const current = scheme.calendar.at(state.now);
     await this.fill(entity, scheme, state, current);
     const next = scheme.calendar.after(current);
     // Read again: the fill above may have taken the slot the snapshot showed free (a push there would be refused, its numbers lost).
-    if (next && state.now >= next.start - (this.o.prefillLeadMs ?? 60_000))
-      await this.fill(entity, scheme, await this.o.store.state(entity.key), next);
+    if (next && state.now >= next.start - (this.options.prefillLeadMs ?? 60_000))
+      await this.fill(entity, scheme, await this.options.store.state(entity.key), next);
   }
 
   /**
@@ -268,10 +272,10 @@ export class RedisNumberTakes implements NumberTakes {
     const current = scheme.calendar.at(state.now);
     const periods = [current, scheme.calendar.after(current)].filter((p): p is Period => p !== undefined);
     const fences = await Promise.all(
-      periods.map(async (p) => [p.id, await this.o.counter.peek(entity.key, p.id)] as const),
+      periods.map(async (p) => [p.id, await this.options.counter.peek(entity.key, p.id)] as const),
     );
-    if (await this.o.store.reset(entity.key, 'epoch', fences))
-      this.o.log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
+    if (await this.options.store.reset(entity.key, 'epoch', fences))
+      this.options.log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
   }
 
   private async fill(entity: EntityConfig, scheme: NumberScheme, state: NumberState, period: Period): Promise<void> {
@@ -280,23 +284,23 @@ export class RedisNumberTakes implements NumberTakes {
     const held: NumberSlot = state.slots[slot];
     const size = held.period === period.id ? held.size : 0;
     if (held.period === period.id && held.full) return;
-    if (held.period === period.id && size >= this.o.demand.lowWatermark(entity)) return;
-    const target = this.o.demand.target(entity);
+    if (held.period === period.id && size >= this.options.demand.lowWatermark(entity)) return;
+    const target = this.options.demand.target(entity);
     const want = Math.max(entity.step, Math.ceil((target - size) / entity.step) * entity.step);
     for (let carried = false; ; carried = true) {
-      const range = await this.o.counter.reserve(entity.key, period, want, scheme.capacity);
+      const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
       const full = !range || range.last >= scheme.capacity;
       const numbers = range ? formatRange(scheme, entity, period, range) : [];
       const result = await this.push(entity, slot, period, numbers, range, full);
       if (result !== 'fenced' || carried) return;
       // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
-      const fence = await this.o.store.fence(entity.key, period.id);
+      const fence = await this.options.store.fence(entity.key, period.id);
       if (fence === undefined) return;
-      this.o.log.error(
+      this.options.log.error(
         { entity: entity.key, period: period.id, fence: fence.toString() },
         'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
       );
-      await this.o.counter.raise(entity.key, period, fence);
+      await this.options.counter.raise(entity.key, period, fence);
     }
   }
 
@@ -309,13 +313,13 @@ export class RedisNumberTakes implements NumberTakes {
     full: boolean,
   ): Promise<'ok' | 'fenced' | 'epoch_changed' | 'slot_busy'> {
     if (numbers.length === 0 || !range)
-      return this.o.store.push(entity.key, slot, period, [], undefined, undefined, full);
+      return this.options.store.push(entity.key, slot, period, [], undefined, undefined, full);
     for (let at = 0; at < numbers.length; at += NUMBERS_PER_PUSH) {
       const chunk = numbers.slice(at, at + NUMBERS_PER_PUSH);
       const lowest = range.first + BigInt(at);
       const highest = lowest + BigInt(chunk.length - 1);
       const last = at + NUMBERS_PER_PUSH >= numbers.length;
-      const result = await this.o.store.push(entity.key, slot, period, chunk, lowest, highest, full && last);
+      const result = await this.options.store.push(entity.key, slot, period, chunk, lowest, highest, full && last);
       if (result !== 'ok') return result;
     }
     return 'ok';
@@ -344,7 +348,7 @@ export class LocalNumberTakes implements NumberTakes {
   private readonly running = new Map<string, Promise<unknown>>();
 
   constructor(
-    private readonly o: {
+    private readonly options: {
       counter: NumberCounter;
       clock: Clock;
       events: DispatchEvents;
@@ -368,7 +372,7 @@ export class LocalNumberTakes implements NumberTakes {
 
   private async takeNow(entity: EntityConfig, count: number): Promise<TakenIds> {
     const scheme = this.schemes.of(entity);
-    const period = scheme.calendar.at(this.o.clock.now());
+    const period = scheme.calendar.at(this.options.clock.now());
     let buffer = this.buffers.get(entity.key);
     if (buffer?.period !== period.id) {
       buffer = { period: period.id, numbers: [], full: false };
@@ -376,15 +380,15 @@ export class LocalNumberTakes implements NumberTakes {
     }
     while (buffer.numbers.length < count && !buffer.full) {
       const want = Math.max(entity.step, count - buffer.numbers.length);
-      const range = await this.o.counter.reserve(entity.key, period, want, scheme.capacity);
+      const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
       if (!range || range.last >= scheme.capacity) buffer.full = true;
       if (range) buffer.numbers.push(...formatRange(scheme, entity, period, range));
     }
     if (buffer.numbers.length < count) {
-      this.o.events.periodExhausted(entity.key, scheme.template.seqWidth, period.end);
-      throw periodFull(entity, scheme, period.id, period.end - this.o.clock.now());
+      this.options.events.periodExhausted(entity.key, scheme.template.seqWidth, period.end);
+      throw periodFull(entity, scheme, period.id, period.end - this.options.clock.now());
     }
-    this.o.admit?.(entity, count);
+    this.options.admit?.(entity, count);
     return listedIds(buffer.numbers.splice(0, count));
   }
 
@@ -395,7 +399,7 @@ export class LocalNumberTakes implements NumberTakes {
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);
     const period = namedPeriod(scheme, entity, periodId);
-    const after = await this.o.counter.raise(entity.key, period, seq > scheme.capacity ? scheme.capacity : seq);
+    const after = await this.options.counter.raise(entity.key, period, seq > scheme.capacity ? scheme.capacity : seq);
     if (this.buffers.get(entity.key)?.period === period.id) this.buffers.delete(entity.key);
     return after;
   }

@@ -98,20 +98,20 @@ export class Refiller {
   private readonly failureLog: RepeatLimiter;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
-  constructor(private readonly o: RefillerOptions) {
-    this.carrier = new FenceCarrier(o);
-    this.failureLog = new RepeatLimiter(o.clock, LOOP_FAILURE_LIMITS);
+  constructor(private readonly options: RefillerOptions) {
+    this.carrier = new FenceCarrier(options);
+    this.failureLog = new RepeatLimiter(options.clock, LOOP_FAILURE_LIMITS);
     this.sweepRound = new ActivityRound({
-      list: () => o.entities.segmentKeys(),
+      list: () => options.entities.segmentKeys(),
       keyOf: (key) => key,
-      lookup: (key) => (o.entities.get(key) ? key : undefined),
+      lookup: (key) => (options.entities.get(key) ? key : undefined),
       idleBatch: SWEEP_IDLE_BATCH,
       activeBatch: SWEEP_BATCH,
       activeMs: ACTIVE_MS,
-      now: () => o.clock.monotonic(),
+      now: () => options.clock.monotonic(),
     });
-    this.ticker = every(o.intervalMs, () => this.tick(), o.clock);
-    this.sweeper = every(o.sweepMs ?? 1000, () => this.sweep(), o.clock);
+    this.ticker = every(options.intervalMs, () => this.tick(), options.clock);
+    this.sweeper = every(options.sweepMs ?? 1000, () => this.sweep(), options.clock);
   }
 
   /** Sweeps now, then ticks every `intervalMs` and sweeps every `sweepMs`. */
@@ -183,11 +183,11 @@ export class Refiller {
    * is not paced).
    */
   private tick(): void {
-    const now = this.o.clock.monotonic();
+    const now = this.options.clock.monotonic();
     for (const key of this.low) {
       if (this.inflight.size >= MAX_REFILLS_IN_FLIGHT) return;
       const last = this.lastChecked.get(key);
-      if (last !== undefined && now - last < (this.o.entities.get(key)?.interval ?? 0)) continue;
+      if (last !== undefined && now - last < (this.options.entities.get(key)?.interval ?? 0)) continue;
       this.low.delete(key);
       this.lastChecked.set(key, now);
       void this.refill(key);
@@ -206,7 +206,7 @@ export class Refiller {
 
   /** Below this many ready ids the entity's pool is refilled (it moves with demand). */
   lowWatermark(entity: SizedEntity): number {
-    return this.o.demand.lowWatermark(entity);
+    return this.options.demand.lowWatermark(entity);
   }
 
   /**
@@ -217,12 +217,12 @@ export class Refiller {
    */
   async sweep(): Promise<void> {
     try {
-      const epoch = await this.o.store.epoch();
+      const epoch = await this.options.store.epoch();
       if (epoch !== this.lastEpoch) {
-        const all = this.o.entities.segmentKeys();
+        const all = this.options.entities.segmentKeys();
         // First sweep: claim every pool for this epoch (a no-op where it
         // already belongs to it) before the first push would be refused.
-        if (this.lastEpoch !== undefined) this.o.events.epochChanged(this.lastEpoch, epoch);
+        if (this.lastEpoch !== undefined) this.options.events.epochChanged(this.lastEpoch, epoch);
         for (const key of all) this.markReset(key);
       }
       this.lastEpoch = epoch;
@@ -231,19 +231,19 @@ export class Refiller {
       // and refuses the lock) is tried again every sweep until it has run.
       for (const key of this.needsReset) this.low.add(key);
       const keys = this.nextSweepBatch();
-      const levels = await this.o.store.levels(keys);
+      const levels = await this.options.store.levels(keys);
       // One entity's error (its keys, its Cluster node, an odd number) is logged with its key; the rest go on.
       keys.forEach((key, i) => {
         try {
           const level = levels[i];
           if (level instanceof Error) throw level;
-          const entity = this.o.entities.get(key);
+          const entity = this.options.entities.get(key);
           if (!entity) return;
-          this.o.demand.observe(key, level.taken);
+          this.options.demand.observe(key, level.taken);
           const before = this.lastTaken.get(key);
           if (before !== undefined && before !== level.taken) this.sweepRound.touch(key);
           this.lastTaken.set(key, level.taken);
-          if (level.size < this.o.demand.lowWatermark(entity)) this.low.add(key);
+          if (level.size < this.options.demand.lowWatermark(entity)) this.low.add(key);
         } catch (err) {
           this.logError(key, err);
         }
@@ -254,17 +254,17 @@ export class Refiller {
   }
 
   private async refillOnce(entityKey: string, atLeast: number): Promise<void> {
-    const entity = this.o.entities.get(entityKey);
+    const entity = this.options.entities.get(entityKey);
     // A held entity's pool stays empty: no route serves it, and no direct consumer may pop from it.
     if (!entity || entity.mode === 'snowflake' || entity.held) {
       this.needsReset.delete(entityKey);
       return;
     }
-    let held = await this.o.lock.acquire(entityKey);
+    let held = await this.options.lock.acquire(entityKey);
     // After a failover the lock of a refill that was under way came over with
     // replication and would block this entity for the rest of its TTL.
-    if (!held && this.needsReset.has(entityKey) && (await this.o.store.unlockStale(entityKey)))
-      held = await this.o.lock.acquire(entityKey);
+    if (!held && this.needsReset.has(entityKey) && (await this.options.store.unlockStale(entityKey)))
+      held = await this.options.lock.acquire(entityKey);
     if (!held) return;
     try {
       // Three rounds at most: a push refused because the Redis server changed
@@ -272,23 +272,28 @@ export class Refiller {
       // the fence carries the offset past it; the next round reserves above.
       for (let round = 0; round < 3; round++) {
         if (this.needsReset.has(entityKey)) await this.reset(entityKey);
-        const [level] = await this.o.store.levels([entityKey]);
+        const [level] = await this.options.store.levels([entityKey]);
         if (level instanceof Error) throw level;
         const { size, taken } = level;
-        this.o.demand.observe(entityKey, taken);
-        if (size >= this.o.demand.lowWatermark(entity) && size >= atLeast) return;
+        this.options.demand.observe(entityKey, taken);
+        if (size >= this.options.demand.lowWatermark(entity) && size >= atLeast) return;
         const steps = Math.max(
           1,
-          Math.floor((this.o.demand.target(entity) - size) / entity.step),
+          Math.floor((this.options.demand.target(entity) - size) / entity.step),
           Math.ceil((atLeast - size) / entity.step),
         );
-        const started = this.o.clock.monotonic();
-        const segment = await this.o.allocator.reserve(entityKey, steps * entity.step);
+        const started = this.options.clock.monotonic();
+        const segment = await this.options.allocator.reserve(entityKey, steps * entity.step);
         this.stats.segmentsReserved += steps;
-        await this.o.beforePush?.(entityKey, segment);
-        const outcome = await pushSegment(this.o.store, this.o.stride, entity, segment, this.stats);
+        await this.options.beforePush?.(entityKey, segment);
+        const outcome = await pushSegment(this.options.store, this.options.stride, entity, segment, this.stats);
         this.stats.refills++;
-        this.o.events.refilled(entityKey, (this.o.clock.monotonic() - started) / 1000, steps, steps * entity.step);
+        this.options.events.refilled(
+          entityKey,
+          (this.options.clock.monotonic() - started) / 1000,
+          steps,
+          steps * entity.step,
+        );
         if (outcome === 'ok') {
           this.carrier.caughtUp(entityKey);
           return;
@@ -313,33 +318,33 @@ export class Refiller {
    * hold ids below. Resolves to the next unreserved number.
    */
   async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
-    const next = await this.o.allocator.raise(entityKey, atLeast);
-    await this.o.store.raiseFence(entityKey, this.issuedUpTo(entityKey, next));
+    const next = await this.options.allocator.raise(entityKey, atLeast);
+    await this.options.store.raiseFence(entityKey, this.issuedUpTo(entityKey, next));
     return next;
   }
 
   /** The highest id a line whose next unreserved number is `next` may have issued (-1: none). */
   private issuedUpTo(entityKey: string, next: bigint): bigint {
-    const entity = this.o.entities.get(entityKey);
-    const stride = entity ? this.o.stride.of(entity) : this.o.stride;
+    const entity = this.options.entities.get(entityKey);
+    const stride = entity ? this.options.stride.of(entity) : this.options.stride;
     return next > 0n ? stride.toId(next - 1n) : -1n;
   }
 
   /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
   private async reset(entityKey: string): Promise<void> {
-    const issuedUpTo = this.issuedUpTo(entityKey, await this.o.allocator.peek(entityKey));
-    if (await this.o.store.reset(entityKey, issuedUpTo)) {
+    const issuedUpTo = this.issuedUpTo(entityKey, await this.options.allocator.peek(entityKey));
+    if (await this.options.store.reset(entityKey, issuedUpTo)) {
       this.stats.poolsReset++;
-      this.o.events.poolDiscarded(entityKey, issuedUpTo);
+      this.options.events.poolDiscarded(entityKey, issuedUpTo);
     }
     this.needsReset.delete(entityKey);
   }
 
   /** Logs a refill or sweep failure with its entity's key (each key once a minute, ten lines a second in all). */
   private logError(entityKey: string, err: unknown): void {
-    this.o.events.failed(entityKey);
+    this.options.events.failed(entityKey);
     const repeated = this.failureLog.admit(entityKey);
     if (repeated === undefined) return;
-    this.o.log.error(withRepeated({ entityKey, err: errorMessage(err) }, repeated), 'refill failed');
+    this.options.log.error(withRepeated({ entityKey, err: errorMessage(err) }, repeated), 'refill failed');
   }
 }

@@ -33,13 +33,13 @@ export class LibraryPruner {
   private readonly unusedSince = new Map<string, number | undefined>();
   private readonly failures: RepeatLimiter;
 
-  constructor(private readonly o: { redis: RedisClient; clock: Clock; log: Logger; graceMs: number }) {
-    this.failures = new RepeatLimiter(o.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
+  constructor(private readonly options: { redis: RedisClient; clock: Clock; log: Logger; graceMs: number }) {
+    this.failures = new RepeatLimiter(options.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
   }
 
   /** Called with each fleet view read from Redis. */
   async prune(instances: readonly LibraryUser[]): Promise<void> {
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     const alive = new Set([OWN_LIBRARY]);
     for (const i of instances) {
       const library = i.library ?? PUBLIC_LIBRARY;
@@ -49,20 +49,23 @@ export class LibraryPruner {
     for (const [library, since] of this.unusedSince) {
       if (alive.has(library)) this.unusedSince.set(library, undefined);
       else if (since === undefined) this.unusedSince.set(library, now);
-      else if (now - since >= this.o.graceMs) {
+      else if (now - since >= this.options.graceMs) {
         try {
           await this.remove(library);
           this.unusedSince.delete(library);
         } catch (err) {
           if (this.failures.admit('prune') !== undefined)
-            this.o.log.warn({ err: errorMessage(err), library }, 'could not remove an unused Redis function library');
+            this.options.log.warn(
+              { err: errorMessage(err), library },
+              'could not remove an unused Redis function library',
+            );
         }
       }
     }
   }
 
   private async remove(library: string): Promise<void> {
-    for (const node of mastersOf(this.o.redis)) {
+    for (const node of mastersOf(this.options.redis)) {
       if (library === PUBLIC_LIBRARY) {
         const whole = (await listLibraries(node, PUBLIC_LIBRARY)).find((l) => l.name === PUBLIC_LIBRARY);
         if (!whole?.functions.includes('idpool_take')) continue;
@@ -74,6 +77,6 @@ export class LibraryPruner {
         });
       }
     }
-    this.o.log.info({ library }, 'removed the Redis functions of a release no instance runs any more');
+    this.options.log.info({ library }, 'removed the Redis functions of a release no instance runs any more');
   }
 }

@@ -67,7 +67,7 @@ export interface SegmentLeaserOptions {
  * clients take, which a `monotonic` entity promises.
  */
 export class SegmentLeaser {
-  constructor(private readonly o: SegmentLeaserOptions) {}
+  constructor(private readonly options: SegmentLeaserOptions) {}
 
   /** `size` numbers (default: the entity's step) of a live `trend` entity; 400 / 409 / 429 change nothing. */
   async lease(entity: LeaseEntity, size: number = entity.step): Promise<LeasedSegment> {
@@ -88,15 +88,15 @@ export class SegmentLeaser {
       throw new InvalidRequestError(`size must be an integer from 1 to ${max}${leaseLimitReason(max)}`);
     }
     try {
-      await this.o.rate.admit(entity.key, size, entity.maxSizePerSecond);
+      await this.options.rate.admit(entity.key, size, entity.maxSizePerSecond);
     } catch (err) {
-      if (err instanceof RateLimitedError) this.o.events.rateLimited(entity.key);
+      if (err instanceof RateLimitedError) this.options.events.rateLimited(entity.key);
       throw err;
     }
-    const { start, end } = await this.o.allocator.reserve(entity.key, size);
-    this.o.events.leased(entity.key, size);
+    const { start, end } = await this.options.allocator.reserve(entity.key, size);
+    this.options.events.leased(entity.key, size);
     // Ids n·count + index: the deployment stride composed with the entity's spacing.
-    const stride = this.o.stride.of(entity);
+    const stride = this.options.stride.of(entity);
     return {
       first: stride.toId(start),
       last: stride.toId(end - 1n),

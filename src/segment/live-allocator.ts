@@ -38,29 +38,29 @@ export interface LiveAllocatorOptions {
  * steps wastes the segment, never repeats it.
  */
 export class LiveAllocator implements SegmentAllocator, LineRaiser {
-  constructor(private readonly o: LiveAllocatorOptions) {}
+  constructor(private readonly options: LiveAllocatorOptions) {}
 
   async reserve(entityKey: string, size: number): Promise<Segment> {
-    const entity = this.o.entity(entityKey);
+    const entity = this.options.entity(entityKey);
     const source = entity?.incumbent;
-    if (!entity || !source?.live) return this.o.own.reserve(entityKey, size);
-    const db = this.o.incumbents.get(source.kind);
+    if (!entity || !source?.live) return this.options.own.reserve(entityKey, size);
+    const db = this.options.incumbents.get(source.kind);
     if (!db)
       throw new UnavailableError(
         `entity "${entityKey}" is in a live cutover from ${source.kind}, and this instance has no IDPOOL_${source.kind.toUpperCase()}_DATABASE_URL to reserve from its row`,
         60,
       );
-    if (this.o.stride.count !== 1)
+    if (this.options.stride.count !== 1)
       throw new UnavailableError(
-        `entity "${entityKey}" is in a live cutover: its ids are the incumbent's, which a deployment stride (IDPOOL_CLUSTER_COUNT ${this.o.stride.count}) would respace`,
+        `entity "${entityKey}" is in a live cutover: its ids are the incumbent's, which a deployment stride (IDPOOL_CLUSTER_COUNT ${this.options.stride.count}) would respace`,
         60,
       );
     const ids = await db.reserve(source.key, size, entity);
-    const line = this.o.stride.of(entity);
+    const line = this.options.stride.of(entity);
     // Leaf hands out [low, high); Tinyid the ids of (low, high] ≡ remainder (mod delta): `size` numbers either way.
     const start = source.kind === 'leaf' ? line.firstNumberFrom(ids.low) : line.numberAbove(ids.low);
     const segment = { start, end: start + BigInt(size) };
-    if (!(await this.o.record.recordLive(entityKey, segment)))
+    if (!(await this.options.record.recordLive(entityKey, segment)))
       throw new UnavailableError(
         `entity "${entityKey}" left its live cutover while this reservation ran; the next one comes from idpool's own table`,
         1,
@@ -69,14 +69,14 @@ export class LiveAllocator implements SegmentAllocator, LineRaiser {
   }
 
   peek(entityKey: string): Promise<bigint> {
-    return this.o.own.peek(entityKey);
+    return this.options.own.peek(entityKey);
   }
 
   peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
-    return this.o.own.peekMany(entityKeys);
+    return this.options.own.peekMany(entityKeys);
   }
 
   raise(entityKey: string, atLeast: bigint): Promise<bigint> {
-    return this.o.own.raise(entityKey, atLeast);
+    return this.options.own.raise(entityKey, atLeast);
   }
 }

@@ -346,12 +346,7 @@ export function buildPools(deps: {
       return stores.poolStore.discard(key);
     },
   });
-  const dispatcher = new Dispatcher({
-    store: stores.poolStore,
-    refiller,
-    clock,
-    events: deps.ops.dispatchEvents,
-  });
+  const dispatcher = new Dispatcher({ store: stores.poolStore, refiller, clock, events: deps.ops.dispatchEvents });
   const fenceCheck = new FenceCheck({
     entities: registry,
     offsets: stores.allocator,
@@ -366,21 +361,7 @@ export function buildPools(deps: {
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
-  const numberRefill =
-    stores.numberStore &&
-    new RedisNumberTakes({
-      store: stores.numberStore,
-      counter: stores.numberCounter,
-      lock: stores.lock,
-      entities: registry,
-      demand,
-      events: deps.ops.dispatchEvents,
-      clock,
-      log: log.child({ component: 'numbers' }),
-      intervalMs: deps.config.refillIntervalMs,
-    });
-  const numbers =
-    numberRefill ?? new LocalNumberTakes({ counter: stores.numberCounter, clock, events: deps.ops.dispatchEvents });
+  const { numbers, numberRefill } = buildNumberTakes(deps);
   return {
     value: {
       allocator,
@@ -396,6 +377,36 @@ export function buildPools(deps: {
       await fenceCheck.stop();
       await refiller.stop();
     },
+  };
+}
+
+/** Business numbers' takes: with Redis, pools per period refilled ahead of each boundary; without, straight from SQL on the process clock. */
+function buildNumberTakes(deps: {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  stores: Stores;
+  registry: EntityRegistry;
+  ops: Ops;
+}) {
+  const { stores, clock } = deps;
+  const events = deps.ops.dispatchEvents;
+  const numberRefill =
+    stores.numberStore &&
+    new RedisNumberTakes({
+      store: stores.numberStore,
+      counter: stores.numberCounter,
+      lock: stores.lock,
+      entities: deps.registry,
+      demand: stores.demand,
+      events,
+      clock,
+      log: deps.log.child({ component: 'numbers' }),
+      intervalMs: deps.config.refillIntervalMs,
+    });
+  return {
+    numberRefill,
+    numbers: numberRefill ?? new LocalNumberTakes({ counter: stores.numberCounter, clock, events }),
   };
 }
 

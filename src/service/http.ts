@@ -18,7 +18,7 @@ import type { SnowflakeRuntime } from './snowflake';
 import type { TakeService } from '../take/take-service';
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
-export function readinessCheck(deps: {
+function readinessCheck(deps: {
   db: Database;
   poolStore: PoolStore;
   /** The incumbents' databases of live cutovers: each a dependency like the service's own while configured. */
@@ -64,12 +64,24 @@ export function buildHttp(deps: {
   takes: TakeService;
   snowflake: SnowflakeRuntime;
   ops: Ops;
-  readiness: () => Promise<ReadinessReport>;
-  draining: () => boolean;
+  db: Database;
+  /** The incumbents' databases of live cutovers (readiness checks each). */
+  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
+  /** True once shutdown began: readiness fails and answers close their connections. */
+  stopping: () => boolean;
 }): Express {
   const { stores, ops, log } = deps;
+  const readiness = readinessCheck({
+    db: deps.db,
+    poolStore: stores.poolStore,
+    incumbents: deps.incumbents,
+    snowflake: deps.snowflake,
+    clock: deps.clock,
+    stopping: deps.stopping,
+    sampling: () => ops.sampler.health(),
+  });
   // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
-  const dependencyProbe = sharedCheck(deps.readiness, deps.clock, 1000);
+  const dependencyProbe = sharedCheck(readiness, deps.clock, 1000);
   return createHttpApp({
     registry: deps.registry,
     takes: deps.takes,
@@ -89,7 +101,7 @@ export function buildHttp(deps: {
       events: ops.leaseEvents,
     }),
     workers: deps.snowflake.workers,
-    readiness: deps.readiness,
+    readiness,
     metrics: async () => {
       ops.metrics.recordDependencies((await dependencyProbe()).checks);
       return ops.metrics.render();
@@ -101,7 +113,7 @@ export function buildHttp(deps: {
       slowMs: deps.opsConfig.requestLogSlowMs,
       duration: ops.metrics.httpDuration,
     }),
-    draining: deps.draining,
+    draining: deps.stopping,
     ops,
     idempotency: stores.idempotency,
     authFailures: new AuthFailureLimiter(deps.clock),

@@ -28,7 +28,7 @@ import {
   buildTakes,
 } from './builders';
 import type { TakeService } from '../take/take-service';
-import { buildHttp, readinessCheck } from './http';
+import { buildHttp } from './http';
 import { Resources } from './resources';
 import type { SnowflakeRuntime } from './snowflake';
 
@@ -79,16 +79,17 @@ export interface Service {
 
 /**
  * The composition root: config → connections → stores → entities →
- * snowflake → ops → pools → HTTP. Each builder returns what it made and how
- * to close it; everything closes in reverse order, also when start-up fails
- * half way. Nothing is a module singleton.
+ * snowflake → ops → pools → takes → HTTP. Each builder returns what it made
+ * and how to close it; everything closes in reverse order, also when
+ * start-up fails half way. Nothing is a module singleton.
  */
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? silentLogger;
   const opsConfig: OpsConfig = { ...config.ops, ...options.ops };
   const resources = new Resources(log);
-  let stopping = false;
+  // Shutting down (readiness, `Connection: close`), and where this instance listens (its heartbeat).
+  const state = { stopping: false, address: `${hostname()}:-` };
   try {
     const db = resources.add('database', await buildDatabase(config, clock));
     const redis = resources.add('redis', await buildRedis(config));
@@ -99,78 +100,25 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
     await checkPoolMemory(redis, registry, log);
+    const base = { config, clock, log, db, stores, registry };
     const snowflake = resources.add(
       'snowflake',
-      await buildSnowflake({
-        config,
-        db,
-        clock,
-        log,
-        holders: stores.workerHolders,
-        settings: options.snowflake,
-        redis,
-      }),
+      await buildSnowflake({ ...base, holders: stores.workerHolders, settings: options.snowflake, redis }),
     );
-    let address = `${hostname()}:-`;
-    const ops = resources.add(
-      'ops',
-      buildOps({
-        config,
-        opsConfig,
-        clock,
-        log,
-        db,
-        redis,
-        prefix,
-        stores,
-        registry,
-        snowflake,
-        instance: options.instance ?? instanceName(),
-        address: () => address,
-      }),
-    );
+    const instance = options.instance ?? instanceName();
+    const address = () => state.address;
+    const ops = resources.add('ops', buildOps({ ...base, opsConfig, redis, prefix, snowflake, instance, address }));
     const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
     const pools = resources.add(
       'refiller',
-      buildPools({
-        config,
-        clock,
-        log,
-        stores,
-        registry,
-        ops,
-        beforePush: options.beforePush,
-        highWater,
-        incumbents,
-      }),
+      buildPools({ ...base, ops, beforePush: options.beforePush, highWater, incumbents }),
     );
     await pools.checkHighWater();
     const takes = buildTakes({ pools, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
-    const readiness = readinessCheck({
-      db,
-      poolStore: stores.poolStore,
-      incumbents,
-      snowflake,
-      clock,
-      stopping: () => stopping,
-      sampling: () => ops.sampler.health(),
-    });
-    const app = buildHttp({
-      config,
-      clock,
-      opsConfig,
-      log,
-      stores,
-      registry,
-      pools,
-      takes,
-      snowflake,
-      ops,
-      readiness,
-      draining: () => stopping,
-    });
-    let server: Server | undefined;
-    return {
+    const stopping = () => state.stopping;
+    const app = buildHttp({ ...base, opsConfig, pools, takes, snowflake, ops, incumbents, stopping });
+    const { refiller, fenceCheck } = pools;
+    const parts = {
       app,
       db,
       redis,
@@ -178,32 +126,54 @@ export async function createService(config: Config, options: ServiceOptions = {}
       snowflake,
       ops,
       poolStore: stores.poolStore,
-      refiller: pools.refiller,
-      fenceCheck: pools.fenceCheck,
       takes,
-      async listen(port) {
-        pools.refiller.start();
-        pools.fenceCheck.start();
-        pools.startNumbers();
-        ops.start();
-        entities.start();
-        server = await listenOn(app, port, config.http);
-        const listening = (server.address() as AddressInfo).port;
-        address = `${hostname()}:${listening}`;
-        // The first heartbeat went out before the port was known: say where this instance is now.
-        void ops.fleet.beat();
-        return listening;
-      },
-      async stop() {
-        stopping = true;
-        if (server) await closeGracefully(server, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
-        await resources.closeAll();
-      },
+      refiller,
+      fenceCheck,
     };
+    const start = () => {
+      pools.startNumbers();
+      entities.start();
+    };
+    return runningService(parts, { config, options, resources, state, start });
   } catch (err) {
     await resources.closeAll();
     throw err;
   }
+}
+
+/** The service over its built parts: `listen` starts the loops and the server, `stop` undoes it all. */
+function runningService(
+  parts: Omit<Service, 'listen' | 'stop'>,
+  run: {
+    config: Config;
+    options: ServiceOptions;
+    resources: Resources;
+    state: { stopping: boolean; address: string };
+    start(): void;
+  },
+): Service {
+  const { app, refiller, fenceCheck, ops } = parts;
+  let server: Server | undefined;
+  return {
+    ...parts,
+    async listen(port) {
+      refiller.start();
+      fenceCheck.start();
+      ops.start();
+      run.start();
+      server = await listenOn(app, port, run.config.http);
+      const listening = (server.address() as AddressInfo).port;
+      run.state.address = `${hostname()}:${listening}`;
+      // The first heartbeat went out before the port was known: say where this instance is now.
+      void ops.fleet.beat();
+      return listening;
+    },
+    async stop() {
+      run.state.stopping = true;
+      if (server) await closeGracefully(server, run.options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
+      await run.resources.closeAll();
+    },
+  };
 }
 
 /**

@@ -33,15 +33,15 @@ export class ClockWatch {
   private readonly schedule: Periodic;
 
   constructor(
-    private readonly o: {
+    private readonly options: {
       clock: Clock;
       references: readonly ClockReference[];
       maxSkewMs: number;
       intervalMs: number;
     },
   ) {
-    for (const r of o.references) this.readings.set(r.name, { against: r.name, skewMs: null, uncertaintyMs: 0 });
-    this.schedule = every(o.intervalMs, () => this.check(), o.clock);
+    for (const r of options.references) this.readings.set(r.name, { against: r.name, skewMs: null, uncertaintyMs: 0 });
+    this.schedule = every(options.intervalMs, () => this.check(), options.clock);
   }
 
   start(): void {
@@ -56,12 +56,12 @@ export class ClockWatch {
   /** Reads every reference once (a failing one reads as unknown). */
   async check(): Promise<void> {
     await Promise.all(
-      this.o.references.map(async (r) => {
-        const before = this.o.clock.now();
-        const t0 = this.o.clock.monotonic();
+      this.options.references.map(async (r) => {
+        const before = this.options.clock.now();
+        const t0 = this.options.clock.monotonic();
         try {
           const theirs = await r.now();
-          const roundTrip = this.o.clock.monotonic() - t0;
+          const roundTrip = this.options.clock.monotonic() - t0;
           const skewMs = before + roundTrip / 2 - theirs;
           this.readings.set(r.name, { against: r.name, skewMs: Math.round(skewMs), uncertaintyMs: roundTrip / 2 });
         } catch {
@@ -89,16 +89,16 @@ export class ClockWatch {
 
   state(): ClockSkewState {
     const worst = Math.abs(this.worstSkewMs());
-    if (worst > this.o.maxSkewMs) return 'refusing';
-    return worst > this.o.maxSkewMs / 2 ? 'alarm' : 'ok';
+    if (worst > this.options.maxSkewMs) return 'refusing';
+    return worst > this.options.maxSkewMs / 2 ? 'alarm' : 'ok';
   }
 
   /** Seconds until the next check: a refused client's Retry-After. */
   get retryAfterSeconds(): number {
-    return Math.max(1, Math.ceil(this.o.intervalMs / 1000));
+    return Math.max(1, Math.ceil(this.options.intervalMs / 1000));
   }
 
   get maxSkewMs(): number {
-    return this.o.maxSkewMs;
+    return this.options.maxSkewMs;
   }
 }

@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -202,5 +203,56 @@ describe('ARCHITECTURE.md folder claims hold for src/', () => {
 
   it('has no import cycle between files (type-only imports included)', () => {
     expect(fileCycles(fileGraph())).toEqual([]);
+  });
+});
+
+/**
+ * A function over 80 lines has stopped being read in one go: its parts
+ * want names. Measured with the TypeScript parser from a function's first
+ * line (its signature) to its closing brace, nested functions counted in
+ * the one around them. The OpenAPI document's literals (`src/http/openapi/`)
+ * are data written as functions, so they are left out. The composition
+ * root, `createService`, stays on one screen: 60 lines.
+ */
+const MAX_FUNCTION_LINES = 80;
+const COMPOSITION_ROOT_LINES = 60;
+
+/** Every function with a body in src/: where it is, its name (or `<anonymous>`), its lines. */
+function functionLengths(): { where: string; name: string; lines: number }[] {
+  const found: { where: string; name: string; lines: number }[] = [];
+  for (const file of sourceFiles(SRC)) {
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+        const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+        const last = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+        const named = node.name ?? (ts.isVariableDeclaration(node.parent) ? node.parent.name : undefined);
+        found.push({
+          where: `${relative(SRC, file)}:${first + 1}`,
+          name: named ? named.getText(source) : '<anonymous>',
+          lines: last - first + 1,
+        });
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return found;
+}
+
+describe('function length', () => {
+  const lengths = functionLengths();
+
+  it(`no function in src/ is over ${MAX_FUNCTION_LINES} lines (the OpenAPI document's literals aside)`, () => {
+    const long = lengths
+      .filter((f) => f.lines > MAX_FUNCTION_LINES && !f.where.startsWith('http/openapi/'))
+      .map((f) => `${f.where} ${f.name}: ${f.lines} lines`);
+    expect(long).toEqual([]);
+  });
+
+  it(`createService, the composition root, is at most ${COMPOSITION_ROOT_LINES} lines`, () => {
+    const root = lengths.filter((f) => f.name === 'createService');
+    expect(root.map((f) => f.where.split(':')[0])).toEqual(['service/index.ts']);
+    expect(root[0].lines).toBeLessThanOrEqual(COMPOSITION_ROOT_LINES);
   });
 });

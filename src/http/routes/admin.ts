@@ -50,11 +50,13 @@ export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: 
   const router = express.Router();
   router.use(guards.requireAdmin);
   entityRoutes(router, deps);
+  lineRoutes(router, deps);
+  cutoverRoutes(router, deps);
   operationRoutes(router, deps);
   app.use('/admin', router);
 }
 
-/** Register, list, show, change and retire entities, and rotate their secrets. */
+/** Register, list, show, change and retire entities, and their secrets. */
 function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
 
@@ -92,6 +94,34 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     const { keepOldForSeconds } = parseBody(rotateSchema, req.body ?? {});
     res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) });
   });
+
+  router.post('/apps/:key/secrets', async (req, res) => {
+    const key = entityKeyParam(req);
+    const input = parseBody(addSecretSchema, req.body ?? {});
+    const added = await deps.registry.addSecret(key, input);
+    const expiresAt = added.expiresAt === null ? null : new Date(added.expiresAt).toISOString();
+    // A given secret is never echoed (the caller has it); a made one is shown this once.
+    res.status(added.added ? 201 : 200).json({
+      id: added.id,
+      added: added.added,
+      ...(input.secret === undefined ? { secret: added.secret } : {}),
+      expiresAt,
+    });
+  });
+
+  router.delete('/apps/:key/secrets/:secretId', async (req, res) => {
+    const key = entityKeyParam(req);
+    const id = req.params.secretId;
+    if (typeof id !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(id))
+      throw new InvalidRequestError('secretId must be 1-32 of A-Z a-z 0-9 (the id the entity view lists)');
+    await deps.registry.removeSecret(key, id);
+    res.status(204).end();
+  });
+}
+
+/** The number line of an entity: raise it, hold it and release it. */
+function lineRoutes(router: Router, deps: AdminRouteDeps): void {
+  const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
 
   router.post('/apps/:key/raise', async (req, res) => {
     const key = entityKeyParam(req);
@@ -136,6 +166,11 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     if (held.mode !== 'snowflake') await deps.heldPools.discard(key);
     res.json(await withPool(held));
   });
+}
+
+/** A live cutover (docs/migrating.md): the entities still reserving from an incumbent's rows, and their finish. */
+function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
+  const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
 
   router.get('/live', async (_req, res) => {
     if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
@@ -171,29 +206,6 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
     await deps.lines?.raise(key, line);
     await deps.registry.refresh();
     res.json(await withPool(await deps.registry.require(key)));
-  });
-
-  router.post('/apps/:key/secrets', async (req, res) => {
-    const key = entityKeyParam(req);
-    const input = parseBody(addSecretSchema, req.body ?? {});
-    const added = await deps.registry.addSecret(key, input);
-    const expiresAt = added.expiresAt === null ? null : new Date(added.expiresAt).toISOString();
-    // A given secret is never echoed (the caller has it); a made one is shown this once.
-    res.status(added.added ? 201 : 200).json({
-      id: added.id,
-      added: added.added,
-      ...(input.secret === undefined ? { secret: added.secret } : {}),
-      expiresAt,
-    });
-  });
-
-  router.delete('/apps/:key/secrets/:secretId', async (req, res) => {
-    const key = entityKeyParam(req);
-    const id = req.params.secretId;
-    if (typeof id !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(id))
-      throw new InvalidRequestError('secretId must be 1-32 of A-Z a-z 0-9 (the id the entity view lists)');
-    await deps.registry.removeSecret(key, id);
-    res.status(204).end();
   });
 }
 
