@@ -353,6 +353,27 @@ describeWithServices(
         '/admin/apps/{key}/raise',
         await call(`${base}/admin/apps/missing_${key}/raise`, { ...admin, method: 'POST', body: { firstId: 1 } }),
       );
+      // Held entities and the live cutover: hold, the 503 a take then gets, release; the (empty) live list; finish of an entity not live.
+      const held = await call(`${base}/admin/apps/${key}/hold`, {
+        ...admin,
+        method: 'POST',
+        body: { reason: 'checking' },
+      });
+      expect(held.status).toBe(200);
+      conforms('POST', '/admin/apps/{key}/hold', held);
+      const released = await call(`${base}/admin/apps/${key}/release`, { ...admin, method: 'POST' });
+      expect(released.status).toBe(200);
+      conforms('POST', '/admin/apps/{key}/release', released);
+      const live = await call(`${base}/admin/live`, admin);
+      expect(live.status).toBe(200);
+      conforms('GET', '/admin/live', live);
+      const notLive = await call(`${base}/admin/apps/${key}/finish`, {
+        ...admin,
+        method: 'POST',
+        body: { firstId: '1' },
+      });
+      expect(notLive.status).toBe(409);
+      conforms('POST', '/admin/apps/{key}/finish', notLive);
       const given = await call(`${base}/admin/apps/${key}/secrets`, {
         ...admin,
         method: 'POST',
