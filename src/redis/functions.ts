@@ -106,6 +106,14 @@ const REGISTERED = /(redis\.register_function\s*(?:\(\s*|\{\s*function_name\s*=\
  */
 const PUBLIC_FUNCTIONS: ReadonlySet<string> = new Set(['pop']);
 
+/**
+ * Public functions added after {@link PUBLIC_LIBRARY} was shared, each in a
+ * library of its own that is loaded when missing and never replaced: adding
+ * one to the `idpool` library would replace it while a release before it
+ * still calls the functions that library then held.
+ */
+const ADDED_PUBLIC: ReadonlyMap<string, string> = new Map([['number_pop', 'idpool_public_number_pop']]);
+
 /** The library holding the public functions; before versioned libraries, the one library of every release. */
 export const PUBLIC_LIBRARY = 'idpool';
 
@@ -129,7 +137,12 @@ function functionFiles(): FunctionFile[] {
         throw new Error(
           `${f} must register the one function idpool_${name}, registers ${registered.join(', ') || 'none'}`,
         );
-      return { name: `idpool_${name}`, keys: Number(keys), source, public: PUBLIC_FUNCTIONS.has(name) };
+      return {
+        name: `idpool_${name}`,
+        keys: Number(keys),
+        source,
+        public: PUBLIC_FUNCTIONS.has(name) || ADDED_PUBLIC.has(name),
+      };
     });
 }
 
@@ -141,7 +154,13 @@ function functionFiles(): FunctionFile[] {
  * of both run (docs/operating.md "Rolling upgrades"). The public one keeps
  * its names.
  */
-function buildLibraries(): { version: string; own: string; public: string; files: FunctionFile[] } {
+function buildLibraries(): {
+  version: string;
+  own: string;
+  public: string;
+  added: { name: string; source: string }[];
+  files: FunctionFile[];
+} {
   const prelude = readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8');
   const files = functionFiles();
   const ownFiles = files.filter((f) => !f.public);
@@ -152,10 +171,13 @@ function buildLibraries(): { version: string; own: string; public: string; files
     prelude,
     ...ownFiles.map((f) => f.source.replace(REGISTERED, `$1'${version}_$2'`)),
   ].join('\n');
-  const shared = [`#!lua name=${PUBLIC_LIBRARY}`, prelude, ...files.filter((f) => f.public).map((f) => f.source)].join(
-    '\n',
-  );
-  return { version, own, public: shared, files };
+  const inShared = files.filter((f) => PUBLIC_FUNCTIONS.has(f.name.slice('idpool_'.length)));
+  const shared = [`#!lua name=${PUBLIC_LIBRARY}`, prelude, ...inShared.map((f) => f.source)].join('\n');
+  const added = files.flatMap((f) => {
+    const library = ADDED_PUBLIC.get(f.name.slice('idpool_'.length));
+    return library ? [{ name: library, source: [`#!lua name=${library}`, prelude, f.source].join('\n') }] : [];
+  });
+  return { version, own, public: shared, added, files };
 }
 
 const LIBRARIES = buildLibraries();
@@ -166,6 +188,8 @@ export const OWN_LIBRARY = LIBRARIES.version;
 /** `idpool_<name>` → its number of keys, from the file names. */
 const KEY_COUNTS: ReadonlyMap<string, number> = new Map(LIBRARIES.files.map((f) => [f.name, f.keys]));
 const PUBLIC_NAMES: ReadonlySet<string> = new Set(LIBRARIES.files.filter((f) => f.public).map((f) => f.name));
+/** The public functions the `idpool` library itself holds. */
+const SHARED_NAMES: readonly string[] = [...PUBLIC_FUNCTIONS].map((name) => `idpool_${name}`);
 
 /** The number of keys function `name` takes (from its file name); throws for a function the library lacks. */
 export function keyCount(name: string): number {
@@ -208,7 +232,7 @@ export async function listLibraries(node: RedisClient, pattern: string, withCode
 
 /** Whether `library` (a public library as listed) holds every public function of this release. */
 function hasPublicFunctions(library: ListedLibrary | undefined): boolean {
-  return library !== undefined && [...PUBLIC_NAMES].every((f) => library.functions.includes(f));
+  return library !== undefined && SHARED_NAMES.every((f) => library.functions.includes(f));
 }
 
 /**
@@ -232,6 +256,9 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
         await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
         wrote = true;
       }
+      for (const library of LIBRARIES.added)
+        if ((await listLibraries(node, library.name)).length === 0)
+          wrote = (await loadOnce(node, library.source)) || wrote;
       return wrote;
     }),
   );
