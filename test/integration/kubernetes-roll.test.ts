@@ -102,7 +102,7 @@ describeWithServices('the fleet Deployment rolled as Kubernetes would', { kubect
     const first = pods[0];
     await waitUntil(() => available('a').length === replicas, 30_000, 'the first pods ready');
     const entities = {
-      seg: await register(first.url, { key: 'roll-seg', mode: 'monotonic' }),
+      seg: await register(first.url, { key: 'roll-seg', mode: 'monotonic', maxSizePerSecond: 0 }),
       sf: await register(first.url, { key: 'roll-sf', mode: 'snowflake', maxSizePerSecond: 0 }),
     };
 
