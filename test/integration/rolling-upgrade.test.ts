@@ -101,9 +101,9 @@ describeWithServices('a rolling upgrade from the previous release under load', {
         return { key, secret, ids: [], refusedSince: undefined, longestRefusalMs: 0 };
       };
       // Small steps and pools, so refills run all through the roll.
-      const mono = await entity('mono', { mode: 'monotonic', step: 200, maxPoolSize: 2000 });
-      const trend = await entity('trend', { mode: 'trend', step: 200, maxPoolSize: 2000 });
-      const flake = await entity('flake', { mode: 'snowflake' });
+      const mono = await entity('mono', { mode: 'monotonic', step: 200, maxPoolSize: 2000, maxSizePerSecond: 0 });
+      const trend = await entity('trend', { mode: 'trend', step: 200, maxPoolSize: 2000, maxSizePerSecond: 0 });
+      const flake = await entity('flake', { mode: 'snowflake', maxSizePerSecond: 0 });
 
       const statuses = new Map<string, number>();
       const count = (what: string) => statuses.set(what, (statuses.get(what) ?? 0) + 1);
@@ -146,6 +146,7 @@ describeWithServices('a rolling upgrade from the previous release under load', {
       const keys = entityKeys(mono.key);
       let popped = 0;
       const popErrors: string[] = [];
+      let popRetries = 0;
       const consumer = async () => {
         while (running) {
           try {
@@ -153,7 +154,10 @@ describeWithServices('a rolling upgrade from the previous release under load', {
             mono.ids.push(...ids);
             popped += ids.length;
           } catch (err) {
-            popErrors.push(String(err));
+            // The documented "retry shortly" of a direct pop (docs/operating.md): the pool's epoch marker is
+            // not written yet (before its first push, or after a reset), as a 503 is to a take.
+            if (String(err).includes('IDPOOL_SERVER_CHANGED')) popRetries++;
+            else popErrors.push(String(err));
           }
           await sleep(100);
         }
@@ -203,12 +207,13 @@ describeWithServices('a rolling upgrade from the previous release under load', {
       }
       expect(disorder).toEqual([]);
       expect(popped).toBeGreaterThan(0);
-      expect(popErrors).toEqual([]);
+      expect(popErrors, `${popRetries} pops answered IDPOOL_SERVER_CHANGED and were retried`).toEqual([]);
 
-      // No old instance alive: only the public library (idpool_pop, for direct consumers) and this release's are left.
+      // No old instance alive: only the public libraries (idpool_pop, and idpool_number_pop in one of its own, for
+      // direct consumers) and this release's are left.
       await waitFor(
         async () => {
-          const libs = await libraries();
+          const libs = (await libraries()).filter((l) => l.name !== 'idpool_public_number_pop');
           return libs.length === 2 && libs.find((l) => l.name === 'idpool')?.functions.join() === 'idpool_pop';
         },
         { timeoutMs: 4 * TTL_MS, message: 'the previous release functions removed' },
