@@ -140,10 +140,12 @@ export class RedisNumberTakes implements NumberTakes {
           this.options.events.rateLimited(entity.key);
           throw entityRateLimited(entity.key, entity.maxSizePerSecond, r.retryAfterMs);
         case 'period_full':
+          // Redis's clock said how long the period has left; its end is the calendar's boundary (one instant for the
+          // fleet, not this instance's now plus that wait, which drifts by milliseconds and would not fold as one alarm).
           this.options.events.periodExhausted(
             entity.key,
             scheme.template.seqWidth,
-            this.options.clock.now() + r.msToPeriodEnd,
+            scheme.calendar.at(this.options.clock.now() + r.msToPeriodEnd - 1).end,
           );
           throw periodFull(entity, scheme, 'now', r.msToPeriodEnd);
         case 'period_stale':
