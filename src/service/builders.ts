@@ -298,18 +298,24 @@ export interface Pools {
   checkHighWater(): Promise<void>;
 }
 
-/** The refiller, the fence check and the dispatcher; refilling starts with `refiller.start()` and `fenceCheck.start()` and stops on close. */
-export function buildPools(deps: {
+/** What the pools and the business-number takes are built from. */
+interface PoolParts {
   config: Config;
   clock: Clock;
   log: Logger;
   stores: Stores;
   registry: EntityRegistry;
   ops: Ops;
-  beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
-  highWater?: HighWaterFile;
-  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
-}): Built<Pools> {
+}
+
+/** The refiller, the fence check and the dispatcher; refilling starts with `refiller.start()` and `fenceCheck.start()` and stops on close. */
+export function buildPools(
+  deps: PoolParts & {
+    beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
+    highWater?: HighWaterFile;
+    incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
+  },
+): Built<Pools> {
   const { stores, registry, clock, log } = deps;
   const { demand } = stores;
   const events = deps.ops.refillEvents;
@@ -381,14 +387,7 @@ export function buildPools(deps: {
 }
 
 /** Business numbers' takes: with Redis, pools per period refilled ahead of each boundary; without, straight from SQL on the process clock. */
-function buildNumberTakes(deps: {
-  config: Config;
-  clock: Clock;
-  log: Logger;
-  stores: Stores;
-  registry: EntityRegistry;
-  ops: Ops;
-}) {
+function buildNumberTakes(deps: PoolParts) {
   const { stores, clock } = deps;
   const events = deps.ops.dispatchEvents;
   const numberRefill =
