@@ -264,8 +264,9 @@ describeWithServices(
       const keys = segmentKeys();
       let worstAge = 0;
       let rounds = 0;
-      // A check every few seconds for 45 s of load: pools deepen with demand, refills come and go.
-      const checkUntil = Date.now() + 45_000;
+      // A check every few seconds for 25 s of load (a pool's horizon two and a half times over:
+      // pools deepen with demand, refills come and go; six rounds or so).
+      const checkUntil = Date.now() + 25_000;
       while (rounds < 3 || Date.now() < checkUntil) {
         rounds++;
         // The sampler's reads of every pool must fall between two reads of our own.
