@@ -2,7 +2,7 @@
  * The partition suite (scenarios.ts says what each scenario does). The
  * scenarios share nothing (each has its own namespaces, addresses, Redis,
  * schema or mariadbd, and instances), so they run side by side inside this
- * file (`it.concurrent`; vitest still runs files one at a time):
+ * file (`it.concurrent`; vitest runs the file itself alone, vitest.config.mts):
  * the suite takes about as long as its longest cut, not the sum.
  */
 import { afterAll, beforeAll, it } from 'vitest';
