@@ -32,20 +32,22 @@ const ALONE = [
   'test/integration/rolling-upgrade.test.ts', // no entity refused 3 s or longer (3 s TTLs)
 ];
 
+/** What both projects share; not `extends: true`, which would run the global setup once per project too. */
+const TIMEOUTS = { testTimeout: 120_000, hookTimeout: 120_000 };
+
 export default defineConfig({
   test: {
-    // Creates the idpool_test databases when missing, drops what the run created (test/support/global-setup.ts).
+    // Creates the idpool_test databases when missing, drops what the run created
+    // (test/support/global-setup.ts): once, for both projects.
     globalSetup: ['test/support/global-setup.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
     reporters: ['default'],
     sequence: { sequencer: SlowestFirst },
     projects: [
       {
         // Four files at once on two cores: most of an integration file's time is waiting
         // (for a cut, a TTL, a refill, a process to start).
-        extends: true,
         test: {
+          ...TIMEOUTS,
           name: 'side-by-side',
           include: ['test/**/*.test.ts'],
           exclude: ALONE,
@@ -54,8 +56,7 @@ export default defineConfig({
         },
       },
       {
-        extends: true,
-        test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } },
+        test: { ...TIMEOUTS, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 2 } },
       },
     ],
   },
