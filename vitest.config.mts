@@ -6,10 +6,10 @@ import SlowestFirst from './test/support/sequencer';
  * (docs/testing.md#how-the-suite-runs). Each asserts what a busy neighbour
  * on this 2-core machine would move: a rate, a latency or a memory peak of
  * the process; a recovery or a visibility bounded at a few times what it
- * measures; a lease of 1–3 s kept across a stall; a burst inside one second;
- * or it changes a shared server the others use. Every other file waits far
- * more than it computes, with bounds many times what it measures, and runs
- * beside three others.
+ * measures; a lease of 1–3 s kept across a stall; processes that must
+ * overlap in time; a burst inside one second; or it changes a shared server
+ * the others use. Every other file waits far more than it computes, or
+ * bounds what it measures many times over, and runs beside three others.
  */
 const ALONE = [
   'test/partition/partition.test.ts', // ids again within 3 s of the heal (0.5–1.4 s measured), seven scenarios at once
