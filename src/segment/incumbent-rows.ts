@@ -167,10 +167,14 @@ function pgSessions(url: string): Sessions {
     connectionString: url,
     connectionTimeoutMillis: INCUMBENT_TIMEOUT_MS,
     statement_timeout: INCUMBENT_TIMEOUT_MS,
+    // statement_timeout is the server's: a frozen or cut-off server never applies it, this one the client does.
+    query_timeout: INCUMBENT_TIMEOUT_MS,
     max: 4,
   });
-  // An idle client's error (the server went away) must not end the process.
+  // A client's error (the server went away) must not end the process: an idle one's reaches the pool, one
+  // checked out for a transaction (its query then fails, which the reservation answers as a 503) only itself.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const numbered = (sql: string) => {
     let i = 0;
     return sql.replace(/\?/g, () => `$${++i}`);
