@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { Client as PgClient } from 'pg';
+import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { idpool } from '../support/cli';
 import { ADMIN_TOKEN, call, parseMetrics } from '../support/http';
@@ -214,6 +215,7 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
   const schemas: TestSchema[] = [];
   const instances: Instance[] = [];
   let pgServer: PostgresServer | undefined;
+  let browser: Browser | undefined;
   /** Leaf's and Tinyid's tables on the shared MariaDB, and in a PostgreSQL of the test's own (stopped, frozen, killed). */
   let mariaIncumbent: string;
   let pgIncumbent: string;
@@ -259,6 +261,7 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
 
   afterAll(async () => {
     for (const i of instances) await i.stop();
+    await browser?.close();
     await pgServer?.stop();
     for (const s of schemas) await s.drop();
   });
@@ -380,6 +383,16 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     expect(frozen.body.checks.tinyid_database).not.toBe('ok');
     server.resume();
 
+    // The dashboard shows the incumbent's databases beside its sampling state.
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox'] });
+    const page = await browser.newPage();
+    await page.goto(`${base}/admin/ui`);
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login button[type=submit]');
+    await expect
+      .poll(() => page.textContent('#incumbents'), { timeout: 15_000 })
+      .toBe('leaf database up, tinyid database up');
+
     // Killed: the pool's ids (reserved from the row before) go on, then every take is a 503 with Retry-After.
     await server.kill9();
     expectUnavailable(await lease());
@@ -401,6 +414,10 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     expect(down.body.checks.tinyid_database).not.toBe('ok');
     expect(await dependencyUp('tinyid_database')).toBe(0);
     expect(await dependencyUp('leaf_database')).toBe(0);
+    await expect
+      .poll(() => page.getAttribute('#incumbents', 'data-down'), { timeout: 15_000 })
+      .toBe('leaf_database,tinyid_database');
+    expect(await page.getAttribute('#incumbents', 'class')).toBe('down');
 
     // Back: ready, the gauge at 1, and live takes served again from the row where it stood.
     await server.restart();
@@ -410,6 +427,9 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     });
     expect(await dependencyUp('tinyid_database')).toBe(1);
     expect(await dependencyUp('leaf_database')).toBe(1);
+    await expect
+      .poll(() => page.textContent('#incumbents'), { timeout: 15_000 })
+      .toBe('leaf database up, tinyid database up');
     const back = await waitFor(
       async () => {
         const res = await nativeTake(base, 'items', 5);
