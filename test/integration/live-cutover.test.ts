@@ -320,6 +320,7 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     expect(tinyIssued.length).toBeGreaterThanOrEqual(12);
     const [leafMax, tinyMax] = [highest(leafIssued), highest(tinyIssued)];
     // clients 0 and 3 take Leaf's entity, 1, 2 (leases) and 4 Tinyid's.
+    for (const cl of clients) expect(cl.after.length).toBeGreaterThan(0);
     for (const i of [0, 3]) for (const got of clients[i].after) expect(got.start >= leafMax).toBe(true);
     for (const i of [1, 2, 4]) for (const got of clients[i].after) expect(got.start >= tinyMax).toBe(true);
     console.log(
@@ -412,8 +413,8 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     expect(down.body.checks).toMatchObject({ database: 'ok', redis: 'ok' });
     expect(down.body.checks.leaf_database).not.toBe('ok');
     expect(down.body.checks.tinyid_database).not.toBe('ok');
-    expect(await dependencyUp('tinyid_database')).toBe(0);
-    expect(await dependencyUp('leaf_database')).toBe(0);
+    await expect.poll(() => dependencyUp('tinyid_database'), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => dependencyUp('leaf_database'), { timeout: 10_000 }).toBe(0);
     await expect
       .poll(() => page.getAttribute('#incumbents', 'data-down'), { timeout: 15_000 })
       .toBe('leaf_database,tinyid_database');
@@ -425,8 +426,8 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
       timeoutMs: 30_000,
       message: 'readiness once the incumbent is back',
     });
-    expect(await dependencyUp('tinyid_database')).toBe(1);
-    expect(await dependencyUp('leaf_database')).toBe(1);
+    await expect.poll(() => dependencyUp('tinyid_database'), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => dependencyUp('leaf_database'), { timeout: 10_000 }).toBe(1);
     await expect
       .poll(() => page.textContent('#incumbents'), { timeout: 15_000 })
       .toBe('leaf database up, tinyid database up');
@@ -450,6 +451,7 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     for (const got of tinyOut)
       expect(((got.start % TINYID_DELTA) + TINYID_DELTA) % TINYID_DELTA).toBe(TINYID_REMAINDER);
     const [leafMax, tinyMax] = [highest(leafIssued), highest(tinyIssued)];
+    for (const cl of clients) expect(cl.after.length).toBeGreaterThan(0);
     for (const got of clients[0].after) expect(got.start >= leafMax).toBe(true);
     for (const i of [1, 2]) for (const got of clients[i].after) expect(got.start >= tinyMax).toBe(true);
     console.log(
