@@ -146,9 +146,11 @@ function mysqlSessions(url: string): Sessions {
       };
       let done = false;
       try {
-        await c.beginTransaction();
+        // As statements with the timeout: beginTransaction() and commit() have none, and a frozen server
+        // would hold the reservation (and the request) until it thaws.
+        await c.query({ sql: 'START TRANSACTION', timeout: INCUMBENT_TIMEOUT_MS });
         const result = await work(session);
-        await c.commit();
+        await c.query({ sql: 'COMMIT', timeout: INCUMBENT_TIMEOUT_MS });
         done = true;
         return result;
       } finally {

@@ -6,6 +6,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { idpool } from '../support/cli';
 import { ADMIN_TOKEN, call, parseMetrics } from '../support/http';
+import { type PrivateMariadb, startPrivateMariadb } from '../support/mariadb';
 import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
 import { type Instance, startInstance, waitExit } from '../support/processes';
 import { type TestSchema, createTestSchema, sharedRedisEnv } from '../support/services';
@@ -211,10 +212,11 @@ async function importBoth(cli: Record<string, string>, url: string, step: string
   }
 }
 
-describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: true }, () => {
+describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: true, privateMariadb: true }, () => {
   const schemas: TestSchema[] = [];
   const instances: Instance[] = [];
   let pgServer: PostgresServer | undefined;
+  let mariadb: PrivateMariadb | undefined;
   let browser: Browser | undefined;
   /** Leaf's and Tinyid's tables on the shared MariaDB, and in a PostgreSQL of the test's own (stopped, frozen, killed). */
   let mariaIncumbent: string;
@@ -224,20 +226,24 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
   let pg: Instance;
 
   beforeAll(async () => {
-    const [own, incumbent, ownPg, server] = await Promise.all([
+    const [own, privateMariadb, ownPg, server] = await Promise.all([
       createTestSchema('mysql'),
-      createTestSchema('mysql'),
+      startPrivateMariadb(),
       // idpool's own table of the PostgreSQL case on MariaDB: the incumbent's server goes down alone.
       createTestSchema('mysql'),
       startPostgresServer(),
     ]);
-    schemas.push(own, incumbent, ownPg);
+    schemas.push(own, ownPg);
     pgServer = server;
+    mariadb = privateMariadb;
+    const root = await createConnection({ uri: privateMariadb.url.replace(/\/idpool$/, '/') });
+    await root.query('CREATE DATABASE incumbent');
+    await root.end();
     const admin = new PgClient({ connectionString: server.url('postgres') });
     await admin.connect();
     await admin.query('CREATE DATABASE incumbent');
     await admin.end();
-    mariaIncumbent = incumbent.url;
+    mariaIncumbent = privateMariadb.url.replace(/\/idpool$/, '/incumbent');
     pgIncumbent = server.url('incumbent');
     await Promise.all([incumbentTables(mariaIncumbent), incumbentTables(pgIncumbent)]);
     const env = (database: string, incumbentUrl: string) => ({
@@ -263,10 +269,11 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     for (const i of instances) await i.stop();
     await browser?.close();
     await pgServer?.stop();
+    await mariadb?.destroy();
     for (const s of schemas) await s.drop();
   });
 
-  it('MariaDB: no id from both systems across allocators killed and stopped, clients moved one by one, an instance restarted; after --finish every id is above the incumbent', async () => {
+  it('MariaDB: no id from both systems across allocators killed and stopped, clients moved one by one, an instance restarted, the incumbent frozen a while; after --finish every id is above the incumbent', async () => {
     // Leaf's and Tinyid's servers, two each, advancing their rows from before the import to the finish.
     const leafIssued: Issued[] = [];
     const tinyIssued: Issued[] = [];
@@ -301,6 +308,21 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     await Promise.all([clients[0].took(10), clients[2].took(2), clients[4].took(10), leaf[1].advanced(3)]);
     await leaf[1].stop();
     await tiny[1].stop();
+
+    // The incumbent's MariaDB frozen (SIGSTOP: connections open, nothing answers): a lease answers 503 with
+    // Retry-After within the incumbent's timeouts, never hangs; /readyz says so; thawed, all is well again.
+    mariadb!.freeze();
+    const asked = Date.now();
+    const frozen = await call(`${maria[1].url}/apps/items/segments`, { token: TOKEN, body: {} });
+    expect(frozen.status, JSON.stringify(frozen.body)).toBe(503);
+    expect(Number(frozen.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Date.now() - asked).toBeLessThan(20_000);
+    expect((await call(`${maria[1].url}/readyz`)).body.checks.tinyid_database).not.toBe('ok');
+    mariadb!.thaw();
+    await waitFor(async () => (await call(`${maria[1].url}/readyz`)).status === 200, {
+      timeoutMs: 30_000,
+      message: 'readiness once the incumbent thawed',
+    });
 
     // The incumbent stopped: finish while the clients keep taking.
     await importBoth(cli, mariaIncumbent, ['--finish', '--observe-seconds', '1'], '1 moved onto idpool');
