@@ -404,9 +404,12 @@
       })
       .then(function (ready) {
         var out = $('incumbents');
-        var names = Object.keys(ready.checks || {}).filter(function (k) {
-          return /^(leaf|tinyid)_database$/.test(k);
-        });
+        // Sorted: the checks are listed in the order their probes answered.
+        var names = Object.keys(ready.checks || {})
+          .filter(function (k) {
+            return /^(leaf|tinyid)_database$/.test(k);
+          })
+          .sort();
         var down = names.filter(function (k) {
           return ready.checks[k] !== 'ok';
         });
