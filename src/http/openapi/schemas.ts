@@ -354,6 +354,12 @@ function workerAndProbeSchemas(): Record<string, Schema> {
       properties: {
         status: { type: 'string', enum: ['ready', 'not_ready'] },
         reason: { type: 'string', description: 'Why not ready (present on 503).' },
+        degraded: {
+          type: 'array',
+          items: { type: 'string' },
+          description:
+            "Failed checks that leave the instance ready: a live cutover's incumbent database (its live entities answer 503; the rest serve).",
+        },
         checks: {
           type: 'object',
           additionalProperties: { type: 'string' },
