@@ -45,6 +45,7 @@ export interface HttpDeps {
   registry: Pick<
     EntityRegistry,
     | 'find'
+    | 'findByTag'
     | 'require'
     | 'page'
     | 'list'
