@@ -225,22 +225,14 @@ export async function runImport(
         if (first === undefined && fd !== undefined)
           writeSync(fd, `${JSON.stringify({ key: item.key, secret: created.secret })}\n`);
         outcome = {
-          key: item.key,
-          ...renamed(item),
+          ...named(item),
           status: 'registered',
-          firstId: item.firstId.toString(),
           secretsAdded: first ? 1 : 0,
           ...(o.live ? { live: true } : {}),
         };
       } catch (err) {
         if (!(err instanceof CliError) || err.code !== 'conflict') throw err;
-        outcome = {
-          key: item.key,
-          ...renamed(item),
-          status: 'exists',
-          firstId: item.firstId.toString(),
-          secretsAdded: 0,
-        };
+        outcome = { ...named(item), status: 'exists', secretsAdded: 0 };
         const path = `/admin/apps/${encodeURIComponent(item.key)}`;
         const existing = await api.get<{
           startOffset: string;
@@ -284,8 +276,12 @@ export async function runImport(
   return { outcomes, moved };
 }
 
-/** `{ tag }` of an entity imported under another key than its row's tag, else nothing. */
-const renamed = (e: Pick<PlannedEntity, 'key' | 'tag'>) => (e.tag === e.key ? {} : { tag: e.tag });
+/** An outcome's key, its row's tag when imported under another key, and its first id. */
+const named = (e: Pick<PlannedEntity, 'key' | 'tag' | 'firstId'>) => ({
+  key: e.key,
+  ...(e.tag === e.key ? {} : { tag: e.tag }),
+  firstId: e.firstId.toString(),
+});
 
 /** Accepts `token` as a secret of `key`; true when it was new (the API adds a known one only once). */
 async function addToken(api: Pick<AdminApi, 'post'>, key: string, token: string): Promise<boolean> {
