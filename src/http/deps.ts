@@ -47,6 +47,7 @@ export interface HttpDeps {
   registry: Pick<
     EntityRegistry,
     | 'find'
+    | 'findByTag'
     | 'require'
     | 'page'
     | 'list'
