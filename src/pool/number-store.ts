@@ -129,7 +129,7 @@ export class RedisNumberStore {
   }
 
   /**
-   * Drops the lists filled in another epoch (`'epoch'`), or the slot holding
+   * Drops the lists filled in another epoch (`'epoch'`), or the list holding
    * one period; raises each given period's fence to its sequence. True when
    * something was dropped.
    */

@@ -4,8 +4,9 @@
  * a `format`, as it picks segments or snowflake ids for the others.
  *
  * With Redis ({@link RedisNumberTakes}) the Redis server's clock decides the
- * period (`idpool_number_take` reads `TIME`), the period's numbers wait in
- * Redis already formatted, and the refill here keeps now's period and,
+ * period (the `ids` list holding now's period expires at its end, and the
+ * number functions read `TIME` to make the next period live), the period's
+ * numbers wait in Redis already formatted, and the refill here keeps now's period and,
  * ahead of the boundary, the next one filled from the per-period counters
  * in SQL. Without Redis ({@link LocalNumberTakes}) the process clock decides.
  */
@@ -22,7 +23,7 @@ import { NUMBERS_PER_PUSH, type NumberPushResult, type NumberState, type RedisNu
 import type { RefillLock } from './pool-store';
 import { entityRateLimited } from './rate-limit';
 import type { NumberRun } from './rpush-ids';
-import { shuffle } from './segment-push';
+import { PUSHES_IN_FLIGHT, shuffle } from './segment-push';
 import { type TakenIds, listedIds } from './taken-ids';
 
 /** Takes business numbers of an entity with a `format`. */
@@ -375,15 +376,34 @@ export class RedisNumberTakes implements NumberTakes {
       entity.mode === 'trend'
         ? entity.step * Math.max(1, Math.floor(NUMBERS_PER_PUSH / entity.step))
         : NUMBERS_PER_PUSH;
-    for (let lowest = range.first; lowest <= range.last; lowest += BigInt(perCall)) {
+    const inFlight: Promise<NumberPushResult>[] = [];
+    let outcome: NumberPushResult = 'ok';
+    for (let lowest = range.first; lowest <= range.last && outcome === 'ok'; lowest += BigInt(perCall)) {
       const end = lowest + BigInt(perCall) - 1n;
       const highest = end < range.last ? end : range.last;
       const numbers = numberRun(scheme, entity, period, { first: lowest, last: highest });
-      const last = highest === range.last;
-      const result = await this.options.store.push(entity.key, period, numbers, lowest, highest, full && last);
-      if (result !== 'ok') return result;
+      const call = this.options.store.push(
+        entity.key,
+        period,
+        numbers,
+        lowest,
+        highest,
+        full && highest === range.last,
+      );
+      // Handled now, awaited in order below: one failing while an earlier one is awaited is no unhandled rejection.
+      call.catch(() => undefined);
+      inFlight.push(call);
+      // As a segment's push (segment-push.ts): a few calls on the wire at once, Redis runs them in order.
+      const oldest = inFlight.length >= PUSHES_IN_FLIGHT ? inFlight.shift() : undefined;
+      if (oldest) outcome = await oldest;
     }
-    return 'ok';
+    // A refusal is final for the calls after it too (the epoch, `latest` and the clock only move on; a call
+    // above the fence is safe), so the first refusal is the answer.
+    for (const call of inFlight) {
+      const result = await call;
+      if (outcome === 'ok') outcome = result;
+    }
+    return outcome;
   }
 }
 
