@@ -8,7 +8,6 @@
  * only numbers of now's period, so it pops them at a plain take's cost, and
  * `FCALL idpool_pop` pops them as it pops plain ids.
  */
-import type { Command } from 'ioredis';
 import type { Period } from '../numbers/period';
 import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
 import { type NumberKeys, numberKeys } from '../redis/keys';
@@ -16,7 +15,7 @@ import type { RedisClient } from '../redis/connection';
 import { transaction } from '../redis/transaction';
 import type { TakeResult } from './pool-store';
 import { RedisPoolStore } from './redis-pool-store';
-import { type NumberRun, RpushIds, RpushNumbers } from './rpush-ids';
+import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './rpush-ids';
 
 /** One list as the refiller sees it: slot 0 the live list (`ids`), 1 the staged one. */
 export interface NumberSlot {
@@ -110,9 +109,7 @@ export class RedisNumberStore {
         [period.id, period.start, period.end, lowest?.toString() ?? '', highest?.toString() ?? '', count, full ? 1 : 0],
       );
       if (count > 0)
-        (multi as unknown as { sendCommand(command: Command): unknown }).sendCommand(
-          'seqs' in numbers ? new RpushNumbers(k.pushing, numbers) : new RpushIds(k.pushing, numbers),
-        );
+        queueRpush(multi, 'seqs' in numbers ? new RpushNumbers(k.pushing, numbers) : new RpushIds(k.pushing, numbers));
       const replies = await transaction(
         'push',
         queueFunction(multi, 'idpool_number_push_close', [k.ids, k.staged, k.pushing, k.pushOpen], []),

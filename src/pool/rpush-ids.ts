@@ -128,3 +128,9 @@ export class RpushNumbers extends Command {
     return this.wire;
   }
 }
+
+/** Queues an {@link RpushIds} or {@link RpushNumbers} on a MULTI: ioredis sends a Command subclass as it is. */
+export function queueRpush<T extends object>(multi: T, command: RpushIds | RpushNumbers): T {
+  (multi as unknown as { sendCommand(command: Command): unknown }).sendCommand(command);
+  return multi;
+}
