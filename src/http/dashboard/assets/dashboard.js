@@ -396,6 +396,41 @@
       : 'Snowflake ids are not enabled on this instance.';
   }
 
+  // A live cutover's incumbent databases (Leaf's, Tinyid's), as /readyz checks them: hidden when there is none.
+  function renderIncumbents() {
+    fetch('/readyz', { cache: 'no-store' })
+      .then(function (res) {
+        return res.json();
+      })
+      .then(function (ready) {
+        var out = $('incumbents');
+        // Sorted: the checks are listed in the order their probes answered.
+        var names = Object.keys(ready.checks || {})
+          .filter(function (k) {
+            return /^(leaf|tinyid)_database$/.test(k);
+          })
+          .sort();
+        var down = names.filter(function (k) {
+          return ready.checks[k] !== 'ok';
+        });
+        out.hidden = names.length === 0;
+        out.className = down.length ? 'down' : 'ok';
+        out.setAttribute('data-down', down.join(','));
+        out.textContent = names
+          .map(function (k) {
+            return (
+              k.replace('_database', '') + ' database ' + (ready.checks[k] === 'ok' ? 'up' : 'DOWN: ' + ready.checks[k])
+            );
+          })
+          .join(', ');
+        out.title =
+          'the incumbent databases live entities still reserve from; down, their takes answer 503 once their pools are dry';
+      })
+      .catch(function () {
+        $('incumbents').hidden = true;
+      });
+  }
+
   function showLogin(message) {
     clearTimeout(timer);
     $('main').hidden = true;
@@ -436,6 +471,7 @@
         renderInstances(data.instances);
         renderSnowflake(data.snowflake);
         renderSampling(data.sampling);
+        renderIncumbents();
         $('status').textContent = 'updated ' + data.at;
         $('status').setAttribute('data-updated', data.at);
         timer = setTimeout(poll, POLL_MS);
