@@ -222,7 +222,8 @@
   }
   function renderRates(rates) {
     var head = $('take-rate-head');
-    head.textContent = rates.scope === 'fleet' ? 'Take rate, ids/s' : 'Take rate, ids/s (this instance)';
+    head.textContent =
+      rates.scope === 'fleet' ? 'Take rate, ids/s (all instances)' : 'Take rate, ids/s (this instance)';
     head.setAttribute('data-scope', rates.scope);
     head.title = rateScope(rates) + "; per-instance figures are in each instance's /metrics";
   }
@@ -308,7 +309,8 @@
       var ms = skews[k];
       return k + ' ' + (ms === null ? 'not read' : (ms > 0 ? '+' : '') + ms + ' ms');
     });
-    return parts.length ? parts.join(', ') : '-';
+    // One line each (the cell is `white-space: pre`): the table stays within 1,280 px.
+    return parts.length ? parts.join('\n') : '-';
   }
 
   function renderWorkers(workers) {
