@@ -3,7 +3,7 @@ import { type TimeZone, timeZone } from '../numbers/zone';
 import type { NumberUsage } from '../pool/number-takes';
 import type { AlarmRules } from './alarm-rules';
 import type { OpsMetrics } from './metrics';
-import { type NumberView, PeriodHistory, periodForecast, runOutText } from './period-forecast';
+import { type NumberView, PeriodHistory, numberView } from './period-forecast';
 
 export type { NumberView } from './period-forecast';
 
@@ -59,16 +59,8 @@ export class NumberSampling {
     let history = this.histories.get(entity.key);
     if (!history) this.histories.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
     history.record(usage.period.id, { at: usage.now, used: usage.used });
-    const forecast = periodForecast(
-      { now: usage.now, used: usage.used, capacity: usage.capacity, periodEnd: usage.period.end },
-      history.takePerSecond(),
-    );
     const zone = this.zoneOf(settings.timeZone);
-    const runsOutLocal =
-      forecast.runsOutAt === undefined
-        ? undefined
-        : runOutText((ms) => zone.wallClock(ms), usage.now, forecast.runsOutAt);
-    const view: NumberView = { usage, forecast, runsOutLocal };
+    const view = numberView(usage, history.takePerSecond(), (ms) => zone.wallClock(ms));
     this.views.set(entity.key, view);
     this.publish(entity.key, view);
     this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));

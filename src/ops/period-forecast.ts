@@ -98,6 +98,17 @@ export interface NumberView {
   readonly runsOutLocal: string | undefined;
 }
 
+/** The view of `usage` at `takePerSecond`: its forecast, and the run-out as `wallClock` (the entity's zone) reads it. */
+export function numberView(usage: NumberUsage, takePerSecond: number, wallClock: (ms: number) => string): NumberView {
+  const forecast = periodForecast(
+    { now: usage.now, used: usage.used, capacity: usage.capacity, periodEnd: usage.period.end },
+    takePerSecond,
+  );
+  const runsOutLocal =
+    forecast.runsOutAt === undefined ? undefined : runOutText(wallClock, usage.now, forecast.runsOutAt);
+  return { usage, forecast, runsOutLocal };
+}
+
 /** A business-number entity's period as JSON: the dashboard row's and `GET /admin/apps`'s `period`. */
 export interface NumberPeriodJson {
   id: string;

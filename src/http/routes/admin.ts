@@ -17,8 +17,8 @@ import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { entityKeyParam, limitParam, pageParams } from '../params';
 import { parseBody } from '../validate';
-import { type NumberPeriodJson, type NumberView, numberPeriodJson, periodForecast } from '../../ops/period-forecast';
-import type { NumberUsage } from '../../pool/number-takes';
+import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
+import { timeZone } from '../../numbers/zone';
 
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 const OPS_DEFAULT_ROWS = 50;
@@ -270,9 +270,9 @@ async function withPools(
 }
 
 /**
- * Now's period of each business-number entity, as the dashboard shows it:
- * the sampler's latest reading and forecast, or (not sampled yet) read now,
- * with no rate to forecast from.
+ * Now's period of each business-number entity, read now (its used figure as
+ * of this request), with the take rate the ops sampler last measured (0
+ * before it has): the dashboard's figures, not a sample behind.
  */
 async function numberPeriods(
   deps: ViewDeps,
@@ -285,20 +285,13 @@ async function numberPeriods(
     entities
       .filter((e) => e.numbers)
       .map(async (entity) => {
-        const sampled = deps.numberViews?.(entity.key);
-        const view: NumberView = sampled ?? unforecast(await numbers.usage(entity));
-        out.set(entity.key, numberPeriodJson(view));
+        const usage = await numbers.usage(entity);
+        const rate = deps.numberViews?.(entity.key)?.forecast.takePerSecond ?? 0;
+        const zone = timeZone(usage.timeZone);
+        out.set(entity.key, numberPeriodJson(numberView(usage, rate, (ms) => zone.wallClock(ms))));
       }),
   );
   return out;
-}
-
-function unforecast(usage: NumberUsage): NumberView {
-  const forecast = periodForecast(
-    { now: usage.now, used: usage.used, capacity: usage.capacity, periodEnd: usage.period.end },
-    0,
-  );
-  return { usage, forecast, runsOutLocal: undefined };
 }
 
 function orThrow<T>(value: T | Error): T {
