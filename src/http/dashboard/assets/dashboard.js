@@ -180,6 +180,11 @@
         body.appendChild(tr);
         return;
       }
+      if (e.period) {
+        numberCells(tr, e);
+        body.appendChild(tr);
+        return;
+      }
       var fill = el('td', { 'data-field': 'fill' });
       var bar = el('span', {
         class: 'bar' + (e.pool.size < e.pool.lowWatermark ? ' low' : ''),
@@ -214,6 +219,53 @@
     });
   }
 
+  // A business-number entity's cells: in the pool's columns, now's period used against its capacity (10^N - 1)
+  // and when its numbers run out at the current rate, in the entity's zone; offsets and 2^53 / 2^63 do not apply.
+  function numberCells(tr, e) {
+    var p = e.period;
+    var where = 'period ' + p.id + ' (' + p.timeZone + ')';
+    var fill = el('td', { 'data-field': 'period', title: where + ', ' + num(p.ready) + ' numbers ready' });
+    var bar = el('span', { class: 'bar' + (p.runsOutBeforeEnd ? ' low' : '') });
+    var inner = el('span');
+    inner.style.width = Math.min(100, p.usedPercent) + '%';
+    bar.appendChild(inner);
+    fill.appendChild(bar);
+    fill.appendChild(document.createTextNode(' ' + p.id));
+    tr.appendChild(fill);
+    tr.appendChild(
+      el(
+        'td',
+        { class: 'num', 'data-field': 'periodUsed', title: p.usedPercent + '% of ' + where + ' used' },
+        num(Number(p.used)) + ' / ' + num(Number(p.capacity)),
+      ),
+    );
+    tr.appendChild(
+      el(
+        'td',
+        { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond) },
+        rate(e.takePerSecond),
+      ),
+    );
+    var full = p.used === p.capacity;
+    var runsOut = full
+      ? 'full until ' + (p.end ? p.end.slice(0, 16).replace('T', ' ') + ' UTC' : 'never')
+      : p.runsOutLocal === null
+        ? 'lasts the period'
+        : (p.runsOutBeforeEnd ? 'runs out ' : 'lasts; would run out ') + p.runsOutLocal;
+    tr.appendChild(
+      el(
+        'td',
+        {
+          'data-field': 'periodRunsOut',
+          class: p.runsOutBeforeEnd ? 'error' : 'muted',
+          title: p.digits + ' digits; the time is ' + p.timeZone + "'s, at the rate of the last 15 minutes",
+        },
+        runsOut,
+      ),
+    );
+    for (var k = 0; k < 4; k++) tr.appendChild(el('td', { class: 'muted' }, '-'));
+  }
+
   // Whose take rates the table shows: the fleet's (summed over its instances) or, when the fleet could not be read, this instance's.
   function rateScope(rates) {
     return rates.scope === 'fleet'
@@ -222,7 +274,8 @@
   }
   function renderRates(rates) {
     var head = $('take-rate-head');
-    head.textContent = rates.scope === 'fleet' ? 'Take rate, ids/s' : 'Take rate, ids/s (this instance)';
+    head.textContent =
+      rates.scope === 'fleet' ? 'Take rate, ids/s (all instances)' : 'Take rate, ids/s (this instance)';
     head.setAttribute('data-scope', rates.scope);
     head.title = rateScope(rates) + "; per-instance figures are in each instance's /metrics";
   }
@@ -308,7 +361,8 @@
       var ms = skews[k];
       return k + ' ' + (ms === null ? 'not read' : (ms > 0 ? '+' : '') + ms + ' ms');
     });
-    return parts.length ? parts.join(', ') : '-';
+    // One line each (the cell is `white-space: pre`): the table stays within 1,280 px.
+    return parts.length ? parts.join('\n') : '-';
   }
 
   function renderWorkers(workers) {
@@ -396,6 +450,41 @@
       : 'Snowflake ids are not enabled on this instance.';
   }
 
+  // A live cutover's incumbent databases (Leaf's, Tinyid's), as /readyz checks them: hidden when there is none.
+  function renderIncumbents() {
+    fetch('/readyz', { cache: 'no-store' })
+      .then(function (res) {
+        return res.json();
+      })
+      .then(function (ready) {
+        var out = $('incumbents');
+        // Sorted: the checks are listed in the order their probes answered.
+        var names = Object.keys(ready.checks || {})
+          .filter(function (k) {
+            return /^(leaf|tinyid)_database$/.test(k);
+          })
+          .sort();
+        var down = names.filter(function (k) {
+          return ready.checks[k] !== 'ok';
+        });
+        out.hidden = names.length === 0;
+        out.className = down.length ? 'down' : 'ok';
+        out.setAttribute('data-down', down.join(','));
+        out.textContent = names
+          .map(function (k) {
+            return (
+              k.replace('_database', '') + ' database ' + (ready.checks[k] === 'ok' ? 'up' : 'DOWN: ' + ready.checks[k])
+            );
+          })
+          .join(', ');
+        out.title =
+          'the incumbent databases live entities still reserve from; down, their takes answer 503 once their pools are dry';
+      })
+      .catch(function () {
+        $('incumbents').hidden = true;
+      });
+  }
+
   function showLogin(message) {
     clearTimeout(timer);
     $('main').hidden = true;
@@ -436,6 +525,7 @@
         renderInstances(data.instances);
         renderSnowflake(data.snowflake);
         renderSampling(data.sampling);
+        renderIncumbents();
         $('status').textContent = 'updated ' + data.at;
         $('status').setAttribute('data-updated', data.at);
         timer = setTimeout(poll, POLL_MS);
