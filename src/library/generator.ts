@@ -4,7 +4,10 @@ import { SqlEntityStore } from '../entities/entity-store';
 import { UnavailableError, errorMessage } from '../errors';
 import { silentLogger } from '../logger';
 import { SqlSegmentAllocator } from '../segment/allocator';
-import { HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
+import { type DatabaseBehindReport, HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
+import { SqlNumberCounter } from '../segment/number-counter';
+import { HighWaterNumberCounter } from '../segment/number-high-water';
+import { LocalNumbers } from '../segment/local-numbers';
 import { checkStride } from '../segment/stride-record';
 import { BigIntDoubleBuffer, NumberDoubleBuffer } from '../double-buffer/double-buffer';
 import { BufferedIdGenerator, type Deps, type IdGenerator } from './loader';
@@ -63,33 +66,39 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
     return db;
   };
   const log = options.log ?? silentLogger;
+  const clock = options.clock ?? systemClock;
+  const onBehind = (report: DatabaseBehindReport) => {
+    log.error(
+      {
+        alarm: 'database_behind',
+        entityKey: report.entityKey,
+        ...(report.period !== undefined && { period: report.period }),
+        databaseOffset: report.databaseOffset.toString(),
+        recordedOffset: report.recordedOffset.toString(),
+        carriedTo: report.carriedTo.toString(),
+      },
+      "the database went back below this process's last reservation; carried past it",
+    );
+    options.onDatabaseBehind?.(report);
+  };
   // This process's own reservations are the record a database that went back is seen against.
-  const allocator = new HighWaterAllocator(
-    options.allocator ?? new SqlSegmentAllocator(sql()),
-    new ProcessHighWater(),
-    (report) => {
-      log.error(
-        {
-          alarm: 'database_behind',
-          entityKey: report.entityKey,
-          databaseOffset: report.databaseOffset.toString(),
-          recordedOffset: report.recordedOffset.toString(),
-          carriedTo: report.carriedTo.toString(),
-        },
-        "the database went back below this process's last reservation; carried past it",
-      );
-      options.onDatabaseBehind?.(report);
-    },
-  );
+  const record = new ProcessHighWater();
+  const allocator = new HighWaterAllocator(options.allocator ?? new SqlSegmentAllocator(sql()), record, onBehind);
+  const counter = options.numberCounter ?? (db && new SqlNumberCounter(db, clock));
+  const numbers =
+    counter && new LocalNumbers({ counter: new HighWaterNumberCounter(counter, record, onBehind), clock, log });
+  // Rows of old periods go after the retention (docs/numbers.md), as the service prunes them.
+  numbers?.start();
   const deps: Deps = {
     allocator,
     entities: options.entities ?? new SqlEntityStore(sql()),
     idStride,
     stride: idStride.count,
-    clock: options.clock ?? systemClock,
+    clock,
     log,
     settings,
     release,
+    numbers,
   };
   return ids === 'number'
     ? new BufferedIdGenerator(deps, NumberDoubleBuffer)

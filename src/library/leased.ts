@@ -15,6 +15,8 @@ import type { ServiceOptions, Settings } from './options';
 export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   private readonly buffers = new Map<string, LeasedIds<number> | LeasedIds<bigint>>();
   private readonly client: IdpoolClient;
+  /** The same entities without leases: business numbers are taken from the service, whose clock decides their period. */
+  private readonly takes: IdpoolClient;
   /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.find). */
   private lastKey: string | undefined;
   private lastBuffer: LeasedIds<T> | undefined;
@@ -51,6 +53,12 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
           ]),
         ),
       });
+      this.takes = new IdpoolClient({
+        endpoints: service.url,
+        clock,
+        fetch: fetchImpl,
+        entities: Object.fromEntries(keys.map((key) => [key, { secret: service.secrets[key] }])),
+      });
     } catch (err) {
       throw new InvalidOptionError('service', (err as Error).message);
     }
@@ -80,11 +88,19 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
     return this.translated(() => this.buffer(entityKey).take(count), entityKey);
   }
 
+  numbers(entityKey: string, count = 1): Promise<string[]> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE)
+      return Promise.reject(new InvalidCountError(count, MAX_TAKE));
+    this.buffer(entityKey);
+    return this.translated(() => this.takes.take(entityKey, count), entityKey);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.lastKey = this.lastBuffer = undefined;
     await Promise.all([...this.buffers.values()].map((b) => b.close()));
     this.client.close();
+    this.takes.close();
   }
 
   private buffer(entityKey: string): LeasedIds<T> {

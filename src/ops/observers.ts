@@ -137,8 +137,9 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
     name: 'database_behind',
     severity: 'critical',
     entityKey,
-    message: `the database is behind for ${entityKey} (restored from a backup, or failed over to a replica that lagged): its offset ${databaseOffset} is ${seen}; carried the offset to ${carriedTo} in one reservation, nothing below it is handed out again`,
+    message: `the database is behind for ${entityKey}${report.period === undefined ? '' : ` (business numbers of period ${report.period}: offsets are its sequence)`} (restored from a backup, or failed over to a replica that lagged): its offset ${databaseOffset} is ${seen}; carried the offset to ${carriedTo} in one reservation, nothing below it is handed out again`,
     details: {
+      ...(report.period === undefined ? {} : { period: report.period }),
       databaseOffset: databaseOffset.toString(),
       record: report.record,
       recordedOffset: recordedOffset.toString(),
