@@ -108,23 +108,27 @@ export interface NumberFinding {
   readonly text: string;
 }
 
+/** The refiller fills the next period this long before its boundary (RedisNumberTakes' prefillLeadMs). */
+const PREFILL_LEAD_MS = 60_000;
+
 /** How far the Redis server's clock may be from this process's when both are this machine's: a take's own latency is inside [start, end]. */
 const MARGIN_MS = 5;
 
 /**
  * Checks one entity's takes (its one sequential client's, in order).
- * `faultAt(ms)` says whether a fault was active then: a new period's
- * lowest sequence must be 1, unless a fault at the boundary dropped its
- * first numbers (a Redis data loss drops the lists; gaps are allowed), and
- * then it must still be a restart: below half of what the old period
- * reached, not the old period's count going on.
+ * `faultBetween(from, to)` says whether a fault was active in that span. A
+ * new period's lowest sequence must be 1 when no fault was active from a
+ * minute before the boundary (when its numbers are filled ahead) to just
+ * after it; a fault then may drop those numbers with the lists (a Redis
+ * data loss, a failover, a restored database carried past its fence): gaps
+ * are allowed, so the lowest is only reported.
  */
 export function checkNumbers(
   key: string,
   shape: NumberShape,
   takes: readonly NumberTake[],
   monotonic: boolean,
-  faultAt: (ms: number) => boolean,
+  faultBetween: (from: number, to: number) => boolean,
 ): { findings: NumberFinding[]; summary: string } {
   const findings: NumberFinding[] = [];
   const seen = new Map<string, number>();
@@ -160,20 +164,19 @@ export function checkNumbers(
   }
   const after = shape.periodAt(shape.boundary);
   const low = lowest.get(after);
-  const disturbed = faultAt(shape.boundary);
+  const disturbed = faultBetween(shape.boundary - PREFILL_LEAD_MS - 5_000, shape.boundary + 5_000);
   if (low === undefined)
     findings.push({ kind: 'restart', at: shape.boundary, text: `${key}: no number of period ${after} was handed out` });
   const before = shape.periodAt(shape.boundary - 1);
-  const highestBefore = highest.get(before) ?? 0;
-  if (low !== undefined && low !== 1 && !(disturbed && low <= highestBefore / 2))
+  if (low !== undefined && low !== 1 && !disturbed)
     findings.push({
       kind: 'restart',
       at: shape.boundary,
-      text: `${key}: period ${after}'s lowest sequence handed out is ${low}, not 1${disturbed ? ` (a fault at the boundary may drop the first numbers with the lists, but not half of what period ${before} reached, ${highestBefore})` : ''}`,
+      text: `${key}: period ${after}'s lowest sequence handed out is ${low}, not 1, with no fault around the boundary`,
     });
   return {
     findings,
-    summary: `${key} (${shape.zone}): ${seen.size} numbers, boundary ${new Date(shape.boundary).toISOString().slice(11, 19)} from period ${before} (lowest seq ${lowest.get(before) ?? '–'}) to ${after} (lowest seq ${low ?? '–'})${disturbed ? ', a fault active at the boundary' : ''}`,
+    summary: `${key} (${shape.zone}): ${seen.size} numbers, boundary ${new Date(shape.boundary).toISOString().slice(11, 19)} from period ${before} (lowest seq ${lowest.get(before) ?? '–'}, highest ${highest.get(before) ?? '–'}) to ${after} (lowest seq ${low ?? '–'})${disturbed ? ', a fault active in the minute before the boundary or at it' : ''}`,
   };
 }
 

@@ -14,6 +14,15 @@ import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from './number-counter';
 import type { PrunableCounter } from './number-high-water';
 import { shuffle } from './shuffle';
 
+/**
+ * Five seconds: in process a reservation is one statement on a local or
+ * near database, so the lead only takes it off the first take after the
+ * boundary; a process that stops within the lead loses that step (a gap in
+ * the next period), so it is kept short (Redis's fleet fills a minute ahead:
+ * its numbers outlive any one instance).
+ */
+export const LOCAL_PREFILL_LEAD_MS = 5_000;
+
 /** What a business-number take needs of an entity (an `EntityConfig`; the library builds one from its `application` row). */
 export interface NumberEntity {
   readonly key: string;
@@ -95,7 +104,10 @@ export interface LocalNumbersOptions {
   onPeriodFull?: (entityKey: string, digits: number, nextAt: number) => void;
   /** The per-second limit (the embedded service's in-process one); the library has none. */
   rate?: { admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> };
-  /** How long before a boundary the next period's first step is reserved (as with Redis, a minute). */
+  /**
+   * How long before a boundary the next period's first step is reserved
+   * (default {@link LOCAL_PREFILL_LEAD_MS}).
+   */
   prefillLeadMs?: number;
   log?: Logger;
 }
@@ -104,7 +116,7 @@ export interface LocalNumbersOptions {
  * Business numbers without Redis (the embedded service, the library): the
  * process clock decides the period; each entity keeps the rest of its last
  * reservation in process, the next period's first step is reserved in the
- * minute before the boundary (the first take after it reserves nothing),
+ * seconds before the boundary (the first take after it reserves nothing),
  * and rows of periods over for longer than the retention are pruned hourly.
  */
 export class LocalNumbers {
@@ -145,7 +157,8 @@ export class LocalNumbers {
     await this.options.rate?.admit(entity.key, count, entity.maxSizePerSecond);
     const out = buffer.numbers.splice(0, count);
     const next = scheme.calendar.after(period);
-    if (next && now >= next.start - (this.options.prefillLeadMs ?? 60_000)) this.prefill(entity, scheme, next);
+    if (next && now >= next.start - (this.options.prefillLeadMs ?? LOCAL_PREFILL_LEAD_MS))
+      this.prefill(entity, scheme, next);
     return out;
   }
 

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { numberKeys } from '../../src/redis/keys';
 import { describeWithServices } from '../support/describe-with-services';
 import { call, register } from '../support/http';
+import { dateIn, zoneWithMidnightAt } from '../support/number-zones';
 import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
 import { type Instance, LIBFAKETIME, startInstance } from '../support/processes';
 import { sleep } from '../support/wait';
@@ -29,22 +30,6 @@ const SKEWS_S = [0, 3, -3];
 const FORMAT = 'B{yyyy}{MM}{dd}-{seq:7}';
 const dateOf = (n: string) => n.slice(1, 9);
 const seqOf = (n: string) => Number(n.slice(10));
-
-/** The offset `±HH:MM` whose midnight falls at `atMs` (a whole minute). */
-function zoneWithMidnightAt(atMs: number): string {
-  let minutes = ((-Math.round(atMs / 60_000) % 1440) + 1440) % 1440;
-  if (minutes > 14 * 60) minutes -= 1440;
-  const sign = minutes < 0 ? '-' : '+';
-  const abs = Math.abs(minutes);
-  return `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-}
-
-/** The calendar date `yyyyMMdd` of `ms` in the offset zone. */
-function dateIn(zone: string, ms: number): string {
-  const sign = zone.startsWith('-') ? -1 : 1;
-  const offset = sign * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60_000;
-  return new Date(ms + offset).toISOString().slice(0, 10).replaceAll('-', '');
-}
 
 describeWithServices(
   'business numbers across a boundary: three skewed instances, one restarted (MariaDB + private Redis)',

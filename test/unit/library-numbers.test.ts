@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { type DatabaseBehindReport, UnsupportedEntityError, createIdGenerator } from '../../src/library';
 import { NumberScheme } from '../../src/numbers/scheme';
 import { FakeNumberCounter } from '../../src/segment/fake-number-counter';
+import { LOCAL_PREFILL_LEAD_MS } from '../../src/segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS } from '../../src/segment/number-counter';
 import { FakeClock } from '../support/clock';
 import { MemoryAllocator } from './library-fakes';
@@ -40,11 +41,13 @@ describe('library business numbers (fake clock)', () => {
     const gen = await generator(clock, counter);
     try {
       expect(await gen.numbers('orders', 3)).toEqual(['ORD261128000001', 'ORD261128000002', 'ORD261128000003']);
-      // Within the minute before midnight: a take starts the next day's first step.
+      expect(counter.reservations.map((r) => r.period)).toEqual(['20261128']);
+      // Within the last seconds before midnight (LOCAL_PREFILL_LEAD_MS): a take starts the next day's first step.
+      clock.jump(30_000 - LOCAL_PREFILL_LEAD_MS);
       await gen.numbers('orders');
       await new Promise((resolve) => setImmediate(resolve));
       expect(counter.reservations.map((r) => r.period)).toEqual(['20261128', '20261129']);
-      clock.jump(31_000);
+      clock.jump(LOCAL_PREFILL_LEAD_MS + 1_000);
       const reserved = counter.reservations.length;
       expect(await gen.numbers('orders', 2)).toEqual(['ORD261129000001', 'ORD261129000002']);
       // Served from the step reserved ahead: no reservation at the boundary.
