@@ -2,18 +2,23 @@
  * Issue 35's proof: three instances whose clocks differ by seconds
  * (libfaketime; IDPOOL_MAX_CLOCK_SKEW_MS allows it) take business numbers
  * under load across a period boundary (a fixed-offset zone brings its
- * midnight half a minute away), one of them killed and restarted across it.
- * Every number unique, dated by the Redis clock (the machine's: this
- * process's own), the new day's sequence starting at 1, and no take of the
- * instances that stayed up refused at the boundary.
+ * midnight half a minute away), one of them killed and restarted across it,
+ * and Redis Sentinel failing over at it (a planned failover started as the
+ * first number of the new day comes back). Every number unique, dated by
+ * the Redis clock (both servers are this machine's: this process's own),
+ * the new day's sequence starting at 1, no take of the instances that
+ * stayed up refused before the failover, and none answered but 200 or a
+ * 503 with Retry-After while it ran.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import Redis from 'ioredis';
 import { numberKeys } from '../../src/redis/keys';
 import { describeWithServices } from '../support/describe-with-services';
 import { call, register } from '../support/http';
 import { dateIn, zoneWithMidnightAt } from '../support/number-zones';
-import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
 import { type Instance, LIBFAKETIME, startInstance } from '../support/processes';
+import { type SentinelTopology, startSentinelTopology, until } from '../support/sentinel';
+import { type TestSchema, createTestSchema } from '../support/services';
 import { sleep } from '../support/wait';
 
 interface Answer {
@@ -22,6 +27,7 @@ interface Answer {
   sentAt: number;
   doneAt: number;
   status: number;
+  retryAfter: boolean;
   numbers: string[];
 }
 
@@ -32,16 +38,22 @@ const dateOf = (n: string) => n.slice(1, 9);
 const seqOf = (n: string) => Number(n.slice(10));
 
 describeWithServices(
-  'business numbers across a boundary: three skewed instances, one restarted (MariaDB + private Redis)',
+  'business numbers across a boundary: three skewed instances, one restarted, a Sentinel failover at it (MariaDB)',
   { mysql: true, faketime: true },
   () => {
-    let deployment: PrivateDeployment;
+    let schema: TestSchema;
+    let topology: SentinelTopology;
     const instances: Instance[] = [];
     const started: Instance[] = [];
     /** One instance more, given a minute and a half: the machine running the suite may be loaded. */
     const start = async (skewS: number) => {
       const instance = await startInstance(
-        { IDPOOL_DATABASE_URL: deployment.databaseUrl, IDPOOL_REDIS_URL: deployment.redis.url, ...env(skewS) },
+        {
+          IDPOOL_DATABASE_URL: schema.url,
+          IDPOOL_REDIS_SENTINELS: topology.sentinelsEnv,
+          IDPOOL_REDIS_SENTINEL_MASTER: topology.masterName,
+          ...env(skewS),
+        },
         90_000,
       );
       started.push(instance);
@@ -54,20 +66,26 @@ describeWithServices(
       ...(skewS !== 0 && { LD_PRELOAD: LIBFAKETIME, FAKETIME: `${skewS > 0 ? '+' : ''}${skewS}s` }),
     });
 
+    /** The boundary: chosen before the start-up, so the wait for a whole minute runs while the servers start. */
+    let boundary = 0;
+
     beforeAll(async () => {
-      deployment = await privateDeployment();
+      boundary = Math.ceil((Date.now() + 35_000) / 60_000) * 60_000;
+      [schema, topology] = await Promise.all([createTestSchema(), startSentinelTopology()]);
       // One at a time: three starting at once on a loaded machine take longer than one after another.
       for (const skew of SKEWS_S) instances.push(await start(skew));
     }, 300_000);
 
     afterAll(async () => {
       for (const instance of started) await instance.stop();
-      await deployment?.stop();
+      await topology?.stop();
+      await schema?.drop();
     });
 
     it('every number once, dated by the Redis clock, the sequence restarting at 1, no stall', async () => {
-      // A whole minute 25 s or more away: registration and warm-up fit before it; the load ends 10 s after it at the earliest.
-      const boundary = Math.ceil((Date.now() + 25_000) / 60_000) * 60_000;
+      // A whole minute 20 s or more away (the next one, when the start-up took longer): registration and warm-up fit
+      // before it; the load ends 10 s after it at the earliest.
+      if (boundary < Date.now() + 20_000) boundary = Math.ceil((Date.now() + 20_000) / 60_000) * 60_000;
       const zone = zoneWithMidnightAt(boundary);
       const key = 'bills';
       const secret = await register(instances[0].url, {
@@ -82,6 +100,8 @@ describeWithServices(
       expect(after).not.toBe(before);
 
       const answers: Answer[] = [];
+      /** When the first number of the new day came back: the failover starts then. */
+      let firstNewDay: number | undefined;
       // Set once the restarted instance is up again and the boundary 10 s behind.
       let endAt = Infinity;
       const urls = instances.map((i) => i.url);
@@ -101,8 +121,12 @@ describeWithServices(
               sentAt,
               doneAt: Date.now(),
               status: res.status,
+              retryAfter: res.headers.has('retry-after'),
               numbers: res.status === 200 ? res.body.ids : [],
             });
+            if (res.status !== 200) await sleep(50);
+            else if (firstNewDay === undefined && res.body.ids.some((n) => dateOf(n) === after))
+              firstNewDay = Date.now();
           } catch {
             // The killed instance's connections: refused until it is back.
             await sleep(100);
@@ -114,10 +138,30 @@ describeWithServices(
       // Before the boundary the next day's numbers already wait in Redis.
       await sleep(Math.max(0, boundary - 5_000 - Date.now()));
       const k = numberKeys(key);
-      const table = await deployment.direct.hgetall(k.periods);
-      expect([table.p0, table.p1]).toContain(after);
-      const nextSlot = table.p0 === after ? 0 : 1;
-      expect(await deployment.direct.llen(k.lists[nextSlot])).toBeGreaterThan(0);
+      const master = new Redis(await topology.masterPort(), '127.0.0.1');
+      try {
+        const table = await master.hgetall(k.periods);
+        expect([table.p0, table.p1]).toContain(after);
+        const nextSlot = table.p0 === after ? 0 : 1;
+        expect(await master.llen(k.lists[nextSlot])).toBeGreaterThan(0);
+      } finally {
+        master.disconnect();
+      }
+
+      // The failover: asked of the Sentinels as the first number of the new day comes back, so the new day's first
+      // numbers are handed out by the old master, the rest by the new one (its epoch drops the lists it holds).
+      const oldMaster = await topology.masterPort();
+      const failover = (async () => {
+        await until(
+          'the first number of the new day',
+          async () => firstNewDay !== undefined,
+          boundary + 30_000 - Date.now(),
+        );
+        const startedAt = Date.now();
+        await topology.sentinel('FAILOVER', topology.masterName);
+        await until('the Sentinels to promote the replica', async () => (await topology.masterPort()) !== oldMaster);
+        return { startedAt, doneAt: Date.now() };
+      })();
 
       // Instance 2 killed 3 s before the boundary, started again across it.
       await sleep(Math.max(0, boundary - 3_000 - Date.now()));
@@ -125,7 +169,8 @@ describeWithServices(
       const restarted = await start(SKEWS_S[2]);
       instances[2] = restarted;
       urls[2] = restarted.url;
-      endAt = Math.max(boundary + 10_000, Date.now() + 3_000);
+      const failedOver = await failover;
+      endAt = Math.max(boundary + 10_000, failedOver.doneAt + 5_000, Date.now() + 3_000);
       await Promise.all(clients);
 
       const all = answers.flatMap((a) => a.numbers);
@@ -156,10 +201,17 @@ describeWithServices(
           expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
         }
       }
-      // No stall: the instances that stayed up answered every take with numbers, across the boundary too.
-      const refused = answers.filter((a) => a.instance !== 2 && a.status !== 200);
-      expect(refused.map((a) => a.status)).toEqual([]);
-      expect(answers.some((a) => a.instance === 2 && a.sentAt > boundary && a.status === 200)).toBe(true);
+      // No stall: the instances that stayed up answered every take with numbers across the boundary, until the failover;
+      // while it ran a take may be refused, with a 503 and Retry-After, never anything else; after it each one serves.
+      const stayed = answers.filter((a) => a.instance !== 2);
+      expect(stayed.filter((a) => a.status !== 200 && a.doneAt < failedOver.startedAt).map((a) => a.status)).toEqual(
+        [],
+      );
+      expect(stayed.filter((a) => a.status !== 200 && !(a.status === 503 && a.retryAfter))).toEqual([]);
+      for (const instance of [0, 1, 2])
+        expect(answers.some((a) => a.instance === instance && a.sentAt > failedOver.doneAt && a.status === 200)).toBe(
+          true,
+        );
     }, 240_000);
   },
 );
