@@ -181,8 +181,8 @@ export function checkNumbers(
 }
 
 /**
- * Whether any business-number entity's period counter in SQL is below what
- * Redis says was pushed (its fence): a restore not yet carried past, when a
+ * Whether any business-number entity's counter of a period its slots hold
+ * is below what Redis says was pushed (its fence): a restore not yet carried past, when a
  * Redis data loss too would lose both records (the nemesis holds such a
  * fault back, as for plain ids).
  */
@@ -201,7 +201,13 @@ export async function numbersBehindFence(
   try {
     for (const e of entities) {
       if (!e.numbers) continue;
-      const fences = await redis.hgetall(numberKeys(e.key).fence);
+      const keys = numberKeys(e.key);
+      // Only the periods the two slots hold can still be handed out; an ended period's fence stays above a restored row.
+      const { p0, p1 } = await redis.hgetall(keys.periods);
+      const live = new Set([p0, p1]);
+      const fences = Object.fromEntries(
+        Object.entries(await redis.hgetall(keys.fence)).filter(([period]) => live.has(period)),
+      );
       const [rows] = (await c.query(
         'SELECT period AS p, CAST(seq AS CHAR) AS s FROM number_period WHERE entity_key = ?',
         [e.key],
