@@ -8,7 +8,8 @@
  * the Redis clock (both servers are this machine's: this process's own),
  * the new day's sequence starting at 1, no take of the instances that
  * stayed up refused before the failover, and none answered but 200 or a
- * 503 with Retry-After while it ran.
+ * 503 with Retry-After while it ran. A direct consumer pops beside them with
+ * `FCALL idpool_pop` (through the Sentinels).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import Redis from 'ioredis';
@@ -134,19 +135,47 @@ describeWithServices(
         }
       };
       const clients = instances.flatMap((_, i) => [0, 1, 2].map((c) => client(i, i * 10 + c)));
+      // A direct consumer beside them: FCALL idpool_pop on the entity's ids list, as it pops plain ids.
+      const k = numberKeys(key);
+      const direct = new Redis({
+        sentinels: topology.sentinelsEnv
+          .split(',')
+          .map((hp) => ({ host: hp.split(':')[0], port: Number(hp.split(':')[1]) })),
+        name: topology.masterName,
+      });
+      direct.on('error', () => undefined);
+      const popErrors: { at: number; err: string }[] = [];
+      const popper = async () => {
+        let served = false;
+        while (Date.now() < endAt) {
+          const sentAt = Date.now();
+          try {
+            const numbers = (await direct.fcall('idpool_pop', 2, k.ids, k.epoch, 5)) as string[];
+            answers.push({
+              instance: -1,
+              client: 99,
+              sentAt,
+              doneAt: Date.now(),
+              status: 200,
+              retryAfter: false,
+              numbers,
+            });
+            served ||= numbers.length > 0;
+          } catch (err) {
+            // Before the entity's first refill its epoch marker is not written yet: documented, retried.
+            if (served || !String(err).includes('IDPOOL_SERVER_CHANGED'))
+              popErrors.push({ at: Date.now(), err: String(err) });
+          }
+          await sleep(20);
+        }
+      };
+      clients.push(popper());
 
       // Before the boundary the next day's numbers already wait in Redis.
       await sleep(Math.max(0, boundary - 5_000 - Date.now()));
-      const k = numberKeys(key);
-      const master = new Redis(await topology.masterPort(), '127.0.0.1');
-      try {
-        const table = await master.hgetall(k.periods);
-        expect([table.p0, table.p1]).toContain(after);
-        const nextSlot = table.p0 === after ? 0 : 1;
-        expect(await master.llen(k.lists[nextSlot])).toBeGreaterThan(0);
-      } finally {
-        master.disconnect();
-      }
+      const table = await direct.hgetall(k.periods);
+      expect(table.p1).toBe(after);
+      expect(await direct.llen(k.staged)).toBeGreaterThan(0);
 
       // The failover: asked of the Sentinels as the first number of the new day comes back, so the new day's first
       // numbers are handed out by the old master, the rest by the new one (its epoch drops the lists it holds).
@@ -172,6 +201,7 @@ describeWithServices(
       const failedOver = await failover;
       endAt = Math.max(boundary + 10_000, failedOver.doneAt + 5_000, Date.now() + 3_000);
       await Promise.all(clients);
+      direct.disconnect();
 
       const all = answers.flatMap((a) => a.numbers);
       expect(new Set(all).size).toBe(all.length);
@@ -201,9 +231,17 @@ describeWithServices(
           expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
         }
       }
+      // The direct consumer: no refusal before the failover (its epoch check refuses while the pools are rebuilt after
+      // it), the new day's numbers within a second of the boundary, and numbers again after the failover.
+      expect(popErrors.filter((e) => e.at < failedOver.startedAt)).toEqual([]);
+      const popped = answers.filter((a) => a.instance === -1 && a.numbers.length > 0);
+      expect(popped.some((a) => a.doneAt < boundary - margin)).toBe(true);
+      const firstFresh = popped.find((a) => a.numbers.some((n) => dateOf(n) === after));
+      expect(firstFresh?.doneAt ?? Infinity).toBeLessThan(boundary + 1_000);
+      expect(popped.some((a) => a.sentAt > failedOver.doneAt)).toBe(true);
       // No stall: the instances that stayed up answered every take with numbers across the boundary, until the failover;
       // while it ran a take may be refused, with a 503 and Retry-After, never anything else; after it each one serves.
-      const stayed = answers.filter((a) => a.instance !== 2);
+      const stayed = answers.filter((a) => a.instance >= 0 && a.instance !== 2);
       expect(stayed.filter((a) => a.status !== 200 && a.doneAt < failedOver.startedAt).map((a) => a.status)).toEqual(
         [],
       );
