@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { numberKeys } from '../../src/redis/keys';
 import { type Service, createService } from '../../src/service';
+import { serviceParts } from '../../src/service/internals';
 import { FakeClock } from '../support/clock';
 import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
@@ -161,7 +162,7 @@ describeWithServices('business numbers (in-process service, MariaDB + Redis)', {
     const before: string[] = [];
     for (let i = 0; i < 4; i++) before.push(...(await takeIds(url, key, secret, 50)).body.ids);
     // The backup: the row as it was before anything was reserved.
-    await service.db.execute('UPDATE number_period SET seq = 0 WHERE entity_key = ?', [key]);
+    await serviceParts(service).db.execute('UPDATE number_period SET seq = 0 WHERE entity_key = ?', [key]);
     const after: string[] = [];
     for (let i = 0; i < 8; i++) {
       const res = await takeIds(url, key, secret, 50);
