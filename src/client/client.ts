@@ -1,8 +1,7 @@
 import { IdpoolClientError } from './errors';
 import { type LeaseAnswer, type LeaseOptions, type LeasedIds, leasedIds } from './leased-ids';
 import { type BufferOptions, TrendBuffer } from './trend-buffer';
-import type { ClientSeams } from './seams';
-import { type ClientClock, Transport, defaultIdempotencyKey, systemClientClock } from './transport';
+import { type ClientClock, type ClientSeams, Transport, defaultIdempotencyKey, systemClientClock } from './transport';
 
 export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 

@@ -4,13 +4,7 @@
  * it), so the public options promise none of them.
  */
 import type { IdpoolClientOptions } from './client';
-import type { ClientClock } from './transport';
-
-export interface ClientSeams {
-  fetch?: typeof fetch;
-  clock?: ClientClock;
-  idempotencyKey?: () => string;
-}
+import type { ClientSeams } from './transport';
 
 /** The client's options with its seams, as `new IdpoolClient(...)` takes them. */
 export function withClientSeams(options: IdpoolClientOptions & ClientSeams): IdpoolClientOptions {

@@ -14,7 +14,6 @@ import type { Refiller } from '../pool/refiller';
 import type { RedisClient } from '../redis/connection';
 import type { Segment } from '../segment/allocator';
 import type { TakeService } from '../take/take-service';
-import type { Service, ServiceOptions } from './index';
 import type { SnowflakeRuntime } from './snowflake';
 
 /** A running service's parts (main.ts's start-up line, tests). */
@@ -41,28 +40,29 @@ export interface ServiceSeams {
   beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
 }
 
-const partsOf = new WeakMap<Service, ServiceParts>();
-const seamsOf = new WeakMap<ServiceOptions, ServiceSeams>();
+// Keyed by object, not by `Service` and `ServiceOptions`: `index.ts` imports this file.
+const partsOf = new WeakMap<object, ServiceParts>();
+const seamsOf = new WeakMap<object, ServiceSeams>();
 
 /** Records the parts of a service `createService` built. */
-export function keepParts(service: Service, parts: ServiceParts): void {
+export function keepParts(service: object, parts: ServiceParts): void {
   partsOf.set(service, parts);
 }
 
 /** The parts of a service made by `createService`. */
-export function serviceParts(service: Service): ServiceParts {
+export function serviceParts(service: object): ServiceParts {
   const parts = partsOf.get(service);
   if (!parts) throw new Error('not a service made by createService');
   return parts;
 }
 
 /** `options` with test seams: `createService(config, withSeams({ ... }, { beforePush }))`. */
-export function withSeams<O extends ServiceOptions>(options: O, seams: ServiceSeams): O {
+export function withSeams<O extends object>(options: O, seams: ServiceSeams): O {
   seamsOf.set(options, seams);
   return options;
 }
 
 /** The seams handed in with `options` (none: `{}`). */
-export function seamsFor(options: ServiceOptions): ServiceSeams {
+export function seamsFor(options: object): ServiceSeams {
   return seamsOf.get(options) ?? {};
 }
