@@ -210,10 +210,28 @@ export class OpsSampler {
         (last.served ?? 0) !== (this.options.served?.(entity.key) ?? 0))
     )
       this.round.touch(entity.key, at);
+    else if (this.unchanged(entity, size, offset)) return;
     const f = this.history.record(entity, { at, size, offset }, capacity);
     if (!f) return;
     this.publish(entity, size, offset, f);
     this.rules.checkEntity(entity, size, at, f, this.history.filled(entity.key));
+  }
+
+  /**
+   * An idle entity whose reading, watermark and target are as its last
+   * sample published them, with nothing moving in its forecast and no alarm
+   * condition holding: its figures, gauges and alarms stand as they are, and
+   * only its sample age is new.
+   */
+  private unchanged(entity: EntityConfig, size: number, offset: bigint): boolean {
+    if (this.round.isActive(entity.key) || !this.rules.quiet(entity.key)) return false;
+    if (!this.history.atRest(entity.key, size, offset)) return false;
+    const { metrics, demand } = this.options;
+    return (
+      metrics.poolLowWatermark.values.get(entity.key) === demand.lowWatermark(entity) &&
+      metrics.poolTarget.values.get(entity.key) === demand.target(entity) &&
+      metrics.poolMax.values.get(entity.key) === entity.maxPoolSize
+    );
   }
 
   /** Sets the entity's pool and forecast gauges. */
