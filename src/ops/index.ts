@@ -100,7 +100,11 @@ export function createOps(deps: OpsDeps): Ops {
   );
   const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
   stream.fleet = fleet;
-  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
+  // The sweep's reads of pool sizes feed the sampler: an idle pool is read once for both.
+  const refillEvents: RefillEvents = {
+    ...opsRefillEvents(metrics, alarms, deps.entities, deps.stride),
+    levelsRead: (sizes, rounds) => sampler.offer(sizes, rounds),
+  };
   const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
     refused.set(entity, (refused.get(entity) ?? 0) + 1),
   );

@@ -91,6 +91,8 @@ export class OpsSampler {
 
   /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
   private lastSampledAt: number | undefined;
+  /** Sizes the refill sweep read since the last run, once it feeds this sampler ({@link offer}). */
+  private fed: { sizes: Map<string, number>; rounds: number } | undefined;
   /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
   private readonly round: ActivityRound<EntityConfig>;
 
@@ -110,6 +112,40 @@ export class OpsSampler {
       activeMs: ACTIVE_MS,
       now: () => options.clock.now(),
     });
+  }
+
+  /**
+   * Pool sizes the refill sweep read (`rounds`: how many sweeps its round
+   * takes). Once fed, this sampler's idle batch is the sweep's: each idle
+   * pool is read once for both, and this sampler reads Redis only for the
+   * active entities the sweep did not read (`sweep-activity.test.ts`).
+   */
+  offer(sizes: ReadonlyMap<string, number>, rounds: number): void {
+    const fed = (this.fed ??= { sizes: new Map(), rounds });
+    fed.rounds = rounds;
+    for (const [key, size] of sizes) fed.sizes.set(key, size);
+  }
+
+  /**
+   * This run's entities and the sizes already known: the round's own batch,
+   * or once the sweep feeds it, the pools it read since the last run, the
+   * active entities and the business-number ones (the sweep reads no number
+   * pool) of the round's batch.
+   */
+  private batch(
+    items: EntityConfig[],
+    rounds: number,
+  ): { entities: EntityConfig[]; known: ReadonlyMap<string, number>; rounds: number } {
+    const fed = this.fed;
+    if (!fed) return { entities: items, known: new Map(), rounds };
+    this.fed = { sizes: new Map(), rounds: fed.rounds };
+    const batch = new Map<string, EntityConfig>();
+    for (const entity of items) if (entity.numbers || this.round.isActive(entity.key)) batch.set(entity.key, entity);
+    for (const key of fed.sizes.keys()) {
+      const entity = this.options.entities.get(key);
+      if (entity && entity.mode !== 'snowflake') batch.set(key, entity);
+    }
+    return { entities: [...batch.values()], known: fed.sizes, rounds: Math.max(rounds, fed.rounds) };
   }
 
   /** Ids of the entity were served here: it is read every run from the next one on. */
@@ -161,13 +197,17 @@ export class OpsSampler {
 
   private async sampleEntities(): Promise<void> {
     // `live` is set when a round starts (the registry is listed once a round).
-    const { items: entities, listed, rounds } = this.round.next();
+    const { items, listed, rounds: ownRounds } = this.round.next();
     const live = listed && new Set(listed.map((e) => e.key));
+    const { entities, known, rounds } = this.batch(items, ownRounds);
     const keys = entities.map((e) => e.key);
-    const [offsets, sizes] = await Promise.all([
+    const unread = keys.filter((key) => !known.has(key));
+    const [offsets, read] = await Promise.all([
       this.options.allocator.peekMany(keys),
-      this.options.poolStore.sizes(keys),
+      this.options.poolStore.sizes(unread),
     ]);
+    const readSizes = new Map(unread.map((key, i) => [key, read[i]]));
+    const sizes = keys.map((key) => known.get(key) ?? readSizes.get(key) ?? new Error('no size read'));
     const at = this.options.clock.now();
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.

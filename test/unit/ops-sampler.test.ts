@@ -226,6 +226,38 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     expect(historyOf(s, 'quiet')).toBe(rest + 1);
   });
 
+  it('once the refill sweep feeds it, samples the pools the sweep read without reading them again', async () => {
+    const s = setup();
+    for (let i = 0; i < 500; i++) {
+      const key = `e${String(i).padStart(4, '0')}`;
+      s.entities.set(key, entity(key));
+      s.offsets.set(key, 1000n);
+      s.sizes.set(key, 1000);
+    }
+    await s.tick(); // not fed yet: its own round, 200 pools read
+    expect(s.reads).toEqual([200]);
+    s.sampler.offer(
+      new Map([
+        ['e0300', 1000],
+        ['e0301', 990],
+      ]),
+      7,
+    );
+    s.reads.length = 0;
+    await s.tick();
+    expect(s.reads).toEqual([0]);
+    const age = s.metrics.sampleAge.values;
+    expect([age.get('e0300'), age.get('e0301'), age.get('e0302')]).toEqual([s.clock.now(), s.clock.now(), undefined]);
+    expect(s.sampler.overview().find((e) => e.key === 'e0301')!.pool.size).toBe(990);
+    expect(s.sampler.health()).toMatchObject({ roundSeconds: 7 });
+    // An entity served here, which the sweep did not read this time: the sampler reads it itself.
+    s.sampler.touch('e0400');
+    s.reads.length = 0;
+    await s.tick();
+    expect(s.reads).toEqual([1]);
+    expect(age.get('e0400')).toBe(s.clock.now());
+  });
+
   it('keeps recording an idle entity while an alarm condition holds, so the alarm is raised', async () => {
     const s = setup();
     // Issued past 2^53 already, nothing moving: forecast_js_safe_limit holds now, confirmed over two samples.
