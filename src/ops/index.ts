@@ -103,7 +103,7 @@ export function createOps(deps: OpsDeps): Ops {
   // The sweep's reads of pool sizes feed the sampler: an idle pool is read once for both.
   const refillEvents: RefillEvents = {
     ...opsRefillEvents(metrics, alarms, deps.entities, deps.stride),
-    levelsRead: (sizes, rounds) => sampler.offer(sizes, rounds),
+    levelsRead: (sizes, roundMs) => sampler.offer(sizes, roundMs),
   };
   const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
     refused.set(entity, (refused.get(entity) ?? 0) + 1),

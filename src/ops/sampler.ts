@@ -115,12 +115,13 @@ export class OpsSampler {
   }
 
   /**
-   * Pool sizes the refill sweep read (`rounds`: how many sweeps its round
-   * takes). Once fed, this sampler's idle batch is the sweep's: each idle
+   * Pool sizes the refill sweep read (`roundMs`: how long its round over
+   * every pool takes, which may be paced otherwise than this sampler). Once fed, this sampler's idle batch is the sweep's: each idle
    * pool is read once for both, and this sampler reads Redis only for the
    * active entities the sweep did not read (`sweep-activity.test.ts`).
    */
-  offer(sizes: ReadonlyMap<string, number>, rounds: number): void {
+  offer(sizes: ReadonlyMap<string, number>, roundMs: number): void {
+    const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
     const fed = (this.fed ??= { sizes: new Map(), rounds });
     fed.rounds = rounds;
     for (const [key, size] of sizes) fed.sizes.set(key, size);

@@ -10,10 +10,10 @@ export interface RefillEvents {
   databaseBehind(report: DatabaseBehindReport): void;
   epochChanged(from: string, to: string): void;
   /**
-   * A sweep read these pools' sizes (`rounds`: how many sweeps its round over
+   * A sweep read these pools' sizes (`roundMs`: how long its round over
    * every pool takes): the ops sampler samples them without reading again.
    */
-  levelsRead?(sizes: ReadonlyMap<string, number>, rounds: number): void;
+  levelsRead?(sizes: ReadonlyMap<string, number>, roundMs: number): void;
   /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
   failed(entityKey: string): void;
 }

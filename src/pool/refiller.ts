@@ -250,7 +250,7 @@ export class Refiller {
           this.logError(key, err);
         }
       });
-      this.options.events.levelsRead?.(read, rounds);
+      this.options.events.levelsRead?.(read, rounds * (this.options.sweepMs ?? 1000));
     } catch (err) {
       this.logError('*', err);
     }

@@ -241,7 +241,7 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
         ['e0300', 1000],
         ['e0301', 990],
       ]),
-      7,
+      7000,
     );
     s.reads.length = 0;
     await s.tick();
