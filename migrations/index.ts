@@ -5,6 +5,7 @@ import { AddDeploymentId1732406400000 } from './1732406400000-AddDeploymentId';
 import { EntitySpacingCompatSecrets1764115200000 } from './1764115200000-EntitySpacingCompatSecrets';
 import { BusinessNumbers1764201600000 } from './1764201600000-BusinessNumbers';
 import { HeldAndLiveEntities1764288000000 } from './1764288000000-HeldAndLiveEntities';
+import { IncumbentAlias1764374400000 } from './1764374400000-IncumbentAlias';
 
 /** Every schema migration, in order. Run at start-up and by `npm run migration:run`. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   EntitySpacingCompatSecrets1764115200000,
   BusinessNumbers1764201600000,
   HeldAndLiveEntities1764288000000,
+  IncumbentAlias1764374400000,
 ];

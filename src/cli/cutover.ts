@@ -98,7 +98,7 @@ const OBSERVATIONS = 3;
  * docs/migrating.md says to stop the incumbent first and check). Then each entity
  * moves above its row's final value (`POST /admin/apps/:key/finish`).
  */
-async function runFinish(
+export async function runFinish(
   api: Pick<AdminApi, 'get' | 'post'>,
   kind: Incumbent,
   readRows: () => Promise<IncumbentRow[]>,

@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import { type CliContext, nonNegativeInt } from './context';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { importEntities } from './import';
-import { type ImportPlan, type Incumbent, planImport, runImport } from './import-from';
+import { type ImportPlan, type Incumbent, parseRenames, planImport, runImport } from './import-from';
 import { readAll } from './incumbent-rows';
 import { finishCommand } from './cutover';
 
@@ -72,6 +72,11 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
         ...value.split(',').map((k) => k.trim()),
       ],
     )
+    .option(
+      '--key <TAG=KEY>',
+      "import a tag that does not fit idpool's keys (order:v2) under KEY; Leaf's and Tinyid's routes still answer the tag (repeatable)",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .option('--dry-run', 'print the plan; register nothing')
     .option(
       '--live',
@@ -90,6 +95,7 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
 interface ImportFromOptions {
   databaseUrl: string[];
   only?: string[];
+  key?: string[];
   dryRun?: boolean;
   secrets?: string;
   live?: boolean;
@@ -111,9 +117,11 @@ async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOp
       EXIT_USAGE,
       '--live reserves from one database: give one --database-url (the one IDPOOL_*_DATABASE_URL names)',
     );
-  const plan = planImport(kind, await readAll(kind, urls), opts.only ? new Set(opts.only) : undefined);
+  const rows = await readAll(kind, urls);
+  const plan = planImport(kind, rows, opts.only ? new Set(opts.only) : undefined, parseRenames(opts.key ?? [], rows));
   const planned = plan.entities.map((e) => ({
     key: e.key,
+    ...(e.tag === e.key ? {} : { tag: e.tag }),
     firstId: e.firstId.toString(),
     mode: e.body.mode,
     step: e.body.step,
@@ -141,7 +149,7 @@ async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOp
     onOutcome: (o) =>
       human &&
       ctx.io.stdout(
-        `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.live === true ? ', live' : o.live === false ? ', NOT live (registered before, left as it is)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
+        `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}${o.tag === undefined ? '' : ` (${kind} tag ${JSON.stringify(o.tag)})`}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.live === true ? ', live' : o.live === false ? ', NOT live (registered before, left as it is)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
       ),
   });
   ctx.print(
@@ -175,7 +183,8 @@ function dryRunText(kind: Incumbent, plan: ImportPlan): string {
     };
     const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
     const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
-    return `would register ${e.key}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
+    const tag = e.tag === e.key ? '' : ` (${kind} tag ${JSON.stringify(e.tag)})`;
+    return `would register ${e.key}${tag}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
   });
   return `${lines.join('')}${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`;
 }

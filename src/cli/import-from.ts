@@ -2,7 +2,7 @@ import { closeSync, writeSync } from 'node:fs';
 import { HELD_BY_IMPORT, KEY_PATTERN, LIMITS, providedSecret, registerSchema } from '../entities/entity';
 import type { AdminApi } from './admin-api';
 import { createSecretsFile } from './import';
-import { CliError } from './errors';
+import { CliError, EXIT_USAGE } from './errors';
 import { TINYID_BATCH_MAX } from '../http/routes/tinyid';
 
 /** The services idpool imports from (docs/migrating.md). */
@@ -25,6 +25,8 @@ export interface IncumbentRow {
 /** What the importer will do with one row. */
 export interface PlannedEntity {
   key: string;
+  /** The incumbent's row it comes from (its `biz_tag` / `biz_type`): `key`, or the misfit tag `--key TAG=KEY` renamed. */
+  tag: string;
   /** The first id no incumbent instance can have issued. */
   firstId: bigint;
   maxId: bigint;
@@ -74,16 +76,46 @@ export function mergeRows(sets: IncumbentRow[][]): IncumbentRow[] {
   return [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
-/** What the importer does with each row; `only` keeps the named keys. */
-export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: ReadonlySet<string>): ImportPlan {
+/**
+ * `--key TAG=KEY` pairs as a map from tag to key, checked against the rows
+ * read: only a tag that does not fit idpool's keys is renamed (one that fits
+ * is imported under itself), to a key that fits, names no other row and is
+ * given once. Split at the last `=`: a key has none, a tag may.
+ */
+export function parseRenames(pairs: readonly string[], rows: readonly IncumbentRow[]): Map<string, string> {
+  const tags = new Set(rows.map((r) => r.key));
+  const renames = new Map<string, string>();
+  for (const pair of pairs) {
+    const at = pair.lastIndexOf('=');
+    const [tag, key] = at < 0 ? [pair, ''] : [pair.slice(0, at), pair.slice(at + 1)];
+    const refuse = (why: string) => new CliError(EXIT_USAGE, `--key ${JSON.stringify(pair)}: ${why}`);
+    if (at < 0 || tag === '') throw refuse('give TAG=KEY, e.g. --key order:v2=order_v2');
+    if (!tags.has(tag)) throw refuse(`the incumbent's table has no row ${JSON.stringify(tag)}`);
+    if (KEY_PATTERN.test(tag)) throw refuse(`${JSON.stringify(tag)} fits idpool's keys: it is imported under itself`);
+    if (!KEY_PATTERN.test(key)) throw refuse(`${JSON.stringify(key)} is not an idpool key (1-64 of A-Z a-z 0-9 _ - .)`);
+    if (tags.has(key)) throw refuse(`${JSON.stringify(key)} is another row's tag: pick a key no row has`);
+    if (renames.has(tag)) throw refuse(`${JSON.stringify(tag)} is given twice`);
+    if ([...renames.values()].includes(key)) throw refuse(`${JSON.stringify(key)} is given to two tags`);
+    renames.set(tag, key);
+  }
+  return renames;
+}
+
+/** What the importer does with each row; `only` keeps the named tags, `renames` imports misfit tags under keys (`parseRenames`). */
+export function planImport(
+  kind: Incumbent,
+  rows: IncumbentRow[],
+  only?: ReadonlySet<string>,
+  renames: ReadonlyMap<string, string> = new Map(),
+): ImportPlan {
   const plan: ImportPlan = { entities: [], skipped: [] };
   for (const row of rows) {
     if (only && !only.has(row.key)) continue;
-    if (!KEY_PATTERN.test(row.key)) {
+    const key = renames.get(row.key) ?? row.key;
+    if (!KEY_PATTERN.test(key)) {
       plan.skipped.push({
         key: row.key,
-        reason:
-          'key does not fit idpool (1-64 of A-Z a-z 0-9 _ - .); not renamed: register it by hand under a key of your choice',
+        reason: `key does not fit idpool (1-64 of A-Z a-z 0-9 _ - .): import it under a key of your choice with --key '${row.key}=KEY'`,
       });
       continue;
     }
@@ -98,7 +130,7 @@ export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: Readonl
     }
     const notes: string[] = [];
     const body: Record<string, unknown> = {
-      key: row.key,
+      key,
       firstId: firstId.toString(),
       incumbent: { kind, key: row.key, live: false },
     };
@@ -133,7 +165,7 @@ export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: Readonl
         tokens.length = 5;
       }
     }
-    plan.entities.push({ key: row.key, firstId, maxId: row.maxId, body, tokens, notes });
+    plan.entities.push({ key, tag: row.key, firstId, maxId: row.maxId, body, tokens, notes });
   }
   return plan;
 }
@@ -141,6 +173,8 @@ export function planImport(kind: Incumbent, rows: IncumbentRow[], only?: Readonl
 /** What happened to one planned entity. */
 export interface ImportOutcome {
   key: string;
+  /** The incumbent's tag, when imported under another key (`--key`): Leaf's and Tinyid's routes answer it. */
+  tag?: string;
   /** `registered` now, or `exists` from an earlier run (or by hand). */
   status: 'registered' | 'exists';
   firstId: string;
@@ -191,15 +225,14 @@ export async function runImport(
         if (first === undefined && fd !== undefined)
           writeSync(fd, `${JSON.stringify({ key: item.key, secret: created.secret })}\n`);
         outcome = {
-          key: item.key,
+          ...named(item),
           status: 'registered',
-          firstId: item.firstId.toString(),
           secretsAdded: first ? 1 : 0,
           ...(o.live ? { live: true } : {}),
         };
       } catch (err) {
         if (!(err instanceof CliError) || err.code !== 'conflict') throw err;
-        outcome = { key: item.key, status: 'exists', firstId: item.firstId.toString(), secretsAdded: 0 };
+        outcome = { ...named(item), status: 'exists', secretsAdded: 0 };
         const path = `/admin/apps/${encodeURIComponent(item.key)}`;
         const existing = await api.get<{
           startOffset: string;
@@ -234,14 +267,21 @@ export async function runImport(
   if (o.live) return { outcomes, moved: [] };
   const now = new Map((await reread()).map((r) => [r.key, r.maxId]));
   const moved = plan.entities
-    .filter((e) => now.get(e.key) !== e.maxId)
-    .map((e) => ({ key: e.key, before: e.maxId.toString(), after: String(now.get(e.key) ?? 'gone') }));
+    .filter((e) => now.get(e.tag) !== e.maxId)
+    .map((e) => ({ key: e.key, before: e.maxId.toString(), after: String(now.get(e.tag) ?? 'gone') }));
   // Held since registration; held now too if it existed before (served, and its pool discarded).
   const stayHeld = new Set(moved.map((m) => m.key));
   for (const e of plan.entities)
     await api.post(`/admin/apps/${encodeURIComponent(e.key)}/${stayHeld.has(e.key) ? 'hold' : 'release'}`, {});
   return { outcomes, moved };
 }
+
+/** An outcome's key, its row's tag when imported under another key, and its first id. */
+const named = (e: Pick<PlannedEntity, 'key' | 'tag' | 'firstId'>) => ({
+  key: e.key,
+  ...(e.tag === e.key ? {} : { tag: e.tag }),
+  firstId: e.firstId.toString(),
+});
 
 /** Accepts `token` as a secret of `key`; true when it was new (the API adds a known one only once). */
 async function addToken(api: Pick<AdminApi, 'post'>, key: string, token: string): Promise<boolean> {

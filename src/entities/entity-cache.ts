@@ -37,6 +37,8 @@ export class EntityCache implements SyncedCache {
   private static readonly SKEW_MARGIN_MS = 5000;
 
   private readonly entities = new Map<string, EntityConfig>();
+  /** Keys of the live entities that have an alias, by alias (aliases never change). */
+  private readonly aliases = new Map<string, string>();
   /** Keys of {@link entities} in order, rebuilt on the first page read after a change (pages are read far less often than entities change in a bulk import). */
   private sortedKeys: string[] | undefined;
   /**
@@ -60,7 +62,8 @@ export class EntityCache implements SyncedCache {
     const now = this.clock.now();
     const entities = await this.store.listLive();
     this.entities.clear();
-    for (const entity of entities) this.entities.set(entity.key, entity);
+    this.aliases.clear();
+    for (const entity of entities) this.remember(entity);
     this.sortedKeys = undefined;
     this.byKind = undefined;
     this.pulledAt = now;
@@ -88,15 +91,24 @@ export class EntityCache implements SyncedCache {
     return this.entities.get(key);
   }
 
+  /** The live entity whose alias is `alias` (an incumbent's tag that does not fit idpool's keys). */
+  byAlias(alias: string): EntityConfig | undefined {
+    const key = this.aliases.get(alias);
+    return key === undefined ? undefined : this.entities.get(key);
+  }
+
   /** Caches a live entity (new or changed). */
   remember(entity: EntityConfig): void {
     if (!this.entities.has(entity.key)) this.sortedKeys = undefined;
     // A changed entity may change kind (a format set): rebuild on the next ask.
     this.byKind = undefined;
     this.entities.set(entity.key, entity);
+    if (entity.alias) this.aliases.set(entity.alias, entity.key);
   }
 
   forget(key: string): void {
+    const alias = this.entities.get(key)?.alias;
+    if (alias) this.aliases.delete(alias);
     if (this.entities.delete(key)) this.sortedKeys = this.byKind = undefined;
   }
 

@@ -36,6 +36,8 @@ export interface Row {
   held?: string | null;
   incumbent?: string | null;
   live?: number | string;
+  /** Added by the IncumbentAlias migration. */
+  alias?: string | null;
   number_format: string | null;
   number_reset: string | null;
   number_time_zone: string | null;
@@ -78,6 +80,7 @@ export function toEntity(row: Row): EntityConfig {
     updateTime: Number(row.update_time),
     held: row.held ?? null,
     incumbent: parseIncumbent(row),
+    alias: row.alias ?? null,
   };
 }
 

@@ -57,6 +57,7 @@ export class SqlEntityStore implements EntityStore {
       'held',
       'incumbent',
       'live',
+      'alias',
       'number_format',
       'number_reset',
       'number_time_zone',
@@ -176,13 +177,13 @@ export class SqlEntityStore implements EntityStore {
     this.pending.unshift(...free);
   }
 
-  /** Rows per INSERT: 22 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
+  /** Rows per INSERT: 26 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(25).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(26).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, number_format, number_reset, number_time_zone, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, alias, number_format, number_reset, number_time_zone, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -203,6 +204,7 @@ export class SqlEntityStore implements EntityStore {
         entity.compat.join(','),
         entity.held ?? null,
         ...incumbentColumns(entity.incumbent),
+        entity.alias ?? null,
         entity.numbers?.format ?? null,
         entity.numbers?.reset ?? null,
         entity.numbers?.timeZone ?? null,

@@ -41,6 +41,13 @@ export interface EntityConfig {
   readonly held?: string | null;
   /** The incumbent's row the entity was imported from, and whether its segments are still reserved from it (a live cutover). */
   readonly incumbent?: IncumbentSource | null;
+  /**
+   * The incumbent's tag when it does not fit idpool's keys (Leaf's
+   * `order:v2`, imported as `order_v2`): Leaf's and Tinyid's routes answer
+   * it as they answer the key, for the same entity (its secret, limits and
+   * hold); the native and admin routes know only the key. Null otherwise.
+   */
+  readonly alias?: string | null;
 }
 
 /** Leaf's `leaf_alloc` row `key` (its `biz_tag`) or Tinyid's `tiny_id_info` row (its `biz_type`). */
@@ -246,6 +253,7 @@ export function withDefaults(
   remainder: number;
   held: string | null;
   incumbent: IncumbentSource | null;
+  alias: string | null;
 } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
@@ -273,6 +281,7 @@ export function withDefaults(
     compat: [...new Set(input.compat ?? [])],
     held: input.held ?? null,
     incumbent: input.incumbent ?? null,
+    alias: input.incumbent && input.incumbent.key !== input.key ? input.incumbent.key : null,
   };
 }
 
@@ -318,6 +327,7 @@ export function describeEntity(entity: EntityConfig) {
     updateTime: new Date(entity.updateTime).toISOString(),
     held: entity.held ?? null,
     incumbent: entity.incumbent ?? null,
+    alias: entity.alias ?? null,
   };
   if (entity.mode === 'snowflake') return common;
   return {

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock';
 import { ConflictError, NotFoundError } from '../errors';
-import { type EntityConfig, type EntitySecret, type RegisterInput, type UpdateInput } from './entity';
+import { type EntityConfig, type EntitySecret, KEY_PATTERN, type RegisterInput, type UpdateInput } from './entity';
 import { hashSecret, newSecret, secretAccepted, secretRecord, unexpired } from './secrets';
 import { EntityCache, type EntityChangeListener, EntityChangeListeners } from './entity-cache';
 import type { EntityStore } from './entity-store';
@@ -85,6 +85,17 @@ export class EntityRegistry implements EntityCatalog {
     return this.sync.lookup(() => this.cache.get(key));
   }
 
+  /**
+   * The live entity an incumbent's protocol (Leaf's, Tinyid's) names by
+   * `tag`: the entity with that key, or, for a tag that does not fit
+   * idpool's keys, the one imported with it as its alias. The two never
+   * meet: an alias never fits a key.
+   */
+  findByTag(tag: string): Promise<EntityConfig | undefined> {
+    if (KEY_PATTERN.test(tag)) return this.find(tag);
+    return this.sync.lookup(() => this.cache.byAlias(tag));
+  }
+
   async require(key: string): Promise<EntityConfig> {
     const entity = await this.find(key);
     if (!entity) throw new NotFoundError(`no entity with key "${key}"`);
@@ -119,8 +130,14 @@ export class EntityRegistry implements EntityCatalog {
     const secret = input.secret ?? newSecret();
     const now = this.clock.now();
     const entity: EntityConfig = { ...values, secrets: [secretRecord(secret, now)], createTime: now, updateTime: now };
+    if (entity.alias && this.cache.byAlias(entity.alias))
+      throw new ConflictError(`incumbent tag "${entity.alias}" is already the alias of another entity`);
     if (!(await this.store.insert(entity)))
-      throw new ConflictError(`key "${entity.key}" is already registered (retired keys are never reused)`);
+      throw new ConflictError(
+        entity.alias
+          ? `key "${entity.key}" or alias "${entity.alias}" is already registered (retired keys and aliases are never reused)`
+          : `key "${entity.key}" is already registered (retired keys are never reused)`,
+      );
     this.cache.remember(entity);
     // Other instances see the new entity at once.
     await this.sync.announce();
@@ -141,10 +158,11 @@ export class EntityRegistry implements EntityCatalog {
    * The live entity `key` when `secret` is one of its unexpired secrets, else
    * undefined: the same answer, after the same work, for an unknown key and a
    * wrong secret. The one check behind every credential (the native routes'
-   * Bearer secret, Tinyid's `token`).
+   * Bearer secret, Tinyid's `token`). `key` may be an alias
+   * ({@link findByTag}): the native routes pass only names that fit a key.
    */
   async authenticate(key: string, secret: string): Promise<EntityConfig | undefined> {
-    const found = await this.find(key);
+    const found = await this.findByTag(key);
     return secretAccepted(found, secret, this.clock.now()) ? found : undefined;
   }
 

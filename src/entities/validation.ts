@@ -5,6 +5,7 @@ import {
   type EntitySecret,
   type RegisterInput,
   type UpdateInput,
+  KEY_PATTERN,
   checkRules,
   withDefaults,
 } from './entity';
@@ -21,6 +22,7 @@ export function registrationValues(input: RegisterInput, refillTickMs: number, s
   if (input.mode === 'snowflake') refusePoolFields(input);
   if (input.mode === 'snowflake' && input.incumbent)
     throw new InvalidRequestError('an entity imported from an incumbent row has a number line: monotonic or trend');
+  refuseFittingAlias(input);
   if (input.firstId !== undefined && input.startOffset !== undefined)
     throw new InvalidRequestError('give startOffset or firstId, not both');
   const numbers = numberSettings(input);
@@ -28,6 +30,19 @@ export function registrationValues(input: RegisterInput, refillTickMs: number, s
   if (input.firstId !== undefined) values.startOffset = stride.of(values).firstNumberFrom(input.firstId);
   refuseBroken(values);
   return numbers ? { ...values, numbers } : values;
+}
+
+/**
+ * An incumbent's tag registered under another key becomes the alias Leaf's
+ * and Tinyid's routes answer to. Only a tag that does not fit idpool's keys
+ * may: one that fits would be a second key beside `key`, or another entity's.
+ */
+function refuseFittingAlias(input: RegisterInput): void {
+  const tag = input.incumbent?.key;
+  if (tag === undefined || tag === input.key || !KEY_PATTERN.test(tag)) return;
+  throw new InvalidRequestError(
+    `incumbent.key "${tag}" fits idpool's keys: register it under that key (only a tag that does not fit is served under another)`,
+  );
 }
 
 /**

@@ -29,6 +29,8 @@ export interface ReadinessReport {
   checks: Record<string, string>;
   /** Why not ready when it is not a failed check (shutting down). */
   reason?: string;
+  /** Failed checks that do not make the instance unready: a live cutover's incumbent database (docs/migrating.md). */
+  degraded?: string[];
   /**
    * How current the ops sampler's view (dashboard, pool gauges, pool
    * alarms) is. Reported, but not part of `ready`: stale monitoring does not
@@ -45,6 +47,7 @@ export interface HttpDeps {
   registry: Pick<
     EntityRegistry,
     | 'find'
+    | 'findByTag'
     | 'require'
     | 'page'
     | 'list'

@@ -258,11 +258,14 @@ export class Refiller {
 
   private async refillOnce(entityKey: string, atLeast: number): Promise<void> {
     const entity = this.options.entities.get(entityKey);
-    // A held entity's pool stays empty: no route serves it, and no direct consumer may pop from it.
-    if (!entity || entity.mode === 'snowflake' || entity.held) {
+    if (!entity || entity.mode === 'snowflake') {
       this.needsReset.delete(entityKey);
       return;
     }
+    // A held entity's pool stays empty: no route serves it, and no direct consumer may pop from it.
+    // Its reset waits for the release: one registered held (an import) has no epoch marker yet, and
+    // a first push without the reset before it is refused, then its segment discarded by the reset.
+    if (entity.held) return;
     let held = await this.options.lock.acquire(entityKey);
     // After a failover the lock of a refill that was under way came over with
     // replication and would block this entity for the rest of its TTL.

@@ -62,9 +62,14 @@ export function incumbentDatabase(kind: IncumbentKind, url: string): IncumbentDa
     kind,
     reserve: async (key, size, spacing) => {
       try {
-        return await withSession.transaction((s) =>
-          kind === 'leaf' ? reserveLeaf(s, text, key, size) : reserveTinyid(s, text, key, size, spacing),
-        );
+        if (kind === 'leaf') return await withSession.transaction((s) => reserveLeaf(s, text, key, size));
+        // Each attempt its own transaction: under MySQL's REPEATABLE READ a second read in the same one
+        // would see the snapshot of the first, so every retry after a lost race would lose again.
+        for (let attempt = 0; attempt < TINYID_ATTEMPTS; attempt++) {
+          const won = await withSession.transaction((s) => reserveTinyid(s, text, key, size, spacing));
+          if (won) return won;
+        }
+        throw new UnavailableError(`Tinyid's row "${key}" changed under every one of ${TINYID_ATTEMPTS} attempts`, 1);
       } catch (err) {
         return failed(err);
       }
@@ -84,9 +89,9 @@ async function reserveLeaf(s: Session, text: string, key: string, size: number):
 }
 
 /**
- * Tinyid's `updateMaxId`: read the row, then move `max_id` on only where
- * `max_id` and `version` are still what was read (another server got there
- * first otherwise: read again).
+ * One attempt of Tinyid's `updateMaxId`: read the row, then move `max_id` on
+ * only where `max_id` and `version` are still what was read. Undefined when
+ * another server got there first (the caller reads again, in a new transaction).
  */
 async function reserveTinyid(
   s: Session,
@@ -94,29 +99,26 @@ async function reserveTinyid(
   key: string,
   size: number,
   spacing: { delta: number; remainder: number },
-): Promise<IncumbentSegment> {
-  for (let attempt = 0; attempt < TINYID_ATTEMPTS; attempt++) {
-    const row = (
-      await s.query(
-        `SELECT id, CAST(max_id AS ${text}) AS max_id, delta, remainder, version FROM tiny_id_info WHERE biz_type = ?`,
-        [key],
-      )
-    ).at(0);
-    if (!row) throw new UnavailableError(`Tinyid's tiny_id_info has no row "${key}"`, 60);
-    if (Number(row.delta) !== spacing.delta || Number(row.remainder) !== spacing.remainder)
-      throw new UnavailableError(
-        `Tinyid's row "${key}" now has delta ${String(row.delta)} remainder ${String(row.remainder)}, the entity ${spacing.delta} and ${spacing.remainder}: its ids would not be the entity's`,
-        60,
-      );
-    const low = BigInt(String(row.max_id));
-    const high = low + BigInt(size) * BigInt(spacing.delta);
-    const changed = await s.execute(
-      'UPDATE tiny_id_info SET max_id = ?, update_time = CURRENT_TIMESTAMP, version = version + 1 WHERE id = ? AND max_id = ? AND version = ? AND biz_type = ?',
-      [high.toString(), row.id, low.toString(), row.version, key],
+): Promise<IncumbentSegment | undefined> {
+  const row = (
+    await s.query(
+      `SELECT id, CAST(max_id AS ${text}) AS max_id, delta, remainder, version FROM tiny_id_info WHERE biz_type = ?`,
+      [key],
+    )
+  ).at(0);
+  if (!row) throw new UnavailableError(`Tinyid's tiny_id_info has no row "${key}"`, 60);
+  if (Number(row.delta) !== spacing.delta || Number(row.remainder) !== spacing.remainder)
+    throw new UnavailableError(
+      `Tinyid's row "${key}" now has delta ${String(row.delta)} remainder ${String(row.remainder)}, the entity ${spacing.delta} and ${spacing.remainder}: its ids would not be the entity's`,
+      60,
     );
-    if (changed === 1) return { low, high };
-  }
-  throw new UnavailableError(`Tinyid's row "${key}" changed under every one of ${TINYID_ATTEMPTS} attempts`, 1);
+  const low = BigInt(String(row.max_id));
+  const high = low + BigInt(size) * BigInt(spacing.delta);
+  const changed = await s.execute(
+    'UPDATE tiny_id_info SET max_id = ?, update_time = CURRENT_TIMESTAMP, version = version + 1 WHERE id = ? AND max_id = ? AND version = ? AND biz_type = ?',
+    [high.toString(), row.id, low.toString(), row.version, key],
+  );
+  return changed === 1 ? { low, high } : undefined;
 }
 
 interface Sessions {
@@ -144,9 +146,11 @@ function mysqlSessions(url: string): Sessions {
       };
       let done = false;
       try {
-        await c.beginTransaction();
+        // As statements with the timeout: beginTransaction() and commit() have none, and a frozen server
+        // would hold the reservation (and the request) until it thaws.
+        await c.query({ sql: 'START TRANSACTION', timeout: INCUMBENT_TIMEOUT_MS });
         const result = await work(session);
-        await c.commit();
+        await c.query({ sql: 'COMMIT', timeout: INCUMBENT_TIMEOUT_MS });
         done = true;
         return result;
       } finally {
@@ -167,10 +171,14 @@ function pgSessions(url: string): Sessions {
     connectionString: url,
     connectionTimeoutMillis: INCUMBENT_TIMEOUT_MS,
     statement_timeout: INCUMBENT_TIMEOUT_MS,
+    // statement_timeout is the server's: a frozen or cut-off server never applies it, this one the client does.
+    query_timeout: INCUMBENT_TIMEOUT_MS,
     max: 4,
   });
-  // An idle client's error (the server went away) must not end the process.
+  // A client's error (the server went away) must not end the process: an idle one's reaches the pool, one
+  // checked out for a transaction (its query then fails, which the reservation answers as a 503) only itself.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const numbered = (sql: string) => {
     let i = 0;
     return sql.replace(/\?/g, () => `$${++i}`);

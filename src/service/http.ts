@@ -49,7 +49,17 @@ function readinessCheck(deps: {
       ...[...deps.incumbents.values()].map((incumbent) => probe(`${incumbent.kind}_database`, () => incumbent.ping())),
     ]);
     checks.lease = snowflake.leaseCheck();
-    return { ready: Object.values(checks).every((v) => v === 'ok'), checks, sampling: deps.sampling?.() };
+    // An incumbent's database is reported, never a reason to leave rotation: every instance shares it, so a 503
+    // here would take the whole fleet out, entities that are not live and live pools that still hold ids with it.
+    const incumbentChecks = new Set([...deps.incumbents.values()].map((incumbent) => `${incumbent.kind}_database`));
+    const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
+    const degraded = failed.filter(([name]) => incumbentChecks.has(name)).map(([name]) => name);
+    return {
+      ready: failed.every(([name]) => incumbentChecks.has(name)),
+      checks,
+      ...(degraded.length ? { degraded } : {}),
+      sampling: deps.sampling?.(),
+    };
   };
 }
 

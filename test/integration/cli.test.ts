@@ -325,6 +325,20 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     );
   });
 
+  it('stops quietly, exit 0, when its reader closed early (idpool --help | head)', async () => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', CLI, '--help'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // Closed before the CLI has even loaded: its first write meets a closed pipe (EPIPE), every time.
+    proc.stdout.destroy();
+    let stderr = '';
+    proc.stderr.on('data', (d) => (stderr += String(d)));
+    const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+
   it('answers bad usage with exit 2 and one line', async () => {
     const closed = await freePort();
     // Independent runs: started together to keep the test short.

@@ -113,6 +113,21 @@ async function sql(server: SqlServer, url: string, statements: [string, unknown[
   }
 }
 
+/**
+ * The first id of a just-imported entity on Leaf's route. Its pool fills as
+ * the import releases it; on a loaded machine the take's bounded wait may end
+ * first with Leaf's "no segment ready" (-3), which hands out nothing: asked
+ * again, as a Leaf client would.
+ */
+async function firstLeafId(url: string, tag: string): Promise<string> {
+  for (let i = 0; ; i++) {
+    const res = await fetch(`${url}/api/segment/get/${tag}`);
+    const body = await res.text();
+    if (res.status === 200 || i === 50 || !body.includes('Result{id=-3,')) return body;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 const TWO_53 = 2n ** 53n;
 const TOKEN = '0f673adf80504e2eaa552f5d791b644c';
 
@@ -134,7 +149,7 @@ for (const { server, name } of SQL_SERVERS) {
       instance = await startInstance({
         IDPOOL_DATABASE_URL: main.url,
         ...sharedRedisEnv(),
-        IDPOOL_COMPAT: 'leaf',
+        IDPOOL_COMPAT: 'leaf,tinyid',
       });
       env = { IDPOOL_URL: instance.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };
       // The incumbents' tables beside idpool's own (a trigger below reaches both), a second Tinyid database apart.
@@ -225,8 +240,7 @@ for (const { server, name } of SQL_SERVERS) {
       });
       expect(view.startOffset).toBe((TWO_53 + 7n).toString());
       // The first id Leaf never issued, byte for byte on its own route, then the native route after it.
-      const first = await fetch(`${instance.url}/api/segment/get/${k('orders')}`);
-      expect(await first.text()).toBe((TWO_53 + 7n).toString());
+      expect(await firstLeafId(instance.url, k('orders'))).toBe((TWO_53 + 7n).toString());
       const [line] = readFileSync(join(dir, 'only.jsonl'), 'utf8').trim().split('\n');
       const { secret } = JSON.parse(line) as { secret: string };
       expect(statSync(join(dir, 'only.jsonl')).mode & 0o777).toBe(0o600);
@@ -362,6 +376,164 @@ for (const { server, name } of SQL_SERVERS) {
       expect(
         (await call(`${instance.url}/admin/apps/${k('test_odd')}`, { token: ADMIN_TOKEN })).body.secrets,
       ).toHaveLength(2);
+    });
+    it('--key TAG=KEY: misfit tags imported under keys of your choice, answered under their own tags on Leaf and Tinyid routes only', async () => {
+      const [leafTag, tinyTag] = [`order:v2${s}`, `pay/v1${s}`];
+      const payToken = 'pay-token-0123456789abcdef';
+      await sql(server, main.url, [
+        [
+          'INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)',
+          [leafTag, '501', 100, null],
+        ],
+        [
+          'INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, version) VALUES (?, ?, ?, ?, ?, ?, 1)',
+          [tinyTag, '1', '900', 1000, 1, 0],
+        ],
+        ['INSERT INTO tiny_id_token (token, biz_type, remark) VALUES (?, ?, ?)', [payToken, tinyTag, '1']],
+      ]);
+      const leafArgs = ['apps', 'import-from', 'leaf', '--database-url', main.url, '--only', leafTag];
+      // A tag the table does not hold: a usage error naming it, nothing registered.
+      const unknown = await idpool([...leafArgs, '--key', `order:v9${s}=${k('x')}`], env);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain(
+        `--key "order:v9${s}=${k('x')}": the incumbent's table has no row "order:v9${s}"`,
+      );
+      // Without --key the dry run says how; with it, it shows the mapping and exits 0 (nothing skipped).
+      const bare = await idpool([...leafArgs, '--dry-run'], env);
+      expect(bare.code).toBe(2);
+      expect(bare.stderr).toContain(`with --key '${leafTag}=KEY'`);
+      const withKey = [...leafArgs, '--key', `${leafTag}=${k('order_v2')}`];
+      const dry = await idpool([...withKey, '--dry-run'], env);
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain(
+        `would register ${k('order_v2')} (leaf tag "${leafTag}"): first id 501 (max_id 501)`,
+      );
+      expect(await registered()).not.toContain(k('order_v2'));
+
+      const run = await idpool([...withKey, '--secrets', join(dir, 'alias.jsonl')], env);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`registered ${k('order_v2')} (leaf tag "${leafTag}"): first id 501`);
+      const view = (await call(`${instance.url}/admin/apps/${k('order_v2')}`, { token: ADMIN_TOKEN })).body;
+      expect(view).toMatchObject({
+        alias: leafTag,
+        incumbent: { kind: 'leaf', key: leafTag, live: false },
+        held: null,
+      });
+      const { secret } = JSON.parse(readFileSync(join(dir, 'alias.jsonl'), 'utf8').trim()) as { secret: string };
+      // Leaf's route answers the original tag (raw, as Leaf clients send it), then the key: one number line.
+      const leafGet = (tag: string) => fetch(`${instance.url}/api/segment/get/${tag}`);
+      // The row's first safe id, Leaf's max_id itself.
+      const first = BigInt(await firstLeafId(instance.url, leafTag));
+      expect(first).toBe(501n);
+      expect(await (await leafGet(k('order_v2'))).text()).toBe((first + 1n).toString());
+      // Tinyid's routes answer it too, with the entity's own secret and nothing else.
+      const tinyid = async (route: string, bizType: string, token: string) =>
+        (await fetch(
+          `${instance.url}/tinyid/id/${route}?${new URLSearchParams({ bizType, token, batchSize: '2' }).toString()}`,
+        ).then((r) => r.json())) as { data: unknown; code: number };
+      expect(await tinyid('nextId', leafTag, secret)).toMatchObject({
+        code: 200,
+        data: [Number(first + 2n), Number(first + 3n)],
+      });
+      expect(await tinyid('nextId', leafTag, payToken)).toMatchObject({ code: 5 });
+
+      // A Tinyid biz type the same way: its token opens it under its own name on Tinyid's routes.
+      const tiny = await idpool(
+        [
+          'apps',
+          'import-from',
+          'tinyid',
+          '--database-url',
+          main.url,
+          '--only',
+          tinyTag,
+          '--key',
+          `${tinyTag}=${k('pay_v1')}`,
+        ],
+        env,
+      );
+      expect(tiny.code, tiny.stderr).toBe(0);
+      expect(tiny.stdout).toContain(`registered ${k('pay_v1')} (tinyid tag "${tinyTag}"): first id 901`);
+      // Trend mode (Tinyid's clients hand out of their own segments): unique, none below the first safe id.
+      const pay = await tinyid('nextId', tinyTag, payToken);
+      expect(pay.code).toBe(200);
+      const payIds = pay.data as number[];
+      expect(new Set(payIds).size).toBe(2);
+      for (const id of payIds) expect(id >= 901).toBe(true);
+      const segment = (await tinyid('nextSegmentId', tinyTag, payToken)).data as { currentId: number };
+      expect(segment.currentId >= 900).toBe(true);
+      // It did not opt in to Leaf: Leaf's route refuses its tag as it refuses its key.
+      for (const name of [tinyTag, k('pay_v1')]) {
+        const refused = await leafGet(encodeURIComponent(name));
+        expect(refused.status).toBe(500);
+        expect(await refused.text()).toContain('Result{id=-2, status=EXCEPTION}');
+      }
+
+      // The alias is no second key: the native and admin routes know only the key...
+      const native = await call(`${instance.url}/apps/${encodeURIComponent(leafTag)}/ids`, {
+        method: 'POST',
+        token: secret,
+        body: { count: 1 },
+      });
+      expect(native.status).toBeGreaterThanOrEqual(400);
+      expect(native.status).toBeLessThan(500);
+      expect(
+        (await call(`${instance.url}/admin/apps/${encodeURIComponent(leafTag)}`, { token: ADMIN_TOKEN })).status,
+      ).not.toBe(200);
+      // ...a hold of the entity holds its tag on both routes...
+      const hold = await call(`${instance.url}/admin/apps/${k('order_v2')}/hold`, {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { reason: 'checking the alias is held too' },
+      });
+      expect(hold.status, JSON.stringify(hold.body)).toBe(200);
+      const held = await leafGet(leafTag);
+      expect(held.status).toBe(500);
+      expect(await held.text()).toContain('Result{id=-3, status=EXCEPTION}');
+      expect(await tinyid('nextId', leafTag, secret)).toMatchObject({ code: 6, data: null });
+      expect(
+        (
+          await call(`${instance.url}/admin/apps/${k('order_v2')}/release`, {
+            method: 'POST',
+            token: ADMIN_TOKEN,
+            body: {},
+          })
+        ).status,
+      ).toBe(200);
+      // Released: served again on its tag, above what it served before (the hold discarded its pool).
+      const after = await firstLeafId(instance.url, leafTag);
+      expect(BigInt(after) > first + 3n).toBe(true);
+      // ...and no other entity can take the tag, nor name a tag that fits a key as its alias.
+      const taken = await call(`${instance.url}/admin/apps`, {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { key: k('thief'), compat: ['leaf'], incumbent: { kind: 'leaf', key: leafTag, live: false } },
+      });
+      expect(taken.status).toBe(409);
+      expect(taken.body.error.message).toContain(`"${leafTag}" is already the alias of another entity`);
+      const fits = await call(`${instance.url}/admin/apps`, {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { key: k('thief'), compat: ['leaf'], incumbent: { kind: 'leaf', key: k('orders'), live: false } },
+      });
+      expect(fits.status).toBe(400);
+      expect(await registered()).not.toContain(k('thief'));
+      expect(await (await leafGet(leafTag)).text()).toBe((BigInt(after) + 1n).toString());
+
+      // The same import onto an idpool on SQLite: its migration adds the alias there too.
+      const lite = await startInstance({
+        IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'alias.db')}`,
+        // No Redis: the shared one holds the MariaDB instance's pool of the same key.
+        IDPOOL_REDIS_URL: '',
+        IDPOOL_COMPAT: 'leaf',
+      });
+      try {
+        const onLite = await idpool(withKey, { IDPOOL_URL: lite.url, IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN });
+        expect(onLite.code, onLite.stderr).toBe(0);
+        expect(await firstLeafId(lite.url, leafTag)).toBe('501');
+      } finally {
+        await lite.stop();
+      }
     });
   });
 }

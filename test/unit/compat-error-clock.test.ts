@@ -15,7 +15,11 @@ describe("Leaf's and Tinyid's error bodies take their timestamp from the injecte
   beforeAll(async () => {
     const app = createHttpApp({
       compat: ['leaf', 'tinyid'],
-      registry: { find: async () => undefined, authenticate: async () => undefined } as never,
+      registry: {
+        find: async () => undefined,
+        findByTag: async () => undefined,
+        authenticate: async () => undefined,
+      } as never,
       takes: { take: () => Promise.reject(new Error('no take expected')) },
       poolStore: { sizes: async () => [], next: async () => undefined },
       allocator: { peekMany: async () => new Map() },

@@ -86,4 +86,63 @@ describe('refiller: a pool discarded after a Redis server change', () => {
     expect(store.resets).toBe(2);
     expect(discarded).toEqual(['orders']);
   });
+
+  it('an entity registered held (an import) is claimed when released, before its first push: no segment discarded', async () => {
+    const clock = new FakeClock();
+    // Redis's epoch marker: a pool no reset has claimed refuses every push, as idpool_push_open does.
+    const claimed = new Set<string>();
+    const store = new (class extends MemoryPoolStore {
+      override async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
+        claimed.add(entityKey);
+        return super.reset(entityKey, issuedUpTo);
+      }
+      override async push(...args: Parameters<MemoryPoolStore['push']>) {
+        return claimed.has(args[0]) ? super.push(...args) : { kind: 'epoch_changed' as const };
+      }
+    })(clock);
+    const held = entityConfig({ key: 'orders', step: 100, maxPoolSize: 1000, startOffset: 3001n, held: 'importing' });
+    const configs = new Map([['orders', held]]);
+    const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] };
+    const discarded: string[] = [];
+    const allocator = new FakeSegmentAllocator();
+    allocator.addEntity('orders', 3001n);
+    const refiller = new Refiller({
+      entities,
+      allocator,
+      demand: new Demand({ clock, horizonSeconds: 60 }),
+      store,
+      lock: new MemoryRefillLock(),
+      stride: new IdStride(),
+      clock,
+      log: silentLogger,
+      intervalMs: 100,
+      sweepMs: 1000,
+      events: {
+        refilled: () => undefined,
+        fenceRefused: () => undefined,
+        databaseBehind: () => undefined,
+        poolDiscarded: (key: string) => void discarded.push(key),
+        epochChanged: () => undefined,
+        failed: () => undefined,
+      },
+    });
+    const run = async (ms: number) => {
+      for (let t = 0; t < ms; t += 50) {
+        clock.advance(50);
+        await settle();
+      }
+    };
+    refiller.start();
+    // Registered after the first sweep claimed every pool there was (none), as a registration marks it.
+    await run(1500);
+    refiller.markReset('orders');
+    await run(3000);
+    expect(await store.size('orders')).toBe(0); // held: never filled
+    // Released, then filled by the sweep (no take came first to ask for the reset).
+    configs.set('orders', { ...held, held: null });
+    await run(3000);
+    await refiller.stop();
+    expect(discarded).toEqual([]);
+    expect(await store.next('orders')).toBe(3001n);
+  });
 });

@@ -616,7 +616,7 @@ function probePaths(): Record<string, Schema> {
         tags: ['ops'],
         summary: 'Readiness: database, Redis and lease usable',
         description:
-          'Each dependency checked, failures reduced to their kind (no connection strings). 503 while any is unusable or the process shuts down.',
+          "Each dependency checked, failures reduced to their kind (no connection strings). 503 while the database, Redis or the lease is unusable or the process shuts down; a live cutover's incumbent database is reported in `degraded`, never a 503.",
         responses: {
           200: { description: 'Ready.', content: json(ref('Readiness')) },
           503: { description: 'Not ready; `reason` says why.', headers: retryAfter, content: json(ref('Readiness')) },

@@ -261,6 +261,11 @@ function entitySchemas(): Record<string, Schema> {
           ],
           description: 'The Leaf or Tinyid row it was imported from (docs/migrating.md); null: registered natively.',
         },
+        alias: {
+          anyOf: [{ type: 'string', maxLength: 190 }, { type: 'null' }],
+          description:
+            "The incumbent's tag when it does not fit idpool's keys (`order:v2`, imported with `--key`): Leaf's and Tinyid's routes answer it as the key; null otherwise.",
+        },
         currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },
         pool: {
           type: 'object',
@@ -354,6 +359,12 @@ function workerAndProbeSchemas(): Record<string, Schema> {
       properties: {
         status: { type: 'string', enum: ['ready', 'not_ready'] },
         reason: { type: 'string', description: 'Why not ready (present on 503).' },
+        degraded: {
+          type: 'array',
+          items: { type: 'string' },
+          description:
+            "Failed checks that leave the instance ready: a live cutover's incumbent database (its live entities answer 503; the rest serve).",
+        },
         checks: {
           type: 'object',
           additionalProperties: { type: 'string' },

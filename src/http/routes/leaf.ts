@@ -1,5 +1,5 @@
 import express, { type IRouter, type Request, type Response } from 'express';
-import { type EntityConfig, KEY_PATTERN } from '../../entities/entity';
+import type { EntityConfig } from '../../entities/entity';
 import type { Clock } from '../../clock';
 import { IdpoolError } from '../../errors';
 import { takeKind } from '../../take/take-service';
@@ -7,7 +7,7 @@ import type { HttpDeps } from '../deps';
 import type { ErrorAnswer } from '../errors';
 
 /** What Leaf's routes use: the registry (no credential: a lookup) and the native take. */
-export type LeafRouteDeps = Pick<HttpDeps, 'takes'> & { registry: Pick<HttpDeps['registry'], 'find'> };
+export type LeafRouteDeps = Pick<HttpDeps, 'takes'> & { registry: Pick<HttpDeps['registry'], 'findByTag'> };
 
 /**
  * Leaf's `Result` codes, carried in its error message
@@ -56,8 +56,9 @@ export function registerLeafRoutes(
   app.use(router);
 }
 
+/** The entity `key` names on Leaf's routes (its key, or its alias: a Leaf tag that does not fit idpool's keys). */
 async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' | 'snowflake'): Promise<EntityConfig> {
-  const entity = KEY_PATTERN.test(key) ? await deps.registry.find(key) : undefined;
+  const entity = await deps.registry.findByTag(key);
   if (!entity || !entity.compat.includes('leaf') || takeKind(entity) !== family)
     throw new LeafRefusal(KEY_NOT_SERVED, `no ${family} entity "${key}" is served to Leaf clients`);
   return entity;

@@ -43,11 +43,12 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
 /** The `/readyz` answer: each check as `publicCheck` shows it, and why when not ready. */
 function readinessBody(report: ReadinessReport): Record<string, unknown> {
   const checks = Object.fromEntries(Object.entries(report.checks).map(([k, v]) => [k, publicCheck(v)]));
-  const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
+  const failed = Object.entries(checks).filter(([k, v]) => v !== 'ok' && !report.degraded?.includes(k));
   const reason = report.reason ?? (failed.length ? failed.map(([k, v]) => `${k}: ${v}`).join('; ') : undefined);
   return {
     status: report.ready ? 'ready' : 'not_ready',
     ...(report.ready ? {} : { reason }),
+    ...(report.degraded ? { degraded: report.degraded } : {}),
     checks,
     ...(report.sampling ? { sampling: report.sampling } : {}),
   };

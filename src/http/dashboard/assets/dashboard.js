@@ -222,7 +222,8 @@
   }
   function renderRates(rates) {
     var head = $('take-rate-head');
-    head.textContent = rates.scope === 'fleet' ? 'Take rate, ids/s' : 'Take rate, ids/s (this instance)';
+    head.textContent =
+      rates.scope === 'fleet' ? 'Take rate, ids/s (all instances)' : 'Take rate, ids/s (this instance)';
     head.setAttribute('data-scope', rates.scope);
     head.title = rateScope(rates) + "; per-instance figures are in each instance's /metrics";
   }
@@ -308,7 +309,8 @@
       var ms = skews[k];
       return k + ' ' + (ms === null ? 'not read' : (ms > 0 ? '+' : '') + ms + ' ms');
     });
-    return parts.length ? parts.join(', ') : '-';
+    // One line each (the cell is `white-space: pre`): the table stays within 1,280 px.
+    return parts.length ? parts.join('\n') : '-';
   }
 
   function renderWorkers(workers) {
@@ -396,6 +398,41 @@
       : 'Snowflake ids are not enabled on this instance.';
   }
 
+  // A live cutover's incumbent databases (Leaf's, Tinyid's), as /readyz checks them: hidden when there is none.
+  function renderIncumbents() {
+    fetch('/readyz', { cache: 'no-store' })
+      .then(function (res) {
+        return res.json();
+      })
+      .then(function (ready) {
+        var out = $('incumbents');
+        // Sorted: the checks are listed in the order their probes answered.
+        var names = Object.keys(ready.checks || {})
+          .filter(function (k) {
+            return /^(leaf|tinyid)_database$/.test(k);
+          })
+          .sort();
+        var down = names.filter(function (k) {
+          return ready.checks[k] !== 'ok';
+        });
+        out.hidden = names.length === 0;
+        out.className = down.length ? 'down' : 'ok';
+        out.setAttribute('data-down', down.join(','));
+        out.textContent = names
+          .map(function (k) {
+            return (
+              k.replace('_database', '') + ' database ' + (ready.checks[k] === 'ok' ? 'up' : 'DOWN: ' + ready.checks[k])
+            );
+          })
+          .join(', ');
+        out.title =
+          'the incumbent databases live entities still reserve from; down, their takes answer 503 once their pools are dry';
+      })
+      .catch(function () {
+        $('incumbents').hidden = true;
+      });
+  }
+
   function showLogin(message) {
     clearTimeout(timer);
     $('main').hidden = true;
@@ -436,6 +473,7 @@
         renderInstances(data.instances);
         renderSnowflake(data.snowflake);
         renderSampling(data.sampling);
+        renderIncumbents();
         $('status').textContent = 'updated ' + data.at;
         $('status').setAttribute('data-updated', data.at);
         timer = setTimeout(poll, POLL_MS);
