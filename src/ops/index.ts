@@ -100,11 +100,7 @@ export function createOps(deps: OpsDeps): Ops {
   );
   const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
   stream.fleet = fleet;
-  // The sweep's reads of pool sizes feed the sampler: an idle pool is read once for both.
-  const refillEvents: RefillEvents = {
-    ...opsRefillEvents(metrics, alarms, deps.entities, deps.stride),
-    levelsRead: (sizes, roundMs) => sampler.offer(sizes, roundMs),
-  };
+  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride, sampler);
   const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
     refused.set(entity, (refused.get(entity) ?? 0) + 1),
   );
