@@ -2,26 +2,48 @@
  * Business numbers beside plain segment ids, one service process, one run:
  * `POST /apps/:key/ids` single (64 connections) and batches of 1,000
  * (16 connections), numbers/s of an entity with a daily `format` against
- * ids/s of a plain monotonic one (issue 35's target: ≥ 0.9×). MariaDB +
- * Redis; rounds alternate the two so drift on a shared machine falls on both.
+ * ids/s of a plain monotonic one (issue 35's target: ≥ 0.9×). MariaDB and
+ * a private Redis; rounds alternate the two so drift on a shared machine
+ * falls on both. Beside the rates, what each 1,000 cost the service's CPU
+ * and Redis's (`/proc/<pid>/stat`, `INFO cpu`): on a machine shared with
+ * other work the rates swing with it, CPU per 1,000 much less.
  */
+import { readFileSync, rmSync } from 'node:fs';
 import Redis from 'ioredis';
-import { dropSchema, fmt, freshSchema, registerEntity, startService } from './fixtures/deployment';
+import { dropSchema, fmt, freshSchema, registerEntity, startRedis, startService } from './fixtures/deployment';
 import { load } from './fixtures/load';
 
-const REDIS = process.env.IDPOOL_BENCH_REDIS_URL || 'redis://127.0.0.1:6379/14';
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+/** CPU seconds a process has used (user + system), from /proc (clock ticks of 10 ms). */
+function processCpu(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds the Redis server has used (INFO cpu). */
+async function redisCpu(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
+interface Round {
+  rate: number;
+  serviceUsPer1000: number;
+  redisUsPer1000: number;
+}
+
 async function main(): Promise<void> {
   const schema = 'idpool_bench_numbers';
   const url = await freshSchema(schema);
-  const prefix = `idpool-bench-numbers-${Date.now()}`;
+  const server = await startRedis();
+  const redis = new Redis(server.url);
   const { base, proc } = await startService({
     IDPOOL_DATABASE_URL: url,
-    IDPOOL_REDIS_URL: REDIS,
-    IDPOOL_REDIS_KEY_PREFIX: prefix,
+    IDPOOL_REDIS_URL: server.url,
     IDPOOL_REQUEST_LOG: 'off',
   });
   const port = Number(new URL(base).port);
@@ -30,7 +52,7 @@ async function main(): Promise<void> {
     plain: await registerEntity(port, { key: 'plain', ...common }),
     numbers: await registerEntity(port, { key: 'numbers', format: 'INV{yyyy}{MM}{dd}-{seq:12}', ...common }),
   };
-  const runs: Record<string, number[]> = {};
+  const runs: Record<string, Round[]> = {};
   try {
     for (const [shape, connections, body, perRequest] of [
       ['single', 64, '{"count":1}', 1],
@@ -38,22 +60,30 @@ async function main(): Promise<void> {
     ] as const) {
       for (let round = 0; round < ROUNDS; round++)
         for (const key of ['plain', 'numbers'] as const) {
+          const [service0, redis0] = [processCpu(proc.pid ?? 0), await redisCpu(redis)];
           const r = await load(`${base}/apps/${key}/ids`, { connections, seconds: SECONDS, body, token: secrets[key] });
+          const [service1, redis1] = [processCpu(proc.pid ?? 0), await redisCpu(redis)];
           if (r.non2xx > 0) process.stdout.write(`  (${key} ${shape}: ${r.non2xx} non-2xx)\n`);
-          (runs[`${shape} ${key}`] ??= []).push(r.rps * perRequest);
+          const thousands = (r.rps * perRequest * SECONDS) / 1000;
+          (runs[`${shape} ${key}`] ??= []).push({
+            rate: r.rps * perRequest,
+            serviceUsPer1000: ((service1 - service0) * 1e6) / thousands,
+            redisUsPer1000: ((redis1 - redis0) * 1e6) / thousands,
+          });
         }
-      const plain = median(runs[`${shape} plain`]);
-      const numbers = median(runs[`${shape} numbers`]);
+      const of = (key: string, field: keyof Round) => median(runs[`${shape} ${key}`].map((r) => r[field]));
+      const ratio = (field: keyof Round) => (of('numbers', field) / of('plain', field)).toFixed(2);
       process.stdout.write(
-        `${shape.padEnd(6)}  plain ${fmt(plain).padStart(10)} ids/s   business numbers ${fmt(numbers).padStart(10)} numbers/s   ratio ${(numbers / plain).toFixed(2)}×\n`,
+        `${shape.padEnd(6)}  plain ${fmt(of('plain', 'rate')).padStart(10)} ids/s   business numbers ${fmt(of('numbers', 'rate')).padStart(10)} numbers/s   ratio ${ratio('rate')}×\n` +
+          `        CPU per 1,000: service ${fmt(of('plain', 'serviceUsPer1000'))} µs plain, ${fmt(of('numbers', 'serviceUsPer1000'))} µs numbers (${ratio('serviceUsPer1000')}×); ` +
+          `Redis ${fmt(of('plain', 'redisUsPer1000'))} µs plain, ${fmt(of('numbers', 'redisUsPer1000'))} µs numbers (${ratio('redisUsPer1000')}×)\n`,
       );
     }
   } finally {
     proc.kill('SIGTERM');
-    const redis = new Redis(REDIS);
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
     redis.disconnect();
+    server.proc.kill('SIGTERM');
+    rmSync(server.dir, { recursive: true, force: true });
     await dropSchema(schema);
   }
 }

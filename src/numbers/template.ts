@@ -106,12 +106,15 @@ export class NumberTemplate {
 
   /** The fixed prefix and suffix around the sequence for one period: formatting many numbers then costs one pad each. */
   formatter(period: Pick<Period, 'date'>): (seq: bigint | number) => string {
+    const { head, tail, width } = this.parts(period);
+    return (seq) => head + String(seq).padStart(width, '0') + tail;
+  }
+
+  /** A period's numbers as `head`, the sequence zero-padded to `width`, `tail`: the date is the same in all of them. */
+  parts(period: Pick<Period, 'date'>): { head: string; tail: string; width: number } {
     const marker = this.format(period, 0n);
     const at = this.offsetOfSeq();
-    const head = marker.slice(0, at);
-    const tail = marker.slice(at + this.seqWidth);
-    const width = this.seqWidth;
-    return (seq) => head + String(seq).padStart(width, '0') + tail;
+    return { head: marker.slice(0, at), tail: marker.slice(at + this.seqWidth), width: this.seqWidth };
   }
 
   /**

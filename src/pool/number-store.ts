@@ -1,27 +1,23 @@
 /**
- * Business numbers in Redis (docs/numbers.md): per entity two lists of
- * formatted numbers, one per slot, each holding one period, and a period
+ * Business numbers in Redis (docs/numbers.md): per entity the numbers of
+ * the period the Redis clock is in, formatted, in its `ids` list (expiring
+ * at the period's end), the next period's in a staged list, and a period
  * table the Lua functions read the Redis clock against
- * (`commands/number_*.lua`). The only TypeScript that calls them.
+ * (`commands/number_*.lua`). The only TypeScript that calls them. A take
+ * is a plain pool's take ({@link RedisPoolStore}): the `ids` list holds
+ * only numbers of now's period, so it pops them at a plain take's cost, and
+ * `FCALL idpool_pop` pops them as it pops plain ids.
  */
 import type { Period } from '../numbers/period';
-import { callFunction, scriptOutcome } from '../redis/functions';
+import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
 import { type NumberKeys, numberKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
-import { type TakenIds, listedIds } from './taken-ids';
+import { transaction } from '../redis/transaction';
+import type { TakeResult } from './pool-store';
+import { RedisPoolStore } from './redis-pool-store';
+import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './rpush-ids';
 
-export type NumberTakeResult =
-  | { readonly kind: 'ok'; readonly numbers: TakenIds; readonly remaining: number; readonly period: string }
-  /** Fewer than `count` ready in now's period (0: no slot holds it yet); nothing taken. */
-  | { readonly kind: 'short'; readonly size: number }
-  | { readonly kind: 'epoch_changed' }
-  | { readonly kind: 'rate_limited'; readonly retryAfterMs: number }
-  /** The period's counter is full: nothing more until the next period. */
-  | { readonly kind: 'period_full'; readonly msToPeriodEnd: number }
-  /** Now's period is older than one already taken from (the deciding clock went back). */
-  | { readonly kind: 'period_stale' };
-
-/** One slot as the refiller sees it. */
+/** One list as the refiller sees it: slot 0 the live list (`ids`), 1 the staged one. */
 export interface NumberSlot {
   readonly period: string | undefined;
   readonly start: number;
@@ -30,61 +26,48 @@ export interface NumberSlot {
   readonly size: number;
 }
 
-/** An entity's slots at one instant of the Redis clock. */
+/** An entity's lists at one instant of the Redis clock. */
 export interface NumberState {
   readonly now: number;
   /** False when the lists were filled in another Redis epoch (reset before use). */
   readonly epochCurrent: boolean;
+  /** [live, staged]; the staged period was made live first if the clock is in it. */
   readonly slots: readonly [NumberSlot, NumberSlot];
+  /** Start of the newest period that went live: no older period is served again. */
+  readonly latest: number;
 }
 
-export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'slot_busy';
+export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
 
-/** Numbers per push call: well under Lua's limit on unpacked arguments (~8,000). */
-export const NUMBERS_PER_PUSH = 5000;
+/** Numbers per push: as many ids as a plain push call carries (segment-push.ts: ~5 ms of Redis). */
+export const NUMBERS_PER_PUSH = 10_000;
 
 export class RedisNumberStore {
+  private readonly pool: RedisPoolStore;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
-  ) {}
+  ) {
+    this.pool = new RedisPoolStore(redis, prefix);
+  }
 
   private keys(entityKey: string): NumberKeys {
     return numberKeys(entityKey, this.prefix);
   }
 
-  async take(entityKey: string, count: number, maxPerSecond: number): Promise<NumberTakeResult> {
-    const k = this.keys(entityKey);
-    const reply = await callFunction<[number, number?, string?, string?]>(
-      this.redis,
-      'idpool_number_take',
-      [k.periods, k.epoch, k.lists[0], k.lists[1], k.ratePrefix],
-      [count, maxPerSecond],
-    );
-    const [code, value, joined, period] = reply;
-    const outcome = scriptOutcome('idpool_number_take', code, value, [
-      'short',
-      'epoch_changed',
-      'rate_limited',
-      'period_full',
-      'period_stale',
-    ]);
-    if (outcome.kind === 'ok')
-      return {
-        kind: 'ok',
-        numbers: listedIds((joined ?? '').split(',')),
-        remaining: outcome.value,
-        period: period ?? '',
-      };
-    return outcome;
+  /** `count` numbers of now's period, all or nothing: a plain take of the `ids` list (short once the period is over). */
+  take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
+    return this.pool.take(entityKey, count, maxPerSecond);
   }
 
+  /** The lists and periods by the Redis clock, the staged period made live first if the clock is in it. */
   async state(entityKey: string): Promise<NumberState> {
     const k = this.keys(entityKey);
     const r = await callFunction<(string | number | null)[]>(
       this.redis,
       'idpool_number_state',
-      [k.periods, k.epoch, k.lists[0], k.lists[1]],
+      [k.periods, k.epoch, k.ids, k.staged],
       [],
     );
     const slot = (at: number): NumberSlot => ({
@@ -94,41 +77,56 @@ export class RedisNumberStore {
       full: r[at + 3] === '1',
       size: Number(r[at + 4] ?? 0),
     });
-    return { now: Number(r[0]), epochCurrent: Number(r[1]) === 1, slots: [slot(2), slot(7)] };
+    return {
+      now: Number(r[0]),
+      epochCurrent: Number(r[1]) === 1,
+      slots: [slot(2), slot(7)],
+      latest: Number(r[12] ?? 0),
+    };
   }
 
-  /** Appends `numbers` (sequences `lowest..highest` of `period`, formatted) to `slot`; `full` marks the period's counter full. */
+  /**
+   * Appends `numbers` (sequences `lowest..highest` of `period`, formatted or
+   * as a {@link NumberRun}, in take order) to the list of `period`, live or staged as the Redis clock
+   * says; `full` marks the period's counter full. One MULTI
+   * (number_push_open-7.lua): the numbers reach Redis by a native RPUSH.
+   */
   async push(
     entityKey: string,
-    slot: 0 | 1,
     period: Period,
-    numbers: readonly string[],
+    numbers: readonly string[] | NumberRun,
     lowest: bigint | undefined,
     highest: bigint | undefined,
     full: boolean,
   ): Promise<NumberPushResult> {
     const k = this.keys(entityKey);
-    const [code] = await callFunction<[number, number]>(
-      this.redis,
-      'idpool_number_push',
-      [k.periods, k.epoch, k.fence, k.lists[0], k.lists[1]],
-      [
-        slot,
-        period.id,
-        period.start,
-        period.end,
-        lowest?.toString() ?? '',
-        highest?.toString() ?? '',
-        full ? 1 : 0,
-        ...numbers,
-      ],
-    );
-    const outcome = scriptOutcome('idpool_number_push', code, 0, ['epoch_changed', 'fenced', 'slot_busy']);
-    return outcome.kind;
+    const count = 'seqs' in numbers ? numbers.seqs.length : numbers.length;
+    const send = async () => {
+      const multi = queueFunction(
+        this.redis.multi(),
+        'idpool_number_push_open',
+        [k.periods, k.epoch, k.fence, k.ids, k.staged, k.pushing, k.pushOpen],
+        [period.id, period.start, period.end, lowest?.toString() ?? '', highest?.toString() ?? '', count, full ? 1 : 0],
+      );
+      if (count > 0)
+        queueRpush(multi, 'seqs' in numbers ? new RpushNumbers(k.pushing, numbers) : new RpushIds(k.pushing, numbers));
+      const replies = await transaction(
+        'push',
+        queueFunction(multi, 'idpool_number_push_close', [k.ids, k.staged, k.pushing, k.pushOpen], []),
+      );
+      const [code] = replies[0] as [number, number?];
+      return scriptOutcome('idpool_number_push_open', code, 0, [
+        'epoch_changed',
+        'fenced',
+        'period_stale',
+        'period_over',
+      ]).kind;
+    };
+    return withLibrary(this.redis, send);
   }
 
   /**
-   * Drops the lists filled in another epoch (`'epoch'`), or the slot holding
+   * Drops the lists filled in another epoch (`'epoch'`), or the list holding
    * one period; raises each given period's fence to its sequence. True when
    * something was dropped.
    */
@@ -142,7 +140,7 @@ export class RedisNumberStore {
     const dropped = await callFunction<number>(
       this.redis,
       'idpool_number_reset',
-      [k.periods, k.epoch, k.fence, k.lists[0], k.lists[1]],
+      [k.periods, k.epoch, k.fence, k.ids, k.staged],
       [what, ...fences.flatMap(([id, seq]) => [id, seq.toString()])],
     );
     return dropped === 1;
@@ -164,6 +162,6 @@ export class RedisNumberStore {
   /** Drops a retired entity's lists (its fences stay). */
   async discard(entityKey: string): Promise<void> {
     const k = this.keys(entityKey);
-    await this.redis.del(k.lists[0], k.lists[1], k.periods);
+    await this.redis.del(k.ids, k.staged, k.periods);
   }
 }

@@ -4,8 +4,9 @@
  * a `format`, as it picks segments or snowflake ids for the others.
  *
  * With Redis ({@link RedisNumberTakes}) the Redis server's clock decides the
- * period (`idpool_number_take` reads `TIME`), the period's numbers wait in
- * Redis already formatted, and the refill here keeps now's period and,
+ * period (the `ids` list holding now's period expires at its end, and the
+ * number functions read `TIME` to make the next period live), the period's
+ * numbers wait in Redis already formatted, and the refill here keeps now's period and,
  * ahead of the boundary, the next one filled from the per-period counters
  * in SQL. Without Redis ({@link LocalNumberTakes}) the process clock decides.
  */
@@ -18,23 +19,20 @@ import { NumberScheme } from '../numbers/scheme';
 import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter, type SeqRange } from '../segment/number-counter';
 import type { Demand } from './demand';
 import type { DispatchEvents } from './dispatcher';
-import { NUMBERS_PER_PUSH, type NumberSlot, type NumberState, type RedisNumberStore } from './number-store';
+import { NUMBERS_PER_PUSH, type NumberPushResult, type NumberState, type RedisNumberStore } from './number-store';
 import type { RefillLock } from './pool-store';
 import { entityRateLimited } from './rate-limit';
-import { shuffle } from './segment-push';
+import type { NumberRun } from './rpush-ids';
+import { PUSHES_IN_FLIGHT, shuffle } from './segment-push';
 import { type TakenIds, listedIds } from './taken-ids';
 
 /** Takes business numbers of an entity with a `format`. */
 export interface NumberTakes {
-  /**
-   * Not coalesced by the take service (its `Taker`): each take is one
-   * function call that picks its period itself; sharing one call per turn
-   * is left for later (docs/benchmarks.md).
-   */
-  readonly coalesce: false;
+  /** Whether one turn's takes of an entity share one {@link takeShared} call (the take service's `Taker`). */
+  readonly coalesce: boolean;
   /** `count` numbers of now's period, all or nothing, as strings. */
   take(entity: EntityConfig, count: number): Promise<TakenIds>;
-  /** Never called while `coalesce` is false; answers "take by take". */
+  /** One attempt at `total` numbers for a turn's takes; undefined: answer them take by take. */
   takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
   /** Moves the counter of period `periodId` up to at least `seq` (a team moving from an INCR counter); resolves to it after. */
   raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint>;
@@ -86,6 +84,21 @@ function formatRange(scheme: NumberScheme, entity: EntityConfig, period: Period,
   return out;
 }
 
+/**
+ * Range `range` of `period` as the push writes it: a {@link NumberRun}
+ * (sequences as numbers, the date written once) below 2^53, formatted
+ * strings beyond; a trend entity's shuffled within each step.
+ */
+function numberRun(scheme: NumberScheme, entity: EntityConfig, period: Period, range: SeqRange): NumberRun | string[] {
+  if (range.last > BigInt(Number.MAX_SAFE_INTEGER)) return formatRange(scheme, entity, period, range);
+  const first = Number(range.first);
+  const seqs = new Float64Array(Number(range.last) - first + 1);
+  for (let i = 0; i < seqs.length; i++) seqs[i] = first + i;
+  if (entity.mode === 'trend')
+    for (let s = 0; s < seqs.length; s += entity.step) shuffle(seqs, s, Math.min(s + entity.step, seqs.length));
+  return { ...scheme.template.parts(period), seqs };
+}
+
 function periodFull(entity: EntityConfig, scheme: NumberScheme, period: string, msLeft: number): PeriodExhaustedError {
   return new PeriodExhaustedError(
     `${entity.key}: period ${period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${Math.ceil(msLeft / 1000)} s`,
@@ -113,9 +126,15 @@ export interface RedisNumberTakesOptions {
   prefillLeadMs?: number;
 }
 
-/** Business numbers on Redis: the period by the Redis clock, the refill from SQL per period. */
+/**
+ * Business numbers on Redis: the period by the Redis clock, the refill from
+ * SQL per period. A take is a plain pool's take of the entity's `ids` list
+ * (it holds only now's period's numbers and expires at its end), coalesced
+ * per turn as plain takes are; only a short take asks the number functions
+ * why (the period just began, is full, or needs a refill).
+ */
 export class RedisNumberTakes implements NumberTakes {
-  readonly coalesce = false;
+  readonly coalesce = true;
   private readonly schemes = new Schemes();
   private readonly refills = new Map<string, Promise<void>>();
   /** Numbers this instance took per entity, running: what demand is measured from. */
@@ -123,54 +142,76 @@ export class RedisNumberTakes implements NumberTakes {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   private lastPrune = 0;
+  /** When (this process's monotonic clock) the soonest boundary a refill saw falls by the Redis clock: the tick wakes for it. */
+  private nextBoundary = Infinity;
 
   constructor(private readonly options: RedisNumberTakesOptions) {}
 
+  async takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined> {
+    const r = await this.options.store.take(entity.key, total, entity.maxSizePerSecond);
+    if (r.kind !== 'ok') return undefined;
+    this.served(entity, total, r.remaining);
+    return r.ids;
+  }
+
   async take(entity: EntityConfig, count: number): Promise<TakenIds> {
-    const scheme = this.schemes.of(entity);
     const deadline = this.options.clock.monotonic() + (this.options.shortWaitMs ?? 250);
     for (let attempt = 0; ; attempt++) {
       const r = await this.options.store.take(entity.key, count, entity.maxSizePerSecond);
-      switch (r.kind) {
-        case 'ok':
-          this.taken.set(entity.key, (this.taken.get(entity.key) ?? 0) + count);
-          if (r.remaining < this.options.demand.lowWatermark(entity)) void this.refillQuietly(entity);
-          return r.numbers;
-        case 'rate_limited':
-          this.options.events.rateLimited(entity.key);
-          throw entityRateLimited(entity.key, entity.maxSizePerSecond, r.retryAfterMs);
-        case 'period_full':
-          // Redis's clock said how long the period has left; its end is the calendar's boundary (one instant for the
-          // fleet, not this instance's now plus that wait, which drifts by milliseconds and would not fold as one alarm).
-          this.options.events.periodExhausted(
-            entity.key,
-            scheme.template.seqWidth,
-            scheme.calendar.at(this.options.clock.now() + r.msToPeriodEnd - 1).end,
-          );
-          throw periodFull(entity, scheme, 'now', r.msToPeriodEnd);
-        case 'period_stale':
-          throw new UnavailableError(
-            `${entity.key}: the Redis clock is behind a period already handed out (a failover to a server whose clock is behind); retry shortly`,
-          );
-        case 'epoch_changed':
-        case 'short':
-          if (attempt > 0 && this.options.clock.monotonic() > deadline) {
-            this.options.events.refused(entity.key);
-            throw new PoolExhaustedError(`${entity.key}: no business numbers ready; retry shortly`);
-          }
-          try {
-            await this.refill(entity);
-          } catch (err) {
-            this.options.events.refused(entity.key);
-            throw err;
-          }
-          if (attempt > 0) await this.options.clock.sleep(10);
+      if (r.kind === 'ok') {
+        this.served(entity, count, r.remaining);
+        return r.ids;
+      }
+      if (r.kind === 'rate_limited') {
+        this.options.events.rateLimited(entity.key);
+        throw entityRateLimited(entity.key, entity.maxSizePerSecond, r.retryAfterMs);
+      }
+      if (attempt > 0 && this.options.clock.monotonic() > deadline) {
+        this.options.events.refused(entity.key);
+        throw new PoolExhaustedError(`${entity.key}: no business numbers ready; retry shortly`);
+      }
+      // Short: the period may have just begun (its numbers staged), be full, or need a refill.
+      if (r.kind === 'short' && (await this.readyAfterShort(entity, count))) continue;
+      // The refill pushes in calls: look again every 20 ms rather than after its last (as the dispatcher does).
+      const refill = this.refill(entity, count).then(
+        () => undefined,
+        (err: unknown) => ({ err: err as Error }),
+      );
+      const failed = await Promise.race([refill, this.options.clock.sleep(20).then(() => undefined)]);
+      if (failed) {
+        this.options.events.refused(entity.key);
+        throw failed.err;
       }
     }
   }
 
-  takeShared(): Promise<undefined> {
-    return Promise.resolve(undefined);
+  /**
+   * After a short take: reads the lists (making a period that began live),
+   * true when `count` are now ready; throws when the period is full or the
+   * Redis clock is behind a period already served.
+   */
+  private async readyAfterShort(entity: EntityConfig, count: number): Promise<boolean> {
+    const scheme = this.schemes.of(entity);
+    const state = await this.options.store.state(entity.key);
+    if (!state.epochCurrent) return false;
+    const [live] = state.slots;
+    if (live.period !== undefined && live.start <= state.now && state.now < live.end) {
+      if (live.size >= count) return true;
+      if (live.full) {
+        this.options.events.periodExhausted(entity.key, scheme.template.seqWidth, live.end);
+        throw periodFull(entity, scheme, live.period, live.end - state.now);
+      }
+    } else if (scheme.calendar.at(state.now).start < state.latest)
+      throw new UnavailableError(
+        `${entity.key}: the Redis clock is behind a period already handed out (a failover to a server whose clock is behind); retry shortly`,
+      );
+    return false;
+  }
+
+  /** Counts a take for demand; a list below its watermark is refilled now. */
+  private served(entity: EntityConfig, count: number, remaining: number): void {
+    this.taken.set(entity.key, (this.taken.get(entity.key) ?? 0) + count);
+    if (remaining < this.options.demand.lowWatermark(entity)) void this.refillQuietly(entity);
   }
 
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
@@ -182,15 +223,23 @@ export class RedisNumberTakes implements NumberTakes {
     return after;
   }
 
-  /** Refills every business-number entity each tick; prunes old counters hourly. */
+  /**
+   * Refills every business-number entity each tick, and once more just
+   * after a boundary the refills saw coming (by the Redis clock), so the
+   * next period's numbers become the `ids` list that `FCALL idpool_pop`
+   * pops at once, not a tick later; prunes old counters hourly.
+   */
   start(): void {
     const tick = async () => {
+      this.nextBoundary = Infinity;
       for (const key of this.options.entities.numberKeys()) {
         const entity = this.options.entities.get(key);
         if (entity) await this.refillQuietly(entity);
       }
       await this.pruneHourly();
-      if (!this.stopped) this.timer = setTimeout(() => void tick(), this.options.intervalMs);
+      const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
+      if (!this.stopped)
+        this.timer = setTimeout(() => void tick(), Math.max(0, Math.min(this.options.intervalMs, untilBoundary)));
     };
     this.timer = setTimeout(() => void tick(), 0);
   }
@@ -227,28 +276,28 @@ export class RedisNumberTakes implements NumberTakes {
     }
   }
 
-  /** One refill of the entity at a time in this process; across instances, its refill lock. */
-  refill(entity: EntityConfig): Promise<void> {
+  /** One refill of the entity at a time in this process; across instances, its refill lock. `need`: a take waits for that many. */
+  refill(entity: EntityConfig, need = 0): Promise<void> {
     let running = this.refills.get(entity.key);
     if (!running) {
-      running = this.refillLocked(entity).finally(() => this.refills.delete(entity.key));
+      running = this.refillLocked(entity, need).finally(() => this.refills.delete(entity.key));
       this.refills.set(entity.key, running);
     }
     return running;
   }
 
-  private async refillLocked(entity: EntityConfig): Promise<void> {
+  private async refillLocked(entity: EntityConfig, need: number): Promise<void> {
     const held = await this.options.lock.acquire(entity.key);
     // Another instance refills it now: the take waits and looks again.
     if (!held) return;
     try {
-      await this.refillPeriods(entity);
+      await this.refillPeriods(entity, need);
     } finally {
       await held.release().catch(() => undefined);
     }
   }
 
-  private async refillPeriods(entity: EntityConfig): Promise<void> {
+  private async refillPeriods(entity: EntityConfig, need: number): Promise<void> {
     const scheme = this.schemes.of(entity);
     let state = await this.options.store.state(entity.key);
     if (!state.epochCurrent) {
@@ -258,11 +307,11 @@ export class RedisNumberTakes implements NumberTakes {
     this.options.demand.observe(entity.key, this.taken.get(entity.key) ?? 0);
     // Periods by the Redis clock: the one the takes will ask for.
     const current = scheme.calendar.at(state.now);
-    await this.fill(entity, scheme, state, current);
+    this.nextBoundary = Math.min(this.nextBoundary, this.options.clock.monotonic() + current.end - state.now);
+    await this.fill(entity, scheme, state, current, need);
     const next = scheme.calendar.after(current);
-    // Read again: the fill above may have taken the slot the snapshot showed free (a push there would be refused, its numbers lost).
     if (next && state.now >= next.start - (this.options.prefillLeadMs ?? 60_000))
-      await this.fill(entity, scheme, await this.options.store.state(entity.key), next);
+      await this.fill(entity, scheme, state, next, 0);
   }
 
   /**
@@ -280,20 +329,24 @@ export class RedisNumberTakes implements NumberTakes {
       this.options.log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
   }
 
-  private async fill(entity: EntityConfig, scheme: NumberScheme, state: NumberState, period: Period): Promise<void> {
-    const slot = slotFor(state, period);
-    if (slot === undefined) return;
-    const held: NumberSlot = state.slots[slot];
-    const size = held.period === period.id ? held.size : 0;
-    if (held.period === period.id && held.full) return;
-    if (held.period === period.id && size >= this.options.demand.lowWatermark(entity)) return;
-    const target = this.options.demand.target(entity);
+  private async fill(
+    entity: EntityConfig,
+    scheme: NumberScheme,
+    state: NumberState,
+    period: Period,
+    need: number,
+  ): Promise<void> {
+    // The list holding the period now (live or staged; the push picks which by the Redis clock).
+    const held = state.slots.find((slot) => slot.period === period.id);
+    const size = held?.size ?? 0;
+    if (held?.full) return;
+    if (held && size >= Math.max(need, this.options.demand.lowWatermark(entity))) return;
+    const target = Math.max(need, this.options.demand.target(entity));
     const want = Math.max(entity.step, Math.ceil((target - size) / entity.step) * entity.step);
     for (let carried = false; ; carried = true) {
       const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
       const full = !range || range.last >= scheme.capacity;
-      const numbers = range ? formatRange(scheme, entity, period, range) : [];
-      const result = await this.push(entity, slot, period, numbers, range, full);
+      const result = await this.push(entity, scheme, period, range, full);
       if (result !== 'fenced' || carried) return;
       // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
       const fence = await this.options.store.fence(entity.key, period.id);
@@ -306,36 +359,52 @@ export class RedisNumberTakes implements NumberTakes {
     }
   }
 
+  /**
+   * Pushes `range` of `period`, formatted, in calls of about
+   * {@link NUMBERS_PER_PUSH}; a trend entity's calls hold whole steps, so
+   * each call's lowest and highest sequence bound what it holds (the fence).
+   */
   private async push(
     entity: EntityConfig,
-    slot: 0 | 1,
+    scheme: NumberScheme,
     period: Period,
-    numbers: readonly string[],
     range: SeqRange | undefined,
     full: boolean,
-  ): Promise<'ok' | 'fenced' | 'epoch_changed' | 'slot_busy'> {
-    if (numbers.length === 0 || !range)
-      return this.options.store.push(entity.key, slot, period, [], undefined, undefined, full);
-    for (let at = 0; at < numbers.length; at += NUMBERS_PER_PUSH) {
-      const chunk = numbers.slice(at, at + NUMBERS_PER_PUSH);
-      const lowest = range.first + BigInt(at);
-      const highest = lowest + BigInt(chunk.length - 1);
-      const last = at + NUMBERS_PER_PUSH >= numbers.length;
-      const result = await this.options.store.push(entity.key, slot, period, chunk, lowest, highest, full && last);
-      if (result !== 'ok') return result;
+  ): Promise<NumberPushResult> {
+    if (!range) return this.options.store.push(entity.key, period, [], undefined, undefined, full);
+    const perCall =
+      entity.mode === 'trend'
+        ? entity.step * Math.max(1, Math.floor(NUMBERS_PER_PUSH / entity.step))
+        : NUMBERS_PER_PUSH;
+    const inFlight: Promise<NumberPushResult>[] = [];
+    let outcome: NumberPushResult = 'ok';
+    for (let lowest = range.first; lowest <= range.last && outcome === 'ok'; lowest += BigInt(perCall)) {
+      const end = lowest + BigInt(perCall) - 1n;
+      const highest = end < range.last ? end : range.last;
+      const numbers = numberRun(scheme, entity, period, { first: lowest, last: highest });
+      const call = this.options.store.push(
+        entity.key,
+        period,
+        numbers,
+        lowest,
+        highest,
+        full && highest === range.last,
+      );
+      // Handled now, awaited in order below: one failing while an earlier one is awaited is no unhandled rejection.
+      call.catch(() => undefined);
+      inFlight.push(call);
+      // As a segment's push (segment-push.ts): a few calls on the wire at once, Redis runs them in order.
+      const oldest = inFlight.length >= PUSHES_IN_FLIGHT ? inFlight.shift() : undefined;
+      if (oldest) outcome = await oldest;
     }
-    return 'ok';
+    // A refusal is final for the calls after it too (the epoch, `latest` and the clock only move on; a call
+    // above the fence is safe), so the first refusal is the answer.
+    for (const call of inFlight) {
+      const result = await call;
+      if (outcome === 'ok') outcome = result;
+    }
+    return outcome;
   }
-}
-
-/** The slot that holds `period`, else one whose period is over by the Redis clock (or empty); undefined when both hold live periods. */
-function slotFor(state: NumberState, period: Period): 0 | 1 | undefined {
-  const [a, b] = state.slots;
-  if (a.period === period.id) return 0;
-  if (b.period === period.id) return 1;
-  if (a.period === undefined || a.end <= state.now) return 0;
-  if (b.period === undefined || b.end <= state.now) return 1;
-  return undefined;
 }
 
 /**

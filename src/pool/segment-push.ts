@@ -8,7 +8,7 @@ import type { PoolStore, PushResult } from './pool-store';
 /** Ids per push call: bounds how long one call blocks Redis (~5 ms here). */
 const PUSH_IDS_PER_CALL = 10_000;
 /** Push calls on the wire at once: overlaps building ids with Redis work (measured: 4 is past the knee). */
-const PUSHES_IN_FLIGHT = 4;
+export const PUSHES_IN_FLIGHT = 4;
 
 /** What a push did: counted into the refiller's stats. */
 export interface PushCounts {

@@ -97,6 +97,10 @@ const SERVICE_COMMANDS = [
   '+hset',
   '+hgetall',
   '+hdel',
+  // Business numbers (number_*.lua, number-store.ts): the period table, the fences, the live list's end.
+  '+hmget',
+  '+hkeys',
+  '+pexpireat',
   // The epoch (run_id, master_replid), the memory check, the client's ready check; readiness.
   '+info',
   '+ping',

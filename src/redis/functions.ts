@@ -23,9 +23,8 @@ enum ScriptCode {
   RateLimited = -3,
   Fenced = -4,
   NotHolder = -5,
-  PeriodFull = -6,
   PeriodStale = -8,
-  SlotBusy = -9,
+  PeriodOver = -9,
 }
 
 /** What a function's result code and the number beside it mean. */
@@ -36,9 +35,8 @@ export type ScriptOutcome =
   | { readonly kind: 'rate_limited'; readonly retryAfterMs: number }
   | { readonly kind: 'fenced' }
   | { readonly kind: 'not_holder' }
-  | { readonly kind: 'period_full'; readonly msToPeriodEnd: number }
   | { readonly kind: 'period_stale' }
-  | { readonly kind: 'slot_busy' };
+  | { readonly kind: 'period_over' };
 
 /** A function answered a code its caller does not expect: the library and this process disagree (a bug). */
 export class ScriptCodeError extends Error {
@@ -82,12 +80,10 @@ function outcomeOf(code: number, value: number): ScriptOutcome | undefined {
       return { kind: 'fenced' };
     case ScriptCode.NotHolder:
       return { kind: 'not_holder' };
-    case ScriptCode.PeriodFull:
-      return { kind: 'period_full', msToPeriodEnd: value };
     case ScriptCode.PeriodStale:
       return { kind: 'period_stale' };
-    case ScriptCode.SlotBusy:
-      return { kind: 'slot_busy' };
+    case ScriptCode.PeriodOver:
+      return { kind: 'period_over' };
     default:
       return undefined;
   }
@@ -112,7 +108,7 @@ const PUBLIC_FUNCTIONS: ReadonlySet<string> = new Set(['pop']);
  * one to the `idpool` library would replace it while a release before it
  * still calls the functions that library then held.
  */
-const ADDED_PUBLIC: ReadonlyMap<string, string> = new Map([['number_pop', 'idpool_public_number_pop']]);
+const ADDED_PUBLIC: ReadonlyMap<string, string> = new Map();
 
 /** The library holding the public functions; before versioned libraries, the one library of every release. */
 export const PUBLIC_LIBRARY = 'idpool';

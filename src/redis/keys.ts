@@ -48,27 +48,33 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
   };
 }
 
-/** Keys of one business-number entity (docs/numbers.md; the Lua side in `commands/_prelude.lua`). */
-export interface NumberKeys {
-  /** The period table: which period each slot holds, its bounds, whether it is full, the newest period taken from. */
+/**
+ * Keys of one business-number entity (docs/numbers.md; the Lua side in
+ * `commands/_prelude.lua`). The numbers of the period the Redis clock is in
+ * wait in the entity's `ids` list, the one a plain pool uses, so that
+ * `FCALL idpool_pop` and the service's take pop them as they pop plain ids.
+ */
+export interface NumberKeys extends Pick<EntityKeys, 'ids' | 'epoch' | 'ratePrefix' | 'pushing' | 'pushOpen'> {
+  /** The period table: the live and the staged period, their bounds, whether full, the newest period gone live. */
   readonly periods: string;
   /** Highest sequence ever pushed, per period id (a hash). */
   readonly fence: string;
-  /** Formatted numbers of slot 0 and slot 1, head = next. */
-  readonly lists: readonly [string, string];
-  /** The Redis epoch the lists were filled in (the same key a plain pool's epoch would use). */
-  readonly epoch: string;
-  readonly ratePrefix: string;
+  /** Formatted numbers of the next period, until it begins and they become `ids`. */
+  readonly staged: string;
 }
 
 export function numberKeys(entityKey: string, prefix = DEFAULT_PREFIX): NumberKeys {
+  const k = entityKeys(entityKey, prefix);
   const base = `${prefix}:{${entityKey}}`;
   return {
+    ids: k.ids,
+    epoch: k.epoch,
+    ratePrefix: k.ratePrefix,
+    pushing: k.pushing,
+    pushOpen: k.pushOpen,
     periods: `${base}:n:periods`,
     fence: `${base}:n:fence`,
-    lists: [`${base}:n:ids:0`, `${base}:n:ids:1`],
-    epoch: `${base}:server`,
-    ratePrefix: `${base}:rate:`,
+    staged: `${base}:n:staged`,
   };
 }
 

@@ -138,17 +138,14 @@ describeWithServices('business numbers (in-process service, MariaDB + Redis)', {
     if (taken[0].slice(1, 9) === period) expect(taken[0]).toBe(`M${period}00005001`);
 
     const k = numberKeys(key, prefix);
-    const popped = (await redis.call(
-      'FCALL',
-      'idpool_number_pop',
-      4,
-      k.periods,
-      k.epoch,
-      k.lists[0],
-      k.lists[1],
-      10,
-    )) as string[];
+    // A direct consumer's guarded pop, the one plain pools have: now's period's numbers, formatted.
+    const popped = (await redis.fcall('idpool_pop', 2, k.ids, k.epoch, 10)) as string[];
     expect(popped).toHaveLength(10);
+    expect(popped.every((n) => /^M\d{8}\d{8}$/.test(n))).toBe(true);
+    // The list expires at the period's last millisecond by the Redis clock: nothing pops its leftovers after it.
+    const day = popped[0].slice(1, 9);
+    const dayEnd = Date.UTC(Number(day.slice(0, 4)), Number(day.slice(4, 6)) - 1, Number(day.slice(6, 8)) + 1);
+    expect(await redis.call('PEXPIRETIME', k.ids)).toBe(dayEnd - 1);
     const more = (await takeIds(url, key, secret, 20)).body.ids;
     const all = [...taken, ...popped, ...more];
     expect(new Set(all).size).toBe(all.length);

@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EntityKeys, entityKeys, fleetKeys } from '../../src/redis/keys';
+import { type EntityKeys, entityKeys, fleetKeys, numberKeys } from '../../src/redis/keys';
+import { RedisNumberStore } from '../../src/pool/number-store';
+import { NumberScheme } from '../../src/numbers/scheme';
+import type { Period } from '../../src/numbers/period';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions, OWN_LIBRARY, PUBLIC_LIBRARY, registeredName } from '../../src/redis/functions';
 import { idpool, json } from '../support/cli';
@@ -83,6 +86,12 @@ const pushOpen = (k: EntityKeys, id = '1') =>
   [registeredName('idpool_push_open'), 6, k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen, id, id, 1] as const;
 
 const NOPERM = /^NOPERM/;
+
+/** The Redis server's clock, Unix ms: the clock that decides a business number's period. */
+async function redisNow(redis: Redis): Promise<number> {
+  const [seconds, micros] = (await redis.time()).map(Number);
+  return seconds * 1000 + Math.floor(micros / 1000);
+}
 
 /** Runs `command` and returns the error message it was refused with. */
 async function refusal(run: () => Promise<unknown>): Promise<string> {
@@ -220,11 +229,9 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     expect(await admin.lrange(other.ids, 0, -1)).toEqual(ids);
     expect(await admin.get(own.fence)).toBe('1010');
     expect(await admin.get(own.epoch)).toBe(await admin.get(other.epoch));
-    // This release's library, the public one and the public library added later (idpool_number_pop): no other.
+    // This release's library and the public one: no other.
     const libraries = (await admin.call('FUNCTION', 'LIST')) as unknown[][];
-    expect(libraries.map((library) => library[1]).sort()).toEqual(
-      [OWN_LIBRARY, PUBLIC_LIBRARY, 'idpool_public_number_pop'].sort(),
-    );
+    expect(libraries.map((library) => library[1]).sort()).toEqual([OWN_LIBRARY, PUBLIC_LIBRARY].sort());
   });
 
   it('ACL DRYRUN agrees, and names the key: FCALL of any function may not touch the fence', async () => {
@@ -269,6 +276,57 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
       expect(await admin.lrange(own.ids, 0, -1)).toEqual(ids.slice(4));
     } finally {
       await admin.call('ACL', 'SETUSER', user, '-fcall', '+fcall|idpool_pop');
+    }
+  });
+
+  it("a business-number entity: its consumer pops formatted numbers of now's period with FCALL idpool_pop, never the next period's", async () => {
+    const key = 'receipts';
+    const numbers = new RedisNumberStore(admin, 'idpool');
+    const scheme = NumberScheme.of(
+      NumberScheme.settings({ format: 'INV{yyyy}{MM}{dd}-{seq:6}', timeZone: 'Asia/Shanghai' }),
+    );
+    await numbers.reset(key, 'epoch', []);
+    // Now's period by the Redis clock (once more if a boundary fell between reading the clock and the push).
+    let period = scheme.calendar.at(await redisNow(admin));
+    const formatted = (p: Period, from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_, i) => scheme.template.formatter(p)(from + i));
+    let result = await numbers.push(key, period, formatted(period, 1, 5), 1n, 5n, false);
+    if (result === 'period_over') {
+      period = scheme.calendar.at(await redisNow(admin));
+      result = await numbers.push(key, period, formatted(period, 1, 5), 1n, 5n, false);
+    }
+    expect(result).toBe('ok');
+    const next = scheme.calendar.after(period)!;
+    expect(await numbers.push(key, next, formatted(next, 1, 3), 1n, 3n, false)).toBe('ok');
+
+    const printed = await printedAcl([key]);
+    expect(await redisCli(redis.port, `${printed.setuser}\n`)).toBe('OK');
+    const receipts = new Redis({
+      host: '127.0.0.1',
+      port: redis.port,
+      username: `idpool-pop-${key}`,
+      password: printed.password,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 0,
+    });
+    const k = numberKeys(key);
+    try {
+      const today = formatted(period, 1, 5);
+      expect(await receipts.fcall('idpool_pop', 2, k.ids, k.epoch, 2)).toEqual(today.slice(0, 2));
+      expect(await receipts.lpop(k.ids)).toBe(today[2]);
+      // The list ends with its period by the Redis clock (Redis expires a key once its clock is past the time).
+      expect(await admin.call('PEXPIRETIME', k.ids)).toBe(period.end - 1);
+      // Two left of now's period: a pop of three takes nothing, and the next period's numbers are never popped early.
+      expect(await receipts.fcall('idpool_pop', 2, k.ids, k.epoch, 3)).toEqual([]);
+      expect(await receipts.fcall('idpool_pop', 2, k.ids, k.epoch, 2)).toEqual(today.slice(3));
+      expect(await receipts.fcall('idpool_pop', 2, k.ids, k.epoch, 1)).toEqual([]);
+      // The staged numbers, the period table and the fences are not the consumer's.
+      expect(await admin.lrange(k.staged, 0, -1)).toEqual(formatted(next, 1, 3));
+      expect(await refusal(() => receipts.lpop(k.staged))).toMatch(NOPERM);
+      expect(await refusal(() => receipts.hset(k.periods, 'latest', '0'))).toMatch(NOPERM);
+      expect(await refusal(() => receipts.hset(k.fence, period.id, '0'))).toMatch(NOPERM);
+    } finally {
+      receipts.disconnect();
     }
   });
 
@@ -375,8 +433,17 @@ describeWithServices('idpool redis-acl --service: the service runs as its own AC
       maxSizePerTimes: 100,
     });
     const events = await register(url, { key: 'events', mode: 'snowflake', maxSizePerSecond: 10_000 });
+    const receipts = await register(url, {
+      key: 'receipts',
+      format: 'R{yyyy}{MM}{dd}-{seq:8}',
+      step: 100,
+      maxPoolSize: 500,
+      maxSizePerSecond: 0,
+      maxSizePerTimes: 100,
+    });
     const issued = new Issued();
     const trend = new Set<string>();
+    const numbers = new Set<string>();
 
     /** Takes `rounds` batches of orders (ten times its pool: refills) and of the others. */
     const takeAll = async (rounds: number) => {
@@ -387,6 +454,10 @@ describeWithServices('idpool redis-acl --service: the service runs as its own AC
           trend.add(id);
         }
         expect(await takeServed(url, 'events', events, 10)).toHaveLength(10);
+        for (const number of await takeServed(url, 'receipts', receipts, 20)) {
+          expect(numbers.has(number), `business number ${number} twice`).toBe(false);
+          numbers.add(number);
+        }
       }
     };
     await takeAll(100);

@@ -209,11 +209,10 @@ describeWithServices('a rolling upgrade from the previous release under load', {
       expect(popped).toBeGreaterThan(0);
       expect(popErrors, `${popRetries} pops answered IDPOOL_SERVER_CHANGED and were retried`).toEqual([]);
 
-      // No old instance alive: only the public libraries (idpool_pop, and idpool_number_pop in one of its own, for
-      // direct consumers) and this release's are left.
+      // No old instance alive: only the public library (idpool_pop, for direct consumers) and this release's are left.
       await waitFor(
         async () => {
-          const libs = (await libraries()).filter((l) => l.name !== 'idpool_public_number_pop');
+          const libs = await libraries();
           return libs.length === 2 && libs.find((l) => l.name === 'idpool')?.functions.join() === 'idpool_pop';
         },
         { timeoutMs: 4 * TTL_MS, message: 'the previous release functions removed' },

@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { RpushIds } from '../../src/pool/rpush-ids';
+import { type NumberRun, RpushIds, RpushNumbers } from '../../src/pool/rpush-ids';
 import { IdStride } from '../../src/segment/stride';
 
 // A push writes its RPUSH by hand (RedisPoolStore.push): the bytes must be
@@ -67,5 +67,39 @@ describe('RpushIds', () => {
     expect(command.name).toBe('rpush');
     expect(command.getKeys()).toEqual(['idpool:{orders}:pushing']);
     expect(command.getSlot()).toBe(new Command('rpush', ['idpool:{orders}:ids', '1']).getSlot());
+  });
+});
+
+// A business-number push writes its numbers from their sequences (RedisNumberStore.push): the same bytes as
+// ioredis writes for the formatted strings, whatever the width, the digits and the literal around the sequence.
+describe('RpushNumbers', () => {
+  const formatted = (run: NumberRun) =>
+    Array.from(run.seqs, (s) => run.head + String(s).padStart(run.width, '0') + run.tail);
+  const ioredisBytes = (key: string, numbers: string[]) => {
+    const writable = new Command('rpush', [key, ...numbers]).toWritable(undefined as never);
+    return typeof writable === 'string' ? Buffer.from(writable, 'utf8') : writable;
+  };
+  const same = (run: NumberRun) =>
+    expect(
+      new RpushNumbers('idpool:{receipts}:pushing', run)
+        .toWritable()
+        .equals(ioredisBytes('idpool:{receipts}:pushing', formatted(run))),
+    ).toBe(true);
+
+  it('writes the bytes ioredis writes for the formatted numbers, widths 1 to 16, sequences at every digit edge', () => {
+    for (let width = 1; width <= 16; width++) {
+      const edges = [1, 9, 10, 11, 99_999_999, 100_000_000, 100_000_001, 10 ** width - 1].filter(
+        (s) => s < 10 ** width,
+      );
+      same({ head: 'INV20261128-', tail: '', width, seqs: new Float64Array(edges) });
+      same({ head: '', tail: '/2026.11', width, seqs: new Float64Array(edges) });
+    }
+    same({
+      head: 'SH2026112800',
+      tail: 'X',
+      width: 5,
+      seqs: Float64Array.from({ length: 10_000 }, (_, i) => 10_000 + i),
+    });
+    same({ head: 'A', tail: 'B', width: 16, seqs: new Float64Array([9_007_199_254_740_991, 1_000_000_000_000_000]) });
   });
 });

@@ -100,34 +100,48 @@ local function refusePush(KEYS, lowest)
   end
 end
 
--- Business numbers (docs/numbers.md): an entity's numbers wait in two
--- lists, one per slot (0, 1), each holding one period's numbers, already
--- formatted. KEYS[1] of every number function is the entity's period table,
--- a hash: `p<slot>` the period id, `s<slot>` and `e<slot>` its first instant
--- and the first after it (Unix ms), `x<slot>` = 1 when its counter is full,
--- and `latest` the start of the newest period anyone took from.
--- numberNow answers which slot's period holds the Redis server's clock now:
--- one clock decides the period for every instance. Returns the slot's
--- fields, or nil and now when neither slot holds a period covering now.
-local function numberNow(periodsKey)
+-- Business numbers (docs/numbers.md). The numbers of the period the Redis
+-- clock is in wait formatted in the entity's `ids` list, the list a plain
+-- pool uses, so idpool_pop, the service's take and a raw LPOP all pop them;
+-- the list expires (PEXPIREAT) at the period's last millisecond, so once
+-- the Redis clock passes the boundary nothing pops its leftovers. The next
+-- period's numbers wait in a staged list until the period begins, when a
+-- number function makes them the `ids` list (numberPromote).
+-- KEYS[1] of every number function is the period table, a hash: `p0 s0 e0
+-- x0` the live period's id, first instant, first instant after (Unix ms)
+-- and 1 when its counter is full; `p1 s1 e1 x1` the staged period's; and
+-- `latest` the start of the newest period that went live: no older period
+-- goes live again (a failover to a server whose clock is behind), so no
+-- old-period number is handed out after a new-period one.
+
+-- The Redis server's clock, Unix ms: one clock decides the period for every instance.
+local function redisNow()
   local t = rcall('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local h = rcall('HMGET', periodsKey, 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1', 'latest')
-  for slot = 0, 1 do
-    local s, e = tonumber(h[slot * 4 + 2]), tonumber(h[slot * 4 + 3])
-    if s and now >= s and now < e then
-      return {slot = slot, id = h[slot * 4 + 1], start = s, stop = e, full = h[slot * 4 + 4] == '1',
-              latest = tonumber(h[9] or '0'), now = now}
-    end
-  end
-  return nil, now
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- After a take from period `p` (numberNow's): its start becomes `latest`
--- when newer. A period that starts before `latest` is refused before it
--- pops (a clock gone back in a failover): no old-period number after a new one.
-local function numberTaken(periodsKey, p)
-  if p.start > p.latest then
-    rcall('HSET', periodsKey, 'latest', p.start)
+-- Makes the staged period live once the Redis clock (`now`) is in it, the
+-- live list then holding its numbers and expiring at its end; drops a staged
+-- period that is already over. Returns the period table's fields after it,
+-- HMGET's order: p0 s0 e0 x0 p1 s1 e1 x1 latest.
+local function numberPromote(periodsKey, liveKey, nextKey, now)
+  local h = rcall('HMGET', periodsKey, 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1', 'latest')
+  local s1, e1 = tonumber(h[6]), tonumber(h[7])
+  if not s1 or now < s1 then
+    return h
   end
+  if now < e1 and s1 >= tonumber(h[9] or '0') then
+    rcall('DEL', liveKey)
+    if rcall('EXISTS', nextKey) == 1 then
+      rcall('RENAME', nextKey, liveKey)
+      rcall('PEXPIREAT', liveKey, e1 - 1)
+    end
+    rcall('HSET', periodsKey, 'p0', h[5], 's0', h[6], 'e0', h[7], 'x0', h[8] or '0', 'latest', h[6])
+    h[1], h[2], h[3], h[4], h[9] = h[5], h[6], h[7], h[8] or '0', h[6]
+  else
+    rcall('DEL', nextKey)
+  end
+  rcall('HDEL', periodsKey, 'p1', 's1', 'e1', 'x1')
+  h[5], h[6], h[7], h[8] = false, false, false, false
+  return h
 end

@@ -3,15 +3,15 @@
   With ARGV[1] = 'epoch', only when the lists were filled in another Redis
   epoch (a restart or failover: they may hold numbers already handed out);
   then the epoch marker is set to now's. With ARGV[1] = a period id, the
-  slot holding that period is dropped whatever its epoch (its counter was
+  list holding that period is dropped whatever its epoch (its counter was
   raised: `POST /admin/apps/:key/raise`).
 
   Input:
     KEYS[1] period table
     KEYS[2] epoch marker
     KEYS[3] fence hash
-    KEYS[4] numbers list of slot 0
-    KEYS[5] numbers list of slot 1
+    KEYS[4] live list (the entity's `ids`)
+    KEYS[5] staged list
     ARGV[1] 'epoch' or a period id
     ARGV[2..] pairs: period id, sequence every number up to which may have been issued
 
