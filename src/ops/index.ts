@@ -236,6 +236,7 @@ function createSampler(
     clockWatch: deps.clockWatch,
     sampleMs: config.sampleMs,
     rateWindowMs: config.rateWindowMs,
+    periodRateWindowMs: config.periodRateWindowMs,
     // Five samples at least, so one refill does not make the chart jump.
     chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
     historyMs: config.historyMs,

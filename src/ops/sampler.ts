@@ -9,6 +9,7 @@ import { AlarmRules } from './alarm-rules';
 import { type EntityOverview, dashboardRows } from './dashboard-rows';
 import { EntityHistory, type EntityHistoryOptions } from './entity-history';
 import { SnowflakeSampling, type SnowflakeSamplingOptions } from './snowflake-sampling';
+import { NumberSampling, type NumberSamplingOptions, type NumberUsageSource, type NumberView } from './number-sampling';
 import type { EntityForecast } from './forecast';
 import { round } from './format';
 import { errorMessage } from '../errors';
@@ -32,7 +33,7 @@ const IDLE_BATCH = 200;
 const ACTIVE_MS = 60_000;
 
 /** What the sampler reads and where it reports; its history's and its snowflake side's options with it. */
-export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions {
+export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions, NumberSamplingOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
   poolStore: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
@@ -81,6 +82,8 @@ export class OpsSampler {
   private readonly history: EntityHistory;
   /** The worker lease and snowflake forecasts (snowflake mode). */
   private readonly snowflakeSide: SnowflakeSampling;
+  /** Business-number entities: their period's use and forecast, read from the number takes. */
+  private readonly numberSide: NumberSampling;
   private readonly rules: AlarmRules;
   private readonly schedule: Periodic;
   private readonly failureLog: RepeatLimiter;
@@ -102,6 +105,7 @@ export class OpsSampler {
     this.rules = new AlarmRules(options);
     this.history = new EntityHistory(options);
     this.snowflakeSide = new SnowflakeSampling(options, this.rules);
+    this.numberSide = new NumberSampling(options, this.rules);
     const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
     this.round = new ActivityRound({
       list: () => options.entities.list().filter((e) => e.mode !== 'snowflake'),
@@ -147,6 +151,11 @@ export class OpsSampler {
       if (entity && entity.mode !== 'snowflake') batch.set(key, entity);
     }
     return { entities: [...batch.values()], known: fed.sizes, rounds: Math.max(rounds, fed.rounds) };
+  }
+
+  /** Reads business-number periods from `source` (the number takes, built after the ops side). */
+  readNumbersFrom(source: NumberUsageSource): void {
+    this.numberSide.readFrom(source);
   }
 
   /** Ids of the entity were served here: it is read every run from the next one on. */
@@ -200,7 +209,9 @@ export class OpsSampler {
     // `live` is set when a round starts (the registry is listed once a round).
     const { items, listed, rounds: ownRounds } = this.round.next();
     const live = listed && new Set(listed.map((e) => e.key));
-    const { entities, known, rounds } = this.batch(items, ownRounds);
+    const { entities: picked, known, rounds } = this.batch(items, ownRounds);
+    // Business numbers have no pool or offset of their own: their periods are read apart.
+    const entities = picked.filter((e) => !e.numbers);
     const keys = entities.map((e) => e.key);
     const unread = keys.filter((key) => !known.has(key));
     const [offsets, read] = await Promise.all([
@@ -222,8 +233,15 @@ export class OpsSampler {
         this.sampleEntity(entity, sizes[i], offsets.get(entity.key), at, capacity),
       );
     }
+    // Side by side: two Redis round trips each, in flight together on the one connection.
+    await Promise.all(
+      picked
+        .filter((e) => e.numbers)
+        .map((entity) => this.guard('entity', entity.key, () => this.numberSide.sampleEntity(entity))),
+    );
     if (!live) return;
     for (const key of this.history.keys()) if (!live.has(key)) this.forget(key);
+    for (const key of this.numberSide.keys()) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
     for (const key of [...this.options.metrics.sampleAge.values.keys()])
       if (!live.has(key)) this.options.metrics.sampleAge.remove({ entity: key });
@@ -295,6 +313,7 @@ export class OpsSampler {
   private forget(key: string): void {
     this.failureLog.forget(key);
     this.history.forget(key);
+    this.numberSide.forget(key);
     this.options.metrics.forgetEntity(key);
     this.rules.forgetEntity(key);
   }
@@ -307,6 +326,7 @@ export class OpsSampler {
         demand: this.options.demand,
         lastSample: (key) => this.history.lastSample(key),
         forecast: (key) => this.history.forecast(key),
+        numbers: (key) => this.numberSide.view(key),
         chart: (key) => this.history.chart(key),
         sampledAt: (key) => this.sampledAt(key),
         isStale: (key, now) => this.isStale(key, now),
@@ -348,6 +368,11 @@ export class OpsSampler {
   /** When a run last read the pools, or undefined before the first. */
   lastSampleAt(): number | undefined {
     return this.lastSampledAt;
+  }
+
+  /** The latest period reading and forecast of a business-number entity (`GET /admin/apps`, tests). */
+  numberView(entityKey: string): NumberView | undefined {
+    return this.numberSide.view(entityKey);
   }
 
   /** The latest forecast of one entity (tests, CLI). */

@@ -166,7 +166,10 @@ describeWithServices(
         '/apps/{key}/ids/{id}',
         await call(`${base}/apps/${inv}/ids/${invTake.body.ids[0]}`, { token: invSecret }),
       );
-      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${inv}`, admin));
+      const invShown = await call(`${base}/admin/apps/${inv}`, admin);
+      conforms('GET', '/admin/apps/{key}', invShown);
+      // Its period's use (NumberPeriod): 3 of the 9 numbers of {seq:1} taken.
+      expect(invShown.body.period).toMatchObject({ id: String(new Date().getUTCFullYear()), used: '3', capacity: '9' });
       conforms(
         'PATCH',
         '/admin/apps/{key}',

@@ -7,6 +7,7 @@ import { OpsSampler } from '../../src/ops/sampler';
 import { silentLogger } from '../../src/logger';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
+import { SAMPLER_SETTINGS } from '../support/sampler';
 
 const entity = (key: string, over: Partial<EntityConfig> = {}): EntityConfig =>
   entityConfig({ key, maxSizePerTimes: 100, ...over });
@@ -72,14 +73,7 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
       opts.snowflakeEndsInDays === undefined
         ? undefined
         : () => ({ timeExhaustedAt: clock.now() + opts.snowflakeEndsInDays! * 86_400_000, jsSafeLimitAt: undefined }),
-    sampleMs: 1000,
-    rateWindowMs: 60_000,
-    chartRateWindowMs: 5000,
-    historyMs: 60_000,
-    horizonSeconds: 30 * 86_400,
-    poolDrySeconds: 10,
-    poolLowPercent: 50,
-    workerRangePercent: 90,
+    ...SAMPLER_SETTINGS,
   });
   const tick = async () => {
     clock.advance(1000);
