@@ -316,6 +316,7 @@ function opsConfig(r: EnvReader): OpsConfig {
     alertWorkerRangePercent: r.int('IDPOOL_ALERT_WORKER_RANGE_PERCENT', d.alertWorkerRangePercent, 1, 100),
     sampleMs: r.int('IDPOOL_OPS_SAMPLE_MS', d.sampleMs, 50, 60_000),
     rateWindowMs: r.int('IDPOOL_OPS_RATE_WINDOW_MS', d.rateWindowMs, 1000, 3_600_000),
+    periodRateWindowMs: r.int('IDPOOL_OPS_PERIOD_RATE_WINDOW_MS', d.periodRateWindowMs, 1000, 86_400_000),
     historyMs: r.int('IDPOOL_OPS_HISTORY_MS', d.historyMs, 10_000, 3_600_000),
     // The boolean words (1/true/yes/on, 0/false/no) read as all and off.
     requestLog: r.word('IDPOOL_REQUEST_LOG', REQUEST_LOG_WORDS, d.requestLog, 'all, errors or off'),

@@ -13,6 +13,7 @@ import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { LeasedSegment } from '../segment/lease';
 import type { NumberTakes } from '../pool/number-takes';
+import type { NumberView } from '../ops/period-forecast';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
@@ -68,8 +69,10 @@ export interface HttpDeps {
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
   takes: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
-  /** Business numbers (entities with a `format`, docs/numbers.md): the admin raise of one period. */
-  numbers?: Pick<NumberTakes, 'raise'>;
+  /** Business numbers (entities with a `format`, docs/numbers.md): the admin raise of one period, and now's period's use. */
+  numbers?: Pick<NumberTakes, 'raise' | 'usage'>;
+  /** The ops sampler's latest reading of a business-number entity's period, with its rate and forecast. */
+  numberViews?: (entityKey: string) => NumberView | undefined;
   /** Pool sizes of a page of entities in one round trip. */
   poolStore: Pick<PoolStore, 'sizes' | 'next'>;
   /** Drops a held entity's pool (`POST /admin/apps/:key/hold`), so a direct consumer pops nothing from it. */

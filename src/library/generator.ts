@@ -12,7 +12,14 @@ import { checkStride } from '../segment/stride-record';
 import { BigIntDoubleBuffer, NumberDoubleBuffer } from '../double-buffer/double-buffer';
 import { BufferedIdGenerator, type Deps, type IdGenerator } from './loader';
 import { LeasedIdGenerator } from './leased';
-import { DEFAULT_OPTIONS, type IdGeneratorOptions, idTypeFrom, settingsFrom, strideFrom } from './options';
+import {
+  DEFAULT_OPTIONS,
+  type GeneratorSeams,
+  type IdGeneratorOptions,
+  idTypeFrom,
+  settingsFrom,
+  strideFrom,
+} from './options';
 
 /** Without migrations, a database the service never ran on has no `application` table: say so plainly. */
 async function requireSchema(db: Database): Promise<void> {
@@ -34,6 +41,26 @@ async function requireSchema(db: Database): Promise<void> {
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
 export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: 'bigint' }): Promise<IdGenerator>;
 export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator> {
+  // A JavaScript caller's stray seams are not taken: the public options have none.
+  return buildGenerator({ ...options, allocator: undefined, entities: undefined, numberCounter: undefined });
+}
+
+/** {@link createIdGenerator} with the seams tests hand in (in this package only: `src/index.ts` does not export it). */
+export async function createIdGeneratorWith(
+  options: IdGeneratorOptions & GeneratorSeams & { ids: 'number' },
+): Promise<IdGenerator<number>>;
+export async function createIdGeneratorWith(
+  options?: IdGeneratorOptions & GeneratorSeams & { ids?: 'bigint' },
+): Promise<IdGenerator>;
+export async function createIdGeneratorWith(
+  options: IdGeneratorOptions & GeneratorSeams = {},
+): Promise<IdGenerator<number> | IdGenerator> {
+  return buildGenerator(options);
+}
+
+async function buildGenerator(
+  options: IdGeneratorOptions & GeneratorSeams,
+): Promise<IdGenerator<number> | IdGenerator> {
   const settings = settingsFrom(options);
   const ids = idTypeFrom(options);
   if (options.service) {

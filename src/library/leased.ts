@@ -1,3 +1,4 @@
+import { withClientSeams } from '../client/seams';
 import { IdpoolClient } from '../client/client';
 import { IdpoolLeaseNotReadyError, type LeasedIds } from '../client/leased-ids';
 import type { ClientClock } from '../client/transport';
@@ -32,33 +33,37 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
     const keys = Object.keys(service.secrets);
     if (keys.length === 0) throw new InvalidOptionError('service', 'service.secrets must name at least one entity');
     try {
-      this.client = new IdpoolClient({
-        endpoints: service.url,
-        clock,
-        fetch: fetchImpl,
-        entities: Object.fromEntries(
-          keys.map((key) => [
-            key,
-            {
-              secret: service.secrets[key],
-              mode: 'trend',
-              lease: {
-                ids,
-                prefetchAt: settings.prefetchAt,
-                maxSize: settings.maxStep,
-                targetSegmentMs: settings.targetSegmentMs,
-                waitMs: settings.waitMs,
+      this.client = new IdpoolClient(
+        withClientSeams({
+          endpoints: service.url,
+          clock,
+          fetch: fetchImpl,
+          entities: Object.fromEntries(
+            keys.map((key) => [
+              key,
+              {
+                secret: service.secrets[key],
+                mode: 'trend',
+                lease: {
+                  ids,
+                  prefetchAt: settings.prefetchAt,
+                  maxSize: settings.maxStep,
+                  targetSegmentMs: settings.targetSegmentMs,
+                  waitMs: settings.waitMs,
+                },
               },
-            },
-          ]),
-        ),
-      });
-      this.takes = new IdpoolClient({
-        endpoints: service.url,
-        clock,
-        fetch: fetchImpl,
-        entities: Object.fromEntries(keys.map((key) => [key, { secret: service.secrets[key] }])),
-      });
+            ]),
+          ),
+        }),
+      );
+      this.takes = new IdpoolClient(
+        withClientSeams({
+          endpoints: service.url,
+          clock,
+          fetch: fetchImpl,
+          entities: Object.fromEntries(keys.map((key) => [key, { secret: service.secrets[key] }])),
+        }),
+      );
     } catch (err) {
       throw new InvalidOptionError('service', (err as Error).message);
     }

@@ -82,9 +82,13 @@ export interface IdGeneratorOptions {
   onDatabaseBehind?: (report: DatabaseBehindReport) => void;
   clock?: Clock;
   log?: Logger;
-  /** Seam for tests and wrappers: reserves segments (default: SQL on the database). */
+}
+
+/** What tests hand a generator in place of the database (`createIdGeneratorWith`); not public options. */
+export interface GeneratorSeams {
+  /** Reserves segments (default: SQL on the database). */
   allocator?: SegmentAllocator;
-  /** Seam for tests: entity configuration (default: the `application` table). */
+  /** Entity configuration (default: the `application` table). */
   entities?: EntitySource;
   /** Seam for tests: business numbers' period counters (default: the `number_period` table). */
   numberCounter?: NumberCounter;

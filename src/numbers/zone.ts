@@ -18,6 +18,8 @@ export interface TimeZone {
   /** The canonical spelling: the IANA name Intl resolves it to, or `+HH:MM`. */
   readonly name: string;
   fieldsAt(ms: number): CalendarFields;
+  /** The wall clock at `ms` in this zone, `2026-11-28 14:20` (alarm messages: a forecast's time as the zone's people read it). */
+  wallClock(ms: number): string;
 }
 
 /** A zone the runtime does not know, or an offset out of range: the registration's 400 names `timeZone`. */
@@ -68,12 +70,31 @@ function fixedOffset(minutes: number, name: string): TimeZone {
       const d = new Date(ms + shift);
       return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours() };
     },
+    // `2026-11-28T14:20:…Z` of the shifted instant is the zone's wall clock.
+    wallClock: (ms) => new Date(ms + shift).toISOString().slice(0, 16).replace('T', ' '),
   };
 }
 
 function ianaZone(format: Intl.DateTimeFormat): TimeZone {
+  const name = format.resolvedOptions().timeZone;
+  // Minutes only for messages, so the period math's formatter stays at the hour; built when first asked.
+  let clock: Intl.DateTimeFormat | undefined;
   return {
-    name: format.resolvedOptions().timeZone,
+    name,
+    wallClock(ms) {
+      clock ??= new Intl.DateTimeFormat('en-US', {
+        timeZone: name,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+      });
+      const p: Record<string, string> = {};
+      for (const part of clock.formatToParts(ms)) p[part.type] = part.value;
+      return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;
+    },
     fieldsAt(ms) {
       const f = { year: 0, month: 0, day: 0, hour: 0 };
       for (const part of format.formatToParts(ms))

@@ -5,6 +5,7 @@ import type { Alarms } from './alarms';
 import type { ClockWatch } from '../worker/clock-watch';
 import { type EntityForecast, JS_SAFE_LIMIT, type SnowflakeForecast } from './forecast';
 import { dateIn, describeSeconds, isoDate, round } from './format';
+import { type NumberView, runOutText } from './period-forecast';
 
 /** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
 const CONFIRM_SAMPLES = 2;
@@ -12,7 +13,13 @@ const CONFIRM_SAMPLES = 2;
 type AlarmInput = Parameters<Alarms['set']>[0];
 
 /** The per-entity condition alarms, cleared when an entity is retired. */
-const ENTITY_ALARMS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const;
+const ENTITY_ALARMS = [
+  'pool_low',
+  'forecast_pool_dry',
+  'forecast_js_safe_limit',
+  'forecast_int63_limit',
+  'forecast_period_exhausted',
+] as const;
 
 export interface AlarmRuleOptions {
   alarms: Alarms;
@@ -31,6 +38,9 @@ export interface AlarmRuleOptions {
 /** This instance's clock against Redis's and the database's, as the running service checks it. */
 export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'maxSkewMs'>;
 
+/** The conditions {@link AlarmRules.checkEntity} keeps per entity. */
+const ENTITY_CONDITIONS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const;
+
 /**
  * Which sampled conditions raise which alarm: each holds for a number of
  * samples in a row before it alarms, and clears as soon as it stops holding.
@@ -39,6 +49,11 @@ export class AlarmRules {
   private readonly streaks = new Map<string, number>();
 
   constructor(private readonly options: AlarmRuleOptions) {}
+
+  /** Whether none of the entity's conditions holds (nothing raised, nothing on its way): a check on the same figures changes nothing. */
+  quiet(entityKey: string): boolean {
+    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(`${name}\u0000${entityKey}`));
+  }
 
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
@@ -97,6 +112,35 @@ export class AlarmRules {
         at: dateIn(at, f.int63Seconds),
         highestId: f.highestId.toString(),
         takePerSecond: round(f.takePerSecond),
+      },
+    }));
+  }
+
+  /**
+   * `forecast_period_exhausted` while a business-number period is full, or
+   * will be before it ends at the current rate; the time is the zone's
+   * (`wallClock`), as the people printing the numbers read it.
+   */
+  checkNumberPeriod(entity: EntityConfig, view: NumberView, wallClock: (ms: number) => string): void {
+    const { usage, forecast } = view;
+    const key = entity.key;
+    const full = usage.used >= usage.capacity;
+    const ends = runOutText(wallClock, usage.now, usage.period.end);
+    this.condition(forecast.beforeEnd, 'forecast_period_exhausted', key, () => ({
+      name: 'forecast_period_exhausted',
+      severity: 'warning',
+      entityKey: key,
+      message: full
+        ? `${key}: ${usage.digits} digits ran out; period ${usage.period.id} is full until ${ends} (${usage.timeZone})`
+        : `${key}: ${usage.digits} digits run out at ${view.runsOutLocal} (${usage.timeZone}), before period ${usage.period.id} ends at ${ends}: ${usage.used} of ${usage.capacity} used, ${round(forecast.takePerSecond)}/s`,
+      details: {
+        period: usage.period.id,
+        used: usage.used.toString(),
+        capacity: usage.capacity.toString(),
+        takePerSecond: round(forecast.takePerSecond),
+        runsOutAt: isoDate(forecast.runsOutAt),
+        periodEnd: isoDate(usage.period.end),
+        timeZone: usage.timeZone,
       },
     }));
   }

@@ -21,6 +21,7 @@ export type AlarmName =
   | 'clock_skew'
   | 'worker_range_nearly_full'
   | 'forecast_pool_dry'
+  | 'forecast_period_exhausted'
   | 'forecast_js_safe_limit'
   | 'forecast_int63_limit'
   | 'forecast_snowflake_time_exhausted'

@@ -2,6 +2,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { EntityForecast, PoolSample } from './forecast';
 import { finite, round } from './format';
+import { type NumberPeriodJson, type NumberView, numberPeriodJson } from './period-forecast';
 
 export interface ChartPoint {
   /** Unix ms. */
@@ -25,6 +26,8 @@ export interface EntityOverview {
   sampledAt: number | null;
   /** Not sampled for more than two sampling rounds: the row shows the last values read, not current ones. */
   stale: boolean;
+  /** Business numbers: now's period, its use and forecast (the pool is its ready numbers; offsets and 2^53 do not apply). */
+  period?: NumberPeriodJson;
 }
 
 /** What a dashboard row is built from: the sampler's view of one entity. */
@@ -33,6 +36,8 @@ export interface SampledView {
   /** The entity's latest sample, if any. */
   lastSample(entityKey: string): PoolSample | undefined;
   forecast(entityKey: string): EntityForecast | undefined;
+  /** A business-number entity's latest period reading. */
+  numbers(entityKey: string): NumberView | undefined;
   chart(entityKey: string): readonly ChartPoint[];
   /** When the entity was last sampled (Unix ms). */
   sampledAt(entityKey: string): number | undefined;
@@ -48,6 +53,11 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
     const f = view.forecast(entity.key);
     const watermark = view.demand.lowWatermark(entity);
     const target = view.demand.target(entity);
+    const numbers = entity.numbers ? view.numbers(entity.key) : undefined;
+    if (numbers) {
+      out.push(numberRow(entity, numbers, view, now));
+      continue;
+    }
     out.push({
       key: entity.key,
       mode: entity.mode,
@@ -73,4 +83,30 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
     });
   }
   return out;
+}
+
+/** A business-number entity's row: its period's ready numbers as the pool, its take rate and forecast as `period`. */
+function numberRow(entity: EntityConfig, numbers: NumberView, view: SampledView, now: number): EntityOverview {
+  const target = view.demand.target(entity);
+  const ready = numbers.usage.ready;
+  return {
+    key: entity.key,
+    mode: entity.mode,
+    pool: {
+      size: ready,
+      target,
+      max: entity.maxPoolSize,
+      lowWatermark: view.demand.lowWatermark(entity),
+      fillPercent: target > 0 ? round((ready * 100) / target) : 0,
+    },
+    currentOffset: numbers.usage.used.toString(),
+    highestId: null,
+    takePerSecond: round(numbers.forecast.takePerSecond),
+    reservePerSecond: 0,
+    forecast: { poolDrySeconds: null, jsSafeLimitSeconds: null, int63LimitSeconds: null },
+    history: [...view.chart(entity.key)],
+    sampledAt: view.sampledAt(entity.key) ?? null,
+    stale: view.isStale(entity.key, now),
+    period: numberPeriodJson(numbers),
+  };
 }

@@ -100,7 +100,7 @@ export function createOps(deps: OpsDeps): Ops {
   );
   const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
   stream.fleet = fleet;
-  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
+  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride, sampler);
   const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
     refused.set(entity, (refused.get(entity) ?? 0) + 1),
   );
@@ -236,6 +236,7 @@ function createSampler(
     clockWatch: deps.clockWatch,
     sampleMs: config.sampleMs,
     rateWindowMs: config.rateWindowMs,
+    periodRateWindowMs: config.periodRateWindowMs,
     // Five samples at least, so one refill does not make the chart jump.
     chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
     historyMs: config.historyMs,

@@ -84,6 +84,32 @@ export class OpsMetrics {
     'Seconds until the highest reserved id passes 2^63 at the current take rate',
     'min',
   );
+  // Business numbers (set by the sampler; one series per entity whatever the period: a new period moves the values).
+  readonly numberPeriodStart = this.entityGauge(
+    'idpool_number_period_start_timestamp_seconds',
+    "Unix time the entity's current business-number period started (by the clock that decides it)",
+    null,
+  );
+  readonly numberPeriodEnd = this.entityGauge(
+    'idpool_number_period_end_timestamp_seconds',
+    "Unix time the entity's current business-number period ends (the next one starts)",
+    null,
+  );
+  readonly numberPeriodUsed = this.entityGauge(
+    'idpool_number_period_used',
+    'Numbers of the current period no take can have any more: handed out, or dropped as gaps',
+    null,
+  );
+  readonly numberPeriodCapacity = this.entityGauge(
+    'idpool_number_period_capacity',
+    'Numbers one period holds: 10^N - 1 for {seq:N}',
+    null,
+  );
+  readonly forecastNumberPeriod = this.entityGauge(
+    'idpool_forecast_number_period_exhausted_seconds',
+    "Seconds until the current period's numbers run out at the rate over IDPOOL_OPS_PERIOD_RATE_WINDOW_MS (0 = full, +Inf = nothing taken)",
+    'min',
+  );
   // Sampling freshness: an entity the sampler no longer reaches must not show frozen values as current.
   readonly sampleAge: EntitySampleAge;
   readonly sampleAgeMax: Gauge = new Gauge({
@@ -247,6 +273,11 @@ export class OpsMetrics {
       this.forecastPoolDry,
       this.forecastJsSafe,
       this.forecastInt63,
+      this.numberPeriodStart,
+      this.numberPeriodEnd,
+      this.numberPeriodUsed,
+      this.numberPeriodCapacity,
+      this.forecastNumberPeriod,
       this.sampleAge,
     ]) {
       g.remove({ entity });

@@ -6,20 +6,22 @@ import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';
 import type { OpsMetrics } from './metrics';
-import type { SamplerOptions } from './sampler';
+import type { OpsSampler, SamplerOptions } from './sampler';
 
 interface Entities {
   get(key: string): EntityConfig | undefined;
 }
 
-/** Turns the refiller's events into metrics and alarms. */
+/** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes feed `sampler` (an idle pool is read once for both). */
 export function opsRefillEvents(
   metrics: OpsMetrics,
   alarms: Alarms,
   entities: Entities,
   stride: SamplerOptions['stride'],
+  sampler?: Pick<OpsSampler, 'offer'>,
 ): RefillEvents {
   return {
+    levelsRead: (sizes, roundMs) => sampler?.offer(sizes, roundMs),
     refilled(entity, seconds, steps, numbers) {
       metrics.refills.inc({ entity });
       metrics.refillDuration.observe(seconds);

@@ -20,6 +20,8 @@ export interface OpsConfig {
   sampleMs: number;
   /** Forecast rates are averaged over this long. */
   rateWindowMs: number;
+  /** A business-number period's forecast takes its rate over this long (`forecast_period_exhausted`). */
+  periodRateWindowMs: number;
   /** Dashboard chart history. */
   historyMs: number;
   /** Which HTTP requests get a log line: every one, non-2xx and slow ones, or none. */
@@ -49,6 +51,11 @@ export const DEFAULT_OPS: Readonly<OpsConfig> = {
   // One second: one LLEN pipeline and one SQL query a second per instance.
   sampleMs: 1000,
   rateWindowMs: 60_000,
+  // Fifteen minutes: a burst of a minute or two (a batch import) does not
+  // promise a run-out on its own, and a rush that began a quarter hour ago
+  // warns with most of a day still ahead. The period's average since its
+  // start would hide a rush behind a quiet night; a minute would flap.
+  periodRateWindowMs: 900_000,
   // Ten minutes of chart.
   historyMs: 600_000,
   // A line per request costs the single-id route 10-12 % of its throughput

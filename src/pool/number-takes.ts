@@ -44,6 +44,42 @@ export interface NumberTakes {
   takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
   /** Moves the counter of period `periodId` up to at least `seq` (a team moving from an INCR counter); resolves to it after. */
   raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint>;
+  /** How much of now's period is used, by the clock that decides the period (the ops sampler, `GET /admin/apps`). */
+  usage(entity: EntityConfig): Promise<NumberUsage>;
+}
+
+/** Now's period of a business-number entity and how much of it is gone. */
+export interface NumberUsage {
+  /** Now by the deciding clock (Redis's with Redis, the process's without), Unix ms. */
+  readonly now: number;
+  readonly period: Period;
+  /**
+   * Sequences of the period no take can have any more: the highest one
+   * reserved (pushed to Redis, or reserved in process) less those still
+   * ready. Dropped leftovers and gaps count as used: they are gone too.
+   */
+  readonly used: bigint;
+  /** Numbers of the period ready to take. */
+  readonly ready: number;
+  /** The period's highest sequence, 10^N − 1. */
+  readonly capacity: bigint;
+  /** N of `{seq:N}`. */
+  readonly digits: number;
+  readonly timeZone: string;
+}
+
+/** The usage figures of `period` with `reserved` sequences gone from the counter and `ready` of them waiting. */
+function usageOf(scheme: NumberScheme, now: number, period: Period, reserved: bigint, ready: number): NumberUsage {
+  const used = reserved - BigInt(ready);
+  return {
+    now,
+    period,
+    used: used > 0n ? used : 0n,
+    ready,
+    capacity: scheme.capacity,
+    digits: scheme.template.seqWidth,
+    timeZone: scheme.settings.timeZone,
+  };
 }
 
 /** Entities whose numbers to keep filled. */
@@ -182,6 +218,16 @@ export class RedisNumberTakes implements NumberTakes {
     const after = await this.options.counter.raise(entity.key, period, capped);
     await this.options.store.reset(entity.key, period.id, [[period.id, after]]);
     return after;
+  }
+
+  /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
+  async usage(entity: EntityConfig): Promise<NumberUsage> {
+    const scheme = this.schemes.of(entity);
+    const state = await this.options.store.state(entity.key);
+    const period = scheme.calendar.at(state.now);
+    const slot = state.slots.find((s) => s.period === period.id);
+    const fence = (await this.options.store.fence(entity.key, period.id)) ?? 0n;
+    return usageOf(scheme, state.now, period, fence, slot?.size ?? 0);
   }
 
   /**
@@ -401,5 +447,11 @@ export class LocalNumberTakes implements NumberTakes {
 
   stop(): void {
     this.local.stop();
+  }
+
+  /** Now's period by the process clock: its counter less what this process holds reserved and not yet handed out. */
+  async usage(entity: EntityConfig): Promise<NumberUsage> {
+    const { scheme, now, period, reserved, ready } = await this.local.standing(entity);
+    return usageOf(scheme, now, period, reserved, ready);
   }
 }

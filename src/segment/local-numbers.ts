@@ -204,6 +204,18 @@ export class LocalNumbers {
     this.ahead.set(entity.key, { period: next.id, ready });
   }
 
+  /** Now's period by the process clock, its counter, and how many of its numbers this process holds not handed out. */
+  async standing(
+    entity: NumberEntity,
+  ): Promise<{ scheme: NumberScheme; now: number; period: Period; reserved: bigint; ready: number }> {
+    const scheme = this.schemes.of(entity);
+    const now = this.options.clock.now();
+    const period = scheme.calendar.at(now);
+    const buffer = this.buffers.get(entity.key);
+    const ready = buffer?.period === period.id ? buffer.numbers.length : 0;
+    return { scheme, now, period, reserved: await this.options.counter.peek(entity.key, period.id), ready };
+  }
+
   /** Moves the counter of period `periodId` up to at least `seq`; what this process holds of that period is dropped. */
   async raise(entity: NumberEntity, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);

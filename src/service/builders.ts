@@ -369,6 +369,8 @@ export function buildPools(
     await guarded?.checkAll(registry.segmentKeys());
   };
   const numbers = buildNumberTakes(deps, deps.highWater);
+  // The sampler reads the periods from the takes, built after the ops side they report to.
+  deps.ops.sampler.readNumbersFrom(numbers);
   return {
     value: {
       allocator,

@@ -96,6 +96,7 @@ export function buildHttp(deps: {
     registry: deps.registry,
     takes: deps.takes,
     numbers: deps.pools.numbers,
+    numberViews: (key) => deps.ops.sampler.numberView(key),
     lines: deps.pools.refiller,
     poolStore: stores.poolStore,
     demand: stores.demand,

@@ -6,10 +6,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { numberKeys } from '../../src/redis/keys';
 import { type Service, createService } from '../../src/service';
+import { serviceParts } from '../../src/service/internals';
 import { FakeClock } from '../support/clock';
 import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
-import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/http';
 import {
   REDIS_URL,
   SQL_SERVERS,
@@ -21,6 +22,19 @@ import {
 
 const admin = { token: ADMIN_TOKEN };
 const seqOf = (n: string) => BigInt(n.slice(n.lastIndexOf('-') + 1));
+
+/** One series of `/metrics`, undefined when absent. */
+async function gauge(url: string, name: string, entity: string): Promise<number | undefined> {
+  const res = await fetch(`${url}/metrics`);
+  return parseMetrics(await res.text()).get(`${name}{entity="${entity}"}`);
+}
+
+/** A fixed offset that puts the zone's clock near noon now, so no period boundary falls inside a test; with today's date there. */
+function noonZone(): { timeZone: string; date: string } {
+  const hours = 12 - new Date().getUTCHours();
+  const timeZone = `${hours < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:00`;
+  return { timeZone, date: new Date(Date.now() + hours * 3600_000).toISOString().slice(0, 10) };
+}
 
 for (const { server, name } of SQL_SERVERS) {
   describeWithServices(
@@ -42,6 +56,9 @@ for (const { server, name } of SQL_SERVERS) {
           IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
           IDPOOL_WORKER_ID: '1',
           IDPOOL_WORKER_ID_UNSAFE: '1',
+          // The capacity test watches the forecast come and go: samples every 100 ms, its rate over 2 s.
+          IDPOOL_OPS_SAMPLE_MS: '100',
+          IDPOOL_OPS_PERIOD_RATE_WINDOW_MS: '2000',
         });
         service = await createService(config, { redisPrefix: prefix, ops: { requestLog: 'off' } });
         url = `http://127.0.0.1:${await service.listen(0)}`;
@@ -133,6 +150,73 @@ for (const { server, name } of SQL_SERVERS) {
         const retryAfter = Number(full.headers.get('retry-after'));
         const yearEnd = Date.UTC(new Date().getUTCFullYear() + 1, 0, 1);
         expect(Math.abs(retryAfter - (yearEnd - Date.now()) / 1000)).toBeLessThan(5);
+        // The period's use in /metrics: all 99, and the forecast at 0 (run out).
+        await expect.poll(() => gauge(url, 'idpool_number_period_used', key), { timeout: 10_000 }).toBe(99);
+        expect(await gauge(url, 'idpool_number_period_capacity', key)).toBe(99);
+        expect(await gauge(url, 'idpool_forecast_number_period_exhausted_seconds', key)).toBe(0);
+      });
+
+      it('capacity: /metrics, GET /admin/apps and the forecast alarm follow a {seq:3} entity taken near its capacity; the alarm clears once the takes stop', async () => {
+        const key = uniqueKey('cap');
+        const { timeZone, date } = noonZone();
+        const secret = await register(url, { key, format: 'C{yyyy}{MM}{dd}-{seq:3}', timeZone, maxSizePerSecond: 0 });
+        const forecastAlarm = () =>
+          serviceParts(service)
+            .ops.alarms.activeAlarms()
+            .find((a) => a.name === 'forecast_period_exhausted' && a.entityKey === key);
+        // Takes of 20 every 50 ms until the forecast alarm is up (two samples in a row saw the period fill
+        // before midnight at this pace), however slowly a loaded machine samples; never past 900 of 999.
+        let taken = 0;
+        while (!forecastAlarm() && taken < 900) {
+          expect((await takeIds(url, key, secret, 20)).status).toBe(200);
+          taken += 20;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        const alarm = forecastAlarm();
+        expect(alarm, `no forecast alarm after ${taken} taken`).toBeDefined();
+        const period = date.replaceAll('-', '');
+        expect(alarm!.message).toMatch(
+          new RegExp(
+            `^${key}: 3 digits run out at \\d\\d:\\d\\d \\(\\${timeZone}\\), before period ${period} ends at \\d{4}-\\d\\d-\\d\\d 00:00: \\d+ of 999 used, [\\d.]+/s$`,
+          ),
+        );
+        expect(alarm!.details).toMatchObject({ period, capacity: '999', timeZone });
+
+        const periodStart = Date.parse(`${date}T00:00:00${timeZone}`);
+        await expect.poll(() => gauge(url, 'idpool_number_period_used', key), { timeout: 10_000 }).toBe(taken);
+        expect(await gauge(url, 'idpool_number_period_capacity', key)).toBe(999);
+        expect(await gauge(url, 'idpool_number_period_start_timestamp_seconds', key)).toBe(periodStart / 1000);
+        expect(await gauge(url, 'idpool_number_period_end_timestamp_seconds', key)).toBe(periodStart / 1000 + 86_400);
+        const shown = await call(`${url}/admin/apps/${key}`, admin);
+        expect(shown.body.period).toMatchObject({
+          id: period,
+          timeZone,
+          start: new Date(periodStart).toISOString(),
+          used: String(taken),
+          capacity: '999',
+          digits: 3,
+        });
+        const listed = await call(`${url}/admin/apps?limit=1000`, admin);
+        expect(listed.body.apps.find((a: { key: string }) => a.key === key).period.used).toBe(String(taken));
+
+        // Nothing taken for a whole window (2 s): the rate is 0, the forecast never, the alarm resolved.
+        await expect.poll(forecastAlarm, { timeout: 15_000 }).toBeUndefined();
+        expect(await gauge(url, 'idpool_forecast_number_period_exhausted_seconds', key)).toBe(Number.POSITIVE_INFINITY);
+        expect(
+          serviceParts(service)
+            .ops.alarms.recent()
+            .find((a) => a.entityKey === key),
+        ).toMatchObject({
+          name: 'forecast_period_exhausted',
+          status: 'resolved',
+        });
+        expect((await call(`${url}/admin/apps/${key}`, admin)).body.period).toMatchObject({
+          used: String(taken),
+          takePerSecond: 0,
+          runsOutAt: null,
+          runsOutBeforeEnd: false,
+          runsOutLocal: null,
+        });
       });
 
       it('raise starts a period above a hand-made counter; direct pops and takes share the numbers, none twice', async () => {
@@ -169,7 +253,7 @@ for (const { server, name } of SQL_SERVERS) {
         const before: string[] = [];
         for (let i = 0; i < 4; i++) before.push(...(await takeIds(url, key, secret, 50)).body.ids);
         // The backup: the row as it was before anything was reserved.
-        await service.db.execute('UPDATE number_period SET seq = 0 WHERE entity_key = ?', [key]);
+        await serviceParts(service).db.execute('UPDATE number_period SET seq = 0 WHERE entity_key = ?', [key]);
         const after: string[] = [];
         for (let i = 0; i < 8; i++) {
           const res = await takeIds(url, key, secret, 50);

@@ -290,6 +290,45 @@ describeWithServices(
       await page.close();
     });
 
+    it("shows a business-number entity's period, used / capacity and run-out in the pool's columns, at 1,280 px", async () => {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await page.goto(`${instance.url}/admin/ui`);
+      await page.fill('#token', ADMIN_TOKEN);
+      await page.click('#login button[type=submit]');
+      await page.locator('#main').waitFor({ state: 'visible' });
+      const key = uniqueKey('uinum');
+      const secret = await register(instance.url, {
+        key,
+        format: 'UI{yyyy}{MM}{dd}-{seq:3}',
+        timeZone: '+05:30',
+        maxSizePerSecond: 0,
+      });
+      // 400 of 999 at once: at that pace the period runs out within seconds, long before it ends.
+      for (let i = 0; i < 4; i++) expect((await takeIds(instance.url, key, secret, 100)).status).toBe(200);
+      const row = page.locator(`tr[data-entity="${key}"]`);
+      await row.waitFor({ state: 'visible', timeout: 15_000 });
+      await expect
+        .poll(() => row.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
+        .toBe('400 / 999');
+      for (let i = 0; i < 2; i++) expect((await takeIds(instance.url, key, secret, 100)).status).toBe(200);
+      await expect
+        .poll(() => row.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
+        .toBe('600 / 999');
+      await expect
+        .poll(() => row.locator('[data-field=periodRunsOut]').textContent(), { timeout: 15_000 })
+        .toMatch(/^runs out \d\d:\d\d$/);
+      // The period is the zone's day: its id is today's date at +05:30.
+      const today = new Date(Date.now() + 5.5 * 3600_000).toISOString().slice(0, 10).replace(/-/g, '');
+      expect(await row.locator('[data-field=period]').textContent()).toBe(` ${today}`);
+      expect(await row.locator('[data-field=periodRunsOut]').getAttribute('class')).toBe('error');
+      expect(await row.locator('[data-field=poolSize]').count()).toBe(0);
+      const shot = join(ARTIFACTS, 'dashboard-numbers.png');
+      await page.screenshot({ path: shot, fullPage: true });
+      expect(statSync(shot).size).toBeGreaterThan(10_000);
+      await expectTablesFit(page);
+      await page.close();
+    });
+
     it('serves the data only with the admin token', async () => {
       const res = await fetch(`${instance.url}/admin/ops`);
       expect(res.status).toBe(401);

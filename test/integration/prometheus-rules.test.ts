@@ -48,6 +48,8 @@ describe('deploy/prometheus/idpool-rules.yml', () => {
         'IdpoolInt63LimitForecast',
         'IdpoolJsSafeLimitForecast',
         'IdpoolLeaseLost',
+        'IdpoolNumberPeriodExhaustedForecast',
+        'IdpoolNumberPeriodFull',
         'IdpoolOpsSamplingStale',
         'IdpoolPoolDryForecast',
         'IdpoolPoolExhausted',

@@ -5,7 +5,8 @@
  * repeated across a restart or a counter put back, old periods pruned.
  */
 import { describe, expect, it } from 'vitest';
-import { type DatabaseBehindReport, UnsupportedEntityError, createIdGenerator } from '../../src/library';
+import { type DatabaseBehindReport, UnsupportedEntityError } from '../../src/library';
+import { createIdGeneratorWith } from '../../src/library/generator';
 import { NumberScheme } from '../../src/numbers/scheme';
 import { FakeNumberCounter } from '../../src/segment/fake-number-counter';
 import { LOCAL_PREFILL_LEAD_MS } from '../../src/segment/local-numbers';
@@ -25,7 +26,7 @@ const entities = {
 const BEFORE_MIDNIGHT = Date.parse('2026-11-28T18:29:30.000Z');
 
 async function generator(clock: FakeClock, counter: FakeNumberCounter, reports: DatabaseBehindReport[] = []) {
-  return createIdGenerator({
+  return createIdGeneratorWith({
     allocator: new MemoryAllocator(),
     entities,
     numberCounter: counter,

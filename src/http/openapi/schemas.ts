@@ -42,6 +42,7 @@ export function componentSchemas(): Record<string, Schema> {
     ...workerAndProbeSchemas(),
     Alarm: alarmSchema(),
     EntityOverview: entityOverviewSchema(),
+    NumberPeriod: numberPeriodSchema(),
     SnowflakeEntityOverview: snowflakeEntityOverviewSchema(),
     OpsOverview: opsOverviewSchema(),
     Instance: instanceSchema(),
@@ -274,6 +275,7 @@ function entitySchemas(): Record<string, Schema> {
           additionalProperties: false,
           properties: { size: int32(0), target: int32(1), max: int32(1), lowWatermark: int32(0) },
         },
+        period: { ...ref('NumberPeriod'), description: "Business-number entities only: now's period and its use." },
       },
     },
     Entity: { allOf: [ref('EntityFields')], unevaluatedProperties: false },
@@ -573,6 +575,57 @@ function entityOverviewSchema(): Schema {
         type: 'boolean',
         description: 'Not sampled within two sampling rounds: the values are the last ones read, not current.',
       },
+      period: {
+        ...ref('NumberPeriod'),
+        description:
+          "Business-number entities only: now's period, its use and forecast (the pool is its ready numbers; highestId and the 2^53 and 2^63 forecasts do not apply).",
+      },
+    },
+  };
+}
+
+/** Now's period of a business-number entity (docs/numbers.md, "Capacity and alarms"). */
+function numberPeriodSchema(): Schema {
+  const text = { type: 'string' };
+  return {
+    type: 'object',
+    required: [
+      'id',
+      'start',
+      'end',
+      'timeZone',
+      'used',
+      'capacity',
+      'digits',
+      'usedPercent',
+      'ready',
+      'takePerSecond',
+      'runsOutAt',
+      'runsOutLocal',
+      'runsOutBeforeEnd',
+    ],
+    additionalProperties: false,
+    properties: {
+      id: { ...text, description: "The period's name (`20261128`; `all` for `never`)." },
+      start: isoDate,
+      end: { anyOf: [isoDate, { type: 'null' }], description: "The next period's start; null for `never`." },
+      timeZone: text,
+      used: { ...decimalId, description: 'Numbers of the period handed out or dropped as gaps.' },
+      capacity: { ...decimalId, description: '10^N − 1 for `{seq:N}`.' },
+      digits: int32(1, 18),
+      usedPercent: { type: 'number', minimum: 0 },
+      ready: int32(0),
+      takePerSecond: {
+        type: 'number',
+        minimum: 0,
+        description: 'Over IDPOOL_OPS_PERIOD_RATE_WINDOW_MS (15 min) of this period; 0 before it is sampled.',
+      },
+      runsOutAt: { anyOf: [isoDate, { type: 'null' }], description: 'At that rate; null when nothing is taken.' },
+      runsOutLocal: {
+        anyOf: [text, { type: 'null' }],
+        description: "The same in the period's zone: `14:20`, with the date when not today there.",
+      },
+      runsOutBeforeEnd: { type: 'boolean', description: 'The `forecast_period_exhausted` alarm holds.' },
     },
   };
 }

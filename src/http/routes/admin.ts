@@ -17,12 +17,14 @@ import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { entityKeyParam, limitParam, pageParams } from '../params';
 import { parseBody } from '../validate';
+import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
+import { timeZone } from '../../numbers/zone';
 
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 const OPS_DEFAULT_ROWS = 50;
 
 /** What the entity views read: offsets (the allocator), pool sizes (the pool store) and demand. */
-type ViewDeps = Pick<HttpDeps, 'allocator' | 'poolStore' | 'demand'>;
+type ViewDeps = Pick<HttpDeps, 'allocator' | 'poolStore' | 'demand' | 'numbers' | 'numberViews'>;
 /** What the admin routes use of the app's dependencies. */
 export type AdminRouteDeps = ViewDeps &
   Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines' | 'cutover' | 'heldPools' | 'numbers'>;
@@ -248,19 +250,48 @@ async function withPools(
       ]);
   // The page answers whole or not at all: one unreadable pool is a dependency fault (503).
   const sizeOf = new Map(pooled.map((e, i) => [e.key, orThrow(sizes[i])]));
+  const periods = fresh ? new Map<string, NumberPeriodJson>() : await numberPeriods(deps, entities);
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
+    const period = periods.get(entity.key);
     if (entity.mode !== 'snowflake') {
       view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
       view.pool = {
-        size: sizeOf.get(entity.key) ?? 0,
+        // A business-number entity's pool is its period's ready numbers.
+        size: period?.ready ?? sizeOf.get(entity.key) ?? 0,
         target: deps.demand.target(entity),
         max: entity.maxPoolSize,
         lowWatermark: deps.demand.lowWatermark(entity),
       };
     }
+    if (period) view.period = period;
     return view;
   });
+}
+
+/**
+ * Now's period of each business-number entity, read now (its used figure as
+ * of this request), with the take rate the ops sampler last measured (0
+ * before it has): the dashboard's figures, not a sample behind.
+ */
+async function numberPeriods(
+  deps: ViewDeps,
+  entities: readonly EntityConfig[],
+): Promise<Map<string, NumberPeriodJson>> {
+  const out = new Map<string, NumberPeriodJson>();
+  const { numbers } = deps;
+  if (!numbers) return out;
+  await Promise.all(
+    entities
+      .filter((e) => e.numbers)
+      .map(async (entity) => {
+        const usage = await numbers.usage(entity);
+        const rate = deps.numberViews?.(entity.key)?.forecast.takePerSecond ?? 0;
+        const zone = timeZone(usage.timeZone);
+        out.set(entity.key, numberPeriodJson(numberView(usage, rate, (ms) => zone.wallClock(ms))));
+      }),
+  );
+  return out;
 }
 
 function orThrow<T>(value: T | Error): T {

@@ -180,6 +180,11 @@
         body.appendChild(tr);
         return;
       }
+      if (e.period) {
+        numberCells(tr, e);
+        body.appendChild(tr);
+        return;
+      }
       var fill = el('td', { 'data-field': 'fill' });
       var bar = el('span', {
         class: 'bar' + (e.pool.size < e.pool.lowWatermark ? ' low' : ''),
@@ -212,6 +217,53 @@
       tr.appendChild(c2);
       body.appendChild(tr);
     });
+  }
+
+  // A business-number entity's cells: in the pool's columns, now's period used against its capacity (10^N - 1)
+  // and when its numbers run out at the current rate, in the entity's zone; offsets and 2^53 / 2^63 do not apply.
+  function numberCells(tr, e) {
+    var p = e.period;
+    var where = 'period ' + p.id + ' (' + p.timeZone + ')';
+    var fill = el('td', { 'data-field': 'period', title: where + ', ' + num(p.ready) + ' numbers ready' });
+    var bar = el('span', { class: 'bar' + (p.runsOutBeforeEnd ? ' low' : '') });
+    var inner = el('span');
+    inner.style.width = Math.min(100, p.usedPercent) + '%';
+    bar.appendChild(inner);
+    fill.appendChild(bar);
+    fill.appendChild(document.createTextNode(' ' + p.id));
+    tr.appendChild(fill);
+    tr.appendChild(
+      el(
+        'td',
+        { class: 'num', 'data-field': 'periodUsed', title: p.usedPercent + '% of ' + where + ' used' },
+        num(Number(p.used)) + ' / ' + num(Number(p.capacity)),
+      ),
+    );
+    tr.appendChild(
+      el(
+        'td',
+        { class: 'num', 'data-field': 'takeRate', 'data-value': String(e.takePerSecond) },
+        rate(e.takePerSecond),
+      ),
+    );
+    var full = p.used === p.capacity;
+    var runsOut = full
+      ? 'full until ' + (p.end ? p.end.slice(0, 16).replace('T', ' ') + ' UTC' : 'never')
+      : p.runsOutLocal === null
+        ? 'lasts the period'
+        : (p.runsOutBeforeEnd ? 'runs out ' : 'lasts; would run out ') + p.runsOutLocal;
+    tr.appendChild(
+      el(
+        'td',
+        {
+          'data-field': 'periodRunsOut',
+          class: p.runsOutBeforeEnd ? 'error' : 'muted',
+          title: p.digits + ' digits; the time is ' + p.timeZone + "'s, at the rate of the last 15 minutes",
+        },
+        runsOut,
+      ),
+    );
+    for (var k = 0; k < 4; k++) tr.appendChild(el('td', { class: 'muted' }, '-'));
   }
 
   // Whose take rates the table shows: the fleet's (summed over its instances) or, when the fleet could not be read, this instance's.

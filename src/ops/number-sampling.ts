@@ -1,0 +1,108 @@
+import type { EntityConfig } from '../entities/entity';
+import { type TimeZone, timeZone } from '../numbers/zone';
+import type { NumberUsage } from '../pool/number-takes';
+import type { AlarmRules } from './alarm-rules';
+import type { OpsMetrics } from './metrics';
+import { type NumberView, PeriodHistory, numberView } from './period-forecast';
+
+export type { NumberView } from './period-forecast';
+
+/** Where the sampler reads a business-number entity's period: the take side's `usage` (`pool/number-takes.ts`). */
+export interface NumberUsageSource {
+  usage(entity: EntityConfig): Promise<NumberUsage>;
+}
+
+export interface NumberSamplingOptions {
+  metrics: OpsMetrics;
+  /** The rate behind the forecast is taken over this long (IDPOOL_OPS_PERIOD_RATE_WINDOW_MS). */
+  periodRateWindowMs: number;
+}
+
+/**
+ * The business-number side of the ops sampler: each run reads now's period
+ * of the business-number entities it is given (by the clock that decides
+ * it), keeps the readings of that period over the rate window, sets one
+ * series per entity of each gauge (the period's start and end, used,
+ * capacity, the forecast: a new period moves the values, never adds a
+ * series) and hands the forecast to the alarm rules.
+ */
+export class NumberSampling {
+  private readonly histories = new Map<string, PeriodHistory>();
+  private readonly views = new Map<string, NumberView>();
+  private readonly zones = new Map<string, TimeZone>();
+  private source: NumberUsageSource | undefined;
+
+  constructor(
+    private readonly options: NumberSamplingOptions,
+    private readonly rules: AlarmRules,
+  ) {}
+
+  /**
+   * Reads periods from `source` from now on. Set after construction: the
+   * number takes report their exhaustion to the ops side, so they are built
+   * after it (service/builders.ts).
+   */
+  readFrom(source: NumberUsageSource): void {
+    this.source = source;
+  }
+
+  /** Whether the side can read (a source is set). */
+  get reading(): boolean {
+    return this.source !== undefined;
+  }
+
+  /** Reads, records, publishes and checks one entity; throws what the read throws (the sampler logs it per entity). */
+  async sampleEntity(entity: EntityConfig): Promise<void> {
+    const settings = entity.numbers;
+    if (!this.source || !settings) return;
+    const usage = await this.source.usage(entity);
+    let history = this.histories.get(entity.key);
+    if (!history) this.histories.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
+    history.record(usage.period.id, { at: usage.now, used: usage.used });
+    const zone = this.zoneOf(settings.timeZone);
+    const view = numberView(usage, history.takePerSecond(), (ms) => zone.wallClock(ms));
+    this.views.set(entity.key, view);
+    this.publish(entity.key, view);
+    this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
+  }
+
+  private publish(key: string, { usage, forecast }: NumberView): void {
+    const { metrics } = this.options;
+    const labels = { entity: key };
+    metrics.sampleAge.sampled(key, usage.now);
+    metrics.numberPeriodStart.set(labels, usage.period.start / 1000);
+    metrics.numberPeriodEnd.set(labels, usage.period.end / 1000);
+    metrics.numberPeriodUsed.set(labels, Number(usage.used));
+    metrics.numberPeriodCapacity.set(labels, Number(usage.capacity));
+    metrics.poolSize.set(labels, usage.ready);
+    metrics.takeRate.set(labels, forecast.takePerSecond);
+    metrics.forecastNumberPeriod.set(
+      labels,
+      forecast.runsOutAt === undefined
+        ? Number.POSITIVE_INFINITY
+        : Math.max(0, (forecast.runsOutAt - usage.now) / 1000),
+    );
+  }
+
+  private zoneOf(name: string): TimeZone {
+    let zone = this.zones.get(name);
+    if (!zone) this.zones.set(name, (zone = timeZone(name)));
+    return zone;
+  }
+
+  /** The entity's latest reading and forecast, if sampled. */
+  view(entityKey: string): NumberView | undefined {
+    return this.views.get(entityKey);
+  }
+
+  /** Entities with a reading. */
+  keys(): string[] {
+    return [...this.views.keys()];
+  }
+
+  /** Drops a retired entity's readings (its series and alarms go with the sampler's `forget`). */
+  forget(entityKey: string): void {
+    this.histories.delete(entityKey);
+    this.views.delete(entityKey);
+  }
+}
