@@ -241,10 +241,19 @@ describeWithServices(
           expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
         }
       }
-      // The direct consumer: no refusal before the failover (its epoch check refuses while the pools are rebuilt after
-      // it), the new day's numbers within a second of the boundary. Not asserted: numbers popped again within the 5 s
-      // after the failover (not seen in two runs; open, reported to the engine's owners).
+      // The direct consumer: no refusal before the failover, the new day's numbers within a second of the boundary.
+      // After it, a pop is refused, never answered wrong: the epoch check while the pools are rebuilt, the old master's
+      // READONLY, and NOREPLICAS from the new master until the old one has rejoined as its replica (the topology's
+      // min-replicas-to-write; seen for the rest of the run in two runs, so pops after it are not required here).
       expect(popErrors.filter((e) => e.at < failedOver.startedAt)).toEqual([]);
+      expect(
+        popErrors.filter(
+          (e) =>
+            !/NOREPLICAS|READONLY|IDPOOL_SERVER_CHANGED|LOADING|MASTERDOWN|Connection is closed|ECONNREFUSED|ECONNRESET/.test(
+              e.err,
+            ),
+        ),
+      ).toEqual([]);
       const popped = answers.filter((a) => a.instance === -1 && a.numbers.length > 0);
       expect(popped.some((a) => a.doneAt < boundary - margin)).toBe(true);
       const firstFresh = popped.find((a) => a.numbers.some((n) => dateOf(n) === after));
