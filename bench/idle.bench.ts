@@ -6,12 +6,22 @@
  * (default 30) of the idle service's CPU (/proc) and Redis commands per
  * second; then one entity takes an id every 50 ms and its sample age on
  * /metrics must stay near a second (busy entities are sampled every run).
- * Targets: <= 2 % of a core at 10,000, <= 5 % at 100,000.
+ * Targets: <= 1 % of a core at 10,000, <= 3 % at 100,000.
+ *
+ * BENCH_IDLE_BASELINE=<git ref> measures that commit's compiled service too,
+ * alternating with this tree's BENCH_IDLE_ROUNDS times (default 3) per count,
+ * and prints the medians and their ratio: on a loaded machine only runs
+ * side by side compare. BENCH_IDLE_NODE_OPTIONS is handed to the service
+ * processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  * A benchmark prints figures; it asserts nothing.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import {
+  buildOnce,
   bulkInsert,
   dropSchema,
   fmt,
@@ -25,6 +35,22 @@ import { sleep } from '../test/support/wait';
 
 const COUNTS = (process.env.BENCH_IDLE_ENTITIES || '10000,100000').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_IDLE_SECONDS || 30);
+const BASELINE = process.env.BENCH_IDLE_BASELINE;
+const ROUNDS = Number(process.env.BENCH_IDLE_ROUNDS || 3);
+const ROOT = join(__dirname, '..');
+
+/** `ref`'s tree, compiled, in a directory of its own (this tree's node_modules). */
+function baselineTree(ref: string): string {
+  const commit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: ROOT, encoding: 'utf8' }).trim();
+  const dir = join(tmpdir(), `idpool-idle-baseline-${commit}`);
+  if (!existsSync(join(dir, 'dist', 'src', 'main.js'))) {
+    rmSync(dir, { recursive: true, force: true });
+    execFileSync('sh', ['-c', `mkdir -p ${dir} && git archive ${commit} | tar -x -C ${dir}`], { cwd: ROOT });
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    execFileSync('npm', ['run', 'build'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return dir;
+}
 
 /** CPU seconds a process has used (Linux /proc, user + system, 100 Hz ticks). */
 function cpuSeconds(pid: number): number {
@@ -36,7 +62,15 @@ async function commands(redis: Redis): Promise<number> {
   return Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]);
 }
 
-async function measure(count: number): Promise<string> {
+interface Figures {
+  line: string;
+  /** Share of a core, idle. */
+  cpu: number;
+  /** Redis commands a second, idle. */
+  cmds: number;
+}
+
+async function measure(count: number, root?: string): Promise<Figures> {
   const schemaName = `idpool_bench_idle_${process.pid}_${count}`;
   const url = await freshSchema(schemaName);
   const redisServer = await startRedis();
@@ -44,8 +78,13 @@ async function measure(count: number): Promise<string> {
   // The compiled service, as `npm start` runs it: under tsx the same idle
   // service measured ~0.2 points more (its loader thread and helpers).
   const service = await startService(
-    { IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: redisServer.url, IDPOOL_REQUEST_LOG: 'off' },
-    { compiled: true },
+    {
+      IDPOOL_DATABASE_URL: url,
+      IDPOOL_REDIS_URL: redisServer.url,
+      IDPOOL_REQUEST_LOG: 'off',
+      NODE_OPTIONS: process.env.BENCH_IDLE_NODE_OPTIONS ?? '',
+    },
+    { compiled: true, root },
   );
   try {
     const port = Number(new URL(service.base).port);
@@ -89,7 +128,8 @@ async function measure(count: number): Promise<string> {
     }
     stop = true;
     await hot;
-    return `${fmt(count).padStart(7)} entities (filled in ${fillSeconds.toFixed(0)} s): idle, service CPU ${(cpu * 100).toFixed(2)} % of a core and ${fmt(cmds)} Redis commands/s over ${SECONDS} s; then one busy entity (${takes} takes in 12 s): its sample age at most ${hotAgeMax.toFixed(1)} s over 5 scrapes`;
+    const line = `${fmt(count).padStart(7)} entities (filled in ${fillSeconds.toFixed(0)} s): idle, service CPU ${(cpu * 100).toFixed(2)} % of a core and ${fmt(cmds)} Redis commands/s over ${SECONDS} s; then one busy entity (${takes} takes in 12 s): its sample age at most ${hotAgeMax.toFixed(1)} s over 5 scrapes`;
+    return { line, cpu, cmds };
   } finally {
     service.proc.kill('SIGTERM');
     await new Promise((r) => service.proc.once('exit', r));
@@ -100,15 +140,47 @@ async function measure(count: number): Promise<string> {
   }
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const pct = (x: number) => `${(x * 100).toFixed(2)} %`;
+
+/** This tree and the baseline, alternating: the medians of each and their ratio. */
+async function compare(count: number, baseline: string): Promise<string> {
+  const runs: { base: Figures[]; tree: Figures[] } = { base: [], tree: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, root] of [
+      ['base', baseline],
+      ['tree', undefined],
+    ] as const) {
+      const figures = await measure(count, root);
+      process.stdout.write(`  ${name} ${figures.line}\n`);
+      runs[name].push(figures);
+    }
+  }
+  const [base, tree] = [runs.base, runs.tree].map((r) => ({
+    cpu: median(r.map((f) => f.cpu)),
+    cmds: median(r.map((f) => f.cmds)),
+    all: r.map((f) => pct(f.cpu)).join(', '),
+  }));
+  return (
+    `${fmt(count).padStart(7)} entities, medians of ${ROUNDS} alternating runs: ` +
+    `${BASELINE} ${pct(base.cpu)} (${base.all}), ${fmt(base.cmds)} Redis commands/s; ` +
+    `this tree ${pct(tree.cpu)} (${tree.all}), ${fmt(tree.cmds)} Redis commands/s; ` +
+    `CPU ratio ${(tree.cpu / base.cpu).toFixed(2)}`
+  );
+}
+
 async function main() {
+  // This tree first: what a run measures is the code as it was when the run started.
+  buildOnce();
+  const baseline = BASELINE ? baselineTree(BASELINE) : undefined;
   const lines: string[] = [];
   for (const count of COUNTS) {
-    const line = await measure(count);
+    const line = baseline ? await compare(count, baseline) : (await measure(count)).line;
     process.stdout.write(`${line}\n`);
     lines.push(line);
   }
   process.stdout.write(
-    `\nidle cost, node ${process.version}, ${new Date().toISOString()} (targets: <= 2 % at 10,000, <= 5 % at 100,000):\n${lines.map((l) => `  ${l}`).join('\n')}\n`,
+    `\nidle cost, node ${process.version}, ${new Date().toISOString()} (targets: <= 1 % at 10,000, <= 3 % at 100,000):\n${lines.map((l) => `  ${l}`).join('\n')}\n`,
   );
 }
 

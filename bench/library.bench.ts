@@ -24,7 +24,8 @@ import { SqlEntityStore } from '../src/entities/entity-store';
 import { EntityRegistry } from '../src/entities/registry';
 import { systemClock } from '../src/clock';
 import { type Database, openDatabase } from '../src/db/database';
-import { type IdGenerator, SegmentsNotReadyError, createIdGenerator } from '../src/library';
+import { type IdGenerator, SegmentsNotReadyError } from '../src/library';
+import { createIdGeneratorWith } from '../src/library/generator';
 import type { Segment, SegmentAllocator } from '../src/segment/allocator';
 import { SqlSegmentAllocator } from '../src/segment/allocator';
 
@@ -184,7 +185,7 @@ async function benchOn(label: string, db: Database): Promise<void> {
   await registerEntity(db, 'orders');
   await registerEntity(db, 'switchy');
   const counter = new CountingAllocator(new SqlSegmentAllocator(db));
-  const gen = await createIdGenerator({ database: db, allocator: counter, ids: 'number' });
+  const gen = await createIdGeneratorWith({ database: db, allocator: counter, ids: 'number' });
   await gen.open('orders');
   const bare = new Bare();
 
@@ -209,7 +210,7 @@ async function benchOn(label: string, db: Database): Promise<void> {
     `[${label}] "not ready" during throughput runs: ${lib.reduce((n, r) => n + r.notReady, 0)}; reservations so far: ${counter.reservations}`,
   );
 
-  const switchy = await createIdGenerator({ database: db, allocator: counter, ids: 'number', maxStep: 1_000_000 });
+  const switchy = await createIdGeneratorWith({ database: db, allocator: counter, ids: 'number', maxStep: 1_000_000 });
   await switchy.open('switchy');
   const bareTimed = new Bare();
   await longestCall(() => switchy.next('switchy'), counter, 0); // warm-up, and the step reaches maxStep

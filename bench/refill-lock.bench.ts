@@ -23,6 +23,7 @@ import Redis from 'ioredis';
 import { loadConfig } from '../src/config/config';
 import { entityKeys } from '../src/redis/keys';
 import { createService } from '../src/service';
+import { serviceParts } from '../src/service/internals';
 import { uniqueKey } from '../test/support/configs';
 import { register, takeIds } from '../test/support/http';
 import { startRedisServer, waitExit } from '../test/support/processes';
@@ -65,9 +66,9 @@ async function refillTimes(redisUrl: string, databaseUrl: string): Promise<void>
     const small: number[] = [];
     for (let run = 0; run < 30; run++) {
       const key = uniqueKey('small');
-      await service.registry.register({ key, mode: 'monotonic', maxSizePerSecond: 0 });
+      await serviceParts(service).registry.register({ key, mode: 'monotonic', maxSizePerSecond: 0 });
       const started = performance.now();
-      await service.refiller.refill(key);
+      await serviceParts(service).refiller.refill(key);
       small.push(performance.now() - started);
     }
     console.log(
@@ -75,8 +76,14 @@ async function refillTimes(redisUrl: string, databaseUrl: string): Promise<void>
     );
     for (const mode of ['monotonic', 'trend'] as const) {
       const key = uniqueKey('big');
-      await service.registry.register({ key, mode, step: 1_000_000, maxPoolSize: 5_000_000, maxSizePerSecond: 0 });
-      await service.refiller.refill(key); // the first fill, not counted
+      await serviceParts(service).registry.register({
+        key,
+        mode,
+        step: 1_000_000,
+        maxPoolSize: 5_000_000,
+        maxSizePerSecond: 0,
+      });
+      await serviceParts(service).refiller.refill(key); // the first fill, not counted
       const held: number[] = [];
       const lease = { least: Infinity, lapsed: 0 };
       const stalls = monitorEventLoopDelay({ resolution: 5 });
@@ -85,7 +92,7 @@ async function refillTimes(redisUrl: string, databaseUrl: string): Promise<void>
         await direct.del(entityKeys(key).ids); // drained, as by direct pops
         const watch = await watchLock(redisUrl, entityKeys(key).lock);
         const started = performance.now();
-        await service.refiller.refill(key, 5_000_000);
+        await serviceParts(service).refiller.refill(key, 5_000_000);
         held.push(performance.now() - started);
         const seen = await watch();
         lease.least = Math.min(lease.least, seen.least);

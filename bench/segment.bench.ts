@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { loadConfig } from '../src/config/config';
 import { createService } from '../src/service';
+import { serviceParts } from '../src/service/internals';
 import { BARE_TOKEN } from './fixtures/bare-answer';
 import { ADMIN, fmt, freshSchema, registerEntity, startServer, waitPool } from './fixtures/deployment';
 import { entityKeys } from '../src/redis/keys';
@@ -84,7 +85,7 @@ async function refillCapacity(
   try {
     const run = async (key: string, startOffset: bigint) => {
       // Pools are sized by demand: an idle pool's first refill pushes one floor = one step, so one step is the refill measured.
-      await service.registry.register({
+      await serviceParts(service).registry.register({
         key,
         mode: 'monotonic',
         step: total / 2,
@@ -93,11 +94,11 @@ async function refillCapacity(
         maxSizePerSecond: 0,
         startOffset,
       });
-      service.refiller.markReset(key);
+      serviceParts(service).refiller.markReset(key);
       const started = performance.now();
-      await service.refiller.refill(key);
+      await serviceParts(service).refiller.refill(key);
       const seconds = (performance.now() - started) / 1000;
-      const size = await service.poolStore.size(key);
+      const size = await serviceParts(service).poolStore.size(key);
       const bytes = Number(await redis.call('MEMORY', 'USAGE', entityKeys(key, prefix).ids, 'SAMPLES', '0'));
       return { idsPerSecond: size / seconds, bytesPerId: bytes / size };
     };

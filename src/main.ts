@@ -6,6 +6,7 @@ import { type Config, ConfigError, loadConfig } from './config/config';
 import { type Logger, createProcessLogger, maskUrls } from './logger';
 import { describeRedis } from './redis/connection';
 import { type Service, createService } from './service';
+import { serviceParts } from './service/internals';
 import { errorMessage } from './errors';
 
 /**
@@ -35,7 +36,11 @@ async function run(overrides: { port?: number }): Promise<void> {
   const service = await startService(config, log);
   const port = await service.listen(config.port);
   log.info(
-    { port, database: service.db.description, pool: config.redis ? describeRedis(config.redis) : 'in-process' },
+    {
+      port,
+      database: serviceParts(service).db.description,
+      pool: config.redis ? describeRedis(config.redis) : 'in-process',
+    },
     'idpool listening',
   );
   flush(); // supervisors and tests wait for that line

@@ -1,12 +1,14 @@
 /**
  * `npm run chaos -- --minutes N --seed S [--ids-out FILE]`: a seeded chaos
  * run (issue 29). Three idpool processes, Redis Sentinel and a private
- * MariaDB under load from twenty entities and a direct consumer, while the
- * nemesis (nemesis.ts) injects up to two faults at once. The checker then
- * says whether any id was handed out twice, any monotonic client saw its
- * ids go back, any answer was a 500, a 503 without Retry-After or a hang,
- * and whether every process is alive; the report is a fault × outcome
- * table. Exits 1 on any of those, 2 on bad arguments.
+ * MariaDB under load from twenty entities, two business-number entities
+ * whose zones put a period boundary inside the run (numbers.ts) and a
+ * direct consumer, while the nemesis (nemesis.ts) injects up to two faults
+ * at once. The checker then says whether any id or number was handed out
+ * twice, any monotonic client saw its ids go back, any number was dated
+ * outside the Redis clock's period or a new period did not start again at
+ * 1, any answer was a 500, a 503 without Retry-After or a hang, and whether
+ * every process is alive; the report is a fault × outcome table. Exits 1 on any of those, 2 on bad arguments.
  *
  * Needs root (network namespaces), redis-server, mariadbd, mysqldump and
  * libfaketime; a long run, not a unit test (see docs/testing.md).
@@ -20,6 +22,7 @@ import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/redis/keys';
 import { type Answer, CLIENT_TIMEOUT_MS, Load, entitySpecs } from './load';
 import { type FaultKind, INSTANCE_FAULTS, dependencyFaults, type Injection, Nemesis, type Probe } from './nemesis';
+import { checkNumbers, numberSpecs, numbersBehindFence, runBoundaries } from './numbers';
 import { Random } from './random';
 import { ChaosSystem, SentinelRedis } from './system';
 import { LIBFAKETIME } from '../../test/support/processes';
@@ -52,7 +55,7 @@ function parseArgs(argv: string[]): Options {
 
 /** What went wrong, each a reason to exit 1, and which faults were active when it did. */
 interface Finding {
-  readonly kind: 'repeat' | 'order' | '500' | 'hang' | 'status' | 'dead';
+  readonly kind: 'repeat' | 'order' | '500' | 'hang' | 'status' | 'dead' | 'misdated' | 'restart';
   readonly at: number;
   readonly text: string;
 }
@@ -84,8 +87,14 @@ async function main(): Promise<number> {
   const findings: Finding[] = [];
   let nemesis: Nemesis | undefined;
   try {
-    const specs = entitySpecs(random, `${options.seed}-${Date.now().toString(36)}`);
+    const runTag = `${options.seed}-${Date.now().toString(36)}`;
+    // Business-number entities whose zones put a period boundary inside the run (numbers.ts).
+    const numbered = numberSpecs(runTag, runBoundaries(Date.now(), options.minutes));
+    const specs = [...entitySpecs(random, runTag), ...numbered.map((n) => n.spec)];
     const entities = await Load.register(specs, system.nodes);
+    log(
+      `chaos: business numbers' boundaries at ${numbered.map((n) => `${new Date(n.shape.boundary).toISOString().slice(11, 19)} (${n.shape.zone})`).join(', ')}`,
+    );
     const t0 = Date.now();
     const load = new Load(entities, system.nodes, random, t0, idsOut);
     // Every instance serves every entity before the clock starts (the registry reaches each within a second or two).
@@ -107,7 +116,7 @@ async function main(): Promise<number> {
         )) as unknown as [{ k: string; o: string; s: string }[]];
         const out = [];
         for (const e of entities) {
-          if (e.mode === 'snowflake') continue;
+          if (e.mode === 'snowflake' || e.numbers) continue;
           const row = rows.find((r) => r.k === e.key);
           if (!row) throw new Error(`${e.key} missing from the database`);
           const keys = entityKeys(e.key);
@@ -131,7 +140,9 @@ async function main(): Promise<number> {
         return rows?.reduce((n, r) => n + Number(r.current - r.start) - r.entity.ids.size - r.pooled, 0);
       },
       // With one deployment (no stride) an id is its offset: the next offset must be above the fence.
-      databaseBehindFence: async () => (await offsets()).some((r) => r.current <= r.fence),
+      databaseBehindFence: async () =>
+        (await offsets()).some((r) => r.current <= r.fence) ||
+        (await numbersBehindFence(system.db.port, direct, entities)),
     };
 
     nemesis = new Nemesis(
@@ -183,6 +194,15 @@ async function main(): Promise<number> {
           at: t0 + Math.max(...r.at),
           text: `${e.key}: id ${r.id} handed out ${r.at.length} times (at ${r.at.map((t) => (t / 1000).toFixed(1)).join(', ')} s)`,
         });
+    const numberLines: string[] = [];
+    numbered.forEach(({ spec, shape }) => {
+      const entity = entities.find((e) => e.key === spec.key)!;
+      const faultBetween = (from: number, to: number) =>
+        nemesis!.injections.some((i) => i.at <= to && (i.healAt ?? i.at) + (i.unavailableMs ?? 90_000) >= from);
+      const checked = checkNumbers(spec.key, shape, entity.takes, spec.mode === 'monotonic', faultBetween);
+      findings.push(...checked.findings);
+      numberLines.push(checked.summary);
+    });
     for (const b of load.orderBreaks)
       findings.push({ kind: 'order', at: t0 + b.at, text: `${b.entity}: ${b.got} after ${b.previous}` });
     for (const n of system.nodes)
@@ -221,6 +241,7 @@ async function main(): Promise<number> {
       findings,
       statuses,
       finalWaste,
+      numberLines,
     );
     return findings.length || nemesis.problems.length ? 1 : 0;
   } finally {
@@ -242,6 +263,7 @@ function report(
   findings: Finding[],
   statuses: Map<number, number>,
   finalWaste: number | undefined,
+  numberLines: readonly string[],
 ): void {
   // A finding counts against every fault whose window (injection to recovery, plus 5 s) holds it.
   const during = (inj: Injection, at: number) =>
@@ -279,6 +301,11 @@ function report(
       `${ids} ids handed out (${load.directPops} by the direct consumer's FCALL idpool_pop, ${load.directErrors} of its calls refused or failed), ` +
       `${finalWaste ?? 'unknown'} ids wasted in all (reserved in SQL, neither handed out nor pooled at the end), ` +
       `${nemesis.injections.length} faults, ${findings.filter((f) => f.kind === 'repeat').length} ids repeated, ${load.orderBreaks.length} order breaks.`,
+  );
+  const numberFindings = (k: Finding['kind']) => findings.filter((f) => f.kind === k).length;
+  lines.push(
+    '',
+    `Business numbers: ${numberFindings('misdated')} misdated, ${numberFindings('restart')} periods not restarting at 1 undisturbed; ${numberLines.join('; ')}.`,
   );
   const behind = nemesis.behindAfterRestore.map((ms) =>
     ms === undefined ? 'still at the end' : `${(ms / 1000).toFixed(1)} s`,

@@ -10,6 +10,7 @@ import { register } from '../../test/support/http';
 import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/redis/keys';
 import type { Node } from './system';
+import type { NumberTake } from './numbers';
 import type { Random } from './random';
 
 /** A client gives up on a request after this: longer is a hang (a SQL statement is bounded at 3 s, a Redis command at 2 s). */
@@ -55,11 +56,15 @@ export interface EntitySpec {
   readonly pauseMs: number;
   readonly maxBatch: number;
   readonly registration: Record<string, unknown>;
+  /** A business-number entity (numbers.ts): its answers are kept as takes, not as integer ids. */
+  readonly numbers?: boolean;
 }
 
 export interface LoadEntity extends EntitySpec {
   secret: string;
   readonly ids: IdLog;
+  /** A business-number entity's takes, in its client's order. */
+  readonly takes: NumberTake[];
 }
 
 /** One answer (or failure) a client saw. */
@@ -134,7 +139,7 @@ export class Load {
     const out: LoadEntity[] = [];
     for (const spec of specs) {
       const secret = await register(nodes[0].url, { key: spec.key, ...spec.registration });
-      out.push({ ...spec, secret, ids: new IdLog() });
+      out.push({ ...spec, secret, ids: new IdLog(), takes: [] });
     }
     return out;
   }
@@ -182,7 +187,11 @@ export class Load {
           timedOut: false,
           detail: res.status === 200 ? undefined : text.slice(0, 300),
         };
-        if (res.status === 200) {
+        if (res.status === 200 && entity.numbers) {
+          const numbers = (JSON.parse(text) as { ids: string[] }).ids;
+          entity.takes.push({ start, end, numbers });
+          if (this.idsOut) this.idsOut.write(numbers.map((n) => `${entity.key},${n}\n`).join(''));
+        } else if (res.status === 200) {
           const ids = (JSON.parse(text) as { ids: string[] }).ids;
           this.record(entity, ids, end - this.t0);
           if (entity.mode === 'monotonic') {

@@ -1,7 +1,7 @@
 import { IdpoolClientError } from './errors';
 import { type LeaseAnswer, type LeaseOptions, type LeasedIds, leasedIds } from './leased-ids';
 import { type BufferOptions, TrendBuffer } from './trend-buffer';
-import { type ClientClock, Transport, defaultIdempotencyKey, systemClientClock } from './transport';
+import { type ClientClock, type ClientSeams, Transport, defaultIdempotencyKey, systemClientClock } from './transport';
 
 export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 
@@ -49,14 +49,10 @@ export interface IdpoolClientOptions {
   maxRetryAfterMs?: number;
   /** Called when a background prefetch fails (the next `take` then asks the service itself). */
   onPrefetchError?: (err: unknown, entityKey: string) => void;
-  /** Test seams. */
-  fetch?: typeof fetch;
-  clock?: ClientClock;
-  idempotencyKey?: () => string;
 }
 
-/** A snowflake id explained by the service. */
-export interface SnowflakeParts {
+/** A snowflake id explained by the service (`decode`); `SnowflakeParts`, from `idpool`, is the layout's own fields of an id. */
+export interface IdExplanation {
   id: string;
   /** When the id was made (start of its time unit), ISO 8601. */
   timestamp: string;
@@ -121,7 +117,9 @@ export class IdpoolClient {
         throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
       return value;
     };
-    this.clock = options.clock ?? systemClientClock;
+    // Tests hand these in (`seams.ts`); the public options have none.
+    const seams = options as IdpoolClientOptions & ClientSeams;
+    this.clock = seams.clock ?? systemClientClock;
     this.transport = new Transport({
       endpoints,
       timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs),
@@ -129,9 +127,9 @@ export class IdpoolClient {
       maxAttempts: positive('maxAttempts', options.maxAttempts, DEFAULTS.maxAttempts),
       downForMs: positive('downForMs', options.downForMs, DEFAULTS.downForMs),
       maxRetryAfterMs: positive('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
-      fetch: options.fetch ?? globalThis.fetch,
+      fetch: seams.fetch ?? globalThis.fetch,
       clock: this.clock,
-      newIdempotencyKey: options.idempotencyKey ?? defaultIdempotencyKey,
+      newIdempotencyKey: seams.idempotencyKey ?? defaultIdempotencyKey,
     });
     const onPrefetchError = options.onPrefetchError ?? (() => undefined);
     for (const [key, entity] of Object.entries(options.entities)) {
@@ -222,12 +220,12 @@ export class IdpoolClient {
   }
 
   /** Explains a snowflake id of a `snowflake` entity. */
-  async decode(entityKey: string, id: string | bigint): Promise<SnowflakeParts> {
+  async decode(entityKey: string, id: string | bigint): Promise<IdExplanation> {
     const entity = this.known(entityKey);
     const text = String(id);
     if (!ID_PATTERN.test(text))
       throw new TypeError(`IdpoolClient: id must be a non-negative decimal integer, got "${text}"`);
-    return this.transport.send<SnowflakeParts>({
+    return this.transport.send<IdExplanation>({
       method: 'GET',
       path: `/apps/${encodeURIComponent(entityKey)}/ids/${text}`,
       secret: entity.options.secret,

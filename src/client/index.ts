@@ -8,7 +8,7 @@ export {
   type IdpoolClientOptions,
   type EntityOptions,
   type EntityMode,
-  type SnowflakeParts,
+  type IdExplanation,
 } from './client';
 export type { BufferOptions } from './trend-buffer';
 export {

@@ -14,6 +14,13 @@ export interface ClientClock {
   sleep(ms: number): Promise<void>;
 }
 
+/** What tests hand the client in place of the network, the clock and the idempotency keys (`seams.ts`; not public options). */
+export interface ClientSeams {
+  fetch?: typeof fetch;
+  clock?: ClientClock;
+  idempotencyKey?: () => string;
+}
+
 export const systemClientClock: ClientClock = {
   now: () => Date.now(),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),

@@ -4,12 +4,22 @@ import { SqlEntityStore } from '../entities/entity-store';
 import { UnavailableError, errorMessage } from '../errors';
 import { silentLogger } from '../logger';
 import { SqlSegmentAllocator } from '../segment/allocator';
-import { HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
+import { type DatabaseBehindReport, HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
+import { SqlNumberCounter } from '../segment/number-counter';
+import { HighWaterNumberCounter } from '../segment/number-high-water';
+import { LocalNumbers } from '../segment/local-numbers';
 import { checkStride } from '../segment/stride-record';
 import { BigIntDoubleBuffer, NumberDoubleBuffer } from '../double-buffer/double-buffer';
 import { BufferedIdGenerator, type Deps, type IdGenerator } from './loader';
 import { LeasedIdGenerator } from './leased';
-import { DEFAULT_OPTIONS, type IdGeneratorOptions, idTypeFrom, settingsFrom, strideFrom } from './options';
+import {
+  DEFAULT_OPTIONS,
+  type GeneratorSeams,
+  type IdGeneratorOptions,
+  idTypeFrom,
+  settingsFrom,
+  strideFrom,
+} from './options';
 
 /** Without migrations, a database the service never ran on has no `application` table: say so plainly. */
 async function requireSchema(db: Database): Promise<void> {
@@ -31,6 +41,26 @@ async function requireSchema(db: Database): Promise<void> {
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
 export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: 'bigint' }): Promise<IdGenerator>;
 export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator> {
+  // A JavaScript caller's stray seams are not taken: the public options have none.
+  return buildGenerator({ ...options, allocator: undefined, entities: undefined, numberCounter: undefined });
+}
+
+/** {@link createIdGenerator} with the seams tests hand in (in this package only: `src/index.ts` does not export it). */
+export async function createIdGeneratorWith(
+  options: IdGeneratorOptions & GeneratorSeams & { ids: 'number' },
+): Promise<IdGenerator<number>>;
+export async function createIdGeneratorWith(
+  options?: IdGeneratorOptions & GeneratorSeams & { ids?: 'bigint' },
+): Promise<IdGenerator>;
+export async function createIdGeneratorWith(
+  options: IdGeneratorOptions & GeneratorSeams = {},
+): Promise<IdGenerator<number> | IdGenerator> {
+  return buildGenerator(options);
+}
+
+async function buildGenerator(
+  options: IdGeneratorOptions & GeneratorSeams,
+): Promise<IdGenerator<number> | IdGenerator> {
   const settings = settingsFrom(options);
   const ids = idTypeFrom(options);
   if (options.service) {
@@ -63,33 +93,39 @@ export async function createIdGenerator(options: IdGeneratorOptions = {}): Promi
     return db;
   };
   const log = options.log ?? silentLogger;
+  const clock = options.clock ?? systemClock;
+  const onBehind = (report: DatabaseBehindReport) => {
+    log.error(
+      {
+        alarm: 'database_behind',
+        entityKey: report.entityKey,
+        ...(report.period !== undefined && { period: report.period }),
+        databaseOffset: report.databaseOffset.toString(),
+        recordedOffset: report.recordedOffset.toString(),
+        carriedTo: report.carriedTo.toString(),
+      },
+      "the database went back below this process's last reservation; carried past it",
+    );
+    options.onDatabaseBehind?.(report);
+  };
   // This process's own reservations are the record a database that went back is seen against.
-  const allocator = new HighWaterAllocator(
-    options.allocator ?? new SqlSegmentAllocator(sql()),
-    new ProcessHighWater(),
-    (report) => {
-      log.error(
-        {
-          alarm: 'database_behind',
-          entityKey: report.entityKey,
-          databaseOffset: report.databaseOffset.toString(),
-          recordedOffset: report.recordedOffset.toString(),
-          carriedTo: report.carriedTo.toString(),
-        },
-        "the database went back below this process's last reservation; carried past it",
-      );
-      options.onDatabaseBehind?.(report);
-    },
-  );
+  const record = new ProcessHighWater();
+  const allocator = new HighWaterAllocator(options.allocator ?? new SqlSegmentAllocator(sql()), record, onBehind);
+  const counter = options.numberCounter ?? (db && new SqlNumberCounter(db, clock));
+  const numbers =
+    counter && new LocalNumbers({ counter: new HighWaterNumberCounter(counter, record, onBehind), clock, log });
+  // Rows of old periods go after the retention (docs/numbers.md), as the service prunes them.
+  numbers?.start();
   const deps: Deps = {
     allocator,
     entities: options.entities ?? new SqlEntityStore(sql()),
     idStride,
     stride: idStride.count,
-    clock: options.clock ?? systemClock,
+    clock,
     log,
     settings,
     release,
+    numbers,
   };
   return ids === 'number'
     ? new BufferedIdGenerator(deps, NumberDoubleBuffer)

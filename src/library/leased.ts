@@ -1,3 +1,4 @@
+import { withClientSeams } from '../client/seams';
 import { IdpoolClient } from '../client/client';
 import { IdpoolLeaseNotReadyError, type LeasedIds } from '../client/leased-ids';
 import type { ClientClock } from '../client/transport';
@@ -15,6 +16,8 @@ import type { ServiceOptions, Settings } from './options';
 export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   private readonly buffers = new Map<string, LeasedIds<number> | LeasedIds<bigint>>();
   private readonly client: IdpoolClient;
+  /** The same entities without leases: business numbers are taken from the service, whose clock decides their period. */
+  private readonly takes: IdpoolClient;
   /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.find). */
   private lastKey: string | undefined;
   private lastBuffer: LeasedIds<T> | undefined;
@@ -30,27 +33,37 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
     const keys = Object.keys(service.secrets);
     if (keys.length === 0) throw new InvalidOptionError('service', 'service.secrets must name at least one entity');
     try {
-      this.client = new IdpoolClient({
-        endpoints: service.url,
-        clock,
-        fetch: fetchImpl,
-        entities: Object.fromEntries(
-          keys.map((key) => [
-            key,
-            {
-              secret: service.secrets[key],
-              mode: 'trend',
-              lease: {
-                ids,
-                prefetchAt: settings.prefetchAt,
-                maxSize: settings.maxStep,
-                targetSegmentMs: settings.targetSegmentMs,
-                waitMs: settings.waitMs,
+      this.client = new IdpoolClient(
+        withClientSeams({
+          endpoints: service.url,
+          clock,
+          fetch: fetchImpl,
+          entities: Object.fromEntries(
+            keys.map((key) => [
+              key,
+              {
+                secret: service.secrets[key],
+                mode: 'trend',
+                lease: {
+                  ids,
+                  prefetchAt: settings.prefetchAt,
+                  maxSize: settings.maxStep,
+                  targetSegmentMs: settings.targetSegmentMs,
+                  waitMs: settings.waitMs,
+                },
               },
-            },
-          ]),
-        ),
-      });
+            ]),
+          ),
+        }),
+      );
+      this.takes = new IdpoolClient(
+        withClientSeams({
+          endpoints: service.url,
+          clock,
+          fetch: fetchImpl,
+          entities: Object.fromEntries(keys.map((key) => [key, { secret: service.secrets[key] }])),
+        }),
+      );
     } catch (err) {
       throw new InvalidOptionError('service', (err as Error).message);
     }
@@ -80,11 +93,19 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
     return this.translated(() => this.buffer(entityKey).take(count), entityKey);
   }
 
+  numbers(entityKey: string, count = 1): Promise<string[]> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE)
+      return Promise.reject(new InvalidCountError(count, MAX_TAKE));
+    this.buffer(entityKey);
+    return this.translated(() => this.takes.take(entityKey, count), entityKey);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.lastKey = this.lastBuffer = undefined;
     await Promise.all([...this.buffers.values()].map((b) => b.close()));
     this.client.close();
+    this.takes.close();
   }
 
   private buffer(entityKey: string): LeasedIds<T> {

@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import type { DoubleBuffer, DoubleBufferOptions } from '../double-buffer/double-buffer';
 import type { SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
+import type { LocalNumbers, NumberEntity } from '../segment/local-numbers';
 import {
   GeneratorClosedError,
   InvalidCountError,
@@ -38,6 +39,14 @@ export interface IdGenerator<T extends Id = bigint> {
   nextAsync(entityKey: string): Promise<T>;
   /** `count` increasing ids (1..10M), waiting up to `waitMs` for each segment it needs. */
   take(entityKey: string, count: number): Promise<T[]>;
+  /**
+   * `count` business numbers (`INV20261128-000123`) of an entity with a
+   * `format` (docs/numbers.md), as strings: the period by this process's
+   * clock (in service mode, the service's). `next`, `nextAsync` and `take`
+   * refuse such an entity, and this refuses one without a format, with
+   * {@link UnsupportedEntityError}.
+   */
+  numbers(entityKey: string, count?: number): Promise<string[]>;
   /** Stops loading, waits for reservations under way, closes the database it opened. Remaining ids are wasted. */
   close(): Promise<void>;
 }
@@ -54,6 +63,8 @@ export interface Deps {
   settings: Settings;
   /** Closes what the generator opened itself. */
   release: () => Promise<void>;
+  /** Business numbers on the process clock; undefined without a database (the allocator seam alone). */
+  numbers?: LocalNumbers;
 }
 
 /** The double buffer of the generator's id type. */
@@ -76,6 +87,7 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   private lastBuffer: DoubleBuffer<T> | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
+  private readonly numberEntities = new Map<string, { entity: NumberEntity; readAt: number }>();
 
   constructor(
     private readonly deps: Deps,
@@ -101,9 +113,40 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     return this.bufferFor(entityKey).take(count);
   }
 
+  async numbers(entityKey: string, count = 1): Promise<string[]> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE) throw new InvalidCountError(count, MAX_TAKE);
+    if (this.closed) throw new GeneratorClosedError();
+    const takes = this.deps.numbers;
+    if (!takes)
+      throw new UnsupportedEntityError(entityKey, 'has business numbers, which need a database (no numberCounter)');
+    const entity = await this.numberEntity(entityKey);
+    return takes.take(entity, count);
+  }
+
+  /** The entity's number settings, fixed once registered: read once (its step at most every `configRefreshMs`). */
+  private async numberEntity(entityKey: string): Promise<NumberEntity> {
+    const known = this.numberEntities.get(entityKey);
+    const now = this.deps.clock.monotonic();
+    if (known && now - known.readAt < this.deps.settings.configRefreshMs) return known.entity;
+    const found = await this.deps.entities.findLive(entityKey);
+    if (!found) throw new NotFoundError(`no entity with key "${entityKey}"`);
+    if (!found.numbers)
+      throw new UnsupportedEntityError(entityKey, 'has no business-number format; use next, nextAsync or take');
+    const entity: NumberEntity = {
+      key: entityKey,
+      mode: found.mode,
+      step: found.step,
+      numbers: found.numbers,
+      maxSizePerSecond: 0,
+    };
+    this.numberEntities.set(entityKey, { entity, readAt: now });
+    return entity;
+  }
+
   async close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
+      this.deps.numbers?.stop();
       const buffers = [...this.buffers.values()];
       // With no buffer left every call looks its entity up again, which refuses.
       this.buffers.clear();
@@ -188,6 +231,11 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
         'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)',
       );
     }
+    if (entity.numbers)
+      throw new UnsupportedEntityError(
+        entityKey,
+        `hands out business numbers (${entity.numbers.format}), strings: use numbers(entityKey, count)`,
+      );
     if (entity.delta !== undefined && entity.delta !== 1)
       throw new UnsupportedEntityError(
         entityKey,

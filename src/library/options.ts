@@ -5,6 +5,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { Logger } from '../logger';
 import type { SegmentAllocator } from '../segment/allocator';
 import type { DatabaseBehindReport } from '../segment/high-water';
+import type { NumberCounter } from '../segment/number-counter';
 import { IdStride } from '../segment/stride';
 import { InvalidOptionError } from './errors';
 
@@ -13,7 +14,9 @@ export interface EntitySource {
   /** `delta`/`remainder` absent: consecutive numbers (delta 1). */
   findLive(
     entityKey: string,
-  ): Promise<(Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder'>>) | undefined>;
+  ): Promise<
+    (Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder' | 'numbers'>>) | undefined
+  >;
 }
 
 /** Where a generator without database credentials leases its segments. */
@@ -79,10 +82,16 @@ export interface IdGeneratorOptions {
   onDatabaseBehind?: (report: DatabaseBehindReport) => void;
   clock?: Clock;
   log?: Logger;
-  /** Seam for tests and wrappers: reserves segments (default: SQL on the database). */
+}
+
+/** What tests hand a generator in place of the database (`createIdGeneratorWith`); not public options. */
+export interface GeneratorSeams {
+  /** Reserves segments (default: SQL on the database). */
   allocator?: SegmentAllocator;
-  /** Seam for tests: entity configuration (default: the `application` table). */
+  /** Entity configuration (default: the `application` table). */
   entities?: EntitySource;
+  /** Seam for tests: business numbers' period counters (default: the `number_period` table). */
+  numberCounter?: NumberCounter;
 }
 
 /** Defaults, in one place; each says where its number comes from. */

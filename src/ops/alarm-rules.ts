@@ -38,6 +38,9 @@ export interface AlarmRuleOptions {
 /** This instance's clock against Redis's and the database's, as the running service checks it. */
 export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'maxSkewMs'>;
 
+/** The conditions {@link AlarmRules.checkEntity} keeps per entity. */
+const ENTITY_CONDITIONS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const;
+
 /**
  * Which sampled conditions raise which alarm: each holds for a number of
  * samples in a row before it alarms, and clears as soon as it stops holding.
@@ -46,6 +49,11 @@ export class AlarmRules {
   private readonly streaks = new Map<string, number>();
 
   constructor(private readonly options: AlarmRuleOptions) {}
+
+  /** Whether none of the entity's conditions holds (nothing raised, nothing on its way): a check on the same figures changes nothing. */
+  quiet(entityKey: string): boolean {
+    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(`${name}\u0000${entityKey}`));
+  }
 
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {

@@ -95,6 +95,27 @@ export class EntityHistory {
     return f;
   }
 
+  /**
+   * Whether a sample reading `size` and `offset` would change nothing: the
+   * pool has filled, the last sample reads the same (and this instance served
+   * and refused as many since), and its forecast already has nothing moving.
+   * Recording it would only add a copy (garbage the collector then walks
+   * with the whole heap: 2.9 % of a core at 100,000 idle entities).
+   */
+  atRest(entityKey: string, size: number, offset: bigint): boolean {
+    const last = this.samples.get(entityKey)?.toArray().at(-1);
+    const f = this.forecasts.get(entityKey);
+    if (!last || !f || !this.filledOnce.has(entityKey)) return false;
+    if (f.takePerSecond !== 0 || f.reservePerSecond !== 0 || f.poolDrySeconds === 0) return false;
+    const refused = this.options.refused?.(entityKey) ?? 0;
+    return (
+      last.size === size &&
+      last.offset === offset &&
+      (last.served ?? 0) === (this.options.served?.(entityKey) ?? 0) &&
+      refused === (this.refusals.get(entityKey)?.count ?? 0)
+    );
+  }
+
   /** Whether this instance refused a take of the entity for too few ids within the rate window. */
   private refusedRecently(entityKey: string, at: number): boolean {
     const count = this.options.refused?.(entityKey) ?? 0;

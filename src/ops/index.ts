@@ -100,7 +100,7 @@ export function createOps(deps: OpsDeps): Ops {
   );
   const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
   stream.fleet = fleet;
-  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride);
+  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride, sampler);
   const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
     refused.set(entity, (refused.get(entity) ?? 0) + 1),
   );

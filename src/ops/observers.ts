@@ -6,20 +6,22 @@ import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';
 import type { OpsMetrics } from './metrics';
-import type { SamplerOptions } from './sampler';
+import type { OpsSampler, SamplerOptions } from './sampler';
 
 interface Entities {
   get(key: string): EntityConfig | undefined;
 }
 
-/** Turns the refiller's events into metrics and alarms. */
+/** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes feed `sampler` (an idle pool is read once for both). */
 export function opsRefillEvents(
   metrics: OpsMetrics,
   alarms: Alarms,
   entities: Entities,
   stride: SamplerOptions['stride'],
+  sampler?: Pick<OpsSampler, 'offer'>,
 ): RefillEvents {
   return {
+    levelsRead: (sizes, roundMs) => sampler?.offer(sizes, roundMs),
     refilled(entity, seconds, steps, numbers) {
       metrics.refills.inc({ entity });
       metrics.refillDuration.observe(seconds);
@@ -137,8 +139,9 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
     name: 'database_behind',
     severity: 'critical',
     entityKey,
-    message: `the database is behind for ${entityKey} (restored from a backup, or failed over to a replica that lagged): its offset ${databaseOffset} is ${seen}; carried the offset to ${carriedTo} in one reservation, nothing below it is handed out again`,
+    message: `the database is behind for ${entityKey}${report.period === undefined ? '' : ` (business numbers of period ${report.period}: offsets are its sequence)`} (restored from a backup, or failed over to a replica that lagged): its offset ${databaseOffset} is ${seen}; carried the offset to ${carriedTo} in one reservation, nothing below it is handed out again`,
     details: {
+      ...(report.period === undefined ? {} : { period: report.period }),
       databaseOffset: databaseOffset.toString(),
       record: report.record,
       recordedOffset: recordedOffset.toString(),

@@ -94,6 +94,8 @@ export class OpsSampler {
 
   /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
   private lastSampledAt: number | undefined;
+  /** Sizes the refill sweep read since the last run, once it feeds this sampler ({@link offer}). */
+  private fed: { sizes: Map<string, number>; rounds: number } | undefined;
   /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
   private readonly round: ActivityRound<EntityConfig>;
 
@@ -114,6 +116,41 @@ export class OpsSampler {
       activeMs: ACTIVE_MS,
       now: () => options.clock.now(),
     });
+  }
+
+  /**
+   * Pool sizes the refill sweep read (`roundMs`: how long its round over
+   * every pool takes, which may be paced otherwise than this sampler). Once fed, this sampler's idle batch is the sweep's: each idle
+   * pool is read once for both, and this sampler reads Redis only for the
+   * active entities the sweep did not read (`sweep-activity.test.ts`).
+   */
+  offer(sizes: ReadonlyMap<string, number>, roundMs: number): void {
+    const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
+    const fed = (this.fed ??= { sizes: new Map(), rounds });
+    fed.rounds = rounds;
+    for (const [key, size] of sizes) fed.sizes.set(key, size);
+  }
+
+  /**
+   * This run's entities and the sizes already known: the round's own batch,
+   * or once the sweep feeds it, the pools it read since the last run, the
+   * active entities and the business-number ones (the sweep reads no number
+   * pool) of the round's batch.
+   */
+  private batch(
+    items: EntityConfig[],
+    rounds: number,
+  ): { entities: EntityConfig[]; known: ReadonlyMap<string, number>; rounds: number } {
+    const fed = this.fed;
+    if (!fed) return { entities: items, known: new Map(), rounds };
+    this.fed = { sizes: new Map(), rounds: fed.rounds };
+    const batch = new Map<string, EntityConfig>();
+    for (const entity of items) if (entity.numbers || this.round.isActive(entity.key)) batch.set(entity.key, entity);
+    for (const key of fed.sizes.keys()) {
+      const entity = this.options.entities.get(key);
+      if (entity && entity.mode !== 'snowflake') batch.set(key, entity);
+    }
+    return { entities: [...batch.values()], known: fed.sizes, rounds: Math.max(rounds, fed.rounds) };
   }
 
   /** Reads business-number periods from `source` (the number takes, built after the ops side). */
@@ -170,15 +207,19 @@ export class OpsSampler {
 
   private async sampleEntities(): Promise<void> {
     // `live` is set when a round starts (the registry is listed once a round).
-    const { items: picked, listed, rounds } = this.round.next();
+    const { items, listed, rounds: ownRounds } = this.round.next();
     const live = listed && new Set(listed.map((e) => e.key));
+    const { entities: picked, known, rounds } = this.batch(items, ownRounds);
     // Business numbers have no pool or offset of their own: their periods are read apart.
     const entities = picked.filter((e) => !e.numbers);
     const keys = entities.map((e) => e.key);
-    const [offsets, sizes] = await Promise.all([
+    const unread = keys.filter((key) => !known.has(key));
+    const [offsets, read] = await Promise.all([
       this.options.allocator.peekMany(keys),
-      this.options.poolStore.sizes(keys),
+      this.options.poolStore.sizes(unread),
     ]);
+    const readSizes = new Map(unread.map((key, i) => [key, read[i]]));
+    const sizes = keys.map((key) => known.get(key) ?? readSizes.get(key) ?? new Error('no size read'));
     const at = this.options.clock.now();
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.
@@ -228,10 +269,28 @@ export class OpsSampler {
         (last.served ?? 0) !== (this.options.served?.(entity.key) ?? 0))
     )
       this.round.touch(entity.key, at);
+    else if (this.unchanged(entity, size, offset)) return;
     const f = this.history.record(entity, { at, size, offset }, capacity);
     if (!f) return;
     this.publish(entity, size, offset, f);
     this.rules.checkEntity(entity, size, at, f, this.history.filled(entity.key));
+  }
+
+  /**
+   * An idle entity whose reading, watermark and target are as its last
+   * sample published them, with nothing moving in its forecast and no alarm
+   * condition holding: its figures, gauges and alarms stand as they are, and
+   * only its sample age is new.
+   */
+  private unchanged(entity: EntityConfig, size: number, offset: bigint): boolean {
+    if (this.round.isActive(entity.key) || !this.rules.quiet(entity.key)) return false;
+    if (!this.history.atRest(entity.key, size, offset)) return false;
+    const { metrics, demand } = this.options;
+    return (
+      metrics.poolLowWatermark.values.get(entity.key) === demand.lowWatermark(entity) &&
+      metrics.poolTarget.values.get(entity.key) === demand.target(entity) &&
+      metrics.poolMax.values.get(entity.key) === entity.maxPoolSize
+    );
   }
 
   /** Sets the entity's pool and forecast gauges. */

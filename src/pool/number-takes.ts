@@ -12,10 +12,18 @@
  */
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
-import { PeriodExhaustedError, PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
+import { PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import type { Period } from '../numbers/period';
 import { NumberScheme } from '../numbers/scheme';
+import {
+  LocalNumbers,
+  type LocalNumbersOptions,
+  NumberSchemes,
+  formatRange,
+  namedPeriod,
+  periodFull,
+} from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter, type SeqRange } from '../segment/number-counter';
 import type { Demand } from './demand';
 import type { DispatchEvents } from './dispatcher';
@@ -80,46 +88,6 @@ export interface NumberCatalog {
   numberKeys(): string[];
 }
 
-/** The scheme of an entity's settings, built once per settings (they never change once registered). */
-class Schemes {
-  private readonly cache = new Map<string, NumberScheme>();
-
-  of(entity: EntityConfig): NumberScheme {
-    const settings = entity.numbers;
-    if (!settings) throw new Error(`entity ${entity.key} has no business-number format`);
-    const id = `${settings.format}\n${settings.reset}\n${settings.timeZone}`;
-    let scheme = this.cache.get(id);
-    if (!scheme) {
-      scheme = NumberScheme.of(settings);
-      this.cache.set(id, scheme);
-    }
-    return scheme;
-  }
-}
-
-/** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
-function namedPeriod(scheme: NumberScheme, entity: EntityConfig, periodId: string): Period {
-  const period = scheme.calendar.named(periodId);
-  if (!period)
-    throw new RangeError(
-      `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(Date.now()).id}`,
-    );
-  return period;
-}
-
-/** Formatted numbers `range` of `period`; a trend entity's shuffled within each step. */
-function formatRange(scheme: NumberScheme, entity: EntityConfig, period: Period, range: SeqRange): string[] {
-  const format = scheme.template.formatter(period);
-  const count = Number(range.last - range.first + 1n);
-  const out = new Array<string>(count);
-  const safe = range.last <= BigInt(Number.MAX_SAFE_INTEGER);
-  const first = Number(range.first);
-  for (let i = 0; i < count; i++) out[i] = safe ? format(first + i) : format(range.first + BigInt(i));
-  if (entity.mode === 'trend')
-    for (let s = 0; s < count; s += entity.step) shuffle(out, s, Math.min(s + entity.step, count));
-  return out;
-}
-
 /**
  * Range `range` of `period` as the push writes it: a {@link NumberRun}
  * (sequences as numbers, the date written once) below 2^53, formatted
@@ -133,13 +101,6 @@ function numberRun(scheme: NumberScheme, entity: EntityConfig, period: Period, r
   if (entity.mode === 'trend')
     for (let s = 0; s < seqs.length; s += entity.step) shuffle(seqs, s, Math.min(s + entity.step, seqs.length));
   return { ...scheme.template.parts(period), seqs };
-}
-
-function periodFull(entity: EntityConfig, scheme: NumberScheme, period: string, msLeft: number): PeriodExhaustedError {
-  return new PeriodExhaustedError(
-    `${entity.key}: period ${period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${Math.ceil(msLeft / 1000)} s`,
-    Math.max(1, Math.ceil(msLeft / 1000)),
-  );
 }
 
 export interface RedisNumberTakesOptions {
@@ -171,7 +132,7 @@ export interface RedisNumberTakesOptions {
  */
 export class RedisNumberTakes implements NumberTakes {
   readonly coalesce = true;
-  private readonly schemes = new Schemes();
+  private readonly schemes = new NumberSchemes();
   private readonly refills = new Map<string, Promise<void>>();
   /** Numbers this instance took per entity, running: what demand is measured from. */
   private readonly taken = new Map<string, number>();
@@ -453,81 +414,44 @@ export class RedisNumberTakes implements NumberTakes {
   }
 }
 
-/**
- * Business numbers without Redis (the embedded service): the process clock
- * decides the period; each entity keeps the rest of its last reservation
- * in process, and a new period starts a new one.
- */
+/** {@link LocalNumbers} as the take service's business-number take (the embedded service). */
 export class LocalNumberTakes implements NumberTakes {
   readonly coalesce = false;
-  private readonly schemes = new Schemes();
-  private readonly buffers = new Map<string, { period: string; numbers: string[]; full: boolean }>();
-  private readonly running = new Map<string, Promise<unknown>>();
+  private readonly local: LocalNumbers;
 
   constructor(
-    private readonly options: {
-      counter: NumberCounter;
-      clock: Clock;
-      events: DispatchEvents;
-      /** The embedded service's per-second limit (the in-process one of the pools). */
-      admit?: (entity: EntityConfig, count: number) => void;
-    },
-  ) {}
-
-  take(entity: EntityConfig, count: number): Promise<TakenIds> {
-    // One take per entity at a time: a take that reserves must not interleave with another's.
-    const before = this.running.get(entity.key) ?? Promise.resolve();
-    const mine = before.catch(() => undefined).then(() => this.takeNow(entity, count));
-    this.running.set(entity.key, mine);
-    void mine
-      .finally(() => {
-        if (this.running.get(entity.key) === mine) this.running.delete(entity.key);
-      })
-      .catch(() => undefined);
-    return mine;
+    options: Omit<LocalNumbersOptions, 'onPeriodFull'> & { events: Pick<DispatchEvents, 'periodExhausted'> },
+  ) {
+    this.local = new LocalNumbers({
+      ...options,
+      onPeriodFull: (entityKey, digits, nextAt) => options.events.periodExhausted(entityKey, digits, nextAt),
+    });
   }
 
-  private async takeNow(entity: EntityConfig, count: number): Promise<TakenIds> {
-    const scheme = this.schemes.of(entity);
-    const period = scheme.calendar.at(this.options.clock.now());
-    let buffer = this.buffers.get(entity.key);
-    if (buffer?.period !== period.id) {
-      buffer = { period: period.id, numbers: [], full: false };
-      this.buffers.set(entity.key, buffer);
-    }
-    while (buffer.numbers.length < count && !buffer.full) {
-      const want = Math.max(entity.step, count - buffer.numbers.length);
-      const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
-      if (!range || range.last >= scheme.capacity) buffer.full = true;
-      if (range) buffer.numbers.push(...formatRange(scheme, entity, period, range));
-    }
-    if (buffer.numbers.length < count) {
-      this.options.events.periodExhausted(entity.key, scheme.template.seqWidth, period.end);
-      throw periodFull(entity, scheme, period.id, period.end - this.options.clock.now());
-    }
-    this.options.admit?.(entity, count);
-    return listedIds(buffer.numbers.splice(0, count));
+  async take(entity: EntityConfig, count: number): Promise<TakenIds> {
+    return listedIds(await this.local.take(entity, count));
   }
 
   takeShared(): Promise<undefined> {
     return Promise.resolve(undefined);
   }
 
-  async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
-    const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId);
-    const after = await this.options.counter.raise(entity.key, period, seq > scheme.capacity ? scheme.capacity : seq);
-    if (this.buffers.get(entity.key)?.period === period.id) this.buffers.delete(entity.key);
-    return after;
+  raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
+    return this.local.raise(entity, periodId, seq);
+  }
+
+  /** Prunes old periods' counters now and hourly. */
+  start(): void {
+    this.local.start();
+  }
+
+  stop(): void {
+    this.local.stop();
   }
 
   /** Now's period by the process clock: its counter less what this process holds reserved and not yet handed out. */
   async usage(entity: EntityConfig): Promise<NumberUsage> {
-    const scheme = this.schemes.of(entity);
-    const now = this.options.clock.now();
-    const period = scheme.calendar.at(now);
-    const buffer = this.buffers.get(entity.key);
-    const ready = buffer?.period === period.id ? buffer.numbers.length : 0;
-    return usageOf(scheme, now, period, await this.options.counter.peek(entity.key, period.id), ready);
+    const { scheme, now, period, reserved, ready } = await this.local.standing(entity);
+    return usageOf(scheme, now, period, reserved, ready);
   }
 }

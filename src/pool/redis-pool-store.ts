@@ -24,8 +24,29 @@ import { JoinedIds, joinedBytes, listedIds, type TakenIds } from './taken-ids';
  */
 const MULTI_TAKE_FROM = 256;
 
-/** Fences one MGET reads: a reply of ~30 KB, a fraction of a ms of Redis. */
-const FENCES_PER_MGET = 1000;
+/** Keys one MGET reads (fences, pushed counters): a reply of ~30 KB, a fraction of a ms of Redis. */
+const KEYS_PER_MGET = 1000;
+
+/**
+ * Queues MGETs of `keys` (KEYS_PER_MGET a command) on `pipeline`; the
+ * function returned reads their replies back, one value (or the MGET's
+ * error) per key.
+ */
+function mgetChunks(
+  pipeline: ReturnType<RedisClient['pipeline']>,
+  keys: readonly string[],
+): (replies: [Error | null, unknown][]) => (string | null | Error)[] {
+  for (let i = 0; i < keys.length; i += KEYS_PER_MGET) pipeline.mget(keys.slice(i, i + KEYS_PER_MGET));
+  return (replies) => {
+    const out: (string | null | Error)[] = [];
+    for (const [err, values] of replies) {
+      const chunk = Math.min(KEYS_PER_MGET, keys.length - out.length);
+      if (err) for (let i = 0; i < chunk; i++) out.push(err);
+      else out.push(...(values as (string | null)[]));
+    }
+    return out;
+  };
+}
 
 /** A take's answer: its code, the count that goes with it (ids left, pool size or ms to wait), and the ids taken. */
 type Taken = [code: number, value: number, ids: TakenIds | null];
@@ -161,16 +182,40 @@ export class RedisPoolStore implements PoolStore {
     return head === null ? undefined : BigInt(head);
   }
 
+  /**
+   * One server: an LLEN per pool and the pushed counters in MGETs, in one
+   * pipeline (the sweep reads 200 idle pools a second: half the commands of
+   * a GET each). A Cluster: LLEN and GET per pool in one pipeline per node.
+   */
   async levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     const all = keys.map((key) => entityKeys(key, this.prefix));
-    const replies = await pipelinePerNode(
-      this.redis,
-      all.map((k) => k.ids),
-      (p, i) => p.llen(all[i].ids).get(all[i].pushed),
+    const level = (size: unknown, pushed: unknown) => ({
+      size: Number(size),
+      taken: Math.max(0, Number(pushed ?? 0) - Number(size)),
+    });
+    if (all.length === 0) return [];
+    if (this.redis instanceof Cluster) {
+      const replies = await pipelinePerNode(
+        this.redis,
+        all.map((k) => k.ids),
+        (p, i) => p.llen(all[i].ids).get(all[i].pushed),
+      );
+      return replies.map((r) => (r instanceof Error ? r : level(r[0], r[1])));
+    }
+    const pipeline = this.redis.pipeline();
+    for (const k of all) pipeline.llen(k.ids);
+    const pushed = mgetChunks(
+      pipeline,
+      all.map((k) => k.pushed),
     );
-    return replies.map((r) =>
-      r instanceof Error ? r : { size: Number(r[0]), taken: Math.max(0, Number(r[1] ?? 0) - Number(r[0])) },
-    );
+    const replies = (await pipeline.exec()) ?? [];
+    const counters = pushed(replies.slice(all.length));
+    return all.map((_, i) => {
+      const [err, size] = replies[i] ?? [new Error('no reply')];
+      if (err) return err;
+      const counter = counters[i];
+      return counter instanceof Error ? counter : level(size, counter);
+    });
   }
 
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
@@ -185,7 +230,7 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * One server: MGETs of FENCES_PER_MGET keys in one pipeline (10,000 GETs
+   * One server: MGETs of KEYS_PER_MGET keys in one pipeline (10,000 GETs
    * cost this process ~5 times the CPU of 10 MGETs, measured in
    * bench/fence-check.bench.ts). A Cluster refuses an MGET across slots, and
    * every entity has its own: there, a GET per key in one pipeline per node.
@@ -198,14 +243,8 @@ export class RedisPoolStore implements PoolStore {
       return replies.map((r) => (r instanceof Error ? r : fence(r[0])));
     }
     const pipeline = this.redis.pipeline();
-    for (let i = 0; i < fences.length; i += FENCES_PER_MGET) pipeline.mget(fences.slice(i, i + FENCES_PER_MGET));
-    const out: (bigint | undefined | Error)[] = [];
-    for (const [err, values] of (await pipeline.exec()) ?? []) {
-      const chunk = Math.min(FENCES_PER_MGET, fences.length - out.length);
-      if (err) for (let i = 0; i < chunk; i++) out.push(err);
-      else for (const value of values as (string | null)[]) out.push(fence(value));
-    }
-    return out;
+    const values = mgetChunks(pipeline, fences);
+    return values((await pipeline.exec()) ?? []).map((v) => (v instanceof Error ? v : fence(v)));
   }
 
   async unlockStale(entityKey: string): Promise<boolean> {

@@ -9,6 +9,11 @@ export interface RefillEvents {
   /** A segment was refused because the database is behind the fence (restored, failed back); the entity was carried past it. */
   databaseBehind(report: DatabaseBehindReport): void;
   epochChanged(from: string, to: string): void;
+  /**
+   * A sweep read these pools' sizes (`roundMs`: how long its round over
+   * every pool takes): the ops sampler samples them without reading again.
+   */
+  levelsRead?(sizes: ReadonlyMap<string, number>, roundMs: number): void;
   /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
   failed(entityKey: string): void;
 }

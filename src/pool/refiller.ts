@@ -194,14 +194,14 @@ export class Refiller {
     }
   }
 
-  /** This sweep's pools; when a round starts, forgets the take totals of entities gone from the registry. */
-  private nextSweepBatch(): string[] {
-    const { items, listed } = this.sweepRound.next();
+  /** This sweep's pools (and how many sweeps a round takes); when a round starts, forgets the take totals of entities gone from the registry. */
+  private nextSweepBatch(): { keys: string[]; rounds: number } {
+    const { items, listed, rounds } = this.sweepRound.next();
     if (listed) {
       const live = new Set(listed);
       for (const key of this.lastTaken.keys()) if (!live.has(key)) this.lastTaken.delete(key);
     }
-    return items;
+    return { keys: items, rounds };
   }
 
   /** Below this many ready ids the entity's pool is refilled (it moves with demand). */
@@ -230,8 +230,9 @@ export class Refiller {
       // held: a restarted Redis answers INFO while it still loads its data
       // and refuses the lock) is tried again every sweep until it has run.
       for (const key of this.needsReset) this.low.add(key);
-      const keys = this.nextSweepBatch();
+      const { keys, rounds } = this.nextSweepBatch();
       const levels = await this.options.store.levels(keys);
+      const read = new Map<string, number>();
       // One entity's error (its keys, its Cluster node, an odd number) is logged with its key; the rest go on.
       keys.forEach((key, i) => {
         try {
@@ -239,6 +240,7 @@ export class Refiller {
           if (level instanceof Error) throw level;
           const entity = this.options.entities.get(key);
           if (!entity) return;
+          read.set(key, level.size);
           this.options.demand.observe(key, level.taken);
           const before = this.lastTaken.get(key);
           if (before !== undefined && before !== level.taken) this.sweepRound.touch(key);
@@ -248,6 +250,7 @@ export class Refiller {
           this.logError(key, err);
         }
       });
+      this.options.events.levelsRead?.(read, rounds * (this.options.sweepMs ?? 1000));
     } catch (err) {
       this.logError('*', err);
     }

@@ -1,7 +1,7 @@
-import { randomFillSync } from 'node:crypto';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { EntityConfig } from '../entities/entity';
 import type { Segment } from '../segment/allocator';
+import { shuffle } from '../segment/shuffle';
 import type { IdStride } from '../segment/stride';
 import type { PoolStore, PushResult } from './pool-store';
 
@@ -86,14 +86,4 @@ export async function pushSegment(
   return outcome;
 }
 
-/** Fisher–Yates of `items[from..to)`, an array's or a typed array's, with crypto randomness (trend ids must not be guessable). */
-export function shuffle(items: { length: number; [i: number]: unknown }, from = 0, to = items.length): void {
-  const random = new Uint32Array(to - from);
-  randomFillSync(random);
-  for (let i = to - from - 1; i > 0; i--) {
-    const j = random[i] % (i + 1);
-    const t = items[from + i];
-    items[from + i] = items[from + j];
-    items[from + j] = t;
-  }
-}
+export { shuffle };

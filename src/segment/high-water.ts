@@ -12,6 +12,8 @@ import type { LineRaiser, Segment, SegmentAllocator } from './allocator';
  */
 export interface DatabaseBehindReport {
   readonly entityKey: string;
+  /** A business-number period's counter (number_period) rather than the entity's `current_offset`. */
+  readonly period?: string;
   /** `current_offset` the database had: the start of the reservation that saw it (or the offset read at start-up). */
   readonly databaseOffset: bigint;
   /** Which record saw it: the service's high-water file, the library's own process, the Redis fence. */
@@ -31,6 +33,8 @@ export interface HighWaterRecord {
   get(entityKey: string): bigint | undefined;
   /** Records that numbers below `end` were reserved; resolves once the record would survive a crash. */
   raise(entityKey: string, end: bigint): Promise<void>;
+  /** Drops the marks `drop` names (old business-number periods' marks, number-high-water.ts). */
+  forget?(drop: (key: string) => boolean): Promise<void>;
 }
 
 /** The library's record: this process's own last reservation end per entity (other processes' are not seen). */
@@ -45,6 +49,10 @@ export class ProcessHighWater implements HighWaterRecord {
   async raise(entityKey: string, end: bigint): Promise<void> {
     const before = this.ends.get(entityKey);
     if (before === undefined || end > before) this.ends.set(entityKey, end);
+  }
+
+  async forget(drop: (key: string) => boolean): Promise<void> {
+    for (const key of [...this.ends.keys()]) if (drop(key)) this.ends.delete(key);
   }
 }
 
@@ -76,6 +84,8 @@ export class HighWaterFile implements HighWaterRecord {
   private version = 0;
   private written = 0;
   private writing: Promise<void> | undefined;
+  /** Marks forgotten: not merged back from the file another process wrote. */
+  private dropped: (key: string) => boolean = () => false;
 
   constructor(
     readonly path: string,
@@ -111,15 +121,29 @@ export class HighWaterFile implements HighWaterRecord {
 
   async raise(entityKey: string, end: bigint): Promise<void> {
     this.merge(entityKey, end);
+    await this.flush();
+  }
+
+  /** Writes the file once more, covering every change made before; one write at a time. */
+  private async flush(): Promise<void> {
     const wanted = ++this.version;
-    // One write at a time; a write covers every raise made before it started.
     while (this.written < wanted) {
       this.writing ??= this.writeOnce().finally(() => (this.writing = undefined));
       await this.writing;
     }
   }
 
+  async forget(drop: (key: string) => boolean): Promise<void> {
+    const earlier = this.dropped;
+    this.dropped = (key) => earlier(key) || drop(key);
+    const gone = [...this.ends.keys()].filter(drop);
+    if (gone.length === 0) return;
+    for (const key of gone) this.ends.delete(key);
+    await this.flush();
+  }
+
   private merge(entityKey: string, end: bigint): void {
+    if (this.dropped(entityKey)) return;
     const before = this.ends.get(entityKey);
     if (before === undefined || end > before) this.ends.set(entityKey, end);
   }

@@ -40,6 +40,7 @@ import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
 import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
+import { HighWaterNumberCounter } from '../segment/number-high-water';
 import { IdStride } from '../segment/stride';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { LiveAllocator } from '../segment/live-allocator';
@@ -367,7 +368,7 @@ export function buildPools(
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
-  const { numbers, numberRefill } = buildNumberTakes(deps);
+  const numbers = buildNumberTakes(deps, deps.highWater);
   // The sampler reads the periods from the takes, built after the ops side they report to.
   deps.ops.sampler.readNumbersFrom(numbers);
   return {
@@ -378,37 +379,49 @@ export function buildPools(
       fenceCheck,
       checkHighWater,
       numbers,
-      startNumbers: () => numberRefill?.start(),
+      startNumbers: () => numbers.start(),
     },
     close: async () => {
-      await numberRefill?.stop();
+      await numbers.stop();
       await fenceCheck.stop();
       await refiller.stop();
     },
   };
 }
 
-/** Business numbers' takes: with Redis, pools per period refilled ahead of each boundary; without, straight from SQL on the process clock. */
-function buildNumberTakes(deps: PoolParts) {
+/**
+ * Business numbers' takes: with Redis, pools per period refilled ahead of
+ * each boundary; without, from SQL on the process clock, behind the
+ * high-water file as plain ids are (embedded service) and under the same
+ * in-process per-second limit.
+ */
+function buildNumberTakes(deps: PoolParts, highWater: HighWaterFile | undefined) {
   const { stores, clock } = deps;
   const events = deps.ops.dispatchEvents;
-  const numberRefill =
-    stores.numberStore &&
-    new RedisNumberTakes({
-      store: stores.numberStore,
-      counter: stores.numberCounter,
-      lock: stores.lock,
-      entities: deps.registry,
-      demand: stores.demand,
-      events,
-      clock,
-      log: deps.log.child({ component: 'numbers' }),
-      intervalMs: deps.config.refillIntervalMs,
-    });
-  return {
-    numberRefill,
-    numbers: numberRefill ?? new LocalNumberTakes({ counter: stores.numberCounter, clock, events }),
-  };
+  const log = deps.log.child({ component: 'numbers' });
+  return stores.numberStore
+    ? new RedisNumberTakes({
+        store: stores.numberStore,
+        counter: stores.numberCounter,
+        lock: stores.lock,
+        entities: deps.registry,
+        demand: stores.demand,
+        events,
+        clock,
+        log,
+        intervalMs: deps.config.refillIntervalMs,
+      })
+    : new LocalNumberTakes({
+        counter: highWater
+          ? new HighWaterNumberCounter(stores.numberCounter, highWater, (report) =>
+              deps.ops.refillEvents.databaseBehind(report),
+            )
+          : stores.numberCounter,
+        clock,
+        events,
+        rate: stores.snowflakeRate,
+        log,
+      });
 }
 
 /** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */

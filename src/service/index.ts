@@ -2,20 +2,13 @@ import { type Server, createServer } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
-import type { EntityRegistry } from '../entities/registry';
 import { type Clock, systemClock } from '../clock';
 import type { Config } from '../config/config';
 import type { HttpServerSettings } from '../http/settings';
 import type { OpsConfig } from '../ops/settings';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
-import type { Database } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
-import { type Ops, instanceName } from '../ops';
-import type { PoolStore } from '../pool/pool-store';
-import type { RedisClient } from '../redis/connection';
-import type { FenceCheck } from '../pool/fence-check';
-import type { Refiller } from '../pool/refiller';
-import type { Segment } from '../segment/allocator';
+import { instanceName } from '../ops';
 import { buildDatabase, buildIncumbents, buildRedis, claimDeployment } from './connections';
 import {
   buildHighWater,
@@ -27,10 +20,9 @@ import {
   buildStores,
   buildTakes,
 } from './builders';
-import type { TakeService } from '../take/take-service';
 import { buildHttp } from './http';
+import { type ServiceParts, keepParts, seamsFor } from './internals';
 import { Resources } from './resources';
-import type { SnowflakeRuntime } from './snowflake';
 
 /**
  * In-flight requests get this long to finish on stop. An id request takes
@@ -46,8 +38,6 @@ export interface ServiceOptions {
   redisPrefix?: string;
   /** This instance's name in its alarms and fleet heartbeat (default host:pid; tests running several in one process set their own). */
   instance?: string;
-  /** Test seam: runs between reserving a segment and pushing it. */
-  beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
   /** Worker lease and snowflake wait settings, over `config.lease`. */
   snowflake?: Partial<SnowflakeRuntimeSettings>;
   /** Metrics, forecasts, alarms and request logs, over `config.ops`. */
@@ -56,21 +46,8 @@ export interface ServiceOptions {
   shutdownGraceMs?: number;
 }
 
+/** A running idpool service: what it is built of stays inside (`internals.ts`). */
 export interface Service {
-  readonly app: Express;
-  readonly db: Database;
-  readonly redis: RedisClient | undefined;
-  readonly poolStore: PoolStore;
-  readonly registry: EntityRegistry;
-  readonly refiller: Refiller;
-  /** Carries entities whose database went back past their fences (`stats` counts its runs). */
-  readonly fenceCheck: FenceCheck;
-  /** The one take of every face: `take(entity, count)`, coalesced per entity and turn. */
-  readonly takes: TakeService;
-  /** Snowflake generator and worker lease. */
-  readonly snowflake: SnowflakeRuntime;
-  /** Metrics, forecasts and alarms. */
-  readonly ops: Ops;
   /** Starts refilling and listens on `port` (0 = any); resolves to the port. */
   listen(port: number): Promise<number>;
   /** Stops accepting, finishes in-flight requests, stops refilling, closes connections. */
@@ -111,7 +88,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
     const pools = resources.add(
       'refiller',
-      buildPools({ ...base, ops, beforePush: options.beforePush, highWater, incumbents }),
+      buildPools({ ...base, ops, beforePush: seamsFor(options).beforePush, highWater, incumbents }),
     );
     await pools.checkHighWater();
     const takes = buildTakes({ pools, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
@@ -143,7 +120,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
 
 /** The service over its built parts: `listen` starts the loops and the server, `stop` undoes it all. */
 function runningService(
-  parts: Omit<Service, 'listen' | 'stop'>,
+  parts: ServiceParts,
   run: {
     config: Config;
     options: ServiceOptions;
@@ -154,8 +131,7 @@ function runningService(
 ): Service {
   const { app, refiller, fenceCheck, ops } = parts;
   let server: Server | undefined;
-  return {
-    ...parts,
+  const service: Service = {
     async listen(port) {
       refiller.start();
       fenceCheck.start();
@@ -174,6 +150,8 @@ function runningService(
       await run.resources.closeAll();
     },
   };
+  keepParts(service, parts);
+  return service;
 }
 
 /**

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
+import { type ServiceParts, serviceParts } from '../../src/service/internals';
 import { ADMIN_TOKEN, call, register } from '../support/http';
 import { REDIS_URL, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -13,7 +14,7 @@ function median(xs: number[]): number {
 
 /** Counts the SQL statements a service sends that read entity configuration. */
 function countEntityQueries(service: Service): { readonly count: number } {
-  const db = service.db;
+  const db = serviceParts(service).db;
   const counter = { count: 0 };
   const wrap = <F extends (sql: string, params?: unknown[]) => Promise<unknown>>(fn: F): F =>
     ((sql: string, params?: unknown[]) => {
@@ -25,7 +26,7 @@ function countEntityQueries(service: Service): { readonly count: number } {
         counter.count++;
       return fn(sql, params);
     }) as F;
-  (db as { query: Service['db']['query'] }).query = wrap(db.query.bind(db));
+  (db as { query: ServiceParts['db']['query'] }).query = wrap(db.query.bind(db));
   return counter;
 }
 

@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config/config';
 import { RateLimitedError } from '../../src/errors';
 import type { TakeResult } from '../../src/pool/pool-store';
 import { type Service, createService } from '../../src/service';
+import { serviceParts } from '../../src/service/internals';
 import { uniqueKey } from '../support/configs';
 import { ADMIN_TOKEN, call, register } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
@@ -40,8 +41,9 @@ describeWithServices(
         IDPOOL_WORKER_ID_UNSAFE: '1',
       });
       service = await createService(config, { redisPrefix: prefix, ops: { requestLog: 'off' } });
-      const take = service.poolStore.take.bind(service.poolStore);
-      service.poolStore.take = (entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> => {
+      const { poolStore } = serviceParts(service);
+      const take = poolStore.take.bind(poolStore);
+      poolStore.take = (entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> => {
         fcalls.push(count);
         return take(entityKey, count, maxPerSecond);
       };
@@ -56,7 +58,7 @@ describeWithServices(
     });
 
     const registerEntity = async (key: string, body: Record<string, unknown>) => {
-      await service.registry.register({
+      await serviceParts(service).registry.register({
         key,
         mode: 'monotonic',
         step: 1000,
@@ -65,8 +67,8 @@ describeWithServices(
         maxSizePerTimes: 1000,
         ...body,
       });
-      const entity = service.registry.get(key)!;
-      await service.refiller.refill(key);
+      const entity = serviceParts(service).registry.get(key)!;
+      await serviceParts(service).refiller.refill(key);
       return entity;
     };
 
@@ -74,7 +76,7 @@ describeWithServices(
       const entity = await registerEntity(uniqueKey('coalesce'), { maxSizePerSecond: 0 });
       fcalls.length = 0;
       const counts = Array.from({ length: 64 }, (_, i) => 1 + (i % 5));
-      const answers = await Promise.all(counts.map((n) => service.takes.take(entity, n)));
+      const answers = await Promise.all(counts.map((n) => serviceParts(service).takes.take(entity, n)));
       expect(fcalls).toEqual([counts.reduce((a, b) => a + b, 0)]);
       answers.forEach((ids, i) => expect(ids).toHaveLength(counts[i]));
       const flat = answers.flatMap((ids) => ids.toArray()).map(Number);
@@ -84,11 +86,11 @@ describeWithServices(
 
     it('a group large enough for the native LPOP (held joined, then sliced) hands each take its own ids, in arrival order', async () => {
       const entity = await registerEntity(uniqueKey('joined'), { maxSizePerSecond: 0, step: 5000 });
-      expect(await service.poolStore.size(entity.key)).toBeGreaterThanOrEqual(5000);
+      expect(await serviceParts(service).poolStore.size(entity.key)).toBeGreaterThanOrEqual(5000);
       fcalls.length = 0;
       const counts = Array.from({ length: 64 }, (_, i) => 5 + ((i * 7) % 40));
       const total = counts.reduce((a, b) => a + b, 0);
-      const answers = await Promise.all(counts.map((n) => service.takes.take(entity, n)));
+      const answers = await Promise.all(counts.map((n) => serviceParts(service).takes.take(entity, n)));
       expect(fcalls).toEqual([total]);
       expect(total).toBeGreaterThan(256);
       const flat: number[] = [];
@@ -115,10 +117,12 @@ describeWithServices(
       fcalls.length = 0;
       const outcomes = await Promise.all(
         Array.from({ length: 64 }, () =>
-          service.takes.take(entity, 3).then(
-            (ids) => ids.length,
-            (err) => err,
-          ),
+          serviceParts(service)
+            .takes.take(entity, 3)
+            .then(
+              (ids) => ids.length,
+              (err) => err,
+            ),
         ),
       );
       const served = outcomes.filter((o) => typeof o === 'number');
@@ -137,10 +141,10 @@ describeWithServices(
         maxPoolSize: 2000,
         maxSizePerTimes: 100,
       });
-      const size = await service.poolStore.size(entity.key);
-      const first = await service.takes.take(entity, size - 6); // 6 left
+      const size = await serviceParts(service).poolStore.size(entity.key);
+      const first = await serviceParts(service).takes.take(entity, size - 6); // 6 left
       fcalls.length = 0;
-      const answers = await Promise.all([0, 1, 2].map(() => service.takes.take(entity, 4)));
+      const answers = await Promise.all([0, 1, 2].map(() => serviceParts(service).takes.take(entity, 4)));
       // The sum (12) did not fit; alone, the first fit, the second and third waited for a refill.
       expect(fcalls[0]).toBe(12);
       expect(fcalls[1]).toBe(4);

@@ -3,6 +3,7 @@ import { afterEach, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { entityKeys } from '../../src/redis/keys';
 import { type Service, createService } from '../../src/service';
+import { serviceParts } from '../../src/service/internals';
 import { ADMIN_TOKEN, call, register } from '../support/http';
 import { type RedisServer, startRedisServer } from '../support/processes';
 import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
@@ -20,16 +21,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * n have.
  */
 async function nextRunDone(s: Service): Promise<void> {
-  const next = s.fenceCheck.stats.started + 1;
+  const next = serviceParts(s).fenceCheck.stats.started + 1;
   await expect
-    .poll(() => s.fenceCheck.stats.completed, { timeout: 30 * CHECK_MS, interval: 20 })
+    .poll(() => serviceParts(s).fenceCheck.stats.completed, { timeout: 30 * CHECK_MS, interval: 20 })
     .toBeGreaterThanOrEqual(next);
 }
 
 /** Waits until no refill has completed for half a second: the last segment of the fill is pushed. */
 async function settled(s: Service): Promise<void> {
-  for (let last = -1; last !== s.refiller.stats.refills;) {
-    last = s.refiller.stats.refills;
+  for (let last = -1; last !== serviceParts(s).refiller.stats.refills;) {
+    last = serviceParts(s).refiller.stats.refills;
     await sleep(500);
   }
 }
@@ -88,14 +89,19 @@ describeWithServices(
       const offset = async () =>
         BigInt(
           (
-            await s.db.query<{ c: string }>(
-              `SELECT ${s.db.bigText('current_offset')} AS c FROM application WHERE entity_key = 'orders'`,
+            await serviceParts(s).db.query<{ c: string }>(
+              `SELECT ${serviceParts(s).db.bigText('current_offset')} AS c FROM application WHERE entity_key = 'orders'`,
             )
           )[0].c,
         );
       const restoreTo = (to: bigint) =>
-        s.db.execute(`UPDATE application SET current_offset = ? WHERE entity_key = 'orders'`, [to.toString()]);
-      const behind = () => s.ops.alarms.recent().filter((a) => a.name === 'database_behind');
+        serviceParts(s).db.execute(`UPDATE application SET current_offset = ? WHERE entity_key = 'orders'`, [
+          to.toString(),
+        ]);
+      const behind = () =>
+        serviceParts(s)
+          .ops.alarms.recent()
+          .filter((a) => a.name === 'database_behind');
       return { s, url, take, offset, restoreTo, behind };
     };
 
@@ -111,21 +117,21 @@ describeWithServices(
       const redis = new Redis(REDIS_URL);
       try {
         await expect
-          .poll(async () => s.poolStore.size('orders'), { timeout: 10_000 })
-          .toBeGreaterThanOrEqual(s.refiller.lowWatermark(s.registry.get('orders')!));
+          .poll(async () => serviceParts(s).poolStore.size('orders'), { timeout: 10_000 })
+          .toBeGreaterThanOrEqual(serviceParts(s).refiller.lowWatermark(serviceParts(s).registry.get('orders')!));
         await settled(s);
         const fence = BigInt((await redis.get(fenceKey))!);
         expect(await offset()).toBeGreaterThan(fence);
-        const refills = s.refiller.stats.refills;
+        const refills = serviceParts(s).refiller.stats.refills;
 
         // The restore: the row goes back to before every id handed out so far (committed when this resolves).
         await restoreTo(backup);
         const restoredAt = Date.now();
         await nextRunDone(s);
         expect(await offset()).toBeGreaterThan(fence);
-        expect(s.fenceCheck.stats.carried).toBe(1);
+        expect(serviceParts(s).fenceCheck.stats.carried).toBe(1);
         // No refill did it: the pool was full and nothing took from it.
-        expect(s.refiller.stats.refills).toBe(refills);
+        expect(serviceParts(s).refiller.stats.refills).toBe(refills);
         // Periodic, not drain-paced: a few intervals at most even on a loaded machine (the pool would last for ever).
         expect(Date.now() - restoredAt).toBeLessThan(10 * CHECK_MS);
 
@@ -136,7 +142,11 @@ describeWithServices(
         expect(behind()[0].details).toMatchObject({ databaseOffset: backup.toString(), record: 'fence' });
         expect(BigInt(behind()[0].details!.fence as string)).toBe(fence);
         expect(BigInt(behind()[0].details!.carriedTo as string)).toBeGreaterThan(fence);
-        expect(s.ops.alarms.recent().filter((a) => a.name === 'fence_refused')).toHaveLength(0);
+        expect(
+          serviceParts(s)
+            .ops.alarms.recent()
+            .filter((a) => a.name === 'fence_refused'),
+        ).toHaveLength(0);
 
         // And the ids that follow are new (the pool's, then the carried offset's).
         for (let i = 0; i < 80; i++)
@@ -161,7 +171,9 @@ describeWithServices(
       for (let i = 0; i < 50; i++) keep(await take(100));
       expect(seen.size).toBe(5000);
       // Full again: a refill below the watermark brings a step of 5,000.
-      await expect.poll(async () => s.poolStore.size('orders'), { timeout: 10_000 }).toBeGreaterThanOrEqual(4000);
+      await expect
+        .poll(async () => serviceParts(s).poolStore.size('orders'), { timeout: 10_000 })
+        .toBeGreaterThanOrEqual(4000);
       await settled(s);
       // Then two clients keep taking, slowly: 400 ids a second leave the pool above its watermark for seconds,
       // so no refill meets the fence in the window and only the check can carry the database.
@@ -174,11 +186,11 @@ describeWithServices(
       };
       const clients = [client(), client()];
       try {
-        const refills = s.refiller.stats.refills;
+        const refills = serviceParts(s).refiller.stats.refills;
         await restoreTo(backup);
         // The window: one check interval, that is until the first run started after the restore has completed.
         await nextRunDone(s);
-        expect(s.refiller.stats.refills).toBe(refills);
+        expect(serviceParts(s).refiller.stats.refills).toBe(refills);
         expect(behind()).toHaveLength(1);
         // Redis loses everything: the fence, the pools, the epoch. The pools are rebuilt from the database.
         await redisServer.kill9();

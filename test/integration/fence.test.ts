@@ -6,6 +6,7 @@ import { OWN_LIBRARY, PUBLIC_LIBRARY, loadFunctions, registeredName } from '../.
 import { IdStride } from '../../src/segment/stride';
 import type { Segment } from '../../src/segment/allocator';
 import { type Service, createService } from '../../src/service';
+import { serviceParts, withSeams } from '../../src/service/internals';
 import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/redis/keys';
@@ -206,19 +207,24 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     let segment: Segment | undefined;
     let stalled: () => void = () => undefined;
     const stalling = new Promise<void>((resolve) => (stalled = resolve));
-    const slow = await createService(config, {
-      redisPrefix: prefix,
-      beforePush: async (_key, reserved) => {
-        if (segment) return;
-        segment = reserved;
-        stalled();
-        await new Promise((r) => setTimeout(r, stallMs));
-      },
-    });
+    const slow = await createService(
+      config,
+      withSeams(
+        { redisPrefix: prefix },
+        {
+          beforePush: async (_key, reserved) => {
+            if (segment) return;
+            segment = reserved;
+            stalled();
+            await new Promise((r) => setTimeout(r, stallMs));
+          },
+        },
+      ),
+    );
     services.push(slow);
     const other = await createService(config, { redisPrefix: prefix });
     services.push(other);
-    await slow.registry.register({
+    await serviceParts(slow).registry.register({
       key: 'orders',
       mode: 'monotonic',
       step: 100,
@@ -226,10 +232,10 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
       maxSizePerSecond: 0,
       maxSizePerTimes: 1000,
     });
-    await other.registry.refresh();
-    other.refiller.markReset('orders');
-    slow.refiller.markReset('orders');
-    const refill = slow.refiller.refill('orders');
+    await serviceParts(other).registry.refresh();
+    serviceParts(other).refiller.markReset('orders');
+    serviceParts(slow).refiller.markReset('orders');
+    const refill = serviceParts(slow).refiller.refill('orders');
     await stalling;
     return { slow, other, prefix, refill, segment: segment! };
   };
@@ -240,14 +246,14 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     // Past three leases the lock is still the slow refiller's, and the other skips.
     for (let i = 0; i < 3; i++) {
       await new Promise((r) => setTimeout(r, 1000));
-      expect(await other.redis!.get(lock)).toMatch(new RegExp(`:${process.pid}:[0-9a-f]+$`));
-      await other.refiller.refill('orders');
-      expect(other.refiller.stats.segmentsReserved).toBe(0);
+      expect(await serviceParts(other).redis!.get(lock)).toMatch(new RegExp(`:${process.pid}:[0-9a-f]+$`));
+      await serviceParts(other).refiller.refill('orders');
+      expect(serviceParts(other).refiller.stats.segmentsReserved).toBe(0);
     }
     await refill;
-    expect(slow.refiller.stats.fenceRefusals).toBe(0);
-    expect(await other.redis!.exists(lock)).toBe(0);
-    const pooled = (await other.redis!.lrange(entityKeys('orders', prefix).ids, 0, -1)).map(BigInt);
+    expect(serviceParts(slow).refiller.stats.fenceRefusals).toBe(0);
+    expect(await serviceParts(other).redis!.exists(lock)).toBe(0);
+    const pooled = (await serviceParts(other).redis!.lrange(entityKeys('orders', prefix).ids, 0, -1)).map(BigInt);
     expect(pooled).toHaveLength(1000);
     expect(pooled[0]).toBe(segment.start);
   });
@@ -262,18 +268,18 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     } = await stalledRefill(1200);
     // A's lease lapses as a stalled process's would (a GC pause, a SIGSTOP
     // extend nothing; a real one: refill-lock.test.ts, the dropped connection).
-    await fresh.redis!.del(entityKeys('orders', prefix).lock);
-    await fresh.refiller.refill('orders');
-    expect(await fresh.poolStore.size('orders')).toBe(1000);
+    await serviceParts(fresh).redis!.del(entityKeys('orders', prefix).lock);
+    await serviceParts(fresh).refiller.refill('orders');
+    expect(await serviceParts(fresh).poolStore.size('orders')).toBe(1000);
     await staleRefill;
 
-    expect(stale.refiller.stats.fenceRefusals).toBe(1);
-    const ids = (await fresh.redis!.lrange(`${prefix}:{orders}:ids`, 0, -1)).map(BigInt);
+    expect(serviceParts(stale).refiller.stats.fenceRefusals).toBe(1);
+    const ids = (await serviceParts(fresh).redis!.lrange(`${prefix}:{orders}:ids`, 0, -1)).map(BigInt);
     expect(ids).toHaveLength(1000);
     for (let i = 1; i < ids.length; i++) expect(ids[i] > ids[i - 1]).toBe(true);
     // The stale segment was dropped, not pushed: none of its ids is pooled.
     expect(ids.every((id) => id >= stalledSegment.end)).toBe(true);
-    const taken = await fresh.takes.take(fresh.registry.get('orders')!, 1000);
+    const taken = await serviceParts(fresh).takes.take(serviceParts(fresh).registry.get('orders')!, 1000);
     expect(taken.toArray().map(BigInt)).toEqual(ids);
   });
 });

@@ -10,6 +10,7 @@ import { systemClock } from '../../src/clock';
 import { NotFoundError, UnavailableError } from '../../src/errors';
 import { type Database, openDatabase } from '../../src/db/database';
 import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
+import { createIdGeneratorWith } from '../../src/library/generator';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
 import { register, takeIds } from '../support/http';
 import { startInstance } from '../support/processes';
@@ -174,7 +175,13 @@ describe('library: several processes on one entity', () => {
         peek: (key: string) => sql.peek(key),
         peekMany: (keys: readonly string[]) => sql.peekMany(keys),
       };
-      const gen = await createIdGenerator({ database: db, allocator: slow, ids: 'number', maxStep: 500, waitMs: 100 });
+      const gen = await createIdGeneratorWith({
+        database: db,
+        allocator: slow,
+        ids: 'number',
+        maxStep: 500,
+        waitMs: 100,
+      });
       await gen.open('orders');
       const ids = await gen.take('orders', 60);
       await new Promise((r) => setTimeout(r, 50)); // segment 2 prefetched at full speed

@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
+import { serviceParts } from '../../src/service/internals';
 import { ADMIN_TOKEN, call, register } from '../support/http';
 import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -45,14 +46,14 @@ describeWithServices(
       const offset = async () =>
         BigInt(
           (
-            await service.db.query<{ c: string }>(
-              `SELECT ${service.db.bigText('current_offset')} AS c FROM application WHERE entity_key = 'orders'`,
+            await serviceParts(service).db.query<{ c: string }>(
+              `SELECT ${serviceParts(service).db.bigText('current_offset')} AS c FROM application WHERE entity_key = 'orders'`,
             )
           )[0].c,
         );
       // The backup, then a billion ids of history after it (set, not drawn: the distance is what matters).
       const backup = await offset();
-      await service.db.execute(
+      await serviceParts(service).db.execute(
         `UPDATE application SET current_offset = current_offset + ? WHERE entity_key = 'orders'`,
         [Number(BILLION)],
       );
@@ -81,11 +82,14 @@ describeWithServices(
       const highestBefore = [...seen].reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a));
 
       // The restore: the row goes back a billion ids while the clients keep taking.
-      await service.db.execute(`UPDATE application SET current_offset = ? WHERE entity_key = 'orders'`, [
+      await serviceParts(service).db.execute(`UPDATE application SET current_offset = ? WHERE entity_key = 'orders'`, [
         backup.toString(),
       ]);
       const restoredAt = Date.now();
-      const behind = () => service.ops.alarms.recent().filter((a) => a.name === 'database_behind');
+      const behind = () =>
+        serviceParts(service)
+          .ops.alarms.recent()
+          .filter((a) => a.name === 'database_behind');
       while (behind().length === 0 && Date.now() - restoredAt < 20_000) await new Promise((r) => setTimeout(r, 10));
       expect(behind()).toHaveLength(1);
       const refusedAt = Date.parse(behind()[0].at);
@@ -102,7 +106,11 @@ describeWithServices(
       expect(alarm.message).toMatch(/carried the offset to \d+ in one reservation/);
       // One alarm for the episode, and no warning per refused segment.
       expect(behind()).toHaveLength(1);
-      expect(service.ops.alarms.recent().filter((a) => a.name === 'fence_refused')).toHaveLength(0);
+      expect(
+        serviceParts(service)
+          .ops.alarms.recent()
+          .filter((a) => a.name === 'fence_refused'),
+      ).toHaveLength(0);
       expect(repeats).toBe(0);
       // Ids again within one refill interval (100 ms) of the first refusal: the first answer after it is a 200 that soon.
       const firstAfter = answers.find((a) => a.at >= refusedAt && a.status === 200);

@@ -1,6 +1,9 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
+import { RedisFleetStore } from '../../src/fleet/redis-fleet-store';
+import { RedisIdempotencyStore } from '../../src/idempotency/redis-store';
+import { systemClock } from '../../src/clock';
 import { type Database, openDatabase } from '../../src/db/database';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/redis/functions';
@@ -10,6 +13,8 @@ import { RedisWorkerHolders } from '../../src/redis/worker-holders';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
 import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { entityStoreContract } from '../support/contracts/entity-store';
+import { fleetStoreContract } from '../support/contracts/fleet-store';
+import { idempotencyStoreContract } from '../support/contracts/idempotency-store';
 import { poolStoreContract } from '../support/contracts/pool-store';
 import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
 import { workerHoldersContract } from '../support/contracts/worker-holders';
@@ -17,7 +22,7 @@ import { workerStoreContract } from '../support/contracts/worker-store';
 import { entityConfig } from '../support/entity';
 import { describeWithServices } from '../support/describe-with-services';
 
-// The same cases run against the fakes in test/unit/store-contracts.test.ts.
+// The same cases run against the fakes in test/unit/store-contracts.test.ts (idempotency: test/unit/idempotency.test.ts).
 
 /** One schema for the suite; every case starts from empty tables. */
 function onMariaDb(): { db: () => Database; empty: () => Promise<Database> } {
@@ -103,5 +108,21 @@ describeWithServices('RedisWorkerHolders keeps the WorkerHolders contract', { re
     const keys = workerKeys(prefix);
     expect([keys.holders, keys.ceilings].map((k) => k.includes('{workers}'))).toEqual([true, true]);
     return new RedisWorkerHolders(client, prefix);
+  });
+});
+
+describeWithServices('RedisFleetStore keeps the FleetStore contract', { redis: true }, () => {
+  const redis = onRedis();
+  fleetStoreContract(async () => {
+    const { redis: client, prefix } = redis.fresh();
+    return new RedisFleetStore(client, prefix, 60_000);
+  });
+});
+
+describeWithServices('RedisIdempotencyStore keeps the IdempotencyStore contract', { redis: true }, () => {
+  const redis = onRedis();
+  idempotencyStoreContract(async () => {
+    const { redis: client, prefix } = redis.fresh();
+    return new RedisIdempotencyStore(client, systemClock, prefix);
   });
 });

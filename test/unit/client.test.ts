@@ -13,6 +13,7 @@ import {
   type IdpoolClientOptions,
 } from '../../src/client';
 import { retryAfterMs } from '../../src/client/transport';
+import { withClientSeams } from '../../src/client/seams';
 import { FakeClock } from '../support/clock';
 
 const A = 'http://a.test:8080';
@@ -65,13 +66,15 @@ const refused = () =>
   new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
 
 function client(fetchFn: typeof fetch, clock: FakeClock, extra: Partial<IdpoolClientOptions> = {}) {
-  return new IdpoolClient({
-    endpoints: [A, B],
-    entities: { orders: { secret: 's3cret' }, trendy: { secret: 't3', mode: 'trend', buffer: { size: 10 } } },
-    fetch: fetchFn,
-    clock,
-    ...extra,
-  });
+  return new IdpoolClient(
+    withClientSeams({
+      endpoints: [A, B],
+      entities: { orders: { secret: 's3cret' }, trendy: { secret: 't3', mode: 'trend', buffer: { size: 10 } } },
+      fetch: fetchFn,
+      clock,
+      ...extra,
+    }),
+  );
 }
 
 describe('IdpoolClient failover', () => {
@@ -108,7 +111,9 @@ describe('IdpoolClient failover', () => {
       [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '2' })],
     });
     const clock = new FakeClock({ sleep: 'advance' });
-    const c = new IdpoolClient({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock });
+    const c = new IdpoolClient(
+      withClientSeams({ endpoints: A, entities: { orders: { secret: 's' } }, fetch: f.fn, clock }),
+    );
     const t0 = clock.now();
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
     expect(f.seen).toHaveLength(2);
@@ -129,13 +134,15 @@ describe('IdpoolClient failover', () => {
   it('backs off from an endpoint that keeps failing: downForMs, doubling', async () => {
     const f = fakeFetch({ [A]: [refused(), refused(), json(500, { error: { code: 'internal', message: 'bug' } })] });
     const clock = new FakeClock({ sleep: 'advance' });
-    const c = new IdpoolClient({
-      endpoints: A,
-      entities: { orders: { secret: 's' } },
-      fetch: f.fn,
-      clock,
-      downForMs: 100,
-    });
+    const c = new IdpoolClient(
+      withClientSeams({
+        endpoints: A,
+        entities: { orders: { secret: 's' } },
+        fetch: f.fn,
+        clock,
+        downForMs: 100,
+      }),
+    );
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
     expect(clock.sleeps).toEqual([100, 200, 400]);
     // A success resets the back-off.
@@ -161,13 +168,15 @@ describe('IdpoolClient failover', () => {
       [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })],
     });
     const clock = new FakeClock({ sleep: 'advance' });
-    const c = new IdpoolClient({
-      endpoints: A,
-      entities: { orders: { secret: 's' } },
-      fetch: f.fn,
-      clock,
-      deadlineMs: 5000,
-    });
+    const c = new IdpoolClient(
+      withClientSeams({
+        endpoints: A,
+        entities: { orders: { secret: 's' } },
+        fetch: f.fn,
+        clock,
+        deadlineMs: 5000,
+      }),
+    );
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
     expect(err.lastError).toBeInstanceOf(IdpoolHttpError);
@@ -178,15 +187,17 @@ describe('IdpoolClient failover', () => {
 
   it('records a timeout as IdpoolTimeoutError', async () => {
     const f = fakeFetch({ [A]: ['hang', 'hang'] });
-    const c = new IdpoolClient({
-      endpoints: A,
-      entities: { orders: { secret: 's' } },
-      fetch: f.fn,
-      clock: new FakeClock({ sleep: 'advance' }),
-      timeoutMs: 20,
-      maxAttempts: 2,
-      downForMs: 0,
-    });
+    const c = new IdpoolClient(
+      withClientSeams({
+        endpoints: A,
+        entities: { orders: { secret: 's' } },
+        fetch: f.fn,
+        clock: new FakeClock({ sleep: 'advance' }),
+        timeoutMs: 20,
+        maxAttempts: 2,
+        downForMs: 0,
+      }),
+    );
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
     expect(err.attempts.map((a: Error) => a.constructor)).toEqual([IdpoolTimeoutError, IdpoolTimeoutError]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock';
-import { ConflictError, InvalidRequestError, PoolExhaustedError, UnavailableError } from '../../src/errors';
+import { InvalidRequestError, UnavailableError } from '../../src/errors';
 import { answerOnce, idempotencyKeyOf } from '../../src/http/idempotency';
 import { decodeAnswer, encodeAnswer } from '../../src/idempotency/codec';
 import { MemoryIdempotencyStore } from '../../src/idempotency/memory-store';
@@ -10,6 +10,7 @@ import { registeredName } from '../../src/redis/functions';
 import { idempotencyKeys } from '../../src/redis/keys';
 import { listedIds } from '../../src/pool/taken-ids';
 import { FakeClock } from '../support/clock';
+import { idempotencyStoreContract } from '../support/contracts/idempotency-store';
 
 /** The Redis commands the store uses, over a Map, with PX expiry on the fake clock. */
 function fakeRedis(clock: Clock) {
@@ -127,35 +128,9 @@ const stores: [string, (clock: FakeClock) => IdempotencyStore][] = [
   ['redis', (clock) => new RedisIdempotencyStore(fakeRedis(clock) as never, clock, 'idpool-t')],
 ];
 
+// The cases every store keeps run in test/support/contracts/idempotency-store.ts (here on the fakes, and on a real Redis in test/integration/store-contracts.test.ts).
 describe.each(stores)('%s idempotency store', (_name, make) => {
-  it('answers the same key with the same ids, a new key with new ids', async () => {
-    const clock = new FakeClock({ sleep: 'advance' });
-    const store = make(clock);
-    const b = batches();
-    const first = await store.once('orders', 'k1', 3, b.produce(3));
-    const again = await store.once('orders', 'k1', 3, b.produce(3));
-    const other = await store.once('orders', 'k2', 3, b.produce(3));
-    expect(first).toEqual({ ids: ['100', '101', '102'], replayed: false });
-    expect(again).toEqual({ ids: ['100', '101', '102'], replayed: true });
-    expect(other.ids).toEqual(['103', '104', '105']);
-    expect(b.calls).toBe(2);
-  });
-
-  it('keeps keys of different entities apart', async () => {
-    const store = make(new FakeClock({ sleep: 'advance' }));
-    const b = batches();
-    await store.once('orders', 'k', 1, b.produce(1));
-    const users = await store.once('users', 'k', 1, b.produce(1));
-    expect(users).toEqual({ ids: ['101'], replayed: false });
-  });
-
-  it('refuses the same key with another count', async () => {
-    const store = make(new FakeClock({ sleep: 'advance' }));
-    const b = batches();
-    await store.once('orders', 'k', 3, b.produce(3));
-    await expect(store.once('orders', 'k', 4, b.produce(4))).rejects.toBeInstanceOf(ConflictError);
-    expect(b.calls).toBe(1);
-  });
+  idempotencyStoreContract(async () => make(new FakeClock({ sleep: 'advance' })));
 
   it('forgets an answer after its TTL', async () => {
     const clock = new FakeClock({ sleep: 'advance' });
@@ -164,35 +139,6 @@ describe.each(stores)('%s idempotency store', (_name, make) => {
     await store.once('orders', 'k', 1, b.produce(1));
     clock.advance(ANSWER_TTL_MS + 1);
     expect(await store.once('orders', 'k', 1, b.produce(1))).toEqual({ ids: ['101'], replayed: false });
-  });
-
-  it('forgets a failed request so a retry runs again', async () => {
-    const store = make(new FakeClock({ sleep: 'advance' }));
-    const b = batches();
-    await expect(
-      store.once('orders', 'k', 1, async () => {
-        throw new PoolExhaustedError('empty');
-      }),
-    ).rejects.toBeInstanceOf(PoolExhaustedError);
-    expect(await store.once('orders', 'k', 1, b.produce(1))).toEqual({ ids: ['100'], replayed: false });
-  });
-
-  it('lets a concurrent request with the same key wait for the first answer instead of taking a batch', async () => {
-    const store = make(new FakeClock({ sleep: 'advance' }));
-    const b = batches();
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const slow = store.once('orders', 'k', 2, async () => {
-      await gate;
-      return b.produce(2)();
-    });
-    const retry = store.once('orders', 'k', 2, b.produce(2));
-    await new Promise((r) => setImmediate(r));
-    release();
-    const [a, c] = await Promise.all([slow, retry]);
-    expect(c.ids).toEqual(a.ids);
-    expect(c.replayed).toBe(true);
-    expect(b.calls).toBe(1);
   });
 });
 

@@ -7,6 +7,7 @@ import {
 } from '../../src/client/leased-ids';
 import { nextStep } from '../../src/double-buffer/double-buffer';
 import { IdpoolClient } from '../../src/client';
+import { withClientSeams } from '../../src/client/seams';
 import { FakeClock } from '../support/clock';
 
 /**
@@ -172,12 +173,14 @@ describe('LeasedIds: the client SDK double buffer over leased segments', () => {
           entities: { orders: { secret: 's', mode: 'monotonic', lease: {} } },
         }),
     ).toThrow(/only a trend entity/);
-    const client = new IdpoolClient({
-      endpoints: 'http://idpool',
-      fetch: fetchImpl,
-      clock,
-      entities: { orders: { secret: 's', mode: 'trend', lease: { ids: 'number' } } },
-    });
+    const client = new IdpoolClient(
+      withClientSeams({
+        endpoints: 'http://idpool',
+        fetch: fetchImpl,
+        clock,
+        entities: { orders: { secret: 's', mode: 'trend', lease: { ids: 'number' } } },
+      }),
+    );
     await client.leased('orders').open();
     expect(requests[0].url).toBe('http://idpool/apps/orders/segments');
     expect(requests[0].body).toBe('{}');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors';
-import { SegmentReservationError, SegmentsNotReadyError, createIdGenerator } from '../../src/library';
+import { SegmentReservationError, SegmentsNotReadyError } from '../../src/library';
+import { createIdGeneratorWith } from '../../src/library/generator';
 import { FakeClock, settle } from '../support/clock';
 import { MemoryAllocator, MemoryEntities, SlowAllocator } from './library-fakes';
 
@@ -40,7 +41,14 @@ function settled<T>(promise: Promise<T>): { promise: Promise<T>; readonly done: 
 describe('library on a slow database', () => {
   it('next() does not wait while a prefetched segment remains', async () => {
     const { clock, memory, allocator, entities } = setup();
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, prefetchAt: 0.1, maxStep: 1000 });
+    const gen = await createIdGeneratorWith({
+      ids: 'number',
+      allocator,
+      entities,
+      clock,
+      prefetchAt: 0.1,
+      maxStep: 1000,
+    });
     await gen.open('orders');
     const ids: number[] = [];
     for (let i = 0; i < 100; i++) ids.push(gen.next('orders'));
@@ -87,7 +95,7 @@ describe('library on a slow database', () => {
   it('when both segments are spent the caller gets a typed error after waitMs, then ids resume with no repeat', async () => {
     const { clock, memory, allocator, entities } = setup();
     const waitMs = 60;
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, waitMs, maxStep: 1000 });
+    const gen = await createIdGeneratorWith({ ids: 'number', allocator, entities, clock, waitMs, maxStep: 1000 });
     await gen.open('orders');
     const ids = await gen.take('orders', 100);
     await settle(); // segment 2 is prefetched on a fast database
@@ -120,7 +128,7 @@ describe('library on a slow database', () => {
 
   it('a database that fails: typed error without waiting out waitMs, retried after retryDelayMs, no repeat after recovery', async () => {
     const { clock, memory, allocator, entities } = setup();
-    const gen = await createIdGenerator({
+    const gen = await createIdGeneratorWith({
       ids: 'number',
       allocator,
       entities,

@@ -7,8 +7,8 @@ import {
   SegmentsNotReadyError,
   UnsafeNumberIdError,
   UnsupportedEntityError,
-  createIdGenerator,
 } from '../../src/library';
+import { createIdGeneratorWith } from '../../src/library/generator';
 import { nextStep } from '../../src/double-buffer/double-buffer';
 import { FakeClock, settle } from '../support/clock';
 import { MemoryAllocator, MemoryEntities } from './library-fakes';
@@ -24,7 +24,14 @@ function setup(options: { step?: number; offset?: bigint; clock?: FakeClock } = 
 describe('createIdGenerator: handing out', () => {
   it('hands out every reserved number once, in order, through next, nextAsync and take', async () => {
     const { allocator, entities, clock } = setup({ step: 10 });
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, maxStep: 40, prefetchAt: 0.5 });
+    const gen = await createIdGeneratorWith({
+      ids: 'number',
+      allocator,
+      entities,
+      clock,
+      maxStep: 40,
+      prefetchAt: 0.5,
+    });
     const ids: number[] = [];
     for (let round = 0; ids.length < 3000; round++) {
       if (round % 3 === 0) ids.push(...(await gen.take('orders', 1 + (round % 97))));
@@ -47,7 +54,7 @@ describe('createIdGenerator: handing out', () => {
 
   it('next() is synchronous: "not ready" before the first segment, ids after open()', async () => {
     const { allocator, entities, clock } = setup({ step: 10 });
-    const gen = await createIdGenerator({ allocator, entities, clock });
+    const gen = await createIdGeneratorWith({ allocator, entities, clock });
     expect(() => gen.next('orders')).toThrow(SegmentsNotReadyError);
     await gen.open('orders');
     const id = gen.next('orders');
@@ -59,7 +66,7 @@ describe('createIdGenerator: handing out', () => {
 
   it('starts loading the next segment once prefetchAt of the current one is used', async () => {
     const { allocator, entities, clock } = setup({ step: 100 });
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, prefetchAt: 0.2 });
+    const gen = await createIdGeneratorWith({ ids: 'number', allocator, entities, clock, prefetchAt: 0.2 });
     await gen.open('orders');
     expect(allocator.reservations).toHaveLength(1);
     for (let i = 0; i < 19; i++) expect(gen.next('orders')).toBe(i);
@@ -79,7 +86,7 @@ describe('createIdGenerator: handing out', () => {
 
   it('maps the n-th number to n·c + i for a deployment with a stride', async () => {
     const { allocator, entities, clock } = setup({ step: 10 });
-    const gen = await createIdGenerator({
+    const gen = await createIdGeneratorWith({
       ids: 'number',
       allocator,
       entities,
@@ -96,10 +103,10 @@ describe('createIdGenerator: handing out', () => {
     const { allocator, entities, clock } = setup({ step: 10 });
     // A plain object, as a caller's older options would arrive (a literal in the call would be flagged deprecated).
     const deprecated = { clusterCount: 4, clusterIndex: 1 };
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock, ...deprecated });
+    const gen = await createIdGeneratorWith({ ids: 'number', allocator, entities, clock, ...deprecated });
     expect(await gen.take('orders', 3)).toEqual([1, 5, 9]);
     await gen.close();
-    const err = await createIdGenerator({ allocator, entities, clock, strideCount: 4, clusterCount: 3 }).catch(
+    const err = await createIdGeneratorWith({ allocator, entities, clock, strideCount: 4, clusterCount: 3 }).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(InvalidOptionError);
@@ -110,7 +117,7 @@ describe('createIdGenerator: handing out', () => {
   it('number ids stop short of 2^53 with UnsafeNumberIdError; bigint ids go on', async () => {
     const start = BigInt(MAX_SAFE) - 149n;
     const numbers = setup({ step: 100, offset: start });
-    const gen = await createIdGenerator({ ids: 'number', ...numbers, prefetchAt: 0 });
+    const gen = await createIdGeneratorWith({ ids: 'number', ...numbers, prefetchAt: 0 });
     const ids = await gen.take('orders', 100);
     expect(ids[0]).toBe(Number(start));
     expect(ids[99]).toBe(Number(start) + 99);
@@ -120,7 +127,7 @@ describe('createIdGenerator: handing out', () => {
     await gen.close();
 
     const bigints = setup({ step: 100, offset: start });
-    const big = await createIdGenerator({ ...bigints });
+    const big = await createIdGeneratorWith({ ...bigints });
     const all = await big.take('orders', 300);
     expect(all[0]).toBe(start);
     expect(all[299]).toBe(start + 299n);
@@ -131,7 +138,7 @@ describe('createIdGenerator: handing out', () => {
   it('ids of several entities come from their own lines', async () => {
     const allocator = new MemoryAllocator();
     const entities = new MemoryEntities({ a: { step: 5 }, b: { step: 5 } });
-    const gen = await createIdGenerator({ ids: 'number', allocator, entities, clock: new FakeClock() });
+    const gen = await createIdGeneratorWith({ ids: 'number', allocator, entities, clock: new FakeClock() });
     await gen.open('a', 'b');
     const a = [gen.next('a'), gen.next('a')];
     const b = [gen.next('b')];
@@ -154,7 +161,7 @@ describe('createIdGenerator: errors', () => {
       flakes: { mode: 'snowflake', step: 10 },
       shuffled: { mode: 'trend', step: 10 },
     });
-    const gen = await createIdGenerator({ allocator, entities, clock: new FakeClock() });
+    const gen = await createIdGeneratorWith({ allocator, entities, clock: new FakeClock() });
     await expect(gen.nextAsync('nope')).rejects.toBeInstanceOf(NotFoundError);
     await expect(gen.open('flakes')).rejects.toBeInstanceOf(UnsupportedEntityError);
     await expect(gen.take('shuffled', 3)).rejects.toBeInstanceOf(UnsupportedEntityError);
@@ -164,7 +171,7 @@ describe('createIdGenerator: errors', () => {
 
   it('bad counts are InvalidCountError, bad options InvalidOptionError naming the option', async () => {
     const { allocator, entities, clock } = setup();
-    const gen = await createIdGenerator({ allocator, entities, clock });
+    const gen = await createIdGeneratorWith({ allocator, entities, clock });
     for (const count of [0, -1, 1.5, Number.NaN, 10_000_001])
       await expect(gen.take('orders', count)).rejects.toBeInstanceOf(InvalidCountError);
     await gen.close();
@@ -177,7 +184,9 @@ describe('createIdGenerator: errors', () => {
       { clusterCount: 2, clusterIndex: 2 },
       { ids: 'string' },
     ]) {
-      const err = await createIdGenerator({ allocator, entities, clock, ...(bad as object) }).catch((e: unknown) => e);
+      const err = await createIdGeneratorWith({ allocator, entities, clock, ...(bad as object) }).catch(
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(InvalidOptionError);
       expect(Object.keys(bad)).toContain((err as InvalidOptionError).option);
     }
@@ -192,7 +201,7 @@ describe('createIdGenerator: errors', () => {
       peek: (k: string) => allocator.peek(k),
       peekMany: (keys: readonly string[]) => allocator.peekMany(keys),
     };
-    const gen = await createIdGenerator({ allocator: slow, entities, clock });
+    const gen = await createIdGeneratorWith({ allocator: slow, entities, clock });
     const waiting = gen.nextAsync('orders');
     await settle();
     let closed = false;
@@ -224,7 +233,7 @@ describe('adaptive step', () => {
     const { allocator, entities } = setup({ step: 100, clock });
     let msPerReservation = 10;
     allocator.onReserve = () => clock.advance(msPerReservation);
-    const gen = await createIdGenerator({
+    const gen = await createIdGeneratorWith({
       ids: 'number',
       allocator,
       entities,

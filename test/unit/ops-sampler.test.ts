@@ -191,6 +191,79 @@ describe('OpsSampler cost', () => {
   });
 });
 
+describe('OpsSampler at rest: idle cost follows activity', () => {
+  const historyOf = (s: ReturnType<typeof setup>, key: string) =>
+    s.sampler.overview().find((e) => e.key === key)!.history.length;
+
+  it('an idle entity whose figures stand is not recorded again: its history stops, its sample age does not', async () => {
+    const s = setup();
+    for (const key of ['quiet', 'moving']) {
+      s.entities.set(key, entity(key));
+      s.offsets.set(key, 1000n);
+      s.sizes.set(key, 1000);
+    }
+    for (let i = 0; i < 5; i++) await s.tick();
+    const rest = historyOf(s, 'quiet');
+    expect(rest).toBeLessThan(5);
+    // `moving` reserves (a library beside the service, say): recorded every run from then on.
+    for (let t = 1; t <= 5; t++) {
+      s.offsets.set('moving', 1000n + BigInt(t * 100));
+      await s.tick();
+    }
+    expect(historyOf(s, 'quiet')).toBe(rest);
+    expect(historyOf(s, 'moving')).toBe(rest + 5);
+    expect(s.metrics.sampleAge.values.get('quiet')).toBe(s.clock.now());
+    expect(s.sampler.health()).toMatchObject({ ok: true, staleEntities: 0 });
+    // Its pool moves (a direct pop): recorded again.
+    s.sizes.set('quiet', 990);
+    await s.tick();
+    expect(historyOf(s, 'quiet')).toBe(rest + 1);
+  });
+
+  it('once the refill sweep feeds it, samples the pools the sweep read without reading them again', async () => {
+    const s = setup();
+    for (let i = 0; i < 500; i++) {
+      const key = `e${String(i).padStart(4, '0')}`;
+      s.entities.set(key, entity(key));
+      s.offsets.set(key, 1000n);
+      s.sizes.set(key, 1000);
+    }
+    await s.tick(); // not fed yet: its own round, 200 pools read
+    expect(s.reads).toEqual([200]);
+    s.sampler.offer(
+      new Map([
+        ['e0300', 1000],
+        ['e0301', 990],
+      ]),
+      7000,
+    );
+    s.reads.length = 0;
+    await s.tick();
+    expect(s.reads).toEqual([0]);
+    const age = s.metrics.sampleAge.values;
+    expect([age.get('e0300'), age.get('e0301'), age.get('e0302')]).toEqual([s.clock.now(), s.clock.now(), undefined]);
+    expect(s.sampler.overview().find((e) => e.key === 'e0301')!.pool.size).toBe(990);
+    expect(s.sampler.health()).toMatchObject({ roundSeconds: 7 });
+    // An entity served here, which the sweep did not read this time: the sampler reads it itself.
+    s.sampler.touch('e0400');
+    s.reads.length = 0;
+    await s.tick();
+    expect(s.reads).toEqual([1]);
+    expect(age.get('e0400')).toBe(s.clock.now());
+  });
+
+  it('keeps recording an idle entity while an alarm condition holds, so the alarm is raised', async () => {
+    const s = setup();
+    // Issued past 2^53 already, nothing moving: forecast_js_safe_limit holds now, confirmed over two samples.
+    s.entities.set('past', entity('past'));
+    s.offsets.set('past', 2n ** 53n + 1000n);
+    s.sizes.set('past', 1000);
+    for (let i = 0; i < 4; i++) await s.tick();
+    expect(s.alarms.recent().map((a) => a.name)).toContain('forecast_js_safe_limit');
+    expect(historyOf(s, 'past')).toBe(4);
+  });
+});
+
 describe('OpsSampler over a fleet: one entity never stops the others', () => {
   /** Twelve entities, each taking `rate(i)` ids a second for `seconds`. */
   async function fleet(s: ReturnType<typeof setup>, seconds: number, rate: (i: number) => number) {

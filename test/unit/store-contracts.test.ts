@@ -1,11 +1,13 @@
 import { describe } from 'vitest';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
+import { MemoryFleetStore } from '../../src/fleet/memory-fleet-store';
 import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { FakeWorkerHolders } from '../../src/worker/fake-worker-holders';
 import { FakeWorkerStore } from '../../src/worker/fake-worker-store';
 import { FakeClock } from '../support/clock';
 import { entityStoreContract } from '../support/contracts/entity-store';
+import { fleetStoreContract } from '../support/contracts/fleet-store';
 import { poolStoreContract } from '../support/contracts/pool-store';
 import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
 import { workerHoldersContract } from '../support/contracts/worker-holders';
@@ -36,4 +38,8 @@ describe('MemoryPoolStore keeps the PoolStore contract', () => {
 
 describe('FakeWorkerHolders keeps the WorkerHolders contract', () => {
   workerHoldersContract(async () => new FakeWorkerHolders());
+});
+
+describe('MemoryFleetStore keeps the FleetStore contract', () => {
+  fleetStoreContract(async () => new MemoryFleetStore());
 });

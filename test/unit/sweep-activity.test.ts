@@ -51,14 +51,22 @@ describe('refill sweep: idle cost follows activity', () => {
       log: silentLogger,
       intervalMs: 100,
       demand: new Demand({ clock, horizonSeconds: 60 }),
-      events: loggingRefillEvents(silentLogger, entities, new IdStride()),
+      events: {
+        ...loggingRefillEvents(silentLogger, entities, new IdStride()),
+        levelsRead: (sizes, roundMs) => offered.push({ keys: [...sizes.keys()], roundMs }),
+      },
     });
+    /** What each sweep handed the ops sampler. */
+    const offered: { keys: string[]; roundMs: number }[] = [];
     for (let i = 0; i < 13; i++) {
       await refiller.sweep();
       clock.advance(1000);
     }
     expect(store.reads.map((r) => r.length)).toEqual([...Array(12).fill(200), 100]);
     expect(new Set(store.reads.flat()).size).toBe(2500);
+    // Each sweep hands the sizes it read to the ops sampler, which reads none of them again.
+    expect(offered.map((o) => o.keys)).toEqual(store.reads);
+    expect(offered.every((o) => o.roundMs === 13_000)).toBe(true);
 
     // e0000 is popped directly (nothing here sees it): noticed at its next read, then read every sweep.
     await store.push('e0000', ['1', '2', '3'], 1n, 3n);

@@ -54,8 +54,3 @@ export async function structuredQuery(
     await runner.release();
   }
 }
-
-/** Waits `min` to `min + spread` ms: retries of processes racing for one lock should not stay in step. */
-export function jitter(min: number, spread: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, min + Math.random() * spread));
-}

@@ -3,7 +3,8 @@ import { UnavailableError, errorMessage } from '../../errors';
 import { classifyWith, isRetryable } from '../../failure';
 import { classifyPostgresError } from '../errors/postgres';
 import { boundedPostgresDriver } from '../postgres-driver';
-import { type SqlDialect, jitter, structuredQuery } from './dialect';
+import { retryUntil } from '../../retry';
+import { type SqlDialect, structuredQuery } from './dialect';
 
 /**
  * Longest one PostgreSQL statement may run (server side, `statement_timeout`).
@@ -21,6 +22,14 @@ const POSTGRES_QUERY_TIMEOUT_MS = POSTGRES_STATEMENT_TIMEOUT_MS + 1000;
 const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
 /** Longest a starting process waits for another one's migrations (as MySQL's GET_LOCK). */
 const MIGRATION_LOCK_WAIT_MS = 60_000;
+
+/** Another process holds the migration lock (thrown, once the wait is over, by the last try). */
+class MigrationLockBusy extends Error {
+  constructor() {
+    super(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
+    this.name = 'MigrationLockBusy';
+  }
+}
 
 /** PostgreSQL error codes (Appendix A of its manual) met when creating a database. */
 const PG_INVALID_CATALOG_NAME = '3D000';
@@ -138,16 +147,20 @@ export const postgres: SqlDialect = {
     try {
       // pg_try_advisory_lock in a loop rather than a blocking pg_advisory_lock:
       // a blocking wait would be cut off by statement_timeout, which is short.
-      const deadline = clock.monotonic() + MIGRATION_LOCK_WAIT_MS;
-      for (;;) {
-        const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
-          { locked: unknown },
-        ];
-        if (locked === true) break;
-        if (clock.monotonic() > deadline)
-          throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
-        await jitter(50, 50);
-      }
+      await retryUntil(
+        async () => {
+          const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
+            { locked: unknown },
+          ];
+          if (locked !== true) throw new MigrationLockBusy();
+        },
+        {
+          clock,
+          waitMs: MIGRATION_LOCK_WAIT_MS,
+          pauseMs: [50, 50],
+          retryable: (err) => err instanceof MigrationLockBusy,
+        },
+      );
       try {
         return await run();
       } finally {

@@ -1,0 +1,247 @@
+/**
+ * Business numbers without Redis (docs/numbers.md): the embedded service's
+ * and the library's. The process clock decides the period; numbers are
+ * reserved from the period counters (number-counter.ts) and formatted here.
+ * Beside it the parts the Redis take (pool/number-takes.ts) shares: the
+ * scheme cache, a range formatted, the 503 of a full period.
+ */
+import type { Clock } from '../clock';
+import { PeriodExhaustedError, errorMessage } from '../errors';
+import type { Logger } from '../logger';
+import type { Period } from '../numbers/period';
+import { NumberScheme, type NumberSettings } from '../numbers/scheme';
+import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from './number-counter';
+import type { PrunableCounter } from './number-high-water';
+import { shuffle } from './shuffle';
+
+/**
+ * Five seconds: in process a reservation is one statement on a local or
+ * near database, so the lead only takes it off the first take after the
+ * boundary; a process that stops within the lead loses that step (a gap in
+ * the next period), so it is kept short (Redis's fleet fills a minute ahead:
+ * its numbers outlive any one instance).
+ */
+export const LOCAL_PREFILL_LEAD_MS = 5_000;
+
+/** What a business-number take needs of an entity (an `EntityConfig`; the library builds one from its `application` row). */
+export interface NumberEntity {
+  readonly key: string;
+  readonly mode: 'monotonic' | 'trend' | 'snowflake';
+  readonly step: number;
+  readonly numbers?: NumberSettings;
+  readonly maxSizePerSecond: number;
+}
+
+/** The scheme of an entity's settings, built once per settings (they never change once registered). */
+export class NumberSchemes {
+  private readonly cache = new Map<string, NumberScheme>();
+
+  of(entity: Pick<NumberEntity, 'key' | 'numbers'>): NumberScheme {
+    const settings = entity.numbers;
+    if (!settings) throw new Error(`entity ${entity.key} has no business-number format`);
+    const id = `${settings.format}\n${settings.reset}\n${settings.timeZone}`;
+    let scheme = this.cache.get(id);
+    if (!scheme) {
+      scheme = NumberScheme.of(settings);
+      this.cache.set(id, scheme);
+    }
+    return scheme;
+  }
+}
+
+/** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
+export function namedPeriod(scheme: NumberScheme, entity: Pick<NumberEntity, 'key'>, periodId: string): Period {
+  const period = scheme.calendar.named(periodId);
+  if (!period)
+    throw new RangeError(
+      `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(Date.now()).id}`,
+    );
+  return period;
+}
+
+/** Formatted numbers `range` of `period`; a trend entity's shuffled within each step. */
+export function formatRange(
+  scheme: NumberScheme,
+  entity: Pick<NumberEntity, 'mode' | 'step'>,
+  period: Period,
+  range: SeqRange,
+): string[] {
+  const format = scheme.template.formatter(period);
+  const count = Number(range.last - range.first + 1n);
+  const out = new Array<string>(count);
+  const safe = range.last <= BigInt(Number.MAX_SAFE_INTEGER);
+  const first = Number(range.first);
+  for (let i = 0; i < count; i++) out[i] = safe ? format(first + i) : format(range.first + BigInt(i));
+  if (entity.mode === 'trend')
+    for (let s = 0; s < count; s += entity.step) shuffle(out, s, Math.min(s + entity.step, count));
+  return out;
+}
+
+export function periodFull(
+  entity: Pick<NumberEntity, 'key'>,
+  scheme: NumberScheme,
+  period: string,
+  msLeft: number,
+): PeriodExhaustedError {
+  return new PeriodExhaustedError(
+    `${entity.key}: period ${period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${Math.ceil(msLeft / 1000)} s`,
+    Math.max(1, Math.ceil(msLeft / 1000)),
+  );
+}
+
+/** Numbers of one period reserved and formatted in process, not handed out yet. */
+interface LocalBuffer {
+  readonly period: string;
+  readonly numbers: string[];
+  full: boolean;
+}
+
+export interface LocalNumbersOptions {
+  /** The period counters, behind the second record of what was reserved (HighWaterNumberCounter). */
+  counter: PrunableCounter;
+  clock: Clock;
+  /** Told when a period is full: `DispatchEvents.periodExhausted` in the service. */
+  onPeriodFull?: (entityKey: string, digits: number, nextAt: number) => void;
+  /** The per-second limit (the embedded service's in-process one); the library has none. */
+  rate?: { admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> };
+  /**
+   * How long before a boundary the next period's first step is reserved
+   * (default {@link LOCAL_PREFILL_LEAD_MS}).
+   */
+  prefillLeadMs?: number;
+  log?: Logger;
+}
+
+/**
+ * Business numbers without Redis (the embedded service, the library): the
+ * process clock decides the period; each entity keeps the rest of its last
+ * reservation in process, the next period's first step is reserved in the
+ * seconds before the boundary (the first take after it reserves nothing),
+ * and rows of periods over for longer than the retention are pruned hourly.
+ */
+export class LocalNumbers {
+  private readonly schemes = new NumberSchemes();
+  private readonly buffers = new Map<string, LocalBuffer>();
+  /** The next period's first step, reserved ahead of the boundary. */
+  private readonly ahead = new Map<string, { period: string; ready: Promise<LocalBuffer | undefined> }>();
+  private readonly running = new Map<string, Promise<unknown>>();
+  private pruneTimer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly options: LocalNumbersOptions) {}
+
+  /** `count` numbers of the period now is in, all or nothing. */
+  take(entity: NumberEntity, count: number): Promise<string[]> {
+    // One take per entity at a time: a take that reserves must not interleave with another's.
+    const before = this.running.get(entity.key) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(() => this.takeNow(entity, count));
+    this.running.set(entity.key, mine);
+    void mine
+      .finally(() => {
+        if (this.running.get(entity.key) === mine) this.running.delete(entity.key);
+      })
+      .catch(() => undefined);
+    return mine;
+  }
+
+  private async takeNow(entity: NumberEntity, count: number): Promise<string[]> {
+    const scheme = this.schemes.of(entity);
+    const now = this.options.clock.now();
+    const period = scheme.calendar.at(now);
+    const buffer = await this.bufferOf(entity, period);
+    while (buffer.numbers.length < count && !buffer.full) await this.reserveInto(buffer, entity, scheme, period, count);
+    if (buffer.numbers.length < count) {
+      this.options.onPeriodFull?.(entity.key, scheme.template.seqWidth, period.end);
+      throw periodFull(entity, scheme, period.id, period.end - this.options.clock.now());
+    }
+    // Over the limit: a 429, and the numbers stay for the next take.
+    await this.options.rate?.admit(entity.key, count, entity.maxSizePerSecond);
+    const out = buffer.numbers.splice(0, count);
+    const next = scheme.calendar.after(period);
+    if (next && now >= next.start - (this.options.prefillLeadMs ?? LOCAL_PREFILL_LEAD_MS))
+      this.prefill(entity, scheme, next);
+    return out;
+  }
+
+  /** The entity's buffer of `period`: the one in use, the one reserved ahead, or a new empty one. */
+  private async bufferOf(entity: NumberEntity, period: Period): Promise<LocalBuffer> {
+    let buffer = this.buffers.get(entity.key);
+    if (buffer?.period === period.id) return buffer;
+    const ahead = this.ahead.get(entity.key);
+    this.ahead.delete(entity.key);
+    const early = ahead?.period === period.id ? await ahead.ready : undefined;
+    buffer = early ?? { period: period.id, numbers: [], full: false };
+    this.buffers.set(entity.key, buffer);
+    return buffer;
+  }
+
+  private async reserveInto(
+    buffer: LocalBuffer,
+    entity: NumberEntity,
+    scheme: NumberScheme,
+    period: Period,
+    count: number,
+  ): Promise<void> {
+    const want = Math.max(entity.step, count - buffer.numbers.length);
+    const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
+    if (!range || range.last >= scheme.capacity) buffer.full = true;
+    if (range) buffer.numbers.push(...formatRange(scheme, entity, period, range));
+  }
+
+  /** Reserves the first step of `next` once, in the background; a failure leaves the first take after the boundary to reserve. */
+  private prefill(entity: NumberEntity, scheme: NumberScheme, next: Period): void {
+    if (this.ahead.get(entity.key)?.period === next.id) return;
+    const buffer: LocalBuffer = { period: next.id, numbers: [], full: false };
+    const ready = this.reserveInto(buffer, entity, scheme, next, 0).then(
+      () => buffer,
+      (err: unknown) => {
+        this.options.log?.warn(
+          { entity: entity.key, err: errorMessage(err) },
+          'reserving the next period ahead failed',
+        );
+        return undefined;
+      },
+    );
+    this.ahead.set(entity.key, { period: next.id, ready });
+  }
+
+  /** Now's period by the process clock, its counter, and how many of its numbers this process holds not handed out. */
+  async standing(
+    entity: NumberEntity,
+  ): Promise<{ scheme: NumberScheme; now: number; period: Period; reserved: bigint; ready: number }> {
+    const scheme = this.schemes.of(entity);
+    const now = this.options.clock.now();
+    const period = scheme.calendar.at(now);
+    const buffer = this.buffers.get(entity.key);
+    const ready = buffer?.period === period.id ? buffer.numbers.length : 0;
+    return { scheme, now, period, reserved: await this.options.counter.peek(entity.key, period.id), ready };
+  }
+
+  /** Moves the counter of period `periodId` up to at least `seq`; what this process holds of that period is dropped. */
+  async raise(entity: NumberEntity, periodId: string, seq: bigint): Promise<bigint> {
+    const scheme = this.schemes.of(entity);
+    const period = namedPeriod(scheme, entity, periodId);
+    const after = await this.options.counter.raise(entity.key, period, seq > scheme.capacity ? scheme.capacity : seq);
+    if (this.buffers.get(entity.key)?.period === period.id) this.buffers.delete(entity.key);
+    if (this.ahead.get(entity.key)?.period === period.id) this.ahead.delete(entity.key);
+    return after;
+  }
+
+  /** Prunes rows (and record marks) of periods over for longer than NUMBER_PERIOD_RETENTION_MS, now and hourly. */
+  start(): void {
+    const prune = () =>
+      this.prune().catch((err: unknown) =>
+        this.options.log?.warn({ err: errorMessage(err) }, 'pruning business-number counters failed'),
+      );
+    void prune();
+    this.pruneTimer = setInterval(() => void prune(), 3600_000);
+    this.pruneTimer.unref();
+  }
+
+  async prune(): Promise<number> {
+    return (await this.options.counter.prune?.(this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS)) ?? 0;
+  }
+
+  stop(): void {
+    clearInterval(this.pruneTimer);
+  }
+}

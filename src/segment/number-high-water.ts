@@ -1,0 +1,72 @@
+/**
+ * The business-number counters against the embedded service's and the
+ * library's second record of what was reserved (high-water.ts): as the
+ * plain ids' {@link HighWaterAllocator} does for `current_offset`, a period
+ * counter found at or below the record (a SQLite file restored from a
+ * backup, a database failed back) is carried past it before any number
+ * leaves, and reported.
+ */
+import type { DatabaseBehindReport, HighWaterRecord } from './high-water';
+import type { CounterPeriod, NumberCounter, SeqRange } from './number-counter';
+
+/** The record's key of one period's counter: never an entity key (a space is not allowed in one); its end says when it may go. */
+function numberMark(entityKey: string, period: CounterPeriod): string {
+  return `${entityKey} ${period.id} ${period.end}`;
+}
+
+/** Whether a record key is a period counter's mark whose period ended before `before` (Unix ms). */
+function markEndedBefore(key: string, before: number): boolean {
+  const parts = key.split(' ');
+  return parts.length === 3 && Number(parts[2]) < before;
+}
+
+/** A counter that can drop the rows of old periods (SqlNumberCounter). */
+export interface PrunableCounter extends NumberCounter {
+  prune?(before: number): Promise<number>;
+}
+
+export class HighWaterNumberCounter implements PrunableCounter {
+  constructor(
+    private readonly inner: PrunableCounter,
+    private readonly record: HighWaterRecord,
+    private readonly onBehind: (report: DatabaseBehindReport) => void,
+  ) {}
+
+  async reserve(key: string, period: CounterPeriod, size: number, capacity: bigint): Promise<SeqRange | undefined> {
+    const mark = numberMark(key, period);
+    let range = await this.inner.reserve(key, period, size, capacity);
+    const recorded = this.record.get(mark);
+    if (range && recorded !== undefined && range.first <= recorded) {
+      // That range may repeat numbers already handed out: wasted. The counter goes past the record, then the reservation again.
+      const databaseOffset = range.first - 1n;
+      await this.inner.raise(key, period, recorded);
+      range = await this.inner.reserve(key, period, size, capacity);
+      this.onBehind({
+        entityKey: key,
+        period: period.id,
+        databaseOffset,
+        record: this.record.kind,
+        recordedOffset: recorded,
+        carriedTo: range?.last ?? recorded,
+      });
+    }
+    if (range) await this.record.raise(mark, range.last);
+    return range;
+  }
+
+  peek(entityKey: string, periodId: string): Promise<bigint> {
+    return this.inner.peek(entityKey, periodId);
+  }
+
+  async raise(entityKey: string, period: CounterPeriod, atLeast: bigint): Promise<bigint> {
+    const after = await this.inner.raise(entityKey, period, atLeast);
+    await this.record.raise(numberMark(entityKey, period), after);
+    return after;
+  }
+
+  /** Prunes the rows and the record's marks of periods that ended before `before`. */
+  async prune(before: number): Promise<number> {
+    await this.record.forget?.((key) => markEndedBefore(key, before));
+    return (await this.inner.prune?.(before)) ?? 0;
+  }
+}
