@@ -226,7 +226,7 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
     await expect
       .poll(() => page.getAttribute('#take-rate-head', 'title'), { timeout: DASHBOARD_POLL_MS })
       .toMatch(/^fleet: summed over 3 instances/);
-    expect(await page.textContent('#take-rate-head')).toBe('Take rate, ids/s');
+    expect(await page.textContent('#take-rate-head')).toBe('Take rate, ids/s (all instances)');
     await page.close();
   });
 
