@@ -57,8 +57,11 @@ describeWithServices(
       flake: uniqueKey('cl-flake'),
     };
     let env: Record<string, string>;
-    /** Every id any program took, over all the tests: none may come twice. */
-    const seen = new Set<bigint>();
+    /**
+     * Every id any program took, over all the tests, per entity: none may come twice. Per entity, since the two lines
+     * are separate: the taken entity's 3 and the leased entity's first id ≡ 3 (mod 7) are different ids.
+     */
+    const seen = { taken: new Set<bigint>(), leased: new Set<bigint>() };
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'idpool-clients-'));
@@ -105,10 +108,11 @@ describeWithServices(
 
     /** Checks one program's ids: none seen before, the leased ones ≡ REMAINDER (mod DELTA). */
     const account = (name: string, ids: { taken: bigint[]; leased: bigint[] }) => {
-      for (const id of [...ids.taken, ...ids.leased]) {
-        if (seen.has(id)) throw new Error(`${name}: id ${id} handed out twice`);
-        seen.add(id);
-      }
+      for (const kind of ['taken', 'leased'] as const)
+        for (const id of ids[kind]) {
+          if (seen[kind].has(id)) throw new Error(`${name}: ${kind} id ${id} handed out twice`);
+          seen[kind].add(id);
+        }
       const offSpacing = ids.leased.filter((id) => id % BigInt(DELTA) !== BigInt(REMAINDER));
       expect(offSpacing, `${name}: leased ids not ≡ ${REMAINDER} (mod ${DELTA})`).toEqual([]);
     };
