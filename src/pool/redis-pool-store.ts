@@ -184,7 +184,7 @@ export class RedisPoolStore implements PoolStore {
 
   /**
    * One server: an LLEN per pool and the pushed counters in MGETs, in one
-   * pipeline (the sweep reads 200 idle pools a second: half the commands of
+   * MULTI (the sweep reads 200 idle pools a second: half the commands of
    * a GET each). A Cluster: LLEN and GET per pool in one pipeline per node.
    */
   async levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
@@ -202,7 +202,9 @@ export class RedisPoolStore implements PoolStore {
       );
       return replies.map((r) => (r instanceof Error ? r : level(r[0], r[1])));
     }
-    const pipeline = this.redis.pipeline();
+    // One transaction, so each size and its counter are one instant's: read apart, a push landing between an LLEN
+    // (before it) and the MGET (after it) counts the pushed ids as taken, a false burst of demand.
+    const pipeline = this.redis.multi();
     for (const k of all) pipeline.llen(k.ids);
     const pushed = mgetChunks(
       pipeline,
