@@ -1,4 +1,5 @@
-import { type MigrationInterface, type QueryRunner, TableColumn } from 'typeorm';
+import { type MigrationInterface, type QueryRunner } from 'typeorm';
+import { addColumns } from './add-columns';
 
 /**
  * `idpool_meta.deployment_id` (docs/design.md "Data model"): a random id
@@ -11,10 +12,9 @@ export class AddDeploymentId1732406400000 implements MigrationInterface {
   name = 'AddDeploymentId1732406400000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn(
-      'idpool_meta',
-      new TableColumn({ name: 'deployment_id', type: 'varchar', length: '64', isNullable: true }),
-    );
+    await addColumns(queryRunner, 'idpool_meta', [
+      { name: 'deployment_id', type: 'varchar', length: '64', isNullable: true },
+    ]);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -1,4 +1,5 @@
-import { type MigrationInterface, type QueryRunner, TableColumn } from 'typeorm';
+import { type MigrationInterface, type QueryRunner } from 'typeorm';
+import { addColumns } from './add-columns';
 
 /**
  * Columns for entities moved from Leaf and Tinyid (docs/migrating.md):
@@ -8,18 +9,18 @@ import { type MigrationInterface, type QueryRunner, TableColumn } from 'typeorm'
  * empty by default); `secrets`, every accepted secret as JSON
  * `[{id, hash, createTime, expiresAt}]` (null: only `secret_hash`, as rows
  * written before this migration). `secret_hash` stays the newest secret's
- * hash. Built with the QueryRunner schema API so it runs on MySQL/MariaDB,
+ * hash. Written with `addColumns` (add-columns.ts) so it runs on MySQL/MariaDB,
  * PostgreSQL and SQLite alike.
  */
 export class EntitySpacingCompatSecrets1764115200000 implements MigrationInterface {
   name = 'EntitySpacingCompatSecrets1764115200000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumns('application', [
-      new TableColumn({ name: 'delta', type: 'integer', default: 1 }),
-      new TableColumn({ name: 'remainder', type: 'integer', default: 0 }),
-      new TableColumn({ name: 'compat', type: 'varchar', length: '64', default: "''" }),
-      new TableColumn({ name: 'secrets', type: 'text', isNullable: true }),
+    await addColumns(queryRunner, 'application', [
+      { name: 'delta', type: 'integer', default: 1 },
+      { name: 'remainder', type: 'integer', default: 0 },
+      { name: 'compat', type: 'varchar', length: '64', default: "''" },
+      { name: 'secrets', type: 'text', isNullable: true },
     ]);
   }
 

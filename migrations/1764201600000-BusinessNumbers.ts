@@ -1,4 +1,5 @@
-import { type MigrationInterface, type QueryRunner, Table, TableColumn } from 'typeorm';
+import { type MigrationInterface, type QueryRunner, Table } from 'typeorm';
+import { addColumns } from './add-columns';
 
 /**
  * Business numbers (docs/numbers.md): the template, reset period and zone
@@ -6,17 +7,17 @@ import { type MigrationInterface, type QueryRunner, Table, TableColumn } from 't
  * `number_period`, one counter per (entity, period): `seq` is the highest
  * sequence reserved in that period, `period_end` (Unix ms) when the period
  * ends, so rows of periods long over can be pruned. Additive only: built
- * with the QueryRunner schema API so it runs on MySQL/MariaDB, PostgreSQL
+ * with `addColumns` (add-columns.ts) and the QueryRunner's createTable so it runs on MySQL/MariaDB, PostgreSQL
  * and SQLite alike.
  */
 export class BusinessNumbers1764201600000 implements MigrationInterface {
   name = 'BusinessNumbers1764201600000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumns('application', [
-      new TableColumn({ name: 'number_format', type: 'varchar', length: '64', isNullable: true }),
-      new TableColumn({ name: 'number_reset', type: 'varchar', length: '8', isNullable: true }),
-      new TableColumn({ name: 'number_time_zone', type: 'varchar', length: '64', isNullable: true }),
+    await addColumns(queryRunner, 'application', [
+      { name: 'number_format', type: 'varchar', length: '64', isNullable: true },
+      { name: 'number_reset', type: 'varchar', length: '8', isNullable: true },
+      { name: 'number_time_zone', type: 'varchar', length: '64', isNullable: true },
     ]);
     await queryRunner.createTable(
       new Table({

@@ -1,4 +1,5 @@
-import { type MigrationInterface, type QueryRunner, TableColumn } from 'typeorm';
+import { type MigrationInterface, type QueryRunner } from 'typeorm';
+import { addColumns } from './add-columns';
 
 /**
  * Columns for moving from Leaf and Tinyid without a maintenance window
@@ -9,18 +10,18 @@ import { type MigrationInterface, type QueryRunner, TableColumn } from 'typeorm'
  * `current_offset` (a live cutover); `live_reserved`, the numbers idpool
  * reserved from the row so far (how `--finish` tells idpool's advances of
  * the row from the incumbent's). Additive, with defaults that leave every
- * existing entity as it was; the QueryRunner schema API runs it on
+ * existing entity as it was; `addColumns` (add-columns.ts) runs it on
  * MySQL/MariaDB, PostgreSQL and SQLite alike.
  */
 export class HeldAndLiveEntities1764288000000 implements MigrationInterface {
   name = 'HeldAndLiveEntities1764288000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumns('application', [
-      new TableColumn({ name: 'held', type: 'varchar', length: '255', isNullable: true }),
-      new TableColumn({ name: 'incumbent', type: 'varchar', length: '200', isNullable: true }),
-      new TableColumn({ name: 'live', type: 'integer', default: 0 }),
-      new TableColumn({ name: 'live_reserved', type: 'bigint', default: 0 }),
+    await addColumns(queryRunner, 'application', [
+      { name: 'held', type: 'varchar', length: '255', isNullable: true },
+      { name: 'incumbent', type: 'varchar', length: '200', isNullable: true },
+      { name: 'live', type: 'integer', default: 0 },
+      { name: 'live_reserved', type: 'bigint', default: 0 },
     ]);
   }
 

@@ -1,4 +1,5 @@
-import { type MigrationInterface, type QueryRunner, TableColumn, TableIndex } from 'typeorm';
+import { type MigrationInterface, type QueryRunner } from 'typeorm';
+import { addColumns, createIndex } from './add-columns';
 
 /**
  * `alias`: the incumbent's tag an imported entity also answers to on Leaf's
@@ -13,14 +14,12 @@ export class IncumbentAlias1764374400000 implements MigrationInterface {
   name = 'IncumbentAlias1764374400000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn(
-      'application',
-      new TableColumn({ name: 'alias', type: 'varchar', length: '190', isNullable: true }),
-    );
-    await queryRunner.createIndex(
-      'application',
-      new TableIndex({ name: 'uniq_application_alias', columnNames: ['alias'], isUnique: true }),
-    );
+    await addColumns(queryRunner, 'application', [{ name: 'alias', type: 'varchar', length: '190', isNullable: true }]);
+    await createIndex(queryRunner, 'application', {
+      name: 'uniq_application_alias',
+      columnNames: ['alias'],
+      isUnique: true,
+    });
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
