@@ -134,15 +134,7 @@ describe('IdpoolClient failover', () => {
   it('backs off from an endpoint that keeps failing: downForMs, doubling', async () => {
     const f = fakeFetch({ [A]: [refused(), refused(), json(500, { error: { code: 'internal', message: 'bug' } })] });
     const clock = new FakeClock({ sleep: 'advance' });
-    const c = new IdpoolClient(
-      withClientSeams({
-        endpoints: A,
-        entities: { orders: { secret: 's' } },
-        fetch: f.fn,
-        clock,
-        downForMs: 100,
-      }),
-    );
+    const c = client(f.fn, clock, { endpoints: A, downForMs: 100 });
     await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
     expect(clock.sleeps).toEqual([100, 200, 400]);
     // A success resets the back-off.
@@ -168,15 +160,7 @@ describe('IdpoolClient failover', () => {
       [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })],
     });
     const clock = new FakeClock({ sleep: 'advance' });
-    const c = new IdpoolClient(
-      withClientSeams({
-        endpoints: A,
-        entities: { orders: { secret: 's' } },
-        fetch: f.fn,
-        clock,
-        deadlineMs: 5000,
-      }),
-    );
+    const c = client(f.fn, clock, { endpoints: A, deadlineMs: 5000 });
     const err = await c.take('orders', 1).catch((e) => e);
     expect(err).toBeInstanceOf(IdpoolUnavailableError);
     expect(err.lastError).toBeInstanceOf(IdpoolHttpError);
