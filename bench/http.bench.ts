@@ -26,7 +26,7 @@ import Redis from 'ioredis';
 import { BARE_TOKEN } from './fixtures/bare-answer';
 import { dropSchema, fmt, freshSchema, registerEntity, startRedis, startServer, waitPool } from './fixtures/deployment';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- autocannon is CommonJS with no types of its own
 const autocannon = require('autocannon');
 
 const ROOT = join(__dirname, '..');

@@ -23,7 +23,7 @@ import { entityKeys } from '../src/redis/keys';
 
 import { type Load, load } from './fixtures/load';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- autocannon is CommonJS with no types of its own
 const autocannon = require('autocannon');
 
 const ROOT = join(__dirname, '..');

@@ -9,7 +9,7 @@
  * The 2-core machine is shared, so compare ratios within one run.
  */
 import { Snowflake as SapphireSnowflake } from '@sapphire/snowflake';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- flake-idgen is CommonJS with no types of its own
 const FlakeId = require('flake-idgen');
 import { Snowflake as NodejsSnowflake } from 'nodejs-snowflake';
 import type { Clock } from '../src/clock';
