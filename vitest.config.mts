@@ -18,6 +18,7 @@ const ALONE = [
   'test/integration/scale.test.ts', // 150 registrations a second, admin views within 2 s at 10,000 entities
   'test/integration/idempotency-bound.test.ts', // peak RSS, latency flat over 50,000 batches
   'test/integration/log-volume.test.ts', // log lines a second
+  'test/integration/prometheus-live.test.ts', // no alert pending on a healthy instance: refills keep up with its load (CPU-starved beside three files, IdpoolPoolDryForecast went pending)
   'test/integration/auth-probing.test.ts', // 401s and queries a second, median latency while probed
   'test/integration/refill-lock.test.ts', // ids again within 2 s of a holder's kill (0.6–1.0 s measured)
   'test/integration/redis-restore.test.ts', // ids again within one refill interval of the first refusal
