@@ -342,9 +342,8 @@ export class Nemesis {
       case 'planned Sentinel failover': {
         const redis = sentinel();
         const port = await redis.masterPort();
-        await redis.failover();
-        await redis.waitPromotion(port);
-        return done(`from ${port} to ${await redis.masterPort()}`);
+        const asks = await redis.plannedFailover(port);
+        return done(`from ${port} to ${await redis.masterPort()}${asks > 1 ? `, asked ${asks} times` : ''}`);
       }
       case 'restart a Redis server without persistence': {
         if (this.system.redis instanceof ClusterRedis) {

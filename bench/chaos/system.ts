@@ -8,7 +8,7 @@
  * instance (the relay adds latency on demand).
  */
 import { type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -155,6 +155,7 @@ export class SentinelRedis {
           `sentinel down-after-milliseconds ${MASTER} ${DOWN_AFTER_MS}`,
           `sentinel failover-timeout ${MASTER} 5000`,
           `sentinel parallel-syncs ${MASTER} 1`,
+          `logfile ${join(dir, `sentinel-${i}.log`)}`,
           '',
         ].join('\n'),
       );
@@ -237,14 +238,53 @@ export class SentinelRedis {
     }
   }
 
-  /** Asks the Sentinels for a planned failover. */
-  async failover(): Promise<void> {
-    await this.sentinelClient.call('SENTINEL', 'FAILOVER', MASTER);
+  /**
+   * A planned failover, as an operator runs one: asks the Sentinels, and asks
+   * again when a try ends without a promotion. A Sentinel gives up on a
+   * failover its chosen replica does not finish within failover-timeout (5 s)
+   * and does not start another by itself; a master that is healthy is never
+   * failed over automatically. Returns the number of asks.
+   */
+  async plannedFailover(old: number, timeoutMs = 60_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    for (let asks = 1; ; asks++) {
+      // -INPROG (the last try still running) or -NOGOODSLAVE (no replica in sync yet): wait and ask again.
+      await this.sentinelClient.call('SENTINEL', 'FAILOVER', MASTER).catch(() => undefined);
+      const tryEnds = Math.min(deadline, Date.now() + 15_000);
+      while (Date.now() < tryEnds) {
+        if ((await this.masterPort().catch(() => old)) !== old) return asks;
+        await sleep(50);
+      }
+      if (Date.now() >= deadline)
+        throw new Error(
+          `timed out after ${timeoutMs} ms (${asks} asks) waiting for the Sentinels to promote a replica; ` +
+            `the Sentinels' last lines:\n${this.sentinelLog(12)}`,
+        );
+    }
   }
 
   /** Waits until the Sentinels name a master other than `old` (a promotion). */
   async waitPromotion(old: number, timeoutMs = 60_000): Promise<void> {
-    await until('the Sentinels to promote a replica', async () => (await this.masterPort()) !== old, timeoutMs);
+    await until('the Sentinels to promote a replica', async () => (await this.masterPort()) !== old, timeoutMs).catch(
+      (err: Error) => {
+        throw new Error(`${err.message}; the Sentinels' last lines:\n${this.sentinelLog(12)}`);
+      },
+    );
+  }
+
+  /** The last `lines` lines each Sentinel logged. */
+  sentinelLog(lines: number): string {
+    return this.sentinelPorts
+      .map((port, i) => {
+        let text = '';
+        try {
+          text = readFileSync(join(this.dir, `sentinel-${i}.log`), 'utf8');
+        } catch {
+          text = '(no log)';
+        }
+        return `sentinel ${port}:\n${text.trimEnd().split('\n').slice(-lines).join('\n')}`;
+      })
+      .join('\n');
   }
 
   async stop(): Promise<void> {
