@@ -15,6 +15,7 @@ import type { EntityConfig } from '../entities/entity';
 import { PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import type { Period } from '../numbers/period';
+import type { DatabaseBehindReport } from '../segment/high-water';
 import { NumberScheme } from '../numbers/scheme';
 import {
   LocalNumbers,
@@ -121,6 +122,13 @@ export interface RedisNumberTakesOptions {
    * first take after it is served from Redis however slow the database.
    */
   prefillLeadMs?: number;
+  /**
+   * How often each entity's live and staged periods are compared with their
+   * fences (IDPOOL_FENCE_CHECK_MS; 0 or absent: only when a push is refused).
+   */
+  fenceCheckMs?: number;
+  /** A period's counter was found behind its fence (a restored database) and carried past it. */
+  databaseBehind?(report: DatabaseBehindReport): void;
 }
 
 /**
@@ -141,6 +149,8 @@ export class RedisNumberTakes implements NumberTakes {
   private lastPrune = 0;
   /** When (this process's monotonic clock) the soonest boundary a refill saw falls by the Redis clock: the tick wakes for it. */
   private nextBoundary = Infinity;
+  /** When (monotonic) each entity's periods were last compared with their fences. */
+  private readonly fencesCheckedAt = new Map<string, number>();
 
   constructor(private readonly options: RedisNumberTakesOptions) {}
 
@@ -319,6 +329,48 @@ export class RedisNumberTakes implements NumberTakes {
     const next = scheme.calendar.after(current);
     if (next && state.now >= next.start - (this.options.prefillLeadMs ?? 60_000))
       await this.fill(entity, scheme, state, next, 0);
+    await this.carryBehind(entity, scheme, state);
+  }
+
+  /**
+   * Every `fenceCheckMs`, under the refill lock: a live or staged period
+   * whose counter is below its fence (a database restored from a backup) is
+   * carried past it now, not at its next reservation, which a full list can
+   * put off for as long as the period lasts; until then the fence is the
+   * only record of the numbers issued since the backup. The fence is read
+   * before the counter: it only rises by pushes of ranges already committed.
+   */
+  private async carryBehind(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<void> {
+    const every = this.options.fenceCheckMs ?? 0;
+    const now = this.options.clock.monotonic();
+    if (every <= 0 || now - (this.fencesCheckedAt.get(entity.key) ?? -Infinity) < every) return;
+    this.fencesCheckedAt.set(entity.key, now);
+    for (const slot of state.slots) {
+      if (slot.period === undefined) continue;
+      const fence = await this.options.store.fence(entity.key, slot.period);
+      if (fence === undefined) continue;
+      const counter = await this.options.counter.peek(entity.key, slot.period);
+      if (counter >= fence) continue;
+      await this.carry(entity, namedPeriod(scheme, entity, slot.period), counter, fence);
+    }
+  }
+
+  /** Moves the period's counter past `fence`, logs `database_behind` and reports it. */
+  private async carry(entity: EntityConfig, period: Period, counter: bigint, fence: bigint): Promise<void> {
+    this.options.log.error(
+      { entity: entity.key, period: period.id, counter: counter.toString(), fence: fence.toString() },
+      'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
+    );
+    const after = await this.options.counter.raise(entity.key, period, fence);
+    this.options.databaseBehind?.({
+      entityKey: entity.key,
+      period: period.id,
+      databaseOffset: counter,
+      record: 'fence',
+      recordedOffset: fence,
+      fence,
+      carriedTo: after,
+    });
   }
 
   /**
@@ -358,11 +410,7 @@ export class RedisNumberTakes implements NumberTakes {
       // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
       const fence = await this.options.store.fence(entity.key, period.id);
       if (fence === undefined) return;
-      this.options.log.error(
-        { entity: entity.key, period: period.id, fence: fence.toString() },
-        'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
-      );
-      await this.options.counter.raise(entity.key, period, fence);
+      await this.carry(entity, period, range ? range.first - 1n : scheme.capacity, fence);
     }
   }
 

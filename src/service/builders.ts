@@ -410,6 +410,8 @@ function buildNumberTakes(deps: PoolParts, highWater: HighWaterFile | undefined)
         clock,
         log,
         intervalMs: deps.config.refillIntervalMs,
+        fenceCheckMs: deps.config.fenceCheckMs,
+        databaseBehind: (report) => deps.ops.refillEvents.databaseBehind(report),
       })
     : new LocalNumberTakes({
         counter: highWater

@@ -272,6 +272,39 @@ for (const { server, name } of SQL_SERVERS) {
         expect(new Set(all).size).toBe(all.length);
         expect(after.every((n) => seqOf(n) > 200n)).toBe(true);
       });
+
+      it('a database put back under a full list is carried past its fence within a fence check, before any take', async () => {
+        const key = uniqueKey('restore-idle');
+        const secret = await register(url, { key, format: 'R{yyyy}-{seq:9}', step: 50, maxSizePerTimes: 50 });
+        const before = (await takeIds(url, key, secret, 10)).body.ids;
+        const db = serviceParts(service).db;
+        const counter = async () =>
+          BigInt(
+            (
+              await db.query<{ s: string }>(
+                `SELECT ${db.bigText('seq')} AS s FROM number_period WHERE entity_key = ?`,
+                [key],
+              )
+            )[0].s,
+          );
+        // The list filled to its target: no refill reserves again while no take comes.
+        let reserved = await counter();
+        for (let settled = 0; settled < 5;) {
+          await new Promise((r) => setTimeout(r, 100));
+          const now = await counter();
+          settled = now === reserved ? settled + 1 : 0;
+          reserved = now;
+        }
+        // The backup: the row as it was before anything was reserved; no take follows, the list stays full.
+        await db.execute('UPDATE number_period SET seq = 0 WHERE entity_key = ?', [key]);
+        const deadline = Date.now() + 10_000;
+        while ((await counter()) < reserved && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        expect(await counter()).toBeGreaterThanOrEqual(reserved);
+        expect(await gauge(url, 'idpool_database_behind_total', key)).toBe(1);
+        const after = (await takeIds(url, key, secret, 50)).body.ids;
+        const all = [...before, ...after];
+        expect(new Set(all).size).toBe(all.length);
+      });
     },
   );
 }
