@@ -276,7 +276,7 @@ export class SentinelRedis {
   sentinelLog(lines: number): string {
     return this.sentinelPorts
       .map((port, i) => {
-        let text = '';
+        let text: string;
         try {
           text = readFileSync(join(this.dir, `sentinel-${i}.log`), 'utf8');
         } catch {
