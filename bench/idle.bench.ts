@@ -4,7 +4,8 @@
  * service process (`npm run build` first) on a fresh MariaDB schema and a private redis-server, the
  * entities inserted in bulk and filled to their floor, then BENCH_IDLE_SECONDS
  * (default 30) of the idle service's CPU (/proc) and Redis commands per
- * second; then one entity takes an id every 50 ms and its sample age on
+ * second, twice: just after the fill, and at rest, once the fill's
+ * reservations have left the forecasts' rate window (a minute); then one entity takes an id every 50 ms and its sample age on
  * /metrics must stay near a second (busy entities are sampled every run).
  * Targets: <= 1 % of a core at 10,000, <= 3 % at 100,000.
  *
@@ -31,6 +32,7 @@ import {
   startService,
   waitPool,
 } from './fixtures/deployment';
+import { DEFAULT_OPS } from '../src/ops/settings';
 import { sleep } from '../test/support/wait';
 
 const COUNTS = (process.env.BENCH_IDLE_ENTITIES || '10000,100000').split(',').map(Number);
@@ -38,6 +40,8 @@ const SECONDS = Number(process.env.BENCH_IDLE_SECONDS || 30);
 const BASELINE = process.env.BENCH_IDLE_BASELINE;
 const ROUNDS = Number(process.env.BENCH_IDLE_ROUNDS || 3);
 const ROOT = join(__dirname, '..');
+/** The ops sampler's rate window: a fill's reservations count in the forecasts that long. */
+const RATE_WINDOW_MS = DEFAULT_OPS.rateWindowMs;
 
 /** `ref`'s tree, compiled, in a directory of its own (this tree's node_modules). */
 function baselineTree(ref: string): string {
@@ -97,12 +101,23 @@ async function measure(count: number, root?: string): Promise<Figures> {
     const fillSeconds = (performance.now() - filled) / 1000;
     await sleep(5000); // the last refills settle
 
-    // Idle: nothing but the instance's own loops.
-    const cpu0 = cpuSeconds(service.proc.pid!);
-    const cmd0 = await commands(redis);
-    await sleep(SECONDS * 1000);
-    const cpu = (cpuSeconds(service.proc.pid!) - cpu0) / SECONDS;
-    const cmds = ((await commands(redis)) - cmd0) / SECONDS;
+    // Idle: nothing but the instance's own loops. First just after the fill,
+    // while every forecast's reserve rate still holds the fill's
+    // reservations (IDPOOL_OPS_RATE_WINDOW_MS, a minute) and each sample is
+    // recorded; then at rest, once the fill has left that window.
+    const window = async () => {
+      const cpu0 = cpuSeconds(service.proc.pid!);
+      const cmd0 = await commands(redis);
+      await sleep(SECONDS * 1000);
+      return {
+        cpu: (cpuSeconds(service.proc.pid!) - cpu0) / SECONDS,
+        cmds: ((await commands(redis)) - cmd0) / SECONDS,
+      };
+    };
+    const afterFill = await window();
+    const restAt = filled + fillSeconds * 1000 + RATE_WINDOW_MS + 5000;
+    await sleep(Math.max(0, restAt - performance.now()));
+    const { cpu, cmds } = await window();
 
     // Then one entity busy: it must still be sampled every run.
     let stop = false;
@@ -128,7 +143,7 @@ async function measure(count: number, root?: string): Promise<Figures> {
     }
     stop = true;
     await hot;
-    const line = `${fmt(count).padStart(7)} entities (filled in ${fillSeconds.toFixed(0)} s): idle, service CPU ${(cpu * 100).toFixed(2)} % of a core and ${fmt(cmds)} Redis commands/s over ${SECONDS} s; then one busy entity (${takes} takes in 12 s): its sample age at most ${hotAgeMax.toFixed(1)} s over 5 scrapes`;
+    const line = `${fmt(count).padStart(7)} entities (filled in ${fillSeconds.toFixed(0)} s): idle at rest, service CPU ${(cpu * 100).toFixed(2)} % of a core and ${fmt(cmds)} Redis commands/s over ${SECONDS} s (just after the fill ${(afterFill.cpu * 100).toFixed(2)} %, ${fmt(afterFill.cmds)}/s); then one busy entity (${takes} takes in 12 s): its sample age at most ${hotAgeMax.toFixed(1)} s over 5 scrapes`;
     return { line, cpu, cmds };
   } finally {
     service.proc.kill('SIGTERM');

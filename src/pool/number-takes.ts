@@ -104,6 +104,9 @@ function numberRun(scheme: NumberScheme, entity: EntityConfig, period: Period, r
   return { ...scheme.template.parts(period), seqs };
 }
 
+/** The refill tick while no entity has a `format`. */
+const NO_NUMBERS_TICK_MS = 1000;
+
 export interface RedisNumberTakesOptions {
   store: RedisNumberStore;
   counter: NumberCounter;
@@ -249,14 +252,16 @@ export class RedisNumberTakes implements NumberTakes {
   start(): void {
     const tick = async () => {
       this.nextBoundary = Infinity;
-      for (const key of this.options.entities.numberKeys()) {
+      const keys = this.options.entities.numberKeys();
+      for (const key of keys) {
         const entity = this.options.entities.get(key);
         if (entity) await this.refillQuietly(entity);
       }
       await this.pruneHourly();
       const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
-      if (!this.stopped)
-        this.timer = setTimeout(() => void tick(), Math.max(0, Math.min(this.options.intervalMs, untilBoundary)));
+      // No business-number entity: a tick a second looks for one registered since (its first take refills at once).
+      const every = keys.length === 0 ? Math.max(this.options.intervalMs, NO_NUMBERS_TICK_MS) : this.options.intervalMs;
+      if (!this.stopped) this.timer = setTimeout(() => void tick(), Math.max(0, Math.min(every, untilBoundary)));
     };
     this.timer = setTimeout(() => void tick(), 0);
   }

@@ -56,6 +56,8 @@ export class RedisPoolStore implements PoolStore {
   readonly kind = 'redis' as const;
   /** Where a native take's ids are joined ({@link JoinedIds.fromBytes}); grows to the largest take. */
   private scratch = Buffer.alloc(0);
+  /** The epoch read under way, shared by whoever asks meanwhile. */
+  private epochRead: Promise<string> | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -264,8 +266,20 @@ export class RedisPoolStore implements PoolStore {
     await this.redis.del(k.ids, k.pushed, k.pushing);
   }
 
-  /** The epoch of the server, or of every master of a Cluster (sorted): it changes when any of them restarts or is promoted. */
-  async epoch(): Promise<string> {
+  /**
+   * The epoch of the server, or of every master of a Cluster (sorted): it
+   * changes when any of them restarts or is promoted. Callers asking while
+   * a read is under way share it (the sweep and the fleet heartbeat both
+   * ask once a second, on the same tick): one INFO, not two.
+   */
+  epoch(): Promise<string> {
+    this.epochRead ??= this.readEpoch().finally(() => {
+      this.epochRead = undefined;
+    });
+    return this.epochRead;
+  }
+
+  private async readEpoch(): Promise<string> {
     const infos = await Promise.all(mastersOf(this.redis).map((node) => node.info('server', 'replication')));
     return infos.map(epochOf).sort().join(',');
   }
