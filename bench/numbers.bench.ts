@@ -13,7 +13,7 @@ import Redis from 'ioredis';
 import { dropSchema, fmt, freshSchema, registerEntity, startRedis, startService } from './fixtures/deployment';
 import { load } from './fixtures/load';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -59,7 +59,8 @@ async function main(): Promise<void> {
       ['batch', 16, '{"count":1000}', 1000],
     ] as const) {
       for (let round = 0; round < ROUNDS; round++)
-        for (const key of ['plain', 'numbers'] as const) {
+        // Each round runs both, in turn first: a drift of the machine's speed within a round falls on both alike.
+        for (const key of round % 2 === 0 ? (['plain', 'numbers'] as const) : (['numbers', 'plain'] as const)) {
           const [service0, redis0] = [processCpu(proc.pid ?? 0), await redisCpu(redis)];
           const r = await load(`${base}/apps/${key}/ids`, { connections, seconds: SECONDS, body, token: secrets[key] });
           const [service1, redis1] = [processCpu(proc.pid ?? 0), await redisCpu(redis)];
@@ -73,8 +74,11 @@ async function main(): Promise<void> {
         }
       const of = (key: string, field: keyof Round) => median(runs[`${shape} ${key}`].map((r) => r[field]));
       const ratio = (field: keyof Round) => (of('numbers', field) / of('plain', field)).toFixed(2);
+      // The two runs of a round are seconds apart: their ratio is the least disturbed by the machine's drift.
+      const perRound = runs[`${shape} numbers`].map((r, i) => r.rate / runs[`${shape} plain`][i].rate);
       process.stdout.write(
-        `${shape.padEnd(6)}  plain ${fmt(of('plain', 'rate')).padStart(10)} ids/s   business numbers ${fmt(of('numbers', 'rate')).padStart(10)} numbers/s   ratio ${ratio('rate')}×\n` +
+        `${shape.padEnd(6)}  plain ${fmt(of('plain', 'rate')).padStart(10)} ids/s   business numbers ${fmt(of('numbers', 'rate')).padStart(10)} numbers/s   ratio ${ratio('rate')}×; ` +
+          `per round ${perRound.map((r) => r.toFixed(2)).join(', ')} (median ${median(perRound).toFixed(2)}×)\n` +
           `        CPU per 1,000: service ${fmt(of('plain', 'serviceUsPer1000'))} µs plain, ${fmt(of('numbers', 'serviceUsPer1000'))} µs numbers (${ratio('serviceUsPer1000')}×); ` +
           `Redis ${fmt(of('plain', 'redisUsPer1000'))} µs plain, ${fmt(of('numbers', 'redisUsPer1000'))} µs numbers (${ratio('redisUsPer1000')}×)\n`,
       );

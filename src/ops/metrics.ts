@@ -15,6 +15,7 @@ import {
   collectDefaultMetrics,
 } from 'prom-client';
 import { busiest } from './busiest';
+import { registerEventLoopDelay } from './event-loop-delay';
 import { EntitySampleAge, EntitySeries, type Total } from './entity-series';
 
 /** Options of {@link OpsMetrics}. */
@@ -34,9 +35,6 @@ export interface OpsMetricsOptions {
  * library) never share counters. Names and labels are documented in the
  * README ("Metrics and forecasts").
  */
-/** How often the event-loop lag histogram samples (ms). */
-const EVENT_LOOP_SAMPLE_MS = 100;
-
 export class OpsMetrics {
   readonly registry = new Registry();
   /** How each family labelled by `entity` is totalled over all entities (none when absent). */
@@ -253,11 +251,12 @@ export class OpsMetrics {
 
   constructor(private readonly options: OpsMetricsOptions = {}) {
     this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
-    // The event-loop lag histogram samples every 100 ms, not prom-client's 10: its timer woke an idle
-    // instance 100 times a second, two thirds of its wake-ups (bench/idle.bench.ts); a stall still
-    // delays the next sample by its length, so the max and the high percentiles keep showing it.
-    if (options.defaultMetrics !== false)
-      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    if (options.defaultMetrics !== false) {
+      // prom-client's event-loop delay histogram (a timer every 10 ms) gives way to one sampling every
+      // 100 ms (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 60_000 });
+      registerEventLoopDelay(this.registry);
+    }
   }
 
   /** Sets `idpool_dependency_up` from a readiness report's checks (`database`, `redis`; 'ok' = up). */

@@ -72,12 +72,15 @@ export function registerIdRoutes(
 function sendIds(res: Response, ids: TakenIds): void {
   res.statusCode = 200;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(idsJson(ids), 'latin1');
+  const body = ids.body();
+  if (typeof body === 'string') res.end(body, 'latin1');
+  else res.end(body);
 }
 
-/** `{"ids":[…]}` (exported for its test). */
+/** `{"ids":[…]}` as the route writes it (exported for its test). */
 export function idsJson(ids: TakenIds): string {
-  return `{"ids":${ids.toJson()}}`;
+  const body = ids.body();
+  return typeof body === 'string' ? body : body.toString('latin1');
 }
 
 /** `req.route` of a request the fast path serves: the request log reads its path. */
