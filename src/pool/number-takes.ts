@@ -104,9 +104,6 @@ function numberRun(scheme: NumberScheme, entity: EntityConfig, period: Period, r
   return { ...scheme.template.parts(period), seqs };
 }
 
-/** The refill tick while no entity has a `format`. */
-const NO_NUMBERS_TICK_MS = 1000;
-
 export interface RedisNumberTakesOptions {
   store: RedisNumberStore;
   counter: NumberCounter;
@@ -252,16 +249,14 @@ export class RedisNumberTakes implements NumberTakes {
   start(): void {
     const tick = async () => {
       this.nextBoundary = Infinity;
-      const keys = this.options.entities.numberKeys();
-      for (const key of keys) {
+      for (const key of this.options.entities.numberKeys()) {
         const entity = this.options.entities.get(key);
         if (entity) await this.refillQuietly(entity);
       }
       await this.pruneHourly();
       const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
-      // No business-number entity: a tick a second looks for one registered since (its first take refills at once).
-      const every = keys.length === 0 ? Math.max(this.options.intervalMs, NO_NUMBERS_TICK_MS) : this.options.intervalMs;
-      if (!this.stopped) this.timer = setTimeout(() => void tick(), Math.max(0, Math.min(every, untilBoundary)));
+      if (!this.stopped)
+        this.timer = setTimeout(() => void tick(), Math.max(0, Math.min(this.options.intervalMs, untilBoundary)));
     };
     this.timer = setTimeout(() => void tick(), 0);
   }
