@@ -179,7 +179,7 @@ interface OpsDocument {
   at: string;
   entities: OpsRow[];
   sampling: { ok: boolean; oldestSampleAgeSeconds: number; roundSeconds: number; staleEntities: number };
-  alarms: { active: number; recent: { name: string; entityKey?: string; status: string }[] };
+  alarms: { active: number; recent: { name: string; entityKey?: string; status: string; at: string }[] };
 }
 
 /** Pino lines of the service's output at warn (40) or above. */
@@ -204,6 +204,9 @@ describeWithServices(
     let redis: Redis;
     let load: FleetLoad;
     const fleet: FleetEntity[] = [];
+    /** What the webhook got while the load warmed up, and when the warm-up ended. */
+    const warmUp: Record<string, unknown>[] = [];
+    let warmedUpAt = 0;
 
     beforeAll(async () => {
       setup = await mysqlRedisSetup();
@@ -235,6 +238,14 @@ describeWithServices(
       load = new FleetLoad(instance.url, fleet);
       // Bounded: the load of both tests stops by itself after 4 minutes.
       load.start(240_000);
+      // Warm-up: 36 new entities hit at full rate at once, with a 10 s horizon and a 2 s dry threshold. A busy
+      // one's first pool (sized before any demand) can forecast dry while its first demand-sized refills catch
+      // up on a loaded machine: those alarms resolve by themselves and are checked apart; the tests below count
+      // from a fleet that has run its rate window (forecasts exist once it has filled) with no alarm active.
+      await sleep(12_000);
+      await waitFor('the warm-up alarms to resolve', async () => (await ops()).alarms.active === 0, 60_000);
+      warmUp.push(...receiver.calls.splice(0));
+      warmedUpAt = Date.now();
     });
 
     afterAll(async () => {
@@ -258,8 +269,14 @@ describeWithServices(
     };
 
     it('keeps every row and series current and equal to the pool Redis holds, logging nothing at warn', async () => {
-      // Forecasts exist once the rate window has filled.
-      await sleep(12_000);
+      // Warm-up alarms: only a pool's, each resolved within the warm-up.
+      for (const c of warmUp.filter((w) => w.status === 'firing')) {
+        expect(['pool_low', 'forecast_pool_dry'], JSON.stringify(c)).toContain(c.alarm);
+        expect(
+          warmUp.some((w) => w.status === 'resolved' && w.alarm === c.alarm && w.entityKey === c.entityKey),
+          JSON.stringify(c),
+        ).toBe(true);
+      }
 
       const keys = segmentKeys();
       let worstAge = 0;
@@ -353,7 +370,12 @@ describeWithServices(
       // Ordinary load: every take answered, no alarm raised, nothing logged at warn or above.
       for (const e of fleet) expect(load.failures(e.key), `${e.key} (${e.mode}, ${e.rate} ids/s)`).toEqual({});
       expect(receiver.calls.map((c) => `${c.alarm} ${c.entityKey}: ${c.message}`)).toEqual([]);
-      expect(warnLines(instance.output())).toEqual([]);
+      // Past the warm-up: the alarms it raised are the only warn lines.
+      expect(
+        warnLines(instance.output()).filter(
+          (l) => !/"component":"alarms"/.test(l) || Number(JSON.parse(l).time) > warmedUpAt,
+        ),
+      ).toEqual([]);
       for (const e of fleet) expect(load.taken.get(e.key)!, e.key).toBeGreaterThan(e.rate * 20);
       const total = [...load.taken.values()].reduce((a, b) => a + b, 0);
       process.stdout.write(
@@ -367,6 +389,7 @@ describeWithServices(
       const held = [keys[0], keys[Math.floor(keys.length / 2)], keys.at(-1)!];
       for (const key of held) expect(fleet.find((e) => e.key === key)!.rate, key).toBeGreaterThanOrEqual(100);
       const failuresBefore = new Map(fleet.map((e) => [e.key, { ...load.failures(e.key) }]));
+      const heldAt = Date.now();
       // Each `application` row locked by a transaction that stays open: no refill of these three can reserve.
       const releases = await Promise.all(held.map((key) => setup.stallDatabase(key)));
       try {
@@ -405,11 +428,15 @@ describeWithServices(
           expect(row.forecast!.poolDrySeconds, `${key}: ${JSON.stringify(row)}`).toBe(0);
           // Raised once and never resolved while held.
           expect(
-            dry.alarms.recent.filter((a) => a.entityKey === key && a.name === 'forecast_pool_dry').map((a) => a.status),
+            dry.alarms.recent
+              .filter((a) => a.entityKey === key && a.name === 'forecast_pool_dry' && Date.parse(a.at) >= heldAt)
+              .map((a) => a.status),
             key,
           ).toEqual(['firing']);
           expect(
-            dry.alarms.recent.filter((a) => a.entityKey === key && a.name === 'pool_low').map((a) => a.status),
+            dry.alarms.recent
+              .filter((a) => a.entityKey === key && a.name === 'pool_low' && Date.parse(a.at) >= heldAt)
+              .map((a) => a.status),
             key,
           ).toEqual(['firing']);
         }
