@@ -309,11 +309,11 @@ describeWithServices(
       await row.waitFor({ state: 'visible', timeout: 15_000 });
       await expect
         .poll(() => row.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
-        .toBe('400 / 999');
+        .toBe('400 / 999 used');
       for (let i = 0; i < 2; i++) expect((await takeIds(instance.url, key, secret, 100)).status).toBe(200);
       await expect
         .poll(() => row.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
-        .toBe('600 / 999');
+        .toBe('600 / 999 used');
       await expect
         .poll(() => row.locator('[data-field=periodRunsOut]').textContent(), { timeout: 15_000 })
         .toMatch(/^runs out \d\d:\d\d$/);

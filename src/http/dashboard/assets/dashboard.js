@@ -236,7 +236,8 @@
       el(
         'td',
         { class: 'num', 'data-field': 'periodUsed', title: p.usedPercent + '% of ' + where + ' used' },
-        num(Number(p.used)) + ' / ' + num(Number(p.capacity)),
+        // "used": the column's header names a pool's size against its target, which a number entity has not.
+        num(Number(p.used)) + ' / ' + num(Number(p.capacity)) + ' used',
       ),
     );
     tr.appendChild(
