@@ -15,15 +15,19 @@
     ARGV[1] 'epoch' or a period id
     ARGV[2..] pairs: period id, sequence every number up to which may have been issued
 
-  Output: 1 dropped, 0 nothing to drop (the epoch was current)
+  Output: 1 dropped, 0 nothing to drop (the epoch was current, or a new
+  entity's first fill found no list to drop)
 ]]
 local function number_reset(KEYS, ARGV)
+  local dropped = 1
   if ARGV[1] == 'epoch' then
     local now = epoch()
     if rcall('GET', KEYS[2]) == now then
       return 0
     end
-    rcall('DEL', KEYS[4], KEYS[5])
+    if rcall('DEL', KEYS[4], KEYS[5]) == 0 then
+      dropped = 0
+    end
     rcall('HDEL', KEYS[1], 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1')
     rcall('SET', KEYS[2], now)
   else
@@ -40,7 +44,7 @@ local function number_reset(KEYS, ARGV)
       rcall('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
     end
   end
-  return 1
+  return dropped
 end
 
 redis.register_function('idpool_number_reset', number_reset)
