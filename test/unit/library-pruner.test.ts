@@ -108,7 +108,7 @@ describe('LibraryPruner: a release library removed once no alive instance of the
       clock.advance(GRACE_MS);
     }
     // Its own old release's went; the other deployment's was never looked at.
-    expect(deletes()).toContain(OLD);
+    expect(deletes()).toEqual([OLD]);
     expect([...redis.loaded.keys()]).toEqual([OWN_LIBRARY, OTHERS]);
     expect(redis.calls.flat()).not.toContain(OTHERS);
   });
@@ -135,6 +135,34 @@ describe('LibraryPruner: a release library removed once no alive instance of the
     expect(deletes()).toEqual([]);
     expect(redis.calls).toContainEqual(['FUNCTION', 'LOAD', 'REPLACE', publicLibrarySource()]);
     expect(redis.loaded.get(PUBLIC_LIBRARY)).toEqual(['idpool_pop']);
+  });
+
+  it('takes a library another instance of the fleet removed first as removed, with no warning', async () => {
+    const { clock, redis, lines, pruner, deletes } = setup({ [OWN_LIBRARY]: [], [OLD]: [] });
+    await pruner.prune([gone(OLD)]);
+    redis.loaded.delete(OLD);
+    clock.advance(GRACE_MS);
+    await pruner.prune([gone(OLD)]);
+    expect(deletes()).toEqual([OLD]);
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+  });
+
+  it('removes a library once while a gone heartbeat still names it (listed 30 TTLs), again if it comes back', async () => {
+    const { clock, redis, lines, pruner, deletes } = setup({ [OWN_LIBRARY]: [], [OLD]: [] });
+    for (let i = 0; i <= 30; i++) {
+      await pruner.prune([alive(OWN_LIBRARY), gone(OLD)]);
+      clock.advance(GRACE_MS);
+    }
+    expect(deletes()).toEqual([OLD]);
+    expect(lines.filter((l) => l.level !== 'info')).toEqual([]);
+    // An instance of that release started again (a new heartbeat beside the gone one), loading its library: watched anew.
+    redis.loaded.set(OLD, []);
+    await pruner.prune([alive(OWN_LIBRARY), gone(OLD), alive(OLD)]);
+    await pruner.prune([alive(OWN_LIBRARY), gone(OLD), gone(OLD)]);
+    clock.advance(GRACE_MS);
+    await pruner.prune([alive(OWN_LIBRARY), gone(OLD), gone(OLD)]);
+    expect(deletes()).toEqual([OLD, OLD]);
+    expect(redis.loaded.has(OLD)).toBe(false);
   });
 
   it('retries a removal Redis refused at each view, warning once a minute', async () => {
