@@ -31,6 +31,12 @@ const FAILURE_LOG_MS = 60_000;
 export class LibraryPruner {
   /** Libraries a heartbeat of this fleet named, and since when no alive one has. */
   private readonly unusedSince = new Map<string, number | undefined>();
+  /**
+   * Libraries removed that a heartbeat still names: a gone instance stays
+   * listed for 30 TTLs, and without this its library would be deleted
+   * again at every grace until then.
+   */
+  private readonly removed = new Set<string>();
   private readonly failures: RepeatLimiter;
 
   constructor(private readonly options: { redis: RedisClient; clock: Clock; log: Logger; graceMs: number }) {
@@ -41,11 +47,17 @@ export class LibraryPruner {
   async prune(instances: readonly LibraryUser[]): Promise<void> {
     const now = this.options.clock.now();
     const alive = new Set([OWN_LIBRARY]);
+    const named = new Set<string>();
     for (const i of instances) {
       const library = i.library ?? PUBLIC_LIBRARY;
+      named.add(library);
       if (i.state === 'alive') alive.add(library);
-      if (!this.unusedSince.has(library)) this.unusedSince.set(library, undefined);
     }
+    for (const library of this.removed)
+      // Alive again (an instance of that release started, loading it anew), or no longer listed.
+      if (alive.has(library) || !named.has(library)) this.removed.delete(library);
+    for (const library of named)
+      if (!this.removed.has(library) && !this.unusedSince.has(library)) this.unusedSince.set(library, undefined);
     for (const [library, since] of this.unusedSince) {
       if (alive.has(library)) this.unusedSince.set(library, undefined);
       else if (since === undefined) this.unusedSince.set(library, now);
@@ -53,6 +65,7 @@ export class LibraryPruner {
         try {
           await this.remove(library);
           this.unusedSince.delete(library);
+          this.removed.add(library);
         } catch (err) {
           if (this.failures.admit('prune') !== undefined)
             this.options.log.warn(
@@ -72,8 +85,10 @@ export class LibraryPruner {
         await node.call('FUNCTION', 'LOAD', 'REPLACE', publicLibrarySource());
       } else {
         await node.call('FUNCTION', 'DELETE', library).catch((err: unknown) => {
-          // Removed already (another instance of the fleet pruned it first).
-          if (!(replyWord(err) === 'ERR' && err instanceof Error && /no such library/i.test(err.message))) throw err;
+          // Removed already (another instance of the fleet pruned it first): Redis
+          // answers `ERR Library not found` (7.0.15); ERR is its only code, so the text decides.
+          if (!(replyWord(err) === 'ERR' && err instanceof Error && /^ERR Library not found/i.test(err.message)))
+            throw err;
         });
       }
     }

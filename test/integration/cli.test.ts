@@ -300,6 +300,25 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expectOneLineError(await idpool(['decode', 'not-an-id']), 2, /id must be a decimal integer/);
   });
 
+  it("decodes an id's region with --region-bits, read from the id whatever IDPOOL_REGION says", async () => {
+    // Made by hand in the documented layout with two region bits (docs/snowflake.md): ms 41 | region 2 |
+    // worker 10 | timeBack 1 | sequence 9, so region at bit 20 and the timestamp at bit 22. One run of the
+    // CLI (two seconds on a loaded machine): the text form is the other decode case's.
+    const timestampMs = Date.now() - 60_000;
+    const id = ((BigInt(timestampMs - Date.UTC(2024, 0, 1)) << 22n) | (2n << 20n) | (7n << 10n) | 9n).toString();
+    const decoded = json(await idpool(['decode', id, '--region-bits', '2', '--json'], { IDPOOL_REGION: '1' }));
+    expect(decoded).toEqual({
+      id,
+      timestamp: new Date(timestampMs).toISOString(),
+      timestampMs,
+      region: 2,
+      worker: 7,
+      timeBack: 0,
+      sequence: 9,
+      reserved: 0,
+    });
+  });
+
   it('creates a business-number entity and decodes its numbers as the service does', async () => {
     const key = uniqueKey('clinum');
     const format = 'SH{yyyy}{MM}{dd}{seq:5}';

@@ -20,7 +20,7 @@ import { waitFor } from '../support/wait';
 /** Whole seconds of offset (what libfaketime's relative form takes): alarm past 2 s, refusals past 4 s. */
 const MAX_SKEW_MS = 4000;
 
-describeWithServices('clocks checked while running (libfaketime)', { mysql: true, redis: true }, () => {
+describeWithServices('clocks checked while running (libfaketime)', { mysql: true, redis: true, faketime: true }, () => {
   let setup: StoreSetup;
   let dir: string;
   let offsetFile: string;

@@ -61,6 +61,9 @@ describeWithServices(
         IDPOOL_OPS_SAMPLE_MS: '200',
         // Long enough that the entities drawn from stay the busiest while 60 idle ones register on a loaded machine.
         IDPOOL_OPS_RATE_WINDOW_MS: '30000',
+        // A layout with a region, which the snowflake line names (docs/scaling.md "Regions").
+        IDPOOL_SNOWFLAKE_REGION_BITS: '1',
+        IDPOOL_REGION: '1',
       });
       browser = await chromium.launch({
         executablePath: CHROMIUM,
@@ -139,6 +142,13 @@ describeWithServices(
       expect(await me.locator('[data-field=address]').textContent()).toBe(`${hostname()}:${instance.port}`);
       expect(await me.locator('[data-field=dialect]').textContent()).toBe('mysql');
       expect(await me.locator('[data-field=epoch]').getAttribute('title')).toMatch(/^[0-9a-f]{40}:[0-9a-f]{40}$/);
+      // Its clock against Redis's and the database's (from its heartbeat), one line each once the first check read
+      // both; on one machine within IDPOOL_MAX_CLOCK_SKEW_MS (1 s), past which its snowflake takes would be refused.
+      const skewCell = me.locator('[data-field=clockSkew]');
+      const SKEW = /^redis (0|[+-][1-9]\d*) ms\ndatabase (0|[+-][1-9]\d*) ms$/;
+      await expect.poll(() => skewCell.textContent(), { timeout: 15_000 }).toMatch(SKEW);
+      for (const ms of SKEW.exec((await skewCell.textContent())!)!.slice(1))
+        expect(Math.abs(Number(ms))).toBeLessThan(1000);
       expect(await page.getAttribute('#take-rate-head', 'data-scope')).toBe('fleet');
 
       // Draw ids for ~2 s.
@@ -215,7 +225,7 @@ describeWithServices(
       expect(await page.textContent('#entity-count')).toMatch(/^1 of 6\d entities match$/);
       await page.fill('#search', '');
       await expect.poll(() => page.locator('#entities tbody tr').count(), { timeout: 15_000 }).toBe(50);
-      expect(await page.textContent('#snowflake')).toContain('Runs out of timestamp bits on');
+      expect(await page.textContent('#snowflake')).toMatch(/^Region 1\. Runs out of timestamp bits on /);
       await page.locator('#workers tbody tr').first().waitFor({ state: 'visible' });
 
       const shot = join(ARTIFACTS, 'dashboard.png');

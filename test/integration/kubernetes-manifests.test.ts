@@ -3,8 +3,9 @@
  * against the Kubernetes API schemas of the pinned `kubernetes-models` (and
  * `@kubernetes-models/prometheus-operator` for ServiceMonitor and
  * PrometheusRule), then by hand for what a schema cannot say: the
- * hardening, probes, drain timing, Secrets, and that the copies of the
- * Prometheus rules and the Grafana dashboard equal their sources.
+ * hardening, probes, drain timing, Secrets, the one Service scraped, and
+ * that the copies of the Prometheus rules and the Grafana dashboard equal
+ * their sources.
  * The simulated roll of the fleet's Deployment: kubernetes-roll.test.ts.
  */
 import { readFileSync } from 'node:fs';
@@ -45,6 +46,10 @@ const MODELS: Record<string, new (data: any) => object> = {
 const SHUTDOWN_BOUND_S = 10;
 
 const SELECTOR = { 'app.kubernetes.io/name': 'idpool' };
+
+/** Whether a selector of `matchLabels` alone (what the manifests write: the test checks it) selects `labels`. */
+const selects = (matchLabels: Record<string, string>, labels: Record<string, string> = {}) =>
+  Object.entries(matchLabels).every(([key, value]) => labels[key] === value);
 
 describeWithServices('deploy/kubernetes: every overlay renders and holds', { kubectl: true }, () => {
   const rendered = Object.fromEntries(OVERLAYS.map((o) => [o, renderOverlay(o)])) as Record<
@@ -158,6 +163,19 @@ describeWithServices('deploy/kubernetes: every overlay renders and holds', { kub
         bearerTokenSecret: { name: 'idpool-tokens', key: 'metrics-token' },
       }),
     ]);
+  });
+
+  // Two Services matched would be two scrape jobs of the same pods: every
+  // idpool metric twice, and every `by (job)` rule firing twice.
+  it.each(OVERLAYS)('%s: the ServiceMonitor selects exactly one Service, so each pod is scraped once', (overlay) => {
+    const { selector } = only(rendered[overlay], 'ServiceMonitor').spec;
+    expect(selector.matchExpressions, 'selects() reads matchLabels only').toBeUndefined();
+    // An empty selector would select every Service of the namespace.
+    expect(Object.keys(selector.matchLabels ?? {})).not.toEqual([]);
+    const matched = rendered[overlay]
+      .filter((o) => o.kind === 'Service' && selects(selector.matchLabels, o.metadata.labels))
+      .map((o) => o.metadata.name);
+    expect(matched).toEqual(['idpool']);
   });
 
   it('embedded: one StatefulSet replica, its SQLite file and high-water file on the volume, the worker id from the pod', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeWithServices } from '../support/describe-with-services';
-import { call, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
 import type { Instance } from '../support/processes';
 
@@ -9,7 +9,8 @@ import type { Instance } from '../support/processes';
  * own redis-server and database, set up by the recipe (stride 2, index and
  * region 0 and 1, one region bit), with the same entities registered in
  * both: a segment entity and a snowflake entity. Both lease worker 1 from
- * their own databases; no id is issued by both, and decode names the region.
+ * their own databases; no id is issued by both, and decode and the
+ * dashboard's data (`GET /admin/ops`) name the region.
  */
 
 const KEYS = { segment: 'orders', snowflake: 'events' };
@@ -80,6 +81,10 @@ describeWithServices('two regions on their own Redis and database', { mysql: tru
         token: other.secrets.snowflake,
       });
       expect(across.body).toMatchObject({ region, worker: 1 });
+      // The dashboard's data names the deployment's region (its page: dashboard.test.ts).
+      const ops = await call(`${r.instance.url}/admin/ops`, { token: ADMIN_TOKEN });
+      expect(ops.status).toBe(200);
+      expect(ops.body.snowflake).toMatchObject({ region });
     }
   });
 });
