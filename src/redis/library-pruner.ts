@@ -4,7 +4,6 @@ import type { Logger } from '../logger';
 import { RepeatLimiter } from '../repeat-limiter';
 import { OWN_LIBRARY, PUBLIC_LIBRARY, listLibraries, publicLibrarySource } from './functions';
 import { type RedisClient, mastersOf } from './connection';
-import { replyWord } from './errors';
 
 /** An instance of the fleet as the pruner sees it: alive or gone, and the library it calls. */
 export interface LibraryUser {
@@ -84,11 +83,11 @@ export class LibraryPruner {
         if (!whole?.functions.includes('idpool_take')) continue;
         await node.call('FUNCTION', 'LOAD', 'REPLACE', publicLibrarySource());
       } else {
-        await node.call('FUNCTION', 'DELETE', library).catch((err: unknown) => {
-          // Removed already (another instance of the fleet pruned it first): Redis
-          // answers `ERR Library not found` (7.0.15); ERR is its only code, so the text decides.
-          if (!(replyWord(err) === 'ERR' && err instanceof Error && /^ERR Library not found/i.test(err.message)))
-            throw err;
+        await node.call('FUNCTION', 'DELETE', library).catch(async (err: unknown) => {
+          // Removed already (another instance of the fleet pruned it first): Redis's
+          // only code for that is ERR, so the library list decides, not the message.
+          const listed = await listLibraries(node, library);
+          if (listed.some((l) => l.name === library)) throw err;
         });
       }
     }
