@@ -62,6 +62,11 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Times the process's main thread has gone to sleep waiting (Linux /proc): its wake-ups. */
+function wakeups(pid: number): number {
+  return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+}
+
 async function commands(redis: Redis): Promise<number> {
   return Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]);
 }
@@ -107,17 +112,19 @@ async function measure(count: number, root?: string): Promise<Figures> {
     // recorded; then at rest, once the fill has left that window.
     const window = async () => {
       const cpu0 = cpuSeconds(service.proc.pid!);
+      const wake0 = wakeups(service.proc.pid!);
       const cmd0 = await commands(redis);
       await sleep(SECONDS * 1000);
       return {
         cpu: (cpuSeconds(service.proc.pid!) - cpu0) / SECONDS,
+        wakes: (wakeups(service.proc.pid!) - wake0) / SECONDS,
         cmds: ((await commands(redis)) - cmd0) / SECONDS,
       };
     };
     const afterFill = await window();
     const restAt = filled + fillSeconds * 1000 + RATE_WINDOW_MS + 5000;
     await sleep(Math.max(0, restAt - performance.now()));
-    const { cpu, cmds } = await window();
+    const { cpu, cmds, wakes } = await window();
 
     // Then one entity busy: it must still be sampled every run.
     let stop = false;
@@ -143,7 +150,7 @@ async function measure(count: number, root?: string): Promise<Figures> {
     }
     stop = true;
     await hot;
-    const line = `${fmt(count).padStart(7)} entities (filled in ${fillSeconds.toFixed(0)} s): idle at rest, service CPU ${(cpu * 100).toFixed(2)} % of a core and ${fmt(cmds)} Redis commands/s over ${SECONDS} s (just after the fill ${(afterFill.cpu * 100).toFixed(2)} %, ${fmt(afterFill.cmds)}/s); then one busy entity (${takes} takes in 12 s): its sample age at most ${hotAgeMax.toFixed(1)} s over 5 scrapes`;
+    const line = `${fmt(count).padStart(7)} entities (filled in ${fillSeconds.toFixed(0)} s): idle at rest, service CPU ${(cpu * 100).toFixed(2)} % of a core, ${wakes.toFixed(0)} main-thread wake-ups/s and ${fmt(cmds)} Redis commands/s over ${SECONDS} s (just after the fill ${(afterFill.cpu * 100).toFixed(2)} %, ${fmt(afterFill.cmds)}/s); then one busy entity (${takes} takes in 12 s): its sample age at most ${hotAgeMax.toFixed(1)} s over 5 scrapes`;
     return { line, cpu, cmds };
   } finally {
     service.proc.kill('SIGTERM');

@@ -1,6 +1,7 @@
 import pino from 'pino';
 import type { Clock } from './clock';
 import { RepeatLimiter, withRepeated } from './repeat-limiter';
+import { untilAligned } from './schedule';
 
 /** The logging surface idpool's components need (pino's shape, so pino plugs in directly). */
 export interface Logger {
@@ -179,7 +180,6 @@ export interface ProcessLogger {
  */
 export function createProcessLogger(level: string, clock: { monotonic(): number }): ProcessLogger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFER_BYTES });
-  setInterval(() => destination.flush(), 1000).unref();
   // One flush at the end of the event-loop turn, however many warn/error
   // lines that turn wrote: alarms reach the log at once, without a write(2)
   // per line.
@@ -215,7 +215,18 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     destination,
   );
   const repeats = new RepeatedLines(clock);
-  setInterval(() => repeats.tick(), 1000).unref();
+  // Once a second, on the whole seconds the service's other loops wake on (schedule.ts):
+  // the batched lines flushed, the repeats counted.
+  const everySecond = () =>
+    setTimeout(
+      () => {
+        destination.flush();
+        repeats.tick();
+        everySecond();
+      },
+      untilAligned(1000, clock.monotonic()),
+    ).unref();
+  everySecond();
   return {
     log: repeats.wrap(root),
     flush: () => destination.flush(),

@@ -6,6 +6,8 @@ export interface Periodic {
   start(): void;
   /** Runs the task now, unless a run is under way (`stop()` waits for it too). */
   runNow(): Promise<void>;
+  /** Ends the wait under way: the period is asked for again and waited from now. */
+  wake(): void;
   /** Stops the schedule and waits for a run under way. */
   stop(): Promise<void>;
 }
@@ -15,9 +17,13 @@ export interface Periodic {
  * longer than the period delays the next. One chain of `clock.sleep` for
  * every clock, so a test's fake clock drives every schedule as the system
  * clock does, and sub-second periods are no special case. `task` handles
- * its own errors: a rejection here is dropped.
+ * its own errors: a rejection here is dropped. `ms` may be a function, asked
+ * before each wait: a loop that has nothing to do for a while sleeps that
+ * long instead of waking to find so (an idle instance's cost is mostly its
+ * wake-ups).
  */
-export function every(ms: number, task: () => unknown, clock: Clock): Periodic {
+export function every(ms: number | (() => number), task: () => unknown, clock: Clock): Periodic {
+  const period = typeof ms === 'number' ? () => ms : ms;
   let running: Promise<unknown> | undefined;
   const run = async () => {
     if (running) return;
@@ -27,30 +33,59 @@ export function every(ms: number, task: () => unknown, clock: Clock): Periodic {
     await running;
     running = undefined;
   };
-  // Aborting the chain's controller ends its pending sleep, so nothing holds the process after stop().
-  let chain: { abort: AbortController; done: Promise<void> } | undefined;
-  const loop = async (signal: AbortSignal) => {
+  // Each wait has a controller of its own: aborting it ends the wait (wake)
+  // or, with `stopped` set, the chain, so nothing holds the process after stop().
+  interface Chain {
+    stopped: boolean;
+    wait?: AbortController;
+    done: Promise<void>;
+  }
+  let chain: Chain | undefined;
+  const loop = async (self: Chain) => {
     for (;;) {
-      await clock.sleep(ms, signal);
-      if (signal.aborted) return;
+      const wait = (self.wait = new AbortController());
+      await clock.sleep(untilAligned(period(), clock.monotonic()), wait.signal);
+      if (self.stopped) return;
+      if (wait.signal.aborted) continue;
       await run();
     }
   };
   return {
     runNow: run,
+    wake: () => chain?.wait?.abort(),
     start() {
       if (chain) return;
-      const abort = new AbortController();
-      chain = { abort, done: loop(abort.signal) };
+      const self: Chain = { stopped: false, done: Promise.resolve() };
+      chain = self;
+      self.done = loop(self);
     },
     async stop() {
       const stopping = chain;
       chain = undefined;
-      stopping?.abort.abort();
+      if (stopping) {
+        stopping.stopped = true;
+        stopping.wait?.abort();
+      }
       await stopping?.done;
       await running;
     },
   };
+}
+
+/**
+ * How long to wait from `now` (monotonic ms) for a period of `ms`: to the
+ * multiple of the period's grain (a second from a second up, 100 ms from
+ * 100 ms up) nearest to `now + ms`. Every loop of a second or more then
+ * fires on the same whole seconds of the clock, together, and an idle
+ * instance wakes once a second for all of them, not once for each (a
+ * wake-up costs 0.1–0.2 ms of CPU on a small virtual machine). The period
+ * is kept on average; one wait may be up to half a grain shorter or longer.
+ */
+export function untilAligned(ms: number, now: number): number {
+  const grain = ms >= 1000 ? 1000 : ms >= 100 ? 100 : 0;
+  if (grain === 0) return ms;
+  const at = Math.max(Math.round((now + ms) / grain) * grain, now + grain / 2);
+  return at - now;
 }
 
 export interface ActivityRoundOptions<T> {

@@ -53,6 +53,8 @@ export interface SyncedCache {
 export class GenerationSync {
   /** The tick refreshes fully at least this often (an idle instance reads the generation only then). */
   static readonly FULL_REFRESH_MS = 1000;
+  /** The service's tick while lookups come (`nextTickMs`). */
+  static readonly TICK_MS = 100;
   /** No lookup for this long: the tick stops reading the generation between full refreshes (the next lookup reads it first). */
   static readonly IDLE_AFTER_MS = 10_000;
   /** A lookup finding no read of the generation under way and none started this recently (the tick fell behind) starts one and waits for it, as the first lookup after an idle spell always does. */
@@ -129,9 +131,27 @@ export class GenerationSync {
    */
   async tick(): Promise<void> {
     const now = this.clock.now();
-    if (now - this.lastLookup > GenerationSync.IDLE_AFTER_MS && now - this.attempt.at < GenerationSync.FULL_REFRESH_MS)
-      return;
-    await this.refreshIfStale(GenerationSync.FULL_REFRESH_MS);
+    // Idle, a tick's worth early counts as due: the tick then runs once a second on the
+    // schedule's grid (schedule.ts), and a refresh that started a few ms after one whole
+    // second is due again at the next.
+    const idle = this.idle(now);
+    const fullRefreshMs = GenerationSync.FULL_REFRESH_MS - (idle ? GenerationSync.TICK_MS : 0);
+    if (idle && now - this.attempt.at < fullRefreshMs) return;
+    await this.refreshIfStale(fullRefreshMs);
+  }
+
+  /**
+   * How long the tick waits: {@link TICK_MS} while lookups come; idle, a
+   * full refresh's period, so an idle instance wakes for it once a second
+   * rather than ten times to find nothing to do (a lookup meanwhile reads
+   * the generation itself, {@link catchUp}).
+   */
+  nextTickMs(): number {
+    return this.idle(this.clock.now()) ? GenerationSync.FULL_REFRESH_MS : GenerationSync.TICK_MS;
+  }
+
+  private idle(now: number): boolean {
+    return now - this.lastLookup > GenerationSync.IDLE_AFTER_MS;
   }
 
   /**

@@ -71,6 +71,11 @@ export class EntityRegistry implements EntityCatalog {
     return this.sync.tick();
   }
 
+  /** How long the tick may wait ({@link GenerationSync.nextTickMs}). */
+  nextTickMs(): number {
+    return this.sync.nextTickMs();
+  }
+
   get(key: string): EntityConfig | undefined {
     return this.cache.get(key);
   }

@@ -1,13 +1,19 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createHistogram } from 'node:perf_hooks';
 import { Gauge, type Registry } from 'prom-client';
+import { untilAligned } from '../schedule';
 
 /**
  * How often the event-loop delay is sampled (ms). prom-client samples every
  * 10 ms: its timer was two thirds of an idle instance's wake-ups
- * (`bench/idle.bench.ts`). Ten samples a second still give each scrape's
- * window (15 s or more) a hundred or more readings.
+ * (`bench/idle.bench.ts`), and at 100 ms it still was a third of them: a
+ * wake-up costs 0.1–0.2 ms of CPU on a small virtual machine, and an idle
+ * Node process sampling every 100 ms spends 1.6 ms a second doing only that
+ * (0.2 ms without it, measured). One sample a second gives each scrape's
+ * window (15 s or more) fifteen readings or more; a stall of a few hundred
+ * ms is caught when it overlaps a sample, so a recurring one shows within a
+ * few scrapes.
  */
-const EVENT_LOOP_SAMPLE_MS = 100;
+const EVENT_LOOP_SAMPLE_MS = 1000;
 
 /** prom-client's event-loop delay gauges, which {@link registerEventLoopDelay} replaces. */
 const GAUGES = [
@@ -25,25 +31,34 @@ type Statistic = (typeof GAUGES)[number][0];
 /**
  * Puts `nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds` on
  * `registry` in place of prom-client's (same names and help), from one
- * histogram sampling every {@link EVENT_LOOP_SAMPLE_MS}: each reading is the
- * delay beyond the sampling interval. Node's histogram records the time
- * between two firings of its timer, the interval included, so at 100 ms an
- * instance at rest would read 0.1 s where prom-client's 10 ms read 0.01 s;
- * here it reads ~0 either way. Call after `collectDefaultMetrics`.
+ * histogram of how late a timer firing every {@link EVENT_LOOP_SAMPLE_MS}
+ * comes: about 0 at rest (prom-client's read 0.01 s, its interval). Not
+ * Node's `monitorEventLoopDelay`: its reset (each scrape starts a window)
+ * drops the next reading, a whole second of stalls here. Call after
+ * `collectDefaultMetrics`.
  */
 export function registerEventLoopDelay(registry: Registry): void {
-  const histogram = monitorEventLoopDelay({ resolution: EVENT_LOOP_SAMPLE_MS });
-  histogram.enable();
+  const histogram = createHistogram();
+  // On the whole seconds the service's loops wake on (schedule.ts): no wake-up of its own.
+  const sample = () => {
+    const wait = untilAligned(EVENT_LOOP_SAMPLE_MS, performance.now());
+    const due = performance.now() + wait;
+    setTimeout(() => {
+      histogram.record(Math.max(1, Math.round((performance.now() - due) * 1e6)));
+      sample();
+    }, wait).unref();
+  };
+  sample();
   const gauges = new Map<Statistic, Gauge>();
-  const beyond = (ns: number) => Math.max(0, ns / 1e9 - EVENT_LOOP_SAMPLE_MS / 1000);
+  const seconds = (ns: number) => ns / 1e9;
   const read: Record<Statistic, () => number> = {
-    min: () => beyond(histogram.min),
-    max: () => beyond(histogram.max),
-    mean: () => beyond(histogram.mean),
-    stddev: () => histogram.stddev / 1e9,
-    p50: () => beyond(histogram.percentile(50)),
-    p90: () => beyond(histogram.percentile(90)),
-    p99: () => beyond(histogram.percentile(99)),
+    min: () => seconds(histogram.min),
+    max: () => seconds(histogram.max),
+    mean: () => seconds(histogram.mean),
+    stddev: () => seconds(histogram.stddev),
+    p50: () => seconds(histogram.percentile(50)),
+    p90: () => seconds(histogram.percentile(90)),
+    p99: () => seconds(histogram.percentile(99)),
   };
   // One collect sets all seven and starts the next scrape's window, as prom-client's does.
   const collect = () => {

@@ -253,7 +253,7 @@ export class OpsMetrics {
     this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
     if (options.defaultMetrics !== false) {
       // prom-client's event-loop delay histogram (a timer every 10 ms) gives way to one sampling every
-      // 100 ms (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
+      // second (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
       collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 60_000 });
       registerEventLoopDelay(this.registry);
     }

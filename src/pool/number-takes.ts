@@ -34,6 +34,10 @@ import { entityRateLimited } from './rate-limit';
 import type { NumberRun } from './rpush-ids';
 import { PUSHES_IN_FLIGHT, shuffle } from './segment-push';
 import { type TakenIds, listedIds } from './taken-ids';
+import { untilAligned } from '../schedule';
+
+/** The refill tick's wait while no entity has a `format` ({@link RedisNumberTakes.wake} ends it when one is registered). */
+const IDLE_TICK_MS = 1000;
 
 /** Takes business numbers of an entity with a `format`. */
 export interface NumberTakes {
@@ -145,6 +149,8 @@ export class RedisNumberTakes implements NumberTakes {
   /** Numbers this instance took per entity, running: what demand is measured from. */
   private readonly taken = new Map<string, number>();
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** A tick is under way (it sets the next one's timer when done). */
+  private ticking = false;
   private stopped = false;
   private lastPrune = 0;
   /** When (this process's monotonic clock) the soonest boundary a refill saw falls by the Redis clock: the tick wakes for it. */
@@ -247,24 +253,48 @@ export class RedisNumberTakes implements NumberTakes {
    * pops at once, not a tick later; prunes old counters hourly.
    */
   start(): void {
-    const tick = async () => {
-      this.nextBoundary = Infinity;
-      for (const key of this.options.entities.numberKeys()) {
-        const entity = this.options.entities.get(key);
-        if (entity) await this.refillQuietly(entity);
-      }
-      await this.pruneHourly();
-      const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
-      if (!this.stopped)
-        this.timer = setTimeout(() => void tick(), Math.max(0, Math.min(this.options.intervalMs, untilBoundary)));
-    };
-    this.timer = setTimeout(() => void tick(), 0);
+    this.nextTick(0);
+  }
+
+  /**
+   * A business-number entity was registered (here or, seen by a refresh,
+   * elsewhere): an instance that had none waits a second between ticks, so
+   * this one's first refill starts now rather than up to a second later.
+   */
+  wake(): void {
+    if (this.timer && !this.ticking) this.nextTick(0);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await Promise.allSettled(this.refills.values());
+  }
+
+  private nextTick(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), ms);
+  }
+
+  private async tick(): Promise<void> {
+    this.ticking = true;
+    this.nextBoundary = Infinity;
+    const keys = this.options.entities.numberKeys();
+    try {
+      for (const key of keys) {
+        const entity = this.options.entities.get(key);
+        if (entity) await this.refillQuietly(entity);
+      }
+      await this.pruneHourly();
+    } finally {
+      this.ticking = false;
+    }
+    const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
+    // With no number entity, nothing to refill: a wait to the next whole second, when the
+    // service's other loops wake too (schedule.ts; wake() ends it).
+    const period = keys.length ? this.options.intervalMs : untilAligned(IDLE_TICK_MS, this.options.clock.monotonic());
+    this.nextTick(Math.max(0, Math.min(period, untilBoundary)));
   }
 
   private async refillQuietly(entity: EntityConfig): Promise<void> {

@@ -62,6 +62,8 @@ const ACTIVE_MS = 60_000;
  * at once).
  */
 const MAX_REFILLS_IN_FLIGHT = 32;
+/** The ticker's wait while no entity is marked low (marking one wakes it at once). */
+const IDLE_TICK_MS = 60_000;
 
 export interface RefillStats {
   refills: number;
@@ -110,7 +112,13 @@ export class Refiller {
       activeMs: ACTIVE_MS,
       now: () => options.clock.monotonic(),
     });
-    this.ticker = every(options.intervalMs, () => this.tick(), options.clock);
+    // Ticks while an entity is marked low; with none, it waits (IDLE_TICK_MS at
+    // most) until one is: an idle instance does not wake ten times a second.
+    this.ticker = every(
+      () => (this.low.size ? options.intervalMs : IDLE_TICK_MS),
+      () => this.tick(),
+      options.clock,
+    );
     this.sweeper = every(options.sweepMs ?? 1000, () => this.sweep(), options.clock);
   }
 
@@ -131,7 +139,14 @@ export class Refiller {
 
   /** The take path saw the pool go below its watermark. */
   markLow(entityKey: string): void {
+    this.addLow(entityKey);
+  }
+
+  /** Marks an entity low; the first one marked wakes the ticker, which then ticks every `intervalMs`. */
+  private addLow(entityKey: string): void {
+    if (this.low.has(entityKey)) return;
     this.low.add(entityKey);
+    if (this.low.size === 1) this.ticker.wake();
   }
 
   /** Ids were taken from the pool here: it is read every sweep from the next one on. */
@@ -142,7 +157,7 @@ export class Refiller {
   /** The pool was filled in another Redis epoch: discard it before refilling. */
   markReset(entityKey: string): void {
     this.needsReset.add(entityKey);
-    this.low.add(entityKey);
+    this.addLow(entityKey);
   }
 
   /**
@@ -229,7 +244,7 @@ export class Refiller {
       // A reset that could not run (its refill failed, or found the lock
       // held: a restarted Redis answers INFO while it still loads its data
       // and refuses the lock) is tried again every sweep until it has run.
-      for (const key of this.needsReset) this.low.add(key);
+      for (const key of this.needsReset) this.addLow(key);
       const { keys, rounds } = this.nextSweepBatch();
       const levels = await this.options.store.levels(keys);
       const read = new Map<string, number>();
@@ -245,7 +260,7 @@ export class Refiller {
           const before = this.lastTaken.get(key);
           if (before !== undefined && before !== level.taken) this.sweepRound.touch(key);
           this.lastTaken.set(key, level.taken);
-          if (level.size < this.options.demand.lowWatermark(entity)) this.low.add(key);
+          if (level.size < this.options.demand.lowWatermark(entity)) this.addLow(key);
         } catch (err) {
           this.logError(key, err);
         }

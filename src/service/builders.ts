@@ -133,10 +133,10 @@ export async function buildRegistry(deps: {
   // A GET of the registration generation every 100 ms while requests arrive
   // (a secret rotated or a key retired elsewhere stops working here within
   // that), a full refresh when it moved or at least every second; after 10 s
-  // without a request only the full refresh, and the next request reads the
-  // generation first (GenerationSync.tick, lookup).
+  // without a request only the full refresh, waking for nothing else, and
+  // the next request reads the generation first (GenerationSync.tick, lookup).
   const refresh = every(
-    100,
+    () => registry.nextTickMs(),
     () =>
       registry
         .tick()
@@ -369,6 +369,8 @@ export function buildPools(
     await guarded?.checkAll(registry.segmentKeys());
   };
   const numbers = buildNumberTakes(deps, deps.highWater);
+  if (numbers instanceof RedisNumberTakes)
+    registry.subscribe({ onRegistered: (entity) => (entity.numbers ? numbers.wake() : undefined) });
   // The sampler reads the periods from the takes, built after the ops side they report to.
   deps.ops.sampler.readNumbersFrom(numbers);
   return {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { every } from '../../src/schedule';
+import { every, untilAligned } from '../../src/schedule';
 import { FakeClock, settle } from '../support/clock';
 
 describe('every(): one scheduling style', () => {
@@ -89,5 +89,34 @@ describe('every(): one scheduling style', () => {
     expect(clock.waiting).toBe(1);
     await task.stop();
     expect(clock.waiting).toBe(0);
+  });
+
+  it('a period asked before each wait: a loop with nothing to do sleeps long, and wake() ends that sleep', async () => {
+    const clock = new FakeClock();
+    let busy = false;
+    let runs = 0;
+    const task = every(
+      () => (busy ? 100 : 60_000),
+      () => void runs++,
+      clock,
+    );
+    task.start();
+    await clock.advanceBy(10_000, 100);
+    expect(runs).toBe(0); // idle: no run, no wake-up, for 10 s
+    busy = true;
+    task.wake(); // the wait under way ends; the next is the busy period
+    await clock.advanceBy(1_000, 100);
+    expect(runs).toBeGreaterThanOrEqual(9);
+    await task.stop();
+    expect(clock.waiting).toBe(0);
+  });
+
+  it('periods of a second or more end on whole seconds of the clock, shorter ones on tenths: loops wake together', () => {
+    expect(untilAligned(1000, 0)).toBe(1000);
+    expect(untilAligned(1000, 1_234)).toBe(766); // to 2 s, not 2.234 s
+    expect(untilAligned(1000, 1_700)).toBe(1_300); // to 3 s: never under half a grain
+    expect(untilAligned(2000, 5_020)).toBe(1_980);
+    expect(untilAligned(100, 1_234)).toBe(66);
+    expect(untilAligned(5, 1_234)).toBe(5); // too short to align
   });
 });
