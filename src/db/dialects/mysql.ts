@@ -25,6 +25,10 @@ export const mysql: SqlDialect = {
     // keep-alive probes after 5 s idle instead of the kernel's 2 h.
     driver: boundedMysqlDriver(),
     connectTimeout: 3000,
+    // No stack captured at each query's call (mysql2's `trace`, on by default): an
+    // Error.captureStackTrace per statement, a third of an idle instance's SQL cost
+    // (a CPU profile of bench/idle.bench.ts); errors are logged by their message.
+    trace: false,
     extra: { enableKeepAlive: true, keepAliveInitialDelay: 5000 },
   }),
   describe(url) {
