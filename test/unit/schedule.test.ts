@@ -97,7 +97,9 @@ describe('every(): one scheduling style', () => {
     let runs = 0;
     const task = every(
       () => (busy ? 100 : 60_000),
-      () => void runs++,
+      () => {
+        runs++;
+      },
       clock,
     );
     task.start();
