@@ -89,7 +89,6 @@ describeWithServices('business numbers without Redis across midnight and a resta
     const answers: { sentAt: number; doneAt: number; client: number; instance: number; numbers: string[] }[] = [];
     // Whether a take sent to the killed instance went unanswered: it may have run until the kill.
     let unansweredByKilled = false;
-    let killedAt = 0;
     // 1: the instance killed before midnight, 2: the one started after it.
     let generation = 1;
     let endAt = Infinity;
@@ -113,7 +112,7 @@ describeWithServices('business numbers without Redis across midnight and a resta
     };
     const clients = [0, 1, 2].map(client);
     await sleep(Math.max(0, shift.realBoundary - 3_000 - Date.now()));
-    killedAt = Date.now();
+    const killedAt = Date.now();
     await instance.kill9();
     generation = 2;
     instance = await start();

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { BUILT_CLI, ensureBuilt } from '../support/build';
 import { expectOneLineError, idpool, json } from '../support/cli';
 import { uniqueKey } from '../support/configs';
 import { ADMIN_TOKEN, call, takeIds } from '../support/http';
@@ -11,7 +12,6 @@ import { SQL_SERVERS, createTestSchema, sharedRedisEnv } from '../support/servic
 import { describeWithServices } from '../support/describe-with-services';
 
 const ROOT = join(__dirname, '..', '..');
-const CLI = join(ROOT, 'src', 'cli', 'index.ts');
 
 describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { mysql: true, redis: true }, () => {
   let schema: Awaited<ReturnType<typeof createTestSchema>>;
@@ -71,11 +71,9 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     const cliTaken = await idpool(['take', key, '--count', '2'], { ...env, IDPOOL_SECRET: firstSecret });
     expect(cliTaken.code, cliTaken.stderr).toBe(0);
     expect(cliTaken.stdout).toBe('5003\n5004\n');
-    const asked = await onTerminal(
-      `${process.execPath} --import tsx ${CLI} take ${key}`,
-      { ...env, IDPOOL_SECRET: '' },
-      [[`secret of ${key}: `, `${firstSecret}\r`]],
-    );
+    const asked = await onTerminal(`${process.execPath} ${BUILT_CLI} take ${key}`, { ...env, IDPOOL_SECRET: '' }, [
+      [`secret of ${key}: `, `${firstSecret}\r`],
+    ]);
     expect(asked.code, asked.output).toBe(0);
     expect(asked.output).toMatch(new RegExp(`secret of ${key}: \\r?\\n5005\\r?\\n`));
     expect(asked.output).not.toContain(firstSecret);
@@ -345,7 +343,8 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
   });
 
   it('stops quietly, exit 0, when its reader closed early (idpool --help | head)', async () => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CLI, '--help'], {
+    await ensureBuilt();
+    const proc = spawn(process.execPath, [BUILT_CLI, '--help'], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -429,7 +428,8 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     const fresh = await createTestSchema();
     let proc: ChildProcess | undefined;
     try {
-      proc = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--port', '0'], {
+      await ensureBuilt();
+      proc = spawn(process.execPath, [BUILT_CLI, 'serve', '--port', '0'], {
         cwd: ROOT,
         env: {
           ...process.env,

@@ -70,7 +70,7 @@ describeWithServices(
         buildClientLanguages(dir, ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC']),
         privateDeployment(),
       ]);
-      // One after the other: two tsx start-ups at once on a loaded 2-core machine each take twice as long.
+      // One after the other: two start-ups at once on a loaded 2-core machine each take twice as long.
       a = await deployment.start();
       b = await deployment.start();
       const [take, lease, limited, flake] = await Promise.all([

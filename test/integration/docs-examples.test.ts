@@ -7,19 +7,11 @@
  * stops cleanly.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import {
-  chmodSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUILT_CLI, ensureBuilt } from '../support/build';
 import { freePort } from '../support/processes';
 import { waitFor } from '../support/wait';
 
@@ -61,16 +53,6 @@ function runnable(block: ShellBlock, port: number): string {
     .replace(/\b(localhost|127\.0\.0\.1):8080\b/g, `127.0.0.1:${port}`);
 }
 
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const s = statSync(path);
-    newest = Math.max(newest, s.isDirectory() ? newestMtime(path) : s.mtimeMs);
-  }
-  return newest;
-}
-
 describe('the README and docs/ examples, run against one instance started by npm start', () => {
   const dir = mkdtempSync(join(tmpdir(), 'idpool-docs-'));
   let port: number;
@@ -81,8 +63,7 @@ describe('the README and docs/ examples, run against one instance started by npm
 
   beforeAll(async () => {
     // npm start runs the build: one older than src/ would test old code.
-    const built = statSync(join(ROOT, 'dist', 'src', 'main.js'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
-    if (built < newestMtime(join(ROOT, 'src'))) throw new Error('dist/ is older than src/: run `npm run build` first');
+    await ensureBuilt();
     port = await freePort();
     npm = spawn('npm', ['start'], {
       cwd: ROOT,
@@ -111,7 +92,7 @@ describe('the README and docs/ examples, run against one instance started by npm
     // `idpool` as `npm install -g .` puts it on PATH; node_modules for `npx` in the examples' directory.
     const bin = join(dir, 'bin');
     spawnSync('mkdir', ['-p', bin]);
-    writeFileSync(join(bin, 'idpool'), `#!/bin/sh\nexec node ${join(ROOT, 'dist', 'src', 'cli', 'index.js')} "$@"\n`);
+    writeFileSync(join(bin, 'idpool'), `#!/bin/sh\nexec node ${BUILT_CLI} "$@"\n`);
     chmodSync(join(bin, 'idpool'), 0o755);
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   }, 120_000);

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { BUILT_CLI, ensureBuilt } from './build';
 
 const ROOT = join(__dirname, '..', '..');
-const CLI = join(ROOT, 'src', 'cli', 'index.ts');
 
 export interface CliRun {
   code: number | null;
@@ -11,10 +11,14 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `idpool …` as its own process, as a user would (IDPOOL_URL and IDPOOL_ADMIN_TOKEN unset unless `env` sets them). */
-export function idpool(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+/**
+ * Runs `idpool …` (the tree's build: build.ts) as its own process, as a user
+ * would (IDPOOL_URL and IDPOOL_ADMIN_TOKEN unset unless `env` sets them).
+ */
+export async function idpool(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  await ensureBuilt();
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    const proc = spawn(process.execPath, [BUILT_CLI, ...args], {
       cwd: ROOT,
       env: { ...process.env, IDPOOL_URL: undefined, IDPOOL_ADMIN_TOKEN: undefined, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

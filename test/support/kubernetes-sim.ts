@@ -15,6 +15,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { BUILT_MAIN, ensureBuilt } from './build';
 import type { Container, EnvVar, Probe } from './kubernetes';
 import { freePort, waitExit } from './processes';
 
@@ -92,7 +93,8 @@ export class Pod {
     this.url = `http://127.0.0.1:${port}`;
     // Nothing of the test's environment: the container's own, and what the kubelet adds.
     const env = { PATH: process.env.PATH ?? '', ...this.env, HOSTNAME: this.name, IDPOOL_PORT: String(port) };
-    const proc = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
+    await ensureBuilt();
+    const proc = spawn(process.execPath, [BUILT_MAIN], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

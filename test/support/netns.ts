@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { alive } from './pid';
 import { redisAnswers } from './redis-ping';
 
 const run = promisify(execFile);
@@ -24,15 +25,6 @@ export function netnsUnavailable(): string | undefined {
   if (ip.status !== 0) return `\`ip netns\` unavailable (${(ip.stderr || String(ip.error)).trim()})`;
   if (spawnSync('tc', ['-V'], { stdio: 'ignore' }).status !== 0) return 'tc (iproute2) missing';
   return undefined;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Removes namespaces (and the processes in them) that runs now dead left behind; their veths go with them. */

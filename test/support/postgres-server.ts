@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { alive } from './pid';
 import { freePort } from './processes';
 
 /** The Debian layout: /usr/lib/postgresql/<major>/bin (what `.ci/run` starts the shared server from). */
@@ -27,15 +28,6 @@ function childrenOf(pid: number): number[] {
     }
   }
   return children;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export interface PostgresServer {

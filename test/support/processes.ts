@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BUILT_MAIN, ensureBuilt } from './build';
 import { redisAnswers } from './redis-ping';
 
 const ROOT = join(__dirname, '..', '..');
@@ -50,21 +51,23 @@ export function waitExit(proc: ChildProcess): Promise<number | null> {
 }
 
 /**
- * Starts `src/main.ts` (or `entry`: `'dist'` for the built `dist/src/main.js`,
- * as the chaos run does, another build's `main.js`, as the rolling upgrade
- * test runs the previous release, or a script that logs `idpool listening`
- * with its port as main.ts does) as a real process and waits until it
- * listens; in a network namespace when `at` says so (reached at `at.host`).
+ * Starts the service as a real process and waits until it listens; in a
+ * network namespace when `at` says so (reached at `at.host`). `entry` is
+ * `'dist'`, the tree's build (`dist/src/main.js`, rebuilt first when src/
+ * is newer: build.ts), another build's `main.js`, as the rolling upgrade
+ * test runs the previous release, or a `.ts` script run through tsx that
+ * logs `idpool listening` with its port as main.ts does.
  */
 export async function startInstance(
   env: Record<string, string>,
   timeoutMs = 30_000,
   at?: { netns: string; host: string },
-  entry = join(ROOT, 'src', 'main.ts'),
+  entry = 'dist',
 ): Promise<Instance> {
+  if (entry === 'dist') await ensureBuilt();
   const command =
     entry === 'dist'
-      ? [process.execPath, join(ROOT, 'dist', 'src', 'main.js')]
+      ? [process.execPath, BUILT_MAIN]
       : entry.endsWith('.js')
         ? [process.execPath, entry]
         : [process.execPath, '--import', 'tsx', entry];
@@ -121,14 +124,16 @@ export async function startInstance(
 }
 
 /**
- * Runs `src/main.ts` expecting it to stop by itself (bad configuration, a
- * refused start); killed after `timeoutMs`. Resolves to its exit code and output.
+ * Runs the service (the tree's build, as {@link startInstance}) expecting it
+ * to stop by itself (bad configuration, a refused start); killed after
+ * `timeoutMs`. Resolves to its exit code and output.
  */
 export async function runToExit(
   env: Record<string, string>,
   timeoutMs = 30_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
+  await ensureBuilt();
+  const proc = spawn(process.execPath, [BUILT_MAIN], {
     cwd: ROOT,
     env: { ...process.env, IDPOOL_PORT: '0', IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
