@@ -20,7 +20,8 @@ import {
 } from '../snowflake/layout';
 import { DEFAULT_MAX_WAIT_MS } from '../snowflake/snowflake';
 import { DEFAULT_LEASE } from '../worker/lease';
-import { DEFAULT_CLOCK_CHECK_MS, type SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
+import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
+import { DEFAULT_CLOCK_CHECK_MS } from '../worker/clock-watch';
 import type { PodWorker } from '../worker/pod-worker';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../redis/connection';

@@ -1,6 +1,9 @@
 import type { Clock } from '../clock';
 import { type Periodic, every } from '../schedule';
 
+/** Every 5 s: a clock stepped by hand or by a bad NTP source is caught within seconds, at two tiny reads per period. */
+export const DEFAULT_CLOCK_CHECK_MS = 5_000;
+
 /** A clock this instance compares its own with: Redis's (TIME) or the database's. */
 export interface ClockReference {
   readonly name: 'redis' | 'database';

@@ -15,9 +15,6 @@ export interface SnowflakeRuntimeSettings extends LeaseSettings {
   clockCheckMs: number;
 }
 
-/** Every 5 s: a clock stepped by hand or by a bad NTP source is caught within seconds, at two tiny reads per period. */
-export const DEFAULT_CLOCK_CHECK_MS = 5_000;
-
 /** Options of {@link snowflakeWithLease}: where the `worker` table is, and how to lease from it. */
 export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId' | 'worker' | 'onClose'> {
   /** `mysql://user:pass@host:3306/db`, `postgres://user:pass@host:5432/db` or `sqlite:PATH` (the table is created by migration). */
