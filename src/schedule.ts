@@ -42,10 +42,11 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
   }
   let chain: Chain | undefined;
   const loop = async (self: Chain) => {
-    for (;;) {
+    // Stopped is checked before each wait too: a stop() during a run must not wait out one more period.
+    while (!self.stopped) {
       const wait = (self.wait = new AbortController());
       await clock.sleep(untilAligned(period(), clock.monotonic()), wait.signal);
-      if (self.stopped) return;
+      // Ended early: woken (the period is asked again) or stopped (the loop ends).
       if (wait.signal.aborted) continue;
       await run();
     }

@@ -56,22 +56,27 @@ export class ClockWatch {
     return this.schedule.stop();
   }
 
-  /** Reads every reference once (a failing one reads as unknown). */
+  /**
+   * Reads every reference once (a failing one reads as unknown), then
+   * records them together: a heartbeat or a page reading the skews between
+   * two answers would show one new reading beside one a check old.
+   */
   async check(): Promise<void> {
-    await Promise.all(
-      this.options.references.map(async (r) => {
+    const readings = await Promise.all(
+      this.options.references.map(async (r): Promise<ClockSkewReading> => {
         const before = this.options.clock.now();
         const t0 = this.options.clock.monotonic();
         try {
           const theirs = await r.now();
           const roundTrip = this.options.clock.monotonic() - t0;
           const skewMs = before + roundTrip / 2 - theirs;
-          this.readings.set(r.name, { against: r.name, skewMs: Math.round(skewMs), uncertaintyMs: roundTrip / 2 });
+          return { against: r.name, skewMs: Math.round(skewMs), uncertaintyMs: roundTrip / 2 };
         } catch {
-          this.readings.set(r.name, { against: r.name, skewMs: null, uncertaintyMs: 0 });
+          return { against: r.name, skewMs: null, uncertaintyMs: 0 };
         }
       }),
     );
+    for (const reading of readings) this.readings.set(reading.against, reading);
   }
 
   /** The latest reading against each reference. */

@@ -121,4 +121,27 @@ describe('every(): one scheduling style', () => {
     expect(untilAligned(100, 1_234)).toBe(66);
     expect(untilAligned(5, 1_234)).toBe(5); // too short to align
   });
+
+  it('a stop() during a run ends the loop when the run does, without waiting one more period', async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    const task = every(
+      60_000,
+      async () => {
+        runs++;
+        await clock.sleep(10);
+      },
+      clock,
+    );
+    task.start();
+    await clock.advanceBy(60_000, 1_000);
+    expect(runs).toBe(1); // under way, waiting on the clock
+    let stopped = false;
+    const stopping = task.stop().then(() => (stopped = true));
+    await clock.advanceBy(10, 5);
+    await settle();
+    expect(stopped).toBe(true);
+    await stopping;
+    expect(clock.waiting).toBe(0);
+  });
 });
