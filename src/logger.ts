@@ -1,7 +1,7 @@
 import pino from 'pino';
 import type { Clock } from './clock';
 import { RepeatLimiter, withRepeated } from './repeat-limiter';
-import { untilAligned } from './schedule';
+import { onAligned } from './schedule';
 
 /** The logging surface idpool's components need (pino's shape, so pino plugs in directly). */
 export interface Logger {
@@ -217,16 +217,14 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
   const repeats = new RepeatedLines(clock);
   // Once a second, on the whole seconds the service's other loops wake on (schedule.ts):
   // the batched lines flushed, the repeats counted.
-  const everySecond = () =>
-    setTimeout(
-      () => {
-        destination.flush();
-        repeats.tick();
-        everySecond();
-      },
-      untilAligned(1000, clock.monotonic()),
-    ).unref();
-  everySecond();
+  onAligned(
+    1000,
+    () => {
+      destination.flush();
+      repeats.tick();
+    },
+    () => clock.monotonic(),
+  );
   return {
     log: repeats.wrap(root),
     flush: () => destination.flush(),

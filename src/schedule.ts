@@ -89,6 +89,25 @@ export function untilAligned(ms: number, now: number): number {
   return at - now;
 }
 
+/**
+ * Runs `task` every `ms` on the grid of {@link untilAligned} (`now`: the
+ * clock it is read on), with unref'd timers: for the process's own timers
+ * outside a service's lifecycle (the log flush, the event-loop delay
+ * sample), which then wake with the service's loops. `task` gets when its
+ * run was due.
+ */
+export function onAligned(ms: number, task: (dueAt: number) => void, now: () => number): void {
+  const next = () => {
+    const wait = untilAligned(ms, now());
+    const dueAt = now() + wait;
+    setTimeout(() => {
+      task(dueAt);
+      next();
+    }, wait).unref();
+  };
+  next();
+}
+
 export interface ActivityRoundOptions<T> {
   /** The items of a new round, listed from the registry once a round. */
   list(): T[];

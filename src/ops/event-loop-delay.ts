@@ -1,6 +1,6 @@
 import { createHistogram } from 'node:perf_hooks';
 import { Gauge, type Registry } from 'prom-client';
-import { untilAligned } from '../schedule';
+import { onAligned } from '../schedule';
 
 /**
  * How often the event-loop delay is sampled (ms). prom-client samples every
@@ -40,15 +40,11 @@ type Statistic = (typeof GAUGES)[number][0];
 export function registerEventLoopDelay(registry: Registry): void {
   const histogram = createHistogram();
   // On the whole seconds the service's loops wake on (schedule.ts): no wake-up of its own.
-  const sample = () => {
-    const wait = untilAligned(EVENT_LOOP_SAMPLE_MS, performance.now());
-    const due = performance.now() + wait;
-    setTimeout(() => {
-      histogram.record(Math.max(1, Math.round((performance.now() - due) * 1e6)));
-      sample();
-    }, wait).unref();
-  };
-  sample();
+  onAligned(
+    EVENT_LOOP_SAMPLE_MS,
+    (dueAt) => histogram.record(Math.max(1, Math.round((performance.now() - dueAt) * 1e6))),
+    () => performance.now(),
+  );
   const gauges = new Map<Statistic, Gauge>();
   const seconds = (ns: number) => ns / 1e9;
   const read: Record<Statistic, () => number> = {
