@@ -43,9 +43,14 @@ export class PeriodHistory {
 
   constructor(private readonly windowMs: number) {}
 
-  /** Adds a reading of period `periodId`. */
+  /**
+   * Adds a reading of period `periodId`. A reading below the newest (Redis
+   * restored from a backup, its counters behind) starts over too: a rate
+   * from before the fall would read as nothing taken for a whole window.
+   */
   record(periodId: string, sample: PeriodSample): void {
-    if (periodId !== this.periodId) {
+    const newest = this.samples.at(-1);
+    if (periodId !== this.periodId || (newest !== undefined && sample.used < newest.used)) {
       this.periodId = periodId;
       this.samples = [];
     }

@@ -42,6 +42,25 @@ export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale
 /** Numbers per push: as many ids as a plain push call carries (segment-push.ts: ~5 ms of Redis). */
 export const NUMBERS_PER_PUSH = 10_000;
 
+/** What `idpool_number_state` answers (number_state-4.lua): the clock, the epoch check, two slots of five, the latest start. */
+type StateReply = (string | number | null)[];
+
+function stateOf(r: StateReply): NumberState {
+  const slot = (at: number): NumberSlot => ({
+    period: typeof r[at] === 'string' ? r[at] : undefined,
+    start: Number(r[at + 1] ?? 0),
+    end: Number(r[at + 2] ?? 0),
+    full: r[at + 3] === '1',
+    size: Number(r[at + 4] ?? 0),
+  });
+  return {
+    now: Number(r[0]),
+    epochCurrent: Number(r[1]) === 1,
+    slots: [slot(2), slot(7)],
+    latest: Number(r[12] ?? 0),
+  };
+}
+
 export class RedisNumberStore {
   private readonly pool: RedisPoolStore;
 
@@ -64,25 +83,32 @@ export class RedisNumberStore {
   /** The lists and periods by the Redis clock, the staged period made live first if the clock is in it. */
   async state(entityKey: string): Promise<NumberState> {
     const k = this.keys(entityKey);
-    const r = await callFunction<(string | number | null)[]>(
-      this.redis,
-      'idpool_number_state',
-      [k.periods, k.epoch, k.ids, k.staged],
-      [],
-    );
-    const slot = (at: number): NumberSlot => ({
-      period: typeof r[at] === 'string' ? r[at] : undefined,
-      start: Number(r[at + 1] ?? 0),
-      end: Number(r[at + 2] ?? 0),
-      full: r[at + 3] === '1',
-      size: Number(r[at + 4] ?? 0),
-    });
+    return stateOf(await callFunction<StateReply>(this.redis, 'idpool_number_state', this.stateKeys(k), []));
+  }
+
+  /**
+   * {@link state} and the fence of every period, read at one instant (one
+   * MULTI): a push that lands between two separate reads would pair the
+   * list from before it with the fence from after it, and the period's use
+   * (fence − list) would read one push too high (the ops sampler's rate
+   * then saw the next true reading as a fall, and forecast nothing).
+   */
+  async standing(entityKey: string): Promise<{ state: NumberState; fences: ReadonlyMap<string, bigint> }> {
+    const k = this.keys(entityKey);
+    const read = () =>
+      transaction(
+        'state',
+        queueFunction(this.redis.multi(), 'idpool_number_state', this.stateKeys(k), []).hgetall(k.fence),
+      );
+    const [reply, fences] = (await withLibrary(this.redis, read)) as [StateReply, Record<string, string>];
     return {
-      now: Number(r[0]),
-      epochCurrent: Number(r[1]) === 1,
-      slots: [slot(2), slot(7)],
-      latest: Number(r[12] ?? 0),
+      state: stateOf(reply),
+      fences: new Map(Object.entries(fences).map(([id, seq]) => [id, BigInt(seq)])),
     };
+  }
+
+  private stateKeys(k: NumberKeys): string[] {
+    return [k.periods, k.epoch, k.ids, k.staged];
   }
 
   /**

@@ -239,10 +239,10 @@ export class RedisNumberTakes implements NumberTakes {
   /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
   async usage(entity: EntityConfig): Promise<NumberUsage> {
     const scheme = this.schemes.of(entity);
-    const state = await this.options.store.state(entity.key);
+    const { state, fences } = await this.options.store.standing(entity.key);
     const period = scheme.calendar.at(state.now);
     const slot = state.slots.find((s) => s.period === period.id);
-    const fence = (await this.options.store.fence(entity.key, period.id)) ?? 0n;
+    const fence = fences.get(period.id) ?? 0n;
     return usageOf(scheme, state.now, period, fence, slot?.size ?? 0);
   }
 

@@ -49,6 +49,16 @@ describe('PeriodHistory', () => {
     expect(h.takePerSecond()).toBe(1);
   });
 
+  it('starts over when a reading falls below the newest (Redis restored behind it), rating from there', () => {
+    const h = new PeriodHistory(10 * MIN);
+    h.record('p', { at: 0, used: 900n });
+    h.record('p', { at: MIN, used: 960n });
+    h.record('p', { at: 2 * MIN, used: 300n });
+    expect(h.takePerSecond()).toBe(0);
+    h.record('p', { at: 3 * MIN, used: 420n });
+    expect(h.takePerSecond()).toBe(2);
+  });
+
   it('is 0 once nothing was taken for a whole window (the alarm clears)', () => {
     const h = new PeriodHistory(MIN);
     h.record('p', { at: 0, used: 0n });
