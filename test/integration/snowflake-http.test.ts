@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock';
+import { type Clock, systemClock } from '../../src/clock';
 import { loadConfig } from '../../src/config/config';
 import { Snowflake } from '../../src/index';
 import { type Service, type ServiceOptions, createService } from '../../src/service';
@@ -36,13 +36,13 @@ afterAll(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The real clock, set `offsetMs` off (negative: set back), like a host whose time was changed. */
+/**
+ * The real clock, set `offsetMs` off (negative: set back), like a host whose
+ * time was changed. Its sleep is the system's: one that ignored the abort
+ * signal held stop() for the refill ticker's idle minute.
+ */
 function shiftedClock(offsetMs: number): Clock {
-  return {
-    now: () => Date.now() + offsetMs,
-    monotonic: () => performance.now(),
-    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-  };
+  return { ...systemClock, now: () => systemClock.now() + offsetMs };
 }
 
 async function serve(
