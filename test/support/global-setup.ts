@@ -3,9 +3,11 @@
  * the `idpool_test` databases the suites connect through (MariaDB and
  * PostgreSQL) when they are missing, and names the run (IDPOOL_TEST_RUN,
  * inherited by every test file: createTestSchema() puts it in each schema's
- * name). After the last file it drops what this run created and nothing
- * else: the schemas and databases carrying its name (a test that died before
- * its own drop leaves one) and an `idpool_test` it created itself.
+ * name). After the last file it drops the schemas and databases carrying
+ * its name (a test that died before its own drop leaves one) and nothing
+ * else. The `idpool_test` databases stay, even when this run created them:
+ * another run on the machine (a second checkout, CI) may have started
+ * meanwhile and connects through them (dropping them failed such a run).
  * A service that is down is left alone here: the suites that need it say
  * which, with the command that starts it (services.ts).
  */
@@ -55,17 +57,11 @@ export default async function setup(): Promise<() => Promise<void>> {
   process.env[RUN_ENV] = run;
   const mysqlDb = databaseOf(MYSQL_URL);
   const pgDb = databaseOf(POSTGRES_URL);
-  const createdMysql = await onMysql(async (c) => {
-    const [rows] = await c.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [mysqlDb]);
-    if ((rows as unknown[]).length) return false;
-    await c.query(`CREATE DATABASE IF NOT EXISTS \`${mysqlDb}\``);
-    return true;
-  });
-  const createdPg = await onPostgres(async (c) => {
+  await onMysql((c) => c.query(`CREATE DATABASE IF NOT EXISTS \`${mysqlDb}\``));
+  await onPostgres(async (c) => {
     const found = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [pgDb]);
-    if (found.rowCount) return false;
-    await c.query(`CREATE DATABASE ${escapeIdentifier(pgDb)}`);
-    return true;
+    // Two runs starting together: the second's CREATE finds the first's.
+    if (!found.rowCount) await c.query(`CREATE DATABASE ${escapeIdentifier(pgDb)}`).catch(() => undefined);
   });
 
   return async () => {
@@ -76,9 +72,7 @@ export default async function setup(): Promise<() => Promise<void>> {
         'SELECT schema_name AS name FROM information_schema.schemata WHERE schema_name LIKE ?',
         [ours],
       );
-      const names = (rows as { name: string }[]).map((r) => r.name);
-      if (createdMysql) names.push(mysqlDb);
-      for (const name of names) await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      for (const { name } of rows as { name: string }[]) await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
     });
     await onPostgres(async (c) => {
       const found = await c.query<{ name: string }>('SELECT datname AS name FROM pg_database WHERE datname LIKE $1', [
@@ -86,8 +80,6 @@ export default async function setup(): Promise<() => Promise<void>> {
       ]);
       for (const { name } of found.rows)
         await c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`);
-      // Without FORCE: another run on this machine may be connected to it; then it stays.
-      if (createdPg) await c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(pgDb)}`).catch(() => undefined);
     });
   };
 }
