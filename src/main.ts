@@ -4,9 +4,7 @@ import 'dotenv/config';
 import { systemClock } from './clock';
 import { type Config, ConfigError, loadConfig } from './config/config';
 import { type Logger, createProcessLogger, maskUrls } from './logger';
-import { describeRedis } from './redis/connection';
-import { type Service, createService } from './service';
-import { serviceParts } from './service/internals';
+import type { Service } from './service';
 import { errorMessage } from './errors';
 
 /**
@@ -33,6 +31,12 @@ async function run(overrides: { port?: number }): Promise<void> {
     void flushBeforeExit(1000).finally(() => process.exit(code));
   };
   survivePromiseFaults(log, exit);
+  // The service's modules load once the configuration is valid: a bad one
+  // exits at the configuration's cost (~0.15 s of CPU), not the service's (~0.5 s).
+  const [{ describeRedis }, { serviceParts }] = await Promise.all([
+    import('./redis/connection'),
+    import('./service/internals'),
+  ]);
   const service = await startService(config, log);
   const port = await service.listen(config.port);
   log.info(
@@ -94,6 +98,7 @@ function survivePromiseFaults(log: Logger, exit: (code: number) => void): void {
 /** The built service; a failure to build it ends the process (2 for configuration, 1 for anything else). */
 async function startService(config: Config, log: Logger): Promise<Service> {
   try {
+    const { createService } = await import('./service');
     return await createService(config, { log });
   } catch (err) {
     // Some settings (the snowflake layout) are only checked as a whole when built.
