@@ -3,7 +3,7 @@ import { HELD_BY_IMPORT, KEY_PATTERN, LIMITS, providedSecret, registerSchema } f
 import type { AdminApi } from './admin-api';
 import { createSecretsFile } from './import';
 import { CliError, EXIT_USAGE } from './errors';
-import { TINYID_BATCH_MAX } from '../http/routes/tinyid';
+import { TINYID_BATCH_MAX } from '../http/settings';
 
 /** The services idpool imports from (docs/migrating.md). */
 export type Incumbent = 'leaf' | 'tinyid';

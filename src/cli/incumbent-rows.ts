@@ -1,6 +1,4 @@
 /** Reading an incumbent's rows (Leaf's or Tinyid's table) from its own MySQL/MariaDB or PostgreSQL databases. */
-import { createConnection } from 'mysql2/promise';
-import { Client as PgClient } from 'pg';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, oneLine } from './errors';
 import { type Incumbent, type IncumbentRow, mergeRows } from './import-from';
 
@@ -21,10 +19,15 @@ function where(url: string): string {
   }
 }
 
-/** Runs `sql` on one database and returns its rows; every BIGINT is read as its decimal text. */
+/**
+ * Runs `sql` on one database and returns its rows; every BIGINT is read as
+ * its decimal text. The driver loads here, not with the CLI: every other
+ * command starts without it.
+ */
 async function query(url: string, sql: string): Promise<Record<string, unknown>[]> {
   try {
     if (urlKind(url) === 'mysql') {
+      const { createConnection } = await import('mysql2/promise');
       const c = await createConnection({
         uri: url.replace(/^mariadb:/, 'mysql:'),
         supportBigNumbers: true,
@@ -38,6 +41,7 @@ async function query(url: string, sql: string): Promise<Record<string, unknown>[
         await c.end();
       }
     }
+    const { Client: PgClient } = await import('pg');
     const c = new PgClient({ connectionString: url, connectionTimeoutMillis: 10_000 });
     await c.connect();
     try {

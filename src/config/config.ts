@@ -11,7 +11,7 @@ import { type Env, EnvReader, quoted } from './env-reader';
 import { redisTopology } from './redis-env';
 import { fixedWorkerId, podWorker } from './worker-env';
 import { ConfigError } from '../errors';
-import { DEFAULT_SENTINEL_MASTER, type RedisTopology } from '../redis/topology';
+import { DEFAULT_SENTINEL_MASTER, REDIS_SOCKET_TIMEOUT_MS, type RedisTopology } from '../redis/topology';
 import {
   DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS,
   type SnowflakeSettings,
@@ -24,9 +24,8 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { DEFAULT_CLOCK_CHECK_MS } from '../worker/clock-watch';
 import type { PodWorker } from '../worker/pod-worker';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
-import { REDIS_SOCKET_TIMEOUT_MS } from '../redis/connection';
 import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../redis/keys';
-import { REFILL_LOCK_TTL_MS } from '../pool/refill-lock';
+import { REFILL_LOCK_TTL_MS } from '../pool/settings';
 import {
   COMPAT_ROUTES,
   type CompatRoute,

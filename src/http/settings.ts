@@ -39,3 +39,6 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
  */
 export const COMPAT_ROUTES = ['leaf', 'tinyid'] as const;
 export type CompatRoute = (typeof COMPAT_ROUTES)[number];
+
+/** Tinyid's `batch.size.max`: a larger `batchSize` is cut to it, not refused. */
+export const TINYID_BATCH_MAX = 100_000;

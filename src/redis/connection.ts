@@ -2,7 +2,7 @@ import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { maskUrl } from '../logger';
 import { MarkedCluster, MarkedRedis, replyWord } from './errors';
 import { RedisStartError } from './start-error';
-import type { RedisTopology } from './topology';
+import { REDIS_SOCKET_TIMEOUT_MS, type RedisTopology } from './topology';
 
 export type { RedisTopology } from './topology';
 
@@ -12,14 +12,6 @@ export type { RedisTopology } from './topology';
  * client's patience.
  */
 const COMMAND_TIMEOUT_MS = 2000;
-/**
- * Default of IDPOOL_REDIS_SOCKET_TIMEOUT_MS: a connection with commands
- * pending and no byte back for this long is destroyed and re-opened. A
- * command times out at 2 s; a second more tells a dead link from one slow
- * command, and the partition suite (test/partition/) measured ids again
- * within 3 s of the heal with it, whatever the length of the cut.
- */
-export const REDIS_SOCKET_TIMEOUT_MS = 3000;
 /**
  * First TCP keep-alive probe after this much idle time. Keep-alive only
  * probes a socket with nothing unacknowledged, so it finds a half-open

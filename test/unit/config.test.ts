@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULTS, loadConfig } from '../../src/config/config';
-import { REFILL_LOCK_TTL_MS } from '../../src/pool/refill-lock';
+import { REFILL_LOCK_TTL_MS } from '../../src/pool/settings';
 
 function errorOf(env: Record<string, string>): ConfigError {
   try {

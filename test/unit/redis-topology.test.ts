@@ -1,7 +1,8 @@
 import { ReplyError } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/config';
-import { REDIS_SOCKET_TIMEOUT_MS, clusterOptions, describeRedis, redisOptions } from '../../src/redis/connection';
+import { clusterOptions, describeRedis, redisOptions } from '../../src/redis/connection';
+import { REDIS_SOCKET_TIMEOUT_MS } from '../../src/redis/topology';
 
 const base = { IDPOOL_ADMIN_TOKEN: 'x'.repeat(32) };
 const configError = (env: Record<string, string>) => {

@@ -6,13 +6,10 @@ import type { LeasedSegment } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
 import type { ErrorAnswer } from '../errors';
 import type { Guards } from '../guards';
-import { BODY_LIMIT_BYTES } from '../settings';
+import { BODY_LIMIT_BYTES, TINYID_BATCH_MAX } from '../settings';
 
 /** What Tinyid's routes use of the app's dependencies: the native take and the segment leaser. */
 export type TinyidRouteDeps = Pick<HttpDeps, 'takes' | 'leases'>;
-
-/** Tinyid's `batch.size.max`: a larger `batchSize` is cut to it, not refused. */
-export const TINYID_BATCH_MAX = 100_000;
 
 /** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
 const OK = 200;
