@@ -137,13 +137,12 @@ export class Refiller {
     await Promise.allSettled([...this.inflight.values()]);
   }
 
-  /** The take path saw the pool go below its watermark. */
+  /**
+   * The pool went below its watermark (seen by the take path or a sweep), or
+   * needs a reset: the first entity marked wakes the ticker, which then
+   * ticks every `intervalMs`.
+   */
   markLow(entityKey: string): void {
-    this.addLow(entityKey);
-  }
-
-  /** Marks an entity low; the first one marked wakes the ticker, which then ticks every `intervalMs`. */
-  private addLow(entityKey: string): void {
     if (this.low.has(entityKey)) return;
     this.low.add(entityKey);
     if (this.low.size === 1) this.ticker.wake();
@@ -157,7 +156,7 @@ export class Refiller {
   /** The pool was filled in another Redis epoch: discard it before refilling. */
   markReset(entityKey: string): void {
     this.needsReset.add(entityKey);
-    this.addLow(entityKey);
+    this.markLow(entityKey);
   }
 
   /**
@@ -244,7 +243,7 @@ export class Refiller {
       // A reset that could not run (its refill failed, or found the lock
       // held: a restarted Redis answers INFO while it still loads its data
       // and refuses the lock) is tried again every sweep until it has run.
-      for (const key of this.needsReset) this.addLow(key);
+      for (const key of this.needsReset) this.markLow(key);
       const { keys, rounds } = this.nextSweepBatch();
       const levels = await this.options.store.levels(keys);
       const read = new Map<string, number>();
@@ -260,7 +259,7 @@ export class Refiller {
           const before = this.lastTaken.get(key);
           if (before !== undefined && before !== level.taken) this.sweepRound.touch(key);
           this.lastTaken.set(key, level.taken);
-          if (level.size < this.options.demand.lowWatermark(entity)) this.addLow(key);
+          if (level.size < this.options.demand.lowWatermark(entity)) this.markLow(key);
         } catch (err) {
           this.logError(key, err);
         }
