@@ -352,7 +352,7 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     proc.stdout.destroy();
     let stderr = '';
     proc.stderr.on('data', (d) => (stderr += String(d)));
-    const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
+    const code = await new Promise<number | null>((resolve) => proc.once('close', resolve));
     expect(stderr).toBe('');
     expect(code).toBe(0);
   });
@@ -507,6 +507,6 @@ function onTerminal(
       if (pending.length && output.includes(pending[0][0])) proc.stdin.write(pending.shift()![1]);
     });
     proc.once('error', reject);
-    proc.once('exit', (code) => resolve({ code, output }));
+    proc.once('close', (code) => resolve({ code, output }));
   });
 }

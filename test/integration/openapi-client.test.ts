@@ -35,7 +35,7 @@ async function tsc(dir: string): Promise<{ code: number | null; output: string }
   let output = '';
   proc.stdout.on('data', (d) => (output += String(d)));
   proc.stderr.on('data', (d) => (output += String(d)));
-  const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
+  const code = await new Promise<number | null>((resolve) => proc.once('close', resolve));
   return { code, output };
 }
 

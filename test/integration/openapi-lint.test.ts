@@ -36,7 +36,7 @@ async function lint(dir: string, name: string, doc: unknown): Promise<Finding[]>
   let log = '';
   proc.stdout.on('data', (d) => (log += String(d)));
   proc.stderr.on('data', (d) => (log += String(d)));
-  const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
+  const code = await new Promise<number | null>((resolve) => proc.once('close', resolve));
   // 0: nothing found; 1: findings at or above --fail-severity; anything else: Spectral itself failed.
   expect([0, 1], `spectral exited ${code}:\n${log}`).toContain(code);
   const findings = JSON.parse(readFileSync(out, 'utf8')) as Finding[];

@@ -36,7 +36,7 @@ function redisCli(port: number, input: string): Promise<string> {
     proc.stdout.on('data', (d) => (out += String(d)));
     proc.stderr.on('data', (d) => (out += String(d)));
     proc.once('error', reject);
-    proc.once('exit', () => resolve(out.trim()));
+    proc.once('close', () => resolve(out.trim()));
     proc.stdin.end(input);
   });
 }

@@ -133,7 +133,7 @@ function build(): Promise<void> {
     proc.stdout.on('data', (d) => (out += String(d)));
     proc.stderr.on('data', (d) => (out += String(d)));
     proc.once('error', reject);
-    proc.once('exit', (code) =>
+    proc.once('close', (code) =>
       code === 0 ? resolve() : reject(new Error(`npm run build exited with ${code} (the tests spawn dist/):\n${out}`)),
     );
   });

@@ -28,7 +28,7 @@ export async function idpool(args: string[], env: Record<string, string | undefi
     proc.stdout.on('data', (d) => (stdout += String(d)));
     proc.stderr.on('data', (d) => (stderr += String(d)));
     proc.once('error', reject);
-    proc.once('exit', (code) => resolve({ code, stdout, stderr }));
+    proc.once('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 

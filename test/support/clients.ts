@@ -81,6 +81,6 @@ export function runClient(language: ClientLanguage, mode: string, env: Record<st
   let out = '';
   proc.stdout.on('data', (d) => (out += String(d)));
   proc.stderr.on('data', (d) => (out += String(d)));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
   return { proc, output: () => out, exited };
 }

@@ -143,7 +143,9 @@ export async function runToExit(
   proc.stdout.on('data', (d) => (stdout += String(d)));
   proc.stderr.on('data', (d) => (stderr += String(d)));
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
-  const code = await waitExit(proc);
+  // 'close', not 'exit': 'exit' can come before the last of stderr is read
+  // (a refused configuration exits within ~0.1 s of writing its one line).
+  const code = await new Promise<number | null>((resolve) => proc.once('close', (c) => resolve(c)));
   clearTimeout(timer);
   return { code, stdout, stderr };
 }
