@@ -1,4 +1,5 @@
 import type { Clock } from '../clock';
+import { UnavailableError } from '../errors';
 
 /**
  * A counter every registration, change, secret rotation and retirement
@@ -67,6 +68,16 @@ export class GenerationSync {
    * a lookup of a newly registered key awaits it.
    */
   static readonly CATCH_UP_WAIT_MS = 50;
+  /**
+   * A lookup waits for the database this long at most, all its refreshes
+   * together: a refresh still under way then goes on without it, as a
+   * failed one would, so a database that stops answering (a half-open
+   * link: each statement is bounded at 3 s, a connect at 3 s more, and a
+   * lookup may wait for two refreshes) never holds a request past this.
+   * A cached entry then answers as the cache stands; a missing key is a
+   * 503 with Retry-After.
+   */
+  static readonly REFRESH_WAIT_MS = 2000;
 
   /** The generation the cache is known to include (undefined: not known, the read failed). */
   private synced: number | undefined;
@@ -160,7 +171,8 @@ export class GenerationSync {
    * the refreshes a generation past the synced one calls for.
    */
   async lookup<T>(cached: () => T | undefined): Promise<T | undefined> {
-    await this.catchUp();
+    const until = this.clock.now() + GenerationSync.REFRESH_WAIT_MS;
+    await this.catchUp(until);
     const found = cached();
     if (found !== undefined) return found;
     // Unreadable (Redis failing): a refresh decides, so a new entity still
@@ -170,7 +182,11 @@ export class GenerationSync {
     const generation = (await this.readGeneration()) ?? Infinity;
     // The cache is looked at again after every wait: a refresh that finished
     // meanwhile may have added the key.
-    await this.refreshWhile(() => cached() === undefined && generation !== this.synced, 'throw');
+    const behind = () => cached() === undefined && generation !== this.synced;
+    if (!(await this.refreshWhile(behind, 'throw', until)) && behind())
+      throw new UnavailableError(
+        `the entity registry did not answer within ${GenerationSync.REFRESH_WAIT_MS} ms; retry shortly`,
+      );
     return cached();
   }
 
@@ -185,9 +201,10 @@ export class GenerationSync {
    * may predate a change made elsewhere just before this lookup. So does a
    * lookup finding the tick behind. Lookups within
    * {@link CATCH_UP_WAIT_MS} of that read wait for it, and for the refresh
-   * when it moved; a database failing then leaves the cache as it is.
+   * when it moved until `until`; a database failing or slower than that
+   * leaves the cache as it is.
    */
-  private async catchUp(): Promise<void> {
+  private async catchUp(until: number): Promise<void> {
     const now = this.clock.now();
     const idle = now - this.lastLookup > GenerationSync.IDLE_AFTER_MS;
     this.lastLookup = now;
@@ -201,20 +218,30 @@ export class GenerationSync {
     const catchingUp = this.catchingUp;
     if (!catchingUp || now >= catchingUp.until) return;
     const generation = await this.waitAtMost(catchingUp.read, catchingUp.until - now);
-    await this.refreshWhile(() => generation !== undefined && generation !== this.synced, 'ignore');
+    await this.refreshWhile(() => generation !== undefined && generation !== this.synced, 'ignore', until);
   }
 
   /**
    * Shared refreshes while `behind()` holds, two at most: a refresh already
    * under way may have read the generation before it moved, so a second,
    * started after it, is needed. `failures`: whether a failing one ends the
-   * caller, or only its attempt.
+   * caller, or only its attempt. False when `until` (service clock ms)
+   * came first: the refresh under way goes on without this caller.
    */
-  private async refreshWhile(behind: () => boolean, failures: 'throw' | 'ignore'): Promise<void> {
+  private async refreshWhile(behind: () => boolean, failures: 'throw' | 'ignore', until: number): Promise<boolean> {
     for (let attempt = 0; attempt < 2 && behind(); attempt++) {
-      const refreshing = this.sharedRefresh();
-      await (failures === 'throw' ? refreshing : refreshing.catch(() => undefined));
+      const refreshing = this.sharedRefresh().then(
+        () => true,
+        (err: unknown) => {
+          if (failures === 'throw') throw err;
+          return true;
+        },
+      );
+      // Handled here too: a caller past `until` no longer awaits it.
+      refreshing.catch(() => undefined);
+      if (!(await this.waitAtMost(refreshing, until - this.clock.now()))) return false;
     }
+    return true;
   }
 
   /** A refresh, shared by every lookup waiting for one. */
@@ -236,12 +263,13 @@ export class GenerationSync {
     }
   }
 
-  /** What `read` found, or undefined when it failed or took past `ms`. */
-  private async waitAtMost(read: Promise<number | undefined>, ms: number): Promise<number | undefined> {
-    // With a signal: the timer is cleared once the read is in, and a test's fake clock is not moved by it.
+  /** What `work` answered, or undefined when it took past `ms` (it goes on; its failure is then no one's here). */
+  private async waitAtMost<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+    if (ms <= 0) return undefined;
+    // With a signal: the timer is cleared once the work is in, and a test's fake clock is not moved by it.
     const waited = new AbortController();
     try {
-      return await Promise.race([read, this.clock.sleep(ms, waited.signal).then(() => undefined)]);
+      return await Promise.race([work, this.clock.sleep(ms, waited.signal).then(() => undefined)]);
     } finally {
       waited.abort();
     }

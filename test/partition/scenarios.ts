@@ -22,7 +22,7 @@ import { type Instance, startInstance } from '../support/processes';
 import { type Relay, startRelay } from '../support/relay';
 import { DOWN_AFTER_MS, until } from '../support/sentinel';
 import { MYSQL_URL, createTestSchema } from '../support/services';
-import { entityKeys } from '../../src/redis/keys';
+import { DEFAULT_PREFIX, entityKeys, registrationsKey } from '../../src/redis/keys';
 import { sleep } from '../support/wait';
 
 /**
@@ -364,13 +364,27 @@ async function redisCut(
   return { ...done, targets: [a], probeIds, notes: [], countWasted: (n) => wastedIds(databaseUrl, redis.url, key, n) };
 }
 
-/** The database link cut for `seconds`; Redis stays reachable. */
+/**
+ * The database link cut for `seconds`; Redis stays reachable. Every 4 s of
+ * the cut the registration generation moves, as a change made through
+ * another instance or a Redis failover that lost the counter moves it: each
+ * lookup that sees it move waits for a refresh over the cut link, within
+ * its bound (GenerationSync.REFRESH_WAIT_MS), then answers from the cache.
+ */
 async function databaseCut(lab: Lab, cleanups: Cleanups, seconds: number): Promise<Run> {
   const [db, redis] = await Promise.all([mariadbBehindLink(lab, cleanups), redisBehindLink(lab)]);
   const a = await instance(cleanups, { IDPOOL_DATABASE_URL: db.url, IDPOOL_REDIS_URL: redis.url });
   const { key, secret, probeIds } = await entityOn(a.instance, [a]);
+  const elsewhere = new Redis(redis.url, { lazyConnect: true });
+  cleanups.push(async () => elsewhere.disconnect());
   const done = await underLoad(key, secret, [a], () => a, {
     begin: () => lab.cut(db.link),
+    during: async (faultAt) => {
+      while (Date.now() - faultAt < seconds * 1000 - 4000) {
+        await elsewhere.incr(registrationsKey(DEFAULT_PREFIX));
+        await sleep(4000);
+      }
+    },
     heal: () => lab.heal(db.link),
     lastsMs: seconds * 1000,
   });

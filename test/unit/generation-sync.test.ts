@@ -9,7 +9,7 @@ import { entityConfig } from '../support/entity';
 import { rejection } from '../support/failures';
 import { countedGeneration, gate } from '../support/generation';
 
-const { IDLE_AFTER_MS, CATCH_UP_AFTER_MS, CATCH_UP_WAIT_MS, FULL_REFRESH_MS } = GenerationSync;
+const { IDLE_AFTER_MS, CATCH_UP_AFTER_MS, CATCH_UP_WAIT_MS, FULL_REFRESH_MS, REFRESH_WAIT_MS } = GenerationSync;
 
 /**
  * The protocol over a real {@link EntityCache} on the fake store, with the
@@ -275,6 +275,30 @@ describe('GenerationSync: failures', () => {
     // A key no refresh brings costs two refreshes, no more: neither can record a generation as synced.
     expect(await find('never')).toBeUndefined();
     expect(store.calls.changedSince).toBe(3);
+  });
+
+  it('a database that does not answer holds a lookup 2 s at most: a cached entry then answers as cached, a missing key is a 503', async () => {
+    const { store, clock, elsewhere, find } = await synced('wait');
+    clock.advance(IDLE_AFTER_MS + 1);
+    await elsewhere.rotate('orders', 'rotated-secret'); // Redis moved on (a failover that lost the generation does too)
+    await elsewhere.register('late');
+    const held = holdQueries(store); // a half-open link: the query neither answers nor fails
+    const settled: string[] = [];
+    const cached = find('orders').then((e) => void settled.push(accepts(e, 'orders-first-secret') ? 'cached' : '?'));
+    let refusal: unknown;
+    const missing = rejection(find('late')).then((err) => void settled.push((refusal = err as Error).name));
+    await settle();
+    clock.advance(REFRESH_WAIT_MS - 1);
+    await settle();
+    expect(settled).toEqual([]); // both wait for the one refresh under way
+    clock.advance(1);
+    await Promise.all([cached, missing]);
+    expect(settled.sort()).toEqual(['UnavailableError', 'cached']);
+    expect(refusal).toMatchObject({ statusCode: 503, code: 'unavailable', retryAfterSeconds: 1 });
+    held.open(); // the refresh that went on without them lands: the next lookup finds both changes
+    await settle();
+    expect((await find('late'))?.key).toBe('late');
+    expect(accepts(await find('orders'), 'rotated-secret')).toBe(true);
   });
 
   it('a bump that fails is no failure of the change: the others see it with their full refresh', async () => {
