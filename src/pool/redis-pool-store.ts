@@ -181,9 +181,11 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * One server: an LLEN per pool and the pushed counters in MGETs, in one
-   * MULTI (the sweep reads 200 idle pools a second: half the commands of
-   * a GET each). A Cluster: LLEN and GET per pool in one pipeline per node.
+   * One server: one call of `idpool_levels` (levels-n.lua), which reads
+   * every pool's size and counter at one instant (the sweep reads 200 idle
+   * pools a second: one command, where an LLEN a pool and an MGET cost the
+   * client a command object, a timer and a reply each). A Cluster: LLEN
+   * and GET per pool in one pipeline per node.
    */
   async levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     const all = keys.map((key) => entityKeys(key, this.prefix));
@@ -200,21 +202,19 @@ export class RedisPoolStore implements PoolStore {
       );
       return replies.map((r) => (r instanceof Error ? r : level(r[0], r[1])));
     }
-    // One transaction, so each size and its counter are one instant's: read apart, a push landing between an LLEN
-    // (before it) and the MGET (after it) counts the pushed ids as taken, a false burst of demand.
-    const pipeline = this.redis.multi();
-    for (const k of all) pipeline.llen(k.ids);
-    const pushed = mgetChunks(
-      pipeline,
-      all.map((k) => k.pushed),
+    // One call, so each size and its counter are one instant's: read apart, a push landing between an LLEN
+    // (before it) and the GET (after it) counts the pushed ids as taken, a false burst of demand.
+    const replies = await this.fcall<unknown[]>(
+      'idpool_levels',
+      all.flatMap((k) => [k.ids, k.pushed]),
+      [],
     );
-    const replies = (await pipeline.exec()) ?? [];
-    const counters = pushed(replies.slice(all.length));
     return all.map((_, i) => {
-      const [err, size] = replies[i] ?? [new Error('no reply')];
-      if (err) return err;
-      const counter = counters[i];
-      return counter instanceof Error ? counter : level(size, counter);
+      const size = replies[2 * i];
+      const counter = replies[2 * i + 1];
+      if (size instanceof Error) return size;
+      if (counter instanceof Error) return counter;
+      return size === undefined ? new Error('no reply') : level(size, counter);
     });
   }
 

@@ -90,7 +90,8 @@ function outcomeOf(code: number, value: number): ScriptOutcome | undefined {
 }
 
 const COMMANDS_DIR = join(__dirname, 'commands');
-const FUNCTION_FILE = /^([a-z_]+)-(\d+)\.lua$/;
+/** `<name>-<numKeys>.lua`, or `<name>-n.lua` for a function that takes any number of keys (its caller's). */
+const FUNCTION_FILE = /^([a-z_]+)-(\d+|n)\.lua$/;
 /** `redis.register_function('idpool_x', …)` or `redis.register_function{function_name = 'idpool_x', …}`. */
 const REGISTERED = /(redis\.register_function\s*(?:\(\s*|\{\s*function_name\s*=\s*))'idpool_([a-z_]+)'/g;
 
@@ -116,7 +117,8 @@ export const PUBLIC_LIBRARY = 'idpool';
 interface FunctionFile {
   /** `idpool_<name>`, as the code names it. */
   readonly name: string;
-  readonly keys: number;
+  /** How many keys FCALL passes: fixed, or `any` (`-n` in the file name). */
+  readonly keys: number | 'any';
   readonly source: string;
   readonly public: boolean;
 }
@@ -135,7 +137,7 @@ function functionFiles(): FunctionFile[] {
         );
       return {
         name: `idpool_${name}`,
-        keys: Number(keys),
+        keys: keys === 'n' ? 'any' : Number(keys),
         source,
         public: PUBLIC_FUNCTIONS.has(name) || ADDED_PUBLIC.has(name),
       };
@@ -182,13 +184,13 @@ const LIBRARIES = buildLibraries();
 export const OWN_LIBRARY = LIBRARIES.version;
 
 /** `idpool_<name>` → its number of keys, from the file names. */
-const KEY_COUNTS: ReadonlyMap<string, number> = new Map(LIBRARIES.files.map((f) => [f.name, f.keys]));
+const KEY_COUNTS: ReadonlyMap<string, number | 'any'> = new Map(LIBRARIES.files.map((f) => [f.name, f.keys]));
 const PUBLIC_NAMES: ReadonlySet<string> = new Set(LIBRARIES.files.filter((f) => f.public).map((f) => f.name));
 /** The public functions the `idpool` library itself holds. */
 const SHARED_NAMES: readonly string[] = [...PUBLIC_FUNCTIONS].map((name) => `idpool_${name}`);
 
-/** The number of keys function `name` takes (from its file name); throws for a function the library lacks. */
-export function keyCount(name: string): number {
+/** The number of keys function `name` takes (from its file name; `any` for `-n`); throws for a function the library lacks. */
+export function keyCount(name: string): number | 'any' {
   const count = KEY_COUNTS.get(name);
   if (count === undefined) throw new Error(`no Redis function ${name} in ${COMMANDS_DIR}`);
   return count;
@@ -203,7 +205,7 @@ export function registeredName(name: string): string {
 /** The FCALL arguments after `name`'s key count, its keys checked against the count its file name declares. */
 function fcallArgs(name: string, keys: readonly string[], args: readonly (string | number)[]): (string | number)[] {
   const count = keyCount(name);
-  if (keys.length !== count) throw new Error(`${name} takes ${count} keys, given ${keys.length}`);
+  if (count !== 'any' && keys.length !== count) throw new Error(`${name} takes ${count} keys, given ${keys.length}`);
   return [...keys, ...args];
 }
 

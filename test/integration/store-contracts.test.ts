@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll, expect } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { RedisFleetStore } from '../../src/fleet/redis-fleet-store';
 import { RedisIdempotencyStore } from '../../src/idempotency/redis-store';
@@ -7,7 +7,7 @@ import { systemClock } from '../../src/clock';
 import { type Database, openDatabase } from '../../src/db/database';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/redis/functions';
-import { workerKeys } from '../../src/redis/keys';
+import { entityKeys, workerKeys } from '../../src/redis/keys';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
 import { RedisWorkerHolders } from '../../src/redis/worker-holders';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
@@ -97,6 +97,20 @@ describeWithServices('RedisPoolStore keeps the PoolStore contract', { redis: tru
   poolStoreContract(async () => {
     const { redis: client, prefix } = redis.fresh();
     return new RedisPoolStore(client, prefix);
+  });
+
+  it('levels: a key of the wrong type is an error in its own place, the other pools answer (one call, idpool_levels)', async () => {
+    const { redis: client, prefix } = redis.fresh();
+    const store = new RedisPoolStore(client, prefix);
+    await store.reset('l-ok', -1n);
+    await store.push('l-ok', ['1', '2', '3'], 1n, 3n);
+    await client.set(entityKeys('l-bad-list', prefix).ids, 'not a list');
+    await client.hset(entityKeys('l-bad-counter', prefix).pushed, 'not', 'a counter');
+    const levels = await store.levels(['l-ok', 'l-bad-list', 'l-bad-counter', 'l-none']);
+    expect(levels[0]).toEqual({ size: 3, taken: 0 });
+    expect(levels[1]).toBeInstanceOf(Error);
+    expect((levels[2] as Error).message).toMatch(/WRONGTYPE/);
+    expect(levels[3]).toEqual({ size: 0, taken: 0 });
   });
 });
 
