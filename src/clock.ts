@@ -45,3 +45,22 @@ function timer(ms: number, signal?: AbortSignal): Promise<void> {
     }
   });
 }
+
+/** The reason a finished wait's sleep is aborted with: `abort()` without one builds a DOMException, stack and all, each time. */
+const WAIT_OVER = 'wait over';
+
+/**
+ * What `work` answers, or `timedOut` once `ms` of `clock`'s time pass
+ * first (the work goes on; its failure is then handled here, no one's
+ * unhandled rejection). The sleep ends with the race, leaving no timer.
+ */
+export async function within<T, U>(clock: Clock, work: Promise<T>, ms: number, timedOut: U): Promise<T | U> {
+  work.catch(() => undefined);
+  if (ms <= 0) return timedOut;
+  const waited = new AbortController();
+  try {
+    return await Promise.race([work, clock.sleep(ms, waited.signal).then(() => timedOut)]);
+  } finally {
+    waited.abort(WAIT_OVER);
+  }
+}

@@ -253,7 +253,8 @@ export abstract class DoubleBuffer<T extends number | bigint> {
       // Aborting ends the clock's sleep, so a finished wait leaves no timer behind.
       const abort = new AbortController();
       const loaded = await Promise.race([loading.then(() => true), clock.sleep(left, abort.signal).then(() => false)]);
-      abort.abort();
+      // With a reason: abort() alone builds a DOMException and its stack.
+      abort.abort('wait over');
       // Timed out as the load ended (a clock that jumped): let it land before deciding.
       if (!loaded) await new Promise<void>((resolve) => setImmediate(resolve));
       // The load this caller waited for failed: report why, do not retry at once.

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock';
+import { type Clock, within } from '../clock';
 import { UnavailableError } from '../errors';
 
 /**
@@ -237,8 +237,6 @@ export class GenerationSync {
           return true;
         },
       );
-      // Handled here too: a caller past `until` no longer awaits it.
-      refreshing.catch(() => undefined);
       if (!(await this.waitAtMost(refreshing, until - this.clock.now()))) return false;
     }
     return true;
@@ -264,14 +262,7 @@ export class GenerationSync {
   }
 
   /** What `work` answered, or undefined when it took past `ms` (it goes on; its failure is then no one's here). */
-  private async waitAtMost<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-    if (ms <= 0) return undefined;
-    // With a signal: the timer is cleared once the work is in, and a test's fake clock is not moved by it.
-    const waited = new AbortController();
-    try {
-      return await Promise.race([work, this.clock.sleep(ms, waited.signal).then(() => undefined)]);
-    } finally {
-      waited.abort();
-    }
+  private waitAtMost<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+    return within(this.clock, work, ms, undefined);
   }
 }

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock';
+import { type Clock, within } from '../clock';
 import { errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import { RepeatLimiter, withRepeated } from '../repeat-limiter';
@@ -53,6 +53,8 @@ export interface FleetOptions {
  * feels broken, and a Redis answering at all answers in a millisecond or two.
  */
 const READ_TIMEOUT_MS = 500;
+/** What {@link Fleet.bounded} hears from a read past its timeout. */
+const NO_ANSWER = Symbol('no answer');
 /** Alarm records kept while Redis is away: as many as the dashboard shows of an instance's own ring. */
 const MAX_UNSENT = 100;
 /** A failing fleet write or read is logged once a minute, not once a heartbeat or an alarm. */
@@ -236,18 +238,9 @@ export class Fleet {
 
   /** `work`, or a rejection once {@link readTimeoutMs} has passed on the injected clock. */
   private async bounded<T>(work: Promise<T>): Promise<T> {
-    const abort = new AbortController();
-    const timeout = this.options.clock.sleep(this.readTimeoutMs, abort.signal).then(() => {
-      throw new Error(`no answer within ${this.readTimeoutMs} ms`);
-    });
-    try {
-      return await Promise.race([work, timeout]);
-    } finally {
-      abort.abort();
-      // The loser of the race: settled, so it is no unhandled rejection.
-      work.catch(() => undefined);
-      timeout.catch(() => undefined);
-    }
+    const answer = await within(this.options.clock, work, this.readTimeoutMs, NO_ANSWER);
+    if (answer === NO_ANSWER) throw new Error(`no answer within ${this.readTimeoutMs} ms`);
+    return answer;
   }
 
   private failed(what: string, err: unknown): void {
