@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,10 +55,26 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** A port whose cluster bus port (port + 10000) is free too. */
+/** The lowest port the kernel hands out as a connection's local port (`ip_local_port_range`, 32768 by default). */
+function ephemeralLow(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A port whose cluster bus port (port + 10000) is free too, both below the
+ * kernel's range of local ports: a port found free there can be taken by
+ * any outgoing connection (the other test files open hundreds) before the
+ * node binds it, and the node then exits (seen once in a CI run: its bus
+ * port was in the range).
+ */
 async function clusterPort(taken: Set<number>): Promise<number> {
+  const span = ephemeralLow() - 10_000 - 10_000;
   for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 30_000);
+    const port = 10_000 + Math.floor(Math.random() * span);
     if (taken.has(port) || taken.has(port + 10_000)) continue;
     if ((await portFree(port)) && (await portFree(port + 10_000))) {
       taken.add(port);
