@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
@@ -59,6 +59,13 @@ export async function startPrivateMariadb({
   const id = (flag: string) => Number(spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' }).stdout.trim());
   chownSync(dir, id('-u'), id('-g'));
   const datadir = join(dir, 'data');
+  // A temporary directory of its own: a mariadbd starting removes every
+  // `#sql*` file in its tmpdir, and with /tmp shared one starting beside
+  // another's mariadb-install-db removed that bootstrap's temporary tables
+  // and failed it (seen once in a CI run).
+  const tmp = join(dir, 'tmp');
+  mkdirSync(tmp);
+  chownSync(tmp, id('-u'), id('-g'));
   const install = spawnSync(
     'mariadb-install-db',
     [
@@ -67,6 +74,7 @@ export async function startPrivateMariadb({
       '--auth-root-authentication-method=normal',
       '--user=mysql',
       '--skip-test-db',
+      `--tmpdir=${tmp}`,
     ],
     { encoding: 'utf8' },
   );
@@ -82,6 +90,7 @@ export async function startPrivateMariadb({
       `--port=${port}`,
       `--bind-address=${host}`,
       `--socket=${join(dir, 's.sock')}`,
+      `--tmpdir=${tmp}`,
       '--user=mysql',
       '--skip-log-bin',
       '--innodb-buffer-pool-size=32M',
