@@ -10,7 +10,7 @@ import { serviceParts } from '../../src/service/internals';
 import { FakeClock } from '../support/clock';
 import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
-import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, parseMetrics, register, takeIds, takeWhenReady } from '../support/http';
 import {
   REDIS_URL,
   SQL_SERVERS,
@@ -105,7 +105,7 @@ for (const { server, name } of SQL_SERVERS) {
           timeZone: 'Asia/Shanghai',
         });
 
-        const first = await takeIds(url, key, secret, 3);
+        const first = await takeWhenReady(url, key, secret, 3);
         const second = await takeIds(url, key, secret, 2);
         const numbers = [...first.body.ids, ...second.body.ids];
         const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Shanghai' })
@@ -236,7 +236,7 @@ for (const { server, name } of SQL_SERVERS) {
         expect(
           (await call(`${url}/admin/apps/${key}/raise`, { ...admin, body: { period: '20261131', seq: 1 } })).status,
         ).toBe(400);
-        const taken = (await takeIds(url, key, secret, 5)).body.ids;
+        const taken = (await takeWhenReady(url, key, secret, 5)).body.ids;
         if (taken[0].slice(1, 9) === period) expect(taken[0]).toBe(`M${period}00005001`);
 
         const k = numberKeys(key, prefix);
@@ -259,7 +259,7 @@ for (const { server, name } of SQL_SERVERS) {
         const key = uniqueKey('restore');
         const secret = await register(url, { key, format: 'R{yyyy}-{seq:9}', step: 50, maxSizePerTimes: 50 });
         const before: string[] = [];
-        for (let i = 0; i < 4; i++) before.push(...(await takeIds(url, key, secret, 50)).body.ids);
+        for (let i = 0; i < 4; i++) before.push(...(await takeWhenReady(url, key, secret, 50)).body.ids);
         // The backup: the row as it was before anything was reserved.
         await serviceParts(service).db.execute('UPDATE number_period SET seq = 0 WHERE entity_key = ?', [key]);
         const after: string[] = [];
@@ -276,7 +276,7 @@ for (const { server, name } of SQL_SERVERS) {
       it('a database put back under a full list is carried past its fence within a fence check, before any take', async () => {
         const key = uniqueKey('restore-idle');
         const secret = await register(url, { key, format: 'R{yyyy}-{seq:9}', step: 50, maxSizePerTimes: 50 });
-        const before = (await takeIds(url, key, secret, 10)).body.ids;
+        const before = (await takeWhenReady(url, key, secret, 10)).body.ids;
         const db = serviceParts(service).db;
         const counter = async () =>
           BigInt(

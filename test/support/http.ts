@@ -53,6 +53,25 @@ export async function takeIds(
   return call(`${baseUrl}/apps/${key}/ids`, { token: secret, body: { count } });
 }
 
+/**
+ * {@link takeIds} as a client that honours `503` with `Retry-After` does:
+ * asked again until ids come (10 s at most). For a first take right after a
+ * registration, whose pool or list may still be filling on a loaded machine.
+ */
+export async function takeWhenReady(
+  baseUrl: string,
+  key: string,
+  secret: string,
+  count = 1,
+): Promise<JsonResponse<TakeAnswer>> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const res = await takeIds(baseUrl, key, secret, count);
+    if (res.status !== 503 || !res.headers.get('retry-after') || Date.now() > deadline) return res;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Prometheus text into `name{labels}` → value (`+Inf` as Infinity). */
 export function parseMetrics(text: string): Map<string, number> {
   const out = new Map<string, number>();
