@@ -236,8 +236,9 @@ describeWithServices(
       // Each row says when it was sampled; the header, how old the oldest sample is.
       const AGO = /^(just now|\d+(\.\d)? s ago)$/;
       await expect.poll(() => row.locator('[data-field=sampled]').textContent()).toMatch(AGO);
+      // The 6x entities just registered count as stale until their first sample (within two rounds).
       await expect
-        .poll(() => page.textContent('#sampling'))
+        .poll(() => page.textContent('#sampling'), { timeout: 15_000 })
         .toMatch(/^sampling ok: oldest sample (just now|\d+(\.\d)? s ago)$/);
 
       // A row the sampler cannot read is marked stale, not shown as current: its pool key
