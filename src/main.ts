@@ -1,5 +1,6 @@
 // First: on an unsupported Node this exits before anything else (better-sqlite3) loads.
 import './node-version';
+import './compile-cache';
 import 'dotenv/config';
 import { systemClock } from './clock';
 import { type Config, ConfigError, loadConfig } from './config/config';

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // First: on an unsupported Node this exits before anything else (better-sqlite3) loads.
 import '../node-version';
+import '../compile-cache';
 import 'dotenv/config';
 import { askSecret } from './ask-secret';
 import { runCli } from './program';
