@@ -40,6 +40,7 @@ describe('deploy/prometheus/idpool-rules.yml', () => {
   it('has the alerts the operators need, each tested firing and not firing', () => {
     expect(alerts.map((a) => a.alert).sort()).toEqual(
       [
+        'IdpoolClockSkew',
         'IdpoolDatabaseBehind',
         'IdpoolDependencyUnavailable',
         'IdpoolHttp5xxRate',
