@@ -172,7 +172,6 @@ export async function buildSnowflake(deps: {
   const { redis } = deps;
   const runtime = await createSnowflakeRuntime({
     ...deps,
-    log: deps.log.child({ component: 'snowflake' }),
     redisClock: redis && { name: 'redis', now: () => redisTimeMs(redis) },
   });
   runtime.start();

@@ -98,7 +98,8 @@ async function leasedWorker(
  * service takes it only with IDPOOL_WORKER_ID_UNSAFE=1, and even then starts
  * above the `last_timestamp` its row records and records its own on stop.
  */
-async function fixedServiceWorker(workerId: number, db: Database, log: Logger): Promise<ServiceWorker> {
+async function fixedServiceWorker(workerId: number, db: Database, serviceLog: Logger): Promise<ServiceWorker> {
+  const log = serviceLog.child({ component: 'snowflake' });
   const store = new SqlWorkerStore(db);
   await store.ensureRows(workerId, workerId);
   const [row] = (await store.rows(workerId, workerId)).rows;
@@ -118,30 +119,41 @@ async function fixedServiceWorker(workerId: number, db: Database, log: Logger): 
   };
 }
 
-/**
- * Builds the generator on the service's worker id: a lease from the
- * `worker` table, or a fixed `IDPOOL_WORKER_ID` when IDPOOL_WORKER_ID_UNSAFE
- * allows it. Throws {@link ConfigError} or ClockSkewError.
- */
-export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
+/** The service's worker id: leased, or the fixed IDPOOL_WORKER_ID when IDPOOL_WORKER_ID_UNSAFE allows it. */
+async function serviceWorker(deps: SnowflakeRuntimeDeps, settings: SnowflakeRuntimeSettings): Promise<ServiceWorker> {
   const { config, db, clock, log } = deps;
-  const settings = { ...config.lease, ...deps.settings };
-  const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   if (config.workerId !== undefined && !config.workerIdUnsafe) {
     throw new ConfigError(
       'IDPOOL_WORKER_ID',
       'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk',
     );
   }
-  const worker =
-    config.workerId === undefined
-      ? await leasedWorker(config, db, deps.holders, settings, clock, log)
-      : await fixedServiceWorker(config.workerId, db, log);
+  return config.workerId === undefined
+    ? leasedWorker(config, db, deps.holders, settings, clock, log)
+    : fixedServiceWorker(config.workerId, db, log);
+}
+
+/**
+ * Builds the generator on the service's worker id: a lease from the
+ * `worker` table, or a fixed `IDPOOL_WORKER_ID` when IDPOOL_WORKER_ID_UNSAFE
+ * allows it. Throws {@link ConfigError} or ClockSkewError. `deps.log` is the
+ * service's: its lines name `snowflake` or `worker-lease` side by side (a
+ * child of a child would write `component` twice in one line).
+ */
+export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
+  const { config, db, clock, log } = deps;
+  const settings = { ...config.lease, ...deps.settings };
+  const layout = SnowflakeLayout.create(config.snowflake, clock.now());
+  const worker = await serviceWorker(deps, settings);
   const { lease } = worker;
   const generator = new Snowflake({ layout, worker: worker.source, clock, maxWaitMs: settings.maxWaitMs });
   worker.trackUsage(() => generator.lastUsedMs());
   log.info(
-    { layout: layout.describe(), worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}` },
+    {
+      component: 'snowflake',
+      layout: layout.describe(),
+      worker: lease ? (lease.workerId ?? 'none free') : `fixed ${config.workerId}`,
+    },
     'snowflake generator ready',
   );
   const store = new SqlWorkerStore(db);

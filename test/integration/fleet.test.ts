@@ -10,6 +10,7 @@ import { REDIS_URL } from '../support/services';
 import { type WebhookReceiver, startReceiver } from '../support/webhook';
 import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
+import { repeatedTopLevelKeys } from '../support/log';
 
 /**
  * A fleet as users run it: 36 entities (monotonic, trend, snowflake) taking
@@ -379,6 +380,13 @@ describeWithServices(
           (l) => !l.includes('"component":"alarms"') || Number(JSON.parse(l).time) > warmedUpAt,
         ),
       ).toEqual([]);
+      // Every line is JSON with each field once (log readers disagree on which of a field's two values counts).
+      const lines = instance
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'));
+      expect(lines.some((l) => l.includes('"worker lease acquired"'))).toBe(true);
+      expect(lines.filter((l) => repeatedTopLevelKeys(l).length > 0)).toEqual([]);
       for (const e of fleet) expect(load.taken.get(e.key)!, e.key).toBeGreaterThan(e.rate * 20);
       const total = [...load.taken.values()].reduce((a, b) => a + b, 0);
       process.stdout.write(
