@@ -142,13 +142,15 @@ function addList(group: Command, ctx: CliContext): void {
         if (list.length === 0) return `no entities registered${opts.after ? ` after ${opts.after}` : ''}\n`;
         return (
           table(
-            ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'NAME'],
+            ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'PERIOD', 'NAME'],
             list.map((a) => [
               a.key,
               a.mode,
               a.step === undefined ? '-' : String(a.step),
               a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
-              a.currentOffset ?? '-',
+              // A business-number entity draws from its period's sequence, not from the number line.
+              a.period ? '-' : (a.currentOffset ?? '-'),
+              a.period ? `${a.period.id} ${a.period.used}/${a.period.capacity}` : '-',
               a.name,
             ]),
           ) + more
@@ -166,6 +168,8 @@ interface EntityRow {
   name: string;
   pool?: { size: number; max: number } | null;
   currentOffset?: string | null;
+  /** Business-number entities only: now's period and how many of its numbers are used. */
+  period?: { id: string; used: string; capacity: string };
 }
 
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */

@@ -126,8 +126,10 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     );
     const table = await idpool(['apps', 'list'], env);
     expect(table.code).toBe(0);
-    expect(table.stdout.split('\n')[0]).toMatch(/^KEY\s+MODE\s+STEP\s+POOL\s+CURRENT OFFSET\s+NAME$/);
-    expect(table.stdout).toMatch(new RegExp(`^${key}\\s+monotonic\\s+100\\s+\\d+/2000\\s+\\d+\\s+CLI orders$`, 'm'));
+    expect(table.stdout.split('\n')[0]).toMatch(/^KEY\s+MODE\s+STEP\s+POOL\s+CURRENT OFFSET\s+PERIOD\s+NAME$/);
+    expect(table.stdout).toMatch(
+      new RegExp(`^${key}\\s+monotonic\\s+100\\s+\\d+/2000\\s+\\d+\\s+-\\s+CLI orders$`, 'm'),
+    );
 
     // show
     const shown = await idpool(['apps', 'show', key], env);
@@ -334,6 +336,13 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     );
     expect(decoded).toEqual(byService.body);
     expect(decoded.seq).toBe('1');
+    // `apps list` shows its period and the numbers used of it, not a number line's offset it does not draw from.
+    const period = json(await idpool(['apps', 'list', '--json'], env)).apps.find(
+      (a: { key: string }) => a.key === key,
+    ).period;
+    expect(period).toMatchObject({ id: number.slice(2, 10), used: '1', capacity: '99999' });
+    const row = (await idpool(['apps', 'list'], env)).stdout.split('\n').find((l) => l.startsWith(`${key} `));
+    expect(row).toMatch(new RegExp(`^${key}\\s+\\S+\\s+\\S+\\s+\\d+/\\d+\\s+-\\s+${period.id} 1/99999\\s`));
     expectOneLineError(await idpool(['decode', 'SH20261131' + '00001', '--format', format]), 2, /is not a number of/);
     expectOneLineError(
       await idpool(['decode', number, '--format', 'SH{ww}{seq:5}']),
