@@ -38,10 +38,14 @@ describeWithServices(
         const key = uniqueKey('nearjs');
         // 10 million numbers below 2^53: at ~100 ids a second that is ~1.2 days, inside the 30-day horizon.
         const startOffset = (2n ** 53n - 10_000_000n).toString();
+        // One step (the pool's floor) of 20,000 outlasts the test's demand: 60 s × ~100 ids/s stays under
+        // it, so the pool never falls below its watermark (80% of 20,000) and no pool alarm is due. With a
+        // smaller step the demand-sized target jumps over the first pool as the takes start, and pool_low or
+        // forecast_pool_dry fire, rightly, whenever that refill takes longer than two samples on a busy machine.
         const secret = await register(instance.url, {
           key,
           startOffset,
-          step: 1000,
+          step: 20_000,
           maxPoolSize: 100_000,
           maxSizePerSecond: 0,
         });
@@ -56,8 +60,6 @@ describeWithServices(
           expect((await takeIds(instance.url, key, secret, 10)).status).toBe(200);
           await sleep(100);
         }
-        // This alarm's calls; a new entity taken from at once may also raise pool_low while its
-        // first pool, sized before any demand, gives way to demand-sized refills (a 3 s rate window here).
         const forecastCalls = () => receiver.calls.filter((c) => c.alarm === 'forecast_js_safe_limit');
         await waitFor(() => forecastCalls().length > 0, {
           message: 'the webhook call',
@@ -67,10 +69,7 @@ describeWithServices(
         await sleep(1500);
         const seen = JSON.stringify(receiver.calls.map((c) => [c.alarm, c.status, c.entityKey]));
         expect(forecastCalls(), seen).toHaveLength(1);
-        expect(
-          receiver.calls.every((c) => c.alarm === 'forecast_js_safe_limit' || c.alarm === 'pool_low'),
-          seen,
-        ).toBe(true);
+        expect(receiver.calls, seen).toHaveLength(1);
         const [call0] = forecastCalls();
         expect(call0).toMatchObject({
           alarm: 'forecast_js_safe_limit',
