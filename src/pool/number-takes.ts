@@ -149,8 +149,8 @@ export class RedisNumberTakes implements NumberTakes {
   /** Numbers this instance took per entity, running: what demand is measured from. */
   private readonly taken = new Map<string, number>();
   private timer: ReturnType<typeof setTimeout> | undefined;
-  /** A tick is under way (it sets the next one's timer when done). */
-  private ticking = false;
+  /** A tick is under way (it sets the next one's timer when done); stop() waits for it. */
+  private ticking: Promise<void> | undefined;
   private stopped = false;
   private lastPrune = 0;
   /** When (this process's monotonic clock) the soonest boundary a refill saw falls by the Redis clock: the tick wakes for it. */
@@ -265,31 +265,36 @@ export class RedisNumberTakes implements NumberTakes {
     if (this.timer && !this.ticking) this.nextTick(0);
   }
 
+  /** Stops ticking and waits for the tick and the refills under way; no refill starts after it (the connections close next). */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    await this.ticking;
     await Promise.allSettled(this.refills.values());
   }
 
   private nextTick(ms: number): void {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer = setTimeout(() => {
+      const run: Promise<void> = this.tick().finally(() => {
+        if (this.ticking === run) this.ticking = undefined;
+      });
+      this.ticking = run;
+    }, ms);
   }
 
   private async tick(): Promise<void> {
-    this.ticking = true;
     this.nextBoundary = Infinity;
     const keys = this.options.entities.numberKeys();
-    try {
-      for (const key of keys) {
-        const entity = this.options.entities.get(key);
-        if (entity) await this.refillQuietly(entity);
-      }
-      await this.pruneHourly();
-    } finally {
-      this.ticking = false;
+    for (const key of keys) {
+      // Stopped mid-tick: the next entity's refill would meet closed connections.
+      if (this.stopped) return;
+      const entity = this.options.entities.get(key);
+      if (entity) await this.refillQuietly(entity);
     }
+    if (this.stopped) return;
+    await this.pruneHourly();
     const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
     // With no number entity, nothing to refill: a wait to the next whole second, when the
     // service's other loops wake too (schedule.ts; wake() ends it).
@@ -326,6 +331,8 @@ export class RedisNumberTakes implements NumberTakes {
   /** One refill of the entity at a time in this process; across instances, its refill lock. `need`: a take waits for that many. */
   refill(entity: EntityConfig, need = 0): Promise<void> {
     let running = this.refills.get(entity.key);
+    // Stopped: no refill starts (a take waits out its deadline and answers 503).
+    if (!running && this.stopped) return Promise.resolve();
     if (!running) {
       running = this.refillLocked(entity, need).finally(() => this.refills.delete(entity.key));
       this.refills.set(entity.key, running);

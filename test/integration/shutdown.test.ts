@@ -32,6 +32,16 @@ describeWithServices(
         minSizePercent: 50,
       });
       while ((await takeIds(first.url, key, secret, 1)).status !== 200) await sleep(20);
+      // Business-number entities: their refill tick goes over them every 100 ms, and must not go on
+      // once the connections close (test/unit/number-takes-stop.test.ts holds a tick at the moment).
+      const numbers = await Promise.all(
+        Array.from({ length: 4 }, async (_, i) => {
+          const numberKey = uniqueKey(`drain-n${i}`);
+          const numberSecret = await register(first.url, { key: numberKey, format: 'D{yyyy}{MM}{dd}-{seq:6}' });
+          return { key: numberKey, secret: numberSecret };
+        }),
+      );
+      for (const n of numbers) while ((await takeIds(first.url, n.key, n.secret, 1)).status !== 200) await sleep(20);
 
       const ids: string[] = [];
       const statuses = new Map<number, number>();
@@ -72,6 +82,9 @@ describeWithServices(
       expect(out).toContain('"msg":"stopping"');
       expect(out).toContain('"msg":"stopped"');
       expect(out).not.toMatch(/"level":50/);
+      // "stopped" is the last line: nothing ran on after the connections closed (a refill would log its failure).
+      const lines = out.split('\n').filter((l) => l.startsWith('{'));
+      expect(JSON.parse(lines.at(-1)!), lines.slice(-3).join('\n')).toMatchObject({ msg: 'stopped' });
 
       // The next instance on the same database and Redis: strictly above every id before.
       const second = await startInstance(setup.env);
