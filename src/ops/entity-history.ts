@@ -60,11 +60,7 @@ export class EntityHistory {
   }
 
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
-  record(
-    entity: EntityConfig,
-    sample: { at: number; size: number; offset: bigint },
-    capacity: number,
-  ): EntityForecast | undefined {
+  record(entity: EntityConfig, sample: Omit<PoolSample, 'served'>, capacity: number): EntityForecast | undefined {
     const { stride } = this.options;
     let ring = this.samples.get(entity.key);
     // Until the pool first reaches its watermark, keep only the latest

@@ -19,6 +19,13 @@ export interface PoolSample {
   readonly offset: bigint;
   /** Ids this instance has handed out so far (a counter; exact, but only ours). */
   readonly served?: number;
+  /**
+   * Ids taken from the pool so far by everyone (Redis's pushed counter less
+   * the size, read at one instant: exact, every pop counted; the sampler
+   * always has it, the rates work without it). It starts again when a pool
+   * is reset.
+   */
+  readonly taken?: number;
 }
 
 export interface Rates {
@@ -30,12 +37,13 @@ export interface Rates {
 
 /**
  * Rates between the oldest sample within `windowMs` of the newest and the
- * newest. Taken = reserved − growth of the pool: this counts every consumer
- * of a shared Redis pool (other instances, direct LPOP), not just this
- * instance's requests. A refill caught between its reservation and its push
- * skews a window end by up to one refill, either way; so the take rate is
- * never reported below what this instance alone served in the window (an
- * exact count), and never below 0.
+ * newest. Taken: the growth of the pool's take counter (exact, every
+ * consumer of a shared Redis pool: other instances, direct LPOP) when both
+ * samples have one and it did not start again in between (a pool reset);
+ * otherwise reserved − growth of the pool, which a refill caught between its
+ * reservation and its push skews by up to one refill, either way. Never
+ * below what this instance alone served in the window (an exact count), and
+ * never below 0.
  */
 export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates {
   if (samples.length < 2) return { takePerSecond: 0, reservePerSecond: 0 };
@@ -48,9 +56,15 @@ export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates
   const seconds = (last.at - first.at) / 1000;
   if (seconds <= 0) return { takePerSecond: 0, reservePerSecond: 0 };
   const reserved = Number(last.offset - first.offset);
-  const taken = reserved - (last.size - first.size);
+  const taken = countedTaken(first, last) ?? reserved - (last.size - first.size);
   const servedHere = (last.served ?? 0) - (first.served ?? 0);
   return { takePerSecond: Math.max(0, taken, servedHere) / seconds, reservePerSecond: Math.max(0, reserved / seconds) };
+}
+
+/** The growth of the take counter from `first` to `last`: undefined unless both have one and it did not start again. */
+function countedTaken(first: PoolSample, last: PoolSample): number | undefined {
+  if (first.taken === undefined || last.taken === undefined || last.taken < first.taken) return undefined;
+  return last.taken - first.taken;
 }
 
 /** Seconds until `size` ids are gone at `perSecond`, ignoring refills; +Inf when nothing is taken. */

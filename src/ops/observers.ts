@@ -21,7 +21,7 @@ export function opsRefillEvents(
   sampler?: Pick<OpsSampler, 'offer'>,
 ): RefillEvents {
   return {
-    levelsRead: (sizes, roundMs) => sampler?.offer(sizes, roundMs),
+    levelsRead: (levels, roundMs, readAt) => sampler?.offer(levels, roundMs, readAt),
     refilled(entity, seconds, steps, numbers) {
       metrics.refills.inc({ entity });
       metrics.refillDuration.observe(seconds);

@@ -1,5 +1,6 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
+import type { PoolLevel } from '../pool/pool-store';
 import type { SegmentAllocator } from '../segment/allocator';
 import type { Logger } from '../logger';
 import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
@@ -32,11 +33,17 @@ const IDLE_BATCH = 200;
 /** An entity taken from is read every run for this long after. */
 const ACTIVE_MS = 60_000;
 
+/** A pool's level (or why it could not be read) and the wall-clock ms its read began. */
+interface ReadLevel {
+  readonly level: PoolLevel | Error;
+  readonly at: number;
+}
+
 /** What the sampler reads and where it reports; its history's and its snowflake side's options with it. */
 export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions, NumberSamplingOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
-  /** Pool sizes; an Error in place of a size when that entity's keys could not be read. */
-  poolStore: { sizes(keys: readonly string[]): Promise<(number | Error)[]> };
+  /** Pool levels (size, and ids taken so far by anyone: what makes the take rate exact); an Error in place of one when that entity's keys could not be read. */
+  poolStore: { levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
   demand: Pick<Demand, 'target' | 'lowWatermark'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
@@ -91,11 +98,13 @@ export class OpsSampler {
   private rounds = 1;
   /** When sampling started: an entity never sampled since is stale after two rounds too. */
   private startedAt: number | undefined;
+  /** Entities registered since sampling started and not sampled yet: when this process first looked at each. */
+  private readonly firstLooked = new Map<string, number>();
 
   /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
   private lastSampledAt: number | undefined;
-  /** Sizes the refill sweep read since the last run, once it feeds this sampler ({@link offer}). */
-  private fed: { sizes: Map<string, number>; rounds: number } | undefined;
+  /** Levels the refill sweep read since the last run, once it feeds this sampler ({@link offer}). */
+  private fed: { levels: Map<string, ReadLevel>; rounds: number } | undefined;
   /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
   private readonly round: ActivityRound<EntityConfig>;
 
@@ -119,16 +128,16 @@ export class OpsSampler {
   }
 
   /**
-   * Pool sizes the refill sweep read (`roundMs`: how long its round over
+   * Pool levels the refill sweep read, its read begun at `readAt` (`roundMs`: how long its round over
    * every pool takes, which may be paced otherwise than this sampler). Once fed, this sampler's idle batch is the sweep's: each idle
    * pool is read once for both, and this sampler reads Redis only for the
    * active entities the sweep did not read (`sweep-activity.test.ts`).
    */
-  offer(sizes: ReadonlyMap<string, number>, roundMs: number): void {
+  offer(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void {
     const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
-    const fed = (this.fed ??= { sizes: new Map(), rounds });
+    const fed = (this.fed ??= { levels: new Map(), rounds });
     fed.rounds = rounds;
-    for (const [key, size] of sizes) fed.sizes.set(key, size);
+    for (const [key, level] of levels) fed.levels.set(key, { level, at: readAt });
   }
 
   /**
@@ -140,17 +149,17 @@ export class OpsSampler {
   private batch(
     items: EntityConfig[],
     rounds: number,
-  ): { entities: EntityConfig[]; known: ReadonlyMap<string, number>; rounds: number } {
+  ): { entities: EntityConfig[]; known: ReadonlyMap<string, ReadLevel>; rounds: number } {
     const fed = this.fed;
     if (!fed) return { entities: items, known: new Map(), rounds };
-    this.fed = { sizes: new Map(), rounds: fed.rounds };
+    this.fed = { levels: new Map(), rounds: fed.rounds };
     const batch = new Map<string, EntityConfig>();
     for (const entity of items) if (entity.numbers || this.round.isActive(entity.key)) batch.set(entity.key, entity);
-    for (const key of fed.sizes.keys()) {
+    for (const key of fed.levels.keys()) {
       const entity = this.options.entities.get(key);
       if (entity && entity.mode !== 'snowflake') batch.set(key, entity);
     }
-    return { entities: [...batch.values()], known: fed.sizes, rounds: Math.max(rounds, fed.rounds) };
+    return { entities: [...batch.values()], known: fed.levels, rounds: Math.max(rounds, fed.rounds) };
   }
 
   /** Reads business-number periods from `source` (the number takes, built after the ops side). */
@@ -228,13 +237,16 @@ export class OpsSampler {
     const entities = picked.filter((e) => !e.numbers);
     const keys = entities.map((e) => e.key);
     const unread = keys.filter((key) => !known.has(key));
+    // A sample is dated when its level was read, before the read began: the sweep's time for the levels it fed.
+    const readAt = this.options.clock.now();
     const [offsets, read] = await Promise.all([
       this.options.allocator.peekMany(keys),
-      this.options.poolStore.sizes(unread),
+      this.options.poolStore.levels(unread),
     ]);
-    const readSizes = new Map(unread.map((key, i) => [key, read[i]]));
-    const sizes = keys.map((key) => known.get(key) ?? readSizes.get(key) ?? new Error('no size read'));
-    const at = this.options.clock.now();
+    const readLevels = new Map(unread.map((key, i) => [key, read[i]]));
+    const levels = keys.map(
+      (key) => known.get(key) ?? { level: readLevels.get(key) ?? new Error('no level read'), at: readAt },
+    );
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.
     const idleCapacity = Math.max(2, Math.ceil(this.options.historyMs / (this.options.sampleMs * rounds)) + 1);
@@ -244,7 +256,7 @@ export class OpsSampler {
     for (const [i, entity] of entities.entries()) {
       const capacity = this.round.isActive(entity.key) ? activeCapacity : idleCapacity;
       this.guardNow('entity', entity.key, () =>
-        this.sampleEntity(entity, sizes[i], offsets.get(entity.key), at, capacity),
+        this.sampleEntity(entity, levels[i].level, offsets.get(entity.key), levels[i].at, capacity),
       );
     }
     // Side by side: two Redis round trips each, in flight together on the one connection.
@@ -259,32 +271,37 @@ export class OpsSampler {
     // Entities retired before their first sample.
     for (const key of [...this.options.metrics.sampleAge.values.keys()])
       if (!live.has(key)) this.options.metrics.sampleAge.remove({ entity: key });
+    for (const key of [...this.firstLooked.keys()]) if (!live.has(key)) this.firstLooked.delete(key);
   }
 
   /** Records, publishes and checks one entity's sample. */
   private sampleEntity(
     entity: EntityConfig,
-    size: number | Error,
+    level: PoolLevel | Error,
     offset: bigint | undefined,
     at: number,
     capacity: number,
   ): void {
-    if (size instanceof Error) throw size;
+    if (level instanceof Error) throw level;
     // No row: retired since the list was read, or not committed yet.
     if (offset === undefined) return;
+    const { size, taken } = level;
     if (!Number.isFinite(size) || size < 0) throw new RangeError(`pool size ${size} is not a count`);
-    this.options.metrics.sampleAge.sampled(entity.key, at);
-    // Taken from since the last sample (by anyone: reserved beyond what the pool grew), or served here: active.
-    // A refill alone moves offset and size together and leaves an idle entity idle.
     const last = this.history.lastSample(entity.key);
+    // A sweep's read fed after this sampler read the pool itself is older than the sample it has.
+    if (last && at < last.at) return;
+    this.options.metrics.sampleAge.sampled(entity.key, at);
+    // Taken from since the last sample (by anyone: the take counter moved, or reserved beyond what the pool
+    // grew), or served here: active. A refill alone moves offset and size together and leaves an idle entity idle.
     if (
       last &&
-      (Number(offset - last.offset) - (size - last.size) > 0 ||
+      (taken !== last.taken ||
+        Number(offset - last.offset) - (size - last.size) > 0 ||
         (last.served ?? 0) !== (this.options.served?.(entity.key) ?? 0))
     )
       this.round.touch(entity.key, at);
     else if (this.unchanged(entity, size, offset)) return;
-    const f = this.history.record(entity, { at, size, offset }, capacity);
+    const f = this.history.record(entity, { at, size, offset, taken }, capacity);
     if (!f) return;
     this.publish(entity, size, offset, f);
     this.rules.checkEntity(entity, size, at, f, this.history.filled(entity.key));
@@ -354,10 +371,30 @@ export class OpsSampler {
     return this.options.metrics.sampleAge.values.get(entityKey);
   }
 
-  /** Sampled over two rounds ago (or never, once the first round is over). */
+  /** Sampled over two rounds ago, or never sampled for as long. */
   private isStale(entityKey: string, now: number): boolean {
-    const at = this.sampledAt(entityKey) ?? this.startedAt;
+    const sampled = this.sampledAt(entityKey);
+    if (sampled !== undefined && this.firstLooked.size > 0) this.firstLooked.delete(entityKey);
+    const at = sampled ?? this.unsampledSince(entityKey, now);
     return at !== undefined && now - at > this.staleAfterMs();
+  }
+
+  /**
+   * Since when a never-sampled entity has waited: since sampling started, or,
+   * for one registered after that, since this process first looked at it. A
+   * new entity waits for its first round as any other does, not since this
+   * process started: registering 60 entities must not read "sampling behind"
+   * until their first sample.
+   */
+  private unsampledSince(entityKey: string, now: number): number | undefined {
+    const started = this.startedAt;
+    if (started === undefined) return undefined;
+    const entity = this.options.entities.get(entityKey);
+    if (!entity || entity.createTime <= started) return started;
+    const first = this.firstLooked.get(entityKey);
+    if (first !== undefined) return first;
+    this.firstLooked.set(entityKey, now);
+    return now;
   }
 
   private staleAfterMs(): number {

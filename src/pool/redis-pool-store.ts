@@ -203,7 +203,7 @@ export class RedisPoolStore implements PoolStore {
       return replies.map((r) => (r instanceof Error ? r : level(r[0], r[1])));
     }
     // One call, so each size and its counter are one instant's: read apart, a push landing between an LLEN
-    // (before it) and the GET (after it) counts the pushed ids as taken, a false burst of demand.
+    // (before it) and the counter's read (after it) counts the pushed ids as taken, a false burst of demand.
     const replies = await this.fcall<unknown[]>(
       'idpool_levels',
       all.flatMap((k) => [k.ids, k.pushed]),
@@ -212,8 +212,8 @@ export class RedisPoolStore implements PoolStore {
     return all.map((_, i) => {
       const size = replies[2 * i];
       const counter = replies[2 * i + 1];
+      // A counter is never an error: the function's MGET reads one of the wrong type as unset.
       if (size instanceof Error) return size;
-      if (counter instanceof Error) return counter;
       return size === undefined ? new Error('no reply') : level(size, counter);
     });
   }

@@ -1,4 +1,5 @@
 import type { DatabaseBehindReport } from '../segment/high-water';
+import type { PoolLevel } from './pool-store';
 
 /** What the refiller reports as it works. */
 export interface RefillEvents {
@@ -10,10 +11,11 @@ export interface RefillEvents {
   databaseBehind(report: DatabaseBehindReport): void;
   epochChanged(from: string, to: string): void;
   /**
-   * A sweep read these pools' sizes (`roundMs`: how long its round over
-   * every pool takes): the ops sampler samples them without reading again.
+   * A sweep read these pools' levels, its read begun at `readAt` (wall-clock
+   * ms; `roundMs`: how long its round over every pool takes): the ops sampler
+   * samples them without reading again.
    */
-  levelsRead?(sizes: ReadonlyMap<string, number>, roundMs: number): void;
+  levelsRead?(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void;
   /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
   failed(entityKey: string): void;
 }

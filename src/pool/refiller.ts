@@ -15,7 +15,7 @@ import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator
 import type { IdStride } from '../segment/stride';
 import type { Demand, SizedEntity } from './demand';
 import { FenceCarrier } from './fence-carry';
-import type { PoolStore, RefillLock } from './pool-store';
+import type { PoolLevel, PoolStore, RefillLock } from './pool-store';
 import type { RefillEvents } from './refill-events';
 import { pushSegment } from './segment-push';
 import { errorMessage } from '../errors';
@@ -245,8 +245,9 @@ export class Refiller {
       // and refuses the lock) is tried again every sweep until it has run.
       for (const key of this.needsReset) this.markLow(key);
       const { keys, rounds } = this.nextSweepBatch();
+      const readAt = this.options.clock.now();
       const levels = await this.options.store.levels(keys);
-      const read = new Map<string, number>();
+      const read = new Map<string, PoolLevel>();
       // One entity's error (its keys, its Cluster node, an odd number) is logged with its key; the rest go on.
       keys.forEach((key, i) => {
         try {
@@ -254,7 +255,7 @@ export class Refiller {
           if (level instanceof Error) throw level;
           const entity = this.options.entities.get(key);
           if (!entity) return;
-          read.set(key, level.size);
+          read.set(key, level);
           this.options.demand.observe(key, level.taken);
           const before = this.lastTaken.get(key);
           if (before !== undefined && before !== level.taken) this.sweepRound.touch(key);
@@ -264,7 +265,7 @@ export class Refiller {
           this.logError(key, err);
         }
       });
-      this.options.events.levelsRead?.(read, rounds * (this.options.sweepMs ?? 1000));
+      this.options.events.levelsRead?.(read, rounds * (this.options.sweepMs ?? 1000), readAt);
     } catch (err) {
       this.logError('*', err);
     }

@@ -21,6 +21,17 @@ describe('ratesOf', () => {
     expect(rates.reservePerSecond).toBe(300);
   });
 
+  it("counts the pool's take counter where both samples have one: a refill reserved but not pushed is not taken", () => {
+    // 1000 reserved in the second (not pushed yet), 300 taken by the counter.
+    const counted = [
+      { at: 0, size: 2000, offset: 2000n, taken: 700 },
+      { at: 1000, size: 1700, offset: 3000n, taken: 1000 },
+    ];
+    expect(ratesOf(counted, 60_000).takePerSecond).toBe(300);
+    // The counter started again (a pool reset): the estimate, reserved − growth.
+    expect(ratesOf([counted[0], { ...counted[1], taken: 50 }], 60_000).takePerSecond).toBe(1300);
+  });
+
   it('uses only samples inside the window', () => {
     const samples = [sample(0, 0, 0n), sample(50_000, 1000, 1_000_000n), sample(60_000, 500, 1_000_000n)];
     // Window 10 s: only the last two samples: 500 taken in 10 s.

@@ -30,6 +30,11 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const entities = new Map<string, EntityConfig>();
   /** A size, or the error reading that entity's pool answers. */
   const sizes = new Map<string, number | Error>();
+  /**
+   * Ids taken so far per entity (Redis's pushed counter less the size); unset, as a pool whose every
+   * reservation is pushed: the numbers reserved from the entity's start less the size.
+   */
+  const taken = new Map<string, number>();
   const log = capturingLogger();
   const offsets = new Map<string, bigint>();
   const sent: AlarmWebhookPayload[] = [];
@@ -49,9 +54,14 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
     entities: { list: () => [...entities.values()], get: (key) => entities.get(key) },
     refused: (key) => refused.get(key) ?? 0,
     poolStore: {
-      sizes: async (keys) => {
+      levels: async (keys) => {
         reads.push(keys.length);
-        return keys.map((k) => sizes.get(k) ?? 0);
+        return keys.map((k) => {
+          const size = sizes.get(k) ?? 0;
+          if (size instanceof Error) return size;
+          const reserved = Number((offsets.get(k) ?? 0n) - (entities.get(k)?.startOffset ?? 0n));
+          return { size, taken: taken.get(k) ?? reserved - size };
+        });
       },
     },
     // The ceiling as target: these tests are about sampling, not demand.
@@ -80,8 +90,58 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
     await sampler.sampleOnce();
     await alarms.flush();
   };
-  return { clock, entities, sizes, offsets, refused, sent, metrics, alarms, sampler, tick, reads, lines: log.lines };
+  return {
+    clock,
+    entities,
+    sizes,
+    taken,
+    offsets,
+    refused,
+    sent,
+    metrics,
+    alarms,
+    sampler,
+    tick,
+    reads,
+    lines: log.lines,
+  };
 }
+
+describe('OpsSampler take rates', () => {
+  it("reads the take rate from the pool's take counter, exact while a refill is reserved but not pushed", async () => {
+    const s = setup();
+    s.entities.set('a', entity('a', { maxPoolSize: 2000, step: 1000 }));
+    s.offsets.set('a', 2000n);
+    s.sizes.set('a', 2000);
+    s.taken.set('a', 0);
+    await s.tick();
+    // 100 ids a second for 3 s; at the third sample a refill has reserved 1,000 more, not pushed yet
+    // (reserved − growth would read (1,000 + 300) / 3 s: forecast.test.ts, the fallback across a reset).
+    for (const t of [1, 2, 3]) {
+      s.offsets.set('a', t === 3 ? 3000n : 2000n);
+      s.sizes.set('a', 2000 - 100 * t);
+      s.taken.set('a', 100 * t);
+      await s.tick();
+    }
+    expect(s.sampler.forecast('a')!.takePerSecond).toBe(100);
+  });
+
+  it('falls back to the estimate across a pool reset (the counter starts again)', async () => {
+    const s = setup();
+    s.entities.set('a', entity('a', { maxPoolSize: 2000, step: 1000 }));
+    s.offsets.set('a', 2000n);
+    s.sizes.set('a', 2000);
+    s.taken.set('a', 5000);
+    await s.tick();
+    // A Redis server change: the pool is reset and refilled, its counter counts from 0 again.
+    s.offsets.set('a', 4000n);
+    s.sizes.set('a', 1900);
+    s.taken.set('a', 100);
+    await s.tick();
+    // Reserved 2,000, pool shrank by 100: 2,100 by the estimate, not a negative count.
+    expect(s.sampler.forecast('a')!.takePerSecond).toBe(2100);
+  });
+});
 
 describe('OpsSampler conditions', () => {
   it('does not call a new, still-filling pool low; does once it has filled and then stays low', async () => {
@@ -230,18 +290,21 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     }
     await s.tick(); // not fed yet: its own round, 200 pools read
     expect(s.reads).toEqual([200]);
+    // Read by the sweep half a second before this sampler runs: the sample is dated by that read.
+    const sweptAt = s.clock.now() + 500;
     s.sampler.offer(
       new Map([
-        ['e0300', 1000],
-        ['e0301', 990],
+        ['e0300', { size: 1000, taken: 0 }],
+        ['e0301', { size: 990, taken: 10 }],
       ]),
       7000,
+      sweptAt,
     );
     s.reads.length = 0;
     await s.tick();
     expect(s.reads).toEqual([0]);
     const age = s.metrics.sampleAge.values;
-    expect([age.get('e0300'), age.get('e0301'), age.get('e0302')]).toEqual([s.clock.now(), s.clock.now(), undefined]);
+    expect([age.get('e0300'), age.get('e0301'), age.get('e0302')]).toEqual([sweptAt, sweptAt, undefined]);
     expect(s.sampler.overview().find((e) => e.key === 'e0301')!.pool.size).toBe(990);
     expect(s.sampler.health()).toMatchObject({ roundSeconds: 7 });
     // An entity served here, which the sweep did not read this time: the sampler reads it itself.
@@ -250,6 +313,13 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     await s.tick();
     expect(s.reads).toEqual([1]);
     expect(age.get('e0400')).toBe(s.clock.now());
+    // A sweep's read older than the sample the sampler has (fed after the sampler read the pool
+    // itself) is dropped: the newer sample stands, as does its date.
+    s.sampler.offer(new Map([['e0400', { size: 5, taken: 995 }]]), 7000, s.clock.now() - 100);
+    const sampledAt = age.get('e0400');
+    await s.tick();
+    expect(age.get('e0400')).toBe(sampledAt);
+    expect(s.sampler.overview().find((e) => e.key === 'e0400')!.pool.size).toBe(1000);
   });
 
   it('keeps recording an idle entity while an alarm condition holds, so the alarm is raised', async () => {
@@ -355,6 +425,33 @@ describe('OpsSampler over a fleet: one entity never stops the others', () => {
     await s.tick();
     expect(s.sampler.overview().find((r) => r.key === 'e04')!.stale).toBe(false);
     expect(s.lines.at(-1)).toMatchObject({ obj: { entityKey: 'e07' } });
+  });
+
+  it('counts a never-sampled entity from sampling start, or, registered since, from when it was first looked at', async () => {
+    const s = setup();
+    s.sampler.start();
+    await s.sampler.stop(); // sampling started (and stalls, as a sampler that stopped running would)
+    const staleAfterMs = 3 * SAMPLER_SETTINGS.sampleMs; // two rounds of one run, and a run
+    s.entities.set('old', entity('old', { createTime: 0 }));
+    s.clock.advance(staleAfterMs + 1);
+    expect(s.sampler.health()).toMatchObject({ ok: false, staleEntities: 1 });
+
+    // Registered now: not stale before its first round could have come.
+    s.entities.set('new', entity('new', { createTime: s.clock.now() }));
+    expect(s.sampler.overview().find((r) => r.key === 'new')!.stale).toBe(false);
+    s.clock.advance(staleAfterMs);
+    expect(s.sampler.health()).toMatchObject({ ok: false, staleEntities: 1 });
+    // Past as long unsampled: stale as any other.
+    s.clock.advance(1);
+    expect(s.sampler.health()).toMatchObject({ ok: false, staleEntities: 2 });
+
+    // Sampled: neither is.
+    for (const key of ['old', 'new']) {
+      s.sizes.set(key, 500);
+      s.offsets.set(key, 1000n);
+    }
+    await s.tick();
+    expect(s.sampler.health()).toMatchObject({ ok: true, staleEntities: 0 });
   });
 
   it('keeps forecast_pool_dry while a pool too short for its requests refuses them, though nothing is taken', async () => {

@@ -172,7 +172,7 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
     const takes = new LocalNumberTakes({ counter, clock, events: { ...noEvents, periodExhausted: () => undefined } });
     const sampler = new OpsSampler({
       entities: { list: () => [inv], get: (key) => (key === 'inv' ? inv : undefined) },
-      poolStore: { sizes: async (keys) => keys.map(() => 0) },
+      poolStore: { levels: async (keys) => keys.map(() => ({ size: 0, taken: 0 })) },
       demand: { target: () => 100, lowWatermark: () => 20 },
       allocator: { peekMany: async () => new Map() },
       stride: new IdStride(),
