@@ -108,36 +108,30 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
 }
 
 describe('OpsSampler take rates', () => {
+  /** Entity `a`'s offset, pool size and take counter as the next sample reads them; then that sample. */
+  async function pool(s: ReturnType<typeof setup>, offset: bigint, size: number, taken: number) {
+    s.offsets.set('a', offset);
+    s.sizes.set('a', size);
+    s.taken.set('a', taken);
+    await s.tick();
+  }
+
   it("reads the take rate from the pool's take counter, exact while a refill is reserved but not pushed", async () => {
     const s = setup();
     s.entities.set('a', entity('a', { maxPoolSize: 2000, step: 1000 }));
-    s.offsets.set('a', 2000n);
-    s.sizes.set('a', 2000);
-    s.taken.set('a', 0);
-    await s.tick();
+    await pool(s, 2000n, 2000, 0);
     // 100 ids a second for 3 s; at the third sample a refill has reserved 1,000 more, not pushed yet
     // (reserved − growth would read (1,000 + 300) / 3 s: forecast.test.ts, the fallback across a reset).
-    for (const t of [1, 2, 3]) {
-      s.offsets.set('a', t === 3 ? 3000n : 2000n);
-      s.sizes.set('a', 2000 - 100 * t);
-      s.taken.set('a', 100 * t);
-      await s.tick();
-    }
+    for (const t of [1, 2, 3]) await pool(s, t === 3 ? 3000n : 2000n, 2000 - 100 * t, 100 * t);
     expect(s.sampler.forecast('a')!.takePerSecond).toBe(100);
   });
 
   it('falls back to the estimate across a pool reset (the counter starts again)', async () => {
     const s = setup();
     s.entities.set('a', entity('a', { maxPoolSize: 2000, step: 1000 }));
-    s.offsets.set('a', 2000n);
-    s.sizes.set('a', 2000);
-    s.taken.set('a', 5000);
-    await s.tick();
+    await pool(s, 2000n, 2000, 5000);
     // A Redis server change: the pool is reset and refilled, its counter counts from 0 again.
-    s.offsets.set('a', 4000n);
-    s.sizes.set('a', 1900);
-    s.taken.set('a', 100);
-    await s.tick();
+    await pool(s, 4000n, 1900, 100);
     // Reserved 2,000, pool shrank by 100: 2,100 by the estimate, not a negative count.
     expect(s.sampler.forecast('a')!.takePerSecond).toBe(2100);
   });
