@@ -155,14 +155,15 @@ const WARN = 40;
 export interface ProcessLogger {
   readonly log: Logger;
   /**
-   * Writes held-back counts and everything buffered, then resolves (before
-   * exit): asynchronously first, for at most `ms`, then synchronously
+   * Writes held-back counts, then the process's last line (`last`, which
+   * logs it: so no count follows it), and everything buffered, then resolves
+   * (before exit): asynchronously first, for at most `ms`, then synchronously
    * whatever is left. A reader that is gone (EPIPE) fails the first write,
    * and logging stops; the synchronous write alone would retry it forever
    * (sonic-boom's flushSync retries every error but EAGAIN's bound), and
    * so would pino's own flush on exit.
    */
-  flushBeforeExit: (ms: number) => Promise<void>;
+  flushBeforeExit: (ms: number, last?: () => void) => Promise<void>;
   /** Starts writing what is buffered (the start-up line that supervisors wait for). */
   flush: () => void;
 }
@@ -228,8 +229,9 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
   return {
     log: repeats.wrap(root),
     flush: () => destination.flush(),
-    async flushBeforeExit(ms) {
+    async flushBeforeExit(ms, last) {
       repeats.flush();
+      last?.();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, ms);
         destination.flush(() => {

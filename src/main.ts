@@ -26,10 +26,11 @@ async function run(overrides: { port?: number }): Promise<void> {
   // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
   const { log, flush, flushBeforeExit } = createProcessLogger(config.logLevel, systemClock);
   let exiting = false;
-  const exit = (code: number) => {
+  /** Exits with `code` once the log is written; `last` logs the last line, after the held-back counts. */
+  const exit = (code: number, last?: () => void) => {
     if (exiting) return;
     exiting = true;
-    void flushBeforeExit(1000).finally(() => process.exit(code));
+    void flushBeforeExit(1000, last).finally(() => process.exit(code));
   };
   survivePromiseFaults(log, exit);
   // The service's modules load once the configuration is valid: a bad one
@@ -110,28 +111,20 @@ async function startService(config: Config, log: Logger): Promise<Service> {
 }
 
 /** Stops the service on the first SIGTERM or SIGINT, within a bounded time, and exits 0 when it stopped cleanly. */
-function stopOnSignals(service: Service, log: Logger, exit: (code: number) => void): void {
+function stopOnSignals(service: Service, log: Logger, exit: (code: number, last: () => void) => void): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
     // Bounded: a stuck dependency must not keep the process alive forever.
-    const force = setTimeout(() => {
-      log.error({}, 'shutdown took longer than 10 s; exiting');
-      exit(1);
-    }, 10_000);
+    const force = setTimeout(() => exit(1, () => log.error({}, 'shutdown took longer than 10 s; exiting')), 10_000);
     force.unref();
     service
       .stop()
-      .then(() => {
-        log.info({ signal }, 'stopped');
-        exit(0);
-      })
-      .catch((err: unknown) => {
-        log.error({ err: String(err) }, 'error while stopping');
-        exit(1);
-      });
+      // The last line, after the counts of repeated lines held back (a supervisor reads it as the end).
+      .then(() => exit(0, () => log.info({ signal }, 'stopped')))
+      .catch((err: unknown) => exit(1, () => log.error({ err: String(err) }, 'error while stopping')));
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -64,6 +64,9 @@ describeWithServices(
       const load = Array.from({ length: 16 }, worker);
       await sleep(1500);
       const answeredBefore = ids.length;
+      // Refused takes just before the signal: the first is logged, the rest held back and counted (the request
+      // log folds repeats of one route and status); that count is written before "stopped", not after it.
+      for (let i = 0; i < 5; i++) expect((await takeIds(first.url, key, 'not-the-secret', 1)).status).toBe(401);
       const sigterm = Date.now();
       const code = await first.stop();
       const stopMs = Date.now() - sigterm;
@@ -85,6 +88,14 @@ describeWithServices(
       // "stopped" is the last line: nothing ran on after the connections closed (a refill would log its failure).
       const lines = out.split('\n').filter((l) => l.startsWith('{'));
       expect(JSON.parse(lines.at(-1)!), lines.slice(-3).join('\n')).toMatchObject({ msg: 'stopped' });
+      // A line with "repeated": N stands for the N held back.
+      const refusals = lines
+        .map((l) => JSON.parse(l) as { msg?: string; status?: number; repeated?: number })
+        .filter((l) => l.msg === 'request' && l.status === 401);
+      expect(
+        refusals.reduce((n, l) => n + (l.repeated ?? 1), 0),
+        JSON.stringify(refusals),
+      ).toBe(5);
 
       // The next instance on the same database and Redis: strictly above every id before.
       const second = await startInstance(setup.env);
