@@ -31,16 +31,21 @@ const DEFAULT_SETTINGS: RedisConnectionSettings = { socketTimeoutMs: REDIS_SOCKE
 /** Options every idpool Redis connection shares, whatever the topology. */
 const FAIL_FAST: RedisOptions = {
   lazyConnect: true,
-  // A request must not hang on a Redis that is down: no offline queue,
-  // and one retry at most; the HTTP layer answers 503 with Retry-After.
+  // A request must not hang on a Redis that is down: no offline queue; the
+  // HTTP layer answers 503 with Retry-After.
   enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
+  // Commands a connection left unanswered when it closed fail at once
+  // (MaxRetriesPerRequestError, 'lost'), on every close. With 1, ioredis
+  // flushed them on every second close only, and with no resend it drops
+  // them otherwise: each waited out commandTimeout, so a refill caught by a
+  // Redis restart held its entity's pool empty 2 s after the server was
+  // back (redis-restart.test.ts).
+  maxRetriesPerRequest: 0,
   commandTimeout: COMMAND_TIMEOUT_MS,
   connectTimeout: COMMAND_TIMEOUT_MS,
   keepAlive: KEEP_ALIVE_MS,
-  // Commands a dropped connection left unanswered already failed for their
-  // callers (commandTimeout): sending them again on the new connection would
-  // take ids nobody receives.
+  // Not sent again on the new connection: a take could pop ids nobody
+  // receives, and the caller has its failure already (above).
   autoResendUnfulfilledCommands: false,
   // No enableAutoPipelining: it can throw an uncaught TypeError out of a
   // callback and crash the process (redis/ioredis#1931), seen here twice:

@@ -91,12 +91,23 @@ for (const { persistence, name } of PERSISTENCE) {
       probe.disconnect();
 
       instance.proc.kill('SIGCONT');
-      await drain(instance, key, secret, 1500, issued);
-      expect(issued.length).toBeGreaterThan(500);
+      const resumed = Date.now();
+      const before = issued.length;
+      // Taking on until ids come again and the change is logged (the pool discarded, the server change
+      // raised), up to 10 s: then how long that took is held to its bound below.
+      const logged = () => /pool_discarded|redis_server_changed/.test(instance!.output());
+      while ((issued.length < before + 500 || !logged()) && Date.now() - resumed < 10_000)
+        await drain(instance, key, secret, 50, issued);
+      const recoveredMs = Date.now() - resumed;
+      expect(issued.length - before, 'ids taken after the restart').toBeGreaterThanOrEqual(500);
+      expect(logged(), instance.output()).toBe(true);
       expect(new Set(issued).size).toBe(issued.length);
-      expect(instance.output()).toMatch(/pool_discarded|redis_server_changed/);
+      // 0.1–0.13 s measured. A command in flight as the connection closed once waited out the 2 s
+      // command timeout (ioredis drops it unanswered): a refill caught so held the pool empty 2 s
+      // (redis-unasked-end.test.ts proves the connection's side).
+      expect(recoveredMs).toBeLessThan(1500);
       await ctx.annotate?.(
-        `${stale.length} already-issued ids were back in the ${persistence} pool after restart; none was served again`,
+        `${stale.length} already-issued ids were back in the ${persistence} pool after restart; none was served again; 500 ids again ${recoveredMs} ms after the service resumed`,
       );
     });
   });
