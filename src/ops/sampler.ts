@@ -237,7 +237,7 @@ export class OpsSampler {
     const entities = picked.filter((e) => !e.numbers);
     const keys = entities.map((e) => e.key);
     const unread = keys.filter((key) => !known.has(key));
-    // A sample is dated when its level was read, before the read began: the sweep's time for the levels it fed.
+    // A sample is dated when its read of the pool began: for the levels the sweep fed, the sweep's read.
     const readAt = this.options.clock.now();
     const [offsets, read] = await Promise.all([
       this.options.allocator.peekMany(keys),
@@ -287,10 +287,12 @@ export class OpsSampler {
     if (offset === undefined) return;
     const { size, taken } = level;
     if (!Number.isFinite(size) || size < 0) throw new RangeError(`pool size ${size} is not a count`);
-    const last = this.history.lastSample(entity.key);
-    // A sweep's read fed after this sampler read the pool itself is older than the sample it has.
-    if (last && at < last.at) return;
+    // A sweep's read fed after this sampler read the pool itself is older than the sample it has
+    // (recorded, or only dated when nothing had moved): a sample's date never goes back.
+    const seen = this.sampledAt(entity.key);
+    if (seen !== undefined && at < seen) return;
     this.options.metrics.sampleAge.sampled(entity.key, at);
+    const last = this.history.lastSample(entity.key);
     // Taken from since the last sample (by anyone: the take counter moved, or reserved beyond what the pool
     // grew), or served here: active. A refill alone moves offset and size together and leaves an idle entity idle.
     if (

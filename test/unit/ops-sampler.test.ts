@@ -316,6 +316,22 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     expect(s.sampler.overview().find((e) => e.key === 'e0400')!.pool.size).toBe(1000);
   });
 
+  it("never dates an entity's sample back: a sweep's older read is dropped though the newer sample was not recorded", async () => {
+    const s = setup();
+    s.entities.set('quiet', entity('quiet'));
+    s.offsets.set('quiet', 1000n);
+    s.sizes.set('quiet', 1000);
+    for (let i = 0; i < 5; i++) await s.tick();
+    // At rest: its last runs only dated it, after the last sample its history recorded.
+    const recorded = historyOf(s, 'quiet');
+    const dated = s.metrics.sampleAge.values.get('quiet')!;
+    expect(dated).toBe(s.clock.now());
+    s.sampler.offer(new Map([['quiet', { size: 1000, taken: 0 }]]), 1000, dated - 500);
+    await s.tick();
+    expect(s.metrics.sampleAge.values.get('quiet')).toBe(dated);
+    expect(historyOf(s, 'quiet')).toBe(recorded);
+  });
+
   it('keeps recording an idle entity while an alarm condition holds, so the alarm is raised', async () => {
     const s = setup();
     // Issued past 2^53 already, nothing moving: forecast_js_safe_limit holds now, confirmed over two samples.
