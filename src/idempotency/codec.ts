@@ -1,11 +1,16 @@
 import type { StoredAnswer } from './store';
 
+const DECIMAL = /^\d+$/;
+
 /**
  * Answers in Redis as `count;runs`: a run is one id, or `first+diff*n` for
  * n ids spaced by diff. A monotonic batch of 1,000 ids is one run (~30 bytes
- * instead of ~16 KB of JSON); a trend batch stays one id per run.
+ * instead of ~16 KB of JSON); a trend batch stays one id per run. Ids that
+ * are not decimal (business numbers) are kept as `count;[json]`: a run's
+ * text never begins with `[`.
  */
 export function encodeAnswer(count: number, ids: string[]): string {
+  if (!ids.every((id) => DECIMAL.test(id))) return `${count};${JSON.stringify(ids)}`;
   const runs: string[] = [];
   let i = 0;
   while (i < ids.length) {
@@ -27,6 +32,7 @@ export function decodeAnswer(raw: string): StoredAnswer {
   const split = raw.indexOf(';');
   const ids: string[] = [];
   const body = raw.slice(split + 1);
+  if (body.startsWith('[')) return { count: Number(raw.slice(0, split)), ids: JSON.parse(body) as string[] };
   if (body !== '') {
     for (const run of body.split(',')) {
       const m = /^(\d+)\+(\d+)\*(\d+)$/.exec(run);

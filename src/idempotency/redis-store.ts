@@ -95,14 +95,25 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       throw inProgress();
     }
 
-    let ids: string[];
     try {
-      ids = await produce();
+      return await this.produceAndStore(keys, entityKey, requestKey, count, produce);
     } catch (err) {
-      // Nothing was handed out: let a retry try again at once.
+      // Whatever failed after the claim (the take, or storing its answer),
+      // nothing stands for this key: a retry tries again at once rather
+      // than waiting out the claim as "still in progress".
       await this.redis.del(keys.claim).catch(() => undefined);
       throw err;
     }
+  }
+
+  private async produceAndStore(
+    keys: IdempotencyKeys,
+    entityKey: string,
+    requestKey: string,
+    count: number,
+    produce: () => Promise<string[]>,
+  ): Promise<IdempotentAnswer> {
+    const ids = await produce();
     const encoded = encodeAnswer(count, ids);
     const bytes = answerBytes(keys.answer, encoded);
     if (!(await this.room(bytes))) {

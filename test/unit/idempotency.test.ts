@@ -168,6 +168,25 @@ describe('redis idempotency store', () => {
     });
     expect(answer).toEqual({ ids: ['7'], replayed: true });
   });
+
+  it('stores and replays business numbers, and a failure after the claim frees the key at once', async () => {
+    const clock = new FakeClock({ sleep: 'advance' });
+    const redis = fakeRedis(clock);
+    const store = new RedisIdempotencyStore(redis as never, clock, 'idpool-t');
+    const numbers = ['INV20261129-001007', 'INV20261129-001008'];
+    expect(await store.once('inv', 'k', 2, async () => numbers)).toEqual({ ids: numbers, replayed: false });
+    expect(await store.once('inv', 'k', 2, async () => ['other'])).toEqual({ ids: numbers, replayed: true });
+    // A take that fails after the claim leaves no claim behind: the retry runs at once.
+    await expect(
+      store.once('inv', 'k2', 1, async () => {
+        throw new Error('refill failed');
+      }),
+    ).rejects.toThrow('refill failed');
+    expect(await store.once('inv', 'k2', 1, async () => ['INV20261129-001009'])).toEqual({
+      ids: ['INV20261129-001009'],
+      replayed: false,
+    });
+  });
 });
 
 describe('Idempotency-Key header', () => {
@@ -212,6 +231,8 @@ describe('bounds', () => {
     const shuffled = ['905', '17', '18', '19', '400', '3', '9223372036854775806', '9223372036854775807'];
     expect(decodeAnswer(encodeAnswer(8, shuffled))).toEqual({ count: 8, ids: shuffled });
     expect(decodeAnswer(encodeAnswer(1, ['42']))).toEqual({ count: 1, ids: ['42'] });
+    const numbers = ['INV20261129-001007', 'A,B+1*2', '[x]', '000123'];
+    expect(decodeAnswer(encodeAnswer(4, numbers))).toEqual({ count: 4, ids: numbers });
   });
 
   it('keeps at most the cap of answers per entity in Redis, dropping the oldest', async () => {
