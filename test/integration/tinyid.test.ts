@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
-import { register } from '../support/http';
+import { register, takeWhenReady } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -172,6 +172,29 @@ describeWithServices(
         type: TEXT_TYPE,
         body: '',
       });
+    });
+
+    it('business numbers: every route refuses them in its own form before any is taken (code 6, JSON), none lost', async () => {
+      const { key, token } = await entity('monotonic', { format: 'TIN{yyyy}{MM}{dd}-{seq:6}' });
+      for (const route of ['nextId', 'nextSegmentId']) {
+        const res = await tinyid(compat.url, route, { bizType: key, token, batchSize: '3' });
+        expect(res.status).toBe(200);
+        expect(res.type).toBe(JSON_TYPE);
+        const parsed = JSON.parse(res.body) as { data: unknown; code: number; message: string };
+        expect(parsed).toMatchObject({ data: null, code: 6 });
+        expect(parsed.message).toMatch(route === 'nextId' ? /business_numbers_not_served/ : /business/);
+      }
+      for (const route of ['nextIdSimple', 'nextSegmentIdSimple'])
+        expect(await tinyid(compat.url, route, { bizType: key, token, batchSize: '3' })).toEqual({
+          status: 200,
+          type: TEXT_TYPE,
+          body: '',
+        });
+      // Nothing was taken: the first number of the native route is the period's first.
+      const first = await takeWhenReady(compat.url, key, token);
+      expect(first.status).toBe(200);
+      const { ids } = first.body;
+      expect(ids[0]).toMatch(/^TIN\d{8}-000001$/);
     });
 
     it('batch limits: default 1, cut to 100,000, 0 gives no ids, above maxSizePerTimes code 6, not an int 400', async () => {

@@ -1,7 +1,8 @@
 import express, { type IRouter, type Request, type Response } from 'express';
 import type { Clock } from '../../clock';
 import type { EntityConfig } from '../../entities/entity';
-import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../../errors';
+import { ConflictError, InvalidRequestError, NotFoundError, UnauthorizedError } from '../../errors';
+import { takeKind } from '../../take/take-service';
 import type { LeasedSegment } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
 import type { ErrorAnswer } from '../errors';
@@ -109,6 +110,12 @@ const tinyidError =
   };
 
 async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig, count: number): Promise<string[]> {
+  // Tinyid's answers carry Longs (its clients parse each id as one): a business number
+  // is refused before any is taken, so none is lost and every answer stays Tinyid's JSON.
+  if (takeKind(entity) === 'number')
+    throw new ConflictError(
+      `business_numbers_not_served: "${entity.key}" hands out business numbers, which Tinyid's Long ids cannot carry; take them with POST /apps/${entity.key}/ids`,
+    );
   if (count > entity.maxSizePerTimes) {
     throw new InvalidRequestError(
       `batchSize ${count} is above the entity's maxSizePerTimes (${entity.maxSizePerTimes}); raise it to serve Tinyid's batches of up to ${TINYID_BATCH_MAX}`,
