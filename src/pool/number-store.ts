@@ -172,6 +172,28 @@ export class RedisNumberStore {
     return dropped === 1;
   }
 
+  /** The numbers waiting in the list that holds `periodId` now (live or staged), in take order; none when no list holds it. */
+  async waiting(entityKey: string, periodId: string): Promise<string[]> {
+    const k = this.keys(entityKey);
+    const slot = (await this.state(entityKey)).slots.findIndex((s) => s.period === periodId);
+    return slot < 0 ? [] : this.redis.lrange(slot === 0 ? k.ids : k.staged, 0, -1);
+  }
+
+  /**
+   * Drops the numbers of `periodId` up to `upTo` (sequence `seq`, formatted)
+   * from the list holding it, keeping those above in order, and raises its
+   * fence to `seq` (number_trim-4.lua). Resolves to how many were dropped.
+   */
+  trim(entityKey: string, periodId: string, upTo: string, seq: bigint, step: number): Promise<number> {
+    const k = this.keys(entityKey);
+    return callFunction<number>(
+      this.redis,
+      'idpool_number_trim',
+      [k.periods, k.fence, k.ids, k.staged],
+      [periodId, upTo, seq.toString(), step],
+    );
+  }
+
   /** The highest sequence ever pushed for the period, if any. */
   async fence(entityKey: string, periodId: string): Promise<bigint | undefined> {
     const value = await this.redis.hget(this.keys(entityKey).fence, periodId);

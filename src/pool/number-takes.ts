@@ -12,7 +12,7 @@
  */
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
-import { PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
+import { PeriodShortError, PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import type { Period } from '../numbers/period';
 import type { DatabaseBehindReport } from '../segment/high-water';
@@ -24,6 +24,8 @@ import {
   formatRange,
   namedPeriod,
   periodFull,
+  periodLine,
+  raiseBelowLine,
 } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter, type SeqRange } from '../segment/number-counter';
 import type { Demand } from './demand';
@@ -35,6 +37,9 @@ import type { NumberRun } from './rpush-ids';
 import { PUSHES_IN_FLIGHT, shuffle } from './segment-push';
 import { type TakenIds, listedIds } from './taken-ids';
 import { untilAligned } from '../schedule';
+
+/** How long a raise waits for the entity's refill lock: a refill holds it for one reservation and push. */
+const RAISE_LOCK_WAIT_MS = 2000;
 
 /** The refill tick's wait while no entity has a `format` ({@link RedisNumberTakes.wake} ends it when one is registered). */
 const IDLE_TICK_MS = 1000;
@@ -210,6 +215,7 @@ export class RedisNumberTakes implements NumberTakes {
     const [live] = state.slots;
     if (live.period !== undefined && live.start <= state.now && state.now < live.end) {
       if (live.size >= count) return true;
+      if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
       if (live.full) {
         this.options.events.periodExhausted(entity.key, scheme.template.seqWidth, live.end);
         throw periodFull(entity, scheme, live.period, live.end - state.now);
@@ -224,16 +230,54 @@ export class RedisNumberTakes implements NumberTakes {
   /** Counts a take for demand; a list below its watermark is refilled now. */
   private served(entity: EntityConfig, count: number, remaining: number): void {
     this.taken.set(entity.key, (this.taken.get(entity.key) ?? 0) + count);
-    if (remaining < this.options.demand.lowWatermark(entity)) void this.refillQuietly(entity);
+    if (remaining < this.sizing(entity, this.schemes.of(entity)).low) void this.refillQuietly(entity);
   }
 
+  /** The list's depth by demand, as a plain pool's, within the scheme's cap ({@link NumberScheme.poolCap}). */
+  private sizing(entity: EntityConfig, scheme: NumberScheme): { target: number; low: number; cap: number } {
+    const cap = scheme.poolCap(entity.maxSizePerTimes);
+    const target = Math.min(cap, this.options.demand.target(entity));
+    return { target, low: Math.floor((target * entity.minSizePercent) / 100), cap };
+  }
+
+  /**
+   * Starts period `periodId` after `seq`, under the entity's refill lock (no
+   * push in flight): 409 when the period's line is already past it;
+   * otherwise its counter moves up to `seq` and the numbers at or below it
+   * still waiting are dropped, those above kept, so the next number is
+   * seq + 1. Resolves to the sequence the next number follows.
+   */
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);
     const period = namedPeriod(scheme, entity, periodId);
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
-    const after = await this.options.counter.raise(entity.key, period, capped);
-    await this.options.store.reset(entity.key, period.id, [[period.id, after]]);
-    return after;
+    const held = await this.lockWithin(entity.key, RAISE_LOCK_WAIT_MS);
+    try {
+      const { store, counter } = this.options;
+      // Handed out is at most what was pushed (the fence): a reservation never pushed was never taken.
+      const waiting = await store.waiting(entity.key, period.id);
+      const line = periodLine(scheme, (await store.fence(entity.key, period.id)) ?? 0n, waiting);
+      if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
+      const after = await counter.raise(entity.key, period, capped);
+      const upTo = scheme.template.formatter(period)(capped);
+      await store.trim(entity.key, period.id, upTo, capped, entity.step);
+      const next = waiting.filter((n) => n > upTo).sort().at(0);
+      return next === undefined ? after : (scheme.template.decode(next)?.seq ?? after + 1n) - 1n;
+    } finally {
+      await held.release().catch(() => undefined);
+    }
+  }
+
+  /** The entity's refill lock, asked again until `ms` have passed (a refill holds it for a moment); then 503. */
+  private async lockWithin(entityKey: string, ms: number): Promise<{ release(): Promise<void> }> {
+    const deadline = this.options.clock.monotonic() + ms;
+    for (;;) {
+      const held = await this.options.lock.acquire(entityKey);
+      if (held) return held;
+      if (this.options.clock.monotonic() > deadline)
+        throw new UnavailableError(`${entityKey}: a refill holds the entity's lock; retry shortly`, 1);
+      await this.options.clock.sleep(25);
+    }
   }
 
   /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
@@ -436,9 +480,12 @@ export class RedisNumberTakes implements NumberTakes {
     const held = state.slots.find((slot) => slot.period === period.id);
     const size = held?.size ?? 0;
     if (held?.full) return;
-    if (held && size >= Math.max(need, this.options.demand.lowWatermark(entity))) return;
-    const target = Math.max(need, this.options.demand.target(entity));
-    const want = Math.max(entity.step, Math.ceil((target - size) / entity.step) * entity.step);
+    const { target, low, cap } = this.sizing(entity, scheme);
+    if (held && size >= Math.max(need, low)) return;
+    // Whole steps up to the target (a trend entity shuffles within them), never past the cap unless a take waits for more.
+    const stepped = Math.max(entity.step, Math.ceil((Math.max(need, target) - size) / entity.step) * entity.step);
+    const want = Math.max(need - size, Math.min(stepped, cap - size));
+    if (want <= 0) return;
     for (let carried = false; ; carried = true) {
       const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
       const full = !range || range.last >= scheme.capacity;
