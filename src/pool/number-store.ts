@@ -152,22 +152,16 @@ export class RedisNumberStore {
   }
 
   /**
-   * Drops the lists filled in another epoch (`'epoch'`), or the list holding
-   * one period; raises each given period's fence to its sequence. True when
-   * something was dropped.
+   * Drops the lists when they were filled in another epoch, and raises each
+   * given period's fence to its sequence. True when something was dropped.
    */
-  async reset(
-    entityKey: string,
-    /** `'epoch'`, or a period id. */
-    what: string,
-    fences: readonly (readonly [string, bigint])[],
-  ): Promise<boolean> {
+  async resetEpoch(entityKey: string, fences: readonly (readonly [string, bigint])[]): Promise<boolean> {
     const k = this.keys(entityKey);
     const dropped = await callFunction<number>(
       this.redis,
       'idpool_number_reset',
       [k.periods, k.epoch, k.fence, k.ids, k.staged],
-      [what, ...fences.flatMap(([id, seq]) => [id, seq.toString()])],
+      ['epoch', ...fences.flatMap(([id, seq]) => [id, seq.toString()])],
     );
     return dropped === 1;
   }

@@ -465,7 +465,7 @@ export class RedisNumberTakes implements NumberTakes {
     const fences = await Promise.all(
       periods.map(async (p) => [p.id, await this.options.counter.peek(entity.key, p.id)] as const),
     );
-    if (await this.options.store.reset(entity.key, 'epoch', fences))
+    if (await this.options.store.resetEpoch(entity.key, fences))
       this.options.log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
   }
 
