@@ -61,14 +61,22 @@ export class PeriodHistory {
     while (s.length > 2 && sample.at - s[1].at >= this.windowMs) s.shift();
   }
 
-  /** Numbers taken per second between the reading at (or just before) the window's start and the newest; 0 before two readings. */
-  takePerSecond(): number {
+  /**
+   * Numbers taken per second over the window (docs/numbers.md): those used
+   * between the reading at (or just before) its start and the newest, over
+   * the window's length, or the time since the period began when that is
+   * shorter. Readings that cover less of it (a fresh instance, a burst just
+   * seen) are spread over the whole window, so a burst alone promises no
+   * run-out; 0 before two readings.
+   */
+  takePerSecond(periodStart: number): number {
     if (this.samples.length < 2) return 0;
     const first = this.samples[0];
     const last = this.samples[this.samples.length - 1];
-    if (last.at <= first.at) return 0;
+    const span = Math.max(last.at - first.at, Math.min(this.windowMs, last.at - periodStart));
+    if (span <= 0) return 0;
     const taken = Number(last.used - first.used);
-    return taken > 0 ? taken / ((last.at - first.at) / 1000) : 0;
+    return taken > 0 ? taken / (span / 1000) : 0;
   }
 }
 
