@@ -80,7 +80,7 @@ export interface HttpDeps {
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   /** Target depth and watermark of each pool (they move with demand). */
-  demand: Pick<Demand, 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   adminToken: string;
   /** Explains snowflake ids (`GET /apps/:key/ids/:id`); that route answers 400 without it. */
   snowflake?: SnowflakeDecoder;

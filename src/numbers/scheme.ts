@@ -116,3 +116,8 @@ function periodDateText(period: Period, reset: Reset): string {
   if (reset === 'daily') return `${year}-${p2(d.month)}-${p2(d.day)}`;
   return `${year}-${p2(d.month)}-${p2(d.day)}T${p2(d.hour)}`;
 }
+
+/** The most numbers of one period an entity keeps ready ({@link NumberScheme.poolCap}). */
+export function numberPoolCap(entity: { readonly maxSizePerTimes: number }, settings: NumberSettings): number {
+  return NumberScheme.of(settings).poolCap(entity.maxSizePerTimes);
+}

@@ -118,7 +118,7 @@ export interface RedisNumberTakesOptions {
   counter: NumberCounter;
   lock: RefillLock;
   entities: NumberCatalog;
-  demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'observe' | 'sizing'>;
   events: DispatchEvents;
   clock: Clock;
   log: Logger;
@@ -235,9 +235,8 @@ export class RedisNumberTakes implements NumberTakes {
 
   /** The list's depth by demand, as a plain pool's, within the scheme's cap ({@link NumberScheme.poolCap}). */
   private sizing(entity: EntityConfig, scheme: NumberScheme): { target: number; low: number; cap: number } {
-    const cap = scheme.poolCap(entity.maxSizePerTimes);
-    const target = Math.min(cap, this.options.demand.target(entity));
-    return { target, low: Math.floor((target * entity.minSizePercent) / 100), cap };
+    const { target, lowWatermark, max } = this.options.demand.sizing(entity, scheme.poolCap(entity.maxSizePerTimes));
+    return { target, low: lowWatermark, cap: max };
   }
 
   /**
@@ -261,7 +260,10 @@ export class RedisNumberTakes implements NumberTakes {
       const after = await counter.raise(entity.key, period, capped);
       const upTo = scheme.template.formatter(period)(capped);
       await store.trim(entity.key, period.id, upTo, capped, entity.step);
-      const next = waiting.filter((n) => n > upTo).sort().at(0);
+      const next = waiting
+        .filter((n) => n > upTo)
+        .sort()
+        .at(0);
       return next === undefined ? after : (scheme.template.decode(next)?.seq ?? after + 1n) - 1n;
     } finally {
       await held.release().catch(() => undefined);

@@ -184,7 +184,11 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
     const sampler = new OpsSampler({
       entities: { list: () => [inv], get: (key) => (key === 'inv' ? inv : undefined) },
       poolStore: { levels: async (keys) => keys.map(() => ({ size: 0, taken: 0 })) },
-      demand: { target: () => 100, lowWatermark: () => 20 },
+      demand: {
+        target: () => 100,
+        lowWatermark: () => 20,
+        sizing: () => ({ target: 100, lowWatermark: 20, max: 100 }),
+      },
       allocator: { peekMany: async () => new Map() },
       stride: new IdStride(),
       metrics,

@@ -19,6 +19,7 @@ import { entityKeyParam, limitParam, pageParams } from '../params';
 import { parseBody } from '../validate';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
 import { timeZone } from '../../numbers/zone';
+import { numberPoolCap } from '../../numbers/scheme';
 
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 const OPS_DEFAULT_ROWS = 50;
@@ -254,11 +255,15 @@ async function withPools(
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     const period = periods.get(entity.key);
-    if (entity.mode !== 'snowflake') {
+    if (entity.numbers) {
+      // A business-number entity's pool is its period's ready numbers, within their cap; it draws from
+      // its period's sequence (`period`), not from the number line's offset.
+      const { target, lowWatermark, max } = deps.demand.sizing(entity, numberPoolCap(entity, entity.numbers));
+      view.pool = { size: period?.ready ?? 0, target, max, lowWatermark };
+    } else if (entity.mode !== 'snowflake') {
       view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
       view.pool = {
-        // A business-number entity's pool is its period's ready numbers.
-        size: period?.ready ?? sizeOf.get(entity.key) ?? 0,
+        size: sizeOf.get(entity.key) ?? 0,
         target: deps.demand.target(entity),
         max: entity.maxPoolSize,
         lowWatermark: deps.demand.lowWatermark(entity),
