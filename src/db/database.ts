@@ -9,7 +9,7 @@ export {
   postgresUnavailable,
   toPostgresPlaceholders,
 } from './dialects/postgres';
-export { isBusy } from './dialects/sqlite';
+export { isBusy, whileBusy } from './dialects/sqlite';
 
 export type Dialect = DialectName;
 
