@@ -36,7 +36,7 @@ import { entityRateLimited } from './rate-limit';
 import type { NumberRun } from './rpush-ids';
 import { PUSHES_IN_FLIGHT, shuffle } from './segment-push';
 import { type TakenIds, listedIds } from './taken-ids';
-import { untilAligned } from '../schedule';
+import { type Periodic, every } from '../schedule';
 
 /** How long a raise waits for the entity's refill lock: a refill holds it for one reservation and push. */
 const RAISE_LOCK_WAIT_MS = 2000;
@@ -153,9 +153,8 @@ export class RedisNumberTakes implements NumberTakes {
   private readonly refills = new Map<string, Promise<void>>();
   /** Numbers this instance took per entity, running: what demand is measured from. */
   private readonly taken = new Map<string, number>();
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  /** A tick is under way (it sets the next one's timer when done); stop() waits for it. */
-  private ticking: Promise<void> | undefined;
+  /** The refill tick (schedule.ts): stop() waits for the one under way. */
+  private readonly ticks: Periodic;
   private stopped = false;
   private lastPrune = 0;
   /** When (this process's monotonic clock) the soonest boundary a refill saw falls by the Redis clock: the tick wakes for it. */
@@ -163,7 +162,13 @@ export class RedisNumberTakes implements NumberTakes {
   /** When (monotonic) each entity's periods were last compared with their fences. */
   private readonly fencesCheckedAt = new Map<string, number>();
 
-  constructor(private readonly options: RedisNumberTakesOptions) {}
+  constructor(private readonly options: RedisNumberTakesOptions) {
+    this.ticks = every(
+      () => this.nextWait(),
+      () => this.tick(),
+      options.clock,
+    );
+  }
 
   async takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined> {
     const r = await this.options.store.take(entity.key, total, entity.maxSizePerSecond);
@@ -299,7 +304,8 @@ export class RedisNumberTakes implements NumberTakes {
    * pops at once, not a tick later; prunes old counters hourly.
    */
   start(): void {
-    this.nextTick(0);
+    this.ticks.start();
+    void this.ticks.runNow();
   }
 
   /**
@@ -308,32 +314,30 @@ export class RedisNumberTakes implements NumberTakes {
    * this one's first refill starts now rather than up to a second later.
    */
   wake(): void {
-    if (this.timer && !this.ticking) this.nextTick(0);
+    this.ticks.wake();
   }
 
   /** Stops ticking and waits for the tick and the refills under way; no refill starts after it (the connections close next). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
+    await this.ticks.stop();
     await Promise.allSettled(this.refills.values());
   }
 
-  private nextTick(ms: number): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      const run: Promise<void> = this.tick().finally(() => {
-        if (this.ticking === run) this.ticking = undefined;
-      });
-      this.ticking = run;
-    }, ms);
+  /**
+   * The wait before the next tick: the refill interval, cut short to just
+   * after the soonest boundary the last tick saw coming; with no number
+   * entity a second, when the service's other loops wake too (wake() ends it).
+   */
+  private nextWait(): number {
+    if (this.options.entities.numberKeys().length === 0) return IDLE_TICK_MS;
+    const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
+    return Math.max(0, Math.min(this.options.intervalMs, untilBoundary));
   }
 
   private async tick(): Promise<void> {
     this.nextBoundary = Infinity;
-    const keys = this.options.entities.numberKeys();
-    for (const key of keys) {
+    for (const key of this.options.entities.numberKeys()) {
       // Stopped mid-tick: the next entity's refill would meet closed connections.
       if (this.stopped) return;
       const entity = this.options.entities.get(key);
@@ -341,11 +345,6 @@ export class RedisNumberTakes implements NumberTakes {
     }
     if (this.stopped) return;
     await this.pruneHourly();
-    const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
-    // With no number entity, nothing to refill: a wait to the next whole second, when the
-    // service's other loops wake too (schedule.ts; wake() ends it).
-    const period = keys.length ? this.options.intervalMs : untilAligned(IDLE_TICK_MS, this.options.clock.monotonic());
-    this.nextTick(Math.max(0, Math.min(period, untilBoundary)));
   }
 
   private async refillQuietly(entity: EntityConfig): Promise<void> {
