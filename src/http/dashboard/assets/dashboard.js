@@ -133,7 +133,14 @@
     entities.forEach(function (e) {
       var tr = el('tr', { 'data-entity': e.key });
       tr.appendChild(el('td', { 'data-field': 'key', title: e.key }, e.key));
-      tr.appendChild(el('td', { 'data-field': 'mode' }, e.period ? 'number · ' + e.mode : e.mode));
+      // A business-number entity's kind is its mode's word here (its numbers' order, monotonic or trend, on hover).
+      tr.appendChild(
+        el(
+          'td',
+          { 'data-field': 'mode', title: e.period ? 'business numbers, ' + e.mode : e.mode },
+          e.period ? 'number' : e.mode,
+        ),
+      );
       if (e.mode === 'snowflake') {
         tr.appendChild(
           el(
@@ -252,7 +259,7 @@
       ? 'full until ' + (p.endLocal || 'never')
       : p.runsOutLocal === null
         ? 'lasts the period'
-        : (p.runsOutBeforeEnd ? 'runs out ' : 'lasts; would run out ') + p.runsOutLocal + ' (' + p.timeZone + ')';
+        : (p.runsOutBeforeEnd ? 'runs out ' : 'lasts; would run out ') + p.runsOutLocal + ' ' + p.timeZone;
     tr.appendChild(
       el(
         'td',
