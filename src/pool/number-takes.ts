@@ -253,7 +253,7 @@ export class RedisNumberTakes implements NumberTakes {
    */
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId);
+    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
     const held = await this.lockWithin(entity.key, RAISE_LOCK_WAIT_MS);
     try {
@@ -433,7 +433,7 @@ export class RedisNumberTakes implements NumberTakes {
       if (fence === undefined) continue;
       const counter = await this.options.counter.peek(entity.key, slot.period);
       if (counter >= fence) continue;
-      await this.carry(entity, namedPeriod(scheme, entity, slot.period), counter, fence);
+      await this.carry(entity, namedPeriod(scheme, entity, slot.period, this.options.clock.now()), counter, fence);
     }
   }
 

@@ -52,11 +52,16 @@ export class NumberSchemes {
 }
 
 /** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
-export function namedPeriod(scheme: NumberScheme, entity: Pick<NumberEntity, 'key'>, periodId: string): Period {
+export function namedPeriod(
+  scheme: NumberScheme,
+  entity: Pick<NumberEntity, 'key'>,
+  periodId: string,
+  now: number,
+): Period {
   const period = scheme.calendar.named(periodId);
   if (!period)
     throw new RangeError(
-      `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(Date.now()).id}`,
+      `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(now).id}`,
     );
   return period;
 }
@@ -256,7 +261,7 @@ export class LocalNumbers {
    */
   async raise(entity: NumberEntity, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId);
+    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
     const ahead = this.ahead.get(entity.key);
     const held = [this.buffers.get(entity.key), ahead?.period === period.id ? await ahead.ready : undefined].filter(
