@@ -4,11 +4,12 @@
 //
 //	c, _ := idpool.New(idpool.Options{
 //		Endpoints: []string{"http://idpool-a:8080", "http://idpool-b:8080"},
-//		Secrets:   map[string]string{"orders": os.Getenv("ORDERS_SECRET")},
+//		Secrets:   map[string]string{"visits": os.Getenv("VISITS_SECRET"), "vouchers": os.Getenv("VOUCHERS_SECRET")},
 //	})
-//	id, err := c.Leased("orders").Next() // in-process, from leased segments (trend entities)
+//	id, err := c.Leased("visits").Next()                  // in-process, from leased segments (trend entities)
+//	voucher, err := c.NextNumber(ctx, "vouchers")         // "V2026112800001": a business number
 //
-// Ids are int64; on the wire they are decimal strings.
+// Ids are int64; on the wire they are decimal strings. Business numbers are strings (TakeNumbers).
 package idpool
 
 import (

@@ -36,7 +36,8 @@ class SnowflakeParts:
 class IdpoolClient:
     """Takes ids from idpool, with failover over several instances. Thread-safe.
 
-    Ids are ``int`` (64-bit); on the wire they are decimal strings. Times are in
+    Ids are ``int`` (64-bit); on the wire they are decimal strings. Business numbers
+    (``INV20261128-000123``) are ``str``, taken with :meth:`take_numbers`. Times are in
     seconds; the defaults are the TypeScript SDK's. ``wait_on_rate_limit``: a 429
     waits its ``Retry-After`` and asks again within the deadline instead of
     raising ``RateLimitedError`` at once (default off, as the SDK).

@@ -17,13 +17,16 @@ import java.util.regex.Pattern;
  * <pre>{@code
  * IdpoolClient client = IdpoolClient.builder()
  *     .endpoints("http://idpool-a:8080", "http://idpool-b:8080")
- *     .entity("orders", System.getenv("ORDERS_SECRET"))
+ *     .entity("clicks", System.getenv("CLICKS_SECRET"))   // a trend entity
+ *     .entity("tickets", System.getenv("TICKETS_SECRET")) // format TKT{yyyy}{MM}{dd}-{seq:6}
  *     .build();
- * long id = client.next("orders");
- * long fast = client.leased("orders").next(); // in-process, from leased segments (trend entities)
+ * long id = client.next("clicks");
+ * long fast = client.leased("clicks").next(); // in-process, from leased segments (trend entities)
+ * String ticket = client.nextNumber("tickets"); // "TKT20261128-000001"
  * }</pre>
  *
- * Ids are 64-bit ({@code long}); on the wire they are decimal strings. Thread-safe.
+ * Ids are 64-bit ({@code long}); on the wire they are decimal strings. Business numbers are
+ * strings ({@link #takeNumbers}). Thread-safe.
  */
 public final class IdpoolClient implements AutoCloseable {
   private static final Pattern KEY = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
