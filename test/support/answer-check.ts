@@ -13,21 +13,21 @@ interface Doc {
   paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>;
 }
 
-let doc: Doc | undefined;
-let ajv: Ajv2020 | undefined;
+// Built when a test file loads, not inside the first answer it times.
+const doc = openApiDocument() as unknown as Doc;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema(doc, 'openapi.json');
 const compiled = new Map<string, ValidateFunction | undefined>();
 
-/** The documented path of `pathname`: the one matching it with the fewest `{params}`. */
-function templateOf(paths: Doc['paths'], pathname: string): string | undefined {
-  let best: { template: string; params: number } | undefined;
-  for (const template of Object.keys(paths)) {
-    const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`);
-    if (!pattern.test(pathname)) continue;
-    const params = (template.match(/\{/g) ?? []).length;
-    if (!best || params < best.params) best = { template, params };
-  }
-  return best?.template;
-}
+const paramsOf = (template: string) => (template.match(/\{/g) ?? []).length;
+/** Each documented path as a pattern, fewest `{params}` first: the first that matches a URL is its route. */
+const routes = Object.keys(doc.paths)
+  .sort((a, b) => paramsOf(a) - paramsOf(b))
+  .map((template) => ({
+    template,
+    pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`),
+  }));
 
 /** Throws when a JSON answer of a documented route has a status it does not document or a body its schema refuses. */
 export function checkAnswer(
@@ -37,19 +37,14 @@ export function checkAnswer(
   contentType: string | null,
   body: unknown,
 ): void {
-  doc ??= openApiDocument() as unknown as Doc;
-  const template = templateOf(doc.paths, new URL(url).pathname);
+  const pathname = new URL(url).pathname;
+  const template = routes.find((r) => r.pattern.test(pathname))?.template;
   const operation = template === undefined ? undefined : doc.paths[template][method.toLowerCase()];
   if (!template || !operation || !contentType?.startsWith('application/json')) return;
   const where = `${method} ${template} ${status}`;
   if (!operation.responses[String(status)])
     throw new Error(`${where} is not documented in /openapi.json (body ${JSON.stringify(body)?.slice(0, 300)})`);
   if (!compiled.has(where)) {
-    if (!ajv) {
-      ajv = new Ajv2020({ strict: false, allErrors: true });
-      addFormats(ajv);
-      ajv.addSchema(doc, 'openapi.json');
-    }
     const pointer = [
       'paths',
       template,
@@ -72,6 +67,6 @@ export function checkAnswer(
   const validate = compiled.get(where);
   if (validate && !validate(body))
     throw new Error(
-      `${where}: the answer does not match its schema in /openapi.json: ${ajv!.errorsText(validate.errors)} (body ${JSON.stringify(body).slice(0, 500)})`,
+      `${where}: the answer does not match its schema in /openapi.json: ${ajv.errorsText(validate.errors)} (body ${JSON.stringify(body).slice(0, 500)})`,
     );
 }
