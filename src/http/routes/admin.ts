@@ -17,6 +17,7 @@ import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { entityKeyParam, limitParam, pageParams } from '../params';
 import { parseBody } from '../validate';
+import type { Answer } from '../openapi/schemas';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
 import { timeZone } from '../../numbers/zone';
 import { numberPoolCap } from '../../numbers/scheme';
@@ -95,7 +96,7 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   router.post('/apps/:key/secret', async (req, res) => {
     const key = entityKeyParam(req);
     const { keepOldForSeconds } = parseBody(rotateSchema, req.body ?? {});
-    res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) });
+    res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) } satisfies Answer<'Secret'>);
   });
 
   router.post('/apps/:key/secrets', async (req, res) => {
@@ -132,7 +133,7 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
     if (entity.numbers && deps.numbers) {
       const { period, seq } = parseBody(raisePeriodSchema, req.body ?? {});
       const after = await raisePeriod(deps.numbers, entity, period, seq);
-      res.json({ key, period, seq: after.toString() });
+      res.json({ key, period, seq: after.toString() } satisfies Answer<'RaisedPeriod'>);
       return;
     }
     const { firstId } = parseBody(raiseSchema, req.body ?? {});
@@ -193,7 +194,7 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
         },
       ];
     });
-    res.json({ apps });
+    res.json({ apps } satisfies Answer<'LiveCutovers'>);
   });
 
   // `idpool apps import-from … --finish`, once the incumbent's rows stopped moving: firstId is above the row's final value.

@@ -1,4 +1,5 @@
 import type { IRouter } from 'express';
+import type { Answer } from '../openapi/schemas';
 import { systemClock } from '../../clock';
 import { NotFoundError } from '../../errors';
 import type { HttpDeps, ReadinessReport } from '../deps';
@@ -15,7 +16,7 @@ const READINESS_TTL_MS = 1000;
 /** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` (on the app itself, as the id routes). */
 export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick<Guards, 'requireToken'>): void {
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    res.json({ status: 'ok' } satisfies Answer<'Health'>);
   });
 
   const readiness = sharedCheck(deps.readiness, deps.clock ?? systemClock, READINESS_TTL_MS);
