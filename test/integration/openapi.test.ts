@@ -181,7 +181,12 @@ describeWithServices(
         '/admin/apps/{key}/raise',
         await call(`${base}/admin/apps/${inv}/raise`, { ...admin, body: { period: year, seq: 8 } }),
       );
-      const full = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 3 } });
+      // One number left: a take of 3 is short (409), the last one is taken, then the period is spent (503).
+      const short = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 3 } });
+      expect(short.body.error.code).toBe('period_short');
+      conforms('POST', '/apps/{key}/ids', short);
+      expect((await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 1 } })).status).toBe(200);
+      const full = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 1 } });
       expect(full.body.error.code).toBe('period_exhausted');
       conforms('POST', '/apps/{key}/ids', full);
 

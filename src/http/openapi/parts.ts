@@ -95,7 +95,9 @@ export const E = {
   entity401: error(
     'Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.',
   ),
-  raise409: error('The line is already past `firstId` (`conflict`): nothing changed, the pool kept.'),
+  raise409: error(
+    'The line is already past `firstId`, or a business-number period past `seq` (`conflict`, naming the next number): nothing changed, the pool kept.',
+  ),
   lease409: error(
     'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep), `snowflake`, or issues business numbers (`conflict`).',
   ),
@@ -105,7 +107,9 @@ export const E = {
   update409: error(
     'A business-number entity `format`, `reset` or `timeZone` is fixed once registered (`conflict`): register a new entity.',
   ),
-  take409: error('This `Idempotency-Key` was used for a request of another count (`conflict`).'),
+  take409: error(
+    'This `Idempotency-Key` was used for a request of another count (`conflict`), or a business-number take asked for more than what is left of its period (`period_short`, naming how many are left).',
+  ),
   take429: withRetryAfter(
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
   ),

@@ -59,6 +59,7 @@ const ApiError = z.object({
       'rate_limited',
       'pool_exhausted',
       'period_exhausted',
+      'period_short',
       'unavailable',
       'internal',
     ]),
@@ -128,6 +129,8 @@ const NumberPeriod = z.object({
   id: text.describe("The period's name (`20261128`; `all` for `never`)."),
   start: isoDate,
   end: isoDate.nullable().describe("The next period's start; null for `never`."),
+  startLocal: text.describe("`start` as the period's zone reads it, labelled: `2026-11-29 00:00 (Asia/Shanghai)`."),
+  endLocal: text.nullable().describe('`end` likewise; null for `never`.'),
   timeZone: text,
   used: decimalId.describe('Numbers of the period handed out or dropped as gaps.'),
   capacity: decimalId.describe('10^N − 1 for `{seq:N}`.'),
@@ -201,18 +204,29 @@ const entityFields = {
     .describe(
       "The incumbent's tag when it does not fit idpool's keys (`order:v2`, imported with `--key`): Leaf's and Tinyid's routes answer it as the key; null otherwise.",
     ),
-  currentOffset: decimalId.nullable().optional().describe('Next unreserved number of the line.'),
+  currentOffset: decimalId
+    .nullable()
+    .optional()
+    .describe('Next unreserved number of the line (segment entities; not a business-number one).'),
   pool: z
     .object({ size: int(0), target: int(1), max: int(1), lowWatermark: int(0) })
     .optional()
-    .describe('Segment entities only.'),
+    .describe(
+      "Segment entities only; a business-number entity's is its period's ready numbers against their cap (docs/numbers.md).",
+    ),
   period: NumberPeriod.optional(),
 };
 /** A snowflake entity has no pool, so none of its fields (it refuses them on input); a segment entity has all. */
 const byMode = {
   if: { properties: { mode: { const: 'snowflake' } } },
   then: { not: { anyOf: SEGMENT_ONLY.map((field) => ({ required: [field] })) } },
-  else: { required: [...SEGMENT_ONLY] },
+  // A business-number entity (`format`) draws from its period's sequence, not the line: no `currentOffset`.
+  else: {
+    required: SEGMENT_ONLY.filter((field) => field !== 'currentOffset'),
+    if: { required: ['format'] },
+    then: { not: { required: ['currentOffset'] } },
+    else: { required: ['currentOffset'] },
+  },
 };
 const Entity = z.object(entityFields).meta(byMode);
 const RegisteredEntity = z
