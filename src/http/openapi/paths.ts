@@ -616,9 +616,19 @@ function probePaths(): Record<string, Schema> {
         tags: ['ops'],
         summary: 'Readiness: database, Redis and lease usable',
         description:
-          "Each dependency checked, failures reduced to their kind (no connection strings). 503 while the database, Redis or the lease is unusable or the process shuts down; a live cutover's incumbent database is reported in `degraded`, never a 503.",
+          "Each dependency checked, failures reduced to their kind (no connection strings). 503 while the database, Redis or the lease is unusable or the process shuts down; a live cutover's incumbent database is reported in `degraded`, never a 503. With `?shared=degrade` (the Kubernetes readiness probe) a failure of what every instance shares (the database, Redis, an incumbent's database, the lease while one of those fails) is reported in `degraded` too, and the instance stays ready: its takes answer 503 with Retry-After meanwhile.",
+        parameters: [
+          {
+            name: 'shared',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', enum: ['degrade'] },
+            description: 'A shared dependency failing degrades the answer instead of failing it.',
+          },
+        ],
         responses: {
           200: { description: 'Ready.', content: json(ref('Readiness')) },
+          400: E[400],
           503: { description: 'Not ready; `reason` says why.', headers: retryAfter, content: json(ref('Readiness')) },
         },
       },

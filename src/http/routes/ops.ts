@@ -4,7 +4,7 @@ import { NotFoundError } from '../../errors';
 import type { HttpDeps, ReadinessReport } from '../deps';
 import type { Guards } from '../guards';
 import { openApiDocument } from '../openapi';
-import { publicCheck, sharedCheck } from '../readiness';
+import { degradeShared, degradesShared, publicCheck, sharedCheck } from '../readiness';
 
 /** What the operations routes use of the app's dependencies. */
 export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToken' | 'draining' | 'clock'>;
@@ -19,9 +19,11 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
   });
 
   const readiness = sharedCheck(deps.readiness, deps.clock ?? systemClock, READINESS_TTL_MS);
-  app.get('/readyz', async (_req, res) => {
+  app.get('/readyz', async (req, res) => {
+    const degrade = degradesShared(req.query.shared);
     // Shutting down is reported at once, so load balancers stop sending here first.
-    const report = await (deps.draining?.() ? deps.readiness() : readiness());
+    const checked = await (deps.draining?.() ? deps.readiness() : readiness());
+    const report = degrade ? degradeShared(checked) : checked;
     if (!report.ready) res.setHeader('Retry-After', '1');
     res.status(report.ready ? 200 : 503).json(readinessBody(report));
   });
