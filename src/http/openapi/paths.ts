@@ -633,6 +633,40 @@ function probePaths(): Record<string, Schema> {
         },
       },
     },
+    '/docs': {
+      get: {
+        operationId: 'apiDocs',
+        tags: ['ops'],
+        summary: 'This API as a page',
+        description:
+          'Swagger UI (the pinned `swagger-ui-dist`, served by idpool itself: no CDN) over `/openapi.json`. Public, as that document is.',
+        responses: { 200: { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+      },
+    },
+    '/docs/{asset}': {
+      get: {
+        operationId: 'apiDocsAsset',
+        tags: ['ops'],
+        summary: "The API page's script and style",
+        description: "Swagger UI's script and style sheet, and the page's start-up script.",
+        parameters: [
+          {
+            name: 'asset',
+            in: 'path',
+            required: true,
+            schema: { type: 'string', enum: ['swagger-ui.css', 'swagger-ui-bundle.js', 'init.js'] },
+            description: 'File name.',
+          },
+        ],
+        responses: {
+          200: {
+            description: 'The asset.',
+            content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
+          },
+          404: E[404],
+        },
+      },
+    },
     '/metrics': {
       get: {
         operationId: 'metrics',

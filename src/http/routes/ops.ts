@@ -3,6 +3,7 @@ import { systemClock } from '../../clock';
 import { NotFoundError } from '../../errors';
 import type { HttpDeps, ReadinessReport } from '../deps';
 import type { Guards } from '../guards';
+import { apiDocsRouter } from '../api-docs';
 import { openApiDocument } from '../openapi';
 import { degradeShared, degradesShared, publicCheck, sharedCheck } from '../readiness';
 
@@ -12,7 +13,7 @@ export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToke
 /** `/readyz` answers from a check at most this old (ms): probes every few seconds still see a fresh one. */
 const READINESS_TTL_MS = 1000;
 
-/** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` (on the app itself, as the id routes). */
+/** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` and its page `/docs` (on the app itself, as the id routes). */
 export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick<Guards, 'requireToken'>): void {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -40,6 +41,7 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+  app.use('/docs', apiDocsRouter());
 }
 
 /** The `/readyz` answer: each check as `publicCheck` shows it, and why when not ready. */
