@@ -76,6 +76,8 @@ function idSchemas(): Record<string, Schema> {
                 'rate_limited',
                 'pool_exhausted',
                 'period_exhausted',
+                'entity_held',
+                'clock_skew',
                 'unavailable',
                 'internal',
               ],
