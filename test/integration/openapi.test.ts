@@ -440,6 +440,10 @@ describeWithServices(
       conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.js`));
       conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.css`));
       conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/secrets.txt`));
+      conforms('GET', '/docs', await call(`${base}/docs`));
+      conforms('GET', '/docs/{asset}', await call(`${base}/docs/init.js`));
+      conforms('GET', '/docs/{asset}', await call(`${base}/docs/swagger-ui.css`));
+      conforms('GET', '/docs/{asset}', await call(`${base}/docs/index.html`));
       conforms('GET', '/healthz', await call(`${base}/healthz`));
       conforms('GET', '/readyz', await call(`${base}/readyz`));
       conforms('GET', '/metrics', await call(`${base}/metrics`));

@@ -397,11 +397,37 @@ const OPERATIONS: Record<string, Operation> = {
     tag: 'ops',
     summary: 'Readiness: database, Redis and lease usable',
     description:
-      "Each dependency checked, failures reduced to their kind (no connection strings). 503 while the database, Redis or the lease is unusable or the process shuts down; a live cutover's incumbent database is reported in `degraded`, never a 503.",
+      "Each dependency checked, failures reduced to their kind (no connection strings). 503 while the database, Redis or the lease is unusable or the process shuts down; a live cutover's incumbent database is reported in `degraded`, never a 503. With `?shared=degrade` (the Kubernetes readiness probe) a failure of what every instance shares (the database, Redis, an incumbent's database, the lease while one of those fails) is reported in `degraded` too, and the instance stays ready: its takes answer 503 with Retry-After meanwhile.",
+    parameters: [
+      query('shared', 'A shared dependency failing degrades the answer instead of failing it.', {
+        type: 'string',
+        enum: ['degrade'],
+      }),
+    ],
     ok: {
       200: ['Ready.', 'Readiness'],
       503: ['Not ready; `reason` says why.', 'Readiness', { headers: retryAfter }],
     },
+    errors: [400],
+  },
+  'get /docs': {
+    operationId: 'apiDocs',
+    tag: 'ops',
+    summary: 'This API as a page',
+    description:
+      'Swagger UI (the pinned `swagger-ui-dist`, served by idpool itself: no CDN) over `/openapi.json`. Public, as that document is.',
+    ok: { 200: ['The page.', null, text('text/html')] },
+  },
+  'get /docs/{asset}': {
+    operationId: 'apiDocsAsset',
+    tag: 'ops',
+    summary: "The API page's script and style",
+    description: "Swagger UI's script and style sheet, and the page's start-up script.",
+    parameters: [
+      path('asset', 'File name.', { type: 'string', enum: ['swagger-ui.css', 'swagger-ui-bundle.js', 'init.js'] }),
+    ],
+    ok: { 200: ['The asset.', null, text('text/javascript', 'text/css')] },
+    errors: [404],
   },
   'get /metrics': {
     operationId: 'metrics',

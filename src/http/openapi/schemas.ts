@@ -60,6 +60,8 @@ const ApiError = z.object({
       'pool_exhausted',
       'period_exhausted',
       'period_short',
+      'entity_held',
+      'clock_skew',
       'unavailable',
       'internal',
     ]),
