@@ -59,6 +59,8 @@ const ApiError = z.object({
       'rate_limited',
       'pool_exhausted',
       'period_exhausted',
+      'entity_held',
+      'clock_skew',
       'unavailable',
       'internal',
     ]),
