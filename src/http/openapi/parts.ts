@@ -114,7 +114,7 @@ export const E = {
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
   ),
   take503: withRetryAfter(
-    'Fewer ids ready than asked for (`pool_exhausted`), a business-number period full until the next one (`period_exhausted`), or a dependency, the snowflake worker lease or clock, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
+    'Fewer ids ready than asked for (`pool_exhausted`), a business-number period full until the next one (`period_exhausted`), a snowflake instance whose clock is too far from Redis or the database (`clock_skew`), an entity held until an admin releases it (`entity_held`), or a dependency, the snowflake worker lease, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
   ),
 };
 
