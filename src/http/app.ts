@@ -8,6 +8,7 @@ import { createGuards } from './guards';
 import { registerAdminRoutes } from './routes/admin';
 import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
 import { registerLeafRoutes } from './routes/leaf';
+import { registerGaplessRoutes } from './routes/gapless';
 import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
 import { registerSegmentRoutes } from './routes/segments';
@@ -61,6 +62,7 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   registerIdRoutes(app, deps, guards, take);
   registerSegmentRoutes(app, deps, guards);
+  registerGaplessRoutes(app, deps, guards);
   registerAdminRoutes(app, deps, guards);
   registerOpsRoutes(app, deps, guards);
   const errors = errorFaces(deps.log, clock);

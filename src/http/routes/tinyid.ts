@@ -1,7 +1,8 @@
 import express, { type IRouter, type Request, type Response } from 'express';
 import type { Clock } from '../../clock';
 import type { EntityConfig } from '../../entities/entity';
-import { InvalidRequestError, NotFoundError, UnauthorizedError } from '../../errors';
+import { GaplessNotServedError, InvalidRequestError, NotFoundError, UnauthorizedError } from '../../errors';
+import { takeKind } from '../../take/take-service';
 import type { LeasedSegment } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
 import type { ErrorAnswer } from '../errors';
@@ -109,6 +110,8 @@ const tinyidError =
   };
 
 async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig, count: number): Promise<string[]> {
+  if (takeKind(entity) === 'gapless')
+    throw new GaplessNotServedError(entity.key, "on Tinyid's routes (a retry there cannot say it is one)");
   if (count > entity.maxSizePerTimes) {
     throw new InvalidRequestError(
       `batchSize ${count} is above the entity's maxSizePerTimes (${entity.maxSizePerTimes}); raise it to serve Tinyid's batches of up to ${TINYID_BATCH_MAX}`,
