@@ -4,18 +4,25 @@
  * a void reason starting with `=`, `+`, `-` or `@` gets a leading `'`, so a
  * spreadsheet shows it as text rather than running it as a formula.
  */
-import type { LedgerEntry } from './ledger';
+
+/** One ledger row as the routes answer it (`issuedAt` in ISO 8601). */
+export interface LedgerRowJson {
+  readonly number: string;
+  readonly period: string;
+  readonly seq: string;
+  readonly issuedAt: string;
+  readonly reference: string | null;
+  readonly status: string;
+  readonly reason: string | null;
+}
 
 const HEADER = 'number,period,seq,issued_at,status,reference,reason\r\n';
 
 /** Rows of the ledger as CSV lines, the header first when `header`. */
-export function ledgerCsv(entries: readonly LedgerEntry[], header: boolean): string {
+export function ledgerCsv(entries: readonly LedgerRowJson[], header: boolean): string {
   let out = header ? HEADER : '';
   for (const e of entries)
-    out +=
-      [e.number, e.period, e.seq, new Date(e.issuedAt).toISOString(), e.status, text(e.reference), text(e.reason)].join(
-        ',',
-      ) + '\r\n';
+    out += [e.number, e.period, e.seq, e.issuedAt, e.status, text(e.reference), text(e.reason)].join(',') + '\r\n';
   return out;
 }
 

@@ -72,7 +72,7 @@ export class GroupDeclined extends Error {}
 /** The ledger's reason for numbers entered lost by a reconcile. */
 const LOST_REASON = 'not in the ledger after the database went back; issued before, by the high-water record';
 
-/** Rows per INSERT: 9 parameters each, far below every driver's limit. */
+/** Rows per INSERT: 10 parameters each, far below every driver's limit. */
 const INSERT_ROWS = 500;
 
 export class SqlLedger {
@@ -113,7 +113,16 @@ export class SqlLedger {
         if (answers[i] !== undefined) continue;
         answers[i] = { period: period.id, first: next, count: take.count, replayed: false };
         for (let k = 0; k < take.count; k++, next++)
-          rows.push([entityKey, period.id, next.toString(), format(next), now, ...firstOfTake(take, k), 'issued']);
+          rows.push([
+            entityKey,
+            period.id,
+            next.toString(),
+            format(next),
+            now,
+            ...firstOfTake(take, k),
+            'issued',
+            null,
+          ]);
       }
       await this.insertRows(tx, rows);
       return { answers: answers as GroupAnswer[], period, last };
@@ -183,7 +192,7 @@ export class SqlLedger {
     for (let i = 0; i < rows.length; i += INSERT_ROWS) {
       const chunk = rows.slice(i, i + INSERT_ROWS);
       await tx.run(
-        `INSERT INTO gapless_number (entity_key, period, seq, number, issued_at, idempotency_key, take_count, reference, status) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+        `INSERT INTO gapless_number (entity_key, period, seq, number, issued_at, idempotency_key, take_count, reference, status, reason) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
         chunk.flat(),
       );
     }
@@ -208,8 +217,9 @@ export class SqlLedger {
   /** Up to `limit` rows of the period after sequence `after`, in order. */
   async entries(entityKey: string, period: string, after: bigint, limit: number): Promise<LedgerEntry[]> {
     const rows = await this.db.query<SqlRow>(
-      `SELECT number, period, ${this.big('seq')} AS seq, ${this.big('issued_at')} AS issued_at, reference, status, reason
-       FROM gapless_number WHERE entity_key = ? AND period = ? AND seq > ? ORDER BY seq LIMIT ${Math.trunc(limit)}`,
+      // Ordered by the column, not the text of it the select names `seq`.
+      `SELECT l.number, l.period, ${this.big('l.seq')} AS seq, ${this.big('l.issued_at')} AS issued_at, l.reference, l.status, l.reason
+       FROM gapless_number l WHERE l.entity_key = ? AND l.period = ? AND l.seq > ? ORDER BY l.seq LIMIT ${Math.trunc(limit)}`,
       [entityKey, period, after.toString()],
     );
     return rows.map((r) => ({
@@ -305,7 +315,7 @@ export class SqlLedger {
       const format = scheme.template.formatter(period);
       const lost: unknown[][] = [];
       for (let seq = counter + 1n; seq <= upTo; seq++)
-        lost.push([entityKey, period.id, seq.toString(), format(seq), now, null, null, LOST_REASON, 'lost']);
+        lost.push([entityKey, period.id, seq.toString(), format(seq), now, null, null, null, 'lost', LOST_REASON]);
       await this.insertRows(tx, lost);
       await tx.run('UPDATE gapless_counter SET seq = ?, update_time = ? WHERE entity_key = ? AND period = ?', [
         upTo.toString(),

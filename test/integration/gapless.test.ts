@@ -149,12 +149,22 @@ for (const backend of BACKENDS) {
       expect(badReference.status).toBe(400);
       const decoded = await call(`${url}/apps/${key}/ids/${first.body.ids[1]}`, { token: secret });
       expect(decoded.body).toMatchObject({ period: day, seq: '2' });
+      // Paged in sequence order (10 after 9, not after 1), two at a time.
+      for (let i = 0; i < 6; i++) await take(url, key, secret, {});
+      const paged: string[] = [];
+      for (let after = '0'; ;) {
+        const page = await call(`${url}/apps/${key}/numbers?period=${day}&limit=2&after=${after}`, { token: secret });
+        paged.push(...page.body.numbers.map((n: { seq: string }) => n.seq));
+        if (page.body.next === null) break;
+        after = page.body.next;
+      }
+      expect(paged).toEqual(Array.from({ length: 11 }, (_, i) => String(i + 1)));
       const audit = await call(`${url}/apps/${key}/numbers/audit?period=${day}`, { token: secret });
       expect(audit.body).toMatchObject({
         first: '1',
-        last: '5',
-        counter: '5',
-        issued: 5,
+        last: '11',
+        counter: '11',
+        issued: 11,
         voided: 0,
         lost: 0,
         holes: [],

@@ -8,7 +8,8 @@ import type { IRouter, Request, Response } from 'express';
 import { z } from 'zod';
 import type { EntityConfig } from '../../entities/entity';
 import { ConflictError, InvalidRequestError } from '../../errors';
-import { ledgerCsv } from '../../gapless/csv';
+import { type LedgerRowJson, ledgerCsv } from '../../gapless/csv';
+import type { LedgerEntry } from '../../gapless/ledger';
 import type { GaplessSeries } from '../../gapless/series';
 import type { TakenIds } from '../../pool/taken-ids';
 import type { TakeRequest } from '../../take/take-service';
@@ -93,16 +94,10 @@ function seriesOf(deps: GaplessRouteDeps, entity: EntityConfig): NonNullable<Gap
   return deps.gapless;
 }
 
-function entryJson(e: {
-  number: string;
-  seq: string;
-  issuedAt: number;
-  reference: string | null;
-  status: string;
-  reason: string | null;
-}) {
+function entryJson(e: LedgerEntry): LedgerRowJson {
   return {
     number: e.number,
+    period: e.period,
     seq: e.seq,
     issuedAt: new Date(e.issuedAt).toISOString(),
     reference: e.reference,
@@ -144,10 +139,10 @@ async function sendCsv(
   let page = await gapless.page(entity, periodId, 0n, 1000);
   res.setHeader('Content-Type', 'text/csv; charset=utf-8');
   res.setHeader('Content-Disposition', `attachment; filename="${entity.key}-${page.period}.csv"`);
-  res.write(ledgerCsv(page.entries, true));
+  res.write(ledgerCsv(page.entries.map(entryJson), true));
   while (page.next !== null) {
     page = await gapless.page(entity, page.period, BigInt(page.next), 1000);
-    res.write(ledgerCsv(page.entries, false));
+    res.write(ledgerCsv(page.entries.map(entryJson), false));
   }
   res.end();
 }
