@@ -145,7 +145,7 @@ describeWithServices(
         await sleep(500);
         const [waiting] = (await sql.query(
           "SELECT COUNT(*) AS n FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_rows_modified >= 1",
-        )) as [{ n: number }[], unknown];
+        )) as [{ n: number | string }[], unknown];
         killedMidTransaction += Number(waiting[0].n);
         const victim = instances[round % 2];
         await victim.kill9();

@@ -37,6 +37,7 @@ export const apiTags = [
 export function apiPaths(): Record<string, Schema> {
   return {
     ...idPaths(),
+    ...gaplessPaths(),
     ...adminListPaths(),
     ...adminEntityPaths(),
     ...adminOpsPaths(),
@@ -650,6 +651,125 @@ function probePaths(): Record<string, Schema> {
         description: 'The OpenAPI 3.1 description of every route, public; generate a client from it.',
         responses: {
           200: { description: 'OpenAPI 3.1.', content: json({ type: 'object', required: ['openapi', 'paths'] }) },
+        },
+      },
+    },
+  };
+}
+
+/** A gapless series' ledger (docs/numbers.md "Gapless series"): behind the entity's secret, its reconcile behind the admin token. */
+function gaplessPaths(): Record<string, Schema> {
+  const period = {
+    name: 'period',
+    in: 'query',
+    required: false,
+    schema: { type: 'string', pattern: '^([0-9]{4,10}|all)$' },
+    description: "The period (20261128 for a daily series); default: now's, by the database's clock.",
+  };
+  const format = {
+    name: 'format',
+    in: 'query',
+    required: false,
+    schema: { type: 'string', enum: ['json', 'csv'] },
+    description: 'csv (or `Accept: text/csv`): the whole period as CSV.',
+  };
+  const csv = { 'text/csv': { schema: { type: 'string' } } };
+  const notGapless = error('The entity is not a gapless series (`conflict`).');
+  return {
+    '/apps/{key}/numbers/{number}/void': {
+      post: {
+        operationId: 'voidNumber',
+        tags: ['ids'],
+        summary: 'Void a number of a gapless series',
+        description:
+          'Marks an issued number void with a reason; it stays in the ledger and is never issued again. Voiding it again changes nothing and answers the row (the first reason kept).',
+        security: entitySecret,
+        parameters: [
+          keyParam,
+          { name: 'number', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
+        ],
+        requestBody: { required: true, content: json(ref('VoidRequest')) },
+        responses: {
+          200: { description: 'The ledger row.', content: json(ref('LedgerEntry')) },
+          400: E[400],
+          401: E.entity401,
+          404: error('No such number was issued (`not_found`).'),
+          409: error('The entity is not a gapless series, or the number was entered lost (`conflict`).'),
+          413: E[413],
+          415: E[415],
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
+    '/apps/{key}/numbers/audit': {
+      get: {
+        operationId: 'auditNumbers',
+        tags: ['ids'],
+        summary: "A gapless series' audit",
+        description:
+          'First, last, issued, voided and lost of a period, and its holes and duplicates computed from the ledger (always empty); the whole ledger as CSV with `?format=csv` or `Accept: text/csv`.',
+        security: entitySecret,
+        parameters: [keyParam, period, format],
+        responses: {
+          200: { description: 'The audit, or the ledger as CSV.', content: { ...json(ref('LedgerAudit')), ...csv } },
+          400: E[400],
+          401: E.entity401,
+          409: notGapless,
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
+    '/apps/{key}/numbers': {
+      get: {
+        operationId: 'listNumbers',
+        tags: ['ids'],
+        summary: "A gapless series' ledger",
+        description:
+          'The ledger of a period in sequence order, a page at a time; the whole period as CSV with `?format=csv`.',
+        security: entitySecret,
+        parameters: [
+          keyParam,
+          period,
+          format,
+          { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^[0-9]{1,19}$' } },
+          { name: 'limit', in: 'query', required: false, schema: int32(1, 1000), description: 'Default 100.' },
+        ],
+        responses: {
+          200: {
+            description: 'A page of the ledger, or the period as CSV.',
+            content: { ...json(ref('LedgerPage')), ...csv },
+          },
+          400: E[400],
+          401: E.entity401,
+          409: notGapless,
+          429: E[429],
+          503: E[503],
+        },
+      },
+    },
+    '/admin/apps/{key}/numbers/reconcile': {
+      post: {
+        operationId: 'reconcileNumbers',
+        tags: ['admin'],
+        summary: 'Reconcile a gapless series after a restore',
+        description:
+          'Enters the sequences between the ledger and the high-water record as `lost` and moves the counter past them, so issuing goes on above them (`gapless_ledger_behind` ends).',
+        security: admin,
+        parameters: [keyParam],
+        requestBody: { required: false, content: json(ref('ReconcileRequest')) },
+        responses: {
+          200: { description: 'What was entered.', content: json(ref('Reconciled')) },
+          400: E[400],
+          401: E[401],
+          403: E[403],
+          404: E[404],
+          409: notGapless,
+          413: E[413],
+          415: E[415],
+          429: E[429],
+          503: E[503],
         },
       },
     },

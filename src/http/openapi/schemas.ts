@@ -88,7 +88,16 @@ function idSchemas(): Record<string, Schema> {
     TakeRequest: {
       type: 'object',
       additionalProperties: false,
-      properties: { count: int32(1, LIMITS.maxSizePerTimes, 'At most the entity maxSizePerTimes. Default: 1.') },
+      properties: {
+        count: int32(1, LIMITS.maxSizePerTimes, 'At most the entity maxSizePerTimes. Default: 1.'),
+        reference: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 128,
+          description:
+            "A gapless series only: the caller's reference (an invoice's id), kept in the ledger beside each number.",
+        },
+      },
     },
     Ids: {
       type: 'object',
@@ -219,6 +228,7 @@ function entitySchemas(): Record<string, Schema> {
         format: { type: 'string', maxLength: 64, description: 'Business-number template (docs/numbers.md).' },
         reset: { type: 'string', enum: [...RESETS] },
         timeZone: { type: 'string', description: 'IANA name or fixed offset of the periods.' },
+        gapless: { type: 'boolean', description: 'A gapless series: each number issued at the take, in the ledger.' },
         compat: {
           type: 'array',
           items: { type: 'string', enum: [...COMPAT_PROTOCOLS] },
@@ -308,6 +318,7 @@ function entitySchemas(): Record<string, Schema> {
       properties: { key: entityKey, period: { type: 'string' }, seq: decimalId },
     },
     AddSecretRequest: fromZod(addSecretSchema),
+    ...gaplessSchemas(),
     AddedSecret: {
       type: 'object',
       required: ['id', 'added', 'expiresAt'],
@@ -723,6 +734,87 @@ function opsOverviewSchema(): Schema {
         },
       },
       instances: ref('Instances'),
+    },
+  };
+}
+
+/** A gapless series' ledger rows, page, audit and reconcile (docs/numbers.md "Gapless series"). */
+function gaplessSchemas(): Record<string, Schema> {
+  const seq = { type: 'string', pattern: '^[0-9]+$', maxLength: 19 };
+  const range = {
+    type: 'object',
+    required: ['from', 'to'],
+    additionalProperties: false,
+    properties: { from: seq, to: seq },
+  };
+  return {
+    LedgerEntry: {
+      type: 'object',
+      required: ['number', 'period', 'seq', 'issuedAt', 'reference', 'status', 'reason'],
+      additionalProperties: false,
+      properties: {
+        number: { type: 'string' },
+        period: { type: 'string' },
+        seq,
+        issuedAt: { ...isoDate, description: "By the database's clock." },
+        reference: { type: ['string', 'null'] },
+        status: { type: 'string', enum: ['issued', 'void', 'lost'] },
+        reason: { type: ['string', 'null'], description: 'Why it was voided, or entered lost.' },
+      },
+    },
+    LedgerPage: {
+      type: 'object',
+      required: ['key', 'period', 'numbers', 'next'],
+      additionalProperties: false,
+      properties: {
+        key: entityKey,
+        period: { type: 'string' },
+        numbers: { type: 'array', maxItems: 1000, items: ref('LedgerEntry') },
+        next: { anyOf: [seq, { type: 'null' }], description: 'The `after` of the next page; null on the last.' },
+      },
+    },
+    LedgerAudit: {
+      type: 'object',
+      required: ['key', 'period', 'first', 'last', 'counter', 'issued', 'voided', 'lost', 'holes', 'duplicates'],
+      additionalProperties: false,
+      properties: {
+        key: entityKey,
+        period: { type: 'string' },
+        first: { anyOf: [seq, { type: 'null' }] },
+        last: { anyOf: [seq, { type: 'null' }] },
+        counter: seq,
+        issued: { type: 'integer', minimum: 0 },
+        voided: { type: 'integer', minimum: 0 },
+        lost: { type: 'integer', minimum: 0 },
+        holes: {
+          type: 'array',
+          items: range,
+          description: 'Sequences up to the counter with no ledger row: always empty.',
+        },
+        duplicates: { type: 'array', items: { type: 'string' }, description: 'Numbers written twice: always empty.' },
+      },
+    },
+    VoidRequest: {
+      type: 'object',
+      required: ['reason'],
+      additionalProperties: false,
+      properties: { reason: { type: 'string', minLength: 1, maxLength: 255 } },
+    },
+    ReconcileRequest: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { period: { type: 'string', description: "Default: now's period by the database's clock." } },
+    },
+    Reconciled: {
+      type: 'object',
+      required: ['key', 'period', 'record'],
+      additionalProperties: false,
+      properties: {
+        key: entityKey,
+        period: { type: 'string' },
+        record: { type: 'string', enum: ['redis', 'high-water file', 'none'] },
+        lost: { ...range, description: 'The sequences entered lost; absent when the ledger was not behind.' },
+      },
     },
   };
 }
