@@ -33,7 +33,7 @@ async function freshPostgres(name: string): Promise<string> {
 
 interface Backend {
   name: string;
-  env(): Promise<{ env: Record<string, string>; done(): Promise<void> }>;
+  env: () => Promise<{ env: Record<string, string>; done: () => Promise<void> }>;
 }
 
 const BACKENDS: Backend[] = [
