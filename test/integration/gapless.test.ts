@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { type Database, openDatabase } from '../../src/db/database';
 import { type Service, createService } from '../../src/service';
+import { createIdGenerator } from '../../src/library';
 import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
 import { ADMIN_TOKEN, call } from '../support/http';
@@ -65,15 +66,18 @@ for (const backend of BACKENDS) {
     let url: string;
     let db: Database;
     let drop: () => Promise<void>;
+    let databaseUrl: string;
 
     beforeAll(async () => {
       const opened = await backend.open();
       drop = () => opened.drop();
+      databaseUrl = opened.env.IDPOOL_DATABASE_URL;
       const config = loadConfig({
         ...opened.env,
         IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
         IDPOOL_WORKER_ID: '1',
         IDPOOL_WORKER_ID_UNSAFE: '1',
+        IDPOOL_COMPAT: 'leaf,tinyid',
       });
       service = await createService(config, { redisPrefix: testPrefix(), ops: { requestLog: 'off' } });
       url = `http://127.0.0.1:${await service.listen(0)}`;
@@ -269,6 +273,33 @@ for (const backend of BACKENDS) {
         { from: '2', to: '3' },
         { from: '6', to: '7' },
       ]);
+    });
+
+    it("every door: Leaf's and Tinyid's routes and segment leases refuse it by name; the library's own connection refuses it", async () => {
+      const { key, secret } = await registerSeries({ compat: ['leaf'] });
+      const leaf = await fetch(`${url}/api/segment/get/${key}`);
+      expect(leaf.status).toBe(500);
+      expect(((await leaf.json()) as { message: string }).message).toBe('Result{id=-2, status=EXCEPTION}');
+      const tinyid = await call(`${url}/tinyid/id/nextId?bizType=${key}&token=${secret}`);
+      expect(tinyid.body).toMatchObject({ data: null, code: 6 });
+      expect(tinyid.body.message).toMatch(/^gapless_not_served_here: /);
+      const lease = await call(`${url}/apps/${key}/segments`, { token: secret, body: {} });
+      expect(lease.status).toBe(409);
+      expect(lease.body.error.code).toBe('gapless_not_served_here');
+      // None of them issued anything.
+      const audit = await call(`${url}/apps/${key}/numbers/audit`, { token: secret });
+      expect(audit.body).toMatchObject({ issued: 0, counter: '0', holes: [] });
+      const library = await createIdGenerator({ databaseUrl: databaseUrl });
+      try {
+        await expect(library.numbers(key, 1)).rejects.toThrow(/gapless series/);
+      } finally {
+        await library.close();
+      }
+      const listed = await call(`${url}/admin/apps?limit=1000`, admin);
+      expect(listed.body.apps.find((a: { key: string }) => a.key === key)).toMatchObject({
+        gapless: true,
+        format: FORMAT,
+      });
     });
 
     it('a plain business-number entity keeps no ledger: its audit is a 409', async () => {
