@@ -8,7 +8,7 @@
  * back through `LAST_INSERT_ID(seq + n)`, elsewhere through `RETURNING`.
  */
 import type { Database } from '../db/database';
-import { ConflictError, NotFoundError, PeriodExhaustedError } from '../errors';
+import { ConflictError, NotFoundError, PeriodExhaustedError, UnavailableError } from '../errors';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import { LedgerBehindError } from './errors';
@@ -152,7 +152,8 @@ export class SqlLedger {
 
   /** Moves the period's counter by `n` (creating its row at the period's first take); resolves to its new value. */
   private async advance(tx: Tx, entityKey: string, period: string, n: number, capacity: bigint, group: boolean) {
-    for (let round = 0; round < 2; round++) {
+    // A few rounds at most: the row missing (the period's first take), or another take's row committed between our reads.
+    for (let round = 0; round < 4; round++) {
       const last = await this.tryAdvance(tx, entityKey, period, n, capacity);
       if (last !== undefined) return last;
       const { rows } = await tx.run(
@@ -163,13 +164,15 @@ export class SqlLedger {
         await tx.run(this.insertCounter, [entityKey, period, Date.now()]);
         continue;
       }
+      const issued = BigInt(String(rows[0].seq));
+      if (issued + BigInt(n) <= capacity) continue;
       if (group) throw new GroupDeclined();
       throw new PeriodExhaustedError(
-        `entity "${entityKey}" period ${period}: ${BigInt(String(rows[0].seq))} of ${capacity} numbers issued, ${n} more do not fit; the next period starts the sequence again`,
+        `entity "${entityKey}" period ${period}: ${issued} of ${capacity} numbers issued, ${n} more do not fit; the next period starts the sequence again`,
         60,
       );
     }
-    throw new Error(`gapless_counter row of ${entityKey} ${period} missing after its insert`);
+    throw new UnavailableError(`gapless_counter row of ${entityKey} ${period}: the counter moved under every try`, 1);
   }
 
   private async tryAdvance(tx: Tx, entityKey: string, period: string, n: number, capacity: bigint) {
