@@ -295,6 +295,9 @@ for (const backend of BACKENDS) {
       } finally {
         await library.close();
       }
+      // Its counter moves only with its ledger: no raise.
+      const raised = await call(`${url}/admin/apps/${key}/raise`, { ...admin, body: { period: today(), seq: 5 } });
+      expect(raised.status).toBe(409);
       const listed = await call(`${url}/admin/apps?limit=1000`, admin);
       expect(listed.body.apps.find((a: { key: string }) => a.key === key)).toMatchObject({
         gapless: true,
