@@ -6,6 +6,7 @@ import { EntitySpacingCompatSecrets1764115200000 } from './1764115200000-EntityS
 import { BusinessNumbers1764201600000 } from './1764201600000-BusinessNumbers';
 import { HeldAndLiveEntities1764288000000 } from './1764288000000-HeldAndLiveEntities';
 import { IncumbentAlias1764374400000 } from './1764374400000-IncumbentAlias';
+import { GaplessSeries1764460800000 } from './1764460800000-GaplessSeries';
 
 /** Every schema migration, in order. Run at start-up and by `npm run migration:run`. */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   BusinessNumbers1764201600000,
   HeldAndLiveEntities1764288000000,
   IncumbentAlias1764374400000,
+  GaplessSeries1764460800000,
 ];

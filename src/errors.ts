@@ -150,3 +150,19 @@ export class PeriodShortError extends IdpoolError {
     );
   }
 }
+
+/**
+ * A gapless series asked for on a face that cannot keep its promise: Leaf's
+ * and Tinyid's routes (no Idempotency-Key, no reference: a retry would burn
+ * a number) and segment leases (a client issuing alone writes no ledger).
+ * docs/numbers.md "Gapless series".
+ */
+export class GaplessNotServedError extends IdpoolError {
+  constructor(key: string, where: string) {
+    super(
+      409,
+      'gapless_not_served_here',
+      `gapless_not_served_here: entity "${key}" is a gapless series, not served ${where}: take its numbers with POST /apps/${key}/ids and an Idempotency-Key`,
+    );
+  }
+}

@@ -23,6 +23,7 @@ import { entityKeys } from '../../src/redis/keys';
 import { type Answer, CLIENT_TIMEOUT_MS, Load, entitySpecs } from './load';
 import { type FaultKind, INSTANCE_FAULTS, dependencyFaults, type Injection, Nemesis, type Probe } from './nemesis';
 import { checkNumbers, numberSpecs, numbersBehindFence, runBoundaries } from './numbers';
+import { checkGapless, gaplessSpec } from './gapless';
 import { Random } from './random';
 import { ChaosSystem, SentinelRedis } from './system';
 import { LIBFAKETIME } from '../../test/support/processes';
@@ -55,7 +56,7 @@ function parseArgs(argv: string[]): Options {
 
 /** What went wrong, each a reason to exit 1, and which faults were active when it did. */
 interface Finding {
-  readonly kind: 'repeat' | 'order' | '500' | 'hang' | 'status' | 'dead' | 'misdated' | 'restart';
+  readonly kind: 'repeat' | 'order' | '500' | 'hang' | 'status' | 'dead' | 'misdated' | 'restart' | 'gapless';
   readonly at: number;
   readonly text: string;
 }
@@ -90,7 +91,8 @@ async function main(): Promise<number> {
     const runTag = `${options.seed}-${Date.now().toString(36)}`;
     // Business-number entities whose zones put a period boundary inside the run (numbers.ts).
     const numbered = numberSpecs(runTag, runBoundaries(Date.now(), options.minutes));
-    const specs = [...entitySpecs(random, runTag), ...numbered.map((n) => n.spec)];
+    const gapless = gaplessSpec(runTag);
+    const specs = [...entitySpecs(random, runTag), ...numbered.map((n) => n.spec), gapless];
     const entities = await Load.register(specs, system.nodes);
     log(
       `chaos: business numbers' boundaries at ${numbered.map((n) => `${new Date(n.shape.boundary).toISOString().slice(11, 19)} (${n.shape.zone})`).join(', ')}`,
@@ -142,7 +144,11 @@ async function main(): Promise<number> {
       // With one deployment (no stride) an id is its offset: the next offset must be above the fence.
       databaseBehindFence: async () =>
         (await offsets()).some((r) => r.current <= r.fence) ||
-        (await numbersBehindFence(system.db.port, direct, entities)),
+        (await numbersBehindFence(
+          system.db.port,
+          direct,
+          entities.filter((e) => !e.gapless),
+        )),
     };
 
     nemesis = new Nemesis(
@@ -203,6 +209,17 @@ async function main(): Promise<number> {
       findings.push(...checked.findings);
       numberLines.push(checked.summary);
     });
+    // The gapless series: its ledger shows no hole and no duplicate, and holds every number answered (gapless.ts).
+    const gaplessEntity = entities.find((e) => e.key === gapless.key)!;
+    const liveNode = system.nodes.find((n) => n.alive()) ?? system.nodes[0];
+    const gaplessCheck = await checkGapless(liveNode.url, gapless.key, gaplessEntity.secret, gaplessEntity.takes).catch(
+      (err: Error) => ({
+        problems: [`the gapless ledger could not be read: ${err.message}`],
+        summary: 'gapless: not read',
+      }),
+    );
+    for (const text of gaplessCheck.problems) findings.push({ kind: 'gapless', at: Date.now(), text });
+    numberLines.push(gaplessCheck.summary);
     for (const b of load.orderBreaks)
       findings.push({ kind: 'order', at: t0 + b.at, text: `${b.entity}: ${b.got} after ${b.previous}` });
     for (const n of system.nodes)

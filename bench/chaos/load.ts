@@ -6,7 +6,7 @@
  */
 import { type WriteStream } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import { register } from '../../test/support/http';
+import { ADMIN_TOKEN, register } from '../../test/support/http';
 import { sleep } from '../../test/support/wait';
 import { entityKeys } from '../../src/redis/keys';
 import type { Node } from './system';
@@ -58,6 +58,12 @@ export interface EntitySpec {
   readonly registration: Record<string, unknown>;
   /** A business-number entity (numbers.ts): its answers are kept as takes, not as integer ids. */
   readonly numbers?: boolean;
+  /**
+   * A gapless series (gapless.ts): each take sends an Idempotency-Key, kept
+   * across its retries until an answer that is not a 5xx or none, and a
+   * `503 gapless_ledger_behind` (a restore) is reconciled as an operator would.
+   */
+  readonly gapless?: boolean;
 }
 
 export interface LoadEntity extends EntitySpec {
@@ -163,19 +169,31 @@ export class Load {
   private async client(index: number): Promise<void> {
     const entity = this.entities[index];
     let last = -1n;
+    let pending: { key: string; count: number } | undefined;
+    let taken = 0;
     while (this.running) {
       const node = this.nodes[this.random.int(0, this.nodes.length - 1)];
-      const count = batch(this.random, entity.maxBatch);
+      // A gapless take is sent again with its key and count until it is answered.
+      pending ??= entity.gapless
+        ? { key: `${entity.key}-${taken++}`, count: batch(this.random, entity.maxBatch) }
+        : undefined;
+      const count = pending?.count ?? batch(this.random, entity.maxBatch);
       const start = Date.now();
       let answer: Answer;
       try {
         const res = await fetch(`${node.url}/apps/${entity.key}/ids`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${entity.secret}`, 'content-type': 'application/json' },
+          headers: {
+            authorization: `Bearer ${entity.secret}`,
+            'content-type': 'application/json',
+            ...(pending && { 'idempotency-key': pending.key }),
+          },
           body: JSON.stringify({ count }),
           signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
         });
         const text = await res.text();
+        if (res.status < 500) pending = undefined;
+        if (entity.gapless && text.includes('"gapless_ledger_behind"')) await reconcile(node.url, entity.key);
         const end = Date.now();
         answer = {
           node: node.index,
@@ -243,4 +261,14 @@ export class Load {
       await sleep(200);
     }
   }
+}
+
+/** What an operator does on `gapless_ledger_behind` (docs/numbers.md "After a restore"): the reconcile, failures left for the next 503. */
+async function reconcile(url: string, key: string): Promise<void> {
+  await fetch(`${url}/admin/apps/${key}/numbers/reconcile`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: '{}',
+    signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
+  }).catch(() => undefined);
 }

@@ -9,6 +9,7 @@ import { idpoolVersion } from '../version';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
 import { addServiceCommands } from './service-commands';
 import { addTakeCommand } from './take-command';
+import { addNumbersCommand } from './numbers-command';
 import { addWorkersCommand } from './workers-command';
 
 export type { CliIo } from './context';
@@ -72,6 +73,7 @@ export function buildProgram(io: CliIo): Command {
   addEntityCommands(program, ctx);
   addWorkersCommand(program, ctx);
   addTakeCommand(program, ctx);
+  addNumbersCommand(program, ctx);
   addDecodeCommand(program, ctx);
   addRedisAclCommand(program, ctx);
   return program;

@@ -147,7 +147,7 @@ export class EntityCache implements SyncedCache {
     return [...this.kinds().segment];
   }
 
-  /** Keys of every live entity that issues business numbers (a `format`; a copy). */
+  /** Keys of every live entity that issues business numbers from per-period pools (a `format`, not gapless: those are issued at the take; a copy). */
   numberKeys(): string[] {
     return [...this.kinds().numbers];
   }
@@ -157,6 +157,7 @@ export class EntityCache implements SyncedCache {
     const segment: string[] = [];
     const numbers: string[] = [];
     for (const entity of this.entities.values()) {
+      if (entity.gapless) continue;
       if (entity.numbers) numbers.push(entity.key);
       else if (entity.mode !== 'snowflake') segment.push(entity.key);
     }

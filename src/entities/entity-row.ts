@@ -41,6 +41,8 @@ export interface Row {
   number_format: string | null;
   number_reset: string | null;
   number_time_zone: string | null;
+  /** Added by the GaplessSeries migration. */
+  number_gapless?: number | string;
   create_time: number | string;
   update_time: number | string;
   deleted_at: number | string;
@@ -75,6 +77,7 @@ export function toEntity(row: Row): EntityConfig {
         reset: (row.number_reset ?? 'never') as Reset,
         timeZone: row.number_time_zone ?? 'UTC',
       },
+      ...(Number(row.number_gapless) === 1 && { gapless: true }),
     }),
     createTime: Number(row.create_time),
     updateTime: Number(row.update_time),

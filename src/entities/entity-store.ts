@@ -61,6 +61,7 @@ export class SqlEntityStore implements EntityStore {
       'number_format',
       'number_reset',
       'number_time_zone',
+      'number_gapless',
       `${db.bigText('create_time')} AS create_time`,
       `${db.bigText('update_time')} AS update_time`,
       `${db.bigText('deleted_at')} AS deleted_at`,
@@ -177,13 +178,13 @@ export class SqlEntityStore implements EntityStore {
     this.pending.unshift(...free);
   }
 
-  /** Rows per INSERT: 26 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
+  /** Rows per INSERT: 27 placeholders each keeps a full batch far below every driver's parameter limit (SQLite: 32,766). */
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(26).fill('?').join(', ')}, 0)`;
+    const row = `(${Array(27).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, alias, number_format, number_reset, number_time_zone, create_time, update_time, deleted_at)
+      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, alias, number_format, number_reset, number_time_zone, number_gapless, create_time, update_time, deleted_at)
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -208,6 +209,7 @@ export class SqlEntityStore implements EntityStore {
         entity.numbers?.format ?? null,
         entity.numbers?.reset ?? null,
         entity.numbers?.timeZone ?? null,
+        entity.gapless ? 1 : 0,
         entity.createTime,
         entity.updateTime,
       ]),

@@ -35,6 +35,12 @@ export interface EntityConfig {
    * over the same counters would repeat numbers.
    */
   readonly numbers?: NumberSettings;
+  /**
+   * A gapless series (docs/numbers.md "Gapless series"): its business
+   * numbers are issued one database transaction at a time, each written in
+   * a ledger, none skipped. Only with `numbers`; fixed at registration.
+   */
+  readonly gapless?: boolean;
   readonly createTime: number;
   readonly updateTime: number;
   /** Why the entity is served on no route until an admin releases it (`idpool apps release`); absent or null: served. */
@@ -162,6 +168,7 @@ const numberFields = {
   format: z.string({ error: 'must be a template such as INV{yyyy}{MM}{dd}-{seq:6}' }).optional(),
   reset: z.string({ error: 'must be never, yearly, monthly, daily or hourly' }).optional(),
   timeZone: z.string({ error: 'must be an IANA name (Asia/Shanghai) or an offset (+08:00)' }).optional(),
+  gapless: z.boolean({ error: 'must be true or false' }).optional(),
 };
 
 export const registerSchema = z.strictObject({
@@ -343,6 +350,7 @@ export function describeEntity(entity: EntityConfig) {
       format: entity.numbers.format,
       reset: entity.numbers.reset,
       timeZone: entity.numbers.timeZone,
+      gapless: entity.gapless === true,
     }),
   };
 }

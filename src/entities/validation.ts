@@ -26,10 +26,44 @@ export function registrationValues(input: RegisterInput, refillTickMs: number, s
   if (input.firstId !== undefined && input.startOffset !== undefined)
     throw new InvalidRequestError('give startOffset or firstId, not both');
   const numbers = numberSettings(input);
-  const values = withDefaults(input, refillTickMs);
+  const gapless = input.gapless === true && numbers !== undefined && gaplessInput(input, numbers);
+  const values = withDefaults(
+    gapless ? { ...input, maxSizePerTimes: input.maxSizePerTimes ?? GAPLESS_MAX_COUNT } : input,
+    refillTickMs,
+  );
   if (input.firstId !== undefined) values.startOffset = stride.of(values).firstNumberFrom(input.firstId);
   refuseBroken(values);
+  if (gapless) return { ...values, numbers, gapless };
   return numbers ? { ...values, numbers } : values;
+}
+
+/**
+ * The most numbers one take of a gapless series may ask for: each is a
+ * ledger row written in the take's one transaction, which holds the
+ * period's counter row locked until it commits.
+ */
+export const GAPLESS_MAX_COUNT = 100;
+/**
+ * The widest `{seq:N}` of a gapless series: its high-water record in Redis
+ * is a sorted set's score (`ZADD GT`), a double, exact to 2^53 (16 digits).
+ */
+const GAPLESS_MAX_SEQ_WIDTH = 15;
+
+/** A gapless registration's own rules (with `format`, checked): monotonic, up to 15 digits, 100 a take; true when they hold. */
+function gaplessInput(input: RegisterInput, numbers: NumberSettings): true {
+  if (input.mode !== 'monotonic')
+    throw new InvalidRequestError('gapless: a gapless series is issued in order (mode monotonic), not ' + input.mode);
+  if (NumberScheme.of(numbers).template.seqWidth > GAPLESS_MAX_SEQ_WIDTH)
+    throw new InvalidRequestError(`gapless: {seq:N} of a gapless series is at most ${GAPLESS_MAX_SEQ_WIDTH} digits`);
+  refuseGaplessCount(input.maxSizePerTimes);
+  return true;
+}
+
+function refuseGaplessCount(maxSizePerTimes: number | undefined): void {
+  if (maxSizePerTimes !== undefined && maxSizePerTimes > GAPLESS_MAX_COUNT)
+    throw new InvalidRequestError(
+      `maxSizePerTimes: a gapless series takes at most ${GAPLESS_MAX_COUNT} numbers at a time (each one a ledger row in one transaction)`,
+    );
 }
 
 /**
@@ -54,7 +88,7 @@ function refuseFittingAlias(input: RegisterInput): void {
  */
 function numberSettings(input: RegisterInput): NumberSettings | undefined {
   if (input.format === undefined) {
-    const given = (['reset', 'timeZone'] as const).find((f) => input[f] !== undefined);
+    const given = (['reset', 'timeZone', 'gapless'] as const).find((f) => input[f] !== undefined && input[f] !== false);
     if (given) throw new InvalidRequestError(`${given}: only with format (a business-number template)`);
     return undefined;
   }
@@ -77,7 +111,8 @@ function numberSettings(input: RegisterInput): NumberSettings | undefined {
 export function patchedEntity(current: EntityConfig, patch: UpdateInput, updateTime: number): EntityConfig {
   if (current.mode === 'snowflake') refusePoolFields(patch);
   refuseNumberChange(current, patch);
-  const { format: _f, reset: _r, timeZone: _z, ...tunables } = patch;
+  if (current.gapless) refuseGaplessCount(patch.maxSizePerTimes);
+  const { format: _f, reset: _r, timeZone: _z, gapless: _g, ...tunables } = patch;
   const next: EntityConfig = { ...current, ...stripUndefined(tunables), updateTime };
   refuseBroken(next);
   return next;
@@ -89,6 +124,10 @@ export function patchedEntity(current: EntityConfig, patch: UpdateInput, updateT
  * numbers. Giving the registered value again changes nothing and passes.
  */
 function refuseNumberChange(current: EntityConfig, patch: UpdateInput): void {
+  if (patch.gapless !== undefined && patch.gapless !== (current.gapless === true))
+    throw new ConflictError(
+      `gapless is fixed once registered (a series is gapless from its first number or not at all); register a new entity`,
+    );
   for (const field of ['format', 'reset', 'timeZone'] as const) {
     const given = patch[field];
     if (given === undefined || given === current.numbers?.[field]) continue;

@@ -8,6 +8,7 @@ import { createGuards } from './guards';
 import { registerAdminRoutes } from './routes/admin';
 import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
 import { registerLeafRoutes } from './routes/leaf';
+import { registerGaplessAdminRoutes, registerGaplessRoutes } from './routes/gapless';
 import { BODY_LIMIT_BYTES } from './settings';
 import { registerOpsRoutes } from './routes/ops';
 import { registerSegmentRoutes } from './routes/segments';
@@ -71,8 +72,12 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
   if (face !== 'admin') {
     registerIdRoutes(app, deps, guards, take);
     registerSegmentRoutes(app, deps, guards);
+    registerGaplessRoutes(app, deps, guards);
   }
-  if (face !== 'public') registerAdminRoutes(app, deps, guards);
+  if (face !== 'public') {
+    registerGaplessAdminRoutes(app, deps, guards);
+    registerAdminRoutes(app, deps, guards);
+  }
   if (face !== 'admin') {
     registerOpsRoutes(app, deps, guards);
     if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);

@@ -14,6 +14,8 @@ import type { IdempotencyStore } from '../idempotency/store';
 import type { LeasedSegment } from '../segment/lease';
 import type { NumberTakes } from '../pool/number-takes';
 import type { NumberView } from '../ops/period-forecast';
+import type { GaplessSeries } from '../gapless/series';
+import type { TakeRequest } from '../take/take-service';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
@@ -76,7 +78,9 @@ export interface HttpDeps {
   /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
   lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
-  takes: { take(entity: EntityConfig, count: number): Promise<TakenIds> };
+  takes: { take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> };
+  /** Gapless series (docs/numbers.md "Gapless series"): void, the ledger, the audit and the reconcile after a restore. */
+  gapless?: Pick<GaplessSeries, 'void' | 'page' | 'audit' | 'reconcile'>;
   /** Business numbers (entities with a `format`, docs/numbers.md): the admin raise of one period, and now's period's use. */
   numbers?: Pick<NumberTakes, 'raise' | 'usage'>;
   /** The ops sampler's latest reading of a business-number entity's period, with its rate and forecast. */

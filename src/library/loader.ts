@@ -132,6 +132,11 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     if (!found) throw new NotFoundError(`no entity with key "${entityKey}"`);
     if (!found.numbers)
       throw new UnsupportedEntityError(entityKey, 'has no business-number format; use next, nextAsync or take');
+    if (found.gapless)
+      throw new UnsupportedEntityError(
+        entityKey,
+        'is a gapless series: its numbers are issued by the service, each in its ledger; use the service mode (createIdGenerator({ service }))',
+      );
     const entity: NumberEntity = {
       key: entityKey,
       mode: found.mode,

@@ -15,7 +15,8 @@ export interface EntitySource {
   findLive(
     entityKey: string,
   ): Promise<
-    (Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder' | 'numbers'>>) | undefined
+    | (Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder' | 'numbers' | 'gapless'>>)
+    | undefined
   >;
 }
 

@@ -16,6 +16,8 @@ export interface TakenIds {
   toJson(): string;
   /** The take route's answer, `{"ids":[…]}`: a latin1 string, or its bytes where the ids are held as bytes. */
   body(): string | Buffer;
+  /** True when a record of an earlier take with the same Idempotency-Key answered these (a gapless series' ledger). */
+  readonly replayed?: boolean;
 }
 
 /** Ids that are an array of decimal strings (a small take, the in-process pool, the snowflake generator). */

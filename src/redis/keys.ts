@@ -63,6 +63,15 @@ export interface NumberKeys extends Pick<EntityKeys, 'ids' | 'epoch' | 'ratePref
   readonly staged: string;
 }
 
+/**
+ * A gapless series' high-water record (docs/numbers.md "Gapless series"): a
+ * sorted set, one member per period, its score the highest sequence the
+ * ledger ever committed there (raised with `ZADD GT` after each take).
+ */
+export function gaplessHighWaterKey(entityKey: string, prefix = DEFAULT_PREFIX): string {
+  return `${prefix}:{${entityKey}}:g:hw`;
+}
+
 export function numberKeys(entityKey: string, prefix = DEFAULT_PREFIX): NumberKeys {
   const k = entityKeys(entityKey, prefix);
   const base = `${prefix}:{${entityKey}}`;

@@ -1,4 +1,4 @@
-import { ConflictError, InvalidRequestError, RateLimitedError, refuseHeld } from '../errors';
+import { ConflictError, GaplessNotServedError, InvalidRequestError, RateLimitedError, refuseHeld } from '../errors';
 import type { SegmentAllocator } from './allocator';
 import type { IdStride } from './stride';
 
@@ -38,6 +38,8 @@ export interface LeaseEntity {
   readonly held?: string | null;
   /** Set for business numbers, which no client can lease (`numbers/scheme.ts`). */
   readonly numbers?: unknown;
+  /** A gapless series: refused with its own code, `gapless_not_served_here`. */
+  readonly gapless?: boolean;
 }
 
 /** What a lease reports: the ops metrics count leases and their ids per entity. */
@@ -72,6 +74,8 @@ export class SegmentLeaser {
   /** `size` numbers (default: the entity's step) of a live `trend` entity; 400 / 409 / 429 change nothing. */
   async lease(entity: LeaseEntity, size: number = entity.step): Promise<LeasedSegment> {
     refuseHeld(entity);
+    if (entity.gapless)
+      throw new GaplessNotServedError(entity.key, 'as segment leases (a client issuing alone writes no ledger)');
     if (entity.numbers !== undefined)
       throw new ConflictError(
         `entity "${entity.key}" issues business numbers: their period is decided by one clock for the whole deployment and their counter restarts each period, which a client issuing from its own segment cannot keep; take them with POST /apps/${entity.key}/ids`,

@@ -56,6 +56,16 @@ import { errorMessage } from '../errors';
 import { RedisNumberStore } from '../pool/number-store';
 import { LocalNumberTakes, type NumberTakes, RedisNumberTakes } from '../pool/number-takes';
 import { SqlNumberCounter } from '../segment/number-counter';
+import { SqlLedger } from '../gapless/ledger';
+import { transactionsOf } from '../gapless/transaction';
+import {
+  FileGaplessHighWater,
+  type GaplessHighWater,
+  NO_HIGH_WATER,
+  RedisGaplessHighWater,
+} from '../gapless/high-water';
+import { GaplessSeries } from '../gapless/series';
+import { GaplessTaker } from '../gapless/taker';
 
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
 export interface Stores {
@@ -76,6 +86,9 @@ export interface Stores {
   /** Business numbers: the per-period counters in SQL, and their lists in Redis (none embedded). */
   readonly numberCounter: SqlNumberCounter;
   readonly numberStore: RedisNumberStore | undefined;
+  /** Gapless series: the ledger and its counters in SQL, and their high-water record in Redis (the file embedded). */
+  readonly gaplessLedger: SqlLedger;
+  readonly gaplessRecord: GaplessHighWater | undefined;
 }
 
 export function buildStores(deps: {
@@ -108,6 +121,8 @@ export function buildStores(deps: {
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
     numberCounter: new SqlNumberCounter(db, clock),
     numberStore: redis ? new RedisNumberStore(redis, prefix) : undefined,
+    gaplessLedger: new SqlLedger(db, transactionsOf(db, sqliteFile(config.databaseUrl), clock)),
+    gaplessRecord: redis ? new RedisGaplessHighWater(redis, prefix) : undefined,
   };
 }
 
@@ -427,9 +442,29 @@ function buildNumberTakes(deps: PoolParts, highWater: HighWaterFile | undefined)
       });
 }
 
+/**
+ * Gapless series: issued at the take from the ledger in SQL, checked
+ * against the high-water record in Redis or, embedded, the high-water
+ * file (none on a server database without Redis).
+ */
+export function buildGapless(deps: {
+  stores: Stores;
+  highWater: HighWaterFile | undefined;
+  log: Logger;
+}): Built<GaplessSeries> {
+  const { stores, highWater } = deps;
+  const series = new GaplessSeries({
+    ledger: stores.gaplessLedger,
+    highWater: stores.gaplessRecord ?? (highWater ? new FileGaplessHighWater(highWater) : NO_HIGH_WATER),
+    log: deps.log.child({ component: 'gapless' }),
+  });
+  return { value: series, close: () => stores.gaplessLedger.close() };
+}
+
 /** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */
 export function buildTakes(deps: {
   pools: Pools;
+  gapless: GaplessSeries;
   snowflake: SnowflakeRuntime;
   rate: EntityRateLimit;
   events: TakeEvents;
@@ -439,6 +474,7 @@ export function buildTakes(deps: {
     takers: {
       segment: deps.pools.dispatcher,
       number: deps.pools.numbers,
+      gapless: new GaplessTaker(deps.gapless),
       snowflake: new SnowflakeTaker({
         make: (entityKey, count) => snowflake.make(entityKey, count),
         rate: deps.rate,

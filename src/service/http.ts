@@ -16,6 +16,7 @@ import { SegmentLeaser } from '../segment/lease';
 import type { Pools, Stores } from './builders';
 import type { SnowflakeRuntime } from './snowflake';
 import type { TakeService } from '../take/take-service';
+import type { GaplessSeries } from '../gapless/series';
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
 function readinessCheck(deps: {
@@ -82,6 +83,7 @@ export function buildHttp(deps: {
   registry: EntityRegistry;
   pools: Pools;
   takes: TakeService;
+  gapless: GaplessSeries;
   snowflake: SnowflakeRuntime;
   ops: Ops;
   db: Database;
@@ -106,6 +108,7 @@ export function buildHttp(deps: {
     registry: deps.registry,
     takes: deps.takes,
     numbers: deps.pools.numbers,
+    gapless: deps.gapless,
     numberViews: (key) => deps.ops.sampler.numberView(key),
     lines: deps.pools.refiller,
     poolStore: stores.poolStore,

@@ -11,6 +11,7 @@ import { type Logger, silentLogger } from '../logger';
 import { instanceName } from '../ops';
 import { buildDatabase, buildIncumbents, buildRedis, claimDeployment } from './connections';
 import {
+  buildGapless,
   buildHighWater,
   checkPoolMemory,
   buildOps,
@@ -91,9 +92,20 @@ export async function createService(config: Config, options: ServiceOptions = {}
       buildPools({ ...base, ops, beforePush: seamsFor(options).beforePush, highWater, incumbents }),
     );
     await pools.checkHighWater();
-    const takes = buildTakes({ pools, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
+    const gapless = resources.add('gapless', buildGapless({ stores, highWater, log }));
+    const takes = buildTakes({ pools, gapless, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
     const stopping = () => state.stopping;
-    const { app, adminApp } = buildHttp({ ...base, opsConfig, pools, takes, snowflake, ops, incumbents, stopping });
+    const { app, adminApp } = buildHttp({
+      ...base,
+      opsConfig,
+      pools,
+      takes,
+      gapless,
+      snowflake,
+      ops,
+      incumbents,
+      stopping,
+    });
     const { refiller, fenceCheck } = pools;
     const parts = {
       app,

@@ -8,11 +8,11 @@ import type { TakenIds } from '../pool/taken-ids';
  * {@link takeKind}; a new kind adds its name here, a line there and a
  * {@link Taker} handed to the service, and no face changes.
  */
-export type TakeKind = 'segment' | 'snowflake' | 'number';
+export type TakeKind = 'segment' | 'snowflake' | 'number' | 'gapless';
 
-/** The kind of take that serves `entity`: the one place that asks an entity's mode (and whether it has a business-number `format`). */
-export function takeKind(entity: Pick<EntityConfig, 'mode' | 'numbers'>): TakeKind {
-  if (entity.numbers) return 'number';
+/** The kind of take that serves `entity`: the one place that asks an entity's mode (and whether it has a business-number `format`, gapless or not). */
+export function takeKind(entity: Pick<EntityConfig, 'mode' | 'numbers' | 'gapless'>): TakeKind {
+  if (entity.numbers) return entity.gapless ? 'gapless' : 'number';
   return entity.mode === 'snowflake' ? 'snowflake' : 'segment';
 }
 
@@ -24,7 +24,7 @@ export interface Taker {
   /** Whether the takes of one entity in one event-loop turn should share one {@link takeShared} call. */
   readonly coalesce: boolean;
   /** `count` ids of the entity, answered on its own: waits, retries and refusals are the taker's. */
-  take(entity: EntityConfig, count: number): Promise<TakenIds>;
+  take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds>;
   /**
    * One attempt at `total` ids for a group of takes, all or nothing: the
    * ids, or undefined when the group must be answered take by take (too few
@@ -32,6 +32,17 @@ export interface Taker {
    * A throw fails every take of the group.
    */
   takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
+}
+
+/**
+ * What a take carries besides its count, for the kinds that keep a record
+ * of each take (a gapless series' ledger); the other kinds ignore it.
+ */
+export interface TakeRequest {
+  /** The request's `Idempotency-Key`: a gapless take with the same key answers the same numbers, forever. */
+  readonly idempotencyKey?: string;
+  /** The caller's reference (an invoice's id), kept in the ledger beside each number. */
+  readonly reference?: string;
 }
 
 /** What the take service reports: every id it hands out, once, whatever its kind. */
@@ -74,12 +85,12 @@ export class TakeService {
   }
 
   /** `count` ids of the entity (1..its `maxSizePerTimes`, checked by the face in its own words). */
-  async take(entity: EntityConfig, count: number): Promise<TakenIds> {
+  async take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> {
     refuseHeld(entity);
     const taker = this.takerOf(entity);
     const ids = taker.coalesce
       ? await new Promise<TakenIds>((resolve, reject) => this.turns.add(entity.key, { entity, count, resolve, reject }))
-      : await taker.take(entity, count);
+      : await taker.take(entity, count, request);
     this.stats.idsServed += ids.length;
     this.deps.events.served(entity.key, ids.length);
     return ids;

@@ -190,6 +190,72 @@ describeWithServices(
       expect(full.body.error.code).toBe('period_exhausted');
       conforms('POST', '/apps/{key}/ids', full);
 
+      // A gapless series: take with a reference, void, the ledger (JSON and CSV), the audit, the reconcile.
+      const gap = uniqueKey('oagap');
+      const gapRes = await call(`${base}/admin/apps`, {
+        ...admin,
+        body: { key: gap, format: 'G{yyyy}-{seq:3}', gapless: true },
+      });
+      conforms('POST', '/admin/apps', gapRes);
+      const gapSecret = gapRes.body.secret as string;
+      expect(requestSchema('TakeRequest')({ count: 2, reference: 'invoice-1' })).toBe(true);
+      const gapTake = await call(`${base}/apps/${gap}/ids`, {
+        token: gapSecret,
+        body: { count: 2, reference: 'invoice-1' },
+      });
+      conforms('POST', '/apps/{key}/ids', gapTake);
+      const gapNumbers = gapTake.body.ids as string[];
+      const voidPath = '/apps/{key}/numbers/{number}/void';
+      conforms(
+        'POST',
+        voidPath,
+        await call(`${base}/apps/${gap}/numbers/${gapNumbers[0]}/void`, {
+          token: gapSecret,
+          body: { reason: 'cancelled' },
+        }),
+      );
+      conforms(
+        'POST',
+        voidPath,
+        await call(`${base}/apps/${gap}/numbers/${gapNumbers[0]}/void`, { token: gapSecret, body: {} }),
+      );
+      conforms(
+        'POST',
+        voidPath,
+        await call(`${base}/apps/${gap}/numbers/G${year}-999/void`, { token: gapSecret, body: { reason: 'x' } }),
+      );
+      conforms(
+        'POST',
+        voidPath,
+        await call(`${base}/apps/${key}/numbers/1/void`, { token: secret, body: { reason: 'x' } }),
+      );
+      conforms('GET', '/apps/{key}/numbers', await call(`${base}/apps/${gap}/numbers?limit=1`, { token: gapSecret }));
+      conforms(
+        'GET',
+        '/apps/{key}/numbers',
+        await call(`${base}/apps/${gap}/numbers?format=csv`, { token: gapSecret }),
+      );
+      conforms('GET', '/apps/{key}/numbers', await call(`${base}/apps/${gap}/numbers?period=x`, { token: gapSecret }));
+      conforms(
+        'GET',
+        '/apps/{key}/numbers/audit',
+        await call(`${base}/apps/${gap}/numbers/audit`, { token: gapSecret }),
+      );
+      conforms('GET', '/apps/{key}/numbers/audit', await call(`${base}/apps/${key}/numbers/audit`, { token: secret }));
+      conforms('GET', '/apps/{key}/numbers/audit', await call(`${base}/apps/${gap}/numbers/audit`, { token: 'nope' }));
+      const reconcilePath = '/admin/apps/{key}/numbers/reconcile';
+      conforms(
+        'POST',
+        reconcilePath,
+        await call(`${base}/admin/apps/${gap}/numbers/reconcile`, { ...admin, body: {} }),
+      );
+      conforms(
+        'POST',
+        reconcilePath,
+        await call(`${base}/admin/apps/${key}/numbers/reconcile`, { ...admin, body: {} }),
+      );
+      conforms('GET', '/admin/apps/{key}', await call(`${base}/admin/apps/${gap}`, admin));
+
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps`, admin));
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=1&after=${key}`, admin));
       conforms('GET', '/admin/apps', await call(`${base}/admin/apps?limit=0`, admin));

@@ -110,6 +110,8 @@ export const E = {
   take409: error(
     'This `Idempotency-Key` was used for a request of another count (`conflict`), or a business-number take asked for more than what is left of its period (`period_short`, naming how many are left).',
   ),
+  gapless409: error('The entity is not a gapless series, or the number was entered lost (`conflict`).'),
+  number404: error('No such number was issued (`not_found`).'),
   take429: withRetryAfter(
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
   ),

@@ -73,6 +73,28 @@ const text = (...types: string[]) => ({
   content: Object.fromEntries(types.map((type) => [type, { schema: { type: 'string' } }])),
 });
 
+/** A period and the CSV form of a gapless series' ledger. */
+const LEDGER_QUERY = [
+  {
+    name: 'period',
+    in: 'query',
+    required: false,
+    schema: { type: 'string', pattern: '^([0-9]{4,10}|all)$' },
+    description: "The period (20261128 for a daily series); default: now's, by the database's clock.",
+  },
+  {
+    name: 'format',
+    in: 'query',
+    required: false,
+    schema: { type: 'string', enum: ['json', 'csv'] },
+    description: 'csv (or `Accept: text/csv`): the whole period as CSV.',
+  },
+];
+/** A body of the named schema as JSON, or the same ledger as CSV. */
+const orCsv = (body: BodyName) => ({
+  content: { ...json(ref(body)), 'text/csv': { schema: { type: 'string' } } },
+});
+
 const ADMIN_WRITE = [400, 401, 403, 404, 413, 415, 429, 503] as const;
 const ADMIN_READ = [400, 401, 404, 429, 503] as const;
 const NOT_LIVE = 'Not in a live cutover (`conflict`).';
@@ -162,6 +184,46 @@ const OPERATIONS: Record<string, Operation> = {
     ok: { 200: ['Its parts.', ['DecodedId', 'DecodedNumber']] },
     errors: [400, 'entity401', 429, 503],
   },
+  // A gapless series' ledger (docs/numbers.md "Gapless series"): behind the entity's secret.
+  'post /apps/{key}/numbers/{number}/void': {
+    operationId: 'voidNumber',
+    tag: 'ids',
+    summary: 'Void a number of a gapless series',
+    description:
+      'Marks an issued number void with a reason; it stays in the ledger and is never issued again. Voiding it again changes nothing and answers the row (the first reason kept).',
+    security: entitySecret,
+    parameters: [keyParam, path('number', 'The number as issued.', { type: 'string', minLength: 1 })],
+    body: 'VoidRequest',
+    ok: { 200: ['The ledger row.', 'LedgerEntry'] },
+    errors: [400, 'entity401', 'number404', 'gapless409', 413, 415, 429, 503],
+  },
+  'get /apps/{key}/numbers/audit': {
+    operationId: 'auditNumbers',
+    tag: 'ids',
+    summary: "A gapless series' audit",
+    description:
+      'First, last, issued, voided and lost of a period, and its holes and duplicates computed from the ledger (always empty); the whole ledger as CSV with `?format=csv` or `Accept: text/csv`.',
+    security: entitySecret,
+    parameters: [keyParam, ...LEDGER_QUERY],
+    ok: { 200: ['The audit, or the ledger as CSV.', null, orCsv('LedgerAudit')] },
+    errors: [400, 'entity401', 'gapless409', 429, 503],
+  },
+  'get /apps/{key}/numbers': {
+    operationId: 'listNumbers',
+    tag: 'ids',
+    summary: "A gapless series' ledger",
+    description:
+      'The ledger of a period in sequence order, a page at a time; the whole period as CSV with `?format=csv`.',
+    security: entitySecret,
+    parameters: [
+      keyParam,
+      ...LEDGER_QUERY,
+      query('after', 'The `next` of the previous page.', { type: 'string', pattern: '^[0-9]{1,19}$' }),
+      query('limit', 'Default 100.', int32(1, 1000)),
+    ],
+    ok: { 200: ['A page of the ledger, or the period as CSV.', null, orCsv('LedgerPage')] },
+    errors: [400, 'entity401', 'gapless409', 429, 503],
+  },
   // `/admin/apps`: register an entity, list them a page at a time.
   'post /admin/apps': {
     operationId: 'registerEntity',
@@ -232,6 +294,19 @@ const OPERATIONS: Record<string, Operation> = {
     ok: { 200: ['The new secret.', 'Secret'] },
     errors: [...ADMIN_WRITE],
     conflict: 'The entity would have more secrets than allowed at once (`conflict`).',
+  },
+  'post /admin/apps/{key}/numbers/reconcile': {
+    operationId: 'reconcileNumbers',
+    tag: 'admin',
+    summary: 'Reconcile a gapless series after a restore',
+    description:
+      'Enters the sequences between the ledger and the high-water record as `lost` and moves the counter past them, so issuing goes on above them (`gapless_ledger_behind` ends).',
+    security: admin,
+    parameters: [keyParam],
+    body: 'ReconcileRequest',
+    optional: true,
+    ok: { 200: ['What was entered.', 'Reconciled'] },
+    errors: [...ADMIN_WRITE, 'gapless409'],
   },
   'post /admin/apps/{key}/raise': {
     operationId: 'raiseEntity',

@@ -60,6 +60,8 @@ const ApiError = z.object({
       'pool_exhausted',
       'period_exhausted',
       'period_short',
+      'gapless_not_served_here',
+      'gapless_ledger_behind',
       'entity_held',
       'clock_skew',
       'unavailable',
@@ -71,6 +73,58 @@ const ApiError = z.object({
 
 const TakeRequest = z.strictObject({
   count: int(1, LIMITS.maxSizePerTimes).optional().describe('At most the entity maxSizePerTimes. Default: 1.'),
+  reference: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .describe(
+      "A gapless series only: the caller's reference (an invoice's id), kept in the ledger beside each number.",
+    ),
+});
+
+/** A gapless series' ledger (docs/numbers.md "Gapless series"). */
+const seq = z
+  .string()
+  .regex(/^[0-9]+$/)
+  .max(19);
+const seqRange = z.object({ from: seq, to: seq });
+const LedgerEntry = z.object({
+  number: text,
+  period: text,
+  seq,
+  issuedAt: isoDate.describe("By the database's clock."),
+  reference: text.nullable(),
+  status: z.enum(['issued', 'void', 'lost']),
+  reason: text.nullable().describe('Why it was voided, or entered lost.'),
+});
+const LedgerPage = z.object({
+  key: entityKey,
+  period: text,
+  numbers: z.array(LedgerEntry).max(1000),
+  next: seq.nullable().describe('The `after` of the next page; null on the last.'),
+});
+const LedgerAudit = z.object({
+  key: entityKey,
+  period: text,
+  first: seq.nullable(),
+  last: seq.nullable(),
+  counter: seq,
+  issued: int(0),
+  voided: int(0),
+  lost: int(0),
+  holes: z.array(seqRange).describe('Sequences up to the counter with no ledger row: always empty.'),
+  duplicates: z.array(text).describe('Numbers written twice: always empty.'),
+});
+const VoidRequest = z.strictObject({ reason: z.string().min(1).max(255) });
+const ReconcileRequest = z.strictObject({
+  period: text.optional().describe("Default: now's period by the database's clock."),
+});
+const Reconciled = z.object({
+  key: entityKey,
+  period: text,
+  record: z.enum(['redis', 'high-water file', 'none']),
+  lost: seqRange.optional().describe('The sequences entered lost; absent when the ledger was not behind.'),
 });
 
 const Ids = z.object({
@@ -185,6 +239,7 @@ const entityFields = {
   format: z.string().max(64).optional().describe('Business-number template (docs/numbers.md).'),
   reset: z.enum(RESETS).optional(),
   timeZone: text.optional().describe('IANA name or fixed offset of the periods.'),
+  gapless: z.boolean().optional().describe('A gapless series: each number issued at the take, in the ledger.'),
   compat: z
     .array(z.enum(COMPAT_PROTOCOLS))
     .describe('Protocols that serve this entity without its secret (`leaf`: Leaf routes when IDPOOL_COMPAT has it).'),
@@ -458,6 +513,8 @@ export const REQUESTS = {
   RaisePeriodRequest: raisePeriodSchema,
   AddSecretRequest: addSecretSchema,
   HoldRequest: holdSchema,
+  VoidRequest,
+  ReconcileRequest,
 };
 export const RESPONSES = {
   Error: ApiError,
@@ -484,6 +541,10 @@ export const RESPONSES = {
   OpsOverview,
   Instance,
   Instances,
+  LedgerEntry,
+  LedgerPage,
+  LedgerAudit,
+  Reconciled,
 };
 export type BodyName = keyof typeof REQUESTS | keyof typeof RESPONSES;
 /** What a route answers with the named body. */

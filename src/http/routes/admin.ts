@@ -130,6 +130,10 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
   router.post('/apps/:key/raise', async (req, res) => {
     const key = entityKeyParam(req);
     const entity = await deps.registry.require(key);
+    if (entity.gapless)
+      throw new ConflictError(
+        `"${key}" is a gapless series: its counter moves only with its ledger (a restore is reconciled with POST /admin/apps/${key}/numbers/reconcile)`,
+      );
     if (entity.numbers && deps.numbers) {
       const { period, seq } = parseBody(raisePeriodSchema, req.body ?? {});
       const after = await raisePeriod(deps.numbers, entity, period, seq);
@@ -289,7 +293,8 @@ async function numberPeriods(
   if (!numbers) return out;
   await Promise.all(
     entities
-      .filter((e) => e.numbers)
+      // A gapless series keeps no pool of numbers: its ledger's audit says what it issued.
+      .filter((e) => e.numbers && !e.gapless)
       .map(async (entity) => {
         const usage = await numbers.usage(entity);
         const rate = deps.numberViews?.(entity.key)?.forecast.takePerSecond ?? 0;

@@ -10,6 +10,8 @@ import type { TakenIds } from '../../pool/taken-ids';
 import { integerField } from '../params';
 import { BODY_LIMIT_BYTES } from '../settings';
 import { NumberScheme } from '../../numbers/scheme';
+import { takeKind } from '../../take/take-service';
+import { gaplessTake } from './gapless';
 
 /** What the id routes use of the app's dependencies. */
 export type IdRouteDeps = Pick<HttpDeps, 'takes' | 'snowflake' | 'idempotency'>;
@@ -24,13 +26,18 @@ export type TakeHandler = (req: Request, res: Response) => Promise<void>;
 export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): TakeHandler {
   return async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
-    const count = requestedCount(req, entity.maxSizePerTimes);
-    const { ids, replayed } = await answerOnce(deps.idempotency, req, entity.key, count, () =>
-      deps.takes.take(entity, count),
-    );
+    // A gapless series' ledger is its own idempotency record, and its body may carry a reference.
+    const { ids, replayed } =
+      takeKind(entity) === 'gapless' ? await gaplessTake(deps.takes, req, entity) : await onceTake(deps, req, entity);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     sendIds(res, ids);
   };
+}
+
+/** The take of every other kind: `count` from the body or query, once per Idempotency-Key through the idempotency store. */
+function onceTake(deps: IdRouteDeps, req: Request, entity: EntityConfig) {
+  const count = requestedCount(req, entity.maxSizePerTimes);
+  return answerOnce(deps.idempotency, req, entity.key, count, () => deps.takes.take(entity, count));
 }
 
 /**

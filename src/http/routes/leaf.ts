@@ -1,7 +1,7 @@
 import express, { type IRouter, type Request, type Response } from 'express';
 import type { EntityConfig } from '../../entities/entity';
 import type { Clock } from '../../clock';
-import { IdpoolError } from '../../errors';
+import { GaplessNotServedError, IdpoolError } from '../../errors';
 import { takeKind } from '../../take/take-service';
 import type { HttpDeps } from '../deps';
 import type { ErrorAnswer } from '../errors';
@@ -59,6 +59,8 @@ export function registerLeafRoutes(
 /** The entity `key` names on Leaf's routes (its key, or its alias: a Leaf tag that does not fit idpool's keys). */
 async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' | 'snowflake'): Promise<EntityConfig> {
   const entity = await deps.registry.findByTag(key);
+  if (entity?.compat.includes('leaf') && takeKind(entity) === 'gapless')
+    throw new GaplessNotServedError(entity.key, "on Leaf's routes (a retry there cannot say it is one)");
   if (!entity || !entity.compat.includes('leaf') || takeKind(entity) !== family)
     throw new LeafRefusal(KEY_NOT_SERVED, `no ${family} entity "${key}" is served to Leaf clients`);
   return entity;
@@ -73,7 +75,14 @@ async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' 
 const leafError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
   (req, res, err) => {
-    const code = err instanceof LeafRefusal ? err.leafCode : req.path.startsWith('/api/snowflake/') ? -1n : -3n;
+    const code =
+      err instanceof LeafRefusal
+        ? err.leafCode
+        : err instanceof GaplessNotServedError
+          ? KEY_NOT_SERVED
+          : req.path.startsWith('/api/snowflake/')
+            ? -1n
+            : -3n;
     if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
     res.status(500);
     res.setHeader('Content-Type', 'application/json;charset=UTF-8');

@@ -1,7 +1,13 @@
 import express, { type IRouter, type Request, type Response } from 'express';
 import type { Clock } from '../../clock';
 import type { EntityConfig } from '../../entities/entity';
-import { ConflictError, InvalidRequestError, NotFoundError, UnauthorizedError } from '../../errors';
+import {
+  ConflictError,
+  GaplessNotServedError,
+  InvalidRequestError,
+  NotFoundError,
+  UnauthorizedError,
+} from '../../errors';
 import { takeKind } from '../../take/take-service';
 import type { LeasedSegment } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
@@ -110,6 +116,8 @@ const tinyidError =
   };
 
 async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig, count: number): Promise<string[]> {
+  if (takeKind(entity) === 'gapless')
+    throw new GaplessNotServedError(entity.key, "on Tinyid's routes (a retry there cannot say it is one)");
   // Tinyid's answers carry Longs (its clients parse each id as one): a business number
   // is refused before any is taken, so none is lost and every answer stays Tinyid's JSON.
   if (takeKind(entity) === 'number')

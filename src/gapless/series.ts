@@ -1,0 +1,265 @@
+/**
+ * Gapless series (docs/numbers.md "Gapless series"): business numbers
+ * issued at the take, each in the ledger, none skipped. The takes of one
+ * entity that arrive while its transaction runs wait and go in the next
+ * one together (each with its own ledger rows, key and reference), so the
+ * period's counter row is locked once per group, not once per request.
+ */
+import type { EntityConfig } from '../entities/entity';
+import { GAPLESS_MAX_COUNT } from '../entities/validation';
+import { ConflictError, IdpoolError, InvalidRequestError } from '../errors';
+import { classifySqlError } from '../db/errors';
+import type { Logger } from '../logger';
+import type { Period } from '../numbers/period';
+import { NumberScheme } from '../numbers/scheme';
+import type { GaplessHighWater } from './high-water';
+import {
+  type GroupAnswer,
+  GroupDeclined,
+  type LedgerAudit,
+  type LedgerEntry,
+  type LedgerSpan,
+  type LedgerTake,
+  type SqlLedger,
+} from './ledger';
+
+/** What a gapless take answers: its numbers, and whether the ledger already held them under its key. */
+export interface GaplessNumbers {
+  readonly numbers: string[];
+  readonly replayed: boolean;
+}
+
+/**
+ * Most takes one transaction writes: 100 takes of the largest batch (100)
+ * is 10,000 ledger rows, a few hundred milliseconds of INSERT at most;
+ * beyond it the next group waits for the next transaction.
+ */
+const MAX_GROUP_TAKES = 100;
+/** A take racing another with the same key loses its INSERT (or a deadlock); it is read again this often at most. */
+const RACE_ROUNDS = 5;
+
+/** Printable, no control characters: a reference is printed in the audit's CSV and on the dashboard. */
+// eslint-disable-next-line no-control-regex -- refusing control characters is what this pattern is for.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Transactions of one entity an instance runs at once: the second reads
+ * the clock and the keys, and waits at the counter's row lock, while the
+ * first commits, so the part before the lock is off the series' critical
+ * path (measured here: BEGIN and the first SELECT were most of a take's
+ * time on a busy machine, the commit 1-2 ms).
+ */
+const IN_FLIGHT = 2;
+
+interface EntityQueue {
+  waiting: Pending[];
+  inFlight: number;
+  scheduled: boolean;
+}
+
+/** The next group of the queue: up to {@link MAX_GROUP_TAKES}, a key at most once (the second waits, then replays). */
+function nextGroup(queue: EntityQueue): Pending[] {
+  const group: Pending[] = [];
+  const keys = new Set<string>();
+  const later: Pending[] = [];
+  for (const pending of queue.waiting.splice(0)) {
+    const key = pending.take.idempotencyKey;
+    if (group.length >= MAX_GROUP_TAKES || (key !== undefined && keys.has(key))) later.push(pending);
+    else {
+      group.push(pending);
+      if (key !== undefined) keys.add(key);
+    }
+  }
+  queue.waiting.push(...later);
+  return group;
+}
+
+interface Pending {
+  readonly take: LedgerTake;
+  resolve(span: LedgerSpan): void;
+  reject(err: unknown): void;
+}
+
+export class GaplessSeries {
+  private readonly queues = new Map<string, EntityQueue>();
+  private readonly schemes = new Map<string, NumberScheme>();
+
+  constructor(private readonly deps: { ledger: SqlLedger; highWater: GaplessHighWater; log: Logger }) {}
+
+  /** `count` consecutive numbers of the period the database's clock is in, each in the ledger before it is answered. */
+  async take(
+    entity: EntityConfig,
+    count: number,
+    request: { idempotencyKey?: string; reference?: string } = {},
+  ): Promise<GaplessNumbers> {
+    const scheme = this.schemeOf(entity);
+    const max = GAPLESS_MAX_COUNT;
+    if (!Number.isSafeInteger(count) || count < 1 || count > max)
+      throw new InvalidRequestError(`count must be an integer from 1 to ${max} (a gapless series)`);
+    const take = { count, idempotencyKey: request.idempotencyKey, reference: checkedReference(request.reference) };
+    const span = await new Promise<LedgerSpan>((resolve, reject) => this.enqueue(entity, { take, resolve, reject }));
+    const period = scheme.calendar.named(span.period);
+    if (!period) throw new Error(`period ${span.period} of ${entity.key} is no period of its calendar`);
+    const format = scheme.template.formatter(period);
+    const numbers = Array.from({ length: span.count }, (_, k) => format(span.first + BigInt(k)));
+    return { numbers, replayed: span.replayed };
+  }
+
+  private enqueue(entity: EntityConfig, pending: Pending): void {
+    let queue = this.queues.get(entity.key);
+    if (!queue) this.queues.set(entity.key, (queue = { waiting: [], inFlight: 0, scheduled: false }));
+    queue.waiting.push(pending);
+    if (queue.scheduled || queue.inFlight >= IN_FLIGHT) return;
+    queue.scheduled = true;
+    // After this turn's other requests arrived: they share the first transaction.
+    setImmediate(() => {
+      queue.scheduled = false;
+      this.pump(entity, queue);
+    });
+  }
+
+  /** Starts groups while fewer than {@link IN_FLIGHT} of the entity's transactions run here. */
+  private pump(entity: EntityConfig, queue: EntityQueue): void {
+    while (queue.waiting.length > 0 && queue.inFlight < IN_FLIGHT) {
+      const group = nextGroup(queue);
+      queue.inFlight++;
+      void this.issueGroup(entity, group).finally(() => {
+        queue.inFlight--;
+        this.pump(entity, queue);
+      });
+    }
+    if (queue.inFlight === 0 && queue.waiting.length === 0) this.queues.delete(entity.key);
+  }
+
+  /** One transaction for the group; when it cannot be one (too few left, a key another instance just wrote), one each. */
+  private async issueGroup(entity: EntityConfig, group: Pending[]): Promise<void> {
+    try {
+      const answers = await this.issue(
+        entity,
+        group.map((p) => p.take),
+      );
+      answers.forEach((answer, i) =>
+        answer instanceof ConflictError ? group[i].reject(answer) : group[i].resolve(answer),
+      );
+    } catch (err) {
+      if (group.length > 1 && (err instanceof GroupDeclined || isLostRace(err))) {
+        for (const pending of group) await this.issueGroup(entity, [pending]);
+        return;
+      }
+      for (const pending of group) pending.reject(err);
+    }
+  }
+
+  /** The group's answers once in the ledger and in the high-water record; a lost race on a key is read again. */
+  private async issue(entity: EntityConfig, takes: LedgerTake[]): Promise<GroupAnswer[]> {
+    const scheme = this.schemeOf(entity);
+    for (let round = 1; ; round++) {
+      try {
+        const { answers, period, last } = await this.deps.ledger.issue(entity.key, scheme, takes, this.deps.highWater);
+        await this.record(entity.key, period, last, answers);
+        return answers;
+      } catch (err) {
+        if (takes.length > 1 || !isLostRace(err) || round >= RACE_ROUNDS) throw err;
+      }
+    }
+  }
+
+  /** Raises the high-water record to what the group was answered, before anyone sees it. */
+  private async record(key: string, period: Period, last: bigint | undefined, answers: GroupAnswer[]) {
+    const highest = new Map<string, bigint>();
+    if (last !== undefined) highest.set(period.id, last);
+    for (const a of answers) {
+      if (a instanceof ConflictError || !a.replayed) continue;
+      const end = a.first + BigInt(a.count) - 1n;
+      if ((highest.get(a.period) ?? 0n) < end) highest.set(a.period, end);
+    }
+    await Promise.all([...highest].map(([p, seq]) => this.deps.highWater.raise(key, p, seq)));
+  }
+
+  /** Marks `number` void with `reason`; voiding it again changes nothing and answers the row as it is. */
+  async void(entity: EntityConfig, number: string, reason: string): Promise<LedgerEntry> {
+    const scheme = this.schemeOf(entity);
+    const decoded = scheme.decode(number);
+    if (!decoded)
+      throw new InvalidRequestError(
+        `"${number}" is not a number of ${entity.key}'s template ${scheme.settings.format}`,
+      );
+    if (CONTROL.test(reason) || reason.length < 1 || reason.length > 255)
+      throw new InvalidRequestError('reason must be 1-255 characters without control characters');
+    return this.deps.ledger.void(entity.key, decoded.period, BigInt(decoded.seq), reason);
+  }
+
+  /** A page of the period's ledger (now's period by the database's clock when none is named). */
+  async page(entity: EntityConfig, periodId: string | undefined, after: bigint, limit: number) {
+    const period = await this.periodOf(entity, periodId);
+    const entries = await this.deps.ledger.entries(entity.key, period.id, after, limit);
+    return { period: period.id, entries, next: entries.length === limit ? entries[entries.length - 1].seq : null };
+  }
+
+  async audit(entity: EntityConfig, periodId: string | undefined): Promise<LedgerAudit> {
+    const period = await this.periodOf(entity, periodId);
+    return this.deps.ledger.audit(entity.key, period.id);
+  }
+
+  /**
+   * After a restore: enters the sequences between the ledger's counter and
+   * the high-water record as lost, so issuing goes on above them. Nothing
+   * to do (undefined) when the ledger is not behind.
+   */
+  async reconcile(entity: EntityConfig, periodId: string | undefined) {
+    const period = await this.periodOf(entity, periodId);
+    const recorded = await this.deps.highWater.get(entity.key, period.id);
+    const lost =
+      recorded === undefined
+        ? undefined
+        : await this.deps.ledger.enterLost(entity.key, this.schemeOf(entity), period, recorded);
+    if (lost)
+      this.deps.log.warn(
+        { entity: entity.key, period: period.id, from: lost.from.toString(), to: lost.to.toString() },
+        'gapless series reconciled: numbers the restored ledger lost entered as lost',
+      );
+    return {
+      period: period.id,
+      record: this.deps.highWater.kind,
+      lost: lost && { from: lost.from.toString(), to: lost.to.toString() },
+    };
+  }
+
+  private async periodOf(entity: EntityConfig, periodId: string | undefined): Promise<Period> {
+    const calendar = this.schemeOf(entity).calendar;
+    if (periodId === undefined) return calendar.at(await this.deps.ledger.now());
+    const period = calendar.named(periodId);
+    if (!period)
+      throw new InvalidRequestError(
+        `period "${periodId}" is no ${calendar.reset} period of ${entity.key} (e.g. ${calendar.at(Date.now()).id})`,
+      );
+    return period;
+  }
+
+  private schemeOf(entity: EntityConfig): NumberScheme {
+    const settings = entity.numbers;
+    if (!settings || !entity.gapless) throw new ConflictError(`entity "${entity.key}" is not a gapless series`);
+    const id = `${entity.key} ${settings.format} ${settings.reset} ${settings.timeZone}`;
+    let scheme = this.schemes.get(id);
+    if (!scheme) this.schemes.set(id, (scheme = NumberScheme.of(settings)));
+    return scheme;
+  }
+}
+
+/**
+ * Another take with the same key committed first (a duplicate), or two
+ * takes of one key met at its index row (a deadlock, rolled back): in
+ * both the ledger is as it was, and the take is read again.
+ */
+function isLostRace(err: unknown): boolean {
+  if (err instanceof IdpoolError) return false;
+  const failure = classifySqlError(err);
+  return failure?.class === 'conflict' || failure?.kind === 'deadlock';
+}
+
+function checkedReference(reference: string | undefined): string | undefined {
+  if (reference === undefined) return undefined;
+  if (reference.length < 1 || reference.length > 128 || CONTROL.test(reference))
+    throw new InvalidRequestError('reference must be 1-128 characters without control characters');
+  return reference;
+}

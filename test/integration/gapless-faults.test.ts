@@ -1,0 +1,219 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Connection, createConnection } from 'mysql2/promise';
+import { afterAll, describe, expect, it } from 'vitest';
+import { idpool, json } from '../support/cli';
+import { uniqueKey } from '../support/configs';
+import { describeWithServices } from '../support/describe-with-services';
+import { ADMIN_TOKEN, call, register } from '../support/http';
+import { type Instance, startInstance } from '../support/processes';
+import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { sleep } from '../support/wait';
+
+const FORMAT = 'INV{yyyy}{MM}{dd}-{seq:6}';
+const today = () => new Date().toISOString().slice(0, 10).replaceAll('-', '');
+const seqOf = (n: string) => Number(n.slice(n.lastIndexOf('-') + 1));
+
+/** One take as an invoice service sends it: a 200's numbers, or the status and code of the refusal. */
+async function take(url: string, key: string, secret: string, idem: string | undefined, count = 1) {
+  const res = await call<{ ids: string[]; error?: { code: string } }>(`${url}/apps/${key}/ids`, {
+    token: secret,
+    body: { count, reference: idem ? `ref-${idem}` : undefined },
+    headers: idem ? { 'idempotency-key': idem } : {},
+  });
+  return res;
+}
+
+/** What an invoice service does on a timeout, a reset connection or a 5xx: the same request again, with its key, until a 200. */
+async function takeUntilAnswered(urls: () => string[], key: string, secret: string, idem: string, count: number) {
+  const deadline = Date.now() + 60_000;
+  for (let attempt = 0; ; attempt++) {
+    const url = urls()[attempt % urls().length];
+    try {
+      const res = await take(url, key, secret, idem, count);
+      if (res.status === 200) return res.body.ids;
+      if (res.status < 500) throw new Error(`take ${idem}: ${res.status} ${JSON.stringify(res.body)}`);
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('take ')) throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`take ${idem}: no answer within 60 s`);
+    await sleep(50);
+  }
+}
+
+const admin = { IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };
+
+describe('a gapless series whose SQLite file is restored from a backup (real processes, the high-water file)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idpool-gapless-restore-'));
+  const file = join(dir, 'idpool.db');
+  const env = { IDPOOL_DATABASE_URL: `sqlite:${file}`, IDPOOL_REQUEST_LOG: '0' };
+  const running: Instance[] = [];
+  const start = async () => {
+    const instance = await startInstance(env);
+    running.push(instance);
+    return instance;
+  };
+  afterAll(async () => {
+    await Promise.all(running.map((i) => i.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stops with 503 gapless_ledger_behind, reconciles with one command (the lost range entered lost), then issues above it', async () => {
+    let instance = await start();
+    const key = uniqueKey('inv');
+    const secret = await register(instance.url, { key, format: FORMAT, gapless: true });
+    for (let i = 1; i <= 10; i++) expect((await take(instance.url, key, secret, `k${i}`)).status).toBe(200);
+    expect(await instance.stop()).toBe(0);
+    copyFileSync(file, join(dir, 'backup.db'));
+
+    instance = await start();
+    const printed: string[] = [];
+    for (let i = 11; i <= 15; i++) printed.push(...(await take(instance.url, key, secret, `k${i}`)).body.ids);
+    expect(printed.map(seqOf)).toEqual([11, 12, 13, 14, 15]);
+    expect(await instance.stop()).toBe(0);
+
+    copyFileSync(join(dir, 'backup.db'), file);
+    instance = await start();
+    // A new take, and a retry of a take the restore lost, both: the restored ledger would hand out 11 again.
+    for (const idem of ['k16', 'k12']) {
+      const refused = await take(instance.url, key, secret, idem);
+      expect(refused.status).toBe(503);
+      expect(refused.body.error?.code).toBe('gapless_ledger_behind');
+      expect(refused.headers.get('retry-after')).toBe('60');
+    }
+    const cli = { ...admin, IDPOOL_URL: instance.url, IDPOOL_SECRET: secret };
+    const reconciled = json(await idpool(['--json', 'numbers', 'reconcile', key, '--period', today()], cli));
+    expect(reconciled).toMatchObject({ period: today(), record: 'high-water file', lost: { from: '11', to: '15' } });
+    const again = json(await idpool(['--json', 'numbers', 'reconcile', key, '--period', today()], cli));
+    expect(again.lost).toBeUndefined();
+
+    const next = await take(instance.url, key, secret, 'k16');
+    expect(next.status).toBe(200);
+    expect(next.body.ids.map(seqOf)).toEqual([16]);
+    const audit = json(await idpool(['--json', 'numbers', 'audit', key, '--period', today()], cli));
+    expect(audit).toMatchObject({ first: '1', last: '16', issued: 11, lost: 5, voided: 0, holes: [], duplicates: [] });
+    const csv = await idpool(['numbers', 'export', key, '--period', today()], cli);
+    const lines = csv.stdout.trimEnd().split('\r\n');
+    expect(lines).toHaveLength(17);
+    for (const n of printed) expect(csv.stdout).toMatch(new RegExp(`^${n},${today()},${seqOf(n)},\\S+,lost,,`, 'm'));
+  }, 120_000);
+});
+
+describeWithServices(
+  'a gapless series through kill -9 mid-transaction and a restored database (real processes, MariaDB + Redis)',
+  { mysql: true, redis: true },
+  () => {
+    const running: Instance[] = [];
+    let drop: (() => Promise<void>) | undefined;
+    let sql: Connection | undefined;
+    afterAll(async () => {
+      await Promise.all(running.map((i) => i.kill9()));
+      await sql?.end();
+      await drop?.();
+    });
+
+    it('clients retrying with their keys across kill -9 between the counter UPDATE and the ledger INSERT: every answer in the ledger, no hole, no duplicate', async () => {
+      const schema = await createTestSchema('mysql');
+      drop = () => schema.drop();
+      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(), IDPOOL_REQUEST_LOG: '0' };
+      const instances = [await startInstance(env), await startInstance(env)];
+      running.push(...instances);
+      const urls = () =>
+        instances.filter((i) => i.proc.exitCode === null && i.proc.signalCode === null).map((i) => i.url);
+      const key = uniqueKey('inv');
+      const secret = await register(instances[0].url, { key, format: FORMAT, gapless: true });
+      sql = await createConnection({ uri: schema.url });
+
+      const answered = new Map<string, string[]>();
+      let stop = false;
+      const clients = Array.from({ length: 8 }, async (_, c) => {
+        for (let i = 0; !stop; i++) {
+          const idem = `c${c}-${i}`;
+          answered.set(idem, await takeUntilAnswered(urls, key, secret, idem, 1 + (i % 3)));
+        }
+      });
+      let killedMidTransaction = 0;
+      for (let round = 0; round < 3; round++) {
+        await sleep(400);
+        // A gap lock above the ledger's last row: takes move the counter, then wait at their ledger INSERT.
+        await sql.query('BEGIN');
+        await sql.query(
+          'SELECT seq FROM gapless_number WHERE entity_key = ? AND period = ? AND seq > (SELECT COALESCE(MAX(seq), 0) FROM gapless_number WHERE entity_key = ?) FOR UPDATE',
+          [key, today(), key],
+        );
+        await sleep(500);
+        const [waiting] = (await sql.query(
+          "SELECT COUNT(*) AS n FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_rows_modified >= 1",
+        )) as [{ n: number | string }[], unknown];
+        killedMidTransaction += Number(waiting[0].n);
+        const victim = instances[round % 2];
+        await victim.kill9();
+        await sql.query('ROLLBACK');
+        await sleep(300);
+        instances[round % 2] = await startInstance(env);
+        running.push(instances[round % 2]);
+      }
+      stop = true;
+      await Promise.all(clients);
+      // Transactions were under way, their counter moved, when their instance was killed.
+      expect(killedMidTransaction).toBeGreaterThan(0);
+
+      const all = [...answered.values()].flat();
+      const seqs = all.map(seqOf).sort((a, b) => a - b);
+      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+      const audit = await call(`${instances[0].url}/apps/${key}/numbers/audit`, { token: secret });
+      expect(audit.body).toMatchObject({ issued: all.length, counter: String(all.length), holes: [], duplicates: [] });
+      // Every ledger row was answered to its key's owner: the same numbers, the same reference.
+      const reference = new Map<string, string>();
+      for (let after = '0'; ;) {
+        const page = await call(`${instances[0].url}/apps/${key}/numbers?limit=1000&after=${after}`, { token: secret });
+        for (const n of page.body.numbers as { number: string; reference: string }[])
+          reference.set(n.number, n.reference);
+        if (page.body.next === null) break;
+        after = page.body.next;
+      }
+      expect(reference.size).toBe(all.length);
+      for (const [idem, ids] of answered) for (const id of ids) expect(reference.get(id)).toBe(`ref-${idem}`);
+    }, 180_000);
+
+    it('a ledger restored behind the Redis record stops at 503, and the reconcile enters the lost numbers', async () => {
+      const schema = await createTestSchema('mysql');
+      const dropFirst = drop;
+      drop = async () => {
+        await dropFirst?.();
+        await schema.drop();
+      };
+      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(), IDPOOL_REQUEST_LOG: '0' };
+      const instance = await startInstance(env);
+      running.push(instance);
+      const key = uniqueKey('inv');
+      const secret = await register(instance.url, { key, format: FORMAT, gapless: true });
+      for (let i = 1; i <= 4; i++) expect((await take(instance.url, key, secret, `r${i}`)).status).toBe(200);
+      const db = await createConnection({ uri: schema.url });
+      // The backup: both tables as they are now.
+      await db.query('CREATE TABLE backup_counter AS SELECT * FROM gapless_counter');
+      await db.query('CREATE TABLE backup_number AS SELECT * FROM gapless_number');
+      for (let i = 5; i <= 7; i++) expect((await take(instance.url, key, secret, `r${i}`)).status).toBe(200);
+      // The restore.
+      await db.query('DELETE FROM gapless_number');
+      await db.query('DELETE FROM gapless_counter');
+      await db.query('INSERT INTO gapless_counter SELECT * FROM backup_counter');
+      await db.query('INSERT INTO gapless_number SELECT * FROM backup_number');
+      await db.end();
+
+      const refused = await take(instance.url, key, secret, 'r8');
+      expect(refused.status).toBe(503);
+      expect(refused.body.error?.code).toBe('gapless_ledger_behind');
+      const reconciled = await call(`${instance.url}/admin/apps/${key}/numbers/reconcile`, {
+        token: ADMIN_TOKEN,
+        body: {},
+      });
+      expect(reconciled.body).toMatchObject({ period: today(), record: 'redis', lost: { from: '5', to: '7' } });
+      const next = await take(instance.url, key, secret, 'r8');
+      expect(next.body.ids.map(seqOf)).toEqual([8]);
+      const audit = await call(`${instance.url}/apps/${key}/numbers/audit`, { token: secret });
+      expect(audit.body).toMatchObject({ issued: 5, lost: 3, holes: [], duplicates: [], last: '8' });
+    }, 120_000);
+  },
+);
