@@ -94,32 +94,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
     await pools.checkHighWater();
     const gapless = resources.add('gapless', buildGapless({ stores, highWater, log }));
     const takes = buildTakes({ pools, gapless, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
-    const stopping = () => state.stopping;
-    const { app, adminApp } = buildHttp({
-      ...base,
-      opsConfig,
-      pools,
-      takes,
-      gapless,
-      snowflake,
-      ops,
-      incumbents,
-      stopping,
-    });
+    const web = { opsConfig, pools, takes, gapless, snowflake, ops, incumbents, stopping: () => state.stopping };
+    const { app, adminApp } = buildHttp({ ...base, ...web });
     const { refiller, fenceCheck } = pools;
-    const parts = {
-      app,
-      adminApp,
-      db,
-      redis,
-      registry,
-      snowflake,
-      ops,
-      poolStore: stores.poolStore,
-      takes,
-      refiller,
-      fenceCheck,
-    };
+    const { poolStore } = stores;
+    const parts = { app, adminApp, db, redis, registry, snowflake, ops, poolStore, takes, refiller, fenceCheck };
     const start = () => {
       pools.startNumbers();
       entities.start();
