@@ -2,8 +2,8 @@
 // (kustomize reads nothing outside the kustomization's folder):
 // deploy/prometheus/idpool-rules.yml as a PrometheusRule (its text, comments
 // kept, under `spec:`), deploy/grafana/idpool-dashboard.json as it is.
-// Run after changing either; test/integration/kubernetes-manifests.test.ts
-// fails while a copy differs.
+// `npm run rules` and `npm run dashboard` run it after writing those files;
+// test/integration/kubernetes-manifests.test.ts fails while a copy differs.
 const { copyFileSync, readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 

@@ -135,3 +135,18 @@ export class PeriodExhaustedError extends IdpoolError {
     super(503, 'period_exhausted', message, retryAfterSeconds);
   }
 }
+
+/**
+ * A take asking for more business numbers than what is left of the period
+ * (fewer than `count` remain, none handed out by this refusal): a smaller
+ * take can still be served, so this is no exhausted period and raises no alarm.
+ */
+export class PeriodShortError extends IdpoolError {
+  constructor(entityKey: string, period: string, count: number, left: number) {
+    super(
+      409,
+      'period_short',
+      `${entityKey}: period ${period} has ${left} numbers left, fewer than the ${count} asked for; ask for ${left} or fewer, or wait for the next period`,
+    );
+  }
+}

@@ -44,6 +44,7 @@ async function run(overrides: { port?: number }): Promise<void> {
   log.info(
     {
       port,
+      ...(config.adminPort === undefined ? {} : { adminPort: config.adminPort }),
       database: serviceParts(service).db.description,
       pool: config.redis ? describeRedis(config.redis) : 'in-process',
     },

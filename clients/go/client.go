@@ -4,11 +4,12 @@
 //
 //	c, _ := idpool.New(idpool.Options{
 //		Endpoints: []string{"http://idpool-a:8080", "http://idpool-b:8080"},
-//		Secrets:   map[string]string{"orders": os.Getenv("ORDERS_SECRET")},
+//		Secrets:   map[string]string{"visits": os.Getenv("VISITS_SECRET"), "vouchers": os.Getenv("VOUCHERS_SECRET")},
 //	})
-//	id, err := c.Leased("orders").Next() // in-process, from leased segments (trend entities)
+//	id, err := c.Leased("visits").Next()                  // in-process, from leased segments (trend entities)
+//	voucher, err := c.NextNumber(ctx, "vouchers")         // "V2026112800001": a business number
 //
-// Ids are int64; on the wire they are decimal strings.
+// Ids are int64; on the wire they are decimal strings. Business numbers are strings (TakeNumbers).
 package idpool
 
 import (
@@ -135,29 +136,22 @@ func (c *Client) secret(key string) (string, error) {
 }
 
 // Take returns count new ids of an entity from the service (POST /apps/:key/ids).
+// An entity that issues business numbers answers strings such as
+// INV20261129-000304: Take then fails with *BusinessNumberError, which holds
+// them (they are taken); use TakeNumbers.
 func (c *Client) Take(ctx context.Context, entityKey string, count int) ([]int64, error) {
-	if count < 1 {
-		return nil, fmt.Errorf("idpool: count must be a positive integer, got %d", count)
-	}
-	secret, err := c.secret(entityKey)
+	taken, err := c.takeStrings(ctx, entityKey, count)
 	if err != nil {
 		return nil, err
 	}
-	var answer struct {
-		IDs []string `json:"ids"`
-	}
-	body := []byte(`{"count":` + strconv.Itoa(count) + `}`)
-	if err := c.transport.send(ctx, "POST", "/apps/"+url.PathEscape(entityKey)+"/ids", secret, body, &answer); err != nil {
-		return nil, err
-	}
-	if len(answer.IDs) != count {
-		return nil, fmt.Errorf("idpool answered POST /apps/%s/ids without %d ids", entityKey, count)
-	}
 	ids := make([]int64, count)
-	for i, s := range answer.IDs {
-		if ids[i], err = decimal(s); err != nil {
-			return nil, err
+	for i, s := range taken {
+		// Canonical decimals only: a number such as 000123 would lose its zeros as an int64.
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || !integerID.MatchString(s) {
+			return nil, &BusinessNumberError{Entity: entityKey, Numbers: taken}
 		}
+		ids[i] = v
 	}
 	return ids, nil
 }
@@ -169,6 +163,48 @@ func (c *Client) Next(ctx context.Context, entityKey string) (int64, error) {
 		return 0, err
 	}
 	return ids[0], nil
+}
+
+// TakeNumbers returns count new business numbers of an entity registered with a
+// format (e.g. INV20261129-000304, docs/numbers.md), as the strings the service
+// answers; of a plain entity, its ids as decimal strings.
+func (c *Client) TakeNumbers(ctx context.Context, entityKey string, count int) ([]string, error) {
+	return c.takeStrings(ctx, entityKey, count)
+}
+
+// NextNumber returns one new business number.
+func (c *Client) NextNumber(ctx context.Context, entityKey string) (string, error) {
+	numbers, err := c.takeStrings(ctx, entityKey, 1)
+	if err != nil {
+		return "", err
+	}
+	return numbers[0], nil
+}
+
+func (c *Client) takeStrings(ctx context.Context, entityKey string, count int) ([]string, error) {
+	if count < 1 {
+		return nil, fmt.Errorf("idpool: count must be a positive integer, got %d", count)
+	}
+	secret, err := c.secret(entityKey)
+	if err != nil {
+		return nil, err
+	}
+	var answer struct {
+		IDs []string `json:"ids"`
+	}
+	body := []byte(`{"count":` + strconv.Itoa(count) + `}`)
+	if err := c.transport.send(ctx, "POST", "/apps/"+url.PathEscape(entityKey)+"/ids", secret, body, false, &answer); err != nil {
+		return nil, err
+	}
+	if len(answer.IDs) != count {
+		return nil, fmt.Errorf("idpool answered POST /apps/%s/ids without %d ids", entityKey, count)
+	}
+	for _, s := range answer.IDs {
+		if !takenPattern.MatchString(s) {
+			return nil, fmt.Errorf("idpool answered POST /apps/%s/ids with an id that is not one: %q", entityKey, s)
+		}
+	}
+	return answer.IDs, nil
 }
 
 // Leased returns the in-process leased ids of a trend entity: one per entity
@@ -190,7 +226,8 @@ func (c *Client) Leased(entityKey string) *LeasedIDs {
 		if size > 0 {
 			body = []byte(`{"size":` + strconv.Itoa(size) + `}`)
 		}
-		err = c.transport.send(context.Background(), "POST", "/apps/"+url.PathEscape(entityKey)+"/segments", secret, body, &a)
+		// The caller waits for ids, not for a refusal: a 429 is waited out within the deadline.
+		err = c.transport.send(context.Background(), "POST", "/apps/"+url.PathEscape(entityKey)+"/segments", secret, body, true, &a)
 		return a, err
 	})
 	c.leased[entityKey] = l
@@ -227,7 +264,7 @@ func (c *Client) Decode(ctx context.Context, entityKey string, id int64) (Snowfl
 		Sequence    int64  `json:"sequence"`
 		Reserved    int    `json:"reserved"`
 	}
-	if err := c.transport.send(ctx, "GET", "/apps/"+url.PathEscape(entityKey)+"/ids/"+strconv.FormatInt(id, 10), secret, nil, &a); err != nil {
+	if err := c.transport.send(ctx, "GET", "/apps/"+url.PathEscape(entityKey)+"/ids/"+strconv.FormatInt(id, 10), secret, nil, false, &a); err != nil {
 		return p, err
 	}
 	parsed, err := decimal(a.ID)
@@ -246,7 +283,13 @@ func (c *Client) Close() {
 	}
 }
 
-var decimalPattern = regexp.MustCompile(`^\d{1,19}$`)
+var (
+	decimalPattern = regexp.MustCompile(`^\d{1,19}$`)
+	// integerID: an integer id as the service writes one, no sign, no leading zero.
+	integerID = regexp.MustCompile(`^(0|[1-9][0-9]{0,18})$`)
+	// takenPattern: what a take may answer: decimal ids, or business numbers (docs/numbers.md).
+	takenPattern = regexp.MustCompile(`^[A-Za-z0-9_./-]{1,200}$`)
+)
 
 func decimal(s string) (int64, error) {
 	if !decimalPattern.MatchString(s) {

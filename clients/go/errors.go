@@ -3,6 +3,7 @@ package idpool
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -66,10 +67,15 @@ var (
 	ErrLeaseNotReady = errors.New("idpool: no leased ids ready")
 	// ErrClosed: the client or its leased ids were closed.
 	ErrClosed = errors.New("idpool: closed")
+	// ErrBusinessNumbers: Take met an entity that issues business numbers (*BusinessNumberError holds them).
+	ErrBusinessNumbers = errors.New("idpool: business numbers, not int64 ids")
 )
 
 // UnavailableError: every attempt failed (network errors, timeouts, 5xx) or the
-// deadline came first. Attempts holds each failure in order; Unwrap gives the last.
+// deadline came first. Attempts holds each failure in order. LastAnswer is the
+// last answer a service gave (status, code, message), which the message leads
+// with and Unwrap returns (so errors.As finds its *HTTPError): an endpoint that
+// answered 503 says more than another one that refused connections after it.
 type UnavailableError struct {
 	Reason   string
 	Attempts []error
@@ -79,17 +85,62 @@ func (e *UnavailableError) Error() string {
 	var b strings.Builder
 	b.WriteString("idpool unavailable: ")
 	b.WriteString(e.Reason)
-	if last := e.Unwrap(); last != nil {
+	answer := e.LastAnswer()
+	if answer != nil {
+		b.WriteString("; last answer: ")
+		b.WriteString(answer.Error())
+	}
+	if last := e.LastError(); last != nil && last != error(answer) {
 		b.WriteString("; last error: ")
 		b.WriteString(last.Error())
 	}
 	return b.String()
 }
 
-// Unwrap is the last attempt's error.
-func (e *UnavailableError) Unwrap() error {
+// LastError is the last attempt's error, nil when no attempt was made.
+func (e *UnavailableError) LastError() error {
 	if len(e.Attempts) == 0 {
 		return nil
 	}
 	return e.Attempts[len(e.Attempts)-1]
 }
+
+// LastAnswer is the last error answer of a service among the attempts, nil when none answered.
+func (e *UnavailableError) LastAnswer() *HTTPError {
+	for i := len(e.Attempts) - 1; i >= 0; i-- {
+		if h, ok := e.Attempts[i].(*HTTPError); ok {
+			return h
+		}
+	}
+	return nil
+}
+
+// Unwrap is the last answer of a service, else the last attempt's error.
+func (e *UnavailableError) Unwrap() error {
+	if answer := e.LastAnswer(); answer != nil {
+		return answer
+	}
+	return e.LastError()
+}
+
+// BusinessNumberError: Take (int64 ids) was answered with ids that are not
+// 64-bit integers: the entity issues business numbers (registered with a
+// format, e.g. INV20261129-000304). The service has handed them out, so they
+// are here, in Numbers, for the caller to use or record; take them with
+// TakeNumbers from now on. errors.Is(err, ErrBusinessNumbers) matches it.
+type BusinessNumberError struct {
+	Entity  string
+	Numbers []string
+}
+
+func (e *BusinessNumberError) Error() string {
+	first := "no ids"
+	if len(e.Numbers) > 0 {
+		first = strconv.Quote(e.Numbers[0])
+	}
+	return fmt.Sprintf("idpool: entity %q answered %s, not a 64-bit integer id: it issues business numbers; "+
+		"take them with TakeNumbers(ctx, %q, count) (the %d taken are in Numbers)", e.Entity, first, e.Entity, len(e.Numbers))
+}
+
+// Is matches ErrBusinessNumbers.
+func (e *BusinessNumberError) Is(target error) bool { return target == ErrBusinessNumbers }

@@ -52,8 +52,9 @@ func newIdempotencyKey() string {
 	return hex.EncodeToString(b[:])
 }
 
-// send returns the 2xx answer's body decoded into out.
-func (t *transport) send(ctx context.Context, method, path, secret string, body []byte, out interface{}) error {
+// send returns the 2xx answer's body decoded into out; waitOn429 waits a 429
+// out as WaitOnRateLimit does for every request.
+func (t *transport) send(ctx context.Context, method, path, secret string, body []byte, waitOn429 bool, out interface{}) error {
 	deadline := time.Now().Add(t.o.Deadline)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -96,7 +97,7 @@ func (t *transport) send(ctx context.Context, method, path, secret string, body 
 		var retryAfter time.Duration = -1
 		if h, ok := err.(*HTTPError); ok {
 			wait := time.Duration(h.RetryAfter) * time.Millisecond
-			if h.Status == 429 && t.o.WaitOnRateLimit && h.RetryAfter >= 0 && time.Now().Add(wait).Before(deadline) {
+			if h.Status == 429 && (waitOn429 || t.o.WaitOnRateLimit) && h.RetryAfter >= 0 && time.Now().Add(wait).Before(deadline) {
 				// Opted in: the entity's limit holds on every instance, so wait it out here and ask again.
 				t.mu.Unlock()
 				failures = append(failures, err)

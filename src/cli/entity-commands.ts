@@ -143,16 +143,29 @@ function addList(group: Command, ctx: CliContext): void {
         return (
           table(
             ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'PERIOD', 'NAME'],
-            list.map((a) => [
-              a.key,
-              a.mode,
-              a.step === undefined ? '-' : String(a.step),
-              a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
-              // A business-number entity draws from its period's sequence, not from the number line.
-              a.period ? '-' : (a.currentOffset ?? '-'),
-              a.period ? `${a.period.id} ${a.period.used}/${a.period.capacity}` : '-',
-              a.name,
-            ]),
+            list.map((a) =>
+              // A business-number entity draws from its period's sequence, not from the number line: its
+              // pool is the period's ready numbers against their cap, its line the period's use.
+              a.period
+                ? [
+                    a.key,
+                    `number/${a.mode}`,
+                    '-',
+                    a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
+                    '-',
+                    `${a.period.id} ${a.period.used}/${a.period.capacity} (${a.period.timeZone})`,
+                    a.name,
+                  ]
+                : [
+                    a.key,
+                    a.mode,
+                    a.step === undefined ? '-' : String(a.step),
+                    a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
+                    a.currentOffset ?? '-',
+                    '-',
+                    a.name,
+                  ],
+            ),
           ) + more
         );
       });
@@ -169,7 +182,7 @@ interface EntityRow {
   pool?: { size: number; max: number } | null;
   currentOffset?: string | null;
   /** Business-number entities only: now's period and how many of its numbers are used. */
-  period?: { id: string; used: string; capacity: string };
+  period?: { id: string; used: string; capacity: string; timeZone: string };
 }
 
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */

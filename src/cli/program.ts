@@ -42,7 +42,7 @@ function toCliError(err: unknown): CliError {
 }
 
 /** The `idpool` program: global options, help and output wired to `io`, then each command group. */
-function buildProgram(io: CliIo): Command {
+export function buildProgram(io: CliIo): Command {
   const program = new Command('idpool');
   program
     .description(

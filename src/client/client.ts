@@ -251,6 +251,8 @@ export class IdpoolClient {
       path: `/apps/${encodeURIComponent(entityKey)}/segments`,
       secret,
       body: size === undefined ? {} : { size },
+      // The caller waits for ids (nextAsync, take) or is told they are on their way (next): a 429 is waited out.
+      waitOnRateLimit: true,
     });
   }
 

@@ -71,7 +71,10 @@ export class IdpoolNetworkError extends IdpoolClientError {
 
 /**
  * Every attempt failed (network errors, timeouts, 5xx) or the deadline came
- * first. `attempts` holds each failure in order; `lastError` the final one.
+ * first. `attempts` holds each failure in order; `lastError` the final one;
+ * `lastAnswer` the last answer a service gave (status, code, message), which
+ * the message leads with: an endpoint that answered 503 says more than
+ * another one that refused connections after it.
  */
 export class IdpoolUnavailableError extends IdpoolClientError {
   constructor(
@@ -79,12 +82,28 @@ export class IdpoolUnavailableError extends IdpoolClientError {
     reason: string,
   ) {
     const last = attempts.at(-1);
-    super(`idpool unavailable: ${reason}${last ? `; last error: ${last.message}` : ''}`, { cause: last });
+    const answer = lastAnswerOf(attempts);
+    const answered = answer ? `; last answer: ${answer.message}` : '';
+    const lastError = last && last !== answer ? `; last error: ${last.message}` : '';
+    super(`idpool unavailable: ${reason}${answered}${lastError}`, { cause: answer ?? last });
   }
 
   get lastError(): IdpoolClientError | undefined {
     return this.attempts.at(-1);
   }
+
+  /** The last error answer of a service among the attempts, if any answered. */
+  get lastAnswer(): IdpoolHttpError | undefined {
+    return lastAnswerOf(this.attempts);
+  }
+}
+
+function lastAnswerOf(attempts: readonly IdpoolClientError[]): IdpoolHttpError | undefined {
+  for (let i = attempts.length - 1; i >= 0; i--) {
+    const attempt = attempts[i];
+    if (attempt instanceof IdpoolHttpError) return attempt;
+  }
+  return undefined;
 }
 
 const BY_STATUS: Record<number, typeof IdpoolHttpError> = {

@@ -48,6 +48,12 @@ export interface Request {
   path: string;
   secret: string;
   body?: unknown;
+  /**
+   * A 429 waits its `Retry-After` and asks again while the deadline allows,
+   * instead of reaching the caller: the leased buffer's leases, whose caller
+   * waits for ids rather than handling a refusal.
+   */
+  waitOnRateLimit?: boolean;
 }
 
 interface Endpoint {
@@ -114,7 +120,14 @@ export class Transport {
         this.current = index;
         return result;
       } catch (err) {
-        if (err instanceof Final) throw err.error;
+        if (err instanceof Final) {
+          const wait = rateLimitWait(req, err.error);
+          if (wait === undefined || clock.now() + wait >= deadline) throw err.error;
+          // The entity's limit holds on every instance: wait it out here, then ask again.
+          failures.push(err.error);
+          await clock.sleep(wait);
+          continue;
+        }
         const failure = err as IdpoolClientError;
         failures.push(failure);
         endpoint.streak++;
@@ -203,6 +216,12 @@ export class Transport {
     if (status < 500) throw new Final(failure);
     throw failure;
   }
+}
+
+/** How long a refusal of `req` is waited out before asking again; undefined: it goes to the caller. */
+function rateLimitWait(req: Request, error: IdpoolClientError): number | undefined {
+  if (!req.waitOnRateLimit || !(error instanceof IdpoolHttpError) || error.status !== 429) return undefined;
+  return error.retryAfterMs;
 }
 
 function parseJson(text: string): unknown {

@@ -51,6 +51,12 @@ export interface Config {
   /** Starts every Redis key (IDPOOL_REDIS_KEY_PREFIX): two deployments share one Redis database under two prefixes. */
   redisKeyPrefix: string;
   port: number;
+  /**
+   * IDPOOL_ADMIN_PORT: when set, the admin API and the dashboard (`/admin/*`)
+   * are served on this port only and `port` answers them 404, so a network
+   * policy can let only the operator's clients reach them.
+   */
+  adminPort: number | undefined;
   adminToken: string;
   /** True when the admin token was generated at start-up (printed once). */
   adminTokenGenerated: boolean;
@@ -171,6 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('IDPOOL_OPS_TOKEN', 'must differ from IDPOOL_ADMIN_TOKEN (it is the read-only one)');
   const incumbentUrl = (name: string) =>
     r.url(name, /^(mysql|mariadb|postgres|postgresql):\/\//, 'mysql://user:pass@host:3306/db or postgres://…');
+  const port = r.int('IDPOOL_PORT', DEFAULTS.port, 0, 65535);
   const leaf = incumbentUrl('IDPOOL_LEAF_DATABASE_URL');
   const tinyid = incumbentUrl('IDPOOL_TINYID_DATABASE_URL');
   return {
@@ -180,7 +187,8 @@ export function loadConfig(env: Env = process.env): Config {
     redisSocketTimeoutMs: r.int('IDPOOL_REDIS_SOCKET_TIMEOUT_MS', REDIS_SOCKET_TIMEOUT_MS, 100, 600_000),
     redisKeyPrefix:
       r.url('IDPOOL_REDIS_KEY_PREFIX', PREFIX_PATTERN, '1-64 of A-Z a-z 0-9 _ . : - (no braces)') ?? DEFAULT_PREFIX,
-    port: r.int('IDPOOL_PORT', DEFAULTS.port, 0, 65535),
+    port,
+    adminPort: adminPort(r, port),
     // 32 random bytes: 43 base64url characters.
     adminToken: adminToken ?? randomBytes(32).toString('base64url'),
     adminTokenGenerated: adminToken === undefined,
@@ -234,6 +242,14 @@ function snowflakeSettings(r: EnvReader): SnowflakeSettings {
       wrong.message(quoted(r.raw(wrong.variable) ?? String(settings[wrong.setting]))),
     );
   return settings;
+}
+
+/** IDPOOL_ADMIN_PORT: unset (the admin API on the main port), or a port of its own other than IDPOOL_PORT. */
+function adminPort(r: EnvReader, port: number): number | undefined {
+  if (r.raw('IDPOOL_ADMIN_PORT') === undefined) return undefined;
+  const admin = r.int('IDPOOL_ADMIN_PORT', 0, 1, 65535);
+  if (admin === port) throw new ConfigError('IDPOOL_ADMIN_PORT', `must differ from IDPOOL_PORT (both ${port})`);
+  return admin;
 }
 
 /** IDPOOL_FENCE_CHECK_MS: 0 (off) or 100 ms to 10 minutes; below 100 ms it would read every fence and offset ten times a second. */

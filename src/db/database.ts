@@ -9,7 +9,7 @@ export {
   postgresUnavailable,
   toPostgresPlaceholders,
 } from './dialects/postgres';
-export { isBusy } from './dialects/sqlite';
+export { isBusy, whileBusy } from './dialects/sqlite';
 
 export type Dialect = DialectName;
 
@@ -34,15 +34,15 @@ export interface Database {
 }
 
 /** TypeORM options for a database URL, with idpool's migrations (also the TypeORM CLI's, see ormconfig.ts). */
-export function dataSourceOptions(url: string): DataSourceOptions {
-  return { ...dialectFor(url).options(url), migrations };
+export function dataSourceOptions(url: string, clock: Clock = systemClock): DataSourceOptions {
+  return { ...dialectFor(url).options(url, clock), migrations };
 }
 
 /** Opens the database, creating the SQLite folder, MySQL schema or PostgreSQL database if needed, and runs migrations. */
 export async function openDatabase(url: string, options: { migrate?: boolean; clock?: Clock } = {}): Promise<Database> {
   const dialect = dialectFor(url);
   await dialect.createIfMissing(url);
-  const dataSource = new DataSource(dataSourceOptions(url));
+  const dataSource = new DataSource(dataSourceOptions(url, options.clock));
   await dataSource.initialize();
   await dialect.afterConnect(dataSource);
   const db = wrap(dataSource, dialect, dialect.describe(url));

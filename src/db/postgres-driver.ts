@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Clock } from '../clock';
 
 /**
  * Marks node-postgres's own failures, which carry no code (`Connection
@@ -50,12 +51,12 @@ interface QueryableClient {
  * with a statement still on it), so the pool drops it on release and opens
  * a fresh one (as db/mysql-driver.ts does for MySQL).
  */
-export function boundedPostgresDriver(): typeof pg {
+export function boundedPostgresDriver(clock: Pick<Clock, 'monotonic'>): typeof pg {
   class Pool extends pg.Pool {
     constructor(options?: pg.PoolConfig) {
       super(options);
       const queryTimeoutMs = options?.query_timeout ?? Infinity;
-      this.on('connect', (client) => dropOnTimeout(client as unknown as QueryableClient, queryTimeoutMs));
+      this.on('connect', (client) => dropOnTimeout(client as unknown as QueryableClient, queryTimeoutMs, clock));
     }
 
     // Every failure to connect that node-postgres raises itself (its connection timeout, a connection that ended) is the server being unavailable.
@@ -66,11 +67,11 @@ export function boundedPostgresDriver(): typeof pg {
     override connect(
       callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
     ): Promise<pg.PoolClient> | void {
-      const started = performance.now();
+      const started = clock.monotonic();
       // 0: no connection timeout of its own.
       const limit = this.options.connectionTimeoutMillis ?? 0;
       const marked = (err: unknown) =>
-        mark(err, limit > 0 && performance.now() - started >= limit - 1 ? 'timeout' : 'lost');
+        mark(err, limit > 0 && clock.monotonic() - started >= limit - 1 ? 'timeout' : 'lost');
       if (!callback)
         return super.connect().catch((err: unknown) => {
           marked(err);
@@ -85,7 +86,7 @@ export function boundedPostgresDriver(): typeof pg {
   return Object.assign(Object.create(pg) as typeof pg, { Pool });
 }
 
-function dropOnTimeout(client: QueryableClient, queryTimeoutMs: number): void {
+function dropOnTimeout(client: QueryableClient, queryTimeoutMs: number, clock: Pick<Clock, 'monotonic'>): void {
   const query = client.query;
   let ended = false;
   // node-postgres emits 'error' before it fails the statements on a connection that broke.
@@ -97,7 +98,7 @@ function dropOnTimeout(client: QueryableClient, queryTimeoutMs: number): void {
       return;
     }
     // No answer within query_timeout: node-postgres gave up reading.
-    if (performance.now() - started < queryTimeoutMs - 1) return;
+    if (clock.monotonic() - started < queryTimeoutMs - 1) return;
     mark(err, 'timeout');
     if (!pgClientFailure(err as object)) return;
     // Runs before the caller sees the error, so before it releases the client.
@@ -105,7 +106,7 @@ function dropOnTimeout(client: QueryableClient, queryTimeoutMs: number): void {
     client.end().catch(() => undefined);
   };
   client.query = function (this: unknown, ...args: unknown[]) {
-    const started = performance.now();
+    const started = clock.monotonic();
     const last = args.length - 1;
     if (typeof args[last] === 'function') {
       const callback = args[last] as Callback;

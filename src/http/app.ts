@@ -36,8 +36,16 @@ const jsonBodiesOnly: express.RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** The HTTP service: request middleware, the route groups, then 404 and the one error handler. */
-export function createHttpApp(deps: HttpDeps): express.Express {
+/**
+ * Which routes an app serves: all of them (one port), or, with
+ * IDPOOL_ADMIN_PORT, `public` (everything but `/admin/*`, which answers 404
+ * there) on the main port and `admin` (the admin API and the dashboard
+ * alone) on the admin port.
+ */
+export type HttpFace = 'all' | 'public' | 'admin';
+
+/** The HTTP service: request middleware, the route groups of `face`, then 404 and the one error handler. */
+export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -55,17 +63,21 @@ export function createHttpApp(deps: HttpDeps): express.Express {
   const tokens = new ServiceTokens({ admin: deps.adminToken, ops: deps.opsToken, metrics: deps.metricsToken });
   const guards = createGuards(deps, tokens, deps.authFailures ?? new AuthFailureLimiter(clock), deps.log);
   const take = takeHandler(deps, guards);
+  const errors = errorFaces(deps.log, clock);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
-  app.use(takeFastPath(take));
+  if (face !== 'admin') app.use(takeFastPath(take));
   app.use(NATIVE_PATHS, jsonBodiesOnly);
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
-  registerIdRoutes(app, deps, guards, take);
-  registerSegmentRoutes(app, deps, guards);
-  registerAdminRoutes(app, deps, guards);
-  registerOpsRoutes(app, deps, guards);
-  const errors = errorFaces(deps.log, clock);
-  if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
-  if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
+  if (face !== 'admin') {
+    registerIdRoutes(app, deps, guards, take);
+    registerSegmentRoutes(app, deps, guards);
+  }
+  if (face !== 'public') registerAdminRoutes(app, deps, guards);
+  if (face !== 'admin') {
+    registerOpsRoutes(app, deps, guards);
+    if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
+    if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
+  }
 
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);

@@ -33,6 +33,14 @@ export interface ReadinessReport {
   /** Failed checks that do not make the instance unready: a live cutover's incumbent database (docs/migrating.md). */
   degraded?: string[];
   /**
+   * Checks of what every instance shares (the database, Redis, an
+   * incumbent's database; the worker lease while one of those fails): with
+   * `/readyz?shared=degrade` their failure degrades the answer instead of
+   * failing it, since taking every instance out at once turns 503s with
+   * Retry-After into refused connections.
+   */
+  shared?: string[];
+  /**
    * How current the ops sampler's view (dashboard, pool gauges, pool
    * alarms) is. Reported, but not part of `ready`: stale monitoring does not
    * stop this instance from serving ids, and taking it out of rotation for
@@ -80,7 +88,7 @@ export interface HttpDeps {
   /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   /** Target depth and watermark of each pool (they move with demand). */
-  demand: Pick<Demand, 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   adminToken: string;
   /** Explains snowflake ids (`GET /apps/:key/ids/:id`); that route answers 400 without it. */
   snowflake?: SnowflakeDecoder;

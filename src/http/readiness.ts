@@ -1,4 +1,6 @@
 import type { Clock } from '../clock';
+import { InvalidRequestError } from '../errors';
+import type { ReadinessReport } from './deps';
 import { type FailureKind, isRetryable } from '../failure';
 import { classifyDependencyError } from './dependency-failure';
 
@@ -62,4 +64,29 @@ export function sharedCheck<T>(
     result.then(settled, settled);
     return result;
   };
+}
+
+/**
+ * `/readyz?shared=degrade` (the Kubernetes readiness probe,
+ * docs/kubernetes.md): failed checks of what every instance shares are
+ * reported under `degraded` and leave the instance ready, so a Redis or
+ * database blip does not take the whole fleet out of the Service at once
+ * (each pod answers 503 with Retry-After meanwhile). Shutting down, or a
+ * failure of this instance's own, still fails it.
+ */
+export function degradeShared(report: ReadinessReport): ReadinessReport {
+  if (report.ready || report.reason !== undefined) return report;
+  const failed = Object.entries(report.checks)
+    .filter(([, value]) => value !== 'ok')
+    .map(([name]) => name);
+  const shared = new Set(report.shared ?? []);
+  if (!failed.every((name) => shared.has(name))) return report;
+  return { ...report, ready: true, degraded: failed };
+}
+
+/** `?shared=`: unset (shared dependencies fail readiness) or `degrade`; anything else is refused (400). */
+export function degradesShared(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (value === 'degrade') return true;
+  throw new InvalidRequestError('shared: must be degrade (or left out)');
 }

@@ -65,6 +65,19 @@ export class NumberScheme {
     return this.template.capacity;
   }
 
+  /**
+   * Most numbers of one period kept ready (reserved and waiting): 1 % of the
+   * period's capacity, or one largest batch when that is more. Ready numbers
+   * are what a discard (a Redis restart or failover, a raise) skips, so a
+   * burst that sizes a plain pool for a minute of ids must not set aside a
+   * quarter of a `{seq:6}` day.
+   */
+  poolCap(largestBatch: number): number {
+    const onePercent = this.capacity / 100n;
+    const share = onePercent > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(onePercent);
+    return Math.max(largestBatch, share, 1);
+  }
+
   /** `number` taken apart, or undefined when it is not one of this template's (or names no period of the zone). */
   decode(number: string): DecodedNumber | undefined {
     const parts = this.template.decode(number);
@@ -102,4 +115,9 @@ function periodDateText(period: Period, reset: Reset): string {
   if (reset === 'monthly') return `${year}-${p2(d.month)}`;
   if (reset === 'daily') return `${year}-${p2(d.month)}-${p2(d.day)}`;
   return `${year}-${p2(d.month)}-${p2(d.day)}T${p2(d.hour)}`;
+}
+
+/** The most numbers of one period an entity keeps ready ({@link NumberScheme.poolCap}). */
+export function numberPoolCap(entity: { readonly maxSizePerTimes: number }, settings: NumberSettings): number {
+  return NumberScheme.of(settings).poolCap(entity.maxSizePerTimes);
 }

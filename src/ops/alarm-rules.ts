@@ -6,11 +6,14 @@ import type { ClockWatch } from '../worker/clock-watch';
 import { type EntityForecast, JS_SAFE_LIMIT, type SnowflakeForecast } from './forecast';
 import { dateIn, describeSeconds, isoDate, round } from './format';
 import { type NumberView, runOutText } from './period-forecast';
+import { raised } from './alarm-table';
 
 /** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
 const CONFIRM_SAMPLES = 2;
 
 type AlarmInput = Parameters<Alarms['set']>[0];
+/** What a rule says of its alarm: the name, entity and severity come from the table. */
+type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
 
 /** The per-entity condition alarms, cleared when an entity is retired. */
 const ENTITY_ALARMS = [
@@ -61,9 +64,6 @@ export class AlarmRules {
     const watermark = this.options.demand.lowWatermark(entity);
     const horizonDays = round(this.options.horizonSeconds / 86_400);
     this.condition(serving && size < (watermark * this.options.poolLowPercent) / 100, 'pool_low', key, () => ({
-      name: 'pool_low',
-      severity: 'warning',
-      entityKey: key,
       message: `pool of ${key} is below ${this.options.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
       details: { size, lowWatermark: watermark, max: entity.maxPoolSize },
     }));
@@ -75,9 +75,6 @@ export class AlarmRules {
       'forecast_pool_dry',
       key,
       () => ({
-        name: 'forecast_pool_dry',
-        severity: 'warning',
-        entityKey: key,
         message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
         details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
       }),
@@ -90,9 +87,6 @@ export class AlarmRules {
       'forecast_js_safe_limit',
       key,
       () => ({
-        name: 'forecast_js_safe_limit',
-        severity: 'warning',
-        entityKey: key,
         message: `ids of ${key} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
         details: {
           seconds: round(f.jsSafeSeconds),
@@ -103,9 +97,6 @@ export class AlarmRules {
       }),
     );
     this.condition(serving && f.int63Seconds <= this.options.horizonSeconds, 'forecast_int63_limit', key, () => ({
-      name: 'forecast_int63_limit',
-      severity: 'critical',
-      entityKey: key,
       message: `ids of ${key} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
       details: {
         seconds: round(f.int63Seconds),
@@ -127,9 +118,6 @@ export class AlarmRules {
     const full = usage.used >= usage.capacity;
     const ends = runOutText(wallClock, usage.now, usage.period.end);
     this.condition(forecast.beforeEnd, 'forecast_period_exhausted', key, () => ({
-      name: 'forecast_period_exhausted',
-      severity: 'warning',
-      entityKey: key,
       message: full
         ? `${key}: ${usage.digits} digits ran out; period ${usage.period.id} is full until ${ends} (${usage.timeZone})`
         : `${key}: ${usage.digits} digits run out at ${view.runsOutLocal} (${usage.timeZone}), before period ${usage.period.id} ends at ${ends}: ${usage.used} of ${usage.capacity} used, ${round(forecast.takePerSecond)}/s`,
@@ -152,8 +140,6 @@ export class AlarmRules {
       'lease_lost',
       undefined,
       () => ({
-        name: 'lease_lost',
-        severity: 'critical',
         message: 'this instance holds no usable worker lease: it issues no snowflake ids',
         details: { workerId: status.workerId ?? null },
       }),
@@ -170,7 +156,6 @@ export class AlarmRules {
       'clock_skew',
       undefined,
       () => ({
-        name: 'clock_skew',
         severity: state === 'refusing' ? 'critical' : 'warning',
         message: `this instance's clock is ${Math.round(Math.abs(worstMs))} ms ${worstMs > 0 ? 'ahead of' : 'behind'} Redis's or the database's (IDPOOL_MAX_CLOCK_SKEW_MS=${clock.maxSkewMs}): ${state === 'refusing' ? 'it issues no snowflake ids until it is back within it' : 'past half the bound; fix time synchronisation (NTP)'}`,
         details: {
@@ -189,8 +174,6 @@ export class AlarmRules {
       'worker_range_nearly_full',
       undefined,
       () => ({
-        name: 'worker_range_nearly_full',
-        severity: 'warning',
         message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
         details: { inUse, total, percent: round((inUse * 100) / total) },
       }),
@@ -206,8 +189,6 @@ export class AlarmRules {
       'forecast_snowflake_time_exhausted',
       undefined,
       () => ({
-        name: 'forecast_snowflake_time_exhausted',
-        severity: 'critical',
         message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
         details: { at: isoDate(sf.timeExhaustedAt) },
       }),
@@ -219,8 +200,6 @@ export class AlarmRules {
       'forecast_snowflake_js_safe_limit',
       undefined,
       () => ({
-        name: 'forecast_snowflake_js_safe_limit',
-        severity: 'warning',
         message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
         details: { at: isoDate(js) },
       }),
@@ -245,7 +224,7 @@ export class AlarmRules {
     holds: boolean,
     name: AlarmInput['name'],
     entityKey: string | undefined,
-    alarm: () => AlarmInput,
+    alarm: () => Raised,
     confirm = CONFIRM_SAMPLES,
   ): void {
     const key = `${name}\u0000${entityKey ?? ''}`;
@@ -256,6 +235,7 @@ export class AlarmRules {
     }
     const streak = (this.streaks.get(key) ?? 0) + 1;
     this.streaks.set(key, streak);
-    if (streak >= confirm) this.options.alarms.set(alarm());
+    if (streak >= confirm)
+      this.options.alarms.set(raised(name, { ...(entityKey === undefined ? {} : { entityKey }), ...alarm() }));
   }
 }

@@ -3,29 +3,7 @@ import type { Logger } from '../logger';
 import { Ring } from './forecast';
 import { errorMessage } from '../errors';
 import { RepeatLimiter } from '../repeat-limiter';
-
-export type AlarmSeverity = 'warning' | 'critical';
-
-/** Every alarm idpool raises; the name is stable (logs, webhook, metrics). */
-export type AlarmName =
-  | 'pool_low'
-  | 'pool_exhausted'
-  | 'period_exhausted'
-  | 'fence_refused'
-  | 'pool_discarded'
-  | 'database_behind'
-  | 'redis_epoch_changed'
-  /** The former name of `redis_epoch_changed`, kept as its alias for one release (see ALARM_ALIASES). */
-  | 'redis_server_changed'
-  | 'lease_lost'
-  | 'clock_skew'
-  | 'worker_range_nearly_full'
-  | 'forecast_pool_dry'
-  | 'forecast_period_exhausted'
-  | 'forecast_js_safe_limit'
-  | 'forecast_int63_limit'
-  | 'forecast_snowflake_time_exhausted'
-  | 'forecast_snowflake_js_safe_limit';
+import { type AlarmName, type AlarmSeverity, aliasOf } from './alarm-table';
 
 export interface AlarmInput {
   readonly name: AlarmName;
@@ -43,14 +21,6 @@ export interface AlarmRecord extends AlarmInput {
   /** Whether this one was (or will be) posted to the webhook. */
   readonly notified: boolean;
 }
-
-/**
- * Renamed alarms and their former names, kept for one release: the log line
- * and the webhook payload carry the former one as `alias`, and
- * `idpool_alarms_total` counts under both, so a rule or filter on the old
- * name keeps matching until it is moved (docs/operating.md).
- */
-const ALARM_ALIASES: Partial<Record<AlarmName, AlarmName>> = { redis_epoch_changed: 'redis_server_changed' };
 
 /** Where alarms are posted. */
 export interface AlarmSink {
@@ -181,7 +151,7 @@ export class Alarms {
     const sink = this.options.sink;
     const notify = sink !== undefined && (last === undefined || now - last >= this.options.dedupeMs);
     const at = new Date(now).toISOString();
-    const alias = ALARM_ALIASES[alarm.name];
+    const alias = aliasOf(alarm.name);
     logAlarm(this.options.log, alarm);
     this.options.onRaised?.(alarm.name, alarm.severity);
     if (alias) this.options.onRaised?.(alias, alarm.severity);
@@ -213,7 +183,7 @@ export class Alarms {
 
 /** An alarm's log line: `warn` for warnings, `error` for critical; a renamed alarm carries its former name as `alias`. */
 export function logAlarm(log: Logger, alarm: AlarmInput): void {
-  const alias = ALARM_ALIASES[alarm.name];
+  const alias = aliasOf(alarm.name);
   const line = {
     alarm: alarm.name,
     ...(alias ? { alias } : {}),

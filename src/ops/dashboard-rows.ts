@@ -2,6 +2,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { EntityForecast, PoolSample } from './forecast';
 import { finite, round } from './format';
+import { numberPoolCap } from '../numbers/scheme';
 import { type NumberPeriodJson, type NumberView, numberPeriodJson } from './period-forecast';
 
 export interface ChartPoint {
@@ -32,7 +33,7 @@ export interface EntityOverview {
 
 /** What a dashboard row is built from: the sampler's view of one entity. */
 export interface SampledView {
-  demand: Pick<Demand, 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   /** The entity's latest sample, if any. */
   lastSample(entityKey: string): PoolSample | undefined;
   forecast(entityKey: string): EntityForecast | undefined;
@@ -87,18 +88,13 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
 
 /** A business-number entity's row: its period's ready numbers as the pool, its take rate and forecast as `period`. */
 function numberRow(entity: EntityConfig, numbers: NumberView, view: SampledView, now: number): EntityOverview {
-  const target = view.demand.target(entity);
+  const cap = entity.numbers ? numberPoolCap(entity, entity.numbers) : entity.maxPoolSize;
+  const { target, lowWatermark, max } = view.demand.sizing(entity, cap);
   const ready = numbers.usage.ready;
   return {
     key: entity.key,
     mode: entity.mode,
-    pool: {
-      size: ready,
-      target,
-      max: entity.maxPoolSize,
-      lowWatermark: view.demand.lowWatermark(entity),
-      fillPercent: target > 0 ? round((ready * 100) / target) : 0,
-    },
+    pool: { size: ready, target, max, lowWatermark, fillPercent: target > 0 ? round((ready * 100) / target) : 0 },
     currentOffset: numbers.usage.used.toString(),
     highestId: null,
     takePerSecond: round(numbers.forecast.takePerSecond),

@@ -60,7 +60,7 @@ export class NumberSampling {
     if (!history) this.histories.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
     history.record(usage.period.id, { at: usage.now, used: usage.used });
     const zone = this.zoneOf(settings.timeZone);
-    const view = numberView(usage, history.takePerSecond(), (ms) => zone.wallClock(ms));
+    const view = numberView(usage, history.takePerSecond(usage.period.start), (ms) => zone.wallClock(ms));
     this.views.set(entity.key, view);
     this.publish(entity.key, view);
     this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));

@@ -5,6 +5,7 @@ import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';
+import { raised } from './alarm-table';
 import type { OpsMetrics } from './metrics';
 import type { OpsSampler, SamplerOptions } from './sampler';
 
@@ -78,52 +79,42 @@ function discardedIds(entities: Entities, stride: SamplerOptions['stride'], enti
 }
 
 function fenceRefusedAlarm(entity: string, start: bigint, end: bigint): AlarmInput {
-  return {
-    name: 'fence_refused',
-    severity: 'warning',
+  return raised('fence_refused', {
     entityKey: entity,
     message: `segment [${start}, ${end}) of ${entity} refused by the fence (a newer one was pushed); dropped`,
     details: { start: start.toString(), end: end.toString() },
-  };
+  });
 }
 
 function poolDiscardedAlarm(entity: string, fence: bigint): AlarmInput {
-  return {
-    name: 'pool_discarded',
-    severity: 'warning',
+  return raised('pool_discarded', {
     entityKey: entity,
     message: `pool of ${entity} discarded after a Redis server change; refilled from the database`,
     details: { fence: fence.toString() },
-  };
+  });
 }
 
 function epochChangedAlarm(from: string, to: string): AlarmInput {
-  return {
-    name: 'redis_epoch_changed',
-    severity: 'critical',
+  return raised('redis_epoch_changed', {
     message: 'Redis epoch changed (restart or failover): every pool is discarded and refilled from the database',
     details: { from, to },
-  };
+  });
 }
 
 function poolExhaustedAlarm(entity: string, count: number): AlarmInput {
-  return {
-    name: 'pool_exhausted',
-    severity: 'critical',
+  return raised('pool_exhausted', {
     entityKey: entity,
     message: `pool of ${entity} exhausted: a request for ${count} ids found too few after waiting for a refill`,
     details: { count },
-  };
+  });
 }
 
 function periodExhaustedAlarm(entity: string, digits: number, nextAt: number): AlarmInput {
-  return {
-    name: 'period_exhausted',
-    severity: 'critical',
+  return raised('period_exhausted', {
     entityKey: entity,
     message: `${entity}: ${digits} digits ran out for this period; takes answer 503 period_exhausted until the next period starts at ${new Date(nextAt).toISOString()}`,
     details: { digits, nextAt: new Date(nextAt).toISOString() },
-  };
+  });
 }
 
 /** The `database_behind` alarm: what the database said, what the record said, and what was done about it. */
@@ -135,9 +126,7 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
       : report.record === 'high-water file'
         ? `below the high-water file (offset ${recordedOffset})`
         : `below this process's last reservation (offset ${recordedOffset})`;
-  return {
-    name: 'database_behind',
-    severity: 'critical',
+  return raised('database_behind', {
     entityKey,
     message: `the database is behind for ${entityKey}${report.period === undefined ? '' : ` (business numbers of period ${report.period}: offsets are its sequence)`} (restored from a backup, or failed over to a replica that lagged): its offset ${databaseOffset} is ${seen}; carried the offset to ${carriedTo} in one reservation, nothing below it is handed out again`,
     details: {
@@ -148,7 +137,7 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
       ...(fence === undefined ? {} : { fence: fence.toString() }),
       carriedTo: carriedTo.toString(),
     },
-  };
+  });
 }
 
 /** Turns the take service's events into metrics; `onServed` counts what was handed out for the sampler and the busiest entities. */

@@ -61,14 +61,22 @@ export class PeriodHistory {
     while (s.length > 2 && sample.at - s[1].at >= this.windowMs) s.shift();
   }
 
-  /** Numbers taken per second between the reading at (or just before) the window's start and the newest; 0 before two readings. */
-  takePerSecond(): number {
+  /**
+   * Numbers taken per second over the window (docs/numbers.md): those used
+   * between the reading at (or just before) its start and the newest, over
+   * the window's length, or the time since the period began when that is
+   * shorter. Readings that cover less of it (a fresh instance, a burst just
+   * seen) are spread over the whole window, so a burst alone promises no
+   * run-out; 0 before two readings.
+   */
+  takePerSecond(periodStart: number): number {
     if (this.samples.length < 2) return 0;
     const first = this.samples[0];
     const last = this.samples[this.samples.length - 1];
-    if (last.at <= first.at) return 0;
+    const span = Math.max(last.at - first.at, Math.min(this.windowMs, last.at - periodStart));
+    if (span <= 0) return 0;
     const taken = Number(last.used - first.used);
-    return taken > 0 ? taken / ((last.at - first.at) / 1000) : 0;
+    return taken > 0 ? taken / (span / 1000) : 0;
   }
 }
 
@@ -101,6 +109,9 @@ export interface NumberView {
   readonly forecast: PeriodForecast;
   /** The run-out time in the entity's zone (`14:20`, or with its date when not today there); undefined when never. */
   readonly runsOutLocal: string | undefined;
+  /** The period's first instant and the first after it as the zone's clock reads them, labelled (`2026-11-29 00:00 (Asia/Shanghai)`); end undefined for `never`. */
+  readonly startLocal: string;
+  readonly endLocal: string | undefined;
 }
 
 /** The view of `usage` at `takePerSecond`: its forecast, and the run-out as `wallClock` (the entity's zone) reads it. */
@@ -111,7 +122,14 @@ export function numberView(usage: NumberUsage, takePerSecond: number, wallClock:
   );
   const runsOutLocal =
     forecast.runsOutAt === undefined ? undefined : runOutText(wallClock, usage.now, forecast.runsOutAt);
-  return { usage, forecast, runsOutLocal };
+  const { start, end, id } = usage.period;
+  return {
+    usage,
+    forecast,
+    runsOutLocal,
+    startLocal: `${wallClock(start)} (${usage.timeZone})`,
+    endLocal: id === 'all' ? undefined : `${wallClock(end)} (${usage.timeZone})`,
+  };
 }
 
 /** A business-number entity's period as JSON: the dashboard row's and `GET /admin/apps`'s `period`. */
@@ -120,6 +138,9 @@ export interface NumberPeriodJson {
   /** First instant and the first after it, ISO 8601 UTC; `end` null for `never`. */
   start: string;
   end: string | null;
+  /** The same two instants as the entity's zone reads them, labelled (`2026-11-29 00:00 (Asia/Shanghai)`). */
+  startLocal: string;
+  endLocal: string | null;
   timeZone: string;
   /** Decimal strings: a period holds up to 10^18 − 1. */
   used: string;
@@ -135,12 +156,20 @@ export interface NumberPeriodJson {
   runsOutBeforeEnd: boolean;
 }
 
-export function numberPeriodJson({ usage, forecast, runsOutLocal }: NumberView): NumberPeriodJson {
+export function numberPeriodJson({
+  usage,
+  forecast,
+  runsOutLocal,
+  startLocal,
+  endLocal,
+}: NumberView): NumberPeriodJson {
   const { period } = usage;
   return {
     id: period.id,
     start: new Date(period.start).toISOString(),
     end: period.id === 'all' ? null : isoDate(period.end),
+    startLocal,
+    endLocal: endLocal ?? null,
     timeZone: usage.timeZone,
     used: usage.used.toString(),
     capacity: usage.capacity.toString(),

@@ -45,7 +45,7 @@ export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingO
   /** Pool levels (size, and ids taken so far by anyone: what makes the take rate exact); an Error in place of one when that entity's keys could not be read. */
   poolStore: { levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
-  demand: Pick<Demand, 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   alarms: Alarms;
   log: Logger;

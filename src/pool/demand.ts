@@ -92,6 +92,17 @@ export class Demand {
     return Math.floor((this.target(entity) * entity.minSizePercent) / 100);
   }
 
+  /**
+   * The pool's figures within `cap` (a business-number period's ready
+   * numbers are capped: `NumberScheme.poolCap`): its target, its low
+   * watermark and the most it may hold.
+   */
+  sizing(entity: SizedEntity, cap = entity.maxPoolSize): { target: number; lowWatermark: number; max: number } {
+    const max = Math.min(cap, entity.maxPoolSize);
+    const target = Math.min(max, this.target(entity));
+    return { target, lowWatermark: Math.floor((target * entity.minSizePercent) / 100), max };
+  }
+
   /** Drops what is known of a retired entity. */
   forget(entityKey: string): void {
     this.seen.delete(entityKey);

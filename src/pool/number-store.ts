@@ -152,24 +152,40 @@ export class RedisNumberStore {
   }
 
   /**
-   * Drops the lists filled in another epoch (`'epoch'`), or the list holding
-   * one period; raises each given period's fence to its sequence. True when
-   * something was dropped.
+   * Drops the lists when they were filled in another epoch, and raises each
+   * given period's fence to its sequence. True when something was dropped.
    */
-  async reset(
-    entityKey: string,
-    /** `'epoch'`, or a period id. */
-    what: string,
-    fences: readonly (readonly [string, bigint])[],
-  ): Promise<boolean> {
+  async resetEpoch(entityKey: string, fences: readonly (readonly [string, bigint])[]): Promise<boolean> {
     const k = this.keys(entityKey);
     const dropped = await callFunction<number>(
       this.redis,
       'idpool_number_reset',
       [k.periods, k.epoch, k.fence, k.ids, k.staged],
-      [what, ...fences.flatMap(([id, seq]) => [id, seq.toString()])],
+      ['epoch', ...fences.flatMap(([id, seq]) => [id, seq.toString()])],
     );
     return dropped === 1;
+  }
+
+  /** The numbers waiting in the list that holds `periodId` now (live or staged), in take order; none when no list holds it. */
+  async waiting(entityKey: string, periodId: string): Promise<string[]> {
+    const k = this.keys(entityKey);
+    const slot = (await this.state(entityKey)).slots.findIndex((s) => s.period === periodId);
+    return slot < 0 ? [] : this.redis.lrange(slot === 0 ? k.ids : k.staged, 0, -1);
+  }
+
+  /**
+   * Drops the numbers of `periodId` up to `upTo` (sequence `seq`, formatted)
+   * from the list holding it, keeping those above in order, and raises its
+   * fence to `seq` (number_trim-4.lua). Resolves to how many were dropped.
+   */
+  trim(entityKey: string, periodId: string, upTo: string, seq: bigint, step: number): Promise<number> {
+    const k = this.keys(entityKey);
+    return callFunction<number>(
+      this.redis,
+      'idpool_number_trim',
+      [k.periods, k.fence, k.ids, k.staged],
+      [periodId, upTo, seq.toString(), step],
+    );
   }
 
   /** The highest sequence ever pushed for the period, if any. */

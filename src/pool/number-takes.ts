@@ -12,7 +12,7 @@
  */
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
-import { PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
+import { PeriodShortError, PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import type { Period } from '../numbers/period';
 import type { DatabaseBehindReport } from '../segment/high-water';
@@ -24,6 +24,8 @@ import {
   formatRange,
   namedPeriod,
   periodFull,
+  periodLine,
+  raiseBelowLine,
 } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter, type SeqRange } from '../segment/number-counter';
 import type { Demand } from './demand';
@@ -34,7 +36,10 @@ import { entityRateLimited } from './rate-limit';
 import type { NumberRun } from './rpush-ids';
 import { PUSHES_IN_FLIGHT, shuffle } from './segment-push';
 import { type TakenIds, listedIds } from './taken-ids';
-import { untilAligned } from '../schedule';
+import { type Periodic, every } from '../schedule';
+
+/** How long a raise waits for the entity's refill lock: a refill holds it for one reservation and push. */
+const RAISE_LOCK_WAIT_MS = 2000;
 
 /** The refill tick's wait while no entity has a `format` ({@link RedisNumberTakes.wake} ends it when one is registered). */
 const IDLE_TICK_MS = 1000;
@@ -113,7 +118,7 @@ export interface RedisNumberTakesOptions {
   counter: NumberCounter;
   lock: RefillLock;
   entities: NumberCatalog;
-  demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'observe' | 'sizing'>;
   events: DispatchEvents;
   clock: Clock;
   log: Logger;
@@ -148,9 +153,8 @@ export class RedisNumberTakes implements NumberTakes {
   private readonly refills = new Map<string, Promise<void>>();
   /** Numbers this instance took per entity, running: what demand is measured from. */
   private readonly taken = new Map<string, number>();
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  /** A tick is under way (it sets the next one's timer when done); stop() waits for it. */
-  private ticking: Promise<void> | undefined;
+  /** The refill tick (schedule.ts): stop() waits for the one under way. */
+  private readonly ticks: Periodic;
   private stopped = false;
   private lastPrune = 0;
   /** When (this process's monotonic clock) the soonest boundary a refill saw falls by the Redis clock: the tick wakes for it. */
@@ -158,7 +162,13 @@ export class RedisNumberTakes implements NumberTakes {
   /** When (monotonic) each entity's periods were last compared with their fences. */
   private readonly fencesCheckedAt = new Map<string, number>();
 
-  constructor(private readonly options: RedisNumberTakesOptions) {}
+  constructor(private readonly options: RedisNumberTakesOptions) {
+    this.ticks = every(
+      () => this.nextWait(),
+      () => this.tick(),
+      options.clock,
+    );
+  }
 
   async takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined> {
     const r = await this.options.store.take(entity.key, total, entity.maxSizePerSecond);
@@ -210,6 +220,7 @@ export class RedisNumberTakes implements NumberTakes {
     const [live] = state.slots;
     if (live.period !== undefined && live.start <= state.now && state.now < live.end) {
       if (live.size >= count) return true;
+      if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
       if (live.full) {
         this.options.events.periodExhausted(entity.key, scheme.template.seqWidth, live.end);
         throw periodFull(entity, scheme, live.period, live.end - state.now);
@@ -224,16 +235,56 @@ export class RedisNumberTakes implements NumberTakes {
   /** Counts a take for demand; a list below its watermark is refilled now. */
   private served(entity: EntityConfig, count: number, remaining: number): void {
     this.taken.set(entity.key, (this.taken.get(entity.key) ?? 0) + count);
-    if (remaining < this.options.demand.lowWatermark(entity)) void this.refillQuietly(entity);
+    if (remaining < this.sizing(entity, this.schemes.of(entity)).low) void this.refillQuietly(entity);
   }
 
+  /** The list's depth by demand, as a plain pool's, within the scheme's cap ({@link NumberScheme.poolCap}). */
+  private sizing(entity: EntityConfig, scheme: NumberScheme): { target: number; low: number; cap: number } {
+    const { target, lowWatermark, max } = this.options.demand.sizing(entity, scheme.poolCap(entity.maxSizePerTimes));
+    return { target, low: lowWatermark, cap: max };
+  }
+
+  /**
+   * Starts period `periodId` after `seq`, under the entity's refill lock (no
+   * push in flight): 409 when the period's line is already past it;
+   * otherwise its counter moves up to `seq` and the numbers at or below it
+   * still waiting are dropped, those above kept, so the next number is
+   * seq + 1. Resolves to the sequence the next number follows.
+   */
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId);
+    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
-    const after = await this.options.counter.raise(entity.key, period, capped);
-    await this.options.store.reset(entity.key, period.id, [[period.id, after]]);
-    return after;
+    const held = await this.lockWithin(entity.key, RAISE_LOCK_WAIT_MS);
+    try {
+      const { store, counter } = this.options;
+      // Handed out is at most what was pushed (the fence): a reservation never pushed was never taken.
+      const waiting = await store.waiting(entity.key, period.id);
+      const line = periodLine(scheme, (await store.fence(entity.key, period.id)) ?? 0n, waiting);
+      if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
+      const after = await counter.raise(entity.key, period, capped);
+      const upTo = scheme.template.formatter(period)(capped);
+      await store.trim(entity.key, period.id, upTo, capped, entity.step);
+      const next = waiting
+        .filter((n) => n > upTo)
+        .sort()
+        .at(0);
+      return next === undefined ? after : (scheme.template.decode(next)?.seq ?? after + 1n) - 1n;
+    } finally {
+      await held.release().catch(() => undefined);
+    }
+  }
+
+  /** The entity's refill lock, asked again until `ms` have passed (a refill holds it for a moment); then 503. */
+  private async lockWithin(entityKey: string, ms: number): Promise<{ release(): Promise<void> }> {
+    const deadline = this.options.clock.monotonic() + ms;
+    for (;;) {
+      const held = await this.options.lock.acquire(entityKey);
+      if (held) return held;
+      if (this.options.clock.monotonic() > deadline)
+        throw new UnavailableError(`${entityKey}: a refill holds the entity's lock; retry shortly`, 1);
+      await this.options.clock.sleep(25);
+    }
   }
 
   /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
@@ -253,7 +304,8 @@ export class RedisNumberTakes implements NumberTakes {
    * pops at once, not a tick later; prunes old counters hourly.
    */
   start(): void {
-    this.nextTick(0);
+    this.ticks.start();
+    void this.ticks.runNow();
   }
 
   /**
@@ -262,32 +314,30 @@ export class RedisNumberTakes implements NumberTakes {
    * this one's first refill starts now rather than up to a second later.
    */
   wake(): void {
-    if (this.timer && !this.ticking) this.nextTick(0);
+    this.ticks.wake();
   }
 
   /** Stops ticking and waits for the tick and the refills under way; no refill starts after it (the connections close next). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.ticking;
+    await this.ticks.stop();
     await Promise.allSettled(this.refills.values());
   }
 
-  private nextTick(ms: number): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      const run: Promise<void> = this.tick().finally(() => {
-        if (this.ticking === run) this.ticking = undefined;
-      });
-      this.ticking = run;
-    }, ms);
+  /**
+   * The wait before the next tick: the refill interval, cut short to just
+   * after the soonest boundary the last tick saw coming; with no number
+   * entity a second, when the service's other loops wake too (wake() ends it).
+   */
+  private nextWait(): number {
+    if (this.options.entities.numberKeys().length === 0) return IDLE_TICK_MS;
+    const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
+    return Math.max(0, Math.min(this.options.intervalMs, untilBoundary));
   }
 
   private async tick(): Promise<void> {
     this.nextBoundary = Infinity;
-    const keys = this.options.entities.numberKeys();
-    for (const key of keys) {
+    for (const key of this.options.entities.numberKeys()) {
       // Stopped mid-tick: the next entity's refill would meet closed connections.
       if (this.stopped) return;
       const entity = this.options.entities.get(key);
@@ -295,11 +345,6 @@ export class RedisNumberTakes implements NumberTakes {
     }
     if (this.stopped) return;
     await this.pruneHourly();
-    const untilBoundary = this.nextBoundary - this.options.clock.monotonic() + 1;
-    // With no number entity, nothing to refill: a wait to the next whole second, when the
-    // service's other loops wake too (schedule.ts; wake() ends it).
-    const period = keys.length ? this.options.intervalMs : untilAligned(IDLE_TICK_MS, this.options.clock.monotonic());
-    this.nextTick(Math.max(0, Math.min(period, untilBoundary)));
   }
 
   private async refillQuietly(entity: EntityConfig): Promise<void> {
@@ -388,7 +433,7 @@ export class RedisNumberTakes implements NumberTakes {
       if (fence === undefined) continue;
       const counter = await this.options.counter.peek(entity.key, slot.period);
       if (counter >= fence) continue;
-      await this.carry(entity, namedPeriod(scheme, entity, slot.period), counter, fence);
+      await this.carry(entity, namedPeriod(scheme, entity, slot.period, this.options.clock.now()), counter, fence);
     }
   }
 
@@ -421,7 +466,7 @@ export class RedisNumberTakes implements NumberTakes {
     const fences = await Promise.all(
       periods.map(async (p) => [p.id, await this.options.counter.peek(entity.key, p.id)] as const),
     );
-    if (await this.options.store.reset(entity.key, 'epoch', fences))
+    if (await this.options.store.resetEpoch(entity.key, fences))
       this.options.log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
   }
 
@@ -436,9 +481,12 @@ export class RedisNumberTakes implements NumberTakes {
     const held = state.slots.find((slot) => slot.period === period.id);
     const size = held?.size ?? 0;
     if (held?.full) return;
-    if (held && size >= Math.max(need, this.options.demand.lowWatermark(entity))) return;
-    const target = Math.max(need, this.options.demand.target(entity));
-    const want = Math.max(entity.step, Math.ceil((target - size) / entity.step) * entity.step);
+    const { target, low, cap } = this.sizing(entity, scheme);
+    if (held && size >= Math.max(need, low)) return;
+    // Whole steps up to the target (a trend entity shuffles within them), never past the cap unless a take waits for more.
+    const stepped = Math.max(entity.step, Math.ceil((Math.max(need, target) - size) / entity.step) * entity.step);
+    const want = Math.max(need - size, Math.min(stepped, cap - size));
+    if (want <= 0) return;
     for (let carried = false; ; carried = true) {
       const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
       const full = !range || range.last >= scheme.capacity;

@@ -66,6 +66,15 @@ export const classifyRedisError: Classifier = (err) => {
   return undefined;
 };
 
+/**
+ * A command the server does not know (Redis before 7.0 and Dragonfly for
+ * FUNCTION, or one renamed away). A bare `ERR` too, told by its text here
+ * only, as {@link MISSING_FUNCTION} is (pinned by redis-support.test.ts).
+ */
+export function isUnknownCommand(err: unknown): boolean {
+  return replyWord(err) === 'ERR' && /^ERR unknown command\b/i.test((err as Error).message);
+}
+
 /** The first word of a Redis error reply (`OOM`, `READONLY`, `ERR`, …), or undefined when `err` is not one. */
 export function replyWord(err: unknown): string | undefined {
   return err instanceof ReplyError ? (err as Error).message.split(' ', 1)[0] : undefined;

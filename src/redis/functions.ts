@@ -3,7 +3,10 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
 import { type RedisClient, mastersOf } from './connection';
-import { classifyRedisError, replyWord } from './errors';
+import { classifyRedisError, isUnknownCommand, replyWord } from './errors';
+import { serverRelease } from './info';
+import { RedisUnsupportedError } from './start-error';
+import type { RedisTopology } from './topology';
 
 /**
  * idpool's Redis function library: `commands/_prelude.lua` and one
@@ -261,6 +264,21 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
     }),
   );
   return loaded.includes(true);
+}
+
+/**
+ * {@link loadFunctions} at start-up, where a server without Redis Functions
+ * is refused in one line naming it ({@link RedisUnsupportedError}) rather
+ * than with its raw reply.
+ */
+export async function loadFunctionsAtStart(redis: RedisClient, topology: RedisTopology): Promise<void> {
+  try {
+    await loadFunctions(redis);
+  } catch (err) {
+    if (!isUnknownCommand(err)) throw err;
+    const info = await redis.info('server').catch(() => '');
+    throw new RedisUnsupportedError(topology, serverRelease(info));
+  }
 }
 
 /** FUNCTION LOAD of a library named by its content: another instance loading it at the same moment is no failure. */

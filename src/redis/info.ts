@@ -9,6 +9,22 @@ export function infoField(info: string, field: string): string | undefined {
 }
 
 /**
+ * The server and its version from the text of `INFO server`, as an operator
+ * names them: `Valkey 8.0.1` (it reports `server_name`, and a
+ * `redis_version` of the Redis it is compatible with), `Dragonfly v1.25.0`,
+ * `Redis 6.2.14`; `the server` when INFO says neither.
+ */
+export function serverRelease(info: string): string {
+  const name = infoField(info, 'server_name');
+  const named = name && infoField(info, `${name}_version`);
+  if (name && named) return `${name[0].toUpperCase()}${name.slice(1)} ${named}`;
+  const dragonfly = infoField(info, 'dragonfly_version');
+  if (dragonfly) return `Dragonfly ${dragonfly}`;
+  const redis = infoField(info, 'redis_version');
+  return redis ? `Redis ${redis}` : 'the server';
+}
+
+/**
  * The epoch `run_id:master_replid` (docs/design.md invariant 4) from the text of
  * `INFO server replication`: the same string the Lua functions compare.
  */

@@ -14,6 +14,21 @@ export class RedisStartError extends Error {
   }
 }
 
+/**
+ * A server idpool cannot run on: it has no Redis Functions (Redis before
+ * 7.0, Dragonfly, or FUNCTION renamed away), and every take is an FCALL of
+ * idpool's library. One line: which Redis, what it is, what is missing.
+ */
+export class RedisUnsupportedError extends Error {
+  constructor(topology: RedisTopology, release: string) {
+    super(
+      `${whichRedis(topology)}: ${release} has no Redis Functions (FUNCTION is an unknown command there); ` +
+        'idpool needs Redis >= 7.0 or Valkey >= 7.2 with FUNCTION and FCALL',
+    );
+    this.name = 'RedisUnsupportedError';
+  }
+}
+
 const addresses = (nodes: readonly { host: string; port: number }[]) =>
   nodes.map((n) => `${n.host}:${n.port}`).join(', ');
 

@@ -1,9 +1,8 @@
 import { type Clock, systemClock } from '../clock';
-import { type Database, isBusy } from '../db/database';
+import { type Database, whileBusy } from '../db/database';
 import { classifySqlError } from '../db/errors';
 import { NotFoundError, UnavailableError } from '../errors';
 import { MAX_INT63 } from '../limits';
-import { retryUntil } from '../retry';
 
 /** A reserved stretch `[start, end)` of an entity's number line. */
 export interface Segment {
@@ -89,13 +88,7 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   private async reserveReturning(entityKey: string, size: number): Promise<bigint> {
     const sql = `UPDATE application SET current_offset = current_offset + CAST(? AS BIGINT) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND live = 0 AND current_offset <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
     const params = [size, entityKey, 'segment', (MAX_INT63 - BigInt(size)).toString()];
-    const rows = await retryUntil(() => this.db.query<{ end_offset: string }>(sql, params), {
-      clock: this.clock,
-      waitMs: this.busyWaitMs,
-      pauseMs: [2, 8],
-      retryable: isBusy,
-      sleep: (ms) => this.clock.sleep(ms),
-    });
+    const rows = await whileBusy(() => this.db.query<{ end_offset: string }>(sql, params), this.clock, this.busyWaitMs);
     if (rows.length !== 1) {
       const live = await this.db.query(
         'SELECT 1 AS live FROM application WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ?',

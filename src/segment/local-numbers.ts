@@ -6,7 +6,7 @@
  * scheme cache, a range formatted, the 503 of a full period.
  */
 import type { Clock } from '../clock';
-import { PeriodExhaustedError, errorMessage } from '../errors';
+import { ConflictError, PeriodExhaustedError, PeriodShortError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import type { Period } from '../numbers/period';
 import { NumberScheme, type NumberSettings } from '../numbers/scheme';
@@ -28,6 +28,8 @@ export interface NumberEntity {
   readonly key: string;
   readonly mode: 'monotonic' | 'trend' | 'snowflake';
   readonly step: number;
+  /** The largest take (`maxSizePerTimes`); the library's takes have none. */
+  readonly maxSizePerTimes?: number;
   readonly numbers?: NumberSettings;
   readonly maxSizePerSecond: number;
 }
@@ -50,13 +52,43 @@ export class NumberSchemes {
 }
 
 /** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
-export function namedPeriod(scheme: NumberScheme, entity: Pick<NumberEntity, 'key'>, periodId: string): Period {
+export function namedPeriod(
+  scheme: NumberScheme,
+  entity: Pick<NumberEntity, 'key'>,
+  periodId: string,
+  now: number,
+): Period {
   const period = scheme.calendar.named(periodId);
   if (!period)
     throw new RangeError(
-      `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(Date.now()).id}`,
+      `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(now).id}`,
     );
   return period;
+}
+
+/**
+ * The next sequence of a period a take can hand out: one above the highest
+ * of `1..reserved` that is not still waiting (it was handed out, or dropped
+ * as a gap). The line a raise must pass (docs/numbers.md).
+ */
+export function periodLine(scheme: NumberScheme, reserved: bigint, waiting: readonly string[]): bigint {
+  const seqs = new Set(waiting.map((n) => scheme.template.decode(n)?.seq));
+  let seq = reserved;
+  while (seq > 0n && seqs.has(seq)) seq--;
+  return seq + 1n;
+}
+
+/** A raise that would move nothing up: 409, as a plain entity's raise to a firstId its line has passed. */
+export function raiseBelowLine(
+  entity: Pick<NumberEntity, 'key'>,
+  scheme: NumberScheme,
+  period: Period,
+  seq: bigint,
+  line: bigint,
+): ConflictError {
+  return new ConflictError(
+    `period ${period.id} of "${entity.key}" is already past seq ${seq}: the next number is ${scheme.template.formatter(period)(line)}; nothing changed`,
+  );
 }
 
 /** Formatted numbers `range` of `period`; a trend entity's shuffled within each step. */
@@ -150,6 +182,7 @@ export class LocalNumbers {
     const buffer = await this.bufferOf(entity, period);
     while (buffer.numbers.length < count && !buffer.full) await this.reserveInto(buffer, entity, scheme, period, count);
     if (buffer.numbers.length < count) {
+      if (buffer.numbers.length > 0) throw new PeriodShortError(entity.key, period.id, count, buffer.numbers.length);
       this.options.onPeriodFull?.(entity.key, scheme.template.seqWidth, period.end);
       throw periodFull(entity, scheme, period.id, period.end - this.options.clock.now());
     }
@@ -181,7 +214,11 @@ export class LocalNumbers {
     period: Period,
     count: number,
   ): Promise<void> {
-    const want = Math.max(entity.step, count - buffer.numbers.length);
+    // A step at a time, within the scheme's cap of ready numbers (a restart skips what the buffer holds).
+    const want = Math.max(
+      Math.min(entity.step, scheme.poolCap(entity.maxSizePerTimes ?? 0)),
+      count - buffer.numbers.length,
+    );
     const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
     if (!range || range.last >= scheme.capacity) buffer.full = true;
     if (range) buffer.numbers.push(...formatRange(scheme, entity, period, range));
@@ -216,14 +253,34 @@ export class LocalNumbers {
     return { scheme, now, period, reserved: await this.options.counter.peek(entity.key, period.id), ready };
   }
 
-  /** Moves the counter of period `periodId` up to at least `seq`; what this process holds of that period is dropped. */
+  /**
+   * Starts period `periodId` after `seq`: 409 when its line is already past
+   * it; otherwise the counter moves up to `seq` and what this process holds
+   * of the period at or below it is dropped. Resolves to the sequence the
+   * next number follows.
+   */
   async raise(entity: NumberEntity, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId);
-    const after = await this.options.counter.raise(entity.key, period, seq > scheme.capacity ? scheme.capacity : seq);
-    if (this.buffers.get(entity.key)?.period === period.id) this.buffers.delete(entity.key);
-    if (this.ahead.get(entity.key)?.period === period.id) this.ahead.delete(entity.key);
-    return after;
+    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
+    const capped = seq > scheme.capacity ? scheme.capacity : seq;
+    const ahead = this.ahead.get(entity.key);
+    const held = [this.buffers.get(entity.key), ahead?.period === period.id ? await ahead.ready : undefined].filter(
+      (b): b is LocalBuffer => b?.period === period.id,
+    );
+    const waiting = held.flatMap((b) => b.numbers);
+    const line = periodLine(scheme, await this.options.counter.peek(entity.key, period.id), waiting);
+    if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
+    const after = await this.options.counter.raise(entity.key, period, capped);
+    const upTo = scheme.template.formatter(period)(capped);
+    for (const buffer of held) {
+      const kept = buffer.numbers.filter((n) => n > upTo);
+      buffer.numbers.splice(0, buffer.numbers.length, ...kept);
+    }
+    const next = held
+      .flatMap((b) => b.numbers)
+      .sort()
+      .at(0);
+    return next === undefined ? after : (scheme.template.decode(next)?.seq ?? after + 1n) - 1n;
   }
 
   /** Prunes rows (and record marks) of periods over for longer than NUMBER_PERIOD_RETENTION_MS, now and hourly. */

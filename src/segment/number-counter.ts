@@ -6,7 +6,7 @@
  * period's counter never passes its capacity (10^N − 1 for `{seq:N}`).
  */
 import { type Clock, systemClock } from '../clock';
-import { type Database, isBusy } from '../db/database';
+import { type Database, whileBusy } from '../db/database';
 
 /** Sequences `first..last` (inclusive) of one period, reserved. */
 export interface SeqRange {
@@ -141,15 +141,8 @@ export class SqlNumberCounter implements NumberCounter {
     return result.affectedRows;
   }
 
-  private async busyRetry<T>(run: () => Promise<T>): Promise<T> {
-    const deadline = this.clock.monotonic() + this.busyWaitMs;
-    for (;;) {
-      try {
-        return await run();
-      } catch (err) {
-        if (!isBusy(err) || this.clock.monotonic() > deadline) throw err;
-        await this.clock.sleep(2 + Math.random() * 8);
-      }
-    }
+  /** A statement run again while SQLite's write lock is held by another process. */
+  private busyRetry<T>(run: () => Promise<T>): Promise<T> {
+    return whileBusy(run, this.clock, this.busyWaitMs);
   }
 }

@@ -4,7 +4,7 @@ import type { Config } from '../config/config';
 import { type Database, openDatabase } from '../db/database';
 import { deploymentId } from '../db/deployment-id';
 import { claimRedisKeys } from '../redis/deployment-claim';
-import { loadFunctions } from '../redis/functions';
+import { loadFunctionsAtStart } from '../redis/functions';
 import { type RedisClient, closeRedis, connectRedis } from '../redis/connection';
 import { checkStride } from '../segment/stride-record';
 import { type IncumbentDatabase, type IncumbentKind, incumbentDatabase } from '../segment/incumbent-rows';
@@ -41,13 +41,13 @@ export function buildIncumbents(config: Config): Built<ReadonlyMap<IncumbentKind
   };
 }
 
-/** The shared Redis with idpool's function library loaded, or undefined for the in-process pool. */
+/** The shared Redis with idpool's function library loaded (a server without Functions refused), or undefined for the in-process pool. */
 export async function buildRedis(config: Config): Promise<Built<RedisClient | undefined>> {
   if (!config.redis) return { value: undefined };
   const redis = await connectRedis(config.redis, { socketTimeoutMs: config.redisSocketTimeoutMs });
   const close = () => closeRedis(redis);
   try {
-    await loadFunctions(redis);
+    await loadFunctionsAtStart(redis, config.redis);
   } catch (err) {
     await closeRedis(redis);
     throw err;

@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import type { Config } from '../config/config';
 import type { Database } from '../db/database';
 import type { EntityRegistry } from '../entities/registry';
-import { type ReadinessReport, createHttpApp } from '../http/app';
+import { type HttpDeps, type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
 import { failedCheck, sharedCheck } from '../http/readiness';
 import type { Logger } from '../logger';
@@ -54,13 +54,23 @@ function readinessCheck(deps: {
     const incumbentChecks = new Set([...deps.incumbents.values()].map((incumbent) => `${incumbent.kind}_database`));
     const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
     const degraded = failed.filter(([name]) => incumbentChecks.has(name)).map(([name]) => name);
+    const shared = ['database', ...(poolStore.kind === 'redis' ? ['redis'] : []), ...incumbentChecks];
+    // A lease lost while the database or Redis fails is lost on every instance alike; alone, it is this one's.
+    if (failed.some(([name]) => shared.includes(name))) shared.push('lease');
     return {
       ready: failed.every(([name]) => incumbentChecks.has(name)),
       checks,
       ...(degraded.length ? { degraded } : {}),
+      shared,
       sampling: deps.sampling?.(),
     };
   };
+}
+
+/** The app of the main port, and the admin port's when IDPOOL_ADMIN_PORT is set. */
+export interface HttpApps {
+  app: Express;
+  adminApp?: Express;
 }
 
 export function buildHttp(deps: {
@@ -79,7 +89,7 @@ export function buildHttp(deps: {
   incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
   /** True once shutdown began: readiness fails and answers close their connections. */
   stopping: () => boolean;
-}): Express {
+}): HttpApps {
   const { stores, ops, log } = deps;
   const readiness = readinessCheck({
     db: deps.db,
@@ -92,7 +102,7 @@ export function buildHttp(deps: {
   });
   // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
   const dependencyProbe = sharedCheck(readiness, deps.clock, 1000);
-  return createHttpApp({
+  const httpDeps: HttpDeps = {
     registry: deps.registry,
     takes: deps.takes,
     numbers: deps.pools.numbers,
@@ -133,5 +143,8 @@ export function buildHttp(deps: {
     compat: deps.config.compat,
     clock: deps.clock,
     log: log.child({ component: 'http' }),
-  });
+  };
+  // One set of dependencies for both ports: the failed-authentication limit counts a client's tries on either.
+  if (deps.config.adminPort === undefined) return { app: createHttpApp(httpDeps) };
+  return { app: createHttpApp(httpDeps, 'public'), adminApp: createHttpApp(httpDeps, 'admin') };
 }

@@ -93,10 +93,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
     await pools.checkHighWater();
     const takes = buildTakes({ pools, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
     const stopping = () => state.stopping;
-    const app = buildHttp({ ...base, opsConfig, pools, takes, snowflake, ops, incumbents, stopping });
+    const { app, adminApp } = buildHttp({ ...base, opsConfig, pools, takes, snowflake, ops, incumbents, stopping });
     const { refiller, fenceCheck } = pools;
     const parts = {
       app,
+      adminApp,
       db,
       redis,
       registry,
@@ -129,14 +130,17 @@ function runningService(
     start(): void;
   },
 ): Service {
-  const { app, refiller, fenceCheck, ops } = parts;
+  const { app, adminApp, refiller, fenceCheck, ops } = parts;
   let server: Server | undefined;
+  let adminServer: Server | undefined;
   const service: Service = {
     async listen(port) {
       refiller.start();
       fenceCheck.start();
       ops.start();
       run.start();
+      // The admin port first: once the main port answers, so does the admin API.
+      if (adminApp) adminServer = await listenOn(adminApp, run.config.adminPort ?? 0, run.config.http);
       server = await listenOn(app, port, run.config.http);
       const listening = (server.address() as AddressInfo).port;
       run.state.address = `${hostname()}:${listening}`;
@@ -146,7 +150,9 @@ function runningService(
     },
     async stop() {
       run.state.stopping = true;
-      if (server) await closeGracefully(server, run.options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
+      const graceMs = run.options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS;
+      const servers = [server, adminServer].filter((s) => s !== undefined);
+      await Promise.all(servers.map((s) => closeGracefully(s, graceMs)));
       await run.resources.closeAll();
     },
   };

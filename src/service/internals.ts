@@ -19,6 +19,8 @@ import type { SnowflakeRuntime } from './snowflake';
 /** A running service's parts (main.ts's start-up line, tests). */
 export interface ServiceParts {
   readonly app: Express;
+  /** The admin port's app (IDPOOL_ADMIN_PORT): `/admin/*` alone, which `app` then answers 404. */
+  readonly adminApp: Express | undefined;
   readonly db: Database;
   readonly redis: RedisClient | undefined;
   readonly poolStore: PoolStore;

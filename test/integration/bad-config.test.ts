@@ -8,6 +8,7 @@ import { freePort, runToExit, startRedisServer } from '../support/processes';
 /** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
 const BAD: [variable: string, env: Record<string, string>][] = [
   ['IDPOOL_ADMIN_TOKEN', { IDPOOL_ADMIN_TOKEN: 'x'.repeat(31) }],
+  ['IDPOOL_ADMIN_PORT', { IDPOOL_PORT: '8080', IDPOOL_ADMIN_PORT: '8080' }],
   ['IDPOOL_OPS_TOKEN', { IDPOOL_OPS_TOKEN: 'ops-token-shorter-than-32' }],
   ['IDPOOL_HTTP_HEADERS_TIMEOUT_MS', { IDPOOL_HTTP_HEADERS_TIMEOUT_MS: '0' }],
   [

@@ -255,6 +255,69 @@ for (const { server, name } of SQL_SERVERS) {
         expect([...all].sort()).toEqual(all);
       });
 
+      it('raise below the line is 409 and discards nothing; above it, in the ready range or past it, the next number is seq + 1', async () => {
+        const key = uniqueKey('raised');
+        const { timeZone, date } = noonZone();
+        const period = date.replaceAll('-', '');
+        const secret = await register(url, { key, format: 'Q{yyyy}{MM}{dd}-{seq:7}', timeZone, step: 100 });
+        const seqs = async (count: number) => (await takeWhenReady(url, key, secret, count)).body.ids.map(seqOf);
+        expect(await seqs(5)).toEqual([1n, 2n, 3n, 4n, 5n]);
+        const raise = (seq: string) => call(`${url}/admin/apps/${key}/raise`, { ...admin, body: { period, seq } });
+        for (const below of ['3', '5']) {
+          const refused = await raise(below);
+          expect(refused.status).toBe(409);
+          expect(refused.body.error.message).toContain(`Q${period}-0000006`);
+        }
+        expect(await seqs(1)).toEqual([6n]);
+        // Inside what waits ready in Redis: those above stay, the next is seq + 1.
+        expect((await raise('40')).body).toEqual({ key, period, seq: '40' });
+        expect(await seqs(3)).toEqual([41n, 42n, 43n]);
+        // Past everything reserved.
+        expect((await raise('5000')).body).toEqual({ key, period, seq: '5000' });
+        expect(await seqs(2)).toEqual([5001n, 5002n]);
+      });
+
+      it('a take larger than what is left of a period is 409 period_short naming what is left, no alarm; a spent period is period_exhausted', async () => {
+        const key = uniqueKey('short');
+        const secret = await register(url, { key, format: 'T{yyyy}-{seq:2}', step: 10, maxSizePerTimes: 100 });
+        const refused = await takeWhenReady(url, key, secret, 100);
+        expect(refused.status).toBe(409);
+        expect(refused.body.error).toMatchObject({ code: 'period_short' });
+        expect(refused.body.error?.message).toMatch(/has 99 numbers left, fewer than the 100 asked for/);
+        expect(
+          serviceParts(service)
+            .ops.alarms.activeAlarms()
+            .find((a) => a.entityKey === key),
+        ).toBeUndefined();
+        expect((await takeWhenReady(url, key, secret, 90)).body.ids).toHaveLength(90);
+        const short = await takeWhenReady(url, key, secret, 10);
+        expect(short.status).toBe(409);
+        expect(short.body.error?.message).toMatch(/has 9 numbers left/);
+        expect((await takeWhenReady(url, key, secret, 9)).body.ids.map(seqOf)).toEqual(
+          Array.from({ length: 9 }, (_, i) => BigInt(91 + i)),
+        );
+        const spent = await takeIds(url, key, secret, 1);
+        expect(spent.status).toBe(503);
+        expect(spent.body.error?.code).toBe('period_exhausted');
+      });
+
+      it('a burst sizes the list by demand within 1 % of the period or one largest batch: a batch of 1,000 on {seq:6} leaves at most 10,000 waiting', async () => {
+        const key = uniqueKey('capped');
+        const secret = await register(url, { key, format: 'B{yyyy}{MM}{dd}-{seq:6}', maxSizePerTimes: 1000 });
+        expect((await takeWhenReady(url, key, secret, 1000)).body.ids).toHaveLength(1000);
+        const k = numberKeys(key, prefix);
+        // Refills triggered by the burst are done once the list stops growing.
+        let before = -1;
+        let waiting = await redis.llen(k.ids);
+        while (waiting !== before) {
+          before = waiting;
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          waiting = await redis.llen(k.ids);
+        }
+        expect(waiting).toBeGreaterThan(0);
+        expect(waiting).toBeLessThanOrEqual(10_000);
+      });
+
       it('a database put back (its counter row restored) repeats no number: the Redis fence carries it past', async () => {
         const key = uniqueKey('restore');
         const secret = await register(url, { key, format: 'R{yyyy}-{seq:9}', step: 50, maxSizePerTimes: 50 });

@@ -342,7 +342,15 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     ).period;
     expect(period).toMatchObject({ id: number.slice(2, 10), used: '1', capacity: '99999' });
     const row = (await idpool(['apps', 'list'], env)).stdout.split('\n').find((l) => l.startsWith(`${key} `));
-    expect(row).toMatch(new RegExp(`^${key}\\s+\\S+\\s+\\S+\\s+\\d+/\\d+\\s+-\\s+${period.id} 1/99999\\s`));
+    // Its kind, no step or offset, its ready numbers against their cap (1 % of 99,999, or a largest batch of 1,000),
+    // and its period's use with the zone that names it.
+    expect(row).toMatch(
+      new RegExp(`^${key}\\s+number/monotonic\\s+-\\s+\\d+/1000\\s+-\\s+${period.id} 1/99999 \\(Asia/Shanghai\\)\\s`),
+    );
+    const shown = await idpool(['apps', 'show', key], env);
+    expect(shown.stdout).toMatch(/^period\.startLocal\s+\d{4}-\d\d-\d\d 00:00 \(Asia\/Shanghai\)$/m);
+    expect(shown.stdout).toMatch(/^pool\.max\s+1000$/m);
+    expect(shown.stdout).not.toMatch(/^currentOffset/m);
     expectOneLineError(await idpool(['decode', 'SH20261131' + '00001', '--format', format]), 2, /is not a number of/);
     expectOneLineError(
       await idpool(['decode', number, '--format', 'SH{ww}{seq:5}']),

@@ -14,11 +14,15 @@ import { uniqueKey } from '../support/configs';
 import { parseMetrics, register } from '../support/http';
 import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
 import type { Instance } from '../support/processes';
+import { IdpoolClient } from '../../src/client';
 import { type ClientLanguage, type ClientRun, buildClientLanguages, runClient } from '../support/clients';
 
 /** The leased entity's spacing: every id it hands out is ≡ REMAINDER (mod DELTA). */
 const DELTA = 7;
 const REMAINDER = 3;
+/** The business-number entity's template, and what its numbers look like. */
+const NUMBER_FORMAT = 'CL{yyyy}{MM}{dd}-{seq:6}';
+const NUMBER_SHAPE = /^CL\d{8}-\d{6}$/;
 
 /** Waits until `run` has printed `line`, or fails with its output when it exits first. */
 async function said(run: ClientRun, line: string, name: string): Promise<void> {
@@ -55,7 +59,13 @@ describeWithServices(
       lease: uniqueKey('cl-lease'),
       limited: uniqueKey('cl-limited'),
       flake: uniqueKey('cl-flake'),
+      numbers: uniqueKey('cl-numbers'),
     };
+    /** A trend entity registered with the defaults (5,000 ids a second) for each language and the TS SDK. */
+    const trendKeys = Object.fromEntries(
+      (['java', 'python', 'go', 'ts'] as const).map((lang) => [lang, uniqueKey(`cl-trend-${lang}`)]),
+    );
+    const trendSecrets: Record<string, string> = {};
     let env: Record<string, string>;
     /**
      * Every id any program took, over all the tests, per entity: none may come twice. Per entity, since the two lines
@@ -73,7 +83,7 @@ describeWithServices(
       // One after the other: two start-ups at once on a loaded 2-core machine each take twice as long.
       a = await deployment.start();
       b = await deployment.start();
-      const [take, lease, limited, flake] = await Promise.all([
+      const [take, lease, limited, flake, numbers] = await Promise.all([
         register(a.url, { key: keys.take, mode: 'monotonic', step: 500, maxSizePerSecond: 0 }),
         register(a.url, {
           key: keys.lease,
@@ -85,7 +95,10 @@ describeWithServices(
         }),
         register(a.url, { key: keys.limited, mode: 'trend', maxSizePerTimes: 10, maxSizePerSecond: 10 }),
         register(a.url, { key: keys.flake, mode: 'snowflake' }),
+        register(a.url, { key: keys.numbers, format: NUMBER_FORMAT }),
       ]);
+      for (const [lang, key] of Object.entries(trendKeys))
+        trendSecrets[lang] = await register(a.url, { key, mode: 'trend' });
       env = {
         TAKE_KEY: keys.take,
         TAKE_SECRET: take,
@@ -95,6 +108,8 @@ describeWithServices(
         LIMITED_SECRET: limited,
         FLAKE_KEY: keys.flake,
         FLAKE_SECRET: flake,
+        NUMBER_KEY: keys.numbers,
+        NUMBER_SECRET: numbers,
         // Small leases, so each run takes many and threads meet at segment switches.
         LEASE_MIN: '500',
         LEASE_MAX: '4000',
@@ -152,13 +167,24 @@ describeWithServices(
       }
     });
 
-    it('typed errors carry the service codes; Retry-After is obeyed; snowflake ids decode', async () => {
+    it('typed errors carry the service codes and the last real answer; Retry-After is obeyed, by leases too; one Idempotency-Key a take; business numbers as strings; snowflake ids decode', async () => {
       const runs = langs.map((lang) => ({
         lang,
-        run: runClient(lang, 'errors', { ...env, IDPOOL_ENDPOINTS: `${a.url},${b.url}` }),
+        run: runClient(lang, 'errors', {
+          ...env,
+          IDPOOL_ENDPOINTS: `${a.url},${b.url}`,
+          TREND_KEY: trendKeys[lang.name],
+          TREND_SECRET: trendSecrets[lang.name],
+        }),
       }));
+      const numbers: string[] = [];
       for (const { lang, run: r } of runs) {
         expect(await r.exited, `${lang.name}:\n${r.output()}`).toBe(0);
+        const taken = [...r.output().matchAll(/^number (\S+)$/gm)].map((m) => m[1]);
+        // 3 + 1 through the number takes, 2 held by the integer take's error.
+        expect(taken, lang.name).toHaveLength(6);
+        for (const n of taken) expect(n, lang.name).toMatch(NUMBER_SHAPE);
+        numbers.push(...taken);
         for (const check of [
           'unauthorized',
           'unknown_entity',
@@ -170,8 +196,33 @@ describeWithServices(
           'retry_after',
           'rate_limit_wait',
           'unavailable',
+          'last_answer',
+          'one_key',
+          'lease_waits',
+          'numbers',
+          'leased_default_trend',
         ])
           expect(r.output(), lang.name).toContain(`ok ${check}\n`);
+      }
+      expect(new Set(numbers).size, 'a business number handed out twice').toBe(numbers.length);
+    });
+
+    it('the TypeScript SDK: business numbers as strings; leased ids of a default trend entity past its 429s and 400s', async () => {
+      const client = new IdpoolClient({
+        endpoints: [a.url, b.url],
+        entities: {
+          [keys.numbers]: { secret: env.NUMBER_SECRET },
+          [trendKeys.ts]: { secret: trendSecrets.ts, mode: 'trend', lease: { ids: 'number', waitMs: 15_000 } },
+        },
+      });
+      try {
+        const numbers = await client.take(keys.numbers, 3);
+        for (const n of numbers) expect(n).toMatch(NUMBER_SHAPE);
+        // 12,000 ids: leases of 1,000, 2,000 and 4,000, one over the second's 5,000 (429), then 8,000 (400).
+        const ids: (number | bigint)[] = await client.leased(trendKeys.ts).take(12_000);
+        expect(new Set(ids).size).toBe(12_000);
+      } finally {
+        client.close();
       }
     });
 

@@ -327,7 +327,9 @@ describeWithServices(
         .toBe('600 / 999 used');
       await expect
         .poll(() => row.locator('[data-field=periodRunsOut]').textContent(), { timeout: 15_000 })
-        .toMatch(/^runs out \d\d:\d\d$/);
+        .toMatch(/^runs out \d\d:\d\d \+05:30$/);
+      expect(await row.locator('[data-field=mode]').textContent()).toBe('number');
+      expect(await row.locator('[data-field=mode]').getAttribute('title')).toBe('business numbers, monotonic');
       // The period is the zone's day: its id is today's date at +05:30.
       const today = new Date(Date.now() + 5.5 * 3600_000).toISOString().slice(0, 10).replace(/-/g, '');
       expect(await row.locator('[data-field=period]').textContent()).toBe(` ${today}`);

@@ -1,5 +1,5 @@
 /**
- * Every shell example of the README and docs/ runs here, so one that stops
+ * Every shell example of the README, docs/ and the clients' READMEs runs here, so one that stops
  * working fails the build (docs/testing.md "Docs examples" has the
  * convention): each ```sh block not marked `illustration` runs, a file's
  * blocks in order in one bash, against one instance started as the README
@@ -16,7 +16,11 @@ import { freePort } from '../support/processes';
 import { waitFor } from '../support/wait';
 
 const ROOT = join(__dirname, '..', '..');
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`)].filter((f) => f.endsWith('.md'));
+/** The clients' READMEs build and use each client from this repository (checked out as `idpool/` beside the examples). */
+const CLIENT_READMES = ['java', 'python', 'go'].map((lang) => `clients/${lang}/README.md`);
+const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`), ...CLIENT_READMES].filter((f) =>
+  f.endsWith('.md'),
+);
 
 interface ShellBlock {
   /** 1-based line of the opening fence. */
@@ -25,17 +29,29 @@ interface ShellBlock {
   text: string;
 }
 
-/** The ```sh / ```bash / ```shell blocks of a Markdown text; `illustration` after the language marks one not run. */
+/**
+ * The ```sh / ```bash / ```shell blocks of a Markdown text; `illustration` after the language marks one not run.
+ * A block of any language whose info string names `file=PATH` (```java file=Ids.java) is the program the
+ * next commands build: it is written to PATH, where it stands among the shell blocks.
+ */
 function shellBlocks(markdown: string): ShellBlock[] {
   const blocks: ShellBlock[] = [];
   const lines = markdown.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(sh|bash|shell)\b(.*)$/.exec(lines[i]);
+    const open = /^```(\w+)\b(.*)$/.exec(lines[i]);
     if (!open) continue;
     const start = i;
     const body: string[] = [];
     while (++i < lines.length && !lines[i].startsWith('```')) body.push(lines[i]);
-    blocks.push({ line: start + 1, run: !/\billustration\b/.test(open[2]), text: body.join('\n') });
+    const file = /\bfile=(\S+)/.exec(open[2])?.[1];
+    if (file)
+      blocks.push({
+        line: start + 1,
+        run: true,
+        text: `cat > ${file} <<'IDPOOL_DOC_FILE'\n${body.join('\n')}\nIDPOOL_DOC_FILE`,
+      });
+    else if (['sh', 'bash', 'shell'].includes(open[1]))
+      blocks.push({ line: start + 1, run: !/\billustration\b/.test(open[2]), text: body.join('\n') });
   }
   return blocks;
 }
@@ -95,6 +111,8 @@ describe('the README and docs/ examples, run against one instance started by npm
     writeFileSync(join(bin, 'idpool'), `#!/bin/sh\nexec node ${BUILT_CLI} "$@"\n`);
     chmodSync(join(bin, 'idpool'), 0o755);
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    // The clients' READMEs build from a checkout of this repository as idpool/.
+    symlinkSync(ROOT, join(dir, 'idpool'));
   }, 120_000);
 
   afterAll(() => {
@@ -102,7 +120,7 @@ describe('the README and docs/ examples, run against one instance started by npm
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('every shell block is marked or runs: README first, then docs/ in name order', () => {
+  it("every shell block is marked or runs: README first, then docs/ in name order, then the clients' READMEs", () => {
     const run = DOCS.flatMap((file) => shellBlocks(readFileSync(join(ROOT, file), 'utf8')).filter((b) => b.run));
     // Something runs: a convention that skipped everything would pass with nothing tested.
     expect(run.length).toBeGreaterThanOrEqual(4);
@@ -116,7 +134,8 @@ describe('the README and docs/ examples, run against one instance started by npm
       const result = spawnSync('bash', ['-c', script], {
         cwd: dir,
         encoding: 'utf8',
-        timeout: 60_000,
+        // A client README compiles its client and a program (javac, go run): longer on a loaded machine.
+        timeout: CLIENT_READMES.includes(file) ? 180_000 : 60_000,
         env: {
           ...process.env,
           PATH: `${join(dir, 'bin')}:${process.env.PATH ?? ''}`,
@@ -128,7 +147,7 @@ describe('the README and docs/ examples, run against one instance started by npm
       const failedAt = [...result.stderr.matchAll(/^### (.*)$/gm)].pop()?.[1];
       expect(result.status, `${failedAt ?? file} failed:\n${result.stdout}\n${result.stderr}`).toBe(0);
     }
-  }, 240_000);
+  }, 600_000);
 
   it('SIGTERM to npm start stops the service cleanly (npm hands the signal on to node)', async () => {
     const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));

@@ -4,7 +4,12 @@
  * `@kubernetes-models/prometheus-operator` for ServiceMonitor and
  * PrometheusRule), then by hand for what a schema cannot say: the
  * hardening, probes, drain timing, Secrets, the one Service scraped, and
- * that the copies of the Prometheus rules and the Grafana dashboard equal
+ * each point of a reviewer's list (issue 48): the admin port reached only
+ * from the pods the operator names, readiness that degrades on a shared
+ * dependency and liveness on the process, replicas owned by the HPA, zone
+ * and node spread, labels scoped to the release, a PDB that protects
+ * something (or none), the heap sized from the limit, egress for the
+ * webhook and Redis's ports; and that the copies of the Prometheus rules and the Grafana dashboard equal
  * their sources.
  * The simulated roll of the fleet's Deployment: kubernetes-roll.test.ts.
  */
@@ -45,7 +50,8 @@ const MODELS: Record<string, new (data: any) => object> = {
 /** idpool's own stop is bounded at 10 s (src/main.ts, stopOnSignals). */
 const SHUTDOWN_BOUND_S = 10;
 
-const SELECTOR = { 'app.kubernetes.io/name': 'idpool' };
+/** Name and release: two releases in one namespace select only their own pods. */
+const SELECTOR = { 'app.kubernetes.io/name': 'idpool', 'app.kubernetes.io/instance': 'idpool' };
 
 /** Whether a selector of `matchLabels` alone (what the manifests write: the test checks it) selects `labels`. */
 const selects = (matchLabels: Record<string, string>, labels: Record<string, string> = {}) =>
@@ -90,14 +96,16 @@ describeWithServices('deploy/kubernetes: every overlay renders and holds', { kub
     for (const name of Object.values(mounts)) expect(volumes).toContain(name);
   });
 
-  it.each(OVERLAYS)('%s: probes on /healthz and /readyz at the port idpool listens on', (overlay) => {
+  it.each(OVERLAYS)('%s: liveness on the process only, readiness that degrades on a shared dependency', (overlay) => {
     const { container } = podOf(workloadOf(overlay));
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e]));
     const http = container.ports?.find((p) => p.name === 'http');
     expect(String(http?.containerPort)).toBe(env.IDPOOL_PORT.value);
+    // /healthz checks no dependency (src/http/routes/ops.ts): an outage never restarts pods.
     expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(container.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
-    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    // Redis or the database failing leaves every pod ready, answering 503 + Retry-After (admin-port.test.ts).
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz?shared=degrade', port: 'http' });
     // A start may wait a worker-lease TTL (15 s) and a heartbeat: the startup probe allows much more.
     const startup = container.startupProbe!;
     expect((startup.periodSeconds ?? 10) * (startup.failureThreshold ?? 3)).toBeGreaterThanOrEqual(30);
@@ -130,31 +138,22 @@ describeWithServices('deploy/kubernetes: every overlay renders and holds', { kub
     expect(rendered[overlay].filter((o) => o.kind === 'Secret')).toEqual([]);
   });
 
-  it.each(OVERLAYS)('%s: Service, PDB, NetworkPolicy and ServiceMonitor select the pods', (overlay) => {
+  it.each(OVERLAYS)("%s: Services, NetworkPolicies and ServiceMonitor select this release's pods", (overlay) => {
     const objects = rendered[overlay];
     const workload = workloadOf(overlay);
     const labels = workload.spec.template.metadata.labels as Record<string, string>;
     expect(labels).toMatchObject(SELECTOR);
     expect(workload.spec.selector.matchLabels).toEqual(SELECTOR);
+    // Every object carries the release's labels, so `kubectl get -l` and a second release tell them apart.
+    for (const o of objects) expect(o.metadata.labels, `${o.kind} ${o.metadata.name}`).toMatchObject(SELECTOR);
     const service = only(objects, 'Service', 'idpool');
     expect(service.spec.selector).toEqual(SELECTOR);
     expect(service.spec.ports).toEqual([{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
-    expect(only(objects, 'PodDisruptionBudget').spec).toEqual({
-      maxUnavailable: 1,
-      selector: { matchLabels: SELECTOR },
-    });
-    const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
-    for (const p of policies) expect(p.spec.podSelector).toEqual({ matchLabels: SELECTOR });
-    const ingress = policies.flatMap((p) => p.spec.ingress ?? []);
-    expect(ingress).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }]);
-    const egressPorts = policies
-      .flatMap((p) => p.spec.egress ?? [])
-      .flatMap((e: any) => e.ports.map((x: any) => x.port));
-    expect(egressPorts).toContain(53);
-    if (overlay === 'fleet') expect(egressPorts).toEqual(expect.arrayContaining([6379, 3306, 5432]));
-    else expect(egressPorts).toEqual([53, 53]);
-    // The ServiceMonitor's shape beyond its schema: it names the Service's port and scrapes with the metrics token.
+    for (const p of objects.filter((o) => o.kind === 'NetworkPolicy'))
+      expect(p.spec.podSelector).toEqual({ matchLabels: SELECTOR });
     const monitor = only(objects, 'ServiceMonitor').spec;
+    expect(monitor.selector.matchLabels).toMatchObject(SELECTOR);
+    // The ServiceMonitor's shape beyond its schema: it names the Service's port and scrapes with the metrics token.
     expect(monitor.selector.matchLabels).toEqual(service.metadata.labels);
     expect(monitor.endpoints).toEqual([
       expect.objectContaining({
@@ -163,6 +162,85 @@ describeWithServices('deploy/kubernetes: every overlay renders and holds', { kub
         bearerTokenSecret: { name: 'idpool-tokens', key: 'metrics-token' },
       }),
     ]);
+  });
+
+  it.each(OVERLAYS)(
+    '%s: the admin API on a port of its own, reached only from the pods the operator names',
+    (overlay) => {
+      const objects = rendered[overlay];
+      const { container } = podOf(workloadOf(overlay));
+      const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+      const admin = container.ports?.find((p) => p.name === 'admin');
+      expect(String(admin?.containerPort)).toBe(env.IDPOOL_ADMIN_PORT);
+      expect(env.IDPOOL_ADMIN_PORT).not.toBe(env.IDPOOL_PORT);
+      const service = only(objects, 'Service', 'idpool-admin');
+      expect(service.spec.selector).toEqual(SELECTOR);
+      expect(service.spec.ports).toEqual([{ name: 'admin', port: 8081, targetPort: 'admin', protocol: 'TCP' }]);
+      // Every ingress rule: the main port from anywhere, the admin port only from pods labelled by the operator.
+      const ingress = objects.filter((o) => o.kind === 'NetworkPolicy').flatMap((p) => p.spec.ingress ?? []);
+      expect(ingress).toEqual([
+        { ports: [{ port: 8080, protocol: 'TCP' }] },
+        {
+          from: [
+            { podSelector: { matchExpressions: [{ key: 'idpool/admin-client', operator: 'In', values: ['true'] }] } },
+          ],
+          ports: [{ port: Number(env.IDPOOL_ADMIN_PORT), protocol: 'TCP' }],
+        },
+      ]);
+    },
+  );
+
+  it.each(OVERLAYS)(
+    '%s: egress for DNS, the alert webhook, and (fleet) Redis with TLS, Sentinel, Cluster and the database',
+    (overlay) => {
+      const rules = rendered[overlay]
+        .filter((o) => o.kind === 'NetworkPolicy')
+        .flatMap((p) => p.spec.egress ?? [])
+        .flatMap((e: any) => e.ports as { port: number; endPort?: number; protocol: string }[]);
+      const open = (port: number, protocol = 'TCP') =>
+        rules.some((r) => r.protocol === protocol && r.port <= port && port <= (r.endPort ?? r.port));
+      expect(open(53, 'UDP') && open(53)).toBe(true);
+      expect(open(443), 'the alert webhook (https)').toBe(true);
+      const dependencies = [6379, 6380, 26379, 26380, 7000, 7005, 3306, 5432];
+      if (overlay === 'fleet') for (const port of dependencies) expect(open(port), String(port)).toBe(true);
+      else for (const port of dependencies) expect(open(port), String(port)).toBe(false);
+      // A Cluster's bus (port + 10000) is between its nodes: no client dials it.
+      expect(open(16379)).toBe(false);
+    },
+  );
+
+  it('fleet: a PodDisruptionBudget that keeps all but one pod through a drain; embedded: none (one pod)', () => {
+    expect(only(rendered.fleet, 'PodDisruptionBudget').spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: SELECTOR },
+    });
+    expect(only(rendered.fleet, 'HorizontalPodAutoscaler').spec.minReplicas - 1).toBeGreaterThanOrEqual(2);
+    // With one pod a budget either protects nothing or blocks every drain of its node.
+    expect(rendered.embedded.filter((o) => o.kind === 'PodDisruptionBudget')).toEqual([]);
+  });
+
+  it.each(OVERLAYS)("%s: the V8 heap sized from the container's memory limit", (overlay) => {
+    const { container } = podOf(workloadOf(overlay)) as { container: any };
+    const options = container.env.find((e: { name: string }) => e.name === 'NODE_OPTIONS')?.value as string;
+    const percent = Number(/--max-old-space-size-percentage=(\d+)/.exec(options ?? '')?.[1]);
+    // Room beside the heap for buffers and native memory, and a heap that uses most of what is paid for.
+    expect(percent).toBeGreaterThanOrEqual(50);
+    expect(percent).toBeLessThanOrEqual(80);
+    expect(container.resources.limits.memory).toMatch(/^\d+(Mi|Gi)$/);
+  });
+
+  it('fleet: pods spread over zones and nodes, selected by this release only', () => {
+    const { pod } = podOf(workloadOf('fleet'));
+    const spread = (pod.topologySpreadConstraints ?? []) as {
+      topologyKey: string;
+      maxSkew: number;
+      labelSelector: unknown;
+    }[];
+    expect(spread.map((c) => c.topologyKey)).toEqual(['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
+    for (const c of spread) {
+      expect(c.maxSkew).toBe(1);
+      expect(c.labelSelector).toEqual({ matchLabels: SELECTOR });
+    }
   });
 
   // Two Services matched would be two scrape jobs of the same pods: every
@@ -194,9 +272,10 @@ describeWithServices('deploy/kubernetes: every overlay renders and holds', { kub
     expect(only(rendered.embedded, 'Service', set.spec.serviceName).spec.clusterIP).toBe('None');
   });
 
-  it('fleet: a Deployment of three rolled one surge at a time, an HPA that keeps three', () => {
+  it('fleet: a Deployment whose replicas the HPA owns (three or more), rolled one surge at a time', () => {
     const deployment = workloadOf('fleet');
-    expect(deployment.spec.replicas).toBe(3);
+    // A `replicas` here would reset the HPA's count on every `kubectl apply -k`.
+    expect(deployment.spec.replicas).toBeUndefined();
     expect(deployment.spec.strategy).toEqual({
       type: 'RollingUpdate',
       rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },

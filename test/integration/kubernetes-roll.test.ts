@@ -34,9 +34,11 @@ interface Outcome {
 }
 
 describeWithServices('the fleet Deployment rolled as Kubernetes would', { kubectl: true, mysql: true }, () => {
-  const deployment = only(renderOverlay('fleet'), 'Deployment', 'idpool');
+  const fleet = renderOverlay('fleet');
+  const deployment = only(fleet, 'Deployment', 'idpool');
   const { pod: podSpec, container } = podOf(deployment);
-  const replicas = deployment.spec.replicas as number;
+  // The HPA owns the count (the Deployment has no `replicas`): a roll starts from its minimum.
+  const replicas = (deployment.spec.replicas ?? only(fleet, 'HorizontalPodAutoscaler').spec.minReplicas) as number;
   const rolling = deployment.spec.strategy.rollingUpdate as {
     maxSurge: number | string;
     maxUnavailable: number | string;
@@ -102,8 +104,8 @@ describeWithServices('the fleet Deployment rolled as Kubernetes would', { kubect
     const first = pods[0];
     await waitUntil(() => available('a').length === replicas, 30_000, 'the first pods ready');
     const entities = {
-      seg: await register(first.url, { key: 'roll-seg', mode: 'monotonic', maxSizePerSecond: 0 }),
-      sf: await register(first.url, { key: 'roll-sf', mode: 'snowflake', maxSizePerSecond: 0 }),
+      seg: await register(first.adminUrl, { key: 'roll-seg', mode: 'monotonic', maxSizePerSecond: 0 }),
+      sf: await register(first.adminUrl, { key: 'roll-sf', mode: 'snowflake', maxSizePerSecond: 0 }),
     };
 
     const balancer = new Balancer(() => pods);

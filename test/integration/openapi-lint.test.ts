@@ -115,6 +115,8 @@ describe('GET /openapi.json of a running service lints clean under spectral:oas'
       'GET /readyz': 'readyz (ops)',
       'GET /metrics': 'metrics (ops)',
       'GET /openapi.json': 'openapi (ops)',
+      'GET /docs': 'apiDocs (ops)',
+      'GET /docs/{asset}': 'apiDocsAsset (ops)',
     });
   });
 });

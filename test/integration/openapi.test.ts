@@ -181,7 +181,12 @@ describeWithServices(
         '/admin/apps/{key}/raise',
         await call(`${base}/admin/apps/${inv}/raise`, { ...admin, body: { period: year, seq: 8 } }),
       );
-      const full = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 3 } });
+      // One number left: a take of 3 is short (409), the last one is taken, then the period is spent (503).
+      const short = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 3 } });
+      expect(short.body.error.code).toBe('period_short');
+      conforms('POST', '/apps/{key}/ids', short);
+      expect((await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 1 } })).status).toBe(200);
+      const full = await call(`${base}/apps/${inv}/ids`, { token: invSecret, body: { count: 1 } });
       expect(full.body.error.code).toBe('period_exhausted');
       conforms('POST', '/apps/{key}/ids', full);
 
@@ -435,6 +440,10 @@ describeWithServices(
       conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.js`));
       conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/dashboard.css`));
       conforms('GET', '/admin/ui/{asset}', await call(`${base}/admin/ui/secrets.txt`));
+      conforms('GET', '/docs', await call(`${base}/docs`));
+      conforms('GET', '/docs/{asset}', await call(`${base}/docs/init.js`));
+      conforms('GET', '/docs/{asset}', await call(`${base}/docs/swagger-ui.css`));
+      conforms('GET', '/docs/{asset}', await call(`${base}/docs/index.html`));
       conforms('GET', '/healthz', await call(`${base}/healthz`));
       conforms('GET', '/readyz', await call(`${base}/readyz`));
       conforms('GET', '/metrics', await call(`${base}/metrics`));

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { describeWithServices } from '../support/describe-with-services';
@@ -37,6 +37,14 @@ describeWithServices('deploy/prometheus/idpool-rules.yml under promtool', { prom
 });
 
 describe('deploy/prometheus/idpool-rules.yml', () => {
+  it('is what scripts/prometheus-rules.js writes from the alarm table (src/ops/alarm-table.ts)', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/prometheus-rules.js', '--check'], {
+      cwd: join(__dirname, '..', '..'),
+      encoding: 'utf8',
+    });
+    expect(result.status, result.stderr).toBe(0);
+  });
+
   it('has the alerts the operators need, each tested firing and not firing', () => {
     expect(alerts.map((a) => a.alert).sort()).toEqual(
       [

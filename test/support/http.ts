@@ -1,4 +1,6 @@
-/** Small fetch wrappers for tests. */
+import { checkAnswer } from './answer-check';
+
+/** Small fetch wrappers for tests; every answer of idpool is checked against its route's schema (answer-check.ts). */
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
 export interface JsonResponse<T = any> {
@@ -18,7 +20,8 @@ export async function call<T = any>(
     body = JSON.stringify(init.body);
     headers['content-type'] = 'application/json';
   } else if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-  const res = await fetch(url, { method: init.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body });
+  const method = init.method ?? (body !== undefined ? 'POST' : 'GET');
+  const res = await fetch(url, { method, headers, body });
   const text = await res.text();
   let parsed: unknown;
   try {
@@ -26,6 +29,7 @@ export async function call<T = any>(
   } catch {
     parsed = text;
   }
+  checkAnswer(method, url, res.status, res.headers.get('content-type'), parsed);
   return { status: res.status, body: parsed as T, headers: res.headers };
 }
 

@@ -56,6 +56,8 @@ type Phase = 'starting' | 'running' | 'terminating' | 'gone';
 export class Pod {
   readonly name: string;
   url = '';
+  /** The admin port's address (the manifest's IDPOOL_ADMIN_PORT, replaced as IDPOOL_PORT is), or `url` without one. */
+  adminUrl = '';
   phase: Phase = 'starting';
   ready = false;
   /** How the process ended: 'SIGTERM' (exited within the grace period) or 'SIGKILL'. */
@@ -85,14 +87,21 @@ export class Pod {
 
   /**
    * Starts the process on a port of its own (pods have an address each;
-   * here they share loopback, so IDPOOL_PORT is the one value replaced),
+   * here they share loopback, so IDPOOL_PORT and IDPOOL_ADMIN_PORT are the values replaced),
    * then the startup probe, then liveness and readiness.
    */
   async start(): Promise<void> {
     const port = await freePort();
     this.url = `http://127.0.0.1:${port}`;
     // Nothing of the test's environment: the container's own, and what the kubelet adds.
-    const env = { PATH: process.env.PATH ?? '', ...this.env, HOSTNAME: this.name, IDPOOL_PORT: String(port) };
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      ...this.env,
+      HOSTNAME: this.name,
+      IDPOOL_PORT: String(port),
+    };
+    if (env.IDPOOL_ADMIN_PORT !== undefined) env.IDPOOL_ADMIN_PORT = String(await freePort());
+    this.adminUrl = env.IDPOOL_ADMIN_PORT === undefined ? this.url : `http://127.0.0.1:${env.IDPOOL_ADMIN_PORT}`;
     await ensureBuilt();
     const proc = spawn(process.execPath, [BUILT_MAIN], {
       cwd: ROOT,

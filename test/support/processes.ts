@@ -8,6 +8,14 @@ import { redisAnswers } from './redis-ping';
 
 const ROOT = join(__dirname, '..', '..');
 
+/**
+ * The program every private Redis of the tests runs (servers, Sentinels,
+ * Cluster nodes): `redis-server`, or what IDPOOL_TEST_REDIS_SERVER names
+ * (the Valkey leg, scripts/test-valkey.sh: `valkey-server`, which is a
+ * Sentinel with `--sentinel` as redis-server is).
+ */
+export const REDIS_SERVER = process.env.IDPOOL_TEST_REDIS_SERVER || 'redis-server';
+
 /** A free TCP port on loopback. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -162,7 +170,7 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-/** A redis-server of the test's own on a spare port (never the shared one). */
+/** A redis-server ({@link REDIS_SERVER}) of the test's own on a spare port (never the shared one). */
 export async function startRedisServer(
   persistence: 'aof' | 'rdb' | 'none',
   extraArgs: string[] = [],
@@ -175,12 +183,12 @@ export async function startRedisServer(
   else args.push('--appendonly', 'no', '--save', '');
   let proc: ChildProcess;
   const start = async () => {
-    proc = spawn('redis-server', args, { stdio: 'ignore' });
+    proc = spawn(REDIS_SERVER, args, { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     while (!(await redisAnswers(`redis://127.0.0.1:${port}`))) {
       if (Date.now() > deadline) {
         proc.kill('SIGKILL'); // not left running after its test
-        throw new Error(`redis-server on ${port} did not start`);
+        throw new Error(`${REDIS_SERVER} on ${port} did not start`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import Redis from 'ioredis';
-import { waitExit } from './processes';
+import { REDIS_SERVER, waitExit } from './processes';
 import { until } from './sentinel';
 
 const run = promisify(execFile);
@@ -106,7 +106,7 @@ export async function startRedisCluster(host = '127.0.0.1'): Promise<RedisCluste
   const dirs: string[] = [];
   const spawnNode = (port: number, dir: string) => {
     const proc = spawn(
-      'redis-server',
+      REDIS_SERVER,
       [
         '--port',
         String(port),

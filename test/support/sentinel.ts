@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { freePort, type RedisServer, startRedisServer } from './processes';
+import { REDIS_SERVER, freePort, type RedisServer, startRedisServer } from './processes';
 import { sleep } from './wait';
 
 /** Sentinel's failure detection in these tests: fast, so a topology test stays short. */
@@ -72,7 +72,7 @@ export async function startSentinelTopology(masterName = 'mymaster'): Promise<Se
         '',
       ].join('\n'),
     );
-    return spawn('redis-server', [file, '--sentinel'], { stdio: 'ignore' });
+    return spawn(REDIS_SERVER, [file, '--sentinel'], { stdio: 'ignore' });
   });
   const clients = ports.map((port) => {
     const c = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });

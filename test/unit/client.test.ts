@@ -155,6 +155,36 @@ describe('IdpoolClient failover', () => {
     expect(f.seen).toHaveLength(4);
   });
 
+  it("gives up with the last real answer (status, code, message), not the other endpoint's connection error", async () => {
+    const broken = () => json(500, { error: { code: 'internal', message: 'Cannot convert INV1 to a BigInt' } });
+    const f = fakeFetch({ [A]: Array.from({ length: 4 }, broken), [B]: Array.from({ length: 4 }, refused) });
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }), { maxAttempts: 4, downForMs: 10 });
+    const err = await c.take('orders', 1).catch((e) => e);
+    expect(err).toBeInstanceOf(IdpoolUnavailableError);
+    // The last attempt was B's refusal; the error still leads with A's answer.
+    expect(err.lastError).toBeInstanceOf(IdpoolNetworkError);
+    expect(err.lastAnswer).toBeInstanceOf(IdpoolHttpError);
+    expect([err.lastAnswer.status, err.lastAnswer.code, err.lastAnswer.endpoint]).toEqual([500, 'internal', A]);
+    expect(err.message).toContain(`last answer: ${A}: 500 internal: Cannot convert INV1 to a BigInt`);
+    expect(err.cause).toBe(err.lastAnswer);
+  });
+
+  it('sends one Idempotency-Key on every attempt of one take, whatever each attempt met', async () => {
+    const f = fakeFetch({
+      [A]: [json(500, { error: { code: 'internal', message: 'bug' } }), 'hang'],
+      [B]: [
+        refused(),
+        json(503, { error: { code: 'unavailable', message: 'still in progress' } }, { 'retry-after': '1' }),
+      ],
+    });
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }), { timeoutMs: 30, downForMs: 0 });
+    await expect(c.take('orders', 2)).resolves.toEqual(['1000', '1001']);
+    const keys = f.seen.map((s) => s.headers['idempotency-key']);
+    expect(keys).toHaveLength(5);
+    expect(new Set(keys).size).toBe(1);
+    expect(keys[0]).toMatch(/^[\x20-\x7e]{1,128}$/);
+  });
+
   it('does not wait for a Retry-After that ends after the deadline', async () => {
     const f = fakeFetch({
       [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })],

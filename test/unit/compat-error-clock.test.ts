@@ -23,7 +23,7 @@ describe("Leaf's and Tinyid's error bodies take their timestamp from the injecte
       takes: { take: () => Promise.reject(new Error('no take expected')) },
       poolStore: { sizes: async () => [], next: async () => undefined },
       allocator: { peekMany: async () => new Map() },
-      demand: { target: () => 0, lowWatermark: () => 0 },
+      demand: { target: () => 0, lowWatermark: () => 0, sizing: () => ({ target: 0, lowWatermark: 0, max: 0 }) },
       adminToken: 'x'.repeat(32),
       readiness: async () => ({ ready: true, checks: {} }),
       clock: new FakeClock({ now: FAKE_NOW }),

@@ -53,6 +53,18 @@ function fakeService(options: { step?: number; delta?: number; remainder?: numbe
   };
 }
 
+/** A client leasing number ids of the trend entity `orders` through `fetchImpl`. */
+function leasingClient(fetchImpl: typeof fetch, clock: FakeClock): IdpoolClient {
+  return new IdpoolClient(
+    withClientSeams({
+      endpoints: 'http://idpool',
+      fetch: fetchImpl,
+      clock,
+      entities: { orders: { secret: 's', mode: 'trend', lease: { ids: 'number' } } },
+    }),
+  );
+}
+
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe('LeasedIds: the client SDK double buffer over leased segments', () => {
@@ -173,20 +185,69 @@ describe('LeasedIds: the client SDK double buffer over leased segments', () => {
           entities: { orders: { secret: 's', mode: 'monotonic', lease: {} } },
         }),
     ).toThrow(/only a trend entity/);
-    const client = new IdpoolClient(
-      withClientSeams({
-        endpoints: 'http://idpool',
-        fetch: fetchImpl,
-        clock,
-        entities: { orders: { secret: 's', mode: 'trend', lease: { ids: 'number' } } },
-      }),
-    );
+    const client = leasingClient(fetchImpl, clock);
     await client.leased('orders').open();
     expect(requests[0].url).toBe('http://idpool/apps/orders/segments');
     expect(requests[0].body).toBe('{}');
     expect(client.leased('orders').next()).toBe(0);
     expect(await client.take('orders', 2)).toEqual(['1', '2']);
     expect(() => client.leased('nope')).toThrow(TypeError);
+    client.close();
+  });
+
+  it('IdpoolClient: a lease answered 429 or 503 with Retry-After is waited out within the deadline; the ids come', async () => {
+    const clock = new FakeClock({ sleep: 'advance' });
+    const service = fakeService({ step: 4 });
+    const refusals = [
+      [429, 'rate_limited'],
+      [503, 'unavailable'],
+    ] as const;
+    const fetchImpl = (async (_url: string, init: RequestInit) => {
+      const refusal = refusals[answered++];
+      if (refusal) {
+        const [status, code] = refusal;
+        return new Response(JSON.stringify({ error: { code, message: 'wait' } }), {
+          status,
+          headers: { 'content-type': 'application/json', 'retry-after': '1' },
+        });
+      }
+      const size = (JSON.parse(init.body as string) as { size?: number }).size;
+      return new Response(JSON.stringify(await service.lease(size)), { status: 200 });
+    }) as unknown as typeof fetch;
+    let answered = 0;
+    const client = leasingClient(fetchImpl, clock);
+    const leased = client.leased('orders');
+    // The old client threw rate_limited from the first lease.
+    await expect(leased.nextAsync()).resolves.toBe(0);
+    // Two refusals, the lease, and (its first id handed out) the next lease under way.
+    expect(answered).toBeGreaterThanOrEqual(3);
+    // Each Retry-After waited (beside nextAsync's own 2 s wait for the segment).
+    expect(clock.sleeps.filter((ms) => ms === 1000)).toHaveLength(2);
+    client.close();
+  });
+
+  it('IdpoolClient: a lease refused as larger than the entity allows (400) caps the size at the largest granted and leases that at once', async () => {
+    const clock = new FakeClock();
+    const service = fakeService({ step: 1000 });
+    const asked: (number | undefined)[] = [];
+    // A default trend entity: maxSizePerSecond 5000, so no lease above 5000.
+    const fetchImpl = (async (_url: string, init: RequestInit) => {
+      const size = (JSON.parse(init.body as string) as { size?: number }).size;
+      asked.push(size);
+      if (size !== undefined && size > 5000)
+        return new Response(
+          JSON.stringify({ error: { code: 'invalid_request', message: 'size must be an integer from 1 to 5000' } }),
+          { status: 400 },
+        );
+      return new Response(JSON.stringify(await service.lease(size)), { status: 200 });
+    }) as unknown as typeof fetch;
+    const client = leasingClient(fetchImpl, clock);
+    const leased = client.leased('orders');
+    const ids: (number | bigint)[] = await leased.take(20_000);
+    expect(new Set(ids).size).toBe(20_000);
+    // 1000, 2000, 4000, then 8000 refused: 4000 at once, and never above it again.
+    expect(asked.slice(0, 5)).toEqual([undefined, 2000, 4000, 8000, 4000]);
+    expect(asked.slice(5).every((size) => size === 4000)).toBe(true);
     client.close();
   });
 });

@@ -68,6 +68,11 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
     demand: {
       target: (entity) => entity.maxPoolSize,
       lowWatermark: (entity) => Math.floor((entity.maxPoolSize * entity.minSizePercent) / 100),
+      sizing: (entity) => ({
+        target: entity.maxPoolSize,
+        lowWatermark: Math.floor((entity.maxPoolSize * entity.minSizePercent) / 100),
+        max: entity.maxPoolSize,
+      }),
     },
     allocator: { peekMany: async (keys) => new Map([...offsets].filter(([k]) => keys.includes(k))) },
     stride: new IdStride(),

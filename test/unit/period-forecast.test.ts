@@ -19,20 +19,20 @@ const MIN = 60_000;
 describe('PeriodHistory', () => {
   it('rates the numbers used over the window, from the reading at its start to the newest', () => {
     const h = new PeriodHistory(10 * MIN);
-    expect(h.takePerSecond()).toBe(0);
+    expect(h.takePerSecond(0)).toBe(0);
     h.record('20261128', { at: 0, used: 0n });
-    expect(h.takePerSecond()).toBe(0);
+    expect(h.takePerSecond(0)).toBe(0);
     // A quiet start, then a rush of 10/s from minute 20.
     h.record('20261128', { at: 20 * MIN, used: 600n });
     for (let m = 21; m <= 40; m++) h.record('20261128', { at: m * MIN, used: 600n + BigInt((m - 20) * 600) });
     // Window 10 min: minutes 30..40, 6000 numbers in 600 s.
-    expect(h.takePerSecond()).toBe(10);
+    expect(h.takePerSecond(0)).toBe(10);
   });
 
   it('keeps readings closer than a sixtieth of the window as one (the newest), so an hour sampled each second is ~60 readings', () => {
     const h = new PeriodHistory(60 * MIN);
     for (let s = 0; s <= 3600; s++) h.record('p', { at: s * 1000, used: BigInt(s * 5) });
-    expect(h.takePerSecond()).toBeCloseTo(5, 6);
+    expect(h.takePerSecond(0)).toBeCloseTo(5, 6);
     const kept = (h as unknown as { samples: unknown[] }).samples.length;
     expect(kept).toBeGreaterThanOrEqual(60);
     expect(kept).toBeLessThanOrEqual(64);
@@ -42,11 +42,11 @@ describe('PeriodHistory', () => {
     const h = new PeriodHistory(10 * MIN);
     h.record('20261128', { at: 0, used: 900n });
     h.record('20261128', { at: MIN, used: 960n });
-    expect(h.takePerSecond()).toBe(1);
+    expect(h.takePerSecond(0)).toBe(1);
     h.record('20261129', { at: 2 * MIN, used: 5n });
-    expect(h.takePerSecond()).toBe(0);
+    expect(h.takePerSecond(2 * MIN)).toBe(0);
     h.record('20261129', { at: 3 * MIN, used: 65n });
-    expect(h.takePerSecond()).toBe(1);
+    expect(h.takePerSecond(2 * MIN)).toBe(1);
   });
 
   it('starts over when a reading falls below the newest (Redis restored behind it), rating from there', () => {
@@ -54,20 +54,31 @@ describe('PeriodHistory', () => {
     h.record('p', { at: 0, used: 900n });
     h.record('p', { at: MIN, used: 960n });
     h.record('p', { at: 2 * MIN, used: 300n });
-    expect(h.takePerSecond()).toBe(0);
+    expect(h.takePerSecond(0)).toBe(0);
     h.record('p', { at: 3 * MIN, used: 420n });
-    expect(h.takePerSecond()).toBe(2);
+    // 120 since the restore, the only use known, over the 3 minutes since the period began.
+    expect(h.takePerSecond(0)).toBeCloseTo(120 / 180, 9);
+  });
+
+  it('spreads a burst over the window: 1,000 read a second apart, hours into the period, is 1,000 in 15 minutes', () => {
+    const h = new PeriodHistory(15 * MIN);
+    const noon = 12 * 60 * MIN;
+    h.record('p', { at: noon, used: 0n });
+    h.record('p', { at: noon + 1000, used: 1000n });
+    expect(h.takePerSecond(0)).toBeCloseTo(1000 / 900, 9);
+    // Early in a period, the time since it began is the window.
+    expect(h.takePerSecond(noon - 9000)).toBe(100);
   });
 
   it('is 0 once nothing was taken for a whole window (the alarm clears)', () => {
     const h = new PeriodHistory(MIN);
     h.record('p', { at: 0, used: 0n });
     h.record('p', { at: 30_000, used: 3000n });
-    expect(h.takePerSecond()).toBe(100);
+    expect(h.takePerSecond(0)).toBe(100);
     h.record('p', { at: 60_000, used: 3000n });
-    expect(h.takePerSecond()).toBe(50);
+    expect(h.takePerSecond(0)).toBe(50);
     h.record('p', { at: 91_000, used: 3000n });
-    expect(h.takePerSecond()).toBe(0);
+    expect(h.takePerSecond(0)).toBe(0);
   });
 });
 
@@ -173,7 +184,11 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
     const sampler = new OpsSampler({
       entities: { list: () => [inv], get: (key) => (key === 'inv' ? inv : undefined) },
       poolStore: { levels: async (keys) => keys.map(() => ({ size: 0, taken: 0 })) },
-      demand: { target: () => 100, lowWatermark: () => 20 },
+      demand: {
+        target: () => 100,
+        lowWatermark: () => 20,
+        sizing: () => ({ target: 100, lowWatermark: 20, max: 100 }),
+      },
       allocator: { peekMany: async () => new Map() },
       stride: new IdStride(),
       metrics,

@@ -130,7 +130,7 @@ describe('the take route fast path', () => {
         },
         poolStore: { sizes: async () => [], next: async () => undefined },
         allocator: { peekMany: async () => new Map() },
-        demand: { target: () => 0, lowWatermark: () => 0 },
+        demand: { target: () => 0, lowWatermark: () => 0, sizing: () => ({ target: 0, lowWatermark: 0, max: 0 }) },
         adminToken: 'x'.repeat(32),
         readiness: async () => ({ ready: true, checks: {} }),
         log: silentLogger,

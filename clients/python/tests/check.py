@@ -8,13 +8,14 @@ here passed.
 """
 
 import http.server
+import socket
 import json
 import os
 import sys
 import threading
 import time
 
-from idpool_client import (ConflictError, IdpoolClient, IdpoolHttpError, InvalidRequestError,
+from idpool_client import (BusinessNumberError, ConflictError, IdpoolClient, IdpoolHttpError, InvalidRequestError,
                            RateLimitedError, UnauthorizedError, UnavailableError)
 
 ENDPOINTS = os.environ.get("IDPOOL_ENDPOINTS", "").split(",")
@@ -137,7 +138,114 @@ def errors():
     check("retry_after", lambda: retry_after(503, "pool_exhausted", False))
     check("rate_limit_wait", lambda: retry_after(429, "rate_limited", True))
     check("unavailable", unavailable)
+    check("last_answer", last_answer)
+    check("one_key", one_key)
+    check("lease_waits", lease_waits)
+    check("numbers", numbers)
+    check("leased_default_trend", leased_default_trend)
     print("done")
+
+
+def numbers():
+    """A business-number entity: take_numbers answers its numbers as strings; take (int ids) refuses
+    them with BusinessNumberError holding the numbers it took. Each is printed as ``number <n>``."""
+    key = env("NUMBER_KEY")
+    c = IdpoolClient(ENDPOINTS, {key: env("NUMBER_SECRET")})
+    taken = c.take_numbers(key, 3) + [c.next_number(key)]
+    try:
+        c.take(key, 2)
+        raise AssertionError("take of a business-number entity answered int ids")
+    except BusinessNumberError as err:
+        if len(err.numbers) != 2 or "take_numbers" not in str(err):
+            raise AssertionError(f"unclear: {err} {err.numbers}")
+        taken += err.numbers
+    for n in taken:
+        print(f"number {n}")
+
+
+def leased_default_trend():
+    """Leased ids of a trend entity registered with the defaults (5,000 a second): the leases double
+    past what the entity allows a second (429) and at once (400); next() waits and goes on."""
+    key = env("TREND_KEY")
+    with IdpoolClient(ENDPOINTS, {key: env("TREND_SECRET")}, lease_wait=15.0) as c:
+        leased = c.leased(key)
+        ids = [leased.next() for _ in range(12_000)]
+        if len(set(ids)) != len(ids):
+            raise AssertionError("an id twice")
+        print(f"trend leases {leased.leases}")
+
+
+def dead_port():
+    """A port nothing listens on: bound, then closed."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def last_answer():
+    """One endpoint answers 500 with the service's JSON error, the other refuses connections: the
+    final error leads with the answer (status, code, message), whichever endpoint was asked last."""
+    server = stub(lambda req: (500, {}, {"error": {"code": "internal", "message": "broken codec"}}))
+    try:
+        c = IdpoolClient([f"http://127.0.0.1:{server.server_address[1]}", f"http://127.0.0.1:{dead_port()}"],
+                         {"e": "s"}, down_for=0.05, deadline=1.5)
+        try:
+            c.next("e")
+        except UnavailableError as err:
+            assert_http(err.last_answer, IdpoolHttpError, 500, "internal")
+            if "last answer: " not in str(err) or "500 internal: broken codec" not in str(err):
+                raise AssertionError(f"the message hides the answer: {err}")
+            return
+        raise AssertionError("no error")
+    finally:
+        server.shutdown()
+
+
+def one_key():
+    """One take over two endpoints meeting a refused connection, a 500 and a 503 still in progress
+    (Retry-After: 1) before its answer: every attempt carries the one Idempotency-Key."""
+    keys = []
+
+    def answer(req):
+        keys.append(req.headers.get("Idempotency-Key"))
+        if len(keys) == 1:
+            return 500, {}, {"error": {"code": "internal", "message": "x"}}
+        if len(keys) == 2:
+            return 503, {"Retry-After": "1"}, {"error": {"code": "unavailable", "message": "still in progress"}}
+        return 200, {}, {"ids": ["INV20261129-000001"]}
+
+    server = stub(answer)
+    try:
+        c = IdpoolClient([f"http://127.0.0.1:{dead_port()}", f"http://127.0.0.1:{server.server_address[1]}"],
+                         {"e": "s"}, down_for=0.05)
+        if c.next_number("e") != "INV20261129-000001":
+            raise AssertionError("number")
+        if len(keys) != 3 or not keys[0] or len(set(keys)) != 1:
+            raise AssertionError(f"idempotency keys {keys}")
+    finally:
+        server.shutdown()
+
+
+def lease_waits():
+    """A lease answered 429, then 503, each with Retry-After: 1: leased().next() waits them out."""
+    calls = []
+
+    def answer(req):
+        calls.append(1)
+        if len(calls) == 1:
+            return 429, {"Retry-After": "1"}, {"error": {"code": "rate_limited", "message": "wait"}}
+        if len(calls) == 2:
+            return 503, {"Retry-After": "1"}, {"error": {"code": "unavailable", "message": "wait"}}
+        return 200, {}, {"first": "7", "last": "10", "count": 4, "delta": 1, "remainder": 0}
+
+    server = stub(answer)
+    try:
+        with IdpoolClient(f"http://127.0.0.1:{server.server_address[1]}", {"e": "s"}, lease_wait=5.0) as c:
+            id = c.leased("e").next()
+            if id != 7:
+                raise AssertionError(f"id {id}")
+    finally:
+        server.shutdown()
 
 
 def stub(answer):

@@ -21,7 +21,8 @@ export interface SqlDialect {
   /** Whether `url` names this database. */
   matches(url: string): boolean;
   /** TypeORM options for `url` (migrations are added by the caller). */
-  options(url: string): DataSourceOptions;
+  /** `clock` times what the driver measures itself (a PostgreSQL connect's wait). */
+  options(url: string, clock: Clock): DataSourceOptions;
   /** Where the data lives, for the start-up log (path or host/db, no password). */
   describe(url: string): string;
   /** Creates the SQLite folder, MySQL schema or PostgreSQL database when missing. */

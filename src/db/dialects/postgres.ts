@@ -77,14 +77,14 @@ export function postgresUnavailable(err: unknown): unknown {
 export const postgres: SqlDialect = {
   name: 'postgres',
   matches: isPostgresUrl,
-  options: (url) => ({
+  options: (url, clock) => ({
     type: 'postgres',
     url,
     logging: false,
     poolSize: 10, // as MySQL
     connectTimeoutMS: POSTGRES_CONNECT_TIMEOUT_MS,
     // A connection whose statement timed out is dropped, not reused (see postgres-driver.ts).
-    driver: boundedPostgresDriver(),
+    driver: boundedPostgresDriver(clock),
     // node-postgres Pool/Client options: bounded waits (docs/design.md invariant
     // 7) and TCP keep-alive so a dead peer behind a silent network is noticed.
     extra: {

@@ -5,6 +5,7 @@ import { DEFAULT_SQLITE_PATH } from '../database-url';
 import { classifyWith } from '../../failure';
 import { classifySqliteError, markIfSchemaMissing } from '../errors/sqlite';
 import { retryUntil } from '../../retry';
+import type { Clock } from '../../clock';
 import { type SqlDialect, structuredQuery } from './dialect';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
@@ -15,6 +16,14 @@ const MIGRATION_RACE_MS = 10_000;
 /** SQLite's "another connection holds the lock": worth retrying after a moment. */
 export function isBusy(err: unknown): boolean {
   return classifyWith([classifySqliteError], err)?.class === 'busy';
+}
+
+/**
+ * `run` again while another process holds SQLite's write lock, for up to
+ * `waitMs` (a reservation's statements: the allocator, the number counter).
+ */
+export function whileBusy<T>(run: () => Promise<T>, clock: Clock, waitMs: number): Promise<T> {
+  return retryUntil(run, { clock, waitMs, pauseMs: [2, 8], retryable: isBusy, sleep: (ms) => clock.sleep(ms) });
 }
 
 const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;

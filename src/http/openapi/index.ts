@@ -1,13 +1,13 @@
 import { apiPaths, apiTags } from './paths';
-import { componentSchemas } from './schemas';
+import { componentSchemas } from './parts';
 
 /**
- * The OpenAPI 3.1 document served at `GET /openapi.json`. Request bodies are
- * generated from the same zod schemas that validate them (`z.toJSONSchema`),
- * so they cannot drift; responses are written by hand (named schemas in
- * schemas.ts, paths in paths.ts, what both use in parts.ts) and kept true by
- * `test/integration/openapi.test.ts`, which checks real responses of every
- * route against this document and fails on a route missing from it.
+ * The OpenAPI 3.1 document served at `GET /openapi.json`. Every body comes
+ * from a zod schema (`z.toJSONSchema`): requests from the schemas the routes
+ * validate with, responses from those that type their answers (schemas.ts);
+ * paths.ts lists the operations. Every answer the tests receive through
+ * test/support/http.ts is checked against it, and
+ * `test/integration/openapi.test.ts` fails on a route missing from it.
  */
 
 /** The document; built once per process. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KEY_PATTERN } from '../../entities/entity';
+import { REQUESTS, RESPONSES, entityKey } from './schemas';
 
 // The building blocks the schemas and the paths of the document share.
 
@@ -12,73 +12,59 @@ const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
 /**
- * A request body schema generated from the zod schema that validates it, so
- * the two cannot drift. Integers get `format: int32` when their bounds fit 32
- * bits, else `int64` (zod states the bounds, not the width a client should use),
- * and defaults move into the description: generated clients (openapi-typescript
- * by default) type a property with a `default` as one the request must carry.
+ * The document's named bodies from their zod schemas: requests as input
+ * (what a client may send), responses as output (what the routes answer).
  */
-export function fromZod(schema: z.ZodType): Schema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
-    io: 'input',
-    unrepresentable: 'any',
+export function componentSchemas(): Record<string, Schema> {
+  const responses = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(RESPONSES)) responses.add(schema, { id });
+  const { schemas } = z.toJSONSchema(responses, {
+    io: 'output',
     target: 'draft-2020-12',
-  }) as Schema;
-  return forClients(rest);
-}
-
-function forClients(schema: Schema): Schema {
-  const { default: fallback, ...out } = schema;
-  if (out.properties)
-    out.properties = Object.fromEntries(
-      Object.entries(out.properties as Record<string, Schema>).map(([k, v]) => [k, forClients(v)]),
-    );
-  for (const list of ['anyOf', 'oneOf', 'allOf'] as const) {
-    if (Array.isArray(out[list])) out[list] = (out[list] as Schema[]).map(forClients);
-  }
-  if (fallback !== undefined)
-    out.description = `${typeof out.description === 'string' && out.description ? `${out.description} ` : ''}Default: ${JSON.stringify(fallback)}.`;
-  const { type, minimum, maximum, format } = out;
-  if (type === 'integer' && format === undefined) {
-    const fits32 =
-      typeof minimum === 'number' && typeof maximum === 'number' && minimum >= INT32_MIN && maximum <= INT32_MAX;
-    out.format = fits32 ? 'int32' : 'int64';
-  }
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  const out: Record<string, Schema> = {};
+  for (const [id, schema] of Object.entries(REQUESTS)) out[id] = fromZod(schema);
+  for (const [id, schema] of Object.entries(schemas)) out[id] = forClients(schema);
   return out;
 }
 
-/** An integer of known bounds that fits 32 bits. */
-export const int32 = (minimum: number, maximum?: number, description?: string): Schema => ({
+/** A schema of the document (a parameter's, a request body's) from its zod schema. */
+export function fromZod(schema: z.ZodType): Schema {
+  return forClients(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }));
+}
+
+/**
+ * Integers get `format: int32` when their bounds fit 32 bits, else `int64`
+ * (zod states the bounds, not the width a client should use; its own
+ * ±2^53 bounds are dropped), and defaults move into the description:
+ * generated clients (openapi-typescript by default) type a property with a
+ * `default` as one the request must carry. Recursive, over every subschema.
+ */
+function forClients(node: unknown): Schema {
+  if (Array.isArray(node)) return node.map(forClients) as unknown as Schema;
+  if (typeof node !== 'object' || node === null) return node as Schema;
+  const { $schema: _s, $id: _i, default: fallback, ...out } = node as Schema;
+  for (const [key, value] of Object.entries(out)) out[key] = forClients(value);
+  if (fallback !== undefined && typeof out.type === 'string')
+    out.description = `${typeof out.description === 'string' && out.description ? `${out.description} ` : ''}Default: ${JSON.stringify(fallback)}.`;
+  if (out.type !== 'integer' || out.format !== undefined) return out;
+  if (out.minimum === -Number.MAX_SAFE_INTEGER) delete out.minimum;
+  if (out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum;
+  const { minimum, maximum } = out;
+  const fits32 =
+    typeof minimum === 'number' && typeof maximum === 'number' && minimum >= INT32_MIN && maximum <= INT32_MAX;
+  out.format = fits32 ? 'int32' : 'int64';
+  return out;
+}
+
+/** An integer parameter of known bounds that fits 32 bits. */
+export const int32 = (minimum: number, maximum?: number): Schema => ({
   type: 'integer',
   format: 'int32',
   minimum,
   ...(maximum === undefined ? {} : { maximum }),
-  ...(description === undefined ? {} : { description }),
 });
-
-/** Unix time in milliseconds. */
-export const unixMs = { type: 'integer', format: 'int64', minimum: 0, description: 'Unix time in milliseconds.' };
-
-/** Ids are below 2^63: at most 19 digits. */
-export const decimalId = {
-  type: 'string',
-  pattern: '^[0-9]+$',
-  minLength: 1,
-  maxLength: 19,
-  description: 'A 64-bit id as a decimal string (JSON numbers lose precision above 2^53).',
-};
-/** An entity key, as the path, the bodies and the query strings carry it. */
-export const entityKey = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 64,
-  pattern: KEY_PATTERN.source,
-  description: 'Entity key: 1-64 of A-Z a-z 0-9 _ - .',
-};
-/** A secret: 32 random bytes, base64url. */
-export const secret = { type: 'string', minLength: 43, maxLength: 43, pattern: '^[A-Za-z0-9_-]+$' };
-export const isoDate = { type: 'string', format: 'date-time' };
-export const nullableNumber = { type: ['number', 'null'] };
 
 /** A JSON body of this schema. */
 export const json = (schema: Schema) => ({ 'application/json': { schema } });
@@ -109,7 +95,9 @@ export const E = {
   entity401: error(
     'Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.',
   ),
-  raise409: error('The line is already past `firstId` (`conflict`): nothing changed, the pool kept.'),
+  raise409: error(
+    'The line is already past `firstId`, or a business-number period past `seq` (`conflict`, naming the next number): nothing changed, the pool kept.',
+  ),
   lease409: error(
     'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep), `snowflake`, or issues business numbers (`conflict`).',
   ),
@@ -119,16 +107,24 @@ export const E = {
   update409: error(
     'A business-number entity `format`, `reset` or `timeZone` is fixed once registered (`conflict`): register a new entity.',
   ),
-  take409: error('This `Idempotency-Key` was used for a request of another count (`conflict`).'),
+  take409: error(
+    'This `Idempotency-Key` was used for a request of another count (`conflict`), or a business-number take asked for more than what is left of its period (`period_short`, naming how many are left).',
+  ),
   take429: withRetryAfter(
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
   ),
   take503: withRetryAfter(
-    'Fewer ids ready than asked for (`pool_exhausted`), a business-number period full until the next one (`period_exhausted`), or a dependency, the snowflake worker lease or clock, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
+    'Fewer ids ready than asked for (`pool_exhausted`), a business-number period full until the next one (`period_exhausted`), a snowflake instance whose clock is too far from Redis or the database (`clock_skew`), an entity held until an admin releases it (`entity_held`), or a dependency, the snowflake worker lease, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
   ),
 };
 
-export const keyParam = { name: 'key', in: 'path', required: true, schema: entityKey, description: 'Entity key.' };
+export const keyParam = {
+  name: 'key',
+  in: 'path',
+  required: true,
+  schema: fromZod(entityKey),
+  description: 'Entity key.',
+};
 export const admin = [{ adminToken: [] }];
 /** Admin reads: the admin token or the read-only ops token. */
 export const adminRead = [{ adminToken: [] }, { opsToken: [] }];

@@ -1,11 +1,10 @@
-/**
- * The OpenAPI schemas, declared from the same limits and zod schemas the
- * routes validate with: long by nature (one declarative entry per body).
- */
+import { z } from 'zod';
 import {
   COMPAT_PROTOCOLS,
+  KEY_PATTERN,
   LIMITS,
   addSecretSchema,
+  holdSchema,
   registerSchema,
   raisePeriodSchema,
   raiseSchema,
@@ -15,156 +14,146 @@ import {
 import { MAX_SECRETS } from '../../entities/secrets';
 import { RESETS } from '../../numbers/period';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
-import {
-  type Schema,
-  decimalId,
-  entityKey,
-  fromZod,
-  int32,
-  isoDate,
-  nullableNumber,
-  ref,
-  secret,
-  unixMs,
-} from './parts';
 
+// The bodies of the API as zod schemas: the requests are the schemas the
+// routes validate with; the responses type what the routes answer
+// (`z.infer`), and both become the document's `components.schemas`
+// (index.ts). Tests check every answer they receive against them
+// (test/support/http.ts).
+
+const int = (minimum: number, maximum?: number) =>
+  maximum === undefined ? z.int().min(minimum) : z.int().min(minimum).max(maximum);
+const text = z.string();
+const isoDate = z.string().meta({ format: 'date-time' });
+const unixMs = z.int().min(0).describe('Unix time in milliseconds.');
+/** Ids are below 2^63: at most 19 digits. */
+const decimalId = z
+  .string()
+  .regex(/^[0-9]+$/)
+  .min(1)
+  .max(19)
+  .describe('A 64-bit id as a decimal string (JSON numbers lose precision above 2^53).');
+export const entityKey = z.string().min(1).max(64).regex(KEY_PATTERN).describe('Entity key: 1-64 of A-Z a-z 0-9 _ - .');
+/** A secret: 32 random bytes, base64url. */
+const secret = z
+  .string()
+  .length(43)
+  .regex(/^[A-Za-z0-9_-]+$/);
 /** A business number as issued (`INV20261128-000123`). */
-const businessNumber = { type: 'string', pattern: '^[A-Za-z0-9_./-]+$', minLength: 1, maxLength: 200 };
+const businessNumber = z
+  .string()
+  .regex(/^[A-Za-z0-9_./-]+$/)
+  .min(1)
+  .max(200);
 
-// The document's named schemas (`components.schemas`), one function per
-// part of the API they describe.
+const ApiError = z.object({
+  error: z.object({
+    code: z.enum([
+      'invalid_request',
+      'unauthorized',
+      'forbidden',
+      'not_found',
+      'conflict',
+      'payload_too_large',
+      'unsupported_media_type',
+      'rate_limited',
+      'pool_exhausted',
+      'period_exhausted',
+      'period_short',
+      'entity_held',
+      'clock_skew',
+      'unavailable',
+      'internal',
+    ]),
+    message: text,
+  }),
+});
 
-/** Every named schema, in the order the document lists them. */
-export function componentSchemas(): Record<string, Schema> {
-  return {
-    ...idSchemas(),
-    ...entitySchemas(),
-    ...workerAndProbeSchemas(),
-    Alarm: alarmSchema(),
-    EntityOverview: entityOverviewSchema(),
-    NumberPeriod: numberPeriodSchema(),
-    SnowflakeEntityOverview: snowflakeEntityOverviewSchema(),
-    OpsOverview: opsOverviewSchema(),
-    Instance: instanceSchema(),
-    Instances: instancesSchema(),
-  };
-}
+const TakeRequest = z.strictObject({
+  count: int(1, LIMITS.maxSizePerTimes).optional().describe('At most the entity maxSizePerTimes. Default: 1.'),
+});
 
-/** The error body every route shares, and the bodies of the client API (take ids, explain one). */
-function idSchemas(): Record<string, Schema> {
-  return {
-    Error: {
-      type: 'object',
-      required: ['error'],
-      additionalProperties: false,
-      properties: {
-        error: {
-          type: 'object',
-          required: ['code', 'message'],
-          additionalProperties: false,
-          properties: {
-            code: {
-              type: 'string',
-              enum: [
-                'invalid_request',
-                'unauthorized',
-                'forbidden',
-                'not_found',
-                'conflict',
-                'payload_too_large',
-                'unsupported_media_type',
-                'rate_limited',
-                'pool_exhausted',
-                'period_exhausted',
-                'unavailable',
-                'internal',
-              ],
-            },
-            message: { type: 'string' },
-          },
-        },
-      },
-    },
-    TakeRequest: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { count: int32(1, LIMITS.maxSizePerTimes, 'At most the entity maxSizePerTimes. Default: 1.') },
-    },
-    Ids: {
-      type: 'object',
-      required: ['ids'],
-      additionalProperties: false,
-      properties: {
-        ids: {
-          type: 'array',
-          minItems: 1,
-          items: { anyOf: [decimalId, businessNumber] },
-          description: 'Decimal ids; business numbers for an entity with a `format` (docs/numbers.md).',
-        },
-      },
-    },
-    LeaseRequest: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        size: int32(
-          1,
-          MAX_LEASE_SIZE,
-          "How many ids. Default: the entity's step. At most the entity's maxSizePerSecond when that is not 0.",
-        ),
-      },
-    },
-    LeasedSegment: {
-      type: 'object',
-      required: ['first', 'last', 'count', 'delta', 'remainder'],
-      additionalProperties: false,
-      description:
-        'The ids first, first + delta, …, last, each ≡ remainder (mod delta): reserved for this client alone, which hands them out itself.',
-      properties: {
-        first: decimalId,
-        last: decimalId,
-        count: int32(1, MAX_LEASE_SIZE, 'How many ids: (last − first) / delta + 1.'),
-        delta: int32(1, undefined, 'Distance between consecutive ids (the deployment stride count).'),
-        remainder: int32(0, undefined, 'id mod delta of every id.'),
-      },
-    },
-    DecodedNumber: {
-      type: 'object',
-      required: ['number', 'period', 'reset', 'timeZone', 'start', 'end', 'date', 'seq'],
-      additionalProperties: false,
-      description: 'A business number taken apart: its period in the entity zone and its sequence.',
-      properties: {
-        number: businessNumber,
-        period: { type: 'string', pattern: '^([0-9]{4,10}|all)$' },
-        reset: { type: 'string', enum: [...RESETS] },
-        timeZone: { type: 'string' },
-        start: { ...isoDate, description: 'First instant of the period.' },
-        end: { anyOf: [isoDate, { type: 'null' }], description: 'First instant after it; null for reset never.' },
-        date: { anyOf: [{ type: 'string' }, { type: 'null' }], description: 'The period date in its zone.' },
-        seq: decimalId,
-      },
-    },
-    DecodedId: {
-      type: 'object',
-      required: ['id', 'timestamp', 'timestampMs', 'worker', 'timeBack', 'sequence', 'reserved'],
-      description: 'The parts of a snowflake id; further explanatory fields may be present.',
-      properties: {
-        id: decimalId,
-        timestamp: { ...isoDate, description: 'Start of the time unit the id was made in.' },
-        timestampMs: unixMs,
-        region: int32(
-          0,
-          undefined,
-          'The region that made it (IDPOOL_REGION); present when the layout has region bits.',
-        ),
-        worker: int32(0),
-        timeBack: { type: 'integer', format: 'int32', enum: [0, 1] },
-        sequence: int32(0),
-        reserved: int32(0),
-      },
-    },
-  };
-}
+const Ids = z.object({
+  ids: z
+    .array(z.union([decimalId, businessNumber]))
+    .min(1)
+    .describe('Decimal ids; business numbers for an entity with a `format` (docs/numbers.md).'),
+});
+
+const LeaseRequest = z.strictObject({
+  size: int(1, MAX_LEASE_SIZE)
+    .optional()
+    .describe("How many ids. Default: the entity's step. At most the entity's maxSizePerSecond when that is not 0."),
+});
+
+const LeasedSegment = z
+  .object({
+    first: decimalId,
+    last: decimalId,
+    count: int(1, MAX_LEASE_SIZE).describe('How many ids: (last − first) / delta + 1.'),
+    delta: int(1).describe('Distance between consecutive ids (the deployment stride count).'),
+    remainder: int(0).describe('id mod delta of every id.'),
+  })
+  .describe(
+    'The ids first, first + delta, …, last, each ≡ remainder (mod delta): reserved for this client alone, which hands them out itself.',
+  );
+
+const DecodedNumber = z
+  .object({
+    number: businessNumber,
+    period: z.string().regex(/^([0-9]{4,10}|all)$/),
+    reset: z.enum(RESETS),
+    timeZone: text,
+    start: isoDate.describe('First instant of the period.'),
+    end: isoDate.nullable().describe('First instant after it; null for reset never.'),
+    date: text.nullable().describe('The period date in its zone.'),
+    seq: decimalId,
+  })
+  .describe('A business number taken apart: its period in the entity zone and its sequence.');
+
+const DecodedId = z
+  .looseObject({
+    id: decimalId,
+    timestamp: isoDate.describe('Start of the time unit the id was made in.'),
+    timestampMs: unixMs,
+    region: int(0)
+      .optional()
+      .describe('The region that made it (IDPOOL_REGION); present when the layout has region bits.'),
+    worker: int(0),
+    timeBack: int(0, 1),
+    sequence: int(0),
+    reserved: int(0),
+  })
+  .describe('The parts of a snowflake id; further explanatory fields may be present.');
+
+/** Now's period of a business-number entity (docs/numbers.md, "Capacity and alarms"). */
+const NumberPeriod = z.object({
+  id: text.describe("The period's name (`20261128`; `all` for `never`)."),
+  start: isoDate,
+  end: isoDate.nullable().describe("The next period's start; null for `never`."),
+  startLocal: text.describe("`start` as the period's zone reads it, labelled: `2026-11-29 00:00 (Asia/Shanghai)`."),
+  endLocal: text.nullable().describe('`end` likewise; null for `never`.'),
+  timeZone: text,
+  used: decimalId.describe('Numbers of the period handed out or dropped as gaps.'),
+  capacity: decimalId.describe('10^N − 1 for `{seq:N}`.'),
+  digits: int(1, 18),
+  usedPercent: z.number().min(0),
+  ready: int(0),
+  takePerSecond: z
+    .number()
+    .min(0)
+    .describe('Over IDPOOL_OPS_PERIOD_RATE_WINDOW_MS (15 min) of this period; 0 before it is sampled.'),
+  runsOutAt: isoDate.nullable().describe('At that rate; null when nothing is taken.'),
+  runsOutLocal: text.nullable().describe("The same in the period's zone: `14:20`, with the date when not today there."),
+  runsOutBeforeEnd: z.boolean().describe('The `forecast_period_exhausted` alarm holds.'),
+});
+
+/** The Leaf or Tinyid row an entity was imported from. */
+const Incumbent = z.object({
+  kind: z.enum(['leaf', 'tinyid']),
+  key: text,
+  live: z.boolean().describe("Segments reserved from the incumbent's row (a live cutover)."),
+});
 
 /** What a segment entity shows and a snowflake entity does not (entities/entity.ts describeEntity). */
 const SEGMENT_ONLY = [
@@ -179,550 +168,323 @@ const SEGMENT_ONLY = [
   'pool',
 ] as const;
 
-/** Entities as the admin API takes and shows them; requests come from the zod schemas that validate them. */
-function entitySchemas(): Record<string, Schema> {
-  return {
-    RegisterRequest: fromZod(registerSchema),
-    UpdateRequest: fromZod(updateSchema),
-    EntityFields: {
-      type: 'object',
-      description:
-        'Fields shared by Entity and RegisteredEntity (no additional-property rule here, so both can close it).',
-      required: [
-        'key',
-        'name',
-        'mode',
-        'maxSizePerTimes',
-        'maxSizePerSecond',
-        'compat',
-        'secrets',
-        'createTime',
-        'updateTime',
-      ],
-      // A snowflake entity has no pool, so none of its fields (it refuses them on input); a segment entity has all.
-      if: { properties: { mode: { const: 'snowflake' } } },
-      then: { not: { anyOf: SEGMENT_ONLY.map((field) => ({ required: [field] })) } },
-      else: { required: [...SEGMENT_ONLY] },
-      properties: {
-        key: entityKey,
-        name: { type: 'string', maxLength: 128 },
-        mode: { type: 'string', enum: ['monotonic', 'trend', 'snowflake'] },
-        startOffset: decimalId,
-        step: int32(1, LIMITS.step),
-        maxSizePerTimes: int32(1, LIMITS.maxSizePerTimes),
-        maxSizePerSecond: int32(0, LIMITS.maxSizePerSecond, '0 = unlimited.'),
-        minSizePercent: int32(1, 99),
-        maxPoolSize: int32(1, LIMITS.maxPoolSize),
-        interval: int32(0, undefined, 'Least ms between two refill checks of this entity (default: the refill tick).'),
-        delta: int32(1, LIMITS.delta, 'Ids are the numbers ≡ remainder (mod delta); 1 for every number.'),
-        remainder: int32(0, LIMITS.delta - 1),
-        format: { type: 'string', maxLength: 64, description: 'Business-number template (docs/numbers.md).' },
-        reset: { type: 'string', enum: [...RESETS] },
-        timeZone: { type: 'string', description: 'IANA name or fixed offset of the periods.' },
-        compat: {
-          type: 'array',
-          items: { type: 'string', enum: [...COMPAT_PROTOCOLS] },
-          description:
-            'Protocols that serve this entity without its secret (`leaf`: Leaf routes when IDPOOL_COMPAT has it).',
-        },
-        secrets: {
-          type: 'array',
-          maxItems: MAX_SECRETS,
-          description: 'The secrets it accepts, newest first (never the secrets or their hashes).',
-          items: {
-            type: 'object',
-            required: ['id', 'createTime', 'expiresAt'],
-            additionalProperties: false,
-            properties: {
-              id: { type: 'string' },
-              createTime: isoDate,
-              expiresAt: { anyOf: [isoDate, { type: 'null' }] },
-            },
-          },
-        },
-        createTime: isoDate,
-        updateTime: isoDate,
-        held: {
-          anyOf: [{ type: 'string' }, { type: 'null' }],
-          description: 'Why it serves no ids until released (503 `entity_held`); null: served.',
-        },
-        incumbent: {
-          anyOf: [
-            {
-              type: 'object',
-              required: ['kind', 'key', 'live'],
-              additionalProperties: false,
-              properties: {
-                kind: { type: 'string', enum: ['leaf', 'tinyid'] },
-                key: { type: 'string' },
-                live: { type: 'boolean', description: "Segments reserved from the incumbent's row (a live cutover)." },
-              },
-            },
-            { type: 'null' },
-          ],
-          description: 'The Leaf or Tinyid row it was imported from (docs/migrating.md); null: registered natively.',
-        },
-        alias: {
-          anyOf: [{ type: 'string', maxLength: 190 }, { type: 'null' }],
-          description:
-            "The incumbent's tag when it does not fit idpool's keys (`order:v2`, imported with `--key`): Leaf's and Tinyid's routes answer it as the key; null otherwise.",
-        },
-        currentOffset: { anyOf: [decimalId, { type: 'null' }], description: 'Next unreserved number of the line.' },
-        pool: {
-          type: 'object',
-          description: 'Segment entities only.',
-          required: ['size', 'target', 'max', 'lowWatermark'],
-          additionalProperties: false,
-          properties: { size: int32(0), target: int32(1), max: int32(1), lowWatermark: int32(0) },
-        },
-        period: { ...ref('NumberPeriod'), description: "Business-number entities only: now's period and its use." },
-      },
-    },
-    Entity: { allOf: [ref('EntityFields')], unevaluatedProperties: false },
-    RegisteredEntity: {
-      allOf: [ref('EntityFields')],
-      required: ['secret'],
-      properties: { secret: { ...secret, description: 'Shown once; send as `Authorization: Bearer <secret>`.' } },
-      unevaluatedProperties: false,
-    },
-    EntityPage: {
-      type: 'object',
-      required: ['apps', 'next'],
-      additionalProperties: false,
-      properties: {
-        apps: { type: 'array', maxItems: 1000, items: ref('Entity') },
-        next: {
-          anyOf: [entityKey, { type: 'null' }],
-          description: 'Key to pass as `after` for the next page; null on the last page.',
-        },
-      },
-    },
-    Secret: { type: 'object', required: ['secret'], additionalProperties: false, properties: { secret } },
-    RotateRequest: fromZod(rotateSchema),
-    RaiseRequest: fromZod(raiseSchema),
-    RaisePeriodRequest: fromZod(raisePeriodSchema),
-    RaisedPeriod: {
-      type: 'object',
-      required: ['key', 'period', 'seq'],
-      additionalProperties: false,
-      properties: { key: entityKey, period: { type: 'string' }, seq: decimalId },
-    },
-    AddSecretRequest: fromZod(addSecretSchema),
-    AddedSecret: {
-      type: 'object',
-      required: ['id', 'added', 'expiresAt'],
-      additionalProperties: false,
-      properties: {
-        id: { type: 'string' },
-        added: { type: 'boolean', description: 'False when the entity already accepted this secret.' },
-        secret: { ...secret, description: 'Only when made here: shown once.' },
-        expiresAt: { anyOf: [isoDate, { type: 'null' }] },
-      },
-    },
-  };
-}
+/** An entity as the admin API shows it; segment fields are optional here, and the document says which mode has them. */
+const entityFields = {
+  key: entityKey,
+  name: z.string().max(128),
+  mode: z.enum(['monotonic', 'trend', 'snowflake']),
+  startOffset: decimalId.optional(),
+  step: int(1, LIMITS.step).optional(),
+  maxSizePerTimes: int(1, LIMITS.maxSizePerTimes),
+  maxSizePerSecond: int(0, LIMITS.maxSizePerSecond).describe('0 = unlimited.'),
+  minSizePercent: int(1, 99).optional(),
+  maxPoolSize: int(1, LIMITS.maxPoolSize).optional(),
+  interval: int(0).optional().describe('Least ms between two refill checks of this entity (default: the refill tick).'),
+  delta: int(1, LIMITS.delta).optional().describe('Ids are the numbers ≡ remainder (mod delta); 1 for every number.'),
+  remainder: int(0, LIMITS.delta - 1).optional(),
+  format: z.string().max(64).optional().describe('Business-number template (docs/numbers.md).'),
+  reset: z.enum(RESETS).optional(),
+  timeZone: text.optional().describe('IANA name or fixed offset of the periods.'),
+  compat: z
+    .array(z.enum(COMPAT_PROTOCOLS))
+    .describe('Protocols that serve this entity without its secret (`leaf`: Leaf routes when IDPOOL_COMPAT has it).'),
+  secrets: z
+    .array(z.object({ id: text, createTime: isoDate, expiresAt: isoDate.nullable() }))
+    .max(MAX_SECRETS)
+    .describe('The secrets it accepts, newest first (never the secrets or their hashes).'),
+  createTime: isoDate,
+  updateTime: isoDate,
+  held: text.nullable().optional().describe('Why it serves no ids until released (503 `entity_held`); null: served.'),
+  incumbent: Incumbent.nullable()
+    .optional()
+    .describe('The Leaf or Tinyid row it was imported from (docs/migrating.md); null: registered natively.'),
+  alias: z
+    .string()
+    .max(190)
+    .nullable()
+    .optional()
+    .describe(
+      "The incumbent's tag when it does not fit idpool's keys (`order:v2`, imported with `--key`): Leaf's and Tinyid's routes answer it as the key; null otherwise.",
+    ),
+  currentOffset: decimalId
+    .nullable()
+    .optional()
+    .describe('Next unreserved number of the line (segment entities; not a business-number one).'),
+  pool: z
+    .object({ size: int(0), target: int(1), max: int(1), lowWatermark: int(0) })
+    .optional()
+    .describe(
+      "Segment entities only; a business-number entity's is its period's ready numbers against their cap (docs/numbers.md).",
+    ),
+  period: NumberPeriod.optional(),
+};
+/** A snowflake entity has no pool, so none of its fields (it refuses them on input); a segment entity has all. */
+const byMode = {
+  if: { properties: { mode: { const: 'snowflake' } } },
+  then: { not: { anyOf: SEGMENT_ONLY.map((field) => ({ required: [field] })) } },
+  // A business-number entity (`format`) draws from its period's sequence, not the line: no `currentOffset`.
+  else: {
+    required: SEGMENT_ONLY.filter((field) => field !== 'currentOffset'),
+    if: { required: ['format'] },
+    then: { not: { required: ['currentOffset'] } },
+    else: { required: ['currentOffset'] },
+  },
+};
+const Entity = z.object(entityFields).meta(byMode);
+const RegisteredEntity = z
+  .object({
+    ...entityFields,
+    secret: secret.describe('Shown once; send as `Authorization: Bearer <secret>`.'),
+  })
+  .meta(byMode);
 
-/** Snowflake worker leases, and what the liveness and readiness probes answer. */
-function workerAndProbeSchemas(): Record<string, Schema> {
-  return {
-    Worker: {
-      type: 'object',
-      required: ['workerId', 'code', 'heartbeatAt', 'lastTimestamp', 'live'],
-      description: 'One worker id lease; further fields may be present.',
-      properties: {
-        workerId: int32(0),
-        code: { type: ['string', 'null'], description: 'The instance holding or last holding the lease.' },
-        leaseVersion: { type: 'integer', format: 'int64', minimum: 0, description: 'Bumped by every acquisition.' },
-        heartbeatAt: { anyOf: [isoDate, { type: 'null' }] },
-        lastTimestamp: {
-          anyOf: [isoDate, { type: 'null' }],
-          description: 'Time up to which the holder may have made ids; the next holder starts after it.',
-        },
-        live: { type: 'boolean' },
-        self: { type: 'boolean', description: 'The answering instance holds this lease.' },
-      },
-    },
-    WorkerList: {
-      type: 'object',
-      required: ['workers'],
-      additionalProperties: false,
-      properties: { workers: { type: 'array', items: ref('Worker') } },
-    },
-    Health: {
-      type: 'object',
-      required: ['status'],
-      additionalProperties: false,
-      properties: { status: { const: 'ok' } },
-    },
-    Readiness: {
-      type: 'object',
-      required: ['status', 'checks'],
-      additionalProperties: false,
-      properties: {
-        status: { type: 'string', enum: ['ready', 'not_ready'] },
-        reason: { type: 'string', description: 'Why not ready (present on 503).' },
-        degraded: {
-          type: 'array',
-          items: { type: 'string' },
-          description:
-            "Failed checks that leave the instance ready: a live cutover's incumbent database (its live entities answer 503; the rest serve).",
-        },
-        checks: {
-          type: 'object',
-          additionalProperties: { type: 'string' },
-          description: '"ok" or what failed, per dependency.',
-        },
-        sampling: ref('Sampling'),
-      },
-    },
-    Sampling: {
-      type: 'object',
-      description:
-        'How current the ops sampler (dashboard rows, pool gauges, pool alarms) is. Informational: it does not change readiness.',
-      required: ['ok', 'oldestSampleAgeSeconds', 'roundSeconds', 'staleEntities'],
-      additionalProperties: false,
-      properties: {
-        ok: { type: 'boolean', description: 'Every segment entity sampled within two rounds.' },
-        oldestSampleAgeSeconds: { type: 'number', minimum: 0 },
-        roundSeconds: {
-          type: 'number',
-          minimum: 0,
-          description: 'Seconds one round over every entity takes (1,000 entities a sampling run).',
-        },
-        staleEntities: int32(0),
-      },
-    },
-  };
-}
+const EntityPage = z.object({
+  apps: z.array(Entity).max(1000),
+  next: entityKey.nullable().describe('Key to pass as `after` for the next page; null on the last page.'),
+});
+
+const Secret = z.object({ secret });
+const RaisedPeriod = z.object({ key: entityKey, period: text, seq: decimalId });
+const AddedSecret = z.object({
+  id: text,
+  added: z.boolean().describe('False when the entity already accepted this secret.'),
+  secret: secret.optional().describe('Only when made here: shown once.'),
+  expiresAt: isoDate.nullable(),
+});
+
+const LiveCutovers = z.object({
+  apps: z.array(
+    z.object({
+      key: text,
+      incumbent: Incumbent,
+      delta: z.int(),
+      remainder: z.int(),
+      currentOffset: text,
+      reservedFromIncumbent: text,
+    }),
+  ),
+});
+
+const Worker = z
+  .looseObject({
+    workerId: int(0),
+    code: text.nullable().describe('The instance holding or last holding the lease.'),
+    leaseVersion: int(0).optional().describe('Bumped by every acquisition.'),
+    heartbeatAt: isoDate.nullable(),
+    lastTimestamp: isoDate
+      .nullable()
+      .describe('Time up to which the holder may have made ids; the next holder starts after it.'),
+    live: z.boolean(),
+    self: z.boolean().optional().describe('The answering instance holds this lease.'),
+  })
+  .describe('One worker id lease; further fields may be present.');
+
+const WorkerList = z.object({ workers: z.array(Worker) });
+const Health = z.object({ status: z.literal('ok') });
+
+const Sampling = z
+  .object({
+    ok: z.boolean().describe('Every segment entity sampled within two rounds.'),
+    oldestSampleAgeSeconds: z.number().min(0),
+    roundSeconds: z
+      .number()
+      .min(0)
+      .describe('Seconds one round over every entity takes (1,000 entities a sampling run).'),
+    staleEntities: int(0),
+  })
+  .describe(
+    'How current the ops sampler (dashboard rows, pool gauges, pool alarms) is. Informational: it does not change readiness.',
+  );
+
+const Readiness = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  reason: text.optional().describe('Why not ready (present on 503).'),
+  degraded: z
+    .array(text)
+    .optional()
+    .describe(
+      "Failed checks that leave the instance ready: a live cutover's incumbent database (its live entities answer 503; the rest serve).",
+    ),
+  checks: z.record(z.string(), text).describe('"ok" or what failed, per dependency.'),
+  sampling: Sampling.optional(),
+});
 
 /** One alarm of the overview's recent list. */
-function alarmSchema(): Schema {
-  return {
-    type: 'object',
-    required: ['name', 'severity', 'message', 'at', 'status', 'notified'],
-    properties: {
-      name: { type: 'string' },
-      severity: { type: 'string', enum: ['warning', 'critical'] },
-      entityKey,
-      message: { type: 'string' },
-      details: { type: 'object' },
-      at: isoDate,
-      status: { type: 'string', enum: ['firing', 'resolved'] },
-      notified: { type: 'boolean' },
-      instance: { type: 'string', description: 'The instance that raised it (host:pid).' },
-    },
-  };
-}
+const Alarm = z.looseObject({
+  name: text,
+  severity: z.enum(['warning', 'critical']),
+  entityKey: entityKey.optional(),
+  message: text,
+  details: z.record(z.string(), z.unknown()).optional(),
+  at: isoDate,
+  status: z.enum(['firing', 'resolved']),
+  notified: z.boolean(),
+  instance: text.optional().describe('The instance that raised it (host:pid).'),
+});
 
 /** One instance of the fleet, from its heartbeat (`GET /admin/instances`). */
-function instanceSchema(): Schema {
-  const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: 'null' }] });
-  return {
-    type: 'object',
-    required: [
-      'id',
-      'address',
-      'version',
-      'node',
-      'startedAt',
-      'workerId',
-      'epoch',
-      'dialect',
-      'lastSampleAt',
-      'activeAlarms',
-      'ttlMs',
-      'state',
-      'heartbeatAt',
-      'heartbeatAgeSeconds',
-      'self',
-      'disagrees',
-    ],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', description: 'host:pid, the name its alarms carry.' },
-      address: { type: 'string', description: 'host:port it listens on.' },
-      version: { type: 'string', description: 'idpool version.' },
-      node: { type: 'string', description: 'Node.js version.' },
-      startedAt: isoDate,
-      workerId: nullable(int32(0, undefined, 'The snowflake worker id it holds; null when none is held.')),
-      epoch: nullable({ type: 'string', description: 'The Redis epoch (run_id:master_replid) its connection sees.' }),
-      dialect: { type: 'string', description: 'mysql, postgres or sqlite.' },
-      library: nullable({
-        type: 'string',
-        description:
-          'The Redis function library it calls (idpool_<hash>); null without Redis; absent from releases before versioned libraries.',
-      }),
-      clockSkewMs: {
-        type: 'object',
-        description:
-          "Its clock minus Redis's (redis) and the database's (database), in ms, as it last checked; null when not read. Absent from older releases.",
-        additionalProperties: nullable({ type: 'number' }),
-      },
-      lastSampleAt: nullable(isoDate),
-      activeAlarms: int32(0, undefined, 'Alarm conditions on at that instance.'),
-      ttlMs: int32(1, undefined, 'Gone when its heartbeat is older than this.'),
-      state: {
-        type: 'string',
-        enum: ['alive', 'gone'],
-        description: 'gone: no heartbeat within its TTL (listed for 30 TTLs, then dropped).',
-      },
-      heartbeatAt: isoDate,
-      heartbeatAgeSeconds: { type: 'number', minimum: 0 },
-      self: { type: 'boolean', description: 'The instance answering.' },
-      disagrees: {
-        type: 'array',
-        items: { type: 'string', enum: ['epoch', 'version'] },
-        description: 'What it differs from most alive instances on.',
-      },
-    },
-  };
-}
+const Instance = z.object({
+  id: text.describe('host:pid, the name its alarms carry.'),
+  address: text.describe('host:port it listens on.'),
+  version: text.describe('idpool version.'),
+  node: text.describe('Node.js version.'),
+  startedAt: isoDate,
+  workerId: int(0).nullable().describe('The snowflake worker id it holds; null when none is held.'),
+  epoch: text.nullable().describe('The Redis epoch (run_id:master_replid) its connection sees.'),
+  dialect: text.describe('mysql, postgres or sqlite.'),
+  library: text
+    .nullable()
+    .optional()
+    .describe(
+      'The Redis function library it calls (idpool_<hash>); null without Redis; absent from releases before versioned libraries.',
+    ),
+  clockSkewMs: z
+    .record(z.string(), z.number().nullable())
+    .optional()
+    .describe(
+      "Its clock minus Redis's (redis) and the database's (database), in ms, as it last checked; null when not read. Absent from older releases.",
+    ),
+  lastSampleAt: isoDate.nullable(),
+  activeAlarms: int(0).describe('Alarm conditions on at that instance.'),
+  ttlMs: int(1).describe('Gone when its heartbeat is older than this.'),
+  state: z.enum(['alive', 'gone']).describe('gone: no heartbeat within its TTL (listed for 30 TTLs, then dropped).'),
+  heartbeatAt: isoDate,
+  heartbeatAgeSeconds: z.number().min(0),
+  self: z.boolean().describe('The instance answering.'),
+  disagrees: z.array(z.enum(['epoch', 'version'])).describe('What it differs from most alive instances on.'),
+});
 
 /** `GET /admin/instances`: the fleet as the answering instance sees it. */
-function instancesSchema(): Schema {
-  return {
-    type: 'object',
-    required: ['at', 'source', 'alive', 'gone', 'disagreement', 'instances'],
-    additionalProperties: false,
-    properties: {
-      at: isoDate,
-      source: {
-        type: 'string',
-        enum: ['redis', 'local'],
-        description:
-          "redis: every instance's heartbeat; local: this instance only (embedded, or Redis did not answer: `note`).",
-      },
-      note: { type: 'string' },
-      alive: int32(0),
-      gone: int32(0),
-      disagreement: {
-        type: 'object',
-        required: ['epoch', 'version'],
-        additionalProperties: false,
-        properties: { epoch: { type: 'boolean' }, version: { type: 'boolean' } },
-      },
-      instances: { type: 'array', items: ref('Instance'), description: 'Alive first, then gone; by id.' },
-    },
-  };
-}
+const Instances = z.object({
+  at: isoDate,
+  source: z
+    .enum(['redis', 'local'])
+    .describe(
+      "redis: every instance's heartbeat; local: this instance only (embedded, or Redis did not answer: `note`).",
+    ),
+  note: text.optional(),
+  alive: int(0),
+  gone: int(0),
+  disagreement: z.object({ epoch: z.boolean(), version: z.boolean() }),
+  instances: z.array(Instance).describe('Alive first, then gone; by id.'),
+});
 
+const seconds = z.number().nullable();
 /** One segment entity of the overview: its pool, rates, forecasts and recent history. */
-function entityOverviewSchema(): Schema {
-  return {
-    type: 'object',
-    required: [
-      'key',
-      'mode',
-      'pool',
-      'currentOffset',
-      'highestId',
-      'takePerSecond',
-      'reservePerSecond',
-      'forecast',
-      'history',
-      'sampledAt',
-      'stale',
-    ],
-    additionalProperties: false,
-    properties: {
-      key: entityKey,
-      mode: { type: 'string', enum: ['monotonic', 'trend'] },
-      pool: {
-        type: 'object',
-        required: ['size', 'target', 'max', 'lowWatermark', 'fillPercent'],
-        additionalProperties: false,
-        properties: {
-          size: int32(0),
-          target: int32(0),
-          max: int32(0),
-          lowWatermark: int32(0),
-          fillPercent: {
-            type: 'number',
-            format: 'double',
-            description: 'size against target (what a refill tops up to), not max; above 100 while demand falls',
-          },
-        },
-      },
-      currentOffset: decimalId,
-      highestId: { anyOf: [decimalId, { type: 'null' }] },
-      takePerSecond: { type: 'number', minimum: 0 },
-      reservePerSecond: { type: 'number', minimum: 0 },
-      forecast: {
-        type: 'object',
-        description: 'Seconds; null = never at the current rate.',
-        required: ['poolDrySeconds', 'jsSafeLimitSeconds', 'int63LimitSeconds'],
-        additionalProperties: false,
-        properties: {
-          poolDrySeconds: nullableNumber,
-          jsSafeLimitSeconds: nullableNumber,
-          int63LimitSeconds: nullableNumber,
-        },
-      },
-      history: {
-        type: 'array',
-        items: {
-          type: 'object',
-          required: ['t', 'size', 'takePerSecond'],
-          additionalProperties: false,
-          properties: { t: unixMs, size: int32(0), takePerSecond: { type: 'number', format: 'double', minimum: 0 } },
-        },
-      },
-      sampledAt: {
-        anyOf: [unixMs, { type: 'null' }],
-        description: 'Unix ms of the last sample; null before the first.',
-      },
-      stale: {
-        type: 'boolean',
-        description: 'Not sampled within two sampling rounds: the values are the last ones read, not current.',
-      },
-      period: {
-        ...ref('NumberPeriod'),
-        description:
-          "Business-number entities only: now's period, its use and forecast (the pool is its ready numbers; highestId and the 2^53 and 2^63 forecasts do not apply).",
-      },
-    },
-  };
-}
-
-/** Now's period of a business-number entity (docs/numbers.md, "Capacity and alarms"). */
-function numberPeriodSchema(): Schema {
-  const text = { type: 'string' };
-  return {
-    type: 'object',
-    required: [
-      'id',
-      'start',
-      'end',
-      'timeZone',
-      'used',
-      'capacity',
-      'digits',
-      'usedPercent',
-      'ready',
-      'takePerSecond',
-      'runsOutAt',
-      'runsOutLocal',
-      'runsOutBeforeEnd',
-    ],
-    additionalProperties: false,
-    properties: {
-      id: { ...text, description: "The period's name (`20261128`; `all` for `never`)." },
-      start: isoDate,
-      end: { anyOf: [isoDate, { type: 'null' }], description: "The next period's start; null for `never`." },
-      timeZone: text,
-      used: { ...decimalId, description: 'Numbers of the period handed out or dropped as gaps.' },
-      capacity: { ...decimalId, description: '10^N − 1 for `{seq:N}`.' },
-      digits: int32(1, 18),
-      usedPercent: { type: 'number', minimum: 0 },
-      ready: int32(0),
-      takePerSecond: {
-        type: 'number',
-        minimum: 0,
-        description: 'Over IDPOOL_OPS_PERIOD_RATE_WINDOW_MS (15 min) of this period; 0 before it is sampled.',
-      },
-      runsOutAt: { anyOf: [isoDate, { type: 'null' }], description: 'At that rate; null when nothing is taken.' },
-      runsOutLocal: {
-        anyOf: [text, { type: 'null' }],
-        description: "The same in the period's zone: `14:20`, with the date when not today there.",
-      },
-      runsOutBeforeEnd: { type: 'boolean', description: 'The `forecast_period_exhausted` alarm holds.' },
-    },
-  };
-}
+const EntityOverview = z.object({
+  key: entityKey,
+  mode: z.enum(['monotonic', 'trend']),
+  pool: z.object({
+    size: int(0),
+    target: int(0),
+    max: int(0),
+    lowWatermark: int(0),
+    fillPercent: z
+      .number()
+      .meta({ format: 'double' })
+      .describe('size against target (what a refill tops up to), not max; above 100 while demand falls'),
+  }),
+  currentOffset: decimalId,
+  highestId: decimalId.nullable(),
+  takePerSecond: z.number().min(0),
+  reservePerSecond: z.number().min(0),
+  forecast: z
+    .object({ poolDrySeconds: seconds, jsSafeLimitSeconds: seconds, int63LimitSeconds: seconds })
+    .describe('Seconds; null = never at the current rate.'),
+  history: z.array(z.object({ t: unixMs, size: int(0), takePerSecond: z.number().min(0).meta({ format: 'double' }) })),
+  sampledAt: unixMs.nullable().describe('Unix ms of the last sample; null before the first.'),
+  stale: z
+    .boolean()
+    .describe('Not sampled within two sampling rounds: the values are the last ones read, not current.'),
+  period: NumberPeriod.optional(),
+});
 
 /** One snowflake entity of the overview: it has no pool, only a take rate. */
-function snowflakeEntityOverviewSchema(): Schema {
-  return {
-    type: 'object',
-    required: ['key', 'mode', 'takePerSecond'],
-    additionalProperties: false,
-    properties: {
-      key: entityKey,
-      mode: { type: 'string', enum: ['snowflake'] },
-      takePerSecond: {
-        type: 'number',
-        minimum: 0,
-        description: 'Ids per second served by the answering instance (each instance makes its own snowflake ids).',
-      },
-    },
-  };
-}
+const SnowflakeEntityOverview = z.object({
+  key: entityKey,
+  mode: z.enum(['snowflake']),
+  takePerSecond: z
+    .number()
+    .min(0)
+    .describe('Ids per second served by the answering instance (each instance makes its own snowflake ids).'),
+});
 
+const scope = z.enum(['fleet', 'instance']);
 /** `GET /admin/ops`: what the dashboard shows. */
-function opsOverviewSchema(): Schema {
-  return {
-    type: 'object',
-    required: [
-      'at',
-      'entityCount',
-      'matching',
-      'entities',
-      'snowflake',
-      'sampling',
-      'workers',
-      'alarms',
-      'rates',
-      'instances',
-    ],
-    additionalProperties: false,
-    properties: {
-      at: isoDate,
-      entityCount: int32(0, undefined, 'Live entities in all.'),
-      matching: int32(
-        0,
-        undefined,
-        'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.',
-      ),
-      entities: {
-        type: 'array',
-        items: { anyOf: [ref('EntityOverview'), ref('SnowflakeEntityOverview')] },
-        description: 'Busiest first (take rate), then by key.',
-      },
-      snowflake: {
-        anyOf: [
-          {
-            type: 'object',
-            required: ['timeExhaustedAt', 'jsSafeLimitAt'],
-            additionalProperties: false,
-            description: 'null dates: past the last date JavaScript can show (year 275760), i.e. never.',
-            properties: {
-              timeExhaustedAt: { anyOf: [isoDate, { type: 'null' }] },
-              jsSafeLimitAt: { anyOf: [isoDate, { type: 'null' }] },
-              region: int32(0, undefined, 'IDPOOL_REGION, when the layout has region bits.'),
-            },
-          },
-          { type: 'null' },
-        ],
-      },
-      sampling: ref('Sampling'),
-      workers: { type: 'array', items: ref('Worker'), description: 'Live worker leases only.' },
-      alarms: {
-        type: 'object',
-        required: ['scope', 'instance', 'active', 'recent'],
-        additionalProperties: false,
-        description:
-          "fleet: every instance's recent alarms (from Redis), each naming its instance; instance: this instance's own (embedded mode, or Redis did not answer, which `note` says).",
-        properties: {
-          scope: { type: 'string', enum: ['fleet', 'instance'] },
-          note: { type: 'string' },
-          instance: { type: 'string', description: 'The instance answering (host:pid).' },
-          active: int32(0, undefined, 'Alarm conditions on now, over the alive instances (scope fleet).'),
-          recent: { type: 'array', items: ref('Alarm'), description: 'Newest first.' },
-        },
-      },
-      rates: {
-        type: 'object',
-        required: ['scope', 'instances'],
-        additionalProperties: false,
-        description:
-          "Whose take rates `entities` shows: fleet = summed over the alive instances; instance = this instance's (the fleet could not be read: `note`). Per-instance figures are in each instance's /metrics.",
-        properties: {
-          scope: { type: 'string', enum: ['fleet', 'instance'] },
-          instances: int32(1),
-          note: { type: 'string' },
-        },
-      },
-      instances: ref('Instances'),
-    },
-  };
-}
+const OpsOverview = z.object({
+  at: isoDate,
+  entityCount: int(0).describe('Live entities in all.'),
+  matching: int(0).describe('Entities whose key contains `q` (all without it); `entities` lists the busiest of them.'),
+  entities: z
+    .array(z.union([EntityOverview, SnowflakeEntityOverview]))
+    .describe('Busiest first (take rate), then by key.'),
+  snowflake: z
+    .object({
+      timeExhaustedAt: isoDate.nullable(),
+      jsSafeLimitAt: isoDate.nullable(),
+      region: int(0).optional().describe('IDPOOL_REGION, when the layout has region bits.'),
+    })
+    .describe('null dates: past the last date JavaScript can show (year 275760), i.e. never.')
+    .nullable(),
+  sampling: Sampling,
+  workers: z.array(Worker).describe('Live worker leases only.'),
+  alarms: z
+    .object({
+      scope,
+      note: text.optional(),
+      instance: text.describe('The instance answering (host:pid).'),
+      active: int(0).describe('Alarm conditions on now, over the alive instances (scope fleet).'),
+      recent: z.array(Alarm).describe('Newest first.'),
+    })
+    .describe(
+      "fleet: every instance's recent alarms (from Redis), each naming its instance; instance: this instance's own (embedded mode, or Redis did not answer, which `note` says).",
+    ),
+  rates: z
+    .object({ scope, instances: int(1), note: text.optional() })
+    .describe(
+      "Whose take rates `entities` shows: fleet = summed over the alive instances; instance = this instance's (the fleet could not be read: `note`). Per-instance figures are in each instance's /metrics.",
+    ),
+  instances: Instances,
+});
+
+/** Every named body, in the order the document lists them: requests are read as input, responses as output. */
+export const REQUESTS = {
+  TakeRequest,
+  LeaseRequest,
+  RegisterRequest: registerSchema,
+  UpdateRequest: updateSchema,
+  RotateRequest: rotateSchema,
+  RaiseRequest: raiseSchema,
+  RaisePeriodRequest: raisePeriodSchema,
+  AddSecretRequest: addSecretSchema,
+  HoldRequest: holdSchema,
+};
+export const RESPONSES = {
+  Error: ApiError,
+  Ids,
+  LeasedSegment,
+  DecodedNumber,
+  DecodedId,
+  Entity,
+  RegisteredEntity,
+  EntityPage,
+  Secret,
+  RaisedPeriod,
+  AddedSecret,
+  LiveCutovers,
+  Worker,
+  WorkerList,
+  Health,
+  Readiness,
+  Sampling,
+  Alarm,
+  EntityOverview,
+  NumberPeriod,
+  SnowflakeEntityOverview,
+  OpsOverview,
+  Instance,
+  Instances,
+};
+export type BodyName = keyof typeof REQUESTS | keyof typeof RESPONSES;
+/** What a route answers with the named body. */
+export type Answer<Name extends keyof typeof RESPONSES> = z.output<(typeof RESPONSES)[Name]>;

@@ -17,8 +17,10 @@ import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { entityKeyParam, limitParam, pageParams } from '../params';
 import { parseBody } from '../validate';
+import type { Answer } from '../openapi/schemas';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
 import { timeZone } from '../../numbers/zone';
+import { numberPoolCap } from '../../numbers/scheme';
 
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 const OPS_DEFAULT_ROWS = 50;
@@ -94,7 +96,7 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   router.post('/apps/:key/secret', async (req, res) => {
     const key = entityKeyParam(req);
     const { keepOldForSeconds } = parseBody(rotateSchema, req.body ?? {});
-    res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) });
+    res.json({ secret: await deps.registry.rotateSecret(key, keepOldForSeconds) } satisfies Answer<'Secret'>);
   });
 
   router.post('/apps/:key/secrets', async (req, res) => {
@@ -131,7 +133,7 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
     if (entity.numbers && deps.numbers) {
       const { period, seq } = parseBody(raisePeriodSchema, req.body ?? {});
       const after = await raisePeriod(deps.numbers, entity, period, seq);
-      res.json({ key, period, seq: after.toString() });
+      res.json({ key, period, seq: after.toString() } satisfies Answer<'RaisedPeriod'>);
       return;
     }
     const { firstId } = parseBody(raiseSchema, req.body ?? {});
@@ -192,7 +194,7 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
         },
       ];
     });
-    res.json({ apps });
+    res.json({ apps } satisfies Answer<'LiveCutovers'>);
   });
 
   // `idpool apps import-from … --finish`, once the incumbent's rows stopped moving: firstId is above the row's final value.
@@ -254,11 +256,15 @@ async function withPools(
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     const period = periods.get(entity.key);
-    if (entity.mode !== 'snowflake') {
+    if (entity.numbers) {
+      // A business-number entity's pool is its period's ready numbers, within their cap; it draws from
+      // its period's sequence (`period`), not from the number line's offset.
+      const { target, lowWatermark, max } = deps.demand.sizing(entity, numberPoolCap(entity, entity.numbers));
+      view.pool = { size: period?.ready ?? 0, target, max, lowWatermark };
+    } else if (entity.mode !== 'snowflake') {
       view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
       view.pool = {
-        // A business-number entity's pool is its period's ready numbers.
-        size: period?.ready ?? sizeOf.get(entity.key) ?? 0,
+        size: sizeOf.get(entity.key) ?? 0,
         target: deps.demand.target(entity),
         max: entity.maxPoolSize,
         lowWatermark: deps.demand.lowWatermark(entity),

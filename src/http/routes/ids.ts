@@ -1,4 +1,5 @@
 import type { IRouter, Request, RequestHandler, Response } from 'express';
+import type { Answer } from '../openapi/schemas';
 import type { EntityConfig } from '../../entities/entity';
 import { InvalidRequestError } from '../../errors';
 import { type IdExplanation, NotAnIdError } from '../../snowflake/explain';
@@ -8,7 +9,7 @@ import { answerOnce } from '../idempotency';
 import type { TakenIds } from '../../pool/taken-ids';
 import { integerField } from '../params';
 import { BODY_LIMIT_BYTES } from '../settings';
-import { type DecodedNumber, NumberScheme } from '../../numbers/scheme';
+import { NumberScheme } from '../../numbers/scheme';
 
 /** What the id routes use of the app's dependencies. */
 export type IdRouteDeps = Pick<HttpDeps, 'takes' | 'snowflake' | 'idempotency'>;
@@ -172,7 +173,7 @@ function requestedCount(req: Request, max: number): number {
 }
 
 /** A business number of the entity taken apart; one that is not of its template (or names no period of its zone) is a 400. */
-function decodeNumberOr400(entity: EntityConfig, number: string): DecodedNumber {
+function decodeNumberOr400(entity: EntityConfig, number: string): Answer<'DecodedNumber'> {
   const scheme = entity.numbers && NumberScheme.of(entity.numbers);
   const decoded = scheme?.decode(number);
   if (!decoded || !scheme)

@@ -1,10 +1,12 @@
 import type { IRouter } from 'express';
+import type { Answer } from '../openapi/schemas';
 import { systemClock } from '../../clock';
 import { NotFoundError } from '../../errors';
 import type { HttpDeps, ReadinessReport } from '../deps';
 import type { Guards } from '../guards';
+import { apiDocsRouter } from '../api-docs';
 import { openApiDocument } from '../openapi';
-import { publicCheck, sharedCheck } from '../readiness';
+import { degradeShared, degradesShared, publicCheck, sharedCheck } from '../readiness';
 
 /** What the operations routes use of the app's dependencies. */
 export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToken' | 'draining' | 'clock'>;
@@ -12,16 +14,18 @@ export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToke
 /** `/readyz` answers from a check at most this old (ms): probes every few seconds still see a fresh one. */
 const READINESS_TTL_MS = 1000;
 
-/** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` (on the app itself, as the id routes). */
+/** What probes, scrapers and API tools read: `/healthz`, `/readyz`, `/metrics`, `/openapi.json` and its page `/docs` (on the app itself, as the id routes). */
 export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick<Guards, 'requireToken'>): void {
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    res.json({ status: 'ok' } satisfies Answer<'Health'>);
   });
 
   const readiness = sharedCheck(deps.readiness, deps.clock ?? systemClock, READINESS_TTL_MS);
-  app.get('/readyz', async (_req, res) => {
+  app.get('/readyz', async (req, res) => {
+    const degrade = degradesShared(req.query.shared);
     // Shutting down is reported at once, so load balancers stop sending here first.
-    const report = await (deps.draining?.() ? deps.readiness() : readiness());
+    const checked = await (deps.draining?.() ? deps.readiness() : readiness());
+    const report = degrade ? degradeShared(checked) : checked;
     if (!report.ready) res.setHeader('Retry-After', '1');
     res.status(report.ready ? 200 : 503).json(readinessBody(report));
   });
@@ -38,6 +42,7 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+  app.use('/docs', apiDocsRouter());
 }
 
 /** The `/readyz` answer: each check as `publicCheck` shows it, and why when not ready. */

@@ -1,4 +1,5 @@
 import type { IRouter, Request } from 'express';
+import type { Answer } from '../openapi/schemas';
 import type { EntityConfig } from '../../entities/entity';
 import { NotFoundError } from '../../errors';
 import { type LeasedSegment, leaseSizeLimit } from '../../segment/lease';
@@ -30,7 +31,7 @@ export function registerSegmentRoutes(
 }
 
 /** The lease's answer: ids as decimal strings, the spacing as numbers. */
-function leasedSegmentJson(segment: LeasedSegment) {
+function leasedSegmentJson(segment: LeasedSegment): Answer<'LeasedSegment'> {
   return {
     first: segment.first.toString(),
     last: segment.last.toString(),

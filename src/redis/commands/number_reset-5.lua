@@ -1,10 +1,8 @@
 --[[
-  idpool_number_reset: drops an entity's numbers lists and raises fences.
-  With ARGV[1] = 'epoch', only when the lists were filled in another Redis
-  epoch (a restart or failover: they may hold numbers already handed out);
-  then the epoch marker is set to now's. With ARGV[1] = a period id, the
-  list holding that period is dropped whatever its epoch (its counter was
-  raised: `POST /admin/apps/:key/raise`).
+  idpool_number_reset: drops an entity's numbers lists and raises fences,
+  when the lists were filled in another Redis epoch (a restart or failover:
+  they may hold numbers already handed out); then the epoch marker is set
+  to now's. (A raise trims one period's list instead: number_trim-4.lua.)
 
   Input:
     KEYS[1] period table
@@ -12,7 +10,7 @@
     KEYS[3] fence hash
     KEYS[4] live list (the entity's `ids`)
     KEYS[5] staged list
-    ARGV[1] 'epoch' or a period id
+    ARGV[1] 'epoch'
     ARGV[2..] pairs: period id, sequence every number up to which may have been issued
 
   Output: 1 dropped, 0 nothing to drop (the epoch was current, or a new
@@ -20,24 +18,15 @@
 ]]
 local function number_reset(KEYS, ARGV)
   local dropped = 1
-  if ARGV[1] == 'epoch' then
-    local now = epoch()
-    if rcall('GET', KEYS[2]) == now then
-      return 0
-    end
-    if rcall('DEL', KEYS[4], KEYS[5]) == 0 then
-      dropped = 0
-    end
-    rcall('HDEL', KEYS[1], 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1')
-    rcall('SET', KEYS[2], now)
-  else
-    for slot = 0, 1 do
-      if rcall('HGET', KEYS[1], 'p' .. slot) == ARGV[1] then
-        rcall('DEL', KEYS[4 + slot])
-        rcall('HDEL', KEYS[1], 'p' .. slot, 's' .. slot, 'e' .. slot, 'x' .. slot)
-      end
-    end
+  local now = epoch()
+  if rcall('GET', KEYS[2]) == now then
+    return 0
   end
+  if rcall('DEL', KEYS[4], KEYS[5]) == 0 then
+    dropped = 0
+  end
+  rcall('HDEL', KEYS[1], 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1')
+  rcall('SET', KEYS[2], now)
   for i = 2, #ARGV - 1, 2 do
     local fence = rcall('HGET', KEYS[3], ARGV[i])
     if not fence or greater(ARGV[i + 1], fence) then

@@ -240,7 +240,178 @@ func checks() {
 	check("retry_after", func() error { return retryAfter(503, "pool_exhausted", false) })
 	check("rate_limit_wait", func() error { return retryAfter(429, "rate_limited", true) })
 	check("unavailable", unavailable)
+	check("last_answer", lastAnswer)
+	check("one_key", oneKey)
+	check("lease_waits", leaseWaits)
+	check("numbers", numbers)
+	check("leased_default_trend", leasedDefaultTrend)
 	fmt.Println("done")
+}
+
+// numbers: a business-number entity: TakeNumbers answers its numbers as
+// strings; Take (int64 ids) refuses them with *BusinessNumberError holding the
+// numbers it took. Each is printed as "number <n>" for the test.
+func numbers() error {
+	ctx := context.Background()
+	key := env("NUMBER_KEY", "")
+	c, err := idpool.New(idpool.Options{Endpoints: endpoints(), Secrets: map[string]string{key: env("NUMBER_SECRET", "")}})
+	if err != nil {
+		return err
+	}
+	taken, err := c.TakeNumbers(ctx, key, 3)
+	if err != nil {
+		return err
+	}
+	one, err := c.NextNumber(ctx, key)
+	if err != nil {
+		return err
+	}
+	taken = append(taken, one)
+	_, err = c.Take(ctx, key, 2)
+	var b *idpool.BusinessNumberError
+	if !errors.As(err, &b) || !errors.Is(err, idpool.ErrBusinessNumbers) {
+		return fmt.Errorf("take of a business-number entity: %v", err)
+	}
+	if len(b.Numbers) != 2 || !strings.Contains(err.Error(), "TakeNumbers") {
+		return fmt.Errorf("unclear: %v %v", err, b.Numbers)
+	}
+	for _, n := range append(taken, b.Numbers...) {
+		fmt.Println("number " + n)
+	}
+	return nil
+}
+
+// leasedDefaultTrend: leased ids of a trend entity registered with the defaults
+// (5,000 a second): the leases double past what the entity allows a second
+// (429) and at once (400); Next waits and goes on.
+func leasedDefaultTrend() error {
+	key := env("TREND_KEY", "")
+	c, err := idpool.New(idpool.Options{Endpoints: endpoints(), Secrets: map[string]string{key: env("TREND_SECRET", "")},
+		Lease: idpool.LeaseOptions{Wait: 15 * time.Second}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	leased := c.Leased(key)
+	seen := make(map[int64]bool, 12_000)
+	for k := 0; k < 12_000; k++ {
+		id, err := leased.Next()
+		if err != nil {
+			return err
+		}
+		if seen[id] {
+			return fmt.Errorf("id %d twice", id)
+		}
+		seen[id] = true
+	}
+	fmt.Printf("trend leases %d\n", leased.Leases())
+	return nil
+}
+
+// deadURL: an address nothing listens on (a port bound, then closed).
+func deadURL() string {
+	stub := httptest.NewServer(http.NotFoundHandler())
+	stub.Close()
+	return stub.URL
+}
+
+func jsonError(w http.ResponseWriter, status int, code, message string) {
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"error":{"code":%q,"message":%q}}`, code, message)
+}
+
+// lastAnswer: one endpoint answers 500 with the service's JSON error, the other
+// refuses connections: the final error leads with the answer (status, code,
+// message), whichever endpoint was asked last.
+func lastAnswer() error {
+	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jsonError(w, 500, "internal", "broken codec")
+	}))
+	defer stub.Close()
+	c, _ := idpool.New(idpool.Options{Endpoints: []string{stub.URL, deadURL()}, Secrets: map[string]string{"e": "s"},
+		DownFor: 50 * time.Millisecond, Deadline: 1500 * time.Millisecond})
+	_, err := c.Next(context.Background(), "e")
+	var u *idpool.UnavailableError
+	if !errors.As(err, &u) {
+		return fmt.Errorf("expected UnavailableError, got %v", err)
+	}
+	if e := expectHTTP(u.LastAnswer(), nil, 500, "internal"); e != nil {
+		return e
+	}
+	if e := expectHTTP(err, nil, 500, "internal"); e != nil {
+		return fmt.Errorf("errors.As: %v", e)
+	}
+	if !strings.Contains(err.Error(), "last answer: ") || !strings.Contains(err.Error(), "500 internal: broken codec") {
+		return fmt.Errorf("the message hides the answer: %v", err)
+	}
+	return nil
+}
+
+// oneKey: one take over two endpoints meeting a refused connection, a 500 and a
+// 503 still in progress (Retry-After: 1) before its answer: every attempt
+// carries the one Idempotency-Key.
+func oneKey() error {
+	var mu sync.Mutex
+	var keys []string
+	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		switch n {
+		case 1:
+			jsonError(w, 500, "internal", "x")
+		case 2:
+			w.Header().Set("Retry-After", "1")
+			jsonError(w, 503, "unavailable", "still in progress")
+		default:
+			fmt.Fprint(w, `{"ids":["INV20261129-000001"]}`)
+		}
+	}))
+	defer stub.Close()
+	c, _ := idpool.New(idpool.Options{Endpoints: []string{deadURL(), stub.URL}, Secrets: map[string]string{"e": "s"},
+		DownFor: 50 * time.Millisecond})
+	n, err := c.NextNumber(context.Background(), "e")
+	if err != nil {
+		return err
+	}
+	if n != "INV20261129-000001" {
+		return fmt.Errorf("number %q", n)
+	}
+	if len(keys) != 3 || keys[0] == "" || keys[1] != keys[0] || keys[2] != keys[0] {
+		return fmt.Errorf("idempotency keys %v", keys)
+	}
+	return nil
+}
+
+// leaseWaits: a lease answered 429, then 503, each with Retry-After: 1:
+// Leased().Next() waits them out and hands out the id.
+func leaseWaits() error {
+	var calls atomic.Int64
+	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "1")
+			jsonError(w, 429, "rate_limited", "wait")
+		case 2:
+			w.Header().Set("Retry-After", "1")
+			jsonError(w, 503, "unavailable", "wait")
+		default:
+			fmt.Fprint(w, `{"first":"7","last":"10","count":4,"delta":1,"remainder":0}`)
+		}
+	}))
+	defer stub.Close()
+	c, _ := idpool.New(idpool.Options{Endpoints: []string{stub.URL}, Secrets: map[string]string{"e": "s"},
+		Lease: idpool.LeaseOptions{Wait: 5 * time.Second}})
+	defer c.Close()
+	id, err := c.Leased("e").Next()
+	if err != nil {
+		return err
+	}
+	if id != 7 {
+		return fmt.Errorf("id %d", id)
+	}
+	return nil
 }
 
 // retryAfter: a local server answers status with Retry-After: 1, then 200; the

@@ -3,12 +3,12 @@ segments (Leaf's double buffer), snowflake decoding. Standard library only."""
 
 from ._leased import LeasedIds
 from .client import IdpoolClient, SnowflakeParts
-from .errors import (ConflictError, IdpoolError, IdpoolHttpError, InvalidRequestError, LeaseNotReadyError,
+from .errors import (BusinessNumberError, ConflictError, IdpoolError, IdpoolHttpError, InvalidRequestError, LeaseNotReadyError,
                      NotFoundError, RateLimitedError, UnauthorizedError, UnavailableError)
 
 __all__ = [
     "IdpoolClient", "LeasedIds", "SnowflakeParts", "IdpoolError", "IdpoolHttpError", "InvalidRequestError",
     "UnauthorizedError", "NotFoundError", "ConflictError", "RateLimitedError", "UnavailableError",
-    "LeaseNotReadyError",
+    "LeaseNotReadyError", "BusinessNumberError",
 ]
 __version__ = "0.1.0"

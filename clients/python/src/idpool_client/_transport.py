@@ -53,7 +53,10 @@ class Transport:
         self._current = 0
         self._opener = urllib.request.build_opener(_NoRedirect)
 
-    def send(self, method: str, path: str, secret: str, body: Optional[dict] = None) -> Any:
+    def send(self, method: str, path: str, secret: str, body: Optional[dict] = None,
+             wait_on_rate_limit: Optional[bool] = None) -> Any:
+        """The 2xx answer, parsed; ``wait_on_rate_limit`` overrides the client's for this request."""
+        wait_on_429 = self._wait_on_rate_limit if wait_on_rate_limit is None else wait_on_rate_limit
         deadline = time.monotonic() + self._deadline
         headers = {"Authorization": f"Bearer {secret}", "Accept": "application/json"}
         data = None
@@ -78,7 +81,7 @@ class Transport:
             try:
                 answer = self._attempt(endpoint, method, path, headers, data, min(self._timeout, left))
             except IdpoolHttpError as err:
-                if (err.status == 429 and self._wait_on_rate_limit and err.retry_after is not None
+                if (err.status == 429 and wait_on_429 and err.retry_after is not None
                         and time.monotonic() + err.retry_after < deadline):
                     # Opted in: the entity's limit holds on every instance, so wait it out here and ask again.
                     failures.append(err)

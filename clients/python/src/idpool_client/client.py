@@ -10,10 +10,14 @@ from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 from ._leased import LeasedIds
 from ._transport import Transport
-from .errors import IdpoolError
+from .errors import BusinessNumberError, IdpoolError
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _DECIMAL = re.compile(r"^\d{1,19}$")
+# An integer id as the service writes one: no sign, no leading zero.
+_INTEGER_ID = re.compile(r"^(0|[1-9][0-9]{0,18})$")
+# What a take may answer: decimal ids, or business numbers (docs/numbers.md).
+_TAKEN = re.compile(r"^[A-Za-z0-9_./-]{1,200}$")
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,8 @@ class SnowflakeParts:
 class IdpoolClient:
     """Takes ids from idpool, with failover over several instances. Thread-safe.
 
-    Ids are ``int`` (64-bit); on the wire they are decimal strings. Times are in
+    Ids are ``int`` (64-bit); on the wire they are decimal strings. Business numbers
+    (``INV20261128-000123``) are ``str``, taken with :meth:`take_numbers`. Times are in
     seconds; the defaults are the TypeScript SDK's. ``wait_on_rate_limit``: a 429
     waits its ``Retry-After`` and asks again within the deadline instead of
     raising ``RateLimitedError`` at once (default off, as the SDK).
@@ -70,7 +75,30 @@ class IdpoolClient:
         self._lock = threading.Lock()
 
     def take(self, entity_key: str, count: int = 1) -> List[int]:
-        """``count`` new ids of an entity from the service (``POST /apps/:key/ids``)."""
+        """``count`` new ids of an entity from the service (``POST /apps/:key/ids``). An entity that
+        issues business numbers answers strings such as ``INV20261129-000304``: this raises
+        ``BusinessNumberError``, which holds them (they are taken); use :meth:`take_numbers`."""
+        taken = self._take_strings(entity_key, count)
+        # Canonical decimals only: a number such as 000123 would lose its zeros as an int.
+        if not all(_INTEGER_ID.match(i) and int(i) < 2**63 for i in taken):
+            raise BusinessNumberError(entity_key, taken)
+        return [int(i) for i in taken]
+
+    def next(self, entity_key: str) -> int:
+        """One new id from the service."""
+        return self.take(entity_key, 1)[0]
+
+    def take_numbers(self, entity_key: str, count: int = 1) -> List[str]:
+        """``count`` new business numbers of an entity registered with a ``format`` (e.g.
+        ``INV20261129-000304``, docs/numbers.md), as the strings the service answers; of a plain
+        entity, its ids as decimal strings."""
+        return self._take_strings(entity_key, count)
+
+    def next_number(self, entity_key: str) -> str:
+        """One new business number."""
+        return self._take_strings(entity_key, 1)[0]
+
+    def _take_strings(self, entity_key: str, count: int) -> List[str]:
         if not isinstance(count, int) or count < 1:
             raise ValueError(f"count must be a positive integer, got {count!r}")
         answer = self._transport.send("POST", self._path(entity_key, "/ids"), self._secret(entity_key),
@@ -78,11 +106,10 @@ class IdpoolClient:
         ids = answer.get("ids") if isinstance(answer, dict) else None
         if not isinstance(ids, list) or len(ids) != count:
             raise IdpoolError(f"idpool answered POST /apps/{entity_key}/ids without {count} ids")
-        return [_decimal(i) for i in ids]
-
-    def next(self, entity_key: str) -> int:
-        """One new id from the service."""
-        return self.take(entity_key, 1)[0]
+        for i in ids:
+            if not isinstance(i, str) or not _TAKEN.match(i):
+                raise IdpoolError(f"idpool answered POST /apps/{entity_key}/ids with an id that is not a string: {i!r}")
+        return ids
 
     def leased(self, entity_key: str) -> LeasedIds:
         """The in-process leased ids of a ``trend`` entity: one per entity and
@@ -94,7 +121,9 @@ class IdpoolClient:
             leased = self._leased.get(entity_key)
             if leased is None:
                 def fetch(size: Optional[int]) -> dict:
-                    answer = self._transport.send("POST", path, secret, {} if size is None else {"size": size})
+                    # The caller waits for ids, not for a refusal: a 429 is waited out within the deadline.
+                    answer = self._transport.send("POST", path, secret, {} if size is None else {"size": size},
+                                                  wait_on_rate_limit=True)
                     if not isinstance(answer, dict):
                         raise IdpoolError(f"the lease of {entity_key} came back malformed")
                     return answer

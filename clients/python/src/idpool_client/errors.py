@@ -48,16 +48,52 @@ class RateLimitedError(IdpoolHttpError):
 
 
 class UnavailableError(IdpoolError):
-    """Every attempt failed (network errors, timeouts, 5xx) or the deadline came first."""
+    """Every attempt failed (network errors, timeouts, 5xx) or the deadline came first.
+
+    ``attempts`` holds each failure in order, ``last_error`` the final one, ``last_answer`` the
+    last answer a service gave (status, code, message), which the message leads with: an endpoint
+    that answered 503 says more than another one that refused connections after it.
+    """
 
     def __init__(self, reason: str, attempts: List[Exception]):
-        last = f"; last error: {attempts[-1]}" if attempts else ""
-        super().__init__(f"idpool unavailable: {reason}{last}")
+        last = attempts[-1] if attempts else None
+        answer = _last_answer(attempts)
+        text = f"idpool unavailable: {reason}"
+        if answer is not None:
+            text += f"; last answer: {answer}"
+        if last is not None and last is not answer:
+            text += f"; last error: {last}"
+        super().__init__(text)
         self.attempts = attempts
+        self.__cause__ = answer if answer is not None else last
 
     @property
     def last_error(self) -> Optional[Exception]:
         return self.attempts[-1] if self.attempts else None
+
+    @property
+    def last_answer(self) -> Optional[IdpoolHttpError]:
+        """The last error answer of a service among the attempts; None when none answered."""
+        return _last_answer(self.attempts)
+
+
+def _last_answer(attempts: List[Exception]) -> Optional[IdpoolHttpError]:
+    return next((a for a in reversed(attempts) if isinstance(a, IdpoolHttpError)), None)
+
+
+class BusinessNumberError(IdpoolError):
+    """``take`` (int ids) was answered with ids that are not 64-bit integers: the entity issues
+    business numbers (registered with a ``format``, e.g. ``INV20261129-000304``). The service has
+    handed them out, so they are here, in ``numbers``, for the caller to use or record; take them
+    with ``take_numbers`` from now on."""
+
+    def __init__(self, entity_key: str, numbers: List[str]):
+        first = f'"{numbers[0]}"' if numbers else "no ids"
+        super().__init__(f'entity "{entity_key}" answered {first}, not a 64-bit integer id: it issues business '
+                         f'numbers; take them with take_numbers("{entity_key}", count) '
+                         f"(the {len(numbers)} taken are in .numbers)")
+        self.entity_key = entity_key
+        self.numbers = numbers
 
 
 class LeaseNotReadyError(IdpoolError):

@@ -133,7 +133,14 @@
     entities.forEach(function (e) {
       var tr = el('tr', { 'data-entity': e.key });
       tr.appendChild(el('td', { 'data-field': 'key', title: e.key }, e.key));
-      tr.appendChild(el('td', { 'data-field': 'mode' }, e.mode));
+      // A business-number entity's kind is its mode's word here (its numbers' order, monotonic or trend, on hover).
+      tr.appendChild(
+        el(
+          'td',
+          { 'data-field': 'mode', title: e.period ? 'business numbers, ' + e.mode : e.mode },
+          e.period ? 'number' : e.mode,
+        ),
+      );
       if (e.mode === 'snowflake') {
         tr.appendChild(
           el(
@@ -223,7 +230,7 @@
   // and when its numbers run out at the current rate, in the entity's zone; offsets and 2^53 / 2^63 do not apply.
   function numberCells(tr, e) {
     var p = e.period;
-    var where = 'period ' + p.id + ' (' + p.timeZone + ')';
+    var where = 'period ' + p.id + ' (' + p.timeZone + ': from ' + p.startLocal + ')';
     var fill = el('td', { 'data-field': 'period', title: where + ', ' + num(p.ready) + ' numbers ready' });
     var bar = el('span', { class: 'bar' + (p.runsOutBeforeEnd ? ' low' : '') });
     var inner = el('span');
@@ -249,10 +256,10 @@
     );
     var full = p.used === p.capacity;
     var runsOut = full
-      ? 'full until ' + (p.end ? p.end.slice(0, 16).replace('T', ' ') + ' UTC' : 'never')
+      ? 'full until ' + (p.endLocal || 'never')
       : p.runsOutLocal === null
         ? 'lasts the period'
-        : (p.runsOutBeforeEnd ? 'runs out ' : 'lasts; would run out ') + p.runsOutLocal;
+        : (p.runsOutBeforeEnd ? 'runs out ' : 'lasts; would run out ') + p.runsOutLocal + ' ' + p.timeZone;
     tr.appendChild(
       el(
         'td',

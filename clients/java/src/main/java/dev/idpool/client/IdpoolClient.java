@@ -17,16 +17,23 @@ import java.util.regex.Pattern;
  * <pre>{@code
  * IdpoolClient client = IdpoolClient.builder()
  *     .endpoints("http://idpool-a:8080", "http://idpool-b:8080")
- *     .entity("orders", System.getenv("ORDERS_SECRET"))
+ *     .entity("clicks", System.getenv("CLICKS_SECRET"))   // a trend entity
+ *     .entity("tickets", System.getenv("TICKETS_SECRET")) // format TKT{yyyy}{MM}{dd}-{seq:6}
  *     .build();
- * long id = client.next("orders");
- * long fast = client.leased("orders").next(); // in-process, from leased segments (trend entities)
+ * long id = client.next("clicks");
+ * long fast = client.leased("clicks").next(); // in-process, from leased segments (trend entities)
+ * String ticket = client.nextNumber("tickets"); // "TKT20261128-000001"
  * }</pre>
  *
- * Ids are 64-bit ({@code long}); on the wire they are decimal strings. Thread-safe.
+ * Ids are 64-bit ({@code long}); on the wire they are decimal strings. Business numbers are
+ * strings ({@link #takeNumbers}). Thread-safe.
  */
 public final class IdpoolClient implements AutoCloseable {
   private static final Pattern KEY = Pattern.compile("[A-Za-z0-9_.-]{1,64}");
+  /** An integer id as the service writes one: no sign, no leading zero. */
+  private static final Pattern INTEGER_ID = Pattern.compile("0|[1-9][0-9]{0,18}");
+  /** What a take may answer: decimal ids, or business numbers (docs/numbers.md). */
+  private static final Pattern TAKEN = Pattern.compile("[A-Za-z0-9_./-]{1,200}");
 
   private final Transport transport;
   private final Map<String, String> secrets;
@@ -57,21 +64,59 @@ public final class IdpoolClient implements AutoCloseable {
     return new Builder();
   }
 
-  /** {@code count} new ids of an entity, from the service ({@code POST /apps/:key/ids}). */
+  /**
+   * {@code count} new ids of an entity, from the service ({@code POST /apps/:key/ids}). An entity
+   * that issues business numbers answers strings such as {@code INV20261129-000304}: this throws
+   * {@link BusinessNumberException}, which holds them (they are taken); use {@link #takeNumbers}.
+   */
   public long[] take(String entityKey, int count) {
-    if (count < 1) throw new IllegalArgumentException("count must be a positive integer, got " + count);
-    Object answer = transport.send("POST", path(entityKey, "/ids"), secret(entityKey), "{\"count\":" + count + "}");
-    Object ids = answer instanceof Map ? ((Map<?, ?>) answer).get("ids") : null;
-    if (!(ids instanceof List) || ((List<?>) ids).size() != count)
-      throw new IdpoolException("idpool answered POST /apps/" + entityKey + "/ids without " + count + " ids");
+    List<String> taken = takeStrings(entityKey, count);
     long[] out = new long[count];
-    for (int k = 0; k < count; k++) out[k] = decimal(((List<?>) ids).get(k));
+    for (int k = 0; k < count; k++) {
+      String id = taken.get(k);
+      // Canonical decimals only: a number such as 000123 would lose its zeros as a long.
+      if (!INTEGER_ID.matcher(id).matches()) throw new BusinessNumberException(entityKey, taken);
+      try {
+        out[k] = Long.parseLong(id);
+      } catch (NumberFormatException err) {
+        throw new BusinessNumberException(entityKey, taken);
+      }
+    }
     return out;
   }
 
   /** One new id from the service. */
   public long next(String entityKey) {
     return take(entityKey, 1)[0];
+  }
+
+  /**
+   * {@code count} new business numbers of an entity registered with a {@code format} (e.g. {@code
+   * INV20261129-000304}, docs/numbers.md), as the strings the service answers; of a plain entity,
+   * its ids as decimal strings.
+   */
+  public String[] takeNumbers(String entityKey, int count) {
+    return takeStrings(entityKey, count).toArray(new String[0]);
+  }
+
+  /** One new business number. */
+  public String nextNumber(String entityKey) {
+    return takeNumbers(entityKey, 1)[0];
+  }
+
+  private List<String> takeStrings(String entityKey, int count) {
+    if (count < 1) throw new IllegalArgumentException("count must be a positive integer, got " + count);
+    Object answer = transport.send("POST", path(entityKey, "/ids"), secret(entityKey), "{\"count\":" + count + "}");
+    Object ids = answer instanceof Map ? ((Map<?, ?>) answer).get("ids") : null;
+    if (!(ids instanceof List) || ((List<?>) ids).size() != count)
+      throw new IdpoolException("idpool answered POST /apps/" + entityKey + "/ids without " + count + " ids");
+    List<String> out = new ArrayList<>(count);
+    for (Object id : (List<?>) ids) {
+      if (!(id instanceof String) || !TAKEN.matcher((String) id).matches())
+        throw new IdpoolException("idpool answered POST /apps/" + entityKey + "/ids with an id that is not a string: " + id);
+      out.add((String) id);
+    }
+    return out;
   }
 
   /**
@@ -93,7 +138,10 @@ public final class IdpoolClient implements AutoCloseable {
             return new LeasedIds(
                 key,
                 size -> {
-                  Object a = transport.send("POST", path(key, "/segments"), secret, size > 0 ? "{\"size\":" + size + "}" : "{}");
+                  // The caller waits for ids, not for a refusal: a 429 is waited out within the deadline.
+                  Object a =
+                      transport.send(
+                          "POST", path(key, "/segments"), secret, size > 0 ? "{\"size\":" + size + "}" : "{}", true);
                   if (!(a instanceof Map)) throw new IdpoolException("the lease of " + key + " came back malformed");
                   return (Map<?, ?>) a;
                 },

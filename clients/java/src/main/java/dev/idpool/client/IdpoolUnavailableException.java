@@ -5,18 +5,16 @@ import java.util.List;
 
 /**
  * Every attempt failed (network errors, timeouts, 5xx) or the deadline came first. {@link
- * #attempts()} holds each failure in order.
+ * #attempts()} holds each failure in order; {@link #lastAnswer()} the last answer a service gave
+ * (status, code, message), which the message leads with: an endpoint that answered 503 says more
+ * than another one that refused connections after it.
  */
 public final class IdpoolUnavailableException extends IdpoolException {
   private static final long serialVersionUID = 1L;
   private final List<IdpoolException> attempts;
 
   IdpoolUnavailableException(String reason, List<IdpoolException> attempts) {
-    super(
-        "idpool unavailable: "
-            + reason
-            + (attempts.isEmpty() ? "" : "; last error: " + attempts.get(attempts.size() - 1).getMessage()),
-        attempts.isEmpty() ? null : attempts.get(attempts.size() - 1));
+    super(message(reason, attempts), lastAnswer(attempts) != null ? lastAnswer(attempts) : last(attempts));
     this.attempts = Collections.unmodifiableList(attempts);
   }
 
@@ -26,6 +24,30 @@ public final class IdpoolUnavailableException extends IdpoolException {
 
   /** The final failure, or null when no attempt was made. */
   public IdpoolException lastError() {
+    return last(attempts);
+  }
+
+  /** The last error answer of a service among the attempts, or null when none answered. */
+  public IdpoolHttpException lastAnswer() {
+    return lastAnswer(attempts);
+  }
+
+  private static String message(String reason, List<IdpoolException> attempts) {
+    IdpoolException last = last(attempts);
+    IdpoolHttpException answer = lastAnswer(attempts);
+    return "idpool unavailable: "
+        + reason
+        + (answer == null ? "" : "; last answer: " + answer.getMessage())
+        + (last == null || last == answer ? "" : "; last error: " + last.getMessage());
+  }
+
+  private static IdpoolException last(List<IdpoolException> attempts) {
     return attempts.isEmpty() ? null : attempts.get(attempts.size() - 1);
+  }
+
+  private static IdpoolHttpException lastAnswer(List<IdpoolException> attempts) {
+    for (int k = attempts.size() - 1; k >= 0; k--)
+      if (attempts.get(k) instanceof IdpoolHttpException) return (IdpoolHttpException) attempts.get(k);
+    return null;
   }
 }

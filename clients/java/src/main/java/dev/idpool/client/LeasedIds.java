@@ -57,6 +57,11 @@ public final class LeasedIds {
   private int baseSize;
   private long lastLeaseAt = -1;
   private long leases;
+  // Read and written by one lease at a time (startLease runs one), each begun under the lock.
+  /** The largest lease granted so far. */
+  private int granted;
+  /** The size no lease exceeds once one larger than {@link #granted} was refused; 0: none yet. */
+  private int cap;
 
   LeasedIds(String entityKey, LeaseFetch fetch, Executor executor, LeaseSettings settings) {
     this.entityKey = entityKey;
@@ -200,8 +205,9 @@ public final class LeasedIds {
     RuntimeException error = null;
     int count = 0;
     try {
-      Map<?, ?> answer = fetch.lease(ask);
+      Map<?, ?> answer = leaseCapped(ask);
       count = intField(answer, "count");
+      granted = Math.max(granted, count);
       long delta = intField(answer, "delta");
       long first = Long.parseLong(stringField(answer, "first"));
       long last = Long.parseLong(stringField(answer, "last"));
@@ -225,6 +231,24 @@ public final class LeasedIds {
         failure = error;
       }
       lock.notifyAll();
+    }
+  }
+
+  /**
+   * The adaptive size doubles while segments go fast, but an entity leases no more than its {@code
+   * maxSizePerSecond} at once (400 above it), a limit the client is not told. A size refused as
+   * invalid once a smaller one was granted caps the sizes at the largest granted and is asked again
+   * at that size at once: a default {@code trend} entity (5,000 a second) leases 4,000 ids at a
+   * time instead of failing at its first 8,000.
+   */
+  private Map<?, ?> leaseCapped(int ask) {
+    int size = cap > 0 && ask > cap ? cap : ask;
+    try {
+      return fetch.lease(size);
+    } catch (IdpoolHttpException.InvalidRequest err) {
+      if (size == 0 || granted == 0 || size <= granted) throw err;
+      cap = granted;
+      return fetch.lease(granted);
     }
   }
 

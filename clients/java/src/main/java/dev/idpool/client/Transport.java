@@ -79,6 +79,11 @@ final class Transport {
 
   /** Sends {@code method path} (with a JSON {@code body} when not null) and returns the parsed 2xx answer. */
   Object send(String method, String path, String secret, String body) {
+    return send(method, path, secret, body, waitOnRateLimit);
+  }
+
+  /** As {@link #send(String, String, String, String)}, a 429 waited out when {@code waitOnRateLimit}. */
+  Object send(String method, String path, String secret, String body, boolean waitOnRateLimit) {
     long deadline = now() + deadlineMs;
     String idempotencyKey = body == null ? null : UUID.randomUUID().toString();
     List<IdpoolException> failures = new ArrayList<>();

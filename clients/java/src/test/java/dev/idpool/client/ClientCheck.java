@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -166,7 +167,150 @@ public final class ClientCheck {
     check("retry_after", () -> retryAfter(503, "pool_exhausted", false));
     check("rate_limit_wait", () -> retryAfter(429, "rate_limited", true));
     check("unavailable", ClientCheck::unavailable);
+    check("last_answer", ClientCheck::lastAnswer);
+    check("one_key", ClientCheck::oneKey);
+    check("lease_waits", ClientCheck::leaseWaits);
+    check("numbers", ClientCheck::numbers);
+    check("leased_default_trend", ClientCheck::leasedDefaultTrend);
     System.out.println("done");
+  }
+
+  /**
+   * A business-number entity: takeNumbers answers its numbers as strings; take (long ids) refuses
+   * them with BusinessNumberException holding the numbers it took. Each number is printed as
+   * {@code number <n>} for the test, which checks them over every language.
+   */
+  private static void numbers() {
+    String key = env("NUMBER_KEY", "");
+    IdpoolClient c = IdpoolClient.builder().endpoints(ENDPOINTS).entity(key, env("NUMBER_SECRET", "")).build();
+    List<String> all = new ArrayList<>(Arrays.asList(c.takeNumbers(key, 3)));
+    all.add(c.nextNumber(key));
+    try {
+      c.take(key, 2);
+      throw new AssertionError("take of a business-number entity answered long ids");
+    } catch (BusinessNumberException err) {
+      if (err.numbers().size() != 2 || !err.getMessage().contains("takeNumbers"))
+        throw new AssertionError("unclear: " + err.getMessage() + " " + err.numbers());
+      all.addAll(err.numbers());
+    }
+    for (String n : all) System.out.println("number " + n);
+  }
+
+  /**
+   * Leased ids of a trend entity registered with the defaults (5,000 a second): the leases double
+   * past what the entity allows a second (429) and at once (400); next() waits and goes on.
+   */
+  private static void leasedDefaultTrend() {
+    String key = env("TREND_KEY", "");
+    try (IdpoolClient c =
+        IdpoolClient.builder().endpoints(ENDPOINTS).entity(key, env("TREND_SECRET", "")).leaseWaitMs(15_000).build()) {
+      LeasedIds leased = c.leased(key);
+      long previous = -1;
+      for (int k = 0; k < 12_000; k++) {
+        long id = leased.next();
+        if (id == previous) throw new AssertionError("id " + id + " twice");
+        previous = id;
+      }
+      System.out.println("trend leases " + leased.leases());
+    }
+  }
+
+  /**
+   * One endpoint answers 500 with the service's JSON error, the other refuses connections: the final
+   * error leads with the answer (status, code, message), whichever endpoint was asked last.
+   */
+  private static void lastAnswer() throws IOException {
+    HttpServer stub =
+        stub(ex -> new Answer(500, "{\"error\":{\"code\":\"internal\",\"message\":\"broken codec\"}}"));
+    try {
+      IdpoolClient c =
+          IdpoolClient.builder()
+              .endpoints("http://127.0.0.1:" + stub.getAddress().getPort(), "http://127.0.0.1:" + deadPort())
+              .entity("e", "s")
+              .downForMs(50)
+              .deadlineMs(1500)
+              .build();
+      try {
+        c.next("e");
+        throw new AssertionError("no exception");
+      } catch (IdpoolUnavailableException err) {
+        assertHttp(err.lastAnswer(), IdpoolHttpException.class, 500, "internal");
+        if (!err.getMessage().contains("last answer: ") || !err.getMessage().contains("500 internal: broken codec"))
+          throw new AssertionError("the message hides the answer: " + err.getMessage());
+      }
+    } finally {
+      stub.stop(0);
+    }
+  }
+
+  /** A port nothing listens on: bound, then closed. */
+  private static int deadPort() throws IOException {
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+      return s.getLocalPort();
+    }
+  }
+
+  /**
+   * One take over two endpoints meeting a 500, a refused connection and a 503 still in progress
+   * (Retry-After: 1) before its answer: every attempt carries the one Idempotency-Key.
+   */
+  private static void oneKey() throws IOException {
+    List<String> keys = Collections.synchronizedList(new ArrayList<>());
+    AtomicInteger calls = new AtomicInteger();
+    HttpServer stub =
+        stub(
+            ex -> {
+              keys.add(ex.getRequestHeaders().getFirst("Idempotency-Key"));
+              int call = calls.getAndIncrement();
+              if (call == 0) return new Answer(500, "{\"error\":{\"code\":\"internal\",\"message\":\"x\"}}");
+              if (call == 1) {
+                ex.getResponseHeaders().add("Retry-After", "1");
+                return new Answer(503, "{\"error\":{\"code\":\"unavailable\",\"message\":\"still in progress\"}}");
+              }
+              return new Answer(200, "{\"ids\":[\"INV20261129-000001\"]}");
+            });
+    try {
+      IdpoolClient c =
+          IdpoolClient.builder()
+              .endpoints("http://127.0.0.1:" + deadPort(), "http://127.0.0.1:" + stub.getAddress().getPort())
+              .entity("e", "s")
+              .downForMs(50)
+              .build();
+      String n = c.nextNumber("e");
+      if (!n.equals("INV20261129-000001")) throw new AssertionError("number " + n);
+      if (keys.size() != 3 || keys.get(0) == null || new java.util.HashSet<>(keys).size() != 1)
+        throw new AssertionError("idempotency keys " + keys);
+    } finally {
+      stub.stop(0);
+    }
+  }
+
+  /** A lease answered 429, then 503, each with Retry-After: 1: leased().next() waits them out and hands out the id. */
+  private static void leaseWaits() throws IOException {
+    AtomicInteger calls = new AtomicInteger();
+    HttpServer stub =
+        stub(
+            ex -> {
+              int call = calls.getAndIncrement();
+              if (call < 2) {
+                ex.getResponseHeaders().add("Retry-After", "1");
+                return call == 0
+                    ? new Answer(429, "{\"error\":{\"code\":\"rate_limited\",\"message\":\"wait\"}}")
+                    : new Answer(503, "{\"error\":{\"code\":\"unavailable\",\"message\":\"wait\"}}");
+              }
+              return new Answer(200, "{\"first\":\"7\",\"last\":\"10\",\"count\":4,\"delta\":1,\"remainder\":0}");
+            });
+    try (IdpoolClient c =
+        IdpoolClient.builder()
+            .endpoints("http://127.0.0.1:" + stub.getAddress().getPort())
+            .entity("e", "s")
+            .leaseWaitMs(5000)
+            .build()) {
+      long id = c.leased("e").next();
+      if (id != 7) throw new AssertionError("id " + id);
+    } finally {
+      stub.stop(0);
+    }
   }
 
   /**

@@ -1,0 +1,74 @@
+import { dirname, join } from 'node:path';
+import express, { type Router } from 'express';
+import { NotFoundError } from '../errors';
+
+/**
+ * Swagger UI's files this page uses, from the `swagger-ui-dist` package
+ * (pinned in package.json): served from node_modules by idpool itself, so
+ * the page works offline and loads nothing from a CDN.
+ */
+const SWAGGER_FILES = new Map([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+]);
+
+// Relative addresses: /docs/… and /openapi.json behind whatever path a proxy mounts idpool at.
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>idpool API</title>
+<link rel="stylesheet" href="docs/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="docs/swagger-ui-bundle.js"></script>
+<script src="docs/init.js"></script>
+</body>
+</html>
+`;
+
+// validatorUrl null: Swagger UI would otherwise send the document to validator.swagger.io.
+const INIT = `window.ui = SwaggerUIBundle({
+  url: 'openapi.json',
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  validatorUrl: null,
+});
+`;
+
+// Only this origin; Swagger UI sets inline styles and shows data: images.
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** `/docs`: the API reference, Swagger UI over `/openapi.json`, public as that document is. */
+export function apiDocsRouter(): Router {
+  const dist = dirname(require.resolve('swagger-ui-dist/package.json'));
+  const router = express.Router({ strict: false });
+  const security = (res: express.Response) => {
+    res.setHeader('Content-Security-Policy', CSP);
+    res.setHeader('Referrer-Policy', 'no-referrer');
+  };
+  router.get('/', (req, res) => {
+    // The page's relative addresses need `/docs`, not `/docs/`.
+    if (req.originalUrl.split('?')[0].endsWith('/')) {
+      res.redirect(301, '../docs');
+      return;
+    }
+    security(res);
+    res.type('html').send(PAGE);
+  });
+  router.get('/:asset', (req, res) => {
+    const asset = req.params.asset;
+    security(res);
+    if (asset === 'init.js') {
+      res.type('text/javascript; charset=utf-8').send(INIT);
+      return;
+    }
+    const type = SWAGGER_FILES.get(asset);
+    if (!type) throw new NotFoundError(`no API docs asset ${asset}`);
+    res.setHeader('Content-Type', type);
+    res.sendFile(join(dist, asset));
+  });
+  return router;
+}

@@ -1,0 +1,72 @@
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { openApiDocument } from '../../src/http/openapi';
+
+/**
+ * Checks an answer of idpool against the response schema its route declares
+ * (src/http/openapi/schemas.ts, through the document built from them), so
+ * every test that talks HTTP through test/support/http.ts also proves the
+ * document true. URLs of no documented route (Leaf's and Tinyid's routes, a
+ * webhook receiver) pass unchecked.
+ */
+interface Doc {
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>;
+}
+
+// Built when a test file loads, not inside the first answer it times.
+const doc = openApiDocument() as unknown as Doc;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema(doc, 'openapi.json');
+const compiled = new Map<string, ValidateFunction | undefined>();
+
+const paramsOf = (template: string) => (template.match(/\{/g) ?? []).length;
+/** Each documented path as a pattern, fewest `{params}` first: the first that matches a URL is its route. */
+const routes = Object.keys(doc.paths)
+  .sort((a, b) => paramsOf(a) - paramsOf(b))
+  .map((template) => ({
+    template,
+    pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`),
+  }));
+
+/** Throws when a JSON answer of a documented route has a status it does not document or a body its schema refuses. */
+export function checkAnswer(
+  method: string,
+  url: string,
+  status: number,
+  contentType: string | null,
+  body: unknown,
+): void {
+  const pathname = new URL(url).pathname;
+  const template = routes.find((r) => r.pattern.test(pathname))?.template;
+  const operation = template === undefined ? undefined : doc.paths[template][method.toLowerCase()];
+  if (!template || !operation || !contentType?.startsWith('application/json')) return;
+  const where = `${method} ${template} ${status}`;
+  if (!operation.responses[String(status)])
+    throw new Error(`${where} is not documented in /openapi.json (body ${JSON.stringify(body)?.slice(0, 300)})`);
+  if (!compiled.has(where)) {
+    const pointer = [
+      'paths',
+      template,
+      method.toLowerCase(),
+      'responses',
+      String(status),
+      'content',
+      'application/json',
+      'schema',
+    ]
+      .map((part) => part.replace(/~/g, '~0').replace(/\//g, '~1'))
+      .join('/');
+    compiled.set(
+      where,
+      operation.responses[String(status)].content?.['application/json']
+        ? ajv.getSchema(`openapi.json#/${pointer}`)
+        : undefined,
+    );
+  }
+  const validate = compiled.get(where);
+  if (validate && !validate(body))
+    throw new Error(
+      `${where}: the answer does not match its schema in /openapi.json: ${ajv.errorsText(validate.errors)} (body ${JSON.stringify(body).slice(0, 500)})`,
+    );
+}
