@@ -216,10 +216,9 @@ function driverRun(d: Deployment, language: Driver['language']) {
       const rows = [...d.rows.values()].sort(
         (a, b) => Number(a.kind.name === 'segment trend') - Number(b.kind.name === 'segment trend'),
       );
-      const answers = await runDriver(driver, d.url, Object.fromEntries(rows.map((r) => [r.key, r.secret])), {
-        take: 5,
-        leased: LEASED_IDS,
-      });
+      const secrets = Object.fromEntries(rows.map((r) => [r.key, r.secret]));
+      const numbers = rows.filter((r) => r.kind.shape === 'number').map((r) => r.key);
+      const answers = await runDriver(driver, d.url, secrets, numbers, { take: 5, leased: LEASED_IDS });
       // Recorded as the run took them: each row's take, then its leased ids.
       for (const row of rows)
         for (const door of ['take', 'leased']) {
@@ -392,8 +391,19 @@ async function listed(d: Deployment, row: Row): Promise<Outcome> {
   const none = (name: string) => c[name] === '-';
   const segmentFields = `step ${c.STEP}, pool ${c.POOL}, offset ${c['CURRENT OFFSET']}`;
   if (!none('PERIOD')) {
-    const ok = /^\d{8} \d+\/999999$/.test(c.PERIOD) && none('STEP') && none('POOL') && none('CURRENT OFFSET');
-    return { shown: ok ? 'period used/capacity; no step, pool or offset' : `period ${c.PERIOD}; ${segmentFields}` };
+    const cap = /^\d+\/(\d+)$/.exec(c.POOL)?.[1];
+    const ok =
+      c.MODE === `number/${String(row.kind.register.mode)}` &&
+      cap !== undefined &&
+      Number(cap) <= 9999 &&
+      new RegExp(`^\\d{8} \\d+/999999 \\(${NUMBER_ZONE}\\)$`).test(c.PERIOD) &&
+      none('STEP') &&
+      none('CURRENT OFFSET');
+    return {
+      shown: ok
+        ? 'number/MODE, ready/cap (cap at most 1 % of the period), period used/capacity (zone); no step or offset'
+        : `mode ${c.MODE}, period ${c.PERIOD}; ${segmentFields}`,
+    };
   }
   if (none('STEP') && none('POOL') && none('CURRENT OFFSET')) return { shown: 'mode only' };
   const segment = /^\d+$/.test(c.STEP) && /^\d+\/\d+$/.test(c.POOL) && /^\d+$/.test(c['CURRENT OFFSET']);
@@ -406,7 +416,7 @@ interface DashboardRow {
   pool?: unknown;
   currentOffset?: string;
   sampledAt?: number | null;
-  period?: { used: string; capacity: string; timeZone: string };
+  period?: { used: string; capacity: string; timeZone: string; startLocal?: string };
 }
 
 /** The row the dashboard renders for the entity, once sampled (within the cell's wait). */
@@ -426,11 +436,16 @@ async function dashboard(d: Deployment, row: Row): Promise<Outcome> {
     return { shown: typeof r.takePerSecond === 'number' && !r.pool ? 'take rate' : JSON.stringify(r) };
   if (r.period) {
     const p = r.period;
-    const ok = p.capacity === '999999' && p.timeZone === NUMBER_ZONE && Number(p.used) > 0 && !('currentOffset' in r);
+    // What dashboard.js renders for a number row: the period's use against its capacity, its zone, its start in that zone.
+    const ok =
+      p.capacity === '999999' &&
+      p.timeZone === NUMBER_ZONE &&
+      Number(p.used) > 0 &&
+      p.startLocal?.endsWith(`(${NUMBER_ZONE})`) === true;
     return {
       shown: ok
-        ? 'period used/capacity in its zone; no offset'
-        : `period ${p.used}/${p.capacity} ${p.timeZone}, currentOffset ${r.currentOffset}`,
+        ? 'period used/capacity, its zone, start labelled with the zone'
+        : `period ${p.used}/${p.capacity} ${p.timeZone}, start ${p.startLocal}`,
     };
   }
   const segment = r.pool !== undefined && typeof r.currentOffset === 'string' && typeof r.takePerSecond === 'number';

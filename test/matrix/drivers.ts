@@ -140,11 +140,12 @@ export function matrixDrivers(): Promise<Driver[]> {
   return built;
 }
 
-/** Runs a driver over `entities` (key → secret); its answers by key, then door. */
+/** Runs a driver over `entities` (key → secret; `numbers` the business-number ones); its answers by key, then door. */
 export function runDriver(
   driver: Driver,
   url: string,
   entities: Record<string, string>,
+  numbers: readonly string[],
   counts: { take: number; leased: number },
 ): Promise<Map<string, Map<string, DriverAnswer>>> {
   const [command, args] = driver.command;
@@ -156,6 +157,7 @@ export function runDriver(
       MATRIX_ENTITIES: Object.entries(entities)
         .map(([k, s]) => `${k}=${s}`)
         .join(';'),
+      MATRIX_NUMBERS: numbers.join(','),
       TAKE: String(counts.take),
       LEASED: String(counts.leased),
     },
