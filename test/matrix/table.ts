@@ -108,6 +108,10 @@ const CONFLICT = refused(409, 'conflict');
 export const LEASED_IDS = 6000;
 const CLIENT_LEASED: ByKind = { ...all(CONFLICT), 'segment trend': ids(LEASED_IDS) };
 const NUMBERS_SHOWN = 'period, seq';
+/** docs/numbers.md "Capacity and alarms": a number entity's list row and dashboard row show its period, not a number line. */
+const NUMBERS_LISTED =
+  'number/MODE, ready/cap (cap at most 1 % of the period), period used/capacity (zone); no step or offset';
+const NUMBERS_DASHBOARD = 'period used/capacity, its zone, start labelled with the zone';
 /** The reasons of the n/a cells: the door runs check each against the deployment (test/matrix/doors.ts). */
 export const NO_REDIS_WHY = 'no Redis: the embedded pool is in process';
 export const NO_POOL_WHY = 'snowflake ids are made at the take: no pool to pop';
@@ -193,11 +197,23 @@ export const DOORS: readonly Door[] = [
     how: "`client.leased(key).nextAsync()` (`mode: 'trend', lease: {}`)",
     cells: CLIENT_LEASED,
   },
-  { name: 'Java client take', how: '`client.take(key, 5)` (`clients/java`)', cells: all(ids(5)) },
+  {
+    name: 'Java client take',
+    how: '`client.take(key, 5)`, numbers `client.takeNumbers(key, 5)` (`clients/java`)',
+    cells: all(ids(5)),
+  },
   { name: 'Java client leased', how: '`client.leased(key).next()`', cells: CLIENT_LEASED },
-  { name: 'Python client take', how: '`client.take(key, 5)` (`clients/python`)', cells: all(ids(5)) },
+  {
+    name: 'Python client take',
+    how: '`client.take(key, 5)`, numbers `client.take_numbers(key, 5)` (`clients/python`)',
+    cells: all(ids(5)),
+  },
   { name: 'Python client leased', how: '`client.leased(key).next()`', cells: CLIENT_LEASED },
-  { name: 'Go client take', how: '`c.Take(ctx, key, 5)` (`clients/go`)', cells: all(ids(5)) },
+  {
+    name: 'Go client take',
+    how: '`c.Take(ctx, key, 5)`, numbers `c.TakeNumbers(ctx, key, 5)` (`clients/go`)',
+    cells: all(ids(5)),
+  },
   { name: 'Go client leased', how: '`c.Leased(key).Next()`', cells: CLIENT_LEASED },
   {
     name: 'library service mode',
@@ -244,8 +260,8 @@ export const DOORS: readonly Door[] = [
       'segment monotonic': shown('step, pool size/max, current offset'),
       'segment trend': shown('step, pool size/max, current offset'),
       snowflake: shown('mode only'),
-      'number monotonic': shown('period used/capacity; no step, pool or offset'),
-      'number trend': shown('period used/capacity; no step, pool or offset'),
+      'number monotonic': shown(NUMBERS_LISTED),
+      'number trend': shown(NUMBERS_LISTED),
     },
   },
   {
@@ -255,8 +271,8 @@ export const DOORS: readonly Door[] = [
       'segment monotonic': shown('pool, current offset, take rate'),
       'segment trend': shown('pool, current offset, take rate'),
       snowflake: shown('take rate'),
-      'number monotonic': shown('period used/capacity in its zone; no offset'),
-      'number trend': shown('period used/capacity in its zone; no offset'),
+      'number monotonic': shown(NUMBERS_DASHBOARD),
+      'number trend': shown(NUMBERS_DASHBOARD),
     },
   },
   {
