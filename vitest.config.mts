@@ -61,6 +61,10 @@ export default defineConfig({
         // Three files at once: four kept both cores 100 % busy (docs/testing.md), so a fourth
         // only adds contention; most of an integration file's time is waiting
         // (for a cut, a TTL, a refill, a process to start).
+        // The matrix (test/integration/matrix-*.test.ts, one file per backend) belongs here: each file
+        // is one shared instance and mostly waits for its doors' processes (the CLI, the Java, Python
+        // and Go drivers, built once for the three files: test/matrix/drivers.ts); it bounds nothing
+        // tighter than 5 s a cell, so the three run side by side.
         test: {
           ...TIMEOUTS,
           name: 'side-by-side',
