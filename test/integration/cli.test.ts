@@ -424,12 +424,12 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expectOneLineError(
       await idpool(['migrate', '--database-url', `mysql://root@127.0.0.1:${closed}/x`]),
       1,
-      /cannot open the database/,
+      /cannot open the database mysql 127\.0\.0\.1:\d+\/x \(--database-url\): connection refused/,
     );
     expectOneLineError(
       await idpool(['migrate', '--database-url', `postgres://postgres@127.0.0.1:${closed}/x`]),
       1,
-      /cannot open the database/,
+      /cannot open the database postgres 127\.0\.0\.1:\d+\/x \(--database-url\): connection refused/,
     );
   });
 
