@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import SlowestFirst from './test/support/sequencer';
+import SlowestFirst from './test/support/sequencer.mts';
 
 /**
  * Files that run two at a time, once the side-by-side files are done

@@ -1,5 +1,5 @@
 // Reads what a full run printed of each test file, rewrites
-// test/support/file-seconds.ts (the sequencer's slowest-first order) and
+// test/support/file-seconds.mts (the sequencer's slowest-first order) and
 // prints the slowest files as the Markdown table of
 // docs/testing.md#how-the-suite-runs. Either a vitest JSON report
 // (`npx vitest run --reporter=default --reporter=json --outputFile.json=FILE`)
@@ -70,7 +70,7 @@ const table = [
   '};',
   '',
 ];
-writeFileSync(join(root, 'test', 'support', 'file-seconds.ts'), table.join('\n'));
+writeFileSync(join(root, 'test', 'support', 'file-seconds.mts'), table.join('\n'));
 
 const total = files.reduce((sum, f) => sum + f.seconds, 0);
 const perProject = new Map();

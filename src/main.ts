@@ -7,6 +7,8 @@ import { type Config, ConfigError, loadConfig } from './config/config';
 import { type Logger, createProcessLogger, maskUrls } from './logger';
 import type { Service } from './service';
 import { errorMessage } from './errors';
+import { sqliteFile } from './db/database-url';
+import { adminTokenFileBeside, keptAdminToken } from './http/admin-token-file';
 
 /**
  * `npm start` and `idpool serve`: reads the environment (`overrides` from the
@@ -23,6 +25,7 @@ export async function main(overrides: { port?: number } = {}): Promise<void> {
 
 async function run(overrides: { port?: number }): Promise<void> {
   const config = { ...readConfig(), ...(overrides.port === undefined ? {} : { port: overrides.port }) };
+  const adminTokenFile = await keepAdminToken(config);
   // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
   const { log, flush, flushBeforeExit } = createProcessLogger(config.logLevel, systemClock);
   let exiting = false;
@@ -47,16 +50,40 @@ async function run(overrides: { port?: number }): Promise<void> {
       ...(config.adminPort === undefined ? {} : { adminPort: config.adminPort }),
       database: serviceParts(service).db.description,
       pool: config.redis ? describeRedis(config.redis) : 'in-process',
+      ...(adminTokenFile ? { adminTokenFile } : {}),
     },
     'idpool listening',
   );
   flush(); // supervisors and tests wait for that line
-  if (config.adminTokenGenerated) {
+  if (adminTokenFile) {
+    // Where it is, never the token itself: stderr is often a shared log.
+    process.stderr.write(
+      `idpool: no IDPOOL_ADMIN_TOKEN set; the admin token is kept in ${adminTokenFile} (readable by its owner only): export IDPOOL_ADMIN_TOKEN=$(cat ${adminTokenFile})\n`,
+    );
+  } else if (config.adminTokenGenerated) {
     process.stderr.write(
       `idpool: no IDPOOL_ADMIN_TOKEN set; generated admin token for this run: ${config.adminToken}\n`,
     );
   }
   stopOnSignals(service, log, exit);
+}
+
+/**
+ * With no IDPOOL_ADMIN_TOKEN and a SQLite file (the embedded default), the
+ * admin token kept beside the file (`http/admin-token-file.ts`) replaces the
+ * one generated for this run; the file's path, or undefined when none is kept.
+ */
+async function keepAdminToken(config: Config): Promise<string | undefined> {
+  const sqlite = config.adminTokenGenerated ? sqliteFile(config.databaseUrl) : undefined;
+  if (sqlite === undefined) return undefined;
+  const path = adminTokenFileBeside(sqlite);
+  try {
+    config.adminToken = await keptAdminToken(path, config.adminToken);
+  } catch (err) {
+    if (err instanceof ConfigError) exitInvalidConfig(err);
+    throw err;
+  }
+  return path;
 }
 
 /** The configuration of the environment; an invalid one ends the process with exit code 2 and one line. */

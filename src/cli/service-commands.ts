@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import { loadConfig } from '../config/config';
+import { DATABASE_URL_VARIABLE, loadConfig } from '../config/config';
 import { type CliContext, nonNegativeInt } from './context';
 import { CliError, EXIT_FAILURE } from './errors';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
@@ -29,12 +29,13 @@ async function migrate(ctx: CliContext, cmd: Command, databaseUrl: string | unde
   const { openDatabase, migrate: migrateDatabase } = await import('../db/database');
   let db;
   try {
-    db = await openDatabase(config.databaseUrl, { migrate: false });
+    db = await openDatabase(config.databaseUrl, {
+      migrate: false,
+      urlSource: databaseUrl ? '--database-url' : DATABASE_URL_VARIABLE,
+    });
   } catch (err) {
-    throw new CliError(
-      EXIT_FAILURE,
-      `cannot open the database (${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}): ${(err as Error).message}`,
-    );
+    // The message names the database, the flag or variable its URL came from, and the cause (db/start-error.ts).
+    throw new CliError(EXIT_FAILURE, `cannot open the ${(err as Error).message}`);
   }
   try {
     const names = await migrateDatabase(db);

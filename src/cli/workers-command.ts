@@ -12,11 +12,25 @@ interface WorkerRow {
   lastTimestamp: string | null;
 }
 
+/**
+ * What the columns mean, under the table: RESERVED UNTIL is ahead of the
+ * clock by design (a live lease reserves time up to now + its TTL), and
+ * read without that it looks like a clock gone wrong.
+ */
+const COLUMNS =
+  [
+    'HEARTBEAT: the last renewal of the lease (every 3 s by default); LIVE: renewed within the lease TTL (15 s by default).',
+    'RESERVED UNTIL (lastTimestamp): the time its holder may issue ids up to, now + the TTL at each renewal, so up to',
+    'a TTL ahead of the clock while live; the next holder of the worker id starts above it (docs/cli.md#workers).',
+  ].join('\n') + '\n';
+
 /** `workers`: the snowflake worker-id leases, as the admin API reports them. */
 export function addWorkersCommand(program: Command, ctx: CliContext): void {
   program
     .command('workers')
-    .description('show snowflake worker-id leases')
+    .description(
+      'show snowflake worker-id leases (RESERVED UNTIL: the time a holder may issue ids up to, now + the lease TTL)',
+    )
     .option('--all', 'include worker ids never leased')
     .action(async (opts: { all?: boolean }, cmd: Command) => {
       const { workers } = await ctx.admin(cmd).get<{ workers: WorkerRow[] }>('/admin/workers');
@@ -31,7 +45,9 @@ export function addWorkersCommand(program: Command, ctx: CliContext): void {
           w.self ? `${w.code} (answering instance)` : w.code || '-',
         ]);
         const summary = `${live} live of ${workers.length} worker ids\n`;
-        return rows.length ? table(['WORKER', 'LIVE', 'HEARTBEAT', 'LAST TIMESTAMP', 'CODE'], rows) + summary : summary;
+        return rows.length
+          ? table(['WORKER', 'LIVE', 'HEARTBEAT', 'RESERVED UNTIL', 'CODE'], rows) + summary + COLUMNS
+          : summary;
       });
     });
 }

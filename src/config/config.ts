@@ -37,6 +37,9 @@ import {
 export { ConfigError };
 export type { SnowflakeRuntimeSettings };
 
+/** The variable naming the database, for the errors of a start that cannot open it. */
+export const DATABASE_URL_VARIABLE = 'IDPOOL_DATABASE_URL';
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -162,7 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
   const databaseUrl =
     r.url(
-      'IDPOOL_DATABASE_URL',
+      DATABASE_URL_VARIABLE,
       /^(mysql|mariadb|postgres|postgresql):\/\/|^sqlite:/,
       'mysql://user:pass@host:3306/db, postgres://user:pass@host:5432/db or sqlite:PATH',
     ) ?? DEFAULTS.databaseUrl;

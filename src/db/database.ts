@@ -2,6 +2,7 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { type Clock, systemClock } from '../clock';
 import { migrations } from '../../migrations';
 import { DIALECTS, type DialectName, type SqlDialect, dialectFor } from './dialects';
+import { DatabaseStartError } from './start-error';
 
 export {
   POSTGRES_STATEMENT_TIMEOUT_MS,
@@ -38,14 +39,28 @@ export function dataSourceOptions(url: string, clock: Clock = systemClock): Data
   return { ...dialectFor(url).options(url, clock), migrations };
 }
 
-/** Opens the database, creating the SQLite folder, MySQL schema or PostgreSQL database if needed, and runs migrations. */
-export async function openDatabase(url: string, options: { migrate?: boolean; clock?: Clock } = {}): Promise<Database> {
+/**
+ * Opens the database, creating the SQLite folder, MySQL schema or PostgreSQL
+ * database if needed, and runs migrations. A failure to connect is a
+ * {@link DatabaseStartError} naming the database and `urlSource`, where its
+ * URL came from (the variable or option).
+ */
+export async function openDatabase(
+  url: string,
+  options: { migrate?: boolean; clock?: Clock; urlSource?: string } = {},
+): Promise<Database> {
   const dialect = dialectFor(url);
-  await dialect.createIfMissing(url);
+  const description = dialect.describe(url);
   const dataSource = new DataSource(dataSourceOptions(url, options.clock));
-  await dataSource.initialize();
-  await dialect.afterConnect(dataSource);
-  const db = wrap(dataSource, dialect, dialect.describe(url));
+  try {
+    await dialect.createIfMissing(url);
+    await dataSource.initialize();
+    await dialect.afterConnect(dataSource);
+  } catch (err) {
+    if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
+    throw new DatabaseStartError(description, options.urlSource ?? 'the database URL', err);
+  }
+  const db = wrap(dataSource, dialect, description);
   if (options.migrate !== false) await migrate(db, options.clock);
   return db;
 }

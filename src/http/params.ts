@@ -39,10 +39,12 @@ export function limitParam(req: Request, fallback: number): number {
 }
 
 /**
- * The one integer field `name` of a JSON object body, or `?name=` when the
- * body lacks it: undefined when neither is there. Any other body field, a
- * body that is not an object, or a value that is not an integer is a 400
- * naming `range` (what the caller accepts).
+ * The one integer field `name` of a JSON object body, or `?name=`: undefined
+ * when neither is there. Both may be given only with the same value (a
+ * client that sends `?count=3` and `{"count":2}` meant one of them, and
+ * idpool cannot know which). Any other body field, a body that is not an
+ * object, or a value that is not an integer is a 400 naming `range` (what
+ * the caller accepts).
  */
 export function integerField(req: Request, name: string, range: string): number | undefined {
   const body: unknown = req.body;
@@ -51,15 +53,23 @@ export function integerField(req: Request, name: string, range: string): number 
   }
   const unknownField = body ? Object.keys(body).find((f) => f !== name) : undefined;
   if (unknownField) throw new InvalidRequestError(`unknown field "${unknownField}"; only "${name}" is accepted`);
-  let value: unknown;
-  if (body && name in body) value = (body as Record<string, unknown>)[name];
-  else if (req.query[name] !== undefined) {
-    const raw = req.query[name];
-    if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
-      throw new InvalidRequestError(`${name} must be an integer from ${range}`);
-    value = Number(raw);
-  } else return undefined;
+  const inQuery = queryInteger(req, name, range);
+  if (!(body && name in body)) return inQuery;
+  const value = (body as Record<string, unknown>)[name];
   if (typeof value !== 'number' || !Number.isInteger(value))
     throw new InvalidRequestError(`${name} must be an integer from ${range}`);
+  if (inQuery !== undefined && inQuery !== value)
+    throw new InvalidRequestError(
+      `${name} is given twice and they differ: ?${name}=${inQuery} and {"${name}": ${value}} in the body; send one`,
+    );
   return value;
+}
+
+/** `?name=` as an integer, undefined when absent; anything else (a repeat, a sign, letters) is a 400. */
+function queryInteger(req: Request, name: string, range: string): number | undefined {
+  const raw = req.query[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
+    throw new InvalidRequestError(`${name} must be an integer from ${range}`);
+  return Number(raw);
 }

@@ -6,10 +6,47 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new InvalidRequestError('request body must be a JSON object (Content-Type: application/json)');
   }
-  const result = schema.safeParse(body);
+  // A schema's own message wins over `inOurWords` (zod's order), which only words what it left to zod.
+  const result = schema.safeParse(body, { error: inOurWords, reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const field = issue.path.join('.');
   if (issue.code === 'unrecognized_keys') throw new InvalidRequestError(`unknown field "${issue.keys[0]}"`);
   throw new InvalidRequestError(field ? `${field}: ${issue.message}` : issue.message);
+}
+
+/** A value as a message quotes it: JSON, cut at 40 characters. */
+function given(input: unknown): string {
+  // A JSON body's value: JSON.stringify always has an answer for it.
+  const text = input === undefined ? 'nothing' : JSON.stringify(input);
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
+
+/**
+ * zod's default wording of a problem (`Invalid option: expected one of
+ * "monotonic"|"trend"|"snowflake"`) said as idpool's other messages are:
+ * what is allowed, then what was given; the field name is put before it by
+ * {@link parseBody}. Undefined leaves zod's own for the rarer problems.
+ */
+function inOurWords(issue: z.core.$ZodRawIssue): string | undefined {
+  const got = `; got ${given(issue.input)}`;
+  switch (issue.code) {
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}${got}`;
+    case 'invalid_type':
+      return issue.input === undefined ? 'is required' : `must be ${article(issue.expected)}${got}`;
+    case 'too_small':
+    case 'too_big': {
+      const bound = issue.code === 'too_small' ? issue.minimum : issue.maximum;
+      const word = issue.code === 'too_small' ? 'at least' : 'at most';
+      const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : '';
+      return `must be ${issue.inclusive === false ? (issue.code === 'too_small' ? 'above' : 'below') : word} ${String(bound)}${unit}${got}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function article(type: string): string {
+  return `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }

@@ -75,6 +75,7 @@ async function buildGenerator(
     db = await openDatabase(options.databaseUrl ?? DEFAULT_OPTIONS.databaseUrl, {
       migrate: options.migrate ?? false,
       clock: options.clock,
+      urlSource: options.databaseUrl === undefined ? 'the default databaseUrl' : 'databaseUrl',
     });
     const opened = db;
     release = () => opened.close();

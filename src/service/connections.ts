@@ -1,6 +1,6 @@
 /** The connections a service starts with: the database (stride checked), Redis (functions loaded), and the claim on Redis's keys. */
 import type { Clock } from '../clock';
-import type { Config } from '../config/config';
+import { type Config, DATABASE_URL_VARIABLE } from '../config/config';
 import { type Database, openDatabase } from '../db/database';
 import { deploymentId } from '../db/deployment-id';
 import { claimRedisKeys } from '../redis/deployment-claim';
@@ -12,7 +12,7 @@ import type { Built } from './resources';
 
 /** The database, migrated, with this deployment's stride mapping checked against the one it recorded. */
 export async function buildDatabase(config: Config, clock: Clock): Promise<Built<Database>> {
-  const db = await openDatabase(config.databaseUrl, { clock });
+  const db = await openDatabase(config.databaseUrl, { clock, urlSource: DATABASE_URL_VARIABLE });
   try {
     await checkStride(db, config.strideCount, config.strideIndex, clock);
   } catch (err) {

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import Redis from 'ioredis';
 import { freePort, runToExit, startRedisServer } from '../support/processes';
+import { describeWithServices } from '../support/describe-with-services';
+import { MYSQL_URL, POSTGRES_URL } from '../support/services';
 
 /** One bad value per variable the service reads (plus what it needs beside it to reach the check). */
 const BAD: [variable: string, env: Record<string, string>][] = [
@@ -158,6 +160,21 @@ describe('a database URL never reaches an error line with its password', () => {
   );
 });
 
+/** Each run ended with exit 1 and its case's one line on stderr, `secret` nowhere in what it printed. */
+function expectStartErrors(
+  runs: { code: number | null; stdout: string; stderr: string }[],
+  cases: [name: string, unused: unknown, line: RegExp][],
+  secret: string,
+): void {
+  runs.forEach((run, i) => {
+    const [name, , line] = cases[i];
+    expect({ name, code: run.code }, run.stderr + run.stdout).toEqual({ name, code: 1 });
+    expect(run.stderr, name).toMatch(line);
+    expect(run.stderr.trimEnd().split('\n'), name).toHaveLength(1);
+    expect(run.stderr + run.stdout, name).not.toContain(secret);
+  });
+}
+
 describe('a Redis that cannot be used at start-up is named, with its address and the cause (exit 1)', () => {
   const PASSWORD = 'hunter3-do-not-print';
   it('refused, a password needed, a wrong one, no Sentinel, no Cluster node: one line each, never the password', async () => {
@@ -204,16 +221,68 @@ describe('a Redis that cannot be used at start-up is named, with its address and
           runToExit({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, `redis-${i}.db`)}`, ...env }, 150_000),
         ),
       );
-      runs.forEach((run, i) => {
-        const [name, , line] = cases[i];
-        expect({ name, code: run.code }, run.stderr + run.stdout).toEqual({ name, code: 1 });
-        expect(run.stderr, name).toMatch(line);
-        expect(run.stderr.trimEnd().split('\n'), name).toHaveLength(1);
-        expect(run.stderr + run.stdout, name).not.toContain('hunter3');
-      });
+      expectStartErrors(runs, cases, 'hunter3');
     } finally {
       await locked.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 240_000);
 });
+
+/** `url` with another user and password: the server answers, and refuses them. */
+function withUnknownUser(url: string, password: string): string {
+  const u = new URL(url);
+  u.username = 'idpool_no_such_user';
+  u.password = password;
+  return u.toString();
+}
+
+describeWithServices(
+  'a database that cannot be opened at start-up is named, with its address, the variable and the cause (exit 1)',
+  { mysql: true, postgres: true },
+  () => {
+    const PASSWORD = 'hunter4-do-not-print';
+    it('refused, a host not found, a user refused (MariaDB and PostgreSQL): one line each, never the password', async () => {
+      const closed = await freePort();
+      const mysql = new URL(MYSQL_URL);
+      const postgres = new URL(POSTGRES_URL);
+      const cases: [name: string, url: string, line: RegExp][] = [
+        [
+          'MariaDB refused',
+          `mysql://idpool:${PASSWORD}@127.0.0.1:${closed}/idpool`,
+          new RegExp(
+            `^idpool: cannot start: database mysql 127\\.0\\.0\\.1:${closed}/idpool \\(IDPOOL_DATABASE_URL\\): connection refused: nothing listens there`,
+          ),
+        ],
+        [
+          'PostgreSQL refused',
+          `postgres://idpool:${PASSWORD}@127.0.0.1:${closed}/idpool`,
+          new RegExp(
+            `^idpool: cannot start: database postgres 127\\.0\\.0\\.1:${closed}/idpool \\(IDPOOL_DATABASE_URL\\): connection refused: nothing listens there`,
+          ),
+        ],
+        [
+          'a host not found',
+          `mysql://idpool:${PASSWORD}@no-such-host.invalid:3306/idpool`,
+          /^idpool: cannot start: database mysql no-such-host\.invalid:3306\/idpool \(IDPOOL_DATABASE_URL\): host name not found/,
+        ],
+        [
+          'MariaDB refuses the user',
+          withUnknownUser(MYSQL_URL, PASSWORD),
+          new RegExp(
+            `^idpool: cannot start: database mysql ${mysql.hostname}:${mysql.port || 3306}${mysql.pathname} \\(IDPOOL_DATABASE_URL\\): access denied: check the user and password`,
+          ),
+        ],
+        [
+          'PostgreSQL refuses the user',
+          withUnknownUser(POSTGRES_URL, PASSWORD),
+          new RegExp(
+            `^idpool: cannot start: database postgres ${postgres.hostname}:${postgres.port || 5432}${postgres.pathname} \\(IDPOOL_DATABASE_URL\\): access denied: check the user and password`,
+          ),
+        ],
+      ];
+      const runs = await Promise.all(cases.map(([, url]) => runToExit({ IDPOOL_DATABASE_URL: url }, 60_000)));
+      expectStartErrors(runs, cases, 'hunter4');
+    }, 120_000);
+  },
+);

@@ -268,7 +268,9 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expect(typeof self.workerId).toBe('number');
     const text = await idpool(['workers'], env);
     expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout.split('\n')[0]).toMatch(/^WORKER\s+LIVE\s+HEARTBEAT\s+LAST TIMESTAMP\s+CODE$/);
+    expect(text.stdout.split('\n')[0]).toMatch(/^WORKER\s+LIVE\s+HEARTBEAT\s+RESERVED UNTIL\s+CODE$/);
+    // The column ahead of the clock says why under the table.
+    expect(text.stdout).toMatch(/^RESERVED UNTIL \(lastTimestamp\): the time its holder may issue ids up to/m);
     expect(text.stdout).toMatch(new RegExp(`^${self.workerId}\\s+yes\\s+.*\\(answering instance\\)$`, 'm'));
     expect(text.stdout).toMatch(/^\d+ live of \d+ worker ids$/m);
 
@@ -432,12 +434,12 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expectOneLineError(
       await idpool(['migrate', '--database-url', `mysql://root@127.0.0.1:${closed}/x`]),
       1,
-      /cannot open the database/,
+      /cannot open the database mysql 127\.0\.0\.1:\d+\/x \(--database-url\): connection refused/,
     );
     expectOneLineError(
       await idpool(['migrate', '--database-url', `postgres://postgres@127.0.0.1:${closed}/x`]),
       1,
-      /cannot open the database/,
+      /cannot open the database postgres 127\.0\.0\.1:\d+\/x \(--database-url\): connection refused/,
     );
   });
 

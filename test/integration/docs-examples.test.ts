@@ -3,7 +3,7 @@
  * working fails the build (docs/testing.md "Docs examples" has the
  * convention): each ```sh block not marked `illustration` runs, a file's
  * blocks in order in one bash, against one instance started as the README
- * starts it (`npm start`, the admin token it prints), which SIGTERM then
+ * starts it (`npm start`, the admin token it keeps), which SIGTERM then
  * stops cleanly.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -96,7 +96,9 @@ describe('the README and docs/ examples, run against one instance started by npm
     npm.stderr!.on('data', (d) => (stderr += String(d)));
     token = await waitFor(
       async () => {
-        const printed = /generated admin token for this run: (\S+)/.exec(stderr)?.[1];
+        // Kept beside the SQLite file, its path (never the token) on stderr.
+        const file = join(dir, 'idpool.db.admin-token');
+        const printed = stderr.includes(`admin token is kept in ${file}`) && readFileSync(file, 'utf8').trim();
         const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
           (r) => r.ok,
           () => false,

@@ -86,3 +86,38 @@ describe('an unsupported Node is refused at once, with one line', () => {
     });
   }
 });
+
+describe('npm start before a build says so in one line, on an old Node too (scripts/start.js)', () => {
+  // The launcher and package.json alone: no dist/ beside them.
+  const dir = mkdtempSync(join(tmpdir(), 'idpool-unbuilt-'));
+  mkdirSync(join(dir, 'scripts'));
+  writeFileSync(join(dir, 'scripts', 'start.js'), readFileSync(join(ROOT, 'scripts', 'start.js')));
+  writeFileSync(join(dir, 'package.json'), readFileSync(join(ROOT, 'package.json')));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const start = (node: string) =>
+    spawnSync(node, [join(dir, 'scripts', 'start.js')], { encoding: 'utf8', timeout: 30_000 });
+
+  it('npm start runs the launcher', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+    expect(pkg.scripts.start).toBe('exec node scripts/start.js');
+  });
+
+  it(`on this Node (${process.versions.node}): the build is missing, and how to make it`, () => {
+    const run = start(process.execPath);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe(
+      'idpool: no build in dist/: run `npm run build` (npm ci builds too), and npm start again\n',
+    );
+  });
+
+  const old = olderNode();
+  if (old)
+    it(`on Node ${old.version}: both versions, the fix, and the build, no stack`, () => {
+      const run = start(old.path);
+      expect(run.status).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toBe(
+        `idpool: Node ${old.version} found, Node ${NODE_MAJOR_NEEDED} or newer needed: run \`. scripts/use-node24.sh\`; then no build in dist/: run \`npm run build\` (npm ci builds too), and npm start again\n`,
+      );
+    });
+});

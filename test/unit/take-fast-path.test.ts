@@ -157,6 +157,15 @@ describe('the take route fast path', () => {
       ['an unknown field', '', JSON_TYPE, '{"cnt":1}', 400, 'unknown field "cnt"; only "count" is accepted'],
       ['a JSON array', '', JSON_TYPE, '[1]', 400, 'request body must be a JSON object like {"count": 10}'],
       ['a repeated ?count=', '?count=1&count=2', {}, undefined, 400, 'count must be an integer from 1 to 10'],
+      ['the same count in ?count= and the body', '?count=3', JSON_TYPE, '{"count":3}', 200, 3],
+      [
+        '?count= and a body that differ',
+        '?count=3',
+        JSON_TYPE,
+        '{"count":2}',
+        400,
+        'count is given twice and they differ: ?count=3 and {"count": 2} in the body; send one',
+      ],
     ];
 
     it.each(cases)('%s', async (_name, query, headers, body, status, expected) => {

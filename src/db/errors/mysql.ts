@@ -26,6 +26,7 @@ const SERVER_ERRORS = new Map<number, Failure>([
   [1836, failure('unavailable', 'read_only')], // ER_READ_ONLY_MODE
   [1792, failure('unavailable', 'read_only')], // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
   [1045, failure('unavailable', 'auth')], // ER_ACCESS_DENIED_ERROR
+  [1698, failure('unavailable', 'auth')], // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (MariaDB: an unknown user, or one without a password login)
   [1044, failure('unavailable', 'auth')], // ER_DBACCESS_DENIED_ERROR
   [1129, failure('unavailable', 'auth')], // ER_HOST_IS_BLOCKED
   [1130, failure('unavailable', 'auth')], // ER_HOST_NOT_PRIVILEGED

@@ -1,7 +1,7 @@
 /**
  * Vitest's file order (vitest.config.mts `sequence.sequencer`): by project
  * group (`sequence.groupOrder`), then the slowest file first, by the
- * durations measured on this machine (`file-seconds.ts`), so the parallel
+ * durations measured on this machine (`file-seconds.mts`), so the parallel
  * group does not end with one long file running alone. A file not in that
  * table (a new one) runs first among its group: it may be long. The same
  * order on a fresh clone as on a developer's machine: vitest's own results
@@ -9,7 +9,7 @@
  */
 import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { FILE_SECONDS } from './file-seconds';
+import { FILE_SECONDS } from './file-seconds.mts';
 
 /** Seconds a file took, or Infinity when it was never measured. */
 function secondsOf(root: string, spec: TestSpecification): number {
