@@ -1,3 +1,4 @@
+import { answersOfAnotherRelease } from '../support/answer-check';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -72,6 +73,8 @@ describeWithServices('a rolling upgrade from the previous release under load', {
   const startOld = async () => {
     say('starting an old instance');
     const i = await startInstance(env(), 120_000, undefined, join(previous, 'dist', 'src', 'main.js'));
+    // Its answers follow its own release's document, not this one's.
+    answersOfAnotherRelease(i.url);
     started.push(i);
     return i;
   };
