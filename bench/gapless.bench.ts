@@ -36,36 +36,29 @@ interface Backend {
   env: () => Promise<{ env: Record<string, string>; done: () => Promise<void> }>;
 }
 
+/** A database at `url` with a private Redis beside it; `drop` removes the database after the run. */
+async function withRedis(url: string, drop: () => Promise<unknown>) {
+  const redis = await startRedis();
+  return {
+    env: { IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: redis.url },
+    done: async () => {
+      redis.proc.kill('SIGKILL');
+      rmSync(redis.dir, { recursive: true, force: true });
+      await drop();
+    },
+  };
+}
+
 const BACKENDS: Backend[] = [
   {
     name: 'MariaDB + Redis',
-    async env() {
-      const url = await freshSchema('idpool_bench_gapless');
-      const redis = await startRedis();
-      return {
-        env: { IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: redis.url },
-        done: async () => {
-          redis.proc.kill('SIGKILL');
-          rmSync(redis.dir, { recursive: true, force: true });
-          await dropSchema('idpool_bench_gapless');
-        },
-      };
-    },
+    env: async () => withRedis(await freshSchema('idpool_bench_gapless'), () => dropSchema('idpool_bench_gapless')),
   },
   {
     name: 'PostgreSQL + Redis',
-    async env() {
-      const url = await freshPostgres('idpool_bench_gapless');
-      const redis = await startRedis();
-      return {
-        env: { IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: redis.url },
-        done: async () => {
-          redis.proc.kill('SIGKILL');
-          rmSync(redis.dir, { recursive: true, force: true });
-          await freshPostgres('idpool_bench_gapless');
-        },
-      };
-    },
+    // A fresh database of the same name drops the run's.
+    env: async () =>
+      withRedis(await freshPostgres('idpool_bench_gapless'), () => freshPostgres('idpool_bench_gapless')),
   },
   {
     name: 'SQLite file (embedded)',
