@@ -10,7 +10,8 @@
  * 10 s, readiness every 5 s, grace 30 s; a smaller SCALE shortens them all
  * alike for a quick local run). Then: no request failed but with 503 and Retry-After, no
  * id twice, never fewer ready endpoints than replicas − maxUnavailable,
- * every old pod ended by SIGTERM within its grace.
+ * every old pod ended by SIGTERM within its grace, none restarted by its
+ * liveness probe.
  */
 import { randomBytes } from 'node:crypto';
 import { errorMessage } from '../../src/errors';
@@ -136,7 +137,10 @@ describeWithServices('the fleet Deployment rolled as Kubernetes would', { kubect
     expect(byRevision('b')).toBeGreaterThan(0);
     expect(balancer.fewest).toBeGreaterThanOrEqual(replicas - maxUnavailable);
     for (const p of pods.filter((p) => p.revision === 'a')) expect(p.ended, p.name).toEqual({ by: 'SIGTERM', code: 0 });
-    for (const p of pods) expect(p.livenessFailures, p.name).toBe(0);
+    // The kubelet restarts a container after failureThreshold liveness failures in a row; one slow
+    // answer on a loaded machine (a probe times out at the manifest's 3 s) restarts nothing.
+    const restartAfter = container.livenessProbe?.failureThreshold ?? 3;
+    for (const p of pods) expect(p.livenessFailures, p.name).toBeLessThan(restartAfter);
     expect(available('b')).toHaveLength(replicas);
   }, 360_000);
 });
