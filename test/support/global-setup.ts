@@ -12,9 +12,14 @@
  * which, with the command that starts it (services.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { Client as PgClient, escapeIdentifier } from 'pg';
-import { MYSQL_URL, POSTGRES_URL, RUN_ENV, schemaPrefix, serverUrl } from './services';
+import { openApiDocument } from '../../src/http/openapi';
+import { startBuildingPreviousRelease } from './previous-release';
+import { MYSQL_URL, OPENAPI_ENV, POSTGRES_URL, RUN_ENV, schemaPrefix, serverUrl } from './services';
 
 const databaseOf = (url: string): string => decodeURIComponent(new URL(url).pathname.slice(1));
 
@@ -55,6 +60,13 @@ async function onPostgres<T>(run: (c: PgClient) => Promise<T>): Promise<T | unde
 export default async function setup(): Promise<() => Promise<void>> {
   const run = randomBytes(3).toString('hex');
   process.env[RUN_ENV] = run;
+  // The document every answer is checked against (answer-check.ts), built once for the run rather than
+  // once per test file (about a second each: the zod schemas turned into JSON Schema).
+  const document = join(tmpdir(), `idpool-openapi-${run}.json`);
+  writeFileSync(document, JSON.stringify(openApiDocument()));
+  process.env[OPENAPI_ENV] = document;
+  // A whole run (no file named) reaches the rolling upgrade at its end: its previous release builds meanwhile.
+  const builder = wholeRun() ? startBuildingPreviousRelease() : undefined;
   const mysqlDb = databaseOf(MYSQL_URL);
   const pgDb = databaseOf(POSTGRES_URL);
   await onMysql((c) => c.query(`CREATE DATABASE IF NOT EXISTS \`${mysqlDb}\``));
@@ -65,6 +77,8 @@ export default async function setup(): Promise<() => Promise<void>> {
   });
 
   return async () => {
+    rmSync(document, { force: true });
+    builder?.kill();
     // `_` is LIKE's any-character: escaped, the pattern matches this run's names only.
     const ours = `${schemaPrefix(run)}%`.replace(/_/g, '\\_');
     await onMysql(async (c) => {
@@ -82,4 +96,10 @@ export default async function setup(): Promise<() => Promise<void>> {
         await c.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`);
     });
   };
+}
+
+/** Whether vitest runs every file: no file or pattern named on its command line (`vitest run`, `npm test`). */
+function wholeRun(): boolean {
+  const args = process.argv.slice(process.argv.indexOf('run') + 1);
+  return process.argv.includes('run') && args.every((a) => a.startsWith('-'));
 }

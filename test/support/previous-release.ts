@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -33,7 +33,9 @@ function sameDependencies(dir: string): boolean {
  */
 export function buildPreviousRelease(commit = previousReleaseCommit()): string {
   const dir = join(tmpdir(), `idpool-release-${commit}`);
+  waitForBuilder(dir);
   if (existsSync(join(dir, '.built'))) return dir;
+  writeFileSync(`${dir}.building`, String(process.pid));
   // Built aside and renamed into place: a run killed half way, or two runs at once, never leave a half-built release there.
   const work = `${dir}.${process.pid}`;
   rmSync(work, { recursive: true, force: true });
@@ -59,6 +61,48 @@ export function buildPreviousRelease(commit = previousReleaseCommit()): string {
   } catch (err) {
     rmSync(work, { recursive: true, force: true });
     throw err;
+  } finally {
+    rmSync(`${dir}.building`, { force: true });
   }
   return dir;
+}
+
+/** Whether process `pid` is alive. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits (up to 5 minutes) while another process builds the release into `dir` ({@link startBuildingPreviousRelease}). */
+function waitForBuilder(dir: string): void {
+  const deadline = Date.now() + 300_000;
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    let pid: number;
+    try {
+      pid = Number(readFileSync(`${dir}.building`, 'utf8'));
+    } catch {
+      return; // nobody is building
+    }
+    if (pid === process.pid || !alive(pid) || Date.now() > deadline) return;
+    Atomics.wait(tick, 0, 0, 250);
+  }
+}
+
+/**
+ * The build started in a process of its own, for the global setup of a
+ * whole run: the rolling upgrade runs among the files run alone, at the end,
+ * and finds it built instead of building it while a core idles.
+ */
+export function startBuildingPreviousRelease(): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'build-previous-release.ts')], {
+    cwd: ROOT,
+    stdio: 'ignore',
+  });
+  child.on('error', () => undefined); // the test builds it itself then
+  return child;
 }

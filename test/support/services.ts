@@ -17,6 +17,8 @@ export const REDIS_URL = process.env.IDPOOL_TEST_REDIS_URL || 'redis://127.0.0.1
 const REQUIRED = process.env.IDPOOL_REQUIRE_SERVICES === '1';
 /** Set by global-setup.ts for the whole run: every schema a test creates carries it, so the run drops exactly its own. */
 export const RUN_ENV = 'IDPOOL_TEST_RUN';
+/** The file holding this run's /openapi.json, written once by the global setup for answer-check.ts. */
+export const OPENAPI_ENV = 'IDPOOL_TEST_OPENAPI';
 
 /** The start of the name of every schema/database the run `run` creates. */
 export function schemaPrefix(run = process.env[RUN_ENV] ?? 'norun'): string {
