@@ -183,10 +183,14 @@ interface EntityRow {
   currentOffset?: string | null;
   /** Business-number entities only: now's period and how many of its numbers are used. */
   period?: { id: string; used: string; capacity: string; timeZone: string };
+  /** Business-number entities only: their template, reset and zone (`idpool decode` reads numbers with them). */
+  format?: string;
+  reset?: string;
+  timeZone?: string;
 }
 
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
-async function listPages(
+export async function listPages(
   ctx: CliContext,
   cmd: Command,
   opts: { limit?: number; after?: string },

@@ -299,7 +299,11 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       2,
       /IDPOOL_SNOWFLAKE_WORKER_BITS: must be an integer from 3 to 10/,
     );
-    expectOneLineError(await idpool(['decode', 'not-an-id']), 2, /id must be a decimal integer/);
+    expectOneLineError(
+      await idpool(['decode', 'not-an-id']),
+      2,
+      /"not-an-id" is not a snowflake id .*--format <template> \(and --time-zone <zone>, else UTC is assumed\)/,
+    );
   });
 
   it("decodes an id's region with --region-bits, read from the id whatever IDPOOL_REGION says", async () => {
@@ -338,6 +342,49 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     );
     expect(decoded).toEqual(byService.body);
     expect(decoded.seq).toBe('1');
+    const segmentKey = uniqueKey('clidec');
+    expect((await call(`${instance.url}/admin/apps`, { token: ADMIN_TOKEN, body: { key: segmentKey } })).status).toBe(
+      201,
+    );
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const [byApp, byLookup, noServer, unreachable, utc, segment, both] = await Promise.all([
+      // The instance names the template and zone: no --format, no --time-zone.
+      idpool(['decode', number, '--app', key, '--json'], env),
+      idpool(['decode', number], env),
+      // Nothing to ask: one line naming the flags.
+      idpool(['decode', number]),
+      idpool(['decode', number, '--url', closed], env),
+      // A template without its zone: decoded, and the UTC said on stderr.
+      idpool(['decode', number, '--format', format, '--json']),
+      idpool(['decode', '5000', '--app', segmentKey], env),
+      idpool(['decode', number, '--app', key, '--format', format], env),
+    ]);
+    expect(json(byApp)).toEqual(byService.body);
+    expect(byLookup.code, byLookup.stderr).toBe(0);
+    expect(byLookup.stdout).toMatch(new RegExp(`^entity\\s+${key}$`, 'm'));
+    expect(byLookup.stdout).toMatch(/^timeZone\s+Asia\/Shanghai$/m);
+    expect(byLookup.stdout).toMatch(new RegExp(`^period\\s+${byService.body.period}$`, 'm'));
+    expectOneLineError(
+      noServer,
+      2,
+      new RegExp(
+        `^idpool: "${number}" is not a snowflake id .*--format <template> \\(and --time-zone <zone>.*--app <key>`,
+      ),
+    );
+    expectOneLineError(
+      unreachable,
+      1,
+      /cannot reach idpool at .*; to decode a business number give --format <template>/,
+    );
+    expect(utc.code, utc.stderr).toBe(0);
+    expect(JSON.parse(utc.stdout)).toMatchObject({ timeZone: 'UTC', seq: '1' });
+    expect(utc.stderr).toMatch(/^idpool: note: no --time-zone: the period \d{8} is read in UTC/);
+    expectOneLineError(
+      segment,
+      2,
+      new RegExp(`entity "${segmentKey}" issues monotonic segment ids: they carry nothing`),
+    );
+    expectOneLineError(both, 2, /--app and --format both name a template/);
     // `apps list` shows its period and the numbers used of it, not a number line's offset it does not draw from.
     const period = json(await idpool(['apps', 'list', '--json'], env)).apps.find(
       (a: { key: string }) => a.key === key,

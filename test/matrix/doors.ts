@@ -11,7 +11,7 @@ import { idpool } from '../support/cli';
 import { sleep } from '../support/wait';
 import type { Deployment, Row } from './deployment';
 import { type Driver, type DriverAnswer, matrixDrivers, runDriver } from './drivers';
-import { LEASED_IDS, NUMBER_FORMAT, NUMBER_ZONE, NO_POOL_WHY, NO_REDIS_WHY, NOT_DECODED_OFFLINE_WHY } from './table';
+import { CLI_SEGMENT_NOT_DECODED, LEASED_IDS, NUMBER_ZONE, NO_POOL_WHY, NO_REDIS_WHY } from './table';
 
 /** What a door answered: ids, a refusal (status and code), something else it showed, or that it is not there. */
 export type Outcome = { ids: string[] } | { status: number; code: string } | { shown: string } | { na: string };
@@ -265,7 +265,7 @@ async function pop(d: Deployment, row: Row, guarded: boolean): Promise<Outcome> 
   }
 }
 
-/** The period and sequence of a business number of {@link NUMBER_FORMAT}. */
+/** The period and sequence of a business number of the matrix's template (NUMBER_FORMAT in table.ts). */
 const numberParts = (n: string) => ({ period: n.slice(3, 11), seq: BigInt(n.slice(12)) });
 
 async function raise(d: Deployment, row: Row, below: boolean): Promise<Outcome> {
@@ -344,11 +344,12 @@ function perRowProcesses(run: Run): Run {
   };
 }
 
-async function cliDecode(_d: Deployment, row: Row): Promise<Outcome> {
-  if (row.kind.shape === 'decimal' && row.kind.register.mode !== 'snowflake') return { na: NOT_DECODED_OFFLINE_WHY };
+/** `idpool decode ID --app KEY`: no --format nor --time-zone, the instance names a number's. */
+async function cliDecode(d: Deployment, row: Row): Promise<Outcome> {
   const id = lastId(row);
-  const numberFlags = row.kind.shape === 'number' ? ['--format', NUMBER_FORMAT, '--time-zone', NUMBER_ZONE] : [];
-  const run = await idpool(['decode', id, ...numberFlags, '--json']);
+  const run = await idpool(['decode', id, '--app', row.key, '--url', d.url, '--json'], { IDPOOL_ADMIN_TOKEN: d.admin });
+  if (run.code === 2 && run.stderr.includes('segment ids: they carry nothing to decode'))
+    return { shown: CLI_SEGMENT_NOT_DECODED };
   if (run.code !== 0) return { shown: `exit ${run.code}: ${run.stderr.trim()}` };
   return { shown: explained(row, id, JSON.parse(run.stdout) as Record<string, unknown>) };
 }

@@ -11,7 +11,7 @@ export const BACKENDS = ['embedded', 'mariadb+redis', 'postgres+redis'] as const
 export type Backend = (typeof BACKENDS)[number];
 
 /** The business-number template of the number rows (docs/numbers.md), daily in a zone that is not UTC. */
-export const NUMBER_FORMAT = 'INV{yyyy}{MM}{dd}-{seq:6}';
+const NUMBER_FORMAT = 'INV{yyyy}{MM}{dd}-{seq:6}';
 export const NUMBER_ZONE = 'Asia/Shanghai';
 
 /** One row: a kind of id, and how such an entity is registered (`POST /admin/apps`). */
@@ -115,7 +115,8 @@ const NUMBERS_DASHBOARD = 'period used/capacity, its zone, start labelled with t
 /** The reasons of the n/a cells: the door runs check each against the deployment (test/matrix/doors.ts). */
 export const NO_REDIS_WHY = 'no Redis: the embedded pool is in process';
 export const NO_POOL_WHY = 'snowflake ids are made at the take: no pool to pop';
-export const NOT_DECODED_OFFLINE_WHY = 'segment ids carry nothing to decode; idpool decode reads any id as a snowflake';
+/** What `idpool decode ID --app KEY` says of a segment entity's id (the route's 400, as the CLI's exit 2). */
+export const CLI_SEGMENT_NOT_DECODED = 'exit 2: segment ids carry nothing to decode';
 const NO_REDIS = { backends: ['embedded'] as const, why: NO_REDIS_WHY };
 const NO_POOL = na(NO_POOL_WHY);
 const SEGMENT_NOT_DECODED = refused(400, 'invalid_request');
@@ -183,9 +184,9 @@ export const DOORS: readonly Door[] = [
   { name: 'CLI take', how: '`idpool take KEY --count 2`', cells: all(ids(2)) },
   {
     name: 'CLI decode',
-    how: '`idpool decode ID` (offline; `--format` for numbers)',
+    how: "`idpool decode ID --app KEY` (a number's template and zone asked of the instance; a snowflake's layout local)",
     cells: {
-      ...all(na(NOT_DECODED_OFFLINE_WHY)),
+      ...all(shown(CLI_SEGMENT_NOT_DECODED)),
       snowflake: shown('timestamp, worker, sequence'),
       'number monotonic': shown(NUMBERS_SHOWN),
       'number trend': shown(NUMBERS_SHOWN),
