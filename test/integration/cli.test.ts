@@ -408,6 +408,30 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     );
   });
 
+  it('creates a gapless series; apps list shows what its ledger issued this period, decode reads its numbers', async () => {
+    const key = uniqueKey('cligap');
+    const created = json(
+      await idpool(
+        ['apps', 'create', key, '--format', 'GL{yyyy}-{seq:4}', '--time-zone', 'Europe/Paris', '--gapless', '--json'],
+        env,
+      ),
+    );
+    expect(created).toMatchObject({ key, format: 'GL{yyyy}-{seq:4}', gapless: true });
+    const taken = await idpool(['take', key, '--count', '3', '--reference', 'inv-1'], {
+      ...env,
+      IDPOOL_SECRET: created.secret,
+    });
+    expect(taken.code, taken.stderr).toBe(0);
+    const numbers = taken.stdout.trim().split('\n');
+    expect(numbers).toHaveLength(3);
+    const year = numbers[0].slice(2, 6);
+    // Its kind, no pool (it keeps none), and its year's ledger counter with the zone: 3 issued, not 0.
+    const row = (await idpool(['apps', 'list'], env)).stdout.split('\n').find((l) => l.startsWith(`${key} `));
+    expect(row).toMatch(new RegExp(`^${key}\\s+number/gapless\\s+-\\s+-\\s+-\\s+${year} 3/9999 \\(Europe/Paris\\)\\s`));
+    const decoded = json(await idpool(['decode', numbers[2], '--app', key, '--json'], env));
+    expect(decoded).toMatchObject({ period: year, seq: '3', timeZone: 'Europe/Paris' });
+  });
+
   it('stops quietly, exit 0, when its reader closed early (idpool --help | head)', async () => {
     await ensureBuilt();
     const proc = spawn(process.execPath, [BUILT_CLI, '--help'], {

@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { REDIS_URL } from '../support/services';
 import { entityKeys } from '../../src/redis/keys';
@@ -395,6 +395,17 @@ describeWithServices(
       await expect
         .poll(() => page.locator(`#alarms li[data-alarm=forecast_js_safe_limit]`).count(), { timeout: 15_000 })
         .toBeGreaterThan(0);
+      // The gapless series' row shows what its ledger issued this period (its audit's count), not an empty pool.
+      const gapless = kinds.findIndex((k) => k.entity.gapless === true);
+      const audit = await call(`${instance.url}/apps/${kinds[gapless].key}/numbers/audit`, {
+        token: secrets[gapless],
+      });
+      expect(audit.body.issued).toBeGreaterThan(0);
+      const gaplessRow = page.locator(`tr[data-entity="${kinds[gapless].key}"]`);
+      await expect
+        .poll(() => gaplessRow.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
+        .toBe(`${(audit.body.issued as number).toLocaleString('en-US')} / 99,999,999 issued`);
+      expect(await gaplessRow.locator('[data-field=mode]').textContent()).toBe('gapless');
       expect(await page.locator('#entities tbody tr').count()).toBe(kinds.length);
       const shot = join(ARTIFACTS, 'dashboard-wide.png');
       await page.screenshot({ path: shot, fullPage: true });
