@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { BUILT_CLI, ensureBuilt } from '../support/build';
 import { expectOneLineError, idpool, json } from '../support/cli';
 import { uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, freePort, startInstance } from '../support/processes';
 import { SQL_SERVERS, createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -430,6 +430,14 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     expect(row).toMatch(new RegExp(`^${key}\\s+number/gapless\\s+-\\s+-\\s+-\\s+${year} 3/9999 \\(Europe/Paris\\)\\s`));
     const decoded = json(await idpool(['decode', numbers[2], '--app', key, '--json'], env));
     expect(decoded).toMatchObject({ period: year, seq: '3', timeZone: 'Europe/Paris' });
+    // A reference sent to an entity that keeps no ledger is refused, not dropped.
+    const plain = uniqueKey('cliplain');
+    const plainSecret = await register(instance.url, { key: plain });
+    expectOneLineError(
+      await idpool(['take', plain, '--reference', 'inv-2'], { ...env, IDPOOL_SECRET: plainSecret }),
+      2,
+      /^idpool: invalid_request: reference is kept only in a gapless series' ledger; entity ".*" is not gapless/,
+    );
   });
 
   it('stops quietly, exit 0, when its reader closed early (idpool --help | head)', async () => {
