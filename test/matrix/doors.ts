@@ -11,7 +11,15 @@ import { idpool } from '../support/cli';
 import { sleep } from '../support/wait';
 import type { Deployment, Row } from './deployment';
 import { type Driver, type DriverAnswer, matrixDrivers, runDriver } from './drivers';
-import { CLI_SEGMENT_NOT_DECODED, LEASED_IDS, NUMBER_ZONE, NO_POOL_WHY, NO_REDIS_WHY } from './table';
+import {
+  CLI_SEGMENT_NOT_DECODED,
+  GAPLESS_LISTED,
+  LEASED_IDS,
+  NO_LIST_WHY,
+  NUMBER_ZONE,
+  NO_POOL_WHY,
+  NO_REDIS_WHY,
+} from './table';
 
 /** What a door answered: ids, a refusal (status and code), something else it showed, or that it is not there. */
 export type Outcome = { ids: string[] } | { status: number; code: string } | { shown: string } | { na: string };
@@ -247,6 +255,9 @@ async function pop(d: Deployment, row: Row, guarded: boolean): Promise<Outcome> 
   if (!d.redis) return { na: NO_REDIS_WHY };
   const { client, keys } = d.redis;
   const k = keys(row.key);
+  // A gapless series issued numbers at every door before: had it a list, it would exist by now.
+  if (row.kind.register.gapless === true)
+    return (await client.exists(k.ids)) === 0 ? { na: NO_LIST_WHY } : { shown: 'a list of ready numbers' };
   if (row.kind.register.mode === 'snowflake') {
     const popped = await client.lpop(k.ids);
     return popped === null ? { na: NO_POOL_WHY } : { shown: `popped ${popped}` };
@@ -391,6 +402,15 @@ async function listed(d: Deployment, row: Row): Promise<Outcome> {
   if (!c) return { shown: 'not listed' };
   const none = (name: string) => c[name] === '-';
   const segmentFields = `step ${c.STEP}, pool ${c.POOL}, offset ${c['CURRENT OFFSET']}`;
+  if (!none('PERIOD') && c.MODE === 'number/gapless') {
+    const ok =
+      new RegExp(`^\\d{8} \\d+/999999 \\(${NUMBER_ZONE}\\)$`).test(c.PERIOD) &&
+      Number(/ (\d+)\//.exec(c.PERIOD)?.[1]) > 0 &&
+      none('POOL') &&
+      none('STEP') &&
+      none('CURRENT OFFSET');
+    return { shown: ok ? GAPLESS_LISTED : `mode ${c.MODE}, pool ${c.POOL}, period ${c.PERIOD}; ${segmentFields}` };
+  }
   if (!none('PERIOD')) {
     const cap = /^\d+\/(\d+)$/.exec(c.POOL)?.[1];
     const ok =
@@ -418,6 +438,7 @@ interface DashboardRow {
   currentOffset?: string;
   sampledAt?: number | null;
   period?: { used: string; capacity: string; timeZone: string; startLocal?: string };
+  gapless?: boolean;
 }
 
 /** The row the dashboard renders for the entity, once sampled (within the cell's wait). */
@@ -445,7 +466,7 @@ async function dashboard(d: Deployment, row: Row): Promise<Outcome> {
       p.startLocal?.endsWith(`(${NUMBER_ZONE})`) === true;
     return {
       shown: ok
-        ? 'period used/capacity, its zone, start labelled with the zone'
+        ? `period used/capacity, its zone, start labelled with the zone${r.gapless === true ? '; gapless' : ''}`
         : `period ${p.used}/${p.capacity} ${p.timeZone}, start ${p.startLocal}`,
     };
   }
