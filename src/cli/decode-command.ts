@@ -52,7 +52,12 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
     .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
 }
 
-/** `idpool decode <id>`: the layout from the environment with the options laid over it, then the id explained by it. */
+/**
+ * `idpool decode <id>`: a business number with `--format`, or with its
+ * entity's template and zone asked of the instance (`--app`, or looked up
+ * when the id is not decimal); otherwise a snowflake id, with the layout
+ * from the environment and the options laid over it.
+ */
 async function decode(
   ctx: CliContext,
   cmd: Command,
