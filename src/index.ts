@@ -53,6 +53,7 @@ export {
   createIdGenerator,
   type IdGenerator,
   type IdGeneratorOptions,
+  type TakeOptions,
   SegmentsNotReadyError,
   SegmentReservationError,
   GeneratorClosedError,

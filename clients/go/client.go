@@ -14,6 +14,7 @@ package idpool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -140,7 +141,7 @@ func (c *Client) secret(key string) (string, error) {
 // INV20261129-000304: Take then fails with *BusinessNumberError, which holds
 // them (they are taken); use TakeNumbers.
 func (c *Client) Take(ctx context.Context, entityKey string, count int) ([]int64, error) {
-	taken, err := c.takeStrings(ctx, entityKey, count)
+	taken, err := c.takeStrings(ctx, entityKey, count, takeRequest{})
 	if err != nil {
 		return nil, err
 	}
@@ -167,21 +168,51 @@ func (c *Client) Next(ctx context.Context, entityKey string) (int64, error) {
 
 // TakeNumbers returns count new business numbers of an entity registered with a
 // format (e.g. INV20261129-000304, docs/numbers.md), as the strings the service
-// answers; of a plain entity, its ids as decimal strings.
-func (c *Client) TakeNumbers(ctx context.Context, entityKey string, count int) ([]string, error) {
-	return c.takeStrings(ctx, entityKey, count)
+// answers; of a plain entity, its ids as decimal strings. For a gapless series
+// (docs/numbers.md "Gapless series"), WithReference keeps the caller's reference
+// in the ledger beside each number and WithIdempotencyKey sends the caller's own
+// key; without it every attempt of the call carries one key made for it, so a
+// retry after a timeout is answered the numbers already issued.
+func (c *Client) TakeNumbers(ctx context.Context, entityKey string, count int, opts ...TakeOption) ([]string, error) {
+	var r takeRequest
+	for _, o := range opts {
+		o(&r)
+	}
+	return c.takeStrings(ctx, entityKey, count, r)
+}
+
+// TakeOption is what a take sends beside its count: WithReference, WithIdempotencyKey.
+type TakeOption func(*takeRequest)
+
+type takeRequest struct {
+	reference      *string
+	idempotencyKey string
+}
+
+// WithReference keeps reference (the invoice's id, 1-128 characters) in a
+// gapless series' ledger beside each number taken.
+func WithReference(reference string) TakeOption {
+	return func(r *takeRequest) { r.reference = &reference }
+}
+
+// WithIdempotencyKey sends the caller's Idempotency-Key (e.g. derived from the
+// invoice's id) on every attempt: asked again with it, even from another
+// process, the service answers the same numbers (with another count or
+// reference, 409 ErrConflict).
+func WithIdempotencyKey(key string) TakeOption {
+	return func(r *takeRequest) { r.idempotencyKey = key }
 }
 
 // NextNumber returns one new business number.
 func (c *Client) NextNumber(ctx context.Context, entityKey string) (string, error) {
-	numbers, err := c.takeStrings(ctx, entityKey, 1)
+	numbers, err := c.takeStrings(ctx, entityKey, 1, takeRequest{})
 	if err != nil {
 		return "", err
 	}
 	return numbers[0], nil
 }
 
-func (c *Client) takeStrings(ctx context.Context, entityKey string, count int) ([]string, error) {
+func (c *Client) takeStrings(ctx context.Context, entityKey string, count int, r takeRequest) ([]string, error) {
 	if count < 1 {
 		return nil, fmt.Errorf("idpool: count must be a positive integer, got %d", count)
 	}
@@ -192,8 +223,14 @@ func (c *Client) takeStrings(ctx context.Context, entityKey string, count int) (
 	var answer struct {
 		IDs []string `json:"ids"`
 	}
-	body := []byte(`{"count":` + strconv.Itoa(count) + `}`)
-	if err := c.transport.send(ctx, "POST", "/apps/"+url.PathEscape(entityKey)+"/ids", secret, body, false, &answer); err != nil {
+	body, err := json.Marshal(struct {
+		Count     int     `json:"count"`
+		Reference *string `json:"reference,omitempty"`
+	}{count, r.reference})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.transport.send(ctx, "POST", "/apps/"+url.PathEscape(entityKey)+"/ids", secret, body, r.idempotencyKey, false, &answer); err != nil {
 		return nil, err
 	}
 	if len(answer.IDs) != count {
@@ -227,7 +264,7 @@ func (c *Client) Leased(entityKey string) *LeasedIDs {
 			body = []byte(`{"size":` + strconv.Itoa(size) + `}`)
 		}
 		// The caller waits for ids, not for a refusal: a 429 is waited out within the deadline.
-		err = c.transport.send(context.Background(), "POST", "/apps/"+url.PathEscape(entityKey)+"/segments", secret, body, true, &a)
+		err = c.transport.send(context.Background(), "POST", "/apps/"+url.PathEscape(entityKey)+"/segments", secret, body, "", true, &a)
 		return a, err
 	})
 	c.leased[entityKey] = l
@@ -264,7 +301,7 @@ func (c *Client) Decode(ctx context.Context, entityKey string, id int64) (Snowfl
 		Sequence    int64  `json:"sequence"`
 		Reserved    int    `json:"reserved"`
 	}
-	if err := c.transport.send(ctx, "GET", "/apps/"+url.PathEscape(entityKey)+"/ids/"+strconv.FormatInt(id, 10), secret, nil, false, &a); err != nil {
+	if err := c.transport.send(ctx, "GET", "/apps/"+url.PathEscape(entityKey)+"/ids/"+strconv.FormatInt(id, 10), secret, nil, "", false, &a); err != nil {
 		return p, err
 	}
 	parsed, err := decimal(a.ID)

@@ -53,14 +53,14 @@ func newIdempotencyKey() string {
 }
 
 // send returns the 2xx answer's body decoded into out; waitOn429 waits a 429
-// out as WaitOnRateLimit does for every request.
-func (t *transport) send(ctx context.Context, method, path, secret string, body []byte, waitOn429 bool, out interface{}) error {
+// out as WaitOnRateLimit does for every request. Every attempt of a POST
+// carries key (the caller's Idempotency-Key), or one made for the call when "".
+func (t *transport) send(ctx context.Context, method, path, secret string, body []byte, key string, waitOn429 bool, out interface{}) error {
 	deadline := time.Now().Add(t.o.Deadline)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	key := ""
-	if body != nil {
+	if body != nil && key == "" {
 		key = newIdempotencyKey()
 	}
 	var failures []error

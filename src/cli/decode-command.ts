@@ -4,8 +4,7 @@ import { loadConfig } from '../config/config';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 import { fields } from './format';
-import { NumberScheme } from '../numbers/scheme';
-import { NumberSettingsError } from '../numbers/template';
+import { type DecodableEntity, decodeByLookup, decodeForEntity, decodeWithFormat } from './decode-number';
 
 /** Each layout option of `decode` and the variable it stands in for. */
 const LAYOUT_VARIABLES: Record<string, string> = {
@@ -18,17 +17,28 @@ const LAYOUT_VARIABLES: Record<string, string> = {
   regionBits: 'IDPOOL_SNOWFLAKE_REGION_BITS',
 };
 
-/** `decode`: explains a snowflake id offline, with the layout of the environment or the options. */
+/** A snowflake id as the layout reads it: a decimal integer (anything else is taken for a business number). */
+const DECIMAL = /^\d+$/;
+
+/**
+ * `decode`: explains a snowflake id offline, with the layout of the
+ * environment or the options; a business number with `--format`, or with
+ * its entity's template and zone asked of the instance.
+ */
 export function addDecodeCommand(program: Command, ctx: CliContext): void {
   program
     .command('decode')
     .description(
-      'explain a snowflake id with the layout of IDPOOL_SNOWFLAKE_* (or the options below), or with --format a business number; works offline',
+      "explain a snowflake id with the layout of IDPOOL_SNOWFLAKE_* (or the options below), offline; a business number with --format, or with its entity's template and zone asked of the instance (--app, or any entity whose template reads it, with IDPOOL_ADMIN_TOKEN)",
     )
-    .argument('<id>', 'a snowflake id (decimal), or a business number with --format')
-    .option('--format <template>', 'decode a business number of this template (docs/numbers.md)')
+    .argument('<id>', 'a snowflake id (decimal), or a business number')
+    .option(
+      '--app <key>',
+      'the entity that issued it: its format, reset and zone asked of the instance (--url or IDPOOL_URL, IDPOOL_ADMIN_TOKEN)',
+    )
+    .option('--format <template>', 'decode a business number of this template offline (docs/numbers.md)')
     .option('--reset <period>', 'with --format: the entity reset (default: the finest date token)')
-    .option('--time-zone <zone>', 'with --format: the entity time zone (default UTC)')
+    .option('--time-zone <zone>', 'with --format: the entity time zone (default UTC, said on stderr)')
     .addOption(new Option('--time-unit <unit>', 'IDPOOL_SNOWFLAKE_TIME_UNIT').choices(['ms', 's', 'min', 'h', 'd']))
     .option('--epoch <date>', 'IDPOOL_SNOWFLAKE_EPOCH: ISO date or Unix ms')
     .option('--timestamp-bits <n>', 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS')
@@ -42,15 +52,39 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
     .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
 }
 
-/** `idpool decode <id>`: the layout from the environment with the options laid over it, then the id explained by it. */
+/**
+ * `idpool decode <id>`: a business number with `--format`, or with its
+ * entity's template and zone asked of the instance (`--app`, or looked up
+ * when the id is not decimal); otherwise a snowflake id, with the layout
+ * from the environment and the options laid over it.
+ */
 async function decode(
   ctx: CliContext,
   cmd: Command,
   id: string,
   opts: Record<string, string | undefined>,
 ): Promise<void> {
+  if (opts.app !== undefined && opts.format !== undefined)
+    throw new CliError(EXIT_USAGE, '--app and --format both name a template: give one (--app asks the instance)');
+  const loose = (['reset', 'timeZone'] as const).find((o) => opts[o] !== undefined);
+  if (loose && opts.format === undefined)
+    throw new CliError(
+      EXIT_USAGE,
+      `--${loose === 'timeZone' ? 'time-zone' : 'reset'} goes with --format (with --app the instance names the entity's)`,
+    );
   if (opts.format !== undefined) {
-    decodeNumber(ctx, cmd, id, { format: opts.format, reset: opts.reset, timeZone: opts.timeZone });
+    decodeWithFormat(ctx, cmd, id, { format: opts.format, reset: opts.reset, timeZone: opts.timeZone });
+    return;
+  }
+  if (opts.app !== undefined) {
+    const entity = await ctx.admin(cmd).get<DecodableEntity>(`/admin/apps/${encodeURIComponent(opts.app)}`);
+    // A snowflake entity's ids are read with the layout of the environment, as without --app.
+    if (entity.mode !== 'snowflake') {
+      decodeForEntity(ctx, cmd, id, entity);
+      return;
+    }
+  } else if (!DECIMAL.test(id)) {
+    await decodeByLookup(ctx, cmd, id);
     return;
   }
   const overrides: Record<string, string> = {};
@@ -70,23 +104,4 @@ async function decode(
     throw err instanceof NotAnIdError ? new CliError(EXIT_USAGE, err.message) : err;
   }
   ctx.print(cmd, parts, () => fields({ ...parts, layout: layout.describe() }));
-}
-
-/** `idpool decode <number> --format …`: a business number's period and sequence, from the template alone. */
-function decodeNumber(
-  ctx: CliContext,
-  cmd: Command,
-  number: string,
-  input: { format: string; reset?: string; timeZone?: string },
-): void {
-  let scheme: NumberScheme;
-  try {
-    scheme = NumberScheme.of(NumberScheme.settings(input));
-  } catch (err) {
-    throw err instanceof NumberSettingsError ? new CliError(EXIT_USAGE, err.message) : err;
-  }
-  const decoded = scheme.decode(number);
-  if (!decoded)
-    throw new CliError(EXIT_USAGE, `"${number}" is not a number of ${input.format} (or names no period of its zone)`);
-  ctx.print(cmd, decoded, () => fields({ ...decoded }));
 }

@@ -102,6 +102,10 @@ function addCreate(group: Command, ctx: CliContext): void {
       '--time-zone <zone>',
       'with --format: IANA name (Asia/Shanghai) or offset (+08:00) of the periods (default UTC)',
     )
+    .option(
+      '--gapless',
+      'with --format: a gapless series, each number issued once in a ledger, none skipped (docs/numbers.md "Gapless series")',
+    )
     .addOption(compatOption());
   for (const t of TUNABLES) create.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
   create.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
@@ -115,6 +119,7 @@ function addCreate(group: Command, ctx: CliContext): void {
       ...(opts.format !== undefined ? { format: opts.format } : {}),
       ...(opts.reset !== undefined ? { reset: opts.reset } : {}),
       ...(opts.timeZone !== undefined ? { timeZone: opts.timeZone } : {}),
+      ...(opts.gapless === true ? { gapless: true } : {}),
       ...pickTunables(opts),
     };
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
@@ -145,13 +150,14 @@ function addList(group: Command, ctx: CliContext): void {
             ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'PERIOD', 'NAME'],
             list.map((a) =>
               // A business-number entity draws from its period's sequence, not from the number line: its
-              // pool is the period's ready numbers against their cap, its line the period's use.
+              // pool is the period's ready numbers against their cap, its line the period's use. A gapless
+              // series keeps no pool: its line is what its ledger issued.
               a.period
                 ? [
                     a.key,
-                    `number/${a.mode}`,
+                    `number/${a.gapless ? 'gapless' : a.mode}`,
                     '-',
-                    a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
+                    a.pool && !a.gapless ? `${a.pool.size}/${a.pool.max}` : '-',
                     '-',
                     `${a.period.id} ${a.period.used}/${a.period.capacity} (${a.period.timeZone})`,
                     a.name,
@@ -183,10 +189,16 @@ interface EntityRow {
   currentOffset?: string | null;
   /** Business-number entities only: now's period and how many of its numbers are used. */
   period?: { id: string; used: string; capacity: string; timeZone: string };
+  /** Business-number entities only: a gapless series (docs/numbers.md), issued from its ledger. */
+  gapless?: boolean;
+  /** Business-number entities only: their template, reset and zone (`idpool decode` reads numbers with them). */
+  format?: string;
+  reset?: string;
+  timeZone?: string;
 }
 
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
-async function listPages(
+export async function listPages(
   ctx: CliContext,
   cmd: Command,
   opts: { limit?: number; after?: string },

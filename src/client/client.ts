@@ -51,6 +51,19 @@ export interface IdpoolClientOptions {
   onPrefetchError?: (err: unknown, entityKey: string) => void;
 }
 
+/** What a take sends beside its count (a gapless series', docs/numbers.md "Gapless series"). */
+export interface TakeOptions {
+  /** The caller's reference (an invoice's id, 1-128 characters), kept in the ledger beside each number. */
+  reference?: string;
+  /**
+   * The caller's own `Idempotency-Key` (e.g. derived from the invoice's id),
+   * sent on every attempt: asked again with it, even from another process,
+   * the service answers the same numbers (another count or reference: 409).
+   * Without it, every attempt of the call carries one key made for it.
+   */
+  idempotencyKey?: string;
+}
+
 /** A snowflake id explained by the service (`decode`); `SnowflakeParts`, from `idpool`, is the layout's own fields of an id. */
 export interface IdExplanation {
   id: string;
@@ -183,14 +196,23 @@ export class IdpoolClient {
     return { key, options, buffer };
   }
 
-  /** `count` new ids of an entity (from the local buffer for a buffered trend entity). */
-  async take(entityKey: string, count = 1): Promise<string[]> {
+  /**
+   * `count` new ids of an entity (from the local buffer for a buffered trend
+   * entity). `options` are a gapless series' reference and the caller's own
+   * Idempotency-Key, sent to the service (not for a buffered or leased entity).
+   */
+  async take(entityKey: string, count = 1, options: TakeOptions = {}): Promise<string[]> {
     const entity = this.known(entityKey);
     if (!Number.isInteger(count) || count < 1)
       throw new TypeError(`IdpoolClient: count must be a positive integer, got ${count}`);
+    const sent = options.reference !== undefined || options.idempotencyKey !== undefined;
+    if (sent && (entity.buffer || entity.leased))
+      throw new TypeError(
+        `IdpoolClient: entity "${entityKey}" hands out ids from this process: a reference or an idempotencyKey goes with a take from the service`,
+      );
     if (entity.buffer) return entity.buffer.take(count);
     if (entity.leased) return (await entity.leased.take(count)).map(String);
-    return this.request(entityKey, entity.options.secret, count);
+    return this.request(entityKey, entity.options.secret, count, options);
   }
 
   /** One new id. */
@@ -256,12 +278,18 @@ export class IdpoolClient {
     });
   }
 
-  private async request(entityKey: string, secret: string, count: number): Promise<string[]> {
+  private async request(
+    entityKey: string,
+    secret: string,
+    count: number,
+    options: TakeOptions = {},
+  ): Promise<string[]> {
     const answer = await this.transport.send<{ ids?: unknown } | null>({
       method: 'POST',
       path: `/apps/${encodeURIComponent(entityKey)}/ids`,
       secret,
-      body: { count },
+      body: options.reference === undefined ? { count } : { count, reference: options.reference },
+      idempotencyKey: options.idempotencyKey,
     });
     const ids = answer?.ids;
     if (

@@ -9,6 +9,7 @@ export {
   type EntityOptions,
   type EntityMode,
   type IdExplanation,
+  type TakeOptions,
 } from './client';
 export type { BufferOptions } from './trend-buffer';
 export {

@@ -48,6 +48,8 @@ export interface Request {
   path: string;
   secret: string;
   body?: unknown;
+  /** The caller's Idempotency-Key for every attempt of this POST; else one made for it. */
+  idempotencyKey?: string;
   /**
    * A 429 waits its `Retry-After` and asks again while the deadline allows,
    * instead of reaching the caller: the leased buffer's leases, whose caller
@@ -95,7 +97,7 @@ export class Transport {
     if (req.body !== undefined) {
       body = JSON.stringify(req.body);
       headers['content-type'] = 'application/json';
-      headers['idempotency-key'] = this.options.newIdempotencyKey();
+      headers['idempotency-key'] = req.idempotencyKey ?? this.options.newIdempotencyKey();
     }
     const failures: IdpoolClientError[] = [];
     for (let attempt = 0; attempt < maxAttempts; attempt++) {

@@ -2,6 +2,7 @@
 export { createIdGenerator } from './generator';
 export type { EntitySource, IdGeneratorOptions } from './options';
 export type { IdGenerator } from './loader';
+export type { TakeOptions } from '../client/client';
 export {
   GeneratorClosedError,
   InvalidCountError,

@@ -1,5 +1,5 @@
 import { withClientSeams } from '../client/seams';
-import { IdpoolClient } from '../client/client';
+import { IdpoolClient, type TakeOptions } from '../client/client';
 import { IdpoolLeaseNotReadyError, type LeasedIds } from '../client/leased-ids';
 import type { ClientClock } from '../client/transport';
 import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError } from './errors';
@@ -93,11 +93,11 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
     return this.translated(() => this.buffer(entityKey).take(count), entityKey);
   }
 
-  numbers(entityKey: string, count = 1): Promise<string[]> {
+  numbers(entityKey: string, count = 1, options: TakeOptions = {}): Promise<string[]> {
     if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE)
       return Promise.reject(new InvalidCountError(count, MAX_TAKE));
     this.buffer(entityKey);
-    return this.translated(() => this.takes.take(entityKey, count), entityKey);
+    return this.translated(() => this.takes.take(entityKey, count, options), entityKey);
   }
 
   async close(): Promise<void> {

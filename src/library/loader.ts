@@ -1,3 +1,4 @@
+import type { TakeOptions } from '../client/client';
 import type { Clock } from '../clock';
 import { IdpoolError, NotFoundError } from '../errors';
 import type { Logger } from '../logger';
@@ -8,6 +9,7 @@ import type { LocalNumbers, NumberEntity } from '../segment/local-numbers';
 import {
   GeneratorClosedError,
   InvalidCountError,
+  InvalidOptionError,
   SegmentReservationError,
   SegmentsNotReadyError,
   UnsafeNumberIdError,
@@ -44,9 +46,13 @@ export interface IdGenerator<T extends Id = bigint> {
    * `format` (docs/numbers.md), as strings: the period by this process's
    * clock (in service mode, the service's). `next`, `nextAsync` and `take`
    * refuse such an entity, and this refuses one without a format, with
-   * {@link UnsupportedEntityError}.
+   * {@link UnsupportedEntityError}. A gapless series (docs/numbers.md
+   * "Gapless series") is issued by the service only: in service mode,
+   * `options` carry its ledger's `reference` and the caller's own
+   * Idempotency-Key (every attempt of one call carries one key either way);
+   * with a database, a gapless entity or any `options` are refused.
    */
-  numbers(entityKey: string, count?: number): Promise<string[]>;
+  numbers(entityKey: string, count?: number, options?: TakeOptions): Promise<string[]>;
   /** Stops loading, waits for reservations under way, closes the database it opened. Remaining ids are wasted. */
   close(): Promise<void>;
 }
@@ -113,9 +119,15 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     return this.bufferFor(entityKey).take(count);
   }
 
-  async numbers(entityKey: string, count = 1): Promise<string[]> {
+  async numbers(entityKey: string, count = 1, options: TakeOptions = {}): Promise<string[]> {
     if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE) throw new InvalidCountError(count, MAX_TAKE);
     if (this.closed) throw new GeneratorClosedError();
+    const given = (['reference', 'idempotencyKey'] as const).find((o) => options[o] !== undefined);
+    if (given)
+      throw new InvalidOptionError(
+        given,
+        `${given} goes with a gapless series, whose numbers the service issues: use the service mode (createIdGenerator({ service }))`,
+      );
     const takes = this.deps.numbers;
     if (!takes)
       throw new UnsupportedEntityError(entityKey, 'has business numbers, which need a database (no numberCounter)');

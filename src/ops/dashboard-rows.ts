@@ -29,6 +29,8 @@ export interface EntityOverview {
   stale: boolean;
   /** Business numbers: now's period, its use and forecast (the pool is its ready numbers; offsets and 2^53 do not apply). */
   period?: NumberPeriodJson;
+  /** A gapless series: `period.used` is its ledger's counter, and it keeps no pool. */
+  gapless?: true;
 }
 
 /** What a dashboard row is built from: the sampler's view of one entity. */
@@ -104,5 +106,6 @@ function numberRow(entity: EntityConfig, numbers: NumberView, view: SampledView,
     sampledAt: view.sampledAt(entity.key) ?? null,
     stale: view.isStale(entity.key, now),
     period: numberPeriodJson(numbers),
+    ...(entity.gapless && { gapless: true as const }),
   };
 }

@@ -11,6 +11,8 @@ import { LocalRegistrationGeneration, type RegistrationGeneration } from '../ent
 import type { Clock } from '../clock';
 import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
+import { numberUsageByKind } from '../ops/number-usage';
+import type { NumberUsageSource } from '../ops/number-sampling';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { resolve } from 'node:path';
 import type { Database } from '../db/database';
@@ -304,6 +306,8 @@ export interface Pools {
   readonly fenceCheck: FenceCheck;
   /** Business-number takes (entities with a `format`); their refill starts with `startNumbers`. */
   readonly numbers: NumberTakes;
+  /** Now's period of a business-number entity: the takes' for a pooled one, the ledger's for a gapless series. */
+  readonly numberUsage: NumberUsageSource;
   startNumbers(): void;
   /**
    * Carries every entity whose database offset is below the high-water
@@ -385,8 +389,10 @@ export function buildPools(
   const numbers = buildNumberTakes(deps, deps.highWater);
   if (numbers instanceof RedisNumberTakes)
     registry.subscribe({ onRegistered: (entity) => (entity.numbers ? numbers.wake() : undefined) });
-  // The sampler reads the periods from the takes, built after the ops side they report to.
-  deps.ops.sampler.readNumbersFrom(numbers);
+  // The sampler reads the periods from the takes, built after the ops side they report to; a gapless
+  // series' from its ledger.
+  const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
+  deps.ops.sampler.readNumbersFrom(numberUsage);
   return {
     value: {
       allocator,
@@ -395,6 +401,7 @@ export function buildPools(
       fenceCheck,
       checkHighWater,
       numbers,
+      numberUsage,
       startNumbers: () => numbers.start(),
     },
     close: async () => {

@@ -107,7 +107,10 @@ export function buildHttp(deps: {
   const httpDeps: HttpDeps = {
     registry: deps.registry,
     takes: deps.takes,
-    numbers: deps.pools.numbers,
+    numbers: {
+      raise: (entity, periodId, seq) => deps.pools.numbers.raise(entity, periodId, seq),
+      usage: (entity) => deps.pools.numberUsage.usage(entity),
+    },
     gapless: deps.gapless,
     numberViews: (key) => deps.ops.sampler.numberView(key),
     lines: deps.pools.refiller,

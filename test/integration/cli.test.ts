@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { BUILT_CLI, ensureBuilt } from '../support/build';
 import { expectOneLineError, idpool, json } from '../support/cli';
 import { uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, freePort, startInstance } from '../support/processes';
 import { SQL_SERVERS, createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -299,7 +299,11 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       2,
       /IDPOOL_SNOWFLAKE_WORKER_BITS: must be an integer from 3 to 10/,
     );
-    expectOneLineError(await idpool(['decode', 'not-an-id']), 2, /id must be a decimal integer/);
+    expectOneLineError(
+      await idpool(['decode', 'not-an-id']),
+      2,
+      /"not-an-id" is not a snowflake id .*--format <template> \(and --time-zone <zone>, else UTC is assumed\)/,
+    );
   });
 
   it("decodes an id's region with --region-bits, read from the id whatever IDPOOL_REGION says", async () => {
@@ -338,6 +342,49 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
     );
     expect(decoded).toEqual(byService.body);
     expect(decoded.seq).toBe('1');
+    const segmentKey = uniqueKey('clidec');
+    expect((await call(`${instance.url}/admin/apps`, { token: ADMIN_TOKEN, body: { key: segmentKey } })).status).toBe(
+      201,
+    );
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const [byApp, byLookup, noServer, unreachable, utc, segment, both] = await Promise.all([
+      // The instance names the template and zone: no --format, no --time-zone.
+      idpool(['decode', number, '--app', key, '--json'], env),
+      idpool(['decode', number], env),
+      // Nothing to ask: one line naming the flags.
+      idpool(['decode', number]),
+      idpool(['decode', number, '--url', closed], env),
+      // A template without its zone: decoded, and the UTC said on stderr.
+      idpool(['decode', number, '--format', format, '--json']),
+      idpool(['decode', '5000', '--app', segmentKey], env),
+      idpool(['decode', number, '--app', key, '--format', format], env),
+    ]);
+    expect(json(byApp)).toEqual(byService.body);
+    expect(byLookup.code, byLookup.stderr).toBe(0);
+    expect(byLookup.stdout).toMatch(new RegExp(`^entity\\s+${key}$`, 'm'));
+    expect(byLookup.stdout).toMatch(/^timeZone\s+Asia\/Shanghai$/m);
+    expect(byLookup.stdout).toMatch(new RegExp(`^period\\s+${byService.body.period}$`, 'm'));
+    expectOneLineError(
+      noServer,
+      2,
+      new RegExp(
+        `^idpool: "${number}" is not a snowflake id .*--format <template> \\(and --time-zone <zone>.*--app <key>`,
+      ),
+    );
+    expectOneLineError(
+      unreachable,
+      1,
+      /cannot reach idpool at .*; to decode a business number give --format <template>/,
+    );
+    expect(utc.code, utc.stderr).toBe(0);
+    expect(JSON.parse(utc.stdout)).toMatchObject({ timeZone: 'UTC', seq: '1' });
+    expect(utc.stderr).toMatch(/^idpool: note: no --time-zone: the period \d{8} is read in UTC/);
+    expectOneLineError(
+      segment,
+      2,
+      new RegExp(`entity "${segmentKey}" issues monotonic segment ids: they carry nothing`),
+    );
+    expectOneLineError(both, 2, /--app and --format both name a template/);
     // `apps list` shows its period and the numbers used of it, not a number line's offset it does not draw from.
     const period = json(await idpool(['apps', 'list', '--json'], env)).apps.find(
       (a: { key: string }) => a.key === key,
@@ -358,6 +405,38 @@ describeWithServices('idpool CLI against a real instance (MariaDB + Redis)', { m
       await idpool(['decode', number, '--format', 'SH{ww}{seq:5}']),
       2,
       /^idpool: format: unknown token/,
+    );
+  });
+
+  it('creates a gapless series; apps list shows what its ledger issued this period, decode reads its numbers', async () => {
+    const key = uniqueKey('cligap');
+    const created = json(
+      await idpool(
+        ['apps', 'create', key, '--format', 'GL{yyyy}-{seq:4}', '--time-zone', 'Europe/Paris', '--gapless', '--json'],
+        env,
+      ),
+    );
+    expect(created).toMatchObject({ key, format: 'GL{yyyy}-{seq:4}', gapless: true });
+    const taken = await idpool(['take', key, '--count', '3', '--reference', 'inv-1'], {
+      ...env,
+      IDPOOL_SECRET: created.secret,
+    });
+    expect(taken.code, taken.stderr).toBe(0);
+    const numbers = taken.stdout.trim().split('\n');
+    expect(numbers).toHaveLength(3);
+    const year = numbers[0].slice(2, 6);
+    // Its kind, no pool (it keeps none), and its year's ledger counter with the zone: 3 issued, not 0.
+    const row = (await idpool(['apps', 'list'], env)).stdout.split('\n').find((l) => l.startsWith(`${key} `));
+    expect(row).toMatch(new RegExp(`^${key}\\s+number/gapless\\s+-\\s+-\\s+-\\s+${year} 3/9999 \\(Europe/Paris\\)\\s`));
+    const decoded = json(await idpool(['decode', numbers[2], '--app', key, '--json'], env));
+    expect(decoded).toMatchObject({ period: year, seq: '3', timeZone: 'Europe/Paris' });
+    // A reference sent to an entity that keeps no ledger is refused, not dropped.
+    const plain = uniqueKey('cliplain');
+    const plainSecret = await register(instance.url, { key: plain });
+    expectOneLineError(
+      await idpool(['take', plain, '--reference', 'inv-2'], { ...env, IDPOOL_SECRET: plainSecret }),
+      2,
+      /^idpool: invalid_request: reference is kept only in a gapless series' ledger; entity ".*" is not gapless/,
     );
   });
 

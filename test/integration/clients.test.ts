@@ -11,11 +11,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeWithServices } from '../support/describe-with-services';
 import { uniqueKey } from '../support/configs';
-import { parseMetrics, register } from '../support/http';
+import { call, parseMetrics, register } from '../support/http';
 import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
 import type { Instance } from '../support/processes';
 import { IdpoolClient } from '../../src/client';
 import { type ClientLanguage, type ClientRun, buildClientLanguages, runClient } from '../support/clients';
+import { type Front, startFront } from '../support/front';
 
 /** The leased entity's spacing: every id it hands out is ≡ REMAINDER (mod DELTA). */
 const DELTA = 7;
@@ -23,6 +24,16 @@ const REMAINDER = 3;
 /** The business-number entity's template, and what its numbers look like. */
 const NUMBER_FORMAT = 'CL{yyyy}{MM}{dd}-{seq:6}';
 const NUMBER_SHAPE = /^CL\d{8}-\d{6}$/;
+/** The gapless series' template (docs/numbers.md "Gapless series"): yearly, so a run never spans two periods. */
+const GAPLESS_FORMAT = 'GL{yyyy}-{seq:6}';
+
+/** The `gapless <reference> <number>` lines of a program's output, as reference → numbers. */
+function gaplessLines(output: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [, reference, n] of output.matchAll(/^gapless (\S+) (\S+)$/gm))
+    out.set(reference, [...(out.get(reference) ?? []), n]);
+  return out;
+}
 
 /** Waits until `run` has printed `line`, or fails with its output when it exits first. */
 async function said(run: ClientRun, line: string, name: string): Promise<void> {
@@ -60,6 +71,22 @@ describeWithServices(
       limited: uniqueKey('cl-limited'),
       flake: uniqueKey('cl-flake'),
       numbers: uniqueKey('cl-numbers'),
+      gapless: uniqueKey('cl-gapless'),
+    };
+    /**
+     * In front of A for the gapless takes: the first attempt of each Idempotency-Key reaches A, which issues
+     * the numbers, and its answer is dropped (a connection cut on the way back); later attempts pass.
+     */
+    let front: Front;
+    const dropped = new Set<string>();
+    /** The gapless series' ledger, as reference → numbers (its yearly period, by the database's clock). */
+    const ledger = async () => {
+      const page = await call(`${a.url}/apps/${keys.gapless}/numbers?limit=1000`, { token: env.GAPLESS_SECRET });
+      expect(page.status).toBe(200);
+      const out = new Map<string, string[]>();
+      for (const row of page.body.numbers as { number: string; reference: string | null }[])
+        out.set(String(row.reference), [...(out.get(String(row.reference)) ?? []), row.number]);
+      return out;
     };
     /** A trend entity registered with the defaults (5,000 ids a second) for each language and the TS SDK. */
     const trendKeys = Object.fromEntries(
@@ -83,7 +110,13 @@ describeWithServices(
       // One after the other: two start-ups at once on a loaded 2-core machine each take twice as long.
       a = await deployment.start();
       b = await deployment.start();
-      const [take, lease, limited, flake, numbers] = await Promise.all([
+      front = await startFront(a.url, (req) => {
+        const key = req.idempotencyKey;
+        if (key === undefined || dropped.has(key)) return { kind: 'forward' };
+        dropped.add(key);
+        return { kind: 'forward', drop: true };
+      });
+      const [take, lease, limited, flake, numbers, gapless] = await Promise.all([
         register(a.url, { key: keys.take, mode: 'monotonic', step: 500, maxSizePerSecond: 0 }),
         register(a.url, {
           key: keys.lease,
@@ -96,6 +129,7 @@ describeWithServices(
         register(a.url, { key: keys.limited, mode: 'trend', maxSizePerTimes: 10, maxSizePerSecond: 10 }),
         register(a.url, { key: keys.flake, mode: 'snowflake' }),
         register(a.url, { key: keys.numbers, format: NUMBER_FORMAT }),
+        register(a.url, { key: keys.gapless, format: GAPLESS_FORMAT, gapless: true }),
       ]);
       for (const [lang, key] of Object.entries(trendKeys))
         trendSecrets[lang] = await register(a.url, { key, mode: 'trend' });
@@ -110,6 +144,9 @@ describeWithServices(
         FLAKE_SECRET: flake,
         NUMBER_KEY: keys.numbers,
         NUMBER_SECRET: numbers,
+        GAPLESS_KEY: keys.gapless,
+        GAPLESS_SECRET: gapless,
+        GAPLESS_ENDPOINTS: `${front.url},${b.url}`,
         // Small leases, so each run takes many and threads meet at segment switches.
         LEASE_MIN: '500',
         LEASE_MAX: '4000',
@@ -117,6 +154,7 @@ describeWithServices(
     });
 
     afterAll(async () => {
+      await front?.close();
       await deployment?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
@@ -167,7 +205,7 @@ describeWithServices(
       }
     });
 
-    it('typed errors carry the service codes and the last real answer; Retry-After is obeyed, by leases too; one Idempotency-Key a take; business numbers as strings; snowflake ids decode', async () => {
+    it('typed errors carry the service codes and the last real answer; Retry-After is obeyed, by leases too; one Idempotency-Key a take; business numbers as strings; gapless numbers with a reference, one key through a dropped answer; snowflake ids decode', async () => {
       const runs = langs.map((lang) => ({
         lang,
         run: runClient(lang, 'errors', {
@@ -201,13 +239,25 @@ describeWithServices(
           'lease_waits',
           'numbers',
           'leased_default_trend',
+          'gapless',
         ])
           expect(r.output(), lang.name).toContain(`ok ${check}\n`);
       }
       expect(new Set(numbers).size, 'a business number handed out twice').toBe(numbers.length);
+      // Gapless: each take's first attempt was issued and its answer dropped; the retry, with the same key, was
+      // answered those numbers. So the ledger holds exactly what each program was answered, under its reference:
+      // no number issued to a retry nobody heard of, none to the refused third reference.
+      const inLedger = await ledger();
+      for (const { lang, run: r } of runs) {
+        const got = gaplessLines(r.output());
+        expect(got.get(`inv-${lang.name}-1`), lang.name).toHaveLength(2);
+        expect(got.get(`inv-${lang.name}-2`), lang.name).toHaveLength(1);
+        for (const reference of [1, 2, 3].map((n) => `inv-${lang.name}-${n}`))
+          expect(inLedger.get(reference), reference).toEqual(got.get(reference));
+      }
     });
 
-    it('the TypeScript SDK: business numbers as strings; leased ids of a default trend entity past its 429s and 400s', async () => {
+    it('the TypeScript SDK: business numbers as strings; gapless numbers with a reference and one key through a dropped answer; leased ids of a default trend entity past its 429s and 400s', async () => {
       const client = new IdpoolClient({
         endpoints: [a.url, b.url],
         entities: {
@@ -218,6 +268,7 @@ describeWithServices(
       try {
         const numbers = await client.take(keys.numbers, 3);
         for (const n of numbers) expect(n).toMatch(NUMBER_SHAPE);
+        await expectGaplessTakes();
         // 12,000 ids: leases of 1,000, 2,000 and 4,000, one over the second's 5,000 (429), then 8,000 (400).
         const ids: (number | bigint)[] = await client.leased(trendKeys.ts).take(12_000);
         expect(new Set(ids).size).toBe(12_000);
@@ -225,6 +276,44 @@ describeWithServices(
         client.close();
       }
     });
+
+    /**
+     * The TypeScript SDK's gapless takes through the dropping front, as the other programs' (their `gapless`
+     * check); then the whole ledger: every number has its taker's reference, and the audit shows no hole.
+     */
+    const expectGaplessTakes = async () => {
+      const gaplessClient = new IdpoolClient({
+        endpoints: [front.url, b.url],
+        entities: { [keys.gapless]: { secret: env.GAPLESS_SECRET } },
+      });
+      try {
+        const first = await gaplessClient.take(keys.gapless, 2, { reference: 'inv-ts-1' });
+        const mine = `ts-${keys.gapless}`;
+        const second = await gaplessClient.take(keys.gapless, 1, { reference: 'inv-ts-2', idempotencyKey: mine });
+        expect(await gaplessClient.take(keys.gapless, 1, { reference: 'inv-ts-2', idempotencyKey: mine })).toEqual(
+          second,
+        );
+        const refused = await gaplessClient
+          .take(keys.gapless, 1, { reference: 'inv-ts-3', idempotencyKey: mine })
+          .catch((e: unknown) => e);
+        expect(refused).toMatchObject({ status: 409, code: 'conflict' });
+        const inLedger = await ledger();
+        expect(inLedger.get('inv-ts-1')).toEqual(first);
+        expect(inLedger.get('inv-ts-2')).toEqual(second);
+        expect(inLedger.has('inv-ts-3')).toBe(false);
+        // Four takers (Java, Python, Go, this SDK), three numbers each. Each taker's first take had its answer
+        // dropped (then it stays on B, which answered): four numbers issued, retried with their key, answered once.
+        expect([...inLedger.values()].flat()).toHaveLength(12);
+        expect([...inLedger.keys()].sort()).toEqual(
+          ['go', 'java', 'python', 'ts'].flatMap((l) => [`inv-${l}-1`, `inv-${l}-2`]).sort(),
+        );
+        expect(dropped.size).toBe(4);
+        const audit = await call(`${a.url}/apps/${keys.gapless}/numbers/audit`, { token: env.GAPLESS_SECRET });
+        expect(audit.body).toMatchObject({ issued: 12, holes: [], duplicates: [] });
+      } finally {
+        gaplessClient.close();
+      }
+    };
 
     it('fails over to the survivor when one instance is killed (kill -9) between two phases', async () => {
       const TAKES = 10;

@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { REDIS_URL } from '../support/services';
 import { entityKeys } from '../../src/redis/keys';
@@ -336,6 +336,78 @@ describeWithServices(
       expect(await row.locator('[data-field=periodRunsOut]').getAttribute('class')).toBe('error');
       expect(await row.locator('[data-field=poolSize]').count()).toBe(0);
       const shot = join(ARTIFACTS, 'dashboard-numbers.png');
+      await page.screenshot({ path: shot, fullPage: true });
+      expect(statSync(shot).size).toBeGreaterThan(10_000);
+      await expectTablesFit(page);
+      await page.close();
+    });
+
+    it('fits 1,280 px with busy entities of every kind, 64-character keys, a long zone and alarms on show', async () => {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      await page.goto(`${instance.url}/admin/ui`);
+      await page.fill('#token', ADMIN_TOKEN);
+      await page.click('#login button[type=submit]');
+      await page.locator('#main').waitFor({ state: 'visible' });
+      // Keys at the 64-character limit, sharing a tag the search finds them by; each as long as a key may be.
+      const tag = uniqueKey('wide');
+      const long = (name: string) => `${tag}_${name}_`.padEnd(64, 'x');
+      const kinds: { key: string; entity: Record<string, unknown>; count: number }[] = [
+        // A small pool drained faster than it refills: pool_low and forecast_pool_dry alarms naming a long key.
+        { key: long('monotonic'), entity: { step: 100, maxPoolSize: 600, maxSizePerTimes: 100 }, count: 100 },
+        { key: long('trend'), entity: { mode: 'trend' }, count: 100 },
+        // Ids just below 2^53: forecast_js_safe_limit, "now".
+        { key: long('near_2_53'), entity: { startOffset: String(2n ** 53n - 5000n) }, count: 100 },
+        { key: long('snowflake'), entity: { mode: 'snowflake' }, count: 100 },
+        // An hourly period in a zone with a long name, 999 numbers an hour: forecast_period_exhausted.
+        {
+          key: long('number'),
+          entity: { format: 'INVOICE-{yyyy}{MM}{dd}{HH}-{seq:3}', timeZone: 'America/Argentina/ComodRivadavia' },
+          count: 5,
+        },
+        {
+          key: long('gapless'),
+          entity: { format: 'AV{yyyy}-{seq:8}', timeZone: 'Europe/Paris', gapless: true },
+          count: 5,
+        },
+      ];
+      const secrets = await Promise.all(
+        kinds.map((k) => register(instance.url, { key: k.key, maxSizePerSecond: 0, ...k.entity })),
+      );
+      await page.fill('#search', tag);
+      const deadline = Date.now() + 3000;
+      await Promise.all(
+        kinds.map(async (k, i) => {
+          while (Date.now() < deadline) {
+            const r = await takeIds(instance.url, k.key, secrets[i], k.count);
+            // A number period may run short (409) and a drained pool may answer 503 a moment: both are the point.
+            expect([200, 409, 503], JSON.stringify(r.body)).toContain(r.status);
+          }
+        }),
+      );
+      for (const k of kinds)
+        await expect
+          .poll(
+            async () =>
+              Number(await page.locator(`tr[data-entity="${k.key}"] [data-field=takeRate]`).getAttribute('data-value')),
+            { timeout: 15_000 },
+          )
+          .toBeGreaterThan(0);
+      await expect
+        .poll(() => page.locator(`#alarms li[data-alarm=forecast_js_safe_limit]`).count(), { timeout: 15_000 })
+        .toBeGreaterThan(0);
+      // The gapless series' row shows what its ledger issued this period (its audit's count), not an empty pool.
+      const gapless = kinds.findIndex((k) => k.entity.gapless === true);
+      const audit = await call(`${instance.url}/apps/${kinds[gapless].key}/numbers/audit`, {
+        token: secrets[gapless],
+      });
+      expect(audit.body.issued).toBeGreaterThan(0);
+      const gaplessRow = page.locator(`tr[data-entity="${kinds[gapless].key}"]`);
+      await expect
+        .poll(() => gaplessRow.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
+        .toBe(`${(audit.body.issued as number).toLocaleString('en-US')} / 99,999,999 issued`);
+      expect(await gaplessRow.locator('[data-field=mode]').textContent()).toBe('gapless');
+      expect(await page.locator('#entities tbody tr').count()).toBe(kinds.length);
+      const shot = join(ARTIFACTS, 'dashboard-wide.png');
       await page.screenshot({ path: shot, fullPage: true });
       expect(statSync(shot).size).toBeGreaterThan(10_000);
       await expectTablesFit(page);

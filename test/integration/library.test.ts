@@ -9,10 +9,16 @@ import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
 import { NotFoundError, UnavailableError } from '../../src/errors';
 import { type Database, openDatabase } from '../../src/db/database';
-import { SegmentsNotReadyError, createIdGenerator } from '../../src/library';
+import {
+  InvalidOptionError,
+  SegmentsNotReadyError,
+  UnsupportedEntityError,
+  createIdGenerator,
+} from '../../src/library';
 import { createIdGeneratorWith } from '../../src/library/generator';
 import { type Segment, type SegmentAllocator, SqlSegmentAllocator } from '../../src/segment/allocator';
-import { register, takeIds } from '../support/http';
+import { call, register, takeIds } from '../support/http';
+import { startFront } from '../support/front';
 import { startInstance } from '../support/processes';
 import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema, testPrefix, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -266,6 +272,51 @@ describe('library on the embedded default (SQLite file)', () => {
         true,
       );
     } finally {
+      await instance.stop();
+    }
+  });
+  it('a gapless series in service mode: a reference kept in the ledger, one key through a dropped answer; the database mode refuses it', async () => {
+    const url = `sqlite:${join(dir, 'gapless.db')}`;
+    const instance = await startInstance({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: '' });
+    // The first attempt of each Idempotency-Key reaches the instance, which issues; its answer is cut on the way back.
+    const cut = new Set<string>();
+    const front = await startFront(instance.url, ({ idempotencyKey: k }) =>
+      k === undefined || cut.has(k) ? { kind: 'forward' } : (cut.add(k), { kind: 'forward', drop: true }),
+    );
+    try {
+      const key = 'invoices';
+      const secret = await register(instance.url, { key, format: 'FA{yyyy}-{seq:6}', gapless: true });
+      const gen = await createIdGenerator({ service: { url: [front.url, instance.url], secrets: { [key]: secret } } });
+      let first: string[];
+      let second: string[];
+      try {
+        first = await gen.numbers(key, 3, { reference: 'order-1' });
+        second = await gen.numbers(key, 1, { reference: 'order-2', idempotencyKey: 'order-2' });
+        expect(await gen.numbers(key, 1, { reference: 'order-2', idempotencyKey: 'order-2' })).toEqual(second);
+      } finally {
+        await gen.close();
+      }
+      expect(cut.size).toBe(1);
+      const year = first[0].slice(2, 6);
+      expect([...first, ...second]).toEqual([1, 2, 3, 4].map((n) => `FA${year}-00000${n}`));
+      // The ledger holds what the generator was answered, each with its reference: the cut answer's retry burned none.
+      const ledger = await call(`${instance.url}/apps/${key}/numbers`, { token: secret });
+      expect(ledger.body.numbers.map((r: { number: string; reference: string }) => [r.number, r.reference])).toEqual([
+        ...first.map((n) => [n, 'order-1']),
+        [second[0], 'order-2'],
+      ]);
+      // With its own database connection the library writes no ledger: it refuses, naming the service mode.
+      const local = await createIdGenerator({ databaseUrl: url });
+      try {
+        const refused = await local.numbers(key, 1).catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(UnsupportedEntityError);
+        expect((refused as Error).message).toMatch(/gapless series.*service mode/);
+        await expect(local.numbers(key, 1, { reference: 'order-3' })).rejects.toBeInstanceOf(InvalidOptionError);
+      } finally {
+        await local.close();
+      }
+    } finally {
+      await front.close();
       await instance.stop();
     }
   });

@@ -11,7 +11,15 @@ import { idpool } from '../support/cli';
 import { sleep } from '../support/wait';
 import type { Deployment, Row } from './deployment';
 import { type Driver, type DriverAnswer, matrixDrivers, runDriver } from './drivers';
-import { LEASED_IDS, NUMBER_FORMAT, NUMBER_ZONE, NO_POOL_WHY, NO_REDIS_WHY, NOT_DECODED_OFFLINE_WHY } from './table';
+import {
+  CLI_SEGMENT_NOT_DECODED,
+  GAPLESS_LISTED,
+  LEASED_IDS,
+  NO_LIST_WHY,
+  NUMBER_ZONE,
+  NO_POOL_WHY,
+  NO_REDIS_WHY,
+} from './table';
 
 /** What a door answered: ids, a refusal (status and code), something else it showed, or that it is not there. */
 export type Outcome = { ids: string[] } | { status: number; code: string } | { shown: string } | { na: string };
@@ -247,6 +255,9 @@ async function pop(d: Deployment, row: Row, guarded: boolean): Promise<Outcome> 
   if (!d.redis) return { na: NO_REDIS_WHY };
   const { client, keys } = d.redis;
   const k = keys(row.key);
+  // A gapless series issued numbers at every door before: had it a list, it would exist by now.
+  if (row.kind.register.gapless === true)
+    return (await client.exists(k.ids)) === 0 ? { na: NO_LIST_WHY } : { shown: 'a list of ready numbers' };
   if (row.kind.register.mode === 'snowflake') {
     const popped = await client.lpop(k.ids);
     return popped === null ? { na: NO_POOL_WHY } : { shown: `popped ${popped}` };
@@ -265,7 +276,7 @@ async function pop(d: Deployment, row: Row, guarded: boolean): Promise<Outcome> 
   }
 }
 
-/** The period and sequence of a business number of {@link NUMBER_FORMAT}. */
+/** The period and sequence of a business number of the matrix's template (NUMBER_FORMAT in table.ts). */
 const numberParts = (n: string) => ({ period: n.slice(3, 11), seq: BigInt(n.slice(12)) });
 
 async function raise(d: Deployment, row: Row, below: boolean): Promise<Outcome> {
@@ -344,11 +355,12 @@ function perRowProcesses(run: Run): Run {
   };
 }
 
-async function cliDecode(_d: Deployment, row: Row): Promise<Outcome> {
-  if (row.kind.shape === 'decimal' && row.kind.register.mode !== 'snowflake') return { na: NOT_DECODED_OFFLINE_WHY };
+/** `idpool decode ID --app KEY`: no --format nor --time-zone, the instance names a number's. */
+async function cliDecode(d: Deployment, row: Row): Promise<Outcome> {
   const id = lastId(row);
-  const numberFlags = row.kind.shape === 'number' ? ['--format', NUMBER_FORMAT, '--time-zone', NUMBER_ZONE] : [];
-  const run = await idpool(['decode', id, ...numberFlags, '--json']);
+  const run = await idpool(['decode', id, '--app', row.key, '--url', d.url, '--json'], { IDPOOL_ADMIN_TOKEN: d.admin });
+  if (run.code === 2 && run.stderr.includes('segment ids: they carry nothing to decode'))
+    return { shown: CLI_SEGMENT_NOT_DECODED };
   if (run.code !== 0) return { shown: `exit ${run.code}: ${run.stderr.trim()}` };
   return { shown: explained(row, id, JSON.parse(run.stdout) as Record<string, unknown>) };
 }
@@ -390,6 +402,15 @@ async function listed(d: Deployment, row: Row): Promise<Outcome> {
   if (!c) return { shown: 'not listed' };
   const none = (name: string) => c[name] === '-';
   const segmentFields = `step ${c.STEP}, pool ${c.POOL}, offset ${c['CURRENT OFFSET']}`;
+  if (!none('PERIOD') && c.MODE === 'number/gapless') {
+    const ok =
+      new RegExp(`^\\d{8} \\d+/999999 \\(${NUMBER_ZONE}\\)$`).test(c.PERIOD) &&
+      Number(/ (\d+)\//.exec(c.PERIOD)?.[1]) > 0 &&
+      none('POOL') &&
+      none('STEP') &&
+      none('CURRENT OFFSET');
+    return { shown: ok ? GAPLESS_LISTED : `mode ${c.MODE}, pool ${c.POOL}, period ${c.PERIOD}; ${segmentFields}` };
+  }
   if (!none('PERIOD')) {
     const cap = /^\d+\/(\d+)$/.exec(c.POOL)?.[1];
     const ok =
@@ -417,6 +438,7 @@ interface DashboardRow {
   currentOffset?: string;
   sampledAt?: number | null;
   period?: { used: string; capacity: string; timeZone: string; startLocal?: string };
+  gapless?: boolean;
 }
 
 /** The row the dashboard renders for the entity, once sampled (within the cell's wait). */
@@ -444,7 +466,7 @@ async function dashboard(d: Deployment, row: Row): Promise<Outcome> {
       p.startLocal?.endsWith(`(${NUMBER_ZONE})`) === true;
     return {
       shown: ok
-        ? 'period used/capacity, its zone, start labelled with the zone'
+        ? `period used/capacity, its zone, start labelled with the zone${r.gapless === true ? '; gapless' : ''}`
         : `period ${p.used}/${p.capacity} ${p.timeZone}, start ${p.startLocal}`,
     };
   }

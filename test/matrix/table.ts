@@ -11,7 +11,7 @@ export const BACKENDS = ['embedded', 'mariadb+redis', 'postgres+redis'] as const
 export type Backend = (typeof BACKENDS)[number];
 
 /** The business-number template of the number rows (docs/numbers.md), daily in a zone that is not UTC. */
-export const NUMBER_FORMAT = 'INV{yyyy}{MM}{dd}-{seq:6}';
+const NUMBER_FORMAT = 'INV{yyyy}{MM}{dd}-{seq:6}';
 export const NUMBER_ZONE = 'Asia/Shanghai';
 
 /** One row: a kind of id, and how such an entity is registered (`POST /admin/apps`). */
@@ -40,6 +40,13 @@ export const KINDS: readonly Kind[] = [
     register: { mode: 'trend', format: NUMBER_FORMAT, timeZone: NUMBER_ZONE },
     shape: 'number',
     ordered: false,
+  },
+  /** A gapless series (docs/numbers.md "Gapless series"): issued at the take, each number in its ledger. */
+  {
+    name: 'gapless',
+    register: { mode: 'monotonic', format: NUMBER_FORMAT, timeZone: NUMBER_ZONE, gapless: true },
+    shape: 'number',
+    ordered: true,
   },
 ];
 export type KindName = (typeof KINDS)[number]['name'];
@@ -81,6 +88,7 @@ const all = (cell: Cell): ByKind => ({
   snowflake: cell,
   'number monotonic': cell,
   'number trend': cell,
+  gapless: cell,
 });
 
 /** How one door is reached and what each kind gets there. */
@@ -106,16 +114,27 @@ const CONFLICT = refused(409, 'conflict');
  * meets a 429 and must wait it out within its deadline.
  */
 export const LEASED_IDS = 6000;
-const CLIENT_LEASED: ByKind = { ...all(CONFLICT), 'segment trend': ids(LEASED_IDS) };
+const CLIENT_LEASED: ByKind = {
+  ...all(CONFLICT),
+  'segment trend': ids(LEASED_IDS),
+  gapless: refused(409, 'gapless_not_served_here'),
+};
 const NUMBERS_SHOWN = 'period, seq';
 /** docs/numbers.md "Capacity and alarms": a number entity's list row and dashboard row show its period, not a number line. */
 const NUMBERS_LISTED =
   'number/MODE, ready/cap (cap at most 1 % of the period), period used/capacity (zone); no step or offset';
 const NUMBERS_DASHBOARD = 'period used/capacity, its zone, start labelled with the zone';
+/** The same, its `used` the ledger's counter (ops/number-usage.ts), marked gapless; listed without a pool. */
+const GAPLESS_DASHBOARD = `${NUMBERS_DASHBOARD}; gapless`;
+export const GAPLESS_LISTED = 'number/gapless, no pool, period issued/capacity (zone); no step or offset';
+/** Leaf's, Tinyid's and the lease routes cannot carry a key nor write a ledger (docs/numbers.md). */
+const GAPLESS_NOT_SERVED = refused(409, 'gapless_not_served_here');
+export const NO_LIST_WHY = 'a gapless series keeps no list: each number is issued at the take, in its ledger';
 /** The reasons of the n/a cells: the door runs check each against the deployment (test/matrix/doors.ts). */
 export const NO_REDIS_WHY = 'no Redis: the embedded pool is in process';
 export const NO_POOL_WHY = 'snowflake ids are made at the take: no pool to pop';
-export const NOT_DECODED_OFFLINE_WHY = 'segment ids carry nothing to decode; idpool decode reads any id as a snowflake';
+/** What `idpool decode ID --app KEY` says of a segment entity's id (the route's 400, as the CLI's exit 2). */
+export const CLI_SEGMENT_NOT_DECODED = 'exit 2: segment ids carry nothing to decode';
 const NO_REDIS = { backends: ['embedded'] as const, why: NO_REDIS_WHY };
 const NO_POOL = na(NO_POOL_WHY);
 const SEGMENT_NOT_DECODED = refused(400, 'invalid_request');
@@ -148,12 +167,17 @@ export const DOORS: readonly Door[] = [
   {
     name: 'Tinyid nextId',
     how: '`/tinyid/id/nextId?batchSize=3` (`IDPOOL_COMPAT=tinyid`)',
-    cells: { ...all(ids(3)), 'number monotonic': TINYID_REFUSED, 'number trend': TINYID_REFUSED },
+    cells: {
+      ...all(ids(3)),
+      'number monotonic': TINYID_REFUSED,
+      'number trend': TINYID_REFUSED,
+      gapless: TINYID_REFUSED,
+    },
   },
   {
     name: 'Tinyid nextIdSimple',
     how: '`/tinyid/id/nextIdSimple?batchSize=3`',
-    cells: { ...all(ids(3)), 'number monotonic': TINYID_EMPTY, 'number trend': TINYID_EMPTY },
+    cells: { ...all(ids(3)), 'number monotonic': TINYID_EMPTY, 'number trend': TINYID_EMPTY, gapless: TINYID_EMPTY },
   },
   {
     name: 'Tinyid nextSegmentId',
@@ -168,7 +192,7 @@ export const DOORS: readonly Door[] = [
   {
     name: 'lease',
     how: '`POST /apps/:key/segments` `{"size":100}`',
-    cells: { ...all(CONFLICT), 'segment trend': ids(100) },
+    cells: { ...all(CONFLICT), 'segment trend': ids(100), gapless: GAPLESS_NOT_SERVED },
   },
   {
     name: 'decode',
@@ -178,17 +202,19 @@ export const DOORS: readonly Door[] = [
       snowflake: shown('timestamp, worker, sequence'),
       'number monotonic': shown(NUMBERS_SHOWN),
       'number trend': shown(NUMBERS_SHOWN),
+      gapless: shown(NUMBERS_SHOWN),
     },
   },
   { name: 'CLI take', how: '`idpool take KEY --count 2`', cells: all(ids(2)) },
   {
     name: 'CLI decode',
-    how: '`idpool decode ID` (offline; `--format` for numbers)',
+    how: "`idpool decode ID --app KEY` (a number's template and zone asked of the instance; a snowflake's layout local)",
     cells: {
-      ...all(na(NOT_DECODED_OFFLINE_WHY)),
+      ...all(shown(CLI_SEGMENT_NOT_DECODED)),
       snowflake: shown('timestamp, worker, sequence'),
       'number monotonic': shown(NUMBERS_SHOWN),
       'number trend': shown(NUMBERS_SHOWN),
+      gapless: shown(NUMBERS_SHOWN),
     },
   },
   { name: 'TypeScript client take', how: '`client.take(key, 5)` (`idpool/client`)', cells: all(ids(5)) },
@@ -218,18 +244,24 @@ export const DOORS: readonly Door[] = [
   {
     name: 'library service mode',
     how: '`createIdGenerator({ service })`: `take(key, 5)`, `numbers(key, 5)`',
-    cells: { ...all(CONFLICT), 'segment trend': ids(5), 'number monotonic': ids(5), 'number trend': ids(5) },
+    cells: {
+      ...all(CONFLICT),
+      'segment trend': ids(5),
+      'number monotonic': ids(5),
+      'number trend': ids(5),
+      gapless: ids(5),
+    },
   },
   {
     name: 'direct pop',
     how: '`LPOP idpool:{KEY}:ids` (a trusted consumer)',
-    cells: { ...all(ids(1)), snowflake: NO_POOL },
+    cells: { ...all(ids(1)), snowflake: NO_POOL, gapless: na(NO_LIST_WHY) },
     missingOn: NO_REDIS,
   },
   {
     name: 'guarded pop',
     how: '`FCALL idpool_pop 2 idpool:{KEY}:ids idpool:{KEY}:server 2`',
-    cells: { ...all(ids(2)), snowflake: NO_POOL },
+    cells: { ...all(ids(2)), snowflake: NO_POOL, gapless: na(NO_LIST_WHY) },
     missingOn: NO_REDIS,
   },
   {
@@ -240,6 +272,8 @@ export const DOORS: readonly Door[] = [
       snowflake: refused(400, 'invalid_request'),
       'number monotonic': shown('200; the next number is seq + 1'),
       'number trend': shown('200; the next number is above seq'),
+      // Its counter moves only with its ledger.
+      gapless: CONFLICT,
     },
   },
   {
@@ -262,6 +296,7 @@ export const DOORS: readonly Door[] = [
       snowflake: shown('mode only'),
       'number monotonic': shown(NUMBERS_LISTED),
       'number trend': shown(NUMBERS_LISTED),
+      gapless: shown(GAPLESS_LISTED),
     },
   },
   {
@@ -273,6 +308,7 @@ export const DOORS: readonly Door[] = [
       snowflake: shown('take rate'),
       'number monotonic': shown(NUMBERS_DASHBOARD),
       'number trend': shown(NUMBERS_DASHBOARD),
+      gapless: shown(GAPLESS_DASHBOARD),
     },
   },
   {

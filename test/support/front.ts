@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 
 /** What a front does with one request. */
 export type FrontAction =
-  | { kind: 'forward'; holdMs?: number }
+  /** `drop`: the instance answered, but the front cuts the client's connection instead of passing the answer on. */
+  | { kind: 'forward'; holdMs?: number; drop?: boolean }
   | { kind: 'answer'; status: number; body: unknown; headers?: Record<string, string> };
 
 export interface FrontRequest {
@@ -26,7 +27,8 @@ export interface Front {
 /**
  * A small HTTP front in front of a real instance: records every request,
  * and per request either forwards it (optionally holding the answer back,
- * to make a client time out) or answers itself (to inject a 503).
+ * to make a client time out, or dropping it, as a cut connection would) or
+ * answers itself (to inject a 503).
  */
 export async function startFront(
   target: string,
@@ -72,6 +74,10 @@ export async function startFront(
         seen.status = upstream.status;
         seen.upstreamBody = text;
         if (action.holdMs) await new Promise((r) => setTimeout(r, action.holdMs));
+        if (action.drop) {
+          res.socket?.destroy();
+          return;
+        }
         const out: Record<string, string> = { 'content-type': 'application/json' };
         for (const name of ['retry-after', 'idempotent-replayed']) {
           const value = upstream.headers.get(name);

@@ -185,6 +185,21 @@ describe('IdpoolClient failover', () => {
     expect(keys[0]).toMatch(/^[\x20-\x7e]{1,128}$/);
   });
 
+  it("sends a gapless take's reference in the body and the caller's own Idempotency-Key on every attempt", async () => {
+    const f = fakeFetch({ [A]: [refused()] });
+    const c = client(f.fn, new FakeClock({ sleep: 'advance' }), { downForMs: 0 });
+    await c.take('orders', 2, { reference: 'INV-4711', idempotencyKey: 'order-4711' });
+    expect(f.seen.map((s) => [s.headers['idempotency-key'], s.body])).toEqual([
+      ['order-4711', { count: 2, reference: 'INV-4711' }],
+      ['order-4711', { count: 2, reference: 'INV-4711' }],
+    ]);
+    // Without options the body is the count alone, as before.
+    await c.take('orders', 1);
+    expect(f.seen[2].body).toEqual({ count: 1 });
+    // Ids handed out from this process never reach the service: nowhere to send a reference.
+    await expect(c.take('trendy', 1, { reference: 'INV-1' })).rejects.toThrow(/hands out ids from this process/);
+  });
+
   it('does not wait for a Retry-After that ends after the deadline', async () => {
     const f = fakeFetch({
       [A]: [json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '20' })],

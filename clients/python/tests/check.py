@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 
 from idpool_client import (BusinessNumberError, ConflictError, IdpoolClient, IdpoolHttpError, InvalidRequestError,
                            RateLimitedError, UnauthorizedError, UnavailableError)
@@ -143,7 +144,30 @@ def errors():
     check("lease_waits", lease_waits)
     check("numbers", numbers)
     check("leased_default_trend", leased_default_trend)
+    check("gapless", gapless)
     print("done")
+
+
+def gapless():
+    """A gapless series through GAPLESS_ENDPOINTS, whose first endpoint drops the answer to each new
+    Idempotency-Key (the test's proxy: the service issued the numbers, the client never heard): the
+    retry on the next endpoint carries the same key and is answered the numbers already issued. Then
+    the caller's own key twice: the same numbers; with another reference, 409. Prints
+    ``gapless <reference> <number>`` for the test, which reads the ledger."""
+    key = env("GAPLESS_KEY")
+    c = IdpoolClient(env("GAPLESS_ENDPOINTS").split(","), {key: env("GAPLESS_SECRET")})
+    first = c.take_numbers(key, 2, reference="inv-python-1")
+    mine = f"python-{uuid.uuid4()}"
+    second = c.take_numbers(key, 1, reference="inv-python-2", idempotency_key=mine)
+    again = c.take_numbers(key, 1, reference="inv-python-2", idempotency_key=mine)
+    if again != second:
+        raise AssertionError(f"the same key answered {again} after {second}")
+    expect_http(lambda: c.take_numbers(key, 1, reference="inv-python-3", idempotency_key=mine), ConflictError, 409,
+                "conflict")
+    for n in first:
+        print(f"gapless inv-python-1 {n}")
+    for n in second:
+        print(f"gapless inv-python-2 {n}")
 
 
 def numbers():

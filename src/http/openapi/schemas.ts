@@ -188,7 +188,9 @@ const NumberPeriod = z.object({
   startLocal: text.describe("`start` as the period's zone reads it, labelled: `2026-11-29 00:00 (Asia/Shanghai)`."),
   endLocal: text.nullable().describe('`end` likewise; null for `never`.'),
   timeZone: text,
-  used: decimalId.describe('Numbers of the period handed out or dropped as gaps.'),
+  used: decimalId.describe(
+    "Numbers of the period handed out or dropped as gaps; of a gapless series, its ledger's counter: issued, voided or entered lost.",
+  ),
   capacity: decimalId.describe('10^N − 1 for `{seq:N}`.'),
   digits: int(1, 18),
   usedPercent: z.number().min(0),
@@ -452,6 +454,10 @@ const EntityOverview = z.object({
     .boolean()
     .describe('Not sampled within two sampling rounds: the values are the last ones read, not current.'),
   period: NumberPeriod.optional(),
+  gapless: z
+    .literal(true)
+    .optional()
+    .describe("A gapless series (docs/numbers.md): its period's used is what its ledger issued; it keeps no pool."),
 });
 
 /** One snowflake entity of the overview: it has no pool, only a take rate. */

@@ -293,8 +293,8 @@ async function numberPeriods(
   if (!numbers) return out;
   await Promise.all(
     entities
-      // A gapless series keeps no pool of numbers: its ledger's audit says what it issued.
-      .filter((e) => e.numbers && !e.gapless)
+      // A gapless series' usage is its ledger's counter (ops/number-usage.ts).
+      .filter((e) => e.numbers)
       .map(async (entity) => {
         const usage = await numbers.usage(entity);
         const rate = deps.numberViews?.(entity.key)?.forecast.takePerSecond ?? 0;

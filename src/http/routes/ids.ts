@@ -36,6 +36,11 @@ export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticat
 
 /** The take of every other kind: `count` from the body or query, once per Idempotency-Key through the idempotency store. */
 function onceTake(deps: IdRouteDeps, req: Request, entity: EntityConfig) {
+  // Silently dropped, a caller's invoice id would be missing from a ledger it believes it wrote.
+  if (typeof req.body === 'object' && req.body !== null && 'reference' in req.body)
+    throw new InvalidRequestError(
+      `reference is kept only in a gapless series' ledger; entity "${entity.key}" is not gapless and keeps none`,
+    );
   const count = requestedCount(req, entity.maxSizePerTimes);
   return answerOnce(deps.idempotency, req, entity.key, count, () => deps.takes.take(entity, count));
 }

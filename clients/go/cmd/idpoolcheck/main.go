@@ -245,7 +245,51 @@ func checks() {
 	check("lease_waits", leaseWaits)
 	check("numbers", numbers)
 	check("leased_default_trend", leasedDefaultTrend)
+	check("gapless", gapless)
 	fmt.Println("done")
+}
+
+// gapless: a gapless series through GAPLESS_ENDPOINTS, whose first endpoint
+// drops the answer to each new Idempotency-Key (the test's proxy: the service
+// issued the numbers, the client never heard): the retry on the next endpoint
+// carries the same key and is answered the numbers already issued. Then the
+// caller's own key twice: the same numbers; with another reference, 409.
+// Prints "gapless <reference> <number>" for the test, which reads the ledger.
+func gapless() error {
+	ctx := context.Background()
+	key := env("GAPLESS_KEY", "")
+	c, err := idpool.New(idpool.Options{Endpoints: strings.Split(env("GAPLESS_ENDPOINTS", ""), ","),
+		Secrets: map[string]string{key: env("GAPLESS_SECRET", "")}})
+	if err != nil {
+		return err
+	}
+	first, err := c.TakeNumbers(ctx, key, 2, idpool.WithReference("inv-go-1"))
+	if err != nil {
+		return err
+	}
+	mine := fmt.Sprintf("go-%d-%d", os.Getpid(), time.Now().UnixNano())
+	second, err := c.TakeNumbers(ctx, key, 1, idpool.WithReference("inv-go-2"), idpool.WithIdempotencyKey(mine))
+	if err != nil {
+		return err
+	}
+	again, err := c.TakeNumbers(ctx, key, 1, idpool.WithReference("inv-go-2"), idpool.WithIdempotencyKey(mine))
+	if err != nil {
+		return err
+	}
+	if strings.Join(again, ",") != strings.Join(second, ",") {
+		return fmt.Errorf("the same key answered %v after %v", again, second)
+	}
+	_, err = c.TakeNumbers(ctx, key, 1, idpool.WithReference("inv-go-3"), idpool.WithIdempotencyKey(mine))
+	if err := expectHTTP(err, idpool.ErrConflict, 409, "conflict"); err != nil {
+		return err
+	}
+	for _, n := range first {
+		fmt.Println("gapless inv-go-1 " + n)
+	}
+	for _, n := range second {
+		fmt.Println("gapless inv-go-2 " + n)
+	}
+	return nil
 }
 
 // numbers: a business-number entity: TakeNumbers answers its numbers as

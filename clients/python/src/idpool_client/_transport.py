@@ -54,8 +54,9 @@ class Transport:
         self._opener = urllib.request.build_opener(_NoRedirect)
 
     def send(self, method: str, path: str, secret: str, body: Optional[dict] = None,
-             wait_on_rate_limit: Optional[bool] = None) -> Any:
-        """The 2xx answer, parsed; ``wait_on_rate_limit`` overrides the client's for this request."""
+             wait_on_rate_limit: Optional[bool] = None, idempotency_key: Optional[str] = None) -> Any:
+        """The 2xx answer, parsed; ``wait_on_rate_limit`` overrides the client's for this request;
+        every attempt of a POST carries ``idempotency_key`` (the caller's), else one made for the call."""
         wait_on_429 = self._wait_on_rate_limit if wait_on_rate_limit is None else wait_on_rate_limit
         deadline = time.monotonic() + self._deadline
         headers = {"Authorization": f"Bearer {secret}", "Accept": "application/json"}
@@ -63,7 +64,7 @@ class Transport:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-            headers["Idempotency-Key"] = str(uuid.uuid4())
+            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
         failures: List[Exception] = []
         for _ in range(self._max_attempts):
             with self._lock:

@@ -6,7 +6,7 @@ import re
 import threading
 import urllib.parse
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._leased import LeasedIds
 from ._transport import Transport
@@ -88,21 +88,33 @@ class IdpoolClient:
         """One new id from the service."""
         return self.take(entity_key, 1)[0]
 
-    def take_numbers(self, entity_key: str, count: int = 1) -> List[str]:
+    def take_numbers(self, entity_key: str, count: int = 1, *, reference: Optional[str] = None,
+                     idempotency_key: Optional[str] = None) -> List[str]:
         """``count`` new business numbers of an entity registered with a ``format`` (e.g.
         ``INV20261129-000304``, docs/numbers.md), as the strings the service answers; of a plain
-        entity, its ids as decimal strings."""
-        return self._take_strings(entity_key, count)
+        entity, its ids as decimal strings.
+
+        For a gapless series (docs/numbers.md "Gapless series"), ``reference`` (the invoice's id,
+        1-128 characters) is kept in the ledger beside each number. Every attempt of the call carries
+        one ``Idempotency-Key``, so a retry after a timeout is answered the numbers already issued;
+        ``idempotency_key`` gives the caller's own (e.g. derived from the invoice's id): asked again
+        with it, even from another process, the service answers the same numbers (with another
+        count or reference, 409 ``conflict``)."""
+        return self._take_strings(entity_key, count, reference, idempotency_key)
 
     def next_number(self, entity_key: str) -> str:
         """One new business number."""
         return self._take_strings(entity_key, 1)[0]
 
-    def _take_strings(self, entity_key: str, count: int) -> List[str]:
+    def _take_strings(self, entity_key: str, count: int, reference: Optional[str] = None,
+                      idempotency_key: Optional[str] = None) -> List[str]:
         if not isinstance(count, int) or count < 1:
             raise ValueError(f"count must be a positive integer, got {count!r}")
+        body: Dict[str, Any] = {"count": count}
+        if reference is not None:
+            body["reference"] = reference
         answer = self._transport.send("POST", self._path(entity_key, "/ids"), self._secret(entity_key),
-                                      {"count": count})
+                                      body, idempotency_key=idempotency_key)
         ids = answer.get("ids") if isinstance(answer, dict) else None
         if not isinstance(ids, list) or len(ids) != count:
             raise IdpoolError(f"idpool answered POST /apps/{entity_key}/ids without {count} ids")

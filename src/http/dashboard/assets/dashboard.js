@@ -133,12 +133,20 @@
     entities.forEach(function (e) {
       var tr = el('tr', { 'data-entity': e.key });
       tr.appendChild(el('td', { 'data-field': 'key', title: e.key }, e.key));
-      // A business-number entity's kind is its mode's word here (its numbers' order, monotonic or trend, on hover).
+      // A business-number entity's kind is its mode's word here (its numbers' order, monotonic or trend, on hover);
+      // a gapless series' is "gapless".
       tr.appendChild(
         el(
           'td',
-          { 'data-field': 'mode', title: e.period ? 'business numbers, ' + e.mode : e.mode },
-          e.period ? 'number' : e.mode,
+          {
+            'data-field': 'mode',
+            title: e.gapless
+              ? 'gapless business numbers: each issued in its ledger, at the take'
+              : e.period
+                ? 'business numbers, ' + e.mode
+                : e.mode,
+          },
+          e.gapless ? 'gapless' : e.period ? 'number' : e.mode,
         ),
       );
       if (e.mode === 'snowflake') {
@@ -231,7 +239,10 @@
   function numberCells(tr, e) {
     var p = e.period;
     var where = 'period ' + p.id + ' (' + p.timeZone + ': from ' + p.startLocal + ')';
-    var fill = el('td', { 'data-field': 'period', title: where + ', ' + num(p.ready) + ' numbers ready' });
+    var fill = el('td', {
+      'data-field': 'period',
+      title: where + (e.gapless ? ', issued at the take' : ', ' + num(p.ready) + ' numbers ready'),
+    });
     var bar = el('span', { class: 'bar' + (p.runsOutBeforeEnd ? ' low' : '') });
     var inner = el('span');
     inner.style.width = Math.min(100, p.usedPercent) + '%';
@@ -243,8 +254,9 @@
       el(
         'td',
         { class: 'num', 'data-field': 'periodUsed', title: p.usedPercent + '% of ' + where + ' used' },
-        // "used": the column's header names a pool's size against its target, which a number entity has not.
-        num(Number(p.used)) + ' / ' + num(Number(p.capacity)) + ' used',
+        // "used": the column's header names a pool's size against its target, which a number entity has not;
+        // "issued" for a gapless series, whose ledger's counter it is.
+        num(Number(p.used)) + ' / ' + num(Number(p.capacity)) + (e.gapless ? ' issued' : ' used'),
       ),
     );
     tr.appendChild(

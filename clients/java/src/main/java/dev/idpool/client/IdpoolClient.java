@@ -99,14 +99,40 @@ public final class IdpoolClient implements AutoCloseable {
     return takeStrings(entityKey, count).toArray(new String[0]);
   }
 
+  /**
+   * {@code count} new numbers of a gapless series (docs/numbers.md "Gapless series"), each entered
+   * in its ledger with {@code reference} (the invoice's id, 1-128 characters; null for none). Every
+   * attempt of the call carries one Idempotency-Key, so a retry after a timeout gets the numbers the
+   * first attempt was issued, never new ones.
+   */
+  public String[] takeNumbers(String entityKey, int count, String reference) {
+    return takeNumbers(entityKey, count, reference, null);
+  }
+
+  /**
+   * As {@link #takeNumbers(String, int, String)} with the caller's {@code idempotencyKey} (e.g.
+   * derived from the invoice's id): calling again with it, even from another process or days later,
+   * answers the same numbers. The same key with another count or reference is a 409 {@code conflict}.
+   */
+  public String[] takeNumbers(String entityKey, int count, String reference, String idempotencyKey) {
+    return takeStrings(entityKey, count, reference, idempotencyKey).toArray(new String[0]);
+  }
+
   /** One new business number. */
   public String nextNumber(String entityKey) {
     return takeNumbers(entityKey, 1)[0];
   }
 
   private List<String> takeStrings(String entityKey, int count) {
+    return takeStrings(entityKey, count, null, null);
+  }
+
+  private List<String> takeStrings(String entityKey, int count, String reference, String idempotencyKey) {
     if (count < 1) throw new IllegalArgumentException("count must be a positive integer, got " + count);
-    Object answer = transport.send("POST", path(entityKey, "/ids"), secret(entityKey), "{\"count\":" + count + "}");
+    String body = "{\"count\":" + count + (reference == null ? "" : ",\"reference\":" + Json.quote(reference)) + "}";
+    Object answer =
+        transport.send(
+            "POST", path(entityKey, "/ids"), secret(entityKey), body, transport.waitsOnRateLimit(), idempotencyKey);
     Object ids = answer instanceof Map ? ((Map<?, ?>) answer).get("ids") : null;
     if (!(ids instanceof List) || ((List<?>) ids).size() != count)
       throw new IdpoolException("idpool answered POST /apps/" + entityKey + "/ids without " + count + " ids");

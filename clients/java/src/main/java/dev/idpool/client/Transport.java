@@ -77,6 +77,11 @@ final class Transport {
     return (System.nanoTime() - origin) / 1_000_000;
   }
 
+  /** Whether a 429 is waited out (the builder's {@code waitOnRateLimit}). */
+  boolean waitsOnRateLimit() {
+    return waitOnRateLimit;
+  }
+
   /** Sends {@code method path} (with a JSON {@code body} when not null) and returns the parsed 2xx answer. */
   Object send(String method, String path, String secret, String body) {
     return send(method, path, secret, body, waitOnRateLimit);
@@ -84,8 +89,16 @@ final class Transport {
 
   /** As {@link #send(String, String, String, String)}, a 429 waited out when {@code waitOnRateLimit}. */
   Object send(String method, String path, String secret, String body, boolean waitOnRateLimit) {
+    return send(method, path, secret, body, waitOnRateLimit, null);
+  }
+
+  /**
+   * As {@link #send(String, String, String, String, boolean)}, every attempt carrying {@code
+   * idempotencyKey} (the caller's), or a new one for this call when null.
+   */
+  Object send(String method, String path, String secret, String body, boolean waitOnRateLimit, String idempotencyKey) {
     long deadline = now() + deadlineMs;
-    String idempotencyKey = body == null ? null : UUID.randomUUID().toString();
+    if (body != null && idempotencyKey == null) idempotencyKey = UUID.randomUUID().toString();
     List<IdpoolException> failures = new ArrayList<>();
     for (int attempt = 0; attempt < maxAttempts; attempt++) {
       Endpoint endpoint;

@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -172,7 +173,34 @@ public final class ClientCheck {
     check("lease_waits", ClientCheck::leaseWaits);
     check("numbers", ClientCheck::numbers);
     check("leased_default_trend", ClientCheck::leasedDefaultTrend);
+    check("gapless", ClientCheck::gapless);
     System.out.println("done");
+  }
+
+  /**
+   * A gapless series through GAPLESS_ENDPOINTS, whose first endpoint drops the answer to each new
+   * Idempotency-Key (the test's proxy: the service issued the numbers, the client never heard): the
+   * retry on the next endpoint carries the same key and is answered the numbers already issued. Then
+   * the caller's own key twice: the same numbers; with another reference, 409. Prints {@code gapless
+   * <reference> <number>} for the test, which reads the ledger.
+   */
+  private static void gapless() {
+    String key = env("GAPLESS_KEY", "");
+    IdpoolClient c =
+        IdpoolClient.builder()
+            .endpoints(env("GAPLESS_ENDPOINTS", "").split(","))
+            .entity(key, env("GAPLESS_SECRET", ""))
+            .build();
+    String[] first = c.takeNumbers(key, 2, "inv-java-1");
+    String mine = "java-" + UUID.randomUUID();
+    String[] second = c.takeNumbers(key, 1, "inv-java-2", mine);
+    String[] again = c.takeNumbers(key, 1, "inv-java-2", mine);
+    if (!Arrays.equals(second, again))
+      throw new AssertionError("the same key answered " + Arrays.toString(again) + " after " + Arrays.toString(second));
+    expectHttp(
+        () -> c.takeNumbers(key, 1, "inv-java-3", mine), IdpoolHttpException.Conflict.class, 409, "conflict");
+    for (String n : first) System.out.println("gapless inv-java-1 " + n);
+    for (String n : second) System.out.println("gapless inv-java-2 " + n);
   }
 
   /**

@@ -1,0 +1,115 @@
+/**
+ * `idpool decode` of a business number: the template, reset and zone come
+ * from `--format` (offline) or from the instance that issued it, asked with
+ * the admin token (`GET /admin/apps/:key`, or the entity list when no
+ * `--app` names the entity). A number carries its period's date but not the
+ * zone that date is in, so a zone the user did not give is said aloud.
+ */
+import type { Command } from 'commander';
+import { type DecodedNumber, NumberScheme, type NumberSettings } from '../numbers/scheme';
+import { NumberSettingsError } from '../numbers/template';
+import type { CliContext } from './context';
+import { CliError, EXIT_USAGE } from './errors';
+import { fields } from './format';
+import { listPages } from './entity-commands';
+
+/** What `GET /admin/apps` tells of an entity that decode needs: its mode and, for a business number, its scheme. */
+export interface DecodableEntity {
+  key: string;
+  mode: string;
+  format?: string;
+  reset?: string;
+  timeZone?: string;
+}
+
+/** What a business number's decode was given: `--format` and its companions, or nothing (then the instance is asked). */
+export interface NumberInput {
+  format?: string;
+  reset?: string;
+  timeZone?: string;
+}
+
+/** The hint when nothing names a number's template: the flags, and how the instance could have. */
+const HINT =
+  'to decode a business number give --format <template> (and --time-zone <zone>, else UTC is assumed), or let idpool ask the instance: IDPOOL_ADMIN_TOKEN and --url or IDPOOL_URL, and --app <key>';
+
+/** `idpool decode <number> --format …`: a business number's period and sequence, from the template alone. */
+export function decodeWithFormat(ctx: CliContext, cmd: Command, number: string, input: NumberInput): void {
+  const settings = schemeSettings({ format: input.format ?? '', reset: input.reset, timeZone: input.timeZone });
+  const decoded = decodeOrThrow(number, settings);
+  if (input.timeZone === undefined && decoded.reset !== 'never')
+    ctx.io.stderr(
+      `idpool: note: no --time-zone: the period ${decoded.period} is read in UTC; give the entity's zone (or --app <key> to ask the instance)\n`,
+    );
+  ctx.print(cmd, decoded, () => fields({ ...decoded }));
+}
+
+/** `idpool decode <number> --app KEY`: decoded with the template and zone the instance has for the entity. */
+export function decodeForEntity(ctx: CliContext, cmd: Command, number: string, entity: DecodableEntity): void {
+  const settings = settingsOf(entity);
+  if (!settings)
+    throw new CliError(
+      EXIT_USAGE,
+      `entity "${entity.key}" issues ${entity.mode} segment ids: they carry nothing to decode (an id is its own value)`,
+    );
+  const decoded = decodeOrThrow(number, settings);
+  ctx.print(cmd, decoded, () => fields({ entity: entity.key, ...decoded }));
+}
+
+/**
+ * `idpool decode <number>` with no `--format` nor `--app`: the instance's
+ * business-number entities whose template reads it. One: decoded with it;
+ * several: the user picks with `--app`; no instance to ask: the hint.
+ */
+export async function decodeByLookup(ctx: CliContext, cmd: Command, number: string): Promise<void> {
+  if (!ctx.io.env.IDPOOL_ADMIN_TOKEN)
+    throw new CliError(EXIT_USAGE, `"${number}" is not a snowflake id (not a decimal integer); ${HINT}`);
+  let entities: DecodableEntity[];
+  try {
+    entities = (await listPages(ctx, cmd, {})).list;
+  } catch (err) {
+    if (err instanceof CliError) throw new CliError(err.exitCode, `${err.message}; ${HINT}`, err.unreachable);
+    throw err;
+  }
+  const readers = entities.flatMap((entity) => {
+    const settings = settingsOf(entity);
+    const decoded = settings && NumberScheme.of(settings).decode(number);
+    return decoded ? [{ entity, decoded }] : [];
+  });
+  if (readers.length === 0)
+    throw new CliError(
+      EXIT_USAGE,
+      `"${number}" is not a snowflake id, nor a number of any business-number entity of the instance; give --format <template> (and --time-zone <zone>)`,
+    );
+  if (readers.length > 1)
+    throw new CliError(
+      EXIT_USAGE,
+      `"${number}" reads as a number of ${readers.map((r) => r.entity.key).join(', ')}: name one with --app <key>`,
+    );
+  const [{ entity, decoded }] = readers;
+  ctx.print(cmd, decoded, () => fields({ entity: entity.key, ...decoded }));
+}
+
+/** A business-number entity's stored scheme, undefined for a segment or snowflake entity. */
+function settingsOf(entity: DecodableEntity): NumberSettings | undefined {
+  if (entity.format === undefined) return undefined;
+  return schemeSettings({ format: entity.format, reset: entity.reset, timeZone: entity.timeZone });
+}
+
+function schemeSettings(input: { format: string; reset?: string; timeZone?: string }): NumberSettings {
+  try {
+    return NumberScheme.settings(input);
+  } catch (err) {
+    throw err instanceof NumberSettingsError ? new CliError(EXIT_USAGE, err.message) : err;
+  }
+}
+
+function decodeOrThrow(number: string, settings: NumberSettings): DecodedNumber {
+  const decoded = NumberScheme.of(settings).decode(number);
+  if (!decoded)
+    throw new CliError(
+      EXIT_USAGE,
+      `"${number}" is not a number of ${settings.format} (or names no period of ${settings.timeZone})`,
+    );
+  return decoded;
+}
