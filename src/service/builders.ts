@@ -383,14 +383,11 @@ export function buildPools(
     log: log.child({ component: 'fence-check' }),
     intervalMs: deps.config.fenceCheckMs,
   });
-  const checkHighWater = async () => {
-    await guarded?.checkAll(registry.segmentKeys());
-  };
+  const checkHighWater = async () => guarded?.checkAll(registry.segmentKeys());
   const numbers = buildNumberTakes(deps, deps.highWater);
   if (numbers instanceof RedisNumberTakes)
     registry.subscribe({ onRegistered: (entity) => (entity.numbers ? numbers.wake() : undefined) });
-  // The sampler reads the periods from the takes, built after the ops side they report to; a gapless
-  // series' from its ledger.
+  // The sampler reads the periods from the takes, built after the ops side; a gapless series' from its ledger.
   const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
   deps.ops.sampler.readNumbersFrom(numberUsage);
   return {
