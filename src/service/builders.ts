@@ -383,13 +383,10 @@ export function buildPools(
     log: log.child({ component: 'fence-check' }),
     intervalMs: deps.config.fenceCheckMs,
   });
-  const checkHighWater = async () => guarded?.checkAll(registry.segmentKeys());
-  const numbers = buildNumberTakes(deps, deps.highWater);
-  if (numbers instanceof RedisNumberTakes)
-    registry.subscribe({ onRegistered: (entity) => (entity.numbers ? numbers.wake() : undefined) });
-  // The sampler reads the periods from the takes, built after the ops side; a gapless series' from its ledger.
-  const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
-  deps.ops.sampler.readNumbersFrom(numberUsage);
+  const checkHighWater = async () => {
+    await guarded?.checkAll(registry.segmentKeys());
+  };
+  const { numbers, numberUsage } = wireNumbers(deps);
   return {
     value: {
       allocator,
@@ -407,6 +404,17 @@ export function buildPools(
       await refiller.stop();
     },
   };
+}
+
+/** Business numbers' takes, and the sampler reading their periods from them (a gapless series' from its ledger). */
+function wireNumbers(deps: PoolParts & { highWater?: HighWaterFile }) {
+  const numbers = buildNumberTakes(deps, deps.highWater);
+  if (numbers instanceof RedisNumberTakes)
+    deps.registry.subscribe({ onRegistered: (entity) => (entity.numbers ? numbers.wake() : undefined) });
+  // Built after the ops side the sampler belongs to.
+  const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
+  deps.ops.sampler.readNumbersFrom(numberUsage);
+  return { numbers, numberUsage };
 }
 
 /**
