@@ -128,7 +128,7 @@ export class RedisNumberStore {
         queueRpush(multi, 'seqs' in numbers ? new RpushNumbers(k.pushing, numbers) : new RpushIds(k.pushing, numbers));
       const replies = await transaction(
         'push',
-        queueFunction(multi, 'idpool_number_push_close', [k.ids, k.staged, k.pushing, k.pushOpen], []),
+        queueFunction(multi, 'idpool_push_close', [k.ids, k.pushing, k.pushOpen, k.staged], []),
       );
       const [code] = replies[0] as [number, number?];
       return scriptOutcome('idpool_number_push_open', code, 0, [

@@ -5,7 +5,7 @@
 
     FCALL idpool_number_push_open   (this function: the checks)
     RPUSH <staging> number ...       (the numbers, in take order)
-    FCALL idpool_number_push_close  (puts the staging list back)
+    FCALL idpool_push_close          (puts the staging list back, live or staged)
 
   The period goes to the live list (`ids`) when the Redis clock is in it,
   to the staged list when it is still ahead. A live period is set only when
@@ -15,7 +15,7 @@
   sequence ever pushed for it (a database restored from a backup repeats no
   number). Only when every check passes does the list move to the staging
   key, behind which the RPUSH appends; otherwise the RPUSH fills a staging
-  list of its own that idpool_number_push_close deletes.
+  list of its own that idpool_push_close deletes.
 
   Input:
     KEYS[1] period table
