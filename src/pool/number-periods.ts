@@ -20,11 +20,11 @@ import { NumberSchemes, namedPeriod, periodFull, periodLine, raiseBelowLine } fr
 import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from '../segment/number-counter';
 import type { PrunableCounter } from '../segment/number-high-water';
 import type { DispatchEvents } from './dispatcher';
-import { NUMBERS_PER_PUSH, type NumberPushResult, type NumberState, type RedisNumberStore } from './number-store';
+import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
 import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
 import type { PeriodPools, PoolSizing } from './period-pools';
 import type { RefillLock } from './pool-store';
-import { PUSHES_IN_FLIGHT } from './segment-push';
+import { pushInCalls } from './segment-push';
 
 /** How long a raise waits for the entity's refill lock: a refill holds it for one reservation and push. */
 const RAISE_LOCK_WAIT_MS = 2000;
@@ -219,50 +219,29 @@ export class RedisNumberPeriods implements PeriodPools, NumberAdmin {
   }
 
   /**
-   * Pushes `range` of `period`, formatted, in calls of about
-   * {@link NUMBERS_PER_PUSH}; a trend entity's calls hold whole steps, so
+   * Pushes `range` of `period`, formatted, in calls as a segment's
+   * ({@link pushInCalls}); a trend entity's calls hold whole steps, so
    * each call's lowest and highest sequence bound what it holds (the fence).
    */
-  private async push(
+  private push(
     entity: EntityConfig,
     scheme: NumberScheme,
     period: Period,
     range: SeqRange | undefined,
     full: boolean,
   ): Promise<NumberPushResult> {
-    if (!range) return this.options.store.push(entity.key, period, [], undefined, undefined, full);
-    const perCall =
-      entity.mode === 'trend'
-        ? entity.step * Math.max(1, Math.floor(NUMBERS_PER_PUSH / entity.step))
-        : NUMBERS_PER_PUSH;
-    const inFlight: Promise<NumberPushResult>[] = [];
-    let outcome: NumberPushResult = 'ok';
-    for (let lowest = range.first; lowest <= range.last && outcome === 'ok'; lowest += BigInt(perCall)) {
-      const end = lowest + BigInt(perCall) - 1n;
-      const highest = end < range.last ? end : range.last;
-      const numbers = numberRun(scheme, entity, period, { first: lowest, last: highest });
-      const call = this.options.store.push(
+    const { store } = this.options;
+    if (!range) return store.push(entity.key, period, [], undefined, undefined, full);
+    return pushInCalls(entity, range.first, range.last, (lowest, highest) =>
+      store.push(
         entity.key,
         period,
-        numbers,
+        numberRun(scheme, entity, period, { first: lowest, last: highest }),
         lowest,
         highest,
         full && highest === range.last,
-      );
-      // Handled now, awaited in order below: one failing while an earlier one is awaited is no unhandled rejection.
-      call.catch(() => undefined);
-      inFlight.push(call);
-      // As a segment's push (segment-push.ts): a few calls on the wire at once, Redis runs them in order.
-      const oldest = inFlight.length >= PUSHES_IN_FLIGHT ? inFlight.shift() : undefined;
-      if (oldest) outcome = await oldest;
-    }
-    // A refusal is final for the calls after it too (the epoch, `latest` and the clock only move on; a call
-    // above the fence is safe), so the first refusal is the answer.
-    for (const call of inFlight) {
-      const result = await call;
-      if (outcome === 'ok') outcome = result;
-    }
-    return outcome;
+      ),
+    );
   }
 
   /** Prunes the counters' rows of periods over for longer than the retention, and this entity's fences of them, hourly. */

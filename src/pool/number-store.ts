@@ -38,9 +38,6 @@ export interface NumberState {
 
 export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
 
-/** Numbers per push: as many ids as a plain push call carries (segment-push.ts: ~5 ms of Redis). */
-export const NUMBERS_PER_PUSH = 10_000;
-
 /** What `idpool_number_state` answers (number_state-5.lua): the clock, the epoch check, two slots of five, the latest start. */
 type StateReply = (string | number | null)[];
 
