@@ -126,7 +126,11 @@ export class Refiller {
     // Ticks while an entity is marked low; with none, it waits (IDLE_TICK_MS at
     // most) until one is: an idle instance does not wake ten times a second.
     this.ticker = every(
-      () => Math.min(this.low.size ? options.intervalMs : IDLE_TICK_MS, this.periodsDueAt - options.clock.monotonic()),
+      () =>
+        Math.max(
+          0,
+          Math.min(this.low.size ? options.intervalMs : IDLE_TICK_MS, this.periodsDueAt - options.clock.monotonic()),
+        ),
       () => this.tick(),
       options.clock,
     );
