@@ -12,7 +12,7 @@ import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { LeasedSegment } from '../segment/lease';
-import type { NumberTakes } from '../pool/number-takes';
+import type { NumberAdmin } from '../pool/number-takes';
 import type { NumberView } from '../ops/period-forecast';
 import type { GaplessSeries } from '../gapless/series';
 import type { TakeRequest } from '../take/take-service';
@@ -82,7 +82,7 @@ export interface HttpDeps {
   /** Gapless series (docs/numbers.md "Gapless series"): void, the ledger, the audit and the reconcile after a restore. */
   gapless?: Pick<GaplessSeries, 'void' | 'page' | 'audit' | 'reconcile'>;
   /** Business numbers (entities with a `format`, docs/numbers.md): the admin raise of one period, and now's period's use. */
-  numbers?: Pick<NumberTakes, 'raise' | 'usage'>;
+  numbers?: NumberAdmin;
   /** The ops sampler's latest reading of a business-number entity's period, with its rate and forecast. */
   numberViews?: (entityKey: string) => NumberView | undefined;
   /** Pool sizes of a page of entities in one round trip. */

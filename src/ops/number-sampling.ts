@@ -7,7 +7,7 @@ import { type NumberView, PeriodHistory, numberView } from './period-forecast';
 
 export type { NumberView } from './period-forecast';
 
-/** Where the sampler reads a business-number entity's period: the take side's `usage` (`pool/number-takes.ts`). */
+/** Where the sampler reads a business-number entity's period: the numbers layer's `usage` (`NumberAdmin`, `pool/number-takes.ts`). */
 export interface NumberUsageSource {
   usage(entity: EntityConfig): Promise<NumberUsage>;
 }

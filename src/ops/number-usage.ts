@@ -1,6 +1,7 @@
 /**
  * Now's period of a business-number entity, read by its kind: a pooled one
- * from the number takes (`pool/number-takes.ts`), a gapless series from its
+ * from the numbers layer (`NumberAdmin`: `pool/number-periods.ts` with
+ * Redis, `pool/number-takes.ts` without), a gapless series from its
  * ledger's counter (every sequence up to it issued, voided or entered lost)
  * by the database's clock, which decides a gapless period. The ops sampler
  * (dashboard rows, period gauges and alarms) and the admin list

@@ -1,6 +1,7 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import { PoolExhaustedError, UnavailableError } from '../errors';
+import type { PeriodPools } from './period-pools';
 import type { PoolStore } from './pool-store';
 import { entityRateLimited } from './rate-limit';
 import type { Refiller } from './refiller';
@@ -10,6 +11,8 @@ export interface DispatcherOptions {
   store: PoolStore;
   refiller: Pick<Refiller, 'markLow' | 'markReset' | 'refill' | 'lastFailure' | 'lowWatermark' | 'touch'>;
   clock: Clock;
+  /** The numbers layer, asked why a business-number take ran short (a period that began, or one spent). */
+  periods?: Pick<PeriodPools, 'afterShort'>;
   /**
    * How long a request waits on an empty pool for a refill before 503. One
    * refill is a SQL round trip plus a push (a few ms here); 250 ms also
@@ -44,7 +47,7 @@ export interface DispatchStats {
 }
 
 /**
- * The segment take (a `Taker` of `take/`): all-or-nothing takes from the
+ * The segment take (a `Taker` of `take/`), business numbers' too: all-or-nothing takes from the
  * entity's pool, with a short wait for a refill on shortage. A shared take
  * (`takeShared`, the sum of one turn's takes) is all or nothing for the sum
  * and counts the sum against the per-second limit, so it succeeds only
@@ -95,6 +98,8 @@ export class Dispatcher {
           refiller.markReset(entity.key);
           break;
         case 'short':
+          // A business-number period may have just begun (its numbers staged), or be spent: the numbers layer says.
+          if (entity.numbers && (await this.options.periods?.afterShort(entity, count))) continue;
           break;
       }
       const left = deadline - clock.monotonic();

@@ -4,17 +4,16 @@
  * at the period's end), the next period's in a staged list, and a period
  * table the Lua functions read the Redis clock against
  * (`commands/number_*.lua`). The only TypeScript that calls them. A take
- * is a plain pool's take ({@link RedisPoolStore}): the `ids` list holds
- * only numbers of now's period, so it pops them at a plain take's cost, and
- * `FCALL idpool_pop` pops them as it pops plain ids.
+ * is a plain pool's take (`RedisPoolStore.take`, through the dispatcher):
+ * the `ids` list holds only numbers of now's period, so it pops them at a
+ * plain take's cost, and `FCALL idpool_pop` pops them as it pops plain ids;
+ * its pushed counter (`levels`) measures their demand as a plain pool's.
  */
 import type { Period } from '../numbers/period';
 import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
 import { type NumberKeys, numberKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { transaction } from '../redis/transaction';
-import type { TakeResult } from './pool-store';
-import { RedisPoolStore } from './redis-pool-store';
 import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './rpush-ids';
 
 /** One list as the refiller sees it: slot 0 the live list (`ids`), 1 the staged one. */
@@ -39,10 +38,7 @@ export interface NumberState {
 
 export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
 
-/** Numbers per push: as many ids as a plain push call carries (segment-push.ts: ~5 ms of Redis). */
-export const NUMBERS_PER_PUSH = 10_000;
-
-/** What `idpool_number_state` answers (number_state-4.lua): the clock, the epoch check, two slots of five, the latest start. */
+/** What `idpool_number_state` answers (number_state-5.lua): the clock, the epoch check, two slots of five, the latest start. */
 type StateReply = (string | number | null)[];
 
 function stateOf(r: StateReply): NumberState {
@@ -62,22 +58,13 @@ function stateOf(r: StateReply): NumberState {
 }
 
 export class RedisNumberStore {
-  private readonly pool: RedisPoolStore;
-
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
-  ) {
-    this.pool = new RedisPoolStore(redis, prefix);
-  }
+  ) {}
 
   private keys(entityKey: string): NumberKeys {
     return numberKeys(entityKey, this.prefix);
-  }
-
-  /** `count` numbers of now's period, all or nothing: a plain take of the `ids` list (short once the period is over). */
-  take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
-    return this.pool.take(entityKey, count, maxPerSecond);
   }
 
   /** The lists and periods by the Redis clock, the staged period made live first if the clock is in it. */
@@ -108,14 +95,14 @@ export class RedisNumberStore {
   }
 
   private stateKeys(k: NumberKeys): string[] {
-    return [k.periods, k.epoch, k.ids, k.staged];
+    return [k.periods, k.epoch, k.ids, k.staged, k.pushed];
   }
 
   /**
    * Appends `numbers` (sequences `lowest..highest` of `period`, formatted or
    * as a {@link NumberRun}, in take order) to the list of `period`, live or staged as the Redis clock
    * says; `full` marks the period's counter full. One MULTI
-   * (number_push_open-7.lua): the numbers reach Redis by a native RPUSH.
+   * (number_push_open-8.lua): the numbers reach Redis by a native RPUSH.
    */
   async push(
     entityKey: string,
@@ -131,14 +118,14 @@ export class RedisNumberStore {
       const multi = queueFunction(
         this.redis.multi(),
         'idpool_number_push_open',
-        [k.periods, k.epoch, k.fence, k.ids, k.staged, k.pushing, k.pushOpen],
+        [k.periods, k.epoch, k.fence, k.ids, k.staged, k.pushing, k.pushOpen, k.pushed],
         [period.id, period.start, period.end, lowest?.toString() ?? '', highest?.toString() ?? '', count, full ? 1 : 0],
       );
       if (count > 0)
         queueRpush(multi, 'seqs' in numbers ? new RpushNumbers(k.pushing, numbers) : new RpushIds(k.pushing, numbers));
       const replies = await transaction(
         'push',
-        queueFunction(multi, 'idpool_number_push_close', [k.ids, k.staged, k.pushing, k.pushOpen], []),
+        queueFunction(multi, 'idpool_push_close', [k.ids, k.pushing, k.pushOpen, k.staged], []),
       );
       const [code] = replies[0] as [number, number?];
       return scriptOutcome('idpool_number_push_open', code, 0, [
@@ -160,7 +147,7 @@ export class RedisNumberStore {
     const dropped = await callFunction<number>(
       this.redis,
       'idpool_number_reset',
-      [k.periods, k.epoch, k.fence, k.ids, k.staged],
+      [k.periods, k.epoch, k.fence, k.ids, k.staged, k.pushed],
       ['epoch', ...fences.flatMap(([id, seq]) => [id, seq.toString()])],
     );
     return dropped === 1;
@@ -176,14 +163,14 @@ export class RedisNumberStore {
   /**
    * Drops the numbers of `periodId` up to `upTo` (sequence `seq`, formatted)
    * from the list holding it, keeping those above in order, and raises its
-   * fence to `seq` (number_trim-4.lua). Resolves to how many were dropped.
+   * fence to `seq` (number_trim-5.lua). Resolves to how many were dropped.
    */
   trim(entityKey: string, periodId: string, upTo: string, seq: bigint, step: number): Promise<number> {
     const k = this.keys(entityKey);
     return callFunction<number>(
       this.redis,
       'idpool_number_trim',
-      [k.periods, k.fence, k.ids, k.staged],
+      [k.periods, k.fence, k.ids, k.staged, k.pushed],
       [periodId, upTo, seq.toString(), step],
     );
   }
@@ -204,6 +191,6 @@ export class RedisNumberStore {
   /** Drops a retired entity's lists (its fences stay). */
   async discard(entityKey: string): Promise<void> {
     const k = this.keys(entityKey);
-    await this.redis.del(k.ids, k.staged, k.periods);
+    await this.redis.del(k.ids, k.staged, k.periods, k.pushed);
   }
 }

@@ -13,15 +13,18 @@ import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limi
 import { ActivityRound, type Periodic, every } from '../schedule';
 import type { LineRaiser, Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
-import type { Demand, SizedEntity } from './demand';
+import type { EntityConfig } from '../entities/entity';
+import type { Demand } from './demand';
 import { FenceCarrier } from './fence-carry';
+import type { PeriodPools, PoolSizing } from './period-pools';
 import type { PoolLevel, PoolStore, RefillLock } from './pool-store';
 import type { RefillEvents } from './refill-events';
 import { pushSegment } from './segment-push';
 import { errorMessage } from '../errors';
 
 export interface RefillerOptions {
-  entities: EntityCatalog;
+  /** The entities; `numberKeys` (the business-number ones) with `periods`. */
+  entities: EntityCatalog & { numberKeys?(): string[] };
   allocator: SegmentAllocator & LineRaiser;
   store: PoolStore;
   lock: RefillLock;
@@ -31,7 +34,13 @@ export interface RefillerOptions {
   /** Refill tick (IDPOOL_REFILL_INTERVAL_MS). */
   intervalMs: number;
   /** Target depths and watermarks, from the take rates this refiller observes. */
-  demand: Pick<Demand, 'observe' | 'target' | 'lowWatermark'>;
+  demand: Pick<Demand, 'observe' | 'target' | 'sizing'>;
+  /**
+   * The numbers layer: business-number entities' pools are kept per period
+   * (`number-periods.ts`), filled by this refiller's tick, lock and demand
+   * sizing through it. Absent: only segment pools here.
+   */
+  periods?: PeriodPools;
   /** Slow sweep over every entity, for pools drained by direct LPOP. */
   sweepMs?: number;
   /** Test seam: runs after a segment is reserved and before it is pushed. */
@@ -97,6 +106,8 @@ export class Refiller {
   private readonly lastChecked = new Map<string, number>();
   /** Between start() and stop(): a finished refill starts the next waiting one. */
   private ticking = false;
+  /** When (monotonic) the numbers layer next has an entity due (`PeriodPools.due`): the ticker wakes for it. */
+  private periodsDueAt = Infinity;
   private readonly failureLog: RepeatLimiter;
   readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
 
@@ -104,7 +115,7 @@ export class Refiller {
     this.carrier = new FenceCarrier(options);
     this.failureLog = new RepeatLimiter(options.clock, LOOP_FAILURE_LIMITS);
     this.sweepRound = new ActivityRound({
-      list: () => options.entities.segmentKeys(),
+      list: () => this.pooledKeys(),
       keyOf: (key) => key,
       lookup: (key) => (options.entities.get(key) ? key : undefined),
       idleBatch: SWEEP_IDLE_BATCH,
@@ -115,7 +126,11 @@ export class Refiller {
     // Ticks while an entity is marked low; with none, it waits (IDLE_TICK_MS at
     // most) until one is: an idle instance does not wake ten times a second.
     this.ticker = every(
-      () => (this.low.size ? options.intervalMs : IDLE_TICK_MS),
+      () =>
+        Math.max(
+          0,
+          Math.min(this.low.size ? options.intervalMs : IDLE_TICK_MS, this.periodsDueAt - options.clock.monotonic()),
+        ),
       () => this.tick(),
       options.clock,
     );
@@ -198,6 +213,12 @@ export class Refiller {
    */
   private tick(): void {
     const now = this.options.clock.monotonic();
+    if (this.options.periods) {
+      // A boundary, the next period's lead or a fence check of a business-number entity: refilled whatever its level.
+      const due = this.options.periods.due(this.numberKeys());
+      for (const key of due.keys) this.low.add(key);
+      this.periodsDueAt = now + due.waitMs;
+    }
     for (const key of this.low) {
       if (this.inflight.size >= MAX_REFILLS_IN_FLIGHT) return;
       const last = this.lastChecked.get(key);
@@ -219,8 +240,24 @@ export class Refiller {
   }
 
   /** Below this many ready ids the entity's pool is refilled (it moves with demand). */
-  lowWatermark(entity: SizedEntity): number {
-    return this.options.demand.lowWatermark(entity);
+  lowWatermark(entity: EntityConfig): number {
+    return this.sizing(entity).lowWatermark;
+  }
+
+  /** The pool's figures by demand; a business-number entity's within its period's cap. */
+  private sizing(entity: EntityConfig): PoolSizing {
+    const { periods } = this.options;
+    return this.options.demand.sizing(entity, entity.numbers && periods ? periods.cap(entity) : undefined);
+  }
+
+  /** Every entity whose ids wait in a pool: segment entities, and business-number ones when the numbers layer is here. */
+  private pooledKeys(): string[] {
+    const { entities, periods } = this.options;
+    return periods ? [...entities.segmentKeys(), ...this.numberKeys()] : entities.segmentKeys();
+  }
+
+  private numberKeys(): string[] {
+    return this.options.entities.numberKeys?.() ?? [];
   }
 
   /**
@@ -233,7 +270,7 @@ export class Refiller {
     try {
       const epoch = await this.options.store.epoch();
       if (epoch !== this.lastEpoch) {
-        const all = this.options.entities.segmentKeys();
+        const all = this.pooledKeys();
         // First sweep: claim every pool for this epoch (a no-op where it
         // already belongs to it) before the first push would be refused.
         if (this.lastEpoch !== undefined) this.options.events.epochChanged(this.lastEpoch, epoch);
@@ -260,7 +297,7 @@ export class Refiller {
           const before = this.lastTaken.get(key);
           if (before !== undefined && before !== level.taken) this.sweepRound.touch(key);
           this.lastTaken.set(key, level.taken);
-          if (level.size < this.options.demand.lowWatermark(entity)) this.markLow(key);
+          if (level.size < this.lowWatermark(entity)) this.markLow(key);
         } catch (err) {
           this.logError(key, err);
         }
@@ -273,7 +310,7 @@ export class Refiller {
 
   private async refillOnce(entityKey: string, atLeast: number): Promise<void> {
     const entity = this.options.entities.get(entityKey);
-    if (!entity || entity.mode === 'snowflake') {
+    if (!entity || entity.mode === 'snowflake' || entity.gapless) {
       this.needsReset.delete(entityKey);
       return;
     }
@@ -288,6 +325,10 @@ export class Refiller {
       held = await this.options.lock.acquire(entityKey);
     if (!held) return;
     try {
+      if (entity.numbers) {
+        await this.fillPeriods(entity, atLeast);
+        return;
+      }
       // Three rounds at most: a push refused because the Redis server changed
       // resets the pool, and a push refused because the database is behind
       // the fence carries the offset past it; the next round reserves above.
@@ -297,7 +338,7 @@ export class Refiller {
         if (level instanceof Error) throw level;
         const { size, taken } = level;
         this.options.demand.observe(entityKey, taken);
-        if (size >= this.options.demand.lowWatermark(entity) && size >= atLeast) return;
+        if (size >= this.lowWatermark(entity) && size >= atLeast) return;
         const steps = Math.max(
           1,
           Math.floor((this.options.demand.target(entity) - size) / entity.step),
@@ -328,6 +369,21 @@ export class Refiller {
     } finally {
       await held.release();
     }
+  }
+
+  /**
+   * A business-number entity's refill: its demand read as a segment pool's
+   * (the live list's pushed counter), then the numbers layer fills its
+   * periods; an epoch change is the layer's to handle (it reads the lists'
+   * epoch with the periods).
+   */
+  private async fillPeriods(entity: EntityConfig, atLeast: number): Promise<void> {
+    this.needsReset.delete(entity.key);
+    const [level] = await this.options.store.levels([entity.key]);
+    if (level instanceof Error) throw level;
+    this.options.demand.observe(entity.key, level.taken);
+    await this.options.periods?.fill(entity, atLeast, this.sizing(entity));
+    this.stats.refills++;
   }
 
   /**

@@ -3,12 +3,12 @@ import type { EntityConfig } from '../entities/entity';
 import type { Segment } from '../segment/allocator';
 import { shuffle } from '../segment/shuffle';
 import type { IdStride } from '../segment/stride';
-import type { PoolStore, PushResult } from './pool-store';
+import type { PoolStore } from './pool-store';
 
 /** Ids per push call: bounds how long one call blocks Redis (~5 ms here). */
 const PUSH_IDS_PER_CALL = 10_000;
 /** Push calls on the wire at once: overlaps building ids with Redis work (measured: 4 is past the knee). */
-export const PUSHES_IN_FLIGHT = 4;
+const PUSHES_IN_FLIGHT = 4;
 
 /** What a push did: counted into the refiller's stats. */
 export interface PushCounts {
@@ -27,8 +27,7 @@ export interface PushCounts {
  * refill lock's renewals too); pushed 10,000 at a time, at most 0.65 s,
  * and a 1,000,000-id refill takes as long in isolation (0.8–1.0 s here).
  * Up to PUSHES_IN_FLIGHT calls travel at once (Redis runs them in order on
- * the one connection); once one is refused, every later one is refused
- * too (the fence or epoch marker that refused it only moves up).
+ * the one connection; {@link pushInCalls}).
  */
 export async function pushSegment(
   store: Pick<PoolStore, 'push'>,
@@ -37,42 +36,55 @@ export async function pushSegment(
   segment: Segment,
   counts: PushCounts,
 ): Promise<'ok' | 'fenced' | 'epoch_changed'> {
+  const stride = deploymentStride.of(entity);
+  return pushInCalls(entity, segment.start, segment.end - 1n, async (from, last) => {
+    const ids = stride.pushIds(from, last + 1n);
+    // Trend: each step shuffled within itself (a push holds whole steps).
+    if (entity.mode === 'trend')
+      for (let s = 0; s < ids.length; s += entity.step) shuffle(ids, s, Math.min(s + entity.step, ids.length));
+    const result = await store.push(entity.key, ids, stride.toId(from), stride.toId(last));
+    // Reported by the caller, which tells a stale segment from a database behind the fence.
+    if (result.kind === 'fenced') counts.fenceRefusals++;
+    else if (result.kind === 'ok') counts.idsPushed += ids.length;
+    return result.kind;
+  });
+}
+
+/**
+ * Pushes `first..last` (inclusive, positions on the entity's line) in
+ * calls of {@link PUSH_IDS_PER_CALL} (a trend entity's of whole steps), in
+ * order, `send` making each call: up to {@link PUSHES_IN_FLIGHT} on the
+ * wire at once, and what else this process has to do runs between two
+ * (a call of a 1,000,000-id trend step takes its own run of the event
+ * loop; four built back to back stalled it 4 s under load, lock renewals
+ * too). The first call not `ok` is the answer and no call is sent after
+ * it: what refused it (a fence, an epoch, a period's bounds) only moves
+ * on. Segments and business-number periods push through it.
+ */
+export async function pushInCalls<R extends string>(
+  entity: Pick<EntityConfig, 'mode' | 'step'>,
+  first: bigint,
+  last: bigint,
+  send: (from: bigint, last: bigint) => Promise<R | 'ok'>,
+): Promise<R | 'ok'> {
   const perCall =
     entity.mode === 'trend'
       ? BigInt(entity.step) * BigInt(Math.max(1, Math.floor(PUSH_IDS_PER_CALL / entity.step)))
       : BigInt(PUSH_IDS_PER_CALL);
-  const stride = deploymentStride.of(entity);
-  const inFlight: { call: Promise<PushResult>; count: number }[] = [];
-  let outcome: 'ok' | 'fenced' | 'epoch_changed' = 'ok';
+  const inFlight: Promise<R | 'ok'>[] = [];
+  let outcome: R | 'ok' = 'ok';
   const settleOldest = async () => {
-    const oldest = inFlight.shift();
-    if (!oldest) return;
-    const { call, count } = oldest;
-    const result = await call;
-    if (outcome !== 'ok') return;
-    // Reported by the caller, which tells a stale segment from a database behind the fence.
-    if (result.kind === 'fenced') {
-      outcome = 'fenced';
-      counts.fenceRefusals++;
-    } else if (result.kind === 'epoch_changed') outcome = 'epoch_changed';
-    else counts.idsPushed += count;
+    const result = await inFlight.shift();
+    if (outcome === 'ok' && result !== undefined) outcome = result;
   };
   try {
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- settleOldest sets outcome during the loop's awaits.
-    for (let from = segment.start; from < segment.end && outcome === 'ok'; from += perCall) {
-      const to = from + perCall < segment.end ? from + perCall : segment.end;
-      const ids = stride.pushIds(from, to);
-      // Trend: each step shuffled within itself (a push holds whole steps).
-      if (entity.mode === 'trend')
-        for (let s = 0; s < ids.length; s += entity.step) shuffle(ids, s, Math.min(s + entity.step, ids.length));
-      const call = store.push(entity.key, ids, stride.toId(from), stride.toId(to - 1n));
+    for (let from = first; from <= last && outcome === 'ok'; from += perCall) {
+      const call = send(from, from + perCall - 1n < last ? from + perCall - 1n : last);
       // Handled now, awaited in order below: a call that fails while an
       // earlier one is still awaited must not count as unhandled.
       call.catch(() => undefined);
-      inFlight.push({ call, count: Number(to - from) });
-      // Between two calls, what else this process has to do runs (a call of
-      // a 1,000,000-id trend step takes its own run of the event loop; four
-      // built back to back stalled it 4 s under load, lock renewals too).
+      inFlight.push(call);
       if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
       else await setImmediatePromise();
     }
@@ -80,7 +92,7 @@ export async function pushSegment(
   } catch (err) {
     // Let the calls already sent settle before the lock is released, then
     // report the first failure (the caller logs it; invariant 7).
-    await Promise.allSettled(inFlight.map((c) => c.call));
+    await Promise.allSettled(inFlight);
     throw err;
   }
   return outcome;

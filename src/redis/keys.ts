@@ -54,7 +54,10 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
  * wait in the entity's `ids` list, the one a plain pool uses, so that
  * `FCALL idpool_pop` and the service's take pop them as they pop plain ids.
  */
-export interface NumberKeys extends Pick<EntityKeys, 'ids' | 'epoch' | 'ratePrefix' | 'pushing' | 'pushOpen'> {
+export interface NumberKeys extends Pick<
+  EntityKeys,
+  'ids' | 'epoch' | 'ratePrefix' | 'pushed' | 'pushing' | 'pushOpen'
+> {
   /** The period table: the live and the staged period, their bounds, whether full, the newest period gone live. */
   readonly periods: string;
   /** Highest sequence ever pushed, per period id (a hash). */
@@ -79,6 +82,7 @@ export function numberKeys(entityKey: string, prefix = DEFAULT_PREFIX): NumberKe
     ids: k.ids,
     epoch: k.epoch,
     ratePrefix: k.ratePrefix,
+    pushed: k.pushed,
     pushing: k.pushing,
     pushOpen: k.pushOpen,
     periods: `${base}:n:periods`,

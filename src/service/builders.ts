@@ -56,7 +56,8 @@ import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
 import { RedisNumberStore } from '../pool/number-store';
-import { LocalNumberTakes, type NumberTakes, RedisNumberTakes } from '../pool/number-takes';
+import { LocalNumberTakes, type NumberAdmin } from '../pool/number-takes';
+import { RedisNumberPeriods } from '../pool/number-periods';
 import { SqlNumberCounter } from '../segment/number-counter';
 import { SqlLedger } from '../gapless/ledger';
 import { transactionsOf } from '../gapless/transaction';
@@ -304,9 +305,12 @@ export interface Pools {
   readonly dispatcher: Dispatcher;
   /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
   readonly fenceCheck: FenceCheck;
-  /** Business-number takes (entities with a `format`); their refill starts with `startNumbers`. */
-  readonly numbers: NumberTakes;
-  /** Now's period of a business-number entity: the takes' for a pooled one, the ledger's for a gapless series. */
+  /** Business numbers' raise and usage: the numbers layer of the pools with Redis, the in-process takes without. */
+  readonly numbers: NumberAdmin;
+  /** The take of business numbers: the dispatcher with Redis (the one engine), the in-process takes without. */
+  readonly numberTaker: Dispatcher | LocalNumberTakes;
+  /** Starts the in-process takes' hourly pruning (with Redis the refiller's fills prune). */
+  /** Now's period of a business-number entity: the numbers layer's for a pooled one, the ledger's for a gapless series. */
   readonly numberUsage: NumberUsageSource;
   startNumbers(): void;
   /**
@@ -348,8 +352,10 @@ export function buildPools(
     incumbents: deps.incumbents,
     stride: stores.stride,
   });
+  const periods = buildNumberPeriods(deps);
   const refiller = new Refiller({
     demand,
+    periods,
     entities: registry,
     allocator,
     store: stores.poolStore,
@@ -361,17 +367,14 @@ export function buildPools(
     beforePush: deps.beforePush,
     events: deps.ops.refillEvents,
   });
-  registry.subscribe({
-    onRegistered: (entity) => {
-      if (entity.mode !== 'snowflake' && !entity.numbers) refiller.markReset(entity.key);
-    },
-    onRetired: async (key) => {
-      demand.forget(key);
-      await stores.numberStore?.discard(key);
-      return stores.poolStore.discard(key);
-    },
+  followRegistry(registry, refiller, periods, stores);
+  const dispatcher = new Dispatcher({
+    store: stores.poolStore,
+    refiller,
+    periods,
+    clock,
+    events: deps.ops.dispatchEvents,
   });
-  const dispatcher = new Dispatcher({ store: stores.poolStore, refiller, clock, events: deps.ops.dispatchEvents });
   const fenceCheck = new FenceCheck({
     entities: registry,
     offsets: stores.allocator,
@@ -386,7 +389,11 @@ export function buildPools(
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
-  const { numbers, numberUsage } = wireNumbers(deps);
+  const { numbers, local } = periods ? { numbers: periods, local: undefined } : buildLocalNumbers(deps, deps.highWater);
+  // The sampler reads the periods from the numbers layer, built after the ops side it reports to; a gapless
+  // series' from its ledger.
+  const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
+  deps.ops.sampler.readNumbersFrom(numberUsage);
   return {
     value: {
       allocator,
@@ -396,62 +403,83 @@ export function buildPools(
       checkHighWater,
       numbers,
       numberUsage,
-      startNumbers: () => numbers.start(),
+      numberTaker: local ?? dispatcher,
+      startNumbers: () => local?.start(),
     },
     close: async () => {
-      await numbers.stop();
+      local?.stop();
       await fenceCheck.stop();
       await refiller.stop();
     },
   };
 }
 
-/** Business numbers' takes, and the sampler reading their periods from them (a gapless series' from its ledger). */
-function wireNumbers(deps: PoolParts & { highWater?: HighWaterFile }) {
-  const numbers = buildNumberTakes(deps, deps.highWater);
-  if (numbers instanceof RedisNumberTakes)
-    deps.registry.subscribe({ onRegistered: (entity) => (entity.numbers ? numbers.wake() : undefined) });
-  // Built after the ops side the sampler belongs to.
-  const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
-  deps.ops.sampler.readNumbersFrom(numberUsage);
-  return { numbers, numberUsage };
+/** A registration's first refill now (a business number's first take is then served from Redis); a retirement's pools dropped. */
+function followRegistry(
+  registry: EntityRegistry,
+  refiller: Refiller,
+  periods: RedisNumberPeriods | undefined,
+  stores: Stores,
+): void {
+  registry.subscribe({
+    onRegistered: (entity) => {
+      if (entity.mode !== 'snowflake' && !entity.numbers) refiller.markReset(entity.key);
+      else if (periods && entity.numbers && !entity.gapless) refiller.markLow(entity.key);
+    },
+    onRetired: async (key) => {
+      stores.demand.forget(key);
+      periods?.forget(key);
+      await stores.numberStore?.discard(key);
+      return stores.poolStore.discard(key);
+    },
+  });
 }
 
 /**
- * Business numbers' takes: with Redis, pools per period refilled ahead of
- * each boundary; without, from SQL on the process clock, behind the
- * high-water file as plain ids are (embedded service) and under the same
- * in-process per-second limit.
+ * The numbers layer of the pools on Redis: each business-number period's
+ * pool filled from its SQL counter by the refiller, the period by the Redis
+ * clock (none without Redis).
  */
-function buildNumberTakes(deps: PoolParts, highWater: HighWaterFile | undefined) {
+function buildNumberPeriods(deps: PoolParts): RedisNumberPeriods | undefined {
+  const { stores } = deps;
+  return (
+    stores.numberStore &&
+    new RedisNumberPeriods({
+      store: stores.numberStore,
+      counter: stores.numberCounter,
+      lock: stores.lock,
+      events: deps.ops.dispatchEvents,
+      clock: deps.clock,
+      log: deps.log.child({ component: 'numbers' }),
+      retryMs: deps.config.refillIntervalMs,
+      fenceCheckMs: deps.config.fenceCheckMs,
+      databaseBehind: (report) => deps.ops.refillEvents.databaseBehind(report),
+    })
+  );
+}
+
+/**
+ * Business numbers without Redis: from SQL on the process clock, behind
+ * the high-water file as plain ids are (embedded service) and under the
+ * same in-process per-second limit.
+ */
+function buildLocalNumbers(
+  deps: PoolParts,
+  highWater: HighWaterFile | undefined,
+): { numbers: NumberAdmin; local: LocalNumberTakes } {
   const { stores, clock } = deps;
-  const events = deps.ops.dispatchEvents;
-  const log = deps.log.child({ component: 'numbers' });
-  return stores.numberStore
-    ? new RedisNumberTakes({
-        store: stores.numberStore,
-        counter: stores.numberCounter,
-        lock: stores.lock,
-        entities: deps.registry,
-        demand: stores.demand,
-        events,
-        clock,
-        log,
-        intervalMs: deps.config.refillIntervalMs,
-        fenceCheckMs: deps.config.fenceCheckMs,
-        databaseBehind: (report) => deps.ops.refillEvents.databaseBehind(report),
-      })
-    : new LocalNumberTakes({
-        counter: highWater
-          ? new HighWaterNumberCounter(stores.numberCounter, highWater, (report) =>
-              deps.ops.refillEvents.databaseBehind(report),
-            )
-          : stores.numberCounter,
-        clock,
-        events,
-        rate: stores.snowflakeRate,
-        log,
-      });
+  const local = new LocalNumberTakes({
+    counter: highWater
+      ? new HighWaterNumberCounter(stores.numberCounter, highWater, (report) =>
+          deps.ops.refillEvents.databaseBehind(report),
+        )
+      : stores.numberCounter,
+    clock,
+    events: deps.ops.dispatchEvents,
+    rate: stores.snowflakeRate,
+    log: deps.log.child({ component: 'numbers' }),
+  });
+  return { numbers: local, local };
 }
 
 /**
@@ -485,7 +513,7 @@ export function buildTakes(deps: {
   return new TakeService({
     takers: {
       segment: deps.pools.dispatcher,
-      number: deps.pools.numbers,
+      number: deps.pools.numberTaker,
       gapless: new GaplessTaker(deps.gapless),
       snowflake: new SnowflakeTaker({
         make: (entityKey, count) => snowflake.make(entityKey, count),

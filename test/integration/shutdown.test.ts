@@ -32,8 +32,8 @@ describeWithServices(
         minSizePercent: 50,
       });
       while ((await takeIds(first.url, key, secret, 1)).status !== 200) await sleep(20);
-      // Business-number entities: their refill tick goes over them every 100 ms, and must not go on
-      // once the connections close (test/unit/number-takes-stop.test.ts holds a tick at the moment).
+      // Business-number entities: the refiller fills them as the layer names them due, and must not go on
+      // once the connections close (test/unit/number-periods-refill.test.ts holds a fill at the moment).
       const numbers = await Promise.all(
         Array.from({ length: 4 }, async (_, i) => {
           const numberKey = uniqueKey(`drain-n${i}`);

@@ -122,9 +122,11 @@ end
 
 -- Makes the staged period live once the Redis clock (`now`) is in it, the
 -- live list then holding its numbers and expiring at its end; drops a staged
--- period that is already over. Returns the period table's fields after it,
--- HMGET's order: p0 s0 e0 x0 p1 s1 e1 x1 latest.
-local function numberPromote(periodsKey, liveKey, nextKey, now)
+-- period that is already over. The live list's pushed counter starts again
+-- with it (a new baseline for demand, as a reset's: the old period's
+-- leftovers went with their list, and were not taken). Returns the period
+-- table's fields after it, HMGET's order: p0 s0 e0 x0 p1 s1 e1 x1 latest.
+local function numberPromote(periodsKey, liveKey, nextKey, pushedKey, now)
   local h = rcall('HMGET', periodsKey, 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1', 'latest')
   local s1, e1 = tonumber(h[6]), tonumber(h[7])
   if not s1 or now < s1 then
@@ -136,6 +138,7 @@ local function numberPromote(periodsKey, liveKey, nextKey, now)
       rcall('RENAME', nextKey, liveKey)
       rcall('PEXPIREAT', liveKey, e1 - 1)
     end
+    rcall('SET', pushedKey, rcall('LLEN', liveKey))
     rcall('HSET', periodsKey, 'p0', h[5], 's0', h[6], 'e0', h[7], 'x0', h[8] or '0', 'latest', h[6])
     h[1], h[2], h[3], h[4], h[9] = h[5], h[6], h[7], h[8] or '0', h[6]
   else

@@ -11,6 +11,7 @@
     KEYS[2] epoch marker
     KEYS[3] live list (the entity's `ids`)
     KEYS[4] staged list
+    KEYS[5] pushed counter of the live list
 
   Output:
     {nowMs, epochCurrent (1/0), p0, s0, e0, x0, size0, p1, s1, e1, x1, size1, latest}
@@ -21,7 +22,7 @@ local function number_state(KEYS)
   local current = rcall('GET', KEYS[2]) == epoch()
   local h
   if current then
-    h = numberPromote(KEYS[1], KEYS[3], KEYS[4], now)
+    h = numberPromote(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now)
   else
     h = rcall('HMGET', KEYS[1], 'p0', 's0', 'e0', 'x0', 'p1', 's1', 'e1', 'x1', 'latest')
   end

@@ -13,6 +13,7 @@
     KEYS[2] fence hash
     KEYS[3] live list (the entity's `ids`)
     KEYS[4] staged list
+    KEYS[5] pushed counter of the live list (less what is dropped from it: dropped, not taken)
     ARGV[1] period id
     ARGV[2] the raised sequence's number, formatted
     ARGV[3] the raised sequence (decimal)
@@ -52,6 +53,9 @@ local function number_trim(KEYS, ARGV)
           end
         end
         dropped = #head - #kept
+        if slot == 0 then
+          rcall('INCRBY', KEYS[5], -dropped)
+        end
         -- LPUSH of the reversed survivors puts them back at the head in their order.
         for i = 1, #kept, 5000 do
           rcall('LPUSH', list, unpack(kept, i, math.min(i + 4999, #kept)))

@@ -10,6 +10,7 @@
     KEYS[3] fence hash
     KEYS[4] live list (the entity's `ids`)
     KEYS[5] staged list
+    KEYS[6] pushed counter of the live list (starts again with it)
     ARGV[1] 'epoch'
     ARGV[2..] pairs: period id, sequence every number up to which may have been issued
 
@@ -22,6 +23,7 @@ local function number_reset(KEYS, ARGV)
   if rcall('GET', KEYS[2]) == now then
     return 0
   end
+  rcall('DEL', KEYS[6])
   if rcall('DEL', KEYS[4], KEYS[5]) == 0 then
     dropped = 0
   end

@@ -5,7 +5,7 @@
 
     FCALL idpool_number_push_open   (this function: the checks)
     RPUSH <staging> number ...       (the numbers, in take order)
-    FCALL idpool_number_push_close  (puts the staging list back)
+    FCALL idpool_push_close          (puts the staging list back, live or staged)
 
   The period goes to the live list (`ids`) when the Redis clock is in it,
   to the staged list when it is still ahead. A live period is set only when
@@ -15,7 +15,7 @@
   sequence ever pushed for it (a database restored from a backup repeats no
   number). Only when every check passes does the list move to the staging
   key, behind which the RPUSH appends; otherwise the RPUSH fills a staging
-  list of its own that idpool_number_push_close deletes.
+  list of its own that idpool_push_close deletes.
 
   Input:
     KEYS[1] period table
@@ -25,6 +25,7 @@
     KEYS[5] staged list
     KEYS[6] staging list (the RPUSH's key)
     KEYS[7] open marker (from an accepted open to its close: the list the numbers go to)
+    KEYS[8] pushed counter of the live list (numbers pushed to it; pushed - size = taken, by any pop)
     ARGV[1] period id
     ARGV[2] period start (Unix ms)
     ARGV[3] period end (Unix ms, the first instant after it)
@@ -47,7 +48,7 @@ local function number_push_open(KEYS, ARGV)
     return {-2}
   end
   local now = redisNow()
-  local h = numberPromote(KEYS[1], KEYS[4], KEYS[5], now)
+  local h = numberPromote(KEYS[1], KEYS[4], KEYS[5], KEYS[8], now)
   local id, start, stop = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
   if start < tonumber(h[9] or '0') then
     return {-8}
@@ -66,6 +67,7 @@ local function number_push_open(KEYS, ARGV)
     rcall('HSET', KEYS[1], 'p' .. slot, id, 's' .. slot, start, 'e' .. slot, stop, 'x' .. slot, '0')
     if slot == 0 then
       rcall('HSET', KEYS[1], 'latest', start)
+      rcall('SET', KEYS[8], '0')
     end
   end
   if tonumber(ARGV[6]) > 0 then
@@ -80,6 +82,9 @@ local function number_push_open(KEYS, ARGV)
     -- The live list expires at the period's last millisecond (Redis expires a key once its clock is past the time).
     rcall('SET', KEYS[7], slot == 0 and tostring(stop - 1) or 'staged')
     rcall('HSET', KEYS[3], id, ARGV[5])
+    if slot == 0 then
+      rcall('INCRBY', KEYS[8], ARGV[6])
+    end
   end
   if ARGV[7] == '1' then
     rcall('HSET', KEYS[1], 'x' .. slot, '1')
