@@ -390,8 +390,7 @@ export function buildPools(
     await guarded?.checkAll(registry.segmentKeys());
   };
   const { numbers, local } = periods ? { numbers: periods, local: undefined } : buildLocalNumbers(deps, deps.highWater);
-  // The sampler reads the periods from the numbers layer, built after the ops side it reports to; a gapless
-  // series' from its ledger.
+  // The sampler reads the periods from the numbers layer (a gapless series' from its ledger), built after it.
   const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
   deps.ops.sampler.readNumbersFrom(numberUsage);
   return {
