@@ -9,7 +9,7 @@
  * Every take is one transaction on the period's counter row, or one for
  * the takes that waited for it (src/gapless/series.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -72,37 +72,95 @@ const BACKENDS: Backend[] = [
   },
 ];
 
+/**
+ * `BENCH_COMPARE=/path/to/tree` (a checkout built with `npm run build`):
+ * its service beside this tree's, on the same database, their rounds
+ * alternated, so both meet the same load of this shared machine.
+ */
+const COMPARE = process.env.BENCH_COMPARE;
+
+interface Figures {
+  rates: number[];
+  p99s: number[];
+  p50s: number[];
+  /** The service process's CPU (user + system) per number, ms: what the machine's load does not change much. */
+  cpuPerNumber: number[];
+}
+
+/** User + system CPU seconds of a process (stat(5) fields 14 and 15, in 10 ms ticks). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const [utime, stime] = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(11, 13)
+    .map(Number);
+  return (utime + stime) / 100;
+}
+
+async function round(
+  service: { base: string; pid: number },
+  key: string,
+  secret: string,
+  connections: number,
+  tag: string,
+  into: Figures,
+) {
+  const base = service.base;
+  const cpu = cpuSeconds(service.pid);
+  const r = await load(`${base}/apps/${key}/ids`, {
+    connections,
+    seconds: SECONDS,
+    token: secret,
+    body: '{"count":1}',
+    header: ['idempotency-key', `${tag}-[<id>]`],
+  });
+  if (r.non2xx) throw new Error(`${connections} connections: ${r.non2xx} answers not 2xx`);
+  into.rates.push(r.rps);
+  into.p99s.push(r.p99);
+  into.p50s.push(r.p50);
+  into.cpuPerNumber.push(((cpuSeconds(service.pid) - cpu) * 1000) / (r.rps * SECONDS));
+}
+
+function line(name: string, connections: number, f: Figures): string {
+  return `${name.padEnd(24)} ${String(connections).padStart(2)} clients: ${fmt(median(f.rates)).padStart(6)} numbers/s, p50 ${median(f.p50s)} ms, p99 ${median(f.p99s)} ms, service CPU ${median(f.cpuPerNumber).toFixed(2)} ms/number (rounds: ${f.rates.map(fmt).join(', ')})`;
+}
+
 async function main(): Promise<void> {
   const only = process.env.BENCH_BACKEND;
   for (const backend of BACKENDS.filter((b) => !only || b.name.startsWith(only))) {
     const { env, done } = await backend.env();
-    const { base, proc } = await startService({ ...env, IDPOOL_REQUEST_LOG: 'off' }, { compiled: true });
+    const services = [
+      { name: backend.name, ...(await startService({ ...env, IDPOOL_REQUEST_LOG: 'off' }, { compiled: true })) },
+    ];
+    if (COMPARE)
+      services.push({
+        name: `${backend.name} (compared)`,
+        ...(await startService({ ...env, IDPOOL_REQUEST_LOG: 'off' }, { root: COMPARE })),
+      });
     try {
-      const port = Number(new URL(base).port);
       for (const connections of [1, 16]) {
-        const key = `inv${connections}`;
-        const secret = await registerEntity(port, { key, format: 'INV{yyyy}{MM}{dd}-{seq:9}', gapless: true });
-        const rates: number[] = [];
-        const p99s: number[] = [];
-        for (let round = 0; round < ROUNDS; round++) {
-          const r = await load(`${base}/apps/${key}/ids`, {
-            connections,
-            seconds: SECONDS,
-            token: secret,
-            body: '{"count":1}',
-            header: ['idempotency-key', `b${round}-[<id>]`],
-          });
-          if (r.non2xx) throw new Error(`${backend.name}, ${connections} connections: ${r.non2xx} answers not 2xx`);
-          rates.push(r.rps);
-          p99s.push(r.p99);
-        }
-        console.log(
-          `${backend.name.padEnd(24)} ${String(connections).padStart(2)} clients: ${fmt(median(rates)).padStart(6)} numbers/s, p99 ${median(p99s)} ms (rounds: ${rates.map(fmt).join(', ')})`,
+        const runs = await Promise.all(
+          services.map(async (s, i) => {
+            const key = `inv${connections}s${i}`;
+            const secret = await registerEntity(Number(new URL(s.base).port), {
+              key,
+              format: 'INV{yyyy}{MM}{dd}-{seq:9}',
+              gapless: true,
+            });
+            return { ...s, key, secret, figures: { rates: [], p99s: [], p50s: [], cpuPerNumber: [] } };
+          }),
         );
+        for (let r = 0; r < ROUNDS; r++)
+          for (const run of runs)
+            await round({ base: run.base, pid: run.proc.pid! }, run.key, run.secret, connections, `b${r}`, run.figures);
+        for (const run of runs) console.log(line(run.name, connections, run.figures));
       }
     } finally {
-      proc.kill('SIGTERM');
-      await new Promise((r) => proc.once('exit', r));
+      for (const { proc } of services) {
+        proc.kill('SIGTERM');
+        await new Promise((r) => proc.once('exit', r));
+      }
       await done();
     }
   }
