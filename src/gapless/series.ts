@@ -211,9 +211,16 @@ export class GaplessSeries {
       (spans) => spans !== undefined,
       () => false,
     );
-    const spans = await trip;
-    if (!spans) {
+    const forget = () => {
       if (this.counters.get(entity.key) === known) this.counters.delete(entity.key);
+    };
+    // A trip that failed (a timeout: it may still commit) leaves the counter unknown, as one that missed.
+    const spans = await trip.catch((err: unknown) => {
+      forget();
+      throw err;
+    });
+    if (!spans) {
+      forget();
       return undefined;
     }
     await this.deps.highWater.raise(entity.key, known.period.id, before + BigInt(total));
