@@ -106,8 +106,9 @@ class PostgresTransactions extends RunnerTransactions {
 
 /**
  * Connections of the one-trip transactions, beside the shared pool's ten:
- * one busy entity keeps two transactions in flight (series.ts), so four
- * serve two busy series at full speed and queue the rest.
+ * an entity's trips go one at a time per instance (series.ts), so four
+ * serve four busy series at once and queue the rest (each trip ~1 ms plus
+ * the commit's flush).
  */
 const MYSQL_ONE_TRIP_CONNECTIONS = 4;
 
