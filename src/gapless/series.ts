@@ -93,10 +93,16 @@ export class GaplessSeries {
   private readonly queues = new Map<string, EntityQueue>();
   private readonly schemes = new Map<string, NumberScheme>();
   private readonly counters = new Map<string, KnownCounter>();
-  /** Groups of an entity on the locking path now: no trip goes while one does (it moves the counter under it). */
-  private readonly locking = new Map<string, number>();
+  /** An entity's group on the locking path now, where the one-trip path is: the next group waits for it. */
+  private readonly locking = new Map<string, Promise<GroupAnswer[]>>();
 
-  constructor(private readonly deps: { ledger: SqlLedger; highWater: GaplessHighWater; log: Logger }) {}
+  constructor(
+    private readonly deps: {
+      ledger: Pick<SqlLedger, 'issue' | 'issueKnown' | 'oneTrip' | 'void' | 'entries' | 'audit' | 'now' | 'enterLost'>;
+      highWater: GaplessHighWater;
+      log: Logger;
+    },
+  ) {}
 
   /** `count` consecutive numbers of the period the database's clock is in, each in the ledger before it is answered. */
   async take(
@@ -162,32 +168,40 @@ export class GaplessSeries {
     }
   }
 
-  /** The group's answers once in the ledger and in the high-water record; a lost race on a key is read again. */
+  /**
+   * The group's answers once in the ledger and in the high-water record:
+   * in one trip where this instance knows the counter, else the locking
+   * path. A group on the locking path moves the counter under any trip, so
+   * the next group waits for it and goes on from where it left the counter
+   * (going the locking way too would keep one of them on it for good).
+   */
   private async issue(entity: EntityConfig, takes: LedgerTake[]): Promise<GroupAnswer[]> {
     const scheme = this.schemeOf(entity);
+    if (!this.deps.ledger.oneTrip) return this.issueLocking(entity, scheme, takes);
+    for (let ahead = this.locking.get(entity.key); ahead; ahead = this.locking.get(entity.key))
+      await ahead.catch(() => undefined);
     const known = await this.issueKnown(entity, scheme, takes);
     if (known) return known;
-    this.locking.set(entity.key, (this.locking.get(entity.key) ?? 0) + 1);
+    const locked = this.issueLocking(entity, scheme, takes);
+    this.locking.set(entity.key, locked);
     try {
-      for (let round = 1; ; round++) {
-        try {
-          const { answers, period, last } = await this.deps.ledger.issue(
-            entity.key,
-            scheme,
-            takes,
-            this.deps.highWater,
-          );
-          await this.record(entity.key, period, last, answers);
-          if (last !== undefined) this.know(entity.key, period, last);
-          return answers;
-        } catch (err) {
-          if (takes.length > 1 || !isLostRace(err) || round >= RACE_ROUNDS) throw err;
-        }
-      }
+      return await locked;
     } finally {
-      const left = (this.locking.get(entity.key) ?? 1) - 1;
-      if (left > 0) this.locking.set(entity.key, left);
-      else this.locking.delete(entity.key);
+      if (this.locking.get(entity.key) === locked) this.locking.delete(entity.key);
+    }
+  }
+
+  /** The locking path (SqlLedger.issue); a lost race on a key is read again. */
+  private async issueLocking(entity: EntityConfig, scheme: NumberScheme, takes: LedgerTake[]) {
+    for (let round = 1; ; round++) {
+      try {
+        const { answers, period, last } = await this.deps.ledger.issue(entity.key, scheme, takes, this.deps.highWater);
+        await this.record(entity.key, period, last, answers);
+        if (last !== undefined) this.know(entity.key, period, last);
+        return answers;
+      } catch (err) {
+        if (takes.length > 1 || !isLostRace(err) || round >= RACE_ROUNDS) throw err;
+      }
     }
   }
 
@@ -197,13 +211,12 @@ export class GaplessSeries {
    * this one's answered); undefined when the counter is not there (another
    * instance moved it, a new period, a key already in the ledger, the
    * ledger behind the high-water record): nothing was written, and the
-   * locking path answers (no trip goes until it learnt the counter again).
+   * locking path answers.
    */
   private async issueKnown(entity: EntityConfig, scheme: NumberScheme, takes: LedgerTake[]) {
     const known = this.counters.get(entity.key);
     const total = takes.reduce((n, t) => n + t.count, 0);
-    if (!known || this.locking.has(entity.key)) return undefined;
-    if (total > ONE_TRIP_ROWS || known.last + BigInt(total) > scheme.capacity) return undefined;
+    if (!known || total > ONE_TRIP_ROWS || known.last + BigInt(total) > scheme.capacity) return undefined;
     const before = known.last;
     known.last += BigInt(total);
     const trip = this.trip(entity.key, scheme, known.period, takes, before, known.trip);
