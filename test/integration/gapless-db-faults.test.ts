@@ -62,8 +62,9 @@ describeWithServices(
       while (clients.answered.size < afterHeal + 20) await sleep(100);
       await clients.stop();
       expect(beforeFault).toBeGreaterThan(0);
-      // The fault made clients send takes again (after a timeout or a 503).
+      // The fault made clients send takes again (after a timeout or a 503), and every refusal was a 503 with Retry-After.
       expect(clients.seen.retried).toBeGreaterThan(0);
+      expect(clients.seen.wrongRefusals).toEqual([]);
       await expectContinuousLedger(instances[0].url, key, secret, clients.answered);
       return clients.seen;
     }

@@ -122,6 +122,7 @@ describeWithServices(
       await clients.stop();
       // Transactions were under way, their counter moved, when their instance was killed.
       expect(killedMidTransaction).toBeGreaterThan(0);
+      expect(clients.seen.wrongRefusals).toEqual([]);
       await expectContinuousLedger(instances[0].url, key, secret, clients.answered);
     }, 180_000);
 

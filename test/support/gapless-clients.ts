@@ -23,6 +23,8 @@ export function gaplessTake(url: string, key: string, secret: string, idem: stri
 export interface RetriesSeen {
   retried: number;
   replayed: number;
+  /** Refusals a dependency's fault must not give: a 5xx other than 503, a 503 without Retry-After. */
+  wrongRefusals: string[];
 }
 
 /** What an invoice service does on a timeout, a reset connection or a 5xx: the same request again, with its key, until a 200. */
@@ -32,7 +34,7 @@ async function takeUntilAnswered(
   secret: string,
   idem: string,
   count: number,
-  seen: RetriesSeen = { retried: 0, replayed: 0 },
+  seen: RetriesSeen = { retried: 0, replayed: 0, wrongRefusals: [] },
 ) {
   const deadline = Date.now() + 60_000;
   for (let attempt = 0; ; attempt++) {
@@ -45,6 +47,8 @@ async function takeUntilAnswered(
         return res.body.ids;
       }
       if (res.status < 500) throw new Error(`take ${idem}: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 503 || !res.headers.has('retry-after'))
+        seen.wrongRefusals.push(`${res.status} ${JSON.stringify(res.body)}`);
     } catch (err) {
       if (err instanceof Error && err.message.startsWith('take ')) throw err;
     }
@@ -56,7 +60,7 @@ async function takeUntilAnswered(
 /** `clients` invoice services taking 1-3 numbers at a time until stopped; `answered` maps each key to its numbers. */
 export function invoiceClients(urls: () => string[], key: string, secret: string, clients = 8) {
   const answered = new Map<string, string[]>();
-  const seen: RetriesSeen = { retried: 0, replayed: 0 };
+  const seen: RetriesSeen = { retried: 0, replayed: 0, wrongRefusals: [] };
   let stop = false;
   const loops = Array.from({ length: clients }, async (_, c) => {
     for (let i = 0; !stop; i++) {
