@@ -8,12 +8,13 @@
  * back through `LAST_INSERT_ID(seq + n)`, elsewhere through `RETURNING`.
  */
 import type { Database } from '../db/database';
+import { classifySqlError } from '../db/errors';
 import { ConflictError, NotFoundError, PeriodExhaustedError, UnavailableError } from '../errors';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import { LedgerBehindError } from './errors';
 import type { GaplessHighWater } from './high-water';
-import type { SqlRow, Transactions, Tx } from './transaction';
+import type { SqlRow, Statement, Transactions, Tx } from './transaction';
 
 /** One take of a group: how many, and what the ledger keeps of it. */
 export interface LedgerTake {
@@ -75,6 +76,9 @@ const LOST_REASON = 'not in the ledger after the database went back; issued befo
 /** Rows per INSERT: 10 parameters each, far below every driver's limit. */
 const INSERT_ROWS = 500;
 
+/** Most rows a one-trip group writes (one INSERT of {@link INSERT_ROWS}); a larger group takes the locking path. */
+export const ONE_TRIP_ROWS = INSERT_ROWS;
+
 export class SqlLedger {
   private readonly big: (column: string) => string;
   private readonly insertCounter: string;
@@ -127,6 +131,53 @@ export class SqlLedger {
       await this.insertRows(tx, rows);
       return { answers: answers as GroupAnswer[], period, last };
     });
+  }
+
+  /**
+   * The group in one round trip, when the period's counter is still where
+   * this instance last left it (`before`): the counter moved from `before`
+   * only if it is `before` (and the database's clock still in `period`),
+   * and the ledger's rows written only where it moved, in one transaction.
+   * Undefined when it was not there, or a key of the group is in the ledger
+   * already (a retry, or another take of the same key that committed
+   * first): nothing was written, and the locking path ({@link issue})
+   * answers the group. Undefined too where the database has no one-trip
+   * transaction (SQLite).
+   */
+  async issueKnown(
+    entityKey: string,
+    scheme: NumberScheme,
+    period: Period,
+    takes: readonly LedgerTake[],
+    before: bigint,
+  ): Promise<LedgerSpan[] | undefined> {
+    const inOneTrip = this.transactions.inOneTrip;
+    if (!inOneTrip) return undefined;
+    const format = scheme.template.formatter(period);
+    const spans: LedgerSpan[] = [];
+    const rows: OneTripRow[] = [];
+    let next = before + 1n;
+    for (const take of takes) {
+      spans.push({ period: period.id, first: next, count: take.count, replayed: false });
+      for (let k = 0; k < take.count; k++, next++) {
+        const [key, count, reference] = firstOfTake(take, k) as [string | null, number | null, string | null];
+        rows.push({ seq: next.toString(), number: format(next), key, count, reference });
+      }
+    }
+    const moved = { entityKey, period, n: rows.length, before };
+    try {
+      const results = await inOneTrip(
+        this.db.dialect === 'mysql'
+          ? mysqlOneTrip(this.db.nowMs, moved, rows)
+          : [postgresOneTrip(this.db, moved, rows)],
+      );
+      // MySQL: SET, UPDATE, INSERT; PostgreSQL: the one statement's INSERT. All of the rows, or none.
+      return results[results.length - 1].affectedRows === rows.length ? spans : undefined;
+    } catch (err) {
+      const failure = classifySqlError(err);
+      if (failure?.class === 'conflict' || failure?.kind === 'deadlock') return undefined;
+      throw err;
+    }
   }
 
   /** The database's clock and the ledger's first rows of the takes' keys, in one statement. */
@@ -279,7 +330,12 @@ export class SqlLedger {
     };
   }
 
-  /** Closes the transactions' own connection (SQLite's). */
+  /** Whether {@link issueKnown} can write a group in one round trip here (not on SQLite). */
+  get oneTrip(): boolean {
+    return this.transactions.inOneTrip !== undefined;
+  }
+
+  /** Closes the transactions' own connections (SQLite's, MySQL's one-trip pool). */
   close(): Promise<void> {
     return this.transactions.close();
   }
@@ -329,6 +385,82 @@ export class SqlLedger {
       return { from: counter + 1n, to: upTo };
     });
   }
+}
+
+/** Where a one-trip group moves the counter: by `n` from `before`, if the database's clock is in `period`. */
+interface Move {
+  readonly entityKey: string;
+  readonly period: Period;
+  readonly n: number;
+  readonly before: bigint;
+}
+
+/** The one-trip UPDATE's values after its SET: the counter's row, the value it must be at, the period's bounds. */
+const movedFrom = (m: Move) => [m.entityKey, m.period.id, m.before.toString(), m.period.start, m.period.end];
+
+interface OneTripRow {
+  readonly seq: string;
+  readonly number: string;
+  readonly key: string | null;
+  readonly count: number | null;
+  readonly reference: string | null;
+}
+
+/**
+ * MySQL/MariaDB: the counter's UPDATE, then the rows INSERTed from a
+ * SELECT that joins the counter at its new value: none when the UPDATE
+ * did not match (a counter that is at that value by another take already
+ * has those rows, and the primary key refuses them).
+ */
+function mysqlOneTrip(nowMs: string, move: Move, rows: readonly OneTripRow[]): Statement[] {
+  const after = (move.before + BigInt(move.n)).toString();
+  const values = rows.map((_, i) =>
+    i === 0 ? 'SELECT ? AS seq, ? AS number, ? AS k, ? AS n, ? AS r' : 'SELECT ?, ?, ?, ?, ?',
+  );
+  return [
+    { sql: `SET @gapless_now = ${nowMs}`, params: [] },
+    {
+      sql: 'UPDATE gapless_counter SET seq = seq + ?, update_time = ? WHERE entity_key = ? AND period = ? AND seq = CAST(? AS SIGNED) AND @gapless_now >= ? AND @gapless_now < ?',
+      params: [move.n, Date.now(), ...movedFrom(move)],
+    },
+    {
+      sql: `INSERT INTO gapless_number (entity_key, period, seq, number, issued_at, idempotency_key, take_count, reference, status, reason)
+        SELECT c.entity_key, c.period, v.seq, v.number, @gapless_now, v.k, v.n, v.r, 'issued', NULL
+        FROM gapless_counter c JOIN (${values.join(' UNION ALL ')}) v
+        WHERE c.entity_key = ? AND c.period = ? AND c.seq = CAST(? AS SIGNED)`,
+      params: [
+        ...rows.flatMap((r) => [r.seq, r.number, r.key, r.count, r.reference]),
+        move.entityKey,
+        move.period.id,
+        after,
+      ],
+    },
+  ];
+}
+
+/** PostgreSQL: one statement, the counter's UPDATE a CTE the INSERT reads its rows from (none when it matched nothing). */
+function postgresOneTrip(db: Database, move: Move, rows: readonly OneTripRow[]): Statement {
+  return {
+    sql: `WITH t AS (SELECT ${db.nowMs} AS now_ms),
+      c AS (UPDATE gapless_counter SET seq = seq + CAST(? AS BIGINT), update_time = ? FROM t
+        WHERE entity_key = ? AND period = ? AND seq = CAST(? AS BIGINT) AND t.now_ms >= ? AND t.now_ms < ? RETURNING t.now_ms)
+      INSERT INTO gapless_number (entity_key, period, seq, number, issued_at, idempotency_key, take_count, reference, status)
+      SELECT ?, ?, v.seq, v.number, c.now_ms, v.k, v.n, v.r, 'issued' FROM c,
+        unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS INT[]), CAST(? AS TEXT[])) AS v(seq, number, k, n, r)
+      RETURNING 1`,
+    params: [
+      String(move.n),
+      Date.now(),
+      ...movedFrom(move),
+      move.entityKey,
+      move.period.id,
+      rows.map((r) => r.seq),
+      rows.map((r) => r.number),
+      rows.map((r) => r.key),
+      rows.map((r) => r.count),
+      rows.map((r) => r.reference),
+    ],
+  };
 }
 
 interface KnownTake {

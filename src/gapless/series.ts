@@ -16,6 +16,7 @@ import type { GaplessHighWater } from './high-water';
 import {
   type GroupAnswer,
   GroupDeclined,
+  ONE_TRIP_ROWS,
   type LedgerAudit,
   type LedgerEntry,
   type LedgerSpan,
@@ -74,6 +75,14 @@ function nextGroup(queue: EntityQueue): Pending[] {
   return group;
 }
 
+/** Where this instance last left an entity's counter, and moved it to in its groups since. */
+interface KnownCounter {
+  readonly period: Period;
+  last: bigint;
+  /** The last group's one trip: whether it wrote. */
+  trip?: Promise<boolean>;
+}
+
 interface Pending {
   readonly take: LedgerTake;
   resolve(span: LedgerSpan): void;
@@ -83,8 +92,17 @@ interface Pending {
 export class GaplessSeries {
   private readonly queues = new Map<string, EntityQueue>();
   private readonly schemes = new Map<string, NumberScheme>();
+  private readonly counters = new Map<string, KnownCounter>();
+  /** An entity's group on the locking path now, where the one-trip path is: the next group waits for it. */
+  private readonly locking = new Map<string, Promise<GroupAnswer[]>>();
 
-  constructor(private readonly deps: { ledger: SqlLedger; highWater: GaplessHighWater; log: Logger }) {}
+  constructor(
+    private readonly deps: {
+      ledger: Pick<SqlLedger, 'issue' | 'issueKnown' | 'oneTrip' | 'void' | 'entries' | 'audit' | 'now' | 'enterLost'>;
+      highWater: GaplessHighWater;
+      log: Logger;
+    },
+  ) {}
 
   /** `count` consecutive numbers of the period the database's clock is in, each in the ledger before it is answered. */
   async take(
@@ -150,18 +168,105 @@ export class GaplessSeries {
     }
   }
 
-  /** The group's answers once in the ledger and in the high-water record; a lost race on a key is read again. */
+  /**
+   * The group's answers once in the ledger and in the high-water record:
+   * in one trip where this instance knows the counter, else the locking
+   * path. A group on the locking path moves the counter under any trip, so
+   * the next group waits for it and goes on from where it left the counter
+   * (going the locking way too would keep one of them on it for good).
+   */
   private async issue(entity: EntityConfig, takes: LedgerTake[]): Promise<GroupAnswer[]> {
     const scheme = this.schemeOf(entity);
+    if (!this.deps.ledger.oneTrip) return this.issueLocking(entity, scheme, takes);
+    for (let ahead = this.locking.get(entity.key); ahead; ahead = this.locking.get(entity.key))
+      await ahead.catch(() => undefined);
+    const known = await this.issueKnown(entity, scheme, takes);
+    if (known) return known;
+    const locked = this.issueLocking(entity, scheme, takes);
+    this.locking.set(entity.key, locked);
+    try {
+      return await locked;
+    } finally {
+      if (this.locking.get(entity.key) === locked) this.locking.delete(entity.key);
+    }
+  }
+
+  /** The locking path (SqlLedger.issue); a lost race on a key is read again. */
+  private async issueLocking(entity: EntityConfig, scheme: NumberScheme, takes: LedgerTake[]) {
     for (let round = 1; ; round++) {
       try {
         const { answers, period, last } = await this.deps.ledger.issue(entity.key, scheme, takes, this.deps.highWater);
         await this.record(entity.key, period, last, answers);
+        if (last !== undefined) this.know(entity.key, period, last);
         return answers;
       } catch (err) {
         if (takes.length > 1 || !isLostRace(err) || round >= RACE_ROUNDS) throw err;
       }
     }
+  }
+
+  /**
+   * The group in one round trip from where this instance last left the
+   * counter (the next group goes on from this one's end, its trip sent once
+   * this one's answered); undefined when the counter is not there (another
+   * instance moved it, a new period, a key already in the ledger, the
+   * ledger behind the high-water record): nothing was written, and the
+   * locking path answers.
+   */
+  private async issueKnown(entity: EntityConfig, scheme: NumberScheme, takes: LedgerTake[]) {
+    const known = this.counters.get(entity.key);
+    const total = takes.reduce((n, t) => n + t.count, 0);
+    if (!known || total > ONE_TRIP_ROWS || known.last + BigInt(total) > scheme.capacity) return undefined;
+    const before = known.last;
+    known.last += BigInt(total);
+    const trip = this.trip(entity.key, scheme, known.period, takes, before, known.trip);
+    known.trip = trip.then(
+      (spans) => spans !== undefined,
+      () => false,
+    );
+    const forget = () => {
+      if (this.counters.get(entity.key) === known) this.counters.delete(entity.key);
+    };
+    // A trip that failed (a timeout: it may still commit) leaves the counter unknown, as one that missed.
+    const spans = await trip.catch((err: unknown) => {
+      forget();
+      throw err;
+    });
+    if (!spans) {
+      forget();
+      return undefined;
+    }
+    await this.deps.highWater.raise(entity.key, known.period.id, before + BigInt(total));
+    return spans;
+  }
+
+  /**
+   * One trip from `before`, once the trip of the group before it (`ahead`)
+   * is answered: sent at once, it could reach the database first on another
+   * connection and miss. None when that one missed (this one would too) or
+   * the high-water record is above `before`.
+   */
+  private async trip(
+    key: string,
+    scheme: NumberScheme,
+    period: Period,
+    takes: LedgerTake[],
+    before: bigint,
+    ahead: Promise<boolean> | undefined,
+  ): Promise<LedgerSpan[] | undefined> {
+    const [recorded, wrote] = await Promise.all([this.deps.highWater.get(key, period.id), ahead]);
+    if (wrote === false || (recorded !== undefined && recorded > before)) return undefined;
+    return this.deps.ledger.issueKnown(key, scheme, period, takes, before);
+  }
+
+  /**
+   * Records where the locking path left the counter, for the next group's
+   * one trip (the highest of the locking groups that ran together).
+   */
+  private know(key: string, period: Period, last: bigint): void {
+    if (!this.deps.ledger.oneTrip) return;
+    const known = this.counters.get(key);
+    if (known?.period.id !== period.id || known.last < last) this.counters.set(key, { period, last });
   }
 
   /** Raises the high-water record to what the group was answered, before anyone sees it. */

@@ -5,9 +5,11 @@
  * shared pool; only this folder opens transactions, so the helper is here.
  */
 import BetterSqlite3 from 'better-sqlite3';
+import type mysql2 from 'mysql2';
 import type { QueryRunner } from 'typeorm';
 import { type Clock, systemClock } from '../clock';
 import { type Database, isBusy, toPostgresPlaceholders } from '../db/database';
+import { boundedMysqlDriver } from '../db/mysql-driver';
 import { UnavailableError } from '../errors';
 
 /** A row as the drivers give it here: BIGINTs selected as text, other numbers as numbers. */
@@ -25,9 +27,23 @@ export interface Tx {
   run(sql: string, params?: unknown[]): Promise<TxResult>;
 }
 
+/** A statement with `?` placeholders and its values. */
+export interface Statement {
+  readonly sql: string;
+  readonly params: unknown[];
+}
+
 export interface Transactions {
   /** Runs `body` in one transaction: committed when it resolves, rolled back when it throws (the throw passed on). */
   transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Runs `statements` as one transaction sent in one round trip, each
+   * statement's result in order; throws (the transaction rolled back) when
+   * one fails. MySQL/MariaDB: any number of statements (a connection of
+   * its own that allows several in one query); PostgreSQL: one statement,
+   * its own transaction; SQLite: absent (a statement there costs no trip).
+   */
+  readonly inOneTrip?: (statements: Statement[]) => Promise<TxResult[]>;
   close(): Promise<void>;
 }
 
@@ -39,12 +55,13 @@ const SQLITE_BUSY_TIMEOUT_MS = 20;
 /** The transactions of `db`; a SQLite database needs its file (`sqlitePath`): an in-memory one has no second connection. */
 export function transactionsOf(db: Database, sqlitePath?: string, clock: Clock = systemClock): Transactions {
   if (db.dialect === 'sqlite') return new SqliteTransactions(sqlitePath, clock);
-  return new RunnerTransactions(db);
+  if (db.dialect === 'mysql') return new MysqlTransactions(db);
+  return new PostgresTransactions(db);
 }
 
 /** MySQL/MariaDB and PostgreSQL: a query runner holds one pooled connection for the transaction. */
 class RunnerTransactions implements Transactions {
-  constructor(private readonly db: Database) {}
+  constructor(protected readonly db: Database) {}
 
   async transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
     const runner = this.db.dataSource.createQueryRunner();
@@ -70,6 +87,95 @@ class RunnerTransactions implements Transactions {
 
   async close(): Promise<void> {
     // The pooled connections close with the database.
+  }
+}
+
+/** PostgreSQL: one statement outside an explicit transaction is one (a data-modifying CTE writes two tables at once). */
+class PostgresTransactions extends RunnerTransactions {
+  readonly inOneTrip = async (statements: Statement[]): Promise<TxResult[]> => {
+    if (statements.length !== 1) throw new Error('PostgreSQL sends one statement a trip');
+    const [{ sql, params }] = statements;
+    const runner = this.db.dataSource.createQueryRunner();
+    try {
+      return [await runStatement(runner, toPostgresPlaceholders(sql), params)];
+    } finally {
+      await runner.release();
+    }
+  };
+}
+
+/**
+ * Connections of the one-trip transactions, beside the shared pool's ten:
+ * an entity's trips go one at a time per instance (series.ts), so four
+ * serve four busy series at once and queue the rest (each trip ~1 ms plus
+ * the commit's flush).
+ */
+const MYSQL_ONE_TRIP_CONNECTIONS = 4;
+
+/**
+ * MySQL/MariaDB: `START TRANSACTION; …; COMMIT` in one query, on a pool of
+ * its own whose connections allow several statements in one (the shared
+ * pool's do not). Values are escaped by mysql2 as on every other query;
+ * statements are bounded as the shared pool's are (db/mysql-driver.ts).
+ */
+class MysqlTransactions extends RunnerTransactions {
+  private pool: mysql2.Pool | undefined;
+
+  readonly inOneTrip = async (statements: Statement[]): Promise<TxResult[]> => {
+    const connection = await new Promise<mysql2.PoolConnection>((resolve, reject) =>
+      this.oneTripPool().getConnection((err, c) => (err ? reject(err) : resolve(c))),
+    );
+    const sql = ['START TRANSACTION', ...statements.map((s) => s.sql), 'COMMIT'].join(';\n');
+    let results: (mysql2.ResultSetHeader | SqlRow[])[];
+    try {
+      results = await new Promise((resolve, reject) =>
+        connection.query(
+          sql,
+          statements.flatMap((s) => s.params),
+          (err, res) => (err ? reject(err) : resolve(res as (mysql2.ResultSetHeader | SqlRow[])[])),
+        ),
+      );
+    } catch (err) {
+      // A statement failed: the ones before it are in a transaction still open. A dropped connection ended its own.
+      if ((err as { fatal?: boolean }).fatal) connection.destroy();
+      else {
+        await new Promise((resolve) => connection.query('ROLLBACK', resolve));
+        connection.release();
+      }
+      throw err;
+    }
+    connection.release();
+    // START TRANSACTION's and COMMIT's results left out.
+    return results
+      .slice(1, -1)
+      .map((r) =>
+        Array.isArray(r)
+          ? { rows: r, affectedRows: r.length }
+          : { rows: [], affectedRows: r.affectedRows, insertId: String(r.insertId) },
+      );
+  };
+
+  private oneTripPool(): mysql2.Pool {
+    if (this.pool) return this.pool;
+    const { url } = this.db.dataSource.options as { url?: string };
+    this.pool = boundedMysqlDriver().createPool({
+      uri: url,
+      multipleStatements: true,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      connectionLimit: MYSQL_ONE_TRIP_CONNECTIONS,
+      connectTimeout: 3000,
+      enableKeepAlive: true,
+      keepAliveInitialDelay: 5000,
+      trace: false,
+    });
+    return this.pool;
+  }
+
+  override async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool) await new Promise((resolve) => pool.end(resolve));
   }
 }
 

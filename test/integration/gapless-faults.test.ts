@@ -10,38 +10,10 @@ import { ADMIN_TOKEN, call, register } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { createTestSchema, sharedRedisEnv } from '../support/services';
 import { sleep } from '../support/wait';
+import { expectContinuousLedger, gaplessTake as take, invoiceClients, seqOf } from '../support/gapless-clients';
 
 const FORMAT = 'INV{yyyy}{MM}{dd}-{seq:6}';
 const today = () => new Date().toISOString().slice(0, 10).replaceAll('-', '');
-const seqOf = (n: string) => Number(n.slice(n.lastIndexOf('-') + 1));
-
-/** One take as an invoice service sends it: a 200's numbers, or the status and code of the refusal. */
-async function take(url: string, key: string, secret: string, idem: string | undefined, count = 1) {
-  const res = await call<{ ids: string[]; error?: { code: string } }>(`${url}/apps/${key}/ids`, {
-    token: secret,
-    body: { count, reference: idem ? `ref-${idem}` : undefined },
-    headers: idem ? { 'idempotency-key': idem } : {},
-  });
-  return res;
-}
-
-/** What an invoice service does on a timeout, a reset connection or a 5xx: the same request again, with its key, until a 200. */
-async function takeUntilAnswered(urls: () => string[], key: string, secret: string, idem: string, count: number) {
-  const deadline = Date.now() + 60_000;
-  for (let attempt = 0; ; attempt++) {
-    const url = urls()[attempt % urls().length];
-    try {
-      const res = await take(url, key, secret, idem, count);
-      if (res.status === 200) return res.body.ids;
-      if (res.status < 500) throw new Error(`take ${idem}: ${res.status} ${JSON.stringify(res.body)}`);
-    } catch (err) {
-      if (err instanceof Error && err.message.startsWith('take ')) throw err;
-    }
-    if (Date.now() > deadline) throw new Error(`take ${idem}: no answer within 60 s`);
-    await sleep(50);
-  }
-}
-
 const admin = { IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN };
 
 describe('a gapless series whose SQLite file is restored from a backup (real processes, the high-water file)', () => {
@@ -125,14 +97,7 @@ describeWithServices(
       const secret = await register(instances[0].url, { key, format: FORMAT, gapless: true });
       sql = await createConnection({ uri: schema.url });
 
-      const answered = new Map<string, string[]>();
-      let stop = false;
-      const clients = Array.from({ length: 8 }, async (_, c) => {
-        for (let i = 0; !stop; i++) {
-          const idem = `c${c}-${i}`;
-          answered.set(idem, await takeUntilAnswered(urls, key, secret, idem, 1 + (i % 3)));
-        }
-      });
+      const clients = invoiceClients(urls, key, secret);
       let killedMidTransaction = 0;
       for (let round = 0; round < 3; round++) {
         await sleep(400);
@@ -154,30 +119,14 @@ describeWithServices(
         instances[round % 2] = await startInstance(env);
         running.push(instances[round % 2]);
       }
-      stop = true;
-      await Promise.all(clients);
+      await clients.stop();
       // Transactions were under way, their counter moved, when their instance was killed.
       expect(killedMidTransaction).toBeGreaterThan(0);
-
-      const all = [...answered.values()].flat();
-      const seqs = all.map(seqOf).sort((a, b) => a - b);
-      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
-      const audit = await call(`${instances[0].url}/apps/${key}/numbers/audit`, { token: secret });
-      expect(audit.body).toMatchObject({ issued: all.length, counter: String(all.length), holes: [], duplicates: [] });
-      // Every ledger row was answered to its key's owner: the same numbers, the same reference.
-      const reference = new Map<string, string>();
-      for (let after = '0'; ;) {
-        const page = await call(`${instances[0].url}/apps/${key}/numbers?limit=1000&after=${after}`, { token: secret });
-        for (const n of page.body.numbers as { number: string; reference: string }[])
-          reference.set(n.number, n.reference);
-        if (page.body.next === null) break;
-        after = page.body.next;
-      }
-      expect(reference.size).toBe(all.length);
-      for (const [idem, ids] of answered) for (const id of ids) expect(reference.get(id)).toBe(`ref-${idem}`);
+      expect(clients.seen.wrongRefusals).toEqual([]);
+      await expectContinuousLedger(instances[0].url, key, secret, clients.answered);
     }, 180_000);
 
-    it('a ledger restored behind the Redis record stops at 503, and the reconcile enters the lost numbers', async () => {
+    it('a ledger restored behind the Redis record stops at 503 (also at the instance whose last take the restore kept), and the reconcile enters the lost numbers', async () => {
       const schema = await createTestSchema('mysql');
       const dropFirst = drop;
       drop = async () => {
@@ -185,8 +134,8 @@ describeWithServices(
         await schema.drop();
       };
       const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(), IDPOOL_REQUEST_LOG: '0' };
-      const instance = await startInstance(env);
-      running.push(instance);
+      const [instance, other] = [await startInstance(env), await startInstance(env)];
+      running.push(instance, other);
       const key = uniqueKey('inv');
       const secret = await register(instance.url, { key, format: FORMAT, gapless: true });
       for (let i = 1; i <= 4; i++) expect((await take(instance.url, key, secret, `r${i}`)).status).toBe(200);
@@ -194,7 +143,8 @@ describeWithServices(
       // The backup: both tables as they are now.
       await db.query('CREATE TABLE backup_counter AS SELECT * FROM gapless_counter');
       await db.query('CREATE TABLE backup_number AS SELECT * FROM gapless_number');
-      for (let i = 5; i <= 7; i++) expect((await take(instance.url, key, secret, `r${i}`)).status).toBe(200);
+      // Another instance issues on: the first still knows the counter at 4, where the restore puts it back.
+      for (let i = 5; i <= 7; i++) expect((await take(other.url, key, secret, `r${i}`)).status).toBe(200);
       // The restore.
       await db.query('DELETE FROM gapless_number');
       await db.query('DELETE FROM gapless_counter');
@@ -202,7 +152,10 @@ describeWithServices(
       await db.query('INSERT INTO gapless_number SELECT * FROM backup_number');
       await db.end();
 
-      const refused = await take(instance.url, key, secret, 'r8');
+      const sameCounter = await take(instance.url, key, secret, 'r8');
+      expect(sameCounter.status).toBe(503);
+      expect(sameCounter.body.error?.code).toBe('gapless_ledger_behind');
+      const refused = await take(other.url, key, secret, 'r8');
       expect(refused.status).toBe(503);
       expect(refused.body.error?.code).toBe('gapless_ledger_behind');
       const reconciled = await call(`${instance.url}/admin/apps/${key}/numbers/reconcile`, {
