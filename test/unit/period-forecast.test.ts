@@ -7,15 +7,11 @@ import { Alarms } from '../../src/ops/alarms';
 import { OpsMetrics } from '../../src/ops/metrics';
 import { PeriodHistory, numberPeriodJson, periodForecast, runOutText } from '../../src/ops/period-forecast';
 import { OpsSampler } from '../../src/ops/sampler';
-import { loggingRefillEvents } from '../../src/ops/observers';
-import { Dispatcher } from '../../src/pool/dispatcher';
-import { MemoryNumberPeriods } from '../../src/pool/memory-number-periods';
-import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import type { CounterPeriod, NumberCounter, SeqRange } from '../../src/segment/number-counter';
 import { IdStride } from '../../src/segment/stride';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
-import { testRefiller } from '../support/refiller';
+import { inProcessNumbers } from '../support/refiller';
 import { SAMPLER_SETTINGS } from '../support/sampler';
 
 const MIN = 60_000;
@@ -170,38 +166,6 @@ class MemoryNumberCounter implements NumberCounter {
   }
 }
 
-/**
- * The embedded service's number take: the dispatcher and the refiller over
- * the in-process numbers layer. Each take refills first, as the refiller's
- * tick would have, so the dispatcher's shortage wait never moves the clock.
- */
-function numberEngine(clock: FakeClock, inv: EntityConfig, counter: NumberCounter) {
-  const entities = {
-    get: (key: string) => (key === inv.key ? inv : undefined),
-    segmentKeys: () => [],
-    numberKeys: () => [inv.key],
-  };
-  const store = new MemoryPoolStore(clock);
-  const lock = new MemoryRefillLock();
-  const events = {
-    rateLimited: () => undefined,
-    refused: () => undefined,
-    exhausted: () => undefined,
-    periodExhausted: () => undefined,
-  };
-  const periods = new MemoryNumberPeriods({ store, counter, lock, events, clock, log: silentLogger, retryMs: 10 });
-  const refillEvents = loggingRefillEvents(silentLogger, entities, new IdStride());
-  const refiller = testRefiller(clock, { entities, periods, store, lock, events: refillEvents });
-  const dispatcher = new Dispatcher({ store, refiller, periods, clock, events });
-  return {
-    periods,
-    take: async (entity: EntityConfig, count: number) => {
-      await refiller.refill(entity.key, count);
-      return dispatcher.take(entity, count);
-    },
-  };
-}
-
 describe('the sampler on business numbers (fake clock, the process clock deciding)', () => {
   function setup() {
     // 21:00 in Shanghai: three hours of the day left.
@@ -215,7 +179,7 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
     const metrics = new OpsMetrics({ defaultMetrics: false, nowMs: () => clock.now() });
     const alarms = new Alarms({ clock, log: silentLogger, dedupeMs: 600_000, instance: 't' });
     const counter = new MemoryNumberCounter();
-    const takes = numberEngine(clock, inv, counter);
+    const takes = inProcessNumbers(clock, [inv], counter);
     const sampler = new OpsSampler({
       entities: { list: () => [inv], get: (key) => (key === 'inv' ? inv : undefined) },
       poolStore: { levels: async (keys) => keys.map(() => ({ size: 0, taken: 0 })) },
