@@ -179,10 +179,6 @@ export interface LocalNumbersOptions {
   /** The period counters, behind the second record of what was reserved (HighWaterNumberCounter). */
   counter: PrunableCounter;
   clock: Clock;
-  /** Told when a period is full: `DispatchEvents.periodExhausted` in the service. */
-  onPeriodFull?: (entityKey: string, digits: number, nextAt: number) => void;
-  /** The per-second limit (the embedded service's in-process one); the library has none. */
-  rate?: { admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> };
   /**
    * How long before a boundary the next period's first step is reserved
    * (default {@link LOCAL_PREFILL_LEAD_MS}).
@@ -192,11 +188,13 @@ export interface LocalNumbersOptions {
 }
 
 /**
- * Business numbers without Redis (the embedded service, the library): the
- * process clock decides the period; each entity keeps the rest of its last
- * reservation in process, the next period's first step is reserved in the
- * seconds before the boundary (the first take after it reserves nothing),
- * and rows of periods over for longer than the retention are pruned hourly.
+ * The library's business numbers (the embedded service's run on the one
+ * engine, `pool/memory-number-periods.ts`; a library has no refiller, and
+ * `library/` sits below `pool/`): the process clock decides the period;
+ * each entity keeps the rest of its last reservation in process, the next
+ * period's first step is reserved when a take comes in the seconds before
+ * the boundary (the first take after it reserves nothing), and rows of
+ * periods over for longer than the retention are pruned hourly.
  */
 export class LocalNumbers {
   private readonly schemes = new NumberSchemes();
@@ -232,17 +230,8 @@ export class LocalNumbers {
     while (buffer.numbers.length < count && !buffer.full) await this.reserveInto(buffer, entity, scheme, period, count);
     if (buffer.numbers.length < count) {
       const live = { period: period.id, end: period.end, full: true, size: buffer.numbers.length };
-      readyOrSpent(
-        entity,
-        scheme,
-        live,
-        this.options.clock.now(),
-        count,
-        this.options.onPeriodFull ?? (() => undefined),
-      );
+      readyOrSpent(entity, scheme, live, this.options.clock.now(), count, () => undefined);
     }
-    // Over the limit: a 429, and the numbers stay for the next take.
-    await this.options.rate?.admit(entity.key, count, entity.maxSizePerSecond);
     const out = buffer.numbers.splice(0, count);
     const next = scheme.calendar.after(period);
     if (next && now >= next.start - (this.options.prefillLeadMs ?? LOCAL_PREFILL_LEAD_MS))
@@ -296,49 +285,6 @@ export class LocalNumbers {
     this.ahead.set(entity.key, { period: next.id, ready });
   }
 
-  /** Now's period by the process clock, its counter, and how many of its numbers this process holds not handed out. */
-  async standing(
-    entity: NumberEntity,
-  ): Promise<{ scheme: NumberScheme; now: number; period: Period; reserved: bigint; ready: number }> {
-    const scheme = this.schemes.of(entity);
-    const now = this.options.clock.now();
-    const period = scheme.calendar.at(now);
-    const buffer = this.buffers.get(entity.key);
-    const ready = buffer?.period === period.id ? buffer.numbers.length : 0;
-    return { scheme, now, period, reserved: await this.options.counter.peek(entity.key, period.id), ready };
-  }
-
-  /**
-   * Starts period `periodId` after `seq`: 409 when its line is already past
-   * it; otherwise the counter moves up to `seq` and what this process holds
-   * of the period at or below it is dropped. Resolves to the sequence the
-   * next number follows.
-   */
-  async raise(entity: NumberEntity, periodId: string, seq: bigint): Promise<bigint> {
-    const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
-    const capped = seq > scheme.capacity ? scheme.capacity : seq;
-    const ahead = this.ahead.get(entity.key);
-    const held = [this.buffers.get(entity.key), ahead?.period === period.id ? await ahead.ready : undefined].filter(
-      (b): b is LocalBuffer => b?.period === period.id,
-    );
-    const waiting = held.flatMap((b) => b.numbers);
-    const line = periodLine(scheme, await this.options.counter.peek(entity.key, period.id), waiting);
-    if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
-    const after = await this.options.counter.raise(entity.key, period, capped);
-    const upTo = scheme.template.formatter(period)(capped);
-    for (const buffer of held) {
-      const kept = buffer.numbers.filter((n) => n > upTo);
-      buffer.numbers.splice(0, buffer.numbers.length, ...kept);
-    }
-    return followedAfterRaise(
-      scheme,
-      held.flatMap((b) => b.numbers),
-      upTo,
-      after,
-    );
-  }
-
   /**
    * Prunes rows (and record marks) of periods over for longer than
    * NUMBER_PERIOD_RETENTION_MS now, and again at a take an hour or more
@@ -352,12 +298,10 @@ export class LocalNumbers {
     const now = this.options.clock.now();
     if (now - this.prunedAt < PRUNE_EVERY_MS) return;
     this.prunedAt = now;
-    this.prune().catch((err: unknown) =>
-      this.options.log?.warn({ err: errorMessage(err) }, 'pruning business-number counters failed'),
-    );
-  }
-
-  async prune(): Promise<number> {
-    return (await this.options.counter.prune?.(this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS)) ?? 0;
+    this.options.counter
+      .prune?.(now - NUMBER_PERIOD_RETENTION_MS)
+      .catch((err: unknown) =>
+        this.options.log?.warn({ err: errorMessage(err) }, 'pruning business-number counters failed'),
+      );
   }
 }
