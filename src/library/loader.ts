@@ -163,7 +163,6 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
-      this.deps.numbers?.stop();
       const buffers = [...this.buffers.values()];
       // With no buffer left every call looks its entity up again, which refuses.
       this.buffers.clear();

@@ -11,6 +11,19 @@ class EntityPool {
   /** Ids ever taken (every take), for the demand that sizes the pool. */
   taken = 0;
   fence: bigint | null = null;
+  /** A business-number pool's period end (Unix ms): its numbers go when the clock reaches it, as Redis expires the list. */
+  end: number | undefined;
+
+  clear(): void {
+    this.chunks.length = 0;
+    this.head = 0;
+    this.size = 0;
+  }
+
+  /** The ready ids in take order. */
+  ready(): string[] {
+    return this.chunks.flatMap((chunk, i) => (i === 0 ? chunk.slice(this.head) : chunk));
+  }
 
   take(count: number): string[] {
     const out: string[] = [];
@@ -40,17 +53,55 @@ export class MemoryPoolStore implements PoolStore {
   private readonly pools = new Map<string, EntityPool>();
   private readonly rate: PerSecondLimiter;
 
-  constructor(clock: Pick<Clock, 'now'>) {
+  constructor(private readonly clock: Pick<Clock, 'now'>) {
     this.rate = new PerSecondLimiter(clock);
   }
 
   private pool(entityKey: string): EntityPool {
-    let pool = this.pools.get(entityKey);
+    let pool = this.live(entityKey);
     if (!pool) {
       pool = new EntityPool();
       this.pools.set(entityKey, pool);
     }
     return pool;
+  }
+
+  /** The entity's pool, a business-number period's emptied once the clock has passed its end. */
+  private live(entityKey: string): EntityPool | undefined {
+    const pool = this.pools.get(entityKey);
+    if (pool?.end !== undefined && this.clock.now() >= pool.end) {
+      pool.clear();
+      pool.end = undefined;
+    }
+    return pool;
+  }
+
+  /**
+   * Appends numbers of the period ending at `end` (`memory-number-periods.ts`):
+   * a pool of another period is emptied first. No fence: each period's
+   * counter is checked against the high-water record when it reserves.
+   */
+  pushPeriod(entityKey: string, numbers: readonly string[], end: number): void {
+    const pool = this.pool(entityKey);
+    if (pool.end !== end) pool.clear();
+    pool.end = end;
+    if (numbers.length === 0) return;
+    pool.chunks.push(numbers);
+    pool.size += numbers.length;
+  }
+
+  /** The numbers of the period ending at `end` waiting in take order (none when the pool holds another period). */
+  periodReady(entityKey: string, end: number): string[] {
+    const pool = this.live(entityKey);
+    return pool?.end === end ? pool.ready() : [];
+  }
+
+  /** Keeps only `kept` of the period ending at `end` (a raise), in take order. */
+  keepInPeriod(entityKey: string, end: number, kept: readonly string[]): void {
+    const pool = this.live(entityKey);
+    if (pool?.end !== end) return;
+    pool.clear();
+    this.pushPeriod(entityKey, kept, end);
   }
 
   async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
@@ -73,22 +124,22 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   async size(entityKey: string): Promise<number> {
-    return this.pools.get(entityKey)?.size ?? 0;
+    return this.live(entityKey)?.size ?? 0;
   }
 
   async next(entityKey: string): Promise<bigint | undefined> {
-    const pool = this.pools.get(entityKey);
+    const pool = this.live(entityKey);
     if (!pool || pool.size === 0) return undefined;
     return BigInt(pool.chunks[0][pool.head]);
   }
 
   async sizes(entityKeys: readonly string[]): Promise<(number | Error)[]> {
-    return entityKeys.map((key) => this.pools.get(key)?.size ?? 0);
+    return entityKeys.map((key) => this.live(key)?.size ?? 0);
   }
 
   async levels(entityKeys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     return entityKeys.map((key) => {
-      const pool = this.pools.get(key);
+      const pool = this.live(key);
       return { size: pool?.size ?? 0, taken: pool?.taken ?? 0 };
     });
   }
@@ -121,11 +172,7 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   async discard(entityKey: string): Promise<void> {
-    const pool = this.pools.get(entityKey);
-    if (!pool) return;
-    pool.chunks.length = 0;
-    pool.head = 0;
-    pool.size = 0;
+    this.pools.get(entityKey)?.clear();
   }
 
   async epoch(): Promise<string> {

@@ -9,44 +9,24 @@
  * dispatcher's take loop asks {@link RedisNumberPeriods.afterShort} why a
  * take ran short.
  */
-import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
-import { PeriodShortError, UnavailableError, errorMessage } from '../errors';
-import type { Logger } from '../logger';
+import { UnavailableError } from '../errors';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import type { DatabaseBehindReport } from '../segment/high-water';
-import { NumberSchemes, namedPeriod, periodFull, periodLine, raiseBelowLine } from '../segment/local-numbers';
+import { namedPeriod, readyOrSpent } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from '../segment/number-counter';
-import type { PrunableCounter } from '../segment/number-high-water';
-import type { DispatchEvents } from './dispatcher';
 import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
 import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
-import type { PeriodPools, PoolSizing } from './period-pools';
-import type { RefillLock } from './pool-store';
+import { PeriodLayer, type PeriodLayerOptions, type PoolSizing, fillWant } from './period-pools';
 import { pushInCalls } from './segment-push';
 
-/** How long a raise waits for the entity's refill lock: a refill holds it for one reservation and push. */
-const RAISE_LOCK_WAIT_MS = 2000;
-
-/** Old periods' counters and fences are pruned this often. */
-const PRUNE_EVERY_MS = 3600_000;
-
-export interface RedisNumberPeriodsOptions {
+/**
+ * `prefillLeadMs` defaults to a minute, so the first take after a boundary
+ * is served from Redis however slow the database.
+ */
+export interface RedisNumberPeriodsOptions extends PeriodLayerOptions {
   store: RedisNumberStore;
-  counter: PrunableCounter;
-  /** The entity's refill lock, which a raise takes (the refiller holds it around {@link RedisNumberPeriods.fill}). */
-  lock: RefillLock;
-  events: Pick<DispatchEvents, 'periodExhausted'>;
-  clock: Clock;
-  log: Logger;
-  /** How soon an entity found due is due again if no fill ran meanwhile (its lock held elsewhere, Redis down): the refill tick. */
-  retryMs: number;
-  /**
-   * How long before a boundary the next period is filled: a minute, so the
-   * first take after it is served from Redis however slow the database.
-   */
-  prefillLeadMs?: number;
   /**
    * How often each entity's live and staged periods are compared with their
    * fences (IDPOOL_FENCE_CHECK_MS; 0 or absent: only when a push is refused).
@@ -57,35 +37,12 @@ export interface RedisNumberPeriodsOptions {
 }
 
 /** Business-number pools on Redis: the period by the Redis clock, each period's pool filled from its SQL counter. */
-export class RedisNumberPeriods implements PeriodPools, NumberAdmin {
-  private readonly schemes = new NumberSchemes();
-  /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
-  private readonly dueAt = new Map<string, number>();
+export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
   /** When (monotonic) each entity's periods were last compared with their fences. */
   private readonly fencesCheckedAt = new Map<string, number>();
-  /** When (Unix ms) old periods were last pruned, per entity (the counters' rows once for all, under `*`). */
-  private readonly prunedAt = new Map<string, number>();
 
-  constructor(private readonly options: RedisNumberPeriodsOptions) {}
-
-  cap(entity: EntityConfig): number {
-    return this.schemes.of(entity).poolCap(entity.maxSizePerTimes);
-  }
-
-  due(keys: readonly string[]): { keys: string[]; waitMs: number } {
-    const now = this.options.clock.monotonic();
-    const due: string[] = [];
-    let next = Infinity;
-    for (const key of keys) {
-      const at = this.dueAt.get(key) ?? now;
-      if (at <= now) {
-        due.push(key);
-        // Due again after a tick unless a fill says otherwise (a lock held elsewhere ends a refill before it).
-        this.dueAt.set(key, now + this.options.retryMs);
-      }
-      next = Math.min(next, at <= now ? now + this.options.retryMs : at);
-    }
-    return { keys: due, waitMs: Math.max(0, next - now) };
+  constructor(private readonly options: RedisNumberPeriodsOptions) {
+    super(options);
   }
 
   async afterShort(entity: EntityConfig, count: number): Promise<boolean> {
@@ -93,14 +50,11 @@ export class RedisNumberPeriods implements PeriodPools, NumberAdmin {
     const state = await this.options.store.state(entity.key);
     if (!state.epochCurrent) return false;
     const [live] = state.slots;
-    if (live.period !== undefined && live.start <= state.now && state.now < live.end) {
-      if (live.size >= count) return true;
-      if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
-      if (live.full) {
-        this.options.events.periodExhausted(entity.key, scheme.template.seqWidth, live.end);
-        throw periodFull(entity, scheme, live.period, live.end - state.now);
-      }
-    } else if (scheme.calendar.at(state.now).start < state.latest)
+    if (live.period !== undefined && live.start <= state.now && state.now < live.end)
+      return readyOrSpent(entity, scheme, { ...live, period: live.period }, state.now, count, (...args) =>
+        this.options.events.periodExhausted(...args),
+      );
+    if (scheme.calendar.at(state.now).start < state.latest)
       throw new UnavailableError(
         `${entity.key}: the Redis clock is behind a period already handed out (a failover to a server whose clock is behind); retry shortly`,
       );
@@ -126,7 +80,10 @@ export class RedisNumberPeriods implements PeriodPools, NumberAdmin {
     const boundaryAt = mono + current.end - state.now + 1;
     const leadAt = state.now < leadStart ? mono + leadStart - state.now : Infinity;
     this.dueAt.set(entity.key, Math.min(boundaryAt, leadAt, fenceAt));
-    await this.pruneHourly(entity, scheme);
+    // Old periods' counters, and this entity's fences of them, after the retention.
+    const before = this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS;
+    await this.pruneHourly('*', async () => this.options.counter.prune?.(before));
+    await this.pruneHourly(entity.key, () => this.options.store.pruneFences(entity.key, scheme.calendar.at(before).id));
   }
 
   /**
@@ -195,16 +152,12 @@ export class RedisNumberPeriods implements PeriodPools, NumberAdmin {
     state: NumberState,
     period: Period,
     need: number,
-    { target, lowWatermark, max }: PoolSizing,
+    sizing: PoolSizing,
   ): Promise<void> {
     // The list holding the period now (live or staged; the push picks which by the Redis clock).
     const held = state.slots.find((slot) => slot.period === period.id);
-    const size = held?.size ?? 0;
     if (held?.full) return;
-    if (held && size >= Math.max(need, lowWatermark)) return;
-    // Whole steps up to the target (a trend entity shuffles within them), never past the cap unless a take waits for more.
-    const stepped = Math.max(entity.step, Math.ceil((Math.max(need, target) - size) / entity.step) * entity.step);
-    const want = Math.max(need - size, Math.min(stepped, max - size));
+    const want = fillWant(entity, held !== undefined, held?.size ?? 0, need, sizing);
     if (want <= 0) return;
     for (let carried = false; ; carried = true) {
       const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
@@ -244,65 +197,15 @@ export class RedisNumberPeriods implements PeriodPools, NumberAdmin {
     );
   }
 
-  /** Prunes the counters' rows of periods over for longer than the retention, and this entity's fences of them, hourly. */
-  private async pruneHourly(entity: EntityConfig, scheme: NumberScheme): Promise<void> {
-    const now = this.options.clock.now();
-    const before = now - NUMBER_PERIOD_RETENTION_MS;
-    try {
-      if (now - (this.prunedAt.get('*') ?? 0) >= PRUNE_EVERY_MS) {
-        this.prunedAt.set('*', now);
-        await this.options.counter.prune?.(before);
-      }
-      if (now - (this.prunedAt.get(entity.key) ?? 0) >= PRUNE_EVERY_MS) {
-        this.prunedAt.set(entity.key, now);
-        await this.options.store.pruneFences(entity.key, scheme.calendar.at(before).id);
-      }
-    } catch (err) {
-      this.options.log.warn({ entity: entity.key, err: errorMessage(err) }, 'pruning business-number periods failed');
-    }
+  /** Handed out is at most what was pushed (the fence): a reservation never pushed was never taken. */
+  protected async waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }> {
+    const { store } = this.options;
+    const waiting = await store.waiting(entity.key, period.id);
+    return { waiting, issued: (await store.fence(entity.key, period.id)) ?? 0n };
   }
 
-  /**
-   * Starts period `periodId` after `seq`, under the entity's refill lock (no
-   * push in flight): 409 when the period's line is already past it;
-   * otherwise its counter moves up to `seq` and the numbers at or below it
-   * still waiting are dropped, those above kept, so the next number is
-   * seq + 1. Resolves to the sequence the next number follows.
-   */
-  async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
-    const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
-    const capped = seq > scheme.capacity ? scheme.capacity : seq;
-    const held = await this.lockWithin(entity.key, RAISE_LOCK_WAIT_MS);
-    try {
-      const { store, counter } = this.options;
-      // Handed out is at most what was pushed (the fence): a reservation never pushed was never taken.
-      const waiting = await store.waiting(entity.key, period.id);
-      const line = periodLine(scheme, (await store.fence(entity.key, period.id)) ?? 0n, waiting);
-      if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
-      const after = await counter.raise(entity.key, period, capped);
-      const upTo = scheme.template.formatter(period)(capped);
-      await store.trim(entity.key, period.id, upTo, capped, entity.step);
-      const next = waiting
-        .filter((n) => n > upTo)
-        .sort()
-        .at(0);
-      return next === undefined ? after : (scheme.template.decode(next)?.seq ?? after + 1n) - 1n;
-    } finally {
-      await held.release().catch(() => undefined);
-    }
-  }
-
-  /** The entity's refill lock, asked again until `ms` have passed (a refill holds it for a moment); then 503. */
-  private async lockWithin(entityKey: string, ms: number): Promise<{ release(): Promise<void> }> {
-    const deadline = this.options.clock.monotonic() + ms;
-    for (;;) {
-      const held = await this.options.lock.acquire(entityKey);
-      if (held) return held;
-      if (this.options.clock.monotonic() > deadline)
-        throw new UnavailableError(`${entityKey}: a refill holds the entity's lock; retry shortly`, 1);
-      await this.options.clock.sleep(25);
-    }
+  protected async dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void> {
+    await this.options.store.trim(entity.key, period.id, upTo, seq, entity.step);
   }
 
   /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
@@ -316,9 +219,8 @@ export class RedisNumberPeriods implements PeriodPools, NumberAdmin {
   }
 
   /** Forgets a retired entity. */
-  forget(entityKey: string): void {
-    this.dueAt.delete(entityKey);
+  override forget(entityKey: string): void {
+    super.forget(entityKey);
     this.fencesCheckedAt.delete(entityKey);
-    this.prunedAt.delete(entityKey);
   }
 }

@@ -1,21 +1,18 @@
 /**
  * Business numbers (docs/numbers.md) as the services see them beside the
  * engine: {@link NumberAdmin} (raise, usage) for the admin routes and the
- * ops sampler, and the in-process take ({@link LocalNumberTakes}, the
- * embedded service: the process clock decides the period). With Redis the
- * one engine takes them (the dispatcher and the refiller, asking the numbers
- * layer of `number-periods.ts`); the push's runs are written here
- * ({@link numberRun}).
+ * ops sampler. The one engine takes them (the dispatcher and the refiller,
+ * asking the numbers layer: `number-periods.ts` on Redis,
+ * `memory-number-periods.ts` in process); the Redis push's runs are written
+ * here ({@link numberRun}).
  */
 import type { EntityConfig } from '../entities/entity';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
-import { LocalNumbers, type LocalNumbersOptions, formatRange } from '../segment/local-numbers';
+import { formatRange } from '../segment/local-numbers';
 import type { SeqRange } from '../segment/number-counter';
-import type { DispatchEvents } from './dispatcher';
 import type { NumberRun } from './rpush-ids';
 import { shuffle } from './segment-push';
-import { type TakenIds, listedIds } from './taken-ids';
 
 /** What the admin routes and the ops sampler ask of business numbers, with or without Redis. */
 export interface NumberAdmin {
@@ -83,46 +80,4 @@ export function numberRun(
   if (entity.mode === 'trend')
     for (let s = 0; s < seqs.length; s += entity.step) shuffle(seqs, s, Math.min(s + entity.step, seqs.length));
   return { ...scheme.template.parts(period), seqs };
-}
-
-/** {@link LocalNumbers} as the take service's business-number take (the embedded service). */
-export class LocalNumberTakes implements NumberAdmin {
-  readonly coalesce = false;
-  private readonly local: LocalNumbers;
-
-  constructor(
-    options: Omit<LocalNumbersOptions, 'onPeriodFull'> & { events: Pick<DispatchEvents, 'periodExhausted'> },
-  ) {
-    this.local = new LocalNumbers({
-      ...options,
-      onPeriodFull: (entityKey, digits, nextAt) => options.events.periodExhausted(entityKey, digits, nextAt),
-    });
-  }
-
-  async take(entity: EntityConfig, count: number): Promise<TakenIds> {
-    return listedIds(await this.local.take(entity, count));
-  }
-
-  takeShared(): Promise<undefined> {
-    return Promise.resolve(undefined);
-  }
-
-  raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
-    return this.local.raise(entity, periodId, seq);
-  }
-
-  /** Prunes old periods' counters now and hourly. */
-  start(): void {
-    this.local.start();
-  }
-
-  stop(): void {
-    this.local.stop();
-  }
-
-  /** Now's period by the process clock: its counter less what this process holds reserved and not yet handed out. */
-  async usage(entity: EntityConfig): Promise<NumberUsage> {
-    const { scheme, now, period, reserved, ready } = await this.local.standing(entity);
-    return usageOf(scheme, now, period, reserved, ready);
-  }
 }

@@ -1,4 +1,34 @@
+import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
+import { UnavailableError, errorMessage } from '../errors';
+import type { Period } from '../numbers/period';
+import {
+  NumberSchemes,
+  PRUNE_EVERY_MS,
+  followedAfterRaise,
+  namedPeriod,
+  periodLine,
+  raiseBelowLine,
+} from '../segment/local-numbers';
+import type { Logger } from '../logger';
+import type { PrunableCounter } from '../segment/number-high-water';
+import type { HeldLock, RefillLock } from './pool-store';
+
+/** What both numbers layers are built with (`number-periods.ts` on Redis, `memory-number-periods.ts` in process). */
+export interface PeriodLayerOptions {
+  /** The period counters in SQL (embedded: behind the high-water file, `HighWaterNumberCounter`). */
+  counter: PrunableCounter;
+  /** The entity's refill lock, which a raise takes (the refiller holds it around a fill). */
+  lock: RefillLock;
+  /** `DispatchEvents.periodExhausted`: a period handed out every sequence its width holds. */
+  events: { periodExhausted(entityKey: string, digits: number, nextAt: number): void };
+  clock: Clock;
+  log: Logger;
+  /** How soon an entity found due is due again if no fill ran meanwhile (its lock held elsewhere, Redis down): the refill tick. */
+  retryMs: number;
+  /** How long before a boundary the next period is filled. */
+  prefillLeadMs?: number;
+}
 
 /** A pool's figures from demand ({@link Demand.sizing}): what a refill fills to, below what it refills, the most it holds. */
 export interface PoolSizing {
@@ -36,4 +66,159 @@ export interface PeriodPools {
    * the next such moment.
    */
   due(keys: readonly string[]): { keys: string[]; waitMs: number };
+}
+
+/**
+ * How many of a period a fill reserves when its pool holds `size`: none
+ * while it holds at least the low watermark and what a take waits for;
+ * otherwise whole steps up to the target (a trend entity shuffles within
+ * them), never past `max` unless a take waits for more.
+ */
+export function fillWant(
+  entity: Pick<EntityConfig, 'step'>,
+  held: boolean,
+  size: number,
+  need: number,
+  { target, lowWatermark, max }: PoolSizing,
+): number {
+  if (held && size >= Math.max(need, lowWatermark)) return 0;
+  const stepped = Math.max(entity.step, Math.ceil((Math.max(need, target) - size) / entity.step) * entity.step);
+  return Math.max(need - size, Math.min(stepped, max - size));
+}
+
+/**
+ * When (monotonic) each entity is next due a fill whatever its level (a
+ * boundary, the next period's lead, a fence check): {@link PeriodPools.due}
+ * for both layers. An entity found due is due again after `retryMs` (the
+ * refill tick) unless a fill sets its next moment.
+ */
+class DueMoments {
+  private readonly at = new Map<string, number>();
+
+  constructor(
+    private readonly clock: Pick<Clock, 'monotonic'>,
+    private readonly retryMs: number,
+  ) {}
+
+  due(keys: readonly string[]): { keys: string[]; waitMs: number } {
+    const now = this.clock.monotonic();
+    const due: string[] = [];
+    let next = Infinity;
+    for (const key of keys) {
+      const at = this.at.get(key) ?? now;
+      if (at <= now) {
+        due.push(key);
+        // Due again after a tick unless a fill says otherwise (a lock held elsewhere ends a refill before it).
+        this.at.set(key, now + this.retryMs);
+      }
+      next = Math.min(next, at <= now ? now + this.retryMs : at);
+    }
+    return { keys: due, waitMs: Math.max(0, next - now) };
+  }
+
+  /** The entity is next due at `at` (monotonic ms). */
+  set(key: string, at: number): void {
+    this.at.set(key, at);
+  }
+
+  forget(key: string): void {
+    this.at.delete(key);
+  }
+}
+
+/** The entity's refill lock, asked again until `ms` have passed (a refill holds it for a moment); then 503. */
+async function lockWithin(
+  lock: RefillLock,
+  clock: Pick<Clock, 'monotonic' | 'sleep'>,
+  entityKey: string,
+  ms: number,
+): Promise<HeldLock> {
+  const deadline = clock.monotonic() + ms;
+  for (;;) {
+    const held = await lock.acquire(entityKey);
+    if (held) return held;
+    if (clock.monotonic() > deadline)
+      throw new UnavailableError(`${entityKey}: a refill holds the entity's lock; retry shortly`, 1);
+    await clock.sleep(25);
+  }
+}
+
+/** How long a raise waits for the entity's refill lock: a fill holds it for one reservation (and push). */
+const RAISE_LOCK_WAIT_MS = 2000;
+
+/**
+ * What the two numbers layers share: the schemes, the cap, the moments
+ * each entity is due, the raise's wait for the refill lock, and pruning
+ * old periods hourly (at a fill: no timer of its own).
+ */
+export abstract class PeriodLayer implements PeriodPools {
+  protected readonly schemes = new NumberSchemes();
+  /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
+  protected readonly dueAt: DueMoments;
+  /** When (Unix ms) each pruning last ran: the counters' rows once for all (`*`), or an entity's own. */
+  private readonly prunedAt = new Map<string, number>();
+
+  constructor(private readonly layer: PeriodLayerOptions) {
+    this.dueAt = new DueMoments(layer.clock, layer.retryMs);
+  }
+
+  abstract fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void>;
+  abstract afterShort(entity: EntityConfig, count: number): Promise<boolean>;
+
+  cap(entity: EntityConfig): number {
+    return this.schemes.of(entity).poolCap(entity.maxSizePerTimes);
+  }
+
+  due(keys: readonly string[]): { keys: string[]; waitMs: number } {
+    return this.dueAt.due(keys);
+  }
+
+  /**
+   * Starts period `periodId` after `seq`, under the entity's refill lock (no
+   * fill in flight): 409 when the period's line is already past it;
+   * otherwise its counter moves up to `seq` and the numbers at or below it
+   * still waiting are dropped, those above kept, so the next number is
+   * seq + 1. Resolves to the sequence the next number follows.
+   */
+  async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
+    const scheme = this.schemes.of(entity);
+    const period = namedPeriod(scheme, entity, periodId, this.layer.clock.now());
+    const capped = seq > scheme.capacity ? scheme.capacity : seq;
+    const held = await lockWithin(this.layer.lock, this.layer.clock, entity.key, RAISE_LOCK_WAIT_MS);
+    try {
+      const { waiting, issued } = await this.waitingOf(entity, period);
+      const line = periodLine(scheme, issued, waiting);
+      if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
+      const after = await this.layer.counter.raise(entity.key, period, capped);
+      const upTo = scheme.template.formatter(period)(capped);
+      await this.dropUpTo(entity, period, upTo, capped);
+      return followedAfterRaise(scheme, waiting, upTo, after);
+    } finally {
+      await held.release().catch(() => undefined);
+    }
+  }
+
+  /** The numbers of `period` still waiting, in take order, and the highest sequence of it that may have been handed out. */
+  protected abstract waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }>;
+
+  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`, formatted), keeping those above in order. */
+  protected abstract dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void>;
+
+  /** Runs `prune` when the pruning named `key` last ran an hour or more ago; a failure is logged. */
+  protected async pruneHourly(key: string, prune: () => Promise<unknown>): Promise<void> {
+    const now = this.layer.clock.now();
+    if (now - (this.prunedAt.get(key) ?? 0) < PRUNE_EVERY_MS) return;
+    this.prunedAt.set(key, now);
+    try {
+      await prune();
+    } catch (err) {
+      this.layer.log.warn({ entity: key, err: errorMessage(err) }, 'pruning business-number periods failed');
+    }
+  }
+
+  /** Forgets a retired entity. */
+  forget(entityKey: string): void {
+    this.dueAt.forget(entityKey);
+    this.prunedAt.delete(entityKey);
+  }
 }

@@ -23,6 +23,9 @@ import { shuffle } from './shuffle';
  */
 export const LOCAL_PREFILL_LEAD_MS = 5_000;
 
+/** Old periods' counters are pruned this often. */
+export const PRUNE_EVERY_MS = 3600_000;
+
 /** What a business-number take needs of an entity (an `EntityConfig`; the library builds one from its `application` row). */
 export interface NumberEntity {
   readonly key: string;
@@ -109,7 +112,7 @@ export function formatRange(
   return out;
 }
 
-export function periodFull(
+function periodFull(
   entity: Pick<NumberEntity, 'key'>,
   scheme: NumberScheme,
   period: string,
@@ -119,6 +122,50 @@ export function periodFull(
     `${entity.key}: period ${period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${Math.ceil(msLeft / 1000)} s`,
     Math.max(1, Math.ceil(msLeft / 1000)),
   );
+}
+
+/** A period's pool as a take that ran short finds it. */
+export interface LivePeriod {
+  readonly period: string;
+  readonly end: number;
+  /** The period's counter is at its capacity: nothing more comes. */
+  readonly full: boolean;
+  readonly size: number;
+}
+
+/**
+ * After a take of `count` ran short on the live period `live` at `now`:
+ * true when they are ready now; the period's refusal when it is spent
+ * (`period_short` with what remains, `period_exhausted` when none); false
+ * when a refill is what it needs.
+ */
+export function readyOrSpent(
+  entity: Pick<NumberEntity, 'key'>,
+  scheme: NumberScheme,
+  live: LivePeriod,
+  now: number,
+  count: number,
+  periodExhausted: (entityKey: string, digits: number, nextAt: number) => void,
+): boolean {
+  if (live.size >= count) return true;
+  if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
+  if (!live.full) return false;
+  periodExhausted(entity.key, scheme.template.seqWidth, live.end);
+  throw periodFull(entity, scheme, live.period, live.end - now);
+}
+
+/** After a raise to `upTo` (formatted): the sequence the next number follows, the lowest of `waiting` above it kept, else `after`. */
+export function followedAfterRaise(
+  scheme: NumberScheme,
+  waiting: readonly string[],
+  upTo: string,
+  after: bigint,
+): bigint {
+  const next = waiting
+    .filter((n) => n > upTo)
+    .sort()
+    .at(0);
+  return next === undefined ? after : (scheme.template.decode(next)?.seq ?? after + 1n) - 1n;
 }
 
 /** Numbers of one period reserved and formatted in process, not handed out yet. */
@@ -132,10 +179,6 @@ export interface LocalNumbersOptions {
   /** The period counters, behind the second record of what was reserved (HighWaterNumberCounter). */
   counter: PrunableCounter;
   clock: Clock;
-  /** Told when a period is full: `DispatchEvents.periodExhausted` in the service. */
-  onPeriodFull?: (entityKey: string, digits: number, nextAt: number) => void;
-  /** The per-second limit (the embedded service's in-process one); the library has none. */
-  rate?: { admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> };
   /**
    * How long before a boundary the next period's first step is reserved
    * (default {@link LOCAL_PREFILL_LEAD_MS}).
@@ -145,11 +188,13 @@ export interface LocalNumbersOptions {
 }
 
 /**
- * Business numbers without Redis (the embedded service, the library): the
- * process clock decides the period; each entity keeps the rest of its last
- * reservation in process, the next period's first step is reserved in the
- * seconds before the boundary (the first take after it reserves nothing),
- * and rows of periods over for longer than the retention are pruned hourly.
+ * The library's business numbers (the embedded service's run on the one
+ * engine, `pool/memory-number-periods.ts`; a library has no refiller, and
+ * `library/` sits below `pool/`): the process clock decides the period;
+ * each entity keeps the rest of its last reservation in process, the next
+ * period's first step is reserved when a take comes in the seconds before
+ * the boundary (the first take after it reserves nothing), and rows of
+ * periods over for longer than the retention are pruned hourly.
  */
 export class LocalNumbers {
   private readonly schemes = new NumberSchemes();
@@ -157,7 +202,8 @@ export class LocalNumbers {
   /** The next period's first step, reserved ahead of the boundary. */
   private readonly ahead = new Map<string, { period: string; ready: Promise<LocalBuffer | undefined> }>();
   private readonly running = new Map<string, Promise<unknown>>();
-  private pruneTimer: ReturnType<typeof setInterval> | undefined;
+  /** When (Unix ms) old periods were last pruned. */
+  private prunedAt = -Infinity;
 
   constructor(private readonly options: LocalNumbersOptions) {}
 
@@ -176,18 +222,16 @@ export class LocalNumbers {
   }
 
   private async takeNow(entity: NumberEntity, count: number): Promise<string[]> {
+    this.pruneHourly();
     const scheme = this.schemes.of(entity);
     const now = this.options.clock.now();
     const period = scheme.calendar.at(now);
     const buffer = await this.bufferOf(entity, period);
     while (buffer.numbers.length < count && !buffer.full) await this.reserveInto(buffer, entity, scheme, period, count);
     if (buffer.numbers.length < count) {
-      if (buffer.numbers.length > 0) throw new PeriodShortError(entity.key, period.id, count, buffer.numbers.length);
-      this.options.onPeriodFull?.(entity.key, scheme.template.seqWidth, period.end);
-      throw periodFull(entity, scheme, period.id, period.end - this.options.clock.now());
+      const live = { period: period.id, end: period.end, full: true, size: buffer.numbers.length };
+      readyOrSpent(entity, scheme, live, this.options.clock.now(), count, () => undefined);
     }
-    // Over the limit: a 429, and the numbers stay for the next take.
-    await this.options.rate?.admit(entity.key, count, entity.maxSizePerSecond);
     const out = buffer.numbers.splice(0, count);
     const next = scheme.calendar.after(period);
     if (next && now >= next.start - (this.options.prefillLeadMs ?? LOCAL_PREFILL_LEAD_MS))
@@ -241,64 +285,23 @@ export class LocalNumbers {
     this.ahead.set(entity.key, { period: next.id, ready });
   }
 
-  /** Now's period by the process clock, its counter, and how many of its numbers this process holds not handed out. */
-  async standing(
-    entity: NumberEntity,
-  ): Promise<{ scheme: NumberScheme; now: number; period: Period; reserved: bigint; ready: number }> {
-    const scheme = this.schemes.of(entity);
-    const now = this.options.clock.now();
-    const period = scheme.calendar.at(now);
-    const buffer = this.buffers.get(entity.key);
-    const ready = buffer?.period === period.id ? buffer.numbers.length : 0;
-    return { scheme, now, period, reserved: await this.options.counter.peek(entity.key, period.id), ready };
-  }
-
   /**
-   * Starts period `periodId` after `seq`: 409 when its line is already past
-   * it; otherwise the counter moves up to `seq` and what this process holds
-   * of the period at or below it is dropped. Resolves to the sequence the
-   * next number follows.
+   * Prunes rows (and record marks) of periods over for longer than
+   * NUMBER_PERIOD_RETENTION_MS now, and again at a take an hour or more
+   * after: no timer, so an idle library holds nothing.
    */
-  async raise(entity: NumberEntity, periodId: string, seq: bigint): Promise<bigint> {
-    const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
-    const capped = seq > scheme.capacity ? scheme.capacity : seq;
-    const ahead = this.ahead.get(entity.key);
-    const held = [this.buffers.get(entity.key), ahead?.period === period.id ? await ahead.ready : undefined].filter(
-      (b): b is LocalBuffer => b?.period === period.id,
-    );
-    const waiting = held.flatMap((b) => b.numbers);
-    const line = periodLine(scheme, await this.options.counter.peek(entity.key, period.id), waiting);
-    if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
-    const after = await this.options.counter.raise(entity.key, period, capped);
-    const upTo = scheme.template.formatter(period)(capped);
-    for (const buffer of held) {
-      const kept = buffer.numbers.filter((n) => n > upTo);
-      buffer.numbers.splice(0, buffer.numbers.length, ...kept);
-    }
-    const next = held
-      .flatMap((b) => b.numbers)
-      .sort()
-      .at(0);
-    return next === undefined ? after : (scheme.template.decode(next)?.seq ?? after + 1n) - 1n;
+  start(): void {
+    this.pruneHourly();
   }
 
-  /** Prunes rows (and record marks) of periods over for longer than NUMBER_PERIOD_RETENTION_MS, now and hourly. */
-  start(): void {
-    const prune = () =>
-      this.prune().catch((err: unknown) =>
+  private pruneHourly(): void {
+    const now = this.options.clock.now();
+    if (now - this.prunedAt < PRUNE_EVERY_MS) return;
+    this.prunedAt = now;
+    this.options.counter
+      .prune?.(now - NUMBER_PERIOD_RETENTION_MS)
+      .catch((err: unknown) =>
         this.options.log?.warn({ err: errorMessage(err) }, 'pruning business-number counters failed'),
       );
-    void prune();
-    this.pruneTimer = setInterval(() => void prune(), 3600_000);
-    this.pruneTimer.unref();
-  }
-
-  async prune(): Promise<number> {
-    return (await this.options.counter.prune?.(this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS)) ?? 0;
-  }
-
-  stop(): void {
-    clearInterval(this.pruneTimer);
   }
 }

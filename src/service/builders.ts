@@ -41,7 +41,7 @@ import { every } from '../schedule';
 import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
-import { HighWaterAllocator, HighWaterFile } from '../segment/high-water';
+import { type DatabaseBehindReport, HighWaterAllocator, HighWaterFile } from '../segment/high-water';
 import { HighWaterNumberCounter } from '../segment/number-high-water';
 import { IdStride } from '../segment/stride';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
@@ -56,7 +56,8 @@ import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { errorMessage } from '../errors';
 import { RedisNumberStore } from '../pool/number-store';
-import { LocalNumberTakes, type NumberAdmin } from '../pool/number-takes';
+import type { NumberAdmin } from '../pool/number-takes';
+import { MemoryNumberPeriods } from '../pool/memory-number-periods';
 import { RedisNumberPeriods } from '../pool/number-periods';
 import { SqlNumberCounter } from '../segment/number-counter';
 import { SqlLedger } from '../gapless/ledger';
@@ -86,12 +87,17 @@ export interface Stores {
   readonly stride: IdStride;
   /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
   readonly demand: Demand;
-  /** Business numbers: the per-period counters in SQL, and their lists in Redis (none embedded). */
+  /** Business numbers: the per-period counters in SQL; where they wait, their lists in Redis or, embedded, the in-process pool. */
   readonly numberCounter: SqlNumberCounter;
-  readonly numberStore: RedisNumberStore | undefined;
+  readonly numberStore: RedisNumberStore | MemoryPoolStore;
   /** Gapless series: the ledger and its counters in SQL, and their high-water record in Redis (the file embedded). */
   readonly gaplessLedger: SqlLedger;
   readonly gaplessRecord: GaplessHighWater | undefined;
+}
+
+/** Without Redis business numbers wait in the in-process pool beside plain ids. */
+function inProcessPool(pool: MemoryPoolStore): { poolStore: MemoryPoolStore; numberStore: MemoryPoolStore } {
+  return { poolStore: pool, numberStore: pool };
 }
 
 export function buildStores(deps: {
@@ -104,7 +110,9 @@ export function buildStores(deps: {
 }): Stores {
   const { config, db, redis, clock, prefix } = deps;
   return {
-    poolStore: redis ? new RedisPoolStore(redis, prefix) : new MemoryPoolStore(clock),
+    ...(redis
+      ? { poolStore: new RedisPoolStore(redis, prefix), numberStore: new RedisNumberStore(redis, prefix) }
+      : inProcessPool(new MemoryPoolStore(clock))),
     lock: redis ? new RedisRefillLock(redis, clock, config.refillLockTtlMs, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
     entities: new SqlEntityStore(db),
@@ -123,7 +131,6 @@ export function buildStores(deps: {
     stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
     numberCounter: new SqlNumberCounter(db, clock),
-    numberStore: redis ? new RedisNumberStore(redis, prefix) : undefined,
     gaplessLedger: new SqlLedger(db, transactionsOf(db, sqliteFile(config.databaseUrl), clock)),
     gaplessRecord: redis ? new RedisGaplessHighWater(redis, prefix) : undefined,
   };
@@ -305,14 +312,10 @@ export interface Pools {
   readonly dispatcher: Dispatcher;
   /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
   readonly fenceCheck: FenceCheck;
-  /** Business numbers' raise and usage: the numbers layer of the pools with Redis, the in-process takes without. */
+  /** Business numbers' raise and usage: the numbers layer of the pools (on Redis, or in process). */
   readonly numbers: NumberAdmin;
-  /** The take of business numbers: the dispatcher with Redis (the one engine), the in-process takes without. */
-  readonly numberTaker: Dispatcher | LocalNumberTakes;
-  /** Starts the in-process takes' hourly pruning (with Redis the refiller's fills prune). */
   /** Now's period of a business-number entity: the numbers layer's for a pooled one, the ledger's for a gapless series. */
   readonly numberUsage: NumberUsageSource;
-  startNumbers(): void;
   /**
    * Carries every entity whose database offset is below the high-water
    * file up to it, raising `database_behind` (embedded service only; run
@@ -389,9 +392,8 @@ export function buildPools(
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
-  const { numbers, local } = periods ? { numbers: periods, local: undefined } : buildLocalNumbers(deps, deps.highWater);
   // The sampler reads the periods from the numbers layer (a gapless series' from its ledger), built after it.
-  const numberUsage = numberUsageByKind(numbers, deps.stores.gaplessLedger);
+  const numberUsage = numberUsageByKind(periods, deps.stores.gaplessLedger);
   deps.ops.sampler.readNumbersFrom(numberUsage);
   return {
     value: {
@@ -400,13 +402,10 @@ export function buildPools(
       dispatcher,
       fenceCheck,
       checkHighWater,
-      numbers,
+      numbers: periods,
       numberUsage,
-      numberTaker: local ?? dispatcher,
-      startNumbers: () => local?.start(),
     },
     close: async () => {
-      local?.stop();
       await fenceCheck.stop();
       await refiller.stop();
     },
@@ -417,68 +416,54 @@ export function buildPools(
 function followRegistry(
   registry: EntityRegistry,
   refiller: Refiller,
-  periods: RedisNumberPeriods | undefined,
+  periods: RedisNumberPeriods | MemoryNumberPeriods,
   stores: Stores,
 ): void {
   registry.subscribe({
     onRegistered: (entity) => {
       if (entity.mode !== 'snowflake' && !entity.numbers) refiller.markReset(entity.key);
-      else if (periods && entity.numbers && !entity.gapless) refiller.markLow(entity.key);
+      else if (entity.numbers && !entity.gapless) refiller.markLow(entity.key);
     },
     onRetired: async (key) => {
       stores.demand.forget(key);
-      periods?.forget(key);
-      await stores.numberStore?.discard(key);
+      periods.forget(key);
+      await stores.numberStore.discard(key);
       return stores.poolStore.discard(key);
     },
   });
 }
 
 /**
- * The numbers layer of the pools on Redis: each business-number period's
- * pool filled from its SQL counter by the refiller, the period by the Redis
- * clock (none without Redis).
+ * The numbers layer of the pools: each business-number period's pool
+ * filled from its SQL counter by the refiller, the period by the Redis
+ * clock on Redis; in process without, by the process clock, the counters
+ * behind the high-water file as plain ids are (embedded service).
  */
-function buildNumberPeriods(deps: PoolParts): RedisNumberPeriods | undefined {
+function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): RedisNumberPeriods | MemoryNumberPeriods {
   const { stores } = deps;
-  return (
-    stores.numberStore &&
-    new RedisNumberPeriods({
+  const common = {
+    lock: stores.lock,
+    events: deps.ops.dispatchEvents,
+    clock: deps.clock,
+    log: deps.log.child({ component: 'numbers' }),
+    retryMs: deps.config.refillIntervalMs,
+  };
+  const databaseBehind = (report: DatabaseBehindReport) => deps.ops.refillEvents.databaseBehind(report);
+  if (stores.numberStore instanceof RedisNumberStore)
+    return new RedisNumberPeriods({
+      ...common,
       store: stores.numberStore,
       counter: stores.numberCounter,
-      lock: stores.lock,
-      events: deps.ops.dispatchEvents,
-      clock: deps.clock,
-      log: deps.log.child({ component: 'numbers' }),
-      retryMs: deps.config.refillIntervalMs,
       fenceCheckMs: deps.config.fenceCheckMs,
-      databaseBehind: (report) => deps.ops.refillEvents.databaseBehind(report),
-    })
-  );
-}
-
-/**
- * Business numbers without Redis: from SQL on the process clock, behind
- * the high-water file as plain ids are (embedded service) and under the
- * same in-process per-second limit.
- */
-function buildLocalNumbers(
-  deps: PoolParts,
-  highWater: HighWaterFile | undefined,
-): { numbers: NumberAdmin; local: LocalNumberTakes } {
-  const { stores, clock } = deps;
-  const local = new LocalNumberTakes({
-    counter: highWater
-      ? new HighWaterNumberCounter(stores.numberCounter, highWater, (report) =>
-          deps.ops.refillEvents.databaseBehind(report),
-        )
+      databaseBehind,
+    });
+  return new MemoryNumberPeriods({
+    ...common,
+    store: stores.numberStore,
+    counter: deps.highWater
+      ? new HighWaterNumberCounter(stores.numberCounter, deps.highWater, databaseBehind)
       : stores.numberCounter,
-    clock,
-    events: deps.ops.dispatchEvents,
-    rate: stores.snowflakeRate,
-    log: deps.log.child({ component: 'numbers' }),
   });
-  return { numbers: local, local };
 }
 
 /**
@@ -512,7 +497,7 @@ export function buildTakes(deps: {
   return new TakeService({
     takers: {
       segment: deps.pools.dispatcher,
-      number: deps.pools.numberTaker,
+      number: deps.pools.dispatcher,
       gapless: new GaplessTaker(deps.gapless),
       snowflake: new SnowflakeTaker({
         make: (entityKey, count) => snowflake.make(entityKey, count),

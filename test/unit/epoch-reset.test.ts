@@ -1,12 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/logger';
-import { Demand } from '../../src/pool/demand';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
-import { Refiller } from '../../src/pool/refiller';
-import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
-import { IdStride } from '../../src/segment/stride';
 import { FakeClock, settle } from '../support/clock';
+import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { entityConfig } from '../support/entity';
+import { testRefiller } from '../support/refiller';
 
 /** A pool store whose Redis server (epoch) the test changes, counting resets. */
 class RestartingStore extends MemoryPoolStore {
@@ -52,19 +49,7 @@ describe('refiller: a pool discarded after a Redis server change', () => {
       epochChanged: (_from: string, to: string) => void changes.push(to),
       failed: () => undefined,
     };
-    const refiller = new Refiller({
-      entities,
-      allocator: new FakeSegmentAllocator(),
-      demand: new Demand({ clock, horizonSeconds: 60 }),
-      store,
-      lock,
-      stride: new IdStride(),
-      clock,
-      log: silentLogger,
-      intervalMs: 100,
-      sweepMs: 1000,
-      events,
-    });
+    const refiller = testRefiller(clock, { entities, store, lock, intervalMs: 100, sweepMs: 1000, events });
     const run = async (ms: number) => {
       for (let t = 0; t < ms; t += 50) {
         clock.advance(50);
@@ -106,15 +91,11 @@ describe('refiller: a pool discarded after a Redis server change', () => {
     const discarded: string[] = [];
     const allocator = new FakeSegmentAllocator();
     allocator.addEntity('orders', 3001n);
-    const refiller = new Refiller({
+    const refiller = testRefiller(clock, {
       entities,
       allocator,
-      demand: new Demand({ clock, horizonSeconds: 60 }),
       store,
       lock: new MemoryRefillLock(),
-      stride: new IdStride(),
-      clock,
-      log: silentLogger,
       intervalMs: 100,
       sweepMs: 1000,
       events: {

@@ -7,11 +7,11 @@ import { Alarms } from '../../src/ops/alarms';
 import { OpsMetrics } from '../../src/ops/metrics';
 import { PeriodHistory, numberPeriodJson, periodForecast, runOutText } from '../../src/ops/period-forecast';
 import { OpsSampler } from '../../src/ops/sampler';
-import { LocalNumberTakes } from '../../src/pool/number-takes';
 import type { CounterPeriod, NumberCounter, SeqRange } from '../../src/segment/number-counter';
 import { IdStride } from '../../src/segment/stride';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
+import { inProcessNumbers } from '../support/refiller';
 import { SAMPLER_SETTINGS } from '../support/sampler';
 
 const MIN = 60_000;
@@ -179,8 +179,7 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
     const metrics = new OpsMetrics({ defaultMetrics: false, nowMs: () => clock.now() });
     const alarms = new Alarms({ clock, log: silentLogger, dedupeMs: 600_000, instance: 't' });
     const counter = new MemoryNumberCounter();
-    const noEvents = { rateLimited: () => undefined, refused: () => undefined, exhausted: () => undefined };
-    const takes = new LocalNumberTakes({ counter, clock, events: { ...noEvents, periodExhausted: () => undefined } });
+    const takes = inProcessNumbers(clock, [inv], counter);
     const sampler = new OpsSampler({
       entities: { list: () => [inv], get: (key) => (key === 'inv' ? inv : undefined) },
       poolStore: { levels: async (keys) => keys.map(() => ({ size: 0, taken: 0 })) },
@@ -198,7 +197,7 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
       ...SAMPLER_SETTINGS,
       periodRateWindowMs: 5 * MIN,
     });
-    sampler.readNumbersFrom(takes);
+    sampler.readNumbersFrom(takes.periods);
     const gauge = (g: { values: Map<string, number> }) => g.values.get('inv');
     return { clock, inv, metrics, alarms, takes, sampler, gauge };
   }
@@ -273,7 +272,7 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
     await s.sampler.sampleOnce();
     s.clock.advance(1000);
     await s.takes.take(s.inv, 100);
-    while ((await s.takes.usage(s.inv)).used < 999n) await s.takes.take(s.inv, 1).catch(() => undefined);
+    while ((await s.takes.periods.usage(s.inv)).used < 999n) await s.takes.take(s.inv, 1).catch(() => undefined);
     await s.sampler.sampleOnce();
     s.clock.advance(1000);
     await s.sampler.sampleOnce();

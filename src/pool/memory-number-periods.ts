@@ -1,0 +1,140 @@
+/**
+ * The numbers layer of the one engine without Redis (docs/numbers.md): the
+ * embedded service's business-number pools in process ({@link PeriodPools}
+ * over the in-process pool store). The injected clock decides the period:
+ * now's period's numbers wait in the entity's pool of `memory-pool-store.ts`
+ * and go when the clock passes the period's end (as Redis expires the
+ * list); the next period's first step is reserved ahead of its boundary and
+ * made live when the clock reaches it. The refiller's tick, lock and demand
+ * sizing drive {@link MemoryNumberPeriods.fill}; the dispatcher's take loop
+ * asks {@link MemoryNumberPeriods.afterShort} why a take ran short.
+ */
+import type { EntityConfig } from '../entities/entity';
+import type { Period } from '../numbers/period';
+import type { NumberScheme } from '../numbers/scheme';
+import { LOCAL_PREFILL_LEAD_MS, formatRange, readyOrSpent } from '../segment/local-numbers';
+import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
+import type { MemoryPoolStore } from './memory-pool-store';
+import { type NumberAdmin, type NumberUsage, usageOf } from './number-takes';
+import { PeriodLayer, type PeriodLayerOptions, type PoolSizing, fillWant } from './period-pools';
+
+/** `prefillLeadMs` defaults to {@link LOCAL_PREFILL_LEAD_MS}; the counter is behind the high-water file (embedded service). */
+export interface MemoryNumberPeriodsOptions extends PeriodLayerOptions {
+  /** The in-process pools: now's period's numbers wait in the entity's pool. */
+  store: Pick<MemoryPoolStore, 'size' | 'pushPeriod' | 'periodReady' | 'keepInPeriod'>;
+}
+
+/** One period's numbers as this layer holds them: live ones in the store, the next period's here until its start. */
+interface Slot {
+  readonly period: Period;
+  full: boolean;
+  /** The next period's numbers, reserved ahead (the live slot's wait in the store). */
+  readonly numbers: string[];
+}
+
+/** Business-number pools in process: the period by the injected clock, each filled from its SQL counter. */
+export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
+  private readonly live = new Map<string, Slot>();
+  private readonly staged = new Map<string, Slot>();
+
+  constructor(private readonly options: MemoryNumberPeriodsOptions) {
+    super(options);
+  }
+
+  /** The live slot of now's period, the staged one made live first once the clock is in it. */
+  private liveAt(entityKey: string, now: number): Slot | undefined {
+    const staged = this.staged.get(entityKey);
+    if (staged && staged.period.start <= now) {
+      this.staged.delete(entityKey);
+      if (now < staged.period.end) {
+        this.options.store.pushPeriod(entityKey, staged.numbers.splice(0), staged.period.end);
+        this.live.set(entityKey, staged);
+      }
+    }
+    const live = this.live.get(entityKey);
+    return live && live.period.start <= now && now < live.period.end ? live : undefined;
+  }
+
+  async afterShort(entity: EntityConfig, count: number): Promise<boolean> {
+    const now = this.options.clock.now();
+    const live = this.liveAt(entity.key, now);
+    if (!live) return false;
+    const size = await this.options.store.size(entity.key);
+    const slot = { period: live.period.id, end: live.period.end, full: live.full, size };
+    return readyOrSpent(entity, this.schemes.of(entity), slot, now, count, (...args) =>
+      this.options.events.periodExhausted(...args),
+    );
+  }
+
+  async fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void> {
+    const scheme = this.schemes.of(entity);
+    const now = this.options.clock.now();
+    const current = scheme.calendar.at(now);
+    const next = scheme.calendar.after(current);
+    let live = this.liveAt(entity.key, now);
+    if (live?.period.id !== current.id) {
+      live = { period: current, full: false, numbers: [] };
+      this.live.set(entity.key, live);
+    }
+    if (!live.full) {
+      const size = await this.options.store.size(entity.key);
+      const want = fillWant(entity, size > 0, size, need, sizing);
+      if (want > 0)
+        this.options.store.pushPeriod(entity.key, await this.reserve(entity, scheme, live, want), current.end);
+    }
+    // The next period's first step, ahead of its boundary: the first take after it reserves nothing.
+    const leadStart = next ? next.start - (this.options.prefillLeadMs ?? LOCAL_PREFILL_LEAD_MS) : Infinity;
+    if (next && now >= leadStart && this.staged.get(entity.key)?.period.id !== next.id) {
+      const staged: Slot = { period: next, full: false, numbers: [] };
+      staged.numbers.push(...(await this.reserve(entity, scheme, staged, Math.min(entity.step, this.cap(entity)))));
+      this.staged.set(entity.key, staged);
+    }
+    // Due again just after the boundary (the next period goes live), or when the lead begins.
+    const mono = this.options.clock.monotonic();
+    this.dueAt.set(entity.key, mono + Math.min(current.end - now + 1, now < leadStart ? leadStart - now : Infinity));
+    await this.pruneHourly('*', async () => this.options.counter.prune?.(now - NUMBER_PERIOD_RETENTION_MS));
+  }
+
+  /** `want` numbers of the slot's period from its counter, formatted; the slot marked full at the capacity. */
+  private async reserve(entity: EntityConfig, scheme: NumberScheme, slot: Slot, want: number): Promise<string[]> {
+    const range = await this.options.counter.reserve(entity.key, slot.period, want, scheme.capacity);
+    if (!range || range.last >= scheme.capacity) slot.full = true;
+    return range ? formatRange(scheme, entity, slot.period, range) : [];
+  }
+
+  /** What waits of `period`: in the pool when it is live, here when it is the next, staged. */
+  private aheadOf(entityKey: string, period: Period): string[] {
+    const staged = this.staged.get(entityKey);
+    return staged?.period.id === period.id ? staged.numbers : [];
+  }
+
+  /** Every reservation is in the pool or here at once: the counter is what may have been handed out. */
+  protected async waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }> {
+    const waiting = [...this.options.store.periodReady(entity.key, period.end), ...this.aheadOf(entity.key, period)];
+    return { waiting, issued: await this.options.counter.peek(entity.key, period.id) };
+  }
+
+  protected async dropUpTo(entity: EntityConfig, period: Period, upTo: string): Promise<void> {
+    const { store } = this.options;
+    const above = (n: string) => n > upTo;
+    store.keepInPeriod(entity.key, period.end, store.periodReady(entity.key, period.end).filter(above));
+    const ahead = this.aheadOf(entity.key, period);
+    ahead.splice(0, ahead.length, ...ahead.filter(above));
+  }
+
+  /** Now's period by the injected clock: its counter less what waits in process. */
+  async usage(entity: EntityConfig): Promise<NumberUsage> {
+    const scheme = this.schemes.of(entity);
+    const now = this.options.clock.now();
+    const period = scheme.calendar.at(now);
+    const ready = this.liveAt(entity.key, now)?.period.id === period.id ? await this.options.store.size(entity.key) : 0;
+    return usageOf(scheme, now, period, await this.options.counter.peek(entity.key, period.id), ready);
+  }
+
+  /** Forgets a retired entity. */
+  override forget(entityKey: string): void {
+    super.forget(entityKey);
+    this.live.delete(entityKey);
+    this.staged.delete(entityKey);
+  }
+}

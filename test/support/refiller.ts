@@ -1,0 +1,69 @@
+import type { Clock } from '../../src/clock';
+import type { EntityConfig } from '../../src/entities/entity';
+import { silentLogger } from '../../src/logger';
+import { loggingRefillEvents } from '../../src/ops/observers';
+import { Dispatcher } from '../../src/pool/dispatcher';
+import { MemoryNumberPeriods } from '../../src/pool/memory-number-periods';
+import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import type { PrunableCounter } from '../../src/segment/number-high-water';
+import { Demand } from '../../src/pool/demand';
+import { Refiller, type RefillerOptions } from '../../src/pool/refiller';
+import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { IdStride } from '../../src/segment/stride';
+
+/**
+ * A refiller as the unit tests build one: a fake segment allocator, the
+ * demand over a minute of `clock`, no stride, a 10 ms tick; `options`
+ * name the rest and override these.
+ */
+export function testRefiller(
+  clock: Clock,
+  options: Pick<RefillerOptions, 'entities' | 'store' | 'lock' | 'events'> & Partial<RefillerOptions>,
+): Refiller {
+  return new Refiller({
+    allocator: new FakeSegmentAllocator(),
+    demand: new Demand({ clock, horizonSeconds: 60 }),
+    stride: new IdStride(),
+    clock,
+    log: silentLogger,
+    intervalMs: 10,
+    ...options,
+  });
+}
+
+/**
+ * The embedded service's number take on a fake clock: the dispatcher and
+ * the refiller over the in-process numbers layer. `take` refills first, as
+ * the refiller's tick would have, so the dispatcher's shortage wait never
+ * moves a clock that advances as it sleeps.
+ */
+export function inProcessNumbers(clock: Clock, configs: readonly EntityConfig[], counter: PrunableCounter) {
+  const entities = {
+    get: (key: string) => configs.find((e) => e.key === key),
+    segmentKeys: () => [],
+    numberKeys: () => configs.map((e) => e.key),
+  };
+  const store = new MemoryPoolStore(clock);
+  const lock = new MemoryRefillLock();
+  const exhausted: string[] = [];
+  const events = {
+    rateLimited: () => undefined,
+    refused: () => undefined,
+    exhausted: () => undefined,
+    periodExhausted: (key: string) => void exhausted.push(key),
+  };
+  const periods = new MemoryNumberPeriods({ store, counter, lock, events, clock, log: silentLogger, retryMs: 10 });
+  const refillEvents = loggingRefillEvents(silentLogger, entities, new IdStride());
+  const refiller = testRefiller(clock, { entities, periods, store, lock, events: refillEvents });
+  const dispatcher = new Dispatcher({ store, refiller, periods, clock, events });
+  return {
+    periods,
+    refiller,
+    dispatcher,
+    exhausted,
+    take: async (entity: EntityConfig, count: number) => {
+      await refiller.refill(entity.key, count);
+      return (await dispatcher.take(entity, count)).toArray();
+    },
+  };
+}
