@@ -5,6 +5,7 @@
  * one together (each with its own ledger rows, key and reference), so the
  * period's counter row is locked once per group, not once per request.
  */
+import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import { GAPLESS_MAX_COUNT } from '../entities/validation';
 import { ConflictError, IdpoolError, InvalidRequestError } from '../errors';
@@ -101,6 +102,8 @@ export class GaplessSeries {
       ledger: Pick<SqlLedger, 'issue' | 'issueKnown' | 'oneTrip' | 'void' | 'entries' | 'audit' | 'now' | 'enterLost'>;
       highWater: GaplessHighWater;
       log: Logger;
+      /** The clock of a refused period name's example (the period itself is the database's clock's). */
+      clock: Pick<Clock, 'now'>;
     },
   ) {}
 
@@ -336,7 +339,7 @@ export class GaplessSeries {
     const period = calendar.named(periodId);
     if (!period)
       throw new InvalidRequestError(
-        `period "${periodId}" is no ${calendar.reset} period of ${entity.key} (e.g. ${calendar.at(Date.now()).id})`,
+        `period "${periodId}" is no ${calendar.reset} period of ${entity.key} (e.g. ${calendar.at(this.deps.clock.now()).id})`,
       );
     return period;
   }

@@ -131,7 +131,7 @@ export function buildStores(deps: {
     stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
     numberCounter: new SqlNumberCounter(db, clock),
-    gaplessLedger: new SqlLedger(db, transactionsOf(db, sqliteFile(config.databaseUrl), clock)),
+    gaplessLedger: new SqlLedger(db, transactionsOf(db, sqliteFile(config.databaseUrl), clock), clock),
     gaplessRecord: redis ? new RedisGaplessHighWater(redis, prefix) : undefined,
   };
 }
@@ -475,12 +475,14 @@ export function buildGapless(deps: {
   stores: Stores;
   highWater: HighWaterFile | undefined;
   log: Logger;
+  clock: Clock;
 }): Built<GaplessSeries> {
   const { stores, highWater } = deps;
   const series = new GaplessSeries({
     ledger: stores.gaplessLedger,
     highWater: stores.gaplessRecord ?? (highWater ? new FileGaplessHighWater(highWater) : NO_HIGH_WATER),
     log: deps.log.child({ component: 'gapless' }),
+    clock: deps.clock,
   });
   return { value: series, close: () => stores.gaplessLedger.close() };
 }

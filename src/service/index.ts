@@ -92,7 +92,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       buildPools({ ...base, ops, beforePush: seamsFor(options).beforePush, highWater, incumbents }),
     );
     await pools.checkHighWater();
-    const gapless = resources.add('gapless', buildGapless({ stores, highWater, log }));
+    const gapless = resources.add('gapless', buildGapless({ stores, highWater, log, clock }));
     const takes = buildTakes({ pools, gapless, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
     const web = { opsConfig, pools, takes, gapless, snowflake, ops, incumbents, stopping: () => state.stopping };
     const { app, adminApp } = buildHttp({ ...base, ...web });
