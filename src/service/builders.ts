@@ -46,7 +46,7 @@ import { HighWaterNumberCounter } from '../segment/number-high-water';
 import { IdStride } from '../segment/stride';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { LiveAllocator } from '../segment/live-allocator';
-import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
+import { type SnowflakeRuntime, createSnowflakeRuntime } from '../worker/snowflake-runtime';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
 import { RedisFleetStore } from '../fleet/redis-fleet-store';

@@ -14,7 +14,7 @@ import type { PoolStore } from '../pool/pool-store';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { SegmentLeaser } from '../segment/lease';
 import type { Pools, Stores } from './builders';
-import type { SnowflakeRuntime } from './snowflake';
+import type { SnowflakeRuntime } from '../worker/snowflake-runtime';
 import type { TakeService } from '../take/take-service';
 import type { GaplessSeries } from '../gapless/series';
 
