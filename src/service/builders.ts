@@ -89,15 +89,15 @@ export interface Stores {
   readonly demand: Demand;
   /** Business numbers: the per-period counters in SQL; where they wait, their lists in Redis or, embedded, the in-process pool. */
   readonly numberCounter: SqlNumberCounter;
-  readonly numberStore: RedisNumberStore | MemoryPoolStore;
+  readonly numberStore: { kind: 'redis'; store: RedisNumberStore } | { kind: 'memory'; store: MemoryPoolStore };
   /** Gapless series: the ledger and its counters in SQL, and their high-water record in Redis (the file embedded). */
   readonly gaplessLedger: SqlLedger;
   readonly gaplessRecord: GaplessHighWater | undefined;
 }
 
 /** Without Redis business numbers wait in the in-process pool beside plain ids. */
-function inProcessPool(pool: MemoryPoolStore): { poolStore: MemoryPoolStore; numberStore: MemoryPoolStore } {
-  return { poolStore: pool, numberStore: pool };
+function inProcessPool(pool: MemoryPoolStore): Pick<Stores, 'poolStore' | 'numberStore'> {
+  return { poolStore: pool, numberStore: { kind: 'memory', store: pool } };
 }
 
 export function buildStores(deps: {
@@ -111,7 +111,10 @@ export function buildStores(deps: {
   const { config, db, redis, clock, prefix } = deps;
   return {
     ...(redis
-      ? { poolStore: new RedisPoolStore(redis, prefix), numberStore: new RedisNumberStore(redis, prefix) }
+      ? {
+          poolStore: new RedisPoolStore(redis, prefix),
+          numberStore: { kind: 'redis', store: new RedisNumberStore(redis, prefix) } as const,
+        }
       : inProcessPool(new MemoryPoolStore(clock))),
     lock: redis ? new RedisRefillLock(redis, clock, config.refillLockTtlMs, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
@@ -427,7 +430,7 @@ function followRegistry(
     onRetired: async (key) => {
       stores.demand.forget(key);
       periods.forget(key);
-      await stores.numberStore.discard(key);
+      await stores.numberStore.store.discard(key);
       return stores.poolStore.discard(key);
     },
   });
@@ -441,6 +444,7 @@ function followRegistry(
  */
 function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): RedisNumberPeriods | MemoryNumberPeriods {
   const { stores } = deps;
+  const numbers = stores.numberStore;
   const common = {
     lock: stores.lock,
     events: deps.ops.dispatchEvents,
@@ -449,17 +453,17 @@ function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): Re
     retryMs: deps.config.refillIntervalMs,
   };
   const databaseBehind = (report: DatabaseBehindReport) => deps.ops.refillEvents.databaseBehind(report);
-  if (stores.numberStore instanceof RedisNumberStore)
+  if (numbers.kind === 'redis')
     return new RedisNumberPeriods({
       ...common,
-      store: stores.numberStore,
+      store: numbers.store,
       counter: stores.numberCounter,
       fenceCheckMs: deps.config.fenceCheckMs,
       databaseBehind,
     });
   return new MemoryNumberPeriods({
     ...common,
-    store: stores.numberStore,
+    store: numbers.store,
     counter: deps.highWater
       ? new HighWaterNumberCounter(stores.numberCounter, deps.highWater, databaseBehind)
       : stores.numberCounter,
