@@ -65,7 +65,7 @@ export function registerIdRoutes(
       res.json(decodeNumberOr400(entity, req.params.id));
       return;
     }
-    if (entity.mode !== 'snowflake' || !deps.snowflake)
+    if (entity.mode !== 'snowflake')
       throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
     res.json(decodeOr400(deps.snowflake, req.params.id));
   });
