@@ -13,7 +13,6 @@ import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
 import { numberUsageByKind } from '../ops/number-usage';
 import type { NumberUsageSource } from '../ops/number-sampling';
-import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { resolve } from 'node:path';
 import type { Database } from '../db/database';
 import { sqliteFile } from '../db/database-url';
@@ -34,7 +33,6 @@ import type { RedisClient } from '../redis/connection';
 import { checkRedisMemory } from '../redis/memory';
 import { RedisPoolStore } from '../pool/redis-pool-store';
 import { RedisRefillLock } from '../pool/refill-lock';
-import { redisTimeMs } from '../redis/info';
 import { OWN_LIBRARY } from '../redis/functions';
 import { LibraryPruner } from '../redis/library-pruner';
 import { every } from '../schedule';
@@ -46,7 +44,7 @@ import { HighWaterNumberCounter } from '../segment/number-high-water';
 import { IdStride } from '../segment/stride';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { LiveAllocator } from '../segment/live-allocator';
-import { type SnowflakeRuntime, createSnowflakeRuntime } from '../worker/snowflake-runtime';
+import type { SnowflakeRuntime } from '../worker/snowflake-runtime';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
 import { RedisFleetStore } from '../fleet/redis-fleet-store';
@@ -186,24 +184,6 @@ export async function checkPoolMemory(
   if (!redis) return;
   const ceiling = registry.segmentKeys().reduce((sum, key) => sum + (registry.get(key)?.maxPoolSize ?? 0), 0);
   await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
-}
-
-export async function buildSnowflake(deps: {
-  config: Config;
-  db: Database;
-  clock: Clock;
-  log: Logger;
-  holders: WorkerHolders | undefined;
-  settings?: Partial<SnowflakeRuntimeSettings>;
-  redis: RedisClient | undefined;
-}): Promise<Built<SnowflakeRuntime>> {
-  const { redis } = deps;
-  const runtime = await createSnowflakeRuntime({
-    ...deps,
-    redisClock: redis && { name: 'redis', now: () => redisTimeMs(redis) },
-  });
-  runtime.start();
-  return { value: runtime, close: () => runtime.stop() };
 }
 
 export function buildOps(deps: {

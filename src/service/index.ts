@@ -17,11 +17,11 @@ import {
   buildOps,
   buildPools,
   buildRegistry,
-  buildSnowflake,
   buildStores,
   buildTakes,
 } from './builders';
 import { buildHttp } from './http';
+import { buildSnowflake } from '../worker/snowflake-runtime';
 import { type ServiceParts, keepParts, seamsFor } from './internals';
 import { Resources } from './resources';
 

@@ -7,7 +7,9 @@ import { type IdExplanation, explainId } from '../snowflake/explain';
 import { SnowflakeLayout, type SnowflakeSettings } from '../snowflake/layout';
 import { Snowflake } from '../snowflake/snowflake';
 import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
-import { type ClockReference, ClockWatch } from './clock-watch';
+import type { RedisClient } from '../redis/connection';
+import { redisTimeMs } from '../redis/info';
+import { ClockWatch } from './clock-watch';
 import { WorkerLease, type WorkerView, instanceCode } from './lease';
 import { type PodWorker, leasePodWorker } from './pod-worker';
 import type { SnowflakeRuntimeSettings } from './snowflake-lease';
@@ -57,8 +59,8 @@ export interface SnowflakeRuntimeDeps {
   holders: WorkerHolders | undefined;
   /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
-  /** Redis's clock (TIME), with Redis; the database's is always checked. */
-  redisClock?: ClockReference;
+  /** With Redis, its clock (TIME) is checked too; the database's always is. */
+  redis: RedisClient | undefined;
 }
 
 /** Where the service's worker id comes from, and how to give it back on stop. */
@@ -153,8 +155,8 @@ async function serviceWorker(deps: SnowflakeRuntimeDeps, settings: SnowflakeRunt
  * service's: its lines name `snowflake` or `worker-lease` side by side (a
  * child of a child would write `component` twice in one line).
  */
-export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
-  const { config, db, clock, log } = deps;
+async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
+  const { config, db, clock, log, redis } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   const worker = await serviceWorker(deps, settings);
@@ -174,7 +176,10 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     settings.clockCheckMs > 0
       ? new ClockWatch({
           clock,
-          references: [...(deps.redisClock ? [deps.redisClock] : []), { name: 'database', now: () => store.nowMs() }],
+          references: [
+            ...(redis ? [{ name: 'redis' as const, now: () => redisTimeMs(redis) }] : []),
+            { name: 'database', now: () => store.nowMs() },
+          ],
           maxSkewMs: settings.maxClockSkewMs,
           intervalMs: settings.clockCheckMs,
         })
@@ -227,4 +232,11 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
       await worker.stop();
     },
   };
+}
+
+/** The runtime with its lease's heartbeat and its clock watch started; closing stops them and frees the worker id. */
+export async function buildSnowflake(deps: SnowflakeRuntimeDeps) {
+  const runtime = await createSnowflakeRuntime(deps);
+  runtime.start();
+  return { value: runtime, close: () => runtime.stop() };
 }
