@@ -13,7 +13,8 @@ import { classifySqlError } from '../db/errors';
 import type { Logger } from '../logger';
 import type { Period } from '../numbers/period';
 import { NumberScheme } from '../numbers/scheme';
-import type { GaplessHighWater } from './high-water';
+import type { HighWaterFile } from '../segment/high-water';
+import { FileGaplessHighWater, type GaplessHighWater, NO_HIGH_WATER } from './high-water';
 import {
   type GroupAnswer,
   GroupDeclined,
@@ -370,4 +371,25 @@ function checkedReference(reference: string | undefined): string | undefined {
   if (reference.length < 1 || reference.length > 128 || CONTROL.test(reference))
     throw new InvalidRequestError('reference must be 1-128 characters without control characters');
   return reference;
+}
+
+/**
+ * A series issued at the take from the ledger in SQL, checked against the
+ * high-water record in Redis (`gaplessRecord`) or, embedded, the high-water
+ * file (none on a server database without Redis); closing closes the ledger.
+ */
+export function buildGapless(deps: {
+  stores: { gaplessLedger: SqlLedger; gaplessRecord: GaplessHighWater | undefined };
+  highWater: HighWaterFile | undefined;
+  log: Logger;
+  clock: Pick<Clock, 'now'>;
+}) {
+  const { gaplessLedger: ledger, gaplessRecord } = deps.stores;
+  const series = new GaplessSeries({
+    ledger,
+    highWater: gaplessRecord ?? (deps.highWater ? new FileGaplessHighWater(deps.highWater) : NO_HIGH_WATER),
+    log: deps.log.child({ component: 'gapless' }),
+    clock: deps.clock,
+  });
+  return { value: series, close: () => ledger.close() };
 }

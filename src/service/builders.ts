@@ -13,7 +13,6 @@ import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
 import { numberUsageByKind } from '../ops/number-usage';
 import type { NumberUsageSource } from '../ops/number-sampling';
-import { resolve } from 'node:path';
 import type { Database } from '../db/database';
 import { sqliteFile } from '../db/database-url';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
@@ -60,13 +59,8 @@ import { RedisNumberPeriods } from '../pool/number-periods';
 import { SqlNumberCounter } from '../segment/number-counter';
 import { SqlLedger } from '../gapless/ledger';
 import { transactionsOf } from '../gapless/transaction';
-import {
-  FileGaplessHighWater,
-  type GaplessHighWater,
-  NO_HIGH_WATER,
-  RedisGaplessHighWater,
-} from '../gapless/high-water';
-import { GaplessSeries } from '../gapless/series';
+import { type GaplessHighWater, RedisGaplessHighWater } from '../gapless/high-water';
+import type { GaplessSeries } from '../gapless/series';
 import { GaplessTaker } from '../gapless/taker';
 
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
@@ -263,31 +257,6 @@ export function buildOps(deps: {
   return { value: ops, close: () => ops.stop() };
 }
 
-/**
- * The embedded service's second record of what was reserved (docs/ha.md):
- * a high-water file beside its SQLite file, loaded now. Only without Redis
- * (with Redis, the fence is that record) and on a SQLite file. A missing or
- * unreadable file is said: a database restored before this start cannot be
- * seen then.
- */
-export async function buildHighWater(config: Config, db: Database, log: Logger): Promise<HighWaterFile | undefined> {
-  const file = sqliteFile(config.databaseUrl);
-  if (config.redis || !file) return undefined;
-  const highWater = HighWaterFile.beside(resolve(file), db.description);
-  const loaded = await highWater.load();
-  if (loaded.status === 'missing')
-    log.warn(
-      { highWaterFile: highWater.path },
-      'no high-water file beside the SQLite file (a first start, or it was removed): a database file restored before this start cannot be seen; the file is written from the first reservation on',
-    );
-  else if (loaded.status === 'unreadable')
-    log.warn(
-      { highWaterFile: highWater.path, reason: loaded.reason },
-      'the high-water file is unreadable: a database file restored before this start cannot be seen; the file is written again from the first reservation on',
-    );
-  return highWater;
-}
-
 export interface Pools {
   /** Where refills and leases reserve: idpool's table, or an incumbent's row for an entity in a live cutover. */
   readonly allocator: LiveAllocator;
@@ -448,27 +417,6 @@ function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): Re
       ? new HighWaterNumberCounter(stores.numberCounter, deps.highWater, databaseBehind)
       : stores.numberCounter,
   });
-}
-
-/**
- * Gapless series: issued at the take from the ledger in SQL, checked
- * against the high-water record in Redis or, embedded, the high-water
- * file (none on a server database without Redis).
- */
-export function buildGapless(deps: {
-  stores: Stores;
-  highWater: HighWaterFile | undefined;
-  log: Logger;
-  clock: Clock;
-}): Built<GaplessSeries> {
-  const { stores, highWater } = deps;
-  const series = new GaplessSeries({
-    ledger: stores.gaplessLedger,
-    highWater: stores.gaplessRecord ?? (highWater ? new FileGaplessHighWater(highWater) : NO_HIGH_WATER),
-    log: deps.log.child({ component: 'gapless' }),
-    clock: deps.clock,
-  });
-  return { value: series, close: () => stores.gaplessLedger.close() };
 }
 
 /** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */

@@ -10,18 +10,11 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { type Logger, silentLogger } from '../logger';
 import { instanceName } from '../ops';
 import { buildDatabase, buildIncumbents, buildRedis, claimDeployment } from './connections';
-import {
-  buildGapless,
-  buildHighWater,
-  checkPoolMemory,
-  buildOps,
-  buildPools,
-  buildRegistry,
-  buildStores,
-  buildTakes,
-} from './builders';
+import { checkPoolMemory, buildOps, buildPools, buildRegistry, buildStores, buildTakes } from './builders';
 import { buildHttp } from './http';
 import { buildSnowflake } from '../worker/snowflake-runtime';
+import { buildGapless } from '../gapless/series';
+import { buildHighWater } from '../segment/high-water';
 import { type ServiceParts, keepParts, seamsFor } from './internals';
 import { Resources } from './resources';
 
