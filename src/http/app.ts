@@ -13,7 +13,7 @@ import { registerOpsRoutes } from './routes/ops';
 import { registerSegmentRoutes } from './routes/segments';
 import { registerTinyidRoutes } from './routes/tinyid';
 
-export type { HttpDeps, ReadinessReport, SnowflakeDecoder } from './deps';
+export type { HttpDeps, ReadinessReport } from './deps';
 
 /** idpool's own routes, which read JSON; Leaf's and Tinyid's keep their own conventions (Tinyid's forms). */
 const NATIVE_PATHS = ['/apps', '/admin'];
