@@ -6,7 +6,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
 import type { Demand } from '../pool/demand';
-import type { SegmentAllocator, SqlSegmentAllocator } from '../segment/allocator';
+import type { SqlSegmentAllocator } from '../segment/allocator';
 import type { TakenIds } from '../pool/taken-ids';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
@@ -19,12 +19,6 @@ import type { TakeRequest } from '../take/take-service';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
-
-/** Explains snowflake ids of `mode: "snowflake"` entities. */
-export interface SnowflakeDecoder {
-  /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
-  decode(id: string): IdExplanation;
-}
 
 /** What `deps.readiness()` found; `/readyz` shows it with failures reduced to their kind. */
 export interface ReadinessReport {
@@ -79,8 +73,8 @@ export interface HttpDeps {
   takes: { take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> };
   /** Answers to `Idempotency-Key` requests. */
   idempotency: IdempotencyStore;
-  /** Explains snowflake ids (`GET /apps/:key/ids/:id`). */
-  snowflake: SnowflakeDecoder;
+  /** Explains a snowflake id (`GET /apps/:key/ids/:id`); throws NotAnIdError when it is not one of this layout's. */
+  snowflake: { decode(id: string): IdExplanation };
   /** Segments leased to clients that issue ids themselves (`SegmentLeaser`). */
   leases: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
   /** Each entity's line as the admin API reads and moves it. */
@@ -88,7 +82,7 @@ export interface HttpDeps {
     /** Pool sizes of a page of entities in one round trip, a pool's head, and a held entity's pool dropped (a direct consumer then pops nothing). */
     pools: Pick<PoolStore, 'sizes' | 'next' | 'discard'>;
     /** `current_offset` of a page of entities in one query; live cutovers' lines read now, and the move onto idpool's table. */
-    offsets: Pick<SegmentAllocator, 'peekMany'> & Pick<SqlSegmentAllocator, 'liveLines' | 'finishLive'>;
+    offsets: Pick<SqlSegmentAllocator, 'peekMany' | 'liveLines' | 'finishLive'>;
     /** Target depth and watermark of each pool (they move with demand). */
     demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
     /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */

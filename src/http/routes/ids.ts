@@ -3,7 +3,7 @@ import type { Answer } from '../openapi/schemas';
 import type { EntityConfig } from '../../entities/entity';
 import { InvalidRequestError } from '../../errors';
 import { type IdExplanation, NotAnIdError } from '../../snowflake/explain';
-import type { HttpDeps, SnowflakeDecoder } from '../deps';
+import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { answerOnce } from '../idempotency';
 import type { TakenIds } from '../../pool/taken-ids';
@@ -196,7 +196,7 @@ function decodeNumberOr400(entity: EntityConfig, number: string): Answer<'Decode
 }
 
 /** An id that cannot be one of this layout's is the client's mistake: 400 with the reason. */
-function decodeOr400(snowflake: SnowflakeDecoder, id: string): IdExplanation {
+function decodeOr400(snowflake: HttpDeps['snowflake'], id: string): IdExplanation {
   try {
     return snowflake.decode(id);
   } catch (err) {
