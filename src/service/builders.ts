@@ -34,7 +34,6 @@ import { RedisPoolStore } from '../pool/redis-pool-store';
 import { RedisRefillLock } from '../pool/refill-lock';
 import { OWN_LIBRARY } from '../redis/functions';
 import { LibraryPruner } from '../redis/library-pruner';
-import { every } from '../schedule';
 import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
@@ -51,7 +50,6 @@ import { RedisWorkerHolders } from '../worker/redis-worker-holders';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
-import { errorMessage } from '../errors';
 import { RedisNumberStore } from '../pool/number-store';
 import type { NumberAdmin } from '../pool/number-takes';
 import { MemoryNumberPeriods } from '../pool/memory-number-periods';
@@ -129,41 +127,6 @@ export function buildStores(deps: {
     gaplessLedger: new SqlLedger(db, transactionsOf(db, sqliteFile(config.databaseUrl), clock), clock),
     gaplessRecord: redis ? new RedisGaplessHighWater(redis, prefix) : undefined,
   };
-}
-
-/**
- * The entity cache, loaded now. Changes made through other instances are
- * picked up within 100 ms once started while Redis counts them, within a
- * second otherwise (closing stops that).
- */
-export async function buildRegistry(deps: {
-  config: Config;
-  stores: Stores;
-  clock: Clock;
-  log: Logger;
-}): Promise<Built<{ registry: EntityRegistry; start(): void }>> {
-  const registry = new EntityRegistry(
-    deps.stores.entities,
-    deps.clock,
-    deps.stores.registrations,
-    deps.config.refillIntervalMs,
-    deps.stores.stride,
-  );
-  await registry.load();
-  // A GET of the registration generation every 100 ms while requests arrive
-  // (a secret rotated or a key retired elsewhere stops working here within
-  // that), a full refresh when it moved or at least every second; after 10 s
-  // without a request only the full refresh, waking for nothing else, and
-  // the next request reads the generation first (GenerationSync.tick, lookup).
-  const refresh = every(
-    () => registry.nextTickMs(),
-    () =>
-      registry
-        .tick()
-        .catch((err: unknown) => deps.log.warn({ err: errorMessage(err) }, 'could not refresh entity configuration')),
-    deps.clock,
-  );
-  return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
 }
 
 /**
