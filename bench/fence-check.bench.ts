@@ -51,7 +51,7 @@ async function main() {
       entities: { segmentKeys: () => keys },
       offsets: allocator,
       store,
-      lock: new RedisRefillLock(redis, systemClock, undefined, PREFIX),
+      lock: new RedisRefillLock(redis, systemClock, 1000, PREFIX),
       carrier: new FenceCarrier({
         entities: { get: () => undefined },
         allocator,

@@ -2,7 +2,7 @@
  * idpool's public surface. Anything not exported here is internal.
  */
 import { Snowflake as SnowflakeGenerator } from './snowflake/snowflake';
-import { snowflakeFromEnv } from './service/snowflake';
+import { snowflakeFromEnv } from './config/snowflake-env';
 import { snowflakeWithLease } from './worker/snowflake-lease';
 
 /**

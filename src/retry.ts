@@ -2,18 +2,15 @@ import type { Clock } from './clock';
 
 /** How {@link retryUntil} retries. */
 export interface RetryOptions {
-  clock: Pick<Clock, 'monotonic'>;
+  /** The deadline's clock, and the pauses'. */
+  clock: Pick<Clock, 'monotonic' | 'sleep'>;
   /** No retry starts after this many ms from the first attempt. */
   waitMs: number;
   /** Each pause: `[least, spread]`, least ms plus up to spread more at random, so processes racing for one lock do not retry in step. */
   pauseMs: readonly [number, number];
   /** Whether a failure is worth another attempt (a busy lock, a race); any other is thrown at once. */
   retryable: (err: unknown) => boolean;
-  /** How to pause (default: a real timer; a component on an injected clock passes its `sleep`). */
-  sleep?: (ms: number) => Promise<void>;
 }
-
-const timer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs `attempt` until it succeeds, again after a jittered pause while its
@@ -23,13 +20,12 @@ const timer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  */
 export async function retryUntil<T>(attempt: () => Promise<T>, o: RetryOptions): Promise<T> {
   const deadline = o.clock.monotonic() + o.waitMs;
-  const sleep = o.sleep ?? timer;
   for (;;) {
     try {
       return await attempt();
     } catch (err) {
       if (!o.retryable(err) || o.clock.monotonic() > deadline) throw err;
-      await sleep(o.pauseMs[0] + Math.random() * o.pauseMs[1]);
+      await o.clock.sleep(o.pauseMs[0] + Math.random() * o.pauseMs[1]);
     }
   }
 }

@@ -5,6 +5,7 @@
  * the incumbent stopped.
  */
 import type { Command } from 'commander';
+import { systemClock } from '../clock';
 import type { AdminApi } from './admin-api';
 import type { CliContext } from './context';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
@@ -162,7 +163,7 @@ export async function finishCommand(
   const outcomes = await runFinish(ctx.admin(cmd), kind, () => readAll(kind, urls), {
     only: o.only ? new Set(o.only) : undefined,
     observeMs: o.observeSeconds * 1000,
-    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    sleep: (ms) => systemClock.sleep(ms),
     say: (line) => human && ctx.io.stderr(`idpool: ${line}\n`),
   });
   ctx.print(cmd, { finished: outcomes }, () =>

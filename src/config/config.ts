@@ -25,7 +25,6 @@ import { DEFAULT_CLOCK_CHECK_MS } from '../worker/clock-watch';
 import type { PodWorker } from '../worker/pod-worker';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../redis/keys';
-import { REFILL_LOCK_TTL_MS } from '../pool/settings';
 import {
   COMPAT_ROUTES,
   type CompatRoute,
@@ -106,6 +105,20 @@ export const DEFAULTS = {
   redisSentinelMaster: DEFAULT_SENTINEL_MASTER,
   port: 8080,
   refillIntervalMs: 100,
+  /**
+   * Default lease of a refill lock (IDPOOL_REFILL_LOCK_TTL_MS). It is renewed
+   * every quarter of it while a refill runs, so its length bounds how long a
+   * dead holder blocks its entity (ids again 0.7–1.0 s after a `kill -9`), not
+   * how long a refill may take. Measured (`npm run bench -- refill-lock`,
+   * MariaDB, a 2-core machine at load average ~20, four HTTP clients on the
+   * same process): a first fill of 1,000 ids holds the lock 79 ms (p50), a
+   * refill of 5,000,000 ids 2–9 s. A renewal is late only while the event
+   * loop stalls: 0.65–0.93 s at most in a monotonic 5M refill (10,000 ids a
+   * call), but up to 1.6 s in a trend one with steps of 1,000,000 (a step is
+   * one call). A holder that late loses its lock if another instance wants it
+   * meanwhile: both reserve, the fence refuses the older segment, no id twice.
+   */
+  refillLockTtlMs: 1000,
   // A database restored under full pools is carried past the fences within this (docs/ha.md "Restores and failovers").
   // A run at 10,000 entities cost 28 ms of CPU here under a load of 21 (bench/fence-check.bench.ts): ~1.4 % of a core at 2 s.
   fenceCheckMs: 2000,
@@ -198,7 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
     refillIntervalMs: r.int('IDPOOL_REFILL_INTERVAL_MS', DEFAULTS.refillIntervalMs, 10, 60_000),
     fenceCheckMs: fenceCheckMs(r),
     // Renewed every quarter lease: below 100 ms a busy event loop misses renewals; beyond a minute an entity waits out a dead refiller that long.
-    refillLockTtlMs: r.int('IDPOOL_REFILL_LOCK_TTL_MS', REFILL_LOCK_TTL_MS, 100, 60_000),
+    refillLockTtlMs: r.int('IDPOOL_REFILL_LOCK_TTL_MS', DEFAULTS.refillLockTtlMs, 100, 60_000),
     poolHorizonSeconds: r.int('IDPOOL_POOL_HORIZON_S', DEFAULTS.poolHorizonSeconds, 1, 3600),
     strideCount,
     strideIndex: r.int('IDPOOL_CLUSTER_INDEX', DEFAULTS.strideIndex, 0, strideCount - 1),

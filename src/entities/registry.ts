@@ -1,5 +1,7 @@
 import type { Clock } from '../clock';
-import { ConflictError, NotFoundError } from '../errors';
+import { ConflictError, NotFoundError, errorMessage } from '../errors';
+import type { Logger } from '../logger';
+import { every } from '../schedule';
 import { type EntityConfig, type EntitySecret, KEY_PATTERN, type RegisterInput, type UpdateInput } from './entity';
 import { hashSecret, newSecret, secretAccepted, secretRecord, unexpired } from './secrets';
 import { EntityCache, type EntityChangeListener, EntityChangeListeners } from './entity-cache';
@@ -270,4 +272,40 @@ export class EntityRegistry implements EntityCatalog {
     await this.sync.announce();
     await this.listeners.onRetired(key);
   }
+}
+
+/**
+ * The entity cache, loaded now. Changes made through other instances are
+ * picked up within 100 ms once started while Redis counts them, within a
+ * second otherwise (closing stops that).
+ */
+export async function buildRegistry(deps: {
+  config: { refillIntervalMs: number };
+  stores: { entities: EntityStore; registrations: RegistrationGeneration; stride: IdStride };
+  clock: Clock;
+  log: Logger;
+}) {
+  const { stores, clock } = deps;
+  const registry = new EntityRegistry(
+    stores.entities,
+    clock,
+    stores.registrations,
+    deps.config.refillIntervalMs,
+    stores.stride,
+  );
+  await registry.load();
+  // A GET of the registration generation every 100 ms while requests arrive
+  // (a secret rotated or a key retired elsewhere stops working here within
+  // that), a full refresh when it moved or at least every second; after 10 s
+  // without a request only the full refresh, waking for nothing else, and
+  // the next request reads the generation first (GenerationSync.tick, lookup).
+  const refresh = every(
+    () => registry.nextTickMs(),
+    () =>
+      registry
+        .tick()
+        .catch((err: unknown) => deps.log.warn({ err: errorMessage(err) }, 'could not refresh entity configuration')),
+    clock,
+  );
+  return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
 }

@@ -4,14 +4,15 @@ import type { Logger } from '../logger';
 import { RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { type Periodic, every } from '../schedule';
 import {
+  type FleetAlarm,
   type FleetInstances,
+  type FleetStore,
   GONE_KEPT_TTLS,
   type Heartbeat,
   fleetRates,
   fleetView,
   publishedRates,
 } from './instances';
-import type { FleetAlarm, FleetStore } from './redis-fleet-store';
 
 /** What this instance says about itself, read at each heartbeat. */
 export interface FleetSelf {

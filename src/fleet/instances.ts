@@ -206,3 +206,24 @@ function mostCommon(values: readonly string[]): string | undefined {
     if (!best || count > best.count || (count === best.count && value < best.value)) best = { value, count };
   return best?.value;
 }
+
+/** An alarm record as the fleet stream holds it: the record's own fields, and the instance that raised it. */
+export interface FleetAlarm {
+  readonly instance: string;
+  readonly record: Record<string, unknown>;
+}
+
+/** What the fleet keeps in Redis: the alarm stream and the heartbeats (a fake or another store can stand in). */
+export interface FleetStore {
+  /** `redis`: shared by every instance on it; `memory`: this process alone (embedded). */
+  readonly kind: 'redis' | 'memory';
+  appendAlarm(alarm: FleetAlarm): Promise<void>;
+  /** The newest `count` alarms, newest first. */
+  recentAlarms(count: number): Promise<FleetAlarm[]>;
+  /** This instance's heartbeat and its recent take rates. */
+  publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void>;
+  heartbeats(): Promise<Heartbeat[]>;
+  /** Every instance's last published rates, by instance id. */
+  rates(): Promise<Map<string, EntityRates>>;
+  drop(ids: readonly string[]): Promise<void>;
+}

@@ -1,5 +1,4 @@
-import type { EntityRates, Heartbeat } from './instances';
-import type { FleetAlarm, FleetStore } from './redis-fleet-store';
+import type { EntityRates, FleetAlarm, FleetStore, Heartbeat } from './instances';
 
 /**
  * The fleet of one process: embedded mode (no Redis, so no other instance

@@ -1,27 +1,13 @@
 import { type FleetKeys, fleetKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
-import { type EntityRates, type Heartbeat, parseHeartbeat, parseRates } from './instances';
-
-/** An alarm record as the fleet stream holds it: the record's own fields, and the instance that raised it. */
-export interface FleetAlarm {
-  readonly instance: string;
-  readonly record: Record<string, unknown>;
-}
-
-/** What the fleet keeps in Redis: the alarm stream and the heartbeats (a fake or another store can stand in). */
-export interface FleetStore {
-  /** `redis`: shared by every instance on it; `memory`: this process alone (embedded). */
-  readonly kind: 'redis' | 'memory';
-  appendAlarm(alarm: FleetAlarm): Promise<void>;
-  /** The newest `count` alarms, newest first. */
-  recentAlarms(count: number): Promise<FleetAlarm[]>;
-  /** This instance's heartbeat and its recent take rates. */
-  publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void>;
-  heartbeats(): Promise<Heartbeat[]>;
-  /** Every instance's last published rates, by instance id. */
-  rates(): Promise<Map<string, EntityRates>>;
-  drop(ids: readonly string[]): Promise<void>;
-}
+import {
+  type EntityRates,
+  type FleetAlarm,
+  type FleetStore,
+  type Heartbeat,
+  parseHeartbeat,
+  parseRates,
+} from './instances';
 
 /**
  * Alarm records kept in the stream: the dashboard shows 100, and a burst of

@@ -7,6 +7,7 @@
  * ledger row per number; on MySQL/MariaDB the counter's new value comes
  * back through `LAST_INSERT_ID(seq + n)`, elsewhere through `RETURNING`.
  */
+import type { Clock } from '../clock';
 import type { Database } from '../db/database';
 import { classifySqlError } from '../db/errors';
 import { ConflictError, NotFoundError, PeriodExhaustedError, UnavailableError } from '../errors';
@@ -86,6 +87,8 @@ export class SqlLedger {
   constructor(
     private readonly db: Database,
     private readonly transactions: Transactions,
+    /** The clock of `update_time`, and of lost rows' `issued_at` entered for a period with no counter row. */
+    private readonly clock: Pick<Clock, 'now'>,
   ) {
     this.big = (column) => db.bigText(column);
     const [before, after] = db.dialect === 'mysql' ? ['INSERT IGNORE', ''] : ['INSERT', ' ON CONFLICT DO NOTHING'];
@@ -164,7 +167,7 @@ export class SqlLedger {
         rows.push({ seq: next.toString(), number: format(next), key, count, reference });
       }
     }
-    const moved = { entityKey, period, n: rows.length, before };
+    const moved = { entityKey, period, n: rows.length, before, at: this.clock.now() };
     try {
       const results = await inOneTrip(
         this.db.dialect === 'mysql'
@@ -212,7 +215,7 @@ export class SqlLedger {
         [entityKey, period],
       );
       if (rows.length === 0) {
-        await tx.run(this.insertCounter, [entityKey, period, Date.now()]);
+        await tx.run(this.insertCounter, [entityKey, period, this.clock.now()]);
         continue;
       }
       const issued = BigInt(String(rows[0].seq));
@@ -231,13 +234,13 @@ export class SqlLedger {
     if (this.db.dialect === 'mysql') {
       const result = await tx.run(
         'UPDATE gapless_counter SET seq = LAST_INSERT_ID(seq + ?), update_time = ? WHERE entity_key = ? AND period = ? AND seq <= CAST(? AS SIGNED)',
-        [n, Date.now(), entityKey, period, room],
+        [n, this.clock.now(), entityKey, period, room],
       );
       return result.affectedRows === 1 && result.insertId !== undefined ? BigInt(result.insertId) : undefined;
     }
     const { rows } = await tx.run(
       `UPDATE gapless_counter SET seq = seq + CAST(? AS BIGINT), update_time = ? WHERE entity_key = ? AND period = ? AND seq <= CAST(? AS BIGINT) RETURNING ${this.big('seq')} AS seq`,
-      [String(n), Date.now(), entityKey, period, room],
+      [String(n), this.clock.now(), entityKey, period, room],
     );
     return rows.length === 1 ? BigInt(String(rows[0].seq)) : undefined;
   }
@@ -369,8 +372,8 @@ export class SqlLedger {
       );
       const counter = rows[0] ? BigInt(String(rows[0].seq)) : 0n;
       if (counter >= upTo) return undefined;
-      if (!rows[0]) await tx.run(this.insertCounter, [entityKey, period.id, Date.now()]);
-      const now = rows[0] ? Number(rows[0].now_ms) : Date.now();
+      if (!rows[0]) await tx.run(this.insertCounter, [entityKey, period.id, this.clock.now()]);
+      const now = rows[0] ? Number(rows[0].now_ms) : this.clock.now();
       const format = scheme.template.formatter(period);
       const lost: unknown[][] = [];
       for (let seq = counter + 1n; seq <= upTo; seq++)
@@ -378,7 +381,7 @@ export class SqlLedger {
       await this.insertRows(tx, lost);
       await tx.run('UPDATE gapless_counter SET seq = ?, update_time = ? WHERE entity_key = ? AND period = ?', [
         upTo.toString(),
-        Date.now(),
+        this.clock.now(),
         entityKey,
         period.id,
       ]);
@@ -393,6 +396,8 @@ interface Move {
   readonly period: Period;
   readonly n: number;
   readonly before: bigint;
+  /** The counter's `update_time`. */
+  readonly at: number;
 }
 
 /** The one-trip UPDATE's values after its SET: the counter's row, the value it must be at, the period's bounds. */
@@ -421,7 +426,7 @@ function mysqlOneTrip(nowMs: string, move: Move, rows: readonly OneTripRow[]): S
     { sql: `SET @gapless_now = ${nowMs}`, params: [] },
     {
       sql: 'UPDATE gapless_counter SET seq = seq + ?, update_time = ? WHERE entity_key = ? AND period = ? AND seq = CAST(? AS SIGNED) AND @gapless_now >= ? AND @gapless_now < ?',
-      params: [move.n, Date.now(), ...movedFrom(move)],
+      params: [move.n, move.at, ...movedFrom(move)],
     },
     {
       sql: `INSERT INTO gapless_number (entity_key, period, seq, number, issued_at, idempotency_key, take_count, reference, status, reason)
@@ -450,7 +455,7 @@ function postgresOneTrip(db: Database, move: Move, rows: readonly OneTripRow[]):
       RETURNING 1`,
     params: [
       String(move.n),
-      Date.now(),
+      move.at,
       ...movedFrom(move),
       move.entityKey,
       move.period.id,

@@ -5,6 +5,7 @@
  * one together (each with its own ledger rows, key and reference), so the
  * period's counter row is locked once per group, not once per request.
  */
+import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import { GAPLESS_MAX_COUNT } from '../entities/validation';
 import { ConflictError, IdpoolError, InvalidRequestError } from '../errors';
@@ -12,7 +13,8 @@ import { classifySqlError } from '../db/errors';
 import type { Logger } from '../logger';
 import type { Period } from '../numbers/period';
 import { NumberScheme } from '../numbers/scheme';
-import type { GaplessHighWater } from './high-water';
+import type { HighWaterFile } from '../segment/high-water';
+import { FileGaplessHighWater, type GaplessHighWater, NO_HIGH_WATER } from './high-water';
 import {
   type GroupAnswer,
   GroupDeclined,
@@ -101,6 +103,8 @@ export class GaplessSeries {
       ledger: Pick<SqlLedger, 'issue' | 'issueKnown' | 'oneTrip' | 'void' | 'entries' | 'audit' | 'now' | 'enterLost'>;
       highWater: GaplessHighWater;
       log: Logger;
+      /** The clock of a refused period name's example (the period itself is the database's clock's). */
+      clock: Pick<Clock, 'now'>;
     },
   ) {}
 
@@ -336,7 +340,7 @@ export class GaplessSeries {
     const period = calendar.named(periodId);
     if (!period)
       throw new InvalidRequestError(
-        `period "${periodId}" is no ${calendar.reset} period of ${entity.key} (e.g. ${calendar.at(Date.now()).id})`,
+        `period "${periodId}" is no ${calendar.reset} period of ${entity.key} (e.g. ${calendar.at(this.deps.clock.now()).id})`,
       );
     return period;
   }
@@ -367,4 +371,25 @@ function checkedReference(reference: string | undefined): string | undefined {
   if (reference.length < 1 || reference.length > 128 || CONTROL.test(reference))
     throw new InvalidRequestError('reference must be 1-128 characters without control characters');
   return reference;
+}
+
+/**
+ * A series issued at the take from the ledger in SQL, checked against the
+ * high-water record in Redis (`gaplessRecord`) or, embedded, the high-water
+ * file (none on a server database without Redis); closing closes the ledger.
+ */
+export function buildGapless(deps: {
+  stores: { gaplessLedger: SqlLedger; gaplessRecord: GaplessHighWater | undefined };
+  highWater: HighWaterFile | undefined;
+  log: Logger;
+  clock: Pick<Clock, 'now'>;
+}) {
+  const { gaplessLedger: ledger, gaplessRecord } = deps.stores;
+  const series = new GaplessSeries({
+    ledger,
+    highWater: gaplessRecord ?? (deps.highWater ? new FileGaplessHighWater(deps.highWater) : NO_HIGH_WATER),
+    log: deps.log.child({ component: 'gapless' }),
+    clock: deps.clock,
+  });
+  return { value: series, close: () => ledger.close() };
 }

@@ -1,7 +1,6 @@
 import express from 'express';
-import { systemClock } from '../clock';
 import { NotFoundError, UnsupportedMediaTypeError } from '../errors';
-import { AuthFailureLimiter, ServiceTokens } from './auth';
+import { ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
 import { errorFaces, jsonError } from './errors';
 import { createGuards } from './guards';
@@ -14,7 +13,7 @@ import { registerOpsRoutes } from './routes/ops';
 import { registerSegmentRoutes } from './routes/segments';
 import { registerTinyidRoutes } from './routes/tinyid';
 
-export type { HttpDeps, ReadinessReport, SnowflakeDecoder } from './deps';
+export type { HttpDeps, ReadinessReport } from './deps';
 
 /** idpool's own routes, which read JSON; Leaf's and Tinyid's keep their own conventions (Tinyid's forms). */
 const NATIVE_PATHS = ['/apps', '/admin'];
@@ -50,19 +49,17 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  if (deps.observe) app.use(deps.observe);
-  const draining = deps.draining;
+  app.use(deps.observe);
+  const { draining, clock } = deps;
   app.use((_req, res, next) => {
     // Answers carry secrets (register, rotate) and live state: no cache keeps them.
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    if (draining?.()) res.setHeader('Connection', 'close');
+    if (draining()) res.setHeader('Connection', 'close');
     next();
   });
 
-  const clock = deps.clock ?? systemClock;
-  const tokens = new ServiceTokens({ admin: deps.adminToken, ops: deps.opsToken, metrics: deps.metricsToken });
-  const guards = createGuards(deps, tokens, deps.authFailures ?? new AuthFailureLimiter(clock), deps.log);
+  const guards = createGuards(deps, new ServiceTokens(deps.tokens), deps.authFailures, deps.log);
   const take = takeHandler(deps, guards);
   const errors = errorFaces(deps.log, clock);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
@@ -80,8 +77,8 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
   }
   if (face !== 'admin') {
     registerOpsRoutes(app, deps, guards);
-    if (deps.compat?.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
-    if (deps.compat?.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
+    if (deps.compat.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
+    if (deps.compat.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
   }
 
   app.use((req, _res) => {

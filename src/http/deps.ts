@@ -6,7 +6,7 @@ import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
 import type { Demand } from '../pool/demand';
-import type { SegmentAllocator, SqlSegmentAllocator } from '../segment/allocator';
+import type { SqlSegmentAllocator } from '../segment/allocator';
 import type { TakenIds } from '../pool/taken-ids';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
@@ -19,12 +19,6 @@ import type { TakeRequest } from '../take/take-service';
 
 // What the HTTP app is built from, in a file of its own so the route modules
 // can take narrow slices of it without importing the app that mounts them.
-
-/** Explains snowflake ids of `mode: "snowflake"` entities. */
-export interface SnowflakeDecoder {
-  /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
-  decode(id: string): IdExplanation;
-}
 
 /** What `deps.readiness()` found; `/readyz` shows it with failures reduced to their kind. */
 export interface ReadinessReport {
@@ -51,10 +45,12 @@ export interface ReadinessReport {
   sampling?: { ok: boolean; oldestSampleAgeSeconds: number; roundSeconds: number; staleEntities: number };
 }
 
-/** Everything `createHttpApp` is built from; each route module takes only the part it uses. */
+/**
+ * Everything `createHttpApp` is built from, grouped by concern; each route
+ * module takes only the groups it uses. Every part is always there: the
+ * service builds each one, so no route asks whether it was given.
+ */
 export interface HttpDeps {
-  /** Other protocols served besides idpool's own (IDPOOL_COMPAT); none when absent. */
-  compat?: readonly CompatRoute[];
   registry: Pick<
     EntityRegistry,
     | 'find'
@@ -73,49 +69,57 @@ export interface HttpDeps {
     | 'refresh'
     | 'setHeld'
   >;
-  /** Live cutovers (`SqlSegmentAllocator`): the live entities' lines read now, and the move onto idpool's table. */
-  cutover?: Pick<SqlSegmentAllocator, 'liveLines' | 'finishLive'>;
-  /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
-  lines?: { raise(entityKey: string, atLeast: bigint): Promise<bigint> };
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
   takes: { take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> };
-  /** Gapless series (docs/numbers.md "Gapless series"): void, the ledger, the audit and the reconcile after a restore. */
-  gapless?: Pick<GaplessSeries, 'void' | 'page' | 'audit' | 'reconcile'>;
-  /** Business numbers (entities with a `format`, docs/numbers.md): the admin raise of one period, and now's period's use. */
-  numbers?: NumberAdmin;
-  /** The ops sampler's latest reading of a business-number entity's period, with its rate and forecast. */
-  numberViews?: (entityKey: string) => NumberView | undefined;
-  /** Pool sizes of a page of entities in one round trip. */
-  poolStore: Pick<PoolStore, 'sizes' | 'next'>;
-  /** Drops a held entity's pool (`POST /admin/apps/:key/hold`), so a direct consumer pops nothing from it. */
-  heldPools?: Pick<PoolStore, 'discard'>;
-  /** Reads `current_offset` of a page of entities in one query (the allocator's `peekMany`). */
-  allocator: Pick<SegmentAllocator, 'peekMany'>;
-  /** Target depth and watermark of each pool (they move with demand). */
-  demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
-  adminToken: string;
-  /** Explains snowflake ids (`GET /apps/:key/ids/:id`); that route answers 400 without it. */
-  snowflake?: SnowflakeDecoder;
-  /** Segments leased to clients that issue ids themselves (`SegmentLeaser`); the lease routes answer 404 without it. */
-  leases?: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
-  workers?: { list(): Promise<unknown[]> };
-  /** Answers to `Idempotency-Key` requests; without it the header is validated and otherwise ignored. */
-  idempotency?: IdempotencyStore;
-  readiness(): Promise<ReadinessReport>;
-  metrics?(): Promise<{ contentType: string; body: string }>;
+  /** Answers to `Idempotency-Key` requests. */
+  idempotency: IdempotencyStore;
+  /** Explains a snowflake id (`GET /apps/:key/ids/:id`); throws NotAnIdError when it is not one of this layout's. */
+  snowflake: { decode(id: string): IdExplanation };
+  /** Segments leased to clients that issue ids themselves (`SegmentLeaser`). */
+  leases: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
+  /** Each entity's line as the admin API reads and moves it. */
+  lines: {
+    /** Pool sizes of a page of entities in one round trip, a pool's head, and a held entity's pool dropped (a direct consumer then pops nothing). */
+    pools: Pick<PoolStore, 'sizes' | 'next' | 'discard'>;
+    /** `current_offset` of a page of entities in one query; live cutovers' lines read now, and the move onto idpool's table. */
+    offsets: Pick<SqlSegmentAllocator, 'peekMany' | 'liveLines' | 'finishLive'>;
+    /** Target depth and watermark of each pool (they move with demand). */
+    demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
+    /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
+    raise(entityKey: string, atLeast: bigint): Promise<bigint>;
+  };
+  /** Business numbers (docs/numbers.md): a period's raise and now's use, the sampler's reading of it, and gapless series. */
+  numbers: NumberAdmin & {
+    /** The ops sampler's latest reading of a business-number entity's period, with its rate and forecast. */
+    view(entityKey: string): NumberView | undefined;
+    /** Gapless series: void, the ledger, the audit and the reconcile after a restore. */
+    gapless: Pick<GaplessSeries, 'void' | 'page' | 'audit' | 'reconcile'>;
+  };
+  /** What probes, scrapers, operators and the dashboard read. */
+  operations: {
+    readiness(): Promise<ReadinessReport>;
+    metrics(): Promise<{ contentType: string; body: string }>;
+    /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`), and the fleet's instances. */
+    overview(query: { limit: number; search?: string }): Promise<unknown>;
+    instances(): Promise<unknown>;
+    /** The worker leases (`GET /admin/workers`). */
+    workers(): Promise<unknown[]>;
+  };
   /** Runs first on every request: request log line, request id, duration histogram (src/ops). */
-  observe?: RequestHandler;
+  observe: RequestHandler;
   /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
-  draining?: () => boolean;
-  /** Pools, forecasts, leases and alarms for the dashboard (`GET /admin/ops`). */
-  ops?: { overview(query: { limit: number; search?: string }): Promise<unknown>; instances(): Promise<unknown> };
+  draining: () => boolean;
+  /**
+   * The admin token; when configured, the read-only operator token (the
+   * dashboard, `GET /admin/*` and `/metrics`; no writes) and the one
+   * `/metrics` requires (the ops token accepted too; open without it).
+   */
+  tokens: { admin: string; ops?: string; metrics?: string };
+  /** Failed authentications per client address (429 past its limit). */
+  authFailures: AuthFailureLimiter;
+  /** Other protocols served besides idpool's own (IDPOOL_COMPAT). */
+  compat: readonly CompatRoute[];
+  /** The clock of `/readyz`'s cache, the 503 alarm's limiter and Leaf's and Tinyid's error timestamps. */
+  clock: Pick<Clock, 'monotonic' | 'now'>;
   log: Logger;
-  /** Bearer token `/metrics` requires (the ops token is accepted too); open when undefined. */
-  metricsToken?: string;
-  /** Read-only operator token: the dashboard, `GET /admin/*` and `/metrics`; no writes. */
-  opsToken?: string;
-  /** The clock of `/readyz`'s cache, the default failure limiter, the 503 alarm's limiter and Leaf's and Tinyid's error timestamps; the system's when absent. */
-  clock?: Pick<Clock, 'monotonic' | 'now'>;
-  /** Failed authentications per client address (429 past its limit); one is made when absent. */
-  authFailures?: AuthFailureLimiter;
 }

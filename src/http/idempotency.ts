@@ -24,19 +24,19 @@ export interface Answer {
 }
 
 /**
- * Runs `produce` once per Idempotency-Key (when the request has one and a
- * store is wired), otherwise simply runs it. The stores keep ids as
+ * Runs `produce` once per Idempotency-Key when the request has one,
+ * otherwise simply runs it. The stores keep ids as
  * strings: only a request with a key pays for making them.
  */
 export async function answerOnce(
-  store: IdempotencyStore | undefined,
+  store: IdempotencyStore,
   req: Pick<Request, 'get'>,
   entityKey: string,
   count: number,
   produce: () => Promise<TakenIds>,
 ): Promise<Answer> {
   const requestKey = idempotencyKeyOf(req);
-  if (requestKey === undefined || !store) return { ids: await produce(), replayed: false };
+  if (requestKey === undefined) return { ids: await produce(), replayed: false };
   const { ids, replayed } = await store.once(entityKey, requestKey, count, async () => (await produce()).toArray());
   return { ids: listedIds(ids), replayed };
 }

@@ -14,7 +14,7 @@ import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redi
 import { type NumberKeys, numberKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { transaction } from '../redis/transaction';
-import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './rpush-ids';
+import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './redis-rpush-ids';
 
 /** One list as the refiller sees it: slot 0 the live list (`ids`), 1 the staged one. */
 export interface NumberSlot {

@@ -11,7 +11,7 @@ import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import { formatRange } from '../segment/local-numbers';
 import type { SeqRange } from '../segment/number-counter';
-import type { NumberRun } from './rpush-ids';
+import type { NumberRun } from './redis-rpush-ids';
 import { shuffle } from './segment-push';
 
 /** What the admin routes and the ops sampler ask of business numbers, with or without Redis. */

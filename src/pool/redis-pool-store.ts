@@ -5,7 +5,7 @@ import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redi
 import { pipelinePerNode } from '../redis/node-pipeline';
 import { replyWord } from '../redis/errors';
 import { epochOf } from '../redis/info';
-import { RpushIds } from './rpush-ids';
+import { RpushIds } from './redis-rpush-ids';
 import { transaction } from '../redis/transaction';
 import type { PoolLevel, PoolStore, PushIds, TakeResult, PushResult } from './pool-store';
 import { JoinedIds, listedIds, type TakenIds } from './taken-ids';

@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import type { Clock } from '../clock';
 import { DEFAULT_PREFIX, entityKeys } from '../redis/keys';
 import type { HeldLock, RefillLock } from './pool-store';
-import { REFILL_LOCK_TTL_MS } from './settings';
 import type { RedisClient } from '../redis/connection';
 import { callFunction } from '../redis/functions';
 
@@ -39,7 +38,8 @@ export class RedisRefillLock implements RefillLock {
   constructor(
     private readonly redis: RedisClient,
     private readonly clock: Clock,
-    private readonly ttlMs = REFILL_LOCK_TTL_MS,
+    /** The lease (IDPOOL_REFILL_LOCK_TTL_MS; its default's measurements are in config/'s DEFAULTS). */
+    private readonly ttlMs: number,
     private readonly prefix = DEFAULT_PREFIX,
     /** Who holds a lock, as its token says (`host:pid`): an operator reading the key sees the holder. */
     private readonly owner = `${hostname()}:${process.pid}`,

@@ -150,7 +150,7 @@ export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
 }
 
 /**
- * The second record of the snowflake worker leases (`redis/worker-holders.ts`),
+ * The second record of the snowflake worker leases (`worker/redis-worker-holders.ts`),
  * which a restore of the database cannot undo (docs/ha.md). One hash tag,
  * `{workers}`, so one function touches both on a Cluster.
  */

@@ -1,6 +1,8 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
+import { sqliteFile } from '../db/database-url';
 import { UnavailableError, errorMessage } from '../errors';
+import type { Logger } from '../logger';
 import type { LineRaiser, Segment, SegmentAllocator } from './allocator';
 
 /**
@@ -284,4 +286,33 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
     const reserved = await this.inner.reserve(entityKey, Number(gap > 0n ? gap : 0n) + size);
     return { start: reserved.end - BigInt(size), end: reserved.end };
   }
+}
+
+/**
+ * The embedded service's second record of what was reserved (docs/ha.md):
+ * a high-water file beside its SQLite file, loaded now. Only without Redis
+ * (with Redis, the fence is that record) and on a SQLite file. A missing or
+ * unreadable file is said: a database restored before this start cannot be
+ * seen then.
+ */
+export async function buildHighWater(
+  config: { databaseUrl: string; redis?: unknown },
+  db: { description: string },
+  log: Logger,
+): Promise<HighWaterFile | undefined> {
+  const file = sqliteFile(config.databaseUrl);
+  if (config.redis || !file) return undefined;
+  const highWater = HighWaterFile.beside(resolve(file), db.description);
+  const loaded = await highWater.load();
+  if (loaded.status === 'missing')
+    log.warn(
+      { highWaterFile: highWater.path },
+      'no high-water file beside the SQLite file (a first start, or it was removed): a database file restored before this start cannot be seen; the file is written from the first reservation on',
+    );
+  else if (loaded.status === 'unreadable')
+    log.warn(
+      { highWaterFile: highWater.path, reason: loaded.reason },
+      'the high-water file is unreadable: a database file restored before this start cannot be seen; the file is written again from the first reservation on',
+    );
+  return highWater;
 }

@@ -13,8 +13,6 @@ import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
 import { numberUsageByKind } from '../ops/number-usage';
 import type { NumberUsageSource } from '../ops/number-sampling';
-import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
-import { resolve } from 'node:path';
 import type { Database } from '../db/database';
 import { sqliteFile } from '../db/database-url';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
@@ -27,17 +25,15 @@ import { Dispatcher } from '../pool/dispatcher';
 import { SnowflakeTaker } from '../take/snowflake-taker';
 import { type TakeEvents, TakeService } from '../take/take-service';
 import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } from '../pool/rate-limit';
-import { RedisRegistrationGeneration } from '../redis/registration-generation';
+import { RedisRegistrationGeneration } from '../entities/redis-registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import type { PoolStore, RefillLock } from '../pool/pool-store';
 import type { RedisClient } from '../redis/connection';
 import { checkRedisMemory } from '../redis/memory';
 import { RedisPoolStore } from '../pool/redis-pool-store';
 import { RedisRefillLock } from '../pool/refill-lock';
-import { redisTimeMs } from '../redis/info';
 import { OWN_LIBRARY } from '../redis/functions';
 import { LibraryPruner } from '../redis/library-pruner';
-import { every } from '../schedule';
 import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
 import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
@@ -46,15 +42,14 @@ import { HighWaterNumberCounter } from '../segment/number-high-water';
 import { IdStride } from '../segment/stride';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { LiveAllocator } from '../segment/live-allocator';
-import { type SnowflakeRuntime, createSnowflakeRuntime } from './snowflake';
+import type { SnowflakeRuntime } from '../worker/snowflake-runtime';
 import { heartbeatHashTtlMs } from '../fleet/fleet';
 import { MemoryFleetStore } from '../fleet/memory-fleet-store';
 import { RedisFleetStore } from '../fleet/redis-fleet-store';
-import { RedisWorkerHolders } from '../redis/worker-holders';
+import { RedisWorkerHolders } from '../worker/redis-worker-holders';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
-import { errorMessage } from '../errors';
 import { RedisNumberStore } from '../pool/number-store';
 import type { NumberAdmin } from '../pool/number-takes';
 import { MemoryNumberPeriods } from '../pool/memory-number-periods';
@@ -62,13 +57,8 @@ import { RedisNumberPeriods } from '../pool/number-periods';
 import { SqlNumberCounter } from '../segment/number-counter';
 import { SqlLedger } from '../gapless/ledger';
 import { transactionsOf } from '../gapless/transaction';
-import {
-  FileGaplessHighWater,
-  type GaplessHighWater,
-  NO_HIGH_WATER,
-  RedisGaplessHighWater,
-} from '../gapless/high-water';
-import { GaplessSeries } from '../gapless/series';
+import { type GaplessHighWater, RedisGaplessHighWater } from '../gapless/high-water';
+import type { GaplessSeries } from '../gapless/series';
 import { GaplessTaker } from '../gapless/taker';
 
 /** Everything that reads or writes state, over the connections: no timers, nothing to close. */
@@ -89,15 +79,15 @@ export interface Stores {
   readonly demand: Demand;
   /** Business numbers: the per-period counters in SQL; where they wait, their lists in Redis or, embedded, the in-process pool. */
   readonly numberCounter: SqlNumberCounter;
-  readonly numberStore: RedisNumberStore | MemoryPoolStore;
+  readonly numberStore: { kind: 'redis'; store: RedisNumberStore } | { kind: 'memory'; store: MemoryPoolStore };
   /** Gapless series: the ledger and its counters in SQL, and their high-water record in Redis (the file embedded). */
   readonly gaplessLedger: SqlLedger;
   readonly gaplessRecord: GaplessHighWater | undefined;
 }
 
 /** Without Redis business numbers wait in the in-process pool beside plain ids. */
-function inProcessPool(pool: MemoryPoolStore): { poolStore: MemoryPoolStore; numberStore: MemoryPoolStore } {
-  return { poolStore: pool, numberStore: pool };
+function inProcessPool(pool: MemoryPoolStore): Pick<Stores, 'poolStore' | 'numberStore'> {
+  return { poolStore: pool, numberStore: { kind: 'memory', store: pool } };
 }
 
 export function buildStores(deps: {
@@ -111,7 +101,10 @@ export function buildStores(deps: {
   const { config, db, redis, clock, prefix } = deps;
   return {
     ...(redis
-      ? { poolStore: new RedisPoolStore(redis, prefix), numberStore: new RedisNumberStore(redis, prefix) }
+      ? {
+          poolStore: new RedisPoolStore(redis, prefix),
+          numberStore: { kind: 'redis', store: new RedisNumberStore(redis, prefix) } as const,
+        }
       : inProcessPool(new MemoryPoolStore(clock))),
     lock: redis ? new RedisRefillLock(redis, clock, config.refillLockTtlMs, prefix) : new MemoryRefillLock(),
     allocator: new SqlSegmentAllocator(db, clock),
@@ -131,44 +124,9 @@ export function buildStores(deps: {
     stride: new IdStride(config.strideCount, config.strideIndex),
     demand: new Demand({ clock, horizonSeconds: config.poolHorizonSeconds }),
     numberCounter: new SqlNumberCounter(db, clock),
-    gaplessLedger: new SqlLedger(db, transactionsOf(db, sqliteFile(config.databaseUrl), clock)),
+    gaplessLedger: new SqlLedger(db, transactionsOf(db, sqliteFile(config.databaseUrl), clock), clock),
     gaplessRecord: redis ? new RedisGaplessHighWater(redis, prefix) : undefined,
   };
-}
-
-/**
- * The entity cache, loaded now. Changes made through other instances are
- * picked up within 100 ms once started while Redis counts them, within a
- * second otherwise (closing stops that).
- */
-export async function buildRegistry(deps: {
-  config: Config;
-  stores: Stores;
-  clock: Clock;
-  log: Logger;
-}): Promise<Built<{ registry: EntityRegistry; start(): void }>> {
-  const registry = new EntityRegistry(
-    deps.stores.entities,
-    deps.clock,
-    deps.stores.registrations,
-    deps.config.refillIntervalMs,
-    deps.stores.stride,
-  );
-  await registry.load();
-  // A GET of the registration generation every 100 ms while requests arrive
-  // (a secret rotated or a key retired elsewhere stops working here within
-  // that), a full refresh when it moved or at least every second; after 10 s
-  // without a request only the full refresh, waking for nothing else, and
-  // the next request reads the generation first (GenerationSync.tick, lookup).
-  const refresh = every(
-    () => registry.nextTickMs(),
-    () =>
-      registry
-        .tick()
-        .catch((err: unknown) => deps.log.warn({ err: errorMessage(err) }, 'could not refresh entity configuration')),
-    deps.clock,
-  );
-  return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
 }
 
 /**
@@ -183,24 +141,6 @@ export async function checkPoolMemory(
   if (!redis) return;
   const ceiling = registry.segmentKeys().reduce((sum, key) => sum + (registry.get(key)?.maxPoolSize ?? 0), 0);
   await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
-}
-
-export async function buildSnowflake(deps: {
-  config: Config;
-  db: Database;
-  clock: Clock;
-  log: Logger;
-  holders: WorkerHolders | undefined;
-  settings?: Partial<SnowflakeRuntimeSettings>;
-  redis: RedisClient | undefined;
-}): Promise<Built<SnowflakeRuntime>> {
-  const { redis } = deps;
-  const runtime = await createSnowflakeRuntime({
-    ...deps,
-    redisClock: redis && { name: 'redis', now: () => redisTimeMs(redis) },
-  });
-  runtime.start();
-  return { value: runtime, close: () => runtime.stop() };
 }
 
 export function buildOps(deps: {
@@ -278,31 +218,6 @@ export function buildOps(deps: {
     clockWatch: snowflake.clockWatch,
   });
   return { value: ops, close: () => ops.stop() };
-}
-
-/**
- * The embedded service's second record of what was reserved (docs/ha.md):
- * a high-water file beside its SQLite file, loaded now. Only without Redis
- * (with Redis, the fence is that record) and on a SQLite file. A missing or
- * unreadable file is said: a database restored before this start cannot be
- * seen then.
- */
-export async function buildHighWater(config: Config, db: Database, log: Logger): Promise<HighWaterFile | undefined> {
-  const file = sqliteFile(config.databaseUrl);
-  if (config.redis || !file) return undefined;
-  const highWater = HighWaterFile.beside(resolve(file), db.description);
-  const loaded = await highWater.load();
-  if (loaded.status === 'missing')
-    log.warn(
-      { highWaterFile: highWater.path },
-      'no high-water file beside the SQLite file (a first start, or it was removed): a database file restored before this start cannot be seen; the file is written from the first reservation on',
-    );
-  else if (loaded.status === 'unreadable')
-    log.warn(
-      { highWaterFile: highWater.path, reason: loaded.reason },
-      'the high-water file is unreadable: a database file restored before this start cannot be seen; the file is written again from the first reservation on',
-    );
-  return highWater;
 }
 
 export interface Pools {
@@ -427,7 +342,7 @@ function followRegistry(
     onRetired: async (key) => {
       stores.demand.forget(key);
       periods.forget(key);
-      await stores.numberStore.discard(key);
+      await stores.numberStore.store.discard(key);
       return stores.poolStore.discard(key);
     },
   });
@@ -441,6 +356,7 @@ function followRegistry(
  */
 function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): RedisNumberPeriods | MemoryNumberPeriods {
   const { stores } = deps;
+  const numbers = stores.numberStore;
   const common = {
     lock: stores.lock,
     events: deps.ops.dispatchEvents,
@@ -449,40 +365,21 @@ function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): Re
     retryMs: deps.config.refillIntervalMs,
   };
   const databaseBehind = (report: DatabaseBehindReport) => deps.ops.refillEvents.databaseBehind(report);
-  if (stores.numberStore instanceof RedisNumberStore)
+  if (numbers.kind === 'redis')
     return new RedisNumberPeriods({
       ...common,
-      store: stores.numberStore,
+      store: numbers.store,
       counter: stores.numberCounter,
       fenceCheckMs: deps.config.fenceCheckMs,
       databaseBehind,
     });
   return new MemoryNumberPeriods({
     ...common,
-    store: stores.numberStore,
+    store: numbers.store,
     counter: deps.highWater
       ? new HighWaterNumberCounter(stores.numberCounter, deps.highWater, databaseBehind)
       : stores.numberCounter,
   });
-}
-
-/**
- * Gapless series: issued at the take from the ledger in SQL, checked
- * against the high-water record in Redis or, embedded, the high-water
- * file (none on a server database without Redis).
- */
-export function buildGapless(deps: {
-  stores: Stores;
-  highWater: HighWaterFile | undefined;
-  log: Logger;
-}): Built<GaplessSeries> {
-  const { stores, highWater } = deps;
-  const series = new GaplessSeries({
-    ledger: stores.gaplessLedger,
-    highWater: stores.gaplessRecord ?? (highWater ? new FileGaplessHighWater(highWater) : NO_HIGH_WATER),
-    log: deps.log.child({ component: 'gapless' }),
-  });
-  return { value: series, close: () => stores.gaplessLedger.close() };
 }
 
 /** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */

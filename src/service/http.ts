@@ -14,7 +14,7 @@ import type { PoolStore } from '../pool/pool-store';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { SegmentLeaser } from '../segment/lease';
 import type { Pools, Stores } from './builders';
-import type { SnowflakeRuntime } from './snowflake';
+import type { SnowflakeRuntime } from '../worker/snowflake-runtime';
 import type { TakeService } from '../take/take-service';
 import type { GaplessSeries } from '../gapless/series';
 
@@ -74,7 +74,8 @@ export interface HttpApps {
   adminApp?: Express;
 }
 
-export function buildHttp(deps: {
+/** What the HTTP side is built from. */
+interface HttpParts {
   config: Config;
   clock: Clock;
   opsConfig: OpsConfig;
@@ -91,11 +92,14 @@ export function buildHttp(deps: {
   incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
   /** True once shutdown began: readiness fails and answers close their connections. */
   stopping: () => boolean;
-}): HttpApps {
-  const { stores, ops, log } = deps;
+}
+
+/** What probes, scrapers and the dashboard read: readiness over the dependencies, metrics, the overview, the worker leases. */
+function operations(deps: HttpParts): HttpDeps['operations'] {
+  const { ops } = deps;
   const readiness = readinessCheck({
     db: deps.db,
-    poolStore: stores.poolStore,
+    poolStore: deps.stores.poolStore,
     incumbents: deps.incumbents,
     snowflake: deps.snowflake,
     clock: deps.clock,
@@ -104,22 +108,24 @@ export function buildHttp(deps: {
   });
   // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
   const dependencyProbe = sharedCheck(readiness, deps.clock, 1000);
+  return {
+    readiness,
+    metrics: async () => {
+      ops.metrics.recordDependencies((await dependencyProbe()).checks);
+      return ops.metrics.render();
+    },
+    overview: (query) => ops.overview(query),
+    instances: () => ops.instances(),
+    workers: () => deps.snowflake.workers.list(),
+  };
+}
+
+export function buildHttp(deps: HttpParts): HttpApps {
+  const { stores, ops, log } = deps;
   const httpDeps: HttpDeps = {
     registry: deps.registry,
     takes: deps.takes,
-    numbers: {
-      raise: (entity, periodId, seq) => deps.pools.numbers.raise(entity, periodId, seq),
-      usage: (entity) => deps.pools.numberUsage.usage(entity),
-    },
-    gapless: deps.gapless,
-    numberViews: (key) => deps.ops.sampler.numberView(key),
-    lines: deps.pools.refiller,
-    poolStore: stores.poolStore,
-    demand: stores.demand,
-    allocator: stores.allocator,
-    cutover: stores.allocator,
-    heldPools: stores.poolStore,
-    adminToken: deps.config.adminToken,
+    idempotency: stores.idempotency,
     snowflake: deps.snowflake.decoder,
     leases: new SegmentLeaser({
       allocator: deps.pools.allocator,
@@ -127,25 +133,30 @@ export function buildHttp(deps: {
       rate: stores.snowflakeRate,
       events: ops.leaseEvents,
     }),
-    workers: deps.snowflake.workers,
-    readiness,
-    metrics: async () => {
-      ops.metrics.recordDependencies((await dependencyProbe()).checks);
-      return ops.metrics.render();
+    lines: {
+      pools: stores.poolStore,
+      offsets: stores.allocator,
+      demand: stores.demand,
+      raise: (entityKey, atLeast) => deps.pools.refiller.raise(entityKey, atLeast),
     },
+    numbers: {
+      raise: (entity, periodId, seq) => deps.pools.numbers.raise(entity, periodId, seq),
+      usage: (entity) => deps.pools.numberUsage.usage(entity),
+      view: (key) => ops.sampler.numberView(key),
+      gapless: deps.gapless,
+    },
+    operations: operations(deps),
     // The request line is built from the method, route, path, status and time only: nothing to redact.
     observe: requestObserver({
       log: log.child({ component: 'http' }, { redact: [] }),
       mode: deps.opsConfig.requestLog,
       slowMs: deps.opsConfig.requestLogSlowMs,
       duration: ops.metrics.httpDuration,
+      now: () => deps.clock.monotonic(),
     }),
     draining: deps.stopping,
-    ops,
-    idempotency: stores.idempotency,
+    tokens: { admin: deps.config.adminToken, ops: deps.config.opsToken, metrics: deps.config.metricsToken },
     authFailures: new AuthFailureLimiter(deps.clock),
-    metricsToken: deps.config.metricsToken,
-    opsToken: deps.config.opsToken,
     compat: deps.config.compat,
     clock: deps.clock,
     log: log.child({ component: 'http' }),

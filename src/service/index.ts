@@ -10,18 +10,12 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { type Logger, silentLogger } from '../logger';
 import { instanceName } from '../ops';
 import { buildDatabase, buildIncumbents, buildRedis, claimDeployment } from './connections';
-import {
-  buildGapless,
-  buildHighWater,
-  checkPoolMemory,
-  buildOps,
-  buildPools,
-  buildRegistry,
-  buildSnowflake,
-  buildStores,
-  buildTakes,
-} from './builders';
+import { checkPoolMemory, buildOps, buildPools, buildStores, buildTakes } from './builders';
 import { buildHttp } from './http';
+import { buildSnowflake } from '../worker/snowflake-runtime';
+import { buildGapless } from '../gapless/series';
+import { buildRegistry } from '../entities/registry';
+import { buildHighWater } from '../segment/high-water';
 import { type ServiceParts, keepParts, seamsFor } from './internals';
 import { Resources } from './resources';
 
@@ -92,7 +86,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
       buildPools({ ...base, ops, beforePush: seamsFor(options).beforePush, highWater, incumbents }),
     );
     await pools.checkHighWater();
-    const gapless = resources.add('gapless', buildGapless({ stores, highWater, log }));
+    const gapless = resources.add('gapless', buildGapless({ stores, highWater, log, clock }));
     const takes = buildTakes({ pools, gapless, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
     const web = { opsConfig, pools, takes, gapless, snowflake, ops, incumbents, stopping: () => state.stopping };
     const { app, adminApp } = buildHttp({ ...base, ...web });

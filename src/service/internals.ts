@@ -14,7 +14,7 @@ import type { Refiller } from '../pool/refiller';
 import type { RedisClient } from '../redis/connection';
 import type { Segment } from '../segment/allocator';
 import type { TakeService } from '../take/take-service';
-import type { SnowflakeRuntime } from './snowflake';
+import type { SnowflakeRuntime } from '../worker/snowflake-runtime';
 
 /** A running service's parts (main.ts's start-up line, tests). */
 export interface ServiceParts {

@@ -1,6 +1,6 @@
 /**
  * The second record of the worker leases, outside the database (with Redis:
- * `redis/worker-holders.ts`). A database restored from a backup forgets the
+ * `redis-worker-holders.ts`). A database restored from a backup forgets the
  * leases granted since and the ceilings they recorded; this record does
  * not, so a worker id the restored table shows as free is never handed to
  * a new holder below a time its last holder could have used, and the

@@ -9,7 +9,7 @@ import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { loadFunctions } from '../../src/redis/functions';
 import { entityKeys, workerKeys } from '../../src/redis/keys';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
-import { RedisWorkerHolders } from '../../src/redis/worker-holders';
+import { RedisWorkerHolders } from '../../src/worker/redis-worker-holders';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
 import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { entityStoreContract } from '../support/contracts/entity-store';

@@ -182,23 +182,24 @@ describe('ARCHITECTURE.md folder claims hold for src/', () => {
     const outside = sourceFiles(SRC)
       .filter((file) => client.test(readFileSync(file, 'utf8')))
       .map((file) => relative(SRC, file))
-      .filter((rel) => !rel.startsWith('redis/') && !/(^|\/)redis-[\w-]+\.ts$/.test(rel))
-      // The pool store's RPUSH, written as RESP bytes once: an ioredis Command subclass that only the pool store sends.
-      .filter((rel) => rel !== 'pool/rpush-ids.ts');
+      .filter((rel) => !rel.startsWith('redis/') && !/(^|\/)redis-[\w-]+\.ts$/.test(rel));
     expect(outside).toEqual([]);
   });
 
-  it('pool/ holds the pool only: nothing outside it imports pool/ for Redis plumbing', () => {
-    const plumbing =
-      /(?:\bfrom\s+|\bimport\s*\(\s*)'[./]*\/pool\/(?:redis-(?!pool-store)|functions|keys|commands|transaction|node-pipeline|deployment-claim|registration-generation)/;
-    const reaching = sourceFiles(SRC)
-      .filter((file) => !relative(SRC, file).startsWith('pool/') && plumbing.test(readFileSync(file, 'utf8')))
-      .map((file) => relative(SRC, file));
+  it('places stores by one rule: a Redis-backed store lives with its feature, redis/ holds none and imports no folder', () => {
+    const intoFolders = [...(graph.get('redis')?.entries() ?? [])]
+      .filter(([to]) => !to.endsWith('.ts'))
+      .map(([to, file]) => `redis -> ${to} (${file})`);
+    expect(intoFolders).toEqual([]);
+    // A feature's store is its folder's own: only the folder and the composition root that builds it import it.
+    const store = /(?:\bfrom\s+|\bimport\s*\(\s*)'\.\.\/(?:\.\.\/)*([\w-]+)\/redis-[\w-]+'/g;
+    const reaching = sourceFiles(SRC).flatMap((file) => {
+      const from = entryOf(file)!;
+      return [...readFileSync(file, 'utf8').matchAll(store)]
+        .filter((m) => m[1] !== from && from !== 'service')
+        .map((m) => `${relative(SRC, file)} -> ${m[1]}/redis-*`);
+    });
     expect(reaching).toEqual([]);
-    const leftInPool = readdirSync(join(SRC, 'pool')).filter((name) =>
-      /^(redis-(?!pool-store)|functions|keys|commands$|transaction|node-pipeline)/.test(name),
-    );
-    expect(leftInPool).toEqual([]);
   });
 
   it('has no import cycle between files (type-only imports included)', () => {

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../src/http/app';
-import { silentLogger } from '../../src/logger';
+import { httpDeps } from '../support/http-deps';
 import { FakeClock } from '../support/clock';
 
 /** A wall clock no real one shows now: the error bodies must carry it, not Date.now(). */
@@ -13,22 +13,18 @@ describe("Leaf's and Tinyid's error bodies take their timestamp from the injecte
   let base: string;
 
   beforeAll(async () => {
-    const app = createHttpApp({
-      compat: ['leaf', 'tinyid'],
-      registry: {
-        find: async () => undefined,
-        findByTag: async () => undefined,
-        authenticate: async () => undefined,
-      } as never,
-      takes: { take: () => Promise.reject(new Error('no take expected')) },
-      poolStore: { sizes: async () => [], next: async () => undefined },
-      allocator: { peekMany: async () => new Map() },
-      demand: { target: () => 0, lowWatermark: () => 0, sizing: () => ({ target: 0, lowWatermark: 0, max: 0 }) },
-      adminToken: 'x'.repeat(32),
-      readiness: async () => ({ ready: true, checks: {} }),
-      clock: new FakeClock({ now: FAKE_NOW }),
-      log: silentLogger,
-    });
+    const app = createHttpApp(
+      httpDeps({
+        compat: ['leaf', 'tinyid'],
+        registry: {
+          find: async () => undefined,
+          findByTag: async () => undefined,
+          authenticate: async () => undefined,
+        } as never,
+        takes: { take: () => Promise.reject(new Error('no take expected')) },
+        clock: new FakeClock({ now: FAKE_NOW }),
+      }),
+    );
     server = app.listen(0);
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

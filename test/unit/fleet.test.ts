@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { Fleet, type FleetSelf } from '../../src/fleet/fleet';
 import {
   type EntityRates,
+  type FleetAlarm,
+  type FleetStore,
   GONE_KEPT_TTLS,
   type Heartbeat,
   MAX_PUBLISHED_RATES,
@@ -10,7 +12,6 @@ import {
   publishedRates,
 } from '../../src/fleet/instances';
 import { MemoryFleetStore } from '../../src/fleet/memory-fleet-store';
-import type { FleetAlarm, FleetStore } from '../../src/fleet/redis-fleet-store';
 import { silentLogger } from '../../src/logger';
 import { FakeClock } from '../support/clock';
 

@@ -11,6 +11,7 @@ import { LedgerBehindError } from '../../src/gapless/errors';
 import type { GaplessHighWater } from '../../src/gapless/high-water';
 import type { LedgerSpan, LedgerTake } from '../../src/gapless/ledger';
 import { GaplessSeries } from '../../src/gapless/series';
+import { systemClock } from '../../src/clock';
 import { silentLogger } from '../../src/logger';
 import type { Period } from '../../src/numbers/period';
 import type { NumberScheme } from '../../src/numbers/scheme';
@@ -92,7 +93,7 @@ function setup() {
       return Promise.resolve();
     },
   };
-  const series = new GaplessSeries({ ledger, highWater, log: silentLogger });
+  const series = new GaplessSeries({ ledger, highWater, log: silentLogger, clock: systemClock });
   const take = (count = 1) => series.take(inv, count).then((n) => n.numbers.map((x) => Number(x.slice(3))));
   return { ledger, record, series, take };
 }

@@ -204,21 +204,20 @@ describe('Idempotency-Key header', () => {
     expect(() => idempotencyKeyOf(req(value))).toThrow(InvalidRequestError);
   });
 
-  it('runs the request plainly without a header or without a store', async () => {
+  it('runs the request plainly without a header', async () => {
     const b = batches();
     const take = (count: number) => async () => listedIds(await b.produce(count)());
     const answer = async (...args: Parameters<typeof answerOnce>) => {
       const { ids, replayed } = await answerOnce(...args);
       return { ids: ids.toArray(), replayed };
     };
-    expect(await answer(undefined, req('k'), 'orders', 1, take(1))).toEqual({ ids: ['100'], replayed: false });
     const store = new MemoryIdempotencyStore(new FakeClock({ sleep: 'advance' }));
+    expect(await answer(store, req(undefined), 'orders', 1, take(1))).toEqual({ ids: ['100'], replayed: false });
     expect(await answer(store, req(undefined), 'orders', 1, take(1))).toEqual({ ids: ['101'], replayed: false });
-    expect(await answer(store, req(undefined), 'orders', 1, take(1))).toEqual({ ids: ['102'], replayed: false });
     // With a key, the store keeps the ids as strings and replays them.
-    expect(await answer(store, req('k'), 'orders', 2, take(2))).toEqual({ ids: ['103', '104'], replayed: false });
-    expect(await answer(store, req('k'), 'orders', 2, take(2))).toEqual({ ids: ['103', '104'], replayed: true });
-    expect(b.calls).toBe(4);
+    expect(await answer(store, req('k'), 'orders', 2, take(2))).toEqual({ ids: ['102', '103'], replayed: false });
+    expect(await answer(store, req('k'), 'orders', 2, take(2))).toEqual({ ids: ['102', '103'], replayed: true });
+    expect(b.calls).toBe(3);
   });
 });
 

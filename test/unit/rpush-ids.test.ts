@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { type NumberRun, RpushIds, RpushNumbers } from '../../src/pool/rpush-ids';
+import { type NumberRun, RpushIds, RpushNumbers } from '../../src/pool/redis-rpush-ids';
 import { IdStride } from '../../src/segment/stride';
 
 // A push writes its RPUSH by hand (RedisPoolStore.push): the bytes must be

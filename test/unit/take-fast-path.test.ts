@@ -7,7 +7,7 @@ import type { EntityConfig } from '../../src/entities/entity';
 import { secretAccepted, secretRecord } from '../../src/entities/secrets';
 import { createHttpApp } from '../../src/http/app';
 import { takeFastPath } from '../../src/http/routes/ids';
-import { silentLogger } from '../../src/logger';
+import { httpDeps } from '../support/http-deps';
 import { listedIds } from '../../src/pool/taken-ids';
 import { entityConfig } from '../support/entity';
 
@@ -116,25 +116,21 @@ describe('the take route fast path', () => {
         maxSizePerTimes: 10,
         secrets: [secretRecord(SECRET, 0)],
       });
-      const app = createHttpApp({
-        registry: {
-          find: async (key: string) => (key === 'orders' ? entity : undefined),
-          authenticate: async (key: string, secret: string) =>
-            key === 'orders' && secretAccepted(entity, secret, 0) ? entity : undefined,
-        } as never,
-        takes: {
-          take: async (_entity: EntityConfig, count: number) => {
-            taken.push(count);
-            return listedIds(Array.from({ length: count }, () => String(next++)));
+      const app = createHttpApp(
+        httpDeps({
+          registry: {
+            find: async (key: string) => (key === 'orders' ? entity : undefined),
+            authenticate: async (key: string, secret: string) =>
+              key === 'orders' && secretAccepted(entity, secret, 0) ? entity : undefined,
+          } as never,
+          takes: {
+            take: async (_entity: EntityConfig, count: number) => {
+              taken.push(count);
+              return listedIds(Array.from({ length: count }, () => String(next++)));
+            },
           },
-        },
-        poolStore: { sizes: async () => [], next: async () => undefined },
-        allocator: { peekMany: async () => new Map() },
-        demand: { target: () => 0, lowWatermark: () => 0, sizing: () => ({ target: 0, lowWatermark: 0, max: 0 }) },
-        adminToken: 'x'.repeat(32),
-        readiness: async () => ({ ready: true, checks: {} }),
-        log: silentLogger,
-      });
+        }),
+      );
       return listen(app);
     }
 

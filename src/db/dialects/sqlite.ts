@@ -23,7 +23,7 @@ export function isBusy(err: unknown): boolean {
  * `waitMs` (a reservation's statements: the allocator, the number counter).
  */
 export function whileBusy<T>(run: () => Promise<T>, clock: Clock, waitMs: number): Promise<T> {
-  return retryUntil(run, { clock, waitMs, pauseMs: [2, 8], retryable: isBusy, sleep: (ms) => clock.sleep(ms) });
+  return retryUntil(run, { clock, waitMs, pauseMs: [2, 8], retryable: isBusy });
 }
 
 const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;

@@ -11,7 +11,7 @@ import {
   rotateSchema,
   updateSchema,
 } from '../../entities/entity';
-import { ConflictError, InvalidRequestError, NotFoundError } from '../../errors';
+import { ConflictError, InvalidRequestError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
@@ -26,15 +26,14 @@ import { numberPoolCap } from '../../numbers/scheme';
 const OPS_DEFAULT_ROWS = 50;
 
 /** What the entity views read: offsets (the allocator), pool sizes (the pool store) and demand. */
-type ViewDeps = Pick<HttpDeps, 'allocator' | 'poolStore' | 'demand' | 'numbers' | 'numberViews'>;
+type ViewDeps = Pick<HttpDeps, 'lines' | 'numbers'>;
 /** What the admin routes use of the app's dependencies. */
-export type AdminRouteDeps = ViewDeps &
-  Pick<HttpDeps, 'registry' | 'workers' | 'ops' | 'lines' | 'cutover' | 'heldPools' | 'numbers'>;
+export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'operations'>;
 
 /** A business-number period's counter moved up; a period the entity's calendar lacks is the caller's mistake (400). */
 async function raisePeriod(
-  numbers: NonNullable<HttpDeps['numbers']>,
-  entity: Parameters<NonNullable<HttpDeps['numbers']>['raise']>[0],
+  numbers: HttpDeps['numbers'],
+  entity: EntityConfig,
   period: string,
   seq: bigint,
 ): Promise<bigint> {
@@ -134,20 +133,20 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
       throw new ConflictError(
         `"${key}" is a gapless series: its counter moves only with its ledger (a restore is reconciled with POST /admin/apps/${key}/numbers/reconcile)`,
       );
-    if (entity.numbers && deps.numbers) {
+    if (entity.numbers) {
       const { period, seq } = parseBody(raisePeriodSchema, req.body ?? {});
       const after = await raisePeriod(deps.numbers, entity, period, seq);
       res.json({ key, period, seq: after.toString() } satisfies Answer<'RaisedPeriod'>);
       return;
     }
     const { firstId } = parseBody(raiseSchema, req.body ?? {});
-    if (entity.mode === 'snowflake' || !deps.lines)
+    if (entity.mode === 'snowflake')
       throw new InvalidRequestError(`entity "${key}" has no number line to raise (snowflake ids come from time)`);
     const number = deps.registry.firstNumberFrom(entity, firstId);
     // The line is where ids come from next: the pool's head, or the first unreserved number. Raising
     // discards the pool, so a firstId at or below it would throw ids away and move nothing up.
-    const head = await deps.poolStore.next(key);
-    const line = head ?? (await deps.allocator.peekMany([key])).get(key) ?? entity.startOffset;
+    const head = await deps.lines.pools.next(key);
+    const line = head ?? (await deps.lines.offsets.peekMany([key])).get(key) ?? entity.startOffset;
     const lineNumber = head === undefined ? line : deps.registry.firstNumberFrom(entity, head);
     if (number <= lineNumber)
       throw new ConflictError(
@@ -169,9 +168,8 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
   router.post('/apps/:key/hold', async (req, res) => {
     const key = entityKeyParam(req);
     const { reason } = parseBody(holdSchema, req.body ?? {});
-    if (!deps.heldPools) throw new NotFoundError('holding entities is not served by this instance');
     const held = await deps.registry.setHeld(key, reason);
-    if (held.mode !== 'snowflake') await deps.heldPools.discard(key);
+    if (held.mode !== 'snowflake') await deps.lines.pools.discard(key);
     res.json(await withPool(held));
   });
 }
@@ -181,8 +179,7 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
   const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
 
   router.get('/live', async (_req, res) => {
-    if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
-    const lines = await deps.cutover.liveLines();
+    const lines = await deps.lines.offsets.liveLines();
     const entities = new Map(deps.registry.list().map((e) => [e.key, e]));
     const apps = lines.flatMap((line) => {
       const entity = entities.get(line.key);
@@ -206,12 +203,11 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
     const key = entityKeyParam(req);
     const { firstId } = parseBody(raiseSchema, req.body ?? {});
     const entity = await deps.registry.require(key);
-    if (!deps.cutover) throw new NotFoundError('live cutovers are not served by this instance');
     const line = deps.registry.firstNumberFrom(entity, firstId);
-    if (!entity.incumbent?.live || !(await deps.cutover.finishLive(key, line)))
+    if (!entity.incumbent?.live || !(await deps.lines.offsets.finishLive(key, line)))
       throw new ConflictError(`entity "${key}" is not in a live cutover`);
     // Its pool goes too, fenced at the new line: it may hold ids reserved from the row below ones the incumbent issued later.
-    await deps.lines?.raise(key, line);
+    await deps.lines.raise(key, line);
     await deps.registry.refresh();
     res.json(await withPool(await deps.registry.require(key)));
   });
@@ -220,23 +216,21 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
 /** Worker leases, the dashboard's overview of pools, forecasts and alarms, and the fleet's instances. */
 function operationRoutes(router: Router, deps: AdminRouteDeps): void {
   router.get('/workers', async (_req, res) => {
-    res.json({ workers: deps.workers ? await deps.workers.list() : [] });
+    res.json({ workers: await deps.operations.workers() });
   });
 
   router.get('/ops', async (req, res) => {
-    if (!deps.ops) throw new NotFoundError('the ops overview is not enabled');
     const q = req.query.q;
     const limit = limitParam(req, OPS_DEFAULT_ROWS);
     if (q !== undefined && (typeof q !== 'string' || (q !== '' && !KEY_PATTERN.test(q)))) {
       throw new InvalidRequestError('q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .');
     }
-    res.json(await deps.ops.overview({ limit, search: q || undefined }));
+    res.json(await deps.operations.overview({ limit, search: q || undefined }));
   });
 
   // Never a 5xx for Redis: the fleet read falls back to this instance, saying so (fleet/fleet.ts).
   router.get('/instances', async (_req, res) => {
-    if (!deps.ops) throw new NotFoundError('the ops overview is not enabled');
-    res.json(await deps.ops.instances());
+    res.json(await deps.operations.instances());
   });
 }
 
@@ -251,8 +245,8 @@ async function withPools(
   const [offsets, sizes] = fresh
     ? [new Map(entities.map((e) => [e.key, e.startOffset])), pooled.map(() => 0)]
     : await Promise.all([
-        deps.allocator.peekMany(entities.map((e) => e.key)),
-        deps.poolStore.sizes(pooled.map((e) => e.key)),
+        deps.lines.offsets.peekMany(entities.map((e) => e.key)),
+        deps.lines.pools.sizes(pooled.map((e) => e.key)),
       ]);
   // The page answers whole or not at all: one unreadable pool is a dependency fault (503).
   const sizeOf = new Map(pooled.map((e, i) => [e.key, orThrow(sizes[i])]));
@@ -263,15 +257,15 @@ async function withPools(
     if (entity.numbers) {
       // A business-number entity's pool is its period's ready numbers, within their cap; it draws from
       // its period's sequence (`period`), not from the number line's offset.
-      const { target, lowWatermark, max } = deps.demand.sizing(entity, numberPoolCap(entity, entity.numbers));
+      const { target, lowWatermark, max } = deps.lines.demand.sizing(entity, numberPoolCap(entity, entity.numbers));
       view.pool = { size: period?.ready ?? 0, target, max, lowWatermark };
     } else if (entity.mode !== 'snowflake') {
       view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
       view.pool = {
         size: sizeOf.get(entity.key) ?? 0,
-        target: deps.demand.target(entity),
+        target: deps.lines.demand.target(entity),
         max: entity.maxPoolSize,
-        lowWatermark: deps.demand.lowWatermark(entity),
+        lowWatermark: deps.lines.demand.lowWatermark(entity),
       };
     }
     if (period) view.period = period;
@@ -290,14 +284,13 @@ async function numberPeriods(
 ): Promise<Map<string, NumberPeriodJson>> {
   const out = new Map<string, NumberPeriodJson>();
   const { numbers } = deps;
-  if (!numbers) return out;
   await Promise.all(
     entities
       // A gapless series' usage is its ledger's counter (ops/number-usage.ts).
       .filter((e) => e.numbers)
       .map(async (entity) => {
         const usage = await numbers.usage(entity);
-        const rate = deps.numberViews?.(entity.key)?.forecast.takePerSecond ?? 0;
+        const rate = numbers.view(entity.key)?.forecast.takePerSecond ?? 0;
         const zone = timeZone(usage.timeZone);
         out.set(entity.key, numberPeriodJson(numberView(usage, rate, (ms) => zone.wallClock(ms))));
       }),

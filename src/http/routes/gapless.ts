@@ -20,7 +20,7 @@ import { entityKeyParam, limitParam } from '../params';
 import { parseBody } from '../validate';
 
 /** What the gapless routes use: the series, and the registry for the admin's reconcile. */
-type GaplessRouteDeps = Pick<HttpDeps, 'gapless' | 'registry'>;
+type GaplessRouteDeps = Pick<HttpDeps, 'numbers' | 'registry'>;
 
 const takeBody = z.strictObject({
   count: z.number({ error: 'must be an integer' }).int('must be an integer').optional(),
@@ -95,10 +95,9 @@ export function registerGaplessAdminRoutes(
   });
 }
 
-function seriesOf(deps: GaplessRouteDeps, entity: EntityConfig): NonNullable<GaplessRouteDeps['gapless']> {
-  if (!entity.gapless || !deps.gapless)
-    throw new ConflictError(`entity "${entity.key}" is not a gapless series: it keeps no ledger`);
-  return deps.gapless;
+function seriesOf(deps: GaplessRouteDeps, entity: EntityConfig): HttpDeps['numbers']['gapless'] {
+  if (!entity.gapless) throw new ConflictError(`entity "${entity.key}" is not a gapless series: it keeps no ledger`);
+  return deps.numbers.gapless;
 }
 
 function entryJson(e: LedgerEntry): LedgerRowJson {

@@ -3,7 +3,7 @@ import type { Answer } from '../openapi/schemas';
 import type { EntityConfig } from '../../entities/entity';
 import { InvalidRequestError } from '../../errors';
 import { type IdExplanation, NotAnIdError } from '../../snowflake/explain';
-import type { HttpDeps, SnowflakeDecoder } from '../deps';
+import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { answerOnce } from '../idempotency';
 import type { TakenIds } from '../../pool/taken-ids';
@@ -65,7 +65,7 @@ export function registerIdRoutes(
       res.json(decodeNumberOr400(entity, req.params.id));
       return;
     }
-    if (entity.mode !== 'snowflake' || !deps.snowflake)
+    if (entity.mode !== 'snowflake')
       throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
     res.json(decodeOr400(deps.snowflake, req.params.id));
   });
@@ -196,7 +196,7 @@ function decodeNumberOr400(entity: EntityConfig, number: string): Answer<'Decode
 }
 
 /** An id that cannot be one of this layout's is the client's mistake: 400 with the reason. */
-function decodeOr400(snowflake: SnowflakeDecoder, id: string): IdExplanation {
+function decodeOr400(snowflake: HttpDeps['snowflake'], id: string): IdExplanation {
   try {
     return snowflake.decode(id);
   } catch (err) {

@@ -1,7 +1,5 @@
 import type { IRouter } from 'express';
 import type { Answer } from '../openapi/schemas';
-import { systemClock } from '../../clock';
-import { NotFoundError } from '../../errors';
 import type { HttpDeps, ReadinessReport } from '../deps';
 import type { Guards } from '../guards';
 import { apiDocsRouter } from '../api-docs';
@@ -9,7 +7,7 @@ import { openApiDocument } from '../openapi';
 import { degradeShared, degradesShared, publicCheck, sharedCheck } from '../readiness';
 
 /** What the operations routes use of the app's dependencies. */
-export type OpsRouteDeps = Pick<HttpDeps, 'readiness' | 'metrics' | 'metricsToken' | 'draining' | 'clock'>;
+export type OpsRouteDeps = Pick<HttpDeps, 'operations' | 'tokens' | 'draining' | 'clock'>;
 
 /** `/readyz` answers from a check at most this old (ms): probes every few seconds still see a fresh one. */
 const READINESS_TTL_MS = 1000;
@@ -20,20 +18,20 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
     res.json({ status: 'ok' } satisfies Answer<'Health'>);
   });
 
-  const readiness = sharedCheck(deps.readiness, deps.clock ?? systemClock, READINESS_TTL_MS);
+  const { operations } = deps;
+  const readiness = sharedCheck(() => operations.readiness(), deps.clock, READINESS_TTL_MS);
   app.get('/readyz', async (req, res) => {
     const degrade = degradesShared(req.query.shared);
     // Shutting down is reported at once, so load balancers stop sending here first.
-    const checked = await (deps.draining?.() ? deps.readiness() : readiness());
+    const checked = await (deps.draining() ? operations.readiness() : readiness());
     const report = degrade ? degradeShared(checked) : checked;
     if (!report.ready) res.setHeader('Retry-After', '1');
     res.status(report.ready ? 200 : 503).json(readinessBody(report));
   });
 
   app.get('/metrics', async (req, res) => {
-    if (deps.metricsToken !== undefined) await guards.requireToken(req, ['metrics', 'ops'], 'invalid metrics token');
-    if (!deps.metrics) throw new NotFoundError('metrics are not enabled');
-    const { contentType, body } = await deps.metrics();
+    if (deps.tokens.metrics !== undefined) await guards.requireToken(req, ['metrics', 'ops'], 'invalid metrics token');
+    const { contentType, body } = await operations.metrics();
     res.setHeader('Content-Type', contentType);
     res.send(body);
   });

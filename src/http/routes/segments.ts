@@ -1,7 +1,6 @@
 import type { IRouter, Request } from 'express';
 import type { Answer } from '../openapi/schemas';
 import type { EntityConfig } from '../../entities/entity';
-import { NotFoundError } from '../../errors';
 import { type LeasedSegment, leaseSizeLimit } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
@@ -24,7 +23,6 @@ export function registerSegmentRoutes(
 ): void {
   app.post(LEASE_PATH, async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
-    if (!deps.leases) throw new NotFoundError('segment leases are not served by this instance');
     const segment = await deps.leases.lease(entity, requestedSize(req, entity));
     res.json(leasedSegmentJson(segment));
   });

@@ -1,13 +1,7 @@
 import express, { type IRouter, type Request, type Response } from 'express';
 import type { Clock } from '../../clock';
 import type { EntityConfig } from '../../entities/entity';
-import {
-  ConflictError,
-  GaplessNotServedError,
-  InvalidRequestError,
-  NotFoundError,
-  UnauthorizedError,
-} from '../../errors';
+import { ConflictError, GaplessNotServedError, InvalidRequestError, UnauthorizedError } from '../../errors';
 import { takeKind } from '../../take/take-service';
 import type { LeasedSegment } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
@@ -133,7 +127,6 @@ async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig
 }
 
 function leaseForTinyid(deps: Pick<HttpDeps, 'leases'>, entity: EntityConfig): Promise<LeasedSegment> {
-  if (!deps.leases) throw new NotFoundError('segment leases are not served by this instance');
   return deps.leases.lease(entity);
 }
 

@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest';
-import type { Heartbeat } from '../../../src/fleet/instances';
-import type { FleetStore } from '../../../src/fleet/redis-fleet-store';
+import type { FleetStore, Heartbeat } from '../../../src/fleet/instances';
 
 /** A heartbeat with every field set, so it reads back as it was written. */
 function heartbeat(id: string, at: number, o: Partial<Heartbeat> = {}): Heartbeat {

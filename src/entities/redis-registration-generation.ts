@@ -1,6 +1,6 @@
-import type { RedisClient } from './connection';
-import { DEFAULT_PREFIX, registrationsKey } from './keys';
-import type { RegistrationGeneration } from '../entities/generation-sync';
+import type { RedisClient } from '../redis/connection';
+import { DEFAULT_PREFIX, registrationsKey } from '../redis/keys';
+import type { RegistrationGeneration } from './generation-sync';
 
 /** The registration counter in Redis, shared by every instance on it. */
 export class RedisRegistrationGeneration implements RegistrationGeneration {

@@ -1,27 +1,42 @@
 import type { Clock } from '../clock';
-import { type Config, ConfigError, loadConfig } from '../config/config';
 import type { Database } from '../db/database';
-import type { SnowflakeDecoder } from '../http/app';
+import { ConfigError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
-import { explainId } from '../snowflake/explain';
-import { SnowflakeLayout } from '../snowflake/layout';
-import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
-import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
-import { WorkerLease, type WorkerView, instanceCode } from '../worker/lease';
-import { leasePodWorker } from '../worker/pod-worker';
-import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
-import type { WorkerHolders } from '../worker/worker-holders';
-import { SqlWorkerStore } from '../worker/worker-store';
 import { ClockSkewError } from '../snowflake/errors';
-import { type ClockReference, ClockWatch } from '../worker/clock-watch';
-import { errorMessage } from '../errors';
+import { type IdExplanation, explainId } from '../snowflake/explain';
+import { SnowflakeLayout, type SnowflakeSettings } from '../snowflake/layout';
+import { Snowflake } from '../snowflake/snowflake';
+import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
+import type { RedisClient } from '../redis/connection';
+import { redisTimeMs } from '../redis/info';
+import { ClockWatch } from './clock-watch';
+import { WorkerLease, type WorkerView, instanceCode } from './lease';
+import { type PodWorker, leasePodWorker } from './pod-worker';
+import type { SnowflakeRuntimeSettings } from './snowflake-lease';
+import type { WorkerHolders } from './worker-holders';
+import { SqlWorkerStore } from './worker-store';
+
+/** What the service's snowflake ids are made on (the service's `Config` has these fields, read from IDPOOL_*). */
+export interface SnowflakeServiceSettings {
+  readonly snowflake: SnowflakeSettings;
+  readonly lease: SnowflakeRuntimeSettings;
+  readonly workerId: number | undefined;
+  readonly workerIdUnsafe: boolean;
+  readonly podWorker: PodWorker | undefined;
+  readonly workerMin: number;
+  readonly workerMax: number;
+  readonly workerPreferSameCode: boolean;
+  /** The port, in the lease's instance code. */
+  readonly port: number;
+}
 
 /** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
 export interface SnowflakeRuntime {
   readonly generator: Snowflake;
   /** Undefined with a fixed `IDPOOL_WORKER_ID`. */
   readonly lease: WorkerLease | undefined;
-  readonly decoder: SnowflakeDecoder;
+  /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
+  readonly decoder: { decode(id: string): IdExplanation };
   /** This instance's clock against Redis's and the database's; undefined with IDPOOL_CLOCK_CHECK_MS=0. */
   readonly clockWatch: ClockWatch | undefined;
   /** `count` ids of one entity's sequence; refused (503 `clock_skew`) while this instance's clock is past the bound. */
@@ -36,7 +51,7 @@ export interface SnowflakeRuntime {
 }
 
 export interface SnowflakeRuntimeDeps {
-  config: Config;
+  config: SnowflakeServiceSettings;
   db: Database;
   clock: Clock;
   log: Logger;
@@ -44,8 +59,8 @@ export interface SnowflakeRuntimeDeps {
   holders: WorkerHolders | undefined;
   /** Overrides of `config.lease`. */
   settings?: Partial<SnowflakeRuntimeSettings>;
-  /** Redis's clock (TIME), with Redis; the database's is always checked. */
-  redisClock?: ClockReference;
+  /** With Redis, its clock (TIME) is checked too; the database's always is. */
+  redis: RedisClient | undefined;
 }
 
 /** Where the service's worker id comes from, and how to give it back on stop. */
@@ -63,7 +78,7 @@ interface ServiceWorker {
  * IDPOOL_WORKER_ID=ordinal the pod's own, refused when another holds it.
  */
 async function leasedWorker(
-  config: Config,
+  config: SnowflakeServiceSettings,
   db: Database,
   holders: WorkerHolders | undefined,
   settings: SnowflakeRuntimeSettings,
@@ -140,8 +155,8 @@ async function serviceWorker(deps: SnowflakeRuntimeDeps, settings: SnowflakeRunt
  * service's: its lines name `snowflake` or `worker-lease` side by side (a
  * child of a child would write `component` twice in one line).
  */
-export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
-  const { config, db, clock, log } = deps;
+async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
+  const { config, db, clock, log, redis } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   const worker = await serviceWorker(deps, settings);
@@ -161,7 +176,10 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
     settings.clockCheckMs > 0
       ? new ClockWatch({
           clock,
-          references: [...(deps.redisClock ? [deps.redisClock] : []), { name: 'database', now: () => store.nowMs() }],
+          references: [
+            ...(redis ? [{ name: 'redis' as const, now: () => redisTimeMs(redis) }] : []),
+            { name: 'database', now: () => store.nowMs() },
+          ],
           maxSkewMs: settings.maxClockSkewMs,
           intervalMs: settings.clockCheckMs,
         })
@@ -216,27 +234,9 @@ export async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promis
   };
 }
 
-/**
- * A generator with the worker id in `IDPOOL_WORKER_ID` and the layout in the
- * `IDPOOL_SNOWFLAKE_*` variables (`Snowflake.fromEnv` in the public API).
- * Throws {@link ConfigError}.
- */
-export function snowflakeFromEnv(
-  env?: Record<string, string | undefined>,
-  options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {},
-): Snowflake {
-  const config = loadConfig(env);
-  if (config.podWorker) {
-    throw new ConfigError(
-      'IDPOOL_WORKER_ID',
-      'is "ordinal", which is leased, not trusted: use Snowflake.withLease() with workerMin and workerMax set to the pod\'s number',
-    );
-  }
-  if (config.workerId === undefined) {
-    throw new ConfigError(
-      'IDPOOL_WORKER_ID',
-      "is not set; set it to this process's worker id, or use Snowflake.withLease() to lease one from the database",
-    );
-  }
-  return new Snowflake({ ...options, layout: config.snowflake, workerId: config.workerId });
+/** The runtime with its lease's heartbeat and its clock watch started; closing stops them and frees the worker id. */
+export async function buildSnowflake(deps: SnowflakeRuntimeDeps) {
+  const runtime = await createSnowflakeRuntime(deps);
+  runtime.start();
+  return { value: runtime, close: () => runtime.stop() };
 }

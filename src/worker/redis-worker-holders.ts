@@ -1,7 +1,7 @@
-import { callFunction, scriptOutcome } from './functions';
-import { DEFAULT_PREFIX, type WorkerKeys, workerKeys } from './keys';
-import type { RedisClient } from './connection';
-import type { Claimed, WorkerHolders } from '../worker/worker-holders';
+import { callFunction, scriptOutcome } from '../redis/functions';
+import { DEFAULT_PREFIX, type WorkerKeys, workerKeys } from '../redis/keys';
+import type { RedisClient } from '../redis/connection';
+import type { Claimed, WorkerHolders } from './worker-holders';
 
 /**
  * The worker leases' second record in Redis: a hash of holder tokens and a
