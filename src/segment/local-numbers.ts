@@ -32,16 +32,18 @@ export interface NumberEntity {
 /** The scheme of an entity's settings, built once per settings (they never change once registered). */
 export class NumberSchemes {
   private readonly cache = new Map<string, NumberScheme>();
+  /** The same settings object again (a take's entity): found without building the key. */
+  private readonly bySettings = new WeakMap<NumberSettings, NumberScheme>();
 
   of(entity: Pick<NumberEntity, 'key' | 'numbers'>): NumberScheme {
     const settings = entity.numbers;
     if (!settings) throw new Error(`entity ${entity.key} has no business-number format`);
+    let scheme = this.bySettings.get(settings);
+    if (scheme) return scheme;
     const id = `${settings.format}\n${settings.reset}\n${settings.timeZone}`;
-    let scheme = this.cache.get(id);
-    if (!scheme) {
-      scheme = NumberScheme.of(settings);
-      this.cache.set(id, scheme);
-    }
+    scheme = this.cache.get(id) ?? NumberScheme.of(settings);
+    this.cache.set(id, scheme);
+    this.bySettings.set(settings, scheme);
     return scheme;
   }
 }
