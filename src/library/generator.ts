@@ -7,10 +7,10 @@ import { SqlSegmentAllocator } from '../segment/allocator';
 import { type DatabaseBehindReport, HighWaterAllocator, ProcessHighWater } from '../segment/high-water';
 import { SqlNumberCounter } from '../segment/number-counter';
 import { HighWaterNumberCounter } from '../segment/number-high-water';
-import { LocalNumbers } from '../segment/local-numbers';
 import { checkStride } from '../segment/stride-record';
 import { BigIntDoubleBuffer, NumberDoubleBuffer } from '../double-buffer/double-buffer';
 import { BufferedIdGenerator, type Deps, type IdGenerator } from './loader';
+import { LocalNumbers } from './numbers';
 import { LeasedIdGenerator } from './leased';
 import {
   DEFAULT_OPTIONS,

@@ -5,7 +5,8 @@ import type { Logger } from '../logger';
 import type { DoubleBuffer, DoubleBufferOptions } from '../double-buffer/double-buffer';
 import type { SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
-import type { LocalNumbers, NumberEntity } from '../segment/local-numbers';
+import type { NumberEntity } from '../segment/local-numbers';
+import type { LocalNumbers } from './numbers';
 import {
   GeneratorClosedError,
   InvalidCountError,
@@ -154,7 +155,7 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
       mode: found.mode,
       step: found.step,
       numbers: found.numbers,
-      maxSizePerSecond: 0,
+      maxSizePerTimes: 0,
     };
     this.numberEntities.set(entityKey, { entity, readAt: now });
     return entity;

@@ -81,18 +81,22 @@ const SEARCH_MS = 36 * 3600_000;
  * zone and its daylight-saving days go through the same code.
  */
 export class PeriodCalendar {
+  /** The last two periods found: a take asks for now's and the next (`after`), so neither pushes the other out. */
   private last: Period | undefined;
+  private before: Period | undefined;
 
   constructor(
     readonly reset: Reset,
     readonly zone: TimeZone,
   ) {}
 
-  /** The period holding instant `ms` (the last one found is kept, so the hot path does no search). */
+  /** The period holding instant `ms` (the last two found are kept, so the hot path does no search). */
   at(ms: number): Period {
-    const last = this.last;
+    const { last, before } = this;
     if (last && ms >= last.start && ms < last.end) return last;
+    if (before && ms >= before.start && ms < before.end) return before;
     const period = this.compute(ms);
+    this.before = last;
     this.last = period;
     return period;
   }

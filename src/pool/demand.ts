@@ -4,6 +4,13 @@ import type { Clock } from '../clock';
 /** What sizing a pool needs to know of its entity. */
 export type SizedEntity = Pick<EntityConfig, 'key' | 'step' | 'maxSizePerTimes' | 'maxPoolSize' | 'minSizePercent'>;
 
+/** A pool's figures: what a refill fills to, below what it refills, the most it holds. */
+export interface PoolSizing {
+  readonly target: number;
+  readonly lowWatermark: number;
+  readonly max: number;
+}
+
 export interface DemandOptions {
   clock: Clock;
   /** Seconds of recent peak demand a pool holds (IDPOOL_POOL_HORIZON_S). */
@@ -97,7 +104,7 @@ export class Demand {
    * numbers are capped: `NumberScheme.poolCap`): its target, its low
    * watermark and the most it may hold.
    */
-  sizing(entity: SizedEntity, cap = entity.maxPoolSize): { target: number; lowWatermark: number; max: number } {
+  sizing(entity: SizedEntity, cap = entity.maxPoolSize): PoolSizing {
     const max = Math.min(cap, entity.maxPoolSize);
     const target = Math.min(max, this.target(entity));
     return { target, lowWatermark: Math.floor((target * entity.minSizePercent) / 100), max };

@@ -9,14 +9,14 @@
  * sizing drive {@link MemoryNumberPeriods.fill}; the dispatcher's take loop
  * asks {@link MemoryNumberPeriods.afterShort} why a take ran short.
  */
-import type { EntityConfig } from '../entities/entity';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
-import { LOCAL_PREFILL_LEAD_MS, formatRange, readyOrSpent } from '../segment/local-numbers';
+import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, formatRange, readyOrSpent } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { MemoryPoolStore } from './memory-pool-store';
 import { type NumberAdmin, type NumberUsage, usageOf } from './number-takes';
-import { PeriodLayer, type PeriodLayerOptions, type PoolSizing, fillWant } from './period-pools';
+import type { PoolSizing } from './demand';
+import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
 
 /** `prefillLeadMs` defaults to {@link LOCAL_PREFILL_LEAD_MS}; the counter is behind the high-water file (embedded service). */
 export interface MemoryNumberPeriodsOptions extends PeriodLayerOptions {
@@ -55,7 +55,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
     return live && live.period.start <= now && now < live.period.end ? live : undefined;
   }
 
-  async afterShort(entity: EntityConfig, count: number): Promise<boolean> {
+  async afterShort(entity: NumberEntity, count: number): Promise<boolean> {
     const now = this.options.clock.now();
     const live = this.liveAt(entity.key, now);
     if (!live) return false;
@@ -66,7 +66,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
     );
   }
 
-  async fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void> {
+  async fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void> {
     const scheme = this.schemes.of(entity);
     const now = this.options.clock.now();
     const current = scheme.calendar.at(now);
@@ -96,7 +96,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   /** `want` numbers of the slot's period from its counter, formatted; the slot marked full at the capacity. */
-  private async reserve(entity: EntityConfig, scheme: NumberScheme, slot: Slot, want: number): Promise<string[]> {
+  private async reserve(entity: NumberEntity, scheme: NumberScheme, slot: Slot, want: number): Promise<string[]> {
     const range = await this.options.counter.reserve(entity.key, slot.period, want, scheme.capacity);
     if (!range || range.last >= scheme.capacity) slot.full = true;
     return range ? formatRange(scheme, entity, slot.period, range) : [];
@@ -109,12 +109,12 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   /** Every reservation is in the pool or here at once: the counter is what may have been handed out. */
-  protected async waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }> {
+  protected async waitingOf(entity: NumberEntity, period: Period): Promise<{ waiting: string[]; issued: bigint }> {
     const waiting = [...this.options.store.periodReady(entity.key, period.end), ...this.aheadOf(entity.key, period)];
     return { waiting, issued: await this.options.counter.peek(entity.key, period.id) };
   }
 
-  protected async dropUpTo(entity: EntityConfig, period: Period, upTo: string): Promise<void> {
+  protected async dropUpTo(entity: NumberEntity, period: Period, upTo: string): Promise<void> {
     const { store } = this.options;
     const above = (n: string) => n > upTo;
     store.keepInPeriod(entity.key, period.end, store.periodReady(entity.key, period.end).filter(above));
@@ -123,7 +123,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   /** Now's period by the injected clock: its counter less what waits in process. */
-  async usage(entity: EntityConfig): Promise<NumberUsage> {
+  async usage(entity: NumberEntity): Promise<NumberUsage> {
     const scheme = this.schemes.of(entity);
     const now = this.options.clock.now();
     const period = scheme.calendar.at(now);

@@ -18,7 +18,8 @@ import { namedPeriod, readyOrSpent } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from '../segment/number-counter';
 import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
 import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
-import { PeriodLayer, type PeriodLayerOptions, type PoolSizing, fillWant } from './period-pools';
+import type { PoolSizing } from './demand';
+import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
 import { pushInCalls } from './segment-push';
 
 /**

@@ -1,17 +1,11 @@
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
-import { UnavailableError, errorMessage } from '../errors';
+import { ConflictError, UnavailableError, errorMessage } from '../errors';
 import type { Period } from '../numbers/period';
-import {
-  NumberSchemes,
-  PRUNE_EVERY_MS,
-  followedAfterRaise,
-  namedPeriod,
-  periodLine,
-  raiseBelowLine,
-} from '../segment/local-numbers';
+import { type NumberEntity, NumberSchemes, namedPeriod } from '../segment/local-numbers';
 import type { Logger } from '../logger';
 import type { PrunableCounter } from '../segment/number-high-water';
+import type { PoolSizing } from './demand';
 import type { HeldLock, RefillLock } from './pool-store';
 
 /** What both numbers layers are built with (`number-periods.ts` on Redis, `memory-number-periods.ts` in process). */
@@ -28,13 +22,6 @@ export interface PeriodLayerOptions {
   retryMs: number;
   /** How long before a boundary the next period is filled. */
   prefillLeadMs?: number;
-}
-
-/** A pool's figures from demand ({@link Demand.sizing}): what a refill fills to, below what it refills, the most it holds. */
-export interface PoolSizing {
-  readonly target: number;
-  readonly lowWatermark: number;
-  readonly max: number;
 }
 
 /**
@@ -86,46 +73,6 @@ export function fillWant(
   return Math.max(need - size, Math.min(stepped, max - size));
 }
 
-/**
- * When (monotonic) each entity is next due a fill whatever its level (a
- * boundary, the next period's lead, a fence check): {@link PeriodPools.due}
- * for both layers. An entity found due is due again after `retryMs` (the
- * refill tick) unless a fill sets its next moment.
- */
-class DueMoments {
-  private readonly at = new Map<string, number>();
-
-  constructor(
-    private readonly clock: Pick<Clock, 'monotonic'>,
-    private readonly retryMs: number,
-  ) {}
-
-  due(keys: readonly string[]): { keys: string[]; waitMs: number } {
-    const now = this.clock.monotonic();
-    const due: string[] = [];
-    let next = Infinity;
-    for (const key of keys) {
-      const at = this.at.get(key) ?? now;
-      if (at <= now) {
-        due.push(key);
-        // Due again after a tick unless a fill says otherwise (a lock held elsewhere ends a refill before it).
-        this.at.set(key, now + this.retryMs);
-      }
-      next = Math.min(next, at <= now ? now + this.retryMs : at);
-    }
-    return { keys: due, waitMs: Math.max(0, next - now) };
-  }
-
-  /** The entity is next due at `at` (monotonic ms). */
-  set(key: string, at: number): void {
-    this.at.set(key, at);
-  }
-
-  forget(key: string): void {
-    this.at.delete(key);
-  }
-}
-
 /** The entity's refill lock, asked again until `ms` have passed (a refill holds it for a moment); then 503. */
 async function lockWithin(
   lock: RefillLock,
@@ -143,6 +90,9 @@ async function lockWithin(
   }
 }
 
+/** Old periods' counters are pruned this often. */
+const PRUNE_EVERY_MS = 3600_000;
+
 /** How long a raise waits for the entity's refill lock: a fill holds it for one reservation (and push). */
 const RAISE_LOCK_WAIT_MS = 2000;
 
@@ -154,23 +104,34 @@ const RAISE_LOCK_WAIT_MS = 2000;
 export abstract class PeriodLayer implements PeriodPools {
   protected readonly schemes = new NumberSchemes();
   /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
-  protected readonly dueAt: DueMoments;
+  protected readonly dueAt = new Map<string, number>();
   /** When (Unix ms) each pruning last ran: the counters' rows once for all (`*`), or an entity's own. */
   private readonly prunedAt = new Map<string, number>();
 
-  constructor(private readonly layer: PeriodLayerOptions) {
-    this.dueAt = new DueMoments(layer.clock, layer.retryMs);
-  }
+  constructor(private readonly layer: PeriodLayerOptions) {}
 
-  abstract fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void>;
-  abstract afterShort(entity: EntityConfig, count: number): Promise<boolean>;
+  abstract fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void>;
+  abstract afterShort(entity: NumberEntity, count: number): Promise<boolean>;
 
-  cap(entity: EntityConfig): number {
+  cap(entity: NumberEntity): number {
     return this.schemes.of(entity).poolCap(entity.maxSizePerTimes);
   }
 
+  /** An entity found due is due again after `retryMs` (the refill tick) unless a fill sets its next moment. */
   due(keys: readonly string[]): { keys: string[]; waitMs: number } {
-    return this.dueAt.due(keys);
+    const now = this.layer.clock.monotonic();
+    const due: string[] = [];
+    let next = Infinity;
+    for (const key of keys) {
+      let at = this.dueAt.get(key) ?? now;
+      if (at <= now) {
+        due.push(key);
+        // Due again after a tick unless a fill says otherwise (a lock held elsewhere ends a refill before it).
+        this.dueAt.set(key, (at = now + this.layer.retryMs));
+      }
+      next = Math.min(next, at);
+    }
+    return { keys: due, waitMs: Math.max(0, next - now) };
   }
 
   /**
@@ -187,12 +148,20 @@ export abstract class PeriodLayer implements PeriodPools {
     const held = await lockWithin(this.layer.lock, this.layer.clock, entity.key, RAISE_LOCK_WAIT_MS);
     try {
       const { waiting, issued } = await this.waitingOf(entity, period);
-      const line = periodLine(scheme, issued, waiting);
-      if (capped < line) throw raiseBelowLine(entity, scheme, period, capped, line);
+      // The line: one above the highest sequence reserved that is not still waiting (handed out, or dropped as a gap).
+      const ready = new Set(waiting.map((n) => scheme.template.decode(n)?.seq));
+      let line = issued;
+      while (line > 0n && ready.has(line)) line--;
+      if (capped <= line)
+        throw new ConflictError(
+          `period ${period.id} of "${entity.key}" is already past seq ${capped}: the next number is ${scheme.template.formatter(period)(line + 1n)}; nothing changed`,
+        );
       const after = await this.layer.counter.raise(entity.key, period, capped);
-      const upTo = scheme.template.formatter(period)(capped);
-      await this.dropUpTo(entity, period, upTo, capped);
-      return followedAfterRaise(scheme, waiting, upTo, after);
+      await this.dropUpTo(entity, period, scheme.template.formatter(period)(capped), capped);
+      // The next number follows: the lowest still waiting above the raise, else the counter.
+      let next = after + 1n;
+      for (const n of ready) if (n !== undefined && n > capped && n < next) next = n;
+      return next - 1n;
     } finally {
       await held.release().catch(() => undefined);
     }
@@ -218,7 +187,7 @@ export abstract class PeriodLayer implements PeriodPools {
 
   /** Forgets a retired entity. */
   forget(entityKey: string): void {
-    this.dueAt.forget(entityKey);
+    this.dueAt.delete(entityKey);
     this.prunedAt.delete(entityKey);
   }
 }

@@ -1,0 +1,98 @@
+/**
+ * The library's business numbers on the engine's in-process path: the
+ * embedded service's numbers layer (`pool/memory-number-periods.ts`) over
+ * an in-process pool, without the refiller and dispatcher (a library runs
+ * no timer, so an idle one holds nothing). A take that finds too few fills
+ * now's period (a step at a time, within the period's cap); the first take
+ * within {@link LOCAL_PREFILL_LEAD_MS} of a boundary fills the next
+ * period's first step, so the first take after it reserves nothing; old
+ * periods are pruned at a fill an hour after the last.
+ */
+import type { Clock } from '../clock';
+import { errorMessage } from '../errors';
+import type { Logger } from '../logger';
+import { MemoryNumberPeriods } from '../pool/memory-number-periods';
+import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
+import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, NumberSchemes } from '../segment/local-numbers';
+import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
+import type { PrunableCounter } from '../segment/number-high-water';
+
+export interface LocalNumbersOptions {
+  /** The period counters, behind the second record of what was reserved (HighWaterNumberCounter). */
+  counter: PrunableCounter;
+  clock: Clock;
+  log: Logger;
+}
+
+export class LocalNumbers {
+  private readonly store: MemoryPoolStore;
+  private readonly periods: MemoryNumberPeriods;
+  private readonly schemes = new NumberSchemes();
+  /** The period each entity's next step was last filled ahead for. */
+  private readonly prefilled = new Map<string, string>();
+  /** One take or fill per entity at a time: a take that fills must not interleave with another's. */
+  private readonly running = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly options: LocalNumbersOptions) {
+    this.store = new MemoryPoolStore(options.clock);
+    this.periods = new MemoryNumberPeriods({
+      ...options,
+      store: this.store,
+      lock: new MemoryRefillLock(),
+      events: { periodExhausted: () => undefined },
+      retryMs: 1000,
+    });
+  }
+
+  /** Prunes the rows (and record marks) of periods over for longer than the retention; then at fills, hourly. */
+  start(): void {
+    const { counter, clock, log } = this.options;
+    counter
+      .prune?.(clock.now() - NUMBER_PERIOD_RETENTION_MS)
+      .catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'pruning business-number counters failed'));
+  }
+
+  /** `count` numbers of the period now is in, all or nothing. */
+  take(entity: NumberEntity, count: number): Promise<string[]> {
+    return this.serial(entity.key, () => this.takeNow(entity, count));
+  }
+
+  private async takeNow(entity: NumberEntity, count: number): Promise<string[]> {
+    // Now's period's ready numbers at most one step, or what a take needs (`fillWant`).
+    const sizing = { target: entity.step, lowWatermark: 0, max: this.periods.cap(entity) };
+    for (;;) {
+      const taken = await this.store.take(entity.key, count, 0);
+      if (taken.kind === 'ok') {
+        this.prefill(entity);
+        return taken.ids.toArray();
+      }
+      // A period just begun made live, or the period's refusal (spent); else fill now's period.
+      if (!(await this.periods.afterShort(entity, count))) await this.periods.fill(entity, count, sizing);
+    }
+  }
+
+  /** Within the lead before a boundary (by the wall clock), the next period's first step, once, after this take. */
+  private prefill(entity: NumberEntity): void {
+    const now = this.options.clock.now();
+    const calendar = this.schemes.of(entity).calendar;
+    const next = calendar.after(calendar.at(now));
+    if (!next || now < next.start - LOCAL_PREFILL_LEAD_MS || this.prefilled.get(entity.key) === next.id) return;
+    this.prefilled.set(entity.key, next.id);
+    // Nothing more of now's period (`max` 0): only the next period's step.
+    const staged = () => this.periods.fill(entity, 0, { target: 0, lowWatermark: 0, max: 0 });
+    this.serial(entity.key, staged).catch((err: unknown) =>
+      this.options.log.warn({ entity: entity.key, err: errorMessage(err) }, 'reserving the next period ahead failed'),
+    );
+  }
+
+  private serial<T>(entityKey: string, run: () => Promise<T>): Promise<T> {
+    const mine = (this.running.get(entityKey) ?? Promise.resolve()).catch(() => undefined).then(run);
+    this.running.set(entityKey, mine);
+    void mine
+      .finally(() => {
+        if (this.running.get(entityKey) === mine) this.running.delete(entityKey);
+      })
+      .catch(() => undefined);
+    return mine;
+  }
+}
