@@ -11,6 +11,7 @@ import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { loadFunctions } from '../../src/redis/functions';
 import { entityKeys, workerKeys } from '../../src/redis/keys';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
+import { incumbentDatabase } from '../../src/segment/incumbent-rows';
 import { SqlNumberCounter } from '../../src/segment/number-counter';
 import { RedisWorkerHolders } from '../../src/redis/worker-holders';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
@@ -19,6 +20,7 @@ import { entityRateLimitContract } from '../support/contracts/entity-rate-limit'
 import { entityStoreContract } from '../support/contracts/entity-store';
 import { fleetStoreContract } from '../support/contracts/fleet-store';
 import { idempotencyStoreContract } from '../support/contracts/idempotency-store';
+import { incumbentDatabaseContract } from '../support/contracts/incumbent-database';
 import { numberCounterContract } from '../support/contracts/number-counter';
 import { poolStoreContract } from '../support/contracts/pool-store';
 import { refillLockContract } from '../support/contracts/refill-lock';
@@ -26,10 +28,12 @@ import { segmentAllocatorContract } from '../support/contracts/segment-allocator
 import { workerHoldersContract } from '../support/contracts/worker-holders';
 import { workerStoreContract } from '../support/contracts/worker-store';
 import { entityConfig } from '../support/entity';
+import { incumbentTables } from '../support/incumbent-tables';
 import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
 
-// The same cases run against the fakes in test/unit/store-contracts.test.ts (idempotency: test/unit/idempotency.test.ts).
+// The same cases run against the fakes in test/unit/store-contracts.test.ts (idempotency: test/unit/idempotency.test.ts;
+// the incumbent database: test/unit/live-cutover.test.ts).
 
 /** Resolves once the Redis server's clock has turned to a new second. */
 async function nextRedisSecond(redis: Redis): Promise<void> {
@@ -91,6 +95,23 @@ describeWithServices('SqlNumberCounter on MariaDB keeps the number counter contr
   const sql = onMariaDb();
   numberCounterContract(async () => new SqlNumberCounter(await sql.empty()));
 });
+
+describeWithServices(
+  "Leaf's and Tinyid's tables on MariaDB keep the IncumbentDatabase contract",
+  { mysql: true },
+  () => {
+    const schemas: TestSchema[] = [];
+    afterAll(async () => {
+      for (const schema of schemas) await schema.drop();
+    });
+    incumbentDatabaseContract(async (kind) => {
+      const schema = await createTestSchema('mysql');
+      schemas.push(schema);
+      await incumbentTables(schema.url);
+      return incumbentDatabase(kind, schema.url);
+    });
+  },
+);
 
 /** The shared Redis with this branch's function library; each case on a prefix of its own (`fresh()`), cleared after the suite. */
 function onRedis(): { fresh: () => { redis: Redis; prefix: string } } {
