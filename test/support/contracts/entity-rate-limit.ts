@@ -8,7 +8,7 @@ import type { EntityRateLimit } from '../../../src/pool/rate-limit';
  * clock (the Redis server's, or a fake clock moved on), so the cases that
  * count within one second do not see it turn.
  */
-export type EntityRateLimitFactory = () => Promise<{ limit: EntityRateLimit; freshSecond(): Promise<void> }>;
+export type EntityRateLimitFactory = () => Promise<{ limit: EntityRateLimit; freshSecond: () => Promise<void> }>;
 
 async function refusal(admit: Promise<void>): Promise<RateLimitedError> {
   const err = await admit.then(
