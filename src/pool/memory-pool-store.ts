@@ -184,13 +184,22 @@ export class MemoryPoolStore implements PoolStore {
   }
 }
 
-/** In-process refill lock: one refill per entity at a time within this process. */
+/**
+ * In-process refill lock: one refill per entity at a time within this
+ * process. A release frees only its own hold, as lock_release-1.lua checks
+ * the token: a second, late release must not free the next holder's lock.
+ */
 export class MemoryRefillLock implements RefillLock {
-  private readonly held = new Set<string>();
+  private readonly held = new Map<string, object>();
 
   async acquire(entityKey: string): Promise<HeldLock | null> {
     if (this.held.has(entityKey)) return null;
-    this.held.add(entityKey);
-    return { release: async () => void this.held.delete(entityKey) };
+    const token = {};
+    this.held.set(entityKey, token);
+    return {
+      release: async () => {
+        if (this.held.get(entityKey) === token) this.held.delete(entityKey);
+      },
+    };
   }
 }

@@ -1,26 +1,11 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ADMIN_TOKEN, type JsonResponse, call, register } from '../support/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
-import { createTestSchema } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
+import { suiteInstances } from '../support/suite-instances';
 
 describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true, redis: true }, () => {
-  let schema: Awaited<ReturnType<typeof createTestSchema>>;
-  let redis: RedisServer;
-  let instance: Instance;
+  const run = suiteInstances((base) => ({ instance: base }), { privateRedis: true });
   const admin = { token: ADMIN_TOKEN };
-
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    redis = await startRedisServer('none');
-    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redis.url });
-  });
-
-  afterAll(async () => {
-    await instance?.stop();
-    await redis?.stop();
-    await schema?.drop();
-  });
 
   it('walks every live entity once, in key order, with pool and offset, and refuses bad limit/after with 400', async () => {
     // Registered out of order, one snowflake among them, one retired.
@@ -31,9 +16,9 @@ describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true
         key === 'page-03'
           ? { key, mode: 'snowflake', maxSizePerTimes: 50, maxSizePerSecond: 0 }
           : { key, step: 10, maxPoolSize: 100, maxSizePerTimes: 50, maxSizePerSecond: 0, startOffset: 500 };
-      await register(instance.url, body);
+      await register(run.instance.url, body);
     }
-    expect((await call(`${instance.url}/admin/apps/page-10`, { ...admin, method: 'DELETE' })).status).toBe(204);
+    expect((await call(`${run.instance.url}/admin/apps/page-10`, { ...admin, method: 'DELETE' })).status).toBe(204);
     const live = keys.filter((k) => k !== 'page-10').sort();
 
     const seen: Record<string, any>[] = [];
@@ -41,7 +26,7 @@ describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true
     let pages = 0;
     do {
       const res: JsonResponse<{ apps: Record<string, any>[]; next: string | null }> = await call(
-        `${instance.url}/admin/apps?limit=10${after ? `&after=${after}` : ''}`,
+        `${run.instance.url}/admin/apps?limit=10${after ? `&after=${after}` : ''}`,
         admin,
       );
       expect(res.status).toBe(200);
@@ -61,13 +46,13 @@ describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true
     expect(BigInt(pooled.currentOffset)).toBeGreaterThanOrEqual(500n);
 
     // Default page size is 100; `after` need not be a registered key.
-    const all = await call(`${instance.url}/admin/apps`, admin);
+    const all = await call(`${run.instance.url}/admin/apps`, admin);
     expect(all.body.apps).toHaveLength(live.length);
     expect(all.body.next).toBeNull();
-    const fromGap = await call(`${instance.url}/admin/apps?after=page-095&limit=2`, admin);
+    const fromGap = await call(`${run.instance.url}/admin/apps?after=page-095&limit=2`, admin);
     expect(fromGap.body.apps.map((a: { key: string }) => a.key)).toEqual(['page-11', 'page-12']);
     expect(fromGap.body.next).toBe('page-12');
-    const past = await call(`${instance.url}/admin/apps?after=zzz`, admin);
+    const past = await call(`${run.instance.url}/admin/apps?after=zzz`, admin);
     expect(past.body).toEqual({ apps: [], next: null });
 
     for (const query of [
@@ -81,10 +66,10 @@ describeWithServices('GET /admin/apps is paged (MariaDB + Redis)', { mysql: true
       `after=${'x'.repeat(65)}`,
       'after=a&after=b',
     ]) {
-      const res = await call(`${instance.url}/admin/apps?${query}`, admin);
+      const res = await call(`${run.instance.url}/admin/apps?${query}`, admin);
       expect(res.status, query).toBe(400);
       expect(res.body.error.code, query).toBe('invalid_request');
     }
-    expect((await call(`${instance.url}/admin/apps?limit=1000`, admin)).status).toBe(200);
+    expect((await call(`${run.instance.url}/admin/apps?limit=1000`, admin)).status).toBe(200);
   });
 });

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
 import { type ServiceParts, serviceParts } from '../../src/service/internals';
 import { ADMIN_TOKEN, call, register } from '../support/http';
 import { REDIS_URL, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
+import { inProcessConfig } from '../support/in-process';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -40,13 +40,7 @@ describeWithServices('key probing (two instances on MariaDB + Redis)', { mysql: 
   beforeAll(async () => {
     schema = await createTestSchema();
     const prefix = testPrefix();
-    const config = loadConfig({
-      IDPOOL_DATABASE_URL: schema.url,
-      IDPOOL_REDIS_URL: REDIS_URL,
-      IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
-      IDPOOL_WORKER_ID: '1',
-      IDPOOL_WORKER_ID_UNSAFE: '1',
-    });
+    const config = inProcessConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
     for (let i = 0; i < 2; i++) {
       const service = await createService(config, { redisPrefix: prefix, ops: { requestLog: 'off' } });
       services.push(service);

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { IdpoolClient } from '../../src/client';
-import { uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, register } from '../support/http';
+import { ADMIN_TOKEN, call, registerNew } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { SQL_SERVERS, type TestSchema, createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -29,13 +28,10 @@ for (const { server, name } of SQL_SERVERS) {
       });
 
       it('keeps handing out ids through the survivor, with no id twice and each batch in order', async () => {
-        const key = uniqueKey('failover');
-        const secret = await register(a.url, {
-          key,
+        const { key, secret } = await registerNew(a.url, 'failover', {
           mode: 'monotonic',
           step: 100,
           maxPoolSize: 2000,
-          maxSizePerSecond: 0,
         });
         // A may die holding the entity's refill lock (10 s TTL) with a pool this
         // small, so B can answer 503 pool_exhausted for ~10 s: a longer deadline

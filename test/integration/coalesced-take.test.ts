@@ -1,23 +1,17 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config';
 import { RateLimitedError } from '../../src/errors';
 import type { TakeResult } from '../../src/pool/pool-store';
 import { type Service, createService } from '../../src/service';
 import { serviceParts } from '../../src/service/internals';
 import { uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, register } from '../support/http';
-import { type Instance, startInstance } from '../support/processes';
-import {
-  REDIS_URL,
-  type TestSchema,
-  clearPrefix,
-  createTestSchema,
-  testPrefix,
-  sharedRedisEnv,
-} from '../support/services';
+import { call, registerNew } from '../support/http';
+import { type Instance } from '../support/processes';
+import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
+import { inProcessConfig } from '../support/in-process';
+import { suiteInstances } from '../support/suite-instances';
 
 describeWithServices(
   'coalesced takes on Redis (in-process service, MariaDB + Redis)',
@@ -33,13 +27,7 @@ describeWithServices(
     beforeAll(async () => {
       schema = await createTestSchema();
       prefix = testPrefix();
-      const config = loadConfig({
-        IDPOOL_DATABASE_URL: schema.url,
-        IDPOOL_REDIS_URL: REDIS_URL,
-        IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
-        IDPOOL_WORKER_ID: '1',
-        IDPOOL_WORKER_ID_UNSAFE: '1',
-      });
+      const config = inProcessConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
       service = await createService(config, { redisPrefix: prefix, ops: { requestLog: 'off' } });
       const { poolStore } = serviceParts(service);
       const take = poolStore.take.bind(poolStore);
@@ -162,29 +150,13 @@ describeWithServices(
   () => {
     const CLIENTS = 64;
     const REQUESTS = 40;
-    let schema: TestSchema;
-    let instances: Instance[] = [];
-
-    beforeAll(async () => {
-      schema = await createTestSchema();
-      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() };
-      instances = await Promise.all([startInstance(env), startInstance(env)]);
-    });
-
-    afterAll(async () => {
-      await Promise.all(instances.map((i) => i.stop()));
-      await schema.drop();
-    });
+    /** A pool the load of both instances keeps busy. */
+    const SHARED_POOL = { step: 500, maxPoolSize: 50_000, maxSizePerTimes: 100 };
+    const two = suiteInstances((base) => ({ a: base, b: base }));
+    const instances = () => [two.a, two.b];
 
     it(`${CLIENTS} sequential clients on 2 instances: each client's ids increase, none is handed out twice`, async (ctx) => {
-      const key = uniqueKey('clients');
-      const secret = await register(instances[0].url, {
-        key,
-        step: 500,
-        maxPoolSize: 50_000,
-        maxSizePerSecond: 0,
-        maxSizePerTimes: 100,
-      });
+      const { key, secret } = await registerNew(instances()[0].url, 'clients', SHARED_POOL);
       const perClient: bigint[][] = [];
       let unavailable = 0;
       await Promise.all(
@@ -193,7 +165,7 @@ describeWithServices(
           perClient.push(mine);
           for (let n = 0; n < REQUESTS; n++) {
             // Half the clients on each instance; counts vary so groups mix sizes.
-            const res = await call<{ ids: string[] }>(`${instances[c % 2].url}/apps/${key}/ids`, {
+            const res = await call<{ ids: string[] }>(`${instances()[c % 2].url}/apps/${key}/ids`, {
               token: secret,
               body: { count: 1 + ((c + n) % 7) },
             });
@@ -216,14 +188,7 @@ describeWithServices(
     });
 
     it('Idempotency-Key is unchanged: a retry on the other instance replays the same ids, concurrent repeats never get other ids', async () => {
-      const key = uniqueKey('idem');
-      const secret = await register(instances[0].url, {
-        key,
-        step: 500,
-        maxPoolSize: 50_000,
-        maxSizePerSecond: 0,
-        maxSizePerTimes: 100,
-      });
+      const { key, secret } = await registerNew(instances()[0].url, 'idem', SHARED_POOL);
       const take = (instance: Instance, requestKey: string, count: number) =>
         call<{ ids: string[] }>(`${instance.url}/apps/${key}/ids`, {
           token: secret,
@@ -231,8 +196,10 @@ describeWithServices(
           headers: { 'idempotency-key': requestKey },
         });
       // 32 clients, each its own key, all in one burst (coalesced), then each retried on the other instance.
-      const first = await Promise.all(Array.from({ length: 32 }, (_, c) => take(instances[c % 2], `k-${c}`, 3)));
-      const again = await Promise.all(Array.from({ length: 32 }, (_, c) => take(instances[(c + 1) % 2], `k-${c}`, 3)));
+      const first = await Promise.all(Array.from({ length: 32 }, (_, c) => take(instances()[c % 2], `k-${c}`, 3)));
+      const again = await Promise.all(
+        Array.from({ length: 32 }, (_, c) => take(instances()[(c + 1) % 2], `k-${c}`, 3)),
+      );
       first.forEach((res, c) => {
         expect(res.status).toBe(200);
         expect(res.headers.get('idempotent-replayed')).toBeNull();
@@ -244,9 +211,9 @@ describeWithServices(
       expect(new Set(distinct).size).toBe(32 * 3);
       // One key sent 8 times at once (4 per instance) beside 24 other requests: every 200 carries the same ids.
       const burst = await Promise.all([
-        ...Array.from({ length: 8 }, (_, i) => take(instances[i % 2], 'shared', 5)),
+        ...Array.from({ length: 8 }, (_, i) => take(instances()[i % 2], 'shared', 5)),
         ...Array.from({ length: 24 }, (_, i) =>
-          call<{ ids: string[] }>(`${instances[i % 2].url}/apps/${key}/ids`, { token: secret, body: { count: 5 } }),
+          call<{ ids: string[] }>(`${instances()[i % 2].url}/apps/${key}/ids`, { token: secret, body: { count: 5 } }),
         ),
       ]);
       const shared = burst.slice(0, 8).filter((r) => r.status === 200);

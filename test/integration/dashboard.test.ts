@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, registerNew, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { REDIS_URL } from '../support/services';
 import { entityKeys } from '../../src/redis/keys';
@@ -117,12 +117,9 @@ describeWithServices(
       expect(await page.evaluate(() => sessionStorage.getItem('idpool.adminToken'))).toBe(ADMIN_TOKEN);
 
       // Register an entity through the API; the page picks it up on its own.
-      const key = uniqueKey('ui');
-      const secret = await register(instance.url, {
-        key,
+      const { key, secret } = await registerNew(instance.url, 'ui', {
         step: 500,
         maxPoolSize: 20_000,
-        maxSizePerSecond: 0,
         minSizePercent: 50,
       });
       const row = page.locator(`tr[data-entity="${key}"]`);

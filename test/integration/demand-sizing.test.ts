@@ -1,12 +1,10 @@
-import Redis from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
 import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
-import { createTestSchema } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/redis/keys';
 import { sleep, waitFor } from '../support/wait';
+import { suiteInstances } from '../support/suite-instances';
 
 async function poolView(
   base: string,
@@ -21,40 +19,23 @@ async function poolView(
  * the test's own, so its memory is the test's to measure.
  */
 describeWithServices('pools sized by demand (MariaDB + a private Redis, real process)', { mysql: true }, () => {
-  let redisServer: RedisServer | undefined;
-  let instance: Instance | undefined;
-  let schema: Awaited<ReturnType<typeof createTestSchema>> | undefined;
-  let redis: Redis | undefined;
-
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    redisServer = await startRedisServer('none');
-    redis = new Redis(redisServer.url);
-    instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url });
-  });
-
-  afterAll(async () => {
-    redis?.disconnect();
-    await instance?.stop();
-    await redisServer?.stop();
-    await schema?.drop();
-  });
+  const run = suiteInstances((base) => ({ instance: base }), { privateRedis: true });
 
   it('idle entities hold one floor each: 200 default registrations cost a small, bounded amount of Redis', async () => {
-    const base = instance!.url;
-    const before = Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))![1]);
+    const base = run.instance.url;
+    const before = Number(/used_memory:(\d+)/.exec(await run.direct.info('memory'))![1]);
     const keys = Array.from({ length: 200 }, (_, i) => uniqueKey(`idle${i}`));
     const started = Date.now();
     for (let i = 0; i < keys.length; i += 10)
       await Promise.all(keys.slice(i, i + 10).map((key) => register(base, { key })));
     const seconds = (Date.now() - started) / 1000;
     await waitFor(
-      async () => (await Promise.all(keys.map((k) => redis!.llen(entityKeys(k).ids)))).every((n) => n === 1000),
+      async () => (await Promise.all(keys.map((k) => run.direct.llen(entityKeys(k).ids)))).every((n) => n === 1000),
       { message: 'every pool at its floor', timeoutMs: 10_000 },
     );
     const view = await poolView(base, keys[0]);
     expect(view).toEqual({ size: 1000, target: 1000, max: 300_000, lowWatermark: 800 });
-    const after = Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))![1]);
+    const after = Number(/used_memory:(\d+)/.exec(await run.direct.info('memory'))![1]);
     const perEntity = (after - before) / keys.length;
     process.stdout.write(
       `200 idle entities: ${seconds.toFixed(1)} s to register, ${(perEntity / 1024).toFixed(1)} KiB of Redis each\n`,
@@ -64,7 +45,7 @@ describeWithServices('pools sized by demand (MariaDB + a private Redis, real pro
   });
 
   it('an entity whose demand jumps from idle to maxSizePerSecond sees no pool_exhausted after its first second, and its target grows', async () => {
-    const base = instance!.url;
+    const base = run.instance.url;
     const key = uniqueKey('burst');
     // maxSizePerSecond 5000 (the default), batches of 1,000: five requests a second.
     const secret = await register(base, { key });
@@ -98,7 +79,7 @@ describeWithServices('pools sized by demand (MariaDB + a private Redis, real pro
   });
 
   it('direct pops count as demand too (pushed − size)', async () => {
-    const base = instance!.url;
+    const base = run.instance.url;
     const key = uniqueKey('direct');
     await register(base, { key, maxSizePerSecond: 0 });
     await waitFor(async () => (await poolView(base, key)).size === 1000, {
@@ -106,7 +87,7 @@ describeWithServices('pools sized by demand (MariaDB + a private Redis, real pro
       timeoutMs: 10_000,
     });
     for (let i = 0; i < 20; i++) {
-      const got = (await redis!.call(
+      const got = (await run.direct.call(
         'FCALL',
         'idpool_pop',
         2,

@@ -1,13 +1,13 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config';
 import { entityKeys } from '../../src/redis/keys';
 import { type Service, createService } from '../../src/service';
 import { serviceParts } from '../../src/service/internals';
-import { ADMIN_TOKEN, call, register } from '../support/http';
+import { call, register } from '../support/http';
 import { type RedisServer, startRedisServer } from '../support/processes';
 import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
+import { inProcessConfig } from '../support/in-process';
 
 /** The check's period here (the default is 2 s). */
 const CHECK_MS = 1000;
@@ -61,12 +61,9 @@ describeWithServices(
     /** A service on its own schema and the given Redis, with one entity `orders` whose pool is full. */
     const start = async (redisUrl: string, redisPrefix?: string) => {
       schema = await createTestSchema();
-      const config = loadConfig({
+      const config = inProcessConfig({
         IDPOOL_DATABASE_URL: schema.url,
         IDPOOL_REDIS_URL: redisUrl,
-        IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
-        IDPOOL_WORKER_ID: '1',
-        IDPOOL_WORKER_ID_UNSAFE: '1',
         IDPOOL_FENCE_CHECK_MS: String(CHECK_MS),
       });
       const s = await createService(config, { redisPrefix });

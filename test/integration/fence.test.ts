@@ -1,6 +1,5 @@
 import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { OWN_LIBRARY, PUBLIC_LIBRARY, loadFunctions, registeredName } from '../../src/redis/functions';
 import { IdStride } from '../../src/segment/stride';
@@ -11,6 +10,7 @@ import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support
 import { describeWithServices } from '../support/describe-with-services';
 import { entityKeys } from '../../src/redis/keys';
 import { plainTake } from '../support/taken';
+import { inProcessConfig } from '../support/in-process';
 
 describeWithServices('fence: a stale refiller cannot push an older segment', { mysql: true, redis: true }, () => {
   /** Runs `body` with a store on a fresh key prefix of the shared server, loaded with this branch's library (the server may hold another version's). */
@@ -196,12 +196,9 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     const schema = await createTestSchema();
     schemas.push(schema);
     const prefix = testPrefix();
-    const config = loadConfig({
+    const config = inProcessConfig({
       IDPOOL_DATABASE_URL: schema.url,
       IDPOOL_REDIS_URL: REDIS_URL,
-      IDPOOL_ADMIN_TOKEN: 'test-admin-token-0123456789abcdef',
-      IDPOOL_WORKER_ID: '1',
-      IDPOOL_WORKER_ID_UNSAFE: '1',
       IDPOOL_REFILL_LOCK_TTL_MS: '1000',
     });
     let segment: Segment | undefined;

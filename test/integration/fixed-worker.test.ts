@@ -1,27 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call, register, takeIds } from '../support/http';
 import { runToExit, startInstance } from '../support/processes';
+import { suiteDir } from '../support/temp-dir';
 
 describe('IDPOOL_WORKER_ID in service mode', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'idpool-fixed-worker-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = suiteDir('idpool-fixed-worker-');
 
   it('is refused without IDPOOL_WORKER_ID_UNSAFE=1 (exit 2, one line naming it)', async () => {
-    const run = await runToExit({ IDPOOL_DATABASE_URL: `sqlite:${join(dir, 'refused.db')}`, IDPOOL_WORKER_ID: '3' });
+    const run = await runToExit({ IDPOOL_DATABASE_URL: dir.sqliteUrl('refused.db'), IDPOOL_WORKER_ID: '3' });
     expect(run.code).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toMatch(/^idpool: invalid configuration: IDPOOL_WORKER_ID: .*IDPOOL_WORKER_ID_UNSAFE=1/);
   });
 
   it('with IDPOOL_WORKER_ID_UNSAFE=1 starts above the last_timestamp recorded for that worker row, and records its own on stop', async () => {
-    const file = join(dir, 'floor.db');
+    const file = dir.file('floor.db');
     const env = { IDPOOL_DATABASE_URL: `sqlite:${file}`, IDPOOL_WORKER_ID: '3', IDPOOL_WORKER_ID_UNSAFE: '1' };
     const first = await startInstance(env);
     const secret = await register(first.url, { key: 'sf', mode: 'snowflake', maxSizePerSecond: 0 });

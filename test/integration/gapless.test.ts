@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config';
 import { type Database, openDatabase } from '../../src/db/database';
 import { type Service, createService } from '../../src/service';
 import { createIdGenerator } from '../../src/library';
@@ -10,6 +9,7 @@ import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
 import { ADMIN_TOKEN, call } from '../support/http';
 import { REDIS_URL, type ServiceNeeds, createTestSchema, testPrefix } from '../support/services';
+import { inProcessConfig } from '../support/in-process';
 
 const admin = { token: ADMIN_TOKEN };
 /** A daily series in UTC: today's period by the database's clock (the servers here share the machine's). */
@@ -72,13 +72,7 @@ for (const backend of BACKENDS) {
       const opened = await backend.open();
       drop = () => opened.drop();
       databaseUrl = opened.env.IDPOOL_DATABASE_URL;
-      const config = loadConfig({
-        ...opened.env,
-        IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
-        IDPOOL_WORKER_ID: '1',
-        IDPOOL_WORKER_ID_UNSAFE: '1',
-        IDPOOL_COMPAT: 'leaf,tinyid',
-      });
+      const config = inProcessConfig({ ...opened.env, IDPOOL_COMPAT: 'leaf,tinyid' });
       service = await createService(config, { redisPrefix: testPrefix(), ops: { requestLog: 'off' } });
       url = `http://127.0.0.1:${await service.listen(0)}`;
       db = await openDatabase(opened.env.IDPOOL_DATABASE_URL, { migrate: false });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { STORE_SETUPS, type StoreSetup, uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, registerNew, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { describeWithServices } from '../support/describe-with-services';
 import { waitFor } from '../support/wait';
@@ -100,14 +100,7 @@ for (const { needs, create, name } of STORE_SETUPS) {
     });
 
     it('changes, rotates the secret of and retires an entity', async () => {
-      const key = uniqueKey('pay');
-      const secret = await register(base, {
-        key,
-        maxSizePerSecond: 0,
-        step: 10,
-        maxPoolSize: 100,
-        maxSizePerTimes: 100,
-      });
+      const { key, secret } = await registerNew(base, 'pay', { step: 10, maxPoolSize: 100, maxSizePerTimes: 100 });
       const patched = await call(`${base}/admin/apps/${key}`, {
         method: 'PATCH',
         token: ADMIN_TOKEN,
@@ -397,9 +390,7 @@ for (const { needs, create, name } of STORE_SETUPS) {
     });
 
     it('answers 429 with Retry-After past max_size_per_second', async () => {
-      const key = uniqueKey('limited');
-      const secret = await register(base, {
-        key,
+      const { key, secret } = await registerNew(base, 'limited', {
         step: 100,
         maxPoolSize: 2000,
         maxSizePerSecond: 1000,
@@ -419,14 +410,7 @@ for (const { needs, create, name } of STORE_SETUPS) {
     });
 
     it('answers 503 pool_exhausted with Retry-After while the database stalls, and recovers', async () => {
-      const key = uniqueKey('dry');
-      const secret = await register(base, {
-        key,
-        step: 100,
-        maxPoolSize: 500,
-        maxSizePerSecond: 0,
-        maxSizePerTimes: 500,
-      });
+      const { key, secret } = await registerNew(base, 'dry', { step: 100, maxPoolSize: 500, maxSizePerTimes: 500 });
       await waitFor(async () => (await poolSize(base, key)) === 500, { message: 'pool filled', timeoutMs: 10_000 });
       const release = await setup.stallDatabase(key);
       try {
@@ -453,14 +437,7 @@ for (const { needs, create, name } of STORE_SETUPS) {
     });
 
     it('never repeats an id across kill -9 and restart in the middle of refills and pops', async () => {
-      const key = uniqueKey('crash');
-      const secret = await register(base, {
-        key,
-        step: 50,
-        maxPoolSize: 500,
-        maxSizePerSecond: 0,
-        maxSizePerTimes: 100,
-      });
+      const { key, secret } = await registerNew(base, 'crash', { step: 50, maxPoolSize: 500, maxSizePerTimes: 100 });
       const seen: string[] = [];
       for (let round = 0; round < 3; round++) {
         const url = instance.url;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sqliteMemorySetup, type StoreSetup, uniqueKey } from '../support/configs';
-import { register } from '../support/http';
+import { sqliteMemorySetup, type StoreSetup } from '../support/configs';
+import { registerNew } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 
 /** Resident set of a process, in MB (Linux). */
@@ -41,12 +41,9 @@ describe('Idempotency-Key memory under distinct keys', () => {
   });
 
   it(`keeps ${REQUESTS} batches of 1,000 ids with distinct keys under ${RSS_LIMIT_MB} MB RSS and latency flat`, async () => {
-    const key = uniqueKey('idem');
-    const secret = await register(instance.url, {
-      key,
+    const { key, secret } = await registerNew(instance.url, 'idem', {
       step: 100_000,
       maxSizePerTimes: 1000,
-      maxSizePerSecond: 0,
       maxPoolSize: 1_000_000,
     });
     const latencies: number[] = new Array(REQUESTS);

@@ -7,7 +7,7 @@ import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fleetKeys } from '../../src/redis/keys';
 import { uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, parseMetrics, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, parseMetrics, register, registerNew, SMALL_POOL, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { createTestSchema } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -132,14 +132,7 @@ describeWithServices('the fleet: three real instances sharing one Redis', { mysq
   });
 
   it("has an alarm raised on one instance in the others' /admin/ops within 2 s, naming its instance", async () => {
-    const key = uniqueKey('fleet_dry');
-    const secret = await register(a.url, {
-      key,
-      step: 100,
-      maxPoolSize: 1000,
-      maxSizePerTimes: 100,
-      maxSizePerSecond: 0,
-    });
+    const { key, secret } = await registerNew(a.url, 'fleet_dry', { ...SMALL_POOL, maxPoolSize: 1000 });
     await waitFor(async () => (await takeIds(a.url, key, secret, 100)).status === 200, {
       message: 'the pool filled',
     });

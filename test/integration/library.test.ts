@@ -1,9 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { EntityRegistry } from '../../src/entities/registry';
 import { systemClock } from '../../src/clock';
@@ -22,6 +20,17 @@ import { startFront } from '../support/front';
 import { startInstance } from '../support/processes';
 import { REDIS_URL, SQL_SERVERS, clearPrefix, createTestSchema, testPrefix, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
+import { suiteDir } from '../support/temp-dir';
+
+/** A small pool and step for an entity the service and the library share: the service reserves again and again while the library does too. */
+const BUSY_POOL = {
+  mode: 'monotonic',
+  step: 20,
+  maxPoolSize: 100,
+  minSizePercent: 50,
+  maxSizePerTimes: 20,
+  maxSizePerSecond: 0,
+};
 
 const WORKER = join(__dirname, 'fixtures', 'library-worker.ts');
 
@@ -129,14 +138,10 @@ for (const { server, name } of SQL_SERVERS) {
 
 describe('library: several processes on one entity', () => {
   describe('SQLite', () => {
-    let dir: string;
-    beforeAll(() => {
-      dir = mkdtempSync(join(tmpdir(), 'idpool-lib-'));
-    });
-    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const dir = suiteDir('idpool-lib-');
 
     it('2 processes on one file draw disjoint ids, each in increasing order', async () => {
-      const url = `sqlite:${join(dir, 'two.db')}`;
+      const url = dir.sqliteUrl('two.db');
       const db = await openDatabase(url);
       await registerEntity(db, 'orders', { step: 100 });
       await db.close();
@@ -145,7 +150,7 @@ describe('library: several processes on one entity', () => {
     });
 
     it('a process killed with -9 and started again repeats no id', async () => {
-      const url = `sqlite:${join(dir, 'kill.db')}`;
+      const url = dir.sqliteUrl('kill.db');
       const db = await openDatabase(url);
       await registerEntity(db, 'orders', { step: 50 });
       await db.close();
@@ -168,7 +173,7 @@ describe('library: several processes on one entity', () => {
     });
 
     it('slow reservations on a real file: next() serves the prefetched segment, waiters get a typed error in time, nothing repeats', async () => {
-      const url = `sqlite:${join(dir, 'slow.db')}`;
+      const url = dir.sqliteUrl('slow.db');
       const db = await openDatabase(url);
       await registerEntity(db, 'orders', { step: 500 });
       const sql = new SqlSegmentAllocator(db);
@@ -211,14 +216,10 @@ describe('library: several processes on one entity', () => {
 });
 
 describe('library on the embedded default (SQLite file)', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'idpool-lib-embedded-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = suiteDir('idpool-lib-embedded-');
 
   it('a file the service never ran on: a clear UnavailableError, or the schema with migrate: true', async () => {
-    const url = `sqlite:${join(dir, 'fresh.db')}`;
+    const url = dir.sqliteUrl('fresh.db');
     const err = await createIdGenerator({ databaseUrl: url }).catch((e) => e);
     expect(err).toBeInstanceOf(UnavailableError);
     expect(err.message).toContain('no application table');
@@ -228,7 +229,7 @@ describe('library on the embedded default (SQLite file)', () => {
   });
 
   it('the library and the embedded service (SQLite + in-process pool) share an entity without collisions', async () => {
-    const url = `sqlite:${join(dir, 'service.db')}`;
+    const url = dir.sqliteUrl('service.db');
     const instance = await startInstance({
       IDPOOL_DATABASE_URL: url,
       IDPOOL_REDIS_URL: '',
@@ -236,15 +237,7 @@ describe('library on the embedded default (SQLite file)', () => {
     });
     try {
       expect(instance.output()).toContain('in-process');
-      const secret = await register(instance.url, {
-        key: 'orders',
-        mode: 'monotonic',
-        step: 20,
-        maxPoolSize: 100,
-        minSizePercent: 50,
-        maxSizePerTimes: 20,
-        maxSizePerSecond: 0,
-      });
+      const secret = await register(instance.url, { key: 'orders', ...BUSY_POOL });
       const gen = await createIdGenerator({ databaseUrl: url, ids: 'number', maxStep: 400, targetSegmentMs: 20 });
       const fromHttp: number[] = [];
       const fromLibrary: number[] = [];
@@ -276,7 +269,7 @@ describe('library on the embedded default (SQLite file)', () => {
     }
   });
   it('a gapless series in service mode: a reference kept in the ledger, one key through a dropped answer; the database mode refuses it', async () => {
-    const url = `sqlite:${join(dir, 'gapless.db')}`;
+    const url = dir.sqliteUrl('gapless.db');
     const instance = await startInstance({ IDPOOL_DATABASE_URL: url, IDPOOL_REDIS_URL: '' });
     // The first attempt of each Idempotency-Key reaches the instance, which issues; its answer is cut on the way back.
     const cut = new Set<string>();
@@ -338,16 +331,7 @@ for (const { server, name } of SQL_SERVERS) {
         });
         const gen = await createIdGenerator({ databaseUrl: schema.url, maxStep: 400, targetSegmentMs: 20 });
         try {
-          // Small pool and step: the service reserves again and again while the library does too.
-          const secret = await register(instance.url, {
-            key,
-            mode: 'monotonic',
-            step: 20,
-            maxPoolSize: 100,
-            minSizePercent: 50,
-            maxSizePerTimes: 20,
-            maxSizePerSecond: 0,
-          });
+          const secret = await register(instance.url, { key, ...BUSY_POOL });
           const fromHttp: bigint[] = [];
           const fromLibrary: bigint[] = [];
           const httpSide = (async () => {

@@ -12,9 +12,9 @@ import { type Instance, startInstance, waitExit } from '../support/processes';
 import { type TestSchema, createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 import { waitFor } from '../support/wait';
+import { TINYID_TOKEN, incumbentTables } from '../support/incumbent-tables';
 
 const FIXTURE = join(__dirname, 'fixtures', 'incumbent-allocator.ts');
-const TOKEN = 'live-cutover-token-0123456789';
 const TINYID_DELTA = 2n;
 const TINYID_REMAINDER = 1n;
 /** How long an instance may take to start on a loaded 2-core machine. */
@@ -125,14 +125,16 @@ async function leafTake(base: string, key: string): Promise<Issued[]> {
 }
 
 async function tinyidTake(base: string, key: string): Promise<Issued[]> {
-  const text = await (await fetch(`${base}/tinyid/id/nextIdSimple?bizType=${key}&token=${TOKEN}&batchSize=20`)).text();
+  const text = await (
+    await fetch(`${base}/tinyid/id/nextIdSimple?bizType=${key}&token=${TINYID_TOKEN}&batchSize=20`)
+  ).text();
   if (text === '') throw new Error('no ids');
   return text.split(',').map((id) => point(id, 'idpool'));
 }
 
 /** Tinyid's `nextSegmentIdSimple`: `currentId,loadingId,maxId,delta,remainder`, ids of (currentId, maxId] the client hands out. */
 async function tinyidLease(base: string, key: string): Promise<Issued[]> {
-  const text = await (await fetch(`${base}/tinyid/id/nextSegmentIdSimple?bizType=${key}&token=${TOKEN}`)).text();
+  const text = await (await fetch(`${base}/tinyid/id/nextSegmentIdSimple?bizType=${key}&token=${TINYID_TOKEN}`)).text();
   if (text === '') throw new Error('no segment');
   const [current, , max] = text.split(',').map(BigInt);
   await new Promise((r) => setTimeout(r, 100));
@@ -142,7 +144,7 @@ async function tinyidLease(base: string, key: string): Promise<Issued[]> {
 /** The native take (`POST /apps/:key/ids`, the Tinyid entity's token as its secret): ids, or the failure as it came. */
 async function nativeTake(base: string, key: string, n: number) {
   const res = await call<{ ids?: string[]; code?: string }>(`${base}/apps/${key}/ids`, {
-    token: TOKEN,
+    token: TINYID_TOKEN,
     body: { count: n },
   });
   return { ...res, ids: (res.body.ids ?? []).map((id) => point(id, 'idpool native')) };
@@ -157,49 +159,6 @@ function overlaps(all: Issued[]): string[] {
     if (b.start < a.end) found.push(`${a.by} [${a.start}, ${a.end}) and ${b.by} [${b.start}, ${b.end})`);
   }
   return found;
-}
-
-/** Leaf's and Tinyid's tables as their own DDL defines them (MySQL's, or the same columns in PostgreSQL), with one row each. */
-async function incumbentTables(url: string): Promise<void> {
-  const rows = [
-    "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('orders', 1, 100)",
-    "INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, version) VALUES ('items', 1, 1, 100, 2, 1, 0)",
-    `INSERT INTO tiny_id_token (token, biz_type) VALUES ('${TOKEN}', 'items')`,
-  ];
-  if (url.startsWith('postgres')) {
-    const c = new PgClient({ connectionString: url });
-    await c.connect();
-    for (const sql of [
-      `CREATE TABLE leaf_alloc (biz_tag varchar(128) NOT NULL DEFAULT '' PRIMARY KEY, max_id bigint NOT NULL DEFAULT 1, step int NOT NULL,
-       description varchar(256) DEFAULT NULL, update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP)`,
-      `CREATE TABLE tiny_id_info (id bigserial PRIMARY KEY, biz_type varchar(63) NOT NULL DEFAULT '' UNIQUE, begin_id bigint NOT NULL DEFAULT 0,
-       max_id bigint NOT NULL DEFAULT 0, step int DEFAULT 0, delta int NOT NULL DEFAULT 1, remainder int NOT NULL DEFAULT 0,
-       create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00', update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-       version bigint NOT NULL DEFAULT 0)`,
-      `CREATE TABLE tiny_id_token (id serial PRIMARY KEY, token varchar(255) NOT NULL DEFAULT '', biz_type varchar(63) NOT NULL DEFAULT '',
-       remark varchar(255) NOT NULL DEFAULT '', create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-       update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00')`,
-      ...rows,
-    ])
-      await c.query(sql);
-    await c.end();
-    return;
-  }
-  const c = await createConnection({ uri: url });
-  for (const sql of [
-    `CREATE TABLE leaf_alloc (biz_tag varchar(128) NOT NULL DEFAULT '', max_id bigint(20) NOT NULL DEFAULT '1', step int(11) NOT NULL,
-     description varchar(256) DEFAULT NULL, update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, PRIMARY KEY (biz_tag))`,
-    `CREATE TABLE tiny_id_info (id bigint(20) NOT NULL AUTO_INCREMENT, biz_type varchar(63) NOT NULL DEFAULT '', begin_id bigint(20) NOT NULL DEFAULT '0',
-     max_id bigint(20) NOT NULL DEFAULT '0', step int(11) DEFAULT '0', delta int(11) NOT NULL DEFAULT '1', remainder int(11) NOT NULL DEFAULT '0',
-     create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00', update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-     version bigint(20) NOT NULL DEFAULT '0', PRIMARY KEY (id), UNIQUE KEY uniq_biz_type (biz_type))`,
-    `CREATE TABLE tiny_id_token (id int(11) unsigned NOT NULL AUTO_INCREMENT, token varchar(255) NOT NULL DEFAULT '', biz_type varchar(63) NOT NULL DEFAULT '',
-     remark varchar(255) NOT NULL DEFAULT '', create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-     update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00', PRIMARY KEY (id))`,
-    ...rows,
-  ])
-    await c.query(sql);
-  await c.end();
 }
 
 /** `idpool apps import-from leaf|tinyid --live` (or `--finish`) for both, at once; each must succeed. */
@@ -313,7 +272,7 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     // Retry-After within the incumbent's timeouts, never hangs; /readyz says so; thawed, all is well again.
     mariadb!.freeze();
     const asked = Date.now();
-    const frozen = await call(`${maria[1].url}/apps/items/segments`, { token: TOKEN, body: {} });
+    const frozen = await call(`${maria[1].url}/apps/items/segments`, { token: TINYID_TOKEN, body: {} });
     expect(frozen.status, JSON.stringify(frozen.body)).toBe(503);
     expect(Number(frozen.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(Date.now() - asked).toBeLessThan(20_000);
@@ -393,7 +352,7 @@ describeWithServices('live cutover from Leaf and Tinyid', { mysql: true, redis: 
     await leaf.stop();
     await tiny.stop();
 
-    const lease = () => call(`${base}/apps/items/segments`, { token: TOKEN, body: {} });
+    const lease = () => call(`${base}/apps/items/segments`, { token: TINYID_TOKEN, body: {} });
     const dependencyUp = async (kind: string) =>
       parseMetrics((await call<string>(`${base}/metrics`)).body).get(`idpool_dependency_up{dependency="${kind}"}`);
     const expectUnavailable = (res: { status: number; headers: Headers; body: unknown }) => {

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, registerNew, SMALL_POOL, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import {
   REDIS_URL,
@@ -47,12 +47,9 @@ for (const { server, name } of SQL_SERVERS) {
       });
 
       it(`hands out ${TARGET_IDS} ids to ${CLIENTS} concurrent clients in singles and batches, plus direct LPOP, without a duplicate`, async (ctx) => {
-        const key = uniqueKey('orders');
-        const secret = await register(instances[0].url, {
-          key,
+        const { key, secret } = await registerNew(instances[0].url, 'orders', {
           step: 1000,
           maxPoolSize: 60_000,
-          maxSizePerSecond: 0,
           maxSizePerTimes: 1000,
         });
         const ids: string[] = [];
@@ -96,12 +93,9 @@ for (const { server, name } of SQL_SERVERS) {
       });
 
       it('a monotonic entity taken by one sequential client across all instances is strictly increasing', async () => {
-        const key = uniqueKey('seq');
-        const secret = await register(instances[1].url, {
-          key,
-          step: 100,
+        const { key, secret } = await registerNew(instances[1].url, 'seq', {
+          ...SMALL_POOL,
           maxPoolSize: 2000,
-          maxSizePerSecond: 0,
           maxSizePerTimes: 200,
         });
         const redisIds: string[] = [];

@@ -1,7 +1,6 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { uniqueKey } from '../support/configs';
-import { register, takeIds } from '../support/http';
+import { registerNew, SMALL_POOL, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { createTestSchema } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -68,14 +67,7 @@ describeWithServices(
       // pools early and hide the failback this test is about.
       await replicate(ry, rx, x.port);
       instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: x.url });
-      const key = uniqueKey('orders');
-      const secret = await register(instance.url, {
-        key,
-        step: 100,
-        maxPoolSize: 3000,
-        maxSizePerSecond: 0,
-        maxSizePerTimes: 100,
-      });
+      const { key, secret } = await registerNew(instance.url, 'orders', SMALL_POOL);
       const issued: string[] = [];
       await takeMany(instance, key, secret, 2000, issued);
       // Pools are sized by demand: after 2,000 ids the refill tops this one up

@@ -1,7 +1,6 @@
 import Redis from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { uniqueKey } from '../support/configs';
-import { register, takeIds } from '../support/http';
+import { registerNew, SMALL_POOL, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { createTestSchema } from '../support/services';
 import { entityKeys } from '../../src/redis/keys';
@@ -44,14 +43,7 @@ for (const { persistence, name } of PERSISTENCE) {
       schema = await createTestSchema();
       redisServer = await startRedisServer(persistence);
       instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url });
-      const key = uniqueKey('orders');
-      const secret = await register(instance.url, {
-        key,
-        step: 100,
-        maxPoolSize: 3000,
-        maxSizePerSecond: 0,
-        maxSizePerTimes: 100,
-      });
+      const { key, secret } = await registerNew(instance.url, 'orders', SMALL_POOL);
       const issued: string[] = [];
       await drain(instance, key, secret, 600, issued);
 

@@ -1,11 +1,11 @@
 import Redis from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config';
 import { type Service, createService } from '../../src/service';
 import { serviceParts } from '../../src/service/internals';
 import { ADMIN_TOKEN, call, register } from '../support/http';
 import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
+import { inProcessConfig } from '../support/in-process';
 
 const BILLION = 1_000_000_000n;
 
@@ -26,13 +26,7 @@ describeWithServices(
 
     it('under load: ids again within one refill interval of the first refusal, one database_behind, no repeats', async () => {
       schema = await createTestSchema();
-      const config = loadConfig({
-        IDPOOL_DATABASE_URL: schema.url,
-        IDPOOL_REDIS_URL: REDIS_URL,
-        IDPOOL_ADMIN_TOKEN: ADMIN_TOKEN,
-        IDPOOL_WORKER_ID: '1',
-        IDPOOL_WORKER_ID_UNSAFE: '1',
-      });
+      const config = inProcessConfig({ IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: REDIS_URL });
       const service = await createService(config, { redisPrefix: prefix });
       services.push(service);
       const url = `http://127.0.0.1:${await service.listen(0)}`;

@@ -1,6 +1,5 @@
 import { afterAll, it } from 'vitest';
-import { uniqueKey } from '../support/configs';
-import { register, takeIds } from '../support/http';
+import { registerNew, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { DOWN_AFTER_MS, type SentinelTopology, startSentinelTopology, until } from '../support/sentinel';
 import { createTestSchema } from '../support/services';
@@ -92,14 +91,7 @@ describeWithServices('Redis Sentinel: two idpool instances follow a failover', {
       cleanups.push(() => a.stop());
       const b = await startInstance(env);
       cleanups.push(() => b.stop());
-      const key = uniqueKey('orders');
-      const secret = await register(a.url, {
-        key,
-        step: 100,
-        maxPoolSize: 2000,
-        maxSizePerSecond: 0,
-        maxSizePerTimes: 10,
-      });
+      const { key, secret } = await registerNew(a.url, 'orders', { step: 100, maxPoolSize: 2000, maxSizePerTimes: 10 });
       // Instance b learns of the entity within a second (registry refresh).
       await until('instance b to serve the entity', async () => (await takeIds(b.url, key, secret, 1)).status === 200);
 

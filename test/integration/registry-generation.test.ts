@@ -1,10 +1,10 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
-import { commandCalls, createTestSchema } from '../support/services';
+import { commandCalls } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 import { sleep } from '../support/wait';
+import { suiteInstances } from '../support/suite-instances';
 
 /** GET commands the Redis server has run so far. */
 const gets = async (redis: Redis) => (await commandCalls(redis, 'get')).get;
@@ -13,51 +13,32 @@ describeWithServices(
   'a change made through one instance reaches another (MariaDB + Redis, two processes)',
   { mysql: true, redis: true },
   () => {
-    let schema: Awaited<ReturnType<typeof createTestSchema>>;
-    let redisServer: RedisServer;
-    let redis: Redis;
-    let a: Instance;
-    let b: Instance;
-
-    beforeAll(async () => {
-      schema = await createTestSchema();
-      redisServer = await startRedisServer('none');
-      redis = new Redis(redisServer.url);
-      const env = { IDPOOL_DATABASE_URL: schema.url, IDPOOL_REDIS_URL: redisServer.url };
-      [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
-    });
-
-    afterAll(async () => {
-      redis?.disconnect();
-      await Promise.all([a?.stop(), b?.stop()]);
-      await redisServer?.stop();
-      await schema?.drop();
-    });
+    const two = suiteInstances((base) => ({ a: base, b: base }), { privateRedis: true });
 
     it('an idle instance reads the generation once a second, and its first request after a rotation elsewhere already refuses the old secret', async () => {
       const key = 'rotated';
-      const first = await register(a.url, { key, maxSizePerSecond: 0 });
-      expect((await takeIds(b.url, key, first)).status).toBe(200);
+      const first = await register(two.a.url, { key, maxSizePerSecond: 0 });
+      expect((await takeIds(two.b.url, key, first)).status).toBe(200);
 
       // Past 10 s without a request both instances are idle: each reads the
       // generation with its full refresh only (twice a second), and its
       // sweep one pool's counter each second: ~12 GETs in 2 s, not the 40+
       // of two instances reading every 100 ms.
       await sleep(11_000);
-      const before = await gets(redis);
+      const before = await gets(two.direct);
       await sleep(2000);
-      expect((await gets(redis)) - before).toBeLessThanOrEqual(20);
+      expect((await gets(two.direct)) - before).toBeLessThanOrEqual(20);
 
-      const rotated = await call(`${a.url}/admin/apps/${key}/secret`, { method: 'POST', token: ADMIN_TOKEN });
+      const rotated = await call(`${two.a.url}/admin/apps/${key}/secret`, { method: 'POST', token: ADMIN_TOKEN });
       expect(rotated.status).toBe(200);
       // At once, with no wait for B's tick: B's first request reads the generation first.
-      expect((await takeIds(b.url, key, first)).status).toBe(401);
-      expect((await takeIds(b.url, key, rotated.body.secret)).status).toBe(200);
+      expect((await takeIds(two.b.url, key, first)).status).toBe(401);
+      expect((await takeIds(two.b.url, key, rotated.body.secret)).status).toBe(200);
 
       // Serving now, B reads it every 100 ms: a retirement is seen within that.
-      expect((await call(`${a.url}/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204);
+      expect((await call(`${two.a.url}/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204);
       await sleep(300);
-      expect((await takeIds(b.url, key, rotated.body.secret)).status).toBe(401);
+      expect((await takeIds(two.b.url, key, rotated.body.secret)).status).toBe(401);
     }, 30_000);
   },
 );

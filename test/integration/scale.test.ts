@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, takeIds } from '../support/http';
-import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
-import { createTestSchema } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
+import { suiteInstances } from '../support/suite-instances';
 
 const ENTITIES = 10_000;
 /** Registration requests in flight at once (an import tool's worth). */
@@ -32,33 +31,17 @@ describeWithServices(
   `${ENTITIES.toLocaleString('en-US')} entities on one deployment (MariaDB + Redis, real process)`,
   { mysql: true, redis: true },
   () => {
-    let schema: Awaited<ReturnType<typeof createTestSchema>>;
-    let redis: RedisServer;
-    let instance: Instance;
+    // A Redis of its own: ten thousand pools do not belong in the shared one.
+    const run = suiteInstances((base) => ({ instance: { ...base, IDPOOL_REQUEST_LOG: 'false' } }), {
+      privateRedis: true,
+    });
     const admin = { token: ADMIN_TOKEN };
-
-    beforeAll(async () => {
-      schema = await createTestSchema();
-      // A Redis of its own: ten thousand pools do not belong in the shared one.
-      redis = await startRedisServer('none');
-      instance = await startInstance({
-        IDPOOL_DATABASE_URL: schema.url,
-        IDPOOL_REDIS_URL: redis.url,
-        IDPOOL_REQUEST_LOG: 'false',
-      });
-    });
-
-    afterAll(async () => {
-      await instance?.stop();
-      await redis?.stop();
-      await schema?.drop();
-    });
 
     it(
       'registers fast, pages through all, caps /metrics and answers the admin views fast',
       { timeout: 120_000 },
       async () => {
-        const base = instance.url;
+        const base = run.instance.url;
         const keyOf = (i: number) => `t${String(i).padStart(5, '0')}`;
         const secrets = new Map<string, string>();
 

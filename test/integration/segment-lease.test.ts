@@ -1,13 +1,13 @@
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
 import { type PrivateMariadb, startPrivateMariadb } from '../support/mariadb';
-import { call, parseMetrics, register, takeIds } from '../support/http';
+import { call, parseMetrics, register, registerNew, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
-import { createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
 import { createIdGenerator } from '../../src/library';
 import { IdpoolConflictError, IdpoolUnauthorizedError } from '../../src/client';
+import { suiteInstances } from '../support/suite-instances';
 
 const lease = (base: string, key: string, secret: string, body?: unknown, query = '') =>
   call(`${base}/apps/${key}/segments${query}`, { method: 'POST', token: secret, body });
@@ -23,31 +23,12 @@ describeWithServices(
   'POST /apps/:key/segments: leases (MariaDB + Redis, real processes)',
   { mysql: true, redis: true },
   () => {
-    let schema: Awaited<ReturnType<typeof createTestSchema>>;
-    let instance: Instance;
-    let strided: Instance;
-    let stridedSchema: Awaited<ReturnType<typeof createTestSchema>>;
+    const main = suiteInstances((base) => ({ instance: base }));
+    const strided = suiteInstances((base) => ({
+      instance: { ...base, IDPOOL_CLUSTER_COUNT: '3', IDPOOL_CLUSTER_INDEX: '2' },
+    }));
 
-    beforeAll(async () => {
-      schema = await createTestSchema();
-      instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() });
-      stridedSchema = await createTestSchema();
-      strided = await startInstance({
-        IDPOOL_DATABASE_URL: stridedSchema.url,
-        ...sharedRedisEnv(),
-        IDPOOL_CLUSTER_COUNT: '3',
-        IDPOOL_CLUSTER_INDEX: '2',
-      });
-    });
-
-    afterAll(async () => {
-      await instance?.stop();
-      await strided?.stop();
-      await schema?.drop();
-      await stridedSchema?.drop();
-    });
-
-    const offsetOf = async (key: string, url = schema.url) => {
+    const offsetOf = async (key: string, url = main.schema.url) => {
       const conn = await mysql.createConnection(url);
       try {
         const [rows] = await conn.query(
@@ -73,15 +54,12 @@ describeWithServices(
     };
 
     it('leases disjoint segments of a trend entity, beside the pool its takes use; no id twice', async () => {
-      const key = uniqueKey('lease');
-      const secret = await register(instance.url, {
-        key,
+      const { key, secret } = await registerNew(main.instance.url, 'lease', {
         mode: 'trend',
         step: 500,
-        maxSizePerSecond: 0,
         startOffset: 7,
       });
-      const first = await lease(instance.url, key, secret);
+      const first = await lease(main.instance.url, key, secret);
       expect(first.status).toBe(200);
       expect(first.headers.get('content-type')).toBe('application/json; charset=utf-8');
       // The entity's step by default, from where the number line stands (the pool may have reserved before).
@@ -97,8 +75,8 @@ describeWithServices(
       idsOfLease(first.body).forEach(add);
       for (let i = 0; i < 20; i++) {
         const [sized, taken] = await Promise.all([
-          lease(instance.url, key, secret, { size: 1234 }),
-          takeIds(instance.url, key, secret, 100),
+          lease(main.instance.url, key, secret, { size: 1234 }),
+          takeIds(main.instance.url, key, secret, 100),
         ]);
         expect(sized.status).toBe(200);
         expect(sized.body.count).toBe(1234);
@@ -106,7 +84,7 @@ describeWithServices(
         expect(taken.status).toBe(200);
         taken.body.ids.map(BigInt).forEach(add);
       }
-      const byQuery = await lease(instance.url, key, secret, undefined, '?size=3');
+      const byQuery = await lease(main.instance.url, key, secret, undefined, '?size=3');
       expect(byQuery.body.count).toBe(3);
       idsOfLease(byQuery.body).forEach(add);
       expect(seen.size).toBe(500 + 20 * 1234 + 20 * 100 + 3);
@@ -116,10 +94,10 @@ describeWithServices(
 
     it('createIdGenerator({ service }) hands out leased ids in-process, beside native takes: no id twice; monotonic refused', async () => {
       const key = uniqueKey('libsvc');
-      const secret = await register(instance.url, { key, mode: 'trend', step: 1000, maxSizePerSecond: 0 });
+      const secret = await register(main.instance.url, { key, mode: 'trend', step: 1000, maxSizePerSecond: 0 });
       const generators = await Promise.all([
-        createIdGenerator({ service: { url: instance.url, secrets: { [key]: secret } }, ids: 'number' }),
-        createIdGenerator({ service: { url: [instance.url], secrets: { [key]: secret } }, ids: 'number' }),
+        createIdGenerator({ service: { url: main.instance.url, secrets: { [key]: secret } }, ids: 'number' }),
+        createIdGenerator({ service: { url: [main.instance.url], secrets: { [key]: secret } }, ids: 'number' }),
       ]);
       await Promise.all(generators.map((g) => g.open(key)));
       const seen = new Set<string>();
@@ -129,7 +107,7 @@ describeWithServices(
       };
       for (let round = 0; round < 20; round++) {
         for (const g of generators) for (const id of await g.take(key, 2500)) add(String(id));
-        const taken = await takeIds(instance.url, key, secret, 100);
+        const taken = await takeIds(main.instance.url, key, secret, 100);
         if (taken.status === 200) taken.body.ids.forEach(add);
         // Synchronous ids between the awaits: the leased buffer's hot path.
         for (let i = 0; i < 1000; i++) {
@@ -144,20 +122,20 @@ describeWithServices(
       await Promise.all(generators.map((g) => g.close()));
 
       const mono = uniqueKey('libmono');
-      const monoSecret = await register(instance.url, { key: mono, mode: 'monotonic', maxSizePerSecond: 0 });
-      const refused = await createIdGenerator({ service: { url: instance.url, secrets: { [mono]: monoSecret } } });
+      const monoSecret = await register(main.instance.url, { key: mono, mode: 'monotonic', maxSizePerSecond: 0 });
+      const refused = await createIdGenerator({ service: { url: main.instance.url, secrets: { [mono]: monoSecret } } });
       await expect(refused.open(mono)).rejects.toBeInstanceOf(IdpoolConflictError);
       await refused.close();
-      const wrong = await createIdGenerator({ service: { url: instance.url, secrets: { [key]: 'not-it' } } });
+      const wrong = await createIdGenerator({ service: { url: main.instance.url, secrets: { [key]: 'not-it' } } });
       await expect(wrong.open(key)).rejects.toBeInstanceOf(IdpoolUnauthorizedError);
       await wrong.close();
     });
 
     it('a monotonic entity refuses with 409 saying why; snowflake too; nothing reserved', async () => {
       const key = uniqueKey('mono');
-      const secret = await register(instance.url, { key, mode: 'monotonic', maxSizePerSecond: 0 });
+      const secret = await register(main.instance.url, { key, mode: 'monotonic', maxSizePerSecond: 0 });
       const before = await settledOffset(key);
-      const res = await lease(instance.url, key, secret);
+      const res = await lease(main.instance.url, key, secret);
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('conflict');
       expect(res.body.error.message).toContain('monotonic');
@@ -165,16 +143,16 @@ describeWithServices(
       expect(await offsetOf(key)).toBe(before);
 
       const flake = uniqueKey('flake');
-      const flakeSecret = await register(instance.url, { key: flake, mode: 'snowflake' });
-      const refused = await lease(instance.url, flake, flakeSecret);
+      const flakeSecret = await register(main.instance.url, { key: flake, mode: 'snowflake' });
+      const refused = await lease(main.instance.url, flake, flakeSecret);
       expect(refused.status).toBe(409);
       expect(refused.body.error.message).toContain('snowflake');
     });
 
     it('bad input is a 400 that reserves nothing; unknown key and wrong secret the same 401', async () => {
       const key = uniqueKey('bad');
-      const secret = await register(instance.url, { key, mode: 'trend', maxSizePerSecond: 0 });
-      await lease(instance.url, key, secret, { size: 1 });
+      const secret = await register(main.instance.url, { key, mode: 'trend', maxSizePerSecond: 0 });
+      await lease(main.instance.url, key, secret, { size: 1 });
       // The pool's first refill reserves too: wait until it is done.
       const before = await settledOffset(key);
       const cases: [unknown, string][] = [
@@ -189,16 +167,16 @@ describeWithServices(
         [undefined, '?size=0'],
       ];
       for (const [body, query] of cases) {
-        const res = await lease(instance.url, key, secret, body, query);
+        const res = await lease(main.instance.url, key, secret, body, query);
         expect(res.status, JSON.stringify(body) + query).toBe(400);
         expect(res.body.error.code).toBe('invalid_request');
       }
-      const broken = await call(`${instance.url}/apps/${key}/segments`, { token: secret, rawBody: '{"size":' });
+      const broken = await call(`${main.instance.url}/apps/${key}/segments`, { token: secret, rawBody: '{"size":' });
       expect(broken.status).toBe(400);
       expect(await offsetOf(key)).toBe(before);
 
-      const wrong = await lease(instance.url, key, 'not-the-secret');
-      const unknown = await lease(instance.url, uniqueKey('nobody'), secret);
+      const wrong = await lease(main.instance.url, key, 'not-the-secret');
+      const unknown = await lease(main.instance.url, uniqueKey('nobody'), secret);
       expect(wrong.status).toBe(401);
       expect(unknown.status).toBe(401);
       expect(unknown.body).toEqual(wrong.body);
@@ -207,20 +185,20 @@ describeWithServices(
 
     it('counts against maxSizePerSecond with the takes (429 + Retry-After), and shows in the metrics', async () => {
       const key = uniqueKey('limited');
-      const secret = await register(instance.url, { key, mode: 'trend', step: 100, maxSizePerSecond: 1000 });
-      const tooBig = await lease(instance.url, key, secret, { size: 1001 });
+      const secret = await register(main.instance.url, { key, mode: 'trend', step: 100, maxSizePerSecond: 1000 });
+      const tooBig = await lease(main.instance.url, key, secret, { size: 1001 });
       expect(tooBig.status).toBe(400);
       expect(tooBig.body.error.message).toContain('maxSizePerSecond');
       let limited: Awaited<ReturnType<typeof lease>> | undefined;
       for (let i = 0; i < 30 && !limited; i++) {
-        const res = await lease(instance.url, key, secret, { size: 400 });
+        const res = await lease(main.instance.url, key, secret, { size: 400 });
         if (res.status === 429) limited = res;
         else expect(res.status).toBe(200);
       }
       expect(limited?.body.error.code).toBe('rate_limited');
       expect(limited?.headers.get('retry-after')).toMatch(/^\d+$/);
 
-      const metrics = parseMetrics(await (await fetch(`${instance.url}/metrics`)).text());
+      const metrics = parseMetrics(await (await fetch(`${main.instance.url}/metrics`)).text());
       expect(metrics.get(`idpool_segments_leased_total{entity="${key}"}`)).toBeGreaterThanOrEqual(2);
       expect(metrics.get(`idpool_ids_leased_total{entity="${key}"}`)).toBeGreaterThanOrEqual(800);
       expect(metrics.get(`idpool_rate_limited_total{entity="${key}"}`)).toBeGreaterThanOrEqual(1);
@@ -228,8 +206,8 @@ describeWithServices(
 
     it('a deployment stride shows as delta and remainder: ids n·3 + 2', async () => {
       const key = uniqueKey('stride');
-      const secret = await register(strided.url, { key, mode: 'trend', step: 10, maxSizePerSecond: 0 });
-      const res = await lease(strided.url, key, secret, { size: 10 });
+      const secret = await register(strided.instance.url, { key, mode: 'trend', step: 10, maxSizePerSecond: 0 });
+      const res = await lease(strided.instance.url, key, secret, { size: 10 });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ count: 10, delta: 3, remainder: 2 });
       const ids = idsOfLease(res.body);
@@ -238,7 +216,7 @@ describeWithServices(
 
       // The entity's own spacing (Tinyid's delta/remainder) composes with the stride: (n·3 + 2)·4 + 1.
       const spaced = uniqueKey('spaced');
-      const spacedSecret = await register(strided.url, {
+      const spacedSecret = await register(strided.instance.url, {
         key: spaced,
         mode: 'trend',
         step: 10,
@@ -246,7 +224,7 @@ describeWithServices(
         delta: 4,
         remainder: 1,
       });
-      const spacedRes = await lease(strided.url, spaced, spacedSecret, { size: 5 });
+      const spacedRes = await lease(strided.instance.url, spaced, spacedSecret, { size: 5 });
       expect(spacedRes.body).toMatchObject({ count: 5, delta: 12, remainder: 9 });
       const spacedIds = idsOfLease(spacedRes.body);
       expect(spacedIds).toHaveLength(5);
@@ -262,30 +240,19 @@ describeWithServices(
   'POST /apps/:key/segments on PostgreSQL (UPDATE … RETURNING)',
   { postgres: true, redis: true },
   () => {
-    let schema: Awaited<ReturnType<typeof createTestSchema>>;
-    let instance: Instance;
-
-    beforeAll(async () => {
-      schema = await createTestSchema('postgres');
-      instance = await startInstance({ IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() });
-    });
-
-    afterAll(async () => {
-      await instance?.stop();
-      await schema?.drop();
-    });
+    const pg = suiteInstances((base) => ({ instance: base }), { server: 'postgres' });
 
     it('concurrent leases and takes of one entity: disjoint', async () => {
       const key = uniqueKey('pglease');
-      const secret = await register(instance.url, { key, mode: 'trend', step: 200, maxSizePerSecond: 0 });
+      const secret = await register(pg.instance.url, { key, mode: 'trend', step: 200, maxSizePerSecond: 0 });
       const seen = new Set<bigint>();
       const add = (id: bigint) => {
         if (seen.has(id)) throw new Error(`id ${id} twice`);
         seen.add(id);
       };
       const [leases, takes] = await Promise.all([
-        Promise.all(Array.from({ length: 16 }, () => lease(instance.url, key, secret, { size: 500 }))),
-        Promise.all(Array.from({ length: 8 }, () => takeIds(instance.url, key, secret, 50))),
+        Promise.all(Array.from({ length: 16 }, () => lease(pg.instance.url, key, secret, { size: 500 }))),
+        Promise.all(Array.from({ length: 8 }, () => takeIds(pg.instance.url, key, secret, 50))),
       ]);
       for (const res of leases) {
         expect(res.status).toBe(200);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { STORE_SETUPS, type StoreSetup, uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, register, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, registerNew, takeIds } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { describeWithServices } from '../support/describe-with-services';
 
@@ -57,9 +57,7 @@ for (const { needs, create, name } of STORE_SETUPS) {
     });
 
     it('enforces maxSizePerSecond: 429 with Retry-After once a second is spent', async () => {
-      const key = uniqueKey('sf');
-      const secret = await register(instances[0].url, {
-        key,
+      const { key, secret } = await registerNew(instances[0].url, 'sf', {
         mode: 'snowflake',
         maxSizePerTimes: 100,
         maxSizePerSecond: 100,

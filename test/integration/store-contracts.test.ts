@@ -5,24 +5,44 @@ import { RedisFleetStore } from '../../src/fleet/redis-fleet-store';
 import { RedisIdempotencyStore } from '../../src/idempotency/redis-store';
 import { systemClock } from '../../src/clock';
 import { type Database, openDatabase } from '../../src/db/database';
+import { RedisEntityRateLimit } from '../../src/pool/rate-limit';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { loadFunctions } from '../../src/redis/functions';
 import { entityKeys, workerKeys } from '../../src/redis/keys';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
+import { incumbentDatabase } from '../../src/segment/incumbent-rows';
+import { SqlNumberCounter } from '../../src/segment/number-counter';
 import { RedisWorkerHolders } from '../../src/worker/redis-worker-holders';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
 import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
+import { entityRateLimitContract } from '../support/contracts/entity-rate-limit';
 import { entityStoreContract } from '../support/contracts/entity-store';
 import { fleetStoreContract } from '../support/contracts/fleet-store';
 import { idempotencyStoreContract } from '../support/contracts/idempotency-store';
+import { incumbentDatabaseContract } from '../support/contracts/incumbent-database';
+import { numberCounterContract } from '../support/contracts/number-counter';
 import { poolStoreContract } from '../support/contracts/pool-store';
+import { refillLockContract } from '../support/contracts/refill-lock';
 import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
 import { workerHoldersContract } from '../support/contracts/worker-holders';
 import { workerStoreContract } from '../support/contracts/worker-store';
 import { entityConfig } from '../support/entity';
+import { incumbentTables } from '../support/incumbent-tables';
 import { describeWithServices } from '../support/describe-with-services';
+import { sleep } from '../support/wait';
 
-// The same cases run against the fakes in test/unit/store-contracts.test.ts (idempotency: test/unit/idempotency.test.ts).
+// The same cases run against the fakes in test/unit/store-contracts.test.ts (idempotency: test/unit/idempotency.test.ts;
+// the incumbent database: test/unit/live-cutover.test.ts).
+
+/** Resolves once the Redis server's clock has turned to a new second. */
+async function nextRedisSecond(redis: Redis): Promise<void> {
+  // ioredis types TIME's reply as numbers; the server sends strings.
+  const time = async () => ((await redis.time()) as unknown as [string, string]).map(Number);
+  const [start, micros] = await time();
+  await sleep(1000 - micros / 1000);
+  while ((await time())[0] === start) await sleep(2);
+}
 
 /** One schema for the suite; every case starts from empty tables. */
 function onMariaDb(): { db: () => Database; empty: () => Promise<Database> } {
@@ -41,6 +61,7 @@ function onMariaDb(): { db: () => Database; empty: () => Promise<Database> } {
     async empty() {
       await db.execute('DELETE FROM application');
       await db.execute('DELETE FROM worker');
+      await db.execute('DELETE FROM number_period');
       return db;
     },
   };
@@ -69,6 +90,28 @@ describeWithServices('SqlWorkerStore on MariaDB keeps the WorkerStore contract',
   const sql = onMariaDb();
   workerStoreContract(async () => new SqlWorkerStore(await sql.empty()));
 });
+
+describeWithServices('SqlNumberCounter on MariaDB keeps the number counter contract', { mysql: true }, () => {
+  const sql = onMariaDb();
+  numberCounterContract(async () => new SqlNumberCounter(await sql.empty()));
+});
+
+describeWithServices(
+  "Leaf's and Tinyid's tables on MariaDB keep the IncumbentDatabase contract",
+  { mysql: true },
+  () => {
+    const schemas: TestSchema[] = [];
+    afterAll(async () => {
+      for (const schema of schemas) await schema.drop();
+    });
+    incumbentDatabaseContract(async (kind) => {
+      const schema = await createTestSchema('mysql');
+      schemas.push(schema);
+      await incumbentTables(schema.url);
+      return incumbentDatabase(kind, schema.url);
+    });
+  },
+);
 
 /** The shared Redis with this branch's function library; each case on a prefix of its own (`fresh()`), cleared after the suite. */
 function onRedis(): { fresh: () => { redis: Redis; prefix: string } } {
@@ -138,5 +181,21 @@ describeWithServices('RedisIdempotencyStore keeps the IdempotencyStore contract'
   idempotencyStoreContract(async () => {
     const { redis: client, prefix } = redis.fresh();
     return new RedisIdempotencyStore(client, systemClock, prefix);
+  });
+});
+
+describeWithServices('RedisRefillLock keeps the RefillLock contract', { redis: true }, () => {
+  const redis = onRedis();
+  refillLockContract(async () => {
+    const { redis: client, prefix } = redis.fresh();
+    return new RedisRefillLock(client, systemClock, undefined, prefix);
+  });
+});
+
+describeWithServices('RedisEntityRateLimit keeps the EntityRateLimit contract', { redis: true }, () => {
+  const redis = onRedis();
+  entityRateLimitContract(async () => {
+    const { redis: client, prefix } = redis.fresh();
+    return { limit: new RedisEntityRateLimit(client, prefix), freshSecond: () => nextRedisSecond(client) };
   });
 });

@@ -1,22 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database';
 import { StrideMismatchError, createIdGenerator } from '../../src/library';
 import { runToExit, startInstance } from '../support/processes';
 import { describeWithServices } from '../support/describe-with-services';
 import { createTestSchema } from '../support/services';
+import { suiteDir } from '../support/temp-dir';
 
 describe('one stride per database (idpool_meta)', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'idpool-meta-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = suiteDir('idpool-meta-');
 
   it('the service records its mapping at first start and another refuses to start, naming both (exit 2, one line)', async () => {
-    const url = `sqlite:${join(dir, 'svc.db')}`;
+    const url = dir.sqliteUrl('svc.db');
     const first = await startInstance({
       IDPOOL_DATABASE_URL: url,
       IDPOOL_CLUSTER_COUNT: '2',
@@ -40,7 +34,7 @@ describe('one stride per database (idpool_meta)', () => {
   }, 60_000);
 
   it('createIdGenerator refuses a mapping other than the recorded one; an existing database adopts the first', async () => {
-    const url = `sqlite:${join(dir, 'lib.db')}`;
+    const url = dir.sqliteUrl('lib.db');
     const db = await openDatabase(url);
     // A database migrated before any mapping was recorded (as after upgrading): the first opener's mapping is adopted.
     await db.close();

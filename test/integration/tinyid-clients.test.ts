@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { IdpoolClient } from '../../src/client';
-import { uniqueKey } from '../support/configs';
-import { register, takeIds } from '../support/http';
-import { type Instance, startInstance } from '../support/processes';
-import { createTestSchema, sharedRedisEnv } from '../support/services';
+import { registerNew, takeIds } from '../support/http';
 import { describeWithServices } from '../support/describe-with-services';
+import { suiteInstances } from '../support/suite-instances';
 
 /** One segment as Tinyid's client holds it: ids `(currentId, maxId]`, `delta` apart, `≡ remainder`. */
 interface TinySegment {
@@ -93,33 +91,20 @@ describeWithServices(
   'Tinyid-style clients, the SDK and the native API on one entity: no id twice (MariaDB + Redis, 2 instances)',
   { mysql: true, redis: true },
   () => {
-    let schema: Awaited<ReturnType<typeof createTestSchema>>;
-    let a: Instance;
-    let b: Instance;
-
-    beforeAll(async () => {
-      schema = await createTestSchema();
-      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv(), IDPOOL_COMPAT: 'tinyid' };
-      [a, b] = await Promise.all([startInstance(env), startInstance(env)]);
-    });
-
-    afterAll(async () => {
-      await Promise.all([a?.stop(), b?.stop()]);
-      await schema?.drop();
+    const two = suiteInstances((base) => {
+      const env = { ...base, IDPOOL_COMPAT: 'tinyid' };
+      return { a: env, b: env };
     });
 
     it('16 Tinyid-style loops over 4 clients, 4 native takers and an SDK leased buffer, ids ≡ remainder (mod delta)', async () => {
-      const key = uniqueKey('tinymix');
-      const token = await register(a.url, {
-        key,
+      const { key, secret: token } = await registerNew(two.a.url, 'tinymix', {
         mode: 'trend',
         step: 300,
         delta: 2,
         remainder: 1,
-        maxSizePerSecond: 0,
         maxPoolSize: 5000,
       });
-      const servers = [a.url, b.url];
+      const servers = [two.a.url, two.b.url];
       const owners = new Map<bigint, string>();
       const add = (who: string, id: bigint) => {
         const before = owners.get(id);

@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { uniqueKey } from '../support/configs';
 import { register, takeWhenReady } from '../support/http';
-import { type Instance, startInstance } from '../support/processes';
-import { createTestSchema, sharedRedisEnv } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
+import { suiteInstances } from '../support/suite-instances';
 
 /** What HttpURLConnection (Tinyid's Java client) sends when nobody sets Accept. */
 const JAVA_ACCEPT = 'text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2';
@@ -52,26 +51,14 @@ describeWithServices(
   "Tinyid's routes, byte for byte (MariaDB + Redis, real processes)",
   { mysql: true, redis: true },
   () => {
-    let schema: Awaited<ReturnType<typeof createTestSchema>>;
-    let compat: Instance;
-    let plain: Instance;
-
-    beforeAll(async () => {
-      schema = await createTestSchema();
-      const env = { IDPOOL_DATABASE_URL: schema.url, ...sharedRedisEnv() };
-      compat = await startInstance({ ...env, IDPOOL_COMPAT: 'tinyid', IDPOOL_REQUEST_LOG: 'all' });
-      plain = await startInstance(env);
-    });
-
-    afterAll(async () => {
-      await compat?.stop();
-      await plain?.stop();
-      await schema?.drop();
-    });
+    const run = suiteInstances((base) => ({
+      compat: { ...base, IDPOOL_COMPAT: 'tinyid', IDPOOL_REQUEST_LOG: 'all' },
+      plain: base,
+    }));
 
     async function entity(mode: 'trend' | 'monotonic', extra: Record<string, unknown> = {}) {
       const key = uniqueKey(`tiny${mode}`);
-      const token = await register(compat.url, { key, mode, step: 1000, maxSizePerSecond: 0, ...extra });
+      const token = await register(run.compat.url, { key, mode, step: 1000, maxSizePerSecond: 0, ...extra });
       return { key, token };
     }
 
@@ -79,21 +66,21 @@ describeWithServices(
       const { key, token } = await entity('monotonic');
       const seen: bigint[] = [];
       for (const how of ['get', 'post-query', 'post-form'] as const) {
-        const one = await tinyid(compat.url, 'nextId', { bizType: key, token }, how);
+        const one = await tinyid(run.compat.url, 'nextId', { bizType: key, token }, how);
         expect(one.status).toBe(200);
         expect(one.type).toBe(JSON_TYPE);
         const [id] = /^\{"data":\[(\d+)\],"code":200,"message":""\}$/.exec(one.body)!.slice(1);
         expect(one.body).toBe(`{"data":[${id}],"code":200,"message":""}`);
         seen.push(BigInt(id));
 
-        const four = await tinyid(compat.url, 'nextId', { bizType: key, token, batchSize: '4' }, how);
+        const four = await tinyid(run.compat.url, 'nextId', { bizType: key, token, batchSize: '4' }, how);
         const ids = JSON.parse(four.body).data as number[];
         expect(ids).toHaveLength(4);
         expect(four.body).toBe(`{"data":[${/\[(.*)\]/.exec(four.body)![1]}],"code":200,"message":""}`);
         seen.push(...(/\[(.*)\]/.exec(four.body)?.[1] ?? '').split(',').map((id) => BigInt(id)));
       }
       // A JSON body carries no parameters for Spring: no bizType, no token.
-      const json = await fetch(`${compat.url}/tinyid/id/nextId`, {
+      const json = await fetch(`${run.compat.url}/tinyid/id/nextId`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ bizType: key, token }),
@@ -105,21 +92,21 @@ describeWithServices(
 
     it('nextIdSimple: "3" or "4,5,6,7", typed as Spring types a String for the Accept sent; "" on any failure', async () => {
       const { key, token } = await entity('monotonic');
-      const one = await tinyid(compat.url, 'nextIdSimple', { bizType: key, token });
+      const one = await tinyid(run.compat.url, 'nextIdSimple', { bizType: key, token });
       expect(one).toMatchObject({ status: 200, type: TEXT_TYPE });
       expect(one.body).toMatch(/^\d+$/);
-      const four = await tinyid(compat.url, 'nextIdSimple', { bizType: key, token, batchSize: '4' }, 'post-form');
+      const four = await tinyid(run.compat.url, 'nextIdSimple', { bizType: key, token, batchSize: '4' }, 'post-form');
       expect(four).toMatchObject({ status: 200, type: TEXT_TYPE });
       const ids = four.body.split(',').map(BigInt);
       expect(ids).toHaveLength(4);
       expect(four.body).toBe(ids.join(','));
       expect(ids[0]).toBeGreaterThan(BigInt(one.body));
       // Content negotiation as Spring MVC 4.3 does it for a String.
-      const java = await tinyid(compat.url, 'nextIdSimple', { bizType: key, token }, 'post-query', {
+      const java = await tinyid(run.compat.url, 'nextIdSimple', { bizType: key, token }, 'post-query', {
         accept: JAVA_ACCEPT,
       });
       expect(java.type).toBe('text/html;charset=UTF-8');
-      const asJson = await tinyid(compat.url, 'nextIdSimple', { bizType: key, token }, 'get', {
+      const asJson = await tinyid(run.compat.url, 'nextIdSimple', { bizType: key, token }, 'get', {
         accept: 'application/json',
       });
       expect(asJson.type).toBe('application/json;charset=UTF-8');
@@ -133,7 +120,7 @@ describeWithServices(
         { bizType: key, token, batchSize: '0' },
         { bizType: key, token, batchSize: '-3' },
       ]) {
-        const failed = await tinyid(compat.url, 'nextIdSimple', params);
+        const failed = await tinyid(run.compat.url, 'nextIdSimple', params);
         expect(failed, JSON.stringify(params)).toEqual({ status: 200, type: TEXT_TYPE, body: '' });
       }
     });
@@ -150,24 +137,24 @@ describeWithServices(
         { bizType: 'not a key!', token },
       ]) {
         for (const route of ['nextId', 'nextSegmentId']) {
-          const res = await tinyid(compat.url, route, params);
+          const res = await tinyid(run.compat.url, route, params);
           expect(res, `${route} ${JSON.stringify(params)}`).toEqual({
             status: 200,
             type: JSON_TYPE,
             body: TOKEN_ERROR,
           });
         }
-        const simple = await tinyid(compat.url, 'nextSegmentIdSimple', params);
+        const simple = await tinyid(run.compat.url, 'nextSegmentIdSimple', params);
         expect(simple).toEqual({ status: 200, type: TEXT_TYPE, body: '' });
       }
       // A monotonic entity leases no segment: code 6, the reason as the message.
-      const refused = await tinyid(compat.url, 'nextSegmentId', { bizType: key, token });
+      const refused = await tinyid(run.compat.url, 'nextSegmentId', { bizType: key, token });
       expect(refused.status).toBe(200);
       const parsed = JSON.parse(refused.body);
       expect(parsed).toMatchObject({ data: null, code: 6 });
       expect(parsed.message).toContain('monotonic');
       expect(refused.body).toBe(`{"data":null,"code":6,"message":${JSON.stringify(parsed.message)}}`);
-      expect(await tinyid(compat.url, 'nextSegmentIdSimple', { bizType: key, token })).toEqual({
+      expect(await tinyid(run.compat.url, 'nextSegmentIdSimple', { bizType: key, token })).toEqual({
         status: 200,
         type: TEXT_TYPE,
         body: '',
@@ -177,7 +164,7 @@ describeWithServices(
     it('business numbers: every route refuses them in its own form before any is taken (code 6, JSON), none lost', async () => {
       const { key, token } = await entity('monotonic', { format: 'TIN{yyyy}{MM}{dd}-{seq:6}' });
       for (const route of ['nextId', 'nextSegmentId']) {
-        const res = await tinyid(compat.url, route, { bizType: key, token, batchSize: '3' });
+        const res = await tinyid(run.compat.url, route, { bizType: key, token, batchSize: '3' });
         expect(res.status).toBe(200);
         expect(res.type).toBe(JSON_TYPE);
         const parsed = JSON.parse(res.body) as { data: unknown; code: number; message: string };
@@ -185,13 +172,13 @@ describeWithServices(
         expect(parsed.message).toMatch(route === 'nextId' ? /business_numbers_not_served/ : /business/);
       }
       for (const route of ['nextIdSimple', 'nextSegmentIdSimple'])
-        expect(await tinyid(compat.url, route, { bizType: key, token, batchSize: '3' })).toEqual({
+        expect(await tinyid(run.compat.url, route, { bizType: key, token, batchSize: '3' })).toEqual({
           status: 200,
           type: TEXT_TYPE,
           body: '',
         });
       // Nothing was taken: the first number of the native route is the period's first.
-      const first = await takeWhenReady(compat.url, key, token);
+      const first = await takeWhenReady(run.compat.url, key, token);
       expect(first.status).toBe(200);
       const { ids } = first.body;
       expect(ids[0]).toMatch(/^TIN\d{8}-000001$/);
@@ -199,37 +186,45 @@ describeWithServices(
 
     it('batch limits: default 1, cut to 100,000, 0 gives no ids, above maxSizePerTimes code 6, not an int 400', async () => {
       const big = await entity('trend', { maxSizePerTimes: 100_000, maxPoolSize: 1_000_000, step: 100_000 });
-      const cut = await tinyid(compat.url, 'nextIdSimple', { bizType: big.key, token: big.token, batchSize: '250000' });
+      const cut = await tinyid(run.compat.url, 'nextIdSimple', {
+        bizType: big.key,
+        token: big.token,
+        batchSize: '250000',
+      });
       const cutIds = cut.body.split(',');
       expect(cutIds).toHaveLength(100_000);
       expect(new Set(cutIds).size).toBe(100_000);
-      const cutJson = await tinyid(compat.url, 'nextId', { bizType: big.key, token: big.token, batchSize: '100001' });
+      const cutJson = await tinyid(run.compat.url, 'nextId', {
+        bizType: big.key,
+        token: big.token,
+        batchSize: '100001',
+      });
       expect(JSON.parse(cutJson.body).data).toHaveLength(100_000);
-      const spaced = await tinyid(compat.url, 'nextId', { bizType: big.key, token: big.token, batchSize: ' 2 ' });
+      const spaced = await tinyid(run.compat.url, 'nextId', { bizType: big.key, token: big.token, batchSize: ' 2 ' });
       expect(JSON.parse(spaced.body).data).toHaveLength(2);
-      const empty = await tinyid(compat.url, 'nextId', { bizType: big.key, token: big.token, batchSize: '' });
+      const empty = await tinyid(run.compat.url, 'nextId', { bizType: big.key, token: big.token, batchSize: '' });
       expect(JSON.parse(empty.body).data).toHaveLength(1);
 
       const { key, token } = await entity('monotonic');
-      expect(await tinyid(compat.url, 'nextId', { bizType: key, token, batchSize: '0' })).toEqual({
+      expect(await tinyid(run.compat.url, 'nextId', { bizType: key, token, batchSize: '0' })).toEqual({
         status: 200,
         type: JSON_TYPE,
         body: '{"data":[],"code":200,"message":""}',
       });
-      const over = await tinyid(compat.url, 'nextId', { bizType: key, token, batchSize: '1001' });
+      const over = await tinyid(run.compat.url, 'nextId', { bizType: key, token, batchSize: '1001' });
       expect(over.status).toBe(200);
       const overBody = JSON.parse(over.body);
       expect(overBody).toMatchObject({ data: null, code: 6 });
       expect(overBody.message).toContain('maxSizePerTimes (1000)');
       // Spring's binder reads batchSize with Integer.decode: hex and octal too.
-      const hex = await tinyid(compat.url, 'nextId', { bizType: key, token, batchSize: '0x10' });
+      const hex = await tinyid(run.compat.url, 'nextId', { bizType: key, token, batchSize: '0x10' });
       expect(JSON.parse(hex.body).data).toHaveLength(16);
-      const octal = await tinyid(compat.url, 'nextIdSimple', { bizType: key, token, batchSize: '010' });
+      const octal = await tinyid(run.compat.url, 'nextIdSimple', { bizType: key, token, batchSize: '010' });
       expect(octal.body.split(',')).toHaveLength(8);
       // Not an Integer: Spring Boot 1.5's 400, whatever the token.
       for (const bad of ['abc', '1.5', '99999999999', '0x1g']) {
         for (const route of ['nextId', 'nextIdSimple']) {
-          const res = await tinyid(compat.url, route, { bizType: key, token: 'wrong', batchSize: bad });
+          const res = await tinyid(run.compat.url, route, { bizType: key, token: 'wrong', batchSize: bad });
           expect(res.status, bad).toBe(400);
           expect(res.type).toBe(JSON_TYPE);
           const body = JSON.parse(res.body);
@@ -242,7 +237,7 @@ describeWithServices(
 
     it('nextSegmentId[Simple]: (currentId, maxId], loadingId 20 % in, delta and remainder; disjoint from takes', async () => {
       const { key, token } = await entity('trend', { delta: 3, remainder: 1 });
-      const json = await tinyid(compat.url, 'nextSegmentId', { bizType: key, token });
+      const json = await tinyid(run.compat.url, 'nextSegmentId', { bizType: key, token });
       expect(json).toMatchObject({ status: 200, type: JSON_TYPE });
       const m =
         /^\{"data":\{"maxId":(\d+),"loadingId":(\d+),"currentId":(-?\d+),"delta":3,"remainder":1\},"code":200,"message":""\}$/.exec(
@@ -255,7 +250,7 @@ describeWithServices(
       expect((currentId + 1n) % 3n).toBe(1n);
       expect(loadingId).toBe(currentId + ((maxId - currentId) * 20n) / 100n);
 
-      const simple = await tinyid(compat.url, 'nextSegmentIdSimple', { bizType: key, token }, 'post-query', {
+      const simple = await tinyid(run.compat.url, 'nextSegmentIdSimple', { bizType: key, token }, 'post-query', {
         accept: JAVA_ACCEPT,
       });
       expect(simple.type).toBe('text/html;charset=UTF-8');
@@ -276,7 +271,7 @@ describeWithServices(
       });
       let limited: Raw | undefined;
       for (let i = 0; i < 20 && !limited; i++) {
-        const res = await tinyid(compat.url, 'nextId', { bizType: key, token, batchSize: '5' });
+        const res = await tinyid(run.compat.url, 'nextId', { bizType: key, token, batchSize: '5' });
         expect(res.status).toBe(200);
         const { code, message } = JSON.parse(res.body);
         // A new entity's first fill may outlast a take's 250 ms wait on a loaded machine: asked again.
@@ -286,29 +281,29 @@ describeWithServices(
       const body = JSON.parse(limited!.body);
       expect(body).toMatchObject({ data: null, code: 6 });
       expect(body.message).toContain('limited to 5 ids per second');
-      const lease = await tinyid(compat.url, 'nextSegmentIdSimple', { bizType: key, token });
+      const lease = await tinyid(run.compat.url, 'nextSegmentIdSimple', { bizType: key, token });
       // 10 ids (the step) against a limit of 5: refused as Tinyid refuses, with an empty body.
       expect(lease.body).toBe('');
 
       const wide = await entity('trend', { step: 50 });
-      await tinyid(compat.url, 'nextSegmentId', { bizType: wide.key, token: wide.token });
+      await tinyid(run.compat.url, 'nextSegmentId', { bizType: wide.key, token: wide.token });
       for (let i = 0; i < 20; i++) {
         const { code, message } = JSON.parse(
-          (await tinyid(compat.url, 'nextId', { bizType: wide.key, token: wide.token, batchSize: '7' })).body,
+          (await tinyid(run.compat.url, 'nextId', { bizType: wide.key, token: wide.token, batchSize: '7' })).body,
         );
         if (code === 200) break;
         expect(message).toMatch(FIRST_FILL);
         await new Promise((r) => setTimeout(r, 100));
       }
-      const metrics = await (await fetch(`${compat.url}/metrics`)).text();
+      const metrics = await (await fetch(`${run.compat.url}/metrics`)).text();
       expect(metrics).toContain(`idpool_segments_leased_total{entity="${wide.key}"} 1`);
       expect(metrics).toContain(`idpool_ids_leased_total{entity="${wide.key}"} 50`);
       expect(metrics).toContain(`idpool_ids_served_total{entity="${wide.key}"} 7`);
-      expect(compat.output()).toContain('"route":"/tinyid/id/nextSegmentId"');
+      expect(run.compat.output()).toContain('"route":"/tinyid/id/nextSegmentId"');
     });
 
     it('is mounted only with IDPOOL_COMPAT=tinyid', async () => {
-      const res = await fetch(`${plain.url}/tinyid/id/nextId?bizType=x&token=y`);
+      const res = await fetch(`${run.plain.url}/tinyid/id/nextId?bizType=x&token=y`);
       expect(res.status).toBe(404);
     });
   },

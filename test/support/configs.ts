@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,9 +29,7 @@ export interface StoreSetup {
   cleanup(): Promise<void>;
 }
 
-export function uniqueKey(base: string): string {
-  return `${base}_${randomBytes(3).toString('hex')}`;
-}
+export { uniqueKey } from './keys';
 
 /** A SQL server (a schema or database of the test's own) + the shared Redis; SQL through idpool's own Database wrapper. */
 async function serverRedisSetup(server: SqlServer): Promise<StoreSetup> {

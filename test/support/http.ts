@@ -1,4 +1,5 @@
 import { checkAnswer } from './answer-check';
+import { uniqueKey } from './keys';
 
 /** Small fetch wrappers for tests; every answer of idpool is checked against its route's schema (answer-check.ts). */
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -40,6 +41,23 @@ export async function register(baseUrl: string, entity: Record<string, unknown>)
   return res.body.secret;
 }
 
+/**
+ * Registers an entity under a fresh key (`keyBase` with a random tail,
+ * {@link uniqueKey}) with `fields`, without a per-second limit unless they
+ * name one; returns the key and its secret.
+ */
+export async function registerNew(
+  baseUrl: string,
+  keyBase: string,
+  fields: Record<string, unknown> = {},
+): Promise<{ key: string; secret: string }> {
+  const key = uniqueKey(keyBase);
+  return { key, secret: await register(baseUrl, { key, maxSizePerSecond: 0, ...fields }) };
+}
+
+/** A small pool (a step of 100, at most 3,000 ids, 100 a take): refills run often under load. */
+export const SMALL_POOL = { step: 100, maxPoolSize: 3000, maxSizePerTimes: 100 } as const;
+
 /** The JSON body of every 4xx/5xx answer (src/http/errors.ts `sendError`). */
 export interface ErrorAnswer {
   error: { code: string; message: string };
@@ -48,12 +66,9 @@ export interface ErrorAnswer {
 /** A take answer: ids on 200, `error` otherwise. */
 export type TakeAnswer = { ids: string[] } & Partial<ErrorAnswer>;
 
-export async function takeIds(
-  baseUrl: string,
-  key: string,
-  secret: string,
-  count = 1,
-): Promise<JsonResponse<TakeAnswer>> {
+type TakeResponse = Promise<JsonResponse<TakeAnswer>>;
+
+export async function takeIds(baseUrl: string, key: string, secret: string, count = 1): TakeResponse {
   return call(`${baseUrl}/apps/${key}/ids`, { token: secret, body: { count } });
 }
 
@@ -62,12 +77,7 @@ export async function takeIds(
  * asked again until ids come (10 s at most). For a first take right after a
  * registration, whose pool or list may still be filling on a loaded machine.
  */
-export async function takeWhenReady(
-  baseUrl: string,
-  key: string,
-  secret: string,
-  count = 1,
-): Promise<JsonResponse<TakeAnswer>> {
+export async function takeWhenReady(baseUrl: string, key: string, secret: string, count = 1): TakeResponse {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const res = await takeIds(baseUrl, key, secret, count);

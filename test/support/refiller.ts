@@ -1,8 +1,8 @@
 import type { Clock } from '../../src/clock';
 import type { EntityConfig } from '../../src/entities/entity';
 import { silentLogger } from '../../src/logger';
-import { loggingRefillEvents } from '../../src/ops/observers';
-import { Dispatcher } from '../../src/pool/dispatcher';
+import { loggingDispatchEvents, loggingRefillEvents } from '../../src/ops/observers';
+import { Dispatcher, type DispatcherOptions } from '../../src/pool/dispatcher';
 import { MemoryNumberPeriods } from '../../src/pool/memory-number-periods';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import type { PrunableCounter } from '../../src/segment/number-high-water';
@@ -11,24 +11,40 @@ import { Refiller, type RefillerOptions } from '../../src/pool/refiller';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { IdStride } from '../../src/segment/stride';
 
+/** The entities port over `configs` (a map, or a list by key): every one a segment entity. */
+export function entityMap(configs: Map<string, EntityConfig> | readonly EntityConfig[]) {
+  const map = configs instanceof Map ? configs : new Map(configs.map((c) => [c.key, c]));
+  return { get: (key: string) => map.get(key), segmentKeys: () => [...map.keys()] };
+}
+
 /**
  * A refiller as the unit tests build one: a fake segment allocator, the
- * demand over a minute of `clock`, no stride, a 10 ms tick; `options`
- * name the rest and override these.
+ * demand over a minute of `clock`, no stride, an in-process lock, the
+ * logging events, a 10 ms tick; `options` name the rest and override these.
  */
 export function testRefiller(
   clock: Clock,
-  options: Pick<RefillerOptions, 'entities' | 'store' | 'lock' | 'events'> & Partial<RefillerOptions>,
+  options: Pick<RefillerOptions, 'entities' | 'store'> & Partial<RefillerOptions>,
 ): Refiller {
   return new Refiller({
     allocator: new FakeSegmentAllocator(),
     demand: new Demand({ clock, horizonSeconds: 60 }),
     stride: new IdStride(),
+    lock: new MemoryRefillLock(),
+    events: loggingRefillEvents(silentLogger, options.entities, options.stride ?? new IdStride()),
     clock,
     log: silentLogger,
     intervalMs: 10,
     ...options,
   });
+}
+
+/** A dispatcher over `refiller` as the unit tests build one: logging events, a 100 ms shortage wait; `options` override. */
+export function testDispatcher(
+  clock: Clock,
+  options: Pick<DispatcherOptions, 'store' | 'refiller'> & Partial<DispatcherOptions>,
+): Dispatcher {
+  return new Dispatcher({ clock, shortageWaitMs: 100, events: loggingDispatchEvents(silentLogger), ...options });
 }
 
 /**

@@ -2,17 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { type EntityConfig, withDefaults } from '../../src/entities/entity';
 import { RateLimitedError } from '../../src/errors';
 import { silentLogger } from '../../src/logger';
-import { loggingDispatchEvents, loggingRefillEvents } from '../../src/ops/observers';
-import { Demand } from '../../src/pool/demand';
+import { loggingDispatchEvents } from '../../src/ops/observers';
 import { Dispatcher } from '../../src/pool/dispatcher';
-import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
 import type { TakeResult } from '../../src/pool/pool-store';
-import { Refiller } from '../../src/pool/refiller';
 import type { TakenIds } from '../../src/pool/taken-ids';
-import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { TakeService } from '../../src/take/take-service';
 import { FakeClock } from '../support/clock';
+import { entityMap, testDispatcher, testRefiller } from '../support/refiller';
 
 /** The in-process store, counting the take calls that reach it. */
 class CountingStore extends MemoryPoolStore {
@@ -44,27 +42,8 @@ async function setup(config: EntityConfig) {
   const clock = new FakeClock({ sleep: 'advance' });
   const store = new CountingStore(clock);
   const allocator = new FakeSegmentAllocator();
-  const entities = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
-  const refiller = new Refiller({
-    entities,
-    allocator,
-    store,
-    lock: new MemoryRefillLock(),
-    stride: new IdStride(),
-    clock,
-    log: silentLogger,
-    intervalMs: 100,
-    demand: new Demand({ clock, horizonSeconds: 60 }),
-    events: loggingRefillEvents(silentLogger, entities, new IdStride()),
-  });
-  const dispatcher = new Dispatcher({
-    store,
-    refiller,
-    clock,
-    shortageWaitMs: 100,
-    coalesce: true,
-    events: loggingDispatchEvents(silentLogger),
-  });
+  const refiller = testRefiller(clock, { entities: entityMap([config]), allocator, store, intervalMs: 100 });
+  const dispatcher = testDispatcher(clock, { store, refiller, coalesce: true });
   await refiller.refill(config.key); // one floor: 500 ids, 0..499
   return { clock, store, refiller, dispatcher, takes: segmentTakes(dispatcher) };
 }

@@ -1,15 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/logger';
-import { Demand } from '../../src/pool/demand';
-import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
-import { Refiller } from '../../src/pool/refiller';
+import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
 import type { Segment } from '../../src/segment/allocator';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { type DatabaseBehindReport, HighWaterAllocator, ProcessHighWater } from '../../src/segment/high-water';
-import { IdStride } from '../../src/segment/stride';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
 import { takenArray } from '../support/taken';
+import { entityMap, testRefiller } from '../support/refiller';
 
 const TRILLION = 1_000_000_000_000n;
 
@@ -82,15 +79,10 @@ describe('refiller: a segment refused because the database is behind the fence',
     const configs = new Map([['orders', entityConfig({ key: 'orders', step: 100, maxPoolSize: 1000 })]]);
     const behind: DatabaseBehindReport[] = [];
     const refused: [bigint, bigint][] = [];
-    const refiller = new Refiller({
-      entities: { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] },
+    const refiller = testRefiller(clock, {
+      entities: entityMap(configs),
       allocator,
-      demand: new Demand({ clock, horizonSeconds: 60 }),
       store,
-      lock: new MemoryRefillLock(),
-      stride: new IdStride(),
-      clock,
-      log: silentLogger,
       intervalMs: 100,
       beforePush,
       events: {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
-import { FakeClock, settle } from '../support/clock';
+import { FakeClock } from '../support/clock';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { entityConfig } from '../support/entity';
-import { testRefiller } from '../support/refiller';
+import { entityMap, testRefiller } from '../support/refiller';
 
 /** A pool store whose Redis server (epoch) the test changes, counting resets. */
 class RestartingStore extends MemoryPoolStore {
@@ -50,21 +50,15 @@ describe('refiller: a pool discarded after a Redis server change', () => {
       failed: () => undefined,
     };
     const refiller = testRefiller(clock, { entities, store, lock, intervalMs: 100, sweepMs: 1000, events });
-    const run = async (ms: number) => {
-      for (let t = 0; t < ms; t += 50) {
-        clock.advance(50);
-        await settle();
-      }
-    };
     refiller.start();
-    await run(500);
+    await clock.advanceBy(500, 50);
     expect(store.resets).toBe(1); // the first sweep claims the pool for run-1
     expect((await store.levels(['orders']))[0]).toMatchObject({ size: expect.any(Number) });
 
     // Restarted: INFO answers with a new run_id at once, the lock is refused for three tries.
     store.server = 'run-2';
     lock.refusals = 3;
-    await run(5000);
+    await clock.advanceBy(5000, 50);
     await refiller.stop();
     expect(changes).toEqual(['run-2']);
     expect(lock.refusals).toBe(0);
@@ -87,15 +81,13 @@ describe('refiller: a pool discarded after a Redis server change', () => {
     })(clock);
     const held = entityConfig({ key: 'orders', step: 100, maxPoolSize: 1000, startOffset: 3001n, held: 'importing' });
     const configs = new Map([['orders', held]]);
-    const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] };
     const discarded: string[] = [];
     const allocator = new FakeSegmentAllocator();
     allocator.addEntity('orders', 3001n);
     const refiller = testRefiller(clock, {
-      entities,
+      entities: entityMap(configs),
       allocator,
       store,
-      lock: new MemoryRefillLock(),
       intervalMs: 100,
       sweepMs: 1000,
       events: {
@@ -107,21 +99,15 @@ describe('refiller: a pool discarded after a Redis server change', () => {
         failed: () => undefined,
       },
     });
-    const run = async (ms: number) => {
-      for (let t = 0; t < ms; t += 50) {
-        clock.advance(50);
-        await settle();
-      }
-    };
     refiller.start();
     // Registered after the first sweep claimed every pool there was (none), as a registration marks it.
-    await run(1500);
+    await clock.advanceBy(1500, 50);
     refiller.markReset('orders');
-    await run(3000);
+    await clock.advanceBy(3000, 50);
     expect(await store.size('orders')).toBe(0); // held: never filled
     // Released, then filled by the sweep (no take came first to ask for the reset).
     configs.set('orders', { ...held, held: null });
-    await run(3000);
+    await clock.advanceBy(3000, 50);
     await refiller.stop();
     expect(discarded).toEqual([]);
     expect(await store.next('orders')).toBe(3001n);

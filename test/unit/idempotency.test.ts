@@ -10,7 +10,7 @@ import { registeredName } from '../../src/redis/functions';
 import { idempotencyKeys } from '../../src/redis/keys';
 import { listedIds } from '../../src/pool/taken-ids';
 import { FakeClock } from '../support/clock';
-import { idempotencyStoreContract } from '../support/contracts/idempotency-store';
+import { batches, idempotencyStoreContract } from '../support/contracts/idempotency-store';
 
 /** The Redis commands the store uses, over a Map, with PX expiry on the fake clock. */
 function fakeRedis(clock: Clock) {
@@ -105,20 +105,6 @@ function fakeRedis(clock: Clock) {
     },
     async mget(...keys: string[]) {
       return keys.map((k) => live(k)?.value ?? null);
-    },
-  };
-}
-
-function batches() {
-  let next = 100;
-  let calls = 0;
-  return {
-    get calls() {
-      return calls;
-    },
-    produce: (count: number) => async () => {
-      calls++;
-      return Array.from({ length: count }, () => String(next++));
     },
   };
 }

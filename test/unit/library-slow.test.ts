@@ -19,7 +19,9 @@ function setup() {
   const memory = new MemoryAllocator();
   const allocator = new SlowAllocator(memory, clock);
   const entities = new MemoryEntities({ orders: { step: 1000 } });
-  return { clock, memory, allocator, entities };
+  /** What every generator of these tests is made of. */
+  const parts = { ids: 'number' as const, allocator, entities, clock };
+  return { clock, memory, allocator, entities, parts };
 }
 
 function timed<T>(fn: () => T): { value: T; ms: number } {
@@ -40,15 +42,8 @@ function settled<T>(promise: Promise<T>): { promise: Promise<T>; readonly done: 
 
 describe('library on a slow database', () => {
   it('next() does not wait while a prefetched segment remains', async () => {
-    const { clock, memory, allocator, entities } = setup();
-    const gen = await createIdGeneratorWith({
-      ids: 'number',
-      allocator,
-      entities,
-      clock,
-      prefetchAt: 0.1,
-      maxStep: 1000,
-    });
+    const { clock, memory, allocator, parts } = setup();
+    const gen = await createIdGeneratorWith({ ...parts, prefetchAt: 0.1, maxStep: 1000 });
     await gen.open('orders');
     const ids: number[] = [];
     for (let i = 0; i < 100; i++) ids.push(gen.next('orders'));
@@ -127,16 +122,8 @@ describe('library on a slow database', () => {
   });
 
   it('a database that fails: typed error without waiting out waitMs, retried after retryDelayMs, no repeat after recovery', async () => {
-    const { clock, memory, allocator, entities } = setup();
-    const gen = await createIdGeneratorWith({
-      ids: 'number',
-      allocator,
-      entities,
-      clock,
-      waitMs: 5000,
-      retryDelayMs: 300,
-      maxStep: 1000,
-    });
+    const { clock, memory, parts } = setup();
+    const gen = await createIdGeneratorWith({ ...parts, waitMs: 5000, retryDelayMs: 300, maxStep: 1000 });
     await gen.open('orders');
     memory.failWith = new Error('connect ECONNREFUSED 127.0.0.1:3306');
     const ids = await gen.take('orders', 1000);

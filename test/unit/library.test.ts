@@ -85,15 +85,7 @@ describe('createIdGenerator: handing out', () => {
   });
 
   it('maps the n-th number to n·c + i for a deployment with a stride', async () => {
-    const { allocator, entities, clock } = setup({ step: 10 });
-    const gen = await createIdGeneratorWith({
-      ids: 'number',
-      allocator,
-      entities,
-      clock,
-      strideCount: 3,
-      strideIndex: 2,
-    });
+    const gen = await createIdGeneratorWith({ ids: 'number', ...setup({ step: 10 }), strideCount: 3, strideIndex: 2 });
     const ids = await gen.take('orders', 95);
     expect(ids).toEqual(Array.from({ length: 95 }, (_, n) => n * 3 + 2));
     await gen.close();

@@ -6,53 +6,12 @@ import { EntityRegistry } from '../../src/entities/registry';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { UnavailableError, refuseHeld } from '../../src/errors';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
-import type { IncumbentDatabase, IncumbentKind, IncumbentSegment } from '../../src/segment/incumbent-rows';
 import { type LiveEntity, LiveAllocator } from '../../src/segment/live-allocator';
 import { IdStride } from '../../src/segment/stride';
+import type { IncumbentKind } from '../../src/segment/incumbent-rows';
 import { FakeClock } from '../support/clock';
-
-/**
- * One incumbent row in memory, moved as Leaf's `max_id + step` or Tinyid's
- * `max_id + step·delta` moves it: by idpool (`reserve`) or by one of the
- * incumbent's own servers (`serverTakes`).
- */
-class FakeIncumbentRow implements IncumbentDatabase {
-  down: Error | undefined;
-  constructor(
-    readonly kind: IncumbentKind,
-    public maxId: bigint,
-  ) {}
-
-  async reserve(_key: string, size: number, spacing: { delta: number }): Promise<IncumbentSegment> {
-    if (this.down) throw this.down;
-    return this.move(this.kind === 'leaf' ? BigInt(size) : BigInt(size) * BigInt(spacing.delta));
-  }
-
-  /** An incumbent server's segment of `step`, as ids it hands out: Leaf's [low, high), Tinyid's (low, high] ≡ remainder. */
-  serverTakes(step: number, spacing: LiveEntity): bigint[] {
-    const { low, high } = this.move(BigInt(step));
-    const ids: bigint[] = [];
-    if (this.kind === 'leaf') for (let id = low; id < high; id++) ids.push(id);
-    else
-      for (let id = low + 1n; id <= high; id++)
-        if (id % BigInt(spacing.delta) === BigInt(spacing.remainder)) ids.push(id);
-    return ids;
-  }
-
-  private move(by: bigint): IncumbentSegment {
-    const low = this.maxId;
-    this.maxId += by;
-    return this.kind === 'leaf' ? { low, high: this.maxId } : { low, high: this.maxId };
-  }
-
-  async ping(): Promise<void> {
-    if (this.down) throw this.down;
-  }
-
-  close(): Promise<void> {
-    return Promise.resolve();
-  }
-}
+import { incumbentDatabaseContract } from '../support/contracts/incumbent-database';
+import { FakeIncumbentRow } from '../support/fake-incumbent-row';
 
 /** `recordLive` as the SQL allocator does it: counted while live, refused once `--finish` took the entity off. */
 class FakeLiveRecord {
@@ -322,4 +281,9 @@ describe('held entities: served on no route until released (fake store, no I/O)'
     await b.refresh();
     expect(b.get('orders')!.held).toBeNull();
   });
+});
+
+// The same cases run against MariaDB in test/integration/store-contracts.test.ts.
+describe('FakeIncumbentRow keeps the IncumbentDatabase contract', () => {
+  incumbentDatabaseContract(async (kind) => new FakeIncumbentRow(kind, 1n));
 });

@@ -2,18 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
 import { checkRules, withDefaults } from '../../src/entities/entity';
 import { PoolExhaustedError, RateLimitedError } from '../../src/errors';
-import { silentLogger } from '../../src/logger';
-import { loggingDispatchEvents, loggingRefillEvents } from '../../src/ops/observers';
+import { loggingDispatchEvents } from '../../src/ops/observers';
 import { Demand } from '../../src/pool/demand';
-import { Dispatcher } from '../../src/pool/dispatcher';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import type { RefillLock } from '../../src/pool/pool-store';
-import { Refiller } from '../../src/pool/refiller';
 import { IdStride } from '../../src/segment/stride';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { FakeClock } from '../support/clock';
 import { recordingLog } from '../support/log';
 import { entityConfig } from '../support/entity';
+import { entityMap, testDispatcher, testRefiller } from '../support/refiller';
 import { takenArray } from '../support/taken';
 
 const entity = entityConfig;
@@ -22,27 +20,16 @@ function setup(config: EntityConfig, stride = new IdStride()) {
   const clock = new FakeClock({ sleep: 'advance' });
   const store = new MemoryPoolStore(clock);
   const allocator = new FakeSegmentAllocator();
-  const entities = { get: (key: string) => (key === config.key ? config : undefined), segmentKeys: () => [config.key] };
   const demand = new Demand({ clock, horizonSeconds: 60 });
-  const refiller = new Refiller({
-    entities,
+  const refiller = testRefiller(clock, {
+    entities: entityMap([config]),
     allocator,
     store,
-    lock: new MemoryRefillLock(),
     stride,
-    clock,
-    log: silentLogger,
     intervalMs: 100,
     demand,
-    events: loggingRefillEvents(silentLogger, entities, stride),
   });
-  const dispatcher = new Dispatcher({
-    store,
-    refiller,
-    clock,
-    shortageWaitMs: 100,
-    events: loggingDispatchEvents(silentLogger),
-  });
+  const dispatcher = testDispatcher(clock, { store, refiller });
   return { clock, store, allocator, refiller, dispatcher, demand };
 }
 
@@ -184,30 +171,16 @@ describe('dispatcher', () => {
     const { store, allocator, clock, stride } = { ...setup(config), stride: new IdStride() };
     const lock: RefillLock = new MemoryRefillLock();
     await lock.acquire('orders');
-    const entities = {
-      get: (key: string) => (key === config.key ? config : undefined),
-      segmentKeys: () => [config.key],
-    };
-    const refiller = new Refiller({
-      entities,
+    const refiller = testRefiller(clock, {
+      entities: entityMap([config]),
       allocator,
       store,
       lock,
       stride,
-      clock,
-      log: silentLogger,
       intervalMs: 100,
-      demand: new Demand({ clock, horizonSeconds: 60 }),
-      events: loggingRefillEvents(silentLogger, entities, stride),
     });
     const { log, lines } = recordingLog();
-    const dispatcher = new Dispatcher({
-      store,
-      refiller,
-      clock,
-      shortageWaitMs: 100,
-      events: loggingDispatchEvents(log),
-    });
+    const dispatcher = testDispatcher(clock, { store, refiller, events: loggingDispatchEvents(log) });
     await expect(dispatcher.take(config, 1)).rejects.toBeInstanceOf(PoolExhaustedError);
     expect(dispatcher.stats.exhausted).toBe(1);
     // Without the ops side the alarm is its log line alone, in the words the ops side raises it with.

@@ -1,14 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../src/entities/entity';
-import { silentLogger } from '../../src/logger';
-import { loggingRefillEvents } from '../../src/ops/observers';
-import { Demand } from '../../src/pool/demand';
-import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
-import { Refiller } from '../../src/pool/refiller';
-import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
-import { IdStride } from '../../src/segment/stride';
+import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
 import { FakeClock, settle } from '../support/clock';
 import { entityConfig } from '../support/entity';
+import { testRefiller } from '../support/refiller';
 
 describe('refill pacing by interval', () => {
   it('checks an entity at most once per its interval, however often it is marked low', async () => {
@@ -26,19 +21,7 @@ describe('refill pacing by interval', () => {
       ['eager', entityConfig({ key: 'eager', interval: 10 })],
     ]);
     const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [] };
-    const refiller = new Refiller({
-      entities,
-      allocator: new FakeSegmentAllocator(),
-      demand: new Demand({ clock, horizonSeconds: 60 }),
-      store,
-      lock: new MemoryRefillLock(),
-      stride: new IdStride(),
-      clock,
-      log: silentLogger,
-      intervalMs: 10,
-      sweepMs: 60_000,
-      events: loggingRefillEvents(silentLogger, entities, new IdStride()),
-    });
+    const refiller = testRefiller(clock, { entities, store, sweepMs: 60_000 });
     refiller.start();
     // 1 s of fake time in 5 ms steps, both entities marked low at every step.
     for (let t = 0; t < 1000; t += 5) {

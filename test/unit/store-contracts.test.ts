@@ -1,14 +1,19 @@
 import { describe } from 'vitest';
 import { FakeEntityStore } from '../../src/entities/fake-entity-store';
 import { MemoryFleetStore } from '../../src/fleet/memory-fleet-store';
-import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
+import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import { MemoryEntityRateLimit } from '../../src/pool/rate-limit';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import { FakeNumberCounter } from '../../src/segment/fake-number-counter';
 import { FakeWorkerHolders } from '../../src/worker/fake-worker-holders';
 import { FakeWorkerStore } from '../../src/worker/fake-worker-store';
 import { FakeClock } from '../support/clock';
+import { entityRateLimitContract } from '../support/contracts/entity-rate-limit';
 import { entityStoreContract } from '../support/contracts/entity-store';
 import { fleetStoreContract } from '../support/contracts/fleet-store';
+import { numberCounterContract } from '../support/contracts/number-counter';
 import { poolStoreContract } from '../support/contracts/pool-store';
+import { refillLockContract } from '../support/contracts/refill-lock';
 import { segmentAllocatorContract } from '../support/contracts/segment-allocator';
 import { workerHoldersContract } from '../support/contracts/worker-holders';
 import { workerStoreContract } from '../support/contracts/worker-store';
@@ -42,4 +47,23 @@ describe('FakeWorkerHolders keeps the WorkerHolders contract', () => {
 
 describe('MemoryFleetStore keeps the FleetStore contract', () => {
   fleetStoreContract(async () => new MemoryFleetStore());
+});
+
+describe('MemoryRefillLock keeps the RefillLock contract', () => {
+  refillLockContract(async () => new MemoryRefillLock());
+});
+
+describe('MemoryEntityRateLimit keeps the EntityRateLimit contract', () => {
+  entityRateLimitContract(async () => {
+    const clock = new FakeClock();
+    // The next second of the fake clock, at its first ms.
+    return {
+      limit: new MemoryEntityRateLimit(clock),
+      freshSecond: async () => clock.advance(1000 - (clock.now() % 1000)),
+    };
+  });
+});
+
+describe('FakeNumberCounter keeps the number counter contract', () => {
+  numberCounterContract(async () => new FakeNumberCounter());
 });

@@ -2,13 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { type EntityConfig, withDefaults } from '../../src/entities/entity';
 import { silentLogger } from '../../src/logger';
 import { loggingRefillEvents } from '../../src/ops/observers';
-import { Demand } from '../../src/pool/demand';
-import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
+import { MemoryPoolStore } from '../../src/pool/memory-pool-store';
 import type { PoolLevel } from '../../src/pool/pool-store';
-import { Refiller } from '../../src/pool/refiller';
-import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import { IdStride } from '../../src/segment/stride';
 import { FakeClock } from '../support/clock';
+import { entityMap, testRefiller } from '../support/refiller';
 
 /** The in-process store, recording which pools each sweep read. */
 class CountingStore extends MemoryPoolStore {
@@ -40,17 +38,11 @@ describe('refill sweep: idle cost follows activity', () => {
         updateTime: 0,
       });
     }
-    const entities = { get: (key: string) => configs.get(key), segmentKeys: () => [...configs.keys()] };
-    const refiller = new Refiller({
+    const entities = entityMap(configs);
+    const refiller = testRefiller(clock, {
       entities,
-      allocator: new FakeSegmentAllocator(),
       store,
-      lock: new MemoryRefillLock(),
-      stride: new IdStride(),
-      clock,
-      log: silentLogger,
       intervalMs: 100,
-      demand: new Demand({ clock, horizonSeconds: 60 }),
       events: {
         ...loggingRefillEvents(silentLogger, entities, new IdStride()),
         levelsRead: (sizes, roundMs) => offered.push({ keys: [...sizes.keys()], roundMs }),

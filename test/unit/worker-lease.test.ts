@@ -157,32 +157,14 @@ describe('WorkerLease', () => {
   });
 
   it('refuses to start when the local clock and the database clock differ by more than the allowed skew', async () => {
-    const clock = new FakeClock({ now: T0, sleep: 'advance' });
+    const { clock, lease } = setup();
     const skewed = new FakeWorkerStore(() => clock.wall + 5_000);
-    const l = new WorkerLease({
-      ...TIMING,
-      store: skewed,
-      clock,
-      log: silentLogger,
-      min: 1,
-      max: 3,
-      preferSameCode: false,
-      code: 'x',
-    });
+    const l = lease({ store: skewed, code: 'x' });
     const err = await l.start().catch((e) => e);
     expect(err).toBeInstanceOf(ClockSkewError);
     expect(err.message).toMatch(/5000 ms behind the database's.*IDPOOL_MAX_CLOCK_SKEW_MS=1000/);
     expect(skewed.table.size).toBe(0);
-    const fine = new WorkerLease({
-      ...TIMING,
-      store: new FakeWorkerStore(() => clock.wall + 900),
-      clock,
-      log: silentLogger,
-      min: 1,
-      max: 3,
-      preferSameCode: false,
-      code: 'x',
-    });
+    const fine = lease({ store: new FakeWorkerStore(() => clock.wall + 900), code: 'x' });
     await fine.start();
     expect(fine.status().ok).toBe(true);
   });

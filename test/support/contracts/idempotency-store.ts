@@ -3,7 +3,7 @@ import { ConflictError, PoolExhaustedError } from '../../../src/errors';
 import type { IdempotencyStore } from '../../../src/idempotency/store';
 
 /** Batches of consecutive ids from 100 on, counting how many were produced. */
-function batches() {
+export function batches() {
   let next = 100;
   let calls = 0;
   return {
