@@ -14,6 +14,7 @@ import { SqlSegmentAllocator } from '../../src/segment/allocator';
 import { incumbentDatabase } from '../../src/segment/incumbent-rows';
 import { SqlNumberCounter } from '../../src/segment/number-counter';
 import { RedisWorkerHolders } from '../../src/worker/redis-worker-holders';
+import { DEFAULTS } from '../../src/config/config';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
 import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { entityRateLimitContract } from '../support/contracts/entity-rate-limit';
@@ -188,7 +189,7 @@ describeWithServices('RedisRefillLock keeps the RefillLock contract', { redis: t
   const redis = onRedis();
   refillLockContract(async () => {
     const { redis: client, prefix } = redis.fresh();
-    return new RedisRefillLock(client, systemClock, undefined, prefix);
+    return new RedisRefillLock(client, systemClock, DEFAULTS.refillLockTtlMs, prefix);
   });
 });
 
