@@ -133,7 +133,8 @@ export class Transport {
         const verdict = this.verdict(req, failure);
         if (verdict === 'final') throw failure;
         failures.push(failure);
-        if (verdict === 'refused') throw new IdpoolUnavailableError(failures, 'refused', { refused: true });
+        if (verdict === 'refused')
+          throw new IdpoolUnavailableError(failures, 'refused on every instance', { refused: true });
         if (verdict === 'down') {
           this.markDown(endpoint, index, failure);
           continue;
@@ -145,8 +146,9 @@ export class Transport {
             `its Retry-After ends past the ${this.options.deadlineMs} ms deadline`,
           );
         }
-        // The refusal holds for this request only: wait it out, then ask the next endpoint in turn.
-        this.current = (index + 1) % this.endpoints.length;
+        // The refusal holds for this request only: wait it out, then ask again (a pool_exhausted the next endpoint).
+        if (failure instanceof IdpoolHttpError && failure.status === 503)
+          this.current = (index + 1) % this.endpoints.length;
         await clock.sleep(verdict.waitMs);
       }
     }
