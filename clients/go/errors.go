@@ -16,6 +16,8 @@ const (
 	CodePayloadTooLarge = "payload_too_large"
 	CodeRateLimited     = "rate_limited"
 	CodePoolExhausted   = "pool_exhausted"
+	CodePeriodExhausted = "period_exhausted"
+	CodeEntityHeld      = "entity_held"
 	CodeUnavailable     = "unavailable"
 	CodeInternal        = "internal"
 )
@@ -72,18 +74,26 @@ var (
 )
 
 // UnavailableError: every attempt failed (network errors, timeouts, 5xx) or the
-// deadline came first. Attempts holds each failure in order. LastAnswer is the
+// deadline came first, or (Refused) the service refused the entity alone, alike
+// on every instance (503 period_exhausted, entity_held): asked once, no
+// endpoint marked down. Attempts holds each failure in order. LastAnswer is the
 // last answer a service gave (status, code, message), which the message leads
 // with and Unwrap returns (so errors.As finds its *HTTPError): an endpoint that
 // answered 503 says more than another one that refused connections after it.
 type UnavailableError struct {
 	Reason   string
 	Attempts []error
+	Refused  bool
 }
 
 func (e *UnavailableError) Error() string {
 	var b strings.Builder
 	b.WriteString("idpool unavailable: ")
+	if answer := e.LastAnswer(); e.Refused && answer != nil {
+		b.WriteString(answer.Error())
+		b.WriteString(" (the same on every instance: not asked again)")
+		return b.String()
+	}
 	b.WriteString(e.Reason)
 	answer := e.LastAnswer()
 	if answer != nil {

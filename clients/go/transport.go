@@ -28,8 +28,11 @@ type endpoint struct {
 // network errors, timeouts and 5xx move on to the next endpoint (one that said
 // Retry-After is not asked again before then; one failing without is skipped
 // for DownFor, doubling up to 8 s); 4xx, 429 included, go straight back (unless
-// WaitOnRateLimit makes a 429 wait its Retry-After within the deadline). Every
-// attempt of one POST carries the same Idempotency-Key.
+// WaitOnRateLimit makes a 429 wait its Retry-After within the deadline). A 503
+// about one entity never marks an endpoint down: period_exhausted and
+// entity_held end the call at once (*UnavailableError, Refused), pool_exhausted
+// waits its Retry-After for this request only. Every attempt of one POST
+// carries the same Idempotency-Key.
 type transport struct {
 	o         Options
 	http      *http.Client
@@ -112,6 +115,29 @@ func (t *transport) send(ctx context.Context, method, path, secret string, body 
 				t.mu.Unlock()
 				return err
 			}
+			if h.Status == 503 && entityRefusal(h.Code) {
+				// About this entity alone and the same on every instance: the call ends, the endpoint stays up.
+				t.mu.Unlock()
+				return &UnavailableError{Reason: h.Code + " holds on every instance", Attempts: append(failures, err), Refused: true}
+			}
+			if h.Status == 503 && h.Code == CodePoolExhausted {
+				// One entity's pool is short: wait for this request only, then ask the next endpoint in turn.
+				if wait < 0 {
+					wait = t.o.DownFor
+				}
+				t.current = (index + 1) % len(t.endpoints)
+				t.mu.Unlock()
+				failures = append(failures, err)
+				if !time.Now().Add(wait).Before(deadline) {
+					return &UnavailableError{Reason: fmt.Sprintf("its Retry-After ends past the %v deadline", t.o.Deadline), Attempts: failures}
+				}
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				continue
+			}
 			if h.RetryAfter >= 0 {
 				retryAfter = time.Duration(h.RetryAfter) * time.Millisecond
 			}
@@ -136,6 +162,12 @@ func (t *transport) send(ctx context.Context, method, path, secret string, body 
 		reason = fmt.Sprintf("%d attempts failed", len(failures))
 	}
 	return &UnavailableError{Reason: reason, Attempts: failures}
+}
+
+// entityRefusal: a 503 code about one entity that every instance answers alike
+// (its period's numbers are spent; it is held): no failover, no waiting.
+func entityRefusal(code string) bool {
+	return code == CodePeriodExhausted || code == CodeEntityHeld
 }
 
 func min(a, b int) int {
@@ -197,7 +229,7 @@ func (t *transport) attempt(ctx context.Context, ep *endpoint, method, path, sec
 		return nil
 	}
 	h := &HTTPError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Endpoint: ep.url,
-		RetryAfter: retryAfterMs(res.Header.Get("Retry-After"), t.o.MaxRetryAfter)}
+		RetryAfter: -1}
 	var answer struct {
 		Error *struct {
 			Code    *string `json:"code"`
@@ -216,6 +248,12 @@ func (t *transport) attempt(ctx context.Context, ep *endpoint, method, path, sec
 			h.Message = *answer.Error.Message
 		}
 	}
+	// A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
+	limit := t.o.MaxRetryAfter
+	if entityRefusal(h.Code) {
+		limit = time.Duration(1<<63 - 1)
+	}
+	h.RetryAfter = retryAfterMs(res.Header.Get("Retry-After"), limit)
 	return h
 }
 

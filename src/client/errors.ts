@@ -8,6 +8,8 @@ export type IdpoolErrorCode =
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'pool_exhausted'
+  | 'period_exhausted'
+  | 'entity_held'
   | 'unavailable'
   | 'internal'
   | (string & {});
@@ -71,21 +73,33 @@ export class IdpoolNetworkError extends IdpoolClientError {
 
 /**
  * Every attempt failed (network errors, timeouts, 5xx) or the deadline came
- * first. `attempts` holds each failure in order; `lastError` the final one;
- * `lastAnswer` the last answer a service gave (status, code, message), which
- * the message leads with: an endpoint that answered 503 says more than
- * another one that refused connections after it.
+ * first, or the service refused the entity on every instance (503
+ * `period_exhausted`, `entity_held`: ended at once, `refused`). `attempts`
+ * holds each failure in order; `lastError` the final one; `lastAnswer` the
+ * last answer a service gave (status, code, message, retryAfterMs), which the
+ * message leads with: an endpoint that answered 503 says more than another
+ * one that refused connections after it.
  */
 export class IdpoolUnavailableError extends IdpoolClientError {
+  /** True when the answer concerns the entity alone and holds on every instance: asked once, no endpoint marked down. */
+  readonly refused: boolean;
+
   constructor(
     readonly attempts: readonly IdpoolClientError[],
     reason: string,
+    options: { refused?: boolean } = {},
   ) {
     const last = attempts.at(-1);
     const answer = lastAnswerOf(attempts);
     const answered = answer ? `; last answer: ${answer.message}` : '';
     const lastError = last && last !== answer ? `; last error: ${last.message}` : '';
-    super(`idpool unavailable: ${reason}${answered}${lastError}`, { cause: answer ?? last });
+    super(
+      options.refused && answer
+        ? `idpool unavailable: ${answer.message} (the same on every instance: not asked again)`
+        : `idpool unavailable: ${reason}${answered}${lastError}`,
+      { cause: answer ?? last },
+    );
+    this.refused = options.refused === true;
   }
 
   get lastError(): IdpoolClientError | undefined {

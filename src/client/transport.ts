@@ -66,17 +66,24 @@ interface Endpoint {
   streak: number;
 }
 
-/** Marks an error that must reach the caller without another attempt (4xx). */
-class Final extends Error {
-  constructor(readonly error: IdpoolClientError) {
-    super(error.message);
-  }
-}
+/**
+ * 503 codes about one entity that every instance answers alike (its period's
+ * numbers are spent; it is held): no other endpoint answers otherwise and the
+ * endpoint serves the other entities, so the call ends at once and no
+ * endpoint is marked down.
+ */
+const ENTITY_REFUSALS: ReadonlySet<string> = new Set(['period_exhausted', 'entity_held']);
+
+/** What a failed attempt leads to: the caller gets it, the call waits and asks again, or the endpoint is down. */
+type Verdict = 'final' | 'refused' | 'down' | { waitMs: number };
 
 /**
  * Sends one logical request with failover: network errors, timeouts and 5xx
  * move on to the next endpoint (an endpoint that said `Retry-After` is not
- * asked again before then), 4xx go straight back to the caller. Every attempt
+ * asked again before then), 4xx go straight back to the caller. A 503 about
+ * one entity never marks an endpoint down: `period_exhausted` and
+ * `entity_held` end the call at once (IdpoolUnavailableError), and
+ * `pool_exhausted` waits its Retry-After for this request only. Every attempt
  * of one POST carries the same `Idempotency-Key`, so the service answers a
  * retry with the ids it already handed out instead of another batch.
  */
@@ -122,24 +129,27 @@ export class Transport {
         this.current = index;
         return result;
       } catch (err) {
-        if (err instanceof Final) {
-          const wait = rateLimitWait(req, err.error);
-          if (wait === undefined || clock.now() + wait >= deadline) throw err.error;
-          // The entity's limit holds on every instance: wait it out here, then ask again.
-          failures.push(err.error);
-          await clock.sleep(wait);
+        const failure = err as IdpoolClientError;
+        const verdict = this.verdict(req, failure);
+        if (verdict === 'final') throw failure;
+        failures.push(failure);
+        if (verdict === 'refused')
+          throw new IdpoolUnavailableError(failures, 'refused on every instance', { refused: true });
+        if (verdict === 'down') {
+          this.markDown(endpoint, index, failure);
           continue;
         }
-        const failure = err as IdpoolClientError;
-        failures.push(failure);
-        endpoint.streak++;
-        // The server's Retry-After is obeyed as given; without one, an endpoint
-        // that keeps failing is skipped for longer each time (downForMs, ×2, up
-        // to MAX_BACKOFF_MS) while another one may answer.
-        const retryAfterMs = failure instanceof IdpoolHttpError ? failure.retryAfterMs : undefined;
-        const backoff = Math.min(this.options.downForMs * 2 ** (endpoint.streak - 1), MAX_BACKOFF_MS);
-        endpoint.notBefore = clock.now() + (retryAfterMs ?? backoff);
-        this.current = (index + 1) % this.endpoints.length;
+        if (clock.now() + verdict.waitMs >= deadline) {
+          if (req.waitOnRateLimit && failure instanceof IdpoolHttpError && failure.status === 429) throw failure;
+          throw new IdpoolUnavailableError(
+            failures,
+            `its Retry-After ends past the ${this.options.deadlineMs} ms deadline`,
+          );
+        }
+        // The refusal holds for this request only: wait it out, then ask again (a pool_exhausted the next endpoint).
+        if (failure instanceof IdpoolHttpError && failure.status === 503)
+          this.current = (index + 1) % this.endpoints.length;
+        await clock.sleep(verdict.waitMs);
       }
     }
     throw new IdpoolUnavailableError(
@@ -148,6 +158,36 @@ export class Transport {
         ? `${failures.length} attempts failed`
         : `deadline of ${this.options.deadlineMs} ms passed`,
     );
+  }
+
+  /**
+   * 4xx go to the caller, a 429 of a request that waits on rate limits
+   * excepted; `period_exhausted` and `entity_held` end the call at once;
+   * `pool_exhausted` (one entity's pool short) waits its Retry-After for this
+   * request only; network errors, timeouts and other 5xx mark the endpoint down.
+   */
+  private verdict(req: Request, failure: IdpoolClientError): Verdict {
+    if (!(failure instanceof IdpoolHttpError)) return 'down';
+    if (failure.status === 429 && req.waitOnRateLimit && failure.retryAfterMs !== undefined)
+      return { waitMs: failure.retryAfterMs };
+    if (failure.status < 500) return 'final';
+    if (failure.status !== 503) return 'down';
+    if (ENTITY_REFUSALS.has(failure.code)) return 'refused';
+    if (failure.code === 'pool_exhausted') return { waitMs: failure.retryAfterMs ?? this.options.downForMs };
+    return 'down';
+  }
+
+  /**
+   * The server's Retry-After is obeyed as given; without one, an endpoint that
+   * keeps failing is skipped for longer each time (downForMs, ×2, up to
+   * MAX_BACKOFF_MS) while another one may answer.
+   */
+  private markDown(endpoint: Endpoint, index: number, failure: IdpoolClientError): void {
+    endpoint.streak++;
+    const retryAfterMs = failure instanceof IdpoolHttpError ? failure.retryAfterMs : undefined;
+    const backoff = Math.min(this.options.downForMs * 2 ** (endpoint.streak - 1), MAX_BACKOFF_MS);
+    endpoint.notBefore = this.options.clock.now() + (retryAfterMs ?? backoff);
+    this.current = (index + 1) % this.endpoints.length;
   }
 
   /**
@@ -213,17 +253,15 @@ export class Transport {
       code,
       message,
       endpoint.url,
-      retryAfterMs(retryAfter, this.options.clock.now(), this.options.maxRetryAfterMs),
+      // A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
+      retryAfterMs(
+        retryAfter,
+        this.options.clock.now(),
+        ENTITY_REFUSALS.has(code) ? Number.POSITIVE_INFINITY : this.options.maxRetryAfterMs,
+      ),
     );
-    if (status < 500) throw new Final(failure);
     throw failure;
   }
-}
-
-/** How long a refusal of `req` is waited out before asking again; undefined: it goes to the caller. */
-function rateLimitWait(req: Request, error: IdpoolClientError): number | undefined {
-  if (!req.waitOnRateLimit || !(error instanceof IdpoolHttpError) || error.status !== 429) return undefined;
-  return error.retryAfterMs;
 }
 
 function parseJson(text: string): unknown {

@@ -14,8 +14,8 @@ import { uniqueKey } from '../support/configs';
 import { call, parseMetrics, register } from '../support/http';
 import { type PrivateDeployment, privateDeployment } from '../support/private-deployment';
 import type { Instance } from '../support/processes';
-import { IdpoolClient } from '../../src/client';
-import { type ClientLanguage, type ClientRun, buildClientLanguages, runClient } from '../support/clients';
+import { IdpoolClient, IdpoolUnavailableError } from '../../src/client';
+import { type ClientLanguage, type ClientRun, buildClientLanguages, runClient, runUnitTests } from '../support/clients';
 import { type Front, startFront } from '../support/front';
 
 /** The leased entity's spacing: every id it hands out is ≡ REMAINDER (mod DELTA). */
@@ -24,6 +24,11 @@ const REMAINDER = 3;
 /** The business-number entity's template, and what its numbers look like. */
 const NUMBER_FORMAT = 'CL{yyyy}{MM}{dd}-{seq:6}';
 const NUMBER_SHAPE = /^CL\d{8}-\d{6}$/;
+/**
+ * A business-number entity whose period is spent after 9 takes: yearly, so the period a run spends never ends
+ * under it (every later take answers 503 period_exhausted, Retry-After: the seconds to next year).
+ */
+const SPENT_FORMAT = 'X{yyyy}-{seq:1}';
 /** The gapless series' template (docs/numbers.md "Gapless series"): yearly, so a run never spans two periods. */
 const GAPLESS_FORMAT = 'GL{yyyy}-{seq:6}';
 
@@ -73,6 +78,11 @@ describeWithServices(
       numbers: uniqueKey('cl-numbers'),
       gapless: uniqueKey('cl-gapless'),
     };
+    /** A business-number entity per language and the TS SDK, each spent by its client (SPENT_FORMAT). */
+    const spentKeys = Object.fromEntries(
+      (['java', 'python', 'go', 'ts'] as const).map((lang) => [lang, uniqueKey(`cl-spent-${lang}`)]),
+    );
+    const spentSecrets: Record<string, string> = {};
     /**
      * In front of A for the gapless takes: the first attempt of each Idempotency-Key reaches A, which issues
      * the numbers, and its answer is dropped (a connection cut on the way back); later attempts pass.
@@ -133,6 +143,8 @@ describeWithServices(
       ]);
       for (const [lang, key] of Object.entries(trendKeys))
         trendSecrets[lang] = await register(a.url, { key, mode: 'trend' });
+      for (const [lang, key] of Object.entries(spentKeys))
+        spentSecrets[lang] = await register(a.url, { key, format: SPENT_FORMAT });
       env = {
         TAKE_KEY: keys.take,
         TAKE_SECRET: take,
@@ -158,6 +170,13 @@ describeWithServices(
       await deployment?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
+
+    /** Each language's program in `mode` over both instances, with the shared env and `extra` of its language. */
+    const runEach = (mode: string, extra: (lang: ClientLanguage['name']) => Record<string, string>) =>
+      langs.map((lang) => ({
+        lang,
+        run: runClient(lang, mode, { ...env, IDPOOL_ENDPOINTS: `${a.url},${b.url}`, ...extra(lang.name) }),
+      }));
 
     /** Checks one program's ids: none seen before, the leased ones ≡ REMAINDER (mod DELTA). */
     const account = (name: string, ids: { taken: bigint[]; leased: bigint[] }) => {
@@ -206,15 +225,7 @@ describeWithServices(
     });
 
     it('typed errors carry the service codes and the last real answer; Retry-After is obeyed, by leases too; one Idempotency-Key a take; business numbers as strings; gapless numbers with a reference, one key through a dropped answer; snowflake ids decode', async () => {
-      const runs = langs.map((lang) => ({
-        lang,
-        run: runClient(lang, 'errors', {
-          ...env,
-          IDPOOL_ENDPOINTS: `${a.url},${b.url}`,
-          TREND_KEY: trendKeys[lang.name],
-          TREND_SECRET: trendSecrets[lang.name],
-        }),
-      }));
+      const runs = runEach('errors', (lang) => ({ TREND_KEY: trendKeys[lang], TREND_SECRET: trendSecrets[lang] }));
       const numbers: string[] = [];
       for (const { lang, run: r } of runs) {
         expect(await r.exited, `${lang.name}:\n${r.output()}`).toBe(0);
@@ -314,6 +325,49 @@ describeWithServices(
         gaplessClient.close();
       }
     };
+
+    it("each client's own tests (fake instances): a 503 about one entity never marks an endpoint down", async () => {
+      // One after the other: the machine has two cores and the Go tests compile first.
+      for (const lang of langs) expect(await runUnitTests(lang), lang.name).toBeDefined();
+    });
+
+    it("one entity's spent period (503 period_exhausted on both instances) ends its takes at once and never blocks another entity of the same client", async () => {
+      const runs = runEach('spent', (lang) => ({ SPENT_KEY: spentKeys[lang], SPENT_SECRET: spentSecrets[lang] }));
+      const client = new IdpoolClient({
+        endpoints: [a.url, b.url],
+        entities: { [spentKeys.ts]: { secret: spentSecrets.ts }, [keys.take]: { secret: env.TAKE_SECRET } },
+      });
+      try {
+        const numbers: string[] = [];
+        let refusal: unknown;
+        while (refusal === undefined && numbers.length < 20)
+          await client.take(spentKeys.ts, 1).then(
+            (n) => numbers.push(...n),
+            (e: unknown) => (refusal = e),
+          );
+        expect(numbers).toHaveLength(9);
+        expect(refusal).toBeInstanceOf(IdpoolUnavailableError);
+        const err = refusal as IdpoolUnavailableError;
+        expect([err.refused, err.lastAnswer?.status, err.lastAnswer?.code]).toEqual([true, 503, 'period_exhausted']);
+        expect(err.message).toMatch(/^idpool unavailable: http:\/\/\S+: 503 period_exhausted: /);
+        // The seconds to next year, as the service said them (not capped at the 30 s the client would wait).
+        expect(err.lastAnswer?.retryAfterMs).toBeGreaterThan(30_000);
+        for (let i = 0; i < 3; i++) {
+          const again = await client.take(spentKeys.ts, 1).catch((e: unknown) => e);
+          expect(again).toMatchObject({ refused: true, attempts: [expect.anything()] });
+        }
+        const start = performance.now();
+        expect(await client.take(keys.take, 1)).toHaveLength(1);
+        expect(performance.now() - start).toBeLessThan(1000);
+      } finally {
+        client.close();
+      }
+      for (const { lang, run: r } of runs) {
+        expect(await r.exited, `${lang.name}:\n${r.output()}`).toBe(0);
+        expect(r.output(), lang.name).toContain('ok spent\n');
+        expect([...r.output().matchAll(/^number X\d{4}-\d$/gm)], lang.name).toHaveLength(9);
+      }
+    });
 
     it('fails over to the survivor when one instance is killed (kill -9) between two phases', async () => {
       const TAKES = 10;

@@ -1,7 +1,8 @@
 /**
  * The Java, Python and Go clients' check programs (clients/LANG; the same
- * modes in all three: unique, failover, errors, bench): built once into a
- * directory, then run as processes. Used by test/integration/clients.test.ts
+ * modes in all three: unique, failover, errors, bench, spent) and their own
+ * tests against local fake instances: built once into a directory, then run
+ * as processes. Used by test/integration/clients.test.ts
  * and bench/clients.bench.ts.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -17,7 +18,12 @@ export interface ClientLanguage {
   name: 'java' | 'python' | 'go';
   command: (mode: string) => [string, string[]];
   env?: Record<string, string>;
+  /** The language's own tests against local fake instances (no service): command, arguments, directory. */
+  unitTests: [string, string[], string];
 }
+
+/** Go builds and tests from the standard library only: nothing may be fetched. */
+const GO_ENV = { GOFLAGS: '-mod=mod', GOPROXY: 'off', GOTOOLCHAIN: 'local' };
 
 /** A check program running. */
 export interface ClientRun {
@@ -59,19 +65,43 @@ export async function buildClientLanguages(dir: string, jvm: string[] = []): Pro
     build('javac', 'javac', [...fastJavac, '--release', '11', '-Xlint:all', '-Werror', '-d', classes, ...javaSources]),
     build('go build', 'go', ['build', '-o', goBinary, './cmd/idpoolcheck'], {
       cwd: join(CLIENTS, 'go'),
-      // Standard library only: nothing may be fetched.
-      env: { ...process.env, GOFLAGS: '-mod=mod', GOPROXY: 'off', GOTOOLCHAIN: 'local' },
+      env: { ...process.env, ...GO_ENV },
     }),
   ]);
   return [
-    { name: 'java', command: (mode) => ['java', [...jvm, '-cp', classes, 'dev.idpool.client.ClientCheck', mode]] },
+    {
+      name: 'java',
+      command: (mode) => ['java', [...jvm, '-cp', classes, 'dev.idpool.client.ClientCheck', mode]],
+      unitTests: ['java', [...jvm, '-cp', classes, 'dev.idpool.client.EntityRefusalsCheck'], dir],
+    },
     {
       name: 'python',
       command: (mode) => ['python3', [join(CLIENTS, 'python', 'tests', 'check.py'), mode]],
       env: { PYTHONPATH: join(CLIENTS, 'python', 'src'), PYTHONDONTWRITEBYTECODE: '1' },
+      unitTests: ['python3', ['-m', 'unittest', 'discover', '-s', 'tests'], join(CLIENTS, 'python')],
     },
-    { name: 'go', command: (mode) => [goBinary, [mode]] },
+    {
+      name: 'go',
+      command: (mode) => [goBinary, [mode]],
+      env: GO_ENV,
+      unitTests: ['go', ['test', '-count=1', '.'], join(CLIENTS, 'go')],
+    },
   ];
+}
+
+/** Runs `language`'s own tests; resolves with their output, rejects with it when they fail. */
+export async function runUnitTests(language: ClientLanguage): Promise<string> {
+  const [command, args, cwd] = language.unitTests;
+  try {
+    const { stdout, stderr } = await execFileAsync(command, args, {
+      cwd,
+      env: { ...process.env, ...language.env },
+    });
+    return stdout + stderr;
+  } catch (err) {
+    const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
+    throw new Error(`${language.name}'s own tests failed:\n${stdout}${stderr}`, { cause: err });
+  }
 }
 
 /** Starts `language`'s check program in `mode`; its stdin stays open for the failover mode's go-on line. */

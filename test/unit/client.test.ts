@@ -233,6 +233,142 @@ describe('IdpoolClient failover', () => {
   });
 });
 
+describe('IdpoolClient: 503 refusals of one entity', () => {
+  /** What every instance answers a take of an entity whose period's 9 numbers are spent. */
+  const spent = () =>
+    json(
+      503,
+      { error: { code: 'period_exhausted', message: 'receipts: period 202611290315 has handed out all 9 numbers' } },
+      { 'retry-after': '3461' },
+    );
+  const threeEntities = (fetchFn: typeof fetch, clock: FakeClock) =>
+    client(fetchFn, clock, {
+      entities: { receipts: { secret: 'r' }, orders: { secret: 's3cret' }, invoices: { secret: 'i' } },
+    });
+
+  it('period_exhausted ends the call in one attempt with IdpoolUnavailableError leading with the answer; the other entities are served at once', async () => {
+    const f = fakeFetch({
+      [`${A}/apps/receipts`]: Array.from({ length: 20 }, spent),
+      [`${B}/apps/receipts`]: Array.from({ length: 20 }, spent),
+    });
+    const clock = new FakeClock({ sleep: 'advance' });
+    const c = threeEntities(f.fn, clock);
+    for (let i = 0; i < 20; i++) {
+      const err = await c.take('receipts', 1).catch((e) => e);
+      expect(err).toBeInstanceOf(IdpoolUnavailableError);
+      expect(err.refused).toBe(true);
+      expect(err.attempts).toHaveLength(1);
+      expect([err.lastAnswer.status, err.lastAnswer.code, err.lastAnswer.retryAfterMs]).toEqual([
+        503,
+        'period_exhausted',
+        3_461_000,
+      ]);
+      expect(err.message).toMatch(/^idpool unavailable: http:\/\/a\.test:8080: 503 period_exhausted: receipts: period/);
+    }
+    expect(f.seen).toHaveLength(20);
+    // Another entity through the same client: its first endpoint, at once.
+    const t0 = clock.now();
+    await expect(c.take('orders', 2)).resolves.toEqual(['1000', '1001']);
+    await expect(c.take('invoices', 1)).resolves.toEqual(['1002']);
+    expect(f.seen.slice(20).map((s) => s.url)).toEqual([`${A}/apps/orders/ids`, `${A}/apps/invoices/ids`]);
+    expect(clock.now()).toBe(t0);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('entity_held ends the call at once too, after a network error before it', async () => {
+    const held = () =>
+      json(503, { error: { code: 'entity_held', message: 'entity "receipts" is held' } }, { 'retry-after': '60' });
+    const f = fakeFetch({ [A]: [refused()], [`${B}/apps/receipts`]: [held()] });
+    const clock = new FakeClock({ sleep: 'advance' });
+    const c = threeEntities(f.fn, clock);
+    const err = await c.take('receipts', 1).catch((e) => e);
+    expect(err).toBeInstanceOf(IdpoolUnavailableError);
+    expect(err.refused).toBe(true);
+    expect(err.attempts.map((a: Error) => a.constructor)).toEqual([IdpoolNetworkError, IdpoolHttpError]);
+    expect([err.lastAnswer.code, err.lastAnswer.retryAfterMs]).toEqual(['entity_held', 60_000]);
+    await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
+    expect(f.seen.map((s) => s.url)).toEqual([
+      `${A}/apps/receipts/ids`,
+      `${B}/apps/receipts/ids`,
+      `${B}/apps/orders/ids`,
+    ]);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('pool_exhausted waits its Retry-After for that take alone and asks the next endpoint; no endpoint is marked down', async () => {
+    const short = () => json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '1' });
+    const f = fakeFetch({ [`${A}/apps/receipts`]: [short()] });
+    const clock = new FakeClock({ sleep: 'advance' });
+    const c = threeEntities(f.fn, clock);
+    await expect(c.take('receipts', 1)).resolves.toEqual(['1000']);
+    expect(clock.sleeps).toEqual([1000]);
+    expect(f.seen.map((s) => s.url)).toEqual([`${A}/apps/receipts/ids`, `${B}/apps/receipts/ids`]);
+    // A stays up: with B failing, another entity is answered by A without waiting.
+    f.seen.length = 0;
+    const g = fakeFetch({ [`${A}/apps/receipts`]: [short()], [B]: [refused()] });
+    const d = threeEntities(g.fn, clock);
+    await expect(d.take('receipts', 1)).resolves.toEqual(['1000']);
+    await expect(d.take('orders', 1)).resolves.toEqual(['1001']);
+    expect(g.seen.map((s) => s.url)).toEqual([
+      `${A}/apps/receipts/ids`,
+      `${B}/apps/receipts/ids`,
+      `${A}/apps/receipts/ids`,
+      `${A}/apps/orders/ids`,
+    ]);
+    expect(clock.sleeps).toEqual([1000, 1000]);
+  });
+
+  it('a leased buffer waits out pool_exhausted; period_exhausted and entity_held end it at once with the error', async () => {
+    const clock = new FakeClock({ sleep: 'advance' });
+    let refusals: string[] = ['pool_exhausted'];
+    let answered = 0;
+    const fetchImpl = (async () => {
+      answered++;
+      const code = refusals.shift();
+      if (code) return json(503, { error: { code, message: 'no' } }, { 'retry-after': '1' });
+      return json(200, { first: '0', last: '3', count: 4, delta: 1, remainder: 0 });
+    }) as unknown as typeof fetch;
+    const leasing = () =>
+      new IdpoolClient(
+        withClientSeams({
+          endpoints: [A, B],
+          fetch: fetchImpl,
+          clock,
+          entities: { orders: { secret: 's', mode: 'trend', lease: { ids: 'number', prefetchAt: 0.99 } } },
+        }),
+      );
+    const waiting = leasing();
+    await expect(waiting.leased('orders').nextAsync()).resolves.toBe(0);
+    expect(clock.sleeps.filter((ms) => ms === 1000)).toHaveLength(1);
+    waiting.close();
+    for (const code of ['period_exhausted', 'entity_held']) {
+      refusals = [code, code, code];
+      answered = 0;
+      const sleeps = clock.sleeps.length;
+      const refusing = leasing();
+      const err = await refusing
+        .leased('orders')
+        .nextAsync()
+        .catch((e) => e);
+      expect(err).toBeInstanceOf(IdpoolUnavailableError);
+      expect(err.lastAnswer.code).toBe(code);
+      expect(answered).toBe(1);
+      expect(clock.sleeps.slice(sleeps).filter((ms) => ms === 1000)).toEqual([]);
+      refusing.close();
+    }
+  });
+
+  it('unavailable (a dependency down on that instance) still marks the endpoint down', async () => {
+    const down = () => json(503, { error: { code: 'unavailable', message: 'redis down' } }, { 'retry-after': '5' });
+    const f = fakeFetch({ [A]: [down()] });
+    const clock = new FakeClock({ sleep: 'advance' });
+    const c = threeEntities(f.fn, clock);
+    await expect(c.take('receipts', 1)).resolves.toEqual(['1000']);
+    await expect(c.take('orders', 1)).resolves.toEqual(['1001']);
+    expect(f.seen.map((s) => s.url.slice(0, A.length))).toEqual([A, B, B]);
+  });
+});
+
 describe('IdpoolClient 4xx', () => {
   it.each([
     [400, 'invalid_request', IdpoolInvalidRequestError],

@@ -1,7 +1,7 @@
 """The client's checks against a real idpool, run by
 test/integration/clients.test.ts (which reads the ids written to $OUT and
 asserts on them) and bench/clients.bench.ts. The same modes as the Java and Go
-programs: unique, failover, errors, bench. Exit status 0 only when every check
+programs: unique, failover, errors, bench, spent. Exit status 0 only when every check
 here passed.
 
     PYTHONPATH=src python3 tests/check.py errors
@@ -372,6 +372,38 @@ def bench():
                               "sink": sum(sums) & 1}), flush=True)
 
 
+def spent():
+    """One client over both instances: SPENT_KEY's period is taken until the service answers 503
+    period_exhausted; then each take of it ends at once (one attempt, under a second), and TAKE_KEY
+    through the same client is answered at once: one entity's refusal marks no endpoint down."""
+    key, other = env("SPENT_KEY"), env("TAKE_KEY")
+    with IdpoolClient(ENDPOINTS, {key: env("SPENT_SECRET"), other: env("TAKE_SECRET")}) as c:
+        for _ in range(20):
+            try:
+                print(f"number {c.next_number(key)}", flush=True)
+            except UnavailableError as err:
+                if not err.refused or err.last_answer.code != "period_exhausted":
+                    raise
+                break
+        else:
+            raise AssertionError("no period_exhausted after 20 takes")
+        for _ in range(3):
+            start = time.monotonic()
+            try:
+                c.next_number(key)
+                raise AssertionError("a spent period handed out a number")
+            except UnavailableError as err:
+                took = time.monotonic() - start
+                if not err.refused or len(err.attempts) != 1 or took >= 1:
+                    raise AssertionError(f"{err} after {len(err.attempts)} attempts, {took:.3f} s")
+        start = time.monotonic()
+        c.take(other, 1)
+        took = time.monotonic() - start
+        if took >= 1:
+            raise AssertionError(f"another entity waited {took:.3f} s")
+        print(f"other {took * 1000:.0f} ms", flush=True)
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "unique":
@@ -382,5 +414,7 @@ if __name__ == "__main__":
         errors()
     elif mode == "bench":
         bench()
+    elif mode == "spent":
+        check("spent", spent)
     else:
-        raise SystemExit("mode: unique | failover | errors | bench")
+        raise SystemExit("mode: unique | failover | errors | bench | spent")

@@ -1,7 +1,7 @@
 // Command idpoolcheck runs the client's checks against a real idpool, for
 // test/integration/clients.test.ts (which reads the ids written to $OUT and
 // asserts on them) and bench/clients.bench.ts. The same modes as the Java and
-// Python programs: unique, failover, errors, bench. Exit status 0 only when
+// Python programs: unique, failover, errors, bench, spent. Exit status 0 only when
 // every check here passed.
 package main
 
@@ -69,8 +69,10 @@ func main() {
 		checks()
 	case "bench":
 		bench()
+	case "spent":
+		check("spent", spent)
 	default:
-		fail("mode", errors.New("unique | failover | errors | bench"))
+		fail("mode", errors.New("unique | failover | errors | bench | spent"))
 	}
 }
 
@@ -553,4 +555,57 @@ func bench() {
 		fmt.Printf(`{"lang":"go","threads":%d,"ids":%d,"seconds":%.3f,"perSecond":%.0f,"leases":%d,"sink":%d}`+"\n",
 			threads, each*threads, seconds, float64(each*threads)/seconds, leased.Leases(), sink.Load()&1)
 	}
+}
+
+// spent: one client over both instances; SPENT_KEY's period is taken until the
+// service answers 503 period_exhausted; then each take of it ends at once (one
+// attempt, under a second), and TAKE_KEY through the same client is answered at
+// once: one entity's refusal marks no endpoint down.
+func spent() error {
+	ctx := context.Background()
+	key, other := env("SPENT_KEY", ""), env("TAKE_KEY", "")
+	c, err := idpool.New(idpool.Options{Endpoints: endpoints(), Secrets: map[string]string{key: env("SPENT_SECRET", ""), other: env("TAKE_SECRET", "")}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	refused := func(err error) *idpool.UnavailableError {
+		var u *idpool.UnavailableError
+		if errors.As(err, &u) && u.Refused && u.LastAnswer().Code == idpool.CodePeriodExhausted {
+			return u
+		}
+		return nil
+	}
+	for i := 0; ; i++ {
+		if i == 20 {
+			return errors.New("no period_exhausted after 20 takes")
+		}
+		n, err := c.NextNumber(ctx, key)
+		if err == nil {
+			fmt.Println("number " + n)
+			continue
+		}
+		if refused(err) == nil {
+			return err
+		}
+		break
+	}
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		_, err := c.NextNumber(ctx, key)
+		u := refused(err)
+		if took := time.Since(start); u == nil || len(u.Attempts) != 1 || took >= time.Second {
+			return fmt.Errorf("%v after %v", err, took)
+		}
+	}
+	start := time.Now()
+	if _, err := c.Take(ctx, other, 1); err != nil {
+		return fmt.Errorf("another entity: %w", err)
+	}
+	took := time.Since(start)
+	if took >= time.Second {
+		return fmt.Errorf("another entity waited %v", took)
+	}
+	fmt.Printf("other %d ms\n", took.Milliseconds())
+	return nil
 }

@@ -17,6 +17,10 @@ from .errors import IdpoolError, IdpoolHttpError, UnavailableError, http_error
 # A dead endpoint costs one connection attempt per 8 s.
 _MAX_BACKOFF = 8.0
 
+# 503 codes about one entity that every instance answers alike (its period's numbers are spent; it is held):
+# the call ends at once and no endpoint is marked down.
+_ENTITY_REFUSALS = frozenset(("period_exhausted", "entity_held"))
+
 
 class _Endpoint:
     __slots__ = ("url", "not_before", "streak")
@@ -37,8 +41,10 @@ class Transport:
     said ``Retry-After`` is not asked again before then; one failing without it
     is skipped for ``down_for``, doubling up to 8 s); 4xx, 429 included, go
     straight back to the caller (unless ``wait_on_rate_limit`` makes a 429 wait
-    its ``Retry-After`` within the deadline). Every attempt of one POST carries the same
-    ``Idempotency-Key``."""
+    its ``Retry-After`` within the deadline). A 503 about one entity never marks an endpoint down:
+    ``period_exhausted`` and ``entity_held`` end the call at once (``UnavailableError``, ``refused``),
+    ``pool_exhausted`` waits its ``Retry-After`` for this request only. Every attempt of one POST
+    carries the same ``Idempotency-Key``."""
 
     def __init__(self, endpoints: List[str], timeout: float, deadline: float, max_attempts: int,
                  down_for: float, max_retry_after: float, wait_on_rate_limit: bool = False):
@@ -90,6 +96,20 @@ class Transport:
                     continue
                 if err.status < 500:
                     raise
+                if err.status == 503 and err.code in _ENTITY_REFUSALS:
+                    # About this entity alone and the same on every instance: the call ends, the endpoint stays up.
+                    failures.append(err)
+                    raise UnavailableError(f"{err.code} holds on every instance", failures, refused=True)
+                if err.status == 503 and err.code == "pool_exhausted":
+                    # One entity's pool is short: wait for this request only, then ask the next endpoint in turn.
+                    failures.append(err)
+                    wait = err.retry_after if err.retry_after is not None else self._down_for
+                    if time.monotonic() + wait >= deadline:
+                        raise UnavailableError(f"its Retry-After ends past the {self._deadline} s deadline", failures)
+                    with self._lock:
+                        self._current = (index + 1) % len(self._endpoints)
+                    time.sleep(wait)
+                    continue
                 self._failed(failures, endpoint, index, err, err.retry_after)
                 continue
             except IdpoolError as err:
@@ -164,7 +184,9 @@ class Transport:
                 code = error["code"]
             if isinstance(error.get("message"), str):
                 message = error["message"]
-        raise http_error(status, code, message, endpoint.url, retry_after_seconds(retry_after, self._max_retry_after))
+        # A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
+        cap = float("inf") if code in _ENTITY_REFUSALS else self._max_retry_after
+        raise http_error(status, code, message, endpoint.url, retry_after_seconds(retry_after, cap))
 
 
 def retry_after_seconds(value: Optional[str], cap: float) -> Optional[float]:

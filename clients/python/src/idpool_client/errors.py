@@ -48,23 +48,30 @@ class RateLimitedError(IdpoolHttpError):
 
 
 class UnavailableError(IdpoolError):
-    """Every attempt failed (network errors, timeouts, 5xx) or the deadline came first.
+    """Every attempt failed (network errors, timeouts, 5xx) or the deadline came first, or (``refused``)
+    the service refused the entity alone, alike on every instance (503 ``period_exhausted``,
+    ``entity_held``): asked once, no endpoint marked down.
 
     ``attempts`` holds each failure in order, ``last_error`` the final one, ``last_answer`` the
     last answer a service gave (status, code, message), which the message leads with: an endpoint
     that answered 503 says more than another one that refused connections after it.
     """
 
-    def __init__(self, reason: str, attempts: List[Exception]):
+    def __init__(self, reason: str, attempts: List[Exception], refused: bool = False):
         last = attempts[-1] if attempts else None
         answer = _last_answer(attempts)
-        text = f"idpool unavailable: {reason}"
-        if answer is not None:
-            text += f"; last answer: {answer}"
-        if last is not None and last is not answer:
-            text += f"; last error: {last}"
+        if refused and answer is not None:
+            text = f"idpool unavailable: {answer} (the same on every instance: not asked again)"
+        else:
+            text = f"idpool unavailable: {reason}"
+            if answer is not None:
+                text += f"; last answer: {answer}"
+            if last is not None and last is not answer:
+                text += f"; last error: {last}"
         super().__init__(text)
         self.attempts = attempts
+        # True when the answer concerns the entity alone, alike on every instance: asked once, no endpoint marked down.
+        self.refused = refused
         self.__cause__ = answer if answer is not None else last
 
     @property

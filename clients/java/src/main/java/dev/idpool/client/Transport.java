@@ -19,8 +19,11 @@ import java.util.UUID;
  * 5xx move on to the next endpoint (one that said {@code Retry-After} is not asked again before
  * then; one failing without it is skipped for {@code downFor}, doubling up to 8 s); 4xx, 429
  * included, go straight back to the caller, unless {@code waitOnRateLimit} makes a 429 wait its
- * {@code Retry-After} within the deadline. Every attempt of one POST carries the same {@code
- * Idempotency-Key}, so a retry after a timeout gets the ids the first attempt took.
+ * {@code Retry-After} within the deadline. A 503 about one entity never marks an endpoint down:
+ * {@code period_exhausted} and {@code entity_held} end the call at once ({@link
+ * IdpoolUnavailableException#refused()}), {@code pool_exhausted} waits its {@code Retry-After} for
+ * this request only. Every attempt of one POST carries the same {@code Idempotency-Key}, so a retry
+ * after a timeout gets the ids the first attempt took.
  */
 final class Transport {
   /** Longest back-off of a failing endpoint: a dead one costs one connection attempt per 8 s. */
@@ -132,6 +135,24 @@ final class Transport {
           continue;
         }
         if (err.status() < 500) throw err;
+        if (err.status() == 503 && isEntityRefusal(err.code())) {
+          // About this entity alone and the same on every instance: the call ends, the endpoint stays up.
+          failures.add(err);
+          throw new IdpoolUnavailableException(err.code() + " holds on every instance", failures, true);
+        }
+        if (err.status() == 503 && "pool_exhausted".equals(err.code())) {
+          // One entity's pool is short: wait for this request only, then ask the next endpoint in turn.
+          failures.add(err);
+          long poolWait = err.retryAfterMs() >= 0 ? err.retryAfterMs() : downForMs;
+          if (now() + poolWait >= deadline)
+            throw new IdpoolUnavailableException(
+                "its Retry-After ends past the " + deadlineMs + " ms deadline", failures);
+          synchronized (this) {
+            current = (index + 1) % endpoints.length;
+          }
+          sleep(poolWait);
+          continue;
+        }
         failed(failures, endpoint, index, err, err.retryAfterMs());
       } catch (IdpoolException err) {
         failed(failures, endpoint, index, err, -1);
@@ -209,8 +230,20 @@ final class Transport {
       if (error.get("code") instanceof String) code = (String) error.get("code");
       if (error.get("message") instanceof String) message = (String) error.get("message");
     }
-    long retryAfter = retryAfterMs(res.headers().firstValue("Retry-After").orElse(null), maxRetryAfterMs);
+    // A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
+    long retryAfter =
+        retryAfterMs(
+            res.headers().firstValue("Retry-After").orElse(null),
+            isEntityRefusal(code) ? Long.MAX_VALUE : maxRetryAfterMs);
     throw IdpoolHttpException.of(status, code, message, endpoint.url, retryAfter);
+  }
+
+  /**
+   * A 503 code about one entity that every instance answers alike (its period's numbers are spent;
+   * it is held): the call ends at once and no endpoint is marked down.
+   */
+  static boolean isEntityRefusal(String code) {
+    return "period_exhausted".equals(code) || "entity_held".equals(code);
   }
 
   /** {@code Retry-After} as ms: delta-seconds or an HTTP date; capped; -1 when absent or unreadable. */

@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The client's checks against a real idpool, run by test/integration/clients.test.ts (which reads
  * the ids written to $OUT and asserts on them) and by bench/clients.bench.ts. The same modes as the
- * Python and Go programs: {@code unique}, {@code failover}, {@code errors}, {@code bench}.
+ * Python and Go programs: {@code unique}, {@code failover}, {@code errors}, {@code bench}, {@code
+ * spent}.
  * Exit status 0 only when every check here passed.
  */
 public final class ClientCheck {
@@ -42,8 +43,11 @@ public final class ClientCheck {
       case "bench":
         bench();
         break;
+      case "spent":
+        check("spent", ClientCheck::spent);
+        break;
       default:
-        throw new IllegalArgumentException("mode: unique | failover | errors | bench");
+        throw new IllegalArgumentException("mode: unique | failover | errors | bench | spent");
     }
   }
 
@@ -434,6 +438,48 @@ public final class ClientCheck {
         });
     stub.start();
     return stub;
+  }
+
+  /**
+   * One client over both instances: SPENT_KEY's period is taken until the service answers 503
+   * period_exhausted; then each take of it ends at once (one attempt, under a second), and TAKE_KEY
+   * through the same client is answered at once: one entity's refusal marks no endpoint down.
+   */
+  private static void spent() {
+    String key = env("SPENT_KEY", "");
+    String other = env("TAKE_KEY", "");
+    try (IdpoolClient c =
+        IdpoolClient.builder()
+            .endpoints(ENDPOINTS)
+            .entity(key, env("SPENT_SECRET", ""))
+            .entity(other, env("TAKE_SECRET", ""))
+            .build()) {
+      for (int k = 0; ; k++) {
+        if (k == 20) throw new AssertionError("no period_exhausted after 20 takes");
+        try {
+          System.out.println("number " + c.nextNumber(key));
+        } catch (IdpoolUnavailableException err) {
+          if (!err.refused() || !"period_exhausted".equals(err.lastAnswer().code())) throw err;
+          break;
+        }
+      }
+      for (int k = 0; k < 3; k++) {
+        long start = System.nanoTime();
+        try {
+          c.nextNumber(key);
+          throw new AssertionError("a spent period handed out a number");
+        } catch (IdpoolUnavailableException err) {
+          long tookMs = (System.nanoTime() - start) / 1_000_000;
+          if (!err.refused() || err.attempts().size() != 1 || tookMs >= 1000)
+            throw new AssertionError(err.getMessage() + " after " + err.attempts().size() + " attempts, " + tookMs + " ms");
+        }
+      }
+      long start = System.nanoTime();
+      c.next(other);
+      long tookMs = (System.nanoTime() - start) / 1_000_000;
+      if (tookMs >= 1000) throw new AssertionError("another entity waited " + tookMs + " ms");
+      System.out.println("other " + tookMs + " ms");
+    }
   }
 
   private static void bench() throws Exception {
