@@ -32,27 +32,19 @@ const NEVER_ENDS = 8.64e15;
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
+/** The length of a period's name: its calendar fields down to the reset's unit. */
+const ID_WIDTH = { never: 0, yearly: 4, monthly: 6, daily: 8, hourly: 10 } as const;
+
 /** A period's name from calendar fields (see {@link Period.id}). */
-function periodId(f: CalendarFields, reset: Reset): string {
-  switch (reset) {
-    case 'never':
-      return 'all';
-    case 'yearly':
-      return pad(f.year, 4);
-    case 'monthly':
-      return pad(f.year, 4) + pad(f.month, 2);
-    case 'daily':
-      return pad(f.year, 4) + pad(f.month, 2) + pad(f.day, 2);
-    case 'hourly':
-      return pad(f.year, 4) + pad(f.month, 2) + pad(f.day, 2) + pad(f.hour, 2);
-  }
+export function periodId(f: CalendarFields, reset: Reset): string {
+  if (reset === 'never') return 'all';
+  return (pad(f.year, 4) + pad(f.month, 2) + pad(f.day, 2) + pad(f.hour, 2)).slice(0, ID_WIDTH[reset]);
 }
 
 /** The calendar fields a period id names (the units below its reset at their first value); undefined when it is not one. */
 function periodDate(id: string, reset: Reset): CalendarFields | undefined {
-  const widths = { never: 0, yearly: 4, monthly: 6, daily: 8, hourly: 10 } as const;
   if (reset === 'never') return id === 'all' ? { year: 1970, month: 1, day: 1, hour: 0 } : undefined;
-  if (id.length !== widths[reset] || !/^\d+$/.test(id)) return undefined;
+  if (id.length !== ID_WIDTH[reset] || !/^\d+$/.test(id)) return undefined;
   const date = {
     year: Number(id.slice(0, 4)),
     month: id.length >= 6 ? Number(id.slice(4, 6)) : 1,

@@ -3,7 +3,7 @@
  * its zone, and the answers built from them (a period's formatter, a
  * number decoded to its period and sequence).
  */
-import { type Period, PeriodCalendar, type Reset } from './period';
+import { type Period, PeriodCalendar, type Reset, periodId } from './period';
 import { NumberSettingsError, NumberTemplate } from './template';
 import { UnknownZoneError, timeZone } from './zone';
 
@@ -84,14 +84,7 @@ export class NumberScheme {
     if (!parts || parts.seq > this.capacity) return undefined;
     const f = parts.fields;
     const reset = this.template.reset;
-    const pad = (n: number | undefined, w: number) => String(n ?? 1).padStart(w, '0');
-    const id =
-      reset === 'never'
-        ? 'all'
-        : pad(f.year, 4) +
-          (reset === 'yearly' ? '' : pad(f.month, 2)) +
-          (reset === 'yearly' || reset === 'monthly' ? '' : pad(f.day, 2)) +
-          (reset === 'hourly' ? String(f.hour ?? 0).padStart(2, '0') : '');
+    const id = periodId({ year: f.year ?? 1, month: f.month ?? 1, day: f.day ?? 1, hour: f.hour ?? 0 }, reset);
     const period = this.calendar.named(id);
     if (!period) return undefined;
     return {
@@ -107,14 +100,11 @@ export class NumberScheme {
   }
 }
 
-function periodDateText(period: Period, reset: Reset): string {
-  const d = period.date;
+/** `2026`, `2026-11`, `2026-11-28` or `2026-11-28T14`: the period's date down to the reset's unit. */
+function periodDateText({ date: d }: Period, reset: Exclude<Reset, 'never'>): string {
   const p2 = (n: number) => String(n).padStart(2, '0');
-  const year = String(d.year).padStart(4, '0');
-  if (reset === 'yearly') return year;
-  if (reset === 'monthly') return `${year}-${p2(d.month)}`;
-  if (reset === 'daily') return `${year}-${p2(d.month)}-${p2(d.day)}`;
-  return `${year}-${p2(d.month)}-${p2(d.day)}T${p2(d.hour)}`;
+  const text = `${String(d.year).padStart(4, '0')}-${p2(d.month)}-${p2(d.day)}T${p2(d.hour)}`;
+  return text.slice(0, { yearly: 4, monthly: 7, daily: 10, hourly: 13 }[reset]);
 }
 
 /** The most numbers of one period an entity keeps ready ({@link NumberScheme.poolCap}). */

@@ -14,16 +14,17 @@ type Piece =
   | { readonly kind: 'date'; readonly token: DateToken }
   | { readonly kind: 'seq'; readonly width: number };
 
-/** The finest unit each date token shows (`yy` and `yyyy` both the year). */
-const TOKEN_UNIT: Record<DateToken, Exclude<Reset, 'never'>> = {
-  yyyy: 'yearly',
-  yy: 'yearly',
-  MM: 'monthly',
-  dd: 'daily',
-  HH: 'hourly',
+/** Each date token's field, width and the period unit it shows (`yy` and `yyyy` both the year). */
+const TOKENS: Record<DateToken, { unit: Exclude<Reset, 'never'>; width: number; field: keyof CalendarFields }> = {
+  yyyy: { unit: 'yearly', width: 4, field: 'year' },
+  yy: { unit: 'yearly', width: 2, field: 'year' },
+  MM: { unit: 'monthly', width: 2, field: 'month' },
+  dd: { unit: 'daily', width: 2, field: 'day' },
+  HH: { unit: 'hourly', width: 2, field: 'hour' },
 };
-const TOKEN_WIDTH: Record<DateToken, number> = { yyyy: 4, yy: 2, MM: 2, dd: 2, HH: 2 };
 const UNIT_RANK: Record<Reset, number> = { never: 0, yearly: 1, monthly: 2, daily: 3, hourly: 4 };
+/** The fields a period needs, as many as its unit's rank, each with the tokens that show it (one is enough). */
+const NEEDED: readonly (readonly DateToken[])[] = [['yyyy', 'yy'], ['MM'], ['dd'], ['HH']];
 /** The longest template: numbers are printed, typed and stored in other systems' columns. */
 const MAX_FORMAT_LENGTH = 64;
 const MAX_SEQ_WIDTH = 18;
@@ -73,7 +74,7 @@ export class NumberTemplate {
       );
     const tokens = new Set(pieces.flatMap((p) => (p.kind === 'date' ? [p.token] : [])));
     const finest = [...tokens].reduce<Reset>(
-      (unit, t) => (UNIT_RANK[TOKEN_UNIT[t]] > UNIT_RANK[unit] ? TOKEN_UNIT[t] : unit),
+      (unit, t) => (UNIT_RANK[TOKENS[t].unit] > UNIT_RANK[unit] ? TOKENS[t].unit : unit),
       'never',
     );
     if (reset !== undefined && !(RESETS as readonly string[]).includes(reset))
@@ -82,26 +83,15 @@ export class NumberTemplate {
     if (UNIT_RANK[finest] > UNIT_RANK[period])
       throw new NumberSettingsError(
         'format',
-        `date tokens finer than the ${period} period (${[...tokens].filter((t) => UNIT_RANK[TOKEN_UNIT[t]] > UNIT_RANK[period]).join(', ')}): the date would change within one sequence`,
+        `date tokens finer than the ${period} period (${[...tokens].filter((t) => UNIT_RANK[TOKENS[t].unit] > UNIT_RANK[period]).join(', ')}): the date would change within one sequence`,
       );
-    const needed = neededTokens(period).filter((need) => !need.some((t) => tokens.has(t)));
+    const needed = NEEDED.slice(0, UNIT_RANK[period]).filter((need) => !need.some((t) => tokens.has(t)));
     if (needed.length > 0)
       throw new NumberSettingsError(
         'format',
         `a ${period} number needs ${needed.map((n) => n.map((t) => `{${t}}`).join(' or ')).join(', ')}: without them numbers of different periods would repeat`,
       );
     return new NumberTemplate(format, period, pieces);
-  }
-
-  /** The number `seq` of `period` (1 ≤ seq ≤ {@link capacity}). */
-  format(period: Pick<Period, 'date'>, seq: bigint): string {
-    let out = '';
-    for (const p of this.pieces) {
-      if (p.kind === 'literal') out += p.text;
-      else if (p.kind === 'seq') out += seq.toString().padStart(p.width, '0');
-      else out += dateText(p.token, period.date);
-    }
-    return out;
   }
 
   /** The fixed prefix and suffix around the sequence for one period: formatting many numbers then costs one pad each. */
@@ -112,9 +102,11 @@ export class NumberTemplate {
 
   /** A period's numbers as `head`, the sequence zero-padded to `width`, `tail`: the date is the same in all of them. */
   parts(period: Pick<Period, 'date'>): { head: string; tail: string; width: number } {
-    const marker = this.format(period, 0n);
-    const at = this.offsetOfSeq();
-    return { head: marker.slice(0, at), tail: marker.slice(at + this.seqWidth), width: this.seqWidth };
+    const text = (p: Piece) =>
+      p.kind === 'literal' ? p.text : p.kind === 'date' ? dateText(p.token, period.date) : '';
+    const at = this.pieces.findIndex((p) => p.kind === 'seq');
+    const [head, tail] = [this.pieces.slice(0, at), this.pieces.slice(at + 1)].map((ps) => ps.map(text).join(''));
+    return { head, tail, width: this.seqWidth };
   }
 
   /**
@@ -139,14 +131,7 @@ export class NumberTemplate {
         continue;
       }
       const value = Number(text);
-      const field =
-        p.token === 'yyyy' || p.token === 'yy'
-          ? 'year'
-          : p.token === 'MM'
-            ? 'month'
-            : p.token === 'dd'
-              ? 'day'
-              : 'hour';
+      const field = TOKENS[p.token].field;
       // {yy} alone is read as 20yy (docs/numbers.md).
       const full = p.token === 'yy' ? 2000 + value : value;
       if (p.token === 'yy' && fields.year !== undefined) {
@@ -159,51 +144,15 @@ export class NumberTemplate {
     if (seq === undefined || seq < 1n) return undefined;
     return { fields, seq };
   }
-
-  private offsetOfSeq(): number {
-    let at = 0;
-    for (const p of this.pieces) {
-      if (p.kind === 'seq') return at;
-      at += pieceWidth(p);
-    }
-    return at;
-  }
 }
 
 function pieceWidth(p: Piece): number {
-  return p.kind === 'literal' ? p.text.length : p.kind === 'seq' ? p.width : TOKEN_WIDTH[p.token];
+  return p.kind === 'literal' ? p.text.length : p.kind === 'seq' ? p.width : TOKENS[p.token].width;
 }
 
 function dateText(token: DateToken, date: CalendarFields): string {
-  switch (token) {
-    case 'yyyy':
-      return String(date.year).padStart(4, '0');
-    case 'yy':
-      return String(date.year % 100).padStart(2, '0');
-    case 'MM':
-      return String(date.month).padStart(2, '0');
-    case 'dd':
-      return String(date.day).padStart(2, '0');
-    case 'HH':
-      return String(date.hour).padStart(2, '0');
-  }
-}
-
-/** For each field a period needs, the tokens that show it (one of them is enough). */
-function neededTokens(period: Reset): DateToken[][] {
-  const year: DateToken[] = ['yyyy', 'yy'];
-  switch (period) {
-    case 'never':
-      return [];
-    case 'yearly':
-      return [year];
-    case 'monthly':
-      return [year, ['MM']];
-    case 'daily':
-      return [year, ['MM'], ['dd']];
-    case 'hourly':
-      return [year, ['MM'], ['dd'], ['HH']];
-  }
+  const { field, width } = TOKENS[token];
+  return String(token === 'yy' ? date.year % 100 : date[field]).padStart(width, '0');
 }
 
 const LITERAL = /^[A-Za-z0-9\-_/.]+$/;

@@ -11,10 +11,10 @@
  */
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
-import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, formatRange, readyOrSpent } from '../segment/local-numbers';
+import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, readyOrSpent } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { MemoryPoolStore } from './memory-pool-store';
-import { type NumberAdmin, type NumberUsage, usageOf } from './number-takes';
+import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
 import type { PoolSizing } from './demand';
 import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
 
@@ -99,7 +99,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   private async reserve(entity: NumberEntity, scheme: NumberScheme, slot: Slot, want: number): Promise<string[]> {
     const range = await this.options.counter.reserve(entity.key, slot.period, want, scheme.capacity);
     if (!range || range.last >= scheme.capacity) slot.full = true;
-    return range ? formatRange(scheme, entity, slot.period, range) : [];
+    return range ? (numberRun(scheme, entity, slot.period, range, true) as string[]) : [];
   }
 
   /** What waits of `period`: in the pool when it is live, here when it is the next, staged. */

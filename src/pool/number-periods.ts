@@ -65,10 +65,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
   async fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void> {
     const scheme = this.schemes.of(entity);
     let state = await this.options.store.state(entity.key);
-    if (!state.epochCurrent) {
-      await this.resetEpoch(entity, scheme, state);
-      state = await this.options.store.state(entity.key);
-    }
+    if (!state.epochCurrent) state = await this.resetEpoch(entity, scheme, state);
     // Periods by the Redis clock: the one the takes will ask for.
     const current = scheme.calendar.at(state.now);
     const next = scheme.calendar.after(current);
@@ -92,9 +89,8 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
    * whose counter is below its fence (a database restored from a backup) is
    * carried past it now, not at its next reservation, which a full list can
    * put off for as long as the period lasts; until then the fence is the
-   * only record of the numbers issued since the backup. The fence is read
-   * before the counter: it only rises by pushes of ranges already committed.
-   * Resolves to when (monotonic) the next check is due.
+   * only record of the numbers issued since the backup. Resolves to when
+   * (monotonic) the next check is due.
    */
   private async carryBehind(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<number> {
     const every = this.options.fenceCheckMs ?? 0;
@@ -103,19 +99,21 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     const last = this.fencesCheckedAt.get(entity.key) ?? -Infinity;
     if (now - last < every) return last + every;
     this.fencesCheckedAt.set(entity.key, now);
-    for (const slot of state.slots) {
-      if (slot.period === undefined) continue;
-      const fence = await this.options.store.fence(entity.key, slot.period);
-      if (fence === undefined) continue;
-      const counter = await this.options.counter.peek(entity.key, slot.period);
-      if (counter >= fence) continue;
-      await this.carry(entity, namedPeriod(scheme, entity, slot.period, this.options.clock.now()), counter, fence);
-    }
+    for (const { period } of state.slots) if (period !== undefined) await this.carry(entity, scheme, period);
     return now + every;
   }
 
-  /** Moves the period's counter past `fence`, logs `database_behind` and reports it. */
-  private async carry(entity: EntityConfig, period: Period, counter: bigint, fence: bigint): Promise<void> {
+  /**
+   * Moves the period's counter (`seen`, else read) past its fence when it is
+   * below it, logs `database_behind` and reports it. The fence is read
+   * first: it only rises by pushes of ranges already committed.
+   */
+  private async carry(entity: EntityConfig, scheme: NumberScheme, periodId: string, seen?: bigint): Promise<void> {
+    const fence = await this.options.store.fence(entity.key, periodId);
+    if (fence === undefined) return;
+    const counter = seen ?? (await this.options.counter.peek(entity.key, periodId));
+    if (counter >= fence) return;
+    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
     this.options.log.error(
       { entity: entity.key, period: period.id, counter: counter.toString(), fence: fence.toString() },
       'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
@@ -135,16 +133,18 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
   /**
    * The lists may hold numbers already handed out (a restart or failover):
    * dropped, and the fences of now's period and the next raised to what the
-   * counters say may have been issued.
+   * counters say may have been issued; resolves to the state after.
    */
-  private async resetEpoch(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<void> {
+  private async resetEpoch(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<NumberState> {
     const current = scheme.calendar.at(state.now);
     const periods = [current, scheme.calendar.after(current)].filter((p): p is Period => p !== undefined);
     const fences = await Promise.all(
       periods.map(async (p) => [p.id, await this.options.counter.peek(entity.key, p.id)] as const),
     );
-    if (await this.options.store.resetEpoch(entity.key, fences))
+    const after = await this.options.store.state(entity.key, fences);
+    if (after.dropped)
       this.options.log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
+    return after;
   }
 
   private async fillPeriod(
@@ -166,9 +166,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
       const result = await this.push(entity, scheme, period, range, full);
       if (result !== 'fenced' || carried) return;
       // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
-      const fence = await this.options.store.fence(entity.key, period.id);
-      if (fence === undefined) return;
-      await this.carry(entity, period, range ? range.first - 1n : scheme.capacity, fence);
+      await this.carry(entity, scheme, period.id, range ? range.first - 1n : scheme.capacity);
     }
   }
 
@@ -206,16 +204,16 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   protected async dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void> {
-    await this.options.store.trim(entity.key, period.id, upTo, seq, entity.step);
+    await this.options.store.trim(entity.key, period.id, upTo, seq);
   }
 
   /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
   async usage(entity: EntityConfig): Promise<NumberUsage> {
     const scheme = this.schemes.of(entity);
-    const { state, fences } = await this.options.store.standing(entity.key);
+    const state = await this.options.store.state(entity.key);
     const period = scheme.calendar.at(state.now);
     const slot = state.slots.find((s) => s.period === period.id);
-    const fence = fences.get(period.id) ?? 0n;
+    const fence = state.fences.get(period.id) ?? 0n;
     return usageOf(scheme, state.now, period, fence, slot?.size ?? 0);
   }
 

@@ -34,14 +34,26 @@ export interface NumberState {
   readonly slots: readonly [NumberSlot, NumberSlot];
   /** Start of the newest period that went live: no older period is served again. */
   readonly latest: number;
+  /** A reset dropped lists filled in another epoch. */
+  readonly dropped: boolean;
+  /**
+   * Each period's fence (the highest sequence pushed), read at the same
+   * instant as the lists: read apart, a push landing between the reads would
+   * make a period's use (fence − list) one push too high (the ops sampler's
+   * rate then saw the next true reading as a fall, and forecast nothing).
+   */
+  readonly fences: ReadonlyMap<string, bigint>;
 }
 
 export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
 
-/** What `idpool_number_state` answers (number_state-5.lua): the clock, the epoch check, two slots of five, the latest start. */
-type StateReply = (string | number | null)[];
+/** What `idpool_number_state` answers (number_state-6.lua): the clock, the epoch check, two slots of five, the latest start, a reset's drop, the fences. */
+type StateReply = (string | number | null | string[])[];
 
 function stateOf(r: StateReply): NumberState {
+  const fences = new Map<string, bigint>();
+  const pairs = (r[14] ?? []) as string[];
+  for (let i = 0; i + 1 < pairs.length; i += 2) fences.set(pairs[i], BigInt(pairs[i + 1]));
   const slot = (at: number): NumberSlot => ({
     period: typeof r[at] === 'string' ? r[at] : undefined,
     start: Number(r[at + 1] ?? 0),
@@ -54,6 +66,8 @@ function stateOf(r: StateReply): NumberState {
     epochCurrent: Number(r[1]) === 1,
     slots: [slot(2), slot(7)],
     latest: Number(r[12] ?? 0),
+    dropped: r[13] === 1,
+    fences,
   };
 }
 
@@ -67,35 +81,20 @@ export class RedisNumberStore {
     return numberKeys(entityKey, this.prefix);
   }
 
-  /** The lists and periods by the Redis clock, the staged period made live first if the clock is in it. */
-  async state(entityKey: string): Promise<NumberState> {
-    const k = this.keys(entityKey);
-    return stateOf(await callFunction<StateReply>(this.redis, 'idpool_number_state', this.stateKeys(k), []));
-  }
-
   /**
-   * {@link state} and the fence of every period, read at one instant (one
-   * MULTI): a push that lands between two separate reads would pair the
-   * list from before it with the fence from after it, and the period's use
-   * (fence − list) would read one push too high (the ops sampler's rate
-   * then saw the next true reading as a fall, and forecast nothing).
+   * The lists and periods by the Redis clock, the staged period made live
+   * first if the clock is in it. With `reset` (period id, sequence every
+   * number up to which may have been issued): lists filled in another epoch
+   * are dropped first and those fences raised.
    */
-  async standing(entityKey: string): Promise<{ state: NumberState; fences: ReadonlyMap<string, bigint> }> {
-    const k = this.keys(entityKey);
-    const read = () =>
-      transaction(
-        'state',
-        queueFunction(this.redis.multi(), 'idpool_number_state', this.stateKeys(k), []).hgetall(k.fence),
-      );
-    const [reply, fences] = (await withLibrary(this.redis, read)) as [StateReply, Record<string, string>];
-    return {
-      state: stateOf(reply),
-      fences: new Map(Object.entries(fences).map(([id, seq]) => [id, BigInt(seq)])),
-    };
+  async state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<NumberState> {
+    const args = reset ? ['reset', ...reset.flatMap(([id, seq]) => [id, seq.toString()])] : [];
+    const keys = this.stateKeys(this.keys(entityKey));
+    return stateOf(await callFunction<StateReply>(this.redis, 'idpool_number_state', keys, args));
   }
 
   private stateKeys(k: NumberKeys): string[] {
-    return [k.periods, k.epoch, k.ids, k.staged, k.pushed];
+    return [k.periods, k.epoch, k.ids, k.staged, k.pushed, k.fence];
   }
 
   /**
@@ -138,21 +137,6 @@ export class RedisNumberStore {
     return withLibrary(this.redis, send);
   }
 
-  /**
-   * Drops the lists when they were filled in another epoch, and raises each
-   * given period's fence to its sequence. True when something was dropped.
-   */
-  async resetEpoch(entityKey: string, fences: readonly (readonly [string, bigint])[]): Promise<boolean> {
-    const k = this.keys(entityKey);
-    const dropped = await callFunction<number>(
-      this.redis,
-      'idpool_number_reset',
-      [k.periods, k.epoch, k.fence, k.ids, k.staged, k.pushed],
-      ['epoch', ...fences.flatMap(([id, seq]) => [id, seq.toString()])],
-    );
-    return dropped === 1;
-  }
-
   /** The numbers waiting in the list that holds `periodId` now (live or staged), in take order; none when no list holds it. */
   async waiting(entityKey: string, periodId: string): Promise<string[]> {
     const k = this.keys(entityKey);
@@ -165,14 +149,10 @@ export class RedisNumberStore {
    * from the list holding it, keeping those above in order, and raises its
    * fence to `seq` (number_trim-5.lua). Resolves to how many were dropped.
    */
-  trim(entityKey: string, periodId: string, upTo: string, seq: bigint, step: number): Promise<number> {
+  trim(entityKey: string, periodId: string, upTo: string, seq: bigint): Promise<number> {
     const k = this.keys(entityKey);
-    return callFunction<number>(
-      this.redis,
-      'idpool_number_trim',
-      [k.periods, k.fence, k.ids, k.staged, k.pushed],
-      [periodId, upTo, seq.toString(), step],
-    );
+    const keys = [k.periods, k.fence, k.ids, k.staged, k.pushed];
+    return callFunction<number>(this.redis, 'idpool_number_trim', keys, [periodId, upTo, seq.toString()]);
   }
 
   /** The highest sequence ever pushed for the period, if any. */

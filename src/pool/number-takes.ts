@@ -9,7 +9,6 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
-import { formatRange } from '../segment/local-numbers';
 import type { SeqRange } from '../segment/number-counter';
 import type { NumberRun } from './redis-rpush-ids';
 import { shuffle } from './segment-push';
@@ -63,21 +62,26 @@ export function usageOf(
 }
 
 /**
- * Range `range` of `period` as the push writes it: a {@link NumberRun}
- * (sequences as numbers, the date written once) below 2^53, formatted
- * strings beyond; a trend entity's shuffled within each step.
+ * Range `range` of `period` in take order (a trend entity's shuffled within
+ * each step): as the Redis push writes it, a {@link NumberRun} (sequences as
+ * numbers, the date written once) below 2^53; formatted strings beyond it,
+ * or when `formatted` (the in-process pool).
  */
 export function numberRun(
   scheme: NumberScheme,
-  entity: EntityConfig,
+  entity: Pick<EntityConfig, 'mode' | 'step'>,
   period: Period,
   range: SeqRange,
+  formatted = false,
 ): NumberRun | string[] {
-  if (range.last > BigInt(Number.MAX_SAFE_INTEGER)) return formatRange(scheme, entity, period, range);
+  const count = Number(range.last - range.first + 1n);
+  const big = range.last > BigInt(Number.MAX_SAFE_INTEGER);
   const first = Number(range.first);
-  const seqs = new Float64Array(Number(range.last) - first + 1);
-  for (let i = 0; i < seqs.length; i++) seqs[i] = first + i;
+  const seqs = big
+    ? Array.from({ length: count }, (_, i) => range.first + BigInt(i))
+    : new Float64Array(count).map((_, i) => first + i);
   if (entity.mode === 'trend')
-    for (let s = 0; s < seqs.length; s += entity.step) shuffle(seqs, s, Math.min(s + entity.step, seqs.length));
-  return { ...scheme.template.parts(period), seqs };
+    for (let s = 0; s < count; s += entity.step) shuffle(seqs, s, Math.min(s + entity.step, count));
+  if (big || formatted) return Array.from<number | bigint, string>(seqs, scheme.template.formatter(period));
+  return { ...scheme.template.parts(period), seqs: seqs as Float64Array };
 }

@@ -1,14 +1,11 @@
 /**
  * What both numbers layers (pool/number-periods.ts on Redis,
  * pool/memory-number-periods.ts in process, the library's too) share: the
- * scheme cache, a period named, a range formatted, the refusals of a spent
- * period.
+ * scheme cache, a period named, the refusals of a spent period.
  */
 import { PeriodExhaustedError, PeriodShortError } from '../errors';
 import type { Period } from '../numbers/period';
 import { NumberScheme, type NumberSettings } from '../numbers/scheme';
-import type { SeqRange } from './number-counter';
-import { shuffle } from './shuffle';
 
 /**
  * Five seconds: in process a reservation is one statement on a local or
@@ -63,36 +60,6 @@ export function namedPeriod(
   return period;
 }
 
-/** Formatted numbers `range` of `period`; a trend entity's shuffled within each step. */
-export function formatRange(
-  scheme: NumberScheme,
-  entity: Pick<NumberEntity, 'mode' | 'step'>,
-  period: Period,
-  range: SeqRange,
-): string[] {
-  const format = scheme.template.formatter(period);
-  const count = Number(range.last - range.first + 1n);
-  const out = new Array<string>(count);
-  const safe = range.last <= BigInt(Number.MAX_SAFE_INTEGER);
-  const first = Number(range.first);
-  for (let i = 0; i < count; i++) out[i] = safe ? format(first + i) : format(range.first + BigInt(i));
-  if (entity.mode === 'trend')
-    for (let s = 0; s < count; s += entity.step) shuffle(out, s, Math.min(s + entity.step, count));
-  return out;
-}
-
-function periodFull(
-  entity: Pick<NumberEntity, 'key'>,
-  scheme: NumberScheme,
-  period: string,
-  msLeft: number,
-): PeriodExhaustedError {
-  return new PeriodExhaustedError(
-    `${entity.key}: period ${period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${Math.ceil(msLeft / 1000)} s`,
-    Math.max(1, Math.ceil(msLeft / 1000)),
-  );
-}
-
 /** A period's pool as a take that ran short finds it. */
 export interface LivePeriod {
   readonly period: string;
@@ -120,5 +87,9 @@ export function readyOrSpent(
   if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
   if (!live.full) return false;
   periodExhausted(entity.key, scheme.template.seqWidth, live.end);
-  throw periodFull(entity, scheme, live.period, live.end - now);
+  const seconds = Math.max(1, Math.ceil((live.end - now) / 1000));
+  throw new PeriodExhaustedError(
+    `${entity.key}: period ${live.period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${seconds} s`,
+    seconds,
+  );
 }

@@ -285,7 +285,7 @@ describe('idpool redis-acl <key>: a direct consumer pops its own pool and nothin
     const scheme = NumberScheme.of(
       NumberScheme.settings({ format: 'INV{yyyy}{MM}{dd}-{seq:6}', timeZone: 'Asia/Shanghai' }),
     );
-    await numbers.resetEpoch(key, []);
+    await numbers.state(key, []);
     // Now's period by the Redis clock (once more if a boundary fell between reading the clock and the push).
     let period = scheme.calendar.at(await redisNow(admin));
     const formatted = (p: Period, from: number, to: number) =>

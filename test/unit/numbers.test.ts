@@ -23,14 +23,14 @@ describe('templates', () => {
     expect(t.reset).toBe('daily');
     expect(t.capacity).toBe(999_999n);
     const date = { year: 2026, month: 11, day: 28, hour: 0 };
-    expect(t.format({ date }, 123n)).toBe('INV20261128-000123');
+    expect(t.formatter({ date })(123n)).toBe('INV20261128-000123');
     expect(t.formatter({ date })(4)).toBe('INV20261128-000004');
     expect(t.decode('INV20261128-000123')).toEqual({ fields: { year: 2026, month: 11, day: 28 }, seq: 123n });
     expect(t.decode('INV20261128-00012')).toBeUndefined();
     expect(t.decode('INX20261128-000123')).toBeUndefined();
     expect(t.decode('INV20261128-000000')).toBeUndefined();
     const short = NumberTemplate.parse('ORD{yy}{MM}{dd}{seq:6}');
-    expect(short.format({ date }, 4n)).toBe('ORD261128000004');
+    expect(short.formatter({ date })(4n)).toBe('ORD261128000004');
     expect(NumberTemplate.parse('SH{yyyy}{MM}{dd}{HH}/{seq:3}').reset).toBe('hourly');
     expect(NumberTemplate.parse('T-{seq:18}').capacity).toBe(10n ** 18n - 1n);
     expect(NumberTemplate.parse('T-{seq:4}').reset).toBe('never');

@@ -4,9 +4,8 @@
   the list holding that period, keeps those above it in their order, and
   raises the period's fence to the sequence. Numbers of one period differ
   only in their zero-padded sequence, so they compare as text as their
-  sequences do. A list is pushed step after step (a trend entity's shuffled
-  within each), so past the raised sequence's step no number is at or below
-  it: the scan stops after a step's worth of numbers above it.
+  sequences do. The list is read whole: a raise is an operator's rare step,
+  and one above every number waiting drops the whole list anyway.
 
   Input:
     KEYS[1] period table
@@ -17,52 +16,33 @@
     ARGV[1] period id
     ARGV[2] the raised sequence's number, formatted
     ARGV[3] the raised sequence (decimal)
-    ARGV[4] the entity's step
 
   Output: how many numbers were dropped
 ]]
 local function number_trim(KEYS, ARGV)
-  local upTo, step = ARGV[2], tonumber(ARGV[4])
+  local upTo = ARGV[2]
   local dropped = 0
   for slot = 0, 1 do
     local list = KEYS[3 + slot]
-    if rcall('HGET', KEYS[1], 'p' .. slot) == ARGV[1] then
-      local last, above, at = -1, 0, 0
-      while above < step do
-        local chunk = rcall('LRANGE', list, at, at + 999)
-        if #chunk == 0 then
-          break
-        end
-        for i = 1, #chunk do
-          if chunk[i] <= upTo then
-            last, above = at + i - 1, 0
-          else
-            above = above + 1
-          end
-        end
-        at = at + #chunk
+    local all = rcall('HGET', KEYS[1], 'p' .. slot) == ARGV[1] and rcall('LRANGE', list, 0, -1) or {}
+    local kept = {}
+    for i = 1, #all do
+      if all[i] > upTo then
+        kept[#kept + 1] = all[i]
       end
-      if last >= 0 then
-        local expiresAt = rcall('PEXPIRETIME', list)
-        local head = rcall('LRANGE', list, 0, last)
-        rcall('LTRIM', list, last + 1, -1)
-        local kept = {}
-        for i = #head, 1, -1 do
-          if head[i] > upTo then
-            kept[#kept + 1] = head[i]
-          end
-        end
-        dropped = #head - #kept
-        if slot == 0 then
-          rcall('INCRBY', KEYS[5], -dropped)
-        end
-        -- LPUSH of the reversed survivors puts them back at the head in their order.
-        for i = 1, #kept, 5000 do
-          rcall('LPUSH', list, unpack(kept, i, math.min(i + 4999, #kept)))
-        end
-        if expiresAt > 0 and rcall('EXISTS', list) == 1 then
-          rcall('PEXPIREAT', list, expiresAt)
-        end
+    end
+    if #kept < #all then
+      dropped = #all - #kept
+      local expiresAt = rcall('PEXPIRETIME', list)
+      rcall('DEL', list)
+      for i = 1, #kept, 5000 do
+        rcall('RPUSH', list, unpack(kept, i, math.min(i + 4999, #kept)))
+      end
+      if expiresAt > 0 and #kept > 0 then
+        rcall('PEXPIREAT', list, expiresAt)
+      end
+      if slot == 0 then
+        rcall('INCRBY', KEYS[5], -dropped)
       end
     end
   end
