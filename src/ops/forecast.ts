@@ -26,6 +26,8 @@ export interface PoolSample {
    * is reset.
    */
   readonly taken?: number;
+  /** A business number's period: its sequence, and so `taken`, starts again with the next. */
+  readonly period?: string;
 }
 
 export interface Rates {

@@ -2,6 +2,7 @@ import type { EntityConfig } from '../entities/entity';
 import { type TimeZone, timeZone } from '../numbers/zone';
 import type { NumberUsage } from '../pool/number-takes';
 import type { AlarmRules } from './alarm-rules';
+import type { EntityHistory } from './entity-history';
 import type { OpsMetrics } from './metrics';
 import { type NumberView, PeriodHistory, numberView } from './period-forecast';
 
@@ -35,6 +36,8 @@ export class NumberSampling {
   constructor(
     private readonly options: NumberSamplingOptions,
     private readonly rules: AlarmRules,
+    /** The pool history segment entities have: the take rate over the same window, and the charts. */
+    private readonly samples: Pick<EntityHistory, 'recordNumbers'>,
   ) {}
 
   /**
@@ -51,8 +54,11 @@ export class NumberSampling {
     return this.source !== undefined;
   }
 
-  /** Reads, records, publishes and checks one entity; throws what the read throws (the sampler logs it per entity). */
-  async sampleEntity(entity: EntityConfig): Promise<void> {
+  /**
+   * Reads, records, publishes and checks one entity (`capacity`: samples its
+   * chart keeps); throws what the read throws (the sampler logs it per entity).
+   */
+  async sampleEntity(entity: EntityConfig, capacity: number): Promise<void> {
     const settings = entity.numbers;
     if (!this.source || !settings) return;
     const usage = await this.source.usage(entity);
@@ -60,13 +66,16 @@ export class NumberSampling {
     if (!history) this.histories.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
     history.record(usage.period.id, { at: usage.now, used: usage.used });
     const zone = this.zoneOf(settings.timeZone);
-    const view = numberView(usage, history.takePerSecond(usage.period.start), (ms) => zone.wallClock(ms));
+    const view = {
+      ...numberView(usage, history.takePerSecond(usage.period.start), (ms) => zone.wallClock(ms)),
+      takePerSecond: this.samples.recordNumbers(entity.key, usage, capacity),
+    };
     this.views.set(entity.key, view);
     this.publish(entity.key, view);
     this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
   }
 
-  private publish(key: string, { usage, forecast }: NumberView): void {
+  private publish(key: string, { usage, forecast, takePerSecond }: NumberView): void {
     const { metrics } = this.options;
     const labels = { entity: key };
     metrics.sampleAge.sampled(key, usage.now);
@@ -75,7 +84,7 @@ export class NumberSampling {
     metrics.numberPeriodUsed.set(labels, Number(usage.used));
     metrics.numberPeriodCapacity.set(labels, Number(usage.capacity));
     metrics.poolSize.set(labels, usage.ready);
-    metrics.takeRate.set(labels, forecast.takePerSecond);
+    metrics.takeRate.set(labels, takePerSecond ?? 0);
     metrics.forecastNumberPeriod.set(
       labels,
       forecast.runsOutAt === undefined
@@ -93,11 +102,6 @@ export class NumberSampling {
   /** The entity's latest reading and forecast, if sampled. */
   view(entityKey: string): NumberView | undefined {
     return this.views.get(entityKey);
-  }
-
-  /** Entities with a reading. */
-  keys(): string[] {
-    return [...this.views.keys()];
   }
 
   /** Drops a retired entity's readings (its series and alarms go with the sampler's `forget`). */

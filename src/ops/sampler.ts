@@ -114,7 +114,7 @@ export class OpsSampler {
     this.rules = new AlarmRules(options);
     this.history = new EntityHistory(options);
     this.snowflakeSide = new SnowflakeSampling(options, this.rules);
-    this.numberSide = new NumberSampling(options, this.rules);
+    this.numberSide = new NumberSampling(options, this.rules, this.history);
     const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
     this.round = new ActivityRound({
       list: () => options.entities.list().filter((e) => e.mode !== 'snowflake'),
@@ -263,11 +263,14 @@ export class OpsSampler {
     await Promise.all(
       picked
         .filter((e) => e.numbers)
-        .map((entity) => this.guard('entity', entity.key, () => this.numberSide.sampleEntity(entity))),
+        .map((entity) =>
+          this.guard('entity', entity.key, () =>
+            this.numberSide.sampleEntity(entity, this.round.isActive(entity.key) ? activeCapacity : idleCapacity),
+          ),
+        ),
     );
     if (!live) return;
     for (const key of this.history.keys()) if (!live.has(key)) this.forget(key);
-    for (const key of this.numberSide.keys()) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
     for (const key of [...this.options.metrics.sampleAge.values.keys()])
       if (!live.has(key)) this.options.metrics.sampleAge.remove({ entity: key });
