@@ -15,7 +15,8 @@ import type { TakeEvents } from '../take/take-service';
 import { opsDispatchEvents, opsRefillEvents, opsTakeEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
-import { OpsSampler, type SamplerOptions } from './sampler';
+import { OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
+import type { NumberUsageSource } from './number-sampling';
 import type { LeaseView } from './snowflake-sampling';
 import type { ClockView } from './alarm-rules';
 
@@ -30,6 +31,8 @@ export interface OpsDeps {
   demand: SamplerOptions['demand'];
   allocator: SamplerOptions['allocator'];
   stride: SamplerOptions['stride'];
+  /** Now's period of a business-number entity (`number-usage.ts`), read from the pools' numbers layer. */
+  numbers?: NumberUsageSource;
   snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
   clockWatch?: ClockView;
@@ -50,17 +53,33 @@ export interface OpsDeps {
   };
 }
 
-export interface Ops {
+/**
+ * What the pools, takes and leases report to, built before them: the
+ * metrics, the alarms and what the sampler reads of their activity (the
+ * sampler is built after the pools, whose numbers layer it reads).
+ */
+export interface OpsEvents {
   readonly metrics: OpsMetrics;
   readonly alarms: Alarms;
-  readonly sampler: OpsSampler;
   readonly refillEvents: RefillEvents;
   readonly dispatchEvents: DispatchEvents;
   /** Every id the take service hands out, whatever its kind. */
   readonly takeEvents: TakeEvents;
-  readonly fleet: Fleet;
   /** Leased segments and their ids per entity, and leases refused by the per-second limit. */
   readonly leaseEvents: LeaseEvents;
+  /** Entities taken from and the pools the sweep read, for the sampler. */
+  readonly feed: SamplerFeed;
+  /** Ids this instance served per entity so far, takes it refused for too few ids, and the recent served rates. */
+  readonly served: (entityKey: string) => number;
+  readonly refused: (entityKey: string) => number;
+  readonly recent: RecentServed;
+  /** The fleet's alarm stream, once the fleet is built ({@link createOps}). */
+  readonly stream: { fleet?: Fleet };
+}
+
+export interface Ops extends OpsEvents {
+  readonly sampler: OpsSampler;
+  readonly fleet: Fleet;
   overview(query: OverviewQuery): Promise<OpsOverview>;
   /** `GET /admin/instances`: every instance's heartbeat, or this instance alone (Redis not answering: said so). */
   instances(): Promise<FleetInstances>;
@@ -69,8 +88,13 @@ export interface Ops {
   stop(): Promise<void>;
 }
 
-/** Builds metrics, alarms and the sampler, and the observers the pool code reports to. */
-export function createOps(deps: OpsDeps): Ops {
+/** Metrics, alarms and the events the pool code reports to. */
+export function createOpsEvents(
+  deps: Pick<OpsDeps, 'config' | 'clock' | 'log' | 'entities' | 'stride' | 'defaultMetrics' | 'instance'> & {
+    /** Alarm records go to the fleet's stream too (Redis). */
+    sharedAlarms: boolean;
+  },
+): OpsEvents {
   const { config, clock } = deps;
   const log = deps.log.child({ component: 'alarms' });
   // "Recently" for ranking the busiest entities: the forecasts' rate window.
@@ -83,31 +107,46 @@ export function createOps(deps: OpsDeps): Ops {
   });
   // Records reach the fleet stream through this (the fleet is built after the sampler, which needs the alarms).
   const stream: { fleet?: Fleet } = {};
-  const toFleet = deps.fleet.shared ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
+  const toFleet = deps.sharedAlarms ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
   const alarms = createAlarms(config, clock, log, metrics, deps.instance, toFleet);
+  const feed = new SamplerFeed({ entities: deps.entities, clock, sampleMs: config.sampleMs });
   // Ids this instance has served per entity so far: the sampler records them with each sample.
   const served = new Map<string, number>();
   // Takes refused for too few ids per entity so far: the sampler calls such a pool dry, whatever its take rate.
   const refused = new Map<string, number>();
-  const sampler = createSampler(
-    deps,
-    log,
+  return {
     metrics,
     alarms,
-    (key) => served.get(key) ?? 0,
-    (key) => refused.get(key) ?? 0,
-  );
+    feed,
+    recent,
+    stream,
+    served: (key) => served.get(key) ?? 0,
+    refused: (key) => refused.get(key) ?? 0,
+    refillEvents: opsRefillEvents(metrics, alarms, deps.entities, deps.stride, feed),
+    dispatchEvents: opsDispatchEvents(metrics, alarms, (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1)),
+    takeEvents: opsTakeEvents(metrics, (entity, count) => {
+      served.set(entity, (served.get(entity) ?? 0) + count);
+      recent.add(entity, count);
+      feed.touch(entity);
+    }),
+    leaseEvents: {
+      leased(entity, count) {
+        metrics.segmentsLeased.inc({ entity });
+        metrics.idsLeased.inc({ entity }, count);
+        feed.touch(entity);
+      },
+      rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
+    },
+  };
+}
+
+/** The sampler over `events` (and the numbers layer, `deps.numbers`), the fleet and the dashboard's overview. */
+export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
+  const { clock } = deps;
+  const { metrics, alarms, recent } = events;
+  const sampler = createSampler(deps, events);
   const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
-  stream.fleet = fleet;
-  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride, sampler);
-  const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
-    refused.set(entity, (refused.get(entity) ?? 0) + 1),
-  );
-  const takeEvents = opsTakeEvents(metrics, (entity, count) => {
-    served.set(entity, (served.get(entity) ?? 0) + count);
-    recent.add(entity, count);
-    sampler.touch(entity);
-  });
+  events.stream.fleet = fleet;
   const sources = {
     clock,
     entities: deps.entities,
@@ -119,23 +158,10 @@ export function createOps(deps: OpsDeps): Ops {
     snowflake: deps.snowflake,
     workers: deps.workers,
   };
-
   return {
-    metrics,
-    alarms,
+    ...events,
     sampler,
-    refillEvents,
-    dispatchEvents,
-    takeEvents,
     fleet,
-    leaseEvents: {
-      leased(entity, count) {
-        metrics.segmentsLeased.inc({ entity });
-        metrics.idsLeased.inc({ entity }, count);
-        sampler.touch(entity);
-      },
-      rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
-    },
     overview: (query) => opsOverview(sources, query),
     instances: () => fleet.instances(),
     start: () => {
@@ -209,27 +235,22 @@ export function instanceName(): string {
 }
 
 /** The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds. */
-function createSampler(
-  deps: OpsDeps,
-  log: Logger,
-  metrics: OpsMetrics,
-  alarms: Alarms,
-  served: (entityKey: string) => number,
-  refused: (entityKey: string) => number,
-): OpsSampler {
+function createSampler(deps: OpsDeps, events: OpsEvents): OpsSampler {
   const { config } = deps;
   return new OpsSampler({
     entities: deps.entities,
-    served,
-    refused,
+    feed: events.feed,
+    served: events.served,
+    refused: events.refused,
+    numbers: deps.numbers,
     poolStore: deps.poolStore,
     demand: deps.demand,
     allocator: deps.allocator,
     stride: deps.stride,
-    metrics,
-    alarms,
+    metrics: events.metrics,
+    alarms: events.alarms,
     clock: deps.clock,
-    log,
+    log: deps.log.child({ component: 'alarms' }),
     snowflake: deps.snowflake,
     lease: deps.lease,
     clockWatch: deps.clockWatch,

@@ -15,6 +15,8 @@ export interface NumberUsageSource {
 
 export interface NumberSamplingOptions {
   metrics: OpsMetrics;
+  /** Where the periods are read (none: no business-number entity is sampled). */
+  numbers?: NumberUsageSource;
   /** The rate behind the forecast is taken over this long (IDPOOL_OPS_PERIOD_RATE_WINDOW_MS). */
   periodRateWindowMs: number;
 }
@@ -31,7 +33,6 @@ export class NumberSampling {
   private readonly histories = new Map<string, PeriodHistory>();
   private readonly views = new Map<string, NumberView>();
   private readonly zones = new Map<string, TimeZone>();
-  private source: NumberUsageSource | undefined;
 
   constructor(
     private readonly options: NumberSamplingOptions,
@@ -41,27 +42,13 @@ export class NumberSampling {
   ) {}
 
   /**
-   * Reads periods from `source` from now on. Set after construction: the
-   * number takes report their exhaustion to the ops side, so they are built
-   * after it (service/builders.ts).
-   */
-  readFrom(source: NumberUsageSource): void {
-    this.source = source;
-  }
-
-  /** Whether the side can read (a source is set). */
-  get reading(): boolean {
-    return this.source !== undefined;
-  }
-
-  /**
    * Reads, records, publishes and checks one entity (`capacity`: samples its
    * chart keeps); throws what the read throws (the sampler logs it per entity).
    */
   async sampleEntity(entity: EntityConfig, capacity: number): Promise<void> {
     const settings = entity.numbers;
-    if (!this.source || !settings) return;
-    const usage = await this.source.usage(entity);
+    if (!this.options.numbers || !settings) return;
+    const usage = await this.options.numbers.usage(entity);
     let history = this.histories.get(entity.key);
     if (!history) this.histories.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
     history.record(usage.period.id, { at: usage.now, used: usage.used });

@@ -7,22 +7,22 @@ import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';
 import { raised } from './alarm-table';
 import type { OpsMetrics } from './metrics';
-import type { OpsSampler, SamplerOptions } from './sampler';
+import type { SamplerFeed, SamplerOptions } from './sampler';
 
 interface Entities {
   get(key: string): EntityConfig | undefined;
 }
 
-/** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes feed `sampler` (an idle pool is read once for both). */
+/** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes go to the sampler's `feed` (an idle pool is read once for both). */
 export function opsRefillEvents(
   metrics: OpsMetrics,
   alarms: Alarms,
   entities: Entities,
   stride: SamplerOptions['stride'],
-  sampler?: Pick<OpsSampler, 'offer'>,
+  feed?: Pick<SamplerFeed, 'offer'>,
 ): RefillEvents {
   return {
-    levelsRead: (levels, roundMs, readAt) => sampler?.offer(levels, roundMs, readAt),
+    levelsRead: (levels, roundMs, readAt) => feed?.offer(levels, roundMs, readAt),
     refilled(entity, seconds, steps, numbers) {
       metrics.refills.inc({ entity });
       metrics.refillDuration.observe(seconds);

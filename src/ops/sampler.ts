@@ -10,7 +10,7 @@ import { AlarmRules } from './alarm-rules';
 import { type EntityOverview, dashboardRows } from './dashboard-rows';
 import { EntityHistory, type EntityHistoryOptions } from './entity-history';
 import { SnowflakeSampling, type SnowflakeSamplingOptions } from './snowflake-sampling';
-import { NumberSampling, type NumberSamplingOptions, type NumberUsageSource, type NumberView } from './number-sampling';
+import { NumberSampling, type NumberSamplingOptions, type NumberView } from './number-sampling';
 import type { EntityForecast } from './forecast';
 import { round } from './format';
 import { errorMessage } from '../errors';
@@ -42,6 +42,8 @@ interface ReadLevel {
 /** What the sampler reads and where it reports; its history's and its snowflake side's options with it. */
 export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions, NumberSamplingOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
+  /** What the events tell of activity (default: a feed of its own, told nothing). */
+  feed?: SamplerFeed;
   /** Pool levels (size, and ids taken so far by anyone: what makes the take rate exact); an Error in place of one when that entity's keys could not be read. */
   poolStore: { levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
@@ -61,6 +63,58 @@ export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingO
   poolLowPercent: number;
   /** `worker_range_nearly_full` at or above this percent of the range in use. */
   workerRangePercent: number;
+}
+
+/**
+ * What the ops events write for the sampler, built before it (the pools
+ * report to the events, and the sampler reads the pools' numbers layer):
+ * the entities taken from, read every run for {@link ACTIVE_MS}, and the
+ * pool levels the refill sweep read.
+ */
+export class SamplerFeed {
+  /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
+  readonly round: ActivityRound<EntityConfig>;
+  /** Levels the refill sweep read since the last run, once it feeds the sampler ({@link offer}). */
+  private fed: { levels: Map<string, ReadLevel>; rounds: number } | undefined;
+
+  constructor(private readonly options: Pick<SamplerOptions, 'entities' | 'clock' | 'sampleMs'>) {
+    const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
+    this.round = new ActivityRound({
+      list: () => options.entities.list().filter((e) => e.mode !== 'snowflake'),
+      keyOf: (entity) => entity.key,
+      lookup: (key) => segment(options.entities.get(key)),
+      idleBatch: IDLE_BATCH,
+      activeBatch: SAMPLE_BATCH,
+      activeMs: ACTIVE_MS,
+      now: () => options.clock.now(),
+    });
+  }
+
+  /** Ids of the entity were served here: it is read every run from the next one on. */
+  touch(entityKey: string): void {
+    this.round.touch(entityKey);
+  }
+
+  /**
+   * Pool levels the refill sweep read, its read begun at `readAt` (`roundMs`:
+   * how long its round over every pool takes, which may be paced otherwise
+   * than the sampler). Once fed, the sampler's idle batch is the sweep's:
+   * each idle pool is read once for both, and the sampler reads Redis only
+   * for the active entities the sweep did not read (`sweep-activity.test.ts`).
+   */
+  offer(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void {
+    const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
+    const fed = (this.fed ??= { levels: new Map(), rounds });
+    fed.rounds = rounds;
+    for (const [key, level] of levels) fed.levels.set(key, { level, at: readAt });
+  }
+
+  /** The levels fed since the last call and the runs the sweep's round takes; undefined until the sweep feeds. */
+  drain(): { levels: ReadonlyMap<string, ReadLevel>; rounds: number } | undefined {
+    const fed = this.fed;
+    if (fed) this.fed = { levels: new Map(), rounds: fed.rounds };
+    return fed;
+  }
 }
 
 /** How current the sampler's view is, for `/readyz` and the dashboard. */
@@ -103,9 +157,7 @@ export class OpsSampler {
 
   /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
   private lastSampledAt: number | undefined;
-  /** Levels the refill sweep read since the last run, once it feeds this sampler ({@link offer}). */
-  private fed: { levels: Map<string, ReadLevel>; rounds: number } | undefined;
-  /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
+  private readonly feed: SamplerFeed;
   private readonly round: ActivityRound<EntityConfig>;
 
   constructor(private readonly options: SamplerOptions) {
@@ -115,29 +167,8 @@ export class OpsSampler {
     this.history = new EntityHistory(options);
     this.snowflakeSide = new SnowflakeSampling(options, this.rules);
     this.numberSide = new NumberSampling(options, this.rules, this.history);
-    const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
-    this.round = new ActivityRound({
-      list: () => options.entities.list().filter((e) => e.mode !== 'snowflake'),
-      keyOf: (entity) => entity.key,
-      lookup: (key) => segment(options.entities.get(key)),
-      idleBatch: IDLE_BATCH,
-      activeBatch: SAMPLE_BATCH,
-      activeMs: ACTIVE_MS,
-      now: () => options.clock.now(),
-    });
-  }
-
-  /**
-   * Pool levels the refill sweep read, its read begun at `readAt` (`roundMs`: how long its round over
-   * every pool takes, which may be paced otherwise than this sampler). Once fed, this sampler's idle batch is the sweep's: each idle
-   * pool is read once for both, and this sampler reads Redis only for the
-   * active entities the sweep did not read (`sweep-activity.test.ts`).
-   */
-  offer(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void {
-    const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
-    const fed = (this.fed ??= { levels: new Map(), rounds });
-    fed.rounds = rounds;
-    for (const [key, level] of levels) fed.levels.set(key, { level, at: readAt });
+    this.feed = options.feed ?? new SamplerFeed(options);
+    this.round = this.feed.round;
   }
 
   /**
@@ -150,9 +181,8 @@ export class OpsSampler {
     items: EntityConfig[],
     rounds: number,
   ): { entities: EntityConfig[]; known: ReadonlyMap<string, ReadLevel>; rounds: number } {
-    const fed = this.fed;
+    const fed = this.feed.drain();
     if (!fed) return { entities: items, known: new Map(), rounds };
-    this.fed = { levels: new Map(), rounds: fed.rounds };
     const batch = new Map<string, EntityConfig>();
     for (const entity of items) if (entity.numbers || this.round.isActive(entity.key)) batch.set(entity.key, entity);
     for (const key of fed.levels.keys()) {
@@ -160,16 +190,6 @@ export class OpsSampler {
       if (entity && entity.mode !== 'snowflake') batch.set(key, entity);
     }
     return { entities: [...batch.values()], known: fed.levels, rounds: Math.max(rounds, fed.rounds) };
-  }
-
-  /** Reads business-number periods from `source` (the number takes, built after the ops side). */
-  readNumbersFrom(source: NumberUsageSource): void {
-    this.numberSide.readFrom(source);
-  }
-
-  /** Ids of the entity were served here: it is read every run from the next one on. */
-  touch(entityKey: string): void {
-    this.round.touch(entityKey);
   }
 
   /** Samples now and then every `sampleMs`. */

@@ -196,8 +196,8 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
       log: silentLogger,
       ...SAMPLER_SETTINGS,
       periodRateWindowMs: 5 * MIN,
+      numbers: takes.periods,
     });
-    sampler.readNumbersFrom(takes.periods);
     const gauge = (g: { values: Map<string, number> }) => g.values.get('inv');
     return { clock, inv, metrics, alarms, takes, sampler, gauge };
   }
