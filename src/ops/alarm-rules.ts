@@ -15,15 +15,6 @@ type AlarmInput = Parameters<Alarms['set']>[0];
 /** What a rule says of its alarm: the name, entity and severity come from the table. */
 type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
 
-/** The per-entity condition alarms, cleared when an entity is retired. */
-const ENTITY_ALARMS = [
-  'pool_low',
-  'forecast_pool_dry',
-  'forecast_js_safe_limit',
-  'forecast_int63_limit',
-  'forecast_period_exhausted',
-] as const;
-
 export interface AlarmRuleOptions {
   alarms: Alarms;
   demand: Pick<Demand, 'lowWatermark'>;
@@ -43,6 +34,8 @@ export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'ma
 
 /** The conditions {@link AlarmRules.checkEntity} keeps per entity. */
 const ENTITY_CONDITIONS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const;
+/** The per-entity condition alarms, cleared when an entity is retired. */
+const ENTITY_ALARMS = [...ENTITY_CONDITIONS, 'forecast_period_exhausted'] as const;
 
 /**
  * Which sampled conditions raise which alarm: each holds for a number of

@@ -1,10 +1,17 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { IdStride } from '../segment/stride';
-import type { ChartPoint } from './dashboard-rows';
 import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
 import { round } from './format';
 import type { NumberUsage } from '../pool/number-takes';
+
+/** One point of an entity's dashboard charts. */
+export interface ChartPoint {
+  /** Unix ms. */
+  t: number;
+  size: number;
+  takePerSecond: number;
+}
 
 export interface EntityHistoryOptions {
   /** Low watermarks: an entity's history starts once its pool first reached its own. */
@@ -93,7 +100,7 @@ export class EntityHistory {
     const last = this.lastSample(entityKey);
     const taken = Number(usage.used);
     const period = usage.period.id;
-    const restart = !last || last.period !== period || taken < (last.taken ?? 0);
+    const restart = last?.period !== period || taken < (last.taken ?? 0);
     const sample = { at: usage.now, size: usage.ready, offset: usage.used + BigInt(usage.ready), taken, period };
     const history = this.push(entityKey, sample, capacity, restart);
     this.chartPoint(entityKey, history, capacity);

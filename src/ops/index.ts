@@ -17,7 +17,7 @@ import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
 import { OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
 import type { NumberUsageSource } from './number-sampling';
-import type { LeaseView } from './snowflake-sampling';
+import type { LeaseView } from './sampler';
 import type { ClockView } from './alarm-rules';
 
 export { requestObserver } from './request-log';
@@ -145,12 +145,31 @@ export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
   const { clock } = deps;
   const { metrics, alarms, recent } = events;
   const sampler = createSampler(deps, events);
-  const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
+  const fleet = new Fleet({
+    ...deps.fleet,
+    clock,
+    log: deps.log.child({ component: 'fleet' }),
+    self: {
+      ...deps.fleet.self,
+      id: deps.instance,
+      lastSampleAt: () => sampler.lastSampleAt(),
+      activeAlarms: () => alarms.activeAlarms().length,
+      rates: () => recent.rates(),
+    },
+    onView: (view) => {
+      metrics.instances.set({ state: 'alive' }, view.alive);
+      metrics.instances.set({ state: 'gone' }, view.gone);
+      metrics.instancesDisagree.set({ on: 'epoch' }, view.disagreement.epoch ? 1 : 0);
+      metrics.instancesDisagree.set({ on: 'version' }, view.disagreement.version ? 1 : 0);
+      if (view.source === 'redis') deps.fleet.onView?.(view);
+    },
+  });
   events.stream.fleet = fleet;
   const sources = {
     clock,
     entities: deps.entities,
     sampler,
+    takeRates: metrics.takeRate.values,
     localRates: () => recent.rates(),
     alarms,
     fleet,
@@ -196,39 +215,6 @@ function createAlarms(
   });
 }
 
-/** The fleet: this instance's heartbeat from the sampler, the alarms and the served rates; its view sets the gauges. */
-function createFleet(
-  deps: OpsDeps['fleet'],
-  instance: string,
-  clock: Clock,
-  log: Logger,
-  metrics: OpsMetrics,
-  sampler: OpsSampler,
-  alarms: Alarms,
-  recent: RecentServed,
-): Fleet {
-  return new Fleet({
-    store: deps.store,
-    clock,
-    log: log.child({ component: 'fleet' }),
-    ttlMs: deps.ttlMs,
-    self: {
-      ...deps.self,
-      id: instance,
-      lastSampleAt: () => sampler.lastSampleAt(),
-      activeAlarms: () => alarms.activeAlarms().length,
-      rates: () => recent.rates(),
-    },
-    onView: (view) => {
-      metrics.instances.set({ state: 'alive' }, view.alive);
-      metrics.instances.set({ state: 'gone' }, view.gone);
-      metrics.instancesDisagree.set({ on: 'epoch' }, view.disagreement.epoch ? 1 : 0);
-      metrics.instancesDisagree.set({ on: 'version' }, view.disagreement.version ? 1 : 0);
-      if (view.source === 'redis') deps.onView?.(view);
-    },
-  });
-}
-
 /** This host and process: the instance name in alarms, heartbeats and webhook posts. */
 export function instanceName(): string {
   return `${hostname()}:${process.pid}`;
@@ -238,28 +224,12 @@ export function instanceName(): string {
 function createSampler(deps: OpsDeps, events: OpsEvents): OpsSampler {
   const { config } = deps;
   return new OpsSampler({
-    entities: deps.entities,
-    feed: events.feed,
-    served: events.served,
-    refused: events.refused,
-    numbers: deps.numbers,
-    poolStore: deps.poolStore,
-    demand: deps.demand,
-    allocator: deps.allocator,
-    stride: deps.stride,
-    metrics: events.metrics,
-    alarms: events.alarms,
-    clock: deps.clock,
+    ...deps,
+    ...events,
+    ...config,
     log: deps.log.child({ component: 'alarms' }),
-    snowflake: deps.snowflake,
-    lease: deps.lease,
-    clockWatch: deps.clockWatch,
-    sampleMs: config.sampleMs,
-    rateWindowMs: config.rateWindowMs,
-    periodRateWindowMs: config.periodRateWindowMs,
     // Five samples at least, so one refill does not make the chart jump.
     chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
-    historyMs: config.historyMs,
     horizonSeconds: config.alertHorizonDays * 86_400,
     poolDrySeconds: config.alertPoolDrySeconds,
     poolLowPercent: config.alertPoolLowPercent,

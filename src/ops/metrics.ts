@@ -39,6 +39,8 @@ export class OpsMetrics {
   readonly registry = new Registry();
   /** How each family labelled by `entity` is totalled over all entities (none when absent). */
   private readonly totals = new Map<string, Total>();
+  /** The per-entity gauges (the sampler's), forgotten with a retired entity. */
+  private readonly entityGauges: EntitySeries[] = [];
 
   // Pools (set by the sampler).
   readonly poolSize = this.entityGauge('idpool_pool_size', 'Ids ready in the pool', 'sum');
@@ -251,6 +253,7 @@ export class OpsMetrics {
 
   constructor(private readonly options: OpsMetricsOptions = {}) {
     this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
+    this.entityGauges.push(this.sampleAge);
     if (options.defaultMetrics !== false) {
       // prom-client's event-loop delay histogram (a timer every 10 ms) gives way to one sampling every
       // second (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
@@ -266,28 +269,9 @@ export class OpsMetrics {
     }
   }
 
-  /** Forgets the per-entity series of a retired entity. */
+  /** Forgets the per-entity gauges of a retired entity (its counters count on: they add up in the totals). */
   forgetEntity(entity: string): void {
-    for (const g of [
-      this.poolSize,
-      this.poolLowWatermark,
-      this.poolTarget,
-      this.poolMax,
-      this.currentOffset,
-      this.takeRate,
-      this.reserveRate,
-      this.forecastPoolDry,
-      this.forecastJsSafe,
-      this.forecastInt63,
-      this.numberPeriodStart,
-      this.numberPeriodEnd,
-      this.numberPeriodUsed,
-      this.numberPeriodCapacity,
-      this.forecastNumberPeriod,
-      this.sampleAge,
-    ]) {
-      g.remove({ entity });
-    }
+    for (const g of this.entityGauges) g.remove({ entity });
   }
 
   /**
@@ -346,7 +330,9 @@ export class OpsMetrics {
   }
 
   private entityGauge(name: string, help: string, total: Total): EntitySeries {
-    return this.register(new EntitySeries(name, help, total));
+    const gauge = this.register(new EntitySeries(name, help, total));
+    this.entityGauges.push(gauge);
+    return gauge;
   }
 
   private register<T extends EntitySeries>(series: T): T {

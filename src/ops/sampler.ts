@@ -5,13 +5,12 @@ import type { SegmentAllocator } from '../segment/allocator';
 import type { Logger } from '../logger';
 import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
-import type { Alarms } from './alarms';
-import { AlarmRules } from './alarm-rules';
+import { AlarmRules, type AlarmRuleOptions, type ClockView } from './alarm-rules';
 import { type EntityOverview, dashboardRows } from './dashboard-rows';
 import { EntityHistory, type EntityHistoryOptions } from './entity-history';
-import { SnowflakeSampling, type SnowflakeSamplingOptions } from './snowflake-sampling';
 import { NumberSampling, type NumberSamplingOptions, type NumberView } from './number-sampling';
-import type { EntityForecast } from './forecast';
+import type { EntityForecast, SnowflakeForecast } from './forecast';
+import type { Clock } from '../clock';
 import { round } from './format';
 import { errorMessage } from '../errors';
 
@@ -33,14 +32,30 @@ const IDLE_BATCH = 200;
 /** An entity taken from is read every run for this long after. */
 const ACTIVE_MS = 60_000;
 
+/** This instance's worker lease as the ops side sees it (snowflake mode). */
+export interface LeaseView {
+  status(): { workerId: number | undefined; held: boolean; expiresAt?: number };
+  /** Worker ids of this deployment's range, and how many have a live lease. */
+  usage?(): Promise<{ inUse: number; total: number }>;
+}
+
+/** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
+const USAGE_EVERY_MS = 10_000;
+
 /** A pool's level (or why it could not be read) and the wall-clock ms its read began. */
 interface ReadLevel {
   readonly level: PoolLevel | Error;
   readonly at: number;
 }
 
-/** What the sampler reads and where it reports; its history's and its snowflake side's options with it. */
-export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions, NumberSamplingOptions {
+/** What the sampler reads and where it reports; its history's, its alarm rules' and its snowflake and number sides' options with it. */
+export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions, NumberSamplingOptions {
+  clock: Clock;
+  /** Read when first needed: the snowflake layout is built after the pool side. */
+  snowflake?: () => SnowflakeForecast | undefined;
+  /** This instance's worker lease and its clock against Redis's and the database's (snowflake mode). */
+  lease?: LeaseView;
+  clockWatch?: ClockView;
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** What the events tell of activity (default: a feed of its own, told nothing). */
   feed?: SamplerFeed;
@@ -49,20 +64,11 @@ export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingO
   /** Target depths and watermarks (they move with demand). */
   demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
-  alarms: Alarms;
   log: Logger;
   /** Sampling period (IDPOOL_OPS_SAMPLE_MS). */
   sampleMs: number;
   /** History kept for the dashboard charts. */
   historyMs: number;
-  /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
-  horizonSeconds: number;
-  /** `forecast_pool_dry` below this many seconds. */
-  poolDrySeconds: number;
-  /** `pool_low` when a pool stays below this percent of its low watermark. */
-  poolLowPercent: number;
-  /** `worker_range_nearly_full` at or above this percent of the range in use. */
-  workerRangePercent: number;
 }
 
 /**
@@ -141,8 +147,8 @@ const STALE_ROUNDS = 2;
  */
 export class OpsSampler {
   private readonly history: EntityHistory;
-  /** The worker lease and snowflake forecasts (snowflake mode). */
-  private readonly snowflakeSide: SnowflakeSampling;
+  /** When the worker range's use was last read. */
+  private lastUsageAt = Number.NEGATIVE_INFINITY;
   /** Business-number entities: their period's use and forecast, read from the number takes. */
   private readonly numberSide: NumberSampling;
   private readonly rules: AlarmRules;
@@ -165,7 +171,6 @@ export class OpsSampler {
     this.failureLog = new RepeatLimiter(options.clock, LOOP_FAILURE_LIMITS);
     this.rules = new AlarmRules(options);
     this.history = new EntityHistory(options);
-    this.snowflakeSide = new SnowflakeSampling(options, this.rules);
     this.numberSide = new NumberSampling(options, this.rules, this.history);
     this.feed = options.feed ?? new SamplerFeed(options);
     this.round = this.feed.round;
@@ -211,9 +216,51 @@ export class OpsSampler {
   async sampleOnce(): Promise<void> {
     if (await this.guard('entities', undefined, () => this.sampleEntities()))
       this.lastSampledAt = this.options.clock.now();
-    await this.guard('lease', undefined, () => this.snowflakeSide.sampleLease());
-    await this.guard('snowflake', undefined, () => this.snowflakeSide.checkSnowflake());
-    await this.guard('clock', undefined, () => this.snowflakeSide.sampleClock());
+    await this.guard('lease', undefined, () => this.sampleLease());
+    await this.guard('snowflake', undefined, () => this.checkSnowflake());
+    await this.guard('clock', undefined, () => this.sampleClock());
+  }
+
+  /** The lease's gauges and alarm; the range's use at most every {@link USAGE_EVERY_MS}. */
+  async sampleLease(): Promise<void> {
+    const lease = this.options.lease;
+    if (!lease) return;
+    const { metrics } = this.options;
+    const status = lease.status();
+    const now = this.options.clock.now();
+    metrics.leaseHeld.set(status.held ? 1 : 0);
+    metrics.leaseWorkerId.set(status.workerId ?? -1);
+    metrics.leaseRemaining.set(
+      status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0,
+    );
+    this.rules.checkLease(status);
+    if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
+      this.lastUsageAt = now;
+      const { inUse, total } = await lease.usage();
+      metrics.workersInUse.set(inUse);
+      metrics.workersAvailable.set(total);
+      this.rules.checkWorkerRange(inUse, total);
+    }
+  }
+
+  /** The clock's skews (`idpool_clock_skew_seconds`) and the `clock_skew` alarm. */
+  sampleClock(): void {
+    const watch = this.options.clockWatch;
+    if (!watch) return;
+    for (const r of watch.skews())
+      if (r.skewMs !== null) this.options.metrics.clockSkew.set({ against: r.against }, r.skewMs / 1000);
+    this.rules.checkClockSkew(watch);
+  }
+
+  /** The snowflake forecasts' gauges and alarms. */
+  checkSnowflake(): void {
+    const sf = this.options.snowflake?.();
+    if (!sf) return;
+    this.options.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
+    this.options.metrics.snowflakeJsSafe.set(
+      sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000,
+    );
+    this.rules.checkSnowflake(sf, this.options.clock.now());
   }
 
   /** Runs `step`, logging a failure with the entity's key (if any) instead of throwing it. */
@@ -380,10 +427,8 @@ export class OpsSampler {
       entities,
       {
         demand: this.options.demand,
-        lastSample: (key) => this.history.lastSample(key),
-        forecast: (key) => this.history.forecast(key),
-        numbers: (key) => this.numberSide.view(key),
-        chart: (key) => this.history.chart(key),
+        history: this.history,
+        numbers: this.numberSide,
         sampledAt: (key) => this.sampledAt(key),
         isStale: (key, now) => this.isStale(key, now),
       },
