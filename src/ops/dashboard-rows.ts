@@ -1,7 +1,6 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { ChartPoint, EntityHistory } from './entity-history';
-import type { NumberSampling } from './number-sampling';
 import { finite, round } from './format';
 import { numberPoolCap } from '../numbers/scheme';
 import { type NumberPeriodJson, type NumberView, numberPeriodJson } from './period-forecast';
@@ -33,7 +32,7 @@ export interface SampledView {
   /** The entities' latest samples, forecasts and charts. */
   history: Pick<EntityHistory, 'lastSample' | 'forecast' | 'chart'>;
   /** A business-number entity's latest period reading. */
-  numbers: Pick<NumberSampling, 'view'>;
+  numbers(entityKey: string): NumberView | undefined;
   /** When the entity was last sampled (Unix ms). */
   sampledAt(entityKey: string): number | undefined;
   isStale(entityKey: string, now: number): boolean;
@@ -48,7 +47,7 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
     const f = view.history.forecast(entity.key);
     const watermark = view.demand.lowWatermark(entity);
     const target = view.demand.target(entity);
-    const numbers = entity.numbers ? view.numbers.view(entity.key) : undefined;
+    const numbers = entity.numbers ? view.numbers(entity.key) : undefined;
     if (numbers) {
       out.push(numberRow(entity, numbers, view, now));
       continue;

@@ -15,9 +15,7 @@ import type { TakeEvents } from '../take/take-service';
 import { opsDispatchEvents, opsRefillEvents, opsTakeEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
-import { OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
-import type { NumberUsageSource } from './number-sampling';
-import type { LeaseView } from './sampler';
+import { type LeaseView, type NumberUsageSource, OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
 import type { ClockView } from './alarm-rules';
 
 export { requestObserver } from './request-log';

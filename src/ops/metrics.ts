@@ -16,7 +16,7 @@ import {
 } from 'prom-client';
 import { busiest } from './busiest';
 import { registerEventLoopDelay } from './event-loop-delay';
-import { EntitySampleAge, EntitySeries, type Total } from './entity-series';
+import { EntitySampleAge, EntitySeries, type Total, totalOf } from './entity-series';
 
 /** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
@@ -372,23 +372,4 @@ function nameOf(m: Metric): string {
 /** A family whose values are already read, in the shape a Registry renders (it calls `get()`). */
 function fixed(family: MetricObjectWithValues<MetricValue<string>>): Metric {
   return { name: family.name, get: async () => family } as unknown as Metric;
-}
-
-/** `idpool_x` → `idpool_all_x`, over every entity: one series (or one per bucket) without the `entity` label. */
-function totalOf(
-  family: MetricObjectWithValues<MetricValue<string>>,
-  total: 'sum' | 'min',
-): MetricObjectWithValues<MetricValue<string>> {
-  const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
-  const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
-  for (const v of family.values as (MetricValue<string> & { metricName?: string })[]) {
-    const { entity: _entity, ...labels } = v.labels;
-    const id = `${v.metricName ?? ''}\u0000${JSON.stringify(labels)}`;
-    const seen = groups.get(id);
-    if (!seen) groups.set(id, { ...v, labels, ...(v.metricName ? { metricName: rename(v.metricName) } : {}) });
-    else seen.value = total === 'sum' ? seen.value + v.value : Math.min(seen.value, v.value);
-  }
-  const help =
-    total === 'sum' ? `${family.help} (total over all entities)` : `${family.help} (the soonest over all entities)`;
-  return { ...family, name: rename(family.name), help, values: [...groups.values()] };
 }

@@ -2,7 +2,7 @@
  * When a business-number period runs out of digits (docs/numbers.md,
  * "Capacity and alarms"): pure functions of samples of the period's use,
  * so the rate, the period's end, the zone and a daylight-saving day are
- * tested on a fake clock. The sampler feeds them (`number-sampling.ts`).
+ * tested on a fake clock. The sampler feeds them (`sampler.ts`).
  */
 import type { NumberUsage } from '../pool/number-takes';
 import { isoDate, round } from './format';

@@ -8,7 +8,10 @@ import { ActivityRound, type Periodic, every } from '../schedule';
 import { AlarmRules, type AlarmRuleOptions, type ClockView } from './alarm-rules';
 import { type EntityOverview, dashboardRows } from './dashboard-rows';
 import { EntityHistory, type EntityHistoryOptions } from './entity-history';
-import { NumberSampling, type NumberSamplingOptions, type NumberView } from './number-sampling';
+import { type NumberView, PeriodHistory, numberView } from './period-forecast';
+import { type TimeZone, timeZone } from '../numbers/zone';
+import type { NumberUsage } from '../pool/number-takes';
+import type { OpsMetrics } from './metrics';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import type { Clock } from '../clock';
 import { round } from './format';
@@ -42,6 +45,11 @@ export interface LeaseView {
 /** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
 const USAGE_EVERY_MS = 10_000;
 
+/** Where the sampler reads a business-number entity's period: the numbers layer's `usage` (`NumberAdmin`, `pool/number-takes.ts`). */
+export interface NumberUsageSource {
+  usage(entity: EntityConfig): Promise<NumberUsage>;
+}
+
 /** A pool's level (or why it could not be read) and the wall-clock ms its read began. */
 interface ReadLevel {
   readonly level: PoolLevel | Error;
@@ -49,8 +57,13 @@ interface ReadLevel {
 }
 
 /** What the sampler reads and where it reports; its history's, its alarm rules' and its snowflake and number sides' options with it. */
-export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions, NumberSamplingOptions {
+export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
   clock: Clock;
+  metrics: OpsMetrics;
+  /** Where business-number periods are read (none: no business-number entity is sampled). */
+  numbers?: NumberUsageSource;
+  /** The rate behind a period's run-out forecast is taken over this long (IDPOOL_OPS_PERIOD_RATE_WINDOW_MS). */
+  periodRateWindowMs: number;
   /** Read when first needed: the snowflake layout is built after the pool side. */
   snowflake?: () => SnowflakeForecast | undefined;
   /** This instance's worker lease and its clock against Redis's and the database's (snowflake mode). */
@@ -143,14 +156,18 @@ const STALE_ROUNDS = 2;
  * offsets (one SQL query), keeps a short history, sets the pool and forecast
  * gauges and hands the conditions to {@link AlarmRules}; its view feeds the
  * dashboard rows (`dashboard-rows.ts`). Costs two round trips however many
- * requests arrive; nothing here is on the request path.
+ * requests arrive; nothing here is on the request path. The same run reads
+ * each business-number entity's period and, in snowflake mode, the worker
+ * lease, its range and the layout's forecasts: one loop for every kind.
  */
 export class OpsSampler {
   private readonly history: EntityHistory;
   /** When the worker range's use was last read. */
   private lastUsageAt = Number.NEGATIVE_INFINITY;
-  /** Business-number entities: their period's use and forecast, read from the number takes. */
-  private readonly numberSide: NumberSampling;
+  /** Business-number entities: their period's readings, latest view and zone. */
+  private readonly periods = new Map<string, PeriodHistory>();
+  private readonly numberViews = new Map<string, NumberView>();
+  private readonly zones = new Map<string, TimeZone>();
   private readonly rules: AlarmRules;
   private readonly schedule: Periodic;
   private readonly failureLog: RepeatLimiter;
@@ -171,7 +188,6 @@ export class OpsSampler {
     this.failureLog = new RepeatLimiter(options.clock, LOOP_FAILURE_LIMITS);
     this.rules = new AlarmRules(options);
     this.history = new EntityHistory(options);
-    this.numberSide = new NumberSampling(options, this.rules, this.history);
     this.feed = options.feed ?? new SamplerFeed(options);
     this.round = this.feed.round;
   }
@@ -332,7 +348,7 @@ export class OpsSampler {
         .filter((e) => e.numbers)
         .map((entity) =>
           this.guard('entity', entity.key, () =>
-            this.numberSide.sampleEntity(entity, this.round.isActive(entity.key) ? activeCapacity : idleCapacity),
+            this.sampleNumbers(entity, this.round.isActive(entity.key) ? activeCapacity : idleCapacity),
           ),
         ),
     );
@@ -342,6 +358,52 @@ export class OpsSampler {
     for (const key of [...this.options.metrics.sampleAge.values.keys()])
       if (!live.has(key)) this.options.metrics.sampleAge.remove({ entity: key });
     for (const key of [...this.firstLooked.keys()]) if (!live.has(key)) this.firstLooked.delete(key);
+  }
+
+  /**
+   * A business-number entity: reads now's period (by the clock that decides it), keeps its readings over
+   * the period rate window, sets its gauges (one series each whatever the period: a new period moves the
+   * values) and checks its forecast (`capacity`: samples its chart keeps); throws what the read throws.
+   */
+  private async sampleNumbers(entity: EntityConfig, capacity: number): Promise<void> {
+    const settings = entity.numbers;
+    if (!this.options.numbers || !settings) return;
+    const usage = await this.options.numbers.usage(entity);
+    let history = this.periods.get(entity.key);
+    if (!history) this.periods.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
+    history.record(usage.period.id, { at: usage.now, used: usage.used });
+    const zone = this.zoneOf(settings.timeZone);
+    const view = {
+      ...numberView(usage, history.takePerSecond(usage.period.start), (ms) => zone.wallClock(ms)),
+      takePerSecond: this.history.recordNumbers(entity.key, usage, capacity),
+    };
+    this.numberViews.set(entity.key, view);
+    this.publishNumbers(entity.key, view);
+    this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
+  }
+
+  private publishNumbers(key: string, { usage, forecast, takePerSecond }: NumberView): void {
+    const { metrics } = this.options;
+    const labels = { entity: key };
+    metrics.sampleAge.sampled(key, usage.now);
+    metrics.numberPeriodStart.set(labels, usage.period.start / 1000);
+    metrics.numberPeriodEnd.set(labels, usage.period.end / 1000);
+    metrics.numberPeriodUsed.set(labels, Number(usage.used));
+    metrics.numberPeriodCapacity.set(labels, Number(usage.capacity));
+    metrics.poolSize.set(labels, usage.ready);
+    metrics.takeRate.set(labels, takePerSecond ?? 0);
+    metrics.forecastNumberPeriod.set(
+      labels,
+      forecast.runsOutAt === undefined
+        ? Number.POSITIVE_INFINITY
+        : Math.max(0, (forecast.runsOutAt - usage.now) / 1000),
+    );
+  }
+
+  private zoneOf(name: string): TimeZone {
+    let zone = this.zones.get(name);
+    if (!zone) this.zones.set(name, (zone = timeZone(name)));
+    return zone;
   }
 
   /** Records, publishes and checks one entity's sample. */
@@ -416,7 +478,8 @@ export class OpsSampler {
   private forget(key: string): void {
     this.failureLog.forget(key);
     this.history.forget(key);
-    this.numberSide.forget(key);
+    this.periods.delete(key);
+    this.numberViews.delete(key);
     this.options.metrics.forgetEntity(key);
     this.rules.forgetEntity(key);
   }
@@ -428,7 +491,7 @@ export class OpsSampler {
       {
         demand: this.options.demand,
         history: this.history,
-        numbers: this.numberSide,
+        numbers: (key) => this.numberViews.get(key),
         sampledAt: (key) => this.sampledAt(key),
         isStale: (key, now) => this.isStale(key, now),
       },
@@ -493,7 +556,7 @@ export class OpsSampler {
 
   /** The latest period reading and forecast of a business-number entity (`GET /admin/apps`, tests). */
   numberView(entityKey: string): NumberView | undefined {
-    return this.numberSide.view(entityKey);
+    return this.numberViews.get(entityKey);
   }
 
   /** The latest forecast of one entity (tests, CLI). */

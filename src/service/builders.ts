@@ -12,7 +12,7 @@ import type { Clock } from '../clock';
 import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
 import { numberUsageByKind } from '../ops/number-usage';
-import type { NumberUsageSource } from '../ops/number-sampling';
+import type { NumberUsageSource } from '../ops/sampler';
 import type { Database } from '../db/database';
 import { sqliteFile } from '../db/database-url';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
