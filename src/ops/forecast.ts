@@ -7,8 +7,6 @@
 
 import { INT63_LIMIT, JS_SAFE_LIMIT } from '../limits';
 
-export { INT63_LIMIT, JS_SAFE_LIMIT };
-
 /** One observation of an entity, from one sampler run. */
 export interface PoolSample {
   /** Wall-clock ms. */

@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { Fleet, type FleetSelf } from '../fleet/fleet';
 import type { FleetInstances, FleetStore } from '../fleet/instances';
-import { type AlarmRecord, Alarms, type AlarmsOptions, WebhookSink } from './alarms';
+import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
 import type { OpsConfig } from './settings';
 import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
@@ -106,7 +106,16 @@ export function createOpsEvents(
   // Records reach the fleet stream through this (the fleet is built after the sampler, which needs the alarms).
   const stream: { fleet?: Fleet } = {};
   const toFleet = deps.sharedAlarms ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
-  const alarms = createAlarms(config, clock, log, metrics, deps.instance, toFleet);
+  // Named by this instance, posted to the webhook when one is configured, counted in the metrics.
+  const alarms = new Alarms({
+    clock,
+    log,
+    sink: config.alertWebhookUrl ? new WebhookSink(config.alertWebhookUrl) : undefined,
+    dedupeMs: config.alertDedupeMs,
+    instance: deps.instance,
+    onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
+    onRecord: toFleet,
+  });
   const feed = new SamplerFeed({ entities: deps.entities, clock, sampleMs: config.sampleMs });
   // Ids this instance has served per entity so far: the sampler records them with each sample.
   const served = new Map<string, number>();
@@ -191,26 +200,6 @@ export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
       await alarms.flush();
     },
   };
-}
-
-/** Alarms named by this instance, posted to the webhook when one is configured, counted in the metrics. */
-function createAlarms(
-  config: OpsConfig,
-  clock: Clock,
-  log: Logger,
-  metrics: OpsMetrics,
-  instance: string,
-  onRecord: AlarmsOptions['onRecord'],
-): Alarms {
-  return new Alarms({
-    clock,
-    log,
-    sink: config.alertWebhookUrl ? new WebhookSink(config.alertWebhookUrl) : undefined,
-    dedupeMs: config.alertDedupeMs,
-    instance,
-    onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
-    onRecord,
-  });
 }
 
 /** This host and process: the instance name in alarms, heartbeats and webhook posts. */
