@@ -12,7 +12,7 @@ import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refill-events';
 import type { LeaseEvents } from '../segment/lease';
 import type { TakeEvents } from '../take/take-service';
-import { opsDispatchEvents, opsRefillEvents, opsTakeEvents } from './observers';
+import { opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
 import { type LeaseView, type NumberUsageSource, OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
@@ -131,11 +131,14 @@ export function createOpsEvents(
     refused: (key) => refused.get(key) ?? 0,
     refillEvents: opsRefillEvents(metrics, alarms, deps.entities, deps.stride, feed),
     dispatchEvents: opsDispatchEvents(metrics, alarms, (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1)),
-    takeEvents: opsTakeEvents(metrics, (entity, count) => {
-      served.set(entity, (served.get(entity) ?? 0) + count);
-      recent.add(entity, count);
-      feed.touch(entity);
-    }),
+    takeEvents: {
+      served(entity, count) {
+        metrics.idsServed.inc({ entity }, count);
+        served.set(entity, (served.get(entity) ?? 0) + count);
+        recent.add(entity, count);
+        feed.touch(entity);
+      },
+    },
     leaseEvents: {
       leased(entity, count) {
         metrics.segmentsLeased.inc({ entity });

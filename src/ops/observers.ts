@@ -1,6 +1,5 @@
 import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
-import type { TakeEvents } from '../take/take-service';
 import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
@@ -138,16 +137,6 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
       carriedTo: carriedTo.toString(),
     },
   });
-}
-
-/** Turns the take service's events into metrics; `onServed` counts what was handed out for the sampler and the busiest entities. */
-export function opsTakeEvents(metrics: OpsMetrics, onServed: (entityKey: string, count: number) => void): TakeEvents {
-  return {
-    served(entity, count) {
-      metrics.idsServed.inc({ entity }, count);
-      onServed(entity, count);
-    },
-  };
 }
 
 /** Turns the dispatcher's events into metrics and alarms; `onRefused` counts the takes refused for too few ids. */
