@@ -3,7 +3,8 @@ import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { Alarms } from './alarms';
 import type { ClockWatch } from '../worker/clock-watch';
-import { type EntityForecast, JS_SAFE_LIMIT, type SnowflakeForecast } from './forecast';
+import type { EntityForecast, SnowflakeForecast } from './forecast';
+import { JS_SAFE_LIMIT } from '../limits';
 import { dateIn, describeSeconds, isoDate, round } from './format';
 import { type NumberView, runOutText } from './period-forecast';
 import { raised } from './alarm-table';
@@ -14,15 +15,6 @@ const CONFIRM_SAMPLES = 2;
 type AlarmInput = Parameters<Alarms['set']>[0];
 /** What a rule says of its alarm: the name, entity and severity come from the table. */
 type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
-
-/** The per-entity condition alarms, cleared when an entity is retired. */
-const ENTITY_ALARMS = [
-  'pool_low',
-  'forecast_pool_dry',
-  'forecast_js_safe_limit',
-  'forecast_int63_limit',
-  'forecast_period_exhausted',
-] as const;
 
 export interface AlarmRuleOptions {
   alarms: Alarms;
@@ -43,6 +35,8 @@ export type ClockView = Pick<ClockWatch, 'skews' | 'worstSkewMs' | 'state' | 'ma
 
 /** The conditions {@link AlarmRules.checkEntity} keeps per entity. */
 const ENTITY_CONDITIONS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_limit', 'forecast_int63_limit'] as const;
+/** The per-entity condition alarms, cleared when an entity is retired. */
+const ENTITY_ALARMS = [...ENTITY_CONDITIONS, 'forecast_period_exhausted'] as const;
 
 /**
  * Which sampled conditions raise which alarm: each holds for a number of

@@ -1,16 +1,9 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
-import type { EntityForecast, PoolSample } from './forecast';
+import type { ChartPoint, EntityHistory } from './entity-history';
 import { finite, round } from './format';
 import { numberPoolCap } from '../numbers/scheme';
 import { type NumberPeriodJson, type NumberView, numberPeriodJson } from './period-forecast';
-
-export interface ChartPoint {
-  /** Unix ms. */
-  t: number;
-  size: number;
-  takePerSecond: number;
-}
 
 export interface EntityOverview {
   key: string;
@@ -36,12 +29,10 @@ export interface EntityOverview {
 /** What a dashboard row is built from: the sampler's view of one entity. */
 export interface SampledView {
   demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
-  /** The entity's latest sample, if any. */
-  lastSample(entityKey: string): PoolSample | undefined;
-  forecast(entityKey: string): EntityForecast | undefined;
+  /** The entities' latest samples, forecasts and charts. */
+  history: Pick<EntityHistory, 'lastSample' | 'forecast' | 'chart'>;
   /** A business-number entity's latest period reading. */
   numbers(entityKey: string): NumberView | undefined;
-  chart(entityKey: string): readonly ChartPoint[];
   /** When the entity was last sampled (Unix ms). */
   sampledAt(entityKey: string): number | undefined;
   isStale(entityKey: string, now: number): boolean;
@@ -52,8 +43,8 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
   const out: EntityOverview[] = [];
   for (const entity of entities) {
     if (entity.mode === 'snowflake') continue;
-    const last = view.lastSample(entity.key);
-    const f = view.forecast(entity.key);
+    const last = view.history.lastSample(entity.key);
+    const f = view.history.forecast(entity.key);
     const watermark = view.demand.lowWatermark(entity);
     const target = view.demand.target(entity);
     const numbers = entity.numbers ? view.numbers(entity.key) : undefined;
@@ -80,7 +71,7 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
         jsSafeLimitSeconds: finite(f?.jsSafeSeconds),
         int63LimitSeconds: finite(f?.int63Seconds),
       },
-      history: [...view.chart(entity.key)],
+      history: [...view.history.chart(entity.key)],
       sampledAt: view.sampledAt(entity.key) ?? null,
       stale: view.isStale(entity.key, now),
     });
@@ -99,10 +90,10 @@ function numberRow(entity: EntityConfig, numbers: NumberView, view: SampledView,
     pool: { size: ready, target, max, lowWatermark, fillPercent: target > 0 ? round((ready * 100) / target) : 0 },
     currentOffset: numbers.usage.used.toString(),
     highestId: null,
-    takePerSecond: round(numbers.forecast.takePerSecond),
+    takePerSecond: round(numbers.takePerSecond ?? 0),
     reservePerSecond: 0,
     forecast: { poolDrySeconds: null, jsSafeLimitSeconds: null, int63LimitSeconds: null },
-    history: [...view.chart(entity.key)],
+    history: [...view.history.chart(entity.key)],
     sampledAt: view.sampledAt(entity.key) ?? null,
     stale: view.isStale(entity.key, now),
     period: numberPeriodJson(numbers),

@@ -1,9 +1,17 @@
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
 import type { IdStride } from '../segment/stride';
-import type { ChartPoint } from './dashboard-rows';
 import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
 import { round } from './format';
+import type { NumberUsage } from '../pool/number-takes';
+
+/** One point of an entity's dashboard charts. */
+export interface ChartPoint {
+  /** Unix ms. */
+  t: number;
+  size: number;
+  takePerSecond: number;
+}
 
 export interface EntityHistoryOptions {
   /** Low watermarks: an entity's history starts once its pool first reached its own. */
@@ -62,16 +70,12 @@ export class EntityHistory {
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
   record(entity: EntityConfig, sample: Omit<PoolSample, 'served'>, capacity: number): EntityForecast | undefined {
     const { stride } = this.options;
-    let ring = this.samples.get(entity.key);
     // Until the pool first reaches its watermark, keep only the latest
     // sample: the first fill reserves a whole pool and pushes it over many
     // script calls, and a sample taken mid-push would read as a huge take
     // rate. Rates start from the first filled sample.
-    if (!ring || !this.filledOnce.has(entity.key)) this.samples.set(entity.key, (ring = new Ring(capacity)));
-    else if (ring.capacity < capacity) this.samples.set(entity.key, (ring = Ring.from(ring, capacity)));
+    const history = this.push(entity.key, sample, capacity, !this.filledOnce.has(entity.key));
     if (sample.size >= this.options.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
-    ring.push({ ...sample, served: this.options.served?.(entity.key) });
-    const history = ring.toArray();
     const spaced = stride.of(entity);
     let f = forecastEntity(history, this.options.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
     if (!f) return undefined;
@@ -80,15 +84,54 @@ export class EntityHistory {
     // fails: a pool that refused takes within the rate window is dry now.
     if (this.refusedRecently(entity.key, sample.at)) f = { ...f, poolDrySeconds: 0 };
     this.forecasts.set(entity.key, f);
-    let chart = this.charts.get(entity.key);
-    if (!chart) this.charts.set(entity.key, (chart = new Ring(capacity)));
-    else if (chart.capacity < capacity) this.charts.set(entity.key, (chart = Ring.from(chart, capacity)));
+    this.chartPoint(entity.key, history, capacity);
+    return f;
+  }
+
+  /**
+   * Adds a business-number entity's reading to its history and chart (its
+   * ready numbers as the pool, its period's use as the take counter, exact);
+   * returns its take rate over the rate window, a pool's (the run-out
+   * forecast keeps its longer one: `period-forecast.ts`). A new period, or a
+   * use that fell (a restored Redis), starts the samples again: a rate across
+   * it would be negative.
+   */
+  recordNumbers(entityKey: string, usage: NumberUsage, capacity: number): number {
+    const last = this.lastSample(entityKey);
+    const taken = Number(usage.used);
+    const period = usage.period.id;
+    const restart = last?.period !== period || taken < (last.taken ?? 0);
+    const sample = { at: usage.now, size: usage.ready, offset: usage.used + BigInt(usage.ready), taken, period };
+    const history = this.push(entityKey, sample, capacity, restart);
+    this.chartPoint(entityKey, history, capacity);
+    return ratesOf(history, this.options.rateWindowMs).takePerSecond;
+  }
+
+  /** Adds `sample` (with what this instance served so far) to the entity's samples, begun again when `restart`. */
+  private push(
+    key: string,
+    sample: Omit<PoolSample, 'served'>,
+    capacity: number,
+    restart: boolean,
+  ): readonly PoolSample[] {
+    let ring = this.samples.get(key);
+    if (!ring || restart) this.samples.set(key, (ring = new Ring(capacity)));
+    else if (ring.capacity < capacity) this.samples.set(key, (ring = Ring.from(ring, capacity)));
+    ring.push({ ...sample, served: this.options.served?.(key) });
+    return ring.toArray();
+  }
+
+  /** The chart's point for the newest of `history`: its pool size and its take rate over the chart's short window. */
+  private chartPoint(key: string, history: readonly PoolSample[], capacity: number): void {
+    const last = history[history.length - 1];
+    let chart = this.charts.get(key);
+    if (!chart) this.charts.set(key, (chart = new Ring(capacity)));
+    else if (chart.capacity < capacity) this.charts.set(key, (chart = Ring.from(chart, capacity)));
     chart.push({
-      t: sample.at,
-      size: sample.size,
+      t: last.at,
+      size: last.size,
       takePerSecond: round(ratesOf(history, this.options.chartRateWindowMs).takePerSecond),
     });
-    return f;
   }
 
   /**

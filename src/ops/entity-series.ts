@@ -58,16 +58,7 @@ export class EntitySeries {
   totalFamily(total: 'sum' | 'min'): MetricObjectWithValues<MetricValue<string>> {
     let value = total === 'sum' ? 0 : Number.POSITIVE_INFINITY;
     for (const v of this.values.values()) value = total === 'sum' ? value + v : Math.min(value, v);
-    const help =
-      total === 'sum' ? `${this.help} (total over all entities)` : `${this.help} (the soonest over all entities)`;
-    const family = {
-      name: this.name.replace(/^idpool_/, 'idpool_all_'),
-      help,
-      type: this.type,
-      values: this.values.size ? [{ value, labels: {} }] : [],
-      aggregator: 'sum',
-    };
-    return family as unknown as MetricObjectWithValues<MetricValue<string>>;
+    return totalOf({ ...this.family([]), values: this.values.size ? [{ value, labels: {} }] : [] }, total);
   }
 
   /** What a Registry calls. */
@@ -108,4 +99,23 @@ export class EntitySampleAge extends EntitySeries {
     for (const v of family.values) v.value = Math.max(0, (now - v.value) / 1000);
     return family;
   }
+}
+
+/** `idpool_x` → `idpool_all_x`, over every entity: one series (or one per bucket) without the `entity` label. */
+export function totalOf(
+  family: MetricObjectWithValues<MetricValue<string>>,
+  total: 'sum' | 'min',
+): MetricObjectWithValues<MetricValue<string>> {
+  const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
+  const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
+  for (const v of family.values as (MetricValue<string> & { metricName?: string })[]) {
+    const { entity: _entity, ...labels } = v.labels;
+    const id = `${v.metricName ?? ''}\u0000${JSON.stringify(labels)}`;
+    const seen = groups.get(id);
+    if (!seen) groups.set(id, { ...v, labels, ...(v.metricName ? { metricName: rename(v.metricName) } : {}) });
+    else seen.value = total === 'sum' ? seen.value + v.value : Math.min(seen.value, v.value);
+  }
+  const help =
+    total === 'sum' ? `${family.help} (total over all entities)` : `${family.help} (the soonest over all entities)`;
+  return { ...family, name: rename(family.name), help, values: [...groups.values()] };
 }

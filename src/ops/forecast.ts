@@ -7,8 +7,6 @@
 
 import { INT63_LIMIT, JS_SAFE_LIMIT } from '../limits';
 
-export { INT63_LIMIT, JS_SAFE_LIMIT };
-
 /** One observation of an entity, from one sampler run. */
 export interface PoolSample {
   /** Wall-clock ms. */
@@ -26,6 +24,8 @@ export interface PoolSample {
    * is reset.
    */
   readonly taken?: number;
+  /** A business number's period: its sequence, and so `taken`, starts again with the next. */
+  readonly period?: string;
 }
 
 export interface Rates {

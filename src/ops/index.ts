@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { Fleet, type FleetSelf } from '../fleet/fleet';
 import type { FleetInstances, FleetStore } from '../fleet/instances';
-import { type AlarmRecord, Alarms, type AlarmsOptions, WebhookSink } from './alarms';
+import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
 import type { OpsConfig } from './settings';
 import { RecentServed } from './busiest';
 import { OpsMetrics } from './metrics';
@@ -12,11 +12,10 @@ import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refill-events';
 import type { LeaseEvents } from '../segment/lease';
 import type { TakeEvents } from '../take/take-service';
-import { opsDispatchEvents, opsRefillEvents, opsTakeEvents } from './observers';
+import { opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
 import type { SnowflakeForecast } from './forecast';
-import { OpsSampler, type SamplerOptions } from './sampler';
-import type { LeaseView } from './snowflake-sampling';
+import { type LeaseView, type NumberUsageSource, OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
 import type { ClockView } from './alarm-rules';
 
 export { requestObserver } from './request-log';
@@ -30,6 +29,8 @@ export interface OpsDeps {
   demand: SamplerOptions['demand'];
   allocator: SamplerOptions['allocator'];
   stride: SamplerOptions['stride'];
+  /** Now's period of a business-number entity (`number-usage.ts`), read from the pools' numbers layer. */
+  numbers?: NumberUsageSource;
   snowflake?: () => SnowflakeForecast | undefined;
   lease?: LeaseView;
   clockWatch?: ClockView;
@@ -50,17 +51,33 @@ export interface OpsDeps {
   };
 }
 
-export interface Ops {
+/**
+ * What the pools, takes and leases report to, built before them: the
+ * metrics, the alarms and what the sampler reads of their activity (the
+ * sampler is built after the pools, whose numbers layer it reads).
+ */
+export interface OpsEvents {
   readonly metrics: OpsMetrics;
   readonly alarms: Alarms;
-  readonly sampler: OpsSampler;
   readonly refillEvents: RefillEvents;
   readonly dispatchEvents: DispatchEvents;
   /** Every id the take service hands out, whatever its kind. */
   readonly takeEvents: TakeEvents;
-  readonly fleet: Fleet;
   /** Leased segments and their ids per entity, and leases refused by the per-second limit. */
   readonly leaseEvents: LeaseEvents;
+  /** Entities taken from and the pools the sweep read, for the sampler. */
+  readonly feed: SamplerFeed;
+  /** Ids this instance served per entity so far, takes it refused for too few ids, and the recent served rates. */
+  readonly served: (entityKey: string) => number;
+  readonly refused: (entityKey: string) => number;
+  readonly recent: RecentServed;
+  /** The fleet's alarm stream, once the fleet is built ({@link createOps}). */
+  readonly stream: { fleet?: Fleet };
+}
+
+export interface Ops extends OpsEvents {
+  readonly sampler: OpsSampler;
+  readonly fleet: Fleet;
   overview(query: OverviewQuery): Promise<OpsOverview>;
   /** `GET /admin/instances`: every instance's heartbeat, or this instance alone (Redis not answering: said so). */
   instances(): Promise<FleetInstances>;
@@ -69,8 +86,13 @@ export interface Ops {
   stop(): Promise<void>;
 }
 
-/** Builds metrics, alarms and the sampler, and the observers the pool code reports to. */
-export function createOps(deps: OpsDeps): Ops {
+/** Metrics, alarms and the events the pool code reports to. */
+export function createOpsEvents(
+  deps: Pick<OpsDeps, 'config' | 'clock' | 'log' | 'entities' | 'stride' | 'defaultMetrics' | 'instance'> & {
+    /** Alarm records go to the fleet's stream too (Redis). */
+    sharedAlarms: boolean;
+  },
+): OpsEvents {
   const { config, clock } = deps;
   const log = deps.log.child({ component: 'alarms' });
   // "Recently" for ranking the busiest entities: the forecasts' rate window.
@@ -83,35 +105,81 @@ export function createOps(deps: OpsDeps): Ops {
   });
   // Records reach the fleet stream through this (the fleet is built after the sampler, which needs the alarms).
   const stream: { fleet?: Fleet } = {};
-  const toFleet = deps.fleet.shared ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
-  const alarms = createAlarms(config, clock, log, metrics, deps.instance, toFleet);
+  const toFleet = deps.sharedAlarms ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
+  // Named by this instance, posted to the webhook when one is configured, counted in the metrics.
+  const alarms = new Alarms({
+    clock,
+    log,
+    sink: config.alertWebhookUrl ? new WebhookSink(config.alertWebhookUrl) : undefined,
+    dedupeMs: config.alertDedupeMs,
+    instance: deps.instance,
+    onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
+    onRecord: toFleet,
+  });
+  const feed = new SamplerFeed({ entities: deps.entities, clock, sampleMs: config.sampleMs });
   // Ids this instance has served per entity so far: the sampler records them with each sample.
   const served = new Map<string, number>();
   // Takes refused for too few ids per entity so far: the sampler calls such a pool dry, whatever its take rate.
   const refused = new Map<string, number>();
-  const sampler = createSampler(
-    deps,
-    log,
+  return {
     metrics,
     alarms,
-    (key) => served.get(key) ?? 0,
-    (key) => refused.get(key) ?? 0,
-  );
-  const fleet = createFleet(deps.fleet, deps.instance, clock, deps.log, metrics, sampler, alarms, recent);
-  stream.fleet = fleet;
-  const refillEvents = opsRefillEvents(metrics, alarms, deps.entities, deps.stride, sampler);
-  const dispatchEvents = opsDispatchEvents(metrics, alarms, (entity) =>
-    refused.set(entity, (refused.get(entity) ?? 0) + 1),
-  );
-  const takeEvents = opsTakeEvents(metrics, (entity, count) => {
-    served.set(entity, (served.get(entity) ?? 0) + count);
-    recent.add(entity, count);
-    sampler.touch(entity);
+    feed,
+    recent,
+    stream,
+    served: (key) => served.get(key) ?? 0,
+    refused: (key) => refused.get(key) ?? 0,
+    refillEvents: opsRefillEvents(metrics, alarms, deps.entities, deps.stride, feed),
+    dispatchEvents: opsDispatchEvents(metrics, alarms, (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1)),
+    takeEvents: {
+      served(entity, count) {
+        metrics.idsServed.inc({ entity }, count);
+        served.set(entity, (served.get(entity) ?? 0) + count);
+        recent.add(entity, count);
+        feed.touch(entity);
+      },
+    },
+    leaseEvents: {
+      leased(entity, count) {
+        metrics.segmentsLeased.inc({ entity });
+        metrics.idsLeased.inc({ entity }, count);
+        feed.touch(entity);
+      },
+      rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
+    },
+  };
+}
+
+/** The sampler over `events` (and the numbers layer, `deps.numbers`), the fleet and the dashboard's overview. */
+export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
+  const { clock } = deps;
+  const { metrics, alarms, recent } = events;
+  const sampler = createSampler(deps, events);
+  const fleet = new Fleet({
+    ...deps.fleet,
+    clock,
+    log: deps.log.child({ component: 'fleet' }),
+    self: {
+      ...deps.fleet.self,
+      id: deps.instance,
+      lastSampleAt: () => sampler.lastSampleAt(),
+      activeAlarms: () => alarms.activeAlarms().length,
+      rates: () => recent.rates(),
+    },
+    onView: (view) => {
+      metrics.instances.set({ state: 'alive' }, view.alive);
+      metrics.instances.set({ state: 'gone' }, view.gone);
+      metrics.instancesDisagree.set({ on: 'epoch' }, view.disagreement.epoch ? 1 : 0);
+      metrics.instancesDisagree.set({ on: 'version' }, view.disagreement.version ? 1 : 0);
+      if (view.source === 'redis') deps.fleet.onView?.(view);
+    },
   });
+  events.stream.fleet = fleet;
   const sources = {
     clock,
     entities: deps.entities,
     sampler,
+    takeRates: metrics.takeRate.values,
     localRates: () => recent.rates(),
     alarms,
     fleet,
@@ -119,23 +187,10 @@ export function createOps(deps: OpsDeps): Ops {
     snowflake: deps.snowflake,
     workers: deps.workers,
   };
-
   return {
-    metrics,
-    alarms,
+    ...events,
     sampler,
-    refillEvents,
-    dispatchEvents,
-    takeEvents,
     fleet,
-    leaseEvents: {
-      leased(entity, count) {
-        metrics.segmentsLeased.inc({ entity });
-        metrics.idsLeased.inc({ entity }, count);
-        sampler.touch(entity);
-      },
-      rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
-    },
     overview: (query) => opsOverview(sources, query),
     instances: () => fleet.instances(),
     start: () => {
@@ -150,95 +205,21 @@ export function createOps(deps: OpsDeps): Ops {
   };
 }
 
-/** Alarms named by this instance, posted to the webhook when one is configured, counted in the metrics. */
-function createAlarms(
-  config: OpsConfig,
-  clock: Clock,
-  log: Logger,
-  metrics: OpsMetrics,
-  instance: string,
-  onRecord: AlarmsOptions['onRecord'],
-): Alarms {
-  return new Alarms({
-    clock,
-    log,
-    sink: config.alertWebhookUrl ? new WebhookSink(config.alertWebhookUrl) : undefined,
-    dedupeMs: config.alertDedupeMs,
-    instance,
-    onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
-    onRecord,
-  });
-}
-
-/** The fleet: this instance's heartbeat from the sampler, the alarms and the served rates; its view sets the gauges. */
-function createFleet(
-  deps: OpsDeps['fleet'],
-  instance: string,
-  clock: Clock,
-  log: Logger,
-  metrics: OpsMetrics,
-  sampler: OpsSampler,
-  alarms: Alarms,
-  recent: RecentServed,
-): Fleet {
-  return new Fleet({
-    store: deps.store,
-    clock,
-    log: log.child({ component: 'fleet' }),
-    ttlMs: deps.ttlMs,
-    self: {
-      ...deps.self,
-      id: instance,
-      lastSampleAt: () => sampler.lastSampleAt(),
-      activeAlarms: () => alarms.activeAlarms().length,
-      rates: () => recent.rates(),
-    },
-    onView: (view) => {
-      metrics.instances.set({ state: 'alive' }, view.alive);
-      metrics.instances.set({ state: 'gone' }, view.gone);
-      metrics.instancesDisagree.set({ on: 'epoch' }, view.disagreement.epoch ? 1 : 0);
-      metrics.instancesDisagree.set({ on: 'version' }, view.disagreement.version ? 1 : 0);
-      if (view.source === 'redis') deps.onView?.(view);
-    },
-  });
-}
-
 /** This host and process: the instance name in alarms, heartbeats and webhook posts. */
 export function instanceName(): string {
   return `${hostname()}:${process.pid}`;
 }
 
 /** The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds. */
-function createSampler(
-  deps: OpsDeps,
-  log: Logger,
-  metrics: OpsMetrics,
-  alarms: Alarms,
-  served: (entityKey: string) => number,
-  refused: (entityKey: string) => number,
-): OpsSampler {
+function createSampler(deps: OpsDeps, events: OpsEvents): OpsSampler {
   const { config } = deps;
   return new OpsSampler({
-    entities: deps.entities,
-    served,
-    refused,
-    poolStore: deps.poolStore,
-    demand: deps.demand,
-    allocator: deps.allocator,
-    stride: deps.stride,
-    metrics,
-    alarms,
-    clock: deps.clock,
-    log,
-    snowflake: deps.snowflake,
-    lease: deps.lease,
-    clockWatch: deps.clockWatch,
-    sampleMs: config.sampleMs,
-    rateWindowMs: config.rateWindowMs,
-    periodRateWindowMs: config.periodRateWindowMs,
+    ...deps,
+    ...events,
+    ...config,
+    log: deps.log.child({ component: 'alarms' }),
     // Five samples at least, so one refill does not make the chart jump.
     chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
-    historyMs: config.historyMs,
     horizonSeconds: config.alertHorizonDays * 86_400,
     poolDrySeconds: config.alertPoolDrySeconds,
     poolLowPercent: config.alertPoolLowPercent,

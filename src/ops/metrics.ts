@@ -16,7 +16,7 @@ import {
 } from 'prom-client';
 import { busiest } from './busiest';
 import { registerEventLoopDelay } from './event-loop-delay';
-import { EntitySampleAge, EntitySeries, type Total } from './entity-series';
+import { EntitySampleAge, EntitySeries, type Total, totalOf } from './entity-series';
 
 /** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
@@ -39,6 +39,8 @@ export class OpsMetrics {
   readonly registry = new Registry();
   /** How each family labelled by `entity` is totalled over all entities (none when absent). */
   private readonly totals = new Map<string, Total>();
+  /** The per-entity gauges (the sampler's), forgotten with a retired entity. */
+  private readonly entityGauges: EntitySeries[] = [];
 
   // Pools (set by the sampler).
   readonly poolSize = this.entityGauge('idpool_pool_size', 'Ids ready in the pool', 'sum');
@@ -251,6 +253,7 @@ export class OpsMetrics {
 
   constructor(private readonly options: OpsMetricsOptions = {}) {
     this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
+    this.entityGauges.push(this.sampleAge);
     if (options.defaultMetrics !== false) {
       // prom-client's event-loop delay histogram (a timer every 10 ms) gives way to one sampling every
       // second (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
@@ -266,28 +269,9 @@ export class OpsMetrics {
     }
   }
 
-  /** Forgets the per-entity series of a retired entity. */
+  /** Forgets the per-entity gauges of a retired entity (its counters count on: they add up in the totals). */
   forgetEntity(entity: string): void {
-    for (const g of [
-      this.poolSize,
-      this.poolLowWatermark,
-      this.poolTarget,
-      this.poolMax,
-      this.currentOffset,
-      this.takeRate,
-      this.reserveRate,
-      this.forecastPoolDry,
-      this.forecastJsSafe,
-      this.forecastInt63,
-      this.numberPeriodStart,
-      this.numberPeriodEnd,
-      this.numberPeriodUsed,
-      this.numberPeriodCapacity,
-      this.forecastNumberPeriod,
-      this.sampleAge,
-    ]) {
-      g.remove({ entity });
-    }
+    for (const g of this.entityGauges) g.remove({ entity });
   }
 
   /**
@@ -346,7 +330,9 @@ export class OpsMetrics {
   }
 
   private entityGauge(name: string, help: string, total: Total): EntitySeries {
-    return this.register(new EntitySeries(name, help, total));
+    const gauge = this.register(new EntitySeries(name, help, total));
+    this.entityGauges.push(gauge);
+    return gauge;
   }
 
   private register<T extends EntitySeries>(series: T): T {
@@ -386,23 +372,4 @@ function nameOf(m: Metric): string {
 /** A family whose values are already read, in the shape a Registry renders (it calls `get()`). */
 function fixed(family: MetricObjectWithValues<MetricValue<string>>): Metric {
   return { name: family.name, get: async () => family } as unknown as Metric;
-}
-
-/** `idpool_x` → `idpool_all_x`, over every entity: one series (or one per bucket) without the `entity` label. */
-function totalOf(
-  family: MetricObjectWithValues<MetricValue<string>>,
-  total: 'sum' | 'min',
-): MetricObjectWithValues<MetricValue<string>> {
-  const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
-  const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
-  for (const v of family.values as (MetricValue<string> & { metricName?: string })[]) {
-    const { entity: _entity, ...labels } = v.labels;
-    const id = `${v.metricName ?? ''}\u0000${JSON.stringify(labels)}`;
-    const seen = groups.get(id);
-    if (!seen) groups.set(id, { ...v, labels, ...(v.metricName ? { metricName: rename(v.metricName) } : {}) });
-    else seen.value = total === 'sum' ? seen.value + v.value : Math.min(seen.value, v.value);
-  }
-  const help =
-    total === 'sum' ? `${family.help} (total over all entities)` : `${family.help} (the soonest over all entities)`;
-  return { ...family, name: rename(family.name), help, values: [...groups.values()] };
 }

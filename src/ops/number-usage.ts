@@ -11,7 +11,7 @@
 import type { EntityConfig } from '../entities/entity';
 import { NumberScheme } from '../numbers/scheme';
 import type { NumberUsage } from '../pool/number-takes';
-import type { NumberUsageSource } from './number-sampling';
+import type { NumberUsageSource } from './sampler';
 
 /** What is read of a gapless series' ledger (`gapless/ledger.ts`): the database's clock and a period's counter. */
 export interface GaplessCounters {

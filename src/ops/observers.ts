@@ -1,28 +1,27 @@
 import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
-import type { TakeEvents } from '../take/take-service';
 import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';
 import { raised } from './alarm-table';
 import type { OpsMetrics } from './metrics';
-import type { OpsSampler, SamplerOptions } from './sampler';
+import type { SamplerFeed, SamplerOptions } from './sampler';
 
 interface Entities {
   get(key: string): EntityConfig | undefined;
 }
 
-/** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes feed `sampler` (an idle pool is read once for both). */
+/** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes go to the sampler's `feed` (an idle pool is read once for both). */
 export function opsRefillEvents(
   metrics: OpsMetrics,
   alarms: Alarms,
   entities: Entities,
   stride: SamplerOptions['stride'],
-  sampler?: Pick<OpsSampler, 'offer'>,
+  feed?: Pick<SamplerFeed, 'offer'>,
 ): RefillEvents {
   return {
-    levelsRead: (levels, roundMs, readAt) => sampler?.offer(levels, roundMs, readAt),
+    levelsRead: (levels, roundMs, readAt) => feed?.offer(levels, roundMs, readAt),
     refilled(entity, seconds, steps, numbers) {
       metrics.refills.inc({ entity });
       metrics.refillDuration.observe(seconds);
@@ -138,16 +137,6 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
       carriedTo: carriedTo.toString(),
     },
   });
-}
-
-/** Turns the take service's events into metrics; `onServed` counts what was handed out for the sampler and the busiest entities. */
-export function opsTakeEvents(metrics: OpsMetrics, onServed: (entityKey: string, count: number) => void): TakeEvents {
-  return {
-    served(entity, count) {
-      metrics.idsServed.inc({ entity }, count);
-      onServed(entity, count);
-    },
-  };
 }
 
 /** Turns the dispatcher's events into metrics and alarms; `onRefused` counts the takes refused for too few ids. */

@@ -5,7 +5,7 @@ import type { FleetInstances } from '../fleet/instances';
 import type { AlarmRecord, Alarms } from './alarms';
 import { busiest } from './busiest';
 import type { EntityOverview } from './dashboard-rows';
-import { isoDate } from './format';
+import { isoDate, round } from './format';
 import type { SnowflakeForecast } from './forecast';
 import type { OpsSampler, SamplingHealth } from './sampler';
 
@@ -58,7 +58,9 @@ export interface OpsOverview {
 export interface OverviewSources {
   clock: Clock;
   entities: { list(): EntityConfig[] };
-  sampler: Pick<OpsSampler, 'forecast' | 'overview' | 'health'>;
+  sampler: Pick<OpsSampler, 'overview' | 'health'>;
+  /** Each sampled entity's take rate (`idpool_take_rate_ids_per_second`). */
+  takeRates: Map<string, number>;
   /** Ids per second each entity was recently served by this instance. */
   localRates(): Map<string, number>;
   alarms: Pick<Alarms, 'activeAlarms' | 'recent' | 'instance'>;
@@ -128,30 +130,23 @@ function busiestEntities(
   limit: number,
   servedRates: Map<string, number>,
 ): (EntityOverview | SnowflakeEntityOverview)[] {
-  const takeRates = new Map<string, number>();
-  for (const entity of matching)
-    if (entity.mode !== 'snowflake') takeRates.set(entity.key, s.sampler.forecast(entity.key)?.takePerSecond ?? 0);
   const chosen = busiest(
     limit,
     matching.map((a) => a.key),
     servedRates,
-    takeRates,
+    s.takeRates,
   );
   // A page costs its rows, not every entity. A pool's rate is read from the pool (every consumer, direct pops
   // too), but over a longer window: never shown below what the instances served.
   const pooled = s.sampler
     .overview(matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake'))
-    .map((row) => ({ ...row, takePerSecond: Math.max(row.takePerSecond, round2(servedRates.get(row.key) ?? 0)) }));
+    .map((row) => ({ ...row, takePerSecond: Math.max(row.takePerSecond, round(servedRates.get(row.key) ?? 0)) }));
   const snowflakes: SnowflakeEntityOverview[] = matching
     .filter((a) => chosen.has(a.key) && a.mode === 'snowflake')
     .map((a) => ({
       key: a.key,
       mode: 'snowflake',
-      takePerSecond: round2(servedRates.get(a.key) ?? 0),
+      takePerSecond: round(servedRates.get(a.key) ?? 0),
     }));
   return [...pooled, ...snowflakes].sort((a, b) => b.takePerSecond - a.takePerSecond || (a.key < b.key ? -1 : 1));
-}
-
-function round2(n: number): number {
-  return Math.round(n * 100) / 100;
 }

@@ -2,7 +2,7 @@
  * When a business-number period runs out of digits (docs/numbers.md,
  * "Capacity and alarms"): pure functions of samples of the period's use,
  * so the rate, the period's end, the zone and a daylight-saving day are
- * tested on a fake clock. The sampler feeds them (`number-sampling.ts`).
+ * tested on a fake clock. The sampler feeds them (`sampler.ts`).
  */
 import type { NumberUsage } from '../pool/number-takes';
 import { isoDate, round } from './format';
@@ -107,6 +107,12 @@ export function runOutText(wallClock: (ms: number) => string, now: number, at: n
 export interface NumberView {
   readonly usage: NumberUsage;
   readonly forecast: PeriodForecast;
+  /**
+   * Numbers taken per second over IDPOOL_OPS_RATE_WINDOW_MS, as a pool's take
+   * rate (the dashboard row's and `/metrics`'); the forecast's is over the
+   * longer window. Set by the sampler.
+   */
+  readonly takePerSecond?: number;
   /** The run-out time in the entity's zone (`14:20`, or with its date when not today there); undefined when never. */
   readonly runsOutLocal: string | undefined;
   /** The period's first instant and the first after it as the zone's clock reads them, labelled (`2026-11-29 00:00 (Asia/Shanghai)`); end undefined for `never`. */

@@ -5,13 +5,15 @@ import type { SegmentAllocator } from '../segment/allocator';
 import type { Logger } from '../logger';
 import { LOOP_FAILURE_LIMITS, RepeatLimiter, withRepeated } from '../repeat-limiter';
 import { ActivityRound, type Periodic, every } from '../schedule';
-import type { Alarms } from './alarms';
-import { AlarmRules } from './alarm-rules';
+import { AlarmRules, type AlarmRuleOptions, type ClockView } from './alarm-rules';
 import { type EntityOverview, dashboardRows } from './dashboard-rows';
 import { EntityHistory, type EntityHistoryOptions } from './entity-history';
-import { SnowflakeSampling, type SnowflakeSamplingOptions } from './snowflake-sampling';
-import { NumberSampling, type NumberSamplingOptions, type NumberUsageSource, type NumberView } from './number-sampling';
-import type { EntityForecast } from './forecast';
+import { type NumberView, PeriodHistory, numberView } from './period-forecast';
+import { type TimeZone, timeZone } from '../numbers/zone';
+import type { NumberUsage } from '../pool/number-takes';
+import type { OpsMetrics } from './metrics';
+import type { EntityForecast, SnowflakeForecast } from './forecast';
+import type { Clock } from '../clock';
 import { round } from './format';
 import { errorMessage } from '../errors';
 
@@ -33,34 +35,105 @@ const IDLE_BATCH = 200;
 /** An entity taken from is read every run for this long after. */
 const ACTIVE_MS = 60_000;
 
+/** This instance's worker lease as the ops side sees it (snowflake mode). */
+export interface LeaseView {
+  status(): { workerId: number | undefined; held: boolean; expiresAt?: number };
+  /** Worker ids of this deployment's range, and how many have a live lease. */
+  usage?(): Promise<{ inUse: number; total: number }>;
+}
+
+/** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
+const USAGE_EVERY_MS = 10_000;
+
+/** Where the sampler reads a business-number entity's period: the numbers layer's `usage` (`NumberAdmin`, `pool/number-takes.ts`). */
+export interface NumberUsageSource {
+  usage(entity: EntityConfig): Promise<NumberUsage>;
+}
+
 /** A pool's level (or why it could not be read) and the wall-clock ms its read began. */
 interface ReadLevel {
   readonly level: PoolLevel | Error;
   readonly at: number;
 }
 
-/** What the sampler reads and where it reports; its history's and its snowflake side's options with it. */
-export interface SamplerOptions extends EntityHistoryOptions, SnowflakeSamplingOptions, NumberSamplingOptions {
+/** What the sampler reads and where it reports; its history's, its alarm rules' and its snowflake and number sides' options with it. */
+export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
+  clock: Clock;
+  metrics: OpsMetrics;
+  /** Where business-number periods are read (none: no business-number entity is sampled). */
+  numbers?: NumberUsageSource;
+  /** The rate behind a period's run-out forecast is taken over this long (IDPOOL_OPS_PERIOD_RATE_WINDOW_MS). */
+  periodRateWindowMs: number;
+  /** Read when first needed: the snowflake layout is built after the pool side. */
+  snowflake?: () => SnowflakeForecast | undefined;
+  /** This instance's worker lease and its clock against Redis's and the database's (snowflake mode). */
+  lease?: LeaseView;
+  clockWatch?: ClockView;
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
+  /** What the events tell of activity (default: a feed of its own, told nothing). */
+  feed?: SamplerFeed;
   /** Pool levels (size, and ids taken so far by anyone: what makes the take rate exact); an Error in place of one when that entity's keys could not be read. */
   poolStore: { levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> };
   /** Target depths and watermarks (they move with demand). */
   demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
-  alarms: Alarms;
   log: Logger;
   /** Sampling period (IDPOOL_OPS_SAMPLE_MS). */
   sampleMs: number;
   /** History kept for the dashboard charts. */
   historyMs: number;
-  /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
-  horizonSeconds: number;
-  /** `forecast_pool_dry` below this many seconds. */
-  poolDrySeconds: number;
-  /** `pool_low` when a pool stays below this percent of its low watermark. */
-  poolLowPercent: number;
-  /** `worker_range_nearly_full` at or above this percent of the range in use. */
-  workerRangePercent: number;
+}
+
+/**
+ * What the ops events write for the sampler, built before it (the pools
+ * report to the events, and the sampler reads the pools' numbers layer):
+ * the entities taken from, read every run for {@link ACTIVE_MS}, and the
+ * pool levels the refill sweep read.
+ */
+export class SamplerFeed {
+  /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
+  readonly round: ActivityRound<EntityConfig>;
+  /** Levels the refill sweep read since the last run, once it feeds the sampler ({@link offer}). */
+  private fed: { levels: Map<string, ReadLevel>; rounds: number } | undefined;
+
+  constructor(private readonly options: Pick<SamplerOptions, 'entities' | 'clock' | 'sampleMs'>) {
+    const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
+    this.round = new ActivityRound({
+      list: () => options.entities.list().filter((e) => e.mode !== 'snowflake'),
+      keyOf: (entity) => entity.key,
+      lookup: (key) => segment(options.entities.get(key)),
+      idleBatch: IDLE_BATCH,
+      activeBatch: SAMPLE_BATCH,
+      activeMs: ACTIVE_MS,
+      now: () => options.clock.now(),
+    });
+  }
+
+  /** Ids of the entity were served here: it is read every run from the next one on. */
+  touch(entityKey: string): void {
+    this.round.touch(entityKey);
+  }
+
+  /**
+   * Pool levels the refill sweep read, its read begun at `readAt` (`roundMs`:
+   * how long its round over every pool takes, which may be paced otherwise
+   * than the sampler). Once fed, the sampler's idle batch is the sweep's:
+   * each idle pool is read once for both, and the sampler reads Redis only
+   * for the active entities the sweep did not read (`sweep-activity.test.ts`).
+   */
+  offer(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void {
+    const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
+    const fed = (this.fed ??= { levels: new Map(), rounds });
+    fed.rounds = rounds;
+    for (const [key, level] of levels) fed.levels.set(key, { level, at: readAt });
+  }
+
+  /** The levels fed since the last call and the runs the sweep's round takes; undefined until the sweep feeds. */
+  drain(): { levels: ReadonlyMap<string, ReadLevel>; rounds: number } | undefined {
+    const fed = this.fed;
+    if (fed) this.fed = { levels: new Map(), rounds: fed.rounds };
+    return fed;
+  }
 }
 
 /** How current the sampler's view is, for `/readyz` and the dashboard. */
@@ -83,14 +156,18 @@ const STALE_ROUNDS = 2;
  * offsets (one SQL query), keeps a short history, sets the pool and forecast
  * gauges and hands the conditions to {@link AlarmRules}; its view feeds the
  * dashboard rows (`dashboard-rows.ts`). Costs two round trips however many
- * requests arrive; nothing here is on the request path.
+ * requests arrive; nothing here is on the request path. The same run reads
+ * each business-number entity's period and, in snowflake mode, the worker
+ * lease, its range and the layout's forecasts: one loop for every kind.
  */
 export class OpsSampler {
   private readonly history: EntityHistory;
-  /** The worker lease and snowflake forecasts (snowflake mode). */
-  private readonly snowflakeSide: SnowflakeSampling;
-  /** Business-number entities: their period's use and forecast, read from the number takes. */
-  private readonly numberSide: NumberSampling;
+  /** When the worker range's use was last read. */
+  private lastUsageAt = Number.NEGATIVE_INFINITY;
+  /** Business-number entities: their period's readings, latest view and zone. */
+  private readonly periods = new Map<string, PeriodHistory>();
+  private readonly numberViews = new Map<string, NumberView>();
+  private readonly zones = new Map<string, TimeZone>();
   private readonly rules: AlarmRules;
   private readonly schedule: Periodic;
   private readonly failureLog: RepeatLimiter;
@@ -103,9 +180,7 @@ export class OpsSampler {
 
   /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
   private lastSampledAt: number | undefined;
-  /** Levels the refill sweep read since the last run, once it feeds this sampler ({@link offer}). */
-  private fed: { levels: Map<string, ReadLevel>; rounds: number } | undefined;
-  /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
+  private readonly feed: SamplerFeed;
   private readonly round: ActivityRound<EntityConfig>;
 
   constructor(private readonly options: SamplerOptions) {
@@ -113,31 +188,8 @@ export class OpsSampler {
     this.failureLog = new RepeatLimiter(options.clock, LOOP_FAILURE_LIMITS);
     this.rules = new AlarmRules(options);
     this.history = new EntityHistory(options);
-    this.snowflakeSide = new SnowflakeSampling(options, this.rules);
-    this.numberSide = new NumberSampling(options, this.rules);
-    const segment = (entity: EntityConfig | undefined) => (entity && entity.mode !== 'snowflake' ? entity : undefined);
-    this.round = new ActivityRound({
-      list: () => options.entities.list().filter((e) => e.mode !== 'snowflake'),
-      keyOf: (entity) => entity.key,
-      lookup: (key) => segment(options.entities.get(key)),
-      idleBatch: IDLE_BATCH,
-      activeBatch: SAMPLE_BATCH,
-      activeMs: ACTIVE_MS,
-      now: () => options.clock.now(),
-    });
-  }
-
-  /**
-   * Pool levels the refill sweep read, its read begun at `readAt` (`roundMs`: how long its round over
-   * every pool takes, which may be paced otherwise than this sampler). Once fed, this sampler's idle batch is the sweep's: each idle
-   * pool is read once for both, and this sampler reads Redis only for the
-   * active entities the sweep did not read (`sweep-activity.test.ts`).
-   */
-  offer(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void {
-    const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
-    const fed = (this.fed ??= { levels: new Map(), rounds });
-    fed.rounds = rounds;
-    for (const [key, level] of levels) fed.levels.set(key, { level, at: readAt });
+    this.feed = options.feed ?? new SamplerFeed(options);
+    this.round = this.feed.round;
   }
 
   /**
@@ -150,9 +202,8 @@ export class OpsSampler {
     items: EntityConfig[],
     rounds: number,
   ): { entities: EntityConfig[]; known: ReadonlyMap<string, ReadLevel>; rounds: number } {
-    const fed = this.fed;
+    const fed = this.feed.drain();
     if (!fed) return { entities: items, known: new Map(), rounds };
-    this.fed = { levels: new Map(), rounds: fed.rounds };
     const batch = new Map<string, EntityConfig>();
     for (const entity of items) if (entity.numbers || this.round.isActive(entity.key)) batch.set(entity.key, entity);
     for (const key of fed.levels.keys()) {
@@ -160,16 +211,6 @@ export class OpsSampler {
       if (entity && entity.mode !== 'snowflake') batch.set(key, entity);
     }
     return { entities: [...batch.values()], known: fed.levels, rounds: Math.max(rounds, fed.rounds) };
-  }
-
-  /** Reads business-number periods from `source` (the number takes, built after the ops side). */
-  readNumbersFrom(source: NumberUsageSource): void {
-    this.numberSide.readFrom(source);
-  }
-
-  /** Ids of the entity were served here: it is read every run from the next one on. */
-  touch(entityKey: string): void {
-    this.round.touch(entityKey);
   }
 
   /** Samples now and then every `sampleMs`. */
@@ -191,9 +232,51 @@ export class OpsSampler {
   async sampleOnce(): Promise<void> {
     if (await this.guard('entities', undefined, () => this.sampleEntities()))
       this.lastSampledAt = this.options.clock.now();
-    await this.guard('lease', undefined, () => this.snowflakeSide.sampleLease());
-    await this.guard('snowflake', undefined, () => this.snowflakeSide.checkSnowflake());
-    await this.guard('clock', undefined, () => this.snowflakeSide.sampleClock());
+    await this.guard('lease', undefined, () => this.sampleLease());
+    await this.guard('snowflake', undefined, () => this.checkSnowflake());
+    await this.guard('clock', undefined, () => this.sampleClock());
+  }
+
+  /** The lease's gauges and alarm; the range's use at most every {@link USAGE_EVERY_MS}. */
+  async sampleLease(): Promise<void> {
+    const lease = this.options.lease;
+    if (!lease) return;
+    const { metrics } = this.options;
+    const status = lease.status();
+    const now = this.options.clock.now();
+    metrics.leaseHeld.set(status.held ? 1 : 0);
+    metrics.leaseWorkerId.set(status.workerId ?? -1);
+    metrics.leaseRemaining.set(
+      status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0,
+    );
+    this.rules.checkLease(status);
+    if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
+      this.lastUsageAt = now;
+      const { inUse, total } = await lease.usage();
+      metrics.workersInUse.set(inUse);
+      metrics.workersAvailable.set(total);
+      this.rules.checkWorkerRange(inUse, total);
+    }
+  }
+
+  /** The clock's skews (`idpool_clock_skew_seconds`) and the `clock_skew` alarm. */
+  sampleClock(): void {
+    const watch = this.options.clockWatch;
+    if (!watch) return;
+    for (const r of watch.skews())
+      if (r.skewMs !== null) this.options.metrics.clockSkew.set({ against: r.against }, r.skewMs / 1000);
+    this.rules.checkClockSkew(watch);
+  }
+
+  /** The snowflake forecasts' gauges and alarms. */
+  checkSnowflake(): void {
+    const sf = this.options.snowflake?.();
+    if (!sf) return;
+    this.options.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
+    this.options.metrics.snowflakeJsSafe.set(
+      sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000,
+    );
+    this.rules.checkSnowflake(sf, this.options.clock.now());
   }
 
   /** Runs `step`, logging a failure with the entity's key (if any) instead of throwing it. */
@@ -263,15 +346,64 @@ export class OpsSampler {
     await Promise.all(
       picked
         .filter((e) => e.numbers)
-        .map((entity) => this.guard('entity', entity.key, () => this.numberSide.sampleEntity(entity))),
+        .map((entity) =>
+          this.guard('entity', entity.key, () =>
+            this.sampleNumbers(entity, this.round.isActive(entity.key) ? activeCapacity : idleCapacity),
+          ),
+        ),
     );
     if (!live) return;
     for (const key of this.history.keys()) if (!live.has(key)) this.forget(key);
-    for (const key of this.numberSide.keys()) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
     for (const key of [...this.options.metrics.sampleAge.values.keys()])
       if (!live.has(key)) this.options.metrics.sampleAge.remove({ entity: key });
     for (const key of [...this.firstLooked.keys()]) if (!live.has(key)) this.firstLooked.delete(key);
+  }
+
+  /**
+   * A business-number entity: reads now's period (by the clock that decides it), keeps its readings over
+   * the period rate window, sets its gauges (one series each whatever the period: a new period moves the
+   * values) and checks its forecast (`capacity`: samples its chart keeps); throws what the read throws.
+   */
+  private async sampleNumbers(entity: EntityConfig, capacity: number): Promise<void> {
+    const settings = entity.numbers;
+    if (!this.options.numbers || !settings) return;
+    const usage = await this.options.numbers.usage(entity);
+    let history = this.periods.get(entity.key);
+    if (!history) this.periods.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
+    history.record(usage.period.id, { at: usage.now, used: usage.used });
+    const zone = this.zoneOf(settings.timeZone);
+    const view = {
+      ...numberView(usage, history.takePerSecond(usage.period.start), (ms) => zone.wallClock(ms)),
+      takePerSecond: this.history.recordNumbers(entity.key, usage, capacity),
+    };
+    this.numberViews.set(entity.key, view);
+    this.publishNumbers(entity.key, view);
+    this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
+  }
+
+  private publishNumbers(key: string, { usage, forecast, takePerSecond }: NumberView): void {
+    const { metrics } = this.options;
+    const labels = { entity: key };
+    metrics.sampleAge.sampled(key, usage.now);
+    metrics.numberPeriodStart.set(labels, usage.period.start / 1000);
+    metrics.numberPeriodEnd.set(labels, usage.period.end / 1000);
+    metrics.numberPeriodUsed.set(labels, Number(usage.used));
+    metrics.numberPeriodCapacity.set(labels, Number(usage.capacity));
+    metrics.poolSize.set(labels, usage.ready);
+    metrics.takeRate.set(labels, takePerSecond ?? 0);
+    metrics.forecastNumberPeriod.set(
+      labels,
+      forecast.runsOutAt === undefined
+        ? Number.POSITIVE_INFINITY
+        : Math.max(0, (forecast.runsOutAt - usage.now) / 1000),
+    );
+  }
+
+  private zoneOf(name: string): TimeZone {
+    let zone = this.zones.get(name);
+    if (!zone) this.zones.set(name, (zone = timeZone(name)));
+    return zone;
   }
 
   /** Records, publishes and checks one entity's sample. */
@@ -346,7 +478,8 @@ export class OpsSampler {
   private forget(key: string): void {
     this.failureLog.forget(key);
     this.history.forget(key);
-    this.numberSide.forget(key);
+    this.periods.delete(key);
+    this.numberViews.delete(key);
     this.options.metrics.forgetEntity(key);
     this.rules.forgetEntity(key);
   }
@@ -357,10 +490,8 @@ export class OpsSampler {
       entities,
       {
         demand: this.options.demand,
-        lastSample: (key) => this.history.lastSample(key),
-        forecast: (key) => this.history.forecast(key),
-        numbers: (key) => this.numberSide.view(key),
-        chart: (key) => this.history.chart(key),
+        history: this.history,
+        numbers: (key) => this.numberViews.get(key),
         sampledAt: (key) => this.sampledAt(key),
         isStale: (key, now) => this.isStale(key, now),
       },
@@ -425,7 +556,7 @@ export class OpsSampler {
 
   /** The latest period reading and forecast of a business-number entity (`GET /admin/apps`, tests). */
   numberView(entityKey: string): NumberView | undefined {
-    return this.numberSide.view(entityKey);
+    return this.numberViews.get(entityKey);
   }
 
   /** The latest forecast of one entity (tests, CLI). */

@@ -12,14 +12,14 @@ import type { Clock } from '../clock';
 import type { Config } from '../config/config';
 import type { OpsConfig } from '../ops/settings';
 import { numberUsageByKind } from '../ops/number-usage';
-import type { NumberUsageSource } from '../ops/number-sampling';
+import type { NumberUsageSource } from '../ops/sampler';
 import type { Database } from '../db/database';
 import { sqliteFile } from '../db/database-url';
 import { MemoryIdempotencyStore } from '../idempotency/memory-store';
 import { RedisIdempotencyStore, redisAnswerLimits } from '../idempotency/redis-store';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { Logger } from '../logger';
-import { type Ops, createOps } from '../ops';
+import { type Ops, type OpsEvents, createOps, createOpsEvents } from '../ops';
 import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
 import { SnowflakeTaker } from '../take/snowflake-taker';
@@ -143,7 +143,34 @@ export async function checkPoolMemory(
   await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
 }
 
+/** What the pools report to (metrics, alarms, the sampler's feed): built before them, and the sampler after. */
+export function buildOpsEvents(deps: {
+  opsConfig: OpsConfig;
+  clock: Clock;
+  log: Logger;
+  redis: RedisClient | undefined;
+  stores: Stores;
+  registry: EntityRegistry;
+  instance: string;
+}): Built<OpsEvents> {
+  const { opsConfig: config, clock, log, registry: entities, instance } = deps;
+  const events = createOpsEvents({
+    config,
+    clock,
+    log,
+    entities,
+    stride: deps.stores.stride,
+    instance,
+    sharedAlarms: deps.redis !== undefined,
+  });
+  // Alarms raised while the pools stop are posted too: closed after them.
+  return { value: events, close: () => events.alarms.flush() };
+}
+
 export function buildOps(deps: {
+  events: OpsEvents;
+  /** Now's period of a business-number entity: the pools' numbers layer's, a gapless series' ledger's. */
+  numbers: NumberUsageSource;
   config: Config;
   opsConfig: OpsConfig;
   clock: Clock;
@@ -172,8 +199,9 @@ export function buildOps(deps: {
       log: deps.log.child({ component: 'functions' }),
       graceMs: ttlMs,
     });
-  const ops = createOps({
+  const ops = createOps(deps.events, {
     instance: deps.instance,
+    numbers: deps.numbers,
     fleet: {
       // Embedded: a fleet of one, so /admin/instances still lists this instance.
       store: deps.redis
@@ -246,7 +274,7 @@ interface PoolParts {
   log: Logger;
   stores: Stores;
   registry: EntityRegistry;
-  ops: Ops;
+  ops: OpsEvents;
 }
 
 /** The refiller, the fence check and the dispatcher; refilling starts with `refiller.start()` and `fenceCheck.start()` and stops on close. */
@@ -307,9 +335,8 @@ export function buildPools(
   const checkHighWater = async () => {
     await guarded?.checkAll(registry.segmentKeys());
   };
-  // The sampler reads the periods from the numbers layer (a gapless series' from its ledger), built after it.
+  // The sampler, built after the pools, reads the periods here (a gapless series' from its ledger).
   const numberUsage = numberUsageByKind(periods, deps.stores.gaplessLedger);
-  deps.ops.sampler.readNumbersFrom(numberUsage);
   return {
     value: {
       allocator,

@@ -10,7 +10,7 @@ import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { type Logger, silentLogger } from '../logger';
 import { instanceName } from '../ops';
 import { buildDatabase, buildIncumbents, buildRedis, claimDeployment } from './connections';
-import { checkPoolMemory, buildOps, buildPools, buildStores, buildTakes } from './builders';
+import { checkPoolMemory, buildOps, buildOpsEvents, buildPools, buildStores, buildTakes } from './builders';
 import { buildHttp } from './http';
 import { buildSnowflake } from '../worker/snowflake-runtime';
 import { buildGapless } from '../gapless/series';
@@ -51,7 +51,7 @@ export interface Service {
 
 /**
  * The composition root: config → connections → stores → entities →
- * snowflake → ops → pools → takes → HTTP. Each builder returns what it made
+ * snowflake → ops events → pools → ops → takes → HTTP. Each builder returns what it made
  * and how to close it; everything closes in reverse order, also when
  * start-up fails half way. Nothing is a module singleton.
  */
@@ -79,12 +79,14 @@ export async function createService(config: Config, options: ServiceOptions = {}
     );
     const instance = options.instance ?? instanceName();
     const address = () => state.address;
-    const ops = resources.add('ops', buildOps({ ...base, opsConfig, redis, prefix, snowflake, instance, address }));
+    const events = resources.add('alarms', buildOpsEvents({ ...base, opsConfig, redis, instance }));
     const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
     const pools = resources.add(
       'refiller',
-      buildPools({ ...base, ops, beforePush: seamsFor(options).beforePush, highWater, incumbents }),
+      buildPools({ ...base, ops: events, beforePush: seamsFor(options).beforePush, highWater, incumbents }),
     );
+    const sampled = { opsConfig, redis, prefix, snowflake, instance, address, numbers: pools.numberUsage };
+    const ops = resources.add('ops', buildOps({ ...base, ...sampled, events }));
     await pools.checkHighWater();
     const gapless = resources.add('gapless', buildGapless({ stores, highWater, log, clock }));
     const takes = buildTakes({ pools, gapless, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });

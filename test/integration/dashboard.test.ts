@@ -332,6 +332,13 @@ describeWithServices(
       expect(await row.locator('[data-field=period]').textContent()).toBe(` ${today}`);
       expect(await row.locator('[data-field=periodRunsOut]').getAttribute('class')).toBe('error');
       expect(await row.locator('[data-field=poolSize]').count()).toBe(0);
+      // Its charts fill as a pool's do: its ready numbers and its take rate over the last minutes.
+      await expect
+        .poll(async () => Number(await row.locator('[data-field=sizeChart] svg').getAttribute('data-points')), {
+          timeout: 15_000,
+        })
+        .toBeGreaterThan(1);
+      expect(await row.locator('[data-field=rateChart] svg').count()).toBe(1);
       const shot = join(ARTIFACTS, 'dashboard-numbers.png');
       await page.screenshot({ path: shot, fullPage: true });
       expect(statSync(shot).size).toBeGreaterThan(10_000);

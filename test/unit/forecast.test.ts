@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { INT63_LIMIT, JS_SAFE_LIMIT } from '../../src/limits';
 import {
-  INT63_LIMIT,
-  JS_SAFE_LIMIT,
   type PoolSample,
   Ring,
   forecastEntity,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { EntityConfig } from '../../src/entities/entity';
 import { type AlarmWebhookPayload, Alarms } from '../../src/ops/alarms';
 import { OpsMetrics } from '../../src/ops/metrics';
-import { OpsSampler } from '../../src/ops/sampler';
+import { OpsSampler, SamplerFeed } from '../../src/ops/sampler';
 import { silentLogger } from '../../src/logger';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
@@ -50,8 +50,12 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const reads: number[] = [];
   /** Takes the dispatcher refused per entity, for too few ids ready. */
   const refused = new Map<string, number>();
+  const registry = { list: () => [...entities.values()], get: (key: string) => entities.get(key) };
+  /** What the ops events tell the sampler: takes served, the sweep's reads. */
+  const feed = new SamplerFeed({ entities: registry, clock, sampleMs: SAMPLER_SETTINGS.sampleMs });
   const sampler = new OpsSampler({
-    entities: { list: () => [...entities.values()], get: (key) => entities.get(key) },
+    entities: registry,
+    feed,
     refused: (key) => refused.get(key) ?? 0,
     poolStore: {
       levels: async (keys) => {
@@ -106,6 +110,7 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
     metrics,
     alarms,
     sampler,
+    feed,
     tick,
     reads,
     lines: log.lines,
@@ -234,7 +239,7 @@ describe('OpsSampler cost', () => {
     // e0000's pool moves (direct pops): seen at its next read, then read every run.
     // e2000 serves a request here (touch): read from the next run on.
     s.sizes.set('e0000', 900);
-    s.sampler.touch('e2000');
+    s.feed.touch('e2000');
     s.reads.length = 0;
     await s.tick(); // round 2, run 1: e0000..e0199, and e2000
     expect(s.reads).toEqual([201]);
@@ -291,7 +296,7 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     expect(s.reads).toEqual([200]);
     // Read by the sweep half a second before this sampler runs: the sample is dated by that read.
     const sweptAt = s.clock.now() + 500;
-    s.sampler.offer(
+    s.feed.offer(
       new Map([
         ['e0300', { size: 1000, taken: 0 }],
         ['e0301', { size: 990, taken: 10 }],
@@ -307,14 +312,14 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     expect(s.sampler.overview().find((e) => e.key === 'e0301')!.pool.size).toBe(990);
     expect(s.sampler.health()).toMatchObject({ roundSeconds: 7 });
     // An entity served here, which the sweep did not read this time: the sampler reads it itself.
-    s.sampler.touch('e0400');
+    s.feed.touch('e0400');
     s.reads.length = 0;
     await s.tick();
     expect(s.reads).toEqual([1]);
     expect(age.get('e0400')).toBe(s.clock.now());
     // A sweep's read older than the sample the sampler has (fed after the sampler read the pool
     // itself) is dropped: the newer sample stands, as does its date.
-    s.sampler.offer(new Map([['e0400', { size: 5, taken: 995 }]]), 7000, s.clock.now() - 100);
+    s.feed.offer(new Map([['e0400', { size: 5, taken: 995 }]]), 7000, s.clock.now() - 100);
     const sampledAt = age.get('e0400');
     await s.tick();
     expect(age.get('e0400')).toBe(sampledAt);
@@ -331,7 +336,7 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     const recorded = historyOf(s, 'quiet');
     const dated = s.metrics.sampleAge.values.get('quiet')!;
     expect(dated).toBe(s.clock.now());
-    s.sampler.offer(new Map([['quiet', { size: 1000, taken: 0 }]]), 1000, dated - 500);
+    s.feed.offer(new Map([['quiet', { size: 1000, taken: 0 }]]), 1000, dated - 500);
     await s.tick();
     expect(s.metrics.sampleAge.values.get('quiet')).toBe(dated);
     expect(historyOf(s, 'quiet')).toBe(recorded);

@@ -196,8 +196,8 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
       log: silentLogger,
       ...SAMPLER_SETTINGS,
       periodRateWindowMs: 5 * MIN,
+      numbers: takes.periods,
     });
-    sampler.readNumbersFrom(takes.periods);
     const gauge = (g: { values: Map<string, number> }) => g.values.get('inv');
     return { clock, inv, metrics, alarms, takes, sampler, gauge };
   }
@@ -244,6 +244,30 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
     expect(s.alarms.activeAlarms()).toEqual([]);
     expect(s.gauge(s.metrics.forecastNumberPeriod)).toBe(Number.POSITIVE_INFINITY);
     expect(s.alarms.recent()[0]).toMatchObject({ name: 'forecast_period_exhausted', status: 'resolved' });
+  });
+
+  it("takes its take rate over a pool's window and its forecast over the period's; charts its ready numbers", async () => {
+    const s = setup();
+    for (let m = 0; m < 10; m++) {
+      await s.takes.take(s.inv, 12);
+      await s.sampler.sampleOnce();
+      s.clock.advance(MIN);
+    }
+    // 12 a minute over the last minute: 0.2/s, as a pool's rate reads it.
+    expect(s.gauge(s.metrics.takeRate)).toBeCloseTo(0.2, 6);
+    // The takes stopped at 13:09: 90 s on, the take rate reads 0 as a segment entity's would, while the
+    // run-out forecast keeps the rate of its longer window (a burst alone promises no run-out, a pause no rescue).
+    s.clock.advance(30_000);
+    await s.sampler.sampleOnce();
+    expect(s.gauge(s.metrics.takeRate)).toBe(0);
+    const row = s.sampler.overview()[0];
+    expect(row.takePerSecond).toBe(0);
+    expect(row.period!.takePerSecond).toBeGreaterThan(0);
+    expect(Number.isFinite(s.gauge(s.metrics.forecastNumberPeriod)!)).toBe(true);
+    // The dashboard's charts: one point a sample, the ready numbers as the pool size.
+    expect(row.history).toHaveLength(11);
+    expect(row.history.at(-1)).toMatchObject({ size: row.pool.size, takePerSecond: 0 });
+    expect(row.history.some((p) => p.takePerSecond > 0)).toBe(true);
   });
 
   it('a rate that lasts the period raises nothing; the next period moves the one series back to 0 used', async () => {

@@ -224,14 +224,19 @@
       tr.appendChild(el('td', { class: 'num', 'data-field': 'poolDry' }, duration(e.forecast.poolDrySeconds)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'jsSafe' }, duration(e.forecast.jsSafeLimitSeconds)));
       tr.appendChild(el('td', { class: 'num', 'data-field': 'int63' }, duration(e.forecast.int63LimitSeconds)));
-      var c1 = el('td', { 'data-field': 'sizeChart' });
-      c1.appendChild(sparkline(e.history, 'size', 'pool size of ' + e.key));
-      tr.appendChild(c1);
-      var c2 = el('td', { 'data-field': 'rateChart' });
-      c2.appendChild(sparkline(e.history, 'takePerSecond', 'take rate of ' + e.key));
-      tr.appendChild(c2);
+      chartCells(tr, e);
       body.appendChild(tr);
     });
+  }
+
+  // The pool size's and the take rate's charts of the last minutes (a business-number entity's pool: its ready numbers).
+  function chartCells(tr, e) {
+    var c1 = el('td', { 'data-field': 'sizeChart' });
+    c1.appendChild(sparkline(e.history, 'size', 'pool size of ' + e.key));
+    tr.appendChild(c1);
+    var c2 = el('td', { 'data-field': 'rateChart' });
+    c2.appendChild(sparkline(e.history, 'takePerSecond', 'take rate of ' + e.key));
+    tr.appendChild(c2);
   }
 
   // A business-number entity's cells: in the pool's columns, now's period used against its capacity (10^N - 1)
@@ -283,7 +288,9 @@
         runsOut,
       ),
     );
-    for (var k = 0; k < 4; k++) tr.appendChild(el('td', { class: 'muted' }, '-'));
+    // 2^53 and 2^63 do not apply: a period's sequence is not the number line.
+    for (var k = 0; k < 2; k++) tr.appendChild(el('td', { class: 'muted' }, '-'));
+    chartCells(tr, e);
   }
 
   // Whose take rates the table shows: the fleet's (summed over its instances) or, when the fleet could not be read, this instance's.
