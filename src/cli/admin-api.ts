@@ -13,6 +13,9 @@ export interface AdminApiOptions {
   warn?: (message: string) => void;
 }
 
+/** The admin API path of one entity. */
+export const entityPath = (key: string) => `/admin/apps/${encodeURIComponent(key)}`;
+
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');

@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { cliTarget } from '../config/config';
-import { AdminApi } from './admin-api';
+import { AdminApi, type AdminApiOptions } from './admin-api';
 import { CliError, EXIT_USAGE } from './errors';
 
 export interface CliIo {
@@ -26,32 +26,45 @@ export interface CliContext {
   globals(cmd: Command): GlobalOptions;
   /** Prints `json` under `--json`, else the text. */
   print(cmd: Command, json: unknown, text: () => string): void;
+  /** `idpool: <line>` on stderr as a command goes, unless `--json` (whose output says it at the end). */
+  note(cmd: Command, line: string): void;
   /** The admin API of the instance `--url` (or the environment) names, with IDPOOL_ADMIN_TOKEN. */
   admin(cmd: Command): AdminApi;
+  /** The API of that instance with another bearer token (an entity's secret), named by `credential`. */
+  api(cmd: Command, token: string, credential?: AdminApiOptions['credential']): AdminApi;
 }
 
 export function cliContext(io: CliIo): CliContext {
   const globals = (cmd: Command) => cmd.optsWithGlobals<GlobalOptions>();
+  const api: CliContext['api'] = (cmd, token, credential) => {
+    const g = globals(cmd);
+    return new AdminApi({
+      url: g.url || cliTarget(io.env).url,
+      token,
+      credential,
+      timeoutMs: g.timeout,
+      warn: (message) => io.stderr(`idpool: warning: ${message}\n`),
+    });
+  };
   return {
     io,
     globals,
     print: (cmd, json, text) => io.stdout(globals(cmd).json ? `${JSON.stringify(json, null, 2)}\n` : text()),
+    note: (cmd, line) => {
+      if (!globals(cmd).json) io.stderr(`idpool: ${line}\n`);
+    },
+    api,
     admin(cmd) {
-      const target = cliTarget(io.env);
-      const token = target.adminToken;
+      const token = cliTarget(io.env).adminToken;
       if (!token)
         throw new CliError(EXIT_USAGE, 'IDPOOL_ADMIN_TOKEN is not set: export the admin token of the service');
-      const g = globals(cmd);
-      const url = g.url || target.url;
-      return new AdminApi({
-        url,
-        token,
-        timeoutMs: g.timeout,
-        warn: (message) => io.stderr(`idpool: warning: ${message}\n`),
-      });
+      return api(cmd, token);
     },
   };
 }
+
+/** Argument parser of an option that may be given again: every value, in order. */
+export const repeatable = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 /** Argument parser: a non-negative integer that fits a JS number exactly. */
 export const nonNegativeInt = (value: string): number => {

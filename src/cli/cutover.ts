@@ -6,10 +6,10 @@
  */
 import type { Command } from 'commander';
 import { systemClock } from '../clock';
-import type { AdminApi } from './admin-api';
-import type { CliContext } from './context';
+import { type AdminApi, entityPath } from './admin-api';
+import { type CliContext, repeatable } from './context';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
-import { type Incumbent, type IncumbentRow, firstSafeId } from './import-from';
+import { type Incumbent, type IncumbentRow, firstSafeId, startId } from './import-from';
 import { readAll } from './incumbent-rows';
 
 interface EntityView {
@@ -21,10 +21,6 @@ interface EntityView {
   incumbent: { kind: Incumbent; key: string; live: boolean } | null;
 }
 
-/** The lowest id an entity's line may still hand out, for a stride of 1 (a wider one only places it higher). */
-const startId = (e: Pick<EntityView, 'startOffset' | 'delta' | 'remainder'>) =>
-  BigInt(e.startOffset) * BigInt(e.delta) + BigInt(e.remainder);
-
 /** `apps release KEY`: reads the incumbent's row once more, raises the entity above it if it moved, then serves it. */
 export function addRelease(group: Command, ctx: CliContext): void {
   group
@@ -34,11 +30,11 @@ export function addRelease(group: Command, ctx: CliContext): void {
     .option(
       '--database-url <url>',
       "the incumbent's database (repeat for several Tinyid databases); needed when the entity was imported",
-      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+      repeatable,
     )
     .action(async (key: string, opts: { databaseUrl?: string[] }, cmd: Command) => {
       const api = ctx.admin(cmd);
-      const path = `/admin/apps/${encodeURIComponent(key)}`;
+      const path = entityPath(key);
       const entity = await api.get<EntityView>(path);
       if (!entity.held) {
         ctx.print(cmd, { key, released: false, reason: 'not held' }, () => `${key} is not held: nothing to do\n`);
@@ -145,7 +141,7 @@ export async function runFinish(
     const row = final.find((r) => r.key === line.incumbent.key);
     if (!row) throw new CliError(EXIT_FAILURE, `${kind}'s table has no row "${line.incumbent.key}" any more`);
     const firstId = firstSafeId(kind, row);
-    await api.post(`/admin/apps/${encodeURIComponent(line.key)}/finish`, { firstId: firstId.toString() });
+    await api.post(`${entityPath(line.key)}/finish`, { firstId: firstId.toString() });
     outcomes.push({ key: line.key, maxId: row.maxId.toString(), firstId: firstId.toString() });
   }
   return outcomes;
@@ -159,12 +155,11 @@ export async function finishCommand(
   urls: readonly string[],
   o: { only?: string[]; observeSeconds: number },
 ): Promise<void> {
-  const human = ctx.globals(cmd).json !== true;
   const outcomes = await runFinish(ctx.admin(cmd), kind, () => readAll(kind, urls), {
     only: o.only ? new Set(o.only) : undefined,
     observeMs: o.observeSeconds * 1000,
     sleep: (ms) => systemClock.sleep(ms),
-    say: (line) => human && ctx.io.stderr(`idpool: ${line}\n`),
+    say: (line) => ctx.note(cmd, line),
   });
   ctx.print(cmd, { finished: outcomes }, () =>
     outcomes.length === 0

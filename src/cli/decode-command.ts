@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import { systemClock } from '../clock';
 import { loadConfig } from '../config/config';
+import { entityPath } from './admin-api';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 import { fields } from './format';
@@ -77,7 +78,7 @@ async function decode(
     return;
   }
   if (opts.app !== undefined) {
-    const entity = await ctx.admin(cmd).get<DecodableEntity>(`/admin/apps/${encodeURIComponent(opts.app)}`);
+    const entity = await ctx.admin(cmd).get<DecodableEntity>(entityPath(opts.app));
     // A snowflake entity's ids are read with the layout of the environment, as without --app.
     if (entity.mode !== 'snowflake') {
       decodeForEntity(ctx, cmd, id, entity);

@@ -13,20 +13,17 @@ import { CliError, EXIT_USAGE } from './errors';
 import { fields } from './format';
 import { listPages } from './entity-commands';
 
-/** What `GET /admin/apps` tells of an entity that decode needs: its mode and, for a business number, its scheme. */
-export interface DecodableEntity {
-  key: string;
-  mode: string;
-  format?: string;
-  reset?: string;
-  timeZone?: string;
-}
-
 /** What a business number's decode was given: `--format` and its companions, or nothing (then the instance is asked). */
 export interface NumberInput {
   format?: string;
   reset?: string;
   timeZone?: string;
+}
+
+/** What `GET /admin/apps` tells of an entity that decode needs: its mode and, for a business number, its scheme. */
+export interface DecodableEntity extends NumberInput {
+  key: string;
+  mode: string;
 }
 
 /** The hint when nothing names a number's template: the flags, and how the instance could have. */

@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import { type CliContext, decimal, duration, nonNegativeInt } from './context';
 import { CliError, EXIT_USAGE } from './errors';
+import { entityPath } from './admin-api';
 import { fields, table } from './format';
 import { addImport, addImportFrom } from './import-commands';
 import { addRelease } from './cutover';
@@ -40,17 +41,24 @@ const compatOption = () =>
     (value: string) => (value === 'none' ? [] : value.split(',').map((p) => p.trim())),
   );
 
-/** The fields given on the command line (commander camel-cases `--max-pool-size` to `maxPoolSize`). */
-function pickTunables(opts: Record<string, unknown>): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  if (opts.name !== undefined) body.name = opts.name;
-  if (opts.compat !== undefined) body.compat = opts.compat;
-  for (const { field } of TUNABLES) if (opts[field] !== undefined) body[field] = opts[field];
-  return body;
+/** What `apps create` sends besides the key, mode and tunables, where given (fixed once registered). */
+const CREATE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder', 'format', 'reset', 'timeZone'] as const;
+
+/** The `fields` given on the command line (commander camel-cases `--max-pool-size` to `maxPoolSize`). */
+function given(opts: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(fields.filter((f) => opts[f] !== undefined).map((f) => [f, opts[f]]));
 }
 
-/** The admin API path of one entity. */
-const entityPath = (key: string) => `/admin/apps/${encodeURIComponent(key)}`;
+/** The fields `apps create` and `apps update` share: the name, the protocols and the tunables. */
+const pickTunables = (opts: Record<string, unknown>) =>
+  given(opts, ['name', 'compat', ...TUNABLES.map((t) => t.field)]);
+
+/** The tunables' options and the credential-free protocols, on `apps create` and `apps update`. */
+function addTunables(command: Command): Command {
+  command.addOption(compatOption());
+  for (const t of TUNABLES) command.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
+  return command;
+}
 
 /** `apps …`: register and manage entities through the admin API, one function per command. */
 export function addEntityCommands(program: Command, ctx: CliContext): void {
@@ -105,20 +113,12 @@ function addCreate(group: Command, ctx: CliContext): void {
     .option(
       '--gapless',
       'with --format: a gapless series, each number issued once in a ledger, none skipped (docs/numbers.md "Gapless series")',
-    )
-    .addOption(compatOption());
-  for (const t of TUNABLES) create.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
-  create.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
+    );
+  addTunables(create).action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const body = {
       key,
       mode: opts.mode,
-      ...(opts.startOffset !== undefined ? { startOffset: opts.startOffset } : {}),
-      ...(opts.firstId !== undefined ? { firstId: opts.firstId } : {}),
-      ...(opts.delta !== undefined ? { delta: opts.delta } : {}),
-      ...(opts.remainder !== undefined ? { remainder: opts.remainder } : {}),
-      ...(opts.format !== undefined ? { format: opts.format } : {}),
-      ...(opts.reset !== undefined ? { reset: opts.reset } : {}),
-      ...(opts.timeZone !== undefined ? { timeZone: opts.timeZone } : {}),
+      ...given(opts, CREATE_FIELDS),
       ...(opts.gapless === true ? { gapless: true } : {}),
       ...pickTunables(opts),
     };
@@ -148,30 +148,18 @@ function addList(group: Command, ctx: CliContext): void {
         return (
           table(
             ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'PERIOD', 'NAME'],
-            list.map((a) =>
-              // A business-number entity draws from its period's sequence, not from the number line: its
-              // pool is the period's ready numbers against their cap, its line the period's use. A gapless
-              // series keeps no pool: its line is what its ledger issued.
-              a.period
-                ? [
-                    a.key,
-                    `number/${a.gapless ? 'gapless' : a.mode}`,
-                    '-',
-                    a.pool && !a.gapless ? `${a.pool.size}/${a.pool.max}` : '-',
-                    '-',
-                    `${a.period.id} ${a.period.used}/${a.period.capacity} (${a.period.timeZone})`,
-                    a.name,
-                  ]
-                : [
-                    a.key,
-                    a.mode,
-                    a.step === undefined ? '-' : String(a.step),
-                    a.pool ? `${a.pool.size}/${a.pool.max}` : '-',
-                    a.currentOffset ?? '-',
-                    '-',
-                    a.name,
-                  ],
-            ),
+            // A business-number entity (`period`) draws from its period's sequence, not from the number line: its
+            // pool is the period's ready numbers against their cap, its line the period's use. A gapless
+            // series keeps no pool: its line is what its ledger issued.
+            list.map(({ period: p, ...a }) => [
+              a.key,
+              p ? `number/${a.gapless ? 'gapless' : a.mode}` : a.mode,
+              p || a.step === undefined ? '-' : String(a.step),
+              a.pool && !(p && a.gapless) ? `${a.pool.size}/${a.pool.max}` : '-',
+              p ? '-' : (a.currentOffset ?? '-'),
+              p ? `${p.id} ${p.used}/${p.capacity} (${p.timeZone})` : '-',
+              a.name,
+            ]),
           ) + more
         );
       });
@@ -236,10 +224,8 @@ function addUpdate(group: Command, ctx: CliContext): void {
     .command('update')
     .description("change an entity's name, step, sizes, limits or credential-free protocols")
     .argument('<key>', 'entity key')
-    .option('--name <name>', 'display name')
-    .addOption(compatOption());
-  for (const t of TUNABLES) update.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
-  update.action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
+    .option('--name <name>', 'display name');
+  addTunables(update).action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
     const patch = pickTunables(opts);
     if (Object.keys(patch).length === 0)
       throw new CliError(

@@ -1,6 +1,6 @@
 /** `apps import` (a JSON-lines file) and `apps import-from leaf|tinyid` (an incumbent's databases): registering many entities at once. */
 import { type Command, Option } from 'commander';
-import { type CliContext, nonNegativeInt } from './context';
+import { type CliContext, nonNegativeInt, repeatable } from './context';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { importEntities } from './import';
 import { type ImportPlan, type Incumbent, parseRenames, planImport, runImport } from './import-from';
@@ -21,13 +21,10 @@ export function addImport(group: Command, ctx: CliContext): void {
     )
     .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
     .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
-      const api = ctx.admin(cmd);
       const result = await importEntities(
-        api,
+        ctx.admin(cmd),
         { file, secretsPath: opts.secrets, concurrency: opts.concurrency },
-        (f) => {
-          if (!ctx.globals(cmd).json) ctx.io.stderr(`idpool: line ${f.line}: ${f.error}\n`);
-        },
+        (f) => ctx.note(cmd, `line ${f.line}: ${f.error}`),
       );
       const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
       ctx.print(
@@ -62,7 +59,7 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
     .requiredOption(
       '--database-url <url>',
       "the incumbent's database (mysql://, mariadb://, postgres://); repeat for several Tinyid databases: the highest max_id wins",
-      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+      repeatable,
     )
     .option(
       '--only <keys>',
@@ -75,7 +72,7 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
     .option(
       '--key <TAG=KEY>',
       "import a tag that does not fit idpool's keys (order:v2) under KEY; Leaf's and Tinyid's routes still answer the tag (repeatable)",
-      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+      repeatable,
     )
     .option('--dry-run', 'print the plan; register nothing')
     .option(
@@ -129,10 +126,8 @@ async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOp
     tokens: e.tokens.length,
     notes: e.notes,
   }));
-  const human = ctx.globals(cmd).json !== true;
-  const err = (line: string) => human && ctx.io.stderr(`idpool: ${line}\n`);
-  for (const s of plan.skipped) err(`skipped ${JSON.stringify(s.key)}: ${s.reason}`);
-  for (const e of plan.entities) for (const note of e.notes) err(`${e.key}: ${note}`);
+  for (const s of plan.skipped) ctx.note(cmd, `skipped ${JSON.stringify(s.key)}: ${s.reason}`);
+  for (const e of plan.entities) for (const note of e.notes) ctx.note(cmd, `${e.key}: ${note}`);
   if (opts.dryRun) {
     ctx.print(cmd, { dryRun: true, entities: planned, skipped: plan.skipped }, () => dryRunText(kind, plan));
     // The exit code the real run would end with for the same rows.
@@ -147,7 +142,7 @@ async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOp
     live: opts.live,
     secretsPath: opts.secrets,
     onOutcome: (o) =>
-      human &&
+      ctx.globals(cmd).json !== true &&
       ctx.io.stdout(
         `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}${o.tag === undefined ? '' : ` (${kind} tag ${JSON.stringify(o.tag)})`}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.live === true ? ', live' : o.live === false ? ', NOT live (registered before, left as it is)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
       ),

@@ -1,6 +1,6 @@
 import { closeSync, writeSync } from 'node:fs';
 import { HELD_BY_IMPORT, KEY_PATTERN, LIMITS, providedSecret, registerSchema } from '../entities/entity';
-import type { AdminApi } from './admin-api';
+import { type AdminApi, entityPath } from './admin-api';
 import { createSecretsFile } from './import';
 import { CliError, EXIT_USAGE } from './errors';
 import { TINYID_BATCH_MAX } from '../http/settings';
@@ -233,7 +233,7 @@ export async function runImport(
       } catch (err) {
         if (!(err instanceof CliError) || err.code !== 'conflict') throw err;
         outcome = { ...named(item), status: 'exists', secretsAdded: 0 };
-        const path = `/admin/apps/${encodeURIComponent(item.key)}`;
+        const path = entityPath(item.key);
         const existing = await api.get<{
           startOffset: string;
           delta: number;
@@ -248,10 +248,8 @@ export async function runImport(
           continue;
         }
         // An entity from an earlier run (or registered by hand) must hand out nothing below this row's first
-        // safe id: the row moved since (the old service ran on), so its line moves up. The id of its start
-        // offset is computed for a stride of 1, which a wider stride only places higher: at worst a needless raise.
-        const start = BigInt(existing.startOffset) * BigInt(existing.delta) + BigInt(existing.remainder);
-        if (start < item.firstId) {
+        // safe id: the row moved since (the old service ran on), so its line moves up (at worst a needless raise).
+        if (startId(existing) < item.firstId) {
           await api.post(`${path}/raise`, { firstId: item.firstId.toString() });
           outcome.raised = true;
         }
@@ -271,10 +269,13 @@ export async function runImport(
     .map((e) => ({ key: e.key, before: e.maxId.toString(), after: String(now.get(e.tag) ?? 'gone') }));
   // Held since registration; held now too if it existed before (served, and its pool discarded).
   const stayHeld = new Set(moved.map((m) => m.key));
-  for (const e of plan.entities)
-    await api.post(`/admin/apps/${encodeURIComponent(e.key)}/${stayHeld.has(e.key) ? 'hold' : 'release'}`, {});
+  for (const e of plan.entities) await api.post(`${entityPath(e.key)}/${stayHeld.has(e.key) ? 'hold' : 'release'}`, {});
   return { outcomes, moved };
 }
+
+/** The lowest id an entity's line may still hand out, for a stride of 1 (a wider one only places it higher). */
+export const startId = (e: { startOffset: string; delta: number; remainder: number }) =>
+  BigInt(e.startOffset) * BigInt(e.delta) + BigInt(e.remainder);
 
 /** An outcome's key, its row's tag when imported under another key, and its first id. */
 const named = (e: Pick<PlannedEntity, 'key' | 'tag' | 'firstId'>) => ({
@@ -285,8 +286,5 @@ const named = (e: Pick<PlannedEntity, 'key' | 'tag' | 'firstId'>) => ({
 
 /** Accepts `token` as a secret of `key`; true when it was new (the API adds a known one only once). */
 async function addToken(api: Pick<AdminApi, 'post'>, key: string, token: string): Promise<boolean> {
-  const answer = await api.post<{ added: boolean }>(`/admin/apps/${encodeURIComponent(key)}/secrets`, {
-    secret: token,
-  });
-  return answer.added;
+  return (await api.post<{ added: boolean }>(`${entityPath(key)}/secrets`, { secret: token })).added;
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { type LedgerRowJson, ledgerCsv } from '../gapless/csv';
+import { entityPath } from './admin-api';
 import type { CliContext } from './context';
 import { fields } from './format';
 import { secretApi } from './take-command';
@@ -29,41 +30,36 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
   const numbers = program
     .command('numbers')
     .description("a gapless series' ledger: audit, export as CSV, reconcile after a restore");
-  const period = [
-    '--period <period>',
-    "the period (20261128 for a daily series; default: now's, by the database's clock)",
-  ] as const;
+  // Each subcommand names the entity and, optionally, the period.
+  const command = (name: string, description: string) =>
+    numbers
+      .command(name)
+      .description(description)
+      .argument('<key>', 'the entity key')
+      .option('--period <period>', "the period (20261128 for a daily series; default: now's, by the database's clock)");
 
-  numbers
-    .command('audit')
-    .description(
-      "first, last, issued, voided, lost, holes and duplicates of a period, with the entity's secret (IDPOOL_SECRET)",
-    )
-    .argument('<key>', 'the entity key')
-    .option(...period)
-    .action(async (key: string, opts: { period?: string }, cmd: Command) => {
-      const api = await secretApi(ctx, cmd, key);
-      const audit = await api.get<Audit>(`/apps/${encodeURIComponent(key)}/numbers/audit${query(opts.period)}`);
-      ctx.print(cmd, audit, () =>
-        fields({
-          period: audit.period,
-          first: audit.first ?? '-',
-          last: audit.last ?? '-',
-          issued: audit.issued,
-          voided: audit.voided,
-          lost: audit.lost,
-          holes: audit.holes.length ? audit.holes.map((h) => `${h.from}-${h.to}`).join(', ') : 'none',
-          duplicates: audit.duplicates.length ? audit.duplicates.join(', ') : 'none',
-        }),
-      );
-    });
+  command(
+    'audit',
+    "first, last, issued, voided, lost, holes and duplicates of a period, with the entity's secret (IDPOOL_SECRET)",
+  ).action(async (key: string, opts: { period?: string }, cmd: Command) => {
+    const api = await secretApi(ctx, cmd, key);
+    const audit = await api.get<Audit>(`/apps/${encodeURIComponent(key)}/numbers/audit${query(opts.period)}`);
+    ctx.print(cmd, audit, () =>
+      fields({
+        period: audit.period,
+        first: audit.first ?? '-',
+        last: audit.last ?? '-',
+        issued: audit.issued,
+        voided: audit.voided,
+        lost: audit.lost,
+        holes: audit.holes.length ? audit.holes.map((h) => `${h.from}-${h.to}`).join(', ') : 'none',
+        duplicates: audit.duplicates.length ? audit.duplicates.join(', ') : 'none',
+      }),
+    );
+  });
 
-  numbers
-    .command('export')
-    .description("the period's whole ledger as CSV on stdout, with the entity's secret (IDPOOL_SECRET)")
-    .argument('<key>', 'the entity key')
-    .option(...period)
-    .action(async (key: string, opts: { period?: string }, cmd: Command) => {
+  command('export', "the period's whole ledger as CSV on stdout, with the entity's secret (IDPOOL_SECRET)").action(
+    async (key: string, opts: { period?: string }, cmd: Command) => {
       const api = await secretApi(ctx, cmd, key);
       let after = '0';
       let header = true;
@@ -77,28 +73,25 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
         after = page.next;
         opts.period ??= page.period;
       }
-    });
+    },
+  );
 
-  numbers
-    .command('reconcile')
-    .description(
-      'after a restore: enter the numbers the ledger lost (between it and the high-water record) as lost, so issuing goes on above them (IDPOOL_ADMIN_TOKEN)',
-    )
-    .argument('<key>', 'the entity key')
-    .option(...period)
-    .action(async (key: string, opts: { period?: string }, cmd: Command) => {
-      const answer = await ctx
-        .admin(cmd)
-        .post<{ key: string; period: string; record: string; lost?: { from: string; to: string } }>(
-          `/admin/apps/${encodeURIComponent(key)}/numbers/reconcile`,
-          opts.period === undefined ? {} : { period: opts.period },
-        );
-      ctx.print(cmd, answer, () =>
-        answer.lost
-          ? `${key} ${answer.period}: sequences ${answer.lost.from}-${answer.lost.to} entered lost; issuing goes on above ${answer.lost.to}\n`
-          : `${key} ${answer.period}: the ledger is not behind the ${answer.record} record; nothing entered\n`,
+  command(
+    'reconcile',
+    'after a restore: enter the numbers the ledger lost (between it and the high-water record) as lost, so issuing goes on above them (IDPOOL_ADMIN_TOKEN)',
+  ).action(async (key: string, opts: { period?: string }, cmd: Command) => {
+    const answer = await ctx
+      .admin(cmd)
+      .post<{ key: string; period: string; record: string; lost?: { from: string; to: string } }>(
+        `${entityPath(key)}/numbers/reconcile`,
+        opts.period === undefined ? {} : { period: opts.period },
       );
-    });
+    ctx.print(cmd, answer, () =>
+      answer.lost
+        ? `${key} ${answer.period}: sequences ${answer.lost.from}-${answer.lost.to} entered lost; issuing goes on above ${answer.lost.to}\n`
+        : `${key} ${answer.period}: the ledger is not behind the ${answer.record} record; nothing entered\n`,
+    );
+  });
 }
 
 function query(period: string | undefined): string {

@@ -1,7 +1,6 @@
 import { type Command, Option } from 'commander';
-import { cliTarget } from '../config/config';
 import { KEY_PATTERN } from '../entities/entity';
-import { AdminApi } from './admin-api';
+import type { AdminApi } from './admin-api';
 import { type CliContext, nonNegativeInt } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 
@@ -14,14 +13,7 @@ export async function secretApi(ctx: CliContext, cmd: Command, key: string): Pro
       EXIT_USAGE,
       `IDPOOL_SECRET is not set and there is no terminal to ask on: export the secret of "${key}"`,
     );
-  const g = ctx.globals(cmd);
-  return new AdminApi({
-    url: g.url || cliTarget(ctx.io.env).url,
-    token: secret,
-    credential: { name: `the secret of ${key}`, variable: 'IDPOOL_SECRET' },
-    timeoutMs: g.timeout,
-    warn: (message) => ctx.io.stderr(`idpool: warning: ${message}\n`),
-  });
+  return ctx.api(cmd, secret, { name: `the secret of ${key}`, variable: 'IDPOOL_SECRET' });
 }
 
 /** `take`: ids of an entity from a running instance, as a client takes them, with the entity's secret. */

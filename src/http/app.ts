@@ -2,7 +2,7 @@ import express from 'express';
 import { NotFoundError, UnsupportedMediaTypeError } from '../errors';
 import { ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
-import { errorFaces, jsonError } from './errors';
+import { errorFaces, sendError } from './errors';
 import { createGuards } from './guards';
 import { registerAdminRoutes } from './routes/admin';
 import { registerIdRoutes, takeFastPath, takeHandler } from './routes/ids';
@@ -84,6 +84,6 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
   app.use((req, _res) => {
     throw new NotFoundError(`no route ${req.method} ${req.path}`);
   });
-  app.use(errors(jsonError));
+  app.use(errors(sendError));
   return app;
 }

@@ -6,11 +6,6 @@ import { RepeatLimiter } from '../repeat-limiter';
 import { dependencyFailure } from './dependency-failure';
 import { scrub } from './readiness';
 
-function sendError(res: Response, err: IdpoolError): void {
-  if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-  res.status(err.statusCode).json({ error: { code: err.code, message: err.message } });
-}
-
 /**
  * A dependency that is down fails every request: one alarm line per kind
  * every this many ms (with how many requests it covered), not one per request.
@@ -22,12 +17,13 @@ export type ErrorAnswer = (req: Request, res: Response, err: IdpoolError) => voi
 
 /** Turns any error into the JSON error of docs/design.md; logs only what is our fault or a dependency's. */
 export function errorHandler(log: Logger, clock: Pick<Clock, 'monotonic'>): ErrorRequestHandler {
-  return errorFaces(log, clock)(jsonError);
+  return errorFaces(log, clock)(sendError);
 }
 
 /** idpool's own face: `{"error": {"code", "message"}}` with the error's status and `Retry-After`. */
-export const jsonError: ErrorAnswer = (_req, res, err) => {
-  sendError(res, err);
+export const sendError: ErrorAnswer = (_req, res, err) => {
+  if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+  res.status(err.statusCode).json({ error: { code: err.code, message: err.message } });
 };
 
 /**

@@ -16,26 +16,37 @@ export function entityKeyParam(req: Request): string {
   return key;
 }
 
+/** `?name=` when `valid` passes it, undefined when absent; anything else (a repeat, a wrong value) is a 400 with `message`. */
+export function queryParam(
+  req: Request,
+  name: string,
+  valid: Pick<RegExp, 'test'>,
+  message: string,
+): string | undefined {
+  const raw = req.query[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !valid.test(raw)) throw new InvalidRequestError(message);
+  return raw;
+}
+
 /** `?limit=` and `?after=` of a paged list. */
 export function pageParams(req: Request): { after: string | undefined; limit: number } {
-  const after = req.query.after;
   const limit = limitParam(req, PAGE_DEFAULT);
-  if (after !== undefined && (typeof after !== 'string' || !KEY_PATTERN.test(after))) {
-    throw new InvalidRequestError(
-      'after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page',
-    );
-  }
+  const after = queryParam(
+    req,
+    'after',
+    KEY_PATTERN,
+    'after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page',
+  );
   return { after, limit };
 }
 
 /** `?limit=`: an integer from 1 to PAGE_MAX, `fallback` when absent. */
 export function limitParam(req: Request, fallback: number): number {
-  const raw = req.query.limit;
-  if (raw === undefined) return fallback;
-  if (typeof raw !== 'string' || !/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > PAGE_MAX) {
-    throw new InvalidRequestError(`limit must be an integer from 1 to ${PAGE_MAX}`);
-  }
-  return Number(raw);
+  const message = `limit must be an integer from 1 to ${PAGE_MAX}`;
+  const limit = Number(queryParam(req, 'limit', /^\d{1,4}$/, message) ?? fallback);
+  if (limit < 1 || limit > PAGE_MAX) throw new InvalidRequestError(message);
+  return limit;
 }
 
 /**
@@ -67,9 +78,6 @@ export function integerField(req: Request, name: string, range: string): number 
 
 /** `?name=` as an integer, undefined when absent; anything else (a repeat, a sign, letters) is a 400. */
 function queryInteger(req: Request, name: string, range: string): number | undefined {
-  const raw = req.query[name];
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
-    throw new InvalidRequestError(`${name} must be an integer from ${range}`);
-  return Number(raw);
+  const raw = queryParam(req, name, /^\d{1,9}$/, `${name} must be an integer from ${range}`);
+  return raw === undefined ? undefined : Number(raw);
 }

@@ -16,7 +16,7 @@ import {
 import type { BodyName } from './schemas';
 import { entityKey } from './schemas';
 
-// The document's `paths`, one entry per operation, grouped as src/http/routes.
+// The document's `paths`, one entry per operation, grouped by tag (in the tags' order) as src/http/routes.
 // Every operation has an `operationId`: generated clients use it as the
 // method name, so it never changes once published.
 
@@ -31,9 +31,10 @@ export const apiTags = [
   },
 ];
 
+type Tag = 'ids' | 'admin' | 'ops';
+
 interface Operation {
   operationId: string;
-  tag: 'ids' | 'admin' | 'ops';
   summary: string;
   description: string;
   security?: Schema[];
@@ -52,8 +53,8 @@ interface Operation {
 /** A body of one named schema, or of any of several. */
 const named = (body: BodyName | BodyName[]) => json(Array.isArray(body) ? { anyOf: body.map(ref) } : ref(body));
 
-function operation(op: Operation): Schema {
-  const { operationId, tag, body, optional, ok, errors = [], conflict, ...rest } = op;
+function operation(tag: Tag, op: Operation): Schema {
+  const { operationId, body, optional, ok, errors = [], conflict, ...rest } = op;
   const answers = Object.entries(ok).map(([status, [description, answer, extra]]) => [
     status,
     { description, ...(answer ? { content: named(answer) } : {}), ...extra },
@@ -97,7 +98,11 @@ const orCsv = (body: BodyName) => ({
 
 const ADMIN_WRITE = [400, 401, 403, 404, 413, 415, 429, 503] as const;
 const ADMIN_READ = [400, 401, 404, 429, 503] as const;
-const NOT_LIVE = 'Not in a live cutover (`conflict`).';
+/** The answers of a step of a live cutover (hold, release, finish). */
+const CUTOVER_STEP: Pick<Operation, 'errors' | 'conflict'> = {
+  errors: [400, 401, 403, 404, 413, 429, 503],
+  conflict: 'Not in a live cutover (`conflict`).',
+};
 const path = (name: string, description: string, schema: Schema) => ({
   name,
   in: 'path',
@@ -116,409 +121,383 @@ const query = (name: string, description: string, schema: Schema) => ({
 /** Every path, in the order the document lists them. */
 export function apiPaths(): Record<string, Schema> {
   const paths: Record<string, Schema> = {};
-  for (const [at, op] of Object.entries(OPERATIONS)) {
-    const [method, route] = at.split(' ');
-    paths[route] = { ...paths[route], [method]: operation(op) };
+  for (const [tag, operations] of Object.entries(OPERATIONS) as [Tag, Record<string, Operation>][]) {
+    for (const [at, op] of Object.entries(operations)) {
+      const [method, route] = at.split(' ');
+      paths[route] = { ...paths[route], [method]: operation(tag, op) };
+    }
   }
   return paths;
 }
 
-const OPERATIONS: Record<string, Operation> = {
-  // The client API, behind the entity's secret.
-  'post /apps/{key}/ids': {
-    operationId: 'takeIds',
-    tag: 'ids',
-    summary: 'Take ids',
-    description:
-      'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing. `count` comes from the body or `?count=` (default 1), at most the entity `maxSizePerTimes`.',
-    security: entitySecret,
-    parameters: [
-      keyParam,
-      query('count', 'Alternative to the body.', int32(1)),
-      {
-        name: 'Idempotency-Key',
-        in: 'header',
-        required: false,
-        schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[\\x20-\\x7e]+$' },
-        description: 'Printable ASCII. A retry with the same key gets the same ids for a short time.',
-      },
-    ],
-    body: 'TakeRequest',
-    optional: true,
-    ok: {
-      200: [
-        'The ids (with `Idempotent-Replayed: true` when they repeat an earlier answer to the same `Idempotency-Key`).',
-        'Ids',
+const OPERATIONS: Record<Tag, Record<string, Operation>> = {
+  ids: {
+    // The client API, behind the entity's secret.
+    'post /apps/{key}/ids': {
+      operationId: 'takeIds',
+      summary: 'Take ids',
+      description:
+        'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing. `count` comes from the body or `?count=` (default 1), at most the entity `maxSizePerTimes`.',
+      security: entitySecret,
+      parameters: [
+        keyParam,
+        query('count', 'Alternative to the body.', int32(1)),
+        {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[\\x20-\\x7e]+$' },
+          description: 'Printable ASCII. A retry with the same key gets the same ids for a short time.',
+        },
       ],
+      body: 'TakeRequest',
+      optional: true,
+      ok: {
+        200: [
+          'The ids (with `Idempotent-Replayed: true` when they repeat an earlier answer to the same `Idempotency-Key`).',
+          'Ids',
+        ],
+      },
+      errors: [400, 'entity401', 404, 'take409', 413, 415, 'take429', 'take503'],
     },
-    errors: [400, 'entity401', 404, 'take409', 413, 415, 'take429', 'take503'],
-  },
-  'post /apps/{key}/segments': {
-    operationId: 'leaseSegment',
-    tag: 'ids',
-    summary: 'Lease a segment',
-    description:
-      'Reserves a fresh segment of a `trend` entity in the database (never from its pool) for a client that hands out its ids itself, as the SDK leased buffer and Tinyid clients do. Ids of a segment never overlap any other segment, pool or library reservation; a client that stops wastes what it did not hand out, never repeats it.',
-    security: entitySecret,
-    parameters: [keyParam, query('size', 'Alternative to the body.', int32(1))],
-    body: 'LeaseRequest',
-    optional: true,
-    ok: { 200: ['The segment.', 'LeasedSegment'] },
-    errors: [400, 'entity401', 404, 'lease409', 413, 415, 'lease429', 503],
-  },
-  'get /apps/{key}/ids/{id}': {
-    operationId: 'explainId',
-    tag: 'ids',
-    summary: 'Explain a snowflake id or a business number',
-    description:
-      'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued, or a business number taken apart (its period and `seq`); 400 for an id this layout or template cannot have made, or an entity of another mode.',
-    security: entitySecret,
-    parameters: [
-      keyParam,
-      path('id', 'The id as issued (a decimal string), or a business number (a `/` in it sent as `%2F`).', {
-        type: 'string',
-        minLength: 1,
-        maxLength: 64,
-      }),
-    ],
-    ok: { 200: ['Its parts.', ['DecodedId', 'DecodedNumber']] },
-    errors: [400, 'entity401', 429, 503],
-  },
-  // A gapless series' ledger (docs/numbers.md "Gapless series"): behind the entity's secret.
-  'post /apps/{key}/numbers/{number}/void': {
-    operationId: 'voidNumber',
-    tag: 'ids',
-    summary: 'Void a number of a gapless series',
-    description:
-      'Marks an issued number void with a reason; it stays in the ledger and is never issued again. Voiding it again changes nothing and answers the row (the first reason kept).',
-    security: entitySecret,
-    parameters: [keyParam, path('number', 'The number as issued.', { type: 'string', minLength: 1 })],
-    body: 'VoidRequest',
-    ok: { 200: ['The ledger row.', 'LedgerEntry'] },
-    errors: [400, 'entity401', 'number404', 'gapless409', 413, 415, 429, 503],
-  },
-  'get /apps/{key}/numbers/audit': {
-    operationId: 'auditNumbers',
-    tag: 'ids',
-    summary: "A gapless series' audit",
-    description:
-      'First, last, issued, voided and lost of a period, and its holes and duplicates computed from the ledger (always empty); the whole ledger as CSV with `?format=csv` or `Accept: text/csv`.',
-    security: entitySecret,
-    parameters: [keyParam, ...LEDGER_QUERY],
-    ok: { 200: ['The audit, or the ledger as CSV.', null, orCsv('LedgerAudit')] },
-    errors: [400, 'entity401', 'gapless409', 429, 503],
-  },
-  'get /apps/{key}/numbers': {
-    operationId: 'listNumbers',
-    tag: 'ids',
-    summary: "A gapless series' ledger",
-    description:
-      'The ledger of a period in sequence order, a page at a time; the whole period as CSV with `?format=csv`.',
-    security: entitySecret,
-    parameters: [
-      keyParam,
-      ...LEDGER_QUERY,
-      query('after', 'The `next` of the previous page.', { type: 'string', pattern: '^[0-9]{1,19}$' }),
-      query('limit', 'Default 100.', int32(1, 1000)),
-    ],
-    ok: { 200: ['A page of the ledger, or the period as CSV.', null, orCsv('LedgerPage')] },
-    errors: [400, 'entity401', 'gapless409', 429, 503],
-  },
-  // `/admin/apps`: register an entity, list them a page at a time.
-  'post /admin/apps': {
-    operationId: 'registerEntity',
-    tag: 'admin',
-    summary: 'Register an entity',
-    description:
-      'Creates the entity and its secret. The secret is in this answer only; store it (rotate it with `rotateSecret` if lost).',
-    security: admin,
-    body: 'RegisterRequest',
-    ok: { 201: ['Registered; `secret` is shown only here.', 'RegisteredEntity'] },
-    errors: [400, 401, 403, 409, 413, 415, 429, 503],
-  },
-  'get /admin/apps': {
-    operationId: 'listEntities',
-    tag: 'admin',
-    summary: 'List live entities, a page at a time',
-    description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
-    security: adminRead,
-    parameters: [
-      query('limit', 'Entities per page.', { ...int32(1, 1000), default: 100 }),
-      query('after', 'Start after this key: the `next` of the previous page.', fromZod(entityKey)),
-    ],
-    ok: { 200: ['One page of live entities.', 'EntityPage'] },
-    errors: [400, 401, 429, 503],
-  },
-  // One entity: show, change, retire, rotate its secret, raise, hold and release it.
-  'get /admin/apps/{key}': {
-    operationId: 'getEntity',
-    tag: 'admin',
-    summary: 'Show an entity',
-    description: 'Its configuration (never the secret), `currentOffset` and, for segment entities, its pool.',
-    security: adminRead,
-    parameters: [keyParam],
-    ok: { 200: ['Its configuration and pool.', 'Entity'] },
-    errors: [...ADMIN_READ],
-  },
-  'patch /admin/apps/{key}': {
-    operationId: 'updateEntity',
-    tag: 'admin',
-    summary: 'Change step, sizes, limits or name',
-    description: 'Only the fields given change; the key, mode and start offset are fixed at registration.',
-    security: admin,
-    parameters: [keyParam],
-    body: 'UpdateRequest',
-    ok: { 200: ['The new configuration.', 'Entity'] },
-    errors: [...ADMIN_WRITE, 'update409'],
-  },
-  'delete /admin/apps/{key}': {
-    operationId: 'retireEntity',
-    tag: 'admin',
-    summary: 'Retire an entity',
-    description: 'A soft delete: the entity stops answering, its ids are never reissued and its key is never reused.',
-    security: admin,
-    parameters: [keyParam],
-    ok: { 204: ['Retired.'] },
-    errors: [400, 401, 403, 404, 429, 503],
-  },
-  'post /admin/apps/{key}/secret': {
-    operationId: 'rotateSecret',
-    tag: 'admin',
-    summary: 'Rotate the secret',
-    description:
-      'A new secret for the entity. The old ones stop working at once, or after `keepOldForSeconds` so clients can move over.',
-    security: admin,
-    parameters: [keyParam],
-    body: 'RotateRequest',
-    optional: true,
-    ok: { 200: ['The new secret.', 'Secret'] },
-    errors: [...ADMIN_WRITE],
-    conflict: 'The entity would have more secrets than allowed at once (`conflict`).',
-  },
-  'post /admin/apps/{key}/numbers/reconcile': {
-    operationId: 'reconcileNumbers',
-    tag: 'admin',
-    summary: 'Reconcile a gapless series after a restore',
-    description:
-      'Enters the sequences between the ledger and the high-water record as `lost` and moves the counter past them, so issuing goes on above them (`gapless_ledger_behind` ends).',
-    security: admin,
-    parameters: [keyParam],
-    body: 'ReconcileRequest',
-    optional: true,
-    ok: { 200: ['What was entered.', 'Reconciled'] },
-    errors: [...ADMIN_WRITE, 'gapless409'],
-  },
-  'post /admin/apps/{key}/raise': {
-    operationId: 'raiseEntity',
-    tag: 'admin',
-    summary: 'Move the number line up',
-    description:
-      'From now on no id below `firstId` is handed out: the line moves up (never down), the pool is discarded and refilled above it. A `firstId` the line is already past is refused (409) and nothing is discarded. For an import that found the old service issued further (docs/migrating.md). For a business-number entity, `{period, seq}`: no sequence at or below `seq` in that period (docs/numbers.md).',
-    security: admin,
-    parameters: [keyParam],
-    body: ['RaiseRequest', 'RaisePeriodRequest'],
-    ok: { 200: ['The entity after, or the period counter after.', ['Entity', 'RaisedPeriod']] },
-    errors: [...ADMIN_WRITE, 'raise409'],
-  },
-  'post /admin/apps/{key}/release': {
-    operationId: 'releaseEntity',
-    tag: 'admin',
-    summary: 'Serve a held entity again',
-    description:
-      'Clears `held`. `idpool apps release` first reads the incumbent row once more and raises the line above it (docs/migrating.md).',
-    security: admin,
-    parameters: [keyParam],
-    ok: { 200: ['The entity after.', 'Entity'] },
-    errors: [400, 401, 403, 404, 413, 429, 503],
-    conflict: NOT_LIVE,
-  },
-  'post /admin/apps/{key}/hold': {
-    operationId: 'holdEntity',
-    tag: 'admin',
-    summary: 'Serve no ids until released',
-    description:
-      'Every take and lease answers 503 `entity_held` with the reason; the pool is discarded and not refilled.',
-    security: admin,
-    parameters: [keyParam],
-    body: 'HoldRequest',
-    optional: true,
-    ok: { 200: ['The entity after.', 'Entity'] },
-    errors: [400, 401, 403, 404, 413, 429, 503],
-    conflict: NOT_LIVE,
-  },
-  'post /admin/apps/{key}/finish': {
-    operationId: 'finishLiveCutover',
-    tag: 'admin',
-    summary: 'End a live cutover',
-    description:
-      "The entity leaves live mode and its line moves up to `firstId` (above the incumbent row's final value), its pool discarded and fenced there: `idpool apps import-from … --finish`.",
-    security: admin,
-    parameters: [keyParam],
-    body: 'RaiseRequest',
-    ok: { 200: ['The entity after.', 'Entity'] },
-    errors: [400, 401, 403, 404, 413, 429, 503],
-    conflict: NOT_LIVE,
-  },
-  'get /admin/live': {
-    operationId: 'listLiveCutovers',
-    tag: 'admin',
-    summary: 'Entities in a live cutover',
-    description:
-      "Each live entity's incumbent row, spacing, next unreserved number and the numbers idpool reserved from the row, read now (what `--finish` watches).",
-    security: admin,
-    ok: { 200: ['The live entities.', 'LiveCutovers'] },
-    errors: [401, 403, 404, 429, 503],
-  },
-  'post /admin/apps/{key}/secrets': {
-    operationId: 'addSecret',
-    tag: 'admin',
-    summary: 'Accept one more secret',
-    description:
-      'A secret given (an imported Tinyid token) or made here, stored hashed, optionally until it expires. A secret the entity already accepts is not added twice (200).',
-    security: admin,
-    parameters: [keyParam],
-    body: 'AddSecretRequest',
-    optional: true,
-    ok: {
-      200: ['Already accepted; nothing changed.', 'AddedSecret'],
-      201: ['Added; `secret` is shown only when made here.', 'AddedSecret'],
+    'post /apps/{key}/segments': {
+      operationId: 'leaseSegment',
+      summary: 'Lease a segment',
+      description:
+        'Reserves a fresh segment of a `trend` entity in the database (never from its pool) for a client that hands out its ids itself, as the SDK leased buffer and Tinyid clients do. Ids of a segment never overlap any other segment, pool or library reservation; a client that stops wastes what it did not hand out, never repeats it.',
+      security: entitySecret,
+      parameters: [keyParam, query('size', 'Alternative to the body.', int32(1))],
+      body: 'LeaseRequest',
+      optional: true,
+      ok: { 200: ['The segment.', 'LeasedSegment'] },
+      errors: [400, 'entity401', 404, 'lease409', 413, 415, 'lease429', 503],
     },
-    errors: [...ADMIN_WRITE],
-    conflict: 'The entity already has as many secrets as allowed (`conflict`).',
-  },
-  'delete /admin/apps/{key}/secrets/{secretId}': {
-    operationId: 'removeSecret',
-    tag: 'admin',
-    summary: 'Stop accepting one secret',
-    description: 'Stops the secret on every instance at once. The last secret cannot be removed: rotate it.',
-    security: admin,
-    parameters: [
-      keyParam,
-      path('secretId', 'The `id` of the secret, as the entity view lists it.', {
-        type: 'string',
-        pattern: '^[A-Za-z0-9]{1,32}$',
-      }),
-    ],
-    ok: { 204: ['Removed.'] },
-    errors: [400, 401, 403, 404, 429, 503],
-    conflict: 'The only secret of the entity (`conflict`).',
-  },
-  // Worker leases and the dashboard's overview, behind the admin token.
-  'get /admin/workers': {
-    operationId: 'listWorkers',
-    tag: 'ops',
-    summary: 'Worker leases (snowflake)',
-    description: 'Every worker row: which instance holds each worker id, its last heartbeat and last timestamp.',
-    security: adminRead,
-    ok: { 200: ['Every worker row.', 'WorkerList'] },
-    errors: [401, 429, 503],
-  },
-  'get /admin/ops': {
-    operationId: 'opsOverview',
-    tag: 'ops',
-    summary: 'Pools, take rates, forecasts, leases and recent alarms',
-    description:
-      'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
-    security: adminRead,
-    parameters: [
-      query('limit', 'Entities to show.', { ...int32(1, 1000), default: 50 }),
-      query('q', 'Show only entities whose key contains this.', {
-        type: 'string',
-        maxLength: 64,
-        pattern: '^[A-Za-z0-9_.-]*$',
-      }),
-    ],
-    ok: { 200: ['The overview.', 'OpsOverview'] },
-    errors: [...ADMIN_READ],
-  },
-  'get /admin/instances': {
-    operationId: 'listInstances',
-    tag: 'ops',
-    summary: 'The instances of the fleet: versions, worker ids, Redis epochs, heartbeats',
-    description:
-      "Every instance's heartbeat (published to Redis every second, with a TTL): alive, or gone once past its TTL (then dropped), and whether the alive ones disagree on the Redis epoch or the version. When Redis does not answer within 500 ms, this instance only, `source: local` with a `note`.",
-    security: adminRead,
-    ok: { 200: ['The instances.', 'Instances'] },
-    errors: [401, 404, 429],
-  },
-  // The dashboard's page and assets, open (they hold no data).
-  'get /admin/ui': {
-    operationId: 'dashboardPage',
-    tag: 'ops',
-    summary: 'Dashboard page',
-    description:
-      'Public HTML shell with no data in it; it asks for the ops (or admin) token and reads `/admin/ops` with it.',
-    ok: { 200: ['HTML.', null, text('text/html')] },
-  },
-  'get /admin/ui/{asset}': {
-    operationId: 'dashboardAsset',
-    tag: 'ops',
-    summary: 'Dashboard script and style',
-    description: "The dashboard page's script and style sheet, public as the page is.",
-    parameters: [path('asset', 'File name.', { type: 'string', enum: ['dashboard.js', 'dashboard.css'] })],
-    ok: { 200: ['The asset.', null, text('text/javascript', 'text/css')] },
-    errors: [404],
-  },
-  // Liveness, readiness, metrics and this document.
-  'get /healthz': {
-    operationId: 'healthz',
-    tag: 'ops',
-    summary: 'Liveness: the process answers',
-    description: 'Always 200 while the process runs; it checks no dependency (that is `/readyz`).',
-    ok: { 200: ['Alive.', 'Health'] },
-  },
-  'get /readyz': {
-    operationId: 'readyz',
-    tag: 'ops',
-    summary: 'Readiness: database, Redis and lease usable',
-    description:
-      "Each dependency checked, failures reduced to their kind (no connection strings). 503 while the database, Redis or the lease is unusable or the process shuts down; a live cutover's incumbent database is reported in `degraded`, never a 503. With `?shared=degrade` (the Kubernetes readiness probe) a failure of what every instance shares (the database, Redis, an incumbent's database, the lease while one of those fails) is reported in `degraded` too, and the instance stays ready: its takes answer 503 with Retry-After meanwhile.",
-    parameters: [
-      query('shared', 'A shared dependency failing degrades the answer instead of failing it.', {
-        type: 'string',
-        enum: ['degrade'],
-      }),
-    ],
-    ok: {
-      200: ['Ready.', 'Readiness'],
-      503: ['Not ready; `reason` says why.', 'Readiness', { headers: retryAfter }],
+    'get /apps/{key}/ids/{id}': {
+      operationId: 'explainId',
+      summary: 'Explain a snowflake id or a business number',
+      description:
+        'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued, or a business number taken apart (its period and `seq`); 400 for an id this layout or template cannot have made, or an entity of another mode.',
+      security: entitySecret,
+      parameters: [
+        keyParam,
+        path('id', 'The id as issued (a decimal string), or a business number (a `/` in it sent as `%2F`).', {
+          type: 'string',
+          minLength: 1,
+          maxLength: 64,
+        }),
+      ],
+      ok: { 200: ['Its parts.', ['DecodedId', 'DecodedNumber']] },
+      errors: [400, 'entity401', 429, 503],
     },
-    errors: [400],
+    // A gapless series' ledger (docs/numbers.md "Gapless series"): behind the entity's secret.
+    'post /apps/{key}/numbers/{number}/void': {
+      operationId: 'voidNumber',
+      summary: 'Void a number of a gapless series',
+      description:
+        'Marks an issued number void with a reason; it stays in the ledger and is never issued again. Voiding it again changes nothing and answers the row (the first reason kept).',
+      security: entitySecret,
+      parameters: [keyParam, path('number', 'The number as issued.', { type: 'string', minLength: 1 })],
+      body: 'VoidRequest',
+      ok: { 200: ['The ledger row.', 'LedgerEntry'] },
+      errors: [400, 'entity401', 'number404', 'gapless409', 413, 415, 429, 503],
+    },
+    'get /apps/{key}/numbers/audit': {
+      operationId: 'auditNumbers',
+      summary: "A gapless series' audit",
+      description:
+        'First, last, issued, voided and lost of a period, and its holes and duplicates computed from the ledger (always empty); the whole ledger as CSV with `?format=csv` or `Accept: text/csv`.',
+      security: entitySecret,
+      parameters: [keyParam, ...LEDGER_QUERY],
+      ok: { 200: ['The audit, or the ledger as CSV.', null, orCsv('LedgerAudit')] },
+      errors: [400, 'entity401', 'gapless409', 429, 503],
+    },
+    'get /apps/{key}/numbers': {
+      operationId: 'listNumbers',
+      summary: "A gapless series' ledger",
+      description:
+        'The ledger of a period in sequence order, a page at a time; the whole period as CSV with `?format=csv`.',
+      security: entitySecret,
+      parameters: [
+        keyParam,
+        ...LEDGER_QUERY,
+        query('after', 'The `next` of the previous page.', { type: 'string', pattern: '^[0-9]{1,19}$' }),
+        query('limit', 'Default 100.', int32(1, 1000)),
+      ],
+      ok: { 200: ['A page of the ledger, or the period as CSV.', null, orCsv('LedgerPage')] },
+      errors: [400, 'entity401', 'gapless409', 429, 503],
+    },
   },
-  'get /docs': {
-    operationId: 'apiDocs',
-    tag: 'ops',
-    summary: 'This API as a page',
-    description:
-      'Swagger UI (the pinned `swagger-ui-dist`, served by idpool itself: no CDN) over `/openapi.json`. Public, as that document is.',
-    ok: { 200: ['The page.', null, text('text/html')] },
+  admin: {
+    // `/admin/apps`: register an entity, list them a page at a time.
+    'post /admin/apps': {
+      operationId: 'registerEntity',
+      summary: 'Register an entity',
+      description:
+        'Creates the entity and its secret. The secret is in this answer only; store it (rotate it with `rotateSecret` if lost).',
+      security: admin,
+      body: 'RegisterRequest',
+      ok: { 201: ['Registered; `secret` is shown only here.', 'RegisteredEntity'] },
+      errors: [400, 401, 403, 409, 413, 415, 429, 503],
+    },
+    'get /admin/apps': {
+      operationId: 'listEntities',
+      summary: 'List live entities, a page at a time',
+      description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
+      security: adminRead,
+      parameters: [
+        query('limit', 'Entities per page.', { ...int32(1, 1000), default: 100 }),
+        query('after', 'Start after this key: the `next` of the previous page.', fromZod(entityKey)),
+      ],
+      ok: { 200: ['One page of live entities.', 'EntityPage'] },
+      errors: [400, 401, 429, 503],
+    },
+    // One entity: show, change, retire, rotate its secret, raise, hold and release it.
+    'get /admin/apps/{key}': {
+      operationId: 'getEntity',
+      summary: 'Show an entity',
+      description: 'Its configuration (never the secret), `currentOffset` and, for segment entities, its pool.',
+      security: adminRead,
+      parameters: [keyParam],
+      ok: { 200: ['Its configuration and pool.', 'Entity'] },
+      errors: [...ADMIN_READ],
+    },
+    'patch /admin/apps/{key}': {
+      operationId: 'updateEntity',
+      summary: 'Change step, sizes, limits or name',
+      description: 'Only the fields given change; the key, mode and start offset are fixed at registration.',
+      security: admin,
+      parameters: [keyParam],
+      body: 'UpdateRequest',
+      ok: { 200: ['The new configuration.', 'Entity'] },
+      errors: [...ADMIN_WRITE, 'update409'],
+    },
+    'delete /admin/apps/{key}': {
+      operationId: 'retireEntity',
+      summary: 'Retire an entity',
+      description: 'A soft delete: the entity stops answering, its ids are never reissued and its key is never reused.',
+      security: admin,
+      parameters: [keyParam],
+      ok: { 204: ['Retired.'] },
+      errors: [400, 401, 403, 404, 429, 503],
+    },
+    'post /admin/apps/{key}/secret': {
+      operationId: 'rotateSecret',
+      summary: 'Rotate the secret',
+      description:
+        'A new secret for the entity. The old ones stop working at once, or after `keepOldForSeconds` so clients can move over.',
+      security: admin,
+      parameters: [keyParam],
+      body: 'RotateRequest',
+      optional: true,
+      ok: { 200: ['The new secret.', 'Secret'] },
+      errors: [...ADMIN_WRITE],
+      conflict: 'The entity would have more secrets than allowed at once (`conflict`).',
+    },
+    'post /admin/apps/{key}/numbers/reconcile': {
+      operationId: 'reconcileNumbers',
+      summary: 'Reconcile a gapless series after a restore',
+      description:
+        'Enters the sequences between the ledger and the high-water record as `lost` and moves the counter past them, so issuing goes on above them (`gapless_ledger_behind` ends).',
+      security: admin,
+      parameters: [keyParam],
+      body: 'ReconcileRequest',
+      optional: true,
+      ok: { 200: ['What was entered.', 'Reconciled'] },
+      errors: [...ADMIN_WRITE, 'gapless409'],
+    },
+    'post /admin/apps/{key}/raise': {
+      operationId: 'raiseEntity',
+      summary: 'Move the number line up',
+      description:
+        'From now on no id below `firstId` is handed out: the line moves up (never down), the pool is discarded and refilled above it. A `firstId` the line is already past is refused (409) and nothing is discarded. For an import that found the old service issued further (docs/migrating.md). For a business-number entity, `{period, seq}`: no sequence at or below `seq` in that period (docs/numbers.md).',
+      security: admin,
+      parameters: [keyParam],
+      body: ['RaiseRequest', 'RaisePeriodRequest'],
+      ok: { 200: ['The entity after, or the period counter after.', ['Entity', 'RaisedPeriod']] },
+      errors: [...ADMIN_WRITE, 'raise409'],
+    },
+    'post /admin/apps/{key}/release': {
+      operationId: 'releaseEntity',
+      summary: 'Serve a held entity again',
+      description:
+        'Clears `held`. `idpool apps release` first reads the incumbent row once more and raises the line above it (docs/migrating.md).',
+      security: admin,
+      parameters: [keyParam],
+      ok: { 200: ['The entity after.', 'Entity'] },
+      ...CUTOVER_STEP,
+    },
+    'post /admin/apps/{key}/hold': {
+      operationId: 'holdEntity',
+      summary: 'Serve no ids until released',
+      description:
+        'Every take and lease answers 503 `entity_held` with the reason; the pool is discarded and not refilled.',
+      security: admin,
+      parameters: [keyParam],
+      body: 'HoldRequest',
+      optional: true,
+      ok: { 200: ['The entity after.', 'Entity'] },
+      ...CUTOVER_STEP,
+    },
+    'post /admin/apps/{key}/finish': {
+      operationId: 'finishLiveCutover',
+      summary: 'End a live cutover',
+      description:
+        "The entity leaves live mode and its line moves up to `firstId` (above the incumbent row's final value), its pool discarded and fenced there: `idpool apps import-from … --finish`.",
+      security: admin,
+      parameters: [keyParam],
+      body: 'RaiseRequest',
+      ok: { 200: ['The entity after.', 'Entity'] },
+      ...CUTOVER_STEP,
+    },
+    'get /admin/live': {
+      operationId: 'listLiveCutovers',
+      summary: 'Entities in a live cutover',
+      description:
+        "Each live entity's incumbent row, spacing, next unreserved number and the numbers idpool reserved from the row, read now (what `--finish` watches).",
+      security: admin,
+      ok: { 200: ['The live entities.', 'LiveCutovers'] },
+      errors: [401, 403, 404, 429, 503],
+    },
+    'post /admin/apps/{key}/secrets': {
+      operationId: 'addSecret',
+      summary: 'Accept one more secret',
+      description:
+        'A secret given (an imported Tinyid token) or made here, stored hashed, optionally until it expires. A secret the entity already accepts is not added twice (200).',
+      security: admin,
+      parameters: [keyParam],
+      body: 'AddSecretRequest',
+      optional: true,
+      ok: {
+        200: ['Already accepted; nothing changed.', 'AddedSecret'],
+        201: ['Added; `secret` is shown only when made here.', 'AddedSecret'],
+      },
+      errors: [...ADMIN_WRITE],
+      conflict: 'The entity already has as many secrets as allowed (`conflict`).',
+    },
+    'delete /admin/apps/{key}/secrets/{secretId}': {
+      operationId: 'removeSecret',
+      summary: 'Stop accepting one secret',
+      description: 'Stops the secret on every instance at once. The last secret cannot be removed: rotate it.',
+      security: admin,
+      parameters: [
+        keyParam,
+        path('secretId', 'The `id` of the secret, as the entity view lists it.', {
+          type: 'string',
+          pattern: '^[A-Za-z0-9]{1,32}$',
+        }),
+      ],
+      ok: { 204: ['Removed.'] },
+      errors: [400, 401, 403, 404, 429, 503],
+      conflict: 'The only secret of the entity (`conflict`).',
+    },
   },
-  'get /docs/{asset}': {
-    operationId: 'apiDocsAsset',
-    tag: 'ops',
-    summary: "The API page's script and style",
-    description: "Swagger UI's script and style sheet, and the page's start-up script.",
-    parameters: [
-      path('asset', 'File name.', { type: 'string', enum: ['swagger-ui.css', 'swagger-ui-bundle.js', 'init.js'] }),
-    ],
-    ok: { 200: ['The asset.', null, text('text/javascript', 'text/css')] },
-    errors: [404],
-  },
-  'get /metrics': {
-    operationId: 'metrics',
-    tag: 'ops',
-    summary: 'Prometheus metrics, forecasts included',
-    description:
-      'Per-entity series for the most active entities, totals for all. Behind `IDPOOL_METRICS_TOKEN` when it is set; 404 when metrics are not enabled.',
-    security: metricsToken,
-    ok: { 200: ['Prometheus text format 0.0.4.', null, text('text/plain')] },
-    errors: [401, 404, 429],
-  },
-  'get /openapi.json': {
-    operationId: 'openapi',
-    tag: 'ops',
-    summary: 'This document',
-    description: 'The OpenAPI 3.1 description of every route, public; generate a client from it.',
-    ok: { 200: ['OpenAPI 3.1.', null, { content: json({ type: 'object', required: ['openapi', 'paths'] }) }] },
+  ops: {
+    // Worker leases and the dashboard's overview, behind the admin token.
+    'get /admin/workers': {
+      operationId: 'listWorkers',
+      summary: 'Worker leases (snowflake)',
+      description: 'Every worker row: which instance holds each worker id, its last heartbeat and last timestamp.',
+      security: adminRead,
+      ok: { 200: ['Every worker row.', 'WorkerList'] },
+      errors: [401, 429, 503],
+    },
+    'get /admin/ops': {
+      operationId: 'opsOverview',
+      summary: 'Pools, take rates, forecasts, leases and recent alarms',
+      description:
+        'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
+      security: adminRead,
+      parameters: [
+        query('limit', 'Entities to show.', { ...int32(1, 1000), default: 50 }),
+        query('q', 'Show only entities whose key contains this.', {
+          type: 'string',
+          maxLength: 64,
+          pattern: '^[A-Za-z0-9_.-]*$',
+        }),
+      ],
+      ok: { 200: ['The overview.', 'OpsOverview'] },
+      errors: [...ADMIN_READ],
+    },
+    'get /admin/instances': {
+      operationId: 'listInstances',
+      summary: 'The instances of the fleet: versions, worker ids, Redis epochs, heartbeats',
+      description:
+        "Every instance's heartbeat (published to Redis every second, with a TTL): alive, or gone once past its TTL (then dropped), and whether the alive ones disagree on the Redis epoch or the version. When Redis does not answer within 500 ms, this instance only, `source: local` with a `note`.",
+      security: adminRead,
+      ok: { 200: ['The instances.', 'Instances'] },
+      errors: [401, 404, 429],
+    },
+    // The dashboard's page and assets, open (they hold no data).
+    'get /admin/ui': {
+      operationId: 'dashboardPage',
+      summary: 'Dashboard page',
+      description:
+        'Public HTML shell with no data in it; it asks for the ops (or admin) token and reads `/admin/ops` with it.',
+      ok: { 200: ['HTML.', null, text('text/html')] },
+    },
+    'get /admin/ui/{asset}': {
+      operationId: 'dashboardAsset',
+      summary: 'Dashboard script and style',
+      description: "The dashboard page's script and style sheet, public as the page is.",
+      parameters: [path('asset', 'File name.', { type: 'string', enum: ['dashboard.js', 'dashboard.css'] })],
+      ok: { 200: ['The asset.', null, text('text/javascript', 'text/css')] },
+      errors: [404],
+    },
+    // Liveness, readiness, metrics and this document.
+    'get /healthz': {
+      operationId: 'healthz',
+      summary: 'Liveness: the process answers',
+      description: 'Always 200 while the process runs; it checks no dependency (that is `/readyz`).',
+      ok: { 200: ['Alive.', 'Health'] },
+    },
+    'get /readyz': {
+      operationId: 'readyz',
+      summary: 'Readiness: database, Redis and lease usable',
+      description:
+        "Each dependency checked, failures reduced to their kind (no connection strings). 503 while the database, Redis or the lease is unusable or the process shuts down; a live cutover's incumbent database is reported in `degraded`, never a 503. With `?shared=degrade` (the Kubernetes readiness probe) a failure of what every instance shares (the database, Redis, an incumbent's database, the lease while one of those fails) is reported in `degraded` too, and the instance stays ready: its takes answer 503 with Retry-After meanwhile.",
+      parameters: [
+        query('shared', 'A shared dependency failing degrades the answer instead of failing it.', {
+          type: 'string',
+          enum: ['degrade'],
+        }),
+      ],
+      ok: {
+        200: ['Ready.', 'Readiness'],
+        503: ['Not ready; `reason` says why.', 'Readiness', { headers: retryAfter }],
+      },
+      errors: [400],
+    },
+    'get /docs': {
+      operationId: 'apiDocs',
+      summary: 'This API as a page',
+      description:
+        'Swagger UI (the pinned `swagger-ui-dist`, served by idpool itself: no CDN) over `/openapi.json`. Public, as that document is.',
+      ok: { 200: ['The page.', null, text('text/html')] },
+    },
+    'get /docs/{asset}': {
+      operationId: 'apiDocsAsset',
+      summary: "The API page's script and style",
+      description: "Swagger UI's script and style sheet, and the page's start-up script.",
+      parameters: [
+        path('asset', 'File name.', { type: 'string', enum: ['swagger-ui.css', 'swagger-ui-bundle.js', 'init.js'] }),
+      ],
+      ok: { 200: ['The asset.', null, text('text/javascript', 'text/css')] },
+      errors: [404],
+    },
+    'get /metrics': {
+      operationId: 'metrics',
+      summary: 'Prometheus metrics, forecasts included',
+      description:
+        'Per-entity series for the most active entities, totals for all. Behind `IDPOOL_METRICS_TOKEN` when it is set; 404 when metrics are not enabled.',
+      security: metricsToken,
+      ok: { 200: ['Prometheus text format 0.0.4.', null, text('text/plain')] },
+      errors: [401, 404, 429],
+    },
+    'get /openapi.json': {
+      operationId: 'openapi',
+      summary: 'This document',
+      description: 'The OpenAPI 3.1 description of every route, public; generate a client from it.',
+      ok: { 200: ['OpenAPI 3.1.', null, { content: json({ type: 'object', required: ['openapi', 'paths'] }) }] },
+    },
   },
 };

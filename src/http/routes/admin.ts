@@ -15,7 +15,7 @@ import { ConflictError, InvalidRequestError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
-import { entityKeyParam, limitParam, pageParams } from '../params';
+import { entityKeyParam, limitParam, pageParams, queryParam } from '../params';
 import { parseBody } from '../validate';
 import type { Answer } from '../openapi/schemas';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
@@ -24,6 +24,7 @@ import { numberPoolCap } from '../../numbers/scheme';
 
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 const OPS_DEFAULT_ROWS = 50;
+const OPS_SEARCH = 'q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .';
 
 /** What the entity views read: offsets (the allocator), pool sizes (the pool store) and demand. */
 type ViewDeps = Pick<HttpDeps, 'lines' | 'numbers'>;
@@ -61,8 +62,6 @@ export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: 
 
 /** Register, list, show, change and retire entities, and their secrets. */
 function entityRoutes(router: Router, deps: AdminRouteDeps): void {
-  const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
-
   router.post('/apps', async (req, res) => {
     const input = parseBody(registerSchema, req.body);
     const { entity: created, secret } = await deps.registry.register(input);
@@ -78,13 +77,13 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 
   router.get('/apps/:key', async (req, res) => {
-    res.json(await withPool(await deps.registry.require(entityKeyParam(req))));
+    res.json(await withPool(deps, await deps.registry.require(entityKeyParam(req))));
   });
 
   router.patch('/apps/:key', async (req, res) => {
     const key = entityKeyParam(req);
     const patch = parseBody(updateSchema, req.body);
-    res.json(await withPool(await deps.registry.update(key, patch)));
+    res.json(await withPool(deps, await deps.registry.update(key, patch)));
   });
 
   router.delete('/apps/:key', async (req, res) => {
@@ -124,8 +123,6 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
 
 /** The number line of an entity: raise it, hold it and release it. */
 function lineRoutes(router: Router, deps: AdminRouteDeps): void {
-  const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
-
   router.post('/apps/:key/raise', async (req, res) => {
     const key = entityKeyParam(req);
     const entity = await deps.registry.require(key);
@@ -153,15 +150,13 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
         `the line of "${key}" is already past firstId ${firstId} (${head === undefined ? `its next unreserved number is ${line}` : `the next id is ${head}`}); nothing changed`,
       );
     await deps.lines.raise(key, number);
-    // The new start offset, here at once (other instances see it with their next refresh).
-    await deps.registry.refresh();
-    res.json(await withPool(await deps.registry.require(key)));
+    res.json(await refreshed(deps, key));
   });
 
   // The caller (`idpool apps release`) has read the incumbent's row once more and raised the line above it.
   router.post('/apps/:key/release', async (req, res) => {
     const key = entityKeyParam(req);
-    res.json(await withPool(await deps.registry.setHeld(key, null)));
+    res.json(await withPool(deps, await deps.registry.setHeld(key, null)));
   });
 
   // An import whose row moved holds the entity; its pool goes (a direct consumer could pop it otherwise).
@@ -170,14 +165,12 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
     const { reason } = parseBody(holdSchema, req.body ?? {});
     const held = await deps.registry.setHeld(key, reason);
     if (held.mode !== 'snowflake') await deps.lines.pools.discard(key);
-    res.json(await withPool(held));
+    res.json(await withPool(deps, held));
   });
 }
 
 /** A live cutover (docs/migrating.md): the entities still reserving from an incumbent's rows, and their finish. */
 function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
-  const withPool = async (entity: EntityConfig) => (await withPools(deps, [entity]))[0];
-
   router.get('/live', async (_req, res) => {
     const lines = await deps.lines.offsets.liveLines();
     const entities = new Map(deps.registry.list().map((e) => [e.key, e]));
@@ -208,8 +201,7 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
       throw new ConflictError(`entity "${key}" is not in a live cutover`);
     // Its pool goes too, fenced at the new line: it may hold ids reserved from the row below ones the incumbent issued later.
     await deps.lines.raise(key, line);
-    await deps.registry.refresh();
-    res.json(await withPool(await deps.registry.require(key)));
+    res.json(await refreshed(deps, key));
   });
 }
 
@@ -220,11 +212,8 @@ function operationRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 
   router.get('/ops', async (req, res) => {
-    const q = req.query.q;
     const limit = limitParam(req, OPS_DEFAULT_ROWS);
-    if (q !== undefined && (typeof q !== 'string' || (q !== '' && !KEY_PATTERN.test(q)))) {
-      throw new InvalidRequestError('q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .');
-    }
+    const q = queryParam(req, 'q', { test: (s) => s === '' || KEY_PATTERN.test(s) }, OPS_SEARCH);
     res.json(await deps.operations.overview({ limit, search: q || undefined }));
   });
 
@@ -232,6 +221,17 @@ function operationRoutes(router: Router, deps: AdminRouteDeps): void {
   router.get('/instances', async (_req, res) => {
     res.json(await deps.operations.instances());
   });
+}
+
+/** One entity's view, as {@link withPools} makes it. */
+async function withPool(deps: ViewDeps, entity: EntityConfig): Promise<Record<string, unknown>> {
+  return (await withPools(deps, [entity]))[0];
+}
+
+/** The entity after a change of its start offset, here at once (other instances see it with their next refresh). */
+async function refreshed(deps: AdminRouteDeps, key: string) {
+  await deps.registry.refresh();
+  return withPool(deps, await deps.registry.require(key));
 }
 
 /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */

@@ -16,7 +16,7 @@ import type { TakeRequest } from '../../take/take-service';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { idempotencyKeyOf } from '../idempotency';
-import { entityKeyParam, limitParam } from '../params';
+import { entityKeyParam, limitParam, queryParam } from '../params';
 import { parseBody } from '../validate';
 
 /** What the gapless routes use: the series, and the registry for the admin's reconcile. */
@@ -41,11 +41,9 @@ export async function gaplessTake(
   entity: EntityConfig,
 ): Promise<{ ids: TakenIds; replayed: boolean }> {
   const body = parseBody(takeBody, req.body ?? {});
-  const query = req.query.count;
-  const count =
-    body.count ?? (query === undefined ? 1 : typeof query === 'string' && /^\d{1,4}$/.test(query) ? Number(query) : 0);
-  if (count < 1 || count > entity.maxSizePerTimes)
-    throw new InvalidRequestError(`count must be an integer from 1 to ${entity.maxSizePerTimes}`);
+  const range = `count must be an integer from 1 to ${entity.maxSizePerTimes}`;
+  const count = body.count ?? Number(queryParam(req, 'count', /^\d{1,4}$/, range) ?? 1);
+  if (count < 1 || count > entity.maxSizePerTimes) throw new InvalidRequestError(range);
   const ids = await takes.take(entity, count, { idempotencyKey: idempotencyKeyOf(req), reference: body.reference });
   return { ids, replayed: ids.replayed === true };
 }
@@ -112,21 +110,16 @@ function entryJson(e: LedgerEntry): LedgerRowJson {
   };
 }
 
-function periodParam(req: Request): string | undefined {
-  const raw = req.query.period;
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !/^(\d{4,10}|all)$/.test(raw))
-    throw new InvalidRequestError('period must name a period, e.g. 20261128 for a daily entity (all for reset never)');
-  return raw;
-}
+const periodParam = (req: Request) =>
+  queryParam(
+    req,
+    'period',
+    /^(\d{4,10}|all)$/,
+    'period must name a period, e.g. 20261128 for a daily entity (all for reset never)',
+  );
 
-function afterParam(req: Request): bigint {
-  const raw = req.query.after;
-  if (raw === undefined) return 0n;
-  if (typeof raw !== 'string' || !/^\d{1,19}$/.test(raw))
-    throw new InvalidRequestError('after must be a sequence, the "next" of the previous page');
-  return BigInt(raw);
-}
+const afterParam = (req: Request) =>
+  BigInt(queryParam(req, 'after', /^\d{1,19}$/, 'after must be a sequence, the "next" of the previous page') ?? 0);
 
 function wantsCsv(req: Request): boolean {
   if (req.query.format === 'csv') return true;

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { IRouter, Request, RequestHandler, Response } from 'express';
 import type { Answer } from '../openapi/schemas';
 import type { EntityConfig } from '../../entities/entity';
@@ -118,36 +119,13 @@ const FAST_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
  */
 export function takeFastPath(take: TakeHandler): RequestHandler {
   return (req, res, next) => {
-    if (req.method !== 'POST') {
+    const url = req.method === 'POST' ? FAST_URL.exec(req.url) : null;
+    const form = url ? fastBody(req.headers) : undefined;
+    if (!url || !form) {
       next();
       return;
     }
-    const url = FAST_URL.exec(req.url);
-    if (!url) {
-      next();
-      return;
-    }
-    const headers = req.headers;
-    const encoding = headers['content-encoding'];
-    if (
-      (encoding !== undefined && encoding.toLowerCase() !== 'identity') ||
-      headers['transfer-encoding'] !== undefined
-    ) {
-      next();
-      return;
-    }
-    const type = headers['content-type'];
-    const length = headers['content-length'] === undefined ? 0 : Number(headers['content-length']);
-    if (!(length >= 0 && length <= BODY_LIMIT_BYTES)) {
-      next();
-      return;
-    }
-    const json = type !== undefined && FAST_JSON.test(type);
-    // A body of another type is left unread by express.json; the router path does the same.
-    if (length > 0 && !json) {
-      next();
-      return;
-    }
+    const { length, json } = form;
     req.params = { key: url[1] };
     // What the router would have set: the request log names the route by it.
     req.route = FAST_ROUTE;
@@ -157,7 +135,7 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
     };
     // express.json answers an empty JSON body with {}, and leaves a request without one undefined.
     if (length === 0) {
-      answer(json && headers['content-length'] !== undefined ? {} : undefined);
+      answer(json && req.headers['content-length'] !== undefined ? {} : undefined);
       return;
     }
     let text = '';
@@ -175,6 +153,21 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
       answer(body);
     });
   };
+}
+
+/**
+ * The body's length and whether it is JSON, when the fast path reads it
+ * itself; undefined for one it leaves to express: encoded, chunked, larger
+ * than {@link BODY_LIMIT_BYTES}, or not JSON (express.json leaves a body of
+ * another type unread; the router path does the same).
+ */
+function fastBody(headers: IncomingHttpHeaders): { length: number; json: boolean } | undefined {
+  const encoding = headers['content-encoding'];
+  if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || headers['transfer-encoding'] !== undefined)
+    return undefined;
+  const length = headers['content-length'] === undefined ? 0 : Number(headers['content-length']);
+  const json = headers['content-type'] !== undefined && FAST_JSON.test(headers['content-type']);
+  return length >= 0 && length <= BODY_LIMIT_BYTES && (length === 0 || json) ? { length, json } : undefined;
 }
 
 /** `count` from the JSON body or `?count=`; default 1; an integer in 1..max. */

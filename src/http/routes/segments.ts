@@ -1,6 +1,5 @@
-import type { IRouter, Request } from 'express';
+import type { IRouter } from 'express';
 import type { Answer } from '../openapi/schemas';
-import type { EntityConfig } from '../../entities/entity';
 import { type LeasedSegment, leaseSizeLimit } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
@@ -23,7 +22,9 @@ export function registerSegmentRoutes(
 ): void {
   app.post(LEASE_PATH, async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
-    const segment = await deps.leases.lease(entity, requestedSize(req, entity));
+    // `size` from the JSON body or `?size=`; absent, the entity's step; the leaser checks its range.
+    const size = integerField(req, 'size', `1 to ${leaseSizeLimit(entity)}`);
+    const segment = await deps.leases.lease(entity, size);
     res.json(leasedSegmentJson(segment));
   });
 }
@@ -37,9 +38,4 @@ function leasedSegmentJson(segment: LeasedSegment): Answer<'LeasedSegment'> {
     delta: segment.delta,
     remainder: segment.remainder,
   };
-}
-
-/** `size` from the JSON body or `?size=`; undefined (the entity's step) when absent; the leaser checks its range. */
-function requestedSize(req: Request, entity: EntityConfig): number | undefined {
-  return integerField(req, 'size', `1 to ${leaseSizeLimit(entity)}`);
 }

@@ -70,7 +70,7 @@ export function registerTinyidRoutes(
   });
 
   route('nextSegmentId', async (req, res) => {
-    const s = tinyidSegment(await leaseForTinyid(deps, await authorised(req)));
+    const s = tinyidSegment(await deps.leases.lease(await authorised(req)));
     sendJson(
       res,
       `{"maxId":${s.maxId},"loadingId":${s.loadingId},"currentId":${s.currentId},"delta":${s.delta},"remainder":${s.remainder}}`,
@@ -78,7 +78,7 @@ export function registerTinyidRoutes(
   });
 
   route('nextSegmentIdSimple', async (req, res) => {
-    const s = tinyidSegment(await leaseForTinyid(deps, await authorised(req)));
+    const s = tinyidSegment(await deps.leases.lease(await authorised(req)));
     sendText(req, res, `${s.currentId},${s.loadingId},${s.maxId},${s.delta},${s.remainder}`);
   });
 
@@ -124,10 +124,6 @@ async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig
     );
   }
   return (await deps.takes.take(entity, count)).toArray();
-}
-
-function leaseForTinyid(deps: Pick<HttpDeps, 'leases'>, entity: EntityConfig): Promise<LeasedSegment> {
-  return deps.leases.lease(entity);
 }
 
 /**
