@@ -58,6 +58,19 @@ export default defineConfig({
     sequence: { sequencer: SlowestFirst },
     projects: [
       {
+        // The unit tests, in the side-by-side part: no process, server or clock of their own to wait for, and no
+        // module state one leaves for the next (each builds what it tests), so a worker keeps the modules it
+        // loaded for its next file (isolate: false): alone, 74 files in 9 s and 16 s of CPU instead of 19 s and 35 s.
+        test: {
+          ...TIMEOUTS,
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          isolate: false,
+          maxWorkers: 3,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
         // Three files at once: four kept both cores 100 % busy (docs/testing.md), so a fourth
         // only adds contention; most of an integration file's time is waiting
         // (for a cut, a TTL, a refill, a process to start).
@@ -69,7 +82,7 @@ export default defineConfig({
           ...TIMEOUTS,
           name: 'side-by-side',
           include: ['test/**/*.test.ts'],
-          exclude: [...QUIET, ...ALONE],
+          exclude: ['test/unit/**', ...QUIET, ...ALONE],
           maxWorkers: 3,
           sequence: { groupOrder: 1 },
         },
