@@ -40,6 +40,16 @@ async function expectTablesFit(page: Page): Promise<void> {
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
 }
 
+/** A page of 1,280 × 800 on the dashboard of `url`, signed in with the admin token. */
+async function signedIn(browser: Browser, url: string): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(`${url}/admin/ui`);
+  await page.fill('#token', ADMIN_TOKEN);
+  await page.click('#login button[type=submit]');
+  await page.locator('#main').waitFor({ state: 'visible' });
+  return page;
+}
+
 describeWithServices(
   'dashboard at /admin/ui in headless Chromium (MariaDB + Redis, real process)',
   { mysql: true, redis: true },
@@ -299,11 +309,7 @@ describeWithServices(
     });
 
     it("shows a business-number entity's period, used / capacity and run-out in the pool's columns, at 1,280 px", async () => {
-      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-      await page.goto(`${instance.url}/admin/ui`);
-      await page.fill('#token', ADMIN_TOKEN);
-      await page.click('#login button[type=submit]');
-      await page.locator('#main').waitFor({ state: 'visible' });
+      const page = await signedIn(browser, instance.url);
       const key = uniqueKey('uinum');
       const secret = await register(instance.url, {
         key,
@@ -347,11 +353,7 @@ describeWithServices(
     });
 
     it('fits 1,280 px with busy entities of every kind, 64-character keys, a long zone and alarms on show', async () => {
-      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-      await page.goto(`${instance.url}/admin/ui`);
-      await page.fill('#token', ADMIN_TOKEN);
-      await page.click('#login button[type=submit]');
-      await page.locator('#main').waitFor({ state: 'visible' });
+      const page = await signedIn(browser, instance.url);
       // Keys at the 64-character limit, sharing a tag the search finds them by; each as long as a key may be.
       const tag = uniqueKey('wide');
       const long = (name: string) => `${tag}_${name}_`.padEnd(64, 'x');
