@@ -231,8 +231,19 @@ export class SentinelRedis {
     const c = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
     c.on('error', () => undefined);
     try {
-      if (asMaster) await c.call('REPLICAOF', 'NO', 'ONE');
-      else await c.call('REPLICAOF', this.host, String(await this.masterPort()));
+      // A Sentinel may have made it a replica already: while it loads the master's dataset it answers
+      // `LOADING`, which Redis documents as "try again shortly" (seen once in a CI run): asked again for up to 10 s.
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        try {
+          if (asMaster) await c.call('REPLICAOF', 'NO', 'ONE');
+          else await c.call('REPLICAOF', this.host, String(await this.masterPort()));
+          break;
+        } catch (err) {
+          if (!String(err).includes('LOADING') || Date.now() > deadline) throw err;
+        }
+        await sleep(100);
+      }
     } finally {
       c.disconnect();
     }
