@@ -52,8 +52,13 @@ export async function checkGapless(
       lost: number;
       holes: { from: string; to: string }[];
       duplicates: string[];
+      counter: string;
+      last: string | null;
     };
-    if (audit.holes.length) problems.push(`${key} ${period}: holes ${JSON.stringify(audit.holes)}`);
+    if (audit.holes.length)
+      problems.push(
+        `${key} ${period}: holes ${JSON.stringify(audit.holes)} (counter ${audit.counter}, ledger's last row ${audit.last}, ${audit.lost} lost)`,
+      );
     if (audit.duplicates.length) problems.push(`${key} ${period}: duplicates ${audit.duplicates.join(', ')}`);
     audits.push(`${period}: ${audit.issued} issued, ${audit.lost} lost`);
     for (let after = '0'; ;) {

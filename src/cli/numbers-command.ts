@@ -82,13 +82,13 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
   ).action(async (key: string, opts: { period?: string }, cmd: Command) => {
     const answer = await ctx
       .admin(cmd)
-      .post<{ key: string; period: string; record: string; lost?: { from: string; to: string } }>(
+      .post<{ key: string; period: string; record: string; lost?: { from: string; to: string; count: number } }>(
         `${entityPath(key)}/numbers/reconcile`,
         opts.period === undefined ? {} : { period: opts.period },
       );
     ctx.print(cmd, answer, () =>
       answer.lost
-        ? `${key} ${answer.period}: sequences ${answer.lost.from}-${answer.lost.to} entered lost; issuing goes on above ${answer.lost.to}\n`
+        ? `${key} ${answer.period}: ${answer.lost.count} sequences ${answer.lost.from}-${answer.lost.to} entered lost; issuing goes on above them\n`
         : `${key} ${answer.period}: the ledger is not behind the ${answer.record} record; nothing entered\n`,
     );
   });

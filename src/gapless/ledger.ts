@@ -112,7 +112,9 @@ export class SqlLedger {
       const last = await this.advance(tx, entityKey, period.id, total, scheme.capacity, takes.length > 1);
       const before = last - BigInt(total);
       if (recorded !== undefined && before < recorded)
-        throw new LedgerBehindError(entityKey, period.id, before, recorded, highWater.kind);
+        throw LedgerBehindError.behindRecord(entityKey, period.id, before, recorded, highWater.kind);
+      const lastRow = await this.lastRow(tx, entityKey, period.id);
+      if (lastRow !== before) throw LedgerBehindError.outOfStep(entityKey, period.id, before, lastRow);
       let next = before + 1n;
       const rows: unknown[][] = [];
       const format = scheme.template.formatter(period);
@@ -139,8 +141,9 @@ export class SqlLedger {
   /**
    * The group in one round trip, when the period's counter is still where
    * this instance last left it (`before`): the counter moved from `before`
-   * only if it is `before` (and the database's clock still in `period`),
-   * and the ledger's rows written only where it moved, in one transaction.
+   * only if it is `before` (the database's clock still in `period`, the
+   * ledger's last row at `before` too), and the ledger's rows written only
+   * where it moved, in one transaction.
    * Undefined when it was not there, or a key of the group is in the ledger
    * already (a retry, or another take of the same key that committed
    * first): nothing was written, and the locking path ({@link issue})
@@ -174,7 +177,7 @@ export class SqlLedger {
           ? mysqlOneTrip(this.db.nowMs, moved, rows)
           : [postgresOneTrip(this.db, moved, rows)],
       );
-      // MySQL: SET, UPDATE, INSERT; PostgreSQL: the one statement's INSERT. All of the rows, or none.
+      // MySQL: SET, UPDATE, SET, INSERT; PostgreSQL: the one statement's INSERT. All of the rows, or none.
       return results[results.length - 1].affectedRows === rows.length ? spans : undefined;
     } catch (err) {
       const failure = classifySqlError(err);
@@ -202,6 +205,22 @@ export class SqlLedger {
           reference: row.reference === null ? undefined : String(row.reference),
         });
     return { now: Number(rows[0].now_ms), known };
+  }
+
+  /**
+   * The period's last ledger row (0 when none), read as committed: under
+   * the counter's row lock it is where the counter is, unless the tables
+   * went back apart. MySQL/MariaDB read it locking (the transaction's
+   * snapshot predates the lock); PostgreSQL's statements each see what is
+   * committed; SQLite's transaction holds the file.
+   */
+  private async lastRow(tx: Tx, entityKey: string, period: string): Promise<bigint> {
+    const lock = this.db.dialect === 'mysql' ? ' LOCK IN SHARE MODE' : '';
+    const { rows } = await tx.run(
+      `SELECT ${this.big('MAX(seq)')} AS seq FROM gapless_number WHERE entity_key = ? AND period = ?${lock}`,
+      [entityKey, period],
+    );
+    return rows[0]?.seq == null ? 0n : BigInt(String(rows[0].seq));
   }
 
   /** Moves the period's counter by `n` (creating its row at the period's first take); resolves to its new value. */
@@ -300,24 +319,14 @@ export class SqlLedger {
         [entityKey, period],
       ),
       this.counter(entityKey, period),
-      // A row whose sequence less one has no row ends a hole; the row before the hole is the highest below it.
-      this.db.query<SqlRow>(
-        `SELECT ${this.big('l.seq')} AS after_hole, ${this.big(`(SELECT MAX(p.seq) FROM gapless_number p WHERE p.entity_key = l.entity_key AND p.period = l.period AND p.seq < l.seq)`)} AS before_hole
-         FROM gapless_number l WHERE l.entity_key = ? AND l.period = ? AND l.seq > 1
-         AND NOT EXISTS (SELECT 1 FROM gapless_number p WHERE p.entity_key = l.entity_key AND p.period = l.period AND p.seq = l.seq - 1)
-         ORDER BY l.seq`,
-        [entityKey, period],
-      ),
+      this.holes(undefined, entityKey, period),
       this.db.query<SqlRow>(
         'SELECT number FROM gapless_number WHERE entity_key = ? AND period = ? GROUP BY number HAVING COUNT(*) > 1',
         [entityKey, period],
       ),
     ]);
     const last = sums.last === null ? 0n : BigInt(String(sums.last));
-    const holes = gaps.map((g) => ({
-      from: ((g.before_hole === null ? 0n : BigInt(String(g.before_hole))) + 1n).toString(),
-      to: (BigInt(String(g.after_hole)) - 1n).toString(),
-    }));
+    const holes = gaps.map((g) => ({ from: g.from.toString(), to: g.to.toString() }));
     // Counted but not in the ledger: what writing the counter and the ledger apart would leave.
     if (counter > last) holes.push({ from: (last + 1n).toString(), to: counter.toString() });
     return {
@@ -359,11 +368,17 @@ export class SqlLedger {
   }
 
   /**
-   * Enters sequences above the counter up to `upTo` as lost and moves the
-   * counter there, in one transaction; resolves to the range entered
-   * (none when the ledger was not behind).
+   * Enters every sequence of the period that has no ledger row, up to the
+   * highest of the high-water record (`recorded`), the counter and the
+   * ledger's last row, as lost, and moves the counter there, in one
+   * transaction under the counter's lock: after a restore that put both
+   * tables back (the range above the counter), one that put back one
+   * before the other or stopped between them (a counter above the ledger's
+   * rows, or below them: the rows kept, never issued again). Resolves to
+   * the first and last sequence entered and how many (none entered:
+   * undefined, the counter still moved up to the ledger when behind it).
    */
-  async enterLost(entityKey: string, scheme: NumberScheme, period: Period, upTo: bigint) {
+  async enterLost(entityKey: string, scheme: NumberScheme, period: Period, recorded: bigint | undefined) {
     return this.transactions.transaction(async (tx) => {
       const lock = this.db.dialect === 'sqlite' ? '' : ' FOR UPDATE';
       const { rows } = await tx.run(
@@ -371,13 +386,18 @@ export class SqlLedger {
         [entityKey, period.id],
       );
       const counter = rows[0] ? BigInt(String(rows[0].seq)) : 0n;
-      if (counter >= upTo) return undefined;
+      const lastRow = await this.lastRow(tx, entityKey, period.id);
+      const upTo = [recorded ?? 0n, counter, lastRow].reduce((a, b) => (a > b ? a : b));
+      const missing = await this.holes(tx, entityKey, period.id);
+      if (lastRow < upTo) missing.push({ from: lastRow + 1n, to: upTo });
+      if (missing.length === 0 && counter === upTo) return undefined;
       if (!rows[0]) await tx.run(this.insertCounter, [entityKey, period.id, this.clock.now()]);
       const now = rows[0] ? Number(rows[0].now_ms) : this.clock.now();
       const format = scheme.template.formatter(period);
       const lost: unknown[][] = [];
-      for (let seq = counter + 1n; seq <= upTo; seq++)
-        lost.push([entityKey, period.id, seq.toString(), format(seq), now, null, null, null, 'lost', LOST_REASON]);
+      for (const { from, to } of missing)
+        for (let seq = from; seq <= to; seq++)
+          lost.push([entityKey, period.id, seq.toString(), format(seq), now, null, null, null, 'lost', LOST_REASON]);
       await this.insertRows(tx, lost);
       await tx.run('UPDATE gapless_counter SET seq = ?, update_time = ? WHERE entity_key = ? AND period = ?', [
         upTo.toString(),
@@ -385,8 +405,29 @@ export class SqlLedger {
         entityKey,
         period.id,
       ]);
-      return { from: counter + 1n, to: upTo };
+      if (missing.length === 0) return undefined;
+      return { from: missing[0].from, to: missing[missing.length - 1].to, count: lost.length };
     });
+  }
+
+  /**
+   * The period's missing sequences below its last row, as ranges: a row
+   * whose sequence less one has no row ends one, the row before it is the
+   * highest below it. Read through `tx` (locking on MySQL/MariaDB, as
+   * {@link lastRow}) inside a transaction, on the pool for the audit.
+   */
+  private async holes(tx: Tx | undefined, entityKey: string, period: string) {
+    const lock = tx && this.db.dialect === 'mysql' ? ' LOCK IN SHARE MODE' : '';
+    const sql = `SELECT ${this.big('l.seq')} AS after_hole, ${this.big(`(SELECT MAX(p.seq) FROM gapless_number p WHERE p.entity_key = l.entity_key AND p.period = l.period AND p.seq < l.seq)`)} AS before_hole
+       FROM gapless_number l WHERE l.entity_key = ? AND l.period = ? AND l.seq > 1
+       AND NOT EXISTS (SELECT 1 FROM gapless_number p WHERE p.entity_key = l.entity_key AND p.period = l.period AND p.seq = l.seq - 1)
+       ORDER BY l.seq${lock}`;
+    const params = [entityKey, period];
+    const rows = tx ? (await tx.run(sql, params)).rows : await this.db.query<SqlRow>(sql, params);
+    return rows.map((g) => ({
+      from: (g.before_hole === null ? 0n : BigInt(String(g.before_hole))) + 1n,
+      to: BigInt(String(g.after_hole)) - 1n,
+    }));
   }
 }
 
@@ -400,8 +441,19 @@ interface Move {
   readonly at: number;
 }
 
-/** The one-trip UPDATE's values after its SET: the counter's row, the value it must be at, the period's bounds. */
-const movedFrom = (m: Move) => [m.entityKey, m.period.id, m.before.toString(), m.period.start, m.period.end];
+/**
+ * The one-trip UPDATE's values after its SET: the counter's row, the value
+ * it must be at, the period's bounds, and the ledger's rows whose last must
+ * be at that value too ({@link lastRowAt}).
+ */
+const movedFrom = (m: Move) => {
+  const before = m.before.toString();
+  return [m.entityKey, m.period.id, before, m.period.start, m.period.end, m.entityKey, m.period.id, before];
+};
+
+/** The one-trip UPDATE's last condition: the ledger's last row of the period is where the counter is (its tables did not go back apart). */
+const lastRowAt = (cast: 'SIGNED' | 'BIGINT') =>
+  `(SELECT COALESCE(MAX(n.seq), 0) FROM gapless_number n WHERE n.entity_key = ? AND n.period = ?) = CAST(? AS ${cast})`;
 
 interface OneTripRow {
   readonly seq: string;
@@ -412,33 +464,26 @@ interface OneTripRow {
 }
 
 /**
- * MySQL/MariaDB: the counter's UPDATE, then the rows INSERTed from a
- * SELECT that joins the counter at its new value: none when the UPDATE
- * did not match (a counter that is at that value by another take already
- * has those rows, and the primary key refuses them).
+ * MySQL/MariaDB: the counter's UPDATE, then the rows INSERTed only where
+ * it moved the counter (`ROW_COUNT()`, kept in a variable): none when it
+ * did not match.
  */
 function mysqlOneTrip(nowMs: string, move: Move, rows: readonly OneTripRow[]): Statement[] {
-  const after = (move.before + BigInt(move.n)).toString();
   const values = rows.map((_, i) =>
     i === 0 ? 'SELECT ? AS seq, ? AS number, ? AS k, ? AS n, ? AS r' : 'SELECT ?, ?, ?, ?, ?',
   );
   return [
     { sql: `SET @gapless_now = ${nowMs}`, params: [] },
     {
-      sql: 'UPDATE gapless_counter SET seq = seq + ?, update_time = ? WHERE entity_key = ? AND period = ? AND seq = CAST(? AS SIGNED) AND @gapless_now >= ? AND @gapless_now < ?',
+      sql: `UPDATE gapless_counter SET seq = seq + ?, update_time = ? WHERE entity_key = ? AND period = ? AND seq = CAST(? AS SIGNED) AND @gapless_now >= ? AND @gapless_now < ? AND ${lastRowAt('SIGNED')}`,
       params: [move.n, move.at, ...movedFrom(move)],
     },
+    { sql: 'SET @gapless_moved = ROW_COUNT()', params: [] },
     {
       sql: `INSERT INTO gapless_number (entity_key, period, seq, number, issued_at, idempotency_key, take_count, reference, status, reason)
-        SELECT c.entity_key, c.period, v.seq, v.number, @gapless_now, v.k, v.n, v.r, 'issued', NULL
-        FROM gapless_counter c JOIN (${values.join(' UNION ALL ')}) v
-        WHERE c.entity_key = ? AND c.period = ? AND c.seq = CAST(? AS SIGNED)`,
-      params: [
-        ...rows.flatMap((r) => [r.seq, r.number, r.key, r.count, r.reference]),
-        move.entityKey,
-        move.period.id,
-        after,
-      ],
+        SELECT ?, ?, v.seq, v.number, @gapless_now, v.k, v.n, v.r, 'issued', NULL
+        FROM (${values.join(' UNION ALL ')}) v WHERE @gapless_moved = 1`,
+      params: [move.entityKey, move.period.id, ...rows.flatMap((r) => [r.seq, r.number, r.key, r.count, r.reference])],
     },
   ];
 }
@@ -448,7 +493,7 @@ function postgresOneTrip(db: Database, move: Move, rows: readonly OneTripRow[]):
   return {
     sql: `WITH t AS (SELECT ${db.nowMs} AS now_ms),
       c AS (UPDATE gapless_counter SET seq = seq + CAST(? AS BIGINT), update_time = ? FROM t
-        WHERE entity_key = ? AND period = ? AND seq = CAST(? AS BIGINT) AND t.now_ms >= ? AND t.now_ms < ? RETURNING t.now_ms)
+        WHERE entity_key = ? AND period = ? AND seq = CAST(? AS BIGINT) AND t.now_ms >= ? AND t.now_ms < ? AND ${lastRowAt('BIGINT')} RETURNING t.now_ms)
       INSERT INTO gapless_number (entity_key, period, seq, number, issued_at, idempotency_key, take_count, reference, status)
       SELECT ?, ?, v.seq, v.number, c.now_ms, v.k, v.n, v.r, 'issued' FROM c,
         unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS INT[]), CAST(? AS TEXT[])) AS v(seq, number, k, n, r)

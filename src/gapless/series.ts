@@ -311,27 +311,22 @@ export class GaplessSeries {
   }
 
   /**
-   * After a restore: enters the sequences between the ledger's counter and
-   * the high-water record as lost, so issuing goes on above them. Nothing
-   * to do (undefined) when the ledger is not behind.
+   * After a restore: enters the sequences the ledger lacks, up to the
+   * high-water record (or the counter, or the ledger's last row, if
+   * higher), as lost, so issuing goes on above them. Nothing to do
+   * (undefined) when the ledger holds everything.
    */
   async reconcile(entity: EntityConfig, periodId: string | undefined) {
     const period = await this.periodOf(entity, periodId);
     const recorded = await this.deps.highWater.get(entity.key, period.id);
-    const lost =
-      recorded === undefined
-        ? undefined
-        : await this.deps.ledger.enterLost(entity.key, this.schemeOf(entity), period, recorded);
-    if (lost)
+    const lost = await this.deps.ledger.enterLost(entity.key, this.schemeOf(entity), period, recorded);
+    const range = lost && { from: lost.from.toString(), to: lost.to.toString(), count: lost.count };
+    if (range)
       this.deps.log.warn(
-        { entity: entity.key, period: period.id, from: lost.from.toString(), to: lost.to.toString() },
+        { entity: entity.key, period: period.id, ...range },
         'gapless series reconciled: numbers the restored ledger lost entered as lost',
       );
-    return {
-      period: period.id,
-      record: this.deps.highWater.kind,
-      lost: lost && { from: lost.from.toString(), to: lost.to.toString() },
-    };
+    return { period: period.id, record: this.deps.highWater.kind, lost: range };
   }
 
   private async periodOf(entity: EntityConfig, periodId: string | undefined): Promise<Period> {

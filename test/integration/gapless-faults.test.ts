@@ -101,10 +101,11 @@ describeWithServices(
       let killedMidTransaction = 0;
       for (let round = 0; round < 3; round++) {
         await sleep(400);
-        // A gap lock above the ledger's last row: takes move the counter, then wait at their ledger INSERT.
+        // A gap lock above the ledger's last row (its next sequence looked up, not there): takes move
+        // the counter, read the ledger's last row, then wait at their ledger INSERT.
         await sql.query('BEGIN');
         await sql.query(
-          'SELECT seq FROM gapless_number WHERE entity_key = ? AND period = ? AND seq > (SELECT COALESCE(MAX(seq), 0) FROM gapless_number WHERE entity_key = ?) FOR UPDATE',
+          'SELECT seq FROM gapless_number WHERE entity_key = ? AND period = ? AND seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM gapless_number WHERE entity_key = ?) FOR UPDATE',
           [key, today(), key],
         );
         await sleep(500);

@@ -84,6 +84,7 @@ describe('the SQL classifiers: mysql2 errno, SQLSTATE, SQLite codes', () => {
   it.each([
     [mysqlError(1205), 'busy', 'lock_timeout'],
     [mysqlError(1213, '40001'), 'busy', 'deadlock'],
+    [mysqlError(1412, 'HY000'), 'busy', 'deadlock'],
     [mysqlError(1290), 'unavailable', 'read_only'],
     [mysqlError(1836), 'unavailable', 'read_only'],
     [mysqlError(1053), 'unavailable', 'lost'],

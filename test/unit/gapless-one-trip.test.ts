@@ -55,7 +55,7 @@ class MemoryLedger {
     const period = scheme.calendar.at(NOW);
     const recorded = await highWater.get(key, period.id);
     if (recorded !== undefined && this.counter < recorded)
-      throw new LedgerBehindError(key, period.id, this.counter, recorded, highWater.kind);
+      throw LedgerBehindError.behindRecord(key, period.id, this.counter, recorded, highWater.kind);
     const answers = this.write(period, takes);
     return { answers, period, last: this.counter };
   }

@@ -13,6 +13,8 @@ const SERVER_ERRORS = new Map<number, Failure>([
   [1203, failure('busy', 'too_many_connections')], // ER_TOO_MANY_USER_CONNECTIONS
   [1205, failure('busy', 'lock_timeout')], // ER_LOCK_WAIT_TIMEOUT
   [1213, failure('busy', 'deadlock')], // ER_LOCK_DEADLOCK
+  // A table re-created under a transaction's snapshot (a restore under way): rolled back, to be tried again as a deadlock is.
+  [1412, failure('busy', 'deadlock')], // ER_TABLE_DEF_CHANGED
   [1317, failure('busy', 'timeout')], // ER_QUERY_INTERRUPTED (KILL QUERY, max_statement_time on MySQL)
   [1969, failure('busy', 'timeout')], // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time)
   [3024, failure('busy', 'timeout')], // ER_QUERY_TIMEOUT (MySQL max_execution_time)

@@ -124,7 +124,15 @@ const Reconciled = z.object({
   key: entityKey,
   period: text,
   record: z.enum(['redis', 'high-water file', 'none']),
-  lost: seqRange.optional().describe('The sequences entered lost; absent when the ledger was not behind.'),
+  lost: seqRange
+    .extend({
+      count: z
+        .number()
+        .int()
+        .describe('How many were entered: fewer than the range holds when rows inside it were kept.'),
+    })
+    .optional()
+    .describe('The first and last sequence entered lost; absent when the ledger held every one.'),
 });
 
 const Ids = z.object({
