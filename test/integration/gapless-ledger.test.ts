@@ -138,21 +138,23 @@ function tablesApart(open: () => Promise<{ db: Database; ledger: SqlLedger; done
   });
 }
 
+/** A ledger on the database at `url` (migrated), closed with it before `drop`. */
+async function ledgerAt(url: string, file: string | undefined, drop: () => Promise<void> | void) {
+  const db = await openDatabase(url, { migrate: true });
+  const ledger = new SqlLedger(db, transactionsOf(db, file), { now: () => Date.now() });
+  const done = async () => {
+    await ledger.close();
+    await db.close();
+    await drop();
+  };
+  return { db, ledger, done };
+}
+
 describe('the gapless ledger with its tables gone back apart on SQLite', () => {
-  tablesApart(async () => {
+  tablesApart(() => {
     const dir = mkdtempSync(join(tmpdir(), 'idpool-ledger-apart-'));
     const file = join(dir, 'idpool.db');
-    const db = await openDatabase(`sqlite:${file}`, { migrate: true });
-    const ledger = new SqlLedger(db, transactionsOf(db, file), { now: () => Date.now() });
-    return {
-      db,
-      ledger,
-      async done() {
-        await ledger.close();
-        await db.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
+    return ledgerAt(`sqlite:${file}`, file, () => rmSync(dir, { recursive: true, force: true }));
   });
 });
 
@@ -160,16 +162,6 @@ for (const { server, name } of SQL_SERVERS)
   describeWithServices(`the gapless ledger with its tables gone back apart on ${name}`, { [server]: true }, () => {
     tablesApart(async () => {
       const schema = await createTestSchema(server);
-      const db = await openDatabase(schema.url, { migrate: true });
-      const ledger = new SqlLedger(db, transactionsOf(db), { now: () => Date.now() });
-      return {
-        db,
-        ledger,
-        async done() {
-          await ledger.close();
-          await db.close();
-          await schema.drop();
-        },
-      };
+      return ledgerAt(schema.url, undefined, () => schema.drop());
     });
   });
