@@ -13,7 +13,7 @@ import { errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import { MemoryNumberPeriods } from '../pool/memory-number-periods';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
-import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, NumberSchemes } from '../segment/local-numbers';
+import { LOCAL_PREFILL_LEAD_MS, type NumberEntity } from '../pool/period-pools';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { PrunableCounter } from '../segment/number-high-water';
 
@@ -27,7 +27,6 @@ export interface LocalNumbersOptions {
 export class LocalNumbers {
   private readonly store: MemoryPoolStore;
   private readonly periods: MemoryNumberPeriods;
-  private readonly schemes = new NumberSchemes();
   /** The period each entity's next step was last filled ahead for. */
   private readonly prefilled = new Map<string, string>();
   /** One take or fill per entity at a time: a take that fills must not interleave with another's. */
@@ -74,7 +73,7 @@ export class LocalNumbers {
   /** Within the lead before a boundary (by the wall clock), the next period's first step, once, after this take. */
   private prefill(entity: NumberEntity): void {
     const now = this.options.clock.now();
-    const calendar = this.schemes.of(entity).calendar;
+    const calendar = this.periods.schemes.of(entity).calendar;
     const next = calendar.after(calendar.at(now));
     if (!next || now < next.start - LOCAL_PREFILL_LEAD_MS || this.prefilled.get(entity.key) === next.id) return;
     this.prefilled.set(entity.key, next.id);

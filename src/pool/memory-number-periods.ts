@@ -11,12 +11,17 @@
  */
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
-import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, readyOrSpent } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { MemoryPoolStore } from './memory-pool-store';
 import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
 import type { PoolSizing } from './demand';
-import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
+import {
+  LOCAL_PREFILL_LEAD_MS,
+  type NumberEntity,
+  PeriodLayer,
+  type PeriodLayerOptions,
+  fillWant,
+} from './period-pools';
 
 /** `prefillLeadMs` defaults to {@link LOCAL_PREFILL_LEAD_MS}; the counter is behind the high-water file (embedded service). */
 export interface MemoryNumberPeriodsOptions extends PeriodLayerOptions {
@@ -61,9 +66,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
     if (!live) return false;
     const size = await this.options.store.size(entity.key);
     const slot = { period: live.period.id, end: live.period.end, full: live.full, size };
-    return readyOrSpent(entity, this.schemes.of(entity), slot, now, count, (...args) =>
-      this.options.events.periodExhausted(...args),
-    );
+    return this.readyOrSpent(entity, slot, now, count);
   }
 
   async fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void> {

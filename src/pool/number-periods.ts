@@ -14,7 +14,6 @@ import { UnavailableError } from '../errors';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import type { DatabaseBehindReport } from '../segment/high-water';
-import { namedPeriod, readyOrSpent } from '../segment/local-numbers';
 import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from '../segment/number-counter';
 import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
 import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
@@ -52,9 +51,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     if (!state.epochCurrent) return false;
     const [live] = state.slots;
     if (live.period !== undefined && live.start <= state.now && state.now < live.end)
-      return readyOrSpent(entity, scheme, { ...live, period: live.period }, state.now, count, (...args) =>
-        this.options.events.periodExhausted(...args),
-      );
+      return this.readyOrSpent(entity, { ...live, period: live.period }, state.now, count);
     if (scheme.calendar.at(state.now).start < state.latest)
       throw new UnavailableError(
         `${entity.key}: the Redis clock is behind a period already handed out (a failover to a server whose clock is behind); retry shortly`,
@@ -73,7 +70,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     const leadStart = next ? next.start - (this.options.prefillLeadMs ?? 60_000) : Infinity;
     await this.fillPeriod(entity, scheme, state, current, need, sizing);
     if (next && state.now >= leadStart) await this.fillPeriod(entity, scheme, state, next, 0, sizing);
-    const fenceAt = await this.carryBehind(entity, scheme, state);
+    const fenceAt = await this.carryBehind(entity, state);
     // Due again just after the boundary (the next period goes live for direct pops), when the lead begins, or a fence check.
     const boundaryAt = mono + current.end - state.now + 1;
     const leadAt = state.now < leadStart ? mono + leadStart - state.now : Infinity;
@@ -92,14 +89,14 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
    * only record of the numbers issued since the backup. Resolves to when
    * (monotonic) the next check is due.
    */
-  private async carryBehind(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<number> {
+  private async carryBehind(entity: EntityConfig, state: NumberState): Promise<number> {
     const every = this.options.fenceCheckMs ?? 0;
     const now = this.options.clock.monotonic();
     if (every <= 0) return Infinity;
     const last = this.fencesCheckedAt.get(entity.key) ?? -Infinity;
     if (now - last < every) return last + every;
     this.fencesCheckedAt.set(entity.key, now);
-    for (const { period } of state.slots) if (period !== undefined) await this.carry(entity, scheme, period);
+    for (const { period } of state.slots) if (period !== undefined) await this.carry(entity, period);
     return now + every;
   }
 
@@ -108,12 +105,12 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
    * below it, logs `database_behind` and reports it. The fence is read
    * first: it only rises by pushes of ranges already committed.
    */
-  private async carry(entity: EntityConfig, scheme: NumberScheme, periodId: string, seen?: bigint): Promise<void> {
+  private async carry(entity: EntityConfig, periodId: string, seen?: bigint): Promise<void> {
     const fence = await this.options.store.fence(entity.key, periodId);
     if (fence === undefined) return;
     const counter = seen ?? (await this.options.counter.peek(entity.key, periodId));
     if (counter >= fence) return;
-    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
+    const period = this.named(entity, periodId);
     this.options.log.error(
       { entity: entity.key, period: period.id, counter: counter.toString(), fence: fence.toString() },
       'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
@@ -166,7 +163,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
       const result = await this.push(entity, scheme, period, range, full);
       if (result !== 'fenced' || carried) return;
       // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
-      await this.carry(entity, scheme, period.id, range ? range.first - 1n : scheme.capacity);
+      await this.carry(entity, period.id, range ? range.first - 1n : scheme.capacity);
     }
   }
 

@@ -1,12 +1,59 @@
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
-import { ConflictError, UnavailableError, errorMessage } from '../errors';
+import { ConflictError, PeriodExhaustedError, PeriodShortError, UnavailableError, errorMessage } from '../errors';
 import type { Period } from '../numbers/period';
-import { type NumberEntity, NumberSchemes, namedPeriod } from '../segment/local-numbers';
+import { NumberScheme, type NumberSettings } from '../numbers/scheme';
 import type { Logger } from '../logger';
 import type { PrunableCounter } from '../segment/number-high-water';
 import type { PoolSizing } from './demand';
 import type { HeldLock, RefillLock } from './pool-store';
+
+/**
+ * Five seconds: in process a reservation is one statement on a local or
+ * near database, so the lead only takes it off the first take after the
+ * boundary; a process that stops within the lead loses that step (a gap in
+ * the next period), so it is kept short (Redis's fleet fills a minute ahead:
+ * its numbers outlive any one instance).
+ */
+export const LOCAL_PREFILL_LEAD_MS = 5_000;
+
+/** What a business-number take needs of an entity (an `EntityConfig`; the library builds one from its `application` row). */
+export interface NumberEntity {
+  readonly key: string;
+  readonly mode: 'monotonic' | 'trend' | 'snowflake';
+  readonly step: number;
+  /** The largest take (`maxSizePerTimes`; the library's takes have none: 0). */
+  readonly maxSizePerTimes: number;
+  readonly numbers?: NumberSettings;
+}
+
+/** The scheme of an entity's settings, built once per settings (they never change once registered). */
+export class NumberSchemes {
+  private readonly cache = new Map<string, NumberScheme>();
+  /** The same settings object again (a take's entity): found without building the key. */
+  private readonly bySettings = new WeakMap<NumberSettings, NumberScheme>();
+
+  of(entity: Pick<NumberEntity, 'key' | 'numbers'>): NumberScheme {
+    const settings = entity.numbers;
+    if (!settings) throw new Error(`entity ${entity.key} has no business-number format`);
+    let scheme = this.bySettings.get(settings);
+    if (scheme) return scheme;
+    const id = `${settings.format}\n${settings.reset}\n${settings.timeZone}`;
+    scheme = this.cache.get(id) ?? NumberScheme.of(settings);
+    this.cache.set(id, scheme);
+    this.bySettings.set(settings, scheme);
+    return scheme;
+  }
+}
+
+/** A period's pool as a take that ran short finds it. */
+export interface LivePeriod {
+  readonly period: string;
+  readonly end: number;
+  /** The period's counter is at its capacity: nothing more comes. */
+  readonly full: boolean;
+  readonly size: number;
+}
 
 /** What both numbers layers are built with (`number-periods.ts` on Redis, `memory-number-periods.ts` in process). */
 export interface PeriodLayerOptions {
@@ -97,12 +144,13 @@ const PRUNE_EVERY_MS = 3600_000;
 const RAISE_LOCK_WAIT_MS = 2000;
 
 /**
- * What the two numbers layers share: the schemes, the cap, the moments
- * each entity is due, the raise's wait for the refill lock, and pruning
- * old periods hourly (at a fill: no timer of its own).
+ * What the two numbers layers (and through the in-process one the
+ * library's) share: the schemes, the cap, a period named, a spent period's
+ * refusals, the moments each entity is due, the raise's wait for the refill
+ * lock, and pruning old periods hourly (at a fill: no timer of its own).
  */
 export abstract class PeriodLayer implements PeriodPools {
-  protected readonly schemes = new NumberSchemes();
+  readonly schemes = new NumberSchemes();
   /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
   protected readonly dueAt = new Map<string, number>();
   /** When (Unix ms) each pruning last ran: the counters' rows once for all (`*`), or an entity's own. */
@@ -143,7 +191,7 @@ export abstract class PeriodLayer implements PeriodPools {
    */
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
     const scheme = this.schemes.of(entity);
-    const period = namedPeriod(scheme, entity, periodId, this.layer.clock.now());
+    const period = this.named(entity, periodId);
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
     const held = await lockWithin(this.layer.lock, this.layer.clock, entity.key, RAISE_LOCK_WAIT_MS);
     try {
@@ -165,6 +213,36 @@ export abstract class PeriodLayer implements PeriodPools {
     } finally {
       await held.release().catch(() => undefined);
     }
+  }
+
+  /** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
+  protected named(entity: NumberEntity, periodId: string): Period {
+    const scheme = this.schemes.of(entity);
+    const period = scheme.calendar.named(periodId);
+    if (!period)
+      throw new RangeError(
+        `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(this.layer.clock.now()).id}`,
+      );
+    return period;
+  }
+
+  /**
+   * After a take of `count` ran short on the live period `live` at `now`:
+   * true when they are ready now; the period's refusal when it is spent
+   * (`period_short` with what remains, `period_exhausted` when none); false
+   * when a refill is what it needs.
+   */
+  protected readyOrSpent(entity: NumberEntity, live: LivePeriod, now: number, count: number): boolean {
+    if (live.size >= count) return true;
+    if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
+    if (!live.full) return false;
+    const scheme = this.schemes.of(entity);
+    this.layer.events.periodExhausted(entity.key, scheme.template.seqWidth, live.end);
+    const seconds = Math.max(1, Math.ceil((live.end - now) / 1000));
+    throw new PeriodExhaustedError(
+      `${entity.key}: period ${live.period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${seconds} s`,
+      seconds,
+    );
   }
 
   /** The numbers of `period` still waiting, in take order, and the highest sequence of it that may have been handed out. */
