@@ -11,7 +11,6 @@
  */
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
-import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { MemoryPoolStore } from './memory-pool-store';
 import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
 import type { PoolSizing } from './demand';
@@ -23,7 +22,7 @@ import {
   fillWant,
 } from './period-pools';
 
-/** `prefillLeadMs` defaults to {@link LOCAL_PREFILL_LEAD_MS}; the counter is behind the high-water file (embedded service). */
+/** The counter is behind the high-water file (embedded service). */
 export interface MemoryNumberPeriodsOptions extends PeriodLayerOptions {
   /** The in-process pools: now's period's numbers wait in the entity's pool. */
   store: Pick<MemoryPoolStore, 'size' | 'pushPeriod' | 'periodReady' | 'keepInPeriod'>;
@@ -43,7 +42,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   private readonly staged = new Map<string, Slot>();
 
   constructor(private readonly options: MemoryNumberPeriodsOptions) {
-    super(options);
+    super(options, LOCAL_PREFILL_LEAD_MS);
   }
 
   /** The live slot of now's period, the staged one made live first once the clock is in it. */
@@ -72,8 +71,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   async fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void> {
     const scheme = this.schemes.of(entity);
     const now = this.options.clock.now();
-    const current = scheme.calendar.at(now);
-    const next = scheme.calendar.after(current);
+    const { current, ahead, dueIn } = this.periodsAt(scheme, now);
     let live = this.liveAt(entity.key, now);
     if (live?.period.id !== current.id) {
       live = { period: current, full: false, numbers: [] };
@@ -86,16 +84,13 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
         this.options.store.pushPeriod(entity.key, await this.reserve(entity, scheme, live, want), current.end);
     }
     // The next period's first step, ahead of its boundary: the first take after it reserves nothing.
-    const leadStart = next ? next.start - (this.options.prefillLeadMs ?? LOCAL_PREFILL_LEAD_MS) : Infinity;
-    if (next && now >= leadStart && this.staged.get(entity.key)?.period.id !== next.id) {
-      const staged: Slot = { period: next, full: false, numbers: [] };
+    if (ahead && this.staged.get(entity.key)?.period.id !== ahead.id) {
+      const staged: Slot = { period: ahead, full: false, numbers: [] };
       staged.numbers.push(...(await this.reserve(entity, scheme, staged, Math.min(entity.step, this.cap(entity)))));
       this.staged.set(entity.key, staged);
     }
-    // Due again just after the boundary (the next period goes live), or when the lead begins.
-    const mono = this.options.clock.monotonic();
-    this.dueAt.set(entity.key, mono + Math.min(current.end - now + 1, now < leadStart ? leadStart - now : Infinity));
-    await this.pruneHourly('*', async () => this.options.counter.prune?.(now - NUMBER_PERIOD_RETENTION_MS));
+    this.dueAt.set(entity.key, this.options.clock.monotonic() + dueIn);
+    await this.pruneOld(entity.key);
   }
 
   /** `want` numbers of the slot's period from its counter, formatted; the slot marked full at the capacity. */

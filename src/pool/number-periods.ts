@@ -14,17 +14,13 @@ import { UnavailableError } from '../errors';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import type { DatabaseBehindReport } from '../segment/high-water';
-import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from '../segment/number-counter';
+import type { SeqRange } from '../segment/number-counter';
 import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
 import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
 import type { PoolSizing } from './demand';
 import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
 import { pushInCalls } from './segment-push';
 
-/**
- * `prefillLeadMs` defaults to a minute, so the first take after a boundary
- * is served from Redis however slow the database.
- */
 export interface RedisNumberPeriodsOptions extends PeriodLayerOptions {
   store: RedisNumberStore;
   /**
@@ -42,7 +38,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
   private readonly fencesCheckedAt = new Map<string, number>();
 
   constructor(private readonly options: RedisNumberPeriodsOptions) {
-    super(options);
+    super(options, 60_000);
   }
 
   async afterShort(entity: EntityConfig, count: number): Promise<boolean> {
@@ -64,21 +60,15 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     let state = await this.options.store.state(entity.key);
     if (!state.epochCurrent) state = await this.resetEpoch(entity, scheme, state);
     // Periods by the Redis clock: the one the takes will ask for.
-    const current = scheme.calendar.at(state.now);
-    const next = scheme.calendar.after(current);
+    const { current, ahead, dueIn } = this.periodsAt(scheme, state.now);
     const mono = this.options.clock.monotonic();
-    const leadStart = next ? next.start - (this.options.prefillLeadMs ?? 60_000) : Infinity;
     await this.fillPeriod(entity, scheme, state, current, need, sizing);
-    if (next && state.now >= leadStart) await this.fillPeriod(entity, scheme, state, next, 0, sizing);
-    const fenceAt = await this.carryBehind(entity, state);
-    // Due again just after the boundary (the next period goes live for direct pops), when the lead begins, or a fence check.
-    const boundaryAt = mono + current.end - state.now + 1;
-    const leadAt = state.now < leadStart ? mono + leadStart - state.now : Infinity;
-    this.dueAt.set(entity.key, Math.min(boundaryAt, leadAt, fenceAt));
-    // Old periods' counters, and this entity's fences of them, after the retention.
-    const before = this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS;
-    await this.pruneHourly('*', async () => this.options.counter.prune?.(before));
-    await this.pruneHourly(entity.key, () => this.options.store.pruneFences(entity.key, scheme.calendar.at(before).id));
+    if (ahead) await this.fillPeriod(entity, scheme, state, ahead, 0, sizing);
+    // Due again at the boundary or the lead (`periodsAt`), or a fence check.
+    this.dueAt.set(entity.key, Math.min(mono + dueIn, await this.carryBehind(entity, state)));
+    await this.pruneOld(entity.key, (before) =>
+      this.options.store.pruneFences(entity.key, scheme.calendar.at(before).id),
+    );
   }
 
   /**

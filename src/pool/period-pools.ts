@@ -4,6 +4,7 @@ import { ConflictError, PeriodExhaustedError, PeriodShortError, UnavailableError
 import type { Period } from '../numbers/period';
 import { NumberScheme, type NumberSettings } from '../numbers/scheme';
 import type { Logger } from '../logger';
+import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { PrunableCounter } from '../segment/number-high-water';
 import type { PoolSizing } from './demand';
 import type { HeldLock, RefillLock } from './pool-store';
@@ -67,7 +68,7 @@ export interface PeriodLayerOptions {
   log: Logger;
   /** How soon an entity found due is due again if no fill ran meanwhile (its lock held elsewhere, Redis down): the refill tick. */
   retryMs: number;
-  /** How long before a boundary the next period is filled. */
+  /** How long before a boundary the next period is filled: a minute on Redis, so the first take after it is served from Redis however slow the database; {@link LOCAL_PREFILL_LEAD_MS} in process. */
   prefillLeadMs?: number;
 }
 
@@ -156,7 +157,15 @@ export abstract class PeriodLayer implements PeriodPools {
   /** When (Unix ms) each pruning last ran: the counters' rows once for all (`*`), or an entity's own. */
   private readonly prunedAt = new Map<string, number>();
 
-  constructor(private readonly layer: PeriodLayerOptions) {}
+  /** How long before a boundary the next period is filled. */
+  private readonly leadMs: number;
+
+  constructor(
+    private readonly layer: PeriodLayerOptions,
+    defaultLeadMs: number,
+  ) {
+    this.leadMs = layer.prefillLeadMs ?? defaultLeadMs;
+  }
 
   abstract fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void>;
   abstract afterShort(entity: NumberEntity, count: number): Promise<boolean>;
@@ -251,8 +260,28 @@ export abstract class PeriodLayer implements PeriodPools {
   /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`, formatted), keeping those above in order. */
   protected abstract dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void>;
 
+  /**
+   * Now's period at `now` (by the clock that decides it), the next once its
+   * lead began, and the ms until the entity is due again: just after the
+   * boundary (the next period goes live), or when the lead begins.
+   */
+  protected periodsAt(scheme: NumberScheme, now: number): { current: Period; ahead?: Period; dueIn: number } {
+    const current = scheme.calendar.at(now);
+    const next = scheme.calendar.after(current);
+    const leadStart = next ? next.start - this.leadMs : Infinity;
+    const dueIn = Math.min(current.end - now + 1, now < leadStart ? leadStart - now : Infinity);
+    return { current, ahead: now >= leadStart ? next : undefined, dueIn };
+  }
+
+  /** Old periods' counters after the retention, hourly; and `more` of them (Redis: this entity's fences), hourly too. */
+  protected async pruneOld(entityKey: string, more?: (before: number) => Promise<unknown>): Promise<void> {
+    const before = this.layer.clock.now() - NUMBER_PERIOD_RETENTION_MS;
+    await this.pruneHourly('*', async () => this.layer.counter.prune?.(before));
+    if (more) await this.pruneHourly(entityKey, () => more(before));
+  }
+
   /** Runs `prune` when the pruning named `key` last ran an hour or more ago; a failure is logged. */
-  protected async pruneHourly(key: string, prune: () => Promise<unknown>): Promise<void> {
+  private async pruneHourly(key: string, prune: () => Promise<unknown>): Promise<void> {
     const now = this.layer.clock.now();
     if (now - (this.prunedAt.get(key) ?? 0) < PRUNE_EVERY_MS) return;
     this.prunedAt.set(key, now);
