@@ -12,15 +12,9 @@
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import type { MemoryPoolStore } from './memory-pool-store';
-import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
+import { numberRun } from './number-takes';
 import type { PoolSizing } from './demand';
-import {
-  LOCAL_PREFILL_LEAD_MS,
-  type NumberEntity,
-  PeriodLayer,
-  type PeriodLayerOptions,
-  fillWant,
-} from './period-pools';
+import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, PeriodLayer, type PeriodLayerOptions } from './period-pools';
 
 /** The counter is behind the high-water file (embedded service). */
 export interface MemoryNumberPeriodsOptions extends PeriodLayerOptions {
@@ -37,7 +31,7 @@ interface Slot {
 }
 
 /** Business-number pools in process: the period by the injected clock, each filled from its SQL counter. */
-export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
+export class MemoryNumberPeriods extends PeriodLayer {
   private readonly live = new Map<string, Slot>();
   private readonly staged = new Map<string, Slot>();
 
@@ -79,7 +73,7 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
     }
     if (!live.full) {
       const size = await this.options.store.size(entity.key);
-      const want = fillWant(entity, size > 0, size, need, sizing);
+      const want = this.fillWant(entity, size > 0, size, need, sizing);
       if (want > 0)
         this.options.store.pushPeriod(entity.key, await this.reserve(entity, scheme, live, want), current.end);
     }
@@ -121,12 +115,11 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   /** Now's period by the injected clock: its counter less what waits in process. */
-  async usage(entity: NumberEntity): Promise<NumberUsage> {
-    const scheme = this.schemes.of(entity);
+  protected async used(entity: NumberEntity, scheme: NumberScheme) {
     const now = this.options.clock.now();
     const period = scheme.calendar.at(now);
     const ready = this.liveAt(entity.key, now)?.period.id === period.id ? await this.options.store.size(entity.key) : 0;
-    return usageOf(scheme, now, period, await this.options.counter.peek(entity.key, period.id), ready);
+    return { now, period, reserved: await this.options.counter.peek(entity.key, period.id), ready };
   }
 
   /** Forgets a retired entity. */

@@ -16,9 +16,9 @@ import type { NumberScheme } from '../numbers/scheme';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { SeqRange } from '../segment/number-counter';
 import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
-import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
+import { numberRun } from './number-takes';
 import type { PoolSizing } from './demand';
-import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
+import { PeriodLayer, type PeriodLayerOptions } from './period-pools';
 import { pushInCalls } from './segment-push';
 
 export interface RedisNumberPeriodsOptions extends PeriodLayerOptions {
@@ -33,7 +33,7 @@ export interface RedisNumberPeriodsOptions extends PeriodLayerOptions {
 }
 
 /** Business-number pools on Redis: the period by the Redis clock, each period's pool filled from its SQL counter. */
-export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
+export class RedisNumberPeriods extends PeriodLayer {
   /** When (monotonic) each entity's periods were last compared with their fences. */
   private readonly fencesCheckedAt = new Map<string, number>();
 
@@ -145,7 +145,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     // The list holding the period now (live or staged; the push picks which by the Redis clock).
     const held = state.slots.find((slot) => slot.period === period.id);
     if (held?.full) return;
-    const want = fillWant(entity, held !== undefined, held?.size ?? 0, need, sizing);
+    const want = this.fillWant(entity, held !== undefined, held?.size ?? 0, need, sizing);
     if (want <= 0) return;
     for (let carried = false; ; carried = true) {
       const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
@@ -195,13 +195,11 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
-  async usage(entity: EntityConfig): Promise<NumberUsage> {
-    const scheme = this.schemes.of(entity);
-    const state = await this.options.store.state(entity.key);
-    const period = scheme.calendar.at(state.now);
-    const slot = state.slots.find((s) => s.period === period.id);
-    const fence = state.fences.get(period.id) ?? 0n;
-    return usageOf(scheme, state.now, period, fence, slot?.size ?? 0);
+  protected async used(entity: EntityConfig, scheme: NumberScheme) {
+    const { now, slots, fences } = await this.options.store.state(entity.key);
+    const period = scheme.calendar.at(now);
+    const ready = slots.find((s) => s.period === period.id)?.size ?? 0;
+    return { now, period, reserved: fences.get(period.id) ?? 0n, ready };
   }
 
   /** Forgets a retired entity. */

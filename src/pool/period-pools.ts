@@ -7,6 +7,7 @@ import type { Logger } from '../logger';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { PrunableCounter } from '../segment/number-high-water';
 import type { PoolSizing } from './demand';
+import type { NumberAdmin, NumberUsage } from './number-takes';
 import type { HeldLock, RefillLock } from './pool-store';
 
 /**
@@ -47,11 +48,10 @@ export class NumberSchemes {
   }
 }
 
-/** A period's pool as a take that ran short finds it. */
+/** A period's pool as a take that ran short finds it; `full`: its counter is at its capacity, nothing more comes. */
 export interface LivePeriod {
   readonly period: string;
   readonly end: number;
-  /** The period's counter is at its capacity: nothing more comes. */
   readonly full: boolean;
   readonly size: number;
 }
@@ -62,7 +62,7 @@ export interface PeriodLayerOptions {
   counter: PrunableCounter;
   /** The entity's refill lock, which a raise takes (the refiller holds it around a fill). */
   lock: RefillLock;
-  /** `DispatchEvents.periodExhausted`: a period handed out every sequence its width holds. */
+  /** `DispatchEvents.periodExhausted` (not imported: the dispatcher imports this file). */
   events: { periodExhausted(entityKey: string, digits: number, nextAt: number): void };
   clock: Clock;
   log: Logger;
@@ -74,20 +74,13 @@ export interface PeriodLayerOptions {
 
 /**
  * What the refiller and the dispatcher ask of an entity whose pool is kept
- * per period (a business-number entity: `numbers`), so that one take loop
- * and one refill tick serve it as they serve a segment pool: the numbers
- * layer (`number-periods.ts`) answers which period a pool holds (by the
- * Redis clock), fills it from the period's counter, and says why a take
- * ran short.
+ * per period (a business-number entity), so that one take loop and one
+ * refill tick serve it as they serve a segment pool.
  */
 export interface PeriodPools {
   /** Most numbers of one period kept ready: the cap on the pool's demand sizing (`NumberScheme.poolCap`). */
   cap(entity: EntityConfig): number;
-  /**
-   * Fills now's period (and the next, ahead of its boundary) towards
-   * `sizing`, at least `need` of now's; the caller holds the entity's
-   * refill lock.
-   */
+  /** Fills now's period (and the next, ahead of its boundary) towards `sizing`, at least `need` of now's; the caller holds the entity's refill lock. */
   fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void>;
   /**
    * After a short take: true when `count` are ready now (a period that just
@@ -95,47 +88,8 @@ export interface PeriodPools {
    * Redis clock behind); false when a refill is what it needs.
    */
   afterShort(entity: EntityConfig, count: number): Promise<boolean>;
-  /**
-   * Of `keys`, those due a refill now whatever their level (a boundary came,
-   * the next period's lead began, a fence check is due), and the ms until
-   * the next such moment.
-   */
+  /** Of `keys`, those due a refill now whatever their level (a boundary, the next period's lead, a fence check), and the ms until the next such moment. */
   due(keys: readonly string[]): { keys: string[]; waitMs: number };
-}
-
-/**
- * How many of a period a fill reserves when its pool holds `size`: none
- * while it holds at least the low watermark and what a take waits for;
- * otherwise whole steps up to the target (a trend entity shuffles within
- * them), never past `max` unless a take waits for more.
- */
-export function fillWant(
-  entity: Pick<EntityConfig, 'step'>,
-  held: boolean,
-  size: number,
-  need: number,
-  { target, lowWatermark, max }: PoolSizing,
-): number {
-  if (held && size >= Math.max(need, lowWatermark)) return 0;
-  const stepped = Math.max(entity.step, Math.ceil((Math.max(need, target) - size) / entity.step) * entity.step);
-  return Math.max(need - size, Math.min(stepped, max - size));
-}
-
-/** The entity's refill lock, asked again until `ms` have passed (a refill holds it for a moment); then 503. */
-async function lockWithin(
-  lock: RefillLock,
-  clock: Pick<Clock, 'monotonic' | 'sleep'>,
-  entityKey: string,
-  ms: number,
-): Promise<HeldLock> {
-  const deadline = clock.monotonic() + ms;
-  for (;;) {
-    const held = await lock.acquire(entityKey);
-    if (held) return held;
-    if (clock.monotonic() > deadline)
-      throw new UnavailableError(`${entityKey}: a refill holds the entity's lock; retry shortly`, 1);
-    await clock.sleep(25);
-  }
 }
 
 /** Old periods' counters are pruned this often. */
@@ -147,17 +101,15 @@ const RAISE_LOCK_WAIT_MS = 2000;
 /**
  * What the two numbers layers (and through the in-process one the
  * library's) share: the schemes, the cap, a period named, a spent period's
- * refusals, the moments each entity is due, the raise's wait for the refill
- * lock, and pruning old periods hourly (at a fill: no timer of its own).
+ * refusals, the moments each entity is due, the raise, the usage, and
+ * pruning old periods hourly (at a fill: no timer of its own).
  */
-export abstract class PeriodLayer implements PeriodPools {
+export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
   readonly schemes = new NumberSchemes();
   /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
   protected readonly dueAt = new Map<string, number>();
   /** When (Unix ms) each pruning last ran: the counters' rows once for all (`*`), or an entity's own. */
   private readonly prunedAt = new Map<string, number>();
-
-  /** How long before a boundary the next period is filled. */
   private readonly leadMs: number;
 
   constructor(
@@ -169,12 +121,20 @@ export abstract class PeriodLayer implements PeriodPools {
 
   abstract fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void>;
   abstract afterShort(entity: NumberEntity, count: number): Promise<boolean>;
+  /** The numbers of `period` still waiting, in take order, and the highest sequence of it that may have been handed out. */
+  protected abstract waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }>;
+  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`, formatted), keeping those above in order. */
+  protected abstract dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void>;
+  /** Now by the clock that decides the period, now's period, its sequences gone from the counter and those ready. */
+  protected abstract used(
+    entity: NumberEntity,
+    scheme: NumberScheme,
+  ): Promise<{ now: number; period: Period; reserved: bigint; ready: number }>;
 
   cap(entity: NumberEntity): number {
     return this.schemes.of(entity).poolCap(entity.maxSizePerTimes);
   }
 
-  /** An entity found due is due again after `retryMs` (the refill tick) unless a fill sets its next moment. */
   due(keys: readonly string[]): { keys: string[]; waitMs: number } {
     const now = this.layer.clock.monotonic();
     const due: string[] = [];
@@ -193,16 +153,24 @@ export abstract class PeriodLayer implements PeriodPools {
 
   /**
    * Starts period `periodId` after `seq`, under the entity's refill lock (no
-   * fill in flight): 409 when the period's line is already past it;
-   * otherwise its counter moves up to `seq` and the numbers at or below it
-   * still waiting are dropped, those above kept, so the next number is
-   * seq + 1. Resolves to the sequence the next number follows.
+   * fill in flight; asked again for {@link RAISE_LOCK_WAIT_MS}, then 503):
+   * 409 when the period's line is already past it; otherwise its counter
+   * moves up to `seq` and the numbers at or below it still waiting are
+   * dropped, those above kept, so the next number is seq + 1. Resolves to
+   * the sequence the next number follows.
    */
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
+    const { clock, lock, counter } = this.layer;
     const scheme = this.schemes.of(entity);
     const period = this.named(entity, periodId);
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
-    const held = await lockWithin(this.layer.lock, this.layer.clock, entity.key, RAISE_LOCK_WAIT_MS);
+    const deadline = clock.monotonic() + RAISE_LOCK_WAIT_MS;
+    let held: HeldLock | null;
+    while (!(held = await lock.acquire(entity.key))) {
+      if (clock.monotonic() > deadline)
+        throw new UnavailableError(`${entity.key}: a refill holds the entity's lock; retry shortly`, 1);
+      await clock.sleep(25);
+    }
     try {
       const { waiting, issued } = await this.waitingOf(entity, period);
       // The line: one above the highest sequence reserved that is not still waiting (handed out, or dropped as a gap).
@@ -213,7 +181,7 @@ export abstract class PeriodLayer implements PeriodPools {
         throw new ConflictError(
           `period ${period.id} of "${entity.key}" is already past seq ${capped}: the next number is ${scheme.template.formatter(period)(line + 1n)}; nothing changed`,
         );
-      const after = await this.layer.counter.raise(entity.key, period, capped);
+      const after = await counter.raise(entity.key, period, capped);
       await this.dropUpTo(entity, period, scheme.template.formatter(period)(capped), capped);
       // The next number follows: the lowest still waiting above the raise, else the counter.
       let next = after + 1n;
@@ -222,6 +190,41 @@ export abstract class PeriodLayer implements PeriodPools {
     } finally {
       await held.release().catch(() => undefined);
     }
+  }
+
+  /** Now's period and how much of it is gone (dropped leftovers and gaps count as used: they are gone too). */
+  async usage(entity: NumberEntity): Promise<NumberUsage> {
+    const scheme = this.schemes.of(entity);
+    const { now, period, reserved, ready } = await this.used(entity, scheme);
+    const used = reserved - BigInt(ready);
+    const { capacity, template, settings } = scheme;
+    return {
+      now,
+      period,
+      used: used > 0n ? used : 0n,
+      ready,
+      capacity,
+      digits: template.seqWidth,
+      timeZone: settings.timeZone,
+    };
+  }
+
+  /**
+   * How many of a period a fill reserves when its pool holds `size`: none
+   * while it holds at least the low watermark and what a take waits for;
+   * otherwise whole steps up to the target (a trend entity shuffles within
+   * them), never past `max` unless a take waits for more.
+   */
+  protected fillWant(
+    entity: Pick<EntityConfig, 'step'>,
+    held: boolean,
+    size: number,
+    need: number,
+    { target, lowWatermark, max }: PoolSizing,
+  ): number {
+    if (held && size >= Math.max(need, lowWatermark)) return 0;
+    const stepped = Math.max(entity.step, Math.ceil((Math.max(need, target) - size) / entity.step) * entity.step);
+    return Math.max(need - size, Math.min(stepped, max - size));
   }
 
   /** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
@@ -254,12 +257,6 @@ export abstract class PeriodLayer implements PeriodPools {
     );
   }
 
-  /** The numbers of `period` still waiting, in take order, and the highest sequence of it that may have been handed out. */
-  protected abstract waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }>;
-
-  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`, formatted), keeping those above in order. */
-  protected abstract dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void>;
-
   /**
    * Now's period at `now` (by the clock that decides it), the next once its
    * lead began, and the ms until the entity is due again: just after the
@@ -273,14 +270,13 @@ export abstract class PeriodLayer implements PeriodPools {
     return { current, ahead: now >= leadStart ? next : undefined, dueIn };
   }
 
-  /** Old periods' counters after the retention, hourly; and `more` of them (Redis: this entity's fences), hourly too. */
+  /** Hourly, a failure logged: old periods' counters after the retention, and `more` of them (Redis: this entity's fences). */
   protected async pruneOld(entityKey: string, more?: (before: number) => Promise<unknown>): Promise<void> {
     const before = this.layer.clock.now() - NUMBER_PERIOD_RETENTION_MS;
     await this.pruneHourly('*', async () => this.layer.counter.prune?.(before));
     if (more) await this.pruneHourly(entityKey, () => more(before));
   }
 
-  /** Runs `prune` when the pruning named `key` last ran an hour or more ago; a failure is logged. */
   private async pruneHourly(key: string, prune: () => Promise<unknown>): Promise<void> {
     const now = this.layer.clock.now();
     if (now - (this.prunedAt.get(key) ?? 0) < PRUNE_EVERY_MS) return;
