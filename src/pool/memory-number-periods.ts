@@ -1,13 +1,8 @@
 /**
- * The numbers layer of the one engine without Redis (docs/numbers.md): the
- * embedded service's business-number pools in process ({@link PeriodPools}
- * over the in-process pool store). The injected clock decides the period:
- * now's period's numbers wait in the entity's pool of `memory-pool-store.ts`
- * and go when the clock passes the period's end (as Redis expires the
- * list); the next period's first step is reserved ahead of its boundary and
- * made live when the clock reaches it. The refiller's tick, lock and demand
- * sizing drive {@link MemoryNumberPeriods.fill}; the dispatcher's take loop
- * asks {@link MemoryNumberPeriods.afterShort} why a take ran short.
+ * The numbers layer without Redis (docs/numbers.md), for the embedded
+ * service and the library: the injected clock decides the period; now's
+ * period's numbers wait in the entity's in-process pool and go at its end
+ * (as Redis expires the list); the next period's first step waits here.
  */
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';

@@ -1,21 +1,14 @@
 /**
- * The numbers layer of the one engine (docs/numbers.md): what the refiller
- * and the dispatcher ask of a business-number entity's pool on Redis
- * ({@link PeriodPools}), and its raise and usage. The Redis server's clock
- * decides the period: the `ids` list holding now's period's numbers expires
- * at its end, and the number functions read `TIME` to make the next period,
- * staged ahead of its boundary, live. The refiller's tick, lock, demand
- * sizing and failure marks drive {@link RedisNumberPeriods.fill}; the
- * dispatcher's take loop asks {@link RedisNumberPeriods.afterShort} why a
- * take ran short.
+ * The numbers layer on Redis (docs/numbers.md): the Redis server's clock
+ * decides the period; the `ids` list of now's period expires at its end and
+ * the number functions make the next period, staged ahead, live by `TIME`.
  */
 import type { EntityConfig } from '../entities/entity';
 import { UnavailableError } from '../errors';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import type { DatabaseBehindReport } from '../segment/high-water';
-import type { SeqRange } from '../segment/number-counter';
-import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
+import type { NumberState, RedisNumberStore } from './number-store';
 import { numberRun } from './number-takes';
 import type { PoolSizing } from './demand';
 import { PeriodLayer, type PeriodLayerOptions } from './period-pools';
@@ -142,52 +135,32 @@ export class RedisNumberPeriods extends PeriodLayer {
     need: number,
     sizing: PoolSizing,
   ): Promise<void> {
+    const { store, counter } = this.options;
     // The list holding the period now (live or staged; the push picks which by the Redis clock).
     const held = state.slots.find((slot) => slot.period === period.id);
     if (held?.full) return;
     const want = this.fillWant(entity, held !== undefined, held?.size ?? 0, need, sizing);
     if (want <= 0) return;
     for (let carried = false; ; carried = true) {
-      const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
+      const range = await counter.reserve(entity.key, period, want, scheme.capacity);
       const full = !range || range.last >= scheme.capacity;
-      const result = await this.push(entity, scheme, period, range, full);
+      // In calls as a segment's: a trend entity's calls hold whole steps, so each call's lowest and highest bound it (the fence).
+      const result = !range
+        ? await store.push(entity.key, period, [], undefined, undefined, full)
+        : await pushInCalls(entity, range.first, range.last, (first, last) => {
+            const run = numberRun(scheme, entity, period, { first, last });
+            return store.push(entity.key, period, run, first, last, full && last === range.last);
+          });
       if (result !== 'fenced' || carried) return;
       // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
       await this.carry(entity, period.id, range ? range.first - 1n : scheme.capacity);
     }
   }
 
-  /**
-   * Pushes `range` of `period`, formatted, in calls as a segment's
-   * ({@link pushInCalls}); a trend entity's calls hold whole steps, so
-   * each call's lowest and highest sequence bound what it holds (the fence).
-   */
-  private push(
-    entity: EntityConfig,
-    scheme: NumberScheme,
-    period: Period,
-    range: SeqRange | undefined,
-    full: boolean,
-  ): Promise<NumberPushResult> {
-    const { store } = this.options;
-    if (!range) return store.push(entity.key, period, [], undefined, undefined, full);
-    return pushInCalls(entity, range.first, range.last, (lowest, highest) =>
-      store.push(
-        entity.key,
-        period,
-        numberRun(scheme, entity, period, { first: lowest, last: highest }),
-        lowest,
-        highest,
-        full && highest === range.last,
-      ),
-    );
-  }
-
   /** Handed out is at most what was pushed (the fence): a reservation never pushed was never taken. */
   protected async waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }> {
-    const { store } = this.options;
-    const waiting = await store.waiting(entity.key, period.id);
-    return { waiting, issued: (await store.fence(entity.key, period.id)) ?? 0n };
+    const waiting = await this.options.store.waiting(entity.key, period.id);
+    return { waiting, issued: (await this.options.store.fence(entity.key, period.id)) ?? 0n };
   }
 
   protected async dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void> {

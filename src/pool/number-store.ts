@@ -1,28 +1,20 @@
 /**
- * Business numbers in Redis (docs/numbers.md): per entity the numbers of
- * the period the Redis clock is in, formatted, in its `ids` list (expiring
- * at the period's end), the next period's in a staged list, and a period
- * table the Lua functions read the Redis clock against
- * (`commands/number_*.lua`). The only TypeScript that calls them. A take
- * is a plain pool's take (`RedisPoolStore.take`, through the dispatcher):
- * the `ids` list holds only numbers of now's period, so it pops them at a
- * plain take's cost, and `FCALL idpool_pop` pops them as it pops plain ids;
- * its pushed counter (`levels`) measures their demand as a plain pool's.
+ * Business numbers in Redis (docs/numbers.md): the only TypeScript calling
+ * `commands/number_*.lua`. Now's period's numbers wait formatted in the
+ * entity's `ids` list, so a take and `FCALL idpool_pop` are a plain pool's.
  */
 import type { Period } from '../numbers/period';
 import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
 import { type NumberKeys, numberKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { transaction } from '../redis/transaction';
+import type { LivePeriod } from './period-pools';
 import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './redis-rpush-ids';
 
 /** One list as the refiller sees it: slot 0 the live list (`ids`), 1 the staged one. */
-export interface NumberSlot {
+export interface NumberSlot extends Omit<LivePeriod, 'period'> {
   readonly period: string | undefined;
   readonly start: number;
-  readonly end: number;
-  readonly full: boolean;
-  readonly size: number;
 }
 
 /** An entity's lists at one instant of the Redis clock. */
@@ -45,7 +37,7 @@ export interface NumberState {
   readonly fences: ReadonlyMap<string, bigint>;
 }
 
-export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
+type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
 
 /** What `idpool_number_state` answers (number_state-6.lua): the clock, the epoch check, two slots of five, the latest start, a reset's drop, the fences. */
 type StateReply = (string | number | null | string[])[];
@@ -89,19 +81,16 @@ export class RedisNumberStore {
    */
   async state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<NumberState> {
     const args = reset ? ['reset', ...reset.flatMap(([id, seq]) => [id, seq.toString()])] : [];
-    const keys = this.stateKeys(this.keys(entityKey));
+    const k = this.keys(entityKey);
+    const keys = [k.periods, k.epoch, k.ids, k.staged, k.pushed, k.fence];
     return stateOf(await callFunction<StateReply>(this.redis, 'idpool_number_state', keys, args));
-  }
-
-  private stateKeys(k: NumberKeys): string[] {
-    return [k.periods, k.epoch, k.ids, k.staged, k.pushed, k.fence];
   }
 
   /**
    * Appends `numbers` (sequences `lowest..highest` of `period`, formatted or
-   * as a {@link NumberRun}, in take order) to the list of `period`, live or staged as the Redis clock
-   * says; `full` marks the period's counter full. One MULTI
-   * (number_push_open-8.lua): the numbers reach Redis by a native RPUSH.
+   * a {@link NumberRun}, in take order) to its list, live or staged by the
+   * Redis clock; `full` marks its counter full. One MULTI
+   * (number_push_open-8.lua), the numbers by a native RPUSH.
    */
   async push(
     entityKey: string,
