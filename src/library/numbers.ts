@@ -14,12 +14,11 @@ import type { Logger } from '../logger';
 import { MemoryNumberPeriods } from '../pool/memory-number-periods';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import { LOCAL_PREFILL_LEAD_MS, type NumberEntity } from '../pool/period-pools';
-import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
-import type { PrunableCounter } from '../segment/number-high-water';
+import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter } from '../segment/number-counter';
 
 export interface LocalNumbersOptions {
   /** The period counters, behind the second record of what was reserved (HighWaterNumberCounter). */
-  counter: PrunableCounter;
+  counter: NumberCounter;
   clock: Clock;
   log: Logger;
 }

@@ -4,8 +4,7 @@ import { ConflictError, PeriodExhaustedError, PeriodShortError, UnavailableError
 import type { Period } from '../numbers/period';
 import { NumberScheme, type NumberSettings } from '../numbers/scheme';
 import type { Logger } from '../logger';
-import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
-import type { PrunableCounter } from '../segment/number-high-water';
+import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter } from '../segment/number-counter';
 import type { PoolSizing } from './demand';
 import type { NumberAdmin, NumberUsage } from './number-takes';
 import type { HeldLock, RefillLock } from './pool-store';
@@ -59,7 +58,7 @@ export interface LivePeriod {
 /** What both numbers layers are built with (`number-periods.ts` on Redis, `memory-number-periods.ts` in process). */
 export interface PeriodLayerOptions {
   /** The period counters in SQL (embedded: behind the high-water file, `HighWaterNumberCounter`). */
-  counter: PrunableCounter;
+  counter: NumberCounter;
   /** The entity's refill lock, which a raise takes (the refiller holds it around a fill). */
   lock: RefillLock;
   /** `DispatchEvents.periodExhausted` (not imported: the dispatcher imports this file). */

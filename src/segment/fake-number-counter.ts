@@ -1,8 +1,7 @@
-import type { CounterPeriod, SeqRange } from './number-counter';
-import type { PrunableCounter } from './number-high-water';
+import type { CounterPeriod, NumberCounter, SeqRange } from './number-counter';
 
 /** The `number_period` counters in memory, reserved as `SqlNumberCounter` does (unit tests). */
-export class FakeNumberCounter implements PrunableCounter {
+export class FakeNumberCounter implements NumberCounter {
   /** `entityKey period` → the highest sequence reserved, with the period's end. */
   readonly rows = new Map<string, { seq: bigint; end: number }>();
   readonly reservations: { entityKey: string; period: string; first: bigint; last: bigint }[] = [];

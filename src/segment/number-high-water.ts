@@ -20,14 +20,9 @@ function markEndedBefore(key: string, before: number): boolean {
   return parts.length === 3 && Number(parts[2]) < before;
 }
 
-/** A counter that can drop the rows of old periods (SqlNumberCounter). */
-export interface PrunableCounter extends NumberCounter {
-  prune?(before: number): Promise<number>;
-}
-
-export class HighWaterNumberCounter implements PrunableCounter {
+export class HighWaterNumberCounter implements NumberCounter {
   constructor(
-    private readonly inner: PrunableCounter,
+    private readonly inner: NumberCounter,
     private readonly record: HighWaterRecord,
     private readonly onBehind: (report: DatabaseBehindReport) => void,
   ) {}
