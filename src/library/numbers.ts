@@ -1,27 +1,15 @@
 /**
- * The library's business numbers on the engine's in-process path: the
- * embedded service's numbers layer (`pool/memory-number-periods.ts`) over
- * an in-process pool, without the refiller and dispatcher (a library runs
- * no timer, so an idle one holds nothing). A take that finds too few fills
- * now's period (a step at a time, within the period's cap); the first take
- * within {@link LOCAL_PREFILL_LEAD_MS} of a boundary fills the next
- * period's first step, so the first take after it reserves nothing; old
- * periods are pruned at a fill an hour after the last.
+ * The library's business numbers: the embedded service's numbers layer
+ * over an in-process pool, with no refiller, dispatcher or timer (an idle
+ * library holds nothing). A take that finds too few fills now's period a
+ * step at a time; the first within {@link LOCAL_PREFILL_LEAD_MS} of a
+ * boundary fills the next period's first step.
  */
-import type { Clock } from '../clock';
 import { errorMessage } from '../errors';
-import type { Logger } from '../logger';
 import { MemoryNumberPeriods } from '../pool/memory-number-periods';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
-import { LOCAL_PREFILL_LEAD_MS, type NumberEntity } from '../pool/period-pools';
-import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter } from '../segment/number-counter';
-
-export interface LocalNumbersOptions {
-  /** The period counters, behind the second record of what was reserved (HighWaterNumberCounter). */
-  counter: NumberCounter;
-  clock: Clock;
-  log: Logger;
-}
+import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, type PeriodLayerOptions } from '../pool/period-pools';
+import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 
 export class LocalNumbers {
   private readonly store: MemoryPoolStore;
@@ -31,7 +19,8 @@ export class LocalNumbers {
   /** One take or fill per entity at a time: a take that fills must not interleave with another's. */
   private readonly running = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly options: LocalNumbersOptions) {
+  /** `counter`: the period counters behind the second record of what was reserved (HighWaterNumberCounter). */
+  constructor(private readonly options: Pick<PeriodLayerOptions, 'counter' | 'clock' | 'log'>) {
     this.store = new MemoryPoolStore(options.clock);
     this.periods = new MemoryNumberPeriods({
       ...options,

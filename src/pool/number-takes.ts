@@ -1,10 +1,7 @@
 /**
- * Business numbers (docs/numbers.md) as the services see them beside the
- * engine: {@link NumberAdmin} (raise, usage) for the admin routes and the
- * ops sampler. The one engine takes them (the dispatcher and the refiller,
- * asking the numbers layer: `number-periods.ts` on Redis,
- * `memory-number-periods.ts` in process); the Redis push's runs are written
- * here ({@link numberRun}).
+ * Business numbers as the admin routes and the ops sampler see them
+ * ({@link NumberAdmin}, answered by `PeriodLayer`), and a range of them in
+ * take order as the pools hold them ({@link numberRun}).
  */
 import type { EntityConfig } from '../entities/entity';
 import type { Period } from '../numbers/period';

@@ -40,11 +40,8 @@ export class FakeNumberCounter implements NumberCounter {
 
   private row(entityKey: string, period: CounterPeriod): { seq: bigint; end: number } {
     const key = `${entityKey} ${period.id}`;
-    let row = this.rows.get(key);
-    if (!row) {
-      row = { seq: 0n, end: period.end };
-      this.rows.set(key, row);
-    }
+    const row = this.rows.get(key) ?? { seq: 0n, end: period.end };
+    this.rows.set(key, row);
     return row;
   }
 }
