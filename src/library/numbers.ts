@@ -2,13 +2,13 @@
  * The library's business numbers: the embedded service's numbers layer
  * over an in-process pool, with no refiller, dispatcher or timer (an idle
  * library holds nothing). A take that finds too few fills now's period a
- * step at a time; the first within {@link LOCAL_PREFILL_LEAD_MS} of a
+ * step at a time; the first within `LOCAL_PREFILL_LEAD_MS` of a
  * boundary fills the next period's first step.
  */
 import { errorMessage } from '../errors';
 import { MemoryNumberPeriods } from '../pool/memory-number-periods';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
-import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, type PeriodLayerOptions } from '../pool/period-pools';
+import type { NumberEntity, PeriodLayerOptions } from '../pool/period-pools';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 
 export class LocalNumbers {
@@ -60,11 +60,9 @@ export class LocalNumbers {
 
   /** Within the lead before a boundary (by the wall clock), the next period's first step, once, after this take. */
   private prefill(entity: NumberEntity): void {
-    const now = this.options.clock.now();
-    const calendar = this.periods.schemes.of(entity).calendar;
-    const next = calendar.after(calendar.at(now));
-    if (!next || now < next.start - LOCAL_PREFILL_LEAD_MS || this.prefilled.get(entity.key) === next.id) return;
-    this.prefilled.set(entity.key, next.id);
+    const { ahead } = this.periods.periodsAt(this.periods.schemes.of(entity), this.options.clock.now());
+    if (!ahead || this.prefilled.get(entity.key) === ahead.id) return;
+    this.prefilled.set(entity.key, ahead.id);
     // Nothing more of now's period (`max` 0): only the next period's step.
     const staged = () => this.periods.fill(entity, 0, { target: 0, lowWatermark: 0, max: 0 });
     this.serial(entity.key, staged).catch((err: unknown) =>

@@ -16,10 +16,7 @@ import { pushInCalls } from './segment-push';
 
 export interface RedisNumberPeriodsOptions extends PeriodLayerOptions {
   store: RedisNumberStore;
-  /**
-   * How often each entity's live and staged periods are compared with their
-   * fences (IDPOOL_FENCE_CHECK_MS; 0 or absent: only when a push is refused).
-   */
+  /** How often each entity's periods are checked against their fences (IDPOOL_FENCE_CHECK_MS; 0: only at a refused push). */
   fenceCheckMs?: number;
   /** A period's counter was found behind its fence (a restored database) and carried past it. */
   databaseBehind?(report: DatabaseBehindReport): void;
@@ -27,7 +24,7 @@ export interface RedisNumberPeriodsOptions extends PeriodLayerOptions {
 
 /** Business-number pools on Redis: the period by the Redis clock, each period's pool filled from its SQL counter. */
 export class RedisNumberPeriods extends PeriodLayer {
-  /** When (monotonic) each entity's periods were last compared with their fences. */
+  /** When (monotonic) each entity's periods were last checked against their fences. */
   private readonly fencesCheckedAt = new Map<string, number>();
 
   constructor(private readonly options: RedisNumberPeriodsOptions) {
@@ -65,12 +62,10 @@ export class RedisNumberPeriods extends PeriodLayer {
   }
 
   /**
-   * Every `fenceCheckMs`, under the refill lock: a live or staged period
-   * whose counter is below its fence (a database restored from a backup) is
-   * carried past it now, not at its next reservation, which a full list can
-   * put off for as long as the period lasts; until then the fence is the
-   * only record of the numbers issued since the backup. Resolves to when
-   * (monotonic) the next check is due.
+   * Every `fenceCheckMs`: a live or staged period whose counter is below its
+   * fence (a restored database) is carried past it now, not at its next
+   * reservation, which a full list can put off for the whole period (the
+   * fence the only record meanwhile). Resolves to the next check (monotonic).
    */
   private async carryBehind(entity: EntityConfig, state: NumberState): Promise<number> {
     const every = this.options.fenceCheckMs ?? 0;
@@ -83,11 +78,7 @@ export class RedisNumberPeriods extends PeriodLayer {
     return now + every;
   }
 
-  /**
-   * Moves the period's counter (`seen`, else read) past its fence when it is
-   * below it, logs `database_behind` and reports it. The fence is read
-   * first: it only rises by pushes of ranges already committed.
-   */
+  /** The counter (`seen`, else read) below the fence carried past it, logged and reported; the fence read first (only committed ranges raise it). */
   private async carry(entity: EntityConfig, periodId: string, seen?: bigint): Promise<void> {
     const fence = await this.options.store.fence(entity.key, periodId);
     if (fence === undefined) return;
@@ -110,11 +101,7 @@ export class RedisNumberPeriods extends PeriodLayer {
     });
   }
 
-  /**
-   * The lists may hold numbers already handed out (a restart or failover):
-   * dropped, and the fences of now's period and the next raised to what the
-   * counters say may have been issued; resolves to the state after.
-   */
+  /** Lists of another epoch may hold numbers handed out: dropped, the fences of now's period and the next raised to the counters. */
   private async resetEpoch(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<NumberState> {
     const current = scheme.calendar.at(state.now);
     const periods = [current, scheme.calendar.after(current)].filter((p): p is Period => p !== undefined);

@@ -28,12 +28,7 @@ export interface NumberState {
   readonly latest: number;
   /** A reset dropped lists filled in another epoch. */
   readonly dropped: boolean;
-  /**
-   * Each period's fence (the highest sequence pushed), read at the same
-   * instant as the lists: read apart, a push landing between the reads would
-   * make a period's use (fence − list) one push too high (the ops sampler's
-   * rate then saw the next true reading as a fall, and forecast nothing).
-   */
+  /** Each period's fence (the highest sequence pushed), read with the lists: apart, a push between made use (fence − list) too high. */
   readonly fences: ReadonlyMap<string, bigint>;
 }
 
@@ -74,10 +69,9 @@ export class RedisNumberStore {
   }
 
   /**
-   * The lists and periods by the Redis clock, the staged period made live
-   * first if the clock is in it. With `reset` (period id, sequence every
-   * number up to which may have been issued): lists filled in another epoch
-   * are dropped first and those fences raised.
+   * The lists and periods by the Redis clock, the staged made live if due.
+   * `reset` (period id, the highest sequence maybe issued): lists of another
+   * epoch dropped first, those fences raised.
    */
   async state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<NumberState> {
     const args = reset ? ['reset', ...reset.flatMap(([id, seq]) => [id, seq.toString()])] : [];
@@ -133,11 +127,7 @@ export class RedisNumberStore {
     return slot < 0 ? [] : this.redis.lrange(slot === 0 ? k.ids : k.staged, 0, -1);
   }
 
-  /**
-   * Drops the numbers of `periodId` up to `upTo` (sequence `seq`, formatted)
-   * from the list holding it, keeping those above in order, and raises its
-   * fence to `seq` (number_trim-5.lua). Resolves to how many were dropped.
-   */
+  /** `PeriodLayer.raise`'s drop up to `upTo` (`seq`), its fence raised to `seq` (number_trim-5.lua); resolves to how many. */
   trim(entityKey: string, periodId: string, upTo: string, seq: bigint): Promise<number> {
     const k = this.keys(entityKey);
     const keys = [k.periods, k.fence, k.ids, k.staged, k.pushed];

@@ -10,11 +10,10 @@ import type { NumberAdmin, NumberUsage } from './number-takes';
 import type { HeldLock, RefillLock } from './pool-store';
 
 /**
- * Five seconds: in process a reservation is one statement on a local or
- * near database, so the lead only takes it off the first take after the
- * boundary; a process that stops within the lead loses that step (a gap in
- * the next period), so it is kept short (Redis's fleet fills a minute ahead:
- * its numbers outlive any one instance).
+ * In process a reservation is one statement on a near database, so the lead
+ * only takes it off the first take after the boundary; a process stopping
+ * within it loses that step (a gap), so it is short (Redis fills a minute
+ * ahead: its numbers outlive any one instance).
  */
 export const LOCAL_PREFILL_LEAD_MS = 5_000;
 
@@ -71,21 +70,13 @@ export interface PeriodLayerOptions {
   prefillLeadMs?: number;
 }
 
-/**
- * What the refiller and the dispatcher ask of an entity whose pool is kept
- * per period (a business-number entity), so that one take loop and one
- * refill tick serve it as they serve a segment pool.
- */
+/** What the refiller and the dispatcher ask of a business-number entity, whose pool is kept per period. */
 export interface PeriodPools {
   /** Most numbers of one period kept ready: the cap on the pool's demand sizing (`NumberScheme.poolCap`). */
   cap(entity: EntityConfig): number;
   /** Fills now's period (and the next, ahead of its boundary) towards `sizing`, at least `need` of now's; the caller holds the entity's refill lock. */
   fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void>;
-  /**
-   * After a short take: true when `count` are ready now (a period that just
-   * began went live); throws the period's refusal (short, exhausted, a
-   * Redis clock behind); false when a refill is what it needs.
-   */
+  /** After a short take: true when `count` are ready now; throws the period's refusal; false when a refill is what it needs. */
   afterShort(entity: EntityConfig, count: number): Promise<boolean>;
   /** Of `keys`, those due a refill now whatever their level (a boundary, the next period's lead, a fence check), and the ms until the next such moment. */
   due(keys: readonly string[]): { keys: string[]; waitMs: number };
@@ -97,12 +88,7 @@ const PRUNE_EVERY_MS = 3600_000;
 /** How long a raise waits for the entity's refill lock: a fill holds it for one reservation (and push). */
 const RAISE_LOCK_WAIT_MS = 2000;
 
-/**
- * What the two numbers layers (and through the in-process one the
- * library's) share: the schemes, the cap, a period named, a spent period's
- * refusals, the moments each entity is due, the raise, the usage, and
- * pruning old periods hourly (at a fill: no timer of its own).
- */
+/** What the two numbers layers (and so the library's) share; old periods are pruned hourly at a fill, with no timer. */
 export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
   readonly schemes = new NumberSchemes();
   /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
@@ -209,10 +195,9 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
   }
 
   /**
-   * How many of a period a fill reserves when its pool holds `size`: none
-   * while it holds at least the low watermark and what a take waits for;
-   * otherwise whole steps up to the target (a trend entity shuffles within
-   * them), never past `max` unless a take waits for more.
+   * How many a fill reserves when the pool holds `size`: none while it holds
+   * the low watermark and what a take waits for; else whole steps (a trend
+   * entity shuffles within them) up to the target, past `max` only for a take.
    */
   protected fillWant(
     entity: Pick<EntityConfig, 'step'>,
@@ -237,12 +222,7 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
     return period;
   }
 
-  /**
-   * After a take of `count` ran short on the live period `live` at `now`:
-   * true when they are ready now; the period's refusal when it is spent
-   * (`period_short` with what remains, `period_exhausted` when none); false
-   * when a refill is what it needs.
-   */
+  /** {@link PeriodPools.afterShort} on the live period: a spent one refused (`period_short` with what remains, else `period_exhausted`). */
   protected readyOrSpent(entity: NumberEntity, live: LivePeriod, now: number, count: number): boolean {
     if (live.size >= count) return true;
     if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
@@ -256,12 +236,8 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
     );
   }
 
-  /**
-   * Now's period at `now` (by the clock that decides it), the next once its
-   * lead began, and the ms until the entity is due again: just after the
-   * boundary (the next period goes live), or when the lead begins.
-   */
-  protected periodsAt(scheme: NumberScheme, now: number): { current: Period; ahead?: Period; dueIn: number } {
+  /** Now's period, the next once its lead began, and the ms until the entity is due again: just after the boundary, or at the lead. */
+  periodsAt(scheme: NumberScheme, now: number): { current: Period; ahead?: Period; dueIn: number } {
     const current = scheme.calendar.at(now);
     const next = scheme.calendar.after(current);
     const leadStart = next ? next.start - this.leadMs : Infinity;
