@@ -28,7 +28,7 @@ export interface NumberEntity {
 }
 
 /** The scheme of an entity's settings, built once per settings (they never change once registered). */
-export class NumberSchemes {
+class NumberSchemes {
   private readonly cache = new Map<string, NumberScheme>();
   /** The same settings object again (a take's entity): found without building the key. */
   private readonly bySettings = new WeakMap<NumberSettings, NumberScheme>();
