@@ -32,8 +32,7 @@ const HINT =
 
 /** `idpool decode <number> --format …`: a business number's period and sequence, from the template alone. */
 export function decodeWithFormat(ctx: CliContext, cmd: Command, number: string, input: NumberInput): void {
-  const settings = schemeSettings({ format: input.format ?? '', reset: input.reset, timeZone: input.timeZone });
-  const decoded = decodeOrThrow(number, settings);
+  const decoded = decodeOrThrow(number, checked({ ...input, format: input.format ?? '' }));
   if (input.timeZone === undefined && decoded.reset !== 'never')
     ctx.io.stderr(
       `idpool: note: no --time-zone: the period ${decoded.period} is read in UTC; give the entity's zone (or --app <key> to ask the instance)\n`,
@@ -43,13 +42,12 @@ export function decodeWithFormat(ctx: CliContext, cmd: Command, number: string, 
 
 /** `idpool decode <number> --app KEY`: decoded with the template and zone the instance has for the entity. */
 export function decodeForEntity(ctx: CliContext, cmd: Command, number: string, entity: DecodableEntity): void {
-  const settings = settingsOf(entity);
-  if (!settings)
+  if (entity.format === undefined)
     throw new CliError(
       EXIT_USAGE,
       `entity "${entity.key}" issues ${entity.mode} segment ids: they carry nothing to decode (an id is its own value)`,
     );
-  const decoded = decodeOrThrow(number, settings);
+  const decoded = decodeOrThrow(number, checked({ ...entity, format: entity.format }));
   ctx.print(cmd, decoded, () => fields({ entity: entity.key, ...decoded }));
 }
 
@@ -69,8 +67,8 @@ export async function decodeByLookup(ctx: CliContext, cmd: Command, number: stri
     throw err;
   }
   const readers = entities.flatMap((entity) => {
-    const settings = settingsOf(entity);
-    const decoded = settings && NumberScheme.of(settings).decode(number);
+    const decoded =
+      entity.format !== undefined && NumberScheme.of(checked({ ...entity, format: entity.format })).decode(number);
     return decoded ? [{ entity, decoded }] : [];
   });
   if (readers.length === 0)
@@ -87,15 +85,10 @@ export async function decodeByLookup(ctx: CliContext, cmd: Command, number: stri
   ctx.print(cmd, decoded, () => fields({ entity: entity.key, ...decoded }));
 }
 
-/** A business-number entity's stored scheme, undefined for a segment or snowflake entity. */
-function settingsOf(entity: DecodableEntity): NumberSettings | undefined {
-  if (entity.format === undefined) return undefined;
-  return schemeSettings({ format: entity.format, reset: entity.reset, timeZone: entity.timeZone });
-}
-
-function schemeSettings(input: { format: string; reset?: string; timeZone?: string }): NumberSettings {
+/** The settings checked (a stored entity's too), a broken one a usage error. */
+function checked(input: { format: string; reset?: string; timeZone?: string }): NumberSettings {
   try {
-    return NumberScheme.settings(input);
+    return NumberScheme.settings({ format: input.format, reset: input.reset, timeZone: input.timeZone });
   } catch (err) {
     throw err instanceof NumberSettingsError ? new CliError(EXIT_USAGE, err.message) : err;
   }

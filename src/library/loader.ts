@@ -5,7 +5,7 @@ import type { Logger } from '../logger';
 import type { DoubleBuffer, DoubleBufferOptions } from '../double-buffer/double-buffer';
 import type { SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
-import type { NumberEntity } from '../segment/local-numbers';
+import type { NumberEntity } from '../pool/period-pools';
 import type { LocalNumbers } from './numbers';
 import {
   GeneratorClosedError,

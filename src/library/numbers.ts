@@ -1,39 +1,26 @@
 /**
- * The library's business numbers on the engine's in-process path: the
- * embedded service's numbers layer (`pool/memory-number-periods.ts`) over
- * an in-process pool, without the refiller and dispatcher (a library runs
- * no timer, so an idle one holds nothing). A take that finds too few fills
- * now's period (a step at a time, within the period's cap); the first take
- * within {@link LOCAL_PREFILL_LEAD_MS} of a boundary fills the next
- * period's first step, so the first take after it reserves nothing; old
- * periods are pruned at a fill an hour after the last.
+ * The library's business numbers: the embedded service's numbers layer
+ * over an in-process pool, with no refiller, dispatcher or timer (an idle
+ * library holds nothing). A take that finds too few fills now's period a
+ * step at a time; the first within `LOCAL_PREFILL_LEAD_MS` of a
+ * boundary fills the next period's first step.
  */
-import type { Clock } from '../clock';
 import { errorMessage } from '../errors';
-import type { Logger } from '../logger';
 import { MemoryNumberPeriods } from '../pool/memory-number-periods';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
-import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, NumberSchemes } from '../segment/local-numbers';
+import type { NumberEntity, PeriodLayerOptions } from '../pool/period-pools';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
-import type { PrunableCounter } from '../segment/number-high-water';
-
-export interface LocalNumbersOptions {
-  /** The period counters, behind the second record of what was reserved (HighWaterNumberCounter). */
-  counter: PrunableCounter;
-  clock: Clock;
-  log: Logger;
-}
 
 export class LocalNumbers {
   private readonly store: MemoryPoolStore;
   private readonly periods: MemoryNumberPeriods;
-  private readonly schemes = new NumberSchemes();
   /** The period each entity's next step was last filled ahead for. */
   private readonly prefilled = new Map<string, string>();
   /** One take or fill per entity at a time: a take that fills must not interleave with another's. */
   private readonly running = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly options: LocalNumbersOptions) {
+  /** `counter`: the period counters behind the second record of what was reserved (HighWaterNumberCounter). */
+  constructor(private readonly options: Pick<PeriodLayerOptions, 'counter' | 'clock' | 'log'>) {
     this.store = new MemoryPoolStore(options.clock);
     this.periods = new MemoryNumberPeriods({
       ...options,
@@ -73,11 +60,9 @@ export class LocalNumbers {
 
   /** Within the lead before a boundary (by the wall clock), the next period's first step, once, after this take. */
   private prefill(entity: NumberEntity): void {
-    const now = this.options.clock.now();
-    const calendar = this.schemes.of(entity).calendar;
-    const next = calendar.after(calendar.at(now));
-    if (!next || now < next.start - LOCAL_PREFILL_LEAD_MS || this.prefilled.get(entity.key) === next.id) return;
-    this.prefilled.set(entity.key, next.id);
+    const { ahead } = this.periods.periodsAt(this.periods.schemes.of(entity), this.options.clock.now());
+    if (!ahead || this.prefilled.get(entity.key) === ahead.id) return;
+    this.prefilled.set(entity.key, ahead.id);
     // Nothing more of now's period (`max` 0): only the next period's step.
     const staged = () => this.periods.fill(entity, 0, { target: 0, lowWatermark: 0, max: 0 });
     this.serial(entity.key, staged).catch((err: unknown) =>

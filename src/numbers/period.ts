@@ -45,22 +45,11 @@ export function periodId(f: CalendarFields, reset: Reset): string {
 function periodDate(id: string, reset: Reset): CalendarFields | undefined {
   if (reset === 'never') return id === 'all' ? { year: 1970, month: 1, day: 1, hour: 0 } : undefined;
   if (id.length !== ID_WIDTH[reset] || !/^\d+$/.test(id)) return undefined;
-  const date = {
-    year: Number(id.slice(0, 4)),
-    month: id.length >= 6 ? Number(id.slice(4, 6)) : 1,
-    day: id.length >= 8 ? Number(id.slice(6, 8)) : 1,
-    hour: id.length >= 10 ? Number(id.slice(8, 10)) : 0,
-  };
-  const check = new Date(Date.UTC(date.year, date.month - 1, date.day, date.hour));
-  if (
-    date.year < 1970 ||
-    check.getUTCFullYear() !== date.year ||
-    check.getUTCMonth() + 1 !== date.month ||
-    check.getUTCDate() !== date.day ||
-    date.hour > 23
-  )
-    return undefined;
-  return date;
+  const full = id + '010100'.slice(id.length - 4);
+  const [year, month, day, hour] = [0, 4, 6, 8].map((at) => Number(full.slice(at, at === 0 ? 4 : at + 2)));
+  // A real date and hour reads back as itself (month 13, day 31 of a short month, hour 24 roll over).
+  const back = new Date(Date.UTC(year, month - 1, day, hour)).toISOString().slice(0, 13).replace(/\D/g, '');
+  return year >= 1970 && back === full ? { year, month, day, hour } : undefined;
 }
 
 /** Far enough either side of a period's wall-clock instant to hold its real start: offsets stay within ±14 h, a DST shift adds 1–2 h. */
@@ -118,15 +107,13 @@ export class PeriodCalendar {
     const date = periodDate(id, this.reset);
     if (!date) throw new RangeError(`no period of ${this.zone.name} at ${ms}`);
     if (this.reset === 'never') return { id, start: 0, end: NEVER_ENDS, date };
+    const { year, month, day, hour } = date;
+    const wall = Date.UTC(year, month - 1, day, hour);
     // The calendar instant of the unit after, as if the zone were UTC: the search's upper guess for the end.
-    const next = new Date(Date.UTC(date.year, date.month - 1, date.day, date.hour));
-    if (this.reset === 'yearly') next.setUTCFullYear(next.getUTCFullYear() + 1);
-    else if (this.reset === 'monthly') next.setUTCMonth(next.getUTCMonth() + 1);
-    else if (this.reset === 'daily') next.setUTCDate(next.getUTCDate() + 1);
-    else next.setUTCHours(next.getUTCHours() + 1);
-    const wall = Date.UTC(date.year, date.month - 1, date.day, date.hour);
+    const [y, m, d] = (['yearly', 'monthly', 'daily'] as const).map((unit) => (this.reset === unit ? 1 : 0));
+    const next = Date.UTC(year + y, month - 1 + m, day + d, hour + (this.reset === 'hourly' ? 1 : 0));
     const start = this.firstWhere(wall - SEARCH_MS, ms, (key) => key >= id);
-    const end = this.firstWhere(ms, next.getTime() + SEARCH_MS, (key) => key > id);
+    const end = this.firstWhere(ms, next + SEARCH_MS, (key) => key > id);
     return { id, start, end, date };
   }
 

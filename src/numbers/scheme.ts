@@ -94,17 +94,18 @@ export class NumberScheme {
       timeZone: this.settings.timeZone,
       start: new Date(period.start).toISOString(),
       end: reset === 'never' ? null : new Date(period.end).toISOString(),
-      date: reset === 'never' ? null : periodDateText(period, reset),
+      date: reset === 'never' ? null : periodDateText(period),
       seq: parts.seq.toString(),
     };
   }
 }
 
-/** `2026`, `2026-11`, `2026-11-28` or `2026-11-28T14`: the period's date down to the reset's unit. */
-function periodDateText({ date: d }: Period, reset: Exclude<Reset, 'never'>): string {
-  const p2 = (n: number) => String(n).padStart(2, '0');
-  const text = `${String(d.year).padStart(4, '0')}-${p2(d.month)}-${p2(d.day)}T${p2(d.hour)}`;
-  return text.slice(0, { yearly: 4, monthly: 7, daily: 10, hourly: 13 }[reset]);
+/** `2026`, `2026-11`, `2026-11-28` or `2026-11-28T14`: the period's date down to the reset's unit, from its name. */
+function periodDateText({ id }: Period): string {
+  return (
+    [id.slice(0, 4), id.slice(4, 6), id.slice(6, 8)].filter(Boolean).join('-') +
+    (id.length > 8 ? `T${id.slice(8)}` : '')
+  );
 }
 
 /** The most numbers of one period an entity keeps ready ({@link NumberScheme.poolCap}). */

@@ -48,14 +48,7 @@ export function timeZone(name: string): TimeZone {
     throw new UnknownZoneError(name, 'must be an IANA name (Asia/Shanghai) or an offset (+08:00)');
   let format: Intl.DateTimeFormat;
   try {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone: name,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-    });
+    format = new Intl.DateTimeFormat('en-US', { timeZone: name, ...TO_THE_HOUR });
   } catch {
     throw new UnknownZoneError(name, 'this runtime does not know it (an IANA name such as Asia/Shanghai, or +08:00)');
   }
@@ -75,6 +68,9 @@ function fixedOffset(minutes: number, name: string): TimeZone {
   };
 }
 
+/** The calendar fields down to the hour, in a 24-hour day. */
+const TO_THE_HOUR = { hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric' } as const;
+
 function ianaZone(format: Intl.DateTimeFormat): TimeZone {
   const name = format.resolvedOptions().timeZone;
   // Minutes only for messages, so the period math's formatter stays at the hour; built when first asked.
@@ -82,15 +78,8 @@ function ianaZone(format: Intl.DateTimeFormat): TimeZone {
   return {
     name,
     wallClock(ms) {
-      clock ??= new Intl.DateTimeFormat('en-US', {
-        timeZone: name,
-        hourCycle: 'h23',
-        year: 'numeric',
-        month: '2-digit',
-        day: '2-digit',
-        hour: '2-digit',
-        minute: '2-digit',
-      });
+      const twoDigits = { month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' } as const;
+      clock ??= new Intl.DateTimeFormat('en-US', { timeZone: name, ...TO_THE_HOUR, ...twoDigits });
       const p: Record<string, string> = {};
       for (const part of clock.formatToParts(ms)) p[part.type] = part.value;
       return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;

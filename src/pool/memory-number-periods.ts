@@ -1,24 +1,17 @@
 /**
- * The numbers layer of the one engine without Redis (docs/numbers.md): the
- * embedded service's business-number pools in process ({@link PeriodPools}
- * over the in-process pool store). The injected clock decides the period:
- * now's period's numbers wait in the entity's pool of `memory-pool-store.ts`
- * and go when the clock passes the period's end (as Redis expires the
- * list); the next period's first step is reserved ahead of its boundary and
- * made live when the clock reaches it. The refiller's tick, lock and demand
- * sizing drive {@link MemoryNumberPeriods.fill}; the dispatcher's take loop
- * asks {@link MemoryNumberPeriods.afterShort} why a take ran short.
+ * The numbers layer without Redis (docs/numbers.md), for the embedded
+ * service and the library: the injected clock decides the period; now's
+ * period's numbers wait in the entity's in-process pool and go at its end
+ * (as Redis expires the list); the next period's first step waits here.
  */
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
-import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, readyOrSpent } from '../segment/local-numbers';
-import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 import type { MemoryPoolStore } from './memory-pool-store';
-import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
+import { numberRun } from './number-takes';
 import type { PoolSizing } from './demand';
-import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
+import { LOCAL_PREFILL_LEAD_MS, type NumberEntity, PeriodLayer, type PeriodLayerOptions } from './period-pools';
 
-/** `prefillLeadMs` defaults to {@link LOCAL_PREFILL_LEAD_MS}; the counter is behind the high-water file (embedded service). */
+/** The counter is behind the high-water file (embedded service). */
 export interface MemoryNumberPeriodsOptions extends PeriodLayerOptions {
   /** The in-process pools: now's period's numbers wait in the entity's pool. */
   store: Pick<MemoryPoolStore, 'size' | 'pushPeriod' | 'periodReady' | 'keepInPeriod'>;
@@ -33,12 +26,12 @@ interface Slot {
 }
 
 /** Business-number pools in process: the period by the injected clock, each filled from its SQL counter. */
-export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
+export class MemoryNumberPeriods extends PeriodLayer {
   private readonly live = new Map<string, Slot>();
   private readonly staged = new Map<string, Slot>();
 
   constructor(private readonly options: MemoryNumberPeriodsOptions) {
-    super(options);
+    super(options, LOCAL_PREFILL_LEAD_MS);
   }
 
   /** The live slot of now's period, the staged one made live first once the clock is in it. */
@@ -61,16 +54,13 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
     if (!live) return false;
     const size = await this.options.store.size(entity.key);
     const slot = { period: live.period.id, end: live.period.end, full: live.full, size };
-    return readyOrSpent(entity, this.schemes.of(entity), slot, now, count, (...args) =>
-      this.options.events.periodExhausted(...args),
-    );
+    return this.readyOrSpent(entity, slot, now, count);
   }
 
   async fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void> {
     const scheme = this.schemes.of(entity);
     const now = this.options.clock.now();
-    const current = scheme.calendar.at(now);
-    const next = scheme.calendar.after(current);
+    const { current, ahead, dueIn } = this.periodsAt(scheme, now);
     let live = this.liveAt(entity.key, now);
     if (live?.period.id !== current.id) {
       live = { period: current, full: false, numbers: [] };
@@ -78,21 +68,18 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
     }
     if (!live.full) {
       const size = await this.options.store.size(entity.key);
-      const want = fillWant(entity, size > 0, size, need, sizing);
+      const want = this.fillWant(entity, size > 0, size, need, sizing);
       if (want > 0)
         this.options.store.pushPeriod(entity.key, await this.reserve(entity, scheme, live, want), current.end);
     }
     // The next period's first step, ahead of its boundary: the first take after it reserves nothing.
-    const leadStart = next ? next.start - (this.options.prefillLeadMs ?? LOCAL_PREFILL_LEAD_MS) : Infinity;
-    if (next && now >= leadStart && this.staged.get(entity.key)?.period.id !== next.id) {
-      const staged: Slot = { period: next, full: false, numbers: [] };
+    if (ahead && this.staged.get(entity.key)?.period.id !== ahead.id) {
+      const staged: Slot = { period: ahead, full: false, numbers: [] };
       staged.numbers.push(...(await this.reserve(entity, scheme, staged, Math.min(entity.step, this.cap(entity)))));
       this.staged.set(entity.key, staged);
     }
-    // Due again just after the boundary (the next period goes live), or when the lead begins.
-    const mono = this.options.clock.monotonic();
-    this.dueAt.set(entity.key, mono + Math.min(current.end - now + 1, now < leadStart ? leadStart - now : Infinity));
-    await this.pruneHourly('*', async () => this.options.counter.prune?.(now - NUMBER_PERIOD_RETENTION_MS));
+    this.dueAt.set(entity.key, this.options.clock.monotonic() + dueIn);
+    await this.pruneOld(entity.key);
   }
 
   /** `want` numbers of the slot's period from its counter, formatted; the slot marked full at the capacity. */
@@ -123,12 +110,11 @@ export class MemoryNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   /** Now's period by the injected clock: its counter less what waits in process. */
-  async usage(entity: NumberEntity): Promise<NumberUsage> {
-    const scheme = this.schemes.of(entity);
+  protected async used(entity: NumberEntity, scheme: NumberScheme) {
     const now = this.options.clock.now();
     const period = scheme.calendar.at(now);
     const ready = this.liveAt(entity.key, now)?.period.id === period.id ? await this.options.store.size(entity.key) : 0;
-    return usageOf(scheme, now, period, await this.options.counter.peek(entity.key, period.id), ready);
+    return { now, period, reserved: await this.options.counter.peek(entity.key, period.id), ready };
   }
 
   /** Forgets a retired entity. */

@@ -1,49 +1,34 @@
 /**
- * The numbers layer of the one engine (docs/numbers.md): what the refiller
- * and the dispatcher ask of a business-number entity's pool on Redis
- * ({@link PeriodPools}), and its raise and usage. The Redis server's clock
- * decides the period: the `ids` list holding now's period's numbers expires
- * at its end, and the number functions read `TIME` to make the next period,
- * staged ahead of its boundary, live. The refiller's tick, lock, demand
- * sizing and failure marks drive {@link RedisNumberPeriods.fill}; the
- * dispatcher's take loop asks {@link RedisNumberPeriods.afterShort} why a
- * take ran short.
+ * The numbers layer on Redis (docs/numbers.md): the Redis server's clock
+ * decides the period; the `ids` list of now's period expires at its end and
+ * the number functions make the next period, staged ahead, live by `TIME`.
  */
 import type { EntityConfig } from '../entities/entity';
 import { UnavailableError } from '../errors';
 import type { Period } from '../numbers/period';
 import type { NumberScheme } from '../numbers/scheme';
 import type { DatabaseBehindReport } from '../segment/high-water';
-import { namedPeriod, readyOrSpent } from '../segment/local-numbers';
-import { NUMBER_PERIOD_RETENTION_MS, type SeqRange } from '../segment/number-counter';
-import type { NumberPushResult, NumberState, RedisNumberStore } from './number-store';
-import { type NumberAdmin, type NumberUsage, numberRun, usageOf } from './number-takes';
+import type { NumberState, RedisNumberStore } from './number-store';
+import { numberRun } from './number-takes';
 import type { PoolSizing } from './demand';
-import { PeriodLayer, type PeriodLayerOptions, fillWant } from './period-pools';
+import { PeriodLayer, type PeriodLayerOptions } from './period-pools';
 import { pushInCalls } from './segment-push';
 
-/**
- * `prefillLeadMs` defaults to a minute, so the first take after a boundary
- * is served from Redis however slow the database.
- */
 export interface RedisNumberPeriodsOptions extends PeriodLayerOptions {
   store: RedisNumberStore;
-  /**
-   * How often each entity's live and staged periods are compared with their
-   * fences (IDPOOL_FENCE_CHECK_MS; 0 or absent: only when a push is refused).
-   */
+  /** How often each entity's periods are checked against their fences (IDPOOL_FENCE_CHECK_MS; 0: only at a refused push). */
   fenceCheckMs?: number;
   /** A period's counter was found behind its fence (a restored database) and carried past it. */
   databaseBehind?(report: DatabaseBehindReport): void;
 }
 
 /** Business-number pools on Redis: the period by the Redis clock, each period's pool filled from its SQL counter. */
-export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
-  /** When (monotonic) each entity's periods were last compared with their fences. */
+export class RedisNumberPeriods extends PeriodLayer {
+  /** When (monotonic) each entity's periods were last checked against their fences. */
   private readonly fencesCheckedAt = new Map<string, number>();
 
   constructor(private readonly options: RedisNumberPeriodsOptions) {
-    super(options);
+    super(options, 60_000);
   }
 
   async afterShort(entity: EntityConfig, count: number): Promise<boolean> {
@@ -52,9 +37,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     if (!state.epochCurrent) return false;
     const [live] = state.slots;
     if (live.period !== undefined && live.start <= state.now && state.now < live.end)
-      return readyOrSpent(entity, scheme, { ...live, period: live.period }, state.now, count, (...args) =>
-        this.options.events.periodExhausted(...args),
-      );
+      return this.readyOrSpent(entity, { ...live, period: live.period }, state.now, count);
     if (scheme.calendar.at(state.now).start < state.latest)
       throw new UnavailableError(
         `${entity.key}: the Redis clock is behind a period already handed out (a failover to a server whose clock is behind); retry shortly`,
@@ -67,53 +50,41 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     let state = await this.options.store.state(entity.key);
     if (!state.epochCurrent) state = await this.resetEpoch(entity, scheme, state);
     // Periods by the Redis clock: the one the takes will ask for.
-    const current = scheme.calendar.at(state.now);
-    const next = scheme.calendar.after(current);
+    const { current, ahead, dueIn } = this.periodsAt(scheme, state.now);
     const mono = this.options.clock.monotonic();
-    const leadStart = next ? next.start - (this.options.prefillLeadMs ?? 60_000) : Infinity;
     await this.fillPeriod(entity, scheme, state, current, need, sizing);
-    if (next && state.now >= leadStart) await this.fillPeriod(entity, scheme, state, next, 0, sizing);
-    const fenceAt = await this.carryBehind(entity, scheme, state);
-    // Due again just after the boundary (the next period goes live for direct pops), when the lead begins, or a fence check.
-    const boundaryAt = mono + current.end - state.now + 1;
-    const leadAt = state.now < leadStart ? mono + leadStart - state.now : Infinity;
-    this.dueAt.set(entity.key, Math.min(boundaryAt, leadAt, fenceAt));
-    // Old periods' counters, and this entity's fences of them, after the retention.
-    const before = this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS;
-    await this.pruneHourly('*', async () => this.options.counter.prune?.(before));
-    await this.pruneHourly(entity.key, () => this.options.store.pruneFences(entity.key, scheme.calendar.at(before).id));
+    if (ahead) await this.fillPeriod(entity, scheme, state, ahead, 0, sizing);
+    // Due again at the boundary or the lead (`periodsAt`), or a fence check.
+    this.dueAt.set(entity.key, Math.min(mono + dueIn, await this.carryBehind(entity, state)));
+    await this.pruneOld(entity.key, (before) =>
+      this.options.store.pruneFences(entity.key, scheme.calendar.at(before).id),
+    );
   }
 
   /**
-   * Every `fenceCheckMs`, under the refill lock: a live or staged period
-   * whose counter is below its fence (a database restored from a backup) is
-   * carried past it now, not at its next reservation, which a full list can
-   * put off for as long as the period lasts; until then the fence is the
-   * only record of the numbers issued since the backup. Resolves to when
-   * (monotonic) the next check is due.
+   * Every `fenceCheckMs`: a live or staged period whose counter is below its
+   * fence (a restored database) is carried past it now, not at its next
+   * reservation, which a full list can put off for the whole period (the
+   * fence the only record meanwhile). Resolves to the next check (monotonic).
    */
-  private async carryBehind(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<number> {
+  private async carryBehind(entity: EntityConfig, state: NumberState): Promise<number> {
     const every = this.options.fenceCheckMs ?? 0;
     const now = this.options.clock.monotonic();
     if (every <= 0) return Infinity;
     const last = this.fencesCheckedAt.get(entity.key) ?? -Infinity;
     if (now - last < every) return last + every;
     this.fencesCheckedAt.set(entity.key, now);
-    for (const { period } of state.slots) if (period !== undefined) await this.carry(entity, scheme, period);
+    for (const { period } of state.slots) if (period !== undefined) await this.carry(entity, period);
     return now + every;
   }
 
-  /**
-   * Moves the period's counter (`seen`, else read) past its fence when it is
-   * below it, logs `database_behind` and reports it. The fence is read
-   * first: it only rises by pushes of ranges already committed.
-   */
-  private async carry(entity: EntityConfig, scheme: NumberScheme, periodId: string, seen?: bigint): Promise<void> {
+  /** The counter (`seen`, else read) below the fence carried past it, logged and reported; the fence read first (only committed ranges raise it). */
+  private async carry(entity: EntityConfig, periodId: string, seen?: bigint): Promise<void> {
     const fence = await this.options.store.fence(entity.key, periodId);
     if (fence === undefined) return;
     const counter = seen ?? (await this.options.counter.peek(entity.key, periodId));
     if (counter >= fence) return;
-    const period = namedPeriod(scheme, entity, periodId, this.options.clock.now());
+    const period = this.named(entity, periodId);
     this.options.log.error(
       { entity: entity.key, period: period.id, counter: counter.toString(), fence: fence.toString() },
       'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
@@ -130,11 +101,7 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     });
   }
 
-  /**
-   * The lists may hold numbers already handed out (a restart or failover):
-   * dropped, and the fences of now's period and the next raised to what the
-   * counters say may have been issued; resolves to the state after.
-   */
+  /** Lists of another epoch may hold numbers handed out: dropped, the fences of now's period and the next raised to the counters. */
   private async resetEpoch(entity: EntityConfig, scheme: NumberScheme, state: NumberState): Promise<NumberState> {
     const current = scheme.calendar.at(state.now);
     const periods = [current, scheme.calendar.after(current)].filter((p): p is Period => p !== undefined);
@@ -155,52 +122,32 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
     need: number,
     sizing: PoolSizing,
   ): Promise<void> {
+    const { store, counter } = this.options;
     // The list holding the period now (live or staged; the push picks which by the Redis clock).
     const held = state.slots.find((slot) => slot.period === period.id);
     if (held?.full) return;
-    const want = fillWant(entity, held !== undefined, held?.size ?? 0, need, sizing);
+    const want = this.fillWant(entity, held !== undefined, held?.size ?? 0, need, sizing);
     if (want <= 0) return;
     for (let carried = false; ; carried = true) {
-      const range = await this.options.counter.reserve(entity.key, period, want, scheme.capacity);
+      const range = await counter.reserve(entity.key, period, want, scheme.capacity);
       const full = !range || range.last >= scheme.capacity;
-      const result = await this.push(entity, scheme, period, range, full);
+      // In calls as a segment's: a trend entity's calls hold whole steps, so each call's lowest and highest bound it (the fence).
+      const result = !range
+        ? await store.push(entity.key, period, [], undefined, undefined, full)
+        : await pushInCalls(entity, range.first, range.last, (first, last) => {
+            const run = numberRun(scheme, entity, period, { first, last });
+            return store.push(entity.key, period, run, first, last, full && last === range.last);
+          });
       if (result !== 'fenced' || carried) return;
       // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
-      await this.carry(entity, scheme, period.id, range ? range.first - 1n : scheme.capacity);
+      await this.carry(entity, period.id, range ? range.first - 1n : scheme.capacity);
     }
-  }
-
-  /**
-   * Pushes `range` of `period`, formatted, in calls as a segment's
-   * ({@link pushInCalls}); a trend entity's calls hold whole steps, so
-   * each call's lowest and highest sequence bound what it holds (the fence).
-   */
-  private push(
-    entity: EntityConfig,
-    scheme: NumberScheme,
-    period: Period,
-    range: SeqRange | undefined,
-    full: boolean,
-  ): Promise<NumberPushResult> {
-    const { store } = this.options;
-    if (!range) return store.push(entity.key, period, [], undefined, undefined, full);
-    return pushInCalls(entity, range.first, range.last, (lowest, highest) =>
-      store.push(
-        entity.key,
-        period,
-        numberRun(scheme, entity, period, { first: lowest, last: highest }),
-        lowest,
-        highest,
-        full && highest === range.last,
-      ),
-    );
   }
 
   /** Handed out is at most what was pushed (the fence): a reservation never pushed was never taken. */
   protected async waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }> {
-    const { store } = this.options;
-    const waiting = await store.waiting(entity.key, period.id);
-    return { waiting, issued: (await store.fence(entity.key, period.id)) ?? 0n };
+    const waiting = await this.options.store.waiting(entity.key, period.id);
+    return { waiting, issued: (await this.options.store.fence(entity.key, period.id)) ?? 0n };
   }
 
   protected async dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void> {
@@ -208,13 +155,11 @@ export class RedisNumberPeriods extends PeriodLayer implements NumberAdmin {
   }
 
   /** Now's period by the Redis clock: its fence (the highest sequence pushed) less what its slot still holds. */
-  async usage(entity: EntityConfig): Promise<NumberUsage> {
-    const scheme = this.schemes.of(entity);
-    const state = await this.options.store.state(entity.key);
-    const period = scheme.calendar.at(state.now);
-    const slot = state.slots.find((s) => s.period === period.id);
-    const fence = state.fences.get(period.id) ?? 0n;
-    return usageOf(scheme, state.now, period, fence, slot?.size ?? 0);
+  protected async used(entity: EntityConfig, scheme: NumberScheme) {
+    const { now, slots, fences } = await this.options.store.state(entity.key);
+    const period = scheme.calendar.at(now);
+    const ready = slots.find((s) => s.period === period.id)?.size ?? 0;
+    return { now, period, reserved: fences.get(period.id) ?? 0n, ready };
   }
 
   /** Forgets a retired entity. */

@@ -1,28 +1,20 @@
 /**
- * Business numbers in Redis (docs/numbers.md): per entity the numbers of
- * the period the Redis clock is in, formatted, in its `ids` list (expiring
- * at the period's end), the next period's in a staged list, and a period
- * table the Lua functions read the Redis clock against
- * (`commands/number_*.lua`). The only TypeScript that calls them. A take
- * is a plain pool's take (`RedisPoolStore.take`, through the dispatcher):
- * the `ids` list holds only numbers of now's period, so it pops them at a
- * plain take's cost, and `FCALL idpool_pop` pops them as it pops plain ids;
- * its pushed counter (`levels`) measures their demand as a plain pool's.
+ * Business numbers in Redis (docs/numbers.md): the only TypeScript calling
+ * `commands/number_*.lua`. Now's period's numbers wait formatted in the
+ * entity's `ids` list, so a take and `FCALL idpool_pop` are a plain pool's.
  */
 import type { Period } from '../numbers/period';
 import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
 import { type NumberKeys, numberKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { transaction } from '../redis/transaction';
+import type { LivePeriod } from './period-pools';
 import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './redis-rpush-ids';
 
 /** One list as the refiller sees it: slot 0 the live list (`ids`), 1 the staged one. */
-export interface NumberSlot {
+export interface NumberSlot extends Omit<LivePeriod, 'period'> {
   readonly period: string | undefined;
   readonly start: number;
-  readonly end: number;
-  readonly full: boolean;
-  readonly size: number;
 }
 
 /** An entity's lists at one instant of the Redis clock. */
@@ -36,16 +28,11 @@ export interface NumberState {
   readonly latest: number;
   /** A reset dropped lists filled in another epoch. */
   readonly dropped: boolean;
-  /**
-   * Each period's fence (the highest sequence pushed), read at the same
-   * instant as the lists: read apart, a push landing between the reads would
-   * make a period's use (fence − list) one push too high (the ops sampler's
-   * rate then saw the next true reading as a fall, and forecast nothing).
-   */
+  /** Each period's fence (the highest sequence pushed), read with the lists: apart, a push between made use (fence − list) too high. */
   readonly fences: ReadonlyMap<string, bigint>;
 }
 
-export type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
+type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
 
 /** What `idpool_number_state` answers (number_state-6.lua): the clock, the epoch check, two slots of five, the latest start, a reset's drop, the fences. */
 type StateReply = (string | number | null | string[])[];
@@ -82,26 +69,22 @@ export class RedisNumberStore {
   }
 
   /**
-   * The lists and periods by the Redis clock, the staged period made live
-   * first if the clock is in it. With `reset` (period id, sequence every
-   * number up to which may have been issued): lists filled in another epoch
-   * are dropped first and those fences raised.
+   * The lists and periods by the Redis clock, the staged made live if due.
+   * `reset` (period id, the highest sequence maybe issued): lists of another
+   * epoch dropped first, those fences raised.
    */
   async state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<NumberState> {
     const args = reset ? ['reset', ...reset.flatMap(([id, seq]) => [id, seq.toString()])] : [];
-    const keys = this.stateKeys(this.keys(entityKey));
+    const k = this.keys(entityKey);
+    const keys = [k.periods, k.epoch, k.ids, k.staged, k.pushed, k.fence];
     return stateOf(await callFunction<StateReply>(this.redis, 'idpool_number_state', keys, args));
-  }
-
-  private stateKeys(k: NumberKeys): string[] {
-    return [k.periods, k.epoch, k.ids, k.staged, k.pushed, k.fence];
   }
 
   /**
    * Appends `numbers` (sequences `lowest..highest` of `period`, formatted or
-   * as a {@link NumberRun}, in take order) to the list of `period`, live or staged as the Redis clock
-   * says; `full` marks the period's counter full. One MULTI
-   * (number_push_open-8.lua): the numbers reach Redis by a native RPUSH.
+   * a {@link NumberRun}, in take order) to its list, live or staged by the
+   * Redis clock; `full` marks its counter full. One MULTI
+   * (number_push_open-8.lua), the numbers by a native RPUSH.
    */
   async push(
     entityKey: string,
@@ -144,11 +127,7 @@ export class RedisNumberStore {
     return slot < 0 ? [] : this.redis.lrange(slot === 0 ? k.ids : k.staged, 0, -1);
   }
 
-  /**
-   * Drops the numbers of `periodId` up to `upTo` (sequence `seq`, formatted)
-   * from the list holding it, keeping those above in order, and raises its
-   * fence to `seq` (number_trim-5.lua). Resolves to how many were dropped.
-   */
+  /** `PeriodLayer.raise`'s drop up to `upTo` (`seq`), its fence raised to `seq` (number_trim-5.lua); resolves to how many. */
   trim(entityKey: string, periodId: string, upTo: string, seq: bigint): Promise<number> {
     const k = this.keys(entityKey);
     const keys = [k.periods, k.fence, k.ids, k.staged, k.pushed];

@@ -1,10 +1,7 @@
 /**
- * Business numbers (docs/numbers.md) as the services see them beside the
- * engine: {@link NumberAdmin} (raise, usage) for the admin routes and the
- * ops sampler. The one engine takes them (the dispatcher and the refiller,
- * asking the numbers layer: `number-periods.ts` on Redis,
- * `memory-number-periods.ts` in process); the Redis push's runs are written
- * here ({@link numberRun}).
+ * Business numbers as the admin routes and the ops sampler see them
+ * ({@link NumberAdmin}, answered by `PeriodLayer`), and a range of them in
+ * take order as the pools hold them ({@link numberRun}).
  */
 import type { EntityConfig } from '../entities/entity';
 import type { Period } from '../numbers/period';
@@ -26,11 +23,7 @@ export interface NumberUsage {
   /** Now by the deciding clock (Redis's with Redis, the process's without), Unix ms. */
   readonly now: number;
   readonly period: Period;
-  /**
-   * Sequences of the period no take can have any more: the highest one
-   * reserved (pushed to Redis, or reserved in process) less those still
-   * ready. Dropped leftovers and gaps count as used: they are gone too.
-   */
+  /** Sequences of the period no take can have any more: the highest one reserved (pushed to Redis, or reserved in process) less those still ready. */
   readonly used: bigint;
   /** Numbers of the period ready to take. */
   readonly ready: number;
@@ -39,26 +32,6 @@ export interface NumberUsage {
   /** N of `{seq:N}`. */
   readonly digits: number;
   readonly timeZone: string;
-}
-
-/** The usage figures of `period` with `reserved` sequences gone from the counter and `ready` of them waiting. */
-export function usageOf(
-  scheme: NumberScheme,
-  now: number,
-  period: Period,
-  reserved: bigint,
-  ready: number,
-): NumberUsage {
-  const used = reserved - BigInt(ready);
-  return {
-    now,
-    period,
-    used: used > 0n ? used : 0n,
-    ready,
-    capacity: scheme.capacity,
-    digits: scheme.template.seqWidth,
-    timeZone: scheme.settings.timeZone,
-  };
 }
 
 /**

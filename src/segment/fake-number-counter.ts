@@ -1,8 +1,7 @@
-import type { CounterPeriod, SeqRange } from './number-counter';
-import type { PrunableCounter } from './number-high-water';
+import type { CounterPeriod, NumberCounter, SeqRange } from './number-counter';
 
 /** The `number_period` counters in memory, reserved as `SqlNumberCounter` does (unit tests). */
-export class FakeNumberCounter implements PrunableCounter {
+export class FakeNumberCounter implements NumberCounter {
   /** `entityKey period` → the highest sequence reserved, with the period's end. */
   readonly rows = new Map<string, { seq: bigint; end: number }>();
   readonly reservations: { entityKey: string; period: string; first: bigint; last: bigint }[] = [];
@@ -41,11 +40,8 @@ export class FakeNumberCounter implements PrunableCounter {
 
   private row(entityKey: string, period: CounterPeriod): { seq: bigint; end: number } {
     const key = `${entityKey} ${period.id}`;
-    let row = this.rows.get(key);
-    if (!row) {
-      row = { seq: 0n, end: period.end };
-      this.rows.set(key, row);
-    }
+    const row = this.rows.get(key) ?? { seq: 0n, end: period.end };
+    this.rows.set(key, row);
     return row;
   }
 }

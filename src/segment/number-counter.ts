@@ -31,6 +31,8 @@ export interface NumberCounter {
   peek(entityKey: string, periodId: string): Promise<bigint>;
   /** Moves the period's counter up to at least `atLeast` (never down); resolves to the counter after. */
   raise(entityKey: string, period: CounterPeriod, atLeast: bigint): Promise<bigint>;
+  /** Deletes the rows of periods that ended before `before` (Unix ms), where the counter can; resolves to how many. */
+  prune?(before: number): Promise<number>;
 }
 
 /**
@@ -133,7 +135,6 @@ export class SqlNumberCounter implements NumberCounter {
     return this.peek(entityKey, period.id);
   }
 
-  /** Deletes the rows of periods that ended before `before` (Unix ms); resolves to how many. */
   async prune(before: number): Promise<number> {
     const result = await this.busyRetry(() =>
       this.db.execute('DELETE FROM number_period WHERE period_end < ?', [before]),

@@ -1,10 +1,8 @@
 /**
- * The business-number counters against the embedded service's and the
- * library's second record of what was reserved (high-water.ts): as the
- * plain ids' {@link HighWaterAllocator} does for `current_offset`, a period
- * counter found at or below the record (a SQLite file restored from a
- * backup, a database failed back) is carried past it before any number
- * leaves, and reported.
+ * The business-number counters behind the second record of what was
+ * reserved (high-water.ts), as {@link HighWaterAllocator} for
+ * `current_offset`: a period counter at or below the record (a restored
+ * file, a database failed back) is carried past it first, and reported.
  */
 import type { DatabaseBehindReport, HighWaterRecord } from './high-water';
 import type { CounterPeriod, NumberCounter, SeqRange } from './number-counter';
@@ -20,14 +18,9 @@ function markEndedBefore(key: string, before: number): boolean {
   return parts.length === 3 && Number(parts[2]) < before;
 }
 
-/** A counter that can drop the rows of old periods (SqlNumberCounter). */
-export interface PrunableCounter extends NumberCounter {
-  prune?(before: number): Promise<number>;
-}
-
-export class HighWaterNumberCounter implements PrunableCounter {
+export class HighWaterNumberCounter implements NumberCounter {
   constructor(
-    private readonly inner: PrunableCounter,
+    private readonly inner: NumberCounter,
     private readonly record: HighWaterRecord,
     private readonly onBehind: (report: DatabaseBehindReport) => void,
   ) {}

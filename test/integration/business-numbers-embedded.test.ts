@@ -22,7 +22,7 @@ import { call, register, takeIds } from '../support/http';
 import { dateIn, zoneWithMidnightAt } from '../support/number-zones';
 import { type Instance, LIBFAKETIME, alarmLines, startInstance, waitExit } from '../support/processes';
 import { sleep } from '../support/wait';
-import { LOCAL_PREFILL_LEAD_MS } from '../../src/segment/local-numbers';
+import { LOCAL_PREFILL_LEAD_MS } from '../../src/pool/period-pools';
 
 const FORMAT = 'E{yyyy}{MM}{dd}-{seq:7}';
 const dateOf = (n: string) => n.slice(1, 9);

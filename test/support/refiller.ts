@@ -5,10 +5,10 @@ import { loggingDispatchEvents, loggingRefillEvents } from '../../src/ops/observ
 import { Dispatcher, type DispatcherOptions } from '../../src/pool/dispatcher';
 import { MemoryNumberPeriods } from '../../src/pool/memory-number-periods';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
-import type { PrunableCounter } from '../../src/segment/number-high-water';
 import { Demand } from '../../src/pool/demand';
 import { Refiller, type RefillerOptions } from '../../src/pool/refiller';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
+import type { NumberCounter } from '../../src/segment/number-counter';
 import { IdStride } from '../../src/segment/stride';
 
 /** The entities port over `configs` (a map, or a list by key): every one a segment entity. */
@@ -53,7 +53,7 @@ export function testDispatcher(
  * the refiller's tick would have, so the dispatcher's shortage wait never
  * moves a clock that advances as it sleeps.
  */
-export function inProcessNumbers(clock: Clock, configs: readonly EntityConfig[], counter: PrunableCounter) {
+export function inProcessNumbers(clock: Clock, configs: readonly EntityConfig[], counter: NumberCounter) {
   const entities = {
     get: (key: string) => configs.find((e) => e.key === key),
     segmentKeys: () => [],

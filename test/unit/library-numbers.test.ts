@@ -9,7 +9,7 @@ import { type DatabaseBehindReport, UnsupportedEntityError } from '../../src/lib
 import { createIdGeneratorWith } from '../../src/library/generator';
 import { NumberScheme } from '../../src/numbers/scheme';
 import { FakeNumberCounter } from '../../src/segment/fake-number-counter';
-import { LOCAL_PREFILL_LEAD_MS } from '../../src/segment/local-numbers';
+import { LOCAL_PREFILL_LEAD_MS } from '../../src/pool/period-pools';
 import { NUMBER_PERIOD_RETENTION_MS } from '../../src/segment/number-counter';
 import { FakeClock } from '../support/clock';
 import { MemoryAllocator } from './library-fakes';

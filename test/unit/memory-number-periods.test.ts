@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, PeriodExhaustedError, PeriodShortError } from '../../src/errors';
 import { FakeNumberCounter } from '../../src/segment/fake-number-counter';
-import { LOCAL_PREFILL_LEAD_MS } from '../../src/segment/local-numbers';
+import { LOCAL_PREFILL_LEAD_MS } from '../../src/pool/period-pools';
 import { FakeClock } from '../support/clock';
 import { entityConfig } from '../support/entity';
 import { inProcessNumbers } from '../support/refiller';

@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest';
-import type { PrunableCounter } from '../../../src/segment/number-high-water';
+import type { NumberCounter } from '../../../src/segment/number-counter';
 
 /** A number counter with no period counted yet (the SQL one on empty tables). */
-export type NumberCounterFactory = () => Promise<PrunableCounter>;
+export type NumberCounterFactory = () => Promise<NumberCounter>;
 
 const DAY = { id: '20261128', end: Date.UTC(2026, 10, 29) };
 const NEXT_DAY = { id: '20261129', end: Date.UTC(2026, 10, 30) };
