@@ -18,6 +18,7 @@ const (
 	CodePoolExhausted   = "pool_exhausted"
 	CodePeriodExhausted = "period_exhausted"
 	CodeEntityHeld      = "entity_held"
+	CodeLedgerBehind    = "gapless_ledger_behind"
 	CodeUnavailable     = "unavailable"
 	CodeInternal        = "internal"
 )

@@ -165,9 +165,10 @@ func (t *transport) send(ctx context.Context, method, path, secret string, body 
 }
 
 // entityRefusal: a 503 code about one entity that every instance answers alike
-// (its period's numbers are spent; it is held): no failover, no waiting.
+// (its period's numbers are spent; it is held; its gapless ledger waits for an
+// operator's reconcile): no failover, no waiting.
 func entityRefusal(code string) bool {
-	return code == CodePeriodExhausted || code == CodeEntityHeld
+	return code == CodePeriodExhausted || code == CodeEntityHeld || code == CodeLedgerBehind
 }
 
 func min(a, b int) int {

@@ -35,7 +35,7 @@ func (f *fakeInstance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if code != "" {
-		retry := map[string]string{CodePeriodExhausted: "3461", CodeEntityHeld: "60", CodePoolExhausted: "1"}[code]
+		retry := map[string]string{CodePeriodExhausted: "3461", CodeEntityHeld: "60", CodeLedgerBehind: "60", CodePoolExhausted: "1"}[code]
 		w.Header().Set("Retry-After", retry)
 		w.WriteHeader(503)
 		fmt.Fprintf(w, `{"error":{"code":%q,"message":"%s: refused"}}`, code, entity)
@@ -109,15 +109,17 @@ func TestPeriodExhaustedEndsAtOnceAndBlocksNoOtherEntity(t *testing.T) {
 	}
 }
 
-func TestEntityHeldEndsAtOnce(t *testing.T) {
-	a, b, c := twoInstances(t, map[string][]string{"receipts": {CodeEntityHeld}})
-	_, err := c.Take(context.Background(), "receipts", 1)
-	var u *UnavailableError
-	if !errors.As(err, &u) || !u.Refused || u.LastAnswer().Code != CodeEntityHeld || a.count()+b.count() != 1 {
-		t.Fatalf("want entity_held after one attempt, got %v (asked %d + %d)", err, a.count(), b.count())
-	}
-	if _, err := c.Take(context.Background(), "orders", 1); err != nil || a.count() != 2 {
-		t.Fatalf("another entity: %v (A asked %d times)", err, a.count())
+func TestEntityHeldAndLedgerBehindEndAtOnce(t *testing.T) {
+	for _, code := range []string{CodeEntityHeld, CodeLedgerBehind} {
+		a, b, c := twoInstances(t, map[string][]string{"receipts": {code}})
+		_, err := c.Take(context.Background(), "receipts", 1)
+		var u *UnavailableError
+		if !errors.As(err, &u) || !u.Refused || u.LastAnswer().Code != code || a.count()+b.count() != 1 {
+			t.Fatalf("want %s after one attempt, got %v (asked %d + %d)", code, err, a.count(), b.count())
+		}
+		if _, err := c.Take(context.Background(), "orders", 1); err != nil || a.count() != 2 {
+			t.Fatalf("another entity after %s: %v (A asked %d times)", code, err, a.count())
+		}
 	}
 }
 

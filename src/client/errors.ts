@@ -10,6 +10,7 @@ export type IdpoolErrorCode =
   | 'pool_exhausted'
   | 'period_exhausted'
   | 'entity_held'
+  | 'gapless_ledger_behind'
   | 'unavailable'
   | 'internal'
   | (string & {});
@@ -74,7 +75,7 @@ export class IdpoolNetworkError extends IdpoolClientError {
 /**
  * Every attempt failed (network errors, timeouts, 5xx) or the deadline came
  * first, or the service refused the entity on every instance (503
- * `period_exhausted`, `entity_held`: ended at once, `refused`). `attempts`
+ * `period_exhausted`, `entity_held`, `gapless_ledger_behind`: ended at once, `refused`). `attempts`
  * holds each failure in order; `lastError` the final one; `lastAnswer` the
  * last answer a service gave (status, code, message, retryAfterMs), which the
  * message leads with: an endpoint that answered 503 says more than another

@@ -68,11 +68,11 @@ interface Endpoint {
 
 /**
  * 503 codes about one entity that every instance answers alike (its period's
- * numbers are spent; it is held): no other endpoint answers otherwise and the
- * endpoint serves the other entities, so the call ends at once and no
- * endpoint is marked down.
+ * numbers are spent; it is held; its gapless ledger waits for an operator's
+ * reconcile): no other endpoint answers otherwise and the endpoint serves the
+ * other entities, so the call ends at once and no endpoint is marked down.
  */
-const ENTITY_REFUSALS: ReadonlySet<string> = new Set(['period_exhausted', 'entity_held']);
+const ENTITY_REFUSALS: ReadonlySet<string> = new Set(['period_exhausted', 'entity_held', 'gapless_ledger_behind']);
 
 /** What a failed attempt leads to: the caller gets it, the call waits and asks again, or the endpoint is down. */
 type Verdict = 'final' | 'refused' | 'down' | { waitMs: number };
@@ -81,8 +81,8 @@ type Verdict = 'final' | 'refused' | 'down' | { waitMs: number };
  * Sends one logical request with failover: network errors, timeouts and 5xx
  * move on to the next endpoint (an endpoint that said `Retry-After` is not
  * asked again before then), 4xx go straight back to the caller. A 503 about
- * one entity never marks an endpoint down: `period_exhausted` and
- * `entity_held` end the call at once (IdpoolUnavailableError), and
+ * one entity never marks an endpoint down: `period_exhausted`,
+ * `entity_held` and `gapless_ledger_behind` end the call at once (IdpoolUnavailableError), and
  * `pool_exhausted` waits its Retry-After for this request only. Every attempt
  * of one POST carries the same `Idempotency-Key`, so the service answers a
  * retry with the ids it already handed out instead of another batch.
@@ -162,7 +162,7 @@ export class Transport {
 
   /**
    * 4xx go to the caller, a 429 of a request that waits on rate limits
-   * excepted; `period_exhausted` and `entity_held` end the call at once;
+   * excepted; `period_exhausted`, `entity_held` and `gapless_ledger_behind` end the call at once;
    * `pool_exhausted` (one entity's pool short) waits its Retry-After for this
    * request only; network errors, timeouts and other 5xx mark the endpoint down.
    */

@@ -275,25 +275,27 @@ describe('IdpoolClient: 503 refusals of one entity', () => {
     expect(clock.sleeps).toEqual([]);
   });
 
-  it('entity_held ends the call at once too, after a network error before it', async () => {
-    const held = () =>
-      json(503, { error: { code: 'entity_held', message: 'entity "receipts" is held' } }, { 'retry-after': '60' });
-    const f = fakeFetch({ [A]: [refused()], [`${B}/apps/receipts`]: [held()] });
-    const clock = new FakeClock({ sleep: 'advance' });
-    const c = threeEntities(f.fn, clock);
-    const err = await c.take('receipts', 1).catch((e) => e);
-    expect(err).toBeInstanceOf(IdpoolUnavailableError);
-    expect(err.refused).toBe(true);
-    expect(err.attempts.map((a: Error) => a.constructor)).toEqual([IdpoolNetworkError, IdpoolHttpError]);
-    expect([err.lastAnswer.code, err.lastAnswer.retryAfterMs]).toEqual(['entity_held', 60_000]);
-    await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
-    expect(f.seen.map((s) => s.url)).toEqual([
-      `${A}/apps/receipts/ids`,
-      `${B}/apps/receipts/ids`,
-      `${B}/apps/orders/ids`,
-    ]);
-    expect(clock.sleeps).toEqual([]);
-  });
+  it.each(['entity_held', 'gapless_ledger_behind'])(
+    '%s ends the call at once too, after a network error before it',
+    async (code) => {
+      const held = () => json(503, { error: { code, message: 'entity "receipts" refused' } }, { 'retry-after': '60' });
+      const f = fakeFetch({ [A]: [refused()], [`${B}/apps/receipts`]: [held()] });
+      const clock = new FakeClock({ sleep: 'advance' });
+      const c = threeEntities(f.fn, clock);
+      const err = await c.take('receipts', 1).catch((e) => e);
+      expect(err).toBeInstanceOf(IdpoolUnavailableError);
+      expect(err.refused).toBe(true);
+      expect(err.attempts.map((a: Error) => a.constructor)).toEqual([IdpoolNetworkError, IdpoolHttpError]);
+      expect([err.lastAnswer.code, err.lastAnswer.retryAfterMs]).toEqual([code, 60_000]);
+      await expect(c.take('orders', 1)).resolves.toEqual(['1000']);
+      expect(f.seen.map((s) => s.url)).toEqual([
+        `${A}/apps/receipts/ids`,
+        `${B}/apps/receipts/ids`,
+        `${B}/apps/orders/ids`,
+      ]);
+      expect(clock.sleeps).toEqual([]);
+    },
+  );
 
   it('pool_exhausted waits its Retry-After for that take alone and asks the next endpoint; no endpoint is marked down', async () => {
     const short = () => json(503, { error: { code: 'pool_exhausted', message: 'empty' } }, { 'retry-after': '1' });

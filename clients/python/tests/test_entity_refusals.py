@@ -11,7 +11,7 @@ import unittest
 
 from idpool_client import IdpoolClient, UnavailableError
 
-RETRY_AFTER = {"period_exhausted": "3461", "entity_held": "60", "pool_exhausted": "1", "unavailable": "5"}
+RETRY_AFTER = {"period_exhausted": "3461", "entity_held": "60", "gapless_ledger_behind": "60", "pool_exhausted": "1", "unavailable": "5"}
 
 
 class FakeInstance(http.server.ThreadingHTTPServer):
@@ -102,11 +102,17 @@ class EntityRefusals(unittest.TestCase):
         self.assertEqual(self.asked(), 21)
 
     def test_entity_held_ends_at_once(self):
-        self.refuse("receipts", "entity_held")
+        self.ends_at_once("entity_held")
+
+    def test_gapless_ledger_behind_ends_at_once(self):
+        self.ends_at_once("gapless_ledger_behind")
+
+    def ends_at_once(self, code):
+        self.refuse("receipts", code)
         with self.assertRaises(UnavailableError) as caught:
             self.client.take("receipts", 1)
         self.assertTrue(caught.exception.refused)
-        self.assertEqual(caught.exception.last_answer.code, "entity_held")
+        self.assertEqual(caught.exception.last_answer.code, code)
         self.assertEqual(self.asked(), 1)
         self.client.take("orders", 1)
         self.assertEqual(self.a.asked, ["receipts", "orders"])

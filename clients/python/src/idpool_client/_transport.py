@@ -19,7 +19,7 @@ _MAX_BACKOFF = 8.0
 
 # 503 codes about one entity that every instance answers alike (its period's numbers are spent; it is held):
 # the call ends at once and no endpoint is marked down.
-_ENTITY_REFUSALS = frozenset(("period_exhausted", "entity_held"))
+_ENTITY_REFUSALS = frozenset(("period_exhausted", "entity_held", "gapless_ledger_behind"))
 
 
 class _Endpoint:

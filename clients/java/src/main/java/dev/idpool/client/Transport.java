@@ -243,7 +243,7 @@ final class Transport {
    * it is held): the call ends at once and no endpoint is marked down.
    */
   static boolean isEntityRefusal(String code) {
-    return "period_exhausted".equals(code) || "entity_held".equals(code);
+    return "period_exhausted".equals(code) || "entity_held".equals(code) || "gapless_ledger_behind".equals(code);
   }
 
   /** {@code Retry-After} as ms: delta-seconds or an HTTP date; capped; -1 when absent or unreadable. */

@@ -65,7 +65,8 @@ public final class EntityRefusalsCheck {
       int status = 200;
       if (code != null) {
         status = 503;
-        String retryAfter = "period_exhausted".equals(code) ? "3461" : "entity_held".equals(code) ? "60" : "1";
+        String retryAfter =
+            "period_exhausted".equals(code) ? "3461" : code.equals("entity_held") || code.startsWith("gapless") ? "60" : "1";
         ex.getResponseHeaders().set("Retry-After", retryAfter);
         body = "{\"error\":{\"code\":\"" + code + "\",\"message\":\"" + entity + ": refused\"}}";
       } else if (path.endsWith("/segments")) {
@@ -88,7 +89,8 @@ public final class EntityRefusalsCheck {
 
   public static void main(String[] args) throws Exception {
     check("period_exhausted_blocks_no_other_entity", EntityRefusalsCheck::periodExhausted);
-    check("entity_held_ends_at_once", EntityRefusalsCheck::entityHeld);
+    check("entity_held_ends_at_once", (a, b, c) -> endsAtOnce(a, b, c, "entity_held"));
+    check("gapless_ledger_behind_ends_at_once", (a, b, c) -> endsAtOnce(a, b, c, "gapless_ledger_behind"));
     check("pool_exhausted_waits_alone", EntityRefusalsCheck::poolExhausted);
     check("lease_refusals", EntityRefusalsCheck::leaseRefusals);
   }
@@ -152,11 +154,11 @@ public final class EntityRefusalsCheck {
     require(a.asked.size() + b.asked.size() == 21, a.asked + " " + b.asked);
   }
 
-  private static void entityHeld(FakeInstance a, FakeInstance b, IdpoolClient client) {
-    a.refuse("receipts", "entity_held");
-    b.refuse("receipts", "entity_held");
+  private static void endsAtOnce(FakeInstance a, FakeInstance b, IdpoolClient client, String code) {
+    a.refuse("receipts", code);
+    b.refuse("receipts", code);
     IdpoolUnavailableException err = refusal(() -> client.next("receipts"));
-    require("entity_held".equals(err.lastAnswer().code()), err.getMessage());
+    require(code.equals(err.lastAnswer().code()), err.getMessage());
     client.next("orders");
     require(a.asked.equals(java.util.Arrays.asList("receipts", "orders")), a.asked + " " + b.asked);
   }
