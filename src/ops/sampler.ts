@@ -332,26 +332,18 @@ export class OpsSampler {
     );
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.
-    const idleCapacity = Math.max(2, Math.ceil(this.options.historyMs / (this.options.sampleMs * rounds)) + 1);
-    const activeCapacity = Math.max(2, Math.ceil(this.options.historyMs / this.options.sampleMs) + 1);
+    const { historyMs, sampleMs } = this.options;
+    const capacity = (key: string) =>
+      Math.max(2, Math.ceil(historyMs / (sampleMs * (this.round.isActive(key) ? 1 : rounds))) + 1);
     this.rounds = rounds;
-    this.options.metrics.sampleRound.set((this.options.sampleMs * rounds) / 1000);
-    for (const [i, entity] of entities.entries()) {
-      const capacity = this.round.isActive(entity.key) ? activeCapacity : idleCapacity;
+    this.options.metrics.sampleRound.set((sampleMs * rounds) / 1000);
+    for (const [i, entity] of entities.entries())
       this.guardNow('entity', entity.key, () =>
-        this.sampleEntity(entity, levels[i].level, offsets.get(entity.key), levels[i].at, capacity),
+        this.sampleEntity(entity, levels[i].level, offsets.get(entity.key), levels[i].at, capacity(entity.key)),
       );
-    }
     // Side by side: two Redis round trips each, in flight together on the one connection.
-    await Promise.all(
-      picked
-        .filter((e) => e.numbers)
-        .map((entity) =>
-          this.guard('entity', entity.key, () =>
-            this.sampleNumbers(entity, this.round.isActive(entity.key) ? activeCapacity : idleCapacity),
-          ),
-        ),
-    );
+    const numbered = picked.filter((e) => e.numbers);
+    await Promise.all(numbered.map((e) => this.guard('entity', e.key, () => this.sampleNumbers(e, capacity(e.key)))));
     if (!live) return;
     for (const key of this.history.keys()) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
@@ -369,10 +361,9 @@ export class OpsSampler {
     const settings = entity.numbers;
     if (!this.options.numbers || !settings) return;
     const usage = await this.options.numbers.usage(entity);
-    let history = this.periods.get(entity.key);
-    if (!history) this.periods.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
+    const history = cached(this.periods, entity.key, () => new PeriodHistory(this.options.periodRateWindowMs));
     history.record(usage.period.id, { at: usage.now, used: usage.used });
-    const zone = this.zoneOf(settings.timeZone);
+    const zone = cached(this.zones, settings.timeZone, timeZone);
     const view = {
       ...numberView(usage, history.takePerSecond(usage.period.start), (ms) => zone.wallClock(ms)),
       takePerSecond: this.history.recordNumbers(entity.key, usage, capacity),
@@ -398,12 +389,6 @@ export class OpsSampler {
         ? Number.POSITIVE_INFINITY
         : Math.max(0, (forecast.runsOutAt - usage.now) / 1000),
     );
-  }
-
-  private zoneOf(name: string): TimeZone {
-    let zone = this.zones.get(name);
-    if (!zone) this.zones.set(name, (zone = timeZone(name)));
-    return zone;
   }
 
   /** Records, publishes and checks one entity's sample. */
@@ -563,4 +548,11 @@ export class OpsSampler {
   forecast(entityKey: string): EntityForecast | undefined {
     return this.history.forecast(entityKey);
   }
+}
+
+/** The value `map` holds for `key`, made and kept when it holds none. */
+function cached<K, V>(map: Map<K, V>, key: K, make: (key: K) => V): V {
+  let value = map.get(key);
+  if (value === undefined) map.set(key, (value = make(key)));
+  return value;
 }
