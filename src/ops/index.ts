@@ -152,9 +152,21 @@ export function createOpsEvents(
 
 /** The sampler over `events` (and the numbers layer, `deps.numbers`), the fleet and the dashboard's overview. */
 export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
-  const { clock } = deps;
+  const { clock, config } = deps;
   const { metrics, alarms, recent } = events;
-  const sampler = createSampler(deps, events);
+  // The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds.
+  const sampler = new OpsSampler({
+    ...deps,
+    ...events,
+    ...config,
+    log: deps.log.child({ component: 'alarms' }),
+    // Five samples at least, so one refill does not make the chart jump.
+    chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
+    horizonSeconds: config.alertHorizonDays * 86_400,
+    poolDrySeconds: config.alertPoolDrySeconds,
+    poolLowPercent: config.alertPoolLowPercent,
+    workerRangePercent: config.alertWorkerRangePercent,
+  });
   const fleet = new Fleet({
     ...deps.fleet,
     clock,
@@ -208,21 +220,4 @@ export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
 /** This host and process: the instance name in alarms, heartbeats and webhook posts. */
 export function instanceName(): string {
   return `${hostname()}:${process.pid}`;
-}
-
-/** The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds. */
-function createSampler(deps: OpsDeps, events: OpsEvents): OpsSampler {
-  const { config } = deps;
-  return new OpsSampler({
-    ...deps,
-    ...events,
-    ...config,
-    log: deps.log.child({ component: 'alarms' }),
-    // Five samples at least, so one refill does not make the chart jump.
-    chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
-    horizonSeconds: config.alertHorizonDays * 86_400,
-    poolDrySeconds: config.alertPoolDrySeconds,
-    poolLowPercent: config.alertPoolLowPercent,
-    workerRangePercent: config.alertWorkerRangePercent,
-  });
 }

@@ -4,19 +4,10 @@
  * declaration per family), the per-entity series kept apart in
  * `entity-series.ts`.
  */
-import {
-  Counter,
-  Gauge,
-  Histogram,
-  type Metric,
-  type MetricObjectWithValues,
-  type MetricValue,
-  Registry,
-  collectDefaultMetrics,
-} from 'prom-client';
+import { Counter, Gauge, Histogram, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
 import { busiest } from './busiest';
 import { registerEventLoopDelay } from './event-loop-delay';
-import { EntitySampleAge, EntitySeries, type Total } from './entity-series';
+import { EntitySampleAge, EntitySeries, type Family, type Total } from './entity-series';
 
 /** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
@@ -268,7 +259,7 @@ export class OpsMetrics {
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
     // Per-entity counters and histograms hold only entities that had activity here: read them whole.
-    const read = new Map<string, MetricObjectWithValues<MetricValue<string>>>();
+    const read = new Map<string, Family>();
     await Promise.all(
       families
         .filter((m) => hasEntityLabel(m) && !(m instanceof EntitySeries))
@@ -349,6 +340,6 @@ function nameOf(m: Metric): string {
 }
 
 /** A family whose values are already read, in the shape a Registry renders (it calls `get()`). */
-function fixed(family: MetricObjectWithValues<MetricValue<string>>): Metric {
+function fixed(family: Family): Metric {
   return { name: family.name, get: async () => family } as unknown as Metric;
 }
