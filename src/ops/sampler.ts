@@ -273,9 +273,7 @@ export class OpsSampler {
     const sf = this.options.snowflake?.();
     if (!sf) return;
     this.options.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
-    this.options.metrics.snowflakeJsSafe.set(
-      sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000,
-    );
+    this.options.metrics.snowflakeJsSafe.set((sf.jsSafeLimitAt ?? Number.POSITIVE_INFINITY) / 1000);
     this.rules.checkSnowflake(sf, this.options.clock.now());
   }
 
@@ -383,12 +381,8 @@ export class OpsSampler {
     metrics.numberPeriodCapacity.set(labels, Number(usage.capacity));
     metrics.poolSize.set(labels, usage.ready);
     metrics.takeRate.set(labels, takePerSecond ?? 0);
-    metrics.forecastNumberPeriod.set(
-      labels,
-      forecast.runsOutAt === undefined
-        ? Number.POSITIVE_INFINITY
-        : Math.max(0, (forecast.runsOutAt - usage.now) / 1000),
-    );
+    const runsOutAt = forecast.runsOutAt ?? Number.POSITIVE_INFINITY;
+    metrics.forecastNumberPeriod.set(labels, Math.max(0, (runsOutAt - usage.now) / 1000));
   }
 
   /** Records, publishes and checks one entity's sample. */
@@ -525,11 +519,10 @@ export class OpsSampler {
     let stale = 0;
     for (const entity of this.options.entities.list())
       if (entity.mode !== 'snowflake' && this.isStale(entity.key, now)) stale++;
-    const roundSeconds = (this.rounds * this.options.sampleMs) / 1000;
     return {
       ok: stale === 0,
       oldestSampleAgeSeconds: round(this.options.metrics.sampleAge.maxAge()),
-      roundSeconds,
+      roundSeconds: (this.rounds * this.options.sampleMs) / 1000,
       staleEntities: stale,
     };
   }
