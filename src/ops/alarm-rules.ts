@@ -5,7 +5,7 @@ import type { Alarms } from './alarms';
 import type { ClockWatch } from '../worker/clock-watch';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import { JS_SAFE_LIMIT } from '../limits';
-import { dateIn, describeSeconds, isoDate, round } from './format';
+import { describeSeconds, isoDate, round } from './format';
 import { type NumberView, runOutText } from './period-forecast';
 import { raised } from './alarm-table';
 
@@ -61,7 +61,7 @@ export class AlarmRules {
     const when = (seconds: number) => (seconds === 0 ? 'now' : `in ${describeSeconds(seconds)}`);
     const limit = (seconds: number) => ({
       seconds: round(seconds),
-      at: dateIn(at, seconds),
+      at: isoDate(at + seconds * 1000),
       highestId: f.highestId.toString(),
       takePerSecond: round(f.takePerSecond),
     });

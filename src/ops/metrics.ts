@@ -271,12 +271,8 @@ export class OpsMetrics {
       for (const key of counted.values.keys()) candidates.add(key);
     for (const family of read.values())
       for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));
-    const shown = busiest(
-      max,
-      candidates,
-      this.options.recentServed?.() ?? new Map<string, number>(),
-      finiteValues(this.takeRate.values),
-    );
+    const takeRates = new Map([...this.takeRate.values].filter(([, rate]) => Number.isFinite(rate)));
+    const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map<string, number>(), takeRates);
 
     const out = new Registry();
     for (const m of families) {
@@ -323,12 +319,6 @@ export class OpsMetrics {
   private counter<L extends string = never>(name: string, help: string, labelNames: L[] = []): Counter<L> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
-}
-
-function finiteValues(values: Map<string, number>): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const [k, v] of values) if (Number.isFinite(v)) out.set(k, v);
-  return out;
 }
 
 function hasEntityLabel(m: Metric): boolean {
