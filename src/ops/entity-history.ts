@@ -13,6 +13,9 @@ export interface ChartPoint {
   takePerSecond: number;
 }
 
+/** A sample as read: what this instance served so far is added when it is kept. */
+type Reading = Omit<PoolSample, 'served'>;
+
 export interface EntityHistoryOptions {
   /** Low watermarks: an entity's history starts once its pool first reached its own. */
   demand: Pick<Demand, 'lowWatermark'>;
@@ -68,7 +71,7 @@ export class EntityHistory {
   }
 
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
-  record(entity: EntityConfig, sample: Omit<PoolSample, 'served'>, capacity: number): EntityForecast | undefined {
+  record(entity: EntityConfig, sample: Reading, capacity: number): EntityForecast | undefined {
     const { stride } = this.options;
     // Until the pool first reaches its watermark, keep only the latest
     // sample: the first fill reserves a whole pool and pushes it over many
@@ -108,12 +111,7 @@ export class EntityHistory {
   }
 
   /** Adds `sample` (with what this instance served so far) to the entity's samples, begun again when `restart`. */
-  private push(
-    key: string,
-    sample: Omit<PoolSample, 'served'>,
-    capacity: number,
-    restart: boolean,
-  ): readonly PoolSample[] {
+  private push(key: string, sample: Reading, capacity: number, restart: boolean): readonly PoolSample[] {
     const ring = Ring.in(this.samples, key, capacity, restart);
     ring.push({ ...sample, served: this.options.served?.(key) });
     return ring.toArray();

@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { Fleet, type FleetSelf } from '../fleet/fleet';
@@ -24,7 +23,7 @@ export interface OpsDeps {
   config: OpsConfig;
   clock: Clock;
   log: Logger;
-  entities: { list(): EntityConfig[]; get(key: string): EntityConfig | undefined };
+  entities: SamplerOptions['entities'];
   poolStore: SamplerOptions['poolStore'];
   demand: SamplerOptions['demand'];
   allocator: SamplerOptions['allocator'];

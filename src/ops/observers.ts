@@ -1,4 +1,3 @@
-import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
@@ -8,9 +7,7 @@ import { raised } from './alarm-table';
 import type { OpsMetrics } from './metrics';
 import type { SamplerFeed, SamplerOptions } from './sampler';
 
-interface Entities {
-  get(key: string): EntityConfig | undefined;
-}
+type Entities = Pick<SamplerOptions['entities'], 'get'>;
 
 /** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes go to the sampler's `feed` (an idle pool is read once for both). */
 export function opsRefillEvents(
