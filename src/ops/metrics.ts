@@ -236,9 +236,8 @@ export class OpsMetrics {
 
   /** Sets `idpool_dependency_up` from a readiness report's checks (`database`, `redis`; 'ok' = up). */
   recordDependencies(checks: Partial<Record<string, string>>): void {
-    for (const dependency of ['database', 'redis', 'leaf_database', 'tinyid_database']) {
+    for (const dependency of ['database', 'redis', 'leaf_database', 'tinyid_database'])
       if (checks[dependency] !== undefined) this.dependencyUp.set({ dependency }, checks[dependency] === 'ok' ? 1 : 0);
-    }
   }
 
   /** Forgets the per-entity gauges of a retired entity (its counters count on: they add up in the totals). */

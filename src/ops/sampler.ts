@@ -246,9 +246,8 @@ export class OpsSampler {
     const now = this.options.clock.now();
     metrics.leaseHeld.set(status.held ? 1 : 0);
     metrics.leaseWorkerId.set(status.workerId ?? -1);
-    metrics.leaseRemaining.set(
-      status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0,
-    );
+    const expiresAt = status.held ? (status.expiresAt ?? now) : now;
+    metrics.leaseRemaining.set(Math.max(0, (expiresAt - now) / 1000));
     this.rules.checkLease(status);
     if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
       this.lastUsageAt = now;
