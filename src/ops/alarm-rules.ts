@@ -5,7 +5,7 @@ import type { Alarms } from './alarms';
 import type { ClockWatch } from '../worker/clock-watch';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import { JS_SAFE_LIMIT } from '../limits';
-import { dateIn, describeSeconds, isoDate, round } from './format';
+import { describeSeconds, isoDate, round } from './format';
 import { type NumberView, runOutText } from './period-forecast';
 import { raised } from './alarm-table';
 
@@ -55,49 +55,37 @@ export class AlarmRules {
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
     const key = entity.key;
+    const { horizonSeconds, poolLowPercent } = this.options;
     const watermark = this.options.demand.lowWatermark(entity);
-    const horizonDays = round(this.options.horizonSeconds / 86_400);
-    this.condition(serving && size < (watermark * this.options.poolLowPercent) / 100, 'pool_low', key, () => ({
-      message: `pool of ${key} is below ${this.options.poolLowPercent}% of its low watermark: the refiller is not keeping up`,
+    const horizon = `(horizon ${round(horizonSeconds / 86_400)} days)`;
+    const when = (seconds: number) => (seconds === 0 ? 'now' : `in ${describeSeconds(seconds)}`);
+    const limit = (seconds: number) => ({
+      seconds: round(seconds),
+      at: isoDate(at + seconds * 1000),
+      highestId: f.highestId.toString(),
+      takePerSecond: round(f.takePerSecond),
+    });
+    this.condition(serving && size < (watermark * poolLowPercent) / 100, 'pool_low', key, () => ({
+      message: `pool of ${key} is below ${poolLowPercent}% of its low watermark: the refiller is not keeping up`,
       details: { size, lowWatermark: watermark, max: entity.maxPoolSize },
     }));
     // Only below the watermark: a pool at its target is as deep as demand
     // calls for (a small one right after demand starts is topped up at the
     // watermark); below it, the refiller should already have acted.
-    this.condition(
-      serving && size < watermark && f.poolDrySeconds < this.options.poolDrySeconds,
-      'forecast_pool_dry',
-      key,
-      () => ({
-        message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
-        details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
-      }),
-    );
+    const dry = serving && size < watermark && f.poolDrySeconds < this.options.poolDrySeconds;
+    this.condition(dry, 'forecast_pool_dry', key, () => ({
+      message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
+      details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
+    }));
     // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
-    this.condition(
-      serving &&
-        this.options.stride.of(entity).toId(entity.startOffset) < JS_SAFE_LIMIT &&
-        f.jsSafeSeconds <= this.options.horizonSeconds,
-      'forecast_js_safe_limit',
-      key,
-      () => ({
-        message: `ids of ${key} pass 2^53 (unsafe as JavaScript numbers) ${f.jsSafeSeconds === 0 ? 'now' : `in ${describeSeconds(f.jsSafeSeconds)}`} (horizon ${horizonDays} days)`,
-        details: {
-          seconds: round(f.jsSafeSeconds),
-          at: dateIn(at, f.jsSafeSeconds),
-          highestId: f.highestId.toString(),
-          takePerSecond: round(f.takePerSecond),
-        },
-      }),
-    );
-    this.condition(serving && f.int63Seconds <= this.options.horizonSeconds, 'forecast_int63_limit', key, () => ({
-      message: `ids of ${key} reach the end of the 63-bit number line ${f.int63Seconds === 0 ? 'now' : `in ${describeSeconds(f.int63Seconds)}`} (horizon ${horizonDays} days)`,
-      details: {
-        seconds: round(f.int63Seconds),
-        at: dateIn(at, f.int63Seconds),
-        highestId: f.highestId.toString(),
-        takePerSecond: round(f.takePerSecond),
-      },
+    const startsSafe = this.options.stride.of(entity).toId(entity.startOffset) < JS_SAFE_LIMIT;
+    this.condition(serving && startsSafe && f.jsSafeSeconds <= horizonSeconds, 'forecast_js_safe_limit', key, () => ({
+      message: `ids of ${key} pass 2^53 (unsafe as JavaScript numbers) ${when(f.jsSafeSeconds)} ${horizon}`,
+      details: limit(f.jsSafeSeconds),
+    }));
+    this.condition(serving && f.int63Seconds <= horizonSeconds, 'forecast_int63_limit', key, () => ({
+      message: `ids of ${key} reach the end of the 63-bit number line ${when(f.int63Seconds)} ${horizon}`,
+      details: limit(f.int63Seconds),
     }));
   }
 
@@ -129,75 +117,50 @@ export class AlarmRules {
 
   /** `lease_lost` while this instance holds no usable worker lease. */
   checkLease(status: { workerId: number | undefined; held: boolean }): void {
-    this.condition(
-      !status.held,
-      'lease_lost',
-      undefined,
-      () => ({
-        message: 'this instance holds no usable worker lease: it issues no snowflake ids',
-        details: { workerId: status.workerId ?? null },
-      }),
-      1,
-    );
+    this.instanceCondition(!status.held, 'lease_lost', () => ({
+      message: 'this instance holds no usable worker lease: it issues no snowflake ids',
+      details: { workerId: status.workerId ?? null },
+    }));
   }
 
   /** `clock_skew` while this instance's clock is further than half the bound from Redis's or the database's. */
   checkClockSkew(clock: ClockView): void {
     const worstMs = clock.worstSkewMs();
     const state = clock.state();
-    this.condition(
-      state !== 'ok',
-      'clock_skew',
-      undefined,
-      () => ({
-        severity: state === 'refusing' ? 'critical' : 'warning',
-        message: `this instance's clock is ${Math.round(Math.abs(worstMs))} ms ${worstMs > 0 ? 'ahead of' : 'behind'} Redis's or the database's (IDPOOL_MAX_CLOCK_SKEW_MS=${clock.maxSkewMs}): ${state === 'refusing' ? 'it issues no snowflake ids until it is back within it' : 'past half the bound; fix time synchronisation (NTP)'}`,
-        details: {
-          skewMs: Object.fromEntries(clock.skews().map((r) => [r.against, r.skewMs])),
-          maxSkewMs: clock.maxSkewMs,
-        },
-      }),
-      1,
-    );
+    this.instanceCondition(state !== 'ok', 'clock_skew', () => ({
+      severity: state === 'refusing' ? 'critical' : 'warning',
+      message: `this instance's clock is ${Math.round(Math.abs(worstMs))} ms ${worstMs > 0 ? 'ahead of' : 'behind'} Redis's or the database's (IDPOOL_MAX_CLOCK_SKEW_MS=${clock.maxSkewMs}): ${state === 'refusing' ? 'it issues no snowflake ids until it is back within it' : 'past half the bound; fix time synchronisation (NTP)'}`,
+      details: {
+        skewMs: Object.fromEntries(clock.skews().map((r) => [r.against, r.skewMs])),
+        maxSkewMs: clock.maxSkewMs,
+      },
+    }));
   }
 
   /** `worker_range_nearly_full` when most of the deployment's worker ids are leased. */
   checkWorkerRange(inUse: number, total: number): void {
-    this.condition(
-      total > 0 && (inUse * 100) / total >= this.options.workerRangePercent,
-      'worker_range_nearly_full',
-      undefined,
-      () => ({
-        message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
-        details: { inUse, total, percent: round((inUse * 100) / total) },
-      }),
-      1,
-    );
+    const full = total > 0 && (inUse * 100) / total >= this.options.workerRangePercent;
+    this.instanceCondition(full, 'worker_range_nearly_full', () => ({
+      message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
+      details: { inUse, total, percent: round((inUse * 100) / total) },
+    }));
   }
 
   /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
   checkSnowflake(sf: SnowflakeForecast, now: number): void {
     const horizonMs = this.options.horizonSeconds * 1000;
-    this.condition(
-      sf.timeExhaustedAt - now <= horizonMs,
-      'forecast_snowflake_time_exhausted',
-      undefined,
-      () => ({
-        message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
-        details: { at: isoDate(sf.timeExhaustedAt) },
-      }),
-      1,
-    );
+    this.instanceCondition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', () => ({
+      message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
+      details: { at: isoDate(sf.timeExhaustedAt) },
+    }));
     const js = sf.jsSafeLimitAt;
-    this.condition(
+    this.instanceCondition(
       js !== undefined && js > now && js - now <= horizonMs,
       'forecast_snowflake_js_safe_limit',
-      undefined,
       () => ({
         message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
         details: { at: isoDate(js) },
       }),
-      1,
     );
   }
 
@@ -231,5 +194,10 @@ export class AlarmRules {
     this.streaks.set(key, streak);
     if (streak >= confirm)
       this.options.alarms.set(raised(name, { ...(entityKey === undefined ? {} : { entityKey }), ...alarm() }));
+  }
+
+  /** A condition of this instance, not of an entity: it alarms on its first sample. */
+  private instanceCondition(holds: boolean, name: AlarmInput['name'], alarm: () => Raised): void {
+    this.condition(holds, name, undefined, alarm, 1);
   }
 }

@@ -106,12 +106,9 @@ export class Alarms {
   /** A condition holds now: raised when it was not already on. */
   set(alarm: AlarmInput): void {
     const key = keyOf(alarm);
-    if (this.active.has(key)) {
-      this.active.set(key, alarm);
-      return;
-    }
+    const on = this.active.has(key);
     this.active.set(key, alarm);
-    this.fire(alarm);
+    if (!on) this.fire(alarm);
   }
 
   /** A condition no longer holds. */
@@ -228,10 +225,8 @@ export class WebhookSink implements AlarmSink {
           signal: AbortSignal.timeout(this.timeoutMs),
         });
         await res.arrayBuffer().catch(() => undefined);
-        if (res.status < 500) {
-          if (res.status >= 400) throw new WebhookRefusedError(res.status);
-          return;
-        }
+        if (res.status < 400) return;
+        if (res.status < 500) throw new WebhookRefusedError(res.status);
         lastError = new Error(`webhook answered ${res.status}`);
       } catch (err) {
         lastError = err;

@@ -13,6 +13,9 @@ export interface ChartPoint {
   takePerSecond: number;
 }
 
+/** A sample as read: what this instance served so far is added when it is kept. */
+type Reading = Omit<PoolSample, 'served'>;
+
 export interface EntityHistoryOptions {
   /** Low watermarks: an entity's history starts once its pool first reached its own. */
   demand: Pick<Demand, 'lowWatermark'>;
@@ -68,7 +71,7 @@ export class EntityHistory {
   }
 
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
-  record(entity: EntityConfig, sample: Omit<PoolSample, 'served'>, capacity: number): EntityForecast | undefined {
+  record(entity: EntityConfig, sample: Reading, capacity: number): EntityForecast | undefined {
     const { stride } = this.options;
     // Until the pool first reaches its watermark, keep only the latest
     // sample: the first fill reserves a whole pool and pushes it over many
@@ -108,15 +111,8 @@ export class EntityHistory {
   }
 
   /** Adds `sample` (with what this instance served so far) to the entity's samples, begun again when `restart`. */
-  private push(
-    key: string,
-    sample: Omit<PoolSample, 'served'>,
-    capacity: number,
-    restart: boolean,
-  ): readonly PoolSample[] {
-    let ring = this.samples.get(key);
-    if (!ring || restart) this.samples.set(key, (ring = new Ring(capacity)));
-    else if (ring.capacity < capacity) this.samples.set(key, (ring = Ring.from(ring, capacity)));
+  private push(key: string, sample: Reading, capacity: number, restart: boolean): readonly PoolSample[] {
+    const ring = Ring.in(this.samples, key, capacity, restart);
     ring.push({ ...sample, served: this.options.served?.(key) });
     return ring.toArray();
   }
@@ -124,10 +120,7 @@ export class EntityHistory {
   /** The chart's point for the newest of `history`: its pool size and its take rate over the chart's short window. */
   private chartPoint(key: string, history: readonly PoolSample[], capacity: number): void {
     const last = history[history.length - 1];
-    let chart = this.charts.get(key);
-    if (!chart) this.charts.set(key, (chart = new Ring(capacity)));
-    else if (chart.capacity < capacity) this.charts.set(key, (chart = Ring.from(chart, capacity)));
-    chart.push({
+    Ring.in(this.charts, key, capacity).push({
       t: last.at,
       size: last.size,
       takePerSecond: round(ratesOf(history, this.options.chartRateWindowMs).takePerSecond),
@@ -142,7 +135,7 @@ export class EntityHistory {
    * with the whole heap: 2.9 % of a core at 100,000 idle entities).
    */
   atRest(entityKey: string, size: number, offset: bigint): boolean {
-    const last = this.samples.get(entityKey)?.toArray().at(-1);
+    const last = this.lastSample(entityKey);
     const f = this.forecasts.get(entityKey);
     if (!last || !f || !this.filledOnce.has(entityKey)) return false;
     if (f.takePerSecond !== 0 || f.reservePerSecond !== 0 || f.poolDrySeconds === 0) return false;

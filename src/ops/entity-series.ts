@@ -1,5 +1,8 @@
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 
+/** A metric family with its values read, as a Registry renders it. */
+export type Family = MetricObjectWithValues<MetricValue<string>>;
+
 /**
  * How a per-entity family is summed up over every entity in `/metrics`
  * (`idpool_all_…`): counters and histograms add up, a pool-dry forecast
@@ -39,30 +42,24 @@ export class EntitySeries {
   }
 
   /** The family with the given entities' values (default: every entity), as a Registry renders it. */
-  family(entities: Iterable<string> = this.values.keys()): MetricObjectWithValues<MetricValue<string>> {
+  family(entities: Iterable<string> = this.values.keys()): Family {
     const values: MetricValue<string>[] = [];
     for (const entity of entities) {
       const value = this.values.get(entity);
       if (value !== undefined) values.push({ value, labels: { entity } });
     }
-    return {
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      values,
-      aggregator: 'sum',
-    } as unknown as MetricObjectWithValues<MetricValue<string>>;
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' } as unknown as Family;
   }
 
   /** `idpool_all_…`: the sum, or the soonest, over every entity. */
-  totalFamily(total: 'sum' | 'min'): MetricObjectWithValues<MetricValue<string>> {
+  totalFamily(total: 'sum' | 'min'): Family {
     let value = total === 'sum' ? 0 : Number.POSITIVE_INFINITY;
     for (const v of this.values.values()) value = total === 'sum' ? value + v : Math.min(value, v);
     return totalOf({ ...this.family([]), values: this.values.size ? [{ value, labels: {} }] : [] }, total);
   }
 
   /** What a Registry calls. */
-  async get(): Promise<MetricObjectWithValues<MetricValue<string>>> {
+  async get(): Promise<Family> {
     return this.family();
   }
 }
@@ -93,7 +90,7 @@ export class EntitySampleAge extends EntitySeries {
     return Number.isFinite(oldest) ? Math.max(0, (this.nowMs() - oldest) / 1000) : 0;
   }
 
-  override family(entities: Iterable<string> = this.values.keys()): MetricObjectWithValues<MetricValue<string>> {
+  override family(entities: Iterable<string> = this.values.keys()): Family {
     const family = super.family(entities);
     const now = this.nowMs();
     for (const v of family.values) v.value = Math.max(0, (now - v.value) / 1000);
@@ -102,10 +99,7 @@ export class EntitySampleAge extends EntitySeries {
 }
 
 /** `idpool_x` → `idpool_all_x`, over every entity: one series (or one per bucket) without the `entity` label. */
-export function totalOf(
-  family: MetricObjectWithValues<MetricValue<string>>,
-  total: 'sum' | 'min',
-): MetricObjectWithValues<MetricValue<string>> {
+export function totalOf(family: Family, total: 'sum' | 'min'): Family {
   const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
   const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
   for (const v of family.values as (MetricValue<string> & { metricName?: string })[]) {

@@ -1,4 +1,4 @@
-import { createHistogram } from 'node:perf_hooks';
+import { type RecordableHistogram, createHistogram } from 'node:perf_hooks';
 import { Gauge, type Registry } from 'prom-client';
 import { onAligned } from '../schedule';
 
@@ -15,18 +15,16 @@ import { onAligned } from '../schedule';
  */
 const EVENT_LOOP_SAMPLE_MS = 1000;
 
-/** prom-client's event-loop delay gauges, which {@link registerEventLoopDelay} replaces. */
-const GAUGES = [
-  ['min', 'The minimum recorded event loop delay.'],
-  ['max', 'The maximum recorded event loop delay.'],
-  ['mean', 'The mean of the recorded event loop delays.'],
-  ['stddev', 'The standard deviation of the recorded event loop delays.'],
-  ['p50', 'The 50th percentile of the recorded event loop delays.'],
-  ['p90', 'The 90th percentile of the recorded event loop delays.'],
-  ['p99', 'The 99th percentile of the recorded event loop delays.'],
-] as const;
-
-type Statistic = (typeof GAUGES)[number][0];
+/** prom-client's event-loop delay gauges, which {@link registerEventLoopDelay} replaces, and what each reads (ns). */
+const GAUGES: readonly [string, string, (h: RecordableHistogram) => number][] = [
+  ['min', 'The minimum recorded event loop delay.', (h) => h.min],
+  ['max', 'The maximum recorded event loop delay.', (h) => h.max],
+  ['mean', 'The mean of the recorded event loop delays.', (h) => h.mean],
+  ['stddev', 'The standard deviation of the recorded event loop delays.', (h) => h.stddev],
+  ['p50', 'The 50th percentile of the recorded event loop delays.', (h) => h.percentile(50)],
+  ['p90', 'The 90th percentile of the recorded event loop delays.', (h) => h.percentile(90)],
+  ['p99', 'The 99th percentile of the recorded event loop delays.', (h) => h.percentile(99)],
+];
 
 /**
  * Puts `nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds` on
@@ -45,28 +43,15 @@ export function registerEventLoopDelay(registry: Registry): void {
     (dueAt) => histogram.record(Math.max(1, Math.round((performance.now() - dueAt) * 1e6))),
     () => performance.now(),
   );
-  const gauges = new Map<Statistic, Gauge>();
-  const seconds = (ns: number) => ns / 1e9;
-  const read: Record<Statistic, () => number> = {
-    min: () => seconds(histogram.min),
-    max: () => seconds(histogram.max),
-    mean: () => seconds(histogram.mean),
-    stddev: () => seconds(histogram.stddev),
-    p50: () => seconds(histogram.percentile(50)),
-    p90: () => seconds(histogram.percentile(90)),
-    p99: () => seconds(histogram.percentile(99)),
-  };
+  const gauges = new Map<Gauge, (h: RecordableHistogram) => number>();
   // One collect sets all seven and starts the next scrape's window, as prom-client's does.
   const collect = () => {
-    if (histogram.count > 0) for (const [statistic, gauge] of gauges) gauge.set(read[statistic]());
+    if (histogram.count > 0) for (const [gauge, read] of gauges) gauge.set(read(histogram) / 1e9);
     histogram.reset();
   };
-  for (const [statistic, help] of GAUGES) {
+  for (const [statistic, help, read] of GAUGES) {
     const name = `nodejs_eventloop_lag_${statistic}_seconds`;
     registry.removeSingleMetric(name);
-    gauges.set(
-      statistic,
-      new Gauge({ name, help, registers: [registry], ...(statistic === 'min' ? { collect } : {}) }),
-    );
+    gauges.set(new Gauge({ name, help, registers: [registry], ...(statistic === 'min' ? { collect } : {}) }), read);
   }
 }

@@ -142,11 +142,14 @@ export class Ring<T> {
 
   constructor(readonly capacity: number) {}
 
-  /** A ring of `capacity` holding `ring`'s items (its latest ones when smaller). */
-  static from<T>(ring: Ring<T>, capacity: number): Ring<T> {
-    const bigger = new Ring<T>(capacity);
-    for (const item of ring.items) bigger.push(item);
-    return bigger;
+  /** The key's ring in `rings`: a new one when there is none or `restart`, the old one's latest items in it when it is smaller. */
+  static in<T>(rings: Map<string, Ring<T>>, key: string, capacity: number, restart = false): Ring<T> {
+    const old = restart ? undefined : rings.get(key);
+    if (old && old.capacity >= capacity) return old;
+    const ring = new Ring<T>(capacity);
+    for (const item of old?.items ?? []) ring.push(item);
+    rings.set(key, ring);
+    return ring;
   }
 
   push(item: T): void {

@@ -18,11 +18,6 @@ export function isoDate(ms: number | undefined): string | null {
   return ms !== undefined && Number.isFinite(ms) && Math.abs(ms) <= LAST_DATE_MS ? new Date(ms).toISOString() : null;
 }
 
-/** The ISO date `seconds` after `now`, or null ("never"). */
-export function dateIn(now: number, seconds: number): string | null {
-  return isoDate(now + seconds * 1000);
-}
-
 /** A duration as a person reads it: seconds, minutes, hours or days. */
 export function describeSeconds(s: number): string {
   if (s < 120) return `${Math.round(s)} s`;

@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import type { EntityConfig } from '../entities/entity';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { Fleet, type FleetSelf } from '../fleet/fleet';
@@ -24,7 +23,7 @@ export interface OpsDeps {
   config: OpsConfig;
   clock: Clock;
   log: Logger;
-  entities: { list(): EntityConfig[]; get(key: string): EntityConfig | undefined };
+  entities: SamplerOptions['entities'];
   poolStore: SamplerOptions['poolStore'];
   demand: SamplerOptions['demand'];
   allocator: SamplerOptions['allocator'];
@@ -152,9 +151,21 @@ export function createOpsEvents(
 
 /** The sampler over `events` (and the numbers layer, `deps.numbers`), the fleet and the dashboard's overview. */
 export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
-  const { clock } = deps;
+  const { clock, config } = deps;
   const { metrics, alarms, recent } = events;
-  const sampler = createSampler(deps, events);
+  // The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds.
+  const sampler = new OpsSampler({
+    ...deps,
+    ...events,
+    ...config,
+    log: deps.log.child({ component: 'alarms' }),
+    // Five samples at least, so one refill does not make the chart jump.
+    chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
+    horizonSeconds: config.alertHorizonDays * 86_400,
+    poolDrySeconds: config.alertPoolDrySeconds,
+    poolLowPercent: config.alertPoolLowPercent,
+    workerRangePercent: config.alertWorkerRangePercent,
+  });
   const fleet = new Fleet({
     ...deps.fleet,
     clock,
@@ -208,21 +219,4 @@ export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
 /** This host and process: the instance name in alarms, heartbeats and webhook posts. */
 export function instanceName(): string {
   return `${hostname()}:${process.pid}`;
-}
-
-/** The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds. */
-function createSampler(deps: OpsDeps, events: OpsEvents): OpsSampler {
-  const { config } = deps;
-  return new OpsSampler({
-    ...deps,
-    ...events,
-    ...config,
-    log: deps.log.child({ component: 'alarms' }),
-    // Five samples at least, so one refill does not make the chart jump.
-    chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
-    horizonSeconds: config.alertHorizonDays * 86_400,
-    poolDrySeconds: config.alertPoolDrySeconds,
-    poolLowPercent: config.alertPoolLowPercent,
-    workerRangePercent: config.alertWorkerRangePercent,
-  });
 }

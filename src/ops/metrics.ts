@@ -4,19 +4,10 @@
  * declaration per family), the per-entity series kept apart in
  * `entity-series.ts`.
  */
-import {
-  Counter,
-  Gauge,
-  Histogram,
-  type Metric,
-  type MetricObjectWithValues,
-  type MetricValue,
-  Registry,
-  collectDefaultMetrics,
-} from 'prom-client';
+import { Counter, Gauge, Histogram, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
 import { busiest } from './busiest';
 import { registerEventLoopDelay } from './event-loop-delay';
-import { EntitySampleAge, EntitySeries, type Total, totalOf } from './entity-series';
+import { EntitySampleAge, EntitySeries, type Family, type Total } from './entity-series';
 
 /** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
@@ -37,18 +28,12 @@ export interface OpsMetricsOptions {
  */
 export class OpsMetrics {
   readonly registry = new Registry();
-  /** How each family labelled by `entity` is totalled over all entities (none when absent). */
-  private readonly totals = new Map<string, Total>();
   /** The per-entity gauges (the sampler's), forgotten with a retired entity. */
   private readonly entityGauges: EntitySeries[] = [];
 
   // Pools (set by the sampler).
   readonly poolSize = this.entityGauge('idpool_pool_size', 'Ids ready in the pool', 'sum');
-  readonly poolLowWatermark = this.entityGauge(
-    'idpool_pool_low_watermark',
-    'Pool size below which a refill starts',
-    null,
-  );
+  readonly poolLowWatermark = this.entityGauge('idpool_pool_low_watermark', 'Pool size below which a refill starts');
   readonly poolTarget = this.entityGauge(
     'idpool_pool_target',
     'Pool size a refill tops up to: recent peak demand times IDPOOL_POOL_HORIZON_S, within [floor, max]',
@@ -58,7 +43,6 @@ export class OpsMetrics {
   readonly currentOffset = this.entityGauge(
     'idpool_current_offset',
     'Next unreserved number of the entity (current_offset; exact below 2^53)',
-    null,
   );
   readonly takeRate = this.entityGauge(
     'idpool_take_rate_ids_per_second',
@@ -91,22 +75,18 @@ export class OpsMetrics {
   readonly numberPeriodStart = this.entityGauge(
     'idpool_number_period_start_timestamp_seconds',
     "Unix time the entity's current business-number period started (by the clock that decides it)",
-    null,
   );
   readonly numberPeriodEnd = this.entityGauge(
     'idpool_number_period_end_timestamp_seconds',
     "Unix time the entity's current business-number period ends (the next one starts)",
-    null,
   );
   readonly numberPeriodUsed = this.entityGauge(
     'idpool_number_period_used',
     'Numbers of the current period no take can have any more: handed out, or dropped as gaps',
-    null,
   );
   readonly numberPeriodCapacity = this.entityGauge(
     'idpool_number_period_capacity',
     'Numbers one period holds: 10^N - 1 for {seq:N}',
-    null,
   );
   readonly forecastNumberPeriod = this.entityGauge(
     'idpool_forecast_number_period_exhausted_seconds',
@@ -124,7 +104,6 @@ export class OpsMetrics {
   readonly sampleRound = this.gauge(
     'idpool_ops_sample_round_seconds',
     'Seconds the ops sampler takes to read every entity once (entities are read 1,000 a run)',
-    [],
   );
   readonly sampleFailures = this.entityCounter(
     'idpool_ops_sample_failures_total',
@@ -133,12 +112,10 @@ export class OpsMetrics {
   readonly snowflakeTimeExhausted = this.gauge(
     'idpool_snowflake_time_exhausted_timestamp_seconds',
     'Unix time at which the snowflake layout runs out of timestamp bits',
-    [],
   );
   readonly snowflakeJsSafe = this.gauge(
     'idpool_snowflake_js_safe_limit_timestamp_seconds',
     'Unix time from which snowflake ids pass 2^53',
-    [],
   );
 
   // The fleet (fleet/fleet.ts), as this instance saw it at its last heartbeat.
@@ -197,13 +174,11 @@ export class OpsMetrics {
   readonly redisEpochChanges = this.counter(
     'idpool_redis_server_changes_total',
     'Times the Redis epoch was seen to change (restart, failover, failback)',
-    [],
   );
   // Not per entity: a failing dependency fails every entity's refill at once.
   readonly refillFailures = this.counter(
     'idpool_refill_failures_total',
     'Refills and pool sweeps that failed (logged as "refill failed")',
-    [],
   );
 
   // Dependencies (probed at each scrape, as /readyz probes them).
@@ -225,27 +200,24 @@ export class OpsMetrics {
   });
 
   // Worker lease (snowflake).
-  readonly leaseHeld = this.gauge('idpool_worker_lease_held', '1 while this instance holds a usable worker lease', []);
+  readonly leaseHeld = this.gauge('idpool_worker_lease_held', '1 while this instance holds a usable worker lease');
   readonly leaseRemaining = this.gauge(
     'idpool_worker_lease_remaining_seconds',
     'Seconds until the worker lease expires unless renewed',
-    [],
   );
   readonly clockSkew = this.gauge(
     'idpool_clock_skew_seconds',
     "This instance's clock minus the reference's (redis: TIME, database: its NOW), as last checked (IDPOOL_CLOCK_CHECK_MS)",
     ['against'],
   );
-  readonly leaseWorkerId = this.gauge('idpool_worker_id', 'Worker id this instance holds (-1 = none)', []);
+  readonly leaseWorkerId = this.gauge('idpool_worker_id', 'Worker id this instance holds (-1 = none)');
   readonly workersInUse = this.gauge(
     'idpool_worker_ids_in_use',
     'Worker ids with a live lease in this deployment range',
-    [],
   );
   readonly workersAvailable = this.gauge(
     'idpool_worker_ids_in_range',
     'Worker ids in this deployment range (IDPOOL_WORKER_MIN..MAX)',
-    [],
   );
 
   // Alarms.
@@ -264,9 +236,8 @@ export class OpsMetrics {
 
   /** Sets `idpool_dependency_up` from a readiness report's checks (`database`, `redis`; 'ok' = up). */
   recordDependencies(checks: Partial<Record<string, string>>): void {
-    for (const dependency of ['database', 'redis', 'leaf_database', 'tinyid_database']) {
+    for (const dependency of ['database', 'redis', 'leaf_database', 'tinyid_database'])
       if (checks[dependency] !== undefined) this.dependencyUp.set({ dependency }, checks[dependency] === 'ok' ? 1 : 0);
-    }
   }
 
   /** Forgets the per-entity gauges of a retired entity (its counters count on: they add up in the totals). */
@@ -287,7 +258,7 @@ export class OpsMetrics {
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
     // Per-entity counters and histograms hold only entities that had activity here: read them whole.
-    const read = new Map<string, MetricObjectWithValues<MetricValue<string>>>();
+    const read = new Map<string, Family>();
     await Promise.all(
       families
         .filter((m) => hasEntityLabel(m) && !(m instanceof EntitySeries))
@@ -299,12 +270,8 @@ export class OpsMetrics {
       for (const key of counted.values.keys()) candidates.add(key);
     for (const family of read.values())
       for (const v of family.values) if (v.labels.entity !== undefined) candidates.add(String(v.labels.entity));
-    const shown = busiest(
-      max,
-      candidates,
-      this.options.recentServed?.() ?? new Map<string, number>(),
-      finiteValues(this.takeRate.values),
-    );
+    const takeRates = new Map([...this.takeRate.values].filter(([, rate]) => Number.isFinite(rate)));
+    const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map<string, number>(), takeRates);
 
     const out = new Registry();
     for (const m of families) {
@@ -323,13 +290,12 @@ export class OpsMetrics {
         values: family.values.filter((v) => v.labels.entity === undefined || shown.has(String(v.labels.entity))),
       };
       out.registerMetric(fixed(kept));
-      const total = this.totals.get(family.name);
-      if (total) out.registerMetric(fixed(totalOf(family, total)));
     }
     return { contentType: out.contentType, body: await out.metrics() };
   }
 
-  private entityGauge(name: string, help: string, total: Total): EntitySeries {
+  /** A per-entity gauge, totalled over every entity as `total` says (none by default). */
+  private entityGauge(name: string, help: string, total: Total = null): EntitySeries {
     const gauge = this.register(new EntitySeries(name, help, total));
     this.entityGauges.push(gauge);
     return gauge;
@@ -345,20 +311,13 @@ export class OpsMetrics {
     return this.register(new EntitySeries(name, help, 'sum', 'counter'));
   }
 
-  private gauge<L extends string>(name: string, help: string, labelNames: L[], total?: Total): Gauge<L> {
-    if (total !== undefined) this.totals.set(name, total);
+  private gauge<L extends string = never>(name: string, help: string, labelNames: L[] = []): Gauge<L> {
     return new Gauge({ name, help, labelNames, registers: [this.registry] });
   }
 
-  private counter<L extends string>(name: string, help: string, labelNames: L[]): Counter<L> {
+  private counter<L extends string = never>(name: string, help: string, labelNames: L[] = []): Counter<L> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
-}
-
-function finiteValues(values: Map<string, number>): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const [k, v] of values) if (Number.isFinite(v)) out.set(k, v);
-  return out;
 }
 
 function hasEntityLabel(m: Metric): boolean {
@@ -370,6 +329,6 @@ function nameOf(m: Metric): string {
 }
 
 /** A family whose values are already read, in the shape a Registry renders (it calls `get()`). */
-function fixed(family: MetricObjectWithValues<MetricValue<string>>): Metric {
+function fixed(family: Family): Metric {
   return { name: family.name, get: async () => family } as unknown as Metric;
 }

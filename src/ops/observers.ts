@@ -1,4 +1,3 @@
-import type { EntityConfig } from '../entities/entity';
 import type { DispatchEvents } from '../pool/dispatcher';
 import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
@@ -8,14 +7,12 @@ import { raised } from './alarm-table';
 import type { OpsMetrics } from './metrics';
 import type { SamplerFeed, SamplerOptions } from './sampler';
 
-interface Entities {
-  get(key: string): EntityConfig | undefined;
-}
+type Entities = Pick<SamplerOptions['entities'], 'get'>;
 
-/** Turns the refiller's events into metrics and alarms; the sweep's reads of pool sizes go to the sampler's `feed` (an idle pool is read once for both). */
+/** Turns the refiller's events into metrics (none: not counted) and alarms; the sweep's reads of pool sizes go to the sampler's `feed` (an idle pool is read once for both). */
 export function opsRefillEvents(
-  metrics: OpsMetrics,
-  alarms: Alarms,
+  metrics: OpsMetrics | undefined,
+  alarms: Pick<Alarms, 'raise'>,
   entities: Entities,
   stride: SamplerOptions['stride'],
   feed?: Pick<SamplerFeed, 'offer'>,
@@ -23,29 +20,29 @@ export function opsRefillEvents(
   return {
     levelsRead: (levels, roundMs, readAt) => feed?.offer(levels, roundMs, readAt),
     refilled(entity, seconds, steps, numbers) {
-      metrics.refills.inc({ entity });
-      metrics.refillDuration.observe(seconds);
-      metrics.segmentsReserved.inc({ entity }, steps);
-      metrics.numbersReserved.inc({ entity }, numbers);
+      metrics?.refills.inc({ entity });
+      metrics?.refillDuration.observe(seconds);
+      metrics?.segmentsReserved.inc({ entity }, steps);
+      metrics?.numbersReserved.inc({ entity }, numbers);
     },
     fenceRefused(entity, start, end) {
-      metrics.fenceRefusals.inc({ entity });
+      metrics?.fenceRefusals.inc({ entity });
       alarms.raise(fenceRefusedAlarm(entity, start, end));
     },
     databaseBehind(report) {
-      metrics.databaseBehind.inc({ entity: report.entityKey });
+      metrics?.databaseBehind.inc({ entity: report.entityKey });
       alarms.raise(databaseBehindAlarm(report));
     },
     poolDiscarded(entity, fence) {
       if (!discardedIds(entities, stride, entity, fence)) return;
-      metrics.poolsDiscarded.inc({ entity });
+      metrics?.poolsDiscarded.inc({ entity });
       alarms.raise(poolDiscardedAlarm(entity, fence));
     },
     epochChanged(from, to) {
-      metrics.redisEpochChanges.inc();
+      metrics?.redisEpochChanges.inc();
       alarms.raise(epochChangedAlarm(from, to));
     },
-    failed: () => metrics.refillFailures.inc(),
+    failed: () => metrics?.refillFailures.inc(),
   };
 }
 
@@ -55,16 +52,7 @@ export function opsRefillEvents(
  * without folding, metrics or webhook.
  */
 export function loggingRefillEvents(log: Logger, entities: Entities, stride: SamplerOptions['stride']): RefillEvents {
-  return {
-    refilled: () => undefined,
-    fenceRefused: (entity, start, end) => logAlarm(log, fenceRefusedAlarm(entity, start, end)),
-    databaseBehind: (report) => logAlarm(log, databaseBehindAlarm(report)),
-    poolDiscarded(entity, fence) {
-      if (discardedIds(entities, stride, entity, fence)) logAlarm(log, poolDiscardedAlarm(entity, fence));
-    },
-    epochChanged: (from, to) => logAlarm(log, epochChangedAlarm(from, to)),
-    failed: () => undefined,
-  };
+  return opsRefillEvents(undefined, { raise: (alarm) => logAlarm(log, alarm) }, entities, stride);
 }
 
 /**
@@ -139,21 +127,21 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
   });
 }
 
-/** Turns the dispatcher's events into metrics and alarms; `onRefused` counts the takes refused for too few ids. */
+/** Turns the dispatcher's events into metrics (none: not counted) and alarms; `onRefused` counts the takes refused for too few ids. */
 export function opsDispatchEvents(
-  metrics: OpsMetrics,
-  alarms: Alarms,
+  metrics: OpsMetrics | undefined,
+  alarms: Pick<Alarms, 'raise'>,
   onRefused: (entityKey: string) => void,
 ): DispatchEvents {
   return {
-    rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
+    rateLimited: (entity) => metrics?.rateLimited.inc({ entity }),
     refused: onRefused,
     exhausted(entity, count) {
-      metrics.exhausted.inc({ entity });
+      metrics?.exhausted.inc({ entity });
       alarms.raise(poolExhaustedAlarm(entity, count));
     },
     periodExhausted(entity, digits, nextAt) {
-      metrics.exhausted.inc({ entity });
+      metrics?.exhausted.inc({ entity });
       alarms.raise(periodExhaustedAlarm(entity, digits, nextAt));
     },
   };
@@ -161,10 +149,5 @@ export function opsDispatchEvents(
 
 /** The dispatcher's events as log lines alone (a dispatcher built without the ops side: tests, tools): only exhaustion is an alarm. */
 export function loggingDispatchEvents(log: Logger): DispatchEvents {
-  return {
-    rateLimited: () => undefined,
-    refused: () => undefined,
-    exhausted: (entity, count) => logAlarm(log, poolExhaustedAlarm(entity, count)),
-    periodExhausted: (entity, digits, nextAt) => logAlarm(log, periodExhaustedAlarm(entity, digits, nextAt)),
-  };
+  return opsDispatchEvents(undefined, { raise: (alarm) => logAlarm(log, alarm) }, () => undefined);
 }

@@ -130,23 +130,17 @@ function busiestEntities(
   limit: number,
   servedRates: Map<string, number>,
 ): (EntityOverview | SnowflakeEntityOverview)[] {
-  const chosen = busiest(
-    limit,
-    matching.map((a) => a.key),
-    servedRates,
-    s.takeRates,
-  );
+  const keys = matching.map((a) => a.key);
+  const chosen = busiest(limit, keys, servedRates, s.takeRates);
+  const shown = matching.filter((a) => chosen.has(a.key));
+  const served = (key: string) => round(servedRates.get(key) ?? 0);
   // A page costs its rows, not every entity. A pool's rate is read from the pool (every consumer, direct pops
   // too), but over a longer window: never shown below what the instances served.
   const pooled = s.sampler
-    .overview(matching.filter((a) => chosen.has(a.key) && a.mode !== 'snowflake'))
-    .map((row) => ({ ...row, takePerSecond: Math.max(row.takePerSecond, round(servedRates.get(row.key) ?? 0)) }));
-  const snowflakes: SnowflakeEntityOverview[] = matching
-    .filter((a) => chosen.has(a.key) && a.mode === 'snowflake')
-    .map((a) => ({
-      key: a.key,
-      mode: 'snowflake',
-      takePerSecond: round(servedRates.get(a.key) ?? 0),
-    }));
+    .overview(shown.filter((a) => a.mode !== 'snowflake'))
+    .map((row) => ({ ...row, takePerSecond: Math.max(row.takePerSecond, served(row.key)) }));
+  const snowflakes = shown
+    .filter((a) => a.mode === 'snowflake')
+    .map((a): SnowflakeEntityOverview => ({ key: a.key, mode: 'snowflake', takePerSecond: served(a.key) }));
   return [...pooled, ...snowflakes].sort((a, b) => b.takePerSecond - a.takePerSecond || (a.key < b.key ? -1 : 1));
 }

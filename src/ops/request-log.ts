@@ -51,10 +51,7 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
     const route = req.route as { path?: unknown } | undefined;
     if (!route || typeof route.path !== 'string') return 'unmatched';
     let label = routeLabels.get(route);
-    if (label === undefined) {
-      label = mountedPath(req.originalUrl, route.path);
-      routeLabels.set(route, label);
-    }
+    if (label === undefined) routeLabels.set(route, (label = mountedPath(req.originalUrl, route.path)));
     return label;
   };
 

@@ -246,9 +246,8 @@ export class OpsSampler {
     const now = this.options.clock.now();
     metrics.leaseHeld.set(status.held ? 1 : 0);
     metrics.leaseWorkerId.set(status.workerId ?? -1);
-    metrics.leaseRemaining.set(
-      status.held && status.expiresAt !== undefined ? Math.max(0, (status.expiresAt - now) / 1000) : 0,
-    );
+    const expiresAt = status.held ? (status.expiresAt ?? now) : now;
+    metrics.leaseRemaining.set(Math.max(0, (expiresAt - now) / 1000));
     this.rules.checkLease(status);
     if (lease.usage && now - this.lastUsageAt >= USAGE_EVERY_MS) {
       this.lastUsageAt = now;
@@ -273,9 +272,7 @@ export class OpsSampler {
     const sf = this.options.snowflake?.();
     if (!sf) return;
     this.options.metrics.snowflakeTimeExhausted.set(sf.timeExhaustedAt / 1000);
-    this.options.metrics.snowflakeJsSafe.set(
-      sf.jsSafeLimitAt === undefined ? Number.POSITIVE_INFINITY : sf.jsSafeLimitAt / 1000,
-    );
+    this.options.metrics.snowflakeJsSafe.set((sf.jsSafeLimitAt ?? Number.POSITIVE_INFINITY) / 1000);
     this.rules.checkSnowflake(sf, this.options.clock.now());
   }
 
@@ -332,26 +329,18 @@ export class OpsSampler {
     );
     // History covers historyMs whatever the round: an idle entity sampled
     // every `rounds` runs keeps that many fewer samples, an active one all.
-    const idleCapacity = Math.max(2, Math.ceil(this.options.historyMs / (this.options.sampleMs * rounds)) + 1);
-    const activeCapacity = Math.max(2, Math.ceil(this.options.historyMs / this.options.sampleMs) + 1);
+    const { historyMs, sampleMs } = this.options;
+    const capacity = (key: string) =>
+      Math.max(2, Math.ceil(historyMs / (sampleMs * (this.round.isActive(key) ? 1 : rounds))) + 1);
     this.rounds = rounds;
-    this.options.metrics.sampleRound.set((this.options.sampleMs * rounds) / 1000);
-    for (const [i, entity] of entities.entries()) {
-      const capacity = this.round.isActive(entity.key) ? activeCapacity : idleCapacity;
+    this.options.metrics.sampleRound.set((sampleMs * rounds) / 1000);
+    for (const [i, entity] of entities.entries())
       this.guardNow('entity', entity.key, () =>
-        this.sampleEntity(entity, levels[i].level, offsets.get(entity.key), levels[i].at, capacity),
+        this.sampleEntity(entity, levels[i].level, offsets.get(entity.key), levels[i].at, capacity(entity.key)),
       );
-    }
     // Side by side: two Redis round trips each, in flight together on the one connection.
-    await Promise.all(
-      picked
-        .filter((e) => e.numbers)
-        .map((entity) =>
-          this.guard('entity', entity.key, () =>
-            this.sampleNumbers(entity, this.round.isActive(entity.key) ? activeCapacity : idleCapacity),
-          ),
-        ),
-    );
+    const numbered = picked.filter((e) => e.numbers);
+    await Promise.all(numbered.map((e) => this.guard('entity', e.key, () => this.sampleNumbers(e, capacity(e.key)))));
     if (!live) return;
     for (const key of this.history.keys()) if (!live.has(key)) this.forget(key);
     // Entities retired before their first sample.
@@ -369,10 +358,9 @@ export class OpsSampler {
     const settings = entity.numbers;
     if (!this.options.numbers || !settings) return;
     const usage = await this.options.numbers.usage(entity);
-    let history = this.periods.get(entity.key);
-    if (!history) this.periods.set(entity.key, (history = new PeriodHistory(this.options.periodRateWindowMs)));
+    const history = cached(this.periods, entity.key, () => new PeriodHistory(this.options.periodRateWindowMs));
     history.record(usage.period.id, { at: usage.now, used: usage.used });
-    const zone = this.zoneOf(settings.timeZone);
+    const zone = cached(this.zones, settings.timeZone, timeZone);
     const view = {
       ...numberView(usage, history.takePerSecond(usage.period.start), (ms) => zone.wallClock(ms)),
       takePerSecond: this.history.recordNumbers(entity.key, usage, capacity),
@@ -392,18 +380,8 @@ export class OpsSampler {
     metrics.numberPeriodCapacity.set(labels, Number(usage.capacity));
     metrics.poolSize.set(labels, usage.ready);
     metrics.takeRate.set(labels, takePerSecond ?? 0);
-    metrics.forecastNumberPeriod.set(
-      labels,
-      forecast.runsOutAt === undefined
-        ? Number.POSITIVE_INFINITY
-        : Math.max(0, (forecast.runsOutAt - usage.now) / 1000),
-    );
-  }
-
-  private zoneOf(name: string): TimeZone {
-    let zone = this.zones.get(name);
-    if (!zone) this.zones.set(name, (zone = timeZone(name)));
-    return zone;
+    const runsOutAt = forecast.runsOutAt ?? Number.POSITIVE_INFINITY;
+    metrics.forecastNumberPeriod.set(labels, Math.max(0, (runsOutAt - usage.now) / 1000));
   }
 
   /** Records, publishes and checks one entity's sample. */
@@ -540,11 +518,10 @@ export class OpsSampler {
     let stale = 0;
     for (const entity of this.options.entities.list())
       if (entity.mode !== 'snowflake' && this.isStale(entity.key, now)) stale++;
-    const roundSeconds = (this.rounds * this.options.sampleMs) / 1000;
     return {
       ok: stale === 0,
       oldestSampleAgeSeconds: round(this.options.metrics.sampleAge.maxAge()),
-      roundSeconds,
+      roundSeconds: (this.rounds * this.options.sampleMs) / 1000,
       staleEntities: stale,
     };
   }
@@ -563,4 +540,11 @@ export class OpsSampler {
   forecast(entityKey: string): EntityForecast | undefined {
     return this.history.forecast(entityKey);
   }
+}
+
+/** The value `map` holds for `key`, made and kept when it holds none. */
+function cached<K, V>(map: Map<K, V>, key: K, make: (key: K) => V): V {
+  let value = map.get(key);
+  if (value === undefined) map.set(key, (value = make(key)));
+  return value;
 }
