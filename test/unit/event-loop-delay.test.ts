@@ -13,14 +13,15 @@ describe('the event-loop delay gauges (sampled every second)', () => {
     const rest = await scrape();
     for (const name of LAG) expect(rest.has(name), name).toBe(true);
     expect(rest.get('nodejs_eventloop_lag_p50_seconds')).toBeLessThan(0.02);
-    expect(rest.get('nodejs_eventloop_lag_max_seconds')).toBeLessThan(0.05);
+    // At rest a timer is late by what the machine's other work costs it (126 ms seen beside a test suite).
+    expect(rest.get('nodejs_eventloop_lag_max_seconds')).toBeLessThan(0.5);
     expect(rest.has('nodejs_eventloop_lag_seconds')).toBe(true);
     const body = (await metrics.render()).body;
     for (const name of LAG) expect(body.split('\n').filter((l) => l.startsWith(`# TYPE ${name} `))).toHaveLength(1);
-    // A loop blocked longer than the interval delays the sample due meanwhile: the next scrape shows it.
-    const until = Date.now() + 1_200;
+    // A loop blocked 2.5 s delays a sample due in its first 1.5 s by at least 1 s: the next scrape shows it.
+    const until = Date.now() + 2_500;
     while (Date.now() < until);
     await sleep(1_100);
-    expect((await scrape()).get('nodejs_eventloop_lag_max_seconds')).toBeGreaterThan(0.1);
+    expect((await scrape()).get('nodejs_eventloop_lag_max_seconds')).toBeGreaterThan(1);
   });
 });
