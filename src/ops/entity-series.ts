@@ -99,7 +99,7 @@ export class EntitySampleAge extends EntitySeries {
 }
 
 /** `idpool_x` → `idpool_all_x`, over every entity: one series (or one per bucket) without the `entity` label. */
-export function totalOf(family: Family, total: 'sum' | 'min'): Family {
+function totalOf(family: Family, total: 'sum' | 'min'): Family {
   const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
   const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
   for (const v of family.values as (MetricValue<string> & { metricName?: string })[]) {
