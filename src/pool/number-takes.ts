@@ -50,9 +50,9 @@ export function numberRun(
   const count = Number(range.last - range.first + 1n);
   const big = range.last > BigInt(Number.MAX_SAFE_INTEGER);
   const first = Number(range.first);
-  const seqs = big
-    ? Array.from({ length: count }, (_, i) => range.first + BigInt(i))
-    : new Float64Array(count).map((_, i) => first + i);
+  const seqs = big ? Array.from({ length: count }, (_, i) => range.first + BigInt(i)) : new Float64Array(count);
+  // A loop, not Float64Array.map: its callback per sequence was a quarter of the Redis push's cost.
+  if (!big) for (let i = 0; i < count; i++) seqs[i] = first + i;
   if (entity.mode === 'trend')
     for (let s = 0; s < count; s += entity.step) shuffle(seqs, s, Math.min(s + entity.step, count));
   if (big || formatted) return Array.from<number | bigint, string>(seqs, scheme.template.formatter(period));
