@@ -30,12 +30,16 @@ export interface DecodedNumber {
 
 export class NumberScheme {
   readonly calendar: PeriodCalendar;
+  /** 1 % of a period's capacity ({@link poolCap}), worked out once: every take's low watermark asks for the cap. */
+  private readonly onePercent: number;
 
   private constructor(
     readonly template: NumberTemplate,
     readonly settings: NumberSettings,
   ) {
     this.calendar = new PeriodCalendar(template.reset, timeZone(settings.timeZone));
+    const onePercent = template.capacity / 100n;
+    this.onePercent = onePercent > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(onePercent);
   }
 
   /**
@@ -73,9 +77,7 @@ export class NumberScheme {
    * quarter of a `{seq:6}` day.
    */
   poolCap(largestBatch: number): number {
-    const onePercent = this.capacity / 100n;
-    const share = onePercent > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(onePercent);
-    return Math.max(largestBatch, share, 1);
+    return Math.max(largestBatch, this.onePercent, 1);
   }
 
   /** `number` taken apart, or undefined when it is not one of this template's (or names no period of the zone). */

@@ -144,6 +144,17 @@ describe('periods', () => {
   });
 });
 
+describe('pool cap', () => {
+  it('keeps 1 % of a period ready, or one largest batch when more; at most 2^53 - 1', () => {
+    const scheme = (format: string) => NumberScheme.of(NumberScheme.settings({ format }));
+    expect(scheme('A{yyyy}{MM}{dd}-{seq:6}').poolCap(1000)).toBe(9_999);
+    expect(scheme('A{yyyy}{MM}{dd}-{seq:6}').poolCap(20_000)).toBe(20_000);
+    expect(scheme('A{yyyy}-{seq:2}').poolCap(0)).toBe(1);
+    expect(scheme('A{yyyy}{MM}{dd}-{seq:12}').poolCap(1000)).toBe(9_999_999_999);
+    expect(scheme('T-{seq:18}').poolCap(1000)).toBe(Number.MAX_SAFE_INTEGER);
+  });
+});
+
 describe('decode', () => {
   it("gives a number's period in its zone and its sequence", () => {
     const s = NumberScheme.of({ format: 'INV{yyyy}{MM}{dd}-{seq:6}', reset: 'daily', timeZone: 'Asia/Shanghai' });

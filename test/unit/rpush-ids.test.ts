@@ -102,4 +102,30 @@ describe('RpushNumbers', () => {
     });
     same({ head: 'A', tail: 'B', width: 16, seqs: new Float64Array([9_007_199_254_740_991, 1_000_000_000_000_000]) });
   });
+
+  it('writes the same bytes for consecutive runs written a hundred at a time, from any start, across digit edges', () => {
+    const run = (from: number, length: number) => Float64Array.from({ length }, (_, i) => from + i);
+    for (const [from, length, width] of [
+      [1, 1_000, 4],
+      [37, 1_234, 12],
+      [9_950, 200, 5],
+      [99_999_937, 350, 12],
+      [999_999_999_900, 100, 12],
+      [9_007_199_254_740_000, 992, 16],
+      [0, 100, 2],
+    ])
+      same({ head: 'INV20261128-', tail: '/X', width, seqs: run(from, length) });
+    // Runs broken mid-block (a trend entity's shuffled step, a gap) are written number by number.
+    const broken = run(1_000, 500);
+    [broken[150], broken[160]] = [broken[160], broken[150]];
+    broken[420] = 7;
+    same({ head: 'R', tail: '', width: 6, seqs: broken });
+    // A block below the one before, with fewer digits: the digits it no longer has are zeros again.
+    same({
+      head: 'R',
+      tail: '',
+      width: 6,
+      seqs: Float64Array.of(...run(123_400, 100), ...run(500, 100), ...run(1_000, 100)),
+    });
+  });
 });
