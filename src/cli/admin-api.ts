@@ -42,12 +42,7 @@ export class AdminApi {
   private readonly base: string;
 
   constructor(private readonly options: AdminApiOptions) {
-    let url: URL | undefined;
-    try {
-      url = new URL(options.url);
-    } catch {
-      url = undefined;
-    }
+    const url = URL.canParse(options.url) ? new URL(options.url) : undefined;
     if (!url || !/^https?:\/\/[^/]/.test(options.url))
       throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${options.url}"`);
     this.base = options.url.replace(/\/+$/, '');
@@ -58,21 +53,10 @@ export class AdminApi {
     }
   }
 
-  get<T>(path: string): Promise<T> {
-    return this.send<T>('GET', path);
-  }
-
-  post<T>(path: string, body?: unknown): Promise<T> {
-    return this.send<T>('POST', path, body);
-  }
-
-  patch<T>(path: string, body: unknown): Promise<T> {
-    return this.send<T>('PATCH', path, body);
-  }
-
-  delete(path: string): Promise<undefined> {
-    return this.send<undefined>('DELETE', path);
-  }
+  readonly get = <T>(path: string) => this.send<T>('GET', path);
+  readonly post = <T>(path: string, body?: unknown) => this.send<T>('POST', path, body);
+  readonly patch = <T>(path: string, body: unknown) => this.send<T>('PATCH', path, body);
+  readonly delete = (path: string) => this.send<undefined>('DELETE', path);
 
   private async send<T>(method: string, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = {

@@ -56,7 +56,7 @@ const pickTunables = (opts: Record<string, unknown>) =>
 /** The tunables' options and the credential-free protocols, on `apps create` and `apps update`. */
 function addTunables(command: Command): Command {
   command.addOption(compatOption());
-  for (const t of TUNABLES) command.addOption(new Option(t.flag, t.what).argParser(nonNegativeInt));
+  for (const t of TUNABLES) command.option(t.flag, t.what, nonNegativeInt);
   return command;
 }
 
@@ -85,20 +85,14 @@ function addCreate(group: Command, ctx: CliContext): void {
     .addOption(
       new Option('--mode <mode>', 'how ids are made').choices(['monotonic', 'trend', 'snowflake']).default('monotonic'),
     )
-    .addOption(new Option('--start-offset <n>', 'first number of the line (default 0)').argParser(decimal))
-    .addOption(
-      new Option(
-        '--first-id <id>',
-        'lowest id to issue (instead of --start-offset; e.g. above an old service)',
-      ).argParser(decimal),
+    .option('--start-offset <n>', 'first number of the line (default 0)', decimal)
+    .option('--first-id <id>', 'lowest id to issue (instead of --start-offset; e.g. above an old service)', decimal)
+    .option(
+      '--delta <n>',
+      'ids are the numbers ≡ remainder (mod delta); fixed once registered (default 1)',
+      nonNegativeInt,
     )
-    .addOption(
-      new Option(
-        '--delta <n>',
-        'ids are the numbers ≡ remainder (mod delta); fixed once registered (default 1)',
-      ).argParser(nonNegativeInt),
-    )
-    .addOption(new Option('--remainder <n>', 'see --delta (default 0)').argParser(nonNegativeInt))
+    .option('--remainder <n>', 'see --delta (default 0)', nonNegativeInt)
     .option('--format <template>', 'business numbers: a template such as INV{yyyy}{MM}{dd}-{seq:6} (docs/numbers.md)')
     .addOption(
       new Option(
@@ -135,9 +129,7 @@ function addList(group: Command, ctx: CliContext): void {
   group
     .command('list')
     .description('list live entities with their pools, in key order (every page unless --limit)')
-    .addOption(
-      new Option('--limit <n>', 'one page of at most n entities (1-1000) instead of all').argParser(nonNegativeInt),
-    )
+    .option('--limit <n>', 'one page of at most n entities (1-1000) instead of all', nonNegativeInt)
     .option('--after <key>', 'start after this key (the "next" a page printed)')
     .action(async (opts: { limit?: number; after?: string }, cmd: Command) => {
       const { list, next } = await listPages(ctx, cmd, opts);
@@ -257,11 +249,10 @@ function addRotateSecret(group: Command, ctx: CliContext): void {
     .command('rotate-secret')
     .description("replace an entity's secret; the old one stops working at once, or after --keep-old-for")
     .argument('<key>', 'entity key')
-    .addOption(
-      new Option(
-        '--keep-old-for <duration>',
-        'keep accepting the old secrets this long (90s, 30m, 12h, 7d; at most 30d) while clients move over',
-      ).argParser(duration),
+    .option(
+      '--keep-old-for <duration>',
+      'keep accepting the old secrets this long (90s, 30m, 12h, 7d; at most 30d) while clients move over',
+      duration,
     )
     .action(async (key: string, opts: { keepOldFor?: number }, cmd: Command) => {
       const body = opts.keepOldFor !== undefined ? { keepOldForSeconds: opts.keepOldFor } : {};
@@ -278,11 +269,7 @@ function addSecretCommands(group: Command, ctx: CliContext): void {
     .description('accept one more secret (made here and printed once, or given with --secret)')
     .argument('<key>', 'entity key')
     .option('--secret <secret>', 'accept this secret (16-256 printable ASCII characters) instead of a new one')
-    .addOption(
-      new Option('--expires-in <duration>', 'stop accepting it after this long (90s, 30m, 12h, 7d)').argParser(
-        duration,
-      ),
-    )
+    .option('--expires-in <duration>', 'stop accepting it after this long (90s, 30m, 12h, 7d)', duration)
     .action(async (key: string, opts: { secret?: string; expiresIn?: number }, cmd: Command) => {
       const body = {
         ...(opts.secret !== undefined ? { secret: opts.secret } : {}),

@@ -1,5 +1,5 @@
 /** `apps import` (a JSON-lines file) and `apps import-from leaf|tinyid` (an incumbent's databases): registering many entities at once. */
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { type CliContext, nonNegativeInt, repeatable } from './context';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { importEntities } from './import';
@@ -19,7 +19,7 @@ export function addImport(group: Command, ctx: CliContext): void {
       '--secrets <path>',
       'file to create (mode 0600, never overwritten) with one {"key","secret"} line per registered entity',
     )
-    .addOption(new Option('--concurrency <n>', 'requests in flight at once').argParser(nonNegativeInt).default(8))
+    .option('--concurrency <n>', 'requests in flight at once', nonNegativeInt, 8)
     .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
       const result = await importEntities(
         ctx.admin(cmd),
@@ -80,10 +80,11 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
       "register the entities in a live cutover: their segments come from the incumbent's rows, which it keeps advancing too",
     )
     .option('--finish', "once the incumbent is stopped: move every live entity onto idpool's own table above its row")
-    .addOption(
-      new Option('--observe-seconds <s>', '--finish: how long each row must move only by what idpool reserves')
-        .argParser(nonNegativeInt)
-        .default(10),
+    .option(
+      '--observe-seconds <s>',
+      '--finish: how long each row must move only by what idpool reserves',
+      nonNegativeInt,
+      10,
     )
     .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
     .action((incumbent: string, opts: ImportFromOptions, cmd: Command) => importFrom(ctx, incumbent, opts, cmd));

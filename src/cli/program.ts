@@ -1,4 +1,4 @@
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/config';
 import { IdpoolError, errorMessage } from '../errors';
 import { addEntityCommands } from './entity-commands';
@@ -52,9 +52,7 @@ export function buildProgram(io: CliIo): Command {
     .version(idpoolVersion(), '-V, --version')
     .option('--url <url>', 'base URL of an idpool instance, for apps and workers (IDPOOL_URL)')
     .option('--json', 'print the JSON the service answers instead of text')
-    .addOption(
-      new Option('--timeout <ms>', 'how long to wait for the service').argParser(nonNegativeInt).default(10_000),
-    )
+    .option('--timeout <ms>', 'how long to wait for the service', nonNegativeInt, 10_000)
     .addHelpText(
       'after',
       '\nEnvironment:\n  IDPOOL_URL          instance for apps/workers (default http://127.0.0.1:$IDPOOL_PORT, port 8080)\n  IDPOOL_ADMIN_TOKEN  admin token for apps/workers\n  IDPOOL_SECRET       the entity secret for take (else asked for on the terminal)\n  IDPOOL_*            service configuration for serve, migrate and decode (see the README)\n\nExit codes: 0 ok, 1 runtime or dependency failure, 2 usage or validation error.',

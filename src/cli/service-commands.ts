@@ -1,4 +1,4 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { DATABASE_URL_VARIABLE, loadConfig } from '../config/config';
 import { type CliContext, nonNegativeInt } from './context';
 import { CliError, EXIT_FAILURE } from './errors';
@@ -10,7 +10,7 @@ export function addServiceCommands(program: Command, ctx: CliContext): void {
   program
     .command('serve')
     .description('run the service (same as npm start); configured by IDPOOL_* variables')
-    .addOption(new Option('--port <port>', 'HTTP port (IDPOOL_PORT)').argParser(nonNegativeInt))
+    .option('--port <port>', 'HTTP port (IDPOOL_PORT)', nonNegativeInt)
     .action(async (opts: { port?: number }) => {
       await io.serve({ port: opts.port });
     });

@@ -1,4 +1,4 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { KEY_PATTERN } from '../entities/entity';
 import type { AdminApi } from './admin-api';
 import { type CliContext, nonNegativeInt } from './context';
@@ -24,7 +24,7 @@ export function addTakeCommand(program: Command, ctx: CliContext): void {
       "take ids of an entity from a running instance, with the entity's secret (IDPOOL_SECRET, else asked for)",
     )
     .argument('<key>', 'the entity key')
-    .addOption(new Option('--count <n>', "how many (1 to the entity's maxSizePerTimes)").argParser(nonNegativeInt))
+    .option('--count <n>', "how many (1 to the entity's maxSizePerTimes)", nonNegativeInt)
     .option('--reference <text>', "a gapless series only: the caller's reference kept in the ledger (an invoice's id)")
     .action(async (key: string, opts: { count?: number; reference?: string }, cmd: Command) => {
       const api = await secretApi(ctx, cmd, key);
