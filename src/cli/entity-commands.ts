@@ -60,7 +60,7 @@ function addTunables(command: Command): Command {
   return command;
 }
 
-/** `apps …`: register and manage entities through the admin API, one function per command. */
+/** `apps …`: register and manage entities through the admin API (`apps create`, `list` and the imports apart). */
 export function addEntityCommands(program: Command, ctx: CliContext): void {
   const group = program.command('apps').description('register and manage entities (through the admin API)');
   addCreate(group, ctx);
@@ -68,10 +68,39 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addImport(group, ctx);
   addImportFrom(group, ctx);
   addRelease(group, ctx);
-  addShow(group, ctx);
-  addUpdate(group, ctx);
-  addRetire(group, ctx);
-  addRotateSecret(group, ctx);
+  group
+    .command('show')
+    .description("show one entity's configuration and pool")
+    .argument('<key>', 'entity key')
+    .action(async (key: string, _opts: unknown, cmd: Command) => {
+      const entity = await ctx.admin(cmd).get<Record<string, unknown>>(entityPath(key));
+      ctx.print(cmd, entity, () => fields(entity));
+    });
+  const update = group
+    .command('update')
+    .description("change an entity's name, step, sizes, limits or credential-free protocols")
+    .argument('<key>', 'entity key')
+    .option('--name <name>', 'display name');
+  addTunables(update).action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
+    const patch = pickTunables(opts);
+    if (Object.keys(patch).length === 0)
+      throw new CliError(
+        EXIT_USAGE,
+        `nothing to change: give at least one of --name, --compat, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
+      );
+    const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
+    ctx.print(cmd, entity, () => fields(entity));
+  });
+  group
+    .command('retire')
+    .description('retire an entity for good: its ids are never issued again and its key is never reused')
+    .argument('<key>', 'entity key')
+    .option('--yes', 'confirm: retiring cannot be undone')
+    .action(async (key: string, opts: { yes?: boolean }, cmd: Command) => {
+      if (!opts.yes) throw new CliError(EXIT_USAGE, `retiring "${key}" cannot be undone; run again with --yes`);
+      await ctx.admin(cmd).delete(entityPath(key));
+      ctx.print(cmd, { key, retired: true }, () => `retired ${key}\n`);
+    });
   addSecretCommands(group, ctx);
 }
 
@@ -198,53 +227,8 @@ export async function listPages(
   return { list, next };
 }
 
-/** `apps show`: one entity's configuration and pool. */
-function addShow(group: Command, ctx: CliContext): void {
-  group
-    .command('show')
-    .description("show one entity's configuration and pool")
-    .argument('<key>', 'entity key')
-    .action(async (key: string, _opts: unknown, cmd: Command) => {
-      const entity = await ctx.admin(cmd).get<Record<string, unknown>>(entityPath(key));
-      ctx.print(cmd, entity, () => fields(entity));
-    });
-}
-
-/** `apps update`: changes the fields given, refusing a call that gives none. */
-function addUpdate(group: Command, ctx: CliContext): void {
-  const update = group
-    .command('update')
-    .description("change an entity's name, step, sizes, limits or credential-free protocols")
-    .argument('<key>', 'entity key')
-    .option('--name <name>', 'display name');
-  addTunables(update).action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
-    const patch = pickTunables(opts);
-    if (Object.keys(patch).length === 0)
-      throw new CliError(
-        EXIT_USAGE,
-        `nothing to change: give at least one of --name, --compat, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
-      );
-    const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
-    ctx.print(cmd, entity, () => fields(entity));
-  });
-}
-
-/** `apps retire`: for good, so only with `--yes`. */
-function addRetire(group: Command, ctx: CliContext): void {
-  group
-    .command('retire')
-    .description('retire an entity for good: its ids are never issued again and its key is never reused')
-    .argument('<key>', 'entity key')
-    .option('--yes', 'confirm: retiring cannot be undone')
-    .action(async (key: string, opts: { yes?: boolean }, cmd: Command) => {
-      if (!opts.yes) throw new CliError(EXIT_USAGE, `retiring "${key}" cannot be undone; run again with --yes`);
-      await ctx.admin(cmd).delete(entityPath(key));
-      ctx.print(cmd, { key, retired: true }, () => `retired ${key}\n`);
-    });
-}
-
-/** `apps rotate-secret`: a new secret, printed once; the old ones stop at once or after `--keep-old-for`. */
-function addRotateSecret(group: Command, ctx: CliContext): void {
+/** `apps rotate-secret`, `add-secret`, `remove-secret`: one secret replaced, or more than one at once (a slow rollout, imported Tinyid tokens). */
+function addSecretCommands(group: Command, ctx: CliContext): void {
   group
     .command('rotate-secret')
     .description("replace an entity's secret; the old one stops working at once, or after --keep-old-for")
@@ -255,15 +239,12 @@ function addRotateSecret(group: Command, ctx: CliContext): void {
       duration,
     )
     .action(async (key: string, opts: { keepOldFor?: number }, cmd: Command) => {
-      const body = opts.keepOldFor !== undefined ? { keepOldForSeconds: opts.keepOldFor } : {};
-      const { secret } = await ctx.admin(cmd).post<{ secret: string }>(`${entityPath(key)}/secret`, body);
+      const { secret } = await ctx
+        .admin(cmd)
+        .post<{ secret: string }>(`${entityPath(key)}/secret`, { keepOldForSeconds: opts.keepOldFor });
       const old = opts.keepOldFor ? `the old one works for ${opts.keepOldFor} s more` : 'the old one no longer works';
       ctx.print(cmd, { key, secret }, () => `secret: ${secret}\nThe secret is shown only now; ${old}.\n`);
     });
-}
-
-/** `apps add-secret` / `apps remove-secret`: more than one secret at once (a slow rollout, imported Tinyid tokens). */
-function addSecretCommands(group: Command, ctx: CliContext): void {
   group
     .command('add-secret')
     .description('accept one more secret (made here and printed once, or given with --secret)')
@@ -271,10 +252,8 @@ function addSecretCommands(group: Command, ctx: CliContext): void {
     .option('--secret <secret>', 'accept this secret (16-256 printable ASCII characters) instead of a new one')
     .option('--expires-in <duration>', 'stop accepting it after this long (90s, 30m, 12h, 7d)', duration)
     .action(async (key: string, opts: { secret?: string; expiresIn?: number }, cmd: Command) => {
-      const body = {
-        ...(opts.secret !== undefined ? { secret: opts.secret } : {}),
-        ...(opts.expiresIn !== undefined ? { expiresInSeconds: opts.expiresIn } : {}),
-      };
+      // JSON leaves out what was not given.
+      const body = { secret: opts.secret, expiresInSeconds: opts.expiresIn };
       const added = await ctx
         .admin(cmd)
         .post<{ id: string; secret?: string; expiresAt: string | null }>(`${entityPath(key)}/secrets`, body);

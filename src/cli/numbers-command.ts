@@ -84,7 +84,7 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
       .admin(cmd)
       .post<{ key: string; period: string; record: string; lost?: { from: string; to: string; count: number } }>(
         `${entityPath(key)}/numbers/reconcile`,
-        opts.period === undefined ? {} : { period: opts.period },
+        { period: opts.period },
       );
     ctx.print(cmd, answer, () =>
       answer.lost

@@ -30,7 +30,7 @@ export function addTakeCommand(program: Command, ctx: CliContext): void {
       const api = await secretApi(ctx, cmd, key);
       const taken = await api.post<{ ids: string[] }>(`/apps/${encodeURIComponent(key)}/ids`, {
         count: opts.count ?? 1,
-        ...(opts.reference !== undefined && { reference: opts.reference }),
+        reference: opts.reference,
       });
       ctx.print(cmd, taken, () => `${taken.ids.join('\n')}\n`);
     });
