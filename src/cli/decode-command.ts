@@ -7,16 +7,19 @@ import { CliError, EXIT_USAGE } from './errors';
 import { fields } from './format';
 import { type DecodableEntity, decodeByLookup, decodeForEntity, decodeWithFormat } from './decode-number';
 
-/** Each layout option of `decode` and the variable it stands in for. */
-const LAYOUT_VARIABLES: Record<string, string> = {
-  timeUnit: 'IDPOOL_SNOWFLAKE_TIME_UNIT',
-  epoch: 'IDPOOL_SNOWFLAKE_EPOCH',
-  timestampBits: 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS',
-  workerBits: 'IDPOOL_SNOWFLAKE_WORKER_BITS',
-  reservedBits: 'IDPOOL_SNOWFLAKE_RESERVED_BITS',
-  reservedValue: 'IDPOOL_SNOWFLAKE_RESERVED_VALUE',
-  regionBits: 'IDPOOL_SNOWFLAKE_REGION_BITS',
-};
+/** The layout options of `decode`, each named for the variable it stands in for (the first word of its description). */
+const LAYOUT_OPTIONS = [
+  new Option('--time-unit <unit>', 'IDPOOL_SNOWFLAKE_TIME_UNIT').choices(['ms', 's', 'min', 'h', 'd']),
+  new Option('--epoch <date>', 'IDPOOL_SNOWFLAKE_EPOCH: ISO date or Unix ms'),
+  new Option('--timestamp-bits <n>', 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS'),
+  new Option('--worker-bits <n>', 'IDPOOL_SNOWFLAKE_WORKER_BITS'),
+  new Option('--reserved-bits <n>', 'IDPOOL_SNOWFLAKE_RESERVED_BITS'),
+  new Option('--reserved-value <n>', 'IDPOOL_SNOWFLAKE_RESERVED_VALUE'),
+  new Option(
+    '--region-bits <n>',
+    'IDPOOL_SNOWFLAKE_REGION_BITS (the region of an id is read from it, whatever IDPOOL_REGION says)',
+  ),
+];
 
 /** A snowflake id as the layout reads it: a decimal integer (anything else is taken for a business number). */
 const DECIMAL = /^\d+$/;
@@ -27,7 +30,7 @@ const DECIMAL = /^\d+$/;
  * its entity's template and zone asked of the instance.
  */
 export function addDecodeCommand(program: Command, ctx: CliContext): void {
-  program
+  const command = program
     .command('decode')
     .description(
       "explain a snowflake id with the layout of IDPOOL_SNOWFLAKE_* (or the options below), offline; a business number with --format, or with its entity's template and zone asked of the instance (--app, or any entity whose template reads it, with IDPOOL_ADMIN_TOKEN)",
@@ -40,17 +43,8 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
     .option('--format <template>', 'decode a business number of this template offline (docs/numbers.md)')
     .option('--reset <period>', 'with --format: the entity reset (default: the finest date token)')
     .option('--time-zone <zone>', 'with --format: the entity time zone (default UTC, said on stderr)')
-    .addOption(new Option('--time-unit <unit>', 'IDPOOL_SNOWFLAKE_TIME_UNIT').choices(['ms', 's', 'min', 'h', 'd']))
-    .option('--epoch <date>', 'IDPOOL_SNOWFLAKE_EPOCH: ISO date or Unix ms')
-    .option('--timestamp-bits <n>', 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS')
-    .option('--worker-bits <n>', 'IDPOOL_SNOWFLAKE_WORKER_BITS')
-    .option('--reserved-bits <n>', 'IDPOOL_SNOWFLAKE_RESERVED_BITS')
-    .option('--reserved-value <n>', 'IDPOOL_SNOWFLAKE_RESERVED_VALUE')
-    .option(
-      '--region-bits <n>',
-      'IDPOOL_SNOWFLAKE_REGION_BITS (the region of an id is read from it, whatever IDPOOL_REGION says)',
-    )
     .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
+  for (const option of LAYOUT_OPTIONS) command.addOption(option);
 }
 
 /**
@@ -88,11 +82,12 @@ async function decode(
     await decodeByLookup(ctx, cmd, id);
     return;
   }
-  const overrides: Record<string, string> = {};
-  for (const [opt, variable] of Object.entries(LAYOUT_VARIABLES)) {
-    const value = opts[opt];
-    if (value !== undefined) overrides[variable] = value;
-  }
+  const overrides = Object.fromEntries(
+    LAYOUT_OPTIONS.filter((o) => opts[o.attributeName()] !== undefined).map((o) => [
+      o.description.split(/[: ]/)[0],
+      opts[o.attributeName()],
+    ]),
+  );
   // The same validation (and messages) as the service's start-up.
   const config = loadConfig({ ...ctx.io.env, ...overrides });
   const { SnowflakeLayout } = await import('../snowflake/layout');
