@@ -60,36 +60,27 @@ const int = (v: unknown, fallback: number): number => (v === null || v === undef
 /** Every row of the incumbent's table in one database (as the incumbents' own DDL defines them). */
 async function readRows(kind: Incumbent, url: string): Promise<IncumbentRow[]> {
   // max_id as text: a BIGINT past 2^53 must not pass through a JS number.
-  const text = urlKind(url) === 'mysql' ? 'CHAR(20)' : 'VARCHAR(20)';
-  if (kind === 'leaf') {
-    const rows = await query(
-      url,
-      `SELECT biz_tag, CAST(max_id AS ${text}) AS max_id, step, description FROM leaf_alloc`,
-    );
-    return rows.map((r) => ({
-      key: String(r.biz_tag),
+  const maxId = `CAST(max_id AS ${urlKind(url) === 'mysql' ? 'CHAR(20)' : 'VARCHAR(20)'}) AS max_id`;
+  const leaf = kind === 'leaf';
+  const rows = await query(
+    url,
+    leaf
+      ? `SELECT biz_tag, ${maxId}, step, description FROM leaf_alloc`
+      : `SELECT biz_type, ${maxId}, step, delta, remainder FROM tiny_id_info`,
+  );
+  const tokens = leaf ? [] : await query(url, 'SELECT token, biz_type FROM tiny_id_token');
+  return rows.map((r) => {
+    const key = String(leaf ? r.biz_tag : r.biz_type);
+    return {
+      key,
       maxId: BigInt(String(r.max_id)),
       step: int(r.step, 0),
       description: typeof r.description === 'string' ? r.description : null,
-      delta: 1,
-      remainder: 0,
-      tokens: [],
-    }));
-  }
-  const rows = await query(
-    url,
-    `SELECT biz_type, CAST(max_id AS ${text}) AS max_id, step, delta, remainder FROM tiny_id_info`,
-  );
-  const tokens = await query(url, 'SELECT token, biz_type FROM tiny_id_token');
-  return rows.map((r) => ({
-    key: String(r.biz_type),
-    maxId: BigInt(String(r.max_id)),
-    step: int(r.step, 0),
-    description: null,
-    delta: int(r.delta, 1),
-    remainder: int(r.remainder, 0),
-    tokens: tokens.filter((t) => String(t.biz_type) === String(r.biz_type)).map((t) => String(t.token)),
-  }));
+      delta: int(r.delta, 1),
+      remainder: int(r.remainder, 0),
+      tokens: tokens.filter((t) => String(t.biz_type) === key).map((t) => String(t.token)),
+    };
+  });
 }
 
 /** Every row of every database, merged (see {@link mergeRows}). */
