@@ -44,21 +44,50 @@ export async function importEntities(
 ): Promise<ImportResult> {
   const lines = readLines(o.file);
   const fd = createSecretsFile(o.secretsPath);
-  let run: ImportRun;
+  let registered = 0;
+  const failures: ImportFailure[] = [];
+  /** Set when the service could not be reached: the run stops there. */
+  let unreachable: CliError | undefined;
+  const fail = (line: number, error: string, exitCode: ImportFailure['exitCode']) => {
+    const f = { line, error: oneLine(error), exitCode };
+    failures.push(f);
+    onFailure(f);
+  };
+  const registerLine = async (line: ImportLine) => {
+    const body = parseLine(line);
+    if (typeof body === 'string') {
+      fail(line.number, body, EXIT_USAGE);
+      return;
+    }
+    try {
+      const created = await api.post<{ key: string; secret: string }>('/admin/apps', body);
+      writeSync(fd, `${JSON.stringify({ key: created.key, secret: created.secret })}\n`);
+      registered++;
+    } catch (err) {
+      if (!(err instanceof CliError)) throw err;
+      if (err.unreachable) unreachable ??= err;
+      else fail(line.number, err.message, err.exitCode);
+    }
+  };
+  let next = 0;
+  // A service that cannot be reached fails every line the same way: stop at the first.
+  const worker = async () => {
+    while (next < lines.length && !unreachable) await registerLine(lines[next++]);
+  };
   try {
-    run = await registerAll(api, lines, fd, o.concurrency, onFailure);
+    await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, worker));
   } finally {
     closeSync(fd);
   }
-  if (run.unreachable) {
+  if (unreachable) {
     // Nothing registered: leave no empty secrets file behind, so the same command can simply be run again.
-    if (run.registered === 0) unlinkSync(o.secretsPath);
-    throw run.unreachable;
+    if (registered === 0) unlinkSync(o.secretsPath);
+    throw unreachable;
   }
-  const failures = run.failures.sort((a, b) => a.line - b.line);
+  failures.sort((a, b) => a.line - b.line);
   const exitCode =
     failures.length === 0 ? EXIT_OK : failures.some((f) => f.exitCode === EXIT_FAILURE) ? EXIT_FAILURE : EXIT_USAGE;
-  return { lines: lines.length, registered: run.registered, failures, exitCode };
+  return { lines: lines.length, registered, failures, exitCode };
 }
 
 /** The non-blank lines of the import file; a file that cannot be read is a usage error. */
@@ -94,55 +123,6 @@ export function createSecretsFile(path: string): number {
         : `cannot create ${path}: ${code ?? (err as Error).message}`,
     );
   }
-}
-
-/** What a run of the lines came to; `unreachable` when the service could not be reached (the run stopped there). */
-interface ImportRun {
-  registered: number;
-  failures: ImportFailure[];
-  unreachable?: CliError;
-}
-
-/** Posts each line, `concurrency` at a time, appending each secret to `fd` as it arrives. */
-async function registerAll(
-  api: Pick<AdminApi, 'post'>,
-  lines: ImportLine[],
-  fd: number,
-  concurrency: number,
-  onFailure: (f: ImportFailure) => void,
-): Promise<ImportRun> {
-  const run: ImportRun = { registered: 0, failures: [] };
-  const fail = (line: number, error: string, exitCode: ImportFailure['exitCode']) => {
-    const f = { line, error: oneLine(error), exitCode };
-    run.failures.push(f);
-    onFailure(f);
-  };
-  const registerLine = async (line: ImportLine) => {
-    const body = parseLine(line);
-    if (typeof body === 'string') {
-      fail(line.number, body, EXIT_USAGE);
-      return;
-    }
-    try {
-      const created = await api.post<{ key: string; secret: string }>('/admin/apps', body);
-      writeSync(fd, `${JSON.stringify({ key: created.key, secret: created.secret })}\n`);
-      run.registered++;
-    } catch (err) {
-      if (!(err instanceof CliError)) throw err;
-      if (err.unreachable) {
-        run.unreachable ??= err;
-        return;
-      }
-      fail(line.number, err.message, err.exitCode);
-    }
-  };
-  let next = 0;
-  const worker = async () => {
-    // A service that cannot be reached fails every line the same way: stop at the first.
-    while (next < lines.length && !run.unreachable) await registerLine(lines[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
-  return run;
 }
 
 /** The line's JSON object, or why it is not one. */
