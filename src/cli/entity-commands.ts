@@ -9,37 +9,18 @@ import { addRelease } from './cutover';
 /** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
 const LIST_PAGE = 1000;
 
-/** Options of `apps create` and `apps update`, as the admin API names the fields. */
-const TUNABLES: { flag: string; field: string; what: string }[] = [
-  { flag: '--step <n>', field: 'step', what: 'ids reserved per segment (default 1000)' },
-  { flag: '--max-size-per-times <n>', field: 'maxSizePerTimes', what: 'most ids per request (default 1000)' },
-  {
-    flag: '--max-size-per-second <n>',
-    field: 'maxSizePerSecond',
-    what: 'ids per second over all callers; 0 = unlimited (default 5000)',
-  },
-  {
-    flag: '--min-size-percent <n>',
-    field: 'minSizePercent',
-    what: 'refill when the pool falls below this % of its demand-sized target (default 80)',
-  },
-  {
-    flag: '--max-pool-size <n>',
-    field: 'maxPoolSize',
-    what: 'most ids kept ready: the ceiling of the demand-sized target (default 60 × max-size-per-second)',
-  },
-  {
-    flag: '--interval <ms>',
-    field: 'interval',
-    what: 'least ms between two refill checks of this entity (default: the service refill tick)',
-  },
+/** Options of `apps create` and `apps update`: each flag camel-cased is the admin API's field (`--max-pool-size`, `maxPoolSize`). */
+const TUNABLES: [flag: string, what: string][] = [
+  ['--step <n>', 'ids reserved per segment (default 1000)'],
+  ['--max-size-per-times <n>', 'most ids per request (default 1000)'],
+  ['--max-size-per-second <n>', 'ids per second over all callers; 0 = unlimited (default 5000)'],
+  ['--min-size-percent <n>', 'refill when the pool falls below this % of its demand-sized target (default 80)'],
+  [
+    '--max-pool-size <n>',
+    'most ids kept ready: the ceiling of the demand-sized target (default 60 × max-size-per-second)',
+  ],
+  ['--interval <ms>', 'least ms between two refill checks of this entity (default: the service refill tick)'],
 ];
-
-/** `--compat leaf` (comma-separated; `none` for no protocol): the credential-free protocols that may serve the entity. */
-const compatOption = () =>
-  new Option('--compat <protocols>', 'serve also without a credential through: leaf, or none (default none)').argParser(
-    (value: string) => (value === 'none' ? [] : value.split(',').map((p) => p.trim())),
-  );
 
 /** What `apps create` sends besides the key, mode and tunables, where given (fixed once registered). */
 const CREATE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder', 'format', 'reset', 'timeZone'] as const;
@@ -51,12 +32,17 @@ function given(opts: Record<string, unknown>, fields: readonly string[]): Record
 
 /** The fields `apps create` and `apps update` share: the name, the protocols and the tunables. */
 const pickTunables = (opts: Record<string, unknown>) =>
-  given(opts, ['name', 'compat', ...TUNABLES.map((t) => t.field)]);
+  given(opts, ['name', 'compat', ...TUNABLES.map(([flag]) => new Option(flag).attributeName())]);
 
 /** The tunables' options and the credential-free protocols, on `apps create` and `apps update`. */
 function addTunables(command: Command): Command {
-  command.addOption(compatOption());
-  for (const t of TUNABLES) command.option(t.flag, t.what, nonNegativeInt);
+  // `--compat leaf` (comma-separated; `none` for no protocol): the credential-free protocols that may serve the entity.
+  command.option(
+    '--compat <protocols>',
+    'serve also without a credential through: leaf, or none (default none)',
+    (v) => (v === 'none' ? [] : v.split(',').map((p) => p.trim())),
+  );
+  for (const [flag, what] of TUNABLES) command.option(flag, what, nonNegativeInt);
   return command;
 }
 
@@ -86,7 +72,7 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
     if (Object.keys(patch).length === 0)
       throw new CliError(
         EXIT_USAGE,
-        `nothing to change: give at least one of --name, --compat, ${TUNABLES.map((t) => t.flag.split(' ')[0]).join(', ')}`,
+        `nothing to change: give at least one of --name, --compat, ${TUNABLES.map(([flag]) => flag.split(' ')[0]).join(', ')}`,
       );
     const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
     ctx.print(cmd, entity, () => fields(entity));
