@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { type CliContext, nonNegativeInt, repeatable } from './context';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors';
 import { importEntities } from './import';
-import { type ImportPlan, type Incumbent, parseRenames, planImport, runImport } from './import-from';
+import { type ImportPlan, type Incumbent, named, parseRenames, planImport, runImport } from './import-from';
 import { readAll } from './incumbent-rows';
 import { finishCommand } from './cutover';
 
@@ -118,9 +118,7 @@ async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOp
   const rows = await readAll(kind, urls);
   const plan = planImport(kind, rows, opts.only ? new Set(opts.only) : undefined, parseRenames(opts.key ?? [], rows));
   const planned = plan.entities.map((e) => ({
-    key: e.key,
-    ...(e.tag === e.key ? {} : { tag: e.tag }),
-    firstId: e.firstId.toString(),
+    ...named(e),
     mode: e.body.mode,
     step: e.body.step,
     ...(e.body.delta !== undefined ? { delta: e.body.delta, remainder: e.body.remainder } : {}),

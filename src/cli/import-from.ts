@@ -278,7 +278,7 @@ export const startId = (e: { startOffset: string; delta: number; remainder: numb
   BigInt(e.startOffset) * BigInt(e.delta) + BigInt(e.remainder);
 
 /** An outcome's key, its row's tag when imported under another key, and its first id. */
-const named = (e: Pick<PlannedEntity, 'key' | 'tag' | 'firstId'>) => ({
+export const named = (e: Pick<PlannedEntity, 'key' | 'tag' | 'firstId'>) => ({
   key: e.key,
   ...(e.tag === e.key ? {} : { tag: e.tag }),
   firstId: e.firstId.toString(),

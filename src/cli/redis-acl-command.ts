@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { KEY_PATTERN } from '../entities/entity';
-import { type AclUser, aclFileLine, aclPasswordHash, aclSetUser, consumerAcl, serviceAcl } from '../redis/acl';
+import { aclFileLine, aclPasswordHash, aclSetUser, consumerAcl, serviceAcl } from '../redis/acl';
 import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../redis/keys';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
@@ -53,36 +53,32 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
           opts.service || key === undefined
             ? serviceAcl(opts.user, prefix)
             : consumerAcl(key, { user: opts.user, cluster: opts.cluster, prefix });
-        printAcl(ctx, cmd, acl, key);
+        // One user with a fresh password: the password once, then both forms of the rules.
+        // 256 random bits, base64url: safe inside a redis:// URL as it is.
+        const password = randomBytes(32).toString('base64url');
+        const hash = aclPasswordHash(password);
+        const setuser = aclSetUser(acl, hash);
+        const usersAcl = aclFileLine(acl, hash);
+        const url = `redis://${acl.user}:${password}@HOST:6379/0`;
+        ctx.print(cmd, { user: acl.user, password, setuser, usersAcl, url }, () => {
+          const who =
+            key === undefined
+              ? 'the idpool service (IDPOOL_REDIS_URL, or IDPOOL_REDIS_USERNAME and IDPOOL_REDIS_PASSWORD for Sentinel and Cluster)'
+              : `direct consumers of entity "${key}" (FCALL idpool_pop and LPOP on its pool, nothing else)`;
+          return [
+            `# Redis ACL user "${acl.user}" for ${who}.`,
+            `# password: ${password}`,
+            '# (shown only now; the lines below hold its SHA-256)',
+            `# connect as: ${url}`,
+            '#',
+            '# On every Redis server (every node of a Cluster, replicas too), e.g. pasted after `redis-cli -h HOST`:',
+            setuser,
+            '#',
+            '# Or this line in the users.acl file (aclfile), then ACL LOAD:',
+            usersAcl,
+            '',
+          ].join('\n');
+        });
       },
     );
-}
-
-/** Prints one user with a fresh password: the password once, then both forms of the rules. */
-function printAcl(ctx: CliContext, cmd: Command, acl: AclUser, entityKey: string | undefined): void {
-  // 256 random bits, base64url: safe inside a redis:// URL as it is.
-  const password = randomBytes(32).toString('base64url');
-  const hash = aclPasswordHash(password);
-  const setuser = aclSetUser(acl, hash);
-  const usersAcl = aclFileLine(acl, hash);
-  const url = `redis://${acl.user}:${password}@HOST:6379/0`;
-  ctx.print(cmd, { user: acl.user, password, setuser, usersAcl, url }, () => {
-    const who =
-      entityKey === undefined
-        ? 'the idpool service (IDPOOL_REDIS_URL, or IDPOOL_REDIS_USERNAME and IDPOOL_REDIS_PASSWORD for Sentinel and Cluster)'
-        : `direct consumers of entity "${entityKey}" (FCALL idpool_pop and LPOP on its pool, nothing else)`;
-    return [
-      `# Redis ACL user "${acl.user}" for ${who}.`,
-      `# password: ${password}`,
-      '# (shown only now; the lines below hold its SHA-256)',
-      `# connect as: ${url}`,
-      '#',
-      '# On every Redis server (every node of a Cluster, replicas too), e.g. pasted after `redis-cli -h HOST`:',
-      setuser,
-      '#',
-      '# Or this line in the users.acl file (aclfile), then ACL LOAD:',
-      usersAcl,
-      '',
-    ].join('\n');
-  });
 }
