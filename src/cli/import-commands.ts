@@ -64,10 +64,7 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
     .option(
       '--only <keys>',
       'import only these keys (comma-separated; repeatable)',
-      (value: string, previous: string[] | undefined) => [
-        ...(previous ?? []),
-        ...value.split(',').map((k) => k.trim()),
-      ],
+      (value: string, previous?: string[]) => [...(previous ?? []), ...value.split(',').map((k) => k.trim())],
     )
     .option(
       '--key <TAG=KEY>',
