@@ -7,18 +7,19 @@ import { CliError, EXIT_USAGE } from './errors';
 import { fields } from './format';
 import { type DecodableEntity, decodeByLookup, decodeForEntity, decodeWithFormat } from './decode-number';
 
-/** The layout options of `decode`, each named for the variable it stands in for (the first word of its description). */
-const LAYOUT_OPTIONS = [
-  new Option('--time-unit <unit>', 'IDPOOL_SNOWFLAKE_TIME_UNIT').choices(['ms', 's', 'min', 'h', 'd']),
-  new Option('--epoch <date>', 'IDPOOL_SNOWFLAKE_EPOCH: ISO date or Unix ms'),
-  new Option('--timestamp-bits <n>', 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS'),
-  new Option('--worker-bits <n>', 'IDPOOL_SNOWFLAKE_WORKER_BITS'),
-  new Option('--reserved-bits <n>', 'IDPOOL_SNOWFLAKE_RESERVED_BITS'),
-  new Option('--reserved-value <n>', 'IDPOOL_SNOWFLAKE_RESERVED_VALUE'),
-  new Option(
+/** Each layout option of `decode`: its flag, the variable it stands in for, and what its help says besides. */
+const LAYOUT: readonly (readonly [flags: string, variable: string, more?: string])[] = [
+  ['--time-unit <unit>', 'IDPOOL_SNOWFLAKE_TIME_UNIT'],
+  ['--epoch <date>', 'IDPOOL_SNOWFLAKE_EPOCH', ': ISO date or Unix ms'],
+  ['--timestamp-bits <n>', 'IDPOOL_SNOWFLAKE_TIMESTAMP_BITS'],
+  ['--worker-bits <n>', 'IDPOOL_SNOWFLAKE_WORKER_BITS'],
+  ['--reserved-bits <n>', 'IDPOOL_SNOWFLAKE_RESERVED_BITS'],
+  ['--reserved-value <n>', 'IDPOOL_SNOWFLAKE_RESERVED_VALUE'],
+  [
     '--region-bits <n>',
-    'IDPOOL_SNOWFLAKE_REGION_BITS (the region of an id is read from it, whatever IDPOOL_REGION says)',
-  ),
+    'IDPOOL_SNOWFLAKE_REGION_BITS',
+    ' (the region of an id is read from it, whatever IDPOOL_REGION says)',
+  ],
 ];
 
 /** A snowflake id as the layout reads it: a decimal integer (anything else is taken for a business number). */
@@ -44,7 +45,10 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
     .option('--reset <period>', 'with --format: the entity reset (default: the finest date token)')
     .option('--time-zone <zone>', 'with --format: the entity time zone (default UTC, said on stderr)')
     .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
-  for (const option of LAYOUT_OPTIONS) command.addOption(option);
+  for (const [flags, variable, more = ''] of LAYOUT) {
+    const option = new Option(flags, variable + more);
+    command.addOption(flags.startsWith('--time-unit') ? option.choices(['ms', 's', 'min', 'h', 'd']) : option);
+  }
 }
 
 /**
@@ -82,12 +86,11 @@ async function decode(
     await decodeByLookup(ctx, cmd, id);
     return;
   }
-  const overrides = Object.fromEntries(
-    LAYOUT_OPTIONS.filter((o) => opts[o.attributeName()] !== undefined).map((o) => [
-      o.description.split(/[: ]/)[0],
-      opts[o.attributeName()],
-    ]),
-  );
+  const overrides: Record<string, string> = {};
+  for (const [flags, variable] of LAYOUT) {
+    const value = opts[new Option(flags).attributeName()];
+    if (value !== undefined) overrides[variable] = value;
+  }
   // The same validation (and messages) as the service's start-up.
   const config = loadConfig({ ...ctx.io.env, ...overrides });
   const { SnowflakeLayout } = await import('../snowflake/layout');
