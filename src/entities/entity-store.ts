@@ -34,9 +34,10 @@ export interface EntityStore {
 /** Rows of the `application` table. The only SQL about entity configuration. */
 export class SqlEntityStore implements EntityStore {
   private readonly columns: string;
+  private readonly quote: (c: string) => string;
 
   constructor(private readonly db: Database) {
-    const q = (c: string) => (db.dialect === 'mysql' ? `\`${c}\`` : `"${c}"`);
+    const q = (this.quote = (c: string) => (db.dialect === 'mysql' ? `\`${c}\`` : `"${c}"`));
     this.columns = [
       'entity_key',
       'entity_name',
@@ -66,10 +67,7 @@ export class SqlEntityStore implements EntityStore {
       `${db.bigText('update_time')} AS update_time`,
       `${db.bigText('deleted_at')} AS deleted_at`,
     ].join(', ');
-    this.quote = q;
   }
-
-  private readonly quote: (c: string) => string;
 
   async findLive(key: string): Promise<EntityConfig | undefined> {
     const rows = await this.db.query<Row>(
@@ -79,7 +77,6 @@ export class SqlEntityStore implements EntityStore {
     return rows[0] ? toEntity(rows[0]) : undefined;
   }
 
-  /** Whether the key was ever registered (live or retired): keys are never reused. */
   async exists(key: string): Promise<boolean> {
     const rows = await this.db.query(`SELECT 1 AS x FROM application WHERE entity_key = ?`, [key]);
     return rows.length > 0;
@@ -92,7 +89,6 @@ export class SqlEntityStore implements EntityStore {
     return rows.map(toEntity);
   }
 
-  /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
   async changedSince(sinceMs: number): Promise<{ entity: EntityConfig; retired: boolean }[]> {
     const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE update_time >= ?`, [sinceMs]);
     return rows.map((row) => ({ entity: toEntity(row), retired: Number(row.deleted_at) !== 0 }));
@@ -216,9 +212,9 @@ export class SqlEntityStore implements EntityStore {
     );
   }
 
-  async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, compat = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+  update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
+    return this.updateLive(
+      `entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, compat = ?, update_time = ?`,
       [
         t.name,
         t.step,
@@ -229,33 +225,33 @@ export class SqlEntityStore implements EntityStore {
         t.maxPoolSize,
         t.compat.join(','),
         updateTime,
-        key,
       ],
+      key,
     );
-    return result.affectedRows === 1;
   }
 
-  async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET secret_hash = ?, secrets = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [...secretColumns(secrets), updateTime, key],
+  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
+    return this.updateLive(
+      'secret_hash = ?, secrets = ?, update_time = ?',
+      [...secretColumns(secrets), updateTime],
+      key,
     );
-    return result.affectedRows === 1;
   }
 
-  async setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET held = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [held, updateTime, key],
-    );
-    return result.affectedRows === 1;
+  setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
+    return this.updateLive('held = ?, update_time = ?', [held, updateTime], key);
   }
 
-  async retire(key: string, at: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET deleted_at = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [at, at, key],
-    );
+  retire(key: string, at: number): Promise<boolean> {
+    return this.updateLive('deleted_at = ?, update_time = ?', [at, at], key);
+  }
+
+  /** `SET set` on the live row of `key`; whether there was one. */
+  private async updateLive(set: string, params: unknown[], key: string): Promise<boolean> {
+    const result = await this.db.execute(`UPDATE application SET ${set} WHERE entity_key = ? AND deleted_at = 0`, [
+      ...params,
+      key,
+    ]);
     return result.affectedRows === 1;
   }
 }
