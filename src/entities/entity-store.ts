@@ -31,42 +31,31 @@ export interface EntityStore {
   retire(key: string, at: number): Promise<boolean>;
 }
 
+/** The `application` columns, in INSERT order; a read skips `current_offset` (the pool's, written once here). */
+const COLUMNS = (
+  'entity_key entity_name id_mode increasing_type start_offset step current_offset max_size_per_times max_size_per_second ' +
+  'min_size_percent interval max_pool_size secret_hash secrets delta remainder compat held incumbent live alias ' +
+  'number_format number_reset number_time_zone number_gapless create_time update_time deleted_at'
+).split(' ');
+/** BIGINT columns, read as text (`Database.bigText`) so no dialect rounds them. */
+const BIG = new Set(['start_offset', 'create_time', 'update_time', 'deleted_at']);
+
 /** Rows of the `application` table. The only SQL about entity configuration. */
 export class SqlEntityStore implements EntityStore {
+  /** What a SELECT lists and what an INSERT names; `interval`, a reserved word, quoted. */
   private readonly columns: string;
-  private readonly quote: (c: string) => string;
+  private readonly insertColumns: string;
+  private readonly interval: string;
 
   constructor(private readonly db: Database) {
-    const q = (this.quote = (c: string) => (db.dialect === 'mysql' ? `\`${c}\`` : `"${c}"`));
-    this.columns = [
-      'entity_key',
-      'entity_name',
-      'id_mode',
-      'increasing_type',
-      `${db.bigText('start_offset')} AS start_offset`,
-      'step',
-      'max_size_per_times',
-      'max_size_per_second',
-      'min_size_percent',
-      `${q('interval')} AS ${q('interval')}`,
-      'max_pool_size',
-      'secret_hash',
-      'secrets',
-      'delta',
-      'remainder',
-      'compat',
-      'held',
-      'incumbent',
-      'live',
-      'alias',
-      'number_format',
-      'number_reset',
-      'number_time_zone',
-      'number_gapless',
-      `${db.bigText('create_time')} AS create_time`,
-      `${db.bigText('update_time')} AS update_time`,
-      `${db.bigText('deleted_at')} AS deleted_at`,
-    ].join(', ');
+    const interval = (this.interval = db.dialect === 'mysql' ? '`interval`' : '"interval"');
+    const name = (c: string) => (c === 'interval' ? interval : c);
+    const read = (c: string) =>
+      BIG.has(c) ? `${db.bigText(c)} AS ${c}` : c === 'interval' ? `${interval} AS ${interval}` : c;
+    this.columns = COLUMNS.filter((c) => c !== 'current_offset')
+      .map(read)
+      .join(', ');
+    this.insertColumns = COLUMNS.map(name).join(', ');
   }
 
   async findLive(key: string): Promise<EntityConfig | undefined> {
@@ -180,7 +169,7 @@ export class SqlEntityStore implements EntityStore {
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
     const row = `(${Array(27).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, alias, number_format, number_reset, number_time_zone, number_gapless, create_time, update_time, deleted_at)
+      `INSERT INTO application (${this.insertColumns})
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -214,7 +203,7 @@ export class SqlEntityStore implements EntityStore {
 
   update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
     return this.updateLive(
-      `entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, compat = ?, update_time = ?`,
+      `entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.interval} = ?, max_pool_size = ?, compat = ?, update_time = ?`,
       [
         t.name,
         t.step,
