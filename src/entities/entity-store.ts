@@ -31,45 +31,32 @@ export interface EntityStore {
   retire(key: string, at: number): Promise<boolean>;
 }
 
+/** The `application` columns, in INSERT order; a read skips `current_offset` (the pool's, written once here). */
+const COLUMNS = (
+  'entity_key entity_name id_mode increasing_type start_offset step current_offset max_size_per_times max_size_per_second ' +
+  'min_size_percent interval max_pool_size secret_hash secrets delta remainder compat held incumbent live alias ' +
+  'number_format number_reset number_time_zone number_gapless create_time update_time deleted_at'
+).split(' ');
+/** BIGINT columns, read as text (`Database.bigText`) so no dialect rounds them. */
+const BIG = new Set(['start_offset', 'create_time', 'update_time', 'deleted_at']);
+
 /** Rows of the `application` table. The only SQL about entity configuration. */
 export class SqlEntityStore implements EntityStore {
+  /** What a SELECT lists and what an INSERT names; `interval`, a reserved word, quoted. */
   private readonly columns: string;
+  private readonly insertColumns: string;
+  private readonly interval: string;
 
   constructor(private readonly db: Database) {
-    const q = (c: string) => (db.dialect === 'mysql' ? `\`${c}\`` : `"${c}"`);
-    this.columns = [
-      'entity_key',
-      'entity_name',
-      'id_mode',
-      'increasing_type',
-      `${db.bigText('start_offset')} AS start_offset`,
-      'step',
-      'max_size_per_times',
-      'max_size_per_second',
-      'min_size_percent',
-      `${q('interval')} AS ${q('interval')}`,
-      'max_pool_size',
-      'secret_hash',
-      'secrets',
-      'delta',
-      'remainder',
-      'compat',
-      'held',
-      'incumbent',
-      'live',
-      'alias',
-      'number_format',
-      'number_reset',
-      'number_time_zone',
-      'number_gapless',
-      `${db.bigText('create_time')} AS create_time`,
-      `${db.bigText('update_time')} AS update_time`,
-      `${db.bigText('deleted_at')} AS deleted_at`,
-    ].join(', ');
-    this.quote = q;
+    const interval = (this.interval = db.dialect === 'mysql' ? '`interval`' : '"interval"');
+    const name = (c: string) => (c === 'interval' ? interval : c);
+    const read = (c: string) =>
+      BIG.has(c) ? `${db.bigText(c)} AS ${c}` : c === 'interval' ? `${interval} AS ${interval}` : c;
+    this.columns = COLUMNS.filter((c) => c !== 'current_offset')
+      .map(read)
+      .join(', ');
+    this.insertColumns = COLUMNS.map(name).join(', ');
   }
-
-  private readonly quote: (c: string) => string;
 
   async findLive(key: string): Promise<EntityConfig | undefined> {
     const rows = await this.db.query<Row>(
@@ -79,7 +66,6 @@ export class SqlEntityStore implements EntityStore {
     return rows[0] ? toEntity(rows[0]) : undefined;
   }
 
-  /** Whether the key was ever registered (live or retired): keys are never reused. */
   async exists(key: string): Promise<boolean> {
     const rows = await this.db.query(`SELECT 1 AS x FROM application WHERE entity_key = ?`, [key]);
     return rows.length > 0;
@@ -92,7 +78,6 @@ export class SqlEntityStore implements EntityStore {
     return rows.map(toEntity);
   }
 
-  /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
   async changedSince(sinceMs: number): Promise<{ entity: EntityConfig; retired: boolean }[]> {
     const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE update_time >= ?`, [sinceMs]);
     return rows.map((row) => ({ entity: toEntity(row), retired: Number(row.deleted_at) !== 0 }));
@@ -184,7 +169,7 @@ export class SqlEntityStore implements EntityStore {
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
     const row = `(${Array(27).fill('?').join(', ')}, 0)`;
     await this.db.execute(
-      `INSERT INTO application (entity_key, entity_name, id_mode, increasing_type, start_offset, step, current_offset, max_size_per_times, max_size_per_second, min_size_percent, ${this.quote('interval')}, max_pool_size, secret_hash, secrets, delta, remainder, compat, held, incumbent, live, alias, number_format, number_reset, number_time_zone, number_gapless, create_time, update_time, deleted_at)
+      `INSERT INTO application (${this.insertColumns})
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
         entity.key,
@@ -216,9 +201,9 @@ export class SqlEntityStore implements EntityStore {
     );
   }
 
-  async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.quote('interval')} = ?, max_pool_size = ?, compat = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
+  update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
+    return this.updateLive(
+      `entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.interval} = ?, max_pool_size = ?, compat = ?, update_time = ?`,
       [
         t.name,
         t.step,
@@ -229,33 +214,33 @@ export class SqlEntityStore implements EntityStore {
         t.maxPoolSize,
         t.compat.join(','),
         updateTime,
-        key,
       ],
+      key,
     );
-    return result.affectedRows === 1;
   }
 
-  async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET secret_hash = ?, secrets = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [...secretColumns(secrets), updateTime, key],
+  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
+    return this.updateLive(
+      'secret_hash = ?, secrets = ?, update_time = ?',
+      [...secretColumns(secrets), updateTime],
+      key,
     );
-    return result.affectedRows === 1;
   }
 
-  async setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET held = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [held, updateTime, key],
-    );
-    return result.affectedRows === 1;
+  setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
+    return this.updateLive('held = ?, update_time = ?', [held, updateTime], key);
   }
 
-  async retire(key: string, at: number): Promise<boolean> {
-    const result = await this.db.execute(
-      `UPDATE application SET deleted_at = ?, update_time = ? WHERE entity_key = ? AND deleted_at = 0`,
-      [at, at, key],
-    );
+  retire(key: string, at: number): Promise<boolean> {
+    return this.updateLive('deleted_at = ?, update_time = ?', [at, at], key);
+  }
+
+  /** `SET set` on the live row of `key`; whether there was one. */
+  private async updateLive(set: string, params: unknown[], key: string): Promise<boolean> {
+    const result = await this.db.execute(`UPDATE application SET ${set} WHERE entity_key = ? AND deleted_at = 0`, [
+      ...params,
+      key,
+    ]);
     return result.affectedRows === 1;
   }
 }

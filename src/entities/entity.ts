@@ -171,6 +171,11 @@ const numberFields = {
   gapless: z.boolean({ error: 'must be true or false' }).optional(),
 };
 
+/** Every tunable may be left out (registration: its default; update: unchanged). */
+const optionalTunables = Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as {
+  [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]>;
+};
+
 export const registerSchema = z.strictObject({
   key: z.string().regex(KEY_PATTERN, 'must be 1-64 of A-Z a-z 0-9 _ - .'),
   mode: z.enum(['monotonic', 'trend', 'snowflake']).default('monotonic'),
@@ -188,27 +193,10 @@ export const registerSchema = z.strictObject({
     .strictObject({ kind: z.enum(['leaf', 'tinyid']), key: z.string().min(1).max(190), live: z.boolean() })
     .optional(),
   ...numberFields,
-  ...Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])),
-} as typeof numberFields & {
-  key: z.ZodString;
-  secret: z.ZodOptional<typeof providedSecret>;
-  held: z.ZodOptional<z.ZodString>;
-  incumbent: z.ZodOptional<
-    z.ZodObject<{ kind: z.ZodEnum<{ leaf: 'leaf'; tinyid: 'tinyid' }>; key: z.ZodString; live: z.ZodBoolean }>
-  >;
-  mode: z.ZodDefault<z.ZodEnum<{ monotonic: 'monotonic'; trend: 'trend'; snowflake: 'snowflake' }>>;
-  startOffset: z.ZodOptional<typeof offset>;
-  firstId: z.ZodOptional<typeof offset>;
-  delta: z.ZodOptional<z.ZodNumber>;
-  remainder: z.ZodOptional<z.ZodNumber>;
-} & { [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]> });
-
-export const updateSchema = z.strictObject({
-  ...numberFields,
-  ...(Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as {
-    [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]>;
-  }),
+  ...optionalTunables,
 });
+
+export const updateSchema = z.strictObject({ ...numberFields, ...optionalTunables });
 
 /** `POST /admin/apps/:key/raise`: no id below `firstId` is handed out from now on (an import catching up with the old service). */
 export const raiseSchema = z.strictObject({ firstId: offset });

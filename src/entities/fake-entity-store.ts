@@ -61,16 +61,14 @@ export class FakeEntityStore implements EntityStore {
 
   async retire(key: string, at: number): Promise<boolean> {
     this.count('retire');
-    const row = this.rows.get(key);
-    if (row?.deletedAt !== 0) return false;
-    this.rows.set(key, { entity: { ...row.entity, updateTime: at }, deletedAt: at });
-    return true;
+    return this.change(key, (entity) => ({ ...entity, updateTime: at }), at);
   }
 
-  private change(key: string, next: (entity: EntityConfig) => EntityConfig): boolean {
+  /** `next(entity)` in place of the live row of `key` (retired at `deletedAt` unless 0); whether there was one. */
+  private change(key: string, next: (entity: EntityConfig) => EntityConfig, deletedAt = 0): boolean {
     const row = this.rows.get(key);
     if (row?.deletedAt !== 0) return false;
-    this.rows.set(key, { entity: next(row.entity), deletedAt: 0 });
+    this.rows.set(key, { entity: next(row.entity), deletedAt });
     return true;
   }
 }

@@ -10,6 +10,8 @@ import { GenerationSync, LocalRegistrationGeneration, type RegistrationGeneratio
 import { patchedEntity, refuseTooManySecrets, registrationValues, withoutSecret } from './validation';
 import { IdStride } from '../segment/stride';
 
+const notFound = (key: string) => new NotFoundError(`no entity with key "${key}"`);
+
 /** What the pool side needs to know about entities (narrow on purpose). */
 export interface EntityCatalog {
   /** Cached config of a live entity; no I/O. */
@@ -105,7 +107,7 @@ export class EntityRegistry implements EntityCatalog {
 
   async require(key: string): Promise<EntityConfig> {
     const entity = await this.find(key);
-    if (!entity) throw new NotFoundError(`no entity with key "${key}"`);
+    if (!entity) throw notFound(key);
     return entity;
   }
 
@@ -155,10 +157,7 @@ export class EntityRegistry implements EntityCatalog {
   async update(key: string, patch: UpdateInput): Promise<EntityConfig> {
     const current = await this.require(key);
     const next = patchedEntity(current, patch, Math.max(this.clock.now(), current.updateTime + 1));
-    if (!(await this.store.update(key, next, next.updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
-    this.cache.remember(next);
-    await this.sync.announce();
-    return next;
+    return this.commit(next, await this.store.update(key, next, next.updateTime));
   }
 
   /**
@@ -213,7 +212,7 @@ export class EntityRegistry implements EntityCatalog {
       result = { id: record.id, added: true, expiresAt: record.expiresAt };
       return [record, ...live];
     });
-    if (!result) throw new NotFoundError(`no entity with key "${key}"`);
+    if (!result) throw notFound(key);
     return { ...result, secret };
   }
 
@@ -237,10 +236,15 @@ export class EntityRegistry implements EntityCatalog {
     if (!secrets) return;
     refuseTooManySecrets(key, secrets);
     const updateTime = Math.max(now, current.updateTime + 1);
-    if (!(await this.store.setSecrets(key, secrets, updateTime)))
-      throw new NotFoundError(`no entity with key "${key}"`);
-    this.cache.remember({ ...current, secrets, updateTime });
+    await this.commit({ ...current, secrets, updateTime }, await this.store.setSecrets(key, secrets, updateTime));
+  }
+
+  /** `next` cached and announced to every instance once written (`written` false: the row is gone, a 404). */
+  private async commit(next: EntityConfig, written: boolean): Promise<EntityConfig> {
+    if (!written) throw notFound(next.key);
+    this.cache.remember(next);
     await this.sync.announce();
+    return next;
   }
 
   /** The first number of `entity`'s line whose id is at least `id` (this deployment's stride and the entity's spacing). */
@@ -258,16 +262,12 @@ export class EntityRegistry implements EntityCatalog {
     const current = await this.require(key);
     if ((current.held ?? null) === held) return current;
     const updateTime = Math.max(this.clock.now(), current.updateTime + 1);
-    if (!(await this.store.setHeld(key, held, updateTime))) throw new NotFoundError(`no entity with key "${key}"`);
-    const next = { ...current, held, updateTime };
-    this.cache.remember(next);
-    await this.sync.announce();
-    return next;
+    return this.commit({ ...current, held, updateTime }, await this.store.setHeld(key, held, updateTime));
   }
 
   async retire(key: string): Promise<void> {
     await this.require(key);
-    if (!(await this.store.retire(key, this.clock.now()))) throw new NotFoundError(`no entity with key "${key}"`);
+    if (!(await this.store.retire(key, this.clock.now()))) throw notFound(key);
     this.cache.forget(key);
     await this.sync.announce();
     await this.listeners.onRetired(key);

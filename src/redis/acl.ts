@@ -34,16 +34,8 @@ const CONSUMER_COMMANDS = ['+fcall|idpool_pop', '+lpop', '+llen', '+get', '+info
  * connections with CLIENT SETNAME, sends READONLY to replicas and READWRITE
  * once one is promoted; seen in ACL LOG by redis-acl.test.ts).
  */
-const CLUSTER_CLIENT_COMMANDS = [
-  '+cluster|slots',
-  '+cluster|shards',
-  '+cluster|nodes',
-  '+cluster|info',
-  '+asking',
-  '+readonly',
-  '+readwrite',
-  '+client|setname',
-];
+const CLUSTER_CLIENT_COMMANDS =
+  '+cluster|slots +cluster|shards +cluster|nodes +cluster|info +asking +readonly +readwrite +client|setname'.split(' ');
 
 /**
  * The commands the service sends, directly or from inside its functions;
@@ -55,61 +47,29 @@ const CLUSTER_CLIENT_COMMANDS = [
 const SERVICE_COMMANDS = [
   // The function libraries: loaded at start and again when a server lacks them, then called;
   // a release's removed once no instance of it runs (redis/library-pruner.ts).
-  '+function|load',
-  '+function|list',
-  '+function|delete',
-  '+fcall',
+  '+function|load +function|list +function|delete +fcall',
   // A push and a take: one MULTI of FCALL, RPUSH or LPOP, and FCALL (push_open-6.lua, take_open-4.lua); DISCARD if ioredis abandons one.
-  '+multi',
-  '+exec',
-  '+discard',
+  '+multi +exec +discard',
   // Inside the functions (pool, refill lock, rate limit, idempotent answers and their byte caps),
   // and sent directly (pool levels, idempotency claims and byte counters).
-  '+get',
-  '+set',
-  '+del',
-  '+exists',
-  '+llen',
-  '+lpop',
-  '+rpush',
-  '+rename',
-  '+incrby',
-  '+decrby',
-  '+mget',
-  '+pexpire',
-  '+pttl',
-  '+time',
-  '+zadd',
-  '+zcard',
-  '+zremrangebyscore',
-  '+zrangebyscore',
-  '+zrem',
-  '+zpopmin',
+  '+get +set +del +exists +llen +lpop +rpush +rename +incrby +decrby +mget +pexpire +pttl +time',
+  '+zadd +zcard +zremrangebyscore +zrangebyscore +zrem +zpopmin',
   // The snowflake worker leases' record (worker_*.lua; redis-worker-holders.ts reads the ceilings directly).
-  '+hget',
-  '+zscore',
-  '+zmscore',
+  '+hget +zscore +zmscore',
   // The registration generation.
   '+incr',
   // The fleet (fleet/redis-fleet-store.ts): alarm records in a capped stream, and each instance's heartbeat in a hash.
-  '+xadd',
-  '+xrevrange',
-  '+hset',
-  '+hgetall',
-  '+hdel',
+  '+xadd +xrevrange +hset +hgetall +hdel',
   // Business numbers (number_*.lua, number-store.ts): the period table, the fences, the live list's end.
-  '+hmget',
-  '+hkeys',
-  '+pexpireat',
+  '+hmget +hkeys +pexpireat',
   // The epoch (run_id, master_replid), the memory check, the client's ready check; readiness.
-  '+info',
-  '+ping',
+  '+info +ping',
   // A URL naming a database other than 0; closing the connection.
-  '+select',
-  '+quit',
+  '+select +quit',
+]
+  .flatMap((group) => group.split(' '))
   // Cluster: the slot map, its health, and the redirection during a slot migration.
-  ...CLUSTER_CLIENT_COMMANDS,
-];
+  .concat(CLUSTER_CLIENT_COMMANDS);
 
 /** Default ACL user name of a consumer of one entity. */
 function consumerUserName(entityKey: string): string {

@@ -63,34 +63,23 @@ export function scriptOutcome<K extends ScriptOutcome['kind']>(
   value: number | undefined,
   expected: readonly K[],
 ): Extract<ScriptOutcome, { kind: K | 'ok' }> {
-  const outcome = outcomeOf(code, value ?? 0);
+  const outcome = Object.hasOwn(OUTCOMES, code) ? OUTCOMES[code](value ?? 0) : undefined;
   if (outcome === undefined || (outcome.kind !== 'ok' && !(expected as readonly string[]).includes(outcome.kind)))
     throw new ScriptCodeError(functionName, code);
   return outcome as Extract<ScriptOutcome, { kind: K | 'ok' }>;
 }
 
-function outcomeOf(code: number, value: number): ScriptOutcome | undefined {
-  switch (code) {
-    case ScriptCode.Ok:
-      return { kind: 'ok', value };
-    case ScriptCode.Short:
-      return { kind: 'short', size: value };
-    case ScriptCode.EpochChanged:
-      return { kind: 'epoch_changed' };
-    case ScriptCode.RateLimited:
-      return { kind: 'rate_limited', retryAfterMs: value };
-    case ScriptCode.Fenced:
-      return { kind: 'fenced' };
-    case ScriptCode.NotHolder:
-      return { kind: 'not_holder' };
-    case ScriptCode.PeriodStale:
-      return { kind: 'period_stale' };
-    case ScriptCode.PeriodOver:
-      return { kind: 'period_over' };
-    default:
-      return undefined;
-  }
-}
+/** Each code's outcome, from the number beside it. */
+const OUTCOMES: Readonly<Record<number, (value: number) => ScriptOutcome>> = {
+  [ScriptCode.Ok]: (value) => ({ kind: 'ok', value }),
+  [ScriptCode.Short]: (size) => ({ kind: 'short', size }),
+  [ScriptCode.EpochChanged]: () => ({ kind: 'epoch_changed' }),
+  [ScriptCode.RateLimited]: (retryAfterMs) => ({ kind: 'rate_limited', retryAfterMs }),
+  [ScriptCode.Fenced]: () => ({ kind: 'fenced' }),
+  [ScriptCode.NotHolder]: () => ({ kind: 'not_holder' }),
+  [ScriptCode.PeriodStale]: () => ({ kind: 'period_stale' }),
+  [ScriptCode.PeriodOver]: () => ({ kind: 'period_over' }),
+};
 
 const COMMANDS_DIR = join(__dirname, 'commands');
 /** `<name>-<numKeys>.lua`, or `<name>-n.lua` for a function that takes any number of keys (its caller's). */

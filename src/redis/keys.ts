@@ -76,15 +76,10 @@ export function gaplessHighWaterKey(entityKey: string, prefix = DEFAULT_PREFIX):
 }
 
 export function numberKeys(entityKey: string, prefix = DEFAULT_PREFIX): NumberKeys {
-  const k = entityKeys(entityKey, prefix);
+  const { ids, epoch, ratePrefix, pushed, pushing, pushOpen } = entityKeys(entityKey, prefix);
   const base = `${prefix}:{${entityKey}}`;
   return {
-    ids: k.ids,
-    epoch: k.epoch,
-    ratePrefix: k.ratePrefix,
-    pushed: k.pushed,
-    pushing: k.pushing,
-    pushOpen: k.pushOpen,
+    ...{ ids, epoch, ratePrefix, pushed, pushing, pushOpen },
     periods: `${base}:n:periods`,
     fence: `${base}:n:fence`,
     staged: `${base}:n:staged`,
