@@ -45,7 +45,7 @@ export class LocalNumbers {
   }
 
   private async takeNow(entity: NumberEntity, count: number): Promise<string[]> {
-    // Now's period's ready numbers at most one step, or what a take needs (`fillWant`).
+    // Now's period's ready numbers at most one step, or what a take needs (`wanted`).
     const sizing = { target: entity.step, lowWatermark: 0, max: this.periods.cap(entity) };
     for (;;) {
       const taken = await this.store.take(entity.key, count, 0);

@@ -15,7 +15,8 @@ import { type PeriodSlot, type PeriodState, type PeriodStore, numberRun } from '
 import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './redis-rpush-ids';
 import { pushInCalls } from './segment-push';
 
-type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
+const PUSH_REFUSALS = ['epoch_changed', 'fenced', 'period_stale', 'period_over'] as const;
+type NumberPushResult = 'ok' | (typeof PUSH_REFUSALS)[number];
 
 /** What `idpool_number_state` answers (number_state-6.lua): the clock, the epoch check, two slots of five, the latest start, a reset's drop, the fences. */
 type StateReply = (string | number | null | string[])[];
@@ -54,11 +55,7 @@ export class RedisNumberStore implements PeriodStore {
     return numberKeys(entityKey, this.prefix);
   }
 
-  /**
-   * The lists and periods by the Redis clock, the staged made live if due.
-   * `reset` (period id, the highest sequence maybe issued): lists of another
-   * epoch dropped first, those fences raised.
-   */
+  /** The lists and periods by the Redis clock, the staged made live if due (number_state-6.lua). */
   async state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<PeriodState> {
     const args = reset ? ['reset', ...reset.flatMap(([id, seq]) => [id, seq.toString()])] : [];
     const k = this.keys(entityKey);
@@ -96,17 +93,12 @@ export class RedisNumberStore implements PeriodStore {
         queueFunction(multi, 'idpool_push_close', [k.ids, k.pushing, k.pushOpen, k.staged], []),
       );
       const [code] = replies[0] as [number, number?];
-      return scriptOutcome('idpool_number_push_open', code, 0, [
-        'epoch_changed',
-        'fenced',
-        'period_stale',
-        'period_over',
-      ]).kind;
+      return scriptOutcome('idpool_number_push_open', code, 0, PUSH_REFUSALS).kind;
     };
     return withLibrary(this.redis, send);
   }
 
-  /** Pushes `range` in calls as a segment's: a trend entity's calls hold whole steps, so each call's lowest and highest bound it (the fence). */
+  /** In calls as a segment's: a trend entity's calls hold whole steps, so each call's lowest and highest bound it (the fence). */
   async pushRange(
     entity: Pick<EntityConfig, 'key' | 'mode' | 'step'>,
     scheme: NumberScheme,

@@ -68,9 +68,8 @@ export interface NumberUsage {
   readonly timeZone: string;
 }
 
-/** One period's pool as a fill or a short take finds it; `full`: its counter is at its capacity, nothing more comes. */
+/** One period's pool (none: `period` undefined); `full`: its counter is at its capacity, nothing more comes. */
 export interface PeriodSlot {
-  /** Undefined when the slot holds no period. */
   readonly period: string | undefined;
   readonly start: number;
   readonly end: number;
@@ -93,13 +92,13 @@ export interface PeriodState {
   readonly fences?: ReadonlyMap<string, bigint>;
 }
 
-/** Where the numbers of an entity's periods wait: Redis's lists (`RedisNumberStore`) or in process (`MemoryNumberStore`). */
+/** Where an entity's periods' numbers wait: Redis's lists (`RedisNumberStore`) or in process (`MemoryNumberStore`). */
 export interface PeriodStore {
   /** In process: only the next period's first step is staged, {@link LOCAL_PREFILL_LEAD_MS} ahead. */
   readonly inProcess: boolean;
-  /** The pools by the deciding clock. `reset` (period id, the highest sequence maybe issued): lists of another epoch dropped first, those fences raised. */
+  /** `reset` (period id, the highest sequence maybe issued): lists of another epoch dropped first, those fences raised. */
   state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<PeriodState>;
-  /** Appends `range` of `period` (none: only `full` marked) in take order to the pool holding it, live or staged by the deciding clock; `fenced` below the period's fence. */
+  /** Appends `range` (none: only `full` marked) in take order to the pool of `period`, live or staged by the deciding clock. */
   pushRange(
     entity: NumberEntity,
     scheme: NumberScheme,
@@ -111,9 +110,8 @@ export interface PeriodStore {
   waiting(entityKey: string, period: Period): Promise<string[]>;
   /** The highest sequence of the period that may have been handed out (0 before any). */
   issued(entityKey: string, periodId: string): Promise<bigint>;
-  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`), keeping those above in order. */
+  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`), those above kept in order. */
   trim(entityKey: string, period: Period, upTo: string, seq: bigint): Promise<unknown>;
-  /** Forgets the fences of periods named below `beforeId`. */
   pruneFences?(entityKey: string, beforeId: string): Promise<void>;
   forget?(entityKey: string): void;
 }
@@ -148,13 +146,12 @@ const RAISE_LOCK_WAIT_MS = 2000;
  * pruned hourly at a fill, with no timer.
  */
 export class NumberPeriods implements PeriodPools, NumberAdmin {
-  /** Settings never change once registered: a scheme per settings object. */
+  /** Settings never change once registered. */
   private readonly schemes = new WeakMap<NumberSettings, NumberScheme>();
   /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
   private readonly dueAt = new Map<string, number>();
-  /** When (Unix ms) each pruning last ran: the counters' rows once for all (`*`), or an entity's own fences. */
+  /** When (Unix ms) each pruning last ran: the counters' rows (`*`), or an entity's fences. */
   private readonly prunedAt = new Map<string, number>();
-  /** When (monotonic) each entity's periods were last checked against their fences. */
   private readonly fencesCheckedAt = new Map<string, number>();
   private readonly leadMs: number;
 
@@ -202,7 +199,7 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
         );
       return false;
     }
-    // A spent period is refused: `period_short` with what remains, else `period_exhausted`.
+    // A spent period: `period_short` with what remains, else `period_exhausted`.
     if (live.size >= count) return true;
     if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
     if (!live.full) return false;
@@ -307,7 +304,6 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
     this.options.store.forget?.(entityKey);
   }
 
-  /** `want` more of `period` from its counter into its pool. */
   private async reserve(entity: NumberEntity, period: Period, want: number): Promise<void> {
     if (want <= 0) return;
     const { store, counter } = this.options;
@@ -353,7 +349,6 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
   private async carry(entity: NumberEntity, periodId: string, seen?: bigint): Promise<void> {
     const { store, counter: counters, log } = this.options;
     const fence = await store.issued(entity.key, periodId);
-    // No fence: nothing pushed yet.
     if (fence === 0n) return;
     const counter = seen ?? (await counters.peek(entity.key, periodId));
     if (counter >= fence) return;
