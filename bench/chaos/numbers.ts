@@ -108,7 +108,7 @@ export interface NumberFinding {
   readonly text: string;
 }
 
-/** The refiller fills the next period this long before its boundary (RedisNumberPeriods' prefillLeadMs). */
+/** The refiller fills the next period this long before its boundary (`REDIS_PREFILL_LEAD_MS` of pool/period-pools.ts). */
 const PREFILL_LEAD_MS = 60_000;
 
 /** How far the Redis server's clock may be from this process's when both are this machine's: a take's own latency is inside [start, end]. */

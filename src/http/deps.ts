@@ -12,7 +12,7 @@ import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
 import type { LeasedSegment } from '../segment/lease';
-import type { NumberAdmin } from '../pool/number-takes';
+import type { NumberAdmin } from '../pool/period-pools';
 import type { NumberView } from '../ops/period-forecast';
 import type { GaplessSeries } from '../gapless/series';
 import type { TakeRequest } from '../take/take-service';

@@ -6,25 +6,25 @@
  * boundary fills the next period's first step.
  */
 import { errorMessage } from '../errors';
-import { MemoryNumberPeriods } from '../pool/memory-number-periods';
+import { MemoryNumberStore } from '../pool/memory-number-store';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
-import type { NumberEntity, PeriodLayerOptions } from '../pool/period-pools';
+import { type NumberEntity, NumberPeriods, type NumberPeriodsOptions } from '../pool/period-pools';
 import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 
 export class LocalNumbers {
   private readonly store: MemoryPoolStore;
-  private readonly periods: MemoryNumberPeriods;
+  private readonly periods: NumberPeriods;
   /** The period each entity's next step was last filled ahead for. */
   private readonly prefilled = new Map<string, string>();
   /** One take or fill per entity at a time: a take that fills must not interleave with another's. */
   private readonly running = new Map<string, Promise<unknown>>();
 
   /** `counter`: the period counters behind the second record of what was reserved (HighWaterNumberCounter). */
-  constructor(private readonly options: Pick<PeriodLayerOptions, 'counter' | 'clock' | 'log'>) {
+  constructor(private readonly options: Pick<NumberPeriodsOptions, 'counter' | 'clock' | 'log'>) {
     this.store = new MemoryPoolStore(options.clock);
-    this.periods = new MemoryNumberPeriods({
+    this.periods = new NumberPeriods({
       ...options,
-      store: this.store,
+      store: new MemoryNumberStore(this.store, options.counter, options.clock),
       lock: new MemoryRefillLock(),
       events: { periodExhausted: () => undefined },
       retryMs: 1000,
@@ -45,7 +45,7 @@ export class LocalNumbers {
   }
 
   private async takeNow(entity: NumberEntity, count: number): Promise<string[]> {
-    // Now's period's ready numbers at most one step, or what a take needs (`fillWant`).
+    // Now's period's ready numbers at most one step, or what a take needs (`wanted`).
     const sizing = { target: entity.step, lowWatermark: 0, max: this.periods.cap(entity) };
     for (;;) {
       const taken = await this.store.take(entity.key, count, 0);
@@ -60,7 +60,7 @@ export class LocalNumbers {
 
   /** Within the lead before a boundary (by the wall clock), the next period's first step, once, after this take. */
   private prefill(entity: NumberEntity): void {
-    const { ahead } = this.periods.periodsAt(this.periods.schemes.of(entity), this.options.clock.now());
+    const { ahead } = this.periods.periodsAt(this.periods.scheme(entity), this.options.clock.now());
     if (!ahead || this.prefilled.get(entity.key) === ahead.id) return;
     this.prefilled.set(entity.key, ahead.id);
     // Nothing more of now's period (`max` 0): only the next period's step.

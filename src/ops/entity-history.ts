@@ -3,7 +3,7 @@ import type { Demand } from '../pool/demand';
 import type { IdStride } from '../segment/stride';
 import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
 import { round } from './format';
-import type { NumberUsage } from '../pool/number-takes';
+import type { NumberUsage } from '../pool/period-pools';
 
 /** One point of an entity's dashboard charts. */
 export interface ChartPoint {

@@ -1,7 +1,7 @@
 /**
  * Now's period of a business-number entity, read by its kind: a pooled one
- * from the numbers layer (`NumberAdmin`: `pool/number-periods.ts` with
- * Redis, `pool/number-takes.ts` without), a gapless series from its
+ * from the numbers layer (`NumberAdmin`: `pool/period-pools.ts`, with
+ * Redis or without), a gapless series from its
  * ledger's counter (every sequence up to it issued, voided or entered lost)
  * by the database's clock, which decides a gapless period. The ops sampler
  * (dashboard rows, period gauges and alarms) and the admin list
@@ -10,7 +10,7 @@
  */
 import type { EntityConfig } from '../entities/entity';
 import { NumberScheme } from '../numbers/scheme';
-import type { NumberUsage } from '../pool/number-takes';
+import type { NumberUsage } from '../pool/period-pools';
 import type { NumberUsageSource } from './sampler';
 
 /** What is read of a gapless series' ledger (`gapless/ledger.ts`): the database's clock and a period's counter. */

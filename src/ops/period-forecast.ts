@@ -4,7 +4,7 @@
  * so the rate, the period's end, the zone and a daylight-saving day are
  * tested on a fake clock. The sampler feeds them (`sampler.ts`).
  */
-import type { NumberUsage } from '../pool/number-takes';
+import type { NumberUsage } from '../pool/period-pools';
 import { isoDate, round } from './format';
 
 /** One reading of a period's use. */

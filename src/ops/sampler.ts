@@ -10,7 +10,7 @@ import { type EntityOverview, dashboardRows } from './dashboard-rows';
 import { EntityHistory, type EntityHistoryOptions } from './entity-history';
 import { type NumberView, PeriodHistory, numberView } from './period-forecast';
 import { type TimeZone, timeZone } from '../numbers/zone';
-import type { NumberUsage } from '../pool/number-takes';
+import type { NumberUsage } from '../pool/period-pools';
 import type { OpsMetrics } from './metrics';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import type { Clock } from '../clock';
@@ -45,7 +45,7 @@ export interface LeaseView {
 /** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
 const USAGE_EVERY_MS = 10_000;
 
-/** Where the sampler reads a business-number entity's period: the numbers layer's `usage` (`NumberAdmin`, `pool/number-takes.ts`). */
+/** Where the sampler reads a business-number entity's period: the numbers layer's `usage` (`NumberAdmin`, `pool/period-pools.ts`). */
 export interface NumberUsageSource {
   usage(entity: EntityConfig): Promise<NumberUsage>;
 }

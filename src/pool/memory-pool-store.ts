@@ -77,7 +77,7 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   /**
-   * Appends numbers of the period ending at `end` (`memory-number-periods.ts`):
+   * Appends numbers of the period ending at `end` (`memory-number-store.ts`):
    * a pool of another period is emptied first. No fence: each period's
    * counter is checked against the high-water record when it reserves.
    */

@@ -3,45 +3,29 @@
  * `commands/number_*.lua`. Now's period's numbers wait formatted in the
  * entity's `ids` list, so a take and `FCALL idpool_pop` are a plain pool's.
  */
+import type { EntityConfig } from '../entities/entity';
 import type { Period } from '../numbers/period';
+import type { NumberScheme } from '../numbers/scheme';
 import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
 import { type NumberKeys, numberKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { transaction } from '../redis/transaction';
-import type { LivePeriod } from './period-pools';
+import type { SeqRange } from '../segment/number-counter';
+import { type PeriodSlot, type PeriodState, type PeriodStore, numberRun } from './period-pools';
 import { type NumberRun, RpushIds, RpushNumbers, queueRpush } from './redis-rpush-ids';
+import { pushInCalls } from './segment-push';
 
-/** One list as the refiller sees it: slot 0 the live list (`ids`), 1 the staged one. */
-export interface NumberSlot extends Omit<LivePeriod, 'period'> {
-  readonly period: string | undefined;
-  readonly start: number;
-}
-
-/** An entity's lists at one instant of the Redis clock. */
-export interface NumberState {
-  readonly now: number;
-  /** False when the lists were filled in another Redis epoch (reset before use). */
-  readonly epochCurrent: boolean;
-  /** [live, staged]; the staged period was made live first if the clock is in it. */
-  readonly slots: readonly [NumberSlot, NumberSlot];
-  /** Start of the newest period that went live: no older period is served again. */
-  readonly latest: number;
-  /** A reset dropped lists filled in another epoch. */
-  readonly dropped: boolean;
-  /** Each period's fence (the highest sequence pushed), read with the lists: apart, a push between made use (fence − list) too high. */
-  readonly fences: ReadonlyMap<string, bigint>;
-}
-
-type NumberPushResult = 'ok' | 'fenced' | 'epoch_changed' | 'period_stale' | 'period_over';
+const PUSH_REFUSALS = ['epoch_changed', 'fenced', 'period_stale', 'period_over'] as const;
+type NumberPushResult = 'ok' | (typeof PUSH_REFUSALS)[number];
 
 /** What `idpool_number_state` answers (number_state-6.lua): the clock, the epoch check, two slots of five, the latest start, a reset's drop, the fences. */
 type StateReply = (string | number | null | string[])[];
 
-function stateOf(r: StateReply): NumberState {
+function stateOf(r: StateReply): PeriodState {
   const fences = new Map<string, bigint>();
   const pairs = (r[14] ?? []) as string[];
   for (let i = 0; i + 1 < pairs.length; i += 2) fences.set(pairs[i], BigInt(pairs[i + 1]));
-  const slot = (at: number): NumberSlot => ({
+  const slot = (at: number): PeriodSlot => ({
     period: typeof r[at] === 'string' ? r[at] : undefined,
     start: Number(r[at + 1] ?? 0),
     end: Number(r[at + 2] ?? 0),
@@ -58,7 +42,10 @@ function stateOf(r: StateReply): NumberState {
   };
 }
 
-export class RedisNumberStore {
+/** The Redis clock decides the period: the live list expires at its period's end and the next, staged, goes live by `TIME`. */
+export class RedisNumberStore implements PeriodStore {
+  readonly inProcess = false;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
@@ -68,12 +55,8 @@ export class RedisNumberStore {
     return numberKeys(entityKey, this.prefix);
   }
 
-  /**
-   * The lists and periods by the Redis clock, the staged made live if due.
-   * `reset` (period id, the highest sequence maybe issued): lists of another
-   * epoch dropped first, those fences raised.
-   */
-  async state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<NumberState> {
+  /** The lists and periods by the Redis clock, the staged made live if due (number_state-6.lua). */
+  async state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<PeriodState> {
     const args = reset ? ['reset', ...reset.flatMap(([id, seq]) => [id, seq.toString()])] : [];
     const k = this.keys(entityKey);
     const keys = [k.periods, k.epoch, k.ids, k.staged, k.pushed, k.fence];
@@ -110,34 +93,44 @@ export class RedisNumberStore {
         queueFunction(multi, 'idpool_push_close', [k.ids, k.pushing, k.pushOpen, k.staged], []),
       );
       const [code] = replies[0] as [number, number?];
-      return scriptOutcome('idpool_number_push_open', code, 0, [
-        'epoch_changed',
-        'fenced',
-        'period_stale',
-        'period_over',
-      ]).kind;
+      return scriptOutcome('idpool_number_push_open', code, 0, PUSH_REFUSALS).kind;
     };
     return withLibrary(this.redis, send);
   }
 
-  /** The numbers waiting in the list that holds `periodId` now (live or staged), in take order; none when no list holds it. */
-  async waiting(entityKey: string, periodId: string): Promise<string[]> {
+  /** In calls as a segment's: a trend entity's calls hold whole steps, so each call's lowest and highest bound it (the fence). */
+  async pushRange(
+    entity: Pick<EntityConfig, 'key' | 'mode' | 'step'>,
+    scheme: NumberScheme,
+    period: Period,
+    range: SeqRange | undefined,
+    full: boolean,
+  ): Promise<NumberPushResult> {
+    if (!range) return this.push(entity.key, period, [], undefined, undefined, full);
+    return pushInCalls(entity, range.first, range.last, (first, last) => {
+      const run = numberRun(scheme, entity, period, { first, last });
+      return this.push(entity.key, period, run, first, last, full && last === range.last);
+    });
+  }
+
+  /** None when no list holds the period now. */
+  async waiting(entityKey: string, period: Period): Promise<string[]> {
     const k = this.keys(entityKey);
-    const slot = (await this.state(entityKey)).slots.findIndex((s) => s.period === periodId);
+    const slot = (await this.state(entityKey)).slots.findIndex((s) => s.period === period.id);
     return slot < 0 ? [] : this.redis.lrange(slot === 0 ? k.ids : k.staged, 0, -1);
   }
 
-  /** `PeriodLayer.raise`'s drop up to `upTo` (`seq`), its fence raised to `seq` (number_trim-5.lua); resolves to how many. */
-  trim(entityKey: string, periodId: string, upTo: string, seq: bigint): Promise<number> {
+  /** Its fence raised to `seq` too (number_trim-5.lua); resolves to how many were dropped. */
+  trim(entityKey: string, period: Period, upTo: string, seq: bigint): Promise<number> {
     const k = this.keys(entityKey);
     const keys = [k.periods, k.fence, k.ids, k.staged, k.pushed];
-    return callFunction<number>(this.redis, 'idpool_number_trim', keys, [periodId, upTo, seq.toString()]);
+    return callFunction<number>(this.redis, 'idpool_number_trim', keys, [period.id, upTo, seq.toString()]);
   }
 
-  /** The highest sequence ever pushed for the period, if any. */
-  async fence(entityKey: string, periodId: string): Promise<bigint | undefined> {
+  /** Handed out is at most what was pushed (the fence): a reservation never pushed was never taken. */
+  async issued(entityKey: string, periodId: string): Promise<bigint> {
     const value = await this.redis.hget(this.keys(entityKey).fence, periodId);
-    return value === null ? undefined : BigInt(value);
+    return value === null ? 0n : BigInt(value);
   }
 
   /** Forgets the fences of periods named below `beforeId` (they sort as the periods do), after the counters' retention. */

@@ -1,13 +1,22 @@
+/**
+ * Business numbers on the one engine (docs/numbers.md): a number entity is
+ * a segment entity whose pool is kept per period. {@link NumberPeriods} is
+ * the numbers layer the refiller, the dispatcher, the admin routes and the
+ * library ask, over a {@link PeriodStore}: Redis's lists (`number-store.ts`)
+ * or the in-process pool (`memory-number-store.ts`).
+ */
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import { ConflictError, PeriodExhaustedError, PeriodShortError, UnavailableError, errorMessage } from '../errors';
 import type { Period } from '../numbers/period';
 import { NumberScheme, type NumberSettings } from '../numbers/scheme';
 import type { Logger } from '../logger';
-import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter } from '../segment/number-counter';
+import type { DatabaseBehindReport } from '../segment/high-water';
+import { NUMBER_PERIOD_RETENTION_MS, type NumberCounter, type SeqRange } from '../segment/number-counter';
 import type { PoolSizing } from './demand';
-import type { NumberAdmin, NumberUsage } from './number-takes';
 import type { HeldLock, RefillLock } from './pool-store';
+import type { NumberRun } from './redis-rpush-ids';
+import { shuffle } from './segment-push';
 
 /**
  * In process a reservation is one statement on a near database, so the lead
@@ -17,58 +26,11 @@ import type { HeldLock, RefillLock } from './pool-store';
  */
 export const LOCAL_PREFILL_LEAD_MS = 5_000;
 
-/** What a business-number take needs of an entity (an `EntityConfig`; the library builds one from its `application` row). */
-export interface NumberEntity {
-  readonly key: string;
-  readonly mode: 'monotonic' | 'trend' | 'snowflake';
-  readonly step: number;
-  /** The largest take (`maxSizePerTimes`; the library's takes have none: 0). */
-  readonly maxSizePerTimes: number;
-  readonly numbers?: NumberSettings;
-}
+/** A minute on Redis, so the first take after a boundary is served from Redis however slow the database. */
+const REDIS_PREFILL_LEAD_MS = 60_000;
 
-/** The scheme of an entity's settings, built once per settings (they never change once registered). */
-class NumberSchemes {
-  private readonly cache = new Map<string, NumberScheme>();
-  /** The same settings object again (a take's entity): found without building the key. */
-  private readonly bySettings = new WeakMap<NumberSettings, NumberScheme>();
-
-  of(entity: Pick<NumberEntity, 'key' | 'numbers'>): NumberScheme {
-    const settings = entity.numbers;
-    if (!settings) throw new Error(`entity ${entity.key} has no business-number format`);
-    let scheme = this.bySettings.get(settings);
-    if (scheme) return scheme;
-    const id = `${settings.format}\n${settings.reset}\n${settings.timeZone}`;
-    scheme = this.cache.get(id) ?? NumberScheme.of(settings);
-    this.cache.set(id, scheme);
-    this.bySettings.set(settings, scheme);
-    return scheme;
-  }
-}
-
-/** A period's pool as a take that ran short finds it; `full`: its counter is at its capacity, nothing more comes. */
-export interface LivePeriod {
-  readonly period: string;
-  readonly end: number;
-  readonly full: boolean;
-  readonly size: number;
-}
-
-/** What both numbers layers are built with (`number-periods.ts` on Redis, `memory-number-periods.ts` in process). */
-export interface PeriodLayerOptions {
-  /** The period counters in SQL (embedded: behind the high-water file, `HighWaterNumberCounter`). */
-  counter: NumberCounter;
-  /** The entity's refill lock, which a raise takes (the refiller holds it around a fill). */
-  lock: RefillLock;
-  /** `DispatchEvents.periodExhausted` (not imported: the dispatcher imports this file). */
-  events: { periodExhausted(entityKey: string, digits: number, nextAt: number): void };
-  clock: Clock;
-  log: Logger;
-  /** How soon an entity found due is due again if no fill ran meanwhile (its lock held elsewhere, Redis down): the refill tick. */
-  retryMs: number;
-  /** How long before a boundary the next period is filled: a minute on Redis, so the first take after it is served from Redis however slow the database; {@link LOCAL_PREFILL_LEAD_MS} in process. */
-  prefillLeadMs?: number;
-}
+/** What a business-number take needs of an entity; the library builds one from its `application` row (`maxSizePerTimes` 0: its takes have no largest). */
+export type NumberEntity = Pick<EntityConfig, 'key' | 'mode' | 'step' | 'maxSizePerTimes' | 'numbers'>;
 
 /** What the refiller and the dispatcher ask of a business-number entity, whose pool is kept per period. */
 export interface PeriodPools {
@@ -82,46 +44,135 @@ export interface PeriodPools {
   due(keys: readonly string[]): { keys: string[]; waitMs: number };
 }
 
+/** What the admin routes and the ops sampler ask of business numbers, with or without Redis. */
+export interface NumberAdmin {
+  /** Moves the counter of period `periodId` up to at least `seq` (a team moving from an INCR counter); resolves to it after. */
+  raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint>;
+  /** How much of now's period is used, by the clock that decides the period (the ops sampler, `GET /admin/apps`). */
+  usage(entity: EntityConfig): Promise<NumberUsage>;
+}
+
+/** Now's period of a business-number entity and how much of it is gone. */
+export interface NumberUsage {
+  /** Now by the deciding clock (Redis's with Redis, the process's without), Unix ms. */
+  readonly now: number;
+  readonly period: Period;
+  /** Sequences of the period no take can have any more: the highest one reserved (pushed to Redis, or reserved in process) less those still ready. */
+  readonly used: bigint;
+  /** Numbers of the period ready to take. */
+  readonly ready: number;
+  /** The period's highest sequence, 10^N − 1. */
+  readonly capacity: bigint;
+  /** N of `{seq:N}`. */
+  readonly digits: number;
+  readonly timeZone: string;
+}
+
+/** One period's pool (none: `period` undefined); `full`: its counter is at its capacity, nothing more comes. */
+export interface PeriodSlot {
+  readonly period: string | undefined;
+  readonly start: number;
+  readonly end: number;
+  readonly full: boolean;
+  readonly size: number;
+}
+
+/** An entity's pools at one instant of the clock that decides the period. */
+export interface PeriodState {
+  readonly now: number;
+  /** False when the lists were filled in another Redis epoch (reset before use). */
+  readonly epochCurrent: boolean;
+  /** [live, staged]; the staged period was made live first if the clock is in it. */
+  readonly slots: readonly [PeriodSlot, PeriodSlot];
+  /** Start of the newest period that went live: no older period is served again. */
+  readonly latest: number;
+  /** A reset dropped lists filled in another epoch. */
+  readonly dropped: boolean;
+  /** Redis: each period's fence (the highest sequence pushed), read with the lists: apart, a push between made use (fence − list) too high. */
+  readonly fences?: ReadonlyMap<string, bigint>;
+}
+
+/** Where an entity's periods' numbers wait: Redis's lists (`RedisNumberStore`) or in process (`MemoryNumberStore`). */
+export interface PeriodStore {
+  /** In process: only the next period's first step is staged, {@link LOCAL_PREFILL_LEAD_MS} ahead. */
+  readonly inProcess: boolean;
+  /** `reset` (period id, the highest sequence maybe issued): lists of another epoch dropped first, those fences raised. */
+  state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<PeriodState>;
+  /** Appends `range` (none: only `full` marked) in take order to the pool of `period`, live or staged by the deciding clock. */
+  pushRange(
+    entity: NumberEntity,
+    scheme: NumberScheme,
+    period: Period,
+    range: SeqRange | undefined,
+    full: boolean,
+  ): Promise<string>;
+  /** The numbers of `period` still waiting, in take order. */
+  waiting(entityKey: string, period: Period): Promise<string[]>;
+  /** The highest sequence of the period that may have been handed out (0 before any). */
+  issued(entityKey: string, periodId: string): Promise<bigint>;
+  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`), those above kept in order. */
+  trim(entityKey: string, period: Period, upTo: string, seq: bigint): Promise<unknown>;
+  pruneFences?(entityKey: string, beforeId: string): Promise<void>;
+  forget?(entityKey: string): void;
+}
+
+export interface NumberPeriodsOptions {
+  store: PeriodStore;
+  /** The period counters in SQL (embedded: behind the high-water file, `HighWaterNumberCounter`). */
+  counter: NumberCounter;
+  /** The entity's refill lock, which a raise takes (the refiller holds it around a fill). */
+  lock: RefillLock;
+  /** `DispatchEvents.periodExhausted` (not imported: the dispatcher imports this file). */
+  events: { periodExhausted(entityKey: string, digits: number, nextAt: number): void };
+  clock: Clock;
+  log: Logger;
+  /** How soon an entity found due is due again if no fill ran meanwhile (its lock held elsewhere, Redis down): the refill tick. */
+  retryMs: number;
+  /** How often each entity's periods are checked against their fences (IDPOOL_FENCE_CHECK_MS; 0: only at a refused push). */
+  fenceCheckMs?: number;
+  /** A period's counter was found behind its fence (a restored database) and carried past it. */
+  databaseBehind?(report: DatabaseBehindReport): void;
+}
+
 /** Old periods' counters are pruned this often. */
 const PRUNE_EVERY_MS = 3600_000;
 
 /** How long a raise waits for the entity's refill lock: a fill holds it for one reservation (and push). */
 const RAISE_LOCK_WAIT_MS = 2000;
 
-/** What the two numbers layers (and so the library's) share; old periods are pruned hourly at a fill, with no timer. */
-export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
-  readonly schemes = new NumberSchemes();
+/**
+ * The numbers layer, with Redis or without: the period by the store's
+ * clock, each period's pool filled from its SQL counter; old periods are
+ * pruned hourly at a fill, with no timer.
+ */
+export class NumberPeriods implements PeriodPools, NumberAdmin {
+  /** Settings never change once registered. */
+  private readonly schemes = new WeakMap<NumberSettings, NumberScheme>();
   /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
-  protected readonly dueAt = new Map<string, number>();
-  /** When (Unix ms) each pruning last ran: the counters' rows once for all (`*`), or an entity's own. */
+  private readonly dueAt = new Map<string, number>();
+  /** When (Unix ms) each pruning last ran: the counters' rows (`*`), or an entity's fences. */
   private readonly prunedAt = new Map<string, number>();
+  private readonly fencesCheckedAt = new Map<string, number>();
   private readonly leadMs: number;
 
-  constructor(
-    private readonly layer: PeriodLayerOptions,
-    defaultLeadMs: number,
-  ) {
-    this.leadMs = layer.prefillLeadMs ?? defaultLeadMs;
+  constructor(private readonly options: NumberPeriodsOptions) {
+    this.leadMs = options.store.inProcess ? LOCAL_PREFILL_LEAD_MS : REDIS_PREFILL_LEAD_MS;
   }
 
-  abstract fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void>;
-  abstract afterShort(entity: NumberEntity, count: number): Promise<boolean>;
-  /** The numbers of `period` still waiting, in take order, and the highest sequence of it that may have been handed out. */
-  protected abstract waitingOf(entity: EntityConfig, period: Period): Promise<{ waiting: string[]; issued: bigint }>;
-  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`, formatted), keeping those above in order. */
-  protected abstract dropUpTo(entity: EntityConfig, period: Period, upTo: string, seq: bigint): Promise<void>;
-  /** Now by the clock that decides the period, now's period, its sequences gone from the counter and those ready. */
-  protected abstract used(
-    entity: NumberEntity,
-    scheme: NumberScheme,
-  ): Promise<{ now: number; period: Period; reserved: bigint; ready: number }>;
+  scheme(entity: Pick<NumberEntity, 'key' | 'numbers'>): NumberScheme {
+    const settings = entity.numbers;
+    if (!settings) throw new Error(`entity ${entity.key} has no business-number format`);
+    let scheme = this.schemes.get(settings);
+    if (!scheme) this.schemes.set(settings, (scheme = NumberScheme.of(settings)));
+    return scheme;
+  }
 
   cap(entity: NumberEntity): number {
-    return this.schemes.of(entity).poolCap(entity.maxSizePerTimes);
+    return this.scheme(entity).poolCap(entity.maxSizePerTimes);
   }
 
   due(keys: readonly string[]): { keys: string[]; waitMs: number } {
-    const now = this.layer.clock.monotonic();
+    const now = this.options.clock.monotonic();
     const due: string[] = [];
     let next = Infinity;
     for (const key of keys) {
@@ -129,11 +180,56 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
       if (at <= now) {
         due.push(key);
         // Due again after a tick unless a fill says otherwise (a lock held elsewhere ends a refill before it).
-        this.dueAt.set(key, (at = now + this.layer.retryMs));
+        this.dueAt.set(key, (at = now + this.options.retryMs));
       }
       next = Math.min(next, at);
     }
     return { keys: due, waitMs: Math.max(0, next - now) };
+  }
+
+  async afterShort(entity: NumberEntity, count: number): Promise<boolean> {
+    const scheme = this.scheme(entity);
+    const { now, epochCurrent, slots, latest } = await this.options.store.state(entity.key);
+    if (!epochCurrent) return false;
+    const [live] = slots;
+    if (live.period === undefined || now < live.start || now >= live.end) {
+      if (scheme.calendar.at(now).start < latest)
+        throw new UnavailableError(
+          `${entity.key}: the Redis clock is behind a period already handed out (a failover to a server whose clock is behind); retry shortly`,
+        );
+      return false;
+    }
+    // A spent period: `period_short` with what remains, else `period_exhausted`.
+    if (live.size >= count) return true;
+    if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
+    if (!live.full) return false;
+    const digits = scheme.template.seqWidth;
+    this.options.events.periodExhausted(entity.key, digits, live.end);
+    const seconds = Math.max(1, Math.ceil((live.end - now) / 1000));
+    throw new PeriodExhaustedError(
+      `${entity.key}: period ${live.period} has handed out all ${scheme.capacity} numbers of ${digits} digits; the next period starts in ${seconds} s`,
+      seconds,
+    );
+  }
+
+  async fill(entity: NumberEntity, need: number, sizing: PoolSizing): Promise<void> {
+    const { store, clock } = this.options;
+    const scheme = this.scheme(entity);
+    let state = await store.state(entity.key);
+    if (!state.epochCurrent) state = await this.resetEpoch(entity, scheme, state);
+    // Periods by the store's clock: the one the takes will ask for.
+    const { current, ahead, dueIn } = this.periodsAt(scheme, state.now);
+    const mono = clock.monotonic();
+    const held = (period: Period) => state.slots.find((slot) => slot.period === period.id);
+    await this.reserve(entity, current, wanted(entity.step, held(current), need, sizing));
+    // In process only the next period's first step: a process stopping within the lead loses it.
+    const aheadSizing = store.inProcess
+      ? { target: 0, lowWatermark: 0, max: Math.min(entity.step, this.cap(entity)) }
+      : sizing;
+    if (ahead) await this.reserve(entity, ahead, wanted(entity.step, held(ahead), 0, aheadSizing));
+    // Due again at the boundary or the lead (`periodsAt`), or a fence check.
+    this.dueAt.set(entity.key, Math.min(mono + dueIn, await this.carryBehind(entity, state)));
+    await this.pruneOld(entity.key, scheme);
   }
 
   /**
@@ -145,9 +241,9 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
    * the sequence the next number follows.
    */
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
-    const { clock, lock, counter } = this.layer;
-    const scheme = this.schemes.of(entity);
-    const period = this.named(entity, periodId);
+    const { clock, lock, counter, store } = this.options;
+    const scheme = this.scheme(entity);
+    const period = this.named(entity, scheme, periodId);
     const capped = seq > scheme.capacity ? scheme.capacity : seq;
     const deadline = clock.monotonic() + RAISE_LOCK_WAIT_MS;
     let held: HeldLock | null;
@@ -157,7 +253,8 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
       await clock.sleep(25);
     }
     try {
-      const { waiting, issued } = await this.waitingOf(entity, period);
+      const waiting = await store.waiting(entity.key, period);
+      const issued = await store.issued(entity.key, period.id);
       // The line: one above the highest sequence reserved that is not still waiting (handed out, or dropped as a gap).
       const ready = new Set(waiting.map((n) => scheme.template.decode(n)?.seq));
       let line = issued;
@@ -167,7 +264,7 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
           `period ${period.id} of "${entity.key}" is already past seq ${capped}: the next number is ${scheme.template.formatter(period)(line + 1n)}; nothing changed`,
         );
       const after = await counter.raise(entity.key, period, capped);
-      await this.dropUpTo(entity, period, scheme.template.formatter(period)(capped), capped);
+      await store.trim(entity.key, period, scheme.template.formatter(period)(capped), capped);
       // The next number follows: the lowest still waiting above the raise, else the counter.
       let next = after + 1n;
       for (const n of ready) if (n !== undefined && n > capped && n < next) next = n;
@@ -179,61 +276,16 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
 
   /** Now's period and how much of it is gone (dropped leftovers and gaps count as used: they are gone too). */
   async usage(entity: NumberEntity): Promise<NumberUsage> {
-    const scheme = this.schemes.of(entity);
-    const { now, period, reserved, ready } = await this.used(entity, scheme);
+    const { store } = this.options;
+    const scheme = this.scheme(entity);
+    const { now, slots, fences } = await store.state(entity.key);
+    const period = scheme.calendar.at(now);
+    const ready = slots.find((s) => s.period === period.id)?.size ?? 0;
+    const reserved = fences ? (fences.get(period.id) ?? 0n) : await store.issued(entity.key, period.id);
     const used = reserved - BigInt(ready);
     const { capacity, template, settings } = scheme;
-    return {
-      now,
-      period,
-      used: used > 0n ? used : 0n,
-      ready,
-      capacity,
-      digits: template.seqWidth,
-      timeZone: settings.timeZone,
-    };
-  }
-
-  /**
-   * How many a fill reserves when the pool holds `size`: none while it holds
-   * the low watermark and what a take waits for; else whole steps (a trend
-   * entity shuffles within them) up to the target, past `max` only for a take.
-   */
-  protected fillWant(
-    entity: Pick<EntityConfig, 'step'>,
-    held: boolean,
-    size: number,
-    need: number,
-    { target, lowWatermark, max }: PoolSizing,
-  ): number {
-    if (held && size >= Math.max(need, lowWatermark)) return 0;
-    const stepped = Math.max(entity.step, Math.ceil((Math.max(need, target) - size) / entity.step) * entity.step);
-    return Math.max(need - size, Math.min(stepped, max - size));
-  }
-
-  /** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
-  protected named(entity: NumberEntity, periodId: string): Period {
-    const scheme = this.schemes.of(entity);
-    const period = scheme.calendar.named(periodId);
-    if (!period)
-      throw new RangeError(
-        `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(this.layer.clock.now()).id}`,
-      );
-    return period;
-  }
-
-  /** {@link PeriodPools.afterShort} on the live period: a spent one refused (`period_short` with what remains, else `period_exhausted`). */
-  protected readyOrSpent(entity: NumberEntity, live: LivePeriod, now: number, count: number): boolean {
-    if (live.size >= count) return true;
-    if (live.full && live.size > 0) throw new PeriodShortError(entity.key, live.period, count, live.size);
-    if (!live.full) return false;
-    const scheme = this.schemes.of(entity);
-    this.layer.events.periodExhausted(entity.key, scheme.template.seqWidth, live.end);
-    const seconds = Math.max(1, Math.ceil((live.end - now) / 1000));
-    throw new PeriodExhaustedError(
-      `${entity.key}: period ${live.period} has handed out all ${scheme.capacity} numbers of ${scheme.template.seqWidth} digits; the next period starts in ${seconds} s`,
-      seconds,
-    );
+    const digits = template.seqWidth;
+    return { now, period, used: used > 0n ? used : 0n, ready, capacity, digits, timeZone: settings.timeZone };
   }
 
   /** Now's period, the next once its lead began, and the ms until the entity is due again: just after the boundary, or at the lead. */
@@ -245,27 +297,149 @@ export abstract class PeriodLayer implements PeriodPools, NumberAdmin {
     return { current, ahead: now >= leadStart ? next : undefined, dueIn };
   }
 
-  /** Hourly, a failure logged: old periods' counters after the retention, and `more` of them (Redis: this entity's fences). */
-  protected async pruneOld(entityKey: string, more?: (before: number) => Promise<unknown>): Promise<void> {
-    const before = this.layer.clock.now() - NUMBER_PERIOD_RETENTION_MS;
-    await this.pruneHourly('*', async () => this.layer.counter.prune?.(before));
-    if (more) await this.pruneHourly(entityKey, () => more(before));
+  forget(entityKey: string): void {
+    this.dueAt.delete(entityKey);
+    this.prunedAt.delete(entityKey);
+    this.fencesCheckedAt.delete(entityKey);
+    this.options.store.forget?.(entityKey);
+  }
+
+  private async reserve(entity: NumberEntity, period: Period, want: number): Promise<void> {
+    if (want <= 0) return;
+    const { store, counter } = this.options;
+    const scheme = this.scheme(entity);
+    for (let carried = false; ; carried = true) {
+      const range = await counter.reserve(entity.key, period, want, scheme.capacity);
+      const full = !range || range.last >= scheme.capacity;
+      if ((await store.pushRange(entity, scheme, period, range, full)) !== 'fenced' || carried) return;
+      // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
+      await this.carry(entity, period.id, range ? range.first - 1n : scheme.capacity);
+    }
+  }
+
+  /** Lists of another epoch may hold numbers handed out: dropped, the fences of now's period and the next raised to the counters. */
+  private async resetEpoch(entity: NumberEntity, scheme: NumberScheme, state: PeriodState): Promise<PeriodState> {
+    const { counter, store, log } = this.options;
+    const current = scheme.calendar.at(state.now);
+    const periods = [current, scheme.calendar.after(current)].filter((p): p is Period => p !== undefined);
+    const fences = await Promise.all(periods.map(async (p) => [p.id, await counter.peek(entity.key, p.id)] as const));
+    const after = await store.state(entity.key, fences);
+    if (after.dropped) log.warn({ entity: entity.key }, 'business numbers filled in another Redis epoch dropped');
+    return after;
+  }
+
+  /**
+   * Every `fenceCheckMs`: a live or staged period whose counter is below its
+   * fence (a restored database) is carried past it now, not at its next
+   * reservation, which a full list can put off for the whole period (the
+   * fence the only record meanwhile). Resolves to the next check (monotonic).
+   */
+  private async carryBehind(entity: NumberEntity, state: PeriodState): Promise<number> {
+    const every = this.options.fenceCheckMs ?? 0;
+    const now = this.options.clock.monotonic();
+    if (every <= 0) return Infinity;
+    const last = this.fencesCheckedAt.get(entity.key) ?? -Infinity;
+    if (now - last < every) return last + every;
+    this.fencesCheckedAt.set(entity.key, now);
+    for (const { period } of state.slots) if (period !== undefined) await this.carry(entity, period);
+    return now + every;
+  }
+
+  /** The counter (`seen`, else read) below the fence carried past it, logged and reported; the fence read first (only committed ranges raise it). */
+  private async carry(entity: NumberEntity, periodId: string, seen?: bigint): Promise<void> {
+    const { store, counter: counters, log } = this.options;
+    const fence = await store.issued(entity.key, periodId);
+    if (fence === 0n) return;
+    const counter = seen ?? (await counters.peek(entity.key, periodId));
+    if (counter >= fence) return;
+    const period = this.named(entity, this.scheme(entity), periodId);
+    log.error(
+      { entity: entity.key, period: period.id, counter: counter.toString(), fence: fence.toString() },
+      'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
+    );
+    const after = await counters.raise(entity.key, period, fence);
+    this.options.databaseBehind?.({
+      entityKey: entity.key,
+      period: period.id,
+      databaseOffset: counter,
+      record: 'fence',
+      recordedOffset: fence,
+      fence,
+      carriedTo: after,
+    });
+  }
+
+  /** The period named `periodId` of the entity's calendar, or a 400-worthy complaint. */
+  private named(entity: NumberEntity, scheme: NumberScheme, periodId: string): Period {
+    const period = scheme.calendar.named(periodId);
+    if (!period)
+      throw new RangeError(
+        `"${periodId}" is no ${scheme.template.reset} period of ${entity.key} (${scheme.settings.timeZone}); periods are named like ${scheme.calendar.at(this.options.clock.now()).id}`,
+      );
+    return period;
+  }
+
+  /** Hourly, a failure logged: old periods' counters after the retention, and (Redis) this entity's fences. */
+  private async pruneOld(entityKey: string, scheme: NumberScheme): Promise<void> {
+    const { clock, counter, store } = this.options;
+    const before = clock.now() - NUMBER_PERIOD_RETENTION_MS;
+    await this.pruneHourly('*', async () => counter.prune?.(before));
+    if (store.pruneFences)
+      await this.pruneHourly(entityKey, async () => store.pruneFences?.(entityKey, scheme.calendar.at(before).id));
   }
 
   private async pruneHourly(key: string, prune: () => Promise<unknown>): Promise<void> {
-    const now = this.layer.clock.now();
+    const now = this.options.clock.now();
     if (now - (this.prunedAt.get(key) ?? 0) < PRUNE_EVERY_MS) return;
     this.prunedAt.set(key, now);
     try {
       await prune();
     } catch (err) {
-      this.layer.log.warn({ entity: key, err: errorMessage(err) }, 'pruning business-number periods failed');
+      this.options.log.warn({ entity: key, err: errorMessage(err) }, 'pruning business-number periods failed');
     }
   }
+}
 
-  /** Forgets a retired entity. */
-  forget(entityKey: string): void {
-    this.dueAt.delete(entityKey);
-    this.prunedAt.delete(entityKey);
-  }
+/**
+ * How many a fill reserves for a pool `held` (none: no pool holds the
+ * period): none while it holds the low watermark and what a take waits for,
+ * or its counter is full; else whole steps (a trend entity shuffles within
+ * them) up to the target, past `max` only for a take.
+ */
+function wanted(step: number, held: PeriodSlot | undefined, need: number, sizing: PoolSizing): number {
+  const { target, lowWatermark, max } = sizing;
+  const size = held?.size ?? 0;
+  if (held?.full || (held && size >= Math.max(need, lowWatermark))) return 0;
+  const stepped = Math.max(step, Math.ceil((Math.max(need, target) - size) / step) * step);
+  return Math.max(need - size, Math.min(stepped, max - size));
+}
+
+/**
+ * Range `range` of `period` in take order (a trend entity's shuffled within
+ * each step): as the Redis push writes it, a {@link NumberRun} (sequences as
+ * numbers, the date written once) below 2^53; formatted strings beyond it,
+ * or when `formatted` (the in-process pool).
+ */
+export function numberRun(
+  scheme: NumberScheme,
+  entity: Pick<EntityConfig, 'mode' | 'step'>,
+  period: Period,
+  range: SeqRange,
+  formatted = false,
+): NumberRun | string[] {
+  const count = Number(range.last - range.first + 1n);
+  const big = range.last > BigInt(Number.MAX_SAFE_INTEGER);
+  const first = Number(range.first);
+  const seqs = big ? Array.from({ length: count }, (_, i) => range.first + BigInt(i)) : consecutive(first, count);
+  if (entity.mode === 'trend')
+    for (let s = 0; s < count; s += entity.step) shuffle(seqs, s, Math.min(s + entity.step, count));
+  if (big || formatted) return Array.from<number | bigint, string>(seqs, scheme.template.formatter(period));
+  return { ...scheme.template.parts(period), seqs: seqs as Float64Array };
+}
+
+/** `count` sequences from `first`: a loop, not Float64Array.map, whose callback per sequence cost a third of the push's encoding. */
+function consecutive(first: number, count: number): Float64Array {
+  const seqs = new Float64Array(count);
+  for (let i = 0; i < count; i++) seqs[i] = first + i;
+  return seqs;
 }

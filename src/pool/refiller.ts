@@ -37,7 +37,7 @@ export interface RefillerOptions {
   demand: Pick<Demand, 'observe' | 'target' | 'sizing'>;
   /**
    * The numbers layer: business-number entities' pools are kept per period
-   * (`number-periods.ts`), filled by this refiller's tick, lock and demand
+   * (`period-pools.ts`), filled by this refiller's tick, lock and demand
    * sizing through it. Absent: only segment pools here.
    */
   periods?: PeriodPools;

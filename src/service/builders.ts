@@ -51,9 +51,8 @@ import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
 import { RedisNumberStore } from '../pool/number-store';
-import type { NumberAdmin } from '../pool/number-takes';
-import { MemoryNumberPeriods } from '../pool/memory-number-periods';
-import { RedisNumberPeriods } from '../pool/number-periods';
+import { MemoryNumberStore } from '../pool/memory-number-store';
+import { type NumberAdmin, NumberPeriods } from '../pool/period-pools';
 import { SqlNumberCounter } from '../segment/number-counter';
 import { SqlLedger } from '../gapless/ledger';
 import { transactionsOf } from '../gapless/transaction';
@@ -355,12 +354,7 @@ export function buildPools(
 }
 
 /** A registration's first refill now (a business number's first take is then served from Redis); a retirement's pools dropped. */
-function followRegistry(
-  registry: EntityRegistry,
-  refiller: Refiller,
-  periods: RedisNumberPeriods | MemoryNumberPeriods,
-  stores: Stores,
-): void {
+function followRegistry(registry: EntityRegistry, refiller: Refiller, periods: NumberPeriods, stores: Stores): void {
   registry.subscribe({
     onRegistered: (entity) => {
       if (entity.mode !== 'snowflake' && !entity.numbers) refiller.markReset(entity.key);
@@ -381,7 +375,7 @@ function followRegistry(
  * clock on Redis; in process without, by the process clock, the counters
  * behind the high-water file as plain ids are (embedded service).
  */
-function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): RedisNumberPeriods | MemoryNumberPeriods {
+function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): NumberPeriods {
   const { stores } = deps;
   const numbers = stores.numberStore;
   const common = {
@@ -393,20 +387,17 @@ function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): Re
   };
   const databaseBehind = (report: DatabaseBehindReport) => deps.ops.refillEvents.databaseBehind(report);
   if (numbers.kind === 'redis')
-    return new RedisNumberPeriods({
+    return new NumberPeriods({
       ...common,
       store: numbers.store,
       counter: stores.numberCounter,
       fenceCheckMs: deps.config.fenceCheckMs,
       databaseBehind,
     });
-  return new MemoryNumberPeriods({
-    ...common,
-    store: numbers.store,
-    counter: deps.highWater
-      ? new HighWaterNumberCounter(stores.numberCounter, deps.highWater, databaseBehind)
-      : stores.numberCounter,
-  });
+  const counter = deps.highWater
+    ? new HighWaterNumberCounter(stores.numberCounter, deps.highWater, databaseBehind)
+    : stores.numberCounter;
+  return new NumberPeriods({ ...common, store: new MemoryNumberStore(numbers.store, counter, deps.clock), counter });
 }
 
 /** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */

@@ -3,9 +3,10 @@ import type { EntityConfig } from '../../src/entities/entity';
 import { silentLogger } from '../../src/logger';
 import { loggingDispatchEvents, loggingRefillEvents } from '../../src/ops/observers';
 import { Dispatcher, type DispatcherOptions } from '../../src/pool/dispatcher';
-import { MemoryNumberPeriods } from '../../src/pool/memory-number-periods';
+import { MemoryNumberStore } from '../../src/pool/memory-number-store';
 import { MemoryPoolStore, MemoryRefillLock } from '../../src/pool/memory-pool-store';
 import { Demand } from '../../src/pool/demand';
+import { NumberPeriods } from '../../src/pool/period-pools';
 import { Refiller, type RefillerOptions } from '../../src/pool/refiller';
 import { FakeSegmentAllocator } from '../../src/segment/fake-allocator';
 import type { NumberCounter } from '../../src/segment/number-counter';
@@ -68,7 +69,16 @@ export function inProcessNumbers(clock: Clock, configs: readonly EntityConfig[],
     exhausted: () => undefined,
     periodExhausted: (key: string) => void exhausted.push(key),
   };
-  const periods = new MemoryNumberPeriods({ store, counter, lock, events, clock, log: silentLogger, retryMs: 10 });
+  const numberStore = new MemoryNumberStore(store, counter, clock);
+  const periods = new NumberPeriods({
+    store: numberStore,
+    counter,
+    lock,
+    events,
+    clock,
+    log: silentLogger,
+    retryMs: 10,
+  });
   const refillEvents = loggingRefillEvents(silentLogger, entities, new IdStride());
   const refiller = testRefiller(clock, { entities, periods, store, lock, events: refillEvents });
   const dispatcher = new Dispatcher({ store, refiller, periods, clock, events });

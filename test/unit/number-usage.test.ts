@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { numberUsageByKind } from '../../src/ops/number-usage';
-import type { NumberUsage } from '../../src/pool/number-takes';
+import type { NumberUsage } from '../../src/pool/period-pools';
 import { entityConfig } from '../support/entity';
 
 const numbers = { format: 'GL{yyyy}-{seq:4}', reset: 'yearly', timeZone: 'Europe/Paris' } as const;
