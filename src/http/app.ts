@@ -70,15 +70,13 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
     registerIdRoutes(app, deps, guards, take);
     registerSegmentRoutes(app, deps, guards);
     registerGaplessRoutes(app, deps, guards);
+    registerOpsRoutes(app, deps, guards);
+    if (deps.compat.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
+    if (deps.compat.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
   }
   if (face !== 'public') {
     registerGaplessAdminRoutes(app, deps, guards);
     registerAdminRoutes(app, deps, guards);
-  }
-  if (face !== 'admin') {
-    registerOpsRoutes(app, deps, guards);
-    if (deps.compat.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
-    if (deps.compat.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
   }
 
   app.use((req, _res) => {

@@ -15,11 +15,6 @@ const DEPENDENCY_ALARM_EVERY_MS = 10_000;
 /** Writes an error the way one protocol does: idpool's JSON (`sendError`), or another's (Leaf's, `routes/leaf.ts`). */
 export type ErrorAnswer = (req: Request, res: Response, err: IdpoolError) => void;
 
-/** Turns any error into the JSON error of docs/design.md; logs only what is our fault or a dependency's. */
-export function errorHandler(log: Logger, clock: Pick<Clock, 'monotonic'>): ErrorRequestHandler {
-  return errorFaces(log, clock)(sendError);
-}
-
 /** idpool's own face: `{"error": {"code", "message"}}` with the error's status and `Retry-After`. */
 export const sendError: ErrorAnswer = (_req, res, err) => {
   if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));

@@ -17,16 +17,11 @@ export function idempotencyKeyOf(req: Pick<Request, 'get'>): string | undefined 
   return raw;
 }
 
-/** The ids of a take's answer, and whether an earlier request with the same Idempotency-Key stored them. */
-export interface Answer {
-  ids: TakenIds;
-  replayed: boolean;
-}
-
 /**
  * Runs `produce` once per Idempotency-Key when the request has one,
- * otherwise simply runs it. The stores keep ids as
- * strings: only a request with a key pays for making them.
+ * otherwise simply runs it: its ids, and whether an earlier request with the
+ * same key stored them. The stores keep ids as strings: only a request with a
+ * key pays for making them.
  */
 export async function answerOnce(
   store: IdempotencyStore,
@@ -34,7 +29,7 @@ export async function answerOnce(
   entityKey: string,
   count: number,
   produce: () => Promise<TakenIds>,
-): Promise<Answer> {
+): Promise<{ ids: TakenIds; replayed: boolean }> {
   const requestKey = idempotencyKeyOf(req);
   if (requestKey === undefined) return { ids: await produce(), replayed: false };
   const { ids, replayed } = await store.once(entityKey, requestKey, count, async () => (await produce()).toArray());

@@ -64,20 +64,16 @@ export function integerField(req: Request, name: string, range: string): number 
   }
   const unknownField = body ? Object.keys(body).find((f) => f !== name) : undefined;
   if (unknownField) throw new InvalidRequestError(`unknown field "${unknownField}"; only "${name}" is accepted`);
-  const inQuery = queryInteger(req, name, range);
+  const message = `${name} must be an integer from ${range}`;
+  // A repeat, a sign or letters in the query are a 400 too.
+  const raw = queryParam(req, name, /^\d{1,9}$/, message);
+  const inQuery = raw === undefined ? undefined : Number(raw);
   if (!(body && name in body)) return inQuery;
   const value = (body as Record<string, unknown>)[name];
-  if (typeof value !== 'number' || !Number.isInteger(value))
-    throw new InvalidRequestError(`${name} must be an integer from ${range}`);
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new InvalidRequestError(message);
   if (inQuery !== undefined && inQuery !== value)
     throw new InvalidRequestError(
       `${name} is given twice and they differ: ?${name}=${inQuery} and {"${name}": ${value}} in the body; send one`,
     );
   return value;
-}
-
-/** `?name=` as an integer, undefined when absent; anything else (a repeat, a sign, letters) is a 400. */
-function queryInteger(req: Request, name: string, range: string): number | undefined {
-  const raw = queryParam(req, name, /^\d{1,9}$/, `${name} must be an integer from ${range}`);
-  return raw === undefined ? undefined : Number(raw);
 }

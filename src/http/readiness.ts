@@ -1,5 +1,4 @@
 import type { Clock } from '../clock';
-import { InvalidRequestError } from '../errors';
 import type { ReadinessReport } from './deps';
 import { type FailureKind, isRetryable } from '../failure';
 import { classifyDependencyError } from './dependency-failure';
@@ -82,11 +81,4 @@ export function degradeShared(report: ReadinessReport): ReadinessReport {
   const shared = new Set(report.shared ?? []);
   if (!failed.every((name) => shared.has(name))) return report;
   return { ...report, ready: true, degraded: failed };
-}
-
-/** `?shared=`: unset (shared dependencies fail readiness) or `degrade`; anything else is refused (400). */
-export function degradesShared(value: unknown): boolean {
-  if (value === undefined) return false;
-  if (value === 'degrade') return true;
-  throw new InvalidRequestError('shared: must be degrade (or left out)');
 }

@@ -15,6 +15,20 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   throw new InvalidRequestError(field ? `${field}: ${issue.message}` : issue.message);
 }
 
+/** `work`'s result; an error of `kind` it throws is the caller's mistake: a 400 with its message, after `prefix`. */
+export async function as400<T>(
+  kind: abstract new (...args: never[]) => Error,
+  work: () => T | Promise<T>,
+  prefix = '',
+): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof kind) throw new InvalidRequestError(`${prefix}${err.message}`);
+    throw err;
+  }
+}
+
 /** A value as a message quotes it: JSON, cut at 40 characters. */
 function given(input: unknown): string {
   // A JSON body's value: JSON.stringify always has an answer for it.

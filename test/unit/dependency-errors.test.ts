@@ -7,7 +7,7 @@ import pg from 'pg';
 import { QueryFailedError, QueryRunnerAlreadyReleasedError } from 'typeorm';
 import { classifyMysqlError, classifyPostgresError, classifySqlError, classifySqliteError } from '../../src/db/errors';
 import { classifyDependencyError, dependencyFailure } from '../../src/http/dependency-failure';
-import { errorHandler } from '../../src/http/errors';
+import { errorFaces, sendError } from '../../src/http/errors';
 import { classifyRedisError } from '../../src/redis/errors';
 import type { Logger } from '../../src/logger';
 import type { ErrorAnswer } from '../support/http';
@@ -210,7 +210,7 @@ describe('error handler', () => {
     let now = 0;
     const app = express();
     app.get('/x', (_req, _res, next) => next(reply('OOM command not allowed')));
-    app.use(errorHandler(log, { monotonic: () => now }));
+    app.use(errorFaces(log, { monotonic: () => now })(sendError));
     const server = app.listen(0);
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/x`;
     try {

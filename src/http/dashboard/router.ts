@@ -26,11 +26,10 @@ export function dashboardRouter(): Router {
   const files = new Map<string, string>();
   for (const name of ['index.html', ...ASSETS.keys()]) files.set(name, readFileSync(join(dir, name), 'utf8'));
   const router = express.Router({ strict: false });
+  // The app sets nosniff and no-store on every answer already.
   const security = (res: express.Response) => {
     res.setHeader('Content-Security-Policy', CSP);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'no-referrer');
-    res.setHeader('Cache-Control', 'no-store');
   };
   router.get('/', (_req, res) => {
     security(res);

@@ -10,6 +10,8 @@ import { componentSchemas } from './parts';
  * `test/integration/openapi.test.ts` fails on a route missing from it.
  */
 
+const bearer = (description: string) => ({ type: 'http', scheme: 'bearer', description });
+
 /** The document; built once per process. */
 export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
   return {
@@ -30,22 +32,10 @@ export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
     components: {
       schemas: componentSchemas(),
       securitySchemes: {
-        adminToken: { type: 'http', scheme: 'bearer', description: 'IDPOOL_ADMIN_TOKEN' },
-        opsToken: {
-          type: 'http',
-          scheme: 'bearer',
-          description: 'IDPOOL_OPS_TOKEN: read-only, for GET /admin/* and /metrics; writes get 403.',
-        },
-        metricsToken: {
-          type: 'http',
-          scheme: 'bearer',
-          description: 'IDPOOL_METRICS_TOKEN, for /metrics only; /metrics is open when it is unset.',
-        },
-        entitySecret: {
-          type: 'http',
-          scheme: 'bearer',
-          description: 'The secret returned when the entity was registered (or rotated).',
-        },
+        adminToken: bearer('IDPOOL_ADMIN_TOKEN'),
+        opsToken: bearer('IDPOOL_OPS_TOKEN: read-only, for GET /admin/* and /metrics; writes get 403.'),
+        metricsToken: bearer('IDPOOL_METRICS_TOKEN, for /metrics only; /metrics is open when it is unset.'),
+        entitySecret: bearer('The secret returned when the entity was registered (or rotated).'),
       },
     },
     paths: apiPaths(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { REQUESTS, RESPONSES, entityKey } from './schemas';
+import { REQUESTS, RESPONSES } from './schemas';
 
-// The building blocks the schemas and the paths of the document share.
+// The document's schemas from zod's: the named bodies, and any other schema paths.ts states by its zod one.
 
 export type Schema = Record<string, unknown>;
 
@@ -57,79 +57,3 @@ function forClients(node: unknown): Schema {
   out.format = fits32 ? 'int32' : 'int64';
   return out;
 }
-
-/** An integer parameter of known bounds that fits 32 bits. */
-export const int32 = (minimum: number, maximum?: number): Schema => ({
-  type: 'integer',
-  format: 'int32',
-  minimum,
-  ...(maximum === undefined ? {} : { maximum }),
-});
-
-/** A JSON body of this schema. */
-export const json = (schema: Schema) => ({ 'application/json': { schema } });
-export const error = (description: string) => ({ description, content: json(ref('Error')) });
-export const retryAfter = {
-  'Retry-After': {
-    description: 'Whole seconds to wait before retrying.',
-    schema: { type: 'integer', format: 'int32', minimum: 1 },
-  },
-};
-const withRetryAfter = (description: string) => ({ ...error(description), headers: retryAfter });
-
-/** The error answers, by status; the `take*` and `entity*` variants say what differs on the id routes. */
-export const E = {
-  400: error('Invalid request (`invalid_request`): nothing was changed.'),
-  401: error('Missing or wrong bearer token (`unauthorized`).'),
-  403: error('The ops token is read-only: writes need the admin token (`forbidden`).'),
-  404: error('No such entity or route (`not_found`).'),
-  409: error('Key already registered (`conflict`).'),
-  413: error('Body larger than 16 kB (`payload_too_large`).'),
-  415: error(
-    'A body sent without `Content-Type: application/json` (`unsupported_media_type`): send the JSON with that header, or no body at all.',
-  ),
-  429: withRetryAfter(
-    'Too many failed authentications from this address (`rate_limited`): even a right token is refused, before any compare, until `Retry-After` passes.',
-  ),
-  503: withRetryAfter('A dependency (database or Redis) is unavailable (`unavailable`).'),
-  entity401: error(
-    'Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.',
-  ),
-  raise409: error(
-    'The line is already past `firstId`, or a business-number period past `seq` (`conflict`, naming the next number): nothing changed, the pool kept.',
-  ),
-  lease409: error(
-    'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep), `snowflake`, or issues business numbers (`conflict`).',
-  ),
-  lease429: withRetryAfter(
-    'The lease would pass the entity per-second limit it shares with takes, or too many failed authentications from this address (`rate_limited`).',
-  ),
-  update409: error(
-    'A business-number entity `format`, `reset` or `timeZone` is fixed once registered (`conflict`): register a new entity.',
-  ),
-  take409: error(
-    'This `Idempotency-Key` was used for a request of another count (`conflict`), or a business-number take asked for more than what is left of its period (`period_short`, naming how many are left).',
-  ),
-  gapless409: error('The entity is not a gapless series, or the number was entered lost (`conflict`).'),
-  number404: error('No such number was issued (`not_found`).'),
-  take429: withRetryAfter(
-    'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
-  ),
-  take503: withRetryAfter(
-    'Fewer ids ready than asked for (`pool_exhausted`), a business-number period full until the next one (`period_exhausted`), a snowflake instance whose clock is too far from Redis or the database (`clock_skew`), an entity held until an admin releases it (`entity_held`), or a dependency, the snowflake worker lease, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
-  ),
-};
-
-export const keyParam = {
-  name: 'key',
-  in: 'path',
-  required: true,
-  schema: fromZod(entityKey),
-  description: 'Entity key.',
-};
-export const admin = [{ adminToken: [] }];
-/** Admin reads: the admin token or the read-only ops token. */
-export const adminRead = [{ adminToken: [] }, { opsToken: [] }];
-export const entitySecret = [{ entitySecret: [] }];
-/** Open (the empty requirement) unless the service sets a metrics token; the ops token opens it too. */
-export const metricsToken = [{}, { metricsToken: [] }, { opsToken: [] }];

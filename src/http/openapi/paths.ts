@@ -1,18 +1,4 @@
-import {
-  E,
-  type Schema,
-  admin,
-  adminRead,
-  entitySecret,
-  error,
-  fromZod,
-  int32,
-  json,
-  keyParam,
-  metricsToken,
-  ref,
-  retryAfter,
-} from './parts';
+import { type Schema, fromZod, ref } from './parts';
 import type { BodyName } from './schemas';
 import { entityKey } from './schemas';
 
@@ -37,11 +23,13 @@ interface Operation {
   operationId: string;
   summary: string;
   description: string;
+  /** Only where it differs from {@link securityOf}'s. */
   security?: Schema[];
+  /** Besides `key`, which every operation on `/…/{key}` has first. */
   parameters?: Schema[];
-  /** The named body (or bodies, any of) a request carries; `optional` when it may come without one. */
+  /** The named body (or bodies, any of) a request carries, or one it may come without. */
   body?: BodyName | BodyName[];
-  optional?: boolean;
+  optionalBody?: BodyName;
   /** The successful answers: a description and the named body, if any. */
   ok: Record<number, readonly [string, (BodyName | BodyName[] | null)?, Schema?]>;
   /** The error answers, by their key in {@link E} (its last three digits are the status). */
@@ -50,11 +38,104 @@ interface Operation {
   conflict?: string;
 }
 
+/** A JSON body of this schema. */
+const json = (schema: Schema) => ({ 'application/json': { schema } });
 /** A body of one named schema, or of any of several. */
 const named = (body: BodyName | BodyName[]) => json(Array.isArray(body) ? { anyOf: body.map(ref) } : ref(body));
+const error = (description: string) => ({ description, content: json(ref('Error')) });
+const retryAfter = {
+  'Retry-After': {
+    description: 'Whole seconds to wait before retrying.',
+    schema: { type: 'integer', format: 'int32', minimum: 1 },
+  },
+};
+const withRetryAfter = (description: string) => ({ ...error(description), headers: retryAfter });
 
-function operation(tag: Tag, op: Operation): Schema {
-  const { operationId, body, optional, ok, errors = [], conflict, ...rest } = op;
+/** The error answers, by status; the `take*` and `entity*` variants say what differs on the id routes. */
+const E = {
+  400: error('Invalid request (`invalid_request`): nothing was changed.'),
+  401: error('Missing or wrong bearer token (`unauthorized`).'),
+  403: error('The ops token is read-only: writes need the admin token (`forbidden`).'),
+  404: error('No such entity or route (`not_found`).'),
+  409: error('Key already registered (`conflict`).'),
+  413: error('Body larger than 16 kB (`payload_too_large`).'),
+  415: error(
+    'A body sent without `Content-Type: application/json` (`unsupported_media_type`): send the JSON with that header, or no body at all.',
+  ),
+  429: withRetryAfter(
+    'Too many failed authentications from this address (`rate_limited`): even a right token is refused, before any compare, until `Retry-After` passes.',
+  ),
+  503: withRetryAfter('A dependency (database or Redis) is unavailable (`unavailable`).'),
+  entity401: error(
+    'Missing or wrong secret, or an unknown entity key (`unauthorized`): the two are not told apart, so keys cannot be probed.',
+  ),
+  raise409: error(
+    'The line is already past `firstId`, or a business-number period past `seq` (`conflict`, naming the next number): nothing changed, the pool kept.',
+  ),
+  lease409: error(
+    'The entity is `monotonic` (its ids must come in one global order, which a client issuing ids itself cannot keep), `snowflake`, or issues business numbers (`conflict`).',
+  ),
+  lease429: withRetryAfter(
+    'The lease would pass the entity per-second limit it shares with takes, or too many failed authentications from this address (`rate_limited`).',
+  ),
+  update409: error(
+    'A business-number entity `format`, `reset` or `timeZone` is fixed once registered (`conflict`): register a new entity.',
+  ),
+  take409: error(
+    'This `Idempotency-Key` was used for a request of another count (`conflict`), or a business-number take asked for more than what is left of its period (`period_short`, naming how many are left).',
+  ),
+  gapless409: error('The entity is not a gapless series, or the number was entered lost (`conflict`).'),
+  number404: error('No such number was issued (`not_found`).'),
+  take429: withRetryAfter(
+    'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
+  ),
+  take503: withRetryAfter(
+    'Fewer ids ready than asked for (`pool_exhausted`), a business-number period full until the next one (`period_exhausted`), a snowflake instance whose clock is too far from Redis or the database (`clock_skew`), an entity held until an admin releases it (`entity_held`), or a dependency, the snowflake worker lease, or an earlier request with the same `Idempotency-Key` is not ready (`unavailable`).',
+  ),
+};
+
+/** An integer parameter of known bounds that fits 32 bits. */
+const int32 = (minimum: number, maximum?: number): Schema => ({
+  type: 'integer',
+  format: 'int32',
+  minimum,
+  ...(maximum === undefined ? {} : { maximum }),
+});
+/** A parameter found `where`: one in the path is required, one in the query is not. */
+const parameter = (where: 'path' | 'query') => (name: string, description: string, schema: Schema) => ({
+  name,
+  in: where,
+  required: where === 'path',
+  schema,
+  description,
+});
+const path = parameter('path');
+const query = parameter('query');
+/** Every operation on `/…/{key}` takes it first. */
+const keyParam = path('key', 'Entity key.', fromZod(entityKey));
+
+const admin = [{ adminToken: [] }];
+/** Admin reads: the admin token or the read-only ops token. */
+const adminRead = [{ adminToken: [] }, { opsToken: [] }];
+
+/**
+ * Who may call an operation, as the guards decide: the entity's secret on
+ * the id routes, the admin token under `/admin` (the ops token too on a
+ * read; the dashboard's files are open), and `/metrics` open unless the
+ * service sets a metrics token (the ops token opens it too).
+ */
+function securityOf(tag: Tag, method: string, route: string): Schema[] | undefined {
+  if (tag === 'ids') return [{ entitySecret: [] }];
+  if (route === '/metrics') return [{}, { metricsToken: [] }, { opsToken: [] }];
+  if (!route.startsWith('/admin/') || route.startsWith('/admin/ui')) return undefined;
+  return method === 'get' ? adminRead : admin;
+}
+
+function operation(tag: Tag, method: string, route: string, op: Operation): Schema {
+  const { operationId, summary, description, parameters = [], body, optionalBody, ok, errors = [], conflict } = op;
+  const security = op.security ?? securityOf(tag, method, route);
+  const params = route.includes('{key}') ? [keyParam, ...parameters] : parameters;
+  const requested = body ?? optionalBody;
   const answers = Object.entries(ok).map(([status, [description, answer, extra]]) => [
     status,
     { description, ...(answer ? { content: named(answer) } : {}), ...extra },
@@ -63,8 +144,11 @@ function operation(tag: Tag, op: Operation): Schema {
   return {
     operationId,
     tags: [tag],
-    ...rest,
-    ...(body ? { requestBody: { required: !optional, content: named(body) } } : {}),
+    summary,
+    description,
+    ...(security ? { security } : {}),
+    ...(params.length > 0 ? { parameters: params } : {}),
+    ...(requested ? { requestBody: { required: !optionalBody, content: named(requested) } } : {}),
     responses: Object.fromEntries([...answers, ...failures, ...(conflict ? [['409', error(conflict)]] : [])]),
   };
 }
@@ -76,20 +160,11 @@ const text = (...types: string[]) => ({
 
 /** A period and the CSV form of a gapless series' ledger. */
 const LEDGER_QUERY = [
-  {
-    name: 'period',
-    in: 'query',
-    required: false,
-    schema: { type: 'string', pattern: '^([0-9]{4,10}|all)$' },
-    description: "The period (20261128 for a daily series); default: now's, by the database's clock.",
-  },
-  {
-    name: 'format',
-    in: 'query',
-    required: false,
-    schema: { type: 'string', enum: ['json', 'csv'] },
-    description: 'csv (or `Accept: text/csv`): the whole period as CSV.',
-  },
+  query('period', "The period (20261128 for a daily series); default: now's, by the database's clock.", {
+    type: 'string',
+    pattern: '^([0-9]{4,10}|all)$',
+  }),
+  query('format', 'csv (or `Accept: text/csv`): the whole period as CSV.', { type: 'string', enum: ['json', 'csv'] }),
 ];
 /** A body of the named schema as JSON, or the same ledger as CSV. */
 const orCsv = (body: BodyName) => ({
@@ -103,20 +178,6 @@ const CUTOVER_STEP: Pick<Operation, 'errors' | 'conflict'> = {
   errors: [400, 401, 403, 404, 413, 429, 503],
   conflict: 'Not in a live cutover (`conflict`).',
 };
-const path = (name: string, description: string, schema: Schema) => ({
-  name,
-  in: 'path',
-  required: true,
-  schema,
-  description,
-});
-const query = (name: string, description: string, schema: Schema) => ({
-  name,
-  in: 'query',
-  required: false,
-  schema,
-  description,
-});
 
 /** Every path, in the order the document lists them. */
 export function apiPaths(): Record<string, Schema> {
@@ -124,7 +185,7 @@ export function apiPaths(): Record<string, Schema> {
   for (const [tag, operations] of Object.entries(OPERATIONS) as [Tag, Record<string, Operation>][]) {
     for (const [at, op] of Object.entries(operations)) {
       const [method, route] = at.split(' ');
-      paths[route] = { ...paths[route], [method]: operation(tag, op) };
+      paths[route] = { ...paths[route], [method]: operation(tag, method, route, op) };
     }
   }
   return paths;
@@ -138,9 +199,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Take ids',
       description:
         'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing. `count` comes from the body or `?count=` (default 1), at most the entity `maxSizePerTimes`.',
-      security: entitySecret,
       parameters: [
-        keyParam,
         query('count', 'Alternative to the body.', int32(1)),
         {
           name: 'Idempotency-Key',
@@ -150,8 +209,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
           description: 'Printable ASCII. A retry with the same key gets the same ids for a short time.',
         },
       ],
-      body: 'TakeRequest',
-      optional: true,
+      optionalBody: 'TakeRequest',
       ok: {
         200: [
           'The ids (with `Idempotent-Replayed: true` when they repeat an earlier answer to the same `Idempotency-Key`).',
@@ -165,10 +223,8 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Lease a segment',
       description:
         'Reserves a fresh segment of a `trend` entity in the database (never from its pool) for a client that hands out its ids itself, as the SDK leased buffer and Tinyid clients do. Ids of a segment never overlap any other segment, pool or library reservation; a client that stops wastes what it did not hand out, never repeats it.',
-      security: entitySecret,
-      parameters: [keyParam, query('size', 'Alternative to the body.', int32(1))],
-      body: 'LeaseRequest',
-      optional: true,
+      parameters: [query('size', 'Alternative to the body.', int32(1))],
+      optionalBody: 'LeaseRequest',
       ok: { 200: ['The segment.', 'LeasedSegment'] },
       errors: [400, 'entity401', 404, 'lease409', 413, 415, 'lease429', 503],
     },
@@ -177,9 +233,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Explain a snowflake id or a business number',
       description:
         'The timestamp, worker, sequence and other parts of an id a `snowflake` entity issued, or a business number taken apart (its period and `seq`); 400 for an id this layout or template cannot have made, or an entity of another mode.',
-      security: entitySecret,
       parameters: [
-        keyParam,
         path('id', 'The id as issued (a decimal string), or a business number (a `/` in it sent as `%2F`).', {
           type: 'string',
           minLength: 1,
@@ -195,8 +249,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Void a number of a gapless series',
       description:
         'Marks an issued number void with a reason; it stays in the ledger and is never issued again. Voiding it again changes nothing and answers the row (the first reason kept).',
-      security: entitySecret,
-      parameters: [keyParam, path('number', 'The number as issued.', { type: 'string', minLength: 1 })],
+      parameters: [path('number', 'The number as issued.', { type: 'string', minLength: 1 })],
       body: 'VoidRequest',
       ok: { 200: ['The ledger row.', 'LedgerEntry'] },
       errors: [400, 'entity401', 'number404', 'gapless409', 413, 415, 429, 503],
@@ -206,8 +259,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: "A gapless series' audit",
       description:
         'First, last, issued, voided and lost of a period, and its holes and duplicates computed from the ledger (always empty); the whole ledger as CSV with `?format=csv` or `Accept: text/csv`.',
-      security: entitySecret,
-      parameters: [keyParam, ...LEDGER_QUERY],
+      parameters: [...LEDGER_QUERY],
       ok: { 200: ['The audit, or the ledger as CSV.', null, orCsv('LedgerAudit')] },
       errors: [400, 'entity401', 'gapless409', 429, 503],
     },
@@ -216,9 +268,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: "A gapless series' ledger",
       description:
         'The ledger of a period in sequence order, a page at a time; the whole period as CSV with `?format=csv`.',
-      security: entitySecret,
       parameters: [
-        keyParam,
         ...LEDGER_QUERY,
         query('after', 'The `next` of the previous page.', { type: 'string', pattern: '^[0-9]{1,19}$' }),
         query('limit', 'Default 100.', int32(1, 1000)),
@@ -234,7 +284,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Register an entity',
       description:
         'Creates the entity and its secret. The secret is in this answer only; store it (rotate it with `rotateSecret` if lost).',
-      security: admin,
       body: 'RegisterRequest',
       ok: { 201: ['Registered; `secret` is shown only here.', 'RegisteredEntity'] },
       errors: [400, 401, 403, 409, 413, 415, 429, 503],
@@ -243,7 +292,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       operationId: 'listEntities',
       summary: 'List live entities, a page at a time',
       description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
-      security: adminRead,
       parameters: [
         query('limit', 'Entities per page.', { ...int32(1, 1000), default: 100 }),
         query('after', 'Start after this key: the `next` of the previous page.', fromZod(entityKey)),
@@ -256,8 +304,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       operationId: 'getEntity',
       summary: 'Show an entity',
       description: 'Its configuration (never the secret), `currentOffset` and, for segment entities, its pool.',
-      security: adminRead,
-      parameters: [keyParam],
       ok: { 200: ['Its configuration and pool.', 'Entity'] },
       errors: [...ADMIN_READ],
     },
@@ -265,8 +311,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       operationId: 'updateEntity',
       summary: 'Change step, sizes, limits or name',
       description: 'Only the fields given change; the key, mode and start offset are fixed at registration.',
-      security: admin,
-      parameters: [keyParam],
       body: 'UpdateRequest',
       ok: { 200: ['The new configuration.', 'Entity'] },
       errors: [...ADMIN_WRITE, 'update409'],
@@ -275,8 +319,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       operationId: 'retireEntity',
       summary: 'Retire an entity',
       description: 'A soft delete: the entity stops answering, its ids are never reissued and its key is never reused.',
-      security: admin,
-      parameters: [keyParam],
       ok: { 204: ['Retired.'] },
       errors: [400, 401, 403, 404, 429, 503],
     },
@@ -285,10 +327,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Rotate the secret',
       description:
         'A new secret for the entity. The old ones stop working at once, or after `keepOldForSeconds` so clients can move over.',
-      security: admin,
-      parameters: [keyParam],
-      body: 'RotateRequest',
-      optional: true,
+      optionalBody: 'RotateRequest',
       ok: { 200: ['The new secret.', 'Secret'] },
       errors: [...ADMIN_WRITE],
       conflict: 'The entity would have more secrets than allowed at once (`conflict`).',
@@ -298,10 +337,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Reconcile a gapless series after a restore',
       description:
         'Enters the sequences between the ledger and the high-water record as `lost` and moves the counter past them, so issuing goes on above them (`gapless_ledger_behind` ends).',
-      security: admin,
-      parameters: [keyParam],
-      body: 'ReconcileRequest',
-      optional: true,
+      optionalBody: 'ReconcileRequest',
       ok: { 200: ['What was entered.', 'Reconciled'] },
       errors: [...ADMIN_WRITE, 'gapless409'],
     },
@@ -310,8 +346,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Move the number line up',
       description:
         'From now on no id below `firstId` is handed out: the line moves up (never down), the pool is discarded and refilled above it. A `firstId` the line is already past is refused (409) and nothing is discarded. For an import that found the old service issued further (docs/migrating.md). For a business-number entity, `{period, seq}`: no sequence at or below `seq` in that period (docs/numbers.md).',
-      security: admin,
-      parameters: [keyParam],
       body: ['RaiseRequest', 'RaisePeriodRequest'],
       ok: { 200: ['The entity after, or the period counter after.', ['Entity', 'RaisedPeriod']] },
       errors: [...ADMIN_WRITE, 'raise409'],
@@ -321,8 +355,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Serve a held entity again',
       description:
         'Clears `held`. `idpool apps release` first reads the incumbent row once more and raises the line above it (docs/migrating.md).',
-      security: admin,
-      parameters: [keyParam],
       ok: { 200: ['The entity after.', 'Entity'] },
       ...CUTOVER_STEP,
     },
@@ -331,10 +363,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Serve no ids until released',
       description:
         'Every take and lease answers 503 `entity_held` with the reason; the pool is discarded and not refilled.',
-      security: admin,
-      parameters: [keyParam],
-      body: 'HoldRequest',
-      optional: true,
+      optionalBody: 'HoldRequest',
       ok: { 200: ['The entity after.', 'Entity'] },
       ...CUTOVER_STEP,
     },
@@ -343,8 +372,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'End a live cutover',
       description:
         "The entity leaves live mode and its line moves up to `firstId` (above the incumbent row's final value), its pool discarded and fenced there: `idpool apps import-from … --finish`.",
-      security: admin,
-      parameters: [keyParam],
       body: 'RaiseRequest',
       ok: { 200: ['The entity after.', 'Entity'] },
       ...CUTOVER_STEP,
@@ -354,6 +381,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Entities in a live cutover',
       description:
         "Each live entity's incumbent row, spacing, next unreserved number and the numbers idpool reserved from the row, read now (what `--finish` watches).",
+      // Documented for the admin token alone, though the guard lets the ops token read it as every GET under /admin.
       security: admin,
       ok: { 200: ['The live entities.', 'LiveCutovers'] },
       errors: [401, 403, 404, 429, 503],
@@ -363,10 +391,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Accept one more secret',
       description:
         'A secret given (an imported Tinyid token) or made here, stored hashed, optionally until it expires. A secret the entity already accepts is not added twice (200).',
-      security: admin,
-      parameters: [keyParam],
-      body: 'AddSecretRequest',
-      optional: true,
+      optionalBody: 'AddSecretRequest',
       ok: {
         200: ['Already accepted; nothing changed.', 'AddedSecret'],
         201: ['Added; `secret` is shown only when made here.', 'AddedSecret'],
@@ -378,9 +403,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       operationId: 'removeSecret',
       summary: 'Stop accepting one secret',
       description: 'Stops the secret on every instance at once. The last secret cannot be removed: rotate it.',
-      security: admin,
       parameters: [
-        keyParam,
         path('secretId', 'The `id` of the secret, as the entity view lists it.', {
           type: 'string',
           pattern: '^[A-Za-z0-9]{1,32}$',
@@ -397,7 +420,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       operationId: 'listWorkers',
       summary: 'Worker leases (snowflake)',
       description: 'Every worker row: which instance holds each worker id, its last heartbeat and last timestamp.',
-      security: adminRead,
       ok: { 200: ['Every worker row.', 'WorkerList'] },
       errors: [401, 429, 503],
     },
@@ -406,7 +428,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Pools, take rates, forecasts, leases and recent alarms',
       description:
         'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
-      security: adminRead,
       parameters: [
         query('limit', 'Entities to show.', { ...int32(1, 1000), default: 50 }),
         query('q', 'Show only entities whose key contains this.', {
@@ -423,7 +444,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'The instances of the fleet: versions, worker ids, Redis epochs, heartbeats',
       description:
         "Every instance's heartbeat (published to Redis every second, with a TTL): alive, or gone once past its TTL (then dropped), and whether the alive ones disagree on the Redis epoch or the version. When Redis does not answer within 500 ms, this instance only, `source: local` with a `note`.",
-      security: adminRead,
       ok: { 200: ['The instances.', 'Instances'] },
       errors: [401, 404, 429],
     },
@@ -489,7 +509,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Prometheus metrics, forecasts included',
       description:
         'Per-entity series for the most active entities, totals for all. Behind `IDPOOL_METRICS_TOKEN` when it is set; 404 when metrics are not enabled.',
-      security: metricsToken,
       ok: { 200: ['Prometheus text format 0.0.4.', null, text('text/plain')] },
       errors: [401, 404, 429],
     },

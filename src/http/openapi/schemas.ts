@@ -26,10 +26,11 @@ const int = (minimum: number, maximum?: number) =>
 const text = z.string();
 const isoDate = z.string().meta({ format: 'date-time' });
 const unixMs = z.int().min(0).describe('Unix time in milliseconds.');
+/** Rates, percentages, ages. */
+const atLeast0 = z.number().min(0);
+const digits = z.string().regex(/^[0-9]+$/);
 /** Ids are below 2^63: at most 19 digits. */
-const decimalId = z
-  .string()
-  .regex(/^[0-9]+$/)
+const decimalId = digits
   .min(1)
   .max(19)
   .describe('A 64-bit id as a decimal string (JSON numbers lose precision above 2^53).');
@@ -84,10 +85,7 @@ const TakeRequest = z.strictObject({
 });
 
 /** A gapless series' ledger (docs/numbers.md "Gapless series"). */
-const seq = z
-  .string()
-  .regex(/^[0-9]+$/)
-  .max(19);
+const seq = digits.max(19);
 const seqRange = z.object({ from: seq, to: seq });
 const LedgerEntry = z.object({
   number: text,
@@ -126,10 +124,7 @@ const Reconciled = z.object({
   record: z.enum(['redis', 'high-water file', 'none']),
   lost: seqRange
     .extend({
-      count: z
-        .number()
-        .int()
-        .describe('How many were entered: fewer than the range holds when rows inside it were kept.'),
+      count: z.int().describe('How many were entered: fewer than the range holds when rows inside it were kept.'),
     })
     .optional()
     .describe('The first and last sequence entered lost; absent when the ledger held every one.'),
@@ -201,12 +196,11 @@ const NumberPeriod = z.object({
   ),
   capacity: decimalId.describe('10^N − 1 for `{seq:N}`.'),
   digits: int(1, 18),
-  usedPercent: z.number().min(0),
+  usedPercent: atLeast0,
   ready: int(0),
-  takePerSecond: z
-    .number()
-    .min(0)
-    .describe('Over IDPOOL_OPS_PERIOD_RATE_WINDOW_MS (15 min) of this period; 0 before it is sampled.'),
+  takePerSecond: atLeast0.describe(
+    'Over IDPOOL_OPS_PERIOD_RATE_WINDOW_MS (15 min) of this period; 0 before it is sampled.',
+  ),
   runsOutAt: isoDate.nullable().describe('At that rate; null when nothing is taken.'),
   runsOutLocal: text.nullable().describe("The same in the period's zone: `14:20`, with the date when not today there."),
   runsOutBeforeEnd: z.boolean().describe('The `forecast_period_exhausted` alarm holds.'),
@@ -350,11 +344,8 @@ const Health = z.object({ status: z.literal('ok') });
 const Sampling = z
   .object({
     ok: z.boolean().describe('Every segment entity sampled within two rounds.'),
-    oldestSampleAgeSeconds: z.number().min(0),
-    roundSeconds: z
-      .number()
-      .min(0)
-      .describe('Seconds one round over every entity takes (1,000 entities a sampling run).'),
+    oldestSampleAgeSeconds: atLeast0,
+    roundSeconds: atLeast0.describe('Seconds one round over every entity takes (1,000 entities a sampling run).'),
     staleEntities: int(0),
   })
   .describe(
@@ -414,7 +405,7 @@ const Instance = z.object({
   ttlMs: int(1).describe('Gone when its heartbeat is older than this.'),
   state: z.enum(['alive', 'gone']).describe('gone: no heartbeat within its TTL (listed for 30 TTLs, then dropped).'),
   heartbeatAt: isoDate,
-  heartbeatAgeSeconds: z.number().min(0),
+  heartbeatAgeSeconds: atLeast0,
   self: z.boolean().describe('The instance answering.'),
   disagrees: z.array(z.enum(['epoch', 'version'])).describe('What it differs from most alive instances on.'),
 });
@@ -451,12 +442,12 @@ const EntityOverview = z.object({
   }),
   currentOffset: decimalId,
   highestId: decimalId.nullable(),
-  takePerSecond: z.number().min(0),
-  reservePerSecond: z.number().min(0),
+  takePerSecond: atLeast0,
+  reservePerSecond: atLeast0,
   forecast: z
     .object({ poolDrySeconds: seconds, jsSafeLimitSeconds: seconds, int63LimitSeconds: seconds })
     .describe('Seconds; null = never at the current rate.'),
-  history: z.array(z.object({ t: unixMs, size: int(0), takePerSecond: z.number().min(0).meta({ format: 'double' }) })),
+  history: z.array(z.object({ t: unixMs, size: int(0), takePerSecond: atLeast0.meta({ format: 'double' }) })),
   sampledAt: unixMs.nullable().describe('Unix ms of the last sample; null before the first.'),
   stale: z
     .boolean()
@@ -472,10 +463,9 @@ const EntityOverview = z.object({
 const SnowflakeEntityOverview = z.object({
   key: entityKey,
   mode: z.enum(['snowflake']),
-  takePerSecond: z
-    .number()
-    .min(0)
-    .describe('Ids per second served by the answering instance (each instance makes its own snowflake ids).'),
+  takePerSecond: atLeast0.describe(
+    'Ids per second served by the answering instance (each instance makes its own snowflake ids).',
+  ),
 });
 
 const scope = z.enum(['fleet', 'instance']);

@@ -16,7 +16,7 @@ import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { entityKeyParam, limitParam, pageParams, queryParam } from '../params';
-import { parseBody } from '../validate';
+import { as400, parseBody } from '../validate';
 import type { Answer } from '../openapi/schemas';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
 import { timeZone } from '../../numbers/zone';
@@ -30,21 +30,6 @@ const OPS_SEARCH = 'q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ -
 type ViewDeps = Pick<HttpDeps, 'lines' | 'numbers'>;
 /** What the admin routes use of the app's dependencies. */
 export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'operations'>;
-
-/** A business-number period's counter moved up; a period the entity's calendar lacks is the caller's mistake (400). */
-async function raisePeriod(
-  numbers: HttpDeps['numbers'],
-  entity: EntityConfig,
-  period: string,
-  seq: bigint,
-): Promise<bigint> {
-  try {
-    return await numbers.raise(entity, period, seq);
-  } catch (err) {
-    if (err instanceof RangeError) throw new InvalidRequestError(`period: ${err.message}`);
-    throw err;
-  }
-}
 
 /** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
 export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
@@ -132,7 +117,8 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
       );
     if (entity.numbers) {
       const { period, seq } = parseBody(raisePeriodSchema, req.body ?? {});
-      const after = await raisePeriod(deps.numbers, entity, period, seq);
+      // A period the entity's calendar lacks is the caller's mistake.
+      const after = await as400(RangeError, () => deps.numbers.raise(entity, period, seq), 'period: ');
       res.json({ key, period, seq: after.toString() } satisfies Answer<'RaisedPeriod'>);
       return;
     }
@@ -249,7 +235,9 @@ async function withPools(
         deps.lines.pools.sizes(pooled.map((e) => e.key)),
       ]);
   // The page answers whole or not at all: one unreadable pool is a dependency fault (503).
-  const sizeOf = new Map(pooled.map((e, i) => [e.key, orThrow(sizes[i])]));
+  const unread = sizes.find((size) => size instanceof Error);
+  if (unread) throw unread;
+  const sizeOf = new Map(pooled.map((e, i) => [e.key, sizes[i]]));
   const periods = fresh ? new Map<string, NumberPeriodJson>() : await numberPeriods(deps, entities);
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
@@ -282,23 +270,15 @@ async function numberPeriods(
   deps: ViewDeps,
   entities: readonly EntityConfig[],
 ): Promise<Map<string, NumberPeriodJson>> {
-  const out = new Map<string, NumberPeriodJson>();
   const { numbers } = deps;
-  await Promise.all(
-    entities
-      // A gapless series' usage is its ledger's counter (ops/number-usage.ts).
-      .filter((e) => e.numbers)
-      .map(async (entity) => {
-        const usage = await numbers.usage(entity);
-        const rate = numbers.view(entity.key)?.forecast.takePerSecond ?? 0;
-        const zone = timeZone(usage.timeZone);
-        out.set(entity.key, numberPeriodJson(numberView(usage, rate, (ms) => zone.wallClock(ms))));
-      }),
-  );
-  return out;
-}
-
-function orThrow<T>(value: T | Error): T {
-  if (value instanceof Error) throw value;
-  return value;
+  const periods = entities
+    // A gapless series' usage is its ledger's counter (ops/number-usage.ts).
+    .filter((e) => e.numbers)
+    .map(async (entity) => {
+      const usage = await numbers.usage(entity);
+      const rate = numbers.view(entity.key)?.forecast.takePerSecond ?? 0;
+      const zone = timeZone(usage.timeZone);
+      return [entity.key, numberPeriodJson(numberView(usage, rate, (ms) => zone.wallClock(ms)))] as const;
+    });
+  return new Map(await Promise.all(periods));
 }

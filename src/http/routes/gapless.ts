@@ -12,7 +12,6 @@ import { type LedgerRowJson, ledgerCsv } from '../../gapless/csv';
 import type { LedgerEntry } from '../../gapless/ledger';
 import type { GaplessSeries } from '../../gapless/series';
 import type { TakenIds } from '../../pool/taken-ids';
-import type { TakeRequest } from '../../take/take-service';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { idempotencyKeyOf } from '../idempotency';
@@ -36,7 +35,7 @@ const periodBody = z.strictObject({ period: z.string({ error: 'must name a perio
  * store is not asked.
  */
 export async function gaplessTake(
-  takes: { take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> },
+  takes: HttpDeps['takes'],
   req: Request,
   entity: EntityConfig,
 ): Promise<{ ids: TakenIds; replayed: boolean }> {

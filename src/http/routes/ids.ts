@@ -3,13 +3,14 @@ import type { IRouter, Request, RequestHandler, Response } from 'express';
 import type { Answer } from '../openapi/schemas';
 import type { EntityConfig } from '../../entities/entity';
 import { InvalidRequestError } from '../../errors';
-import { type IdExplanation, NotAnIdError } from '../../snowflake/explain';
+import { NotAnIdError } from '../../snowflake/explain';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { answerOnce } from '../idempotency';
 import type { TakenIds } from '../../pool/taken-ids';
 import { integerField } from '../params';
 import { BODY_LIMIT_BYTES } from '../settings';
+import { as400 } from '../validate';
 import { NumberScheme } from '../../numbers/scheme';
 import { takeKind } from '../../take/take-service';
 import { gaplessTake } from './gapless';
@@ -68,7 +69,8 @@ export function registerIdRoutes(
     }
     if (entity.mode !== 'snowflake')
       throw new InvalidRequestError(`entity "${entity.key}" does not issue snowflake ids; only those can be decoded`);
-    res.json(decodeOr400(deps.snowflake, req.params.id));
+    // An id that cannot be one of this layout's is the client's mistake.
+    res.json(await as400(NotAnIdError, () => deps.snowflake.decode(req.params.id)));
   });
 }
 
@@ -186,14 +188,4 @@ function decodeNumberOr400(entity: EntityConfig, number: string): Answer<'Decode
       `"${number}" is not a number of ${entity.key}'s template ${entity.numbers?.format ?? ''} (or names no ${scheme?.template.reset ?? ''} period of ${entity.numbers?.timeZone ?? ''})`,
     );
   return decoded;
-}
-
-/** An id that cannot be one of this layout's is the client's mistake: 400 with the reason. */
-function decodeOr400(snowflake: HttpDeps['snowflake'], id: string): IdExplanation {
-  try {
-    return snowflake.decode(id);
-  } catch (err) {
-    if (err instanceof NotAnIdError) throw new InvalidRequestError(err.message);
-    throw err;
-  }
 }

@@ -18,10 +18,7 @@ const KEY_NOT_SERVED = -2n;
 
 /** A key Leaf's routes do not serve: the client's mistake to idpool (404, not logged as a failure), a 500 to Leaf. */
 class LeafRefusal extends IdpoolError {
-  constructor(
-    readonly leafCode: bigint,
-    reason: string,
-  ) {
+  constructor(reason: string) {
     super(404, 'not_found', reason);
   }
 }
@@ -62,7 +59,7 @@ async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' 
   if (entity?.compat.includes('leaf') && takeKind(entity) === 'gapless')
     throw new GaplessNotServedError(entity.key, "on Leaf's routes (a retry there cannot say it is one)");
   if (!entity || !entity.compat.includes('leaf') || takeKind(entity) !== family)
-    throw new LeafRefusal(KEY_NOT_SERVED, `no ${family} entity "${key}" is served to Leaf clients`);
+    throw new LeafRefusal(`no ${family} entity "${key}" is served to Leaf clients`);
   return entity;
 }
 
@@ -76,13 +73,11 @@ const leafError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
   (req, res, err) => {
     const code =
-      err instanceof LeafRefusal
-        ? err.leafCode
-        : err instanceof GaplessNotServedError
-          ? KEY_NOT_SERVED
-          : req.path.startsWith('/api/snowflake/')
-            ? -1n
-            : -3n;
+      err instanceof LeafRefusal || err instanceof GaplessNotServedError
+        ? KEY_NOT_SERVED
+        : req.path.startsWith('/api/snowflake/')
+          ? -1n
+          : -3n;
     if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
     res.status(500);
     res.setHeader('Content-Type', 'application/json;charset=UTF-8');

@@ -4,7 +4,8 @@ import type { HttpDeps, ReadinessReport } from '../deps';
 import type { Guards } from '../guards';
 import { apiDocsRouter } from '../api-docs';
 import { openApiDocument } from '../openapi';
-import { degradeShared, degradesShared, publicCheck, sharedCheck } from '../readiness';
+import { queryParam } from '../params';
+import { degradeShared, publicCheck, sharedCheck } from '../readiness';
 
 /** What the operations routes use of the app's dependencies. */
 export type OpsRouteDeps = Pick<HttpDeps, 'operations' | 'tokens' | 'draining' | 'clock'>;
@@ -21,7 +22,8 @@ export function registerOpsRoutes(app: IRouter, deps: OpsRouteDeps, guards: Pick
   const { operations } = deps;
   const readiness = sharedCheck(() => operations.readiness(), deps.clock, READINESS_TTL_MS);
   app.get('/readyz', async (req, res) => {
-    const degrade = degradesShared(req.query.shared);
+    // `degrade`, or unset: shared dependencies then fail readiness; anything else is a 400.
+    const degrade = queryParam(req, 'shared', /^degrade$/, 'shared: must be degrade (or left out)') !== undefined;
     // Shutting down is reported at once, so load balancers stop sending here first.
     const checked = await (deps.draining() ? operations.readiness() : readiness());
     const report = degrade ? degradeShared(checked) : checked;

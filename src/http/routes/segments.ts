@@ -8,9 +8,6 @@ import { integerField } from '../params';
 /** What the lease route uses of the app's dependencies. */
 export type LeaseRouteDeps = Pick<HttpDeps, 'leases'>;
 
-/** The native lease route's path. */
-const LEASE_PATH = '/apps/:key/segments';
-
 /**
  * `POST /apps/:key/segments`: a freshly reserved segment of a `trend`
  * entity, for a client that issues its ids itself (the SDK's leased buffer).
@@ -20,7 +17,7 @@ export function registerSegmentRoutes(
   deps: LeaseRouteDeps,
   guards: Pick<Guards, 'authenticatedEntity'>,
 ): void {
-  app.post(LEASE_PATH, async (req, res) => {
+  app.post('/apps/:key/segments', async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
     // `size` from the JSON body or `?size=`; absent, the entity's step; the leaser checks its range.
     const size = integerField(req, 'size', `1 to ${leaseSizeLimit(entity)}`);

@@ -146,15 +146,12 @@ function tinyidSegment(segment: LeasedSegment) {
 
 /** The first value of `name` from the query, else from a form body (Spring's `getParameter`). */
 function parameter(req: Request, name: string): string | undefined {
-  const pick = (v: unknown): unknown => (Array.isArray(v) ? (v as unknown[])[0] : v);
-  const fromQuery: unknown = pick(req.query[name]);
-  if (typeof fromQuery === 'string') return fromQuery;
+  const first = (v: unknown): unknown => (Array.isArray(v) ? (v as unknown[])[0] : v);
   // Only a form body holds parameters for Spring; a JSON one (parsed app-wide) does not.
-  const body = req.is('application/x-www-form-urlencoded')
+  const form = req.is('application/x-www-form-urlencoded')
     ? (req.body as Record<string, unknown> | undefined)
     : undefined;
-  const fromBody: unknown = body && typeof body === 'object' ? pick(body[name]) : undefined;
-  return typeof fromBody === 'string' ? fromBody : undefined;
+  return [first(req.query[name]), first(form?.[name])].find((value) => typeof value === 'string');
 }
 
 /**
