@@ -42,6 +42,9 @@ const ADMIN_WRITES: readonly [method: string, path: RegExp, action: string][] = 
   ['POST', /^\/apps\/([^/]+)\/secret\/?$/, 'rotate_secret'],
   ['POST', /^\/apps\/([^/]+)\/secrets\/?$/, 'add_secret'],
   ['POST', /^\/apps\/([^/]+)\/raise\/?$/, 'raise'],
+  ['POST', /^\/apps\/([^/]+)\/hold\/?$/, 'hold'],
+  ['POST', /^\/apps\/([^/]+)\/release\/?$/, 'release'],
+  ['POST', /^\/apps\/([^/]+)\/finish\/?$/, 'finish_live'],
   ['POST', /^\/apps\/([^/]+)\/numbers\/reconcile\/?$/, 'reconcile_gapless'],
   ['DELETE', /^\/apps\/([^/]+)\/secrets\/[^/]+\/?$/, 'remove_secret'],
 ];

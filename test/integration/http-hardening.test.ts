@@ -160,6 +160,13 @@ describeWithServices('HTTP hardening of a service process (MariaDB + a private R
     });
     expect(rotated.status).toBe(200);
     secrets.push(rotated.body.secret);
+    for (const verb of ['hold', 'release']) {
+      const res = await callFrom(from, instance.port, `/admin/apps/${key}/${verb}`, {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+      });
+      expect(res.status, verb).toBe(200);
+    }
     const retired = await callFrom(from, instance.port, `/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN });
     expect(retired.status).toBe(204);
 
@@ -174,6 +181,8 @@ describeWithServices('HTTP hardening of a service process (MariaDB + a private R
       `retire ${key} ops 403`,
       `update ${key} admin 200`,
       `rotate_secret ${key} admin 200`,
+      `hold ${key} admin 200`,
+      `release ${key} admin 200`,
       `retire ${key} admin 204`,
     ]);
     const requestIds = [created, patched, rotated, retired].map((r) => r.headers['x-request-id']);
