@@ -43,11 +43,12 @@ export class NumberTemplate {
   private readonly tail: readonly Piece[];
   /** A whole number: a group of digits for each of `tokens`. */
   private readonly pattern: RegExp;
-  private readonly tokens: readonly (DateToken | 'seq')[];
 
   private constructor(
     readonly reset: Reset,
     pieces: readonly Piece[],
+    /** The date tokens and the sequence, in template order. */
+    private readonly tokens: readonly (DateToken | 'seq')[],
   ) {
     const at = pieces.findIndex((p) => typeof p !== 'string' && p.token === 'seq');
     [this.head, this.tail] = [pieces.slice(0, at), pieces.slice(at + 1)];
@@ -56,7 +57,6 @@ export class NumberTemplate {
     // Literal text is A-Z a-z 0-9 - _ / . (parsePieces): "." is its one regex metacharacter.
     const re = pieces.map((p) => (typeof p === 'string' ? p.replaceAll('.', '\\.') : `(\\d{${p.width}})`));
     this.pattern = new RegExp(`^${re.join('')}$`);
-    this.tokens = pieces.flatMap((p) => (typeof p === 'string' ? [] : [p.token]));
   }
 
   /**
@@ -92,7 +92,7 @@ export class NumberTemplate {
         'format',
         `a ${period} number needs ${missing.map((n) => n.map((t) => `{${t}}`).join(' or ')).join(', ')}: without them numbers of different periods would repeat`,
       );
-    return new NumberTemplate(period, pieces);
+    return new NumberTemplate(period, pieces, all);
   }
 
   /** The fixed prefix and suffix around the sequence for one period: formatting many numbers then costs one pad each. */
@@ -103,10 +103,7 @@ export class NumberTemplate {
 
   /** A period's numbers as `head`, the sequence zero-padded to `width`, `tail`: the date is the same in all of them. */
   parts({ date }: Pick<Period, 'date'>): { head: string; tail: string; width: number } {
-    const text = (p: Piece) =>
-      typeof p === 'string'
-        ? p
-        : String(p.token === 'yy' ? date.year % 100 : date[TOKENS[p.token as DateToken].field]).padStart(p.width, '0');
+    const text = (p: Piece) => (typeof p === 'string' ? p : dateText(p.token as DateToken, date));
     return { head: this.head.map(text).join(''), tail: this.tail.map(text).join(''), width: this.seqWidth };
   }
 
@@ -123,10 +120,16 @@ export class NumberTemplate {
       if (token !== 'seq') fields[TOKENS[token].field] ??= Number(digits[i]) + (token === 'yy' ? 2000 : 0);
     });
     const seq = BigInt(digits[this.tokens.indexOf('seq')]);
-    // A field shown twice ({yyyy} and {yy}) must read the same: the number is the one its fields print.
-    if (seq < 1n || this.formatter({ date: fields as CalendarFields })(seq) !== number) return undefined;
+    // A field shown twice ({yyyy} and {yy}) must read the same: each date token prints its digits again.
+    const date = fields as CalendarFields;
+    if (seq < 1n || this.tokens.some((t, i) => t !== 'seq' && dateText(t, date) !== digits[i])) return undefined;
     return { fields, seq };
   }
+}
+
+function dateText(token: DateToken, date: CalendarFields): string {
+  const { field, width } = TOKENS[token];
+  return String(token === 'yy' ? date.year % 100 : date[field]).padStart(width, '0');
 }
 
 function parsePieces(format: string): Piece[] {
