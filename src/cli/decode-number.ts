@@ -6,7 +6,7 @@
  * zone that date is in, so a zone the user did not give is said aloud.
  */
 import type { Command } from 'commander';
-import { type DecodedNumber, NumberScheme, type NumberSettings } from '../numbers/scheme';
+import { type DecodedNumber, NumberScheme } from '../numbers/scheme';
 import { NumberSettingsError } from '../numbers/template';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
@@ -32,7 +32,7 @@ const HINT =
 
 /** `idpool decode <number> --format …`: a business number's period and sequence, from the template alone. */
 export function decodeWithFormat(ctx: CliContext, cmd: Command, number: string, input: NumberInput): void {
-  const decoded = decodeOrThrow(number, checked({ ...input, format: input.format ?? '' }));
+  const decoded = decodeOrThrow(number, input);
   if (input.timeZone === undefined && decoded.reset !== 'never')
     ctx.io.stderr(
       `idpool: note: no --time-zone: the period ${decoded.period} is read in UTC; give the entity's zone (or --app <key> to ask the instance)\n`,
@@ -47,8 +47,7 @@ export function decodeForEntity(ctx: CliContext, cmd: Command, number: string, e
       EXIT_USAGE,
       `entity "${entity.key}" issues ${entity.mode} segment ids: they carry nothing to decode (an id is its own value)`,
     );
-  const decoded = decodeOrThrow(number, checked({ ...entity, format: entity.format }));
-  ctx.print(cmd, decoded, () => fields({ entity: entity.key, ...decoded }));
+  printForEntity(ctx, cmd, entity, decodeOrThrow(number, entity));
 }
 
 /**
@@ -67,8 +66,7 @@ export async function decodeByLookup(ctx: CliContext, cmd: Command, number: stri
     throw err;
   }
   const readers = entities.flatMap((entity) => {
-    const decoded =
-      entity.format !== undefined && NumberScheme.of(checked({ ...entity, format: entity.format })).decode(number);
+    const decoded = entity.format !== undefined && scheme(entity).decode(number);
     return decoded ? [{ entity, decoded }] : [];
   });
   if (readers.length === 0)
@@ -81,25 +79,26 @@ export async function decodeByLookup(ctx: CliContext, cmd: Command, number: stri
       EXIT_USAGE,
       `"${number}" reads as a number of ${readers.map((r) => r.entity.key).join(', ')}: name one with --app <key>`,
     );
-  const [{ entity, decoded }] = readers;
+  printForEntity(ctx, cmd, readers[0].entity, readers[0].decoded);
+}
+
+function printForEntity(ctx: CliContext, cmd: Command, entity: DecodableEntity, decoded: DecodedNumber): void {
   ctx.print(cmd, decoded, () => fields({ entity: entity.key, ...decoded }));
 }
 
-/** The settings checked (a stored entity's too), a broken one a usage error. */
-function checked(input: { format: string; reset?: string; timeZone?: string }): NumberSettings {
+/** The scheme of `input`, checked (a stored entity's too): a broken one is a usage error. */
+function scheme(input: NumberInput): NumberScheme {
   try {
-    return NumberScheme.settings({ format: input.format, reset: input.reset, timeZone: input.timeZone });
+    return NumberScheme.of(NumberScheme.settings({ ...input, format: input.format ?? '' }));
   } catch (err) {
     throw err instanceof NumberSettingsError ? new CliError(EXIT_USAGE, err.message) : err;
   }
 }
 
-function decodeOrThrow(number: string, settings: NumberSettings): DecodedNumber {
-  const decoded = NumberScheme.of(settings).decode(number);
-  if (!decoded)
-    throw new CliError(
-      EXIT_USAGE,
-      `"${number}" is not a number of ${settings.format} (or names no period of ${settings.timeZone})`,
-    );
-  return decoded;
+function decodeOrThrow(number: string, input: NumberInput): DecodedNumber {
+  const decoding = scheme(input);
+  const decoded = decoding.decode(number);
+  if (decoded) return decoded;
+  const { format, timeZone } = decoding.settings;
+  throw new CliError(EXIT_USAGE, `"${number}" is not a number of ${format} (or names no period of ${timeZone})`);
 }

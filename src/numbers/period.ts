@@ -29,11 +29,12 @@ export interface Period {
 
 /** The last instant a JavaScript Date holds: the end of the one period of `never`. */
 const NEVER_ENDS = 8.64e15;
-
-const pad = (n: number, width: number) => String(n).padStart(width, '0');
-
 /** The length of a period's name: its calendar fields down to the reset's unit. */
 const ID_WIDTH = { never: 0, yearly: 4, monthly: 6, daily: 8, hourly: 10 } as const;
+/** Far enough either side of a period's wall-clock instant to hold its real start: offsets stay within ±14 h, a DST shift adds 1–2 h. */
+const SEARCH_MS = 36 * 3600_000;
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /** A period's name from calendar fields (see {@link Period.id}). */
 export function periodId(f: CalendarFields, reset: Reset): string {
@@ -41,19 +42,16 @@ export function periodId(f: CalendarFields, reset: Reset): string {
   return (pad(f.year, 4) + pad(f.month, 2) + pad(f.day, 2) + pad(f.hour, 2)).slice(0, ID_WIDTH[reset]);
 }
 
-/** The calendar fields a period id names (the units below its reset at their first value); undefined when it is not one. */
+// The calendar fields a period id names, the units below its reset at their first value.
 function periodDate(id: string, reset: Reset): CalendarFields | undefined {
   if (reset === 'never') return id === 'all' ? { year: 1970, month: 1, day: 1, hour: 0 } : undefined;
-  if (id.length !== ID_WIDTH[reset] || !/^\d+$/.test(id)) return undefined;
-  const full = id + '010100'.slice(id.length - 4);
-  const [year, month, day, hour] = [0, 4, 6, 8].map((at) => Number(full.slice(at, at === 0 ? 4 : at + 2)));
+  const full = /^(\d{4})(\d\d)(\d\d)(\d\d)$/.exec(id + '010100'.slice(id.length - 4));
+  if (id.length !== ID_WIDTH[reset] || !full) return undefined;
+  const [year, month, day, hour] = full.slice(1).map(Number);
   // A real date and hour reads back as itself (month 13, day 31 of a short month, hour 24 roll over).
   const back = new Date(Date.UTC(year, month - 1, day, hour)).toISOString().slice(0, 13).replace(/\D/g, '');
-  return year >= 1970 && back === full ? { year, month, day, hour } : undefined;
+  return year >= 1970 && back === full[0] ? { year, month, day, hour } : undefined;
 }
-
-/** Far enough either side of a period's wall-clock instant to hold its real start: offsets stay within ±14 h, a DST shift adds 1–2 h. */
-const SEARCH_MS = 36 * 3600_000;
 
 /**
  * The periods of one reset in one zone: which period an instant is in, and
@@ -92,12 +90,12 @@ export class PeriodCalendar {
     const date = periodDate(id, this.reset);
     if (!date) return undefined;
     if (this.reset === 'never') return this.at(0);
-    const wall = Date.UTC(date.year, date.month - 1, date.day, date.hour);
-    const start = this.firstWhere(wall - SEARCH_MS, wall + SEARCH_MS, (key) => key >= id);
-    const period = this.at(start);
+    const wall = this.utc(date);
+    const period = this.at(this.firstWhere(wall - SEARCH_MS, wall + SEARCH_MS, (key) => key >= id));
     return period.id === id ? period : undefined;
   }
 
+  // Each instant's period id: what the searches compare.
   private key(ms: number): string {
     return periodId(this.zone.fieldsAt(ms), this.reset);
   }
@@ -107,20 +105,19 @@ export class PeriodCalendar {
     const date = periodDate(id, this.reset);
     if (!date) throw new RangeError(`no period of ${this.zone.name} at ${ms}`);
     if (this.reset === 'never') return { id, start: 0, end: NEVER_ENDS, date };
-    const { year, month, day, hour } = date;
-    const wall = Date.UTC(year, month - 1, day, hour);
-    // The calendar instant of the unit after, as if the zone were UTC: the search's upper guess for the end.
-    const [y, m, d] = (['yearly', 'monthly', 'daily'] as const).map((unit) => (this.reset === unit ? 1 : 0));
-    const next = Date.UTC(year + y, month - 1 + m, day + d, hour + (this.reset === 'hourly' ? 1 : 0));
-    const start = this.firstWhere(wall - SEARCH_MS, ms, (key) => key >= id);
-    const end = this.firstWhere(ms, next + SEARCH_MS, (key) => key > id);
+    const start = this.firstWhere(this.utc(date) - SEARCH_MS, ms, (key) => key >= id);
+    // The next unit's start by the calendar, as if the zone were UTC: the search's upper guess for the end.
+    const end = this.firstWhere(ms, this.utc(date, 1) + SEARCH_MS, (key) => key > id);
     return { id, start, end, date };
   }
 
-  /**
-   * The first instant in `(lo, hi]` whose key passes `test`, `test` being
-   * false up to some instant and true after (keys only grow with time).
-   */
+  // `date` as if the zone were UTC, `units` of the reset later: where the searches look.
+  private utc({ year, month, day, hour }: CalendarFields, units = 0): number {
+    const [y, m, d, h] = RESETS.slice(1).map((unit) => (unit === this.reset ? units : 0));
+    return Date.UTC(year + y, month - 1 + m, day + d, hour + h);
+  }
+
+  // The first instant in (lo, hi] whose key passes `test`, false up to some instant and true after (keys grow with time).
   private firstWhere(lo: number, hi: number, test: (key: string) => boolean): number {
     let a = lo;
     let b = hi;

@@ -3,7 +3,7 @@
  * its zone, and the answers built from them (a period's formatter, a
  * number decoded to its period and sequence).
  */
-import { type Period, PeriodCalendar, type Reset, periodId } from './period';
+import { PeriodCalendar, type Reset, periodId } from './period';
 import { NumberSettingsError, NumberTemplate } from './template';
 import { UnknownZoneError, timeZone } from './zone';
 
@@ -28,6 +28,9 @@ export interface DecodedNumber {
   readonly seq: string;
 }
 
+/** How much of an ISO 8601 time a period's date is, down to the reset's unit (`2026`, `2026-11`, `2026-11-28`, `2026-11-28T14`). */
+const DATE_LENGTH = { never: 0, yearly: 4, monthly: 7, daily: 10, hourly: 13 } as const;
+
 export class NumberScheme {
   readonly calendar: PeriodCalendar;
   /** 1 % of a period's capacity ({@link poolCap}), worked out once: every take's low watermark asks for the cap. */
@@ -38,8 +41,7 @@ export class NumberScheme {
     readonly settings: NumberSettings,
   ) {
     this.calendar = new PeriodCalendar(template.reset, timeZone(settings.timeZone));
-    const onePercent = template.capacity / 100n;
-    this.onePercent = onePercent > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(onePercent);
+    this.onePercent = Math.min(Number(template.capacity / 100n), Number.MAX_SAFE_INTEGER);
   }
 
   /**
@@ -47,16 +49,13 @@ export class NumberScheme {
    * and fills their defaults; throws {@link NumberSettingsError} naming the field.
    */
   static settings(input: { format: string; reset?: string; timeZone?: string }): NumberSettings {
-    const template = NumberTemplate.parse(input.format, input.reset);
-    let zone: string;
+    const { reset } = NumberTemplate.parse(input.format, input.reset);
     try {
-      zone = timeZone(input.timeZone ?? 'UTC').name;
+      return { format: input.format, reset, timeZone: timeZone(input.timeZone ?? 'UTC').name };
     } catch (err) {
-      if (err instanceof UnknownZoneError)
-        throw new NumberSettingsError('timeZone', err.message.replace(/^timeZone /, ''));
-      throw err;
+      if (!(err instanceof UnknownZoneError)) throw err;
+      throw new NumberSettingsError('timeZone', err.message.replace(/^timeZone /, ''));
     }
-    return { format: input.format, reset: template.reset, timeZone: zone };
   }
 
   /** The scheme of stored settings (already checked at registration). */
@@ -83,31 +82,26 @@ export class NumberScheme {
   /** `number` taken apart, or undefined when it is not one of this template's (or names no period of the zone). */
   decode(number: string): DecodedNumber | undefined {
     const parts = this.template.decode(number);
-    if (!parts || parts.seq > this.capacity) return undefined;
-    const f = parts.fields;
-    const reset = this.template.reset;
-    const id = periodId({ year: f.year ?? 1, month: f.month ?? 1, day: f.day ?? 1, hour: f.hour ?? 0 }, reset);
-    const period = this.calendar.named(id);
+    if (!parts) return undefined;
+    const { reset } = this.template;
+    // The fields the template does not show are below its reset: periodId cuts them away.
+    const period = this.calendar.named(periodId({ year: 1, month: 1, day: 1, hour: 0, ...parts.fields }, reset));
     if (!period) return undefined;
+    const { id } = period;
     return {
       number,
-      period: period.id,
+      period: id,
       reset,
       timeZone: this.settings.timeZone,
       start: new Date(period.start).toISOString(),
       end: reset === 'never' ? null : new Date(period.end).toISOString(),
-      date: reset === 'never' ? null : periodDateText(period),
+      date:
+        reset === 'never'
+          ? null
+          : `${id.slice(0, 4)}-${id.slice(4, 6)}-${id.slice(6, 8)}T${id.slice(8)}`.slice(0, DATE_LENGTH[reset]),
       seq: parts.seq.toString(),
     };
   }
-}
-
-/** `2026`, `2026-11`, `2026-11-28` or `2026-11-28T14`: the period's date down to the reset's unit, from its name. */
-function periodDateText({ id }: Period): string {
-  return (
-    [id.slice(0, 4), id.slice(4, 6), id.slice(6, 8)].filter(Boolean).join('-') +
-    (id.length > 8 ? `T${id.slice(8)}` : '')
-  );
 }
 
 /** The most numbers of one period an entity keeps ready ({@link NumberScheme.poolCap}). */

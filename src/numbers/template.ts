@@ -6,28 +6,22 @@
 import { type Period, RESETS, type Reset } from './period';
 import type { CalendarFields } from './zone';
 
-const DATE_TOKENS = ['yyyy', 'yy', 'MM', 'dd', 'HH'] as const;
-type DateToken = (typeof DATE_TOKENS)[number];
-
-type Piece =
-  | { readonly kind: 'literal'; readonly text: string }
-  | { readonly kind: 'date'; readonly token: DateToken }
-  | { readonly kind: 'seq'; readonly width: number };
-
 /** Each date token's field, width and the period unit it shows (`yy` and `yyyy` both the year). */
-const TOKENS: Record<DateToken, { unit: Exclude<Reset, 'never'>; width: number; field: keyof CalendarFields }> = {
-  yyyy: { unit: 'yearly', width: 4, field: 'year' },
-  yy: { unit: 'yearly', width: 2, field: 'year' },
-  MM: { unit: 'monthly', width: 2, field: 'month' },
-  dd: { unit: 'daily', width: 2, field: 'day' },
-  HH: { unit: 'hourly', width: 2, field: 'hour' },
-};
-const UNIT_RANK: Record<Reset, number> = { never: 0, yearly: 1, monthly: 2, daily: 3, hourly: 4 };
-/** The fields a period needs, as many as its unit's rank, each with the tokens that show it (one is enough). */
-const NEEDED: readonly (readonly DateToken[])[] = [['yyyy', 'yy'], ['MM'], ['dd'], ['HH']];
+const TOKENS = {
+  yyyy: { field: 'year', width: 4, unit: 'yearly' },
+  yy: { field: 'year', width: 2, unit: 'yearly' },
+  MM: { field: 'month', width: 2, unit: 'monthly' },
+  dd: { field: 'day', width: 2, unit: 'daily' },
+  HH: { field: 'hour', width: 2, unit: 'hourly' },
+} as const;
+type DateToken = keyof typeof TOKENS;
+const DATE_TOKENS = Object.keys(TOKENS) as DateToken[];
 /** The longest template: numbers are printed, typed and stored in other systems' columns. */
 const MAX_FORMAT_LENGTH = 64;
 const MAX_SEQ_WIDTH = 18;
+
+/** Literal text, or a date token or the sequence with its width. */
+type Piece = string | { readonly token: DateToken | 'seq'; readonly width: number };
 
 /** A broken template or reset: `field` is what the 400 names. */
 export class NumberSettingsError extends Error {
@@ -44,20 +38,25 @@ export class NumberSettingsError extends Error {
 export class NumberTemplate {
   /** The highest sequence a period holds: 10^width − 1. */
   readonly capacity: bigint;
-  /** The length of every number of this template. */
-  readonly length: number;
   readonly seqWidth: number;
+  private readonly head: readonly Piece[];
+  private readonly tail: readonly Piece[];
+  /** A whole number: a group of digits for each of `tokens`. */
+  private readonly pattern: RegExp;
 
   private constructor(
-    /** The template as registered. */
-    readonly source: string,
     readonly reset: Reset,
-    private readonly pieces: readonly Piece[],
+    pieces: readonly Piece[],
+    /** The date tokens and the sequence, in template order. */
+    private readonly tokens: readonly (DateToken | 'seq')[],
   ) {
-    const seq = pieces.find((p) => p.kind === 'seq');
-    this.seqWidth = seq?.kind === 'seq' ? seq.width : 0;
+    const at = pieces.findIndex((p) => typeof p !== 'string' && p.token === 'seq');
+    [this.head, this.tail] = [pieces.slice(0, at), pieces.slice(at + 1)];
+    this.seqWidth = (pieces[at] as Exclude<Piece, string>).width;
     this.capacity = 10n ** BigInt(this.seqWidth) - 1n;
-    this.length = pieces.reduce((n, p) => n + pieceWidth(p), 0);
+    // Literal text is A-Z a-z 0-9 - _ / . (parsePieces): "." is its one regex metacharacter.
+    const re = pieces.map((p) => (typeof p === 'string' ? p.replaceAll('.', '\\.') : `(\\d{${p.width}})`));
+    this.pattern = new RegExp(`^${re.join('')}$`);
   }
 
   /**
@@ -66,32 +65,34 @@ export class NumberTemplate {
    */
   static parse(format: string, reset?: string): NumberTemplate {
     const pieces = parsePieces(format);
-    const seqs = pieces.filter((p) => p.kind === 'seq').length;
+    const all = pieces.flatMap((p) => (typeof p === 'string' ? [] : [p.token]));
+    const seqs = all.filter((t) => t === 'seq').length;
     if (seqs !== 1)
       throw new NumberSettingsError(
         'format',
         seqs === 0 ? 'needs one {seq:N} (the sequence, N digits)' : 'must have exactly one {seq:N}',
       );
-    const tokens = new Set(pieces.flatMap((p) => (p.kind === 'date' ? [p.token] : [])));
-    const finest = [...tokens].reduce<Reset>(
-      (unit, t) => (UNIT_RANK[TOKENS[t].unit] > UNIT_RANK[unit] ? TOKENS[t].unit : unit),
-      'never',
-    );
+    const tokens = [...new Set(all)].filter((t): t is DateToken => t !== 'seq');
+    const rank = (unit: Reset) => RESETS.indexOf(unit);
     if (reset !== undefined && !(RESETS as readonly string[]).includes(reset))
       throw new NumberSettingsError('reset', `must be one of ${RESETS.join(', ')}`);
-    const period = (reset as Reset | undefined) ?? finest;
-    if (UNIT_RANK[finest] > UNIT_RANK[period])
+    const period = (reset as Reset | undefined) ?? RESETS[Math.max(0, ...tokens.map((t) => rank(TOKENS[t].unit)))];
+    const finer = tokens.filter((t) => rank(TOKENS[t].unit) > rank(period));
+    if (finer.length > 0)
       throw new NumberSettingsError(
         'format',
-        `date tokens finer than the ${period} period (${[...tokens].filter((t) => UNIT_RANK[TOKENS[t].unit] > UNIT_RANK[period]).join(', ')}): the date would change within one sequence`,
+        `date tokens finer than the ${period} period (${finer.join(', ')}): the date would change within one sequence`,
       );
-    const needed = NEEDED.slice(0, UNIT_RANK[period]).filter((need) => !need.some((t) => tokens.has(t)));
-    if (needed.length > 0)
+    // Each unit down to the period's needs one of the tokens that show it.
+    const missing = RESETS.slice(1, rank(period) + 1)
+      .map((unit) => DATE_TOKENS.filter((t) => TOKENS[t].unit === unit))
+      .filter((shown) => !shown.some((t) => tokens.includes(t)));
+    if (missing.length > 0)
       throw new NumberSettingsError(
         'format',
-        `a ${period} number needs ${needed.map((n) => n.map((t) => `{${t}}`).join(' or ')).join(', ')}: without them numbers of different periods would repeat`,
+        `a ${period} number needs ${missing.map((n) => n.map((t) => `{${t}}`).join(' or ')).join(', ')}: without them numbers of different periods would repeat`,
       );
-    return new NumberTemplate(format, period, pieces);
+    return new NumberTemplate(period, pieces, all);
   }
 
   /** The fixed prefix and suffix around the sequence for one period: formatting many numbers then costs one pad each. */
@@ -101,12 +102,9 @@ export class NumberTemplate {
   }
 
   /** A period's numbers as `head`, the sequence zero-padded to `width`, `tail`: the date is the same in all of them. */
-  parts(period: Pick<Period, 'date'>): { head: string; tail: string; width: number } {
-    const text = (p: Piece) =>
-      p.kind === 'literal' ? p.text : p.kind === 'date' ? dateText(p.token, period.date) : '';
-    const at = this.pieces.findIndex((p) => p.kind === 'seq');
-    const [head, tail] = [this.pieces.slice(0, at), this.pieces.slice(at + 1)].map((ps) => ps.map(text).join(''));
-    return { head, tail, width: this.seqWidth };
+  parts({ date }: Pick<Period, 'date'>): { head: string; tail: string; width: number } {
+    const text = (p: Piece) => (typeof p === 'string' ? p : dateText(p.token as DateToken, date));
+    return { head: this.head.map(text).join(''), tail: this.tail.map(text).join(''), width: this.seqWidth };
   }
 
   /**
@@ -114,40 +112,19 @@ export class NumberTemplate {
    * template shows) and its sequence; undefined when it is not one.
    */
   decode(number: string): { fields: Partial<CalendarFields>; seq: bigint } | undefined {
-    if (number.length !== this.length) return undefined;
-    const fields: { year?: number; month?: number; day?: number; hour?: number } = {};
-    let seq: bigint | undefined;
-    let at = 0;
-    for (const p of this.pieces) {
-      const text = number.slice(at, at + pieceWidth(p));
-      at += pieceWidth(p);
-      if (p.kind === 'literal') {
-        if (text !== p.text) return undefined;
-        continue;
-      }
-      if (!/^\d+$/.test(text)) return undefined;
-      if (p.kind === 'seq') {
-        seq = BigInt(text);
-        continue;
-      }
-      const value = Number(text);
-      const field = TOKENS[p.token].field;
+    const digits = this.pattern.exec(number)?.slice(1);
+    if (!digits) return undefined;
+    const fields: { -readonly [F in keyof CalendarFields]?: number } = {};
+    this.tokens.forEach((token, i) => {
       // {yy} alone is read as 20yy (docs/numbers.md).
-      const full = p.token === 'yy' ? 2000 + value : value;
-      if (p.token === 'yy' && fields.year !== undefined) {
-        if (fields.year % 100 !== value) return undefined;
-        continue;
-      }
-      if (fields[field] !== undefined && fields[field] !== full) return undefined;
-      fields[field] = full;
-    }
-    if (seq === undefined || seq < 1n) return undefined;
+      if (token !== 'seq') fields[TOKENS[token].field] ??= Number(digits[i]) + (token === 'yy' ? 2000 : 0);
+    });
+    const seq = BigInt(digits[this.tokens.indexOf('seq')]);
+    // A field shown twice ({yyyy} and {yy}) must read the same: each date token prints its digits again.
+    const date = fields as CalendarFields;
+    if (seq < 1n || this.tokens.some((t, i) => t !== 'seq' && dateText(t, date) !== digits[i])) return undefined;
     return { fields, seq };
   }
-}
-
-function pieceWidth(p: Piece): number {
-  return p.kind === 'literal' ? p.text.length : p.kind === 'seq' ? p.width : TOKENS[p.token].width;
 }
 
 function dateText(token: DateToken, date: CalendarFields): string {
@@ -155,43 +132,31 @@ function dateText(token: DateToken, date: CalendarFields): string {
   return String(token === 'yy' ? date.year % 100 : date[field]).padStart(width, '0');
 }
 
-const LITERAL = /^[A-Za-z0-9\-_/.]+$/;
-
 function parsePieces(format: string): Piece[] {
   if (format.length === 0 || format.length > MAX_FORMAT_LENGTH)
     throw new NumberSettingsError('format', `must be 1 to ${MAX_FORMAT_LENGTH} characters`);
-  const pieces: Piece[] = [];
-  let at = 0;
-  while (at < format.length) {
-    const open = format.indexOf('{', at);
-    const literal = format.slice(at, open === -1 ? undefined : open);
-    if (literal) {
-      if (!LITERAL.test(literal))
-        throw new NumberSettingsError(
-          'format',
-          `literal text may use only A-Z a-z 0-9 - _ / . (found "${literal.replace(/[A-Za-z0-9\-_/.]/g, '')}")`,
-        );
-      pieces.push({ kind: 'literal', text: literal });
+  // Literal text runs to the next "{"; a token from there to the next "}".
+  return Array.from(format.matchAll(/[^{]+|\{[^}]*\}?/g), ({ 0: text, index }): Piece => {
+    if (!text.startsWith('{')) {
+      const bad = text.replace(/[A-Za-z0-9\-_/.]/g, '');
+      if (bad)
+        throw new NumberSettingsError('format', `literal text may use only A-Z a-z 0-9 - _ / . (found "${bad}")`);
+      return text;
     }
-    if (open === -1) break;
-    const close = format.indexOf('}', open);
-    if (close === -1) throw new NumberSettingsError('format', `unclosed "{" at ${open}`);
-    const token = format.slice(open + 1, close);
+    if (!text.endsWith('}')) throw new NumberSettingsError('format', `unclosed "{" at ${index}`);
+    const token = text.slice(1, -1);
     const seq = /^seq:(\d{1,3})$/.exec(token);
     if (seq) {
       const width = Number(seq[1]);
       if (width < 1 || width > MAX_SEQ_WIDTH)
         throw new NumberSettingsError('format', `{seq:N} needs N from 1 to ${MAX_SEQ_WIDTH}, got ${width}`);
-      pieces.push({ kind: 'seq', width });
-    } else if ((DATE_TOKENS as readonly string[]).includes(token)) {
-      pieces.push({ kind: 'date', token: token as DateToken });
-    } else {
-      throw new NumberSettingsError(
-        'format',
-        `unknown token {${token}} (known: ${DATE_TOKENS.map((t) => `{${t}}`).join(' ')} {seq:N})`,
-      );
+      return { token: 'seq', width };
     }
-    at = close + 1;
-  }
-  return pieces;
+    const date = DATE_TOKENS.find((t) => t === token);
+    if (date) return { token: date, width: TOKENS[date].width };
+    throw new NumberSettingsError(
+      'format',
+      `unknown token {${token}} (known: ${DATE_TOKENS.map((t) => `{${t}}`).join(' ')} {seq:N})`,
+    );
+  });
 }

@@ -80,16 +80,15 @@ function ianaZone(format: Intl.DateTimeFormat): TimeZone {
     wallClock(ms) {
       const twoDigits = { month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' } as const;
       clock ??= new Intl.DateTimeFormat('en-US', { timeZone: name, ...TO_THE_HOUR, ...twoDigits });
-      const p: Record<string, string> = {};
-      for (const part of clock.formatToParts(ms)) p[part.type] = part.value;
+      const p = partsAt(clock, ms);
       return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;
     },
     fieldsAt(ms) {
-      const f = { year: 0, month: 0, day: 0, hour: 0 };
-      for (const part of format.formatToParts(ms))
-        if (part.type === 'year' || part.type === 'month' || part.type === 'day' || part.type === 'hour')
-          f[part.type] = Number(part.value);
-      return f;
+      const p = partsAt(format, ms);
+      return { year: Number(p.year), month: Number(p.month), day: Number(p.day), hour: Number(p.hour) };
     },
   };
 }
+
+const partsAt = (format: Intl.DateTimeFormat, ms: number): Partial<Record<Intl.DateTimeFormatPartTypes, string>> =>
+  Object.fromEntries(format.formatToParts(ms).map((part) => [part.type, part.value]));
