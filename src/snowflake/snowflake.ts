@@ -354,12 +354,8 @@ export class Snowflake {
     // The clock moved back. The other time-back value is safe if it has not
     // used this time unit yet (or has sequence numbers left in it).
     if (t > s.otherT || (t === s.otherT && s.otherSeq < this.maxSequence)) {
-      const { t: lastT, seq: lastSeq } = s;
       s.bit ^= 1;
-      s.t = s.otherT;
-      s.seq = s.otherSeq;
-      s.otherT = lastT;
-      s.otherSeq = lastSeq;
+      [s.t, s.seq, s.otherT, s.otherSeq] = [s.otherT, s.otherSeq, s.t, s.seq];
       if (t > s.t) return this.enter(s, t);
       this.setBase(s);
       return ++s.seq;
