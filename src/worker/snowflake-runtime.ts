@@ -44,10 +44,6 @@ export interface SnowflakeRuntime {
   readonly workers: { list(): Promise<WorkerView[]> };
   /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
   leaseCheck(): string;
-  /** Starts the lease's heartbeat (a no-op for a fixed worker id). */
-  start(): void;
-  /** Stops the heartbeat and frees the worker id. Call after the server stopped taking requests. */
-  stop(): Promise<void>;
 }
 
 export interface SnowflakeRuntimeDeps {
@@ -153,9 +149,13 @@ function serviceWorker(
  * `worker` table, or a fixed `IDPOOL_WORKER_ID` when IDPOOL_WORKER_ID_UNSAFE
  * allows it. Throws {@link ConfigError} or ClockSkewError. `deps.log` is the
  * service's: its lines name `snowflake` or `worker-lease` side by side (a
- * child of a child would write `component` twice in one line).
+ * child of a child would write `component` twice in one line). The lease's
+ * heartbeat and the clock watch are started; closing (after the server
+ * stopped taking requests) stops them and frees the worker id.
  */
-async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
+export async function buildSnowflake(
+  deps: SnowflakeRuntimeDeps,
+): Promise<{ value: SnowflakeRuntime; close: () => Promise<void> }> {
   const { config, db, clock, log, redis } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
@@ -191,8 +191,9 @@ async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<Snowf
       );
     return generator.takeStrings(entityKey, count);
   };
-
-  return {
+  lease?.startHeartbeat();
+  clockWatch?.start();
+  const runtime: SnowflakeRuntime = {
     generator,
     lease,
     clockWatch,
@@ -203,20 +204,12 @@ async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<Snowf
       const status = lease?.status();
       return !status || status.ok ? 'ok' : status.detail;
     },
-    start() {
-      lease?.startHeartbeat();
-      clockWatch?.start();
-    },
-    async stop() {
+  };
+  return {
+    value: runtime,
+    async close() {
       await clockWatch?.stop();
       await worker.stop();
     },
   };
-}
-
-/** The runtime with its lease's heartbeat and its clock watch started; closing stops them and frees the worker id. */
-export async function buildSnowflake(deps: SnowflakeRuntimeDeps) {
-  const runtime = await createSnowflakeRuntime(deps);
-  runtime.start();
-  return { value: runtime, close: () => runtime.stop() };
 }
