@@ -5,64 +5,46 @@
 export type IdEncoding = 'decimal' | 'base62' | 'base36' | 'hex';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-const PATTERNS: Record<IdEncoding, RegExp> = {
-  decimal: /^(0|[1-9]\d{0,19})$/,
-  base62: /^[0-9A-Za-z]{1,11}$/,
-  base36: /^[0-9a-z]{1,13}$/i,
-  hex: /^[0-9a-f]{1,16}$/i,
+// Each encoding's radix (base62's digits are BASE62) and the strings that can be one of its ids.
+const ENCODINGS: Record<IdEncoding, { radix: number; pattern: RegExp }> = {
+  decimal: { radix: 10, pattern: /^(0|[1-9]\d{0,19})$/ },
+  base62: { radix: 62, pattern: /^[0-9A-Za-z]{1,11}$/ },
+  base36: { radix: 36, pattern: /^[0-9a-z]{1,13}$/i },
+  hex: { radix: 16, pattern: /^[0-9a-f]{1,16}$/i },
 };
 const UINT64_MAX = (1n << 64n) - 1n;
+
+// JavaScript callers may pass anything: the name is checked at run time.
+function encodingOf(name: string): (typeof ENCODINGS)[IdEncoding] {
+  const spec = (ENCODINGS as Partial<Record<string, (typeof ENCODINGS)[IdEncoding]>>)[name];
+  if (!spec?.pattern) throw new RangeError(`unknown encoding "${name}"; use decimal, base62, base36 or hex`);
+  return spec;
+}
 
 /** `id` (a non-negative integer below 2^64) as a string in `encoding`. */
 export function encodeId(id: bigint | number, encoding: IdEncoding = 'decimal'): string {
   let v = BigInt(id);
   if (v < 0n || v > UINT64_MAX) throw new RangeError(`id must be from 0 to 2^64 - 1, got ${v}`);
-  switch (encoding) {
-    case 'decimal':
-      return v.toString();
-    case 'base36':
-      return v.toString(36);
-    case 'hex':
-      return v.toString(16);
-    case 'base62': {
-      if (v === 0n) return '0';
-      let out = '';
-      while (v > 0n) {
-        out = BASE62[Number(v % 62n)] + out;
-        v /= 62n;
-      }
-      return out;
-    }
-    default:
-      throw new RangeError(`unknown encoding "${encoding as string}"; use decimal, base62, base36 or hex`);
+  const { radix } = encodingOf(encoding);
+  // BigInt's toString stops at base 36.
+  if (radix !== 62) return v.toString(radix);
+  if (v === 0n) return '0';
+  let out = '';
+  while (v > 0n) {
+    out = BASE62[Number(v % 62n)] + out;
+    v /= 62n;
   }
+  return out;
 }
 
 /** Parses a string made by {@link encodeId}; throws RangeError for anything else. */
 export function decodeId(text: string, encoding: IdEncoding = 'decimal'): bigint {
-  // JavaScript callers may pass anything: both arguments are checked at run time.
-  const pattern = (PATTERNS as Partial<Record<string, RegExp>>)[encoding];
-  if (!pattern) throw new RangeError(`unknown encoding "${encoding}"; use decimal, base62, base36 or hex`);
+  const { radix, pattern } = encodingOf(encoding);
   const input: unknown = text;
   if (typeof input !== 'string' || !pattern.test(input))
     throw new RangeError(`"${String(input)}" is not a ${encoding} id`);
-  let v: bigint;
-  switch (encoding) {
-    case 'decimal':
-      v = BigInt(text);
-      break;
-    case 'hex':
-      v = BigInt(`0x${text}`);
-      break;
-    case 'base36':
-      v = 0n;
-      for (const c of text.toLowerCase()) v = v * 36n + BigInt(parseInt(c, 36));
-      break;
-    case 'base62':
-      v = 0n;
-      for (const c of text) v = v * 62n + BigInt(BASE62.indexOf(c));
-      break;
-  }
+  let v = 0n;
+  for (const c of text) v = v * BigInt(radix) + BigInt(radix === 62 ? BASE62.indexOf(c) : parseInt(c, radix));
   if (v > UINT64_MAX) throw new RangeError(`"${text}" is above 2^64 - 1`);
   return v;
 }

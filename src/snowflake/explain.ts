@@ -35,15 +35,15 @@ export function explainId(layout: SnowflakeLayout, nowMs: number, text: string):
     throw new NotAnIdError(`id must be a decimal integer (the form ids are issued in), got "${text.slice(0, 40)}"`);
   const id = BigInt(text);
   if (id > MAX_INT63) throw new NotAnIdError('id is above 2^63 - 1; snowflake ids are 63-bit');
-  const parts = layout.decompose(id);
+  const { timestamp, region, ...fields } = layout.decompose(id);
   const { reservedBits, reservedValue } = layout.settings;
-  if (parts.reserved !== reservedValue) {
+  if (fields.reserved !== reservedValue) {
     throw new NotAnIdError(
-      `id ${text} is not from this layout: its ${reservedBits} reserved bits hold ${parts.reserved}, this layout sets ${reservedValue}`,
+      `id ${text} is not from this layout: its ${reservedBits} reserved bits hold ${fields.reserved}, this layout sets ${reservedValue}`,
     );
   }
-  const madeAt = layout.unitStartMs(parts.timestamp);
-  if (parts.timestamp > layout.timestampAt(nowMs)) {
+  const madeAt = layout.unitStartMs(timestamp);
+  if (timestamp > layout.timestampAt(nowMs)) {
     throw new NotAnIdError(
       `id ${text} is not from this layout: its timestamp decodes to ${new Date(madeAt).toISOString()}, in the future`,
     );
@@ -52,10 +52,7 @@ export function explainId(layout: SnowflakeLayout, nowMs: number, text: string):
     id: text,
     timestamp: new Date(madeAt).toISOString(),
     timestampMs: madeAt,
-    ...(layout.settings.regionBits ? { region: parts.region } : {}),
-    worker: parts.worker,
-    timeBack: parts.timeBack,
-    sequence: parts.sequence,
-    reserved: parts.reserved,
+    ...(layout.settings.regionBits ? { region } : {}),
+    ...fields,
   };
 }

@@ -60,11 +60,6 @@ export const TIMESTAMP_BITS: Readonly<Record<TimeUnit, readonly [min: number, ma
   h: [19, 45],
   d: [15, 40],
 };
-const WORKER_BITS = [3, 10] as const;
-const RESERVED_BITS = [0, 5] as const;
-/** 256 regions: far more than any deployment spans, and each bit is one taken from the sequence. */
-const REGION_BITS = [0, 8] as const;
-
 /** Sign bit + time-back bit. */
 const FIXED_BITS = 2;
 const TOTAL_BITS = 64;
@@ -117,19 +112,25 @@ export interface SettingProblem {
   message(given: string): string;
 }
 
-function intProblem(
-  setting: keyof SnowflakeSettings,
-  value: number,
-  min: number,
-  max: number,
-  why = '',
-): SettingProblem | undefined {
-  if (Number.isInteger(value) && value >= min && value <= max) return undefined;
-  return problem(setting, (given) => `must be an integer from ${min} to ${max}${why}, got ${given}`);
-}
-
 function problem(setting: keyof SnowflakeSettings, message: (given: string) => string): SettingProblem {
   return { setting, variable: SETTING_VARIABLES[setting], message };
+}
+
+/** Each integer setting's bounds (and why, when they hang on another setting), checked in this order. */
+const INTEGER_BOUNDS: readonly [keyof SnowflakeSettings, (s: SnowflakeSettings) => [number, number, string?]][] = [
+  ['timestampBits', (s) => [...TIMESTAMP_BITS[s.timeUnit], ` for time unit ${s.timeUnit}`]],
+  ['workerBits', () => [3, 10]],
+  ['reservedBits', () => [0, 5]],
+  ['reservedValue', (s) => [0, 2 ** s.reservedBits - 1, ` (it must fit ${s.reservedBits} reserved bits)`]],
+  ['timeBackInitial', () => [0, 1]],
+  // 256 regions: far more than any deployment spans, and each bit is one taken from the sequence.
+  ['regionBits', () => [0, 8]],
+  ['region', (s) => [0, 2 ** s.regionBits - 1, ` (it must fit ${s.regionBits} region bits)`]],
+];
+
+/** What remains of 63 bits for the sequence (below 1: the settings do not fit). */
+function sequenceBitsOf(s: SnowflakeSettings): number {
+  return TOTAL_BITS - FIXED_BITS - s.timestampBits - s.regionBits - s.workerBits - s.reservedBits;
 }
 
 /**
@@ -140,25 +141,15 @@ function problem(setting: keyof SnowflakeSettings, message: (given: string) => s
 export function settingsProblem(s: SnowflakeSettings): SettingProblem | undefined {
   if (!Object.hasOwn(UNIT_MS, s.timeUnit))
     return problem('timeUnit', (given) => `must be one of ${Object.keys(UNIT_MS).join(', ')}, got ${given}`);
-  const [tsMin, tsMax] = TIMESTAMP_BITS[s.timeUnit];
-  const outOfRange =
-    intProblem('timestampBits', s.timestampBits, tsMin, tsMax, ` for time unit ${s.timeUnit}`) ??
-    intProblem('workerBits', s.workerBits, WORKER_BITS[0], WORKER_BITS[1]) ??
-    intProblem('reservedBits', s.reservedBits, RESERVED_BITS[0], RESERVED_BITS[1]) ??
-    intProblem(
-      'reservedValue',
-      s.reservedValue,
-      0,
-      2 ** s.reservedBits - 1,
-      ` (it must fit ${s.reservedBits} reserved bits)`,
-    ) ??
-    intProblem('timeBackInitial', s.timeBackInitial, 0, 1) ??
-    intProblem('regionBits', s.regionBits, REGION_BITS[0], REGION_BITS[1]) ??
-    intProblem('region', s.region, 0, 2 ** s.regionBits - 1, ` (it must fit ${s.regionBits} region bits)`);
-  if (outOfRange) return outOfRange;
-  const sequenceBits = TOTAL_BITS - FIXED_BITS - s.timestampBits - s.regionBits - s.workerBits - s.reservedBits;
+  for (const [setting, bounds] of INTEGER_BOUNDS) {
+    const value = s[setting] as number;
+    const [min, max, why = ''] = bounds(s);
+    if (!Number.isInteger(value) || value < min || value > max)
+      return problem(setting, (given) => `must be an integer from ${min} to ${max}${why}, got ${given}`);
+  }
+  const sequenceBits = sequenceBitsOf(s);
   if (sequenceBits < 1) {
-    const most = TOTAL_BITS - FIXED_BITS - 1 - s.regionBits - s.workerBits - s.reservedBits;
+    const most = s.timestampBits + sequenceBits - 1;
     return problem(
       'timestampBits',
       (given) =>
@@ -186,12 +177,14 @@ export class SnowflakeLayout {
   readonly sequenceShift: number;
   /** Timestamps below this make ids below 2^53 (safe as JS numbers). */
   readonly numberTimestampLimit: number;
+  // Each field's name, bit offset and width, most significant first: what compose and decompose walk.
+  private readonly fields: readonly (readonly [keyof SnowflakeParts, number, number])[];
 
   private constructor(settings: SnowflakeSettings) {
     this.settings = Object.freeze({ ...settings });
     const { timeUnit, timestampBits, regionBits, workerBits, reservedBits } = settings;
     this.unitMs = UNIT_MS[timeUnit];
-    this.sequenceBits = TOTAL_BITS - FIXED_BITS - timestampBits - regionBits - workerBits - reservedBits;
+    this.sequenceBits = sequenceBitsOf(settings);
     this.sequenceShift = reservedBits;
     this.timeBackShift = reservedBits + this.sequenceBits;
     this.workerShift = this.timeBackShift + 1;
@@ -203,6 +196,14 @@ export class SnowflakeLayout {
     this.maxWorker = 2 ** workerBits - 1;
     this.maxSequence = 2 ** this.sequenceBits - 1;
     this.numberTimestampLimit = 2 ** (53 - this.timestampShift);
+    this.fields = [
+      ['timestamp', this.timestampShift, timestampBits],
+      ['region', this.regionShift, regionBits],
+      ['worker', this.workerShift, workerBits],
+      ['timeBack', this.timeBackShift, 1],
+      ['sequence', this.sequenceShift, this.sequenceBits],
+      ['reserved', 0, reservedBits],
+    ];
   }
 
   /**
@@ -265,41 +266,30 @@ export class SnowflakeLayout {
 
   /** The id made of these fields; throws RangeError for a field out of range. */
   compose(parts: Omit<SnowflakeParts, 'reserved' | 'region'> & { reserved?: number; region?: number }): bigint {
-    const reserved = parts.reserved ?? this.settings.reservedValue;
-    const region = parts.region ?? this.settings.region;
-    const check = (name: string, v: number, max: number) => {
+    const values = {
+      ...parts,
+      reserved: parts.reserved ?? this.settings.reservedValue,
+      region: parts.region ?? this.settings.region,
+    };
+    let id = 0n;
+    for (const [name, shift, bits] of this.fields) {
+      const v = values[name];
+      const max = Math.min(2 ** bits - 1, Number.MAX_SAFE_INTEGER);
       if (!Number.isSafeInteger(v) || v < 0 || v > max)
         throw new RangeError(`${name} must be an integer from 0 to ${max}, got ${v}`);
-    };
-    check('timestamp', parts.timestamp, this.maxTimestamp);
-    check('region', region, 2 ** this.settings.regionBits - 1);
-    check('worker', parts.worker, this.maxWorker);
-    check('timeBack', parts.timeBack, 1);
-    check('sequence', parts.sequence, this.maxSequence);
-    check('reserved', reserved, 2 ** this.settings.reservedBits - 1);
-    return (
-      (BigInt(parts.timestamp) << BigInt(this.timestampShift)) |
-      (BigInt(region) << BigInt(this.regionShift)) |
-      (BigInt(parts.worker) << BigInt(this.workerShift)) |
-      (BigInt(parts.timeBack) << BigInt(this.timeBackShift)) |
-      (BigInt(parts.sequence) << BigInt(this.sequenceShift)) |
-      BigInt(reserved)
-    );
+      id |= BigInt(v) << BigInt(shift);
+    }
+    return id;
   }
 
   /** The fields of `id`; throws RangeError when it is negative or above 63 bits. */
   decompose(id: bigint | number | string): SnowflakeParts {
     const v = BigInt(id);
     if (v < 0n || v > MAX_INT63) throw new RangeError(`a snowflake id is a 63-bit non-negative integer, got ${v}`);
-    const field = (shift: number, bits: number) => Number((v >> BigInt(shift)) & ((1n << BigInt(bits)) - 1n));
-    return {
-      timestamp: field(this.timestampShift, this.settings.timestampBits),
-      region: field(this.regionShift, this.settings.regionBits),
-      worker: field(this.workerShift, this.settings.workerBits),
-      timeBack: field(this.timeBackShift, 1) as 0 | 1,
-      sequence: field(this.sequenceShift, this.sequenceBits),
-      reserved: field(0, this.settings.reservedBits),
-    };
+    const parts = {} as Record<keyof SnowflakeParts, number>;
+    for (const [name, shift, bits] of this.fields)
+      parts[name] = Number((v >> BigInt(shift)) & ((1n << BigInt(bits)) - 1n));
+    return parts as SnowflakeParts;
   }
 
   /** When `id` was made (the start of its time unit). */

@@ -40,14 +40,10 @@ export const DEFAULT_MAX_WAIT_MS = DEFAULTS.maxWaitMs;
 /** 10^8: ids are written as their digits above this, once per run, and the eight below it per id. */
 const LOW_DIGITS = 100_000_000;
 const LOW_DIGITS_BIG = BigInt(LOW_DIGITS);
-/** Key of the sequence used when no entity key is given. */
 const DEFAULT_SEQUENCE = '';
 
-/**
- * One sequence: the time-back bit in use, and for each of its two values the
- * last timestamp and sequence number used. `t`/`seq` belong to `bit`,
- * `otherT`/`otherSeq` to the other value.
- */
+// One sequence: for the time-back bit in use (`t`, `seq`) and for the other
+// value (`otherT`, `otherSeq`), the last timestamp and sequence number used.
 interface SequenceState {
   grant: WorkerGrant | undefined;
   bit: number;
@@ -58,15 +54,10 @@ interface SequenceState {
   /** The id of (t, worker, bit, sequence 0, reserved), both ways. */
   baseNum: number;
   baseBig: bigint;
-  /** Whether every id of `t` is below 2^53. */
   numberSafe: boolean;
   /** Time unit of the grant's floor: this one and earlier are never used. */
   floorT: number;
-  /**
-   * Settles when the last async take waiting on this sequence is done; unset
-   * when none waits. Takes that find it set line up behind it instead of
-   * each sleeping and retrying.
-   */
+  /** Settles when the last async take waiting on this sequence is done (unset: none waits); see `fill`. */
   line: Promise<void> | undefined;
 }
 
@@ -219,15 +210,10 @@ export class Snowflake {
     });
   }
 
-  /**
-   * `count` ids, in order, written by `write` one run at a time: a run is
-   * consecutive sequence numbers `first, first + 1, …` (n of them) of one
-   * time unit, taken with one clock read. Without a wait they are made at
-   * once. A take that must wait for the next time unit (the sequence is
-   * spent) queues on the sequence: concurrent takes of one entity then wait
-   * one after another, each starting when the one before it is done, instead
-   * of all of them sleeping, waking and finding the unit spent again.
-   */
+  // `count` ids written by `write` one run (n numbers from `first` of one
+  // time unit, one clock read) at a time. A take that must wait for the next
+  // unit queues on the sequence: concurrent takes of one entity then wait one
+  // after another instead of all sleeping, waking and finding it spent again.
   private async fill<T>(
     entityKey: string,
     count: number,
@@ -327,11 +313,8 @@ export class Snowflake {
     return s;
   }
 
-  /**
-   * A new grant (first use, or a new lease): both time-back values start
-   * from the grant's floor with their sequences spent, so the first id uses
-   * a time unit after the floor.
-   */
+  // A new grant (first use, or a new lease): both time-back values start
+  // from its floor with their sequences spent, so the first id comes after it.
   private resetState(s: SequenceState, grant: WorkerGrant): void {
     const floor = grant.floorMs === -Infinity ? -Infinity : this.layout.timestampAt(grant.floorMs);
     s.grant = grant;
@@ -341,12 +324,8 @@ export class Snowflake {
     s.seq = s.otherSeq = this.maxSequence;
   }
 
-  /**
-   * The id of sequence 0 in `s`'s time unit, by the layout's own
-   * `compose` (once per time unit, not per id); ids of the unit add
-   * `seq · 2^reservedBits` to it. As a number it is exact while
-   * `numberSafe`, and read only then.
-   */
+  // The id of sequence 0 in `s`'s time unit, composed once per unit; ids of
+  // the unit add `seq · 2^reservedBits`. `baseNum` is exact (and read) only while `numberSafe`.
   private setBase(s: SequenceState): void {
     if (!s.grant) throw new Error('snowflake: a time unit entered without a worker grant');
     s.baseBig = this.layout.compose({
@@ -360,11 +339,8 @@ export class Snowflake {
     if (s.t > this.maxUnitUsed) this.maxUnitUsed = s.t;
   }
 
-  /**
-   * Advances `s` by one id: returns its sequence number (the id is
-   * `s.base + seq · 2^reservedBits`), or -1 with `waitMs` set when no id
-   * can be made until the clock moves on.
-   */
+  // Advances `s` by one id: its sequence number, or -1 with `waitMs` set
+  // when no id can be made until the clock moves on.
   private step(s: SequenceState): number {
     const grant = this.source.current();
     if (grant !== s.grant) this.resetState(s, grant);
@@ -378,12 +354,8 @@ export class Snowflake {
     // The clock moved back. The other time-back value is safe if it has not
     // used this time unit yet (or has sequence numbers left in it).
     if (t > s.otherT || (t === s.otherT && s.otherSeq < this.maxSequence)) {
-      const { t: lastT, seq: lastSeq } = s;
       s.bit ^= 1;
-      s.t = s.otherT;
-      s.seq = s.otherSeq;
-      s.otherT = lastT;
-      s.otherSeq = lastSeq;
+      [s.t, s.seq, s.otherT, s.otherSeq] = [s.otherT, s.otherSeq, s.t, s.seq];
       if (t > s.t) return this.enter(s, t);
       this.setBase(s);
       return ++s.seq;
@@ -395,11 +367,8 @@ export class Snowflake {
     return this.mustWait(now, Math.min(mine, other), t <= s.floorT ? 'floor' : 'clock');
   }
 
-  /**
-   * Like {@link step}, but takes up to `want` sequence numbers of the time
-   * unit it lands in: returns the first (or -1), and sets `runLength` to how
-   * many. Ids of one unit need one clock read, not one each.
-   */
+  // Like `step`, but takes up to `want` numbers of the unit it lands in (one
+  // clock read for them all): returns the first (or -1), `runLength` says how many.
   private steps(s: SequenceState, want: number): number {
     const first = this.step(s);
     if (first < 0) return first;
@@ -453,7 +422,7 @@ export class Snowflake {
     }
   }
 
-  /** Busy-waits (sync methods) until `s` can issue; the first wait decides whether that is allowed. */
+  // Busy-waits (sync methods) until `s` can issue; the first wait decides whether that is allowed.
   private spin(s: SequenceState, entityKey: string | undefined): number {
     if (this.waitMs > this.maxSpinMs) throw this.tooLong(entityKey);
     // The deadline is on the injected monotonic clock, so a stuck clock cannot hang us forever.
@@ -472,7 +441,7 @@ export class Snowflake {
     }
   }
 
-  /** Sleeps (async methods) until the wait set by `step` is over, or fails when it is too long. */
+  // Sleeps (async methods) until the wait set by `step` is over, or fails when it is too long.
   private async wait(entityKey: string): Promise<void> {
     if (this.waitMs > this.maxWaitMs) throw this.tooLong(entityKey);
     await this.clock.sleep(this.waitMs);

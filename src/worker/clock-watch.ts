@@ -69,8 +69,7 @@ export class ClockWatch {
         try {
           const theirs = await r.now();
           const roundTrip = this.options.clock.monotonic() - t0;
-          const skewMs = before + roundTrip / 2 - theirs;
-          return { against: r.name, skewMs: Math.round(skewMs), uncertaintyMs: roundTrip / 2 };
+          return { against: r.name, skewMs: Math.round(before + roundTrip / 2 - theirs), uncertaintyMs: roundTrip / 2 };
         } catch {
           return { against: r.name, skewMs: null, uncertaintyMs: 0 };
         }

@@ -123,10 +123,8 @@ export function instanceCode(port: number): string {
  */
 export class WorkerLease implements WorkerSource {
   private held: Held | undefined;
-  /**
-   * The grant the database refused to renew while the second record still
-   * named it: taking that worker id back, this instance knows what it used.
-   */
+  // The grant the database refused to renew while the second record still
+  // named it: taking that worker id back, this instance knows what it used.
   private lost: Held | undefined;
   /** Monotonic ms until which `held` may be used. */
   private validUntil = -Infinity;
@@ -184,8 +182,7 @@ export class WorkerLease implements WorkerSource {
   /** Whether ids can be issued now, and if not, why (for `readyz`). */
   status(): { ok: boolean; detail: string } {
     try {
-      const grant = this.current();
-      return { ok: true, detail: `worker id ${grant.workerId}` };
+      return { ok: true, detail: `worker id ${this.current().workerId}` };
     } catch (err) {
       return { ok: false, detail: (err as Error).message };
     }
@@ -199,7 +196,7 @@ export class WorkerLease implements WorkerSource {
   /** One heartbeat: renew the lease, or acquire one when there is none or it was taken over. */
   async heartbeat(): Promise<void> {
     if (this.stopped) return;
-    const { store, clock, log } = this.options;
+    const { store, holders, clock, log } = this.options;
     try {
       const held = this.held;
       if (held) {
@@ -208,9 +205,7 @@ export class WorkerLease implements WorkerSource {
         // The second record first: once another instance claimed the worker
         // id there, the database's row is not ours to touch, even if its
         // restored version happens to match ours.
-        const claimed = this.options.holders
-          ? !(await this.options.holders.renew(held.workerId, held.token, ceiling))
-          : false;
+        const claimed = holders !== undefined && !(await holders.renew(held.workerId, held.token, ceiling));
         if (!claimed && (await store.renew(held.workerId, held.version, ceiling))) {
           if (this.held === held) this.extend(sentAt, ceiling);
           return;

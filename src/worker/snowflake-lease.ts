@@ -53,26 +53,20 @@ export async function snowflakeWithLease(options: SnowflakeLeaseOptions): Promis
     preferSameCode: options.preferSameCode ?? false,
     code: options.code ?? instanceCode(0),
   });
+  const close = async () => {
+    await lease.stop();
+    await db.close();
+  };
   try {
     await lease.start();
     const status = lease.status();
     if (!status.ok) throw new NoWorkerLeaseError(status.detail);
   } catch (err) {
-    await lease.stop();
-    await db.close();
+    await close();
     throw err;
   }
   lease.startHeartbeat();
-  const snowflake = new Snowflake({
-    ...options,
-    layout,
-    worker: lease,
-    clock,
-    onClose: async () => {
-      await lease.stop();
-      await db.close();
-    },
-  });
+  const snowflake = new Snowflake({ ...options, layout, worker: lease, clock, onClose: close });
   lease.trackUsage(() => snowflake.lastUsedMs());
   return snowflake;
 }

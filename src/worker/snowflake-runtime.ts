@@ -44,10 +44,6 @@ export interface SnowflakeRuntime {
   readonly workers: { list(): Promise<WorkerView[]> };
   /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
   leaseCheck(): string;
-  /** Starts the lease's heartbeat (a no-op for a fixed worker id). */
-  start(): void;
-  /** Stops the heartbeat and frees the worker id. Call after the server stopped taking requests. */
-  stop(): Promise<void>;
 }
 
 export interface SnowflakeRuntimeDeps {
@@ -63,14 +59,8 @@ export interface SnowflakeRuntimeDeps {
   redis: RedisClient | undefined;
 }
 
-/** Where the service's worker id comes from, and how to give it back on stop. */
-interface ServiceWorker {
-  readonly source: WorkerSource;
-  readonly lease: WorkerLease | undefined;
-  /** Tells the worker how to learn the last time unit the generator used. */
-  trackUsage(lastUsedMs: () => number | undefined): void;
-  stop(): Promise<void>;
-}
+// Where the service's worker id comes from; the lease itself, or a fixed id shaped like one.
+type ServiceWorker = WorkerSource & Pick<WorkerLease, 'trackUsage' | 'stop' | 'list'>;
 
 /**
  * A worker id leased from the `worker` table (checked for clock skew and
@@ -78,34 +68,28 @@ interface ServiceWorker {
  * IDPOOL_WORKER_ID=ordinal the pod's own, refused when another holds it.
  */
 async function leasedWorker(
-  config: SnowflakeServiceSettings,
-  db: Database,
-  holders: WorkerHolders | undefined,
+  deps: SnowflakeRuntimeDeps,
   settings: SnowflakeRuntimeSettings,
-  clock: Clock,
-  log: Logger,
-): Promise<ServiceWorker> {
+  store: SqlWorkerStore,
+): Promise<WorkerLease> {
+  const { config, holders, clock, log } = deps;
   const options = {
     ...settings,
-    store: new SqlWorkerStore(db),
+    store,
     holders,
     clock,
     log: log.child({ component: 'worker-lease' }),
     code: instanceCode(config.port),
   };
-  let lease: WorkerLease;
-  if (config.podWorker) {
-    lease = await leasePodWorker(options, config.podWorker);
-  } else {
-    lease = new WorkerLease({
-      ...options,
-      min: config.workerMin,
-      max: config.workerMax,
-      preferSameCode: config.workerPreferSameCode,
-    });
-    await lease.start();
-  }
-  return { source: lease, lease, trackUsage: (used) => lease.trackUsage(used), stop: () => lease.stop() };
+  if (config.podWorker) return leasePodWorker(options, config.podWorker);
+  const lease = new WorkerLease({
+    ...options,
+    min: config.workerMin,
+    max: config.workerMax,
+    preferSameCode: config.workerPreferSameCode,
+  });
+  await lease.start();
+  return lease;
 }
 
 /**
@@ -113,15 +97,13 @@ async function leasedWorker(
  * service takes it only with IDPOOL_WORKER_ID_UNSAFE=1, and even then starts
  * above the `last_timestamp` its row records and records its own on stop.
  */
-async function fixedServiceWorker(workerId: number, db: Database, serviceLog: Logger): Promise<ServiceWorker> {
+async function fixedServiceWorker(workerId: number, store: SqlWorkerStore, serviceLog: Logger): Promise<ServiceWorker> {
   const log = serviceLog.child({ component: 'snowflake' });
-  const store = new SqlWorkerStore(db);
   await store.ensureRows(workerId, workerId);
   const [row] = (await store.rows(workerId, workerId)).rows;
   let lastUsed: () => number | undefined = () => undefined;
   return {
-    source: fixedWorker(workerId, row.lastTimestamp),
-    lease: undefined,
+    ...fixedWorker(workerId, row.lastTimestamp),
     trackUsage: (used) => void (lastUsed = used),
     async stop() {
       const used = Math.max(row.lastTimestamp, lastUsed() ?? 0);
@@ -131,21 +113,35 @@ async function fixedServiceWorker(workerId: number, db: Database, serviceLog: Lo
           log.warn({ err: errorMessage(err) }, "could not record the fixed worker id's last timestamp"),
         );
     },
+    list: async () => [
+      {
+        workerId,
+        code: 'fixed (IDPOOL_WORKER_ID)',
+        leaseVersion: 0,
+        heartbeatAt: null,
+        lastTimestamp: null,
+        live: true,
+        self: true,
+      },
+    ],
   };
 }
 
 /** The service's worker id: leased, or the fixed IDPOOL_WORKER_ID when IDPOOL_WORKER_ID_UNSAFE allows it. */
-async function serviceWorker(deps: SnowflakeRuntimeDeps, settings: SnowflakeRuntimeSettings): Promise<ServiceWorker> {
-  const { config, db, clock, log } = deps;
-  if (config.workerId !== undefined && !config.workerIdUnsafe) {
+function serviceWorker(
+  deps: SnowflakeRuntimeDeps,
+  settings: SnowflakeRuntimeSettings,
+  store: SqlWorkerStore,
+): Promise<ServiceWorker> {
+  const { workerId, workerIdUnsafe } = deps.config;
+  if (workerId === undefined) return leasedWorker(deps, settings, store);
+  if (!workerIdUnsafe) {
     throw new ConfigError(
       'IDPOOL_WORKER_ID',
       'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk',
     );
   }
-  return config.workerId === undefined
-    ? leasedWorker(config, db, deps.holders, settings, clock, log)
-    : fixedServiceWorker(config.workerId, db, log);
+  return fixedServiceWorker(workerId, store, deps.log);
 }
 
 /**
@@ -153,15 +149,20 @@ async function serviceWorker(deps: SnowflakeRuntimeDeps, settings: SnowflakeRunt
  * `worker` table, or a fixed `IDPOOL_WORKER_ID` when IDPOOL_WORKER_ID_UNSAFE
  * allows it. Throws {@link ConfigError} or ClockSkewError. `deps.log` is the
  * service's: its lines name `snowflake` or `worker-lease` side by side (a
- * child of a child would write `component` twice in one line).
+ * child of a child would write `component` twice in one line). The lease's
+ * heartbeat and the clock watch are started; closing (after the server
+ * stopped taking requests) stops them and frees the worker id.
  */
-async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<SnowflakeRuntime> {
+export async function buildSnowflake(
+  deps: SnowflakeRuntimeDeps,
+): Promise<{ value: SnowflakeRuntime; close: () => Promise<void> }> {
   const { config, db, clock, log, redis } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
-  const worker = await serviceWorker(deps, settings);
-  const { lease } = worker;
-  const generator = new Snowflake({ layout, worker: worker.source, clock, maxWaitMs: settings.maxWaitMs });
+  const store = new SqlWorkerStore(db);
+  const worker = await serviceWorker(deps, settings, store);
+  const lease = worker instanceof WorkerLease ? worker : undefined;
+  const generator = new Snowflake({ layout, worker, clock, maxWaitMs: settings.maxWaitMs });
   worker.trackUsage(() => generator.lastUsedMs());
   log.info(
     {
@@ -171,7 +172,6 @@ async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<Snowf
     },
     'snowflake generator ready',
   );
-  const store = new SqlWorkerStore(db);
   const clockWatch =
     settings.clockCheckMs > 0
       ? new ClockWatch({
@@ -184,7 +184,6 @@ async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<Snowf
           intervalMs: settings.clockCheckMs,
         })
       : undefined;
-  /** Makes ids, unless this instance's clock is past the bound (503 clock_skew until it is back). */
   const make = (entityKey: string, count: number): Promise<string[]> => {
     if (clockWatch?.state() === 'refusing')
       return Promise.reject(
@@ -192,51 +191,25 @@ async function createSnowflakeRuntime(deps: SnowflakeRuntimeDeps): Promise<Snowf
       );
     return generator.takeStrings(entityKey, count);
   };
-
-  return {
+  lease?.startHeartbeat();
+  clockWatch?.start();
+  const runtime: SnowflakeRuntime = {
     generator,
     lease,
     clockWatch,
     make,
     decoder: { decode: (id) => explainId(layout, clock.now(), id) },
-    workers: {
-      list: async () => {
-        if (lease) return lease.list();
-        // No lease: the fixed IDPOOL_WORKER_ID.
-        const workerId = config.workerId;
-        if (workerId === undefined) return [];
-        return [
-          {
-            workerId,
-            code: 'fixed (IDPOOL_WORKER_ID)',
-            leaseVersion: 0,
-            heartbeatAt: null,
-            lastTimestamp: null,
-            live: true,
-            self: true,
-          },
-        ];
-      },
-    },
+    workers: { list: () => worker.list() },
     leaseCheck() {
-      if (!lease) return 'ok';
-      const status = lease.status();
-      return status.ok ? 'ok' : status.detail;
+      const status = lease?.status();
+      return !status || status.ok ? 'ok' : status.detail;
     },
-    start() {
-      lease?.startHeartbeat();
-      clockWatch?.start();
-    },
-    async stop() {
+  };
+  return {
+    value: runtime,
+    async close() {
       await clockWatch?.stop();
       await worker.stop();
     },
   };
-}
-
-/** The runtime with its lease's heartbeat and its clock watch started; closing stops them and frees the worker id. */
-export async function buildSnowflake(deps: SnowflakeRuntimeDeps) {
-  const runtime = await createSnowflakeRuntime(deps);
-  runtime.start();
-  return { value: runtime, close: () => runtime.stop() };
 }
