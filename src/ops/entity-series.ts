@@ -5,8 +5,8 @@ export type Family = MetricObjectWithValues<MetricValue<string>>;
 
 /**
  * How a per-entity family is summed up over every entity in `/metrics`
- * (`idpool_all_…`): counters and histograms add up, a pool-dry forecast
- * takes the soonest; offsets and watermarks have no meaningful total.
+ * (`idpool_all_…`): counters add up, a pool-dry forecast takes the soonest;
+ * offsets and watermarks have no meaningful total.
  */
 export type Total = 'sum' | 'min' | null;
 
