@@ -108,8 +108,6 @@ export function createOpsEvents(
     onRecord: toFleet,
   });
   const feed = new SamplerFeed({ entities: deps.entities, clock, sampleMs: config.sampleMs });
-  // Ids this instance has served per entity so far: the sampler records them with each sample.
-  const served = new Map<string, number>();
   // Takes refused for too few ids per entity so far: the sampler calls such a pool dry, whatever its take rate.
   const refused = new Map<string, number>();
   return {
@@ -118,14 +116,14 @@ export function createOpsEvents(
     feed,
     recent,
     stream,
-    served: (key) => served.get(key) ?? 0,
+    // Ids this instance has served per entity so far (its counter): the sampler records them with each sample.
+    served: (key) => metrics.idsServed.values.get(key) ?? 0,
     refused: (key) => refused.get(key) ?? 0,
     refillEvents: opsRefillEvents(metrics, alarms, deps.entities, deps.stride, feed),
     dispatchEvents: opsDispatchEvents(metrics, alarms, (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1)),
     takeEvents: {
       served(entity, count) {
         metrics.idsServed.inc({ entity }, count);
-        served.set(entity, (served.get(entity) ?? 0) + count);
         recent.add(entity, count);
         feed.touch(entity);
       },
