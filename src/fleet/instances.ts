@@ -104,9 +104,9 @@ export function fleetView(
   const instances = listed
     .map(({ hb, state }): InstanceView => {
       const disagrees: ('epoch' | 'version')[] = [];
-      if (state === 'alive' && hb.epoch !== null && usualEpoch !== undefined && hb.epoch !== usualEpoch)
-        disagrees.push('epoch');
-      if (state === 'alive' && usualVersion !== undefined && hb.version !== usualVersion) disagrees.push('version');
+      // An alive instance's epoch and version are among those counted: the usual ones are set.
+      if (state === 'alive' && hb.epoch !== null && hb.epoch !== usualEpoch) disagrees.push('epoch');
+      if (state === 'alive' && hb.version !== usualVersion) disagrees.push('version');
       const { at, ...shown } = hb;
       return {
         ...shown,
