@@ -128,11 +128,7 @@ export class Fleet {
       const now = this.options.clock.now();
       // Redis just did not answer: its epoch would cost another timeout to learn nothing.
       const own = await this.heartbeat(false);
-      return {
-        ...fleetView([own], now, own.id).view,
-        source: 'local',
-        note: `Redis did not answer (${errorMessage(err)}): this instance only`,
-      };
+      return { ...fleetView([own], now, own.id).view, source: 'local', note: noAnswer(err, 'this instance only') };
     }
   }
 
@@ -171,11 +167,7 @@ export class Fleet {
     try {
       return { source: 'redis', recent: await this.bounded(this.options.store.recentAlarms(count)) };
     } catch (err) {
-      return {
-        source: 'local',
-        note: `Redis did not answer (${errorMessage(err)}): the alarms of this instance only`,
-        recent: local(),
-      };
+      return { source: 'local', note: noAnswer(err, 'the alarms of this instance only'), recent: local() };
     }
   }
 
@@ -249,6 +241,10 @@ export class Fleet {
     if (repeated === undefined) return;
     this.options.log.warn(withRepeated({ err: errorMessage(err) }, repeated), what);
   }
+}
+
+function noAnswer(err: unknown, what: string): string {
+  return `Redis did not answer (${errorMessage(err)}): ${what}`;
 }
 
 /** The heartbeat hash outlives the last heartbeat by the time a gone instance stays listed. */

@@ -104,9 +104,9 @@ export function fleetView(
   const instances = listed
     .map(({ hb, state }): InstanceView => {
       const disagrees: ('epoch' | 'version')[] = [];
-      if (state === 'alive' && hb.epoch !== null && usualEpoch !== undefined && hb.epoch !== usualEpoch)
-        disagrees.push('epoch');
-      if (state === 'alive' && usualVersion !== undefined && hb.version !== usualVersion) disagrees.push('version');
+      // An alive instance's epoch and version are among those counted: the usual ones are set.
+      if (state === 'alive' && hb.epoch !== null && hb.epoch !== usualEpoch) disagrees.push('epoch');
+      if (state === 'alive' && hb.version !== usualVersion) disagrees.push('version');
       const { at, ...shown } = hb;
       return {
         ...shown,
@@ -149,14 +149,8 @@ export function publishedRates(rates: ReadonlyMap<string, number>, max = MAX_PUB
 
 /** A heartbeat read back from Redis, its known fields only, or undefined when it is not one (another version's, or damaged). */
 export function parseHeartbeat(json: string): Heartbeat | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
-  if (typeof v !== 'object' || v === null) return undefined;
-  const hb = v as Record<keyof Heartbeat, unknown>;
+  const hb = parseObject(json) as Record<keyof Heartbeat, unknown> | undefined;
+  if (!hb) return undefined;
   const text = (x: unknown) => (typeof x === 'string' ? x : undefined);
   const orNull = <T>(x: T | undefined) => x ?? null;
   if (typeof hb.id !== 'string' || typeof hb.version !== 'string') return undefined;
@@ -189,9 +183,15 @@ function skews(v: object): Record<string, number | null> {
 
 /** Rates read back from Redis, or undefined when they are not an object. */
 export function parseRates(json: string): EntityRates | undefined {
+  const v = parseObject(json);
+  return Array.isArray(v) ? undefined : (v as EntityRates | undefined);
+}
+
+/** JSON read back from Redis that is an object (an array too), or undefined when it is not (another version's, or damaged). */
+export function parseObject(json: string): Record<string, unknown> | undefined {
   try {
     const v: unknown = JSON.parse(json);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as EntityRates) : undefined;
+    return typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }

@@ -6,6 +6,7 @@ import {
   type FleetStore,
   type Heartbeat,
   parseHeartbeat,
+  parseObject,
   parseRates,
 } from './instances';
 
@@ -47,12 +48,7 @@ export class RedisFleetStore implements FleetStore {
 
   async recentAlarms(count: number): Promise<FleetAlarm[]> {
     const entries = await this.redis.xrevrange(this.keys.alarms, '+', '-', 'COUNT', count);
-    const out: FleetAlarm[] = [];
-    for (const [, fields] of entries) {
-      const alarm = parseEntry(fields);
-      if (alarm) out.push(alarm);
-    }
-    return out;
+    return entries.flatMap(([, fields]) => parseEntry(fields) ?? []);
   }
 
   async publish(heartbeat: Heartbeat, rates: EntityRates): Promise<void> {
@@ -100,13 +96,6 @@ function parseEntry(fields: string[]): FleetAlarm | undefined {
     if (fields[i] === 'instance') instance = fields[i + 1];
     else if (fields[i] === 'record') json = fields[i + 1];
   }
-  if (instance === undefined || json === undefined) return undefined;
-  try {
-    const record: unknown = JSON.parse(json);
-    return typeof record === 'object' && record !== null
-      ? { instance, record: record as Record<string, unknown> }
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  const record = json === undefined ? undefined : parseObject(json);
+  return instance === undefined || record === undefined ? undefined : { instance, record };
 }

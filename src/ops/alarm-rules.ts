@@ -117,7 +117,7 @@ export class AlarmRules {
 
   /** `lease_lost` while this instance holds no usable worker lease. */
   checkLease(status: { workerId: number | undefined; held: boolean }): void {
-    this.instanceCondition(!status.held, 'lease_lost', () => ({
+    this.condition(!status.held, 'lease_lost', undefined, () => ({
       message: 'this instance holds no usable worker lease: it issues no snowflake ids',
       details: { workerId: status.workerId ?? null },
     }));
@@ -127,7 +127,7 @@ export class AlarmRules {
   checkClockSkew(clock: ClockView): void {
     const worstMs = clock.worstSkewMs();
     const state = clock.state();
-    this.instanceCondition(state !== 'ok', 'clock_skew', () => ({
+    this.condition(state !== 'ok', 'clock_skew', undefined, () => ({
       severity: state === 'refusing' ? 'critical' : 'warning',
       message: `this instance's clock is ${Math.round(Math.abs(worstMs))} ms ${worstMs > 0 ? 'ahead of' : 'behind'} Redis's or the database's (IDPOOL_MAX_CLOCK_SKEW_MS=${clock.maxSkewMs}): ${state === 'refusing' ? 'it issues no snowflake ids until it is back within it' : 'past half the bound; fix time synchronisation (NTP)'}`,
       details: {
@@ -140,7 +140,7 @@ export class AlarmRules {
   /** `worker_range_nearly_full` when most of the deployment's worker ids are leased. */
   checkWorkerRange(inUse: number, total: number): void {
     const full = total > 0 && (inUse * 100) / total >= this.options.workerRangePercent;
-    this.instanceCondition(full, 'worker_range_nearly_full', () => ({
+    this.condition(full, 'worker_range_nearly_full', undefined, () => ({
       message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
       details: { inUse, total, percent: round((inUse * 100) / total) },
     }));
@@ -149,19 +149,16 @@ export class AlarmRules {
   /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
   checkSnowflake(sf: SnowflakeForecast, now: number): void {
     const horizonMs = this.options.horizonSeconds * 1000;
-    this.instanceCondition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', () => ({
+    this.condition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', undefined, () => ({
       message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
       details: { at: isoDate(sf.timeExhaustedAt) },
     }));
     const js = sf.jsSafeLimitAt;
-    this.instanceCondition(
-      js !== undefined && js > now && js - now <= horizonMs,
-      'forecast_snowflake_js_safe_limit',
-      () => ({
-        message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
-        details: { at: isoDate(js) },
-      }),
-    );
+    const jsSoon = js !== undefined && js > now && js - now <= horizonMs;
+    this.condition(jsSoon, 'forecast_snowflake_js_safe_limit', undefined, () => ({
+      message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
+      details: { at: isoDate(js) },
+    }));
   }
 
   /** Clears a retired entity's alarms and streaks. */
@@ -173,16 +170,16 @@ export class AlarmRules {
   }
 
   /**
-   * Sets or clears a condition alarm once it has held `confirm` samples in
-   * a row. The alarm is built only when it is raised: most entities, most
-   * of the time, raise nothing.
+   * Sets or clears a condition alarm once it has held {@link CONFIRM_SAMPLES}
+   * in a row; a condition of this instance (no `entityKey`) at its first. The
+   * alarm is built only when it is raised: most entities, most of the time,
+   * raise nothing.
    */
   private condition(
     holds: boolean,
     name: AlarmInput['name'],
     entityKey: string | undefined,
     alarm: () => Raised,
-    confirm = CONFIRM_SAMPLES,
   ): void {
     const key = `${name}\u0000${entityKey ?? ''}`;
     if (!holds) {
@@ -192,12 +189,7 @@ export class AlarmRules {
     }
     const streak = (this.streaks.get(key) ?? 0) + 1;
     this.streaks.set(key, streak);
-    if (streak >= confirm)
+    if (entityKey === undefined || streak >= CONFIRM_SAMPLES)
       this.options.alarms.set(raised(name, { ...(entityKey === undefined ? {} : { entityKey }), ...alarm() }));
-  }
-
-  /** A condition of this instance, not of an entity: it alarms on its first sample. */
-  private instanceCondition(holds: boolean, name: AlarmInput['name'], alarm: () => Raised): void {
-    this.condition(holds, name, undefined, alarm, 1);
   }
 }

@@ -196,13 +196,6 @@ function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
   return alarm.entityKey === undefined ? alarm.name : `${alarm.name}\u0000${alarm.entityKey}`;
 }
 
-/** The webhook refused the alarm (4xx): sending it again would be refused too. */
-class WebhookRefusedError extends Error {
-  constructor(readonly status: number) {
-    super(`webhook answered ${status}`);
-  }
-}
-
 /**
  * Posts alarms as JSON with a timeout, retrying once on a network error or
  * 5xx (a receiver restarting should not lose the alarm; more retries would
@@ -215,8 +208,8 @@ export class WebhookSink implements AlarmSink {
   ) {}
 
   async send(payload: AlarmWebhookPayload): Promise<void> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 2; attempt++) {
+    for (let attempt = 1; ; attempt++) {
+      let status: number;
       try {
         const res = await fetch(this.url, {
           method: 'POST',
@@ -225,14 +218,14 @@ export class WebhookSink implements AlarmSink {
           signal: AbortSignal.timeout(this.timeoutMs),
         });
         await res.arrayBuffer().catch(() => undefined);
-        if (res.status < 400) return;
-        if (res.status < 500) throw new WebhookRefusedError(res.status);
-        lastError = new Error(`webhook answered ${res.status}`);
+        status = res.status;
       } catch (err) {
-        lastError = err;
-        if (err instanceof WebhookRefusedError) throw err;
+        if (attempt === 2) throw err;
+        continue;
       }
+      if (status < 400) return;
+      // A 4xx refuses the alarm: sending it again would be refused too.
+      if (status < 500 || attempt === 2) throw new Error(`webhook answered ${status}`);
     }
-    throw lastError;
   }
 }

@@ -1,5 +1,5 @@
 import type { EntityConfig } from '../entities/entity';
-import type { Demand } from '../pool/demand';
+import type { Demand, PoolSizing } from '../pool/demand';
 import type { ChartPoint, EntityHistory } from './entity-history';
 import { finite, round } from './format';
 import { numberPoolCap } from '../numbers/scheme';
@@ -43,60 +43,55 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
   const out: EntityOverview[] = [];
   for (const entity of entities) {
     if (entity.mode === 'snowflake') continue;
-    const last = view.history.lastSample(entity.key);
-    const f = view.history.forecast(entity.key);
-    const watermark = view.demand.lowWatermark(entity);
-    const target = view.demand.target(entity);
-    const numbers = entity.numbers ? view.numbers(entity.key) : undefined;
-    if (numbers) {
-      out.push(numberRow(entity, numbers, view, now));
-      continue;
-    }
+    const numbers = entity.numbers && view.numbers(entity.key);
     out.push({
       key: entity.key,
       mode: entity.mode,
-      pool: {
-        size: last?.size ?? 0,
-        target,
-        max: entity.maxPoolSize,
-        lowWatermark: watermark,
-        fillPercent: last && target > 0 ? round((last.size * 100) / target) : 0,
-      },
-      currentOffset: (last?.offset ?? entity.startOffset).toString(),
-      highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
-      takePerSecond: round(f?.takePerSecond ?? 0),
-      reservePerSecond: round(f?.reservePerSecond ?? 0),
-      forecast: {
-        poolDrySeconds: finite(f?.poolDrySeconds),
-        jsSafeLimitSeconds: finite(f?.jsSafeSeconds),
-        int63LimitSeconds: finite(f?.int63Seconds),
-      },
+      ...(numbers ? numberFigures(entity, numbers, view) : poolFigures(entity, view)),
       history: [...view.history.chart(entity.key)],
       sampledAt: view.sampledAt(entity.key) ?? null,
       stale: view.isStale(entity.key, now),
+      ...(numbers && { period: numberPeriodJson(numbers), ...(entity.gapless && { gapless: true as const }) }),
     });
   }
   return out;
 }
 
-/** A business-number entity's row: its period's ready numbers as the pool, its take rate and forecast as `period`. */
-function numberRow(entity: EntityConfig, numbers: NumberView, view: SampledView, now: number): EntityOverview {
-  const cap = entity.numbers ? numberPoolCap(entity, entity.numbers) : entity.maxPoolSize;
-  const { target, lowWatermark, max } = view.demand.sizing(entity, cap);
-  const ready = numbers.usage.ready;
+function poolFigures(entity: EntityConfig, view: SampledView) {
+  const last = view.history.lastSample(entity.key);
+  const f = view.history.forecast(entity.key);
+  const sizing = {
+    target: view.demand.target(entity),
+    max: entity.maxPoolSize,
+    lowWatermark: view.demand.lowWatermark(entity),
+  };
   return {
-    key: entity.key,
-    mode: entity.mode,
-    pool: { size: ready, target, max, lowWatermark, fillPercent: target > 0 ? round((ready * 100) / target) : 0 },
+    pool: pool(last?.size ?? 0, sizing),
+    currentOffset: (last?.offset ?? entity.startOffset).toString(),
+    highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
+    takePerSecond: round(f?.takePerSecond ?? 0),
+    reservePerSecond: round(f?.reservePerSecond ?? 0),
+    forecast: {
+      poolDrySeconds: finite(f?.poolDrySeconds),
+      jsSafeLimitSeconds: finite(f?.jsSafeSeconds),
+      int63LimitSeconds: finite(f?.int63Seconds),
+    },
+  };
+}
+
+/** A business-number entity's period: its ready numbers as the pool, no offsets or 2^53 (`period` says the rest). */
+function numberFigures(entity: EntityConfig, numbers: NumberView, view: SampledView) {
+  const cap = entity.numbers ? numberPoolCap(entity, entity.numbers) : entity.maxPoolSize;
+  return {
+    pool: pool(numbers.usage.ready, view.demand.sizing(entity, cap)),
     currentOffset: numbers.usage.used.toString(),
     highestId: null,
     takePerSecond: round(numbers.takePerSecond ?? 0),
     reservePerSecond: 0,
     forecast: { poolDrySeconds: null, jsSafeLimitSeconds: null, int63LimitSeconds: null },
-    history: [...view.history.chart(entity.key)],
-    sampledAt: view.sampledAt(entity.key) ?? null,
-    stale: view.isStale(entity.key, now),
-    period: numberPeriodJson(numbers),
-    ...(entity.gapless && { gapless: true as const }),
   };
+}
+
+function pool(size: number, { target, max, lowWatermark }: PoolSizing): EntityOverview['pool'] {
+  return { size, target, max, lowWatermark, fillPercent: target > 0 ? round((size * 100) / target) : 0 };
 }

@@ -5,8 +5,8 @@ export type Family = MetricObjectWithValues<MetricValue<string>>;
 
 /**
  * How a per-entity family is summed up over every entity in `/metrics`
- * (`idpool_all_…`): counters and histograms add up, a pool-dry forecast
- * takes the soonest; offsets and watermarks have no meaningful total.
+ * (`idpool_all_…`): counters add up, a pool-dry forecast takes the soonest;
+ * offsets and watermarks have no meaningful total.
  */
 export type Total = 'sum' | 'min' | null;
 
@@ -51,11 +51,16 @@ export class EntitySeries {
     return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' } as unknown as Family;
   }
 
-  /** `idpool_all_…`: the sum, or the soonest, over every entity. */
+  /** `idpool_all_…`: the sum, or the soonest, over every entity, one series without the `entity` label. */
   totalFamily(total: 'sum' | 'min'): Family {
     let value = total === 'sum' ? 0 : Number.POSITIVE_INFINITY;
     for (const v of this.values.values()) value = total === 'sum' ? value + v : Math.min(value, v);
-    return totalOf({ ...this.family([]), values: this.values.size ? [{ value, labels: {} }] : [] }, total);
+    return {
+      ...this.family([]),
+      name: this.name.replace(/^idpool_/, 'idpool_all_'),
+      help: `${this.help} (${total === 'sum' ? 'total' : 'the soonest'} over all entities)`,
+      values: this.values.size ? [{ value, labels: {} }] : [],
+    };
   }
 
   /** What a Registry calls. */
@@ -96,20 +101,4 @@ export class EntitySampleAge extends EntitySeries {
     for (const v of family.values) v.value = Math.max(0, (now - v.value) / 1000);
     return family;
   }
-}
-
-/** `idpool_x` → `idpool_all_x`, over every entity: one series (or one per bucket) without the `entity` label. */
-function totalOf(family: Family, total: 'sum' | 'min'): Family {
-  const rename = (n: string) => n.replace(/^idpool_/, 'idpool_all_');
-  const groups = new Map<string, MetricValue<string> & { metricName?: string }>();
-  for (const v of family.values as (MetricValue<string> & { metricName?: string })[]) {
-    const { entity: _entity, ...labels } = v.labels;
-    const id = `${v.metricName ?? ''}\u0000${JSON.stringify(labels)}`;
-    const seen = groups.get(id);
-    if (!seen) groups.set(id, { ...v, labels, ...(v.metricName ? { metricName: rename(v.metricName) } : {}) });
-    else seen.value = total === 'sum' ? seen.value + v.value : Math.min(seen.value, v.value);
-  }
-  const help =
-    total === 'sum' ? `${family.help} (total over all entities)` : `${family.help} (the soonest over all entities)`;
-  return { ...family, name: rename(family.name), help, values: [...groups.values()] };
 }

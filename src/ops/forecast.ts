@@ -48,23 +48,17 @@ export interface Rates {
 export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates {
   if (samples.length < 2) return { takePerSecond: 0, reservePerSecond: 0 };
   const last = samples[samples.length - 1];
-  let first = samples[samples.length - 2];
-  for (let i = samples.length - 2; i >= 0; i--) {
-    if (last.at - samples[i].at > windowMs) break;
-    first = samples[i];
-  }
+  let from = samples.length - 2;
+  while (from > 0 && last.at - samples[from - 1].at <= windowMs) from--;
+  const first = samples[from];
   const seconds = (last.at - first.at) / 1000;
   if (seconds <= 0) return { takePerSecond: 0, reservePerSecond: 0 };
   const reserved = Number(last.offset - first.offset);
-  const taken = countedTaken(first, last) ?? reserved - (last.size - first.size);
+  // The take counter's growth, unless it started again (a pool reset) or a sample has none.
+  const counted = first.taken !== undefined && last.taken !== undefined && last.taken >= first.taken;
+  const taken = counted ? last.taken - first.taken : reserved - (last.size - first.size);
   const servedHere = (last.served ?? 0) - (first.served ?? 0);
   return { takePerSecond: Math.max(0, taken, servedHere) / seconds, reservePerSecond: Math.max(0, reserved / seconds) };
-}
-
-/** The growth of the take counter from `first` to `last`: undefined unless both have one and it did not start again. */
-function countedTaken(first: PoolSample, last: PoolSample): number | undefined {
-  if (first.taken === undefined || last.taken === undefined || last.taken < first.taken) return undefined;
-  return last.taken - first.taken;
 }
 
 /** Seconds until `size` ids are gone at `perSecond`, ignoring refills; +Inf when nothing is taken. */

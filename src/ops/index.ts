@@ -13,26 +13,18 @@ import type { LeaseEvents } from '../segment/lease';
 import type { TakeEvents } from '../take/take-service';
 import { opsDispatchEvents, opsRefillEvents } from './observers';
 import { type OpsOverview, type OverviewQuery, opsOverview } from './overview';
-import type { SnowflakeForecast } from './forecast';
-import { type LeaseView, type NumberUsageSource, OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
-import type { ClockView } from './alarm-rules';
+import { OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
 
 export { requestObserver } from './request-log';
 
-export interface OpsDeps {
+/** What the ops side reads: the sampler's sources (`numbers`: the pools' numbers layer, `number-usage.ts`), and more. */
+export interface OpsDeps extends Pick<
+  SamplerOptions,
+  'entities' | 'poolStore' | 'demand' | 'allocator' | 'stride' | 'numbers' | 'snowflake' | 'lease' | 'clockWatch'
+> {
   config: OpsConfig;
   clock: Clock;
   log: Logger;
-  entities: SamplerOptions['entities'];
-  poolStore: SamplerOptions['poolStore'];
-  demand: SamplerOptions['demand'];
-  allocator: SamplerOptions['allocator'];
-  stride: SamplerOptions['stride'];
-  /** Now's period of a business-number entity (`number-usage.ts`), read from the pools' numbers layer. */
-  numbers?: NumberUsageSource;
-  snowflake?: () => SnowflakeForecast | undefined;
-  lease?: LeaseView;
-  clockWatch?: ClockView;
   workers?: { list(): Promise<unknown[]> };
   /** Process metrics (CPU, heap, event loop); off in tests that build many services. */
   defaultMetrics?: boolean;
@@ -116,8 +108,6 @@ export function createOpsEvents(
     onRecord: toFleet,
   });
   const feed = new SamplerFeed({ entities: deps.entities, clock, sampleMs: config.sampleMs });
-  // Ids this instance has served per entity so far: the sampler records them with each sample.
-  const served = new Map<string, number>();
   // Takes refused for too few ids per entity so far: the sampler calls such a pool dry, whatever its take rate.
   const refused = new Map<string, number>();
   return {
@@ -126,14 +116,14 @@ export function createOpsEvents(
     feed,
     recent,
     stream,
-    served: (key) => served.get(key) ?? 0,
+    // Ids this instance has served per entity so far (its counter): the sampler records them with each sample.
+    served: (key) => metrics.idsServed.values.get(key) ?? 0,
     refused: (key) => refused.get(key) ?? 0,
     refillEvents: opsRefillEvents(metrics, alarms, deps.entities, deps.stride, feed),
     dispatchEvents: opsDispatchEvents(metrics, alarms, (entity) => refused.set(entity, (refused.get(entity) ?? 0) + 1)),
     takeEvents: {
       served(entity, count) {
         metrics.idsServed.inc({ entity }, count);
-        served.set(entity, (served.get(entity) ?? 0) + count);
         recent.add(entity, count);
         feed.touch(entity);
       },
@@ -187,16 +177,13 @@ export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
   });
   events.stream.fleet = fleet;
   const sources = {
-    clock,
-    entities: deps.entities,
+    ...deps,
     sampler,
-    takeRates: metrics.takeRate.values,
-    localRates: () => recent.rates(),
     alarms,
     fleet,
+    takeRates: metrics.takeRate.values,
+    localRates: () => recent.rates(),
     sharedAlarms: deps.fleet.shared,
-    snowflake: deps.snowflake,
-    workers: deps.workers,
   };
   return {
     ...events,

@@ -3,7 +3,7 @@ import type { RefillEvents } from '../pool/refill-events';
 import type { DatabaseBehindReport } from '../segment/high-water';
 import type { Logger } from '../logger';
 import { type AlarmInput, type Alarms, logAlarm } from './alarms';
-import { raised } from './alarm-table';
+import { type AlarmName, raised } from './alarm-table';
 import type { OpsMetrics } from './metrics';
 import type { SamplerFeed, SamplerOptions } from './sampler';
 
@@ -27,20 +27,34 @@ export function opsRefillEvents(
     },
     fenceRefused(entity, start, end) {
       metrics?.fenceRefusals.inc({ entity });
-      alarms.raise(fenceRefusedAlarm(entity, start, end));
+      raise(alarms, 'fence_refused', {
+        entityKey: entity,
+        message: `segment [${start}, ${end}) of ${entity} refused by the fence (a newer one was pushed); dropped`,
+        details: { start: start.toString(), end: end.toString() },
+      });
     },
     databaseBehind(report) {
       metrics?.databaseBehind.inc({ entity: report.entityKey });
       alarms.raise(databaseBehindAlarm(report));
     },
     poolDiscarded(entity, fence) {
-      if (!discardedIds(entities, stride, entity, fence)) return;
+      // The refiller also "resets" a pool no epoch has claimed yet (a new entity): with nothing ever
+      // reserved below the fence there was nothing to discard.
+      const config = entities.get(entity);
+      if (config && fence < stride.of(config).toId(config.startOffset)) return;
       metrics?.poolsDiscarded.inc({ entity });
-      alarms.raise(poolDiscardedAlarm(entity, fence));
+      raise(alarms, 'pool_discarded', {
+        entityKey: entity,
+        message: `pool of ${entity} discarded after a Redis server change; refilled from the database`,
+        details: { fence: fence.toString() },
+      });
     },
     epochChanged(from, to) {
       metrics?.redisEpochChanges.inc();
-      alarms.raise(epochChangedAlarm(from, to));
+      raise(alarms, 'redis_epoch_changed', {
+        message: 'Redis epoch changed (restart or failover): every pool is discarded and refilled from the database',
+        details: { from, to },
+      });
     },
     failed: () => metrics?.refillFailures.inc(),
   };
@@ -55,53 +69,8 @@ export function loggingRefillEvents(log: Logger, entities: Entities, stride: Sam
   return opsRefillEvents(undefined, { raise: (alarm) => logAlarm(log, alarm) }, entities, stride);
 }
 
-/**
- * Whether a reset pool may have held ids: the refiller also "resets" a pool
- * no epoch has claimed yet (a new entity), and with nothing ever reserved
- * below the fence there was nothing to discard.
- */
-function discardedIds(entities: Entities, stride: SamplerOptions['stride'], entity: string, fence: bigint): boolean {
-  const config = entities.get(entity);
-  return !config || fence >= stride.of(config).toId(config.startOffset);
-}
-
-function fenceRefusedAlarm(entity: string, start: bigint, end: bigint): AlarmInput {
-  return raised('fence_refused', {
-    entityKey: entity,
-    message: `segment [${start}, ${end}) of ${entity} refused by the fence (a newer one was pushed); dropped`,
-    details: { start: start.toString(), end: end.toString() },
-  });
-}
-
-function poolDiscardedAlarm(entity: string, fence: bigint): AlarmInput {
-  return raised('pool_discarded', {
-    entityKey: entity,
-    message: `pool of ${entity} discarded after a Redis server change; refilled from the database`,
-    details: { fence: fence.toString() },
-  });
-}
-
-function epochChangedAlarm(from: string, to: string): AlarmInput {
-  return raised('redis_epoch_changed', {
-    message: 'Redis epoch changed (restart or failover): every pool is discarded and refilled from the database',
-    details: { from, to },
-  });
-}
-
-function poolExhaustedAlarm(entity: string, count: number): AlarmInput {
-  return raised('pool_exhausted', {
-    entityKey: entity,
-    message: `pool of ${entity} exhausted: a request for ${count} ids found too few after waiting for a refill`,
-    details: { count },
-  });
-}
-
-function periodExhaustedAlarm(entity: string, digits: number, nextAt: number): AlarmInput {
-  return raised('period_exhausted', {
-    entityKey: entity,
-    message: `${entity}: ${digits} digits ran out for this period; takes answer 503 period_exhausted until the next period starts at ${new Date(nextAt).toISOString()}`,
-    details: { digits, nextAt: new Date(nextAt).toISOString() },
-  });
+function raise(alarms: Pick<Alarms, 'raise'>, name: AlarmName, alarm: Omit<AlarmInput, 'name' | 'severity'>): void {
+  alarms.raise(raised(name, alarm));
 }
 
 /** The `database_behind` alarm: what the database said, what the record said, and what was done about it. */
@@ -138,11 +107,20 @@ export function opsDispatchEvents(
     refused: onRefused,
     exhausted(entity, count) {
       metrics?.exhausted.inc({ entity });
-      alarms.raise(poolExhaustedAlarm(entity, count));
+      raise(alarms, 'pool_exhausted', {
+        entityKey: entity,
+        message: `pool of ${entity} exhausted: a request for ${count} ids found too few after waiting for a refill`,
+        details: { count },
+      });
     },
     periodExhausted(entity, digits, nextAt) {
       metrics?.exhausted.inc({ entity });
-      alarms.raise(periodExhaustedAlarm(entity, digits, nextAt));
+      const next = new Date(nextAt).toISOString();
+      raise(alarms, 'period_exhausted', {
+        entityKey: entity,
+        message: `${entity}: ${digits} digits ran out for this period; takes answer 503 period_exhausted until the next period starts at ${next}`,
+        details: { digits, nextAt: next },
+      });
     },
   };
 }

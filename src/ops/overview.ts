@@ -114,13 +114,11 @@ export async function opsOverview(s: OverviewSources, query: OverviewQuery): Pro
 
 /** The fleet's recent alarms from Redis, or this instance's ring (embedded; Redis not answering, with a note). */
 async function recentAlarms(s: OverviewSources): Promise<Pick<OpsOverview['alarms'], 'scope' | 'note' | 'recent'>> {
-  const own = (): FleetAlarmRecord[] => s.alarms.recent().map((r) => ({ ...r, instance: s.alarms.instance }));
-  if (!s.sharedAlarms) return { scope: 'instance', recent: own() };
-  const read = await s.fleet.alarms(RECENT_ALARMS, () =>
-    own().map(({ instance, ...record }) => ({ instance, record })),
-  );
-  const recent = read.recent.map((a) => ({ ...(a.record as unknown as AlarmRecord), instance: a.instance }));
-  return read.source === 'redis' ? { scope: 'fleet', recent } : { scope: 'instance', note: read.note, recent };
+  const own = () => s.alarms.recent().map((record) => ({ instance: s.alarms.instance, record: { ...record } }));
+  const read = s.sharedAlarms ? await s.fleet.alarms(RECENT_ALARMS, own) : { source: 'local' as const, recent: own() };
+  const recent = read.recent.map((a) => ({ ...(a.record as AlarmRecord), instance: a.instance }));
+  if (read.source === 'redis') return { scope: 'fleet', recent };
+  return { scope: 'instance', ...('note' in read && { note: read.note }), recent };
 }
 
 /** The `limit` busiest of `matching`, pooled and snowflake alike, busiest first, then by key. */

@@ -366,22 +366,18 @@ export class OpsSampler {
       takePerSecond: this.history.recordNumbers(entity.key, usage, capacity),
     };
     this.numberViews.set(entity.key, view);
-    this.publishNumbers(entity.key, view);
-    this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
-  }
-
-  private publishNumbers(key: string, { usage, forecast, takePerSecond }: NumberView): void {
     const { metrics } = this.options;
-    const labels = { entity: key };
-    metrics.sampleAge.sampled(key, usage.now);
+    const labels = { entity: entity.key };
+    metrics.sampleAge.sampled(entity.key, usage.now);
     metrics.numberPeriodStart.set(labels, usage.period.start / 1000);
     metrics.numberPeriodEnd.set(labels, usage.period.end / 1000);
     metrics.numberPeriodUsed.set(labels, Number(usage.used));
     metrics.numberPeriodCapacity.set(labels, Number(usage.capacity));
     metrics.poolSize.set(labels, usage.ready);
-    metrics.takeRate.set(labels, takePerSecond ?? 0);
-    const runsOutAt = forecast.runsOutAt ?? Number.POSITIVE_INFINITY;
+    metrics.takeRate.set(labels, view.takePerSecond);
+    const runsOutAt = view.forecast.runsOutAt ?? Number.POSITIVE_INFINITY;
     metrics.forecastNumberPeriod.set(labels, Math.max(0, (runsOutAt - usage.now) / 1000));
+    this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
   }
 
   /** Records, publishes and checks one entity's sample. */
@@ -487,7 +483,7 @@ export class OpsSampler {
     const sampled = this.sampledAt(entityKey);
     if (sampled !== undefined && this.firstLooked.size > 0) this.firstLooked.delete(entityKey);
     const at = sampled ?? this.unsampledSince(entityKey, now);
-    return at !== undefined && now - at > this.staleAfterMs();
+    return at !== undefined && now - at > STALE_ROUNDS * this.rounds * this.options.sampleMs + this.options.sampleMs;
   }
 
   /**
@@ -506,10 +502,6 @@ export class OpsSampler {
     if (first !== undefined) return first;
     this.firstLooked.set(entityKey, now);
     return now;
-  }
-
-  private staleAfterMs(): number {
-    return STALE_ROUNDS * this.rounds * this.options.sampleMs + this.options.sampleMs;
   }
 
   /** How current the sampled view is: `/readyz` and the dashboard report it. */
