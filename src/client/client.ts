@@ -124,22 +124,20 @@ export class IdpoolClient {
       if (!/^https?:\/\/[^/]/.test(url))
         throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
     }
-    const positive = (name: keyof typeof DEFAULTS, value: number | undefined, fallback: number) => {
-      if (value === undefined) return fallback;
+    const settings: Record<keyof typeof DEFAULTS, number> = { ...DEFAULTS };
+    for (const name of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
+      const value = options[name];
+      if (value === undefined) continue;
       if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1))
         throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
-      return value;
-    };
+      settings[name] = value;
+    }
     // Tests hand these in (`seams.ts`); the public options have none.
     const seams = options as IdpoolClientOptions & ClientSeams;
     this.clock = seams.clock ?? systemClientClock;
     this.transport = new Transport({
       endpoints,
-      timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs),
-      deadlineMs: positive('deadlineMs', options.deadlineMs, DEFAULTS.deadlineMs),
-      maxAttempts: positive('maxAttempts', options.maxAttempts, DEFAULTS.maxAttempts),
-      downForMs: positive('downForMs', options.downForMs, DEFAULTS.downForMs),
-      maxRetryAfterMs: positive('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
+      ...settings,
       fetch: seams.fetch ?? globalThis.fetch,
       clock: this.clock,
       newIdempotencyKey: seams.idempotencyKey ?? defaultIdempotencyKey,
@@ -174,20 +172,17 @@ export class IdpoolClient {
       };
     }
     if (!options.buffer) return { key, options };
-    if (mode !== 'trend') {
+    if (mode !== 'trend')
       throw new TypeError(
         `IdpoolClient: entity "${key}" is ${mode}: only trend entities may be buffered (a monotonic order must come from the service's pool)`,
       );
-    }
     const { size, batch, refillBelow } = options.buffer;
     if (!Number.isInteger(size) || size < 1)
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.size must be a positive integer`);
-    if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > size)) {
+    if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > size))
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.batch must be an integer from 1 to buffer.size`);
-    }
-    if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size)) {
+    if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size))
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.refillBelow must be an integer from 0 to buffer.size`);
-    }
     const buffer = new TrendBuffer(
       (count) => this.request(key, options.secret, count),
       options.buffer,

@@ -160,12 +160,6 @@ export class Transport {
     );
   }
 
-  /**
-   * 4xx go to the caller, a 429 of a request that waits on rate limits
-   * excepted; `period_exhausted`, `entity_held` and `gapless_ledger_behind` end the call at once;
-   * `pool_exhausted` (one entity's pool short) waits its Retry-After for this
-   * request only; network errors, timeouts and other 5xx mark the endpoint down.
-   */
   private verdict(req: Request, failure: IdpoolClientError): Verdict {
     if (!(failure instanceof IdpoolHttpError)) return 'down';
     if (failure.status === 429 && req.waitOnRateLimit && failure.retryAfterMs !== undefined)
@@ -177,11 +171,7 @@ export class Transport {
     return 'down';
   }
 
-  /**
-   * The server's Retry-After is obeyed as given; without one, an endpoint that
-   * keeps failing is skipped for longer each time (downForMs, ×2, up to
-   * MAX_BACKOFF_MS) while another one may answer.
-   */
+  // The server's Retry-After is obeyed as given; without one, the back-off doubles with each failure in a row.
   private markDown(endpoint: Endpoint, index: number, failure: IdpoolClientError): void {
     endpoint.streak++;
     const retryAfterMs = failure instanceof IdpoolHttpError ? failure.retryAfterMs : undefined;
@@ -190,10 +180,7 @@ export class Transport {
     this.current = (index + 1) % this.endpoints.length;
   }
 
-  /**
-   * The endpoint to ask next: the first one, in turn from the current one,
-   * that may be asked now; if none may, the one free soonest.
-   */
+  // The first endpoint, in turn from the current one, that may be asked now; if none may, the one free soonest.
   private pick(): number {
     const now = this.options.clock.now();
     const n = this.endpoints.length;
@@ -216,18 +203,15 @@ export class Transport {
     const controller = new AbortController();
     // Only the timer aborts: an aborted signal means the attempt timed out.
     const timer = setTimeout(() => controller.abort(), timeoutMs);
-    let status: number;
+    let res: Response;
     let text: string;
-    let retryAfter: string | null;
     try {
-      const res = await this.options.fetch(endpoint.url + req.path, {
+      res = await this.options.fetch(endpoint.url + req.path, {
         method: req.method,
         headers,
         body,
         signal: controller.signal,
       });
-      status = res.status;
-      retryAfter = res.headers.get('retry-after');
       text = await res.text();
     } catch (err) {
       if (controller.signal.aborted) throw new IdpoolTimeoutError(endpoint.url, timeoutMs);
@@ -240,6 +224,7 @@ export class Transport {
     } finally {
       clearTimeout(timer);
     }
+    const { status } = res;
     const parsed = parseJson(text);
     if (status >= 200 && status < 300) {
       if (parsed === undefined) throw new IdpoolNetworkError(endpoint.url, `answer ${status} is not JSON`);
@@ -248,19 +233,10 @@ export class Transport {
     const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
     const code = typeof error?.code === 'string' ? error.code : `http_${status}`;
     const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200) || 'no message';
-    const failure = httpError(
-      status,
-      code,
-      message,
-      endpoint.url,
-      // A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
-      retryAfterMs(
-        retryAfter,
-        this.options.clock.now(),
-        ENTITY_REFUSALS.has(code) ? Number.POSITIVE_INFINITY : this.options.maxRetryAfterMs,
-      ),
-    );
-    throw failure;
+    // A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
+    const cap = ENTITY_REFUSALS.has(code) ? Number.POSITIVE_INFINITY : this.options.maxRetryAfterMs;
+    const wait = retryAfterMs(res.headers.get('retry-after'), this.options.clock.now(), cap);
+    throw httpError(status, code, message, endpoint.url, wait);
   }
 }
 
