@@ -97,8 +97,8 @@ export class Transport {
   }
 
   async send<T>(req: Request): Promise<T> {
-    const { clock, maxAttempts } = this.options;
-    const deadline = clock.now() + this.options.deadlineMs;
+    const { clock, maxAttempts, deadlineMs } = this.options;
+    const deadline = clock.now() + deadlineMs;
     const headers: Record<string, string> = { authorization: `Bearer ${req.secret}`, accept: 'application/json' };
     let body: string | undefined;
     if (req.body !== undefined) {
@@ -107,17 +107,14 @@ export class Transport {
       headers['idempotency-key'] = req.idempotencyKey ?? this.options.newIdempotencyKey();
     }
     const failures: IdpoolClientError[] = [];
+    const unavailable = (reason: string) => new IdpoolUnavailableError(failures, reason);
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
       const index = this.pick();
       const endpoint = this.endpoints[index];
       const wait = endpoint.notBefore - clock.now();
       if (wait > 0) {
-        if (clock.now() + wait >= deadline) {
-          throw new IdpoolUnavailableError(
-            failures,
-            `no endpoint may be asked again within the ${this.options.deadlineMs} ms deadline`,
-          );
-        }
+        if (clock.now() + wait >= deadline)
+          throw unavailable(`no endpoint may be asked again within the ${deadlineMs} ms deadline`);
         await clock.sleep(wait);
       }
       const left = deadline - clock.now();
@@ -139,24 +136,16 @@ export class Transport {
           this.markDown(endpoint, index, failure);
           continue;
         }
-        if (clock.now() + verdict.waitMs >= deadline) {
-          if (req.waitOnRateLimit && failure instanceof IdpoolHttpError && failure.status === 429) throw failure;
-          throw new IdpoolUnavailableError(
-            failures,
-            `its Retry-After ends past the ${this.options.deadlineMs} ms deadline`,
-          );
-        }
         // The refusal holds for this request only: wait it out, then ask again (a pool_exhausted the next endpoint).
-        if (failure instanceof IdpoolHttpError && failure.status === 503)
-          this.current = (index + 1) % this.endpoints.length;
+        const rateLimited = failure instanceof IdpoolHttpError && failure.status === 429;
+        if (clock.now() + verdict.waitMs >= deadline)
+          throw rateLimited ? failure : unavailable(`its Retry-After ends past the ${deadlineMs} ms deadline`);
+        if (!rateLimited) this.current = (index + 1) % this.endpoints.length;
         await clock.sleep(verdict.waitMs);
       }
     }
-    throw new IdpoolUnavailableError(
-      failures,
-      failures.length >= maxAttempts
-        ? `${failures.length} attempts failed`
-        : `deadline of ${this.options.deadlineMs} ms passed`,
+    throw unavailable(
+      failures.length >= maxAttempts ? `${failures.length} attempts failed` : `deadline of ${deadlineMs} ms passed`,
     );
   }
 
