@@ -91,8 +91,7 @@ const ID_PATTERN = /^\d{1,20}$/;
 const TAKEN_PATTERN = /^[A-Za-z0-9_./-]{1,200}$/;
 
 interface Entity {
-  readonly key: string;
-  readonly options: EntityOptions;
+  readonly secret: string;
   readonly buffer?: TrendBuffer;
   readonly leased?: LeasedIds<number> | LeasedIds<bigint>;
 }
@@ -165,13 +164,10 @@ export class IdpoolClient {
         throw new TypeError(
           `IdpoolClient: entity "${key}": only a trend entity without a buffer may lease segments (a monotonic order must come from the service's pool)`,
         );
-      return {
-        key,
-        options,
-        leased: leasedIds(key, (size) => this.lease(key, options.secret, size), this.clock, options.lease),
-      };
+      const leased = leasedIds(key, (size) => this.lease(key, options.secret, size), this.clock, options.lease);
+      return { secret: options.secret, leased };
     }
-    if (!options.buffer) return { key, options };
+    if (!options.buffer) return { secret: options.secret };
     if (mode !== 'trend')
       throw new TypeError(
         `IdpoolClient: entity "${key}" is ${mode}: only trend entities may be buffered (a monotonic order must come from the service's pool)`,
@@ -188,7 +184,7 @@ export class IdpoolClient {
       options.buffer,
       (err) => onPrefetchError(err, key),
     );
-    return { key, options, buffer };
+    return { secret: options.secret, buffer };
   }
 
   /**
@@ -207,7 +203,7 @@ export class IdpoolClient {
       );
     if (entity.buffer) return entity.buffer.take(count);
     if (entity.leased) return (await entity.leased.take(count)).map(String);
-    return this.request(entityKey, entity.options.secret, count, options);
+    return this.request(entityKey, entity.secret, count, options);
   }
 
   /** One new id. */
@@ -245,7 +241,7 @@ export class IdpoolClient {
     return this.transport.send<IdExplanation>({
       method: 'GET',
       path: `/apps/${encodeURIComponent(entityKey)}/ids/${text}`,
-      secret: entity.options.secret,
+      secret: entity.secret,
     });
   }
 
