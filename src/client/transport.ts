@@ -106,6 +106,7 @@ export class Transport {
       headers['content-type'] = 'application/json';
       headers['idempotency-key'] = req.idempotencyKey ?? this.options.newIdempotencyKey();
     }
+    const init = { method: req.method, headers, body };
     const failures: IdpoolClientError[] = [];
     const unavailable = (reason: string) => new IdpoolUnavailableError(failures, reason);
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -120,7 +121,7 @@ export class Transport {
       const left = deadline - clock.now();
       if (left <= 0) break;
       try {
-        const result = await this.attempt<T>(endpoint, req, headers, body, Math.min(this.options.timeoutMs, left));
+        const result = await this.attempt<T>(endpoint, req.path, init, Math.min(this.options.timeoutMs, left));
         endpoint.notBefore = 0;
         endpoint.streak = 0;
         this.current = index;
@@ -182,25 +183,14 @@ export class Transport {
     return soonest;
   }
 
-  private async attempt<T>(
-    endpoint: Endpoint,
-    req: Request,
-    headers: Record<string, string>,
-    body: string | undefined,
-    timeoutMs: number,
-  ): Promise<T> {
+  private async attempt<T>(endpoint: Endpoint, path: string, init: RequestInit, timeoutMs: number): Promise<T> {
     const controller = new AbortController();
     // Only the timer aborts: an aborted signal means the attempt timed out.
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     let res: Response;
     let text: string;
     try {
-      res = await this.options.fetch(endpoint.url + req.path, {
-        method: req.method,
-        headers,
-        body,
-        signal: controller.signal,
-      });
+      res = await this.options.fetch(endpoint.url + path, { ...init, signal: controller.signal });
       text = await res.text();
     } catch (err) {
       if (controller.signal.aborted) throw new IdpoolTimeoutError(endpoint.url, timeoutMs);
@@ -241,12 +231,7 @@ function parseJson(text: string): unknown {
 export function retryAfterMs(value: string | null, now: number, cap: number): number | undefined {
   if (value === null) return undefined;
   const trimmed = value.trim();
-  let ms: number;
-  if (/^\d+$/.test(trimmed)) ms = Number(trimmed) * 1000;
-  else {
-    const date = Date.parse(trimmed);
-    if (Number.isNaN(date)) return undefined;
-    ms = date - now;
-  }
+  const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - now;
+  if (Number.isNaN(ms)) return undefined;
   return Math.min(Math.max(ms, 0), cap);
 }
