@@ -88,7 +88,7 @@ const DEFAULTS = {
 const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const ID_PATTERN = /^\d{1,20}$/;
 /** What a take may answer: decimal ids, or business numbers (`INV20261128-000123`, docs/numbers.md). */
-const TAKEN_PATTERN = /^[A-Za-z0-9_./-]{1,200}$/;
+const isTaken = (id: unknown) => typeof id === 'string' && /^[A-Za-z0-9_./-]{1,200}$/.test(id);
 
 interface Entity {
   readonly secret: string;
@@ -283,13 +283,8 @@ export class IdpoolClient {
       idempotencyKey: options.idempotencyKey,
     });
     const ids = answer?.ids;
-    if (
-      !Array.isArray(ids) ||
-      ids.length !== count ||
-      !ids.every((id) => typeof id === 'string' && TAKEN_PATTERN.test(id))
-    ) {
+    if (!Array.isArray(ids) || ids.length !== count || !ids.every(isTaken))
       throw new IdpoolClientError(`idpool answered POST /apps/${entityKey}/ids without ${count} ids`);
-    }
     return ids as string[];
   }
 }
