@@ -88,11 +88,10 @@ const DEFAULTS = {
 const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const ID_PATTERN = /^\d{1,20}$/;
 /** What a take may answer: decimal ids, or business numbers (`INV20261128-000123`, docs/numbers.md). */
-const TAKEN_PATTERN = /^[A-Za-z0-9_./-]{1,200}$/;
+const isTaken = (id: unknown) => typeof id === 'string' && /^[A-Za-z0-9_./-]{1,200}$/.test(id);
 
 interface Entity {
-  readonly key: string;
-  readonly options: EntityOptions;
+  readonly secret: string;
   readonly buffer?: TrendBuffer;
   readonly leased?: LeasedIds<number> | LeasedIds<bigint>;
 }
@@ -124,22 +123,20 @@ export class IdpoolClient {
       if (!/^https?:\/\/[^/]/.test(url))
         throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
     }
-    const positive = (name: keyof typeof DEFAULTS, value: number | undefined, fallback: number) => {
-      if (value === undefined) return fallback;
+    const settings: Record<keyof typeof DEFAULTS, number> = { ...DEFAULTS };
+    for (const name of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
+      const value = options[name];
+      if (value === undefined) continue;
       if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1))
         throw new TypeError(`IdpoolClient: ${name} must be a positive integer, got ${value}`);
-      return value;
-    };
+      settings[name] = value;
+    }
     // Tests hand these in (`seams.ts`); the public options have none.
     const seams = options as IdpoolClientOptions & ClientSeams;
     this.clock = seams.clock ?? systemClientClock;
     this.transport = new Transport({
       endpoints,
-      timeoutMs: positive('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs),
-      deadlineMs: positive('deadlineMs', options.deadlineMs, DEFAULTS.deadlineMs),
-      maxAttempts: positive('maxAttempts', options.maxAttempts, DEFAULTS.maxAttempts),
-      downForMs: positive('downForMs', options.downForMs, DEFAULTS.downForMs),
-      maxRetryAfterMs: positive('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
+      ...settings,
       fetch: seams.fetch ?? globalThis.fetch,
       clock: this.clock,
       newIdempotencyKey: seams.idempotencyKey ?? defaultIdempotencyKey,
@@ -167,33 +164,27 @@ export class IdpoolClient {
         throw new TypeError(
           `IdpoolClient: entity "${key}": only a trend entity without a buffer may lease segments (a monotonic order must come from the service's pool)`,
         );
-      return {
-        key,
-        options,
-        leased: leasedIds(key, (size) => this.lease(key, options.secret, size), this.clock, options.lease),
-      };
+      const leased = leasedIds(key, (size) => this.lease(key, options.secret, size), this.clock, options.lease);
+      return { secret: options.secret, leased };
     }
-    if (!options.buffer) return { key, options };
-    if (mode !== 'trend') {
+    if (!options.buffer) return { secret: options.secret };
+    if (mode !== 'trend')
       throw new TypeError(
         `IdpoolClient: entity "${key}" is ${mode}: only trend entities may be buffered (a monotonic order must come from the service's pool)`,
       );
-    }
     const { size, batch, refillBelow } = options.buffer;
     if (!Number.isInteger(size) || size < 1)
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.size must be a positive integer`);
-    if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > size)) {
+    if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > size))
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.batch must be an integer from 1 to buffer.size`);
-    }
-    if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size)) {
+    if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size))
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.refillBelow must be an integer from 0 to buffer.size`);
-    }
     const buffer = new TrendBuffer(
       (count) => this.request(key, options.secret, count),
       options.buffer,
       (err) => onPrefetchError(err, key),
     );
-    return { key, options, buffer };
+    return { secret: options.secret, buffer };
   }
 
   /**
@@ -212,7 +203,7 @@ export class IdpoolClient {
       );
     if (entity.buffer) return entity.buffer.take(count);
     if (entity.leased) return (await entity.leased.take(count)).map(String);
-    return this.request(entityKey, entity.options.secret, count, options);
+    return this.request(entityKey, entity.secret, count, options);
   }
 
   /** One new id. */
@@ -250,7 +241,7 @@ export class IdpoolClient {
     return this.transport.send<IdExplanation>({
       method: 'GET',
       path: `/apps/${encodeURIComponent(entityKey)}/ids/${text}`,
-      secret: entity.options.secret,
+      secret: entity.secret,
     });
   }
 
@@ -292,13 +283,8 @@ export class IdpoolClient {
       idempotencyKey: options.idempotencyKey,
     });
     const ids = answer?.ids;
-    if (
-      !Array.isArray(ids) ||
-      ids.length !== count ||
-      !ids.every((id) => typeof id === 'string' && TAKEN_PATTERN.test(id))
-    ) {
+    if (!Array.isArray(ids) || ids.length !== count || !ids.every(isTaken))
       throw new IdpoolClientError(`idpool answered POST /apps/${entityKey}/ids without ${count} ids`);
-    }
     return ids as string[];
   }
 }

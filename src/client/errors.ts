@@ -114,11 +114,7 @@ export class IdpoolUnavailableError extends IdpoolClientError {
 }
 
 function lastAnswerOf(attempts: readonly IdpoolClientError[]): IdpoolHttpError | undefined {
-  for (let i = attempts.length - 1; i >= 0; i--) {
-    const attempt = attempts[i];
-    if (attempt instanceof IdpoolHttpError) return attempt;
-  }
-  return undefined;
+  return [...attempts].reverse().find((attempt) => attempt instanceof IdpoolHttpError);
 }
 
 const BY_STATUS: Record<number, typeof IdpoolHttpError> = {

@@ -134,21 +134,12 @@ export class BigIntLeasedIds extends LeasedIds<bigint> {
   }
 }
 
-/** Checks a lease answer's shape: the ids it holds. */
+const isId = (v: unknown): v is string => typeof v === 'string' && /^\d{1,20}$/.test(v);
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
+
 function parse(entityKey: string, answer: unknown): ReservedIds {
   const a = (answer ?? {}) as Partial<Record<keyof LeaseAnswer, unknown>>;
-  if (!(
-    typeof a.first === 'string' &&
-    /^\d{1,20}$/.test(a.first) &&
-    typeof a.last === 'string' &&
-    /^\d{1,20}$/.test(a.last) &&
-    typeof a.delta === 'number' &&
-    Number.isSafeInteger(a.delta) &&
-    a.delta >= 1 &&
-    typeof a.count === 'number' &&
-    Number.isSafeInteger(a.count) &&
-    a.count >= 1
-  ))
+  if (!(isId(a.first) && isId(a.last) && isCount(a.delta) && isCount(a.count)))
     throw new IdpoolClientError(`the lease of ${entityKey} came back malformed`);
   const first = BigInt(a.first);
   if (BigInt(a.last) - first !== BigInt(a.count - 1) * BigInt(a.delta))
@@ -163,16 +154,11 @@ function bufferOptions(
   clock: ClientClock,
   options: LeaseOptions,
 ): DoubleBufferOptions {
-  const s = leaseSettings(options);
   const lease = cappedAtGranted(fetchLease);
   return {
     reserve: async (size) => parse(entityKey, await lease(size)),
     clock,
-    prefetchAt: s.prefetchAt,
-    minSize: s.minSize,
-    maxSize: s.maxSize,
-    targetSegmentMs: s.targetSegmentMs,
-    waitMs: s.waitMs,
+    ...leaseSettings(options),
     retryDelayMs: undefined,
     notReady: (waitedMs) =>
       new IdpoolLeaseNotReadyError(
@@ -215,7 +201,7 @@ function cappedAtGranted(fetchLease: LeaseFetch): LeaseFetch {
   };
 }
 
-/** The options, defaulted and checked once (TypeError naming the option). */
+/** Defaulted and checked once: a TypeError names the option. */
 function leaseSettings(options: LeaseOptions) {
   const s = {
     prefetchAt: options.prefetchAt ?? LEASE_DEFAULTS.prefetchAt,

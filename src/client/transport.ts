@@ -97,8 +97,8 @@ export class Transport {
   }
 
   async send<T>(req: Request): Promise<T> {
-    const { clock, maxAttempts } = this.options;
-    const deadline = clock.now() + this.options.deadlineMs;
+    const { clock, maxAttempts, deadlineMs } = this.options;
+    const deadline = clock.now() + deadlineMs;
     const headers: Record<string, string> = { authorization: `Bearer ${req.secret}`, accept: 'application/json' };
     let body: string | undefined;
     if (req.body !== undefined) {
@@ -106,24 +106,22 @@ export class Transport {
       headers['content-type'] = 'application/json';
       headers['idempotency-key'] = req.idempotencyKey ?? this.options.newIdempotencyKey();
     }
+    const init = { method: req.method, headers, body };
     const failures: IdpoolClientError[] = [];
+    const unavailable = (reason: string) => new IdpoolUnavailableError(failures, reason);
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
       const index = this.pick();
       const endpoint = this.endpoints[index];
       const wait = endpoint.notBefore - clock.now();
       if (wait > 0) {
-        if (clock.now() + wait >= deadline) {
-          throw new IdpoolUnavailableError(
-            failures,
-            `no endpoint may be asked again within the ${this.options.deadlineMs} ms deadline`,
-          );
-        }
+        if (clock.now() + wait >= deadline)
+          throw unavailable(`no endpoint may be asked again within the ${deadlineMs} ms deadline`);
         await clock.sleep(wait);
       }
       const left = deadline - clock.now();
       if (left <= 0) break;
       try {
-        const result = await this.attempt<T>(endpoint, req, headers, body, Math.min(this.options.timeoutMs, left));
+        const result = await this.attempt<T>(endpoint, req.path, init, Math.min(this.options.timeoutMs, left));
         endpoint.notBefore = 0;
         endpoint.streak = 0;
         this.current = index;
@@ -139,33 +137,19 @@ export class Transport {
           this.markDown(endpoint, index, failure);
           continue;
         }
-        if (clock.now() + verdict.waitMs >= deadline) {
-          if (req.waitOnRateLimit && failure instanceof IdpoolHttpError && failure.status === 429) throw failure;
-          throw new IdpoolUnavailableError(
-            failures,
-            `its Retry-After ends past the ${this.options.deadlineMs} ms deadline`,
-          );
-        }
         // The refusal holds for this request only: wait it out, then ask again (a pool_exhausted the next endpoint).
-        if (failure instanceof IdpoolHttpError && failure.status === 503)
-          this.current = (index + 1) % this.endpoints.length;
+        const rateLimited = failure instanceof IdpoolHttpError && failure.status === 429;
+        if (clock.now() + verdict.waitMs >= deadline)
+          throw rateLimited ? failure : unavailable(`its Retry-After ends past the ${deadlineMs} ms deadline`);
+        if (!rateLimited) this.current = (index + 1) % this.endpoints.length;
         await clock.sleep(verdict.waitMs);
       }
     }
-    throw new IdpoolUnavailableError(
-      failures,
-      failures.length >= maxAttempts
-        ? `${failures.length} attempts failed`
-        : `deadline of ${this.options.deadlineMs} ms passed`,
+    throw unavailable(
+      failures.length >= maxAttempts ? `${failures.length} attempts failed` : `deadline of ${deadlineMs} ms passed`,
     );
   }
 
-  /**
-   * 4xx go to the caller, a 429 of a request that waits on rate limits
-   * excepted; `period_exhausted`, `entity_held` and `gapless_ledger_behind` end the call at once;
-   * `pool_exhausted` (one entity's pool short) waits its Retry-After for this
-   * request only; network errors, timeouts and other 5xx mark the endpoint down.
-   */
   private verdict(req: Request, failure: IdpoolClientError): Verdict {
     if (!(failure instanceof IdpoolHttpError)) return 'down';
     if (failure.status === 429 && req.waitOnRateLimit && failure.retryAfterMs !== undefined)
@@ -177,11 +161,7 @@ export class Transport {
     return 'down';
   }
 
-  /**
-   * The server's Retry-After is obeyed as given; without one, an endpoint that
-   * keeps failing is skipped for longer each time (downForMs, ×2, up to
-   * MAX_BACKOFF_MS) while another one may answer.
-   */
+  // The server's Retry-After is obeyed as given; without one, the back-off doubles with each failure in a row.
   private markDown(endpoint: Endpoint, index: number, failure: IdpoolClientError): void {
     endpoint.streak++;
     const retryAfterMs = failure instanceof IdpoolHttpError ? failure.retryAfterMs : undefined;
@@ -190,10 +170,7 @@ export class Transport {
     this.current = (index + 1) % this.endpoints.length;
   }
 
-  /**
-   * The endpoint to ask next: the first one, in turn from the current one,
-   * that may be asked now; if none may, the one free soonest.
-   */
+  // The first endpoint, in turn from the current one, that may be asked now; if none may, the one free soonest.
   private pick(): number {
     const now = this.options.clock.now();
     const n = this.endpoints.length;
@@ -206,28 +183,14 @@ export class Transport {
     return soonest;
   }
 
-  private async attempt<T>(
-    endpoint: Endpoint,
-    req: Request,
-    headers: Record<string, string>,
-    body: string | undefined,
-    timeoutMs: number,
-  ): Promise<T> {
+  private async attempt<T>(endpoint: Endpoint, path: string, init: RequestInit, timeoutMs: number): Promise<T> {
     const controller = new AbortController();
     // Only the timer aborts: an aborted signal means the attempt timed out.
     const timer = setTimeout(() => controller.abort(), timeoutMs);
-    let status: number;
+    let res: Response;
     let text: string;
-    let retryAfter: string | null;
     try {
-      const res = await this.options.fetch(endpoint.url + req.path, {
-        method: req.method,
-        headers,
-        body,
-        signal: controller.signal,
-      });
-      status = res.status;
-      retryAfter = res.headers.get('retry-after');
+      res = await this.options.fetch(endpoint.url + path, { ...init, signal: controller.signal });
       text = await res.text();
     } catch (err) {
       if (controller.signal.aborted) throw new IdpoolTimeoutError(endpoint.url, timeoutMs);
@@ -240,6 +203,7 @@ export class Transport {
     } finally {
       clearTimeout(timer);
     }
+    const { status } = res;
     const parsed = parseJson(text);
     if (status >= 200 && status < 300) {
       if (parsed === undefined) throw new IdpoolNetworkError(endpoint.url, `answer ${status} is not JSON`);
@@ -248,19 +212,10 @@ export class Transport {
     const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
     const code = typeof error?.code === 'string' ? error.code : `http_${status}`;
     const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200) || 'no message';
-    const failure = httpError(
-      status,
-      code,
-      message,
-      endpoint.url,
-      // A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
-      retryAfterMs(
-        retryAfter,
-        this.options.clock.now(),
-        ENTITY_REFUSALS.has(code) ? Number.POSITIVE_INFINITY : this.options.maxRetryAfterMs,
-      ),
-    );
-    throw failure;
+    // A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
+    const cap = ENTITY_REFUSALS.has(code) ? Number.POSITIVE_INFINITY : this.options.maxRetryAfterMs;
+    const wait = retryAfterMs(res.headers.get('retry-after'), this.options.clock.now(), cap);
+    throw httpError(status, code, message, endpoint.url, wait);
   }
 }
 
@@ -276,12 +231,7 @@ function parseJson(text: string): unknown {
 export function retryAfterMs(value: string | null, now: number, cap: number): number | undefined {
   if (value === null) return undefined;
   const trimmed = value.trim();
-  let ms: number;
-  if (/^\d+$/.test(trimmed)) ms = Number(trimmed) * 1000;
-  else {
-    const date = Date.parse(trimmed);
-    if (Number.isNaN(date)) return undefined;
-    ms = date - now;
-  }
+  const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - now;
+  if (Number.isNaN(ms)) return undefined;
   return Math.min(Math.max(ms, 0), cap);
 }

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
-import { type Env, EnvReader, quoted } from './env-reader';
+import { BOOLEAN_WORDS, type Env, EnvReader, quoted } from './env-reader';
 import { redisTopology } from './redis-env';
 import { fixedWorkerId, podWorker } from './worker-env';
 import { ConfigError } from '../errors';
@@ -142,18 +142,11 @@ export const DEFAULTS = {
   http: DEFAULT_HTTP_SERVER,
 } as const;
 
-const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = {
-  all: 'all',
-  errors: 'errors',
-  off: 'off',
-  '1': 'all',
-  true: 'all',
-  yes: 'all',
-  on: 'all',
-  '0': 'off',
-  false: 'off',
-  no: 'off',
-};
+// The boolean words (1/true/yes/on, 0/false/no) read as all and off.
+const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = Object.fromEntries([
+  ...Object.entries(BOOLEAN_WORDS).map(([word, on]) => [word, on ? 'all' : 'off'] as const),
+  ...(['all', 'errors', 'off'] as const).map((mode) => [mode, mode] as const),
+]);
 
 /**
  * What the CLI's API commands read from the environment: the admin token and
@@ -233,11 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-/**
- * The IDPOOL_SNOWFLAKE_* variables as layout settings: parsed here, bounded
- * by the layout's own check (which needs no clock; the epoch against now is
- * checked when the service builds the layout).
- */
+// Bounded by the layout's own check, which needs no clock (the epoch against now is checked when the service builds the layout).
 function snowflakeSettings(r: EnvReader): SnowflakeSettings {
   const sf = DEFAULTS.snowflake;
   const settings: SnowflakeSettings = {
@@ -293,15 +282,11 @@ function compatRoutes(r: EnvReader): CompatRoute[] {
 function httpServerSettings(r: EnvReader): HttpServerSettings {
   const d = DEFAULTS.http;
   const headersTimeoutMs = r.int('IDPOOL_HTTP_HEADERS_TIMEOUT_MS', d.headersTimeoutMs, 1000, 300_000);
+  const requestDefault = Math.max(d.requestTimeoutMs, headersTimeoutMs);
   return {
     headersTimeoutMs,
     // Node requires the headers' limit to be within the whole request's.
-    requestTimeoutMs: r.int(
-      'IDPOOL_HTTP_REQUEST_TIMEOUT_MS',
-      Math.max(d.requestTimeoutMs, headersTimeoutMs),
-      headersTimeoutMs,
-      600_000,
-    ),
+    requestTimeoutMs: r.int('IDPOOL_HTTP_REQUEST_TIMEOUT_MS', requestDefault, headersTimeoutMs, 600_000),
     maxConnections: r.int('IDPOOL_HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1_000_000),
   };
 }
@@ -309,23 +294,15 @@ function httpServerSettings(r: EnvReader): HttpServerSettings {
 function leaseSettings(r: EnvReader): SnowflakeRuntimeSettings {
   const d = DEFAULTS.lease;
   const ttlMs = r.int('IDPOOL_WORKER_LEASE_TTL_MS', d.ttlMs, 3_000, 3_600_000);
-  const marginMs = r.int(
-    'IDPOOL_WORKER_LEASE_MARGIN_MS',
-    Math.min(d.marginMs, Math.floor(ttlMs / 5)),
-    0,
-    ttlMs - 2_000,
-  );
+  const margin = Math.min(d.marginMs, Math.floor(ttlMs / 5));
+  const marginMs = r.int('IDPOOL_WORKER_LEASE_MARGIN_MS', margin, 0, ttlMs - 2_000);
   // At least two heartbeats must fit before the lease would lapse, so one slow or lost renewal is survived.
   const heartbeatMax = Math.min(59, Math.floor((ttlMs - marginMs) / 2000));
+  const heartbeat = Math.min(d.heartbeatSeconds, heartbeatMax);
   return {
     ttlMs,
     marginMs,
-    heartbeatSeconds: r.int(
-      'IDPOOL_WORKER_HEARTBEAT_SECONDS',
-      Math.min(d.heartbeatSeconds, heartbeatMax),
-      1,
-      heartbeatMax,
-    ),
+    heartbeatSeconds: r.int('IDPOOL_WORKER_HEARTBEAT_SECONDS', heartbeat, 1, heartbeatMax),
     maxClockSkewMs: r.int('IDPOOL_MAX_CLOCK_SKEW_MS', d.maxClockSkewMs, 0, 60_000),
     maxWaitMs: r.int('IDPOOL_SNOWFLAKE_MAX_WAIT_MS', d.maxWaitMs, 0, 60_000),
     clockCheckMs: r.int('IDPOOL_CLOCK_CHECK_MS', d.clockCheckMs, 0, 600_000),
@@ -350,7 +327,6 @@ function opsConfig(r: EnvReader): OpsConfig {
     rateWindowMs: r.int('IDPOOL_OPS_RATE_WINDOW_MS', d.rateWindowMs, 1000, 3_600_000),
     periodRateWindowMs: r.int('IDPOOL_OPS_PERIOD_RATE_WINDOW_MS', d.periodRateWindowMs, 1000, 86_400_000),
     historyMs: r.int('IDPOOL_OPS_HISTORY_MS', d.historyMs, 10_000, 3_600_000),
-    // The boolean words (1/true/yes/on, 0/false/no) read as all and off.
     requestLog: r.word('IDPOOL_REQUEST_LOG', REQUEST_LOG_WORDS, d.requestLog, 'all, errors or off'),
     requestLogSlowMs: r.int('IDPOOL_REQUEST_LOG_SLOW_MS', d.requestLogSlowMs, 0, 3_600_000),
     metricsMaxEntities: r.int('IDPOOL_METRICS_MAX_ENTITIES', d.metricsMaxEntities, 0, 100_000),

@@ -1,12 +1,18 @@
-/**
- * Reading one environment variable through a zod schema: every value the
- * same treatment, every error one line naming its variable, never echoing
- * a secret.
- */
 import { z } from 'zod';
 import { ConfigError } from '../errors';
 
 export type Env = Record<string, string | undefined>;
+
+/** The words of a boolean variable (case-insensitive) and what they read as. */
+export const BOOLEAN_WORDS: Readonly<Record<string, boolean>> = Object.fromEntries([
+  ...['1', 'true', 'yes', 'on'].map((word) => [word, true] as const),
+  ...['0', 'false', 'no', 'off'].map((word) => [word, false] as const),
+]);
+
+const INTEGER = z
+  .string()
+  .regex(/^-?\d+$/)
+  .transform(Number);
 
 /**
  * A value as an error may quote it: everything before its last `@` masked,
@@ -22,8 +28,9 @@ export function quoted(raw: string): string {
 
 /**
  * Reads one variable at a time through a zod schema, so every value gets
- * the same treatment and every error is one line naming its variable.
- * Variables read later may depend on earlier ones (a range's bounds).
+ * the same treatment and every error is one line naming its variable, never
+ * echoing a secret. Variables read later may depend on earlier ones (a
+ * range's bounds).
  */
 export class EnvReader {
   constructor(private readonly env: Env) {}
@@ -44,29 +51,16 @@ export class EnvReader {
 
   /** Any integer: for values whose bounds another module checks (the snowflake layout's). */
   integer(name: string, fallback: number): number {
-    const schema = z
-      .string()
-      .regex(/^-?\d+$/)
-      .transform(Number)
-      .pipe(z.number().int());
-    return this.parse(name, schema, fallback, 'an integer');
+    return this.parse(name, INTEGER.pipe(z.number().int()), fallback, 'an integer');
   }
 
   int(name: string, fallback: number, min: number, max: number): number {
-    const schema = z
-      .string()
-      .regex(/^-?\d+$/)
-      .transform(Number)
-      .pipe(z.number().int().min(min).max(max));
+    const schema = INTEGER.pipe(z.number().int().min(min).max(max));
     return this.parse(name, schema, fallback, `an integer from ${min} to ${max}`);
   }
 
   bool(name: string, fallback: boolean): boolean {
-    const schema = z
-      .string()
-      .regex(/^(1|true|yes|on|0|false|no|off)$/i)
-      .transform((v) => /^(1|true|yes|on)$/i.test(v));
-    return this.parse(name, schema, fallback, 'true or false');
+    return this.word(name, BOOLEAN_WORDS, fallback, 'true or false');
   }
 
   /** A word of `words` (case-insensitive), read as its value; `expected` lists the documented ones. */

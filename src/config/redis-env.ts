@@ -37,14 +37,12 @@ export function redisTopology(r: EnvReader): RedisTopology | undefined {
     const masterName = r.raw('IDPOOL_REDIS_SENTINEL_MASTER') ?? DEFAULT_SENTINEL_MASTER;
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(masterName))
       throw new ConfigError('IDPOOL_REDIS_SENTINEL_MASTER', `must be 1-64 of A-Z a-z 0-9 _ - ., got "${masterName}"`);
-    const username = r.raw('IDPOOL_REDIS_USERNAME');
-    const password = r.raw('IDPOOL_REDIS_PASSWORD');
     return {
       kind: 'sentinel',
       sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels),
       masterName,
-      username,
-      password,
+      username: r.raw('IDPOOL_REDIS_USERNAME'),
+      password: r.raw('IDPOOL_REDIS_PASSWORD'),
     };
   }
   const nodes = r.raw('IDPOOL_REDIS_CLUSTER_NODES');

@@ -14,8 +14,7 @@ const POD_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?-(\d+)$/;
 
 /** IDPOOL_WORKER_ID as a fixed number; undefined when unset or `ordinal`. */
 export function fixedWorkerId(r: EnvReader, workerCap: number): number | undefined {
-  const raw = r.raw('IDPOOL_WORKER_ID');
-  if (raw === undefined || isOrdinal(raw)) return undefined;
+  if (r.raw('IDPOOL_WORKER_ID') === undefined || isOrdinal(r)) return undefined;
   return r.int('IDPOOL_WORKER_ID', 0, 0, workerCap);
 }
 
@@ -25,8 +24,7 @@ export function fixedWorkerId(r: EnvReader, workerCap: number): number | undefin
  * from HOSTNAME's trailing `-N`, plus IDPOOL_WORKER_ID_OFFSET.
  */
 export function podWorker(r: EnvReader, workerCap: number): PodWorker | undefined {
-  const raw = r.raw('IDPOOL_WORKER_ID');
-  if (raw === undefined || !isOrdinal(raw)) {
+  if (!isOrdinal(r)) {
     if (r.raw('IDPOOL_WORKER_ID_OFFSET') !== undefined)
       throw new ConfigError('IDPOOL_WORKER_ID_OFFSET', 'is read only with IDPOOL_WORKER_ID=ordinal');
     return undefined;
@@ -42,9 +40,7 @@ export function podWorker(r: EnvReader, workerCap: number): PodWorker | undefine
   return { workerId, from: offset === 0 ? from : `${from} + IDPOOL_WORKER_ID_OFFSET ${offset}` };
 }
 
-function isOrdinal(raw: string): boolean {
-  return raw.trim().toLowerCase() === 'ordinal';
-}
+const isOrdinal = (r: EnvReader) => r.raw('IDPOOL_WORKER_ID')?.trim().toLowerCase() === 'ordinal';
 
 function podOrdinal(r: EnvReader, workerCap: number): { ordinal: number; from: string } {
   if (r.raw('IDPOOL_POD_INDEX') !== undefined) {

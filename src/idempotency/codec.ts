@@ -30,21 +30,18 @@ export function encodeAnswer(count: number, ids: string[]): string {
 /** The inverse of {@link encodeAnswer}. */
 export function decodeAnswer(raw: string): StoredAnswer {
   const split = raw.indexOf(';');
-  const ids: string[] = [];
+  const count = Number(raw.slice(0, split));
   const body = raw.slice(split + 1);
-  if (body.startsWith('[')) return { count: Number(raw.slice(0, split)), ids: JSON.parse(body) as string[] };
-  if (body !== '') {
-    for (const run of body.split(',')) {
-      const m = /^(\d+)\+(\d+)\*(\d+)$/.exec(run);
-      if (!m) {
-        ids.push(run);
-        continue;
-      }
-      const first = BigInt(m[1]);
-      const diff = BigInt(m[2]);
-      const n = Number(m[3]);
-      for (let k = 0; k < n; k++) ids.push((first + diff * BigInt(k)).toString());
+  if (body.startsWith('[')) return { count, ids: JSON.parse(body) as string[] };
+  const ids: string[] = [];
+  for (const run of body === '' ? [] : body.split(',')) {
+    const m = /^(\d+)\+(\d+)\*(\d+)$/.exec(run);
+    if (!m) {
+      ids.push(run);
+      continue;
     }
+    const [first, diff, n] = m.slice(1).map(BigInt);
+    for (let k = 0n; k < n; k++) ids.push((first + diff * k).toString());
   }
-  return { count: Number(raw.slice(0, split)), ids };
+  return { count, ids };
 }

@@ -124,7 +124,15 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       await this.redis.del(keys.claim).catch(() => undefined);
       return { ids, replayed: false };
     }
-    const [stored, winner] = await this.store(keys, requestKey, encoded, bytes);
+    // The first answer stored wins; one call (`store_answer-3.lua`) also indexes it by time and drops this
+    // entity's expired answers and, beyond the count and byte caps, its oldest.
+    const { answersPerEntity, bytesPerEntity } = this.limits;
+    const [stored, winner] = await callFunction<[number, (string | null)?]>(
+      this.redis,
+      'idpool_store_answer',
+      [keys.answer, keys.index, keys.bytes],
+      [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
+    );
     if (stored === 1) {
       await this.count(bytes);
       return { ids, replayed: false };
@@ -132,26 +140,6 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     // Our claim expired and another request answered first: its answer stands.
     if (winner === undefined || winner === null) throw inProgress();
     return checked(decodeAnswer(winner), count);
-  }
-
-  /**
-   * Stores the answer (first one wins), indexes it by time and drops this
-   * entity's expired answers and, beyond the count and byte caps, its oldest:
-   * one call (`store_answer-3.lua`).
-   */
-  private store(
-    keys: IdempotencyKeys,
-    requestKey: string,
-    encoded: string,
-    bytes: number,
-  ): Promise<[number, (string | null)?]> {
-    const { answersPerEntity, bytesPerEntity } = this.limits;
-    return callFunction(
-      this.redis,
-      'idpool_store_answer',
-      [keys.answer, keys.index, keys.bytes],
-      [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
-    );
   }
 
   /** Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life, the total. */
