@@ -185,7 +185,9 @@ function cappedAtGranted(fetchLease: LeaseFetch): LeaseFetch {
   let cap = Number.POSITIVE_INFINITY;
   const lease = async (size: number | undefined) => {
     const answer = await fetchLease(size);
-    granted = Math.max(granted, answer.count);
+    // Read before `parse` checks the answer: a malformed one (`null`) must reach its error, not a TypeError here.
+    const count: unknown = (answer as Partial<LeaseAnswer> | null)?.count;
+    if (isCount(count)) granted = Math.max(granted, count);
     return answer;
   };
   return async (size) => {

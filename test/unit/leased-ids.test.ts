@@ -161,6 +161,11 @@ describe('LeasedIds: the client SDK double buffer over leased segments', () => {
     const clock = new FakeClock();
     const liar = async (): Promise<LeaseAnswer> => ({ first: '10', last: '12', count: 5, delta: 1, remainder: 0 });
     await expect(new NumberLeasedIds('orders', liar, clock).open()).rejects.toThrow('does not hold 5 ids');
+    // A body of `null` (a proxy's empty 200): the SDK's own error, not a TypeError.
+    const empty = async () => null as unknown as LeaseAnswer;
+    await expect(new NumberLeasedIds('orders', empty, clock).open()).rejects.toThrow(
+      'the lease of orders came back malformed',
+    );
     expect(() => new NumberLeasedIds('orders', liar, clock, { prefetchAt: 1 })).toThrow(TypeError);
     expect(() => new NumberLeasedIds('orders', liar, clock, { minSize: 10, maxSize: 5 })).toThrow(TypeError);
   });
