@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type StoreSetup, mysqlRedisSetup, uniqueKey } from '../support/configs';
-import { ADMIN_TOKEN, call, register, registerNew, takeIds } from '../support/http';
+import { ADMIN_TOKEN, call, register, registerNew, takeIds, takeWhenReady } from '../support/http';
 import { type Instance, startInstance } from '../support/processes';
 import { REDIS_URL } from '../support/services';
 import { entityKeys } from '../../src/redis/keys';
@@ -318,13 +318,13 @@ describeWithServices(
         maxSizePerSecond: 0,
       });
       // 400 of 999 at once: at that pace the period runs out within seconds, long before it ends.
-      for (let i = 0; i < 4; i++) expect((await takeIds(instance.url, key, secret, 100)).status).toBe(200);
+      for (let i = 0; i < 4; i++) expect((await takeWhenReady(instance.url, key, secret, 100)).status).toBe(200);
       const row = page.locator(`tr[data-entity="${key}"]`);
       await row.waitFor({ state: 'visible', timeout: 15_000 });
       await expect
         .poll(() => row.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
         .toBe('400 / 999 used');
-      for (let i = 0; i < 2; i++) expect((await takeIds(instance.url, key, secret, 100)).status).toBe(200);
+      for (let i = 0; i < 2; i++) expect((await takeWhenReady(instance.url, key, secret, 100)).status).toBe(200);
       await expect
         .poll(() => row.locator('[data-field=periodUsed]').textContent(), { timeout: 15_000 })
         .toBe('600 / 999 used');
