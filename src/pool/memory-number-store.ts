@@ -52,8 +52,10 @@ export class MemoryNumberStore implements PeriodStore {
     full: boolean,
   ): Promise<'ok'> {
     const numbers = range ? (numberRun(scheme, entity, period, range, true) as string[]) : [];
-    if (period.start > this.clock.now()) this.staged.set(entity.key, { period, full, numbers });
-    else {
+    if (period.start > this.clock.now()) {
+      // A second push for the same staged period adds to it: replacing it would drop reserved numbers (a gap).
+      this.staged.set(entity.key, { period, full, numbers: [...this.stagedOf(entity.key, period), ...numbers] });
+    } else {
       this.live.set(entity.key, { period, full, numbers: [] });
       this.pool.pushPeriod(entity.key, numbers, period.end);
     }
