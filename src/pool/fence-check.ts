@@ -112,16 +112,15 @@ export class FenceCheck {
         return;
       }
     }
-    let found: { behind: string[]; failed: boolean };
+    let behind: string[], failed: boolean;
     try {
-      found = await this.findBehind();
+      ({ behind, failed } = await this.findBehind());
     } catch (err) {
       this.logFailure('*', err);
       return;
     }
-    const { behind } = found;
     // Every entity clear and read: later runs read the digest until something moves.
-    this.clean = start && behind.length === 0 && !found.failed ? start : undefined;
+    this.clean = start && behind.length === 0 && !failed ? start : undefined;
     let next = 0;
     const worker = async () => {
       while (next < behind.length) {
