@@ -121,10 +121,8 @@ async function reserveTinyid(
   return changed === 1 ? { low, high } : undefined;
 }
 
-interface Sessions {
+interface Sessions extends Pick<IncumbentDatabase, 'ping' | 'close'> {
   transaction<T>(work: (s: Session) => Promise<T>): Promise<T>;
-  ping(): Promise<void>;
-  close(): Promise<void>;
 }
 
 function mysqlSessions(url: string): Sessions {
