@@ -51,10 +51,7 @@ export interface DispatchEvents {
  */
 export class Dispatcher {
   readonly stats = { rateLimited: 0, exhausted: 0 };
-  /**
-   * Whether takes for one entity arriving in the same event-loop turn share
-   * one store call: see `DispatcherOptions.coalesce`.
-   */
+  /** See `DispatcherOptions.coalesce`. */
   readonly coalesce: boolean;
 
   constructor(private readonly options: DispatcherOptions) {
