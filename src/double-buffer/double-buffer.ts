@@ -81,6 +81,9 @@ export function nextStep(
   return Math.min(Math.max(step, minStep), Math.max(maxStep, minStep));
 }
 
+/** No ids: where a buffer starts and what a closed one holds. */
+const EMPTY: ReservedIds = { first: 0n, count: 0, delta: 1 };
+
 /** Index of the id whose handing out uses up `prefetchAt` of a segment of `count` ids. */
 function loadPoint(count: number, prefetchAt: number): number {
   return Math.max(0, Math.ceil(count * prefetchAt) - 1);
@@ -110,12 +113,11 @@ export abstract class DoubleBuffer<T extends number | bigint> {
 
   constructor(protected readonly options: DoubleBufferOptions) {
     this.minSize = options.minSize;
-    this.current = this.emptySegment();
+    this.current = this.toSegment(EMPTY);
   }
 
   /** The next id, synchronously; throws `notReady()` (and starts a reservation) when both segments are spent. */
   abstract next(): T;
-  protected abstract emptySegment(): BufferSegment<T>;
   /** Maps reserved ids to a segment, refusing what the id type cannot hold. */
   protected abstract toSegment(ids: ReservedIds): BufferSegment<T>;
   protected abstract remaining(segment: BufferSegment<T>): number;
@@ -160,7 +162,7 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   /** Stops reserving and waits for the reservation under way; ids still held are wasted, never handed out. */
   async close(): Promise<void> {
     this.closed = true;
-    this.current = this.emptySegment();
+    this.current = this.toSegment(EMPTY);
     this.spare = undefined;
     await this.loading;
   }
@@ -282,10 +284,6 @@ export class NumberDoubleBuffer extends DoubleBuffer<number> {
     return this.nextSlow();
   }
 
-  protected emptySegment(): BufferSegment<number> {
-    return new BufferSegment(0, 0, 1, 0);
-  }
-
   protected toSegment(ids: ReservedIds): BufferSegment<number> {
     const delta = BigInt(ids.delta);
     const max = ids.first + BigInt(ids.count) * delta;
@@ -323,10 +321,6 @@ export class BigIntDoubleBuffer extends DoubleBuffer<bigint> {
       return id;
     }
     return this.nextSlow();
-  }
-
-  protected emptySegment(): BufferSegment<bigint> {
-    return new BufferSegment(0n, 0n, 1n, 0n);
   }
 
   protected toSegment(ids: ReservedIds): BufferSegment<bigint> {

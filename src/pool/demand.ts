@@ -15,13 +15,14 @@ export interface DemandOptions {
   clock: Clock;
   /** Seconds of recent peak demand a pool holds (IDPOOL_POOL_HORIZON_S). */
   horizonSeconds: number;
-  /**
-   * The peak halves in this long without new demand. Five minutes: a bursty
-   * entity keeps most of its depth between bursts minutes apart, and an
-   * entity that went quiet is back to its floor within the hour.
-   */
-  halfLifeMs?: number;
 }
+
+/**
+ * The peak halves in this long without new demand. Five minutes: a bursty
+ * entity keeps most of its depth between bursts minutes apart, and an
+ * entity that went quiet is back to its floor within the hour.
+ */
+const HALF_LIFE_MS = 300_000;
 
 /**
  * A rate is measured over at least this long: a shorter interval (two
@@ -55,11 +56,8 @@ interface Seen {
  */
 export class Demand {
   private readonly seen = new Map<string, Seen>();
-  private readonly halfLifeMs: number;
 
-  constructor(private readonly options: DemandOptions) {
-    this.halfLifeMs = options.halfLifeMs ?? 300_000;
-  }
+  constructor(private readonly options: DemandOptions) {}
 
   /** Records an entity's running total of ids taken (a lower total means its pool was reset: a new baseline). */
   observe(entityKey: string, taken: number): void {
@@ -116,6 +114,6 @@ export class Demand {
   }
 
   private peakNow(seen: Seen, now: number): number {
-    return seen.peak * 2 ** (-(now - seen.peakAt) / this.halfLifeMs);
+    return seen.peak * 2 ** (-(now - seen.peakAt) / HALF_LIFE_MS);
   }
 }

@@ -41,11 +41,6 @@ export interface DispatchEvents {
   refused(entityKey: string): void;
 }
 
-export interface DispatchStats {
-  rateLimited: number;
-  exhausted: number;
-}
-
 /**
  * The segment take (a `Taker` of `take/`), business numbers' too: all-or-nothing takes from the
  * entity's pool, with a short wait for a refill on shortage. A shared take
@@ -55,11 +50,8 @@ export interface DispatchStats {
  * limited, epoch changed) it declines and each take is answered on its own.
  */
 export class Dispatcher {
-  readonly stats: DispatchStats = { rateLimited: 0, exhausted: 0 };
-  /**
-   * Whether takes for one entity arriving in the same event-loop turn share
-   * one store call: see `DispatcherOptions.coalesce`.
-   */
+  readonly stats = { rateLimited: 0, exhausted: 0 };
+  /** See `DispatcherOptions.coalesce`. */
   readonly coalesce: boolean;
 
   constructor(private readonly options: DispatcherOptions) {

@@ -49,8 +49,7 @@ export class FenceCarrier {
   async afterRefusal(entityKey: string, refused: { start: bigint; end: bigint }): Promise<boolean> {
     // The refused segment started at the offset the database had.
     if (await this.carryIfBehind(entityKey, refused.start)) return true;
-    const { start, end } = refused;
-    this.options.events.fenceRefused(entityKey, start, end);
+    this.options.events.fenceRefused(entityKey, refused.start, refused.end);
     return false;
   }
 

@@ -58,11 +58,8 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   private pool(entityKey: string): EntityPool {
-    let pool = this.live(entityKey);
-    if (!pool) {
-      pool = new EntityPool();
-      this.pools.set(entityKey, pool);
-    }
+    const pool = this.live(entityKey) ?? new EntityPool();
+    this.pools.set(entityKey, pool);
     return pool;
   }
 

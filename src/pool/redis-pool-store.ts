@@ -1,11 +1,11 @@
-import { Cluster, type Command } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { type RedisClient, mastersOf } from '../redis/connection';
 import { type EntityKeys, entityKeys, DEFAULT_PREFIX } from '../redis/keys';
 import { callFunction, queueFunction, scriptOutcome, withLibrary } from '../redis/functions';
 import { pipelinePerNode } from '../redis/node-pipeline';
 import { replyWord } from '../redis/errors';
 import { epochOf } from '../redis/info';
-import { RpushIds } from './redis-rpush-ids';
+import { RpushIds, queueRpush } from './redis-rpush-ids';
 import { transaction } from '../redis/transaction';
 import type { PoolLevel, PoolStore, PushIds, TakeResult, PushResult } from './pool-store';
 import { JoinedIds, listedIds, type TakenIds } from './taken-ids';
@@ -26,27 +26,6 @@ const MULTI_TAKE_FROM = 256;
 
 /** Keys one MGET reads (fences, pushed counters): a reply of ~30 KB, a fraction of a ms of Redis. */
 const KEYS_PER_MGET = 1000;
-
-/**
- * Queues MGETs of `keys` (KEYS_PER_MGET a command) on `pipeline`; the
- * function returned reads their replies back, one value (or the MGET's
- * error) per key.
- */
-function mgetChunks(
-  pipeline: ReturnType<RedisClient['pipeline']>,
-  keys: readonly string[],
-): (replies: [Error | null, unknown][]) => (string | null | Error)[] {
-  for (let i = 0; i < keys.length; i += KEYS_PER_MGET) pipeline.mget(keys.slice(i, i + KEYS_PER_MGET));
-  return (replies) => {
-    const out: (string | null | Error)[] = [];
-    for (const [err, values] of replies) {
-      const chunk = Math.min(KEYS_PER_MGET, keys.length - out.length);
-      if (err) for (let i = 0; i < chunk; i++) out.push(err);
-      else out.push(...(values as (string | null)[]));
-    }
-    return out;
-  };
-}
 
 /** A take's answer: its code, the count that goes with it (ids left, pool size or ms to wait), and the ids taken. */
 type Taken = [code: number, value: number, ids: TakenIds | null];
@@ -154,7 +133,7 @@ export class RedisPoolStore implements PoolStore {
         [k.ids, k.fence, k.epoch, k.pushed, k.pushing, k.pushOpen],
         [lowest.toString(), highest.toString(), ids.length],
       );
-      (multi as unknown as { sendCommand(command: Command): unknown }).sendCommand(new RpushIds(k.pushing, ids));
+      queueRpush(multi, new RpushIds(k.pushing, ids));
       const [opened, , size] = await transaction(
         'push',
         queueFunction(multi, 'idpool_push_close', [k.ids, k.pushing, k.pushOpen], []),
@@ -243,8 +222,15 @@ export class RedisPoolStore implements PoolStore {
       return replies.map((r) => (r instanceof Error ? r : fence(r[0])));
     }
     const pipeline = this.redis.pipeline();
-    const values = mgetChunks(pipeline, fences);
-    return values((await pipeline.exec()) ?? []).map((v) => (v instanceof Error ? v : fence(v)));
+    for (let i = 0; i < fences.length; i += KEYS_PER_MGET) pipeline.mget(fences.slice(i, i + KEYS_PER_MGET));
+    // One value per key; a failed MGET's error in the place of each of its keys.
+    const out: (bigint | undefined | Error)[] = [];
+    for (const [err, values] of (await pipeline.exec()) ?? []) {
+      const chunk = Math.min(KEYS_PER_MGET, fences.length - out.length);
+      if (err) for (let i = 0; i < chunk; i++) out.push(err);
+      else out.push(...(values as (string | null)[]).map(fence));
+    }
+    return out;
   }
 
   async unlockStale(entityKey: string): Promise<boolean> {

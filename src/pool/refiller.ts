@@ -74,14 +74,6 @@ const MAX_REFILLS_IN_FLIGHT = 32;
 /** The ticker's wait while no entity is marked low (marking one wakes it at once). */
 const IDLE_TICK_MS = 60_000;
 
-export interface RefillStats {
-  refills: number;
-  segmentsReserved: number;
-  idsPushed: number;
-  fenceRefusals: number;
-  poolsReset: number;
-}
-
 /**
  * Keeps every segment entity's pool between its low watermark and
  * `maxPoolSize`. Each tick refills only the entities marked low (by the take
@@ -109,7 +101,7 @@ export class Refiller {
   /** When (monotonic) the numbers layer next has an entity due (`PeriodPools.due`): the ticker wakes for it. */
   private periodsDueAt = Infinity;
   private readonly failureLog: RepeatLimiter;
-  readonly stats: RefillStats = { refills: 0, segmentsReserved: 0, idsPushed: 0, fenceRefusals: 0, poolsReset: 0 };
+  readonly stats = { refills: 0, segmentsReserved: 0, fenceRefusals: 0 };
 
   constructor(private readonly options: RefillerOptions) {
     this.carrier = new FenceCarrier(options);
@@ -229,16 +221,6 @@ export class Refiller {
     }
   }
 
-  /** This sweep's pools (and how many sweeps a round takes); when a round starts, forgets the take totals of entities gone from the registry. */
-  private nextSweepBatch(): { keys: string[]; rounds: number } {
-    const { items, listed, rounds } = this.sweepRound.next();
-    if (listed) {
-      const live = new Set(listed);
-      for (const key of this.lastTaken.keys()) if (!live.has(key)) this.lastTaken.delete(key);
-    }
-    return { keys: items, rounds };
-  }
-
   /** Below this many ready ids the entity's pool is refilled (it moves with demand). */
   lowWatermark(entity: EntityConfig): number {
     return this.sizing(entity).lowWatermark;
@@ -281,7 +263,12 @@ export class Refiller {
       // held: a restarted Redis answers INFO while it still loads its data
       // and refuses the lock) is tried again every sweep until it has run.
       for (const key of this.needsReset) this.markLow(key);
-      const { keys, rounds } = this.nextSweepBatch();
+      // This sweep's pools; when a round starts, the take totals of entities gone from the registry are forgotten.
+      const { items: keys, listed, rounds } = this.sweepRound.next();
+      if (listed) {
+        const live = new Set(listed);
+        for (const key of this.lastTaken.keys()) if (!live.has(key)) this.lastTaken.delete(key);
+      }
       const readAt = this.options.clock.now();
       const levels = await this.options.store.levels(keys);
       const read = new Map<string, PoolLevel>();
@@ -344,18 +331,15 @@ export class Refiller {
           Math.floor((this.options.demand.target(entity) - size) / entity.step),
           Math.ceil((atLeast - size) / entity.step),
         );
+        const numbers = steps * entity.step;
         const started = this.options.clock.monotonic();
-        const segment = await this.options.allocator.reserve(entityKey, steps * entity.step);
+        const segment = await this.options.allocator.reserve(entityKey, numbers);
         this.stats.segmentsReserved += steps;
         await this.options.beforePush?.(entityKey, segment);
         const outcome = await pushSegment(this.options.store, this.options.stride, entity, segment, this.stats);
         this.stats.refills++;
-        this.options.events.refilled(
-          entityKey,
-          (this.options.clock.monotonic() - started) / 1000,
-          steps,
-          steps * entity.step,
-        );
+        const seconds = (this.options.clock.monotonic() - started) / 1000;
+        this.options.events.refilled(entityKey, seconds, steps, numbers);
         if (outcome === 'ok') {
           this.carrier.caughtUp(entityKey);
           return;
@@ -410,10 +394,7 @@ export class Refiller {
   /** Discards a pool that may hold issued ids, fencing at what the database says may be issued. */
   private async reset(entityKey: string): Promise<void> {
     const issuedUpTo = this.issuedUpTo(entityKey, await this.options.allocator.peek(entityKey));
-    if (await this.options.store.reset(entityKey, issuedUpTo)) {
-      this.stats.poolsReset++;
-      this.options.events.poolDiscarded(entityKey, issuedUpTo);
-    }
+    if (await this.options.store.reset(entityKey, issuedUpTo)) this.options.events.poolDiscarded(entityKey, issuedUpTo);
     this.needsReset.delete(entityKey);
   }
 

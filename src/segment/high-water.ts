@@ -224,13 +224,7 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
     const recorded = this.record.get(entityKey);
     if (recorded !== undefined && segment.start < recorded) {
       const carried = await this.carry(entityKey, segment.end, recorded, size);
-      this.onBehind({
-        entityKey,
-        databaseOffset: segment.start,
-        record: this.record.kind,
-        recordedOffset: recorded,
-        carriedTo: carried.end,
-      });
+      this.reportBehind(entityKey, segment.start, recorded, carried.end);
       segment = carried;
     }
     await this.record.raise(entityKey, segment.end);
@@ -249,17 +243,20 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
       const recorded = this.record.get(entityKey);
       if (recorded === undefined || offset >= recorded) continue;
       const carried = await this.carry(entityKey, offset, recorded, 0);
-      const report: DatabaseBehindReport = {
-        entityKey,
-        databaseOffset: offset,
-        record: this.record.kind,
-        recordedOffset: recorded,
-        carriedTo: carried.end,
-      };
-      this.onBehind(report);
-      reports.push(report);
+      reports.push(this.reportBehind(entityKey, offset, recorded, carried.end));
     }
     return reports;
+  }
+
+  private reportBehind(
+    entityKey: string,
+    databaseOffset: bigint,
+    recordedOffset: bigint,
+    carriedTo: bigint,
+  ): DatabaseBehindReport {
+    const report = { entityKey, databaseOffset, record: this.record.kind, recordedOffset, carriedTo };
+    this.onBehind(report);
+    return report;
   }
 
   peek(entityKey: string): Promise<bigint> {

@@ -50,14 +50,6 @@ export function incumbentDatabase(kind: IncumbentKind, url: string): IncumbentDa
   const postgres = /^postgres(ql)?:\/\//.test(url);
   const withSession = postgres ? pgSessions(url) : mysqlSessions(url);
   const text = postgres ? 'VARCHAR(20)' : 'CHAR(20)';
-  const failed = (err: unknown): never => {
-    if (err instanceof UnavailableError) throw err;
-    throw new UnavailableError(
-      `the ${kind === 'leaf' ? 'Leaf' : 'Tinyid'} database this entity still reserves from (a live cutover) is unavailable`,
-      RETRY_AFTER_S,
-      errorMessage(err),
-    );
-  };
   return {
     kind,
     reserve: async (key, size, spacing) => {
@@ -71,7 +63,12 @@ export function incumbentDatabase(kind: IncumbentKind, url: string): IncumbentDa
         }
         throw new UnavailableError(`Tinyid's row "${key}" changed under every one of ${TINYID_ATTEMPTS} attempts`, 1);
       } catch (err) {
-        return failed(err);
+        if (err instanceof UnavailableError) throw err;
+        throw new UnavailableError(
+          `the ${kind === 'leaf' ? 'Leaf' : 'Tinyid'} database this entity still reserves from (a live cutover) is unavailable`,
+          RETRY_AFTER_S,
+          errorMessage(err),
+        );
       }
     },
     ping: () => withSession.ping(),
@@ -121,10 +118,8 @@ async function reserveTinyid(
   return changed === 1 ? { low, high } : undefined;
 }
 
-interface Sessions {
+interface Sessions extends Pick<IncumbentDatabase, 'ping' | 'close'> {
   transaction<T>(work: (s: Session) => Promise<T>): Promise<T>;
-  ping(): Promise<void>;
-  close(): Promise<void>;
 }
 
 function mysqlSessions(url: string): Sessions {

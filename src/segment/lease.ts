@@ -89,7 +89,8 @@ export class SegmentLeaser {
     }
     const max = leaseSizeLimit(entity);
     if (!Number.isSafeInteger(size) || size < 1 || size > max) {
-      throw new InvalidRequestError(`size must be an integer from 1 to ${max}${leaseLimitReason(max)}`);
+      const why = max < MAX_LEASE_SIZE ? ` (the entity's maxSizePerSecond: a lease counts against it)` : '';
+      throw new InvalidRequestError(`size must be an integer from 1 to ${max}${why}`);
     }
     try {
       await this.options.rate.admit(entity.key, size, entity.maxSizePerSecond);
@@ -114,8 +115,4 @@ export class SegmentLeaser {
 /** The largest lease of the entity: {@link MAX_LEASE_SIZE}, and no more than its per-second limit admits. */
 export function leaseSizeLimit(entity: Pick<LeaseEntity, 'maxSizePerSecond'>): number {
   return entity.maxSizePerSecond > 0 ? Math.min(MAX_LEASE_SIZE, entity.maxSizePerSecond) : MAX_LEASE_SIZE;
-}
-
-function leaseLimitReason(max: number): string {
-  return max < MAX_LEASE_SIZE ? ` (the entity's maxSizePerSecond: a lease counts against it)` : '';
 }

@@ -30,7 +30,7 @@ describe('pools sized by demand', () => {
 
   it('the peak decays slowly (half-life), so a bursty entity keeps its depth for minutes', () => {
     const clock = new FakeClock({ sleep: 'advance' });
-    const demand = new Demand({ clock, horizonSeconds: 60, halfLifeMs: 300_000 });
+    const demand = new Demand({ clock, horizonSeconds: 60 });
     demand.observe('orders', 0);
     clock.advance(1000);
     demand.observe('orders', 1000);
