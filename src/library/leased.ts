@@ -16,7 +16,7 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   private readonly client: IdpoolClient;
   /** The same entities without leases: business numbers are taken from the service, whose clock decides their period. */
   private readonly takes: IdpoolClient;
-  /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.find). */
+  /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.bufferFor). */
   private lastKey: string | undefined;
   private lastBuffer: LeasedIds<T> | undefined;
   private closed = false;
