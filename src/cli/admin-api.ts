@@ -8,7 +8,6 @@ export interface AdminApiOptions {
   /** What the token is, for the warning and a 401's hint (default: the admin token, IDPOOL_ADMIN_TOKEN). */
   credential?: { name: string; variable: string };
   timeoutMs: number;
-  fetch?: typeof fetch;
   /** Told once, before any request, when the token is about to cross a network in clear text. */
   warn?: (message: string) => void;
 }
@@ -67,7 +66,7 @@ export class AdminApi {
     let res: Response;
     let text: string;
     try {
-      res = await (this.options.fetch ?? fetch)(this.base + path, {
+      res = await fetch(this.base + path, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),

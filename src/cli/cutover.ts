@@ -9,17 +9,8 @@ import { systemClock } from '../clock';
 import { type AdminApi, entityPath } from './admin-api';
 import { type CliContext, repeatable } from './context';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
-import { type Incumbent, type IncumbentRow, firstSafeId, startId } from './import-from';
+import { type EntityView, type Incumbent, type IncumbentRow, firstSafeId, startId } from './import-from';
 import { readAll } from './incumbent-rows';
-
-interface EntityView {
-  key: string;
-  startOffset: string;
-  delta: number;
-  remainder: number;
-  held: string | null;
-  incumbent: { kind: Incumbent; key: string; live: boolean } | null;
-}
 
 /** `apps release KEY`: reads the incumbent's row once more, raises the entity above it if it moved, then serves it. */
 export function addRelease(group: Command, ctx: CliContext): void {

@@ -26,7 +26,6 @@ export function addImport(group: Command, ctx: CliContext): void {
         { file, secretsPath: opts.secrets, concurrency: opts.concurrency },
         (f) => ctx.note(cmd, `line ${f.line}: ${f.error}`),
       );
-      const summary = `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}`;
       ctx.print(
         cmd,
         {
@@ -35,13 +34,10 @@ export function addImport(group: Command, ctx: CliContext): void {
           secrets: opts.secrets,
           failures: result.failures.map(({ line, error }) => ({ line, error })),
         },
-        () => `${summary}\n`,
+        () => `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}\n`,
       );
       if (result.exitCode !== EXIT_OK)
-        throw new CliError(
-          result.exitCode as 1 | 2,
-          `${result.failures.length} of ${result.lines} lines failed (listed above)`,
-        );
+        throw new CliError(result.exitCode, `${result.failures.length} of ${result.lines} lines failed (listed above)`);
     });
 }
 
@@ -84,7 +80,7 @@ export function addImportFrom(group: Command, ctx: CliContext): void {
       10,
     )
     .option('--secrets <path>', 'file to create (mode 0600) with the secrets made for entities that got no token')
-    .action((incumbent: string, opts: ImportFromOptions, cmd: Command) => importFrom(ctx, incumbent, opts, cmd));
+    .action((kind: string, opts: ImportFromOptions, cmd: Command) => importFrom(ctx, kind, opts, cmd));
 }
 
 interface ImportFromOptions {
@@ -99,10 +95,9 @@ interface ImportFromOptions {
 }
 
 /** `apps import-from`'s run: --finish, or the plan (printed alone with --dry-run), then the registrations and what they found. */
-async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOptions, cmd: Command): Promise<void> {
-  if (incumbent !== 'leaf' && incumbent !== 'tinyid')
-    throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${incumbent}"`);
-  const kind: Incumbent = incumbent;
+async function importFrom(ctx: CliContext, kind: string, opts: ImportFromOptions, cmd: Command): Promise<void> {
+  if (kind !== 'leaf' && kind !== 'tinyid')
+    throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${kind}"`);
   const urls = opts.databaseUrl;
   if (opts.live && opts.finish)
     throw new CliError(EXIT_USAGE, 'give --live (start a cutover) or --finish (end it), not both');
@@ -166,16 +161,11 @@ async function importFrom(ctx: CliContext, incumbent: string, opts: ImportFromOp
 /** The plan as `--dry-run` prints it: one line per entity, then the counts. */
 function dryRunText(kind: Incumbent, plan: ImportPlan): string {
   const lines = plan.entities.map((e) => {
-    const { mode, step, delta, remainder } = e.body as {
-      mode: string;
-      step?: number;
-      delta?: number;
-      remainder?: number;
-    };
-    const spacing = delta !== undefined ? `, delta ${delta} remainder ${remainder ?? 0}` : '';
+    const body = e.body as { mode: string; step?: number; delta?: number; remainder?: number };
+    const spacing = body.delta !== undefined ? `, delta ${body.delta} remainder ${body.remainder ?? 0}` : '';
     const face = kind === 'leaf' ? ', served on Leaf routes' : `, ${e.tokens.length} token(s) as secrets`;
     const tag = e.tag === e.key ? '' : ` (${kind} tag ${JSON.stringify(e.tag)})`;
-    return `would register ${e.key}${tag}: first id ${e.firstId} (max_id ${e.maxId}), ${mode}, step ${step ?? 'default'}${spacing}${face}\n`;
+    return `would register ${e.key}${tag}: first id ${e.firstId} (max_id ${e.maxId}), ${body.mode}, step ${body.step ?? 'default'}${spacing}${face}\n`;
   });
   return `${lines.join('')}${plan.entities.length} to register, ${plan.skipped.length} skipped (dry run: nothing registered)\n`;
 }

@@ -62,16 +62,10 @@ export function firstSafeId(kind: Incumbent, row: Pick<IncumbentRow, 'maxId' | '
 /** Rows of several databases of one incumbent, one per key: the highest `max_id` wins, tokens are pooled. */
 export function mergeRows(sets: IncumbentRow[][]): IncumbentRow[] {
   const byKey = new Map<string, IncumbentRow>();
-  for (const rows of sets) {
-    for (const row of rows) {
-      const known = byKey.get(row.key);
-      if (!known) {
-        byKey.set(row.key, { ...row, tokens: [...row.tokens] });
-        continue;
-      }
-      const tokens = [...new Set([...known.tokens, ...row.tokens])];
-      byKey.set(row.key, row.maxId > known.maxId ? { ...row, tokens } : { ...known, tokens });
-    }
+  for (const row of sets.flat()) {
+    const known = byKey.get(row.key);
+    const tokens = known ? [...new Set([...known.tokens, ...row.tokens])] : [...row.tokens];
+    byKey.set(row.key, known && known.maxId >= row.maxId ? { ...known, tokens } : { ...row, tokens });
   }
   return [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
@@ -234,12 +228,7 @@ export async function runImport(
         if (!(err instanceof CliError) || err.code !== 'conflict') throw err;
         outcome = { ...named(item), status: 'exists', secretsAdded: 0 };
         const path = entityPath(item.key);
-        const existing = await api.get<{
-          startOffset: string;
-          delta: number;
-          remainder: number;
-          incumbent: { live: boolean } | null;
-        }>(path);
+        const existing = await api.get<EntityView>(path);
         if (o.live) {
           // Reserving from its row already, or registered otherwise: a live import changes neither.
           outcome.live = existing.incumbent?.live === true;
@@ -273,8 +262,17 @@ export async function runImport(
   return { outcomes, moved };
 }
 
+/** The fields of an entity (`GET /admin/apps/:key`) an import and `apps release` read. */
+export interface EntityView {
+  startOffset: string;
+  delta: number;
+  remainder: number;
+  held: string | null;
+  incumbent: { kind: Incumbent; key: string; live: boolean } | null;
+}
+
 /** The lowest id an entity's line may still hand out, for a stride of 1 (a wider one only places it higher). */
-export const startId = (e: { startOffset: string; delta: number; remainder: number }) =>
+export const startId = (e: Pick<EntityView, 'startOffset' | 'delta' | 'remainder'>) =>
   BigInt(e.startOffset) * BigInt(e.delta) + BigInt(e.remainder);
 
 /** An outcome's key, its row's tag when imported under another key, and its first id. */

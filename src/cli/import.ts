@@ -22,7 +22,7 @@ export interface ImportResult {
   registered: number;
   failures: ImportFailure[];
   /** 0 when every line was registered; else 1 if any line failed at run time (conflict, service), else 2. */
-  exitCode: number;
+  exitCode: typeof EXIT_OK | ImportFailure['exitCode'];
 }
 
 /** One non-blank line of the import file, with its 1-based number for error messages. */

@@ -8,12 +8,11 @@ import { secretApi } from './take-command';
 /** Rows a page of the ledger asks for: the route's largest page. */
 const EXPORT_PAGE = 1000;
 
+/** The fields of an audit this command prints (the JSON output passes every field on). */
 interface Audit {
-  key: string;
   period: string;
   first: string | null;
   last: string | null;
-  counter: string;
   issued: number;
   voided: number;
   lost: number;

@@ -12,8 +12,6 @@ import { addTakeCommand } from './take-command';
 import { addNumbersCommand } from './numbers-command';
 import { addWorkersCommand } from './workers-command';
 
-export type { CliIo } from './context';
-
 /** `idpool …`: parses `argv` (without `node` and the script), runs the command, returns the exit code. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const program = buildProgram(io);

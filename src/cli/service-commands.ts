@@ -6,14 +6,11 @@ import { DEFAULT_DATABASE_URL } from '../db/database-url';
 
 /** `serve` and `migrate`: the commands that run against the service's own configuration, not its API. */
 export function addServiceCommands(program: Command, ctx: CliContext): void {
-  const { io } = ctx;
   program
     .command('serve')
     .description('run the service (same as npm start); configured by IDPOOL_* variables')
     .option('--port <port>', 'HTTP port (IDPOOL_PORT)', nonNegativeInt)
-    .action(async (opts: { port?: number }) => {
-      await io.serve({ port: opts.port });
-    });
+    .action((opts: { port?: number }) => ctx.io.serve({ port: opts.port }));
 
   program
     .command('migrate')

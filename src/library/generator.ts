@@ -121,7 +121,6 @@ async function buildGenerator(
     allocator,
     entities: options.entities ?? new SqlEntityStore(sql()),
     idStride,
-    stride: idStride.count,
     clock,
     log,
     settings,

@@ -1,7 +1,5 @@
-import { withClientSeams } from '../client/seams';
-import { IdpoolClient, type TakeOptions } from '../client/client';
+import { type EntityOptions, IdpoolClient, type TakeOptions } from '../client/client';
 import { IdpoolLeaseNotReadyError, type LeasedIds } from '../client/leased-ids';
-import type { ClientClock } from '../client/transport';
 import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError } from './errors';
 import { type Id, type IdGenerator, MAX_TAKE } from './loader';
 import type { ServiceOptions, Settings } from './options';
@@ -18,52 +16,27 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   private readonly client: IdpoolClient;
   /** The same entities without leases: business numbers are taken from the service, whose clock decides their period. */
   private readonly takes: IdpoolClient;
-  /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.find). */
+  /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.bufferFor). */
   private lastKey: string | undefined;
   private lastBuffer: LeasedIds<T> | undefined;
   private closed = false;
 
-  constructor(
-    service: ServiceOptions,
-    ids: 'number' | 'bigint',
-    settings: Settings,
-    clock?: ClientClock,
-    fetchImpl?: typeof fetch,
-  ) {
+  constructor(service: ServiceOptions, ids: 'number' | 'bigint', settings: Settings) {
     const keys = Object.keys(service.secrets);
     if (keys.length === 0) throw new InvalidOptionError('service', 'service.secrets must name at least one entity');
+    const client = (entity: (secret: string) => EntityOptions) =>
+      new IdpoolClient({
+        endpoints: service.url,
+        entities: Object.fromEntries(keys.map((key) => [key, entity(service.secrets[key])])),
+      });
+    const { prefetchAt, maxStep: maxSize, targetSegmentMs, waitMs } = settings;
     try {
-      this.client = new IdpoolClient(
-        withClientSeams({
-          endpoints: service.url,
-          clock,
-          fetch: fetchImpl,
-          entities: Object.fromEntries(
-            keys.map((key) => [
-              key,
-              {
-                secret: service.secrets[key],
-                mode: 'trend',
-                lease: {
-                  ids,
-                  prefetchAt: settings.prefetchAt,
-                  maxSize: settings.maxStep,
-                  targetSegmentMs: settings.targetSegmentMs,
-                  waitMs: settings.waitMs,
-                },
-              },
-            ]),
-          ),
-        }),
-      );
-      this.takes = new IdpoolClient(
-        withClientSeams({
-          endpoints: service.url,
-          clock,
-          fetch: fetchImpl,
-          entities: Object.fromEntries(keys.map((key) => [key, { secret: service.secrets[key] }])),
-        }),
-      );
+      this.client = client((secret) => ({
+        secret,
+        mode: 'trend',
+        lease: { ids, prefetchAt, maxSize, targetSegmentMs, waitMs },
+      }));
+      this.takes = client((secret) => ({ secret }));
     } catch (err) {
       throw new InvalidOptionError('service', (err as Error).message);
     }

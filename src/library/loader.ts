@@ -63,8 +63,6 @@ export interface Deps {
   allocator: SegmentAllocator;
   entities: EntitySource;
   idStride: IdStride;
-  /** Distance between consecutive ids (`idStride.count`). */
-  stride: number;
   clock: Clock;
   log: Logger;
   settings: Settings;
@@ -167,8 +165,7 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
       const buffers = [...this.buffers.values()];
       // With no buffer left every call looks its entity up again, which refuses.
       this.buffers.clear();
-      this.lastKey = undefined;
-      this.lastBuffer = undefined;
+      this.lastKey = this.lastBuffer = undefined;
       await Promise.all(buffers.map((b) => b.close()));
       await this.deps.release();
     })();
@@ -242,12 +239,11 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     if (!entity) throw new NotFoundError(`no entity with key "${entityKey}"`);
     if (entity.mode === 'snowflake')
       throw new UnsupportedEntityError(entityKey, 'issues snowflake ids; the library hands out segment ids only');
-    if (entity.mode === 'trend') {
+    if (entity.mode === 'trend')
       throw new UnsupportedEntityError(
         entityKey,
         'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)',
       );
-    }
     if (entity.numbers)
       throw new UnsupportedEntityError(
         entityKey,

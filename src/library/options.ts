@@ -119,21 +119,14 @@ export const DEFAULT_OPTIONS = {
   configRefreshMs: 10_000,
 } as const;
 
+const SETTINGS = ['prefetchAt', 'maxStep', 'targetSegmentMs', 'waitMs', 'retryDelayMs', 'configRefreshMs'] as const;
+
 /** The tuning part of the options, every field set. */
-export type Settings = Required<
-  Pick<IdGeneratorOptions, 'prefetchAt' | 'maxStep' | 'targetSegmentMs' | 'waitMs' | 'retryDelayMs' | 'configRefreshMs'>
->;
+export type Settings = Required<Pick<IdGeneratorOptions, (typeof SETTINGS)[number]>>;
 
 /** The tuning options, defaulted and validated once (throws {@link InvalidOptionError} naming the option). */
 export function settingsFrom(options: IdGeneratorOptions): Settings {
-  const s = {
-    prefetchAt: options.prefetchAt ?? DEFAULT_OPTIONS.prefetchAt,
-    maxStep: options.maxStep ?? DEFAULT_OPTIONS.maxStep,
-    targetSegmentMs: options.targetSegmentMs ?? DEFAULT_OPTIONS.targetSegmentMs,
-    waitMs: options.waitMs ?? DEFAULT_OPTIONS.waitMs,
-    retryDelayMs: options.retryDelayMs ?? DEFAULT_OPTIONS.retryDelayMs,
-    configRefreshMs: options.configRefreshMs ?? DEFAULT_OPTIONS.configRefreshMs,
-  };
+  const s = Object.fromEntries(SETTINGS.map((name) => [name, options[name] ?? DEFAULT_OPTIONS[name]])) as Settings;
   if (!(s.prefetchAt >= 0 && s.prefetchAt < 1))
     throw new InvalidOptionError('prefetchAt', `prefetchAt must be at least 0 and below 1, got ${s.prefetchAt}`);
   if (!Number.isSafeInteger(s.maxStep) || s.maxStep < 1)
