@@ -64,7 +64,7 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
       let header = true;
       for (;;) {
         const page = await api.get<{ period: string; numbers: LedgerRowJson[]; next: string | null }>(
-          `/apps/${encodeURIComponent(key)}/numbers${query(opts.period)}${opts.period ? '&' : '?'}after=${after}&limit=${EXPORT_PAGE}`,
+          `/apps/${encodeURIComponent(key)}/numbers${query(opts.period)}${opts.period === undefined ? '?' : '&'}after=${after}&limit=${EXPORT_PAGE}`,
         );
         ctx.io.stdout(ledgerCsv(page.numbers, header));
         header = false;

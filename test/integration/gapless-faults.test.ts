@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Connection, createConnection } from 'mysql2/promise';
 import { afterAll, describe, expect, it } from 'vitest';
-import { idpool, json } from '../support/cli';
+import { expectOneLineError, idpool, json } from '../support/cli';
 import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
 import { ADMIN_TOKEN, call, register } from '../support/http';
@@ -69,6 +69,8 @@ describe('a gapless series whose SQLite file is restored from a backup (real pro
     const lines = csv.stdout.trimEnd().split('\r\n');
     expect(lines).toHaveLength(17);
     for (const n of printed) expect(csv.stdout).toMatch(new RegExp(`^${n},${today()},${seqOf(n)},\\S+,lost,,`, 'm'));
+    // An empty --period is the server's 400, not a query whose `after` never arrives (the first page forever).
+    expectOneLineError(await idpool(['numbers', 'export', key, '--period', ''], cli), 2, /period must name a period/);
   }, 120_000);
 });
 
