@@ -1,5 +1,4 @@
 /** The HTTP face of a service: readiness over its dependencies, and the express app over the stores, pools and ops. */
-import type { Express } from 'express';
 import { type HttpDeps, type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
 import { failedCheck, sharedCheck } from '../http/readiness';
@@ -9,6 +8,7 @@ import type { PoolStore } from '../pool/pool-store';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { SegmentLeaser } from '../segment/lease';
 import type { Pools, ServiceBase } from './builders';
+import type { ServiceParts } from './internals';
 import type { SnowflakeRuntime } from '../worker/snowflake-runtime';
 import type { TakeService } from '../take/take-service';
 import type { GaplessSeries } from '../gapless/series';
@@ -59,12 +59,6 @@ function readinessCheck(
   };
 }
 
-/** The app of the main port, and the admin port's when IDPOOL_ADMIN_PORT is set. */
-export interface HttpApps {
-  app: Express;
-  adminApp?: Express;
-}
-
 /** What the HTTP side is built from. */
 type HttpParts = ServiceBase & {
   opsConfig: OpsConfig;
@@ -97,7 +91,8 @@ function operations(deps: HttpParts): HttpDeps['operations'] {
   };
 }
 
-export function buildHttp(deps: HttpParts): HttpApps {
+/** The app of the main port, and the admin port's when IDPOOL_ADMIN_PORT is set. */
+export function buildHttp(deps: HttpParts): Pick<ServiceParts, 'app' | 'adminApp'> {
   const { stores, ops, log } = deps;
   const httpDeps: HttpDeps = {
     registry: deps.registry,
@@ -139,6 +134,6 @@ export function buildHttp(deps: HttpParts): HttpApps {
     log: log.child({ component: 'http' }),
   };
   // One set of dependencies for both ports: the failed-authentication limit counts a client's tries on either.
-  if (deps.config.adminPort === undefined) return { app: createHttpApp(httpDeps) };
+  if (deps.config.adminPort === undefined) return { app: createHttpApp(httpDeps), adminApp: undefined };
   return { app: createHttpApp(httpDeps, 'public'), adminApp: createHttpApp(httpDeps, 'admin') };
 }
