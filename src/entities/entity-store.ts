@@ -64,8 +64,7 @@ export class SqlEntityStore implements EntityStore {
   }
 
   async findLive(key: string): Promise<EntityConfig | undefined> {
-    const [row] = await this.select('entity_key = ? AND deleted_at = 0', [key]);
-    return row ? toEntity(row) : undefined;
+    return (await this.select('entity_key = ? AND deleted_at = 0', [key])).map(toEntity)[0];
   }
 
   async exists(key: string): Promise<boolean> {
