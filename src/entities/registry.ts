@@ -34,10 +34,7 @@ export class EntityRegistry implements EntityCatalog {
   private readonly sync: GenerationSync;
 
   constructor(
-    private readonly store: Pick<
-      EntityStore,
-      'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecrets' | 'setHeld' | 'retire'
-    >,
+    private readonly store: Omit<EntityStore, 'findLive' | 'exists'>,
     private readonly clock: Clock,
     /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
     generation: RegistrationGeneration = new LocalRegistrationGeneration(),
