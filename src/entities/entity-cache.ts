@@ -64,8 +64,7 @@ export class EntityCache implements SyncedCache {
     this.entities.clear();
     this.aliases.clear();
     for (const entity of entities) this.remember(entity);
-    this.sortedKeys = undefined;
-    this.byKind = undefined;
+    this.sortedKeys = this.byKind = undefined;
     this.pulledAt = now;
   }
 

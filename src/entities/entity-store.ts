@@ -58,12 +58,13 @@ export class SqlEntityStore implements EntityStore {
     this.insertColumns = COLUMNS.map(name).join(', ');
   }
 
+  /** The rows `where` picks, every column the store reads. */
+  private select(where: string, params?: unknown[]): Promise<Row[]> {
+    return this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE ${where}`, params);
+  }
+
   async findLive(key: string): Promise<EntityConfig | undefined> {
-    const rows = await this.db.query<Row>(
-      `SELECT ${this.columns} FROM application WHERE entity_key = ? AND deleted_at = 0`,
-      [key],
-    );
-    return rows[0] ? toEntity(rows[0]) : undefined;
+    return (await this.select('entity_key = ? AND deleted_at = 0', [key])).map(toEntity)[0];
   }
 
   async exists(key: string): Promise<boolean> {
@@ -72,14 +73,11 @@ export class SqlEntityStore implements EntityStore {
   }
 
   async listLive(): Promise<EntityConfig[]> {
-    const rows = await this.db.query<Row>(
-      `SELECT ${this.columns} FROM application WHERE deleted_at = 0 ORDER BY entity_key`,
-    );
-    return rows.map(toEntity);
+    return (await this.select('deleted_at = 0 ORDER BY entity_key')).map(toEntity);
   }
 
   async changedSince(sinceMs: number): Promise<{ entity: EntityConfig; retired: boolean }[]> {
-    const rows = await this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE update_time >= ?`, [sinceMs]);
+    const rows = await this.select('update_time >= ?', [sinceMs]);
     return rows.map((row) => ({ entity: toEntity(row), retired: Number(row.deleted_at) !== 0 }));
   }
 

@@ -240,16 +240,10 @@ export type Tunables = Pick<
 export function withDefaults(
   input: RegisterInput,
   refillTickMs = 100,
-): Tunables & {
-  key: string;
-  mode: EntityMode;
-  startOffset: bigint;
-  delta: number;
-  remainder: number;
-  held: string | null;
-  incumbent: IncumbentSource | null;
-  alias: string | null;
-} {
+): Tunables &
+  Required<Pick<EntityConfig, 'key' | 'mode' | 'delta' | 'remainder' | 'held' | 'incumbent' | 'alias'>> & {
+    startOffset: bigint;
+  } {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;

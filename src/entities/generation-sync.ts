@@ -217,7 +217,7 @@ export class GenerationSync {
     }
     const catchingUp = this.catchingUp;
     if (!catchingUp || now >= catchingUp.until) return;
-    const generation = await this.waitAtMost(catchingUp.read, catchingUp.until - now);
+    const generation = await within(this.clock, catchingUp.read, catchingUp.until - now, undefined);
     await this.refreshWhile(() => generation !== undefined && generation !== this.synced, 'ignore', until);
   }
 
@@ -237,7 +237,7 @@ export class GenerationSync {
           return true;
         },
       );
-      if (!(await this.waitAtMost(refreshing, until - this.clock.now()))) return false;
+      if (!(await within(this.clock, refreshing, until - this.clock.now(), false))) return false;
     }
     return true;
   }
@@ -259,10 +259,5 @@ export class GenerationSync {
     } finally {
       this.reads.inFlight--;
     }
-  }
-
-  /** What `work` answered, or undefined when it took past `ms` (it goes on; its failure is then no one's here). */
-  private waitAtMost<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-    return within(this.clock, work, ms, undefined);
   }
 }

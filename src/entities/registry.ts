@@ -34,10 +34,7 @@ export class EntityRegistry implements EntityCatalog {
   private readonly sync: GenerationSync;
 
   constructor(
-    private readonly store: Pick<
-      EntityStore,
-      'listLive' | 'changedSince' | 'insert' | 'update' | 'setSecrets' | 'setHeld' | 'retire'
-    >,
+    private readonly store: Omit<EntityStore, 'findLive' | 'exists'>,
     private readonly clock: Clock,
     /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
     generation: RegistrationGeneration = new LocalRegistrationGeneration(),
@@ -147,9 +144,7 @@ export class EntityRegistry implements EntityCatalog {
           ? `key "${entity.key}" or alias "${entity.alias}" is already registered (retired keys and aliases are never reused)`
           : `key "${entity.key}" is already registered (retired keys are never reused)`,
       );
-    this.cache.remember(entity);
-    // Other instances see the new entity at once.
-    await this.sync.announce();
+    await this.commit(entity, true);
     await this.listeners.onRegistered(entity);
     return { entity, secret };
   }
@@ -204,13 +199,9 @@ export class EntityRegistry implements EntityCatalog {
     let result: { id: string; added: boolean; expiresAt: number | null } | undefined;
     await this.changeSecrets(key, (live, now) => {
       const known = live.find((s) => s.hash === hash);
-      if (known) {
-        result = { id: known.id, added: false, expiresAt: known.expiresAt };
-        return undefined;
-      }
-      const record = secretRecord(secret, now, o.expiresInSeconds ? now + o.expiresInSeconds * 1000 : null);
-      result = { id: record.id, added: true, expiresAt: record.expiresAt };
-      return [record, ...live];
+      const record = known ?? secretRecord(secret, now, o.expiresInSeconds ? now + o.expiresInSeconds * 1000 : null);
+      result = { id: record.id, added: !known, expiresAt: record.expiresAt };
+      return known ? undefined : [record, ...live];
     });
     if (!result) throw notFound(key);
     return { ...result, secret };

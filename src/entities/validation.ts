@@ -33,8 +33,7 @@ export function registrationValues(input: RegisterInput, refillTickMs: number, s
   );
   if (input.firstId !== undefined) values.startOffset = stride.of(values).firstNumberFrom(input.firstId);
   refuseBroken(values);
-  if (gapless) return { ...values, numbers, gapless };
-  return numbers ? { ...values, numbers } : values;
+  return { ...values, ...(numbers && { numbers }), ...(gapless && { gapless }) };
 }
 
 /**
@@ -94,7 +93,7 @@ function numberSettings(input: RegisterInput): NumberSettings | undefined {
   }
   if (input.mode === 'snowflake')
     throw new InvalidRequestError('format: business numbers are for monotonic and trend entities, not snowflake');
-  const lineField = (['startOffset', 'firstId', 'delta', 'remainder'] as const).find((f) => input[f] !== undefined);
+  const lineField = LINE_FIELDS.find((f) => input[f] !== undefined);
   if (lineField)
     throw new InvalidRequestError(
       `${lineField}: not used by business numbers (each period's sequence starts at 1; POST /admin/apps/:key/raise moves one up)`,
@@ -161,17 +160,10 @@ function refuseBroken(values: Parameters<typeof checkRules>[0]): void {
   if (broken) throw new InvalidRequestError(broken);
 }
 
+/** Fields that place or space the number line (a business number's sequence has neither). */
+const LINE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder'] as const;
 /** Fields that shape a segment pool: a snowflake entity has none, so setting one is a mistake worth a 400. */
-const POOL_FIELDS = [
-  'startOffset',
-  'firstId',
-  'delta',
-  'remainder',
-  'step',
-  'maxPoolSize',
-  'minSizePercent',
-  'interval',
-] as const;
+const POOL_FIELDS = [...LINE_FIELDS, 'step', 'maxPoolSize', 'minSizePercent', 'interval'] as const;
 
 function refusePoolFields(input: Partial<Record<(typeof POOL_FIELDS)[number], unknown>>): void {
   const given = POOL_FIELDS.find((field) => input[field] !== undefined);

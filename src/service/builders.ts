@@ -84,19 +84,24 @@ export interface Stores {
   readonly gaplessRecord: GaplessHighWater | undefined;
 }
 
+/** What the builders after the registry are given (`base` in index.ts). */
+export interface ServiceBase {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  db: Database;
+  stores: Stores;
+  registry: EntityRegistry;
+}
+
 /** Without Redis business numbers wait in the in-process pool beside plain ids. */
 function inProcessPool(pool: MemoryPoolStore): Pick<Stores, 'poolStore' | 'numberStore'> {
   return { poolStore: pool, numberStore: { kind: 'memory', store: pool } };
 }
 
-export function buildStores(deps: {
-  config: Config;
-  db: Database;
-  redis: RedisClient | undefined;
-  clock: Clock;
-  prefix: string;
-  log: Logger;
-}): Stores {
+export function buildStores(
+  deps: Pick<ServiceBase, 'config' | 'db' | 'clock' | 'log'> & { redis: RedisClient | undefined; prefix: string },
+): Stores {
   const { config, db, redis, clock, prefix } = deps;
   return {
     ...(redis
@@ -143,21 +148,15 @@ export async function checkPoolMemory(
 }
 
 /** What the pools report to (metrics, alarms, the sampler's feed): built before them, and the sampler after. */
-export function buildOpsEvents(deps: {
-  opsConfig: OpsConfig;
-  clock: Clock;
-  log: Logger;
-  redis: RedisClient | undefined;
-  stores: Stores;
-  registry: EntityRegistry;
-  instance: string;
-}): Built<OpsEvents> {
-  const { opsConfig: config, clock, log, registry: entities, instance } = deps;
+export function buildOpsEvents(
+  deps: ServiceBase & { opsConfig: OpsConfig; redis: RedisClient | undefined; instance: string },
+): Built<OpsEvents> {
+  const { clock, log, instance } = deps;
   const events = createOpsEvents({
-    config,
+    config: deps.opsConfig,
     clock,
     log,
-    entities,
+    entities: deps.registry,
     stride: deps.stores.stride,
     instance,
     sharedAlarms: deps.redis !== undefined,
@@ -166,25 +165,21 @@ export function buildOpsEvents(deps: {
   return { value: events, close: () => events.alarms.flush() };
 }
 
-export function buildOps(deps: {
-  events: OpsEvents;
-  /** Now's period of a business-number entity: the pools' numbers layer's, a gapless series' ledger's. */
-  numbers: NumberUsageSource;
-  config: Config;
-  opsConfig: OpsConfig;
-  clock: Clock;
-  log: Logger;
-  db: Database;
-  redis: RedisClient | undefined;
-  prefix: string;
-  stores: Stores;
-  registry: EntityRegistry;
-  snowflake: SnowflakeRuntime;
-  /** This instance's name (host:pid) in its alarms and heartbeat. */
-  instance: string;
-  /** `host:port` it listens on, once it does. */
-  address: () => string;
-}): Built<Ops> {
+export function buildOps(
+  deps: ServiceBase & {
+    events: OpsEvents;
+    /** Now's period of a business-number entity: the pools' numbers layer's, a gapless series' ledger's. */
+    numbers: NumberUsageSource;
+    opsConfig: OpsConfig;
+    redis: RedisClient | undefined;
+    prefix: string;
+    snowflake: SnowflakeRuntime;
+    /** This instance's name (host:pid) in its alarms and heartbeat. */
+    instance: string;
+    /** `host:port` it listens on, once it does. */
+    address: () => string;
+  },
+): Built<Ops> {
   const { config, stores, snowflake, opsConfig } = deps;
   const layout = snowflake.generator.layout;
   const lease = snowflake.lease;
@@ -267,14 +262,7 @@ export interface Pools {
 }
 
 /** What the pools and the business-number takes are built from. */
-interface PoolParts {
-  config: Config;
-  clock: Clock;
-  log: Logger;
-  stores: Stores;
-  registry: EntityRegistry;
-  ops: OpsEvents;
-}
+type PoolParts = ServiceBase & { ops: OpsEvents };
 
 /** The refiller, the fence check and the dispatcher; refilling starts with `refiller.start()` and `fenceCheck.start()` and stops on close. */
 export function buildPools(
@@ -285,7 +273,6 @@ export function buildPools(
   },
 ): Built<Pools> {
   const { stores, registry, clock, log } = deps;
-  const { demand } = stores;
   const events = deps.ops.refillEvents;
   const guarded =
     deps.highWater &&
@@ -299,7 +286,7 @@ export function buildPools(
   });
   const periods = buildNumberPeriods(deps);
   const refiller = new Refiller({
-    demand,
+    demand: stores.demand,
     periods,
     entities: registry,
     allocator,
@@ -310,7 +297,7 @@ export function buildPools(
     log: log.child({ component: 'refiller' }),
     intervalMs: deps.config.refillIntervalMs,
     beforePush: deps.beforePush,
-    events: deps.ops.refillEvents,
+    events,
   });
   followRegistry(registry, refiller, periods, stores);
   const dispatcher = new Dispatcher({
@@ -331,20 +318,18 @@ export function buildPools(
     log: log.child({ component: 'fence-check' }),
     intervalMs: deps.config.fenceCheckMs,
   });
-  const checkHighWater = async () => {
-    await guarded?.checkAll(registry.segmentKeys());
-  };
-  // The sampler, built after the pools, reads the periods here (a gapless series' from its ledger).
-  const numberUsage = numberUsageByKind(periods, deps.stores.gaplessLedger);
   return {
     value: {
       allocator,
       refiller,
       dispatcher,
       fenceCheck,
-      checkHighWater,
+      checkHighWater: async () => {
+        await guarded?.checkAll(registry.segmentKeys());
+      },
       numbers: periods,
-      numberUsage,
+      // The sampler, built after the pools, reads the periods here (a gapless series' from its ledger).
+      numberUsage: numberUsageByKind(periods, stores.gaplessLedger),
     },
     close: async () => {
       await fenceCheck.stop();
@@ -408,14 +393,13 @@ export function buildTakes(deps: {
   rate: EntityRateLimit;
   events: TakeEvents;
 }): TakeService {
-  const { snowflake } = deps;
   return new TakeService({
     takers: {
       segment: deps.pools.dispatcher,
       number: deps.pools.dispatcher,
       gapless: new GaplessTaker(deps.gapless),
       snowflake: new SnowflakeTaker({
-        make: (entityKey, count) => snowflake.make(entityKey, count),
+        make: (entityKey, count) => deps.snowflake.make(entityKey, count),
         rate: deps.rate,
       }),
     },

@@ -45,14 +45,13 @@ export function buildIncumbents(config: Config): Built<ReadonlyMap<IncumbentKind
 export async function buildRedis(config: Config): Promise<Built<RedisClient | undefined>> {
   if (!config.redis) return { value: undefined };
   const redis = await connectRedis(config.redis, { socketTimeoutMs: config.redisSocketTimeoutMs });
-  const close = () => closeRedis(redis);
   try {
     await loadFunctionsAtStart(redis, config.redis);
   } catch (err) {
     await closeRedis(redis);
     throw err;
   }
-  return { value: redis, close };
+  return { value: redis, close: () => closeRedis(redis) };
 }
 
 /**

@@ -1,34 +1,25 @@
 /** The HTTP face of a service: readiness over its dependencies, and the express app over the stores, pools and ops. */
-import type { Express } from 'express';
-import type { Clock } from '../clock';
-import type { Config } from '../config/config';
-import type { Database } from '../db/database';
-import type { EntityRegistry } from '../entities/registry';
 import { type HttpDeps, type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
 import { failedCheck, sharedCheck } from '../http/readiness';
-import type { Logger } from '../logger';
 import { type Ops, requestObserver } from '../ops';
 import type { OpsConfig } from '../ops/settings';
 import type { PoolStore } from '../pool/pool-store';
 import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { SegmentLeaser } from '../segment/lease';
-import type { Pools, Stores } from './builders';
+import type { Pools, ServiceBase } from './builders';
+import type { ServiceParts } from './internals';
 import type { SnowflakeRuntime } from '../worker/snowflake-runtime';
 import type { TakeService } from '../take/take-service';
 import type { GaplessSeries } from '../gapless/series';
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
-function readinessCheck(deps: {
-  db: Database;
-  poolStore: PoolStore;
-  /** The incumbents' databases of live cutovers: each a dependency like the service's own while configured. */
-  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
-  snowflake: SnowflakeRuntime;
-  clock: Clock;
-  stopping: () => boolean;
-  sampling?: () => ReadinessReport['sampling'];
-}): () => Promise<ReadinessReport> {
+function readinessCheck(
+  deps: Pick<HttpParts, 'db' | 'incumbents' | 'snowflake' | 'clock' | 'stopping'> & {
+    poolStore: PoolStore;
+    sampling?: () => ReadinessReport['sampling'];
+  },
+): () => Promise<ReadinessReport> {
   const { db, poolStore, snowflake, clock } = deps;
   return async () => {
     const checks: Record<string, string> = {};
@@ -68,44 +59,24 @@ function readinessCheck(deps: {
   };
 }
 
-/** The app of the main port, and the admin port's when IDPOOL_ADMIN_PORT is set. */
-export interface HttpApps {
-  app: Express;
-  adminApp?: Express;
-}
-
 /** What the HTTP side is built from. */
-interface HttpParts {
-  config: Config;
-  clock: Clock;
+type HttpParts = ServiceBase & {
   opsConfig: OpsConfig;
-  log: Logger;
-  stores: Stores;
-  registry: EntityRegistry;
   pools: Pools;
   takes: TakeService;
   gapless: GaplessSeries;
   snowflake: SnowflakeRuntime;
   ops: Ops;
-  db: Database;
-  /** The incumbents' databases of live cutovers (readiness checks each). */
+  /** The incumbents' databases of live cutovers: readiness checks each, a dependency like the service's own. */
   incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
   /** True once shutdown began: readiness fails and answers close their connections. */
   stopping: () => boolean;
-}
+};
 
 /** What probes, scrapers and the dashboard read: readiness over the dependencies, metrics, the overview, the worker leases. */
 function operations(deps: HttpParts): HttpDeps['operations'] {
   const { ops } = deps;
-  const readiness = readinessCheck({
-    db: deps.db,
-    poolStore: deps.stores.poolStore,
-    incumbents: deps.incumbents,
-    snowflake: deps.snowflake,
-    clock: deps.clock,
-    stopping: deps.stopping,
-    sampling: () => ops.sampler.health(),
-  });
+  const readiness = readinessCheck({ ...deps, poolStore: deps.stores.poolStore, sampling: () => ops.sampler.health() });
   // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
   const dependencyProbe = sharedCheck(readiness, deps.clock, 1000);
   return {
@@ -120,7 +91,8 @@ function operations(deps: HttpParts): HttpDeps['operations'] {
   };
 }
 
-export function buildHttp(deps: HttpParts): HttpApps {
+/** The app of the main port, and the admin port's when IDPOOL_ADMIN_PORT is set. */
+export function buildHttp(deps: HttpParts): Pick<ServiceParts, 'app' | 'adminApp'> {
   const { stores, ops, log } = deps;
   const httpDeps: HttpDeps = {
     registry: deps.registry,
@@ -162,6 +134,6 @@ export function buildHttp(deps: HttpParts): HttpApps {
     log: log.child({ component: 'http' }),
   };
   // One set of dependencies for both ports: the failed-authentication limit counts a client's tries on either.
-  if (deps.config.adminPort === undefined) return { app: createHttpApp(httpDeps) };
+  if (deps.config.adminPort === undefined) return { app: createHttpApp(httpDeps), adminApp: undefined };
   return { app: createHttpApp(httpDeps, 'public'), adminApp: createHttpApp(httpDeps, 'admin') };
 }

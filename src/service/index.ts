@@ -95,8 +95,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const { refiller, fenceCheck } = pools;
     const { poolStore } = stores;
     const parts = { app, adminApp, db, redis, registry, snowflake, ops, poolStore, takes, refiller, fenceCheck };
-    const start = () => entities.start();
-    return runningService(parts, { config, options, resources, state, start });
+    return runningService(parts, { config, options, resources, state, start: entities.start });
   } catch (err) {
     await resources.closeAll();
     throw err;
