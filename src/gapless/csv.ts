@@ -4,17 +4,13 @@
  * a void reason starting with `=`, `+`, `-` or `@` gets a leading `'`, so a
  * spreadsheet shows it as text rather than running it as a formula.
  */
+import type { LedgerEntry } from './ledger';
 
 /** One ledger row as the routes answer it (`issuedAt` in ISO 8601). */
-export interface LedgerRowJson {
-  readonly number: string;
-  readonly period: string;
-  readonly seq: string;
+export type LedgerRowJson = Omit<LedgerEntry, 'issuedAt' | 'status'> & {
   readonly issuedAt: string;
-  readonly reference: string | null;
   readonly status: string;
-  readonly reason: string | null;
-}
+};
 
 const HEADER = 'number,period,seq,issued_at,status,reference,reason\r\n';
 

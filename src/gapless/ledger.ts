@@ -81,7 +81,6 @@ const INSERT_ROWS = 500;
 export const ONE_TRIP_ROWS = INSERT_ROWS;
 
 export class SqlLedger {
-  private readonly big: (column: string) => string;
   private readonly insertCounter: string;
 
   constructor(
@@ -90,7 +89,6 @@ export class SqlLedger {
     /** The clock of `update_time`, and of lost rows' `issued_at` entered for a period with no counter row. */
     private readonly clock: Pick<Clock, 'now'>,
   ) {
-    this.big = (column) => db.bigText(column);
     const [before, after] = db.dialect === 'mysql' ? ['INSERT IGNORE', ''] : ['INSERT', ' ON CONFLICT DO NOTHING'];
     this.insertCounter = `${before} INTO gapless_counter (entity_key, period, seq, update_time) VALUES (?, ?, 0, ?)${after}`;
   }
@@ -122,16 +120,7 @@ export class SqlLedger {
         if (answers[i] !== undefined) continue;
         answers[i] = { period: period.id, first: next, count: take.count, replayed: false };
         for (let k = 0; k < take.count; k++, next++)
-          rows.push([
-            entityKey,
-            period.id,
-            next.toString(),
-            format(next),
-            now,
-            ...firstOfTake(take, k),
-            'issued',
-            null,
-          ]);
+          rows.push([entityKey, period.id, String(next), format(next), now, ...firstOfTake(take, k), 'issued', null]);
       }
       await this.insertRows(tx, rows);
       return { answers: answers as GroupAnswer[], period, last };
@@ -191,7 +180,7 @@ export class SqlLedger {
     const keys = takes.flatMap((t) => (t.idempotencyKey === undefined ? [] : [t.idempotencyKey]));
     const on = keys.length ? `l.entity_key = ? AND l.idempotency_key IN (${keys.map(() => '?').join(', ')})` : '1 = 0';
     const { rows } = await tx.run(
-      `SELECT ${this.db.nowMs} AS now_ms, l.idempotency_key AS k, l.period AS period, ${this.big('l.seq')} AS seq, l.take_count AS take_count, l.reference AS reference
+      `SELECT ${this.db.nowMs} AS now_ms, l.idempotency_key AS k, l.period AS period, ${this.db.bigText('l.seq')} AS seq, l.take_count AS take_count, l.reference AS reference
        FROM (SELECT 1 AS one) d LEFT JOIN gapless_number l ON ${on}`,
       keys.length ? [entityKey, ...keys] : [],
     );
@@ -217,7 +206,7 @@ export class SqlLedger {
   private async lastRow(tx: Tx, entityKey: string, period: string): Promise<bigint> {
     const lock = this.db.dialect === 'mysql' ? ' LOCK IN SHARE MODE' : '';
     const { rows } = await tx.run(
-      `SELECT ${this.big('MAX(seq)')} AS seq FROM gapless_number WHERE entity_key = ? AND period = ?${lock}`,
+      `SELECT ${this.db.bigText('MAX(seq)')} AS seq FROM gapless_number WHERE entity_key = ? AND period = ?${lock}`,
       [entityKey, period],
     );
     return rows[0]?.seq == null ? 0n : BigInt(String(rows[0].seq));
@@ -230,7 +219,7 @@ export class SqlLedger {
       const last = await this.tryAdvance(tx, entityKey, period, n, capacity);
       if (last !== undefined) return last;
       const { rows } = await tx.run(
-        `SELECT ${this.big('seq')} AS seq FROM gapless_counter WHERE entity_key = ? AND period = ?`,
+        `SELECT ${this.db.bigText('seq')} AS seq FROM gapless_counter WHERE entity_key = ? AND period = ?`,
         [entityKey, period],
       );
       if (rows.length === 0) {
@@ -258,7 +247,7 @@ export class SqlLedger {
       return result.affectedRows === 1 && result.insertId !== undefined ? BigInt(result.insertId) : undefined;
     }
     const { rows } = await tx.run(
-      `UPDATE gapless_counter SET seq = seq + CAST(? AS BIGINT), update_time = ? WHERE entity_key = ? AND period = ? AND seq <= CAST(? AS BIGINT) RETURNING ${this.big('seq')} AS seq`,
+      `UPDATE gapless_counter SET seq = seq + CAST(? AS BIGINT), update_time = ? WHERE entity_key = ? AND period = ? AND seq <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('seq')} AS seq`,
       [String(n), this.clock.now(), entityKey, period, room],
     );
     return rows.length === 1 ? BigInt(String(rows[0].seq)) : undefined;
@@ -294,7 +283,7 @@ export class SqlLedger {
   async entries(entityKey: string, period: string, after: bigint, limit: number): Promise<LedgerEntry[]> {
     const rows = await this.db.query<SqlRow>(
       // Ordered by the column, not the text of it the select names `seq`.
-      `SELECT l.number, l.period, ${this.big('l.seq')} AS seq, ${this.big('l.issued_at')} AS issued_at, l.reference, l.status, l.reason
+      `SELECT l.number, l.period, ${this.db.bigText('l.seq')} AS seq, ${this.db.bigText('l.issued_at')} AS issued_at, l.reference, l.status, l.reason
        FROM gapless_number l WHERE l.entity_key = ? AND l.period = ? AND l.seq > ? ORDER BY l.seq LIMIT ${Math.trunc(limit)}`,
       [entityKey, period, after.toString()],
     );
@@ -313,7 +302,7 @@ export class SqlLedger {
   async audit(entityKey: string, period: string): Promise<LedgerAudit> {
     const [[sums], counter, gaps, twice] = await Promise.all([
       this.db.query<SqlRow>(
-        `SELECT ${this.big('MIN(seq)')} AS first, ${this.big('MAX(seq)')} AS last,
+        `SELECT ${this.db.bigText('MIN(seq)')} AS first, ${this.db.bigText('MAX(seq)')} AS last,
          SUM(CASE WHEN status = 'issued' THEN 1 ELSE 0 END) AS issued, SUM(CASE WHEN status = 'void' THEN 1 ELSE 0 END) AS voided,
          SUM(CASE WHEN status = 'lost' THEN 1 ELSE 0 END) AS lost FROM gapless_number WHERE entity_key = ? AND period = ?`,
         [entityKey, period],
@@ -361,7 +350,7 @@ export class SqlLedger {
   /** The period's counter (0 before its first take). */
   async counter(entityKey: string, period: string): Promise<bigint> {
     const rows = await this.db.query<{ seq: string }>(
-      `SELECT ${this.big('seq')} AS seq FROM gapless_counter WHERE entity_key = ? AND period = ?`,
+      `SELECT ${this.db.bigText('seq')} AS seq FROM gapless_counter WHERE entity_key = ? AND period = ?`,
       [entityKey, period],
     );
     return rows[0] ? BigInt(rows[0].seq) : 0n;
@@ -382,7 +371,7 @@ export class SqlLedger {
     return this.transactions.transaction(async (tx) => {
       const lock = this.db.dialect === 'sqlite' ? '' : ' FOR UPDATE';
       const { rows } = await tx.run(
-        `SELECT ${this.big('seq')} AS seq, ${this.db.nowMs} AS now_ms FROM gapless_counter WHERE entity_key = ? AND period = ?${lock}`,
+        `SELECT ${this.db.bigText('seq')} AS seq, ${this.db.nowMs} AS now_ms FROM gapless_counter WHERE entity_key = ? AND period = ?${lock}`,
         [entityKey, period.id],
       );
       const counter = rows[0] ? BigInt(String(rows[0].seq)) : 0n;
@@ -418,7 +407,7 @@ export class SqlLedger {
    */
   private async holes(tx: Tx | undefined, entityKey: string, period: string) {
     const lock = tx && this.db.dialect === 'mysql' ? ' LOCK IN SHARE MODE' : '';
-    const sql = `SELECT ${this.big('l.seq')} AS after_hole, ${this.big(`(SELECT MAX(p.seq) FROM gapless_number p WHERE p.entity_key = l.entity_key AND p.period = l.period AND p.seq < l.seq)`)} AS before_hole
+    const sql = `SELECT ${this.db.bigText('l.seq')} AS after_hole, ${this.db.bigText(`(SELECT MAX(p.seq) FROM gapless_number p WHERE p.entity_key = l.entity_key AND p.period = l.period AND p.seq < l.seq)`)} AS before_hole
        FROM gapless_number l WHERE l.entity_key = ? AND l.period = ? AND l.seq > 1
        AND NOT EXISTS (SELECT 1 FROM gapless_number p WHERE p.entity_key = l.entity_key AND p.period = l.period AND p.seq = l.seq - 1)
        ORDER BY l.seq${lock}`;
@@ -513,12 +502,7 @@ function postgresOneTrip(db: Database, move: Move, rows: readonly OneTripRow[]):
   };
 }
 
-interface KnownTake {
-  period: string;
-  first: bigint;
-  count: number;
-  reference: string | undefined;
-}
+type KnownTake = Omit<LedgerSpan, 'replayed'> & { reference: string | undefined };
 
 /** A take whose key the ledger holds: its numbers again, or a 409 when its body differs (as the idempotency store answers). */
 function replay(take: LedgerTake, known: ReadonlyMap<string, KnownTake>): GroupAnswer | undefined {

@@ -115,9 +115,8 @@ export class GaplessSeries {
     request: { idempotencyKey?: string; reference?: string } = {},
   ): Promise<GaplessNumbers> {
     const scheme = this.schemeOf(entity);
-    const max = GAPLESS_MAX_COUNT;
-    if (!Number.isSafeInteger(count) || count < 1 || count > max)
-      throw new InvalidRequestError(`count must be an integer from 1 to ${max} (a gapless series)`);
+    if (!Number.isSafeInteger(count) || count < 1 || count > GAPLESS_MAX_COUNT)
+      throw new InvalidRequestError(`count must be an integer from 1 to ${GAPLESS_MAX_COUNT} (a gapless series)`);
     const take = { count, idempotencyKey: request.idempotencyKey, reference: checkedReference(request.reference) };
     const span = await new Promise<LedgerSpan>((resolve, reject) => this.enqueue(entity, { take, resolve, reject }));
     const period = scheme.calendar.named(span.period);
@@ -156,10 +155,8 @@ export class GaplessSeries {
   /** One transaction for the group; when it cannot be one (too few left, a key another instance just wrote), one each. */
   private async issueGroup(entity: EntityConfig, group: Pending[]): Promise<void> {
     try {
-      const answers = await this.issue(
-        entity,
-        group.map((p) => p.take),
-      );
+      const takes = group.map((p) => p.take);
+      const answers = await this.issue(entity, takes);
       answers.forEach((answer, i) =>
         answer instanceof ConflictError ? group[i].reject(answer) : group[i].resolve(answer),
       );

@@ -275,7 +275,5 @@ function sqliteStatement(connection: BetterSqlite3.Database, sql: string, params
 
 /** Rows with BigInt values (safe integers mode) as decimal strings, as the other drivers give BIGINTs. */
 function textBigInts(row: Record<string, string | number | bigint | null>): SqlRow {
-  const out: SqlRow = {};
-  for (const [k, v] of Object.entries(row)) out[k] = typeof v === 'bigint' ? v.toString() : v;
-  return out;
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]));
 }
