@@ -257,7 +257,7 @@ export class OpsMetrics {
     const max = this.options.maxEntities;
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
-    // Per-entity counters and histograms hold only entities that had activity here: read them whole.
+    // A family with an `entity` label that is not an EntitySeries (one registered later) is read whole.
     const read = new Map<string, Family>();
     await Promise.all(
       families
@@ -273,6 +273,7 @@ export class OpsMetrics {
     const takeRates = new Map([...this.takeRate.values].filter(([, rate]) => Number.isFinite(rate)));
     const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map<string, number>(), takeRates);
 
+    const kept = (v: Family['values'][number]) => v.labels.entity === undefined || shown.has(String(v.labels.entity));
     const out = new Registry();
     for (const m of families) {
       if (m instanceof EntitySeries) {
@@ -281,15 +282,7 @@ export class OpsMetrics {
         continue;
       }
       const family = read.get(nameOf(m));
-      if (!family) {
-        out.registerMetric(m);
-        continue;
-      }
-      const kept = {
-        ...family,
-        values: family.values.filter((v) => v.labels.entity === undefined || shown.has(String(v.labels.entity))),
-      };
-      out.registerMetric(fixed(kept));
+      out.registerMetric(family ? fixed({ ...family, values: family.values.filter(kept) }) : m);
     }
     return { contentType: out.contentType, body: await out.metrics() };
   }
