@@ -28,8 +28,6 @@ export interface OpsMetricsOptions {
  */
 export class OpsMetrics {
   readonly registry = new Registry();
-  /** The per-entity gauges (the sampler's), forgotten with a retired entity. */
-  private readonly entityGauges: EntitySeries[] = [];
 
   // Pools (set by the sampler).
   readonly poolSize = this.entityGauge('idpool_pool_size', 'Ids ready in the pool', 'sum');
@@ -225,7 +223,6 @@ export class OpsMetrics {
 
   constructor(private readonly options: OpsMetricsOptions = {}) {
     this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
-    this.entityGauges.push(this.sampleAge);
     if (options.defaultMetrics !== false) {
       // prom-client's event-loop delay histogram (a timer every 10 ms) gives way to one sampling every
       // second (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
@@ -242,7 +239,8 @@ export class OpsMetrics {
 
   /** Forgets the per-entity gauges of a retired entity (its counters count on: they add up in the totals). */
   forgetEntity(entity: string): void {
-    for (const g of this.entityGauges) g.remove({ entity });
+    for (const m of this.registry.getMetricsAsArray() as unknown[])
+      if (m instanceof EntitySeries && m.type === 'gauge') m.remove({ entity });
   }
 
   /**
@@ -289,9 +287,7 @@ export class OpsMetrics {
 
   /** A per-entity gauge, totalled over every entity as `total` says (none by default). */
   private entityGauge(name: string, help: string, total: Total = null): EntitySeries {
-    const gauge = this.register(new EntitySeries(name, help, total));
-    this.entityGauges.push(gauge);
-    return gauge;
+    return this.register(new EntitySeries(name, help, total));
   }
 
   private register<T extends EntitySeries>(series: T): T {
