@@ -152,7 +152,6 @@ export function parseHeartbeat(json: string): Heartbeat | undefined {
   const hb = parseObject(json) as Record<keyof Heartbeat, unknown> | undefined;
   if (!hb) return undefined;
   const text = (x: unknown) => (typeof x === 'string' ? x : undefined);
-  const orNull = <T>(x: T | undefined) => x ?? null;
   if (typeof hb.id !== 'string' || typeof hb.version !== 'string') return undefined;
   if (typeof hb.at !== 'number' || typeof hb.ttlMs !== 'number' || !(hb.ttlMs > 0)) return undefined;
   return {
@@ -162,9 +161,9 @@ export function parseHeartbeat(json: string): Heartbeat | undefined {
     node: text(hb.node) ?? '',
     startedAt: text(hb.startedAt) ?? new Date(hb.at).toISOString(),
     workerId: typeof hb.workerId === 'number' ? hb.workerId : null,
-    epoch: orNull(text(hb.epoch)),
+    epoch: text(hb.epoch) ?? null,
     dialect: text(hb.dialect) ?? '',
-    lastSampleAt: orNull(text(hb.lastSampleAt)),
+    lastSampleAt: text(hb.lastSampleAt) ?? null,
     activeAlarms: typeof hb.activeAlarms === 'number' ? hb.activeAlarms : 0,
     // Absent (not null) from the heartbeats of releases before versioned libraries and clock checks.
     ...(hb.library === null || typeof hb.library === 'string' ? { library: hb.library } : {}),

@@ -1,7 +1,7 @@
 import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
 import type { Demand } from '../pool/demand';
-import type { Alarms } from './alarms';
+import type { AlarmInput, Alarms } from './alarms';
 import type { ClockWatch } from '../worker/clock-watch';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import { JS_SAFE_LIMIT } from '../limits';
@@ -12,7 +12,6 @@ import { raised } from './alarm-table';
 /** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
 const CONFIRM_SAMPLES = 2;
 
-type AlarmInput = Parameters<Alarms['set']>[0];
 /** What a rule says of its alarm: the name, entity and severity come from the table. */
 type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
 

@@ -28,7 +28,7 @@ export interface EntityOverview {
 
 /** What a dashboard row is built from: the sampler's view of one entity. */
 export interface SampledView {
-  demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
+  demand: Pick<Demand, 'sizing'>;
   /** The entities' latest samples, forecasts and charts. */
   history: Pick<EntityHistory, 'lastSample' | 'forecast' | 'chart'>;
   /** A business-number entity's latest period reading. */
@@ -60,13 +60,8 @@ export function dashboardRows(entities: readonly EntityConfig[], view: SampledVi
 function poolFigures(entity: EntityConfig, view: SampledView) {
   const last = view.history.lastSample(entity.key);
   const f = view.history.forecast(entity.key);
-  const sizing = {
-    target: view.demand.target(entity),
-    max: entity.maxPoolSize,
-    lowWatermark: view.demand.lowWatermark(entity),
-  };
   return {
-    pool: pool(last?.size ?? 0, sizing),
+    pool: pool(last?.size ?? 0, view.demand.sizing(entity)),
     currentOffset: (last?.offset ?? entity.startOffset).toString(),
     highestId: f && f.highestId >= 0n ? f.highestId.toString() : null,
     takePerSecond: round(f?.takePerSecond ?? 0),

@@ -86,9 +86,7 @@ export interface SnowflakeForecast {
 }
 
 /** Everything forecast for one segment entity. */
-export interface EntityForecast {
-  readonly takePerSecond: number;
-  readonly reservePerSecond: number;
+export interface EntityForecast extends Rates {
   readonly poolDrySeconds: number;
   readonly jsSafeSeconds: number;
   readonly int63Seconds: number;
@@ -153,9 +151,5 @@ export class Ring<T> {
 
   toArray(): readonly T[] {
     return this.items;
-  }
-
-  get length(): number {
-    return this.items.length;
   }
 }

@@ -125,14 +125,14 @@ export function createOpsEvents(
       served(entity, count) {
         metrics.idsServed.inc({ entity }, count);
         recent.add(entity, count);
-        feed.touch(entity);
+        feed.round.touch(entity);
       },
     },
     leaseEvents: {
       leased(entity, count) {
         metrics.segmentsLeased.inc({ entity });
         metrics.idsLeased.inc({ entity }, count);
-        feed.touch(entity);
+        feed.round.touch(entity);
       },
       rateLimited: (entity) => metrics.rateLimited.inc({ entity }),
     },

@@ -28,8 +28,6 @@ export interface OpsMetricsOptions {
  */
 export class OpsMetrics {
   readonly registry = new Registry();
-  /** The per-entity gauges (the sampler's), forgotten with a retired entity. */
-  private readonly entityGauges: EntitySeries[] = [];
 
   // Pools (set by the sampler).
   readonly poolSize = this.entityGauge('idpool_pool_size', 'Ids ready in the pool', 'sum');
@@ -225,7 +223,6 @@ export class OpsMetrics {
 
   constructor(private readonly options: OpsMetricsOptions = {}) {
     this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
-    this.entityGauges.push(this.sampleAge);
     if (options.defaultMetrics !== false) {
       // prom-client's event-loop delay histogram (a timer every 10 ms) gives way to one sampling every
       // second (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
@@ -242,7 +239,8 @@ export class OpsMetrics {
 
   /** Forgets the per-entity gauges of a retired entity (its counters count on: they add up in the totals). */
   forgetEntity(entity: string): void {
-    for (const g of this.entityGauges) g.remove({ entity });
+    for (const m of this.registry.getMetricsAsArray() as unknown[])
+      if (m instanceof EntitySeries && m.type === 'gauge') m.remove({ entity });
   }
 
   /**
@@ -257,7 +255,7 @@ export class OpsMetrics {
     const max = this.options.maxEntities;
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
-    // Per-entity counters and histograms hold only entities that had activity here: read them whole.
+    // A family with an `entity` label that is not an EntitySeries (one registered later) is read whole.
     const read = new Map<string, Family>();
     await Promise.all(
       families
@@ -273,6 +271,7 @@ export class OpsMetrics {
     const takeRates = new Map([...this.takeRate.values].filter(([, rate]) => Number.isFinite(rate)));
     const shown = busiest(max, candidates, this.options.recentServed?.() ?? new Map<string, number>(), takeRates);
 
+    const kept = (v: Family['values'][number]) => v.labels.entity === undefined || shown.has(String(v.labels.entity));
     const out = new Registry();
     for (const m of families) {
       if (m instanceof EntitySeries) {
@@ -281,24 +280,14 @@ export class OpsMetrics {
         continue;
       }
       const family = read.get(nameOf(m));
-      if (!family) {
-        out.registerMetric(m);
-        continue;
-      }
-      const kept = {
-        ...family,
-        values: family.values.filter((v) => v.labels.entity === undefined || shown.has(String(v.labels.entity))),
-      };
-      out.registerMetric(fixed(kept));
+      out.registerMetric(family ? fixed({ ...family, values: family.values.filter(kept) }) : m);
     }
     return { contentType: out.contentType, body: await out.metrics() };
   }
 
   /** A per-entity gauge, totalled over every entity as `total` says (none by default). */
   private entityGauge(name: string, help: string, total: Total = null): EntitySeries {
-    const gauge = this.register(new EntitySeries(name, help, total));
-    this.entityGauges.push(gauge);
-    return gauge;
+    return this.register(new EntitySeries(name, help, total));
   }
 
   private register<T extends EntitySeries>(series: T): T {

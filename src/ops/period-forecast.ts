@@ -85,13 +85,13 @@ export class PeriodHistory {
  * `takePerSecond`, from `now`. Already full: now. Nothing taken: never.
  */
 export function periodForecast(
-  usage: { now: number; used: bigint; capacity: bigint; periodEnd: number },
+  usage: Pick<NumberUsage, 'now' | 'used' | 'capacity'> & { period: { end: number } },
   takePerSecond: number,
 ): PeriodForecast {
   const left = usage.capacity - usage.used;
   const runsOutAt =
     left <= 0n ? usage.now : takePerSecond > 0 ? usage.now + (Number(left) / takePerSecond) * 1000 : undefined;
-  return { takePerSecond, runsOutAt, beforeEnd: runsOutAt !== undefined && runsOutAt < usage.periodEnd };
+  return { takePerSecond, runsOutAt, beforeEnd: runsOutAt !== undefined && runsOutAt < usage.period.end };
 }
 
 /**
@@ -122,10 +122,7 @@ export interface NumberView {
 
 /** The view of `usage` at `takePerSecond`: its forecast, and the run-out as `wallClock` (the entity's zone) reads it. */
 export function numberView(usage: NumberUsage, takePerSecond: number, wallClock: (ms: number) => string): NumberView {
-  const forecast = periodForecast(
-    { now: usage.now, used: usage.used, capacity: usage.capacity, periodEnd: usage.period.end },
-    takePerSecond,
-  );
+  const forecast = periodForecast(usage, takePerSecond);
   const runsOutLocal =
     forecast.runsOutAt === undefined ? undefined : runOutText(wallClock, usage.now, forecast.runsOutAt);
   const { start, end, id } = usage.period;
@@ -162,20 +159,15 @@ export interface NumberPeriodJson {
   runsOutBeforeEnd: boolean;
 }
 
-export function numberPeriodJson({
-  usage,
-  forecast,
-  runsOutLocal,
-  startLocal,
-  endLocal,
-}: NumberView): NumberPeriodJson {
+export function numberPeriodJson(view: NumberView): NumberPeriodJson {
+  const { usage, forecast } = view;
   const { period } = usage;
   return {
     id: period.id,
     start: new Date(period.start).toISOString(),
     end: period.id === 'all' ? null : isoDate(period.end),
-    startLocal,
-    endLocal: endLocal ?? null,
+    startLocal: view.startLocal,
+    endLocal: view.endLocal ?? null,
     timeZone: usage.timeZone,
     used: usage.used.toString(),
     capacity: usage.capacity.toString(),
@@ -184,7 +176,7 @@ export function numberPeriodJson({
     ready: usage.ready,
     takePerSecond: round(forecast.takePerSecond),
     runsOutAt: isoDate(forecast.runsOutAt),
-    runsOutLocal: runsOutLocal ?? null,
+    runsOutLocal: view.runsOutLocal ?? null,
     runsOutBeforeEnd: forecast.beforeEnd,
   };
 }

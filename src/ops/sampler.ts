@@ -109,11 +109,6 @@ export class SamplerFeed {
     });
   }
 
-  /** Ids of the entity were served here: it is read every run from the next one on. */
-  touch(entityKey: string): void {
-    this.round.touch(entityKey);
-  }
-
   /**
    * Pool levels the refill sweep read, its read begun at `readAt` (`roundMs`:
    * how long its round over every pool takes, which may be paced otherwise
@@ -336,7 +331,7 @@ export class OpsSampler {
     this.options.metrics.sampleRound.set((sampleMs * rounds) / 1000);
     for (const [i, entity] of entities.entries())
       this.guardNow('entity', entity.key, () =>
-        this.sampleEntity(entity, levels[i].level, offsets.get(entity.key), levels[i].at, capacity(entity.key)),
+        this.sampleEntity(entity, levels[i], offsets.get(entity.key), capacity(entity.key)),
       );
     // Side by side: two Redis round trips each, in flight together on the one connection.
     const numbered = picked.filter((e) => e.numbers);
@@ -380,12 +375,11 @@ export class OpsSampler {
     this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
   }
 
-  /** Records, publishes and checks one entity's sample. */
+  /** Records one entity's sample, sets its pool and forecast gauges and checks its alarms. */
   private sampleEntity(
     entity: EntityConfig,
-    level: PoolLevel | Error,
+    { level, at }: ReadLevel,
     offset: bigint | undefined,
-    at: number,
     capacity: number,
   ): void {
     if (level instanceof Error) throw level;
@@ -397,7 +391,8 @@ export class OpsSampler {
     // (recorded, or only dated when nothing had moved): a sample's date never goes back.
     const seen = this.sampledAt(entity.key);
     if (seen !== undefined && at < seen) return;
-    this.options.metrics.sampleAge.sampled(entity.key, at);
+    const { metrics, demand } = this.options;
+    metrics.sampleAge.sampled(entity.key, at);
     const last = this.history.lastSample(entity.key);
     // Taken from since the last sample (by anyone: the take counter moved, or reserved beyond what the pool
     // grew), or served here: active. A refill alone moves offset and size together and leaves an idle entity idle.
@@ -411,7 +406,17 @@ export class OpsSampler {
     else if (this.unchanged(entity, size, offset)) return;
     const f = this.history.record(entity, { at, size, offset, taken }, capacity);
     if (!f) return;
-    this.publish(entity, size, offset, f);
+    const labels = { entity: entity.key };
+    metrics.poolSize.set(labels, size);
+    metrics.poolLowWatermark.set(labels, demand.lowWatermark(entity));
+    metrics.poolTarget.set(labels, demand.target(entity));
+    metrics.poolMax.set(labels, entity.maxPoolSize);
+    metrics.currentOffset.set(labels, Number(offset));
+    metrics.takeRate.set(labels, f.takePerSecond);
+    metrics.reserveRate.set(labels, f.reservePerSecond);
+    metrics.forecastPoolDry.set(labels, f.poolDrySeconds);
+    metrics.forecastJsSafe.set(labels, f.jsSafeSeconds);
+    metrics.forecastInt63.set(labels, f.int63Seconds);
     this.rules.checkEntity(entity, size, at, f, this.history.filled(entity.key));
   }
 
@@ -430,22 +435,6 @@ export class OpsSampler {
       metrics.poolTarget.values.get(entity.key) === demand.target(entity) &&
       metrics.poolMax.values.get(entity.key) === entity.maxPoolSize
     );
-  }
-
-  /** Sets the entity's pool and forecast gauges. */
-  private publish(entity: EntityConfig, size: number, offset: bigint, f: EntityForecast): void {
-    const { metrics } = this.options;
-    const labels = { entity: entity.key };
-    metrics.poolSize.set(labels, size);
-    metrics.poolLowWatermark.set(labels, this.options.demand.lowWatermark(entity));
-    metrics.poolTarget.set(labels, this.options.demand.target(entity));
-    metrics.poolMax.set(labels, entity.maxPoolSize);
-    metrics.currentOffset.set(labels, Number(offset));
-    metrics.takeRate.set(labels, f.takePerSecond);
-    metrics.reserveRate.set(labels, f.reservePerSecond);
-    metrics.forecastPoolDry.set(labels, f.poolDrySeconds);
-    metrics.forecastJsSafe.set(labels, f.jsSafeSeconds);
-    metrics.forecastInt63.set(labels, f.int63Seconds);
   }
 
   /** Drops a retired entity's history, gauges and alarms. */

@@ -104,7 +104,7 @@ describe('Ring', () => {
     const r = new Ring<number>(3);
     for (let i = 1; i <= 5; i++) r.push(i);
     expect(r.toArray()).toEqual([3, 4, 5]);
-    expect(r.length).toBe(3);
+    expect(r.toArray()).toHaveLength(3);
   });
 });
 

@@ -239,7 +239,7 @@ describe('OpsSampler cost', () => {
     // e0000's pool moves (direct pops): seen at its next read, then read every run.
     // e2000 serves a request here (touch): read from the next run on.
     s.sizes.set('e0000', 900);
-    s.feed.touch('e2000');
+    s.feed.round.touch('e2000');
     s.reads.length = 0;
     await s.tick(); // round 2, run 1: e0000..e0199, and e2000
     expect(s.reads).toEqual([201]);
@@ -312,7 +312,7 @@ describe('OpsSampler at rest: idle cost follows activity', () => {
     expect(s.sampler.overview().find((e) => e.key === 'e0301')!.pool.size).toBe(990);
     expect(s.sampler.health()).toMatchObject({ roundSeconds: 7 });
     // An entity served here, which the sweep did not read this time: the sampler reads it itself.
-    s.feed.touch('e0400');
+    s.feed.round.touch('e0400');
     s.reads.length = 0;
     await s.tick();
     expect(s.reads).toEqual([1]);

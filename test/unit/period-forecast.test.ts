@@ -88,17 +88,17 @@ describe('periodForecast', () => {
 
   it('runs out at now + left / rate; alarms only before the period ends', () => {
     // 999,999 − 500,000 = 499,999 left at 20/s: 24,999.95 s, before the end 11 h away.
-    const f = periodForecast({ now, used: 500_000n, capacity: 999_999n, periodEnd: end }, 20);
+    const f = periodForecast({ now, used: 500_000n, capacity: 999_999n, period: { end } }, 20);
     expect(f.runsOutAt).toBe(now + 24_999_950);
     expect(f.beforeEnd).toBe(true);
     // At 10/s it lasts 49,999.9 s: past the end (39,600 s away).
-    expect(periodForecast({ now, used: 500_000n, capacity: 999_999n, periodEnd: end }, 10).beforeEnd).toBe(false);
+    expect(periodForecast({ now, used: 500_000n, capacity: 999_999n, period: { end } }, 10).beforeEnd).toBe(false);
   });
 
   it('is never with nothing taken, and now when full', () => {
-    const idle = periodForecast({ now, used: 10n, capacity: 999n, periodEnd: end }, 0);
+    const idle = periodForecast({ now, used: 10n, capacity: 999n, period: { end } }, 0);
     expect(idle).toEqual({ takePerSecond: 0, runsOutAt: undefined, beforeEnd: false });
-    const full = periodForecast({ now, used: 999n, capacity: 999n, periodEnd: end }, 0);
+    const full = periodForecast({ now, used: 999n, capacity: 999n, period: { end } }, 0);
     expect(full).toEqual({ takePerSecond: 0, runsOutAt: now, beforeEnd: true });
   });
 });
@@ -133,7 +133,7 @@ describe('runOutText: the time as the zone reads it', () => {
     expect(period.end - period.start).toBe(23 * 3600_000);
     // 22:59 EDT (02:59Z on the 9th) is before that end; a run-out at 23:30 EDT is too.
     const f = periodForecast(
-      { now: at('2026-03-08T23:00:00Z'), used: 9000n, capacity: 9999n, periodEnd: period.end },
+      { now: at('2026-03-08T23:00:00Z'), used: 9000n, capacity: 9999n, period },
       999 / (4.5 * 3600),
     );
     expect(f.beforeEnd).toBe(true);
