@@ -5,7 +5,6 @@ import { entityPath } from './admin-api';
 import { fields, table } from './format';
 import { addImport, addImportFrom } from './import-commands';
 import { addRelease } from './cutover';
-import type { DecodableEntity } from './decode-number';
 
 /** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
 const LIST_PAGE = 1000;
@@ -174,8 +173,10 @@ function addList(group: Command, ctx: CliContext): void {
     });
 }
 
-/** The fields of an entity of `GET /admin/apps` that `apps list` prints and decode reads (`--json` passes all on). */
-interface EntityRow extends DecodableEntity {
+/** The fields of an entity of `GET /admin/apps` that `apps list` prints (the JSON output passes every field on). */
+interface EntityRow {
+  key: string;
+  mode: string;
   /** Segment entities only. */
   step?: number;
   name: string;
@@ -185,6 +186,10 @@ interface EntityRow extends DecodableEntity {
   period?: { id: string; used: string; capacity: string; timeZone: string };
   /** Business-number entities only: a gapless series (docs/numbers.md), issued from its ledger. */
   gapless?: boolean;
+  /** Business-number entities only: their template, reset and zone (`idpool decode` reads numbers with them). */
+  format?: string;
+  reset?: string;
+  timeZone?: string;
 }
 
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
