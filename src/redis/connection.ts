@@ -4,8 +4,6 @@ import { MarkedCluster, MarkedRedis, replyWord } from './errors';
 import { RedisStartError } from './start-error';
 import { REDIS_SOCKET_TIMEOUT_MS, type RedisTopology } from './topology';
 
-export type { RedisTopology } from './topology';
-
 /**
  * How long one Redis command may take before it fails (then 503). A take or a
  * 10,000-id push takes a few ms here; 2 s is far above that and far below a
