@@ -223,13 +223,10 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
       // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
       // instance from starting to serve what its pools hold.
       const [own, shared] = await Promise.all([listLibraries(node, OWN_LIBRARY), listLibraries(node, PUBLIC_LIBRARY)]);
-      let wrote = false;
-      if (own.length === 0) wrote = await loadOnce(node, LIBRARIES.own);
-      if (!hasPublicFunctions(shared[0])) {
-        await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
-        wrote = true;
-      }
-      return wrote;
+      const wrote = own.length === 0 && (await loadOnce(node, LIBRARIES.own));
+      if (hasPublicFunctions(shared[0])) return wrote;
+      await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
+      return true;
     }),
   );
   return loaded.includes(true);
