@@ -101,16 +101,9 @@ export class UnavailableError extends IdpoolError {
  */
 class EntityHeldError extends IdpoolError {
   constructor(key: string, reason: string) {
-    super(
-      503,
-      'entity_held',
-      `entity "${key}" is held and serves no ids: ${reason.replaceAll('KEY', key)}`,
-      HELD_RETRY_AFTER_SECONDS,
-    );
+    super(503, 'entity_held', `entity "${key}" is held and serves no ids: ${reason.replaceAll('KEY', key)}`, 60);
   }
 }
-
-const HELD_RETRY_AFTER_SECONDS = 60;
 
 /**
  * The one check every way ids leave (a take on any route, a segment lease):

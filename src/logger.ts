@@ -126,14 +126,7 @@ export class RepeatedLines {
   }
 
   private write(inner: Logger, scope: string, level: Folded, obj: object, msg?: string): void {
-    const o = obj as {
-      code?: unknown;
-      alarm?: unknown;
-      entityKey?: unknown;
-      method?: unknown;
-      route?: unknown;
-      status?: unknown;
-    };
+    const o = obj as Record<string, unknown>;
     // Objects all read alike here (as they did as '[object Object]'): the key tells messages apart, not values.
     const part = (v: unknown): string =>
       typeof v === 'string'

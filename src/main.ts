@@ -16,15 +16,18 @@ import { adminTokenFileBeside, keptAdminToken } from './http/admin-token-file';
  */
 export async function main(overrides: { port?: number } = {}): Promise<void> {
   // A failure to start (the port taken, say) must end the process, not become
-  // an unhandled rejection that is logged while nothing listens.
+  // an unhandled rejection that is logged while nothing listens. A
+  // configuration error (some settings, the snowflake layout, are only
+  // checked as a whole when the service is built) exits 2 in one line.
   await run(overrides).catch((err: unknown) => {
+    if (err instanceof ConfigError) exitInvalidConfig(err);
     process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
     process.exit(1);
   });
 }
 
 async function run(overrides: { port?: number }): Promise<void> {
-  const config = { ...readConfig(), ...(overrides.port === undefined ? {} : { port: overrides.port }) };
+  const config = { ...loadConfig(), ...(overrides.port === undefined ? {} : { port: overrides.port }) };
   const adminTokenFile = await keepAdminToken(config);
   // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
   const { log, flush, flushBeforeExit } = createProcessLogger(config.logLevel, systemClock);
@@ -42,7 +45,8 @@ async function run(overrides: { port?: number }): Promise<void> {
     import('./redis/connection'),
     import('./service/internals'),
   ]);
-  const service = await startService(config, log);
+  const { createService } = await import('./service');
+  const service = await createService(config, { log });
   const port = await service.listen(config.port);
   log.info(
     {
@@ -77,23 +81,8 @@ async function keepAdminToken(config: Config): Promise<string | undefined> {
   const sqlite = config.adminTokenGenerated ? sqliteFile(config.databaseUrl) : undefined;
   if (sqlite === undefined) return undefined;
   const path = adminTokenFileBeside(sqlite);
-  try {
-    config.adminToken = await keptAdminToken(path, config.adminToken);
-  } catch (err) {
-    if (err instanceof ConfigError) exitInvalidConfig(err);
-    throw err;
-  }
+  config.adminToken = await keptAdminToken(path, config.adminToken);
   return path;
-}
-
-/** The configuration of the environment; an invalid one ends the process with exit code 2 and one line. */
-function readConfig(): Config {
-  try {
-    return loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) exitInvalidConfig(err);
-    throw err;
-  }
 }
 
 /** Configuration errors end the process with exit code 2 (usage), as the CLI's. */
@@ -123,19 +112,6 @@ function survivePromiseFaults(log: Logger, exit: (code: number) => void): void {
     log.error({ alarm: 'uncaught_exception', err: err.stack ?? String(err) }, 'uncaught exception; exiting');
     exit(1);
   });
-}
-
-/** The built service; a failure to build it ends the process (2 for configuration, 1 for anything else). */
-async function startService(config: Config, log: Logger): Promise<Service> {
-  try {
-    const { createService } = await import('./service');
-    return await createService(config, { log });
-  } catch (err) {
-    // Some settings (the snowflake layout) are only checked as a whole when built.
-    if (err instanceof ConfigError) exitInvalidConfig(err);
-    process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
-    process.exit(1);
-  }
 }
 
 /** Stops the service on the first SIGTERM or SIGINT, within a bounded time, and exits 0 when it stopped cleanly. */

@@ -12,15 +12,13 @@ export {
 } from './dialects/postgres';
 export { isBusy, whileBusy } from './dialects/sqlite';
 
-export type Dialect = DialectName;
-
 /**
  * The relational store behind idpool: a TypeORM DataSource plus the few
  * dialect differences the SQL needs. BIGINT values cross this boundary as
  * decimal strings (never JS numbers) so offsets above 2^53 stay exact.
  */
 export interface Database {
-  readonly dialect: Dialect;
+  readonly dialect: DialectName;
   readonly dataSource: DataSource;
   /** Where the data lives, for the start-up log (path or host/db, no password). */
   readonly description: string;
@@ -55,7 +53,7 @@ export async function openDatabase(
   try {
     await dialect.createIfMissing(url);
     await dataSource.initialize();
-    await dialect.afterConnect(dataSource);
+    await dialect.afterConnect?.(dataSource);
   } catch (err) {
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
     throw new DatabaseStartError(description, options.urlSource ?? 'the database URL', err);

@@ -31,6 +31,7 @@ function mark(err: unknown, failure: ClientFailure): void {
 }
 
 type Callback = (err: Error | null, ...rest: unknown[]) => void;
+type ConnectCallback = Parameters<pg.Pool['connect']>[0];
 type QueryFn = (...args: unknown[]) => unknown;
 interface QueryableClient {
   query: QueryFn;
@@ -61,12 +62,8 @@ export function boundedPostgresDriver(clock: Pick<Clock, 'monotonic'>): typeof p
 
     // Every failure to connect that node-postgres raises itself (its connection timeout, a connection that ended) is the server being unavailable.
     override connect(): Promise<pg.PoolClient>;
-    override connect(
-      callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
-    ): void;
-    override connect(
-      callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
-    ): Promise<pg.PoolClient> | void {
+    override connect(callback: ConnectCallback): void;
+    override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
       const started = clock.monotonic();
       // 0: no connection timeout of its own.
       const limit = this.options.connectionTimeoutMillis ?? 0;

@@ -1,3 +1,4 @@
+import type { FailureKind } from '../failure';
 import { classifySqlError } from './errors';
 
 /**
@@ -16,18 +17,16 @@ export class DatabaseStartError extends Error {
   }
 }
 
+/** What an operator reads for the failures a start-up meets most; the driver's message follows. */
+const CAUSES: Partial<Record<FailureKind, string>> = {
+  refused: 'connection refused: nothing listens there (is the database server running?)',
+  host_not_found: 'host name not found',
+  timeout: 'timed out: no answer',
+  auth: 'access denied: check the user and password in the URL',
+};
+
 function causeOf(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
-  switch (classifySqlError(err)?.kind) {
-    case 'refused':
-      return `connection refused: nothing listens there (is the database server running?) (${message})`;
-    case 'host_not_found':
-      return `host name not found (${message})`;
-    case 'timeout':
-      return `timed out: no answer (${message})`;
-    case 'auth':
-      return `access denied: check the user and password in the URL (${message})`;
-    default:
-      return message;
-  }
+  const cause = CAUSES[classifySqlError(err)?.kind ?? 'other'];
+  return cause ? `${cause} (${message})` : message;
 }

@@ -71,14 +71,6 @@ const SERVICE_COMMANDS = [
   // Cluster: the slot map, its health, and the redirection during a slot migration.
   .concat(CLUSTER_CLIENT_COMMANDS);
 
-/** Default ACL user name of a consumer of one entity. */
-function consumerUserName(entityKey: string): string {
-  return `idpool-pop-${entityKey}`;
-}
-
-/** Default ACL user name of the service. */
-const SERVICE_USER = 'idpool';
-
 export interface ConsumerAclOptions {
   user?: string;
   /** The consumer talks to a Redis Cluster: add the topology reads its client needs. */
@@ -94,11 +86,11 @@ export function consumerAcl(entityKey: string, o: ConsumerAclOptions = {}): AclU
   const keys = entityKeys(entityKey, o.prefix ?? DEFAULT_PREFIX);
   const commands = o.cluster ? [...CONSUMER_COMMANDS, ...CLUSTER_CLIENT_COMMANDS] : CONSUMER_COMMANDS;
   // Read and write on both: FCALL declares its keys read-write, whatever the function does with them.
-  return { user: o.user ?? consumerUserName(entityKey), rules: [...commands, `~${keys.ids}`, `~${keys.epoch}`] };
+  return { user: o.user ?? `idpool-pop-${entityKey}`, rules: [...commands, `~${keys.ids}`, `~${keys.epoch}`] };
 }
 
 /** The idpool service: every key under its prefix and the commands it sends, nothing server-wide. */
-export function serviceAcl(user = SERVICE_USER, prefix = DEFAULT_PREFIX): AclUser {
+export function serviceAcl(user = 'idpool', prefix = DEFAULT_PREFIX): AclUser {
   return { user, rules: [...SERVICE_COMMANDS, `~${prefix}:*`] };
 }
 

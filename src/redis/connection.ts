@@ -4,8 +4,6 @@ import { MarkedCluster, MarkedRedis, replyWord } from './errors';
 import { RedisStartError } from './start-error';
 import { REDIS_SOCKET_TIMEOUT_MS, type RedisTopology } from './topology';
 
-export type { RedisTopology } from './topology';
-
 /**
  * How long one Redis command may take before it fails (then 503). A take or a
  * 10,000-id push takes a few ms here; 2 s is far above that and far below a
@@ -28,39 +26,37 @@ export interface RedisConnectionSettings {
 
 const DEFAULT_SETTINGS: RedisConnectionSettings = { socketTimeoutMs: REDIS_SOCKET_TIMEOUT_MS };
 
-/** Options every idpool Redis connection shares, whatever the topology. */
-const FAIL_FAST: RedisOptions = {
-  lazyConnect: true,
-  // A request must not hang on a Redis that is down: no offline queue; the
-  // HTTP layer answers 503 with Retry-After.
-  enableOfflineQueue: false,
-  // Commands a connection left unanswered when it closed fail at once
-  // (MaxRetriesPerRequestError, 'lost'), on every close. With 1, ioredis
-  // flushed them on every second close only, and with no resend it drops
-  // them otherwise: each waited out commandTimeout, so a refill caught by a
-  // Redis restart held its entity's pool empty 2 s after the server was
-  // back (redis-restart.test.ts).
-  maxRetriesPerRequest: 0,
-  commandTimeout: COMMAND_TIMEOUT_MS,
-  connectTimeout: COMMAND_TIMEOUT_MS,
-  keepAlive: KEEP_ALIVE_MS,
-  // Not sent again on the new connection: a take could pop ids nobody
-  // receives, and the caller has its failure already (above).
-  autoResendUnfulfilledCommands: false,
-  // No enableAutoPipelining: it can throw an uncaught TypeError out of a
-  // callback and crash the process (redis/ioredis#1931), seen here twice:
-  // when a batch failed as the connection closed, and when Redlock defined
-  // its scripts while an auto-pipeline was open (redis-autopipeline.test.ts).
-  // Commands from concurrent requests still share the socket without
-  // waiting on each other.
-  // Reconnect attempts at most 500 ms apart: after a network cut heals, the
-  // next attempt is at most connectTimeout + 500 ms away.
-  retryStrategy: (times) => Math.min(50 * times, 500),
-};
-
-/** FAIL_FAST with the settings' socket timeout (each connection gets its own copy). */
+/** Options every idpool Redis connection shares, whatever the topology (each connection gets its own copy). */
 function failFast(settings: RedisConnectionSettings): RedisOptions {
-  return { ...FAIL_FAST, socketTimeout: settings.socketTimeoutMs };
+  return {
+    lazyConnect: true,
+    // A request must not hang on a Redis that is down: no offline queue; the
+    // HTTP layer answers 503 with Retry-After.
+    enableOfflineQueue: false,
+    // Commands a connection left unanswered when it closed fail at once
+    // (MaxRetriesPerRequestError, 'lost'), on every close. With 1, ioredis
+    // flushed them on every second close only, and with no resend it drops
+    // them otherwise: each waited out commandTimeout, so a refill caught by a
+    // Redis restart held its entity's pool empty 2 s after the server was
+    // back (redis-restart.test.ts).
+    maxRetriesPerRequest: 0,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: COMMAND_TIMEOUT_MS,
+    keepAlive: KEEP_ALIVE_MS,
+    // Not sent again on the new connection: a take could pop ids nobody
+    // receives, and the caller has its failure already (above).
+    autoResendUnfulfilledCommands: false,
+    // No enableAutoPipelining: it can throw an uncaught TypeError out of a
+    // callback and crash the process (redis/ioredis#1931), seen here twice:
+    // when a batch failed as the connection closed, and when Redlock defined
+    // its scripts while an auto-pipeline was open (redis-autopipeline.test.ts).
+    // Commands from concurrent requests still share the socket without
+    // waiting on each other.
+    // Reconnect attempts at most 500 ms apart: after a network cut heals, the
+    // next attempt is at most connectTimeout + 500 ms away.
+    retryStrategy: (times) => Math.min(50 * times, 500),
+    socketTimeout: settings.socketTimeoutMs,
+  };
 }
 
 /** A connection to one server (directly or through Sentinel) or to a Cluster. */

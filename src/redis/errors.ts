@@ -58,12 +58,9 @@ export const classifyRedisError: Classifier = (err) => {
   const word = replyWord(err);
   if (word === 'ERR' && (err as Error).message.startsWith('ERR Function not found')) return MISSING_FUNCTION;
   if (word !== undefined) return Object.hasOwn(REPLIES, word) ? REPLIES[word] : failure('bug', 'other', word);
+  if (err instanceof Error && Object.hasOwn(IOREDIS_CLASSES, err.name)) return IOREDIS_CLASSES[err.name];
   const known = (err as Partial<Record<typeof REDIS_FAILURE, 'timeout' | 'lost'>>)[REDIS_FAILURE];
-  const named =
-    err instanceof Error && Object.hasOwn(IOREDIS_CLASSES, err.name) ? IOREDIS_CLASSES[err.name] : undefined;
-  if (named) return named;
-  if (known) return systemFailure(err) ?? failure('unavailable', known);
-  return undefined;
+  return known && (systemFailure(err) ?? failure('unavailable', known));
 };
 
 /**

@@ -92,16 +92,11 @@ const REGISTERED = /(redis\.register_function\s*(?:\(\s*|\{\s*function_name\s*=\
  * upgrades"): their names and contracts never change, and they live in
  * the library {@link PUBLIC_LIBRARY} that every release shares. Every
  * other function is the service's own, in a library of its release.
+ * Never add one here: that would replace the `idpool` library while a
+ * release before it still calls the functions it then held; a new public
+ * function needs a library of its own, loaded when missing, never replaced.
  */
 const PUBLIC_FUNCTIONS: ReadonlySet<string> = new Set(['pop']);
-
-/**
- * Public functions added after {@link PUBLIC_LIBRARY} was shared, each in a
- * library of its own that is loaded when missing and never replaced: adding
- * one to the `idpool` library would replace it while a release before it
- * still calls the functions that library then held.
- */
-const ADDED_PUBLIC: ReadonlyMap<string, string> = new Map();
 
 /** The library holding the public functions; before versioned libraries, the one library of every release. */
 export const PUBLIC_LIBRARY = 'idpool';
@@ -131,7 +126,7 @@ function functionFiles(): FunctionFile[] {
         name: `idpool_${name}`,
         keys: keys === 'n' ? 'any' : Number(keys),
         source,
-        public: PUBLIC_FUNCTIONS.has(name) || ADDED_PUBLIC.has(name),
+        public: PUBLIC_FUNCTIONS.has(name),
       };
     });
 }
@@ -144,13 +139,7 @@ function functionFiles(): FunctionFile[] {
  * of both run (docs/operating.md "Rolling upgrades"). The public one keeps
  * its names.
  */
-function buildLibraries(): {
-  version: string;
-  own: string;
-  public: string;
-  added: { name: string; source: string }[];
-  files: FunctionFile[];
-} {
+function buildLibraries() {
   const prelude = readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8');
   const files = functionFiles();
   const ownFiles = files.filter((f) => !f.public);
@@ -161,13 +150,8 @@ function buildLibraries(): {
     prelude,
     ...ownFiles.map((f) => f.source.replace(REGISTERED, `$1'${version}_$2'`)),
   ].join('\n');
-  const inShared = files.filter((f) => PUBLIC_FUNCTIONS.has(f.name.slice('idpool_'.length)));
-  const shared = [`#!lua name=${PUBLIC_LIBRARY}`, prelude, ...inShared.map((f) => f.source)].join('\n');
-  const added = files.flatMap((f) => {
-    const library = ADDED_PUBLIC.get(f.name.slice('idpool_'.length));
-    return library ? [{ name: library, source: [`#!lua name=${library}`, prelude, f.source].join('\n') }] : [];
-  });
-  return { version, own, public: shared, added, files };
+  const shared = [`#!lua name=${PUBLIC_LIBRARY}`, prelude, ...files.filter((f) => f.public).map((f) => f.source)];
+  return { version, own, public: shared.join('\n'), files };
 }
 
 const LIBRARIES = buildLibraries();
@@ -177,9 +161,8 @@ export const OWN_LIBRARY = LIBRARIES.version;
 
 /** `idpool_<name>` → its number of keys, from the file names. */
 const KEY_COUNTS: ReadonlyMap<string, number | 'any'> = new Map(LIBRARIES.files.map((f) => [f.name, f.keys]));
+/** The public functions, all in the `idpool` library. */
 const PUBLIC_NAMES: ReadonlySet<string> = new Set(LIBRARIES.files.filter((f) => f.public).map((f) => f.name));
-/** The public functions the `idpool` library itself holds. */
-const SHARED_NAMES: readonly string[] = [...PUBLIC_FUNCTIONS].map((name) => `idpool_${name}`);
 
 /** The number of keys function `name` takes (from its file name; `any` for `-n`); throws for a function the library lacks. */
 export function keyCount(name: string): number | 'any' {
@@ -194,11 +177,11 @@ export function registeredName(name: string): string {
   return PUBLIC_NAMES.has(name) ? name : `${OWN_LIBRARY}_${name.slice('idpool_'.length)}`;
 }
 
-/** The FCALL arguments after `name`'s key count, its keys checked against the count its file name declares. */
-function fcallArgs(name: string, keys: readonly string[], args: readonly (string | number)[]): (string | number)[] {
+/** FCALL's arguments for `name` of this release, its keys checked against the count its file name declares. */
+function fcallArgs(name: string, keys: readonly string[], args: readonly (string | number)[]) {
   const count = keyCount(name);
   if (count !== 'any' && keys.length !== count) throw new Error(`${name} takes ${count} keys, given ${keys.length}`);
-  return [...keys, ...args];
+  return [registeredName(name), keys.length, ...keys, ...args] as const;
 }
 
 /** A library's entry in FUNCTION LIST: its name, functions and (WITHCODE) source. */
@@ -222,7 +205,7 @@ export async function listLibraries(node: RedisClient, pattern: string, withCode
 
 /** Whether `library` (a public library as listed) holds every public function of this release. */
 function hasPublicFunctions(library: ListedLibrary | undefined): boolean {
-  return library !== undefined && SHARED_NAMES.every((f) => library.functions.includes(f));
+  return library !== undefined && [...PUBLIC_NAMES].every((f) => library.functions.includes(f));
 }
 
 /**
@@ -240,16 +223,10 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
       // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
       // instance from starting to serve what its pools hold.
       const [own, shared] = await Promise.all([listLibraries(node, OWN_LIBRARY), listLibraries(node, PUBLIC_LIBRARY)]);
-      let wrote = false;
-      if (own.length === 0) wrote = await loadOnce(node, LIBRARIES.own);
-      if (!hasPublicFunctions(shared[0])) {
-        await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
-        wrote = true;
-      }
-      for (const library of LIBRARIES.added)
-        if ((await listLibraries(node, library.name)).length === 0)
-          wrote = (await loadOnce(node, library.source)) || wrote;
-      return wrote;
+      const wrote = own.length === 0 && (await loadOnce(node, LIBRARIES.own));
+      if (hasPublicFunctions(shared[0])) return wrote;
+      await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
+      return true;
     }),
   );
   return loaded.includes(true);
@@ -303,14 +280,9 @@ export async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>)
   } catch (err) {
     if (replyWord(err) !== 'ERR') throw err;
     const loaded = await loadFunctions(redis).catch(() => false);
-    if (!loaded && !isMissingFunction(err)) throw err;
+    if (!loaded && !(err instanceof Error && classifyRedisError(err)?.kind === 'missing_function')) throw err;
     return call();
   }
-}
-
-/** Redis's refusal of an FCALL whose function no loaded library defines. */
-function isMissingFunction(err: unknown): boolean {
-  return err instanceof Error && classifyRedisError(err)?.kind === 'missing_function';
 }
 
 /** FCALL of one of idpool's functions (see {@link withLibrary}). */
@@ -321,7 +293,7 @@ export function callFunction<T>(
   args: readonly (string | number)[],
 ): Promise<T> {
   const argv = fcallArgs(name, keys, args);
-  return withLibrary(redis, async () => (await redis.fcall(registeredName(name), keys.length, ...argv)) as T);
+  return withLibrary(redis, async () => (await redis.fcall(...argv)) as T);
 }
 
 /** Queues an FCALL of `name` on a MULTI or pipeline (its caller wraps the exec in {@link withLibrary}). */
@@ -331,6 +303,5 @@ export function queueFunction(
   keys: readonly string[],
   args: readonly (string | number)[],
 ): ChainableCommander {
-  const argv = fcallArgs(name, keys, args);
-  return multi.fcall(registeredName(name), keys.length, ...argv);
+  return multi.fcall(...fcallArgs(name, keys, args));
 }

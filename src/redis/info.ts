@@ -2,10 +2,8 @@ import type { RedisClient } from './connection';
 
 /** The value of `field` in the text of an INFO reply (`field:value` lines), or undefined. */
 export function infoField(info: string, field: string): string | undefined {
-  for (const line of info.split(/\r?\n/)) {
-    if (line.startsWith(field) && line[field.length] === ':') return line.slice(field.length + 1).trim();
-  }
-  return undefined;
+  const line = info.split(/\r?\n/).find((l) => l.startsWith(`${field}:`));
+  return line?.slice(field.length + 1).trim();
 }
 
 /**

@@ -27,8 +27,8 @@ export interface SqlDialect {
   describe(url: string): string;
   /** Creates the SQLite folder, MySQL schema or PostgreSQL database when missing. */
   createIfMissing(url: string): Promise<void>;
-  /** Session settings run once after connecting. */
-  afterConnect(dataSource: DataSource): Promise<void>;
+  /** Session settings run once after connecting, where the driver's options cannot carry them. */
+  afterConnect?(dataSource: DataSource): Promise<void>;
   /** Runs `run` (the pending migrations) while no other process migrates the same database. */
   withMigrationLock(dataSource: DataSource, run: () => Promise<string[]>, clock: Clock): Promise<string[]>;
   /** The rows of a query with `?` placeholders. */

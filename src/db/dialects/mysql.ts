@@ -51,9 +51,6 @@ export const mysql: SqlDialect = {
       await connection.end();
     }
   },
-  async afterConnect() {
-    // Nothing to set per connection: the driver's options carry the session settings.
-  },
   /** `GET_LOCK` on one dedicated connection: instances starting at once on a fresh schema take turns. */
   async withMigrationLock(dataSource, run) {
     const runner = dataSource.createQueryRunner();

@@ -137,9 +137,6 @@ export const postgres: SqlDialect = {
       await admin.end().catch(() => undefined);
     }
   },
-  async afterConnect() {
-    // Nothing to set per connection: the connection string carries the session settings.
-  },
   /** A session advisory lock on one dedicated connection. */
   async withMigrationLock(dataSource, run, clock) {
     const runner = dataSource.createQueryRunner();

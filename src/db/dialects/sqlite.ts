@@ -28,6 +28,13 @@ export function whileBusy<T>(run: () => Promise<T>, clock: Clock, waitMs: number
 
 const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;
 
+/** `query`'s failure, marked first when one of idpool's tables is missing. */
+const schemaChecked = <T>(dataSource: DataSource, query: Promise<T>) =>
+  query.catch(async (err: unknown) => {
+    await markIfSchemaMissing(dataSource, err);
+    throw err;
+  });
+
 /** SQLite through better-sqlite3: one file, one writer at a time. */
 export const sqlite: SqlDialect = {
   name: 'sqlite',
@@ -60,16 +67,8 @@ export const sqlite: SqlDialect = {
       retryable: (err) => classifyWith([classifySqliteError], err) !== undefined,
     });
   },
-  statement: (dataSource, sql, params) =>
-    structuredQuery(dataSource, sql, params).catch(async (err: unknown) => {
-      await markIfSchemaMissing(dataSource, err);
-      throw err;
-    }),
-  rows: (dataSource, sql, params) =>
-    dataSource.query(sql, params).catch(async (err: unknown) => {
-      await markIfSchemaMissing(dataSource, err);
-      throw err;
-    }),
+  statement: (dataSource, sql, params) => schemaChecked(dataSource, structuredQuery(dataSource, sql, params)),
+  rows: (dataSource, sql, params) => schemaChecked(dataSource, dataSource.query(sql, params)),
   bigText: (column) => `CAST(${column} AS TEXT)`,
   nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 };

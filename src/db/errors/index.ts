@@ -3,9 +3,7 @@ import { classifyMysqlError } from './mysql';
 import { classifyPostgresError } from './postgres';
 import { classifySqliteError } from './sqlite';
 
-export { classifyMysqlError } from './mysql';
-export { classifyPostgresError } from './postgres';
-export { classifySqliteError } from './sqlite';
+export { classifyMysqlError, classifyPostgresError, classifySqliteError };
 
 /** What a SQL failure (any dialect's driver, or TypeORM's error wrapping it) means; undefined when no SQL driver raised it. */
 export function classifySqlError(err: unknown): Failure | undefined {
