@@ -58,14 +58,13 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
   });
 
   const guards = createGuards(deps);
-  const take = takeHandler(deps, guards);
   const errors = errorFaces(deps.log, deps.clock);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
-  if (face !== 'admin') app.use(takeFastPath(take));
+  if (face !== 'admin') app.use(takeFastPath(takeHandler(deps, guards)));
   app.use(NATIVE_PATHS, jsonBodiesOnly);
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   if (face !== 'admin') {
-    registerIdRoutes(app, deps, guards, take);
+    registerIdRoutes(app, deps, guards);
     registerSegmentRoutes(app, deps, guards);
     registerGaplessRoutes(app, deps, guards);
     registerOpsRoutes(app, deps, guards);

@@ -56,13 +56,8 @@ function onceTake(deps: IdRouteDeps, req: Request, entity: EntityConfig) {
  * itself, not a sub-router, so an unrouted method (OPTIONS included) still
  * reaches the app's 404.
  */
-export function registerIdRoutes(
-  app: IRouter,
-  deps: IdRouteDeps,
-  guards: Pick<Guards, 'authenticatedEntity'>,
-  take: TakeHandler,
-): void {
-  app.post(TAKE_PATH, take);
+export function registerIdRoutes(app: IRouter, deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): void {
+  app.post(TAKE_PATH, takeHandler(deps, guards));
 
   app.get('/apps/:key/ids/:id', async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
