@@ -6,7 +6,7 @@ import { takeKind } from '../../take/take-service';
 import type { HttpDeps } from '../deps';
 import type { ErrorAnswer, errorFaces } from '../errors';
 
-/** What Leaf's routes use: the registry (no credential: a lookup), the native take and the clock of its error bodies. */
+/** What Leaf's routes use: the registry (no credential: a lookup), the native take, the clock of its error bodies. */
 export type LeafRouteDeps = Pick<HttpDeps, 'takes' | 'clock'> & { registry: Pick<HttpDeps['registry'], 'findByTag'> };
 
 /**

@@ -9,7 +9,7 @@ import type { ErrorAnswer, errorFaces } from '../errors';
 import type { Guards } from '../guards';
 import { BODY_LIMIT_BYTES, TINYID_BATCH_MAX } from '../settings';
 
-/** What Tinyid's routes use of the app's dependencies: the native take, the segment leaser and the clock of Spring's 400. */
+/** What Tinyid's routes use: the native take, the segment leaser and the clock of Spring's 400. */
 export type TinyidRouteDeps = Pick<HttpDeps, 'takes' | 'leases' | 'clock'>;
 
 /** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
