@@ -1,6 +1,5 @@
 import express from 'express';
 import { NotFoundError, UnsupportedMediaTypeError } from '../errors';
-import { ServiceTokens } from './auth';
 import type { HttpDeps } from './deps';
 import { errorFaces, sendError } from './errors';
 import { createGuards } from './guards';
@@ -50,29 +49,27 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(deps.observe);
-  const { draining, clock } = deps;
   app.use((_req, res, next) => {
     // Answers carry secrets (register, rotate) and live state: no cache keeps them.
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    if (draining()) res.setHeader('Connection', 'close');
+    if (deps.draining()) res.setHeader('Connection', 'close');
     next();
   });
 
-  const guards = createGuards(deps, new ServiceTokens(deps.tokens), deps.authFailures, deps.log);
-  const take = takeHandler(deps, guards);
-  const errors = errorFaces(deps.log, clock);
+  const guards = createGuards(deps);
+  const errors = errorFaces(deps.log, deps.clock);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
-  if (face !== 'admin') app.use(takeFastPath(take));
+  if (face !== 'admin') app.use(takeFastPath(takeHandler(deps, guards)));
   app.use(NATIVE_PATHS, jsonBodiesOnly);
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   if (face !== 'admin') {
-    registerIdRoutes(app, deps, guards, take);
+    registerIdRoutes(app, deps, guards);
     registerSegmentRoutes(app, deps, guards);
     registerGaplessRoutes(app, deps, guards);
     registerOpsRoutes(app, deps, guards);
-    if (deps.compat.includes('leaf')) registerLeafRoutes(app, deps, errors, clock);
-    if (deps.compat.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors, clock);
+    if (deps.compat.includes('leaf')) registerLeafRoutes(app, deps, errors);
+    if (deps.compat.includes('tinyid')) registerTinyidRoutes(app, deps, guards, errors);
   }
   if (face !== 'public') {
     registerGaplessAdminRoutes(app, deps, guards);

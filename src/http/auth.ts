@@ -100,17 +100,12 @@ function expandIPv6(address: string): number[] | undefined {
  * compared, so legitimate clients behind a prober's address keep working.
  */
 export class AuthFailureLimiter {
-  private readonly windows: LRUCache<string, FixedWindow>;
+  private readonly limit = 30;
+  private readonly windowMs = 10_000;
+  /** Addresses remembered: beyond 100,000 the least recently seen are forgotten (bounded memory). */
+  private readonly windows = new LRUCache<string, FixedWindow>({ max: 100_000 });
 
-  constructor(
-    private readonly clock: Pick<Clock, 'monotonic'>,
-    private readonly limit = 30,
-    private readonly windowMs = 10_000,
-    /** Addresses remembered; beyond it the least recently seen are forgotten (bounded memory). */
-    maxAddresses = 100_000,
-  ) {
-    this.windows = new LRUCache({ max: maxAddresses });
-  }
+  constructor(private readonly clock: Pick<Clock, 'monotonic'>) {}
 
   /** Seconds until `address` may fail again, or 0 when it is under the limit. */
   blockedFor(address: string): number {

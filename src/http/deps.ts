@@ -53,7 +53,6 @@ export interface ReadinessReport {
 export interface HttpDeps {
   registry: Pick<
     EntityRegistry,
-    | 'find'
     | 'findByTag'
     | 'require'
     | 'page'

@@ -1,8 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { type EntityConfig, KEY_PATTERN } from '../entities/entity';
 import { ForbiddenError, UnauthorizedError } from '../errors';
-import type { Logger } from '../logger';
-import { type AuthFailureLimiter, type ServiceTokens, type TokenKind, bearerToken } from './auth';
+import { ServiceTokens, type TokenKind, bearerToken } from './auth';
 import type { HttpDeps } from './deps';
 import { entityKeyParam } from './params';
 
@@ -70,12 +69,9 @@ function safeDecode(segment: string): string | undefined {
 }
 
 /** Builds the guards on one failure limiter, so probing any route slows every route down. */
-export function createGuards(
-  deps: { registry: Pick<HttpDeps['registry'], 'authenticate'> },
-  tokens: ServiceTokens,
-  authFailures: AuthFailureLimiter,
-  log: Logger,
-): Guards {
+export function createGuards(deps: Pick<HttpDeps, 'registry' | 'tokens' | 'authFailures' | 'log'>): Guards {
+  const { authFailures, log } = deps;
+  const tokens = new ServiceTokens(deps.tokens);
   // The socket's address: no `trust proxy`, so a client cannot pick its own.
   const clientAddress = (req: Request) => req.socket.remoteAddress ?? 'unknown';
 

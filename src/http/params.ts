@@ -17,12 +17,7 @@ export function entityKeyParam(req: Request): string {
 }
 
 /** `?name=` when `valid` passes it, undefined when absent; anything else (a repeat, a wrong value) is a 400 with `message`. */
-export function queryParam(
-  req: Request,
-  name: string,
-  valid: Pick<RegExp, 'test'>,
-  message: string,
-): string | undefined {
+export function queryParam(req: Request, name: string, valid: Pick<RegExp, 'test'>, message: string) {
   const raw = req.query[name];
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string' || !valid.test(raw)) throw new InvalidRequestError(message);

@@ -44,11 +44,7 @@ export function scrub(message: string): string {
  * after it settles: `/readyz` is unauthenticated, so a flood of probes costs
  * one SQL query and one Redis round trip per `ttlMs`, not one per probe.
  */
-export function sharedCheck<T>(
-  check: () => Promise<T>,
-  clock: Pick<Clock, 'monotonic'>,
-  ttlMs: number,
-): () => Promise<T> {
+export function sharedCheck<T>(check: () => Promise<T>, clock: Pick<Clock, 'monotonic'>, ttlMs: number) {
   let last: { at: number; result: Promise<T> } | undefined;
   let running: Promise<T> | undefined;
   return () => {

@@ -13,12 +13,12 @@ import { componentSchemas } from './parts';
 const bearer = (description: string) => ({ type: 'http', scheme: 'bearer', description });
 
 /** The document; built once per process. */
-export function openApiDocument(version = '0.1.0'): Record<string, unknown> {
+export function openApiDocument(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {
       title: 'idpool',
-      version,
+      version: '0.1.0',
       description:
         'Unique, increasing 64-bit ids for many services at once. Ids travel as decimal strings. Errors are `{"error": {"code", "message"}}`.',
       // Self-hosted: whoever runs the instance answers for it.

@@ -174,7 +174,8 @@ const orCsv = (body: BodyName) => ({
 const ADMIN_WRITE = [400, 401, 403, 404, 413, 415, 429, 503] as const;
 const ADMIN_READ = [400, 401, 404, 429, 503] as const;
 /** The answers of a step of a live cutover (hold, release, finish). */
-const CUTOVER_STEP: Pick<Operation, 'errors' | 'conflict'> = {
+const CUTOVER_STEP: Pick<Operation, 'ok' | 'errors' | 'conflict'> = {
+  ok: { 200: ['The entity after.', 'Entity'] },
   errors: [400, 401, 403, 404, 413, 429, 503],
   conflict: 'Not in a live cutover (`conflict`).',
 };
@@ -355,7 +356,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Serve a held entity again',
       description:
         'Clears `held`. `idpool apps release` first reads the incumbent row once more and raises the line above it (docs/migrating.md).',
-      ok: { 200: ['The entity after.', 'Entity'] },
       ...CUTOVER_STEP,
     },
     'post /admin/apps/{key}/hold': {
@@ -364,7 +364,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       description:
         'Every take and lease answers 503 `entity_held` with the reason; the pool is discarded and not refilled.',
       optionalBody: 'HoldRequest',
-      ok: { 200: ['The entity after.', 'Entity'] },
       ...CUTOVER_STEP,
     },
     'post /admin/apps/{key}/finish': {
@@ -373,7 +372,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       description:
         "The entity leaves live mode and its line moves up to `firstId` (above the incumbent row's final value), its pool discarded and fenced there: `idpool apps import-from … --finish`.",
       body: 'RaiseRequest',
-      ok: { 200: ['The entity after.', 'Entity'] },
       ...CUTOVER_STEP,
     },
     'get /admin/live': {

@@ -221,11 +221,7 @@ async function refreshed(deps: AdminRouteDeps, key: string) {
 }
 
 /** Config, `currentOffset` and pool of each entity: one SQL query and one Redis round trip for all of them. */
-async function withPools(
-  deps: ViewDeps,
-  entities: readonly EntityConfig[],
-  fresh?: 'just registered',
-): Promise<Record<string, unknown>[]> {
+async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fresh?: 'just registered') {
   const pooled = entities.filter((e) => e.mode !== 'snowflake');
   // A key is never registered twice, so a just-registered entity has reserved nothing and pooled nothing yet.
   const [offsets, sizes] = fresh
@@ -266,10 +262,7 @@ async function withPools(
  * of this request), with the take rate the ops sampler last measured (0
  * before it has): the dashboard's figures, not a sample behind.
  */
-async function numberPeriods(
-  deps: ViewDeps,
-  entities: readonly EntityConfig[],
-): Promise<Map<string, NumberPeriodJson>> {
+async function numberPeriods(deps: ViewDeps, entities: readonly EntityConfig[]) {
   const { numbers } = deps;
   const periods = entities
     // A gapless series' usage is its ledger's counter (ops/number-usage.ts).

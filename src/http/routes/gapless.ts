@@ -11,7 +11,6 @@ import { ConflictError, InvalidRequestError } from '../../errors';
 import { type LedgerRowJson, ledgerCsv } from '../../gapless/csv';
 import type { LedgerEntry } from '../../gapless/ledger';
 import type { GaplessSeries } from '../../gapless/series';
-import type { TakenIds } from '../../pool/taken-ids';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { idempotencyKeyOf } from '../idempotency';
@@ -34,11 +33,7 @@ const periodBody = z.strictObject({ period: z.string({ error: 'must name a perio
  * its header. The ledger is the idempotency record, so the idempotency
  * store is not asked.
  */
-export async function gaplessTake(
-  takes: HttpDeps['takes'],
-  req: Request,
-  entity: EntityConfig,
-): Promise<{ ids: TakenIds; replayed: boolean }> {
+export async function gaplessTake(takes: HttpDeps['takes'], req: Request, entity: EntityConfig) {
   const body = parseBody(takeBody, req.body ?? {});
   const range = `count must be an integer from 1 to ${entity.maxSizePerTimes}`;
   const count = body.count ?? Number(queryParam(req, 'count', /^\d{1,4}$/, range) ?? 1);
@@ -97,17 +92,8 @@ function seriesOf(deps: GaplessRouteDeps, entity: EntityConfig): HttpDeps['numbe
   return deps.numbers.gapless;
 }
 
-function entryJson(e: LedgerEntry): LedgerRowJson {
-  return {
-    number: e.number,
-    period: e.period,
-    seq: e.seq,
-    issuedAt: new Date(e.issuedAt).toISOString(),
-    reference: e.reference,
-    status: e.status,
-    reason: e.reason,
-  };
-}
+/** The row with `issuedAt` in ISO 8601, its fields in the ledger's order. */
+const entryJson = (e: LedgerEntry): LedgerRowJson => ({ ...e, issuedAt: new Date(e.issuedAt).toISOString() });
 
 const periodParam = (req: Request) =>
   queryParam(

@@ -43,7 +43,10 @@ function onceTake(deps: IdRouteDeps, req: Request, entity: EntityConfig) {
     throw new InvalidRequestError(
       `reference is kept only in a gapless series' ledger; entity "${entity.key}" is not gapless and keeps none`,
     );
-  const count = requestedCount(req, entity.maxSizePerTimes);
+  // `count` from the JSON body or `?count=`; default 1.
+  const max = entity.maxSizePerTimes;
+  const count = integerField(req, 'count', `1 to ${max}`) ?? 1;
+  if (count < 1 || count > max) throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
   return answerOnce(deps.idempotency, req, entity.key, count, () => deps.takes.take(entity, count));
 }
 
@@ -53,18 +56,20 @@ function onceTake(deps: IdRouteDeps, req: Request, entity: EntityConfig) {
  * itself, not a sub-router, so an unrouted method (OPTIONS included) still
  * reaches the app's 404.
  */
-export function registerIdRoutes(
-  app: IRouter,
-  deps: IdRouteDeps,
-  guards: Pick<Guards, 'authenticatedEntity'>,
-  take: TakeHandler,
-): void {
-  app.post(TAKE_PATH, take);
+export function registerIdRoutes(app: IRouter, deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): void {
+  app.post(TAKE_PATH, takeHandler(deps, guards));
 
   app.get('/apps/:key/ids/:id', async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
     if (entity.numbers) {
-      res.json(decodeNumberOr400(entity, req.params.id));
+      // A number not of the entity's template (or naming no period of its zone) is the client's mistake.
+      const scheme = NumberScheme.of(entity.numbers);
+      const decoded = scheme.decode(req.params.id);
+      if (!decoded)
+        throw new InvalidRequestError(
+          `"${req.params.id}" is not a number of ${entity.key}'s template ${entity.numbers.format} (or names no ${scheme.template.reset} period of ${entity.numbers.timeZone})`,
+        );
+      res.json(decoded satisfies Answer<'DecodedNumber'>);
       return;
     }
     if (entity.mode !== 'snowflake')
@@ -88,9 +93,8 @@ export function registerIdRoutes(
 function sendIds(res: Response, ids: TakenIds): void {
   res.statusCode = 200;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  const body = ids.body();
-  if (typeof body === 'string') res.end(body, 'latin1');
-  else res.end(body);
+  // A Buffer body goes out as it is: `end` uses the encoding only for a string.
+  res.end(ids.body(), 'latin1');
 }
 
 /** `{"ids":[…]}` as the route writes it (exported for its test). */
@@ -170,22 +174,4 @@ function fastBody(headers: IncomingHttpHeaders): { length: number; json: boolean
   const length = headers['content-length'] === undefined ? 0 : Number(headers['content-length']);
   const json = headers['content-type'] !== undefined && FAST_JSON.test(headers['content-type']);
   return length >= 0 && length <= BODY_LIMIT_BYTES && (length === 0 || json) ? { length, json } : undefined;
-}
-
-/** `count` from the JSON body or `?count=`; default 1; an integer in 1..max. */
-function requestedCount(req: Request, max: number): number {
-  const count = integerField(req, 'count', `1 to ${max}`) ?? 1;
-  if (count < 1 || count > max) throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
-  return count;
-}
-
-/** A business number of the entity taken apart; one that is not of its template (or names no period of its zone) is a 400. */
-function decodeNumberOr400(entity: EntityConfig, number: string): Answer<'DecodedNumber'> {
-  const scheme = entity.numbers && NumberScheme.of(entity.numbers);
-  const decoded = scheme?.decode(number);
-  if (!decoded || !scheme)
-    throw new InvalidRequestError(
-      `"${number}" is not a number of ${entity.key}'s template ${entity.numbers?.format ?? ''} (or names no ${scheme?.template.reset ?? ''} period of ${entity.numbers?.timeZone ?? ''})`,
-    );
-  return decoded;
 }

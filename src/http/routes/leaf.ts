@@ -4,10 +4,10 @@ import type { Clock } from '../../clock';
 import { GaplessNotServedError, IdpoolError } from '../../errors';
 import { takeKind } from '../../take/take-service';
 import type { HttpDeps } from '../deps';
-import type { ErrorAnswer } from '../errors';
+import type { ErrorAnswer, errorFaces } from '../errors';
 
-/** What Leaf's routes use: the registry (no credential: a lookup) and the native take. */
-export type LeafRouteDeps = Pick<HttpDeps, 'takes'> & { registry: Pick<HttpDeps['registry'], 'findByTag'> };
+/** What Leaf's routes use: the registry (no credential: a lookup), the native take, the clock of its error bodies. */
+export type LeafRouteDeps = Pick<HttpDeps, 'takes' | 'clock'> & { registry: Pick<HttpDeps['registry'], 'findByTag'> };
 
 /**
  * Leaf's `Result` codes, carried in its error message
@@ -32,12 +32,7 @@ class LeafRefusal extends IdpoolError {
  * unknown key, one not opted in and one of the other id family answer alike,
  * so the route tells nothing about entities that did not opt in.
  */
-export function registerLeafRoutes(
-  app: IRouter,
-  deps: LeafRouteDeps,
-  errors: (answer: ErrorAnswer) => express.ErrorRequestHandler,
-  clock: Pick<Clock, 'now'>,
-): void {
+export function registerLeafRoutes(app: IRouter, deps: LeafRouteDeps, errors: ReturnType<typeof errorFaces>): void {
   const router = express.Router();
   const route = (family: 'segment' | 'snowflake') => async (req: Request, res: Response) => {
     const entity = await servedEntity(deps, req.params.key as string, family);
@@ -49,7 +44,7 @@ export function registerLeafRoutes(
   };
   router.all('/api/segment/get/:key', route('segment'));
   router.all('/api/snowflake/get/:key', route('snowflake'));
-  router.use(errors(leafError(clock)));
+  router.use(errors(leafError(deps.clock)));
   app.use(router);
 }
 

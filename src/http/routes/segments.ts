@@ -1,6 +1,6 @@
 import type { IRouter } from 'express';
 import type { Answer } from '../openapi/schemas';
-import { type LeasedSegment, leaseSizeLimit } from '../../segment/lease';
+import { leaseSizeLimit } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { integerField } from '../params';
@@ -22,17 +22,8 @@ export function registerSegmentRoutes(
     // `size` from the JSON body or `?size=`; absent, the entity's step; the leaser checks its range.
     const size = integerField(req, 'size', `1 to ${leaseSizeLimit(entity)}`);
     const segment = await deps.leases.lease(entity, size);
-    res.json(leasedSegmentJson(segment));
+    // Ids as decimal strings, the spacing as numbers, in the segment's order of fields.
+    const { first, last } = segment;
+    res.json({ ...segment, first: first.toString(), last: last.toString() } satisfies Answer<'LeasedSegment'>);
   });
-}
-
-/** The lease's answer: ids as decimal strings, the spacing as numbers. */
-function leasedSegmentJson(segment: LeasedSegment): Answer<'LeasedSegment'> {
-  return {
-    first: segment.first.toString(),
-    last: segment.last.toString(),
-    count: segment.count,
-    delta: segment.delta,
-    remainder: segment.remainder,
-  };
 }

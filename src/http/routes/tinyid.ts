@@ -5,12 +5,12 @@ import { ConflictError, GaplessNotServedError, InvalidRequestError, Unauthorized
 import { takeKind } from '../../take/take-service';
 import type { LeasedSegment } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
-import type { ErrorAnswer } from '../errors';
+import type { ErrorAnswer, errorFaces } from '../errors';
 import type { Guards } from '../guards';
 import { BODY_LIMIT_BYTES, TINYID_BATCH_MAX } from '../settings';
 
-/** What Tinyid's routes use of the app's dependencies: the native take and the segment leaser. */
-export type TinyidRouteDeps = Pick<HttpDeps, 'takes' | 'leases'>;
+/** What Tinyid's routes use: the native take, the segment leaser and the clock of Spring's 400. */
+export type TinyidRouteDeps = Pick<HttpDeps, 'takes' | 'leases' | 'clock'>;
 
 /** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
 const OK = 200;
@@ -40,8 +40,7 @@ export function registerTinyidRoutes(
   app: IRouter,
   deps: TinyidRouteDeps,
   guards: Pick<Guards, 'entityBySecret'>,
-  errors: (answer: ErrorAnswer) => express.ErrorRequestHandler,
-  clock: Pick<Clock, 'now'>,
+  errors: ReturnType<typeof errorFaces>,
 ): void {
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: BODY_LIMIT_BYTES, parameterLimit: 10 });
@@ -82,7 +81,7 @@ export function registerTinyidRoutes(
     sendText(req, res, `${s.currentId},${s.loadingId},${s.maxId},${s.delta},${s.remainder}`);
   });
 
-  router.use(errors(tinyidError(clock)));
+  router.use(errors(tinyidError(deps.clock)));
   app.use(router);
 }
 
