@@ -50,8 +50,10 @@ const ADMIN_WRITES: readonly [method: string, path: RegExp, action: string][] = 
 
 /** What an admin write does and to which entity (a valid key only), for its audit line; named from the request, so refused writes are named too. */
 function adminWrite(req: Pick<Request, 'method' | 'path' | 'body'>): { action: string; entity?: string } {
+  // Under the admin router the path has lost `/admin`; a route mounted on the app itself (the reconcile) still has it.
+  const underAdmin = req.path.startsWith('/admin/') ? req.path.slice('/admin'.length) : req.path;
   for (const [method, path, action] of ADMIN_WRITES) {
-    const m = req.method === method ? path.exec(req.path) : null;
+    const m = req.method === method ? path.exec(underAdmin) : null;
     if (!m) continue;
     const named = m.at(1);
     const key: unknown = named === undefined ? (req.body as { key?: unknown } | undefined)?.key : safeDecode(named);

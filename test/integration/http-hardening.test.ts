@@ -167,6 +167,13 @@ describeWithServices('HTTP hardening of a service process (MariaDB + a private R
       });
       expect(res.status, verb).toBe(200);
     }
+    // The reconcile is mounted on the app at its whole path, not under the admin router: named all the same.
+    const series = uniqueKey('audited-series');
+    await register(instance.url, { key: series, format: 'A{yyyy}-{seq:4}', gapless: true });
+    for (const token of [OPS_TOKEN, ADMIN_TOKEN]) {
+      const res = await callFrom(from, instance.port, `/admin/apps/${series}/numbers/reconcile`, { token, body: {} });
+      expect(res.status, JSON.stringify(res.body)).toBe(token === ADMIN_TOKEN ? 200 : 403);
+    }
     const retired = await callFrom(from, instance.port, `/admin/apps/${key}`, { method: 'DELETE', token: ADMIN_TOKEN });
     expect(retired.status).toBe(204);
 
@@ -183,6 +190,8 @@ describeWithServices('HTTP hardening of a service process (MariaDB + a private R
       `rotate_secret ${key} admin 200`,
       `hold ${key} admin 200`,
       `release ${key} admin 200`,
+      `reconcile_gapless ${series} ops 403`,
+      `reconcile_gapless ${series} admin 200`,
       `retire ${key} admin 204`,
     ]);
     const requestIds = [created, patched, rotated, retired].map((r) => r.headers['x-request-id']);
