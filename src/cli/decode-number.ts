@@ -6,7 +6,7 @@
  * zone that date is in, so a zone the user did not give is said aloud.
  */
 import type { Command } from 'commander';
-import { type DecodedNumber, NumberScheme } from '../numbers/scheme';
+import { type DecodedNumber, NumberScheme, type NumberSettings } from '../numbers/scheme';
 import { NumberSettingsError } from '../numbers/template';
 import type { CliContext } from './context';
 import { CliError, EXIT_USAGE } from './errors';
@@ -14,11 +14,7 @@ import { fields } from './format';
 import { listPages } from './entity-commands';
 
 /** What a business number's decode was given: `--format` and its companions, or nothing (then the instance is asked). */
-export interface NumberInput {
-  format?: string;
-  reset?: string;
-  timeZone?: string;
-}
+export type NumberInput = Partial<Record<keyof NumberSettings, string>>;
 
 /** What `GET /admin/apps` tells of an entity that decode needs: its mode and, for a business number, its scheme. */
 export interface DecodableEntity extends NumberInput {

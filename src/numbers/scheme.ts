@@ -5,7 +5,7 @@
  */
 import { PeriodCalendar, type Reset, periodId } from './period';
 import { NumberSettingsError, NumberTemplate } from './template';
-import { UnknownZoneError, timeZone } from './zone';
+import { timeZone } from './zone';
 
 /** What an entity stores about its business numbers (`format`, `reset`, `timeZone` at registration; fixed after). */
 export interface NumberSettings {
@@ -28,20 +28,14 @@ export interface DecodedNumber {
   readonly seq: string;
 }
 
-/** How much of an ISO 8601 time a period's date is, down to the reset's unit (`2026`, `2026-11`, `2026-11-28`, `2026-11-28T14`). */
-const DATE_LENGTH = { never: 0, yearly: 4, monthly: 7, daily: 10, hourly: 13 } as const;
-
 export class NumberScheme {
   readonly calendar: PeriodCalendar;
-  /** 1 % of a period's capacity ({@link poolCap}), worked out once: every take's low watermark asks for the cap. */
-  private readonly onePercent: number;
 
   private constructor(
     readonly template: NumberTemplate,
     readonly settings: NumberSettings,
   ) {
     this.calendar = new PeriodCalendar(template.reset, timeZone(settings.timeZone));
-    this.onePercent = Math.min(Number(template.capacity / 100n), Number.MAX_SAFE_INTEGER);
   }
 
   /**
@@ -53,8 +47,8 @@ export class NumberScheme {
     try {
       return { format: input.format, reset, timeZone: timeZone(input.timeZone ?? 'UTC').name };
     } catch (err) {
-      if (!(err instanceof UnknownZoneError)) throw err;
-      throw new NumberSettingsError('timeZone', err.message.replace(/^timeZone /, ''));
+      // timeZone throws only for a zone it does not know.
+      throw new NumberSettingsError('timeZone', (err as Error).message.replace(/^timeZone /, ''));
     }
   }
 
@@ -76,7 +70,7 @@ export class NumberScheme {
    * quarter of a `{seq:6}` day.
    */
   poolCap(largestBatch: number): number {
-    return Math.max(largestBatch, this.onePercent, 1);
+    return Math.max(largestBatch, Math.min(Number(this.capacity / 100n), Number.MAX_SAFE_INTEGER), 1);
   }
 
   /** `number` taken apart, or undefined when it is not one of this template's (or names no period of the zone). */
@@ -95,10 +89,9 @@ export class NumberScheme {
       timeZone: this.settings.timeZone,
       start: new Date(period.start).toISOString(),
       end: reset === 'never' ? null : new Date(period.end).toISOString(),
+      // 2026112814 as 2026-11-28T14: the separators after the reset's unit go with the digits it lacks.
       date:
-        reset === 'never'
-          ? null
-          : `${id.slice(0, 4)}-${id.slice(4, 6)}-${id.slice(6, 8)}T${id.slice(8)}`.slice(0, DATE_LENGTH[reset]),
+        reset === 'never' ? null : id.replace(/^(\d{4})(\d\d)?(\d\d)?(\d\d)?$/, '$1-$2-$3T$4').replace(/[-T]+$/, ''),
       seq: parts.seq.toString(),
     };
   }

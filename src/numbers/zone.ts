@@ -23,34 +23,29 @@ export interface TimeZone {
 }
 
 /** A zone the runtime does not know, or an offset out of range: the registration's 400 names `timeZone`. */
-export class UnknownZoneError extends Error {
-  constructor(zone: string, why: string) {
-    super(`timeZone "${zone}": ${why}`);
-    this.name = 'UnknownZoneError';
-  }
-}
+const unknownZone = (zone: string, why: string) => new RangeError(`timeZone "${zone}": ${why}`);
 
 const OFFSET = /^([+-])(\d{2}):(\d{2})$/;
 /** Real offsets run from −12:00 to +14:00 (Kiribati); a little room each side for historic ones. */
 const MAX_OFFSET_MINUTES = 14 * 60;
 
-/** The zone `name` names; throws {@link UnknownZoneError}. `Z` and `UTC` are the zero offset. */
+/** The zone `name` names; throws a RangeError for an unknown one. `Z` and `UTC` are the zero offset. */
 export function timeZone(name: string): TimeZone {
   if (name === 'UTC' || name === 'Z' || name === 'Etc/UTC') return fixedOffset(0, 'UTC');
   const offset = OFFSET.exec(name);
   if (offset) {
     const minutes = Number(offset[2]) * 60 + Number(offset[3]);
     if (Number(offset[3]) > 59 || minutes > MAX_OFFSET_MINUTES)
-      throw new UnknownZoneError(name, 'an offset must be from -14:00 to +14:00');
+      throw unknownZone(name, 'an offset must be from -14:00 to +14:00');
     return fixedOffset(offset[1] === '-' ? -minutes : minutes, name);
   }
   if (name.length > 64 || !/^[A-Za-z][A-Za-z0-9_+/-]*$/.test(name))
-    throw new UnknownZoneError(name, 'must be an IANA name (Asia/Shanghai) or an offset (+08:00)');
+    throw unknownZone(name, 'must be an IANA name (Asia/Shanghai) or an offset (+08:00)');
   let format: Intl.DateTimeFormat;
   try {
     format = new Intl.DateTimeFormat('en-US', { timeZone: name, ...TO_THE_HOUR });
   } catch {
-    throw new UnknownZoneError(name, 'this runtime does not know it (an IANA name such as Asia/Shanghai, or +08:00)');
+    throw unknownZone(name, 'this runtime does not know it (an IANA name such as Asia/Shanghai, or +08:00)');
   }
   return ianaZone(format);
 }

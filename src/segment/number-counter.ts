@@ -7,6 +7,7 @@
  */
 import { type Clock, systemClock } from '../clock';
 import { type Database, whileBusy } from '../db/database';
+import type { Period } from '../numbers/period';
 
 /** Sequences `first..last` (inclusive) of one period, reserved. */
 export interface SeqRange {
@@ -14,12 +15,8 @@ export interface SeqRange {
   readonly last: bigint;
 }
 
-/** One period of one entity, as the counter needs it. */
-export interface CounterPeriod {
-  readonly id: string;
-  /** When the period ends (Unix ms): rows of periods over for longer than the retention are pruned. */
-  readonly end: number;
-}
+/** One period of one entity, as the counter needs it: rows of periods over (`end`) for longer than the retention are pruned. */
+export type CounterPeriod = Pick<Period, 'id' | 'end'>;
 
 export interface NumberCounter {
   /**
