@@ -30,12 +30,15 @@ export interface DecodedNumber {
 
 export class NumberScheme {
   readonly calendar: PeriodCalendar;
+  /** 1 % of a period's capacity ({@link poolCap}), worked out once: every take's low watermark asks for the cap. */
+  private readonly onePercent: number;
 
   private constructor(
     readonly template: NumberTemplate,
     readonly settings: NumberSettings,
   ) {
     this.calendar = new PeriodCalendar(template.reset, timeZone(settings.timeZone));
+    this.onePercent = Math.min(Number(template.capacity / 100n), Number.MAX_SAFE_INTEGER);
   }
 
   /**
@@ -70,7 +73,7 @@ export class NumberScheme {
    * quarter of a `{seq:6}` day.
    */
   poolCap(largestBatch: number): number {
-    return Math.max(largestBatch, Math.min(Number(this.capacity / 100n), Number.MAX_SAFE_INTEGER), 1);
+    return Math.max(largestBatch, this.onePercent, 1);
   }
 
   /** `number` taken apart, or undefined when it is not one of this template's (or names no period of the zone). */
