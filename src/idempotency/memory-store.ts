@@ -8,7 +8,7 @@ interface MemoryEntry {
   answer: Promise<string[]>;
 }
 
-/** Default bound of the in-process store (IDPOOL_IDEMPOTENCY_MAX_MB). */
+/** Default bound of the stored answers (IDPOOL_IDEMPOTENCY_MAX_MB): ~20,000 batches of 1,000 ids at ~3 KB each. */
 export const DEFAULT_IDEMPOTENCY_MAX_MB = 64;
 
 /**
