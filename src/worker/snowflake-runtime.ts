@@ -181,29 +181,27 @@ export async function buildSnowflake(
           intervalMs: settings.clockCheckMs,
         })
       : undefined;
-  const make = (entityKey: string, count: number): Promise<string[]> => {
-    if (clockWatch?.state() === 'refusing')
-      return Promise.reject(
-        new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
-      );
-    return generator.takeStrings(entityKey, count);
-  };
   lease?.startHeartbeat();
   clockWatch?.start();
-  const runtime: SnowflakeRuntime = {
-    generator,
-    lease,
-    clockWatch,
-    make,
-    decoder: { decode: (id) => explainId(layout, clock.now(), id) },
-    workers: { list: () => worker.list() },
-    leaseCheck() {
-      const status = lease?.status();
-      return !status || status.ok ? 'ok' : status.detail;
-    },
-  };
   return {
-    value: runtime,
+    value: {
+      generator,
+      lease,
+      clockWatch,
+      make(entityKey, count) {
+        if (clockWatch?.state() === 'refusing')
+          return Promise.reject(
+            new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
+          );
+        return generator.takeStrings(entityKey, count);
+      },
+      decoder: { decode: (id) => explainId(layout, clock.now(), id) },
+      workers: { list: () => worker.list() },
+      leaseCheck() {
+        const status = lease?.status();
+        return !status || status.ok ? 'ok' : status.detail;
+      },
+    },
     async close() {
       await clockWatch?.stop();
       await worker.stop();
