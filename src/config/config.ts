@@ -35,7 +35,6 @@ import {
 } from '../http/settings';
 
 export { ConfigError };
-export type { SnowflakeRuntimeSettings };
 
 /** The variable naming the database, for the errors of a start that cannot open it. */
 export const DATABASE_URL_VARIABLE = 'IDPOOL_DATABASE_URL';

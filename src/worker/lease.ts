@@ -59,10 +59,7 @@ export interface WorkerLeaseOptions extends LeaseSettings {
 }
 
 /** A lease as `GET /admin/workers` shows it. */
-export interface WorkerView {
-  workerId: number;
-  code: string;
-  leaseVersion: number;
+export interface WorkerView extends Pick<WorkerRow, 'workerId' | 'code' | 'leaseVersion'> {
   heartbeatAt: string | null;
   lastTimestamp: string | null;
   live: boolean;
