@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { IdpoolClientError } from './errors';
 import { type LeaseAnswer, type LeaseOptions, type LeasedIds, leasedIds } from './leased-ids';
 import { type BufferOptions, TrendBuffer } from './trend-buffer';
-import { type ClientClock, type ClientSeams, Transport, defaultIdempotencyKey, systemClientClock } from './transport';
+import { type ClientClock, type ClientSeams, Transport, systemClientClock } from './transport';
 
 export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 
@@ -139,7 +140,7 @@ export class IdpoolClient {
       ...settings,
       fetch: seams.fetch ?? globalThis.fetch,
       clock: this.clock,
-      newIdempotencyKey: seams.idempotencyKey ?? defaultIdempotencyKey,
+      newIdempotencyKey: seams.idempotencyKey ?? randomUUID,
     });
     const onPrefetchError = options.onPrefetchError ?? (() => undefined);
     for (const [key, entity] of Object.entries(options.entities)) {

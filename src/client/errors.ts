@@ -126,13 +126,7 @@ const BY_STATUS: Record<number, typeof IdpoolHttpError> = {
 };
 
 /** The typed error for an error answer. */
-export function httpError(
-  status: number,
-  code: string,
-  message: string,
-  endpoint: string,
-  retryAfterMs?: number,
-): IdpoolHttpError {
-  const Type = BY_STATUS[status] ?? IdpoolHttpError;
-  return new Type(status, code, message, endpoint, retryAfterMs);
+export function httpError(...args: ConstructorParameters<typeof IdpoolHttpError>): IdpoolHttpError {
+  const Type = BY_STATUS[args[0]] ?? IdpoolHttpError;
+  return new Type(...args);
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import type { IdpoolClientOptions } from './client';
 import {
   IdpoolClientError,
   IdpoolHttpError,
@@ -26,13 +26,10 @@ export const systemClientClock: ClientClock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
-export interface TransportOptions {
+export interface TransportOptions extends Required<
+  Pick<IdpoolClientOptions, 'timeoutMs' | 'deadlineMs' | 'maxAttempts' | 'downForMs' | 'maxRetryAfterMs'>
+> {
   endpoints: readonly string[];
-  timeoutMs: number;
-  deadlineMs: number;
-  maxAttempts: number;
-  downForMs: number;
-  maxRetryAfterMs: number;
   fetch: typeof fetch;
   clock: ClientClock;
   newIdempotencyKey: () => string;
@@ -40,8 +37,6 @@ export interface TransportOptions {
 
 /** Longest back-off of a failing endpoint: a dead one costs one connection attempt per 8 s. */
 const MAX_BACKOFF_MS = 8000;
-
-export const defaultIdempotencyKey = (): string => randomUUID();
 
 export interface Request {
   method: 'GET' | 'POST';

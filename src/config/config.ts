@@ -23,6 +23,7 @@ import { DEFAULT_LEASE } from '../worker/lease';
 import type { SnowflakeRuntimeSettings } from '../worker/snowflake-lease';
 import { DEFAULT_CLOCK_CHECK_MS } from '../worker/clock-watch';
 import type { PodWorker } from '../worker/pod-worker';
+import { DEFAULT_IDEMPOTENCY_MAX_MB } from '../idempotency/memory-store';
 import { DEFAULT_OPS, type OpsConfig, type RequestLogMode } from '../ops/settings';
 import { DEFAULT_PREFIX, PREFIX_PATTERN } from '../redis/keys';
 import {
@@ -34,7 +35,6 @@ import {
 } from '../http/settings';
 
 export { ConfigError };
-export type { SnowflakeRuntimeSettings };
 
 /** The variable naming the database, for the errors of a start that cannot open it. */
 export const DATABASE_URL_VARIABLE = 'IDPOOL_DATABASE_URL';
@@ -136,8 +136,7 @@ export const DEFAULTS = {
   } satisfies SnowflakeRuntimeSettings as SnowflakeRuntimeSettings,
   ops: DEFAULT_OPS,
   logLevel: 'info',
-  // 64 MiB of stored answers: ~20,000 batches of 1,000 ids at ~3 KB each.
-  idempotencyMaxMb: 64,
+  idempotencyMaxMb: DEFAULT_IDEMPOTENCY_MAX_MB,
   adminTokenMinLength: SERVICE_TOKEN_MIN_LENGTH,
   http: DEFAULT_HTTP_SERVER,
 } as const;

@@ -32,6 +32,7 @@ export function redisTopology(r: EnvReader): RedisTopology | undefined {
     }
     return { kind: 'single', url };
   }
+  const credentials = { username: r.raw('IDPOOL_REDIS_USERNAME'), password: r.raw('IDPOOL_REDIS_PASSWORD') };
   const sentinels = r.raw('IDPOOL_REDIS_SENTINELS');
   if (sentinels) {
     const masterName = r.raw('IDPOOL_REDIS_SENTINEL_MASTER') ?? DEFAULT_SENTINEL_MASTER;
@@ -41,18 +42,9 @@ export function redisTopology(r: EnvReader): RedisTopology | undefined {
       kind: 'sentinel',
       sentinels: hostPorts('IDPOOL_REDIS_SENTINELS', sentinels),
       masterName,
-      username: r.raw('IDPOOL_REDIS_USERNAME'),
-      password: r.raw('IDPOOL_REDIS_PASSWORD'),
+      ...credentials,
     };
   }
   const nodes = r.raw('IDPOOL_REDIS_CLUSTER_NODES');
-  if (nodes) {
-    return {
-      kind: 'cluster',
-      nodes: hostPorts('IDPOOL_REDIS_CLUSTER_NODES', nodes),
-      username: r.raw('IDPOOL_REDIS_USERNAME'),
-      password: r.raw('IDPOOL_REDIS_PASSWORD'),
-    };
-  }
-  return undefined;
+  return nodes ? { kind: 'cluster', nodes: hostPorts('IDPOOL_REDIS_CLUSTER_NODES', nodes), ...credentials } : undefined;
 }

@@ -8,7 +8,7 @@ interface MemoryEntry {
   answer: Promise<string[]>;
 }
 
-/** Default bound of the in-process store (IDPOOL_IDEMPOTENCY_MAX_MB). */
+/** Default bound of the stored answers (IDPOOL_IDEMPOTENCY_MAX_MB): ~20,000 batches of 1,000 ids at ~3 KB each. */
 export const DEFAULT_IDEMPOTENCY_MAX_MB = 64;
 
 /**
@@ -54,16 +54,6 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     });
   }
 
-  /** Makes room for `bytes` more of `entityKey`'s answers by dropping its oldest. */
-  private fitEntity(entityKey: string, bytes: number): void {
-    const mine = this.byEntity.get(entityKey);
-    while (mine && mine.bytes + bytes > this.bytesPerEntity) {
-      const oldest = mine.ids.values().next();
-      if (oldest.done) break;
-      this.entries.delete(oldest.value);
-    }
-  }
-
   async once(
     entityKey: string,
     requestKey: string,
@@ -79,7 +69,13 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const answer = produce();
     const entry: MemoryEntry = { entityKey, count, answer };
     const bytes = entrySize(id, count);
-    this.fitEntity(entityKey, bytes);
+    // Room for it among its entity's answers: their oldest go first.
+    const held = this.byEntity.get(entityKey);
+    while (held && held.bytes + bytes > this.bytesPerEntity) {
+      const oldest = held.ids.values().next();
+      if (oldest.done) break;
+      this.entries.delete(oldest.value);
+    }
     this.entries.set(id, entry);
     if (this.entries.peek(id) === entry) {
       const mine = this.byEntity.get(entityKey) ?? { bytes: 0, ids: new Set<string>() };

@@ -1,5 +1,5 @@
 import { MAX_INT63 } from '../limits';
-import type { SnowflakeLayout } from './layout';
+import type { SnowflakeLayout, SnowflakeParts } from './layout';
 
 /** Decimal string of at most 19 digits: anything else cannot be a 63-bit id. */
 const DECIMAL_ID = /^\d{1,19}$/;
@@ -13,16 +13,12 @@ export class NotAnIdError extends Error {
 }
 
 /** What one id is made of, with its timestamp as a date. */
-export interface IdExplanation {
+export interface IdExplanation extends Omit<SnowflakeParts, 'timestamp' | 'region'> {
   id: string;
   timestamp: string;
   timestampMs: number;
   /** Present when the layout has region bits (IDPOOL_SNOWFLAKE_REGION_BITS). */
   region?: number;
-  worker: number;
-  timeBack: number;
-  sequence: number;
-  reserved: number;
 }
 
 /**

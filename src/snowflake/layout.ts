@@ -302,11 +302,6 @@ export class SnowflakeLayout {
     return new Date(ms);
   }
 
-  /** Whether every id with timestamp below `t` is below 2^53. */
-  fitsNumberAt(t: number): boolean {
-    return t < this.numberTimestampLimit;
-  }
-
   /** A one-line description for logs: `ms 41 | worker 10 | timeBack 1 | sequence 11 | reserved 0`. */
   describe(): string {
     const s = this.settings;

@@ -222,30 +222,24 @@ export class Snowflake {
     const s = this.state(entityKey);
     const ids = new Array<T>(count);
     let i = 0;
-    if (s.line === undefined) {
+    // Writes runs until the ids are all there (true) or the sequence must wait (false).
+    const run = (): boolean => {
       while (i < count) {
         const first = this.steps(s, count - i);
-        if (first < 0) break;
+        if (first < 0) return false;
         write(s, first, this.runLength, ids, i);
         i += this.runLength;
       }
-      if (i === count) return ids;
-    }
+      return true;
+    };
+    if (s.line === undefined && run()) return ids;
     const before = s.line;
     let done!: () => void;
     const mine = new Promise<void>((resolve) => (done = resolve));
     s.line = mine;
     try {
       if (before) await before;
-      while (i < count) {
-        const first = this.steps(s, count - i);
-        if (first < 0) {
-          await this.wait(entityKey);
-          continue;
-        }
-        write(s, first, this.runLength, ids, i);
-        i += this.runLength;
-      }
+      while (!run()) await this.wait(entityKey);
       return ids;
     } finally {
       if (s.line === mine) s.line = undefined;
@@ -253,7 +247,7 @@ export class Snowflake {
     }
   }
 
-  compose(parts: Omit<SnowflakeParts, 'reserved' | 'region'> & { reserved?: number; region?: number }): bigint {
+  compose(parts: Parameters<SnowflakeLayout['compose']>[0]): bigint {
     return this.layout.compose(parts);
   }
 
@@ -335,7 +329,7 @@ export class Snowflake {
       sequence: 0,
     });
     s.baseNum = Number(s.baseBig);
-    s.numberSafe = this.layout.fitsNumberAt(s.t);
+    s.numberSafe = s.t < this.layout.numberTimestampLimit;
     if (s.t > this.maxUnitUsed) this.maxUnitUsed = s.t;
   }
 

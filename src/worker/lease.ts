@@ -59,10 +59,7 @@ export interface WorkerLeaseOptions extends LeaseSettings {
 }
 
 /** A lease as `GET /admin/workers` shows it. */
-export interface WorkerView {
-  workerId: number;
-  code: string;
-  leaseVersion: number;
+export interface WorkerView extends Pick<WorkerRow, 'workerId' | 'code' | 'leaseVersion'> {
   heartbeatAt: string | null;
   lastTimestamp: string | null;
   live: boolean;
@@ -91,12 +88,10 @@ interface Held extends WorkerGrant {
 
 /** `{ip}:{port}#{mac}` of the first external IPv4 interface (loopback when there is none). */
 export function instanceCode(port: number): string {
-  for (const addresses of Object.values(networkInterfaces())) {
-    for (const a of addresses ?? []) {
-      if (a.family === 'IPv4' && !a.internal) return `${a.address}:${port}#${a.mac}`;
-    }
-  }
-  return `127.0.0.1:${port}#00:00:00:00:00:00`;
+  const a = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i?.family === 'IPv4' && !i.internal);
+  return a ? `${a.address}:${port}#${a.mac}` : `127.0.0.1:${port}#00:00:00:00:00:00`;
 }
 
 /**
@@ -333,7 +328,7 @@ export class WorkerLease implements WorkerSource {
   async list(): Promise<WorkerView[]> {
     const { rows, dbNowMs } = await this.options.store.rows(0, 2 ** 31 - 1);
     const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
-    return rows.map((r: WorkerRow) => ({
+    return rows.map((r) => ({
       workerId: r.workerId,
       code: r.code,
       leaseVersion: r.leaseVersion,

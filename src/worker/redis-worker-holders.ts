@@ -20,14 +20,9 @@ export class RedisWorkerHolders implements WorkerHolders {
   }
 
   async ceilings(workerIds: readonly number[]): Promise<Map<number, number>> {
-    const out = new Map<number, number>();
-    if (workerIds.length === 0) return out;
+    if (workerIds.length === 0) return new Map();
     const scores = await this.redis.zmscore(this.keys.ceilings, ...workerIds.map(String));
-    workerIds.forEach((id, i) => {
-      const score = scores[i];
-      if (score !== null) out.set(id, Number(score));
-    });
-    return out;
+    return new Map(workerIds.flatMap((id, i) => (scores[i] === null ? [] : [[id, Number(scores[i])] as const])));
   }
 
   async claim(workerId: number, token: string, ceilingMs: number, lostToken = ''): Promise<Claimed> {

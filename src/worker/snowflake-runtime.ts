@@ -97,7 +97,18 @@ async function leasedWorker(
  * service takes it only with IDPOOL_WORKER_ID_UNSAFE=1, and even then starts
  * above the `last_timestamp` its row records and records its own on stop.
  */
-async function fixedServiceWorker(workerId: number, store: SqlWorkerStore, serviceLog: Logger): Promise<ServiceWorker> {
+async function fixedServiceWorker(
+  { workerIdUnsafe }: SnowflakeServiceSettings,
+  workerId: number,
+  store: SqlWorkerStore,
+  serviceLog: Logger,
+): Promise<ServiceWorker> {
+  if (!workerIdUnsafe) {
+    throw new ConfigError(
+      'IDPOOL_WORKER_ID',
+      'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk',
+    );
+  }
   const log = serviceLog.child({ component: 'snowflake' });
   await store.ensureRows(workerId, workerId);
   const [row] = (await store.rows(workerId, workerId)).rows;
@@ -127,23 +138,6 @@ async function fixedServiceWorker(workerId: number, store: SqlWorkerStore, servi
   };
 }
 
-/** The service's worker id: leased, or the fixed IDPOOL_WORKER_ID when IDPOOL_WORKER_ID_UNSAFE allows it. */
-function serviceWorker(
-  deps: SnowflakeRuntimeDeps,
-  settings: SnowflakeRuntimeSettings,
-  store: SqlWorkerStore,
-): Promise<ServiceWorker> {
-  const { workerId, workerIdUnsafe } = deps.config;
-  if (workerId === undefined) return leasedWorker(deps, settings, store);
-  if (!workerIdUnsafe) {
-    throw new ConfigError(
-      'IDPOOL_WORKER_ID',
-      'turns off the worker lease (no exclusivity between processes); unset it to lease a worker id from the database, or set IDPOOL_WORKER_ID_UNSAFE=1 to accept that risk',
-    );
-  }
-  return fixedServiceWorker(workerId, store, deps.log);
-}
-
 /**
  * Builds the generator on the service's worker id: a lease from the
  * `worker` table, or a fixed `IDPOOL_WORKER_ID` when IDPOOL_WORKER_ID_UNSAFE
@@ -160,7 +154,10 @@ export async function buildSnowflake(
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
   const store = new SqlWorkerStore(db);
-  const worker = await serviceWorker(deps, settings, store);
+  const worker =
+    config.workerId === undefined
+      ? await leasedWorker(deps, settings, store)
+      : await fixedServiceWorker(config, config.workerId, store, log);
   const lease = worker instanceof WorkerLease ? worker : undefined;
   const generator = new Snowflake({ layout, worker, clock, maxWaitMs: settings.maxWaitMs });
   worker.trackUsage(() => generator.lastUsedMs());
@@ -184,29 +181,27 @@ export async function buildSnowflake(
           intervalMs: settings.clockCheckMs,
         })
       : undefined;
-  const make = (entityKey: string, count: number): Promise<string[]> => {
-    if (clockWatch?.state() === 'refusing')
-      return Promise.reject(
-        new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
-      );
-    return generator.takeStrings(entityKey, count);
-  };
   lease?.startHeartbeat();
   clockWatch?.start();
-  const runtime: SnowflakeRuntime = {
-    generator,
-    lease,
-    clockWatch,
-    make,
-    decoder: { decode: (id) => explainId(layout, clock.now(), id) },
-    workers: { list: () => worker.list() },
-    leaseCheck() {
-      const status = lease?.status();
-      return !status || status.ok ? 'ok' : status.detail;
-    },
-  };
   return {
-    value: runtime,
+    value: {
+      generator,
+      lease,
+      clockWatch,
+      make(entityKey, count) {
+        if (clockWatch?.state() === 'refusing')
+          return Promise.reject(
+            new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
+          );
+        return generator.takeStrings(entityKey, count);
+      },
+      decoder: { decode: (id) => explainId(layout, clock.now(), id) },
+      workers: { list: () => worker.list() },
+      leaseCheck() {
+        const status = lease?.status();
+        return !status || status.ok ? 'ok' : status.detail;
+      },
+    },
     async close() {
       await clockWatch?.stop();
       await worker.stop();

@@ -80,8 +80,7 @@ export class SqlWorkerStore implements WorkerStore {
     if (Number(existing[0]?.n ?? 0) === max - min + 1) return;
     const now = await this.nowMs();
     for (let from = min; from <= max; from += INSERT_BATCH) {
-      const ids: number[] = [];
-      for (let id = from; id <= Math.min(max, from + INSERT_BATCH - 1); id++) ids.push(id);
+      const ids = Array.from({ length: Math.min(max - from + 1, INSERT_BATCH) }, (_, k) => from + k);
       // The primary key makes concurrent first starts safe: a row another
       // instance inserted first is skipped, never duplicated.
       await this.db.execute(
