@@ -1,4 +1,3 @@
-import type { IdpoolClientOptions } from './client';
 import {
   IdpoolClientError,
   IdpoolHttpError,
@@ -26,10 +25,13 @@ export const systemClientClock: ClientClock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
-export interface TransportOptions extends Required<
-  Pick<IdpoolClientOptions, 'timeoutMs' | 'deadlineMs' | 'maxAttempts' | 'downForMs' | 'maxRetryAfterMs'>
-> {
+export interface TransportOptions {
   endpoints: readonly string[];
+  timeoutMs: number;
+  deadlineMs: number;
+  maxAttempts: number;
+  downForMs: number;
+  maxRetryAfterMs: number;
   fetch: typeof fetch;
   clock: ClientClock;
   newIdempotencyKey: () => string;
