@@ -9,7 +9,6 @@ import { errorMessage } from '../errors';
 import { MemoryNumberStore } from '../pool/memory-number-store';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
 import { type NumberEntity, NumberPeriods, type NumberPeriodsOptions } from '../pool/period-pools';
-import { NUMBER_PERIOD_RETENTION_MS } from '../segment/number-counter';
 
 export class LocalNumbers {
   private readonly store: MemoryPoolStore;
@@ -31,12 +30,9 @@ export class LocalNumbers {
     });
   }
 
-  /** Prunes the rows (and record marks) of periods over for longer than the retention; then at fills, hourly. */
+  /** Prunes the rows (and record marks) of periods over for longer than the retention now, as fills do hourly after. */
   start(): void {
-    const { counter, clock, log } = this.options;
-    counter
-      .prune?.(clock.now() - NUMBER_PERIOD_RETENTION_MS)
-      .catch((err: unknown) => log.warn({ err: errorMessage(err) }, 'pruning business-number counters failed'));
+    void this.periods.pruneCounters();
   }
 
   /** `count` numbers of the period now is in, all or nothing. */

@@ -379,11 +379,17 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
     return period;
   }
 
-  /** Hourly, a failure logged: old periods' counters after the retention, and (Redis) this entity's fences. */
+  /** Old periods' counters after the retention, at most hourly, a failure logged: at a fill, and at the library's start. */
+  pruneCounters(): Promise<void> {
+    const before = this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS;
+    return this.pruneHourly('*', async () => this.options.counter.prune?.(before));
+  }
+
+  /** Hourly: the counters, and (Redis) this entity's fences. */
   private async pruneOld(entityKey: string, scheme: NumberScheme): Promise<void> {
-    const { clock, counter, store } = this.options;
+    const { clock, store } = this.options;
+    await this.pruneCounters();
     const before = clock.now() - NUMBER_PERIOD_RETENTION_MS;
-    await this.pruneHourly('*', async () => counter.prune?.(before));
     if (store.pruneFences)
       await this.pruneHourly(entityKey, async () => store.pruneFences?.(entityKey, scheme.calendar.at(before).id));
   }
