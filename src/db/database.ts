@@ -17,7 +17,7 @@ export { isBusy, whileBusy } from './dialects/sqlite';
  * dialect differences the SQL needs. BIGINT values cross this boundary as
  * decimal strings (never JS numbers) so offsets above 2^53 stay exact.
  */
-export interface Database {
+export interface Database extends Pick<SqlDialect, 'bigText' | 'nowMs'> {
   readonly dialect: DialectName;
   readonly dataSource: DataSource;
   /** Where the data lives, for the start-up log (path or host/db, no password). */
@@ -25,10 +25,6 @@ export interface Database {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** Runs a statement and returns its affected-row count. */
   execute(sql: string, params?: unknown[]): Promise<{ affectedRows: number; insertId?: string }>;
-  /** SQL expression selecting a BIGINT column as text. */
-  bigText(column: string): string;
-  /** SQL expression for the database's own clock, in Unix milliseconds. */
-  readonly nowMs: string;
   close(): Promise<void>;
 }
 

@@ -20,8 +20,7 @@ export interface SqlDialect {
   readonly name: DialectName;
   /** Whether `url` names this database. */
   matches(url: string): boolean;
-  /** TypeORM options for `url` (migrations are added by the caller). */
-  /** `clock` times what the driver measures itself (a PostgreSQL connect's wait). */
+  /** TypeORM options for `url` (migrations are added by the caller); `clock` times what the driver measures itself (a PostgreSQL connect's wait). */
   options(url: string, clock: Clock): DataSourceOptions;
   /** Where the data lives, for the start-up log (path or host/db, no password). */
   describe(url: string): string;
