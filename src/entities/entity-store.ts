@@ -106,13 +106,9 @@ export class SqlEntityStore implements EntityStore {
         const batch = this.pending.splice(0, SqlEntityStore.MAX_BATCH);
         // A key asked for twice in one batch: the first goes in, the repeat waits for the next round (and conflicts there).
         const seen = new Set<string>();
-        const distinct: typeof batch = [];
-        const repeats: typeof batch = [];
-        for (const b of batch) {
-          (seen.has(b.entity.key) ? repeats : distinct).push(b);
-          seen.add(b.entity.key);
-        }
-        this.pending.unshift(...repeats);
+        const distinct = batch.filter((b) => !seen.has(b.entity.key) && seen.add(b.entity.key));
+        const first = new Set(distinct);
+        this.pending.unshift(...batch.filter((b) => !first.has(b)));
         try {
           await this.insertRows(distinct.map((b) => b.entity));
           for (const b of distinct) b.resolve(true);

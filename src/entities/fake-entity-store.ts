@@ -45,27 +45,24 @@ export class FakeEntityStore implements EntityStore {
   }
 
   async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
-    this.count('update');
-    return this.change(key, (entity) => ({ ...entity, ...t, updateTime }));
+    return this.change('update', key, (entity) => ({ ...entity, ...t, updateTime }));
   }
 
   async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
-    this.count('setSecrets');
-    return this.change(key, (entity) => ({ ...entity, secrets: [...secrets], updateTime }));
+    return this.change('setSecrets', key, (entity) => ({ ...entity, secrets: [...secrets], updateTime }));
   }
 
   async setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
-    this.count('setHeld');
-    return this.change(key, (entity) => ({ ...entity, held, updateTime }));
+    return this.change('setHeld', key, (entity) => ({ ...entity, held, updateTime }));
   }
 
   async retire(key: string, at: number): Promise<boolean> {
-    this.count('retire');
-    return this.change(key, (entity) => ({ ...entity, updateTime: at }), at);
+    return this.change('retire', key, (entity) => ({ ...entity, updateTime: at }), at);
   }
 
-  /** `next(entity)` in place of the live row of `key` (retired at `deletedAt` unless 0); whether there was one. */
-  private change(key: string, next: (entity: EntityConfig) => EntityConfig, deletedAt = 0): boolean {
+  /** `method`, counted: `next(entity)` in place of the live row of `key` (retired at `deletedAt` unless 0); whether there was one. */
+  private change(method: string, key: string, next: (entity: EntityConfig) => EntityConfig, deletedAt = 0): boolean {
+    this.count(method);
     const row = this.rows.get(key);
     if (row?.deletedAt !== 0) return false;
     this.rows.set(key, { entity: next(row.entity), deletedAt });

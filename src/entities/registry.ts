@@ -117,11 +117,6 @@ export class EntityRegistry implements EntityCatalog {
     return this.cache.page(after, limit);
   }
 
-  /** Number of live entities. */
-  count(): number {
-    return this.cache.count();
-  }
-
   segmentKeys(): string[] {
     return this.cache.segmentKeys();
   }
