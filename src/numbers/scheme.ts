@@ -28,6 +28,9 @@ export interface DecodedNumber {
   readonly seq: string;
 }
 
+/** How much of an ISO 8601 time a period's date is, down to the reset's unit (`2026`, `2026-11`, `2026-11-28`, `2026-11-28T14`). */
+const DATE_LENGTH = { never: 0, yearly: 4, monthly: 7, daily: 10, hourly: 13 } as const;
+
 export class NumberScheme {
   readonly calendar: PeriodCalendar;
   /** 1 % of a period's capacity ({@link poolCap}), worked out once: every take's low watermark asks for the cap. */
@@ -92,9 +95,10 @@ export class NumberScheme {
       timeZone: this.settings.timeZone,
       start: new Date(period.start).toISOString(),
       end: reset === 'never' ? null : new Date(period.end).toISOString(),
-      // 2026112814 as 2026-11-28T14: the separators after the reset's unit go with the digits it lacks.
       date:
-        reset === 'never' ? null : id.replace(/^(\d{4})(\d\d)?(\d\d)?(\d\d)?$/, '$1-$2-$3T$4').replace(/[-T]+$/, ''),
+        reset === 'never'
+          ? null
+          : `${id.slice(0, 4)}-${id.slice(4, 6)}-${id.slice(6, 8)}T${id.slice(8)}`.slice(0, DATE_LENGTH[reset]),
       seq: parts.seq.toString(),
     };
   }

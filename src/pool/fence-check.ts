@@ -98,33 +98,38 @@ export class FenceCheck {
   async run(): Promise<void> {
     this.stats.started++;
     try {
-      const start = await this.startingPoint();
-      if (start && this.clean?.mark === start.mark && this.clean.reservations === start.reservations) {
-        if (start.at - this.clean.at < FULL_RUN_MS) {
-          this.stats.digestOnly++;
-          return;
-        }
-      }
-      let behind: string[], failed: boolean;
-      try {
-        ({ behind, failed } = await this.findBehind());
-      } catch (err) {
-        this.logFailure('*', err);
-        return;
-      }
-      // Every entity clear and read: later runs read the digest until something moves.
-      this.clean = start && behind.length === 0 && !failed ? start : undefined;
-      let next = 0;
-      const worker = async () => {
-        while (next < behind.length) {
-          const key = behind[next++];
-          await this.carry(key).catch((err: unknown) => this.logFailure(key, err));
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(CARRIES_IN_FLIGHT, behind.length) }, worker));
+      await this.carryAll();
     } finally {
       this.stats.completed++;
     }
+  }
+
+  private async carryAll(): Promise<void> {
+    const start = await this.startingPoint();
+    if (start && this.clean?.mark === start.mark && this.clean.reservations === start.reservations) {
+      if (start.at - this.clean.at < FULL_RUN_MS) {
+        this.stats.digestOnly++;
+        return;
+      }
+    }
+    let found: { behind: string[]; failed: boolean };
+    try {
+      found = await this.findBehind();
+    } catch (err) {
+      this.logFailure('*', err);
+      return;
+    }
+    const { behind } = found;
+    // Every entity clear and read: later runs read the digest until something moves.
+    this.clean = start && behind.length === 0 && !found.failed ? start : undefined;
+    let next = 0;
+    const worker = async () => {
+      while (next < behind.length) {
+        const key = behind[next++];
+        await this.carry(key).catch((err: unknown) => this.logFailure(key, err));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CARRIES_IN_FLIGHT, behind.length) }, worker));
   }
 
   /**
