@@ -54,6 +54,16 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     });
   }
 
+  /** Makes room for `bytes` more of `entityKey`'s answers by dropping its oldest. */
+  private fitEntity(entityKey: string, bytes: number): void {
+    const mine = this.byEntity.get(entityKey);
+    while (mine && mine.bytes + bytes > this.bytesPerEntity) {
+      const oldest = mine.ids.values().next();
+      if (oldest.done) break;
+      this.entries.delete(oldest.value);
+    }
+  }
+
   async once(
     entityKey: string,
     requestKey: string,
@@ -69,13 +79,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const answer = produce();
     const entry: MemoryEntry = { entityKey, count, answer };
     const bytes = entrySize(id, count);
-    // Room for it among its entity's answers: their oldest go first.
-    const held = this.byEntity.get(entityKey);
-    while (held && held.bytes + bytes > this.bytesPerEntity) {
-      const oldest = held.ids.values().next();
-      if (oldest.done) break;
-      this.entries.delete(oldest.value);
-    }
+    this.fitEntity(entityKey, bytes);
     this.entries.set(id, entry);
     if (this.entries.peek(id) === entry) {
       const mine = this.byEntity.get(entityKey) ?? { bytes: 0, ids: new Set<string>() };

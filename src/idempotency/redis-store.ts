@@ -1,6 +1,6 @@
 import type { Clock } from '../clock';
 import { type Logger, silentLogger } from '../logger';
-import { DEFAULT_PREFIX, idempotencyBytesKey, idempotencyKeys } from '../redis/keys';
+import { DEFAULT_PREFIX, type IdempotencyKeys, idempotencyBytesKey, idempotencyKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { callFunction } from '../redis/functions';
 import { decodeAnswer, encodeAnswer } from './codec';
@@ -96,33 +96,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     }
 
     try {
-      const ids = await produce();
-      const encoded = encodeAnswer(count, ids);
-      const bytes = answerBytes(keys.answer, encoded);
-      if (!(await this.room(bytes))) {
-        this.log.warn(
-          { entityKey, bytes, limits: this.limits },
-          'Idempotency-Key answers are at their byte bound; answering without storing (a retry takes new ids)',
-        );
-        await this.redis.del(keys.claim).catch(() => undefined);
-        return { ids, replayed: false };
-      }
-      // The first answer stored wins; one call (`store_answer-3.lua`) also indexes it by time and drops this
-      // entity's expired answers and, beyond the count and byte caps, its oldest.
-      const { answersPerEntity, bytesPerEntity } = this.limits;
-      const [stored, winner] = await callFunction<[number, (string | null)?]>(
-        this.redis,
-        'idpool_store_answer',
-        [keys.answer, keys.index, keys.bytes],
-        [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
-      );
-      if (stored === 1) {
-        await this.count(bytes);
-        return { ids, replayed: false };
-      }
-      // Our claim expired and another request answered first: its answer stands.
-      if (winner === undefined || winner === null) throw inProgress();
-      return checked(decodeAnswer(winner), count);
+      return await this.produceAndStore(keys, entityKey, requestKey, count, produce);
     } catch (err) {
       // Whatever failed after the claim (the take, or storing its answer),
       // nothing stands for this key: a retry tries again at once rather
@@ -130,6 +104,42 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       await this.redis.del(keys.claim).catch(() => undefined);
       throw err;
     }
+  }
+
+  private async produceAndStore(
+    keys: IdempotencyKeys,
+    entityKey: string,
+    requestKey: string,
+    count: number,
+    produce: () => Promise<string[]>,
+  ): Promise<IdempotentAnswer> {
+    const ids = await produce();
+    const encoded = encodeAnswer(count, ids);
+    const bytes = answerBytes(keys.answer, encoded);
+    if (!(await this.room(bytes))) {
+      this.log.warn(
+        { entityKey, bytes, limits: this.limits },
+        'Idempotency-Key answers are at their byte bound; answering without storing (a retry takes new ids)',
+      );
+      await this.redis.del(keys.claim).catch(() => undefined);
+      return { ids, replayed: false };
+    }
+    // The first answer stored wins; one call (`store_answer-3.lua`) also indexes it by time and drops this
+    // entity's expired answers and, beyond the count and byte caps, its oldest.
+    const { answersPerEntity, bytesPerEntity } = this.limits;
+    const [stored, winner] = await callFunction<[number, (string | null)?]>(
+      this.redis,
+      'idpool_store_answer',
+      [keys.answer, keys.index, keys.bytes],
+      [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
+    );
+    if (stored === 1) {
+      await this.count(bytes);
+      return { ids, replayed: false };
+    }
+    // Our claim expired and another request answered first: its answer stands.
+    if (winner === undefined || winner === null) throw inProgress();
+    return checked(decodeAnswer(winner), count);
   }
 
   /** Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life, the total. */
