@@ -345,23 +345,28 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
     return now + every;
   }
 
-  /** The counter (`seen`, else read) below the fence carried past it, logged and reported; the fence read first (only committed ranges raise it). */
+  /**
+   * The counter below the fence carried past it, logged and reported
+   * (`seen`: where the caller's refused range began). Read after the fence,
+   * which only committed ranges raise: a counter at or above it is another
+   * refiller's range pushed first (a lock taken over), not a restore.
+   */
   private async carry(entity: NumberEntity, periodId: string, seen?: bigint): Promise<void> {
     const { store, counter: counters, log } = this.options;
     const fence = await store.issued(entity.key, periodId);
     if (fence === 0n) return;
-    const counter = seen ?? (await counters.peek(entity.key, periodId));
+    const counter = await counters.peek(entity.key, periodId);
     if (counter >= fence) return;
     const period = this.named(entity, this.scheme(entity), periodId);
     log.error(
-      { entity: entity.key, period: period.id, counter: counter.toString(), fence: fence.toString() },
+      { entity: entity.key, period: period.id, counter: (seen ?? counter).toString(), fence: fence.toString() },
       'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
     );
     const after = await counters.raise(entity.key, period, fence);
     this.options.databaseBehind?.({
       entityKey: entity.key,
       period: period.id,
-      databaseOffset: counter,
+      databaseOffset: seen ?? counter,
       record: 'fence',
       recordedOffset: fence,
       fence,

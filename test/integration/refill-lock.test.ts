@@ -44,7 +44,7 @@ describeWithServices(
     const expectRecovered = (result: HolderFault, holderPid: number, segment: { start: bigint; end: bigint }) => {
       // The holder kept its lease of one second for the whole hold (2.5 s): nobody served.
       expect(result.servedWhileHeld).toBe(0);
-      expect(result.lock.value).toMatch(new RegExp(`:${holderPid}:[0-9a-f]+$`));
+      expect(result.lock.value).toMatch(new RegExp(`:${holderPid}:[0-9a-f]+@[0-9a-f]+:[0-9a-f]+$`));
       expect(result.lock.pttl).toBeGreaterThan(0);
       expect(result.lock.pttl).toBeLessThanOrEqual(1000);
       expect(result.unexpected).toEqual([]);

@@ -1,4 +1,7 @@
 import { expect, it } from 'vitest';
+import { systemClock } from '../../src/clock';
+import { RedisPoolStore } from '../../src/pool/redis-pool-store';
+import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { uniqueKey } from '../support/configs';
 import { register, takeIds } from '../support/http';
 import { describeWithServices } from '../support/describe-with-services';
@@ -39,5 +42,29 @@ describeWithServices('refill lock from before an epoch change (private redis-ser
     expect(waited).toBeLessThan(3000);
     expect(served!.filter((id) => issued.includes(id))).toEqual([]);
     expect(BigInt(served![0])).toBeGreaterThan(BigInt(issued.at(-1)!));
+  });
+  it('keeps a lock taken in this epoch though the pool is not reset yet: the first refill of a new entity, or the first after a failover', async () => {
+    const prefix = `idpool-t-stale-${process.pid}`;
+    const store = new RedisPoolStore(run.direct, prefix);
+    const lock = new RedisRefillLock(run.direct, systemClock, 10_000, prefix, 'host-a:1');
+    const keys = (key: string) => entityKeys(key, prefix);
+    // A new entity: no epoch marker yet, its first refill holds the lock on its way to the reset. Another
+    // instance, refused for the epoch, must not drop it (two refillers at once: a range refused by the fence).
+    const held = await lock.acquire('new');
+    expect(held).not.toBeNull();
+    expect(await run.direct.get(keys('new').lock)).toMatch(/^host-a:1:[0-9a-f]+@[0-9a-f]+:[0-9a-f]+$/);
+    expect(await store.unlockStale('new')).toBe(false);
+    // After a failover: the marker is the old epoch's until the holder resets the pool.
+    await run.direct.set(keys('new').epoch, 'old-run-id:old-replid');
+    expect(await store.unlockStale('new')).toBe(false);
+    await held!.release();
+    expect(await run.direct.exists(keys('new').lock)).toBe(0);
+    // A lock taken in the old epoch is dropped whatever the marker says; one of an older release (no epoch in it)
+    // as the marker says.
+    await run.direct.set(keys('old').lock, 'host-b:2:abc@old-run-id:old-replid', 'PX', 10_000);
+    expect(await store.unlockStale('old')).toBe(true);
+    await run.direct.set(keys('older').lock, 'host-b:2:abc', 'PX', 10_000);
+    await run.direct.set(keys('older').epoch, 'old-run-id:old-replid');
+    expect(await store.unlockStale('older')).toBe(true);
   });
 });

@@ -12,6 +12,10 @@
   extension and stops; its push, if it comes, is refused by the fence or
   adds a segment above it.
 
+  The lock's value is the token and the epoch it was taken in
+  (`token@run_id:master_replid`): after a failover, a lock that came over
+  with replication is told from one taken since (idpool_unlock_stale).
+
   Input:
     KEYS[1] refill lock
     ARGV[1] token (`host:pid:random`: who holds it, for operators)
@@ -24,12 +28,13 @@
     0  held by a holder that extends it
 ]]
 local function lock_acquire(KEYS, ARGV)
-  if rcall('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local value = ARGV[1] .. '@' .. epoch()
+  if rcall('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
     return 1
   end
   -- -1: no expiry (set by hand): it would block the entity for good.
   if rcall('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
-    rcall('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    rcall('SET', KEYS[1], value, 'PX', ARGV[2])
     return 2
   end
   return 0

@@ -11,10 +11,11 @@
 
   Output:
     1  extended
-    0  not the caller's any more (taken over, lapsed, dropped by idpool_unlock_stale)
+    0  not the caller's any more (taken over, lapsed, dropped by idpool_unlock_stale,
+       or taken in another epoch)
 ]]
 local function lock_extend(KEYS, ARGV)
-  if rcall('GET', KEYS[1]) ~= ARGV[1] then
+  if rcall('GET', KEYS[1]) ~= ARGV[1] .. '@' .. epoch() then
     return 0
   end
   return rcall('PEXPIRE', KEYS[1], ARGV[2])

@@ -9,10 +9,10 @@
 
   Output:
     1  released
-    0  not the caller's (taken over or lapsed): nothing done
+    0  not the caller's (taken over, lapsed, or taken in another epoch): nothing done
 ]]
 local function lock_release(KEYS, ARGV)
-  if rcall('GET', KEYS[1]) ~= ARGV[1] then
+  if rcall('GET', KEYS[1]) ~= ARGV[1] .. '@' .. epoch() then
     return 0
   end
   return rcall('DEL', KEYS[1])
