@@ -243,7 +243,9 @@ describeWithServices('fence: a stale refiller cannot push an older segment', { m
     // Past three leases the lock is still the slow refiller's, and the other skips.
     for (let i = 0; i < 3; i++) {
       await new Promise((r) => setTimeout(r, 1000));
-      expect(await serviceParts(other).redis!.get(lock)).toMatch(new RegExp(`:${process.pid}:[0-9a-f]+$`));
+      expect(await serviceParts(other).redis!.get(lock)).toMatch(
+        new RegExp(`:${process.pid}:[0-9a-f]+@[0-9a-f]+:[0-9a-f]+$`),
+      );
       await serviceParts(other).refiller.refill('orders');
       expect(serviceParts(other).refiller.stats.segmentsReserved).toBe(0);
     }
