@@ -48,9 +48,10 @@ export interface RedisAnswerLimits {
   bytesPerEntity: number;
   /**
    * Bytes of answers stored in the last {@link ANSWER_TTL_MS} by every
-   * instance, all entities together: beyond it an answer is not stored (its
-   * request is answered, a retry of it takes new ids). An upper bound of what
-   * is held: dropped answers still count until their minute has passed.
+   * instance, all entities together, less those the per-entity caps have
+   * dropped: beyond it an answer is not stored (its request is answered, a
+   * retry of it takes new ids). An upper bound of what is held: expired
+   * answers still count until their minute has passed.
    */
   totalBytes: number;
 }
@@ -127,35 +128,51 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     // The first answer stored wins; one call (`store_answer-3.lua`) also indexes it by time and drops this
     // entity's expired answers and, beyond the count and byte caps, its oldest.
     const { answersPerEntity, bytesPerEntity } = this.limits;
-    const [stored, winner] = await callFunction<[number, (string | null)?]>(
+    const [stored, ...reply] = await callFunction<[number, ...(string | number | null)[]]>(
       this.redis,
       'idpool_store_answer',
       [keys.answer, keys.index, keys.bytes],
       [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
     );
     if (stored === 1) {
-      await this.count(bytes);
+      await this.count(bytes, reply.map(Number));
       return { ids, replayed: false };
     }
+    const [winner] = reply as (string | null | undefined)[];
     // Our claim expired and another request answered first: its answer stands.
     if (winner === undefined || winner === null) throw inProgress();
     return checked(decodeAnswer(winner), count);
   }
 
-  /** Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life, the total. */
+  /** Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life and the caps kept, the total. */
   private async room(bytes: number): Promise<boolean> {
     if (bytes > this.limits.bytesPerEntity) return false;
     const minute = Math.floor(this.clock.now() / MINUTE_MS);
     const buckets = Array.from({ length: TOTAL_MINUTES }, (_, i) => idempotencyBytesKey(minute - i, this.prefix));
-    const stored = (await this.redis.mget(...buckets)).reduce((sum, v) => sum + Number(v ?? 0), 0);
+    // A minute below 0: its key lost (a Redis restart) before the answers counted in it were dropped.
+    const stored = (await this.redis.mget(...buckets)).reduce((sum, v) => sum + Math.max(0, Number(v ?? 0)), 0);
     return stored + bytes <= this.limits.totalBytes;
   }
 
-  /** Counts a stored answer's bytes in its minute, against the total. */
-  private async count(bytes: number): Promise<void> {
-    const bucket = idempotencyBytesKey(Math.floor(this.clock.now() / MINUTE_MS), this.prefix);
-    await this.redis.incrby(bucket, bytes);
-    await this.redis.pexpire(bucket, (TOTAL_MINUTES + 1) * MINUTE_MS);
+  /**
+   * Counts a stored answer's bytes against the total in its minute, and
+   * takes off those of the answers the caps dropped (`now`, then minute and
+   * bytes pairs, as `store_answer-3.lua` answers, by the Redis clock): a
+   * busy entity holds at most its cap, and the total counts no more of it,
+   * so idempotency stays on for every entity however long the load lasts.
+   */
+  private async count(bytes: number, [now, ...freed]: number[]): Promise<void> {
+    const minute = Math.floor(now / MINUTE_MS);
+    const add = async (m: number, by: number) => {
+      const bucket = idempotencyBytesKey(m, this.prefix);
+      await this.redis.incrby(bucket, by);
+      await this.redis.pexpire(bucket, (TOTAL_MINUTES + 1) * MINUTE_MS);
+    };
+    const writes = [add(minute, bytes)];
+    // Only minutes still summed: a dropped answer was stored within its life, so they all are.
+    for (let i = 0; i + 1 < freed.length; i += 2)
+      if (freed[i] > minute - TOTAL_MINUTES) writes.push(add(freed[i], -freed[i + 1]));
+    await Promise.all(writes);
   }
 
   private async answer(key: string): Promise<StoredAnswer | undefined> {

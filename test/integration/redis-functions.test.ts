@@ -98,7 +98,9 @@ describeWithServices('Redis functions: rate limit and idempotent answers', { red
         [keys.answer, keys.index, keys.bytes],
         [encoded, ANSWER_TTL_MS, 'k', 100, keys.answerPrefix, 120, 1_000_000],
       );
-    expect(await store(encodeAnswer(2, ['10', '11']))).toEqual([1]);
+    const [stored, now] = await store(encodeAnswer(2, ['10', '11']));
+    expect(stored).toBe(1);
+    expect(Math.abs(Number(now) - Date.now())).toBeLessThan(5000);
     const [code, winner] = await store(encodeAnswer(2, ['20', '21']));
     expect(code).toBe(0);
     expect(decodeAnswer(winner!)).toEqual({ count: 2, ids: ['10', '11'] });
@@ -106,6 +108,18 @@ describeWithServices('Redis functions: rate limit and idempotent answers', { red
     expect(ttl).toBeGreaterThan(ANSWER_TTL_MS - 5000);
     expect(await redis.zrange(keys.index, 0, -1)).toEqual(['k\n120']);
     expect(await redis.get(keys.bytes)).toBe('120');
+
+    // Beyond the cap (one answer here) the oldest is dropped, and its bytes come back by the minute it was stored in.
+    const [, storedAt, ...freed] = await callFunction<number[]>(
+      redis,
+      'idpool_store_answer',
+      [keys.answerPrefix + 'k2', keys.index, keys.bytes],
+      [encodeAnswer(1, ['12']), ANSWER_TTL_MS, 'k2', 1, keys.answerPrefix, 90, 1_000_000],
+    );
+    expect(freed).toEqual([Math.floor(Number(now) / 60_000), 120]);
+    expect(storedAt).toBeGreaterThanOrEqual(Number(now));
+    expect(await redis.exists(keys.answer)).toBe(0);
+    expect(await redis.get(keys.bytes)).toBe('90');
   });
 
   it('replays an answer, refuses another count, keeps entities apart', async () => {

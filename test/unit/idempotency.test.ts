@@ -87,12 +87,15 @@ function fakeRedis(clock: Clock) {
         this.zset(indexKey).delete(m);
         held = await this.incrby(bytesKey, -member(m).bytes);
       }
+      const freed = new Map<number, number>();
       while (this.zset(indexKey).size > cap || held > bytesCap) {
-        const [m] = await this.zpopmin(indexKey, 1);
+        const [m, score] = await this.zpopmin(indexKey, 1);
         await this.del(answerPrefix + member(m).requestKey);
         held = await this.incrby(bytesKey, -member(m).bytes);
+        const minute = Math.floor(Number(score) / 60_000);
+        freed.set(minute, (freed.get(minute) ?? 0) + member(m).bytes);
       }
-      return [1];
+      return [1, now, ...[...freed].flat()];
     },
     // The per-minute byte counters of the total bound (their expiry is left out: the test moves past them by time).
     async incrby(key: string, by: number) {
@@ -268,7 +271,7 @@ describe('bounds', () => {
       clock.advance(1);
     }
     const held = (entity: string) =>
-      [...redis.data.keys()].filter((k) => k.includes(`{${entity}}:idem:answer:`)).length;
+      [...redis.data].filter(([k, v]) => k.includes(`{${entity}}:idem:answer:`) && v.expiresAt > clock.now()).length;
     expect(held('orders')).toBe(3);
     expect(Number(redis.data.get(idempotencyKeys('orders', 'x', 'idpool-t').bytes)?.value)).toBeLessThanOrEqual(
       limits.bytesPerEntity,
@@ -277,13 +280,20 @@ describe('bounds', () => {
     clock.advance(CLAIM_TTL_MS);
     expect((await store.once('orders', 'k0', 1000, produce(1000))).replayed).toBe(false);
 
-    // 11 answers stored so far fill the total (11): other entities' answers are no longer stored, but answered.
-    const answered = await store.once('billing', 'k0', 1000, produce(1000));
+    // 11 answers stored by orders, 3 held: the 8 its cap dropped left the total (11), so it does not fill it.
+    for (const entity of ['users', 'payments'])
+      for (let i = 0; i < 3; i++) await store.once(entity, `k${i}`, 1000, produce(1000));
+    await store.once('billing', 'k0', 1000, produce(1000));
+    await store.once('billing', 'k1', 1000, produce(1000));
+    expect(held('billing')).toBe(2);
+    // 3 + 3 + 3 + 2 held fill it: the next answer is not stored, but answered.
+    const answered = await store.once('billing', 'k2', 1000, produce(1000));
     expect(answered.ids).toHaveLength(1000);
-    expect(held('billing')).toBe(0);
+    expect(held('billing')).toBe(2);
+    expect((await store.once('billing', 'k2', 1000, produce(1000))).replayed).toBe(false);
     // Once the stored bytes are older than an answer's life, there is room again.
     clock.advance(ANSWER_TTL_MS + 2 * 60_000);
-    await store.once('billing', 'k1', 1000, produce(1000));
+    await store.once('billing', 'k3', 1000, produce(1000));
     expect(held('billing')).toBe(1);
   });
 

@@ -19,7 +19,10 @@
     ARGV[7] bytes of answers kept per entity
 
   Output:
-    {1}           stored
+    {1, now, minute, bytes, ...}
+                  stored; `now` the Redis clock (ms), then the bytes of the
+                  answers dropped beyond the caps by the minute (of the
+                  Redis clock) each was stored in: they leave the total
     {0, answer}   an answer was stored first: it stands
     {0}           one was stored first and has just expired
 ]]
@@ -50,6 +53,7 @@ local function storeAnswer(KEYS, ARGV)
   end
   local count = rcall('ZCARD', KEYS[2])
   local maxCount, maxBytes = tonumber(ARGV[4]), tonumber(ARGV[7])
+  local freed = {}
   while count > maxCount or held > maxBytes do
     -- ZPOPMIN answers member, score.
     local oldest = rcall('ZPOPMIN', KEYS[2])
@@ -60,11 +64,18 @@ local function storeAnswer(KEYS, ARGV)
     rcall('DEL', ARGV[5] .. requestKey)
     held = rcall('DECRBY', KEYS[3], bytes)
     count = count - 1
+    local minute = math.floor(tonumber(oldest[2]) / 60000)
+    freed[minute] = (freed[minute] or 0) + bytes
   end
   -- An idle entity's index and count go with its last answer.
   rcall('PEXPIRE', KEYS[2], ttl)
   rcall('PEXPIRE', KEYS[3], ttl)
-  return {1}
+  local reply = {1, nowMs}
+  for minute, bytes in pairs(freed) do
+    reply[#reply + 1] = minute
+    reply[#reply + 1] = bytes
+  end
+  return reply
 end
 
 redis.register_function('idpool_store_answer', storeAnswer)
