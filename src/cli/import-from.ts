@@ -1,5 +1,6 @@
 import { closeSync, writeSync } from 'node:fs';
 import { HELD_BY_IMPORT, KEY_PATTERN, LIMITS, providedSecret, registerSchema } from '../entities/entity';
+import { MAX_SECRETS } from '../entities/secrets';
 import { type AdminApi, entityPath } from './admin-api';
 import { createSecretsFile } from './import';
 import { CliError, EXIT_USAGE } from './errors';
@@ -154,9 +155,11 @@ export function planImport(
           notes.push(`a token of ${token.length} characters left out: secrets are 16-256 printable ASCII characters`);
         else tokens.push(token);
       }
-      if (tokens.length > 5) {
-        notes.push(`${tokens.length - 5} of its ${tokens.length} tokens left out: at most 5 secrets per entity`);
-        tokens.length = 5;
+      if (tokens.length > MAX_SECRETS) {
+        notes.push(
+          `${tokens.length - MAX_SECRETS} of its ${tokens.length} tokens left out: at most ${MAX_SECRETS} secrets per entity`,
+        );
+        tokens.length = MAX_SECRETS;
       }
     }
     plan.entities.push({ key, tag: row.key, firstId, maxId: row.maxId, body, tokens, notes });

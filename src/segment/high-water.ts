@@ -169,12 +169,11 @@ export class HighWaterFile implements HighWaterRecord {
       await file.writeFile(JSON.stringify(content, null, 1) + '\n');
       await file.sync();
     } catch (err) {
-      await file.close();
+      await file.close().catch(() => undefined);
       await unlink(temp).catch(() => undefined);
       throw err;
-    } finally {
-      await file.close().catch(() => undefined);
     }
+    await file.close();
     await rename(temp, this.path);
     const folder = await open(dirname(this.path), 'r');
     try {
