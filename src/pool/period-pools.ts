@@ -312,8 +312,8 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
       const range = await counter.reserve(entity.key, period, want, scheme.capacity);
       const full = !range || range.last >= scheme.capacity;
       if ((await store.pushRange(entity, scheme, period, range, full)) !== 'fenced' || carried) return;
-      // Refused below the fence: the database went back (a restore). Carry the counter past the fence, once.
-      await this.carry(entity, period.id, range ? range.first - 1n : scheme.capacity);
+      // Refused below the fence: the database went back (a restore), or another refiller's range went first.
+      await this.carry(entity, period.id, range);
     }
   }
 
@@ -346,27 +346,30 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
   }
 
   /**
-   * The counter below the fence carried past it, logged and reported
-   * (`seen`: where the caller's refused range began). Read after the fence,
-   * which only committed ranges raise: a counter at or above it is another
+   * A counter gone back below the fence carried past it, logged and
+   * reported. Behind: the counter, read after the fence (only committed
+   * ranges raise it), is below it; or the caller's `refused` range reaches
+   * the fence, so the database handed out sequences at or below it again.
+   * A refused range wholly below a fence the counter has passed is another
    * refiller's range pushed first (a lock taken over), not a restore.
    */
-  private async carry(entity: NumberEntity, periodId: string, seen?: bigint): Promise<void> {
+  private async carry(entity: NumberEntity, periodId: string, refused?: SeqRange): Promise<void> {
     const { store, counter: counters, log } = this.options;
     const fence = await store.issued(entity.key, periodId);
     if (fence === 0n) return;
     const counter = await counters.peek(entity.key, periodId);
-    if (counter >= fence) return;
+    if (counter >= fence && !(refused && refused.last >= fence)) return;
+    const seen = refused ? refused.first - 1n : counter;
     const period = this.named(entity, this.scheme(entity), periodId);
     log.error(
-      { entity: entity.key, period: period.id, counter: (seen ?? counter).toString(), fence: fence.toString() },
+      { entity: entity.key, period: period.id, counter: seen.toString(), fence: fence.toString() },
       'database_behind: the business-number counter is below what Redis already pushed (a restored database); carried past it',
     );
     const after = await counters.raise(entity.key, period, fence);
     this.options.databaseBehind?.({
       entityKey: entity.key,
       period: period.id,
-      databaseOffset: seen ?? counter,
+      databaseOffset: seen,
       record: 'fence',
       recordedOffset: fence,
       fence,

@@ -120,6 +120,9 @@ describeWithServices('clocks checked while running (libfaketime)', { mysql: true
           .some((l) => l.includes('"alarm":"clock_skew"') && l.includes('"status":"resolved"')),
       { message: 'clock_skew resolved' },
     );
-    expect(Math.abs((await ownSkew()).redis!)).toBeLessThan(500);
+    // As above, the heartbeat carrying the reading back may follow the resolution by a beat (CI at 16:18 read 5,999 ms).
+    await waitFor(async () => Math.abs((await ownSkew()).redis ?? Infinity) < 500, {
+      message: 'the instance view back within 500 ms',
+    });
   });
 });
