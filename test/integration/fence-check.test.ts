@@ -4,7 +4,7 @@ import { afterEach, expect, it } from 'vitest';
 import { entityKeys } from '../../src/redis/keys';
 import { type Service, createService } from '../../src/service';
 import { serviceParts } from '../../src/service/internals';
-import { call, register } from '../support/http';
+import { register, takeWhenReady } from '../support/http';
 import { type RedisServer, startRedisServer } from '../support/processes';
 import { REDIS_URL, clearPrefix, createTestSchema, testPrefix } from '../support/services';
 import { describeWithServices } from '../support/describe-with-services';
@@ -86,13 +86,8 @@ describeWithServices(
       // Asked again after a 503 with Retry-After, as a client does (CI at 16:31: a take of 8,000 in a row met the
       // pool short for longer than the shortage wait once, and the count came out 100 short).
       const take = async (count: number) => {
-        const deadline = Date.now() + 5000;
-        for (;;) {
-          const res = await call(`${url}/apps/orders/ids`, { token: secret, body: { count } });
-          if (res.status === 200) return res.body.ids as string[];
-          if (res.status !== 503 || !res.headers.has('retry-after') || Date.now() > deadline) return [];
-          await sleep(50);
-        }
+        const res = await takeWhenReady(url, 'orders', secret, count);
+        return res.status === 200 ? res.body.ids : [];
       };
       // The test's reads and its restore on a connection of its own: the service's pool bounds a statement at
       // 3 s, which the shared server busy with other files' schemas has outlasted (a restore may take longer).
