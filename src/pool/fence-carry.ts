@@ -1,5 +1,5 @@
 import type { EntityCatalog } from '../entities/registry';
-import type { SegmentAllocator } from '../segment/allocator';
+import type { Segment, SegmentAllocator } from '../segment/allocator';
 import type { IdStride } from '../segment/stride';
 import type { PoolStore } from './pool-store';
 import type { RefillEvents } from './refill-events';
@@ -41,14 +41,16 @@ export class FenceCarrier {
 
   /**
    * A segment was refused by the fence. Either this refiller is stale (it
-   * stalled past its lock TTL, or its push was retried: the database has
-   * already reserved past the fence) and the segment is dropped
-   * (`fence_refused`), or the database is behind the fence and is carried
-   * past it. Returns true when it carried.
+   * stalled past its lock TTL, or its push was retried: the database had
+   * already reserved past the fence, so the segment lies at or below it) and
+   * the segment is dropped (`fence_refused`), or the database is behind the
+   * fence and is carried past it; a segment reaching above the fence was
+   * reserved by a database behind it, and that reservation carried it.
+   * Returns true when the database was behind.
    */
-  async afterRefusal(entityKey: string, refused: { start: bigint; end: bigint }): Promise<boolean> {
+  async afterRefusal(entityKey: string, refused: Segment): Promise<boolean> {
     // The refused segment started at the offset the database had.
-    if (await this.carryIfBehind(entityKey, refused.start)) return true;
+    if (await this.carryIfBehind(entityKey, refused.start, refused)) return true;
     this.options.events.fenceRefused(entityKey, refused.start, refused.end);
     return false;
   }
@@ -60,21 +62,22 @@ export class FenceCarrier {
    * segment the database had already committed, so an offset read after it
    * and below it is a database that went back, never a refill seen half
    * done. Call it holding the entity's refill lock. `seen` is the offset the
-   * caller saw the database at, for the report. Returns true when it carried.
+   * caller saw the database at, for the report. Returns true when the
+   * database was behind (`refused` reaching above the fence says so too).
    */
-  async carryIfBehind(entityKey: string, seen?: bigint): Promise<boolean> {
+  async carryIfBehind(entityKey: string, seen?: bigint, refused?: Segment): Promise<boolean> {
     const { allocator, store } = this.options;
     const fence = await store.fence(entityKey);
     if (fence === undefined) return false;
     const offset = await allocator.peek(entityKey);
     const above = this.numberAbove(entityKey, fence);
-    if (offset >= above) return false;
+    if (offset >= above && !(refused !== undefined && refused.end > above)) return false;
     const gap = above - offset;
     if (gap > BigInt(Number.MAX_SAFE_INTEGER))
       throw new Error(
         `${entityKey}: the database is ${gap} numbers behind the fence; carry it forward by hand (docs/ha.md)`,
       );
-    const carried = await allocator.reserve(entityKey, Number(gap));
+    const carriedTo = gap > 0n ? (await allocator.reserve(entityKey, Number(gap))).end : offset;
     if (!this.behind.has(entityKey)) {
       this.behind.add(entityKey);
       this.options.events.databaseBehind({
@@ -83,7 +86,7 @@ export class FenceCarrier {
         record: 'fence',
         recordedOffset: above,
         fence,
-        carriedTo: carried.end,
+        carriedTo,
       });
     }
     return true;

@@ -125,6 +125,37 @@ describe('refiller: a segment refused because the database is behind the fence',
     expect(behind).toHaveLength(1);
   });
 
+  it('a restore a few numbers behind the fence, the refused segment reaching above it: database_behind, not fence_refused', async () => {
+    const { store, allocator, refiller, behind, refused, drain } = setup();
+    await refiller.refill('orders');
+    const fence = (await store.fence('orders'))!;
+    await drain();
+    allocator.addEntity('orders', fence + 1n - 50n); // restored 50 numbers back: the next segment straddles the fence
+    await refiller.refill('orders');
+    expect(refused).toEqual([]);
+    expect(behind).toHaveLength(1);
+    expect(behind[0]).toMatchObject({ databaseOffset: fence + 1n - 50n, recordedOffset: fence + 1n, fence });
+    // Nothing to reserve for the gap: the refused segment's reservation had carried the database past the fence.
+    expect(behind[0].carriedTo).toBe(allocator.reservations.at(-2)!.end);
+    const ids = takenArray(await store.take('orders', await store.size('orders'), 0));
+    expect(ids.length).toBeGreaterThan(0);
+    expect(ids.every((id) => BigInt(id) > fence)).toBe(true);
+  });
+
+  it('a push tried again after it was accepted is a fence_refused, not database_behind', async () => {
+    const { store, refiller, behind, refused } = setup(async (key, segment) => {
+      if ((await store.fence(key)) !== undefined) return;
+      // The first try went through, its answer lost: the second finds its own segment under the fence.
+      const ids = Array.from({ length: Number(segment.end - segment.start) }, (_, i) =>
+        String(segment.start + BigInt(i)),
+      );
+      await store.push(key, ids, segment.start, segment.end - 1n);
+    });
+    await refiller.refill('orders');
+    expect(refused).toHaveLength(1);
+    expect(behind).toEqual([]);
+  });
+
   it('a stale refiller (the database already past the fence) is still a fence_refused, not database_behind', async () => {
     let once = true;
     const { store, allocator, refiller, behind, refused } = setup(async (_key, segment) => {
