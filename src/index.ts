@@ -46,9 +46,14 @@ export {
   UNIT_MS,
 } from './snowflake/layout';
 export { encodeId, decodeId, type IdEncoding } from './snowflake/encoding';
-export { ClockBehindError, SequenceExhaustedError, LayoutExhaustedError, NoWorkerLeaseError } from './snowflake/errors';
+export {
+  ClockBehindError,
+  ClockSkewError,
+  SequenceExhaustedError,
+  LayoutExhaustedError,
+  NoWorkerLeaseError,
+} from './snowflake/errors';
 export { type WorkerGrant, type WorkerSource, fixedWorker } from './snowflake/worker-source';
-export { ClockSkewError } from './worker/lease';
 export {
   createIdGenerator,
   type IdGenerator,

@@ -53,14 +53,20 @@ export class NoWorkerLeaseError extends UnavailableError {
 /**
  * This instance's clock is further from Redis's or the database's than
  * IDPOOL_MAX_CLOCK_SKEW_MS: its snowflake ids could repeat another
- * instance's or break their order, so none is issued until it comes back.
+ * instance's or break their order, so none is issued until it comes back
+ * (and a worker lease is not started: `worker/lease.ts`). `skewMs` > 0: ahead.
  */
 export class ClockSkewError extends IdpoolError {
-  constructor(skewMs: number, maxMs: number, retryAfterSeconds: number) {
+  constructor(
+    readonly skewMs: number,
+    maxMs: number,
+    retryAfterSeconds: number,
+    against = "Redis's or the database's",
+  ) {
     super(
       503,
       'clock_skew',
-      `this instance's clock is ${Math.round(Math.abs(skewMs))} ms ${skewMs > 0 ? 'ahead of' : 'behind'} Redis's or the database's, more than IDPOOL_MAX_CLOCK_SKEW_MS=${maxMs}: no snowflake ids until it is back within it`,
+      `this instance's clock is ${Math.round(Math.abs(skewMs))} ms ${skewMs > 0 ? 'ahead of' : 'behind'} ${against}, more than IDPOOL_MAX_CLOCK_SKEW_MS=${maxMs}: no snowflake ids until it is back within it (time synchronisation, NTP)`,
       retryAfterSeconds,
     );
   }

@@ -10,7 +10,7 @@ import { networkInterfaces } from 'node:os';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
 import { type Periodic, every } from '../schedule';
-import { NoWorkerLeaseError } from '../snowflake/errors';
+import { ClockSkewError, NoWorkerLeaseError } from '../snowflake/errors';
 import type { WorkerGrant, WorkerSource } from '../snowflake/worker-source';
 import type { WorkerHolders } from './worker-holders';
 import type { WorkerRow, WorkerStore } from './worker-store';
@@ -65,19 +65,6 @@ export interface WorkerView extends Pick<WorkerRow, 'workerId' | 'code' | 'lease
   live: boolean;
   /** Held by the instance answering. */
   self: boolean;
-}
-
-/** Thrown at start-up when the local clock and the database's disagree too much. */
-export class ClockSkewError extends Error {
-  constructor(
-    readonly skewMs: number,
-    maxMs: number,
-  ) {
-    super(
-      `the local clock is ${Math.round(skewMs)} ms ${skewMs > 0 ? 'behind' : 'ahead of'} the database's, more than IDPOOL_MAX_CLOCK_SKEW_MS=${maxMs}; fix time synchronisation (NTP) before starting`,
-    );
-    this.name = 'ClockSkewError';
-  }
 }
 
 interface Held extends WorkerGrant {
@@ -142,7 +129,8 @@ export class WorkerLease implements WorkerSource {
     const dbNow = await store.nowMs();
     const after = clock.now();
     const skew = dbNow - (before + after) / 2;
-    if (Math.abs(skew) > maxClockSkewMs + (after - before) / 2) throw new ClockSkewError(skew, maxClockSkewMs);
+    if (Math.abs(skew) > maxClockSkewMs + (after - before) / 2)
+      throw new ClockSkewError(-skew, maxClockSkewMs, 1, "the database's");
     await store.ensureRows(min, max);
     await this.acquire();
   }

@@ -3,7 +3,8 @@ import { silentLogger } from '../../src/logger';
 import { NoWorkerLeaseError } from '../../src/snowflake/errors';
 import { Snowflake } from '../../src/snowflake/snowflake';
 import { FakeWorkerStore } from '../../src/worker/fake-worker-store';
-import { ClockSkewError, WorkerLease, type WorkerLeaseOptions } from '../../src/worker/lease';
+import { ClockSkewError } from '../../src/snowflake/errors';
+import { WorkerLease, type WorkerLeaseOptions } from '../../src/worker/lease';
 import { FakeClock } from '../support/clock';
 
 const T0 = Date.UTC(2025, 5, 1, 12, 0, 0);
