@@ -144,11 +144,15 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return checked(decodeAnswer(winner), count);
   }
 
-  /** Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life and the caps kept, the total. */
+  /**
+   * Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life and
+   * the caps kept, the total. A minute's count lives exactly as long as its answers by the Redis clock (`count`),
+   * so every count there is is summed: a minute either side of this instance's own, for a clock a little off.
+   */
   private async room(bytes: number): Promise<boolean> {
     if (bytes > this.limits.bytesPerEntity) return false;
-    const minute = Math.floor(this.clock.now() / MINUTE_MS);
-    const buckets = Array.from({ length: TOTAL_MINUTES }, (_, i) => idempotencyBytesKey(minute - i, this.prefix));
+    const minute = Math.floor(this.clock.now() / MINUTE_MS) + 1;
+    const buckets = Array.from({ length: TOTAL_MINUTES + 2 }, (_, i) => idempotencyBytesKey(minute - i, this.prefix));
     // A minute below 0: its key lost (a Redis restart) before the answers counted in it were dropped.
     const stored = (await this.redis.mget(...buckets)).reduce((sum, v) => sum + Math.max(0, Number(v ?? 0)), 0);
     return stored + bytes <= this.limits.totalBytes;
@@ -160,13 +164,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * bytes pairs, as `store_answer-3.lua` answers, by the Redis clock): a
    * busy entity holds at most its cap, and the total counts no more of it,
    * so idempotency stays on for every entity however long the load lasts.
+   * Each minute's count expires when the last answer it counts has.
    */
   private async count(bytes: number, [now, ...freed]: number[]): Promise<void> {
     const minute = Math.floor(now / MINUTE_MS);
     const add = async (m: number, by: number) => {
       const bucket = idempotencyBytesKey(m, this.prefix);
       await this.redis.incrby(bucket, by);
-      await this.redis.pexpire(bucket, (TOTAL_MINUTES + 1) * MINUTE_MS);
+      await this.redis.pexpireat(bucket, (m + TOTAL_MINUTES) * MINUTE_MS);
     };
     const writes = [add(minute, bytes)];
     // Only minutes still summed: a dropped answer was stored within its life, so they all are.

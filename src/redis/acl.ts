@@ -60,7 +60,8 @@ const SERVICE_COMMANDS = [
   '+incr',
   // The fleet (fleet/redis-fleet-store.ts): alarm records in a capped stream, and each instance's heartbeat in a hash.
   '+xadd +xrevrange +hset +hgetall +hdel',
-  // Business numbers (number_*.lua, number-store.ts): the period table, the fences, the live list's end.
+  // Business numbers (number_*.lua, number-store.ts): the period table, the fences, the live list's end; the
+  // idempotency byte counters' expiry.
   '+hmget +hkeys +pexpireat',
   // The epoch (run_id, master_replid), the memory check, the client's ready check; readiness.
   '+info +ping',

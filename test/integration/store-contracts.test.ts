@@ -9,7 +9,8 @@ import { RedisEntityRateLimit } from '../../src/pool/rate-limit';
 import { RedisPoolStore } from '../../src/pool/redis-pool-store';
 import { RedisRefillLock } from '../../src/pool/refill-lock';
 import { loadFunctions } from '../../src/redis/functions';
-import { entityKeys, workerKeys } from '../../src/redis/keys';
+import { entityKeys, idempotencyBytesKey, workerKeys } from '../../src/redis/keys';
+import { ANSWER_TTL_MS } from '../../src/idempotency/store';
 import { SqlSegmentAllocator } from '../../src/segment/allocator';
 import { incumbentDatabase } from '../../src/segment/incumbent-rows';
 import { SqlNumberCounter } from '../../src/segment/number-counter';
@@ -182,6 +183,24 @@ describeWithServices('RedisIdempotencyStore keeps the IdempotencyStore contract'
   idempotencyStoreContract(async () => {
     const { redis: client, prefix } = redis.fresh();
     return new RedisIdempotencyStore(client, systemClock, prefix);
+  });
+
+  it("counts a stored answer's bytes in its minute by the Redis clock, until that minute's answers have all expired", async () => {
+    const { redis: client, prefix } = redis.fresh();
+    const store = new RedisIdempotencyStore(client, systemClock, prefix);
+    const redisMinute = async () => Math.floor(Number(((await client.time()) as unknown as [string])[0]) / 60);
+    // Stored within one minute of the Redis clock (read before and after).
+    let minute: number;
+    for (let i = 0; ; i++) {
+      minute = await redisMinute();
+      await store.once('orders', `k${i}`, 2, async () => ['1', '2']);
+      if ((await redisMinute()) === minute) break;
+    }
+    const bucket = idempotencyBytesKey(minute, prefix);
+    expect(Number(await client.get(bucket))).toBeGreaterThan(100);
+    // Answers live ANSWER_TTL_MS: the last one stored in this minute expires 5 minutes after its end.
+    const expiresAt = await client.pexpiretime(bucket);
+    expect(expiresAt).toBe((minute + 1) * 60_000 + ANSWER_TTL_MS);
   });
 });
 

@@ -97,14 +97,16 @@ function fakeRedis(clock: Clock) {
       }
       return [1, now, ...[...freed].flat()];
     },
-    // The per-minute byte counters of the total bound (their expiry is left out: the test moves past them by time).
+    // The per-minute byte counters of the total bound.
     async incrby(key: string, by: number) {
-      const value = Number(data.get(key)?.value ?? 0) + by;
-      data.set(key, { value: String(value), expiresAt: Number.POSITIVE_INFINITY });
+      const value = Number(live(key)?.value ?? 0) + by;
+      data.set(key, { value: String(value), expiresAt: live(key)?.expiresAt ?? Number.POSITIVE_INFINITY });
       return value;
     },
-    async pexpire() {
-      return 1;
+    async pexpireat(key: string, at: number) {
+      const entry = live(key);
+      if (entry) entry.expiresAt = at;
+      return entry ? 1 : 0;
     },
     async mget(...keys: string[]) {
       return keys.map((k) => live(k)?.value ?? null);
