@@ -11,6 +11,7 @@ import { FakeClock } from '../support/clock';
 import { uniqueKey } from '../support/configs';
 import { describeWithServices } from '../support/describe-with-services';
 import { ADMIN_TOKEN, call, parseMetrics, register, takeIds, takeWhenReady } from '../support/http';
+import { noonZone } from '../support/number-zones';
 import {
   REDIS_URL,
   SQL_SERVERS,
@@ -27,13 +28,6 @@ const seqOf = (n: string) => BigInt(n.slice(n.lastIndexOf('-') + 1));
 async function gauge(url: string, name: string, entity: string): Promise<number | undefined> {
   const res = await fetch(`${url}/metrics`);
   return parseMetrics(await res.text()).get(`${name}{entity="${entity}"}`);
-}
-
-/** A fixed offset that puts the zone's clock near noon now, so no period boundary falls inside a test; with today's date there. */
-function noonZone(): { timeZone: string; date: string } {
-  const hours = 12 - new Date().getUTCHours();
-  const timeZone = `${hours < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:00`;
-  return { timeZone, date: new Date(Date.now() + hours * 3600_000).toISOString().slice(0, 10) };
 }
 
 for (const { server, name } of SQL_SERVERS) {

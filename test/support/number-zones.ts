@@ -15,3 +15,10 @@ export function dateIn(zone: string, ms: number): string {
   const offset = sign * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60_000;
   return new Date(ms + offset).toISOString().slice(0, 10).replaceAll('-', '');
 }
+
+/** A fixed offset that puts the zone's clock near noon now, so no period boundary falls inside a test; with today's date there. */
+export function noonZone(): { timeZone: string; date: string } {
+  const hours = 12 - new Date().getUTCHours();
+  const timeZone = `${hours < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:00`;
+  return { timeZone, date: new Date(Date.now() + hours * 3600_000).toISOString().slice(0, 10) };
+}
