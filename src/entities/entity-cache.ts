@@ -50,6 +50,9 @@ export class EntityCache implements SyncedCache {
   private byKind: { segment: string[]; numbers: string[] } | undefined;
   /** When the last load or pull started (service clock ms). */
   private pulledAt = 0;
+  /** Writes through this process ({@link written}): how many so far, and the count at each key's last. */
+  private writes = 0;
+  private readonly writtenAt = new Map<string, number>();
 
   constructor(
     private readonly store: Pick<EntityStore, 'listLive' | 'changedSince'>,
@@ -70,9 +73,12 @@ export class EntityCache implements SyncedCache {
 
   async pullChanges(): Promise<void> {
     const now = this.clock.now();
+    const writesBefore = this.writes;
     const changed = await this.store.changedSince(this.pulledAt - EntityCache.SKEW_MARGIN_MS);
     this.pulledAt = now;
     for (const { entity, retired } of changed) {
+      // Written here while the query ran: the row read may be from before, and the next pull reads it after.
+      if ((this.writtenAt.get(entity.key) ?? 0) > writesBefore) continue;
       const known = this.entities.get(entity.key);
       if (retired) {
         if (known) {
@@ -84,6 +90,7 @@ export class EntityCache implements SyncedCache {
         if (!known) await this.changes.onRegistered(entity);
       }
     }
+    for (const [key, at] of this.writtenAt) if (at <= writesBefore) this.writtenAt.delete(key);
   }
 
   get(key: string): EntityConfig | undefined {
@@ -94,6 +101,12 @@ export class EntityCache implements SyncedCache {
   byAlias(alias: string): EntityConfig | undefined {
     const key = this.aliases.get(alias);
     return key === undefined ? undefined : this.entities.get(key);
+  }
+
+  /** Caches an entity this process has just written: a pull under way, whose row may be older, leaves it. */
+  written(entity: EntityConfig): void {
+    this.writtenAt.set(entity.key, ++this.writes);
+    this.remember(entity);
   }
 
   /** Caches a live entity (new or changed). */

@@ -228,7 +228,7 @@ export class EntityRegistry implements EntityCatalog {
   /** `next` cached and announced to every instance once written (`written` false: the row is gone, a 404). */
   private async commit(next: EntityConfig, written: boolean): Promise<EntityConfig> {
     if (!written) throw notFound(next.key);
-    this.cache.remember(next);
+    this.cache.written(next);
     await this.sync.announce();
     return next;
   }

@@ -53,4 +53,31 @@ describe('EntityCache', () => {
     await cache.pullChanges();
     expect(cache.get('orders')?.step).toBe(50);
   });
+
+  it('a pull whose query ran while this process wrote an entity leaves the write cached, and the next pull reads its row', async () => {
+    const { store, clock } = await cacheOver(['orders']);
+    clock.advance(1000);
+    const older = await store.changedSince(0);
+    // The pull's query answers with the row from before the write made while it ran.
+    const slow = Object.create(store) as FakeEntityStore;
+    let written: (() => Promise<void>) | undefined;
+    slow.changedSince = async () => {
+      await written?.();
+      return older;
+    };
+    const racing = new EntityCache(slow, clock, { onRegistered: () => undefined, onRetired: () => undefined });
+    await racing.loadAll();
+    const step = (key: string) => racing.get(key)?.step;
+    written = async () => {
+      const next = { ...racing.get('orders')!, step: 77, updateTime: clock.now() };
+      await store.update('orders', next, next.updateTime);
+      racing.written(next);
+    };
+    await racing.pullChanges();
+    expect(step('orders')).toBe(77);
+    written = undefined;
+    slow.changedSince = (since) => store.changedSince(since);
+    await racing.pullChanges();
+    expect(step('orders')).toBe(77);
+  });
 });
