@@ -23,8 +23,6 @@ interface Operation {
   operationId: string;
   summary: string;
   description: string;
-  /** Only where it differs from {@link securityOf}'s. */
-  security?: Schema[];
   /** Besides `key`, which every operation on `/…/{key}` has first. */
   parameters?: Schema[];
   /** The named body (or bodies, any of) a request carries, or one it may come without. */
@@ -133,7 +131,7 @@ function securityOf(tag: Tag, method: string, route: string): Schema[] | undefin
 
 function operation(tag: Tag, method: string, route: string, op: Operation): Schema {
   const { operationId, summary, description, parameters = [], body, optionalBody, ok, errors = [], conflict } = op;
-  const security = op.security ?? securityOf(tag, method, route);
+  const security = securityOf(tag, method, route);
   const params = route.includes('{key}') ? [keyParam, ...parameters] : parameters;
   const requested = body ?? optionalBody;
   const answers = Object.entries(ok).map(([status, [description, answer, extra]]) => [
@@ -379,8 +377,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'Entities in a live cutover',
       description:
         "Each live entity's incumbent row, spacing, next unreserved number and the numbers idpool reserved from the row, read now (what `--finish` watches).",
-      // Documented for the admin token alone, though the guard lets the ops token read it as every GET under /admin.
-      security: admin,
       ok: { 200: ['The live entities.', 'LiveCutovers'] },
       errors: [401, 403, 404, 429, 503],
     },
