@@ -23,9 +23,10 @@ export interface EntityStore {
   changedSince(sinceMs: number): Promise<{ entity: EntityConfig; retired: boolean }[]>;
   /** Inserts a new entity; returns false when the key is taken (live or retired). */
   insert(entity: EntityConfig): Promise<boolean>;
-  update(key: string, t: Tunables, updateTime: number): Promise<boolean>;
-  /** Replaces the entity's secrets (newest first). */
-  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean>;
+  /** Writes the tunables, where the row's `updateTime` is still `was` when given (not changed since it was read). */
+  update(key: string, t: Tunables, updateTime: number, was?: number): Promise<boolean>;
+  /** Replaces the entity's secrets (newest first), where the row's `updateTime` is still `was` when given. */
+  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number, was?: number): Promise<boolean>;
   /** Holds an entity (`held`: why) or serves it again (null). */
   setHeld(key: string, held: string | null, updateTime: number): Promise<boolean>;
   retire(key: string, at: number): Promise<boolean>;
@@ -195,7 +196,7 @@ export class SqlEntityStore implements EntityStore {
     );
   }
 
-  update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
+  update(key: string, t: Tunables, updateTime: number, was?: number): Promise<boolean> {
     return this.updateLive(
       `entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.interval} = ?, max_pool_size = ?, compat = ?, update_time = ?`,
       [
@@ -210,14 +211,16 @@ export class SqlEntityStore implements EntityStore {
         updateTime,
       ],
       key,
+      was,
     );
   }
 
-  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
+  setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number, was?: number): Promise<boolean> {
     return this.updateLive(
       'secret_hash = ?, secrets = ?, update_time = ?',
       [...secretColumns(secrets), updateTime],
       key,
+      was,
     );
   }
 
@@ -229,12 +232,13 @@ export class SqlEntityStore implements EntityStore {
     return this.updateLive('deleted_at = ?, update_time = ?', [at, at], key);
   }
 
-  /** `SET set` on the live row of `key`; whether there was one. */
-  private async updateLive(set: string, params: unknown[], key: string): Promise<boolean> {
-    const result = await this.db.execute(`UPDATE application SET ${set} WHERE entity_key = ? AND deleted_at = 0`, [
-      ...params,
-      key,
-    ]);
+  /** `SET set` on the live row of `key` (whose `update_time` is `was`, when given); whether there was one. */
+  private async updateLive(set: string, params: unknown[], key: string, was?: number): Promise<boolean> {
+    const unchanged = was === undefined ? '' : ' AND update_time = ?';
+    const result = await this.db.execute(
+      `UPDATE application SET ${set} WHERE entity_key = ? AND deleted_at = 0${unchanged}`,
+      [...params, key, ...(was === undefined ? [] : [was])],
+    );
     return result.affectedRows === 1;
   }
 }

@@ -44,12 +44,12 @@ export class FakeEntityStore implements EntityStore {
     return true;
   }
 
-  async update(key: string, t: Tunables, updateTime: number): Promise<boolean> {
-    return this.change('update', key, (entity) => ({ ...entity, ...t, updateTime }));
+  async update(key: string, t: Tunables, updateTime: number, was?: number): Promise<boolean> {
+    return this.change('update', key, (entity) => ({ ...entity, ...t, updateTime }), 0, was);
   }
 
-  async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number): Promise<boolean> {
-    return this.change('setSecrets', key, (entity) => ({ ...entity, secrets: [...secrets], updateTime }));
+  async setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number, was?: number): Promise<boolean> {
+    return this.change('setSecrets', key, (entity) => ({ ...entity, secrets: [...secrets], updateTime }), 0, was);
   }
 
   async setHeld(key: string, held: string | null, updateTime: number): Promise<boolean> {
@@ -60,11 +60,17 @@ export class FakeEntityStore implements EntityStore {
     return this.change('retire', key, (entity) => ({ ...entity, updateTime: at }), at);
   }
 
-  /** `method`, counted: `next(entity)` in place of the live row of `key` (retired at `deletedAt` unless 0); whether there was one. */
-  private change(method: string, key: string, next: (entity: EntityConfig) => EntityConfig, deletedAt = 0): boolean {
+  /** `method`, counted: `next(entity)` in place of the live row of `key` (retired at `deletedAt` unless 0; its `updateTime` `was`, when given); whether there was one. */
+  private change(
+    method: string,
+    key: string,
+    next: (entity: EntityConfig) => EntityConfig,
+    deletedAt = 0,
+    was?: number,
+  ): boolean {
     this.count(method);
     const row = this.rows.get(key);
-    if (row?.deletedAt !== 0) return false;
+    if (row?.deletedAt !== 0 || (was !== undefined && row.entity.updateTime !== was)) return false;
     this.rows.set(key, { entity: next(row.entity), deletedAt });
     return true;
   }

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock';
-import { ConflictError, NotFoundError, errorMessage } from '../errors';
+import { ConflictError, NotFoundError, UnavailableError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import { every } from '../schedule';
 import { type EntityConfig, type EntitySecret, KEY_PATTERN, type RegisterInput, type UpdateInput } from './entity';
@@ -19,6 +19,9 @@ export interface EntityCatalog {
   /** Keys of every live entity whose ids come from segment pools (business numbers have their own, `numberKeys`). */
   segmentKeys(): string[];
 }
+
+/** Tries of a change that finds its entity's row changed since it was read (`Registry.rewrite`). */
+const REWRITE_TRIES = 5;
 
 /**
  * Registered entities: the register / update / retire and secret flows, over
@@ -145,9 +148,11 @@ export class EntityRegistry implements EntityCatalog {
   }
 
   async update(key: string, patch: UpdateInput): Promise<EntityConfig> {
-    const current = await this.require(key);
-    const next = patchedEntity(current, patch, Math.max(this.clock.now(), current.updateTime + 1));
-    return this.commit(next, await this.store.update(key, next, next.updateTime));
+    return this.rewrite(
+      key,
+      (current, updateTime) => patchedEntity(current, patch, updateTime),
+      (next, was) => this.store.update(key, next, next.updateTime, was),
+    );
   }
 
   /**
@@ -216,13 +221,41 @@ export class EntityRegistry implements EntityCatalog {
     key: string,
     next: (live: EntitySecret[], now: number) => EntitySecret[] | undefined,
   ): Promise<void> {
-    const current = await this.require(key);
-    const now = this.clock.now();
-    const secrets = next(unexpired(current.secrets, now), now);
-    if (!secrets) return;
-    refuseTooManySecrets(key, secrets);
-    const updateTime = Math.max(now, current.updateTime + 1);
-    await this.commit({ ...current, secrets, updateTime }, await this.store.setSecrets(key, secrets, updateTime));
+    await this.rewrite(
+      key,
+      (current, updateTime) => {
+        const now = this.clock.now();
+        const secrets = next(unexpired(current.secrets, now), now);
+        if (secrets) refuseTooManySecrets(key, secrets);
+        return secrets && { ...current, secrets, updateTime };
+      },
+      (written, was) => this.store.setSecrets(key, written.secrets, written.updateTime, was),
+    );
+  }
+
+  /**
+   * A change made from the entity as read (`make`: undefined, nothing to
+   * change) and written only where its row is still as read, so two
+   * instances changing one entity at once (each from its own cache) both
+   * count: the one that finds the row changed refreshes its cache and makes
+   * its change anew, a few times at most.
+   */
+  private async rewrite(
+    key: string,
+    make: (current: EntityConfig, updateTime: number) => EntityConfig | undefined,
+    write: (next: EntityConfig, was: number) => Promise<boolean>,
+  ): Promise<EntityConfig> {
+    let current = await this.require(key);
+    for (let tries = 1; ; tries++) {
+      const next = make(current, Math.max(this.clock.now(), current.updateTime + 1));
+      if (!next) return current;
+      if (await write(next, current.updateTime)) return this.commit(next, true);
+      if (tries === REWRITE_TRIES)
+        throw new UnavailableError(`entity ${key} is being changed by others at the same moment; retry shortly`, 1);
+      // Changed elsewhere (or retired): the cache catches up with the row, and the change is made from it.
+      await this.sync.refresh();
+      current = await this.require(key);
+    }
   }
 
   /** `next` cached and announced to every instance once written (`written` false: the row is gone, a 404). */

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqlEntityStore } from '../../src/entities/entity-store';
 import { RedisFleetStore } from '../../src/fleet/redis-fleet-store';
 import { RedisIdempotencyStore } from '../../src/idempotency/redis-store';
@@ -17,7 +17,15 @@ import { SqlNumberCounter } from '../../src/segment/number-counter';
 import { RedisWorkerHolders } from '../../src/worker/redis-worker-holders';
 import { DEFAULTS } from '../../src/config/config';
 import { SqlWorkerStore } from '../../src/worker/worker-store';
-import { REDIS_URL, type TestSchema, clearPrefix, createTestSchema, testPrefix } from '../support/services';
+import {
+  REDIS_URL,
+  type SqlServer,
+  type TestSchema,
+  clearPrefix,
+  createTestSchema,
+  testPrefix,
+} from '../support/services';
+import { suiteDir } from '../support/temp-dir';
 import { entityRateLimitContract } from '../support/contracts/entity-rate-limit';
 import { entityStoreContract } from '../support/contracts/entity-store';
 import { fleetStoreContract } from '../support/contracts/fleet-store';
@@ -46,12 +54,12 @@ async function nextRedisSecond(redis: Redis): Promise<void> {
   while ((await time())[0] === start) await sleep(2);
 }
 
-/** One schema for the suite; every case starts from empty tables. */
-function onMariaDb(): { db: () => Database; empty: () => Promise<Database> } {
+/** One schema for the suite (MariaDB unless said otherwise); every case starts from empty tables. */
+function onSql(server: SqlServer = 'mysql'): { db: () => Database; empty: () => Promise<Database> } {
   let schema: TestSchema;
   let db: Database;
   beforeAll(async () => {
-    schema = await createTestSchema('mysql');
+    schema = await createTestSchema(server);
     db = await openDatabase(schema.url);
   });
   afterAll(async () => {
@@ -70,12 +78,32 @@ function onMariaDb(): { db: () => Database; empty: () => Promise<Database> } {
 }
 
 describeWithServices('SqlEntityStore on MariaDB keeps the EntityStore contract', { mysql: true }, () => {
-  const sql = onMariaDb();
+  const sql = onSql();
   entityStoreContract(async () => new SqlEntityStore(await sql.empty()));
 });
 
+// The entity store's statements on the other two dialects (its conditional writes among them).
+describeWithServices('SqlEntityStore on PostgreSQL keeps the EntityStore contract', { postgres: true }, () => {
+  const sql = onSql('postgres');
+  entityStoreContract(async () => new SqlEntityStore(await sql.empty()));
+});
+
+describe('SqlEntityStore on SQLite keeps the EntityStore contract', () => {
+  const dir = suiteDir('idpool-entity-store-');
+  let n = 0;
+  const opened: Database[] = [];
+  afterAll(async () => {
+    for (const db of opened) await db.close();
+  });
+  entityStoreContract(async () => {
+    const db = await openDatabase(dir.sqliteUrl(`e${n++}.db`));
+    opened.push(db);
+    return new SqlEntityStore(db);
+  });
+});
+
 describeWithServices('SqlSegmentAllocator on MariaDB keeps the SegmentAllocator contract', { mysql: true }, () => {
-  const sql = onMariaDb();
+  const sql = onSql();
   segmentAllocatorContract(async () => {
     const db = await sql.empty();
     const entities = new SqlEntityStore(db);
@@ -89,12 +117,12 @@ describeWithServices('SqlSegmentAllocator on MariaDB keeps the SegmentAllocator 
 });
 
 describeWithServices('SqlWorkerStore on MariaDB keeps the WorkerStore contract', { mysql: true }, () => {
-  const sql = onMariaDb();
+  const sql = onSql();
   workerStoreContract(async () => new SqlWorkerStore(await sql.empty()));
 });
 
 describeWithServices('SqlNumberCounter on MariaDB keeps the number counter contract', { mysql: true }, () => {
-  const sql = onMariaDb();
+  const sql = onSql();
   numberCounterContract(async () => new SqlNumberCounter(await sql.empty()));
 });
 

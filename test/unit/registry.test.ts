@@ -92,6 +92,25 @@ describe('entity registry over the fake store (no I/O)', () => {
     await here.refresh();
     expect(here.get('late')?.step).toBe(500);
   });
+
+  it('two instances changing one entity at once, each from its own cache: both changes count', async () => {
+    const store = new FakeEntityStore();
+    const clock = new FakeClock({ now: 1_000_000, sleep: 'advance' });
+    const here = new EntityRegistry(store, clock);
+    const there = new EntityRegistry(store, clock);
+    const { secret } = await here.register({ key: 'shared', mode: 'trend' });
+    await there.load();
+    // Each adds a secret and changes a field; neither has seen the other's writes.
+    await here.addSecret('shared', { secret: 'added-here-0123456789' });
+    await there.addSecret('shared', { secret: 'added-there-0123456789' });
+    await here.update('shared', { step: 500 });
+    await there.update('shared', { maxPoolSize: 9000 });
+    const stored = (await store.findLive('shared'))!;
+    for (const s of [secret, 'added-here-0123456789', 'added-there-0123456789'])
+      expect(secretAccepted(stored, s, clock.now()), s).toBe(true);
+    expect(stored).toMatchObject({ step: 500, maxPoolSize: 9000 });
+    expect(there.get('shared')).toEqual(stored);
+  });
 });
 
 describe('EntityRegistry lookups of unknown keys', () => {

@@ -66,6 +66,20 @@ export function entityStoreContract(make: () => Promise<EntityStore>): void {
     expect(await store.setSecrets('c-up', secrets, 5_000)).toBe(false);
   });
 
+  it('writes tunables and secrets only where the row is as read (`was`: its updateTime then), else changes nothing', async () => {
+    const store = await make();
+    const e = entityConfig({ key: 'c-was', createTime: 1_000, updateTime: 1_000 });
+    await store.insert(e);
+    const secrets = [{ id: 's2', hash: 'hash-2', createTime: 2_000, expiresAt: null }];
+    expect(await store.setSecrets('c-was', secrets, 2_000, 1_000)).toBe(true);
+    // Read at 1,000, written at 2,000 since: refused.
+    expect(await store.update('c-was', { ...e, step: 7 }, 3_000, 1_000)).toBe(false);
+    expect(await store.setSecrets('c-was', [], 3_000, 1_000)).toBe(false);
+    expect(await store.findLive('c-was')).toEqual({ ...e, secrets, updateTime: 2_000 });
+    expect(await store.update('c-was', { ...e, step: 7 }, 3_000, 2_000)).toBe(true);
+    expect((await store.findLive('c-was'))?.step).toBe(7);
+  });
+
   it('changedSince answers the rows changed at or after a time, retired ones marked', async () => {
     const store = await make();
     await store.insert(entityConfig({ key: 'c-old', createTime: 1_000, updateTime: 1_000 }));
