@@ -20,7 +20,7 @@ export interface EntityCatalog {
   segmentKeys(): string[];
 }
 
-/** Tries of a change that finds its entity's row changed since it was read (`Registry.rewrite`). */
+/** Tries of a change that finds its entity's row changed since it was read (`EntityRegistry.rewrite`). */
 const REWRITE_TRIES = 5;
 
 /**
