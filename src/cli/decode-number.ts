@@ -1,9 +1,6 @@
 /**
- * `idpool decode` of a business number: the template, reset and zone come
- * from `--format` (offline) or from the instance that issued it, asked with
- * the admin token (`GET /admin/apps/:key`, or the entity list when no
- * `--app` names the entity). A number carries its period's date but not the
- * zone that date is in, so a zone the user did not give is said aloud.
+ * `idpool decode` of a business number: template, reset and zone from `--format` (offline) or the issuing
+ * instance (admin token). A number does not carry its zone, so a zone the user did not give is said aloud.
  */
 import type { Command } from 'commander';
 import { type DecodedNumber, NumberScheme, type NumberSettings } from '../numbers/scheme';
@@ -16,7 +13,7 @@ import { listPages } from './entity-commands';
 /** What a business number's decode was given: `--format` and its companions, or nothing (then the instance is asked). */
 export type NumberInput = Partial<Record<keyof NumberSettings, string>>;
 
-/** What `GET /admin/apps` tells of an entity that decode needs: its mode and, for a business number, its scheme. */
+/** What decode needs of an entity from `GET /admin/apps`. */
 export interface DecodableEntity extends NumberInput {
   key: string;
   mode: string;
@@ -46,11 +43,7 @@ export function decodeForEntity(ctx: CliContext, cmd: Command, number: string, e
   printForEntity(ctx, cmd, entity, decodeOrThrow(number, entity));
 }
 
-/**
- * `idpool decode <number>` with no `--format` nor `--app`: the instance's
- * business-number entities whose template reads it. One: decoded with it;
- * several: the user picks with `--app`; no instance to ask: the hint.
- */
+/** `idpool decode <number>` alone: the instance's number entities whose template reads it (several: `--app`). */
 export async function decodeByLookup(ctx: CliContext, cmd: Command, number: string): Promise<void> {
   if (!ctx.io.env.IDPOOL_ADMIN_TOKEN)
     throw new CliError(EXIT_USAGE, `"${number}" is not a snowflake id (not a decimal integer); ${HINT}`);

@@ -1,9 +1,6 @@
 /**
- * The library's business numbers: the embedded service's numbers layer
- * over an in-process pool, with no refiller, dispatcher or timer (an idle
- * library holds nothing). A take that finds too few fills now's period a
- * step at a time; the first within `LOCAL_PREFILL_LEAD_MS` of a
- * boundary fills the next period's first step.
+ * The library's business numbers: the numbers layer over an in-process pool, with no refiller or timer. A short
+ * take fills now's period a step at a time; the first within the lead of a boundary stages the next period's step.
  */
 import { errorMessage } from '../errors';
 import { MemoryNumberStore } from '../pool/memory-number-store';
@@ -18,7 +15,6 @@ export class LocalNumbers {
   /** One take or fill per entity at a time: a take that fills must not interleave with another's. */
   private readonly running = new Map<string, Promise<unknown>>();
 
-  /** `counter`: the period counters behind the second record of what was reserved (HighWaterNumberCounter). */
   constructor(private readonly options: Pick<NumberPeriodsOptions, 'counter' | 'clock' | 'log'>) {
     this.store = new MemoryPoolStore(options.clock);
     this.periods = new NumberPeriods({
@@ -30,7 +26,7 @@ export class LocalNumbers {
     });
   }
 
-  /** Prunes the rows (and record marks) of periods over for longer than the retention now, as fills do hourly after. */
+  /** Prunes old periods' rows and marks now, as fills do hourly after. */
   start(): void {
     void this.periods.pruneCounters();
   }

@@ -1,10 +1,7 @@
 /**
- * Periods: the calendar spans of a zone a business number's sequence
- * restarts with (docs/numbers.md). A period is every instant whose calendar
- * fields, cut to the reset's unit, are the same: a daylight-saving day has
- * 23 or 25 hours, and on the night clocks go back the repeated hour is one
- * hourly period of two hours (its numbers carry the same `{HH}`, so they
- * must share one sequence); an hour a zone skips is no period at all.
+ * Periods (docs/numbers.md): every instant whose calendar fields, cut to the reset's unit, are the same. A DST day
+ * has 23 or 25 hours; a repeated hour is one hourly period of two hours (its numbers share `{HH}`, so one
+ * sequence); a skipped hour is no period.
  */
 import type { CalendarFields, TimeZone } from './zone';
 
@@ -13,15 +10,10 @@ export type Reset = (typeof RESETS)[number];
 
 /** One period of one zone. */
 export interface Period {
-  /**
-   * The period's name, its calendar fields cut to the reset (`2026`,
-   * `202611`, `20261128`, `2026112814`; `all` for `never`): fixed width for
-   * a reset, so names sort as the periods do.
-   */
+  /** Its calendar fields cut to the reset (`2026`, `20261128`, `2026112814`; `all`): fixed width, so names sort. */
   readonly id: string;
-  /** First instant (Unix ms) in the period. */
+  /** First instant in it and first after it (Unix ms); `end` is {@link NEVER_ENDS} for `never`. */
   readonly start: number;
-  /** First instant after it (Unix ms); {@link NEVER_ENDS} for `never`. */
   readonly end: number;
   /** The period's date, the fields below the reset's unit at their first value. */
   readonly date: CalendarFields;
@@ -29,7 +21,6 @@ export interface Period {
 
 /** The last instant a JavaScript Date holds: the end of the one period of `never`. */
 const NEVER_ENDS = 8.64e15;
-/** The length of a period's name: its calendar fields down to the reset's unit. */
 const ID_WIDTH = { never: 0, yearly: 4, monthly: 6, daily: 8, hourly: 10 } as const;
 /** Far enough either side of a period's wall-clock instant to hold its real start: offsets stay within ±14 h, a DST shift adds 1–2 h. */
 const SEARCH_MS = 36 * 3600_000;
@@ -42,7 +33,7 @@ export function periodId(f: CalendarFields, reset: Reset): string {
   return (pad(f.year, 4) + pad(f.month, 2) + pad(f.day, 2) + pad(f.hour, 2)).slice(0, ID_WIDTH[reset]);
 }
 
-// The calendar fields a period id names, the units below its reset at their first value.
+// The calendar fields a period id names, units below its reset at their first value.
 function periodDate(id: string, reset: Reset): CalendarFields | undefined {
   if (reset === 'never') return id === 'all' ? { year: 1970, month: 1, day: 1, hour: 0 } : undefined;
   const full = /^(\d{4})(\d\d)(\d\d)(\d\d)$/.exec(id + '010100'.slice(id.length - 4));
@@ -54,10 +45,8 @@ function periodDate(id: string, reset: Reset): CalendarFields | undefined {
 }
 
 /**
- * The periods of one reset in one zone: which period an instant is in, and
- * the one after. Computed from the zone's calendar fields alone (a binary
- * search for a period's first and last instant), so an offset zone, an IANA
- * zone and its daylight-saving days go through the same code.
+ * The periods of one reset in one zone, found from the zone's calendar fields alone (a binary search for a
+ * period's bounds), so offset zones, IANA zones and DST days go through the same code.
  */
 export class PeriodCalendar {
   /** The last two periods found: a take asks for now's and the next (`after`), so neither pushes the other out. */
@@ -69,7 +58,7 @@ export class PeriodCalendar {
     readonly zone: TimeZone,
   ) {}
 
-  /** The period holding instant `ms` (the last two found are kept, so the hot path does no search). */
+  /** The period holding instant `ms`. */
   at(ms: number): Period {
     const { last, before } = this;
     if (last && ms >= last.start && ms < last.end) return last;
@@ -95,7 +84,6 @@ export class PeriodCalendar {
     return period.id === id ? period : undefined;
   }
 
-  // Each instant's period id: what the searches compare.
   private key(ms: number): string {
     return periodId(this.zone.fieldsAt(ms), this.reset);
   }

@@ -1,8 +1,4 @@
-/**
- * An entity's business numbers as one object: its template, its periods in
- * its zone, and the answers built from them (a period's formatter, a
- * number decoded to its period and sequence).
- */
+/** An entity's business numbers as one object: its template, its periods in its zone, decoding. */
 import { PeriodCalendar, type Reset, periodId } from './period';
 import { NumberSettingsError, NumberTemplate } from './template';
 import { timeZone } from './zone';
@@ -20,20 +16,20 @@ export interface DecodedNumber {
   readonly period: string;
   readonly reset: Reset;
   readonly timeZone: string;
-  /** The period's first instant and the first after it (ISO 8601, UTC); `end` null for `never`. */
+  /** ISO 8601, UTC; `end` null for `never`. */
   readonly start: string;
   readonly end: string | null;
-  /** The period's date in its zone (`2026-11-28`, `2026-11-28T14`, `2026-11`, `2026`), null for `never`. */
+  /** In its zone (`2026-11-28`, `2026-11-28T14`), null for `never`. */
   readonly date: string | null;
   readonly seq: string;
 }
 
-/** How much of an ISO 8601 time a period's date is, down to the reset's unit (`2026`, `2026-11`, `2026-11-28`, `2026-11-28T14`). */
+/** How much of an ISO 8601 time a period's date is, down to the reset's unit. */
 const DATE_LENGTH = { never: 0, yearly: 4, monthly: 7, daily: 10, hourly: 13 } as const;
 
 export class NumberScheme {
   readonly calendar: PeriodCalendar;
-  /** 1 % of a period's capacity ({@link poolCap}), worked out once: every take's low watermark asks for the cap. */
+  /** 1 % of a period's capacity, worked out once: every take's low watermark asks for {@link poolCap}. */
   private readonly onePercent: number;
 
   private constructor(
@@ -44,10 +40,7 @@ export class NumberScheme {
     this.onePercent = Math.min(Number(template.capacity / 100n), Number.MAX_SAFE_INTEGER);
   }
 
-  /**
-   * Checks a registration's `format`, `reset` and `timeZone` (default UTC)
-   * and fills their defaults; throws {@link NumberSettingsError} naming the field.
-   */
+  /** Checks a registration's `format`, `reset` and `timeZone` (default UTC); throws {@link NumberSettingsError}. */
   static settings(input: { format: string; reset?: string; timeZone?: string }): NumberSettings {
     const { reset } = NumberTemplate.parse(input.format, input.reset);
     try {
@@ -63,17 +56,13 @@ export class NumberScheme {
     return new NumberScheme(NumberTemplate.parse(settings.format, settings.reset), settings);
   }
 
-  /** The highest sequence of a period. */
   get capacity(): bigint {
     return this.template.capacity;
   }
 
   /**
-   * Most numbers of one period kept ready (reserved and waiting): 1 % of the
-   * period's capacity, or one largest batch when that is more. Ready numbers
-   * are what a discard (a Redis restart or failover, a raise) skips, so a
-   * burst that sizes a plain pool for a minute of ids must not set aside a
-   * quarter of a `{seq:6}` day.
+   * Most numbers of one period kept ready: 1 % of its capacity, or one largest batch. A discard (a Redis restart,
+   * a raise) skips what is ready, so a burst must not set aside a quarter of a `{seq:6}` day.
    */
   poolCap(largestBatch: number): number {
     return Math.max(largestBatch, this.onePercent, 1);

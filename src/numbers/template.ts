@@ -1,8 +1,4 @@
-/**
- * A business number's template (`INV{yyyy}{MM}{dd}-{seq:6}`): literal text,
- * date tokens and one zero-padded sequence. Every token has a fixed width,
- * so a number is decoded by position alone.
- */
+/** A template (`INV{yyyy}{MM}{dd}-{seq:6}`): literal text, date tokens, one sequence; fixed widths, decoded by position. */
 import { type Period, RESETS, type Reset } from './period';
 import type { CalendarFields } from './zone';
 
@@ -41,7 +37,6 @@ export class NumberTemplate {
   readonly seqWidth: number;
   private readonly head: readonly Piece[];
   private readonly tail: readonly Piece[];
-  /** A whole number: a group of digits for each of `tokens`. */
   private readonly pattern: RegExp;
 
   private constructor(
@@ -59,10 +54,7 @@ export class NumberTemplate {
     this.pattern = new RegExp(`^${re.join('')}$`);
   }
 
-  /**
-   * Parses and checks `format` with `reset` (default: the finest date token,
-   * `never` without one). Throws {@link NumberSettingsError} naming the field.
-   */
+  /** Parses and checks `format` with `reset` (default: the finest date token, or `never`). */
   static parse(format: string, reset?: string): NumberTemplate {
     const pieces = parsePieces(format);
     const all = pieces.flatMap((p) => (typeof p === 'string' ? [] : [p.token]));
@@ -107,10 +99,7 @@ export class NumberTemplate {
     return { head: this.head.map(text).join(''), tail: this.tail.map(text).join(''), width: this.seqWidth };
   }
 
-  /**
-   * A number of this template taken apart: its date fields (those the
-   * template shows) and its sequence; undefined when it is not one.
-   */
+  /** A number of this template taken apart: the date fields it shows and its sequence. */
   decode(number: string): { fields: Partial<CalendarFields>; seq: bigint } | undefined {
     const digits = this.pattern.exec(number)?.slice(1);
     if (!digits) return undefined;

@@ -1,9 +1,6 @@
 /**
- * A business number's time zone: an IANA name the runtime knows
- * (`Asia/Shanghai`, through Intl) or a fixed offset (`+08:00`, `-02:33`).
- * Both answer one question, the calendar fields of an instant in that zone;
- * the period math (`period.ts`) needs nothing else. No dependency: Node's
- * Intl carries the IANA database (full ICU in the official builds).
+ * A business number's zone: an IANA name Node's Intl knows (`Asia/Shanghai`) or a fixed offset (`+08:00`). Both
+ * answer the one question the period math asks: an instant's calendar fields.
  */
 
 /** The calendar fields of an instant in a zone (month 1–12, hour 0–23). */
@@ -18,11 +15,10 @@ export interface TimeZone {
   /** The canonical spelling: the IANA name Intl resolves it to, or `+HH:MM`. */
   readonly name: string;
   fieldsAt(ms: number): CalendarFields;
-  /** The wall clock at `ms` in this zone, `2026-11-28 14:20` (alarm messages: a forecast's time as the zone's people read it). */
+  /** The wall clock at `ms` here, `2026-11-28 14:20` (alarm messages). */
   wallClock(ms: number): string;
 }
 
-/** A zone the runtime does not know, or an offset out of range: the registration's 400 names `timeZone`. */
 const unknownZone = (zone: string, why: string) => new RangeError(`timeZone "${zone}": ${why}`);
 
 const OFFSET = /^([+-])(\d{2}):(\d{2})$/;

@@ -1,8 +1,6 @@
 /**
- * Business numbers without Redis (docs/numbers.md), for the embedded
- * service and the library: the injected clock decides the period; now's
- * period's numbers wait in the entity's in-process pool and go at its end
- * (as Redis expires the list); the next period's first step waits here.
+ * Business numbers without Redis (embedded service, library): the injected clock decides the period; now's
+ * numbers wait in the in-process pool and go at its end; the next period's first step waits here.
  */
 import type { Clock } from '../clock';
 import type { Period } from '../numbers/period';
@@ -14,7 +12,7 @@ import { type NumberEntity, type PeriodSlot, type PeriodState, type PeriodStore,
 interface Slot {
   readonly period: Period;
   readonly full: boolean;
-  /** The next period's numbers, reserved ahead (the live slot's wait in the pool). */
+  /** A staged period's numbers (the live slot's wait in the pool). */
   readonly numbers: string[];
 }
 
@@ -28,7 +26,6 @@ export class MemoryNumberStore implements PeriodStore {
 
   constructor(
     private readonly pool: Pick<MemoryPoolStore, 'size' | 'pushPeriod' | 'periodReady' | 'keepInPeriod'>,
-    /** The period counters (embedded: behind the high-water file). */
     private readonly counter: Pick<NumberCounter, 'peek'>,
     private readonly clock: Clock,
   ) {}

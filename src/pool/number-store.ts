@@ -1,7 +1,6 @@
 /**
- * Business numbers in Redis (docs/numbers.md): the only TypeScript calling
- * `commands/number_*.lua`. Now's period's numbers wait formatted in the
- * entity's `ids` list, so a take and `FCALL idpool_pop` are a plain pool's.
+ * Business numbers in Redis, the only caller of `commands/number_*.lua`: now's period's numbers wait formatted in
+ * the entity's `ids` list, so a take and `FCALL idpool_pop` are a plain pool's.
  */
 import type { EntityConfig } from '../entities/entity';
 import type { Period } from '../numbers/period';
@@ -64,10 +63,8 @@ export class RedisNumberStore implements PeriodStore {
   }
 
   /**
-   * Appends `numbers` (sequences `lowest..highest` of `period`, formatted or
-   * a {@link NumberRun}, in take order) to its list, live or staged by the
-   * Redis clock; `full` marks its counter full. One MULTI
-   * (number_push_open-8.lua), the numbers by a native RPUSH.
+   * Appends `numbers` (`lowest..highest` of `period`, in take order) to its list, live or staged by the Redis clock;
+   * `full` marks its counter full. One MULTI (number_push_open-8.lua), the numbers by a native RPUSH.
    */
   async push(
     entityKey: string,

@@ -1,9 +1,7 @@
 /**
- * Business numbers on the one engine (docs/numbers.md): a number entity is
- * a segment entity whose pool is kept per period. {@link NumberPeriods} is
- * the numbers layer the refiller, the dispatcher, the admin routes and the
- * library ask, over a {@link PeriodStore}: Redis's lists (`number-store.ts`)
- * or the in-process pool (`memory-number-store.ts`).
+ * Business numbers on the one engine (docs/numbers.md): a number entity is a segment entity whose pool is kept
+ * per period. {@link NumberPeriods} is the layer the refiller, dispatcher, admin routes and library ask, over
+ * Redis's lists (`number-store.ts`) or the in-process pool (`memory-number-store.ts`).
  */
 import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
@@ -18,52 +16,45 @@ import type { HeldLock, RefillLock } from './pool-store';
 import type { NumberRun } from './redis-rpush-ids';
 import { shuffle } from './segment-push';
 
-/**
- * In process a reservation is one statement on a near database, so the lead
- * only takes it off the first take after the boundary; a process stopping
- * within it loses that step (a gap), so it is short (Redis fills a minute
- * ahead: its numbers outlive any one instance).
- */
+/** Short: in process a step reserved ahead is lost (a gap) if the process stops within the lead; Redis's outlive it. */
 export const LOCAL_PREFILL_LEAD_MS = 5_000;
 
-/** A minute on Redis, so the first take after a boundary is served from Redis however slow the database. */
+/** The first take after a boundary is served from Redis however slow the database. */
 const REDIS_PREFILL_LEAD_MS = 60_000;
 
-/** What a business-number take needs of an entity; the library builds one from its `application` row (`maxSizePerTimes` 0: its takes have no largest). */
+/** What a business-number take needs of an entity (the library's `maxSizePerTimes` is 0: no largest take). */
 export type NumberEntity = Pick<EntityConfig, 'key' | 'mode' | 'step' | 'maxSizePerTimes' | 'numbers'>;
 
 /** What the refiller and the dispatcher ask of a business-number entity, whose pool is kept per period. */
 export interface PeriodPools {
   /** Most numbers of one period kept ready: the cap on the pool's demand sizing (`NumberScheme.poolCap`). */
   cap(entity: EntityConfig): number;
-  /** Fills now's period (and the next, ahead of its boundary) towards `sizing`, at least `need` of now's; the caller holds the entity's refill lock. */
+  /** Fills now's period (and the next, ahead of its boundary) towards `sizing`, at least `need`; under the refill lock. */
   fill(entity: EntityConfig, need: number, sizing: PoolSizing): Promise<void>;
   /** After a short take: true when `count` are ready now; throws the period's refusal; false when a refill is what it needs. */
   afterShort(entity: EntityConfig, count: number): Promise<boolean>;
-  /** Of `keys`, those due a refill now whatever their level (a boundary, the next period's lead, a fence check), and the ms until the next such moment. */
+  /** Of `keys`, those due a refill whatever their level (a boundary, a lead, a fence check), and the ms to the next. */
   due(keys: readonly string[]): { keys: string[]; waitMs: number };
 }
 
 /** What the admin routes and the ops sampler ask of business numbers, with or without Redis. */
 export interface NumberAdmin {
-  /** Moves the counter of period `periodId` up to at least `seq` (a team moving from an INCR counter); resolves to it after. */
+  /** Moves the counter of period `periodId` up to at least `seq`; resolves to it after. */
   raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint>;
-  /** How much of now's period is used, by the clock that decides the period (the ops sampler, `GET /admin/apps`). */
+  /** How much of now's period is used, by the clock that decides the period. */
   usage(entity: EntityConfig): Promise<NumberUsage>;
 }
 
 /** Now's period of a business-number entity and how much of it is gone. */
 export interface NumberUsage {
-  /** Now by the deciding clock (Redis's with Redis, the process's without), Unix ms. */
+  /** Unix ms, by the deciding clock. */
   readonly now: number;
   readonly period: Period;
-  /** Sequences of the period no take can have any more: the highest one reserved (pushed to Redis, or reserved in process) less those still ready. */
+  /** Sequences no take can have any more: the highest reserved less those still ready. */
   readonly used: bigint;
-  /** Numbers of the period ready to take. */
   readonly ready: number;
-  /** The period's highest sequence, 10^N − 1. */
+  /** 10^N − 1 and N of `{seq:N}`. */
   readonly capacity: bigint;
-  /** N of `{seq:N}`. */
   readonly digits: number;
   readonly timeZone: string;
 }
@@ -88,17 +79,17 @@ export interface PeriodState {
   readonly latest: number;
   /** A reset dropped lists filled in another epoch. */
   readonly dropped: boolean;
-  /** Redis: each period's fence (the highest sequence pushed), read with the lists: apart, a push between made use (fence − list) too high. */
+  /** Redis: each period's fence (highest pushed), read with the lists so a push between cannot inflate use. */
   readonly fences?: ReadonlyMap<string, bigint>;
 }
 
 /** Where an entity's periods' numbers wait: Redis's lists (`RedisNumberStore`) or in process (`MemoryNumberStore`). */
 export interface PeriodStore {
-  /** In process: only the next period's first step is staged, {@link LOCAL_PREFILL_LEAD_MS} ahead. */
+  /** In process: only the next period's first step is staged. */
   readonly inProcess: boolean;
-  /** `reset` (period id, the highest sequence maybe issued): lists of another epoch dropped first, those fences raised. */
+  /** `reset` (period id, highest maybe issued): lists of another epoch dropped first, those fences raised. */
   state(entityKey: string, reset?: readonly (readonly [string, bigint])[]): Promise<PeriodState>;
-  /** Appends `range` (none: only `full` marked) in take order to the pool of `period`, live or staged by the deciding clock. */
+  /** Appends `range` (none: only `full` marked) in take order to `period`'s pool, live or staged. */
   pushRange(
     entity: NumberEntity,
     scheme: NumberScheme,
@@ -106,11 +97,10 @@ export interface PeriodStore {
     range: SeqRange | undefined,
     full: boolean,
   ): Promise<string>;
-  /** The numbers of `period` still waiting, in take order. */
   waiting(entityKey: string, period: Period): Promise<string[]>;
-  /** The highest sequence of the period that may have been handed out (0 before any). */
+  /** The highest sequence that may have been handed out (0 before any). */
   issued(entityKey: string, periodId: string): Promise<bigint>;
-  /** Drops the waiting numbers of `period` up to `upTo` (sequence `seq`), those above kept in order. */
+  /** Drops the waiting numbers up to `upTo` (sequence `seq`), those above kept in order. */
   trim(entityKey: string, period: Period, upTo: string, seq: bigint): Promise<unknown>;
   pruneFences?(entityKey: string, beforeId: string): Promise<void>;
   forget?(entityKey: string): void;
@@ -120,37 +110,30 @@ export interface NumberPeriodsOptions {
   store: PeriodStore;
   /** The period counters in SQL (embedded: behind the high-water file, `HighWaterNumberCounter`). */
   counter: NumberCounter;
-  /** The entity's refill lock, which a raise takes (the refiller holds it around a fill). */
+  /** Taken by a raise, as the refiller holds it around a fill. */
   lock: RefillLock;
   /** `DispatchEvents.periodExhausted` (not imported: the dispatcher imports this file). */
   events: { periodExhausted(entityKey: string, digits: number, nextAt: number): void };
   clock: Clock;
   log: Logger;
-  /** How soon an entity found due is due again if no fill ran meanwhile (its lock held elsewhere, Redis down): the refill tick. */
+  /** When an entity found due is due again if no fill ran (lock held elsewhere, Redis down): the refill tick. */
   retryMs: number;
-  /** How often each entity's periods are checked against their fences (IDPOOL_FENCE_CHECK_MS; 0: only at a refused push). */
+  /** IDPOOL_FENCE_CHECK_MS: how often periods are checked against their fences (0: only at a refused push). */
   fenceCheckMs?: number;
-  /** A period's counter was found behind its fence (a restored database) and carried past it. */
   databaseBehind?(report: DatabaseBehindReport): void;
 }
 
-/** Old periods' counters are pruned this often. */
 const PRUNE_EVERY_MS = 3600_000;
 
 /** How long a raise waits for the entity's refill lock: a fill holds it for one reservation (and push). */
 const RAISE_LOCK_WAIT_MS = 2000;
 
-/**
- * The numbers layer, with Redis or without: the period by the store's
- * clock, each period's pool filled from its SQL counter; old periods are
- * pruned hourly at a fill, with no timer.
- */
+/** The numbers layer, with Redis or without: each period's pool filled from its SQL counter, pruned hourly at a fill. */
 export class NumberPeriods implements PeriodPools, NumberAdmin {
-  /** Settings never change once registered. */
   private readonly schemes = new WeakMap<NumberSettings, NumberScheme>();
-  /** When (monotonic) each entity is next due a fill whatever its level: a boundary, the next period's lead, a fence check. */
+  /** When (monotonic) each entity is next due a fill whatever its level. */
   private readonly dueAt = new Map<string, number>();
-  /** When (Unix ms) each pruning last ran: the counters' rows (`*`), or an entity's fences. */
+  /** When (Unix ms) each pruning last ran: the counters (`*`) or an entity's fences. */
   private readonly prunedAt = new Map<string, number>();
   private readonly fencesCheckedAt = new Map<string, number>();
   private readonly leadMs: number;
@@ -233,12 +216,8 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
   }
 
   /**
-   * Starts period `periodId` after `seq`, under the entity's refill lock (no
-   * fill in flight; asked again for {@link RAISE_LOCK_WAIT_MS}, then 503):
-   * 409 when the period's line is already past it; otherwise its counter
-   * moves up to `seq` and the numbers at or below it still waiting are
-   * dropped, those above kept, so the next number is seq + 1. Resolves to
-   * the sequence the next number follows.
+   * Starts period `periodId` after `seq` under the refill lock (503 after {@link RAISE_LOCK_WAIT_MS}); 409 when the
+   * line is past it; else waiting numbers ≤ seq are dropped so the next is seq + 1. Resolves to what it follows.
    */
   async raise(entity: EntityConfig, periodId: string, seq: bigint): Promise<bigint> {
     const { clock, lock, counter, store } = this.options;
@@ -274,7 +253,7 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
     }
   }
 
-  /** Now's period and how much of it is gone (dropped leftovers and gaps count as used: they are gone too). */
+  /** Now's period and how much of it is gone (dropped leftovers and gaps count: they are gone too). */
   async usage(entity: NumberEntity): Promise<NumberUsage> {
     const { store } = this.options;
     const scheme = this.scheme(entity);
@@ -288,7 +267,7 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
     return { now, period, used: used > 0n ? used : 0n, ready, capacity, digits, timeZone: settings.timeZone };
   }
 
-  /** Now's period, the next once its lead began, and the ms until the entity is due again: just after the boundary, or at the lead. */
+  /** Now's period, the next once its lead began, and the ms until due again (just after the boundary, or the lead). */
   periodsAt(scheme: NumberScheme, now: number): { current: Period; ahead?: Period; dueIn: number } {
     const current = scheme.calendar.at(now);
     const next = scheme.calendar.after(current);
@@ -329,10 +308,8 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
   }
 
   /**
-   * Every `fenceCheckMs`: a live or staged period whose counter is below its
-   * fence (a restored database) is carried past it now, not at its next
-   * reservation, which a full list can put off for the whole period (the
-   * fence the only record meanwhile). Resolves to the next check (monotonic).
+   * Every `fenceCheckMs`, periods whose counter is below the fence (a restored database) are carried now, not at a
+   * next reservation a full list can put off for the whole period. Resolves to the next check (monotonic).
    */
   private async carryBehind(entity: NumberEntity, state: PeriodState): Promise<number> {
     const every = this.options.fenceCheckMs ?? 0;
@@ -346,12 +323,9 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
   }
 
   /**
-   * A counter gone back below the fence carried past it, logged and
-   * reported. Behind: the counter, read after the fence (only committed
-   * ranges raise it), is below it; or the caller's `refused` range reaches
-   * the fence, so the database handed out sequences at or below it again.
-   * A refused range wholly below a fence the counter has passed is another
-   * refiller's range pushed first (a lock taken over), not a restore.
+   * Carries a counter gone back below the fence past it, logged and reported: the counter (read after the fence)
+   * is below it, or the `refused` range reaches it. A refused range wholly below a fence the counter has passed is
+   * another refiller's range pushed first (a lock taken over), not a restore.
    */
   private async carry(entity: NumberEntity, periodId: string, refused?: SeqRange): Promise<void> {
     const { store, counter: counters, log } = this.options;
@@ -387,7 +361,7 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
     return period;
   }
 
-  /** Old periods' counters after the retention, at most hourly, a failure logged: at a fill, and at the library's start. */
+  /** Old periods' counters after the retention, at most hourly (a fill, the library's start); a failure logged. */
   pruneCounters(): Promise<void> {
     const before = this.options.clock.now() - NUMBER_PERIOD_RETENTION_MS;
     return this.pruneHourly('*', async () => this.options.counter.prune?.(before));
@@ -415,10 +389,8 @@ export class NumberPeriods implements PeriodPools, NumberAdmin {
 }
 
 /**
- * How many a fill reserves for a pool `held` (none: no pool holds the
- * period): none while it holds the low watermark and what a take waits for,
- * or its counter is full; else whole steps (a trend entity shuffles within
- * them) up to the target, past `max` only for a take.
+ * How many a fill reserves: none while the pool holds the low watermark and `need`, or is full; else whole steps
+ * up to the target, past `max` only for a take.
  */
 function wanted(step: number, held: PeriodSlot | undefined, need: number, sizing: PoolSizing): number {
   const { target, lowWatermark, max } = sizing;
@@ -428,12 +400,7 @@ function wanted(step: number, held: PeriodSlot | undefined, need: number, sizing
   return Math.max(need - size, Math.min(stepped, max - size));
 }
 
-/**
- * Range `range` of `period` in take order (a trend entity's shuffled within
- * each step): as the Redis push writes it, a {@link NumberRun} (sequences as
- * numbers, the date written once) below 2^53; formatted strings beyond it,
- * or when `formatted` (the in-process pool).
- */
+/** `range` in take order (trend: shuffled per step): a {@link NumberRun} below 2^53, else (or `formatted`) strings. */
 export function numberRun(
   scheme: NumberScheme,
   entity: Pick<EntityConfig, 'mode' | 'step'>,

@@ -1,9 +1,7 @@
 /**
- * The SQL side of business numbers: one counter per (entity, period) in
- * `number_period`, reserved in segments as `current_offset` is
- * (allocator.ts): a reservation is committed before any of its numbers
- * exists anywhere, so a crash wastes numbers and never repeats them. A
- * period's counter never passes its capacity (10^N − 1 for `{seq:N}`).
+ * One counter per (entity, period) in `number_period`, reserved in segments as `current_offset` is (allocator.ts):
+ * committed before any of its numbers exists, so a crash wastes numbers and never repeats them. A counter never
+ * passes its period's capacity (10^N − 1 for `{seq:N}`).
  */
 import { type Clock, systemClock } from '../clock';
 import { type Database, whileBusy } from '../db/database';
@@ -15,33 +13,25 @@ export interface SeqRange {
   readonly last: bigint;
 }
 
-/** One period of one entity, as the counter needs it: rows of periods over (`end`) for longer than the retention are pruned. */
+/** A period as the counter needs it: its row is pruned once `end` is older than the retention. */
 export type CounterPeriod = Pick<Period, 'id' | 'end'>;
 
 export interface NumberCounter {
-  /**
-   * Reserves the next `size` sequences of `period`, fewer when the period
-   * has fewer left below `capacity`; undefined when it is full.
-   */
+  /** Reserves the next `size` sequences of `period` (fewer when fewer are left below `capacity`; none: it is full). */
   reserve(entityKey: string, period: CounterPeriod, size: number, capacity: bigint): Promise<SeqRange | undefined>;
-  /** The highest sequence reserved in the period (0 before the first): every one up to it may have been issued. */
+  /** The highest sequence reserved in the period (0 before the first). */
   peek(entityKey: string, periodId: string): Promise<bigint>;
   /** Moves the period's counter up to at least `atLeast` (never down); resolves to the counter after. */
   raise(entityKey: string, period: CounterPeriod, atLeast: bigint): Promise<bigint>;
-  /** Deletes the rows of periods that ended before `before` (Unix ms), where the counter can; resolves to how many. */
+  /** Deletes the rows of periods that ended before `before` (Unix ms); resolves to how many. */
   prune?(before: number): Promise<number>;
 }
 
-/**
- * How long a period's row is kept after the period ended (docs/numbers.md):
- * two days, far beyond any clock skew or an instance that slept through a
- * boundary, so no reservation can ever be made for a pruned period again.
- */
+/** Two days after its end (docs/numbers.md): far past any clock skew, so no pruned period is reserved again. */
 export const NUMBER_PERIOD_RETENTION_MS = 2 * 86_400_000;
 
 export class SqlNumberCounter implements NumberCounter {
   private readonly insertRow: string;
-  /** The type a decimal string is cast to, exactly. */
   private readonly bigint: string;
 
   constructor(
@@ -77,7 +67,7 @@ export class SqlNumberCounter implements NumberCounter {
       if (current >= capacity) return undefined;
       if (current + want > capacity) want = capacity - current;
     }
-    // Others kept taking what was left between our reads: the period is as good as full for now.
+    // Others kept taking what was left between our reads: as good as full for now.
     return undefined;
   }
 
@@ -139,7 +129,7 @@ export class SqlNumberCounter implements NumberCounter {
     return result.affectedRows;
   }
 
-  /** A statement run again while SQLite's write lock is held by another process. */
+  /** Run again while another process holds SQLite's write lock. */
   private busyRetry<T>(run: () => Promise<T>): Promise<T> {
     return whileBusy(run, this.clock, this.busyWaitMs);
   }

@@ -1,18 +1,15 @@
 /**
- * The business-number counters behind the second record of what was
- * reserved (high-water.ts), as {@link HighWaterAllocator} for
- * `current_offset`: a period counter at or below the record (a restored
- * file, a database failed back) is carried past it first, and reported.
+ * The period counters behind the high-water record (as {@link HighWaterAllocator} for `current_offset`): a counter
+ * at or below the record (a restored file, a database failed back) is carried past it first, and reported.
  */
 import type { DatabaseBehindReport, HighWaterRecord } from './high-water';
 import type { CounterPeriod, NumberCounter, SeqRange } from './number-counter';
 
-/** The record's key of one period's counter: never an entity key (a space is not allowed in one); its end says when it may go. */
+/** A period counter's record key (a space never occurs in an entity key); its end says when it may go. */
 function numberMark(entityKey: string, period: CounterPeriod): string {
   return `${entityKey} ${period.id} ${period.end}`;
 }
 
-/** Whether a record key is a period counter's mark whose period ended before `before` (Unix ms). */
 function markEndedBefore(key: string, before: number): boolean {
   const parts = key.split(' ');
   return parts.length === 3 && Number(parts[2]) < before;
