@@ -354,8 +354,11 @@ for (const { server, name } of SQL_SERVERS) {
         }
         // The backup: the row as it was before anything was reserved; no take follows, the list stays full.
         await db.execute('UPDATE number_period SET seq = 0 WHERE entity_key = ?', [key]);
+        // The carry raises the counter, then reports: both are awaited.
+        const carried = async () =>
+          (await counter()) >= reserved && (await gauge(url, 'idpool_database_behind_total', key)) === 1;
         const deadline = Date.now() + 10_000;
-        while ((await counter()) < reserved && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        while (!(await carried()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
         expect(await counter()).toBeGreaterThanOrEqual(reserved);
         expect(await gauge(url, 'idpool_database_behind_total', key)).toBe(1);
         const after = (await takeIds(url, key, secret, 50)).body.ids;
