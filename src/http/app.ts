@@ -31,7 +31,7 @@ const jsonBodiesOnly: express.RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** Which routes an app serves: `all` (one port), or with IDPOOL_ADMIN_PORT `public` (no `/admin/*`) and `admin` (it alone). */
+/** The routes an app serves: `all` (one port), or with IDPOOL_ADMIN_PORT `public` (no `/admin/*`) and `admin`. */
 export type HttpFace = 'all' | 'public' | 'admin';
 
 /** The HTTP service: request middleware, the route groups of `face`, then 404 and the one error handler. */

@@ -21,7 +21,7 @@ const digest = (token: string) => createHash('sha256').update(token).digest();
 /** Which credential a bearer token is: each opens a different set of routes (README "Security"). */
 export type TokenKind = 'admin' | 'ops' | 'metrics';
 
-/** The configured tokens, as digests; a presented one is compared with all, so timing tells neither kinds nor closeness. */
+/** The configured tokens, as digests; a presented one is compared with all: timing tells neither kinds nor closeness. */
 export class ServiceTokens {
   private readonly digests: [TokenKind, Buffer][];
 
@@ -122,7 +122,7 @@ export class AuthFailureLimiter {
     }
   }
 
-  /** An entity secret check: always runs `authenticate`; its 401 is counted, and is a 429 once the address is blocked. */
+  /** An entity secret check: always runs `authenticate`; its 401 is counted, and a 429 once the address is blocked. */
   async guardSecret<T>(address: string, authenticate: () => T | Promise<T>): Promise<T> {
     try {
       return await authenticate();

@@ -27,13 +27,13 @@ export interface ReadinessReport {
   reason?: string;
   /** Failed checks that do not make the instance unready: a live cutover's incumbent database (docs/migrating.md). */
   degraded?: string[];
-  /** Checks of what every instance shares (database, Redis, an incumbent's database; the lease while one of those fails): see `degradeShared`. */
+  /** Checks of what every instance shares (database, Redis, the lease while one of those fails): see `degradeShared`. */
   shared?: string[];
   /** How current the ops sampler's view is; not part of `ready`: stale monitoring must not become an outage. */
   sampling?: { ok: boolean; oldestSampleAgeSeconds: number; roundSeconds: number; staleEntities: number };
 }
 
-/** Everything `createHttpApp` is built from, by concern; every part is always there, so no route asks whether it was given. */
+/** Everything `createHttpApp` is built from, by concern; every part is always there: no route asks if it was given. */
 export interface HttpDeps {
   registry: Pick<
     EntityRegistry,
@@ -62,9 +62,9 @@ export interface HttpDeps {
   leases: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
   /** Each entity's line as the admin API reads and moves it. */
   lines: {
-    /** Pool sizes of a page of entities in one round trip, a pool's head, and a held entity's pool dropped (a direct consumer then pops nothing). */
+    /** Pool sizes of a page in one round trip, a pool's head, a held entity's pool dropped (direct consumers pop none). */
     pools: Pick<PoolStore, 'sizes' | 'next' | 'discard'>;
-    /** `current_offset` of a page of entities in one query; live cutovers' lines read now, and the move onto idpool's table. */
+    /** `current_offset` of a page in one query; live cutovers' lines read now, and their move onto idpool's table. */
     offsets: Pick<SqlSegmentAllocator, 'peekMany' | 'liveLines' | 'finishLive'>;
     /** Target depth and watermark of each pool (they move with demand). */
     demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
@@ -92,7 +92,7 @@ export interface HttpDeps {
   observe: RequestHandler;
   /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
   draining: () => boolean;
-  /** The admin token; when configured, the read-only ops token (`GET /admin/*`, `/metrics`) and the one `/metrics` requires (open without it). */
+  /** The admin token; if set, the read-only ops token and the one `/metrics` requires (open without it). */
   tokens: { admin: string; ops?: string; metrics?: string };
   /** Failed authentications per client address (429 past its limit). */
   authFailures: AuthFailureLimiter;

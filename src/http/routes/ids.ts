@@ -47,7 +47,7 @@ function onceTake(deps: IdRouteDeps, req: Request, entity: EntityConfig) {
   return answerOnce(deps.idempotency, req, entity.key, count, () => deps.takes.take(entity, count));
 }
 
-/** Take ids and explain one, behind the entity's secret; on the app, not a sub-router, so an unrouted method (OPTIONS too) reaches the 404. */
+/** Take ids and explain one, behind the entity's secret; on the app, so an unrouted method (OPTIONS too) gets its 404. */
 export function registerIdRoutes(app: IRouter, deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): void {
   app.post(TAKE_PATH, takeHandler(deps, guards));
 
@@ -138,7 +138,7 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
   };
 }
 
-/** The body's length and whether it is JSON; undefined for one left to express: encoded, chunked, too large, or not JSON. */
+/** The body's length and whether it is JSON; undefined for one left to express (encoded, chunked, too large, not JSON). */
 function fastBody(headers: IncomingHttpHeaders): { length: number; json: boolean } | undefined {
   const encoding = headers['content-encoding'];
   if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || headers['transfer-encoding'] !== undefined)

@@ -9,7 +9,7 @@ import { type ErrorAnswer, type errorFaces, sendSpringError } from '../errors';
 /** What Leaf's routes use: the registry (no credential: a lookup), the native take, the clock of its error bodies. */
 export type LeafRouteDeps = Pick<HttpDeps, 'takes' | 'clock'> & { registry: Pick<HttpDeps['registry'], 'findByTag'> };
 
-/** Leaf's `Result` codes, in its error message: -2 the key is not served, -3 no segment ready, -1 no snowflake id made. */
+/** Leaf's `Result` codes, in its error message: -2 key not served, -3 no segment ready, -1 no snowflake id made. */
 const KEY_NOT_SERVED = -2n;
 
 /** A key Leaf's routes do not serve: the client's mistake to idpool (404, not logged as a failure), a 500 to Leaf. */
@@ -50,7 +50,7 @@ async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' 
   return entity;
 }
 
-/** Every failure as Leaf answers it: Spring's 500, the cause as Leaf's `Result`; a wait keeps its `Retry-After` (for non-Leaf clients). */
+/** Every failure as Leaf answers it: Spring's 500 with Leaf's `Result`; a wait keeps `Retry-After` for other clients. */
 const leafError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
   (req, res, err) => {

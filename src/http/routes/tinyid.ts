@@ -112,8 +112,7 @@ const tinyidError =
 async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig, count: number): Promise<string[]> {
   if (takeKind(entity) === 'gapless')
     throw new GaplessNotServedError(entity.key, "on Tinyid's routes (a retry there cannot say it is one)");
-  // Tinyid's answers carry Longs (its clients parse each id as one): a business number
-  // is refused before any is taken, so none is lost and every answer stays Tinyid's JSON.
+  // Tinyid's clients parse each id as a Long: refused before any is taken, so none is lost.
   if (takeKind(entity) === 'number')
     throw new ConflictError(
       `business_numbers_not_served: "${entity.key}" hands out business numbers, which Tinyid's Long ids cannot carry; take them with POST /apps/${entity.key}/ids`,
