@@ -105,10 +105,9 @@ export class AuthFailureLimiter {
 
   fail(address: string): void {
     const key = limiterKey(address);
-    const now = this.clock.monotonic();
     let w = this.windows.get(key);
     if (!w) this.windows.set(key, (w = new FixedWindow(this.windowMs)));
-    w.at(now).count++;
+    w.at(this.clock.monotonic()).count++;
   }
 
   /** A service token check: refused with 429 while `address` is blocked, without running `authenticate`. */

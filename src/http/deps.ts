@@ -67,7 +67,7 @@ export interface HttpDeps {
     /** `current_offset` of a page in one query; live cutovers' lines read now, and their move onto idpool's table. */
     offsets: Pick<SqlSegmentAllocator, 'peekMany' | 'liveLines' | 'finishLive'>;
     /** Target depth and watermark of each pool (they move with demand). */
-    demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
+    demand: Pick<Demand, 'sizing'>;
     /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
     raise(entityKey: string, atLeast: bigint): Promise<bigint>;
   };

@@ -234,18 +234,13 @@ async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fres
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     const period = periods.get(entity.key);
-    if (entity.numbers) {
-      // Its period's ready numbers within their cap; it draws from the period's sequence, not the line's offset.
-      const { target, lowWatermark, max } = deps.lines.demand.sizing(entity, numberPoolCap(entity, entity.numbers));
-      view.pool = { size: period?.ready ?? 0, target, max, lowWatermark };
-    } else if (entity.mode !== 'snowflake') {
-      view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
-      view.pool = {
-        size: sizeOf.get(entity.key) ?? 0,
-        target: deps.lines.demand.target(entity),
-        max: entity.maxPoolSize,
-        lowWatermark: deps.lines.demand.lowWatermark(entity),
-      };
+    if (entity.mode !== 'snowflake') {
+      // A business-number entity's pool is its period's ready numbers within their cap; it draws from the period's
+      // sequence, not the line's offset.
+      const { numbers } = entity;
+      const { target, lowWatermark, max } = deps.lines.demand.sizing(entity, numbers && numberPoolCap(entity, numbers));
+      if (!numbers) view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
+      view.pool = { size: (numbers ? period?.ready : sizeOf.get(entity.key)) ?? 0, target, max, lowWatermark };
     }
     if (period) view.period = period;
     return view;

@@ -105,8 +105,7 @@ const tinyidError =
     }
     const [code, message] =
       err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
-    res.status(200).setHeader('Content-Type', JSON_TYPE);
-    res.end(`{"data":null,"code":${code},"message":${JSON.stringify(message)}}`);
+    sendJson(res, 'null', code, message);
   };
 
 async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig, count: number): Promise<string[]> {
@@ -169,10 +168,10 @@ function batchSizeOf(req: Request): number {
   return Math.min(n, TINYID_BATCH_MAX);
 }
 
-/** Tinyid's `Response` with its data: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
-function sendJson(res: Response, data: string): void {
+/** Tinyid's `Response`: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
+function sendJson(res: Response, data: string, code = OK, message = ''): void {
   res.status(200).setHeader('Content-Type', JSON_TYPE);
-  res.end(`{"data":${data},"code":${OK},"message":""}`);
+  res.end(`{"data":${data},"code":${code},"message":${JSON.stringify(message)}}`);
 }
 
 /** A String answer, typed as Spring's content negotiation types it for the request's Accept header. */
