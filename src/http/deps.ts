@@ -54,7 +54,6 @@ export interface HttpDeps {
   >;
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
   takes: { take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> };
-  /** Answers to `Idempotency-Key` requests. */
   idempotency: IdempotencyStore;
   /** Explains a snowflake id (`GET /apps/:key/ids/:id`); throws NotAnIdError when it is not one of this layout's. */
   snowflake: { decode(id: string): IdExplanation };
@@ -94,7 +93,6 @@ export interface HttpDeps {
   draining: () => boolean;
   /** The admin token; if set, the read-only ops token and the one `/metrics` requires (open without it). */
   tokens: { admin: string; ops?: string; metrics?: string };
-  /** Failed authentications per client address (429 past its limit). */
   authFailures: AuthFailureLimiter;
   /** Other protocols served besides idpool's own (IDPOOL_COMPAT). */
   compat: readonly CompatRoute[];

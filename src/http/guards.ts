@@ -12,7 +12,7 @@ const READS = new Set(['GET', 'HEAD']);
 export interface Guards {
   /** The admin API's middleware: the admin token, or the ops token on a read (403 on a write); each write audited. */
   requireAdmin: RequestHandler;
-  /** The entity of the path by its bearer secret; an unknown key and a wrong secret get the same 401 (no probing). */
+  /** The entity of the path by its bearer secret; an unknown key and a wrong one get the same 401 and hash compare. */
   authenticatedEntity(req: Request): Promise<EntityConfig>;
   /** As {@link authenticatedEntity}, for protocols carrying the key and secret elsewhere (Tinyid's `token`). */
   entityBySecret(req: Request, key: string, secret: string): Promise<EntityConfig>;
