@@ -4,11 +4,8 @@ import { ConfigError } from '../errors';
 import { SERVICE_TOKEN_MIN_LENGTH } from './settings';
 
 /**
- * The embedded service's admin token, kept beside its SQLite file so that
- * the token a user noted yesterday still works after a restart (a token
- * generated at every start did not). Readable by its owner only (0600):
- * whoever reads it may change every entity. Used only when
- * IDPOOL_ADMIN_TOKEN is not set; a token given there always wins.
+ * Where the embedded service keeps its admin token when IDPOOL_ADMIN_TOKEN is unset: beside its SQLite file, so a
+ * noted token survives a restart; 0600, as whoever reads it may change every entity.
  */
 export function adminTokenFileBeside(sqlitePath: string): string {
   const path = resolve(sqlitePath);
@@ -16,10 +13,8 @@ export function adminTokenFileBeside(sqlitePath: string): string {
 }
 
 /**
- * The token in `path`, or `generated` written there first. Two processes
- * sharing the SQLite file may start at once: the token is written to a
- * file of this process and linked into place, so exactly one is kept and
- * the other reads it. A file others may read is narrowed to 0600.
+ * The token in `path`, or `generated` written there first: through a file of this process linked into place, so of
+ * two processes starting at once on one SQLite file exactly one token is kept. A file others may read becomes 0600.
  */
 export async function keptAdminToken(path: string, generated: string): Promise<string> {
   await mkdir(dirname(path), { recursive: true });

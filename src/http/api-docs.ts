@@ -2,11 +2,7 @@ import { dirname, join } from 'node:path';
 import express, { type Router } from 'express';
 import { NotFoundError } from '../errors';
 
-/**
- * Swagger UI's files this page uses, from the `swagger-ui-dist` package
- * (pinned in package.json): served from node_modules by idpool itself, so
- * the page works offline and loads nothing from a CDN.
- */
+/** The files of `swagger-ui-dist` (pinned) this page uses, served by idpool itself: it works offline, with no CDN. */
 const SWAGGER_FILES = new Map([
   ['swagger-ui.css', 'text/css; charset=utf-8'],
   ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],

@@ -18,14 +18,10 @@ export type { HttpDeps, ReadinessReport } from './deps';
 const NATIVE_PATHS = ['/apps', '/admin'];
 
 /**
- * A body that is not JSON (a form, `text/plain`, curl's `-d` without a
- * `Content-Type`) would be left unread by express.json and the request
- * served as if it had none (`{"count":5}` answered with one id): 415 with
- * what to send instead. A request without a body goes on, so `POST
- * /apps/:key/ids` with none (or `?count=`) still takes.
+ * 415 for a body express.json would leave unread (a form, curl's `-d`), which would else be served as if absent
+ * (`{"count":5}` answered with one id). No body, or an empty one (fetch's bodiless POST), goes on.
  */
 const jsonBodiesOnly: express.RequestHandler = (req, _res, next) => {
-  // An empty body (fetch sends Content-Length: 0 on a bodiless POST) is none.
   const length = req.headers['content-length'];
   const body = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
   if (body && !req.is('application/json'))
@@ -35,12 +31,7 @@ const jsonBodiesOnly: express.RequestHandler = (req, _res, next) => {
   next();
 };
 
-/**
- * Which routes an app serves: all of them (one port), or, with
- * IDPOOL_ADMIN_PORT, `public` (everything but `/admin/*`, which answers 404
- * there) on the main port and `admin` (the admin API and the dashboard
- * alone) on the admin port.
- */
+/** The routes an app serves: `all` (one port), or with IDPOOL_ADMIN_PORT `public` (no `/admin/*`) and `admin`. */
 export type HttpFace = 'all' | 'public' | 'admin';
 
 /** The HTTP service: request middleware, the route groups of `face`, then 404 and the one error handler. */

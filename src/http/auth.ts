@@ -21,11 +21,7 @@ const digest = (token: string) => createHash('sha256').update(token).digest();
 /** Which credential a bearer token is: each opens a different set of routes (README "Security"). */
 export type TokenKind = 'admin' | 'ops' | 'metrics';
 
-/**
- * The service's configured tokens, as digests. A presented token is
- * compared with every one of them, so the time taken does not tell which
- * kinds exist or how close a guess came.
- */
+/** The configured tokens, as digests; a presented one is compared with all: timing tells neither kinds nor closeness. */
 export class ServiceTokens {
   private readonly digests: [TokenKind, Buffer][];
 
@@ -47,11 +43,8 @@ export class ServiceTokens {
 }
 
 /**
- * The unit failed authentications are counted per: an IPv4 address, or the
- * /64 of an IPv6 address (one subscriber's or host's network: a client given
- * a /64 can use 2^64 addresses in it). IPv4-mapped IPv6 addresses
- * (`::ffff:a.b.c.d`, a dual-stack socket's view of an IPv4 client) count as
- * their IPv4 address.
+ * What failed authentications are counted per: an IPv4 address, or an IPv6 /64 (a client given a /64 has 2^64
+ * addresses in it); an IPv4-mapped address (`::ffff:a.b.c.d`, a dual-stack socket's view) counts as its IPv4 one.
  */
 export function limiterKey(address: string): string {
   if (isIPv4(address)) return address;
@@ -88,16 +81,10 @@ function expandIPv6(address: string): number[] | undefined {
 }
 
 /**
- * Failed authentications per client address ({@link limiterKey}), in fixed
- * windows. 30 failures per 10 s lets a misconfigured client retrying with
- * back-off stay under it, and holds a prober to 3 guesses a second.
- * Addresses are the socket's (no `trust proxy`).
- *
- * Past the limit, service tokens (admin, ops, metrics) are refused with 429
- * before they are compared, the right one too: an operator-chosen token
- * could otherwise still be guessed at full speed, the wrong guesses merely
- * answered 429. Entity secrets (256 random bits, not guessable) are still
- * compared, so legitimate clients behind a prober's address keep working.
+ * Failed authentications per client address ({@link limiterKey}, the socket's), in fixed windows. 30 per 10 s keeps
+ * a client retrying with back-off under it and a prober to 3 guesses a second. Past it, service tokens are refused
+ * before any compare, the right one too (else an operator-chosen token could still be guessed at full speed); entity
+ * secrets (256 random bits) are still compared, so clients behind a prober's address keep working.
  */
 export class AuthFailureLimiter {
   private readonly limit = 30;
@@ -118,10 +105,9 @@ export class AuthFailureLimiter {
 
   fail(address: string): void {
     const key = limiterKey(address);
-    const now = this.clock.monotonic();
     let w = this.windows.get(key);
     if (!w) this.windows.set(key, (w = new FixedWindow(this.windowMs)));
-    w.at(now).count++;
+    w.at(this.clock.monotonic()).count++;
   }
 
   /** A service token check: refused with 429 while `address` is blocked, without running `authenticate`. */
@@ -135,10 +121,7 @@ export class AuthFailureLimiter {
     }
   }
 
-  /**
-   * An entity secret check: always runs `authenticate`; a 401 it throws is
-   * counted, and becomes 429 with Retry-After once the address is blocked.
-   */
+  /** An entity secret check: always runs `authenticate`; its 401 is counted, and a 429 once the address is blocked. */
   async guardSecret<T>(address: string, authenticate: () => T | Promise<T>): Promise<T> {
     try {
       return await authenticate();

@@ -8,10 +8,8 @@ export function classifyDependencyError(err: unknown): Failure | undefined {
 }
 
 /**
- * The kind of dependency failure `err` is, for the alarm (`redis_readonly`
- * for a Redis reply, else the failure's kind: `refused`, `lost`,
- * `lock_timeout`, …), or undefined when it is not one that a retry may cure
- * (answered 503 with Retry-After).
+ * The kind of dependency failure `err` is, for the alarm (`redis_readonly` for a Redis reply, else `refused`, `lost`,
+ * `lock_timeout`, …), or undefined when a retry (after a 503 with Retry-After) may not cure it.
  */
 export function dependencyFailure(err: unknown): string | undefined {
   const found = classifyDependencyError(err);

@@ -17,8 +17,7 @@ import type { NumberView } from '../ops/period-forecast';
 import type { GaplessSeries } from '../gapless/series';
 import type { TakeRequest } from '../take/take-service';
 
-// What the HTTP app is built from, in a file of its own so the route modules
-// can take narrow slices of it without importing the app that mounts them.
+// In a file of its own so route modules take narrow slices of it without importing the app.
 
 /** What `deps.readiness()` found; `/readyz` shows it with failures reduced to their kind. */
 export interface ReadinessReport {
@@ -28,28 +27,13 @@ export interface ReadinessReport {
   reason?: string;
   /** Failed checks that do not make the instance unready: a live cutover's incumbent database (docs/migrating.md). */
   degraded?: string[];
-  /**
-   * Checks of what every instance shares (the database, Redis, an
-   * incumbent's database; the worker lease while one of those fails): with
-   * `/readyz?shared=degrade` their failure degrades the answer instead of
-   * failing it, since taking every instance out at once turns 503s with
-   * Retry-After into refused connections.
-   */
+  /** Checks of what every instance shares (database, Redis, the lease while one of those fails): see `degradeShared`. */
   shared?: string[];
-  /**
-   * How current the ops sampler's view (dashboard, pool gauges, pool
-   * alarms) is. Reported, but not part of `ready`: stale monitoring does not
-   * stop this instance from serving ids, and taking it out of rotation for
-   * that would turn a monitoring fault into an outage.
-   */
+  /** How current the ops sampler's view is; not part of `ready`: stale monitoring must not become an outage. */
   sampling?: { ok: boolean; oldestSampleAgeSeconds: number; roundSeconds: number; staleEntities: number };
 }
 
-/**
- * Everything `createHttpApp` is built from, grouped by concern; each route
- * module takes only the groups it uses. Every part is always there: the
- * service builds each one, so no route asks whether it was given.
- */
+/** Everything `createHttpApp` is built from, by concern; every part is always there: no route asks if it was given. */
 export interface HttpDeps {
   registry: Pick<
     EntityRegistry,
@@ -70,7 +54,6 @@ export interface HttpDeps {
   >;
   /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
   takes: { take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> };
-  /** Answers to `Idempotency-Key` requests. */
   idempotency: IdempotencyStore;
   /** Explains a snowflake id (`GET /apps/:key/ids/:id`); throws NotAnIdError when it is not one of this layout's. */
   snowflake: { decode(id: string): IdExplanation };
@@ -78,12 +61,12 @@ export interface HttpDeps {
   leases: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
   /** Each entity's line as the admin API reads and moves it. */
   lines: {
-    /** Pool sizes of a page of entities in one round trip, a pool's head, and a held entity's pool dropped (a direct consumer then pops nothing). */
+    /** Pool sizes of a page in one round trip, a pool's head, a held entity's pool dropped (direct consumers pop none). */
     pools: Pick<PoolStore, 'sizes' | 'next' | 'discard'>;
-    /** `current_offset` of a page of entities in one query; live cutovers' lines read now, and the move onto idpool's table. */
+    /** `current_offset` of a page in one query; live cutovers' lines read now, and their move onto idpool's table. */
     offsets: Pick<SqlSegmentAllocator, 'peekMany' | 'liveLines' | 'finishLive'>;
     /** Target depth and watermark of each pool (they move with demand). */
-    demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
+    demand: Pick<Demand, 'sizing'>;
     /** Moves an entity's line up (`Refiller.raise`): database, then its pool discarded and fenced. */
     raise(entityKey: string, atLeast: bigint): Promise<bigint>;
   };
@@ -108,13 +91,8 @@ export interface HttpDeps {
   observe: RequestHandler;
   /** True once shutdown began: responses then close their connection, so keep-alive clients move on. */
   draining: () => boolean;
-  /**
-   * The admin token; when configured, the read-only operator token (the
-   * dashboard, `GET /admin/*` and `/metrics`; no writes) and the one
-   * `/metrics` requires (the ops token accepted too; open without it).
-   */
+  /** The admin token; if set, the read-only ops token and the one `/metrics` requires (open without it). */
   tokens: { admin: string; ops?: string; metrics?: string };
-  /** Failed authentications per client address (429 past its limit). */
   authFailures: AuthFailureLimiter;
   /** Other protocols served besides idpool's own (IDPOOL_COMPAT). */
   compat: readonly CompatRoute[];

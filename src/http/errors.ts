@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { IdpoolError, InvalidRequestError, PayloadTooLargeError, UnavailableError, errorMessage } from '../errors';
 import type { Clock } from '../clock';
@@ -6,13 +7,10 @@ import { RepeatLimiter } from '../repeat-limiter';
 import { dependencyFailure } from './dependency-failure';
 import { scrub } from './readiness';
 
-/**
- * A dependency that is down fails every request: one alarm line per kind
- * every this many ms (with how many requests it covered), not one per request.
- */
+/** A dependency down fails every request: one alarm line per kind this often (counting them), not one per request. */
 const DEPENDENCY_ALARM_EVERY_MS = 10_000;
 
-/** Writes an error the way one protocol does: idpool's JSON (`sendError`), or another's (Leaf's, `routes/leaf.ts`). */
+/** Writes an error the way one protocol does: idpool's JSON (`sendError`), or another's (Leaf's, Tinyid's). */
 export type ErrorAnswer = (req: Request, res: Response, err: IdpoolError) => void;
 
 /** idpool's own face: `{"error": {"code", "message"}}` with the error's status and `Retry-After`. */
@@ -21,11 +19,23 @@ export const sendError: ErrorAnswer = (_req, res, err) => {
   res.status(err.statusCode).json({ error: { code: err.code, message: err.message } });
 };
 
+/** Spring Boot's error body (`DefaultErrorAttributes`), as Leaf's and Tinyid's servers answer. */
+export function sendSpringError(
+  req: Request,
+  res: Response,
+  timestamp: number,
+  status: 400 | 500,
+  message: string,
+  exception?: string,
+): void {
+  res.status(status).setHeader('Content-Type', 'application/json;charset=UTF-8');
+  const path = req.originalUrl.split('?')[0];
+  res.end(JSON.stringify({ timestamp, status, error: STATUS_CODES[status], exception, message, path }));
+}
+
 /**
- * One classification of errors, several faces: every error becomes the
- * IdpoolError idpool answers (a dependency fault 503, anything unknown 500,
- * logged and alarmed once here), then `answer` writes it in its protocol's
- * format. The faces share one limiter of the 503 alarm.
+ * One classification of errors, several faces: every error becomes an IdpoolError (a dependency fault 503, anything
+ * unknown 500, logged and alarmed here), which `answer` writes in its protocol's format; one 503 alarm limiter for all.
  */
 export function errorFaces(log: Logger, clock: Pick<Clock, 'monotonic'>): (answer: ErrorAnswer) => ErrorRequestHandler {
   // Kinds are a handful (`dependencyFailure`'s); the bound is only a guard.

@@ -10,24 +10,11 @@ const READS = new Set(['GET', 'HEAD']);
 
 /** The checks that stand in front of routes; every failure counts against the client address. */
 export interface Guards {
-  /**
-   * Middleware for the admin API: the admin token, or the ops token on a
-   * read (403 on a write). Every write, refused or not, is logged as one
-   * audit line when its answer is sent.
-   */
+  /** The admin API's middleware: the admin token, or the ops token on a read (403 on a write); each write audited. */
   requireAdmin: RequestHandler;
-  /**
-   * The entity named in the path, authenticated by its secret. An unknown key
-   * and a wrong secret get the same 401 (and take the same hash compare), so
-   * keys cannot be probed.
-   */
+  /** The entity of the path by its bearer secret; an unknown key and a wrong one get the same 401 and hash compare. */
   authenticatedEntity(req: Request): Promise<EntityConfig>;
-  /**
-   * The entity `key` when `secret` is one of its secrets, else 401 (the same
-   * for an unknown key), counted against the client address like every
-   * failure: for protocols that carry the credential elsewhere (Tinyid's
-   * `token` parameter).
-   */
+  /** As {@link authenticatedEntity}, for protocols carrying the key and secret elsewhere (Tinyid's `token`). */
   entityBySecret(req: Request, key: string, secret: string): Promise<EntityConfig>;
   /** The bearer token must be one of the `accepted` kinds, or 401 with `message`; resolves to its kind. */
   requireToken(req: Request, accepted: readonly TokenKind[], message: string): Promise<TokenKind>;
@@ -84,9 +71,7 @@ export function createGuards(deps: Pick<HttpDeps, 'registry' | 'tokens' | 'authF
       return kind;
     });
 
-  // One line per admin write, when its answer is sent: who (tokenKind,
-  // address), what (action, entity), which request, how it ended. Never the
-  // body: a register or rotate answer carries a secret.
+  // One line per admin write when its answer is sent; never the body: a register or rotate answer carries a secret.
   const auditLine = (req: Request, res: Response, token: TokenKind) => {
     const { action, entity } = adminWrite(req);
     res.once('close', () => {

@@ -18,10 +18,8 @@ export function idempotencyKeyOf(req: Pick<Request, 'get'>): string | undefined 
 }
 
 /**
- * Runs `produce` once per Idempotency-Key when the request has one,
- * otherwise simply runs it: its ids, and whether an earlier request with the
- * same key stored them. The stores keep ids as strings: only a request with a
- * key pays for making them.
+ * `produce`'s ids, run once per Idempotency-Key if the request has one, and whether an earlier request stored them.
+ * The stores keep ids as strings: only a request with a key pays for making them.
  */
 export async function answerOnce(
   store: IdempotencyStore,

@@ -2,8 +2,7 @@ import type { Request } from 'express';
 import { KEY_PATTERN } from '../entities/entity';
 import { InvalidRequestError } from '../errors';
 
-// Path and query parameters shared by several routes; anything malformed is a
-// 400 that changes nothing.
+// Path and query parameters shared by several routes; anything malformed is a 400 that changes nothing.
 
 /** Page size of `GET /admin/apps` (docs/design.md "HTTP API"): a page costs one Redis round trip and one query whatever its size. */
 const PAGE_DEFAULT = 100;
@@ -45,12 +44,8 @@ export function limitParam(req: Request, fallback: number): number {
 }
 
 /**
- * The one integer field `name` of a JSON object body, or `?name=`: undefined
- * when neither is there. Both may be given only with the same value (a
- * client that sends `?count=3` and `{"count":2}` meant one of them, and
- * idpool cannot know which). Any other body field, a body that is not an
- * object, or a value that is not an integer is a 400 naming `range` (what
- * the caller accepts).
+ * The one integer field `name` of a JSON object body, or `?name=`, or undefined. Both only with one value (a client
+ * sending `?count=3` and `{"count":2}` meant one of them, but which?). Anything else is a 400 naming `range`.
  */
 export function integerField(req: Request, name: string, range: string): number | undefined {
   const body: unknown = req.body;

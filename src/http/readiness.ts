@@ -3,12 +3,7 @@ import type { ReadinessReport } from './deps';
 import { type FailureKind, isRetryable } from '../failure';
 import { classifyDependencyError } from './dependency-failure';
 
-/**
- * `/readyz` is open to anyone who can reach the port, so a failed
- * dependency check is reported as a kind of failure, never the driver's
- * message: those name hosts, ports, users and URLs ("connect ECONNREFUSED
- * 10.0.0.5:6379", "Access denied for user 'idpool'@'10.0.0.7'").
- */
+/** `/readyz` is open to anyone: a failed dependency shows its kind, never the driver's message (hosts, users, URLs). */
 const LABELS: Partial<Record<FailureKind, string>> = {
   timeout: 'timed out',
   refused: 'connection refused',
@@ -24,7 +19,7 @@ export function failedCheck(err: unknown): string {
   return LABELS[found.kind] ?? (isRetryable(found) ? 'busy or read-only' : 'failing');
 }
 
-/** What `/readyz` shows for one check: 'ok', a kind of failure (dependencies: already one, see {@link failedCheck}), or an idpool message with anything host-like removed. */
+/** What `/readyz` shows for one check: 'ok', a kind of failure ({@link failedCheck}), or idpool's message scrubbed. */
 export function publicCheck(value: string): string {
   return value === 'ok' ? value : scrub(value);
 }
@@ -39,11 +34,7 @@ export function scrub(message: string): string {
     .replace(/\b[a-z0-9-]+(\.[a-z0-9-]+)*:\d{2,5}\b/gi, '[address]');
 }
 
-/**
- * `check` shared by concurrent callers and its result reused for `ttlMs`
- * after it settles: `/readyz` is unauthenticated, so a flood of probes costs
- * one SQL query and one Redis round trip per `ttlMs`, not one per probe.
- */
+/** `check` shared by concurrent callers and reused `ttlMs` after it settles: a flood of probes costs one per `ttlMs`. */
 export function sharedCheck<T>(check: () => Promise<T>, clock: Pick<Clock, 'monotonic'>, ttlMs: number) {
   let last: { at: number; result: Promise<T> } | undefined;
   let running: Promise<T> | undefined;
@@ -62,12 +53,9 @@ export function sharedCheck<T>(check: () => Promise<T>, clock: Pick<Clock, 'mono
 }
 
 /**
- * `/readyz?shared=degrade` (the Kubernetes readiness probe,
- * docs/kubernetes.md): failed checks of what every instance shares are
- * reported under `degraded` and leave the instance ready, so a Redis or
- * database blip does not take the whole fleet out of the Service at once
- * (each pod answers 503 with Retry-After meanwhile). Shutting down, or a
- * failure of this instance's own, still fails it.
+ * `/readyz?shared=degrade` (the Kubernetes probe, docs/kubernetes.md): failed checks of what every instance shares are
+ * `degraded` and leave it ready, so a Redis or database blip does not take the whole fleet out of the Service at once
+ * (turning 503s with Retry-After into refused connections). Shutting down or a failure of its own still fails it.
  */
 export function degradeShared(report: ReadinessReport): ReadinessReport {
   if (report.ready || report.reason !== undefined) return report;

@@ -12,31 +12,21 @@ export interface HttpServerSettings {
 
 /** Defaults of {@link HttpServerSettings}. */
 export const DEFAULT_HTTP_SERVER: Readonly<HttpServerSettings> = {
-  // Requests are a few hundred bytes of headers and at most 16 KB of body,
-  // sent at once by any real client: 10 s and 30 s leave a slow network
-  // ample room while a trickling client holds a socket seconds, not minutes.
+  // A few hundred bytes of headers and at most 16 KB of body, sent at once by any real client: 10 s and 30 s leave a
+  // slow network ample room while a trickling client holds a socket seconds, not minutes.
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
-  // Far above what pooled clients and load balancers open to one instance
-  // (tens each), well below a container's file descriptor limit.
+  // Far above what pooled clients and load balancers open to one instance (tens each), below a container's fd limit.
   maxConnections: 2_000,
 };
 
-/**
- * Least length of the admin and ops tokens: a random token of 32 characters
- * (`openssl rand -hex 16` and up) is beyond guessing at the 3 tries a second
- * the failed-authentication limit allows.
- */
+/** Least length of the admin and ops tokens: 32 random characters (`openssl rand -hex 16`) are beyond guessing at 3/s. */
 export const SERVICE_TOKEN_MIN_LENGTH = 32;
 
 /** Largest request body, in bytes: registrations and counts are far smaller. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
-/**
- * Other services' protocols this instance also speaks (IDPOOL_COMPAT), off
- * by default: `leaf` mounts Leaf's two credential-free routes (for entities
- * opted in with `compat: ['leaf']`), `tinyid` Tinyid's four token routes.
- */
+/** Other protocols spoken (IDPOOL_COMPAT, none by default): Leaf's two credential-free routes, Tinyid's four. */
 export const COMPAT_ROUTES = ['leaf', 'tinyid'] as const;
 export type CompatRoute = (typeof COMPAT_ROUTES)[number];
 

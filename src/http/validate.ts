@@ -37,10 +37,8 @@ function given(input: unknown): string {
 }
 
 /**
- * zod's default wording of a problem (`Invalid option: expected one of
- * "monotonic"|"trend"|"snowflake"`) said as idpool's other messages are:
- * what is allowed, then what was given; the field name is put before it by
- * {@link parseBody}. Undefined leaves zod's own for the rarer problems.
+ * zod's wording of a problem (`Invalid option: expected one of "monotonic"|"trend"`) said as idpool's other messages
+ * are: what is allowed, then what was given (parseBody puts the field first). Undefined leaves zod's for rarer ones.
  */
 function inOurWords(issue: z.core.$ZodRawIssue): string | undefined {
   const got = `; got ${given(issue.input)}`;

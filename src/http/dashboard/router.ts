@@ -15,11 +15,8 @@ const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /**
- * The dashboard at `/admin/ui`: a static page and its script. They hold no
- * data, so they are served without a token; the page asks for the admin
- * token and reads `GET /admin/ops` with it as a bearer header (a browser
- * cannot send one on navigation, and a cookie would expose the admin API to
- * cross-site requests).
+ * The dashboard at `/admin/ui`: a page and its script holding no data, so served without a token; the page asks for
+ * one and sends it as a bearer header to `GET /admin/ops` (a cookie would expose the admin API to cross-site requests).
  */
 export function dashboardRouter(): Router {
   const dir = join(__dirname, 'assets');

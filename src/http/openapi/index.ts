@@ -1,18 +1,12 @@
 import { apiPaths, apiTags } from './paths';
 import { componentSchemas } from './parts';
 
-/**
- * The OpenAPI 3.1 document served at `GET /openapi.json`. Every body comes
- * from a zod schema (`z.toJSONSchema`): requests from the schemas the routes
- * validate with, responses from those that type their answers (schemas.ts);
- * paths.ts lists the operations. Every answer the tests receive through
- * test/support/http.ts is checked against it, and
- * `test/integration/openapi.test.ts` fails on a route missing from it.
- */
+// Every body comes from a zod schema (schemas.ts), paths.ts lists the operations. The tests check every answer
+// they receive against it (test/support/http.ts), and a route missing from it (test/integration/openapi.test.ts).
 
 const bearer = (description: string) => ({ type: 'http', scheme: 'bearer', description });
 
-/** The document; built once per process. */
+/** The OpenAPI 3.1 document served at `GET /openapi.json`; built once per process. */
 export function openApiDocument(): Record<string, unknown> {
   return {
     openapi: '3.1.0',

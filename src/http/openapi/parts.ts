@@ -11,10 +11,7 @@ export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${na
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
-/**
- * The document's named bodies from their zod schemas: requests as input
- * (what a client may send), responses as output (what the routes answer).
- */
+/** The document's named bodies: requests as zod's input (what a client may send), responses as its output. */
 export function componentSchemas(): Record<string, Schema> {
   const responses = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries(RESPONSES)) responses.add(schema, { id });
@@ -35,11 +32,9 @@ export function fromZod(schema: z.ZodType): Schema {
 }
 
 /**
- * Integers get `format: int32` when their bounds fit 32 bits, else `int64`
- * (zod states the bounds, not the width a client should use; its own
- * ±2^53 bounds are dropped), and defaults move into the description:
- * generated clients (openapi-typescript by default) type a property with a
- * `default` as one the request must carry. Recursive, over every subschema.
+ * Over every subschema: integers get `format: int32` when their bounds fit, else `int64` (zod states bounds, not a
+ * width; its own ±2^53 are dropped), and defaults move into the description: generated clients (openapi-typescript)
+ * type a property with a `default` as one the request must carry.
  */
 function forClients(node: unknown): Schema {
   if (Array.isArray(node)) return node.map(forClients) as unknown as Schema;

@@ -2,9 +2,8 @@ import { type Schema, fromZod, ref } from './parts';
 import type { BodyName } from './schemas';
 import { entityKey } from './schemas';
 
-// The document's `paths`, one entry per operation, grouped by tag (in the tags' order) as src/http/routes.
-// Every operation has an `operationId`: generated clients use it as the
-// method name, so it never changes once published.
+// One entry per operation, grouped by tag in the tags' order. An `operationId` is a generated client's method name:
+// it never changes once published.
 
 /** The tags operations are grouped under, in the order the document lists them. */
 export const apiTags = [
@@ -116,12 +115,7 @@ const admin = [{ adminToken: [] }];
 /** Admin reads: the admin token or the read-only ops token. */
 const adminRead = [{ adminToken: [] }, { opsToken: [] }];
 
-/**
- * Who may call an operation, as the guards decide: the entity's secret on
- * the id routes, the admin token under `/admin` (the ops token too on a
- * read; the dashboard's files are open), and `/metrics` open unless the
- * service sets a metrics token (the ops token opens it too).
- */
+/** Who may call an operation, as the guards decide (the dashboard's files are open, `/metrics` without its token). */
 function securityOf(tag: Tag, method: string, route: string): Schema[] | undefined {
   if (tag === 'ids') return [{ entitySecret: [] }];
   if (route === '/metrics') return [{}, { metricsToken: [] }, { opsToken: [] }];

@@ -15,11 +15,8 @@ import { MAX_SECRETS } from '../../entities/secrets';
 import { RESETS } from '../../numbers/period';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
 
-// The bodies of the API as zod schemas: the requests are the schemas the
-// routes validate with; the responses type what the routes answer
-// (`z.infer`), and both become the document's `components.schemas`
-// (index.ts). Tests check every answer they receive against them
-// (test/support/http.ts).
+// The API's bodies: requests are the schemas the routes validate with, responses type what they answer (`Answer`);
+// both become the document's `components.schemas`.
 
 const int = (minimum: number, maximum?: number) =>
   maximum === undefined ? z.int().min(minimum) : z.int().min(minimum).max(maximum);

@@ -26,15 +26,12 @@ import { numberPoolCap } from '../../numbers/scheme';
 const OPS_DEFAULT_ROWS = 50;
 const OPS_SEARCH = 'q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .';
 
-/** What the entity views read: offsets (the allocator), pool sizes (the pool store) and demand. */
 type ViewDeps = Pick<HttpDeps, 'lines' | 'numbers'>;
-/** What the admin routes use of the app's dependencies. */
 export type AdminRouteDeps = ViewDeps & Pick<HttpDeps, 'registry' | 'operations'>;
 
 /** Everything under `/admin`: the dashboard page, then the admin API, every route of which is behind the admin token. */
 export function registerAdminRoutes(app: IRouter, deps: AdminRouteDeps, guards: Pick<Guards, 'requireAdmin'>): void {
-  // The dashboard page holds no data and is served without a token (see dashboard/router.ts),
-  // so it is mounted before the admin router's token check.
+  // Before the token check: the dashboard page holds no data (dashboard/router.ts).
   app.use('/admin/ui', dashboardRouter());
   const router = express.Router();
   router.use(guards.requireAdmin);
@@ -126,8 +123,7 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
     if (entity.mode === 'snowflake')
       throw new InvalidRequestError(`entity "${key}" has no number line to raise (snowflake ids come from time)`);
     const number = deps.registry.firstNumberFrom(entity, firstId);
-    // The line is where ids come from next: the pool's head, or the first unreserved number. Raising
-    // discards the pool, so a firstId at or below it would throw ids away and move nothing up.
+    // The line is the pool's head, or the first unreserved number: a firstId at or below it would only discard the pool.
     const head = await deps.lines.pools.next(key);
     const line = head ?? (await deps.lines.offsets.peekMany([key])).get(key) ?? entity.startOffset;
     const lineNumber = head === undefined ? line : deps.registry.firstNumberFrom(entity, head);
@@ -238,30 +234,20 @@ async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fres
   return entities.map((entity) => {
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     const period = periods.get(entity.key);
-    if (entity.numbers) {
-      // A business-number entity's pool is its period's ready numbers, within their cap; it draws from
-      // its period's sequence (`period`), not from the number line's offset.
-      const { target, lowWatermark, max } = deps.lines.demand.sizing(entity, numberPoolCap(entity, entity.numbers));
-      view.pool = { size: period?.ready ?? 0, target, max, lowWatermark };
-    } else if (entity.mode !== 'snowflake') {
-      view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
-      view.pool = {
-        size: sizeOf.get(entity.key) ?? 0,
-        target: deps.lines.demand.target(entity),
-        max: entity.maxPoolSize,
-        lowWatermark: deps.lines.demand.lowWatermark(entity),
-      };
+    if (entity.mode !== 'snowflake') {
+      // A business-number entity's pool is its period's ready numbers within their cap; it draws from the period's
+      // sequence, not the line's offset.
+      const { numbers } = entity;
+      const { target, lowWatermark, max } = deps.lines.demand.sizing(entity, numbers && numberPoolCap(entity, numbers));
+      if (!numbers) view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
+      view.pool = { size: (numbers ? period?.ready : sizeOf.get(entity.key)) ?? 0, target, max, lowWatermark };
     }
     if (period) view.period = period;
     return view;
   });
 }
 
-/**
- * Now's period of each business-number entity, read now (its used figure as
- * of this request), with the take rate the ops sampler last measured (0
- * before it has): the dashboard's figures, not a sample behind.
- */
+/** Now's period of each business-number entity, read now (not a sample behind), at the sampler's last rate (or 0). */
 async function numberPeriods(deps: ViewDeps, entities: readonly EntityConfig[]) {
   const { numbers } = deps;
   const periods = entities

@@ -15,16 +15,14 @@ import { NumberScheme } from '../../numbers/scheme';
 import { takeKind } from '../../take/take-service';
 import { gaplessTake } from './gapless';
 
-/** What the id routes use of the app's dependencies. */
 export type IdRouteDeps = Pick<HttpDeps, 'takes' | 'snowflake' | 'idempotency'>;
 
-/** The take route's path, as express and the request log name it. */
 const TAKE_PATH = '/apps/:key/ids';
 
-/** The take route's handler: `POST /apps/:key/ids`, served by the router and by {@link takeFastPath}. */
+/** `POST /apps/:key/ids`, served by the router and by {@link takeFastPath}. */
 export type TakeHandler = (req: Request, res: Response) => Promise<void>;
 
-/** Takes `count` ids for the entity the secret opens (the take route's whole answer). */
+/** Takes ids for the entity the secret opens (the take route's whole answer). */
 export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): TakeHandler {
   return async (req, res) => {
     const entity = await guards.authenticatedEntity(req);
@@ -36,26 +34,20 @@ export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticat
   };
 }
 
-/** The take of every other kind: `count` from the body or query, once per Idempotency-Key through the idempotency store. */
+/** The take of every other kind: `count` from the body or query (default 1), once per Idempotency-Key. */
 function onceTake(deps: IdRouteDeps, req: Request, entity: EntityConfig) {
   // Silently dropped, a caller's invoice id would be missing from a ledger it believes it wrote.
   if (typeof req.body === 'object' && req.body !== null && 'reference' in req.body)
     throw new InvalidRequestError(
       `reference is kept only in a gapless series' ledger; entity "${entity.key}" is not gapless and keeps none`,
     );
-  // `count` from the JSON body or `?count=`; default 1.
   const max = entity.maxSizePerTimes;
   const count = integerField(req, 'count', `1 to ${max}`) ?? 1;
   if (count < 1 || count > max) throw new InvalidRequestError(`count must be an integer from 1 to ${max}`);
   return answerOnce(deps.idempotency, req, entity.key, count, () => deps.takes.take(entity, count));
 }
 
-/**
- * The client API: take ids (`POST /apps/:key/ids`, with `take`) and explain a
- * snowflake id, each behind the entity's secret. Registered on the app
- * itself, not a sub-router, so an unrouted method (OPTIONS included) still
- * reaches the app's 404.
- */
+/** Take ids and explain one, behind the entity's secret; on the app, so an unrouted method (OPTIONS too) gets its 404. */
 export function registerIdRoutes(app: IRouter, deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): void {
   app.post(TAKE_PATH, takeHandler(deps, guards));
 
@@ -80,20 +72,13 @@ export function registerIdRoutes(app: IRouter, deps: IdRouteDeps, guards: Pick<G
 }
 
 /**
- * The take route's 200 answer, `{"ids":["…",…]}`, written without
- * `res.json` (content-type parsing, charset rewriting) or JSON.stringify:
- * every id is a decimal string idpool made (a pool's or the generator's),
- * so it needs no escaping, and TakenIds writes the array in a single pass
- * (a join, or a substring of ids a take already holds joined) where
- * JSON.stringify first flattens each id the generator built from two
- * parts. The body is ASCII, so it goes out as latin1: a copy, not a UTF-8
- * encode. Node sets Content-Length itself for a single `end`. Measured
- * here (1,000 snowflake ids): 81 µs by JSON.stringify and UTF-8, 55 µs so.
+ * `{"ids":[…]}` without `res.json` or JSON.stringify: ids are decimal strings idpool made (no escaping), which
+ * TakenIds writes in one pass, and ASCII goes out as latin1 (a copy, not a UTF-8 encode; a Buffer as it is; Node sets
+ * Content-Length for a single `end`). Measured here (1,000 snowflake ids): 81 µs by JSON.stringify and UTF-8, 55 µs so.
  */
 function sendIds(res: Response, ids: TakenIds): void {
   res.statusCode = 200;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  // A Buffer body goes out as it is: `end` uses the encoding only for a string.
   res.end(ids.body(), 'latin1');
 }
 
@@ -111,17 +96,10 @@ const FAST_URL = /^\/apps\/([A-Za-z0-9_.-]{1,64})\/ids(?:\?|$)/;
 const FAST_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
 /**
- * `POST /apps/<key>/ids` in its common form, served ahead of express's body
- * parser and router: the body is at most {@link BODY_LIMIT_BYTES} bytes of
- * plain utf-8 JSON (or none), and the path is the route's own spelling.
- * The request is then what express would have handed the route (the same
- * `req.params`, `req.body`, `req.route`) and the route's own handler
- * answers it, so the route behaves the same either way; errors go to the
- * app's error handler. Everything else (other methods and paths, another
- * content type or encoding, a chunked or larger body) goes on through
- * express as before. Measured here: express's body parser and router cost
- * ~12 µs of the ~30 µs a bare express 5 route spends per request
- * (`node:http` ~15 µs); `npm run bench -- http` compares.
+ * `POST /apps/<key>/ids` in its common form (the route's own spelling, no body or plain utf-8 JSON up to
+ * {@link BODY_LIMIT_BYTES}) served ahead of express's body parser and router, with the `req.params`, `req.body` and
+ * `req.route` they would have set, by the route's own handler; anything else goes through express. Measured here:
+ * those cost ~12 µs of the ~30 µs a bare express 5 route spends (`node:http` ~15 µs); `npm run bench -- http`.
  */
 export function takeFastPath(take: TakeHandler): RequestHandler {
   return (req, res, next) => {
@@ -133,7 +111,6 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
     }
     const { length, json } = form;
     req.params = { key: url[1] };
-    // What the router would have set: the request log names the route by it.
     req.route = FAST_ROUTE;
     const answer = (body: unknown) => {
       req.body = body;
@@ -161,12 +138,7 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
   };
 }
 
-/**
- * The body's length and whether it is JSON, when the fast path reads it
- * itself; undefined for one it leaves to express: encoded, chunked, larger
- * than {@link BODY_LIMIT_BYTES}, or not JSON (express.json leaves a body of
- * another type unread; the router path does the same).
- */
+/** The body's length and whether it is JSON; undefined for one left to express (encoded, chunked, too large, not JSON). */
 function fastBody(headers: IncomingHttpHeaders): { length: number; json: boolean } | undefined {
   const encoding = headers['content-encoding'];
   if ((encoding !== undefined && encoding.toLowerCase() !== 'identity') || headers['transfer-encoding'] !== undefined)

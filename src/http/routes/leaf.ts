@@ -4,16 +4,12 @@ import type { Clock } from '../../clock';
 import { GaplessNotServedError, IdpoolError } from '../../errors';
 import { takeKind } from '../../take/take-service';
 import type { HttpDeps } from '../deps';
-import type { ErrorAnswer, errorFaces } from '../errors';
+import { type ErrorAnswer, type errorFaces, sendSpringError } from '../errors';
 
 /** What Leaf's routes use: the registry (no credential: a lookup), the native take, the clock of its error bodies. */
 export type LeafRouteDeps = Pick<HttpDeps, 'takes' | 'clock'> & { registry: Pick<HttpDeps['registry'], 'findByTag'> };
 
-/**
- * Leaf's `Result` codes, carried in its error message
- * (`Result{id=-2, status=EXCEPTION}`): -2 the key is not served, -3 no
- * segment ready (the segment route), -1 no id could be made (the snowflake route).
- */
+/** Leaf's `Result` codes, in its error message: -2 key not served, -3 no segment ready, -1 no snowflake id made. */
 const KEY_NOT_SERVED = -2n;
 
 /** A key Leaf's routes do not serve: the client's mistake to idpool (404, not logged as a failure), a 500 to Leaf. */
@@ -24,13 +20,9 @@ class LeafRefusal extends IdpoolError {
 }
 
 /**
- * Leaf's two routes (`leaf-server`'s controller): `/api/segment/get/{key}`
- * and `/api/snowflake/get/{key}`, any method, no credential; the id as a bare
- * decimal `text/plain` body, every failure HTTP 500. A thin adapter: the
- * entity must have opted in (`compat: ['leaf']`), then the native take (rate
- * limit, metrics, request log, `pool_exhausted`) hands out one id. An
- * unknown key, one not opted in and one of the other id family answer alike,
- * so the route tells nothing about entities that did not opt in.
+ * Leaf's two routes (`leaf-server`'s controller), any method, no credential: one id of an entity opted in
+ * (`compat: ['leaf']`) by the native take, as a bare decimal `text/plain` body; every failure HTTP 500. An unknown
+ * key, one not opted in and one of the other family answer alike: nothing is told of entities not opted in.
  */
 export function registerLeafRoutes(app: IRouter, deps: LeafRouteDeps, errors: ReturnType<typeof errorFaces>): void {
   const router = express.Router();
@@ -58,12 +50,7 @@ async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' 
   return entity;
 }
 
-/**
- * Every failure as Leaf answers it: HTTP 500 and the JSON error body of its
- * server framework (Spring Boot), the cause in `message` as Leaf's `Result`.
- * A wait (rate limit, pool exhausted, a dependency down) keeps its
- * `Retry-After`: Leaf clients ignore it, others may use it.
- */
+/** Every failure as Leaf answers it: Spring's 500 with Leaf's `Result`; a wait keeps `Retry-After` for other clients. */
 const leafError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
   (req, res, err) => {
@@ -74,15 +61,5 @@ const leafError =
           ? -1n
           : -3n;
     if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-    res.status(500);
-    res.setHeader('Content-Type', 'application/json;charset=UTF-8');
-    res.end(
-      JSON.stringify({
-        timestamp: clock.now(),
-        status: 500,
-        error: 'Internal Server Error',
-        message: `Result{id=${code}, status=EXCEPTION}`,
-        path: req.originalUrl.split('?')[0],
-      }),
-    );
+    sendSpringError(req, res, clock.now(), 500, `Result{id=${code}, status=EXCEPTION}`);
   };

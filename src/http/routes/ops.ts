@@ -7,7 +7,6 @@ import { openApiDocument } from '../openapi';
 import { queryParam } from '../params';
 import { degradeShared, publicCheck, sharedCheck } from '../readiness';
 
-/** What the operations routes use of the app's dependencies. */
 export type OpsRouteDeps = Pick<HttpDeps, 'operations' | 'tokens' | 'draining' | 'clock'>;
 
 /** `/readyz` answers from a check at most this old (ms): probes every few seconds still see a fresh one. */

@@ -5,16 +5,10 @@ import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
 import { integerField } from '../params';
 
-/** What the lease route uses of the app's dependencies. */
-export type LeaseRouteDeps = Pick<HttpDeps, 'leases'>;
-
-/**
- * `POST /apps/:key/segments`: a freshly reserved segment of a `trend`
- * entity, for a client that issues its ids itself (the SDK's leased buffer).
- */
+/** `POST /apps/:key/segments`: a fresh segment of a `trend` entity, for a client issuing its ids itself (the SDK's). */
 export function registerSegmentRoutes(
   app: IRouter,
-  deps: LeaseRouteDeps,
+  deps: Pick<HttpDeps, 'leases'>,
   guards: Pick<Guards, 'authenticatedEntity'>,
 ): void {
   app.post('/apps/:key/segments', async (req, res) => {

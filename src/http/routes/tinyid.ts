@@ -5,7 +5,7 @@ import { ConflictError, GaplessNotServedError, InvalidRequestError, Unauthorized
 import { takeKind } from '../../take/take-service';
 import type { LeasedSegment } from '../../segment/lease';
 import type { HttpDeps } from '../deps';
-import type { ErrorAnswer, errorFaces } from '../errors';
+import { type ErrorAnswer, type errorFaces, sendSpringError } from '../errors';
 import type { Guards } from '../guards';
 import { BODY_LIMIT_BYTES, TINYID_BATCH_MAX } from '../settings';
 
@@ -28,13 +28,9 @@ class BatchSizeBindError extends InvalidRequestError {
 }
 
 /**
- * Didi Tinyid's id API (`tinyid-server`'s `IdContronller`, context path
- * `/tinyid`), a thin face over the native operations: `nextId` takes as
- * `POST /apps/:key/ids` does, `nextSegmentId` leases as `POST
- * /apps/:key/segments` does; `bizType` is the entity key and `token` one of
- * its secrets. Every answer is HTTP 200 in Tinyid's shapes, written by
- * {@link tinyidError} for failures, so Tinyid's clients run unchanged; only
- * a `batchSize` that is not an integer is a 400, as Spring's binder makes it.
+ * Didi Tinyid's id API (`tinyid-server`'s `IdContronller`): `nextId` takes and `nextSegmentId` leases as the native
+ * routes do, `bizType` the entity key and `token` one of its secrets. Every answer, failures too, is HTTP 200 in
+ * Tinyid's shapes, so its clients run unchanged; only a `batchSize` Spring cannot bind is its 400.
  */
 export function registerTinyidRoutes(
   app: IRouter,
@@ -86,16 +82,21 @@ export function registerTinyidRoutes(
 }
 
 /**
- * Every failure as Tinyid answers it, with HTTP 200: a refused token code 5
- * "token is error", anything else code 6 with the (classified, scrubbed)
- * message, as Tinyid passes its exception's message on; the simple routes
- * an empty body. A `batchSize` Spring cannot bind is Spring Boot's 400.
+ * Every failure as Tinyid answers it, HTTP 200: code 5 for a refused token, else 6 with the (scrubbed) message, as
+ * Tinyid passes its exception's on; the simple routes an empty body.
  */
 const tinyidError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
   (req, res, err) => {
     if (err instanceof BatchSizeBindError) {
-      sendBindError(req, res, err.input, clock.now());
+      sendSpringError(
+        req,
+        res,
+        clock.now(),
+        400,
+        `Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; nested exception is java.lang.NumberFormatException: For input string: "${err.input}"`,
+        'org.springframework.web.method.annotation.MethodArgumentTypeMismatchException',
+      );
       return;
     }
     if (req.path.endsWith('Simple')) {
@@ -104,15 +105,13 @@ const tinyidError =
     }
     const [code, message] =
       err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
-    res.status(200).setHeader('Content-Type', JSON_TYPE);
-    res.end(`{"data":null,"code":${code},"message":${JSON.stringify(message)}}`);
+    sendJson(res, 'null', code, message);
   };
 
 async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig, count: number): Promise<string[]> {
   if (takeKind(entity) === 'gapless')
     throw new GaplessNotServedError(entity.key, "on Tinyid's routes (a retry there cannot say it is one)");
-  // Tinyid's answers carry Longs (its clients parse each id as one): a business number
-  // is refused before any is taken, so none is lost and every answer stays Tinyid's JSON.
+  // Tinyid's clients parse each id as a Long: refused before any is taken, so none is lost.
   if (takeKind(entity) === 'number')
     throw new ConflictError(
       `business_numbers_not_served: "${entity.key}" hands out business numbers, which Tinyid's Long ids cannot carry; take them with POST /apps/${entity.key}/ids`,
@@ -126,11 +125,8 @@ async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig
 }
 
 /**
- * Tinyid's view of a segment: `(currentId, maxId]`, the client fetching the
- * next one from `loadingId`, 20 % in (Tinyid's `LOADING_PERCENT`).
- * `currentId` is the value just below the first id, so Tinyid's client,
- * which steps up from it to the first value ≡ remainder (mod delta), lands
- * on that first id.
+ * Tinyid's view of a segment: `(currentId, maxId]`, the next fetched from `loadingId`, 20 % in (its `LOADING_PERCENT`).
+ * `currentId` is just below the first id: Tinyid's client steps up from it to the first value ≡ remainder (mod delta).
  */
 function tinyidSegment(segment: LeasedSegment) {
   const currentId = segment.first - 1n;
@@ -154,10 +150,8 @@ function parameter(req: Request, name: string): string | undefined {
 }
 
 /**
- * `batchSize` as Spring binds it to Tinyid's `Integer`: absent or empty is
- * null (Tinyid's default 1); whitespace dropped, then `Integer.decode`
- * (sign, `0x`/`#` hex, a leading 0 octal); above {@link TINYID_BATCH_MAX}
- * cut to it; 0 or less kept (Tinyid answers it with no ids).
+ * `batchSize` as Spring binds Tinyid's `Integer`: absent or empty is null (Tinyid's 1); whitespace dropped, then
+ * `Integer.decode` (sign, `0x`/`#` hex, leading-0 octal); above {@link TINYID_BATCH_MAX} cut to it; 0 or less kept.
  */
 function batchSizeOf(req: Request): number {
   const raw = parameter(req, 'batchSize')?.replace(/\s+/g, '');
@@ -174,25 +168,10 @@ function batchSizeOf(req: Request): number {
   return Math.min(n, TINYID_BATCH_MAX);
 }
 
-/** Spring Boot 1.5's error body for a parameter its binder refused (`DefaultErrorAttributes`). */
-function sendBindError(req: Request, res: Response, input: string, timestamp: number): void {
-  res.status(400).setHeader('Content-Type', JSON_TYPE);
-  res.end(
-    JSON.stringify({
-      timestamp,
-      status: 400,
-      error: 'Bad Request',
-      exception: 'org.springframework.web.method.annotation.MethodArgumentTypeMismatchException',
-      message: `Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; nested exception is java.lang.NumberFormatException: For input string: "${input}"`,
-      path: req.originalUrl.split('?')[0],
-    }),
-  );
-}
-
-/** Tinyid's `Response` with its data: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
-function sendJson(res: Response, data: string): void {
+/** Tinyid's `Response`: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
+function sendJson(res: Response, data: string, code = OK, message = ''): void {
   res.status(200).setHeader('Content-Type', JSON_TYPE);
-  res.end(`{"data":${data},"code":${OK},"message":""}`);
+  res.end(`{"data":${data},"code":${code},"message":${JSON.stringify(message)}}`);
 }
 
 /** A String answer, typed as Spring's content negotiation types it for the request's Accept header. */
@@ -208,14 +187,10 @@ interface MediaRange {
 }
 
 /**
- * The type Spring MVC 4.3 picks for a controller's String: the Accept
- * ranges crossed with what its converters can write a String as (the
- * String converter: text/plain and anything; Jackson: application/json),
- * the most specific of each pair, sorted by specificity then quality (a
- * stable sort), the first concrete one; `*` / `application/*` → octet
- * stream. So curl and fetch (Accept `*` `/` `*`) get text/plain, and Java's
- * HttpURLConnection, Tinyid's client (Accept `text/html, image/gif, …`),
- * gets text/html. Parameters other than q are ignored.
+ * The type Spring MVC 4.3 picks for a controller's String: the Accept ranges crossed with what its converters write
+ * (text/plain and anything; Jackson application/json), the more specific of each pair, stably sorted by specificity
+ * then quality, the first concrete one; `*` / `application/*` → octet stream. So curl and fetch get text/plain, and
+ * Tinyid's client (HttpURLConnection: `text/html, image/gif, …`) text/html. Parameters other than q are ignored.
  */
 function springStringType(accept: string | undefined): string {
   const producible: MediaRange[] = [
@@ -245,14 +220,12 @@ function springStringType(accept: string | undefined): string {
 
 const specificity = (m: MediaRange) => (m.type === '*' ? 0 : m.subtype === '*' ? 1 : 2);
 
+const wild = (part: string) => (part === '*' ? 1 : 0);
+
 /** Spring's `MediaType.SPECIFICITY_COMPARATOR`: wildcards last within one type; different types are equal. */
 function bySpecificity(x: MediaRange, y: MediaRange): number {
-  if (x.type === '*' && y.type !== '*') return 1;
-  if (y.type === '*' && x.type !== '*') return -1;
-  if (x.type !== y.type) return 0;
-  if (x.subtype === '*' && y.subtype !== '*') return 1;
-  if (y.subtype === '*' && x.subtype !== '*') return -1;
-  return 0;
+  const byType = wild(x.type) - wild(y.type);
+  return byType !== 0 || x.type !== y.type ? byType : wild(x.subtype) - wild(y.subtype);
 }
 
 function parseAccept(accept: string | undefined): MediaRange[] {
