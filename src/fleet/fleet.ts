@@ -14,21 +14,18 @@ import {
   publishedRates,
 } from './instances';
 
-/** What this instance says about itself, read at each heartbeat. */
+/** What this instance says about itself, read at each heartbeat (the fields of its {@link Heartbeat}). */
 export interface FleetSelf {
   readonly id: string;
   readonly version: string;
   readonly node: string;
   readonly startedAt: number;
   readonly dialect: string;
-  /** The Redis function library this release calls (`idpool_<hash>`), null without Redis. */
   readonly library: string | null;
-  /** Its clock minus each reference's (ms; null: not read), as last checked. */
   clockSkewMs(): Record<string, number | null>;
-  /** `host:port`, known once listening. */
+  /** Known once listening. */
   address(): string;
   workerId(): number | null;
-  /** The Redis epoch this instance's connection sees. */
   epoch(): Promise<string>;
   lastSampleAt(): number | undefined;
   activeAlarms(): number;
@@ -43,13 +40,12 @@ export interface FleetOptions {
   self: FleetSelf;
   /** An instance not heard from within this many ms is gone (IDPOOL_INSTANCE_TTL_MS). */
   ttlMs: number;
-  /** Each read of the fleet waits this long for Redis, then answers from this instance alone. */
-  readTimeoutMs?: number;
   /** Each heartbeat's view of the fleet (the `idpool_instances` gauges). */
   onView?(view: FleetInstances): void;
 }
 
-// A page waiting longer for Redis than for its own data feels broken; a Redis that answers does so in 1-2 ms.
+// Each read's wait for Redis: a page waiting longer for it than for its own data feels broken, and a
+// Redis that answers does so in 1-2 ms.
 const READ_TIMEOUT_MS = 500;
 const NO_ANSWER = Symbol('no answer');
 // Alarm records kept while Redis is away: as many as the dashboard shows of an instance's own ring.
@@ -77,14 +73,12 @@ export interface FleetRates {
  */
 export class Fleet {
   private readonly schedule: Periodic;
-  private readonly readTimeoutMs: number;
   // One key for every fleet failure: they share their cause (Redis).
   private readonly failureLog: RepeatLimiter;
   // Alarm records Redis did not take (an alarm about Redis itself is raised while it is away), sent on a later beat.
   private readonly unsent: Record<string, unknown>[] = [];
 
   constructor(private readonly options: FleetOptions) {
-    this.readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS;
     this.failureLog = new RepeatLimiter(options.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
     // Five heartbeats a TTL: one lost to a slow Redis or a GC pause does not make an instance look gone.
     const intervalMs = Math.max(100, Math.min(1000, Math.floor(options.ttlMs / 5)));
@@ -216,8 +210,8 @@ export class Fleet {
 
   // `work`, or a rejection once the timeout has passed on the injected clock.
   private async bounded<T>(work: Promise<T>): Promise<T> {
-    const answer = await within(this.options.clock, work, this.readTimeoutMs, NO_ANSWER);
-    if (answer === NO_ANSWER) throw new Error(`no answer within ${this.readTimeoutMs} ms`);
+    const answer = await within(this.options.clock, work, READ_TIMEOUT_MS, NO_ANSWER);
+    if (answer === NO_ANSWER) throw new Error(`no answer within ${READ_TIMEOUT_MS} ms`);
     return answer;
   }
 
