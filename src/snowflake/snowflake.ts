@@ -354,24 +354,16 @@ export class Snowflake {
   }
 
   private tooLong(entityKey: string | undefined): Error {
-    switch (this.waitReason) {
-      case 'sequence':
-        return new SequenceExhaustedError(this.waitMs, entityKey ?? '');
-      case 'floor':
-        return new ClockBehindError(
-          this.waitMs,
-          'the clock is at or behind the last timestamp recorded for this worker id (a restart after a clock rollback?)',
-        );
-      case 'ceiling':
-        return new NoWorkerLeaseError(
-          'the clock passed the time the lease has recorded; the next heartbeat extends it',
-        );
-      default:
-        return new ClockBehindError(
-          this.waitMs,
-          'the clock moved back a second time into time already used with both time-back values',
-        );
-    }
+    const reason = this.waitReason;
+    if (reason === 'sequence') return new SequenceExhaustedError(this.waitMs, entityKey ?? '');
+    if (reason === 'ceiling')
+      return new NoWorkerLeaseError('the clock passed the time the lease has recorded; the next heartbeat extends it');
+    return new ClockBehindError(
+      this.waitMs,
+      reason === 'floor'
+        ? 'the clock is at or behind the last timestamp recorded for this worker id (a restart after a clock rollback?)'
+        : 'the clock moved back a second time into time already used with both time-back values',
+    );
   }
 
   // Steps `s` once, busy-waiting (sync methods) when it must; the first wait decides whether that is allowed.

@@ -30,15 +30,11 @@ export interface WorkerStore {
   release(workerId: number, version: number, lastTimestampMs: number): Promise<boolean>;
 }
 
-interface RawRow {
-  worker_id: number | string;
-  code: string;
-  lease_version: number | string;
-  heartbeat_at: number | string;
-  last_timestamp: number | string;
-  create_time: number | string;
-  update_time: number | string;
-}
+// BIGINT columns come back as decimal strings (db/database.ts).
+type RawRow = { code: string } & Record<
+  'worker_id' | 'lease_version' | 'heartbeat_at' | 'last_timestamp' | 'create_time' | 'update_time',
+  number | string
+>;
 
 const toRow = (r: RawRow): WorkerRow => ({
   workerId: Number(r.worker_id),
