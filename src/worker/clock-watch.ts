@@ -24,8 +24,9 @@ export interface ClockSkewReading {
 export type ClockSkewState = 'ok' | 'alarm' | 'refusing';
 
 /**
- * This instance's clock against Redis's and the database's every `intervalMs` (docs/snowflake.md
- * "Clocks"). A skew counts only beyond the read's own uncertainty, so a slow answer is no skew.
+ * This instance's clock against Redis's and the database's every `intervalMs` while it runs, not only
+ * at the lease's start (docs/snowflake.md "Clocks"). A skew counts only beyond the read's own
+ * uncertainty, so a slow answer is no skew.
  */
 export class ClockWatch {
   private readonly readings = new Map<ClockReference['name'], ClockSkewReading>();

@@ -12,7 +12,8 @@ export interface WorkerHolders {
   ceilings(workerIds: readonly number[]): Promise<Map<number, number>>;
   /**
    * Records `token` as the holder of a just-granted worker id, its ceiling raised to `ceilingMs`: the
-   * ceiling before (0: none), and whether the holder was `lostToken` (our own grant the database forgot).
+   * ceiling before (0: none), which the new holder must start above, and whether the holder was
+   * `lostToken` (our own grant the database forgot: nobody else used the worker id since).
    */
   claim(workerId: number, token: string, ceilingMs: number, lostToken?: string): Promise<Claimed>;
   /** A heartbeat: raises the ceiling to `ceilingMs` while `token` still holds the worker id; false once another claimed it. */
