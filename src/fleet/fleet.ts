@@ -14,21 +14,18 @@ import {
   publishedRates,
 } from './instances';
 
-/** What this instance says about itself, read at each heartbeat. */
+/** What this instance says about itself, read at each heartbeat (the fields of its {@link Heartbeat}). */
 export interface FleetSelf {
   readonly id: string;
   readonly version: string;
   readonly node: string;
   readonly startedAt: number;
   readonly dialect: string;
-  /** The Redis function library this release calls (`idpool_<hash>`), null without Redis. */
   readonly library: string | null;
-  /** Its clock minus each reference's (ms; null: not read), as last checked. */
   clockSkewMs(): Record<string, number | null>;
-  /** `host:port`, known once listening. */
+  /** Known once listening. */
   address(): string;
   workerId(): number | null;
-  /** The Redis epoch this instance's connection sees. */
   epoch(): Promise<string>;
   lastSampleAt(): number | undefined;
   activeAlarms(): number;
@@ -43,22 +40,17 @@ export interface FleetOptions {
   self: FleetSelf;
   /** An instance not heard from within this many ms is gone (IDPOOL_INSTANCE_TTL_MS). */
   ttlMs: number;
-  /** Each read of the fleet waits this long for Redis, then answers from this instance alone. */
-  readTimeoutMs?: number;
   /** Each heartbeat's view of the fleet (the `idpool_instances` gauges). */
   onView?(view: FleetInstances): void;
 }
 
-/**
- * Half a second: a page that waits longer for Redis than for its own data
- * feels broken, and a Redis answering at all answers in a millisecond or two.
- */
+// Each read's wait for Redis: a page waiting longer for it than for its own data feels broken, and a
+// Redis that answers does so in 1-2 ms.
 const READ_TIMEOUT_MS = 500;
-/** What {@link Fleet.bounded} hears from a read past its timeout. */
 const NO_ANSWER = Symbol('no answer');
-/** Alarm records kept while Redis is away: as many as the dashboard shows of an instance's own ring. */
+// Alarm records kept while Redis is away: as many as the dashboard shows of an instance's own ring.
 const MAX_UNSENT = 100;
-/** A failing fleet write or read is logged once a minute, not once a heartbeat or an alarm. */
+// A failing fleet write or read is logged once a minute, not once a heartbeat or an alarm.
 const FAILURE_LOG_MS = 60_000;
 
 /** Where fleet alarms come from: Redis, or (it did not answer) this instance's own ring. */
@@ -75,22 +67,18 @@ export interface FleetRates {
 }
 
 /**
- * This instance in the fleet: its heartbeat (published with a TTL every
- * fifth of the TTL, at most once a second), its alarms in the fleet stream,
- * and the fleet's instances, alarms and rates read back. Every read is
- * bounded ({@link READ_TIMEOUT_MS}) and falls back to this instance alone,
- * saying so; no write ever fails a caller.
+ * This instance in the fleet: its heartbeat, its alarms in the fleet stream, and the fleet's
+ * instances, alarms and rates read back. Every read is bounded and falls back to this instance
+ * alone, saying so; no write ever fails a caller.
  */
 export class Fleet {
   private readonly schedule: Periodic;
-  private readonly readTimeoutMs: number;
-  /** One key for every fleet failure: they share their cause (Redis), and one line a minute says it. */
+  // One key for every fleet failure: they share their cause (Redis).
   private readonly failureLog: RepeatLimiter;
-  /** Alarm records Redis did not take (an alarm about Redis itself is raised while it is away): sent on a later beat. */
+  // Alarm records Redis did not take (an alarm about Redis itself is raised while it is away), sent on a later beat.
   private readonly unsent: Record<string, unknown>[] = [];
 
   constructor(private readonly options: FleetOptions) {
-    this.readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS;
     this.failureLog = new RepeatLimiter(options.clock, { windowMs: FAILURE_LOG_MS, maxKeys: 1 });
     // Five heartbeats a TTL: one lost to a slow Redis or a GC pause does not make an instance look gone.
     const intervalMs = Math.max(100, Math.min(1000, Math.floor(options.ttlMs / 5)));
@@ -132,11 +120,7 @@ export class Fleet {
     }
   }
 
-  /**
-   * Records an alarm in the fleet stream. One Redis does not take is kept
-   * (the latest {@link MAX_UNSENT}) and sent after the next heartbeat that
-   * reaches it; a failure is logged (once a minute), never thrown.
-   */
+  /** Records an alarm in the fleet stream; one Redis does not take is kept and sent after a later heartbeat. */
   appendAlarm(record: Record<string, unknown>): void {
     // Behind records already waiting: they go first, in order.
     if (this.unsent.length) {
@@ -154,7 +138,7 @@ export class Fleet {
     if (this.unsent.length > MAX_UNSENT) this.unsent.splice(0, this.unsent.length - MAX_UNSENT);
   }
 
-  /** Sends the kept records, oldest first, until one fails (it stays for the next beat). */
+  // Sends the kept records, oldest first, until one fails (it stays for the next beat).
   private async sendUnsent(): Promise<void> {
     while (this.unsent.length) {
       await this.bounded(this.options.store.appendAlarm({ instance: this.options.self.id, record: this.unsent[0] }));
@@ -171,12 +155,7 @@ export class Fleet {
     }
   }
 
-  /**
-   * Per-entity take rates summed over the instances alive in `view` (just
-   * read by {@link instances}): this instance's now, the others' as of their
-   * last heartbeat. Undefined when Redis does not answer (the caller shows
-   * this instance's own, saying so).
-   */
+  /** Take rates per entity summed over the instances alive in `view` (undefined: Redis did not answer). */
   async rates(view: FleetInstances): Promise<FleetRates | undefined> {
     if (view.source === 'local' && this.options.store.kind === 'redis') return undefined;
     const others = new Set(view.instances.filter((i) => i.state === 'alive' && !i.self).map((i) => i.id));
@@ -229,10 +208,10 @@ export class Fleet {
     };
   }
 
-  /** `work`, or a rejection once {@link readTimeoutMs} has passed on the injected clock. */
+  // `work`, or a rejection once the timeout has passed on the injected clock.
   private async bounded<T>(work: Promise<T>): Promise<T> {
-    const answer = await within(this.options.clock, work, this.readTimeoutMs, NO_ANSWER);
-    if (answer === NO_ANSWER) throw new Error(`no answer within ${this.readTimeoutMs} ms`);
+    const answer = await within(this.options.clock, work, READ_TIMEOUT_MS, NO_ANSWER);
+    if (answer === NO_ANSWER) throw new Error(`no answer within ${READ_TIMEOUT_MS} ms`);
     return answer;
   }
 

@@ -1,8 +1,4 @@
-/**
- * What each instance publishes about itself (its heartbeat), and the fleet
- * view built from every heartbeat: who is alive, who is gone, who disagrees.
- * No I/O here: `fleet.ts` reads and writes, this decides.
- */
+// Each instance's heartbeat and the fleet view built from them all; no I/O (`fleet.ts` reads and writes).
 
 /** One instance's heartbeat, as published (JSON in the fleet hash). */
 export interface Heartbeat {
@@ -21,11 +17,7 @@ export interface Heartbeat {
   readonly epoch: string | null;
   /** `mysql`, `postgres` or `sqlite`. */
   readonly dialect: string;
-  /**
-   * The Redis function library it calls (`idpool_<hash>`), null without
-   * Redis; absent from the heartbeats of releases before versioned
-   * libraries (they call the library `idpool` whole).
-   */
+  /** The Redis function library it calls (`idpool_<hash>`), null without Redis; absent from older releases. */
   readonly library?: string | null;
   /** Its clock minus Redis's and the database's (ms; null: not read), as it last checked them; absent from older releases. */
   readonly clockSkewMs?: Readonly<Record<string, number | null>>;
@@ -43,17 +35,12 @@ export interface Heartbeat {
 export type EntityRates = Readonly<Record<string, number>>;
 
 /**
- * Rates published per heartbeat: the busiest entities only, so they stay
- * ~16 kB (~32 bytes an entity) whatever the entity count; the dashboard
- * shows the busiest 50 by default. They sit in a hash of their own, read
- * when a page is served, so the heartbeats read every second stay small.
+ * Rates published per heartbeat: the busiest only, ~16 kB (~32 bytes an entity) whatever the entity
+ * count (the dashboard shows 50), in a hash of their own so the heartbeats read every second stay small.
  */
 export const MAX_PUBLISHED_RATES = 500;
 
-/**
- * A gone instance is listed for this many TTLs (5 min at the default 10 s),
- * then dropped: long enough for a person or a scrape to see it went.
- */
+/** A gone instance stays listed this many TTLs (5 min at the default 10 s): long enough to be seen going. */
 export const GONE_KEPT_TTLS = 30;
 
 export type InstanceState = 'alive' | 'gone';

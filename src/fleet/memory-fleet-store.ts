@@ -1,20 +1,18 @@
 import type { EntityRates, FleetAlarm, FleetStore, Heartbeat } from './instances';
 
-/**
- * The fleet of one process: embedded mode (no Redis, so no other instance
- * shares its ids) and unit tests. Same behaviour as the Redis store, in memory.
- */
+// As many alarm records as the Redis stream keeps.
+const MAX_ALARMS = 1000;
+
+/** The fleet of one process (embedded mode, unit tests): the Redis store's behaviour, in memory. */
 export class MemoryFleetStore implements FleetStore {
   readonly kind = 'memory';
   private readonly alarms: FleetAlarm[] = [];
   private readonly beats = new Map<string, Heartbeat>();
   private readonly published = new Map<string, EntityRates>();
 
-  constructor(private readonly maxAlarms = 1000) {}
-
   appendAlarm(alarm: FleetAlarm): Promise<void> {
     this.alarms.push(alarm);
-    if (this.alarms.length > this.maxAlarms) this.alarms.splice(0, this.alarms.length - this.maxAlarms);
+    if (this.alarms.length > MAX_ALARMS) this.alarms.splice(0, this.alarms.length - MAX_ALARMS);
     return Promise.resolve();
   }
 

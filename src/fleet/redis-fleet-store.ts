@@ -10,12 +10,8 @@ import {
   parseRates,
 } from './instances';
 
-/**
- * Alarm records kept in the stream: the dashboard shows 100, and a burst of
- * one alarm per entity over a few hundred entities still leaves the last
- * minutes readable. `MAXLEN ~` trims whole stream nodes (100 entries by
- * default), so the stream holds between this and ~100 more.
- */
+// The dashboard shows 100; a burst of one alarm per entity over a few hundred still leaves the last
+// minutes readable. `MAXLEN ~` trims whole stream nodes (100 entries), so up to ~100 more are kept.
 const ALARM_STREAM_LENGTH = 1000;
 
 /** The fleet's alarm stream and heartbeat hash in Redis (keys from `redis/keys.ts`, one Cluster slot). */
@@ -64,9 +60,7 @@ export class RedisFleetStore implements FleetStore {
 
   async heartbeats(): Promise<Heartbeat[]> {
     const all = await this.redis.hgetall(this.keys.instances);
-    return Object.values(all)
-      .map(parseHeartbeat)
-      .filter((hb): hb is Heartbeat => hb !== undefined);
+    return Object.values(all).flatMap((json) => parseHeartbeat(json) ?? []);
   }
 
   async rates(): Promise<Map<string, EntityRates>> {

@@ -1,7 +1,4 @@
-/**
- * Short string forms of ids: base62 (0-9 A-Z a-z, in ASCII order), base36
- * (0-9 a-z) and hex. Decimal strings remain the wire format of the HTTP API.
- */
+/** String forms of ids: base62 (0-9 A-Z a-z, in ASCII order), base36, hex; the HTTP API's is decimal. */
 export type IdEncoding = 'decimal' | 'base62' | 'base36' | 'hex';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -5,12 +5,7 @@ function retryAfter(waitMs: number): number {
   return Math.max(1, Math.ceil(waitMs / 1000));
 }
 
-/**
- * The clock moved back into time this sequence has already used with both
- * time-back values (a second rollback), or is behind the last timestamp
- * recorded for the worker id, and the wait until ids are safe again is longer
- * than the configured bound. Nothing was issued.
- */
+/** A second rollback into used time, or a clock behind the worker's floor, for longer than the allowed wait. */
 export class ClockBehindError extends UnavailableError {
   constructor(
     readonly waitMs: number,
@@ -20,7 +15,7 @@ export class ClockBehindError extends UnavailableError {
   }
 }
 
-/** Every sequence number of the current time unit is used and the next unit is further away than the allowed wait. */
+/** The time unit's sequence is spent and the next unit is further away than the allowed wait. */
 export class SequenceExhaustedError extends UnavailableError {
   constructor(
     readonly waitMs: number,
@@ -51,10 +46,8 @@ export class NoWorkerLeaseError extends UnavailableError {
 }
 
 /**
- * This instance's clock is further from Redis's or the database's than
- * IDPOOL_MAX_CLOCK_SKEW_MS: its snowflake ids could repeat another
- * instance's or break their order, so none is issued until it comes back
- * (and a worker lease is not started: `worker/lease.ts`). `skewMs` > 0: ahead.
+ * This clock is past IDPOOL_MAX_CLOCK_SKEW_MS from Redis's or the database's, so its ids could repeat
+ * or misorder other instances' (`skewMs` > 0: ahead).
  */
 export class ClockSkewError extends IdpoolError {
   constructor(

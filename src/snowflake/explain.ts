@@ -21,11 +21,7 @@ export interface IdExplanation extends Omit<SnowflakeParts, 'timestamp' | 'regio
   region?: number;
 }
 
-/**
- * The fields of one id of `layout`, given as the decimal text ids are issued
- * in. Throws {@link NotAnIdError} when it cannot be one (not decimal, above
- * 2^63 − 1, other reserved bits, a timestamp after `nowMs`).
- */
+/** The fields of one id of `layout` given in decimal; {@link NotAnIdError} when it cannot be one. */
 export function explainId(layout: SnowflakeLayout, nowMs: number, text: string): IdExplanation {
   if (!DECIMAL_ID.test(text))
     throw new NotAnIdError(`id must be a decimal integer (the form ids are issued in), got "${text.slice(0, 40)}"`);

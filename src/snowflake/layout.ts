@@ -1,26 +1,14 @@
 /**
  * The snowflake bit layout (docs/design.md "Snowflake layout"), most significant first:
+ * `0 | timestamp | region | worker | timeBack(1) | sequence | reserved`.
  *
- * ```
- * 0 | timestamp | region | worker | timeBack(1) | sequence | reserved
- * ```
+ * - `timestamp`: time units since the epoch, its width bounded per unit ({@link TIMESTAMP_BITS}).
+ * - `region`: 0–8 bits, `IDPOOL_REGION`: keeps apart the ids of deployments on their own
+ *   databases, which lease the same worker ids (docs/scaling.md "Regions").
+ * - `worker`: 3–10 bits; `timeBack`: flips when the clock moves back; `sequence`: the rest of 63 bits.
+ * - `reserved`: 0–5 bits of a fixed value (to tell layouts or generators apart after a change).
  *
- * - `timestamp`: time units (ms, s, min, h, d) since a configurable epoch;
- *   its width is bounded per unit (ms 41–55, s 31–55, min 25–50, h 19–45, d 15–40).
- * - `region`: 0–8 bits holding this deployment's region (`IDPOOL_REGION`):
- *   two deployments on their own databases lease the same worker ids, and
- *   the region keeps their ids apart (docs/scaling.md "Regions").
- * - `worker`: 3–10 bits, the leased (or fixed) worker id.
- * - `timeBack`: one bit that flips when the clock moves back.
- * - `sequence`: what remains of 63 bits; at least 1.
- * - `reserved`: 0–5 bits holding a fixed value (e.g. to tell layouts or
- *   generators apart after a change).
- *
- * The settings are checked here and nowhere else ({@link settingsProblem}):
- * {@link SnowflakeLayout.create} refuses them with a {@link ConfigError}
- * naming the environment variable, config reports the same problem in its
- * own words, and a built layout is valid by construction (the generator
- * trusts it).
+ * The settings are checked here only ({@link settingsProblem}); a built layout is valid by construction.
  */
 import { ConfigError } from '../errors';
 import { MAX_INT63 } from '../limits';
@@ -133,11 +121,7 @@ function sequenceBitsOf(s: SnowflakeSettings): number {
   return TOTAL_BITS - FIXED_BITS - s.timestampBits - s.regionBits - s.workerBits - s.reservedBits;
 }
 
-/**
- * The first setting of `s` out of bounds, or undefined when every one is
- * within them: the one check of a layout's settings that needs no clock
- * (the epoch against now is {@link SnowflakeLayout.create}'s).
- */
+/** The first setting of `s` out of bounds, or undefined (the epoch against now is {@link SnowflakeLayout.create}'s). */
 export function settingsProblem(s: SnowflakeSettings): SettingProblem | undefined {
   if (!Object.hasOwn(UNIT_MS, s.timeUnit))
     return problem('timeUnit', (given) => `must be one of ${Object.keys(UNIT_MS).join(', ')}, got ${given}`);
@@ -190,8 +174,7 @@ export class SnowflakeLayout {
     this.workerShift = this.timeBackShift + 1;
     this.regionShift = this.workerShift + workerBits;
     this.timestampShift = this.regionShift + regionBits;
-    // Above 53 bits the field's top is millions of years away: cap at the
-    // largest exact number so comparisons stay exact.
+    // Above 53 bits the field's top is millions of years away: capped so comparisons stay exact.
     this.maxTimestamp = Math.min(2 ** timestampBits - 1, Number.MAX_SAFE_INTEGER);
     this.maxWorker = 2 ** workerBits - 1;
     this.maxSequence = 2 ** this.sequenceBits - 1;
@@ -206,11 +189,7 @@ export class SnowflakeLayout {
     ];
   }
 
-  /**
-   * Validates `settings` (partial: the rest are docs/design.md defaults) against
-   * the bounds and against `nowMs`: an epoch in the future, or a layout whose
-   * timestamp field has already run out, is refused.
-   */
+  /** Validates `settings` (the rest defaults) against the bounds and `nowMs` (no future epoch, not run out). */
   static create(settings: Partial<SnowflakeSettings> = {}, nowMs: number): SnowflakeLayout {
     const s: SnowflakeSettings = { ...DEFAULT_SETTINGS, ...settings };
     const wrong = settingsProblem(s);

@@ -1,10 +1,5 @@
-/**
- * The snowflake generator. One class on purpose: `step`, `steps` and
- * `setBase` are the hot path, kept monomorphic over one sequence-state
- * shape with the layout's constants copied to fields, so V8 inlines them;
- * split into modules, each id would pay for calls across them. The layout
- * (and its one validation) is in `layout.ts`.
- */
+// One class on purpose: the hot path (`step`, `steps`, `setBase`) stays monomorphic over one
+// state shape with the layout's constants in fields, so V8 inlines it. The layout is `layout.ts`'s.
 import { type Clock, systemClock } from '../clock';
 import { ConfigError } from '../errors';
 import { encodeId, type IdEncoding } from './encoding';
@@ -20,11 +15,7 @@ export interface SnowflakeOptions {
   /** Where the worker id comes from when it is leased (`WorkerLease`). */
   worker?: WorkerSource;
   clock?: Clock;
-  /**
-   * Longest wait, in ms, the async methods accept (a second clock rollback
-   * into used time, an exhausted sequence in a coarse unit) before failing
-   * with a 503-style error. Default 1000.
-   */
+  /** Longest wait (ms) of the async methods (second rollback, spent sequence) before a 503-style error. Default 1000. */
   maxWaitMs?: number;
   /** Longest busy-wait, in ms, of the sync methods before they fail instead. Default 10. */
   maxSpinMs?: number;
@@ -42,8 +33,7 @@ const LOW_DIGITS = 100_000_000;
 const LOW_DIGITS_BIG = BigInt(LOW_DIGITS);
 const DEFAULT_SEQUENCE = '';
 
-// One sequence: for the time-back bit in use (`t`, `seq`) and for the other
-// value (`otherT`, `otherSeq`), the last timestamp and sequence number used.
+// One sequence: the last timestamp and sequence number of the time-back bit in use and of the other.
 interface SequenceState {
   grant: WorkerGrant | undefined;
   bit: number;
@@ -64,21 +54,9 @@ interface SequenceState {
 type WaitReason = 'sequence' | 'clock' | 'floor' | 'ceiling';
 
 /**
- * Snowflake id generator: `0 | timestamp | worker | timeBack | sequence | reserved`.
- *
- * Every entity key has its own sequence (entities never share state); all
- * share one worker id. When the clock moves back, a sequence flips its
- * time-back bit and carries on: each bit value keeps its own last timestamp,
- * so one rollback is absorbed and a second one into already-used time waits
- * (up to `maxWaitMs`) or fails with {@link ClockBehindError}. Ids are bigint;
- * {@link nextNumber} returns JS numbers while the ids are below 2^53.
- *
- * ```ts
- * const snowflake = new Snowflake({ workerId: 7 });
- * snowflake.nextId();               // 1234567890123456n
- * snowflake.nextId('orders');       // a sequence of its own
- * snowflake.decompose(id);          // { timestamp, worker, timeBack, sequence, reserved }
- * ```
+ * Snowflake id generator: one sequence per entity key, one worker id for all. A clock rollback
+ * flips the sequence's time-back bit (each bit keeps its own last timestamp); a second one into
+ * used time waits up to `maxWaitMs` or fails with {@link ClockBehindError}.
  */
 export class Snowflake {
   readonly layout: SnowflakeLayout;
@@ -94,9 +72,9 @@ export class Snowflake {
   private readonly maxSequence: number;
   private readonly seqMul: number;
   private readonly initialBit: number;
-  /** Set by `step` when it returns -1. */
+  // Set by `step` when it returns -1.
   private waitMs = 0;
-  /** Set by `steps`: how many sequence numbers its run holds. */
+  // Set by `steps`: how many sequence numbers its run holds.
   private runLength = 0;
   private waitReason: WaitReason = 'sequence';
   private maxUnitUsed = -Infinity;
@@ -137,7 +115,7 @@ export class Snowflake {
     this.sequences.set(DEFAULT_SEQUENCE, this.defaultState);
   }
 
-  /** Frees what this generator was given to own (`onClose`: a lease and its database connection); a no-op for a fixed worker id. */
+  /** Runs `onClose` once (a lease and its database); a no-op for a fixed worker id. */
   async close(): Promise<void> {
     const onClose = this.onClose;
     this.onClose = undefined;
@@ -146,26 +124,19 @@ export class Snowflake {
 
   /** The next id of `entityKey`'s sequence (default: the unnamed one). Busy-waits up to `maxSpinMs`. */
   nextId(entityKey?: string): bigint {
-    const s = entityKey === undefined ? this.defaultState : this.state(entityKey);
-    let seq = this.step(s);
-    if (seq < 0) seq = this.spin(s, entityKey);
-    return s.baseBig + BigInt(seq * this.seqMul);
+    const s = this.advance(entityKey);
+    return s.baseBig + BigInt(s.seq * this.seqMul);
   }
 
-  /**
-   * The next id as a JS number. Throws RangeError once ids no longer fit
-   * 2^53 (see {@link SnowflakeLayout.numberSafeLeftMs}).
-   */
+  /** The next id as a JS number; RangeError once ids pass 2^53 ({@link SnowflakeLayout.numberSafeLeftMs}). */
   nextNumber(entityKey?: string): number {
-    const s = entityKey === undefined ? this.defaultState : this.state(entityKey);
-    let seq = this.step(s);
-    if (seq < 0) seq = this.spin(s, entityKey);
+    const s = this.advance(entityKey);
     if (!s.numberSafe) {
       throw new RangeError(
         `snowflake ids passed 2^53 on ${new Date(this.layout.numberUnsafeFromMs).toISOString()}; use nextId() (bigint) or a layout with more timestamp bits`,
       );
     }
-    return s.baseNum + seq * this.seqMul;
+    return s.baseNum + s.seq * this.seqMul;
   }
 
   /** The next id as a string: decimal (default), base62, base36 or hex. */
@@ -184,9 +155,8 @@ export class Snowflake {
   takeStrings(entityKey: string, count: number): Promise<string[]> {
     return this.fill(entityKey, count, (s, first, n, ids, at) => {
       const mul = this.seqMul;
-      // A large number's or bigint's decimal string costs 200-500 ns; a run
-      // of one time unit shares every digit above the last eight, so those
-      // are converted once per run and each id adds a small integer's.
+      // A large number's decimal string costs 200-500 ns; a run shares every digit above the last
+      // eight, so those are converted once per run and each id adds a small integer's.
       let prefix = '';
       let low: number;
       if (s.numberSafe) {
@@ -210,10 +180,8 @@ export class Snowflake {
     });
   }
 
-  // `count` ids written by `write` one run (n numbers from `first` of one
-  // time unit, one clock read) at a time. A take that must wait for the next
-  // unit queues on the sequence: concurrent takes of one entity then wait one
-  // after another instead of all sleeping, waking and finding it spent again.
+  // `count` ids written one run (one time unit, one clock read) at a time. A take that must wait
+  // queues on the sequence, so concurrent takes do not all wake to find it spent again.
   private async fill<T>(
     entityKey: string,
     count: number,
@@ -274,10 +242,7 @@ export class Snowflake {
     return this.source.current().workerId;
   }
 
-  /**
-   * Unix ms at which the latest time unit used by any sequence began, or
-   * undefined before the first id. A lease records it when released.
-   */
+  /** Unix ms at which the latest time unit used by any sequence began (undefined before the first id). */
   lastUsedMs(): number | undefined {
     return this.maxUnitUsed === -Infinity ? undefined : this.layout.unitStartMs(this.maxUnitUsed);
   }
@@ -307,8 +272,7 @@ export class Snowflake {
     return s;
   }
 
-  // A new grant (first use, or a new lease): both time-back values start
-  // from its floor with their sequences spent, so the first id comes after it.
+  // A new grant: both time-back values start at its floor, spent, so the first id comes after it.
   private resetState(s: SequenceState, grant: WorkerGrant): void {
     const floor = grant.floorMs === -Infinity ? -Infinity : this.layout.timestampAt(grant.floorMs);
     s.grant = grant;
@@ -318,8 +282,7 @@ export class Snowflake {
     s.seq = s.otherSeq = this.maxSequence;
   }
 
-  // The id of sequence 0 in `s`'s time unit, composed once per unit; ids of
-  // the unit add `seq · 2^reservedBits`. `baseNum` is exact (and read) only while `numberSafe`.
+  // The id of sequence 0 in `s`'s time unit, composed once per unit; `baseNum` is exact only while `numberSafe`.
   private setBase(s: SequenceState): void {
     if (!s.grant) throw new Error('snowflake: a time unit entered without a worker grant');
     s.baseBig = this.layout.compose({
@@ -333,8 +296,7 @@ export class Snowflake {
     if (s.t > this.maxUnitUsed) this.maxUnitUsed = s.t;
   }
 
-  // Advances `s` by one id: its sequence number, or -1 with `waitMs` set
-  // when no id can be made until the clock moves on.
+  // Advances `s` by one id: its sequence number (now `s.seq`), or -1 with `waitMs` set.
   private step(s: SequenceState): number {
     const grant = this.source.current();
     if (grant !== s.grant) this.resetState(s, grant);
@@ -345,8 +307,7 @@ export class Snowflake {
       return this.mustWait(now, t + 1, t <= s.floorT ? 'floor' : 'sequence');
     }
     if (t > s.t) return this.enter(s, t);
-    // The clock moved back. The other time-back value is safe if it has not
-    // used this time unit yet (or has sequence numbers left in it).
+    // The clock moved back: the other time-back value is safe if it has not used up this unit.
     if (t > s.otherT || (t === s.otherT && s.otherSeq < this.maxSequence)) {
       s.bit ^= 1;
       [s.t, s.seq, s.otherT, s.otherSeq] = [s.otherT, s.otherSeq, s.t, s.seq];
@@ -354,15 +315,13 @@ export class Snowflake {
       this.setBase(s);
       return ++s.seq;
     }
-    // A second rollback into time both values have used: wait for the
-    // earliest unit where either one can continue.
+    // A second rollback into time both values used: wait for the first unit either can continue in.
     const mine = s.seq < this.maxSequence ? s.t : s.t + 1;
     const other = s.otherSeq < this.maxSequence ? s.otherT : s.otherT + 1;
     return this.mustWait(now, Math.min(mine, other), t <= s.floorT ? 'floor' : 'clock');
   }
 
-  // Like `step`, but takes up to `want` numbers of the unit it lands in (one
-  // clock read for them all): returns the first (or -1), `runLength` says how many.
+  // Like `step`, but takes up to `want` numbers of its unit: the first (or -1); `runLength` says how many.
   private steps(s: SequenceState, want: number): number {
     const first = this.step(s);
     if (first < 0) return first;
@@ -375,8 +334,7 @@ export class Snowflake {
   private enter(s: SequenceState, t: number): number {
     if (t > this.layout.maxTimestamp) throw new LayoutExhaustedError(this.layout.endMs);
     const start = this.epochMs + t * this.unitMs;
-    // Past what the lease has recorded (the clock jumped forward): only the
-    // next renewal can raise it, so fail now rather than wait on time.
+    // Past the lease's recorded ceiling: only the next renewal raises it, so fail rather than wait.
     if (start > this.source.ceilingMs) {
       this.waitMs = Infinity;
       this.waitReason = 'ceiling';
@@ -396,40 +354,35 @@ export class Snowflake {
   }
 
   private tooLong(entityKey: string | undefined): Error {
-    switch (this.waitReason) {
-      case 'sequence':
-        return new SequenceExhaustedError(this.waitMs, entityKey ?? '');
-      case 'floor':
-        return new ClockBehindError(
-          this.waitMs,
-          'the clock is at or behind the last timestamp recorded for this worker id (a restart after a clock rollback?)',
-        );
-      case 'ceiling':
-        return new NoWorkerLeaseError(
-          'the clock passed the time the lease has recorded; the next heartbeat extends it',
-        );
-      default:
-        return new ClockBehindError(
-          this.waitMs,
-          'the clock moved back a second time into time already used with both time-back values',
-        );
-    }
+    const reason = this.waitReason;
+    if (reason === 'sequence') return new SequenceExhaustedError(this.waitMs, entityKey ?? '');
+    if (reason === 'ceiling')
+      return new NoWorkerLeaseError('the clock passed the time the lease has recorded; the next heartbeat extends it');
+    return new ClockBehindError(
+      this.waitMs,
+      reason === 'floor'
+        ? 'the clock is at or behind the last timestamp recorded for this worker id (a restart after a clock rollback?)'
+        : 'the clock moved back a second time into time already used with both time-back values',
+    );
   }
 
-  // Busy-waits (sync methods) until `s` can issue; the first wait decides whether that is allowed.
-  private spin(s: SequenceState, entityKey: string | undefined): number {
+  // Steps `s` once, busy-waiting (sync methods) when it must; the first wait decides whether that is allowed.
+  private advance(entityKey: string | undefined): SequenceState {
+    const s = entityKey === undefined ? this.defaultState : this.state(entityKey);
+    if (this.step(s) < 0) this.spin(s, entityKey);
+    return s;
+  }
+
+  private spin(s: SequenceState, entityKey: string | undefined): void {
     if (this.waitMs > this.maxSpinMs) throw this.tooLong(entityKey);
     // The deadline is on the injected monotonic clock, so a stuck clock cannot hang us forever.
     const deadline = this.clock.monotonic() + this.maxSpinMs + 1;
     for (;;) {
-      const seq = this.step(s);
-      if (seq >= 0) return seq;
+      if (this.step(s) >= 0) return;
       if (this.waitMs > this.maxSpinMs) throw this.tooLong(entityKey);
       if (this.clock.monotonic() > deadline) {
-        // Past the deadline, perhaps only because this process was descheduled
-        // between two reads: one last look at the wall clock before giving up.
-        const last = this.step(s);
-        if (last >= 0) return last;
+        // Perhaps only descheduled between two reads: one last look before giving up.
+        if (this.step(s) >= 0) return;
         throw this.tooLong(entityKey);
       }
     }

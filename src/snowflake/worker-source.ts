@@ -1,26 +1,15 @@
-/**
- * Where a generator gets its worker id. A fixed id (library, tests,
- * `IDPOOL_WORKER_ID`) or a database lease (`worker/lease.ts`) that can lapse
- * and be replaced; the generator asks on every call and resets its sequences
- * whenever the grant changes.
- */
+/** A worker id and since when: the generator resets its sequences whenever the grant changes. */
 export interface WorkerGrant {
   readonly workerId: number;
-  /**
-   * Unix ms recorded as the worker's last timestamp when this grant began:
-   * time units that start at or before it are never used by this grant.
-   */
+  /** The worker's last recorded timestamp, Unix ms: time units starting at or before it are never used. */
   readonly floorMs: number;
 }
 
+/** Where a generator gets its worker id: fixed, or a lease (`worker/lease.ts`) that can lapse. */
 export interface WorkerSource {
   /** The grant in force now. Throws (503 `unavailable`) when there is none. */
   current(): WorkerGrant;
-  /**
-   * Unix ms up to which ids may be issued: the value already recorded in the
-   * database, so a crash never leaves ids above what the next holder of the
-   * worker id starts from. Infinity without a lease.
-   */
+  /** Unix ms up to which ids may be issued: already recorded, so the next holder starts above (Infinity: no lease). */
   readonly ceilingMs: number;
 }
 

@@ -24,12 +24,9 @@ export interface ClockSkewReading {
 export type ClockSkewState = 'ok' | 'alarm' | 'refusing';
 
 /**
- * This instance's clock checked against Redis's and the database's every
- * `intervalMs` while it runs, not only at start (the worker lease checks
- * the database's once then): past half of `maxSkewMs` is an alarm, past
- * `maxSkewMs` snowflake ids are refused until it comes back (docs/snowflake.md
- * "Clocks"). A skew counts only beyond the read's own uncertainty, so a slow
- * answer is no skew.
+ * This instance's clock against Redis's and the database's every `intervalMs` while it runs, not only
+ * at the lease's start (docs/snowflake.md "Clocks"). A skew counts only beyond the read's own
+ * uncertainty, so a slow answer is no skew.
  */
 export class ClockWatch {
   private readonly readings = new Map<ClockReference['name'], ClockSkewReading>();
@@ -56,11 +53,7 @@ export class ClockWatch {
     return this.schedule.stop();
   }
 
-  /**
-   * Reads every reference once (a failing one reads as unknown), then
-   * records them together: a heartbeat or a page reading the skews between
-   * two answers would show one new reading beside one a check old.
-   */
+  /** Reads every reference (a failing one as unknown), then records them together, never one new beside one old. */
   async check(): Promise<void> {
     const readings = await Promise.all(
       this.options.references.map(async (r): Promise<ClockSkewReading> => {

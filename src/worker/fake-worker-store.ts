@@ -1,9 +1,6 @@
 import type { WorkerRow, WorkerStore } from './worker-store';
 
-/**
- * In-memory {@link WorkerStore} with the same conditional semantics as the
- * SQL one, for unit tests. `dbNow` is the database's clock.
- */
+/** In-memory {@link WorkerStore} with the SQL one's conditions, for unit tests; `dbNow` is the database's clock. */
 export class FakeWorkerStore implements WorkerStore {
   readonly table = new Map<number, WorkerRow>();
   /** Set to make the next calls fail like an unreachable database. */
@@ -48,21 +45,17 @@ export class FakeWorkerStore implements WorkerStore {
     const r = this.table.get(row.workerId);
     const now = this.dbNow();
     if (r?.leaseVersion !== row.leaseVersion || r.heartbeatAt + ttlMs > now) return false;
-    Object.assign(r, {
-      code,
-      leaseVersion: r.leaseVersion + 1,
-      heartbeatAt: now,
-      lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)),
-      updateTime: now,
-    });
-    return true;
+    Object.assign(r, { code, leaseVersion: r.leaseVersion + 1 });
+    return this.renewed(r, ceilingMs, now);
   }
 
   async renew(workerId: number, version: number, ceilingMs: number): Promise<boolean> {
     this.check();
     const r = this.table.get(workerId);
-    if (r?.leaseVersion !== version) return false;
-    const now = this.dbNow();
+    return r?.leaseVersion === version && this.renewed(r, ceilingMs);
+  }
+
+  private renewed(r: WorkerRow, ceilingMs: number, now = this.dbNow()): true {
     Object.assign(r, {
       heartbeatAt: now,
       lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)),

@@ -1,10 +1,5 @@
-/**
- * A snowflake worker id's lease: the grant from the `worker` table, its
- * claim in the second record (with Redis), the heartbeat that renews both,
- * and the lapse that stops issuing. Over 300 lines on purpose: the grant,
- * renewal and lapse share the lease's state and each reads the others'
- * invariants (docs/design.md invariant 5), so they stay in one class.
- */
+// Grant, renewal and lapse share the lease's state and each other's invariants (docs/design.md
+// invariant 5), so they stay in one class.
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { Clock } from '../clock';
@@ -29,9 +24,8 @@ export interface LeaseSettings {
 }
 
 /**
- * A 15 s TTL renewed every 3 s survives four missed heartbeats; stopping
- * 3 s early leaves room for a slow UPDATE and clock drift. 1 s of skew is
- * far above what NTP-synced hosts show (a few ms) and far below the TTL.
+ * A 15 s TTL renewed every 3 s survives four missed heartbeats; stopping 3 s early covers a slow
+ * UPDATE and drift. 1 s of skew is far above NTP-synced hosts' few ms and far below the TTL.
  */
 export const DEFAULT_LEASE: Readonly<LeaseSettings> = {
   ttlMs: 15_000,
@@ -42,10 +36,7 @@ export const DEFAULT_LEASE: Readonly<LeaseSettings> = {
 
 export interface WorkerLeaseOptions extends LeaseSettings {
   store: WorkerStore;
-  /**
-   * The leases' record outside the database (Redis), which a restore of the
-   * database cannot undo; without it the database is the only record.
-   */
+  /** The leases' record outside the database (Redis), which a restore of the database cannot undo. */
   holders?: WorkerHolders;
   clock: Clock;
   log: Logger;
@@ -82,31 +73,22 @@ export function instanceCode(port: number): string {
 }
 
 /**
- * One worker id for this instance, leased from the `worker` table
- * (docs/design.md "WorkerLease", invariant 5).
+ * One worker id leased from the `worker` table (docs/design.md "WorkerLease", invariant 5).
  *
- * - Acquire: a conditional UPDATE that bumps `lease_version`, allowed only
- *   when the row's heartbeat is older than the TTL by the database's clock.
- * - Renew: every `heartbeatSeconds`, only while the version is
- *   still ours. Each acquire/renew first records a ceiling (`now + TTL`) in
- *   `last_timestamp`, and ids are issued only up to it, so whatever happens
- *   to this process, the next holder starts above every id it issued.
- * - Fence: the lease is valid for `TTL − margin` after the last successful
- *   renewal was sent, on the monotonic clock; past that {@link current}
- *   throws and nothing is issued until a renewal or a new lease succeeds.
- * - Second record (`holders`, with Redis): a grant is claimed there with a
- *   token of its own, and starts above the higher of the row's
- *   `last_timestamp` and the ceiling recorded there; each renewal raises
- *   that ceiling only while the token still holds the worker id, and
- *   counts only when both records accept it. A database restored from a
- *   backup may give the row to another instance: that instance starts above
- *   every time the holder could use, and the holder stops at its next
- *   renewal (docs/ha.md "A restore and snowflake worker leases").
+ * - Acquire: a conditional UPDATE bumping `lease_version`, only once the row's heartbeat is older
+ *   than the TTL by the database's clock. Renew: while the version is still ours.
+ * - Each acquire/renew first records a ceiling (`now + TTL`) in `last_timestamp` and ids stay below
+ *   it, so the next holder starts above every id this one issued, whatever happens to it.
+ * - Fence: valid for `TTL − margin` after the last successful renewal was sent (monotonic clock).
+ * - Second record (`holders`): a grant is claimed there with its own token and starts above the
+ *   higher of both records' ceilings; a renewal counts only when both accept it. So after a database
+ *   restore the new holder starts above the old, which stops at its next renewal (docs/ha.md
+ *   "A restore and snowflake worker leases").
  */
 export class WorkerLease implements WorkerSource {
   private held: Held | undefined;
-  // The grant the database refused to renew while the second record still
-  // named it: taking that worker id back, this instance knows what it used.
+  // The grant the database refused to renew while the second record still named it: taking that
+  // worker id back, this instance knows what it used.
   private lost: Held | undefined;
   /** Monotonic ms until which `held` may be used. */
   private validUntil = -Infinity;
@@ -118,11 +100,7 @@ export class WorkerLease implements WorkerSource {
 
   constructor(private readonly options: WorkerLeaseOptions) {}
 
-  /**
-   * Checks clock skew (throws {@link ClockSkewError}), creates missing rows
-   * and tries to acquire a worker id. Not finding a free one is not an
-   * error here: {@link status} says so and each heartbeat tries again.
-   */
+  /** Checks clock skew ({@link ClockSkewError}), creates missing rows, tries to acquire (none free: see {@link status}). */
   async start(): Promise<void> {
     const { store, clock, maxClockSkewMs, min, max } = this.options;
     const before = clock.now();
@@ -185,9 +163,8 @@ export class WorkerLease implements WorkerSource {
       if (held) {
         const sentAt = clock.monotonic();
         const ceiling = clock.now() + this.options.ttlMs;
-        // The second record first: once another instance claimed the worker
-        // id there, the database's row is not ours to touch, even if its
-        // restored version happens to match ours.
+        // The second record first: once another instance claimed the worker id there, the row is
+        // not ours to touch, even if its restored version matches ours.
         const claimed = holders !== undefined && !(await holders.renew(held.workerId, held.token, ceiling));
         if (!claimed && (await store.renew(held.workerId, held.version, ceiling))) {
           if (this.held === held) this.extend(sentAt, ceiling);
@@ -205,15 +182,12 @@ export class WorkerLease implements WorkerSource {
           this.problem = `lost worker id ${held.workerId} to another instance while holding it (the database was restored?)`;
         } else {
           this.lost = held;
-          // Another instance took the worker id after our lease lapsed (or the database was restored).
           log.warn({ workerId: held.workerId }, 'worker lease was taken over by another instance; acquiring a new one');
           this.problem = `lost worker id ${held.workerId} to another instance after the lease lapsed`;
         }
       }
-      // Bounded: each statement has its own timeout (db/mysql-driver.ts),
-      // and trying row after row stops at the next heartbeat's time, so a
-      // slow database never delays the next heartbeat for long (runs of
-      // `every` never overlap: a long one pushes the next back).
+      // Bounded by each statement's timeout (db/mysql-driver.ts) and the next heartbeat's time: runs
+      // of `every` never overlap, so a long one would push the next back.
       await this.acquire(clock.monotonic() + this.options.heartbeatSeconds * 1000);
     } catch (err) {
       log.warn({ err: errorMessage(err) }, 'worker lease heartbeat failed');
@@ -227,9 +201,8 @@ export class WorkerLease implements WorkerSource {
     const free = rows.filter((r) => r.heartbeatAt + ttlMs <= dbNowMs);
     const recorded = holders ? await holders.ceilings(free.map((r) => r.workerId)) : new Map<number, number>();
     const last = (r: WorkerRow) => Math.max(r.lastTimestamp, recorded.get(r.workerId) ?? 0);
-    // Least recently used first: its recorded last timestamp is the oldest,
-    // so the new holder never waits for the clock to pass it (and a row a
-    // restored database shows free while its holder lives comes last).
+    // Least recently used first: the new holder never waits for the clock to pass its floor (and a
+    // row a restored database shows free while its holder lives comes last).
     free.sort(
       (a, b) =>
         Number(preferSameCode && b.code === code) - Number(preferSameCode && a.code === code) ||
@@ -255,11 +228,8 @@ export class WorkerLease implements WorkerSource {
     return false;
   }
 
-  /**
-   * Claims a row the database just granted in the second record; resolves
-   * to the ceiling recorded there before. When that fails the grant is not
-   * used: the row is given back at once (best effort) and the error thrown.
-   */
+  // Claims a just-granted row in the second record: the ceiling recorded there before. On failure
+  // the row is given back (best effort) and the error thrown.
   private async claim(holders: WorkerHolders, row: WorkerRow, token: string, ceiling: number): Promise<number> {
     const { store } = this.options;
     const lost = this.lost?.workerId === row.workerId ? this.lost : undefined;
@@ -275,7 +245,7 @@ export class WorkerLease implements WorkerSource {
     }
   }
 
-  /** The last Unix ms `grant` may have used: what the generator used, never below the grant's floor. */
+  // The last Unix ms `grant` may have used: what the generator used, never below the grant's floor.
   private lastUsedSince(grant: Held): number {
     return Math.max(grant.floorMs, this.lastUsed() ?? grant.floorMs, 0);
   }
@@ -295,12 +265,10 @@ export class WorkerLease implements WorkerSource {
     this.validUntil = -Infinity;
     this.problem = 'stopped';
     if (!held) return;
-    // Nothing above what was used was issued (the generator is stopped with
-    // the server), so the recorded value may come down to it; never below the floor.
+    // The generator stops with the server, so the record may come down to what was used.
     const last = this.lastUsedSince(held);
     try {
-      // The second record first: once another instance claimed the worker
-      // id there, the row (whose restored version may match ours) is theirs.
+      // The second record first, as in `heartbeat`.
       const { holders } = this.options;
       if (holders && !(await holders.release(held.workerId, held.token, last))) return;
       await this.options.store.release(held.workerId, held.version, last);

@@ -9,13 +9,9 @@ export interface PodWorker {
 }
 
 /**
- * Leases exactly `pod.workerId`, through the same `worker` table (and
- * second record) as any lease, so a number handed to two pods is refused,
- * not trusted. When a live instance holds it, waits one TTL and a heartbeat
- * (the lease of a pod killed without giving it back lapses within that),
- * then throws {@link ConfigError}: the first pod keeps issuing, the second
- * never does. Once held, the heartbeat renews it and, if it is ever lost,
- * takes back only this number.
+ * Leases exactly `pod.workerId` like any lease, so a number given to two pods is refused, not
+ * trusted: held by a live instance, waits one TTL and a heartbeat (a killed pod's lease lapses
+ * within that), then throws {@link ConfigError}.
  */
 export async function leasePodWorker(
   options: Omit<WorkerLeaseOptions, 'min' | 'max' | 'preferSameCode'>,

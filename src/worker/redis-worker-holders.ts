@@ -4,10 +4,8 @@ import type { RedisClient } from '../redis/connection';
 import type { Claimed, WorkerHolders } from './worker-holders';
 
 /**
- * The worker leases' second record in Redis: a hash of holder tokens and a
- * sorted set of ceilings under `{workers}` (one Cluster slot), changed only
- * by idpool's functions (worker_claim-2.lua, worker_renew-2.lua,
- * worker_release-2.lua), so a check and its write are one step.
+ * The worker leases' second record: a hash of holder tokens and a sorted set of ceilings under
+ * `{workers}`, changed only by `worker_*-2.lua` functions, so a check and its write are one step.
  */
 export class RedisWorkerHolders implements WorkerHolders {
   private readonly keys: WorkerKeys;

@@ -32,10 +32,8 @@ export interface SnowflakeLeaseOptions extends Omit<SnowflakeOptions, 'workerId'
 }
 
 /**
- * A generator whose worker id is leased from the `worker` table and kept by
- * heartbeat, like the service's (`Snowflake.withLease` in the public API).
- * Throws NoWorkerLeaseError when every worker id is taken. Its `close()`
- * frees the worker id and closes the database connection.
+ * `Snowflake.withLease`: a generator on a worker id leased like the service's; NoWorkerLeaseError
+ * when every one is taken. Its `close()` frees the worker id and the database connection.
  */
 export async function snowflakeWithLease(options: SnowflakeLeaseOptions): Promise<Snowflake> {
   const clock = options.clock ?? systemClock;

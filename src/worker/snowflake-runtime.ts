@@ -62,11 +62,7 @@ export interface SnowflakeRuntimeDeps {
 // Where the service's worker id comes from; the lease itself, or a fixed id shaped like one.
 type ServiceWorker = WorkerSource & Pick<WorkerLease, 'trackUsage' | 'stop' | 'list'>;
 
-/**
- * A worker id leased from the `worker` table (checked for clock skew and
- * acquired here): any free one of IDPOOL_WORKER_MIN..MAX, or with
- * IDPOOL_WORKER_ID=ordinal the pod's own, refused when another holds it.
- */
+// A started lease: any free worker id of IDPOOL_WORKER_MIN..MAX, or with IDPOOL_WORKER_ID=ordinal the pod's own.
 async function leasedWorker(
   deps: SnowflakeRuntimeDeps,
   settings: SnowflakeRuntimeSettings,
@@ -92,11 +88,8 @@ async function leasedWorker(
   return lease;
 }
 
-/**
- * A fixed `IDPOOL_WORKER_ID`: no exclusivity between processes, so the
- * service takes it only with IDPOOL_WORKER_ID_UNSAFE=1, and even then starts
- * above the `last_timestamp` its row records and records its own on stop.
- */
+// A fixed IDPOOL_WORKER_ID is not exclusive, so only with IDPOOL_WORKER_ID_UNSAFE=1, and even then
+// it starts above its row's `last_timestamp` and records its own on stop.
 async function fixedServiceWorker(
   { workerIdUnsafe }: SnowflakeServiceSettings,
   workerId: number,
@@ -139,13 +132,9 @@ async function fixedServiceWorker(
 }
 
 /**
- * Builds the generator on the service's worker id: a lease from the
- * `worker` table, or a fixed `IDPOOL_WORKER_ID` when IDPOOL_WORKER_ID_UNSAFE
- * allows it. Throws {@link ConfigError} or ClockSkewError. `deps.log` is the
- * service's: its lines name `snowflake` or `worker-lease` side by side (a
- * child of a child would write `component` twice in one line). The lease's
- * heartbeat and the clock watch are started; closing (after the server
- * stopped taking requests) stops them and frees the worker id.
+ * The generator on the service's worker id, the lease's heartbeat and the clock watch started;
+ * closing stops them and frees the worker id. Throws {@link ConfigError} or ClockSkewError.
+ * `deps.log` is the service's: a child of a child would write `component` twice in one line.
  */
 export async function buildSnowflake(
   deps: SnowflakeRuntimeDeps,

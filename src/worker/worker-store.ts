@@ -11,11 +11,7 @@ export interface WorkerRow {
   updateTime: number;
 }
 
-/**
- * What a {@link WorkerLease} needs from the database. Every lease decision
- * is a conditional UPDATE judged by the database's clock, so instances with
- * different clocks agree on who holds which worker id.
- */
+/** What a {@link WorkerLease} needs: conditional UPDATEs by the database's clock, so instances with other clocks agree. */
 export interface WorkerStore {
   /** Creates the rows `min..max` that do not exist yet; concurrent callers never duplicate one. */
   ensureRows(min: number, max: number): Promise<void>;
@@ -24,9 +20,8 @@ export interface WorkerStore {
   /** Rows `min..max`, with the database's clock at the time of reading. */
   rows(min: number, max: number): Promise<{ rows: WorkerRow[]; dbNowMs: number }>;
   /**
-   * Takes `row` if nobody changed it since it was read (`lease_version`) and
-   * its lease has expired by the database's clock: bumps the version, sets
-   * the code and heartbeat, and raises `last_timestamp` to at least `ceilingMs`.
+   * Takes `row` if unchanged since read (`lease_version`) and expired: bumps the version, sets code and
+   * heartbeat, raises `last_timestamp` to at least `ceilingMs`.
    */
   acquire(row: WorkerRow, code: string, ttlMs: number, ceilingMs: number): Promise<boolean>;
   /** Heartbeat: only while `version` is still the row's; raises `last_timestamp` to at least `ceilingMs`. */
@@ -35,15 +30,11 @@ export interface WorkerStore {
   release(workerId: number, version: number, lastTimestampMs: number): Promise<boolean>;
 }
 
-interface RawRow {
-  worker_id: number | string;
-  code: string;
-  lease_version: number | string;
-  heartbeat_at: number | string;
-  last_timestamp: number | string;
-  create_time: number | string;
-  update_time: number | string;
-}
+// BIGINT columns come back as decimal strings (db/database.ts).
+type RawRow = { code: string } & Record<
+  'worker_id' | 'lease_version' | 'heartbeat_at' | 'last_timestamp' | 'create_time' | 'update_time',
+  number | string
+>;
 
 const toRow = (r: RawRow): WorkerRow => ({
   workerId: Number(r.worker_id),
@@ -60,12 +51,14 @@ const INSERT_BATCH = 256;
 
 /** The `worker` table on MySQL/MariaDB, PostgreSQL or SQLite. */
 export class SqlWorkerStore implements WorkerStore {
-  private readonly greatest: string;
-  /** Around an INSERT: skip rows whose primary key exists (MySQL's own syntax; PostgreSQL and SQLite share the standard one). */
+  // A renewal's SET: heartbeat now, `last_timestamp` raised to at least the one parameter.
+  private readonly renewed: string;
+  // Around an INSERT: skip rows whose primary key exists (MySQL's own syntax; the others share the standard one).
   private readonly ignoreDuplicates: { before: string; after: string };
 
   constructor(private readonly db: Database) {
-    this.greatest = db.dialect === 'sqlite' ? 'MAX' : 'GREATEST';
+    const greatest = db.dialect === 'sqlite' ? 'MAX' : 'GREATEST';
+    this.renewed = `heartbeat_at = ${db.nowMs}, last_timestamp = ${greatest}(last_timestamp, ?), update_time = ${db.nowMs}`;
     this.ignoreDuplicates =
       db.dialect === 'mysql'
         ? { before: 'INSERT IGNORE', after: '' }
@@ -81,8 +74,7 @@ export class SqlWorkerStore implements WorkerStore {
     const now = await this.nowMs();
     for (let from = min; from <= max; from += INSERT_BATCH) {
       const ids = Array.from({ length: Math.min(max - from + 1, INSERT_BATCH) }, (_, k) => from + k);
-      // The primary key makes concurrent first starts safe: a row another
-      // instance inserted first is skipped, never duplicated.
+      // The primary key makes concurrent first starts safe: a row inserted first is skipped.
       await this.db.execute(
         `${this.ignoreDuplicates.before} INTO worker (worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time) VALUES ${ids.map(() => "(?, '', 0, 0, 0, ?, ?)").join(', ')}${this.ignoreDuplicates.after}`,
         ids.flatMap((id) => [id, now, now]),
@@ -105,32 +97,30 @@ export class SqlWorkerStore implements WorkerStore {
     return { rows: raw.map(toRow), dbNowMs };
   }
 
-  async acquire(row: WorkerRow, code: string, ttlMs: number, ceilingMs: number): Promise<boolean> {
-    const now = this.db.nowMs;
-    const result = await this.db.execute(
-      `UPDATE worker SET code = ?, lease_version = lease_version + 1, heartbeat_at = ${now},
-         last_timestamp = ${this.greatest}(last_timestamp, ?), update_time = ${now}
-       WHERE worker_id = ? AND lease_version = ? AND heartbeat_at + ? <= ${now}`,
+  acquire(row: WorkerRow, code: string, ttlMs: number, ceilingMs: number): Promise<boolean> {
+    return this.changesOne(
+      `UPDATE worker SET code = ?, lease_version = lease_version + 1, ${this.renewed}
+       WHERE worker_id = ? AND lease_version = ? AND heartbeat_at + ? <= ${this.db.nowMs}`,
       [code, Math.floor(ceilingMs), row.workerId, row.leaseVersion, ttlMs],
     );
-    return result.affectedRows === 1;
   }
 
-  async renew(workerId: number, version: number, ceilingMs: number): Promise<boolean> {
-    const now = this.db.nowMs;
-    const result = await this.db.execute(
-      `UPDATE worker SET heartbeat_at = ${now}, last_timestamp = ${this.greatest}(last_timestamp, ?), update_time = ${now}
-       WHERE worker_id = ? AND lease_version = ?`,
-      [Math.floor(ceilingMs), workerId, version],
-    );
-    return result.affectedRows === 1;
+  renew(workerId: number, version: number, ceilingMs: number): Promise<boolean> {
+    return this.changesOne(`UPDATE worker SET ${this.renewed} WHERE worker_id = ? AND lease_version = ?`, [
+      Math.floor(ceilingMs),
+      workerId,
+      version,
+    ]);
   }
 
-  async release(workerId: number, version: number, lastTimestampMs: number): Promise<boolean> {
-    const result = await this.db.execute(
+  release(workerId: number, version: number, lastTimestampMs: number): Promise<boolean> {
+    return this.changesOne(
       `UPDATE worker SET heartbeat_at = 0, last_timestamp = ?, update_time = ${this.db.nowMs} WHERE worker_id = ? AND lease_version = ?`,
       [Math.floor(lastTimestampMs), workerId, version],
     );
-    return result.affectedRows === 1;
+  }
+
+  private async changesOne(sql: string, params: unknown[]): Promise<boolean> {
+    return (await this.db.execute(sql, params)).affectedRows === 1;
   }
 }
