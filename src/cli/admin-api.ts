@@ -19,11 +19,7 @@ const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
-/**
- * Whether a URL's host is this machine by its spelling alone (127.0.0.0/8,
- * ::1, localhost): a name that resolves to loopback is still warned about,
- * since what it resolves to can change.
- */
+/** Whether a URL's host is this machine by its spelling alone: a name resolving to loopback may change, so it is warned about. */
 export function isLoopbackHost(hostname: string): boolean {
   if (hostname === 'localhost') return true;
   const address = hostname.replace(/^\[(.*)\]$/, '$1');
@@ -32,10 +28,8 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
- * The admin HTTP API as the CLI uses it. The CLI goes through the service
- * rather than the database so that one set of validation rules applies,
- * the instance's caches and pools see the change at once, and the operator
- * needs the admin token, not database credentials.
+ * The admin HTTP API as the CLI uses it: through the service rather than the database, one set of validation rules
+ * applies, the instance's caches see the change at once, and the operator needs the admin token, not database access.
  */
 export class AdminApi {
   private readonly base: string;

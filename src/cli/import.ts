@@ -32,10 +32,8 @@ interface ImportLine {
 }
 
 /**
- * Registers every line of a file through the admin API, `concurrency`
- * requests at a time, and writes each secret the moment it is known (a run
- * stopped half way loses no secret of an entity it registered). The secrets
- * file is created with mode 0600 and never overwritten: it is the only copy.
+ * Registers every line of a file through the admin API, `concurrency` requests at a time, writing each secret the
+ * moment it is known: a run stopped half way loses no secret of an entity it registered.
  */
 export async function importEntities(
   api: Pick<AdminApi, 'post'>,
@@ -107,10 +105,9 @@ function readLines(file: string): ImportLine[] {
     .filter((l) => l.body.trim() !== '');
 }
 
-/** Opens a new secrets file for writing: refuses one that exists, and is 0600 before anything is written. */
+/** Opens a new secrets file, the only copy: O_EXCL refuses to overwrite; 0600 before anything is written (umask can only narrow it). */
 export function createSecretsFile(path: string): number {
   try {
-    // O_EXCL: refuse to overwrite; 0600 before anything is written (umask can only narrow it).
     const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     fchmodSync(fd, 0o600);
     return fd;

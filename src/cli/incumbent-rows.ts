@@ -19,11 +19,7 @@ function where(url: string): string {
   }
 }
 
-/**
- * Runs `sql` on one database and returns its rows; every BIGINT is read as
- * its decimal text. The driver loads here, not with the CLI: every other
- * command starts without it.
- */
+/** Runs `sql` on one database, every BIGINT as its decimal text; the driver loads here, so no other command loads it. */
 async function query(url: string, sql: string): Promise<Record<string, unknown>[]> {
   try {
     if (urlKind(url) === 'mysql') {

@@ -20,11 +20,7 @@ interface Audit {
   duplicates: string[];
 }
 
-/**
- * `numbers`: a gapless series' audit and ledger (with the entity's secret,
- * as the routes are) and, with the admin token, the reconcile after a
- * restore (docs/numbers.md "Gapless series").
- */
+/** `numbers`: a gapless series' audit and ledger (entity's secret), its reconcile after a restore (admin token). */
 export function addNumbersCommand(program: Command, ctx: CliContext): void {
   const numbers = program
     .command('numbers')
