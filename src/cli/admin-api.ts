@@ -1,8 +1,8 @@
 import { BlockList, isIP } from 'node:net';
+import { parseJson } from '../client/transport';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
 
 export interface AdminApiOptions {
-  /** Base URL of an idpool instance. */
   url: string;
   token: string;
   /** What the token is, for the warning and a 401's hint (default: the admin token, IDPOOL_ADMIN_TOKEN). */
@@ -12,7 +12,6 @@ export interface AdminApiOptions {
   warn?: (message: string) => void;
 }
 
-/** The admin API path of one entity. */
 export const entityPath = (key: string) => `/admin/apps/${encodeURIComponent(key)}`;
 
 const LOOPBACK = new BlockList();
@@ -27,10 +26,7 @@ export function isLoopbackHost(hostname: string): boolean {
   return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/**
- * The admin HTTP API as the CLI uses it: through the service rather than the database, one set of validation rules
- * applies, the instance's caches see the change at once, and the operator needs the admin token, not database access.
- */
+/** The admin HTTP API as the CLI uses it: not the database, so one set of rules, caches told at once, no SQL access. */
 export class AdminApi {
   private readonly base: string;
 
@@ -85,12 +81,7 @@ export class AdminApi {
         `idpool at ${this.base} answered ${res.status}, redirecting to ${target}; the CLI does not follow redirects (they would carry the admin token along): set --url or IDPOOL_URL to the address that answers`,
       );
     }
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
+    const parsed = parseJson(text);
     if (res.ok) return parsed as T;
     const error = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
     const code = error?.code ?? `http_${res.status}`;

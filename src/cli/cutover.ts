@@ -61,7 +61,6 @@ interface LiveLine {
 /** What `--finish` did with one live entity. */
 interface FinishOutcome {
   key: string;
-  /** The row's final `max_id`. */
   maxId: string;
   /** The first id idpool's own table hands out from now on (or above, if it was past already). */
   firstId: string;

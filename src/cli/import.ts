@@ -7,7 +7,6 @@ export interface ImportOptions {
   file: string;
   /** Where the secrets go, one `{"key","secret"}` line each; must not exist yet. */
   secretsPath: string;
-  /** Requests in flight at once. */
   concurrency: number;
 }
 
@@ -31,10 +30,7 @@ interface ImportLine {
   body: string;
 }
 
-/**
- * Registers every line of a file through the admin API, `concurrency` requests at a time, writing each secret the
- * moment it is known: a run stopped half way loses no secret of an entity it registered.
- */
+/** Registers each line through the admin API, `concurrency` at a time, each secret written at once: a stopped run loses none. */
 export async function importEntities(
   api: Pick<AdminApi, 'post'>,
   o: ImportOptions,

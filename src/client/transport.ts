@@ -205,7 +205,8 @@ export class Transport {
   }
 }
 
-function parseJson(text: string): unknown {
+/** A body's JSON; undefined when empty or not JSON. */
+export function parseJson(text: string): unknown {
   try {
     return text ? JSON.parse(text) : undefined;
   } catch {
