@@ -7,7 +7,6 @@ import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
 import { type EntityView, type Incumbent, type IncumbentRow, firstSafeId, startId } from './import-from';
 import { readAll } from './incumbent-rows';
 
-/** `apps release KEY`: reads the incumbent's row once more, raises the entity above it if it moved, then serves it. */
 export function addRelease(group: Command, ctx: CliContext): void {
   group
     .command('release')
@@ -127,7 +126,6 @@ export async function runFinish(
   return outcomes;
 }
 
-/** `import-from … --finish`: see {@link runFinish}. */
 export async function finishCommand(
   ctx: CliContext,
   cmd: Command,

@@ -25,7 +25,6 @@ const LAYOUT: readonly (readonly [flags: string, variable: string, more?: string
 /** A snowflake id as the layout reads it: a decimal integer (anything else is taken for a business number). */
 const DECIMAL = /^\d+$/;
 
-/** `decode`: a snowflake id offline; a business number with `--format`, or its entity's scheme asked of the instance. */
 export function addDecodeCommand(program: Command, ctx: CliContext): void {
   const command = program
     .command('decode')

@@ -88,7 +88,6 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addSecretCommands(group, ctx);
 }
 
-/** `apps create`: registers one entity and prints its secret, the only time it is shown. */
 function addCreate(group: Command, ctx: CliContext): void {
   const create = group
     .command('create')
@@ -137,7 +136,6 @@ function addCreate(group: Command, ctx: CliContext): void {
   });
 }
 
-/** `apps list`: every page in key order, or one page with `--limit`. */
 function addList(group: Command, ctx: CliContext): void {
   group
     .command('list')

@@ -7,7 +7,6 @@ import { type ImportPlan, type Incumbent, named, parseRenames, planImport, runIm
 import { readAll } from './incumbent-rows';
 import { finishCommand } from './cutover';
 
-/** `apps import`: registers a JSON-lines file, failures on stderr as they happen, secrets to a new file. */
 export function addImport(group: Command, ctx: CliContext): void {
   group
     .command('import')

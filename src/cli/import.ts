@@ -1,4 +1,5 @@
 import { closeSync, constants, fchmodSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { parseJson } from '../client/transport';
 import type { AdminApi } from './admin-api';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
 
@@ -120,12 +121,8 @@ export function createSecretsFile(path: string): number {
 
 /** The line's JSON object, or why it is not one. */
 function parseLine(line: ImportLine): object | string {
-  let body: unknown;
-  try {
-    body = JSON.parse(line.body);
-  } catch {
-    return 'not valid JSON';
-  }
+  const body = parseJson(line.body);
+  if (body === undefined) return 'not valid JSON';
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     return 'not a JSON object like {"key": "orders"}';
   return body;

@@ -18,7 +18,7 @@ void runCli(process.argv.slice(2), {
   env: process.env,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
-  askSecret: (question) => askSecret(question),
+  askSecret,
   // The service's own entry point: it listens, logs, and stops on SIGTERM/SIGINT.
   serve: async (overrides) => {
     const { main } = await import('../main');

@@ -20,7 +20,6 @@ interface Audit {
   duplicates: string[];
 }
 
-/** `numbers`: a gapless series' audit and ledger (entity's secret), its reconcile after a restore (admin token). */
 export function addNumbersCommand(program: Command, ctx: CliContext): void {
   const numbers = program
     .command('numbers')

@@ -9,7 +9,6 @@ import { CliError, EXIT_USAGE } from './errors';
 /** ACL user names this command writes: no space, quote or control character, so each line stays one token per rule. */
 const USER_PATTERN = /^[A-Za-z0-9_.@:-]{1,128}$/;
 
-/** `redis-acl`: prints the Redis ACL user of a direct consumer of one entity, or of the service. Works offline. */
 export function addRedisAclCommand(program: Command, ctx: CliContext): void {
   program
     .command('redis-acl')

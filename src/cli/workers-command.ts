@@ -20,7 +20,6 @@ const COLUMNS =
     'a TTL ahead of the clock while live; the next holder of the worker id starts above it (docs/cli.md#workers).',
   ].join('\n') + '\n';
 
-/** `workers`: the snowflake worker-id leases, as the admin API reports them. */
 export function addWorkersCommand(program: Command, ctx: CliContext): void {
   program
     .command('workers')
