@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { IdpoolClientError } from './errors';
 import { type LeaseAnswer, type LeaseOptions, type LeasedIds, leasedIds } from './leased-ids';
 import { type BufferOptions, TrendBuffer } from './trend-buffer';
-import { type ClientClock, type ClientSeams, Transport, systemClientClock } from './transport';
+import { type ClientClock, type ClientSeams, TRANSPORT_DEFAULTS, Transport, systemClientClock } from './transport';
 
 export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 
@@ -14,7 +14,7 @@ export interface EntityOptions {
   mode?: EntityMode;
   /** A local buffer of prefetched ids; only for `trend` entities. */
   buffer?: BufferOptions;
-  /** Ids from segments the service leases (`POST /apps/:key/segments`), `client.leased(key).next()` synchronous; `trend` only, not with `buffer`. */
+  /** Ids from segments the service leases, `client.leased(key).next()` synchronous; `trend` only, not with `buffer`. */
   lease?: LeaseOptions;
 }
 
@@ -61,14 +61,6 @@ export interface IdExplanation {
   [field: string]: unknown;
 }
 
-const DEFAULTS = {
-  timeoutMs: 2000,
-  deadlineMs: 15_000,
-  maxAttempts: 20,
-  downForMs: 1000,
-  maxRetryAfterMs: 30_000,
-} as const;
-
 const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const ID_PATTERN = /^\d{1,20}$/;
 /** What a take may answer: decimal ids, or business numbers (`INV20261128-000123`, docs/numbers.md). */
@@ -105,8 +97,8 @@ export class IdpoolClient {
       if (!/^https?:\/\/[^/]/.test(url))
         throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
     }
-    const settings: Record<keyof typeof DEFAULTS, number> = { ...DEFAULTS };
-    for (const name of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
+    const settings: Record<keyof typeof TRANSPORT_DEFAULTS, number> = { ...TRANSPORT_DEFAULTS };
+    for (const name of Object.keys(TRANSPORT_DEFAULTS) as (keyof typeof TRANSPORT_DEFAULTS)[]) {
       const value = options[name];
       if (value === undefined) continue;
       if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1))

@@ -25,17 +25,21 @@ export const systemClientClock: ClientClock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
-export interface TransportOptions {
+/** The client options the transport reads, and their defaults. */
+export const TRANSPORT_DEFAULTS = {
+  timeoutMs: 2000,
+  deadlineMs: 15_000,
+  maxAttempts: 20,
+  downForMs: 1000,
+  maxRetryAfterMs: 30_000,
+} as const;
+
+export type TransportOptions = Record<keyof typeof TRANSPORT_DEFAULTS, number> & {
   endpoints: readonly string[];
-  timeoutMs: number;
-  deadlineMs: number;
-  maxAttempts: number;
-  downForMs: number;
-  maxRetryAfterMs: number;
   fetch: typeof fetch;
   clock: ClientClock;
   newIdempotencyKey: () => string;
-}
+};
 
 /** Longest back-off of a failing endpoint: a dead one costs one connection attempt per 8 s. */
 const MAX_BACKOFF_MS = 8000;
