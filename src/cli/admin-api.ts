@@ -31,7 +31,7 @@ export class AdminApi {
   private readonly base: string;
 
   constructor(private readonly options: AdminApiOptions) {
-    const url = URL.canParse(options.url) ? new URL(options.url) : undefined;
+    const url = URL.parse(options.url);
     if (!url || !/^https?:\/\/[^/]/.test(options.url))
       throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${options.url}"`);
     this.base = options.url.replace(/\/+$/, '');

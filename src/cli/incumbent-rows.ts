@@ -11,12 +11,8 @@ function urlKind(url: string): 'mysql' | 'postgres' {
 
 /** Where a URL points, without its password, for messages. */
 function where(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.host}${u.pathname}`;
-  } catch {
-    return 'the database';
-  }
+  const u = URL.parse(url);
+  return u ? `${u.host}${u.pathname}` : 'the database';
 }
 
 /** Runs `sql` on one database, every BIGINT as its decimal text; the driver loads here, so no other command loads it. */
