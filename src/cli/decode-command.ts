@@ -46,8 +46,6 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
   }
 }
 
-// A number's entity is `--app`, or looked up when the id is not decimal; a snowflake's layout is the environment's
-// with the options laid over it.
 async function decode(
   ctx: CliContext,
   cmd: Command,

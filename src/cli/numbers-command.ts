@@ -24,7 +24,6 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
   const numbers = program
     .command('numbers')
     .description("a gapless series' ledger: audit, export as CSV, reconcile after a restore");
-  // Each subcommand names the entity and, optionally, the period.
   const command = (name: string, description: string) =>
     numbers
       .command(name)

@@ -52,8 +52,7 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
           opts.service || key === undefined
             ? serviceAcl(opts.user, prefix)
             : consumerAcl(key, { user: opts.user, cluster: opts.cluster, prefix });
-        // One user with a fresh password: the password once, then both forms of the rules.
-        // 256 random bits, base64url: safe inside a redis:// URL as it is.
+        // A fresh password, shown once: 256 random bits, base64url, safe inside a redis:// URL as it is.
         const password = randomBytes(32).toString('base64url');
         const hash = aclPasswordHash(password);
         const setuser = aclSetUser(acl, hash);
