@@ -1,8 +1,8 @@
 import { BlockList, isIP } from 'node:net';
+import { parseJson } from '../client/transport';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
 
 export interface AdminApiOptions {
-  /** Base URL of an idpool instance. */
   url: string;
   token: string;
   /** What the token is, for the warning and a 401's hint (default: the admin token, IDPOOL_ADMIN_TOKEN). */
@@ -12,18 +12,13 @@ export interface AdminApiOptions {
   warn?: (message: string) => void;
 }
 
-/** The admin API path of one entity. */
 export const entityPath = (key: string) => `/admin/apps/${encodeURIComponent(key)}`;
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
-/**
- * Whether a URL's host is this machine by its spelling alone (127.0.0.0/8,
- * ::1, localhost): a name that resolves to loopback is still warned about,
- * since what it resolves to can change.
- */
+/** Whether a URL's host is this machine by its spelling alone: a name resolving to loopback may change, so it is warned about. */
 export function isLoopbackHost(hostname: string): boolean {
   if (hostname === 'localhost') return true;
   const address = hostname.replace(/^\[(.*)\]$/, '$1');
@@ -31,17 +26,12 @@ export function isLoopbackHost(hostname: string): boolean {
   return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/**
- * The admin HTTP API as the CLI uses it. The CLI goes through the service
- * rather than the database so that one set of validation rules applies,
- * the instance's caches and pools see the change at once, and the operator
- * needs the admin token, not database credentials.
- */
+/** The admin HTTP API as the CLI uses it: not the database, so one set of rules, caches told at once, no SQL access. */
 export class AdminApi {
   private readonly base: string;
 
   constructor(private readonly options: AdminApiOptions) {
-    const url = URL.canParse(options.url) ? new URL(options.url) : undefined;
+    const url = URL.parse(options.url);
     if (!url || !/^https?:\/\/[^/]/.test(options.url))
       throw new CliError(EXIT_USAGE, `--url must be an http:// or https:// URL, got "${options.url}"`);
     this.base = options.url.replace(/\/+$/, '');
@@ -91,12 +81,7 @@ export class AdminApi {
         `idpool at ${this.base} answered ${res.status}, redirecting to ${target}; the CLI does not follow redirects (they would carry the admin token along): set --url or IDPOOL_URL to the address that answers`,
       );
     }
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
+    const parsed = parseJson(text);
     if (res.ok) return parsed as T;
     const error = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
     const code = error?.code ?? `http_${res.status}`;

@@ -1,14 +1,10 @@
 /**
- * Asks for a secret on the terminal without echoing it: the prompt on
- * stderr, the answer read in raw mode up to Enter (Backspace edits, Ctrl-C
- * or Ctrl-D on an empty line gives up). Undefined when stdin is not a
- * terminal: nothing is read from a pipe by surprise.
+ * Asks for a secret on the terminal without echo, the prompt on stderr (Backspace edits, Ctrl-C or Ctrl-D on an empty
+ * line gives up); undefined when stdin is not a terminal, so nothing is read from a pipe by surprise.
  */
-export function askSecret(
-  question: string,
-  input: NodeJS.ReadStream = process.stdin,
-  output: NodeJS.WriteStream = process.stderr,
-): Promise<string | undefined> {
+export function askSecret(question: string): Promise<string | undefined> {
+  const input = process.stdin;
+  const output = process.stderr;
   if (!input.isTTY) return Promise.resolve(undefined);
   // Echo off before the question shows: nothing typed after it reaches the screen.
   input.setRawMode(true);

@@ -1,9 +1,4 @@
-/**
- * The end of a move from Leaf or Tinyid (docs/migrating.md): `apps release
- * KEY` serves a held entity once its row was read again, and `apps
- * import-from … --finish` moves live entities onto idpool's own table once
- * the incumbent stopped.
- */
+/** The end of a move from Leaf or Tinyid (docs/migrating.md): `apps release KEY` and `apps import-from … --finish`. */
 import type { Command } from 'commander';
 import { systemClock } from '../clock';
 import { type AdminApi, entityPath } from './admin-api';
@@ -12,7 +7,6 @@ import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
 import { type EntityView, type Incumbent, type IncumbentRow, firstSafeId, startId } from './import-from';
 import { readAll } from './incumbent-rows';
 
-/** `apps release KEY`: reads the incumbent's row once more, raises the entity above it if it moved, then serves it. */
 export function addRelease(group: Command, ctx: CliContext): void {
   group
     .command('release')
@@ -66,7 +60,6 @@ interface LiveLine {
 /** What `--finish` did with one live entity. */
 interface FinishOutcome {
   key: string;
-  /** The row's final `max_id`. */
   maxId: string;
   /** The first id idpool's own table hands out from now on (or above, if it was past already). */
   firstId: string;
@@ -76,15 +69,10 @@ interface FinishOutcome {
 const OBSERVATIONS = 3;
 
 /**
- * Moves every live entity of `kind` (all, or `only`) onto idpool's own table,
- * once the incumbent has stopped: over an observation window each row may
- * move only by what idpool itself reserved from it (`live_reserved`), else
- * another server still issues ids and nothing is finished. The two are read
- * at once, not atomically: reservations between the reads count for idpool,
- * so a server reserving less than idpool did in that gap can pass unseen
- * (the window, and the incumbent's own step, make it unlikely, not impossible:
- * docs/migrating.md says to stop the incumbent first and check). Then each entity
- * moves above its row's final value (`POST /admin/apps/:key/finish`).
+ * Moves every live entity of `kind` (all, or `only`) above its row's final value (`POST /admin/apps/:key/finish`) once
+ * the incumbent stopped: over an observation window each row may move only by what idpool reserved from it
+ * (`live_reserved`), else nothing is finished. The two are read at once, not atomically, so a server reserving less
+ * than idpool did between the reads can pass unseen: unlikely, not impossible (docs/migrating.md: stop it first).
  */
 export async function runFinish(
   api: Pick<AdminApi, 'get' | 'post'>,
@@ -138,7 +126,6 @@ export async function runFinish(
   return outcomes;
 }
 
-/** `import-from … --finish`: see {@link runFinish}. */
 export async function finishCommand(
   ctx: CliContext,
   cmd: Command,

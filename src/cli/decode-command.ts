@@ -25,11 +25,6 @@ const LAYOUT: readonly (readonly [flags: string, variable: string, more?: string
 /** A snowflake id as the layout reads it: a decimal integer (anything else is taken for a business number). */
 const DECIMAL = /^\d+$/;
 
-/**
- * `decode`: explains a snowflake id offline, with the layout of the
- * environment or the options; a business number with `--format`, or with
- * its entity's template and zone asked of the instance.
- */
 export function addDecodeCommand(program: Command, ctx: CliContext): void {
   const command = program
     .command('decode')
@@ -51,12 +46,6 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
   }
 }
 
-/**
- * `idpool decode <id>`: a business number with `--format`, or with its
- * entity's template and zone asked of the instance (`--app`, or looked up
- * when the id is not decimal); otherwise a snowflake id, with the layout
- * from the environment and the options laid over it.
- */
 async function decode(
   ctx: CliContext,
   cmd: Command,

@@ -25,7 +25,6 @@ const TUNABLES: [flag: string, what: string][] = [
 /** What `apps create` sends besides the key, mode and tunables, where given (fixed once registered). */
 const CREATE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder', 'format', 'reset', 'timeZone'] as const;
 
-/** The `fields` given on the command line (commander camel-cases `--max-pool-size` to `maxPoolSize`). */
 function given(opts: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(fields.filter((f) => opts[f] !== undefined).map((f) => [f, opts[f]]));
 }
@@ -36,7 +35,6 @@ const pickTunables = (opts: Record<string, unknown>) =>
 
 /** The tunables' options and the credential-free protocols, on `apps create` and `apps update`. */
 function addTunables(command: Command): Command {
-  // `--compat leaf` (comma-separated; `none` for no protocol): the credential-free protocols that may serve the entity.
   command.option(
     '--compat <protocols>',
     'serve also without a credential through: leaf, or none (default none)',
@@ -90,7 +88,6 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addSecretCommands(group, ctx);
 }
 
-/** `apps create`: registers one entity and prints its secret, the only time it is shown. */
 function addCreate(group: Command, ctx: CliContext): void {
   const create = group
     .command('create')
@@ -139,7 +136,6 @@ function addCreate(group: Command, ctx: CliContext): void {
   });
 }
 
-/** `apps list`: every page in key order, or one page with `--limit`. */
 function addList(group: Command, ctx: CliContext): void {
   group
     .command('list')
@@ -155,9 +151,8 @@ function addList(group: Command, ctx: CliContext): void {
         return (
           table(
             ['KEY', 'MODE', 'STEP', 'POOL', 'CURRENT OFFSET', 'PERIOD', 'NAME'],
-            // A business-number entity (`period`) draws from its period's sequence, not from the number line: its
-            // pool is the period's ready numbers against their cap, its line the period's use. A gapless
-            // series keeps no pool: its line is what its ledger issued.
+            // A business-number entity (`period`) draws from its period's sequence: its pool is that period's ready
+            // numbers, its line the period's use. A gapless series keeps no pool: its line is what its ledger issued.
             list.map(({ period: p, ...a }) => [
               a.key,
               p ? `number/${a.gapless ? 'gapless' : a.mode}` : a.mode,
@@ -177,19 +172,13 @@ function addList(group: Command, ctx: CliContext): void {
 interface EntityRow {
   key: string;
   mode: string;
-  /** Segment entities only. */
   step?: number;
   name: string;
   pool?: { size: number; max: number } | null;
   currentOffset?: string | null;
-  /** Business-number entities only: now's period and how many of its numbers are used. */
+  /** Business-number entities only: now's period, how many of its numbers are used, and whether a gapless series. */
   period?: { id: string; used: string; capacity: string; timeZone: string };
-  /** Business-number entities only: a gapless series (docs/numbers.md), issued from its ledger. */
   gapless?: boolean;
-  /** Business-number entities only: their template, reset and zone (`idpool decode` reads numbers with them). */
-  format?: string;
-  reset?: string;
-  timeZone?: string;
 }
 
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */

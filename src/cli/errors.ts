@@ -20,7 +20,6 @@ export class CliError extends Error {
   }
 }
 
-/** Collapses a message to one line. */
 export function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();
 }

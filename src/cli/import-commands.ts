@@ -7,7 +7,6 @@ import { type ImportPlan, type Incumbent, named, parseRenames, planImport, runIm
 import { readAll } from './incumbent-rows';
 import { finishCommand } from './cutover';
 
-/** `apps import`: registers a JSON-lines file, failures on stderr as they happen, secrets to a new file. */
 export function addImport(group: Command, ctx: CliContext): void {
   group
     .command('import')
@@ -41,12 +40,7 @@ export function addImport(group: Command, ctx: CliContext): void {
     });
 }
 
-/**
- * `apps import-from leaf|tinyid`: one entity per row of the incumbent's
- * table, starting at the first id it cannot have issued (docs/migrating.md).
- * The incumbent must be stopped first: the rows are read again at the end,
- * and a row that moved fails the run, naming it.
- */
+/** `apps import-from leaf|tinyid`: one entity per row of the incumbent's table (docs/migrating.md). */
 export function addImportFrom(group: Command, ctx: CliContext): void {
   group
     .command('import-from')

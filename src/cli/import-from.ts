@@ -46,10 +46,8 @@ export interface ImportPlan {
 }
 
 /**
- * The first id safe to issue after the incumbent stopped. Leaf reserves
- * `[max_id − step, max_id − 1]`: `max_id` itself was never issued. Tinyid
- * issues up to `max_id` inclusive, only numbers ≡ remainder (mod delta): the
- * first such number above it.
+ * The first id safe to issue after the incumbent stopped: Leaf reserves `[max_id − step, max_id − 1]`, so `max_id`
+ * itself; Tinyid issues up to `max_id` inclusive, only numbers ≡ remainder (mod delta), so the first such above it.
  */
 export function firstSafeId(kind: Incumbent, row: Pick<IncumbentRow, 'maxId' | 'delta' | 'remainder'>): bigint {
   if (kind === 'leaf') return row.maxId < 0n ? 0n : row.maxId;
@@ -72,10 +70,8 @@ export function mergeRows(sets: IncumbentRow[][]): IncumbentRow[] {
 }
 
 /**
- * `--key TAG=KEY` pairs as a map from tag to key, checked against the rows
- * read: only a tag that does not fit idpool's keys is renamed (one that fits
- * is imported under itself), to a key that fits, names no other row and is
- * given once. Split at the last `=`: a key has none, a tag may.
+ * `--key TAG=KEY` pairs, tag to key: only a tag that does not fit idpool's keys, to a key that fits, names no other row
+ * and is given once. Split at the last `=`: a key has none, a tag may.
  */
 export function parseRenames(pairs: readonly string[], rows: readonly IncumbentRow[]): Map<string, string> {
   const tags = new Set(rows.map((r) => r.key));
@@ -144,9 +140,7 @@ export function planImport(
     } else {
       // A Tinyid client hands out ids from its own segments: no global order.
       body.mode = 'trend';
-      // As Tinyid served them: no per-second limit (a lease of a whole step
-      // counts against one, and a step above it could never be leased), and
-      // nextId batches up to its batch.size.max.
+      // As Tinyid served them: no per-second limit (a step above it could never be leased), nextId up to batch.size.max.
       body.maxSizePerSecond = 0;
       body.maxSizePerTimes = TINYID_BATCH_MAX;
       if (row.delta !== 1 || row.remainder !== 0) Object.assign(body, { delta: row.delta, remainder: row.remainder });
@@ -190,12 +184,9 @@ export interface ImportFromResult {
 }
 
 /**
- * Registers the plan through the admin API, one entity at a time (a few
- * hundred rows at most), each held (served on no route), then reads the
- * incumbent's rows again: a row that moved means the incumbent still issues
- * ids, and the entity made from it may repeat them, so it stays held; the
- * others are released. A live import (`live`) registers each entity
- * reserving from its row instead: nothing to hold, nothing to read again.
+ * Registers the plan one entity at a time, each held (served on no route), then reads the rows again: an entity whose
+ * row moved may repeat the incumbent's ids and stays held, the others are released. A live import registers each
+ * entity reserving from its row instead: nothing to hold or read again.
  */
 export async function runImport(
   api: Pick<AdminApi, 'get' | 'post'>,

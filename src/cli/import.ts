@@ -1,4 +1,5 @@
 import { closeSync, constants, fchmodSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { parseJson } from '../client/transport';
 import type { AdminApi } from './admin-api';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors';
 
@@ -7,7 +8,6 @@ export interface ImportOptions {
   file: string;
   /** Where the secrets go, one `{"key","secret"}` line each; must not exist yet. */
   secretsPath: string;
-  /** Requests in flight at once. */
   concurrency: number;
 }
 
@@ -31,12 +31,7 @@ interface ImportLine {
   body: string;
 }
 
-/**
- * Registers every line of a file through the admin API, `concurrency`
- * requests at a time, and writes each secret the moment it is known (a run
- * stopped half way loses no secret of an entity it registered). The secrets
- * file is created with mode 0600 and never overwritten: it is the only copy.
- */
+/** Registers each line through the admin API, `concurrency` at a time, each secret written at once: a stopped run loses none. */
 export async function importEntities(
   api: Pick<AdminApi, 'post'>,
   o: ImportOptions,
@@ -107,10 +102,9 @@ function readLines(file: string): ImportLine[] {
     .filter((l) => l.body.trim() !== '');
 }
 
-/** Opens a new secrets file for writing: refuses one that exists, and is 0600 before anything is written. */
+/** Opens a new secrets file, the only copy: O_EXCL refuses to overwrite; 0600 before anything is written (umask can only narrow it). */
 export function createSecretsFile(path: string): number {
   try {
-    // O_EXCL: refuse to overwrite; 0600 before anything is written (umask can only narrow it).
     const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     fchmodSync(fd, 0o600);
     return fd;
@@ -127,12 +121,8 @@ export function createSecretsFile(path: string): number {
 
 /** The line's JSON object, or why it is not one. */
 function parseLine(line: ImportLine): object | string {
-  let body: unknown;
-  try {
-    body = JSON.parse(line.body);
-  } catch {
-    return 'not valid JSON';
-  }
+  const body = parseJson(line.body);
+  if (body === undefined) return 'not valid JSON';
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     return 'not a JSON object like {"key": "orders"}';
   return body;

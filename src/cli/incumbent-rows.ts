@@ -11,19 +11,11 @@ function urlKind(url: string): 'mysql' | 'postgres' {
 
 /** Where a URL points, without its password, for messages. */
 function where(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.host}${u.pathname}`;
-  } catch {
-    return 'the database';
-  }
+  const u = URL.parse(url);
+  return u ? `${u.host}${u.pathname}` : 'the database';
 }
 
-/**
- * Runs `sql` on one database and returns its rows; every BIGINT is read as
- * its decimal text. The driver loads here, not with the CLI: every other
- * command starts without it.
- */
+/** Runs `sql` on one database, every BIGINT as its decimal text; the driver loads here, so no other command loads it. */
 async function query(url: string, sql: string): Promise<Record<string, unknown>[]> {
   try {
     if (urlKind(url) === 'mysql') {

@@ -6,19 +6,17 @@ import 'dotenv/config';
 import { askSecret } from './ask-secret';
 import { runCli } from './program';
 
-// A reader that closed early (`idpool apps list | head`) wants no more: stop quietly, as other
-// command-line tools do, rather than with a stack trace for the EPIPE of the next write.
+// A reader that closed early (`idpool apps list | head`) wants no more: exit quietly, not with the EPIPE's stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code !== 'EPIPE') throw err;
   process.exit(process.exitCode ?? 0);
 });
 
-/** `idpool` (package.json "bin"): see `idpool --help`. */
 void runCli(process.argv.slice(2), {
   env: process.env,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
-  askSecret: (question) => askSecret(question),
+  askSecret,
   // The service's own entry point: it listens, logs, and stops on SIGTERM/SIGINT.
   serve: async (overrides) => {
     const { main } = await import('../main');

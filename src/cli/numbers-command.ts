@@ -20,16 +20,10 @@ interface Audit {
   duplicates: string[];
 }
 
-/**
- * `numbers`: a gapless series' audit and ledger (with the entity's secret,
- * as the routes are) and, with the admin token, the reconcile after a
- * restore (docs/numbers.md "Gapless series").
- */
 export function addNumbersCommand(program: Command, ctx: CliContext): void {
   const numbers = program
     .command('numbers')
     .description("a gapless series' ledger: audit, export as CSV, reconcile after a restore");
-  // Each subcommand names the entity and, optionally, the period.
   const command = (name: string, description: string) =>
     numbers
       .command(name)

@@ -20,8 +20,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help and --version end the run normally; everything else commander
-      // reports (already written, as one line) is a usage error.
+      // --help and --version end normally; anything else commander reports (already written) is a usage error.
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT_OK;
       // A command group without its command: one line instead of the whole help.
       if (err.code === 'commander.help') io.stderr(`idpool: a command is missing; add --help to see the commands\n`);

@@ -9,7 +9,6 @@ import { CliError, EXIT_USAGE } from './errors';
 /** ACL user names this command writes: no space, quote or control character, so each line stays one token per rule. */
 const USER_PATTERN = /^[A-Za-z0-9_.@:-]{1,128}$/;
 
-/** `redis-acl`: prints the Redis ACL user of a direct consumer of one entity, or of the service. Works offline. */
 export function addRedisAclCommand(program: Command, ctx: CliContext): void {
   program
     .command('redis-acl')
@@ -53,8 +52,7 @@ export function addRedisAclCommand(program: Command, ctx: CliContext): void {
           opts.service || key === undefined
             ? serviceAcl(opts.user, prefix)
             : consumerAcl(key, { user: opts.user, cluster: opts.cluster, prefix });
-        // One user with a fresh password: the password once, then both forms of the rules.
-        // 256 random bits, base64url: safe inside a redis:// URL as it is.
+        // A fresh password, shown once: 256 random bits, base64url, safe inside a redis:// URL as it is.
         const password = randomBytes(32).toString('base64url');
         const hash = aclPasswordHash(password);
         const setuser = aclSetUser(acl, hash);

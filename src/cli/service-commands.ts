@@ -24,16 +24,11 @@ async function migrate(ctx: CliContext, cmd: Command, databaseUrl: string | unde
   const config = loadConfig({ ...ctx.io.env, ...(databaseUrl ? { IDPOOL_DATABASE_URL: databaseUrl } : {}) });
   // Loaded here, not at start: TypeORM takes a while to load and only migrate needs it.
   const { openDatabase, migrate: migrateDatabase } = await import('../db/database');
-  let db;
-  try {
-    db = await openDatabase(config.databaseUrl, {
-      migrate: false,
-      urlSource: databaseUrl ? '--database-url' : DATABASE_URL_VARIABLE,
-    });
-  } catch (err) {
+  const urlSource = databaseUrl ? '--database-url' : DATABASE_URL_VARIABLE;
+  const db = await openDatabase(config.databaseUrl, { migrate: false, urlSource }).catch((err: unknown) => {
     // The message names the database, the flag or variable its URL came from, and the cause (db/start-error.ts).
     throw new CliError(EXIT_FAILURE, `cannot open the ${(err as Error).message}`);
-  }
+  });
   try {
     const names = await migrateDatabase(db);
     ctx.print(cmd, { database: db.description, applied: names }, () =>

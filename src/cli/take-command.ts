@@ -16,7 +16,6 @@ export async function secretApi(ctx: CliContext, cmd: Command, key: string): Pro
   return ctx.api(cmd, secret, { name: `the secret of ${key}`, variable: 'IDPOOL_SECRET' });
 }
 
-/** `take`: ids of an entity from a running instance, as a client takes them, with the entity's secret. */
 export function addTakeCommand(program: Command, ctx: CliContext): void {
   program
     .command('take')

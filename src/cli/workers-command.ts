@@ -12,11 +12,7 @@ interface WorkerRow {
   lastTimestamp: string | null;
 }
 
-/**
- * What the columns mean, under the table: RESERVED UNTIL is ahead of the
- * clock by design (a live lease reserves time up to now + its TTL), and
- * read without that it looks like a clock gone wrong.
- */
+/** Under the table: RESERVED UNTIL is ahead of the clock by design, which unexplained looks like a clock gone wrong. */
 const COLUMNS =
   [
     'HEARTBEAT: the last renewal of the lease (every 3 s by default); LIVE: renewed within the lease TTL (15 s by default).',
@@ -24,7 +20,6 @@ const COLUMNS =
     'a TTL ahead of the clock while live; the next holder of the worker id starts above it (docs/cli.md#workers).',
   ].join('\n') + '\n';
 
-/** `workers`: the snowflake worker-id leases, as the admin API reports them. */
 export function addWorkersCommand(program: Command, ctx: CliContext): void {
   program
     .command('workers')

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { IdpoolClientError } from './errors';
 import { type LeaseAnswer, type LeaseOptions, type LeasedIds, leasedIds } from './leased-ids';
 import { type BufferOptions, TrendBuffer } from './trend-buffer';
-import { type ClientClock, type ClientSeams, Transport, systemClientClock } from './transport';
+import { type ClientClock, type ClientSeams, TRANSPORT_DEFAULTS, Transport, systemClientClock } from './transport';
 
 export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 
@@ -10,18 +10,11 @@ export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
 export interface EntityOptions {
   /** The entity's app secret (from `POST /admin/apps` or `idpool apps create`). */
   secret: string;
-  /**
-   * The entity's mode, as registered. Default `monotonic`, the safe
-   * assumption: ids always come straight from the service's pool.
-   */
+  /** The entity's mode, as registered. Default `monotonic`, the safe assumption: ids straight from the service's pool. */
   mode?: EntityMode;
   /** A local buffer of prefetched ids; only for `trend` entities. */
   buffer?: BufferOptions;
-  /**
-   * Hand ids out in this process from segments the service leases
-   * (`POST /apps/:key/segments`); only for `trend` entities, not with
-   * `buffer`. `client.leased(key).next()` is then synchronous.
-   */
+  /** Ids from segments the service leases, `client.leased(key).next()` synchronous; `trend` only, not with `buffer`. */
   lease?: LeaseOptions;
 }
 
@@ -34,17 +27,9 @@ export interface IdpoolClientOptions {
   timeoutMs?: number;
   /** Time limit (ms) of one call over all its attempts and waits. Default 15000. */
   deadlineMs?: number;
-  /**
-   * Attempts per call, over all endpoints. Default 20: the deadline is what
-   * normally ends a call (a pool refilling after an instance died holding its
-   * refill lock answers 503 for up to the lock's 10 s).
-   */
+  /** Attempts per call, over all endpoints. Default 20, so the deadline ends a call (a dead refill lock's 503s last up to 10 s). */
   maxAttempts?: number;
-  /**
-   * How long (ms) an endpoint that failed without a Retry-After (network error,
-   * timeout, 5xx) is skipped while others may answer; doubles with each failure
-   * in a row, up to 8 s. Default 1000.
-   */
+  /** How long (ms) an endpoint that failed without a Retry-After is skipped; doubles per failure in a row, up to 8 s. Default 1000. */
   downForMs?: number;
   /** Longest `Retry-After` (ms) obeyed; a longer one is cut to this. Default 30000. */
   maxRetryAfterMs?: number;
@@ -57,10 +42,8 @@ export interface TakeOptions {
   /** The caller's reference (an invoice's id, 1-128 characters), kept in the ledger beside each number. */
   reference?: string;
   /**
-   * The caller's own `Idempotency-Key` (e.g. derived from the invoice's id),
-   * sent on every attempt: asked again with it, even from another process,
-   * the service answers the same numbers (another count or reference: 409).
-   * Without it, every attempt of the call carries one key made for it.
+   * The caller's own `Idempotency-Key` (e.g. from the invoice's id): asked again with it, even from another process, the
+   * service answers the same numbers (another count or reference: 409). Default: one key per call, on every attempt.
    */
   idempotencyKey?: string;
 }
@@ -78,14 +61,6 @@ export interface IdExplanation {
   [field: string]: unknown;
 }
 
-const DEFAULTS = {
-  timeoutMs: 2000,
-  deadlineMs: 15_000,
-  maxAttempts: 20,
-  downForMs: 1000,
-  maxRetryAfterMs: 30_000,
-} as const;
-
 const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const ID_PATTERN = /^\d{1,20}$/;
 /** What a take may answer: decimal ids, or business numbers (`INV20261128-000123`, docs/numbers.md). */
@@ -98,8 +73,7 @@ interface Entity {
 }
 
 /**
- * Takes ids from an idpool service.
- *
+ * Takes ids from an idpool service:
  * ```ts
  * const client = new IdpoolClient({
  *   endpoints: ['http://idpool-a:8080', 'http://idpool-b:8080'],
@@ -107,9 +81,8 @@ interface Entity {
  * });
  * const id = await client.next('orders'); // "100217"
  * ```
- *
- * Ids are decimal strings (they may exceed 2^53); use `BigInt(id)` for arithmetic.
- * An entity with a `format` answers business numbers (`INV20261128-000123`), strings too.
+ * Ids are decimal strings (they may exceed 2^53: `BigInt(id)` for arithmetic); an entity with a `format` answers
+ * business numbers (`INV20261128-000123`).
  */
 export class IdpoolClient {
   private readonly transport: Transport;
@@ -124,8 +97,8 @@ export class IdpoolClient {
       if (!/^https?:\/\/[^/]/.test(url))
         throw new TypeError(`IdpoolClient: endpoint "${url}" must be an http:// or https:// URL`);
     }
-    const settings: Record<keyof typeof DEFAULTS, number> = { ...DEFAULTS };
-    for (const name of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
+    const settings: Record<keyof typeof TRANSPORT_DEFAULTS, number> = { ...TRANSPORT_DEFAULTS };
+    for (const name of Object.keys(TRANSPORT_DEFAULTS) as (keyof typeof TRANSPORT_DEFAULTS)[]) {
       const value = options[name];
       if (value === undefined) continue;
       if (!Number.isInteger(value) || value < (name === 'downForMs' ? 0 : 1))
@@ -188,11 +161,7 @@ export class IdpoolClient {
     return { secret: options.secret, buffer };
   }
 
-  /**
-   * `count` new ids of an entity (from the local buffer for a buffered trend
-   * entity). `options` are a gapless series' reference and the caller's own
-   * Idempotency-Key, sent to the service (not for a buffered or leased entity).
-   */
+  /** `count` new ids of an entity (a buffered one's from its buffer); `options` only go to the service, not with a buffer or lease. */
   async take(entityKey: string, count = 1, options: TakeOptions = {}): Promise<string[]> {
     const entity = this.known(entityKey);
     if (!Number.isInteger(count) || count < 1)
@@ -213,10 +182,7 @@ export class IdpoolClient {
     return id;
   }
 
-  /**
-   * The leased ids of an entity configured with `lease`: `next()` hands out
-   * an id synchronously from a leased segment (`await leased.open()` first).
-   */
+  /** The leased ids of an entity configured with `lease`: a synchronous `next()` (`await leased.open()` first). */
   leased(entityKey: string): LeasedIds<number> | LeasedIds<bigint> {
     const leased = this.known(entityKey).leased;
     if (!leased) throw new TypeError(`IdpoolClient: entity "${entityKey}" was not configured with lease`);

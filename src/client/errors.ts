@@ -73,13 +73,9 @@ export class IdpoolNetworkError extends IdpoolClientError {
 }
 
 /**
- * Every attempt failed (network errors, timeouts, 5xx) or the deadline came
- * first, or the service refused the entity on every instance (503
- * `period_exhausted`, `entity_held`, `gapless_ledger_behind`: ended at once, `refused`). `attempts`
- * holds each failure in order; `lastError` the final one; `lastAnswer` the
- * last answer a service gave (status, code, message, retryAfterMs), which the
- * message leads with: an endpoint that answered 503 says more than another
- * one that refused connections after it.
+ * Every attempt failed or the deadline came first, or the entity was refused on every instance (`refused`).
+ * `attempts` holds each failure in order; the message leads with `lastAnswer`, the last answer a service gave: a 503
+ * says more than a refused connection after it.
  */
 export class IdpoolUnavailableError extends IdpoolClientError {
   /** True when the answer concerns the entity alone and holds on every instance: asked once, no endpoint marked down. */

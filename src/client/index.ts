@@ -1,8 +1,4 @@
-/**
- * `idpool/client`: the HTTP client SDK. Depends on nothing but Node's
- * built-in fetch, so services that only take ids need none of the server's
- * dependencies at run time.
- */
+/** `idpool/client`: the HTTP client SDK, on Node's fetch alone (none of the server's dependencies). */
 export {
   IdpoolClient,
   type IdpoolClientOptions,

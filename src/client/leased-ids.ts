@@ -53,17 +53,10 @@ export const LEASE_DEFAULTS = {
 } as const;
 
 /**
- * Ids of one `trend` entity handed out in this process from segments the
- * service leased to it (`POST /apps/:key/segments`): Leaf's double buffer
- * (`double-buffer/`, the one the library uses over SQL). While the current
- * segment is used, the next is leased in the background once `prefetchAt`
- * of it is gone; the lease size doubles while segments last less than
- * `targetSegmentMs` and halves when they last twice that.
- *
- * `next()` is synchronous, no I/O and no Promise: from a current segment it
- * is a compare and an add. Ids grow within this process; across processes
- * they are unique, not ordered (which is what `trend` promises). Ids left
- * when the process stops are wasted, never repeated.
+ * Ids of one `trend` entity from segments the service leased to it (`POST /apps/:key/segments`), through Leaf's double
+ * buffer (`double-buffer/`): the next segment is leased once `prefetchAt` of the current one is gone, the size adapting
+ * to `targetSegmentMs`. `next()` is a synchronous compare and add. Ids grow within this process and are unique, not
+ * ordered, across processes (what `trend` promises); ids left at exit are wasted, never repeated.
  */
 export abstract class LeasedIds<T extends number | bigint> {
   protected abstract readonly buffer: DoubleBuffer<T>;
@@ -173,12 +166,9 @@ function bufferOptions(
 }
 
 /**
- * The adaptive size doubles while segments go fast, but an entity leases no
- * more than its `maxSizePerSecond` at once (400 above it), a limit the client
- * is not told. A size refused as invalid once a smaller one was granted caps
- * the sizes at the largest granted, and is asked again at that size at once:
- * a default `trend` entity (5,000 a second) leases 4,000-id segments instead
- * of failing at its first 8,000.
+ * An entity leases no more than its `maxSizePerSecond` at once (400 above it), a limit the client is not told: a size
+ * refused once a smaller one was granted caps the sizes at the largest granted and is asked again at it, so a default
+ * `trend` entity (5,000 a second) leases 4,000-id segments instead of failing at its first 8,000.
  */
 function cappedAtGranted(fetchLease: LeaseFetch): LeaseFetch {
   let granted = 0;

@@ -1,8 +1,4 @@
-/**
- * What tests hand the client in place of the network, the clock and the
- * idempotency keys: in this package only (`idpool/client` does not export
- * it), so the public options promise none of them.
- */
+/** The client's test seams: not exported by `idpool/client`, so the public options promise none of them. */
 import type { IdpoolClientOptions } from './client';
 import type { ClientSeams } from './transport';
 

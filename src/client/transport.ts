@@ -13,7 +13,7 @@ export interface ClientClock {
   sleep(ms: number): Promise<void>;
 }
 
-/** What tests hand the client in place of the network, the clock and the idempotency keys (`seams.ts`; not public options). */
+/** What tests hand the client in place of the network, the clock and the idempotency keys (`seams.ts`). */
 export interface ClientSeams {
   fetch?: typeof fetch;
   clock?: ClientClock;
@@ -25,17 +25,21 @@ export const systemClientClock: ClientClock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
-export interface TransportOptions {
+/** The client options the transport reads, and their defaults. */
+export const TRANSPORT_DEFAULTS = {
+  timeoutMs: 2000,
+  deadlineMs: 15_000,
+  maxAttempts: 20,
+  downForMs: 1000,
+  maxRetryAfterMs: 30_000,
+} as const;
+
+export type TransportOptions = Record<keyof typeof TRANSPORT_DEFAULTS, number> & {
   endpoints: readonly string[];
-  timeoutMs: number;
-  deadlineMs: number;
-  maxAttempts: number;
-  downForMs: number;
-  maxRetryAfterMs: number;
   fetch: typeof fetch;
   clock: ClientClock;
   newIdempotencyKey: () => string;
-}
+};
 
 /** Longest back-off of a failing endpoint: a dead one costs one connection attempt per 8 s. */
 const MAX_BACKOFF_MS = 8000;
@@ -47,11 +51,7 @@ export interface Request {
   body?: unknown;
   /** The caller's Idempotency-Key for every attempt of this POST; else one made for it. */
   idempotencyKey?: string;
-  /**
-   * A 429 waits its `Retry-After` and asks again while the deadline allows,
-   * instead of reaching the caller: the leased buffer's leases, whose caller
-   * waits for ids rather than handling a refusal.
-   */
+  /** A 429 waits its `Retry-After` and asks again within the deadline (a lease: its caller waits for ids, not refusals). */
   waitOnRateLimit?: boolean;
 }
 
@@ -64,10 +64,8 @@ interface Endpoint {
 }
 
 /**
- * 503 codes about one entity that every instance answers alike (its period's
- * numbers are spent; it is held; its gapless ledger waits for an operator's
- * reconcile): no other endpoint answers otherwise and the endpoint serves the
- * other entities, so the call ends at once and no endpoint is marked down.
+ * 503 codes about one entity that every instance answers alike (period spent, held, ledger awaiting reconcile): the
+ * endpoint still serves other entities, so the call ends at once and no endpoint is marked down.
  */
 const ENTITY_REFUSALS: ReadonlySet<string> = new Set(['period_exhausted', 'entity_held', 'gapless_ledger_behind']);
 
@@ -75,14 +73,9 @@ const ENTITY_REFUSALS: ReadonlySet<string> = new Set(['period_exhausted', 'entit
 type Verdict = 'final' | 'refused' | 'down' | { waitMs: number };
 
 /**
- * Sends one logical request with failover: network errors, timeouts and 5xx
- * move on to the next endpoint (an endpoint that said `Retry-After` is not
- * asked again before then), 4xx go straight back to the caller. A 503 about
- * one entity never marks an endpoint down: `period_exhausted`,
- * `entity_held` and `gapless_ledger_behind` end the call at once (IdpoolUnavailableError), and
- * `pool_exhausted` waits its Retry-After for this request only. Every attempt
- * of one POST carries the same `Idempotency-Key`, so the service answers a
- * retry with the ids it already handed out instead of another batch.
+ * Sends one request with failover: network errors, timeouts and 5xx move on to the next endpoint (not asked again
+ * before its `Retry-After`), 4xx go back to the caller; `pool_exhausted` waits its Retry-After for this request only.
+ * Every attempt of one POST carries the same `Idempotency-Key`, so a retry gets the ids already handed out.
  */
 export class Transport {
   private readonly endpoints: Endpoint[];
@@ -216,7 +209,8 @@ export class Transport {
   }
 }
 
-function parseJson(text: string): unknown {
+/** A body's JSON; undefined when empty or not JSON. */
+export function parseJson(text: string): unknown {
   try {
     return text ? JSON.parse(text) : undefined;
   } catch {

@@ -4,10 +4,7 @@ export interface BufferOptions {
   size: number;
   /** A prefetch starts when fewer than this many are left. Default: half of `size`. */
   refillBelow?: number;
-  /**
-   * Most ids asked for in one request; must not exceed the entity's
-   * `maxSizePerTimes` (default 1000 on the service). Default: min(size, 1000).
-   */
+  /** Most ids asked for in one request, at most the entity's `maxSizePerTimes`. Default: min(size, 1000). */
   batch?: number;
 }
 
@@ -15,13 +12,8 @@ export interface BufferOptions {
 const DEFAULT_BATCH = 1000;
 
 /**
- * Local ids of one `trend` entity. A trend entity's ids are only required to
- * grow segment by segment, so handing them out from a local buffer a little
- * later than they were taken keeps its contract; a `monotonic` entity's order
- * must come from the shared pool, so it never gets one.
- *
- * Ids held here when the process exits are never handed out: wasted, not
- * repeated.
+ * Local ids of one `trend` entity: its ids need only grow segment by segment, so handing them out a little later keeps
+ * its contract (a `monotonic` order must come from the shared pool). Ids held at exit are wasted, never repeated.
  */
 export class TrendBuffer {
   private ids: string[] = [];
