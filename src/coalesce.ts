@@ -4,12 +4,8 @@ export interface Counted {
 }
 
 /**
- * Requests gathered per key (an entity) during one event-loop turn and
- * handed to `flush` together, in arrival order, with the sum of their
- * counts. The hand-over runs on `setImmediate`, after the poll phase: every
- * request whose bytes arrived in this turn has been added by then. A group
- * closes once `maxTotal` ids would be passed; the next request opens a new
- * one, which is handed over after it.
+ * Requests per key (an entity) gathered in one event-loop turn, handed to `flush` in order with their counts' sum
+ * on `setImmediate`: after the poll phase, so the whole turn's requests are in. A group closes at `maxTotal` ids.
  */
 export class TurnGroups<R extends Counted> {
   private readonly open = new Map<string, { requests: R[]; total: number }>();

@@ -3,11 +3,8 @@ import type { StoredAnswer } from './store';
 const DECIMAL = /^\d+$/;
 
 /**
- * Answers in Redis as `count;runs`: a run is one id, or `first+diff*n` for
- * n ids spaced by diff. A monotonic batch of 1,000 ids is one run (~30 bytes
- * instead of ~16 KB of JSON); a trend batch stays one id per run. Ids that
- * are not decimal (business numbers) are kept as `count;[json]`: a run's
- * text never begins with `[`.
+ * `count;runs`, a run one id or `first+diff*n`: 1,000 monotonic ids take ~30 bytes, not ~16 KB of JSON. Other
+ * than decimal ids (business numbers) are `count;[json]`: a run never begins with `[`.
  */
 export function encodeAnswer(count: number, ids: string[]): string {
   if (!ids.every((id) => DECIMAL.test(id))) return `${count};${JSON.stringify(ids)}`;

@@ -34,8 +34,7 @@ async function requireSchema(db: Database): Promise<void> {
 }
 
 /**
- * Creates an in-process id generator over the service's `application` table,
- * or over segments leased from the service when `service` is given.
+ * An in-process id generator over the service's `application` table, or leasing from the service (`service`).
  * Options are validated here, once; invalid ones throw {@link InvalidOptionError}.
  */
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
@@ -69,12 +68,14 @@ async function buildGenerator(
       : new LeasedIdGenerator<bigint>(options.service, ids, settings);
   }
   const idStride = strideFrom(options);
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? silentLogger;
   let db: Database | undefined = options.database;
   let release = async (): Promise<void> => undefined;
   if (!db && !(options.allocator && options.entities)) {
     db = await openDatabase(options.databaseUrl ?? DEFAULT_OPTIONS.databaseUrl, {
       migrate: options.migrate ?? false,
-      clock: options.clock,
+      clock,
       urlSource: options.databaseUrl === undefined ? 'the default databaseUrl' : 'databaseUrl',
     });
     const opened = db;
@@ -83,7 +84,7 @@ async function buildGenerator(
   }
   if (db) {
     try {
-      await checkStride(db, idStride.count, idStride.index, options.clock ?? systemClock);
+      await checkStride(db, idStride.count, idStride.index, clock);
     } catch (err) {
       await release();
       throw err;
@@ -93,8 +94,6 @@ async function buildGenerator(
     if (!db) throw new TypeError('createIdGenerator: no database to build the allocator or entity store on');
     return db;
   };
-  const log = options.log ?? silentLogger;
-  const clock = options.clock ?? systemClock;
   const onBehind = (report: DatabaseBehindReport) => {
     log.error(
       {
