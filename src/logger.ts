@@ -64,20 +64,16 @@ interface HeldLine {
 /**
  * Folds repeated warn/error lines (info too under `foldInfo`: the request log's 4xx) through one
  * {@link RepeatLimiter}: a distinct message (level, bindings, `msg`, `code`/`alarm`/`entityKey`, a request's
- * `method`/`route`/`status`) is written at once, then once per `windowMs` with `repeated: N`.
+ * `method`/`route`/`status`) is written at once, then once a second with `repeated: N`.
  */
 export class RepeatedLines {
   private readonly limiter: RepeatLimiter<HeldLine>;
 
-  constructor(
-    clock: Pick<Clock, 'monotonic'>,
-    windowMs = 1000,
-    /** Distinct messages tracked; beyond it every count is written and the table starts over (bounded memory). */
-    maxMessages = 1000,
-  ) {
+  constructor(clock: Pick<Clock, 'monotonic'>) {
     this.limiter = new RepeatLimiter(clock, {
-      windowMs,
-      maxKeys: maxMessages,
+      windowMs: 1000,
+      // Distinct messages tracked: beyond them every count is written and the table starts over (bounded memory).
+      maxKeys: 1000,
       heldBack: (line, count) => line.logger[line.level]({ ...line.obj, repeated: count }, line.msg),
     });
   }
@@ -100,7 +96,7 @@ export class RepeatedLines {
     };
   }
 
-  /** Writes the counts of messages silent for a whole window. Run every `windowMs`. */
+  /** Writes the counts of messages silent for a whole window. Run every second. */
   tick(): void {
     this.limiter.sweep();
   }
@@ -114,11 +110,7 @@ export class RepeatedLines {
     const o = obj as Record<string, unknown>;
     // Objects all read alike here (as they did as '[object Object]'): the key tells messages apart, not values.
     const part = (v: unknown): string =>
-      typeof v === 'string'
-        ? v
-        : typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean'
-          ? v.toString()
-          : '';
+      ['string', 'number', 'bigint', 'boolean'].includes(typeof v) ? String(v) : '';
     const key = `${level}\n${scope}\n${msg}\n${part(o.code)}\n${part(o.alarm)}\n${part(o.entityKey)}\n${part(o.method)} ${part(o.route)} ${part(o.status)}`;
     const held = this.limiter.admit(key, { logger: inner, level, obj, msg });
     if (held === undefined) return;

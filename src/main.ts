@@ -13,11 +13,13 @@ import { adminTokenFileBeside, keptAdminToken } from './http/admin-token-file';
 /** `npm start` and `idpool serve`: the environment (`overrides` win), the service, a clean stop on SIGTERM/SIGINT. */
 export async function main(overrides: { port?: number } = {}): Promise<void> {
   // A failure to start ends the process rather than being logged while nothing listens. A configuration error
-  // (some, like the snowflake layout, found only as the service is built) exits 2 in one line.
+  // (some, like the snowflake layout, found only as the service is built) exits 2 (usage, as the CLI's).
   await run(overrides).catch((err: unknown) => {
-    if (err instanceof ConfigError) exitInvalidConfig(err);
-    process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
-    process.exit(1);
+    const invalid = err instanceof ConfigError;
+    process.stderr.write(
+      `idpool: ${invalid ? 'invalid configuration' : 'cannot start'}: ${maskUrls(errorMessage(err))}\n`,
+    );
+    process.exit(invalid ? 2 : 1);
   });
 }
 
@@ -73,12 +75,6 @@ async function keepAdminToken(config: Config): Promise<string | undefined> {
   const path = adminTokenFileBeside(sqlite);
   config.adminToken = await keptAdminToken(path, config.adminToken);
   return path;
-}
-
-/** Configuration errors end the process with exit code 2 (usage), as the CLI's. */
-function exitInvalidConfig(err: ConfigError): never {
-  process.stderr.write(`idpool: invalid configuration: ${maskUrls(err.message)}\n`);
-  process.exit(2);
 }
 
 /**
