@@ -85,14 +85,8 @@ export class RepeatedLines {
       info: foldInfo ? (obj, msg) => this.write(inner, scope, 'info', obj, msg) : (obj, msg) => inner.info(obj, msg),
       warn: (obj, msg) => this.write(inner, scope, 'warn', obj, msg),
       error: (obj, msg) => this.write(inner, scope, 'error', obj, msg),
-      child: (bindings, options) => {
-        const { foldInfo: childFolds, ...rest } = options ?? {};
-        return this.wrap(
-          inner.child(bindings, rest),
-          `${scope}${JSON.stringify(bindings)}`,
-          foldInfo || childFolds === true,
-        );
-      },
+      child: (bindings, { foldInfo: childFolds, ...rest } = {}) =>
+        this.wrap(inner.child(bindings, rest), `${scope}${JSON.stringify(bindings)}`, foldInfo || childFolds === true),
     };
   }
 
@@ -174,8 +168,7 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     destination,
   );
   const repeats = new RepeatedLines(clock);
-  // Once a second, on the whole seconds the service's other loops wake on (schedule.ts):
-  // the batched lines flushed, the repeats counted.
+  // Once a second, on the whole seconds the service's other loops wake on: lines flushed, repeats counted.
   onAligned(
     1000,
     () => {

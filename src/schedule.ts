@@ -130,10 +130,7 @@ export class ActivityRound<T> {
     return this.active.has(key);
   }
 
-  /**
-   * The next batch; `listed` is the new round's items when this batch
-   * started one, and `rounds` is how many batches a round takes.
-   */
+  /** The next batch; `listed`: the new round's items when it started one; `rounds`: batches a round takes. */
   next(): { items: T[]; listed: T[] | undefined; rounds: number } {
     const { options: o } = this;
     let listed: T[] | undefined;
