@@ -32,7 +32,7 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
   interface Chain {
     stopped: boolean;
     wait?: AbortController;
-    done: Promise<void>;
+    done?: Promise<void>;
   }
   let chain: Chain | undefined;
   const loop = async (self: Chain) => {
@@ -50,9 +50,8 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
     wake: () => chain?.wait?.abort(),
     start() {
       if (chain) return;
-      const self: Chain = { stopped: false, done: Promise.resolve() };
-      chain = self;
-      self.done = loop(self);
+      chain = { stopped: false };
+      chain.done = loop(chain);
     },
     async stop() {
       const stopping = chain;
