@@ -40,8 +40,8 @@ export interface IdGenerator<T extends Id = bigint> {
   /**
    * `count` business numbers (`INV20261128-000123`) of an entity with a `format` (docs/numbers.md), their period
    * by this process's clock (the service's in service mode); the other methods refuse such an entity, this one any
-   * other ({@link UnsupportedEntityError}). A gapless series is the service's alone: `options` (its `reference`, the
-   * Idempotency-Key every attempt of one call carries) need the service mode; a database refuses them and gapless.
+   * other ({@link UnsupportedEntityError}). A gapless series is the service's alone, with `options` (its `reference`,
+   * the Idempotency-Key every attempt of one call carries): with a database, a gapless entity or `options` are refused.
    */
   numbers(entityKey: string, count?: number, options?: TakeOptions): Promise<string[]>;
   /** Stops loading, waits for reservations under way, closes the database it opened. Remaining ids are wasted. */
