@@ -13,11 +13,8 @@ export function encodeAnswer(count: number, ids: string[]): string {
   while (i < ids.length) {
     const first = BigInt(ids[i]);
     let n = 1;
-    let diff = 0n;
-    if (i + 1 < ids.length) {
-      diff = BigInt(ids[i + 1]) - first;
-      if (diff > 0n) while (i + n < ids.length && BigInt(ids[i + n]) === first + diff * BigInt(n)) n++;
-    }
+    const diff = i + 1 < ids.length ? BigInt(ids[i + 1]) - first : 0n;
+    if (diff > 0n) while (i + n < ids.length && BigInt(ids[i + n]) === first + diff * BigInt(n)) n++;
     runs.push(n === 1 ? ids[i] : `${ids[i]}+${diff}*${n}`);
     i += n;
   }

@@ -33,10 +33,7 @@ async function requireSchema(db: Database): Promise<void> {
   }
 }
 
-/**
- * An in-process id generator over the service's `application` table, or leasing from the service (`service`).
- * Options are validated here, once; invalid ones throw {@link InvalidOptionError}.
- */
+/** An id generator over the service's database, or leasing from it (`service`); bad options throw {@link InvalidOptionError}. */
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
 export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: 'bigint' }): Promise<IdGenerator>;
 export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator> {
