@@ -1,7 +1,4 @@
-/**
- * Time as idpool sees it. Injected everywhere time matters so tests can roll
- * the clock back, expire leases and exhaust sequences without sleeping.
- */
+/** Time as idpool sees it, injected so tests roll it back, expire leases and exhaust sequences without sleeping. */
 export interface Clock {
   /** Wall-clock milliseconds since the Unix epoch (may jump, may go back). */
   now(): number;
@@ -14,10 +11,8 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  // A timer fires a millisecond or more late, however short the wait: a wait
-  // of up to 1 ms (a snowflake sequence spent until Date.now() turns) yields
-  // to the event loop until the clock has moved instead: a late timer leaves
-  // up to half of each ms of a spent 2,048-ids-per-ms sequence unused.
+  // A timer fires 1 ms or more late: a wait of up to 1 ms (a spent snowflake sequence) yields to the event loop
+  // until Date.now() moves instead, or up to half of each ms of a 2,048-ids-per-ms sequence goes unused.
   sleep: (ms, signal) => (ms > 1 ? timer(ms, signal) : untilNow(Date.now() + ms)),
 };
 
@@ -49,11 +44,7 @@ function timer(ms: number, signal?: AbortSignal): Promise<void> {
 /** The reason a finished wait's sleep is aborted with: `abort()` without one builds a DOMException, stack and all, each time. */
 const WAIT_OVER = 'wait over';
 
-/**
- * What `work` answers, or `timedOut` once `ms` of `clock`'s time pass
- * first (the work goes on; its failure is then handled here, no one's
- * unhandled rejection). The sleep ends with the race, leaving no timer.
- */
+/** What `work` answers, or `timedOut` after `ms` (the work goes on, its failure handled here); leaves no timer. */
 export async function within<T, U>(clock: Clock, work: Promise<T>, ms: number, timedOut: U): Promise<T | U> {
   work.catch(() => undefined);
   if (ms <= 0) return timedOut;

@@ -1,17 +1,8 @@
-/** A request that can share a call: how many ids it wants. */
-export interface Counted {
-  readonly count: number;
-}
-
 /**
- * Requests gathered per key (an entity) during one event-loop turn and
- * handed to `flush` together, in arrival order, with the sum of their
- * counts. The hand-over runs on `setImmediate`, after the poll phase: every
- * request whose bytes arrived in this turn has been added by then. A group
- * closes once `maxTotal` ids would be passed; the next request opens a new
- * one, which is handed over after it.
+ * Requests per key (an entity) gathered in one event-loop turn, handed to `flush` in order with their counts' sum
+ * on `setImmediate`: after the poll phase, so the whole turn's requests are in. A group closes at `maxTotal` ids.
  */
-export class TurnGroups<R extends Counted> {
+export class TurnGroups<R extends { readonly count: number }> {
   private readonly open = new Map<string, { requests: R[]; total: number }>();
 
   constructor(
@@ -36,28 +27,22 @@ export class TurnGroups<R extends Counted> {
 }
 
 /** One request waiting in a group for its share of one call, whose ids come as `I`. */
-export interface Waiter<E, I> extends Counted {
+export interface Waiter<E, I> {
+  readonly count: number;
   readonly entity: E;
   resolve: (ids: I) => void;
   reject: (err: unknown) => void;
 }
 
-/** Ids that slice like an array (an array of them, or TakenIds). */
-export interface Sliceable<I> {
-  slice(from: number, to: number): I;
-}
-
-/** Hands each waiter its `count` ids of `ids`, in order. */
-export function share<E, I extends Sliceable<I>>(
+/** Hands each waiter its `count` ids of `ids` (an array, or TakenIds), in order. */
+export function share<E, I extends { slice(from: number, to: number): I }>(
   waiters: readonly Waiter<E, I>[],
   ids: I,
-  served?: (waiter: Waiter<E, I>) => void,
 ): void {
   let from = 0;
   for (const w of waiters) {
     const mine = ids.slice(from, from + w.count);
     from += w.count;
-    served?.(w);
     w.resolve(mine);
   }
 }

@@ -9,11 +9,7 @@ export class ConfigError extends Error {
   }
 }
 
-/**
- * Errors that reach a client. Each carries the HTTP status and the stable
- * `code` of docs/design.md; one handler in `http/errors.ts` turns them into
- * `{"error": {"code", "message"}}` and logs only the 5xx.
- */
+/** Errors that reach a client: HTTP status and the stable `code` of docs/design.md, answered by `http/errors.ts`. */
 export class IdpoolError extends Error {
   constructor(
     readonly statusCode: number,
@@ -94,22 +90,14 @@ export class UnavailableError extends IdpoolError {
   }
 }
 
-/**
- * An entity registered but served on no route until an admin releases it
- * (an import whose incumbent row moved, docs/migrating.md). Retry-After is a
- * minute: only an admin's release ends it, not a client's retry.
- */
+/** An entity served nowhere until an admin releases it (docs/migrating.md): hence Retry-After a minute. */
 class EntityHeldError extends IdpoolError {
   constructor(key: string, reason: string) {
     super(503, 'entity_held', `entity "${key}" is held and serves no ids: ${reason.replaceAll('KEY', key)}`, 60);
   }
 }
 
-/**
- * The one check every way ids leave (a take on any route, a segment lease):
- * a held entity answers 503 `entity_held`. Its pool is never filled either
- * (the refiller skips it), so a direct consumer popping Redis finds nothing.
- */
+/** The one check every way ids leave (a take, a segment lease; the refiller skips it too): 503 `entity_held`. */
 export function refuseHeld(entity: { readonly key: string; readonly held?: string | null }): void {
   if (entity.held) throw new EntityHeldError(entity.key, entity.held);
 }
@@ -129,11 +117,7 @@ export class PeriodExhaustedError extends IdpoolError {
   }
 }
 
-/**
- * A take asking for more business numbers than what is left of the period
- * (fewer than `count` remain, none handed out by this refusal): a smaller
- * take can still be served, so this is no exhausted period and raises no alarm.
- */
+/** Fewer business numbers left in the period than asked: a smaller take can still be served, so no alarm. */
 export class PeriodShortError extends IdpoolError {
   constructor(entityKey: string, period: string, count: number, left: number) {
     super(
@@ -145,10 +129,8 @@ export class PeriodShortError extends IdpoolError {
 }
 
 /**
- * A gapless series asked for on a face that cannot keep its promise: Leaf's
- * and Tinyid's routes (no Idempotency-Key, no reference: a retry would burn
- * a number) and segment leases (a client issuing alone writes no ledger).
- * docs/numbers.md "Gapless series".
+ * A gapless series on a face that cannot keep its promise (docs/numbers.md "Gapless series"): Leaf's and Tinyid's
+ * routes (a retry would burn a number) and segment leases (a client issuing alone writes no ledger).
  */
 export class GaplessNotServedError extends IdpoolError {
   constructor(key: string, where: string) {

@@ -1,9 +1,6 @@
 /**
- * What a dependency's error means for idpool, decided from what each driver
- * guarantees (error codes, SQLSTATE, the first word of a Redis reply, the
- * driver's own error classes), never from message text, which drivers
- * reword between releases. One classifier per driver: `db/errors/` (mysql2,
- * node-postgres, better-sqlite3) and `redis/errors.ts` (ioredis).
+ * What a dependency's error means, from what each driver guarantees (codes, SQLSTATE, a Redis reply's first word),
+ * never message text. One classifier per driver: `db/errors/` and `redis/errors.ts`.
  */
 
 /**
@@ -54,10 +51,7 @@ export const failure = (cls: FailureClass, kind: FailureKind, reply?: string): F
 /** A driver's classifier: undefined when `err` is not that driver's. */
 export type Classifier = (err: object) => Failure | undefined;
 
-/**
- * Node's system error codes (`err.code` of a socket or DNS failure), which
- * every driver passes on as they are.
- */
+/** Node's socket and DNS error codes, which every driver passes on as they are. */
 const SYSTEM_CODES: Record<string, Failure> = {
   ECONNREFUSED: failure('unavailable', 'refused'),
   ECONNRESET: failure('unavailable', 'lost'),
@@ -77,10 +71,8 @@ export function systemFailure(err: object): Failure | undefined {
 }
 
 /**
- * `err` and what it wraps, outermost first, by structure: TypeORM's
- * `QueryFailedError` keeps the driver's error as `driverError`, an ioredis
- * EXECABORT its commands' refusals as `previousErrors`, ioredis's Cluster
- * the last node's reply as `lastNodeError`, and an Error its `cause`.
+ * `err` and what it wraps, outermost first: TypeORM's `driverError`, an ioredis EXECABORT's `previousErrors`,
+ * ioredis Cluster's `lastNodeError`, an Error's `cause`.
  */
 function* wrapped(err: unknown): Generator<object> {
   const seen = new Set<unknown>();
@@ -98,11 +90,8 @@ function* wrapped(err: unknown): Generator<object> {
 }
 
 /**
- * What `err` means, from it or what it wraps: the innermost failure that is
- * not a bug (the driver's own reason under a wrapper: the OOM inside an
- * EXECABORT, the ECONNREFUSED under ioredis's "Connection is closed.", the
- * CLUSTERDOWN under "Too many Cluster redirections"), or else the first
- * classification; undefined when no classifier knows any of them.
+ * What `err` means: the innermost failure that is not a bug (the OOM inside an EXECABORT, the ECONNREFUSED under
+ * "Connection is closed."), else the first classification; undefined when no classifier knows any.
  */
 export function classifyWith(classifiers: readonly Classifier[], err: unknown): Failure | undefined {
   let first: Failure | undefined;

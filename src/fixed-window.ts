@@ -1,9 +1,4 @@
-/**
- * A count that starts over when its window ends: the one windowed counter of
- * the per-second take limit in process (windows on whole seconds of the
- * clock, as Redis's per-second key), the auth failure limiter and the repeat
- * limiter's cap per second (windows from their first event).
- */
+/** A count that starts over when its window ends: the in-process per-second limit, auth failures, repeats. */
 export class FixedWindow {
   /** When the current window started (ms of the caller's clock). */
   private start = Number.NEGATIVE_INFINITY;

@@ -1,17 +1,11 @@
-/**
- * idpool's public surface. Anything not exported here is internal.
- */
+/** idpool's public surface. Anything not exported here is internal. */
 import { Snowflake as SnowflakeGenerator } from './snowflake/snowflake';
 import { snowflakeFromEnv } from './config/snowflake-env';
 import { snowflakeWithLease } from './worker/snowflake-lease';
 
 /**
- * The snowflake generator, with `Snowflake.withLease(options)` to lease its
- * worker id from the database and `Snowflake.fromEnv(env)` to read its worker
- * id and layout from `IDPOOL_*` variables. The lease lives in `worker/` and
- * the environment in `config/`, which depend on `snowflake/` and not the
- * other way round; the statics are attached here, on the public surface, so
- * library users keep one name.
+ * The snowflake generator, with `withLease(options)` (its worker id leased from the database) and `fromEnv(env)`
+ * (`IDPOOL_*` variables): attached here because `worker/` and `config/` depend on `snowflake/`, not the reverse.
  */
 export const Snowflake = Object.assign(SnowflakeGenerator, {
   withLease: snowflakeWithLease,

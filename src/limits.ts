@@ -1,8 +1,3 @@
-/**
- * Numeric limits every part of idpool shares, stated once.
- * Ids are signed 64-bit integers; JavaScript numbers are exact below 2^53.
- */
-
 /** 2^53: ids from here up are not exact as JavaScript numbers. */
 export const JS_SAFE_LIMIT = 2n ** 53n;
 /** 2^53 − 1, the largest id a JavaScript number holds exactly. */

@@ -9,11 +9,7 @@ export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
-  /**
-   * `redact: []` drops the redaction pass for lines that never carry a
-   * secret (pino's child option). `foldInfo` asks {@link RepeatedLines}
-   * to fold the child's repeated info lines too; other loggers ignore it.
-   */
+  /** `redact: []` skips redaction (lines with no secret); `foldInfo`: {@link RepeatedLines} folds info lines too. */
   child(bindings: object, options?: ChildOptions): Logger;
 }
 
@@ -41,11 +37,7 @@ export function maskUrl(url: string): string {
   }
 }
 
-/**
- * `text` with the credentials of every URL in it replaced by `***`: the
- * whole user-info part up to the last `@` of the word, so a malformed URL
- * (an unescaped `@` or `/` in its password) is masked too.
- */
+/** `text` with every URL's user-info, up to the word's last `@` (a malformed password too), replaced by `***`. */
 export function maskUrls(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s"'<>]*@/gi, '$1***@');
 }
@@ -70,29 +62,18 @@ interface HeldLine {
 }
 
 /**
- * Folds repeated warn/error lines through one {@link RepeatLimiter}: a
- * distinct message (level, logger bindings, `msg`, and
- * `code`/`alarm`/`entityKey`, or a request line's `method`/`route`/`status`)
- * is written at once, then at most once per `windowMs`, with `repeated: N`
- * (how many were held back since the last one written); {@link tick} writes
- * the count of a message that fell silent. During an outage every failing
- * request logs the same few lines; this keeps that to a few lines a second.
- * A child asked with `foldInfo` folds its info lines the same way (the
- * request log's 4xx lines: a client retrying a 429 at once, or a fleet with
- * a stale secret).
+ * Folds repeated warn/error lines (info too under `foldInfo`: the request log's 4xx) through one
+ * {@link RepeatLimiter}: a distinct message (level, bindings, `msg`, `code`/`alarm`/`entityKey`, a request's
+ * `method`/`route`/`status`) is written at once, then once a second with `repeated: N`.
  */
 export class RepeatedLines {
   private readonly limiter: RepeatLimiter<HeldLine>;
 
-  constructor(
-    clock: Pick<Clock, 'monotonic'>,
-    windowMs = 1000,
-    /** Distinct messages tracked; beyond it every count is written and the table starts over (bounded memory). */
-    maxMessages = 1000,
-  ) {
+  constructor(clock: Pick<Clock, 'monotonic'>) {
     this.limiter = new RepeatLimiter(clock, {
-      windowMs,
-      maxKeys: maxMessages,
+      windowMs: 1000,
+      // Distinct messages tracked: beyond them every count is written and the table starts over (bounded memory).
+      maxKeys: 1000,
       heldBack: (line, count) => line.logger[line.level]({ ...line.obj, repeated: count }, line.msg),
     });
   }
@@ -104,18 +85,12 @@ export class RepeatedLines {
       info: foldInfo ? (obj, msg) => this.write(inner, scope, 'info', obj, msg) : (obj, msg) => inner.info(obj, msg),
       warn: (obj, msg) => this.write(inner, scope, 'warn', obj, msg),
       error: (obj, msg) => this.write(inner, scope, 'error', obj, msg),
-      child: (bindings, options) => {
-        const { foldInfo: childFolds, ...rest } = options ?? {};
-        return this.wrap(
-          inner.child(bindings, rest),
-          `${scope}${JSON.stringify(bindings)}`,
-          foldInfo || childFolds === true,
-        );
-      },
+      child: (bindings, { foldInfo: childFolds, ...rest } = {}) =>
+        this.wrap(inner.child(bindings, rest), `${scope}${JSON.stringify(bindings)}`, foldInfo || childFolds === true),
     };
   }
 
-  /** Writes the counts of messages silent for a whole window. Run every `windowMs`. */
+  /** Writes the counts of messages silent for a whole window. Run every second. */
   tick(): void {
     this.limiter.sweep();
   }
@@ -129,11 +104,7 @@ export class RepeatedLines {
     const o = obj as Record<string, unknown>;
     // Objects all read alike here (as they did as '[object Object]'): the key tells messages apart, not values.
     const part = (v: unknown): string =>
-      typeof v === 'string'
-        ? v
-        : typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean'
-          ? v.toString()
-          : '';
+      ['string', 'number', 'bigint', 'boolean'].includes(typeof v) ? String(v) : '';
     const key = `${level}\n${scope}\n${msg}\n${part(o.code)}\n${part(o.alarm)}\n${part(o.entityKey)}\n${part(o.method)} ${part(o.route)} ${part(o.status)}`;
     const held = this.limiter.admit(key, { logger: inner, level, obj, msg });
     if (held === undefined) return;
@@ -148,13 +119,9 @@ const WARN = 40;
 export interface ProcessLogger {
   readonly log: Logger;
   /**
-   * Writes held-back counts, then the process's last line (`last`, which
-   * logs it: so no count follows it), and everything buffered, then resolves
-   * (before exit): asynchronously first, for at most `ms`, then synchronously
-   * whatever is left. A reader that is gone (EPIPE) fails the first write,
-   * and logging stops; the synchronous write alone would retry it forever
-   * (sonic-boom's flushSync retries every error but EAGAIN's bound), and
-   * so would pino's own flush on exit.
+   * Writes held-back counts, the last line (`last`), then the buffer: asynchronously for at most `ms`, then
+   * synchronously. The async write first because on a gone reader (EPIPE) it fails and stops logging, where
+   * sonic-boom's flushSync (and pino's flush on exit) would retry forever.
    */
   flushBeforeExit: (ms: number, last?: () => void) => Promise<void>;
   /** Starts writing what is buffered (the start-up line that supervisors wait for). */
@@ -162,21 +129,13 @@ export interface ProcessLogger {
 }
 
 /**
- * The service's logger on stdout: pino with asynchronous writes. Info lines
- * (one per request) are batched up to 4 KB per write(2): one syscall per
- * line cost the single-id route ~50 µs of CPU per request
- * (bench/request-log.bench.ts); they are flushed at least once a second.
- * Warnings and errors are flushed at the end of the event-loop turn, one
- * flush for however many that turn wrote, and repeated ones are counted
- * ({@link RepeatedLines}). The buffer is bounded ({@link MAX_BUFFER_BYTES}).
- * Tokens and secrets are never passed to the logger; the redaction is a
- * second line of defence.
+ * The service's logger on stdout, pino writing asynchronously. Info lines are batched up to 4 KB per write(2) (a
+ * syscall per line cost ~50 µs per request, bench/request-log.bench.ts) and flushed at least once a second. The
+ * redaction is a second line of defence: secrets are never passed to the logger.
  */
 export function createProcessLogger(level: string, clock: { monotonic(): number }): ProcessLogger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFER_BYTES });
-  // One flush at the end of the event-loop turn, however many warn/error
-  // lines that turn wrote: alarms reach the log at once, without a write(2)
-  // per line.
+  // Warn/error lines are flushed at the end of their turn, once however many: alarms reach the log at once.
   let pending = false;
   const soon = () => {
     if (pending) return;
@@ -209,8 +168,7 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     destination,
   );
   const repeats = new RepeatedLines(clock);
-  // Once a second, on the whole seconds the service's other loops wake on (schedule.ts):
-  // the batched lines flushed, the repeats counted.
+  // Once a second, on the whole seconds the service's other loops wake on: lines flushed, repeats counted.
   onAligned(
     1000,
     () => {

@@ -10,19 +10,16 @@ import { errorMessage } from './errors';
 import { sqliteFile } from './db/database-url';
 import { adminTokenFileBeside, keptAdminToken } from './http/admin-token-file';
 
-/**
- * `npm start` and `idpool serve`: reads the environment (`overrides` from the
- * command line win), starts the service, stops cleanly on SIGTERM/SIGINT.
- */
+/** `npm start` and `idpool serve`: the environment (`overrides` win), the service, a clean stop on SIGTERM/SIGINT. */
 export async function main(overrides: { port?: number } = {}): Promise<void> {
-  // A failure to start (the port taken, say) must end the process, not become
-  // an unhandled rejection that is logged while nothing listens. A
-  // configuration error (some settings, the snowflake layout, are only
-  // checked as a whole when the service is built) exits 2 in one line.
+  // A failure to start ends the process rather than being logged while nothing listens. A configuration error
+  // (some, like the snowflake layout, found only as the service is built) exits 2 (usage, as the CLI's).
   await run(overrides).catch((err: unknown) => {
-    if (err instanceof ConfigError) exitInvalidConfig(err);
-    process.stderr.write(`idpool: cannot start: ${maskUrls(errorMessage(err))}\n`);
-    process.exit(1);
+    const invalid = err instanceof ConfigError;
+    process.stderr.write(
+      `idpool: ${invalid ? 'invalid configuration' : 'cannot start'}: ${maskUrls(errorMessage(err))}\n`,
+    );
+    process.exit(invalid ? 2 : 1);
   });
 }
 
@@ -39,8 +36,7 @@ async function run(overrides: { port?: number }): Promise<void> {
     void flushBeforeExit(1000, last).finally(() => process.exit(code));
   };
   survivePromiseFaults(log, exit);
-  // The service's modules load once the configuration is valid: a bad one
-  // exits at the configuration's cost (~0.15 s of CPU), not the service's (~0.5 s).
+  // Loaded once the configuration is valid: a bad one costs ~0.15 s of CPU, not the service's ~0.5 s.
   const [{ describeRedis }, { serviceParts }] = await Promise.all([
     import('./redis/connection'),
     import('./service/internals'),
@@ -72,11 +68,7 @@ async function run(overrides: { port?: number }): Promise<void> {
   stopOnSignals(service, log, exit);
 }
 
-/**
- * With no IDPOOL_ADMIN_TOKEN and a SQLite file (the embedded default), the
- * admin token kept beside the file (`http/admin-token-file.ts`) replaces the
- * one generated for this run; the file's path, or undefined when none is kept.
- */
+/** With no IDPOOL_ADMIN_TOKEN on a SQLite file, the token kept beside it replaces the generated one; its path. */
 async function keepAdminToken(config: Config): Promise<string | undefined> {
   const sqlite = config.adminTokenGenerated ? sqliteFile(config.databaseUrl) : undefined;
   if (sqlite === undefined) return undefined;
@@ -85,18 +77,9 @@ async function keepAdminToken(config: Config): Promise<string | undefined> {
   return path;
 }
 
-/** Configuration errors end the process with exit code 2 (usage), as the CLI's. */
-function exitInvalidConfig(err: ConfigError): never {
-  process.stderr.write(`idpool: invalid configuration: ${maskUrls(err.message)}\n`);
-  process.exit(2);
-}
-
 /**
- * Invariant 7: no dependency fault ends the process. Every promise idpool
- * starts is awaited or handled; one that slips through (a bug, or a
- * library's internal promise) is logged loudly as an alarm, not a crash
- * that would take every entity down. An uncaught exception still exits:
- * it was thrown out of a callback midway, so state is unknown.
+ * Invariant 7: no dependency fault ends the process; a promise that slips through unhandled is an alarm, not a
+ * crash. An uncaught exception still exits: thrown out of a callback midway, it leaves state unknown.
  */
 function survivePromiseFaults(log: Logger, exit: (code: number) => void): void {
   process.on('unhandledRejection', (reason) => {

@@ -1,9 +1,6 @@
 /**
- * Refuses a Node older than idpool supports, before anything native loads:
- * better-sqlite3 built for Node 24 ends an older runtime in a segmentation
- * fault, with no word about the version. The process entry points
- * (`main.ts`, `cli/index.ts`) import this module first, for this check alone;
- * it imports nothing, so it runs before any other module is read.
+ * Refuses an older Node before anything native loads (better-sqlite3 built for Node 24 segfaults there, silently).
+ * The entry points import this first; it imports nothing, so it runs before any other module is read.
  */
 
 /** The oldest Node major idpool runs on (package.json `engines.node`). */

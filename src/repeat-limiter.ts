@@ -9,12 +9,7 @@ export interface RepeatLimits<T> {
   perSecond?: number;
   /** Keys remembered; when full, the table starts over (bounded memory however many keys come). */
   maxKeys: number;
-  /**
-   * Where a held-back count goes that no later occurrence carries: on
-   * {@link RepeatLimiter.sweep} for a key silent a whole window, on
-   * {@link RepeatLimiter.drain}, and when the table starts over. Without it
-   * such counts are dropped.
-   */
+  /** Where a held-back count no later occurrence carries goes (on `sweep`, `drain`, a full table); else dropped. */
   heldBack?: (latest: T, count: number) => void;
 }
 
@@ -27,13 +22,8 @@ interface Entry<T> {
 }
 
 /**
- * Lets the first occurrence of each key through, then at most one per
- * `windowMs`, counting the ones held back in between: the next one let
- * through carries that count. The one repeat limiter of the log and the
- * alarms: during an outage every request, refill or sample fails alike, and
- * a line each would flood the log (log lines folded with `repeated: N`,
- * alarm events with `repeatsFolded`, the 503 alarm with
- * `requestsSinceLastAlarm`, each loop's failures once a minute per entity).
+ * Lets each key's first occurrence through, then one per `windowMs`, which carries the count held back since. The
+ * one repeat limiter of the log and the alarms: in an outage everything fails alike, and a line each would flood.
  */
 export class RepeatLimiter<T = void> {
   private readonly entries = new Map<string, Entry<T>>();
@@ -45,11 +35,7 @@ export class RepeatLimiter<T = void> {
     private readonly limits: RepeatLimits<T>,
   ) {}
 
-  /**
-   * An occurrence of `key`: to be written now when this returns a number
-   * (how many were held back since the last one let through, 0 at first),
-   * held back and counted when it returns undefined.
-   */
+  /** An occurrence of `key`: let through with the count held back since (a number), or held back (undefined). */
   admit(key: string, latest: T): number | undefined {
     const now = this.clock.monotonic();
     let entry = this.entries.get(key);
@@ -107,11 +93,8 @@ export class RepeatLimiter<T = void> {
 }
 
 /**
- * The failures of a loop over many entities (refill, sampling): each entity
- * (or step) logged at most once a minute, ten lines a second in all, so one
- * entity failing every tick never hides another's first failure, and an
- * outage failing every entity at once writes a few lines, not one per
- * entity; 10,000 keys bound the memory at 100,000 entities.
+ * A loop's failures over many entities: each at most once a minute, so one failing every tick never hides another's
+ * first; ten lines a second in all, so an outage writes a few; 10,000 keys bound the memory at 100,000 entities.
  */
 export const LOOP_FAILURE_LIMITS = { windowMs: 60_000, perSecond: 10, maxKeys: 10_000 } as const;
 

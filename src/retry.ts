@@ -12,12 +12,7 @@ export interface RetryOptions {
   retryable: (err: unknown) => boolean;
 }
 
-/**
- * Runs `attempt` until it succeeds, again after a jittered pause while its
- * failure is retryable and `waitMs` have not passed; then the last failure
- * is thrown. The one retry loop of the SQLite busy lock (a reservation, the
- * stride record) and of processes migrating one fresh file at once.
- */
+/** Runs `attempt` again after a jittered pause while it fails retryably within `waitMs`, then throws the last failure. */
 export async function retryUntil<T>(attempt: () => Promise<T>, o: RetryOptions): Promise<T> {
   const deadline = o.clock.monotonic() + o.waitMs;
   for (;;) {

@@ -13,14 +13,9 @@ export interface Periodic {
 }
 
 /**
- * Runs `task` every `ms` of `clock`, never two runs at once: a run that takes
- * longer than the period delays the next. One chain of `clock.sleep` for
- * every clock, so a test's fake clock drives every schedule as the system
- * clock does, and sub-second periods are no special case. `task` handles
- * its own errors: a rejection here is dropped. `ms` may be a function, asked
- * before each wait: a loop that has nothing to do for a while sleeps that
- * long instead of waking to find so (an idle instance's cost is mostly its
- * wake-ups).
+ * Runs `task` (which handles its own errors) every `ms` of `clock`, never two runs at once, on one chain of
+ * `clock.sleep` so a fake clock drives it as the system one does. `ms` may be a function asked before each wait:
+ * a loop with nothing to do for a while sleeps that long (an idle instance's cost is mostly its wake-ups).
  */
 export function every(ms: number | (() => number), task: () => unknown, clock: Clock): Periodic {
   const period = typeof ms === 'number' ? () => ms : ms;
@@ -33,12 +28,11 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
     await running;
     running = undefined;
   };
-  // Each wait has a controller of its own: aborting it ends the wait (wake)
-  // or, with `stopped` set, the chain, so nothing holds the process after stop().
+  // Aborting a wait's own controller ends the wait (wake) or, with `stopped` set, the chain.
   interface Chain {
     stopped: boolean;
     wait?: AbortController;
-    done: Promise<void>;
+    done?: Promise<void>;
   }
   let chain: Chain | undefined;
   const loop = async (self: Chain) => {
@@ -56,9 +50,8 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
     wake: () => chain?.wait?.abort(),
     start() {
       if (chain) return;
-      const self: Chain = { stopped: false, done: Promise.resolve() };
-      chain = self;
-      self.done = loop(self);
+      chain = { stopped: false };
+      chain.done = loop(chain);
     },
     async stop() {
       const stopping = chain;
@@ -74,13 +67,9 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
 }
 
 /**
- * How long to wait from `now` (monotonic ms) for a period of `ms`: to the
- * multiple of the period's grain (a second from a second up, 100 ms from
- * 100 ms up) nearest to `now + ms`. Every loop of a second or more then
- * fires on the same whole seconds of the clock, together, and an idle
- * instance wakes once a second for all of them, not once for each (a
- * wake-up costs 0.1–0.2 ms of CPU on a small virtual machine). The period
- * is kept on average; one wait may be up to half a grain shorter or longer.
+ * The wait from `now` to the multiple of the period's grain (1 s from 1 s up, 100 ms from 100 ms up) nearest
+ * `now + ms`, the period kept on average: loops then wake together, once a second for all (a wake-up costs
+ * 0.1–0.2 ms of CPU on a small VM).
  */
 export function untilAligned(ms: number, now: number): number {
   const grain = ms >= 1000 ? 1000 : ms >= 100 ? 100 : 0;
@@ -89,13 +78,7 @@ export function untilAligned(ms: number, now: number): number {
   return at - now;
 }
 
-/**
- * Runs `task` every `ms` on the grid of {@link untilAligned} (`now`: the
- * clock it is read on), with unref'd timers: for the process's own timers
- * outside a service's lifecycle (the log flush, the event-loop delay
- * sample), which then wake with the service's loops. `task` gets when its
- * run was due.
- */
+/** Runs `task(dueAt)` every `ms` on {@link untilAligned}'s grid with unref'd timers: process timers outside a service. */
 export function onAligned(ms: number, task: (dueAt: number) => void, now: () => number): void {
   const next = () => {
     const wait = untilAligned(ms, now());
@@ -125,11 +108,8 @@ export interface ActivityRoundOptions<T> {
 }
 
 /**
- * The batches of a periodic loop whose cost follows activity (the refill
- * sweep, the ops sampler): each batch holds every key touched in the last
- * `activeMs` (up to `activeBatch`) and the next `idleBatch` items of a
- * round over all of them, so an idle key is read once a round and a busy
- * one every run.
+ * Batches of a loop whose cost follows activity (refill sweep, sampler): every key touched in the last `activeMs`
+ * (up to `activeBatch`) and the next `idleBatch` of a round over all, so an idle key is read once a round.
  */
 export class ActivityRound<T> {
   private round: T[] = [];
@@ -149,10 +129,7 @@ export class ActivityRound<T> {
     return this.active.has(key);
   }
 
-  /**
-   * The next batch; `listed` is the new round's items when this batch
-   * started one, and `rounds` is how many batches a round takes.
-   */
+  /** The next batch; `listed`: the new round's items when it started one; `rounds`: batches a round takes. */
   next(): { items: T[]; listed: T[] | undefined; rounds: number } {
     const { options: o } = this;
     let listed: T[] | undefined;

@@ -3,11 +3,8 @@ import type { StoredAnswer } from './store';
 const DECIMAL = /^\d+$/;
 
 /**
- * Answers in Redis as `count;runs`: a run is one id, or `first+diff*n` for
- * n ids spaced by diff. A monotonic batch of 1,000 ids is one run (~30 bytes
- * instead of ~16 KB of JSON); a trend batch stays one id per run. Ids that
- * are not decimal (business numbers) are kept as `count;[json]`: a run's
- * text never begins with `[`.
+ * `count;runs`, a run one id or `first+diff*n`: 1,000 monotonic ids take ~30 bytes, not ~16 KB of JSON. Other
+ * than decimal ids (business numbers) are `count;[json]`: a run never begins with `[`.
  */
 export function encodeAnswer(count: number, ids: string[]): string {
   if (!ids.every((id) => DECIMAL.test(id))) return `${count};${JSON.stringify(ids)}`;
@@ -16,11 +13,8 @@ export function encodeAnswer(count: number, ids: string[]): string {
   while (i < ids.length) {
     const first = BigInt(ids[i]);
     let n = 1;
-    let diff = 0n;
-    if (i + 1 < ids.length) {
-      diff = BigInt(ids[i + 1]) - first;
-      if (diff > 0n) while (i + n < ids.length && BigInt(ids[i + n]) === first + diff * BigInt(n)) n++;
-    }
+    const diff = i + 1 < ids.length ? BigInt(ids[i + 1]) - first : 0n;
+    if (diff > 0n) while (i + n < ids.length && BigInt(ids[i + n]) === first + diff * BigInt(n)) n++;
     runs.push(n === 1 ? ids[i] : `${ids[i]}+${diff}*${n}`);
     i += n;
   }

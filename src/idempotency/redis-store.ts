@@ -19,39 +19,23 @@ import {
 /** How often a request polls for the answer of another one with the same key. */
 const POLL_MS = 25;
 
-/**
- * Answers kept per entity in Redis: the oldest are dropped beyond it. 10,000
- * answers in 5 minutes is 33 keyed requests a second per entity; monotonic
- * answers are ~50 bytes (~0.5 MB per entity), a trend batch of 1,000 ids
- * ~17 KB.
- */
+/** Answers per entity: 10,000 in 5 minutes is 33 keyed requests a second, ~0.5 MB of monotonic answers. */
 const REDIS_ANSWERS_PER_ENTITY = 10_000;
 
-/**
- * Bytes one stored answer is counted as: its key and value, plus Redis's
- * bookkeeping for the key, its expiry and its index member (~100 bytes of
- * dict entries and object headers per key on 64-bit Redis 7).
- */
+/** Bytes a stored answer is counted as: key, value, and ~100 of Redis's bookkeeping (64-bit Redis 7). */
 export function answerBytes(answerKey: string, encoded: string): number {
   return answerKey.length + encoded.length + 100;
 }
 
-/**
- * Bounds of the answers kept in Redis. Redis runs `noeviction`, so memory
- * that answers fill is memory refills cannot use: bytes are capped per
- * entity (one busy entity cannot take it all) and in total.
- */
+/** Bounds of the answers in Redis: under `noeviction`, memory answers fill is memory refills cannot use. */
 export interface RedisAnswerLimits {
   /** Answers per entity; the oldest are dropped beyond it. */
   answersPerEntity: number;
   /** Bytes of answers per entity ({@link answerBytes}); the oldest are dropped beyond it. */
   bytesPerEntity: number;
   /**
-   * Bytes of answers stored in the last {@link ANSWER_TTL_MS} by every
-   * instance, all entities together, less those the per-entity caps have
-   * dropped: beyond it an answer is not stored (its request is answered, a
-   * retry of it takes new ids). An upper bound of what is held: expired
-   * answers still count until their minute has passed.
+   * Bytes stored by every instance in the last {@link ANSWER_TTL_MS}, less those the caps dropped (expired answers
+   * count until their minute passes): beyond it an answer is not stored and a retry takes new ids.
    */
   totalBytes: number;
 }
@@ -99,9 +83,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     try {
       return await this.produceAndStore(keys, entityKey, requestKey, count, produce);
     } catch (err) {
-      // Whatever failed after the claim (the take, or storing its answer),
-      // nothing stands for this key: a retry tries again at once rather
-      // than waiting out the claim as "still in progress".
+      // Nothing stands for this key: a retry runs at once rather than waiting out the claim.
       await this.redis.del(keys.claim).catch(() => undefined);
       throw err;
     }
@@ -145,9 +127,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * Whether an answer of `bytes` fits the per-entity bound and, with what every instance stored in its life and
-   * the caps kept, the total. A minute's count lives exactly as long as its answers by the Redis clock (`count`),
-   * so every count there is is summed: a minute either side of this instance's own, for a clock a little off.
+   * Whether `bytes` fit the per-entity and the total bound. Each minute's count lives as long as its answers (by
+   * the Redis clock), so all are summed, a minute either side of this clock's for a little skew.
    */
   private async room(bytes: number): Promise<boolean> {
     if (bytes > this.limits.bytesPerEntity) return false;
@@ -159,12 +140,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * Counts a stored answer's bytes against the total in its minute, and
-   * takes off those of the answers the caps dropped (`now`, then minute and
-   * bytes pairs, as `store_answer-3.lua` answers, by the Redis clock): a
-   * busy entity holds at most its cap, and the total counts no more of it,
-   * so idempotency stays on for every entity however long the load lasts.
-   * Each minute's count expires when the last answer it counts has.
+   * Counts a stored answer's bytes in its minute and takes off the dropped ones' (`store_answer-3.lua`'s `now`,
+   * then minute and bytes pairs): the total counts no more than a busy entity's cap, so idempotency stays on.
    */
   private async count(bytes: number, [now, ...freed]: number[]): Promise<void> {
     const minute = Math.floor(now / MINUTE_MS);

@@ -1,23 +1,14 @@
 import { ConflictError, UnavailableError } from '../errors';
 
 /**
- * `Idempotency-Key` on `POST /apps/:key/ids`: a client that timed out and
- * sends the same request again (to this or another instance) gets the ids of
- * the first answer instead of a second batch, so a retry neither wastes nor
- * repeats ids.
- *
- * The rule that keeps answers consistent is "first stored answer wins":
- * the answer is written with SET NX, and a request whose own answer loses
- * (its claim expired while it ran, someone else answered) returns the stored
- * one; its own batch is wasted, never handed out. The claim only stops two
- * requests with the same key from both taking a batch in the common case.
+ * `Idempotency-Key` on `POST /apps/:key/ids`: a retry, on any instance, gets the first answer's ids. The first
+ * stored answer wins: a request whose own answer loses (its claim expired) returns the stored one and its batch is
+ * wasted, never handed out. The claim only spares the common case a second batch.
  */
 export interface IdempotencyStore {
   /**
-   * The stored answer for (entityKey, requestKey), or the one `produce` gives,
-   * kept for {@link ANSWER_TTL_MS}. Throws ConflictError when the key was used
-   * with another count, UnavailableError while another request with the same
-   * key is still running.
+   * The stored answer for the key, or `produce`'s, kept {@link ANSWER_TTL_MS}. Throws ConflictError for another
+   * count, UnavailableError while another request with the key runs.
    */
   once(
     entityKey: string,
@@ -35,11 +26,7 @@ export interface IdempotentAnswer {
 
 /** How long an answer is kept: long enough for any client's retries (the SDK gives up after 15 s). */
 export const ANSWER_TTL_MS = 5 * 60_000;
-/**
- * How long a claim holds off other requests with the same key. A request
- * takes at most ~2.5 s (250 ms shortage wait + 2 s Redis command timeout);
- * a claim left by a crashed instance must not block retries much longer.
- */
+/** A claim's life: a request takes ≤ ~2.5 s (250 ms shortage wait + 2 s Redis timeout); a crash's must not block long. */
 export const CLAIM_TTL_MS = 5_000;
 /** How long a request waits for another one with the same key to answer before 503. */
 export const IN_PROGRESS_WAIT_MS = 1_000;

@@ -1,10 +1,6 @@
 import { IdpoolError, PoolExhaustedError, UnavailableError, errorMessage } from '../errors';
 
-/**
- * Both segments of an entity are used up and the next one has not arrived:
- * from `next()` at once, from `nextAsync()`/`take()` after waiting `waitMs`.
- * Nothing was handed out; retrying later is safe.
- */
+/** Both segments are used up and the next has not arrived (`nextAsync`/`take`: within `waitMs`); retry later. */
 export class SegmentsNotReadyError extends PoolExhaustedError {
   constructor(
     readonly entityKey: string,
@@ -21,10 +17,7 @@ export class GeneratorClosedError extends UnavailableError {
   }
 }
 
-/**
- * Number ids were asked for but a reserved segment reaches 2^53 or above;
- * the segment is dropped (its ids are wasted, never repeated). Use bigint ids.
- */
+/** Number ids asked for, but a segment reaches 2^53: it is dropped (its ids wasted, never repeated). */
 export class UnsafeNumberIdError extends IdpoolError {
   constructor(
     readonly entityKey: string,
@@ -70,10 +63,7 @@ export class InvalidCountError extends RangeError {
   }
 }
 
-/**
- * The entity issues ids the library does not: snowflake ids, or shuffled
- * (trend) segments. A 400 (`invalid_request`) should it reach an HTTP answer.
- */
+/** The entity issues ids the library does not (snowflake, trend, …): a 400 should it reach an HTTP answer. */
 export class UnsupportedEntityError extends IdpoolError {
   constructor(
     readonly entityKey: string,

@@ -33,11 +33,7 @@ async function requireSchema(db: Database): Promise<void> {
   }
 }
 
-/**
- * Creates an in-process id generator over the service's `application` table,
- * or over segments leased from the service when `service` is given.
- * Options are validated here, once; invalid ones throw {@link InvalidOptionError}.
- */
+/** An id generator over the service's database, or leasing from it (`service`); bad options throw {@link InvalidOptionError}. */
 export async function createIdGenerator(options: IdGeneratorOptions & { ids: 'number' }): Promise<IdGenerator<number>>;
 export async function createIdGenerator(options?: IdGeneratorOptions & { ids?: 'bigint' }): Promise<IdGenerator>;
 export async function createIdGenerator(options: IdGeneratorOptions = {}): Promise<IdGenerator<number> | IdGenerator> {
@@ -69,12 +65,14 @@ async function buildGenerator(
       : new LeasedIdGenerator<bigint>(options.service, ids, settings);
   }
   const idStride = strideFrom(options);
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? silentLogger;
   let db: Database | undefined = options.database;
   let release = async (): Promise<void> => undefined;
   if (!db && !(options.allocator && options.entities)) {
     db = await openDatabase(options.databaseUrl ?? DEFAULT_OPTIONS.databaseUrl, {
       migrate: options.migrate ?? false,
-      clock: options.clock,
+      clock,
       urlSource: options.databaseUrl === undefined ? 'the default databaseUrl' : 'databaseUrl',
     });
     const opened = db;
@@ -83,7 +81,7 @@ async function buildGenerator(
   }
   if (db) {
     try {
-      await checkStride(db, idStride.count, idStride.index, options.clock ?? systemClock);
+      await checkStride(db, idStride.count, idStride.index, clock);
     } catch (err) {
       await release();
       throw err;
@@ -93,8 +91,6 @@ async function buildGenerator(
     if (!db) throw new TypeError('createIdGenerator: no database to build the allocator or entity store on');
     return db;
   };
-  const log = options.log ?? silentLogger;
-  const clock = options.clock ?? systemClock;
   const onBehind = (report: DatabaseBehindReport) => {
     log.error(
       {

@@ -5,18 +5,15 @@ import { type Id, type IdGenerator, MAX_TAKE } from './loader';
 import type { ServiceOptions, Settings } from './options';
 
 /**
- * `createIdGenerator({ service })`: the same `IdGenerator`, its segments
- * leased from the service (`POST /apps/:key/segments`) through the client
- * SDK's leased buffers instead of reserved in SQL, so a process holding only
- * entity secrets hands out ids in-process. Only `trend` entities lease: the
- * service refuses a `monotonic` one (409) when its first segment is asked for.
+ * `createIdGenerator({ service })`: segments leased from the service (`POST /apps/:key/segments`) through the
+ * client SDK, so only entity secrets are needed. Only `trend` entities lease: a `monotonic` one gets a 409.
  */
 export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   private readonly buffers = new Map<string, LeasedIds<number> | LeasedIds<bigint>>();
   private readonly client: IdpoolClient;
-  /** The same entities without leases: business numbers are taken from the service, whose clock decides their period. */
+  /** Business numbers are taken from the service, whose clock decides their period. */
   private readonly takes: IdpoolClient;
-  /** The last entity looked up: most callers draw from one entity in a row (see BufferedIdGenerator.bufferFor). */
+  /** As BufferedIdGenerator's: most callers draw from one entity in a row. */
   private lastKey: string | undefined;
   private lastBuffer: LeasedIds<T> | undefined;
   private closed = false;

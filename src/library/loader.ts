@@ -25,13 +25,8 @@ export type Id = bigint | number;
 export const MAX_TAKE = 10_000_000;
 
 /**
- * Ids in-process from segments reserved in the database.
- *
- * `next()` is synchronous: it returns an id from the current segment or,
- * when both segments are spent, throws {@link SegmentsNotReadyError} and
- * starts the load. `nextAsync()` and `take()` wait up to `waitMs` instead.
- * Ids of one entity are strictly increasing within one generator; across
- * processes they are unique, not ordered.
+ * Ids in-process from segments reserved in the database. Ids of one entity
+ * increase strictly within one generator; across processes they are unique, not ordered.
  */
 export interface IdGenerator<T extends Id = bigint> {
   /** Loads the first segment of each entity (and checks it exists); afterwards `next()` does not throw "not ready" until the load falls behind. */
@@ -43,22 +38,16 @@ export interface IdGenerator<T extends Id = bigint> {
   /** `count` increasing ids (1..10M), waiting up to `waitMs` for each segment it needs. */
   take(entityKey: string, count: number): Promise<T[]>;
   /**
-   * `count` business numbers (`INV20261128-000123`) of an entity with a
-   * `format` (docs/numbers.md), as strings: the period by this process's
-   * clock (in service mode, the service's). `next`, `nextAsync` and `take`
-   * refuse such an entity, and this refuses one without a format, with
-   * {@link UnsupportedEntityError}. A gapless series (docs/numbers.md
-   * "Gapless series") is issued by the service only: in service mode,
-   * `options` carry its ledger's `reference` and the caller's own
-   * Idempotency-Key (every attempt of one call carries one key either way);
-   * with a database, a gapless entity or any `options` are refused.
+   * `count` business numbers (`INV20261128-000123`) of an entity with a `format` (docs/numbers.md), their period
+   * by this process's clock (the service's in service mode); the other methods refuse such an entity, this one any
+   * other ({@link UnsupportedEntityError}). A gapless series is the service's alone, with `options` (its `reference`,
+   * the Idempotency-Key every attempt of one call carries): with a database, a gapless entity or `options` are refused.
    */
   numbers(entityKey: string, count?: number, options?: TakeOptions): Promise<string[]>;
   /** Stops loading, waits for reservations under way, closes the database it opened. Remaining ids are wasted. */
   close(): Promise<void>;
 }
 
-/** What a generator is built from. */
 export interface Deps {
   allocator: SegmentAllocator;
   entities: EntitySource;
@@ -72,22 +61,10 @@ export interface Deps {
   numbers?: LocalNumbers;
 }
 
-/** The double buffer of the generator's id type. */
-export type BufferType<T extends Id> = new (options: DoubleBufferOptions) => DoubleBuffer<T>;
-
-/**
- * The double buffers (`double-buffer/`, one per entity) over SQL
- * reservations: each entity's buffer reserves through the allocator, reading
- * the entity's configuration (its step, the least segment) at most every
- * `configRefreshMs`.
- */
+/** One double buffer (`double-buffer/`) per entity over SQL reservations. */
 export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   private readonly buffers = new Map<string, DoubleBuffer<T>>();
-  /**
-   * The last entity looked up: most callers draw from one entity in a row,
-   * and comparing the key with `===` (a pointer compare for the same string)
-   * costs a fraction of a Map lookup: measured 3–4× on the whole `next()`.
-   */
+  /** The last entity looked up: most callers draw from one in a row, and `===` beats a Map lookup 3–4× on `next()`. */
   private lastKey: string | undefined;
   private lastBuffer: DoubleBuffer<T> | undefined;
   private closed = false;
@@ -96,7 +73,7 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
 
   constructor(
     private readonly deps: Deps,
-    private readonly Buffer: BufferType<T>,
+    private readonly Buffer: new (options: DoubleBufferOptions) => DoubleBuffer<T>,
   ) {}
 
   // The hot path: a key compare, then the buffer's two compares and an add.
@@ -218,8 +195,7 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     let minStep = 0;
     let configReadAt: number | undefined;
     return async (size) => {
-      // better-sqlite3 runs SQL synchronously: start it from the event loop,
-      // never inside the next() call that asked for it.
+      // better-sqlite3 runs SQL synchronously: start it from the event loop, not inside the next() that asked.
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (this.closed) throw new GeneratorClosedError();
       const now = clock.monotonic();

@@ -29,32 +29,17 @@ export interface ServiceOptions {
 }
 
 export interface IdGeneratorOptions {
-  /**
-   * `mysql://user:pass@host:3306/db`, `postgres://user:pass@host:5432/db` or `sqlite:PATH`: the database holding
-   * the `application` table the service uses. Ignored when `database` is given.
-   */
+  /** The service's database: `mysql://user:pass@host:3306/db`, `postgres://…` or `sqlite:PATH`; `database` wins. */
   databaseUrl?: string;
-  /**
-   * Lease segments from an idpool service instead of the database: its
-   * URL(s) and each entity's secret. Only `trend` entities; no database
-   * credentials needed. `prefetchAt`, `maxStep`, `targetSegmentMs`, `waitMs`
-   * and `ids` apply; the database options do not.
-   */
+  /** Lease `trend` segments from an idpool service instead: only `ids`, `prefetchAt`, `maxStep`, `targetSegmentMs`, `waitMs` apply. */
   service?: ServiceOptions;
   /** An already open database (see `openDatabase`); the generator does not close it. */
   database?: Database;
   /** Run schema migrations when opening `databaseUrl` (the service normally owns the schema). */
   migrate?: boolean;
-  /**
-   * `'bigint'` (default) or `'number'`. Number ids are handed out only from
-   * segments whose every id is below 2^53; otherwise {@link UnsafeNumberIdError}.
-   */
+  /** `'bigint'` (default) or `'number'`: then ids from 2^53 up throw {@link UnsafeNumberIdError}. */
   ids?: 'bigint' | 'number';
-  /**
-   * This process's {@link IdStride}: the n-th number becomes the id
-   * `n·strideCount + strideIndex`. Must match the service's
-   * IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX when both share entities.
-   */
+  /** The n-th number becomes id `n·strideCount + strideIndex`; must match the service's IDPOOL_CLUSTER_COUNT/INDEX. */
   strideCount?: number;
   strideIndex?: number;
   /** @deprecated Use `strideCount`; this name is removed in the next release. */
@@ -74,11 +59,8 @@ export interface IdGeneratorOptions {
   /** How often an entity's configuration (its step) is read again. */
   configRefreshMs?: number;
   /**
-   * Called when a reservation returns an offset below this process's own
-   * last reservation end for the entity: the database went back (restored
-   * from a backup, failed over to a replica that lagged). The entity has
-   * already been carried past it and nothing below is handed out; other
-   * processes' reservations cannot be seen this way (docs/ha.md).
+   * A reservation came back below this process's own last one: the database went back (a restore, a lagging
+   * replica). The entity is already carried past it; other processes' reservations go unseen (docs/ha.md).
    */
   onDatabaseBehind?: (report: DatabaseBehindReport) => void;
   clock?: Clock;
@@ -104,10 +86,7 @@ export const DEFAULT_OPTIONS = {
   strideIndex: 0,
   /** Leaf starts the background load once 10% of the current segment is used. */
   prefetchAt: 0.1,
-  /**
-   * 10M: at 50M ids/s a segment still lasts 200 ms, hundreds of SQL round
-   * trips; a stopped process wastes at most two segments (20M of a 2^63 line).
-   */
+  /** 10M: at 50M ids/s a segment lasts 200 ms; a stopped process wastes at most 20M of a 2^63 line. */
   maxStep: 10_000_000,
   /** About one reservation a second per busy entity and process: negligible database load. */
   targetSegmentMs: 1000,
