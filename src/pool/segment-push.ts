@@ -16,17 +16,11 @@ export interface PushCounts {
 }
 
 /**
- * Pushes a reserved segment step by step, in order. `trend` entities
- * shuffle each step so ids are not guessable but still grow step by step;
- * a trend push call holds whole steps so its lowest id is its first step's
- * start. A monotonic segment is pushed 10,000 ids a call whatever its
- * step: a call is built in one run of the event loop and run by Redis as
- * one command, and a step of 1,000,000 ids (a 27 MB RPUSH) stalled this
- * process for up to 1.2 s under load, delaying everything it does (the
- * refill lock's renewals too); pushed 10,000 at a time, at most 0.65 s,
- * and a 1,000,000-id refill takes as long in isolation (0.8–1.0 s here).
- * Up to PUSHES_IN_FLIGHT calls travel at once (Redis runs them in order on
- * the one connection; {@link pushInCalls}).
+ * Pushes a reserved segment in order, in calls of {@link pushInCalls}.
+ * `trend` entities shuffle each step (ids not guessable, still growing step
+ * by step). One 1,000,000-id RPUSH (27 MB) stalled this process up to 1.2 s
+ * under load, lock renewals too; 10,000 a call, at most 0.65 s, and the
+ * refill as fast in isolation (0.8–1.0 s).
  */
 export async function pushSegment(
   store: Pick<PoolStore, 'push'>,
@@ -49,15 +43,12 @@ export async function pushSegment(
 }
 
 /**
- * Pushes `first..last` (inclusive, positions on the entity's line) in
- * calls of {@link PUSH_IDS_PER_CALL} (a trend entity's of whole steps), in
- * order, `send` making each call: up to {@link PUSHES_IN_FLIGHT} on the
- * wire at once, and what else this process has to do runs between two
- * (a call of a 1,000,000-id trend step takes its own run of the event
- * loop; four built back to back stalled it 4 s under load, lock renewals
- * too). The first call not `ok` is the answer and no call is sent after
- * it: what refused it (a fence, an epoch, a period's bounds) only moves
- * on. Segments and business-number periods push through it.
+ * Pushes `first..last` (inclusive, positions on the line) in order, in calls
+ * of {@link PUSH_IDS_PER_CALL} (a trend entity's of whole steps, so a call's
+ * lowest id is its first step's start) made by `send`, up to
+ * {@link PUSHES_IN_FLIGHT} on the wire, the event loop free between two (four
+ * 1,000,000-id trend steps built back to back stalled it 4 s). The first call
+ * not `ok` is the answer and none is sent after: what refused it only moves on.
  */
 export async function pushInCalls<R extends string>(
   entity: Pick<EntityConfig, 'mode' | 'step'>,

@@ -12,11 +12,9 @@ export interface SnowflakeTakerDeps {
 }
 
 /**
- * The snowflake take: admitted against the entity's per-second limit, then
- * made by the generator. Shared by the takes of one turn (one admit of the
- * sum, one Redis call where the limit is shared, and one generator run);
- * when the sum does not fit the limit, each take is admitted on its own, so
- * the limit stays exact per request.
+ * The snowflake take: admitted against the per-second limit, then made by
+ * the generator. A turn's takes share one admit of the sum and one run; a sum
+ * over the limit declines, so the limit stays exact per request.
  */
 export class SnowflakeTaker implements Taker {
   readonly coalesce = true;
