@@ -1,8 +1,4 @@
-/**
- * Leaf's double buffer, for the library (SQL reservations) and the client SDK
- * (leases): the next segment reserved through the `reserve(size)` handed in
- * once `prefetchAt` of the current one is used, its size adapting to demand.
- */
+// Leaf's double buffer for the library and the client SDK: segments come from the `reserve(size)` handed in.
 
 /** A reserved stretch of ids: `first`, `first + delta`, … `count` of them. */
 export interface ReservedIds {
@@ -57,10 +53,8 @@ export class BufferSegment<T extends number | bigint> {
 }
 
 /**
- * Leaf's adaptive step: a segment used up within `targetSegmentMs` doubles
- * the next, one lasting twice that halves it, within `[minStep, maxStep]`:
- * never more than twice the last interval's use, which bounds what a stopped
- * process wastes.
+ * Leaf's adaptive step: a segment used up within `targetSegmentMs` doubles the next, one lasting twice that halves it,
+ * within `[minStep, maxStep]`: never twice more than the last use, bounding what a stop wastes.
  */
 export function nextStep(
   previous: number,
@@ -83,8 +77,7 @@ function loadPoint(count: number, prefetchAt: number): number {
 }
 
 /**
- * The double buffer of one entity. `next()` is synchronous, a compare and an
- * add, written once per id type in the subclasses (each call site stays
+ * One entity's double buffer. `next()` is synchronous, written per id type in the subclasses (each call site
  * monomorphic). Ids grow within one buffer; ids left at close are wasted, never repeated.
  */
 export abstract class DoubleBuffer<T extends number | bigint> {

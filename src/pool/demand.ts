@@ -35,9 +35,9 @@ interface Seen {
 }
 
 /**
- * Pools sized by demand (docs/design.md): target depth `horizonSeconds × recent
- * peak take rate` within `[max(step, maxSizePerTimes), maxPoolSize]`, rates
- * from the pools' running take totals (`PoolStore.levels`, direct pops too).
+ * Pools sized by demand (docs/design.md): target depth `horizonSeconds × recent peak take rate` within
+ * `[max(step, maxSizePerTimes), maxPoolSize]`, rates from the pools' running take totals (`PoolStore.levels`, direct
+ * pops too).
  */
 export class Demand {
   private readonly seen = new Map<string, Seen>();

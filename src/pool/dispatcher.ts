@@ -18,9 +18,8 @@ export interface DispatcherOptions {
   /** Metrics and alarms (`ops/observers.ts`; there too a logging-only implementation). */
   events: DispatchEvents;
   /**
-   * Whether one entity's takes in one event-loop turn share a store call.
-   * Default: on Redis only; the in-process store answers without I/O, so
-   * waiting for the turn's end would only add latency.
+   * Whether one entity's takes in one event-loop turn share a store call. Default: on Redis only; the in-process store
+   * answers without I/O, so waiting for the turn's end would only add latency.
    */
   coalesce?: boolean;
 }
@@ -36,10 +35,9 @@ export interface DispatchEvents {
 }
 
 /**
- * The segment and business-number take (a `Taker` of `take/`): all or
- * nothing from the entity's pool, waiting briefly for a refill on shortage.
- * `takeShared` counts a turn's sum against the limit, so it succeeds only
- * where every take, one after another, would have; else it declines.
+ * The segment and business-number take (a `Taker` of `take/`): all or nothing from the entity's pool, waiting briefly
+ * for a refill on shortage. `takeShared` counts a turn's sum against the limit, so it succeeds only where every take,
+ * one after another, would have; else it declines.
  */
 export class Dispatcher {
   readonly stats = { rateLimited: 0, exhausted: 0 };

@@ -13,11 +13,9 @@ export interface FenceCarrierOptions {
 }
 
 /**
- * Carries an entity whose database went back (a restore, a lagging replica
- * promoted) past its Redis fence, the highest id ever pushed: one reservation
- * of the gap, and `database_behind` once per episode. Called by the refiller
- * (a refused push) and the fence check, both under the entity's refill lock,
- * so the gap is carried once.
+ * Carries an entity whose database went back (a restore, a lagging replica promoted) past its Redis fence, the highest
+ * id ever pushed: one reservation of the gap, `database_behind` once per episode. Its callers (the refiller on a
+ * refused push, the fence check) hold the entity's refill lock: the gap is carried once.
  */
 export class FenceCarrier {
   /** Entities found behind, until a push is accepted or a check finds them past the fence (one alarm per episode). */
@@ -37,10 +35,9 @@ export class FenceCarrier {
   }
 
   /**
-   * The fence refused a segment: either this refiller is stale (stalled past
-   * its lock TTL, or a retried push: the segment lies at or below the fence)
-   * and it is dropped (`fence_refused`), or the database is behind and is
-   * carried past. Returns true when the database was behind.
+   * The fence refused a segment: either this refiller is stale (stalled past its lock TTL, or a retried push: the
+   * segment lies at or below the fence) and it is dropped (`fence_refused`), or the database is behind and is carried
+   * past. Returns true when the database was behind.
    */
   async afterRefusal(entityKey: string, refused: Segment): Promise<boolean> {
     // The refused segment started at the offset the database had.
@@ -50,12 +47,10 @@ export class FenceCarrier {
   }
 
   /**
-   * Under the entity's refill lock: reads the fence, then the offset, and
-   * reserves the gap when the offset is below the fence. The fence first: it
-   * rises only by pushing a segment the database committed, so an offset
-   * read after it and below it went back, never a refill seen half done.
-   * `seen`: the offset for the report. True when the database was behind
-   * (a `refused` segment reaching above the fence was reserved by one).
+   * Under the entity's refill lock: reads the fence, then the offset, and reserves the gap when the offset is below the
+   * fence. The fence first: it rises only by pushing a segment the database committed, so an offset read after it and
+   * below it went back, never a refill seen half done. `seen`: the offset for the report. True when the database was
+   * behind (a `refused` segment reaching above the fence was reserved by one).
    */
   async carryIfBehind(entityKey: string, seen?: bigint, refused?: Segment): Promise<boolean> {
     const { allocator, store } = this.options;

@@ -26,9 +26,8 @@ export interface FenceCheckOptions {
 const CARRIES_IN_FLIGHT = 32;
 
 /**
- * Every fence is read at least this often, whatever the digest says: the
- * bound on a restore it cannot tell (losses made up exactly by other
- * instances' reservations). ~3 ms of CPU per 1,000 entities (`bench/idle.bench.ts`).
+ * Every fence is read at least this often, whatever the digest says: the bound on a restore it cannot tell (losses made
+ * up exactly by other instances' reservations). ~3 ms of CPU per 1,000 entities (`bench/idle.bench.ts`).
  */
 const FULL_RUN_MS = 60_000;
 
@@ -40,13 +39,11 @@ interface CleanRun {
 }
 
 /**
- * Every `intervalMs`, carries each segment entity whose offset is below its
- * Redis fence past it (docs/ha.md "Restores and failovers"). Without it a
- * database restored under full pools stayed behind until a refill met the
- * fence (5–306 s in the chaos runs), and a Redis loss then repeated ids.
- * A run is one pipeline per node and one SQL query; while nothing moved
- * since a clean run (the digest, this process's reservations) it reads only
- * the digest, and every fence at least every {@link FULL_RUN_MS}.
+ * Every `intervalMs`, carries each segment entity whose offset is below its Redis fence past it (docs/ha.md "Restores
+ * and failovers"). Without it a database restored under full pools stayed behind until a refill met the fence (5–306 s
+ * in the chaos runs), and a Redis loss then repeated ids. A run is one pipeline per node and one SQL query; while
+ * nothing moved since a clean run (the digest, this process's reservations) it reads only the digest, and every fence
+ * at least every {@link FULL_RUN_MS}.
  */
 export class FenceCheck {
   private readonly schedule: Periodic | undefined;
@@ -72,44 +69,36 @@ export class FenceCheck {
   async run(): Promise<void> {
     this.stats.started++;
     try {
-      await this.carryAll();
+      const start = await this.startingPoint();
+      if (start && this.clean?.mark === start.mark && this.clean.reservations === start.reservations) {
+        if (start.at - this.clean.at < FULL_RUN_MS) {
+          this.stats.digestOnly++;
+          return;
+        }
+      }
+      const found = await this.findBehind().catch((err: unknown) => {
+        this.logFailure('*', err);
+      });
+      if (!found) return;
+      const { behind } = found;
+      // Every entity clear and read: later runs read the digest until something moves.
+      this.clean = start && behind.length === 0 && !found.failed ? start : undefined;
+      let next = 0;
+      const worker = async () => {
+        while (next < behind.length) {
+          const key = behind[next++];
+          await this.carry(key).catch((err: unknown) => this.logFailure(key, err));
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(CARRIES_IN_FLIGHT, behind.length) }, worker));
     } finally {
       this.stats.completed++;
     }
   }
 
-  private async carryAll(): Promise<void> {
-    const start = await this.startingPoint();
-    if (start && this.clean?.mark === start.mark && this.clean.reservations === start.reservations) {
-      if (start.at - this.clean.at < FULL_RUN_MS) {
-        this.stats.digestOnly++;
-        return;
-      }
-    }
-    let found: { behind: string[]; failed: boolean };
-    try {
-      found = await this.findBehind();
-    } catch (err) {
-      this.logFailure('*', err);
-      return;
-    }
-    const { behind } = found;
-    // Every entity clear and read: later runs read the digest until something moves.
-    this.clean = start && behind.length === 0 && !found.failed ? start : undefined;
-    let next = 0;
-    const worker = async () => {
-      while (next < behind.length) {
-        const key = behind[next++];
-        await this.carry(key).catch((err: unknown) => this.logFailure(key, err));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(CARRIES_IN_FLIGHT, behind.length) }, worker));
-  }
-
   /**
-   * The digest and reservations, read before any fence: a push under way is
-   * counted in them or seen by the fences read after. Undefined (read all)
-   * without a digest or when it fails.
+   * The digest and reservations, read before any fence: a push under way is counted in them or seen by the fences read
+   * after. Undefined (read all) without a digest or when it fails.
    */
   private async startingPoint(): Promise<CleanRun | undefined> {
     const { offsets } = this.options;

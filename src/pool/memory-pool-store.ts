@@ -70,9 +70,8 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   /**
-   * Appends numbers of the period ending at `end`, emptying one of another
-   * period. No fence: each period's counter is checked against the high-water
-   * record when it reserves.
+   * Appends numbers of the period ending at `end`, emptying one of another period. No fence: each period's counter is
+   * checked against the high-water record when it reserves.
    */
   pushPeriod(entityKey: string, numbers: readonly string[], end: number): void {
     const pool = this.pool(entityKey);

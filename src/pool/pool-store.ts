@@ -36,8 +36,8 @@ export interface PoolStore {
   /** The id the next take would hand out (the pool's head, its lowest: pushes only go above the fence); undefined when empty. */
   next(entityKey: string): Promise<bigint | undefined>;
   /**
-   * Sizes of many pools in one round trip; a pool whose keys (or Cluster node)
-   * failed has that Error in its place; a lost connection rejects.
+   * Sizes of many pools in one round trip; a pool whose keys (or Cluster node) failed has that Error in its place; a
+   * lost connection rejects.
    */
   sizes(entityKeys: readonly string[]): Promise<(number | Error)[]>;
   /** Sizes and running take totals of many pools in one round trip (demand is measured from these); errors as in `sizes`. */

@@ -26,9 +26,8 @@ type RateWindow =
 const UNLIMITED: RateWindow = { kind: 'open', count: () => undefined };
 
 /**
- * `_prelude.lua`'s per-second limit (`rateWindow`, `countRate`) in process,
- * on `clock`'s seconds rather than Redis's; a limit ≤ 0 is none. The rules:
- * `test/unit/per-second-limit.test.ts`; against the Lua: the integration test.
+ * `_prelude.lua`'s per-second limit (`rateWindow`, `countRate`) in process, on `clock`'s seconds rather than Redis's; a
+ * limit ≤ 0 is none. The rules: `test/unit/per-second-limit.test.ts`; against the Lua: the integration test.
  */
 export class PerSecondLimiter {
   private readonly windows = new Map<string, FixedWindow>();

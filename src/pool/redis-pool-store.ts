@@ -11,10 +11,9 @@ import type { PoolLevel, PoolStore, PushIds, TakeResult, PushResult } from './po
 import { JoinedIds, listedIds, type TakenIds } from './taken-ids';
 
 /**
- * The least take popped by a native LPOP in a MULTI rather than in
- * idpool_take. Measured (INFO commandstats): 1,000 ids cost Redis, which every
- * instance shares, ~200 µs in the function (Lua strings) and ~50 µs in the
- * MULTI; for a few ids the MULTI's four more commands cost ~8 % of throughput.
+ * The least take popped by a native LPOP in a MULTI rather than in idpool_take. Measured (INFO commandstats): 1,000 ids
+ * cost Redis, which every instance shares, ~200 µs in the function (Lua strings) and ~50 µs in the MULTI; for a few ids
+ * the MULTI's four more commands cost ~8 % of throughput.
  */
 const MULTI_TAKE_FROM = 256;
 
@@ -40,9 +39,8 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * From {@link MULTI_TAKE_FROM} ids, one MULTI: idpool_take_open's checks, a
-   * native LPOP, idpool_take_close (take_open-4.lua: a refused take pops
-   * nothing); fewer, idpool_take. A server over maxmemory refuses a MULTI's
+   * From {@link MULTI_TAKE_FROM} ids, one MULTI: idpool_take_open's checks, a native LPOP, idpool_take_close
+   * (take_open-4.lua: a refused take pops nothing); fewer, idpool_take. A server over maxmemory refuses a MULTI's
    * queued commands (Redis 7), but a take frees memory: there, the function.
    */
   async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
@@ -93,9 +91,8 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * The popped ids joined. The reply's array is emptied: one that reaches the
-   * old generation keeps its elements (views of the socket's bytes) alive;
-   * emptied, survivors per scavenge fell from ~9 MB to ~1 MB (batches of 1,000).
+   * The popped ids joined. The reply's array is emptied: one that reaches the old generation keeps its elements (views
+   * of the socket's bytes) alive; emptied, survivors per scavenge fell from ~9 MB to ~1 MB (batches of 1,000).
    */
   private joined(popped: Buffer[]): JoinedIds {
     const ids = JoinedIds.fromBytes(popped);
@@ -104,9 +101,8 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * One MULTI: idpool_push_open (epoch, fence), a native RPUSH, idpool_push_close.
-   * A library missing then is loaded and the push made again ({@link withLibrary}):
-   * its ids went to the staging list only.
+   * One MULTI: idpool_push_open (epoch, fence), a native RPUSH, idpool_push_close. A library missing then is loaded and
+   * the push made again ({@link withLibrary}): its ids went to the staging list only.
    */
   async push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
@@ -186,9 +182,8 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * One server: MGETs of KEYS_PER_MGET keys in one pipeline (10,000 GETs cost
-   * ~5× the CPU of 10 MGETs, bench/fence-check.bench.ts). A Cluster refuses an
-   * MGET across slots: a GET per key, one pipeline per node.
+   * One server: MGETs of KEYS_PER_MGET keys in one pipeline (10,000 GETs cost ~5× the CPU of 10 MGETs,
+   * bench/fence-check.bench.ts). A Cluster refuses an MGET across slots: a GET per key, one pipeline per node.
    */
   async fences(keys: readonly string[]): Promise<(bigint | undefined | Error)[]> {
     const fences = keys.map((key) => entityKeys(key, this.prefix).fence);
@@ -225,8 +220,8 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * The epoch of the server, or of every master of a Cluster (sorted). Callers
-   * during a read share it (the sweep and the fleet heartbeat ask on one tick).
+   * The epoch of the server, or of every master of a Cluster (sorted). Callers during a read share it (the sweep and
+   * the fleet heartbeat ask on one tick).
    */
   epoch(): Promise<string> {
     this.epochRead ??= this.readEpoch().finally(() => {

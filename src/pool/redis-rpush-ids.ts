@@ -20,10 +20,9 @@ function rpushHead(key: string, count: number): string {
 const DIGITS_ABOVE = Array.from({ length: 17 }, (_, d) => 10 ** d);
 
 /**
- * `RPUSH key id …` with its bytes written here, once: ioredis's string
- * concatenation and UTF-8 encoding cost ~200 µs per 1,000 ids (CPU profile).
- * Ids below 2^53 are numbers written digit by digit; beyond, decimal strings
- * of at most 20 digits. ioredis's Script subclasses Command this way too.
+ * `RPUSH key id …` with its bytes written here, once: ioredis's string concatenation and UTF-8 encoding cost ~200 µs
+ * per 1,000 ids (CPU profile). Ids below 2^53 are numbers written digit by digit; beyond, decimal strings of at most 20
+ * digits. ioredis's Script subclasses Command this way too.
  */
 export class RpushIds extends Command {
   private readonly wire: Buffer;
@@ -39,8 +38,8 @@ export class RpushIds extends Command {
         let n = 1;
         while (n < 16 && id >= DIGITS_ABOVE[n]) n++;
         at = bulkHeader(wire, at, n);
-        // Two halves below 10^8 each, whose digits small-integer arithmetic
-        // writes (~2.5x faster here than dividing the whole id as a double).
+        // Two halves below 10^8 each, whose digits small-integer arithmetic writes (~2.5x faster here than dividing the
+        // whole id as a double).
         let high = Math.floor(id / 1e8);
         let low = id - high * 1e8;
         let c = at + n - 1;
@@ -87,12 +86,10 @@ export interface NumberRun {
 const BLOCK = 100;
 
 /**
- * `RPUSH key number …` of a {@link NumberRun}: elements differ only in the
- * sequence's digits, so the wire is one element filled natively and each
- * sequence written over its zeros (a string per number was the refill's cost,
- * docs/benchmarks.md). Each {@link BLOCK} of consecutive sequences from a
- * multiple of it is one copy of a block ending 00 to 99, its higher digits
- * set where they changed (1,000 numbers: ~37 µs digit by digit, ~12 µs so).
+ * `RPUSH key number …` of a {@link NumberRun}: elements differ only in the sequence's digits, so the wire is one
+ * element filled natively and each sequence written over its zeros (a string per number was the refill's cost,
+ * docs/benchmarks.md). Each {@link BLOCK} of consecutive sequences from a multiple of it is one copy of a block ending
+ * 00 to 99, its higher digits set where they changed (1,000 numbers: ~37 µs digit by digit, ~12 µs so).
  */
 export class RpushNumbers extends Command {
   private readonly wire: Buffer;

@@ -7,21 +7,17 @@ import type { RedisClient } from '../redis/connection';
 import { callFunction } from '../redis/functions';
 
 /**
- * A holder renews every `ttl / 4`, and a lock with less than that left is taken
- * over (lock_acquire-1.lua): a live holder must be half a lease late, a dead
- * one blocks its entity for half to three quarters of a lease.
+ * A holder renews every `ttl / 4`, and a lock with less than that left is taken over (lock_acquire-1.lua): a live
+ * holder must be half a lease late, a dead one blocks its entity for half to three quarters of a lease.
  */
 const EXTENSIONS_PER_LEASE = 4;
 
 /**
- * Refill lock on Redis: a lease on `idpool:{key}:lock` its holder extends
- * while its refill runs (lock_acquire-1.lua, lock_extend-1.lua,
- * lock_release-1.lua); a held lock is skipped, not queued for. Renewals stop
- * when the refill ends, an extension fails or finds the lock not its own, or
- * the connection closes (a Cluster client reports only its own close): a
- * holder cut off may be talking to a promoted replica, so its locks lapse
- * within a lease. Its refill goes on; the fence refuses its segment if a newer
- * one went in first (docs/design.md invariant 3).
+ * Refill lock on Redis: a lease on `idpool:{key}:lock` its holder extends while its refill runs (lock_acquire-1.lua,
+ * lock_extend-1.lua, lock_release-1.lua); a held lock is skipped, not queued for. Renewals stop when the refill ends,
+ * an extension fails or finds the lock not its own, or the connection closes (a Cluster client reports only its own
+ * close): a holder cut off may be talking to a promoted replica, so its locks lapse within a lease. Its refill goes on;
+ * the fence refuses its segment if a newer one went in first (docs/design.md invariant 3).
  */
 export class RedisRefillLock implements RefillLock {
   /** Bumped each time the connection closes: leases taken before stop being extended. */
@@ -58,8 +54,8 @@ export class RedisRefillLock implements RefillLock {
     return {
       release: async () => {
         stop.abort();
-        // After an extension still on the wire (one connection keeps the order).
-        // Lost with a connection, it leaves the lock to lapse within a lease.
+        // After an extension still on the wire (one connection keeps the order). Lost with a connection, it leaves the
+        // lock to lapse within a lease.
         await callFunction(this.redis, 'idpool_lock_release', [key], [token]).catch(() => undefined);
       },
     };

@@ -1,8 +1,4 @@
-/**
- * The refill loop: the marks (low, reset, in flight) the tick, the sweep and
- * the take path share, and the one refill that acts on them; what stands
- * alone is in `segment-push.ts`, `fence-carry.ts` and `fence-check.ts`.
- */
+// The refill loop: the marks (low, reset, in flight) the tick, sweep and take path share, and the refill acting on them.
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
@@ -45,17 +41,13 @@ export interface RefillerOptions {
 /** Active pools one sweep reads at most: 2,000 commands (LLEN + GET), a few ms of Redis. */
 const SWEEP_BATCH = 1000;
 /**
- * Idle pools one sweep reads, going round (50 s a round at 10,000 entities):
- * 1,000 a second here and 1,000 in the sampler cost 6.6 % of a core at
- * 10,000 idle entities. A pool drained by direct pops is seen at its next read.
+ * Idle pools one sweep reads, going round (50 s a round at 10,000 entities): 1,000 a second here and 1,000 in the
+ * sampler cost 6.6 % of a core at 10,000 idle entities. A pool drained by direct pops is seen at its next read.
  */
 const SWEEP_IDLE_BATCH = 200;
 /** A pool taken from is read every sweep for this long after (its demand is measured from these reads). */
 const ACTIVE_MS = 60_000;
-/**
- * Refills at once: after a Redis failover every pool is reset, and 100,000
- * reservations at once would swamp the database; 32 keeps it busy without queueing.
- */
+/** Refills at once: after a failover every pool is reset, and 100,000 reservations at once would swamp the database. */
 const MAX_REFILLS_IN_FLIGHT = 32;
 /** The ticker's wait while no entity is marked low (marking one wakes it at once). */
 const IDLE_TICK_MS = 60_000;
@@ -169,11 +161,7 @@ export class Refiller {
     return this.failures.get(entityKey);
   }
 
-  /**
-   * Refills the entities marked low, MAX_REFILLS_IN_FLIGHT at most. An entity's
-   * `interval` is the least time between two of its checks (it stays marked
-   * until then); a take short of ids calls refill() unpaced.
-   */
+  /** Refills entities marked low, MAX_REFILLS_IN_FLIGHT at most, each once per `interval` (a short take's refill() is unpaced). */
   private tick(): void {
     const now = this.options.clock.monotonic();
     if (this.options.periods) {
@@ -213,11 +201,7 @@ export class Refiller {
     return this.options.entities.numberKeys?.() ?? [];
   }
 
-  /**
-   * Whether the Redis server changed (every pool is then reset), and a batch
-   * of pools' levels in one round trip: take rates for the demand, and pools
-   * drained by direct pops the take path never saw.
-   */
+  /** Notices a changed Redis epoch (every pool reset) and reads a batch of levels: take rates, and pools drained by direct pops. */
   async sweep(): Promise<void> {
     try {
       const epoch = await this.options.store.epoch();
@@ -267,8 +251,8 @@ export class Refiller {
       this.needsReset.delete(entityKey);
       return;
     }
-    // A held entity's pool stays empty (nothing may serve it) and its reset waits for the release:
-    // one registered held (an import) has no epoch marker yet, so a push before the reset is refused.
+    // A held entity's pool stays empty (nothing may serve it) and its reset waits for the release: one registered held
+    // (an import) has no epoch marker yet, so a push before the reset is refused.
     if (entity.held) return;
     let held = await this.options.lock.acquire(entityKey);
     // After a failover a replicated lock of a refill under way would block the entity for its TTL.
@@ -280,8 +264,8 @@ export class Refiller {
         await this.fillPeriods(entity, atLeast);
         return;
       }
-      // Three rounds at most: a push refused for an epoch change resets the pool, one refused
-      // for a database behind the fence carries the offset past it; the next round reserves above.
+      // Three rounds at most: a push refused for an epoch change resets the pool, one refused for a database behind the
+      // fence carries the offset past it; the next round reserves above.
       for (let round = 0; round < 3; round++) {
         if (this.needsReset.has(entityKey)) await this.reset(entityKey);
         const { size } = await this.observeLevel(entityKey);
@@ -332,10 +316,8 @@ export class Refiller {
   }
 
   /**
-   * Raises an entity's line to `atLeast` (an import found the old service
-   * issued further): the database first, then the pool discarded and fenced
-   * at the new line, even if already past it (it may hold ids below), so no
-   * older segment is pushed. Resolves to the next unreserved number.
+   * Raises an entity's line to `atLeast` (an import found the old service issued further), then discards and fences the
+   * pool at the line even if already past (it may hold ids below). Resolves to the next number.
    */
   async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
     const next = await this.options.allocator.raise(entityKey, atLeast);

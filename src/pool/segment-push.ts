@@ -16,11 +16,9 @@ export interface PushCounts {
 }
 
 /**
- * Pushes a reserved segment in order, in calls of {@link pushInCalls}.
- * `trend` entities shuffle each step (ids not guessable, still growing step
- * by step). One 1,000,000-id RPUSH (27 MB) stalled this process up to 1.2 s
- * under load, lock renewals too; 10,000 a call, at most 0.65 s, and the
- * refill as fast in isolation (0.8–1.0 s).
+ * Pushes a reserved segment in order through {@link pushInCalls}, a `trend` entity's steps shuffled (not guessable,
+ * still growing step by step). One 1,000,000-id RPUSH (27 MB) stalled this process up to 1.2 s under load, lock
+ * renewals too; 10,000 a call, at most 0.65 s, and the refill as fast (0.8–1.0 s).
  */
 export async function pushSegment(
   store: Pick<PoolStore, 'push'>,
@@ -43,12 +41,10 @@ export async function pushSegment(
 }
 
 /**
- * Pushes `first..last` (inclusive, positions on the line) in order, in calls
- * of {@link PUSH_IDS_PER_CALL} (a trend entity's of whole steps, so a call's
- * lowest id is its first step's start) made by `send`, up to
- * {@link PUSHES_IN_FLIGHT} on the wire, the event loop free between two (four
- * 1,000,000-id trend steps built back to back stalled it 4 s). The first call
- * not `ok` is the answer and none is sent after: what refused it only moves on.
+ * Pushes `first..last` (inclusive, positions on the line) in order, in calls of {@link PUSH_IDS_PER_CALL} (a trend
+ * entity's of whole steps, so a call's lowest id is its first step's start) made by `send`, up to
+ * {@link PUSHES_IN_FLIGHT} on the wire, the event loop free between two (four 1,000,000-id trend steps built back to
+ * back stalled it 4 s). The first call not `ok` is the answer and none is sent after: what refused it only moves on.
  */
 export async function pushInCalls<R extends string>(
   entity: Pick<EntityConfig, 'mode' | 'step'>,
@@ -70,8 +66,8 @@ export async function pushInCalls<R extends string>(
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- settleOldest sets outcome during the loop's awaits.
     for (let from = first; from <= last && outcome === 'ok'; from += perCall) {
       const call = send(from, from + perCall - 1n < last ? from + perCall - 1n : last);
-      // Handled now, awaited in order below: a call that fails while an
-      // earlier one is still awaited must not count as unhandled.
+      // Handled now, awaited in order below: a call that fails while an earlier one is still awaited must not count as
+      // unhandled.
       call.catch(() => undefined);
       inFlight.push(call);
       if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
@@ -79,8 +75,8 @@ export async function pushInCalls<R extends string>(
     }
     while (inFlight.length) await settleOldest();
   } catch (err) {
-    // Let the calls already sent settle before the lock is released, then
-    // report the first failure (the caller logs it; invariant 7).
+    // Let the calls already sent settle before the lock is released, then report the first failure (the caller logs it;
+    // invariant 7).
     await Promise.allSettled(inFlight);
     throw err;
   }

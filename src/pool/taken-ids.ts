@@ -1,7 +1,6 @@
 /**
- * The ids one take hands out, in order: split among the requests that shared
- * the call and written as JSON, so a large Redis take keeps them joined
- * ({@link JoinedIds}), the others as decimal strings ({@link listedIds}).
+ * The ids one take hands out, in order: split among the requests that shared the call and written as JSON, so a large
+ * Redis take keeps them joined ({@link JoinedIds}), the others as decimal strings ({@link listedIds}).
  */
 export interface TakenIds {
   readonly length: number;
@@ -54,10 +53,9 @@ const BODY_HEAD = '{"ids":["';
 const BODY_TAIL = '"]}';
 
 /**
- * Ids as the bytes of the take route's answer, `{"ids":["1","2"]}`, with
- * where each id starts, made from a Redis reply in one copy. A string per id
- * (ioredis's LPOP) cost ~75 µs per 1,000 ids; one latin1 string of them all,
- * two more copies (~40 µs per 1,000 24-byte business numbers).
+ * Ids as the bytes of the take route's answer, `{"ids":["1","2"]}`, with where each id starts, made from a Redis reply
+ * in one copy. A string per id (ioredis's LPOP) cost ~75 µs per 1,000 ids; one latin1 string of them all, two more
+ * copies (~40 µs per 1,000 24-byte business numbers).
  */
 export class JoinedIds implements TakenIds {
   private constructor(

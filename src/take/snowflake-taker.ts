@@ -12,9 +12,8 @@ export interface SnowflakeTakerDeps {
 }
 
 /**
- * The snowflake take: admitted against the per-second limit, then made by
- * the generator. A turn's takes share one admit of the sum and one run; a sum
- * over the limit declines, so the limit stays exact per request.
+ * The snowflake take: admitted against the per-second limit, then made by the generator. A turn's takes share one admit
+ * of the sum and one run; a sum over the limit declines, so the limit stays exact per request.
  */
 export class SnowflakeTaker implements Taker {
   readonly coalesce = true;

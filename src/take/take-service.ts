@@ -19,8 +19,8 @@ export interface Taker {
   /** `count` ids of the entity, answered on its own: waits, retries and refusals are the taker's. */
   take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds>;
   /**
-   * One all-or-nothing attempt at `total` ids for a group of takes; undefined
-   * (too few ready, over the limit): each answered by {@link take}. A throw fails them all.
+   * One all-or-nothing attempt at `total` ids for a group of takes; undefined (too few ready, over the limit): each
+   * answered by {@link take}. A throw fails them all.
    */
   takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
 }
@@ -45,17 +45,15 @@ export interface TakeServiceDeps {
 }
 
 /**
- * Most ids one shared call takes (beyond, a new group starts): 64,000 ids
- * were a ~1 MB LPOP holding Redis for ms; 16,000 is ~8 ms of a default
- * snowflake sequence (2,048 a ms), no longer than the requests would queue.
+ * Most ids one shared call takes (beyond, a new group starts): 64,000 ids were a ~1 MB LPOP holding Redis for ms;
+ * 16,000 is ~8 ms of a default snowflake sequence (2,048 a ms), no longer than the requests would queue.
  */
 const MAX_SHARED_IDS = 16_000;
 
 /**
- * The one take under every face (native, Leaf, Tinyid): picks the kind,
- * coalesces one entity's takes of one event-loop turn into one shared call
- * (ids in arrival order; when it declines, each take answered on its own, in
- * order), and counts what it served.
+ * The one take under every face (native, Leaf, Tinyid): picks the kind, coalesces one entity's takes of one event-loop
+ * turn into one shared call (ids in arrival order; when it declines, each take answered on its own, in order), and
+ * counts what it served.
  */
 export class TakeService {
   readonly stats = { idsServed: 0 };
