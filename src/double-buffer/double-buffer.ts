@@ -115,11 +115,8 @@ export abstract class DoubleBuffer<T extends number | bigint> {
 
   /** The next id, waiting up to `waitMs` for a segment. */
   async nextAsync(): Promise<T> {
-    for (;;) {
-      if (this.closed) throw this.options.closed();
-      if (this.remaining(this.current) > 0 || this.switchToSpare()) return this.next();
-      await this.awaitSegment();
-    }
+    const [id] = await this.take(1);
+    return id;
   }
 
   /** `count` increasing ids, waiting up to `waitMs` for each segment it needs (ids already drawn are wasted if a wait fails). */

@@ -34,11 +34,7 @@ interface Seen {
   peakAt: number;
 }
 
-/**
- * Pools sized by demand (docs/design.md): target depth `horizonSeconds × recent peak take rate` within
- * `[max(step, maxSizePerTimes), maxPoolSize]`, rates from the pools' running take totals (`PoolStore.levels`, direct
- * pops too).
- */
+/** Pools sized by demand (docs/design.md): horizon × recent peak take rate (direct pops too), in [floor, maxPoolSize]. */
 export class Demand {
   private readonly seen = new Map<string, Seen>();
 

@@ -17,10 +17,7 @@ export interface DispatcherOptions {
   shortageWaitMs?: number;
   /** Metrics and alarms (`ops/observers.ts`; there too a logging-only implementation). */
   events: DispatchEvents;
-  /**
-   * Whether one entity's takes in one event-loop turn share a store call. Default: on Redis only; the in-process store
-   * answers without I/O, so waiting for the turn's end would only add latency.
-   */
+  /** Whether one entity's takes of one turn share a store call; default on Redis only (in process, no I/O to share). */
   coalesce?: boolean;
 }
 

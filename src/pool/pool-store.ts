@@ -35,10 +35,7 @@ export interface PoolStore {
   size(entityKey: string): Promise<number>;
   /** The id the next take would hand out (the pool's head, its lowest: pushes only go above the fence); undefined when empty. */
   next(entityKey: string): Promise<bigint | undefined>;
-  /**
-   * Sizes of many pools in one round trip; a pool whose keys (or Cluster node) failed has that Error in its place; a
-   * lost connection rejects.
-   */
+  /** Sizes of many pools in one round trip; a failed pool's (or node's) Error in its place; a lost connection rejects. */
   sizes(entityKeys: readonly string[]): Promise<(number | Error)[]>;
   /** Sizes and running take totals of many pools in one round trip (demand is measured from these); errors as in `sizes`. */
   levels(entityKeys: readonly string[]): Promise<(PoolLevel | Error)[]>;

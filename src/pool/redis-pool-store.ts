@@ -219,10 +219,7 @@ export class RedisPoolStore implements PoolStore {
     await this.redis.del(k.ids, k.pushed, k.pushing);
   }
 
-  /**
-   * The epoch of the server, or of every master of a Cluster (sorted). Callers during a read share it (the sweep and
-   * the fleet heartbeat ask on one tick).
-   */
+  /** The epoch of the server, or of each Cluster master (sorted); callers during a read (sweep, heartbeat) share it. */
   epoch(): Promise<string> {
     this.epochRead ??= this.readEpoch().finally(() => {
       this.epochRead = undefined;

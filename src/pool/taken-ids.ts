@@ -1,7 +1,4 @@
-/**
- * The ids one take hands out, in order: split among the requests that shared the call and written as JSON, so a large
- * Redis take keeps them joined ({@link JoinedIds}), the others as decimal strings ({@link listedIds}).
- */
+/** The ids of one take, in order: a large Redis take's joined ({@link JoinedIds}), others as strings ({@link listedIds}). */
 export interface TakenIds {
   readonly length: number;
   /** Ids `from` (inclusive) to `to` (exclusive); no id is copied. */

@@ -18,10 +18,7 @@ export interface Taker {
   readonly coalesce: boolean;
   /** `count` ids of the entity, answered on its own: waits, retries and refusals are the taker's. */
   take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds>;
-  /**
-   * One all-or-nothing attempt at `total` ids for a group of takes; undefined (too few ready, over the limit): each
-   * answered by {@link take}. A throw fails them all.
-   */
+  /** One all-or-nothing try at `total` ids for a group; undefined: each answered by {@link take}; a throw fails all. */
   takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
 }
 
