@@ -38,7 +38,6 @@ export interface DispatchEvents {
  */
 export class Dispatcher {
   readonly stats = { rateLimited: 0, exhausted: 0 };
-  /** See `DispatcherOptions.coalesce`. */
   readonly coalesce: boolean;
 
   constructor(private readonly options: DispatcherOptions) {

@@ -20,7 +20,6 @@ class EntityPool {
     this.size = 0;
   }
 
-  /** The ready ids in take order. */
   ready(): string[] {
     return this.chunks.flatMap((chunk, i) => (i === 0 ? chunk.slice(this.head) : chunk));
   }

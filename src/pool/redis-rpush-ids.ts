@@ -38,8 +38,7 @@ export class RpushIds extends Command {
         let n = 1;
         while (n < 16 && id >= DIGITS_ABOVE[n]) n++;
         at = bulkHeader(wire, at, n);
-        // Two halves below 10^8 each, whose digits small-integer arithmetic writes (~2.5x faster here than dividing the
-        // whole id as a double).
+        // Two halves below 10^8, written by small-integer arithmetic (~2.5x faster than dividing the id as a double).
         let high = Math.floor(id / 1e8);
         let low = id - high * 1e8;
         let c = at + n - 1;

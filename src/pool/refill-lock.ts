@@ -54,8 +54,7 @@ export class RedisRefillLock implements RefillLock {
     return {
       release: async () => {
         stop.abort();
-        // After an extension still on the wire (one connection keeps the order). Lost with a connection, it leaves the
-        // lock to lapse within a lease.
+        // After an extension on the wire (one connection keeps order); lost with it, the lock lapses within a lease.
         await callFunction(this.redis, 'idpool_lock_release', [key], [token]).catch(() => undefined);
       },
     };

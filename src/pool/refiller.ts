@@ -299,7 +299,6 @@ export class Refiller {
     }
   }
 
-  /** Reads one pool's level and feeds its take total to the demand. */
   private async observeLevel(entityKey: string): Promise<PoolLevel> {
     const [level] = await this.options.store.levels([entityKey]);
     if (level instanceof Error) throw level;

@@ -66,8 +66,7 @@ export async function pushInCalls<R extends string>(
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- settleOldest sets outcome during the loop's awaits.
     for (let from = first; from <= last && outcome === 'ok'; from += perCall) {
       const call = send(from, from + perCall - 1n < last ? from + perCall - 1n : last);
-      // Handled now, awaited in order below: a call that fails while an earlier one is still awaited must not count as
-      // unhandled.
+      // Handled now, awaited in order below: one failing while an earlier one is awaited must not count as unhandled.
       call.catch(() => undefined);
       inFlight.push(call);
       if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
@@ -75,8 +74,7 @@ export async function pushInCalls<R extends string>(
     }
     while (inFlight.length) await settleOldest();
   } catch (err) {
-    // Let the calls already sent settle before the lock is released, then report the first failure (the caller logs it;
-    // invariant 7).
+    // Calls already sent settle before the lock is released; then the first failure (the caller logs it; invariant 7).
     await Promise.allSettled(inFlight);
     throw err;
   }

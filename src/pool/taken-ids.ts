@@ -118,7 +118,6 @@ export class JoinedIds implements TakenIds {
     return [this.starts[this.first], this.starts[this.first + this.length] - SEPARATOR.length];
   }
 
-  /** These ids joined by `","`. */
   private joined(): string {
     const [from, to] = this.range();
     return this.bytes.toString('latin1', from, to);
