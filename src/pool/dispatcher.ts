@@ -32,9 +32,8 @@ export interface DispatchEvents {
 }
 
 /**
- * The segment and business-number take (a `Taker` of `take/`): all or nothing from the entity's pool, waiting briefly
- * for a refill on shortage. `takeShared` counts a turn's sum against the limit, so it succeeds only where every take,
- * one after another, would have; else it declines.
+ * The segment and business-number take (a `Taker`): all or nothing from the pool, waiting briefly for a refill when
+ * short. `takeShared` counts a turn's sum against the limit: it succeeds only where each take in turn would have.
  */
 export class Dispatcher {
   readonly stats = { rateLimited: 0, exhausted: 0 };

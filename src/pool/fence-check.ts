@@ -96,10 +96,7 @@ export class FenceCheck {
     }
   }
 
-  /**
-   * The digest and reservations, read before any fence: a push under way is counted in them or seen by the fences read
-   * after. Undefined (read all) without a digest or when it fails.
-   */
+  /** Digest and reservations, read before any fence (a push under way is in them or in the fences); undefined: read all. */
   private async startingPoint(): Promise<CleanRun | undefined> {
     const { offsets } = this.options;
     if (!offsets.offsetsMark) return undefined;

@@ -100,10 +100,7 @@ export class RedisPoolStore implements PoolStore {
     return ids;
   }
 
-  /**
-   * One MULTI: idpool_push_open (epoch, fence), a native RPUSH, idpool_push_close. A library missing then is loaded and
-   * the push made again ({@link withLibrary}): its ids went to the staging list only.
-   */
+  /** One MULTI: push_open (epoch, fence), RPUSH, push_close; redone once a missing library loads (its ids only staged). */
   async push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
     const send = async () => {

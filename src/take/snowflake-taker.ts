@@ -11,10 +11,7 @@ export interface SnowflakeTakerDeps {
   rate: EntityRateLimit;
 }
 
-/**
- * The snowflake take: admitted against the per-second limit, then made by the generator. A turn's takes share one admit
- * of the sum and one run; a sum over the limit declines, so the limit stays exact per request.
- */
+/** The snowflake take: the per-second admit, then the generator; a turn's sum over the limit declines (exact per take). */
 export class SnowflakeTaker implements Taker {
   readonly coalesce = true;
 
