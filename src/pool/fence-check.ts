@@ -48,7 +48,7 @@ interface CleanRun {
 export class FenceCheck {
   private readonly schedule: Periodic | undefined;
   private readonly failureLog: RepeatLimiter;
-  /** Runs started and completed, digest-only runs, entities carried. */
+  /** Runs started and completed (one started after a restore has carried it once completed), digest-only, carries. */
   readonly stats = { started: 0, completed: 0, digestOnly: 0, carried: 0 };
   private clean: CleanRun | undefined;
 

@@ -174,7 +174,7 @@ export class MemoryPoolStore implements PoolStore {
   }
 }
 
-/** In-process refill lock; a release frees only its own hold (as lock_release-1.lua checks the token). */
+/** In-process refill lock; a release frees only its own hold (a late second one must not free the next holder's). */
 export class MemoryRefillLock implements RefillLock {
   private readonly held = new Map<string, object>();
 

@@ -47,7 +47,7 @@ const SWEEP_BATCH = 1000;
 const SWEEP_IDLE_BATCH = 200;
 /** A pool taken from is read every sweep for this long after (its demand is measured from these reads). */
 const ACTIVE_MS = 60_000;
-/** Refills at once: after a failover every pool is reset, and 100,000 reservations at once would swamp the database. */
+/** Refills at once: after a failover every pool is reset; 32 keep the database busy where 100,000 would swamp it. */
 const MAX_REFILLS_IN_FLIGHT = 32;
 /** The ticker's wait while no entity is marked low (marking one wakes it at once). */
 const IDLE_TICK_MS = 60_000;
@@ -315,8 +315,9 @@ export class Refiller {
   }
 
   /**
-   * Raises an entity's line to `atLeast` (an import found the old service issued further), then discards and fences the
-   * pool at the line even if already past (it may hold ids below). Resolves to the next number.
+   * Raises an entity's line to `atLeast` (an import found the old service issued further): the database first, then
+   * the pool discarded and fenced at the line even if already past (it may hold ids below), so no older segment is
+   * pushed. Resolves to the next unreserved number.
    */
   async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
     const next = await this.options.allocator.raise(entityKey, atLeast);
