@@ -1,10 +1,4 @@
-/**
- * Leaf's double buffer, once, for the library (segments reserved in SQL) and
- * the client SDK (segments leased from the service): two segments of ids, the
- * next one reserved in the background once `prefetchAt` of the current one is
- * used, its size adapting to how fast segments go. Where segments come from
- * is the `reserve(size)` function handed in; this file imports nothing.
- */
+// Leaf's double buffer for the library and the client SDK: segments come from the `reserve(size)` handed in.
 
 /** A reserved stretch of ids: `first`, `first + delta`, … `count` of them. */
 export interface ReservedIds {
@@ -36,10 +30,7 @@ export interface DoubleBufferOptions {
   targetSegmentMs: number;
   /** How long `nextAsync`/`take`/`open` wait for a segment. */
   waitMs: number;
-  /**
-   * How long a failed reservation is thrown again before the next is tried;
-   * undefined: the failure reaches one caller, and the next call reserves again.
-   */
+  /** How long a failed reservation is thrown again before the next is tried; undefined: to one caller only. */
   retryDelayMs: number | undefined;
   /** The error for "no ids ready": at once from `next()` (`waitedMs` undefined), or after waiting. */
   notReady: (waitedMs?: number) => Error;
@@ -62,12 +53,8 @@ export class BufferSegment<T extends number | bigint> {
 }
 
 /**
- * Leaf's adaptive step: a segment used up faster than `targetSegmentMs`
- * doubles the next one, one that lasted more than twice as long halves it,
- * anything between keeps it; always within `[minStep, maxStep]`. Doubling
- * and halving converge on one reservation per target interval in a few
- * segments, and never ask for more than twice what the last interval used,
- * which bounds what a stopped process wastes.
+ * Leaf's adaptive step: a segment used up within `targetSegmentMs` doubles the next, one lasting twice that halves it,
+ * within `[minStep, maxStep]`: never twice more than the last use, bounding what a stop wastes.
  */
 export function nextStep(
   previous: number,
@@ -90,11 +77,8 @@ function loadPoint(count: number, prefetchAt: number): number {
 }
 
 /**
- * The double buffer of one entity. `next()` is synchronous, no I/O and no
- * Promise: from the current segment it is a compare and an add, written once
- * per id type in the two subclasses below (each call site stays
- * monomorphic); everything else is here. Ids grow within one buffer; ids
- * left when it closes are wasted, never repeated.
+ * One entity's double buffer. `next()` is synchronous, written per id type in the subclasses (each call site
+ * monomorphic). Ids grow within one buffer; ids left at close are wasted, never repeated.
  */
 export abstract class DoubleBuffer<T extends number | bigint> {
   protected current: BufferSegment<T>;
@@ -131,11 +115,8 @@ export abstract class DoubleBuffer<T extends number | bigint> {
 
   /** The next id, waiting up to `waitMs` for a segment. */
   async nextAsync(): Promise<T> {
-    for (;;) {
-      if (this.closed) throw this.options.closed();
-      if (this.remaining(this.current) > 0 || this.switchToSpare()) return this.next();
-      await this.awaitSegment();
-    }
+    const [id] = await this.take(1);
+    return id;
   }
 
   /** `count` increasing ids, waiting up to `waitMs` for each segment it needs (ids already drawn are wasted if a wait fails). */
@@ -252,10 +233,9 @@ export abstract class DoubleBuffer<T extends number | bigint> {
       }
       const left = deadline - clock.now();
       if (left <= 0) throw this.options.notReady(waitMs);
-      // Aborting ends the clock's sleep, so a finished wait leaves no timer behind.
+      // Aborted (with a reason: abort() alone builds a DOMException's stack), the sleep leaves no timer.
       const abort = new AbortController();
       const loaded = await Promise.race([loading.then(() => true), clock.sleep(left, abort.signal).then(() => false)]);
-      // With a reason: abort() alone builds a DOMException and its stack.
       abort.abort('wait over');
       // Timed out as the load ended (a clock that jumped): let it land before deciding.
       if (!loaded) await new Promise<void>((resolve) => setImmediate(resolve));

@@ -17,24 +17,12 @@ export interface DemandOptions {
   horizonSeconds: number;
 }
 
-/**
- * The peak halves in this long without new demand. Five minutes: a bursty
- * entity keeps most of its depth between bursts minutes apart, and an
- * entity that went quiet is back to its floor within the hour.
- */
+/** The peak's half-life: a bursty entity keeps its depth between bursts minutes apart, a quiet one nears its floor in an hour. */
 const HALF_LIFE_MS = 300_000;
 
-/**
- * A rate is measured over at least this long: a shorter interval (two
- * refills 10 ms apart) would turn one batch into a huge rate. 250 ms is
- * two and a half refill ticks.
- */
+/** A rate is measured over at least this long (2.5 refill ticks): refills 10 ms apart would make one batch a huge rate. */
 const MIN_WINDOW_MS = 250;
-/**
- * …and at most this long: an entity idle for minutes that suddenly drains
- * its floor is measured as if it drained it within 10 s, an overestimate
- * that errs towards a deeper pool (bounded by maxPoolSize, and decaying).
- */
+/** …and at most this long: a floor drained after minutes idle counts as drained within 10 s, erring towards a deeper pool. */
 const MAX_WINDOW_MS = 10_000;
 
 interface Seen {
@@ -46,14 +34,7 @@ interface Seen {
   peakAt: number;
 }
 
-/**
- * Pools sized by demand (docs/design.md): an entity's target depth is
- * `horizonSeconds × recent peak take rate`, never below one
- * `floor = max(step, maxSizePerTimes)` and never above `maxPoolSize`. Take
- * rates come from the pools' running take totals (`PoolStore.levels`, shared
- * by every instance and counting direct pops), observed at each refill and
- * sweep. An entity nobody draws from holds one floor of ids.
- */
+/** Pools sized by demand (docs/design.md): horizon × recent peak take rate (direct pops too), in [floor, maxPoolSize]. */
 export class Demand {
   private readonly seen = new Map<string, Seen>();
 
@@ -94,14 +75,10 @@ export class Demand {
 
   /** Below this many ready ids the pool is refilled (`target · minSizePercent / 100`). */
   lowWatermark(entity: SizedEntity): number {
-    return Math.floor((this.target(entity) * entity.minSizePercent) / 100);
+    return this.sizing(entity).lowWatermark;
   }
 
-  /**
-   * The pool's figures within `cap` (a business-number period's ready
-   * numbers are capped: `NumberScheme.poolCap`): its target, its low
-   * watermark and the most it may hold.
-   */
+  /** The pool's figures within `cap` (a business-number period's, `NumberScheme.poolCap`). */
   sizing(entity: SizedEntity, cap = entity.maxPoolSize): PoolSizing {
     const max = Math.min(cap, entity.maxPoolSize);
     const target = Math.min(max, this.target(entity));

@@ -13,21 +13,11 @@ export interface DispatcherOptions {
   clock: Clock;
   /** The numbers layer, asked why a business-number take ran short (a period that began, or one spent). */
   periods?: Pick<PeriodPools, 'afterShort'>;
-  /**
-   * How long a request waits on an empty pool for a refill before 503. One
-   * refill is a SQL round trip plus a push (a few ms here); 250 ms also
-   * covers a refill another instance is running under the lock.
-   */
+  /** How long a take waits on an empty pool before 503 (default 250 ms: a refill, here or elsewhere, takes a few ms). */
   shortageWaitMs?: number;
   /** Metrics and alarms (`ops/observers.ts`; there too a logging-only implementation). */
   events: DispatchEvents;
-  /**
-   * Whether takes for one entity arriving in the same event-loop turn share
-   * one store call. Default: for the Redis store, where each call is a
-   * round trip and a write; the in-process store answers without I/O, so
-   * there is nothing to share and the wait for the turn's end would only
-   * add latency.
-   */
+  /** Whether one entity's takes of one turn share a store call; default on Redis only (in process, no I/O to share). */
   coalesce?: boolean;
 }
 
@@ -42,16 +32,11 @@ export interface DispatchEvents {
 }
 
 /**
- * The segment take (a `Taker` of `take/`), business numbers' too: all-or-nothing takes from the
- * entity's pool, with a short wait for a refill on shortage. A shared take
- * (`takeShared`, the sum of one turn's takes) is all or nothing for the sum
- * and counts the sum against the per-second limit, so it succeeds only
- * where every take, one after another, would have; otherwise (short, rate
- * limited, epoch changed) it declines and each take is answered on its own.
+ * The segment and business-number take (a `Taker`): all or nothing from the pool, waiting briefly for a refill when
+ * short. `takeShared` counts a turn's sum against the limit: it succeeds only where each take in turn would have.
  */
 export class Dispatcher {
   readonly stats = { rateLimited: 0, exhausted: 0 };
-  /** See `DispatcherOptions.coalesce`. */
   readonly coalesce: boolean;
 
   constructor(private readonly options: DispatcherOptions) {
@@ -98,8 +83,7 @@ export class Dispatcher {
       if (left <= 0) {
         if (result.kind === 'epoch_changed')
           throw new UnavailableError(`pool of ${entity.key} is being rebuilt after a Redis server change`, 1);
-        // The refill failed (database or Redis down): that is the answer's
-        // cause, and the error handler turns it into 503 unavailable.
+        // A failed refill (database or Redis down) is the cause; the error handler answers 503.
         events.refused(entity.key);
         const failure = refiller.lastFailure(entity.key);
         if (failure !== undefined) throw failure;
@@ -107,8 +91,7 @@ export class Dispatcher {
         events.exhausted(entity.key, count);
         throw new PoolExhaustedError(`pool of ${entity.key} has fewer than ${count} ids ready; retry shortly`, 1);
       }
-      // Wait for our refill, but re-check the pool at least every 20 ms: the
-      // refill may be running on another instance that holds the lock.
+      // Re-check at least every 20 ms: the refill may run on another instance holding the lock.
       await Promise.race([refiller.refill(entity.key, count), clock.sleep(Math.min(20, left))]);
     }
   }

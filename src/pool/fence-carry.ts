@@ -13,17 +13,12 @@ export interface FenceCarrierOptions {
 }
 
 /**
- * Carries an entity whose database went back (restored from a backup,
- * failed over to a lagging replica) past its Redis fence, the highest id
- * ever pushed: one reservation of the gap, whatever the distance, and
- * `database_behind` once per episode. Two callers, one mechanism: the
- * refiller when the fence refused its segment, and the fence check
- * (`fence-check.ts`) when it finds the offset behind before any refill.
- * Both hold the entity's refill lock, so no other refill of it reserves or
- * pushes meanwhile and the gap is carried once.
+ * Carries an entity whose database went back (a restore, a lagging replica promoted) past its Redis fence, the highest
+ * id ever pushed: one reservation of the gap, `database_behind` once per episode. Its callers (the refiller on a
+ * refused push, the fence check) hold the entity's refill lock: the gap is carried once.
  */
 export class FenceCarrier {
-  /** Entities found behind, until a push is accepted or a check finds them past the fence again (one alarm per episode). */
+  /** Entities found behind, until a push is accepted or a check finds them past the fence (one alarm per episode). */
   private readonly behind = new Set<string>();
 
   constructor(private readonly options: FenceCarrierOptions) {}
@@ -40,13 +35,9 @@ export class FenceCarrier {
   }
 
   /**
-   * A segment was refused by the fence. Either this refiller is stale (it
-   * stalled past its lock TTL, or its push was retried: the database had
-   * already reserved past the fence, so the segment lies at or below it) and
-   * the segment is dropped (`fence_refused`), or the database is behind the
-   * fence and is carried past it; a segment reaching above the fence was
-   * reserved by a database behind it, and that reservation carried it.
-   * Returns true when the database was behind.
+   * The fence refused a segment: either this refiller is stale (stalled past its lock TTL, or a retried push: the
+   * segment lies at or below the fence) and it is dropped (`fence_refused`), or the database is behind and is carried
+   * past. Returns true when the database was behind.
    */
   async afterRefusal(entityKey: string, refused: Segment): Promise<boolean> {
     // The refused segment started at the offset the database had.
@@ -56,14 +47,10 @@ export class FenceCarrier {
   }
 
   /**
-   * Reads the fence, then the database's offset, and when the offset is
-   * below the first number above the fence, reserves the gap in one
-   * reservation. The fence is read first: it only rises by a push of a
-   * segment the database had already committed, so an offset read after it
-   * and below it is a database that went back, never a refill seen half
-   * done. Call it holding the entity's refill lock. `seen` is the offset the
-   * caller saw the database at, for the report. Returns true when the
-   * database was behind (`refused` reaching above the fence says so too).
+   * Under the entity's refill lock: reads the fence, then the offset, and reserves the gap when the offset is below the
+   * fence. The fence first: it rises only by pushing a segment the database committed, so an offset read after it and
+   * below it went back, never a refill seen half done. `seen`: the offset for the report. True when the database was
+   * behind (a `refused` segment reaching above the fence was reserved by one).
    */
   async carryIfBehind(entityKey: string, seen?: bigint, refused?: Segment): Promise<boolean> {
     const { allocator, store } = this.options;

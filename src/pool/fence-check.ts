@@ -9,17 +9,9 @@ import type { PoolStore, RefillLock } from './pool-store';
 
 export interface FenceCheckOptions {
   entities: Pick<EntityCatalog, 'segmentKeys'>;
-  /**
-   * `current_offset` of every live segment entity in one query
-   * (`SqlSegmentAllocator.peekAll`), and a digest of them all in one row
-   * (`offsetsMark`; without it every run reads every fence and offset).
-   */
+  /** Every live segment entity's `current_offset` in one query, and their digest in one row (without it every run reads all). */
   offsets: { peekAll(): Promise<Map<string, bigint>>; offsetsMark?(): Promise<string> };
-  /**
-   * Segments this process has reserved so far (`Refiller.stats.segmentsReserved`):
-   * a fence rises only by the push of a reserved segment, and the instance
-   * that reserved it reads every fence at its next run.
-   */
+  /** Segments reserved here (`Refiller.stats.segmentsReserved`): a fence rises only by pushing one, so the next run reads all. */
   reservations?: () => number;
   store: Pick<PoolStore, 'fences'>;
   lock: RefillLock;
@@ -30,19 +22,12 @@ export interface FenceCheckOptions {
   intervalMs: number;
 }
 
-/**
- * Carries at once run here when many entities are behind (a whole database
- * restored): each is a lock, two reads and a reservation, ~5 round trips,
- * so 10,000 entities take ~2 s at 32 in flight, as many as the refiller runs.
- */
+/** Carries at once after a whole database is restored: ~5 round trips each, 10,000 entities in ~2 s (as the refiller). */
 const CARRIES_IN_FLIGHT = 32;
 
 /**
- * Every fence and offset is read at least this often, whatever the digest
- * says: the bound on a restore the digest cannot tell (its losses made up
- * exactly by reservations of other instances within one period). A full
- * run costs ~3 ms of CPU per 1,000 entities (`bench/idle.bench.ts`): once a
- * minute it is a small share of an idle instance's cost.
+ * Every fence is read at least this often, whatever the digest says: the bound on a restore it cannot tell (losses made
+ * up exactly by other instances' reservations). ~3 ms of CPU per 1,000 entities (`bench/idle.bench.ts`).
  */
 const FULL_RUN_MS = 60_000;
 
@@ -54,23 +39,16 @@ interface CleanRun {
 }
 
 /**
- * Every `intervalMs`, compares each segment entity's database offset with
- * its Redis fence and carries the ones behind past it (docs/ha.md "Restores
- * and failovers"). Without it, a database restored under full pools stayed
- * behind until each pool drained to its watermark and a refill met the
- * fence (5–306 s in the chaos runs), and a Redis data loss in that time
- * repeated ids. Costs one Redis pipeline per node (a GET per entity) and
- * one SQL query per run, whatever the number of entities; the carry itself
- * runs only for an entity found behind, under its refill lock. While nothing
- * moved (the offsets' digest and this process's reservations are as they
- * were when a run last found every entity clear) a run reads only the
- * digest, one SQL row: an idle instance's cost does not follow its entity
- * count. Every fence is read at least every {@link FULL_RUN_MS}.
+ * Every `intervalMs`, carries each segment entity whose offset is below its Redis fence past it (docs/ha.md "Restores
+ * and failovers"). Without it a database restored under full pools stayed behind until a refill met the fence (5–306 s
+ * in the chaos runs), and a Redis loss then repeated ids. A run is one pipeline per node and one SQL query; while
+ * nothing moved since a clean run (the digest, this process's reservations) it reads only the digest, and every fence
+ * at least every {@link FULL_RUN_MS}.
  */
 export class FenceCheck {
   private readonly schedule: Periodic | undefined;
   private readonly failureLog: RepeatLimiter;
-  /** Runs started and completed, runs that read only the digest, and entities carried: a run started after a restore has carried it once completed. */
+  /** Runs started and completed (one started after a restore has carried it once completed), digest-only, carries. */
   readonly stats = { started: 0, completed: 0, digestOnly: 0, carried: 0 };
   private clean: CleanRun | undefined;
 
@@ -87,56 +65,38 @@ export class FenceCheck {
     return this.schedule?.stop() ?? Promise.resolve();
   }
 
-  /**
-   * One check; never throws (a database or Redis that is down is logged at
-   * most once a minute, and the next run tries again). The fences are read
-   * before the offsets: a fence only rises by a push of a segment the
-   * database had committed, so an offset read after it and below it is a
-   * database that went back, not a refill seen between its reservation and
-   * its push.
-   */
+  /** One check; never throws (failures are logged, the next run tries again). Fences before offsets, as in `carryIfBehind`. */
   async run(): Promise<void> {
     this.stats.started++;
     try {
-      await this.carryAll();
+      const start = await this.startingPoint();
+      if (start && this.clean?.mark === start.mark && this.clean.reservations === start.reservations) {
+        if (start.at - this.clean.at < FULL_RUN_MS) {
+          this.stats.digestOnly++;
+          return;
+        }
+      }
+      const found = await this.findBehind().catch((err: unknown) => {
+        this.logFailure('*', err);
+      });
+      if (!found) return;
+      const { behind } = found;
+      // Every entity clear and read: later runs read the digest until something moves.
+      this.clean = start && behind.length === 0 && !found.failed ? start : undefined;
+      let next = 0;
+      const worker = async () => {
+        while (next < behind.length) {
+          const key = behind[next++];
+          await this.carry(key).catch((err: unknown) => this.logFailure(key, err));
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(CARRIES_IN_FLIGHT, behind.length) }, worker));
     } finally {
       this.stats.completed++;
     }
   }
 
-  private async carryAll(): Promise<void> {
-    const start = await this.startingPoint();
-    if (start && this.clean?.mark === start.mark && this.clean.reservations === start.reservations) {
-      if (start.at - this.clean.at < FULL_RUN_MS) {
-        this.stats.digestOnly++;
-        return;
-      }
-    }
-    let found: { behind: string[]; failed: boolean };
-    try {
-      found = await this.findBehind();
-    } catch (err) {
-      this.logFailure('*', err);
-      return;
-    }
-    const { behind } = found;
-    // Every entity clear and read: later runs read the digest until something moves.
-    this.clean = start && behind.length === 0 && !found.failed ? start : undefined;
-    let next = 0;
-    const worker = async () => {
-      while (next < behind.length) {
-        const key = behind[next++];
-        await this.carry(key).catch((err: unknown) => this.logFailure(key, err));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(CARRIES_IN_FLIGHT, behind.length) }, worker));
-  }
-
-  /**
-   * The digest and this process's reservations, read before any fence: a
-   * push under way is then either counted in them or seen by the fences read
-   * after. Undefined (every fence read) without a digest or when it fails.
-   */
+  /** Digest and reservations, read before any fence (a push under way is in them or in the fences); undefined: read all. */
   private async startingPoint(): Promise<CleanRun | undefined> {
     const { offsets } = this.options;
     if (!offsets.offsetsMark) return undefined;
@@ -175,11 +135,7 @@ export class FenceCheck {
     return { behind, failed };
   }
 
-  /**
-   * Carries one entity under its refill lock. A lock held elsewhere is a
-   * refill under way: it reserves from the restored offset, its segment is
-   * refused by the fence and it carries itself; else the next run does.
-   */
+  /** Carries one entity under its refill lock; one held elsewhere is a refill that will meet the fence and carry itself. */
   private async carry(entityKey: string): Promise<void> {
     const held = await this.options.lock.acquire(entityKey);
     if (!held) return;

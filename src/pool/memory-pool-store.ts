@@ -20,7 +20,6 @@ class EntityPool {
     this.size = 0;
   }
 
-  /** The ready ids in take order. */
   ready(): string[] {
     return this.chunks.flatMap((chunk, i) => (i === 0 ? chunk.slice(this.head) : chunk));
   }
@@ -43,11 +42,7 @@ class EntityPool {
   }
 }
 
-/**
- * In-process pool for embedded mode and single-node use. Same rules as the
- * Redis store (all-or-nothing takes, fence, per-second limit); the server never
- * changes, because the pool dies with the process.
- */
+/** In-process pool (embedded mode): the Redis store's rules, without epochs (the pool dies with the process). */
 export class MemoryPoolStore implements PoolStore {
   readonly kind = 'memory' as const;
   private readonly pools = new Map<string, EntityPool>();
@@ -74,9 +69,8 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   /**
-   * Appends numbers of the period ending at `end` (`memory-number-store.ts`):
-   * a pool of another period is emptied first. No fence: each period's
-   * counter is checked against the high-water record when it reserves.
+   * Appends numbers of the period ending at `end`, emptying one of another period. No fence: each period's counter is
+   * checked against the high-water record when it reserves.
    */
   pushPeriod(entityKey: string, numbers: readonly string[], end: number): void {
     const pool = this.pool(entityKey);
@@ -142,8 +136,7 @@ export class MemoryPoolStore implements PoolStore {
   }
 
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
-    // First sight of the entity in this process: nothing is pooled yet, but
-    // the fence still starts at what the database says may be issued.
+    // No epochs here, so nothing to discard; the fence still starts at what may be issued.
     const pool = this.pool(entityKey);
     if (pool.fence === null || issuedUpTo > pool.fence) pool.fence = issuedUpTo >= 0n ? issuedUpTo : null;
     return false;
@@ -181,11 +174,7 @@ export class MemoryPoolStore implements PoolStore {
   }
 }
 
-/**
- * In-process refill lock: one refill per entity at a time within this
- * process. A release frees only its own hold, as lock_release-1.lua checks
- * the token: a second, late release must not free the next holder's lock.
- */
+/** In-process refill lock; a release frees only its own hold (a late second one must not free the next holder's). */
 export class MemoryRefillLock implements RefillLock {
   private readonly held = new Map<string, object>();
 

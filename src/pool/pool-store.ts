@@ -21,18 +21,10 @@ export interface PoolLevel {
   readonly taken: number;
 }
 
-/**
- * The ids of one push, in pool order: numbers where every id is below 2^53
- * (IdStride.pushIds), decimal strings beyond.
- */
+/** The ids of one push, in pool order: numbers where every id is below 2^53 (IdStride.pushIds), decimal strings beyond. */
 export type PushIds = Float64Array | readonly string[];
 
-/**
- * Ready ids of every entity. Ids are decimal strings at this boundary: that
- * is what Redis stores and what the wire carries (a push may hand them over
- * as numbers, {@link PushIds}; a take hands them out as {@link TakenIds},
- * which may hold them joined in one string).
- */
+/** Ready ids of every entity: decimal strings, as Redis stores them and the wire carries them ({@link PushIds}, {@link TakenIds}). */
 export interface PoolStore {
   /** Short name for logs and health: `redis` or `memory`. */
   readonly kind: 'redis' | 'memory';
@@ -43,32 +35,17 @@ export interface PoolStore {
   size(entityKey: string): Promise<number>;
   /** The id the next take would hand out (the pool's head, its lowest: pushes only go above the fence); undefined when empty. */
   next(entityKey: string): Promise<bigint | undefined>;
-  /**
-   * Sizes of many pools in one round trip. A pool whose keys answered an
-   * error (or whose Cluster node failed) has that Error in its place, so
-   * one entity's fault never hides the others; a lost connection rejects.
-   */
+  /** Sizes of many pools in one round trip; a failed pool's (or node's) Error in its place; a lost connection rejects. */
   sizes(entityKeys: readonly string[]): Promise<(number | Error)[]>;
   /** Sizes and running take totals of many pools in one round trip (demand is measured from these); errors as in `sizes`. */
   levels(entityKeys: readonly string[]): Promise<(PoolLevel | Error)[]>;
-  /**
-   * Discards a pool filled in another Redis epoch and raises its fence to
-   * `issuedUpTo` (every id at or below may have been handed out).
-   * Returns false when the pool already belonged to this epoch.
-   */
+  /** Discards a pool of another Redis epoch, raising its fence to `issuedUpTo`; false when it already was of this epoch. */
   reset(entityKey: string, issuedUpTo: bigint): Promise<boolean>;
-  /**
-   * Drops a refill lock left from before the Redis epoch changed (its holder
-   * talked to a server that is gone); true when one was dropped.
-   */
+  /** Drops a refill lock left from an earlier Redis epoch (its holder's server is gone); true when one was dropped. */
   unlockStale(entityKey: string): Promise<boolean>;
   /** Drops a retired entity's ready ids (its fence stays). */
   discard(entityKey: string): Promise<void>;
-  /**
-   * Drops the ready ids and raises the fence to `below` at once: the line
-   * was moved up past them (`Refiller.raise`), and a segment reserved before
-   * must not be pushed after.
-   */
+  /** Drops the ready ids and raises the fence to `below` at once (`Refiller.raise`): no segment reserved before is pushed after. */
   raiseFence(entityKey: string, below: bigint): Promise<void>;
   /** The highest id ever pushed for the entity (its fence), if any. */
   fence(entityKey: string): Promise<bigint | undefined>;

@@ -5,11 +5,7 @@ import type { Clock } from '../clock';
 import { RateLimitedError } from '../errors';
 import { DEFAULT_PREFIX, entityKeys } from '../redis/keys';
 
-/**
- * `maxSizePerSecond` for entities whose ids do not come from a pool
- * (snowflake): ids counted per wall-clock second, as the pool's take does for
- * segment entities. A request that would pass the limit takes nothing.
- */
+/** `maxSizePerSecond` for entities without a pool (snowflake): ids per second, as the pool's take counts; over it, nothing is taken. */
 export interface EntityRateLimit {
   /** Counts `count` ids against this second's budget, or throws 429 with Retry-After. */
   admit(entityKey: string, count: number, maxPerSecond: number): Promise<void>;
@@ -30,14 +26,8 @@ type RateWindow =
 const UNLIMITED: RateWindow = { kind: 'open', count: () => undefined };
 
 /**
- * The per-second limit of `_prelude.lua` (`rateWindow`, `countRate`) in
- * this process, for the in-process pool and snowflake limit: ids counted per
- * second of `clock` (Redis counts per second of the Redis clock, the only
- * difference); `count` more fit while the second's count plus `count` stays
- * within `limit`, and a refusal says the ms left in the second. A limit of
- * 0 or less is none, and counts nothing. `test/unit/per-second-limit.test.ts`
- * states the rules as a table; `test/integration/per-second-limit.test.ts`
- * runs one sequence against both and compares the answers.
+ * `_prelude.lua`'s per-second limit (`rateWindow`, `countRate`) in process, on `clock`'s seconds rather than Redis's; a
+ * limit ≤ 0 is none. The rules: `test/unit/per-second-limit.test.ts`; against the Lua: the integration test.
  */
 export class PerSecondLimiter {
   private readonly windows = new Map<string, FixedWindow>();
@@ -78,11 +68,7 @@ export class MemoryEntityRateLimit implements EntityRateLimit {
   }
 }
 
-/**
- * Shared by every instance on one Redis: the same `idpool:{KEY}:rate:{second}`
- * counter segment takes use, checked and counted in one call
- * (`rate_limit-1.lua`) on the Redis server's clock.
- */
+/** Shared by every instance on one Redis: segment takes' `idpool:{KEY}:rate:{second}` counter, one `rate_limit-1.lua` call. */
 export class RedisEntityRateLimit implements EntityRateLimit {
   constructor(
     private readonly redis: RedisClient,

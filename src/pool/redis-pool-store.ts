@@ -11,16 +11,9 @@ import type { PoolLevel, PoolStore, PushIds, TakeResult, PushResult } from './po
 import { JoinedIds, listedIds, type TakenIds } from './taken-ids';
 
 /**
- * The least take that pops with a native LPOP in a MULTI rather than inside
- * idpool_take. Measured here (INFO commandstats, CPU of both processes): a
- * take of 1,000 costs Redis ~200 µs in the function, of which the LPOP is
- * ~50 and the rest making and joining 1,000 Lua strings, and ~50 µs in the
- * MULTI; this process reads the reply's 1,000 elements where it split
- * one string, and keeps their bytes joined ({@link JoinedIds}) rather than
- * as 1,000 strings. Redis is the one process every instance shares, so large
- * takes spare it; a take of a few ids costs both processes less as one
- * call (the MULTI's four more commands cost single-id takes ~8 % of their
- * throughput).
+ * The least take popped by a native LPOP in a MULTI rather than in idpool_take. Measured (INFO commandstats): 1,000 ids
+ * cost Redis, which every instance shares, ~200 µs in the function (Lua strings) and ~50 µs in the MULTI; for a few ids
+ * the MULTI's four more commands cost ~8 % of throughput.
  */
 const MULTI_TAKE_FROM = 256;
 
@@ -46,15 +39,9 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * A take of {@link MULTI_TAKE_FROM} ids or more is one MULTI:
-   * idpool_take_open checks the epoch, the per-second limit and the pool's
-   * size, a native LPOP pops the ids, idpool_take_close puts the pool back
-   * (take_open-4.lua says how a refused take pops nothing). A smaller one is
-   * one function, idpool_take, which does the same and returns the ids
-   * joined by commas. A server over maxmemory refuses every command queued
-   * in a MULTI (Redis 7: queueing takes memory), but a take frees memory
-   * and must go on while the pool holds ids: there every take is the
-   * function, which such a server runs.
+   * From {@link MULTI_TAKE_FROM} ids, one MULTI: idpool_take_open's checks, a native LPOP, idpool_take_close
+   * (take_open-4.lua: a refused take pops nothing); fewer, idpool_take. A server over maxmemory refuses a MULTI's
+   * queued commands (Redis 7), but a take frees memory: there, the function.
    */
   async take(entityKey: string, count: number, maxPerSecond: number): Promise<TakeResult> {
     const k = entityKeys(entityKey, this.prefix);
@@ -79,7 +66,7 @@ export class RedisPoolStore implements PoolStore {
     return [code, value, joined === undefined ? null : listedIds(joined.split(','))];
   }
 
-  /** idpool_take_open, a native LPOP and idpool_take_close in one MULTI; idpool_take where a server over maxmemory refuses it. */
+  /** idpool_take_open, a native LPOP and idpool_take_close in one MULTI; idpool_take on OOM. */
   private async takeInMulti(k: EntityKeys, count: number, maxPerSecond: number): Promise<Taken> {
     const send = async (): Promise<Taken> => {
       const multi = queueFunction(
@@ -104,12 +91,8 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * The popped ids as one string. The reply's array is emptied: ioredis's
-   * reply arrays outlive the take now and then (they reach the old
-   * generation), and one that does keeps every element, here a view of the
-   * socket's bytes, alive until the next full collection. Measured under
-   * batches of 1,000: the young generation's survivors per scavenge fell
-   * from ~9 MB to ~1 MB, and scavenge time from 400 to ~110 ms in 6 s.
+   * The popped ids joined. The reply's array is emptied: one that reaches the old generation keeps its elements (views
+   * of the socket's bytes) alive; emptied, survivors per scavenge fell from ~9 MB to ~1 MB (batches of 1,000).
    */
   private joined(popped: Buffer[]): JoinedIds {
     const ids = JoinedIds.fromBytes(popped);
@@ -117,13 +100,7 @@ export class RedisPoolStore implements PoolStore {
     return ids;
   }
 
-  /**
-   * One MULTI: idpool_push_open checks the epoch and the fence, a native
-   * RPUSH appends the ids, idpool_push_close puts the pool back (the Lua
-   * files say how a refused segment never reaches the pool). A library
-   * missing when the MULTI ran is loaded and the push made once more
-   * ({@link withLibrary}): its ids went to the staging list only.
-   */
+  /** One MULTI: push_open (epoch, fence), RPUSH, push_close; redone once a missing library loads (its ids only staged). */
   async push(entityKey: string, ids: PushIds, lowest: bigint, highest: bigint): Promise<PushResult> {
     const k = entityKeys(entityKey, this.prefix);
     const send = async () => {
@@ -159,13 +136,7 @@ export class RedisPoolStore implements PoolStore {
     return head === null ? undefined : BigInt(head);
   }
 
-  /**
-   * One server: one call of `idpool_levels` (levels-n.lua), which reads
-   * every pool's size and counter at one instant (the sweep reads 200 idle
-   * pools a second: one command, where an LLEN a pool and an MGET cost the
-   * client a command object, a timer and a reply each). A Cluster: LLEN
-   * and GET per pool in one pipeline per node.
-   */
+  /** One server: one `idpool_levels` call (levels-n.lua) for all; a Cluster: LLEN and GET per pool, a pipeline per node. */
   async levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> {
     const all = keys.map((key) => entityKeys(key, this.prefix));
     const level = (size: unknown, pushed: unknown) => ({
@@ -181,8 +152,7 @@ export class RedisPoolStore implements PoolStore {
       );
       return replies.map((r) => (r instanceof Error ? r : level(r[0], r[1])));
     }
-    // One call, so each size and its counter are one instant's: read apart, a push landing between an LLEN
-    // (before it) and the counter's read (after it) counts the pushed ids as taken, a false burst of demand.
+    // One call, so a size and its counter are one instant's: read apart, a push between them reads as a burst of takes.
     const replies = await this.fcall<unknown[]>(
       'idpool_levels',
       all.flatMap((k) => [k.ids, k.pushed]),
@@ -209,10 +179,8 @@ export class RedisPoolStore implements PoolStore {
   }
 
   /**
-   * One server: MGETs of KEYS_PER_MGET keys in one pipeline (10,000 GETs
-   * cost this process ~5 times the CPU of 10 MGETs, measured in
-   * bench/fence-check.bench.ts). A Cluster refuses an MGET across slots, and
-   * every entity has its own: there, a GET per key in one pipeline per node.
+   * One server: MGETs of KEYS_PER_MGET keys in one pipeline (10,000 GETs cost ~5× the CPU of 10 MGETs,
+   * bench/fence-check.bench.ts). A Cluster refuses an MGET across slots: a GET per key, one pipeline per node.
    */
   async fences(keys: readonly string[]): Promise<(bigint | undefined | Error)[]> {
     const fences = keys.map((key) => entityKeys(key, this.prefix).fence);
@@ -248,12 +216,7 @@ export class RedisPoolStore implements PoolStore {
     await this.redis.del(k.ids, k.pushed, k.pushing);
   }
 
-  /**
-   * The epoch of the server, or of every master of a Cluster (sorted): it
-   * changes when any of them restarts or is promoted. Callers asking while
-   * a read is under way share it (the sweep and the fleet heartbeat both
-   * ask once a second, on the same tick): one INFO, not two.
-   */
+  /** The epoch of the server, or of each Cluster master (sorted); callers during a read (sweep, heartbeat) share it. */
   epoch(): Promise<string> {
     this.epochRead ??= this.readEpoch().finally(() => {
       this.epochRead = undefined;

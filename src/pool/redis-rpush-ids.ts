@@ -11,24 +11,25 @@ function bulkHeader(wire: Buffer, at: number, n: number): number {
   return at;
 }
 
+/** The bytes of `RPUSH key` before its `count` elements. */
+function rpushHead(key: string, count: number): string {
+  return `*${count + 2}\r\n$5\r\nrpush\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n`;
+}
+
 /** Powers of ten up to 10^16: DIGITS_ABOVE[d] is the least number of d + 1 digits. */
 const DIGITS_ABOVE = Array.from({ length: 17 }, (_, d) => 10 ** d);
 
 /**
- * `RPUSH key id …` with its bytes written here, once: ioredis builds a
- * command of 10,000 arguments by string concatenation and then encodes it
- * as UTF-8, which cost this process ~200 µs per 1,000 ids (CPU profile).
- * Ids below 2^53 come as numbers and their digits are written straight
- * from them; beyond, as decimal strings of at most 20 digits (idpool makes
- * them), copied byte by byte. ioredis itself subclasses Command this way
- * (its Script's EVALSHA), and writes a Buffer as it is.
+ * `RPUSH key id …` with its bytes written here, once: ioredis's string concatenation and UTF-8 encoding cost ~200 µs
+ * per 1,000 ids (CPU profile). Ids below 2^53 are numbers written digit by digit; beyond, decimal strings of at most 20
+ * digits. ioredis's Script subclasses Command this way too.
  */
 export class RpushIds extends Command {
   private readonly wire: Buffer;
 
   constructor(key: string, ids: PushIds) {
     super('rpush', [key]);
-    const head = `*${ids.length + 2}\r\n$5\r\nrpush\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n`;
+    const head = rpushHead(key, ids.length);
     // `$NN\r\n` + at most 20 digits + `\r\n` an id.
     const wire = Buffer.allocUnsafe(Buffer.byteLength(head) + ids.length * 27);
     let at = wire.write(head, 0);
@@ -37,8 +38,7 @@ export class RpushIds extends Command {
         let n = 1;
         while (n < 16 && id >= DIGITS_ABOVE[n]) n++;
         at = bulkHeader(wire, at, n);
-        // Two halves below 10^8 each, whose digits small-integer arithmetic
-        // writes (~2.5x faster here than dividing the whole id as a double).
+        // Two halves below 10^8, written by small-integer arithmetic (~2.5x faster than dividing the id as a double).
         let high = Math.floor(id / 1e8);
         let low = id - high * 1e8;
         let c = at + n - 1;
@@ -85,17 +85,10 @@ export interface NumberRun {
 const BLOCK = 100;
 
 /**
- * `RPUSH key number …` of a {@link NumberRun}: every element is the same
- * bytes but for the sequence's digits (the period's date is the same in
- * all), so the wire is one element repeated by a native fill and each
- * sequence's digits are written over its zeros. No string per number:
- * formatting 10,000 strings a push and copying them char by char was the
- * business-number refill's cost (docs/benchmarks.md). A monotonic run's
- * sequences are consecutive: each {@link BLOCK} of them from a multiple of
- * it is one native copy of a block whose last two digits are 00 to 99, the
- * digits above them set in the block only where they changed since its last
- * copy (mostly one a number; measured here, 1,000 numbers cost ~37 µs
- * written digit by digit, ~12 µs so).
+ * `RPUSH key number …` of a {@link NumberRun}: elements differ only in the sequence's digits, so the wire is one
+ * element filled natively and each sequence written over its zeros (a string per number was the refill's cost,
+ * docs/benchmarks.md). Each {@link BLOCK} of consecutive sequences from a multiple of it is one copy of a block ending
+ * 00 to 99, its higher digits set where they changed (1,000 numbers: ~37 µs digit by digit, ~12 µs so).
  */
 export class RpushNumbers extends Command {
   private readonly wire: Buffer;
@@ -107,7 +100,7 @@ export class RpushNumbers extends Command {
     const element = Buffer.from(`$${number.length}\r\n${number}\r\n`, 'latin1');
     const size = element.length;
     const lastDigit = size - 3 - run.tail.length;
-    const head = `*${run.seqs.length + 2}\r\n$5\r\nrpush\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n`;
+    const head = rpushHead(key, run.seqs.length);
     const start = Buffer.byteLength(head);
     const { seqs } = run;
     const wire = Buffer.allocUnsafe(start + seqs.length * size);

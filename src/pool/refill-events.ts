@@ -10,11 +10,7 @@ export interface RefillEvents {
   /** A segment was refused because the database is behind the fence (restored, failed back); the entity was carried past it. */
   databaseBehind(report: DatabaseBehindReport): void;
   epochChanged(from: string, to: string): void;
-  /**
-   * A sweep read these pools' levels, its read begun at `readAt` (wall-clock
-   * ms; `roundMs`: how long its round over every pool takes): the ops sampler
-   * samples them without reading again.
-   */
+  /** A sweep read these levels at `readAt` (wall ms; a round over every pool takes `roundMs`): the sampler reuses them. */
   levelsRead?(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void;
   /** A refill of `entityKey`, or a sweep (`'*'` when it failed for every pool), failed: called each time, though the log holds repeats back. */
   failed(entityKey: string): void;

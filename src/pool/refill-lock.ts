@@ -7,28 +7,17 @@ import type { RedisClient } from '../redis/connection';
 import { callFunction } from '../redis/functions';
 
 /**
- * A holder renews its lease every `ttl / EXTENSIONS_PER_LEASE`, and a lock
- * with less than that left is taken over (lock_acquire-1.lua): a live holder
- * must then be half a lease late, and a dead one blocks its entity for half
- * to three quarters of a lease.
+ * A holder renews every `ttl / 4`, and a lock with less than that left is taken over (lock_acquire-1.lua): a live
+ * holder must be half a lease late, a dead one blocks its entity for half to three quarters of a lease.
  */
 const EXTENSIONS_PER_LEASE = 4;
 
 /**
- * Refill lock on Redis: a lease on `idpool:{key}:lock` (on the entity's own
- * Cluster slot) that its holder extends while its refill runs, through
- * idpool's functions (lock_acquire-1.lua, lock_extend-1.lua,
- * lock_release-1.lua). A refiller skips an entity whose lock is held rather
- * than queue.
- *
- * A holder stops extending when its refill ends, when an extension fails or
- * finds the lock no longer its own, and when its client's connection closes
- * (one server or Sentinel; a Cluster client reports only its own close, and
- * a dropped node connection stops the renewals that were on it): a holder
- * that lost its connection may be cut off or talking to a promoted replica,
- * and a release sent then may be lost, so its locks lapse within a lease and
- * any instance refills. Its refill goes on; the fence refuses its segment if a
- * newer one went in first (docs/design.md invariant 3).
+ * Refill lock on Redis: a lease on `idpool:{key}:lock` its holder extends while its refill runs (lock_acquire-1.lua,
+ * lock_extend-1.lua, lock_release-1.lua); a held lock is skipped, not queued for. Renewals stop when the refill ends,
+ * an extension fails or finds the lock not its own, or the connection closes (a Cluster client reports only its own
+ * close): a holder cut off may be talking to a promoted replica, so its locks lapse within a lease. Its refill goes on;
+ * the fence refuses its segment if a newer one went in first (docs/design.md invariant 3).
  */
 export class RedisRefillLock implements RefillLock {
   /** Bumped each time the connection closes: leases taken before stop being extended. */
@@ -48,11 +37,7 @@ export class RedisRefillLock implements RefillLock {
     redis.on('close', () => this.connection++);
   }
 
-  /**
-   * The lock, or null when a live holder has it. A server that refuses the
-   * call (over maxmemory, a replica, gone) throws: that is the refill's
-   * failure, and takes that find the pool short answer with it (503).
-   */
+  /** The lock, or null when a live holder has it; a server refusing the call throws (the refill's failure, a short take's 503). */
   async acquire(entityKey: string): Promise<HeldLock | null> {
     const key = entityKeys(entityKey, this.prefix).lock;
     const token = `${this.owner}:${randomBytes(6).toString('hex')}`;
@@ -69,8 +54,7 @@ export class RedisRefillLock implements RefillLock {
     return {
       release: async () => {
         stop.abort();
-        // After an extension still on the wire (one connection keeps the order).
-        // Lost with a connection, it leaves the lock to lapse within a lease.
+        // After an extension on the wire (one connection keeps order); lost with it, the lock lapses within a lease.
         await callFunction(this.redis, 'idpool_lock_release', [key], [token]).catch(() => undefined);
       },
     };

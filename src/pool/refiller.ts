@@ -1,11 +1,4 @@
-/**
- * The refill loop: the marks (low, reset, in flight) that the tick, the
- * sweep and the take path share, and the one refill that acts on them.
- * Over 300 lines because those parts read and write the same marks; what
- * stands alone is in files of its own: pushing a segment
- * (`segment-push.ts`), carrying a database that went back past the fence
- * (`fence-carry.ts`) and the periodic check that finds it (`fence-check.ts`).
- */
+// The refill loop: the marks (low, reset, in flight) the tick, sweep and take path share, and the refill acting on them.
 import type { EntityCatalog } from '../entities/registry';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
@@ -35,11 +28,7 @@ export interface RefillerOptions {
   intervalMs: number;
   /** Target depths and watermarks, from the take rates this refiller observes. */
   demand: Pick<Demand, 'observe' | 'target' | 'sizing'>;
-  /**
-   * The numbers layer: business-number entities' pools are kept per period
-   * (`period-pools.ts`), filled by this refiller's tick, lock and demand
-   * sizing through it. Absent: only segment pools here.
-   */
+  /** The numbers layer (`period-pools.ts`), which fills business-number pools per period; absent: segment pools only. */
   periods?: PeriodPools;
   /** Slow sweep over every entity, for pools drained by direct LPOP. */
   sweepMs?: number;
@@ -49,40 +38,25 @@ export interface RefillerOptions {
   events: RefillEvents;
 }
 
-/**
- * Active pools one sweep reads at most: one pipeline of 2,000 commands
- * (LLEN + GET), a few ms of Redis.
- */
+/** Active pools one sweep reads at most: 2,000 commands (LLEN + GET), a few ms of Redis. */
 const SWEEP_BATCH = 1000;
 /**
- * Idle pools one sweep reads, going round: a round of 50 s at 10,000
- * entities, 500 s at 100,000. An idle pool's level does not move; a pool
- * drained only by direct pops is seen moving at its next read and is then
- * read every sweep. Reading 1,000 idle pools a second here and 1,000 in the
- * ops sampler cost 6.6 % of a core at 10,000 idle entities.
+ * Idle pools one sweep reads, going round (50 s a round at 10,000 entities): 1,000 a second here and 1,000 in the
+ * sampler cost 6.6 % of a core at 10,000 idle entities. A pool drained by direct pops is seen at its next read.
  */
 const SWEEP_IDLE_BATCH = 200;
 /** A pool taken from is read every sweep for this long after (its demand is measured from these reads). */
 const ACTIVE_MS = 60_000;
-/**
- * Refills running at once on one instance. After a Redis failover every pool
- * is reset: 100,000 reservations at once would swamp the database; 32 keeps
- * it busy without queueing (the take path still refills a requested entity
- * at once).
- */
+/** Refills at once: after a failover every pool is reset; 32 keep the database busy where 100,000 would swamp it. */
 const MAX_REFILLS_IN_FLIGHT = 32;
 /** The ticker's wait while no entity is marked low (marking one wakes it at once). */
 const IDLE_TICK_MS = 60_000;
 
-/**
- * Keeps every segment entity's pool between its low watermark and
- * `maxPoolSize`. Each tick refills only the entities marked low (by the take
- * path or the slow sweep), so an idle entity costs nothing per tick.
- */
+/** Keeps each pool between its low watermark and `maxPoolSize`; a tick refills only entities marked low (an idle one costs nothing). */
 export class Refiller {
   private readonly low = new Set<string>();
   private readonly needsReset = new Set<string>();
-  /** Carries an entity past its fence when a push is refused because the database went back; the fence check shares it. */
+  /** Carries an entity past its fence when the database went back; shared with the fence check. */
   readonly carrier: FenceCarrier;
   private readonly inflight = new Map<string, Promise<void>>();
   /** Why the last refill of an entity failed; cleared by the next one that completes. */
@@ -115,8 +89,7 @@ export class Refiller {
       activeMs: ACTIVE_MS,
       now: () => options.clock.monotonic(),
     });
-    // Ticks while an entity is marked low; with none, it waits (IDLE_TICK_MS at
-    // most) until one is: an idle instance does not wake ten times a second.
+    // With no entity marked low it waits (IDLE_TICK_MS at most): an idle instance does not wake ten times a second.
     this.ticker = every(
       () =>
         Math.max(
@@ -144,11 +117,7 @@ export class Refiller {
     await Promise.allSettled([...this.inflight.values()]);
   }
 
-  /**
-   * The pool went below its watermark (seen by the take path or a sweep), or
-   * needs a reset: the first entity marked wakes the ticker, which then
-   * ticks every `intervalMs`.
-   */
+  /** The pool is below its watermark or needs a reset; the first entity marked wakes the ticker. */
   markLow(entityKey: string): void {
     if (this.low.has(entityKey)) return;
     this.low.add(entityKey);
@@ -166,11 +135,7 @@ export class Refiller {
     this.markLow(entityKey);
   }
 
-  /**
-   * Refills one entity now unless another refill of it is under way here,
-   * in which case that one is returned. Refills when the pool is below its
-   * watermark or below `atLeast`.
-   */
+  /** Refills one entity now if below its watermark or `atLeast` (or returns the refill of it under way here). */
   refill(entityKey: string, atLeast = 0): Promise<void> {
     const current = this.inflight.get(entityKey);
     if (current) return current;
@@ -191,18 +156,12 @@ export class Refiller {
     return run;
   }
 
-  /** The error the last refill of `entityKey` failed with, if it failed (a database or Redis that is down). */
+  /** The error the last refill of `entityKey` failed with, if it failed. */
   lastFailure(entityKey: string): Error | undefined {
     return this.failures.get(entityKey);
   }
 
-  /**
-   * Refills the entities marked low, at most MAX_REFILLS_IN_FLIGHT at once;
-   * the rest wait for a free slot. An entity's `interval` is the least time
-   * between two of its refill checks; it stays marked low until then. A
-   * request short of ids still refills at once (refill() from the dispatcher
-   * is not paced).
-   */
+  /** Refills entities marked low, MAX_REFILLS_IN_FLIGHT at most, each once per `interval` (a short take's refill() is unpaced). */
   private tick(): void {
     const now = this.options.clock.monotonic();
     if (this.options.periods) {
@@ -232,7 +191,7 @@ export class Refiller {
     return this.options.demand.sizing(entity, entity.numbers && periods ? periods.cap(entity) : undefined);
   }
 
-  /** Every entity whose ids wait in a pool: segment entities, and business-number ones when the numbers layer is here. */
+  /** Every entity whose ids wait in a pool: segment ones, and business-number ones with the numbers layer. */
   private pooledKeys(): string[] {
     const { entities, periods } = this.options;
     return periods ? [...entities.segmentKeys(), ...this.numberKeys()] : entities.segmentKeys();
@@ -242,26 +201,17 @@ export class Refiller {
     return this.options.entities.numberKeys?.() ?? [];
   }
 
-  /**
-   * Whether the Redis server changed (every pool is then reset), and the
-   * levels of a batch of pools in one round trip: take rates for the demand,
-   * and pools below their watermark, drained by direct pops the take path
-   * never saw.
-   */
+  /** Notices a changed Redis epoch (every pool reset) and reads a batch of levels: take rates, and pools drained by direct pops. */
   async sweep(): Promise<void> {
     try {
       const epoch = await this.options.store.epoch();
       if (epoch !== this.lastEpoch) {
-        const all = this.pooledKeys();
-        // First sweep: claim every pool for this epoch (a no-op where it
-        // already belongs to it) before the first push would be refused.
+        // First sweep: claim every pool for this epoch (a no-op where it already is) before a push is refused.
         if (this.lastEpoch !== undefined) this.options.events.epochChanged(this.lastEpoch, epoch);
-        for (const key of all) this.markReset(key);
+        for (const key of this.pooledKeys()) this.markReset(key);
       }
       this.lastEpoch = epoch;
-      // A reset that could not run (its refill failed, or found the lock
-      // held: a restarted Redis answers INFO while it still loads its data
-      // and refuses the lock) is tried again every sweep until it has run.
+      // A reset that could not run (a restarted Redis answers INFO while still loading and refuses the lock) is retried each sweep.
       for (const key of this.needsReset) this.markLow(key);
       // This sweep's pools; when a round starts, the take totals of entities gone from the registry are forgotten.
       const { items: keys, listed, rounds } = this.sweepRound.next();
@@ -301,13 +251,11 @@ export class Refiller {
       this.needsReset.delete(entityKey);
       return;
     }
-    // A held entity's pool stays empty: no route serves it, and no direct consumer may pop from it.
-    // Its reset waits for the release: one registered held (an import) has no epoch marker yet, and
-    // a first push without the reset before it is refused, then its segment discarded by the reset.
+    // A held entity's pool stays empty (nothing may serve it) and its reset waits for the release: one registered held
+    // (an import) has no epoch marker yet, so a push before the reset is refused.
     if (entity.held) return;
     let held = await this.options.lock.acquire(entityKey);
-    // After a failover the lock of a refill that was under way came over with
-    // replication and would block this entity for the rest of its TTL.
+    // After a failover a replicated lock of a refill under way would block the entity for its TTL.
     if (!held && this.needsReset.has(entityKey) && (await this.options.store.unlockStale(entityKey)))
       held = await this.options.lock.acquire(entityKey);
     if (!held) return;
@@ -316,15 +264,11 @@ export class Refiller {
         await this.fillPeriods(entity, atLeast);
         return;
       }
-      // Three rounds at most: a push refused because the Redis server changed
-      // resets the pool, and a push refused because the database is behind
-      // the fence carries the offset past it; the next round reserves above.
+      // Three rounds at most: a push refused for an epoch change resets the pool, one refused for a database behind the
+      // fence carries the offset past it; the next round reserves above.
       for (let round = 0; round < 3; round++) {
         if (this.needsReset.has(entityKey)) await this.reset(entityKey);
-        const [level] = await this.options.store.levels([entityKey]);
-        if (level instanceof Error) throw level;
-        const { size, taken } = level;
-        this.options.demand.observe(entityKey, taken);
+        const { size } = await this.observeLevel(entityKey);
         if (size >= this.lowWatermark(entity) && size >= atLeast) return;
         const steps = Math.max(
           1,
@@ -355,28 +299,25 @@ export class Refiller {
     }
   }
 
-  /**
-   * A business-number entity's refill: its demand read as a segment pool's
-   * (the live list's pushed counter), then the numbers layer fills its
-   * periods; an epoch change is the layer's to handle (it reads the lists'
-   * epoch with the periods).
-   */
+  private async observeLevel(entityKey: string): Promise<PoolLevel> {
+    const [level] = await this.options.store.levels([entityKey]);
+    if (level instanceof Error) throw level;
+    this.options.demand.observe(entityKey, level.taken);
+    return level;
+  }
+
+  /** A business-number refill: demand read as a segment pool's, then the numbers layer fills (an epoch change is its to handle). */
   private async fillPeriods(entity: EntityConfig, atLeast: number): Promise<void> {
     this.needsReset.delete(entity.key);
-    const [level] = await this.options.store.levels([entity.key]);
-    if (level instanceof Error) throw level;
-    this.options.demand.observe(entity.key, level.taken);
+    await this.observeLevel(entity.key);
     await this.options.periods?.fill(entity, atLeast, this.sizing(entity));
     this.stats.refills++;
   }
 
   /**
-   * Raises an entity's line to the number `atLeast` (an import found the old
-   * service issued further): the database first, then the pool is discarded
-   * and fenced at the new line, so no id below it is handed out and no
-   * segment reserved before it is pushed (the fence refuses it). The pool is
-   * discarded even when the line was already past `atLeast`: it may still
-   * hold ids below. Resolves to the next unreserved number.
+   * Raises an entity's line to `atLeast` (an import found the old service issued further): the database first, then
+   * the pool discarded and fenced at the line even if already past (it may hold ids below), so no older segment is
+   * pushed. Resolves to the next unreserved number.
    */
   async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
     const next = await this.options.allocator.raise(entityKey, atLeast);

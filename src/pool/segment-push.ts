@@ -16,17 +16,9 @@ export interface PushCounts {
 }
 
 /**
- * Pushes a reserved segment step by step, in order. `trend` entities
- * shuffle each step so ids are not guessable but still grow step by step;
- * a trend push call holds whole steps so its lowest id is its first step's
- * start. A monotonic segment is pushed 10,000 ids a call whatever its
- * step: a call is built in one run of the event loop and run by Redis as
- * one command, and a step of 1,000,000 ids (a 27 MB RPUSH) stalled this
- * process for up to 1.2 s under load, delaying everything it does (the
- * refill lock's renewals too); pushed 10,000 at a time, at most 0.65 s,
- * and a 1,000,000-id refill takes as long in isolation (0.8–1.0 s here).
- * Up to PUSHES_IN_FLIGHT calls travel at once (Redis runs them in order on
- * the one connection; {@link pushInCalls}).
+ * Pushes a reserved segment in order through {@link pushInCalls}, a `trend` entity's steps shuffled (not guessable,
+ * still growing step by step). One 1,000,000-id RPUSH (27 MB) stalled this process up to 1.2 s under load, lock
+ * renewals too; 10,000 a call, at most 0.65 s, and the refill as fast (0.8–1.0 s).
  */
 export async function pushSegment(
   store: Pick<PoolStore, 'push'>,
@@ -49,15 +41,10 @@ export async function pushSegment(
 }
 
 /**
- * Pushes `first..last` (inclusive, positions on the entity's line) in
- * calls of {@link PUSH_IDS_PER_CALL} (a trend entity's of whole steps), in
- * order, `send` making each call: up to {@link PUSHES_IN_FLIGHT} on the
- * wire at once, and what else this process has to do runs between two
- * (a call of a 1,000,000-id trend step takes its own run of the event
- * loop; four built back to back stalled it 4 s under load, lock renewals
- * too). The first call not `ok` is the answer and no call is sent after
- * it: what refused it (a fence, an epoch, a period's bounds) only moves
- * on. Segments and business-number periods push through it.
+ * Pushes `first..last` (inclusive, positions on the line) in order, in calls of {@link PUSH_IDS_PER_CALL} (a trend
+ * entity's of whole steps, so a call's lowest id is its first step's start) made by `send`, up to
+ * {@link PUSHES_IN_FLIGHT} on the wire, the event loop free between two (four 1,000,000-id trend steps built back to
+ * back stalled it 4 s). The first call not `ok` is the answer and none is sent after: what refused it only moves on.
  */
 export async function pushInCalls<R extends string>(
   entity: Pick<EntityConfig, 'mode' | 'step'>,
@@ -79,8 +66,7 @@ export async function pushInCalls<R extends string>(
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- settleOldest sets outcome during the loop's awaits.
     for (let from = first; from <= last && outcome === 'ok'; from += perCall) {
       const call = send(from, from + perCall - 1n < last ? from + perCall - 1n : last);
-      // Handled now, awaited in order below: a call that fails while an
-      // earlier one is still awaited must not count as unhandled.
+      // Handled now, awaited in order below: one failing while an earlier one is awaited must not count as unhandled.
       call.catch(() => undefined);
       inFlight.push(call);
       if (inFlight.length >= PUSHES_IN_FLIGHT) await settleOldest();
@@ -88,8 +74,7 @@ export async function pushInCalls<R extends string>(
     }
     while (inFlight.length) await settleOldest();
   } catch (err) {
-    // Let the calls already sent settle before the lock is released, then
-    // report the first failure (the caller logs it; invariant 7).
+    // Calls already sent settle before the lock is released; then the first failure (the caller logs it; invariant 7).
     await Promise.allSettled(inFlight);
     throw err;
   }

@@ -1,11 +1,4 @@
-/**
- * The ids one take hands out, in order. A take's ids are split among the
- * requests that shared its call, then written out as JSON; only an answer
- * stored for an Idempotency-Key needs them one by one. So a large take from
- * Redis keeps their digits joined in one string ({@link JoinedIds}), and
- * the others keep the array of decimal strings they already are
- * ({@link listedIds}).
- */
+/** The ids of one take, in order: a large Redis take's joined ({@link JoinedIds}), others as strings ({@link listedIds}). */
 export interface TakenIds {
   readonly length: number;
   /** Ids `from` (inclusive) to `to` (exclusive); no id is copied. */
@@ -57,13 +50,9 @@ const BODY_HEAD = '{"ids":["';
 const BODY_TAIL = '"]}';
 
 /**
- * Ids as the bytes of the take route's answer, `{"ids":["1","2"]}`, with
- * where each id starts: any run of them is a substring between quotes.
- * Made from the ids' bytes (a Redis reply) in one copy; making a string of
- * each id instead (what ioredis does for LPOP) cost this process ~75 µs
- * per 1,000 ids, and making one latin1 string of them all, then writing it
- * to the socket, cost two more copies and a string on the V8 heap per
- * answer: with wider ids (business numbers, 24 bytes) ~40 µs per 1,000.
+ * Ids as the bytes of the take route's answer, `{"ids":["1","2"]}`, with where each id starts, made from a Redis reply
+ * in one copy. A string per id (ioredis's LPOP) cost ~75 µs per 1,000 ids; one latin1 string of them all, two more
+ * copies (~40 µs per 1,000 24-byte business numbers).
  */
 export class JoinedIds implements TakenIds {
   private constructor(
@@ -129,7 +118,6 @@ export class JoinedIds implements TakenIds {
     return [this.starts[this.first], this.starts[this.first + this.length] - SEPARATOR.length];
   }
 
-  /** These ids joined by `","`. */
   private joined(): string {
     const [from, to] = this.range();
     return this.bytes.toString('latin1', from, to);

@@ -11,13 +11,7 @@ export interface SnowflakeTakerDeps {
   rate: EntityRateLimit;
 }
 
-/**
- * The snowflake take: admitted against the entity's per-second limit, then
- * made by the generator. Shared by the takes of one turn (one admit of the
- * sum, one Redis call where the limit is shared, and one generator run);
- * when the sum does not fit the limit, each take is admitted on its own, so
- * the limit stays exact per request.
- */
+/** The snowflake take: the per-second admit, then the generator; a turn's sum over the limit declines (exact per take). */
 export class SnowflakeTaker implements Taker {
   readonly coalesce = true;
 

@@ -3,11 +3,7 @@ import type { EntityConfig } from '../entities/entity';
 import { NotFoundError, refuseHeld } from '../errors';
 import type { TakenIds } from '../pool/taken-ids';
 
-/**
- * The kinds of take. Each entity is served by one kind, named by
- * {@link takeKind}; a new kind adds its name here, a line there and a
- * {@link Taker} handed to the service, and no face changes.
- */
+/** The kinds of take; a new kind adds its name here, a line in {@link takeKind} and a {@link Taker}, and no face changes. */
 export type TakeKind = 'segment' | 'snowflake' | 'number' | 'gapless';
 
 /** The kind of take that serves `entity`: the one place that asks an entity's mode (and whether it has a business-number `format`, gapless or not). */
@@ -16,28 +12,17 @@ export function takeKind(entity: Pick<EntityConfig, 'mode' | 'numbers' | 'gaples
   return entity.mode === 'snowflake' ? 'snowflake' : 'segment';
 }
 
-/**
- * One kind of take: how its ids are made for one entity. The service
- * around it coalesces, counts and reports, so a taker only makes ids.
- */
+/** One kind of take: how its ids are made (the service coalesces, counts and reports). */
 export interface Taker {
   /** Whether the takes of one entity in one event-loop turn should share one {@link takeShared} call. */
   readonly coalesce: boolean;
   /** `count` ids of the entity, answered on its own: waits, retries and refusals are the taker's. */
   take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds>;
-  /**
-   * One attempt at `total` ids for a group of takes, all or nothing: the
-   * ids, or undefined when the group must be answered take by take (too few
-   * ready, over the per-second limit), each then as {@link take} answers it.
-   * A throw fails every take of the group.
-   */
+  /** One all-or-nothing try at `total` ids for a group; undefined: each answered by {@link take}; a throw fails all. */
   takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined>;
 }
 
-/**
- * What a take carries besides its count, for the kinds that keep a record
- * of each take (a gapless series' ledger); the other kinds ignore it.
- */
+/** What a take carries besides its count, for a kind that records each take (a gapless series' ledger). */
 export interface TakeRequest {
   /** The request's `Idempotency-Key`: a gapless take with the same key answers the same numbers, forever. */
   readonly idempotencyKey?: string;
@@ -57,24 +42,15 @@ export interface TakeServiceDeps {
 }
 
 /**
- * Most ids one shared call takes: 64 requests of the largest batch (1,000)
- * is one LPOP of 64,000 ids, a ~1 MB reply that holds the Redis thread for
- * milliseconds; at the default snowflake layout's 2,048 ids a millisecond,
- * 16,000 is ~8 ms of one entity's sequence, so a group never holds its
- * requests much longer than they would have waited in line. Beyond this a
- * new group starts.
+ * Most ids one shared call takes (beyond, a new group starts): 64,000 ids were a ~1 MB LPOP holding Redis for ms;
+ * 16,000 is ~8 ms of a default snowflake sequence (2,048 a ms), no longer than the requests would queue.
  */
 const MAX_SHARED_IDS = 16_000;
 
 /**
- * The one take under every face (the native route, Leaf's and Tinyid's
- * routes): the face authenticates and hands in the entity; the service
- * picks the kind of take, coalesces the takes of one entity that arrive in
- * one event-loop turn into one shared call for the sum of their counts
- * (the ids handed out in arrival order; when the shared call declines,
- * each take is answered on its own, in arrival order, so it succeeds only
- * where each, taken one after another, would have), and counts what it
- * served.
+ * The one take under every face (native, Leaf, Tinyid): picks the kind, coalesces one entity's takes of one event-loop
+ * turn into one shared call (ids in arrival order; when it declines, each take answered on its own, in order), and
+ * counts what it served.
  */
 export class TakeService {
   readonly stats = { idsServed: 0 };
