@@ -4,12 +4,7 @@ import { type Database, isBusy } from '../db/database';
 import { classifySqlError } from '../db/errors';
 import { retryUntil } from '../retry';
 
-/**
- * Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1`
- * meet), so a database is used with one stride only: the first process to
- * open it records its own in `idpool_meta` (`cluster_count`, `cluster_index`,
- * named after the variables); a later one with another is refused, naming both.
- */
+/** Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1` meet): a database keeps the first one recorded in `idpool_meta`. */
 export class StrideMismatchError extends ConfigError {
   constructor(
     readonly recorded: { count: number; index: number },
@@ -48,8 +43,7 @@ export async function checkStride(db: Database, count: number, index: number, cl
       );
     }
   };
-  // Processes opening one fresh SQLite file at once: the loser of the write
-  // lock gets SQLITE_BUSY after the short busy timeout, and tries again.
+  // Processes opening one fresh SQLite file at once: the loser of the write lock is busy, and tries again.
   const record = async () => {
     try {
       await db.execute('INSERT INTO idpool_meta (id, cluster_count, cluster_index, create_time) VALUES (1, ?, ?, ?)', [
