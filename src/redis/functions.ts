@@ -8,15 +8,9 @@ import { serverRelease } from './info';
 import { RedisUnsupportedError } from './start-error';
 import type { RedisTopology } from './topology';
 
-/**
- * idpool's Redis function library: `commands/_prelude.lua` and one
- * `<name>-<numKeys>.lua` per function (registering `idpool_<name>`, which
- * the code calls it by). Loaded as two libraries, this release's own
- * (functions renamed `idpool_<hash>_<name>`) and the public one
- * (`idpool_pop`). Every call goes through here, so the key count comes from
- * the file name, the name FCALL takes is this release's, and a result code
- * means one thing everywhere.
- */
+// idpool's Redis functions: `commands/_prelude.lua` and one `<name>-<numKeys>.lua` each, registering
+// `idpool_<name>`. Every call goes through here, so the key count comes from the file name, FCALL names this
+// release's function, and a result code means one thing everywhere.
 
 /** Return codes of the Lua functions in `commands/` (negative = refused); each file's header says which it returns. */
 enum ScriptCode {
@@ -52,11 +46,7 @@ export class ScriptCodeError extends Error {
   }
 }
 
-/**
- * The one map from a result code to its meaning. `expected` lists the
- * refusals the function may answer (its Lua header's Output); any other
- * code is a {@link ScriptCodeError}.
- */
+/** The one map from a result code to its meaning; a refusal not in `expected` (the Lua header's Output) is a {@link ScriptCodeError}. */
 export function scriptOutcome<K extends ScriptOutcome['kind']>(
   functionName: string,
   code: number,
@@ -88,13 +78,9 @@ const FUNCTION_FILE = /^([a-z_]+)-(\d+|n)\.lua$/;
 const REGISTERED = /(redis\.register_function\s*(?:\(\s*|\{\s*function_name\s*=\s*))'idpool_([a-z_]+)'/g;
 
 /**
- * Functions direct consumers call by name (docs/operating.md "Rolling
- * upgrades"): their names and contracts never change, and they live in
- * the library {@link PUBLIC_LIBRARY} that every release shares. Every
- * other function is the service's own, in a library of its release.
- * Never add one here: that would replace the `idpool` library while a
- * release before it still calls the functions it then held; a new public
- * function needs a library of its own, loaded when missing, never replaced.
+ * Functions direct consumers call by name, never changed, in {@link PUBLIC_LIBRARY} every release shares
+ * (docs/operating.md "Rolling upgrades"). Never add one: that would replace the `idpool` library under an
+ * older release still calling it; a new public function needs a library of its own, never replaced.
  */
 const PUBLIC_FUNCTIONS: ReadonlySet<string> = new Set(['pop']);
 
@@ -104,7 +90,6 @@ export const PUBLIC_LIBRARY = 'idpool';
 interface FunctionFile {
   /** `idpool_<name>`, as the code names it. */
   readonly name: string;
-  /** How many keys FCALL passes: fixed, or `any` (`-n` in the file name). */
   readonly keys: number | 'any';
   readonly source: string;
   readonly public: boolean;
@@ -132,12 +117,9 @@ function functionFiles(): FunctionFile[] {
 }
 
 /**
- * The two libraries of this release. The service's own is named by a hash
- * of its source (`idpool_<12 hex>`) and so are its functions
- * (`idpool_<hash>_take`): a release changing any function gets a library of
- * its own beside the previous one's, and never replaces it while instances
- * of both run (docs/operating.md "Rolling upgrades"). The public one keeps
- * its names.
+ * The two libraries of this release: the service's own, it and its functions named by a hash of its source
+ * (`idpool_<hash>_take`), so a release changing any function never replaces the previous one's while both
+ * run (docs/operating.md "Rolling upgrades"); and the public one, whose names stay.
  */
 function buildLibraries() {
   const prelude = readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8');
@@ -209,19 +191,15 @@ function hasPublicFunctions(library: ListedLibrary | undefined): boolean {
 }
 
 /**
- * Loads this release's functions on every master (a Cluster's too: a
- * function runs on the node that owns its keys; replicas get them by
- * replication): its own library unless there already, and the public one
- * unless the library there (this release's, or a release's before that
- * held every function in it) already defines every public function. It
- * never replaces another release's library. True when it loaded one.
+ * Loads this release's functions on every master (replicas get them by replication): its own library unless
+ * there, the public one unless the library there already defines every public function. Never replaces
+ * another release's library. True when it loaded one.
  */
 export async function loadFunctions(redis: RedisClient): Promise<boolean> {
   const loaded = await Promise.all(
     mastersOf(redis).map(async (node) => {
-      // Already loaded (another instance, an earlier start): nothing to write.
-      // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
-      // instance from starting to serve what its pools hold.
+      // Already loaded: nothing to write (a server over maxmemory refuses FUNCTION LOAD, and must not stop an
+      // instance from serving what its pools hold).
       const [own, shared] = await Promise.all([listLibraries(node, OWN_LIBRARY), listLibraries(node, PUBLIC_LIBRARY)]);
       const wrote = own.length === 0 && (await loadOnce(node, LIBRARIES.own));
       if (hasPublicFunctions(shared[0])) return wrote;
@@ -232,11 +210,7 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
   return loaded.includes(true);
 }
 
-/**
- * {@link loadFunctions} at start-up, where a server without Redis Functions
- * is refused in one line naming it ({@link RedisUnsupportedError}) rather
- * than with its raw reply.
- */
+/** {@link loadFunctions} at start-up: a server without Redis Functions refused in one line naming it ({@link RedisUnsupportedError}). */
 export async function loadFunctionsAtStart(redis: RedisClient, topology: RedisTopology): Promise<void> {
   try {
     await loadFunctions(redis);
@@ -264,15 +238,10 @@ export function publicLibrarySource(): string {
 }
 
 /**
- * Runs `call` (an FCALL, or a MULTI of them), loading the library and
- * running it once more if the server lacks it (FUNCTION FLUSH, or a server
- * that came up empty): the library is ours to restore. Redis answers a
- * missing function with a bare `ERR`, the word every other script error
- * has too (classified a bug), so on such a refusal the library is loaded if
- * the server lacks it, and the call is made again when this load restored
- * it or the refusal was Redis's own "Function not found": after a restart
- * every instance's first calls fail at once, and all but the first to load
- * find the library back already (a retry refused only theirs before).
+ * Runs `call` (an FCALL, or a MULTI of them); on a bare `ERR` (a missing function's word, and every script
+ * error's) loads the library if the server lacks it (FUNCTION FLUSH, a server come up empty), and calls again
+ * when this load restored it or the refusal was "Function not found": after a restart every instance's first
+ * calls fail at once, and all but the first to load find the library back already.
  */
 export async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>): Promise<T> {
   try {
