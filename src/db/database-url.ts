@@ -1,5 +1,4 @@
-// A module of its own, without drivers: config/ and the CLI read the default
-// without loading TypeORM.
+// Without drivers: config/ and the CLI read the default without loading TypeORM.
 
 /** Where an embedded service or the library keeps its data when no URL is given. */
 export const DEFAULT_SQLITE_PATH = './idpool.db';

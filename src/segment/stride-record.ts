@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
 import { ConfigError } from '../errors';
 import { type Database, isBusy } from '../db/database';
+import { withRunner } from '../db/dialects/dialect';
 import { classifySqlError } from '../db/errors';
 import { retryUntil } from '../retry';
 
@@ -35,7 +36,10 @@ export async function checkStride(db: Database, count: number, index: number, cl
     } catch (err) {
       // SQLite gives a missing table no code of its own: ask the schema.
       const failure = classifySqlError(err);
-      if ((failure?.kind !== 'database_schema' && failure?.class !== 'bug') || (await hasTable(db, 'idpool_meta')))
+      if (
+        (failure?.kind !== 'database_schema' && failure?.class !== 'bug') ||
+        (await withRunner(db.dataSource, (runner) => runner.hasTable('idpool_meta')))
+      )
         throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
@@ -65,13 +69,4 @@ export async function checkStride(db: Database, count: number, index: number, cl
   const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
   if (recorded.count !== count || recorded.index !== index)
     throw new StrideMismatchError(recorded, { count, index }, db.description);
-}
-
-async function hasTable(db: Database, table: string): Promise<boolean> {
-  const runner = db.dataSource.createQueryRunner();
-  try {
-    return await runner.hasTable(table);
-  } finally {
-    await runner.release();
-  }
 }
