@@ -1,7 +1,7 @@
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { maskUrl } from '../logger';
 import { MarkedCluster, MarkedRedis, replyWord } from './errors';
-import { RedisStartError } from './start-error';
+import { RedisStartError, addresses } from './start-error';
 import { REDIS_SOCKET_TIMEOUT_MS, type RedisTopology } from './topology';
 
 /** Longest one command may take (then 503): a take or a 10,000-id push takes a few ms, a client waits longer. */
@@ -105,10 +105,9 @@ export function mastersOf(client: RedisClient): Redis[] {
 
 /** Where Redis is, for logs: never a password. */
 export function describeRedis(topology: RedisTopology): string {
-  if (topology.kind === 'cluster')
-    return `redis cluster via ${topology.nodes.map((s) => `${s.host}:${s.port}`).join(',')}`;
+  if (topology.kind === 'cluster') return `redis cluster via ${addresses(topology.nodes, ',')}`;
   if (topology.kind === 'sentinel')
-    return `redis sentinel ${topology.masterName} via ${topology.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}`;
+    return `redis sentinel ${topology.masterName} via ${addresses(topology.sentinels, ',')}`;
   return `redis ${maskUrl(topology.url)}`;
 }
 

@@ -12,18 +12,6 @@ import type { RedisTopology } from './topology';
 // `idpool_<name>`. Every call goes through here, so the key count comes from the file name, FCALL names this
 // release's function, and a result code means one thing everywhere.
 
-/** Return codes of the Lua functions in `commands/` (negative = refused); each file's header says which it returns. */
-enum ScriptCode {
-  Ok = 0,
-  Short = -1,
-  EpochChanged = -2,
-  RateLimited = -3,
-  Fenced = -4,
-  NotHolder = -5,
-  PeriodStale = -8,
-  PeriodOver = -9,
-}
-
 /** What a function's result code and the number beside it mean. */
 export type ScriptOutcome =
   | { readonly kind: 'ok'; readonly value: number }
@@ -59,16 +47,16 @@ export function scriptOutcome<K extends ScriptOutcome['kind']>(
   return outcome as Extract<ScriptOutcome, { kind: K | 'ok' }>;
 }
 
-/** Each code's outcome, from the number beside it. */
+/** Each return code of the Lua functions (negative = refused; each file's header says which it returns) as its outcome. */
 const OUTCOMES: Readonly<Record<number, (value: number) => ScriptOutcome>> = {
-  [ScriptCode.Ok]: (value) => ({ kind: 'ok', value }),
-  [ScriptCode.Short]: (size) => ({ kind: 'short', size }),
-  [ScriptCode.EpochChanged]: () => ({ kind: 'epoch_changed' }),
-  [ScriptCode.RateLimited]: (retryAfterMs) => ({ kind: 'rate_limited', retryAfterMs }),
-  [ScriptCode.Fenced]: () => ({ kind: 'fenced' }),
-  [ScriptCode.NotHolder]: () => ({ kind: 'not_holder' }),
-  [ScriptCode.PeriodStale]: () => ({ kind: 'period_stale' }),
-  [ScriptCode.PeriodOver]: () => ({ kind: 'period_over' }),
+  0: (value) => ({ kind: 'ok', value }),
+  [-1]: (size) => ({ kind: 'short', size }),
+  [-2]: () => ({ kind: 'epoch_changed' }),
+  [-3]: (retryAfterMs) => ({ kind: 'rate_limited', retryAfterMs }),
+  [-4]: () => ({ kind: 'fenced' }),
+  [-5]: () => ({ kind: 'not_holder' }),
+  [-8]: () => ({ kind: 'period_stale' }),
+  [-9]: () => ({ kind: 'period_over' }),
 };
 
 const COMMANDS_DIR = join(__dirname, 'commands');

@@ -22,8 +22,9 @@ export class RedisUnsupportedError extends Error {
   }
 }
 
-const addresses = (nodes: readonly { host: string; port: number }[]) =>
-  nodes.map((n) => `${n.host}:${n.port}`).join(', ');
+/** `host:port` of each node. */
+export const addresses = (nodes: readonly { host: string; port: number }[], separator = ', ') =>
+  nodes.map((n) => `${n.host}:${n.port}`).join(separator);
 
 function whichRedis(topology: RedisTopology): string {
   if (topology.kind === 'cluster') return `Redis Cluster via ${addresses(topology.nodes)} (IDPOOL_REDIS_CLUSTER_NODES)`;
