@@ -173,11 +173,6 @@ export async function listLibraries(node: RedisClient, pattern: string, withCode
   }));
 }
 
-/** Whether `library` (a public library as listed) holds every public function of this release. */
-function hasPublicFunctions(library: ListedLibrary | undefined): boolean {
-  return library !== undefined && [...PUBLIC_NAMES].every((f) => library.functions.includes(f));
-}
-
 /**
  * Loads this release's functions on every master (replicas get them by replication): its own library unless
  * there, the public one unless the library there already defines every public function. Never replaces
@@ -190,7 +185,7 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
       // instance from serving what its pools hold).
       const [own, shared] = await Promise.all([listLibraries(node, OWN_LIBRARY), listLibraries(node, PUBLIC_LIBRARY)]);
       const wrote = own.length === 0 && (await loadOnce(node, LIBRARIES.own));
-      if (hasPublicFunctions(shared[0])) return wrote;
+      if (shared.length > 0 && [...PUBLIC_NAMES].every((f) => shared[0].functions.includes(f))) return wrote;
       await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
       return true;
     }),

@@ -7,14 +7,8 @@ import type { Logger } from '../logger';
 /** Bytes one ready id takes in a pool list, for a warning: bench/segment.bench.ts measured 5.0 below 2^32, 10.1 near 2^40: 10 covers most lines. */
 const ESTIMATED_BYTES_PER_ID = 10;
 
-export interface RedisMemorySettings {
-  /** Bytes; 0 = no limit. */
-  maxmemory: number;
-  policy: string;
-}
-
-/** `maxmemory` and `maxmemory-policy`, from CONFIG GET or, where CONFIG is disabled (renamed away), from INFO memory. */
-async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
+/** `maxmemory` (bytes, 0 = no limit) and `maxmemory-policy`, from CONFIG GET or, where CONFIG is disabled, from INFO memory. */
+async function redisMemorySettings(redis: Redis): Promise<{ maxmemory: number; policy: string }> {
   try {
     const [, maxmemory] = (await redis.config('GET', 'maxmemory')) as string[];
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];

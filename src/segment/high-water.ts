@@ -94,16 +94,10 @@ export class HighWaterFile implements HighWaterRecord {
 
   /** Reads the file; a missing or unreadable one leaves the record empty (the caller says so). */
   async load(): Promise<HighWaterLoad> {
-    let text: string;
     try {
-      text = await readFile(this.path, 'utf8');
+      return { status: 'ok', entities: this.mergeFile(await readFile(this.path, 'utf8')) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'missing' };
-      return { status: 'unreadable', reason: errorMessage(err) };
-    }
-    try {
-      return { status: 'ok', entities: this.mergeFile(text) };
-    } catch (err) {
       return { status: 'unreadable', reason: errorMessage(err) };
     }
   }
