@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { DataSource } from 'typeorm';
-import { DEFAULT_SQLITE_PATH } from '../database-url';
+import { sqlitePath } from '../database-url';
 import { classifyWith } from '../../failure';
 import { classifySqliteError, markIfSchemaMissing } from '../errors/sqlite';
 import { retryUntil } from '../../retry';
@@ -26,8 +26,6 @@ export function whileBusy<T>(run: () => Promise<T>, clock: Clock, waitMs: number
   return retryUntil(run, { clock, waitMs, pauseMs: [2, 8], retryable: isBusy });
 }
 
-const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;
-
 /** `query`'s failure, marked first when one of idpool's tables is missing. */
 const schemaChecked = <T>(dataSource: DataSource, query: Promise<T>) =>
   query.catch(async (err: unknown) => {
@@ -39,10 +37,10 @@ const schemaChecked = <T>(dataSource: DataSource, query: Promise<T>) =>
 export const sqlite: SqlDialect = {
   name: 'sqlite',
   matches: (url) => url.startsWith('sqlite:'),
-  options: (url) => ({ type: 'better-sqlite3', database: pathOf(url), migrationsRun: false, logging: false }),
-  describe: (url) => `sqlite file ${resolve(pathOf(url))}`,
+  options: (url) => ({ type: 'better-sqlite3', database: sqlitePath(url), migrationsRun: false, logging: false }),
+  describe: (url) => `sqlite file ${resolve(sqlitePath(url))}`,
   async createIfMissing(url) {
-    const path = pathOf(url);
+    const path = sqlitePath(url);
     if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
   },
   async afterConnect(dataSource: DataSource) {
