@@ -10,16 +10,12 @@ export interface Segment {
   readonly end: bigint;
 }
 
-/**
- * The only code that advances `current_offset`. A segment is returned only
- * after the database has committed it, so a crash wastes ids, never repeats them.
- */
+/** The only code that advances `current_offset`; a segment is returned once committed: a crash wastes ids, never repeats them. */
 export interface SegmentAllocator {
   /** Reserves the next `size` numbers of `entityKey` (a live entity). */
   reserve(entityKey: string, size: number): Promise<Segment>;
   /** The next unreserved number (`current_offset`): every number below it may have been issued. */
   peek(entityKey: string): Promise<bigint>;
-
   /** `current_offset` of the given entities in one query (a page of the admin list, a batch of the ops sampler); unknown keys are left out. */
   peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>>;
 }
