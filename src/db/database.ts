@@ -12,11 +12,7 @@ export {
 } from './dialects/postgres';
 export { isBusy, whileBusy } from './dialects/sqlite';
 
-/**
- * The relational store behind idpool: a TypeORM DataSource plus the few
- * dialect differences the SQL needs. BIGINT values cross this boundary as
- * decimal strings (never JS numbers) so offsets above 2^53 stay exact.
- */
+/** A TypeORM DataSource and the dialect differences the SQL needs; BIGINTs cross it as decimal strings, exact above 2^53. */
 export interface Database extends Pick<SqlDialect, 'bigText' | 'nowMs'> {
   readonly dialect: DialectName;
   readonly dataSource: DataSource;
@@ -33,12 +29,7 @@ export function dataSourceOptions(url: string, clock: Clock = systemClock): Data
   return { ...dialectFor(url).options(url, clock), migrations };
 }
 
-/**
- * Opens the database, creating the SQLite folder, MySQL schema or PostgreSQL
- * database if needed, and runs migrations. A failure to connect is a
- * {@link DatabaseStartError} naming the database and `urlSource`, where its
- * URL came from (the variable or option).
- */
+/** Opens (creating if needed) and migrates the database; a failure to connect names it and `urlSource` ({@link DatabaseStartError}). */
 export async function openDatabase(
   url: string,
   options: { migrate?: boolean; clock?: Clock; urlSource?: string } = {},
@@ -59,11 +50,7 @@ export async function openDatabase(
   return db;
 }
 
-/**
- * Runs pending migrations. Several instances starting at once on a fresh
- * database would race to create the same tables, so they take turns under
- * the dialect's migration lock.
- */
+/** Runs pending migrations, under the dialect's lock: instances starting at once on a fresh database take turns. */
 export async function migrate(
   { dataSource, dialect }: Pick<Database, 'dataSource' | 'dialect'>,
   clock: Clock = systemClock,

@@ -1,11 +1,7 @@
 import pg from 'pg';
 import type { Clock } from '../clock';
 
-/**
- * Marks node-postgres's own failures, which carry no code (`Connection
- * terminated unexpectedly`, `Query read timeout`, a pool that could not
- * connect in time): db/errors/postgres.ts classifies by this mark.
- */
+/** Marks node-postgres's own failures, which carry no code, for db/errors/postgres.ts. */
 const CLIENT_FAILURE = Symbol('idpool.pgClientFailure');
 type ClientFailure = 'timeout' | 'lost';
 
@@ -14,11 +10,7 @@ export function pgClientFailure(err: object): ClientFailure | undefined {
   return (err as { [CLIENT_FAILURE]?: ClientFailure })[CLIENT_FAILURE];
 }
 
-/**
- * A failure node-postgres raised itself: not a server's `DatabaseError`,
- * not a programming error (TypeError, RangeError), no system code of its
- * own kept (a socket's ECONNRESET is classified by that code).
- */
+/** Marks a failure node-postgres raised itself: not a server's `DatabaseError`, nor a programming error. */
 function mark(err: unknown, failure: ClientFailure): void {
   if (
     !(err instanceof Error) ||
@@ -40,17 +32,9 @@ interface QueryableClient {
 }
 
 /**
- * node-postgres whose timed-out connections leave the pool.
- *
- * On `query_timeout` node-postgres fails the caller but keeps the
- * connection, the statement still waiting for its answer; the pool hands
- * that connection out again and the next statement queues behind it. Over a
- * half-open TCP connection (a network cut) every such connection stays
- * stuck until the kernel gives up on it, and after the heal each one holds
- * its next statement until its lost answer is retransmitted. Here a timeout
- * ends the client (`end()` marks it ending at once and destroys a socket
- * with a statement still on it), so the pool drops it on release and opens
- * a fresh one (as db/mysql-driver.ts does for MySQL).
+ * node-postgres whose timed-out connections leave the pool. On `query_timeout` it keeps the connection, its
+ * statement still waiting, and hands it out again: over a half-open connection each stays stuck until the
+ * kernel gives up. Here a timeout ends the client, so the pool drops it on release (as db/mysql-driver.ts).
  */
 export function boundedPostgresDriver(clock: Pick<Clock, 'monotonic'>): typeof pg {
   class Pool extends pg.Pool {
@@ -60,7 +44,7 @@ export function boundedPostgresDriver(clock: Pick<Clock, 'monotonic'>): typeof p
       this.on('connect', (client) => dropOnTimeout(client as unknown as QueryableClient, queryTimeoutMs, clock));
     }
 
-    // Every failure to connect that node-postgres raises itself (its connection timeout, a connection that ended) is the server being unavailable.
+    // Every failure to connect node-postgres raises itself is the server being unavailable.
     override connect(): Promise<pg.PoolClient>;
     override connect(callback: ConnectCallback): void;
     override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {

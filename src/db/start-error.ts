@@ -2,13 +2,8 @@ import type { FailureKind } from '../failure';
 import { classifySqlError } from './errors';
 
 /**
- * Why the database could not be opened, said as Redis's start-up errors are
- * (`redis/start-error.ts`): which database (its address, never a password),
- * where its URL came from, and the cause an operator acts on. A driver says
- * only `connect ECONNREFUSED 127.0.0.1:3307`, which names neither the
- * variable to fix nor what it means. The cause is read from the driver's
- * code (`db/errors/`), never its text; the original stays as `cause`, so
- * failure classification still sees it.
+ * Why the database could not be opened, as `redis/start-error.ts` says it: which database (never a password),
+ * where its URL came from, and the cause from the driver's code (`db/errors/`); the original stays `cause`.
  */
 export class DatabaseStartError extends Error {
   constructor(description: string, urlSource: string, err: unknown) {

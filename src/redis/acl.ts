@@ -2,13 +2,8 @@ import { createHash } from 'node:crypto';
 import { DEFAULT_PREFIX, entityKeys } from './keys';
 
 /**
- * Redis ACL users that give each party only what it needs (Redis 7 or
- * later: functions and `+command|first-arg` rules).
- *
- * Redis checks every command a function or script runs, and every key it
- * touches, against the ACL of the user who called it, so these lists name
- * the commands inside the Lua functions too, and a push or reset through
- * FCALL fails for a user whose keys do not include the fence.
+ * A Redis ACL user with only what its party needs. Redis checks every command and key a function runs against
+ * its caller's ACL, so these lists name the commands inside the Lua functions too.
  */
 export interface AclUser {
   /** The ACL user name. */
@@ -17,32 +12,19 @@ export interface AclUser {
   readonly rules: readonly string[];
 }
 
-/**
- * The consumer's commands: `FCALL idpool_pop` and plain `LPOP`, plus what
- * `idpool_pop` runs inside (`pop-2.lua` and the epoch check of
- * `_prelude.lua`: GET of the epoch key, LLEN, LPOP, `INFO server` and
- * `INFO replication`). PING touches nothing and client libraries use it
- * as a health check.
- */
+/** `FCALL idpool_pop`, plain `LPOP`, what `pop-2.lua` and the prelude's epoch check run, and PING (clients' health check). */
 const CONSUMER_COMMANDS = ['+fcall|idpool_pop', '+lpop', '+llen', '+get', '+info|server', '+info|replication', '+ping'];
 
 /**
- * What a Cluster client needs to find the node of a slot and follow a
- * migration: the slot map (CLUSTER SLOTS, SHARDS or NODES, by client
- * library; ioredis reads SLOTS and checks CLUSTER INFO before it is ready),
- * ASKING, and its own connection's state (ioredis names its slot-refresh
- * connections with CLIENT SETNAME, sends READONLY to replicas and READWRITE
- * once one is promoted; seen in ACL LOG by redis-acl.test.ts).
+ * A Cluster client's slot map (SLOTS, SHARDS or NODES by library; ioredis checks INFO too), ASKING, and its
+ * connection's state (ioredis's CLIENT SETNAME, READONLY, READWRITE; seen in ACL LOG by redis-acl.test.ts).
  */
 const CLUSTER_CLIENT_COMMANDS =
   '+cluster|slots +cluster|shards +cluster|nodes +cluster|info +asking +readonly +readwrite +client|setname'.split(' ');
 
 /**
- * The commands the service sends, directly or from inside its functions;
- * a command added to the service must be added
- * here (test/integration/redis-acl.test.ts runs the service as this user).
- * CONFIG is left out on purpose: `CONFIG GET requirepass` reads the
- * server's password, and the memory check falls back to `INFO memory`.
+ * Every command the service sends, directly or inside its functions (redis-acl.test.ts runs it as this user).
+ * No CONFIG: `CONFIG GET requirepass` reads the password, and the memory check falls back to `INFO memory`.
  */
 const SERVICE_COMMANDS = [
   // The function libraries: loaded at start and again when a server lacks them, then called;
@@ -79,10 +61,7 @@ export interface ConsumerAclOptions {
   prefix?: string;
 }
 
-/**
- * A direct consumer of one entity: the guarded pop and LPOP on that
- * entity's pool list and epoch key only.
- */
+/** A direct consumer of one entity: the guarded pop and LPOP on its pool list and epoch key only. */
 export function consumerAcl(entityKey: string, o: ConsumerAclOptions = {}): AclUser {
   const keys = entityKeys(entityKey, o.prefix ?? DEFAULT_PREFIX);
   const commands = o.cluster ? [...CONSUMER_COMMANDS, ...CLUSTER_CLIENT_COMMANDS] : CONSUMER_COMMANDS;
@@ -100,11 +79,7 @@ export function aclPasswordHash(password: string): string {
   return createHash('sha256').update(password).digest('hex');
 }
 
-/**
- * `ACL SETUSER …` for redis-cli (at its prompt, piped in, or after
- * `redis-cli` on a shell line: tokens a shell would read are quoted).
- * `reset` first, so running it again replaces the user instead of adding to it.
- */
+/** `ACL SETUSER …` for redis-cli, shell-quoted; `reset` first, so running it again replaces the user. */
 export function aclSetUser(acl: AclUser, passwordHash: string): string {
   return ['ACL', 'SETUSER', acl.user, 'reset', 'on', `#${passwordHash}`, '-@all', 'resetchannels', ...acl.rules]
     .map(quote)

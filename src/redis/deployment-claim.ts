@@ -8,11 +8,7 @@ export interface DeploymentRecord {
   readonly database: string;
 }
 
-/**
- * Another deployment (another database) already owns the Redis keys under
- * this prefix: sharing them would share pools and fences between two number
- * lines, and the fence would refuse one deployment's segments as stale.
- */
+/** Another deployment (database) owns the keys under this prefix: sharing would mix two number lines' pools and fences. */
 class DeploymentConflictError extends ConfigError {
   constructor(
     readonly prefix: string,
@@ -28,10 +24,8 @@ class DeploymentConflictError extends ConfigError {
 }
 
 /**
- * Records this deployment as the owner of the keys under `prefix` (SET NX),
- * or refuses when another one owns them ({@link DeploymentConflictError}).
- * The same deployment (another instance, or its database restored from its
- * own backup) passes.
+ * Records this deployment as the owner of the keys under `prefix` (SET NX), or refuses another's
+ * ({@link DeploymentConflictError}); the same one (its database restored from its own backup too) passes.
  */
 export async function claimRedisKeys(redis: RedisClient, prefix: string, ours: DeploymentRecord): Promise<void> {
   const key = deploymentKey(prefix);

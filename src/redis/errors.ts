@@ -21,13 +21,7 @@ const REPLIES: Record<string, Failure> = {
   BUSYKEY: failure('conflict', 'duplicate', 'BUSYKEY'),
 };
 
-/**
- * ioredis's own failures (a closed connection, a command timeout, a
- * connection it gave up retrying) are plain Errors without a code: the
- * clients connectRedis makes mark each as it rejects a command
- * ({@link markFailures}), as a timeout when the connection was still up,
- * as lost otherwise.
- */
+/** ioredis's own failures are plain Errors without a code: marked as a command is rejected, a timeout while connected, else lost. */
 const REDIS_FAILURE = Symbol('idpool.redisFailure');
 
 function mark(err: unknown, connected: boolean, cause?: unknown): void {
@@ -46,10 +40,8 @@ const IOREDIS_CLASSES: Record<string, Failure> = {
 };
 
 /**
- * An FCALL of a function no loaded library defines. Redis gives it no word
- * of its own (a bare `ERR`, as every script error), so this one reply is
- * told by its text, here only (pinned by redis-take.test.ts); still a bug
- * to a caller, whom `withLibrary` spares it by loading the library.
+ * An FCALL of a function no loaded library defines: a bare `ERR`, as every script error, so told by its text,
+ * here only (pinned by redis-take.test.ts); a bug to a caller, whom `withLibrary` spares it by loading the library.
  */
 const MISSING_FUNCTION = failure('bug', 'missing_function', 'ERR');
 
@@ -63,11 +55,7 @@ export const classifyRedisError: Classifier = (err) => {
   return known && (systemFailure(err) ?? failure('unavailable', known));
 };
 
-/**
- * A command the server does not know (Redis before 7.0 and Dragonfly for
- * FUNCTION, or one renamed away). A bare `ERR` too, told by its text here
- * only, as {@link MISSING_FUNCTION} is (pinned by redis-support.test.ts).
- */
+/** A command the server does not know (FUNCTION before Redis 7.0, on Dragonfly, renamed away): a bare `ERR` told by its text (redis-support.test.ts). */
 export function isUnknownCommand(err: unknown): boolean {
   return replyWord(err) === 'ERR' && /^ERR unknown command\b/i.test((err as Error).message);
 }
@@ -97,7 +85,6 @@ export class MarkedRedis extends Redis {
     return super.sendCommand(command, stream);
   }
 
-  // A first connect that failed rejects with "Connection is closed." (the socket's own error went to 'error').
   override connect(callback?: Parameters<Redis['connect']>[0]): Promise<void> {
     if (!this.watching) {
       this.watching = true;

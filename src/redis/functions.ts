@@ -8,27 +8,9 @@ import { serverRelease } from './info';
 import { RedisUnsupportedError } from './start-error';
 import type { RedisTopology } from './topology';
 
-/**
- * idpool's Redis function library: `commands/_prelude.lua` and one
- * `<name>-<numKeys>.lua` per function (registering `idpool_<name>`, which
- * the code calls it by). Loaded as two libraries, this release's own
- * (functions renamed `idpool_<hash>_<name>`) and the public one
- * (`idpool_pop`). Every call goes through here, so the key count comes from
- * the file name, the name FCALL takes is this release's, and a result code
- * means one thing everywhere.
- */
-
-/** Return codes of the Lua functions in `commands/` (negative = refused); each file's header says which it returns. */
-enum ScriptCode {
-  Ok = 0,
-  Short = -1,
-  EpochChanged = -2,
-  RateLimited = -3,
-  Fenced = -4,
-  NotHolder = -5,
-  PeriodStale = -8,
-  PeriodOver = -9,
-}
+// idpool's Redis functions: `commands/_prelude.lua` and one `<name>-<numKeys>.lua` each, registering
+// `idpool_<name>`. Every call goes through here, so the key count comes from the file name, FCALL names this
+// release's function, and a result code means one thing everywhere.
 
 /** What a function's result code and the number beside it mean. */
 export type ScriptOutcome =
@@ -52,11 +34,7 @@ export class ScriptCodeError extends Error {
   }
 }
 
-/**
- * The one map from a result code to its meaning. `expected` lists the
- * refusals the function may answer (its Lua header's Output); any other
- * code is a {@link ScriptCodeError}.
- */
+/** The one map from a result code to its meaning; a refusal not in `expected` (the Lua header's Output) is a {@link ScriptCodeError}. */
 export function scriptOutcome<K extends ScriptOutcome['kind']>(
   functionName: string,
   code: number,
@@ -69,16 +47,16 @@ export function scriptOutcome<K extends ScriptOutcome['kind']>(
   return outcome as Extract<ScriptOutcome, { kind: K | 'ok' }>;
 }
 
-/** Each code's outcome, from the number beside it. */
+/** Each return code of the Lua functions (negative = refused; each file's header says which it returns) as its outcome. */
 const OUTCOMES: Readonly<Record<number, (value: number) => ScriptOutcome>> = {
-  [ScriptCode.Ok]: (value) => ({ kind: 'ok', value }),
-  [ScriptCode.Short]: (size) => ({ kind: 'short', size }),
-  [ScriptCode.EpochChanged]: () => ({ kind: 'epoch_changed' }),
-  [ScriptCode.RateLimited]: (retryAfterMs) => ({ kind: 'rate_limited', retryAfterMs }),
-  [ScriptCode.Fenced]: () => ({ kind: 'fenced' }),
-  [ScriptCode.NotHolder]: () => ({ kind: 'not_holder' }),
-  [ScriptCode.PeriodStale]: () => ({ kind: 'period_stale' }),
-  [ScriptCode.PeriodOver]: () => ({ kind: 'period_over' }),
+  0: (value) => ({ kind: 'ok', value }),
+  [-1]: (size) => ({ kind: 'short', size }),
+  [-2]: () => ({ kind: 'epoch_changed' }),
+  [-3]: (retryAfterMs) => ({ kind: 'rate_limited', retryAfterMs }),
+  [-4]: () => ({ kind: 'fenced' }),
+  [-5]: () => ({ kind: 'not_holder' }),
+  [-8]: () => ({ kind: 'period_stale' }),
+  [-9]: () => ({ kind: 'period_over' }),
 };
 
 const COMMANDS_DIR = join(__dirname, 'commands');
@@ -88,13 +66,9 @@ const FUNCTION_FILE = /^([a-z_]+)-(\d+|n)\.lua$/;
 const REGISTERED = /(redis\.register_function\s*(?:\(\s*|\{\s*function_name\s*=\s*))'idpool_([a-z_]+)'/g;
 
 /**
- * Functions direct consumers call by name (docs/operating.md "Rolling
- * upgrades"): their names and contracts never change, and they live in
- * the library {@link PUBLIC_LIBRARY} that every release shares. Every
- * other function is the service's own, in a library of its release.
- * Never add one here: that would replace the `idpool` library while a
- * release before it still calls the functions it then held; a new public
- * function needs a library of its own, loaded when missing, never replaced.
+ * Functions direct consumers call by name, never changed, in {@link PUBLIC_LIBRARY} every release shares
+ * (docs/operating.md "Rolling upgrades"). Never add one: that would replace the `idpool` library under an
+ * older release still calling it; a new public function needs a library of its own, never replaced.
  */
 const PUBLIC_FUNCTIONS: ReadonlySet<string> = new Set(['pop']);
 
@@ -104,7 +78,6 @@ export const PUBLIC_LIBRARY = 'idpool';
 interface FunctionFile {
   /** `idpool_<name>`, as the code names it. */
   readonly name: string;
-  /** How many keys FCALL passes: fixed, or `any` (`-n` in the file name). */
   readonly keys: number | 'any';
   readonly source: string;
   readonly public: boolean;
@@ -132,12 +105,9 @@ function functionFiles(): FunctionFile[] {
 }
 
 /**
- * The two libraries of this release. The service's own is named by a hash
- * of its source (`idpool_<12 hex>`) and so are its functions
- * (`idpool_<hash>_take`): a release changing any function gets a library of
- * its own beside the previous one's, and never replaces it while instances
- * of both run (docs/operating.md "Rolling upgrades"). The public one keeps
- * its names.
+ * The two libraries of this release: the service's own, it and its functions named by a hash of its source
+ * (`idpool_<hash>_take`), so a release changing any function never replaces the previous one's while both
+ * run (docs/operating.md "Rolling upgrades"); and the public one, whose names stay.
  */
 function buildLibraries() {
   const prelude = readFileSync(join(COMMANDS_DIR, '_prelude.lua'), 'utf8');
@@ -203,28 +173,19 @@ export async function listLibraries(node: RedisClient, pattern: string, withCode
   }));
 }
 
-/** Whether `library` (a public library as listed) holds every public function of this release. */
-function hasPublicFunctions(library: ListedLibrary | undefined): boolean {
-  return library !== undefined && [...PUBLIC_NAMES].every((f) => library.functions.includes(f));
-}
-
 /**
- * Loads this release's functions on every master (a Cluster's too: a
- * function runs on the node that owns its keys; replicas get them by
- * replication): its own library unless there already, and the public one
- * unless the library there (this release's, or a release's before that
- * held every function in it) already defines every public function. It
- * never replaces another release's library. True when it loaded one.
+ * Loads this release's functions on every master (replicas get them by replication): its own library unless
+ * there, the public one unless the library there already defines every public function. Never replaces
+ * another release's library. True when it loaded one.
  */
 export async function loadFunctions(redis: RedisClient): Promise<boolean> {
   const loaded = await Promise.all(
     mastersOf(redis).map(async (node) => {
-      // Already loaded (another instance, an earlier start): nothing to write.
-      // A server over maxmemory refuses FUNCTION LOAD, and must not stop an
-      // instance from starting to serve what its pools hold.
+      // Already loaded: nothing to write (a server over maxmemory refuses FUNCTION LOAD, and must not stop an
+      // instance from serving what its pools hold).
       const [own, shared] = await Promise.all([listLibraries(node, OWN_LIBRARY), listLibraries(node, PUBLIC_LIBRARY)]);
       const wrote = own.length === 0 && (await loadOnce(node, LIBRARIES.own));
-      if (hasPublicFunctions(shared[0])) return wrote;
+      if (shared.length > 0 && [...PUBLIC_NAMES].every((f) => shared[0].functions.includes(f))) return wrote;
       await node.call('FUNCTION', 'LOAD', 'REPLACE', LIBRARIES.public);
       return true;
     }),
@@ -232,11 +193,7 @@ export async function loadFunctions(redis: RedisClient): Promise<boolean> {
   return loaded.includes(true);
 }
 
-/**
- * {@link loadFunctions} at start-up, where a server without Redis Functions
- * is refused in one line naming it ({@link RedisUnsupportedError}) rather
- * than with its raw reply.
- */
+/** {@link loadFunctions} at start-up: a server without Redis Functions refused in one line naming it ({@link RedisUnsupportedError}). */
 export async function loadFunctionsAtStart(redis: RedisClient, topology: RedisTopology): Promise<void> {
   try {
     await loadFunctions(redis);
@@ -264,15 +221,10 @@ export function publicLibrarySource(): string {
 }
 
 /**
- * Runs `call` (an FCALL, or a MULTI of them), loading the library and
- * running it once more if the server lacks it (FUNCTION FLUSH, or a server
- * that came up empty): the library is ours to restore. Redis answers a
- * missing function with a bare `ERR`, the word every other script error
- * has too (classified a bug), so on such a refusal the library is loaded if
- * the server lacks it, and the call is made again when this load restored
- * it or the refusal was Redis's own "Function not found": after a restart
- * every instance's first calls fail at once, and all but the first to load
- * find the library back already (a retry refused only theirs before).
+ * Runs `call` (an FCALL, or a MULTI of them); on a bare `ERR` (a missing function's word, and every script
+ * error's) loads the library if the server lacks it (FUNCTION FLUSH, a server come up empty), and calls again
+ * when this load restored it or the refusal was "Function not found": after a restart every instance's first
+ * calls fail at once, and all but the first to load find the library back already.
  */
 export async function withLibrary<T>(redis: RedisClient, call: () => Promise<T>): Promise<T> {
   try {

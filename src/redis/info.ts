@@ -6,12 +6,7 @@ export function infoField(info: string, field: string): string | undefined {
   return line?.slice(field.length + 1).trim();
 }
 
-/**
- * The server and its version from the text of `INFO server`, as an operator
- * names them: `Valkey 8.0.1` (it reports `server_name`, and a
- * `redis_version` of the Redis it is compatible with), `Dragonfly v1.25.0`,
- * `Redis 6.2.14`; `the server` when INFO says neither.
- */
+/** The server and version from `INFO server`: `Valkey 8.0.1` (whose `redis_version` is the Redis it mimics), `Dragonfly v1.25.0`, `Redis 6.2.14`, or `the server`. */
 export function serverRelease(info: string): string {
   const name = infoField(info, 'server_name');
   const named = name && infoField(info, `${name}_version`);
@@ -22,10 +17,7 @@ export function serverRelease(info: string): string {
   return redis ? `Redis ${redis}` : 'the server';
 }
 
-/**
- * The epoch `run_id:master_replid` (docs/design.md invariant 4) from the text of
- * `INFO server replication`: the same string the Lua functions compare.
- */
+/** The epoch `run_id:master_replid` (docs/design.md invariant 4) from `INFO server replication`, as the Lua functions compare it. */
 export function epochOf(info: string): string {
   const runId = infoField(info, 'run_id');
   const replId = infoField(info, 'master_replid');

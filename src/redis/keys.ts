@@ -16,10 +16,7 @@ export interface EntityKeys {
   readonly epoch: string;
   /** Ids pushed into the pool since it was last reset: `pushed − LLEN` is what takes and direct pops took. */
   readonly pushed: string;
-  /**
-   * The pool while a push appends to it, and the marker of an accepted push
-   * (idpool_push_open / _close): they exist only inside the push's MULTI.
-   */
+  /** The pool while a push appends to it, and an accepted push's marker: they exist only inside the push's MULTI. */
   readonly pushing: string;
   readonly pushOpen: string;
   /** The pool while a take pops from it (idpool_take_open / _close): it exists only inside the take's MULTI. */
@@ -27,14 +24,14 @@ export interface EntityKeys {
 }
 
 export const DEFAULT_PREFIX = 'idpool';
-/**
- * What IDPOOL_REDIS_KEY_PREFIX may be: no braces (they would move the hash
- * tag) and no space; short, as it starts every key.
- */
+/** What IDPOOL_REDIS_KEY_PREFIX may be: no braces (they would move the hash tag), no space; short, as it starts every key. */
 export const PREFIX_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
+/** The start of every key of one entity, its hash tag. */
+const tagged = (entityKey: string, prefix: string) => `${prefix}:{${entityKey}}`;
+
 export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKeys {
-  const base = `${prefix}:{${entityKey}}`;
+  const base = tagged(entityKey, prefix);
   return {
     ids: `${base}:ids`,
     fence: `${base}:fence`,
@@ -48,12 +45,7 @@ export function entityKeys(entityKey: string, prefix = DEFAULT_PREFIX): EntityKe
   };
 }
 
-/**
- * Keys of one business-number entity (docs/numbers.md; the Lua side in
- * `commands/_prelude.lua`). The numbers of the period the Redis clock is in
- * wait in the entity's `ids` list, the one a plain pool uses, so that
- * `FCALL idpool_pop` and the service's take pop them as they pop plain ids.
- */
+/** Keys of one business-number entity (docs/numbers.md): now's numbers wait in the plain pool's `ids`, popped as plain ids are. */
 export interface NumberKeys extends Pick<
   EntityKeys,
   'ids' | 'epoch' | 'ratePrefix' | 'pushed' | 'pushing' | 'pushOpen'
@@ -66,18 +58,14 @@ export interface NumberKeys extends Pick<
   readonly staged: string;
 }
 
-/**
- * A gapless series' high-water record (docs/numbers.md "Gapless series"): a
- * sorted set, one member per period, its score the highest sequence the
- * ledger ever committed there (raised with `ZADD GT` after each take).
- */
+/** A gapless series' high-water record (docs/numbers.md "Gapless series"): per period, the highest sequence committed (`ZADD GT`). */
 export function gaplessHighWaterKey(entityKey: string, prefix = DEFAULT_PREFIX): string {
-  return `${prefix}:{${entityKey}}:g:hw`;
+  return `${tagged(entityKey, prefix)}:g:hw`;
 }
 
 export function numberKeys(entityKey: string, prefix = DEFAULT_PREFIX): NumberKeys {
   const { ids, epoch, ratePrefix, pushed, pushing, pushOpen } = entityKeys(entityKey, prefix);
-  const base = `${prefix}:{${entityKey}}`;
+  const base = tagged(entityKey, prefix);
   return {
     ...{ ids, epoch, ratePrefix, pushed, pushing, pushOpen },
     periods: `${base}:n:periods`,
@@ -104,7 +92,7 @@ export interface IdempotencyKeys {
 
 /** `requestKey` is the client's header value (printable ASCII); it ends the key, so no two values collide. */
 export function idempotencyKeys(entityKey: string, requestKey: string, prefix = DEFAULT_PREFIX): IdempotencyKeys {
-  const base = `${prefix}:{${entityKey}}:idem`;
+  const base = `${tagged(entityKey, prefix)}:idem`;
   const answerPrefix = `${base}:answer:`;
   return {
     claim: `${base}:claim:${requestKey}`,
@@ -126,10 +114,7 @@ export function registrationsKey(prefix = DEFAULT_PREFIX): string {
   return `${prefix}:registrations`;
 }
 
-/**
- * Keys the instances of one deployment share (docs/operating.md "The fleet").
- * One hash tag, `{fleet}`, so they live on one Cluster slot.
- */
+/** Keys the instances of one deployment share (docs/operating.md "The fleet"), on one Cluster slot. */
 export interface FleetKeys {
   /** Stream of every instance's alarm records, capped (XADD MAXLEN ~). */
   readonly alarms: string;
@@ -144,11 +129,7 @@ export function fleetKeys(prefix = DEFAULT_PREFIX): FleetKeys {
   return { alarms: `${base}:alarms`, instances: `${base}:instances`, rates: `${base}:rates` };
 }
 
-/**
- * The second record of the snowflake worker leases (`worker/redis-worker-holders.ts`),
- * which a restore of the database cannot undo (docs/ha.md). One hash tag,
- * `{workers}`, so one function touches both on a Cluster.
- */
+/** The worker leases' second record, which a database restore cannot undo (docs/ha.md); one slot, so one function touches both. */
 export interface WorkerKeys {
   /** Hash: worker id → token of the lease granted last. */
   readonly holders: string;

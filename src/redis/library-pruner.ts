@@ -16,25 +16,15 @@ export interface LibraryUser {
 const FAILURE_LOG_MS = 60_000;
 
 /**
- * Removes the function libraries of releases this fleet no longer runs
- * (docs/operating.md "Rolling upgrades"). A library is removed only when
- * a heartbeat of this fleet named it (another deployment on the same Redis
- * server may run a release this one never saw) and no alive instance has
- * named it for `graceMs` (an instance that just loaded its library beats
- * within a TTL). Removing one an instance still calls costs that instance
- * one reload: a call missing its function loads the library again and is
- * made once more (`withLibrary`). The whole library of a release before
- * versioned libraries (`idpool`, defining `idpool_take`) is replaced by
- * the public one alone.
+ * Removes the function libraries of releases this fleet no longer runs (docs/operating.md "Rolling
+ * upgrades"): only one a heartbeat of this fleet named (another deployment may share the server) and no
+ * alive one has for `graceMs`; one still called costs its caller a reload (`withLibrary`). A pre-versioned
+ * `idpool` (defining `idpool_take`) is cut to the public functions.
  */
 export class LibraryPruner {
   /** Libraries a heartbeat of this fleet named, and since when no alive one has. */
   private readonly unusedSince = new Map<string, number | undefined>();
-  /**
-   * Libraries removed that a heartbeat still names: a gone instance stays
-   * listed for 30 TTLs, and without this its library would be deleted
-   * again at every grace until then.
-   */
+  /** Removed, still named by a gone instance's heartbeat (listed 30 TTLs): not deleted again at every grace. */
   private readonly removed = new Set<string>();
   private readonly failures: RepeatLimiter;
 

@@ -4,22 +4,11 @@ import { ConfigError } from '../errors';
 import { infoField } from './info';
 import type { Logger } from '../logger';
 
-/**
- * Redis memory one ready id takes in a pool list, for the start-up estimate:
- * bench/segment.bench.ts measured 5.0 B/id for ids below 2^32 and 10.1 B/id
- * near 2^40 (listpack-encoded integers); 10 B covers the ids most
- * deployments issue. An estimate for a warning, not a limit.
- */
+/** Bytes one ready id takes in a pool list, for a warning: bench/segment.bench.ts measured 5.0 below 2^32, 10.1 near 2^40: 10 covers most lines. */
 const ESTIMATED_BYTES_PER_ID = 10;
 
-export interface RedisMemorySettings {
-  /** Bytes; 0 = no limit. */
-  maxmemory: number;
-  policy: string;
-}
-
-/** `maxmemory` and `maxmemory-policy`, from CONFIG GET or, where CONFIG is disabled (renamed away), from INFO memory. */
-async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
+/** `maxmemory` (bytes, 0 = no limit) and `maxmemory-policy`, from CONFIG GET or, where CONFIG is disabled, from INFO memory. */
+async function redisMemorySettings(redis: Redis): Promise<{ maxmemory: number; policy: string }> {
   try {
     const [, maxmemory] = (await redis.config('GET', 'maxmemory')) as string[];
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as string[];
@@ -37,11 +26,8 @@ async function redisMemorySettings(redis: Redis): Promise<RedisMemorySettings> {
 }
 
 /**
- * Start-up check (docs/design.md "Redis keys") on every master: an `allkeys-*`
- * policy may evict a fence or an epoch marker, after which ids repeat, so
- * idpool refuses to start ({@link ConfigError}, exit code 2). Warns when
- * `maxmemory` is set below what every pool full to its `maxPoolSize` could
- * take (a Cluster's masters share the pools: each is checked for its share).
+ * Start-up check of every master (docs/design.md "Redis keys"): an `allkeys-*` policy may evict a fence, so
+ * ids repeat ({@link ConfigError}); warns when `maxmemory` is below its share of every pool full.
  */
 export async function checkRedisMemory(redis: RedisClient, poolCeilingIds: number, log: Logger): Promise<void> {
   const masters = mastersOf(redis);

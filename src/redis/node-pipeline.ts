@@ -3,11 +3,8 @@ import { Cluster, type ChainableCommander } from 'ioredis';
 import type { RedisClient } from './connection';
 
 /**
- * Queues `build(pipeline, i)` for every `i` of `slotKeys`, in one pipeline
- * per node, sent in parallel; returns each `i`'s replies, in order. A Cluster
- * refuses a pipeline whose keys live on different nodes, so the commands are
- * grouped by the master that owns `slotKeys[i]`'s slot; one server takes them
- * all in one pipeline.
+ * Queues `build(pipeline, i)` for every `i` of `slotKeys` in one pipeline per node owning their slots (a
+ * Cluster refuses one spanning nodes), sent in parallel; returns each `i`'s replies, in order.
  */
 export async function pipelinePerNode(
   redis: RedisClient,

@@ -1,11 +1,8 @@
 import type { RedisTopology } from './topology';
 
 /**
- * Why a first connection to Redis failed, said as the database's start-up
- * errors are: which Redis (its address, never a password) and the cause an
- * operator acts on. ioredis rejects every failed first connect with a plain
- * "Connection is closed."; the cause is the last error it emitted meanwhile.
- * The original stays as `cause`, so failure classification still sees it.
+ * Why a first connection to Redis failed: which Redis (never a password) and the cause an operator acts on,
+ * from the last error ioredis emitted (it rejects with "Connection is closed."); the original stays `cause`.
  */
 export class RedisStartError extends Error {
   constructor(topology: RedisTopology, rejection: unknown, lastEmitted: unknown) {
@@ -14,11 +11,7 @@ export class RedisStartError extends Error {
   }
 }
 
-/**
- * A server idpool cannot run on: it has no Redis Functions (Redis before
- * 7.0, Dragonfly, or FUNCTION renamed away), and every take is an FCALL of
- * idpool's library. One line: which Redis, what it is, what is missing.
- */
+/** A server without Redis Functions (before 7.0, Dragonfly, FUNCTION renamed away), which every take needs. */
 export class RedisUnsupportedError extends Error {
   constructor(topology: RedisTopology, release: string) {
     super(
@@ -29,8 +22,9 @@ export class RedisUnsupportedError extends Error {
   }
 }
 
-const addresses = (nodes: readonly { host: string; port: number }[]) =>
-  nodes.map((n) => `${n.host}:${n.port}`).join(', ');
+/** `host:port` of each node. */
+export const addresses = (nodes: readonly { host: string; port: number }[], separator = ', ') =>
+  nodes.map((n) => `${n.host}:${n.port}`).join(separator);
 
 function whichRedis(topology: RedisTopology): string {
   if (topology.kind === 'cluster') return `Redis Cluster via ${addresses(topology.nodes)} (IDPOOL_REDIS_CLUSTER_NODES)`;

@@ -25,10 +25,7 @@ export type RedisTopology =
 export const DEFAULT_SENTINEL_MASTER = 'mymaster';
 
 /**
- * Default of IDPOOL_REDIS_SOCKET_TIMEOUT_MS: a connection with commands
- * pending and no byte back for this long is destroyed and re-opened. A
- * command times out at 2 s; a second more tells a dead link from one slow
- * command, and the partition suite (test/partition/) measured ids again
- * within 3 s of the heal with it, whatever the length of the cut.
+ * Default of IDPOOL_REDIS_SOCKET_TIMEOUT_MS (commands pending, no byte back: re-opened): a command's 2 s and one
+ * more tell a dead link from a slow command; test/partition/ measured ids within 3 s of any cut's heal.
  */
 export const REDIS_SOCKET_TIMEOUT_MS = 3000;

@@ -10,43 +10,38 @@ export interface Segment {
   readonly end: bigint;
 }
 
-/**
- * The only code that advances `current_offset`. A segment is returned only
- * after the database has committed it, so a crash wastes ids, never repeats them.
- */
+/** The only code that advances `current_offset`; a segment is returned once committed: a crash wastes ids, never repeats them. */
 export interface SegmentAllocator {
   /** Reserves the next `size` numbers of `entityKey` (a live entity). */
   reserve(entityKey: string, size: number): Promise<Segment>;
   /** The next unreserved number (`current_offset`): every number below it may have been issued. */
   peek(entityKey: string): Promise<bigint>;
-
   /** `current_offset` of the given entities in one query (a page of the admin list, a batch of the ops sampler); unknown keys are left out. */
   peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>>;
 }
 
 /** The service's own allocators can also move a line up (an import catching up with the old service); the library's need not. */
 export interface LineRaiser {
-  /**
-   * Moves the line of a live segment entity that starts below `atLeast` up to
-   * it: its start, and its next unreserved number when that is below (never
-   * down); resolves to the next unreserved number after.
-   */
+  /** Moves a live segment entity's start, and its next unreserved number (never down), up to `atLeast`; resolves to the latter. */
   raise(entityKey: string, atLeast: bigint): Promise<bigint>;
 }
 
+/** How long a reservation waits for a SQLite write lock held by another process. */
+const BUSY_WAIT_MS = 5000;
+
+const lineUsedUp = (entityKey: string) =>
+  new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
+
+const offsets = (rows: { k: string; c: string }[]) => new Map(rows.map((r) => [r.k, BigInt(r.c)]));
+
 /**
- * Reserves with one SQL round trip: on MySQL/MariaDB the UPDATE stores the
- * new offset through `LAST_INSERT_ID(expr)`, which the server returns in the
- * statement's own OK packet (no second query, nothing read before commit);
- * on PostgreSQL and SQLite `UPDATE … RETURNING` does the same, under the
- * row lock (PostgreSQL) or the single writer (SQLite).
+ * Reserves with one SQL round trip: on MySQL/MariaDB the new offset comes back through `LAST_INSERT_ID(expr)`
+ * in the UPDATE's own OK packet (no second query); on PostgreSQL and SQLite through `UPDATE … RETURNING`.
  */
 export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock = systemClock,
-    /** How long a reservation waits for a SQLite write lock held by another process. */
-    private readonly busyWaitMs = 5000,
   ) {}
 
   async reserve(entityKey: string, size: number): Promise<Segment> {
@@ -60,9 +55,7 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
           : await this.reserveReturning(entityKey, size);
     } catch (err) {
       if (err instanceof NotFoundError) throw err;
-      if (classifySqlError(err)?.kind === 'out_of_range') {
-        throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
-      }
+      if (classifySqlError(err)?.kind === 'out_of_range') throw lineUsedUp(entityKey);
       throw err;
     }
     return { start: end - BigInt(size), end };
@@ -79,31 +72,28 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   }
 
   /**
-   * PostgreSQL and SQLite. Only SQLite answers "busy"; PostgreSQL waits for the row lock itself (bounded by statement_timeout).
-   * The size is cast to BIGINT and the end of the 63-bit line checked in the WHERE: better-sqlite3 binds a
-   * number as a REAL, and SQLite adds an INTEGER and a REAL (or overflows an INTEGER) in floating point, so
-   * an offset above 2^53 came back rounded (and stored so: an id handed out twice) and one past 2^63 as
-   * `9.2e+18`.
+   * PostgreSQL and SQLite (only SQLite answers "busy"). The size is cast to BIGINT and the line's end checked
+   * in the WHERE: better-sqlite3 binds a number as a REAL, and SQLite's INTEGER + REAL is floating point, so an
+   * offset above 2^53 came back (and was stored) rounded, an id handed out twice, and one past 2^63 as `9.2e+18`.
    */
   private async reserveReturning(entityKey: string, size: number): Promise<bigint> {
     const sql = `UPDATE application SET current_offset = current_offset + CAST(? AS BIGINT) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND live = 0 AND current_offset <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
     const params = [size, entityKey, 'segment', (MAX_INT63 - BigInt(size)).toString()];
-    const rows = await whileBusy(() => this.db.query<{ end_offset: string }>(sql, params), this.clock, this.busyWaitMs);
+    const rows = await whileBusy(() => this.db.query<{ end_offset: string }>(sql, params), this.clock, BUSY_WAIT_MS);
     if (rows.length !== 1) {
       const live = await this.db.query(
         'SELECT 1 AS live FROM application WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ?',
         [entityKey, 'segment'],
       );
-      if (live.length === 1) throw new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
+      if (live.length === 1) throw lineUsedUp(entityKey);
       throw new NotFoundError(`no live segment entity ${entityKey}`);
     }
     return BigInt(rows[0].end_offset);
   }
 
   async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
-    // One statement on every dialect: the row lock (or SQLite's writer) orders it with reservations.
-    // The start moves too (a re-run of the import then sees the line already up) and update_time, so
-    // every instance's registry refresh picks the new start up.
+    // One statement, ordered with reservations by the row lock. The start moves too (a re-run of the import
+    // sees the line up) and update_time, so every instance's registry refresh picks the new start up.
     const n = atLeast.toString();
     await this.db.execute(
       `UPDATE application SET current_offset = CASE WHEN current_offset < ? THEN ? ELSE current_offset END, start_offset = ?, update_time = ?
@@ -114,12 +104,9 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   }
 
   /**
-   * Records a segment a live entity reserved from its incumbent's row
-   * (`segment/live-allocator.ts`): `current_offset` moves up to its end (so
-   * the fence check, the views and `--finish` see it) and `live_reserved`
-   * counts it. False when the entity is no longer live (`--finish` moved it
-   * onto this table meanwhile): the segment must then not be used, since
-   * this table's reservations may already cover it.
+   * Records a segment a live entity reserved from its incumbent's row: `current_offset` up to its end (for the
+   * fence check, the views and `--finish`), counted in `live_reserved`. False when the entity is no longer
+   * live: this table's reservations may then cover the segment, which must not be used.
    */
   async recordLive(entityKey: string, segment: Segment): Promise<boolean> {
     const end = segment.end.toString();
@@ -132,11 +119,8 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   }
 
   /**
-   * Ends a live cutover: in one statement the entity leaves live mode and
-   * its line moves up to `atLeast` (never down), so every reservation from
-   * this table from now on is above every id the incumbent issued, and a
-   * segment another instance reserved from the incumbent's row after this is
-   * refused by {@link recordLive}. False when it was not live.
+   * Ends a live cutover in one statement: the line moves up to `atLeast` (never down), above every id the
+   * incumbent issued, and {@link recordLive} refuses a later segment from its row. False when not live.
    */
   async finishLive(entityKey: string, atLeast: bigint): Promise<boolean> {
     const n = atLeast.toString();
@@ -167,26 +151,20 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
     return BigInt(rows[0].current);
   }
 
-  /**
-   * `current_offset` of every live segment entity, in one query (the fence
-   * check's; no list of keys to send, however many entities there are).
-   */
+  /** `current_offset` of every live segment entity in one query (the fence check's: no list of keys to send). */
   async peekAll(): Promise<Map<string, bigint>> {
     const rows = await this.db.query<{ k: string; c: string }>(
       `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = ?`,
       ['segment'],
     );
-    return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
+    return offsets(rows);
   }
 
   /**
-   * A digest of every live segment entity's `current_offset`, in one
-   * aggregate query that returns one row: the count, the sum (in a high and a
-   * low part, so no dialect's integer overflows) and a sum weighted by the row
-   * id. A reservation, a carry, a registration, a retirement or a restore
-   * changes it; a restore leaves it as it was only where its losses are made
-   * up exactly, in the sum and in the weighted sum, by other entities'
-   * reservations. The fence check reads every offset only when it moved.
+   * A digest of every live segment entity's `current_offset` in one row: the count, the sum (high and low parts,
+   * so no integer overflows) and a sum weighted by row id. Any reservation, carry, registration, retirement or
+   * restore moves it, unless other entities' reservations make up a restore's losses exactly in both sums.
+   * The fence check reads every offset only when it moved.
    */
   async offsetsMark(): Promise<string> {
     const text = (expr: string) => this.db.bigText(`COALESCE(${expr}, 0)`);
@@ -205,6 +183,6 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
       `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE entity_key IN (${entityKeys.map(() => '?').join(', ')})`,
       [...entityKeys],
     );
-    return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
+    return offsets(rows);
   }
 }

@@ -22,7 +22,7 @@ export class FakeSegmentAllocator implements SegmentAllocator, LineRaiser {
       throw new RangeError(`segment size must be a positive integer, got ${size}`);
     this.onReserve?.();
     if (this.failWith) throw this.failWith;
-    const start = this.lines.get(entityKey) ?? this.startOffset;
+    const start = this.line(entityKey);
     const end = start + BigInt(size);
     this.lines.set(entityKey, end);
     this.reservations.push({ entityKey, start, end, size });
@@ -31,17 +31,20 @@ export class FakeSegmentAllocator implements SegmentAllocator, LineRaiser {
 
   async raise(entityKey: string, atLeast: bigint): Promise<bigint> {
     // Starts are not kept here; moving the line is what reservations see.
-    const now = this.lines.get(entityKey) ?? this.startOffset;
-    if (now < atLeast) this.lines.set(entityKey, atLeast);
-    return this.lines.get(entityKey) ?? this.startOffset;
+    if (this.line(entityKey) < atLeast) this.lines.set(entityKey, atLeast);
+    return this.line(entityKey);
   }
 
   async peek(entityKey: string): Promise<bigint> {
-    return this.lines.get(entityKey) ?? this.startOffset;
+    return this.line(entityKey);
   }
 
   async peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
-    return new Map(entityKeys.map((key) => [key, this.lines.get(key) ?? this.startOffset]));
+    return new Map(entityKeys.map((key) => [key, this.line(key)]));
+  }
+
+  private line(entityKey: string): bigint {
+    return this.lines.get(entityKey) ?? this.startOffset;
   }
 
   /** Sizes of the reservations made, in order. */

@@ -6,11 +6,8 @@ import type { Logger } from '../logger';
 import type { LineRaiser, Segment, SegmentAllocator } from './allocator';
 
 /**
- * A database that went back (restored from a backup, failed over to a
- * replica that lagged) hands out `current_offset` values it handed out
- * before. A second record of how far each entity was reserved, kept
- * outside the database, sees it: a reservation that starts below the record
- * is from a database that went back.
+ * A database that went back (restored, failed over to a lagging replica) hands out offsets again; a second
+ * record of how far each entity was reserved, kept outside it, sees a reservation start below the record.
  */
 export interface DatabaseBehindReport {
   readonly entityKey: string;
@@ -49,8 +46,7 @@ export class ProcessHighWater implements HighWaterRecord {
   }
 
   async raise(entityKey: string, end: bigint): Promise<void> {
-    const before = this.ends.get(entityKey);
-    if (before === undefined || end > before) this.ends.set(entityKey, end);
+    keepHighest(this.ends, entityKey, end);
   }
 
   async forget(drop: (key: string) => boolean): Promise<void> {
@@ -72,13 +68,10 @@ interface FileContent {
 }
 
 /**
- * The embedded service's record: a small JSON file beside the SQLite file
- * (`idpool.db.high-water`). Written before any id of a new segment leaves:
- * a temporary file is written and fsynced, renamed over the old one, and the
- * folder fsynced, so a crash leaves the old file or the new one, never half
- * of one. Writes are serialised in this process, and each merges (highest
- * wins) what the file holds, so processes sharing the SQLite file keep each
- * other's marks except when two write in the same instant (docs/ha.md).
+ * The embedded service's record: a JSON file beside the SQLite file (`idpool.db.high-water`), written before
+ * any id of a new segment leaves. Temp file fsynced, renamed over, folder fsynced: a crash leaves the old file
+ * or the new. Writes are serialised here and merge (highest wins) what the file holds, so processes sharing
+ * the SQLite file keep each other's marks unless two write in the same instant (docs/ha.md).
  */
 export class HighWaterFile implements HighWaterRecord {
   readonly kind = 'high-water file';
@@ -101,18 +94,10 @@ export class HighWaterFile implements HighWaterRecord {
 
   /** Reads the file; a missing or unreadable one leaves the record empty (the caller says so). */
   async load(): Promise<HighWaterLoad> {
-    let text: string;
     try {
-      text = await readFile(this.path, 'utf8');
+      return { status: 'ok', entities: this.mergeFile(await readFile(this.path, 'utf8')) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'missing' };
-      return { status: 'unreadable', reason: errorMessage(err) };
-    }
-    try {
-      const content = parse(text);
-      for (const [key, end] of Object.entries(content.entities)) this.merge(key, BigInt(end));
-      return { status: 'ok', entities: Object.keys(content.entities).length };
-    } catch (err) {
       return { status: 'unreadable', reason: errorMessage(err) };
     }
   }
@@ -145,17 +130,21 @@ export class HighWaterFile implements HighWaterRecord {
   }
 
   private merge(entityKey: string, end: bigint): void {
-    if (this.dropped(entityKey)) return;
-    const before = this.ends.get(entityKey);
-    if (before === undefined || end > before) this.ends.set(entityKey, end);
+    if (!this.dropped(entityKey)) keepHighest(this.ends, entityKey, end);
+  }
+
+  /** Merges the marks of a file's text (throws when it is not one); returns how many it holds. */
+  private mergeFile(text: string): number {
+    const { entities } = parse(text);
+    for (const [key, end] of Object.entries(entities)) this.merge(key, BigInt(end));
+    return Object.keys(entities).length;
   }
 
   private async writeOnce(): Promise<void> {
     const version = this.version;
     // Another process on the same SQLite file may have written marks of its own.
     try {
-      const other = parse(await readFile(this.path, 'utf8'));
-      for (const [key, end] of Object.entries(other.entities)) this.merge(key, BigInt(end));
+      this.mergeFile(await readFile(this.path, 'utf8'));
     } catch {
       // Missing or unreadable: said at start-up; this write replaces it.
     }
@@ -185,6 +174,11 @@ export class HighWaterFile implements HighWaterRecord {
   }
 }
 
+function keepHighest(ends: Map<string, bigint>, entityKey: string, end: bigint): void {
+  const before = ends.get(entityKey);
+  if (before === undefined || end > before) ends.set(entityKey, end);
+}
+
 function parse(text: string): FileContent {
   // Read as unknown: the file may hold anything.
   const content = JSON.parse(text) as { entities?: unknown } | null;
@@ -197,12 +191,9 @@ function parse(text: string): FileContent {
 }
 
 /**
- * A {@link SegmentAllocator} that checks every reservation against a
- * {@link HighWaterRecord} and records each one before handing it out. A
- * reservation starting below the record is from a database that went back:
- * the entity is carried past the record in one reservation (the gap and the
- * segment asked for, of which the segment's part is returned), reported,
- * and nothing below the record is handed out.
+ * A {@link SegmentAllocator} that records every reservation in a {@link HighWaterRecord} before handing it
+ * out. One starting below the record is reported and carried past it in one reservation (the gap and the
+ * segment asked for, whose segment part is returned): nothing below the record is handed out.
  */
 export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
   constructor(
@@ -230,11 +221,7 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
     return segment;
   }
 
-  /**
-   * At start-up: every entity whose `current_offset` is below the record is
-   * carried up to it now, so `idpool apps show` shows the carried offset and
-   * the first reservation is above it. Returns what was carried.
-   */
+  /** At start-up, carries every entity whose `current_offset` is below the record up to it (so `idpool apps show` shows it); returns what was carried. */
   async checkAll(entityKeys: readonly string[]): Promise<DatabaseBehindReport[]> {
     const reports: DatabaseBehindReport[] = [];
     const offsets = await this.inner.peekMany(entityKeys);
@@ -266,11 +253,7 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
     return this.inner.peekMany(entityKeys);
   }
 
-  /**
-   * One reservation of the gap up to `recorded` plus `size`: whatever another
-   * process reserved meanwhile, its last `size` numbers start at or above
-   * `recorded` (they start at least `gap` above `from`).
-   */
+  /** One reservation of the gap up to `recorded` plus `size`: whatever others reserved meanwhile, its last `size` numbers start at or above `recorded`. */
   private async carry(entityKey: string, from: bigint, recorded: bigint, size: number): Promise<Segment> {
     const gap = recorded - from;
     if (gap > BigInt(Number.MAX_SAFE_INTEGER - size))
@@ -284,13 +267,7 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
   }
 }
 
-/**
- * The embedded service's second record of what was reserved (docs/ha.md):
- * a high-water file beside its SQLite file, loaded now. Only without Redis
- * (with Redis, the fence is that record) and on a SQLite file. A missing or
- * unreadable file is said: a database restored before this start cannot be
- * seen then.
- */
+/** The embedded service's high-water file (docs/ha.md), loaded now: only on a SQLite file without Redis, whose fence is that record. */
 export async function buildHighWater(
   config: { databaseUrl: string; redis?: unknown },
   db: { description: string },

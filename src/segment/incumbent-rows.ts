@@ -1,12 +1,11 @@
 /**
- * Reservations from an incumbent's own table during a live cutover
- * (docs/migrating.md "Live cutover"): idpool advances Leaf's `leaf_alloc` or
- * Tinyid's `tiny_id_info` row exactly as one more of that service's servers
- * would, so the row orders every allocation of both systems. Ids come back;
- * `live-allocator.ts` turns them into numbers of the entity's line.
+ * Reservations from an incumbent's own table during a live cutover (docs/migrating.md "Live cutover"):
+ * idpool moves Leaf's `leaf_alloc` or Tinyid's `tiny_id_info` row as one more of its servers would, so the
+ * row orders every allocation of both systems; `live-allocator.ts` turns the ids into numbers of the line.
  */
 import { createPool, type Pool as MysqlPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { Pool as PgPool } from 'pg';
+import { isPostgresUrl, toPostgresPlaceholders } from '../db/database';
 import { UnavailableError, errorMessage } from '../errors';
 
 export type IncumbentKind = 'leaf' | 'tinyid';
@@ -21,11 +20,7 @@ export interface IncumbentSegment {
 /** One incumbent's database, as a live entity's reservations use it. */
 export interface IncumbentDatabase {
   readonly kind: IncumbentKind;
-  /**
-   * Moves the row `key` on by `size` numbers in one committed transaction:
-   * Leaf's `max_id + size` (its dynamic step), Tinyid's version-checked
-   * `max_id + size·delta`, retried while another server wins the race.
-   */
+  /** Moves the row `key` on by `size` numbers in one committed transaction (Tinyid's retried while another server wins). */
   reserve(key: string, size: number, spacing: { delta: number; remainder: number }): Promise<IncumbentSegment>;
   /** `SELECT 1` (readiness). */
   ping(): Promise<void>;
@@ -39,26 +34,35 @@ const TINYID_ATTEMPTS = 10;
 /** Retry-After of a reservation that failed on the incumbent's database: as the service's own database's. */
 const RETRY_AFTER_S = 2;
 
-/** A SQL round trip on either driver: one connection held for a transaction. */
+/** A pooled connection held for one transaction, on either driver. */
 interface Session {
   query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
   execute(sql: string, params: unknown[]): Promise<number>;
+  /** A statement without parameters (BEGIN, COMMIT). */
+  run(sql: string): Promise<unknown>;
+  /** Back to the pool; after a failure dropped rather than reused half way through a transaction. */
+  release(failed: boolean): void;
+}
+
+interface Sessions extends Pick<IncumbentDatabase, 'ping' | 'close'> {
+  readonly begin: 'START TRANSACTION' | 'BEGIN';
+  connect(): Promise<Session>;
 }
 
 /** The incumbent's database at `url` (mysql://, mariadb://, postgres://). */
 export function incumbentDatabase(kind: IncumbentKind, url: string): IncumbentDatabase {
-  const postgres = /^postgres(ql)?:\/\//.test(url);
-  const withSession = postgres ? pgSessions(url) : mysqlSessions(url);
+  const postgres = isPostgresUrl(url);
+  const sessions = postgres ? pgSessions(url) : mysqlSessions(url);
   const text = postgres ? 'VARCHAR(20)' : 'CHAR(20)';
   return {
     kind,
     reserve: async (key, size, spacing) => {
       try {
-        if (kind === 'leaf') return await withSession.transaction((s) => reserveLeaf(s, text, key, size));
+        if (kind === 'leaf') return await inTransaction(sessions, (s) => reserveLeaf(s, text, key, size));
         // Each attempt its own transaction: under MySQL's REPEATABLE READ a second read in the same one
         // would see the snapshot of the first, so every retry after a lost race would lose again.
         for (let attempt = 0; attempt < TINYID_ATTEMPTS; attempt++) {
-          const won = await withSession.transaction((s) => reserveTinyid(s, text, key, size, spacing));
+          const won = await inTransaction(sessions, (s) => reserveTinyid(s, text, key, size, spacing));
           if (won) return won;
         }
         throw new UnavailableError(`Tinyid's row "${key}" changed under every one of ${TINYID_ATTEMPTS} attempts`, 1);
@@ -71,8 +75,8 @@ export function incumbentDatabase(kind: IncumbentKind, url: string): IncumbentDa
         );
       }
     },
-    ping: () => withSession.ping(),
-    close: () => withSession.close(),
+    ping: () => sessions.ping(),
+    close: () => sessions.close(),
   };
 }
 
@@ -85,11 +89,7 @@ async function reserveLeaf(s: Session, text: string, key: string, size: number):
   return { low: high - BigInt(size), high };
 }
 
-/**
- * One attempt of Tinyid's `updateMaxId`: read the row, then move `max_id` on
- * only where `max_id` and `version` are still what was read. Undefined when
- * another server got there first (the caller reads again, in a new transaction).
- */
+/** One attempt of Tinyid's `updateMaxId`, version-checked: undefined when another server got there first. */
 async function reserveTinyid(
   s: Session,
   text: string,
@@ -118,8 +118,18 @@ async function reserveTinyid(
   return changed === 1 ? { low, high } : undefined;
 }
 
-interface Sessions extends Pick<IncumbentDatabase, 'ping' | 'close'> {
-  transaction<T>(work: (s: Session) => Promise<T>): Promise<T>;
+async function inTransaction<T>(sessions: Sessions, work: (s: Session) => Promise<T>): Promise<T> {
+  const c = await sessions.connect();
+  let done = false;
+  try {
+    await c.run(sessions.begin);
+    const result = await work(c);
+    await c.run('COMMIT');
+    done = true;
+    return result;
+  } finally {
+    c.release(!done);
+  }
 }
 
 function mysqlSessions(url: string): Sessions {
@@ -130,32 +140,22 @@ function mysqlSessions(url: string): Sessions {
     connectTimeout: INCUMBENT_TIMEOUT_MS,
     connectionLimit: 4,
   });
+  // Every statement bounded, START TRANSACTION and COMMIT too: beginTransaction() and commit() have no
+  // timeout, and a frozen server would hold the reservation (and the request) until it thaws.
+  const timeout = INCUMBENT_TIMEOUT_MS;
   return {
-    async transaction(work) {
+    begin: 'START TRANSACTION',
+    async connect() {
       const c = await pool.getConnection();
-      const session: Session = {
-        query: async (sql, params) =>
-          (await c.query<RowDataPacket[]>({ sql, values: params, timeout: INCUMBENT_TIMEOUT_MS }))[0],
-        execute: async (sql, params) =>
-          (await c.query<ResultSetHeader>({ sql, values: params, timeout: INCUMBENT_TIMEOUT_MS }))[0].affectedRows,
+      return {
+        query: async (sql, values) => (await c.query<RowDataPacket[]>({ sql, values, timeout }))[0],
+        execute: async (sql, values) => (await c.query<ResultSetHeader>({ sql, values, timeout }))[0].affectedRows,
+        run: (sql) => c.query({ sql, timeout }),
+        release: (failed) => (failed ? c.destroy() : c.release()),
       };
-      let done = false;
-      try {
-        // As statements with the timeout: beginTransaction() and commit() have none, and a frozen server
-        // would hold the reservation (and the request) until it thaws.
-        await c.query({ sql: 'START TRANSACTION', timeout: INCUMBENT_TIMEOUT_MS });
-        const result = await work(session);
-        await c.query({ sql: 'COMMIT', timeout: INCUMBENT_TIMEOUT_MS });
-        done = true;
-        return result;
-      } finally {
-        // A failed transaction's connection is dropped rather than reused half way through one.
-        if (done) c.release();
-        else c.destroy();
-      }
     },
     async ping() {
-      await pool.query({ sql: 'SELECT 1', timeout: INCUMBENT_TIMEOUT_MS });
+      await pool.query({ sql: 'SELECT 1', timeout });
     },
     close: () => pool.end(),
   };
@@ -174,27 +174,17 @@ function pgSessions(url: string): Sessions {
   // checked out for a transaction (its query then fails, which the reservation answers as a 503) only itself.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
-  const numbered = (sql: string) => {
-    let i = 0;
-    return sql.replace(/\?/g, () => `$${++i}`);
-  };
   return {
-    async transaction(work) {
+    begin: 'BEGIN',
+    async connect() {
       const c = await pool.connect();
-      const session: Session = {
-        query: async (sql, params) => (await c.query(numbered(sql), params)).rows as Record<string, unknown>[],
-        execute: async (sql, params) => (await c.query(numbered(sql), params)).rowCount ?? 0,
+      return {
+        query: async (sql, params) =>
+          (await c.query(toPostgresPlaceholders(sql), params)).rows as Record<string, unknown>[],
+        execute: async (sql, params) => (await c.query(toPostgresPlaceholders(sql), params)).rowCount ?? 0,
+        run: (sql) => c.query(sql),
+        release: (failed) => c.release(failed),
       };
-      let done = false;
-      try {
-        await c.query('BEGIN');
-        const result = await work(session);
-        await c.query('COMMIT');
-        done = true;
-        return result;
-      } finally {
-        c.release(!done);
-      }
     },
     async ping() {
       await pool.query('SELECT 1');

@@ -2,26 +2,15 @@ import { ConflictError, GaplessNotServedError, InvalidRequestError, RateLimitedE
 import type { SegmentAllocator } from './allocator';
 import type { IdStride } from './stride';
 
-/**
- * Most numbers one lease may reserve. A reservation costs one SQL round trip
- * whatever its size, so the cap only bounds what one crashed client wastes:
- * 10M is half a second of a leased buffer at its 20M ids/s target.
- */
+/** Most numbers one lease may reserve: it bounds what a crashed client wastes; half a second of a leased buffer at its 20M ids/s target. */
 export const MAX_LEASE_SIZE = 10_000_000;
 
-/**
- * A stretch of an entity's ids handed to a client, which then issues them
- * itself: `first`, `first + delta`, … `last`, every one `≡ remainder (mod
- * delta)`. In Tinyid's terms the segment is `(first − 1, last]`.
- */
+/** Ids a client issues itself: `first`, `first + delta`, … `last`, each `≡ remainder (mod delta)`; Tinyid's `(first − 1, last]`. */
 export interface LeasedSegment {
   readonly first: bigint;
   readonly last: bigint;
-  /** How many ids: `(last − first) / delta + 1`. */
   readonly count: number;
-  /** The distance between two consecutive ids of the entity. */
   readonly delta: number;
-  /** `id mod delta` of every id. */
   readonly remainder: number;
 }
 
@@ -61,12 +50,9 @@ export interface SegmentLeaserOptions {
 }
 
 /**
- * Leases segments to clients that issue ids themselves (the SDK's leased
- * buffer, Tinyid's `nextSegmentId`). Reserved in SQL like a refill's, so a
- * leased segment can never overlap a pool's or the library's; never through
- * Redis, so a lease costs no pool ids. Only `trend` entities: ids a client
- * hands out from its own segment are unique but cannot follow the ids other
- * clients take, which a `monotonic` entity promises.
+ * Leases segments to clients that issue ids themselves (the SDK's leased buffer, Tinyid's `nextSegmentId`),
+ * reserved in SQL like a refill's, so never overlapping a pool's, and costing no pool ids. Only `trend`
+ * entities: a client's own segment cannot keep the one global order a `monotonic` entity promises.
  */
 export class SegmentLeaser {
   constructor(private readonly options: SegmentLeaserOptions) {}
@@ -100,7 +86,6 @@ export class SegmentLeaser {
     }
     const { start, end } = await this.options.allocator.reserve(entity.key, size);
     this.options.events.leased(entity.key, size);
-    // Ids n·count + index: the deployment stride composed with the entity's spacing.
     const stride = this.options.stride.of(entity);
     return {
       first: stride.toId(start),

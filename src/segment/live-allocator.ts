@@ -1,8 +1,3 @@
-/**
- * The allocator of the service's refills, fence carries and leases: an
- * entity in a live cutover reserves from its incumbent's row
- * (`incumbent-rows.ts`), every other entity from `current_offset`.
- */
 import { UnavailableError } from '../errors';
 import type { LineRaiser, Segment, SegmentAllocator, SqlSegmentAllocator } from './allocator';
 import type { IncumbentDatabase, IncumbentKind } from './incumbent-rows';
@@ -28,14 +23,9 @@ export interface LiveAllocatorOptions {
 }
 
 /**
- * The incumbent's row orders every reservation of both systems: a segment
- * from it is above everything the incumbent's servers reserved before and
- * below everything they reserve after, whatever the clocks or restarts. It
- * is then recorded on idpool's own row (`recordLive`): `current_offset` up
- * to its end, so the fence check and views see it. A segment recorded after
- * `--finish` moved the entity onto idpool's table is dropped unused (that
- * table may already have handed its numbers out); a crash between the two
- * steps wastes the segment, never repeats it.
+ * The service's allocator: an entity in a live cutover reserves from its incumbent's row, which orders every
+ * reservation of both systems, then records it on idpool's row (`recordLive`); one recorded after `--finish`
+ * is dropped unused. A crash between the two wastes the segment, never repeats it. Others: `current_offset`.
  */
 export class LiveAllocator implements SegmentAllocator, LineRaiser {
   constructor(private readonly options: LiveAllocatorOptions) {}

@@ -1,15 +1,11 @@
 import type { Clock } from '../clock';
 import { ConfigError } from '../errors';
 import { type Database, isBusy } from '../db/database';
+import { withRunner } from '../db/dialects/dialect';
 import { classifySqlError } from '../db/errors';
 import { retryUntil } from '../retry';
 
-/**
- * Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1`
- * meet), so a database is used with one stride only: the first process to
- * open it records its own in `idpool_meta` (`cluster_count`, `cluster_index`,
- * named after the variables); a later one with another is refused, naming both.
- */
+/** Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1` meet): a database keeps the first one recorded in `idpool_meta`. */
 export class StrideMismatchError extends ConfigError {
   constructor(
     readonly recorded: { count: number; index: number },
@@ -40,7 +36,10 @@ export async function checkStride(db: Database, count: number, index: number, cl
     } catch (err) {
       // SQLite gives a missing table no code of its own: ask the schema.
       const failure = classifySqlError(err);
-      if ((failure?.kind !== 'database_schema' && failure?.class !== 'bug') || (await hasTable(db, 'idpool_meta')))
+      if (
+        (failure?.kind !== 'database_schema' && failure?.class !== 'bug') ||
+        (await withRunner(db.dataSource, (runner) => runner.hasTable('idpool_meta')))
+      )
         throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
@@ -48,8 +47,7 @@ export async function checkStride(db: Database, count: number, index: number, cl
       );
     }
   };
-  // Processes opening one fresh SQLite file at once: the loser of the write
-  // lock gets SQLITE_BUSY after the short busy timeout, and tries again.
+  // Processes opening one fresh SQLite file at once: the loser of the write lock is busy, and tries again.
   const record = async () => {
     try {
       await db.execute('INSERT INTO idpool_meta (id, cluster_count, cluster_index, create_time) VALUES (1, ?, ?, ?)', [
@@ -71,13 +69,4 @@ export async function checkStride(db: Database, count: number, index: number, cl
   const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
   if (recorded.count !== count || recorded.index !== index)
     throw new StrideMismatchError(recorded, { count, index }, db.description);
-}
-
-async function hasTable(db: Database, table: string): Promise<boolean> {
-  const runner = db.dataSource.createQueryRunner();
-  try {
-    return await runner.hasTable(table);
-  } finally {
-    await runner.release();
-  }
 }

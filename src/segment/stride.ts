@@ -1,11 +1,8 @@
 import { MAX_SAFE_ID } from '../limits';
 
 /**
- * The id stride of a deployment. Independent deployments issue disjoint ids:
- * with `count = c` and `index = i`, the n-th number of the line becomes the
- * id `n·c + i`
- * (docs/design.md, IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX). Increasing in n,
- * so segment order and fences carry over unchanged.
+ * The id stride of a deployment (docs/design.md, IDPOOL_CLUSTER_COUNT / _INDEX): the n-th number becomes the
+ * id `n·count + index`, so deployments issue disjoint ids; increasing in n, so segment order and fences hold.
  */
 export class IdStride {
   private readonly c: bigint;
@@ -26,12 +23,8 @@ export class IdStride {
   private readonly spaced = new Map<string, IdStride>();
 
   /**
-   * This deployment's stride composed with an entity's own spacing (Tinyid's
-   * `delta`/`remainder`: its ids are the numbers ≡ remainder mod delta). The
-   * n-th number becomes `(n·c + i)·delta + remainder`, which is again a
-   * stride: count `c·delta`, index `i·delta + remainder`. So ids stay
-   * ≡ remainder (mod delta), deployments stay disjoint, and every caller that
-   * maps numbers to ids (refill, fence, lease, forecast) uses this one object.
+   * This stride composed with an entity's spacing (Tinyid's ids ≡ remainder mod delta): `(n·c + i)·delta +
+   * remainder` is the stride `c·delta`, `i·delta + remainder`, which every caller mapping numbers to ids uses.
    */
   of(spacing: { readonly delta: number; readonly remainder: number }): IdStride {
     const { delta, remainder } = spacing;
@@ -72,11 +65,8 @@ export class IdStride {
   }
 
   /**
-   * Every id of `[start, end)`, in order, as a push hands them to its store
-   * (PushIds): numbers while the ids stay below 2^53, so no id becomes a
-   * string on the way to Redis (RpushIds writes their digits; making 10,000
-   * strings a push, and collecting them, cost a busy instance about a tenth
-   * of its CPU), decimal strings beyond.
+   * Every id of `[start, end)` in order, as a push hands them to its store: numbers below 2^53 (RpushIds writes
+   * their digits; 10,000 strings a push cost a busy instance a tenth of its CPU), decimal strings beyond.
    */
   pushIds(start: bigint, end: bigint): Float64Array | string[] {
     if (end <= start) return [];
@@ -93,11 +83,7 @@ export class IdStride {
     return out;
   }
 
-  /**
-   * Every id of `[start, end)` as decimal strings, in order: {@link pushIds}
-   * (number arithmetic below 2^53, about 5x faster than bigint), each a
-   * string.
-   */
+  /** Every id of `[start, end)` as decimal strings, in order: through {@link pushIds}, about 5x faster than bigint. */
   idStrings(start: bigint, end: bigint): string[] {
     const ids = this.pushIds(start, end);
     return ids instanceof Float64Array ? Array.from(ids, String) : ids;

@@ -1,4 +1,4 @@
-import type { DataSource, DataSourceOptions } from 'typeorm';
+import type { DataSource, DataSourceOptions, QueryRunner } from 'typeorm';
 import type { Clock } from '../../clock';
 
 export type DialectName = 'mysql' | 'postgres' | 'sqlite';
@@ -10,12 +10,7 @@ export interface StatementResult {
   insertId?: string;
 }
 
-/**
- * Everything idpool does differently per database, in one object per
- * dialect: how to connect, how to make the database exist, how to take turns
- * migrating, the SQL of its clock and of a BIGINT as text, and how its
- * failures map to idpool's errors. `db/database.ts` knows no dialect by name.
- */
+/** Everything idpool does differently per database, one object per dialect: `db/database.ts` knows none by name. */
 export interface SqlDialect {
   readonly name: DialectName;
   /** Whether `url` names this database. */
@@ -40,17 +35,20 @@ export interface SqlDialect {
   readonly nowMs: string;
 }
 
-/** TypeORM's structured result through a fresh query runner, the same shape on SQLite and PostgreSQL. */
-export async function structuredQuery(
-  dataSource: DataSource,
-  sql: string,
-  params?: unknown[],
-): Promise<StatementResult> {
+/** `use` on a query runner of its own (one connection), released after. */
+export async function withRunner<T>(dataSource: DataSource, use: (runner: QueryRunner) => Promise<T>): Promise<T> {
   const runner = dataSource.createQueryRunner();
   try {
-    const result = await runner.query(sql, params, true);
-    return { records: result.records, affectedRows: result.affected ?? 0 };
+    return await use(runner);
   } finally {
     await runner.release();
   }
+}
+
+/** TypeORM's structured result through a fresh query runner, the same shape on SQLite and PostgreSQL. */
+export function structuredQuery(dataSource: DataSource, sql: string, params?: unknown[]): Promise<StatementResult> {
+  return withRunner(dataSource, async (runner) => {
+    const result = await runner.query(sql, params, true);
+    return { records: result.records, affectedRows: result.affected ?? 0 };
+  });
 }

@@ -1,6 +1,6 @@
 import { createConnection } from 'mysql2/promise';
 import { boundedMysqlDriver } from '../mysql-driver';
-import type { SqlDialect } from './dialect';
+import { type SqlDialect, withRunner } from './dialect';
 
 /** Longest a starting process waits for another one's migrations (`GET_LOCK`, seconds). */
 const MIGRATION_LOCK_WAIT_S = 60;
@@ -17,17 +17,14 @@ export const mysql: SqlDialect = {
     logging: false,
     supportBigNumbers: true,
     bigNumberStrings: true,
-    // 2 cores here; a handful of connections keeps reservations and admin
-    // queries from queueing behind each other without flooding the server.
+    // 2 cores here: enough that reservations and admin queries do not queue, without flooding the server.
     poolSize: 10,
-    // Bounded waits (invariant 7): a statement timeout that drops the stuck
-    // connection (see mysql-driver.ts), a connect timeout, and TCP
-    // keep-alive probes after 5 s idle instead of the kernel's 2 h.
+    // Bounded waits (invariant 7): a statement timeout dropping the stuck connection (mysql-driver.ts), a
+    // connect timeout, and keep-alive probes after 5 s idle instead of the kernel's 2 h.
     driver: boundedMysqlDriver(),
     connectTimeout: 3000,
-    // No stack captured at each query's call (mysql2's `trace`, on by default): an
-    // Error.captureStackTrace per statement, a third of an idle instance's SQL cost
-    // (a CPU profile of bench/idle.bench.ts); errors are logged by their message.
+    // No stack captured per statement (mysql2's `trace`): a third of an idle instance's SQL cost (a CPU profile
+    // of bench/idle.bench.ts); errors are logged by their message.
     trace: false,
     extra: { enableKeepAlive: true, keepAliveInitialDelay: 5000 },
   }),
@@ -52,9 +49,8 @@ export const mysql: SqlDialect = {
     }
   },
   /** `GET_LOCK` on one dedicated connection: instances starting at once on a fresh schema take turns. */
-  async withMigrationLock(dataSource, run) {
-    const runner = dataSource.createQueryRunner();
-    try {
+  withMigrationLock: (dataSource, run) =>
+    withRunner(dataSource, async (runner) => {
       const [{ locked }] = (await runner.query(
         `SELECT GET_LOCK('idpool_migrations', ${MIGRATION_LOCK_WAIT_S}) AS locked`,
       )) as [{ locked: unknown }];
@@ -64,10 +60,7 @@ export const mysql: SqlDialect = {
       } finally {
         await runner.query("SELECT RELEASE_LOCK('idpool_migrations')");
       }
-    } finally {
-      await runner.release();
-    }
-  },
+    }),
   /** mysql2 answers a statement with its OkPacket (affectedRows, insertId) or the rows. */
   async statement(dataSource, sql, params) {
     const raw: unknown[] | { affectedRows: number; insertId?: number | string } = await dataSource.query(sql, params);

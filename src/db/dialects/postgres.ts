@@ -4,19 +4,11 @@ import { classifyWith, isRetryable } from '../../failure';
 import { classifyPostgresError } from '../errors/postgres';
 import { boundedPostgresDriver } from '../postgres-driver';
 import { retryUntil } from '../../retry';
-import { type SqlDialect, structuredQuery } from './dialect';
+import { type SqlDialect, structuredQuery, withRunner } from './dialect';
 
-/**
- * Longest one PostgreSQL statement may run (server side, `statement_timeout`).
- * Every idpool statement touches one row or a handful; 5 s is far above a
- * healthy reservation (~1 ms) and short enough that a row lock held by a
- * stuck transaction gives a 503 with Retry-After rather than a hung refill.
- */
+/** `statement_timeout`: far above a reservation (~1 ms), short enough that a stuck row lock is a 503, not a hung refill. */
 export const POSTGRES_STATEMENT_TIMEOUT_MS = 5000;
-/**
- * Client-side bound on the same (`query_timeout`): a server that stopped
- * answering never cancels anything, so the client gives up a second later.
- */
+/** `query_timeout`, the client's: a server that stopped answering cancels nothing. */
 const POSTGRES_QUERY_TIMEOUT_MS = POSTGRES_STATEMENT_TIMEOUT_MS + 1000;
 /** How long connecting may take before the database counts as unavailable. */
 const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
@@ -41,10 +33,7 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
 
-/**
- * idpool's SQL is written with `?` placeholders (MySQL and SQLite); node-postgres
- * wants `$1, $2, …`. Rewrites every `?` outside quoted strings and identifiers.
- */
+/** idpool's `?` placeholders as node-postgres's `$1, $2, …`, outside quoted strings and identifiers. */
 export function toPostgresPlaceholders(sql: string): string {
   let out = '';
   let n = 0;
@@ -63,11 +52,7 @@ export function toPostgresPlaceholders(sql: string): string {
   return out;
 }
 
-/**
- * A PostgreSQL failure that is the database being unavailable or busy
- * (db/errors/postgres.ts) becomes an UnavailableError (503 with
- * Retry-After); anything else is passed on untouched.
- */
+/** A PostgreSQL failure that is the database unavailable or busy as an UnavailableError (503); anything else untouched. */
 export function postgresUnavailable(err: unknown): unknown {
   if (!isRetryable(classifyWith([classifyPostgresError], err))) return err;
   return new UnavailableError('the database is unavailable', 1, errorMessage(err));
@@ -85,8 +70,7 @@ export const postgres: SqlDialect = {
     connectTimeoutMS: POSTGRES_CONNECT_TIMEOUT_MS,
     // A connection whose statement timed out is dropped, not reused (see postgres-driver.ts).
     driver: boundedPostgresDriver(clock),
-    // node-postgres Pool/Client options: bounded waits (docs/design.md invariant
-    // 7) and TCP keep-alive so a dead peer behind a silent network is noticed.
+    // Bounded waits (docs/design.md invariant 7); keep-alive notices a dead peer behind a silent network.
     extra: {
       statement_timeout: POSTGRES_STATEMENT_TIMEOUT_MS,
       query_timeout: POSTGRES_QUERY_TIMEOUT_MS,
@@ -97,13 +81,7 @@ export const postgres: SqlDialect = {
     const u = new URL(url);
     return `postgres ${u.hostname}:${u.port || 5432}${u.pathname}`;
   },
-  /**
-   * A fresh PostgreSQL server has no idpool database yet. Unlike MySQL there is
-   * no `CREATE DATABASE IF NOT EXISTS` and no connecting without a database, so:
-   * try the database itself; only if it does not exist, connect to the
-   * `postgres` maintenance database and create it. A user who may not create
-   * databases gets one clear line saying what to do.
-   */
+  /** No `CREATE DATABASE IF NOT EXISTS` here: tries the database, and only if missing creates it from `postgres`. */
   async createIfMissing(url) {
     const probe = new PgClient({ connectionString: url, connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS });
     try {
@@ -138,12 +116,10 @@ export const postgres: SqlDialect = {
     }
   },
   /** A session advisory lock on one dedicated connection. */
-  async withMigrationLock(dataSource, run, clock) {
-    const runner = dataSource.createQueryRunner();
-    const lock = "hashtext('idpool_migrations')";
-    try {
-      // pg_try_advisory_lock in a loop rather than a blocking pg_advisory_lock:
-      // a blocking wait would be cut off by statement_timeout, which is short.
+  withMigrationLock: (dataSource, run, clock) =>
+    withRunner(dataSource, async (runner) => {
+      const lock = "hashtext('idpool_migrations')";
+      // Tried in a loop: a blocking pg_advisory_lock would be cut off by the short statement_timeout.
       await retryUntil(
         async () => {
           const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
@@ -163,12 +139,8 @@ export const postgres: SqlDialect = {
       } finally {
         await runner.query(`SELECT pg_advisory_unlock(${lock})`);
       }
-    } finally {
-      await runner.release();
-    }
-  },
-  // TypeORM answers a PostgreSQL UPDATE … RETURNING with [rows, count]
-  // rather than rows: take the rows from the structured result instead.
+    }),
+  // TypeORM answers an UPDATE … RETURNING with [rows, count]: the rows from the structured result instead.
   rows: async (dataSource, sql, params) => (await postgres.statement(dataSource, sql, params)).records,
   statement: (dataSource, sql, params) =>
     structuredQuery(dataSource, toPostgresPlaceholders(sql), params).catch((err: unknown) => {

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { DataSource } from 'typeorm';
-import { DEFAULT_SQLITE_PATH } from '../database-url';
+import { sqlitePath } from '../database-url';
 import { classifyWith } from '../../failure';
 import { classifySqliteError, markIfSchemaMissing } from '../errors/sqlite';
 import { retryUntil } from '../../retry';
@@ -26,8 +26,6 @@ export function whileBusy<T>(run: () => Promise<T>, clock: Clock, waitMs: number
   return retryUntil(run, { clock, waitMs, pauseMs: [2, 8], retryable: isBusy });
 }
 
-const pathOf = (url: string) => url.slice('sqlite:'.length) || DEFAULT_SQLITE_PATH;
-
 /** `query`'s failure, marked first when one of idpool's tables is missing. */
 const schemaChecked = <T>(dataSource: DataSource, query: Promise<T>) =>
   query.catch(async (err: unknown) => {
@@ -39,27 +37,22 @@ const schemaChecked = <T>(dataSource: DataSource, query: Promise<T>) =>
 export const sqlite: SqlDialect = {
   name: 'sqlite',
   matches: (url) => url.startsWith('sqlite:'),
-  options: (url) => ({ type: 'better-sqlite3', database: pathOf(url), migrationsRun: false, logging: false }),
-  describe: (url) => `sqlite file ${resolve(pathOf(url))}`,
+  options: (url) => ({ type: 'better-sqlite3', database: sqlitePath(url), migrationsRun: false, logging: false }),
+  describe: (url) => `sqlite file ${resolve(sqlitePath(url))}`,
   async createIfMissing(url) {
-    const path = pathOf(url);
+    const path = sqlitePath(url);
     if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
   },
   async afterConnect(dataSource: DataSource) {
-    // WAL lets readers run beside the single writer. better-sqlite3 is
-    // synchronous, so busy_timeout blocks the whole event loop while another
-    // process holds the write lock: keep it short and retry asynchronously
-    // (see isBusy and SqlSegmentAllocator) instead.
+    // WAL: readers beside the single writer. busy_timeout blocks the event loop (better-sqlite3 is
+    // synchronous): short, and retried asynchronously instead (isBusy).
     await dataSource.query('PRAGMA journal_mode = WAL');
     await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await dataSource.query('PRAGMA synchronous = FULL');
   },
   async withMigrationLock(_dataSource, run, clock) {
-    // No lock to take: processes opening a fresh file at once race on CREATE
-    // TABLE; the loser gets SQLITE_BUSY or "already exists", and once the
-    // winner has committed, a retry finds every migration recorded. SQLite
-    // gives "already exists" no code of its own (plain SQLITE_ERROR), so any
-    // SQLite failure is retried until the deadline.
+    // No lock: processes opening a fresh file race on CREATE TABLE, the loser busy or "already exists" (no code
+    // of its own, so any SQLite failure) retries until the winner's migrations are all recorded.
     return retryUntil(run, {
       clock,
       waitMs: MIGRATION_RACE_MS,

@@ -1,12 +1,8 @@
 import { type Classifier, type Failure, failure, systemFailure } from '../../failure';
 
 /**
- * mysql2's errors: a server's error carries its `errno` (the server's error
- * number) and `sqlState`; a failure of the connection carries `fatal: true`
- * and a `code` (a Node system code, or mysql2's `PROTOCOL_*`). Keyed on the
- * number, not mysql2's `code` name: mysql2 names numbers after MySQL, and
- * MariaDB gives some numbers other meanings (4025 is MariaDB's
- * ER_CONSTRAINT_FAILED, MySQL's ER_INNODB_AUTOEXTEND_SIZE_OUT_OF_RANGE).
+ * mysql2's server errors by `errno`, not mysql2's `code` name: those are MySQL's, and MariaDB gives some numbers
+ * other meanings (4025). A failed connection carries `fatal: true` and a system or `PROTOCOL_*` code.
  */
 const SERVER_ERRORS = new Map<number, Failure>([
   [1040, failure('busy', 'too_many_connections')], // ER_CON_COUNT_ERROR

@@ -31,22 +31,15 @@ const CLASSES: Record<string, Failure> = {
   '23': failure('invalid', 'constraint'), // integrity constraint violation
 };
 
-/**
- * node-postgres: a server's error is a `DatabaseError` carrying its
- * SQLSTATE as `code`; node-postgres's own failures (a connection that ended,
- * its `query_timeout`, a pool that could not connect in time) carry no
- * code, so db/postgres-driver.ts marks them where it sees them fail.
- */
+/** node-postgres: a server's `DatabaseError` by its SQLSTATE; its own failures as db/postgres-driver.ts marked them. */
 export const classifyPostgresError: Classifier = (err) => {
   if (err instanceof pg.DatabaseError) {
     const code = err.code ?? '';
     if (Object.hasOwn(SQLSTATES, code)) return SQLSTATES[code];
     return Object.hasOwn(CLASSES, code.slice(0, 2)) ? CLASSES[code.slice(0, 2)] : failure('bug', 'other');
   }
-  // TypeORM's PostgreSQL query runner releases itself when its connection
-  // fails (the client's `error` event: a terminated backend, a dropped
-  // socket), so the next query on it meets this error, whichever came first;
-  // idpool itself releases a runner only after its last query.
+  // TypeORM's runner releases itself when its connection fails, so the next query on it meets this error;
+  // idpool releases a runner only after its last query.
   if (err instanceof QueryRunnerAlreadyReleasedError) return failure('unavailable', 'lost');
   const client = pgClientFailure(err);
   if (client) return systemFailure(err) ?? failure('unavailable', client);

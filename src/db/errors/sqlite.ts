@@ -6,12 +6,7 @@ import { type Classifier, type Failure, failure } from '../../failure';
 const SCHEMA_MISSING = Symbol('idpool.sqliteSchemaMissing');
 const IDPOOL_TABLES = ['application', 'worker', 'idpool_meta'];
 
-/**
- * After a SQLITE_ERROR, asks the file whether idpool's tables are all there
- * (SQLite says "no such table" in words only); if one is missing the error
- * is marked, and classified unavailable/database_schema (503), as MySQL's
- * ER_NO_SUCH_TABLE is.
- */
+/** After a SQLITE_ERROR ("no such table" is in words only) marks the error when one of idpool's tables is missing: a 503, as MySQL's. */
 export async function markIfSchemaMissing(dataSource: DataSource, thrown: unknown): Promise<void> {
   // TypeORM's QueryFailedError keeps better-sqlite3's error as driverError.
   const err = (thrown as { driverError?: unknown } | undefined)?.driverError ?? thrown;
@@ -46,12 +41,7 @@ const CODES: Record<string, Failure> = {
   SQLITE_AUTH: failure('unavailable', 'auth'),
 };
 
-/**
- * better-sqlite3: every SQLite failure is a `SqliteError` whose `code` is
- * SQLite's (extended) result code name. A missing table is plain
- * SQLITE_ERROR: SQLite gives it no code of its own, so the dialect asks the
- * schema ({@link markIfSchemaMissing}).
- */
+/** better-sqlite3's `SqliteError` by its (extended) result code; a missing table as {@link markIfSchemaMissing} marked it. */
 export const classifySqliteError: Classifier = (err) => {
   if (!(err instanceof BetterSqlite.SqliteError)) return undefined;
   if ((err as { [SCHEMA_MISSING]?: true })[SCHEMA_MISSING]) return failure('unavailable', 'database_schema');
