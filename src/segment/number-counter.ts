@@ -30,6 +30,9 @@ export interface NumberCounter {
 /** Two days after its end (docs/numbers.md): far past any clock skew, so no pruned period is reserved again. */
 export const NUMBER_PERIOD_RETENTION_MS = 2 * 86_400_000;
 
+/** How long a statement waits for a SQLite write lock held by another process. */
+const BUSY_WAIT_MS = 5000;
+
 export class SqlNumberCounter implements NumberCounter {
   private readonly insertRow: string;
   private readonly bigint: string;
@@ -37,8 +40,6 @@ export class SqlNumberCounter implements NumberCounter {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock = systemClock,
-    /** How long a statement waits for a SQLite write lock held by another process. */
-    private readonly busyWaitMs = 5000,
   ) {
     const [before, after] = db.dialect === 'mysql' ? ['INSERT IGNORE', ''] : ['INSERT', ' ON CONFLICT DO NOTHING'];
     this.bigint = db.dialect === 'mysql' ? 'SIGNED' : 'BIGINT';
@@ -131,6 +132,6 @@ export class SqlNumberCounter implements NumberCounter {
 
   /** Run again while another process holds SQLite's write lock. */
   private busyRetry<T>(run: () => Promise<T>): Promise<T> {
-    return whileBusy(run, this.clock, this.busyWaitMs);
+    return whileBusy(run, this.clock, BUSY_WAIT_MS);
   }
 }
