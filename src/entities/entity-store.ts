@@ -16,7 +16,7 @@ function isDuplicate(err: unknown): boolean {
 /** Entity configuration as stored: the `application` table, or a fake in unit tests. */
 export interface EntityStore {
   findLive(key: string): Promise<EntityConfig | undefined>;
-  /** Whether the key was ever registered (live or retired): keys are never reused. */
+  /** Whether the key was ever registered (keys are never reused). */
   exists(key: string): Promise<boolean>;
   listLive(): Promise<EntityConfig[]>;
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
@@ -83,12 +83,8 @@ export class SqlEntityStore implements EntityStore {
   }
 
   /**
-   * Inserts a new entity; returns false when the key is taken (live or
-   * retired). Registrations that arrive while an INSERT is under way are
-   * sent together as one multi-row INSERT when it returns: one statement
-   * and one commit for a burst (an import, a platform registering many
-   * tables) instead of one each, which is what bounded registrations per
-   * second (bench/register.bench.ts).
+   * Registrations arriving while an INSERT is under way go together in one multi-row INSERT when it returns: one
+   * commit for a burst instead of one each, which bounded registrations per second (bench/register.bench.ts).
    */
   insert(entity: EntityConfig): Promise<boolean> {
     return new Promise((resolve, reject) => {
@@ -126,7 +122,7 @@ export class SqlEntityStore implements EntityStore {
     }
   }
 
-  /** After a batch hit a taken key: those taken answer false, the rest go back in the queue (one query, not a row at a time). */
+  /** After a batch hit a taken key: those taken answer false, the rest go back in the queue. */
   private async settleTaken(batch: PendingInsert[]): Promise<void> {
     let taken: Set<string>;
     try {
