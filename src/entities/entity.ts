@@ -197,13 +197,7 @@ export type Tunables = Pick<
 >;
 
 /** A registration with its defaults (docs/design.md "Data model"); `interval` defaults to IDPOOL_REFILL_INTERVAL_MS. */
-export function withDefaults(
-  input: RegisterInput,
-  refillTickMs = 100,
-): Tunables &
-  Required<Pick<EntityConfig, 'key' | 'mode' | 'delta' | 'remainder' | 'held' | 'incumbent' | 'alias'>> & {
-    startOffset: bigint;
-  } {
+export function withDefaults(input: RegisterInput, refillTickMs = 100) {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;

@@ -149,7 +149,7 @@ export class GenerationSync {
    */
   private async catchUp(until: number): Promise<void> {
     const now = this.clock.now();
-    const idle = now - this.lastLookup > GenerationSync.IDLE_AFTER_MS;
+    const idle = this.idle(now);
     this.lastLookup = now;
     if (idle || (this.reads.inFlight === 0 && now - this.reads.lastStart > GenerationSync.CATCH_UP_AFTER_MS)) {
       const read: Promise<number | undefined> = this.readGeneration().finally(() => {
