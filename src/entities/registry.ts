@@ -50,30 +50,19 @@ export class EntityRegistry implements EntityCatalog {
     this.listeners.subscribe(listener);
   }
 
-  load(): Promise<void> {
-    return this.sync.load();
-  }
-
+  // The cache's reads and the sync's schedule, as the registry's own.
+  readonly load = () => this.sync.load();
   /** Picks up changes made through other instances. */
-  refresh(): Promise<void> {
-    return this.sync.refresh();
-  }
-
-  refreshIfStale(maxAgeMs: number): Promise<void> {
-    return this.sync.refreshIfStale(maxAgeMs);
-  }
-
-  tick(): Promise<void> {
-    return this.sync.tick();
-  }
-
-  nextTickMs(): number {
-    return this.sync.nextTickMs();
-  }
-
-  get(key: string): EntityConfig | undefined {
-    return this.cache.get(key);
-  }
+  readonly refresh = () => this.sync.refresh();
+  readonly refreshIfStale = (maxAgeMs: number) => this.sync.refreshIfStale(maxAgeMs);
+  readonly tick = () => this.sync.tick();
+  readonly nextTickMs = () => this.sync.nextTickMs();
+  readonly get = (key: string) => this.cache.get(key);
+  readonly list = () => this.cache.list();
+  readonly page = (after: string | undefined, limit: number) => this.cache.page(after, limit);
+  readonly segmentKeys = () => this.cache.segmentKeys();
+  /** Keys of every live entity that issues business numbers. */
+  readonly numberKeys = () => this.cache.numberKeys();
 
   /** Cached config of a live entity; a miss costs SQL only after a registration ({@link GenerationSync.lookup}). */
   find(key: string): Promise<EntityConfig | undefined> {
@@ -90,23 +79,6 @@ export class EntityRegistry implements EntityCatalog {
     const entity = await this.find(key);
     if (!entity) throw notFound(key);
     return entity;
-  }
-
-  list(): EntityConfig[] {
-    return this.cache.list();
-  }
-
-  page(after: string | undefined, limit: number): { entities: EntityConfig[]; next: string | null } {
-    return this.cache.page(after, limit);
-  }
-
-  segmentKeys(): string[] {
-    return this.cache.segmentKeys();
-  }
-
-  /** Keys of every live entity that issues business numbers. */
-  numberKeys(): string[] {
-    return this.cache.numberKeys();
   }
 
   async register(input: RegisterInput): Promise<{ entity: EntityConfig; secret: string }> {
