@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { NumberSettings } from '../numbers/scheme';
 
-export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
+const ENTITY_MODES = ['monotonic', 'trend', 'snowflake'] as const;
+export type EntityMode = (typeof ENTITY_MODES)[number];
 
 /** A registered entity, as cached in process (the hot path reads no SQL). */
 export interface EntityConfig {
@@ -33,7 +34,7 @@ export interface EntityConfig {
   readonly updateTime: number;
   /** Why the entity is served on no route until released (`idpool apps release`); absent or null: served. */
   readonly held?: string | null;
-  /** The incumbent's row the entity was imported from, and whether its segments are still reserved from it (a live cutover). */
+  /** The incumbent's row the entity was imported from (`live`: a live cutover). */
   readonly incumbent?: IncumbentSource | null;
   /** An incumbent's tag that does not fit idpool's keys (`order:v2`): Leaf's and Tinyid's routes answer it too. */
   readonly alias?: string | null;
@@ -148,7 +149,7 @@ const optionalTunables = Object.fromEntries(Object.entries(tunables).map(([k, v]
 
 export const registerSchema = z.strictObject({
   key: z.string().regex(KEY_PATTERN, 'must be 1-64 of A-Z a-z 0-9 _ - .'),
-  mode: z.enum(['monotonic', 'trend', 'snowflake']).default('monotonic'),
+  mode: z.enum(ENTITY_MODES).default('monotonic'),
   startOffset: offset.optional(),
   /** The lowest id the entity may issue (an importer's); turned into the start offset. */
   firstId: offset.optional(),
