@@ -204,7 +204,10 @@ export class EntityRegistry implements EntityCatalog {
     return this.stride.of(entity).firstNumberFrom(id);
   }
 
-  /** Holds an entity (`held`: why, as its 503 says it) or serves it again (null), at once on every instance. */
+  /**
+   * Holds an entity (`held`: why, as its 503 says it) or serves it again (null), at once on every instance. A releaser
+   * has checked its line starts above the incumbent's ids; a holder of a pooled entity discards its pool.
+   */
   async setHeld(key: string, held: string | null): Promise<EntityConfig> {
     const current = await this.require(key);
     if ((current.held ?? null) === held) return current;
