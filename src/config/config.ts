@@ -1,17 +1,11 @@
-/**
- * `loadConfig`: every IDPOOL_* variable read once and mapped onto the types
- * of the folders that own them (the variables' table is the README's).
- * About 300 lines because it is that list: a reader looking for one
- * variable finds it here and nowhere else; parsing helpers are in
- * `env-reader.ts`, Redis's variables in `redis-env.ts`.
- */
+/** Every IDPOOL_* variable read once onto the types of the folders that own them (the README's table). */
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
 import { BOOLEAN_WORDS, type Env, EnvReader, quoted } from './env-reader';
 import { redisTopology } from './redis-env';
 import { fixedWorkerId, podWorker } from './worker-env';
 import { ConfigError } from '../errors';
-import { DEFAULT_SENTINEL_MASTER, REDIS_SOCKET_TIMEOUT_MS, type RedisTopology } from '../redis/topology';
+import { REDIS_SOCKET_TIMEOUT_MS, type RedisTopology } from '../redis/topology';
 import {
   DEFAULT_SETTINGS as SNOWFLAKE_DEFAULTS,
   type SnowflakeSettings,
@@ -44,32 +38,28 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface Config {
   databaseUrl: string;
-  /** Leaf's and Tinyid's databases, for entities in a live cutover (IDPOOL_LEAF_DATABASE_URL, IDPOOL_TINYID_DATABASE_URL; docs/migrating.md). */
+  /** Leaf's and Tinyid's databases, for entities in a live cutover (docs/migrating.md). */
   incumbentUrls: { leaf?: string; tinyid?: string };
   /** Unset means the in-process pool (embedded / single node). */
   redis: RedisTopology | undefined;
   /** A Redis connection with commands pending and no reply for this long is dropped and re-opened. */
   redisSocketTimeoutMs: number;
-  /** Starts every Redis key (IDPOOL_REDIS_KEY_PREFIX): two deployments share one Redis database under two prefixes. */
+  /** Starts every Redis key: two deployments may share one Redis database under two prefixes. */
   redisKeyPrefix: string;
   port: number;
-  /**
-   * IDPOOL_ADMIN_PORT: when set, the admin API and the dashboard (`/admin/*`)
-   * are served on this port only and `port` answers them 404, so a network
-   * policy can let only the operator's clients reach them.
-   */
+  /** When set, `/admin/*` is served on this port only (`port` answers it 404), for a network policy to guard. */
   adminPort: number | undefined;
   adminToken: string;
-  /** True when the admin token was generated at start-up (printed once). */
+  /** Generated at start-up (printed once). */
   adminTokenGenerated: boolean;
   refillIntervalMs: number;
-  /** Every this long each entity's database offset is compared with its fence and carried past it if behind; 0 = off. */
+  /** Every this long each entity's database offset is carried past its fence if behind; 0 = off. */
   fenceCheckMs: number;
-  /** Lease of a refill lock, extended while its refill runs: how long a dead refiller can block an entity. */
+  /** How long a dead refiller can block an entity (the lock is extended while its refill runs). */
   refillLockTtlMs: number;
   /** Seconds of recent peak demand a pool holds (bounded by the entity's maxPoolSize). */
   poolHorizonSeconds: number;
-  /** This deployment's stride (`IdStride`) (IDPOOL_CLUSTER_COUNT / IDPOOL_CLUSTER_INDEX): the n-th number becomes `n·strideCount + strideIndex`. */
+  /** This deployment's stride (`IdStride`, IDPOOL_CLUSTER_COUNT/INDEX): the n-th number becomes `n·count + index`. */
   strideCount: number;
   strideIndex: number;
   snowflake: SnowflakeSettings;
@@ -78,45 +68,34 @@ export interface Config {
   workerPreferSameCode: boolean;
   /** Fixed worker id: no lease. */
   workerId: number | undefined;
-  /** The service accepts a fixed worker id only with this set (IDPOOL_WORKER_ID_UNSAFE). */
+  /** A fixed worker id is accepted only with this set. */
   workerIdUnsafe: boolean;
-  /** IDPOOL_WORKER_ID=ordinal: the worker id the pod's ordinal names, leased (only that one). */
+  /** IDPOOL_WORKER_ID=ordinal: the worker id the pod's ordinal names, leased. */
   podWorker: PodWorker | undefined;
   lease: SnowflakeRuntimeSettings;
   ops: OpsConfig;
   logLevel: LogLevel;
-  /** Bound of the stored Idempotency-Key answers (in process or in Redis), in bytes; a quarter of it per entity. */
+  /** Bound of the stored Idempotency-Key answers, in bytes; a quarter of it per entity. */
   idempotencyMaxBytes: number;
   /** Bearer token `/metrics` requires; unset = open. */
   metricsToken: string | undefined;
   /** Read-only operator token (dashboard, `GET /admin/*`, `/metrics`); unset = none. */
   opsToken: string | undefined;
   http: HttpServerSettings;
-  /** Other protocols served besides idpool's own (IDPOOL_COMPAT); none by default. */
+  /** Other protocols served besides idpool's own; none by default. */
   compat: readonly CompatRoute[];
 }
 
-/**
- * Every default in one place (docs/design.md "Configuration"). Where a number is
- * tuned, the comment says where it comes from.
- */
+/** Every default in one place (docs/design.md "Configuration"); a tuned number says where it comes from. */
 export const DEFAULTS = {
   databaseUrl: DEFAULT_DATABASE_URL,
-  redisSentinelMaster: DEFAULT_SENTINEL_MASTER,
   port: 8080,
   refillIntervalMs: 100,
   /**
-   * Default lease of a refill lock (IDPOOL_REFILL_LOCK_TTL_MS). It is renewed
-   * every quarter of it while a refill runs, so its length bounds how long a
-   * dead holder blocks its entity (ids again 0.7–1.0 s after a `kill -9`), not
-   * how long a refill may take. Measured (`npm run bench -- refill-lock`,
-   * MariaDB, a 2-core machine at load average ~20, four HTTP clients on the
-   * same process): a first fill of 1,000 ids holds the lock 79 ms (p50), a
-   * refill of 5,000,000 ids 2–9 s. A renewal is late only while the event
-   * loop stalls: 0.65–0.93 s at most in a monotonic 5M refill (10,000 ids a
-   * call), but up to 1.6 s in a trend one with steps of 1,000,000 (a step is
-   * one call). A holder that late loses its lock if another instance wants it
-   * meanwhile: both reserve, the fence refuses the older segment, no id twice.
+   * Renewed every quarter while a refill runs, so it bounds how long a dead holder blocks its entity (ids again
+   * 0.7–1.0 s after a `kill -9`), not a refill. `npm run bench -- refill-lock` (MariaDB, 2 cores at load ~20): renewals
+   * late by at most 0.93 s (monotonic 5M refill), 1.6 s (trend, 1M steps); a holder that late may lose the lock, and
+   * the fence then refuses the older segment: no id twice.
    */
   refillLockTtlMs: 1000,
   // A database restored under full pools is carried past the fences within this (docs/ha.md "Restores and failovers").
@@ -147,10 +126,7 @@ const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = Object.fromEntries([
   ...(['all', 'errors', 'off'] as const).map((mode) => [mode, mode] as const),
 ]);
 
-/**
- * What the CLI's API commands read from the environment: the admin token and
- * the instance to ask (IDPOOL_URL, else IDPOOL_PORT on loopback, else 8080).
- */
+/** The CLI's admin token and the instance it asks (IDPOOL_URL, else IDPOOL_PORT on loopback, else 8080). */
 export function cliTarget(env: Env = process.env): { adminToken: string | undefined; url: string } {
   return {
     adminToken: env.IDPOOL_ADMIN_TOKEN || undefined,
@@ -158,14 +134,7 @@ export function cliTarget(env: Env = process.env): { adminToken: string | undefi
   };
 }
 
-/**
- * Reads idpool's whole configuration from the environment (docs/design.md
- * "Configuration"): every `IDPOOL_*` variable of the service, parsed and
- * validated here and nowhere else. Throws {@link ConfigError} naming the
- * variable. The snowflake layout's bounds are the layout's own
- * (`settingsProblem`): config maps the variables onto it and words its
- * answer like any other.
- */
+/** Every `IDPOOL_*` variable of the service, parsed and validated once (docs/design.md "Configuration"). */
 export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
   const databaseUrl =

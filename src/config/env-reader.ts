@@ -14,11 +14,7 @@ const INTEGER = z
   .regex(/^-?\d+$/)
   .transform(Number);
 
-/**
- * A value as an error may quote it: everything before its last `@` masked,
- * so a URL's password is never echoed, even when the URL is too malformed
- * to be parsed (an unescaped `@`, a missing `//`).
- */
+/** A value as an error may quote it: all before its last `@` masked, so no password is echoed, however malformed. */
 export function quoted(raw: string): string {
   const at = raw.lastIndexOf('@');
   if (at === -1) return `"${raw}"`;
@@ -26,12 +22,7 @@ export function quoted(raw: string): string {
   return `"${scheme}***@${raw.slice(at + 1)}"`;
 }
 
-/**
- * Reads one variable at a time through a zod schema, so every value gets
- * the same treatment and every error is one line naming its variable, never
- * echoing a secret. Variables read later may depend on earlier ones (a
- * range's bounds).
- */
+/** Reads one variable at a time through a zod schema: each error is one line naming its variable, echoing no secret. */
 export class EnvReader {
   constructor(private readonly env: Env) {}
 

@@ -2,11 +2,7 @@ import { ConfigError } from '../errors';
 import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
 import { loadConfig } from './config';
 
-/**
- * A generator with the worker id in `IDPOOL_WORKER_ID` and the layout in the
- * `IDPOOL_SNOWFLAKE_*` variables (`Snowflake.fromEnv` in the public API).
- * Throws {@link ConfigError}.
- */
+/** `Snowflake.fromEnv`: the worker id in `IDPOOL_WORKER_ID`, the layout in `IDPOOL_SNOWFLAKE_*`. */
 export function snowflakeFromEnv(
   env?: Record<string, string | undefined>,
   options: Omit<SnowflakeOptions, 'layout' | 'workerId' | 'worker'> = {},

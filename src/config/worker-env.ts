@@ -1,9 +1,6 @@
 /**
- * The variables that pick the service's snowflake worker id: none (a lease
- * from the database, the default), a fixed `IDPOOL_WORKER_ID=N` (no lease,
- * only with IDPOOL_WORKER_ID_UNSAFE), or `IDPOOL_WORKER_ID=ordinal`: the
- * number of the StatefulSet pod plus IDPOOL_WORKER_ID_OFFSET, leased like
- * any other (docs/kubernetes.md, "Worker ids from the pod").
+ * The service's worker id: leased (default), fixed (`IDPOOL_WORKER_ID=N`, only with IDPOOL_WORKER_ID_UNSAFE), or the
+ * StatefulSet pod's (`ordinal`, plus IDPOOL_WORKER_ID_OFFSET, leased; docs/kubernetes.md "Worker ids from the pod").
  */
 import { ConfigError } from '../errors';
 import type { PodWorker } from '../worker/pod-worker';
@@ -18,11 +15,7 @@ export function fixedWorkerId(r: EnvReader, workerCap: number): number | undefin
   return r.int('IDPOOL_WORKER_ID', 0, 0, workerCap);
 }
 
-/**
- * IDPOOL_WORKER_ID=ordinal: the pod's ordinal from IDPOOL_POD_INDEX (the
- * `apps.kubernetes.io/pod-index` label through the downward API) or else
- * from HOSTNAME's trailing `-N`, plus IDPOOL_WORKER_ID_OFFSET.
- */
+/** The pod's ordinal from IDPOOL_POD_INDEX (the downward API's pod-index), else HOSTNAME's `-N`, plus the offset. */
 export function podWorker(r: EnvReader, workerCap: number): PodWorker | undefined {
   if (!isOrdinal(r)) {
     if (r.raw('IDPOOL_WORKER_ID_OFFSET') !== undefined)

@@ -8,7 +8,6 @@ export interface EntityChangeListener {
   onRegistered?(entity: EntityConfig): void | Promise<void>;
 }
 
-/** Every listener subscribed, told in turn. */
 export class EntityChangeListeners implements Required<EntityChangeListener> {
   private readonly listeners: EntityChangeListener[] = [];
 
@@ -25,30 +24,18 @@ export class EntityChangeListeners implements Required<EntityChangeListener> {
   }
 }
 
-/**
- * The live entities in process, by key and in key order (pages), filled
- * from the store: all at start-up ({@link loadAll}), then the rows changed
- * since the last pull ({@link pullChanges}). When to pull is
- * {@link GenerationSync}'s to decide.
- */
+/** The live entities in process, by key and in key order; when to pull is {@link GenerationSync}'s to decide. */
 export class EntityCache implements SyncedCache {
-  // Rows updated by another instance whose clock runs a little behind ours
-  // must still be seen: look back this far (ms) on every pull.
+  // Every pull looks back this far (ms), so rows written by an instance whose clock is a little behind are seen.
   private static readonly SKEW_MARGIN_MS = 5000;
 
   private readonly entities = new Map<string, EntityConfig>();
-  /** Keys of the live entities that have an alias, by alias (aliases never change). */
+  /** Keys by alias (aliases never change). */
   private readonly aliases = new Map<string, string>();
-  /** Keys of {@link entities} in order, rebuilt on the first page read after a change (pages are read far less often than entities change in a bulk import). */
+  /** Rebuilt on the first page read after a change (far rarer than changes in a bulk import). */
   private sortedKeys: string[] | undefined;
-  /**
-   * The segment and business-number keys, rebuilt after a change: the
-   * business-number loop asks every refill tick (10 a second), and listing
-   * them from 100,000 entities each time cost 2.4 % of a core idle
-   * (bench/idle.bench.ts profile).
-   */
+  /** Rebuilt after a change: asked every refill tick, 100,000 entities cost 2.4 % of a core idle (bench/idle.bench.ts). */
   private byKind: { segment: string[]; numbers: string[] } | undefined;
-  /** When the last load or pull started (service clock ms). */
   private pulledAt = 0;
   /** Writes through this process ({@link written}): how many so far, and the count at each key's last. */
   private writes = 0;
@@ -57,7 +44,6 @@ export class EntityCache implements SyncedCache {
   constructor(
     private readonly store: Pick<EntityStore, 'listLive' | 'changedSince'>,
     private readonly clock: Clock,
-    /** Told of the registrations and retirements a pull brings. */
     private readonly changes: Required<EntityChangeListener>,
   ) {}
 
@@ -97,19 +83,17 @@ export class EntityCache implements SyncedCache {
     return this.entities.get(key);
   }
 
-  /** The live entity whose alias is `alias` (an incumbent's tag that does not fit idpool's keys). */
   byAlias(alias: string): EntityConfig | undefined {
     const key = this.aliases.get(alias);
     return key === undefined ? undefined : this.entities.get(key);
   }
 
-  /** Caches an entity this process has just written: a pull under way, whose row may be older, leaves it. */
+  /** Caches an entity this process just wrote: a pull under way, whose row may be older, leaves it. */
   written(entity: EntityConfig): void {
     this.writtenAt.set(entity.key, ++this.writes);
     this.remember(entity);
   }
 
-  /** Caches a live entity (new or changed). */
   remember(entity: EntityConfig): void {
     if (!this.entities.has(entity.key)) this.sortedKeys = undefined;
     // A changed entity may change kind (a format set): rebuild on the next ask.
@@ -124,7 +108,6 @@ export class EntityCache implements SyncedCache {
     if (this.entities.delete(key)) this.sortedKeys = this.byKind = undefined;
   }
 
-  /** Number of live entities. */
   count(): number {
     return this.entities.size;
   }
@@ -133,10 +116,7 @@ export class EntityCache implements SyncedCache {
     return this.keysInOrder().map((k) => this.cached(k));
   }
 
-  /**
-   * Up to `limit` live entities in key order, starting after the key `after`
-   * (which need not exist); `next` is the key to continue after, or null at the end.
-   */
+  /** Up to `limit` live entities in key order after the key `after` (which need not exist); `next`: null at the end. */
   page(after: string | undefined, limit: number): { entities: EntityConfig[]; next: string | null } {
     const keys = this.keysInOrder();
     let from = 0;
@@ -154,12 +134,12 @@ export class EntityCache implements SyncedCache {
     return { entities: slice.map((k) => this.cached(k)), next: more ? slice[slice.length - 1] : null };
   }
 
-  /** Keys of every live entity whose ids come from segments (a copy: the caller may keep it). */
+  /** Keys of every live entity whose ids come from segments (a copy). */
   segmentKeys(): string[] {
     return [...this.kinds().segment];
   }
 
-  /** Keys of every live entity that issues business numbers from per-period pools (a `format`, not gapless: those are issued at the take; a copy). */
+  /** Keys of every live entity with pooled business numbers (gapless ones are issued at the take; a copy). */
   numberKeys(): string[] {
     return [...this.kinds().numbers];
   }
@@ -183,7 +163,6 @@ export class EntityCache implements SyncedCache {
     return this.sortedKeys;
   }
 
-  /** A key of keysInOrder(), which lists the cache's own keys. */
   private cached(key: string): EntityConfig {
     const entity = this.entities.get(key);
     if (!entity) throw new Error(`registry: ordered key "${key}" is not cached`);

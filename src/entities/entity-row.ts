@@ -1,8 +1,4 @@
-/**
- * One row of the `application` table and the entity it holds, both ways:
- * column types as each dialect returns them, the `compat` and `secrets`
- * columns, and what a row written before `secrets` existed means.
- */
+/** An `application` row and its entity, both ways, whatever each dialect returns for a column. */
 import type { Reset } from '../numbers/period';
 import {
   COMPAT_PROTOCOLS,
@@ -48,11 +44,10 @@ export interface Row {
   deleted_at: number | string;
 }
 
-/** `increasing_type` of a segment entity (the column Leaf's table had). */
+/** `increasing_type` of a segment entity (Leaf's column). */
 export const MONOTONIC = 1;
 export const TREND = 2;
 
-/** An entity from its row (any dialect's column types). */
 export function toEntity(row: Row): EntityConfig {
   const mode: EntityMode =
     row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
@@ -97,7 +92,6 @@ function parseIncumbent(row: Pick<Row, 'incumbent' | 'live'>): IncumbentSource |
   return { kind, key: text.slice(at + 1), live: Number(row.live) === 1 };
 }
 
-/** The `incumbent` and `live` columns of an entity. */
 export const incumbentColumns = (source: IncumbentSource | null | undefined) => [
   source ? `${source.kind}:${source.key}` : null,
   source?.live ? 1 : 0,

@@ -16,7 +16,7 @@ function isDuplicate(err: unknown): boolean {
 /** Entity configuration as stored: the `application` table, or a fake in unit tests. */
 export interface EntityStore {
   findLive(key: string): Promise<EntityConfig | undefined>;
-  /** Whether the key was ever registered (live or retired): keys are never reused. */
+  /** Whether the key was ever registered (keys are never reused). */
   exists(key: string): Promise<boolean>;
   listLive(): Promise<EntityConfig[]>;
   /** Rows changed at or after `sinceMs`, retired ones included (with `retired: true`). */
@@ -32,24 +32,40 @@ export interface EntityStore {
   retire(key: string, at: number): Promise<boolean>;
 }
 
-/** The `application` columns, in INSERT order; a read skips `current_offset` (the pool's, written once here). */
-const COLUMNS = (
-  'entity_key entity_name id_mode increasing_type start_offset step current_offset max_size_per_times max_size_per_second ' +
-  'min_size_percent interval max_pool_size secret_hash secrets delta remainder compat held incumbent live alias ' +
-  'number_format number_reset number_time_zone number_gapless create_time update_time deleted_at'
-).split(' ');
+/** The columns of an entity's tunables, in `tunableColumns` order. */
+const TUNABLE_COLUMNS =
+  'entity_name step max_size_per_times max_size_per_second min_size_percent interval max_pool_size compat'.split(' ');
+const tunableColumns = (t: Tunables) => [
+  t.name,
+  t.step,
+  t.maxSizePerTimes,
+  t.maxSizePerSecond,
+  t.minSizePercent,
+  t.interval,
+  t.maxPoolSize,
+  t.compat.join(','),
+];
+
+/** The `application` columns, in INSERT order (`deleted_at` last, written 0); a read skips `current_offset` (the pool's). */
+const COLUMNS = [
+  ...TUNABLE_COLUMNS,
+  ...(
+    'entity_key id_mode increasing_type start_offset current_offset secret_hash secrets delta remainder held incumbent ' +
+    'live alias number_format number_reset number_time_zone number_gapless create_time update_time deleted_at'
+  ).split(' '),
+];
 /** BIGINT columns, read as text (`Database.bigText`) so no dialect rounds them. */
 const BIG = new Set(['start_offset', 'create_time', 'update_time', 'deleted_at']);
 
 /** Rows of the `application` table. The only SQL about entity configuration. */
 export class SqlEntityStore implements EntityStore {
-  /** What a SELECT lists and what an INSERT names; `interval`, a reserved word, quoted. */
+  /** What a SELECT lists, an INSERT names and an update of the tunables sets; `interval`, a reserved word, quoted. */
   private readonly columns: string;
   private readonly insertColumns: string;
-  private readonly interval: string;
+  private readonly setTunables: string;
 
   constructor(private readonly db: Database) {
-    const interval = (this.interval = db.dialect === 'mysql' ? '`interval`' : '"interval"');
+    const interval = db.dialect === 'mysql' ? '`interval`' : '"interval"';
     const name = (c: string) => (c === 'interval' ? interval : c);
     const read = (c: string) =>
       BIG.has(c) ? `${db.bigText(c)} AS ${c}` : c === 'interval' ? `${interval} AS ${interval}` : c;
@@ -57,6 +73,7 @@ export class SqlEntityStore implements EntityStore {
       .map(read)
       .join(', ');
     this.insertColumns = COLUMNS.map(name).join(', ');
+    this.setTunables = TUNABLE_COLUMNS.map((c) => `${name(c)} = ?`).join(', ');
   }
 
   /** The rows `where` picks, every column the store reads. */
@@ -83,12 +100,8 @@ export class SqlEntityStore implements EntityStore {
   }
 
   /**
-   * Inserts a new entity; returns false when the key is taken (live or
-   * retired). Registrations that arrive while an INSERT is under way are
-   * sent together as one multi-row INSERT when it returns: one statement
-   * and one commit for a burst (an import, a platform registering many
-   * tables) instead of one each, which is what bounded registrations per
-   * second (bench/register.bench.ts).
+   * Registrations arriving while an INSERT is under way go together in one multi-row INSERT when it returns: one
+   * commit for a burst instead of one each, which bounded registrations per second (bench/register.bench.ts).
    */
   insert(entity: EntityConfig): Promise<boolean> {
     return new Promise((resolve, reject) => {
@@ -126,7 +139,7 @@ export class SqlEntityStore implements EntityStore {
     }
   }
 
-  /** After a batch hit a taken key: those taken answer false, the rest go back in the queue (one query, not a row at a time). */
+  /** After a batch hit a taken key: those taken answer false, the rest go back in the queue. */
   private async settleTaken(batch: PendingInsert[]): Promise<void> {
     let taken: Set<string>;
     try {
@@ -162,27 +175,20 @@ export class SqlEntityStore implements EntityStore {
   private static readonly MAX_BATCH = 500;
 
   private async insertRows(entities: readonly EntityConfig[]): Promise<void> {
-    const row = `(${Array(27).fill('?').join(', ')}, 0)`;
+    const row = `(${'?, '.repeat(COLUMNS.length - 1)}0)`;
     await this.db.execute(
       `INSERT INTO application (${this.insertColumns})
        VALUES ${entities.map(() => row).join(', ')}`,
       entities.flatMap((entity) => [
+        ...tunableColumns(entity),
         entity.key,
-        entity.name,
         entity.mode === 'snowflake' ? 'snowflake' : 'segment',
         entity.mode === 'trend' ? TREND : MONOTONIC,
         entity.startOffset.toString(),
-        entity.step,
         entity.startOffset.toString(),
-        entity.maxSizePerTimes,
-        entity.maxSizePerSecond,
-        entity.minSizePercent,
-        entity.interval,
-        entity.maxPoolSize,
         ...secretColumns(entity.secrets),
         entity.delta,
         entity.remainder,
-        entity.compat.join(','),
         entity.held ?? null,
         ...incumbentColumns(entity.incumbent),
         entity.alias ?? null,
@@ -197,22 +203,7 @@ export class SqlEntityStore implements EntityStore {
   }
 
   update(key: string, t: Tunables, updateTime: number, was?: number): Promise<boolean> {
-    return this.updateLive(
-      `entity_name = ?, step = ?, max_size_per_times = ?, max_size_per_second = ?, min_size_percent = ?, ${this.interval} = ?, max_pool_size = ?, compat = ?, update_time = ?`,
-      [
-        t.name,
-        t.step,
-        t.maxSizePerTimes,
-        t.maxSizePerSecond,
-        t.minSizePercent,
-        t.interval,
-        t.maxPoolSize,
-        t.compat.join(','),
-        updateTime,
-      ],
-      key,
-      was,
-    );
+    return this.updateLive(`${this.setTunables}, update_time = ?`, [...tunableColumns(t), updateTime], key, was);
   }
 
   setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number, was?: number): Promise<boolean> {

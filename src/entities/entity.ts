@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { NumberSettings } from '../numbers/scheme';
 
-export type EntityMode = 'monotonic' | 'trend' | 'snowflake';
+const ENTITY_MODES = ['monotonic', 'trend', 'snowflake'] as const;
+export type EntityMode = (typeof ENTITY_MODES)[number];
 
 /** A registered entity, as cached in process (the hot path reads no SQL). */
 export interface EntityConfig {
@@ -16,11 +17,8 @@ export interface EntityConfig {
   readonly maxPoolSize: number;
   readonly interval: number;
   /**
-   * Spacing of the number line (Tinyid's): the entity's ids are the numbers
-   * ≡ `remainder` (mod `delta`); 1 and 0 for every number. Composed with the
-   * deployment's stride by `IdStride.of` (docs/design.md "Data model").
-   * Fixed at registration: a changed spacing would map later numbers onto
-   * ids already issued.
+   * Tinyid's spacing: ids are the numbers ≡ `remainder` (mod `delta`), composed with the stride by `IdStride.of`
+   * (docs/design.md "Data model"). Fixed at registration: another spacing would map later numbers onto issued ids.
    */
   readonly delta: number;
   readonly remainder: number;
@@ -28,31 +26,17 @@ export interface EntityConfig {
   readonly compat: readonly CompatProtocol[];
   /** Every secret the entity accepts, newest first (at most `MAX_SECRETS`, `secrets.ts`); hashes only. */
   readonly secrets: readonly EntitySecret[];
-  /**
-   * Business numbers (`INV20261128-000123`, docs/numbers.md): the template,
-   * the period its sequence restarts with and the zone of its calendar.
-   * Absent for plain ids. Fixed at registration: another template or zone
-   * over the same counters would repeat numbers.
-   */
+  /** Business numbers (docs/numbers.md). Fixed at registration: another template or zone would repeat numbers. */
   readonly numbers?: NumberSettings;
-  /**
-   * A gapless series (docs/numbers.md "Gapless series"): its business
-   * numbers are issued one database transaction at a time, each written in
-   * a ledger, none skipped. Only with `numbers`; fixed at registration.
-   */
+  /** A gapless series (docs/numbers.md "Gapless series"): only with `numbers`; fixed at registration. */
   readonly gapless?: boolean;
   readonly createTime: number;
   readonly updateTime: number;
-  /** Why the entity is served on no route until an admin releases it (`idpool apps release`); absent or null: served. */
+  /** Why the entity is served on no route until released (`idpool apps release`); absent or null: served. */
   readonly held?: string | null;
-  /** The incumbent's row the entity was imported from, and whether its segments are still reserved from it (a live cutover). */
+  /** The incumbent's row the entity was imported from (`live`: a live cutover). */
   readonly incumbent?: IncumbentSource | null;
-  /**
-   * The incumbent's tag when it does not fit idpool's keys (Leaf's
-   * `order:v2`, imported as `order_v2`): Leaf's and Tinyid's routes answer
-   * it as they answer the key, for the same entity (its secret, limits and
-   * hold); the native and admin routes know only the key. Null otherwise.
-   */
+  /** An incumbent's tag that does not fit idpool's keys (`order:v2`): Leaf's and Tinyid's routes answer it too. */
   readonly alias?: string | null;
 }
 
@@ -64,11 +48,7 @@ export interface IncumbentSource {
   readonly live: boolean;
 }
 
-/**
- * Why a stop-first import holds an entity until its row is read once more:
- * from its registration to the end of the import, and on when the row moved
- * meanwhile (docs/migrating.md "If a row moved").
- */
+/** Why a stop-first import holds an entity until its row is read once more (docs/migrating.md "If a row moved"). */
 export const HELD_BY_IMPORT =
   'its incumbent row may still move (it moved during the import, or the import has not finished): stop every instance of the incumbent, then run idpool apps release KEY --database-url URL';
 
@@ -78,7 +58,7 @@ export type CompatProtocol = (typeof COMPAT_PROTOCOLS)[number];
 
 /** One accepted secret, as stored: never the secret itself. */
 export interface EntitySecret {
-  /** Names the secret in the admin API (random, unrelated to the secret). */
+  /** Random, unrelated to the secret: names it in the admin API. */
   readonly id: string;
   readonly hash: string;
   readonly createTime: number;
@@ -89,20 +69,14 @@ export interface EntitySecret {
 /** The longest overlap `rotate-secret --keep-old-for` and an expiring secret allow: 30 days. */
 const MAX_SECRET_TTL_S = 30 * 24 * 3600;
 
-/**
- * A secret given by an admin (an imported Tinyid token) rather than made
- * here: printable ASCII without spaces (it travels in `Authorization: Bearer`
- * and in query strings), 16 characters at least so it is not trivially guessed.
- */
+/** A secret given by an admin (an imported Tinyid token): it travels in headers and query strings; 16 chars at least. */
 export const providedSecret = z
   .string()
   .regex(/^[\x21-\x7e]{16,256}$/, 'must be 16-256 printable ASCII characters without spaces');
 
 export const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
-// Bounds chosen so one refill (≤ maxPoolSize ids, ~12 bytes each in Redis)
-// stays under ~60 MB; the refiller pushes it in calls of at most 10,000 ids,
-// so no one call blocks Redis for long.
+// One refill (≤ maxPoolSize ids, ~12 bytes each in Redis) stays under ~60 MB, pushed 10,000 ids a call.
 export const LIMITS = {
   step: 1_000_000,
   maxSizePerTimes: 100_000,
@@ -132,11 +106,8 @@ const offset = z
   .transform((v) => BigInt(v))
   .refine((v) => v < LIMITS.startOffset, { message: 'must be below 2^62' });
 
-/**
- * Control characters (C0, DEL, C1) and the bidirectional overrides and
- * isolates: printed raw by the CLI and the dashboard, they could rewrite a
- * terminal or reorder what an operator reads. Joiners used by emoji stay.
- */
+// C0, DEL, C1 and the bidi overrides and isolates: printed raw by the CLI and the dashboard, they could rewrite a
+// terminal or reorder what an operator reads. Emoji joiners stay.
 // eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
@@ -171,24 +142,22 @@ const numberFields = {
   gapless: z.boolean({ error: 'must be true or false' }).optional(),
 };
 
-/** Every tunable may be left out (registration: its default; update: unchanged). */
+/** Registration: absent is the default; update: unchanged. */
 const optionalTunables = Object.fromEntries(Object.entries(tunables).map(([k, v]) => [k, v.optional()])) as {
   [K in keyof typeof tunables]: z.ZodOptional<(typeof tunables)[K]>;
 };
 
 export const registerSchema = z.strictObject({
   key: z.string().regex(KEY_PATTERN, 'must be 1-64 of A-Z a-z 0-9 _ - .'),
-  mode: z.enum(['monotonic', 'trend', 'snowflake']).default('monotonic'),
+  mode: z.enum(ENTITY_MODES).default('monotonic'),
   startOffset: offset.optional(),
-  /** The lowest id the entity may issue (an importer's first safe id); the service works out the start offset for its stride and the spacing. */
+  /** The lowest id the entity may issue (an importer's); turned into the start offset. */
   firstId: offset.optional(),
   delta: int(1, LIMITS.delta).optional(),
   remainder: int(0, LIMITS.delta - 1).optional(),
-  /** The secret to accept instead of a new random one (an importer's); stored hashed like any other. */
   secret: providedSecret.optional(),
-  /** Registered held (served on no route until released): why, as the 503 `entity_held` says it. */
+  /** Registered held: why, as the 503 `entity_held` says it. */
   held: z.string().min(1).max(255).optional(),
-  /** The incumbent's row it comes from (an importer's); `live`: reserve its segments from that row. */
   incumbent: z
     .strictObject({ kind: z.enum(['leaf', 'tinyid']), key: z.string().min(1).max(190), live: z.boolean() })
     .optional(),
@@ -203,11 +172,7 @@ export const raiseSchema = z.strictObject({ firstId: offset });
 
 /** `POST /admin/apps/:key/hold`: serve no ids until released, saying why. */
 export const holdSchema = z.strictObject({ reason: z.string().min(1).max(255).default(HELD_BY_IMPORT) });
-/**
- * `POST /admin/apps/:key/raise` of a business-number entity: no sequence at
- * or below `seq` is handed out in `period` from now on (a team moving from
- * an INCR counter starts today's sequence above it).
- */
+/** `POST /admin/apps/:key/raise` of a business-number entity: no sequence ≤ `seq` in `period` from now on. */
 export const raisePeriodSchema = z.strictObject({
   period: z.string({ error: 'must name a period, e.g. 20261128 for a daily entity' }).regex(/^(\d{4,10}|all)$/, {
     message: 'must name a period, e.g. 20261128 for a daily entity (all for reset never)',
@@ -232,18 +197,8 @@ export type Tunables = Pick<
   'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval' | 'compat'
 >;
 
-/**
- * Fills defaults for a registration (docs/design.md "Data model"). `interval`
- * (the least ms between two refill checks of the entity) defaults to the
- * service's refill tick, IDPOOL_REFILL_INTERVAL_MS.
- */
-export function withDefaults(
-  input: RegisterInput,
-  refillTickMs = 100,
-): Tunables &
-  Required<Pick<EntityConfig, 'key' | 'mode' | 'delta' | 'remainder' | 'held' | 'incumbent' | 'alias'>> & {
-    startOffset: bigint;
-  } {
+/** A registration with its defaults (docs/design.md "Data model"); `interval` defaults to IDPOOL_REFILL_INTERVAL_MS. */
+export function withDefaults(input: RegisterInput, refillTickMs = 100) {
   const step = input.step ?? 1000;
   const minSizePercent = input.minSizePercent ?? 80;
   const maxSizePerTimes = input.maxSizePerTimes ?? 1000;
@@ -274,11 +229,7 @@ export function withDefaults(
   };
 }
 
-/**
- * The rules between fields; returns the first broken one, or null.
- * A refill tops the pool up in whole steps, so the room above the low
- * watermark must hold at least one step.
- */
+/** The first broken rule between fields, or null. A refill adds whole steps: the room above the low watermark holds one. */
 export function checkRules(t: Tunables & { delta?: number; remainder?: number }): string | null {
   if (t.delta !== undefined && t.remainder !== undefined && t.remainder >= t.delta)
     return `remainder (${t.remainder}) must be below delta (${t.delta}): ids are the numbers ≡ remainder (mod delta)`;
@@ -293,11 +244,7 @@ export function checkRules(t: Tunables & { delta?: number; remainder?: number })
   return null;
 }
 
-/**
- * The public view of an entity (never the secret or its hash). A snowflake
- * entity shows no pool fields (start, stride, step, pool sizes, interval):
- * it has none, and refuses them on input.
- */
+/** The public view of an entity (no secret or hash); a snowflake entity has no pool fields to show. */
 export function describeEntity(entity: EntityConfig) {
   const secrets = entity.secrets.map((s) => ({
     id: s.id,

@@ -60,7 +60,7 @@ export class FakeEntityStore implements EntityStore {
     return this.change('retire', key, (entity) => ({ ...entity, updateTime: at }), at);
   }
 
-  /** `method`, counted: `next(entity)` in place of the live row of `key` (retired at `deletedAt` unless 0; its `updateTime` `was`, when given); whether there was one. */
+  /** Counts `method`; `next(entity)` replaces the live row of `key` (as of `was`), retired at `deletedAt` unless 0. */
   private change(
     method: string,
     key: string,

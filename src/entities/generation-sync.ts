@@ -2,24 +2,16 @@ import { type Clock, within } from '../clock';
 import { UnavailableError } from '../errors';
 
 /**
- * A counter every registration, change, secret rotation and retirement
- * bumps, readable by every instance (Redis in service mode). Instances read
- * it often while they serve (one GET; {@link GenerationSync.tick}) and
- * refresh when it moved, so a rotated secret or a
- * retired key stops working everywhere at once, not at the next full
- * refresh. An instance whose cache was synced at generation g knows every
- * entity registered before g, so while the generation is still g a key
- * missing from its cache is unknown without asking the database; when it
- * moved, one refresh (shared by concurrent requests) catches up. Unknown keys
- * then cost no SQL however many are tried, and an entity registered on
- * another instance works here at once.
+ * A counter every entity change bumps, shared by every instance (Redis in service mode). A cache synced at
+ * generation g knows every entity registered before g: while it is still g, a key missing from the cache is unknown
+ * without asking the database, so unknown keys cost no SQL, and a change elsewhere is seen here at once.
  */
 export interface RegistrationGeneration {
   current(): Promise<number>;
   bump(): Promise<void>;
 }
 
-/** Registrations through this process only (no Redis): others' show up with the next refresh (≤ 1 s). */
+/** Registrations through this process only (no Redis): others' show up with the next full refresh (≤ 1 s). */
 export class LocalRegistrationGeneration implements RegistrationGeneration {
   private value = 0;
   async current(): Promise<number> {
@@ -30,64 +22,41 @@ export class LocalRegistrationGeneration implements RegistrationGeneration {
   }
 }
 
-/** The cache {@link GenerationSync} keeps fresh: two queries of the database. */
+/** The cache {@link GenerationSync} keeps fresh: every live entry (start-up), or those changed since the last pull. */
 export interface SyncedCache {
-  /** Every live entry, replacing what is cached (start-up). */
   loadAll(): Promise<void>;
-  /** The entries changed since the last load or pull. */
   pullChanges(): Promise<void>;
 }
 
 /**
- * When the entity cache asks the database, by the shared
- * {@link RegistrationGeneration}: the cache-freshness protocol, apart from
- * what is cached. A refresh reads the generation, then queries, then records
- * the generation read as synced (a change counted in it committed before its
- * bump, so the query saw it). The service's 100 ms {@link tick} refreshes
- * when the generation moved or a second passed; a lookup
- * ({@link lookup}) catches up first when the tick may be behind, and a key
- * missing from the cache costs a refresh only when the generation moved past
- * the synced one. Every wait for the database is a refresh shared by all who
- * need one, and a refresh that read the generation before it moved is
- * followed by a second (two at most).
+ * When the entity cache asks the database, by the shared {@link RegistrationGeneration} (ARCHITECTURE.md "The entity
+ * cache"). The 100 ms {@link tick} refreshes when the generation moved or a second passed; a {@link lookup} catches
+ * up first when the tick may be behind, and a missing key costs a refresh only when the generation moved past the
+ * synced one. Every wait for the database is a shared refresh, two at most (the first may predate the move).
  */
 export class GenerationSync {
   /** The tick refreshes fully at least this often (an idle instance reads the generation only then). */
   static readonly FULL_REFRESH_MS = 1000;
-  /** The service's tick while lookups come (`nextTickMs`). */
   static readonly TICK_MS = 100;
-  /** No lookup for this long: the tick stops reading the generation between full refreshes (the next lookup reads it first). */
+  /** No lookup for this long: the tick reads the generation only with full refreshes (a lookup reads it first). */
   static readonly IDLE_AFTER_MS = 10_000;
-  /** A lookup finding no read of the generation under way and none started this recently (the tick fell behind) starts one and waits for it, as the first lookup after an idle spell always does. */
+  /** No read of the generation under way nor started this recently: the tick fell behind, a lookup reads it itself. */
   static readonly CATCH_UP_AFTER_MS = 250;
-  /**
-   * Lookups wait for that read this long at most after it started: a Redis
-   * that does not answer holds lookups 50 ms once per read, not each
-   * lookup (the cache then stands, as when the tick's read fails). When
-   * the read shows the generation moved, the refresh is awaited in full, as
-   * a lookup of a newly registered key awaits it.
-   */
+  /** Lookups wait this long at most for that read: a Redis that does not answer holds them 50 ms once per read. */
   static readonly CATCH_UP_WAIT_MS = 50;
   /**
-   * A lookup waits for the database this long at most, all its refreshes
-   * together: a refresh still under way then goes on without it, as a
-   * failed one would, so a database that stops answering (a half-open
-   * link: each statement is bounded at 3 s, a connect at 3 s more, and a
-   * lookup may wait for two refreshes) never holds a request past this.
-   * A cached entry then answers as the cache stands; a missing key is a
-   * 503 with Retry-After.
+   * A lookup's whole wait for the database: a half-open link (3 s a statement, 3 s a connect, two refreshes) never
+   * holds a request past it; a cached entry then answers as it stands, a missing key is a 503 with Retry-After.
    */
   static readonly REFRESH_WAIT_MS = 2000;
 
-  /** The generation the cache is known to include (undefined: not known, the read failed). */
+  /** The generation the cache is known to include (undefined: the read failed). */
   private synced: number | undefined;
-  /** The refresh under way that every lookup needing one shares. */
   private shared: Promise<void> | undefined;
   /** The last refresh {@link load} or {@link refreshIfStale} started (service clock ms), and whether it succeeded. */
   private readonly attempt = { at: 0, ok: true };
-  /** When a lookup last came (service clock ms). */
   private lastLookup = Number.NEGATIVE_INFINITY;
-  /** Reads of the generation (the tick's, a catch-up's, a lookup's): how many are under way, when the last started. */
+  /** Reads of the generation: how many are under way, when the last started. */
   private readonly reads = { inFlight: 0, lastStart: Number.NEGATIVE_INFINITY };
   /** The read a lookup started to catch up, and until when lookups wait for it. */
   private catchingUp: { read: Promise<number | undefined>; until: number } | undefined;
@@ -98,7 +67,7 @@ export class GenerationSync {
     private readonly clock: Clock,
   ) {}
 
-  /** Fills the cache from scratch, synced at the generation read before. */
+  /** Fills the cache, synced at the generation read before. */
   async load(): Promise<void> {
     const now = this.clock.now();
     const generation = await this.readGeneration();
@@ -108,7 +77,6 @@ export class GenerationSync {
     this.synced = generation;
   }
 
-  /** Picks up the changes made through other instances (every second, and when the generation moved). */
   async refresh(): Promise<void> {
     // Read before the query: a change counted in it committed before the bump, so the query sees it.
     const generation = await this.readGeneration();
@@ -116,11 +84,7 @@ export class GenerationSync {
     this.synced = generation;
   }
 
-  /**
-   * Refreshes when the generation moved since the last sync (another
-   * instance changed an entity) or when the last refresh is `maxAgeMs` old;
-   * otherwise costs one read of the generation.
-   */
+  /** Refreshes when the generation moved since the last sync or the last refresh is `maxAgeMs` old. */
   async refreshIfStale(maxAgeMs: number): Promise<void> {
     const generation = await this.readGeneration();
     const moved = generation !== undefined && generation !== this.synced;
@@ -134,29 +98,19 @@ export class GenerationSync {
   }
 
   /**
-   * The service's 100 ms tick. While lookups come it is
-   * {@link refreshIfStale}; once none has for {@link IDLE_AFTER_MS} it only
-   * refreshes every {@link FULL_REFRESH_MS}, and the next lookup reads the
-   * generation first. An idle instance then reads it once a second, not
-   * ten times (its idle CPU 1.43 → 1.13 % of a core, measured).
+   * {@link refreshIfStale} while lookups come; idle, a full refresh every {@link FULL_REFRESH_MS} only (idle CPU
+   * 1.43 → 1.13 % of a core, measured).
    */
   async tick(): Promise<void> {
     const now = this.clock.now();
-    // Idle, a tick's worth early counts as due: the tick then runs once a second on the
-    // schedule's grid (schedule.ts), and a refresh that started a few ms after one whole
-    // second is due again at the next.
+    // Idle, a tick early counts as due: a refresh a few ms past one second on the schedule's grid is due at the next.
     const idle = this.idle(now);
     const fullRefreshMs = GenerationSync.FULL_REFRESH_MS - (idle ? GenerationSync.TICK_MS : 0);
     if (idle && now - this.attempt.at < fullRefreshMs) return;
     await this.refreshIfStale(fullRefreshMs);
   }
 
-  /**
-   * How long the tick waits: {@link TICK_MS} while lookups come; idle, a
-   * full refresh's period, so an idle instance wakes for it once a second
-   * rather than ten times to find nothing to do (a lookup meanwhile reads
-   * the generation itself, {@link catchUp}).
-   */
+  /** How long the tick waits: {@link TICK_MS} while lookups come, else a full refresh's period. */
   nextTickMs(): number {
     return this.idle(this.clock.now()) ? GenerationSync.FULL_REFRESH_MS : GenerationSync.TICK_MS;
   }
@@ -165,23 +119,16 @@ export class GenerationSync {
     return now - this.lastLookup > GenerationSync.IDLE_AFTER_MS;
   }
 
-  /**
-   * What `cached()` finds once the cache is fresh enough to answer: after a
-   * catch-up when the tick may be behind, and, when it finds nothing, after
-   * the refreshes a generation past the synced one calls for.
-   */
+  /** What `cached()` finds once the cache is fresh enough: after a catch-up, and on a miss its refreshes. */
   async lookup<T>(cached: () => T | undefined): Promise<T | undefined> {
     const until = this.clock.now() + GenerationSync.REFRESH_WAIT_MS;
     await this.catchUp(until);
     const found = cached();
     if (found !== undefined) return found;
-    // Unreadable (Redis failing): a refresh decides, so a new entity still
-    // works; concurrent lookups share it, and the per-address limit on
-    // failed authentications bounds how many a prober can cause. A database
-    // failing here fails the lookup.
+    // Unreadable (Redis failing): a shared refresh decides, so a new entity still works; the failed-authentication
+    // limit bounds how many a prober causes.
     const generation = (await this.readGeneration()) ?? Infinity;
-    // The cache is looked at again after every wait: a refresh that finished
-    // meanwhile may have added the key.
+    // Looked at again after every wait: a refresh that finished meanwhile may have added the key.
     const behind = () => cached() === undefined && generation !== this.synced;
     if (!(await this.refreshWhile(behind, 'throw', until)) && behind())
       throw new UnavailableError(
@@ -190,23 +137,19 @@ export class GenerationSync {
     return cached();
   }
 
-  /** Tells other instances an entity changed; if the generation cannot be bumped, they see it within their next full refresh (≤ 1 s). */
+  /** Tells other instances an entity changed; failing that, they see it at their next full refresh (≤ 1 s). */
   async announce(): Promise<void> {
     await this.generation.bump().catch(() => undefined);
   }
 
   /**
-   * The first lookup after an idle spell reads the generation afresh even
-   * when the idle tick read it moments ago, or is reading it now: that read
-   * may predate a change made elsewhere just before this lookup. So does a
-   * lookup finding the tick behind. Lookups within
-   * {@link CATCH_UP_WAIT_MS} of that read wait for it, and for the refresh
-   * when it moved until `until`; a database failing or slower than that
-   * leaves the cache as it is.
+   * The first lookup after an idle spell, or finding the tick behind, reads the generation afresh: the tick's read
+   * may predate a change made just before. Lookups within {@link CATCH_UP_WAIT_MS} of it wait for it, and for the
+   * refresh it calls for until `until`.
    */
   private async catchUp(until: number): Promise<void> {
     const now = this.clock.now();
-    const idle = now - this.lastLookup > GenerationSync.IDLE_AFTER_MS;
+    const idle = this.idle(now);
     this.lastLookup = now;
     if (idle || (this.reads.inFlight === 0 && now - this.reads.lastStart > GenerationSync.CATCH_UP_AFTER_MS)) {
       const read: Promise<number | undefined> = this.readGeneration().finally(() => {
@@ -222,11 +165,8 @@ export class GenerationSync {
   }
 
   /**
-   * Shared refreshes while `behind()` holds, two at most: a refresh already
-   * under way may have read the generation before it moved, so a second,
-   * started after it, is needed. `failures`: whether a failing one ends the
-   * caller, or only its attempt. False when `until` (service clock ms)
-   * came first: the refresh under way goes on without this caller.
+   * Shared refreshes while `behind()` holds, two at most (one under way may have read the generation before it
+   * moved). False when `until` came first: the refresh goes on without this caller.
    */
   private async refreshWhile(behind: () => boolean, failures: 'throw' | 'ignore', until: number): Promise<boolean> {
     for (let attempt = 0; attempt < 2 && behind(); attempt++) {
@@ -242,13 +182,12 @@ export class GenerationSync {
     return true;
   }
 
-  /** A refresh, shared by every lookup waiting for one. */
   private sharedRefresh(): Promise<void> {
     this.shared ??= this.refresh().finally(() => (this.shared = undefined));
     return this.shared;
   }
 
-  /** The generation now, or undefined when it cannot be read (then the cache is not trusted to be complete). */
+  /** The generation now, or undefined when it cannot be read (the cache is then not trusted to be complete). */
   private async readGeneration(): Promise<number | undefined> {
     this.reads.lastStart = this.clock.now();
     this.reads.inFlight++;

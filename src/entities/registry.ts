@@ -24,12 +24,8 @@ export interface EntityCatalog {
 const REWRITE_TRIES = 5;
 
 /**
- * Registered entities: the register / update / retire and secret flows, over
- * an in-process cache that keeps SQL off the hot path ({@link EntityCache},
- * which also pages). A change made here is cached at once and announced to
- * the other instances; theirs reach this one by {@link GenerationSync}
- * (the registration generation and the refreshes it calls for). Rules on
- * input are in `validation.ts`.
+ * The register / update / retire and secret flows over the in-process {@link EntityCache}: a change made here is
+ * cached at once and announced; others' arrive by {@link GenerationSync}. Input rules are in `validation.ts`.
  */
 export class EntityRegistry implements EntityCatalog {
   private readonly listeners = new EntityChangeListeners();
@@ -39,11 +35,10 @@ export class EntityRegistry implements EntityCatalog {
   constructor(
     private readonly store: Omit<EntityStore, 'findLive' | 'exists'>,
     private readonly clock: Clock,
-    /** Registrations counted across instances (Redis), so an unknown key costs no SQL until one happens. */
     generation: RegistrationGeneration = new LocalRegistrationGeneration(),
-    /** The service's refill tick: the default `interval` of a new entity. */
+    /** The default `interval` of a new entity. */
     private readonly refillTickMs = 100,
-    /** The deployment's stride: turns a registration's `firstId` into its start offset. */
+    /** Turns a registration's `firstId` into its start offset. */
     private readonly stride = new IdStride(),
   ) {
     this.cache = new EntityCache(store, clock, this.listeners);
@@ -55,51 +50,26 @@ export class EntityRegistry implements EntityCatalog {
     this.listeners.subscribe(listener);
   }
 
-  /** Fills the cache from the store (start-up). */
-  load(): Promise<void> {
-    return this.sync.load();
-  }
+  // The cache's reads and the sync's schedule, as the registry's own.
+  readonly load = () => this.sync.load();
+  /** Picks up changes made through other instances. */
+  readonly refresh = () => this.sync.refresh();
+  readonly refreshIfStale = (maxAgeMs: number) => this.sync.refreshIfStale(maxAgeMs);
+  readonly tick = () => this.sync.tick();
+  readonly nextTickMs = () => this.sync.nextTickMs();
+  readonly get = (key: string) => this.cache.get(key);
+  readonly list = () => this.cache.list();
+  readonly page = (after: string | undefined, limit: number) => this.cache.page(after, limit);
+  readonly segmentKeys = () => this.cache.segmentKeys();
+  /** Keys of every live entity that issues business numbers. */
+  readonly numberKeys = () => this.cache.numberKeys();
 
-  /** Picks up registrations, updates and retirements made through other instances. */
-  refresh(): Promise<void> {
-    return this.sync.refresh();
-  }
-
-  /** See {@link GenerationSync.refreshIfStale}. */
-  refreshIfStale(maxAgeMs: number): Promise<void> {
-    return this.sync.refreshIfStale(maxAgeMs);
-  }
-
-  /** The service's 100 ms tick ({@link GenerationSync.tick}). */
-  tick(): Promise<void> {
-    return this.sync.tick();
-  }
-
-  /** How long the tick may wait ({@link GenerationSync.nextTickMs}). */
-  nextTickMs(): number {
-    return this.sync.nextTickMs();
-  }
-
-  get(key: string): EntityConfig | undefined {
-    return this.cache.get(key);
-  }
-
-  /**
-   * Cached config of a live entity. A key not in the cache costs no SQL
-   * unless an entity was registered since the cache was synced (see
-   * {@link RegistrationGeneration}); then one refresh, shared by every
-   * request waiting for it, brings the cache up to date.
-   */
+  /** Cached config of a live entity; a miss costs SQL only after a registration ({@link GenerationSync.lookup}). */
   find(key: string): Promise<EntityConfig | undefined> {
     return this.sync.lookup(() => this.cache.get(key));
   }
 
-  /**
-   * The live entity an incumbent's protocol (Leaf's, Tinyid's) names by
-   * `tag`: the entity with that key, or, for a tag that does not fit
-   * idpool's keys, the one imported with it as its alias. The two never
-   * meet: an alias never fits a key.
-   */
+  /** The live entity Leaf's or Tinyid's `tag` names: by key, or by alias for a tag that does not fit a key. */
   findByTag(tag: string): Promise<EntityConfig | undefined> {
     if (KEY_PATTERN.test(tag)) return this.find(tag);
     return this.sync.lookup(() => this.cache.byAlias(tag));
@@ -109,24 +79,6 @@ export class EntityRegistry implements EntityCatalog {
     const entity = await this.find(key);
     if (!entity) throw notFound(key);
     return entity;
-  }
-
-  list(): EntityConfig[] {
-    return this.cache.list();
-  }
-
-  /** {@link EntityCache.page}: live entities in key order, after `after`. */
-  page(after: string | undefined, limit: number): { entities: EntityConfig[]; next: string | null } {
-    return this.cache.page(after, limit);
-  }
-
-  segmentKeys(): string[] {
-    return this.cache.segmentKeys();
-  }
-
-  /** Keys of every live entity that issues business numbers. */
-  numberKeys(): string[] {
-    return this.cache.numberKeys();
   }
 
   async register(input: RegisterInput): Promise<{ entity: EntityConfig; secret: string }> {
@@ -156,22 +108,15 @@ export class EntityRegistry implements EntityCatalog {
   }
 
   /**
-   * The live entity `key` when `secret` is one of its unexpired secrets, else
-   * undefined: the same answer, after the same work, for an unknown key and a
-   * wrong secret. The one check behind every credential (the native routes'
-   * Bearer secret, Tinyid's `token`). `key` may be an alias
-   * ({@link findByTag}): the native routes pass only names that fit a key.
+   * The entity `key` (or alias) when `secret` is one of its unexpired secrets: the same answer, after the same work,
+   * for an unknown key and a wrong secret. The one check behind every credential.
    */
   async authenticate(key: string, secret: string): Promise<EntityConfig | undefined> {
     const found = await this.findByTag(key);
     return secretAccepted(found, secret, this.clock.now()) ? found : undefined;
   }
 
-  /**
-   * A new secret, newest first. The old ones stay accepted for
-   * `keepOldForSeconds` (their own expiry if sooner), or stop at once when it
-   * is 0 or absent, as a rotation after a leak needs.
-   */
+  /** A new secret; the old ones stay for `keepOldForSeconds` (or their own expiry), else stop at once (a leak). */
   async rotateSecret(key: string, keepOldForSeconds = 0): Promise<string> {
     const secret = newSecret();
     await this.changeSecrets(key, (live, now) => {
@@ -185,11 +130,7 @@ export class EntityRegistry implements EntityCatalog {
     return secret;
   }
 
-  /**
-   * Accepts one more secret (`secret`, or a new random one), until
-   * `expiresInSeconds` if given. A secret the entity already accepts is not
-   * added twice (`added: false`), so an import can run again.
-   */
+  /** One more secret (given or new), until `expiresInSeconds`; a known one is not added twice (imports rerun). */
   async addSecret(
     key: string,
     o: { secret?: string; expiresInSeconds?: number } = {},
@@ -207,16 +148,11 @@ export class EntityRegistry implements EntityCatalog {
     return { ...result, secret };
   }
 
-  /** Stops accepting the secret `id`; the last one cannot be removed (rotate instead). */
   async removeSecret(key: string, id: string): Promise<void> {
     await this.changeSecrets(key, (live) => withoutSecret(key, live, id));
   }
 
-  /**
-   * Writes `next(unexpired secrets, now)` (undefined: nothing to change),
-   * refusing more than `MAX_SECRETS`, and tells every instance at once:
-   * a removed secret must stop working everywhere now, not within a second.
-   */
+  /** Writes `next(unexpired secrets, now)` (undefined: no change); announced, so a removed one stops everywhere now. */
   private async changeSecrets(
     key: string,
     next: (live: EntitySecret[], now: number) => EntitySecret[] | undefined,
@@ -234,11 +170,8 @@ export class EntityRegistry implements EntityCatalog {
   }
 
   /**
-   * A change made from the entity as read (`make`: undefined, nothing to
-   * change) and written only where its row is still as read, so two
-   * instances changing one entity at once (each from its own cache) both
-   * count: the one that finds the row changed refreshes its cache and makes
-   * its change anew, a few times at most.
+   * `make(entity as read)` (undefined: no change), written only where its row is still as read, so two instances
+   * changing one entity at once both count: the one that finds the row changed refreshes and makes its change anew.
    */
   private async rewrite(
     key: string,
@@ -272,10 +205,8 @@ export class EntityRegistry implements EntityCatalog {
   }
 
   /**
-   * Holds an entity (`held`: why, as its 503 says it) or serves it again
-   * (null), at once on every instance. Whoever releases has checked that its
-   * line starts above every id the incumbent issued; whoever holds a pooled
-   * entity discards its pool.
+   * Holds an entity (`held`: why, as its 503 says it) or serves it again (null), at once on every instance. A releaser
+   * has checked its line starts above the incumbent's ids; a holder of a pooled entity discards its pool.
    */
   async setHeld(key: string, held: string | null): Promise<EntityConfig> {
     const current = await this.require(key);
@@ -293,11 +224,7 @@ export class EntityRegistry implements EntityCatalog {
   }
 }
 
-/**
- * The entity cache, loaded now. Changes made through other instances are
- * picked up within 100 ms once started while Redis counts them, within a
- * second otherwise (closing stops that).
- */
+/** The registry, loaded now; once started, others' changes arrive within 100 ms on Redis, a second without. */
 export async function buildRegistry(deps: {
   config: { refillIntervalMs: number };
   stores: { entities: EntityStore; registrations: RegistrationGeneration; stride: IdStride };
@@ -313,11 +240,6 @@ export async function buildRegistry(deps: {
     stores.stride,
   );
   await registry.load();
-  // A GET of the registration generation every 100 ms while requests arrive
-  // (a secret rotated or a key retired elsewhere stops working here within
-  // that), a full refresh when it moved or at least every second; after 10 s
-  // without a request only the full refresh, waking for nothing else, and
-  // the next request reads the generation first (GenerationSync.tick, lookup).
   const refresh = every(
     () => registry.nextTickMs(),
     () =>

@@ -1,18 +1,11 @@
-/**
- * An entity's secrets: made here (256 random bits, shown once), stored as
- * hashes, checked in constant time whatever the entity (or none).
- */
+/** An entity's secrets: made here (256 random bits, shown once), stored as hashes, checked in constant time. */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { EntityConfig, EntitySecret } from './entity';
 
-/**
- * Secrets one entity accepts at once: a rotation's overlap, and the tokens of
- * a Tinyid deployment (one per client team), with room to spare. Small, so a
- * check compares them all in a fixed number of steps.
- */
+/** A rotation's overlap and a Tinyid deployment's tokens; small, so a check is a fixed number of compares. */
 export const MAX_SECRETS = 5;
 
-/** A new entity secret: 32 random bytes, base64url. Shown once, stored hashed. */
+/** A new entity secret: 32 random bytes, base64url. */
 export function newSecret(): string {
   return randomBytes(32).toString('base64url');
 }
@@ -25,11 +18,12 @@ export function hashSecret(secret: string): string {
 /** Compared against when there is no entity or fewer secrets, so every check costs the same. */
 const NO_HASH = Buffer.alloc(32);
 
+const live = (s: EntitySecret, now: number) => s.expiresAt === null || now < s.expiresAt;
+
 /**
- * Whether `secret` is one of the entity's unexpired secrets at `nowMs`. One
- * hash, then {@link MAX_SECRETS} constant-time compares whatever the entity
- * (or none: `undefined`), so the time taken tells neither whether the key
- * exists nor how many secrets it has.
+ * Whether `secret` is one of the entity's unexpired secrets at `nowMs`: one hash, then {@link MAX_SECRETS}
+ * constant-time compares whatever the entity (or none), so timing tells neither whether the key exists nor how many
+ * secrets it has.
  */
 export function secretAccepted(
   entity: Pick<EntityConfig, 'secrets'> | undefined,
@@ -41,18 +35,16 @@ export function secretAccepted(
   for (let i = 0; i < MAX_SECRETS; i++) {
     const s = entity?.secrets[i];
     const stored = s?.hash.length === 64 ? Buffer.from(s.hash, 'hex') : NO_HASH;
-    const live = s !== undefined && (s.expiresAt === null || nowMs < s.expiresAt);
-    if (timingSafeEqual(given, stored) && live) accepted = true;
+    const usable = s !== undefined && live(s, nowMs);
+    if (timingSafeEqual(given, stored) && usable) accepted = true;
   }
   return accepted;
 }
 
-/** A secret record for `secret`, made at `now`. */
 export function secretRecord(secret: string, now: number, expiresAt: number | null = null): EntitySecret {
   return { id: randomBytes(6).toString('hex'), hash: hashSecret(secret), createTime: now, expiresAt };
 }
 
-/** The secrets still accepted at `now`. */
 export function unexpired(secrets: readonly EntitySecret[], now: number): EntitySecret[] {
-  return secrets.filter((s) => s.expiresAt === null || now < s.expiresAt);
+  return secrets.filter((s) => live(s, now));
 }

@@ -13,11 +13,7 @@ import { MAX_SECRETS } from './secrets';
 import { type NumberSettings, NumberScheme } from '../numbers/scheme';
 import { NumberSettingsError } from '../numbers/template';
 
-/**
- * A registration's values: the defaults filled in, `firstId` turned into the
- * start offset on `stride`, the rules between fields checked. A broken rule
- * is an {@link InvalidRequestError} (400) and nothing is written.
- */
+/** A registration's values: defaults filled in, `firstId` turned into the start offset, rules checked (else a 400). */
 export function registrationValues(input: RegisterInput, refillTickMs: number, stride: IdStride) {
   if (input.mode === 'snowflake') refusePoolFields(input);
   if (input.mode === 'snowflake' && input.incumbent)
@@ -36,19 +32,12 @@ export function registrationValues(input: RegisterInput, refillTickMs: number, s
   return { ...values, ...(numbers && { numbers }), ...(gapless && { gapless }) };
 }
 
-/**
- * The most numbers one take of a gapless series may ask for: each is a
- * ledger row written in the take's one transaction, which holds the
- * period's counter row locked until it commits.
- */
+/** The most numbers one gapless take may ask: each a ledger row in one transaction holding the counter's row lock. */
 export const GAPLESS_MAX_COUNT = 100;
-/**
- * The widest `{seq:N}` of a gapless series: its high-water record in Redis
- * is a sorted set's score (`ZADD GT`), a double, exact to 2^53 (16 digits).
- */
+/** The widest gapless `{seq:N}`: its high-water record is a sorted set's score, a double exact to 2^53 (16 digits). */
 const GAPLESS_MAX_SEQ_WIDTH = 15;
 
-/** A gapless registration's own rules (with `format`, checked): monotonic, up to 15 digits, 100 a take; true when they hold. */
+/** A gapless registration's own rules (with `format`, checked); true when they hold. */
 function gaplessInput(input: RegisterInput, numbers: NumberSettings): true {
   if (input.mode !== 'monotonic')
     throw new InvalidRequestError('gapless: a gapless series is issued in order (mode monotonic), not ' + input.mode);
@@ -65,11 +54,7 @@ function refuseGaplessCount(maxSizePerTimes: number | undefined): void {
     );
 }
 
-/**
- * An incumbent's tag registered under another key becomes the alias Leaf's
- * and Tinyid's routes answer to. Only a tag that does not fit idpool's keys
- * may: one that fits would be a second key beside `key`, or another entity's.
- */
+/** Only an incumbent tag that does not fit idpool's keys becomes an alias: one that fits would be a second key. */
 function refuseFittingAlias(input: RegisterInput): void {
   const tag = input.incumbent?.key;
   if (tag === undefined || tag === input.key || !KEY_PATTERN.test(tag)) return;
@@ -79,11 +64,8 @@ function refuseFittingAlias(input: RegisterInput): void {
 }
 
 /**
- * A registration's business-number settings, checked and with their
- * defaults; undefined without `format` (a plain entity). `reset` or
- * `timeZone` without `format` is a mistake worth a 400, as is a field that
- * spaces or offsets the number line: a business number's sequence starts
- * at 1 in every period (a team moving from a counter raises it instead).
+ * A registration's business-number settings with their defaults; undefined without `format`. A number field without
+ * `format`, or a field placing the line (each period's sequence starts at 1), is a 400.
  */
 function numberSettings(input: RegisterInput): NumberSettings | undefined {
   if (input.format === undefined) {
@@ -106,7 +88,7 @@ function numberSettings(input: RegisterInput): NumberSettings | undefined {
   }
 }
 
-/** `current` changed by `patch` (its absent fields left as they are) at `updateTime`, the rules checked as for a registration. */
+/** `current` changed by `patch` at `updateTime`, the rules checked as for a registration. */
 export function patchedEntity(current: EntityConfig, patch: UpdateInput, updateTime: number): EntityConfig {
   if (current.mode === 'snowflake') refusePoolFields(patch);
   refuseNumberChange(current, patch);
@@ -117,11 +99,7 @@ export function patchedEntity(current: EntityConfig, patch: UpdateInput, updateT
   return next;
 }
 
-/**
- * `format`, `reset` and `timeZone` are fixed once registered: another
- * template, period or zone over the same per-period counters would repeat
- * numbers. Giving the registered value again changes nothing and passes.
- */
+/** Business-number fields are fixed once registered (the counters would repeat numbers); the same value passes. */
 function refuseNumberChange(current: EntityConfig, patch: UpdateInput): void {
   if (patch.gapless !== undefined && patch.gapless !== (current.gapless === true))
     throw new ConflictError(
@@ -138,7 +116,7 @@ function refuseNumberChange(current: EntityConfig, patch: UpdateInput): void {
   }
 }
 
-/** `secrets` as the new list of `key`'s secrets, refused (409) beyond {@link MAX_SECRETS}. */
+/** A 409 beyond {@link MAX_SECRETS}. */
 export function refuseTooManySecrets(key: string, secrets: readonly EntitySecret[]): void {
   if (secrets.length > MAX_SECRETS)
     throw new ConflictError(
@@ -162,7 +140,7 @@ function refuseBroken(values: Parameters<typeof checkRules>[0]): void {
 
 /** Fields that place or space the number line (a business number's sequence has neither). */
 const LINE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder'] as const;
-/** Fields that shape a segment pool: a snowflake entity has none, so setting one is a mistake worth a 400. */
+/** Fields that shape a segment pool: a snowflake entity refuses them (400). */
 const POOL_FIELDS = [...LINE_FIELDS, 'step', 'maxPoolSize', 'minSizePercent', 'interval'] as const;
 
 function refusePoolFields(input: Partial<Record<(typeof POOL_FIELDS)[number], unknown>>): void {

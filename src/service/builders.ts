@@ -1,10 +1,4 @@
-/**
- * The composition root's builders, one per resource, in the order
- * `createService` (index.ts) calls them; the connections and the HTTP side
- * are in `connections.ts` and `http.ts`. Over 300 lines on purpose: each
- * builder is a few lines of wiring whose reader wants its neighbours beside
- * it (what a store is given, what the next builder takes from it).
- */
+/** The composition root's builders, in the order `createService` (index.ts) calls them, each beside what it feeds. */
 import { type EntityStore, SqlEntityStore } from '../entities/entity-store';
 import { EntityRegistry } from '../entities/registry';
 import { LocalRegistrationGeneration, type RegistrationGeneration } from '../entities/generation-sync';
@@ -67,19 +61,18 @@ export interface Stores {
   readonly allocator: SqlSegmentAllocator;
   readonly entities: EntityStore;
   readonly idempotency: IdempotencyStore;
-  /** `maxSizePerSecond` of snowflake entities and of segment leases (pool takes count in the same window themselves). */
+  /** `maxSizePerSecond` of snowflake entities and segment leases (pool takes count in the same window themselves). */
   readonly snowflakeRate: EntityRateLimit;
-  /** Registrations counted across instances, so an unknown key costs no SQL until one happens. */
   readonly registrations: RegistrationGeneration;
   /** The worker leases' record outside the database (Redis only; docs/ha.md). */
   readonly workerHolders: WorkerHolders | undefined;
   readonly stride: IdStride;
-  /** Take rates observed from the pools, and the depths they call for (in memory, per instance). */
+  /** In memory, per instance. */
   readonly demand: Demand;
-  /** Business numbers: the per-period counters in SQL; where they wait, their lists in Redis or, embedded, the in-process pool. */
+  /** Business numbers: their counters in SQL; they wait in Redis lists or, embedded, the in-process pool. */
   readonly numberCounter: SqlNumberCounter;
   readonly numberStore: { kind: 'redis'; store: RedisNumberStore } | { kind: 'memory'; store: MemoryPoolStore };
-  /** Gapless series: the ledger and its counters in SQL, and their high-water record in Redis (the file embedded). */
+  /** Gapless series: the ledger in SQL; its high-water record in Redis (embedded: the file). */
   readonly gaplessLedger: SqlLedger;
   readonly gaplessRecord: GaplessHighWater | undefined;
 }
@@ -133,10 +126,7 @@ export function buildStores(
   };
 }
 
-/**
- * Refuses a Redis whose eviction policy may drop idpool's keys, and warns
- * when its maxmemory is below what full pools could take (`redis-memory.ts`).
- */
+/** Refuses a Redis whose eviction may drop idpool's keys; warns when full pools would not fit its maxmemory. */
 export async function checkPoolMemory(
   redis: RedisClient | undefined,
   registry: EntityRegistry,
@@ -168,7 +158,6 @@ export function buildOpsEvents(
 export function buildOps(
   deps: ServiceBase & {
     events: OpsEvents;
-    /** Now's period of a business-number entity: the pools' numbers layer's, a gapless series' ledger's. */
     numbers: NumberUsageSource;
     opsConfig: OpsConfig;
     redis: RedisClient | undefined;
@@ -176,7 +165,6 @@ export function buildOps(
     snowflake: SnowflakeRuntime;
     /** This instance's name (host:pid) in its alarms and heartbeat. */
     instance: string;
-    /** `host:port` it listens on, once it does. */
     address: () => string;
   },
 ): Built<Ops> {
@@ -243,28 +231,23 @@ export function buildOps(
 }
 
 export interface Pools {
-  /** Where refills and leases reserve: idpool's table, or an incumbent's row for an entity in a live cutover. */
+  /** Where refills and leases reserve: idpool's table, or an incumbent's row in a live cutover. */
   readonly allocator: LiveAllocator;
   readonly refiller: Refiller;
   readonly dispatcher: Dispatcher;
-  /** Carries entities whose database went back past their fences, every IDPOOL_FENCE_CHECK_MS; starts with the refiller. */
   readonly fenceCheck: FenceCheck;
-  /** Business numbers' raise and usage: the numbers layer of the pools (on Redis, or in process). */
+  /** Business numbers' raise and usage. */
   readonly numbers: NumberAdmin;
   /** Now's period of a business-number entity: the numbers layer's for a pooled one, the ledger's for a gapless series. */
   readonly numberUsage: NumberUsageSource;
-  /**
-   * Carries every entity whose database offset is below the high-water
-   * file up to it, raising `database_behind` (embedded service only; run
-   * before the first refill).
-   */
+  /** Embedded: every entity's offset carried up to the high-water file, raising `database_behind` (before refills). */
   checkHighWater(): Promise<void>;
 }
 
 /** What the pools and the business-number takes are built from. */
 type PoolParts = ServiceBase & { ops: OpsEvents };
 
-/** The refiller, the fence check and the dispatcher; refilling starts with `refiller.start()` and `fenceCheck.start()` and stops on close. */
+/** The refiller, the fence check and the dispatcher; each loop starts with its `start()`, all stop on close. */
 export function buildPools(
   deps: PoolParts & {
     beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
@@ -354,12 +337,7 @@ function followRegistry(registry: EntityRegistry, refiller: Refiller, periods: N
   });
 }
 
-/**
- * The numbers layer of the pools: each business-number period's pool
- * filled from its SQL counter by the refiller, the period by the Redis
- * clock on Redis; in process without, by the process clock, the counters
- * behind the high-water file as plain ids are (embedded service).
- */
+/** The pools' numbers layer: on Redis by its clock; in process by the process's, counters behind the high-water file. */
 function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): NumberPeriods {
   const { stores } = deps;
   const numbers = stores.numberStore;
@@ -385,7 +363,7 @@ function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): Nu
   return new NumberPeriods({ ...common, store: new MemoryNumberStore(numbers.store, counter, deps.clock), counter });
 }
 
-/** The one take of every face: the segment take (the dispatcher) and the snowflake take (generator and per-second limit). */
+/** The one take of every face, over each kind's taker. */
 export function buildTakes(deps: {
   pools: Pools;
   gapless: GaplessSeries;

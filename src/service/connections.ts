@@ -22,11 +22,7 @@ export async function buildDatabase(config: Config, clock: Clock): Promise<Built
   return { value: db, close: () => db.close() };
 }
 
-/**
- * Leaf's and Tinyid's databases, for entities in a live cutover: pools that
- * connect on the first reservation, so an incumbent down at start-up stops
- * only those entities (503, and /readyz says so), never the service.
- */
+/** Incumbent databases of live cutovers, connected at the first reservation: one down stops only its entities. */
 export function buildIncumbents(config: Config): Built<ReadonlyMap<IncumbentKind, IncumbentDatabase>> {
   const dbs = new Map<IncumbentKind, IncumbentDatabase>();
   for (const kind of ['leaf', 'tinyid'] as const) {
@@ -54,11 +50,7 @@ export async function buildRedis(config: Config): Promise<Built<RedisClient | un
   return { value: redis, close: () => closeRedis(redis) };
 }
 
-/**
- * Records this deployment (the id in its database) as the owner of the Redis
- * keys under `prefix`; refuses to start when another deployment owns them
- * (`redis/deployment-claim.ts`). Nothing to claim without Redis.
- */
+/** Claims the Redis keys under `prefix` for this deployment; refuses to start when another owns them. */
 export async function claimDeployment(db: Database, redis: RedisClient | undefined, prefix: string): Promise<void> {
   if (!redis) return;
   await claimRedisKeys(redis, prefix, { id: await deploymentId(db), database: db.description });

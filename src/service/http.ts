@@ -42,7 +42,7 @@ function readinessCheck(
     ]);
     checks.lease = snowflake.leaseCheck();
     // An incumbent's database is reported, never a reason to leave rotation: every instance shares it, so a 503
-    // here would take the whole fleet out, entities that are not live and live pools that still hold ids with it.
+    // here would take the whole fleet out.
     const incumbentChecks = new Set([...deps.incumbents.values()].map((incumbent) => `${incumbent.kind}_database`));
     const failed = Object.entries(checks).filter(([, v]) => v !== 'ok');
     const degraded = failed.filter(([name]) => incumbentChecks.has(name)).map(([name]) => name);
@@ -59,7 +59,6 @@ function readinessCheck(
   };
 }
 
-/** What the HTTP side is built from. */
 type HttpParts = ServiceBase & {
   opsConfig: OpsConfig;
   pools: Pools;
@@ -67,13 +66,13 @@ type HttpParts = ServiceBase & {
   gapless: GaplessSeries;
   snowflake: SnowflakeRuntime;
   ops: Ops;
-  /** The incumbents' databases of live cutovers: readiness checks each, a dependency like the service's own. */
+  /** Live cutovers' incumbent databases: readiness checks each. */
   incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
   /** True once shutdown began: readiness fails and answers close their connections. */
   stopping: () => boolean;
 };
 
-/** What probes, scrapers and the dashboard read: readiness over the dependencies, metrics, the overview, the worker leases. */
+/** What probes, scrapers and the dashboard read. */
 function operations(deps: HttpParts): HttpDeps['operations'] {
   const { ops } = deps;
   const readiness = readinessCheck({ ...deps, poolStore: deps.stores.poolStore, sampling: () => ops.sampler.health() });

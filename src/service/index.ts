@@ -19,11 +19,7 @@ import { buildHighWater } from '../segment/high-water';
 import { type ServiceParts, keepParts, seamsFor } from './internals';
 import { Resources } from './resources';
 
-/**
- * In-flight requests get this long to finish on stop. An id request takes
- * milliseconds (250 ms at most waiting for a refill); 8 s stays inside
- * main.ts's 10 s bound with room to close Redis and the database.
- */
+/** In-flight requests' time to finish on stop (an id request takes ms): inside main.ts's 10 s, with room to close. */
 const SHUTDOWN_GRACE_MS = 8000;
 
 export interface ServiceOptions {
@@ -31,13 +27,13 @@ export interface ServiceOptions {
   log?: Logger;
   /** Prefix of every Redis key, over `config.redisKeyPrefix` (tests use their own). */
   redisPrefix?: string;
-  /** This instance's name in its alarms and fleet heartbeat (default host:pid; tests running several in one process set their own). */
+  /** This instance's name in its alarms and fleet heartbeat (default host:pid). */
   instance?: string;
   /** Worker lease and snowflake wait settings, over `config.lease`. */
   snowflake?: Partial<SnowflakeRuntimeSettings>;
   /** Metrics, forecasts, alarms and request logs, over `config.ops`. */
   ops?: Partial<OpsConfig>;
-  /** How long `stop()` lets in-flight requests finish before closing their connections. */
+  /** How long `stop()` lets in-flight requests finish. */
   shutdownGraceMs?: number;
 }
 
@@ -50,10 +46,8 @@ export interface Service {
 }
 
 /**
- * The composition root: config → connections → stores → entities →
- * snowflake → ops events → pools → ops → takes → HTTP. Each builder returns what it made
- * and how to close it; everything closes in reverse order, also when
- * start-up fails half way. Nothing is a module singleton.
+ * The composition root: config → connections → stores → entities → snowflake → ops events → pools → ops → takes →
+ * HTTP. Everything built closes in reverse order, also when start-up fails half way.
  */
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
@@ -102,7 +96,6 @@ export async function createService(config: Config, options: ServiceOptions = {}
   }
 }
 
-/** The service over its built parts: `listen` starts the loops and the server, `stop` undoes it all. */
 function runningService(
   parts: ServiceParts,
   run: {
@@ -143,10 +136,7 @@ function runningService(
   return service;
 }
 
-/**
- * Node checks the headers and request timeouts on a timer (every 30 s by
- * default): once a second keeps a slow client within a second of its limit.
- */
+/** Node checks the headers and request timeouts every 30 s by default: once a second holds a slow client to its limit. */
 const TIMEOUT_CHECK_MS = 1000;
 
 /** The HTTP server with the slow-client limits of `settings` (README "Security"). */
@@ -172,11 +162,7 @@ async function listenOn(app: Express, port: number, settings: HttpServerSettings
   return server;
 }
 
-/**
- * Stops accepting; idle keep-alive connections close now, busy ones after
- * their response (it carries `Connection: close`). A request still running
- * after the grace period loses its connection.
- */
+/** Idle keep-alive connections close now, busy ones after their response (`Connection: close`) or the grace. */
 async function closeGracefully(server: Server, graceMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();

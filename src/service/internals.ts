@@ -1,9 +1,4 @@
-/**
- * What a running service is built of, and the seams tests run it with:
- * within this package only. `src/index.ts` exports {@link Service} and
- * `ServiceOptions`, which carry none of it, so a user's code cannot come to
- * depend on a refiller or a store it was never promised.
- */
+/** What a running service is built of, and the seams tests run it with: in this package only, off the public surface. */
 import type { Express } from 'express';
 import type { Database } from '../db/database';
 import type { EntityRegistry } from '../entities/registry';
@@ -30,9 +25,7 @@ export interface ServiceParts {
   readonly fenceCheck: FenceCheck;
   /** The one take of every face: `take(entity, count)`, coalesced per entity and turn. */
   readonly takes: TakeService;
-  /** Snowflake generator and worker lease. */
   readonly snowflake: SnowflakeRuntime;
-  /** Metrics, forecasts and alarms. */
   readonly ops: Ops;
 }
 
@@ -46,12 +39,10 @@ export interface ServiceSeams {
 const partsOf = new WeakMap<object, ServiceParts>();
 const seamsOf = new WeakMap<object, ServiceSeams>();
 
-/** Records the parts of a service `createService` built. */
 export function keepParts(service: object, parts: ServiceParts): void {
   partsOf.set(service, parts);
 }
 
-/** The parts of a service made by `createService`. */
 export function serviceParts(service: object): ServiceParts {
   const parts = partsOf.get(service);
   if (!parts) throw new Error('not a service made by createService');
@@ -64,7 +55,6 @@ export function withSeams<O extends object>(options: O, seams: ServiceSeams): O 
   return options;
 }
 
-/** The seams handed in with `options` (none: `{}`). */
 export function seamsFor(options: object): ServiceSeams {
   return seamsOf.get(options) ?? {};
 }

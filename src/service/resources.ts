@@ -7,17 +7,12 @@ export interface Built<T> {
   close?(): Promise<void> | void;
 }
 
-/**
- * Everything the composition root opened, closed newest first: on `stop()`,
- * and also when start-up fails half way, so a failing step never leaves a
- * connection or a timer behind.
- */
+/** Everything the composition root opened, closed newest first: on `stop()`, and when start-up fails half way. */
 export class Resources {
   private readonly closers: { name: string; close: () => Promise<void> | void }[] = [];
 
   constructor(private readonly log: Logger) {}
 
-  /** Keeps what was built for closing later and returns it. */
   add<T>(name: string, built: Built<T>): T {
     if (built.close) this.closers.push({ name, close: built.close.bind(built) });
     return built.value;
