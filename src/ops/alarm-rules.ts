@@ -37,18 +37,15 @@ const ENTITY_CONDITIONS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_li
 /** The per-entity condition alarms, cleared when an entity is retired. */
 const ENTITY_ALARMS = [...ENTITY_CONDITIONS, 'forecast_period_exhausted'] as const;
 
-/**
- * Which sampled conditions raise which alarm: each holds for a number of
- * samples in a row before it alarms, and clears as soon as it stops holding.
- */
+/** Which sampled conditions raise which alarm: each once held {@link CONFIRM_SAMPLES} in a row, cleared when not. */
 export class AlarmRules {
   private readonly streaks = new Map<string, number>();
 
   constructor(private readonly options: AlarmRuleOptions) {}
 
-  /** Whether none of the entity's conditions holds (nothing raised, nothing on its way): a check on the same figures changes nothing. */
+  /** Whether none of the entity's conditions holds: a check on the same figures changes nothing. */
   quiet(entityKey: string): boolean {
-    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(`${name}\u0000${entityKey}`));
+    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(streakKey(name, entityKey)));
   }
 
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
@@ -68,9 +65,7 @@ export class AlarmRules {
       message: `pool of ${key} is below ${poolLowPercent}% of its low watermark: the refiller is not keeping up`,
       details: { size, lowWatermark: watermark, max: entity.maxPoolSize },
     }));
-    // Only below the watermark: a pool at its target is as deep as demand
-    // calls for (a small one right after demand starts is topped up at the
-    // watermark); below it, the refiller should already have acted.
+    // Only below the watermark: above, the pool is as deep as demand asks; below, the refiller should have acted.
     const dry = serving && size < watermark && f.poolDrySeconds < this.options.poolDrySeconds;
     this.condition(dry, 'forecast_pool_dry', key, () => ({
       message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
@@ -88,11 +83,7 @@ export class AlarmRules {
     }));
   }
 
-  /**
-   * `forecast_period_exhausted` while a business-number period is full, or
-   * will be before it ends at the current rate; the time is the zone's
-   * (`wallClock`), as the people printing the numbers read it.
-   */
+  /** `forecast_period_exhausted` while a period is full or will be before it ends; times in the entity's zone. */
   checkNumberPeriod(entity: EntityConfig, view: NumberView, wallClock: (ms: number) => string): void {
     const { usage, forecast } = view;
     const key = entity.key;
@@ -163,24 +154,19 @@ export class AlarmRules {
   /** Clears a retired entity's alarms and streaks. */
   forgetEntity(key: string): void {
     for (const name of ENTITY_ALARMS) {
-      this.streaks.delete(`${name}\u0000${key}`);
+      this.streaks.delete(streakKey(name, key));
       this.options.alarms.clear(name, key);
     }
   }
 
-  /**
-   * Sets or clears a condition alarm once it has held {@link CONFIRM_SAMPLES}
-   * in a row; a condition of this instance (no `entityKey`) at its first. The
-   * alarm is built only when it is raised: most entities, most of the time,
-   * raise nothing.
-   */
+  /** Sets (after {@link CONFIRM_SAMPLES}; this instance's own at once) or clears an alarm, built only when raised. */
   private condition(
     holds: boolean,
     name: AlarmInput['name'],
     entityKey: string | undefined,
     alarm: () => Raised,
   ): void {
-    const key = `${name}\u0000${entityKey ?? ''}`;
+    const key = streakKey(name, entityKey);
     if (!holds) {
       this.streaks.delete(key);
       this.options.alarms.clear(name, entityKey);
@@ -191,4 +177,8 @@ export class AlarmRules {
     if (entityKey === undefined || streak >= CONFIRM_SAMPLES)
       this.options.alarms.set(raised(name, { ...(entityKey === undefined ? {} : { entityKey }), ...alarm() }));
   }
+}
+
+function streakKey(name: string, entityKey = ''): string {
+  return `${name}\u0000${entityKey}`;
 }
