@@ -31,12 +31,7 @@ export interface EntityHistoryOptions {
   chartRateWindowMs: number;
 }
 
-/**
- * What the ops sampler remembers of each entity between runs: its recent
- * samples (the rates behind its forecast), its chart for the dashboard and
- * its latest forecast. The sampler decides when to read and what to do with
- * a forecast (gauges, alarm rules); this keeps the figures.
- */
+/** What the sampler remembers of each entity between runs: recent samples, the dashboard chart, the latest forecast. */
 export class EntityHistory {
   private readonly samples = new Map<string, Ring<PoolSample>>();
   private readonly charts = new Map<string, Ring<ChartPoint>>();
@@ -73,18 +68,14 @@ export class EntityHistory {
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
   record(entity: EntityConfig, sample: Reading, capacity: number): EntityForecast | undefined {
     const { stride } = this.options;
-    // Until the pool first reaches its watermark, keep only the latest
-    // sample: the first fill reserves a whole pool and pushes it over many
-    // script calls, and a sample taken mid-push would read as a huge take
-    // rate. Rates start from the first filled sample.
+    // Until the pool first reaches its watermark keep only the latest sample: a sample in the middle of the
+    // first fill's many pushes would read as a huge take rate.
     const history = this.push(entity.key, sample, capacity, !this.filledOnce.has(entity.key));
     if (sample.size >= this.options.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
     const spaced = stride.of(entity);
     let f = forecastEntity(history, this.options.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
     if (!f) return undefined;
-    // Refused takes take nothing, so the take rate of a pool too short for its
-    // requests falls to 0 and its forecast to "never" while every request
-    // fails: a pool that refused takes within the rate window is dry now.
+    // Refused takes take nothing, so a pool too short for its requests would forecast "never": it is dry now.
     if (this.refusedRecently(entity.key, sample.at)) f = { ...f, poolDrySeconds: 0 };
     this.forecasts.set(entity.key, f);
     this.chartPoint(entity.key, history, capacity);
@@ -92,12 +83,8 @@ export class EntityHistory {
   }
 
   /**
-   * Adds a business-number entity's reading to its history and chart (its
-   * ready numbers as the pool, its period's use as the take counter, exact);
-   * returns its take rate over the rate window, a pool's (the run-out
-   * forecast keeps its longer one: `period-forecast.ts`). A new period, or a
-   * use that fell (a restored Redis), starts the samples again: a rate across
-   * it would be negative.
+   * Adds a business-number reading (ready numbers as the pool, the period's use as the take counter); returns
+   * its take rate over the rate window. A new period, or a use that fell (a restored Redis), starts anew.
    */
   recordNumbers(entityKey: string, usage: NumberUsage, capacity: number): number {
     const last = this.lastSample(entityKey);
@@ -128,11 +115,8 @@ export class EntityHistory {
   }
 
   /**
-   * Whether a sample reading `size` and `offset` would change nothing: the
-   * pool has filled, the last sample reads the same (and this instance served
-   * and refused as many since), and its forecast already has nothing moving.
-   * Recording it would only add a copy (garbage the collector then walks
-   * with the whole heap: 2.9 % of a core at 100,000 idle entities).
+   * Whether a sample of `size` and `offset` would change nothing (filled, read and served and refused as the last,
+   * nothing moving): recording copies cost 2.9 % of a core in garbage at 100,000 idle entities.
    */
   atRest(entityKey: string, size: number, offset: bigint): boolean {
     const last = this.lastSample(entityKey);

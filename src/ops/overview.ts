@@ -42,11 +42,7 @@ export interface OpsOverview {
   /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
   sampling: SamplingHealth;
   workers: unknown[];
-  /**
-   * The fleet's recent alarms (every instance's, from Redis), each naming its
-   * instance; `instance` scope when embedded, or when Redis did not answer
-   * (`note` says so) and only this instance's own ring could be read.
-   */
+  /** The fleet's recent alarms from Redis; `instance` scope (this one's ring) when embedded or Redis did not answer. */
   alarms: { scope: 'fleet' | 'instance'; note?: string; instance: string; active: number; recent: FleetAlarmRecord[] };
   /** Whose take rates `entities` shows: summed over `instances` alive instances, or this instance's alone (`note` says why). */
   rates: { scope: 'fleet' | 'instance'; instances: number; note?: string };
