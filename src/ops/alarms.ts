@@ -56,8 +56,8 @@ export interface AlarmsOptions {
   onRecord?(record: AlarmRecord): void;
 }
 
-/** How many recent alarms the dashboard can show. */
-const RECENT = 100;
+/** Recent alarms each instance keeps for the dashboard. */
+export const RECENT_ALARMS = 100;
 /** One log line a second per repeated event: enough to see it, not enough to flood. */
 const EVENT_LOG_INTERVAL_MS = 1000;
 const WEBHOOK_TIMEOUT_MS = 5000;
@@ -71,7 +71,7 @@ export class Alarms {
   private readonly lastNotified = new Map<string, number>();
   /** Events of one key within {@link EVENT_LOG_INTERVAL_MS} of the last logged are counted into the next. */
   private readonly bursts: RepeatLimiter;
-  private readonly recentRing = new Ring<AlarmRecord>(RECENT);
+  private readonly recentRing = new Ring<AlarmRecord>(RECENT_ALARMS);
   private delivery: Promise<void> = Promise.resolve();
   private pending = 0;
 

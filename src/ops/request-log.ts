@@ -8,8 +8,7 @@ export interface RequestObserverOptions {
   log: Logger;
   /** `all`; `errors`: non-2xx and slow ones, repeats folded into a line a second (`RepeatedLines`); `off`. */
   mode: RequestLogMode;
-  /** Default 250. */
-  slowMs?: number;
+  slowMs: number;
   /** Monotonic milliseconds: the service clock's (a test's own decides which request was slow). */
   now: () => number;
   duration: Histogram<'method' | 'route' | 'status'>;
@@ -32,8 +31,7 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
   let counter = 0;
   const children = new Map<string, ReturnType<typeof o.duration.labels>>();
   const routeLabels = new WeakMap<object, string>();
-  const slowMs = o.slowMs ?? 250;
-  const { now } = o;
+  const { now, slowMs } = o;
   // A client retrying a 429 at once, ignoring Retry-After, was 99.9 % of the log in a 90 s run of twelve clients.
   const log = o.mode === 'errors' ? o.log.child({}, { foldInfo: true }) : o.log;
 

@@ -83,7 +83,6 @@ export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
 export class SamplerFeed {
   /** Each run's entities: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
   readonly round: ActivityRound<EntityConfig>;
-  /** Levels the sweep read since the last run, once it feeds the sampler. */
   private fed: { levels: Map<string, ReadLevel>; rounds: number } | undefined;
 
   constructor(private readonly options: Pick<SamplerOptions, 'entities' | 'clock' | 'sampleMs'>) {
@@ -118,15 +117,11 @@ export class SamplerFeed {
   }
 }
 
-/** How current the sampler's view is, for `/readyz` and the dashboard. */
+/** How current the sampler's view is, for `/readyz` and the dashboard (OpenAPI `Sampling`). */
 export interface SamplingHealth {
-  /** Every entity sampled within two rounds. */
   ok: boolean;
-  /** Seconds since the least recently sampled entity was sampled. */
   oldestSampleAgeSeconds: number;
-  /** Seconds a round over every entity takes. */
   roundSeconds: number;
-  /** Entities not sampled within two rounds. */
   staleEntities: number;
 }
 
@@ -429,7 +424,6 @@ export class OpsSampler {
     );
   }
 
-  /** When the entity was last sampled (Unix ms). */
   private sampledAt(entityKey: string): number | undefined {
     return this.options.metrics.sampleAge.values.get(entityKey);
   }
@@ -471,7 +465,6 @@ export class OpsSampler {
     };
   }
 
-  /** When a run last read the pools, or undefined before the first. */
   lastSampleAt(): number | undefined {
     return this.lastSampledAt;
   }
