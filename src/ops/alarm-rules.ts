@@ -8,6 +8,7 @@ import { JS_SAFE_LIMIT } from '../limits';
 import { describeSeconds, isoDate, round } from './format';
 import { type NumberView, runOutText } from './period-forecast';
 import { raised } from './alarm-table';
+import type { OpsConfig } from './settings';
 
 /** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
 const CONFIRM_SAMPLES = 2;
@@ -15,18 +16,14 @@ const CONFIRM_SAMPLES = 2;
 /** What a rule says of its alarm: the name, entity and severity come from the table. */
 type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
 
-export interface AlarmRuleOptions {
+/** The alarms, what the rules read, and their thresholds (`settings.ts`). */
+export interface AlarmRuleOptions extends Pick<
+  OpsConfig,
+  'alertHorizonDays' | 'alertPoolDrySeconds' | 'alertPoolLowPercent' | 'alertWorkerRangePercent'
+> {
   alarms: Alarms;
   demand: Pick<Demand, 'lowWatermark'>;
   stride: Pick<IdStride, 'of'>;
-  /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
-  horizonSeconds: number;
-  /** `forecast_pool_dry` below this many seconds. */
-  poolDrySeconds: number;
-  /** `pool_low` when a pool stays below this percent of its low watermark. */
-  poolLowPercent: number;
-  /** `worker_range_nearly_full` at or above this percent of the range in use. */
-  workerRangePercent: number;
 }
 
 /** This instance's clock against Redis's and the database's, as the running service checks it. */
@@ -51,9 +48,10 @@ export class AlarmRules {
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
     const key = entity.key;
-    const { horizonSeconds, poolLowPercent } = this.options;
+    const { alertHorizonDays, alertPoolLowPercent: poolLowPercent } = this.options;
+    const horizonSeconds = alertHorizonDays * 86_400;
     const watermark = this.options.demand.lowWatermark(entity);
-    const horizon = `(horizon ${round(horizonSeconds / 86_400)} days)`;
+    const horizon = `(horizon ${round(alertHorizonDays)} days)`;
     const when = (seconds: number) => (seconds === 0 ? 'now' : `in ${describeSeconds(seconds)}`);
     const limit = (seconds: number) => ({
       seconds: round(seconds),
@@ -66,7 +64,7 @@ export class AlarmRules {
       details: { size, lowWatermark: watermark, max: entity.maxPoolSize },
     }));
     // Only below the watermark: above, the pool is as deep as demand asks; below, the refiller should have acted.
-    const dry = serving && size < watermark && f.poolDrySeconds < this.options.poolDrySeconds;
+    const dry = serving && size < watermark && f.poolDrySeconds < this.options.alertPoolDrySeconds;
     this.condition(dry, 'forecast_pool_dry', key, () => ({
       message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
       details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
@@ -129,7 +127,7 @@ export class AlarmRules {
 
   /** `worker_range_nearly_full` when most of the deployment's worker ids are leased. */
   checkWorkerRange(inUse: number, total: number): void {
-    const full = total > 0 && (inUse * 100) / total >= this.options.workerRangePercent;
+    const full = total > 0 && (inUse * 100) / total >= this.options.alertWorkerRangePercent;
     this.condition(full, 'worker_range_nearly_full', undefined, () => ({
       message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
       details: { inUse, total, percent: round((inUse * 100) / total) },
@@ -138,7 +136,7 @@ export class AlarmRules {
 
   /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
   checkSnowflake(sf: SnowflakeForecast, now: number): void {
-    const horizonMs = this.options.horizonSeconds * 1000;
+    const horizonMs = this.options.alertHorizonDays * 86_400 * 1000;
     this.condition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', undefined, () => ({
       message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
       details: { at: isoDate(sf.timeExhaustedAt) },

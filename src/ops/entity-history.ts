@@ -27,8 +27,8 @@ export interface EntityHistoryOptions {
   refused?: (entityKey: string) => number;
   /** Rates behind forecasts are averaged over this long. */
   rateWindowMs: number;
-  /** Chart rates are averaged over this long (short: the chart should move). */
-  chartRateWindowMs: number;
+  /** IDPOOL_OPS_SAMPLE_MS: chart rates are averaged over five samples, 5 s at least, so one refill does not jump. */
+  sampleMs: number;
 }
 
 /** What the sampler remembers of each entity between runs: recent samples, the dashboard chart, the latest forecast. */
@@ -110,7 +110,7 @@ export class EntityHistory {
     Ring.in(this.charts, key, capacity).push({
       t: last.at,
       size: last.size,
-      takePerSecond: round(ratesOf(history, this.options.chartRateWindowMs).takePerSecond),
+      takePerSecond: round(ratesOf(history, Math.max(5000, this.options.sampleMs * 5)).takePerSecond),
     });
   }
 

@@ -142,12 +142,6 @@ export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
     ...events,
     ...config,
     log: deps.log.child({ component: 'alarms' }),
-    // Five samples at least, so one refill does not make the chart jump.
-    chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
-    horizonSeconds: config.alertHorizonDays * 86_400,
-    poolDrySeconds: config.alertPoolDrySeconds,
-    poolLowPercent: config.alertPoolLowPercent,
-    workerRangePercent: config.alertWorkerRangePercent,
   });
   const fleet = new Fleet({
     ...deps.fleet,

@@ -70,8 +70,6 @@ export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
   demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   log: Logger;
-  /** IDPOOL_OPS_SAMPLE_MS. */
-  sampleMs: number;
   /** History kept for the dashboard charts. */
   historyMs: number;
 }
