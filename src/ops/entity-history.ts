@@ -4,6 +4,7 @@ import type { IdStride } from '../segment/stride';
 import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
 import { round } from './format';
 import type { NumberUsage } from '../pool/period-pools';
+import type { OpsConfig } from './settings';
 
 /** One point of an entity's dashboard charts. */
 export interface ChartPoint {
@@ -16,7 +17,8 @@ export interface ChartPoint {
 /** A sample as read: what this instance served so far is added when it is kept. */
 type Reading = Omit<PoolSample, 'served'>;
 
-export interface EntityHistoryOptions {
+/** What the history reads; chart rates are over five samples (5 s at least), so one refill does not jump. */
+export interface EntityHistoryOptions extends Pick<OpsConfig, 'rateWindowMs' | 'sampleMs'> {
   /** Low watermarks: an entity's history starts once its pool first reached its own. */
   demand: Pick<Demand, 'lowWatermark'>;
   /** The deployment's stride; `of(entity)` adds the entity's spacing. */
@@ -25,10 +27,6 @@ export interface EntityHistoryOptions {
   served?: (entityKey: string) => number;
   /** Takes this instance refused per entity so far for too few ids ready (pool short, or its refill failing). */
   refused?: (entityKey: string) => number;
-  /** Rates behind forecasts are averaged over this long. */
-  rateWindowMs: number;
-  /** IDPOOL_OPS_SAMPLE_MS: chart rates are averaged over five samples, 5 s at least, so one refill does not jump. */
-  sampleMs: number;
 }
 
 /** What the sampler remembers of each entity between runs: recent samples, the dashboard chart, the latest forecast. */

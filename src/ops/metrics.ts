@@ -3,7 +3,6 @@ import { busiest } from './busiest';
 import { registerEventLoopDelay } from './event-loop-delay';
 import { EntitySampleAge, EntitySeries, type Family, type Total } from './entity-series';
 
-/** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
   defaultMetrics?: boolean;
   /** Per-entity series for at most this many entities (IDPOOL_METRICS_MAX_ENTITIES); unlimited when unset. */

@@ -12,6 +12,7 @@ import { type NumberView, PeriodHistory, numberView } from './period-forecast';
 import { type TimeZone, timeZone } from '../numbers/zone';
 import type { NumberUsage } from '../pool/period-pools';
 import type { OpsMetrics } from './metrics';
+import type { OpsConfig } from './settings';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import type { Clock } from '../clock';
 import { round } from './format';
@@ -49,14 +50,13 @@ interface ReadLevel {
   readonly at: number;
 }
 
-/** What the sampler reads and where it reports, with its history's and alarm rules' options. */
-export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
+/** What the sampler reads and where it reports, with its history's and alarm rules' options and its settings. */
+export interface SamplerOptions
+  extends EntityHistoryOptions, AlarmRuleOptions, Pick<OpsConfig, 'periodRateWindowMs' | 'historyMs'> {
   clock: Clock;
   metrics: OpsMetrics;
   /** Where business-number periods are read (none: no business-number entity is sampled). */
   numbers?: NumberUsageSource;
-  /** IDPOOL_OPS_PERIOD_RATE_WINDOW_MS: the rate behind a period's run-out forecast. */
-  periodRateWindowMs: number;
   /** Read when first needed: the snowflake layout is built after the pool side. */
   snowflake?: () => SnowflakeForecast | undefined;
   /** This instance's worker lease and its clock against Redis's and the database's (snowflake mode). */
@@ -70,8 +70,6 @@ export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
   demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   log: Logger;
-  /** History kept for the dashboard charts. */
-  historyMs: number;
 }
 
 /**
