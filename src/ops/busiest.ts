@@ -3,16 +3,14 @@ import type { Clock } from '../clock';
 /** Ids served per entity over a sliding window of buckets: "busiest" for `/metrics` and the dashboard. */
 export class RecentServed {
   private readonly buckets: { start: number; counts: Map<string, number> }[] = [];
+  /** The window slides in sixths. */
   private readonly bucketMs: number;
 
   constructor(
     private readonly clock: Clock,
-    /** How far back "recently" reaches. */
     private readonly windowMs: number,
-    /** Buckets per window: the window slides in steps of windowMs / this. */
-    buckets = 6,
   ) {
-    this.bucketMs = Math.max(1, Math.floor(windowMs / buckets));
+    this.bucketMs = Math.max(1, Math.floor(windowMs / 6));
   }
 
   add(entityKey: string, count: number): void {
