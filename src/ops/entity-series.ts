@@ -62,7 +62,7 @@ export class EntitySeries {
   }
 }
 
-/** Seconds since each entity's last sample, worked out when read: an entity no longer reached shows a growing age. */
+/** Seconds since each entity's last sample (set as its Unix ms), worked out when read: an unreached one ages. */
 export class EntitySampleAge extends EntitySeries {
   constructor(private readonly nowMs: () => number) {
     super(
@@ -70,11 +70,6 @@ export class EntitySampleAge extends EntitySeries {
       "Seconds since the ops sampler last read the entity's pool (stale when above 2 × idpool_ops_sample_round_seconds)",
       null,
     );
-  }
-
-  /** When the entity was last sampled, in Unix ms. */
-  sampled(entity: string, atMs: number): void {
-    this.values.set(entity, atMs);
   }
 
   /** The oldest sample's age over every sampled entity, in seconds (0 with none). */

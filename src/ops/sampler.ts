@@ -324,7 +324,7 @@ export class OpsSampler {
     this.numberViews.set(entity.key, view);
     const { metrics } = this.options;
     const labels = { entity: entity.key };
-    metrics.sampleAge.sampled(entity.key, usage.now);
+    metrics.sampleAge.set(labels, usage.now);
     metrics.numberPeriodStart.set(labels, usage.period.start / 1000);
     metrics.numberPeriodEnd.set(labels, usage.period.end / 1000);
     metrics.numberPeriodUsed.set(labels, Number(usage.used));
@@ -352,7 +352,7 @@ export class OpsSampler {
     const seen = this.sampledAt(entity.key);
     if (seen !== undefined && at < seen) return;
     const { metrics, demand } = this.options;
-    metrics.sampleAge.sampled(entity.key, at);
+    metrics.sampleAge.set({ entity: entity.key }, at);
     const last = this.history.lastSample(entity.key);
     // Taken from since the last sample (the take counter moved, reserved beyond what the pool grew, or served
     // here): active. A refill alone moves offset and size together and leaves an idle entity idle.
