@@ -21,8 +21,8 @@ import { errorMessage } from '../errors';
 /** Active entities one run reads at most: one pipeline of 1,000 LLEN and one SQL query for 1,000 offsets, a few ms. */
 const SAMPLE_BATCH = 1000;
 /**
- * Idle entities one run reads, going round: a round of 50 s at 10,000 entities. Reading 1,000 idle pools a
- * second in the sampler and 1,000 in the sweep cost 6.6 % of a core at 10,000 idle entities (bench/scale.bench.ts).
+ * Idle entities one run reads, going round (an idle pool's figures do not move): 50 s a round at 10,000. Reading
+ * 1,000 idle pools a second here and 1,000 in the sweep cost 6.6 % of a core at 10,000 (bench/scale.bench.ts).
  */
 const IDLE_BATCH = 200;
 /** An entity taken from is read every run for this long after. */
