@@ -8,6 +8,7 @@ import { JS_SAFE_LIMIT } from '../limits';
 import { describeSeconds, isoDate, round } from './format';
 import { type NumberView, runOutText } from './period-forecast';
 import { raised } from './alarm-table';
+import type { OpsConfig } from './settings';
 
 /** Conditions must hold this many samples in a row before they alarm (a fresh pool is empty for one). */
 const CONFIRM_SAMPLES = 2;
@@ -15,18 +16,14 @@ const CONFIRM_SAMPLES = 2;
 /** What a rule says of its alarm: the name, entity and severity come from the table. */
 type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
 
-export interface AlarmRuleOptions {
+/** The alarms, what the rules read, and their thresholds (`settings.ts`). */
+export interface AlarmRuleOptions extends Pick<
+  OpsConfig,
+  'alertHorizonDays' | 'alertPoolDrySeconds' | 'alertPoolLowPercent' | 'alertWorkerRangePercent'
+> {
   alarms: Alarms;
   demand: Pick<Demand, 'lowWatermark'>;
   stride: Pick<IdStride, 'of'>;
-  /** Forecasts due within this many seconds raise an alarm (IDPOOL_ALERT_HORIZON_DAYS). */
-  horizonSeconds: number;
-  /** `forecast_pool_dry` below this many seconds. */
-  poolDrySeconds: number;
-  /** `pool_low` when a pool stays below this percent of its low watermark. */
-  poolLowPercent: number;
-  /** `worker_range_nearly_full` at or above this percent of the range in use. */
-  workerRangePercent: number;
 }
 
 /** This instance's clock against Redis's and the database's, as the running service checks it. */
@@ -37,26 +34,24 @@ const ENTITY_CONDITIONS = ['pool_low', 'forecast_pool_dry', 'forecast_js_safe_li
 /** The per-entity condition alarms, cleared when an entity is retired. */
 const ENTITY_ALARMS = [...ENTITY_CONDITIONS, 'forecast_period_exhausted'] as const;
 
-/**
- * Which sampled conditions raise which alarm: each holds for a number of
- * samples in a row before it alarms, and clears as soon as it stops holding.
- */
+/** Which sampled conditions raise which alarm: each once held {@link CONFIRM_SAMPLES} in a row, cleared when not. */
 export class AlarmRules {
   private readonly streaks = new Map<string, number>();
 
   constructor(private readonly options: AlarmRuleOptions) {}
 
-  /** Whether none of the entity's conditions holds (nothing raised, nothing on its way): a check on the same figures changes nothing. */
+  /** Whether none of the entity's conditions holds: a check on the same figures changes nothing. */
   quiet(entityKey: string): boolean {
-    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(`${name}\u0000${entityKey}`));
+    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(streakKey(name, entityKey)));
   }
 
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
     const key = entity.key;
-    const { horizonSeconds, poolLowPercent } = this.options;
+    const { alertHorizonDays, alertPoolLowPercent: poolLowPercent } = this.options;
+    const horizonSeconds = alertHorizonDays * 86_400;
     const watermark = this.options.demand.lowWatermark(entity);
-    const horizon = `(horizon ${round(horizonSeconds / 86_400)} days)`;
+    const horizon = `(horizon ${round(alertHorizonDays)} days)`;
     const when = (seconds: number) => (seconds === 0 ? 'now' : `in ${describeSeconds(seconds)}`);
     const limit = (seconds: number) => ({
       seconds: round(seconds),
@@ -68,10 +63,8 @@ export class AlarmRules {
       message: `pool of ${key} is below ${poolLowPercent}% of its low watermark: the refiller is not keeping up`,
       details: { size, lowWatermark: watermark, max: entity.maxPoolSize },
     }));
-    // Only below the watermark: a pool at its target is as deep as demand
-    // calls for (a small one right after demand starts is topped up at the
-    // watermark); below it, the refiller should already have acted.
-    const dry = serving && size < watermark && f.poolDrySeconds < this.options.poolDrySeconds;
+    // Only below the watermark: above, the pool is as deep as demand asks; below, the refiller should have acted.
+    const dry = serving && size < watermark && f.poolDrySeconds < this.options.alertPoolDrySeconds;
     this.condition(dry, 'forecast_pool_dry', key, () => ({
       message: `pool of ${key} is below its low watermark and runs dry in ${round(f.poolDrySeconds)} s at the current take rate without refills`,
       details: { seconds: round(f.poolDrySeconds), size, takePerSecond: round(f.takePerSecond) },
@@ -88,11 +81,7 @@ export class AlarmRules {
     }));
   }
 
-  /**
-   * `forecast_period_exhausted` while a business-number period is full, or
-   * will be before it ends at the current rate; the time is the zone's
-   * (`wallClock`), as the people printing the numbers read it.
-   */
+  /** `forecast_period_exhausted` while a period is full or will be before it ends; times in the entity's zone. */
   checkNumberPeriod(entity: EntityConfig, view: NumberView, wallClock: (ms: number) => string): void {
     const { usage, forecast } = view;
     const key = entity.key;
@@ -138,7 +127,7 @@ export class AlarmRules {
 
   /** `worker_range_nearly_full` when most of the deployment's worker ids are leased. */
   checkWorkerRange(inUse: number, total: number): void {
-    const full = total > 0 && (inUse * 100) / total >= this.options.workerRangePercent;
+    const full = total > 0 && (inUse * 100) / total >= this.options.alertWorkerRangePercent;
     this.condition(full, 'worker_range_nearly_full', undefined, () => ({
       message: `${inUse} of ${total} worker ids are leased: new instances may find none free`,
       details: { inUse, total, percent: round((inUse * 100) / total) },
@@ -147,7 +136,7 @@ export class AlarmRules {
 
   /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
   checkSnowflake(sf: SnowflakeForecast, now: number): void {
-    const horizonMs = this.options.horizonSeconds * 1000;
+    const horizonMs = this.options.alertHorizonDays * 86_400 * 1000;
     this.condition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', undefined, () => ({
       message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
       details: { at: isoDate(sf.timeExhaustedAt) },
@@ -163,24 +152,19 @@ export class AlarmRules {
   /** Clears a retired entity's alarms and streaks. */
   forgetEntity(key: string): void {
     for (const name of ENTITY_ALARMS) {
-      this.streaks.delete(`${name}\u0000${key}`);
+      this.streaks.delete(streakKey(name, key));
       this.options.alarms.clear(name, key);
     }
   }
 
-  /**
-   * Sets or clears a condition alarm once it has held {@link CONFIRM_SAMPLES}
-   * in a row; a condition of this instance (no `entityKey`) at its first. The
-   * alarm is built only when it is raised: most entities, most of the time,
-   * raise nothing.
-   */
+  /** Sets (after {@link CONFIRM_SAMPLES}; this instance's own at once) or clears an alarm, built only when raised. */
   private condition(
     holds: boolean,
     name: AlarmInput['name'],
     entityKey: string | undefined,
     alarm: () => Raised,
   ): void {
-    const key = `${name}\u0000${entityKey ?? ''}`;
+    const key = streakKey(name, entityKey);
     if (!holds) {
       this.streaks.delete(key);
       this.options.alarms.clear(name, entityKey);
@@ -191,4 +175,8 @@ export class AlarmRules {
     if (entityKey === undefined || streak >= CONFIRM_SAMPLES)
       this.options.alarms.set(raised(name, { ...(entityKey === undefined ? {} : { entityKey }), ...alarm() }));
   }
+}
+
+function streakKey(name: string, entityKey = ''): string {
+  return `${name}\u0000${entityKey}`;
 }

@@ -1,12 +1,9 @@
 import { DEFAULT_LEASE } from '../worker/lease';
 import { DEFAULT_OPS } from './settings';
 
-// Every alarm once: the name idpool raises it under (its log line, webhook
-// and idpool_alarms_total) with its severity, and the Prometheus alert that
-// watches the same condition from the metrics. scripts/prometheus-rules.js
-// writes deploy/prometheus/idpool-rules.yml from this table (`npm run
-// rules`); prometheus-rules.test.ts fails while the committed file differs.
-// Thresholds are idpool's defaults, so the two cannot drift apart.
+// Every alarm once, with its severity and the Prometheus alert watching the same condition.
+// scripts/prometheus-rules.js writes deploy/prometheus/idpool-rules.yml from this table (`npm run rules`;
+// prometheus-rules.test.ts fails while it differs); thresholds are idpool's defaults, so the two cannot drift.
 
 export type AlarmSeverity = 'warning' | 'critical';
 
@@ -328,7 +325,6 @@ export type AlarmName = Extract<Row, { alarm: string }>['alarm'] | Extract<Row, 
 
 const rowOf = new Map<string, AlarmRow>(ALARM_TABLE.flatMap((row: AlarmRow) => (row.alarm ? [[row.alarm, row]] : [])));
 
-/** The severity an alarm is raised with. */
 const severityOf = (name: AlarmName): AlarmSeverity => rowOf.get(name)?.severity ?? 'warning';
 
 /** The alarm's former name, for one release after a rename. */

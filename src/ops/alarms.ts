@@ -46,10 +46,7 @@ export interface AlarmsOptions {
   log: Logger;
   /** Where to POST (IDPOOL_ALERT_WEBHOOK_URL); none = log only. */
   sink?: AlarmSink;
-  /**
-   * A key notified less than this long ago is not posted again, whether it
-   * stayed on or flapped off and on (IDPOOL_ALERT_DEDUPE_MS).
-   */
+  /** IDPOOL_ALERT_DEDUPE_MS: a key notified less than this long ago is not posted again, even after flapping. */
   dedupeMs: number;
   /** Names this instance in the payload (host:pid). */
   instance: string;
@@ -59,27 +56,22 @@ export interface AlarmsOptions {
   onRecord?(record: AlarmRecord): void;
 }
 
-/** How many recent alarms the dashboard can show. */
-const RECENT = 100;
+/** Recent alarms each instance keeps for the dashboard. */
+export const RECENT_ALARMS = 100;
 /** One log line a second per repeated event: enough to see it, not enough to flood. */
 const EVENT_LOG_INTERVAL_MS = 1000;
+const WEBHOOK_TIMEOUT_MS = 5000;
 
 /**
- * Alarms: each becomes one structured log line (`warn` for warnings,
- * `error` for critical) and, with a webhook configured, one JSON POST,
- * de-duplicated per (name, entity) so a flapping condition does not flood.
- *
- * Two kinds of caller: conditions (`set`/`clear`, evaluated each sampler
- * run: a pool low, a forecast inside its horizon) log when they turn on and
- * off; events (`raise`: a fence refusal, a Redis server change) log each
- * time, but post at most once per de-duplication window.
+ * Each alarm is one log line and, with a webhook, one POST de-duplicated per (name, entity). Conditions
+ * (`set`/`clear`, each sampler run) log when they turn on and off; events (`raise`) log each time.
  */
 export class Alarms {
   private readonly active = new Map<string, AlarmInput>();
   private readonly lastNotified = new Map<string, number>();
   /** Events of one key within {@link EVENT_LOG_INTERVAL_MS} of the last logged are counted into the next. */
   private readonly bursts: RepeatLimiter;
-  private readonly recentRing = new Ring<AlarmRecord>(RECENT);
+  private readonly recentRing = new Ring<AlarmRecord>(RECENT_ALARMS);
   private delivery: Promise<void> = Promise.resolve();
   private pending = 0;
 
@@ -87,16 +79,12 @@ export class Alarms {
     this.bursts = new RepeatLimiter(options.clock, { windowMs: EVENT_LOG_INTERVAL_MS, maxKeys: 10_000 });
   }
 
-  /** This process's name in its alarms (host:pid); {@link recent} holds only this process's alarms (the fleet's are in Redis). */
+  /** This process's name in its alarms (host:pid); {@link recent} holds only its own (the fleet's are in Redis). */
   get instance(): string {
     return this.options.instance;
   }
 
-  /**
-   * An event happened. Logged each time, except that a burst of the same
-   * event (every request of an exhausted pool) is logged once a second with
-   * the count of the ones folded into it.
-   */
+  /** An event: logged each time, a burst of one (an exhausted pool's requests) once a second with its count. */
   raise(alarm: AlarmInput): void {
     const folded = this.bursts.admit(keyOf(alarm));
     if (folded === undefined) return;
@@ -196,16 +184,9 @@ function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
   return alarm.entityKey === undefined ? alarm.name : `${alarm.name}\u0000${alarm.entityKey}`;
 }
 
-/**
- * Posts alarms as JSON with a timeout, retrying once on a network error or
- * 5xx (a receiver restarting should not lose the alarm; more retries would
- * only delay the ones behind it).
- */
+/** Posts alarms as JSON, retrying once on a network error or 5xx (a restarting receiver; more would delay the rest). */
 export class WebhookSink implements AlarmSink {
-  constructor(
-    private readonly url: string,
-    private readonly timeoutMs = 5000,
-  ) {}
+  constructor(private readonly url: string) {}
 
   async send(payload: AlarmWebhookPayload): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -215,7 +196,7 @@ export class WebhookSink implements AlarmSink {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'user-agent': 'idpool-alarms' },
           body: JSON.stringify(payload),
-          signal: AbortSignal.timeout(this.timeoutMs),
+          signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
         });
         await res.arrayBuffer().catch(() => undefined);
         status = res.status;

@@ -1,23 +1,16 @@
 import type { Clock } from '../clock';
 
-/**
- * Ids served per entity over a sliding window, in a few time buckets: what
- * "the most active entities" means for `/metrics` and the dashboard. Costs
- * one map update per request and memory for the entities served in the
- * window only, however many are registered.
- */
+/** Ids served per entity over a sliding window of buckets: "busiest" for `/metrics` and the dashboard. */
 export class RecentServed {
   private readonly buckets: { start: number; counts: Map<string, number> }[] = [];
+  /** The window slides in sixths. */
   private readonly bucketMs: number;
 
   constructor(
     private readonly clock: Clock,
-    /** How far back "recently" reaches. */
     private readonly windowMs: number,
-    /** Buckets per window: the window slides in steps of windowMs / this. */
-    buckets = 6,
   ) {
-    this.bucketMs = Math.max(1, Math.floor(windowMs / buckets));
+    this.bucketMs = Math.max(1, Math.floor(windowMs / 6));
   }
 
   add(entityKey: string, count: number): void {
@@ -46,11 +39,7 @@ export class RecentServed {
   }
 }
 
-/**
- * The `limit` busiest of `candidates` by score (the largest of any source);
- * when fewer have a score, the rest of the room goes to idle ones in key
- * order. Ties break by key, so the set does not flap between equals.
- */
+/** The `limit` busiest `candidates` by their largest score in any source, then idle ones; ties by key, not to flap. */
 export function busiest(limit: number, candidates: Iterable<string>, ...sources: Map<string, number>[]): Set<string> {
   const scores = new Map<string, number>();
   const idle: string[] = [];

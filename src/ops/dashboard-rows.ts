@@ -5,10 +5,10 @@ import { finite, round } from './format';
 import { numberPoolCap } from '../numbers/scheme';
 import { type NumberPeriodJson, type NumberView, numberPeriodJson } from './period-forecast';
 
+/** One segment entity's dashboard row (each field described in the OpenAPI `EntityOverview`). */
 export interface EntityOverview {
   key: string;
   mode: EntityConfig['mode'];
-  /** `fillPercent`: size against the demand-sized target (what a refill tops up to), not the ceiling `max`. */
   pool: { size: number; target: number; max: number; lowWatermark: number; fillPercent: number };
   currentOffset: string;
   highestId: string | null;
@@ -16,24 +16,19 @@ export interface EntityOverview {
   reservePerSecond: number;
   forecast: { poolDrySeconds: number | null; jsSafeLimitSeconds: number | null; int63LimitSeconds: number | null };
   history: ChartPoint[];
-  /** When the entity was last sampled (Unix ms), null before its first sample. */
   sampledAt: number | null;
-  /** Not sampled for more than two sampling rounds: the row shows the last values read, not current ones. */
   stale: boolean;
-  /** Business numbers: now's period, its use and forecast (the pool is its ready numbers; offsets and 2^53 do not apply). */
+  /** Business numbers: the pool is the ready numbers; offsets and 2^53 do not apply. */
   period?: NumberPeriodJson;
-  /** A gapless series: `period.used` is its ledger's counter, and it keeps no pool. */
   gapless?: true;
 }
 
 /** What a dashboard row is built from: the sampler's view of one entity. */
 export interface SampledView {
   demand: Pick<Demand, 'sizing'>;
-  /** The entities' latest samples, forecasts and charts. */
   history: Pick<EntityHistory, 'lastSample' | 'forecast' | 'chart'>;
-  /** A business-number entity's latest period reading. */
   numbers(entityKey: string): NumberView | undefined;
-  /** When the entity was last sampled (Unix ms). */
+  /** Unix ms. */
   sampledAt(entityKey: string): number | undefined;
   isStale(entityKey: string, now: number): boolean;
 }

@@ -4,6 +4,7 @@ import type { IdStride } from '../segment/stride';
 import { type EntityForecast, type PoolSample, Ring, forecastEntity, ratesOf } from './forecast';
 import { round } from './format';
 import type { NumberUsage } from '../pool/period-pools';
+import type { OpsConfig } from './settings';
 
 /** One point of an entity's dashboard charts. */
 export interface ChartPoint {
@@ -16,7 +17,8 @@ export interface ChartPoint {
 /** A sample as read: what this instance served so far is added when it is kept. */
 type Reading = Omit<PoolSample, 'served'>;
 
-export interface EntityHistoryOptions {
+/** What the history reads; chart rates are over five samples (5 s at least), so one refill does not jump. */
+export interface EntityHistoryOptions extends Pick<OpsConfig, 'rateWindowMs' | 'sampleMs'> {
   /** Low watermarks: an entity's history starts once its pool first reached its own. */
   demand: Pick<Demand, 'lowWatermark'>;
   /** The deployment's stride; `of(entity)` adds the entity's spacing. */
@@ -25,18 +27,9 @@ export interface EntityHistoryOptions {
   served?: (entityKey: string) => number;
   /** Takes this instance refused per entity so far for too few ids ready (pool short, or its refill failing). */
   refused?: (entityKey: string) => number;
-  /** Rates behind forecasts are averaged over this long. */
-  rateWindowMs: number;
-  /** Chart rates are averaged over this long (short: the chart should move). */
-  chartRateWindowMs: number;
 }
 
-/**
- * What the ops sampler remembers of each entity between runs: its recent
- * samples (the rates behind its forecast), its chart for the dashboard and
- * its latest forecast. The sampler decides when to read and what to do with
- * a forecast (gauges, alarm rules); this keeps the figures.
- */
+/** What the sampler remembers of each entity between runs: recent samples, the dashboard chart, the latest forecast. */
 export class EntityHistory {
   private readonly samples = new Map<string, Ring<PoolSample>>();
   private readonly charts = new Map<string, Ring<ChartPoint>>();
@@ -73,18 +66,14 @@ export class EntityHistory {
   /** Adds a sample to the entity's history and chart; returns its forecast once there is one. */
   record(entity: EntityConfig, sample: Reading, capacity: number): EntityForecast | undefined {
     const { stride } = this.options;
-    // Until the pool first reaches its watermark, keep only the latest
-    // sample: the first fill reserves a whole pool and pushes it over many
-    // script calls, and a sample taken mid-push would read as a huge take
-    // rate. Rates start from the first filled sample.
+    // Until the pool first reaches its watermark keep only the latest sample: a sample in the middle of the
+    // first fill's many pushes would read as a huge take rate.
     const history = this.push(entity.key, sample, capacity, !this.filledOnce.has(entity.key));
     if (sample.size >= this.options.demand.lowWatermark(entity)) this.filledOnce.add(entity.key);
     const spaced = stride.of(entity);
     let f = forecastEntity(history, this.options.rateWindowMs, entity.startOffset, (n) => spaced.toId(n), spaced.count);
     if (!f) return undefined;
-    // Refused takes take nothing, so the take rate of a pool too short for its
-    // requests falls to 0 and its forecast to "never" while every request
-    // fails: a pool that refused takes within the rate window is dry now.
+    // Refused takes take nothing, so a pool too short for its requests would forecast "never": it is dry now.
     if (this.refusedRecently(entity.key, sample.at)) f = { ...f, poolDrySeconds: 0 };
     this.forecasts.set(entity.key, f);
     this.chartPoint(entity.key, history, capacity);
@@ -92,12 +81,8 @@ export class EntityHistory {
   }
 
   /**
-   * Adds a business-number entity's reading to its history and chart (its
-   * ready numbers as the pool, its period's use as the take counter, exact);
-   * returns its take rate over the rate window, a pool's (the run-out
-   * forecast keeps its longer one: `period-forecast.ts`). A new period, or a
-   * use that fell (a restored Redis), starts the samples again: a rate across
-   * it would be negative.
+   * Adds a business-number reading (ready numbers as the pool, the period's use as the take counter); returns
+   * its take rate over the rate window. A new period, or a use that fell (a restored Redis), starts anew.
    */
   recordNumbers(entityKey: string, usage: NumberUsage, capacity: number): number {
     const last = this.lastSample(entityKey);
@@ -123,16 +108,13 @@ export class EntityHistory {
     Ring.in(this.charts, key, capacity).push({
       t: last.at,
       size: last.size,
-      takePerSecond: round(ratesOf(history, this.options.chartRateWindowMs).takePerSecond),
+      takePerSecond: round(ratesOf(history, Math.max(5000, this.options.sampleMs * 5)).takePerSecond),
     });
   }
 
   /**
-   * Whether a sample reading `size` and `offset` would change nothing: the
-   * pool has filled, the last sample reads the same (and this instance served
-   * and refused as many since), and its forecast already has nothing moving.
-   * Recording it would only add a copy (garbage the collector then walks
-   * with the whole heap: 2.9 % of a core at 100,000 idle entities).
+   * Whether a sample of `size` and `offset` would change nothing (filled, read and served and refused as the last,
+   * nothing moving): recording copies cost 2.9 % of a core in garbage at 100,000 idle entities.
    */
   atRest(entityKey: string, size: number, offset: bigint): boolean {
     const last = this.lastSample(entityKey);

@@ -3,19 +3,12 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 /** A metric family with its values read, as a Registry renders it. */
 export type Family = MetricObjectWithValues<MetricValue<string>>;
 
-/**
- * How a per-entity family is summed up over every entity in `/metrics`
- * (`idpool_all_…`): counters add up, a pool-dry forecast takes the soonest;
- * offsets and watermarks have no meaningful total.
- */
+/** How a per-entity family is totalled in `idpool_all_…`: summed, the soonest, or none (offsets, watermarks). */
 export type Total = 'sum' | 'min' | null;
 
 /**
- * A gauge or counter with one value per entity, kept in a Map. The sampler
- * sets ten gauges for every entity it reads and the refiller counts every
- * entity it fills; prom-client's Gauge and Counter copy every label set on
- * each read, which at 100,000 entities made a scrape take seconds. This one
- * is read only for the entities a scrape shows, plus one total.
+ * A gauge or counter with one value per entity in a Map: prom-client's copy every label set on each read, which
+ * at 100,000 entities made a scrape take seconds. This is read only for the entities a scrape shows.
  */
 export class EntitySeries {
   readonly values = new Map<string, number>();
@@ -69,11 +62,7 @@ export class EntitySeries {
   }
 }
 
-/**
- * Seconds since each entity's last sample, worked out when read: the
- * sampler stores the time of each sample, so an entity the sampler stopped
- * reaching shows a growing age instead of its last, frozen values.
- */
+/** Seconds since each entity's last sample (set as its Unix ms), worked out when read: an unreached one ages. */
 export class EntitySampleAge extends EntitySeries {
   constructor(private readonly nowMs: () => number) {
     super(
@@ -81,11 +70,6 @@ export class EntitySampleAge extends EntitySeries {
       "Seconds since the ops sampler last read the entity's pool (stale when above 2 × idpool_ops_sample_round_seconds)",
       null,
     );
-  }
-
-  /** When the entity was last sampled, in Unix ms. */
-  sampled(entity: string, atMs: number): void {
-    this.values.set(entity, atMs);
   }
 
   /** The oldest sample's age over every sampled entity, in seconds (0 with none). */

@@ -3,15 +3,9 @@ import { Gauge, type Registry } from 'prom-client';
 import { onAligned } from '../schedule';
 
 /**
- * How often the event-loop delay is sampled (ms). prom-client samples every
- * 10 ms: its timer was two thirds of an idle instance's wake-ups
- * (`bench/idle.bench.ts`), and at 100 ms it still was a third of them: a
- * wake-up costs 0.1–0.2 ms of CPU on a small virtual machine, and an idle
- * Node process sampling every 100 ms spends 1.6 ms a second doing only that
- * (0.2 ms without it, measured). One sample a second gives each scrape's
- * window (15 s or more) fifteen readings or more; a stall of a few hundred
- * ms is caught when it overlaps a sample, so a recurring one shows within a
- * few scrapes.
+ * prom-client's 10 ms timer was two thirds of an idle instance's wake-ups (`bench/idle.bench.ts`), a third at
+ * 100 ms (1.6 ms of CPU a second against 0.2 without it). A second gives a 15 s scrape window fifteen readings,
+ * and a recurring stall of a few hundred ms shows within a few scrapes.
  */
 const EVENT_LOOP_SAMPLE_MS = 1000;
 
@@ -27,13 +21,9 @@ const GAUGES: readonly [string, string, (h: RecordableHistogram) => number][] = 
 ];
 
 /**
- * Puts `nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds` on
- * `registry` in place of prom-client's (same names and help), from one
- * histogram of how late a timer firing every {@link EVENT_LOOP_SAMPLE_MS}
- * comes: about 0 at rest (prom-client's read 0.01 s, its interval). Not
- * Node's `monitorEventLoopDelay`: its reset (each scrape starts a window)
- * drops the next reading, a whole second of stalls here. Call after
- * `collectDefaultMetrics`.
+ * Replaces prom-client's `nodejs_eventloop_lag_*_seconds` (same names and help) on `registry`, after
+ * `collectDefaultMetrics`, from how late a timer firing every {@link EVENT_LOOP_SAMPLE_MS} comes. Not
+ * `monitorEventLoopDelay`: its reset at each scrape drops the next reading, a whole second here.
  */
 export function registerEventLoopDelay(registry: Registry): void {
   const histogram = createHistogram();

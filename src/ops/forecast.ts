@@ -1,9 +1,5 @@
-/**
- * Forecasts no other id service publishes: how long until a pool runs dry,
- * and until an entity's ids pass 2^53 (the largest integer a JavaScript
- * number holds exactly) or 2^63 (the end of a signed 64-bit id). Pure
- * functions of samples; the sampler feeds them and metrics/alarms read them.
- */
+// How long until a pool runs dry, and until an entity's ids pass 2^53 (the largest integer a JavaScript number
+// holds exactly) or 2^63: pure functions of the sampler's samples.
 
 import { INT63_LIMIT, JS_SAFE_LIMIT } from '../limits';
 
@@ -17,12 +13,7 @@ export interface PoolSample {
   readonly offset: bigint;
   /** Ids this instance has handed out so far (a counter; exact, but only ours). */
   readonly served?: number;
-  /**
-   * Ids taken from the pool so far by everyone (Redis's pushed counter less
-   * the size, read at one instant: exact, every pop counted; the sampler
-   * always has it, the rates work without it). It starts again when a pool
-   * is reset.
-   */
+  /** Ids taken from the pool so far by everyone (pushed less size, read at one instant: exact); restarts on a reset. */
   readonly taken?: number;
   /** A business number's period: its sequence, and so `taken`, starts again with the next. */
   readonly period?: string;
@@ -36,14 +27,9 @@ export interface Rates {
 }
 
 /**
- * Rates between the oldest sample within `windowMs` of the newest and the
- * newest. Taken: the growth of the pool's take counter (exact, every
- * consumer of a shared Redis pool: other instances, direct LPOP) when both
- * samples have one and it did not start again in between (a pool reset);
- * otherwise reserved − growth of the pool, which a refill caught between its
- * reservation and its push skews by up to one refill, either way. Never
- * below what this instance alone served in the window (an exact count), and
- * never below 0.
+ * Rates between the newest sample and the oldest within `windowMs` of it. Taken: the take counter's growth
+ * (exact, every consumer) or else reserved − the pool's growth (off by up to a refill caught mid-push);
+ * never below what this instance alone served, nor 0.
  */
 export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates {
   if (samples.length < 2) return { takePerSecond: 0, reservePerSecond: 0 };
@@ -54,7 +40,6 @@ export function ratesOf(samples: readonly PoolSample[], windowMs: number): Rates
   const seconds = (last.at - first.at) / 1000;
   if (seconds <= 0) return { takePerSecond: 0, reservePerSecond: 0 };
   const reserved = Number(last.offset - first.offset);
-  // The take counter's growth, unless it started again (a pool reset) or a sample has none.
   const counted = first.taken !== undefined && last.taken !== undefined && last.taken >= first.taken;
   const taken = counted ? last.taken - first.taken : reserved - (last.size - first.size);
   const servedHere = (last.served ?? 0) - (first.served ?? 0);
@@ -67,10 +52,7 @@ export function secondsUntilDry(size: number, perSecond: number): number {
   return perSecond > 0 ? size / perSecond : Number.POSITIVE_INFINITY;
 }
 
-/**
- * Seconds until the highest reserved id reaches `limit` when ids grow by
- * `idsPerSecond`: 0 when already there, +Inf when they do not grow.
- */
+/** Seconds until the highest reserved id reaches `limit` at `idsPerSecond`: 0 when there, +Inf when not growing. */
 export function secondsUntilPass(highestId: bigint, limit: bigint, idsPerSecond: number): number {
   if (highestId >= limit - 1n) return 0;
   if (!(idsPerSecond > 0)) return Number.POSITIVE_INFINITY;
@@ -95,16 +77,9 @@ export interface EntityForecast extends Rates {
 }
 
 /**
- * Forecast for one entity from its samples. `toId` maps a number of the line
- * to its id (stride); `idsPerNumber` is how much an id grows per
- * number (the stride count).
- *
- * The limits are approached by the highest *reserved* id at the *take* rate:
- * a pool is bounded, so over any long stretch the number line advances
- * exactly as fast as ids are taken, while the raw reservation rate jumps
- * with every refill (a fresh 300k-id pool filled in one second would
- * forecast 2^53 300k times too early). Starting from the highest reserved id
- * makes the forecast early by at most one pool's worth of ids.
+ * Forecast for one entity; `toId` maps a number to its id, `idsPerNumber` is the stride count. Limits are
+ * approached from the highest *reserved* id at the *take* rate: the reserve rate jumps with each refill
+ * (a 300k-id pool filled in a second would forecast 2^53 300k times too early); early by one pool at most.
  */
 export function forecastEntity(
   samples: readonly PoolSample[],
@@ -134,7 +109,7 @@ export class Ring<T> {
 
   constructor(readonly capacity: number) {}
 
-  /** The key's ring in `rings`: a new one when there is none or `restart`, the old one's latest items in it when it is smaller. */
+  /** The key's ring in `rings`: new when none or `restart`, or grown (keeping the latest items) when smaller. */
   static in<T>(rings: Map<string, Ring<T>>, key: string, capacity: number, restart = false): Ring<T> {
     const old = restart ? undefined : rings.get(key);
     if (old && old.capacity >= capacity) return old;

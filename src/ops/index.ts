@@ -17,7 +17,7 @@ import { OpsSampler, SamplerFeed, type SamplerOptions } from './sampler';
 
 export { requestObserver } from './request-log';
 
-/** What the ops side reads: the sampler's sources (`numbers`: the pools' numbers layer, `number-usage.ts`), and more. */
+/** What the ops side reads: the sampler's sources (`numbers`: `number-usage.ts`), and more. */
 export interface OpsDeps extends Pick<
   SamplerOptions,
   'entities' | 'poolStore' | 'demand' | 'allocator' | 'stride' | 'numbers' | 'snowflake' | 'lease' | 'clockWatch'
@@ -42,11 +42,7 @@ export interface OpsDeps extends Pick<
   };
 }
 
-/**
- * What the pools, takes and leases report to, built before them: the
- * metrics, the alarms and what the sampler reads of their activity (the
- * sampler is built after the pools, whose numbers layer it reads).
- */
+/** What the pools, takes and leases report to, built before them (the sampler, after: it reads their numbers layer). */
 export interface OpsEvents {
   readonly metrics: OpsMetrics;
   readonly alarms: Alarms;
@@ -94,10 +90,9 @@ export function createOpsEvents(
     recentServed: () => recent.rates(),
     nowMs: () => clock.now(),
   });
-  // Records reach the fleet stream through this (the fleet is built after the sampler, which needs the alarms).
+  // The fleet is built after the sampler, which needs the alarms: records reach its stream through this.
   const stream: { fleet?: Fleet } = {};
   const toFleet = deps.sharedAlarms ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;
-  // Named by this instance, posted to the webhook when one is configured, counted in the metrics.
   const alarms = new Alarms({
     clock,
     log,
@@ -116,7 +111,6 @@ export function createOpsEvents(
     feed,
     recent,
     stream,
-    // Ids this instance has served per entity so far (its counter): the sampler records them with each sample.
     served: (key) => metrics.idsServed.values.get(key) ?? 0,
     refused: (key) => refused.get(key) ?? 0,
     refillEvents: opsRefillEvents(metrics, alarms, deps.entities, deps.stride, feed),
@@ -143,18 +137,11 @@ export function createOpsEvents(
 export function createOps(events: OpsEvents, deps: OpsDeps): Ops {
   const { clock, config } = deps;
   const { metrics, alarms, recent } = events;
-  // The sampler with the ops settings: how often it samples, the windows it rates over, the alarm thresholds.
   const sampler = new OpsSampler({
     ...deps,
     ...events,
     ...config,
     log: deps.log.child({ component: 'alarms' }),
-    // Five samples at least, so one refill does not make the chart jump.
-    chartRateWindowMs: Math.max(5000, config.sampleMs * 5),
-    horizonSeconds: config.alertHorizonDays * 86_400,
-    poolDrySeconds: config.alertPoolDrySeconds,
-    poolLowPercent: config.alertPoolLowPercent,
-    workerRangePercent: config.alertWorkerRangePercent,
   });
   const fleet = new Fleet({
     ...deps.fleet,

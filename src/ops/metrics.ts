@@ -1,15 +1,8 @@
-/**
- * Every metric idpool exports, declared in one class so a reader finds each
- * name, help text and label set in one place: long by nature (one
- * declaration per family), the per-entity series kept apart in
- * `entity-series.ts`.
- */
 import { Counter, Gauge, Histogram, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
 import { busiest } from './busiest';
 import { registerEventLoopDelay } from './event-loop-delay';
 import { EntitySampleAge, EntitySeries, type Family, type Total } from './entity-series';
 
-/** Options of {@link OpsMetrics}. */
 export interface OpsMetricsOptions {
   defaultMetrics?: boolean;
   /** Per-entity series for at most this many entities (IDPOOL_METRICS_MAX_ENTITIES); unlimited when unset. */
@@ -21,10 +14,8 @@ export interface OpsMetricsOptions {
 }
 
 /**
- * Every Prometheus metric idpool exports, on a registry of its own (no
- * prom-client global), so two services in one process (tests, the embedded
- * library) never share counters. Names and labels are documented in the
- * README ("Metrics and forecasts").
+ * Every metric idpool exports (README "Metrics and forecasts"), on a registry of its own so two services in
+ * one process (tests, the embedded library) never share counters.
  */
 export class OpsMetrics {
   readonly registry = new Registry();
@@ -140,15 +131,12 @@ export class OpsMetrics {
 
   // Refiller.
   readonly refills = this.entityCounter('idpool_refills_total', 'Refills that reserved and pushed a segment');
-  // One histogram for every entity: per entity it was 14 series each, the
-  // largest part of a scrape at 100,000 entities; refills per entity are
-  // counted above.
+  // One histogram for every entity: 14 series per entity were most of a scrape at 100,000 entities.
   readonly refillDuration = new Histogram({
     name: 'idpool_refill_duration_seconds',
     help: 'Time from reserving a segment to the end of its push (all entities)',
     labelNames: [],
-    // A refill is one SQL round trip plus pushes of 10k ids (~2 ms each):
-    // milliseconds normally, up to seconds for a 5M-id pool.
+    // One SQL round trip plus pushes of 10k ids (~2 ms each): milliseconds, up to seconds for a 5M-id pool.
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
@@ -191,8 +179,7 @@ export class OpsMetrics {
     name: 'idpool_http_request_duration_seconds',
     help: 'HTTP request duration by route template and status',
     labelNames: ['method', 'route', 'status'],
-    // Id requests take well under a millisecond on a warm pool; the tail
-    // buckets catch the shortage wait (250 ms) and slow dependencies.
+    // Well under a millisecond on a warm pool; the tail catches the shortage wait (250 ms) and slow dependencies.
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
@@ -224,8 +211,7 @@ export class OpsMetrics {
   constructor(private readonly options: OpsMetricsOptions = {}) {
     this.sampleAge = this.register(new EntitySampleAge(options.nowMs ?? Date.now));
     if (options.defaultMetrics !== false) {
-      // prom-client's event-loop delay histogram (a timer every 10 ms) gives way to one sampling every
-      // second (event-loop-delay.ts); its own is left to fire once a minute, its gauges replaced.
+      // prom-client's 10 ms event-loop timer slowed to once a minute, its gauges replaced (event-loop-delay.ts).
       collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 60_000 });
       registerEventLoopDelay(this.registry);
     }
@@ -244,12 +230,9 @@ export class OpsMetrics {
   }
 
   /**
-   * The Prometheus text: per-entity series of the busiest `maxEntities`
-   * entities only (ids served here recently, or the deployment-wide take
-   * rate, whichever is larger), and an `idpool_all_…` family beside each
-   * per-entity one with the total over every entity. Every entity's series
-   * stay in memory (counters keep counting), so an entity that comes back
-   * into the busiest set shows its true count, and totals never miss one.
+   * The Prometheus text: per-entity series of the busiest `maxEntities` only (by recent served or take rate),
+   * and an `idpool_all_…` total over every entity beside each. All series stay in memory, so an entity back
+   * among the busiest shows its true count, and totals never miss one.
    */
   async render(): Promise<{ contentType: string; body: string }> {
     const max = this.options.maxEntities;

@@ -1,13 +1,6 @@
-/**
- * Now's period of a business-number entity, read by its kind: a pooled one
- * from the numbers layer (`NumberAdmin`: `pool/period-pools.ts`, with
- * Redis or without), a gapless series from its
- * ledger's counter (every sequence up to it issued, voided or entered lost)
- * by the database's clock, which decides a gapless period. The ops sampler
- * (dashboard rows, period gauges and alarms) and the admin list
- * (`idpool apps list`) read through it, so a gapless series shows what its
- * ledger issued rather than the empty pool it never fills.
- */
+// Now's period of a business-number entity by its kind: a pooled one from the numbers layer, a gapless series
+// from its ledger's counter by the database's clock, so the sampler and `idpool apps list` show what it issued
+// rather than the pool it never fills.
 import type { EntityConfig } from '../entities/entity';
 import { NumberScheme } from '../numbers/scheme';
 import type { NumberUsage } from '../pool/period-pools';

@@ -9,7 +9,7 @@ import type { SamplerFeed, SamplerOptions } from './sampler';
 
 type Entities = Pick<SamplerOptions['entities'], 'get'>;
 
-/** Turns the refiller's events into metrics (none: not counted) and alarms; the sweep's reads of pool sizes go to the sampler's `feed` (an idle pool is read once for both). */
+/** The refiller's events as metrics (none: not counted) and alarms; the sweep's pool reads go to `feed`. */
 export function opsRefillEvents(
   metrics: OpsMetrics | undefined,
   alarms: Pick<Alarms, 'raise'>,
@@ -38,8 +38,7 @@ export function opsRefillEvents(
       alarms.raise(databaseBehindAlarm(report));
     },
     poolDiscarded(entity, fence) {
-      // The refiller also "resets" a pool no epoch has claimed yet (a new entity): with nothing ever
-      // reserved below the fence there was nothing to discard.
+      // A new entity's pool is "reset" too: nothing ever reserved below the fence, nothing discarded.
       const config = entities.get(entity);
       if (config && fence < stride.of(config).toId(config.startOffset)) return;
       metrics?.poolsDiscarded.inc({ entity });
@@ -60,11 +59,7 @@ export function opsRefillEvents(
   };
 }
 
-/**
- * The refiller's events as log lines alone (a refiller built without the
- * ops side: tests, tools): each alarm's line as {@link Alarms} writes it,
- * without folding, metrics or webhook.
- */
+/** The refiller's events as log lines alone (tests, tools): each alarm's line, without folding, metrics or webhook. */
 export function loggingRefillEvents(log: Logger, entities: Entities, stride: SamplerOptions['stride']): RefillEvents {
   return opsRefillEvents(undefined, { raise: (alarm) => logAlarm(log, alarm) }, entities, stride);
 }
@@ -96,7 +91,7 @@ function databaseBehindAlarm(report: DatabaseBehindReport): AlarmInput {
   });
 }
 
-/** Turns the dispatcher's events into metrics (none: not counted) and alarms; `onRefused` counts the takes refused for too few ids. */
+/** The dispatcher's events as metrics (none: not counted) and alarms; `onRefused` counts takes short of ids. */
 export function opsDispatchEvents(
   metrics: OpsMetrics | undefined,
   alarms: Pick<Alarms, 'raise'>,
@@ -125,7 +120,7 @@ export function opsDispatchEvents(
   };
 }
 
-/** The dispatcher's events as log lines alone (a dispatcher built without the ops side: tests, tools): only exhaustion is an alarm. */
+/** The dispatcher's events as log lines alone (tests, tools): only exhaustion is an alarm. */
 export function loggingDispatchEvents(log: Logger): DispatchEvents {
   return opsDispatchEvents(undefined, { raise: (alarm) => logAlarm(log, alarm) }, () => undefined);
 }

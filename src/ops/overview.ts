@@ -2,26 +2,22 @@ import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import type { Fleet } from '../fleet/fleet';
 import type { FleetInstances } from '../fleet/instances';
-import type { AlarmRecord, Alarms } from './alarms';
+import { type AlarmRecord, type Alarms, RECENT_ALARMS } from './alarms';
 import { busiest } from './busiest';
 import type { EntityOverview } from './dashboard-rows';
 import { isoDate, round } from './format';
 import type { SnowflakeForecast } from './forecast';
 import type { OpsSampler, SamplingHealth } from './sampler';
 
-/** A snowflake entity on the dashboard: no pool, only how fast the fleet hands out its ids. */
+/** A snowflake entity on the dashboard: no pool, only how fast the fleet (or this instance: `rates`) serves it. */
 export interface SnowflakeEntityOverview {
   key: string;
   mode: 'snowflake';
-  /** Ids per second served, summed over the instances (`rates` says whether that is the fleet or this instance). */
   takePerSecond: number;
 }
 
 /** An alarm record with the instance that raised it. */
 export type FleetAlarmRecord = AlarmRecord & { instance: string };
-
-/** Recent alarms on the page: as many as each instance keeps in its own ring. */
-const RECENT_ALARMS = 100;
 
 /** Which entities `GET /admin/ops` shows: the busiest `limit`, of those whose key contains `search` when given. */
 export interface OverviewQuery {
@@ -29,28 +25,17 @@ export interface OverviewQuery {
   search?: string;
 }
 
-/** Everything the dashboard shows, in one JSON document (`GET /admin/ops`). */
+/** Everything the dashboard shows (`GET /admin/ops`; each field described in the OpenAPI `OpsOverview`). */
 export interface OpsOverview {
   at: string;
-  /** Live entities in all. */
   entityCount: number;
-  /** Entities matching the search (all of them without one); `entities` holds the busiest of these. */
   matching: number;
   entities: (EntityOverview | SnowflakeEntityOverview)[];
-  /** Dates past year 275760 are null ("never"). */
   snowflake: { timeExhaustedAt: string | null; jsSafeLimitAt: string | null; region?: number } | null;
-  /** How current the rows are: an entity not sampled within two rounds is marked `stale`. */
   sampling: SamplingHealth;
   workers: unknown[];
-  /**
-   * The fleet's recent alarms (every instance's, from Redis), each naming its
-   * instance; `instance` scope when embedded, or when Redis did not answer
-   * (`note` says so) and only this instance's own ring could be read.
-   */
   alarms: { scope: 'fleet' | 'instance'; note?: string; instance: string; active: number; recent: FleetAlarmRecord[] };
-  /** Whose take rates `entities` shows: summed over `instances` alive instances, or this instance's alone (`note` says why). */
   rates: { scope: 'fleet' | 'instance'; instances: number; note?: string };
-  /** The instances of the fleet (`GET /admin/instances`). */
   instances: FleetInstances;
 }
 

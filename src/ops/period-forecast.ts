@@ -1,9 +1,5 @@
-/**
- * When a business-number period runs out of digits (docs/numbers.md,
- * "Capacity and alarms"): pure functions of samples of the period's use,
- * so the rate, the period's end, the zone and a daylight-saving day are
- * tested on a fake clock. The sampler feeds them (`sampler.ts`).
- */
+// When a business-number period runs out of digits (docs/numbers.md, "Capacity and alarms"): pure functions
+// of the period's use, so rate, period end, zone and a daylight-saving day are tested on a fake clock.
 import type { NumberUsage } from '../pool/period-pools';
 import { isoDate, round } from './format';
 
@@ -14,7 +10,6 @@ export interface PeriodSample {
   readonly used: bigint;
 }
 
-/** What a period forecast is made of. */
 export interface PeriodForecast {
   /** Numbers taken per second over the window (0 with fewer than two readings). */
   readonly takePerSecond: number;
@@ -24,18 +19,12 @@ export interface PeriodForecast {
   readonly beforeEnd: boolean;
 }
 
-/**
- * Readings of one period, at most `MAX_KEPT` of them spread over the
- * window: an hour-long window sampled every second keeps ~60 readings, not
- * 3,600 per entity.
- */
+/** Readings kept of one period, spread over the window: an hour sampled every second keeps ~60, not 3,600. */
 const MAX_KEPT = 60;
 
 /**
- * The readings of one entity's current period over a window: a new period
- * starts a new history (its sequence restarts at 1, so a rate across the
- * boundary would be negative), and readings older than the window are let
- * go except the newest of them, which anchors the rate at the window's start.
+ * The readings of one entity's current period over a window: a new period starts anew (its sequence restarts,
+ * a rate across it would be negative); of those older than the window the newest stays, anchoring its start.
  */
 export class PeriodHistory {
   private periodId: string | undefined;
@@ -43,11 +32,7 @@ export class PeriodHistory {
 
   constructor(private readonly windowMs: number) {}
 
-  /**
-   * Adds a reading of period `periodId`. A reading below the newest (Redis
-   * restored from a backup, its counters behind) starts over too: a rate
-   * from before the fall would read as nothing taken for a whole window.
-   */
+  /** Adds a reading; one below the newest (Redis restored behind) starts over too, or the window would read idle. */
   record(periodId: string, sample: PeriodSample): void {
     const newest = this.samples.at(-1);
     if (periodId !== this.periodId || (newest !== undefined && sample.used < newest.used)) {
@@ -62,12 +47,8 @@ export class PeriodHistory {
   }
 
   /**
-   * Numbers taken per second over the window (docs/numbers.md): those used
-   * between the reading at (or just before) its start and the newest, over
-   * the window's length, or the time since the period began when that is
-   * shorter. Readings that cover less of it (a fresh instance, a burst just
-   * seen) are spread over the whole window, so a burst alone promises no
-   * run-out; 0 before two readings.
+   * Numbers taken per second over the window, or since the period began when shorter (docs/numbers.md).
+   * Readings covering less (a fresh instance) are spread over all of it: a burst alone promises no run-out.
    */
   takePerSecond(periodStart: number): number {
     if (this.samples.length < 2) return 0;
@@ -80,10 +61,7 @@ export class PeriodHistory {
   }
 }
 
-/**
- * When the period runs out: `capacity − used` more numbers at
- * `takePerSecond`, from `now`. Already full: now. Nothing taken: never.
- */
+/** When the period runs out at `takePerSecond`: now when already full, never (undefined) when nothing is taken. */
 export function periodForecast(
   usage: Pick<NumberUsage, 'now' | 'used' | 'capacity'> & { period: { end: number } },
   takePerSecond: number,
@@ -94,10 +72,7 @@ export function periodForecast(
   return { takePerSecond, runsOutAt, beforeEnd: runsOutAt !== undefined && runsOutAt < usage.period.end };
 }
 
-/**
- * The run-out time as the zone's people read it: `14:20` on the day it is
- * now in the zone, else `2026-11-29 14:20` (a monthly or yearly period).
- */
+/** The run-out time as the zone reads it: `14:20` on today's date there, else `2026-11-29 14:20`. */
 export function runOutText(wallClock: (ms: number) => string, now: number, at: number): string {
   const then = wallClock(at);
   return then.slice(0, 10) === wallClock(now).slice(0, 10) ? then.slice(11) : then;
@@ -107,11 +82,7 @@ export function runOutText(wallClock: (ms: number) => string, now: number, at: n
 export interface NumberView {
   readonly usage: NumberUsage;
   readonly forecast: PeriodForecast;
-  /**
-   * Numbers taken per second over IDPOOL_OPS_RATE_WINDOW_MS, as a pool's take
-   * rate (the dashboard row's and `/metrics`'); the forecast's is over the
-   * longer window. Set by the sampler.
-   */
+  /** Taken per second over IDPOOL_OPS_RATE_WINDOW_MS, as a pool's (the forecast's window is longer); the sampler's. */
   readonly takePerSecond?: number;
   /** The run-out time in the entity's zone (`14:20`, or with its date when not today there); undefined when never. */
   readonly runsOutLocal: string | undefined;
@@ -135,31 +106,8 @@ export function numberView(usage: NumberUsage, takePerSecond: number, wallClock:
   };
 }
 
-/** A business-number entity's period as JSON: the dashboard row's and `GET /admin/apps`'s `period`. */
-export interface NumberPeriodJson {
-  id: string;
-  /** First instant and the first after it, ISO 8601 UTC; `end` null for `never`. */
-  start: string;
-  end: string | null;
-  /** The same two instants as the entity's zone reads them, labelled (`2026-11-29 00:00 (Asia/Shanghai)`). */
-  startLocal: string;
-  endLocal: string | null;
-  timeZone: string;
-  /** Decimal strings: a period holds up to 10^18 − 1. */
-  used: string;
-  capacity: string;
-  digits: number;
-  usedPercent: number;
-  ready: number;
-  takePerSecond: number;
-  /** When the numbers run out at that rate (null: nothing taken), in UTC and as the zone reads it. */
-  runsOutAt: string | null;
-  runsOutLocal: string | null;
-  /** Before the period ends: the `forecast_period_exhausted` alarm. */
-  runsOutBeforeEnd: boolean;
-}
-
-export function numberPeriodJson(view: NumberView): NumberPeriodJson {
+/** A business-number entity's period as JSON (the dashboard's and `GET /admin/apps`'s; OpenAPI `NumberPeriod`). */
+export function numberPeriodJson(view: NumberView) {
   const { usage, forecast } = view;
   const { period } = usage;
   return {
@@ -180,3 +128,5 @@ export function numberPeriodJson(view: NumberView): NumberPeriodJson {
     runsOutBeforeEnd: forecast.beforeEnd,
   };
 }
+
+export type NumberPeriodJson = ReturnType<typeof numberPeriodJson>;

@@ -6,15 +6,10 @@ import type { Logger } from '../logger';
 
 export interface RequestObserverOptions {
   log: Logger;
-  /**
-   * `all`: a line per request; `errors`: non-2xx answers and requests of
-   * `slowMs` or more, repeats of one method, route and status folded into a
-   * line a second with their count (the logger's `RepeatedLines`); `off`: none.
-   */
+  /** `all`; `errors`: non-2xx and slow ones, repeats folded into a line a second (`RepeatedLines`); `off`. */
   mode: RequestLogMode;
-  /** Default 250. */
-  slowMs?: number;
-  /** Monotonic milliseconds: the service's clock's (a test hands in its own to decide which request was slow). */
+  slowMs: number;
+  /** Monotonic milliseconds: the service clock's (a test's own decides which request was slow). */
   now: () => number;
   duration: Histogram<'method' | 'route' | 'status'>;
 }
@@ -26,13 +21,9 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 const MAX_SERIES = 2000;
 
 /**
- * One histogram observation per request and, as `mode` says, one JSON log
- * line, written when the response ends. Logs the method, route template, path (never the
- * query string, headers or body, so no token or secret can reach the log),
- * status, duration and a request id, which is also returned as
- * `X-Request-Id`. Kept cheap on purpose: the single-id route answers in
- * tens of microseconds, so this does one clock read, one header,
- * one listener and, at the end, one cached histogram child and one pino call.
+ * One histogram observation per request and, as `mode` says, one log line: method, route template, path (never
+ * query, headers or body: no secret reaches the log), status, duration, request id (also `X-Request-Id`).
+ * Cheap on purpose: the single-id route answers in tens of microseconds.
  */
 export function requestObserver(o: RequestObserverOptions): RequestHandler {
   // Ids are <boot>-<counter>: unique per process start without a random draw per request.
@@ -40,11 +31,8 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
   let counter = 0;
   const children = new Map<string, ReturnType<typeof o.duration.labels>>();
   const routeLabels = new WeakMap<object, string>();
-  const slowMs = o.slowMs ?? 250;
-  const { now } = o;
-  // A client that ignores Retry-After and retries a 429 at once answers
-  // hundreds of times a second: a line each was 99.9 % of the log in a 90 s
-  // run of twelve clients (42,919 lines for one rate-limited entity).
+  const { now, slowMs } = o;
+  // A client retrying a 429 at once, ignoring Retry-After, was 99.9 % of the log in a 90 s run of twelve clients.
   const log = o.mode === 'errors' ? o.log.child({}, { foldInfo: true }) : o.log;
 
   const routeOf = (req: Request): string => {
@@ -95,12 +83,7 @@ function pathOnly(url: string): string {
   return path.length > 256 ? `${path.slice(0, 256)}…` : path;
 }
 
-/**
- * The route template with the mount path of its router in front:
- * `/admin/apps/foo` matched by `/apps/:key` is `/admin/apps/:key`. Mount
- * paths here are static, so the leading segments the route did not match
- * are the mount path; computed once per route object.
- */
+/** The route template after its router's static mount path: `/admin/apps/foo` by `/apps/:key` is `/admin/apps/:key`. */
 export function mountedPath(originalUrl: string, routePath: string): string {
   const segments = pathOnly(originalUrl).split('/').filter(Boolean);
   const routeSegments = routePath.split('/').filter(Boolean).length;

@@ -12,28 +12,25 @@ import { type NumberView, PeriodHistory, numberView } from './period-forecast';
 import { type TimeZone, timeZone } from '../numbers/zone';
 import type { NumberUsage } from '../pool/period-pools';
 import type { OpsMetrics } from './metrics';
+import type { OpsConfig } from './settings';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import type { Clock } from '../clock';
 import { round } from './format';
 import { errorMessage } from '../errors';
 
-export type { EntityOverview } from './dashboard-rows';
-
-/**
- * Active entities one sampling run reads at most: one pipeline of 1,000
- * LLEN and one SQL query for 1,000 offsets, a few ms.
- */
+/** Active entities one run reads at most: one pipeline of 1,000 LLEN and one SQL query for 1,000 offsets, a few ms. */
 const SAMPLE_BATCH = 1000;
 /**
- * Idle entities one run reads, going round. Idle cost follows activity: 200
- * a second is a round of 50 s at 10,000 entities and 500 s at 100,000 (an
- * idle pool's figures do not move); reading 1,000 idle pools a second in
- * the sampler and 1,000 in the refill sweep cost 6.6 % of a core at 10,000
- * idle entities (bench/scale.bench.ts).
+ * Idle entities one run reads, going round (an idle pool's figures do not move): 50 s a round at 10,000. Reading
+ * 1,000 idle pools a second here and 1,000 in the sweep cost 6.6 % of a core at 10,000 (bench/scale.bench.ts).
  */
 const IDLE_BATCH = 200;
 /** An entity taken from is read every run for this long after. */
 const ACTIVE_MS = 60_000;
+/** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
+const USAGE_EVERY_MS = 10_000;
+/** A sample older than this many rounds is stale (one round late is load; two is a stopped sampler). */
+const STALE_ROUNDS = 2;
 
 /** This instance's worker lease as the ops side sees it (snowflake mode). */
 export interface LeaseView {
@@ -42,10 +39,7 @@ export interface LeaseView {
   usage?(): Promise<{ inUse: number; total: number }>;
 }
 
-/** Worker usage reads every worker row: every 10 s is plenty for a range that fills over hours. */
-const USAGE_EVERY_MS = 10_000;
-
-/** Where the sampler reads a business-number entity's period: the numbers layer's `usage` (`NumberAdmin`, `pool/period-pools.ts`). */
+/** Where the sampler reads a business-number entity's period (`NumberAdmin`, `pool/period-pools.ts`). */
 export interface NumberUsageSource {
   usage(entity: EntityConfig): Promise<NumberUsage>;
 }
@@ -56,14 +50,13 @@ interface ReadLevel {
   readonly at: number;
 }
 
-/** What the sampler reads and where it reports; its history's, its alarm rules' and its snowflake and number sides' options with it. */
-export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
+/** What the sampler reads and where it reports, with its history's and alarm rules' options and its settings. */
+export interface SamplerOptions
+  extends EntityHistoryOptions, AlarmRuleOptions, Pick<OpsConfig, 'periodRateWindowMs' | 'historyMs'> {
   clock: Clock;
   metrics: OpsMetrics;
   /** Where business-number periods are read (none: no business-number entity is sampled). */
   numbers?: NumberUsageSource;
-  /** The rate behind a period's run-out forecast is taken over this long (IDPOOL_OPS_PERIOD_RATE_WINDOW_MS). */
-  periodRateWindowMs: number;
   /** Read when first needed: the snowflake layout is built after the pool side. */
   snowflake?: () => SnowflakeForecast | undefined;
   /** This instance's worker lease and its clock against Redis's and the database's (snowflake mode). */
@@ -72,28 +65,20 @@ export interface SamplerOptions extends EntityHistoryOptions, AlarmRuleOptions {
   entities: { list(): EntityConfig[]; get(entityKey: string): EntityConfig | undefined };
   /** What the events tell of activity (default: a feed of its own, told nothing). */
   feed?: SamplerFeed;
-  /** Pool levels (size, and ids taken so far by anyone: what makes the take rate exact); an Error in place of one when that entity's keys could not be read. */
+  /** Pool levels (`taken` makes the take rate exact); an Error where that entity's keys could not be read. */
   poolStore: { levels(keys: readonly string[]): Promise<(PoolLevel | Error)[]> };
-  /** Target depths and watermarks (they move with demand). */
   demand: Pick<Demand, 'target' | 'lowWatermark' | 'sizing'>;
   allocator: Pick<SegmentAllocator, 'peekMany'>;
   log: Logger;
-  /** Sampling period (IDPOOL_OPS_SAMPLE_MS). */
-  sampleMs: number;
-  /** History kept for the dashboard charts. */
-  historyMs: number;
 }
 
 /**
- * What the ops events write for the sampler, built before it (the pools
- * report to the events, and the sampler reads the pools' numbers layer):
- * the entities taken from, read every run for {@link ACTIVE_MS}, and the
- * pool levels the refill sweep read.
+ * What the ops events write for the sampler, built before it (the pools report to the events, and the
+ * sampler reads the pools' numbers layer): the entities taken from, and the pool levels the sweep read.
  */
 export class SamplerFeed {
-  /** Which entities each run reads: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
+  /** Each run's entities: those taken from in the last ACTIVE_MS, and IDLE_BATCH more going round. */
   readonly round: ActivityRound<EntityConfig>;
-  /** Levels the refill sweep read since the last run, once it feeds the sampler ({@link offer}). */
   private fed: { levels: Map<string, ReadLevel>; rounds: number } | undefined;
 
   constructor(private readonly options: Pick<SamplerOptions, 'entities' | 'clock' | 'sampleMs'>) {
@@ -110,11 +95,8 @@ export class SamplerFeed {
   }
 
   /**
-   * Pool levels the refill sweep read, its read begun at `readAt` (`roundMs`:
-   * how long its round over every pool takes, which may be paced otherwise
-   * than the sampler). Once fed, the sampler's idle batch is the sweep's:
-   * each idle pool is read once for both, and the sampler reads Redis only
-   * for the active entities the sweep did not read (`sweep-activity.test.ts`).
+   * Pool levels the sweep read from `readAt`, its round over every pool taking `roundMs`. Once fed, the
+   * sampler's idle batch is the sweep's: each idle pool is read once for both (`sweep-activity.test.ts`).
    */
   offer(levels: ReadonlyMap<string, PoolLevel>, roundMs: number, readAt: number): void {
     const rounds = Math.max(1, Math.ceil(roundMs / this.options.sampleMs));
@@ -131,33 +113,21 @@ export class SamplerFeed {
   }
 }
 
-/** How current the sampler's view is, for `/readyz` and the dashboard. */
+/** How current the sampler's view is, for `/readyz` and the dashboard (OpenAPI `Sampling`). */
 export interface SamplingHealth {
-  /** Every entity sampled within two rounds. */
   ok: boolean;
-  /** Seconds since the least recently sampled entity was sampled. */
   oldestSampleAgeSeconds: number;
-  /** Seconds a round over every entity takes. */
   roundSeconds: number;
-  /** Entities not sampled within two rounds. */
   staleEntities: number;
 }
 
-/** A sample older than this many rounds is stale (one round late is load; two is a stopped sampler). */
-const STALE_ROUNDS = 2;
-
 /**
- * Every `sampleMs`: reads the pool sizes (one Redis round trip) and the
- * offsets (one SQL query), keeps a short history, sets the pool and forecast
- * gauges and hands the conditions to {@link AlarmRules}; its view feeds the
- * dashboard rows (`dashboard-rows.ts`). Costs two round trips however many
- * requests arrive; nothing here is on the request path. The same run reads
- * each business-number entity's period and, in snowflake mode, the worker
- * lease, its range and the layout's forecasts: one loop for every kind.
+ * Every `sampleMs`: reads pool sizes (one Redis round trip) and offsets (one SQL query), keeps a short
+ * history, sets the gauges and hands the conditions to {@link AlarmRules}; off the request path. The same
+ * run reads each business-number period and, in snowflake mode, the lease, its range and the forecasts.
  */
 export class OpsSampler {
   private readonly history: EntityHistory;
-  /** When the worker range's use was last read. */
   private lastUsageAt = Number.NEGATIVE_INFINITY;
   /** Business-number entities: their period's readings, latest view and zone. */
   private readonly periods = new Map<string, PeriodHistory>();
@@ -166,13 +136,12 @@ export class OpsSampler {
   private readonly rules: AlarmRules;
   private readonly schedule: Periodic;
   private readonly failureLog: RepeatLimiter;
-  /** Runs a round over every idle entity takes (1 up to IDLE_BATCH entities). */
+  /** Runs a round over every idle entity takes. */
   private rounds = 1;
-  /** When sampling started: an entity never sampled since is stale after two rounds too. */
+  /** An entity never sampled since is stale after two rounds too. */
   private startedAt: number | undefined;
   /** Entities registered since sampling started and not sampled yet: when this process first looked at each. */
   private readonly firstLooked = new Map<string, number>();
-
   /** When a run last read the pools without failing (the fleet heartbeat publishes it). */
   private lastSampledAt: number | undefined;
   private readonly feed: SamplerFeed;
@@ -188,10 +157,8 @@ export class OpsSampler {
   }
 
   /**
-   * This run's entities and the sizes already known: the round's own batch,
-   * or once the sweep feeds it, the pools it read since the last run, the
-   * active entities and the business-number ones (the sweep reads no number
-   * pool) of the round's batch.
+   * This run's entities and the levels already known: the round's batch or, once the sweep feeds, the
+   * pools it read plus the batch's active and business-number entities (the sweep reads no number pool).
    */
   private batch(
     items: EntityConfig[],
@@ -219,11 +186,7 @@ export class OpsSampler {
     return this.schedule.stop();
   }
 
-  /**
-   * One sampling run. Its three steps run whatever the others do, and one
-   * entity's failure never stops the rest: each is logged (at most once a
-   * minute per step or entity) and never thrown.
-   */
+  /** One run: each step runs whatever the others do; a failure is logged (at most once a minute), never thrown. */
   async sampleOnce(): Promise<void> {
     if (await this.guard('entities', undefined, () => this.sampleEntities()))
       this.lastSampledAt = this.options.clock.now();
@@ -304,7 +267,7 @@ export class OpsSampler {
   }
 
   private async sampleEntities(): Promise<void> {
-    // `live` is set when a round starts (the registry is listed once a round).
+    // `listed` is set when a round starts (the registry is listed once a round).
     const { items, listed, rounds: ownRounds } = this.round.next();
     const live = listed && new Set(listed.map((e) => e.key));
     const { entities: picked, known, rounds } = this.batch(items, ownRounds);
@@ -322,8 +285,7 @@ export class OpsSampler {
     const levels = keys.map(
       (key) => known.get(key) ?? { level: readLevels.get(key) ?? new Error('no level read'), at: readAt },
     );
-    // History covers historyMs whatever the round: an idle entity sampled
-    // every `rounds` runs keeps that many fewer samples, an active one all.
+    // History covers historyMs whatever the round: an idle entity, sampled every `rounds` runs, keeps fewer samples.
     const { historyMs, sampleMs } = this.options;
     const capacity = (key: string) =>
       Math.max(2, Math.ceil(historyMs / (sampleMs * (this.round.isActive(key) ? 1 : rounds))) + 1);
@@ -346,8 +308,7 @@ export class OpsSampler {
 
   /**
    * A business-number entity: reads now's period (by the clock that decides it), keeps its readings over
-   * the period rate window, sets its gauges (one series each whatever the period: a new period moves the
-   * values) and checks its forecast (`capacity`: samples its chart keeps); throws what the read throws.
+   * the period rate window, sets its gauges and checks its forecast; throws what the read throws.
    */
   private async sampleNumbers(entity: EntityConfig, capacity: number): Promise<void> {
     const settings = entity.numbers;
@@ -363,7 +324,7 @@ export class OpsSampler {
     this.numberViews.set(entity.key, view);
     const { metrics } = this.options;
     const labels = { entity: entity.key };
-    metrics.sampleAge.sampled(entity.key, usage.now);
+    metrics.sampleAge.set(labels, usage.now);
     metrics.numberPeriodStart.set(labels, usage.period.start / 1000);
     metrics.numberPeriodEnd.set(labels, usage.period.end / 1000);
     metrics.numberPeriodUsed.set(labels, Number(usage.used));
@@ -387,15 +348,14 @@ export class OpsSampler {
     if (offset === undefined) return;
     const { size, taken } = level;
     if (!Number.isFinite(size) || size < 0) throw new RangeError(`pool size ${size} is not a count`);
-    // A sweep's read fed after this sampler read the pool itself is older than the sample it has
-    // (recorded, or only dated when nothing had moved): a sample's date never goes back.
+    // A sweep's read fed after this sampler read the pool itself is older: a sample's date never goes back.
     const seen = this.sampledAt(entity.key);
     if (seen !== undefined && at < seen) return;
     const { metrics, demand } = this.options;
-    metrics.sampleAge.sampled(entity.key, at);
+    metrics.sampleAge.set({ entity: entity.key }, at);
     const last = this.history.lastSample(entity.key);
-    // Taken from since the last sample (by anyone: the take counter moved, or reserved beyond what the pool
-    // grew), or served here: active. A refill alone moves offset and size together and leaves an idle entity idle.
+    // Taken from since the last sample (the take counter moved, reserved beyond what the pool grew, or served
+    // here): active. A refill alone moves offset and size together and leaves an idle entity idle.
     if (
       last &&
       (taken !== last.taken ||
@@ -421,10 +381,8 @@ export class OpsSampler {
   }
 
   /**
-   * An idle entity whose reading, watermark and target are as its last
-   * sample published them, with nothing moving in its forecast and no alarm
-   * condition holding: its figures, gauges and alarms stand as they are, and
-   * only its sample age is new.
+   * An idle entity reading as its last sample, with the same watermark and target, nothing moving in its
+   * forecast and no alarm condition holding: only its sample age is new.
    */
   private unchanged(entity: EntityConfig, size: number, offset: bigint): boolean {
     if (this.round.isActive(entity.key) || !this.rules.quiet(entity.key)) return false;
@@ -462,7 +420,6 @@ export class OpsSampler {
     );
   }
 
-  /** When the entity was last sampled (Unix ms). */
   private sampledAt(entityKey: string): number | undefined {
     return this.options.metrics.sampleAge.values.get(entityKey);
   }
@@ -476,11 +433,8 @@ export class OpsSampler {
   }
 
   /**
-   * Since when a never-sampled entity has waited: since sampling started, or,
-   * for one registered after that, since this process first looked at it. A
-   * new entity waits for its first round as any other does, not since this
-   * process started: registering 60 entities must not read "sampling behind"
-   * until their first sample.
+   * Since when a never-sampled entity has waited: since sampling started or, if registered later, since
+   * this process first looked at it (registering 60 entities must not read "sampling behind" at once).
    */
   private unsampledSince(entityKey: string, now: number): number | undefined {
     const started = this.startedAt;
@@ -507,7 +461,6 @@ export class OpsSampler {
     };
   }
 
-  /** When a run last read the pools, or undefined before the first. */
   lastSampleAt(): number | undefined {
     return this.lastSampledAt;
   }

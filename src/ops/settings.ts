@@ -37,38 +37,28 @@ export interface OpsConfig {
 /** Defaults of {@link OpsConfig}; where a number is tuned, the comment says where it comes from. */
 export const DEFAULT_OPS: Readonly<OpsConfig> = {
   alertWebhookUrl: undefined,
-  // Ten minutes: long enough that a flapping pool posts a handful of times
-  // an hour, short enough that a condition that persists is re-announced.
+  // A flapping pool posts a handful of times an hour; a lasting condition is re-announced.
   alertDedupeMs: 600_000,
   // Thirty days: time to plan a migration (new entity, wider layout).
   alertHorizonDays: 30,
   // Ten seconds: a database hiccup that long would exhaust the pool.
   alertPoolDrySeconds: 10,
-  // Half the low watermark: the refiller normally tops up at the watermark
-  // within one tick, so a pool this low means refills are failing or slow.
+  // The refiller tops up at the watermark within a tick: this low, refills are failing or slow.
   alertPoolLowPercent: 50,
   alertWorkerRangePercent: 90,
   // One second: one LLEN pipeline and one SQL query a second per instance.
   sampleMs: 1000,
   rateWindowMs: 60_000,
-  // Fifteen minutes: a burst of a minute or two (a batch import) does not
-  // promise a run-out on its own, and a rush that began a quarter hour ago
-  // warns with most of a day still ahead. The period's average since its
-  // start would hide a rush behind a quiet night; a minute would flap.
+  // A burst of a minute or two (a batch import) promises no run-out, a rush begun a quarter hour ago warns
+  // with most of a day ahead; the period's average would hide a rush behind a quiet night, a minute would flap.
   periodRateWindowMs: 900_000,
-  // Ten minutes of chart.
   historyMs: 600_000,
-  // A line per request costs the single-id route 10-12 % of its throughput
-  // (docs/benchmarks.md, request log `all` against `off`): by default only
-  // the answers worth reading.
+  // A line per request costs the single-id route 10-12 % of its throughput (docs/benchmarks.md, `all` vs `off`).
   requestLog: 'errors',
   // Ten times the single-id route's p99 at 64 connections on 2 cores.
   requestLogSlowMs: 250,
-  // 200 entities × ~15 per-entity series ≈ 3,000 series per instance: a
-  // small share of what one Prometheus handles, whatever the entity count.
+  // 200 entities × ~15 series ≈ 3,000 per instance: a small share of one Prometheus, whatever the entity count.
   metricsMaxEntities: 200,
-  // Ten seconds: ten heartbeats (one a second), so a GC pause or a Redis
-  // failover of a few seconds does not call a live instance gone, and a
-  // killed one is seen gone within the time a load balancer takes to notice.
+  // Ten heartbeats: a GC pause or failover of seconds is not "gone"; a killed one is seen as fast as an LB would.
   instanceTtlMs: 10_000,
 };
