@@ -1,5 +1,6 @@
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
+import type { OpsConfig } from './settings';
 import { Ring } from './forecast';
 import { errorMessage } from '../errors';
 import { RepeatLimiter } from '../repeat-limiter';
@@ -27,27 +28,21 @@ export interface AlarmSink {
   send(payload: AlarmWebhookPayload): Promise<void>;
 }
 
-export interface AlarmWebhookPayload {
+export interface AlarmWebhookPayload extends Pick<AlarmRecord, 'status' | 'severity' | 'message' | 'at'> {
   readonly alarm: AlarmName;
   /** The alarm's former name, for one release after a rename. */
   readonly alias?: AlarmName;
-  readonly status: 'firing' | 'resolved';
-  readonly severity: AlarmSeverity;
   readonly entityKey: string | null;
-  readonly message: string;
   readonly details: Record<string, unknown>;
-  readonly at: string;
   readonly service: 'idpool';
   readonly instance: string;
 }
 
-export interface AlarmsOptions {
+export interface AlarmsOptions extends Pick<OpsConfig, 'alertDedupeMs'> {
   clock: Clock;
   log: Logger;
   /** Where to POST (IDPOOL_ALERT_WEBHOOK_URL); none = log only. */
   sink?: AlarmSink;
-  /** IDPOOL_ALERT_DEDUPE_MS: a key notified less than this long ago is not posted again, even after flapping. */
-  dedupeMs: number;
   /** Names this instance in the payload (host:pid). */
   instance: string;
   /** Counts raised alarms (metrics). */
@@ -134,7 +129,7 @@ export class Alarms {
     const key = keyOf(alarm);
     const last = this.lastNotified.get(key);
     const sink = this.options.sink;
-    const notify = sink !== undefined && (last === undefined || now - last >= this.options.dedupeMs);
+    const notify = sink !== undefined && (last === undefined || now - last >= this.options.alertDedupeMs);
     const at = new Date(now).toISOString();
     const alias = aliasOf(alarm.name);
     logAlarm(this.options.log, alarm);

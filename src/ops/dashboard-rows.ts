@@ -71,7 +71,7 @@ function poolFigures(entity: EntityConfig, view: SampledView) {
 
 /** A business-number entity's period: its ready numbers as the pool, no offsets or 2^53 (`period` says the rest). */
 function numberFigures(entity: EntityConfig, numbers: NumberView, view: SampledView) {
-  const cap = entity.numbers ? numberPoolCap(entity, entity.numbers) : entity.maxPoolSize;
+  const cap = entity.numbers && numberPoolCap(entity, entity.numbers);
   return {
     pool: pool(numbers.usage.ready, view.demand.sizing(entity, cap)),
     currentOffset: numbers.usage.used.toString(),

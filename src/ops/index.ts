@@ -26,8 +26,6 @@ export interface OpsDeps extends Pick<
   clock: Clock;
   log: Logger;
   workers?: { list(): Promise<unknown[]> };
-  /** Process metrics (CPU, heap, event loop); off in tests that build many services. */
-  defaultMetrics?: boolean;
   /** This instance's name in its alarms and heartbeat (host:pid). */
   instance: string;
   /** The fleet this instance is one of: the instances sharing one Redis, or this one alone (embedded). */
@@ -75,7 +73,7 @@ export interface Ops extends OpsEvents {
 
 /** Metrics, alarms and the events the pool code reports to. */
 export function createOpsEvents(
-  deps: Pick<OpsDeps, 'config' | 'clock' | 'log' | 'entities' | 'stride' | 'defaultMetrics' | 'instance'> & {
+  deps: Pick<OpsDeps, 'config' | 'clock' | 'log' | 'entities' | 'stride' | 'instance'> & {
     /** Alarm records go to the fleet's stream too (Redis). */
     sharedAlarms: boolean;
   },
@@ -85,8 +83,7 @@ export function createOpsEvents(
   // "Recently" for ranking the busiest entities: the forecasts' rate window.
   const recent = new RecentServed(clock, config.rateWindowMs);
   const metrics = new OpsMetrics({
-    defaultMetrics: deps.defaultMetrics,
-    maxEntities: config.metricsMaxEntities,
+    metricsMaxEntities: config.metricsMaxEntities,
     recentServed: () => recent.rates(),
     nowMs: () => clock.now(),
   });
@@ -97,7 +94,7 @@ export function createOpsEvents(
     clock,
     log,
     sink: config.alertWebhookUrl ? new WebhookSink(config.alertWebhookUrl) : undefined,
-    dedupeMs: config.alertDedupeMs,
+    alertDedupeMs: config.alertDedupeMs,
     instance: deps.instance,
     onRaised: (name, severity) => metrics.alarmsRaised.inc({ alarm: name, severity }),
     onRecord: toFleet,

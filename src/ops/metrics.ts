@@ -2,11 +2,11 @@ import { Counter, Gauge, Histogram, type Metric, Registry, collectDefaultMetrics
 import { busiest } from './busiest';
 import { registerEventLoopDelay } from './event-loop-delay';
 import { EntitySampleAge, EntitySeries, type Family, type Total } from './entity-series';
+import type { OpsConfig } from './settings';
 
-export interface OpsMetricsOptions {
+/** `metricsMaxEntities` unset: per-entity series for every entity. */
+export interface OpsMetricsOptions extends Partial<Pick<OpsConfig, 'metricsMaxEntities'>> {
   defaultMetrics?: boolean;
-  /** Per-entity series for at most this many entities (IDPOOL_METRICS_MAX_ENTITIES); unlimited when unset. */
-  maxEntities?: number;
   /** Ids per second each entity was served recently by this instance (ranks the busiest). */
   recentServed?: () => Map<string, number>;
   /** Unix ms, for sample ages (the injected clock). */
@@ -230,12 +230,12 @@ export class OpsMetrics {
   }
 
   /**
-   * The Prometheus text: per-entity series of the busiest `maxEntities` only (by recent served or take rate),
+   * The Prometheus text: per-entity series of the busiest `metricsMaxEntities` only (by recent served or take rate),
    * and an `idpool_all_…` total over every entity beside each. All series stay in memory, so an entity back
    * among the busiest shows its true count, and totals never miss one.
    */
   async render(): Promise<{ contentType: string; body: string }> {
-    const max = this.options.maxEntities;
+    const max = this.options.metricsMaxEntities;
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
     // A family with an `entity` label that is not an EntitySeries (one registered later) is read whole.

@@ -5,12 +5,10 @@ import type { EntityConfig } from '../entities/entity';
 import { NumberScheme } from '../numbers/scheme';
 import type { NumberUsage } from '../pool/period-pools';
 import type { NumberUsageSource } from './sampler';
+import type { SqlLedger } from '../gapless/ledger';
 
-/** What is read of a gapless series' ledger (`gapless/ledger.ts`): the database's clock and a period's counter. */
-export interface GaplessCounters {
-  now(): Promise<number>;
-  counter(entityKey: string, period: string): Promise<bigint>;
-}
+/** What is read of a gapless series' ledger: the database's clock and a period's counter. */
+type GaplessCounters = Pick<SqlLedger, 'now' | 'counter'>;
 
 /** `pooled` for a business-number entity with a pool, the ledger's counter for a gapless series. */
 export function numberUsageByKind(pooled: NumberUsageSource, ledger: GaplessCounters): NumberUsageSource {

@@ -7,7 +7,7 @@ import { busiest } from './busiest';
 import type { EntityOverview } from './dashboard-rows';
 import { isoDate, round } from './format';
 import type { SnowflakeForecast } from './forecast';
-import type { OpsSampler, SamplingHealth } from './sampler';
+import type { OpsSampler } from './sampler';
 
 /** A snowflake entity on the dashboard: no pool, only how fast the fleet (or this instance: `rates`) serves it. */
 export interface SnowflakeEntityOverview {
@@ -32,7 +32,7 @@ export interface OpsOverview {
   matching: number;
   entities: (EntityOverview | SnowflakeEntityOverview)[];
   snowflake: { timeExhaustedAt: string | null; jsSafeLimitAt: string | null; region?: number } | null;
-  sampling: SamplingHealth;
+  sampling: ReturnType<OpsSampler['health']>;
   workers: unknown[];
   alarms: { scope: 'fleet' | 'instance'; note?: string; instance: string; active: number; recent: FleetAlarmRecord[] };
   rates: { scope: 'fleet' | 'instance'; instances: number; note?: string };

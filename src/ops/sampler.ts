@@ -10,7 +10,7 @@ import { type EntityOverview, dashboardRows } from './dashboard-rows';
 import { EntityHistory, type EntityHistoryOptions } from './entity-history';
 import { type NumberView, PeriodHistory, numberView } from './period-forecast';
 import { type TimeZone, timeZone } from '../numbers/zone';
-import type { NumberUsage } from '../pool/period-pools';
+import type { NumberAdmin } from '../pool/period-pools';
 import type { OpsMetrics } from './metrics';
 import type { OpsConfig } from './settings';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
@@ -39,10 +39,8 @@ export interface LeaseView {
   usage?(): Promise<{ inUse: number; total: number }>;
 }
 
-/** Where the sampler reads a business-number entity's period (`NumberAdmin`, `pool/period-pools.ts`). */
-export interface NumberUsageSource {
-  usage(entity: EntityConfig): Promise<NumberUsage>;
-}
+/** Where the sampler reads a business-number entity's period. */
+export type NumberUsageSource = Pick<NumberAdmin, 'usage'>;
 
 /** A pool's level (or why it could not be read) and the wall-clock ms its read began. */
 interface ReadLevel {
@@ -111,14 +109,6 @@ export class SamplerFeed {
     if (fed) this.fed = { levels: new Map(), rounds: fed.rounds };
     return fed;
   }
-}
-
-/** How current the sampler's view is, for `/readyz` and the dashboard (OpenAPI `Sampling`). */
-export interface SamplingHealth {
-  ok: boolean;
-  oldestSampleAgeSeconds: number;
-  roundSeconds: number;
-  staleEntities: number;
 }
 
 /**
@@ -447,8 +437,8 @@ export class OpsSampler {
     return now;
   }
 
-  /** How current the sampled view is: `/readyz` and the dashboard report it. */
-  health(): SamplingHealth {
+  /** How current the sampled view is: `/readyz` and the dashboard report it (OpenAPI `Sampling`). */
+  health() {
     const now = this.options.clock.now();
     let stale = 0;
     for (const entity of this.options.entities.list())

@@ -21,7 +21,7 @@ function setup(dedupeMs = 60_000) {
   const alarms = new Alarms({
     clock,
     log,
-    dedupeMs,
+    alertDedupeMs: dedupeMs,
     instance: 'test:1',
     sink: { send: async (p) => void sent.push(p) },
   });
@@ -37,7 +37,7 @@ describe('Alarms', () => {
     const alarms = new Alarms({
       clock,
       log,
-      dedupeMs: 60_000,
+      alertDedupeMs: 60_000,
       instance: 'test:1',
       sink: { send: async (p) => void sent.push(p) },
       onRaised: (name) => counted.push(name),
@@ -131,7 +131,7 @@ describe('Alarms', () => {
     const alarms = new Alarms({
       clock,
       log,
-      dedupeMs: 0,
+      alertDedupeMs: 0,
       instance: 'x',
       sink: {
         send: async () => {

@@ -19,7 +19,7 @@ function value(text: string, name: string): number {
 describe('/metrics per-entity series are capped to the busiest entities, with totals for all', () => {
   it('shows at most maxEntities entities, the busiest first, and totals over every entity', async () => {
     let recent = new Map<string, number>();
-    const metrics = new OpsMetrics({ defaultMetrics: false, maxEntities: 3, recentServed: () => recent });
+    const metrics = new OpsMetrics({ defaultMetrics: false, metricsMaxEntities: 3, recentServed: () => recent });
     for (let i = 0; i < 50; i++) {
       const entity = `e${String(i).padStart(2, '0')}`;
       metrics.poolSize.set({ entity }, 100);
@@ -63,7 +63,11 @@ describe('/metrics per-entity series are capped to the busiest entities, with to
   });
 
   it('fills the room left by busy entities with idle ones in key order, and shows all when under the cap', async () => {
-    const metrics = new OpsMetrics({ defaultMetrics: false, maxEntities: 4, recentServed: () => new Map([['z', 1]]) });
+    const metrics = new OpsMetrics({
+      defaultMetrics: false,
+      metricsMaxEntities: 4,
+      recentServed: () => new Map([['z', 1]]),
+    });
     // A family added later with an `entity` label is capped as well.
     const later = new Gauge({
       name: 'idpool_later',

@@ -48,7 +48,7 @@ describe('events: the ops implementation and the logging one write the same line
 
     const viaAlarms = recordingLog();
     const metrics = new OpsMetrics({ defaultMetrics: false, nowMs: () => clock.now() });
-    const alarms = new Alarms({ clock, log: viaAlarms.log, dedupeMs: 60_000, instance: 't' });
+    const alarms = new Alarms({ clock, log: viaAlarms.log, alertDedupeMs: 60_000, instance: 't' });
     report(
       opsRefillEvents(metrics, alarms, entities, stride),
       opsDispatchEvents(metrics, alarms, () => undefined),

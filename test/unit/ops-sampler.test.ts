@@ -42,7 +42,7 @@ function setup(opts: { lease?: { held: boolean; inUse: number; total: number }; 
   const alarms = new Alarms({
     clock,
     log: silentLogger,
-    dedupeMs: 600_000,
+    alertDedupeMs: 600_000,
     instance: 't',
     sink: { send: async (p) => void sent.push(p) },
   });

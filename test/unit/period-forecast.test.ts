@@ -177,7 +177,7 @@ describe('the sampler on business numbers (fake clock, the process clock decidin
       numbers: { format: 'INV{yyyy}{MM}{dd}-{seq:3}', reset: 'daily', timeZone: 'Asia/Shanghai' },
     });
     const metrics = new OpsMetrics({ defaultMetrics: false, nowMs: () => clock.now() });
-    const alarms = new Alarms({ clock, log: silentLogger, dedupeMs: 600_000, instance: 't' });
+    const alarms = new Alarms({ clock, log: silentLogger, alertDedupeMs: 600_000, instance: 't' });
     const counter = new MemoryNumberCounter();
     const takes = inProcessNumbers(clock, [inv], counter);
     const sampler = new OpsSampler({
