@@ -10,12 +10,7 @@ export interface Logger {
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
   /** `redact: []` skips redaction (lines with no secret); `foldInfo`: {@link RepeatedLines} folds info lines too. */
-  child(bindings: object, options?: ChildOptions): Logger;
-}
-
-export interface ChildOptions {
-  redact?: string[];
-  foldInfo?: boolean;
+  child(bindings: object, options?: { redact?: string[]; foldInfo?: boolean }): Logger;
 }
 
 export const silentLogger: Logger = {
@@ -62,15 +57,13 @@ interface HeldLine {
 }
 
 /**
- * Folds repeated warn/error lines (info too under `foldInfo`: the request log's 4xx) through one
- * {@link RepeatLimiter}: a distinct message (level, bindings, `msg`, `code`/`alarm`/`entityKey`, a request's
+ * A {@link RepeatLimiter} (`sweep` it every second) of warn/error lines (info too under `foldInfo`: the request
+ * log's 4xx): a distinct message (level, bindings, `msg`, `code`/`alarm`/`entityKey`, a request's
  * `method`/`route`/`status`) is written at once, then once a second with `repeated: N`.
  */
-export class RepeatedLines {
-  private readonly limiter: RepeatLimiter<HeldLine>;
-
+export class RepeatedLines extends RepeatLimiter<HeldLine> {
   constructor(clock: Pick<Clock, 'monotonic'>) {
-    this.limiter = new RepeatLimiter(clock, {
+    super(clock, {
       windowMs: 1000,
       // Distinct messages tracked: beyond them every count is written and the table starts over (bounded memory).
       maxKeys: 1000,
@@ -90,23 +83,13 @@ export class RepeatedLines {
     };
   }
 
-  /** Writes the counts of messages silent for a whole window. Run every second. */
-  tick(): void {
-    this.limiter.sweep();
-  }
-
-  /** Writes every held-back count now (shutdown). */
-  flush(): void {
-    this.limiter.drain();
-  }
-
   private write(inner: Logger, scope: string, level: Folded, obj: object, msg?: string): void {
     const o = obj as Record<string, unknown>;
     // Objects all read alike here (as they did as '[object Object]'): the key tells messages apart, not values.
     const part = (v: unknown): string =>
       ['string', 'number', 'bigint', 'boolean'].includes(typeof v) ? String(v) : '';
     const key = `${level}\n${scope}\n${msg}\n${part(o.code)}\n${part(o.alarm)}\n${part(o.entityKey)}\n${part(o.method)} ${part(o.route)} ${part(o.status)}`;
-    const held = this.limiter.admit(key, { logger: inner, level, obj, msg });
+    const held = this.admit(key, { logger: inner, level, obj, msg });
     if (held === undefined) return;
     inner[level](withRepeated(obj, held), msg);
   }
@@ -116,24 +99,12 @@ export class RepeatedLines {
 const MAX_BUFFER_BYTES = 16 * 1024 * 1024;
 const WARN = 40;
 
-export interface ProcessLogger {
-  readonly log: Logger;
-  /**
-   * Writes held-back counts, the last line (`last`), then the buffer: asynchronously for at most `ms`, then
-   * synchronously. The async write first because on a gone reader (EPIPE) it fails and stops logging, where
-   * sonic-boom's flushSync (and pino's flush on exit) would retry forever.
-   */
-  flushBeforeExit: (ms: number, last?: () => void) => Promise<void>;
-  /** Starts writing what is buffered (the start-up line that supervisors wait for). */
-  flush: () => void;
-}
-
 /**
  * The service's logger on stdout, pino writing asynchronously. Info lines are batched up to 4 KB per write(2) (a
  * syscall per line cost ~50 µs per request, bench/request-log.bench.ts) and flushed at least once a second. The
  * redaction is a second line of defence: secrets are never passed to the logger.
  */
-export function createProcessLogger(level: string, clock: { monotonic(): number }): ProcessLogger {
+export function createProcessLogger(level: string, clock: { monotonic(): number }) {
   const destination = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFER_BYTES });
   // Warn/error lines are flushed at the end of their turn, once however many: alarms reach the log at once.
   let pending = false;
@@ -173,15 +144,20 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     1000,
     () => {
       destination.flush();
-      repeats.tick();
+      repeats.sweep();
     },
     () => clock.monotonic(),
   );
   return {
     log: repeats.wrap(root),
     flush: () => destination.flush(),
-    async flushBeforeExit(ms, last) {
-      repeats.flush();
+    /**
+     * Writes held-back counts, the last line (`last`), then the buffer: asynchronously for at most `ms`, then
+     * synchronously. The async write first because on a gone reader (EPIPE) it fails and stops logging, where
+     * sonic-boom's flushSync (and pino's flush on exit) would retry forever.
+     */
+    flushBeforeExit: async (ms: number, last?: () => void): Promise<void> => {
+      repeats.drain();
       last?.();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, ms);

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
-import { ANSWER_TTL_MS, type IdempotencyStore, type IdempotentAnswer, checked } from './store';
+import { ANSWER_TTL_MS, type IdempotencyStore, type IdempotentAnswer, type ProduceIds, checked } from './store';
 
 interface MemoryEntry {
   entityKey: string;
@@ -57,12 +57,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     }
   }
 
-  async once(
-    entityKey: string,
-    requestKey: string,
-    count: number,
-    produce: () => Promise<string[]>,
-  ): Promise<IdempotentAnswer> {
+  async once(entityKey: string, requestKey: string, count: number, produce: ProduceIds): Promise<IdempotentAnswer> {
     const id = `${entityKey}\n${requestKey}`;
     const found = this.entries.get(id);
     if (found) {

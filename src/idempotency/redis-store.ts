@@ -1,6 +1,6 @@
 import type { Clock } from '../clock';
 import { type Logger, silentLogger } from '../logger';
-import { DEFAULT_PREFIX, type IdempotencyKeys, idempotencyBytesKey, idempotencyKeys } from '../redis/keys';
+import { type IdempotencyKeys, idempotencyBytesKey, idempotencyKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { callFunction } from '../redis/functions';
 import { decodeAnswer, encodeAnswer } from './codec';
@@ -11,6 +11,7 @@ import {
   IN_PROGRESS_WAIT_MS,
   type IdempotencyStore,
   type IdempotentAnswer,
+  type ProduceIds,
   type StoredAnswer,
   checked,
   inProgress,
@@ -54,16 +55,11 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly clock: Clock,
-    private readonly prefix = DEFAULT_PREFIX,
+    private readonly prefix: string,
     private readonly limits: RedisAnswerLimits = redisAnswerLimits(DEFAULT_IDEMPOTENCY_MAX_MB * 1024 * 1024),
     private readonly log: Logger = silentLogger,
   ) {}
-  async once(
-    entityKey: string,
-    requestKey: string,
-    count: number,
-    produce: () => Promise<string[]>,
-  ): Promise<IdempotentAnswer> {
+  async once(entityKey: string, requestKey: string, count: number, produce: ProduceIds): Promise<IdempotentAnswer> {
     const keys = idempotencyKeys(entityKey, requestKey, this.prefix);
     const earlier = await this.answer(keys.answer);
     if (earlier) return checked(earlier, count);
@@ -94,7 +90,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     entityKey: string,
     requestKey: string,
     count: number,
-    produce: () => Promise<string[]>,
+    produce: ProduceIds,
   ): Promise<IdempotentAnswer> {
     const ids = await produce();
     const encoded = encodeAnswer(count, ids);

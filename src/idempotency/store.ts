@@ -10,13 +10,11 @@ export interface IdempotencyStore {
    * The stored answer for the key, or `produce`'s, kept {@link ANSWER_TTL_MS}. Throws ConflictError for another
    * count, UnavailableError while another request with the key runs.
    */
-  once(
-    entityKey: string,
-    requestKey: string,
-    count: number,
-    produce: () => Promise<string[]>,
-  ): Promise<IdempotentAnswer>;
+  once(entityKey: string, requestKey: string, count: number, produce: ProduceIds): Promise<IdempotentAnswer>;
 }
+
+/** Takes the ids of a request's first answer. */
+export type ProduceIds = () => Promise<string[]>;
 
 export interface IdempotentAnswer {
   ids: string[];

@@ -113,16 +113,8 @@ async function buildGenerator(
     counter && new LocalNumbers({ counter: new HighWaterNumberCounter(counter, record, onBehind), clock, log });
   // Rows of old periods go after the retention (docs/numbers.md), as the service prunes them.
   numbers?.start();
-  const deps: Deps = {
-    allocator,
-    entities: options.entities ?? new SqlEntityStore(sql()),
-    idStride,
-    clock,
-    log,
-    settings,
-    release,
-    numbers,
-  };
+  const entities = options.entities ?? new SqlEntityStore(sql());
+  const deps: Deps = { allocator, entities, idStride, clock, log, settings, release, numbers };
   return ids === 'number'
     ? new BufferedIdGenerator(deps, NumberDoubleBuffer)
     : new BufferedIdGenerator(deps, BigIntDoubleBuffer);

@@ -1,7 +1,7 @@
 import { type EntityOptions, IdpoolClient, type TakeOptions } from '../client/client';
 import { IdpoolLeaseNotReadyError, type LeasedIds } from '../client/leased-ids';
 import { GeneratorClosedError, InvalidCountError, InvalidOptionError, SegmentsNotReadyError } from './errors';
-import { type Id, type IdGenerator, MAX_TAKE } from './loader';
+import { type Id, type IdGenerator, MAX_TAKE, isTakeCount } from './loader';
 import type { ServiceOptions, Settings } from './options';
 
 /**
@@ -58,14 +58,12 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   }
 
   take(entityKey: string, count: number): Promise<T[]> {
-    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE)
-      return Promise.reject(new InvalidCountError(count, MAX_TAKE));
+    if (!isTakeCount(count)) return Promise.reject(new InvalidCountError(count, MAX_TAKE));
     return this.translated(() => this.buffer(entityKey).take(count), entityKey);
   }
 
   numbers(entityKey: string, count = 1, options: TakeOptions = {}): Promise<string[]> {
-    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE)
-      return Promise.reject(new InvalidCountError(count, MAX_TAKE));
+    if (!isTakeCount(count)) return Promise.reject(new InvalidCountError(count, MAX_TAKE));
     this.buffer(entityKey);
     return this.translated(() => this.takes.take(entityKey, count, options), entityKey);
   }

@@ -16,13 +16,15 @@ import {
   UnsafeNumberIdError,
   UnsupportedEntityError,
 } from './errors';
-import type { EntitySource, Settings } from './options';
+import type { EntitySource, LiveEntity, Settings } from './options';
 
 /** An id as the library hands it out: `bigint` by default, `number` when proven below 2^53. */
 export type Id = bigint | number;
 
 /** Largest `take` count: bounds the array one call builds (~80 MB of numbers). */
 export const MAX_TAKE = 10_000_000;
+/** Whether `count` is one `take` and `numbers` accept: an integer from 1 to {@link MAX_TAKE}. */
+export const isTakeCount = (count: number) => Number.isSafeInteger(count) && count >= 1 && count <= MAX_TAKE;
 
 /**
  * Ids in-process from segments reserved in the database. Ids of one entity
@@ -91,12 +93,12 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   }
 
   async take(entityKey: string, count: number): Promise<T[]> {
-    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE) throw new InvalidCountError(count, MAX_TAKE);
+    if (!isTakeCount(count)) throw new InvalidCountError(count, MAX_TAKE);
     return this.bufferFor(entityKey).take(count);
   }
 
   async numbers(entityKey: string, count = 1, options: TakeOptions = {}): Promise<string[]> {
-    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_TAKE) throw new InvalidCountError(count, MAX_TAKE);
+    if (!isTakeCount(count)) throw new InvalidCountError(count, MAX_TAKE);
     if (this.closed) throw new GeneratorClosedError();
     const given = (['reference', 'idempotencyKey'] as const).find((o) => options[o] !== undefined);
     if (given)
@@ -118,20 +120,15 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     if (known && now - known.readAt < this.deps.settings.configRefreshMs) return known.entity;
     const found = await this.deps.entities.findLive(entityKey);
     if (!found) throw new NotFoundError(`no entity with key "${entityKey}"`);
-    if (!found.numbers)
+    const { mode, step, numbers } = found;
+    if (!numbers)
       throw new UnsupportedEntityError(entityKey, 'has no business-number format; use next, nextAsync or take');
     if (found.gapless)
       throw new UnsupportedEntityError(
         entityKey,
         'is a gapless series: its numbers are issued by the service, each in its ledger; use the service mode (createIdGenerator({ service }))',
       );
-    const entity: NumberEntity = {
-      key: entityKey,
-      mode: found.mode,
-      step: found.step,
-      numbers: found.numbers,
-      maxSizePerTimes: 0,
-    };
+    const entity: NumberEntity = { key: entityKey, mode, step, numbers, maxSizePerTimes: 0 };
     this.numberEntities.set(entityKey, { entity, readAt: now });
     return entity;
   }
@@ -213,23 +210,20 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
   private async readConfig(entityKey: string): Promise<number> {
     const entity = await this.deps.entities.findLive(entityKey);
     if (!entity) throw new NotFoundError(`no entity with key "${entityKey}"`);
-    if (entity.mode === 'snowflake')
-      throw new UnsupportedEntityError(entityKey, 'issues snowflake ids; the library hands out segment ids only');
-    if (entity.mode === 'trend')
-      throw new UnsupportedEntityError(
-        entityKey,
-        'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)',
-      );
-    if (entity.numbers)
-      throw new UnsupportedEntityError(
-        entityKey,
-        `hands out business numbers (${entity.numbers.format}), strings: use numbers(entityKey, count)`,
-      );
-    if (entity.delta !== undefined && entity.delta !== 1)
-      throw new UnsupportedEntityError(
-        entityKey,
-        `spaces its ids (delta ${entity.delta}, remainder ${entity.remainder ?? 0}); the library hands out consecutive numbers only (use the service)`,
-      );
+    const refused = refusal(entity);
+    if (refused !== undefined) throw new UnsupportedEntityError(entityKey, refused);
     return entity.step;
   }
+}
+
+/** Why the library hands out no segment ids of this entity, if it does not. */
+function refusal(entity: LiveEntity): string | undefined {
+  if (entity.mode === 'snowflake') return 'issues snowflake ids; the library hands out segment ids only';
+  if (entity.mode === 'trend')
+    return 'is a trend entity; the library hands out monotonic segment ids only (use the service for shuffled ids)';
+  if (entity.numbers)
+    return `hands out business numbers (${entity.numbers.format}), strings: use numbers(entityKey, count)`;
+  if (entity.delta !== undefined && entity.delta !== 1)
+    return `spaces its ids (delta ${entity.delta}, remainder ${entity.remainder ?? 0}); the library hands out consecutive numbers only (use the service)`;
+  return undefined;
 }

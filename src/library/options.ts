@@ -11,14 +11,12 @@ import { InvalidOptionError } from './errors';
 
 /** Where the library reads an entity's configuration (`EntityStore` in production). */
 export interface EntitySource {
-  /** `delta`/`remainder` absent: consecutive numbers (delta 1). */
-  findLive(
-    entityKey: string,
-  ): Promise<
-    | (Pick<EntityConfig, 'mode' | 'step'> & Partial<Pick<EntityConfig, 'delta' | 'remainder' | 'numbers' | 'gapless'>>)
-    | undefined
-  >;
+  findLive(entityKey: string): Promise<LiveEntity | undefined>;
 }
+
+/** What the library reads of an entity; `delta`/`remainder` absent: consecutive numbers (delta 1). */
+export type LiveEntity = Pick<EntityConfig, 'mode' | 'step'> &
+  Partial<Pick<EntityConfig, 'delta' | 'remainder' | 'numbers' | 'gapless'>>;
 
 /** Where a generator without database credentials leases its segments. */
 export interface ServiceOptions {

@@ -127,13 +127,13 @@ describe('RepeatedLines', () => {
     expect(lines.filter((l) => l.level !== 'info')).toHaveLength(3);
     expect(lines.filter((l) => l.level === 'info')).toHaveLength(500);
     now = 1000;
-    repeats.tick();
+    repeats.sweep();
     const counted = lines.filter((l) => l.obj.repeated);
     expect(counted.map((l) => l.obj.repeated).sort()).toEqual([249, 249, 499]);
     // The count rides on the latest line held back.
     expect(counted.find((l) => l.msg === 'dependency unavailable')?.obj.err).toBe('e499');
     now = 2000;
-    repeats.tick();
+    repeats.sweep();
     expect(lines.filter((l) => l.level !== 'info')).toHaveLength(6);
     wrapped.error({}, 'dependency unavailable');
     expect(lines.filter((l) => l.level !== 'info')).toHaveLength(7);
@@ -169,7 +169,7 @@ describe('RepeatedLines', () => {
       ['error', undefined],
       ['info', 'http'],
     ]);
-    repeats.flush();
+    repeats.drain();
     expect(lines.slice(3).map((l) => [l.obj.component, l.obj.repeated])).toEqual([
       ['refiller', 3],
       [undefined, 3],

@@ -106,7 +106,7 @@ describe('request log modes', () => {
     ]);
     // Both keys fall silent; the limiter's once-a-second tick writes what each held back.
     now = 1000;
-    limiter.tick();
+    limiter.sweep();
     expect(s.lines.slice(2).map((l) => [l.level, l.obj.path, l.obj.status, l.obj.repeated])).toEqual([
       ['info', '/bad', 400, 29],
       ['warn', '/fail', 503, 1],
@@ -118,7 +118,7 @@ describe('request log modes', () => {
     const limiter = new RepeatedLines({ monotonic: () => 0 });
     const all = await serve('all', 250, (log) => limiter.wrap(log));
     for (const path of ['/ok', '/bad', '/ok', '/bad']) await all.get(path);
-    limiter.tick();
+    limiter.sweep();
     expect(all.lines.map((l) => l.obj.path)).toEqual(['/ok', '/bad', '/ok', '/bad']);
     await new Promise<void>((r) => server!.close(() => r()));
     server = undefined;
