@@ -15,12 +15,8 @@ import {
 } from './instances';
 
 /** What this instance says about itself, read at each heartbeat (the fields of its {@link Heartbeat}). */
-export interface FleetSelf {
-  readonly id: string;
-  readonly version: string;
-  readonly node: string;
+export interface FleetSelf extends Pick<Heartbeat, 'id' | 'version' | 'node' | 'dialect'> {
   readonly startedAt: number;
-  readonly dialect: string;
   readonly library: string | null;
   clockSkewMs(): Record<string, number | null>;
   /** Known once listening. */
@@ -54,9 +50,7 @@ const MAX_UNSENT = 100;
 const FAILURE_LOG_MS = 60_000;
 
 /** Where fleet alarms come from: Redis, or (it did not answer) this instance's own ring. */
-export interface FleetAlarms {
-  readonly source: 'redis' | 'local';
-  readonly note?: string;
+export interface FleetAlarms extends Pick<FleetInstances, 'source' | 'note'> {
   readonly recent: FleetAlarm[];
 }
 

@@ -20,9 +20,6 @@ export interface ClockSkewReading {
   readonly uncertaintyMs: number;
 }
 
-/** Where this instance's clock stands against the bound: within it, past half of it (the alarm), past it (snowflake ids refused). */
-export type ClockSkewState = 'ok' | 'alarm' | 'refusing';
-
 /**
  * This instance's clock against Redis's and the database's every `intervalMs` while it runs, not only
  * at the lease's start (docs/snowflake.md "Clocks"). A skew counts only beyond the read's own
@@ -87,7 +84,8 @@ export class ClockWatch {
     return worst;
   }
 
-  state(): ClockSkewState {
+  /** Where this instance's clock stands against the bound: within it, past half of it (the alarm), past it (snowflake ids refused). */
+  state(): 'ok' | 'alarm' | 'refusing' {
     const worst = Math.abs(this.worstSkewMs());
     if (worst > this.options.maxSkewMs) return 'refusing';
     return worst > this.options.maxSkewMs / 2 ? 'alarm' : 'ok';

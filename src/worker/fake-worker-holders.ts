@@ -17,12 +17,7 @@ export class FakeWorkerHolders implements WorkerHolders {
 
   async ceilings(workerIds: readonly number[]): Promise<Map<number, number>> {
     this.check();
-    const out = new Map<number, number>();
-    for (const id of workerIds) {
-      const c = this.ceilingOf.get(id);
-      if (c !== undefined) out.set(id, c);
-    }
-    return out;
+    return new Map([...this.ceilingOf].filter(([id]) => workerIds.includes(id)));
   }
 
   async claim(workerId: number, token: string, ceilingMs: number, lostToken = ''): Promise<Claimed> {

@@ -14,18 +14,9 @@ export class FakeWorkerStore implements WorkerStore {
 
   async ensureRows(min: number, max: number): Promise<void> {
     this.check();
-    const now = this.dbNow();
     for (let id = min; id <= max; id++) {
       if (!this.table.has(id))
-        this.table.set(id, {
-          workerId: id,
-          code: '',
-          leaseVersion: 0,
-          heartbeatAt: 0,
-          lastTimestamp: 0,
-          createTime: now,
-          updateTime: now,
-        });
+        this.table.set(id, { workerId: id, code: '', leaseVersion: 0, heartbeatAt: 0, lastTimestamp: 0 });
     }
   }
 
@@ -56,11 +47,7 @@ export class FakeWorkerStore implements WorkerStore {
   }
 
   private renewed(r: WorkerRow, ceilingMs: number, now = this.dbNow()): true {
-    Object.assign(r, {
-      heartbeatAt: now,
-      lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)),
-      updateTime: now,
-    });
+    Object.assign(r, { heartbeatAt: now, lastTimestamp: Math.max(r.lastTimestamp, Math.floor(ceilingMs)) });
     return true;
   }
 
@@ -68,7 +55,7 @@ export class FakeWorkerStore implements WorkerStore {
     this.check();
     const r = this.table.get(workerId);
     if (r?.leaseVersion !== version) return false;
-    Object.assign(r, { heartbeatAt: 0, lastTimestamp: Math.floor(lastTimestampMs), updateTime: this.dbNow() });
+    Object.assign(r, { heartbeatAt: 0, lastTimestamp: Math.floor(lastTimestampMs) });
     return true;
   }
 }

@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors';
-import { WorkerLease, type WorkerLeaseOptions } from './lease';
+import type { WorkerLease, WorkerLeaseOptions } from './lease';
 
 /** The worker id a pod's ordinal names (IDPOOL_WORKER_ID=ordinal), and where it came from. */
 export interface PodWorker {
@@ -9,20 +9,18 @@ export interface PodWorker {
 }
 
 /**
- * Leases exactly `pod.workerId` like any lease, so a number given to two pods is refused, not
- * trusted: held by a live instance, waits one TTL and a heartbeat (a killed pod's lease lapses
- * within that), then throws {@link ConfigError}.
+ * Waits for a started `lease` of exactly `pod.workerId` to hold it, so a number given to two pods is
+ * refused, not trusted: held by a live instance, waits one TTL and a heartbeat (a killed pod's lease
+ * lapses within that), then stops the lease and throws {@link ConfigError}.
  */
-export async function leasePodWorker(
-  options: Omit<WorkerLeaseOptions, 'min' | 'max' | 'preferSameCode'>,
+export async function awaitPodWorker(
+  lease: WorkerLease,
   pod: PodWorker,
-): Promise<WorkerLease> {
-  const { clock, ttlMs, heartbeatSeconds } = options;
-  const lease = new WorkerLease({ ...options, min: pod.workerId, max: pod.workerId, preferSameCode: false });
-  await lease.start();
+  { clock, log, ttlMs, heartbeatSeconds }: Pick<WorkerLeaseOptions, 'clock' | 'log' | 'ttlMs' | 'heartbeatSeconds'>,
+): Promise<void> {
   const deadline = clock.monotonic() + ttlMs + heartbeatSeconds * 1000;
   while (lease.workerId === undefined && clock.monotonic() < deadline) {
-    options.log.warn(
+    log.warn(
       { workerId: pod.workerId, from: pod.from },
       "the pod's worker id is leased by another instance; waiting for that lease to lapse",
     );
@@ -36,5 +34,4 @@ export async function leasePodWorker(
       `worker id ${pod.workerId} (${pod.from}) is leased by a live instance, renewed for ${Math.round((ttlMs + heartbeatSeconds * 1000) / 1000)} s: two pods were given one ordinal (another StatefulSet of that name on this database? set IDPOOL_WORKER_ID_OFFSET apart), or IDPOOL_WORKER_MIN..MAX of leasing instances covers it`,
     );
   }
-  return lease;
 }

@@ -1,5 +1,5 @@
 import { callFunction, scriptOutcome } from '../redis/functions';
-import { DEFAULT_PREFIX, type WorkerKeys, workerKeys } from '../redis/keys';
+import { type WorkerKeys, workerKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import type { Claimed, WorkerHolders } from './worker-holders';
 
@@ -12,7 +12,7 @@ export class RedisWorkerHolders implements WorkerHolders {
 
   constructor(
     private readonly redis: RedisClient,
-    prefix = DEFAULT_PREFIX,
+    prefix: string,
   ) {
     this.keys = workerKeys(prefix);
   }

@@ -11,7 +11,7 @@ import type { RedisClient } from '../redis/connection';
 import { redisTimeMs } from '../redis/info';
 import { ClockWatch } from './clock-watch';
 import { WorkerLease, type WorkerView, instanceCode } from './lease';
-import { type PodWorker, leasePodWorker } from './pod-worker';
+import { type PodWorker, awaitPodWorker } from './pod-worker';
 import type { SnowflakeRuntimeSettings } from './snowflake-lease';
 import type { WorkerHolders } from './worker-holders';
 import { SqlWorkerStore } from './worker-store';
@@ -68,23 +68,18 @@ async function leasedWorker(
   settings: SnowflakeRuntimeSettings,
   store: SqlWorkerStore,
 ): Promise<WorkerLease> {
-  const { config, holders, clock, log } = deps;
-  const options = {
-    ...settings,
-    store,
-    holders,
-    clock,
-    log: log.child({ component: 'worker-lease' }),
-    code: instanceCode(config.port),
-  };
-  if (config.podWorker) return leasePodWorker(options, config.podWorker);
+  const { config, holders, clock } = deps;
+  const pod = config.podWorker;
+  const options = { ...settings, store, holders, clock, log: deps.log.child({ component: 'worker-lease' }) };
   const lease = new WorkerLease({
     ...options,
-    min: config.workerMin,
-    max: config.workerMax,
-    preferSameCode: config.workerPreferSameCode,
+    code: instanceCode(config.port),
+    min: pod?.workerId ?? config.workerMin,
+    max: pod?.workerId ?? config.workerMax,
+    preferSameCode: !pod && config.workerPreferSameCode,
   });
   await lease.start();
+  if (pod) await awaitPodWorker(lease, pod, options);
   return lease;
 }
 

@@ -7,8 +7,6 @@ export interface WorkerRow {
   leaseVersion: number;
   heartbeatAt: number;
   lastTimestamp: number;
-  createTime: number;
-  updateTime: number;
 }
 
 /** What a {@link WorkerLease} needs: conditional UPDATEs by the database's clock, so instances with other clocks agree. */
@@ -32,7 +30,7 @@ export interface WorkerStore {
 
 // BIGINT columns come back as decimal strings (db/database.ts).
 type RawRow = { code: string } & Record<
-  'worker_id' | 'lease_version' | 'heartbeat_at' | 'last_timestamp' | 'create_time' | 'update_time',
+  'worker_id' | 'lease_version' | 'heartbeat_at' | 'last_timestamp',
   number | string
 >;
 
@@ -42,8 +40,6 @@ const toRow = (r: RawRow): WorkerRow => ({
   leaseVersion: Number(r.lease_version),
   heartbeatAt: Number(r.heartbeat_at),
   lastTimestamp: Number(r.last_timestamp),
-  createTime: Number(r.create_time),
-  updateTime: Number(r.update_time),
 });
 
 /** Rows per INSERT when creating worker rows (at most 1024 exist). */
@@ -53,16 +49,10 @@ const INSERT_BATCH = 256;
 export class SqlWorkerStore implements WorkerStore {
   // A renewal's SET: heartbeat now, `last_timestamp` raised to at least the one parameter.
   private readonly renewed: string;
-  // Around an INSERT: skip rows whose primary key exists (MySQL's own syntax; the others share the standard one).
-  private readonly ignoreDuplicates: { before: string; after: string };
 
   constructor(private readonly db: Database) {
     const greatest = db.dialect === 'sqlite' ? 'MAX' : 'GREATEST';
     this.renewed = `heartbeat_at = ${db.nowMs}, last_timestamp = ${greatest}(last_timestamp, ?), update_time = ${db.nowMs}`;
-    this.ignoreDuplicates =
-      db.dialect === 'mysql'
-        ? { before: 'INSERT IGNORE', after: '' }
-        : { before: 'INSERT', after: ' ON CONFLICT DO NOTHING' };
   }
 
   async ensureRows(min: number, max: number): Promise<void> {
@@ -72,11 +62,13 @@ export class SqlWorkerStore implements WorkerStore {
     );
     if (Number(existing[0]?.n ?? 0) === max - min + 1) return;
     const now = await this.nowMs();
+    // The primary key makes concurrent first starts safe: a row inserted first is skipped.
+    const [insert, onConflict] =
+      this.db.dialect === 'mysql' ? ['INSERT IGNORE', ''] : ['INSERT', ' ON CONFLICT DO NOTHING'];
     for (let from = min; from <= max; from += INSERT_BATCH) {
       const ids = Array.from({ length: Math.min(max - from + 1, INSERT_BATCH) }, (_, k) => from + k);
-      // The primary key makes concurrent first starts safe: a row inserted first is skipped.
       await this.db.execute(
-        `${this.ignoreDuplicates.before} INTO worker (worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time) VALUES ${ids.map(() => "(?, '', 0, 0, 0, ?, ?)").join(', ')}${this.ignoreDuplicates.after}`,
+        `${insert} INTO worker (worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time) VALUES ${ids.map(() => "(?, '', 0, 0, 0, ?, ?)").join(', ')}${onConflict}`,
         ids.flatMap((id) => [id, now, now]),
       );
     }
@@ -89,7 +81,7 @@ export class SqlWorkerStore implements WorkerStore {
 
   async rows(min: number, max: number): Promise<{ rows: WorkerRow[]; dbNowMs: number }> {
     const raw = await this.db.query<RawRow & { now_ms: number | string }>(
-      `SELECT worker_id, code, lease_version, heartbeat_at, last_timestamp, create_time, update_time, ${this.db.nowMs} AS now_ms
+      `SELECT worker_id, code, lease_version, heartbeat_at, last_timestamp, ${this.db.nowMs} AS now_ms
        FROM worker WHERE worker_id BETWEEN ? AND ? ORDER BY worker_id`,
       [min, max],
     );
