@@ -13,30 +13,14 @@ export interface CliIo {
   askSecret?(question: string): Promise<string | undefined>;
 }
 
-interface GlobalOptions {
-  url?: string;
-  json?: boolean;
-  timeout: number;
-}
-
 /** What every command group is built with: the process's io, and the global options read per command. */
-export interface CliContext {
-  io: CliIo;
-  /** The options given before the command (`--url`, `--json`, `--timeout`). */
-  globals(cmd: Command): GlobalOptions;
-  /** Prints `json` under `--json`, else the text. */
-  print(cmd: Command, json: unknown, text: () => string): void;
-  /** `idpool: <line>` on stderr as a command goes, unless `--json` (whose output says it at the end). */
-  note(cmd: Command, line: string): void;
-  /** The admin API of the instance `--url` (or the environment) names, with IDPOOL_ADMIN_TOKEN. */
-  admin(cmd: Command): AdminApi;
-  /** The API of that instance with another bearer token (an entity's secret), named by `credential`. */
-  api(cmd: Command, token: string, credential?: AdminApiOptions['credential']): AdminApi;
-}
+export type CliContext = ReturnType<typeof cliContext>;
 
-export function cliContext(io: CliIo): CliContext {
-  const globals = (cmd: Command) => cmd.optsWithGlobals<GlobalOptions>();
-  const api: CliContext['api'] = (cmd, token, credential) => {
+export function cliContext(io: CliIo) {
+  /** The options given before the command (`--url`, `--json`, `--timeout`). */
+  const globals = (cmd: Command) => cmd.optsWithGlobals<{ url?: string; json?: boolean; timeout: number }>();
+  /** The API of the instance `--url` (or the environment) names, with a bearer token named by `credential`. */
+  const api = (cmd: Command, token: string, credential?: AdminApiOptions['credential']) => {
     const g = globals(cmd);
     return new AdminApi({
       url: g.url || cliTarget(io.env).url,
@@ -49,12 +33,16 @@ export function cliContext(io: CliIo): CliContext {
   return {
     io,
     globals,
-    print: (cmd, json, text) => io.stdout(globals(cmd).json ? `${JSON.stringify(json, null, 2)}\n` : text()),
-    note: (cmd, line) => {
+    /** Prints `json` under `--json`, else the text. */
+    print: (cmd: Command, json: unknown, text: () => string) =>
+      io.stdout(globals(cmd).json ? `${JSON.stringify(json, null, 2)}\n` : text()),
+    /** `idpool: <line>` on stderr as a command goes, unless `--json` (whose output says it at the end). */
+    note: (cmd: Command, line: string) => {
       if (!globals(cmd).json) io.stderr(`idpool: ${line}\n`);
     },
     api,
-    admin(cmd) {
+    /** The admin API, with IDPOOL_ADMIN_TOKEN. */
+    admin(cmd: Command) {
       const token = cliTarget(io.env).adminToken;
       if (!token)
         throw new CliError(EXIT_USAGE, 'IDPOOL_ADMIN_TOKEN is not set: export the admin token of the service');

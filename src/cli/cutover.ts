@@ -4,8 +4,9 @@ import { systemClock } from '../clock';
 import { type AdminApi, entityPath } from './admin-api';
 import { type CliContext, repeatable } from './context';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors';
-import { type EntityView, type Incumbent, type IncumbentRow, firstSafeId, startId } from './import-from';
+import { type EntityView, type Incumbent, type IncumbentRow, firstSafeId, raiseTo } from './import-from';
 import { readAll } from './incumbent-rows';
+import type { Answer } from '../http/openapi/schemas';
 
 export function addRelease(group: Command, ctx: CliContext): void {
   group
@@ -36,10 +37,7 @@ export function addRelease(group: Command, ctx: CliContext): void {
         const row = (await readAll(source.kind, opts.databaseUrl)).find((r) => r.key === source.key);
         if (!row) throw new CliError(EXIT_FAILURE, `${source.kind}'s table has no row "${source.key}"`);
         const first = firstSafeId(source.kind, row);
-        if (startId(entity) < first) {
-          await api.post(`${path}/raise`, { firstId: first.toString() });
-          raisedTo = first.toString();
-        }
+        if (await raiseTo(api, key, entity, first)) raisedTo = first.toString();
       }
       await api.post(`${path}/release`, {});
       ctx.print(
@@ -48,13 +46,6 @@ export function addRelease(group: Command, ctx: CliContext): void {
         () => `released ${key}${raisedTo ? ` (its row had moved: raised to first id ${raisedTo})` : ''}\n`,
       );
     });
-}
-
-interface LiveLine {
-  key: string;
-  incumbent: { kind: Incumbent; key: string };
-  delta: number;
-  reservedFromIncumbent: string;
 }
 
 /** What `--finish` did with one live entity. */
@@ -82,7 +73,7 @@ export async function runFinish(
 ): Promise<FinishOutcome[]> {
   const lines = async () =>
     new Map(
-      (await api.get<{ apps: LiveLine[] }>('/admin/live')).apps
+      (await api.get<Answer<'LiveCutovers'>>('/admin/live')).apps
         .filter((l) => l.incumbent.kind === kind && (!o.only || o.only.has(l.key)))
         .map((l) => [l.key, l]),
     );

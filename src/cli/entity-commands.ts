@@ -3,6 +3,8 @@ import { type CliContext, decimal, duration, nonNegativeInt } from './context';
 import { CliError, EXIT_USAGE } from './errors';
 import { entityPath } from './admin-api';
 import { fields, table } from './format';
+import type { Answer } from '../http/openapi/schemas';
+import { RESETS } from '../numbers/period';
 import { addImport, addImportFrom } from './import-commands';
 import { addRelease } from './cutover';
 
@@ -44,6 +46,10 @@ function addTunables(command: Command): Command {
   return command;
 }
 
+/** `apps <name> <key>`: a command on one entity. */
+const onEntity = (group: Command) => (name: string, description: string) =>
+  group.command(name).description(description).argument('<key>', 'entity key');
+
 /** `apps …`: register and manage entities through the admin API (`apps create`, `list` and the imports apart). */
 export function addEntityCommands(program: Command, ctx: CliContext): void {
   const group = program.command('apps').description('register and manage entities (through the admin API)');
@@ -52,40 +58,34 @@ export function addEntityCommands(program: Command, ctx: CliContext): void {
   addImport(group, ctx);
   addImportFrom(group, ctx);
   addRelease(group, ctx);
-  group
-    .command('show')
-    .description("show one entity's configuration and pool")
-    .argument('<key>', 'entity key')
-    .action(async (key: string, _opts: unknown, cmd: Command) => {
+  const command = onEntity(group);
+  command('show', "show one entity's configuration and pool").action(
+    async (key: string, _opts: unknown, cmd: Command) => {
       const entity = await ctx.admin(cmd).get<Record<string, unknown>>(entityPath(key));
       ctx.print(cmd, entity, () => fields(entity));
-    });
-  const update = group
-    .command('update')
-    .description("change an entity's name, step, sizes, limits or credential-free protocols")
-    .argument('<key>', 'entity key')
-    .option('--name <name>', 'display name');
-  addTunables(update).action(async (key: string, opts: Record<string, unknown>, cmd: Command) => {
-    const patch = pickTunables(opts);
-    if (Object.keys(patch).length === 0)
-      throw new CliError(
-        EXIT_USAGE,
-        `nothing to change: give at least one of --name, --compat, ${TUNABLES.map(([flag]) => flag.split(' ')[0]).join(', ')}`,
-      );
-    const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
-    ctx.print(cmd, entity, () => fields(entity));
-  });
-  group
-    .command('retire')
-    .description('retire an entity for good: its ids are never issued again and its key is never reused')
-    .argument('<key>', 'entity key')
+    },
+  );
+  const update = command('update', "change an entity's name, step, sizes, limits or credential-free protocols");
+  addTunables(update.option('--name <name>', 'display name')).action(
+    async (key: string, opts: Record<string, unknown>, cmd: Command) => {
+      const patch = pickTunables(opts);
+      if (Object.keys(patch).length === 0)
+        throw new CliError(
+          EXIT_USAGE,
+          `nothing to change: give at least one of --name, --compat, ${TUNABLES.map(([flag]) => flag.split(' ')[0]).join(', ')}`,
+        );
+      const entity = await ctx.admin(cmd).patch<Record<string, unknown>>(entityPath(key), patch);
+      ctx.print(cmd, entity, () => fields(entity));
+    },
+  );
+  command('retire', 'retire an entity for good: its ids are never issued again and its key is never reused')
     .option('--yes', 'confirm: retiring cannot be undone')
     .action(async (key: string, opts: { yes?: boolean }, cmd: Command) => {
       if (!opts.yes) throw new CliError(EXIT_USAGE, `retiring "${key}" cannot be undone; run again with --yes`);
       await ctx.admin(cmd).delete(entityPath(key));
       ctx.print(cmd, { key, retired: true }, () => `retired ${key}\n`);
     });
-  addSecretCommands(group, ctx);
+  addSecretCommands(command, ctx);
 }
 
 function addCreate(group: Command, ctx: CliContext): void {
@@ -110,7 +110,7 @@ function addCreate(group: Command, ctx: CliContext): void {
       new Option(
         '--reset <period>',
         'with --format: when the sequence restarts (default: the finest date token)',
-      ).choices(['never', 'yearly', 'monthly', 'daily', 'hourly']),
+      ).choices(RESETS),
     )
     .option(
       '--time-zone <zone>',
@@ -168,33 +168,20 @@ function addList(group: Command, ctx: CliContext): void {
     });
 }
 
-/** The fields of an entity of `GET /admin/apps` that `apps list` prints (the JSON output passes every field on). */
-interface EntityRow {
-  key: string;
-  mode: string;
-  step?: number;
-  name: string;
-  pool?: { size: number; max: number } | null;
-  currentOffset?: string | null;
-  /** Business-number entities only: now's period, how many of its numbers are used, and whether a gapless series. */
-  period?: { id: string; used: string; capacity: string; timeZone: string };
-  gapless?: boolean;
-}
-
 /** Reads the entity list page by page after `opts.after`: one page with `opts.limit`, else until the last. */
 export async function listPages(
   ctx: CliContext,
   cmd: Command,
   opts: { limit?: number; after?: string },
-): Promise<{ list: EntityRow[]; next: string | null }> {
+): Promise<{ list: Answer<'Entity'>[]; next: string | null }> {
   const api = ctx.admin(cmd);
-  const list: EntityRow[] = [];
+  const list: Answer<'Entity'>[] = [];
   let after = opts.after;
   let next: string | null;
   do {
     const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
     if (after !== undefined) query.set('after', after);
-    const page = await api.get<{ apps: EntityRow[]; next: string | null }>(`/admin/apps?${query.toString()}`);
+    const page = await api.get<Answer<'EntityPage'>>(`/admin/apps?${query.toString()}`);
     list.push(...page.apps);
     next = page.next;
     after = next ?? undefined;
@@ -203,11 +190,8 @@ export async function listPages(
 }
 
 /** `apps rotate-secret`, `add-secret`, `remove-secret`: one secret replaced, or more than one at once (a slow rollout, imported Tinyid tokens). */
-function addSecretCommands(group: Command, ctx: CliContext): void {
-  group
-    .command('rotate-secret')
-    .description("replace an entity's secret; the old one stops working at once, or after --keep-old-for")
-    .argument('<key>', 'entity key')
+function addSecretCommands(command: ReturnType<typeof onEntity>, ctx: CliContext): void {
+  command('rotate-secret', "replace an entity's secret; the old one stops working at once, or after --keep-old-for")
     .option(
       '--keep-old-for <duration>',
       'keep accepting the old secrets this long (90s, 30m, 12h, 7d; at most 30d) while clients move over',
@@ -220,28 +204,17 @@ function addSecretCommands(group: Command, ctx: CliContext): void {
       const old = opts.keepOldFor ? `the old one works for ${opts.keepOldFor} s more` : 'the old one no longer works';
       ctx.print(cmd, { key, secret }, () => `secret: ${secret}\nThe secret is shown only now; ${old}.\n`);
     });
-  group
-    .command('add-secret')
-    .description('accept one more secret (made here and printed once, or given with --secret)')
-    .argument('<key>', 'entity key')
+  command('add-secret', 'accept one more secret (made here and printed once, or given with --secret)')
     .option('--secret <secret>', 'accept this secret (16-256 printable ASCII characters) instead of a new one')
     .option('--expires-in <duration>', 'stop accepting it after this long (90s, 30m, 12h, 7d)', duration)
     .action(async (key: string, opts: { secret?: string; expiresIn?: number }, cmd: Command) => {
       // JSON leaves out what was not given.
       const body = { secret: opts.secret, expiresInSeconds: opts.expiresIn };
-      const added = await ctx
-        .admin(cmd)
-        .post<{ id: string; secret?: string; expiresAt: string | null }>(`${entityPath(key)}/secrets`, body);
-      ctx.print(cmd, { key, ...added }, () =>
-        added.secret
-          ? `id: ${added.id}\nsecret: ${added.secret}\nThe secret is shown only now.\n`
-          : `id: ${added.id}\n`,
-      );
+      const added = await ctx.admin(cmd).post<Answer<'AddedSecret'>>(`${entityPath(key)}/secrets`, body);
+      const secret = added.secret ? `secret: ${added.secret}\nThe secret is shown only now.\n` : '';
+      ctx.print(cmd, { key, ...added }, () => `id: ${added.id}\n${secret}`);
     });
-  group
-    .command('remove-secret')
-    .description('stop accepting one secret (its id is listed by apps show); the last one cannot be removed')
-    .argument('<key>', 'entity key')
+  command('remove-secret', 'stop accepting one secret (its id is listed by apps show); the last one cannot be removed')
     .argument('<id>', 'secret id')
     .action(async (key: string, id: string, _opts: unknown, cmd: Command) => {
       await ctx.admin(cmd).delete(`${entityPath(key)}/secrets/${encodeURIComponent(id)}`);

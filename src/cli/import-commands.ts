@@ -20,23 +20,20 @@ export function addImport(group: Command, ctx: CliContext): void {
     )
     .option('--concurrency <n>', 'requests in flight at once', nonNegativeInt, 8)
     .action(async (file: string, opts: { secrets: string; concurrency: number }, cmd: Command) => {
-      const result = await importEntities(
+      const { registered, lines, failures, exitCode } = await importEntities(
         ctx.admin(cmd),
         { file, secretsPath: opts.secrets, concurrency: opts.concurrency },
         (f) => ctx.note(cmd, `line ${f.line}: ${f.error}`),
       );
-      ctx.print(
-        cmd,
-        {
-          registered: result.registered,
-          lines: result.lines,
-          secrets: opts.secrets,
-          failures: result.failures.map(({ line, error }) => ({ line, error })),
-        },
-        () => `registered ${result.registered} of ${result.lines} entities; secrets in ${opts.secrets}\n`,
-      );
-      if (result.exitCode !== EXIT_OK)
-        throw new CliError(result.exitCode, `${result.failures.length} of ${result.lines} lines failed (listed above)`);
+      const json = {
+        registered,
+        lines,
+        secrets: opts.secrets,
+        failures: failures.map(({ line, error }) => ({ line, error })),
+      };
+      ctx.print(cmd, json, () => `registered ${registered} of ${lines} entities; secrets in ${opts.secrets}\n`);
+      if (exitCode !== EXIT_OK)
+        throw new CliError(exitCode, `${failures.length} of ${lines} lines failed (listed above)`);
     });
 }
 
@@ -123,7 +120,7 @@ async function importFrom(ctx: CliContext, kind: string, opts: ImportFromOptions
       );
     return;
   }
-  const result = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
+  const { outcomes, moved } = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
     live: opts.live,
     secretsPath: opts.secrets,
     onOutcome: (o) =>
@@ -132,21 +129,17 @@ async function importFrom(ctx: CliContext, kind: string, opts: ImportFromOptions
         `${o.status === 'registered' ? 'registered' : 'exists    '} ${o.key}${o.tag === undefined ? '' : ` (${kind} tag ${JSON.stringify(o.tag)})`}: first id ${o.firstId}${o.raised ? ' (it started below: raised to it, its pool discarded)' : ''}${o.live === true ? ', live' : o.live === false ? ', NOT live (registered before, left as it is)' : ''}${o.secretsAdded ? `, ${o.secretsAdded} token(s) added as secrets` : ''}\n`,
       ),
   });
+  const notes = plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note })));
+  const count = (status: string) => outcomes.filter((o) => o.status === status).length;
   ctx.print(
     cmd,
-    {
-      entities: result.outcomes,
-      skipped: plan.skipped,
-      notes: plan.entities.flatMap((e) => e.notes.map((note) => ({ key: e.key, note }))),
-      moved: result.moved,
-    },
-    () =>
-      `${result.outcomes.filter((o) => o.status === 'registered').length} registered, ${result.outcomes.filter((o) => o.status === 'exists').length} existed, ${plan.skipped.length} skipped\n`,
+    { entities: outcomes, skipped: plan.skipped, notes, moved },
+    () => `${count('registered')} registered, ${count('exists')} existed, ${plan.skipped.length} skipped\n`,
   );
-  if (result.moved.length > 0)
+  if (moved.length > 0)
     throw new CliError(
       EXIT_FAILURE,
-      `rows moved while importing (the incumbent is still issuing ids): ${result.moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; those entities are held (served on no route); stop every instance of it, then run idpool apps release KEY --database-url URL for each, or this import again (docs/migrating.md "If a row moved")`,
+      `rows moved while importing (the incumbent is still issuing ids): ${moved.map((m) => `${m.key} (max_id ${m.before} -> ${m.after})`).join(', ')}; those entities are held (served on no route); stop every instance of it, then run idpool apps release KEY --database-url URL for each, or this import again (docs/migrating.md "If a row moved")`,
     );
   if (plan.skipped.length > 0)
     throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);

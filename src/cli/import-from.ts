@@ -5,6 +5,7 @@ import { type AdminApi, entityPath } from './admin-api';
 import { createSecretsFile } from './import';
 import { CliError, EXIT_USAGE } from './errors';
 import { TINYID_BATCH_MAX } from '../http/settings';
+import type { Answer } from '../http/openapi/schemas';
 
 /** The services idpool imports from (docs/migrating.md). */
 export type Incumbent = 'leaf' | 'tinyid';
@@ -177,12 +178,6 @@ export interface ImportOutcome {
   live?: boolean;
 }
 
-export interface ImportFromResult {
-  outcomes: ImportOutcome[];
-  /** Rows whose `max_id` changed while the import ran: the incumbent is still issuing. */
-  moved: { key: string; before: string; after: string }[];
-}
-
 /**
  * Registers the plan one entity at a time, each held (served on no route), then reads the rows again: an entity whose
  * row moved may repeat the incumbent's ids and stays held, the others are released. A live import registers each
@@ -193,7 +188,7 @@ export async function runImport(
   plan: ImportPlan,
   reread: () => Promise<IncumbentRow[]>,
   o: { secretsPath?: string; onOutcome?: (o: ImportOutcome) => void; live?: boolean },
-): Promise<ImportFromResult> {
+): Promise<{ outcomes: ImportOutcome[]; moved: { key: string; before: string; after: string }[] }> {
   const fd = o.secretsPath === undefined ? undefined : createSecretsFile(o.secretsPath);
   const outcomes: ImportOutcome[] = [];
   try {
@@ -221,8 +216,7 @@ export async function runImport(
       } catch (err) {
         if (!(err instanceof CliError) || err.code !== 'conflict') throw err;
         outcome = { ...named(item), status: 'exists', secretsAdded: 0 };
-        const path = entityPath(item.key);
-        const existing = await api.get<EntityView>(path);
+        const existing = await api.get<EntityView>(entityPath(item.key));
         if (o.live) {
           // Reserving from its row already, or registered otherwise: a live import changes neither.
           outcome.live = existing.incumbent?.live === true;
@@ -232,10 +226,7 @@ export async function runImport(
         }
         // An entity from an earlier run (or registered by hand) must hand out nothing below this row's first
         // safe id: the row moved since (the old service ran on), so its line moves up (at worst a needless raise).
-        if (startId(existing) < item.firstId) {
-          await api.post(`${path}/raise`, { firstId: item.firstId.toString() });
-          outcome.raised = true;
-        }
+        if (await raiseTo(api, item.key, existing, item.firstId)) outcome.raised = true;
         if (first !== undefined && (await addToken(api, item.key, first))) outcome.secretsAdded++;
       }
       for (const token of more) if (await addToken(api, item.key, token)) outcome.secretsAdded++;
@@ -256,18 +247,16 @@ export async function runImport(
   return { outcomes, moved };
 }
 
-/** The fields of an entity (`GET /admin/apps/:key`) an import and `apps release` read. */
-export interface EntityView {
-  startOffset: string;
-  delta: number;
-  remainder: number;
-  held: string | null;
-  incumbent: { kind: Incumbent; key: string; live: boolean } | null;
-}
+/** The fields of an entity (`GET /admin/apps/:key`) an import and `apps release` read: a segment entity has each. */
+export type EntityView = Required<Pick<Answer<'Entity'>, 'startOffset' | 'delta' | 'remainder' | 'held' | 'incumbent'>>;
 
-/** The lowest id an entity's line may still hand out, for a stride of 1 (a wider one only places it higher). */
-export const startId = (e: Pick<EntityView, 'startOffset' | 'delta' | 'remainder'>) =>
-  BigInt(e.startOffset) * BigInt(e.delta) + BigInt(e.remainder);
+/** Moves an entity's line up to `firstId` when it may still hand out an id below it; true when it did. */
+export async function raiseTo(api: Pick<AdminApi, 'post'>, key: string, entity: EntityView, firstId: bigint) {
+  // Its lowest id for a stride of 1 (a wider one only places it higher).
+  if (BigInt(entity.startOffset) * BigInt(entity.delta) + BigInt(entity.remainder) >= firstId) return false;
+  await api.post(`${entityPath(key)}/raise`, { firstId: firstId.toString() });
+  return true;
+}
 
 /** An outcome's key, its row's tag when imported under another key, and its first id. */
 export const named = (e: Pick<PlannedEntity, 'key' | 'tag' | 'firstId'>) => ({

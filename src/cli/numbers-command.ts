@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { type LedgerRowJson, ledgerCsv } from '../gapless/csv';
+import { ledgerCsv } from '../gapless/csv';
+import type { Answer } from '../http/openapi/schemas';
 import { entityPath } from './admin-api';
 import type { CliContext } from './context';
 import { fields } from './format';
@@ -7,18 +8,6 @@ import { secretApi } from './take-command';
 
 /** Rows a page of the ledger asks for: the route's largest page. */
 const EXPORT_PAGE = 1000;
-
-/** The fields of an audit this command prints (the JSON output passes every field on). */
-interface Audit {
-  period: string;
-  first: string | null;
-  last: string | null;
-  issued: number;
-  voided: number;
-  lost: number;
-  holes: { from: string; to: string }[];
-  duplicates: string[];
-}
 
 export function addNumbersCommand(program: Command, ctx: CliContext): void {
   const numbers = program
@@ -36,7 +25,9 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
     "first, last, issued, voided, lost, holes and duplicates of a period, with the entity's secret (IDPOOL_SECRET)",
   ).action(async (key: string, opts: { period?: string }, cmd: Command) => {
     const api = await secretApi(ctx, cmd, key);
-    const audit = await api.get<Audit>(`/apps/${encodeURIComponent(key)}/numbers/audit${query(opts.period)}`);
+    const audit = await api.get<Answer<'LedgerAudit'>>(
+      `/apps/${encodeURIComponent(key)}/numbers/audit${query(opts.period)}`,
+    );
     ctx.print(cmd, audit, () =>
       fields({
         period: audit.period,
@@ -57,7 +48,7 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
       let after = '0';
       let header = true;
       for (;;) {
-        const page = await api.get<{ period: string; numbers: LedgerRowJson[]; next: string | null }>(
+        const page = await api.get<Answer<'LedgerPage'>>(
           `/apps/${encodeURIComponent(key)}/numbers${query(opts.period)}${opts.period === undefined ? '?' : '&'}after=${after}&limit=${EXPORT_PAGE}`,
         );
         ctx.io.stdout(ledgerCsv(page.numbers, header));
@@ -75,10 +66,7 @@ export function addNumbersCommand(program: Command, ctx: CliContext): void {
   ).action(async (key: string, opts: { period?: string }, cmd: Command) => {
     const answer = await ctx
       .admin(cmd)
-      .post<{ key: string; period: string; record: string; lost?: { from: string; to: string; count: number } }>(
-        `${entityPath(key)}/numbers/reconcile`,
-        { period: opts.period },
-      );
+      .post<Answer<'Reconciled'>>(`${entityPath(key)}/numbers/reconcile`, { period: opts.period });
     ctx.print(cmd, answer, () =>
       answer.lost
         ? `${key} ${answer.period}: ${answer.lost.count} sequences ${answer.lost.from}-${answer.lost.to} entered lost; issuing goes on above them\n`

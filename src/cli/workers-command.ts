@@ -1,16 +1,7 @@
 import type { Command } from 'commander';
 import type { CliContext } from './context';
 import { table } from './format';
-
-/** The fields of `GET /admin/workers` this command prints (the JSON output passes every field on). */
-interface WorkerRow {
-  workerId: number;
-  live: boolean;
-  self?: boolean;
-  code: string | null;
-  heartbeatAt: string | null;
-  lastTimestamp: string | null;
-}
+import type { Answer } from '../http/openapi/schemas';
 
 /** Under the table: RESERVED UNTIL is ahead of the clock by design, which unexplained looks like a clock gone wrong. */
 const COLUMNS =
@@ -28,7 +19,7 @@ export function addWorkersCommand(program: Command, ctx: CliContext): void {
     )
     .option('--all', 'include worker ids never leased')
     .action(async (opts: { all?: boolean }, cmd: Command) => {
-      const { workers } = await ctx.admin(cmd).get<{ workers: WorkerRow[] }>('/admin/workers');
+      const { workers } = await ctx.admin(cmd).get<Answer<'WorkerList'>>('/admin/workers');
       const shown = opts.all ? workers : workers.filter((w) => w.code || w.heartbeatAt);
       const live = workers.filter((w) => w.live).length;
       ctx.print(cmd, { workers: shown }, () => {
