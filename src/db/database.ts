@@ -10,7 +10,7 @@ export {
   postgresUnavailable,
   toPostgresPlaceholders,
 } from './dialects/postgres';
-export { isBusy, whileBusy } from './dialects/sqlite';
+export { isBusy, whileBusy, whileRacing } from './dialects/sqlite';
 
 /** A TypeORM DataSource and the dialect differences the SQL needs; BIGINTs cross it as decimal strings, exact above 2^53. */
 export interface Database extends Pick<SqlDialect, 'bigText' | 'nowMs'> {
@@ -65,10 +65,7 @@ function wrap(dataSource: DataSource, dialect: SqlDialect, description: string):
     dataSource,
     description,
     query: <T>(sql: string, params?: unknown[]) => dialect.rows(dataSource, sql, params) as Promise<T[]>,
-    async execute(sql, params) {
-      const { affectedRows, insertId } = await dialect.statement(dataSource, sql, params);
-      return { affectedRows, insertId };
-    },
+    execute: (sql, params) => dialect.statement(dataSource, sql, params),
     bigText: (column) => dialect.bigText(column),
     nowMs: dialect.nowMs,
     close: () => dataSource.destroy(),

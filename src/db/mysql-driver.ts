@@ -19,19 +19,17 @@ type QueryFn = (sql: unknown, values?: unknown, cb?: Callback) => unknown;
  * starts at queueing and its expiry destroys the connection. A timed-out statement may still have run (a
  * reservation committed unseen only wastes ids).
  */
-export function boundedMysqlDriver(statementTimeoutMs = SQL_STATEMENT_TIMEOUT_MS): typeof mysql2 {
+export function boundedMysqlDriver(): typeof mysql2 {
   const driver = Object.create(mysql2) as typeof mysql2;
   driver.createPool = ((options: mysql2.PoolOptions) => {
     const pool = mysql2.createPool(options);
-    pool.on('connection', (connection) =>
-      boundQueries(connection as unknown as { query: QueryFn; destroy(): void }, statementTimeoutMs),
-    );
+    pool.on('connection', (connection) => boundQueries(connection as unknown as { query: QueryFn; destroy(): void }));
     return pool;
   }) as typeof mysql2.createPool;
   return driver;
 }
 
-function boundQueries(connection: { query: QueryFn; destroy(): void }, timeoutMs: number): void {
+function boundQueries(connection: { query: QueryFn; destroy(): void }): void {
   const query = connection.query;
   connection.query = function (this: unknown, sql: unknown, values?: unknown, cb?: Callback) {
     if (typeof values === 'function') {
@@ -45,13 +43,9 @@ function boundQueries(connection: { query: QueryFn; destroy(): void }, timeoutMs
     const timer = setTimeout(() => {
       settled = true;
       connection.destroy();
-      callback(
-        Object.assign(new Error(`statement timed out after ${timeoutMs} ms; its connection was dropped`), {
-          code: 'PROTOCOL_SEQUENCE_TIMEOUT',
-          fatal: true,
-        }),
-      );
-    }, timeoutMs);
+      const message = `statement timed out after ${SQL_STATEMENT_TIMEOUT_MS} ms; its connection was dropped`;
+      callback(Object.assign(new Error(message), { code: 'PROTOCOL_SEQUENCE_TIMEOUT', fatal: true }));
+    }, SQL_STATEMENT_TIMEOUT_MS);
     return query.call(this, sql, values, (err, ...rest) => {
       if (settled) return;
       settled = true;

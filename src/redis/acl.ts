@@ -6,7 +6,6 @@ import { DEFAULT_PREFIX, entityKeys } from './keys';
  * its caller's ACL, so these lists name the commands inside the Lua functions too.
  */
 export interface AclUser {
-  /** The ACL user name. */
   readonly user: string;
   /** Rules after `-@all`, each one token (`+get`, `~idpool:*`). */
   readonly rules: readonly string[];

@@ -75,15 +75,7 @@ const PUBLIC_FUNCTIONS: ReadonlySet<string> = new Set(['pop']);
 /** The library holding the public functions; before versioned libraries, the one library of every release. */
 export const PUBLIC_LIBRARY = 'idpool';
 
-interface FunctionFile {
-  /** `idpool_<name>`, as the code names it. */
-  readonly name: string;
-  readonly keys: number | 'any';
-  readonly source: string;
-  readonly public: boolean;
-}
-
-function functionFiles(): FunctionFile[] {
+function functionFiles() {
   return readdirSync(COMMANDS_DIR)
     .filter((f) => FUNCTION_FILE.test(f))
     .sort()
@@ -96,8 +88,9 @@ function functionFiles(): FunctionFile[] {
           `${f} must register the one function idpool_${name}, registers ${registered.join(', ') || 'none'}`,
         );
       return {
+        /** `idpool_<name>`, as the code names it. */
         name: `idpool_${name}`,
-        keys: keys === 'n' ? 'any' : Number(keys),
+        keys: keys === 'n' ? ('any' as const) : Number(keys),
         source,
         public: PUBLIC_FUNCTIONS.has(name),
       };
@@ -154,22 +147,13 @@ function fcallArgs(name: string, keys: readonly string[], args: readonly (string
   return [registeredName(name), keys.length, ...keys, ...args] as const;
 }
 
-/** A library's entry in FUNCTION LIST: its name, functions and (WITHCODE) source. */
-interface ListedLibrary {
-  readonly name: string;
-  readonly functions: readonly string[];
-  readonly code: string | undefined;
-}
-
-/** FUNCTION LIST's reply as {@link ListedLibrary} entries. */
-export async function listLibraries(node: RedisClient, pattern: string, withCode = false): Promise<ListedLibrary[]> {
-  const args = ['LIST', 'LIBRARYNAME', pattern, ...(withCode ? ['WITHCODE'] : [])];
-  const listed = (await node.call('FUNCTION', ...args)) as unknown[][];
+/** FUNCTION LIST's reply: each library's name and functions. */
+export async function listLibraries(node: RedisClient, pattern: string) {
+  const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', pattern)) as unknown[][];
   const field = (entry: unknown[], name: string) => entry[entry.indexOf(name) + 1];
   return listed.map((entry) => ({
     name: field(entry, 'library_name') as string,
     functions: (field(entry, 'functions') as unknown[][]).map((f) => field(f, 'name') as string),
-    code: withCode ? (field(entry, 'library_code') as string) : undefined,
   }));
 }
 

@@ -32,8 +32,6 @@ const BUSY_WAIT_MS = 5000;
 const lineUsedUp = (entityKey: string) =>
   new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
 
-const offsets = (rows: { k: string; c: string }[]) => new Map(rows.map((r) => [r.k, BigInt(r.c)]));
-
 /**
  * Reserves with one SQL round trip: on MySQL/MariaDB the new offset comes back through `LAST_INSERT_ID(expr)`
  * in the UPDATE's own OK packet (no second query); on PostgreSQL and SQLite through `UPDATE … RETURNING`.
@@ -47,17 +45,11 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   async reserve(entityKey: string, size: number): Promise<Segment> {
     if (!Number.isSafeInteger(size) || size <= 0)
       throw new RangeError(`segment size must be a positive integer, got ${size}`);
-    let end: bigint;
-    try {
-      end =
-        this.db.dialect === 'mysql'
-          ? await this.reserveMysql(entityKey, size)
-          : await this.reserveReturning(entityKey, size);
-    } catch (err) {
-      if (err instanceof NotFoundError) throw err;
-      if (classifySqlError(err)?.kind === 'out_of_range') throw lineUsedUp(entityKey);
-      throw err;
-    }
+    const reserving =
+      this.db.dialect === 'mysql' ? this.reserveMysql(entityKey, size) : this.reserveReturning(entityKey, size);
+    const end = await reserving.catch((err: unknown) => {
+      throw classifySqlError(err)?.kind === 'out_of_range' ? lineUsedUp(entityKey) : err;
+    });
     return { start: end - BigInt(size), end };
   }
 
@@ -152,12 +144,8 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   }
 
   /** `current_offset` of every live segment entity in one query (the fence check's: no list of keys to send). */
-  async peekAll(): Promise<Map<string, bigint>> {
-    const rows = await this.db.query<{ k: string; c: string }>(
-      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE deleted_at = 0 AND id_mode = ?`,
-      ['segment'],
-    );
-    return offsets(rows);
+  peekAll(): Promise<Map<string, bigint>> {
+    return this.offsetsWhere('deleted_at = 0 AND id_mode = ?', ['segment']);
   }
 
   /**
@@ -179,10 +167,14 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   /** `current_offset` of the given entities (a page of the admin list), in one query; unknown keys are left out. */
   async peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
     if (entityKeys.length === 0) return new Map();
+    return this.offsetsWhere(`entity_key IN (${entityKeys.map(() => '?').join(', ')})`, [...entityKeys]);
+  }
+
+  private async offsetsWhere(where: string, params: unknown[]): Promise<Map<string, bigint>> {
     const rows = await this.db.query<{ k: string; c: string }>(
-      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE entity_key IN (${entityKeys.map(() => '?').join(', ')})`,
-      [...entityKeys],
+      `SELECT entity_key AS k, ${this.db.bigText('current_offset')} AS c FROM application WHERE ${where}`,
+      params,
     );
-    return offsets(rows);
+    return new Map(rows.map((r) => [r.k, BigInt(r.c)]));
   }
 }

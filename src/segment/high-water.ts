@@ -1,4 +1,4 @@
-import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { sqliteFile } from '../db/database-url';
 import { UnavailableError, errorMessage } from '../errors';
@@ -38,8 +38,8 @@ export interface HighWaterRecord {
 
 /** The library's record: this process's own last reservation end per entity (other processes' are not seen). */
 export class ProcessHighWater implements HighWaterRecord {
-  readonly kind = 'this process';
-  private readonly ends = new Map<string, bigint>();
+  readonly kind: HighWaterRecord['kind'] = 'this process';
+  protected readonly ends = new Map<string, bigint>();
 
   get(entityKey: string): bigint | undefined {
     return this.ends.get(entityKey);
@@ -73,9 +73,8 @@ interface FileContent {
  * or the new. Writes are serialised here and merge (highest wins) what the file holds, so processes sharing
  * the SQLite file keep each other's marks unless two write in the same instant (docs/ha.md).
  */
-export class HighWaterFile implements HighWaterRecord {
-  readonly kind = 'high-water file';
-  private readonly ends = new Map<string, bigint>();
+export class HighWaterFile extends ProcessHighWater {
+  override readonly kind = 'high-water file';
   private version = 0;
   private written = 0;
   private writing: Promise<void> | undefined;
@@ -85,7 +84,9 @@ export class HighWaterFile implements HighWaterRecord {
   constructor(
     readonly path: string,
     private readonly database: string,
-  ) {}
+  ) {
+    super();
+  }
 
   /** The file beside a SQLite database file. */
   static beside(sqlitePath: string, database: string): HighWaterFile {
@@ -102,11 +103,7 @@ export class HighWaterFile implements HighWaterRecord {
     }
   }
 
-  get(entityKey: string): bigint | undefined {
-    return this.ends.get(entityKey);
-  }
-
-  async raise(entityKey: string, end: bigint): Promise<void> {
+  override async raise(entityKey: string, end: bigint): Promise<void> {
     this.merge(entityKey, end);
     await this.flush();
   }
@@ -120,13 +117,12 @@ export class HighWaterFile implements HighWaterRecord {
     }
   }
 
-  async forget(drop: (key: string) => boolean): Promise<void> {
+  override async forget(drop: (key: string) => boolean): Promise<void> {
     const earlier = this.dropped;
     this.dropped = (key) => earlier(key) || drop(key);
-    const gone = [...this.ends.keys()].filter(drop);
-    if (gone.length === 0) return;
-    for (const key of gone) this.ends.delete(key);
-    await this.flush();
+    const before = this.ends.size;
+    await super.forget(drop);
+    if (this.ends.size < before) await this.flush();
   }
 
   private merge(entityKey: string, end: bigint): void {
@@ -153,16 +149,12 @@ export class HighWaterFile implements HighWaterRecord {
       entities: Object.fromEntries([...this.ends].map(([key, end]) => [key, end.toString()])),
     };
     const temp = `${this.path}.${process.pid}.tmp`;
-    const file = await open(temp, 'w', 0o600);
     try {
-      await file.writeFile(JSON.stringify(content, null, 1) + '\n');
-      await file.sync();
+      await writeFile(temp, JSON.stringify(content, null, 1) + '\n', { mode: 0o600, flush: true });
     } catch (err) {
-      await file.close().catch(() => undefined);
       await unlink(temp).catch(() => undefined);
       throw err;
     }
-    await file.close();
     await rename(temp, this.path);
     const folder = await open(dirname(this.path), 'r');
     try {
@@ -234,12 +226,7 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
     return reports;
   }
 
-  private reportBehind(
-    entityKey: string,
-    databaseOffset: bigint,
-    recordedOffset: bigint,
-    carriedTo: bigint,
-  ): DatabaseBehindReport {
+  private reportBehind(entityKey: string, databaseOffset: bigint, recordedOffset: bigint, carriedTo: bigint) {
     const report = { entityKey, databaseOffset, record: this.record.kind, recordedOffset, carriedTo };
     this.onBehind(report);
     return report;

@@ -78,12 +78,10 @@ export class SegmentLeaser {
       const why = max < MAX_LEASE_SIZE ? ` (the entity's maxSizePerSecond: a lease counts against it)` : '';
       throw new InvalidRequestError(`size must be an integer from 1 to ${max}${why}`);
     }
-    try {
-      await this.options.rate.admit(entity.key, size, entity.maxSizePerSecond);
-    } catch (err) {
+    await this.options.rate.admit(entity.key, size, entity.maxSizePerSecond).catch((err: unknown) => {
       if (err instanceof RateLimitedError) this.options.events.rateLimited(entity.key);
       throw err;
-    }
+    });
     const { start, end } = await this.options.allocator.reserve(entity.key, size);
     this.options.events.leased(entity.key, size);
     const stride = this.options.stride.of(entity);

@@ -1,9 +1,8 @@
 import type { Clock } from '../clock';
 import { ConfigError } from '../errors';
-import { type Database, isBusy } from '../db/database';
+import { type Database, whileRacing } from '../db/database';
 import { withRunner } from '../db/dialects/dialect';
 import { classifySqlError } from '../db/errors';
-import { retryUntil } from '../retry';
 
 /** Two strides over one number line repeat ids (`n·2 + 0` and `n·3 + 1` meet): a database keeps the first one recorded in `idpool_meta`. */
 export class StrideMismatchError extends ConfigError {
@@ -20,9 +19,6 @@ export class StrideMismatchError extends ConfigError {
   }
 }
 
-/** How long processes opening one fresh SQLite file at once keep retrying the first write (as its migrations do). */
-const SQLITE_RACE_MS = 10_000;
-
 interface MetaRow {
   cluster_count: number | string;
   cluster_index: number | string;
@@ -36,11 +32,8 @@ export async function checkStride(db: Database, count: number, index: number, cl
     } catch (err) {
       // SQLite gives a missing table no code of its own: ask the schema.
       const failure = classifySqlError(err);
-      if (
-        (failure?.kind !== 'database_schema' && failure?.class !== 'bug') ||
-        (await withRunner(db.dataSource, (runner) => runner.hasTable('idpool_meta')))
-      )
-        throw err;
+      if (failure?.kind !== 'database_schema' && failure?.class !== 'bug') throw err;
+      if (await withRunner(db.dataSource, (runner) => runner.hasTable('idpool_meta'))) throw err;
       throw new Error(
         `${db.description} has no idpool_meta table (a schema older than this idpool): start the idpool service of this version on it once, run "npm run migration:run", or pass migrate: true`,
         { cause: err },
@@ -63,9 +56,7 @@ export async function checkStride(db: Database, count: number, index: number, cl
     if (!recorded) throw new Error('idpool_meta has no row after its stride was recorded');
     return recorded;
   };
-  const row =
-    (await read()) ??
-    (await retryUntil(record, { clock, waitMs: SQLITE_RACE_MS, pauseMs: [10, 40], retryable: isBusy }));
+  const row = (await read()) ?? (await whileRacing(record, clock));
   const recorded = { count: Number(row.cluster_count), index: Number(row.cluster_index) };
   if (recorded.count !== count || recorded.index !== index)
     throw new StrideMismatchError(recorded, { count, index }, db.description);

@@ -1,5 +1,8 @@
 import { MAX_SAFE_ID } from '../limits';
 
+/** Whether `n` is a safe integer in `[min, below)`. */
+const inRange = (n: number, min: number, below = Infinity) => Number.isSafeInteger(n) && n >= min && n < below;
+
 /**
  * The id stride of a deployment (docs/design.md, IDPOOL_CLUSTER_COUNT / _INDEX): the n-th number becomes the
  * id `n·count + index`, so deployments issue disjoint ids; increasing in n, so segment order and fences hold.
@@ -12,9 +15,8 @@ export class IdStride {
     readonly count = 1,
     readonly index = 0,
   ) {
-    if (!Number.isSafeInteger(count) || count < 1)
-      throw new RangeError(`stride count (IDPOOL_CLUSTER_COUNT) must be >= 1, got ${count}`);
-    if (!Number.isSafeInteger(index) || index < 0 || index >= count)
+    if (!inRange(count, 1)) throw new RangeError(`stride count (IDPOOL_CLUSTER_COUNT) must be >= 1, got ${count}`);
+    if (!inRange(index, 0, count))
       throw new RangeError(`stride index (IDPOOL_CLUSTER_INDEX) must be in 0..${count - 1}, got ${index}`);
     this.c = BigInt(count);
     this.i = BigInt(index);
@@ -32,13 +34,7 @@ export class IdStride {
     const key = `${delta}:${remainder}`;
     let composed = this.spaced.get(key);
     if (!composed) {
-      if (
-        !Number.isSafeInteger(delta) ||
-        delta < 1 ||
-        !Number.isSafeInteger(remainder) ||
-        remainder < 0 ||
-        remainder >= delta
-      )
+      if (!inRange(delta, 1) || !inRange(remainder, 0, delta))
         throw new RangeError(
           `entity spacing needs 1 <= delta and 0 <= remainder < delta, got delta ${delta} remainder ${remainder}`,
         );

@@ -13,7 +13,6 @@ export interface StatementResult {
 /** Everything idpool does differently per database, one object per dialect: `db/database.ts` knows none by name. */
 export interface SqlDialect {
   readonly name: DialectName;
-  /** Whether `url` names this database. */
   matches(url: string): boolean;
   /** TypeORM options for `url` (migrations are added by the caller); `clock` times what the driver measures itself (a PostgreSQL connect's wait). */
   options(url: string, clock: Clock): DataSourceOptions;
@@ -34,6 +33,9 @@ export interface SqlDialect {
   /** SQL expression for the database's own clock, in Unix milliseconds. */
   readonly nowMs: string;
 }
+
+/** Longest a starting process waits for another one's migrations. */
+export const MIGRATION_LOCK_WAIT_MS = 60_000;
 
 /** `use` on a query runner of its own (one connection), released after. */
 export async function withRunner<T>(dataSource: DataSource, use: (runner: QueryRunner) => Promise<T>): Promise<T> {

@@ -1,9 +1,6 @@
 import { createConnection } from 'mysql2/promise';
 import { boundedMysqlDriver } from '../mysql-driver';
-import { type SqlDialect, withRunner } from './dialect';
-
-/** Longest a starting process waits for another one's migrations (`GET_LOCK`, seconds). */
-const MIGRATION_LOCK_WAIT_S = 60;
+import { MIGRATION_LOCK_WAIT_MS, type SqlDialect, withRunner } from './dialect';
 
 const withMysqlScheme = (url: string) => url.replace(/^mariadb:/, 'mysql:');
 
@@ -52,9 +49,10 @@ export const mysql: SqlDialect = {
   withMigrationLock: (dataSource, run) =>
     withRunner(dataSource, async (runner) => {
       const [{ locked }] = (await runner.query(
-        `SELECT GET_LOCK('idpool_migrations', ${MIGRATION_LOCK_WAIT_S}) AS locked`,
+        `SELECT GET_LOCK('idpool_migrations', ${MIGRATION_LOCK_WAIT_MS / 1000}) AS locked`,
       )) as [{ locked: unknown }];
-      if (Number(locked) !== 1) throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_S} s`);
+      if (Number(locked) !== 1)
+        throw new Error(`could not take the migration lock within ${MIGRATION_LOCK_WAIT_MS / 1000} s`);
       try {
         return await run();
       } finally {

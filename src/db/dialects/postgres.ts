@@ -4,7 +4,7 @@ import { classifyWith, isRetryable } from '../../failure';
 import { classifyPostgresError } from '../errors/postgres';
 import { boundedPostgresDriver } from '../postgres-driver';
 import { retryUntil } from '../../retry';
-import { type SqlDialect, structuredQuery, withRunner } from './dialect';
+import { MIGRATION_LOCK_WAIT_MS, type SqlDialect, structuredQuery, withRunner } from './dialect';
 
 /** `statement_timeout`: far above a reservation (~1 ms), short enough that a stuck row lock is a 503, not a hung refill. */
 export const POSTGRES_STATEMENT_TIMEOUT_MS = 5000;
@@ -12,8 +12,6 @@ export const POSTGRES_STATEMENT_TIMEOUT_MS = 5000;
 const POSTGRES_QUERY_TIMEOUT_MS = POSTGRES_STATEMENT_TIMEOUT_MS + 1000;
 /** How long connecting may take before the database counts as unavailable. */
 const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
-/** Longest a starting process waits for another one's migrations (as MySQL's GET_LOCK). */
-const MIGRATION_LOCK_WAIT_MS = 60_000;
 
 /** Another process holds the migration lock (thrown, once the wait is over, by the last try). */
 class MigrationLockBusy extends Error {
@@ -83,7 +81,9 @@ export const postgres: SqlDialect = {
   },
   /** No `CREATE DATABASE IF NOT EXISTS` here: tries the database, and only if missing creates it from `postgres`. */
   async createIfMissing(url) {
-    const probe = new PgClient({ connectionString: url, connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS });
+    const client = (connectionString: string) =>
+      new PgClient({ connectionString, connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS });
+    const probe = client(url);
     try {
       await probe.connect();
       return;
@@ -95,10 +95,7 @@ export const postgres: SqlDialect = {
     const u = new URL(url);
     const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
     u.pathname = '/postgres';
-    const admin = new PgClient({
-      connectionString: u.toString(),
-      connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
-    });
+    const admin = client(u.toString());
     try {
       await admin.connect();
       await admin.query(`CREATE DATABASE ${escapeIdentifier(name)}`);

@@ -10,8 +10,8 @@ import { type SqlDialect, structuredQuery } from './dialect';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
 const SQLITE_BUSY_TIMEOUT_MS = 20;
-/** How long processes opening a fresh file at once keep retrying its migrations. */
-const MIGRATION_RACE_MS = 10_000;
+/** How long processes opening a fresh file at once keep retrying its first writes (migrations, the stride). */
+const FIRST_WRITE_RACE_MS = 10_000;
 
 /** SQLite's "another connection holds the lock": worth retrying after a moment. */
 export function isBusy(err: unknown): boolean {
@@ -24,6 +24,11 @@ export function isBusy(err: unknown): boolean {
  */
 export function whileBusy<T>(run: () => Promise<T>, clock: Clock, waitMs: number): Promise<T> {
   return retryUntil(run, { clock, waitMs, pauseMs: [2, 8], retryable: isBusy });
+}
+
+/** `run` again while processes opening one fresh file at once race on their first writes; `retryable` tells a lost race. */
+export function whileRacing<T>(run: () => Promise<T>, clock: Clock, retryable = isBusy): Promise<T> {
+  return retryUntil(run, { clock, waitMs: FIRST_WRITE_RACE_MS, pauseMs: [10, 40], retryable });
 }
 
 /** `query`'s failure, marked first when one of idpool's tables is missing. */
@@ -50,16 +55,10 @@ export const sqlite: SqlDialect = {
     await dataSource.query(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     await dataSource.query('PRAGMA synchronous = FULL');
   },
-  async withMigrationLock(_dataSource, run, clock) {
-    // No lock: processes opening a fresh file race on CREATE TABLE, the loser busy or "already exists" (no code
-    // of its own, so any SQLite failure) retries until the winner's migrations are all recorded.
-    return retryUntil(run, {
-      clock,
-      waitMs: MIGRATION_RACE_MS,
-      pauseMs: [10, 40],
-      retryable: (err) => classifyWith([classifySqliteError], err) !== undefined,
-    });
-  },
+  // No lock: processes opening a fresh file race on CREATE TABLE, the loser busy or "already exists" (no code of
+  // its own, so any SQLite failure) retries until the winner's migrations are all recorded.
+  withMigrationLock: (_dataSource, run, clock) =>
+    whileRacing(run, clock, (err) => classifyWith([classifySqliteError], err) !== undefined),
   statement: (dataSource, sql, params) => schemaChecked(dataSource, structuredQuery(dataSource, sql, params)),
   rows: (dataSource, sql, params) => schemaChecked(dataSource, dataSource.query(sql, params)),
   bigText: (column) => `CAST(${column} AS TEXT)`,
