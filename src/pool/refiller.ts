@@ -288,11 +288,8 @@ export class Refiller {
           this.carrier.caughtUp(entityKey);
           return;
         }
-        if (outcome === 'fenced') {
-          if (await this.carrier.afterRefusal(entityKey, segment)) continue;
-          return;
-        }
-        this.needsReset.add(entityKey);
+        if (outcome === 'epoch_changed') this.needsReset.add(entityKey);
+        else if (!(await this.carrier.afterRefusal(entityKey, segment))) return;
       }
     } finally {
       await held.release();
