@@ -115,8 +115,7 @@ export abstract class DoubleBuffer<T extends number | bigint> {
 
   /** The next id, waiting up to `waitMs` for a segment. */
   async nextAsync(): Promise<T> {
-    const [id] = await this.take(1);
-    return id;
+    return (await this.take(1))[0];
   }
 
   /** `count` increasing ids, waiting up to `waitMs` for each segment it needs (ids already drawn are wasted if a wait fails). */
