@@ -92,7 +92,6 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   private lastReserveAt: number | undefined;
   private minSize: number | undefined;
   private closed = false;
-  /** Reservations completed so far. */
   loads = 0;
 
   constructor(protected readonly options: DoubleBufferOptions) {

@@ -156,7 +156,6 @@ export class Refiller {
     return run;
   }
 
-  /** The error the last refill of `entityKey` failed with, if it failed. */
   lastFailure(entityKey: string): Error | undefined {
     return this.failures.get(entityKey);
   }
