@@ -92,7 +92,6 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   private lastReserveAt: number | undefined;
   private minSize: number | undefined;
   private closed = false;
-  /** Reservations completed so far. */
   loads = 0;
 
   constructor(protected readonly options: DoubleBufferOptions) {
@@ -115,8 +114,7 @@ export abstract class DoubleBuffer<T extends number | bigint> {
 
   /** The next id, waiting up to `waitMs` for a segment. */
   async nextAsync(): Promise<T> {
-    const [id] = await this.take(1);
-    return id;
+    return (await this.take(1))[0];
   }
 
   /** `count` increasing ids, waiting up to `waitMs` for each segment it needs (ids already drawn are wasted if a wait fails). */

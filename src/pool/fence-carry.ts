@@ -40,8 +40,7 @@ export class FenceCarrier {
    * past. Returns true when the database was behind.
    */
   async afterRefusal(entityKey: string, refused: Segment): Promise<boolean> {
-    // The refused segment started at the offset the database had.
-    if (await this.carryIfBehind(entityKey, refused.start, refused)) return true;
+    if (await this.carryIfBehind(entityKey, refused)) return true;
     this.options.events.fenceRefused(entityKey, refused.start, refused.end);
     return false;
   }
@@ -49,10 +48,10 @@ export class FenceCarrier {
   /**
    * Under the entity's refill lock: reads the fence, then the offset, and reserves the gap when the offset is below the
    * fence. The fence first: it rises only by pushing a segment the database committed, so an offset read after it and
-   * below it went back, never a refill seen half done. `seen`: the offset for the report. True when the database was
-   * behind (a `refused` segment reaching above the fence was reserved by one).
+   * below it went back, never a refill seen half done. True when the database was behind (a `refused` segment reaching
+   * above the fence was reserved by one; its start, the offset the database had, is the one reported).
    */
-  async carryIfBehind(entityKey: string, seen?: bigint, refused?: Segment): Promise<boolean> {
+  async carryIfBehind(entityKey: string, refused?: Segment): Promise<boolean> {
     const { allocator, store } = this.options;
     const fence = await store.fence(entityKey);
     if (fence === undefined) return false;
@@ -69,7 +68,7 @@ export class FenceCarrier {
       this.behind.add(entityKey);
       this.options.events.databaseBehind({
         entityKey,
-        databaseOffset: seen ?? offset,
+        databaseOffset: refused?.start ?? offset,
         record: 'fence',
         recordedOffset: above,
         fence,

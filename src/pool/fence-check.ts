@@ -70,15 +70,13 @@ export class FenceCheck {
     this.stats.started++;
     try {
       const start = await this.startingPoint();
-      if (start && this.clean?.mark === start.mark && this.clean.reservations === start.reservations) {
-        if (start.at - this.clean.at < FULL_RUN_MS) {
-          this.stats.digestOnly++;
-          return;
-        }
+      const { clean } = this;
+      const unchanged = start && clean?.mark === start.mark && clean.reservations === start.reservations;
+      if (unchanged && start.at - clean.at < FULL_RUN_MS) {
+        this.stats.digestOnly++;
+        return;
       }
-      const found = await this.findBehind().catch((err: unknown) => {
-        this.logFailure('*', err);
-      });
+      const found = await this.findBehind().catch((err: unknown) => this.logFailure('*', err));
       if (!found) return;
       const { behind } = found;
       // Every entity clear and read: later runs read the digest until something moves.
@@ -102,12 +100,9 @@ export class FenceCheck {
     if (!offsets.offsetsMark) return undefined;
     const reservations = this.options.reservations?.() ?? 0;
     const at = this.options.clock.monotonic();
-    try {
-      return { mark: await offsets.offsetsMark(), reservations, at };
-    } catch {
-      // The full read that follows reports the failure.
-      return undefined;
-    }
+    // Unread: the full read that follows reports the failure.
+    const mark = await offsets.offsetsMark().catch(() => undefined);
+    return mark === undefined ? undefined : { mark, reservations, at };
   }
 
   /** The entities whose offset is below their fence (and whether any fence could not be read); ends the episode of those past it. */

@@ -45,13 +45,6 @@ export class PerSecondLimiter {
     if (open.count + count > limit) return { kind: 'rate_limited', retryAfterMs: Math.ceil(open.leftAt(now)) };
     return { kind: 'open', count: () => void (open.count += count) };
   }
-
-  /** `idpool_rate_limit`: checks and counts in one step. */
-  admit(key: string, count: number, limit: number): RateWindow {
-    const window = this.window(key, count, limit);
-    if (window.kind === 'open') window.count();
-    return window;
-  }
 }
 
 /** One process's count (no Redis): the limit holds per instance. */
@@ -62,9 +55,11 @@ export class MemoryEntityRateLimit implements EntityRateLimit {
     this.limiter = new PerSecondLimiter(clock);
   }
 
+  /** `idpool_rate_limit`: checks and counts in one step. */
   async admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> {
-    const window = this.limiter.admit(entityKey, count, maxPerSecond);
+    const window = this.limiter.window(entityKey, count, maxPerSecond);
     if (window.kind === 'rate_limited') throw entityRateLimited(entityKey, maxPerSecond, window.retryAfterMs);
+    window.count();
   }
 }
 

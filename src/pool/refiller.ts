@@ -156,7 +156,6 @@ export class Refiller {
     return run;
   }
 
-  /** The error the last refill of `entityKey` failed with, if it failed. */
   lastFailure(entityKey: string): Error | undefined {
     return this.failures.get(entityKey);
   }
@@ -288,11 +287,8 @@ export class Refiller {
           this.carrier.caughtUp(entityKey);
           return;
         }
-        if (outcome === 'fenced') {
-          if (await this.carrier.afterRefusal(entityKey, segment)) continue;
-          return;
-        }
-        this.needsReset.add(entityKey);
+        if (outcome === 'epoch_changed') this.needsReset.add(entityKey);
+        else if (!(await this.carrier.afterRefusal(entityKey, segment))) return;
       }
     } finally {
       await held.release();

@@ -22,13 +22,10 @@ export class SnowflakeTaker implements Taker {
     return listedIds(await this.deps.make(entity.key, count));
   }
 
-  async takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined> {
-    try {
-      await this.deps.rate.admit(entity.key, total, entity.maxSizePerSecond);
-    } catch (err) {
+  takeShared(entity: EntityConfig, total: number): Promise<TakenIds | undefined> {
+    return this.take(entity, total).catch((err: unknown) => {
       if (err instanceof RateLimitedError) return undefined;
       throw err;
-    }
-    return listedIds(await this.deps.make(entity.key, total));
+    });
   }
 }

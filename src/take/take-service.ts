@@ -82,13 +82,10 @@ export class TakeService {
   private async takeGroup(waiters: Waiter<EntityConfig, TakenIds>[], total: number): Promise<void> {
     const entity = waiters[0].entity;
     const taker = this.takerOf(entity);
-    if (waiters.length === 1) {
-      const [w] = waiters;
-      return taker.take(entity, w.count).then(w.resolve, w.reject);
-    }
     let ids: TakenIds | undefined;
     try {
-      ids = await taker.takeShared(entity, total);
+      // A take alone is answered by `take` at once (its waits and refusals), without a shared try.
+      if (waiters.length > 1) ids = await taker.takeShared(entity, total);
     } catch (err) {
       for (const w of waiters) w.reject(err);
       return;

@@ -94,7 +94,8 @@ describeWithServices('the per-second limit: the Lua function and PerSecondLimite
           [second, lo, hi] = inLater ? [s1, 0, ms1] : [s0, ms0, 999];
         }
         now = second * 1000 + lo;
-        const ts = limiter.admit(key, count, limit);
+        const ts = limiter.window(key, count, limit);
+        if (ts.kind === 'open') ts.count();
         const step = JSON.stringify({ key, count, limit, second, lo, hi, code, luaRetryAfterMs });
         expect(ts.kind, step).toBe(code === 0 ? 'open' : 'rate_limited');
         if (ts.kind === 'rate_limited') {
