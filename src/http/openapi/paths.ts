@@ -1,6 +1,6 @@
+import { OPS_DEFAULT_ROWS, PAGE_DEFAULT, PAGE_MAX } from '../params';
 import { type Schema, fromZod, ref } from './parts';
-import type { BodyName } from './schemas';
-import { entityKey } from './schemas';
+import { type BodyName, entityKey, idempotencyKey, opsSearch, secretId } from './schemas';
 
 // One entry per operation, grouped by tag in the tags' order. An `operationId` is a generated client's method name:
 // it never changes once published.
@@ -98,8 +98,8 @@ const int32 = (minimum: number, maximum?: number): Schema => ({
   minimum,
   ...(maximum === undefined ? {} : { maximum }),
 });
-/** A parameter found `where`: one in the path is required, one in the query is not. */
-const parameter = (where: 'path' | 'query') => (name: string, description: string, schema: Schema) => ({
+/** A parameter found `where`: one in the path is required, one in the query or a header is not. */
+const parameter = (where: 'path' | 'query' | 'header') => (name: string, description: string, schema: Schema) => ({
   name,
   in: where,
   required: where === 'path',
@@ -108,6 +108,7 @@ const parameter = (where: 'path' | 'query') => (name: string, description: strin
 });
 const path = parameter('path');
 const query = parameter('query');
+const header = parameter('header');
 /** Every operation on `/…/{key}` takes it first. */
 const keyParam = path('key', 'Entity key.', fromZod(entityKey));
 
@@ -194,13 +195,11 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
         'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing. `count` comes from the body or `?count=` (default 1), at most the entity `maxSizePerTimes`.',
       parameters: [
         query('count', 'Alternative to the body.', int32(1)),
-        {
-          name: 'Idempotency-Key',
-          in: 'header',
-          required: false,
-          schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[\\x20-\\x7e]+$' },
-          description: 'Printable ASCII. A retry with the same key gets the same ids for a short time.',
-        },
+        header(
+          'Idempotency-Key',
+          'Printable ASCII. A retry with the same key gets the same ids for a short time.',
+          fromZod(idempotencyKey),
+        ),
       ],
       optionalBody: 'TakeRequest',
       ok: {
@@ -264,7 +263,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       parameters: [
         ...LEDGER_QUERY,
         query('after', 'The `next` of the previous page.', { type: 'string', pattern: '^[0-9]{1,19}$' }),
-        query('limit', 'Default 100.', int32(1, 1000)),
+        query('limit', 'Default 100.', int32(1, PAGE_MAX)),
       ],
       ok: { 200: ['A page of the ledger, or the period as CSV.', null, orCsv('LedgerPage')] },
       errors: [400, 'entity401', 'gapless409', 429, 503],
@@ -286,7 +285,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'List live entities, a page at a time',
       description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
       parameters: [
-        query('limit', 'Entities per page.', { ...int32(1, 1000), default: 100 }),
+        query('limit', 'Entities per page.', { ...int32(1, PAGE_MAX), default: PAGE_DEFAULT }),
         query('after', 'Start after this key: the `next` of the previous page.', fromZod(entityKey)),
       ],
       ok: { 200: ['One page of live entities.', 'EntityPage'] },
@@ -391,12 +390,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       operationId: 'removeSecret',
       summary: 'Stop accepting one secret',
       description: 'Stops the secret on every instance at once. The last secret cannot be removed: rotate it.',
-      parameters: [
-        path('secretId', 'The `id` of the secret, as the entity view lists it.', {
-          type: 'string',
-          pattern: '^[A-Za-z0-9]{1,32}$',
-        }),
-      ],
+      parameters: [path('secretId', 'The `id` of the secret, as the entity view lists it.', fromZod(secretId))],
       ok: { 204: ['Removed.'] },
       errors: [400, 401, 403, 404, 429, 503],
       conflict: 'The only secret of the entity (`conflict`).',
@@ -417,12 +411,8 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       description:
         'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
       parameters: [
-        query('limit', 'Entities to show.', { ...int32(1, 1000), default: 50 }),
-        query('q', 'Show only entities whose key contains this.', {
-          type: 'string',
-          maxLength: 64,
-          pattern: '^[A-Za-z0-9_.-]*$',
-        }),
+        query('limit', 'Entities to show.', { ...int32(1, PAGE_MAX), default: OPS_DEFAULT_ROWS }),
+        query('q', 'Show only entities whose key contains this.', fromZod(opsSearch)),
       ],
       ok: { 200: ['The overview.', 'OpsOverview'] },
       errors: [...ADMIN_READ],

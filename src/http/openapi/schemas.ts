@@ -14,9 +14,11 @@ import {
 import { MAX_SECRETS } from '../../entities/secrets';
 import { RESETS } from '../../numbers/period';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
+import { PAGE_MAX } from '../params';
 
 // The API's bodies: requests are the schemas the routes validate with, responses type what they answer (`Answer`);
-// both become the document's `components.schemas`.
+// both become the document's `components.schemas`. The parameters exported here are checked by the routes with the
+// same schemas the document states (paths.ts).
 
 /** Without a maximum, zod's own (2^53 − 1), which the document leaves out as it does z.int()'s. */
 const int = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) => z.int().min(minimum).max(maximum);
@@ -32,6 +34,14 @@ const decimalId = digits
   .max(19)
   .describe('A 64-bit id as a decimal string (JSON numbers lose precision above 2^53).');
 export const entityKey = z.string().min(1).max(64).regex(KEY_PATTERN).describe('Entity key: 1-64 of A-Z a-z 0-9 _ - .');
+/** `:secretId` of `DELETE /admin/apps/:key/secrets/:secretId`: the id the entity view lists. */
+export const secretId = z.string().regex(/^[A-Za-z0-9]{1,32}$/);
+const keyCharacters = /^[A-Za-z0-9_.-]*$/;
+const printableAscii = /^[\x20-\x7e]+$/;
+/** `?q=` of `GET /admin/ops`: part of an entity key. */
+export const opsSearch = z.string().max(64).regex(keyCharacters);
+/** The `Idempotency-Key` header. */
+export const idempotencyKey = z.string().min(1).max(128).regex(printableAscii);
 /** A secret: 32 random bytes, base64url. */
 const secret = z
   .string()
@@ -401,7 +411,7 @@ export const RESPONSES = {
     })
     .meta(byMode),
   EntityPage: z.object({
-    apps: z.array(Entity).max(1000),
+    apps: z.array(Entity).max(PAGE_MAX),
     next: entityKey.nullable().describe('Key to pass as `after` for the next page; null on the last page.'),
   }),
   Secret: z.object({ secret }),
@@ -488,7 +498,7 @@ export const RESPONSES = {
   LedgerPage: z.object({
     key: entityKey,
     period: text,
-    numbers: z.array(LedgerEntry).max(1000),
+    numbers: z.array(LedgerEntry).max(PAGE_MAX),
     next: seq.nullable().describe('The `after` of the next page; null on the last.'),
   }),
   LedgerAudit: z.object({
