@@ -31,8 +31,6 @@ interface Operation {
   ok: Record<number, readonly [string, (BodyName | BodyName[] | null)?, Schema?]>;
   /** The error answers, by their key in {@link E} (its last three digits are the status). */
   errors?: (keyof typeof E)[];
-  /** Error answers worded for this operation alone. */
-  conflict?: string;
 }
 
 /** A JSON body of this schema. */
@@ -82,6 +80,10 @@ const E = {
     'This `Idempotency-Key` was used for a request of another count (`conflict`), or a business-number take asked for more than what is left of its period (`period_short`, naming how many are left).',
   ),
   gapless409: error('The entity is not a gapless series, or the number was entered lost (`conflict`).'),
+  cutover409: error('Not in a live cutover (`conflict`).'),
+  rotate409: error('The entity would have more secrets than allowed at once (`conflict`).'),
+  addSecret409: error('The entity already has as many secrets as allowed (`conflict`).'),
+  removeSecret409: error('The only secret of the entity (`conflict`).'),
   number404: error('No such number was issued (`not_found`).'),
   take429: withRetryAfter(
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
@@ -125,7 +127,7 @@ function securityOf(tag: Tag, method: string, route: string): Schema[] | undefin
 }
 
 function operation(tag: Tag, method: string, route: string, op: Operation): Schema {
-  const { operationId, summary, description, parameters = [], body, optionalBody, ok, errors = [], conflict } = op;
+  const { operationId, summary, description, parameters = [], body, optionalBody, ok, errors = [] } = op;
   const security = securityOf(tag, method, route);
   const params = route.includes('{key}') ? [keyParam, ...parameters] : parameters;
   const requested = body ?? optionalBody;
@@ -142,7 +144,8 @@ function operation(tag: Tag, method: string, route: string, op: Operation): Sche
     ...(security ? { security } : {}),
     ...(params.length > 0 ? { parameters: params } : {}),
     ...(requested ? { requestBody: { required: !optionalBody, content: named(requested) } } : {}),
-    responses: Object.fromEntries([...answers, ...failures, ...(conflict ? [['409', error(conflict)]] : [])]),
+    // Integer keys: the statuses come out in numeric order, whatever the lists' order.
+    responses: Object.fromEntries([...answers, ...failures]),
   };
 }
 
@@ -167,10 +170,9 @@ const orCsv = (body: BodyName) => ({
 const ADMIN_WRITE = [400, 401, 403, 404, 413, 415, 429, 503] as const;
 const ADMIN_READ = [400, 401, 404, 429, 503] as const;
 /** The answers of a step of a live cutover (hold, release, finish). */
-const CUTOVER_STEP: Pick<Operation, 'ok' | 'errors' | 'conflict'> = {
+const CUTOVER_STEP: Pick<Operation, 'ok' | 'errors'> = {
   ok: { 200: ['The entity after.', 'Entity'] },
-  errors: [400, 401, 403, 404, 413, 429, 503],
-  conflict: 'Not in a live cutover (`conflict`).',
+  errors: [400, 401, 403, 404, 'cutover409', 413, 429, 503],
 };
 
 /** Every path, in the order the document lists them. */
@@ -321,8 +323,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
         'A new secret for the entity. The old ones stop working at once, or after `keepOldForSeconds` so clients can move over.',
       optionalBody: 'RotateRequest',
       ok: { 200: ['The new secret.', 'Secret'] },
-      errors: [...ADMIN_WRITE],
-      conflict: 'The entity would have more secrets than allowed at once (`conflict`).',
+      errors: [...ADMIN_WRITE, 'rotate409'],
     },
     'post /admin/apps/{key}/numbers/reconcile': {
       operationId: 'reconcileNumbers',
@@ -383,8 +384,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
         200: ['Already accepted; nothing changed.', 'AddedSecret'],
         201: ['Added; `secret` is shown only when made here.', 'AddedSecret'],
       },
-      errors: [...ADMIN_WRITE],
-      conflict: 'The entity already has as many secrets as allowed (`conflict`).',
+      errors: [...ADMIN_WRITE, 'addSecret409'],
     },
     'delete /admin/apps/{key}/secrets/{secretId}': {
       operationId: 'removeSecret',
@@ -392,8 +392,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       description: 'Stops the secret on every instance at once. The last secret cannot be removed: rotate it.',
       parameters: [path('secretId', 'The `id` of the secret, as the entity view lists it.', fromZod(secretId))],
       ok: { 204: ['Removed.'] },
-      errors: [400, 401, 403, 404, 429, 503],
-      conflict: 'The only secret of the entity (`conflict`).',
+      errors: [400, 401, 403, 404, 'removeSecret409', 429, 503],
     },
   },
   ops: {
