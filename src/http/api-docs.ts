@@ -37,26 +37,28 @@ const INIT = `window.ui = SwaggerUIBundle({
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/** The headers of a page of ours (the API's, the dashboard's): the sources `csp` allows, and no referrer sent on. */
+export function pageSecurity(res: express.Response, csp: string): void {
+  res.setHeader('Content-Security-Policy', csp);
+  res.setHeader('Referrer-Policy', 'no-referrer');
+}
+
 /** `/docs`: the API reference, Swagger UI over `/openapi.json`, public as that document is. */
 export function apiDocsRouter(): Router {
   const dist = dirname(require.resolve('swagger-ui-dist/package.json'));
   const router = express.Router({ strict: false });
-  const security = (res: express.Response) => {
-    res.setHeader('Content-Security-Policy', CSP);
-    res.setHeader('Referrer-Policy', 'no-referrer');
-  };
   router.get('/', (req, res) => {
     // The page's relative addresses need `/docs`, not `/docs/`.
     if (req.originalUrl.split('?')[0].endsWith('/')) {
       res.redirect(301, '../docs');
       return;
     }
-    security(res);
+    pageSecurity(res, CSP);
     res.type('html').send(PAGE);
   });
   router.get('/:asset', (req, res) => {
     const asset = req.params.asset;
-    security(res);
+    pageSecurity(res, CSP);
     if (asset === 'init.js') {
       res.type('text/javascript; charset=utf-8').send(INIT);
       return;

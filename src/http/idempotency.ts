@@ -2,17 +2,15 @@ import type { Request } from 'express';
 import { InvalidRequestError } from '../errors';
 import type { IdempotencyStore } from '../idempotency/store';
 import { type TakenIds, listedIds } from '../pool/taken-ids';
+import { idempotencyKey } from './openapi/schemas';
 
 // The stores live in idempotency/; HTTP reads the header and runs a take once per key.
-
-/** Printable ASCII, 1–128 characters. */
-const HEADER_PATTERN = /^[\x20-\x7e]{1,128}$/;
 
 /** The request's `Idempotency-Key`, or undefined; 400 when it is malformed. */
 export function idempotencyKeyOf(req: Pick<Request, 'get'>): string | undefined {
   const raw = req.get('idempotency-key');
   if (raw === undefined) return undefined;
-  if (!HEADER_PATTERN.test(raw))
+  if (!idempotencyKey.safeParse(raw).success)
     throw new InvalidRequestError('Idempotency-Key must be 1-128 printable ASCII characters');
   return raw;
 }

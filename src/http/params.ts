@@ -2,11 +2,14 @@ import type { Request } from 'express';
 import { KEY_PATTERN } from '../entities/entity';
 import { InvalidRequestError } from '../errors';
 
-// Path and query parameters shared by several routes; anything malformed is a 400 that changes nothing.
+// Path and query parameters shared by several routes (and by the document, openapi/paths.ts); anything malformed is
+// a 400 that changes nothing.
 
 /** Page size of `GET /admin/apps` (docs/design.md "HTTP API"): a page costs one Redis round trip and one query whatever its size. */
-const PAGE_DEFAULT = 100;
-const PAGE_MAX = 1000;
+export const PAGE_DEFAULT = 100;
+export const PAGE_MAX = 1000;
+/** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
+export const OPS_DEFAULT_ROWS = 50;
 
 /** `:key` of the path, checked against the entity key pattern. */
 export function entityKeyParam(req: Request): string {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { type Router } from 'express';
 import { NotFoundError } from '../../errors';
+import { pageSecurity } from '../api-docs';
 
 /** Content types of the assets; a Map, so a name like `constructor` is not found on a prototype. */
 const ASSETS = new Map([
@@ -24,19 +25,15 @@ export function dashboardRouter(): Router {
   for (const name of ['index.html', ...ASSETS.keys()]) files.set(name, readFileSync(join(dir, name), 'utf8'));
   const router = express.Router({ strict: false });
   // The app sets nosniff and no-store on every answer already.
-  const security = (res: express.Response) => {
-    res.setHeader('Content-Security-Policy', CSP);
-    res.setHeader('Referrer-Policy', 'no-referrer');
-  };
   router.get('/', (_req, res) => {
-    security(res);
+    pageSecurity(res, CSP);
     res.type('html').send(files.get('index.html'));
   });
   router.get('/:asset', (req, res) => {
     const asset = req.params.asset;
     const type = ASSETS.get(asset);
     if (!type) throw new NotFoundError(`no dashboard asset ${asset}`);
-    security(res);
+    pageSecurity(res, CSP);
     res.setHeader('Content-Type', type);
     res.send(files.get(asset));
   });

@@ -1,6 +1,6 @@
+import { OPS_DEFAULT_ROWS, PAGE_DEFAULT, PAGE_MAX } from '../params';
 import { type Schema, fromZod, ref } from './parts';
-import type { BodyName } from './schemas';
-import { entityKey } from './schemas';
+import { type BodyName, entityKey, idempotencyKey, opsSearch, secretId } from './schemas';
 
 // One entry per operation, grouped by tag in the tags' order. An `operationId` is a generated client's method name:
 // it never changes once published.
@@ -31,8 +31,6 @@ interface Operation {
   ok: Record<number, readonly [string, (BodyName | BodyName[] | null)?, Schema?]>;
   /** The error answers, by their key in {@link E} (its last three digits are the status). */
   errors?: (keyof typeof E)[];
-  /** Error answers worded for this operation alone. */
-  conflict?: string;
 }
 
 /** A JSON body of this schema. */
@@ -82,6 +80,10 @@ const E = {
     'This `Idempotency-Key` was used for a request of another count (`conflict`), or a business-number take asked for more than what is left of its period (`period_short`, naming how many are left).',
   ),
   gapless409: error('The entity is not a gapless series, or the number was entered lost (`conflict`).'),
+  cutover409: error('Not in a live cutover (`conflict`).'),
+  rotate409: error('The entity would have more secrets than allowed at once (`conflict`).'),
+  addSecret409: error('The entity already has as many secrets as allowed (`conflict`).'),
+  removeSecret409: error('The only secret of the entity (`conflict`).'),
   number404: error('No such number was issued (`not_found`).'),
   take429: withRetryAfter(
     'Over the entity per-second limit, or too many failed authentications from this address (`rate_limited`).',
@@ -98,8 +100,8 @@ const int32 = (minimum: number, maximum?: number): Schema => ({
   minimum,
   ...(maximum === undefined ? {} : { maximum }),
 });
-/** A parameter found `where`: one in the path is required, one in the query is not. */
-const parameter = (where: 'path' | 'query') => (name: string, description: string, schema: Schema) => ({
+/** A parameter found `where`: one in the path is required, one in the query or a header is not. */
+const parameter = (where: 'path' | 'query' | 'header') => (name: string, description: string, schema: Schema) => ({
   name,
   in: where,
   required: where === 'path',
@@ -108,6 +110,7 @@ const parameter = (where: 'path' | 'query') => (name: string, description: strin
 });
 const path = parameter('path');
 const query = parameter('query');
+const header = parameter('header');
 /** Every operation on `/…/{key}` takes it first. */
 const keyParam = path('key', 'Entity key.', fromZod(entityKey));
 
@@ -124,7 +127,7 @@ function securityOf(tag: Tag, method: string, route: string): Schema[] | undefin
 }
 
 function operation(tag: Tag, method: string, route: string, op: Operation): Schema {
-  const { operationId, summary, description, parameters = [], body, optionalBody, ok, errors = [], conflict } = op;
+  const { operationId, summary, description, parameters = [], body, optionalBody, ok, errors = [] } = op;
   const security = securityOf(tag, method, route);
   const params = route.includes('{key}') ? [keyParam, ...parameters] : parameters;
   const requested = body ?? optionalBody;
@@ -141,7 +144,8 @@ function operation(tag: Tag, method: string, route: string, op: Operation): Sche
     ...(security ? { security } : {}),
     ...(params.length > 0 ? { parameters: params } : {}),
     ...(requested ? { requestBody: { required: !optionalBody, content: named(requested) } } : {}),
-    responses: Object.fromEntries([...answers, ...failures, ...(conflict ? [['409', error(conflict)]] : [])]),
+    // Integer keys: the statuses come out in numeric order, whatever the lists' order.
+    responses: Object.fromEntries([...answers, ...failures]),
   };
 }
 
@@ -166,10 +170,9 @@ const orCsv = (body: BodyName) => ({
 const ADMIN_WRITE = [400, 401, 403, 404, 413, 415, 429, 503] as const;
 const ADMIN_READ = [400, 401, 404, 429, 503] as const;
 /** The answers of a step of a live cutover (hold, release, finish). */
-const CUTOVER_STEP: Pick<Operation, 'ok' | 'errors' | 'conflict'> = {
+const CUTOVER_STEP: Pick<Operation, 'ok' | 'errors'> = {
   ok: { 200: ['The entity after.', 'Entity'] },
-  errors: [400, 401, 403, 404, 413, 429, 503],
-  conflict: 'Not in a live cutover (`conflict`).',
+  errors: [400, 401, 403, 404, 'cutover409', 413, 429, 503],
 };
 
 /** Every path, in the order the document lists them. */
@@ -194,13 +197,11 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
         'All or nothing: `count` ids or an error. `monotonic` entities come out strictly increasing. `count` comes from the body or `?count=` (default 1), at most the entity `maxSizePerTimes`.',
       parameters: [
         query('count', 'Alternative to the body.', int32(1)),
-        {
-          name: 'Idempotency-Key',
-          in: 'header',
-          required: false,
-          schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[\\x20-\\x7e]+$' },
-          description: 'Printable ASCII. A retry with the same key gets the same ids for a short time.',
-        },
+        header(
+          'Idempotency-Key',
+          'Printable ASCII. A retry with the same key gets the same ids for a short time.',
+          fromZod(idempotencyKey),
+        ),
       ],
       optionalBody: 'TakeRequest',
       ok: {
@@ -264,7 +265,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       parameters: [
         ...LEDGER_QUERY,
         query('after', 'The `next` of the previous page.', { type: 'string', pattern: '^[0-9]{1,19}$' }),
-        query('limit', 'Default 100.', int32(1, 1000)),
+        query('limit', 'Default 100.', int32(1, PAGE_MAX)),
       ],
       ok: { 200: ['A page of the ledger, or the period as CSV.', null, orCsv('LedgerPage')] },
       errors: [400, 'entity401', 'gapless409', 429, 503],
@@ -286,7 +287,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       summary: 'List live entities, a page at a time',
       description: 'Entities in key order. Follow `next` (as `after`) until it is null.',
       parameters: [
-        query('limit', 'Entities per page.', { ...int32(1, 1000), default: 100 }),
+        query('limit', 'Entities per page.', { ...int32(1, PAGE_MAX), default: PAGE_DEFAULT }),
         query('after', 'Start after this key: the `next` of the previous page.', fromZod(entityKey)),
       ],
       ok: { 200: ['One page of live entities.', 'EntityPage'] },
@@ -322,8 +323,7 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
         'A new secret for the entity. The old ones stop working at once, or after `keepOldForSeconds` so clients can move over.',
       optionalBody: 'RotateRequest',
       ok: { 200: ['The new secret.', 'Secret'] },
-      errors: [...ADMIN_WRITE],
-      conflict: 'The entity would have more secrets than allowed at once (`conflict`).',
+      errors: [...ADMIN_WRITE, 'rotate409'],
     },
     'post /admin/apps/{key}/numbers/reconcile': {
       operationId: 'reconcileNumbers',
@@ -384,22 +384,15 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
         200: ['Already accepted; nothing changed.', 'AddedSecret'],
         201: ['Added; `secret` is shown only when made here.', 'AddedSecret'],
       },
-      errors: [...ADMIN_WRITE],
-      conflict: 'The entity already has as many secrets as allowed (`conflict`).',
+      errors: [...ADMIN_WRITE, 'addSecret409'],
     },
     'delete /admin/apps/{key}/secrets/{secretId}': {
       operationId: 'removeSecret',
       summary: 'Stop accepting one secret',
       description: 'Stops the secret on every instance at once. The last secret cannot be removed: rotate it.',
-      parameters: [
-        path('secretId', 'The `id` of the secret, as the entity view lists it.', {
-          type: 'string',
-          pattern: '^[A-Za-z0-9]{1,32}$',
-        }),
-      ],
+      parameters: [path('secretId', 'The `id` of the secret, as the entity view lists it.', fromZod(secretId))],
       ok: { 204: ['Removed.'] },
-      errors: [400, 401, 403, 404, 429, 503],
-      conflict: 'The only secret of the entity (`conflict`).',
+      errors: [400, 401, 403, 404, 'removeSecret409', 429, 503],
     },
   },
   ops: {
@@ -417,12 +410,8 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       description:
         'What the dashboard shows: the busiest `limit` entities, or the busiest of those whose key contains `q`. 404 when the overview is not enabled.',
       parameters: [
-        query('limit', 'Entities to show.', { ...int32(1, 1000), default: 50 }),
-        query('q', 'Show only entities whose key contains this.', {
-          type: 'string',
-          maxLength: 64,
-          pattern: '^[A-Za-z0-9_.-]*$',
-        }),
+        query('limit', 'Entities to show.', { ...int32(1, PAGE_MAX), default: OPS_DEFAULT_ROWS }),
+        query('q', 'Show only entities whose key contains this.', fromZod(opsSearch)),
       ],
       ok: { 200: ['The overview.', 'OpsOverview'] },
       errors: [...ADMIN_READ],

@@ -14,12 +14,14 @@ import {
 import { MAX_SECRETS } from '../../entities/secrets';
 import { RESETS } from '../../numbers/period';
 import { MAX_LEASE_SIZE } from '../../segment/lease';
+import { PAGE_MAX } from '../params';
 
 // The API's bodies: requests are the schemas the routes validate with, responses type what they answer (`Answer`);
-// both become the document's `components.schemas`.
+// both become the document's `components.schemas`. The parameters exported here are checked by the routes with the
+// same schemas the document states (paths.ts).
 
-const int = (minimum: number, maximum?: number) =>
-  maximum === undefined ? z.int().min(minimum) : z.int().min(minimum).max(maximum);
+/** Without a maximum, zod's own (2^53 − 1), which the document leaves out as it does z.int()'s. */
+const int = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) => z.int().min(minimum).max(maximum);
 const text = z.string();
 const isoDate = z.string().meta({ format: 'date-time' });
 const unixMs = z.int().min(0).describe('Unix time in milliseconds.');
@@ -32,6 +34,14 @@ const decimalId = digits
   .max(19)
   .describe('A 64-bit id as a decimal string (JSON numbers lose precision above 2^53).');
 export const entityKey = z.string().min(1).max(64).regex(KEY_PATTERN).describe('Entity key: 1-64 of A-Z a-z 0-9 _ - .');
+/** `:secretId` of `DELETE /admin/apps/:key/secrets/:secretId`: the id the entity view lists. */
+export const secretId = z.string().regex(/^[A-Za-z0-9]{1,32}$/);
+const keyCharacters = /^[A-Za-z0-9_.-]*$/;
+const printableAscii = /^[\x20-\x7e]+$/;
+/** `?q=` of `GET /admin/ops`: part of an entity key. */
+export const opsSearch = z.string().max(64).regex(keyCharacters);
+/** The `Idempotency-Key` header. */
+export const idempotencyKey = z.string().min(1).max(128).regex(printableAscii);
 /** A secret: 32 random bytes, base64url. */
 const secret = z
   .string()
@@ -43,43 +53,6 @@ const businessNumber = z
   .regex(/^[A-Za-z0-9_./-]+$/)
   .min(1)
   .max(200);
-
-const ApiError = z.object({
-  error: z.object({
-    code: z.enum([
-      'invalid_request',
-      'unauthorized',
-      'forbidden',
-      'not_found',
-      'conflict',
-      'payload_too_large',
-      'unsupported_media_type',
-      'rate_limited',
-      'pool_exhausted',
-      'period_exhausted',
-      'period_short',
-      'gapless_not_served_here',
-      'gapless_ledger_behind',
-      'entity_held',
-      'clock_skew',
-      'unavailable',
-      'internal',
-    ]),
-    message: text,
-  }),
-});
-
-const TakeRequest = z.strictObject({
-  count: int(1, LIMITS.maxSizePerTimes).optional().describe('At most the entity maxSizePerTimes. Default: 1.'),
-  reference: z
-    .string()
-    .min(1)
-    .max(128)
-    .optional()
-    .describe(
-      "A gapless series only: the caller's reference (an invoice's id), kept in the ledger beside each number.",
-    ),
-});
 
 /** A gapless series' ledger (docs/numbers.md "Gapless series"). */
 const seq = digits.max(19);
@@ -93,92 +66,6 @@ const LedgerEntry = z.object({
   status: z.enum(['issued', 'void', 'lost']),
   reason: text.nullable().describe('Why it was voided, or entered lost.'),
 });
-const LedgerPage = z.object({
-  key: entityKey,
-  period: text,
-  numbers: z.array(LedgerEntry).max(1000),
-  next: seq.nullable().describe('The `after` of the next page; null on the last.'),
-});
-const LedgerAudit = z.object({
-  key: entityKey,
-  period: text,
-  first: seq.nullable(),
-  last: seq.nullable(),
-  counter: seq,
-  issued: int(0),
-  voided: int(0),
-  lost: int(0),
-  holes: z.array(seqRange).describe('Sequences up to the counter with no ledger row: always empty.'),
-  duplicates: z.array(text).describe('Numbers written twice: always empty.'),
-});
-const VoidRequest = z.strictObject({ reason: z.string().min(1).max(255) });
-const ReconcileRequest = z.strictObject({
-  period: text.optional().describe("Default: now's period by the database's clock."),
-});
-const Reconciled = z.object({
-  key: entityKey,
-  period: text,
-  record: z.enum(['redis', 'high-water file', 'none']),
-  lost: seqRange
-    .extend({
-      count: z.int().describe('How many were entered: fewer than the range holds when rows inside it were kept.'),
-    })
-    .optional()
-    .describe('The first and last sequence entered lost; absent when the ledger held every one.'),
-});
-
-const Ids = z.object({
-  ids: z
-    .array(z.union([decimalId, businessNumber]))
-    .min(1)
-    .describe('Decimal ids; business numbers for an entity with a `format` (docs/numbers.md).'),
-});
-
-const LeaseRequest = z.strictObject({
-  size: int(1, MAX_LEASE_SIZE)
-    .optional()
-    .describe("How many ids. Default: the entity's step. At most the entity's maxSizePerSecond when that is not 0."),
-});
-
-const LeasedSegment = z
-  .object({
-    first: decimalId,
-    last: decimalId,
-    count: int(1, MAX_LEASE_SIZE).describe('How many ids: (last − first) / delta + 1.'),
-    delta: int(1).describe('Distance between consecutive ids (the deployment stride count).'),
-    remainder: int(0).describe('id mod delta of every id.'),
-  })
-  .describe(
-    'The ids first, first + delta, …, last, each ≡ remainder (mod delta): reserved for this client alone, which hands them out itself.',
-  );
-
-const DecodedNumber = z
-  .object({
-    number: businessNumber,
-    period: z.string().regex(/^([0-9]{4,10}|all)$/),
-    reset: z.enum(RESETS),
-    timeZone: text,
-    start: isoDate.describe('First instant of the period.'),
-    end: isoDate.nullable().describe('First instant after it; null for reset never.'),
-    date: text.nullable().describe('The period date in its zone.'),
-    seq: decimalId,
-  })
-  .describe('A business number taken apart: its period in the entity zone and its sequence.');
-
-const DecodedId = z
-  .looseObject({
-    id: decimalId,
-    timestamp: isoDate.describe('Start of the time unit the id was made in.'),
-    timestampMs: unixMs,
-    region: int(0)
-      .optional()
-      .describe('The region that made it (IDPOOL_REGION); present when the layout has region bits.'),
-    worker: int(0),
-    timeBack: int(0, 1),
-    sequence: int(0),
-    reserved: int(0),
-  })
-  .describe('The parts of a snowflake id; further explanatory fields may be present.');
 
 /** Now's period of a business-number entity (docs/numbers.md, "Capacity and alarms"). */
 const NumberPeriod = z.object({
@@ -287,39 +174,6 @@ const byMode = {
   },
 };
 const Entity = z.object(entityFields).meta(byMode);
-const RegisteredEntity = z
-  .object({
-    ...entityFields,
-    secret: secret.describe('Shown once; send as `Authorization: Bearer <secret>`.'),
-  })
-  .meta(byMode);
-
-const EntityPage = z.object({
-  apps: z.array(Entity).max(1000),
-  next: entityKey.nullable().describe('Key to pass as `after` for the next page; null on the last page.'),
-});
-
-const Secret = z.object({ secret });
-const RaisedPeriod = z.object({ key: entityKey, period: text, seq: decimalId });
-const AddedSecret = z.object({
-  id: text,
-  added: z.boolean().describe('False when the entity already accepted this secret.'),
-  secret: secret.optional().describe('Only when made here: shown once.'),
-  expiresAt: isoDate.nullable(),
-});
-
-const LiveCutovers = z.object({
-  apps: z.array(
-    z.object({
-      key: text,
-      incumbent: Incumbent,
-      delta: z.int(),
-      remainder: z.int(),
-      currentOffset: text,
-      reservedFromIncumbent: text,
-    }),
-  ),
-});
 
 const Worker = z
   .looseObject({
@@ -335,9 +189,6 @@ const Worker = z
   })
   .describe('One worker id lease; further fields may be present.');
 
-const WorkerList = z.object({ workers: z.array(Worker) });
-const Health = z.object({ status: z.literal('ok') });
-
 const Sampling = z
   .object({
     ok: z.boolean().describe('Every segment entity sampled within two rounds.'),
@@ -348,19 +199,6 @@ const Sampling = z
   .describe(
     'How current the ops sampler (dashboard rows, pool gauges, pool alarms) is. Informational: it does not change readiness.',
   );
-
-const Readiness = z.object({
-  status: z.enum(['ready', 'not_ready']),
-  reason: text.optional().describe('Why not ready (present on 503).'),
-  degraded: z
-    .array(text)
-    .optional()
-    .describe(
-      "Failed checks that leave the instance ready: a live cutover's incumbent database (its live entities answer 503; the rest serve).",
-    ),
-  checks: z.record(z.string(), text).describe('"ok" or what failed, per dependency.'),
-  sampling: Sampling.optional(),
-});
 
 /** One alarm of the overview's recent list. */
 const Alarm = z.looseObject({
@@ -466,47 +304,25 @@ const SnowflakeEntityOverview = z.object({
 });
 
 const scope = z.enum(['fleet', 'instance']);
-/** `GET /admin/ops`: what the dashboard shows. */
-const OpsOverview = z.object({
-  at: isoDate,
-  entityCount: int(0).describe('Live entities in all.'),
-  matching: int(0).describe('Entities whose key contains `q` (all without it); `entities` lists the busiest of them.'),
-  entities: z
-    .array(z.union([EntityOverview, SnowflakeEntityOverview]))
-    .describe('Busiest first (take rate), then by key.'),
-  snowflake: z
-    .object({
-      timeExhaustedAt: isoDate.nullable(),
-      jsSafeLimitAt: isoDate.nullable(),
-      region: int(0).optional().describe('IDPOOL_REGION, when the layout has region bits.'),
-    })
-    .describe('null dates: past the last date JavaScript can show (year 275760), i.e. never.')
-    .nullable(),
-  sampling: Sampling,
-  workers: z.array(Worker).describe('Live worker leases only.'),
-  alarms: z
-    .object({
-      scope,
-      note: text.optional(),
-      instance: text.describe('The instance answering (host:pid).'),
-      active: int(0).describe('Alarm conditions on now, over the alive instances (scope fleet).'),
-      recent: z.array(Alarm).describe('Newest first.'),
-    })
-    .describe(
-      "fleet: every instance's recent alarms (from Redis), each naming its instance; instance: this instance's own (embedded mode, or Redis did not answer, which `note` says).",
-    ),
-  rates: z
-    .object({ scope, instances: int(1), note: text.optional() })
-    .describe(
-      "Whose take rates `entities` shows: fleet = summed over the alive instances; instance = this instance's (the fleet could not be read: `note`). Per-instance figures are in each instance's /metrics.",
-    ),
-  instances: Instances,
-});
 
 /** Every named body, in the order the document lists them: requests are read as input, responses as output. */
 export const REQUESTS = {
-  TakeRequest,
-  LeaseRequest,
+  TakeRequest: z.strictObject({
+    count: int(1, LIMITS.maxSizePerTimes).optional().describe('At most the entity maxSizePerTimes. Default: 1.'),
+    reference: z
+      .string()
+      .min(1)
+      .max(128)
+      .optional()
+      .describe(
+        "A gapless series only: the caller's reference (an invoice's id), kept in the ledger beside each number.",
+      ),
+  }),
+  LeaseRequest: z.strictObject({
+    size: int(1, MAX_LEASE_SIZE)
+      .optional()
+      .describe("How many ids. Default: the entity's step. At most the entity's maxSizePerSecond when that is not 0."),
+  }),
   RegisterRequest: registerSchema,
   UpdateRequest: updateSchema,
   RotateRequest: rotateSchema,
@@ -514,38 +330,200 @@ export const REQUESTS = {
   RaisePeriodRequest: raisePeriodSchema,
   AddSecretRequest: addSecretSchema,
   HoldRequest: holdSchema,
-  VoidRequest,
-  ReconcileRequest,
+  VoidRequest: z.strictObject({ reason: z.string().min(1).max(255) }),
+  ReconcileRequest: z.strictObject({
+    period: text.optional().describe("Default: now's period by the database's clock."),
+  }),
 };
 export const RESPONSES = {
-  Error: ApiError,
-  Ids,
-  LeasedSegment,
-  DecodedNumber,
-  DecodedId,
+  Error: z.object({
+    error: z.object({
+      code: z.enum([
+        'invalid_request',
+        'unauthorized',
+        'forbidden',
+        'not_found',
+        'conflict',
+        'payload_too_large',
+        'unsupported_media_type',
+        'rate_limited',
+        'pool_exhausted',
+        'period_exhausted',
+        'period_short',
+        'gapless_not_served_here',
+        'gapless_ledger_behind',
+        'entity_held',
+        'clock_skew',
+        'unavailable',
+        'internal',
+      ]),
+      message: text,
+    }),
+  }),
+  Ids: z.object({
+    ids: z
+      .array(z.union([decimalId, businessNumber]))
+      .min(1)
+      .describe('Decimal ids; business numbers for an entity with a `format` (docs/numbers.md).'),
+  }),
+  LeasedSegment: z
+    .object({
+      first: decimalId,
+      last: decimalId,
+      count: int(1, MAX_LEASE_SIZE).describe('How many ids: (last − first) / delta + 1.'),
+      delta: int(1).describe('Distance between consecutive ids (the deployment stride count).'),
+      remainder: int(0).describe('id mod delta of every id.'),
+    })
+    .describe(
+      'The ids first, first + delta, …, last, each ≡ remainder (mod delta): reserved for this client alone, which hands them out itself.',
+    ),
+  DecodedNumber: z
+    .object({
+      number: businessNumber,
+      period: z.string().regex(/^([0-9]{4,10}|all)$/),
+      reset: z.enum(RESETS),
+      timeZone: text,
+      start: isoDate.describe('First instant of the period.'),
+      end: isoDate.nullable().describe('First instant after it; null for reset never.'),
+      date: text.nullable().describe('The period date in its zone.'),
+      seq: decimalId,
+    })
+    .describe('A business number taken apart: its period in the entity zone and its sequence.'),
+  DecodedId: z
+    .looseObject({
+      id: decimalId,
+      timestamp: isoDate.describe('Start of the time unit the id was made in.'),
+      timestampMs: unixMs,
+      region: int(0)
+        .optional()
+        .describe('The region that made it (IDPOOL_REGION); present when the layout has region bits.'),
+      worker: int(0),
+      timeBack: int(0, 1),
+      sequence: int(0),
+      reserved: int(0),
+    })
+    .describe('The parts of a snowflake id; further explanatory fields may be present.'),
   Entity,
-  RegisteredEntity,
-  EntityPage,
-  Secret,
-  RaisedPeriod,
-  AddedSecret,
-  LiveCutovers,
+  RegisteredEntity: z
+    .object({
+      ...entityFields,
+      secret: secret.describe('Shown once; send as `Authorization: Bearer <secret>`.'),
+    })
+    .meta(byMode),
+  EntityPage: z.object({
+    apps: z.array(Entity).max(PAGE_MAX),
+    next: entityKey.nullable().describe('Key to pass as `after` for the next page; null on the last page.'),
+  }),
+  Secret: z.object({ secret }),
+  RaisedPeriod: z.object({ key: entityKey, period: text, seq: decimalId }),
+  AddedSecret: z.object({
+    id: text,
+    added: z.boolean().describe('False when the entity already accepted this secret.'),
+    secret: secret.optional().describe('Only when made here: shown once.'),
+    expiresAt: isoDate.nullable(),
+  }),
+  LiveCutovers: z.object({
+    apps: z.array(
+      z.object({
+        key: text,
+        incumbent: Incumbent,
+        delta: z.int(),
+        remainder: z.int(),
+        currentOffset: text,
+        reservedFromIncumbent: text,
+      }),
+    ),
+  }),
   Worker,
-  WorkerList,
-  Health,
-  Readiness,
+  WorkerList: z.object({ workers: z.array(Worker) }),
+  Health: z.object({ status: z.literal('ok') }),
+  Readiness: z.object({
+    status: z.enum(['ready', 'not_ready']),
+    reason: text.optional().describe('Why not ready (present on 503).'),
+    degraded: z
+      .array(text)
+      .optional()
+      .describe(
+        "Failed checks that leave the instance ready: a live cutover's incumbent database (its live entities answer 503; the rest serve).",
+      ),
+    checks: z.record(z.string(), text).describe('"ok" or what failed, per dependency.'),
+    sampling: Sampling.optional(),
+  }),
   Sampling,
   Alarm,
   EntityOverview,
   NumberPeriod,
   SnowflakeEntityOverview,
-  OpsOverview,
+  /** `GET /admin/ops`: what the dashboard shows. */
+  OpsOverview: z.object({
+    at: isoDate,
+    entityCount: int(0).describe('Live entities in all.'),
+    matching: int(0).describe(
+      'Entities whose key contains `q` (all without it); `entities` lists the busiest of them.',
+    ),
+    entities: z
+      .array(z.union([EntityOverview, SnowflakeEntityOverview]))
+      .describe('Busiest first (take rate), then by key.'),
+    snowflake: z
+      .object({
+        timeExhaustedAt: isoDate.nullable(),
+        jsSafeLimitAt: isoDate.nullable(),
+        region: int(0).optional().describe('IDPOOL_REGION, when the layout has region bits.'),
+      })
+      .describe('null dates: past the last date JavaScript can show (year 275760), i.e. never.')
+      .nullable(),
+    sampling: Sampling,
+    workers: z.array(Worker).describe('Live worker leases only.'),
+    alarms: z
+      .object({
+        scope,
+        note: text.optional(),
+        instance: text.describe('The instance answering (host:pid).'),
+        active: int(0).describe('Alarm conditions on now, over the alive instances (scope fleet).'),
+        recent: z.array(Alarm).describe('Newest first.'),
+      })
+      .describe(
+        "fleet: every instance's recent alarms (from Redis), each naming its instance; instance: this instance's own (embedded mode, or Redis did not answer, which `note` says).",
+      ),
+    rates: z
+      .object({ scope, instances: int(1), note: text.optional() })
+      .describe(
+        "Whose take rates `entities` shows: fleet = summed over the alive instances; instance = this instance's (the fleet could not be read: `note`). Per-instance figures are in each instance's /metrics.",
+      ),
+    instances: Instances,
+  }),
   Instance,
   Instances,
   LedgerEntry,
-  LedgerPage,
-  LedgerAudit,
-  Reconciled,
+  LedgerPage: z.object({
+    key: entityKey,
+    period: text,
+    numbers: z.array(LedgerEntry).max(PAGE_MAX),
+    next: seq.nullable().describe('The `after` of the next page; null on the last.'),
+  }),
+  LedgerAudit: z.object({
+    key: entityKey,
+    period: text,
+    first: seq.nullable(),
+    last: seq.nullable(),
+    counter: seq,
+    issued: int(0),
+    voided: int(0),
+    lost: int(0),
+    holes: z.array(seqRange).describe('Sequences up to the counter with no ledger row: always empty.'),
+    duplicates: z.array(text).describe('Numbers written twice: always empty.'),
+  }),
+  Reconciled: z.object({
+    key: entityKey,
+    period: text,
+    record: z.enum(['redis', 'high-water file', 'none']),
+    lost: seqRange
+      .extend({
+        count: z.int().describe('How many were entered: fewer than the range holds when rows inside it were kept.'),
+      })
+      .optional()
+      .describe('The first and last sequence entered lost; absent when the ledger held every one.'),
+  }),
 };
 export type BodyName = keyof typeof REQUESTS | keyof typeof RESPONSES;
 /** What a route answers with the named body. */

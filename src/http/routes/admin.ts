@@ -1,7 +1,6 @@
 import express, { type IRouter, type Router } from 'express';
 import {
   type EntityConfig,
-  KEY_PATTERN,
   addSecretSchema,
   describeEntity,
   holdSchema,
@@ -15,15 +14,13 @@ import { ConflictError, InvalidRequestError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
-import { entityKeyParam, limitParam, pageParams, queryParam } from '../params';
+import { OPS_DEFAULT_ROWS, entityKeyParam, limitParam, pageParams, queryParam } from '../params';
 import { as400, parseBody } from '../validate';
-import type { Answer } from '../openapi/schemas';
+import { type Answer, opsSearch, secretId } from '../openapi/schemas';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
 import { timeZone } from '../../numbers/zone';
 import { numberPoolCap } from '../../numbers/scheme';
 
-/** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
-const OPS_DEFAULT_ROWS = 50;
 const OPS_SEARCH = 'q must be part of an entity key: up to 64 of A-Z a-z 0-9 _ - .';
 
 type ViewDeps = Pick<HttpDeps, 'lines' | 'numbers'>;
@@ -95,10 +92,10 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
 
   router.delete('/apps/:key/secrets/:secretId', async (req, res) => {
     const key = entityKeyParam(req);
-    const id = req.params.secretId;
-    if (typeof id !== 'string' || !/^[A-Za-z0-9]{1,32}$/.test(id))
+    const id = secretId.safeParse(req.params.secretId);
+    if (!id.success)
       throw new InvalidRequestError('secretId must be 1-32 of A-Z a-z 0-9 (the id the entity view lists)');
-    await deps.registry.removeSecret(key, id);
+    await deps.registry.removeSecret(key, id.data);
     res.status(204).end();
   });
 }
@@ -195,7 +192,7 @@ function operationRoutes(router: Router, deps: AdminRouteDeps): void {
 
   router.get('/ops', async (req, res) => {
     const limit = limitParam(req, OPS_DEFAULT_ROWS);
-    const q = queryParam(req, 'q', { test: (s) => s === '' || KEY_PATTERN.test(s) }, OPS_SEARCH);
+    const q = queryParam(req, 'q', { test: (s) => opsSearch.safeParse(s).success }, OPS_SEARCH);
     res.json(await deps.operations.overview({ limit, search: q || undefined }));
   });
 
