@@ -17,7 +17,7 @@ import { type Ops, type OpsEvents, createOps, createOpsEvents } from '../ops';
 import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
 import { SnowflakeTaker } from '../take/snowflake-taker';
-import { type TakeEvents, TakeService } from '../take/take-service';
+import { TakeService } from '../take/take-service';
 import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } from '../pool/rate-limit';
 import { RedisRegistrationGeneration } from '../entities/redis-registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
@@ -358,13 +358,9 @@ function buildNumberPeriods(deps: PoolParts): NumberPeriods {
 }
 
 /** The one take of every face, over each kind's taker. */
-export function buildTakes(deps: {
-  pools: Pools;
-  gapless: GaplessSeries;
-  snowflake: SnowflakeRuntime;
-  rate: EntityRateLimit;
-  events: TakeEvents;
-}): TakeService {
+export function buildTakes(
+  deps: Pick<ServiceBase, 'stores'> & { pools: Pools; gapless: GaplessSeries; snowflake: SnowflakeRuntime; ops: Ops },
+): TakeService {
   return new TakeService({
     takers: {
       segment: deps.pools.dispatcher,
@@ -372,9 +368,9 @@ export function buildTakes(deps: {
       gapless: new GaplessTaker(deps.gapless),
       snowflake: new SnowflakeTaker({
         make: (entityKey, count) => deps.snowflake.make(entityKey, count),
-        rate: deps.rate,
+        rate: deps.stores.snowflakeRate,
       }),
     },
-    events: deps.events,
+    events: deps.ops.takeEvents,
   });
 }

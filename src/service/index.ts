@@ -80,7 +80,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const ops = resources.add('ops', buildOps({ ...base, ...sampled, events }));
     await pools.checkHighWater();
     const gapless = resources.add('gapless', buildGapless({ stores, highWater, log, clock }));
-    const takes = buildTakes({ pools, gapless, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
+    const takes = buildTakes({ stores, pools, gapless, snowflake, ops });
     const web = { opsConfig, pools, takes, gapless, snowflake, ops, stopping: () => state.stopping };
     const { app, adminApp } = buildHttp({ ...base, ...web });
     const { refiller, fenceCheck } = pools;
