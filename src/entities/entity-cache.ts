@@ -1,31 +1,14 @@
 import type { Clock } from '../clock';
 import type { EntityConfig, EntitySecret } from './entity';
 import type { EntityStore } from './entity-store';
-import type { SyncedCache } from './generation-sync';
 
 export interface EntityChangeListener {
   onRetired?(key: string): void | Promise<void>;
   onRegistered?(entity: EntityConfig): void | Promise<void>;
 }
 
-export class EntityChangeListeners implements Required<EntityChangeListener> {
-  private readonly listeners: EntityChangeListener[] = [];
-
-  subscribe(listener: EntityChangeListener): void {
-    this.listeners.push(listener);
-  }
-
-  async onRegistered(entity: EntityConfig): Promise<void> {
-    for (const l of this.listeners) await l.onRegistered?.(entity);
-  }
-
-  async onRetired(key: string): Promise<void> {
-    for (const l of this.listeners) await l.onRetired?.(key);
-  }
-}
-
 /** The live entities in process, by key and in key order; when to pull is {@link GenerationSync}'s to decide. */
-export class EntityCache implements SyncedCache {
+export class EntityCache {
   // Every pull looks back this far (ms), so rows written by an instance whose clock is a little behind are seen.
   private static readonly SKEW_MARGIN_MS = 5000;
 

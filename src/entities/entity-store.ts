@@ -1,7 +1,15 @@
 import type { Database } from '../db/database';
 import { classifySqlError } from '../db/errors';
-import type { EntityConfig, EntitySecret, Tunables } from './entity';
-import { MONOTONIC, type Row, TREND, incumbentColumns, secretColumns, toEntity } from './entity-row';
+import type { Reset } from '../numbers/period';
+import {
+  COMPAT_PROTOCOLS,
+  type CompatProtocol,
+  type EntityConfig,
+  type EntityMode,
+  type EntitySecret,
+  type IncumbentSource,
+  type Tunables,
+} from './entity';
 
 interface PendingInsert {
   entity: EntityConfig;
@@ -32,28 +40,139 @@ export interface EntityStore {
   retire(key: string, at: number): Promise<boolean>;
 }
 
-/** The columns of an entity's tunables, in `tunableColumns` order. */
-const TUNABLE_COLUMNS =
-  'entity_name step max_size_per_times max_size_per_second min_size_percent interval max_pool_size compat'.split(' ');
-const tunableColumns = (t: Tunables) => [
-  t.name,
-  t.step,
-  t.maxSizePerTimes,
-  t.maxSizePerSecond,
-  t.minSizePercent,
-  t.interval,
-  t.maxPoolSize,
-  t.compat.join(','),
+/** The `application` columns the store reads, as any dialect returns them; `toEntity` turns them into an entity. */
+interface Row {
+  entity_key: string;
+  entity_name: string;
+  id_mode: string;
+  increasing_type: number | string;
+  start_offset: string;
+  step: number | string;
+  max_size_per_times: number | string;
+  max_size_per_second: number | string;
+  min_size_percent: number | string;
+  interval: number | string;
+  max_pool_size: number | string;
+  secret_hash: string;
+  delta: number | string;
+  remainder: number | string;
+  compat: string;
+  secrets: string | null;
+  /** Added by the HeldAndLiveEntities migration (undefined in rows read before it ran). */
+  held?: string | null;
+  incumbent?: string | null;
+  live?: number | string;
+  /** Added by the IncumbentAlias migration. */
+  alias?: string | null;
+  number_format: string | null;
+  number_reset: string | null;
+  number_time_zone: string | null;
+  /** Added by the GaplessSeries migration. */
+  number_gapless?: number | string;
+  create_time: number | string;
+  update_time: number | string;
+  deleted_at: number | string;
+}
+
+/** `increasing_type` of a segment entity (Leaf's column). */
+const MONOTONIC = 1;
+const TREND = 2;
+
+function toEntity(row: Row): EntityConfig {
+  const mode: EntityMode =
+    row.id_mode === 'snowflake' ? 'snowflake' : Number(row.increasing_type) === TREND ? 'trend' : 'monotonic';
+  return {
+    key: row.entity_key,
+    name: row.entity_name,
+    mode,
+    startOffset: BigInt(row.start_offset),
+    step: Number(row.step),
+    maxSizePerTimes: Number(row.max_size_per_times),
+    maxSizePerSecond: Number(row.max_size_per_second),
+    minSizePercent: Number(row.min_size_percent),
+    maxPoolSize: Number(row.max_pool_size),
+    interval: Number(row.interval),
+    delta: Number(row.delta),
+    remainder: Number(row.remainder),
+    compat: parseCompat(row.compat),
+    secrets: parseSecrets(row),
+    ...(row.number_format && {
+      numbers: {
+        format: row.number_format,
+        reset: (row.number_reset ?? 'never') as Reset,
+        timeZone: row.number_time_zone ?? 'UTC',
+      },
+      ...(Number(row.number_gapless) === 1 && { gapless: true }),
+    }),
+    createTime: Number(row.create_time),
+    updateTime: Number(row.update_time),
+    held: row.held ?? null,
+    incumbent: parseIncumbent(row),
+    alias: row.alias ?? null,
+  };
+}
+
+/** The `incumbent` column, `leaf:TAG` / `tinyid:TYPE` (the tag may hold colons), with `live`. */
+function parseIncumbent(row: Pick<Row, 'incumbent' | 'live'>): IncumbentSource | null {
+  const text = row.incumbent;
+  if (!text) return null;
+  const at = text.indexOf(':');
+  const kind = text.slice(0, at);
+  if (kind !== 'leaf' && kind !== 'tinyid') return null;
+  return { kind, key: text.slice(at + 1), live: Number(row.live) === 1 };
+}
+
+/** The `compat` column: protocol names, comma-separated; a name this version does not know is ignored (never served). */
+function parseCompat(text: string): CompatProtocol[] {
+  return text.split(',').filter((p): p is CompatProtocol => (COMPAT_PROTOCOLS as readonly string[]).includes(p));
+}
+
+/** The `secrets` column (JSON, newest first); a row written before it existed has only `secret_hash`. */
+function parseSecrets(row: Pick<Row, 'secrets' | 'secret_hash' | 'create_time'>): EntitySecret[] {
+  if (row.secrets) return JSON.parse(row.secrets) as EntitySecret[];
+  return [{ id: 'primary', hash: row.secret_hash, createTime: Number(row.create_time), expiresAt: null }];
+}
+
+/** `secret_hash` keeps the newest secret's hash (what a reader of the row before `secrets` existed checks). */
+const newestHash = (secrets: readonly EntitySecret[]) => secrets[0]?.hash ?? '';
+
+/** The tunables' columns and values, in the order an INSERT and an update of the tunables write them. */
+const TUNABLES: [column: string, value: (t: Tunables) => unknown][] = [
+  ['entity_name', (t) => t.name],
+  ['step', (t) => t.step],
+  ['max_size_per_times', (t) => t.maxSizePerTimes],
+  ['max_size_per_second', (t) => t.maxSizePerSecond],
+  ['min_size_percent', (t) => t.minSizePercent],
+  ['interval', (t) => t.interval],
+  ['max_pool_size', (t) => t.maxPoolSize],
+  ['compat', (t) => t.compat.join(',')],
 ];
 
-/** The `application` columns, in INSERT order (`deleted_at` last, written 0); a read skips `current_offset` (the pool's). */
-const COLUMNS = [
-  ...TUNABLE_COLUMNS,
-  ...(
-    'entity_key id_mode increasing_type start_offset current_offset secret_hash secrets delta remainder held incumbent ' +
-    'live alias number_format number_reset number_time_zone number_gapless create_time update_time deleted_at'
-  ).split(' '),
+/** Every column an INSERT writes, and its value, in order. */
+const WRITTEN: [column: string, value: (e: EntityConfig) => unknown][] = [
+  ...TUNABLES,
+  ['entity_key', (e) => e.key],
+  ['id_mode', (e) => (e.mode === 'snowflake' ? 'snowflake' : 'segment')],
+  ['increasing_type', (e) => (e.mode === 'trend' ? TREND : MONOTONIC)],
+  ['start_offset', (e) => e.startOffset.toString()],
+  ['current_offset', (e) => e.startOffset.toString()],
+  ['secret_hash', (e) => newestHash(e.secrets)],
+  ['secrets', (e) => JSON.stringify(e.secrets)],
+  ['delta', (e) => e.delta],
+  ['remainder', (e) => e.remainder],
+  ['held', (e) => e.held ?? null],
+  ['incumbent', (e) => (e.incumbent ? `${e.incumbent.kind}:${e.incumbent.key}` : null)],
+  ['live', (e) => (e.incumbent?.live ? 1 : 0)],
+  ['alias', (e) => e.alias ?? null],
+  ['number_format', (e) => e.numbers?.format ?? null],
+  ['number_reset', (e) => e.numbers?.reset ?? null],
+  ['number_time_zone', (e) => e.numbers?.timeZone ?? null],
+  ['number_gapless', (e) => (e.gapless ? 1 : 0)],
+  ['create_time', (e) => e.createTime],
+  ['update_time', (e) => e.updateTime],
 ];
+/** The `application` columns, in INSERT order (`deleted_at` last, written 0); a read skips `current_offset` (the pool's). */
+const COLUMNS = [...WRITTEN.map(([column]) => column), 'deleted_at'];
 /** BIGINT columns, read as text (`Database.bigText`) so no dialect rounds them. */
 const BIG = new Set(['start_offset', 'create_time', 'update_time', 'deleted_at']);
 
@@ -73,7 +192,7 @@ export class SqlEntityStore implements EntityStore {
       .map(read)
       .join(', ');
     this.insertColumns = COLUMNS.map(name).join(', ');
-    this.setTunables = TUNABLE_COLUMNS.map((c) => `${name(c)} = ?`).join(', ');
+    this.setTunables = TUNABLES.map(([c]) => `${name(c)} = ?`).join(', ');
   }
 
   /** The rows `where` picks, every column the store reads. */
@@ -179,37 +298,19 @@ export class SqlEntityStore implements EntityStore {
     await this.db.execute(
       `INSERT INTO application (${this.insertColumns})
        VALUES ${entities.map(() => row).join(', ')}`,
-      entities.flatMap((entity) => [
-        ...tunableColumns(entity),
-        entity.key,
-        entity.mode === 'snowflake' ? 'snowflake' : 'segment',
-        entity.mode === 'trend' ? TREND : MONOTONIC,
-        entity.startOffset.toString(),
-        entity.startOffset.toString(),
-        ...secretColumns(entity.secrets),
-        entity.delta,
-        entity.remainder,
-        entity.held ?? null,
-        ...incumbentColumns(entity.incumbent),
-        entity.alias ?? null,
-        entity.numbers?.format ?? null,
-        entity.numbers?.reset ?? null,
-        entity.numbers?.timeZone ?? null,
-        entity.gapless ? 1 : 0,
-        entity.createTime,
-        entity.updateTime,
-      ]),
+      entities.flatMap((entity) => WRITTEN.map(([, value]) => value(entity))),
     );
   }
 
   update(key: string, t: Tunables, updateTime: number, was?: number): Promise<boolean> {
-    return this.updateLive(`${this.setTunables}, update_time = ?`, [...tunableColumns(t), updateTime], key, was);
+    const values = TUNABLES.map(([, value]) => value(t));
+    return this.updateLive(`${this.setTunables}, update_time = ?`, [...values, updateTime], key, was);
   }
 
   setSecrets(key: string, secrets: readonly EntitySecret[], updateTime: number, was?: number): Promise<boolean> {
     return this.updateLive(
       'secret_hash = ?, secrets = ?, update_time = ?',
-      [...secretColumns(secrets), updateTime],
+      [newestHash(secrets), JSON.stringify(secrets), updateTime],
       key,
       was,
     );

@@ -41,12 +41,13 @@ export interface EntityConfig {
 }
 
 /** Leaf's `leaf_alloc` row `key` (its `biz_tag`) or Tinyid's `tiny_id_info` row (its `biz_type`). */
-export interface IncumbentSource {
-  readonly kind: 'leaf' | 'tinyid';
-  readonly key: string;
+const incumbentSource = z.strictObject({
+  kind: z.enum(['leaf', 'tinyid']),
+  key: z.string().min(1).max(190),
   /** Segments are reserved from that row, as one more of the incumbent's servers would (docs/migrating.md "Live cutover"). */
-  readonly live: boolean;
-}
+  live: z.boolean(),
+});
+export type IncumbentSource = Readonly<z.infer<typeof incumbentSource>>;
 
 /** Why a stop-first import holds an entity until its row is read once more (docs/migrating.md "If a row moved"). */
 export const HELD_BY_IMPORT =
@@ -158,9 +159,7 @@ export const registerSchema = z.strictObject({
   secret: providedSecret.optional(),
   /** Registered held: why, as the 503 `entity_held` says it. */
   held: z.string().min(1).max(255).optional(),
-  incumbent: z
-    .strictObject({ kind: z.enum(['leaf', 'tinyid']), key: z.string().min(1).max(190), live: z.boolean() })
-    .optional(),
+  incumbent: incumbentSource.optional(),
   ...numberFields,
   ...optionalTunables,
 });
@@ -192,10 +191,7 @@ export const addSecretSchema = z.strictObject({
 export type RegisterInput = z.infer<typeof registerSchema>;
 export type UpdateInput = z.infer<typeof updateSchema>;
 
-export type Tunables = Pick<
-  EntityConfig,
-  'name' | 'step' | 'maxSizePerTimes' | 'maxSizePerSecond' | 'minSizePercent' | 'maxPoolSize' | 'interval' | 'compat'
->;
+export type Tunables = Pick<EntityConfig, keyof typeof tunables>;
 
 /** A registration with its defaults (docs/design.md "Data model"); `interval` defaults to IDPOOL_REFILL_INTERVAL_MS. */
 export function withDefaults(input: RegisterInput, refillTickMs = 100) {

@@ -1,5 +1,6 @@
 import { type Clock, within } from '../clock';
 import { UnavailableError } from '../errors';
+import type { EntityCache } from './entity-cache';
 
 /**
  * A counter every entity change bumps, shared by every instance (Redis in service mode). A cache synced at
@@ -20,12 +21,6 @@ export class LocalRegistrationGeneration implements RegistrationGeneration {
   async bump(): Promise<void> {
     this.value++;
   }
-}
-
-/** The cache {@link GenerationSync} keeps fresh: every live entry (start-up), or those changed since the last pull. */
-export interface SyncedCache {
-  loadAll(): Promise<void>;
-  pullChanges(): Promise<void>;
 }
 
 /**
@@ -62,7 +57,8 @@ export class GenerationSync {
   private catchingUp: { read: Promise<number | undefined>; until: number } | undefined;
 
   constructor(
-    private readonly cache: SyncedCache,
+    /** Kept fresh: every live entry (start-up), or those changed since the last pull. */
+    private readonly cache: Pick<EntityCache, 'loadAll' | 'pullChanges'>,
     private readonly generation: RegistrationGeneration,
     private readonly clock: Clock,
   ) {}

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis/connection';
-import { DEFAULT_PREFIX, registrationsKey } from '../redis/keys';
+import { registrationsKey } from '../redis/keys';
 import type { RegistrationGeneration } from './generation-sync';
 
 /** The registration counter in Redis, shared by every instance on it. */
@@ -8,7 +8,7 @@ export class RedisRegistrationGeneration implements RegistrationGeneration {
 
   constructor(
     private readonly redis: Pick<RedisClient, 'get' | 'incr'>,
-    prefix = DEFAULT_PREFIX,
+    prefix: string,
   ) {
     this.key = registrationsKey(prefix);
   }

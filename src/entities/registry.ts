@@ -4,7 +4,7 @@ import type { Logger } from '../logger';
 import { every } from '../schedule';
 import { type EntityConfig, type EntitySecret, KEY_PATTERN, type RegisterInput, type UpdateInput } from './entity';
 import { hashSecret, newSecret, secretAccepted, secretRecord, unexpired } from './secrets';
-import { EntityCache, type EntityChangeListener, EntityChangeListeners } from './entity-cache';
+import { EntityCache, type EntityChangeListener } from './entity-cache';
 import type { EntityStore } from './entity-store';
 import { GenerationSync, LocalRegistrationGeneration, type RegistrationGeneration } from './generation-sync';
 import { patchedEntity, refuseTooManySecrets, registrationValues, withoutSecret } from './validation';
@@ -28,7 +28,16 @@ const REWRITE_TRIES = 5;
  * cached at once and announced; others' arrive by {@link GenerationSync}. Input rules are in `validation.ts`.
  */
 export class EntityRegistry implements EntityCatalog {
-  private readonly listeners = new EntityChangeListeners();
+  private readonly listeners: EntityChangeListener[] = [];
+  /** Tells every listener, in turn. */
+  private readonly changes: Required<EntityChangeListener> = {
+    onRegistered: async (entity) => {
+      for (const l of this.listeners) await l.onRegistered?.(entity);
+    },
+    onRetired: async (key) => {
+      for (const l of this.listeners) await l.onRetired?.(key);
+    },
+  };
   private readonly cache: EntityCache;
   private readonly sync: GenerationSync;
 
@@ -41,13 +50,13 @@ export class EntityRegistry implements EntityCatalog {
     /** Turns a registration's `firstId` into its start offset. */
     private readonly stride = new IdStride(),
   ) {
-    this.cache = new EntityCache(store, clock, this.listeners);
+    this.cache = new EntityCache(store, clock, this.changes);
     this.sync = new GenerationSync(this.cache, generation, clock);
   }
 
   /** Tells `listener` of every registration and retirement seen from now on. */
   subscribe(listener: EntityChangeListener): void {
-    this.listeners.subscribe(listener);
+    this.listeners.push(listener);
   }
 
   // The cache's reads and the sync's schedule, as the registry's own.
@@ -94,8 +103,8 @@ export class EntityRegistry implements EntityCatalog {
           ? `key "${entity.key}" or alias "${entity.alias}" is already registered (retired keys and aliases are never reused)`
           : `key "${entity.key}" is already registered (retired keys are never reused)`,
       );
-    await this.commit(entity, true);
-    await this.listeners.onRegistered(entity);
+    await this.commit(entity);
+    await this.changes.onRegistered(entity);
     return { entity, secret };
   }
 
@@ -182,7 +191,7 @@ export class EntityRegistry implements EntityCatalog {
     for (let tries = 1; ; tries++) {
       const next = make(current, Math.max(this.clock.now(), current.updateTime + 1));
       if (!next) return current;
-      if (await write(next, current.updateTime)) return this.commit(next, true);
+      if (await write(next, current.updateTime)) return this.commit(next);
       if (tries === REWRITE_TRIES)
         throw new UnavailableError(`entity ${key} is being changed by others at the same moment; retry shortly`, 1);
       // Changed elsewhere (or retired): the cache catches up with the row, and the change is made from it.
@@ -191,9 +200,8 @@ export class EntityRegistry implements EntityCatalog {
     }
   }
 
-  /** `next` cached and announced to every instance once written (`written` false: the row is gone, a 404). */
-  private async commit(next: EntityConfig, written: boolean): Promise<EntityConfig> {
-    if (!written) throw notFound(next.key);
+  /** `next`, written, cached and announced to every instance. */
+  private async commit(next: EntityConfig): Promise<EntityConfig> {
     this.cache.written(next);
     await this.sync.announce();
     return next;
@@ -212,7 +220,8 @@ export class EntityRegistry implements EntityCatalog {
     const current = await this.require(key);
     if ((current.held ?? null) === held) return current;
     const updateTime = Math.max(this.clock.now(), current.updateTime + 1);
-    return this.commit({ ...current, held, updateTime }, await this.store.setHeld(key, held, updateTime));
+    if (!(await this.store.setHeld(key, held, updateTime))) throw notFound(key);
+    return this.commit({ ...current, held, updateTime });
   }
 
   async retire(key: string): Promise<void> {
@@ -220,7 +229,7 @@ export class EntityRegistry implements EntityCatalog {
     if (!(await this.store.retire(key, this.clock.now()))) throw notFound(key);
     this.cache.forget(key);
     await this.sync.announce();
-    await this.listeners.onRetired(key);
+    await this.changes.onRetired(key);
   }
 }
 
@@ -231,14 +240,8 @@ export async function buildRegistry(deps: {
   clock: Clock;
   log: Logger;
 }) {
-  const { stores, clock } = deps;
-  const registry = new EntityRegistry(
-    stores.entities,
-    clock,
-    stores.registrations,
-    deps.config.refillIntervalMs,
-    stores.stride,
-  );
+  const { entities, registrations, stride } = deps.stores;
+  const registry = new EntityRegistry(entities, deps.clock, registrations, deps.config.refillIntervalMs, stride);
   await registry.load();
   const refresh = every(
     () => registry.nextTickMs(),
@@ -246,7 +249,7 @@ export async function buildRegistry(deps: {
       registry
         .tick()
         .catch((err: unknown) => deps.log.warn({ err: errorMessage(err) }, 'could not refresh entity configuration')),
-    clock,
+    deps.clock,
   );
   return { value: { registry, start: () => refresh.start() }, close: () => refresh.stop() };
 }

@@ -30,7 +30,7 @@ export function secretAccepted(
   secret: string,
   nowMs: number,
 ): boolean {
-  const given = createHash('sha256').update(secret).digest();
+  const given = Buffer.from(hashSecret(secret), 'hex');
   let accepted = false;
   for (let i = 0; i < MAX_SECRETS; i++) {
     const s = entity?.secrets[i];

@@ -17,7 +17,7 @@ import { type Ops, type OpsEvents, createOps, createOpsEvents } from '../ops';
 import { Demand } from '../pool/demand';
 import { Dispatcher } from '../pool/dispatcher';
 import { SnowflakeTaker } from '../take/snowflake-taker';
-import { type TakeEvents, TakeService } from '../take/take-service';
+import { TakeService } from '../take/take-service';
 import { type EntityRateLimit, MemoryEntityRateLimit, RedisEntityRateLimit } from '../pool/rate-limit';
 import { RedisRegistrationGeneration } from '../entities/redis-registration-generation';
 import { MemoryPoolStore, MemoryRefillLock } from '../pool/memory-pool-store';
@@ -30,7 +30,7 @@ import { OWN_LIBRARY } from '../redis/functions';
 import { LibraryPruner } from '../redis/library-pruner';
 import { FenceCheck } from '../pool/fence-check';
 import { Refiller } from '../pool/refiller';
-import { type Segment, SqlSegmentAllocator } from '../segment/allocator';
+import { SqlSegmentAllocator } from '../segment/allocator';
 import { type DatabaseBehindReport, HighWaterAllocator, HighWaterFile } from '../segment/high-water';
 import { HighWaterNumberCounter } from '../segment/number-high-water';
 import { IdStride } from '../segment/stride';
@@ -44,6 +44,7 @@ import { RedisWorkerHolders } from '../worker/redis-worker-holders';
 import type { WorkerHolders } from '../worker/worker-holders';
 import { idpoolVersion } from '../version';
 import type { Built } from './resources';
+import type { ServiceSeams } from './internals';
 import { RedisNumberStore } from '../pool/number-store';
 import { MemoryNumberStore } from '../pool/memory-number-store';
 import { type NumberAdmin, NumberPeriods } from '../pool/period-pools';
@@ -85,6 +86,8 @@ export interface ServiceBase {
   db: Database;
   stores: Stores;
   registry: EntityRegistry;
+  /** Live cutovers' incumbent databases: refills reserve from them, readiness checks each. */
+  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
 }
 
 /** Without Redis business numbers wait in the in-process pool beside plain ids. */
@@ -137,10 +140,11 @@ export async function checkPoolMemory(
   await checkRedisMemory(redis, ceiling, log.child({ component: 'redis' }));
 }
 
+/** What the ops side is built from; `instance` is this instance's name (host:pid) in its alarms and heartbeat. */
+type OpsParts = ServiceBase & { opsConfig: OpsConfig; redis: RedisClient | undefined; instance: string };
+
 /** What the pools report to (metrics, alarms, the sampler's feed): built before them, and the sampler after. */
-export function buildOpsEvents(
-  deps: ServiceBase & { opsConfig: OpsConfig; redis: RedisClient | undefined; instance: string },
-): Built<OpsEvents> {
+export function buildOpsEvents(deps: OpsParts): Built<OpsEvents> {
   const { clock, log, instance } = deps;
   const events = createOpsEvents({
     config: deps.opsConfig,
@@ -156,15 +160,11 @@ export function buildOpsEvents(
 }
 
 export function buildOps(
-  deps: ServiceBase & {
+  deps: OpsParts & {
     events: OpsEvents;
     numbers: NumberUsageSource;
-    opsConfig: OpsConfig;
-    redis: RedisClient | undefined;
     prefix: string;
     snowflake: SnowflakeRuntime;
-    /** This instance's name (host:pid) in its alarms and heartbeat. */
-    instance: string;
     address: () => string;
   },
 ): Built<Ops> {
@@ -245,16 +245,10 @@ export interface Pools {
 }
 
 /** What the pools and the business-number takes are built from. */
-type PoolParts = ServiceBase & { ops: OpsEvents };
+type PoolParts = ServiceBase & ServiceSeams & { ops: OpsEvents; highWater?: HighWaterFile };
 
 /** The refiller, the fence check and the dispatcher; each loop starts with its `start()`, all stop on close. */
-export function buildPools(
-  deps: PoolParts & {
-    beforePush?: (entityKey: string, segment: Segment) => Promise<void>;
-    highWater?: HighWaterFile;
-    incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
-  },
-): Built<Pools> {
+export function buildPools(deps: PoolParts): Built<Pools> {
   const { stores, registry, clock, log } = deps;
   const events = deps.ops.refillEvents;
   const guarded =
@@ -338,7 +332,7 @@ function followRegistry(registry: EntityRegistry, refiller: Refiller, periods: N
 }
 
 /** The pools' numbers layer: on Redis by its clock; in process by the process's, counters behind the high-water file. */
-function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): NumberPeriods {
+function buildNumberPeriods(deps: PoolParts): NumberPeriods {
   const { stores } = deps;
   const numbers = stores.numberStore;
   const common = {
@@ -364,13 +358,9 @@ function buildNumberPeriods(deps: PoolParts & { highWater?: HighWaterFile }): Nu
 }
 
 /** The one take of every face, over each kind's taker. */
-export function buildTakes(deps: {
-  pools: Pools;
-  gapless: GaplessSeries;
-  snowflake: SnowflakeRuntime;
-  rate: EntityRateLimit;
-  events: TakeEvents;
-}): TakeService {
+export function buildTakes(
+  deps: Pick<ServiceBase, 'stores'> & { pools: Pools; gapless: GaplessSeries; snowflake: SnowflakeRuntime; ops: Ops },
+): TakeService {
   return new TakeService({
     takers: {
       segment: deps.pools.dispatcher,
@@ -378,9 +368,9 @@ export function buildTakes(deps: {
       gapless: new GaplessTaker(deps.gapless),
       snowflake: new SnowflakeTaker({
         make: (entityKey, count) => deps.snowflake.make(entityKey, count),
-        rate: deps.rate,
+        rate: deps.stores.snowflakeRate,
       }),
     },
-    events: deps.events,
+    events: deps.ops.takeEvents,
   });
 }

@@ -4,8 +4,6 @@ import { AuthFailureLimiter } from '../http/auth';
 import { failedCheck, sharedCheck } from '../http/readiness';
 import { type Ops, requestObserver } from '../ops';
 import type { OpsConfig } from '../ops/settings';
-import type { PoolStore } from '../pool/pool-store';
-import type { IncumbentDatabase, IncumbentKind } from '../segment/incumbent-rows';
 import { SegmentLeaser } from '../segment/lease';
 import type { Pools, ServiceBase } from './builders';
 import type { ServiceParts } from './internals';
@@ -14,13 +12,9 @@ import type { TakeService } from '../take/take-service';
 import type { GaplessSeries } from '../gapless/series';
 
 /** Readiness: the database and the pool answer within a second, and the lease is held. */
-function readinessCheck(
-  deps: Pick<HttpParts, 'db' | 'incumbents' | 'snowflake' | 'clock' | 'stopping'> & {
-    poolStore: PoolStore;
-    sampling?: () => ReadinessReport['sampling'];
-  },
-): () => Promise<ReadinessReport> {
-  const { db, poolStore, snowflake, clock } = deps;
+function readinessCheck(deps: HttpParts): () => Promise<ReadinessReport> {
+  const { db, snowflake, clock } = deps;
+  const { poolStore } = deps.stores;
   return async () => {
     const checks: Record<string, string> = {};
     // Load balancers stop sending here first; the listener closes right after.
@@ -54,7 +48,7 @@ function readinessCheck(
       checks,
       ...(degraded.length ? { degraded } : {}),
       shared,
-      sampling: deps.sampling?.(),
+      sampling: deps.ops.sampler.health(),
     };
   };
 }
@@ -66,8 +60,6 @@ type HttpParts = ServiceBase & {
   gapless: GaplessSeries;
   snowflake: SnowflakeRuntime;
   ops: Ops;
-  /** Live cutovers' incumbent databases: readiness checks each. */
-  incumbents: ReadonlyMap<IncumbentKind, IncumbentDatabase>;
   /** True once shutdown began: readiness fails and answers close their connections. */
   stopping: () => boolean;
 };
@@ -75,7 +67,7 @@ type HttpParts = ServiceBase & {
 /** What probes, scrapers and the dashboard read. */
 function operations(deps: HttpParts): HttpDeps['operations'] {
   const { ops } = deps;
-  const readiness = readinessCheck({ ...deps, poolStore: deps.stores.poolStore, sampling: () => ops.sampler.health() });
+  const readiness = readinessCheck(deps);
   // A scrape flood (open /metrics) costs at most one database and Redis probe a second, as /readyz does.
   const dependencyProbe = sharedCheck(readiness, deps.clock, 1000);
   return {

@@ -66,7 +66,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const entities = resources.add('registry refresh', await buildRegistry({ config, stores, clock, log }));
     const registry = entities.registry;
     await checkPoolMemory(redis, registry, log);
-    const base = { config, clock, log, db, stores, registry };
+    const base = { config, clock, log, db, stores, registry, incumbents };
     const snowflake = resources.add(
       'snowflake',
       await buildSnowflake({ ...base, holders: stores.workerHolders, settings: options.snowflake, redis }),
@@ -75,16 +75,13 @@ export async function createService(config: Config, options: ServiceOptions = {}
     const address = () => state.address;
     const events = resources.add('alarms', buildOpsEvents({ ...base, opsConfig, redis, instance }));
     const highWater = await buildHighWater(config, db, log.child({ component: 'high-water' }));
-    const pools = resources.add(
-      'refiller',
-      buildPools({ ...base, ops: events, beforePush: seamsFor(options).beforePush, highWater, incumbents }),
-    );
+    const pools = resources.add('refiller', buildPools({ ...base, ...seamsFor(options), ops: events, highWater }));
     const sampled = { opsConfig, redis, prefix, snowflake, instance, address, numbers: pools.numberUsage };
     const ops = resources.add('ops', buildOps({ ...base, ...sampled, events }));
     await pools.checkHighWater();
     const gapless = resources.add('gapless', buildGapless({ stores, highWater, log, clock }));
-    const takes = buildTakes({ pools, gapless, snowflake, rate: stores.snowflakeRate, events: ops.takeEvents });
-    const web = { opsConfig, pools, takes, gapless, snowflake, ops, incumbents, stopping: () => state.stopping };
+    const takes = buildTakes({ stores, pools, gapless, snowflake, ops });
+    const web = { opsConfig, pools, takes, gapless, snowflake, ops, stopping: () => state.stopping };
     const { app, adminApp } = buildHttp({ ...base, ...web });
     const { refiller, fenceCheck } = pools;
     const { poolStore } = stores;
