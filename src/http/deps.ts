@@ -14,7 +14,7 @@ import type { IdempotencyStore } from '../idempotency/store';
 import type { LeasedSegment } from '../segment/lease';
 import type { NumberAdmin } from '../pool/period-pools';
 import type { NumberView } from '../ops/period-forecast';
-import type { SamplingHealth } from '../ops/sampler';
+import type { OpsSampler } from '../ops/sampler';
 import type { GaplessSeries } from '../gapless/series';
 import type { TakeRequest } from '../take/take-service';
 
@@ -31,7 +31,7 @@ export interface ReadinessReport {
   /** Checks of what every instance shares (database, Redis, the lease while one of those fails): see `degradeShared`. */
   shared?: string[];
   /** How current the ops sampler's view is; not part of `ready`: stale monitoring must not become an outage. */
-  sampling?: SamplingHealth;
+  sampling?: ReturnType<OpsSampler['health']>;
 }
 
 /** Everything `createHttpApp` is built from, by concern; every part is always there: no route asks if it was given. */
