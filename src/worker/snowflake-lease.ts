@@ -1,7 +1,6 @@
 import { systemClock } from '../clock';
 import { openDatabase } from '../db/database';
 import { type Logger, silentLogger } from '../logger';
-import { NoWorkerLeaseError } from '../snowflake/errors';
 import { SnowflakeLayout } from '../snowflake/layout';
 import { Snowflake, type SnowflakeOptions } from '../snowflake/snowflake';
 import { DEFAULT_LEASE, type LeaseSettings, WorkerLease, instanceCode } from './lease';
@@ -57,8 +56,7 @@ export async function snowflakeWithLease(options: SnowflakeLeaseOptions): Promis
   };
   try {
     await lease.start();
-    const status = lease.status();
-    if (!status.ok) throw new NoWorkerLeaseError(status.detail);
+    lease.current(); // throws NoWorkerLeaseError saying why none is held
   } catch (err) {
     await close();
     throw err;

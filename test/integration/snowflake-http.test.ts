@@ -242,7 +242,7 @@ for (const { server, name } of SQL_SERVERS)
       try {
         expect(new Set([a.workerId, b.workerId])).toEqual(new Set([1, 2]));
         await expect(Snowflake.withLease({ databaseUrl, workerMin: 1, workerMax: 2 })).rejects.toThrow(
-          /every worker id in 1\.\.2/,
+          /^no snowflake worker lease: every worker id in 1\.\.2/,
         );
         const ids = [
           ...Array.from({ length: 10_000 }, () => a.nextId()),
