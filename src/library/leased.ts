@@ -64,8 +64,10 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
 
   numbers(entityKey: string, count = 1, options: TakeOptions = {}): Promise<string[]> {
     if (!isTakeCount(count)) return Promise.reject(new InvalidCountError(count, MAX_TAKE));
-    this.buffer(entityKey);
-    return this.translated(() => this.takes.take(entityKey, count, options), entityKey);
+    return this.translated(() => {
+      this.buffer(entityKey); // closed, or no secret for the entity: refused as take() refuses, never thrown at once
+      return this.takes.take(entityKey, count, options);
+    }, entityKey);
   }
 
   async close(): Promise<void> {

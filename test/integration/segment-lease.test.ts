@@ -5,7 +5,7 @@ import { type PrivateMariadb, startPrivateMariadb } from '../support/mariadb';
 import { call, parseMetrics, register, registerNew, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { describeWithServices } from '../support/describe-with-services';
-import { createIdGenerator } from '../../src/library';
+import { GeneratorClosedError, InvalidOptionError, createIdGenerator } from '../../src/library';
 import { IdpoolConflictError, IdpoolUnauthorizedError } from '../../src/client';
 import { suiteInstances } from '../support/suite-instances';
 
@@ -119,7 +119,10 @@ describeWithServices(
         }
       }
       expect(seen.size).toBeGreaterThanOrEqual(20 * 5000);
+      // An entity it holds no secret for, and a closed generator: numbers() rejects as take() does, never throws.
+      await expect(generators[0].numbers('not-configured', 1)).rejects.toBeInstanceOf(InvalidOptionError);
       await Promise.all(generators.map((g) => g.close()));
+      await expect(generators[0].numbers(key, 1)).rejects.toBeInstanceOf(GeneratorClosedError);
 
       const mono = uniqueKey('libmono');
       const monoSecret = await register(main.instance.url, { key: mono, mode: 'monotonic', maxSizePerSecond: 0 });
