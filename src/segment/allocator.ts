@@ -26,9 +26,6 @@ export interface LineRaiser {
   raise(entityKey: string, atLeast: bigint): Promise<bigint>;
 }
 
-/** How long a reservation waits for a SQLite write lock held by another process. */
-const BUSY_WAIT_MS = 5000;
-
 const lineUsedUp = (entityKey: string) =>
   new UnavailableError(`entity ${entityKey} has used up its 63-bit number line`, 3600);
 
@@ -71,7 +68,7 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
   private async reserveReturning(entityKey: string, size: number): Promise<bigint> {
     const sql = `UPDATE application SET current_offset = current_offset + CAST(? AS BIGINT) WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ? AND live = 0 AND current_offset <= CAST(? AS BIGINT) RETURNING ${this.db.bigText('current_offset')} AS end_offset`;
     const params = [size, entityKey, 'segment', (MAX_INT63 - BigInt(size)).toString()];
-    const rows = await whileBusy(() => this.db.query<{ end_offset: string }>(sql, params), this.clock, BUSY_WAIT_MS);
+    const rows = await whileBusy(() => this.db.query<{ end_offset: string }>(sql, params), this.clock);
     if (rows.length !== 1) {
       const live = await this.db.query(
         'SELECT 1 AS live FROM application WHERE entity_key = ? AND deleted_at = 0 AND id_mode = ?',

@@ -30,9 +30,6 @@ export interface NumberCounter {
 /** Two days after its end (docs/numbers.md): far past any clock skew, so no pruned period is reserved again. */
 export const NUMBER_PERIOD_RETENTION_MS = 2 * 86_400_000;
 
-/** How long a statement waits for a SQLite write lock held by another process. */
-const BUSY_WAIT_MS = 5000;
-
 export class SqlNumberCounter implements NumberCounter {
   private readonly insertRow: string;
   private readonly bigint: string;
@@ -132,6 +129,6 @@ export class SqlNumberCounter implements NumberCounter {
 
   /** Run again while another process holds SQLite's write lock. */
   private busyRetry<T>(run: () => Promise<T>): Promise<T> {
-    return whileBusy(run, this.clock, BUSY_WAIT_MS);
+    return whileBusy(run, this.clock);
   }
 }

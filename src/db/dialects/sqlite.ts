@@ -18,12 +18,12 @@ export function isBusy(err: unknown): boolean {
   return classifyWith([classifySqliteError], err)?.class === 'busy';
 }
 
-/**
- * `run` again while another process holds SQLite's write lock, for up to
- * `waitMs` (a reservation's statements: the allocator, the number counter).
- */
-export function whileBusy<T>(run: () => Promise<T>, clock: Clock, waitMs: number): Promise<T> {
-  return retryUntil(run, { clock, waitMs, pauseMs: [2, 8], retryable: isBusy });
+/** How long a reservation's statement waits for a SQLite write lock held by another process. */
+const BUSY_WAIT_MS = 5000;
+
+/** `run` again while another process holds SQLite's write lock (a reservation's statements: the allocator, the number counter). */
+export function whileBusy<T>(run: () => Promise<T>, clock: Clock): Promise<T> {
+  return retryUntil(run, { clock, waitMs: BUSY_WAIT_MS, pauseMs: [2, 8], retryable: isBusy });
 }
 
 /** `run` again while processes opening one fresh file at once race on their first writes; `retryable` tells a lost race. */
