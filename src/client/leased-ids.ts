@@ -152,7 +152,6 @@ function bufferOptions(
     reserve: async (size) => parse(entityKey, await lease(size)),
     clock,
     ...leaseSettings(options),
-    retryDelayMs: undefined,
     notReady: (waitedMs) =>
       new IdpoolLeaseNotReadyError(
         waitedMs === undefined
