@@ -149,7 +149,7 @@ export class IdpoolClient {
     if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size))
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.refillBelow must be an integer from 0 to buffer.size`);
     const buffer = new TrendBuffer(
-      (count) => this.request(key, options.secret, count),
+      (count) => this.request(key, options.secret, count, {}),
       options.buffer,
       (err) => onPrefetchError?.(err, key),
     );
@@ -230,12 +230,7 @@ export class IdpoolClient {
     });
   }
 
-  private async request(
-    entityKey: string,
-    secret: string,
-    count: number,
-    options: TakeOptions = {},
-  ): Promise<string[]> {
+  private async request(entityKey: string, secret: string, count: number, options: TakeOptions): Promise<string[]> {
     const answer = await this.transport.send<{ ids?: unknown } | null>({
       method: 'POST',
       path: `/apps/${encodeURIComponent(entityKey)}/ids`,
