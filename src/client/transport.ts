@@ -103,13 +103,11 @@ export class Transport {
     const { clock, maxAttempts, deadlineMs } = this.options;
     const deadline = clock.now() + deadlineMs;
     const headers: Record<string, string> = { authorization: `Bearer ${req.secret}`, accept: 'application/json' };
-    let body: string | undefined;
     if (req.body !== undefined) {
-      body = JSON.stringify(req.body);
       headers['content-type'] = 'application/json';
       headers['idempotency-key'] = req.idempotencyKey ?? this.options.newIdempotencyKey();
     }
-    const init = { method: req.method, headers, body };
+    const init = { method: req.method, headers, body: req.body === undefined ? undefined : JSON.stringify(req.body) };
     const failures: IdpoolClientError[] = [];
     const unavailable = (reason: string) => new IdpoolUnavailableError(failures, reason);
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
