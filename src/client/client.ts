@@ -115,17 +115,12 @@ export class IdpoolClient {
       clock: this.clock,
       newIdempotencyKey: seams.idempotencyKey ?? randomUUID,
     });
-    const onPrefetchError = options.onPrefetchError ?? (() => undefined);
     for (const [key, entity] of Object.entries(options.entities)) {
-      this.entities.set(key, this.entity(key, entity, onPrefetchError));
+      this.entities.set(key, this.entity(key, entity, options.onPrefetchError));
     }
   }
 
-  private entity(
-    key: string,
-    options: EntityOptions,
-    onPrefetchError: (err: unknown, entityKey: string) => void,
-  ): Entity {
+  private entity(key: string, options: EntityOptions, onPrefetchError: IdpoolClientOptions['onPrefetchError']): Entity {
     if (!KEY_PATTERN.test(key))
       throw new TypeError(`IdpoolClient: entity key "${key}" must be 1-64 of A-Z a-z 0-9 _ - .`);
     if (typeof options.secret !== 'string' || options.secret === '')
@@ -154,9 +149,9 @@ export class IdpoolClient {
     if (refillBelow !== undefined && (!Number.isInteger(refillBelow) || refillBelow < 0 || refillBelow > size))
       throw new TypeError(`IdpoolClient: entity "${key}": buffer.refillBelow must be an integer from 0 to buffer.size`);
     const buffer = new TrendBuffer(
-      (count) => this.request(key, options.secret, count),
+      (count) => this.request(key, options.secret, count, {}),
       options.buffer,
-      (err) => onPrefetchError(err, key),
+      (err) => onPrefetchError?.(err, key),
     );
     return { secret: options.secret, buffer };
   }
@@ -178,8 +173,7 @@ export class IdpoolClient {
 
   /** One new id. */
   async next(entityKey: string): Promise<string> {
-    const [id] = await this.take(entityKey, 1);
-    return id;
+    return (await this.take(entityKey, 1))[0];
   }
 
   /** The leased ids of an entity configured with `lease`: a synchronous `next()` (`await leased.open()` first). */
@@ -236,12 +230,7 @@ export class IdpoolClient {
     });
   }
 
-  private async request(
-    entityKey: string,
-    secret: string,
-    count: number,
-    options: TakeOptions = {},
-  ): Promise<string[]> {
+  private async request(entityKey: string, secret: string, count: number, options: TakeOptions): Promise<string[]> {
     const answer = await this.transport.send<{ ids?: unknown } | null>({
       method: 'POST',
       path: `/apps/${encodeURIComponent(entityKey)}/ids`,

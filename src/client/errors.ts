@@ -112,17 +112,3 @@ export class IdpoolUnavailableError extends IdpoolClientError {
 function lastAnswerOf(attempts: readonly IdpoolClientError[]): IdpoolHttpError | undefined {
   return [...attempts].reverse().find((attempt) => attempt instanceof IdpoolHttpError);
 }
-
-const BY_STATUS: Record<number, typeof IdpoolHttpError> = {
-  400: IdpoolInvalidRequestError,
-  401: IdpoolUnauthorizedError,
-  404: IdpoolNotFoundError,
-  409: IdpoolConflictError,
-  429: IdpoolRateLimitedError,
-};
-
-/** The typed error for an error answer. */
-export function httpError(...args: ConstructorParameters<typeof IdpoolHttpError>): IdpoolHttpError {
-  const Type = BY_STATUS[args[0]] ?? IdpoolHttpError;
-  return new Type(...args);
-}

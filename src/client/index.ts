@@ -1,12 +1,5 @@
 /** `idpool/client`: the HTTP client SDK, on Node's fetch alone (none of the server's dependencies). */
-export {
-  IdpoolClient,
-  type IdpoolClientOptions,
-  type EntityOptions,
-  type EntityMode,
-  type IdExplanation,
-  type TakeOptions,
-} from './client';
+export * from './client';
 export type { BufferOptions } from './trend-buffer';
 export {
   LeasedIds,
@@ -18,16 +11,4 @@ export {
   type LeaseAnswer,
 } from './leased-ids';
 export type { ClientClock } from './transport';
-export {
-  IdpoolClientError,
-  IdpoolHttpError,
-  IdpoolInvalidRequestError,
-  IdpoolUnauthorizedError,
-  IdpoolNotFoundError,
-  IdpoolConflictError,
-  IdpoolRateLimitedError,
-  IdpoolTimeoutError,
-  IdpoolNetworkError,
-  IdpoolUnavailableError,
-  type IdpoolErrorCode,
-} from './errors';
+export * from './errors';

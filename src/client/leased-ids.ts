@@ -152,7 +152,6 @@ function bufferOptions(
     reserve: async (size) => parse(entityKey, await lease(size)),
     clock,
     ...leaseSettings(options),
-    retryDelayMs: undefined,
     notReady: (waitedMs) =>
       new IdpoolLeaseNotReadyError(
         waitedMs === undefined
@@ -217,14 +216,9 @@ function leaseSettings(options: LeaseOptions) {
 
 /** A leased buffer of the id type `options.ids` asks for. */
 export function leasedIds(
-  entityKey: string,
-  fetchLease: LeaseFetch,
-  clock: ClientClock,
-  options: LeaseOptions = {},
+  ...args: ConstructorParameters<typeof NumberLeasedIds>
 ): LeasedIds<number> | LeasedIds<bigint> {
-  const ids: string = options.ids ?? LEASE_DEFAULTS.ids;
+  const ids: string = args[3]?.ids ?? LEASE_DEFAULTS.ids;
   if (ids !== 'bigint' && ids !== 'number') throw new TypeError(`lease.ids must be 'bigint' or 'number', got ${ids}`);
-  return ids === 'number'
-    ? new NumberLeasedIds(entityKey, fetchLease, clock, options)
-    : new BigIntLeasedIds(entityKey, fetchLease, clock, options);
+  return ids === 'number' ? new NumberLeasedIds(...args) : new BigIntLeasedIds(...args);
 }

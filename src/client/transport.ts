@@ -1,10 +1,14 @@
 import {
   IdpoolClientError,
+  IdpoolConflictError,
   IdpoolHttpError,
+  IdpoolInvalidRequestError,
   IdpoolNetworkError,
+  IdpoolNotFoundError,
+  IdpoolRateLimitedError,
   IdpoolTimeoutError,
+  IdpoolUnauthorizedError,
   IdpoolUnavailableError,
-  httpError,
 } from './errors';
 
 /** Time as the client sees it; tests hand in a fake. */
@@ -69,6 +73,15 @@ interface Endpoint {
  */
 const ENTITY_REFUSALS: ReadonlySet<string> = new Set(['period_exhausted', 'entity_held', 'gapless_ledger_behind']);
 
+/** The typed error of an error answer's status; any other status is an {@link IdpoolHttpError}. */
+const BY_STATUS: Record<number, typeof IdpoolHttpError> = {
+  400: IdpoolInvalidRequestError,
+  401: IdpoolUnauthorizedError,
+  404: IdpoolNotFoundError,
+  409: IdpoolConflictError,
+  429: IdpoolRateLimitedError,
+};
+
 /** What a failed attempt leads to: the caller gets it, the call waits and asks again, or the endpoint is down. */
 type Verdict = 'final' | 'refused' | 'down' | { waitMs: number };
 
@@ -90,13 +103,11 @@ export class Transport {
     const { clock, maxAttempts, deadlineMs } = this.options;
     const deadline = clock.now() + deadlineMs;
     const headers: Record<string, string> = { authorization: `Bearer ${req.secret}`, accept: 'application/json' };
-    let body: string | undefined;
     if (req.body !== undefined) {
-      body = JSON.stringify(req.body);
       headers['content-type'] = 'application/json';
       headers['idempotency-key'] = req.idempotencyKey ?? this.options.newIdempotencyKey();
     }
-    const init = { method: req.method, headers, body };
+    const init = { method: req.method, headers, body: req.body === undefined ? undefined : JSON.stringify(req.body) };
     const failures: IdpoolClientError[] = [];
     const unavailable = (reason: string) => new IdpoolUnavailableError(failures, reason);
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -205,7 +216,7 @@ export class Transport {
     // A refusal's Retry-After is never waited for here: the caller gets it as said (the next period may be an hour off).
     const cap = ENTITY_REFUSALS.has(code) ? Number.POSITIVE_INFINITY : this.options.maxRetryAfterMs;
     const wait = retryAfterMs(res.headers.get('retry-after'), this.options.clock.now(), cap);
-    throw httpError(status, code, message, endpoint.url, wait);
+    throw new (BY_STATUS[status] ?? IdpoolHttpError)(status, code, message, endpoint.url, wait);
   }
 }
 

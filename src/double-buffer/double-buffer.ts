@@ -24,14 +24,14 @@ export interface DoubleBufferOptions {
   /** Share of a segment handed out before the next reservation starts (0 ≤ x < 1). */
   prefetchAt: number;
   /** The first reservation's size and the least one; undefined: the source's default, then the first `count`. */
-  minSize: number | undefined;
+  minSize?: number;
   maxSize: number;
   /** The size adapts to one reservation per this many ms. */
   targetSegmentMs: number;
   /** How long `nextAsync`/`take`/`open` wait for a segment. */
   waitMs: number;
   /** How long a failed reservation is thrown again before the next is tried; undefined: to one caller only. */
-  retryDelayMs: number | undefined;
+  retryDelayMs?: number;
   /** The error for "no ids ready": at once from `next()` (`waitedMs` undefined), or after waiting. */
   notReady: (waitedMs?: number) => Error;
   closed: () => Error;
@@ -88,8 +88,7 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   private failure: Error | undefined;
   private failedAt = 0;
   /** The last reservation's size and when it started (the adaptive size starts from them). */
-  private size: number | undefined;
-  private lastReserveAt: number | undefined;
+  private last: { size: number; at: number } | undefined;
   private minSize: number | undefined;
   private closed = false;
   loads = 0;
@@ -190,9 +189,9 @@ export abstract class DoubleBuffer<T extends number | bigint> {
   private async load(): Promise<void> {
     const now = this.options.clock.now();
     const size =
-      this.size === undefined || this.lastReserveAt === undefined
+      this.last === undefined
         ? this.minSize
-        : nextStep(this.size, now - this.lastReserveAt, {
+        : nextStep(this.last.size, now - this.last.at, {
             minStep: this.minSize ?? 1,
             maxStep: this.options.maxSize,
             targetSegmentMs: this.options.targetSegmentMs,
@@ -200,9 +199,8 @@ export abstract class DoubleBuffer<T extends number | bigint> {
     try {
       const ids = await this.options.reserve(size);
       const segment = this.toSegment(ids);
-      this.size = ids.count;
+      this.last = { size: ids.count, at: now };
       this.minSize = ids.minSize ?? this.minSize ?? ids.count;
-      this.lastReserveAt = now;
       this.loads++;
       if (this.closed) return;
       this.spare = segment;

@@ -3,14 +3,6 @@ export { createIdGenerator } from './generator';
 export type { EntitySource, IdGeneratorOptions } from './options';
 export type { IdGenerator } from './loader';
 export type { TakeOptions } from '../client/client';
-export {
-  GeneratorClosedError,
-  InvalidCountError,
-  InvalidOptionError,
-  SegmentReservationError,
-  SegmentsNotReadyError,
-  UnsafeNumberIdError,
-  UnsupportedEntityError,
-} from './errors';
+export * from './errors';
 export type { DatabaseBehindReport } from '../segment/high-water';
 export { StrideMismatchError } from '../segment/stride-record';

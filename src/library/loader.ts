@@ -163,12 +163,8 @@ export class BufferedIdGenerator<T extends Id> implements IdGenerator<T> {
     return {
       reserve: this.reserver(entityKey),
       clock: { now: () => clock.monotonic(), sleep: (ms, signal) => clock.sleep(ms, signal) },
-      prefetchAt: settings.prefetchAt,
-      minSize: undefined,
+      ...settings,
       maxSize: settings.maxStep,
-      targetSegmentMs: settings.targetSegmentMs,
-      waitMs: settings.waitMs,
-      retryDelayMs: settings.retryDelayMs,
       notReady: (waitedMs) =>
         new SegmentsNotReadyError(
           entityKey,
