@@ -41,7 +41,7 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
   }
 
   async open(...entityKeys: string[]): Promise<void> {
-    await Promise.all(entityKeys.map((key) => this.translated(() => this.buffer(key).open())));
+    await Promise.all(entityKeys.map((key) => this.translated(() => this.buffer(key).open(), key)));
   }
 
   next(entityKey: string): T {
@@ -87,7 +87,7 @@ export class LeasedIdGenerator<T extends Id> implements IdGenerator<T> {
     return buffer;
   }
 
-  private async translated<R>(run: () => Promise<R>, entityKey = ''): Promise<R> {
+  private async translated<R>(run: () => Promise<R>, entityKey: string): Promise<R> {
     try {
       return await run();
     } catch (err) {

@@ -5,7 +5,7 @@ import { type PrivateMariadb, startPrivateMariadb } from '../support/mariadb';
 import { call, parseMetrics, register, registerNew, takeIds } from '../support/http';
 import { type Instance, type RedisServer, startInstance, startRedisServer } from '../support/processes';
 import { describeWithServices } from '../support/describe-with-services';
-import { GeneratorClosedError, InvalidOptionError, createIdGenerator } from '../../src/library';
+import { GeneratorClosedError, InvalidOptionError, SegmentsNotReadyError, createIdGenerator } from '../../src/library';
 import { IdpoolConflictError, IdpoolUnauthorizedError } from '../../src/client';
 import { suiteInstances } from '../support/suite-instances';
 
@@ -132,6 +132,15 @@ describeWithServices(
       const wrong = await createIdGenerator({ service: { url: main.instance.url, secrets: { [key]: 'not-it' } } });
       await expect(wrong.open(key)).rejects.toBeInstanceOf(IdpoolUnauthorizedError);
       await wrong.close();
+      // open() that gets no segment within waitMs names its entity as next() does (it named none).
+      const unreachable = await createIdGenerator({
+        service: { url: 'http://127.0.0.1:9', secrets: { [key]: secret } },
+        waitMs: 200,
+      });
+      const notReady = await unreachable.open(key).catch((err: unknown) => err);
+      expect(notReady).toBeInstanceOf(SegmentsNotReadyError);
+      expect((notReady as SegmentsNotReadyError).entityKey).toBe(key);
+      await unreachable.close();
     });
 
     it('a monotonic entity refuses with 409 saying why; snowflake too; nothing reserved', async () => {
