@@ -59,7 +59,6 @@ export function postgresUnavailable(err: unknown): unknown {
 /** PostgreSQL through node-postgres. */
 export const postgres: SqlDialect = {
   name: 'postgres',
-  matches: isPostgresUrl,
   options: (url, clock) => ({
     type: 'postgres',
     url,
