@@ -98,21 +98,13 @@ export const postgres: SqlDialect = {
   withMigrationLock: (dataSource, run, clock) =>
     withRunner(dataSource, async (runner) => {
       const lock = "hashtext('idpool_migrations')";
+      const tryLock = async () => {
+        const [row] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [{ locked: unknown }];
+        if (row.locked !== true) throw new MigrationLockBusy();
+      };
       // Tried in a loop: a blocking pg_advisory_lock would be cut off by the short statement_timeout.
-      await retryUntil(
-        async () => {
-          const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
-            { locked: unknown },
-          ];
-          if (locked !== true) throw new MigrationLockBusy();
-        },
-        {
-          clock,
-          waitMs: MIGRATION_LOCK_WAIT_MS,
-          pauseMs: [50, 50],
-          retryable: (err) => err instanceof MigrationLockBusy,
-        },
-      );
+      const retryable = (err: unknown) => err instanceof MigrationLockBusy;
+      await retryUntil(tryLock, { clock, waitMs: MIGRATION_LOCK_WAIT_MS, pauseMs: [50, 50], retryable });
       try {
         return await run();
       } finally {
