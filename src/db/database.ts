@@ -1,7 +1,10 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { type Clock, systemClock } from '../clock';
 import { migrations } from '../../migrations';
-import { DIALECTS, type DialectName, type SqlDialect, dialectFor } from './dialects';
+import type { DialectName, SqlDialect } from './dialects/dialect';
+import { mysql } from './dialects/mysql';
+import { isPostgresUrl, postgres } from './dialects/postgres';
+import { sqlite } from './dialects/sqlite';
 import { DatabaseStartError } from './start-error';
 
 export {
@@ -11,6 +14,11 @@ export {
   toPostgresPlaceholders,
 } from './dialects/postgres';
 export { isBusy, whileBusy, whileRacing } from './dialects/sqlite';
+
+const DIALECTS: Readonly<Record<DialectName, SqlDialect>> = { mysql, postgres, sqlite };
+
+/** MySQL for anything that is neither SQLite nor PostgreSQL (the config accepts only these three). */
+const dialectFor = (url: string) => (url.startsWith('sqlite:') ? sqlite : isPostgresUrl(url) ? postgres : mysql);
 
 /** A TypeORM DataSource and the dialect differences the SQL needs; BIGINTs cross it as decimal strings, exact above 2^53. */
 export interface Database extends Pick<SqlDialect, 'bigText' | 'nowMs'> {
@@ -45,7 +53,16 @@ export async function openDatabase(
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
     throw new DatabaseStartError(description, options.urlSource ?? 'the database URL', err);
   }
-  const db = wrap(dataSource, dialect, description);
+  const db: Database = {
+    dialect: dialect.name,
+    dataSource,
+    description,
+    query: <T>(sql: string, params?: unknown[]) => dialect.rows(dataSource, sql, params) as Promise<T[]>,
+    execute: (sql, params) => dialect.statement(dataSource, sql, params),
+    bigText: (column) => dialect.bigText(column),
+    nowMs: dialect.nowMs,
+    close: () => dataSource.destroy(),
+  };
   if (options.migrate !== false) await migrate(db, options.clock);
   return db;
 }
@@ -57,17 +74,4 @@ export async function migrate(
 ): Promise<string[]> {
   const run = async () => (await dataSource.runMigrations({ transaction: 'each' })).map((m) => m.name);
   return DIALECTS[dialect].withMigrationLock(dataSource, run, clock);
-}
-
-function wrap(dataSource: DataSource, dialect: SqlDialect, description: string): Database {
-  return {
-    dialect: dialect.name,
-    dataSource,
-    description,
-    query: <T>(sql: string, params?: unknown[]) => dialect.rows(dataSource, sql, params) as Promise<T[]>,
-    execute: (sql, params) => dialect.statement(dataSource, sql, params),
-    bigText: (column) => dialect.bigText(column),
-    nowMs: dialect.nowMs,
-    close: () => dataSource.destroy(),
-  };
 }

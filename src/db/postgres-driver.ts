@@ -12,21 +12,14 @@ export function pgClientFailure(err: object): ClientFailure | undefined {
 
 /** Marks a failure node-postgres raised itself: not a server's `DatabaseError`, nor a programming error. */
 function mark(err: unknown, failure: ClientFailure): void {
-  if (
-    !(err instanceof Error) ||
-    err instanceof pg.DatabaseError ||
-    err instanceof TypeError ||
-    err instanceof RangeError
-  )
-    return;
-  Object.defineProperty(err, CLIENT_FAILURE, { value: failure, configurable: true });
+  const own = err instanceof Error && ![pg.DatabaseError, TypeError, RangeError].some((type) => err instanceof type);
+  if (own) Object.defineProperty(err, CLIENT_FAILURE, { value: failure, configurable: true });
 }
 
 type Callback = (err: Error | null, ...rest: unknown[]) => void;
 type ConnectCallback = Parameters<pg.Pool['connect']>[0];
-type QueryFn = (...args: unknown[]) => unknown;
 interface QueryableClient {
-  query: QueryFn;
+  query: (...args: unknown[]) => unknown;
   end(): Promise<void>;
   on(event: 'error' | 'end', listener: () => void): void;
 }

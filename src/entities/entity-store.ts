@@ -195,7 +195,6 @@ export class SqlEntityStore implements EntityStore {
     this.setTunables = TUNABLES.map(([c]) => `${name(c)} = ?`).join(', ');
   }
 
-  /** The rows `where` picks, every column the store reads. */
   private select(where: string, params?: unknown[]): Promise<Row[]> {
     return this.db.query<Row>(`SELECT ${this.columns} FROM application WHERE ${where}`, params);
   }
@@ -246,11 +245,8 @@ export class SqlEntityStore implements EntityStore {
           await this.insertRows(distinct.map((b) => b.entity));
           for (const b of distinct) b.resolve(true);
         } catch (err) {
-          if (!isDuplicate(err)) {
-            for (const b of distinct) b.reject(err);
-            continue;
-          }
-          await this.settleTaken(distinct);
+          if (isDuplicate(err)) await this.settleTaken(distinct);
+          else for (const b of distinct) b.reject(err);
         }
       }
     } finally {
@@ -260,18 +256,13 @@ export class SqlEntityStore implements EntityStore {
 
   /** After a batch hit a taken key: those taken answer false, the rest go back in the queue. */
   private async settleTaken(batch: PendingInsert[]): Promise<void> {
-    let taken: Set<string>;
-    try {
-      const keys = batch.map((b) => b.entity.key);
-      const rows = await this.db.query<{ k: string }>(
-        `SELECT entity_key AS k FROM application WHERE entity_key IN (${keys.map(() => '?').join(', ')})`,
-        keys,
-      );
-      taken = new Set(rows.map((r) => r.k));
-    } catch (err) {
+    const keys = batch.map((b) => b.entity.key);
+    const sql = `SELECT entity_key AS k FROM application WHERE entity_key IN (${keys.map(() => '?').join(', ')})`;
+    const rows = await this.db.query<{ k: string }>(sql, keys).catch((err: unknown) => {
       for (const b of batch) b.reject(err);
-      return;
-    }
+    });
+    if (!rows) return;
+    const taken = new Set(rows.map((r) => r.k));
     const free = batch.filter((b) => !taken.has(b.entity.key));
     for (const b of batch) if (taken.has(b.entity.key)) b.resolve(false);
     // None taken yet the INSERT said duplicate: should not happen; answer row by row rather than loop.

@@ -57,7 +57,6 @@ export class GenerationSync {
   private catchingUp: { read: Promise<number | undefined>; until: number } | undefined;
 
   constructor(
-    /** Kept fresh: every live entry (start-up), or those changed since the last pull. */
     private readonly cache: Pick<EntityCache, 'loadAll' | 'pullChanges'>,
     private readonly generation: RegistrationGeneration,
     private readonly clock: Clock,
@@ -166,13 +165,8 @@ export class GenerationSync {
    */
   private async refreshWhile(behind: () => boolean, failures: 'throw' | 'ignore', until: number): Promise<boolean> {
     for (let attempt = 0; attempt < 2 && behind(); attempt++) {
-      const refreshing = this.sharedRefresh().then(
-        () => true,
-        (err: unknown) => {
-          if (failures === 'throw') throw err;
-          return true;
-        },
-      );
+      const refresh = this.sharedRefresh();
+      const refreshing = (failures === 'throw' ? refresh : refresh.catch(() => undefined)).then(() => true);
       if (!(await within(this.clock, refreshing, until - this.clock.now(), false))) return false;
     }
     return true;

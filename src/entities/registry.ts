@@ -29,7 +29,6 @@ const REWRITE_TRIES = 5;
  */
 export class EntityRegistry implements EntityCatalog {
   private readonly listeners: EntityChangeListener[] = [];
-  /** Tells every listener, in turn. */
   private readonly changes: Required<EntityChangeListener> = {
     onRegistered: async (entity) => {
       for (const l of this.listeners) await l.onRegistered?.(entity);
@@ -140,10 +139,7 @@ export class EntityRegistry implements EntityCatalog {
   }
 
   /** One more secret (given or new), until `expiresInSeconds`; a known one is not added twice (imports rerun). */
-  async addSecret(
-    key: string,
-    o: { secret?: string; expiresInSeconds?: number } = {},
-  ): Promise<{ id: string; secret: string; added: boolean; expiresAt: number | null }> {
+  async addSecret(key: string, o: { secret?: string; expiresInSeconds?: number } = {}) {
     const secret = o.secret ?? newSecret();
     const hash = hashSecret(secret);
     let result: { id: string; added: boolean; expiresAt: number | null } | undefined;

@@ -54,12 +54,6 @@ export interface FleetAlarms extends Pick<FleetInstances, 'source' | 'note'> {
   readonly recent: FleetAlarm[];
 }
 
-/** Fleet rates: per entity, summed over `instances` alive instances. */
-export interface FleetRates {
-  readonly rates: Map<string, number>;
-  readonly instances: number;
-}
-
 /**
  * This instance in the fleet: its heartbeat, its alarms in the fleet stream, and the fleet's
  * instances, alarms and rates read back. Every read is bounded and falls back to this instance
@@ -149,17 +143,15 @@ export class Fleet {
     }
   }
 
-  /** Take rates per entity summed over the instances alive in `view` (undefined: Redis did not answer). */
-  async rates(view: FleetInstances): Promise<FleetRates | undefined> {
+  /** Take rates per entity summed over the `instances` alive in `view` (undefined: Redis did not answer). */
+  async rates(view: FleetInstances): Promise<{ rates: Map<string, number>; instances: number } | undefined> {
     if (view.source === 'local' && this.options.store.kind === 'redis') return undefined;
     const others = new Set(view.instances.filter((i) => i.state === 'alive' && !i.self).map((i) => i.id));
     let rates = new Map<string, number>();
     if (others.size > 0) {
-      try {
-        rates = fleetRates(await this.bounded(this.options.store.rates()), others);
-      } catch {
-        return undefined;
-      }
+      const published = await this.bounded(this.options.store.rates()).catch(() => undefined);
+      if (!published) return undefined;
+      rates = fleetRates(published, others);
     }
     for (const [entity, rate] of this.options.self.rates()) rates.set(entity, (rates.get(entity) ?? 0) + rate);
     return { rates, instances: others.size + 1 };
@@ -178,12 +170,8 @@ export class Fleet {
   private async heartbeat(readEpoch = true): Promise<Heartbeat> {
     const s = this.options.self;
     const sampled = s.lastSampleAt();
-    let epoch: string | null = null;
-    try {
-      if (readEpoch) epoch = await this.bounded(s.epoch());
-    } catch {
-      // Published as unknown: the heartbeat still says the instance is up.
-    }
+    // Published as unknown when unread: the heartbeat still says the instance is up.
+    const epoch = readEpoch ? await this.bounded(s.epoch()).catch(() => null) : null;
     return {
       id: s.id,
       address: s.address(),

@@ -128,10 +128,10 @@ export function fleetRates(rates: ReadonlyMap<string, EntityRates>, alive: Reado
   return sum;
 }
 
-/** The busiest `max` of `rates`, as a heartbeat carries them (two decimals: a rate, not a count). */
-export function publishedRates(rates: ReadonlyMap<string, number>, max = MAX_PUBLISHED_RATES): Record<string, number> {
+/** The busiest {@link MAX_PUBLISHED_RATES} of `rates`, as a heartbeat carries them (two decimals: a rate, not a count). */
+export function publishedRates(rates: ReadonlyMap<string, number>): Record<string, number> {
   const busiest = [...rates].filter(([, r]) => r > 0).sort((a, b) => b[1] - a[1]);
-  return Object.fromEntries(busiest.slice(0, max).map(([k, r]) => [k, Math.round(r * 100) / 100]));
+  return Object.fromEntries(busiest.slice(0, MAX_PUBLISHED_RATES).map(([k, r]) => [k, Math.round(r * 100) / 100]));
 }
 
 /** A heartbeat read back from Redis, its known fields only, or undefined when it is not one (another version's, or damaged). */
@@ -198,6 +198,9 @@ export interface FleetAlarm {
   readonly instance: string;
   readonly record: Record<string, unknown>;
 }
+
+/** Alarms kept (the dashboard shows 100): a burst of one per entity over a few hundred still leaves the last minutes readable. */
+export const ALARM_STREAM_LENGTH = 1000;
 
 /** What the fleet keeps in Redis: the alarm stream and the heartbeats (a fake or another store can stand in). */
 export interface FleetStore {

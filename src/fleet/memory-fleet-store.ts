@@ -1,7 +1,4 @@
-import type { EntityRates, FleetAlarm, FleetStore, Heartbeat } from './instances';
-
-// As many alarm records as the Redis stream keeps.
-const MAX_ALARMS = 1000;
+import { ALARM_STREAM_LENGTH, type EntityRates, type FleetAlarm, type FleetStore, type Heartbeat } from './instances';
 
 /** The fleet of one process (embedded mode, unit tests): the Redis store's behaviour, in memory. */
 export class MemoryFleetStore implements FleetStore {
@@ -12,7 +9,7 @@ export class MemoryFleetStore implements FleetStore {
 
   async appendAlarm(alarm: FleetAlarm): Promise<void> {
     this.alarms.push(alarm);
-    if (this.alarms.length > MAX_ALARMS) this.alarms.splice(0, this.alarms.length - MAX_ALARMS);
+    if (this.alarms.length > ALARM_STREAM_LENGTH) this.alarms.splice(0, this.alarms.length - ALARM_STREAM_LENGTH);
   }
 
   async recentAlarms(count: number): Promise<FleetAlarm[]> {

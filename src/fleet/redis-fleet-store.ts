@@ -1,6 +1,7 @@
 import { type FleetKeys, fleetKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import {
+  ALARM_STREAM_LENGTH,
   type EntityRates,
   type FleetAlarm,
   type FleetStore,
@@ -9,10 +10,6 @@ import {
   parseObject,
   parseRates,
 } from './instances';
-
-// The dashboard shows 100; a burst of one alarm per entity over a few hundred still leaves the last
-// minutes readable. `MAXLEN ~` trims whole stream nodes (100 entries), so up to ~100 more are kept.
-const ALARM_STREAM_LENGTH = 1000;
 
 /** The fleet's alarm stream and heartbeat hash in Redis (keys from `redis/keys.ts`, one Cluster slot). */
 export class RedisFleetStore implements FleetStore {
@@ -32,7 +29,7 @@ export class RedisFleetStore implements FleetStore {
     await this.redis.xadd(
       this.keys.alarms,
       'MAXLEN',
-      '~',
+      '~', // trims whole stream nodes (100 entries): up to ~100 more are kept
       ALARM_STREAM_LENGTH,
       '*',
       'instance',

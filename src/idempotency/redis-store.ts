@@ -1,6 +1,6 @@
 import type { Clock } from '../clock';
 import { type Logger, silentLogger } from '../logger';
-import { type IdempotencyKeys, idempotencyBytesKey, idempotencyKeys } from '../redis/keys';
+import { idempotencyBytesKey, idempotencyKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/connection';
 import { callFunction } from '../redis/functions';
 import { decodeAnswer, encodeAnswer } from './codec';
@@ -77,49 +77,39 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     }
 
     try {
-      return await this.produceAndStore(keys, entityKey, requestKey, count, produce);
+      const ids = await produce();
+      const encoded = encodeAnswer(count, ids);
+      const bytes = answerBytes(keys.answer, encoded);
+      if (!(await this.room(bytes))) {
+        this.log.warn(
+          { entityKey, bytes, limits: this.limits },
+          'Idempotency-Key answers are at their byte bound; answering without storing (a retry takes new ids)',
+        );
+        await this.redis.del(keys.claim).catch(() => undefined);
+        return { ids, replayed: false };
+      }
+      // The first answer stored wins; one call (`store_answer-3.lua`) also indexes it by time and drops this
+      // entity's expired answers and, beyond the count and byte caps, its oldest.
+      const { answersPerEntity, bytesPerEntity } = this.limits;
+      const [stored, ...reply] = await callFunction<[number, ...(string | number | null)[]]>(
+        this.redis,
+        'idpool_store_answer',
+        [keys.answer, keys.index, keys.bytes],
+        [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
+      );
+      if (stored === 1) {
+        await this.count(bytes, reply.map(Number));
+        return { ids, replayed: false };
+      }
+      const [winner] = reply as (string | null | undefined)[];
+      // Our claim expired and another request answered first: its answer stands.
+      if (winner === undefined || winner === null) throw inProgress();
+      return checked(decodeAnswer(winner), count);
     } catch (err) {
       // Nothing stands for this key: a retry runs at once rather than waiting out the claim.
       await this.redis.del(keys.claim).catch(() => undefined);
       throw err;
     }
-  }
-
-  private async produceAndStore(
-    keys: IdempotencyKeys,
-    entityKey: string,
-    requestKey: string,
-    count: number,
-    produce: ProduceIds,
-  ): Promise<IdempotentAnswer> {
-    const ids = await produce();
-    const encoded = encodeAnswer(count, ids);
-    const bytes = answerBytes(keys.answer, encoded);
-    if (!(await this.room(bytes))) {
-      this.log.warn(
-        { entityKey, bytes, limits: this.limits },
-        'Idempotency-Key answers are at their byte bound; answering without storing (a retry takes new ids)',
-      );
-      await this.redis.del(keys.claim).catch(() => undefined);
-      return { ids, replayed: false };
-    }
-    // The first answer stored wins; one call (`store_answer-3.lua`) also indexes it by time and drops this
-    // entity's expired answers and, beyond the count and byte caps, its oldest.
-    const { answersPerEntity, bytesPerEntity } = this.limits;
-    const [stored, ...reply] = await callFunction<[number, ...(string | number | null)[]]>(
-      this.redis,
-      'idpool_store_answer',
-      [keys.answer, keys.index, keys.bytes],
-      [encoded, ANSWER_TTL_MS, requestKey, answersPerEntity, keys.answerPrefix, bytes, bytesPerEntity],
-    );
-    if (stored === 1) {
-      await this.count(bytes, reply.map(Number));
-      return { ids, replayed: false };
-    }
-    const [winner] = reply as (string | null | undefined)[];
-    // Our claim expired and another request answered first: its answer stands.
-    if (winner === undefined || winner === null) throw inProgress();
-    return checked(decodeAnswer(winner), count);
   }
 
   /**

@@ -13,7 +13,6 @@ export interface StatementResult {
 /** Everything idpool does differently per database, one object per dialect: `db/database.ts` knows none by name. */
 export interface SqlDialect {
   readonly name: DialectName;
-  matches(url: string): boolean;
   /** TypeORM options for `url` (migrations are added by the caller); `clock` times what the driver measures itself (a PostgreSQL connect's wait). */
   options(url: string, clock: Clock): DataSourceOptions;
   /** Where the data lives, for the start-up log (path or host/db, no password). */

@@ -7,7 +7,6 @@ const withMysqlScheme = (url: string) => url.replace(/^mariadb:/, 'mysql:');
 /** MySQL and MariaDB through mysql2. */
 export const mysql: SqlDialect = {
   name: 'mysql',
-  matches: (url) => /^(mysql|mariadb):\/\//.test(url),
   options: (url) => ({
     type: 'mysql',
     url: withMysqlScheme(url),

@@ -21,11 +21,6 @@ class MigrationLockBusy extends Error {
   }
 }
 
-/** PostgreSQL error codes (Appendix A of its manual) met when creating a database. */
-const PG_INVALID_CATALOG_NAME = '3D000';
-const PG_DUPLICATE_DATABASE = '42P04';
-const PG_UNIQUE_VIOLATION = '23505';
-
 /** Whether a database URL names PostgreSQL (`postgres://` or `postgresql://`). */
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
@@ -33,21 +28,9 @@ export function isPostgresUrl(url: string): boolean {
 
 /** idpool's `?` placeholders as node-postgres's `$1, $2, …`, outside quoted strings and identifiers. */
 export function toPostgresPlaceholders(sql: string): string {
-  let out = '';
   let n = 0;
-  let quote: string | undefined;
-  for (const ch of sql) {
-    if (quote) {
-      if (ch === quote) quote = undefined;
-    } else if (ch === "'" || ch === '"') {
-      quote = ch;
-    } else if (ch === '?') {
-      out += `$${++n}`;
-      continue;
-    }
-    out += ch;
-  }
-  return out;
+  // A quoted string or identifier runs to its closing quote, or to the end when it has none.
+  return sql.replace(/'[^']*'?|"[^"]*"?|\?/g, (m) => (m === '?' ? `$${++n}` : m));
 }
 
 /** A PostgreSQL failure that is the database unavailable or busy as an UnavailableError (503); anything else untouched. */
@@ -59,7 +42,6 @@ export function postgresUnavailable(err: unknown): unknown {
 /** PostgreSQL through node-postgres. */
 export const postgres: SqlDialect = {
   name: 'postgres',
-  matches: isPostgresUrl,
   options: (url, clock) => ({
     type: 'postgres',
     url,
@@ -88,7 +70,7 @@ export const postgres: SqlDialect = {
       await probe.connect();
       return;
     } catch (err) {
-      if ((err as { code?: string }).code !== PG_INVALID_CATALOG_NAME) throw err;
+      if ((err as { code?: string }).code !== '3D000') throw err; // invalid_catalog_name (PostgreSQL, Appendix A)
     } finally {
       await probe.end().catch(() => undefined);
     }
@@ -101,8 +83,8 @@ export const postgres: SqlDialect = {
       await admin.query(`CREATE DATABASE ${escapeIdentifier(name)}`);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      // Another process starting at the same moment created it first.
-      if (code === PG_DUPLICATE_DATABASE || code === PG_UNIQUE_VIOLATION) return;
+      // duplicate_database, unique_violation: another process starting at the same moment created it first.
+      if (code === '42P04' || code === '23505') return;
       throw new Error(
         `PostgreSQL database "${name}" does not exist on ${u.hostname}:${u.port || 5432} and could not be created ` +
           `(${errorMessage(err)}); create it (CREATE DATABASE ${escapeIdentifier(name)}) or grant CREATEDB to the user`,
@@ -116,21 +98,13 @@ export const postgres: SqlDialect = {
   withMigrationLock: (dataSource, run, clock) =>
     withRunner(dataSource, async (runner) => {
       const lock = "hashtext('idpool_migrations')";
+      const tryLock = async () => {
+        const [row] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [{ locked: unknown }];
+        if (row.locked !== true) throw new MigrationLockBusy();
+      };
       // Tried in a loop: a blocking pg_advisory_lock would be cut off by the short statement_timeout.
-      await retryUntil(
-        async () => {
-          const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${lock}) AS locked`)) as [
-            { locked: unknown },
-          ];
-          if (locked !== true) throw new MigrationLockBusy();
-        },
-        {
-          clock,
-          waitMs: MIGRATION_LOCK_WAIT_MS,
-          pauseMs: [50, 50],
-          retryable: (err) => err instanceof MigrationLockBusy,
-        },
-      );
+      const retryable = (err: unknown) => err instanceof MigrationLockBusy;
+      await retryUntil(tryLock, { clock, waitMs: MIGRATION_LOCK_WAIT_MS, pauseMs: [50, 50], retryable });
       try {
         return await run();
       } finally {

@@ -41,7 +41,6 @@ const schemaChecked = <T>(dataSource: DataSource, query: Promise<T>) =>
 /** SQLite through better-sqlite3: one file, one writer at a time. */
 export const sqlite: SqlDialect = {
   name: 'sqlite',
-  matches: (url) => url.startsWith('sqlite:'),
   options: (url) => ({ type: 'better-sqlite3', database: sqlitePath(url), migrationsRun: false, logging: false }),
   describe: (url) => `sqlite file ${resolve(sqlitePath(url))}`,
   async createIfMissing(url) {
