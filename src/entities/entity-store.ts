@@ -265,7 +265,7 @@ export class SqlEntityStore implements EntityStore {
     const taken = new Set(rows.map((r) => r.k));
     const free = batch.filter((b) => !taken.has(b.entity.key));
     for (const b of batch) if (taken.has(b.entity.key)) b.resolve(false);
-    // None taken yet the INSERT said duplicate: should not happen; answer row by row rather than loop.
+    // No key taken, yet the INSERT said duplicate: another unique column (an alias) clashed; answered row by row.
     if (free.length === batch.length) {
       for (const b of free) {
         try {
