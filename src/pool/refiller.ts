@@ -288,7 +288,11 @@ export class Refiller {
           return;
         }
         if (outcome === 'epoch_changed') this.needsReset.add(entityKey);
-        else if (!(await this.carrier.afterRefusal(entityKey, segment))) return;
+        // Fenced: a database behind is carried past; else this push was stale (stalled past its lock TTL, or retried).
+        else if (!(await this.carrier.carryIfBehind(entityKey, segment))) {
+          this.options.events.fenceRefused(entityKey, segment.start, segment.end);
+          return;
+        }
       }
     } finally {
       await held.release();
