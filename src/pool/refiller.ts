@@ -259,8 +259,12 @@ export class Refiller {
       held = await this.options.lock.acquire(entityKey);
     if (!held) return;
     try {
+      // Business numbers: demand read as a segment pool's; the numbers layer fills, and handles an epoch change.
       if (entity.numbers) {
-        await this.fillPeriods(entity, atLeast);
+        this.needsReset.delete(entityKey);
+        await this.observeLevel(entityKey);
+        await this.options.periods?.fill(entity, atLeast, this.sizing(entity));
+        this.stats.refills++;
         return;
       }
       // Three rounds at most: a push refused for an epoch change resets the pool, one refused for a database behind the
@@ -304,14 +308,6 @@ export class Refiller {
     if (level instanceof Error) throw level;
     this.options.demand.observe(entityKey, level.taken);
     return level;
-  }
-
-  /** A business-number refill: demand read as a segment pool's, then the numbers layer fills (an epoch change is its to handle). */
-  private async fillPeriods(entity: EntityConfig, atLeast: number): Promise<void> {
-    this.needsReset.delete(entity.key);
-    await this.observeLevel(entity.key);
-    await this.options.periods?.fill(entity, atLeast, this.sizing(entity));
-    this.stats.refills++;
   }
 
   /**
