@@ -96,7 +96,9 @@ export class HighWaterFile extends ProcessHighWater {
   /** Reads the file; a missing or unreadable one leaves the record empty (the caller says so). */
   async load(): Promise<HighWaterLoad> {
     try {
-      return { status: 'ok', entities: this.mergeFile(await readFile(this.path, 'utf8')) };
+      const { entities } = parse(await readFile(this.path, 'utf8'));
+      for (const [key, end] of Object.entries(entities)) this.merge(key, BigInt(end));
+      return { status: 'ok', entities: Object.keys(entities).length };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'missing' };
       return { status: 'unreadable', reason: errorMessage(err) };
@@ -129,21 +131,10 @@ export class HighWaterFile extends ProcessHighWater {
     if (!this.dropped(entityKey)) keepHighest(this.ends, entityKey, end);
   }
 
-  /** Merges the marks of a file's text (throws when it is not one); returns how many it holds. */
-  private mergeFile(text: string): number {
-    const { entities } = parse(text);
-    for (const [key, end] of Object.entries(entities)) this.merge(key, BigInt(end));
-    return Object.keys(entities).length;
-  }
-
   private async writeOnce(): Promise<void> {
     const version = this.version;
-    // Another process on the same SQLite file may have written marks of its own.
-    try {
-      this.mergeFile(await readFile(this.path, 'utf8'));
-    } catch {
-      // Missing or unreadable: said at start-up; this write replaces it.
-    }
+    // Another process on the same SQLite file may have written marks of its own (missing or unreadable: said at start-up).
+    await this.load();
     const content: FileContent = {
       database: this.database,
       entities: Object.fromEntries([...this.ends].map(([key, end]) => [key, end.toString()])),
