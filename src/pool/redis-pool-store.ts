@@ -66,7 +66,6 @@ export class RedisPoolStore implements PoolStore {
     return [code, value, joined === undefined ? null : listedIds(joined.split(','))];
   }
 
-  /** idpool_take_open, a native LPOP and idpool_take_close in one MULTI; idpool_take on OOM. */
   private async takeInMulti(k: EntityKeys, count: number, maxPerSecond: number): Promise<Taken> {
     const send = async (): Promise<Taken> => {
       const multi = queueFunction(
@@ -152,10 +151,9 @@ export class RedisPoolStore implements PoolStore {
     );
     return all.map((_, i) => {
       const size = replies[2 * i];
-      const counter = replies[2 * i + 1];
       // A counter is never an error: the function's MGET reads one of the wrong type as unset.
       if (size instanceof Error) return size;
-      return size === undefined ? new Error('no reply') : level(size, counter);
+      return size === undefined ? new Error('no reply') : level(size, replies[2 * i + 1]);
     });
   }
 
