@@ -239,7 +239,6 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
         `entity ${entityKey}: the database is ${gap} numbers behind its ${this.record.kind}; carry it forward by hand (docs/ha.md)`,
         60,
       );
-    if (gap <= 0n && size === 0) return { start: from, end: from };
     const reserved = await this.inner.reserve(entityKey, Number(gap > 0n ? gap : 0n) + size);
     return { start: reserved.end - BigInt(size), end: reserved.end };
   }
