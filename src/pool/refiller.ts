@@ -285,8 +285,7 @@ export class Refiller {
         await this.options.beforePush?.(entityKey, segment);
         const outcome = await pushSegment(this.options.store, this.options.stride, entity, segment, this.stats);
         this.stats.refills++;
-        const seconds = (this.options.clock.monotonic() - started) / 1000;
-        this.options.events.refilled(entityKey, seconds, steps, numbers);
+        this.options.events.refilled(entityKey, (this.options.clock.monotonic() - started) / 1000, steps, numbers);
         if (outcome === 'ok') {
           this.carrier.caughtUp(entityKey);
           return;

@@ -207,8 +207,7 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
   /** At start-up, carries every entity whose `current_offset` is below the record up to it (so `idpool apps show` shows it); returns what was carried. */
   async checkAll(entityKeys: readonly string[]): Promise<DatabaseBehindReport[]> {
     const reports: DatabaseBehindReport[] = [];
-    const offsets = await this.inner.peekMany(entityKeys);
-    for (const [entityKey, offset] of offsets) {
+    for (const [entityKey, offset] of await this.inner.peekMany(entityKeys)) {
       const recorded = this.record.get(entityKey);
       if (recorded === undefined || offset >= recorded) continue;
       const carried = await this.carry(entityKey, offset, recorded, 0);
