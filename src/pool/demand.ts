@@ -53,10 +53,7 @@ export class Demand {
     const peak = this.peakNow(prev, now);
     const next: Seen = rate > peak ? { ...prev, peak: rate, peakAt: now } : prev;
     // Keep the old baseline until a full window has passed, so short intervals add up instead of each being inflated.
-    if (elapsed >= MIN_WINDOW_MS) {
-      next.taken = taken;
-      next.at = now;
-    }
+    if (elapsed >= MIN_WINDOW_MS) Object.assign(next, { taken, at: now });
     this.seen.set(entityKey, next);
   }
 

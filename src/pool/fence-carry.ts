@@ -9,7 +9,7 @@ export interface FenceCarrierOptions {
   allocator: Pick<SegmentAllocator, 'reserve' | 'peek'>;
   store: Pick<PoolStore, 'fence'>;
   stride: IdStride;
-  events: Pick<RefillEvents, 'fenceRefused' | 'databaseBehind'>;
+  events: Pick<RefillEvents, 'databaseBehind'>;
 }
 
 /**
@@ -32,17 +32,6 @@ export class FenceCarrier {
   /** A push was accepted, or a check found the offset past the fence: the episode, if any, is over. */
   caughtUp(entityKey: string): void {
     this.behind.delete(entityKey);
-  }
-
-  /**
-   * The fence refused a segment: either this refiller is stale (stalled past its lock TTL, or a retried push: the
-   * segment lies at or below the fence) and it is dropped (`fence_refused`), or the database is behind and is carried
-   * past. Returns true when the database was behind.
-   */
-  async afterRefusal(entityKey: string, refused: Segment): Promise<boolean> {
-    if (await this.carryIfBehind(entityKey, refused)) return true;
-    this.options.events.fenceRefused(entityKey, refused.start, refused.end);
-    return false;
   }
 
   /**

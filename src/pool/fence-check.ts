@@ -41,9 +41,7 @@ interface CleanRun {
 /**
  * Every `intervalMs`, carries each segment entity whose offset is below its Redis fence past it (docs/ha.md "Restores
  * and failovers"). Without it a database restored under full pools stayed behind until a refill met the fence (5–306 s
- * in the chaos runs), and a Redis loss then repeated ids. A run is one pipeline per node and one SQL query; while
- * nothing moved since a clean run (the digest, this process's reservations) it reads only the digest, and every fence
- * at least every {@link FULL_RUN_MS}.
+ * in the chaos runs), and a Redis loss then repeated ids. A run: one pipeline per node and one SQL query.
  */
 export class FenceCheck {
   private readonly schedule: Periodic | undefined;

@@ -4,12 +4,10 @@ import { callFunction, scriptOutcome } from '../redis/functions';
 import type { Clock } from '../clock';
 import { RateLimitedError } from '../errors';
 import { DEFAULT_PREFIX, entityKeys } from '../redis/keys';
+import type { LeaseRateLimit } from '../segment/lease';
 
 /** `maxSizePerSecond` for entities without a pool (snowflake): ids per second, as the pool's take counts; over it, nothing is taken. */
-export interface EntityRateLimit {
-  /** Counts `count` ids against this second's budget, or throws 429 with Retry-After. */
-  admit(entityKey: string, count: number, maxPerSecond: number): Promise<void>;
-}
+export type EntityRateLimit = LeaseRateLimit;
 
 /** The 429 of an entity over its per-second limit: its one wording, for takes, leases and snowflake ids alike. */
 export function entityRateLimited(entityKey: string, maxPerSecond: number, retryAfterMs: number): RateLimitedError {
@@ -48,16 +46,10 @@ export class PerSecondLimiter {
 }
 
 /** One process's count (no Redis): the limit holds per instance. */
-export class MemoryEntityRateLimit implements EntityRateLimit {
-  private readonly limiter: PerSecondLimiter;
-
-  constructor(clock: Pick<Clock, 'now'>) {
-    this.limiter = new PerSecondLimiter(clock);
-  }
-
+export class MemoryEntityRateLimit extends PerSecondLimiter implements EntityRateLimit {
   /** `idpool_rate_limit`: checks and counts in one step. */
   async admit(entityKey: string, count: number, maxPerSecond: number): Promise<void> {
-    const window = this.limiter.window(entityKey, count, maxPerSecond);
+    const window = this.window(entityKey, count, maxPerSecond);
     if (window.kind === 'rate_limited') throw entityRateLimited(entityKey, maxPerSecond, window.retryAfterMs);
     window.count();
   }

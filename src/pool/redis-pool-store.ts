@@ -34,10 +34,6 @@ export class RedisPoolStore implements PoolStore {
     private readonly prefix = DEFAULT_PREFIX,
   ) {}
 
-  private fcall<T>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
-    return callFunction<T>(this.redis, name, keys, args);
-  }
-
   /**
    * From {@link MULTI_TAKE_FROM} ids, one MULTI: idpool_take_open's checks, a native LPOP, idpool_take_close
    * (take_open-4.lua: a refused take pops nothing); fewer, idpool_take. A server over maxmemory refuses a MULTI's
@@ -58,7 +54,8 @@ export class RedisPoolStore implements PoolStore {
 
   /** idpool_take: the checks and the LPOP in one function, the ids joined by commas. */
   private async takeInScript(k: EntityKeys, count: number, maxPerSecond: number): Promise<Taken> {
-    const [code, value, joined] = await this.fcall<[number, number, string?]>(
+    const [code, value, joined] = await callFunction<[number, number, string?]>(
+      this.redis,
       'idpool_take',
       [k.ids, k.epoch, k.ratePrefix],
       [count, maxPerSecond],
@@ -66,7 +63,6 @@ export class RedisPoolStore implements PoolStore {
     return [code, value, joined === undefined ? null : listedIds(joined.split(','))];
   }
 
-  /** idpool_take_open, a native LPOP and idpool_take_close in one MULTI; idpool_take on OOM. */
   private async takeInMulti(k: EntityKeys, count: number, maxPerSecond: number): Promise<Taken> {
     const send = async (): Promise<Taken> => {
       const multi = queueFunction(
@@ -145,24 +141,24 @@ export class RedisPoolStore implements PoolStore {
       return replies.map((r) => (r instanceof Error ? r : level(r[0], r[1])));
     }
     // One call, so a size and its counter are one instant's: read apart, a push between them reads as a burst of takes.
-    const replies = await this.fcall<unknown[]>(
+    const replies = await callFunction<unknown[]>(
+      this.redis,
       'idpool_levels',
       all.flatMap((k) => [k.ids, k.pushed]),
       [],
     );
     return all.map((_, i) => {
       const size = replies[2 * i];
-      const counter = replies[2 * i + 1];
       // A counter is never an error: the function's MGET reads one of the wrong type as unset.
       if (size instanceof Error) return size;
-      return size === undefined ? new Error('no reply') : level(size, counter);
+      return size === undefined ? new Error('no reply') : level(size, replies[2 * i + 1]);
     });
   }
 
   async reset(entityKey: string, issuedUpTo: bigint): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
     const fence = issuedUpTo >= 0n ? issuedUpTo.toString() : '';
-    return (await this.fcall<number>('idpool_reset', [k.ids, k.fence, k.epoch, k.pushed], [fence])) === 1;
+    return (await callFunction<number>(this.redis, 'idpool_reset', [k.ids, k.fence, k.epoch, k.pushed], [fence])) === 1;
   }
 
   async fence(entityKey: string): Promise<bigint | undefined> {
@@ -195,12 +191,12 @@ export class RedisPoolStore implements PoolStore {
 
   async unlockStale(entityKey: string): Promise<boolean> {
     const k = entityKeys(entityKey, this.prefix);
-    return (await this.fcall<number>('idpool_unlock_stale', [k.lock, k.epoch], [])) === 1;
+    return (await callFunction<number>(this.redis, 'idpool_unlock_stale', [k.lock, k.epoch], [])) === 1;
   }
 
   async raiseFence(entityKey: string, below: bigint): Promise<void> {
     const k = entityKeys(entityKey, this.prefix);
-    await this.fcall<number>('idpool_raise_fence', [k.ids, k.fence, k.pushed, k.pushing], [below.toString()]);
+    await callFunction(this.redis, 'idpool_raise_fence', [k.ids, k.fence, k.pushed, k.pushing], [below.toString()]);
   }
 
   async discard(entityKey: string): Promise<void> {

@@ -16,17 +16,23 @@ function rpushHead(key: string, count: number): string {
   return `*${count + 2}\r\n$5\r\nrpush\r\n$${Buffer.byteLength(key)}\r\n${key}\r\n`;
 }
 
+/** A command whose bytes its subclass's constructor writes once: ioredis's Script subclasses Command this way too. */
+abstract class WrittenCommand extends Command {
+  protected wire = Buffer.alloc(0);
+
+  override toWritable(): Buffer {
+    return this.wire;
+  }
+}
+
 /** Powers of ten up to 10^16: DIGITS_ABOVE[d] is the least number of d + 1 digits. */
 const DIGITS_ABOVE = Array.from({ length: 17 }, (_, d) => 10 ** d);
 
 /**
- * `RPUSH key id …` with its bytes written here, once: ioredis's string concatenation and UTF-8 encoding cost ~200 µs
- * per 1,000 ids (CPU profile). Ids below 2^53 are numbers written digit by digit; beyond, decimal strings of at most 20
- * digits. ioredis's Script subclasses Command this way too.
+ * `RPUSH key id …`, its bytes written here once: ioredis's string concatenation and UTF-8 encoding cost ~200 µs per
+ * 1,000 ids (CPU profile). Ids below 2^53 are numbers written digit by digit; beyond, decimal strings (≤ 20 digits).
  */
-export class RpushIds extends Command {
-  private readonly wire: Buffer;
-
+export class RpushIds extends WrittenCommand {
   constructor(key: string, ids: PushIds) {
     super('rpush', [key]);
     const head = rpushHead(key, ids.length);
@@ -66,10 +72,6 @@ export class RpushIds extends Command {
     }
     this.wire = wire.subarray(0, at);
   }
-
-  override toWritable(): Buffer {
-    return this.wire;
-  }
 }
 
 /** Business numbers of one period by their sequences: each is `head`, the sequence zero-padded to `width`, `tail`. */
@@ -90,9 +92,7 @@ const BLOCK = 100;
  * docs/benchmarks.md). Each {@link BLOCK} of consecutive sequences from a multiple of it is one copy of a block ending
  * 00 to 99, its higher digits set where they changed (1,000 numbers: ~37 µs digit by digit, ~12 µs so).
  */
-export class RpushNumbers extends Command {
-  private readonly wire: Buffer;
-
+export class RpushNumbers extends WrittenCommand {
   constructor(key: string, run: NumberRun) {
     super('rpush', [key]);
     const number = `${run.head}${'0'.repeat(run.width)}${run.tail}`;
@@ -131,10 +131,6 @@ export class RpushNumbers extends Command {
       }
     }
     this.wire = wire;
-  }
-
-  override toWritable(): Buffer {
-    return this.wire;
   }
 }
 

@@ -259,8 +259,12 @@ export class Refiller {
       held = await this.options.lock.acquire(entityKey);
     if (!held) return;
     try {
+      // Business numbers: demand read as a segment pool's; the numbers layer fills, and handles an epoch change.
       if (entity.numbers) {
-        await this.fillPeriods(entity, atLeast);
+        this.needsReset.delete(entityKey);
+        await this.observeLevel(entityKey);
+        await this.options.periods?.fill(entity, atLeast, this.sizing(entity));
+        this.stats.refills++;
         return;
       }
       // Three rounds at most: a push refused for an epoch change resets the pool, one refused for a database behind the
@@ -281,14 +285,17 @@ export class Refiller {
         await this.options.beforePush?.(entityKey, segment);
         const outcome = await pushSegment(this.options.store, this.options.stride, entity, segment, this.stats);
         this.stats.refills++;
-        const seconds = (this.options.clock.monotonic() - started) / 1000;
-        this.options.events.refilled(entityKey, seconds, steps, numbers);
+        this.options.events.refilled(entityKey, (this.options.clock.monotonic() - started) / 1000, steps, numbers);
         if (outcome === 'ok') {
           this.carrier.caughtUp(entityKey);
           return;
         }
         if (outcome === 'epoch_changed') this.needsReset.add(entityKey);
-        else if (!(await this.carrier.afterRefusal(entityKey, segment))) return;
+        // Fenced: a database behind is carried past; else this push was stale (stalled past its lock TTL, or retried).
+        else if (!(await this.carrier.carryIfBehind(entityKey, segment))) {
+          this.options.events.fenceRefused(entityKey, segment.start, segment.end);
+          return;
+        }
       }
     } finally {
       await held.release();
@@ -300,14 +307,6 @@ export class Refiller {
     if (level instanceof Error) throw level;
     this.options.demand.observe(entityKey, level.taken);
     return level;
-  }
-
-  /** A business-number refill: demand read as a segment pool's, then the numbers layer fills (an epoch change is its to handle). */
-  private async fillPeriods(entity: EntityConfig, atLeast: number): Promise<void> {
-    this.needsReset.delete(entity.key);
-    await this.observeLevel(entity.key);
-    await this.options.periods?.fill(entity, atLeast, this.sizing(entity));
-    this.stats.refills++;
   }
 
   /**

@@ -161,7 +161,6 @@ export class SqlSegmentAllocator implements SegmentAllocator, LineRaiser {
     return `${n}:${h}:${l}:${w}`;
   }
 
-  /** `current_offset` of the given entities (a page of the admin list), in one query; unknown keys are left out. */
   async peekMany(entityKeys: readonly string[]): Promise<Map<string, bigint>> {
     if (entityKeys.length === 0) return new Map();
     return this.offsetsWhere(`entity_key IN (${entityKeys.map(() => '?').join(', ')})`, [...entityKeys]);

@@ -47,7 +47,6 @@ export class FakeSegmentAllocator implements SegmentAllocator, LineRaiser {
     return this.lines.get(entityKey) ?? this.startOffset;
   }
 
-  /** Sizes of the reservations made, in order. */
   sizes(): number[] {
     return this.reservations.map((r) => r.size);
   }

@@ -96,7 +96,9 @@ export class HighWaterFile extends ProcessHighWater {
   /** Reads the file; a missing or unreadable one leaves the record empty (the caller says so). */
   async load(): Promise<HighWaterLoad> {
     try {
-      return { status: 'ok', entities: this.mergeFile(await readFile(this.path, 'utf8')) };
+      const { entities } = parse(await readFile(this.path, 'utf8'));
+      for (const [key, end] of Object.entries(entities)) this.merge(key, BigInt(end));
+      return { status: 'ok', entities: Object.keys(entities).length };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'missing' };
       return { status: 'unreadable', reason: errorMessage(err) };
@@ -129,21 +131,10 @@ export class HighWaterFile extends ProcessHighWater {
     if (!this.dropped(entityKey)) keepHighest(this.ends, entityKey, end);
   }
 
-  /** Merges the marks of a file's text (throws when it is not one); returns how many it holds. */
-  private mergeFile(text: string): number {
-    const { entities } = parse(text);
-    for (const [key, end] of Object.entries(entities)) this.merge(key, BigInt(end));
-    return Object.keys(entities).length;
-  }
-
   private async writeOnce(): Promise<void> {
     const version = this.version;
-    // Another process on the same SQLite file may have written marks of its own.
-    try {
-      this.mergeFile(await readFile(this.path, 'utf8'));
-    } catch {
-      // Missing or unreadable: said at start-up; this write replaces it.
-    }
+    // Another process on the same SQLite file may have written marks of its own (missing or unreadable: said at start-up).
+    await this.load();
     const content: FileContent = {
       database: this.database,
       entities: Object.fromEntries([...this.ends].map(([key, end]) => [key, end.toString()])),
@@ -216,8 +207,7 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
   /** At start-up, carries every entity whose `current_offset` is below the record up to it (so `idpool apps show` shows it); returns what was carried. */
   async checkAll(entityKeys: readonly string[]): Promise<DatabaseBehindReport[]> {
     const reports: DatabaseBehindReport[] = [];
-    const offsets = await this.inner.peekMany(entityKeys);
-    for (const [entityKey, offset] of offsets) {
+    for (const [entityKey, offset] of await this.inner.peekMany(entityKeys)) {
       const recorded = this.record.get(entityKey);
       if (recorded === undefined || offset >= recorded) continue;
       const carried = await this.carry(entityKey, offset, recorded, 0);
@@ -248,7 +238,6 @@ export class HighWaterAllocator implements SegmentAllocator, LineRaiser {
         `entity ${entityKey}: the database is ${gap} numbers behind its ${this.record.kind}; carry it forward by hand (docs/ha.md)`,
         60,
       );
-    if (gap <= 0n && size === 0) return { start: from, end: from };
     const reserved = await this.inner.reserve(entityKey, Number(gap > 0n ? gap : 0n) + size);
     return { start: reserved.end - BigInt(size), end: reserved.end };
   }

@@ -38,8 +38,6 @@ const RETRY_AFTER_S = 2;
 interface Session {
   query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
   execute(sql: string, params: unknown[]): Promise<number>;
-  /** A statement without parameters (BEGIN, COMMIT). */
-  run(sql: string): Promise<unknown>;
   /** Back to the pool; after a failure dropped rather than reused half way through a transaction. */
   release(failed: boolean): void;
 }
@@ -122,9 +120,9 @@ async function inTransaction<T>(sessions: Sessions, work: (s: Session) => Promis
   const c = await sessions.connect();
   let done = false;
   try {
-    await c.run(sessions.begin);
+    await c.execute(sessions.begin, []);
     const result = await work(c);
-    await c.run('COMMIT');
+    await c.execute('COMMIT', []);
     done = true;
     return result;
   } finally {
@@ -150,7 +148,6 @@ function mysqlSessions(url: string): Sessions {
       return {
         query: async (sql, values) => (await c.query<RowDataPacket[]>({ sql, values, timeout }))[0],
         execute: async (sql, values) => (await c.query<ResultSetHeader>({ sql, values, timeout }))[0].affectedRows,
-        run: (sql) => c.query({ sql, timeout }),
         release: (failed) => (failed ? c.destroy() : c.release()),
       };
     },
@@ -182,7 +179,6 @@ function pgSessions(url: string): Sessions {
         query: async (sql, params) =>
           (await c.query(toPostgresPlaceholders(sql), params)).rows as Record<string, unknown>[],
         execute: async (sql, params) => (await c.query(toPostgresPlaceholders(sql), params)).rowCount ?? 0,
-        run: (sql) => c.query(sql),
         release: (failed) => c.release(failed),
       };
     },

@@ -39,6 +39,7 @@ export interface LeaseEvents {
 
 /** The entity's per-second budget, shared with its takes (`pool/rate-limit.ts`). */
 export interface LeaseRateLimit {
+  /** Counts `count` ids against this second's budget, or throws 429 with Retry-After. */
   admit(entityKey: string, count: number, maxPerSecond: number): Promise<void>;
 }
 
@@ -66,13 +67,12 @@ export class SegmentLeaser {
       throw new ConflictError(
         `entity "${entity.key}" issues business numbers: their period is decided by one clock for the whole deployment and their counter restarts each period, which a client issuing from its own segment cannot keep; take them with POST /apps/${entity.key}/ids`,
       );
-    if (entity.mode !== 'trend') {
+    if (entity.mode !== 'trend')
       throw new ConflictError(
         entity.mode === 'monotonic'
           ? `entity "${entity.key}" is monotonic: its ids must come in one global order, which ids a client issues from its own segment cannot keep; take them with POST /apps/${entity.key}/ids, or use a trend entity`
           : `entity "${entity.key}" issues snowflake ids; only trend entities lease segments`,
       );
-    }
     const max = leaseSizeLimit(entity);
     if (!Number.isSafeInteger(size) || size < 1 || size > max) {
       const why = max < MAX_LEASE_SIZE ? ` (the entity's maxSizePerSecond: a lease counts against it)` : '';

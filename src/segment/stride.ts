@@ -46,8 +46,7 @@ export class IdStride {
 
   /** The first number whose id is at least `id` (0 when every id is): where a line starting at a known first safe id begins. */
   firstNumberFrom(id: bigint): bigint {
-    if (id <= this.i) return 0n;
-    return (id - this.i + this.c - 1n) / this.c;
+    return this.numberAbove(id - 1n);
   }
 
   toId(n: bigint): bigint {

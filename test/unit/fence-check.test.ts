@@ -29,7 +29,7 @@ describe('FenceCheck: every entity behind its fence is carried past it, without 
       allocator,
       store,
       stride,
-      events: { fenceRefused: () => undefined, databaseBehind: (r) => void behind.push(r) },
+      events: { databaseBehind: (r) => void behind.push(r) },
     });
     const offsets = { peekAll: () => allocator.peekMany(KEYS) };
     const check = new FenceCheck({
@@ -164,7 +164,7 @@ describe('FenceCheck: every entity behind its fence is carried past it, without 
         allocator,
         store,
         stride: new IdStride(),
-        events: { fenceRefused: () => undefined, databaseBehind: (r) => void behind.push(r) },
+        events: { databaseBehind: (r) => void behind.push(r) },
       }),
       clock,
       log: silentLogger,
