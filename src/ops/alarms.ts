@@ -175,7 +175,8 @@ export function logAlarm(log: Logger, alarm: AlarmInput): void {
   else log.warn(line, alarm.message);
 }
 
-function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
+/** The key of an alarm's (name, entity): one condition on, one de-duplicated post. */
+export function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
   return alarm.entityKey === undefined ? alarm.name : `${alarm.name}\u0000${alarm.entityKey}`;
 }
 
