@@ -150,12 +150,9 @@ export class OpsSampler {
    * This run's entities and the levels already known: the round's batch or, once the sweep feeds, the
    * pools it read plus the batch's active and business-number entities (the sweep reads no number pool).
    */
-  private batch(
-    items: EntityConfig[],
-    rounds: number,
-  ): { entities: EntityConfig[]; known: ReadonlyMap<string, ReadLevel>; rounds: number } {
+  private batch(items: EntityConfig[], rounds: number) {
     const fed = this.feed.drain();
-    if (!fed) return { entities: items, known: new Map(), rounds };
+    if (!fed) return { entities: items, known: new Map<string, ReadLevel>(), rounds };
     const batch = new Map<string, EntityConfig>();
     for (const entity of items) if (entity.numbers || this.round.isActive(entity.key)) batch.set(entity.key, entity);
     for (const key of fed.levels.keys()) {
