@@ -29,11 +29,12 @@ export interface OpsDeps extends Pick<
   /** This instance's name in its alarms and heartbeat (host:pid). */
   instance: string;
   /** The fleet this instance is one of: the instances sharing one Redis, or this one alone (embedded). */
-  /** `onView`: each view read from Redis (the builder prunes unused function libraries with it). */
-  fleet: Pick<FleetOptions, 'store' | 'ttlMs' | 'onView'> & {
+  fleet: Pick<FleetOptions, 'store' | 'ttlMs'> & {
     /** Alarm records go to the store and the fleet's are read back (Redis); embedded keeps its own ring only. */
     shared: boolean;
     self: Omit<FleetSelf, 'id' | 'lastSampleAt' | 'activeAlarms' | 'rates'>;
+    /** Each view of the fleet read from Redis (the builder prunes unused function libraries with it). */
+    onView?(view: FleetInstances): void;
   };
 }
 
