@@ -1,6 +1,5 @@
-import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
-import type { Demand } from '../pool/demand';
+import type { EntityHistoryOptions } from './entity-history';
 import { type AlarmInput, type Alarms, keyOf } from './alarms';
 import type { ClockWatch } from '../worker/clock-watch';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
@@ -17,13 +16,11 @@ const CONFIRM_SAMPLES = 2;
 type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
 
 /** The alarms, what the rules read, and their thresholds (`settings.ts`). */
-export interface AlarmRuleOptions extends Pick<
-  OpsConfig,
-  'alertHorizonDays' | 'alertPoolDrySeconds' | 'alertPoolLowPercent' | 'alertWorkerRangePercent'
-> {
+export interface AlarmRuleOptions
+  extends
+    Pick<OpsConfig, 'alertHorizonDays' | 'alertPoolDrySeconds' | 'alertPoolLowPercent' | 'alertWorkerRangePercent'>,
+    Pick<EntityHistoryOptions, 'demand' | 'stride'> {
   alarms: Alarms;
-  demand: Pick<Demand, 'lowWatermark'>;
-  stride: Pick<IdStride, 'of'>;
 }
 
 /** This instance's clock against Redis's and the database's, as the running service checks it. */
