@@ -69,14 +69,12 @@ export class Alarms {
   private readonly recentRing = new Ring<AlarmRecord>(RECENT_ALARMS);
   private delivery: Promise<void> = Promise.resolve();
   private pending = 0;
+  /** This process's name in its alarms (host:pid); {@link recent} holds only its own (the fleet's are in Redis). */
+  readonly instance: string;
 
   constructor(private readonly options: AlarmsOptions) {
     this.bursts = new RepeatLimiter(options.clock, { windowMs: EVENT_LOG_INTERVAL_MS, maxKeys: 10_000 });
-  }
-
-  /** This process's name in its alarms (host:pid); {@link recent} holds only its own (the fleet's are in Redis). */
-  get instance(): string {
-    return this.options.instance;
+    this.instance = options.instance;
   }
 
   /** An event: logged each time, a burst of one (an exhausted pool's requests) once a second with its count. */
@@ -148,7 +146,7 @@ export class Alarms {
       details: alarm.details ?? {},
       at,
       service: 'idpool',
-      instance: this.options.instance,
+      instance: this.instance,
     };
     // One POST at a time, in order; a slow receiver never blocks a request.
     this.pending++;
