@@ -293,10 +293,7 @@ export class OpsSampler {
     for (const key of [...this.firstLooked.keys()]) if (!live.has(key)) this.firstLooked.delete(key);
   }
 
-  /**
-   * A business-number entity: reads now's period (by the clock that decides it), keeps its readings over
-   * the period rate window, sets its gauges and checks its forecast; throws what the read throws.
-   */
+  /** A business-number entity: now's period, read by the clock that decides it; throws what the read throws. */
   private async sampleNumbers(entity: EntityConfig, capacity: number): Promise<void> {
     const settings = entity.numbers;
     if (!this.options.numbers || !settings) return;
@@ -367,10 +364,7 @@ export class OpsSampler {
     this.rules.checkEntity(entity, size, at, f, this.history.filled(entity.key));
   }
 
-  /**
-   * An idle entity reading as its last sample, with the same watermark and target, nothing moving in its
-   * forecast and no alarm condition holding: only its sample age is new.
-   */
+  /** Idle, at rest, no condition holding, the same watermark, target and max: only its sample age would be new. */
   private unchanged(entity: EntityConfig, size: number, offset: bigint): boolean {
     if (this.round.isActive(entity.key) || !this.rules.quiet(entity.key)) return false;
     if (!this.history.atRest(entity.key, size, offset)) return false;
