@@ -23,11 +23,6 @@ export interface AlarmRecord extends AlarmInput {
   readonly notified: boolean;
 }
 
-/** Where alarms are posted. */
-export interface AlarmSink {
-  send(payload: AlarmWebhookPayload): Promise<void>;
-}
-
 export interface AlarmWebhookPayload extends Pick<AlarmRecord, 'status' | 'severity' | 'message' | 'at'> {
   readonly alarm: AlarmName;
   /** The alarm's former name, for one release after a rename. */
@@ -42,7 +37,7 @@ export interface AlarmsOptions extends Pick<OpsConfig, 'alertDedupeMs'> {
   clock: Clock;
   log: Logger;
   /** Where to POST (IDPOOL_ALERT_WEBHOOK_URL); none = log only. */
-  sink?: AlarmSink;
+  sink?: Pick<WebhookSink, 'send'>;
   /** Names this instance in the payload (host:pid). */
   instance: string;
   /** Counts raised alarms (metrics). */
@@ -179,7 +174,7 @@ export function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
 }
 
 /** Posts alarms as JSON, retrying once on a network error or 5xx (a restarting receiver; more would delay the rest). */
-export class WebhookSink implements AlarmSink {
+export class WebhookSink {
   constructor(private readonly url: string) {}
 
   async send(payload: AlarmWebhookPayload): Promise<void> {
