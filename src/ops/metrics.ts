@@ -268,7 +268,6 @@ export class OpsMetrics {
     return { contentType: out.contentType, body: await out.metrics() };
   }
 
-  /** A per-entity gauge, totalled over every entity as `total` says (none by default). */
   private entityGauge(name: string, help: string, total: Total = null): EntitySeries {
     return this.register(new EntitySeries(name, help, total));
   }
@@ -278,7 +277,6 @@ export class OpsMetrics {
     return series;
   }
 
-  /** A per-entity counter: every entity's counts add up in its `idpool_all_…` total. */
   private entityCounter(name: string, help: string): EntitySeries {
     return this.register(new EntitySeries(name, help, 'sum', 'counter'));
   }

@@ -221,7 +221,6 @@ export class OpsSampler {
     this.rules.checkSnowflake(sf, this.options.clock.now());
   }
 
-  /** Runs `step`, logging a failure with the entity's key (if any) instead of throwing it. */
   private async guard(step: string, entityKey: string | undefined, run: () => unknown): Promise<boolean> {
     try {
       await run();
@@ -320,7 +319,6 @@ export class OpsSampler {
     this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
   }
 
-  /** Records one entity's sample, sets its pool and forecast gauges and checks its alarms. */
   private sampleEntity(
     entity: EntityConfig,
     { level, at }: ReadLevel,
