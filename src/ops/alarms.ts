@@ -164,8 +164,7 @@ export function logAlarm(log: Logger, alarm: AlarmInput): void {
     entityKey: alarm.entityKey,
     ...alarm.details,
   };
-  if (alarm.severity === 'critical') log.error(line, alarm.message);
-  else log.warn(line, alarm.message);
+  log[alarm.severity === 'critical' ? 'error' : 'warn'](line, alarm.message);
 }
 
 /** The key of an alarm's (name, entity): one condition on, one de-duplicated post. */
