@@ -1,7 +1,6 @@
-import type { IdStride } from '../segment/stride';
 import type { EntityConfig } from '../entities/entity';
-import type { Demand } from '../pool/demand';
-import type { AlarmInput, Alarms } from './alarms';
+import type { EntityHistoryOptions } from './entity-history';
+import { type AlarmInput, type Alarms, keyOf } from './alarms';
 import type { ClockWatch } from '../worker/clock-watch';
 import type { EntityForecast, SnowflakeForecast } from './forecast';
 import { JS_SAFE_LIMIT } from '../limits';
@@ -17,13 +16,11 @@ const CONFIRM_SAMPLES = 2;
 type Raised = Pick<AlarmInput, 'message' | 'details'> & Partial<Pick<AlarmInput, 'severity'>>;
 
 /** The alarms, what the rules read, and their thresholds (`settings.ts`). */
-export interface AlarmRuleOptions extends Pick<
-  OpsConfig,
-  'alertHorizonDays' | 'alertPoolDrySeconds' | 'alertPoolLowPercent' | 'alertWorkerRangePercent'
-> {
+export interface AlarmRuleOptions
+  extends
+    Pick<OpsConfig, 'alertHorizonDays' | 'alertPoolDrySeconds' | 'alertPoolLowPercent' | 'alertWorkerRangePercent'>,
+    Pick<EntityHistoryOptions, 'demand' | 'stride'> {
   alarms: Alarms;
-  demand: Pick<Demand, 'lowWatermark'>;
-  stride: Pick<IdStride, 'of'>;
 }
 
 /** This instance's clock against Redis's and the database's, as the running service checks it. */
@@ -37,19 +34,21 @@ const ENTITY_ALARMS = [...ENTITY_CONDITIONS, 'forecast_period_exhausted'] as con
 /** Which sampled conditions raise which alarm: each once held {@link CONFIRM_SAMPLES} in a row, cleared when not. */
 export class AlarmRules {
   private readonly streaks = new Map<string, number>();
+  private readonly horizonSeconds: number;
 
-  constructor(private readonly options: AlarmRuleOptions) {}
+  constructor(private readonly options: AlarmRuleOptions) {
+    this.horizonSeconds = options.alertHorizonDays * 86_400;
+  }
 
   /** Whether none of the entity's conditions holds: a check on the same figures changes nothing. */
   quiet(entityKey: string): boolean {
-    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(streakKey(name, entityKey)));
+    return ENTITY_CONDITIONS.every((name) => !this.streaks.has(keyOf({ name, entityKey })));
   }
 
   /** Raises or clears the entity's pool and forecast alarms; `serving` once its pool first reached its watermark (before, an empty pool is just new). */
   checkEntity(entity: EntityConfig, size: number, at: number, f: EntityForecast, serving: boolean): void {
     const key = entity.key;
     const { alertHorizonDays, alertPoolLowPercent: poolLowPercent } = this.options;
-    const horizonSeconds = alertHorizonDays * 86_400;
     const watermark = this.options.demand.lowWatermark(entity);
     const horizon = `(horizon ${round(alertHorizonDays)} days)`;
     const when = (seconds: number) => (seconds === 0 ? 'now' : `in ${describeSeconds(seconds)}`);
@@ -71,11 +70,12 @@ export class AlarmRules {
     }));
     // Only for entities that started below 2^53: their consumers may hold ids in JS numbers.
     const startsSafe = this.options.stride.of(entity).toId(entity.startOffset) < JS_SAFE_LIMIT;
-    this.condition(serving && startsSafe && f.jsSafeSeconds <= horizonSeconds, 'forecast_js_safe_limit', key, () => ({
+    const within = (seconds: number) => serving && seconds <= this.horizonSeconds;
+    this.condition(startsSafe && within(f.jsSafeSeconds), 'forecast_js_safe_limit', key, () => ({
       message: `ids of ${key} pass 2^53 (unsafe as JavaScript numbers) ${when(f.jsSafeSeconds)} ${horizon}`,
       details: limit(f.jsSafeSeconds),
     }));
-    this.condition(serving && f.int63Seconds <= horizonSeconds, 'forecast_int63_limit', key, () => ({
+    this.condition(within(f.int63Seconds), 'forecast_int63_limit', key, () => ({
       message: `ids of ${key} reach the end of the 63-bit number line ${when(f.int63Seconds)} ${horizon}`,
       details: limit(f.int63Seconds),
     }));
@@ -136,14 +136,13 @@ export class AlarmRules {
 
   /** When the service-wide snowflake layout runs out, or passes 2^53, within the horizon. */
   checkSnowflake(sf: SnowflakeForecast, now: number): void {
-    const horizonMs = this.options.alertHorizonDays * 86_400 * 1000;
-    this.condition(sf.timeExhaustedAt - now <= horizonMs, 'forecast_snowflake_time_exhausted', undefined, () => ({
+    const soon = (at: number) => at - now <= this.horizonSeconds * 1000;
+    this.condition(soon(sf.timeExhaustedAt), 'forecast_snowflake_time_exhausted', undefined, () => ({
       message: `the snowflake layout runs out of timestamp bits on ${isoDate(sf.timeExhaustedAt) ?? 'a date past year 275760'}`,
       details: { at: isoDate(sf.timeExhaustedAt) },
     }));
     const js = sf.jsSafeLimitAt;
-    const jsSoon = js !== undefined && js > now && js - now <= horizonMs;
-    this.condition(jsSoon, 'forecast_snowflake_js_safe_limit', undefined, () => ({
+    this.condition(js !== undefined && js > now && soon(js), 'forecast_snowflake_js_safe_limit', undefined, () => ({
       message: `snowflake ids pass 2^53 (unsafe as JavaScript numbers) on ${isoDate(js)}`,
       details: { at: isoDate(js) },
     }));
@@ -152,7 +151,7 @@ export class AlarmRules {
   /** Clears a retired entity's alarms and streaks. */
   forgetEntity(key: string): void {
     for (const name of ENTITY_ALARMS) {
-      this.streaks.delete(streakKey(name, key));
+      this.streaks.delete(keyOf({ name, entityKey: key }));
       this.options.alarms.clear(name, key);
     }
   }
@@ -164,7 +163,7 @@ export class AlarmRules {
     entityKey: string | undefined,
     alarm: () => Raised,
   ): void {
-    const key = streakKey(name, entityKey);
+    const key = keyOf({ name, entityKey });
     if (!holds) {
       this.streaks.delete(key);
       this.options.alarms.clear(name, entityKey);
@@ -175,8 +174,4 @@ export class AlarmRules {
     if (entityKey === undefined || streak >= CONFIRM_SAMPLES)
       this.options.alarms.set(raised(name, { ...(entityKey === undefined ? {} : { entityKey }), ...alarm() }));
   }
-}
-
-function streakKey(name: string, entityKey = ''): string {
-  return `${name}\u0000${entityKey}`;
 }

@@ -29,15 +29,12 @@ interface AlarmRow {
 
 const ops = DEFAULT_OPS;
 const horizonSeconds = `${ops.alertHorizonDays} * 86400`;
-/** Half of IDPOOL_POOL_HORIZON_S (60 s, config/config.ts): a scrape every 15-30 s would see idpool's own 10 s too late. */
 const poolDrySeconds = 30;
 
-/** A row of idpool's alarm `name` and the Prometheus alert watching the same condition. */
 function alarm<Name extends string>(name: Name, severity: AlarmSeverity, prometheus: PrometheusAlert) {
   return { alarm: name, severity, prometheus };
 }
 
-/** A row of a condition only Prometheus sees. */
 function prometheusOnly(severity: AlarmSeverity, prometheus: PrometheusAlert) {
   return { severity, prometheus };
 }

@@ -23,11 +23,6 @@ export interface AlarmRecord extends AlarmInput {
   readonly notified: boolean;
 }
 
-/** Where alarms are posted. */
-export interface AlarmSink {
-  send(payload: AlarmWebhookPayload): Promise<void>;
-}
-
 export interface AlarmWebhookPayload extends Pick<AlarmRecord, 'status' | 'severity' | 'message' | 'at'> {
   readonly alarm: AlarmName;
   /** The alarm's former name, for one release after a rename. */
@@ -42,7 +37,7 @@ export interface AlarmsOptions extends Pick<OpsConfig, 'alertDedupeMs'> {
   clock: Clock;
   log: Logger;
   /** Where to POST (IDPOOL_ALERT_WEBHOOK_URL); none = log only. */
-  sink?: AlarmSink;
+  sink?: Pick<WebhookSink, 'send'>;
   /** Names this instance in the payload (host:pid). */
   instance: string;
   /** Counts raised alarms (metrics). */
@@ -69,14 +64,12 @@ export class Alarms {
   private readonly recentRing = new Ring<AlarmRecord>(RECENT_ALARMS);
   private delivery: Promise<void> = Promise.resolve();
   private pending = 0;
+  /** This process's name in its alarms (host:pid); {@link recent} holds only its own (the fleet's are in Redis). */
+  readonly instance: string;
 
   constructor(private readonly options: AlarmsOptions) {
     this.bursts = new RepeatLimiter(options.clock, { windowMs: EVENT_LOG_INTERVAL_MS, maxKeys: 10_000 });
-  }
-
-  /** This process's name in its alarms (host:pid); {@link recent} holds only its own (the fleet's are in Redis). */
-  get instance(): string {
-    return this.options.instance;
+    this.instance = options.instance;
   }
 
   /** An event: logged each time, a burst of one (an exhausted pool's requests) once a second with its count. */
@@ -148,7 +141,7 @@ export class Alarms {
       details: alarm.details ?? {},
       at,
       service: 'idpool',
-      instance: this.options.instance,
+      instance: this.instance,
     };
     // One POST at a time, in order; a slow receiver never blocks a request.
     this.pending++;
@@ -171,16 +164,16 @@ export function logAlarm(log: Logger, alarm: AlarmInput): void {
     entityKey: alarm.entityKey,
     ...alarm.details,
   };
-  if (alarm.severity === 'critical') log.error(line, alarm.message);
-  else log.warn(line, alarm.message);
+  log[alarm.severity === 'critical' ? 'error' : 'warn'](line, alarm.message);
 }
 
-function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
+/** The key of an alarm's (name, entity): one condition on, one de-duplicated post. */
+export function keyOf(alarm: { name: AlarmName; entityKey?: string }): string {
   return alarm.entityKey === undefined ? alarm.name : `${alarm.name}\u0000${alarm.entityKey}`;
 }
 
 /** Posts alarms as JSON, retrying once on a network error or 5xx (a restarting receiver; more would delay the rest). */
-export class WebhookSink implements AlarmSink {
+export class WebhookSink {
   constructor(private readonly url: string) {}
 
   async send(payload: AlarmWebhookPayload): Promise<void> {

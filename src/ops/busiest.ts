@@ -3,7 +3,6 @@ import type { Clock } from '../clock';
 /** Ids served per entity over a sliding window of buckets: "busiest" for `/metrics` and the dashboard. */
 export class RecentServed {
   private readonly buckets: { start: number; counts: Map<string, number> }[] = [];
-  /** The window slides in sixths. */
   private readonly bucketMs: number;
 
   constructor(

@@ -35,21 +35,20 @@ export interface SampledView {
 
 /** One dashboard row per segment entity: pool, rates, forecasts and chart history. */
 export function dashboardRows(entities: readonly EntityConfig[], view: SampledView, now: number): EntityOverview[] {
-  const out: EntityOverview[] = [];
-  for (const entity of entities) {
-    if (entity.mode === 'snowflake') continue;
-    const numbers = entity.numbers && view.numbers(entity.key);
-    out.push({
-      key: entity.key,
-      mode: entity.mode,
-      ...(numbers ? numberFigures(entity, numbers, view) : poolFigures(entity, view)),
-      history: [...view.history.chart(entity.key)],
-      sampledAt: view.sampledAt(entity.key) ?? null,
-      stale: view.isStale(entity.key, now),
-      ...(numbers && { period: numberPeriodJson(numbers), ...(entity.gapless && { gapless: true as const }) }),
+  return entities
+    .filter((entity) => entity.mode !== 'snowflake')
+    .map((entity) => {
+      const numbers = entity.numbers && view.numbers(entity.key);
+      return {
+        key: entity.key,
+        mode: entity.mode,
+        ...(numbers ? numberFigures(entity, numbers, view) : poolFigures(entity, view)),
+        history: [...view.history.chart(entity.key)],
+        sampledAt: view.sampledAt(entity.key) ?? null,
+        stale: view.isStale(entity.key, now),
+        ...(numbers && { period: numberPeriodJson(numbers), ...(entity.gapless && { gapless: true as const }) }),
+      };
     });
-  }
-  return out;
 }
 
 function poolFigures(entity: EntityConfig, view: SampledView) {

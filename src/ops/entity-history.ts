@@ -95,14 +95,12 @@ export class EntityHistory {
     return ratesOf(history, this.options.rateWindowMs).takePerSecond;
   }
 
-  /** Adds `sample` (with what this instance served so far) to the entity's samples, begun again when `restart`. */
   private push(key: string, sample: Reading, capacity: number, restart: boolean): readonly PoolSample[] {
     const ring = Ring.in(this.samples, key, capacity, restart);
     ring.push({ ...sample, served: this.options.served?.(key) });
     return ring.toArray();
   }
 
-  /** The chart's point for the newest of `history`: its pool size and its take rate over the chart's short window. */
   private chartPoint(key: string, history: readonly PoolSample[], capacity: number): void {
     const last = history[history.length - 1];
     Ring.in(this.charts, key, capacity).push({
@@ -130,7 +128,6 @@ export class EntityHistory {
     );
   }
 
-  /** Whether this instance refused a take of the entity for too few ids within the rate window. */
   private refusedRecently(entityKey: string, at: number): boolean {
     const count = this.options.refused?.(entityKey) ?? 0;
     const last = this.refusals.get(entityKey) ?? { count: 0, at: Number.NEGATIVE_INFINITY };

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import type { Clock } from '../clock';
 import type { Logger } from '../logger';
-import { Fleet, type FleetSelf } from '../fleet/fleet';
-import type { FleetInstances, FleetStore } from '../fleet/instances';
+import { Fleet, type FleetOptions, type FleetSelf } from '../fleet/fleet';
+import type { FleetInstances } from '../fleet/instances';
 import { type AlarmRecord, Alarms, WebhookSink } from './alarms';
 import type { OpsConfig } from './settings';
 import { RecentServed } from './busiest';
@@ -29,11 +29,9 @@ export interface OpsDeps extends Pick<
   /** This instance's name in its alarms and heartbeat (host:pid). */
   instance: string;
   /** The fleet this instance is one of: the instances sharing one Redis, or this one alone (embedded). */
-  fleet: {
-    store: FleetStore;
+  fleet: Pick<FleetOptions, 'store' | 'ttlMs'> & {
     /** Alarm records go to the store and the fleet's are read back (Redis); embedded keeps its own ring only. */
     shared: boolean;
-    ttlMs: number;
     self: Omit<FleetSelf, 'id' | 'lastSampleAt' | 'activeAlarms' | 'rates'>;
     /** Each view of the fleet read from Redis (the builder prunes unused function libraries with it). */
     onView?(view: FleetInstances): void;
@@ -82,11 +80,7 @@ export function createOpsEvents(
   const log = deps.log.child({ component: 'alarms' });
   // "Recently" for ranking the busiest entities: the forecasts' rate window.
   const recent = new RecentServed(clock, config.rateWindowMs);
-  const metrics = new OpsMetrics({
-    metricsMaxEntities: config.metricsMaxEntities,
-    recentServed: () => recent.rates(),
-    nowMs: () => clock.now(),
-  });
+  const metrics = new OpsMetrics({ ...config, recentServed: () => recent.rates(), nowMs: () => clock.now() });
   // The fleet is built after the sampler, which needs the alarms: records reach its stream through this.
   const stream: { fleet?: Fleet } = {};
   const toFleet = deps.sharedAlarms ? (record: AlarmRecord) => stream.fleet?.appendAlarm({ ...record }) : undefined;

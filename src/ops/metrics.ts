@@ -239,11 +239,11 @@ export class OpsMetrics {
     if (max === undefined) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
     const families = this.registry.getMetricsAsArray() as unknown as Metric[];
     // A family with an `entity` label that is not an EntitySeries (one registered later) is read whole.
-    const read = new Map<string, Family>();
+    const read = new Map<Metric, Family>();
     await Promise.all(
       families
         .filter((m) => hasEntityLabel(m) && !(m instanceof EntitySeries))
-        .map(async (m) => read.set(nameOf(m), await m.get())),
+        .map(async (m) => read.set(m, await m.get())),
     );
     // Pooled entities, and snowflake and leasing ones that only have counts.
     const candidates = new Set<string>(this.poolSize.values.keys());
@@ -262,13 +262,12 @@ export class OpsMetrics {
         if (m.total) out.registerMetric(fixed(m.totalFamily(m.total)));
         continue;
       }
-      const family = read.get(nameOf(m));
+      const family = read.get(m);
       out.registerMetric(family ? fixed({ ...family, values: family.values.filter(kept) }) : m);
     }
     return { contentType: out.contentType, body: await out.metrics() };
   }
 
-  /** A per-entity gauge, totalled over every entity as `total` says (none by default). */
   private entityGauge(name: string, help: string, total: Total = null): EntitySeries {
     return this.register(new EntitySeries(name, help, total));
   }
@@ -278,7 +277,6 @@ export class OpsMetrics {
     return series;
   }
 
-  /** A per-entity counter: every entity's counts add up in its `idpool_all_…` total. */
   private entityCounter(name: string, help: string): EntitySeries {
     return this.register(new EntitySeries(name, help, 'sum', 'counter'));
   }
@@ -294,10 +292,6 @@ export class OpsMetrics {
 
 function hasEntityLabel(m: Metric): boolean {
   return ((m as unknown as { labelNames?: string[] }).labelNames ?? []).includes('entity');
-}
-
-function nameOf(m: Metric): string {
-  return (m as unknown as { name: string }).name;
 }
 
 /** A family whose values are already read, in the shape a Registry renders (it calls `get()`). */

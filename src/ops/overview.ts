@@ -1,4 +1,3 @@
-import type { Clock } from '../clock';
 import type { EntityConfig } from '../entities/entity';
 import type { Fleet } from '../fleet/fleet';
 import type { FleetInstances } from '../fleet/instances';
@@ -6,8 +5,7 @@ import { type AlarmRecord, type Alarms, RECENT_ALARMS } from './alarms';
 import { busiest } from './busiest';
 import type { EntityOverview } from './dashboard-rows';
 import { isoDate, round } from './format';
-import type { SnowflakeForecast } from './forecast';
-import type { OpsSampler } from './sampler';
+import type { OpsSampler, SamplerOptions } from './sampler';
 
 /** A snowflake entity on the dashboard: no pool, only how fast the fleet (or this instance: `rates`) serves it. */
 export interface SnowflakeEntityOverview {
@@ -40,9 +38,7 @@ export interface OpsOverview {
 }
 
 /** What the overview reads: the registry, the sampler's forecasts, this instance's recent served rates, alarms. */
-export interface OverviewSources {
-  clock: Clock;
-  entities: { list(): EntityConfig[] };
+export interface OverviewSources extends Pick<SamplerOptions, 'clock' | 'entities' | 'snowflake'> {
   sampler: Pick<OpsSampler, 'overview' | 'health'>;
   /** Each sampled entity's take rate (`idpool_take_rate_ids_per_second`). */
   takeRates: Map<string, number>;
@@ -52,7 +48,6 @@ export interface OverviewSources {
   fleet: Pick<Fleet, 'alarms' | 'instances' | 'rates'>;
   /** Whether alarms are shared through the fleet (Redis); embedded mode shows its own ring. */
   sharedAlarms: boolean;
-  snowflake?: () => SnowflakeForecast | undefined;
   workers?: { list(): Promise<unknown[]> };
 }
 

@@ -69,8 +69,7 @@ export function requestObserver(o: RequestObserverOptions): RequestHandler {
         status,
         ms: Math.round(ms * 1000) / 1000,
       };
-      if (status >= 500) log.warn(line, 'request');
-      else log.info(line, 'request');
+      log[status >= 500 ? 'warn' : 'info'](line, 'request');
     });
     next();
   };

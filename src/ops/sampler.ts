@@ -150,12 +150,9 @@ export class OpsSampler {
    * This run's entities and the levels already known: the round's batch or, once the sweep feeds, the
    * pools it read plus the batch's active and business-number entities (the sweep reads no number pool).
    */
-  private batch(
-    items: EntityConfig[],
-    rounds: number,
-  ): { entities: EntityConfig[]; known: ReadonlyMap<string, ReadLevel>; rounds: number } {
+  private batch(items: EntityConfig[], rounds: number) {
     const fed = this.feed.drain();
-    if (!fed) return { entities: items, known: new Map(), rounds };
+    if (!fed) return { entities: items, known: new Map<string, ReadLevel>(), rounds };
     const batch = new Map<string, EntityConfig>();
     for (const entity of items) if (entity.numbers || this.round.isActive(entity.key)) batch.set(entity.key, entity);
     for (const key of fed.levels.keys()) {
@@ -224,7 +221,6 @@ export class OpsSampler {
     this.rules.checkSnowflake(sf, this.options.clock.now());
   }
 
-  /** Runs `step`, logging a failure with the entity's key (if any) instead of throwing it. */
   private async guard(step: string, entityKey: string | undefined, run: () => unknown): Promise<boolean> {
     try {
       await run();
@@ -296,10 +292,7 @@ export class OpsSampler {
     for (const key of [...this.firstLooked.keys()]) if (!live.has(key)) this.firstLooked.delete(key);
   }
 
-  /**
-   * A business-number entity: reads now's period (by the clock that decides it), keeps its readings over
-   * the period rate window, sets its gauges and checks its forecast; throws what the read throws.
-   */
+  /** A business-number entity: now's period, read by the clock that decides it; throws what the read throws. */
   private async sampleNumbers(entity: EntityConfig, capacity: number): Promise<void> {
     const settings = entity.numbers;
     if (!this.options.numbers || !settings) return;
@@ -326,7 +319,6 @@ export class OpsSampler {
     this.rules.checkNumberPeriod(entity, view, (ms) => zone.wallClock(ms));
   }
 
-  /** Records one entity's sample, sets its pool and forecast gauges and checks its alarms. */
   private sampleEntity(
     entity: EntityConfig,
     { level, at }: ReadLevel,
@@ -370,10 +362,7 @@ export class OpsSampler {
     this.rules.checkEntity(entity, size, at, f, this.history.filled(entity.key));
   }
 
-  /**
-   * An idle entity reading as its last sample, with the same watermark and target, nothing moving in its
-   * forecast and no alarm condition holding: only its sample age is new.
-   */
+  /** Idle, at rest, no condition holding, the same watermark, target and max: only its sample age would be new. */
   private unchanged(entity: EntityConfig, size: number, offset: bigint): boolean {
     if (this.round.isActive(entity.key) || !this.rules.quiet(entity.key)) return false;
     if (!this.history.atRest(entity.key, size, offset)) return false;
