@@ -126,14 +126,6 @@ const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = Object.fromEntries([
   ...(['all', 'errors', 'off'] as const).map((mode) => [mode, mode] as const),
 ]);
 
-/** The CLI's admin token and the instance it asks (IDPOOL_URL, else IDPOOL_PORT on loopback, else 8080). */
-export function cliTarget(env: Env = process.env): { adminToken: string | undefined; url: string } {
-  return {
-    adminToken: env.IDPOOL_ADMIN_TOKEN || undefined,
-    url: env.IDPOOL_URL || `http://127.0.0.1:${env.IDPOOL_PORT || DEFAULTS.port}`,
-  };
-}
-
 /** Every `IDPOOL_*` variable of the service, parsed and validated once (docs/design.md "Configuration"). */
 export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
