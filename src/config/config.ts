@@ -230,8 +230,7 @@ function compatRoutes(r: EnvReader): CompatRoute[] {
   const raw = r.raw('IDPOOL_COMPAT');
   if (raw === undefined || raw.trim().toLowerCase() === 'none') return [];
   const words = raw.split(',').map((w) => w.trim().toLowerCase());
-  const unknown = words.find((w) => !(COMPAT_ROUTES as readonly string[]).includes(w));
-  if (unknown !== undefined)
+  if (words.some((w) => !(COMPAT_ROUTES as readonly string[]).includes(w)))
     throw new ConfigError(
       'IDPOOL_COMPAT',
       `must list only ${COMPAT_ROUTES.join(', ')} (comma-separated), got ${quoted(raw)}`,
@@ -273,9 +272,8 @@ function opsConfig(r: EnvReader): OpsConfig {
   const d = DEFAULTS.ops;
   const webhook = r.raw('IDPOOL_ALERT_WEBHOOK_URL');
   // The URL may carry a token: never echo it.
-  if (webhook !== undefined && !(URL.canParse(webhook) && /^https?:$/.test(new URL(webhook).protocol))) {
+  if (webhook !== undefined && !/^https?:$/.test(URL.parse(webhook)?.protocol ?? ''))
     throw new ConfigError('IDPOOL_ALERT_WEBHOOK_URL', 'must be an http:// or https:// URL');
-  }
   return {
     alertWebhookUrl: webhook,
     alertDedupeMs: r.int('IDPOOL_ALERT_DEDUPE_MS', d.alertDedupeMs, 0, 7 * 86_400_000),

@@ -28,8 +28,7 @@ export class EnvReader {
 
   /** The raw value, or undefined when unset or empty. */
   raw(name: string): string | undefined {
-    const value = this.env[name];
-    return value === undefined || value === '' ? undefined : value;
+    return this.env[name] || undefined;
   }
 
   private parse<T>(name: string, schema: z.ZodType<T>, fallback: T, expected: string): T {
