@@ -25,7 +25,7 @@ const TUNABLES: [flag: string, what: string][] = [
 ];
 
 /** What `apps create` sends besides the key, mode and tunables, where given (fixed once registered). */
-const CREATE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder', 'format', 'reset', 'timeZone'] as const;
+const CREATE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder', 'format', 'reset', 'timeZone', 'gapless'];
 
 function given(opts: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(fields.filter((f) => opts[f] !== undefined).map((f) => [f, opts[f]]));
@@ -125,7 +125,6 @@ function addCreate(group: Command, ctx: CliContext): void {
       key,
       mode: opts.mode,
       ...given(opts, CREATE_FIELDS),
-      ...(opts.gapless === true ? { gapless: true } : {}),
       ...pickTunables(opts),
     };
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
@@ -177,16 +176,14 @@ export async function listPages(
   const api = ctx.admin(cmd);
   const list: Answer<'Entity'>[] = [];
   let after = opts.after;
-  let next: string | null;
   do {
     const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
     if (after !== undefined) query.set('after', after);
     const page = await api.get<Answer<'EntityPage'>>(`/admin/apps?${query.toString()}`);
     list.push(...page.apps);
-    next = page.next;
-    after = next ?? undefined;
-  } while (next !== null && opts.limit === undefined);
-  return { list, next };
+    after = page.next ?? undefined;
+  } while (after !== undefined && opts.limit === undefined);
+  return { list, next: after ?? null };
 }
 
 /** `apps rotate-secret`, `add-secret`, `remove-secret`: one secret replaced, or more than one at once (a slow rollout, imported Tinyid tokens). */
