@@ -195,11 +195,10 @@ export async function runImport(
     for (const item of plan.entities) {
       const first = item.tokens.length > 0 ? item.tokens[0] : undefined;
       const more = item.tokens.slice(1);
-      const source = item.body.incumbent as { kind: Incumbent; key: string };
       const body = {
         ...item.body,
         ...(first === undefined ? {} : { secret: first }),
-        ...(o.live ? { incumbent: { ...source, live: true } } : { held: HELD_BY_IMPORT }),
+        ...(o.live ? { incumbent: { ...(item.body.incumbent as object), live: true } } : { held: HELD_BY_IMPORT }),
       };
       let outcome: ImportOutcome;
       try {
