@@ -72,16 +72,16 @@ export async function importEntities(
   return { lines: lines.length, registered, failures, exitCode };
 }
 
+/** What a failed file operation says: its code (ENOENT, EACCES), else its message. */
+const fsError = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+
 /** The non-blank lines of the import file, each with its 1-based number; a file that cannot be read is a usage error. */
 function readLines(file: string) {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CliError(
-      EXIT_USAGE,
-      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
+    throw new CliError(EXIT_USAGE, `cannot read ${file}: ${fsError(err)}`);
   }
   return text
     .split(/\r?\n/)
@@ -96,12 +96,12 @@ export function createSecretsFile(path: string): number {
     fchmodSync(fd, 0o600);
     return fd;
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const why = fsError(err);
     throw new CliError(
       EXIT_USAGE,
-      code === 'EEXIST'
+      why === 'EEXIST'
         ? `${path} exists; secrets are never overwritten, choose a new --secrets path`
-        : `cannot create ${path}: ${code ?? (err as Error).message}`,
+        : `cannot create ${path}: ${why}`,
     );
   }
 }
