@@ -22,9 +22,6 @@ const LAYOUT: readonly (readonly [flags: string, variable: string, more?: string
   ],
 ];
 
-/** A snowflake id as the layout reads it: a decimal integer (anything else is taken for a business number). */
-const DECIMAL = /^\d+$/;
-
 export function addDecodeCommand(program: Command, ctx: CliContext): void {
   const command = program
     .command('decode')
@@ -63,7 +60,8 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
         decodeForEntity(ctx, cmd, id, entity);
         return;
       }
-    } else if (!DECIMAL.test(id)) {
+    } else if (!/^\d+$/.test(id)) {
+      // Not a decimal integer, so not a snowflake id: taken for a business number.
       await decodeByLookup(ctx, cmd, id);
       return;
     }
