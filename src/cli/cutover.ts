@@ -113,10 +113,9 @@ export async function finishCommand(
   ctx: CliContext,
   cmd: Command,
   kind: Incumbent,
-  urls: readonly string[],
-  o: { only?: string[]; observeSeconds: number },
+  o: { databaseUrl: readonly string[]; only?: string[]; observeSeconds: number },
 ): Promise<void> {
-  const outcomes = await runFinish(ctx.admin(cmd), kind, () => readAll(kind, urls), {
+  const outcomes = await runFinish(ctx.admin(cmd), kind, () => readAll(kind, o.databaseUrl), {
     only: o.only ? new Set(o.only) : undefined,
     observeMs: o.observeSeconds * 1000,
     sleep: (ms) => systemClock.sleep(ms),
