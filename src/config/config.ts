@@ -192,13 +192,13 @@ function snowflakeSettings(r: EnvReader): SnowflakeSettings {
   const settings: SnowflakeSettings = {
     timeUnit: (r.raw('IDPOOL_SNOWFLAKE_TIME_UNIT')?.trim() ?? sf.timeUnit) as TimeUnit,
     epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),
-    timestampBits: r.integer('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits),
-    workerBits: r.integer('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits),
-    reservedBits: r.integer('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits),
-    reservedValue: r.integer('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue),
-    timeBackInitial: r.integer('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial) as 0 | 1,
-    regionBits: r.integer('IDPOOL_SNOWFLAKE_REGION_BITS', sf.regionBits),
-    region: r.integer('IDPOOL_REGION', sf.region),
+    timestampBits: r.int('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits),
+    workerBits: r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits),
+    reservedBits: r.int('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits),
+    reservedValue: r.int('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue),
+    timeBackInitial: r.int('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial) as 0 | 1,
+    regionBits: r.int('IDPOOL_SNOWFLAKE_REGION_BITS', sf.regionBits),
+    region: r.int('IDPOOL_REGION', sf.region),
   };
   const wrong = settingsProblem(settings);
   if (wrong)
