@@ -43,12 +43,9 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
   command.action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => {
     if (opts.app !== undefined && opts.format !== undefined)
       throw new CliError(EXIT_USAGE, '--app and --format both name a template: give one (--app asks the instance)');
-    const loose = (['reset', 'timeZone'] as const).find((o) => opts[o] !== undefined);
+    const loose = ['--reset', '--time-zone'].find((flag) => opts[new Option(flag).attributeName()] !== undefined);
     if (loose && opts.format === undefined)
-      throw new CliError(
-        EXIT_USAGE,
-        `--${loose === 'timeZone' ? 'time-zone' : 'reset'} goes with --format (with --app the instance names the entity's)`,
-      );
+      throw new CliError(EXIT_USAGE, `${loose} goes with --format (with --app the instance names the entity's)`);
     if (opts.format !== undefined) {
       decodeWithFormat(ctx, cmd, id, { format: opts.format, reset: opts.reset, timeZone: opts.timeZone });
       return;
