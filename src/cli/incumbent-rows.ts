@@ -27,8 +27,7 @@ async function query(url: string, sql: string): Promise<Record<string, unknown>[
         connectTimeout: 10_000,
       });
       try {
-        const [rows] = await c.query(sql);
-        return rows as Record<string, unknown>[];
+        return (await c.query(sql))[0] as Record<string, unknown>[];
       } finally {
         await c.end();
       }
