@@ -35,7 +35,6 @@ function given(opts: Record<string, unknown>, fields: readonly string[]): Record
 const pickTunables = (opts: Record<string, unknown>) =>
   given(opts, ['name', 'compat', ...TUNABLES.map(([flag]) => new Option(flag).attributeName())]);
 
-/** The tunables' options and the credential-free protocols, on `apps create` and `apps update`. */
 function addTunables(command: Command): Command {
   command.option(
     '--compat <protocols>',

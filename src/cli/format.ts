@@ -12,7 +12,6 @@ export function fields(record: Record<string, unknown>): string {
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
 }
 
-/** One value as text: '-' for none, a list comma-separated, anything else as its JSON (a string as itself). */
 function cell(value: unknown): string {
   if (value === null || value === undefined) return '-';
   if (Array.isArray(value)) return value.join(',');

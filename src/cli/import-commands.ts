@@ -144,7 +144,6 @@ async function importFrom(ctx: CliContext, kind: string, opts: ImportFromOptions
     throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
 }
 
-/** The plan as `--dry-run` prints it: one line per entity, then the counts. */
 function dryRunText(kind: Incumbent, plan: ImportPlan): string {
   const lines = plan.entities.map((e) => {
     const body = e.body as { mode: string; step?: number; delta?: number; remainder?: number };

@@ -2,7 +2,6 @@
 import { CliError, EXIT_FAILURE, EXIT_USAGE, oneLine } from './errors';
 import { type Incumbent, type IncumbentRow, mergeRows } from './import-from';
 
-/** A database URL's protocol, or a usage error. */
 function urlKind(url: string): 'mysql' | 'postgres' {
   if (/^(mysql|mariadb):\/\//.test(url)) return 'mysql';
   if (/^postgres(ql)?:\/\//.test(url)) return 'postgres';
