@@ -4,12 +4,10 @@ import { CliError, EXIT_USAGE } from './errors';
 import { entityPath } from './admin-api';
 import { fields, table } from './format';
 import type { Answer } from '../http/openapi/schemas';
+import { PAGE_MAX } from '../http/params';
 import { RESETS } from '../numbers/period';
 import { addImport, addImportFrom } from './import-commands';
 import { addRelease } from './cutover';
-
-/** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
-const LIST_PAGE = 1000;
 
 /** Options of `apps create` and `apps update`: each flag camel-cased is the admin API's field (`--max-pool-size`, `maxPoolSize`). */
 const TUNABLES: [flag: string, what: string][] = [
@@ -176,7 +174,8 @@ export async function listPages(
   const list: Answer<'Entity'>[] = [];
   let after = opts.after;
   do {
-    const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
+    // Reading every page: the largest the API allows, for the fewest round trips.
+    const query = new URLSearchParams({ limit: String(opts.limit ?? PAGE_MAX) });
     if (after !== undefined) query.set('after', after);
     const page = await api.get<Answer<'EntityPage'>>(`/admin/apps?${query.toString()}`);
     list.push(...page.apps);
