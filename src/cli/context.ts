@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { cliTarget } from '../config/config';
+import { DEFAULTS } from '../config/config';
 import { AdminApi, type AdminApiOptions } from './admin-api';
 import { CliError, EXIT_USAGE } from './errors';
 
@@ -23,7 +23,7 @@ export function cliContext(io: CliIo) {
   const api = (cmd: Command, token: string, credential?: AdminApiOptions['credential']) => {
     const g = globals(cmd);
     return new AdminApi({
-      url: g.url || cliTarget(io.env).url,
+      url: g.url || io.env.IDPOOL_URL || `http://127.0.0.1:${io.env.IDPOOL_PORT || DEFAULTS.port}`,
       token,
       credential,
       timeoutMs: g.timeout,
@@ -43,7 +43,7 @@ export function cliContext(io: CliIo) {
     api,
     /** The admin API, with IDPOOL_ADMIN_TOKEN. */
     admin(cmd: Command) {
-      const token = cliTarget(io.env).adminToken;
+      const token = io.env.IDPOOL_ADMIN_TOKEN;
       if (!token)
         throw new CliError(EXIT_USAGE, 'IDPOOL_ADMIN_TOKEN is not set: export the admin token of the service');
       return api(cmd, token);

@@ -48,14 +48,6 @@ export function addRelease(group: Command, ctx: CliContext): void {
     });
 }
 
-/** What `--finish` did with one live entity. */
-interface FinishOutcome {
-  key: string;
-  maxId: string;
-  /** The first id idpool's own table hands out from now on (or above, if it was past already). */
-  firstId: string;
-}
-
 /** Observation windows `--finish` tries before it decides the incumbent still runs (one in-flight reservation can blur one window). */
 const OBSERVATIONS = 3;
 
@@ -70,7 +62,7 @@ export async function runFinish(
   kind: Incumbent,
   readRows: () => Promise<IncumbentRow[]>,
   o: { only?: ReadonlySet<string>; observeMs: number; sleep: (ms: number) => Promise<void>; say: (l: string) => void },
-): Promise<FinishOutcome[]> {
+) {
   const lines = async () =>
     new Map(
       (await api.get<Answer<'LiveCutovers'>>('/admin/live')).apps
@@ -105,7 +97,7 @@ export async function runFinish(
       EXIT_FAILURE,
       `the incumbent still issues ids: ${moved.join(', ')}; stop every instance of it (and every client of it), then run --finish again; nothing was finished`,
     );
-  const outcomes: FinishOutcome[] = [];
+  const outcomes: { key: string; maxId: string; firstId: string }[] = [];
   const final = await readRows();
   for (const line of (await lines()).values()) {
     const row = final.find((r) => r.key === line.incumbent.key);
@@ -121,10 +113,9 @@ export async function finishCommand(
   ctx: CliContext,
   cmd: Command,
   kind: Incumbent,
-  urls: readonly string[],
-  o: { only?: string[]; observeSeconds: number },
+  o: { databaseUrl: readonly string[]; only?: string[]; observeSeconds: number },
 ): Promise<void> {
-  const outcomes = await runFinish(ctx.admin(cmd), kind, () => readAll(kind, urls), {
+  const outcomes = await runFinish(ctx.admin(cmd), kind, () => readAll(kind, o.databaseUrl), {
     only: o.only ? new Set(o.only) : undefined,
     observeMs: o.observeSeconds * 1000,
     sleep: (ms) => systemClock.sleep(ms),

@@ -22,9 +22,6 @@ const LAYOUT: readonly (readonly [flags: string, variable: string, more?: string
   ],
 ];
 
-/** A snowflake id as the layout reads it: a decimal integer (anything else is taken for a business number). */
-const DECIMAL = /^\d+$/;
-
 export function addDecodeCommand(program: Command, ctx: CliContext): void {
   const command = program
     .command('decode')
@@ -38,58 +35,49 @@ export function addDecodeCommand(program: Command, ctx: CliContext): void {
     )
     .option('--format <template>', 'decode a business number of this template offline (docs/numbers.md)')
     .option('--reset <period>', 'with --format: the entity reset (default: the finest date token)')
-    .option('--time-zone <zone>', 'with --format: the entity time zone (default UTC, said on stderr)')
-    .action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => decode(ctx, cmd, id, opts));
+    .option('--time-zone <zone>', 'with --format: the entity time zone (default UTC, said on stderr)');
   for (const [flags, variable, more = ''] of LAYOUT) {
     const option = new Option(flags, variable + more);
     command.addOption(flags.startsWith('--time-unit') ? option.choices(['ms', 's', 'min', 'h', 'd']) : option);
   }
-}
-
-async function decode(
-  ctx: CliContext,
-  cmd: Command,
-  id: string,
-  opts: Record<string, string | undefined>,
-): Promise<void> {
-  if (opts.app !== undefined && opts.format !== undefined)
-    throw new CliError(EXIT_USAGE, '--app and --format both name a template: give one (--app asks the instance)');
-  const loose = (['reset', 'timeZone'] as const).find((o) => opts[o] !== undefined);
-  if (loose && opts.format === undefined)
-    throw new CliError(
-      EXIT_USAGE,
-      `--${loose === 'timeZone' ? 'time-zone' : 'reset'} goes with --format (with --app the instance names the entity's)`,
-    );
-  if (opts.format !== undefined) {
-    decodeWithFormat(ctx, cmd, id, { format: opts.format, reset: opts.reset, timeZone: opts.timeZone });
-    return;
-  }
-  if (opts.app !== undefined) {
-    const entity = await ctx.admin(cmd).get<DecodableEntity>(entityPath(opts.app));
-    // A snowflake entity's ids are read with the layout of the environment, as without --app.
-    if (entity.mode !== 'snowflake') {
-      decodeForEntity(ctx, cmd, id, entity);
+  command.action(async (id: string, opts: Record<string, string | undefined>, cmd: Command) => {
+    if (opts.app !== undefined && opts.format !== undefined)
+      throw new CliError(EXIT_USAGE, '--app and --format both name a template: give one (--app asks the instance)');
+    const loose = ['--reset', '--time-zone'].find((flag) => opts[new Option(flag).attributeName()] !== undefined);
+    if (loose && opts.format === undefined)
+      throw new CliError(EXIT_USAGE, `${loose} goes with --format (with --app the instance names the entity's)`);
+    if (opts.format !== undefined) {
+      decodeWithFormat(ctx, cmd, id, { format: opts.format, reset: opts.reset, timeZone: opts.timeZone });
       return;
     }
-  } else if (!DECIMAL.test(id)) {
-    await decodeByLookup(ctx, cmd, id);
-    return;
-  }
-  const overrides: Record<string, string> = {};
-  for (const [flags, variable] of LAYOUT) {
-    const value = opts[new Option(flags).attributeName()];
-    if (value !== undefined) overrides[variable] = value;
-  }
-  // The same validation (and messages) as the service's start-up.
-  const config = loadConfig({ ...ctx.io.env, ...overrides });
-  const { SnowflakeLayout } = await import('../snowflake/layout');
-  const { explainId, NotAnIdError } = await import('../snowflake/explain');
-  const layout = SnowflakeLayout.create(config.snowflake, systemClock.now());
-  let parts;
-  try {
-    parts = explainId(layout, systemClock.now(), id);
-  } catch (err) {
-    throw err instanceof NotAnIdError ? new CliError(EXIT_USAGE, err.message) : err;
-  }
-  ctx.print(cmd, parts, () => fields({ ...parts, layout: layout.describe() }));
+    if (opts.app !== undefined) {
+      const entity = await ctx.admin(cmd).get<DecodableEntity>(entityPath(opts.app));
+      // A snowflake entity's ids are read with the layout of the environment, as without --app.
+      if (entity.mode !== 'snowflake') {
+        decodeForEntity(ctx, cmd, id, entity);
+        return;
+      }
+    } else if (!/^\d+$/.test(id)) {
+      // Not a decimal integer, so not a snowflake id: taken for a business number.
+      await decodeByLookup(ctx, cmd, id);
+      return;
+    }
+    const overrides: Record<string, string> = {};
+    for (const [flags, variable] of LAYOUT) {
+      const value = opts[new Option(flags).attributeName()];
+      if (value !== undefined) overrides[variable] = value;
+    }
+    // The same validation (and messages) as the service's start-up.
+    const config = loadConfig({ ...ctx.io.env, ...overrides });
+    const { SnowflakeLayout } = await import('../snowflake/layout');
+    const { explainId, NotAnIdError } = await import('../snowflake/explain');
+    const layout = SnowflakeLayout.create(config.snowflake, systemClock.now());
+    let parts;
+    try {
+      parts = explainId(layout, systemClock.now(), id);
+    } catch (err) {
+      throw err instanceof NotAnIdError ? new CliError(EXIT_USAGE, err.message) : err;
+    }
+    ctx.print(cmd, parts, () => fields({ ...parts, layout: layout.describe() }));
+  });
 }

@@ -4,12 +4,10 @@ import { CliError, EXIT_USAGE } from './errors';
 import { entityPath } from './admin-api';
 import { fields, table } from './format';
 import type { Answer } from '../http/openapi/schemas';
+import { PAGE_MAX } from '../http/params';
 import { RESETS } from '../numbers/period';
 import { addImport, addImportFrom } from './import-commands';
 import { addRelease } from './cutover';
-
-/** Page size `apps list` asks for when reading every page: the largest the API allows (fewest round trips). */
-const LIST_PAGE = 1000;
 
 /** Options of `apps create` and `apps update`: each flag camel-cased is the admin API's field (`--max-pool-size`, `maxPoolSize`). */
 const TUNABLES: [flag: string, what: string][] = [
@@ -25,7 +23,7 @@ const TUNABLES: [flag: string, what: string][] = [
 ];
 
 /** What `apps create` sends besides the key, mode and tunables, where given (fixed once registered). */
-const CREATE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder', 'format', 'reset', 'timeZone'] as const;
+const CREATE_FIELDS = ['startOffset', 'firstId', 'delta', 'remainder', 'format', 'reset', 'timeZone', 'gapless'];
 
 function given(opts: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(fields.filter((f) => opts[f] !== undefined).map((f) => [f, opts[f]]));
@@ -35,7 +33,6 @@ function given(opts: Record<string, unknown>, fields: readonly string[]): Record
 const pickTunables = (opts: Record<string, unknown>) =>
   given(opts, ['name', 'compat', ...TUNABLES.map(([flag]) => new Option(flag).attributeName())]);
 
-/** The tunables' options and the credential-free protocols, on `apps create` and `apps update`. */
 function addTunables(command: Command): Command {
   command.option(
     '--compat <protocols>',
@@ -125,7 +122,6 @@ function addCreate(group: Command, ctx: CliContext): void {
       key,
       mode: opts.mode,
       ...given(opts, CREATE_FIELDS),
-      ...(opts.gapless === true ? { gapless: true } : {}),
       ...pickTunables(opts),
     };
     const created = await ctx.admin(cmd).post<Record<string, unknown>>('/admin/apps', body);
@@ -177,16 +173,15 @@ export async function listPages(
   const api = ctx.admin(cmd);
   const list: Answer<'Entity'>[] = [];
   let after = opts.after;
-  let next: string | null;
   do {
-    const query = new URLSearchParams({ limit: String(opts.limit ?? LIST_PAGE) });
+    // Reading every page: the largest the API allows, for the fewest round trips.
+    const query = new URLSearchParams({ limit: String(opts.limit ?? PAGE_MAX) });
     if (after !== undefined) query.set('after', after);
     const page = await api.get<Answer<'EntityPage'>>(`/admin/apps?${query.toString()}`);
     list.push(...page.apps);
-    next = page.next;
-    after = next ?? undefined;
-  } while (next !== null && opts.limit === undefined);
-  return { list, next };
+    after = page.next ?? undefined;
+  } while (after !== undefined && opts.limit === undefined);
+  return { list, next: after ?? null };
 }
 
 /** `apps rotate-secret`, `add-secret`, `remove-secret`: one secret replaced, or more than one at once (a slow rollout, imported Tinyid tokens). */

@@ -2,19 +2,16 @@
 
 /** `name  value` lines, nested objects flattened to `pool.size`, a list of objects to `secrets.0.id`. */
 export function fields(record: Record<string, unknown>): string {
-  const rows: [string, string][] = [];
   const isObject = (value: unknown): value is object => value !== null && typeof value === 'object';
-  const walk = (prefix: string, value: unknown) => {
-    if (isObject(value) && !(Array.isArray(value) && !value.some(isObject))) {
-      for (const [k, v] of Object.entries(value)) walk(prefix ? `${prefix}.${k}` : k, v);
-    } else rows.push([prefix, cell(value)]);
-  };
-  walk('', record);
+  const walk = (prefix: string, value: unknown): [string, string][] =>
+    isObject(value) && !(Array.isArray(value) && !value.some(isObject))
+      ? Object.entries(value).flatMap(([k, v]) => walk(prefix ? `${prefix}.${k}` : k, v))
+      : [[prefix, cell(value)]];
+  const rows = walk('', record);
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
 }
 
-/** One value as text: '-' for none, a list comma-separated, anything else as its JSON (a string as itself). */
 function cell(value: unknown): string {
   if (value === null || value === undefined) return '-';
   if (Array.isArray(value)) return value.join(',');

@@ -89,16 +89,15 @@ interface ImportFromOptions {
 async function importFrom(ctx: CliContext, kind: string, opts: ImportFromOptions, cmd: Command): Promise<void> {
   if (kind !== 'leaf' && kind !== 'tinyid')
     throw new CliError(EXIT_USAGE, `import-from takes leaf or tinyid, got "${kind}"`);
-  const urls = opts.databaseUrl;
   if (opts.live && opts.finish)
     throw new CliError(EXIT_USAGE, 'give --live (start a cutover) or --finish (end it), not both');
-  if (opts.finish) return finishCommand(ctx, cmd, kind, urls, opts);
-  if (opts.live && urls.length > 1)
+  if (opts.finish) return finishCommand(ctx, cmd, kind, opts);
+  if (opts.live && opts.databaseUrl.length > 1)
     throw new CliError(
       EXIT_USAGE,
       '--live reserves from one database: give one --database-url (the one IDPOOL_*_DATABASE_URL names)',
     );
-  const rows = await readAll(kind, urls);
+  const rows = await readAll(kind, opts.databaseUrl);
   const plan = planImport(kind, rows, opts.only ? new Set(opts.only) : undefined, parseRenames(opts.key ?? [], rows));
   const planned = plan.entities.map((e) => ({
     ...named(e),
@@ -120,7 +119,7 @@ async function importFrom(ctx: CliContext, kind: string, opts: ImportFromOptions
       );
     return;
   }
-  const { outcomes, moved } = await runImport(ctx.admin(cmd), plan, () => readAll(kind, urls), {
+  const { outcomes, moved } = await runImport(ctx.admin(cmd), plan, () => readAll(kind, opts.databaseUrl), {
     live: opts.live,
     secretsPath: opts.secrets,
     onOutcome: (o) =>
@@ -145,7 +144,6 @@ async function importFrom(ctx: CliContext, kind: string, opts: ImportFromOptions
     throw new CliError(EXIT_USAGE, `${plan.skipped.length} rows skipped (listed above); the rest were imported`);
 }
 
-/** The plan as `--dry-run` prints it: one line per entity, then the counts. */
 function dryRunText(kind: Incumbent, plan: ImportPlan): string {
   const lines = plan.entities.map((e) => {
     const body = e.body as { mode: string; step?: number; delta?: number; remainder?: number };

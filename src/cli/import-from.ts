@@ -103,63 +103,59 @@ export function planImport(
   const plan: ImportPlan = { entities: [], skipped: [] };
   for (const row of rows) {
     if (only && !only.has(row.key)) continue;
-    const key = renames.get(row.key) ?? row.key;
-    if (!KEY_PATTERN.test(key)) {
-      plan.skipped.push({
-        key: row.key,
-        reason: `key does not fit idpool (1-64 of A-Z a-z 0-9 _ - .): import it under a key of your choice with --key '${row.key}=KEY'`,
-      });
-      continue;
-    }
-    if (row.delta < 1 || row.delta > LIMITS.delta || row.remainder < 0 || row.remainder >= row.delta) {
-      plan.skipped.push({ key: row.key, reason: `delta ${row.delta} / remainder ${row.remainder} out of range` });
-      continue;
-    }
-    const firstId = firstSafeId(kind, row);
-    if (firstId >= LIMITS.startOffset) {
-      plan.skipped.push({ key: row.key, reason: `first safe id ${firstId} is past 2^62, idpool's bound` });
-      continue;
-    }
-    const notes: string[] = [];
-    const body: Record<string, unknown> = {
-      key,
-      firstId: firstId.toString(),
-      incumbent: { kind, key: row.key, live: false },
-    };
-    if (row.step !== null && row.step > 0) {
-      body.step = Math.min(row.step, LIMITS.step);
-      if (row.step > LIMITS.step) notes.push(`step ${row.step} lowered to idpool's ${LIMITS.step}`);
-    }
-    const name = row.description?.trim();
-    if (name && registerSchema.shape.name.safeParse(name).success) body.name = name;
-    else if (name)
-      notes.push('description not usable as a name (over 128 characters or control characters); named by key');
-    const tokens: string[] = [];
-    if (kind === 'leaf') {
-      body.mode = 'monotonic';
-      body.compat = ['leaf'];
-    } else {
-      // A Tinyid client hands out ids from its own segments: no global order.
-      body.mode = 'trend';
-      // As Tinyid served them: no per-second limit (a step above it could never be leased), nextId up to batch.size.max.
-      body.maxSizePerSecond = 0;
-      body.maxSizePerTimes = TINYID_BATCH_MAX;
-      if (row.delta !== 1 || row.remainder !== 0) Object.assign(body, { delta: row.delta, remainder: row.remainder });
-      for (const token of row.tokens) {
-        if (!providedSecret.safeParse(token).success)
-          notes.push(`a token of ${token.length} characters left out: secrets are 16-256 printable ASCII characters`);
-        else tokens.push(token);
-      }
-      if (tokens.length > MAX_SECRETS) {
-        notes.push(
-          `${tokens.length - MAX_SECRETS} of its ${tokens.length} tokens left out: at most ${MAX_SECRETS} secrets per entity`,
-        );
-        tokens.length = MAX_SECRETS;
-      }
-    }
-    plan.entities.push({ key, tag: row.key, firstId, maxId: row.maxId, body, tokens, notes });
+    const planned = planRow(kind, row, renames.get(row.key) ?? row.key);
+    if (typeof planned === 'string') plan.skipped.push({ key: row.key, reason: planned });
+    else plan.entities.push(planned);
   }
   return plan;
+}
+
+/** One row's entity under `key`, or why the row is skipped. */
+function planRow(kind: Incumbent, row: IncumbentRow, key: string): PlannedEntity | string {
+  if (!KEY_PATTERN.test(key))
+    return `key does not fit idpool (1-64 of A-Z a-z 0-9 _ - .): import it under a key of your choice with --key '${row.key}=KEY'`;
+  if (row.delta < 1 || row.delta > LIMITS.delta || row.remainder < 0 || row.remainder >= row.delta)
+    return `delta ${row.delta} / remainder ${row.remainder} out of range`;
+  const firstId = firstSafeId(kind, row);
+  if (firstId >= LIMITS.startOffset) return `first safe id ${firstId} is past 2^62, idpool's bound`;
+  const notes: string[] = [];
+  const body: Record<string, unknown> = {
+    key,
+    firstId: firstId.toString(),
+    incumbent: { kind, key: row.key, live: false },
+  };
+  if (row.step !== null && row.step > 0) {
+    body.step = Math.min(row.step, LIMITS.step);
+    if (row.step > LIMITS.step) notes.push(`step ${row.step} lowered to idpool's ${LIMITS.step}`);
+  }
+  const name = row.description?.trim();
+  if (name && registerSchema.shape.name.safeParse(name).success) body.name = name;
+  else if (name)
+    notes.push('description not usable as a name (over 128 characters or control characters); named by key');
+  const tokens: string[] = [];
+  if (kind === 'leaf') {
+    body.mode = 'monotonic';
+    body.compat = ['leaf'];
+  } else {
+    // A Tinyid client hands out ids from its own segments: no global order.
+    body.mode = 'trend';
+    // As Tinyid served them: no per-second limit (a step above it could never be leased), nextId up to batch.size.max.
+    body.maxSizePerSecond = 0;
+    body.maxSizePerTimes = TINYID_BATCH_MAX;
+    if (row.delta !== 1 || row.remainder !== 0) Object.assign(body, { delta: row.delta, remainder: row.remainder });
+    for (const token of row.tokens) {
+      if (!providedSecret.safeParse(token).success)
+        notes.push(`a token of ${token.length} characters left out: secrets are 16-256 printable ASCII characters`);
+      else tokens.push(token);
+    }
+    if (tokens.length > MAX_SECRETS) {
+      notes.push(
+        `${tokens.length - MAX_SECRETS} of its ${tokens.length} tokens left out: at most ${MAX_SECRETS} secrets per entity`,
+      );
+      tokens.length = MAX_SECRETS;
+    }
+  }
+  return { key, tag: row.key, firstId, maxId: row.maxId, body, tokens, notes };
 }
 
 /** What happened to one planned entity. */
@@ -195,11 +191,10 @@ export async function runImport(
     for (const item of plan.entities) {
       const first = item.tokens.length > 0 ? item.tokens[0] : undefined;
       const more = item.tokens.slice(1);
-      const source = item.body.incumbent as { kind: Incumbent; key: string };
       const body = {
         ...item.body,
         ...(first === undefined ? {} : { secret: first }),
-        ...(o.live ? { incumbent: { ...source, live: true } } : { held: HELD_BY_IMPORT }),
+        ...(o.live ? { incumbent: { ...(item.body.incumbent as object), live: true } } : { held: HELD_BY_IMPORT }),
       };
       let outcome: ImportOutcome;
       try {

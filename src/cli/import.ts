@@ -17,26 +17,12 @@ export interface ImportFailure {
   exitCode: typeof EXIT_FAILURE | typeof EXIT_USAGE;
 }
 
-export interface ImportResult {
-  lines: number;
-  registered: number;
-  failures: ImportFailure[];
-  /** 0 when every line was registered; else 1 if any line failed at run time (conflict, service), else 2. */
-  exitCode: typeof EXIT_OK | ImportFailure['exitCode'];
-}
-
-/** One non-blank line of the import file, with its 1-based number for error messages. */
-interface ImportLine {
-  number: number;
-  body: string;
-}
-
 /** Registers each line through the admin API, `concurrency` at a time, each secret written at once: a stopped run loses none. */
 export async function importEntities(
   api: Pick<AdminApi, 'post'>,
   o: ImportOptions,
   onFailure: (f: ImportFailure) => void,
-): Promise<ImportResult> {
+) {
   const lines = readLines(o.file);
   const fd = createSecretsFile(o.secretsPath);
   let registered = 0;
@@ -48,26 +34,26 @@ export async function importEntities(
     failures.push(f);
     onFailure(f);
   };
-  const registerLine = async (line: ImportLine) => {
-    const body = parseLine(line);
-    if (typeof body === 'string') {
-      fail(line.number, body, EXIT_USAGE);
-      return;
-    }
-    try {
-      const created = await api.post<{ key: string; secret: string }>('/admin/apps', body);
-      writeSync(fd, `${JSON.stringify({ key: created.key, secret: created.secret })}\n`);
-      registered++;
-    } catch (err) {
-      if (!(err instanceof CliError)) throw err;
-      if (err.unreachable) unreachable ??= err;
-      else fail(line.number, err.message, err.exitCode);
-    }
-  };
   let next = 0;
   // A service that cannot be reached fails every line the same way: stop at the first.
   const worker = async () => {
-    while (next < lines.length && !unreachable) await registerLine(lines[next++]);
+    while (next < lines.length && !unreachable) {
+      const line = lines[next++];
+      const body = parseLine(line.body);
+      if (typeof body === 'string') {
+        fail(line.number, body, EXIT_USAGE);
+        continue;
+      }
+      try {
+        const created = await api.post<{ key: string; secret: string }>('/admin/apps', body);
+        writeSync(fd, `${JSON.stringify({ key: created.key, secret: created.secret })}\n`);
+        registered++;
+      } catch (err) {
+        if (!(err instanceof CliError)) throw err;
+        if (err.unreachable) unreachable ??= err;
+        else fail(line.number, err.message, err.exitCode);
+      }
+    }
   };
   try {
     await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, worker));
@@ -80,21 +66,22 @@ export async function importEntities(
     throw unreachable;
   }
   failures.sort((a, b) => a.line - b.line);
-  const exitCode =
+  // 1 if any line failed at run time (a conflict, the service), else 2 (bad lines only).
+  const exitCode: typeof EXIT_OK | ImportFailure['exitCode'] =
     failures.length === 0 ? EXIT_OK : failures.some((f) => f.exitCode === EXIT_FAILURE) ? EXIT_FAILURE : EXIT_USAGE;
   return { lines: lines.length, registered, failures, exitCode };
 }
 
-/** The non-blank lines of the import file; a file that cannot be read is a usage error. */
-function readLines(file: string): ImportLine[] {
+/** What a failed file operation says: its code (ENOENT, EACCES), else its message. */
+const fsError = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+
+/** The non-blank lines of the import file, each with its 1-based number; a file that cannot be read is a usage error. */
+function readLines(file: string) {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CliError(
-      EXIT_USAGE,
-      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
+    throw new CliError(EXIT_USAGE, `cannot read ${file}: ${fsError(err)}`);
   }
   return text
     .split(/\r?\n/)
@@ -109,19 +96,19 @@ export function createSecretsFile(path: string): number {
     fchmodSync(fd, 0o600);
     return fd;
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const why = fsError(err);
     throw new CliError(
       EXIT_USAGE,
-      code === 'EEXIST'
+      why === 'EEXIST'
         ? `${path} exists; secrets are never overwritten, choose a new --secrets path`
-        : `cannot create ${path}: ${code ?? (err as Error).message}`,
+        : `cannot create ${path}: ${why}`,
     );
   }
 }
 
 /** The line's JSON object, or why it is not one. */
-function parseLine(line: ImportLine): object | string {
-  const body = parseJson(line.body);
+function parseLine(text: string): object | string {
+  const body = parseJson(text);
   if (body === undefined) return 'not valid JSON';
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     return 'not a JSON object like {"key": "orders"}';

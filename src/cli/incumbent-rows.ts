@@ -2,7 +2,6 @@
 import { CliError, EXIT_FAILURE, EXIT_USAGE, oneLine } from './errors';
 import { type Incumbent, type IncumbentRow, mergeRows } from './import-from';
 
-/** A database URL's protocol, or a usage error. */
 function urlKind(url: string): 'mysql' | 'postgres' {
   if (/^(mysql|mariadb):\/\//.test(url)) return 'mysql';
   if (/^postgres(ql)?:\/\//.test(url)) return 'postgres';
@@ -27,8 +26,7 @@ async function query(url: string, sql: string): Promise<Record<string, unknown>[
         connectTimeout: 10_000,
       });
       try {
-        const [rows] = await c.query(sql);
-        return rows as Record<string, unknown>[];
+        return (await c.query(sql))[0] as Record<string, unknown>[];
       } finally {
         await c.end();
       }

@@ -18,10 +18,7 @@ void runCli(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   askSecret,
   // The service's own entry point: it listens, logs, and stops on SIGTERM/SIGINT.
-  serve: async (overrides) => {
-    const { main } = await import('../main');
-    await main(overrides);
-  },
+  serve: async (overrides) => (await import('../main')).main(overrides),
 }).then((code) => {
   // `serve` keeps running; every other command ends here.
   process.exitCode = code;

@@ -126,14 +126,6 @@ const REQUEST_LOG_WORDS: Record<string, RequestLogMode> = Object.fromEntries([
   ...(['all', 'errors', 'off'] as const).map((mode) => [mode, mode] as const),
 ]);
 
-/** The CLI's admin token and the instance it asks (IDPOOL_URL, else IDPOOL_PORT on loopback, else 8080). */
-export function cliTarget(env: Env = process.env): { adminToken: string | undefined; url: string } {
-  return {
-    adminToken: env.IDPOOL_ADMIN_TOKEN || undefined,
-    url: env.IDPOOL_URL || `http://127.0.0.1:${env.IDPOOL_PORT || DEFAULTS.port}`,
-  };
-}
-
 /** Every `IDPOOL_*` variable of the service, parsed and validated once (docs/design.md "Configuration"). */
 export function loadConfig(env: Env = process.env): Config {
   const r = new EnvReader(env);
@@ -200,13 +192,13 @@ function snowflakeSettings(r: EnvReader): SnowflakeSettings {
   const settings: SnowflakeSettings = {
     timeUnit: (r.raw('IDPOOL_SNOWFLAKE_TIME_UNIT')?.trim() ?? sf.timeUnit) as TimeUnit,
     epochMs: r.epochMs('IDPOOL_SNOWFLAKE_EPOCH', sf.epochMs),
-    timestampBits: r.integer('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits),
-    workerBits: r.integer('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits),
-    reservedBits: r.integer('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits),
-    reservedValue: r.integer('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue),
-    timeBackInitial: r.integer('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial) as 0 | 1,
-    regionBits: r.integer('IDPOOL_SNOWFLAKE_REGION_BITS', sf.regionBits),
-    region: r.integer('IDPOOL_REGION', sf.region),
+    timestampBits: r.int('IDPOOL_SNOWFLAKE_TIMESTAMP_BITS', sf.timestampBits),
+    workerBits: r.int('IDPOOL_SNOWFLAKE_WORKER_BITS', sf.workerBits),
+    reservedBits: r.int('IDPOOL_SNOWFLAKE_RESERVED_BITS', sf.reservedBits),
+    reservedValue: r.int('IDPOOL_SNOWFLAKE_RESERVED_VALUE', sf.reservedValue),
+    timeBackInitial: r.int('IDPOOL_SNOWFLAKE_TIMEBACK_INITIAL', sf.timeBackInitial) as 0 | 1,
+    regionBits: r.int('IDPOOL_SNOWFLAKE_REGION_BITS', sf.regionBits),
+    region: r.int('IDPOOL_REGION', sf.region),
   };
   const wrong = settingsProblem(settings);
   if (wrong)
@@ -238,8 +230,7 @@ function compatRoutes(r: EnvReader): CompatRoute[] {
   const raw = r.raw('IDPOOL_COMPAT');
   if (raw === undefined || raw.trim().toLowerCase() === 'none') return [];
   const words = raw.split(',').map((w) => w.trim().toLowerCase());
-  const unknown = words.find((w) => !(COMPAT_ROUTES as readonly string[]).includes(w));
-  if (unknown !== undefined)
+  if (words.some((w) => !(COMPAT_ROUTES as readonly string[]).includes(w)))
     throw new ConfigError(
       'IDPOOL_COMPAT',
       `must list only ${COMPAT_ROUTES.join(', ')} (comma-separated), got ${quoted(raw)}`,
@@ -281,9 +272,8 @@ function opsConfig(r: EnvReader): OpsConfig {
   const d = DEFAULTS.ops;
   const webhook = r.raw('IDPOOL_ALERT_WEBHOOK_URL');
   // The URL may carry a token: never echo it.
-  if (webhook !== undefined && !(URL.canParse(webhook) && /^https?:$/.test(new URL(webhook).protocol))) {
+  if (webhook !== undefined && !/^https?:$/.test(URL.parse(webhook)?.protocol ?? ''))
     throw new ConfigError('IDPOOL_ALERT_WEBHOOK_URL', 'must be an http:// or https:// URL');
-  }
   return {
     alertWebhookUrl: webhook,
     alertDedupeMs: r.int('IDPOOL_ALERT_DEDUPE_MS', d.alertDedupeMs, 0, 7 * 86_400_000),

@@ -28,8 +28,7 @@ export class EnvReader {
 
   /** The raw value, or undefined when unset or empty. */
   raw(name: string): string | undefined {
-    const value = this.env[name];
-    return value === undefined || value === '' ? undefined : value;
+    return this.env[name] || undefined;
   }
 
   private parse<T>(name: string, schema: z.ZodType<T>, fallback: T, expected: string): T {
@@ -40,14 +39,10 @@ export class EnvReader {
     return result.data;
   }
 
-  /** Any integer: for values whose bounds another module checks (the snowflake layout's). */
-  integer(name: string, fallback: number): number {
-    return this.parse(name, INTEGER.pipe(z.number().int()), fallback, 'an integer');
-  }
-
-  int(name: string, fallback: number, min: number, max: number): number {
-    const schema = INTEGER.pipe(z.number().int().min(min).max(max));
-    return this.parse(name, schema, fallback, `an integer from ${min} to ${max}`);
+  /** An integer from `min` to `max`; without bounds any integer, for values another module bounds (the snowflake layout's). */
+  int(name: string, fallback: number, min = -Infinity, max = Infinity): number {
+    const range = min === -Infinity ? '' : ` from ${min} to ${max}`;
+    return this.parse(name, INTEGER.pipe(z.number().int().min(min).max(max)), fallback, `an integer${range}`);
   }
 
   bool(name: string, fallback: boolean): boolean {
