@@ -1,4 +1,4 @@
-/** Every IDPOOL_* variable read once onto the types of the folders that own them (the README's table). */
+/** Every IDPOOL_* variable of the service read once onto the types of the folders that own them (the README's table); the CLI reads its own (IDPOOL_URL, IDPOOL_SECRET) in cli/. */
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_DATABASE_URL } from '../db/database-url';
 import { BOOLEAN_WORDS, type Env, EnvReader, quoted } from './env-reader';
