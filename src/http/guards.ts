@@ -1,3 +1,4 @@
+import querystring from 'node:querystring';
 import type { Request, RequestHandler, Response } from 'express';
 import { type EntityConfig, KEY_PATTERN } from '../entities/entity';
 import { ForbiddenError, UnauthorizedError } from '../errors';
@@ -43,18 +44,12 @@ function adminWrite(req: Pick<Request, 'method' | 'path' | 'body'>): { action: s
     const m = req.method === method ? path.exec(underAdmin) : null;
     if (!m) continue;
     const named = m.at(1);
-    const key: unknown = named === undefined ? (req.body as { key?: unknown } | undefined)?.key : safeDecode(named);
+    // querystring.unescape never throws: what it cannot decode keeps a `%` or becomes U+FFFD, which no key has.
+    const key: unknown =
+      named === undefined ? (req.body as { key?: unknown } | undefined)?.key : querystring.unescape(named);
     return { action, entity: typeof key === 'string' && KEY_PATTERN.test(key) ? key : undefined };
   }
   return { action: `${req.method} ${req.path.slice(0, 256)}` };
-}
-
-function safeDecode(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
 }
 
 /** Builds the guards on one failure limiter, so probing any route slows every route down. */
@@ -100,18 +95,14 @@ export function createGuards(deps: Pick<HttpDeps, 'registry' | 'tokens' | 'authF
     requireToken,
     requireAdmin: async (req, res, next) => {
       const token = await requireToken(req, ['admin', 'ops'], 'invalid admin token');
-      if (READS.has(req.method)) {
-        next();
-        return;
+      if (!READS.has(req.method)) {
+        auditLine(req, res, token);
+        if (token !== 'admin')
+          throw new ForbiddenError('the ops token is read-only; this change needs the admin token');
       }
-      auditLine(req, res, token);
-      if (token !== 'admin') throw new ForbiddenError('the ops token is read-only; this change needs the admin token');
       next();
     },
-    authenticatedEntity(req) {
-      const key = entityKeyParam(req);
-      return entityBySecret(req, key, () => bearerToken(req));
-    },
+    authenticatedEntity: (req) => entityBySecret(req, entityKeyParam(req), () => bearerToken(req)),
     entityBySecret: (req, key, secret) => entityBySecret(req, key, () => secret),
   };
 }
