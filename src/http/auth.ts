@@ -53,10 +53,8 @@ export function limiterKey(address: string): string {
   if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff) {
     return [hextets[6] >> 8, hextets[6] & 0xff, hextets[7] >> 8, hextets[7] & 0xff].join('.');
   }
-  return `${hextets
-    .slice(0, 4)
-    .map((h) => h.toString(16))
-    .join(':')}::/64`;
+  const prefix = hextets.slice(0, 4).map((h) => h.toString(16));
+  return `${prefix.join(':')}::/64`;
 }
 
 /** The eight 16-bit groups of an IPv6 address (zone id dropped), or undefined when it is not one. */
@@ -97,10 +95,8 @@ export class AuthFailureLimiter {
   /** Seconds until `address` may fail again, or 0 when it is under the limit. */
   blockedFor(address: string): number {
     const w = this.windows.get(limiterKey(address));
-    if (!w) return 0;
-    const left = w.leftAt(this.clock.monotonic());
-    if (left <= 0) return 0;
-    return w.count >= this.limit ? Math.ceil(left / 1000) : 0;
+    if (!w || w.count < this.limit) return 0;
+    return Math.max(0, Math.ceil(w.leftAt(this.clock.monotonic()) / 1000));
   }
 
   fail(address: string): void {
