@@ -114,16 +114,12 @@ const header = parameter('header');
 /** Every operation on `/…/{key}` takes it first. */
 const keyParam = path('key', 'Entity key.', fromZod(entityKey));
 
-const admin = [{ adminToken: [] }];
-/** Admin reads: the admin token or the read-only ops token. */
-const adminRead = [{ adminToken: [] }, { opsToken: [] }];
-
 /** Who may call an operation, as the guards decide (the dashboard's files are open, `/metrics` without its token). */
 function securityOf(tag: Tag, method: string, route: string): Schema[] | undefined {
   if (tag === 'ids') return [{ entitySecret: [] }];
   if (route === '/metrics') return [{}, { metricsToken: [] }, { opsToken: [] }];
   if (!route.startsWith('/admin/') || route.startsWith('/admin/ui')) return undefined;
-  return method === 'get' ? adminRead : admin;
+  return method === 'get' ? [{ adminToken: [] }, { opsToken: [] }] : [{ adminToken: [] }];
 }
 
 function operation(tag: Tag, method: string, route: string, op: Operation): Schema {
