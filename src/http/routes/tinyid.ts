@@ -116,11 +116,10 @@ async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig
     throw new ConflictError(
       `business_numbers_not_served: "${entity.key}" hands out business numbers, which Tinyid's Long ids cannot carry; take them with POST /apps/${entity.key}/ids`,
     );
-  if (count > entity.maxSizePerTimes) {
+  if (count > entity.maxSizePerTimes)
     throw new InvalidRequestError(
       `batchSize ${count} is above the entity's maxSizePerTimes (${entity.maxSizePerTimes}); raise it to serve Tinyid's batches of up to ${TINYID_BATCH_MAX}`,
     );
-  }
   return (await deps.takes.take(entity, count)).toArray();
 }
 
@@ -198,17 +197,13 @@ function springStringType(accept: string | undefined): string {
     { type: '*', subtype: '*', q: 1 },
     { type: 'application', subtype: 'json', q: 1 },
   ];
-  const compatible: MediaRange[] = [];
-  for (const a of parseAccept(accept)) {
-    for (const p of producible) {
-      const typeOk = a.type === '*' || p.type === '*' || a.type === p.type;
-      const subOk = a.subtype === '*' || p.subtype === '*' || a.subtype === p.subtype;
-      if (!typeOk || !subOk) continue;
+  const matches = (x: string, y: string) => x === '*' || y === '*' || x === y;
+  const compatible = parseAccept(accept).flatMap((a) =>
+    producible
+      .filter((p) => matches(a.type, p.type) && matches(a.subtype, p.subtype))
       // The more specific of the two, with the requested quality.
-      const specific = specificity(a) >= specificity(p) ? a : p;
-      compatible.push({ type: specific.type, subtype: specific.subtype, q: a.q });
-    }
-  }
+      .map((p) => ({ ...(specificity(a) >= specificity(p) ? a : p), q: a.q })),
+  );
   compatible.sort((x, y) => bySpecificity(x, y) || y.q - x.q);
   for (const m of compatible) {
     if (m.type !== '*' && m.subtype !== '*') return `${m.type}/${m.subtype}`;
@@ -230,15 +225,13 @@ function bySpecificity(x: MediaRange, y: MediaRange): number {
 
 function parseAccept(accept: string | undefined): MediaRange[] {
   if (accept === undefined || accept.trim() === '') return [{ type: '*', subtype: '*', q: 1 }];
-  const out: MediaRange[] = [];
-  for (const part of accept.split(',')) {
+  return accept.split(',').flatMap((part) => {
     const [range, ...params] = part.split(';').map((s) => s.trim());
-    if (range === '') continue;
+    if (range === '') return [];
     // Java's `*` alone means `*/*`.
     const [type, subtype = '*'] = (range === '*' ? '*/*' : range).toLowerCase().split('/');
     const qParam = params.find((p) => /^q\s*=/i.test(p));
     const q = qParam === undefined ? 1 : Number(qParam.split('=')[1]);
-    out.push({ type, subtype, q: Number.isFinite(q) ? q : 1 });
-  }
-  return out;
+    return [{ type, subtype, q: Number.isFinite(q) ? q : 1 }];
+  });
 }
