@@ -52,9 +52,8 @@ export function limitParam(req: Request, fallback: number): number {
  */
 export function integerField(req: Request, name: string, range: string): number | undefined {
   const body: unknown = req.body;
-  if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body))) {
+  if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body)))
     throw new InvalidRequestError(`request body must be a JSON object like {"${name}": 10}`);
-  }
   const unknownField = body ? Object.keys(body).find((f) => f !== name) : undefined;
   if (unknownField) throw new InvalidRequestError(`unknown field "${unknownField}"; only "${name}" is accepted`);
   const message = `${name} must be an integer from ${range}`;

@@ -134,8 +134,7 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
 
   // The caller (`idpool apps release`) has read the incumbent's row once more and raised the line above it.
   router.post('/apps/:key/release', async (req, res) => {
-    const key = entityKeyParam(req);
-    res.json(await withPool(deps, await deps.registry.setHeld(key, null)));
+    res.json(await withPool(deps, await deps.registry.setHeld(entityKeyParam(req), null)));
   });
 
   // An import whose row moved holds the entity; its pool goes (a direct consumer could pop it otherwise).
@@ -202,7 +201,6 @@ function operationRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 }
 
-/** One entity's view, as {@link withPools} makes it. */
 async function withPool(deps: ViewDeps, entity: EntityConfig): Promise<Record<string, unknown>> {
   return (await withPools(deps, [entity]))[0];
 }

@@ -29,9 +29,8 @@ export function registerLeafRoutes(app: IRouter, deps: LeafRouteDeps, errors: Re
   const route = (family: 'segment' | 'snowflake') => async (req: Request, res: Response) => {
     const entity = await servedEntity(deps, req.params.key as string, family);
     const [id] = (await deps.takes.take(entity, 1)).toArray();
-    res.status(200);
     // As Spring writes a String a controller returns.
-    res.setHeader('Content-Type', 'text/plain;charset=UTF-8');
+    res.status(200).setHeader('Content-Type', 'text/plain;charset=UTF-8');
     res.end(id, 'latin1');
   };
   router.all('/api/segment/get/:key', route('segment'));
