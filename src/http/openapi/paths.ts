@@ -33,9 +33,7 @@ interface Operation {
   errors?: (keyof typeof E)[];
 }
 
-/** A JSON body of this schema. */
 const json = (schema: Schema) => ({ 'application/json': { schema } });
-/** A body of one named schema, or of any of several. */
 const named = (body: BodyName | BodyName[]) => json(Array.isArray(body) ? { anyOf: body.map(ref) } : ref(body));
 const error = (description: string) => ({ description, content: json(ref('Error')) });
 const retryAfter = {
@@ -93,14 +91,12 @@ const E = {
   ),
 };
 
-/** An integer parameter of known bounds that fits 32 bits. */
 const int32 = (minimum: number, maximum?: number): Schema => ({
   type: 'integer',
   format: 'int32',
   minimum,
   ...(maximum === undefined ? {} : { maximum }),
 });
-/** A parameter found `where`: one in the path is required, one in the query or a header is not. */
 const parameter = (where: 'path' | 'query' | 'header') => (name: string, description: string, schema: Schema) => ({
   name,
   in: where,
@@ -145,7 +141,6 @@ function operation(tag: Tag, method: string, route: string, op: Operation): Sche
   };
 }
 
-/** A text answer, in any of these media types. */
 const text = (...types: string[]) => ({
   content: Object.fromEntries(types.map((type) => [type, { schema: { type: 'string' } }])),
 });
