@@ -122,15 +122,13 @@ export function takeFastPath(take: ReturnType<typeof takeHandler>): RequestHandl
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (text += chunk));
     req.once('end', () => {
-      let body: unknown;
+      // answer only starts the async take: a throw here is JSON.parse's.
       try {
         // express.json's decoder drops a byte order mark; so does this.
-        body = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+        answer(JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text));
       } catch {
         next(new InvalidRequestError('request body is not valid JSON'));
-        return;
       }
-      answer(body);
     });
   };
 }
