@@ -9,16 +9,10 @@ import { type ErrorAnswer, type errorFaces, sendSpringError } from '../errors';
 import type { Guards } from '../guards';
 import { BODY_LIMIT_BYTES, TINYID_BATCH_MAX } from '../settings';
 
-/** What Tinyid's routes use: the native take, the segment leaser and the clock of Spring's 400. */
-export type TinyidRouteDeps = Pick<HttpDeps, 'takes' | 'leases' | 'clock'>;
-
 /** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
 const OK = 200;
 const TOKEN_ERROR = 5;
 const SYS_ERROR = 6;
-
-/** Spring Boot 1.5's Jackson converter answers with this type whatever the Accept (bar one naming no JSON at all). */
-const JSON_TYPE = 'application/json;charset=UTF-8';
 
 /** A `batchSize` Spring cannot bind to an Integer: its 400, not a Tinyid answer. */
 class BatchSizeBindError extends InvalidRequestError {
@@ -34,7 +28,7 @@ class BatchSizeBindError extends InvalidRequestError {
  */
 export function registerTinyidRoutes(
   app: IRouter,
-  deps: TinyidRouteDeps,
+  deps: Pick<HttpDeps, 'takes' | 'leases' | 'clock'>,
   guards: Pick<Guards, 'entityBySecret'>,
   errors: ReturnType<typeof errorFaces>,
 ): void {
@@ -169,7 +163,8 @@ function batchSizeOf(req: Request): number {
 
 /** Tinyid's `Response`: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
 function sendJson(res: Response, data: string, code = OK, message = ''): void {
-  res.status(200).setHeader('Content-Type', JSON_TYPE);
+  // Spring Boot 1.5's Jackson converter answers with this type whatever the Accept (bar one naming no JSON at all).
+  res.status(200).setHeader('Content-Type', 'application/json;charset=UTF-8');
   res.end(`{"data":${data},"code":${code},"message":${JSON.stringify(message)}}`);
 }
 
