@@ -180,7 +180,6 @@ export function apiPaths(): Record<string, Schema> {
 
 const OPERATIONS: Record<Tag, Record<string, Operation>> = {
   ids: {
-    // The client API, behind the entity's secret.
     'post /apps/{key}/ids': {
       operationId: 'takeIds',
       summary: 'Take ids',
@@ -263,7 +262,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
     },
   },
   admin: {
-    // `/admin/apps`: register an entity, list them a page at a time.
     'post /admin/apps': {
       operationId: 'registerEntity',
       summary: 'Register an entity',
@@ -284,7 +282,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       ok: { 200: ['One page of live entities.', 'EntityPage'] },
       errors: [400, 401, 429, 503],
     },
-    // One entity: show, change, retire, rotate its secret, raise, hold and release it.
     'get /admin/apps/{key}': {
       operationId: 'getEntity',
       summary: 'Show an entity',
@@ -387,7 +384,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
     },
   },
   ops: {
-    // Worker leases and the dashboard's overview, behind the admin token.
     'get /admin/workers': {
       operationId: 'listWorkers',
       summary: 'Worker leases (snowflake)',
@@ -415,7 +411,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       ok: { 200: ['The instances.', 'Instances'] },
       errors: [401, 404, 429],
     },
-    // The dashboard's page and assets, open (they hold no data).
     'get /admin/ui': {
       operationId: 'dashboardPage',
       summary: 'Dashboard page',
@@ -431,7 +426,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       ok: { 200: ['The asset.', null, text('text/javascript', 'text/css')] },
       errors: [404],
     },
-    // Liveness, readiness, metrics and this document.
     'get /healthz': {
       operationId: 'healthz',
       summary: 'Liveness: the process answers',
