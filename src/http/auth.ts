@@ -35,9 +35,8 @@ export class ServiceTokens {
   kindOf(token: string, accepted: readonly TokenKind[]): TokenKind | undefined {
     const presented = digest(token);
     let found: TokenKind | undefined;
-    for (const [kind, expected] of this.digests) {
+    for (const [kind, expected] of this.digests)
       if (timingSafeEqual(presented, expected) && accepted.includes(kind)) found = kind;
-    }
     return found;
   }
 }
@@ -50,9 +49,8 @@ export function limiterKey(address: string): string {
   if (isIPv4(address)) return address;
   const hextets = expandIPv6(address);
   if (!hextets) return address;
-  if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff) {
+  if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff)
     return [hextets[6] >> 8, hextets[6] & 0xff, hextets[7] >> 8, hextets[7] & 0xff].join('.');
-  }
   const prefix = hextets.slice(0, 4).map((h) => h.toString(16));
   return `${prefix.join(':')}::/64`;
 }

@@ -3,9 +3,8 @@ import { InvalidRequestError } from '../errors';
 
 /** Validates a JSON body against a schema; the first problem becomes one clear 400 message. */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body))
     throw new InvalidRequestError('request body must be a JSON object (Content-Type: application/json)');
-  }
   // A schema's own message wins over `inOurWords` (zod's order), which only words what it left to zod.
   const result = schema.safeParse(body, { error: inOurWords, reportInput: true });
   if (result.success) return result.data;
