@@ -26,18 +26,6 @@ export function queryParam(req: Request, name: string, valid: Pick<RegExp, 'test
   return raw;
 }
 
-/** `?limit=` and `?after=` of a paged list. */
-export function pageParams(req: Request): { after: string | undefined; limit: number } {
-  const limit = limitParam(req, PAGE_DEFAULT);
-  const after = queryParam(
-    req,
-    'after',
-    KEY_PATTERN,
-    'after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page',
-  );
-  return { after, limit };
-}
-
 /** `?limit=`: an integer from 1 to PAGE_MAX, `fallback` when absent. */
 export function limitParam(req: Request, fallback: number): number {
   const message = `limit must be an integer from 1 to ${PAGE_MAX}`;

@@ -1,6 +1,7 @@
 import express, { type IRouter, type Router } from 'express';
 import {
   type EntityConfig,
+  KEY_PATTERN,
   addSecretSchema,
   describeEntity,
   holdSchema,
@@ -14,7 +15,7 @@ import { ConflictError, InvalidRequestError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
-import { OPS_DEFAULT_ROWS, entityKeyParam, limitParam, pageParams, queryParam } from '../params';
+import { OPS_DEFAULT_ROWS, PAGE_DEFAULT, entityKeyParam, limitParam, queryParam } from '../params';
 import { as400, parseBody } from '../validate';
 import { type Answer, opsSearch, secretId } from '../openapi/schemas';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
@@ -50,7 +51,13 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 
   router.get('/apps', async (req, res) => {
-    const { after, limit } = pageParams(req);
+    const limit = limitParam(req, PAGE_DEFAULT);
+    const after = queryParam(
+      req,
+      'after',
+      KEY_PATTERN,
+      'after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page',
+    );
     const page = deps.registry.page(after, limit);
     res.json({ apps: await withPools(deps, page.entities), next: page.next });
   });
