@@ -154,9 +154,7 @@ const LEDGER_QUERY = [
   query('format', 'csv (or `Accept: text/csv`): the whole period as CSV.', { type: 'string', enum: ['json', 'csv'] }),
 ];
 /** A body of the named schema as JSON, or the same ledger as CSV. */
-const orCsv = (body: BodyName) => ({
-  content: { ...json(ref(body)), 'text/csv': { schema: { type: 'string' } } },
-});
+const orCsv = (body: BodyName) => ({ content: { ...json(ref(body)), ...text('text/csv').content } });
 
 const ADMIN_WRITE = [400, 401, 403, 404, 413, 415, 429, 503] as const;
 const ADMIN_READ = [400, 401, 404, 429, 503] as const;
