@@ -31,7 +31,6 @@ export class ServiceTokens {
       .map(([kind, token]) => [kind, digest(token)]);
   }
 
-  /** The kind of `token` among `accepted`, or undefined. */
   kindOf(token: string, accepted: readonly TokenKind[]): TokenKind | undefined {
     const presented = digest(token);
     let found: TokenKind | undefined;

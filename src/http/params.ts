@@ -11,7 +11,6 @@ export const PAGE_MAX = 1000;
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 export const OPS_DEFAULT_ROWS = 50;
 
-/** `:key` of the path, checked against the entity key pattern. */
 export function entityKeyParam(req: Request): string {
   const key = req.params.key as string;
   if (!KEY_PATTERN.test(key)) throw new InvalidRequestError('key must be 1-64 of A-Z a-z 0-9 _ - .');
@@ -26,7 +25,6 @@ export function queryParam(req: Request, name: string, valid: Pick<RegExp, 'test
   return raw;
 }
 
-/** `?limit=`: an integer from 1 to PAGE_MAX, `fallback` when absent. */
 export function limitParam(req: Request, fallback: number): number {
   const message = `limit must be an integer from 1 to ${PAGE_MAX}`;
   const limit = Number(queryParam(req, 'limit', /^\d{1,4}$/, message) ?? fallback);

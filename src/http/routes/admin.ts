@@ -237,8 +237,7 @@ async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fres
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     const period = periods.get(entity.key);
     if (entity.mode !== 'snowflake') {
-      // A business-number entity's pool is its period's ready numbers within their cap; it draws from the period's
-      // sequence, not the line's offset.
+      // A business-number entity's pool is its period's ready numbers (capped); it draws from the period, not the line.
       const { numbers } = entity;
       const { target, lowWatermark, max } = deps.lines.demand.sizing(entity, numbers && numberPoolCap(entity, numbers));
       if (!numbers) view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();
