@@ -135,8 +135,7 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
       throw new ConflictError(
         `the line of "${key}" is already past firstId ${firstId} (${head === undefined ? `its next unreserved number is ${line}` : `the next id is ${head}`}); nothing changed`,
       );
-    await deps.lines.raise(key, number);
-    res.json(await refreshed(deps, key));
+    res.json(await raised(deps, key, number));
   });
 
   // The caller (`idpool apps release`) has read the incumbent's row once more and raised the line above it.
@@ -185,8 +184,7 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
     if (!entity.incumbent?.live || !(await deps.lines.offsets.finishLive(key, line)))
       throw new ConflictError(`entity "${key}" is not in a live cutover`);
     // Its pool goes too, fenced at the new line: it may hold ids reserved from the row below ones the incumbent issued later.
-    await deps.lines.raise(key, line);
-    res.json(await refreshed(deps, key));
+    res.json(await raised(deps, key, line));
   });
 }
 
@@ -212,8 +210,9 @@ async function withPool(deps: ViewDeps, entity: EntityConfig): Promise<Record<st
   return (await withPools(deps, [entity]))[0];
 }
 
-/** The entity after a change of its start offset, here at once (other instances see it with their next refresh). */
-async function refreshed(deps: AdminRouteDeps, key: string) {
+/** Moves the line up to `line`: the entity after, here at once (other instances see it with their next refresh). */
+async function raised(deps: AdminRouteDeps, key: string, line: bigint) {
+  await deps.lines.raise(key, line);
   await deps.registry.refresh();
   return withPool(deps, await deps.registry.require(key));
 }
