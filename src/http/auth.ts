@@ -63,11 +63,9 @@ function expandIPv6(address: string): number[] | undefined {
     if (b.some((n) => n > 255)) return undefined;
     text = `${text.slice(0, v4.index)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
   }
-  const halves = text.split('::');
+  const halves = text.split('::').map((part) => (part === '' ? [] : part.split(':')));
   if (halves.length > 2) return undefined;
-  const parse = (part: string) => (part === '' ? [] : part.split(':'));
-  const head = parse(halves[0]);
-  const tail = halves.length === 2 ? parse(halves[1]) : [];
+  const [head, tail = []] = halves;
   const missing = 8 - head.length - tail.length;
   if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
   const groups = [...head, ...Array<string>(missing).fill('0'), ...tail];
