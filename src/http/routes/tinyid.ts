@@ -9,11 +9,6 @@ import { type ErrorAnswer, type errorFaces, sendSpringError } from '../errors';
 import type { Guards } from '../guards';
 import { BODY_LIMIT_BYTES, TINYID_BATCH_MAX } from '../settings';
 
-/** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
-const OK = 200;
-const TOKEN_ERROR = 5;
-const SYS_ERROR = 6;
-
 /** A `batchSize` Spring cannot bind to an Integer: its 400, not a Tinyid answer. */
 class BatchSizeBindError extends InvalidRequestError {
   constructor(readonly input: string) {
@@ -76,8 +71,8 @@ export function registerTinyidRoutes(
 }
 
 /**
- * Every failure as Tinyid answers it, HTTP 200: code 5 for a refused token, else 6 with the (scrubbed) message, as
- * Tinyid passes its exception's on; the simple routes an empty body.
+ * Every failure as Tinyid answers it, HTTP 200: `vo/ErrorCode` 5 for a refused token, else 6 with the (scrubbed)
+ * message, as Tinyid passes its exception's on; the simple routes an empty body.
  */
 const tinyidError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
@@ -97,8 +92,7 @@ const tinyidError =
       sendText(req, res, '');
       return;
     }
-    const [code, message] =
-      err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
+    const [code, message] = err instanceof UnauthorizedError ? [5, 'token is error'] : [6, err.message];
     sendJson(res, 'null', code, message);
   };
 
@@ -162,7 +156,7 @@ function batchSizeOf(req: Request): number {
 }
 
 /** Tinyid's `Response`: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
-function sendJson(res: Response, data: string, code = OK, message = ''): void {
+function sendJson(res: Response, data: string, code = 200, message = ''): void {
   // Spring Boot 1.5's Jackson converter answers with this type whatever the Accept (bar one naming no JSON at all).
   res.status(200).setHeader('Content-Type', 'application/json;charset=UTF-8');
   res.end(`{"data":${data},"code":${code},"message":${JSON.stringify(message)}}`);
