@@ -14,9 +14,6 @@ import { registerTinyidRoutes } from './routes/tinyid';
 
 export type { HttpDeps, ReadinessReport } from './deps';
 
-/** idpool's own routes, which read JSON; Leaf's and Tinyid's keep their own conventions (Tinyid's forms). */
-const NATIVE_PATHS = ['/apps', '/admin'];
-
 /**
  * 415 for a body express.json would leave unread (a form, curl's `-d`), which would else be served as if absent
  * (`{"count":5}` answered with one id). No body, or an empty one (fetch's bodiless POST), goes on.
@@ -52,7 +49,8 @@ export function createHttpApp(deps: HttpDeps, face: HttpFace = 'all'): express.E
   const errors = errorFaces(deps.log, deps.clock);
   // The take route's common form skips the body parser and the router (src/http/routes/ids.ts).
   if (face !== 'admin') app.use(takeFastPath(takeHandler(deps, guards)));
-  app.use(NATIVE_PATHS, jsonBodiesOnly);
+  // idpool's own routes read JSON; Leaf's and Tinyid's keep their own conventions (Tinyid's forms).
+  app.use(['/apps', '/admin'], jsonBodiesOnly);
   app.use(express.json({ limit: BODY_LIMIT_BYTES, strict: false }));
   if (face !== 'admin') {
     registerIdRoutes(app, deps, guards);

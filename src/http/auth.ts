@@ -31,13 +31,11 @@ export class ServiceTokens {
       .map(([kind, token]) => [kind, digest(token)]);
   }
 
-  /** The kind of `token` among `accepted`, or undefined. */
   kindOf(token: string, accepted: readonly TokenKind[]): TokenKind | undefined {
     const presented = digest(token);
     let found: TokenKind | undefined;
-    for (const [kind, expected] of this.digests) {
+    for (const [kind, expected] of this.digests)
       if (timingSafeEqual(presented, expected) && accepted.includes(kind)) found = kind;
-    }
     return found;
   }
 }
@@ -50,13 +48,10 @@ export function limiterKey(address: string): string {
   if (isIPv4(address)) return address;
   const hextets = expandIPv6(address);
   if (!hextets) return address;
-  if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff) {
+  if (hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff)
     return [hextets[6] >> 8, hextets[6] & 0xff, hextets[7] >> 8, hextets[7] & 0xff].join('.');
-  }
-  return `${hextets
-    .slice(0, 4)
-    .map((h) => h.toString(16))
-    .join(':')}::/64`;
+  const prefix = hextets.slice(0, 4).map((h) => h.toString(16));
+  return `${prefix.join(':')}::/64`;
 }
 
 /** The eight 16-bit groups of an IPv6 address (zone id dropped), or undefined when it is not one. */
@@ -68,11 +63,9 @@ function expandIPv6(address: string): number[] | undefined {
     if (b.some((n) => n > 255)) return undefined;
     text = `${text.slice(0, v4.index)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
   }
-  const halves = text.split('::');
+  const halves = text.split('::').map((part) => (part === '' ? [] : part.split(':')));
   if (halves.length > 2) return undefined;
-  const parse = (part: string) => (part === '' ? [] : part.split(':'));
-  const head = parse(halves[0]);
-  const tail = halves.length === 2 ? parse(halves[1]) : [];
+  const [head, tail = []] = halves;
   const missing = 8 - head.length - tail.length;
   if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
   const groups = [...head, ...Array<string>(missing).fill('0'), ...tail];
@@ -97,10 +90,8 @@ export class AuthFailureLimiter {
   /** Seconds until `address` may fail again, or 0 when it is under the limit. */
   blockedFor(address: string): number {
     const w = this.windows.get(limiterKey(address));
-    if (!w) return 0;
-    const left = w.leftAt(this.clock.monotonic());
-    if (left <= 0) return 0;
-    return w.count >= this.limit ? Math.ceil(left / 1000) : 0;
+    if (!w || w.count < this.limit) return 0;
+    return Math.max(0, Math.ceil(w.leftAt(this.clock.monotonic()) / 1000));
   }
 
   fail(address: string): void {

@@ -2,21 +2,19 @@ import type { CompatRoute } from './settings';
 import type { PoolStore } from '../pool/pool-store';
 import type { RequestHandler } from 'express';
 import type { Clock } from '../clock';
-import type { EntityConfig } from '../entities/entity';
 import type { EntityRegistry } from '../entities/registry';
 import type { Logger } from '../logger';
 import type { Demand } from '../pool/demand';
 import type { SqlSegmentAllocator } from '../segment/allocator';
-import type { TakenIds } from '../pool/taken-ids';
 import type { IdExplanation } from '../snowflake/explain';
 import type { AuthFailureLimiter } from './auth';
 import type { IdempotencyStore } from '../idempotency/store';
-import type { LeasedSegment } from '../segment/lease';
+import type { SegmentLeaser } from '../segment/lease';
 import type { NumberAdmin } from '../pool/period-pools';
 import type { NumberView } from '../ops/period-forecast';
 import type { OpsSampler } from '../ops/sampler';
 import type { GaplessSeries } from '../gapless/series';
-import type { TakeRequest } from '../take/take-service';
+import type { TakeService } from '../take/take-service';
 
 // In a file of its own so route modules take narrow slices of it without importing the app.
 
@@ -53,13 +51,13 @@ export interface HttpDeps {
     | 'refresh'
     | 'setHeld'
   >;
-  /** The one take of every face (`TakeService`): `count` ids of the entity, whatever its kind. */
-  takes: { take(entity: EntityConfig, count: number, request?: TakeRequest): Promise<TakenIds> };
+  /** The one take of every face: `count` ids of the entity, whatever its kind. */
+  takes: Pick<TakeService, 'take'>;
   idempotency: IdempotencyStore;
   /** Explains a snowflake id (`GET /apps/:key/ids/:id`); throws NotAnIdError when it is not one of this layout's. */
   snowflake: { decode(id: string): IdExplanation };
-  /** Segments leased to clients that issue ids themselves (`SegmentLeaser`). */
-  leases: { lease(entity: EntityConfig, size?: number): Promise<LeasedSegment> };
+  /** Segments leased to clients that issue ids themselves. */
+  leases: Pick<SegmentLeaser, 'lease'>;
   /** Each entity's line as the admin API reads and moves it. */
   lines: {
     /** Pool sizes of a page in one round trip, a pool's head, a held entity's pool dropped (direct consumers pop none). */

@@ -40,20 +40,6 @@ export function sendSpringError(
 export function errorFaces(log: Logger, clock: Pick<Clock, 'monotonic'>): (answer: ErrorAnswer) => ErrorRequestHandler {
   // Kinds are a handful (`dependencyFailure`'s); the bound is only a guard.
   const alarms = new RepeatLimiter(clock, { windowMs: DEPENDENCY_ALARM_EVERY_MS, maxKeys: 100 });
-  const dependencyAlarm = (kind: string, err: unknown, path: string) => {
-    const suppressed = alarms.admit(kind);
-    if (suppressed === undefined) return;
-    log.error(
-      {
-        alarm: 'dependency_unavailable',
-        kind,
-        path,
-        err: errorMessage(err),
-        requestsSinceLastAlarm: suppressed + 1,
-      },
-      'a dependency (database or Redis) is unavailable; answering 503',
-    );
-  };
   const classify = (err: unknown, req: Request): IdpoolError => {
     if (err instanceof IdpoolError) {
       if (err.statusCode < 500) return err;
@@ -71,7 +57,18 @@ export function errorFaces(log: Logger, clock: Pick<Clock, 'monotonic'>): (answe
       return new InvalidRequestError(err instanceof Error ? err.message : 'bad request');
     const kind = dependencyFailure(err);
     if (kind) {
-      dependencyAlarm(kind, err, req.path);
+      const suppressed = alarms.admit(kind);
+      if (suppressed !== undefined)
+        log.error(
+          {
+            alarm: 'dependency_unavailable',
+            kind,
+            path: req.path,
+            err: errorMessage(err),
+            requestsSinceLastAlarm: suppressed + 1,
+          },
+          'a dependency (database or Redis) is unavailable; answering 503',
+        );
       return new UnavailableError('a dependency (database or Redis) is unavailable; retry shortly', 1);
     }
     log.error(

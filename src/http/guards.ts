@@ -1,5 +1,6 @@
-import type { Request, RequestHandler, Response } from 'express';
-import { type EntityConfig, KEY_PATTERN } from '../entities/entity';
+import querystring from 'node:querystring';
+import type { NextFunction, Request, Response } from 'express';
+import { KEY_PATTERN } from '../entities/entity';
 import { ForbiddenError, UnauthorizedError } from '../errors';
 import { ServiceTokens, type TokenKind, bearerToken } from './auth';
 import type { HttpDeps } from './deps';
@@ -9,16 +10,7 @@ import { entityKeyParam } from './params';
 const READS = new Set(['GET', 'HEAD']);
 
 /** The checks that stand in front of routes; every failure counts against the client address. */
-export interface Guards {
-  /** The admin API's middleware: the admin token, or the ops token on a read (403 on a write); each write audited. */
-  requireAdmin: RequestHandler;
-  /** The entity of the path by its bearer secret; an unknown key and a wrong one get the same 401 and hash compare. */
-  authenticatedEntity(req: Request): Promise<EntityConfig>;
-  /** As {@link authenticatedEntity}, for protocols carrying the key and secret elsewhere (Tinyid's `token`). */
-  entityBySecret(req: Request, key: string, secret: string): Promise<EntityConfig>;
-  /** The bearer token must be one of the `accepted` kinds, or 401 with `message`; resolves to its kind. */
-  requireToken(req: Request, accepted: readonly TokenKind[], message: string): Promise<TokenKind>;
-}
+export type Guards = ReturnType<typeof createGuards>;
 
 /** The admin API's writes, by method and path under `/admin`, as audit lines name them. */
 const ADMIN_WRITES: readonly [method: string, path: RegExp, action: string][] = [
@@ -43,22 +35,16 @@ function adminWrite(req: Pick<Request, 'method' | 'path' | 'body'>): { action: s
     const m = req.method === method ? path.exec(underAdmin) : null;
     if (!m) continue;
     const named = m.at(1);
-    const key: unknown = named === undefined ? (req.body as { key?: unknown } | undefined)?.key : safeDecode(named);
+    // querystring.unescape never throws: what it cannot decode keeps a `%` or becomes U+FFFD, which no key has.
+    const key: unknown =
+      named === undefined ? (req.body as { key?: unknown } | undefined)?.key : querystring.unescape(named);
     return { action, entity: typeof key === 'string' && KEY_PATTERN.test(key) ? key : undefined };
   }
   return { action: `${req.method} ${req.path.slice(0, 256)}` };
 }
 
-function safeDecode(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Builds the guards on one failure limiter, so probing any route slows every route down. */
-export function createGuards(deps: Pick<HttpDeps, 'registry' | 'tokens' | 'authFailures' | 'log'>): Guards {
+export function createGuards(deps: Pick<HttpDeps, 'registry' | 'tokens' | 'authFailures' | 'log'>) {
   const { authFailures, log } = deps;
   const tokens = new ServiceTokens(deps.tokens);
   // The socket's address: no `trust proxy`, so a client cannot pick its own.
@@ -97,21 +83,21 @@ export function createGuards(deps: Pick<HttpDeps, 'registry' | 'tokens' | 'authF
     });
 
   return {
+    /** The bearer token must be one of the `accepted` kinds, or 401 with `message`; resolves to its kind. */
     requireToken,
-    requireAdmin: async (req, res, next) => {
+    /** The admin API's middleware: the admin token, or the ops token on a read (403 on a write); each write audited. */
+    requireAdmin: async (req: Request, res: Response, next: NextFunction) => {
       const token = await requireToken(req, ['admin', 'ops'], 'invalid admin token');
-      if (READS.has(req.method)) {
-        next();
-        return;
+      if (!READS.has(req.method)) {
+        auditLine(req, res, token);
+        if (token !== 'admin')
+          throw new ForbiddenError('the ops token is read-only; this change needs the admin token');
       }
-      auditLine(req, res, token);
-      if (token !== 'admin') throw new ForbiddenError('the ops token is read-only; this change needs the admin token');
       next();
     },
-    authenticatedEntity(req) {
-      const key = entityKeyParam(req);
-      return entityBySecret(req, key, () => bearerToken(req));
-    },
-    entityBySecret: (req, key, secret) => entityBySecret(req, key, () => secret),
+    /** The entity of the path by its bearer secret; an unknown key and a wrong one get the same 401 and hash compare. */
+    authenticatedEntity: (req: Request) => entityBySecret(req, entityKeyParam(req), () => bearerToken(req)),
+    /** As {@link authenticatedEntity}, for protocols carrying the key and secret elsewhere (Tinyid's `token`). */
+    entityBySecret: (req: Request, key: string, secret: string) => entityBySecret(req, key, () => secret),
   };
 }

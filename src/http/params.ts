@@ -11,7 +11,6 @@ export const PAGE_MAX = 1000;
 /** Rows of the dashboard overview unless `?limit=` says otherwise: a screenful of the busiest entities. */
 export const OPS_DEFAULT_ROWS = 50;
 
-/** `:key` of the path, checked against the entity key pattern. */
 export function entityKeyParam(req: Request): string {
   const key = req.params.key as string;
   if (!KEY_PATTERN.test(key)) throw new InvalidRequestError('key must be 1-64 of A-Z a-z 0-9 _ - .');
@@ -26,19 +25,6 @@ export function queryParam(req: Request, name: string, valid: Pick<RegExp, 'test
   return raw;
 }
 
-/** `?limit=` and `?after=` of a paged list. */
-export function pageParams(req: Request): { after: string | undefined; limit: number } {
-  const limit = limitParam(req, PAGE_DEFAULT);
-  const after = queryParam(
-    req,
-    'after',
-    KEY_PATTERN,
-    'after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page',
-  );
-  return { after, limit };
-}
-
-/** `?limit=`: an integer from 1 to PAGE_MAX, `fallback` when absent. */
 export function limitParam(req: Request, fallback: number): number {
   const message = `limit must be an integer from 1 to ${PAGE_MAX}`;
   const limit = Number(queryParam(req, 'limit', /^\d{1,4}$/, message) ?? fallback);
@@ -52,9 +38,8 @@ export function limitParam(req: Request, fallback: number): number {
  */
 export function integerField(req: Request, name: string, range: string): number | undefined {
   const body: unknown = req.body;
-  if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body))) {
+  if (body !== undefined && body !== null && !(typeof body === 'object' && !Array.isArray(body)))
     throw new InvalidRequestError(`request body must be a JSON object like {"${name}": 10}`);
-  }
   const unknownField = body ? Object.keys(body).find((f) => f !== name) : undefined;
   if (unknownField) throw new InvalidRequestError(`unknown field "${unknownField}"; only "${name}" is accepted`);
   const message = `${name} must be an integer from ${range}`;

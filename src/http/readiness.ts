@@ -59,9 +59,7 @@ export function sharedCheck<T>(check: () => Promise<T>, clock: Pick<Clock, 'mono
  */
 export function degradeShared(report: ReadinessReport): ReadinessReport {
   if (report.ready || report.reason !== undefined) return report;
-  const failed = Object.entries(report.checks)
-    .filter(([, value]) => value !== 'ok')
-    .map(([name]) => name);
+  const failed = Object.keys(report.checks).filter((name) => report.checks[name] !== 'ok');
   const shared = new Set(report.shared ?? []);
   if (!failed.every((name) => shared.has(name))) return report;
   return { ...report, ready: true, degraded: failed };

@@ -3,9 +3,8 @@ import { InvalidRequestError } from '../errors';
 
 /** Validates a JSON body against a schema; the first problem becomes one clear 400 message. */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body))
     throw new InvalidRequestError('request body must be a JSON object (Content-Type: application/json)');
-  }
   // A schema's own message wins over `inOurWords` (zod's order), which only words what it left to zod.
   const result = schema.safeParse(body, { error: inOurWords, reportInput: true });
   if (result.success) return result.data;
@@ -29,36 +28,28 @@ export async function as400<T>(
   }
 }
 
-/** A value as a message quotes it: JSON, cut at 40 characters. */
-function given(input: unknown): string {
-  // A JSON body's value: JSON.stringify always has an answer for it.
-  const text = input === undefined ? 'nothing' : JSON.stringify(input);
-  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
-}
-
 /**
  * zod's wording of a problem (`Invalid option: expected one of "monotonic"|"trend"`) said as idpool's other messages
  * are: what is allowed, then what was given (parseBody puts the field first). Undefined leaves zod's for rarer ones.
  */
 function inOurWords(issue: z.core.$ZodRawIssue): string | undefined {
-  const got = `; got ${given(issue.input)}`;
+  // The value given, as JSON (a JSON body's value always has one), cut at 40 characters.
+  const given = issue.input === undefined ? 'nothing' : JSON.stringify(issue.input);
+  const got = `; got ${given.length > 40 ? `${given.slice(0, 40)}…` : given}`;
   switch (issue.code) {
     case 'invalid_value':
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}${got}`;
     case 'invalid_type':
-      return issue.input === undefined ? 'is required' : `must be ${article(issue.expected)}${got}`;
+      if (issue.input === undefined) return 'is required';
+      return `must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}${got}`;
     case 'too_small':
     case 'too_big': {
-      const bound = issue.code === 'too_small' ? issue.minimum : issue.maximum;
-      const word = issue.code === 'too_small' ? 'at least' : 'at most';
+      const [bound, word, strict] =
+        issue.code === 'too_small' ? [issue.minimum, 'at least', 'above'] : [issue.maximum, 'at most', 'below'];
       const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : '';
-      return `must be ${issue.inclusive === false ? (issue.code === 'too_small' ? 'above' : 'below') : word} ${String(bound)}${unit}${got}`;
+      return `must be ${issue.inclusive === false ? strict : word} ${String(bound)}${unit}${got}`;
     }
     default:
       return undefined;
   }
-}
-
-function article(type: string): string {
-  return `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }

@@ -10,8 +10,7 @@ const ASSETS = new Map([
   ['dashboard.css', 'text/css; charset=utf-8'],
 ]);
 
-// Scripts and styles only from this origin, no inline code, data only from
-// this origin: an entity name can never become markup or script.
+// Only this origin's scripts, styles and data, no inline code: an entity name can never become markup or script.
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 

@@ -8,9 +8,6 @@ export type Schema = Record<string, unknown>;
 /** A reference to one of the document's named schemas. */
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 
-const INT32_MIN = -(2 ** 31);
-const INT32_MAX = 2 ** 31 - 1;
-
 /** The document's named bodies: requests as zod's input (what a client may send), responses as its output. */
 export function componentSchemas(): Record<string, Schema> {
   const responses = z.registry<{ id: string }>();
@@ -48,7 +45,7 @@ function forClients(node: unknown): Schema {
   if (out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum;
   const { minimum, maximum } = out;
   const fits32 =
-    typeof minimum === 'number' && typeof maximum === 'number' && minimum >= INT32_MIN && maximum <= INT32_MAX;
+    typeof minimum === 'number' && typeof maximum === 'number' && minimum >= -(2 ** 31) && maximum <= 2 ** 31 - 1;
   out.format = fits32 ? 'int32' : 'int64';
   return out;
 }

@@ -33,9 +33,7 @@ interface Operation {
   errors?: (keyof typeof E)[];
 }
 
-/** A JSON body of this schema. */
 const json = (schema: Schema) => ({ 'application/json': { schema } });
-/** A body of one named schema, or of any of several. */
 const named = (body: BodyName | BodyName[]) => json(Array.isArray(body) ? { anyOf: body.map(ref) } : ref(body));
 const error = (description: string) => ({ description, content: json(ref('Error')) });
 const retryAfter = {
@@ -93,14 +91,12 @@ const E = {
   ),
 };
 
-/** An integer parameter of known bounds that fits 32 bits. */
 const int32 = (minimum: number, maximum?: number): Schema => ({
   type: 'integer',
   format: 'int32',
   minimum,
   ...(maximum === undefined ? {} : { maximum }),
 });
-/** A parameter found `where`: one in the path is required, one in the query or a header is not. */
 const parameter = (where: 'path' | 'query' | 'header') => (name: string, description: string, schema: Schema) => ({
   name,
   in: where,
@@ -114,16 +110,12 @@ const header = parameter('header');
 /** Every operation on `/…/{key}` takes it first. */
 const keyParam = path('key', 'Entity key.', fromZod(entityKey));
 
-const admin = [{ adminToken: [] }];
-/** Admin reads: the admin token or the read-only ops token. */
-const adminRead = [{ adminToken: [] }, { opsToken: [] }];
-
 /** Who may call an operation, as the guards decide (the dashboard's files are open, `/metrics` without its token). */
 function securityOf(tag: Tag, method: string, route: string): Schema[] | undefined {
   if (tag === 'ids') return [{ entitySecret: [] }];
   if (route === '/metrics') return [{}, { metricsToken: [] }, { opsToken: [] }];
   if (!route.startsWith('/admin/') || route.startsWith('/admin/ui')) return undefined;
-  return method === 'get' ? adminRead : admin;
+  return method === 'get' ? [{ adminToken: [] }, { opsToken: [] }] : [{ adminToken: [] }];
 }
 
 function operation(tag: Tag, method: string, route: string, op: Operation): Schema {
@@ -149,7 +141,6 @@ function operation(tag: Tag, method: string, route: string, op: Operation): Sche
   };
 }
 
-/** A text answer, in any of these media types. */
 const text = (...types: string[]) => ({
   content: Object.fromEntries(types.map((type) => [type, { schema: { type: 'string' } }])),
 });
@@ -163,9 +154,7 @@ const LEDGER_QUERY = [
   query('format', 'csv (or `Accept: text/csv`): the whole period as CSV.', { type: 'string', enum: ['json', 'csv'] }),
 ];
 /** A body of the named schema as JSON, or the same ledger as CSV. */
-const orCsv = (body: BodyName) => ({
-  content: { ...json(ref(body)), 'text/csv': { schema: { type: 'string' } } },
-});
+const orCsv = (body: BodyName) => ({ content: { ...json(ref(body)), ...text('text/csv').content } });
 
 const ADMIN_WRITE = [400, 401, 403, 404, 413, 415, 429, 503] as const;
 const ADMIN_READ = [400, 401, 404, 429, 503] as const;
@@ -189,7 +178,6 @@ export function apiPaths(): Record<string, Schema> {
 
 const OPERATIONS: Record<Tag, Record<string, Operation>> = {
   ids: {
-    // The client API, behind the entity's secret.
     'post /apps/{key}/ids': {
       operationId: 'takeIds',
       summary: 'Take ids',
@@ -272,7 +260,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
     },
   },
   admin: {
-    // `/admin/apps`: register an entity, list them a page at a time.
     'post /admin/apps': {
       operationId: 'registerEntity',
       summary: 'Register an entity',
@@ -293,7 +280,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       ok: { 200: ['One page of live entities.', 'EntityPage'] },
       errors: [400, 401, 429, 503],
     },
-    // One entity: show, change, retire, rotate its secret, raise, hold and release it.
     'get /admin/apps/{key}': {
       operationId: 'getEntity',
       summary: 'Show an entity',
@@ -396,7 +382,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
     },
   },
   ops: {
-    // Worker leases and the dashboard's overview, behind the admin token.
     'get /admin/workers': {
       operationId: 'listWorkers',
       summary: 'Worker leases (snowflake)',
@@ -424,7 +409,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       ok: { 200: ['The instances.', 'Instances'] },
       errors: [401, 404, 429],
     },
-    // The dashboard's page and assets, open (they hold no data).
     'get /admin/ui': {
       operationId: 'dashboardPage',
       summary: 'Dashboard page',
@@ -440,7 +424,6 @@ const OPERATIONS: Record<Tag, Record<string, Operation>> = {
       ok: { 200: ['The asset.', null, text('text/javascript', 'text/css')] },
       errors: [404],
     },
-    // Liveness, readiness, metrics and this document.
     'get /healthz': {
       operationId: 'healthz',
       summary: 'Liveness: the process answers',

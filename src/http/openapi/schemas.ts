@@ -17,8 +17,7 @@ import { MAX_LEASE_SIZE } from '../../segment/lease';
 import { PAGE_MAX } from '../params';
 
 // The API's bodies: requests are the schemas the routes validate with, responses type what they answer (`Answer`);
-// both become the document's `components.schemas`. The parameters exported here are checked by the routes with the
-// same schemas the document states (paths.ts).
+// both become `components.schemas`. The parameters exported here are what the routes check and paths.ts states.
 
 /** Without a maximum, zod's own (2^53 − 1), which the document leaves out as it does z.int()'s. */
 const int = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) => z.int().min(minimum).max(maximum);
@@ -40,7 +39,6 @@ const keyCharacters = /^[A-Za-z0-9_.-]*$/;
 const printableAscii = /^[\x20-\x7e]+$/;
 /** `?q=` of `GET /admin/ops`: part of an entity key. */
 export const opsSearch = z.string().max(64).regex(keyCharacters);
-/** The `Idempotency-Key` header. */
 export const idempotencyKey = z.string().min(1).max(128).regex(printableAscii);
 /** A secret: 32 random bytes, base64url. */
 const secret = z

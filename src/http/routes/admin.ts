@@ -1,6 +1,7 @@
 import express, { type IRouter, type Router } from 'express';
 import {
   type EntityConfig,
+  KEY_PATTERN,
   addSecretSchema,
   describeEntity,
   holdSchema,
@@ -14,7 +15,7 @@ import { ConflictError, InvalidRequestError } from '../../errors';
 import { dashboardRouter } from '../dashboard/router';
 import type { HttpDeps } from '../deps';
 import type { Guards } from '../guards';
-import { OPS_DEFAULT_ROWS, entityKeyParam, limitParam, pageParams, queryParam } from '../params';
+import { OPS_DEFAULT_ROWS, PAGE_DEFAULT, entityKeyParam, limitParam, queryParam } from '../params';
 import { as400, parseBody } from '../validate';
 import { type Answer, opsSearch, secretId } from '../openapi/schemas';
 import { type NumberPeriodJson, numberPeriodJson, numberView } from '../../ops/period-forecast';
@@ -50,7 +51,13 @@ function entityRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 
   router.get('/apps', async (req, res) => {
-    const { after, limit } = pageParams(req);
+    const limit = limitParam(req, PAGE_DEFAULT);
+    const after = queryParam(
+      req,
+      'after',
+      KEY_PATTERN,
+      'after must be an entity key (1-64 of A-Z a-z 0-9 _ - .), the "next" of the previous page',
+    );
     const page = deps.registry.page(after, limit);
     res.json({ apps: await withPools(deps, page.entities), next: page.next });
   });
@@ -128,14 +135,12 @@ function lineRoutes(router: Router, deps: AdminRouteDeps): void {
       throw new ConflictError(
         `the line of "${key}" is already past firstId ${firstId} (${head === undefined ? `its next unreserved number is ${line}` : `the next id is ${head}`}); nothing changed`,
       );
-    await deps.lines.raise(key, number);
-    res.json(await refreshed(deps, key));
+    res.json(await raised(deps, key, number));
   });
 
   // The caller (`idpool apps release`) has read the incumbent's row once more and raised the line above it.
   router.post('/apps/:key/release', async (req, res) => {
-    const key = entityKeyParam(req);
-    res.json(await withPool(deps, await deps.registry.setHeld(key, null)));
+    res.json(await withPool(deps, await deps.registry.setHeld(entityKeyParam(req), null)));
   });
 
   // An import whose row moved holds the entity; its pool goes (a direct consumer could pop it otherwise).
@@ -179,8 +184,7 @@ function cutoverRoutes(router: Router, deps: AdminRouteDeps): void {
     if (!entity.incumbent?.live || !(await deps.lines.offsets.finishLive(key, line)))
       throw new ConflictError(`entity "${key}" is not in a live cutover`);
     // Its pool goes too, fenced at the new line: it may hold ids reserved from the row below ones the incumbent issued later.
-    await deps.lines.raise(key, line);
-    res.json(await refreshed(deps, key));
+    res.json(await raised(deps, key, line));
   });
 }
 
@@ -202,13 +206,13 @@ function operationRoutes(router: Router, deps: AdminRouteDeps): void {
   });
 }
 
-/** One entity's view, as {@link withPools} makes it. */
 async function withPool(deps: ViewDeps, entity: EntityConfig): Promise<Record<string, unknown>> {
   return (await withPools(deps, [entity]))[0];
 }
 
-/** The entity after a change of its start offset, here at once (other instances see it with their next refresh). */
-async function refreshed(deps: AdminRouteDeps, key: string) {
+/** Moves the line up to `line`: the entity after, here at once (other instances see it with their next refresh). */
+async function raised(deps: AdminRouteDeps, key: string, line: bigint) {
+  await deps.lines.raise(key, line);
   await deps.registry.refresh();
   return withPool(deps, await deps.registry.require(key));
 }
@@ -232,8 +236,7 @@ async function withPools(deps: ViewDeps, entities: readonly EntityConfig[], fres
     const view: Record<string, unknown> = { ...describeEntity(entity) };
     const period = periods.get(entity.key);
     if (entity.mode !== 'snowflake') {
-      // A business-number entity's pool is its period's ready numbers within their cap; it draws from the period's
-      // sequence, not the line's offset.
+      // A business-number entity's pool is its period's ready numbers (capped); it draws from the period, not the line.
       const { numbers } = entity;
       const { target, lowWatermark, max } = deps.lines.demand.sizing(entity, numbers && numberPoolCap(entity, numbers));
       if (!numbers) view.currentOffset = (offsets.get(entity.key) ?? entity.startOffset).toString();

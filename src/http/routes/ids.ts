@@ -19,12 +19,9 @@ export type IdRouteDeps = Pick<HttpDeps, 'takes' | 'snowflake' | 'idempotency'>;
 
 const TAKE_PATH = '/apps/:key/ids';
 
-/** `POST /apps/:key/ids`, served by the router and by {@link takeFastPath}. */
-export type TakeHandler = (req: Request, res: Response) => Promise<void>;
-
-/** Takes ids for the entity the secret opens (the take route's whole answer). */
-export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>): TakeHandler {
-  return async (req, res) => {
+/** `POST /apps/:key/ids`'s whole answer, served by the router and by {@link takeFastPath}: ids of the entity the secret opens. */
+export function takeHandler(deps: IdRouteDeps, guards: Pick<Guards, 'authenticatedEntity'>) {
+  return async (req: Request, res: Response): Promise<void> => {
     const entity = await guards.authenticatedEntity(req);
     // A gapless series' ledger is its own idempotency record, and its body may carry a reference.
     const { ids, replayed } =
@@ -101,7 +98,7 @@ const FAST_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
  * `req.route` they would have set, by the route's own handler; anything else goes through express. Measured here:
  * those cost ~12 µs of the ~30 µs a bare express 5 route spends (`node:http` ~15 µs); `npm run bench -- http`.
  */
-export function takeFastPath(take: TakeHandler): RequestHandler {
+export function takeFastPath(take: ReturnType<typeof takeHandler>): RequestHandler {
   return (req, res, next) => {
     const url = req.method === 'POST' ? FAST_URL.exec(req.url) : null;
     const form = url ? fastBody(req.headers) : undefined;
@@ -125,15 +122,13 @@ export function takeFastPath(take: TakeHandler): RequestHandler {
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (text += chunk));
     req.once('end', () => {
-      let body: unknown;
+      // answer only starts the async take: a throw here is JSON.parse's.
       try {
         // express.json's decoder drops a byte order mark; so does this.
-        body = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+        answer(JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text));
       } catch {
         next(new InvalidRequestError('request body is not valid JSON'));
-        return;
       }
-      answer(body);
     });
   };
 }

@@ -9,9 +9,6 @@ import { type ErrorAnswer, type errorFaces, sendSpringError } from '../errors';
 /** What Leaf's routes use: the registry (no credential: a lookup), the native take, the clock of its error bodies. */
 export type LeafRouteDeps = Pick<HttpDeps, 'takes' | 'clock'> & { registry: Pick<HttpDeps['registry'], 'findByTag'> };
 
-/** Leaf's `Result` codes, in its error message: -2 key not served, -3 no segment ready, -1 no snowflake id made. */
-const KEY_NOT_SERVED = -2n;
-
 /** A key Leaf's routes do not serve: the client's mistake to idpool (404, not logged as a failure), a 500 to Leaf. */
 class LeafRefusal extends IdpoolError {
   constructor(reason: string) {
@@ -29,9 +26,8 @@ export function registerLeafRoutes(app: IRouter, deps: LeafRouteDeps, errors: Re
   const route = (family: 'segment' | 'snowflake') => async (req: Request, res: Response) => {
     const entity = await servedEntity(deps, req.params.key as string, family);
     const [id] = (await deps.takes.take(entity, 1)).toArray();
-    res.status(200);
     // As Spring writes a String a controller returns.
-    res.setHeader('Content-Type', 'text/plain;charset=UTF-8');
+    res.status(200).setHeader('Content-Type', 'text/plain;charset=UTF-8');
     res.end(id, 'latin1');
   };
   router.all('/api/segment/get/:key', route('segment'));
@@ -54,9 +50,10 @@ async function servedEntity(deps: LeafRouteDeps, key: string, family: 'segment' 
 const leafError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
   (req, res, err) => {
+    // Leaf's `Result` codes: -2 key not served, -1 no snowflake id made, -3 no segment ready.
     const code =
       err instanceof LeafRefusal || err instanceof GaplessNotServedError
-        ? KEY_NOT_SERVED
+        ? -2n
         : req.path.startsWith('/api/snowflake/')
           ? -1n
           : -3n;

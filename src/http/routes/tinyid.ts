@@ -9,17 +9,6 @@ import { type ErrorAnswer, type errorFaces, sendSpringError } from '../errors';
 import type { Guards } from '../guards';
 import { BODY_LIMIT_BYTES, TINYID_BATCH_MAX } from '../settings';
 
-/** What Tinyid's routes use: the native take, the segment leaser and the clock of Spring's 400. */
-export type TinyidRouteDeps = Pick<HttpDeps, 'takes' | 'leases' | 'clock'>;
-
-/** Tinyid's codes (`vo/ErrorCode`): 200 ok, 5 a token not mapped to the biz type, 6 anything else. */
-const OK = 200;
-const TOKEN_ERROR = 5;
-const SYS_ERROR = 6;
-
-/** Spring Boot 1.5's Jackson converter answers with this type whatever the Accept (bar one naming no JSON at all). */
-const JSON_TYPE = 'application/json;charset=UTF-8';
-
 /** A `batchSize` Spring cannot bind to an Integer: its 400, not a Tinyid answer. */
 class BatchSizeBindError extends InvalidRequestError {
   constructor(readonly input: string) {
@@ -34,7 +23,7 @@ class BatchSizeBindError extends InvalidRequestError {
  */
 export function registerTinyidRoutes(
   app: IRouter,
-  deps: TinyidRouteDeps,
+  deps: Pick<HttpDeps, 'takes' | 'leases' | 'clock'>,
   guards: Pick<Guards, 'entityBySecret'>,
   errors: ReturnType<typeof errorFaces>,
 ): void {
@@ -82,8 +71,8 @@ export function registerTinyidRoutes(
 }
 
 /**
- * Every failure as Tinyid answers it, HTTP 200: code 5 for a refused token, else 6 with the (scrubbed) message, as
- * Tinyid passes its exception's on; the simple routes an empty body.
+ * Every failure as Tinyid answers it, HTTP 200: `vo/ErrorCode` 5 for a refused token, else 6 with the (scrubbed)
+ * message, as Tinyid passes its exception's on; the simple routes an empty body.
  */
 const tinyidError =
   (clock: Pick<Clock, 'now'>): ErrorAnswer =>
@@ -103,8 +92,7 @@ const tinyidError =
       sendText(req, res, '');
       return;
     }
-    const [code, message] =
-      err instanceof UnauthorizedError ? [TOKEN_ERROR, 'token is error'] : [SYS_ERROR, err.message];
+    const [code, message] = err instanceof UnauthorizedError ? [5, 'token is error'] : [6, err.message];
     sendJson(res, 'null', code, message);
   };
 
@@ -116,11 +104,10 @@ async function takeForTinyid(deps: Pick<HttpDeps, 'takes'>, entity: EntityConfig
     throw new ConflictError(
       `business_numbers_not_served: "${entity.key}" hands out business numbers, which Tinyid's Long ids cannot carry; take them with POST /apps/${entity.key}/ids`,
     );
-  if (count > entity.maxSizePerTimes) {
+  if (count > entity.maxSizePerTimes)
     throw new InvalidRequestError(
       `batchSize ${count} is above the entity's maxSizePerTimes (${entity.maxSizePerTimes}); raise it to serve Tinyid's batches of up to ${TINYID_BATCH_MAX}`,
     );
-  }
   return (await deps.takes.take(entity, count)).toArray();
 }
 
@@ -169,8 +156,9 @@ function batchSizeOf(req: Request): number {
 }
 
 /** Tinyid's `Response`: `{"data":…,"code":200,"message":""}`, fields in Jackson's declaration order. */
-function sendJson(res: Response, data: string, code = OK, message = ''): void {
-  res.status(200).setHeader('Content-Type', JSON_TYPE);
+function sendJson(res: Response, data: string, code = 200, message = ''): void {
+  // Spring Boot 1.5's Jackson converter answers with this type whatever the Accept (bar one naming no JSON at all).
+  res.status(200).setHeader('Content-Type', 'application/json;charset=UTF-8');
   res.end(`{"data":${data},"code":${code},"message":${JSON.stringify(message)}}`);
 }
 
@@ -198,17 +186,13 @@ function springStringType(accept: string | undefined): string {
     { type: '*', subtype: '*', q: 1 },
     { type: 'application', subtype: 'json', q: 1 },
   ];
-  const compatible: MediaRange[] = [];
-  for (const a of parseAccept(accept)) {
-    for (const p of producible) {
-      const typeOk = a.type === '*' || p.type === '*' || a.type === p.type;
-      const subOk = a.subtype === '*' || p.subtype === '*' || a.subtype === p.subtype;
-      if (!typeOk || !subOk) continue;
+  const matches = (x: string, y: string) => x === '*' || y === '*' || x === y;
+  const compatible = parseAccept(accept).flatMap((a) =>
+    producible
+      .filter((p) => matches(a.type, p.type) && matches(a.subtype, p.subtype))
       // The more specific of the two, with the requested quality.
-      const specific = specificity(a) >= specificity(p) ? a : p;
-      compatible.push({ type: specific.type, subtype: specific.subtype, q: a.q });
-    }
-  }
+      .map((p) => ({ ...(specificity(a) >= specificity(p) ? a : p), q: a.q })),
+  );
   compatible.sort((x, y) => bySpecificity(x, y) || y.q - x.q);
   for (const m of compatible) {
     if (m.type !== '*' && m.subtype !== '*') return `${m.type}/${m.subtype}`;
@@ -230,15 +214,13 @@ function bySpecificity(x: MediaRange, y: MediaRange): number {
 
 function parseAccept(accept: string | undefined): MediaRange[] {
   if (accept === undefined || accept.trim() === '') return [{ type: '*', subtype: '*', q: 1 }];
-  const out: MediaRange[] = [];
-  for (const part of accept.split(',')) {
+  return accept.split(',').flatMap((part) => {
     const [range, ...params] = part.split(';').map((s) => s.trim());
-    if (range === '') continue;
+    if (range === '') return [];
     // Java's `*` alone means `*/*`.
     const [type, subtype = '*'] = (range === '*' ? '*/*' : range).toLowerCase().split('/');
     const qParam = params.find((p) => /^q\s*=/i.test(p));
     const q = qParam === undefined ? 1 : Number(qParam.split('=')[1]);
-    out.push({ type, subtype, q: Number.isFinite(q) ? q : 1 });
-  }
-  return out;
+    return [{ type, subtype, q: Number.isFinite(q) ? q : 1 }];
+  });
 }
