@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type mysql2 from 'mysql2';
 import type { QueryRunner } from 'typeorm';
 import { type Clock, systemClock } from '../clock';
-import { type Database, isBusy, toPostgresPlaceholders } from '../db/database';
+import { type Database, toPostgresPlaceholders, whileBusy } from '../db/database';
 import { boundedMysqlDriver } from '../db/mysql-driver';
 import { UnavailableError } from '../errors';
 
@@ -47,8 +47,6 @@ export interface Transactions {
   close(): Promise<void>;
 }
 
-/** How long a SQLite transaction keeps trying to take the file's write lock from another connection. */
-const SQLITE_BUSY_WAIT_MS = 5000;
 /** How long one attempt blocks the event loop on a locked SQLite file (as the dialect's busy_timeout). */
 const SQLITE_BUSY_TIMEOUT_MS = 20;
 
@@ -235,16 +233,7 @@ class SqliteTransactions implements Transactions {
 
   private async once<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
     const connection = this.open();
-    const deadline = this.clock.monotonic() + SQLITE_BUSY_WAIT_MS;
-    for (;;) {
-      try {
-        connection.exec('BEGIN IMMEDIATE');
-        break;
-      } catch (err) {
-        if (!isBusy(err) || this.clock.monotonic() > deadline) throw err;
-        await this.clock.sleep(2 + Math.random() * 8);
-      }
-    }
+    await whileBusy(async () => connection.exec('BEGIN IMMEDIATE'), this.clock);
     const tx: Tx = { run: async (sql, params) => sqliteStatement(connection, sql, params) };
     try {
       const result = await body(tx);
