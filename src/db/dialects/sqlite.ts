@@ -21,7 +21,7 @@ export function isBusy(err: unknown): boolean {
 /** How long a reservation's statement waits for a SQLite write lock held by another process. */
 const BUSY_WAIT_MS = 5000;
 
-/** `run` again while another process holds SQLite's write lock (a reservation's statements: the allocator, the number counter). */
+/** `run` again while another process holds SQLite's write lock (the allocator's and number counter's statements, a gapless BEGIN). */
 export function whileBusy<T>(run: () => Promise<T>, clock: Clock): Promise<T> {
   return retryUntil(run, { clock, waitMs: BUSY_WAIT_MS, pauseMs: [2, 8], retryable: isBusy });
 }
