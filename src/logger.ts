@@ -1,5 +1,5 @@
 import pino from 'pino';
-import type { Clock } from './clock';
+import { type Clock, systemClock, within } from './clock';
 import { RepeatLimiter, withRepeated } from './repeat-limiter';
 import { onAligned } from './schedule';
 
@@ -159,13 +159,7 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     flushBeforeExit: async (ms: number, last?: () => void): Promise<void> => {
       repeats.drain();
       last?.();
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        destination.flush(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      await within(systemClock, new Promise<void>((resolve) => destination.flush(() => resolve())), ms, undefined);
       destination.flushSync();
     },
   };

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { type Server, createServer } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -149,13 +150,8 @@ async function listenOn(app: Express, port: number, settings: HttpServerSettings
   server.maxConnections = settings.maxConnections;
   // Above the 60 s idle timeout of common load balancers, so they close first.
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  // Rejects on 'error' (the port taken) instead.
+  await once(server.listen(port), 'listening');
   return server;
 }
 
