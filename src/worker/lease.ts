@@ -285,9 +285,7 @@ export class WorkerLease implements WorkerSource {
     const { rows, dbNowMs } = await this.options.store.rows(0, 2 ** 31 - 1);
     const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
     return rows.map((r) => ({
-      workerId: r.workerId,
-      code: r.code,
-      leaseVersion: r.leaseVersion,
+      ...r,
       heartbeatAt: iso(r.heartbeatAt),
       lastTimestamp: iso(r.lastTimestamp),
       live: r.heartbeatAt + this.options.ttlMs > dbNowMs,

@@ -172,11 +172,9 @@ export async function buildSnowflake(
       generator,
       lease,
       clockWatch,
-      make(entityKey, count) {
+      async make(entityKey, count) {
         if (clockWatch?.state() === 'refusing')
-          return Promise.reject(
-            new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
-          );
+          throw new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds);
         return generator.takeStrings(entityKey, count);
       },
       decoder: { decode: (id) => explainId(layout, clock.now(), id) },
