@@ -172,7 +172,6 @@ export class WorkerLease implements WorkerSource {
         }
         if (this.held !== held) return;
         this.held = undefined;
-        this.validUntil = -Infinity;
         this.ceiling = -Infinity;
         if (claimed) {
           log.error(
@@ -262,7 +261,6 @@ export class WorkerLease implements WorkerSource {
     this.task = undefined;
     const held = this.held;
     this.held = undefined;
-    this.validUntil = -Infinity;
     this.problem = 'stopped';
     if (!held) return;
     // The generator stops with the server, so the record may come down to what was used.
