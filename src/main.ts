@@ -26,7 +26,6 @@ export async function main(overrides: { port?: number } = {}): Promise<void> {
 async function run(overrides: { port?: number }): Promise<void> {
   const config = { ...loadConfig(), ...(overrides.port === undefined ? {} : { port: overrides.port }) };
   const adminTokenFile = await keepAdminToken(config);
-  // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
   const { log, flush, flushBeforeExit } = createProcessLogger(config.logLevel, systemClock);
   let exiting = false;
   /** Exits with `code` once the log is written; `last` logs the last line, after the held-back counts. */

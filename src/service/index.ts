@@ -46,10 +46,7 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/**
- * The composition root: config → connections → stores → entities → snowflake → ops events → pools → ops → takes →
- * HTTP. Everything built closes in reverse order, also when start-up fails half way.
- */
+/** The composition root, built in the order below: everything built closes in reverse order, also when start-up fails half way. */
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? silentLogger;
@@ -150,7 +147,6 @@ async function listenOn(app: Express, port: number, settings: HttpServerSettings
   server.maxConnections = settings.maxConnections;
   // Above the 60 s idle timeout of common load balancers, so they close first.
   server.keepAliveTimeout = 65_000;
-  // Rejects on 'error' (the port taken) instead.
   await once(server.listen(port), 'listening');
   return server;
 }
