@@ -23,13 +23,10 @@ export const silentLogger: Logger = {
 
 /** A connection URL for logs: its password (and a user's) replaced, so `redis://:secret@host` never reaches a log. */
 export function maskUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '[unparseable url]';
-  }
+  if (!URL.canParse(url)) return '[unparseable url]';
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
 }
 
 /** `text` with every URL's user-info, up to the word's last `@` (a malformed password too), replaced by `***`. */
