@@ -25,10 +25,7 @@ export type ScriptOutcome =
 
 /** A function answered a code its caller does not expect: the library and this process disagree (a bug). */
 export class ScriptCodeError extends Error {
-  constructor(
-    readonly functionName: string,
-    readonly resultCode: number,
-  ) {
+  constructor(functionName: string, resultCode: number) {
     super(`${functionName} returned unknown code ${resultCode}`);
     this.name = 'ScriptCodeError';
   }
