@@ -38,9 +38,7 @@ export function maskUrls(text: string): string {
 function maskFields(obj: unknown): unknown {
   if (!obj || typeof obj !== 'object') return typeof obj === 'string' ? maskUrls(obj) : obj;
   if (obj instanceof Error) return { err: maskUrls(obj.stack ?? obj.message) };
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'string' ? maskUrls(v) : v;
-  return out;
+  return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, typeof v === 'string' ? maskUrls(v) : v]));
 }
 
 type Folded = 'info' | 'warn' | 'error';
