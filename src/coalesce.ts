@@ -40,9 +40,5 @@ export function share<E, I extends { slice(from: number, to: number): I }>(
   ids: I,
 ): void {
   let from = 0;
-  for (const w of waiters) {
-    const mine = ids.slice(from, from + w.count);
-    from += w.count;
-    w.resolve(mine);
-  }
+  for (const w of waiters) w.resolve(ids.slice(from, (from += w.count)));
 }

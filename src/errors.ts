@@ -23,11 +23,21 @@ export class IdpoolError extends Error {
   }
 }
 
-export class InvalidRequestError extends IdpoolError {
-  constructor(message: string) {
-    super(400, 'invalid_request', message);
-  }
-}
+/** The base of an error whose status and code are fixed, made with its message alone (named by `new.target`). */
+const fixedError = (statusCode: number, code: string): new (message: string) => IdpoolError =>
+  class extends IdpoolError {
+    constructor(message: string) {
+      super(statusCode, code, message);
+    }
+  };
+
+export class InvalidRequestError extends fixedError(400, 'invalid_request') {}
+/** Authenticated, but this credential may not do this (the ops token on a write). */
+export class ForbiddenError extends fixedError(403, 'forbidden') {}
+export class NotFoundError extends fixedError(404, 'not_found') {}
+export class ConflictError extends fixedError(409, 'conflict') {}
+/** A body that is not JSON where JSON is expected: never read as no body at all. */
+export class UnsupportedMediaTypeError extends fixedError(415, 'unsupported_media_type') {}
 
 export class UnauthorizedError extends IdpoolError {
   constructor(message = 'missing or invalid bearer token') {
@@ -35,35 +45,9 @@ export class UnauthorizedError extends IdpoolError {
   }
 }
 
-/** Authenticated, but this credential may not do this (the ops token on a write). */
-export class ForbiddenError extends IdpoolError {
-  constructor(message: string) {
-    super(403, 'forbidden', message);
-  }
-}
-
-export class NotFoundError extends IdpoolError {
-  constructor(message: string) {
-    super(404, 'not_found', message);
-  }
-}
-
-export class ConflictError extends IdpoolError {
-  constructor(message: string) {
-    super(409, 'conflict', message);
-  }
-}
-
 export class PayloadTooLargeError extends IdpoolError {
   constructor(message = 'request body too large') {
     super(413, 'payload_too_large', message);
-  }
-}
-
-/** A body that is not JSON where JSON is expected: never read as no body at all. */
-export class UnsupportedMediaTypeError extends IdpoolError {
-  constructor(message: string) {
-    super(415, 'unsupported_media_type', message);
   }
 }
 

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import type { Clock } from './clock';
+import { type Clock, systemClock, within } from './clock';
 import { RepeatLimiter, withRepeated } from './repeat-limiter';
 import { onAligned } from './schedule';
 
@@ -23,13 +23,10 @@ export const silentLogger: Logger = {
 
 /** A connection URL for logs: its password (and a user's) replaced, so `redis://:secret@host` never reaches a log. */
 export function maskUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '[unparseable url]';
-  }
+  if (!URL.canParse(url)) return '[unparseable url]';
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
 }
 
 /** `text` with every URL's user-info, up to the word's last `@` (a malformed password too), replaced by `***`. */
@@ -41,9 +38,7 @@ export function maskUrls(text: string): string {
 function maskFields(obj: unknown): unknown {
   if (!obj || typeof obj !== 'object') return typeof obj === 'string' ? maskUrls(obj) : obj;
   if (obj instanceof Error) return { err: maskUrls(obj.stack ?? obj.message) };
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj)) out[k] = typeof v === 'string' ? maskUrls(v) : v;
-  return out;
+  return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, typeof v === 'string' ? maskUrls(v) : v]));
 }
 
 type Folded = 'info' | 'warn' | 'error';
@@ -159,13 +154,7 @@ export function createProcessLogger(level: string, clock: { monotonic(): number 
     flushBeforeExit: async (ms: number, last?: () => void): Promise<void> => {
       repeats.drain();
       last?.();
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        destination.flush(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      await within(systemClock, new Promise<void>((resolve) => destination.flush(() => resolve())), ms, undefined);
       destination.flushSync();
     },
   };

@@ -26,7 +26,6 @@ export async function main(overrides: { port?: number } = {}): Promise<void> {
 async function run(overrides: { port?: number }): Promise<void> {
   const config = { ...loadConfig(), ...(overrides.port === undefined ? {} : { port: overrides.port }) };
   const adminTokenFile = await keepAdminToken(config);
-  // Asynchronous, bounded, repeated warnings counted (src/logger.ts).
   const { log, flush, flushBeforeExit } = createProcessLogger(config.logLevel, systemClock);
   let exiting = false;
   /** Exits with `code` once the log is written; `last` logs the last line, after the held-back counts. */
@@ -37,11 +36,11 @@ async function run(overrides: { port?: number }): Promise<void> {
   };
   survivePromiseFaults(log, exit);
   // Loaded once the configuration is valid: a bad one costs ~0.15 s of CPU, not the service's ~0.5 s.
-  const [{ describeRedis }, { serviceParts }] = await Promise.all([
+  const [{ describeRedis }, { serviceParts }, { createService }] = await Promise.all([
     import('./redis/connection'),
     import('./service/internals'),
+    import('./service'),
   ]);
-  const { createService } = await import('./service');
   const service = await createService(config, { log });
   const port = await service.listen(config.port);
   log.info(
@@ -113,8 +112,7 @@ function stopOnSignals(service: Service, log: Logger, exit: (code: number, last:
       .then(() => exit(0, () => log.info({ signal }, 'stopped')))
       .catch((err: unknown) => exit(1, () => log.error({ err: String(err) }, 'error while stopping')));
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => stop(signal));
 }
 
 // Run as `npm start`; `idpool serve` imports main() and calls it.

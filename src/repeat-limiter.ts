@@ -41,8 +41,7 @@ export class RepeatLimiter<T = void> {
     let entry = this.entries.get(key);
     if (!entry) {
       if (this.entries.size >= this.limits.maxKeys) this.drain();
-      entry = { admittedAt: Number.NEGATIVE_INFINITY, held: 0, latest };
-      this.entries.set(key, entry);
+      this.entries.set(key, (entry = { admittedAt: Number.NEGATIVE_INFINITY, held: 0, latest }));
     }
     if (now - entry.admittedAt < this.limits.windowMs || !this.withinSecond(now)) {
       entry.held++;

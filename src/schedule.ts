@@ -1,23 +1,11 @@
 import type { Clock } from './clock';
 
-/** A task run on a schedule, never overlapping itself. */
-export interface Periodic {
-  /** Starts the schedule (a no-op when started). */
-  start(): void;
-  /** Runs the task now, unless a run is under way (`stop()` waits for it too). */
-  runNow(): Promise<void>;
-  /** Ends the wait under way: the period is asked for again and waited from now. */
-  wake(): void;
-  /** Stops the schedule and waits for a run under way. */
-  stop(): Promise<void>;
-}
-
 /**
  * Runs `task` (which handles its own errors) every `ms` of `clock`, never two runs at once, on one chain of
  * `clock.sleep` so a fake clock drives it as the system one does. `ms` may be a function asked before each wait:
  * a loop with nothing to do for a while sleeps that long (an idle instance's cost is mostly its wake-ups).
  */
-export function every(ms: number | (() => number), task: () => unknown, clock: Clock): Periodic {
+export function every(ms: number | (() => number), task: () => unknown, clock: Clock) {
   const period = typeof ms === 'number' ? () => ms : ms;
   let running: Promise<unknown> | undefined;
   const run = async () => {
@@ -46,13 +34,17 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
     }
   };
   return {
+    /** Runs the task now, unless a run is under way (`stop()` waits for it too). */
     runNow: run,
+    /** Ends the wait under way: the period is asked for again and waited from now. */
     wake: () => chain?.wait?.abort(),
+    /** Starts the schedule (a no-op when started). */
     start() {
       if (chain) return;
       chain = { stopped: false };
       chain.done = loop(chain);
     },
+    /** Stops the schedule and waits for a run under way. */
     async stop() {
       const stopping = chain;
       chain = undefined;
@@ -65,6 +57,8 @@ export function every(ms: number | (() => number), task: () => unknown, clock: C
     },
   };
 }
+/** A task run on a schedule, never overlapping itself. */
+export type Periodic = ReturnType<typeof every>;
 
 /**
  * The wait from `now` to the multiple of the period's grain (1 s from 1 s up, 100 ms from 100 ms up) nearest

@@ -53,15 +53,8 @@ const SERVICE_COMMANDS = [
   // Cluster: the slot map, its health, and the redirection during a slot migration.
   .concat(CLUSTER_CLIENT_COMMANDS);
 
-export interface ConsumerAclOptions {
-  user?: string;
-  /** The consumer talks to a Redis Cluster: add the topology reads its client needs. */
-  cluster?: boolean;
-  prefix?: string;
-}
-
-/** A direct consumer of one entity: the guarded pop and LPOP on its pool list and epoch key only. */
-export function consumerAcl(entityKey: string, o: ConsumerAclOptions = {}): AclUser {
+/** A direct consumer of one entity: the guarded pop and LPOP on its pool list and epoch key only (`cluster`: and the topology reads a Cluster client needs). */
+export function consumerAcl(entityKey: string, o: { user?: string; cluster?: boolean; prefix?: string } = {}): AclUser {
   const keys = entityKeys(entityKey, o.prefix ?? DEFAULT_PREFIX);
   const commands = o.cluster ? [...CONSUMER_COMMANDS, ...CLUSTER_CLIENT_COMMANDS] : CONSUMER_COMMANDS;
   // Read and write on both: FCALL declares its keys read-write, whatever the function does with them.

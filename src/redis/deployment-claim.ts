@@ -10,11 +10,7 @@ export interface DeploymentRecord {
 
 /** Another deployment (database) owns the keys under this prefix: sharing would mix two number lines' pools and fences. */
 class DeploymentConflictError extends ConfigError {
-  constructor(
-    readonly prefix: string,
-    readonly owner: DeploymentRecord,
-    readonly ours: DeploymentRecord,
-  ) {
+  constructor(prefix: string, owner: DeploymentRecord, ours: DeploymentRecord) {
     super(
       'IDPOOL_REDIS_KEY_PREFIX',
       `the Redis keys ${prefix}:* belong to deployment ${owner.id} (database ${owner.database}); this process's database ${ours.database} is deployment ${ours.id}. Two deployments on the same keys would share pools: give this one another Redis database (redis://host:6379/N) or another key prefix (IDPOOL_REDIS_KEY_PREFIX). If this database replaced the other on purpose, delete the key ${deploymentKey(prefix)} and the old pools (docs/ha.md "Restores")`,

@@ -25,10 +25,7 @@ export type ScriptOutcome =
 
 /** A function answered a code its caller does not expect: the library and this process disagree (a bug). */
 export class ScriptCodeError extends Error {
-  constructor(
-    readonly functionName: string,
-    readonly resultCode: number,
-  ) {
+  constructor(functionName: string, resultCode: number) {
     super(`${functionName} returned unknown code ${resultCode}`);
     this.name = 'ScriptCodeError';
   }
@@ -88,7 +85,6 @@ function functionFiles() {
           `${f} must register the one function idpool_${name}, registers ${registered.join(', ') || 'none'}`,
         );
       return {
-        /** `idpool_<name>`, as the code names it. */
         name: `idpool_${name}`,
         keys: keys === 'n' ? ('any' as const) : Number(keys),
         source,
@@ -122,7 +118,6 @@ const LIBRARIES = buildLibraries();
 /** The name of this release's own library (`idpool_<hash>`): its heartbeat names it, so the fleet knows which are in use. */
 export const OWN_LIBRARY = LIBRARIES.version;
 
-/** `idpool_<name>` → its number of keys, from the file names. */
 const KEY_COUNTS: ReadonlyMap<string, number | 'any'> = new Map(LIBRARIES.files.map((f) => [f.name, f.keys]));
 /** The public functions, all in the `idpool` library. */
 const PUBLIC_NAMES: ReadonlySet<string> = new Set(LIBRARIES.files.filter((f) => f.public).map((f) => f.name));

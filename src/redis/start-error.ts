@@ -30,12 +30,9 @@ function whichRedis(topology: RedisTopology): string {
   if (topology.kind === 'cluster') return `Redis Cluster via ${addresses(topology.nodes)} (IDPOOL_REDIS_CLUSTER_NODES)`;
   if (topology.kind === 'sentinel')
     return `Redis Sentinel master "${topology.masterName}" via ${addresses(topology.sentinels)} (IDPOOL_REDIS_SENTINELS)`;
-  try {
-    const u = new URL(topology.url);
-    return `Redis at ${u.hostname}:${u.port || '6379'} (IDPOOL_REDIS_URL)`;
-  } catch {
-    return 'Redis (IDPOOL_REDIS_URL)';
-  }
+  if (!URL.canParse(topology.url)) return 'Redis (IDPOOL_REDIS_URL)';
+  const u = new URL(topology.url);
+  return `Redis at ${u.hostname}:${u.port || '6379'} (IDPOOL_REDIS_URL)`;
 }
 
 function causeOf(err: unknown, kind: RedisTopology['kind']): string {

@@ -47,7 +47,7 @@ import type { Built } from './resources';
 import type { ServiceSeams } from './internals';
 import { RedisNumberStore } from '../pool/number-store';
 import { MemoryNumberStore } from '../pool/memory-number-store';
-import { type NumberAdmin, NumberPeriods } from '../pool/period-pools';
+import { NumberPeriods } from '../pool/period-pools';
 import { SqlNumberCounter } from '../segment/number-counter';
 import { SqlLedger } from '../gapless/ledger';
 import { transactionsOf } from '../gapless/transaction';
@@ -230,25 +230,11 @@ export function buildOps(
   return { value: ops, close: () => ops.stop() };
 }
 
-export interface Pools {
-  /** Where refills and leases reserve: idpool's table, or an incumbent's row in a live cutover. */
-  readonly allocator: LiveAllocator;
-  readonly refiller: Refiller;
-  readonly dispatcher: Dispatcher;
-  readonly fenceCheck: FenceCheck;
-  /** Business numbers' raise and usage. */
-  readonly numbers: NumberAdmin;
-  /** Now's period of a business-number entity: the numbers layer's for a pooled one, the ledger's for a gapless series. */
-  readonly numberUsage: NumberUsageSource;
-  /** Embedded: every entity's offset carried up to the high-water file, raising `database_behind` (before refills). */
-  checkHighWater(): Promise<void>;
-}
-
 /** What the pools and the business-number takes are built from. */
 type PoolParts = ServiceBase & ServiceSeams & { ops: OpsEvents; highWater?: HighWaterFile };
 
 /** The refiller, the fence check and the dispatcher; each loop starts with its `start()`, all stop on close. */
-export function buildPools(deps: PoolParts): Built<Pools> {
+export function buildPools(deps: PoolParts) {
   const { stores, registry, clock, log } = deps;
   const events = deps.ops.refillEvents;
   const guarded =
@@ -297,15 +283,18 @@ export function buildPools(deps: PoolParts): Built<Pools> {
   });
   return {
     value: {
+      /** Where refills and leases reserve: idpool's table, or an incumbent's row in a live cutover. */
       allocator,
       refiller,
       dispatcher,
       fenceCheck,
+      /** Embedded: every entity's offset carried up to the high-water file, raising `database_behind` (before refills). */
       checkHighWater: async () => {
         await guarded?.checkAll(registry.segmentKeys());
       },
+      /** Business numbers' raise and usage. */
       numbers: periods,
-      // The sampler, built after the pools, reads the periods here (a gapless series' from its ledger).
+      /** Now's period of a business-number entity (read here by the sampler, built after the pools): the numbers layer's for a pooled one, the ledger's for a gapless series. */
       numberUsage: numberUsageByKind(periods, stores.gaplessLedger),
     },
     close: async () => {
@@ -314,6 +303,7 @@ export function buildPools(deps: PoolParts): Built<Pools> {
     },
   };
 }
+export type Pools = ReturnType<typeof buildPools>['value'];
 
 /** A registration's first refill now (a business number's first take is then served from Redis); a retirement's pools dropped. */
 function followRegistry(registry: EntityRegistry, refiller: Refiller, periods: NumberPeriods, stores: Stores): void {

@@ -1,6 +1,7 @@
 /** The HTTP face of a service: readiness over its dependencies, and the express app over the stores, pools and ops. */
 import { type HttpDeps, type ReadinessReport, createHttpApp } from '../http/app';
 import { AuthFailureLimiter } from '../http/auth';
+import { within } from '../clock';
 import { failedCheck, sharedCheck } from '../http/readiness';
 import { type Ops, requestObserver } from '../ops';
 import type { OpsConfig } from '../ops/settings';
@@ -21,10 +22,9 @@ function readinessCheck(deps: HttpParts): () => Promise<ReadinessReport> {
     if (deps.stopping()) return { ready: false, checks, reason: 'shutting down' };
     // A failure is kept as its kind only (failedCheck): /readyz is public, and drivers' messages name hosts.
     const probe = async (name: string, fn: () => Promise<unknown>) => {
-      const late = Symbol('late');
       try {
-        const answer = await Promise.race([fn(), clock.sleep(1000).then(() => late)]);
-        checks[name] = answer === late ? 'timed out' : 'ok';
+        const answered = fn().then(() => 'ok');
+        checks[name] = await within(clock, answered, 1000, 'timed out');
       } catch (err) {
         checks[name] = failedCheck(err);
       }

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { type Server, createServer } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -45,10 +46,7 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/**
- * The composition root: config → connections → stores → entities → snowflake → ops events → pools → ops → takes →
- * HTTP. Everything built closes in reverse order, also when start-up fails half way.
- */
+/** The composition root, built in the order below: everything built closes in reverse order, also when start-up fails half way. */
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? silentLogger;
@@ -149,13 +147,7 @@ async function listenOn(app: Express, port: number, settings: HttpServerSettings
   server.maxConnections = settings.maxConnections;
   // Above the 60 s idle timeout of common load balancers, so they close first.
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await once(server.listen(port), 'listening');
   return server;
 }
 

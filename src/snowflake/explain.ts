@@ -6,10 +6,7 @@ const DECIMAL_ID = /^\d{1,19}$/;
 
 /** The text given cannot be an id of this layout; the message says why. */
 export class NotAnIdError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'NotAnIdError';
-  }
+  override name = 'NotAnIdError';
 }
 
 /** What one id is made of, with its timestamp as a date. */

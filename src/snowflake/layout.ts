@@ -91,16 +91,8 @@ export interface SnowflakeParts {
   reserved: number;
 }
 
-/** A setting out of bounds: which one, and what it must be. */
-export interface SettingProblem {
-  setting: keyof SnowflakeSettings;
-  /** The environment variable behind `setting`. */
-  variable: string;
-  /** The sentence after the variable's name, ending with `got` and `given` (the value as the caller spelt it). */
-  message(given: string): string;
-}
-
-function problem(setting: keyof SnowflakeSettings, message: (given: string) => string): SettingProblem {
+/** A setting out of bounds, its variable, and `message`: the sentence after the variable's name, ending with `got` and `given` (the value as the caller spelt it). */
+function problem(setting: keyof SnowflakeSettings, message: (given: string) => string) {
   return { setting, variable: SETTING_VARIABLES[setting], message };
 }
 
@@ -122,7 +114,7 @@ function sequenceBitsOf(s: SnowflakeSettings): number {
 }
 
 /** The first setting of `s` out of bounds, or undefined (the epoch against now is {@link SnowflakeLayout.create}'s). */
-export function settingsProblem(s: SnowflakeSettings): SettingProblem | undefined {
+export function settingsProblem(s: SnowflakeSettings) {
   if (!Object.hasOwn(UNIT_MS, s.timeUnit))
     return problem('timeUnit', (given) => `must be one of ${Object.keys(UNIT_MS).join(', ')}, got ${given}`);
   for (const [setting, bounds] of INTEGER_BOUNDS) {

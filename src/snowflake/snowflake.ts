@@ -265,10 +265,7 @@ export class Snowflake {
 
   private state(entityKey: string): SequenceState {
     let s = this.sequences.get(entityKey);
-    if (!s) {
-      s = this.newState();
-      this.sequences.set(entityKey, s);
-    }
+    if (!s) this.sequences.set(entityKey, (s = this.newState()));
     return s;
   }
 

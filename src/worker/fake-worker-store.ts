@@ -14,10 +14,9 @@ export class FakeWorkerStore implements WorkerStore {
 
   async ensureRows(min: number, max: number): Promise<void> {
     this.check();
-    for (let id = min; id <= max; id++) {
+    for (let id = min; id <= max; id++)
       if (!this.table.has(id))
         this.table.set(id, { workerId: id, code: '', leaseVersion: 0, heartbeatAt: 0, lastTimestamp: 0 });
-    }
   }
 
   async nowMs(): Promise<number> {

@@ -172,7 +172,6 @@ export class WorkerLease implements WorkerSource {
         }
         if (this.held !== held) return;
         this.held = undefined;
-        this.validUntil = -Infinity;
         this.ceiling = -Infinity;
         if (claimed) {
           log.error(
@@ -262,7 +261,6 @@ export class WorkerLease implements WorkerSource {
     this.task = undefined;
     const held = this.held;
     this.held = undefined;
-    this.validUntil = -Infinity;
     this.problem = 'stopped';
     if (!held) return;
     // The generator stops with the server, so the record may come down to what was used.
@@ -285,9 +283,7 @@ export class WorkerLease implements WorkerSource {
     const { rows, dbNowMs } = await this.options.store.rows(0, 2 ** 31 - 1);
     const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
     return rows.map((r) => ({
-      workerId: r.workerId,
-      code: r.code,
-      leaseVersion: r.leaseVersion,
+      ...r,
       heartbeatAt: iso(r.heartbeatAt),
       lastTimestamp: iso(r.lastTimestamp),
       live: r.heartbeatAt + this.options.ttlMs > dbNowMs,

@@ -3,14 +3,14 @@ import type { Database } from '../db/database';
 import { ConfigError, errorMessage } from '../errors';
 import type { Logger } from '../logger';
 import { ClockSkewError } from '../snowflake/errors';
-import { type IdExplanation, explainId } from '../snowflake/explain';
+import { explainId } from '../snowflake/explain';
 import { SnowflakeLayout, type SnowflakeSettings } from '../snowflake/layout';
 import { Snowflake } from '../snowflake/snowflake';
 import { type WorkerSource, fixedWorker } from '../snowflake/worker-source';
 import type { RedisClient } from '../redis/connection';
 import { redisTimeMs } from '../redis/info';
 import { ClockWatch } from './clock-watch';
-import { WorkerLease, type WorkerView, instanceCode } from './lease';
+import { WorkerLease, instanceCode } from './lease';
 import { type PodWorker, awaitPodWorker } from './pod-worker';
 import type { SnowflakeRuntimeSettings } from './snowflake-lease';
 import type { WorkerHolders } from './worker-holders';
@@ -28,22 +28,6 @@ export interface SnowflakeServiceSettings {
   readonly workerPreferSameCode: boolean;
   /** The port, in the lease's instance code. */
   readonly port: number;
-}
-
-/** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
-export interface SnowflakeRuntime {
-  readonly generator: Snowflake;
-  /** Undefined with a fixed `IDPOOL_WORKER_ID`. */
-  readonly lease: WorkerLease | undefined;
-  /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
-  readonly decoder: { decode(id: string): IdExplanation };
-  /** This instance's clock against Redis's and the database's; undefined with IDPOOL_CLOCK_CHECK_MS=0. */
-  readonly clockWatch: ClockWatch | undefined;
-  /** `count` ids of one entity's sequence; refused (503 `clock_skew`) while this instance's clock is past the bound. */
-  make(entityKey: string, count: number): Promise<string[]>;
-  readonly workers: { list(): Promise<WorkerView[]> };
-  /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
-  leaseCheck(): string;
 }
 
 export interface SnowflakeRuntimeDeps {
@@ -131,9 +115,7 @@ async function fixedServiceWorker(
  * closing stops them and frees the worker id. Throws {@link ConfigError} or ClockSkewError.
  * `deps.log` is the service's: a child of a child would write `component` twice in one line.
  */
-export async function buildSnowflake(
-  deps: SnowflakeRuntimeDeps,
-): Promise<{ value: SnowflakeRuntime; close: () => Promise<void> }> {
+export async function buildSnowflake(deps: SnowflakeRuntimeDeps) {
   const { config, db, clock, log, redis } = deps;
   const settings = { ...config.lease, ...deps.settings };
   const layout = SnowflakeLayout.create(config.snowflake, clock.now());
@@ -170,17 +152,20 @@ export async function buildSnowflake(
   return {
     value: {
       generator,
+      /** Undefined with a fixed `IDPOOL_WORKER_ID`. */
       lease,
+      /** This instance's clock against Redis's and the database's; undefined with IDPOOL_CLOCK_CHECK_MS=0. */
       clockWatch,
-      make(entityKey, count) {
+      /** `count` ids of one entity's sequence; refused (503 `clock_skew`) while this instance's clock is past the bound. */
+      async make(entityKey: string, count: number) {
         if (clockWatch?.state() === 'refusing')
-          return Promise.reject(
-            new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds),
-          );
+          throw new ClockSkewError(clockWatch.worstSkewMs(), clockWatch.maxSkewMs, clockWatch.retryAfterSeconds);
         return generator.takeStrings(entityKey, count);
       },
-      decoder: { decode: (id) => explainId(layout, clock.now(), id) },
+      /** Explains one id; throws NotAnIdError when it is not one of this layout's. */
+      decoder: { decode: (id: string) => explainId(layout, clock.now(), id) },
       workers: { list: () => worker.list() },
+      /** 'ok', or why no snowflake id can be issued now (for `readyz`). */
       leaseCheck() {
         const status = lease?.status();
         return !status || status.ok ? 'ok' : status.detail;
@@ -192,3 +177,6 @@ export async function buildSnowflake(
     },
   };
 }
+
+/** The snowflake half of a running service: generator, lease, and what HTTP needs from them. */
+export type SnowflakeRuntime = Awaited<ReturnType<typeof buildSnowflake>>['value'];

@@ -80,7 +80,7 @@ describe('README: routes and error codes', () => {
 
 /**
  * `code → status` of every error the HTTP service answers with: each
- * `super(status, 'code'` and `IdpoolError(status, 'code'` of `src/`, but
+ * `super(status, 'code'`, `IdpoolError(status, 'code'` and `fixedError(status, 'code'` of `src/`, but
  * the library's and the client's own (they never reach the wire).
  */
 function serviceErrorCodes(): Map<string, number> {
@@ -91,7 +91,9 @@ function serviceErrorCodes(): Map<string, number> {
       if (statSync(path).isDirectory()) {
         if (!['library', 'client'].includes(name)) walk(path);
       } else if (name.endsWith('.ts'))
-        for (const m of readFileSync(path, 'utf8').matchAll(/(?:super|IdpoolError)\(\s*(\d{3}),\s*'([a-z_]+)'/g))
+        for (const m of readFileSync(path, 'utf8').matchAll(
+          /(?:super|IdpoolError|fixedError)\(\s*(\d{3}),\s*'([a-z_]+)'/g,
+        ))
           codes.set(m[2], Number(m[1]));
     }
   };
