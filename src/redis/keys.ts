@@ -75,7 +75,6 @@ export function idempotencyKeys(entityKey: string, requestKey: string, prefix = 
     answerPrefix,
   };
 }
-export type IdempotencyKeys = Readonly<ReturnType<typeof idempotencyKeys>>;
 
 /** Bytes of answers stored by every instance during `minute` (Unix minutes); one hash tag, so one MGET reads the last few. */
 export function idempotencyBytesKey(minute: number, prefix = DEFAULT_PREFIX): string {
