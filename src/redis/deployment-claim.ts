@@ -28,13 +28,15 @@ export async function claimRedisKeys(redis: RedisClient, prefix: string, ours: D
   const value = JSON.stringify({ id: ours.id, database: ours.database });
   if ((await redis.set(key, value, 'NX')) === 'OK') return;
   const stored = await redis.get(key);
-  let owner: DeploymentRecord | undefined;
-  try {
-    owner = stored ? (JSON.parse(stored) as DeploymentRecord) : undefined;
-  } catch {
-    owner = { id: String(stored), database: 'unknown' };
-  }
   // Gone between the SET and the GET (deleted by hand): claim it again.
-  if (!owner) return claimRedisKeys(redis, prefix, ours);
-  if (owner.id !== ours.id) throw new DeploymentConflictError(prefix, owner, ours);
+  if (stored === null) return claimRedisKeys(redis, prefix, ours);
+  let owner: Partial<DeploymentRecord> | null = null;
+  try {
+    owner = JSON.parse(stored) as Partial<DeploymentRecord> | null;
+  } catch {
+    // Not a record: named as it is stored.
+  }
+  // Anything but a record ('', 'null' written by hand) is another's: refused, where it used to claim again forever.
+  const id = typeof owner?.id === 'string' ? owner.id : stored;
+  if (id !== ours.id) throw new DeploymentConflictError(prefix, { id, database: owner?.database ?? 'unknown' }, ours);
 }
