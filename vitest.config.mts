@@ -83,6 +83,9 @@ export default defineConfig({
           name: 'side-by-side',
           include: ['test/**/*.test.ts'],
           exclude: ['test/unit/**', ...QUIET, ...ALONE],
+          // Modules kept as the unit tests keep them: what a file tests runs in the processes it starts and stops,
+          // and test/support keeps only caches (docs/testing.md#how-the-suite-runs: 24 s of imports, not most of 103 s).
+          isolate: false,
           maxWorkers: 3,
           sequence: { groupOrder: 1 },
         },
