@@ -13,7 +13,7 @@ export {
   postgresUnavailable,
   toPostgresPlaceholders,
 } from './dialects/postgres';
-export { isBusy, whileBusy, whileRacing } from './dialects/sqlite';
+export { SQLITE_BUSY_TIMEOUT_MS, isBusy, whileBusy, whileRacing } from './dialects/sqlite';
 
 const DIALECTS: Readonly<Record<DialectName, SqlDialect>> = { mysql, postgres, sqlite };
 

@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type mysql2 from 'mysql2';
 import type { QueryRunner } from 'typeorm';
 import { type Clock, systemClock } from '../clock';
-import { type Database, toPostgresPlaceholders, whileBusy } from '../db/database';
+import { type Database, SQLITE_BUSY_TIMEOUT_MS, toPostgresPlaceholders, whileBusy } from '../db/database';
 import { boundedMysqlDriver } from '../db/mysql-driver';
 import { UnavailableError } from '../errors';
 
@@ -46,9 +46,6 @@ export interface Transactions {
   readonly inOneTrip?: (statements: Statement[]) => Promise<TxResult[]>;
   close(): Promise<void>;
 }
-
-/** How long one attempt blocks the event loop on a locked SQLite file (as the dialect's busy_timeout). */
-const SQLITE_BUSY_TIMEOUT_MS = 20;
 
 /** The transactions of `db`; a SQLite database needs its file (`sqlitePath`): an in-memory one has no second connection. */
 export function transactionsOf(db: Database, sqlitePath?: string, clock: Clock = systemClock): Transactions {

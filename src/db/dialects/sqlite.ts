@@ -9,7 +9,7 @@ import type { Clock } from '../../clock';
 import { type SqlDialect, structuredQuery } from './dialect';
 
 /** Longest the event loop may block on a locked SQLite file in one statement. */
-const SQLITE_BUSY_TIMEOUT_MS = 20;
+export const SQLITE_BUSY_TIMEOUT_MS = 20;
 /** How long processes opening a fresh file at once keep retrying its first writes (migrations, the stride). */
 const FIRST_WRITE_RACE_MS = 10_000;
 
